@@ -1,0 +1,3 @@
+from tokcost.cli.app import main
+
+main()

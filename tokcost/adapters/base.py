@@ -1,0 +1,39 @@
+"""The one protocol every tokenizer family implements.
+
+An adapter wraps a real tokenizer (tiktoken, Hugging Face ``tokenizers``,
+SentencePiece, tokcost's own BPE) behind the same small surface, so counting,
+comparing, pricing and budgets never care which family they talk to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What tokcost needs from a tokenizer.
+
+    ``streamable`` promises that the tokenizer's pre-tokenization never joins
+    text across the boundaries ``tokcost.counting.find_boundary`` picks (a
+    letter, a space, a letter; or a newline then a letter), so a large text can
+    be counted chunk by chunk with exactly the count of the whole.
+    ``releases_gil`` says threads give real parallelism (a Rust/C++ core).
+    """
+
+    name: str
+    exact: bool
+    streamable: bool
+    releases_gil: bool
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def count(self, text: str, *, allow_special: bool = False) -> int: ...
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]: ...

@@ -1,0 +1,35 @@
+"""A real tokenizer standing in for a model whose own tokenizer is not public."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tokcost.adapters.base import Tokenizer
+
+
+class Approximate:
+    """Delegates everything to ``inner`` but reports ``exact = False`` (shown as ≈)."""
+
+    exact = False
+
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.streamable = inner.streamable
+        self.releases_gil = inner.releases_gil
+
+    @property
+    def vocab_size(self) -> int:
+        return self.inner.vocab_size
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        return self.inner.encode(text, allow_special=allow_special)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.inner.decode(ids)
+
+    def count(self, text: str, *, allow_special: bool = False) -> int:
+        return self.inner.count(text, allow_special=allow_special)
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        return self.inner.token_bytes(ids)

@@ -1,0 +1,100 @@
+"""Tokenizer specs -> lazy constructors (DESIGN §2).
+
+A spec is ``FAMILY:ARGUMENT``. Each family maps to a constructor named by module
+path, imported only when that family is asked for, so ``import tokcost`` stays
+light (tiktoken's registry works the same way). A bare name that tiktoken knows
+(``o200k_base``) is accepted as ``tiktoken:o200k_base``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from tokcost.errors import TokenizerNotFound
+
+if TYPE_CHECKING:
+    from tokcost.adapters.base import Tokenizer
+
+# family -> "module:function"; the function takes the part after the colon.
+FAMILIES: dict[str, str] = {
+    "tiktoken": "tokcost.adapters.tiktoken_enc:load",
+    "hf": "tokcost.adapters.hf:load",
+    "sp": "tokcost.adapters.sp:load",
+    "bpe": "tokcost.adapters.bpe:load",
+}
+
+TIKTOKEN_NAMES = (
+    "o200k_base",
+    "o200k_harmony",
+    "cl100k_base",
+    "p50k_base",
+    "p50k_edit",
+    "r50k_base",
+    "gpt2",
+)
+
+DEFAULT_SPEC = "tiktoken:o200k_base"
+
+
+def known_specs() -> list[str]:
+    """Examples of every family, for error messages and ``--help``."""
+    return [f"tiktoken:{n}" for n in TIKTOKEN_NAMES] + [
+        "tiktoken:PATH.tiktoken",
+        "hf:PATH/tokenizer.json",
+        "hf:ORG/REPO",
+        "sp:PATH.model",
+        "bpe:PATH",
+        "model:ID",
+    ]
+
+
+def normalize_spec(spec: str) -> str:
+    """``o200k_base`` -> ``tiktoken:o200k_base``; other specs unchanged."""
+    spec = spec.strip()
+    if ":" not in spec and spec in TIKTOKEN_NAMES:
+        return f"tiktoken:{spec}"
+    return spec
+
+
+def get_tokenizer(spec: str) -> Tokenizer:
+    """Build (once per process) the tokenizer a spec names.
+
+    >>> get_tokenizer("tiktoken:cl100k_base").encode("hello world")
+    [15339, 1917]
+    """
+    return _get_tokenizer(normalize_spec(spec))
+
+
+@lru_cache(maxsize=32)
+def _get_tokenizer(spec: str) -> Tokenizer:
+    family, sep, arg = spec.partition(":")
+    if family == "model" and sep:
+        # model:ID goes through the catalog, which names the tokenizer spec.
+        from tokcost.catalog import load_catalog
+
+        entry = load_catalog().resolve(arg)
+        return tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+    if not sep or family not in FAMILIES or not arg:
+        raise TokenizerNotFound(
+            f"unknown tokenizer spec '{spec}'; use one of: {', '.join(known_specs())}"
+        )
+    module_name, func_name = FAMILIES[family].split(":")
+    constructor = getattr(importlib.import_module(module_name), func_name)
+    tok: Tokenizer = constructor(arg)
+    return tok
+
+
+def tokenizer_for_model(model_id: str, spec: str | None, exact: bool) -> Tokenizer:
+    """The tokenizer a catalog entry names; proxies are marked approximate."""
+    if not spec:
+        raise TokenizerNotFound(
+            f"model '{model_id}' names no tokenizer in the catalog; pass one with -t SPEC"
+        )
+    tok = get_tokenizer(spec)
+    if not exact and tok.exact:
+        from tokcost.adapters.proxy import Approximate
+
+        return Approximate(tok)
+    return tok

@@ -1,0 +1,65 @@
+"""Typed errors. Every message says what went wrong and what to do next.
+
+The library raises these; the CLI turns them into one line on stderr and an exit
+code in a single place (``tokcost.cli.app.main``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class TokcostError(Exception):
+    """Base class. ``exit_code`` follows DESIGN §3: 1 for a failure, 2 for bad usage."""
+
+    exit_code: int = 1
+
+
+class UsageError(TokcostError):
+    """The user asked for something malformed (a bad flag value, a missing path)."""
+
+    exit_code = 2
+
+
+class InputError(TokcostError):
+    """An input file or stream cannot be read as asked."""
+
+
+class TokenizerNotFound(UsageError):
+    """The tokenizer spec names nothing tokcost knows."""
+
+
+class TokenizerDataError(TokcostError):
+    """A tokenizer's data file is missing, corrupt or has the wrong hash."""
+
+
+class CatalogError(TokcostError):
+    """The model catalog is malformed."""
+
+    exit_code = 2
+
+
+class ModelNotFound(UsageError):
+    """No catalog entry matches the model id."""
+
+
+class MissingDependency(TokcostError):
+    """An optional package is needed for this feature."""
+
+    def __init__(self, package: str, extra: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+def suggest(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """Return a ' (did you mean: a, b?)' hint, or '' when nothing is close.
+
+    >>> suggest("gpt-4p", ["gpt-4o", "gpt-4", "o3"])
+    ' (did you mean: gpt-4, gpt-4o?)'
+    """
+    close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
+    return f" (did you mean: {', '.join(close)}?)" if close else ""
