@@ -1,0 +1,22 @@
+"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4).
+
+Light to import: pyyaml and the standard library only.
+
+>>> from tokcost.catalog import load_catalog
+>>> load_catalog().resolve("gpt-4o-mini-2024-07-18").id
+'gpt-4o-mini'
+"""
+
+from tokcost.catalog.loader import CatalogInvalid as CatalogInvalid
+from tokcost.catalog.loader import Problem as Problem
+from tokcost.catalog.lookup import Catalog as Catalog
+from tokcost.catalog.lookup import GpuNotFound as GpuNotFound
+from tokcost.catalog.lookup import load_catalog as load_catalog
+from tokcost.catalog.lookup import validate_file as validate_file
+from tokcost.catalog.schema import Architecture as Architecture
+from tokcost.catalog.schema import Attention as Attention
+from tokcost.catalog.schema import ChatOverhead as ChatOverhead
+from tokcost.catalog.schema import Gpu as Gpu
+from tokcost.catalog.schema import ModelEntry as ModelEntry
+from tokcost.catalog.schema import PriceTier as PriceTier
+from tokcost.catalog.schema import Pricing as Pricing

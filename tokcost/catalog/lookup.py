@@ -1,0 +1,204 @@
+"""The loaded catalog and its lookups: exact id, then alias, then a prefix table.
+
+Mirrors tiktoken's ``MODEL_TO_ENCODING`` then ``MODEL_PREFIX_TO_ENCODING``: a dated
+id such as ``gpt-4o-2024-08-06`` or ``claude-sonnet-4-5-20250929`` resolves to the
+entry whose id or alias it extends by a date/version suffix; explicit ``prefixes``
+in an entry match anything after them. The longest prefix wins, so
+``gpt-4o-mini-2024-07-18`` goes to ``gpt-4o-mini``, not ``gpt-4o``. Two entries
+claiming the same id, alias or prefix is an error, never a silent pick.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tokcost.catalog.loader import ParsedFile, Problem, is_dated_suffix, parse_file
+from tokcost.catalog.schema import Gpu, ModelEntry
+from tokcost.errors import CatalogError, ModelNotFound, UsageError, suggest
+from tokcost.resources import shipped_path
+
+ENV_VAR = "TOKCOST_CATALOG"
+
+
+class GpuNotFound(UsageError):
+    """No GPU in the catalog matches the name."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Models and GPUs from one or more catalog files (later files extend earlier ones)."""
+
+    models: tuple[ModelEntry, ...]
+    gpus: tuple[Gpu, ...]
+    files: tuple[Path, ...] = ()
+    _names: dict[str, ModelEntry] = field(default_factory=dict, repr=False, compare=False)
+    _aliases: dict[str, ModelEntry] = field(default_factory=dict, repr=False, compare=False)
+    _prefixes: list[tuple[str, bool, ModelEntry]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+    _gpu_names: dict[str, Gpu] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(
+        cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
+    ) -> Catalog:
+        """Index entries; a duplicate id, alias or prefix raises ``CatalogError``."""
+        models, gpus = tuple(models), tuple(gpus)
+        cat = cls(models, gpus, tuple(files))
+        where = ", ".join(str(f) for f in cat.files) or "the catalog"
+        for entry in models:
+            key = entry.id.lower()
+            if key in cat._names:
+                raise CatalogError(f"{where}: duplicate model id '{entry.id}'; ids must be unique")
+            cat._names[key] = entry
+        for entry in models:
+            for alias in entry.aliases:
+                key = alias.lower()
+                other = cat._names.get(key) or cat._aliases.get(key)
+                if other is not None and other is not entry:
+                    raise CatalogError(
+                        f"{where}: model '{entry.id}': alias '{alias}' is already "
+                        f"{'the id' if key in cat._names else 'an alias'} of '{other.id}'"
+                    )
+                cat._aliases[key] = entry
+        seen: dict[str, ModelEntry] = {}
+        for entry in models:
+            for prefix in entry.prefixes:
+                key = prefix.lower()
+                if key in seen and seen[key] is not entry:
+                    raise CatalogError(
+                        f"{where}: model '{entry.id}': prefix '{prefix}' is already "
+                        f"claimed by '{seen[key].id}'"
+                    )
+                seen[key] = entry
+                cat._prefixes.append((key, True, entry))
+            for name in (entry.id, *entry.aliases):
+                cat._prefixes.append((name.lower(), False, entry))
+        cat._prefixes.sort(key=lambda item: -len(item[0]))
+        for gpu in gpus:
+            for name in (gpu.name, *gpu.aliases):
+                key = _gpu_key(name)
+                if key in cat._gpu_names and cat._gpu_names[key] is not gpu:
+                    raise CatalogError(f"{where}: duplicate GPU name '{name}'")
+                cat._gpu_names[key] = gpu
+        return cat
+
+    def resolve(self, model_id: str) -> ModelEntry:
+        """The entry for an id, alias or dated id.
+
+        >>> load_catalog().resolve("gpt-4o-2024-08-06").id
+        'gpt-4o'
+        """
+        key = model_id.strip().lower()
+        if key.startswith("model:"):
+            key = key[len("model:") :]
+        entry = self._names.get(key) or self._aliases.get(key)
+        if entry is not None:
+            return entry
+        for prefix, explicit, candidate in self._prefixes:
+            if key.startswith(prefix) and (explicit or is_dated_suffix(key[len(prefix) :])):
+                return candidate
+        names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
+        hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
+        raise ModelNotFound(
+            f"unknown model '{model_id}'{hint}; see `tokcost models list` "
+            f"or add it to a catalog with --catalog FILE"
+        )
+
+    def get(self, model_id: str) -> ModelEntry | None:
+        try:
+            return self.resolve(model_id)
+        except ModelNotFound:
+            return None
+
+    def resolve_gpu(self, name: str) -> Gpu:
+        """A GPU by name or alias, ignoring case, spaces, dashes and underscores."""
+        gpu = self._gpu_names.get(_gpu_key(name))
+        if gpu is not None:
+            return gpu
+        names = [g.name for g in self.gpus]
+        hint = suggest(name, names) or suggest(_gpu_key(name), {_gpu_key(n): n for n in names})
+        raise GpuNotFound(
+            f"unknown GPU '{name}'{hint}; see `tokcost models list --gpus`, "
+            f"or pass --gpu-memory SIZE (e.g. 80GiB)"
+        )
+
+
+def _gpu_key(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _merge(files: list[ParsedFile]) -> Catalog:
+    """Later files replace same-id models (and same-name GPUs) of earlier ones."""
+    models: dict[str, ModelEntry] = {}
+    gpus: dict[str, Gpu] = {}
+    for parsed in files:
+        local: set[str] = set()
+        for entry in parsed.models:
+            key = entry.id.lower()
+            if key in local:
+                raise CatalogError(
+                    f"{parsed.path}: duplicate model id '{entry.id}'; ids must be unique"
+                )
+            local.add(key)
+            models.pop(key, None)  # re-insert so the override keeps file order
+            models[key] = entry
+        for gpu in parsed.gpus:
+            gpus[_gpu_key(gpu.name)] = gpu
+    return Catalog.build(models.values(), gpus.values(), [p.path for p in files])
+
+
+def catalog_files(path: str | Path | None = None) -> list[Path]:
+    """Which files make up the catalog for ``path`` (None: env var, else shipped)."""
+    chosen = path if path is not None else os.environ.get(ENV_VAR) or None
+    if chosen is None:
+        return [shipped_path("models.yaml")]
+    return [Path(chosen).expanduser()]
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load a catalog: ``path``, else ``$TOKCOST_CATALOG``, else the shipped models.yaml.
+
+    A user file replaces the shipped catalog, unless it says ``extends: shipped``,
+    in which case its models are added to the shipped ones (same id: the user's wins).
+    """
+    files = catalog_files(path)
+    stamps = tuple((str(f.resolve()), _mtime(f)) for f in files)
+    return _load_cached(stamps)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return -1.0
+
+
+@lru_cache(maxsize=8)
+def _load_cached(stamps: tuple[tuple[str, float], ...]) -> Catalog:
+    parsed: list[ParsedFile] = []
+    for name, _ in stamps:
+        user = parse_file(Path(name))[0]
+        if user.extends:
+            shipped = shipped_path("models.yaml").resolve()
+            if shipped != Path(name):
+                parsed.append(parse_file(shipped)[0])
+        parsed.append(user)
+    return _merge(parsed)
+
+
+def validate_file(path: str | Path) -> list[Problem | str]:
+    """Every problem of one catalog file (empty when it is valid), for ``models validate``."""
+    target = Path(path)
+    parsed, problems = parse_file(target, strict=False)
+    out: list[Problem | str] = list(problems)
+    if not problems:
+        try:
+            Catalog.build(parsed.models, parsed.gpus, [target])
+        except CatalogError as exc:
+            out.append(str(exc))
+    return out
