@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -20,7 +19,7 @@ class TokcostGroup(TyperGroup):
     ``TOKCOST_DEBUG=1`` lets the traceback through instead.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors click)
         try:
             return super().invoke(ctx)
         except TokcostError as exc:
@@ -46,6 +45,27 @@ app = typer.Typer(
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from tokcost import __version__
+
+        typer.echo(f"tokcost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """How many tokens is this, what will it cost, and how much GPU memory does serving it take?
+
+    Every command has --help with examples and --json for scripts.
+    """
 
 
 def _register() -> None:

@@ -1,0 +1,87 @@
+"""Counting an OpenAI-style chat: message contents plus the template's overhead.
+
+The overhead rule is OpenAI's cookbook recipe ("How to count tokens with
+tiktoken"): every message costs ``per_message`` tokens plus the tokens of each of
+its string fields, a ``name`` field costs ``per_name`` more, and the reply is
+primed with ``reply_priming`` tokens. The numbers per model live in the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokcost.adapters.base import Tokenizer
+from tokcost.errors import InputError
+
+
+@dataclass(frozen=True)
+class ChatCount:
+    messages: int
+    content_tokens: int  # tokens of the fields' text (role, content, name)
+    overhead_tokens: int  # tokens the template adds
+    skipped_parts: int  # non-text content parts (images, audio) not counted
+
+    @property
+    def total(self) -> int:
+        return self.content_tokens + self.overhead_tokens
+
+
+def load_messages(path: str) -> list[dict[str, Any]]:
+    """Messages from a JSON file: a list of messages or ``{"messages": [...]}``."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"chat file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read chat file {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
+            '{"role": ..., "content": ...} messages'
+        ) from None
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise InputError(
+            f"{path}: expected a JSON list of messages (objects with 'role' and 'content')"
+        )
+    for i, message in enumerate(data):
+        if "role" not in message:
+            raise InputError(f"{path}: message {i} has no 'role'")
+    return data
+
+
+def count_chat(
+    messages: list[dict[str, Any]],
+    tokenizer: Tokenizer,
+    *,
+    per_message: int,
+    per_name: int,
+    reply_priming: int,
+) -> ChatCount:
+    """Tokens a chat request takes, by the cookbook rule.
+
+    Content may be a string or a list of parts; text parts are counted,
+    other parts (images) are reported in ``skipped_parts``.
+    """
+    content = overhead = skipped = 0
+    for message in messages:
+        overhead += per_message
+        for key, value in message.items():
+            if isinstance(value, str):
+                content += tokenizer.count(value)
+            elif key == "content" and isinstance(value, list):
+                for part in value:
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        content += tokenizer.count(part["text"])
+                    else:
+                        skipped += 1
+            if key == "name":
+                overhead += per_name
+    overhead += reply_priming
+    return ChatCount(len(messages), content, overhead, skipped)
