@@ -1,0 +1,139 @@
+"""The shape of a reference model, as a frozen dataclass (nanoGPT's ``GPTConfig``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tokcost.reference.errors import ModelTooLarge
+
+CACHE_MODES = ("none", "contiguous", "paged")
+
+# numpy runs a forward pass of a model this size in well under a second per token
+# on a laptop core; beyond it the reference path is the wrong tool.
+MAX_PARAMS = 200_000_000
+
+
+@dataclass(frozen=True)
+class RefConfig:
+    """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU.
+
+    >>> cfg = RefConfig(layers=4, hidden_size=128, attention_heads=4, kv_heads=2,
+    ...                 head_dim=32, vocab_size=512, context_window=1024)
+    >>> cfg.group, cfg.ffn_hidden, cfg.kv_bytes_per_token
+    (2, 384, 2048)
+    """
+
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    context_window: int
+    intermediate_size: int | None = None
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+    tie_embeddings: bool = True
+    # The cache holds float32 keys and values: the dtype `kvmem estimate` must use.
+    kv_dtype: str = "fp32"
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
+                     "vocab_size", "context_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.attention_heads % self.kv_heads:
+            raise ValueError(
+                f"attention_heads ({self.attention_heads}) must be a multiple of "
+                f"kv_heads ({self.kv_heads}) for grouped-query attention"
+            )
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head (1 = multi-head, attention_heads = multi-query)."""
+        return self.attention_heads // self.kv_heads
+
+    @property
+    def ffn_hidden(self) -> int:
+        """SwiGLU width: given, or LLaMA's 8/3 x hidden rounded up to a multiple of 64."""
+        if self.intermediate_size:
+            return self.intermediate_size
+        raw = int(8 * self.hidden_size / 3)
+        return -(-raw // 64) * 64
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """2 (K and V) x layers x kv_heads x head_dim x 4 bytes (float32)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 4
+
+    @property
+    def params(self) -> int:
+        """Parameter count (embeddings counted once when tied)."""
+        c, hs = self.hidden_size, self.head_dim
+        attn = c * self.attention_heads * hs * 2 + c * self.kv_heads * hs * 2
+        mlp = 3 * c * self.ffn_hidden
+        per_layer = attn + mlp + 2 * c
+        emb = self.vocab_size * c * (1 if self.tie_embeddings else 2)
+        return self.layers * per_layer + emb + c
+
+    @classmethod
+    def from_architecture(
+        cls, model_id: str, arch: Any, context_window: int | None, **overrides: Any
+    ) -> RefConfig:
+        """Build from a catalog ``Architecture`` (or any object/dict with its fields).
+
+        Raises ModelTooLarge for models numpy cannot run, naming ``kvmem estimate``.
+        """
+
+        def field(name: str, default: Any = None) -> Any:
+            if isinstance(arch, dict):
+                return arch.get(name, default)
+            return getattr(arch, name, default)
+
+        layers, hidden = field("layers"), field("hidden_size")
+        heads = field("attention_heads")
+        kv_heads = field("kv_heads") or heads
+        head_dim = field("head_dim") or (hidden // heads if hidden and heads else None)
+        vocab = field("vocab_size")
+        missing = [n for n, v in (("layers", layers), ("hidden_size", hidden),
+                                  ("attention_heads", heads), ("head_dim", head_dim),
+                                  ("vocab_size", vocab)) if not v]
+        if missing:
+            raise ModelTooLarge(
+                f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "
+                "reference path cannot build it; use -m tiny-ref or add the fields"
+            )
+        cfg = cls(
+            layers=int(layers),
+            hidden_size=int(hidden),
+            attention_heads=int(heads),
+            kv_heads=int(kv_heads),
+            head_dim=int(head_dim or 0),
+            vocab_size=int(vocab),
+            context_window=int(context_window or 2048),
+            intermediate_size=field("intermediate_size"),
+            **overrides,
+        )
+        total = _total_params(field("params_total")) or _total_params(field("params"))
+        total = total or cfg.params
+        if total > MAX_PARAMS:
+            raise ModelTooLarge(
+                f"model '{model_id}' has about {total / 1e9:.1f}B parameters; the numpy "
+                f"reference path runs models up to {MAX_PARAMS / 1e6:.0f}M. Size its KV "
+                f"cache instead: tokcost kvmem estimate -m {model_id}"
+            )
+        return cfg
+
+
+def _total_params(params: Any) -> int:
+    """``params`` may be a number, or a mapping/object with ``total``."""
+    if params is None:
+        return 0
+    if isinstance(params, (int, float)):
+        return int(params)
+    if isinstance(params, dict):
+        return int(params.get("total") or 0)
+    return int(getattr(params, "total", 0) or 0)

@@ -1,0 +1,109 @@
+"""Weights: named arrays, made from a seed or read from / written to a .npz file.
+
+Names (i = layer): ``tok_emb`` (V, C); ``layers.i.attn_norm`` (C,), ``layers.i.wq``
+(C, nh*hs), ``layers.i.wk`` and ``layers.i.wv`` (C, nkv*hs), ``layers.i.wo`` (nh*hs, C),
+``layers.i.mlp_norm`` (C,), ``layers.i.w_gate`` and ``layers.i.w_up`` (C, F),
+``layers.i.w_down`` (F, C); ``norm`` (C,); ``lm_head`` (C, V) unless tied to ``tok_emb``.
+The file also carries ``__format__`` = "tokcost-ref v1".
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tokcost.errors import InputError
+from tokcost.reference.errors import WeightsMismatch
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from tokcost.reference.config import RefConfig
+
+    Array = NDArray[np.float32]
+
+FORMAT = "tokcost-ref v1"
+
+
+def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
+    """Every weight's name and shape for ``cfg``."""
+    c, f, v = cfg.hidden_size, cfg.ffn_hidden, cfg.vocab_size
+    q, kv = cfg.attention_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+    shapes: dict[str, tuple[int, ...]] = {"tok_emb": (v, c)}
+    for i in range(cfg.layers):
+        p = f"layers.{i}."
+        shapes.update({
+            p + "attn_norm": (c,), p + "wq": (c, q), p + "wk": (c, kv), p + "wv": (c, kv),
+            p + "wo": (q, c), p + "mlp_norm": (c,), p + "w_gate": (c, f), p + "w_up": (c, f),
+            p + "w_down": (f, c),
+        })
+    shapes["norm"] = (c,)
+    if not cfg.tie_embeddings:
+        shapes["lm_head"] = (c, v)
+    return shapes
+
+
+def init_weights(cfg: RefConfig, seed: int = 0) -> dict[str, Array]:
+    """Random weights (GPT-2's scheme: N(0, 0.02), residual projections scaled down)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, Array] = {}
+    for name, shape in expected_shapes(cfg).items():
+        if len(shape) == 1:
+            out[name] = np.ones(shape, dtype=np.float32)
+            continue
+        std = 0.02 / np.sqrt(2 * cfg.layers) if name.endswith(("wo", "w_down")) else 0.02
+        out[name] = (rng.standard_normal(shape) * std).astype(np.float32)
+    return out
+
+
+def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weights") -> None:
+    """Raise WeightsMismatch naming the first missing or misshapen array."""
+    for name, shape in expected_shapes(cfg).items():
+        if name not in weights:
+            raise WeightsMismatch(
+                f"{source} has no array '{name}'; it was not written for this architecture "
+                "(retrain it or fix the catalog's architecture fields)"
+            )
+        got = tuple(weights[name].shape)
+        if got != shape:
+            raise WeightsMismatch(
+                f"{source}: '{name}' has shape {got} but the catalog's architecture needs "
+                f"{shape}; the weights and the catalog entry describe different models"
+            )
+
+
+def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
+    """Read a .npz written by ``save_weights`` and check it against ``cfg``."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise InputError(f"weights file {path} does not exist; check the catalog's weights "
+                         "field or omit it to use seeded random weights") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read weights file {path} as .npz ({exc})") from None
+    fmt = arrays.pop("__format__", None)
+    if fmt is None or str(fmt) != FORMAT:
+        raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
+    weights = {k: a.astype(np.float32) for k, a in arrays.items()}
+    check_weights(cfg, weights, source=str(path))
+    return weights
+
+
+def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "float16") -> None:
+    """Write weights atomically (temp file + rename), stored as ``dtype`` to stay small."""
+    path = Path(path)
+    arrays = {k: np.asarray(a).astype(dtype) for k, a in weights.items()}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, __format__=np.array(FORMAT), **arrays)  # type: ignore[arg-type]
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
