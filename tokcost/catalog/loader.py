@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from tokcost.catalog.schema import (
+    PACKAGE_PLACEHOLDERS,
     Architecture,
     Attention,
     ChatOverhead,
@@ -477,6 +478,14 @@ def _model(c: _Checker, value: Any, path: PathKey) -> ModelEntry | None:
             f"expected a tokenizer spec such as tiktoken:o200k_base or hf:ORG/REPO, "
             f"got {_show(texts['tokenizer'])}",
         )
+    spec = texts["tokenizer"] or ""
+    for name in re.findall(r"\{([^}]*)\}", spec):
+        if name not in PACKAGE_PLACEHOLDERS:
+            c.fail(
+                (*path, "tokenizer"),
+                f"unknown placeholder {{{name}}}; known: "
+                + ", ".join("{" + k + "}" for k in PACKAGE_PLACEHOLDERS),
+            )
     if model_id is None or len(c.problems) > before:
         return None
     return ModelEntry(
@@ -484,7 +493,7 @@ def _model(c: _Checker, value: Any, path: PathKey) -> ModelEntry | None:
         aliases=aliases,
         provider=texts["provider"],
         family=texts["family"],
-        tokenizer=texts["tokenizer"],
+        tokenizer_spec=texts["tokenizer"],
         tokenizer_exact=True if exact is None else exact,
         tokenizer_note=texts["tokenizer_note"],
         tokenizer_package=texts["tokenizer_package"],

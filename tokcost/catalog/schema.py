@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
+from tokcost.errors import MissingDependency
+
 LayerKind = Literal["full", "sliding", "linear", "mla"]
 AttentionType = Literal["full", "sliding", "mla", "hybrid"]
 
@@ -118,7 +120,8 @@ class ModelEntry:
     aliases: tuple[str, ...] = ()
     provider: str | None = None
     family: str | None = None
-    tokenizer: str | None = None
+    # The spec as written; may hold a {package} placeholder (see ``tokenizer``).
+    tokenizer_spec: str | None = None
     tokenizer_exact: bool = True
     tokenizer_note: str | None = None
     tokenizer_package: str | None = None  # pip extra that ships the tokenizer file
@@ -130,6 +133,40 @@ class ModelEntry:
     prefixes: tuple[str, ...] = ()  # dated ids starting with these resolve here
     source: str | None = None
     notes: str | None = None
+
+    @property
+    def tokenizer(self) -> str | None:
+        """The tokenizer spec, with package placeholders expanded.
+
+        ``sp:{mistral_common}/data/tokenizer.model.v1`` names a file shipped inside
+        the mistral-common package; when that package is not installed this raises
+        ``MissingDependency`` naming the pip extra, instead of a file-not-found.
+        """
+        return expand_package_paths(self.tokenizer_spec, self.id)
+
+
+# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
+PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
+    "mistral_common": ("mistral-common", "mistral"),
+}
+
+
+def expand_package_paths(spec: str | None, model_id: str) -> str | None:
+    """Replace ``{package}`` with the installed package's folder (no import)."""
+    if spec is None or "{" not in spec:
+        return spec
+    import importlib.util
+
+    for module, (dist, extra) in PACKAGE_PLACEHOLDERS.items():
+        token = "{" + module + "}"
+        if token not in spec:
+            continue
+        found = importlib.util.find_spec(module)
+        folders = list(found.submodule_search_locations or []) if found else []
+        if not folders:
+            raise MissingDependency(dist, extra, f"the tokenizer of '{model_id}'")
+        spec = spec.replace(token, folders[0])
+    return spec
 
 
 @dataclass(frozen=True)
