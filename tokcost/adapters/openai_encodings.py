@@ -232,6 +232,7 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
     if wrong:
         raise TokenizerDataError(
             f"rank file for {enc.name} has the wrong sha256 (corrupt or another file): "
-            f"{', '.join(wrong)}; delete it, then {OFFLINE_HINT}"
+            f"{', '.join(wrong)}; delete it, then "
+            + OFFLINE_HINT.replace("NAME", enc.rank_file.split(".")[0])
         )
     return None

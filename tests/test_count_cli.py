@@ -1,0 +1,153 @@
+"""``tokcost count`` / ``tokcount`` as a user runs it: tables of arguments and outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tokcost import get_tokenizer
+from tokcost.cli.app import app
+
+O200K = get_tokenizer("tiktoken:o200k_base")
+CL100K = get_tokenizer("tiktoken:cl100k_base")
+TEXT = "The kettle whistled while the cat slept on the warm windowsill.\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "b.md").write_text("# Title\n\nTokens cost money.\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["count", "{a}"], [f"{O200K.count(TEXT)}", "o200k_base"], id="default"),
+        pytest.param(["count", "{a}", "-t", "cl100k_base"], [f"{CL100K.count(TEXT)}",
+                     "cl100k_base"], id="cl100k"),
+        pytest.param(["count", "{a}", "--total"], [f"{O200K.count(TEXT)}\n"], id="total"),
+        pytest.param(["count", "{a}", "-m", "gpt-4o"], ["gpt-4o", "of its 128,000-token"],
+                     id="model-window"),
+        pytest.param(["count", "{a}", "--truncate", "3"], ["The kettle wh"], id="truncate"),
+    ],
+)
+def test_count_outputs(runner, files: Path, args: list[str], expected: list[str]) -> None:  # type: ignore[no-untyped-def]
+    argv = [a.format(a=files / "a.txt") for a in args]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    for text in expected:
+        assert text in result.stdout
+
+
+def test_json_keys_and_totals(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", str(files), "-t", "o200k_base", "-t", "cl100k_base",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"tokenizers", "files", "total", "models", "skipped"}
+    assert [t["label"] for t in data["tokenizers"]] == ["o200k_base", "cl100k_base"]
+    assert [Path(f["path"]).name for f in data["files"]] == ["a.txt", "b.md"]
+    both = TEXT + "# Title\n\nTokens cost money.\n"
+    assert data["total"]["tokens"]["o200k_base"] == O200K.count(TEXT) + O200K.count(
+        "# Title\n\nTokens cost money.\n")
+    assert data["total"]["bytes"] == len(both.encode())
+
+
+def test_csv(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", str(files / "a.txt"), "--csv"])
+    lines = result.stdout.splitlines()
+    assert lines[0] == "path,bytes,chars,o200k_base"
+    assert lines[-1] == f"TOTAL,{len(TEXT)},{len(TEXT)},{O200K.count(TEXT)}"
+
+
+def test_stdin(runner) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", "-", "--total"], input="hello world")
+    assert result.stdout.strip() == "2"
+
+
+def test_tokens_shows_pieces(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", str(files / "a.txt"), "--tokens"])
+    assert result.exit_code == 0
+    assert f"{O200K.count(TEXT)} tokens (o200k_base)" in result.stdout
+
+
+def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    messages = [
+        {"role": "system", "content": "You answer in one short sentence."},
+        {"role": "user", "name": "ada", "content": "How many tokens is this?"},
+    ]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages))
+    result = runner.invoke(app, ["count", "--chat", str(path), "-m", "gpt-4o", "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)["models"][0]
+    content = sum(O200K.count(v) for m in messages for v in m.values())
+    assert got["content_tokens"] == content
+    assert got["overhead_tokens"] == 3 * 2 + 1 + 3  # per message, per name, reply priming
+    assert got["total"] == content + 10
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        pytest.param(["count", "/nonexistent/file.txt"], 2, "no such file", id="missing-path"),
+        pytest.param(["count", "{a}", "-t", "o300k"], 2, "unknown tokenizer spec",
+                     id="unknown-tokenizer"),
+        pytest.param(["count", "{a}", "-m", "gpt-4p"], 2, "did you mean", id="unknown-model"),
+        pytest.param(["count", "{a}", "-t", "sp:{a}"], 1, "not a valid SentencePiece",
+                     id="corrupt-tokenizer"),
+        pytest.param(["count", "--chat", "{a}"], 1, "not JSON", id="bad-chat"),
+        pytest.param(["count", "{a}", "--jobs", "0"], 2, "", id="bad-jobs"),
+    ],
+)
+def test_bad_input_is_one_line(runner, files: Path, args: list[str], code: int,  # type: ignore[no-untyped-def]
+                               message: str) -> None:
+    argv = [a.format(a=files / "a.txt") for a in args]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == code, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_binary_skip_is_reported(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    (files / "blob.bin").write_bytes(b"\x00\x01\x02")
+    result = runner.invoke(app, ["count", str(files)])
+    assert result.exit_code == 0
+    assert "skipped" in result.stderr and "binary" in result.stderr
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+
+
+HEAVY = ("numpy", "tokenizers", "sentencepiece", "matplotlib", "dask")
+
+
+def test_import_tokcost_stays_light() -> None:
+    loaded = _run("import sys, tokcost; print(' '.join(sorted(sys.modules)))").split()
+    assert not [m for m in HEAVY if m in loaded]
+
+
+def test_help_stays_light() -> None:
+    code = (
+        "import sys\n"
+        "from tokcost.cli.app import app\n"
+        "from typer.testing import CliRunner\n"
+        "CliRunner().invoke(app, ['--help'])\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = _run(code).split()
+    assert not [m for m in HEAVY if m in loaded]
+
+
+def test_python_dash_m_and_tokcount_script(tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("hello world")
+    out = subprocess.run([sys.executable, "-m", "tokcost", "count", str(tmp_path / "x.txt"),
+                          "--total"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "2"
