@@ -42,7 +42,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -70,9 +70,13 @@ def _root(
 
 def _register() -> None:
     # One line per command module; each module only defines its commands.
-    from tokcost.cli import count
+    from tokcost.cli import check, count
 
     count.register(app)
+    from tokcost.cli import bpe
+
+    bpe.register(app)
+    check.register(app)
 
 
 _register()

@@ -1,0 +1,99 @@
+"""``bpe:PATH``: a tokcost-trained BPE model (or a ``.tiktoken`` rank file).
+
+The model runs on tiktoken's Rust core (a ``tiktoken.Encoding`` built from the
+model's ranks) when that gives the same ids as the pure-Python reference
+encoder: for the named patterns (gpt2, cl100k, o200k). A user regex may leave
+gaps between matches, which HF keeps as pieces but tiktoken drops, or may not
+compile in tiktoken's regex engine; such models run on the reference encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tokcost.bpe.encode import Encoder
+from tokcost.bpe.io import load_any
+from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
+
+if TYPE_CHECKING:
+    import tiktoken
+
+
+def _tiktoken_encoding(model: BPEModel, name: str) -> tiktoken.Encoding | None:
+    if model.pattern_name is None:
+        return None
+    if set(model.special_tokens.values()) & set(model.ranks.values()):
+        return None  # tiktoken needs special ids apart from mergeable ones
+    try:
+        import tiktoken
+
+        return tiktoken.Encoding(
+            name=name,
+            pat_str=model.pattern,
+            mergeable_ranks=model.ranks,
+            special_tokens=model.special_tokens,
+        )
+    except Exception:  # a pattern tiktoken cannot compile, an old tiktoken: use Python
+        return None
+
+
+class BPETokenizer:
+    """A ``BPEModel`` behind the tokcost ``Tokenizer`` protocol."""
+
+    exact = True
+
+    def __init__(self, model: BPEModel, name: str, *, use_tiktoken: bool = True) -> None:
+        self.model = model
+        self.name = name
+        self.reference = Encoder(model)
+        self.encoding = _tiktoken_encoding(model, name) if use_tiktoken else None
+        self.releases_gil = self.encoding is not None
+        # Named patterns never join text across counting's chunk boundaries.
+        self.streamable = model.pattern_name is not None
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.vocab_size
+
+    def _check_special(self, text: str) -> None:
+        regex = self.reference._special_re
+        if regex is not None:
+            m = regex.search(text)
+            if m is not None:
+                raise DisallowedSpecial(
+                    f"{self.name}: text contains the special token {m.group()!r}; pass "
+                    f"allow_special=True (CLI: --allow-special) to encode it as one token"
+                )
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids of ``text``; special-token text raises unless ``allow_special``."""
+        if self.encoding is None:
+            return self.reference.encode(text, allow_special=allow_special)
+        if allow_special:
+            return self.encoding.encode(text, allowed_special="all")
+        self._check_special(text)
+        return self.encoding.encode_ordinary(text)
+
+    def count(self, text: str, *, allow_special: bool = False) -> int:
+        """Special-token text counts as plain text unless ``allow_special``."""
+        if self.encoding is None:
+            return self.reference.count(text, allow_special=allow_special)
+        if allow_special:
+            return len(self.encoding.encode(text, allowed_special="all"))
+        return len(self.encoding.encode_ordinary(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.reference.decode(ids)
+
+    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
+        return self.reference.token_bytes(ids)
+
+
+def load(arg: str) -> BPETokenizer:
+    """``bpe:PATH`` -> tokenizer (``PATH`` is a tokcost model or a ``.tiktoken`` file)."""
+    model = load_any(arg)
+    return BPETokenizer(model, f"bpe:{arg}")
+
+
+__all__ = ["BPETokenizer", "InvalidTokenId", "load"]

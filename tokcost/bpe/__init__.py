@@ -1,0 +1,19 @@
+"""tokcost's own byte-level BPE: pre-tokenize, train, encode/decode, save/load, export.
+
+This is the public API of ``tokcost.bpe``. Training reproduces Hugging Face
+``tokenizers``' BpeTrainer merge for merge (see ``tokcost.bpe.train``).
+"""
+
+from tokcost.bpe.encode import Encoder as Encoder
+from tokcost.bpe.export import export_hf as export_hf
+from tokcost.bpe.export import export_tiktoken as export_tiktoken
+from tokcost.bpe.io import load_any as load_any
+from tokcost.bpe.io import load_model as load_model
+from tokcost.bpe.io import save_model as save_model
+from tokcost.bpe.model import BPEModel as BPEModel
+from tokcost.bpe.pretokenize import PATTERNS as PATTERNS
+from tokcost.bpe.train import TrainerConfig as TrainerConfig
+from tokcost.bpe.train import TrainResult as TrainResult
+from tokcost.bpe.train import train as train
+from tokcost.bpe.train import train_from_counts as train_from_counts
+from tokcost.bpe.train import train_from_texts as train_from_texts

@@ -1,0 +1,151 @@
+"""Export a BPE model to a tiktoken rank file and to a Hugging Face ``tokenizer.json``.
+
+Both encode exactly like tokcost's encoder (tests check the ids):
+
+* tiktoken: ``base64(token) rank`` lines, plus ``PATH.json`` beside it holding
+  the pattern and special tokens (tiktoken's file format has no room for them;
+  ``tiktoken:PATH`` in tokcost reads that file).
+* Hugging Face: a BPE model with ``ignore_merges`` (a whole pre-token found in
+  the vocabulary is one token, as in tiktoken) and, for every token, one merge
+  per way to cut it into two tokens, ordered by the token's rank: the merge
+  with the lowest rank applies first, which is tiktoken's rule.
+  The pre-tokenizer is ``Split(pattern, "isolated")`` + ``ByteLevel``. HF runs
+  the regex on Oniguruma, which reads an interval followed by ``+``
+  (``\\p{N}{1,3}+``) as "one or more" rather than possessive, so such intervals
+  are written as atomic groups (``(?>\\p{N}{1,3})``), which mean the same thing
+  in both engines.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from tokcost.bpe.io import atomic_write, check_writable
+from tokcost.bpe.model import BPEModel, to_byte_level
+
+_POSSESSIVE_INTERVAL = regex.compile(
+    r"(\\p\{\w+\}|\\[dswDSW]|\[(?:\\.|[^\]\\])*\]|[^\\()|])(\{\d+(?:,\d*)?\})\+"
+)
+
+
+def hf_pattern(pattern: str) -> str:
+    """The same regex for Oniguruma: possessive intervals become atomic groups.
+
+    >>> hf_pattern(r"\\p{N}{1,3}+|\\s")
+    '(?>\\\\p{N}{1,3})|\\\\s'
+    """
+    return _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
+
+
+def tiktoken_lines(model: BPEModel) -> str:
+    return "".join(
+        f"{base64.b64encode(b).decode('ascii')} {i}\n"
+        for b, i in sorted(model.ranks.items(), key=lambda kv: kv[1])
+    )
+
+
+def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
+    """Write ``PATH`` (rank file) and ``PATH.json`` (pattern, special tokens)."""
+    p = Path(path)
+    meta = p.with_name(p.name + ".json")
+    check_writable([p, meta], force)
+    atomic_write(p, tiktoken_lines(model), force=force)
+    info = {
+        "pattern": model.pattern_name or model.pattern,
+        "special_tokens": model.special_tokens,
+        "tokcost": "tokcost bpe export --format tiktoken",
+    }
+    atomic_write(meta, json.dumps(info, indent=2, ensure_ascii=False) + "\n", force=True)
+    return [p, meta]
+
+
+def hf_merges(model: BPEModel) -> list[tuple[int, int, int]]:
+    """(token rank, left rank, right rank) for every cut of every token into two tokens."""
+    ranks = model.ranks
+    out: list[tuple[int, int, int]] = []
+    for data, rank in ranks.items():
+        for k in range(1, len(data)):
+            left = ranks.get(data[:k])
+            if left is None:
+                continue
+            right = ranks.get(data[k:])
+            if right is not None:
+                out.append((rank, left, right))
+    out.sort()
+    return out
+
+
+def tokenizer_json(model: BPEModel) -> dict[str, Any]:
+    """The ``tokenizer.json`` document for ``tokenizers.Tokenizer.from_str``."""
+    decoder = {i: to_byte_level(b) for b, i in model.ranks.items()}
+    vocab: dict[str, int] = {s: i for i, s in sorted(decoder.items())}
+    for text, i in model.special_tokens.items():
+        vocab.setdefault(text, i)
+    merges = [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)]
+    added = [
+        {
+            "id": i,
+            "content": text,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for text, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": hf_pattern(model.pattern)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {
+                    "type": "ByteLevel",
+                    "add_prefix_space": False,
+                    "trim_offsets": True,
+                    "use_regex": False,
+                },
+            ],
+        },
+        "post_processor": None,
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": False,
+            "trim_offsets": True,
+            "use_regex": False,
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
+
+
+def export_hf(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
+    """Write a Hugging Face ``tokenizer.json``."""
+    p = Path(path)
+    atomic_write(p, json.dumps(tokenizer_json(model), ensure_ascii=False) + "\n", force=force)
+    return [p]

@@ -1,0 +1,249 @@
+"""Saving and loading BPE models: a versioned JSON file plus a readable ``.vocab``.
+
+``save_model(model, "tok.bpe")`` writes ``tok.bpe`` (``{"format": "tokcost-bpe",
+"version": 1, ...}``) and ``tok.vocab`` beside it (one line per id: the token
+shown readably and, for a learned token, the two tokens it was merged from).
+Both are written atomically (temp file + ``os.replace``) and never over an
+existing file unless ``force``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tokcost.bpe.model import BPEError, BPEModel
+from tokcost.bpe.pretokenize import resolve_pattern
+from tokcost.errors import TokcostError, UsageError
+
+FORMAT = "tokcost-bpe"
+VERSION = 1
+
+
+def vocab_path(model_path: str | Path) -> Path:
+    """``tok.bpe`` -> ``tok.vocab``."""
+    p = Path(model_path)
+    return p.with_suffix(".vocab") if p.suffix else p.with_name(p.name + ".vocab")
+
+
+def check_writable(paths: list[Path], force: bool) -> None:
+    """Refuse to overwrite any of ``paths`` unless ``force``; check their folders exist."""
+    for p in paths:
+        if p.exists() and not force:
+            raise UsageError(f"{p} already exists; pass --force to overwrite it")
+        if not p.parent.exists():
+            raise UsageError(f"folder {p.parent} does not exist; create it first")
+        if p.is_dir():
+            raise UsageError(f"{p} is a directory; give a file name")
+
+
+def atomic_write(path: Path, data: bytes | str, *, force: bool = False) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``.
+
+    An interrupted write (Ctrl-C, full disk) leaves no partial ``path``.
+    """
+    check_writable([path], force)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def render_token(data: bytes) -> str:
+    """Bytes shown readably: UTF-8 where it decodes, control characters escaped.
+
+    >>> render_token(b"hi\\n\\xff")
+    'hi\\\\u000a\\\\xff'
+    """
+    text = data.decode("utf-8", "backslashreplace")
+    return "".join(
+        ch if unicodedata.category(ch)[0] != "C" or ch == "\\" else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
+
+
+def model_to_dict(model: BPEModel) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "pattern_name": model.pattern_name,
+        "pattern": model.pattern,
+        "special_tokens": model.special_tokens,
+        "merges": [list(m) for m in model.merges],
+        "vocab": [
+            [i, base64.b64encode(b).decode("ascii")]
+            for b, i in sorted(model.ranks.items(), key=lambda kv: kv[1])
+        ],
+    }
+
+
+def vocab_lines(model: BPEModel) -> Iterator[str]:
+    """The ``.vocab`` companion: ``id<TAB>token[<TAB>left + right]``."""
+    made_from: dict[int, tuple[int, int]] = {}
+    for a, b, new in model.merges:
+        made_from.setdefault(new, (a, b))
+    yield f"# tokcost-bpe v{VERSION} vocabulary: id, token, [the merge that made it]\n"
+    special = model.special_ids
+    for i in sorted(model.decoder):
+        data = model.decoder[i]
+        if i in special:
+            yield f"{i}\t{special[i]}\t(special)\n"
+        elif i in made_from:
+            a, b = made_from[i]
+            left = render_token(model.decoder[a])
+            right = render_token(model.decoder[b])
+            yield f"{i}\t[{render_token(data)}]\t[{left}] + [{right}]\n"
+        else:
+            yield f"{i}\t[{render_token(data)}]\n"
+
+
+def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tuple[Path, Path]:
+    """Write the model and its ``.vocab``; returns both paths."""
+    mp = Path(path)
+    if mp.suffix == ".vocab":
+        raise UsageError(f"{mp}: name the model file something other than *.vocab, e.g. tok.bpe")
+    vp = vocab_path(mp)
+    check_writable([mp, vp], force)
+    atomic_write(mp, json.dumps(model_to_dict(model), ensure_ascii=False) + "\n", force=force)
+    atomic_write(vp, "".join(vocab_lines(model)), force=True)
+    return mp, vp
+
+
+def model_from_dict(data: Any, source: str) -> BPEModel:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BPEError(f'{source} is not a tokcost BPE model (no "format": "{FORMAT}")')
+    version = data.get("version")
+    if version != VERSION:
+        raise BPEError(
+            f"{source} is tokcost-bpe version {version}; this tokcost reads version {VERSION}, "
+            f"upgrade tokcost or retrain"
+        )
+    try:
+        ranks = {base64.b64decode(b64): int(i) for i, b64 in data["vocab"]}
+        merges = tuple((int(a), int(b), int(c)) for a, b, c in data.get("merges", []))
+        specials = {str(k): int(v) for k, v in data.get("special_tokens", {}).items()}
+        pattern = str(data["pattern"])
+        name = data.get("pattern_name")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BPEError(
+            f"{source}: malformed tokcost BPE model ({exc}); retrain or re-export it"
+        ) from exc
+    return BPEModel(
+        pattern=pattern,
+        ranks=ranks,
+        special_tokens=specials,
+        merges=merges,
+        pattern_name=name if isinstance(name, str) else None,
+        source=source,
+    )
+
+
+def load_model(path: str | Path) -> BPEModel:
+    """Read a model written by ``save_model``."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BPEError(f"cannot read BPE model {p}: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
+    return model_from_dict(data, str(p))
+
+
+def _tiktoken_sidecar(path: Path) -> tuple[str | None, dict[str, int]]:
+    meta = path.with_name(path.name + ".json")
+    if not meta.is_file():
+        return None, {}
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+        specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+        return str(info["pattern"]), specials
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        raise BPEError(
+            f"{meta}: expected JSON with 'pattern' and 'special_tokens' ({exc})"
+        ) from exc
+
+
+def load_tiktoken_file(path: str | Path, pattern: str | None = None) -> BPEModel:
+    """A local tiktoken rank file (``base64 rank`` lines); the pattern comes from
+    ``pattern``, else from ``PATH.json`` beside it (as ``bpe export`` writes)."""
+    from tiktoken.load import load_tiktoken_bpe
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UsageError(f"tiktoken rank file not found: {p}")
+    side_pattern, specials = _tiktoken_sidecar(p)
+    pattern = pattern or side_pattern
+    if pattern is None:
+        raise UsageError(
+            f"{p}: no pre-tokenization pattern known; pass --pattern (gpt2, cl100k, o200k or "
+            f'a regex) or write {p.name}.json beside it with {{"pattern": "o200k"}}'
+        )
+    try:
+        ranks = load_tiktoken_bpe(str(p))
+    except Exception as exc:  # tiktoken raises ValueError/binascii errors on bad lines
+        raise BPEError(f"{p} is not a tiktoken rank file ({type(exc).__name__}: {exc})") from exc
+    regex, name = resolve_pattern(pattern)
+    return BPEModel(
+        pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name, source=str(p)
+    )
+
+
+def model_from_encoding(encoding: Any, source: str) -> BPEModel:
+    """A ``BPEModel`` from a ``tiktoken.Encoding`` (ranks read through its public API)."""
+    ranks: dict[bytes, int] = {}
+    for data in encoding.token_byte_values():
+        ranks[data] = encoding.encode_single_token(data)
+    pat = getattr(encoding, "_pat_str", None)
+    if not isinstance(pat, str):
+        raise BPEError(f"{source}: cannot read the encoding's pre-tokenization pattern")
+    regex, name = resolve_pattern(pat)
+    specials = {s: encoding.encode_single_token(s) for s in encoding.special_tokens_set}
+    return BPEModel(
+        pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name, source=source
+    )
+
+
+def load_any(source: str, *, pattern: str | None = None) -> BPEModel:
+    """A model from a tokcost file, a ``.tiktoken`` rank file or a ``tiktoken:NAME`` spec.
+
+    ``bpe:PATH`` is the same as ``PATH``.
+    """
+    if source.startswith("bpe:"):
+        source = source[4:]
+    if source.startswith("tiktoken:"):
+        arg = source.split(":", 1)[1]
+        if arg.endswith(".tiktoken") or Path(arg).is_file():
+            return load_tiktoken_file(arg, pattern)
+        from tokcost.adapters.registry import get_tokenizer
+
+        tok = get_tokenizer(source)
+        encoding = getattr(tok, "encoding", None)
+        if encoding is None:
+            raise TokcostError(
+                f"{source}: the tiktoken adapter exposes no encoding to read ranks from"
+            )
+        return model_from_encoding(encoding, source)
+    p = Path(source).expanduser()
+    if p.suffix == ".tiktoken":
+        return load_tiktoken_file(p, pattern)
+    return load_model(p)

@@ -1,0 +1,126 @@
+"""The BPE model: token bytes and their ids, special tokens, the pattern.
+
+A model is what tiktoken calls an encoding: ``ranks`` maps each mergeable token's
+bytes to its id, and the id is also its merge priority (lower merges first).
+Ids of a model trained by tokcost follow Hugging Face's order (special tokens,
+then the 256 bytes in byte-level alphabet order, then one id per new token in
+merge order), so a trained model and ``tokenizers``' BpeTrainer agree id for id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tokcost.errors import TokcostError, UsageError
+
+
+class BPEError(TokcostError):
+    """A BPE model or its input is unusable."""
+
+
+class InvalidTokenId(UsageError):
+    """A token id that the model does not have."""
+
+
+class DisallowedSpecial(TokcostError):
+    """Text holds a special token's text and the caller did not allow specials."""
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: every byte -> one printable character.
+
+    Printable Latin-1 bytes map to themselves; the other 68 bytes map to
+    U+0100 and up, in byte order (``b" "`` -> ``"Ġ"``).
+
+    >>> bytes_to_unicode()[ord(" ")]
+    'Ġ'
+    """
+    bs = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
+
+
+BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
+CHAR_TO_BYTE: dict[str, int] = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+#: The 256 bytes in Hugging Face's alphabet order (sorted by byte-level character).
+ALPHABET_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_CHAR[b])))
+
+
+def to_byte_level(data: bytes) -> str:
+    """``b"hi there"`` -> ``"hiĠthere"`` (the form HF stores in tokenizer.json)."""
+    return "".join(BYTE_TO_CHAR[b] for b in data)
+
+
+def from_byte_level(text: str) -> bytes:
+    """Inverse of ``to_byte_level``."""
+    return bytes(CHAR_TO_BYTE[c] for c in text)
+
+
+@dataclass(frozen=True)
+class BPEModel:
+    """A byte-level BPE vocabulary.
+
+    ``ranks``: mergeable token bytes -> id (the 256 single bytes must be there).
+    ``special_tokens``: special text -> id. ``merges``: the training merges as
+    ``(left id, right id, new id)`` in the order they were learned (empty for an
+    imported tiktoken rank file). ``pattern_name`` is gpt2, cl100k, o200k or None
+    for a user regex.
+    """
+
+    pattern: str
+    ranks: dict[bytes, int]
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    merges: tuple[tuple[int, int, int], ...] = ()
+    pattern_name: str | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        missing = [b for b in range(256) if bytes([b]) not in self.ranks]
+        if missing:
+            raise BPEError(
+                f"BPE model {self.source or ''} lacks single-byte tokens (e.g. byte {missing[0]}); "
+                f"a byte-level vocabulary needs all 256 bytes"
+            )
+
+    @cached_property
+    def decoder(self) -> dict[int, bytes]:
+        """id -> token bytes, special tokens included."""
+        dec = {i: b for b, i in self.ranks.items()}
+        for text, i in self.special_tokens.items():
+            dec.setdefault(i, text.encode("utf-8"))
+        return dec
+
+    @property
+    def vocab_size(self) -> int:
+        """Largest id + 1 (ids may have gaps in imported vocabularies)."""
+        return max(self.decoder) + 1
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of distinct ids (mergeable + special)."""
+        return len(self.decoder)
+
+    @cached_property
+    def special_ids(self) -> dict[int, str]:
+        return {i: t for t, i in self.special_tokens.items()}
+
+    def token_bytes(self, token_id: int) -> bytes:
+        try:
+            return self.decoder[token_id]
+        except (KeyError, TypeError):
+            raise InvalidTokenId(
+                f"token id {token_id!r} is not in this vocabulary "
+                f"(ids run 0..{self.vocab_size - 1})"
+            ) from None

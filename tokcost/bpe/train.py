@@ -1,0 +1,314 @@
+"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer.
+
+With the same corpus, pattern, vocabulary size and special tokens, the merges
+are identical and in the same order as BpeTrainer run with the pre-tokenizer
+``Sequence([Split(Regex(pattern), "isolated"), ByteLevel(add_prefix_space=False,
+use_regex=False)])``, ``min_frequency=0`` and ``initial_alphabet=ByteLevel.alphabet()``.
+
+The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``)
+    Ids are given in HF's order: special tokens first (in the order given), then
+    the 256 byte-level characters sorted by code point, then one id per new token
+    in merge order. At each step the pair with the **highest count** is merged;
+    among equal counts the **smaller pair** ``(left id, right id)`` (compared
+    left id first) wins. Example: in ``"aaabdaaabac"`` the first merge is
+    ``a a`` (count 4); then ``aa a`` and ``a b`` both count 2 and ``a b`` wins,
+    because ``a``'s id is smaller than the new ``aa``'s.
+    ``vocab_size`` counts special tokens + 256 bytes + new tokens; training stops
+    when the vocabulary is that large or no pair is left (or the best count is
+    below ``min_frequency``). Two merges that spell the same bytes (``ab c`` and
+    ``a bc``) share one id, so there can be more merges than new ids, as in HF.
+
+How it runs
+    Each distinct pre-token is held once with its frequency, as a ``str`` whose
+    characters are token ids (``chr(id)``), so finding a pair is ``str.find`` and
+    merging it is ``str.replace`` (left to right, non-overlapping: the same scan
+    as HF's ``Word::merge``). Pair counts live in a dict; a heap holds
+    ``(-count, pair, seq, words)`` entries with lazy deletion: a popped entry
+    whose count is stale is pushed back with the current count (HF does the
+    same). A merge visits only the words listed for its pair and updates only
+    the pairs beside each occurrence.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
+from tokcost.bpe.pretokenize import count_words, resolve_pattern, split_text
+from tokcost.errors import InputError, UsageError
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """What to train. ``pattern``: gpt2, cl100k, o200k or a regex.
+
+    ``max_token_length`` (bytes) keeps every new token at most that long; it
+    matches HF's ``max_token_length=N + 1`` (HF keeps tokens strictly shorter).
+    """
+
+    vocab_size: int
+    pattern: str = "o200k"
+    special_tokens: tuple[str, ...] = ()
+    min_frequency: int = 0
+    max_token_length: int | None = None
+    jobs: int = 1
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A trained model and what training saw."""
+
+    model: BPEModel
+    distinct_pretokens: int
+    total_pretokens: int
+    seconds_pretokenize: float
+    seconds_merge: float
+    #: True when the corpus ran out of pairs (or of pairs above min_frequency)
+    #: before reaching ``vocab_size``; the model holds the merges it could make.
+    exhausted: bool = False
+    warnings: tuple[str, ...] = field(default=())
+
+
+def check_config(config: TrainerConfig) -> None:
+    resolve_pattern(config.pattern)
+    specials = len(dict.fromkeys(config.special_tokens))
+    need = 256 + specials
+    if config.vocab_size < need:
+        raise UsageError(
+            f"--vocab-size {config.vocab_size} is too small: the 256 byte tokens and "
+            f"{specials} special token(s) need at least {need}"
+        )
+    if any(not s for s in config.special_tokens):
+        raise UsageError("a special token cannot be empty; drop the empty --special")
+    if config.min_frequency < 0:
+        raise UsageError("--min-frequency must be 0 or more")
+    if config.max_token_length is not None and config.max_token_length < 2:
+        raise UsageError("--max-token-length must be at least 2 bytes")
+    if config.vocab_size > 0x110000:
+        raise UsageError("--vocab-size can be at most 1114112")
+
+
+def train(
+    paths: Iterable[str | Path],
+    config: TrainerConfig,
+    progress: ProgressFn | None = None,
+) -> TrainResult:
+    """Train on text files (streamed; each line split on its own)."""
+    check_config(config)
+    pattern, _ = resolve_pattern(config.pattern)
+    t0 = time.perf_counter()
+    counts = count_words(paths, pattern, jobs=config.jobs, progress=progress)
+    return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
+
+
+def train_from_texts(
+    texts: Iterable[str], config: TrainerConfig, progress: ProgressFn | None = None
+) -> TrainResult:
+    """Train on in-memory texts; each text is one sequence for the pattern.
+
+    >>> r = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
+    >>> [r.model.decoder[i] for a, b, i in r.model.merges]
+    [b'aa', b'ab', b'aaab']
+    """
+    check_config(config)
+    pattern, _ = resolve_pattern(config.pattern)
+    t0 = time.perf_counter()
+    counts: dict[str, int] = {}
+    for text in texts:
+        for piece in split_text(text, pattern):
+            counts[piece] = counts.get(piece, 0) + 1
+    return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
+
+
+def train_from_counts(
+    word_counts: Mapping[str, int],
+    config: TrainerConfig,
+    progress: ProgressFn | None = None,
+    *,
+    seconds_pretokenize: float = 0.0,
+) -> TrainResult:
+    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``)."""
+    check_config(config)
+    pattern, pattern_name = resolve_pattern(config.pattern)
+    if not word_counts:
+        raise InputError("no text to train on: the corpus is empty")
+    t0 = time.perf_counter()
+
+    # 1. Ids in HF order. `keys` is HF's id_to_word (byte-level strings, specials as given).
+    keys: list[str] = []
+    key_to_id: dict[str, int] = {}
+    for tok in config.special_tokens:
+        if tok not in key_to_id:
+            key_to_id[tok] = len(keys)
+            keys.append(tok)
+    n_specials = len(keys)
+    byte_id: list[int] = [0] * 256
+    for b in ALPHABET_ORDER:
+        ch = BYTE_TO_CHAR[b]
+        if ch not in key_to_id:
+            key_to_id[ch] = len(keys)
+            keys.append(ch)
+        byte_id[b] = key_to_id[ch]
+
+    # 2. Words as strings of id characters; bytes -> chr(id) through latin-1.
+    table = {b: chr(byte_id[b]) for b in range(256)}
+    words: list[str] = []
+    counts: list[int] = []
+    total = 0
+    for word, n in word_counts.items():
+        words.append(word.encode("utf-8").decode("latin-1").translate(table))
+        counts.append(n)
+        total += n
+    distinct = len(words)
+
+    # 3. Pair counts and, per pair, the words that hold it (each word once).
+    pair_counts: dict[str, int] = {}
+    where: dict[str, list[int]] = {}
+    pc_get = pair_counts.get
+    where_get = where.get
+    for iw, w in enumerate(words):
+        if len(w) < 2:
+            continue
+        c = counts[iw]
+        for j in range(len(w) - 1):
+            p = w[j : j + 2]
+            pair_counts[p] = pc_get(p, 0) + c
+            lst = where_get(p)
+            if lst is None:
+                where[p] = [iw]
+            elif lst[-1] != iw:
+                lst.append(iw)
+    seq = 0
+    heap: list[tuple[int, str, int, list[int]]] = []
+    for p, lst in where.items():
+        heap.append((-pair_counts[p], p, seq, lst))
+        seq += 1
+    del where
+    heapq.heapify(heap)
+
+    # 4. Merge.
+    merges: list[tuple[int, int, int]] = []
+    token_len: list[int] = [
+        len(k.encode("utf-8")) if i < n_specials else 1 for i, k in enumerate(keys)
+    ]
+    max_len = config.max_token_length
+    vocab_size = config.vocab_size
+    min_freq = config.min_frequency
+    heappop, heappush, heapreplace = heapq.heappop, heapq.heappush, heapq.heapreplace
+    exhausted = False
+    target = max(1, vocab_size - len(keys))
+    last_report = 0.0
+    while len(keys) < vocab_size:
+        if not heap:
+            exhausted = True
+            break
+        negc, pc, _, pos = heap[0]
+        cur = pair_counts[pc]
+        if -negc != cur:
+            heapreplace(heap, (-cur, pc, seq, pos))
+            seq += 1
+            continue
+        heappop(heap)
+        if cur < 1 or cur < min_freq:
+            exhausted = True
+            break
+        left, right = pc[0], pc[1]
+        ia, ib = ord(left), ord(right)
+        new_key = keys[ia] + keys[ib]
+        new_id = key_to_id.get(new_key)
+        if new_id is None:
+            new_id = len(keys)
+            key_to_id[new_key] = new_id
+            keys.append(new_key)
+            token_len.append(token_len[ia] + token_len[ib])
+        merges.append((ia, ib, new_id))
+        r = chr(new_id)
+        r_len = token_len[new_id]
+        added: dict[str, list[int]] = {}
+        added_get = added.get
+        for iw in pos:
+            w = words[iw]
+            i = w.find(pc)
+            if i < 0:
+                continue
+            c = counts[iw]
+            last = len(w) - 2
+            prev_end = -1
+            while i >= 0:
+                if i > 0:
+                    prev = r if i == prev_end else w[i - 1]
+                    p = prev + left
+                    pair_counts[p] = pc_get(p, 0) - c
+                    if max_len is None or token_len[ord(prev)] + r_len <= max_len:
+                        p = prev + r
+                        pair_counts[p] = pc_get(p, 0) + c
+                        lst = added_get(p)
+                        if lst is None:
+                            added[p] = [iw]
+                        elif lst[-1] != iw:
+                            lst.append(iw)
+                if i < last:
+                    nxt = w[i + 2]
+                    p = right + nxt
+                    pair_counts[p] = pc_get(p, 0) - c
+                    if max_len is None or token_len[ord(nxt)] + r_len <= max_len:
+                        p = r + nxt
+                        pair_counts[p] = pc_get(p, 0) + c
+                        lst = added_get(p)
+                        if lst is None:
+                            added[p] = [iw]
+                        elif lst[-1] != iw:
+                            lst.append(iw)
+                prev_end = i + 2
+                i = w.find(pc, prev_end)
+            words[iw] = w.replace(pc, r)
+        for p, lst in added.items():
+            cnt = pair_counts[p]
+            if cnt > 0:
+                heappush(heap, (-cnt, p, seq, lst))
+                seq += 1
+        if progress is not None:
+            now = time.perf_counter()
+            if now - last_report > 0.1:
+                last_report = now
+                progress("merge", len(keys) - (vocab_size - target), target)
+    if progress is not None:
+        progress("merge", len(keys) - (vocab_size - target), target)
+
+    ranks: dict[bytes, int] = {bytes([x]): byte_id[x] for x in range(256)}
+    token_bytes: dict[int, bytes] = {i: t for t, i in ranks.items()}
+    for ia, ib, new_id in merges:
+        if new_id not in token_bytes:
+            data = token_bytes[ia] + token_bytes[ib]
+            token_bytes[new_id] = data
+            ranks.setdefault(data, new_id)
+    specials = {tok: key_to_id[tok] for tok in config.special_tokens}
+    model = BPEModel(
+        pattern=pattern,
+        ranks=ranks,
+        special_tokens=specials,
+        merges=tuple(merges),
+        pattern_name=pattern_name,
+    )
+    warnings: list[str] = []
+    if exhausted:
+        warnings.append(
+            f"the corpus ran out of pairs{' above --min-frequency' if min_freq > 1 else ''}: "
+            f"vocabulary has {len(keys)} tokens, not {vocab_size}; train on more text "
+            f"or ask for a smaller --vocab-size"
+        )
+    return TrainResult(
+        model=model,
+        distinct_pretokens=distinct,
+        total_pretokens=total,
+        seconds_pretokenize=seconds_pretokenize,
+        seconds_merge=time.perf_counter() - t0,
+        exhausted=exhausted,
+        warnings=tuple(warnings),
+    )
