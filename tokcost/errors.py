@@ -6,7 +6,6 @@ code in a single place (``tokcost.cli.app.main``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -61,5 +60,7 @@ def suggest(word: str, choices: Iterable[str], n: int = 3) -> str:
     >>> suggest("gpt-4p", ["gpt-4o", "gpt-4", "o3"])
     ' (did you mean: gpt-4, gpt-4o?)'
     """
+    import difflib  # only on the error path: keeps start-up light
+
     close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
     return f" (did you mean: {', '.join(close)}?)" if close else ""

@@ -1,16 +1,35 @@
-"""Consoles and small rendering helpers shared by every command module."""
+"""Consoles and small rendering helpers shared by every command module.
+
+The consoles are created on first use: importing rich costs tens of
+milliseconds that ``tokcost --help`` should not pay.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+        return getattr(self._console, name)
+
 
 # Data goes to stdout, diagnostics and progress to stderr, so pipes stay clean.
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = cast("Console", _LazyConsole(stderr=False))
+err = cast("Console", _LazyConsole(stderr=True))
 
 
 def print_json(data: Any) -> None:
@@ -25,4 +44,4 @@ def warn(message: str) -> None:
 
 def progress_enabled() -> bool:
     """Progress bars only when a person is watching stderr."""
-    return err.is_terminal
+    return bool(err.is_terminal)
