@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.errors import UsageError
@@ -17,12 +16,15 @@ from tokcost.errors import UsageError
 EPILOG = """
 Examples:
 
+\b
   tokcount README.md                        count one file with o200k_base (GPT-4o)
   tokcost count src/ -t cl100k_base -t o200k_base   a folder, two tokenizers side by side
   cat prompt.txt | tokcount -m gpt-4o       stdin, and the share of gpt-4o's context window
   tokcost count docs/ --include '*.md' --json       machine-readable, Markdown files only
   tokcost count --chat messages.json -m gpt-4o      a chat request with its per-message overhead
   tokcount notes.txt --truncate 100         print the text cut to its first 100 tokens
+  tokcost count 'data/**/*.txt' --engine dask --jobs 4      4 Dask worker processes here
+  tokcost count s3://bucket/docs/ --engine dask --scheduler tcp://10.0.0.5:8786
 """
 
 
@@ -59,6 +61,11 @@ def _columns(tokenizers: list[str], models: list[str], catalog: str | None) -> l
     if not cols:
         cols.append(Column(_label(DEFAULT_SPEC), DEFAULT_SPEC, True))
     return cols
+
+
+def _pct(share: float) -> str:
+    """0.0213 -> '2.13%'; small shares keep three decimals so they do not read as 0."""
+    return f"{share:.2%}" if share >= 0.01 else f"{share * 100:.3f}%"
 
 
 def _fmt(n: int, exact: bool) -> str:
@@ -102,6 +109,16 @@ def count(
         int, typer.Option("--jobs", "-j", min=1, help="Parallel workers (threads for "
                           "tiktoken/tokenizers, whose cores release the GIL; else processes).")
     ] = 1,
+    engine: Annotated[
+        str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
+                          "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
+                          "processes; inputs may be globs or fsspec URLs such as s3://...).")
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Dask scheduler address (tcp://HOST:8786) for "
+                     "--engine dask.", show_default=False),
+    ] = None,
     include: Annotated[
         list[str] | None,
         typer.Option("--include", help="Only files matching this glob (repeatable).",
@@ -156,8 +173,18 @@ def count(
 
     from tokcost.counting import count_paths
 
-    report = _run(inputs, toks, jobs, include or [], exclude or [], not no_gitignore,
-                  allow_special)
+    if engine == "dask" or scheduler:
+        from tokcost.scale import count_paths_dask
+
+        report = count_paths_dask(inputs, toks, scheduler=scheduler,
+                                  workers=jobs if jobs > 1 else None,
+                                  include=include or [], exclude=exclude or [],
+                                  gitignore=not no_gitignore, allow_special=allow_special)
+    elif engine != "local":
+        raise UsageError(f"unknown --engine {engine!r}: use local or dask")
+    else:
+        report = _run(inputs, toks, jobs, include or [], exclude or [], not no_gitignore,
+                      allow_special)
     for skip in report.skipped:
         warn(f"skipped {skip.path}: {skip.reason}")
     for f in report.files:
@@ -238,6 +265,8 @@ def _print_csv(report: Any, cols: list[Column]) -> None:
 
 
 def _print_table(report: Any, cols: list[Column]) -> None:
+    from rich.table import Table
+
     table = Table(show_footer=len(report.files) > 1, box=None, pad_edge=False)
     table.add_column("file", footer=f"total ({len(report.files)} files)")
     table.add_column("bytes", justify="right", footer=f"{report.total_bytes:,}")
@@ -256,7 +285,7 @@ def _print_table(report: Any, cols: list[Column]) -> None:
         if w["context_window"]:
             mark = "" if c.exact else " (≈: approximate, proxy tokenizer)"
             out.print(f"{c.label}: {_fmt(w['tokens'], c.exact)} tokens = "
-                      f"{w['context_share']:.2%} of its {w['context_window']:,}-token context "
+                      f"{_pct(w['context_share'])} of its {w['context_window']:,}-token context "
                       f"window{mark}")
 
 
@@ -281,16 +310,20 @@ def _show_pieces(inputs: list[str], col: Column, tok: Any, show: bool, truncate:
         sys.stdout.write(tok.decode(ids[:truncate]))
         sys.stdout.flush()
         return
-    pieces = tok.token_bytes(ids)
-    colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
-    from rich.text import Text
+    pieces = [p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids)]
+    if out.is_terminal:
+        # Alternating backgrounds show where one token ends and the next begins.
+        from rich.text import Text
 
-    shown = Text()
-    for i, piece in enumerate(pieces):
-        shown.append(piece.decode("utf-8", errors="backslashreplace"), style=colors[i % 4])
-    out.print(shown)
-    out.print(f"\n{len(ids):,} tokens ({col.label})", style="dim")
-    out.print(ids, style="dim")
+        colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
+        shown = Text()
+        for i, piece in enumerate(pieces):
+            shown.append(piece, style=colors[i % 4])
+        out.print(shown)
+    else:
+        out.print(repr(pieces), markup=False)
+    out.print(f"{len(ids):,} tokens ({col.label})", style="dim")
+    out.print(str(ids), style="dim", markup=False)
 
 
 def _count_chat(path: str, tokenizers: list[str], models: list[str], catalog: str | None,
@@ -324,11 +357,13 @@ def _count_chat(path: str, tokenizers: list[str], models: list[str], catalog: st
              "total": r.total, "context_window": e.context_window}
             for e, c, r in rows]})
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     for name in ("model", "messages", "content", "overhead", "total", "window"):
         table.add_column(name, justify="left" if name == "model" else "right")
     for e, c, r in rows:
-        share = f"{r.total / e.context_window:.2%}" if e.context_window else "-"
+        share = _pct(r.total / e.context_window) if e.context_window else "-"
         table.add_row(e.id, str(r.messages), _fmt(r.content_tokens, c.exact),
                       str(r.overhead_tokens), _fmt(r.total, c.exact), share)
     out.print(table)
