@@ -281,7 +281,8 @@ def test_ids_identical_to_tiktoken_and_tokenizer_json(
     )
     export_hf(trained, tmp_path / "tokenizer.json")
     hf = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    texts = corpus.read_text(encoding="utf-8").split("\n") + [
+    texts = [
+        *corpus.read_text(encoding="utf-8").split("\n"),
         "unseen words: zyzzyva quokka 9876543210",
         "ÜBER naïve façade — «quotes» …",
         "日本語のテキストと한국어 텍스트",
