@@ -1,0 +1,143 @@
+"""The baseline: per-budget, per-file token counts that growth is measured against.
+
+A versioned JSON file, sorted and without timestamps so it diffs cleanly in review::
+
+    {
+      "version": 1,
+      "generator": "tokcost",
+      "budgets": {
+        "system prompts": {
+          "tokenizer": "tiktoken:o200k_base",
+          "total_tokens": 1234,
+          "files": {"prompts/system.md": 1234}
+        }
+      }
+    }
+
+It is written atomically (a temp file in the same folder, then ``os.replace``), so an
+interrupted ``tokcost check --update-baseline`` leaves the old baseline intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokcost.errors import UsageError
+
+BASELINE_VERSION = 1
+
+
+class BaselineError(UsageError):
+    """The baseline file cannot be read or written (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One budget's counts: the tokenizer they were made with and tokens per file."""
+
+    tokenizer: str
+    files: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.files.values())
+
+
+@dataclass(frozen=True)
+class Baseline:
+    budgets: Mapping[str, BaselineEntry] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": BASELINE_VERSION,
+            "generator": "tokcost",
+            "budgets": {
+                name: {
+                    "tokenizer": entry.tokenizer,
+                    "total_tokens": entry.total_tokens,
+                    "files": dict(sorted(entry.files.items())),
+                }
+                for name, entry in sorted(self.budgets.items())
+            },
+        }
+
+
+def read_baseline(path: Path) -> Baseline | None:
+    """The baseline at ``path``, or None when there is none yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read baseline '{path}': {exc}") from None
+    redo = "; fix it or regenerate it with: tokcost check --update-baseline"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{path}:{exc.lineno}: baseline is not valid JSON ({exc.msg})"
+                            + redo) from None
+    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
+        raise BaselineError(
+            f"{path}: not a tokcost baseline of version {BASELINE_VERSION}" + redo
+        )
+    budgets: dict[str, BaselineEntry] = {}
+    raw = data.get("budgets")
+    if not isinstance(raw, dict):
+        raise BaselineError(f"{path}: 'budgets' must be an object" + redo)
+    for name, entry in raw.items():
+        files = entry.get("files") if isinstance(entry, dict) else None
+        tokenizer = entry.get("tokenizer") if isinstance(entry, dict) else None
+        if (
+            not isinstance(files, dict)
+            or not isinstance(tokenizer, str)
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in files.values())
+        ):
+            raise BaselineError(
+                f"{path}: budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)" + redo
+            )
+        budgets[str(name)] = BaselineEntry(tokenizer, {str(k): int(v) for k, v in files.items()})
+    return Baseline(budgets)
+
+
+def write_baseline(path: Path, baseline: Baseline) -> None:
+    """Write ``baseline`` to ``path`` atomically (temp file + rename)."""
+    text = json.dumps(baseline.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise BaselineError(f"cannot write baseline '{path}': {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise BaselineError(f"cannot write baseline '{path}': {exc.strerror}") from None
+        raise
+
+
+def growth_percent(now: int, before: int | None) -> float | None:
+    """Growth in percent, or None when there is nothing to compare with.
+
+    >>> growth_percent(110, 100)
+    10.0
+    >>> growth_percent(5, 0) is None
+    True
+    """
+    if before is None or before <= 0:
+        return None
+    return (now - before) * 100.0 / before
+
+

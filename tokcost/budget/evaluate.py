@@ -1,0 +1,487 @@
+"""Budget evaluation: match files, count them once per tokenizer, judge every limit.
+
+Two steps, so ``--update-baseline`` can write the counts before judging growth:
+``measure(config)`` finds and counts the files of every budget; ``judge(measured,
+baseline)`` applies the limits and returns a ``CheckResult`` whose order is
+deterministic (budgets in config order, files by path, rules in a fixed order).
+
+Rules (the names are stable; they appear in every report format):
+
+=========================  ===================================================
+``max_tokens_per_file``    each file's tokens
+``max_total_tokens``       the budget's total tokens
+``max_cost_per_call``      one call's cost: the file (or, with ``combine``, all
+                           files) as input, plus ``output_tokens``
+``context_window``         prompt + reserved output, as a share of the model's
+                           window: at most ``max_context_percent`` (default 100)
+``max_growth_percent``     the budget's total against the baseline
+``max_file_growth_percent``  each file against the baseline
+=========================  ===================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from tokcost.budget.baseline import Baseline, BaselineEntry, growth_percent
+from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
+from tokcost.errors import TokcostError
+
+RULES = (
+    "max_tokens_per_file",
+    "max_total_tokens",
+    "max_cost_per_call",
+    "context_window",
+    "max_growth_percent",
+    "max_file_growth_percent",
+)
+_RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A limit a budget exceeds. ``path`` is None for budget-wide rules."""
+
+    budget: str
+    rule: str
+    path: str | None
+    actual: float | int | Decimal
+    limit: float | int | Decimal
+    message: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A warning (an error under ``--strict``), pointing at a file and line if it can."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str  # relative to the config's folder, '/'-separated
+    bytes: int
+    tokens: int
+    baseline_tokens: int | None = None
+    cost: Decimal | None = None  # one call with this file as the prompt
+    context_percent: float | None = None
+
+    @property
+    def growth_percent(self) -> float | None:
+        return growth_percent(self.tokens, self.baseline_tokens)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A budget's counted files, before any limit is applied."""
+
+    budget: Budget
+    model: Any | None  # tokcost.catalog.ModelEntry
+    tokenizer: str
+    exact: bool
+    files: tuple[FileResult, ...]
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    budget: Budget
+    model: str | None
+    tokenizer: str
+    exact: bool
+    files: tuple[FileResult, ...]
+    baseline_total: int | None
+    cost: Decimal | None  # the largest cost of one call (the combined call with combine)
+    context_percent: float | None  # the largest share of the window
+    context_window: int | None
+    failures: tuple[Finding, ...]
+
+    @property
+    def name(self) -> str:
+        return self.budget.name
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(f.tokens for f in self.files)
+
+    @property
+    def growth_percent(self) -> float | None:
+        return growth_percent(self.total_tokens, self.baseline_total)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    config: str
+    baseline: str
+    baseline_found: bool
+    budgets: tuple[BudgetResult, ...]
+    notices: tuple[Notice, ...] = ()
+    strict: bool = False
+    root: str = "."  # the config's folder relative to cwd: file paths are relative to it
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for b in self.budgets for f in b.failures]
+
+    @property
+    def passed(self) -> bool:
+        return all(b.passed for b in self.budgets)
+
+    @property
+    def exit_code(self) -> int:
+        """0 every budget holds, 1 a budget is exceeded, 2 warnings under --strict."""
+        if self.strict and self.notices:
+            return 2
+        return 0 if self.passed else 1
+
+
+@dataclass(frozen=True)
+class Measurement:
+    config: BudgetConfig
+    budgets: tuple[Measured, ...]
+    notices: tuple[Notice, ...]
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+
+def list_files(root: Path) -> list[str]:
+    """Every file below ``root`` (``.gitignore``d paths and ``.git`` left out), sorted."""
+    from tokcost.counting import walk
+
+    rel = [Path(s.path).relative_to(root).as_posix() for s in walk([str(root)])]
+    return sorted(rel)
+
+
+def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]:
+    """The files a budget covers, and its (non-negated) globs that matched nothing.
+
+    Globs are gitignore-style (pathspec): ``*.md`` matches at any depth,
+    ``/README.md`` only at the top, ``prompts/**`` everything below prompts/.
+    """
+    spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
+    excluded = pathspec.GitIgnoreSpec.from_lines(budget.exclude) if budget.exclude else None
+    chosen = [
+        f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))
+    ]
+    unmatched = []
+    for glob in budget.paths:
+        if glob.startswith("!"):
+            continue
+        one = pathspec.GitIgnoreSpec.from_lines([glob])
+        if not any(one.match_file(f) for f in files):
+            unmatched.append(glob)
+    return chosen, unmatched
+
+
+def measure(config: BudgetConfig, *, jobs: int = 1,
+            files: list[str] | None = None) -> Measurement:
+    """Find and count the files of every budget (each file once per tokenizer)."""
+    from tokcost.adapters.registry import (
+        DEFAULT_SPEC,
+        get_tokenizer,
+        normalize_spec,
+        tokenizer_for_model,
+    )
+    from tokcost.counting import count_paths
+
+    notices: list[Notice] = []
+    catalog = None
+    plans: list[tuple[Budget, Any, str, bool, list[str]]] = []
+    tokenizers: dict[str, Any] = {}
+    all_files = list_files(config.root) if files is None else files
+    for budget in config.budgets:
+        where = config.where(budget)
+        model_id = budget.model or config.model
+        entry = None
+        if model_id is not None:
+            if catalog is None:
+                from tokcost.catalog import load_catalog
+
+                catalog = load_catalog(config.catalog)
+            try:
+                entry = catalog.resolve(model_id)
+            except TokcostError as exc:
+                raise BudgetConfigError(f"{where}: budget '{budget.name}': {exc}") from None
+        _require(config, budget, entry)
+        spec_raw = budget.tokenizer or (entry.tokenizer if entry is not None else None)
+        spec_raw = spec_raw or config.tokenizer or DEFAULT_SPEC
+        spec = normalize_spec(spec_raw)
+        exact = True
+        try:
+            if budget.tokenizer is None and entry is not None and entry.tokenizer:
+                tok = tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+                exact = bool(tok.exact)
+            else:
+                tok = get_tokenizer(spec)
+                exact = bool(tok.exact)
+        except TokcostError as exc:
+            raise BudgetConfigError(f"{where}: budget '{budget.name}': {exc}") from None
+        tokenizers.setdefault(spec, tok)
+        chosen, unmatched = match_files(budget, all_files)
+        for glob in unmatched:
+            notices.append(Notice(
+                f"budget '{budget.name}': glob '{glob}' matches no file", config.display,
+                budget.line))
+        plans.append((budget, entry, spec, exact, chosen))
+
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
+    for spec, tok in tokenizers.items():
+        wanted = sorted({f for _, _, s, _, chosen in plans if s == spec for f in chosen})
+        if not wanted:
+            continue
+        report = count_paths([str(config.root / f) for f in wanted], {spec: tok}, jobs=jobs,
+                             gitignore=False)
+        by_path = {Path(fc.path).relative_to(config.root).as_posix(): fc for fc in report.files}
+        for rel, fc in by_path.items():
+            counts[(spec, rel)] = (fc.bytes, fc.tokens[spec])
+        for skip in report.skipped:
+            rel = _relative(skip.path, config.root)
+            notices.append(Notice(f"{rel}: skipped, {skip.reason}", rel))
+
+    measured = []
+    for budget, entry, spec, exact, chosen in plans:
+        rows = tuple(
+            FileResult(path=f, bytes=counts[(spec, f)][0], tokens=counts[(spec, f)][1])
+            for f in chosen
+            if (spec, f) in counts
+        )
+        measured.append(Measured(budget, entry, spec, exact, rows))
+    return Measurement(config, tuple(measured), tuple(notices))
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def _require(config: BudgetConfig, budget: Budget, entry: Any | None) -> None:
+    """Config errors found only once the model is known (exit code 2)."""
+    where = f"{config.where(budget)}: budget '{budget.name}'"
+    if budget.max_cost_per_call is not None:
+        if entry is None:
+            raise BudgetConfigError(
+                f"{where}: max_cost_per_call needs a model; set 'model' in the budget "
+                "or at the top"
+            )
+        if entry.pricing is None:
+            raise BudgetConfigError(
+                f"{where}: model '{entry.id}' has no price in the catalog, so max_cost_per_call "
+                "cannot be checked; add pricing to the catalog (catalog: FILE) or pick a "
+                "priced model"
+            )
+    if budget.max_context_percent is not None:
+        if entry is None:
+            raise BudgetConfigError(
+                f"{where}: max_context_percent needs a model; set 'model' in the budget "
+                "or at the top"
+            )
+        if not entry.context_window:
+            raise BudgetConfigError(
+                f"{where}: model '{entry.id}' has no context_window in the catalog, so "
+                "max_context_percent cannot be checked; add it to the catalog"
+            )
+
+
+# --- judging ------------------------------------------------------------------------------
+
+
+def _call_cost(entry: Any, budget: Budget, input_tokens: int) -> Decimal:
+    """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
+    cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
+    try:
+        pricing = importlib.import_module("tokcost.pricing")
+    except ModuleNotFoundError:  # the price model is not installed yet: flat rates only
+        return _flat_cost(entry.pricing, input_tokens, budget.output_tokens, cached)
+    estimate: Callable[..., Any] = pricing.estimate_cost
+    breakdown = estimate(
+        entry, input_tokens=input_tokens, output_tokens=budget.output_tokens, cached_tokens=cached
+    )
+    return Decimal(breakdown.total)
+
+
+def _flat_cost(pricing: Any, input_tokens: int, output_tokens: int, cached: int) -> Decimal:
+    """USD of one call at the catalog's per-million rates; cached tokens are part of input."""
+    cached_rate = pricing.cached_input if pricing.cached_input is not None else pricing.input
+    micro = (
+        pricing.input * (input_tokens - cached) + cached_rate * cached
+        + pricing.output * output_tokens
+    )
+    return Decimal(micro) / Decimal(1_000_000)
+
+
+def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool = False,
+          baseline_display: str | None = None) -> CheckResult:
+    """Apply every budget's limits to its counted files."""
+    config = measurement.config
+    notices = list(measurement.notices)
+    results = []
+    for m in measurement.budgets:
+        budget = m.budget
+        base: BaselineEntry | None = None
+        if baseline is not None:
+            base = baseline.budgets.get(budget.name)
+        wants_growth = (
+            budget.max_growth_percent is not None or budget.max_file_growth_percent is not None
+        )
+        if base is not None and base.tokenizer != m.tokenizer:
+            notices.append(Notice(
+                f"budget '{budget.name}': baseline counted with {base.tokenizer}, now "
+                f"{m.tokenizer}; growth not checked; run: tokcost check --update-baseline",
+                config.display, budget.line))
+            base = None
+        elif base is None and wants_growth:
+            why = "no baseline file" if baseline is None else "not in the baseline"
+            notices.append(Notice(
+                f"budget '{budget.name}': {why}, growth not checked; "
+                "run: tokcost check --update-baseline", config.display, budget.line))
+        results.append(_judge_one(config, m, base))
+    return CheckResult(
+        config=config.display,
+        baseline=baseline_display or _relative(str(config.baseline), Path.cwd().resolve()),
+        baseline_found=baseline is not None,
+        budgets=tuple(results),
+        notices=tuple(notices),
+        strict=strict,
+        root=_relative(str(config.root), Path.cwd().resolve()) or ".",
+    )
+
+
+def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) -> BudgetResult:
+    budget, entry = m.budget, m.model
+    window = entry.context_window if entry is not None else None
+    model = entry.id if entry is not None else None
+    tok = _short(m.tokenizer) + ("" if m.exact else ", approximate")
+    priced = (
+        entry is not None and entry.pricing is not None and budget.max_cost_per_call is not None
+    )
+    files = []
+    for f in m.files:
+        files.append(FileResult(
+            path=f.path, bytes=f.bytes, tokens=f.tokens,
+            baseline_tokens=base.files.get(f.path) if base is not None else None,
+            cost=_call_cost(entry, budget, f.tokens) if priced and not budget.combine else None,
+            context_percent=_share(f.tokens + budget.reserve, window) if not budget.combine
+            else None,
+        ))
+    total = sum(f.tokens for f in files)
+    if budget.combine:
+        cost = _call_cost(entry, budget, total) if priced else None
+        context = _share(total + budget.reserve, window)
+    else:
+        costs = [f.cost for f in files if f.cost is not None]
+        cost = max(costs) if costs else None
+        shares = [f.context_percent for f in files if f.context_percent is not None]
+        context = max(shares) if shares else None
+
+    found: list[Finding] = []
+    name = budget.name
+
+    def add(rule: str, path: str | None, actual: Any, limit: Any, message: str) -> None:
+        found.append(Finding(name, rule, path, actual, limit, message))
+
+    for f in files:
+        if budget.max_tokens_per_file is not None and f.tokens > budget.max_tokens_per_file:
+            add("max_tokens_per_file", f.path, f.tokens, budget.max_tokens_per_file,
+                f"{f.path}: {f.tokens:,} tokens ({tok}), over the "
+                f"{budget.max_tokens_per_file:,}-token per-file limit of budget '{name}'")
+        if (budget.max_cost_per_call is not None and f.cost is not None
+                and f.cost > budget.max_cost_per_call):
+            add("max_cost_per_call", f.path, f.cost, budget.max_cost_per_call,
+                f"{f.path}: {money(f.cost)} per call on {model} ({f.tokens:,} input + "
+                f"{budget.output_tokens:,} output tokens), over the "
+                f"{money(budget.max_cost_per_call)} limit of budget '{name}'")
+        if f.context_percent is not None:
+            limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
+            if f.context_percent > limit:
+                add("context_window", f.path, round(f.context_percent, 2), limit,
+                    f"{f.path}: {f.tokens:,} prompt + {budget.reserve:,} reserved output tokens "
+                    f"= {f.context_percent:.1f}% of {model}'s {window:,}-token window, over "
+                    f"{_pct(limit)}% (budget '{name}')")
+        g = f.growth_percent
+        if budget.max_file_growth_percent is not None and g is not None and (
+            g > budget.max_file_growth_percent
+        ):
+            add("max_file_growth_percent", f.path, round(g, 2), budget.max_file_growth_percent,
+                f"{f.path}: {f.tokens:,} tokens, {g:+.1f}% against the baseline "
+                f"({f.baseline_tokens:,}), over the +{_pct(budget.max_file_growth_percent)}% "
+                f"limit of budget '{name}'; if intended, run: tokcost check --update-baseline")
+    if budget.max_total_tokens is not None and total > budget.max_total_tokens:
+        add("max_total_tokens", None, total, budget.max_total_tokens,
+            f"budget '{name}': {total:,} tokens in {len(files)} file"
+            f"{'' if len(files) == 1 else 's'} ({tok}), over the "
+            f"{budget.max_total_tokens:,}-token total limit")
+    if budget.combine and cost is not None and budget.max_cost_per_call is not None and (
+        cost > budget.max_cost_per_call
+    ):
+        add("max_cost_per_call", None, cost, budget.max_cost_per_call,
+            f"budget '{name}': {money(cost)} per call on {model} ({total:,} input + "
+            f"{budget.output_tokens:,} output tokens, all files in one prompt), over the "
+            f"{money(budget.max_cost_per_call)} limit")
+    if budget.combine and context is not None:
+        limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
+        if context > limit:
+            add("context_window", None, round(context, 2), limit,
+                f"budget '{name}': {total:,} prompt + {budget.reserve:,} reserved output tokens "
+                f"= {context:.1f}% of {model}'s {window:,}-token window, over {_pct(limit)}%")
+    base_total = base.total_tokens if base is not None else None
+    g = growth_percent(total, base_total)
+    if budget.max_growth_percent is not None and g is not None and g > budget.max_growth_percent:
+        add("max_growth_percent", None, round(g, 2), budget.max_growth_percent,
+            f"budget '{name}': {total:,} tokens, {g:+.1f}% against the baseline "
+            f"({base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
+            "if intended, run: tokcost check --update-baseline")
+    found.sort(key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
+    return BudgetResult(
+        budget=budget, model=model, tokenizer=m.tokenizer, exact=m.exact, files=tuple(files),
+        baseline_total=base_total, cost=cost, context_percent=context, context_window=window,
+        failures=tuple(found),
+    )
+
+
+def baseline_from(measurement: Measurement) -> Baseline:
+    """The baseline that records the measured counts."""
+    return Baseline({
+        m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
+        for m in measurement.budgets
+    })
+
+
+def _share(tokens: int, window: int | None) -> float | None:
+    return None if not window else tokens * 100.0 / window
+
+
+def _short(spec: str) -> str:
+    family, _, arg = spec.partition(":")
+    return arg if family == "tiktoken" and "/" not in arg else spec
+
+
+def _pct(value: float) -> str:
+    return f"{value:g}"
+
+
+def money(value: Decimal) -> str:
+    """USD for people: 4 decimals, 6 under a cent.
+
+    >>> money(Decimal("0.0123456")), money(Decimal("0.000042"))
+    ('$0.0123', '$0.000042')
+    """
+    places = Decimal("0.0001") if value >= Decimal("0.01") or value == 0 else Decimal("0.000001")
+    return f"${value.quantize(places, ROUND_HALF_EVEN)}"

@@ -1,0 +1,398 @@
+"""Reports of a ``CheckResult``: text, JSON, GitHub annotations, Markdown, JUnit XML.
+
+Every builder returns a string (or a dict for JSON) and is deterministic: budgets in
+config order with the failing ones first, files by path, rules in a fixed order, no
+timestamps or timings, so the output can be kept as a golden file.
+"""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, money
+
+FORMATS = ("text", "json", "github", "markdown", "junit")
+JSON_VERSION = 1
+MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its comment
+
+
+# --- shared pieces -------------------------------------------------------------------------
+
+
+def _ordered(result: CheckResult) -> list[BudgetResult]:
+    """Failing budgets first, each group in config order."""
+    return [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
+
+
+def _headline(result: CheckResult) -> str:
+    n = len(result.budgets)
+    failed = sum(not b.passed for b in result.budgets)
+    if failed:
+        count = len(result.failures)
+        return (f"{failed} of {n} budget{'s' if n != 1 else ''} exceeded "
+                f"({count} failure{'s' if count != 1 else ''})")
+    return f"all {n} budget{'s' if n != 1 else ''} hold"
+
+
+def _strict_line(result: CheckResult) -> str | None:
+    if result.strict and result.notices:
+        k = len(result.notices)
+        s = "s" if k != 1 else ""
+        return f"{k} warning{s} treated as error{s} (--strict)"
+    return None
+
+
+def _model(b: BudgetResult) -> str:
+    tok = _short(b.tokenizer) + ("" if b.exact else " ≈")
+    return f"{b.model} ({tok})" if b.model else tok
+
+
+def _short(spec: str) -> str:
+    family, _, arg = spec.partition(":")
+    return arg if family == "tiktoken" and "/" not in arg else spec
+
+
+def _growth(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}%"
+
+
+def _value(f: Finding, which: Any) -> str:
+    if isinstance(which, Decimal):
+        return money(which)
+    if f.rule in ("context_window",):
+        return f"{which:.1f}%"
+    if f.rule.endswith("growth_percent"):
+        return f"{which:+.1f}%"
+    return f"{which:,}"
+
+
+def _tokens(b: BudgetResult, n: int) -> str:
+    return f"{n:,}" if b.exact else f"≈{n:,}"
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:
+    """A rich report: the failures first, then one row per budget, then a verdict."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system="standard" if color else None,
+                      force_terminal=color, highlight=False, soft_wrap=False)
+    if result.failures:
+        table = Table(title="Failures", title_justify="left", show_edge=True)
+        table.add_column("budget")
+        table.add_column("file")
+        table.add_column("rule")
+        table.add_column("actual", justify="right")
+        table.add_column("limit", justify="right")
+        for f in result.failures:
+            table.add_row(f.budget, f.path or "(all files)", f.rule, _value(f, f.actual),
+                          _value(f, f.limit), style="red")
+        console.print(table)
+    table = Table(title="Budgets", title_justify="left")
+    for name, justify in (("", "left"), ("budget", "left"), ("model", "left"),
+                          ("files", "right"), ("tokens", "right"), ("growth", "right"),
+                          ("cost/call", "right"), ("window", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for b in _ordered(result):
+        table.add_row(
+            Text("ok", style="green") if b.passed else Text("FAIL", style="bold red"),
+            b.name,
+            _model(b),
+            str(len(b.files)),
+            _tokens(b, b.total_tokens),
+            _growth(b.growth_percent),
+            money(b.cost) if b.cost is not None else "–",
+            f"{b.context_percent:.1f}%" if b.context_percent is not None else "–",
+        )
+    console.print(table)
+    verdict = Text()
+    verdict.append("FAIL " if not result.passed else "ok ",
+                   style="bold red" if not result.passed else "bold green")
+    verdict.append(_headline(result))
+    console.print(verdict)
+    strict = _strict_line(result)
+    if strict:
+        console.print(Text("FAIL ", style="bold red") + Text(strict))
+    # rich pads every line to the width; drop that so the report diffs cleanly.
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return round(value, 2)
+    return value
+
+
+def render_json(result: CheckResult) -> dict[str, Any]:
+    """The JSON report (keys documented in the README, section tokcost check)."""
+    return {
+        "version": JSON_VERSION,
+        "passed": result.passed and not (result.strict and result.notices),
+        "exit_code": result.exit_code,
+        "config": result.config,
+        "baseline": result.baseline,
+        "baseline_found": result.baseline_found,
+        "strict": result.strict,
+        "summary": {
+            "budgets": len(result.budgets),
+            "failed_budgets": sum(not b.passed for b in result.budgets),
+            "failures": len(result.failures),
+            "warnings": len(result.notices),
+        },
+        "failures": [
+            {
+                "budget": f.budget,
+                "rule": f.rule,
+                "path": f.path,
+                "actual": _json_value(f.actual),
+                "limit": _json_value(f.limit),
+                "message": f.message,
+            }
+            for f in result.failures
+        ],
+        "warnings": [
+            {"message": n.message, "file": n.file, "line": n.line} for n in result.notices
+        ],
+        "budgets": [_budget_json(b) for b in result.budgets],
+    }
+
+
+def _budget_json(b: BudgetResult) -> dict[str, Any]:
+    budget = b.budget
+    limits = {
+        "max_tokens_per_file": budget.max_tokens_per_file,
+        "max_total_tokens": budget.max_total_tokens,
+        "max_cost_per_call": _json_value(budget.max_cost_per_call),
+        "max_context_percent": budget.max_context_percent,
+        "max_growth_percent": budget.max_growth_percent,
+        "max_file_growth_percent": budget.max_file_growth_percent,
+        "output_tokens": budget.output_tokens,
+        "reserve_output_tokens": budget.reserve,
+        "cached_share": str(budget.cached_share),
+        "combine": budget.combine,
+    }
+    return {
+        "name": b.name,
+        "passed": b.passed,
+        "model": b.model,
+        "tokenizer": b.tokenizer,
+        "exact": b.exact,
+        "paths": list(budget.paths),
+        "limits": limits,
+        "total_tokens": b.total_tokens,
+        "baseline_total_tokens": b.baseline_total,
+        "growth_percent": _num(b.growth_percent),
+        "cost_per_call_usd": None if b.cost is None else str(b.cost),
+        "context_window": b.context_window,
+        "context_percent": _num(b.context_percent),
+        "files": [
+            {
+                "path": f.path,
+                "bytes": f.bytes,
+                "tokens": f.tokens,
+                "baseline_tokens": f.baseline_tokens,
+                "growth_percent": _num(f.growth_percent),
+                "cost_per_call_usd": None if f.cost is None else str(f.cost),
+                "context_percent": _num(f.context_percent),
+            }
+            for f in b.files
+        ],
+    }
+
+
+# --- GitHub Actions --------------------------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    # Workflow-command escaping (actions/toolkit: command.ts escapeData / escapeProperty).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(level: str, message: str, *, file: str | None = None, line: int | None = None,
+             title: str | None = None) -> str:
+    props = []
+    if file:
+        props.append(f"file={_escape_prop(file)}")
+    if line:
+        props.append(f"line={line}")
+    if title:
+        props.append(f"title={_escape_prop(title)}")
+    joined = (" " + ",".join(props)) if props else ""
+    return f"::{level}{joined}::{_escape_data(message)}"
+
+
+def _in_repo(result: CheckResult, path: str) -> str:
+    """A config-relative path as a path relative to the working directory (the checkout)."""
+    return path if result.root in ("", ".") else f"{result.root.rstrip('/')}/{path}"
+
+
+def render_github(result: CheckResult) -> str:
+    """Workflow commands: an annotation on the offending file for each failure.
+
+    Budget-wide failures point at the budget's line in the config file.
+    """
+    lines = []
+    for b in result.budgets:
+        for f in b.failures:
+            title = f"tokcost: {f.rule} (budget {f.budget})"
+            if f.path is not None:
+                lines.append(_command("error", f.message, file=_in_repo(result, f.path),
+                                      title=title))
+            else:
+                lines.append(_command("error", f.message, file=result.config,
+                                      line=b.budget.line, title=title))
+    level = "error" if result.strict else "warning"
+    for n in result.notices:
+        file = n.file
+        if file and file != result.config:
+            file = _in_repo(result, file)
+        lines.append(_command(level, n.message, file=file, line=n.line, title="tokcost check"))
+    verdict = "FAIL" if result.exit_code else "ok"
+    lines.append(f"tokcost check: {verdict}: {_headline(result)}")
+    strict = _strict_line(result)
+    if strict:
+        lines.append(f"tokcost check: FAIL: {strict}")
+    return "\n".join(lines) + "\n"
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: CheckResult) -> str:
+    """A Markdown report for a PR comment or a GitHub job summary."""
+    icon = "❌" if result.exit_code else "✅"
+    out = [MARKER, f"### {icon} tokcost check: {_headline(result)}", ""]
+    strict = _strict_line(result)
+    if strict:
+        out += [f"**{strict}**", ""]
+    if result.failures:
+        out += ["| budget | file | rule | actual | limit |", "|---|---|---|--:|--:|"]
+        for f in result.failures:
+            out.append(
+                f"| {_cell(f.budget)} | {_cell(f'`{f.path}`' if f.path else '(all files)')} "
+                f"| `{f.rule}` | {_value(f, f.actual)} | {_value(f, f.limit)} |"
+            )
+        out.append("")
+    out += [
+        "| | budget | model | files | tokens | growth | cost/call | window |",
+        "|---|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for b in _ordered(result):
+        out.append(
+            f"| {'❌' if not b.passed else '✅'} | {_cell(b.name)} | {_cell(_model(b))} "
+            f"| {len(b.files)} | {_tokens(b, b.total_tokens)} | {_growth(b.growth_percent)} "
+            f"| {money(b.cost) if b.cost is not None else '–'} "
+            f"| {f'{b.context_percent:.1f}%' if b.context_percent is not None else '–'} |"
+        )
+    out.append("")
+    if result.failures:
+        out += ["<details><summary>Messages</summary>", ""]
+        out += [f"- {_cell(f.message)}" for f in result.failures]
+        out += ["", "</details>", ""]
+    if result.notices:
+        out += ["**Warnings**", ""]
+        out += [f"- {_cell(n.message)}" for n in result.notices]
+        out.append("")
+    found = "" if result.baseline_found else " (not found)"
+    out.append(f"<sub>config `{result.config}` · baseline `{result.baseline}`{found}</sub>")
+    return "\n".join(out) + "\n"
+
+
+# --- JUnit XML -------------------------------------------------------------------------------
+
+
+def render_junit(result: CheckResult) -> str:
+    """JUnit XML: a testsuite per budget, a testcase per file and one for the whole budget."""
+    root = ET.Element("testsuites", name="tokcost check")
+    total_tests = total_failures = total_errors = 0
+    for b in result.budgets:
+        suite = ET.SubElement(root, "testsuite", name=b.name)
+        cases: list[tuple[str, str | None, list[Finding]]] = [
+            ("(budget)", None, [f for f in b.failures if f.path is None])
+        ]
+        for fr in b.files:
+            cases.append((fr.path, fr.path, [f for f in b.failures if f.path == fr.path]))
+        for name, path, failures in cases:
+            attrs = {"classname": f"tokcost.{b.name}", "name": name}
+            if path is not None:
+                attrs["file"] = path
+            case = ET.SubElement(suite, "testcase", attrs)
+            if failures:
+                # One <failure> per testcase: JUnit readers count failed testcases.
+                fail = ET.SubElement(case, "failure",
+                                     message="; ".join(f.message for f in failures),
+                                     type=",".join(f.rule for f in failures))
+                fail.text = "\n".join(
+                    f"{f.rule}: {_value(f, f.actual)} > {_value(f, f.limit)}" for f in failures
+                )
+        failed = sum(1 for _, _, failures in cases if failures)
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(failed))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        total_tests += len(cases)
+        total_failures += failed
+    if result.notices:
+        suite = ET.SubElement(root, "testsuite", name="tokcost warnings")
+        for i, n in enumerate(result.notices, start=1):
+            case = ET.SubElement(suite, "testcase", classname="tokcost.warnings",
+                                 name=f"warning {i}")
+            if result.strict:
+                ET.SubElement(case, "error", message=n.message, type="strict")
+            else:
+                ET.SubElement(case, "skipped", message=n.message)
+        errors = len(result.notices) if result.strict else 0
+        suite.set("tests", str(len(result.notices)))
+        suite.set("failures", "0")
+        suite.set("errors", str(errors))
+        suite.set("skipped", str(0 if result.strict else len(result.notices)))
+        total_tests += len(result.notices)
+        total_errors += errors
+    root.set("tests", str(total_tests))
+    root.set("failures", str(total_failures))
+    root.set("errors", str(total_errors))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render(result: CheckResult, fmt: str, *, width: int = 100, color: bool = False) -> str:
+    """The report in one of FORMATS, as text."""
+    if fmt == "text":
+        return render_text(result, width=width, color=color)
+    if fmt == "json":
+        import json
+
+        return json.dumps(render_json(result), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "github":
+        return render_github(result)
+    if fmt == "markdown":
+        return render_markdown(result)
+    if fmt == "junit":
+        return render_junit(result)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+

@@ -1,0 +1,106 @@
+"""``tokcost check``: token, cost, context-window and growth budgets for CI."""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tokcost.cli.console import err, out, warn
+
+EPILOG = """
+Examples:
+
+  tokcost check                              read ./tokcost.yaml (or [tool.tokcost])
+  tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
+  tokcost check --update-baseline            record today's counts as the baseline
+  tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
+  tokcost check --format markdown            a table for a pull-request comment
+  tokcost check --strict                     a glob matching nothing fails the check
+
+Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config error
+(or a warning under --strict).
+"""
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+    markdown = "markdown"
+    junit = "junit"
+
+
+def check(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Budget config: a tokcost.yaml or a pyproject.toml "
+                     "with [tool.tokcost] (default: look in the current folder).",
+                     show_default=False),
+    ] = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
+    ] = Format.text,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Write the current counts to the baseline "
+                           "JSON (atomically), then check against it.")
+    ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Baseline JSON (default: the config's 'baseline' key, "
+                     "else .tokcost-baseline.json beside the config).", show_default=False),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
+                           "missing baseline) as errors: exit code 2.")
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers.")] = 1,
+    catalog: Annotated[
+        str | None,
+        typer.Option("--catalog", help="Model catalog YAML (default: the config's 'catalog' "
+                     "key, $TOKCOST_CATALOG, or the shipped models.yaml).", show_default=False),
+    ] = None,
+) -> None:
+    """Fail the build when prompts outgrow their token, cost or context budgets."""
+    from tokcost.budget import check as run_check
+    from tokcost.budget import render, render_markdown
+
+    result = run_check(
+        str(config) if config is not None else None,
+        baseline_path=str(baseline) if baseline is not None else None,
+        update_baseline=update_baseline,
+        strict=strict,
+        jobs=jobs,
+        catalog=catalog,
+    )
+    if update_baseline:
+        n = sum(len(b.files) for b in result.budgets)
+        err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
+                  "budgets)", highlight=False)
+    if fmt is Format.text:
+        for notice in result.notices:
+            if strict:
+                err.print(f"[bold red]error:[/bold red] {notice.message}", markup=True,
+                          highlight=False)
+            else:
+                warn(notice.message)
+        # CI logs are no terminal and rich would assume 80 columns: give the table room.
+        width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
+        out.print(render(result, "text", width=max(width, 60), color=out.is_terminal),
+                  end="", markup=False, highlight=False, soft_wrap=True)
+    else:
+        # Warnings are inside the machine-readable report; stdout stays parseable.
+        typer.echo(render(result, fmt.value), nl=False)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if fmt is Format.github and summary:
+        with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
+            handle.write(render_markdown(result))
+    if result.exit_code:
+        raise typer.Exit(code=result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check", epilog=EPILOG)(check)
