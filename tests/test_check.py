@@ -495,3 +495,32 @@ def test_limits_fail_exactly_when_exceeded(
         want.add(("max_total_tokens", None))
     assert got == want
     assert result.exit_code == (1 if want else 0)
+
+
+# --- the project's own budgets and hook ----------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_project_budgets_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    config_path = REPO_ROOT / "tokcost.yaml"
+    if not (config_path.is_file() and (REPO_ROOT / "corpora").is_dir()):
+        pytest.skip("not a tokcost checkout")
+    monkeypatch.chdir(REPO_ROOT)
+    result = judge(measure(load_config(config_path)), None)
+    assert result.failures == [], [f.message for f in result.failures]
+    assert result.notices == ()
+    assert {b.name for b in result.budgets} >= {"prose corpora", "README"}
+
+
+def test_pre_commit_manifest() -> None:
+    import yaml
+
+    path = REPO_ROOT / ".pre-commit-hooks.yaml"
+    if not path.is_file():
+        pytest.skip("not a tokcost checkout")
+    [hook] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert hook["id"] == "tokcost-check"
+    assert hook["entry"] == "tokcost check"
+    assert hook["language"] == "python"
+    assert hook["pass_filenames"] is False  # the config names the files, not the commit
