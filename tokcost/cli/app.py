@@ -77,6 +77,9 @@ def _register() -> None:
 
     bpe.register(app)
     check.register(app)
+    from tokcost.cli import compare
+
+    compare.register(app)
 
 
 _register()

@@ -1,0 +1,336 @@
+"""``tokcost compare``: who pays more tokens for the same meaning."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost.inflation import Group, GroupReport, Meter, Report, Result
+
+EPILOG = """
+Examples:
+
+\b
+  tokcost compare                                the built-in corpora with o200k_base
+  tokcost compare --builtin -t o200k_base -t cl100k_base --kind prose
+  tokcost compare --builtin -m gpt-4o -m claude-sonnet-4-5    token premium and cost per model
+  tokcost compare my-texts/ --baseline de        a folder of parallel <lang>.txt files
+  tokcost compare en.txt hi.txt sw.txt -t cl100k_base         a list of files
+  tokcost compare --builtin -t bpe:en-only.bpe -t bpe:all.bpe --plot bpe.png
+  tokcost compare --builtin --json | jq '.groups[0].samples[0]'
+"""
+
+_BAR = 36  # characters for the largest premium in the terminal chart
+
+
+def _label(spec: str) -> str:
+    family, _, arg = spec.partition(":")
+    return arg if family == "tiktoken" and "/" not in arg else spec
+
+
+def _meters(tokenizers: list[str], models: list[str], catalog: str | None) -> list[Meter]:
+    from tokcost.adapters.registry import DEFAULT_SPEC, normalize_spec
+    from tokcost.inflation import Meter
+
+    meters = [Meter.of(normalize_spec(t), _label(normalize_spec(t))) for t in tokenizers]
+    if models:
+        from tokcost.catalog import load_catalog
+
+        cat = load_catalog(catalog)
+        for model_id in models:
+            meters.append(Meter.for_model(cat.resolve(model_id)))
+    if not meters:
+        meters.append(Meter.of(DEFAULT_SPEC, _label(DEFAULT_SPEC)))
+    labels = [m.label for m in meters]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise UsageError(f"tokenizer given twice: {', '.join(dupes)}; pass each once")
+    return meters
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def _money(x: object) -> str:
+    if x is None:
+        return "–"
+    from decimal import Decimal
+
+    assert isinstance(x, Decimal)
+    return f"${x:.5f}" if x < 1 else f"${x:,.2f}"
+
+
+def _tokens(r: Result) -> str:
+    return f"{r.tokens:,}" if r.exact else f"≈{r.tokens:,}"
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def _print_tables(report: Report, chart: bool) -> None:
+    from rich.table import Table
+
+    for group in report.groups:
+        for meter in report.meters:
+            per_line = group.kind != "prose"
+            table = Table(
+                title=f"{group.kind} · {meter.label} · premium vs {group.baseline}",
+                title_justify="left",
+                header_style="bold",
+            )
+            names = ["code", "format" if per_line else "language"]
+            names += [] if per_line else ["script"]
+            for name in names:
+                table.add_column(name)
+            for name in ("tokens", "bytes/tok", "chars/tok",
+                         "tok/line" if per_line else "words/tok", "premium"):
+                table.add_column(name, justify="right")
+            if meter.priced:
+                table.add_column("input cost", justify="right")
+            for row in group.rows:
+                r = row.result(meter.label)
+                cells = [row.code, row.sample.label]
+                cells += [] if per_line else [row.sample.script or ""]
+                cells += [
+                    _tokens(r), _num(r.bytes_per_token), _num(r.chars_per_token),
+                    _num(r.tokens_per_line if per_line else r.words_per_token),
+                    _num(r.premium, "{:.2f}x"),
+                ]
+                if meter.priced:
+                    cells.append(_money(r.cost_usd))
+                style = "bold" if row.code == group.baseline else None
+                table.add_row(*cells, style=style)
+            _print_wide(table)
+            if meter.priced:
+                _print_cost_sentence(group, meter)
+        if chart:
+            _print_chart(group, report.meters)
+        out.print()
+
+
+def _print_wide(table: object) -> None:
+    """Print a table at its natural width, even when stdout is a pipe (rich assumes 80)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    needed = Measurement.get(out, out.options.update_width(1000), table).maximum  # type: ignore[arg-type]
+    if needed <= out.width:
+        out.print(table)
+        return
+    wide = Console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
+                   force_terminal=out.is_terminal, no_color=out.no_color)
+    wide.print(table)
+
+
+def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
+    top = group.rows[0]
+    base = next(r for r in group.rows if r.code == group.baseline)
+    t, b = top.result(meter.label), base.result(meter.label)
+    if top is base or t.cost_ratio is None:
+        return
+    out.print(
+        f"On {meter.label}, the {top.sample.label} version costs {t.cost_ratio:.1f}x the "
+        f"{base.sample.label} one ({_money(t.cost_usd)} vs {_money(b.cost_usd)} as input)."
+    )
+
+
+def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
+    colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
+    top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
+    width = max(len(f"{r.sample.label} ({r.code})") for r in group.rows)
+    out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
+        f"[{colors[i % len(colors)]}]■ {m.label}[/]" for i, m in enumerate(meters)
+    ))
+    for row in group.rows:
+        for i, m in enumerate(meters):
+            p = row.result(m.label).premium or 0.0
+            name = f"{row.sample.label} ({row.code})" if i == 0 else ""
+            bar = "█" * max(1, round(p / top * _BAR))
+            out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] {p:.2f}x",
+                      highlight=False)
+
+
+def _csv_rows(report: Report) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for g in report.groups:
+        for row in g.rows:
+            for r in row.results:
+                rows.append([
+                    g.kind, row.code, row.sample.label, row.sample.script or "", r.meter,
+                    r.tokens, r.exact, row.bytes, row.chars,
+                    "" if row.words is None else row.words, row.lines,
+                    _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
+                    "" if r.words_per_token is None else f"{r.words_per_token:.4f}",
+                    "" if r.tokens_per_line is None else f"{r.tokens_per_line:.4f}",
+                    "" if r.premium is None else f"{r.premium:.4f}",
+                    "" if r.cost_usd is None else str(r.cost_usd),
+                    "" if r.cost_ratio is None else f"{r.cost_ratio:.4f}",
+                ])
+    return rows
+
+
+CSV_HEADER = [
+    "kind", "code", "name", "script", "tokenizer", "tokens", "exact", "bytes", "chars",
+    "words", "lines", "bytes_per_token", "chars_per_token", "words_per_token",
+    "tokens_per_line", "premium", "cost_usd", "cost_ratio",
+]
+
+
+def _print_csv(report: Report) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    writer.writerows(_csv_rows(report))
+
+
+def _markdown(report: Report) -> str:
+    lines: list[str] = []
+    for g in report.groups:
+        what = "language" if g.kind == "prose" else "format"
+        head = ["code", what, "script"]
+        for m in report.meters:
+            head += [f"{m.label} tokens", f"{m.label} premium"]
+            if m.priced:
+                head.append(f"{m.label} input cost")
+        lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "",
+                  "| " + " | ".join(head) + " |",
+                  "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
+        for row in g.rows:
+            cells = [f"`{row.code}`", row.sample.label, row.sample.script or ""]
+            for m in report.meters:
+                r = row.result(m.label)
+                cells += [_tokens(r), _num(r.premium, "{:.2f}x")]
+                if m.priced:
+                    cells.append(_money(r.cost_usd))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- command
+
+
+def compare(
+    sources: Annotated[
+        list[Path] | None,
+        typer.Argument(help="A folder of parallel <lang>.txt files, or files (en.txt hi.txt "
+                       "...). Default: the built-in corpora.", show_default=False),
+    ] = None,
+    builtin: Annotated[
+        bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
+    ] = False,
+    tokenizer: Annotated[
+        list[str] | None,
+        typer.Option("--tokenizer", "-t", help="Tokenizer spec (repeatable): o200k_base, "
+                     "cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH.",
+                     show_default=False),
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Catalog model (repeatable): its tokenizer, and "
+                     "the cost of each version as input at its price.", show_default=False),
+    ] = None,
+    baseline: Annotated[
+        str, typer.Option("--baseline", "-b", help="Language code the premium is relative to.")
+    ] = "en",
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", "-k", help="prose, code or data (repeatable; built-in corpora "
+                     "or a folder with index.yaml). Default: all.", show_default=False),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (keys in README).")] = False,
+    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
+                                          "tokenizer.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write a bar chart of the premiums to a .png or .svg file "
+                     "(needs: pip install 'tokcost[plot]').", show_default=False),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
+    no_chart: Annotated[
+        bool, typer.Option("--no-chart", help="Tables only, no terminal bar chart.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when texts are not parallel or empty.")
+    ] = False,
+    catalog: Annotated[
+        str | None, typer.Option("--catalog", help="Model catalog YAML (default: shipped "
+                                 "models.yaml or TOKCOST_CATALOG).", show_default=False)
+    ] = None,
+) -> None:
+    """Token inflation across languages, scripts, code and data formats.
+
+    For every text: tokens, bytes/token, chars/token, words/token (where words are
+    whitespace-delimited), tokens/line (code and data), and the premium: tokens(X) /
+    tokens(baseline) on the same content (Petrov et al. 2023). With -m, the cost of each
+    version as input on that model.
+    """
+    from tokcost import inflation
+
+    if sum((json_out, csv_out, markdown)) > 1:
+        raise UsageError("pick one of --json, --csv, --markdown")
+    for k in kind or []:
+        if k not in inflation.KINDS:
+            raise UsageError(f"unknown --kind '{k}'; use one of {', '.join(inflation.KINDS)}")
+    if builtin and sources:
+        raise UsageError("pass either --builtin or folders/files, not both")
+
+    if not sources:
+        groups = inflation.load_builtin(kinds=kind, baseline=baseline)
+    elif len(sources) == 1 and sources[0].is_dir():
+        groups = inflation.load_dir(sources[0], baseline=baseline, kinds=kind)
+    else:
+        groups = inflation.load_files(sources, baseline=baseline)
+        if kind:
+            groups = [g for g in groups if g.kind in kind]
+    for group in groups:
+        for message in group.warnings:
+            warn(message)
+
+    meters = _meters(tokenizer or [], model or [], catalog)
+    report = _measure(groups, meters)
+
+    if plot is not None:
+        inflation.plot_premiums(report, plot, force=force)
+        err.print(f"wrote {plot}", highlight=False)
+    if json_out:
+        print_json(report.to_dict())
+    elif csv_out:
+        _print_csv(report)
+    elif markdown:
+        sys.stdout.write(_markdown(report))
+    else:
+        _print_tables(report, chart=not no_chart)
+    if strict and report.warnings:
+        err.print(f"{len(report.warnings)} warning(s) with --strict", highlight=False)
+        raise typer.Exit(code=1)
+
+
+def _measure(groups: list[Group], meters: list[Meter]) -> Report:
+    from tokcost.inflation import measure
+
+    if not progress_enabled():
+        return measure(groups, meters)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True) as progress:
+        task = progress.add_task("count", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        return measure(groups, meters, on_progress=on_progress)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare", epilog=EPILOG)(compare)
