@@ -46,7 +46,11 @@ def _texts() -> Iterator[tuple[str, str]]:
             if not p.is_file() or p.is_symlink():
                 continue
             try:
-                raw = gzip.open(p).read() if p.suffix == ".gz" else p.read_bytes()
+                if p.suffix == ".gz":
+                    with gzip.open(p) as gz:
+                        raw = gz.read()
+                else:
+                    raw = p.read_bytes()
             except (OSError, EOFError):
                 continue
             if b"\0" in raw[:4096]:
