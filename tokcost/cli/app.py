@@ -7,6 +7,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from tokcost.cli.console import err
@@ -25,7 +26,9 @@ class TokcostGroup(TyperGroup):
         except TokcostError as exc:
             if os.environ.get("TOKCOST_DEBUG"):
                 raise
-            err.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+            # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
+            err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True,
+                      highlight=False)
             raise typer.Exit(code=exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted", highlight=False)

@@ -1,0 +1,312 @@
+"""The Dask driver: plan shards, map them on a cluster, reduce the partials.
+
+Without a scheduler address a ``LocalCluster`` of worker processes starts on
+this machine (loopback only); with one, tokcost connects to that cluster, whose
+workers must have tokcost installed and be able to open the inputs (the same
+local paths, or URLs of a shared filesystem such as ``s3://``).
+
+Dask is imported inside the functions, so ``import tokcost`` never loads it.
+A worker that dies mid-task is replaced and its task run again by Dask (up to
+``distributed.scheduler.allowed-failures`` times); the map functions are pure,
+so a rerun gives the same partial and the result stays exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokcost.errors import MissingDependency, TokcostError, UsageError
+from tokcost.scale.mapreduce import (
+    ShardCounts,
+    count_shard,
+    pretokenize_shard,
+)
+from tokcost.scale.shards import SHARD_BYTES, Shard, expand_local, is_url, list_url, plan_shards
+
+if TYPE_CHECKING:
+    from tokcost.adapters.base import Tokenizer
+    from tokcost.bpe.train import TrainerConfig, TrainResult
+    from tokcost.counting import CountReport
+
+#: Seconds to wait for a scheduler before giving up with a clear error.
+CONNECT_TIMEOUT = 10.0
+FEATURE = "--engine dask"
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+class ClusterError(TokcostError):
+    """The Dask cluster cannot be reached, or lost the work."""
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise MissingDependency("dask", "dask", FEATURE) from None
+    return distributed
+
+
+@contextmanager
+def dask_client(
+    scheduler: str | None = None,
+    *,
+    workers: int | None = None,
+    timeout: float = CONNECT_TIMEOUT,
+) -> Iterator[Any]:
+    """A ``distributed.Client``: on ``scheduler`` (``tcp://host:8786``), else on a new
+    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1."""
+    distributed = _import_distributed()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=f"{timeout}s")
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s ({exc}); "
+                "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
+                "or leave out --scheduler to run on this machine"
+            ) from None
+        except ValueError as exc:
+            raise UsageError(f"bad --scheduler address {scheduler!r}: {exc}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = distributed.LocalCluster(
+        n_workers=max(1, workers or os.cpu_count() or 1),
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",  # loopback, any free port (8787 may be taken)
+        silence_logs=logging.ERROR,
+    )
+    try:
+        client = distributed.Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _gather(
+    client: Any, fn: Callable[..., Any], shards: Sequence[Shard], **kwargs: Any
+) -> Iterator[tuple[Shard, Any]]:
+    """Run ``fn(shard, **kwargs)`` on the cluster; yield ``(shard, result)`` as each ends."""
+    distributed = _import_distributed()
+    futures = client.map(fn, list(shards), pure=False, **kwargs)
+    shard_of = {f.key: s for f, s in zip(futures, shards, strict=True)}
+    try:
+        for fut in distributed.as_completed(futures):
+            try:
+                result = fut.result()
+            except distributed.KilledWorker as exc:
+                raise ClusterError(
+                    f"workers kept dying on one shard ({exc}); give them more memory "
+                    "or use smaller shards"
+                ) from None
+            except distributed.client.FutureCancelledError as exc:
+                raise ClusterError(f"the cluster dropped the work: {exc}") from None
+            yield shard_of[fut.key], result
+            fut.release()
+    finally:
+        client.cancel(futures)
+
+
+# --- counting ---------------------------------------------------------------------------
+
+
+def _inputs(
+    paths: Sequence[str],
+    *,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    gitignore: bool,
+    skipped: list[Any],
+) -> list[tuple[str, str, int]]:
+    """``(path, display, size)`` of every input file, in a stable order.
+
+    Local paths are walked exactly as the local engine walks them (.gitignore,
+    --include/--exclude); quoted globs are expanded; URLs are listed through fsspec.
+    """
+    from tokcost.counting import Skipped, _globs, walk
+
+    found: list[tuple[str, str, int]] = []
+    inc, exc = _globs(include), _globs(exclude)
+    for raw in paths:
+        if raw == "-":
+            raise UsageError("--engine dask reads files and URLs, not stdin; drop '-'")
+        if is_url(raw):
+            base = raw.rstrip("/")
+            for url, size in list_url(raw):
+                rel = url[len(base):].lstrip("/") if url.startswith(base) else url
+                if rel and inc is not None and not inc.match_file(rel):
+                    continue
+                if rel and exc is not None and exc.match_file(rel):
+                    continue
+                found.append((url, url, size))
+            continue
+        for source in walk(expand_local(raw), include=include, exclude=exclude,
+                           gitignore=gitignore, skipped=skipped):
+            try:
+                size = os.stat(source.path).st_size
+            except OSError as err:
+                skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+                continue
+            if os.path.isdir(source.path):
+                continue
+            found.append((source.path, source.display, size))
+    return found
+
+
+def count_paths_dask(
+    paths: Sequence[str],
+    tokenizers: Mapping[str, Tokenizer],
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    shard_bytes: int = SHARD_BYTES,
+    timeout: float = CONNECT_TIMEOUT,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+) -> CountReport:
+    """``tokcost.counting.count_paths`` on a Dask cluster: the same report, the same counts.
+
+    Files are cut into byte-range pieces of about ``shard_bytes`` (whole files
+    when a tokenizer is not streamable); workers build the tokenizers from their
+    specs. ``client``: an existing ``distributed.Client`` (else one is made from
+    ``scheduler``/``workers``). ``progress("count", bytes_done, bytes_total)``.
+    """
+    from tokcost.counting import CountReport, FileCount, Skipped
+
+    report = CountReport(specs=list(tokenizers))
+    files = _inputs(paths, include=include, exclude=exclude, gitignore=gitignore,
+                    skipped=report.skipped)
+    split = all(t.streamable for t in tokenizers.values())
+    shards = plan_shards([(p, size) for p, _, size in files], shard_bytes, split=split)
+    merged: ShardCounts = {}
+    if shards:
+        total = sum(size for _, _, size in files)
+        with _client(client, scheduler, workers, timeout) as cl:
+            done = 0
+            parts = _gather(cl, count_shard, shards, specs=list(tokenizers),
+                            allow_special=allow_special)
+            for shard, part in parts:
+                for path, fp in part.items():
+                    if path in merged:
+                        merged[path].add(fp)
+                    else:
+                        merged[path] = fp
+                done += sum(p.end - p.start for p in shard)
+                if progress is not None:
+                    progress("count", done, total)
+    for path, display, _ in files:
+        fp = merged[path]
+        if fp.skipped:
+            report.skipped.append(Skipped(display, fp.skipped))
+            continue
+        tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
+        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
+                                      fp.invalid_utf8_bytes))
+    return report
+
+
+@contextmanager
+def _client(
+    client: Any, scheduler: str | None, workers: int | None, timeout: float
+) -> Iterator[Any]:
+    if client is not None:
+        yield client
+        return
+    with dask_client(scheduler, workers=workers, timeout=timeout) as made:
+        yield made
+
+
+# --- BPE pre-tokenization and training --------------------------------------------------
+
+
+def count_words_dask(
+    paths: Sequence[str | Path],
+    pattern: str,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    shard_bytes: int = SHARD_BYTES,
+    timeout: float = CONNECT_TIMEOUT,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+) -> Counter[str]:
+    """``tokcost.bpe.pretokenize.count_words`` on a Dask cluster: the same frequencies.
+
+    Each worker pre-tokenizes the lines that start in its byte ranges; the
+    driver sums the tables. ``pattern`` is gpt2, cl100k, o200k or a regex.
+    """
+    from tokcost.bpe.pretokenize import resolve_pattern
+
+    regex, _ = resolve_pattern(pattern)
+    files: list[tuple[str, int]] = []
+    for p in paths:
+        raw = str(p)
+        if is_url(raw):
+            files += list_url(raw)
+            continue
+        for name in expand_local(raw):
+            if os.path.isdir(name):
+                raise UsageError(f"{name} is a directory; pass the text files to train on")
+            try:
+                files.append((name, os.stat(name).st_size))
+            except OSError:
+                raise UsageError(f"training file not found: {name}") from None
+    total = sum(size for _, size in files)
+    counts: Counter[str] = Counter()
+    shards = plan_shards(files, shard_bytes)
+    if not shards:
+        return counts
+    with _client(client, scheduler, workers, timeout) as cl:
+        done = 0
+        for shard, part in _gather(cl, pretokenize_shard, shards, pattern=regex):
+            counts.update(part)
+            done += sum(p.end - p.start for p in shard)
+            if progress is not None:
+                progress("pretokenize", done, total)
+    return counts
+
+
+def train_dask(
+    paths: Sequence[str | Path],
+    config: TrainerConfig,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    shard_bytes: int = SHARD_BYTES,
+    timeout: float = CONNECT_TIMEOUT,
+    client: Any = None,
+    progress: ProgressFn | None = None,
+) -> TrainResult:
+    """``tokcost.bpe.train.train`` with pre-tokenization on Dask: identical merges.
+
+    The cluster produces the same pre-token frequencies as the local reader; the
+    merges are then learned here by the same ``train_from_counts``.
+    """
+    from tokcost.bpe.train import check_config, train_from_counts
+
+    check_config(config)
+    t0 = time.perf_counter()
+    counts = count_words_dask(paths, config.pattern, scheduler=scheduler, workers=workers,
+                              shard_bytes=shard_bytes, timeout=timeout, client=client,
+                              progress=progress)
+    return train_from_counts(counts, config, progress,
+                             seconds_pretokenize=time.perf_counter() - t0)

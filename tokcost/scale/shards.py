@@ -1,0 +1,270 @@
+"""Byte-range shards of files (local paths or fsspec URLs) that keep results exact.
+
+A shard is a short list of ``Piece``s: byte ranges ``[start, end)`` of input
+files, planned from file sizes alone, so the driver never reads the data. The
+worker that takes a piece moves both of its ends forward to a *cut*, a point
+found from the bytes at that offset alone, so the worker holding the piece
+before and the one holding the piece after agree on it without talking:
+
+- for counting, ``next_cut`` finds the first point at or after the offset where
+  the gpt2, cl100k and o200k pre-tokenizers start a new piece
+  (``tokcost.counting.find_boundary``'s rule), so the counts of the pieces add
+  up to the count of the whole file;
+- for BPE pre-tokenization, ``next_line_start`` finds the first line start,
+  because the trainer splits its corpus only at ``"\\n"``.
+
+Reading is in blocks of ``tokcost.counting.BLOCK_BYTES``: no worker holds a
+whole large file, whatever the piece size.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, cast
+
+from tokcost.errors import InputError, UsageError
+
+#: Default bytes per shard (one Dask task); small enough to balance 2-100 workers
+#: on a corpus of a few GB, big enough that per-task overhead does not show.
+SHARD_BYTES = 32 << 20
+SCAN_BYTES = 4096  # window read around an offset to find a cut
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes ``[start, end)`` of ``path`` (a local path or an fsspec URL) of ``size`` bytes.
+
+    The worker reads from the first cut at or after ``start`` to the first cut
+    at or after ``end`` (``end == size`` is the end of the file).
+    """
+
+    path: str
+    start: int
+    end: int
+    size: int
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.end == self.size
+
+
+Shard = tuple[Piece, ...]
+
+
+def is_url(path: str) -> bool:
+    """``s3://bucket/x.txt`` and other fsspec URLs, as opposed to local paths."""
+    return "://" in path
+
+
+def _has_glob(path: str) -> bool:
+    return any(c in _GLOB_CHARS for c in path)
+
+
+# --- listing inputs -------------------------------------------------------------------
+
+
+def list_url(url: str) -> list[tuple[str, int]]:
+    """``(url, size)`` of every file a URL names: one file, a folder (recursively) or a glob.
+
+    Needs ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
+    """
+    try:
+        import fsspec
+    except ImportError:
+        from tokcost.errors import MissingDependency
+
+        raise MissingDependency("fsspec", "dask", f"reading {url}") from None
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"cannot open {url}: {exc}") from None
+    try:
+        if _has_glob(root):
+            names = sorted(fs.glob(root))
+        elif fs.isdir(root):
+            names = sorted(fs.find(root))
+        elif fs.exists(root):
+            names = [root]
+        else:
+            raise UsageError(f"no such file or folder: {url}")
+        found: list[tuple[str, int]] = []
+        for name in names:
+            info = fs.info(name)
+            if info.get("type") == "directory":
+                continue
+            found.append((fs.unstrip_protocol(name), int(info.get("size") or 0)))
+    except OSError as exc:
+        raise InputError(f"cannot list {url}: {exc}") from None
+    return found
+
+
+def expand_local(pattern: str) -> list[str]:
+    """A quoted glob (``'data/**/*.txt'``) -> the matching paths, sorted; others unchanged."""
+    if os.path.exists(pattern) or not _has_glob(pattern):
+        return [pattern]
+    matches = sorted(glob.glob(pattern, recursive=True))
+    if not matches:
+        raise UsageError(f"no files match {pattern}")
+    return matches
+
+
+# --- planning -------------------------------------------------------------------------
+
+
+def plan_shards(
+    files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *, split: bool = True
+) -> list[Shard]:
+    """Pack ``(path, size)`` files into shards of about ``shard_bytes`` each.
+
+    Large files are cut into several pieces (``split=False`` keeps every file
+    whole, for tokenizers that must see a whole text); small files share a shard.
+    Every file appears, empty ones too, in input order.
+
+    >>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
+    [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
+    """
+    if shard_bytes < 1:
+        raise UsageError("the shard size must be at least 1 byte")
+    shards: list[Shard] = []
+    current: list[Piece] = []
+    room = shard_bytes
+    for path, size in files:
+        if size == 0 or not split:
+            current.append(Piece(path, 0, size, size))
+            room -= size
+        else:
+            pos = 0
+            while pos < size:
+                take = min(room, size - pos)
+                current.append(Piece(path, pos, pos + take, size))
+                pos += take
+                room -= take
+                if room <= 0:
+                    shards.append(tuple(current))
+                    current, room = [], shard_bytes
+        if room <= 0 and current:
+            shards.append(tuple(current))
+            current, room = [], shard_bytes
+    if current:
+        shards.append(tuple(current))
+    return shards
+
+
+# --- reading --------------------------------------------------------------------------
+
+
+@contextmanager
+def open_binary(path: str) -> Iterator[IO[bytes]]:
+    """Open a local path or an fsspec URL for binary reading (seekable)."""
+    if not is_url(path):
+        with open(path, "rb") as fh:
+            yield fh
+        return
+    import fsspec
+
+    with fsspec.open(path, "rb") as fh:
+        yield cast(IO[bytes], fh)
+
+
+class Window:
+    """Bytes ``[start, stop)`` of an open file, read like a file (``read(n)``)."""
+
+    def __init__(self, fh: IO[bytes], start: int, stop: int) -> None:
+        self.fh = fh
+        self.left = max(0, stop - start)
+        fh.seek(start)
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        want = self.left if n < 0 else min(n, self.left)
+        data = self.fh.read(want)
+        self.left -= len(data)
+        return data
+
+
+def _is_letter(ch: str) -> bool:
+    # Surrogates stand for undecodable bytes: never a letter, never a cut.
+    return ch.isalpha()
+
+
+def _starts_piece(ch: str) -> bool:
+    """Punctuation or a symbol after a letter starts a new pre-token (see counting)."""
+    import unicodedata
+
+    return (
+        ch not in "'\r\n"
+        and not ch.isspace()
+        and unicodedata.category(ch)[0] not in "LMNC"  # C: controls and undecodable bytes
+    )
+
+
+def next_cut(fh: IO[bytes], offset: int, size: int) -> int:
+    """The first byte offset ``>= offset`` where counting may cut the file, or ``size``.
+
+    A cut lies before ``" x"`` after a letter (letter, space, letter), or before a
+    punctuation mark that follows a letter — ``tokcost.counting.find_boundary``'s
+    rule — and always at the start of a well-formed UTF-8 character. The answer
+    depends only on the bytes near ``offset``, so two workers asking about the
+    same offset agree.
+    """
+    if offset <= 0:
+        return 0
+    if offset >= size:
+        return size
+    # Start up to 4 bytes early, so the character before `offset` is decoded whole.
+    lo = max(0, offset - 4)
+    fh.seek(lo)
+    buf = b""
+    scan = SCAN_BYTES
+    while True:
+        want = min(scan, size - lo - len(buf))
+        block = fh.read(want) if want > 0 else b""
+        buf += block
+        eof = lo + len(buf) >= size or not block
+        # surrogateescape: one stand-in per undecodable byte, so byte offsets are kept.
+        text = buf.decode("utf-8", errors="surrogateescape")
+        pos = lo
+        prev = ""
+        # Absolute offset up to which characters are surely whole (the tail may be cut off).
+        safe_end = lo + len(buf) - (0 if eof else 4)
+        for i, ch in enumerate(text):
+            width = len(ch.encode("utf-8", errors="surrogateescape"))
+            if pos >= offset and _is_letter(prev):
+                if pos + width > safe_end:
+                    break
+                if ch == " ":
+                    nxt = text[i + 1] if i + 1 < len(text) else ""
+                    if _is_letter(nxt) and pos + 1 + len(nxt.encode("utf-8")) <= safe_end:
+                        return pos
+                elif _starts_piece(ch):
+                    return pos
+            prev = ch
+            pos += width
+        if eof:
+            return size
+        scan *= 2
+
+
+def next_line_start(fh: IO[bytes], offset: int, size: int) -> int:
+    """The first byte offset ``>= offset`` that starts a line (follows ``"\\n"``), or ``size``."""
+    if offset <= 0:
+        return 0
+    if offset >= size:
+        return size
+    pos = offset - 1
+    fh.seek(pos)
+    while pos < size:
+        block = fh.read(SCAN_BYTES)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(block)
+    return size
