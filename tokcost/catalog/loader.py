@@ -240,7 +240,7 @@ _ATTN_KEYS = [
     "linear_state_elements",
 ]
 _PRICE_FIELDS = ("input", "cached_input", "cache_write", "output", "reasoning")
-_PRICE_KEYS = [*_PRICE_FIELDS, "batch_discount", "tiers", "as_of", "source"]
+_PRICE_KEYS = [*_PRICE_FIELDS, "batch_discount", "batch_discount_cache", "tiers", "as_of", "source"]
 _TIER_KEYS = ["above_input_tokens", "applies_to", *_PRICE_FIELDS]
 _GPU_KEYS = ["name", "aliases", "memory", "bandwidth", "bf16_flops", "fp8_flops", "source"]
 _LAYER_KINDS: tuple[LayerKind, ...] = ("full", "sliding", "linear")
@@ -418,6 +418,7 @@ def _pricing(c: _Checker, value: Any, path: PathKey) -> Pricing | None:
             ok = False
     prices = {k: c.optional(data, k, path, c.money) for k in _PRICE_FIELDS}
     discount = c.optional(data, "batch_discount", path, c.fraction)
+    discount_cache = c.optional(data, "batch_discount_cache", path, c.boolean)
     tiers: list[PriceTier] = []
     raw_tiers = data.get("tiers") or []
     if not isinstance(raw_tiers, list):
@@ -443,6 +444,7 @@ def _pricing(c: _Checker, value: Any, path: PathKey) -> Pricing | None:
         cache_write=prices["cache_write"],
         reasoning=prices["reasoning"],
         batch_discount=discount,
+        batch_discount_cache=bool(discount_cache),
         tiers=tuple(tiers),
         as_of=as_of,
         source=source,

@@ -107,6 +107,7 @@ class Pricing:
     cache_write: Decimal | None = None
     reasoning: Decimal | None = None  # None: reasoning tokens are billed as output
     batch_discount: Decimal | None = None  # fraction off, e.g. 0.5 for the Batch API
+    batch_discount_cache: bool = False  # does the discount also cover cache reads/writes?
     tiers: tuple[PriceTier, ...] = ()
     as_of: _dt.date | None = None
     source: str | None = None

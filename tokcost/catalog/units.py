@@ -65,8 +65,7 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
     if unit in ("g", "m", "k", "t"):
         up = unit.upper()
         raise UsageError(
-            f"{what} unit '{unit}' is ambiguous; write {up}B (powers of 1000) "
-            f"or {up}iB (powers of 1024)"
+            f"{what} '{text}' is ambiguous; write {up}B (powers of 1000) or {up}iB (powers of 1024)"
         )
     if unit not in SIZE_UNITS:
         hint = suggest(unit, [u.lower() for u in _UNIT_SPELLING])

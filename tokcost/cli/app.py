@@ -79,6 +79,13 @@ def _register() -> None:
     from tokcost.cli import bpe
 
     bpe.register(app)
+    from tokcost.cli import kvmem
+
+    kvmem.register(app)
+    from tokcost.cli import models, price
+
+    models.register(app)
+    price.register(app)
     check.register(app)
     from tokcost.cli import compare
 

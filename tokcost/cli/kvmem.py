@@ -1,0 +1,225 @@
+"""``tokcost kvmem estimate``: KV-cache bytes, GPU fit and decode rate for a model.
+
+``kvmem_app`` is the ``kvmem`` sub-app; ``kvmem simulate`` is added to it by
+tokcost.cli.simulate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from tokcost.catalog import load_catalog
+from tokcost.catalog.units import format_bytes, parse_context_list, parse_size
+from tokcost.cli.console import out, print_json
+from tokcost.errors import UsageError
+from tokcost.memory import KvEstimate, estimate_kv
+from tokcost.memory.fit import DEFAULT_RESERVE
+
+kvmem_app = typer.Typer(
+    name="kvmem",
+    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode bandwidth.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+EPILOG = """
+Examples:
+
+  tokcost kvmem estimate -m llama-3.1-8b                      bytes/token and at the full context
+  tokcost kvmem estimate -m llama-3.1-70b --context 1k,8k,32k,128k --gpu H100 --tp 4
+  tokcost kvmem estimate -m qwen3-32b --gpu-memory 80GiB --kv-dtype fp8 --batch 16
+  tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
+  tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
+  tokcost kvmem estimate -m deepseek-v3 --context 32k --json
+"""
+
+
+def _human(n: float) -> str:
+    return format_bytes(n)
+
+
+def estimate(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")],
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            "-c",
+            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024). "
+            "Default: the model's context window.",
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences served at once.")] = 1,
+    kv_dtype: Annotated[
+        str,
+        typer.Option(
+            "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4 (int: +scales)."
+        ),
+    ] = "bf16",
+    kv_group_size: Annotated[
+        int | None, typer.Option("--kv-group-size", help="Quantization group of int8/int4 (64).")
+    ] = None,
+    block_size: Annotated[
+        int, typer.Option("--block-size", help="Paged-cache block in tokens (vLLM: 16).")
+    ] = 16,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")
+    ] = None,
+    gpu_memory: Annotated[
+        str | None, typer.Option("--gpu-memory", help="GPU memory instead of --gpu: 80GiB, 24GB.")
+    ] = None,
+    gpu_util: Annotated[
+        float, typer.Option("--gpu-util", help="vLLM's gpu_memory_utilization.")
+    ] = 0.9,
+    kv_memory: Annotated[
+        str | None,
+        typer.Option("--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate)."),
+    ] = None,
+    reserve: Annotated[
+        str | None,
+        typer.Option("--reserve", help="Activation/overhead reserve per GPU (default 2GiB)."),
+    ] = None,
+    weights_dtype: Annotated[
+        str | None,
+        typer.Option("--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4..."),
+    ] = None,
+    bandwidth: Annotated[
+        str | None,
+        typer.Option("--bandwidth", help="Memory bandwidth per second (default: the GPU's)."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write memory vs context to PNG/SVG (needs tokcost[plot])."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
+        ),
+    ] = None,
+) -> None:
+    """Size the KV cache of a model, and what fits on a GPU."""
+    if gpu and gpu_memory:
+        raise UsageError("give either --gpu or --gpu-memory, not both")
+    if kv_memory and (gpu_memory or gpu_util != 0.9 or reserve):
+        raise UsageError("--kv-memory replaces --gpu-memory/--gpu-util/--reserve; drop them")
+    cat = load_catalog(catalog)
+    entry = cat.resolve(model)
+    gpu_entry = cat.resolve_gpu(gpu) if gpu else None
+    result = estimate_kv(
+        entry,
+        contexts=parse_context_list(context) if context else None,
+        batch=batch,
+        kv_dtype=kv_dtype,
+        block_size=block_size,
+        tp=tp,
+        gpu=gpu_entry,
+        gpu_memory=parse_size(gpu_memory, what="--gpu-memory") if gpu_memory else None,
+        gpu_util=gpu_util,
+        kv_memory=parse_size(kv_memory, what="--kv-memory") if kv_memory else None,
+        reserve=parse_size(reserve, what="--reserve") if reserve else DEFAULT_RESERVE,
+        weights_dtype=weights_dtype,
+        group=kv_group_size,
+        bandwidth=parse_size(bandwidth, what="--bandwidth") if bandwidth else None,
+    )
+    if plot is not None:
+        from tokcost.memory.plot import plot_memory
+
+        plot_memory(result, entry, plot, force=force)
+    if json_out:
+        data = result.to_dict()
+        data["plot"] = str(plot) if plot else None
+        print_json(data)
+        return
+    _render(result)
+    if plot is not None:
+        out.print(f"plot written to {plot}")
+
+
+def _render(r: KvEstimate) -> None:
+    lay = r.layout
+    counts = lay.counts
+    kinds = []
+    if counts["full"]:
+        kinds.append(f"{counts['full']} full")
+    if counts["mla"]:
+        kinds.append(f"{counts['mla']} MLA")
+    if counts["sliding"]:
+        kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
+    if counts["linear"]:
+        kinds.append(f"{counts['linear']} linear ({_human(lay.state_bytes)} state each)")
+    per_gpu = " per GPU" if r.tp > 1 else ""
+    out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
+    out.print(
+        f"bytes per token{per_gpu}: {r.bytes_per_token:,} B ({_human(r.bytes_per_token)})"
+        + (" while the context is shorter than the window" if counts["sliding"] else "")
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("context", justify="right")
+    table.add_column("per sequence", justify="right")
+    table.add_column(f"batch x{r.batch}", justify="right")
+    table.add_column(f"blocks ({r.block_size})", justify="right")
+    if r.fit is not None:
+        table.add_column("max concurrency", justify="right")
+        table.add_column("fits", justify="center")
+    has_decode = any(row.decode is not None for row in r.rows)
+    if has_decode:
+        table.add_column("decode tok/s", justify="right")
+    for row in r.rows:
+        ctx = f"{row.context:,}" + (" (>window)" if row.beyond_context_window else "")
+        cells = [
+            ctx,
+            _human(row.paged_sequence_bytes),
+            _human(row.batch_bytes),
+            f"{row.blocks_per_sequence:,}",
+        ]
+        if r.fit is not None:
+            cells.append(f"{row.max_concurrency:,.2f}x" if row.max_concurrency is not None else "")
+            cells.append("yes" if row.fits else "[red]no[/red]")
+        if has_decode and row.decode is not None:
+            cells.append(f"{row.decode.tokens_per_s:,.0f}")
+        table.add_row(*cells)
+    out.print(table)
+    if r.fit is not None:
+        f = r.fit
+        if f.memory_bytes is not None and f.util is not None:
+            out.print(
+                f"GPU {r.gpu}{per_gpu}: {_human(f.memory_bytes)} x {f.util:g} "
+                f"- weights {_human(f.weights_bytes)} - reserve {_human(f.reserve_bytes)} "
+                f"= {_human(f.available_bytes)} for the KV cache"
+            )
+        else:
+            out.print(f"KV cache memory{per_gpu}: {_human(f.available_bytes)} (given)")
+        out.print(
+            f"blocks: floor({f.available_bytes:,} / {f.page_bytes:,} B per block) = "
+            f"{f.num_blocks:,} -> {f.cache_tokens:,} tokens"
+        )
+        if r.largest_context is not None:
+            limit = " (the model's limit)" if r.largest_context == r.context_window else ""
+            out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
+    for row in r.rows[-1:]:
+        if row.decode is not None:
+            d = row.decode
+            out.print(
+                f"decode at {row.context:,}: {_human(d.step_bytes)} per step "
+                f"({_human(d.weights_bytes)} weights + {_human(d.kv_bytes)} KV) / "
+                f"{d.bandwidth_bytes_per_s / 1e9:,.0f} GB/s -> {d.tokens_per_s_per_sequence:,.1f} "
+                f"tok/s per sequence, {d.tokens_per_s:,.0f} tok/s total (bandwidth bound)"
+            )
+    for note in r.notes:
+        out.print(f"[dim]note: {note}[/dim]", markup=True)
+
+
+kvmem_app.command("estimate", epilog=EPILOG)(estimate)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(kvmem_app, name="kvmem")

@@ -1,0 +1,405 @@
+"""``tokcost models list|show|validate|sync-prices``: the model catalog."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from tokcost.catalog import Gpu, ModelEntry, load_catalog, validate_file
+from tokcost.catalog.lookup import catalog_files
+from tokcost.cli.console import err, out, print_json
+from tokcost.errors import UsageError
+from tokcost.resources import shipped_path
+
+models_app = typer.Typer(
+    name="models",
+    help="The model catalog: list, show, validate, sync prices.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+CatalogOpt = Annotated[
+    str | None,
+    typer.Option("--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def _price(value: Decimal | None) -> str:
+    return "" if value is None else f"{value.normalize():f}"
+
+
+def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
+    """``tiktoken:o200k_base`` -> ``o200k_base`` in tables; ≈ marks a proxy."""
+    spec = entry.tokenizer_spec or ""
+    spec = spec.replace("sp:{mistral_common}/data/", "mistral-common:")
+    if short:
+        family, _, arg = spec.partition(":")
+        if family == "tiktoken":
+            spec = arg
+        elif family == "mistral-common":
+            spec = "mistral-common " + arg.rsplit(".", 1)[-1]
+    return spec if entry.tokenizer_exact else f"≈{spec}"
+
+
+def _print_wide(table: Table) -> None:
+    """Tables of ids and specs must not be cut to 80 columns when piped to a file."""
+    if out.is_terminal:
+        out.print(table)
+    else:
+        import sys
+
+        from rich.console import Console
+
+        Console(file=sys.stdout, width=160, highlight=False).print(table)
+
+
+def entry_dict(entry: ModelEntry) -> dict[str, Any]:
+    """The JSON form of a catalog entry (``models show --json`` / ``list --json``)."""
+    arch = entry.architecture
+    pricing = entry.pricing
+    return {
+        "id": entry.id,
+        "aliases": list(entry.aliases),
+        "provider": entry.provider,
+        "family": entry.family,
+        "tokenizer": entry.tokenizer_spec,
+        "tokenizer_exact": entry.tokenizer_exact,
+        "tokenizer_note": entry.tokenizer_note,
+        "context_window": entry.context_window,
+        "max_output_tokens": entry.max_output_tokens,
+        "chat": (
+            {
+                "per_message": entry.chat.per_message,
+                "per_name": entry.chat.per_name,
+                "reply_priming": entry.chat.reply_priming,
+            }
+            if entry.chat
+            else None
+        ),
+        "architecture": (
+            {
+                "layers": arch.layers,
+                "hidden_size": arch.hidden_size,
+                "attention_heads": arch.attention_heads,
+                "kv_heads": arch.kv_heads,
+                "head_dim": arch.head_dim,
+                "vocab_size": arch.vocab_size,
+                "params_total": arch.params_total,
+                "params_active": arch.params_active,
+                "weights_dtype": arch.weights_dtype,
+                "attention": {
+                    "type": arch.attention.type,
+                    "pattern": list(arch.attention.pattern),
+                    "window": arch.attention.window,
+                    "kv_lora_rank": arch.attention.kv_lora_rank,
+                    "qk_rope_head_dim": arch.attention.qk_rope_head_dim,
+                    "linear_state_elements": arch.attention.linear_state_elements,
+                },
+                "source": arch.source,
+            }
+            if arch
+            else None
+        ),
+        "pricing": (
+            {
+                "input": _price(pricing.input),
+                "cached_input": _price(pricing.cached_input) or None,
+                "cache_write": _price(pricing.cache_write) or None,
+                "output": _price(pricing.output),
+                "reasoning": _price(pricing.reasoning) or None,
+                "batch_discount": _price(pricing.batch_discount) or None,
+                "batch_discount_cache": pricing.batch_discount_cache,
+                "tiers": [
+                    {
+                        "above_input_tokens": t.above_input_tokens,
+                        "applies_to": t.applies_to,
+                        **{
+                            k: _price(getattr(t, k))
+                            for k in ("input", "cached_input", "cache_write", "output")
+                            if getattr(t, k) is not None
+                        },
+                    }
+                    for t in pricing.tiers
+                ],
+                "as_of": pricing.as_of.isoformat() if pricing.as_of else None,
+                "source": pricing.source,
+            }
+            if pricing
+            else None
+        ),
+        "source": entry.source,
+        "notes": entry.notes,
+    }
+
+
+def gpu_dict(gpu: Gpu) -> dict[str, Any]:
+    return {
+        "name": gpu.name,
+        "aliases": list(gpu.aliases),
+        "memory_bytes": gpu.memory_bytes,
+        "bandwidth_bytes_per_s": gpu.bandwidth_bytes_per_s,
+        "bf16_flops": gpu.bf16_flops,
+        "fp8_flops": gpu.fp8_flops,
+        "source": gpu.source,
+    }
+
+
+LIST_EPILOG = """
+Examples:
+
+  tokcost models list                      every model: tokenizer, context, prices
+  tokcost models list --provider anthropic
+  tokcost models list --gpus               the GPUs kvmem knows
+  tokcost models list --json
+"""
+
+
+@models_app.command("list", epilog=LIST_EPILOG)
+def list_models(
+    provider: Annotated[
+        str | None, typer.Option("--provider", "-p", help="Only this provider.")
+    ] = None,
+    gpus: Annotated[bool, typer.Option("--gpus", help="List GPUs instead of models.")] = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
+) -> None:
+    """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
+    from tokcost.catalog.units import format_bytes
+
+    cat = load_catalog(catalog)
+    if gpus:
+        if json_out:
+            print_json({"gpus": [gpu_dict(g) for g in cat.gpus]})
+            return
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("gpu", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
+            table.add_column(col, justify="left" if col == "gpu" else "right")
+        for g in cat.gpus:
+            table.add_row(
+                g.name,
+                format_bytes(g.memory_bytes),
+                f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
+                f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
+                f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "",
+            )
+        out.print(table)
+        return
+    entries = [m for m in cat.models if provider is None or m.provider == provider]
+    if provider is not None and not entries:
+        known = sorted({m.provider for m in cat.models if m.provider})
+        raise UsageError(f"no models from provider '{provider}'; known: {', '.join(known)}")
+    if json_out:
+        print_json({"models": [entry_dict(m) for m in entries]})
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("model", "provider", "tokenizer", "context", "in $/M", "out $/M", "kv"):
+        table.add_column(
+            col, justify="right" if col in ("context", "in $/M", "out $/M") else "left"
+        )
+    for m in entries:
+        table.add_row(
+            m.id,
+            m.provider or "",
+            _tokenizer_label(m, short=True),
+            f"{m.context_window:,}" if m.context_window else "",
+            f"{m.pricing.input:.2f}" if m.pricing else "",
+            f"{m.pricing.output:.2f}" if m.pricing else "",
+            "yes" if m.architecture else "",
+        )
+    _print_wide(table)
+    out.print(
+        f"{len(entries)} models; ≈ = proxy tokenizer, counts approximate; kv = architecture known"
+    )
+
+
+SHOW_EPILOG = """
+Examples:
+
+  tokcost models show gpt-4o
+  tokcost models show claude-sonnet-4-5-20250929     dated ids resolve to their entry
+  tokcost models show deepseek-v3 --json
+"""
+
+
+@models_app.command("show", epilog=SHOW_EPILOG)
+def show(
+    model: Annotated[str, typer.Argument(help="Model id, alias or dated id.")],
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
+) -> None:
+    """Everything the catalog knows about one model."""
+    entry = load_catalog(catalog).resolve(model)
+    data = entry_dict(entry)
+    if json_out:
+        print_json(data)
+        return
+    out.print(
+        f"[bold]{entry.id}[/bold]"
+        + (f"  (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""),
+        markup=True,
+    )
+    for key in ("provider", "family", "context_window", "max_output_tokens", "source", "notes"):
+        if data[key] is not None:
+            value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
+            out.print(f"  {key}: {value}")
+    out.print(
+        f"  tokenizer: {_tokenizer_label(entry)}"
+        + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else "")
+    )
+    if entry.chat:
+        c = entry.chat
+        out.print(
+            f"  chat overhead: {c.per_message}/message, +{c.per_name}/name, "
+            f"+{c.reply_priming} reply priming"
+        )
+    arch = data["architecture"]
+    if arch:
+        att = arch["attention"]
+        shape = (
+            f"{arch['layers']} layers, hidden {arch['hidden_size']}, "
+            f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}, "
+            f"head_dim {arch['head_dim']}, vocab {arch['vocab_size']}"
+        )
+        out.print(f"  architecture: {shape}")
+        params = arch["params_total"]
+        if params:
+            active = arch["params_active"]
+            moe = f" ({active / 1e9:.1f}B active)" if active and active != params else ""
+            out.print(f"  params: {params / 1e9:.2f}B{moe}, weights {arch['weights_dtype']}")
+        detail = att["type"]
+        if att["window"]:
+            detail += f", window {att['window']:,}, pattern {'/'.join(att['pattern'])}"
+        if att["kv_lora_rank"]:
+            detail += (
+                f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim {att['qk_rope_head_dim']}"
+            )
+        if att["linear_state_elements"]:
+            state = att["linear_state_elements"]
+            detail += f", pattern {'/'.join(att['pattern'])}, state {state:,} elements"
+        out.print(f"  attention: {detail}")
+        if arch["source"]:
+            out.print(f"  architecture source: {arch['source']}")
+    p = data["pricing"]
+    if p:
+        parts = [f"input ${p['input']}", f"output ${p['output']}"]
+        for k in ("cached_input", "cache_write", "reasoning"):
+            if p[k]:
+                parts.append(f"{k.replace('_', ' ')} ${p[k]}")
+        out.print(f"  pricing per million tokens: {', '.join(parts)}")
+        if p["batch_discount"]:
+            scope = " (cache included)" if p["batch_discount_cache"] else ""
+            pct = (Decimal(p["batch_discount"]) * 100).normalize()
+            out.print(f"  batch discount: {pct:f}%{scope}")
+        for t in p["tiers"]:
+            rates = ", ".join(
+                f"{k} ${v}" for k, v in t.items() if k not in ("above_input_tokens", "applies_to")
+            )
+            out.print(
+                f"  tier above {t['above_input_tokens']:,} prompt tokens "
+                f"({t['applies_to']} tokens): {rates}"
+            )
+        out.print(f"  prices as of {p['as_of']}: {p['source']}")
+    else:
+        out.print("  pricing: none in the catalog")
+
+
+VALIDATE_EPILOG = """
+Examples:
+
+  tokcost models validate                  the catalog in use (shipped or $TOKCOST_CATALOG)
+  tokcost models validate my-models.yaml   every problem, one line each, with file:line
+"""
+
+
+@models_app.command("validate", epilog=VALIDATE_EPILOG)
+def validate(
+    file: Annotated[
+        str | None, typer.Argument(help="Catalog YAML (default: the one in use).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check a catalog file; print every problem (exit 1 if any)."""
+    path = file or str(catalog_files(None)[0])
+    problems = [str(p) for p in validate_file(path)]
+    if json_out:
+        print_json({"file": path, "valid": not problems, "problems": problems})
+    elif problems:
+        for problem in problems:
+            err.print(problem, highlight=False, markup=False)
+    else:
+        cat = load_catalog(path)
+        out.print(f"{path}: ok ({len(cat.models)} models, {len(cat.gpus)} GPUs)")
+    if problems:
+        raise typer.Exit(code=1)
+
+
+SYNC_EPILOG = """
+Examples:
+
+  tokcost models sync-prices               report every difference with genai-prices
+  tokcost models sync-prices --write       write them into the catalog file (atomically)
+  tokcost models sync-prices --catalog mine.yaml --json
+
+Needs the genai-prices package: pip install 'tokcost[prices]'.
+"""
+
+
+@models_app.command("sync-prices", epilog=SYNC_EPILOG)
+def sync_prices(
+    write: Annotated[
+        bool, typer.Option("--write", help="Write the differences to the file.")
+    ] = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
+) -> None:
+    """Compare catalog prices with the genai-prices database (and optionally update)."""
+    from pathlib import Path
+
+    from tokcost.catalog.sync import apply_diffs, compare_prices
+
+    path = Path(catalog) if catalog else catalog_files(None)[0]
+    cat = load_catalog(path)
+    report = compare_prices(list(cat.models))
+    written = apply_diffs(path, list(report.diffs)) if write and report.diffs else 0
+    if json_out:
+        print_json(
+            {
+                "file": str(path),
+                "database": f"genai-prices {report.database_version}",
+                "matched": list(report.matched),
+                "unmatched": list(report.unmatched),
+                "differences": [d.to_dict() for d in report.diffs],
+                "written": written,
+            }
+        )
+        return
+    out.print(
+        f"compared {len(report.matched)} priced models with genai-prices "
+        f"{report.database_version}; {len(report.diffs)} difference(s)"
+    )
+    if report.diffs:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("model", "field", "catalog", "genai-prices"):
+            table.add_column(col)
+        for d in report.diffs:
+            show_c = "" if d.catalog is None else str(d.catalog).lower()
+            show_d = "(add by hand)" if not d.writable else str(d.database).lower()
+            table.add_row(d.model, d.field, show_c, show_d)
+        out.print(table)
+    if report.unmatched:
+        out.print(f"not in the database: {', '.join(report.unmatched)}")
+    if write:
+        out.print(f"wrote {written} change(s) to {path}")
+    elif report.diffs:
+        out.print("run with --write to apply them")
+    if path == shipped_path("models.yaml") and write and written:
+        err.print("note: you updated the shipped catalog", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(models_app, name="models")

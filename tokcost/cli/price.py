@@ -1,0 +1,157 @@
+"""``tokcost price``: what a request (or many) costs, from counts or from files."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from tokcost.catalog import load_catalog
+from tokcost.catalog.units import parse_count
+from tokcost.cli.console import out, print_json
+from tokcost.errors import UsageError
+from tokcost.pricing import CostBreakdown, estimate_cost
+
+EPILOG = """
+Examples:
+
+  tokcost price -m gpt-4o --input-tokens 12k --output-tokens 800
+  tokcost price -m claude-sonnet-4-5 --input-tokens 250k --cached-tokens 200k --output-tokens 2k
+  tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 --requests 10000 --batch
+  cat prompt.txt | tokcost price -m gemini-2.5-pro - --output-tokens 1k --json
+  tokcost price -m o3 --input-tokens 2k --output-tokens 300 --reasoning-tokens 4k
+
+--input-tokens is the whole prompt; --cached-tokens and --cache-write-tokens are parts of it.
+"""
+
+
+def _money(value: Decimal, prefix: str = "$") -> str:
+    """At least cents, more digits only when they carry something: $0.30, $0.000709."""
+    if abs(value) >= 1:
+        return f"{prefix}{value:,.2f}"
+    text = f"{value:.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{prefix}{whole}.{frac.ljust(2, '0')}"
+
+
+def _usd(value: Decimal) -> str:
+    return _money(value)
+
+
+def _count_files(
+    paths: list[str], entry_id: str, spec: str | None, exact: bool
+) -> tuple[int, bool]:
+    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy)."""
+    from tokcost.adapters.registry import tokenizer_for_model
+    from tokcost.counting import count_paths
+
+    tokenizer = tokenizer_for_model(entry_id, spec, exact)
+    report = count_paths(paths, {tokenizer.name: tokenizer})
+    if not report.files:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in report.skipped[:3])
+        raise UsageError(
+            f"no text to count in {', '.join(paths)}" + (f" ({reasons})" if reasons else "")
+        )
+    return report.total_tokens(tokenizer.name), tokenizer.exact
+
+
+def price(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Files or folders whose text is the prompt ('-' for stdin)."),
+    ] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")] = "",
+    input_tokens: Annotated[
+        str | None, typer.Option("--input-tokens", "-i", help="Prompt tokens per request (12k).")
+    ] = None,
+    output_tokens: Annotated[
+        str, typer.Option("--output-tokens", "-o", help="Output tokens per request.")
+    ] = "0",
+    cached_tokens: Annotated[
+        str, typer.Option("--cached-tokens", help="Prompt tokens read from the cache.")
+    ] = "0",
+    cache_write_tokens: Annotated[
+        str, typer.Option("--cache-write-tokens", help="Prompt tokens written to the cache.")
+    ] = "0",
+    reasoning_tokens: Annotated[
+        str, typer.Option("--reasoning-tokens", help="Reasoning tokens on top of the output.")
+    ] = "0",
+    batch: Annotated[bool, typer.Option("--batch", help="Apply the batch API discount.")] = False,
+    requests: Annotated[
+        str, typer.Option("--requests", "-n", help="Number of identical requests.")
+    ] = "1",
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
+        ),
+    ] = None,
+) -> None:
+    """Price a request: input, cached input, cache writes, output and reasoning tokens."""
+    if not model:
+        raise UsageError("price needs a model: -m ID (see `tokcost models list`)")
+    if paths and input_tokens is not None:
+        raise UsageError("give the prompt as files or as --input-tokens, not both")
+    entry = load_catalog(catalog).resolve(model)
+    if entry.pricing is None:
+        # Fail before counting any file: a model with no price is an error, never $0.
+        estimate_cost(entry, input_tokens=0)
+    exact = True
+    if paths:
+        n_input, exact = _count_files(paths, entry.id, entry.tokenizer, entry.tokenizer_exact)
+    elif input_tokens is not None:
+        n_input = parse_count(input_tokens, what="--input-tokens")
+    else:
+        raise UsageError("give the prompt: --input-tokens N, or files / '-' for stdin")
+    breakdown = estimate_cost(
+        entry,
+        input_tokens=n_input,
+        output_tokens=parse_count(output_tokens, what="--output-tokens"),
+        cached_tokens=parse_count(cached_tokens, what="--cached-tokens"),
+        cache_write_tokens=parse_count(cache_write_tokens, what="--cache-write-tokens"),
+        reasoning_tokens=parse_count(reasoning_tokens, what="--reasoning-tokens"),
+        batch=batch,
+        requests=parse_count(requests, what="--requests"),
+    )
+    if json_out:
+        data = breakdown.to_dict()
+        data["input_counted_from_files"] = bool(paths)
+        data["exact"] = exact
+        print_json(data)
+        return
+    _render(breakdown, exact)
+
+
+def _render(b: CostBreakdown, exact: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("tokens", justify="left")
+    table.add_column("count", justify="right")
+    table.add_column("$ / M", justify="right")
+    table.add_column("cost", justify="right")
+    approx = "" if exact else "≈"
+    for line in b.lines:
+        count = f"{approx if line.kind.startswith('input') else ''}{line.tokens:,}"
+        table.add_row(line.kind, count, _money(line.usd_per_million, ""), _usd(line.cost))
+    title = f"[bold]{b.model}[/bold]" + (f" x {b.requests:,} requests" if b.requests > 1 else "")
+    title += " (batch)" if b.batch else ""
+    out.print(title, markup=True)
+    out.print(table)
+    if b.requests > 1:
+        out.print(f"per request: {approx}{_usd(b.per_request)}")
+    out.print(f"[bold]total: {approx}{_usd(b.total)}[/bold]", markup=True)
+    for note in b.notes:
+        out.print(f"[dim]note: {note}[/dim]", markup=True)
+    if not exact:
+        out.print(
+            "[dim]note: ≈ prompt counted with a proxy tokenizer (approximate)[/dim]", markup=True
+        )
+    if b.as_of or b.source:
+        out.print(f"[dim]prices as of {b.as_of or '?'}: {b.source or ''}[/dim]", markup=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("price", epilog=EPILOG)(price)

@@ -1,0 +1,248 @@
+"""One ``kvmem estimate``: a model, a set of context lengths, optionally a GPU.
+
+The library result (``KvEstimate``) carries every number the CLI prints and a
+``to_dict`` with the stable JSON keys documented in the README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokcost.catalog.schema import Gpu, ModelEntry
+from tokcost.errors import UsageError
+from tokcost.memory.fit import (
+    DEFAULT_BLOCK,
+    DEFAULT_RESERVE,
+    DEFAULT_UTIL,
+    DecodeStep,
+    GpuFit,
+    decode_step,
+    gpu_fit,
+    largest_context,
+    max_concurrency,
+    weights_bytes,
+)
+from tokcost.memory.kv import ArchitectureIncomplete, KvLayout, kv_layout
+
+# Upper bound of the "largest context" search when the model states no window.
+_SEARCH_LIMIT = 10**8
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    """Cache sizes for one context length (bytes per GPU)."""
+
+    context: int
+    sequence_bytes: int  # exact, no block rounding
+    paged_sequence_bytes: int  # whole blocks
+    batch_bytes: int  # paged, x batch
+    blocks_per_sequence: int
+    by_kind: dict[str, int]
+    beyond_context_window: bool
+    max_concurrency: float | None = None
+    fits: bool | None = None
+    decode: DecodeStep | None = None
+
+
+@dataclass(frozen=True)
+class KvEstimate:
+    model: str
+    kv_dtype: str
+    block_size: int
+    tp: int
+    batch: int
+    layout: KvLayout
+    rows: tuple[ContextRow, ...]
+    context_window: int | None
+    gpu: str | None = None
+    fit: GpuFit | None = None
+    largest_context: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.layout.bytes_per_token
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = self.layout.counts
+        data: dict[str, Any] = {
+            "model": self.model,
+            "kv_dtype": self.kv_dtype,
+            "block_size": self.block_size,
+            "tp": self.tp,
+            "batch": self.batch,
+            "per_gpu": self.tp > 1,
+            "layers": {kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
+            "sliding_window": self.layout.window if counts["sliding"] else None,
+            "kv_heads_per_gpu": self.layout.kv_heads_per_gpu,
+            "bytes_per_token": self.bytes_per_token,
+            "linear_state_bytes_per_layer": self.layout.state_bytes if counts["linear"] else None,
+            "context_window": self.context_window,
+            "contexts": [_row_dict(r) for r in self.rows],
+            "gpu": None,
+            "notes": list(self.notes),
+        }
+        if self.fit is not None:
+            f = self.fit
+            data["gpu"] = {
+                "name": self.gpu,
+                "memory_bytes": f.memory_bytes,
+                "gpu_util": f.util,
+                "weights_bytes": f.weights_bytes,
+                "reserve_bytes": f.reserve_bytes,
+                "available_kv_bytes": f.available_bytes,
+                "page_bytes": f.page_bytes,
+                "num_blocks": f.num_blocks,
+                "cache_tokens": f.cache_tokens,
+                "largest_context": self.largest_context,
+            }
+        return data
+
+
+def _row_dict(row: ContextRow) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "context": row.context,
+        "sequence_bytes": row.sequence_bytes,
+        "paged_sequence_bytes": row.paged_sequence_bytes,
+        "batch_bytes": row.batch_bytes,
+        "blocks_per_sequence": row.blocks_per_sequence,
+        "by_layer_kind": row.by_kind,
+        "beyond_context_window": row.beyond_context_window,
+        "max_concurrency": row.max_concurrency,
+        "fits": row.fits,
+        "decode": None,
+    }
+    if row.decode is not None:
+        d = row.decode
+        out["decode"] = {
+            "weights_bytes": d.weights_bytes,
+            "kv_bytes": d.kv_bytes,
+            "step_bytes": d.step_bytes,
+            "bandwidth_bytes_per_s": d.bandwidth_bytes_per_s,
+            "step_ms": round(d.step_seconds * 1000, 4),
+            "tokens_per_s_per_sequence": round(d.tokens_per_s_per_sequence, 2),
+            "tokens_per_s": round(d.tokens_per_s, 2),
+        }
+    return out
+
+
+def estimate_kv(
+    entry: ModelEntry,
+    *,
+    contexts: Sequence[int] | None = None,
+    batch: int = 1,
+    kv_dtype: str = "bf16",
+    block_size: int = DEFAULT_BLOCK,
+    tp: int = 1,
+    gpu: Gpu | None = None,
+    gpu_memory: int | None = None,
+    gpu_util: float = DEFAULT_UTIL,
+    kv_memory: int | None = None,
+    reserve: int = DEFAULT_RESERVE,
+    weights_dtype: str | None = None,
+    group: int | None = None,
+    bandwidth: int | None = None,
+) -> KvEstimate:
+    """Everything ``kvmem estimate`` reports for one model (numbers per GPU)."""
+    arch = entry.architecture
+    if arch is None:
+        raise ArchitectureIncomplete(
+            f"model '{entry.id}' has no architecture in the catalog (layers, kv_heads, "
+            f"head_dim...); KV sizes need them: add them from its config.json with --catalog"
+        )
+    if batch <= 0:
+        raise UsageError(f"--batch must be a positive integer, got {batch}")
+    if block_size <= 0:
+        raise UsageError(f"--block-size must be a positive integer, got {block_size}")
+    layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
+    ctxs = list(contexts) if contexts else [entry.context_window or 8192]
+    notes: list[str] = []
+    fit: GpuFit | None = None
+    memory = gpu.memory_bytes if gpu is not None else gpu_memory
+    bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
+    need_weights = kv_memory is None and memory is not None
+    weights_total = weights_bytes(arch, dtype=weights_dtype, model=entry.id) if need_weights else 0
+    if memory is not None or kv_memory is not None:
+        fit = gpu_fit(
+            layout,
+            memory_bytes=memory,
+            util=gpu_util,
+            weights=-(-weights_total // tp),
+            reserve=reserve,
+            kv_memory=kv_memory,
+            block_size=block_size,
+        )
+        if kv_memory is None:
+            notes.append(
+                f"reserve of {reserve / 2**30:g} GiB per GPU for activations and runtime "
+                f"overhead (vLLM profiles this; set --reserve, or pass vLLM's logged "
+                f"'Available KV cache memory' as --kv-memory)"
+            )
+    active_per_gpu = 0
+    if bw is not None:
+        active = weights_bytes(arch, dtype=weights_dtype, active=True, model=entry.id)
+        active_per_gpu = -(-active // tp)
+        if arch.is_moe:
+            notes.append(
+                "decode rate reads only the active experts' weights; a batch touches "
+                "more experts, so read it as an upper bound"
+            )
+    if tp > 1:
+        notes.append(f"numbers are per GPU: {tp}-way tensor parallelism splits kv heads")
+        if "mla" in layout.counts:
+            notes.append("MLA's latent cache is replicated on every tensor-parallel GPU")
+    if "linear" in layout.counts:
+        notes.append("linear-attention layers hold a fixed bf16 state per sequence")
+    rows: list[ContextRow] = []
+    for ctx in ctxs:
+        if ctx <= 0:
+            raise UsageError(f"context length must be positive, got {ctx}")
+        paged = layout.sequence_bytes(ctx, block_size)
+        conc = max_concurrency(layout, fit, ctx) if fit is not None else None
+        step = (
+            decode_step(
+                layout,
+                active_weights=active_per_gpu,
+                context=ctx,
+                batch=batch,
+                bandwidth=bw,
+                block_size=block_size,
+            )
+            if bw is not None
+            else None
+        )
+        rows.append(
+            ContextRow(
+                context=ctx,
+                sequence_bytes=layout.sequence_bytes(ctx),
+                paged_sequence_bytes=paged,
+                batch_bytes=batch * paged,
+                blocks_per_sequence=-(-ctx // block_size),
+                by_kind=layout.by_kind(ctx, block_size),
+                beyond_context_window=bool(entry.context_window and ctx > entry.context_window),
+                max_concurrency=conc,
+                fits=(batch * paged <= fit.available_bytes) if fit is not None else None,
+                decode=step,
+            )
+        )
+    largest = None
+    if fit is not None:
+        largest = largest_context(
+            layout, fit, batch=batch, limit=entry.context_window or _SEARCH_LIMIT
+        )
+    return KvEstimate(
+        model=entry.id,
+        kv_dtype=layout.dtype.name,
+        block_size=block_size,
+        tp=tp,
+        batch=batch,
+        layout=layout,
+        rows=tuple(rows),
+        context_window=entry.context_window,
+        gpu=gpu.name if gpu is not None else ("custom" if memory is not None else None),
+        fit=fit,
+        largest_context=largest,
+        notes=tuple(notes),
+    )

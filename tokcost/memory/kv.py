@@ -1,0 +1,248 @@
+"""KV-cache bytes from a catalog architecture (DESIGN §5).
+
+Per token and full-attention layer the cache holds a K and a V vector per kv head::
+
+    2 (K, V) x kv_heads x head_dim x bytes(kv_dtype)
+
+Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 131,072 B = 128 KiB per token (bf16).
+MLA layers (DeepSeek-V2/V3) cache one latent plus the rope key, no factor 2:
+``(kv_lora_rank + qk_rope_head_dim) x bytes``; DeepSeek-V3: 576 x 2 x 61 = 70,272 B.
+Sliding-window layers hold at most ``window`` tokens; linear-attention (DeltaNet,
+Mamba) layers hold a fixed state per sequence whatever its length.
+
+Paged caches (vLLM) allocate whole blocks: ``ceil(n / block) x block`` slots per
+layer. A sliding layer keeps only the blocks its window touches, at most
+``ceil((window - 1) / block) + 1`` of them (the window rarely starts on a block edge).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from tokcost.catalog.schema import Architecture, LayerKind
+from tokcost.errors import UsageError, suggest
+
+
+class ArchitectureIncomplete(UsageError):
+    """The catalog entry lacks the architecture fields a memory estimate needs."""
+
+
+@dataclass(frozen=True)
+class KvDtype:
+    """Storage of one cached element. Quantized formats add a scale and zero point
+    (fp16 each) per ``group`` elements, as KIVI / HF QuantizedCache store them."""
+
+    name: str
+    bits: int
+    group: int | None = None
+    group_overhead_bytes: int = 0
+
+    def vector_bytes(self, elements: int) -> int:
+        """Bytes of one cached vector of ``elements`` values (e.g. one head's K).
+
+        >>> KV_DTYPES["int4"].vector_bytes(128)  # 64 B of nibbles + 2 groups x 4 B
+        72
+        """
+        data = math.ceil(elements * self.bits / 8)
+        if self.group is None:
+            return data
+        return data + math.ceil(elements / self.group) * self.group_overhead_bytes
+
+
+KV_DTYPES: dict[str, KvDtype] = {
+    "fp32": KvDtype("fp32", 32),
+    "bf16": KvDtype("bf16", 16),
+    "fp16": KvDtype("fp16", 16),
+    # vLLM's fp8 cache scales per tensor (one k_scale / v_scale per layer): no
+    # per-token overhead.
+    "fp8": KvDtype("fp8", 8),
+    "fp8_e4m3": KvDtype("fp8_e4m3", 8),
+    "fp8_e5m2": KvDtype("fp8_e5m2", 8),
+    "int8": KvDtype("int8", 8, group=64, group_overhead_bytes=4),
+    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4),
+}
+_DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
+
+
+def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
+    """Look up a KV dtype by name; ``group`` overrides the quantization group size."""
+    if isinstance(name, KvDtype):
+        found = name
+    else:
+        key = _DTYPE_ALIASES.get(name.lower(), name.lower())
+        if key not in KV_DTYPES:
+            raise UsageError(
+                f"unknown KV dtype '{name}'{suggest(key, KV_DTYPES)}; "
+                f"use one of {', '.join(KV_DTYPES)}"
+            )
+        found = KV_DTYPES[key]
+    if group is not None:
+        if group <= 0:
+            raise UsageError(f"--kv-group-size must be positive, got {group}")
+        if found.group is None:
+            raise UsageError(f"--kv-group-size applies to int8/int4 caches, not {found.name}")
+        found = KvDtype(found.name, found.bits, group, found.group_overhead_bytes)
+    return found
+
+
+def _positive(value: int, flag: str) -> None:
+    if value <= 0:
+        raise UsageError(f"{flag} must be a positive integer, got {value}")
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """What one sequence's cache looks like on one GPU, layer by layer."""
+
+    layers: tuple[LayerKind, ...]
+    token_bytes: dict[LayerKind, int]  # bytes per token per layer, by layer kind
+    window: int | None
+    state_bytes: int  # fixed bytes of one linear layer for one sequence
+    kv_heads_per_gpu: int | None
+    dtype: KvDtype
+    tp: int
+
+    @property
+    def counts(self) -> Counter[LayerKind]:
+        return Counter(self.layers)
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes one more token adds while the context is shorter than every window."""
+        return sum(self.token_bytes.get(kind, 0) for kind in self.layers)
+
+    @property
+    def uniform(self) -> bool:
+        """Every layer caches every token (full or MLA): vLLM's one-pool case."""
+        return all(kind in ("full", "mla") for kind in self.layers)
+
+    def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
+        """Token slots one layer of ``kind`` holds for a sequence of ``tokens``."""
+        if kind == "linear":
+            return 0
+        held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
+        if block_size is None:
+            return held
+        blocks = math.ceil(tokens / block_size)
+        if kind == "sliding" and self.window:
+            blocks = min(blocks, math.ceil((self.window - 1) / block_size) + 1)
+        return blocks * block_size
+
+    def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
+        """Bytes of one sequence of ``tokens`` on one GPU (all layers)."""
+        total = 0
+        for kind, count in self.counts.items():
+            if kind == "linear":
+                total += count * self.state_bytes
+            else:
+                total += count * self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind]
+        return total
+
+    def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
+        """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
+        out: dict[str, int] = {}
+        for kind, count in self.counts.items():
+            if kind == "linear":
+                out[kind] = count * self.state_bytes
+            else:
+                slots = self.layer_slots(kind, tokens, block_size)
+                out[kind] = count * slots * self.token_bytes[kind]
+        return out
+
+
+def _require(arch: Architecture, names: list[str], model: str) -> None:
+    missing = [n for n in names if getattr(arch, n) is None]
+    if missing:
+        raise ArchitectureIncomplete(
+            f"model '{model}' lacks architecture field{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} needed for KV-cache sizes; add them to its catalog "
+            f"entry (from the model's config.json)"
+        )
+
+
+def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
+    """Tensor parallelism splits kv heads; with more GPUs than heads they are replicated.
+
+    Matches vLLM: ``max(1, kv_heads // tp)``, with tp a divisor or a multiple of kv_heads.
+    """
+    _positive(tp, "--tp")
+    if kv_heads % tp and tp % kv_heads:
+        raise UsageError(
+            f"--tp {tp} must divide the model's {kv_heads} kv heads or be a multiple of it"
+        )
+    return max(1, kv_heads // tp)
+
+
+def kv_layout(
+    arch: Architecture,
+    kv_dtype_name: str | KvDtype = "bf16",
+    *,
+    tp: int = 1,
+    group: int | None = None,
+    state_dtype: str = "bf16",
+    model: str = "?",
+) -> KvLayout:
+    """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
+    dtype = kv_dtype(kv_dtype_name, group=group)
+    _positive(tp, "--tp")
+    att = arch.attention
+    kinds = att.layer_kinds(arch.layers)
+    token_bytes: dict[LayerKind, int] = {}
+    heads: int | None = None
+    if att.type == "mla":
+        assert att.kv_lora_rank is not None and att.qk_rope_head_dim is not None
+        # The latent is shared by all heads, so TP ranks each hold all of it (vLLM).
+        token_bytes["mla"] = dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim)
+    if any(k in ("full", "sliding") for k in kinds):
+        _require(arch, ["kv_heads", "head_dim"], model)
+        assert arch.kv_heads is not None and arch.head_dim is not None
+        heads = kv_heads_per_gpu(arch.kv_heads, tp)
+        per_layer = 2 * heads * dtype.vector_bytes(arch.head_dim)
+        for kind in ("full", "sliding"):
+            if kind in kinds:
+                token_bytes[kind] = per_layer
+    state = 0
+    if "linear" in kinds:
+        assert att.linear_state_elements is not None
+        # Recurrent state stays in the model dtype (vLLM's mamba_ssm_cache_dtype=auto);
+        # TP splits its heads.
+        state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
+    return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
+
+
+def kv_bytes_per_token(
+    arch: Architecture, kv_dtype: str | KvDtype = "bf16", *, tp: int = 1, group: int | None = None
+) -> int:
+    """Bytes one token adds to the cache, summed over layers (per GPU under TP).
+
+    For sliding-window models this is the cost of a token while the context is
+    shorter than the window; ``kv_cache_bytes`` applies the window.
+    """
+    return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
+
+
+def kv_cache_bytes(
+    arch: Architecture,
+    tokens: int,
+    kv_dtype: str | KvDtype = "bf16",
+    *,
+    block_size: int | None = None,
+    tp: int = 1,
+    batch: int = 1,
+    group: int | None = None,
+) -> int:
+    """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
+
+    >>> from tokcost.catalog import load_catalog
+    >>> arch = load_catalog().resolve("opt-13b").architecture
+    >>> kv_cache_bytes(arch, 2048, "fp16")  # PagedAttention §3: ~1.6 GB
+    1677721600
+    """
+    _positive(tokens, "context length")
+    _positive(batch, "--batch")
+    if block_size is not None:
+        _positive(block_size, "--block-size")
+    layout = kv_layout(arch, kv_dtype, tp=tp, group=group)
+    return batch * layout.sequence_bytes(tokens, block_size)

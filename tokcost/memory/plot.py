@@ -1,0 +1,100 @@
+"""``kvmem estimate --plot``: KV memory against context length (matplotlib, optional).
+
+matplotlib is imported here, inside the function, and only when a plot is asked for.
+The file is written atomically: a temporary file in the same folder, then a rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from tokcost.catalog.schema import ModelEntry
+from tokcost.errors import MissingDependency, UsageError
+from tokcost.memory.estimate import KvEstimate
+
+_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _sweep(limit: int) -> list[int]:
+    """Context lengths 256, 512, ... up to ``limit``, plus ``limit`` itself."""
+    points, n = [], 256
+    while n < limit:
+        points.append(n)
+        n *= 2
+    points.append(limit)
+    return points
+
+
+def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: bool = False) -> None:
+    """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
+    if path.suffix.lower() not in _FORMATS:
+        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.exists():
+        raise UsageError(f"folder {path.parent} does not exist")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependency("matplotlib", "plot", "--plot") from None
+
+    layout = result.layout
+    top = max([*(r.context for r in result.rows), entry.context_window or 0, 4096])
+    xs = _sweep(top)
+    gib = 2**30
+    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
+    total = [result.batch * layout.sequence_bytes(x, result.block_size) / gib for x in xs]
+    ax.plot(
+        xs, total, marker="o", markersize=3, linewidth=2, label=f"KV cache, batch {result.batch}"
+    )
+    by_kind = {kind: [] for kind in layout.counts}  # type: dict[str, list[float]]
+    for x in xs:
+        for kind, value in layout.by_kind(x, result.block_size).items():
+            by_kind[kind].append(result.batch * value / gib)
+    if len(by_kind) > 1:
+        for kind, ys in by_kind.items():
+            ax.plot(xs, ys, linestyle="--", linewidth=1, label=f"{kind} layers")
+    if result.fit is not None:
+        ax.axhline(
+            result.fit.available_bytes / gib,
+            color="tab:red",
+            linewidth=1.2,
+            label=(
+                "available KV memory"
+                + (f" on {result.gpu}" if result.gpu not in (None, "custom") else "")
+                + f" ({result.fit.available_bytes / gib:.1f} GiB)"
+            ),
+        )
+    for row in result.rows:
+        ax.axvline(row.context, color="grey", linewidth=0.6, linestyle=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("GiB" + (" per GPU" if result.tp > 1 else ""))
+    ax.set_title(
+        f"{result.model}: KV cache ({result.kv_dtype}, blocks of {result.block_size}"
+        + (f", TP {result.tp}" if result.tp > 1 else "")
+        + ")"
+    )
+    ax.xaxis.set_major_formatter(
+        matplotlib.ticker.FuncFormatter(
+            lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"
+        )
+    )
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(prefix=".tokcost-plot-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

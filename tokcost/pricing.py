@@ -1,0 +1,238 @@
+"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million).
+
+The rules, per request:
+
+* ``input_tokens`` is the whole prompt. ``cached_tokens`` (cache hits) and
+  ``cache_write_tokens`` (tokens written to the cache) are parts of it, billed at
+  their own rates; the rest is billed at the input rate. A model without a
+  cached-input (or cache-write) price bills those tokens as ordinary input.
+* ``output_tokens`` is the visible answer; ``reasoning_tokens`` come on top and are
+  billed at the output rate unless the model prices them apart.
+* Long-context tiers look at the prompt of each request. ``applies_to: all``
+  (Anthropic, Google): once the prompt exceeds the threshold every token of that
+  request, output included, is billed at the tier's rates. ``applies_to: excess``:
+  only the uncached prompt tokens above the threshold get the tier input rate.
+* ``batch`` takes the model's batch discount off input, output and reasoning, and
+  off cache reads/writes only where the provider says so (Anthropic yes; OpenAI
+  and Google keep cached input at the standard rate).
+
+Example: gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
+
+    600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.0015 + $0.0005 + $0.002 = $0.004
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from tokcost.catalog.schema import ModelEntry, PriceTier, Pricing
+from tokcost.errors import TokcostError, UsageError
+
+MILLION = Decimal(1_000_000)
+
+
+class NoPrice(TokcostError):
+    """The catalog has no price for this model (never silently $0)."""
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One kind of token: how many (all requests), the rate applied, and the cost."""
+
+    kind: str
+    tokens: int
+    usd_per_million: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    model: str
+    requests: int
+    batch: bool
+    lines: tuple[CostLine, ...]
+    tier: PriceTier | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    as_of: str | None = None
+    source: str | None = None
+
+    @property
+    def total(self) -> Decimal:
+        return sum((line.cost for line in self.lines), Decimal(0))
+
+    @property
+    def per_request(self) -> Decimal:
+        return self.total / self.requests
+
+    def to_dict(self) -> dict[str, Any]:
+        """Stable JSON keys; money as decimal strings so no cent is lost to floats."""
+        return {
+            "model": self.model,
+            "requests": self.requests,
+            "batch": self.batch,
+            "tier": (
+                {
+                    "above_input_tokens": self.tier.above_input_tokens,
+                    "applies_to": self.tier.applies_to,
+                }
+                if self.tier
+                else None
+            ),
+            "lines": [
+                {
+                    "kind": line.kind,
+                    "tokens": line.tokens,
+                    "usd_per_million": str(line.usd_per_million),
+                    "cost_usd": str(line.cost),
+                }
+                for line in self.lines
+            ],
+            "per_request_usd": str(self.per_request),
+            "total_usd": str(self.total),
+            "notes": list(self.notes),
+            "as_of": self.as_of,
+            "source": self.source,
+        }
+
+
+def _check_count(name: str, value: int) -> None:
+    if value < 0:
+        raise UsageError(f"{name} must not be negative, got {value}")
+
+
+def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
+    """The highest tier whose threshold the prompt exceeds (strictly)."""
+    chosen = None
+    for tier in pricing.tiers:  # sorted by threshold when loaded
+        if prompt_tokens > tier.above_input_tokens:
+            chosen = tier
+    return chosen
+
+
+def estimate_cost(
+    entry: ModelEntry,
+    *,
+    input_tokens: int,
+    output_tokens: int = 0,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    batch: bool = False,
+    requests: int = 1,
+) -> CostBreakdown:
+    """The cost of ``requests`` identical requests of the given token counts.
+
+    >>> from tokcost.catalog import load_catalog
+    >>> gpt4o = load_catalog().resolve("gpt-4o")
+    >>> estimate_cost(gpt4o, input_tokens=1000, cached_tokens=400, output_tokens=200).total
+    Decimal('0.0040')
+    """
+    pricing = entry.pricing
+    if pricing is None:
+        raise NoPrice(
+            f"model '{entry.id}' has no price in the catalog; add a pricing section "
+            f"(USD per million tokens) with --catalog FILE, or run `tokcost models sync-prices`"
+        )
+    for name, value in (
+        ("--input-tokens", input_tokens),
+        ("--output-tokens", output_tokens),
+        ("--cached-tokens", cached_tokens),
+        ("--cache-write-tokens", cache_write_tokens),
+        ("--reasoning-tokens", reasoning_tokens),
+    ):
+        _check_count(name, value)
+    if requests <= 0:
+        raise UsageError(f"--requests must be a positive integer, got {requests}")
+    if cached_tokens + cache_write_tokens > input_tokens:
+        raise UsageError(
+            f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
+            f"the prompt's {input_tokens} input tokens; --input-tokens is the whole prompt"
+        )
+    if batch and pricing.batch_discount is None:
+        raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop --batch")
+
+    notes: list[str] = []
+    tier = _tier_for(pricing, input_tokens)
+    fresh = input_tokens - cached_tokens - cache_write_tokens
+
+    def rate(kind: str, base: Decimal | None) -> Decimal | None:
+        if tier is not None and tier.applies_to == "all":
+            tier_price: Decimal | None = getattr(tier, kind)
+            if tier_price is not None:
+                return tier_price
+        return base
+
+    input_rate = rate("input", pricing.input)
+    assert input_rate is not None
+    output_rate = rate("output", pricing.output)
+    assert output_rate is not None
+    cached_rate = rate("cached_input", pricing.cached_input)
+    write_rate = rate("cache_write", pricing.cache_write)
+    reasoning_rate = rate("reasoning", pricing.reasoning)
+    if cached_tokens and cached_rate is None:
+        cached_rate = input_rate
+        notes.append("no cached-input price: cached tokens billed as input")
+    if cache_write_tokens and write_rate is None:
+        write_rate = input_rate
+        notes.append("no cache-write price: cache writes billed as input")
+    if reasoning_tokens and reasoning_rate is None:
+        reasoning_rate = output_rate
+        notes.append("reasoning tokens billed as output")
+
+    discount = pricing.batch_discount if batch and pricing.batch_discount is not None else None
+    keep = Decimal(1) - discount if discount is not None else Decimal(1)
+    keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
+    if (
+        discount is not None
+        and not pricing.batch_discount_cache
+        and (cached_tokens or cache_write_tokens)
+    ):
+        notes.append("the batch discount does not apply to cache reads/writes for this model")
+
+    # (kind, tokens per request, rate per million)
+    parts: list[tuple[str, int, Decimal]] = []
+    if tier is not None and tier.applies_to == "excess":
+        above = max(0, min(fresh, input_tokens - tier.above_input_tokens))
+        tier_input = tier.input if tier.input is not None else input_rate
+        parts.append(("input", fresh - above, input_rate * keep))
+        if above:
+            parts.append((f"input above {tier.above_input_tokens:,}", above, tier_input * keep))
+    else:
+        parts.append(("input", fresh, input_rate * keep))
+    if cached_tokens:
+        assert cached_rate is not None
+        parts.append(("cached input", cached_tokens, cached_rate * keep_cache))
+    if cache_write_tokens:
+        assert write_rate is not None
+        parts.append(("cache write", cache_write_tokens, write_rate * keep_cache))
+    parts.append(("output", output_tokens, output_rate * keep))
+    if reasoning_tokens:
+        assert reasoning_rate is not None
+        parts.append(("reasoning", reasoning_tokens, reasoning_rate * keep))
+
+    lines = tuple(
+        CostLine(kind, tokens * requests, usd, Decimal(tokens * requests) * usd / MILLION)
+        for kind, tokens, usd in parts
+    )
+    if tier is not None:
+        scope = (
+            "every token of the request" if tier.applies_to == "all" else "prompt tokens above it"
+        )
+        notes.append(
+            f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
+            f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates"
+        )
+    if discount is not None:
+        notes.append(f"batch discount {(discount * 100).normalize():f}% applied")
+    return CostBreakdown(
+        model=entry.id,
+        requests=requests,
+        batch=batch,
+        lines=lines,
+        tier=tier,
+        notes=tuple(notes),
+        as_of=pricing.as_of.isoformat() if pricing.as_of else None,
+        source=pricing.source,
+    )
