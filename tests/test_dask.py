@@ -311,3 +311,15 @@ def test_cli_local_cluster_without_scheduler(tmp_path: Path, runner: Any) -> Non
                                      "--jobs", "2"])
     assert remote.exit_code == 0, remote.stderr
     assert remote.stdout == local.stdout
+
+
+def test_cli_bpe_train_engine_dask_writes_the_same_model(
+    tmp_path: Path, cluster: Any, runner: Any
+) -> None:
+    paths = _corpus(tmp_path / "data", invalid=False)
+    base = ["bpe", "train", *paths, "-v", "350", "-p", "cl100k"]
+    local = runner.invoke(app, [*base, "-o", str(tmp_path / "local.bpe")])
+    remote = runner.invoke(app, [*base, "-o", str(tmp_path / "dask.bpe"), "--engine", "dask",
+                                 "--scheduler", cluster.scheduler.address])
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.bpe").read_bytes() == (tmp_path / "local.bpe").read_bytes()

@@ -83,7 +83,8 @@ def _progress() -> Iterator[Any]:
 @bpe_app.command("train")
 def train_cmd(
     files: Annotated[
-        list[Path], typer.Argument(help="UTF-8 text files to train on.", show_default=False)
+        list[str], typer.Argument(help="UTF-8 text files to train on (with --engine dask also "
+                                  "globs and fsspec URLs such as s3://...).", show_default=False)
     ],
     vocab_size: Annotated[
         int,
@@ -114,6 +115,16 @@ def train_cmd(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
     ] = 1,
+    engine: Annotated[
+        str, typer.Option("--engine", help="local, or dask: pre-tokenize on a Dask cluster "
+                          "(--scheduler ADDRESS, else --jobs local worker processes); the "
+                          "merges are identical.")
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Dask scheduler address (tcp://HOST:8786) for "
+                     "--engine dask.", show_default=False),
+    ] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -124,6 +135,8 @@ def train_cmd(
       tokcost bpe train corpus.txt --vocab-size 32768 -o tok.bpe
 
       tokcost bpe train docs/*.md -v 8192 -p cl100k -s '<|endoftext|>' -j 2 -o tok.bpe --json
+
+      tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
     """
     from tokcost.bpe.io import check_writable, save_model, vocab_path
     from tokcost.bpe.train import TrainerConfig, train
@@ -141,7 +154,15 @@ def train_cmd(
     check_writable([output, vocab_path(output)], force)  # fail before hours of training
     t0 = time.perf_counter()
     with _progress() as callback:
-        result = train(files, config, callback)
+        if engine == "dask" or scheduler:
+            from tokcost.scale import train_dask
+
+            result = train_dask(files, config, scheduler=scheduler,
+                                workers=jobs if jobs > 1 else None, progress=callback)
+        elif engine != "local":
+            raise UsageError(f"unknown --engine {engine!r}: use local or dask")
+        else:
+            result = train(files, config, callback)
     for message in result.warnings:
         warn(message)
     model_path, vocab_file = save_model(result.model, output, force=force)
