@@ -323,3 +323,40 @@ def test_cli_bpe_train_engine_dask_writes_the_same_model(
                                  "--scheduler", cluster.scheduler.address])
     assert local.exit_code == 0 and remote.exit_code == 0, remote.stderr
     assert (tmp_path / "dask.bpe").read_bytes() == (tmp_path / "local.bpe").read_bytes()
+
+
+def test_fsspec_urls_are_listed_and_read_in_shards() -> None:
+    fsspec = pytest.importorskip("fsspec")
+    from tokcost.scale.shards import list_url
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/tokcost-test/a.txt", PROSE.encode() * 20)
+    fs.pipe("/tokcost-test/sub/b.md", TEXTS["de.txt"].encode())
+    try:
+        found = list_url("memory://tokcost-test")
+        assert [(u, rel) for u, _, rel in found] == [
+            ("memory:///tokcost-test/a.txt", "a.txt"), ("memory:///tokcost-test/sub/b.md", "sub/b.md")]
+        merged = merge_shard_counts(
+            count_shard(s, SPECS) for s in plan_shards([(u, n) for u, n, _ in found], 500)
+        )
+        tok = get_tokenizer(SPECS[0])
+        assert merged["memory:///tokcost-test/a.txt"].tokens[SPECS[0]] == tok.count(PROSE * 20)
+        words = merge_word_counts(
+            pretokenize_shard(s, "o200k") for s in plan_shards([(u, n) for u, n, _ in found], 97)
+        )
+        assert words == pretokenize_texts([PROSE * 20, TEXTS["de.txt"]], "o200k")
+    finally:
+        fs.rm("/tokcost-test", recursive=True)
+
+
+def test_dask_reads_file_urls(tmp_path: Path, cluster: Any) -> None:
+    from tokcost.scale import count_paths_dask
+
+    _corpus(tmp_path, invalid=False)
+    toks = {s: get_tokenizer(s) for s in SPECS}
+    local = count_paths([str(tmp_path)], toks)
+    remote = count_paths_dask([tmp_path.as_uri()], toks, client=cluster, shard_bytes=4000,
+                              include=["*.txt"])
+    want = {f.path: f.tokens for f in local.files if f.path.endswith(".txt")}
+    got = {f.path.removeprefix("file://"): f.tokens for f in remote.files}
+    assert got == want

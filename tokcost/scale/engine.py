@@ -146,12 +146,10 @@ def _inputs(
         if raw == "-":
             raise UsageError("--engine dask reads files and URLs, not stdin; drop '-'")
         if is_url(raw):
-            base = raw.rstrip("/")
-            for url, size in list_url(raw):
-                rel = url[len(base):].lstrip("/") if url.startswith(base) else url
-                if rel and inc is not None and not inc.match_file(rel):
+            for url, size, rel in list_url(raw):
+                if inc is not None and not inc.match_file(rel):
                     continue
-                if rel and exc is not None and exc.match_file(rel):
+                if exc is not None and exc.match_file(rel):
                     continue
                 found.append((url, url, size))
             continue
@@ -261,7 +259,7 @@ def count_words_dask(
     for p in paths:
         raw = str(p)
         if is_url(raw):
-            files += list_url(raw)
+            files += [(url, size) for url, size, _ in list_url(raw)]
             continue
         for name in expand_local(raw):
             if os.path.isdir(name):

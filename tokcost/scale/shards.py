@@ -68,8 +68,9 @@ def _has_glob(path: str) -> bool:
 # --- listing inputs -------------------------------------------------------------------
 
 
-def list_url(url: str) -> list[tuple[str, int]]:
-    """``(url, size)`` of every file a URL names: one file, a folder (recursively) or a glob.
+def list_url(url: str) -> list[tuple[str, int, str]]:
+    """``(url, size, relative name)`` of every file a URL names: one file, a folder
+    (recursively; names relative to it, for ``--include``/``--exclude``) or a glob.
 
     Needs ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
     """
@@ -92,12 +93,14 @@ def list_url(url: str) -> list[tuple[str, int]]:
             names = [root]
         else:
             raise UsageError(f"no such file or folder: {url}")
-        found: list[tuple[str, int]] = []
+        base = root.rstrip("/") + "/"
+        found: list[tuple[str, int, str]] = []
         for name in names:
             info = fs.info(name)
             if info.get("type") == "directory":
                 continue
-            found.append((fs.unstrip_protocol(name), int(info.get("size") or 0)))
+            rel = name[len(base):] if name.startswith(base) else name.rsplit("/", 1)[-1]
+            found.append((fs.unstrip_protocol(name), int(info.get("size") or 0), rel))
     except OSError as exc:
         raise InputError(f"cannot list {url}: {exc}") from None
     return found
