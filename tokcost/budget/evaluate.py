@@ -21,8 +21,6 @@ Rules (the names are stable; they appear in every report format):
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
@@ -305,26 +303,14 @@ def _require(config: BudgetConfig, budget: Budget, entry: Any | None) -> None:
 
 def _call_cost(entry: Any, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
+    from tokcost.pricing import estimate_cost
+
     cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
-    try:
-        pricing = importlib.import_module("tokcost.pricing")
-    except ModuleNotFoundError:  # the price model is not installed yet: flat rates only
-        return _flat_cost(entry.pricing, input_tokens, budget.output_tokens, cached)
-    estimate: Callable[..., Any] = pricing.estimate_cost
-    breakdown = estimate(
+    # Long-context tiers, cached rates and the rest are the price model's business.
+    breakdown = estimate_cost(
         entry, input_tokens=input_tokens, output_tokens=budget.output_tokens, cached_tokens=cached
     )
-    return Decimal(breakdown.total)
-
-
-def _flat_cost(pricing: Any, input_tokens: int, output_tokens: int, cached: int) -> Decimal:
-    """USD of one call at the catalog's per-million rates; cached tokens are part of input."""
-    cached_rate = pricing.cached_input if pricing.cached_input is not None else pricing.input
-    micro = (
-        pricing.input * (input_tokens - cached) + cached_rate * cached
-        + pricing.output * output_tokens
-    )
-    return Decimal(micro) / Decimal(1_000_000)
+    return breakdown.total
 
 
 def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool = False,
