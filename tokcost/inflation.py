@@ -382,8 +382,8 @@ def _renamed(sample: Sample, code: str) -> Sample:
 def load_files(paths: Iterable[Path], *, baseline: str = "en") -> list[Group]:
     """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...).
 
-    Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart by
-    their file names.
+    Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart: the
+    second is shown as ``en@b``.
     """
     by_kind: dict[str, list[Sample]] = {}
     for path in paths:
@@ -398,13 +398,12 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en") -> list[Group]:
         samples = by_kind.get(kind)
         if not samples:
             continue
-        codes = [s.code for s in samples]
-        if len(set(codes)) < len(codes):
-            samples = [
-                _renamed(s, Path(s.path).name if s.path else s.code)
-                if codes.count(s.code) > 1 else s
-                for s in samples
-            ]
+        seen: set[str] = set()
+        for i, s in enumerate(samples):
+            if s.code in seen:  # a second en.txt: keep it apart as en@<its folder>
+                parent = Path(s.path).parent.name if s.path else str(i)
+                samples[i] = _renamed(s, f"{s.code}@{parent or i}")
+            seen.add(samples[i].code)
         base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
         if kind != "prose" and base not in {s.code for s in samples}:
             base = samples[0].code  # code/data lists: compare with the first file given
@@ -539,6 +538,12 @@ def premium(tokens: int, baseline_tokens: int) -> float:
 # ---------------------------------------------------------------------------- picture
 
 
+def display_name(sample: Sample) -> str:
+    """'Hindi (hi)', but 'Python' rather than 'Python (python)'."""
+    label = sample.label
+    return label if label.lower() == sample.code.lower() else f"{label} ({sample.code})"
+
+
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     """Draw the premium of every sample, one horizontal bar per tokenizer, to PNG/SVG.
 
@@ -582,11 +587,11 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
             ys = [i + offset for i in range(len(rows))]
             values = [r.result(meter).premium or 0.0 for r in rows]
             ax.barh(ys, values, height=bar * 0.92, color=colors[mi % len(colors)], label=meter)
-            if len(meters) == 1:
+            if len(meters) <= 3:
                 for y, v in zip(ys, values, strict=True):
-                    ax.text(v, y, f" {v:.2f}x", va="center", fontsize=7)
+                    ax.text(v, y, f" {v:.2f}", va="center", fontsize=6 if len(meters) > 1 else 7)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([f"{r.sample.label} ({r.code})" for r in rows], fontsize=8)
+        ax.set_yticklabels([display_name(r.sample) for r in rows], fontsize=8)
         ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xlim(0, max((r.result(m).premium or 0.0) for r in rows for m in meters) * 1.12)
         ax.set_ylim(-0.6, len(rows) - 0.4)
@@ -602,6 +607,9 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, format=suffix[1:])
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a picture is for sharing
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -144,16 +144,18 @@ def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
 
 
 def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
+    from tokcost.inflation import display_name
+
     colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
     top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
-    width = max(len(f"{r.sample.label} ({r.code})") for r in group.rows)
+    width = max(len(display_name(r.sample)) for r in group.rows)
     out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
         f"[{colors[i % len(colors)]}]■ {m.label}[/]" for i, m in enumerate(meters)
     ))
     for row in group.rows:
         for i, m in enumerate(meters):
             p = row.result(m.label).premium or 0.0
-            name = f"{row.sample.label} ({row.code})" if i == 0 else ""
+            name = display_name(row.sample) if i == 0 else ""
             bar = "█" * max(1, round(p / top * _BAR))
             out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] {p:.2f}x",
                       highlight=False)
