@@ -14,6 +14,7 @@ from tokcost.cli.console import err, out, warn
 EPILOG = """
 Examples:
 
+\b
   tokcost check                              read ./tokcost.yaml (or [tool.tokcost])
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
@@ -21,6 +22,7 @@ Examples:
   tokcost check --format markdown            a table for a pull-request comment
   tokcost check --strict                     a glob matching nothing fails the check
 
+\b
 Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config error
 (or a warning under --strict).
 """
