@@ -124,3 +124,96 @@ def test_env_replaces_and_extends(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_missing_catalog_file(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="does not exist"):
         load_catalog(tmp_path / "nope.yaml")
+
+
+def test_every_entry_names_its_sources() -> None:
+    cat = load_catalog()
+    for entry in cat.models:
+        if entry.pricing is not None:
+            assert entry.pricing.source and entry.pricing.as_of, entry.id
+        if entry.architecture is not None:
+            assert entry.architecture.source, entry.id
+            assert "config.json" in entry.architecture.source, entry.id
+        if not entry.tokenizer_exact:
+            assert entry.tokenizer_note, entry.id
+    for gpu in cat.gpus:
+        assert gpu.source, gpu.name
+
+
+def test_issue_model_list_is_present() -> None:
+    cat = load_catalog()
+    for model_id in [
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "o3",
+        "o4-mini",
+        "gpt-5",
+        "gpt-5-mini",
+        "gpt-5-nano",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-opus-4-1",
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+        "mistral-large-2411",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "qwen2.5-7b",
+        "qwen2.5-72b",
+        "qwen3-8b",
+        "qwen3-14b",
+        "qwen3-32b",
+        "qwen3-30b-a3b",
+        "deepseek-v3",
+        "gemma-2-9b",
+        "gemma-3-27b",
+        "gpt-oss-20b",
+        "gpt-oss-120b",
+        "mistral-7b-v0.1",
+        "mixtral-8x7b",
+        "phi-3-mini",
+        "opt-13b",
+    ]:
+        assert cat.resolve(model_id).id == model_id
+    for gpu in [
+        "A100-40GB",
+        "A100-80GB",
+        "H100",
+        "H200",
+        "B200",
+        "L4",
+        "L40S",
+        "RTX-3090",
+        "RTX-4090",
+        "RTX-5090",
+    ]:
+        cat.resolve_gpu(gpu)
+
+
+def test_proxies_are_marked() -> None:
+    cat = load_catalog()
+    for model_id in ["claude-sonnet-4-5", "gemini-2.5-pro"]:
+        entry = cat.resolve(model_id)
+        assert entry.tokenizer_exact is False
+        assert entry.tokenizer == "tiktoken:o200k_base"
+
+
+def test_duplicate_prefix_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "models: [{id: a, prefixes: [x-]}, {id: b, prefixes: [x-]}]")
+    with pytest.raises(CatalogError, match="prefix 'x-' is already claimed by 'a'"):
+        load_catalog(path)
+
+
+def test_explicit_prefix_resolves(tmp_path: Path) -> None:
+    path = write(tmp_path, "models: [{id: acme, prefixes: [acme-ft-]}]")
+    assert load_catalog(path).resolve("acme-ft-2025-custom-thing").id == "acme"
+
+
+def test_unknown_placeholder_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "models: [{id: a, tokenizer: 'sp:{nowhere}/x.model'}]")
+    with pytest.raises(CatalogError, match="unknown placeholder"):
+        load_catalog(path)

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tokcost.catalog import Architecture, Attention, load_catalog
@@ -288,8 +290,17 @@ def test_cli_gpu_fit_table() -> None:
 def test_cli_json_keys() -> None:
     result = runner.invoke(
         app,
-        ["kvmem", "estimate", "-m", "deepseek-v3", "-c", "1k,32k", "--kv-memory", "40GiB",
-         "--json"],
+        [
+            "kvmem",
+            "estimate",
+            "-m",
+            "deepseek-v3",
+            "-c",
+            "1k,32k",
+            "--kv-memory",
+            "40GiB",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -312,8 +323,9 @@ def test_cli_json_keys() -> None:
         pytest.param(["-m", "llama-3.1-8b", "--batch", "-1"], "--batch", id="neg-batch"),
         pytest.param(["-m", "llama-3.1-8b", "--block-size", "0"], "--block-size", id="block"),
         pytest.param(["-m", "gpt-4o"], "no architecture", id="no-arch"),
-        pytest.param(["-m", "llama-3.1-8b", "--gpu", "h100", "--gpu-util", "1.5"], "--gpu-util",
-                     id="util"),
+        pytest.param(
+            ["-m", "llama-3.1-8b", "--gpu", "h100", "--gpu-util", "1.5"], "--gpu-util", id="util"
+        ),
     ],
 )
 def test_cli_bad_input_one_line(args: list[str], message: str) -> None:
@@ -327,8 +339,18 @@ def test_cli_bad_input_one_line(args: list[str], message: str) -> None:
 def test_cli_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     target = tmp_path / "mem.png"
-    args = ["kvmem", "estimate", "-m", "gemma-3-27b", "-c", "1k,32k", "--gpu", "H100",
-            "--plot", str(target)]
+    args = [
+        "kvmem",
+        "estimate",
+        "-m",
+        "gemma-3-27b",
+        "-c",
+        "1k,32k",
+        "--gpu",
+        "H100",
+        "--plot",
+        str(target),
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -356,3 +378,39 @@ def test_gpu_catalog_units() -> None:
     assert cat.resolve_gpu("l4").memory_bytes == 24 * 10**9
     assert cat.resolve_gpu("rtx 4090").bandwidth_bytes_per_s == 1008 * 10**9
     assert math.isclose(cat.resolve_gpu("h100").bf16_flops or 0, 989e12)
+
+
+# --- properties ------------------------------------------------------------------------
+
+MODELS = ["llama-3.1-8b", "gemma-2-9b", "gpt-oss-20b", "deepseek-v3", "qwen3-next-80b-a3b"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    n=st.integers(1, 300_000),
+    block=st.sampled_from([1, 8, 16, 32]),
+)
+def test_paged_cache_properties(model: str, n: int, block: int) -> None:
+    a = arch(model)
+    layout = kv_layout(a)
+    exact = kv_cache_bytes(a, n)
+    paged = kv_cache_bytes(a, n, block_size=block)
+    # paging never holds less, and at most one extra block per token-caching layer
+    # (two for sliding layers, whose window straddles block edges)
+    assert exact <= paged <= exact + 2 * block * layout.bytes_per_token
+    # more tokens never need less memory
+    assert kv_cache_bytes(a, n + 1, block_size=block) >= paged
+    if block == 1:
+        assert paged == exact
+
+
+@settings(max_examples=40, deadline=None)
+@given(kv_gib=st.integers(1, 200), context=st.integers(1, 200_000))
+def test_concurrency_matches_vllm_formula(kv_gib: int, context: int) -> None:
+    layout = kv_layout(arch("llama-3.1-70b"))
+    fit = gpu_fit(layout, kv_memory=kv_gib * GiB)
+    assert fit.num_blocks == (kv_gib * GiB) // (16 * 327_680)
+    assert max_concurrency(layout, fit, context) == fit.num_blocks / math.ceil(context / 16)
+    best = largest_context(layout, fit, batch=1, limit=10**8)
+    assert best == fit.cache_tokens  # uniform models: the pool is the limit

@@ -1,0 +1,173 @@
+"""models list/show/validate/sync-prices, and the catalog's tokenizer packages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokcost.catalog import load_catalog
+from tokcost.cli.app import app
+from tokcost.errors import MissingDependency
+from tokcost.resources import shipped_path
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOKCOST_CATALOG", raising=False)
+
+
+def test_list_table_marks_proxies() -> None:
+    result = runner.invoke(app, ["models", "list"])
+    assert result.exit_code == 0, result.output
+    line = next(
+        ln for ln in result.output.splitlines() if ln.strip().startswith("claude-sonnet-4-5")
+    )
+    assert "≈o200k_base" in line and "3.00" in line and "15.00" in line
+
+
+def test_list_json_and_provider_filter() -> None:
+    result = runner.invoke(app, ["models", "list", "--provider", "google", "--json"])
+    data = json.loads(result.stdout)
+    assert {m["provider"] for m in data["models"]} == {"google"}
+    assert any(m["id"] == "gemma-3-27b" for m in data["models"])
+    bad = runner.invoke(app, ["models", "list", "--provider", "nobody"])
+    assert bad.exit_code == 2 and "known:" in bad.stderr
+
+
+def test_list_gpus() -> None:
+    result = runner.invoke(app, ["models", "list", "--gpus"])
+    assert result.exit_code == 0
+    assert "H100-80GB" in result.output and "3,350 GB/s" in result.output
+
+
+def test_show_resolves_dated_id() -> None:
+    result = runner.invoke(app, ["models", "show", "claude-sonnet-4-5-20250929"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("claude-sonnet-4-5")
+    assert "tier above 200,000 prompt tokens (all tokens)" in result.output
+
+
+def test_show_json_architecture() -> None:
+    result = runner.invoke(app, ["models", "show", "deepseek-v3", "--json"])
+    data = json.loads(result.stdout)
+    assert data["architecture"]["attention"]["type"] == "mla"
+    assert data["architecture"]["attention"]["kv_lora_rank"] == 512
+    assert data["pricing"] is None
+
+
+def test_validate_ok_and_bad(tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["models", "validate"])
+    assert ok.exit_code == 0 and "ok (" in ok.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models:\n  - id: x\n    pricing: {input: 1}\n", encoding="utf-8")
+    result = runner.invoke(app, ["models", "validate", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}:3: model 'x': pricing.output: expected a price" in result.stderr
+
+
+def test_malformed_catalog_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [{id: a, context_window: lots}]\n", encoding="utf-8")
+    result = runner.invoke(app, ["price", "-m", "a", "-i", "1", "--catalog", str(bad)])
+    assert result.exit_code == 2
+    assert "context_window: expected an integer >= 1, got 'lots'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+# --- genai-prices ---------------------------------------------------------------------
+
+
+def test_shipped_prices_equal_genai_prices() -> None:
+    pytest.importorskip("genai_prices")
+    from tokcost.catalog.sync import compare_prices
+
+    report = compare_prices(list(load_catalog().models))
+    assert len(report.matched) >= 25
+    assert [d.to_dict() for d in report.diffs] == []
+
+
+def test_sync_prices_reports_and_writes(tmp_path: Path) -> None:
+    pytest.importorskip("genai_prices")
+    copy = tmp_path / "models.yaml"
+    text = shipped_path("models.yaml").read_text(encoding="utf-8")
+    text = text.replace(
+        "pricing: {input: 2.50, cached_input: 1.25, output: 10.00,",
+        "pricing: {input: 2.75, cached_input: 1.25, output: 10.00,",
+        1,
+    ).replace("      cached_input: 0.125\n      output: 10.00\n", "      output: 10.00\n", 1)
+    copy.write_text(text, encoding="utf-8")
+    report = runner.invoke(app, ["models", "sync-prices", "--catalog", str(copy), "--json"])
+    data = json.loads(report.stdout)
+    changes = {(d["model"], d["field"]): (d["catalog"], d["database"]) for d in data["differences"]}
+    assert changes == {
+        ("gpt-4o", "input"): ("2.75", "2.5"),
+        ("gemini-2.5-pro", "cached_input"): (None, "0.125"),
+    }
+    assert data["written"] == 0
+    written = runner.invoke(app, ["models", "sync-prices", "--catalog", str(copy), "--write"])
+    assert written.exit_code == 0 and "wrote 2 change(s)" in written.output
+    assert load_catalog(copy).resolve("gpt-4o").pricing.input == 2.5  # type: ignore[union-attr]
+    assert "# Chat overhead" in copy.read_text(encoding="utf-8")  # comments survive
+    again = runner.invoke(app, ["models", "sync-prices", "--catalog", str(copy), "--json"])
+    assert json.loads(again.stdout)["differences"] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models.yaml"]
+
+
+def test_sync_prices_without_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name.startswith("genai_prices"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    result = runner.invoke(app, ["models", "sync-prices"])
+    assert result.exit_code == 1
+    assert "pip install 'tokcost[prices]'" in result.stderr
+
+
+# --- Mistral tokenizers through mistral-common ------------------------------------------
+
+TEXT = "Bonjour le monde! Mistral tokenizers, counted exactly: 12345 — ünïcödé 日本語.\n" * 20
+
+
+@pytest.mark.parametrize(
+    ("model_id", "factory"),
+    [
+        pytest.param("mistral-7b-v0.1", "v1", id="v1"),
+        pytest.param("mistral-large-2411", "v7", id="v7"),
+    ],
+)
+def test_mistral_counts_equal_mistral_common(model_id: str, factory: str) -> None:
+    pytest.importorskip("sentencepiece")
+    mc = pytest.importorskip("mistral_common.tokens.tokenizers.mistral")
+    from tokcost.adapters.registry import tokenizer_for_model
+
+    entry = load_catalog().resolve(model_id)
+    ours = tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+    theirs = getattr(mc.MistralTokenizer, factory)().instruct_tokenizer.tokenizer
+    assert ours.exact
+    assert ours.count(TEXT) == len(theirs.encode(TEXT, bos=False, eos=False))
+
+
+def test_missing_mistral_common_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "mistral_common" else real(name, *a),
+    )
+    entry = load_catalog().resolve("mixtral-8x7b")
+    with pytest.raises(MissingDependency, match=r"pip install 'tokcost\[mistral\]'"):
+        _ = entry.tokenizer
+    assert entry.tokenizer_spec is not None  # listing still works

@@ -1,0 +1,238 @@
+"""Pricing: hand-computed cases for cache, tiers, batch and reasoning; the price CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokcost.catalog import load_catalog
+from tokcost.cli.app import app
+from tokcost.errors import UsageError
+from tokcost.pricing import NoPrice, estimate_cost
+
+runner = CliRunner()
+D = Decimal
+
+
+@pytest.fixture(autouse=True)
+def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOKCOST_CATALOG", raising=False)
+
+
+def model(model_id: str):  # type: ignore[no-untyped-def]
+    return load_catalog().resolve(model_id)
+
+
+CUSTOM = """\
+version: 1
+models:
+  - id: excess-model
+    pricing:
+      input: 1.00
+      output: 4.00
+      reasoning: 2.00
+      tiers:
+        - {above_input_tokens: 1000, applies_to: excess, input: 3.00}
+  - id: nocache
+    pricing: {input: 2.00, output: 8.00}
+  - id: free-weights
+"""
+
+
+@pytest.fixture
+def custom(tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "cat.yaml"
+    path.write_text(CUSTOM, encoding="utf-8")
+    return load_catalog(path)
+
+
+def test_gpt4o_cached_hand_computed() -> None:
+    # 600 x 2.50 + 400 x 1.25 + 200 x 10.00 = 1500 + 500 + 2000 micro-dollars
+    cost = estimate_cost(model("gpt-4o"), input_tokens=1000, cached_tokens=400, output_tokens=200)
+    assert cost.total == D("0.004")
+    assert [(line.kind, line.tokens) for line in cost.lines] == [
+        ("input", 600),
+        ("cached input", 400),
+        ("output", 200),
+    ]
+
+
+def test_requests_multiply() -> None:
+    one = estimate_cost(model("gpt-4o-mini"), input_tokens=1234, output_tokens=567)
+    many = estimate_cost(model("gpt-4o-mini"), input_tokens=1234, output_tokens=567, requests=1000)
+    assert many.total == one.total * 1000
+    assert many.per_request == one.total
+    # 1,234 x 0.15 + 567 x 0.60 = 185.1 + 340.2 = 525.3 micro-dollars per request
+    assert one.total == D("0.0005253")
+
+
+def test_long_context_tier_is_a_cliff_for_all_tokens() -> None:
+    sonnet = model("claude-sonnet-4-5")
+    at = estimate_cost(sonnet, input_tokens=200_000, output_tokens=1000)
+    above = estimate_cost(sonnet, input_tokens=200_001, output_tokens=1000)
+    assert at.tier is None
+    assert at.total == D("0.6") + D("0.015")  # 200k x $3 + 1k x $15
+    assert above.tier is not None and above.tier.applies_to == "all"
+    # every token at the tier: 200,001 x $6 + 1,000 x $22.50
+    assert above.total == D("1.200006") + D("0.0225")
+
+
+def test_tier_with_cache_and_batch_hand_computed() -> None:
+    cost = estimate_cost(
+        model("claude-sonnet-4-5"),
+        input_tokens=300_000,
+        cached_tokens=100_000,
+        cache_write_tokens=50_000,
+        output_tokens=2_000,
+        batch=True,
+        requests=3,
+    )
+    # per request at tier rates, halved (Anthropic's batch also halves cache rates):
+    # 150k x 3.00 + 100k x 0.30 + 50k x 3.75 + 2k x 11.25 = 0.45 + 0.03 + 0.1875 + 0.0225
+    assert cost.per_request == D("0.69")
+    assert cost.total == D("2.07")
+
+
+def test_openai_batch_keeps_cached_rate() -> None:
+    cost = estimate_cost(
+        model("gpt-4o"), input_tokens=1000, cached_tokens=1000, output_tokens=0, batch=True
+    )
+    assert cost.total == D("0.00125")  # 1000 x $1.25, not halved
+    assert any("does not apply to cache" in n for n in cost.notes)
+
+
+def test_excess_tier_bills_only_tokens_above(custom) -> None:  # type: ignore[no-untyped-def]
+    cost = estimate_cost(custom.resolve("excess-model"), input_tokens=1500, output_tokens=100)
+    # 1000 x $1 + 500 x $3 + 100 x $4
+    assert cost.total == D("0.001") + D("0.0015") + D("0.0004")
+
+
+def test_reasoning_priced_apart_or_as_output(custom) -> None:  # type: ignore[no-untyped-def]
+    apart = estimate_cost(custom.resolve("excess-model"), input_tokens=0, reasoning_tokens=1000)
+    assert apart.total == D("0.002")
+    o3 = estimate_cost(model("o3"), input_tokens=0, output_tokens=100, reasoning_tokens=900)
+    assert o3.total == D("0.008")  # 1000 x $8 output rate
+    assert "reasoning tokens billed as output" in o3.notes
+
+
+def test_no_cached_price_bills_as_input(custom) -> None:  # type: ignore[no-untyped-def]
+    cost = estimate_cost(custom.resolve("nocache"), input_tokens=1000, cached_tokens=500)
+    assert cost.total == D("0.002")
+
+
+def test_model_without_price_is_an_error_not_zero(custom) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(NoPrice, match="has no price"):
+        estimate_cost(custom.resolve("free-weights"), input_tokens=10)
+    with pytest.raises(NoPrice, match="no batch price"):
+        estimate_cost(custom.resolve("nocache"), input_tokens=10, batch=True)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        pytest.param({"input_tokens": -1}, "must not be negative", id="negative"),
+        pytest.param({"input_tokens": 10, "cached_tokens": 11}, "exceed", id="cached>input"),
+        pytest.param({"input_tokens": 10, "requests": 0}, "--requests", id="zero-requests"),
+    ],
+)
+def test_bad_counts(kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        estimate_cost(model("gpt-4o"), **kwargs)
+
+
+def test_every_priced_entry_prices() -> None:
+    for entry in load_catalog().models:
+        if entry.pricing is not None:
+            # 50k prompt tokens: below every long-context threshold
+            cost = estimate_cost(entry, input_tokens=50_000, output_tokens=1_000_000)
+            assert cost.tier is None
+            assert cost.total == entry.pricing.input / 20 + entry.pricing.output
+
+
+# --- CLI -------------------------------------------------------------------------------
+
+
+def test_cli_table() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "price",
+            "-m",
+            "gpt-4o",
+            "--input-tokens",
+            "1000",
+            "--cached-tokens",
+            "400",
+            "--output-tokens",
+            "200",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "cached input" in result.output and "total: $0.004" in result.output
+
+
+def test_cli_json() -> None:
+    result = runner.invoke(
+        app, ["price", "-m", "claude-sonnet-4-5", "-i", "250k", "-o", "2k", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["total_usd"] == "1.545"  # 250k x $6 + 2k x $22.50
+    assert data["tier"] == {"above_input_tokens": 200000, "applies_to": "all"}
+    assert data["exact"] is True and data["input_counted_from_files"] is False
+
+
+def test_cli_counts_a_file_with_the_models_tokenizer(tmp_path: Path) -> None:
+    from tokcost import get_tokenizer
+
+    text = "The quick brown fox jumps over the lazy dog. " * 50
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(text, encoding="utf-8")
+    expected = get_tokenizer("tiktoken:o200k_base").count(text)
+    result = runner.invoke(app, ["price", "-m", "gpt-4o", str(prompt), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["lines"][0]["tokens"] == expected
+    assert D(data["total_usd"]) == D(expected) * D("2.50") / 1_000_000
+
+
+def test_cli_stdin_with_proxy_is_marked_approximate() -> None:
+    result = runner.invoke(app, ["price", "-m", "claude-haiku-4-5", "-"], input="hello there\n")
+    assert result.exit_code == 0, result.output
+    assert "≈" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["-m", "llama-3.1-8b", "-i", "5"], "has no price", id="no-price"),
+        pytest.param(["-m", "gpt-4o"], "give the prompt", id="no-input"),
+        pytest.param(["-i", "5"], "needs a model", id="no-model"),
+        pytest.param(["-m", "gpt-4p", "-i", "5"], "did you mean", id="unknown-model"),
+        pytest.param(["-m", "gpt-4o", "-i", "5x"], "unknown suffix", id="typo"),
+        pytest.param(["-m", "gpt-4o", "-i", "-5"], "must not be negative", id="negative"),
+    ],
+)
+def test_cli_bad_input_one_line(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["price", *args])
+    assert result.exit_code in (1, 2)
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_price_loads_no_tokenizer_library() -> None:
+    code = (
+        "import sys\n"
+        "from tokcost.cli.app import app\n"
+        "app(['price', '-m', 'gpt-4o', '-i', '1000'], standalone_mode=False)\n"
+        "heavy = {'numpy', 'tiktoken', 'tokenizers', 'sentencepiece', 'matplotlib', 'regex'}\n"
+        "print('LOADED', sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "LOADED []" in done.stdout
