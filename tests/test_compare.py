@@ -102,8 +102,8 @@ def test_csv(runner: CliRunner, folder: Path) -> None:
 def test_markdown(runner: CliRunner, folder: Path) -> None:
     stdout, _ = _run(runner, [str(folder), "-t", "cl100k_base", "--markdown"])
     assert stdout.startswith("### prose (premium vs `en`)")
-    assert "| `hi` | Hindi | Devanagari |" not in stdout  # a folder has no scripts
-    assert "| `hi` | Hindi |" in stdout and "cl100k_base premium" in stdout
+    assert "| `hi` | Hindi | Devanagari |" in stdout  # the script is read off the letters
+    assert "| `zh` | Chinese | Han |" in stdout and "cl100k_base premium" in stdout
 
 
 @pytest.mark.parametrize(

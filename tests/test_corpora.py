@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from tokcost.inflation import builtin_dir, paragraphs
+from tokcost.inflation import builtin_dir, guess_script, paragraphs
 
 CORPORA = builtin_dir()
 INDEX = yaml.safe_load((CORPORA / "index.yaml").read_text(encoding="utf-8"))
@@ -86,6 +86,7 @@ def test_prose_is_written_in_its_script(code: str) -> None:
     prefixes = SCRIPT_LETTERS[str(entry["script"])]
     share = sum(unicodedata.name(c, "").startswith(prefixes) for c in letters) / len(letters)
     assert share > 0.9, f"{code}.txt: only {share:.0%} of letters are {entry['script']}"
+    assert guess_script(text) == entry["script"]
 
 
 def test_translations_are_distinct() -> None:

@@ -17,6 +17,7 @@ from tokcost.inflation import (
     Group,
     Meter,
     Sample,
+    guess_script,
     load_builtin,
     load_dir,
     load_files,
@@ -142,6 +143,21 @@ def test_unpriced_meter_has_no_cost() -> None:
     group = Group("prose", "en", (Sample("en", EN),))
     result = measure([group], [BYTES]).groups[0].rows[0].result("bytes")
     assert result.cost_usd is None and result.cost_ratio is None
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        pytest.param("Hello, world", "Latin", id="latin"),
+        pytest.param(HI, "Devanagari", id="devanagari"),
+        pytest.param(ZH, "Han", id="han"),
+        pytest.param("東京は晴れです", "Han+Kana", id="japanese"),
+        pytest.param("안녕하세요", "Hangul", id="hangul"),
+        pytest.param("12 + 3 = 15", None, id="no-letters"),
+    ],
+)
+def test_guess_script(text: str, script: str | None) -> None:
+    assert guess_script(text) == script
 
 
 def test_paragraphs_golden() -> None:

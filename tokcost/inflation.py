@@ -363,6 +363,31 @@ def load_dir(
     return load_files(files, baseline=baseline)
 
 
+_SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
+
+
+def guess_script(text: str, *, sample: int = 4000) -> str | None:
+    """The writing system most letters belong to, from their Unicode names.
+
+    >>> guess_script("Привет, мир"), guess_script("東京は晴れです"), guess_script("123")
+    ('Cyrillic', 'Han+Kana', None)
+    """
+    import unicodedata
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    for ch in text[:sample]:
+        if ch.isalpha():
+            word = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
+            counts[_SCRIPT_NAMES.get(word, word.title())] += 1
+    if not counts:
+        return None
+    total = sum(counts.values())
+    if counts["Kana"] > 0.1 * total and counts["Han"] > 0.1 * total:
+        return "Han+Kana"
+    return counts.most_common(1)[0][0]
+
+
 def _sample_for(path: Path) -> Sample:
     suffix = path.suffix.lower()
     if suffix in SUFFIX_KINDS:
@@ -371,7 +396,9 @@ def _sample_for(path: Path) -> Sample:
             code = "json-min"
     else:
         kind, code = "prose", path.stem
-    return Sample(code=code, text=_read(path), kind=kind, path=str(path))
+    text = _read(path)
+    script = guess_script(text) if kind == "prose" else None
+    return Sample(code=code, text=text, kind=kind, script=script, path=str(path))
 
 
 def _renamed(sample: Sample, code: str) -> Sample:
