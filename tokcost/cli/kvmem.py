@@ -7,18 +7,15 @@ tokcost.cli.simulate.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
-from tokcost.catalog import load_catalog
-from tokcost.catalog.units import format_bytes, parse_context_list, parse_size
 from tokcost.cli.console import out, print_json
 from tokcost.errors import UsageError
-from tokcost.memory import KvEstimate, estimate_kv
-from tokcost.memory.fit import DEFAULT_RESERVE
+
+if TYPE_CHECKING:
+    from tokcost.memory import KvEstimate
 
 kvmem_app = typer.Typer(
     name="kvmem",
@@ -40,6 +37,8 @@ Examples:
 
 
 def _human(n: float) -> str:
+    from tokcost.catalog.units import format_bytes
+
     return format_bytes(n)
 
 
@@ -107,6 +106,12 @@ def estimate(
     ] = None,
 ) -> None:
     """Size the KV cache of a model, and what fits on a GPU."""
+    # Imported here so that other commands (and --help) do not pay for them.
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.units import parse_context_list, parse_size
+    from tokcost.memory import estimate_kv
+    from tokcost.memory.fit import DEFAULT_RESERVE
+
     if gpu and gpu_memory:
         raise UsageError("give either --gpu or --gpu-memory, not both")
     if kv_memory and (gpu_memory or gpu_util != 0.9 or reserve):
@@ -145,6 +150,9 @@ def estimate(
 
 
 def _render(r: KvEstimate) -> None:
+    from rich import box
+    from rich.table import Table
+
     lay = r.layout
     counts = lay.counts
     kinds = []

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 
-from tokcost.catalog import Gpu, ModelEntry, load_catalog, validate_file
-from tokcost.catalog.lookup import catalog_files
 from tokcost.cli.console import err, out, print_json
 from tokcost.errors import UsageError
 from tokcost.resources import shipped_path
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tokcost.catalog import Gpu, ModelEntry
 
 models_app = typer.Typer(
     name="models",
@@ -169,6 +170,10 @@ def list_models(
     catalog: CatalogOpt = None,
 ) -> None:
     """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
+    from rich import box
+    from rich.table import Table
+
+    from tokcost.catalog import load_catalog
     from tokcost.catalog.units import format_bytes
 
     cat = load_catalog(catalog)
@@ -233,6 +238,8 @@ def show(
     catalog: CatalogOpt = None,
 ) -> None:
     """Everything the catalog knows about one model."""
+    from tokcost.catalog import load_catalog
+
     entry = load_catalog(catalog).resolve(model)
     data = entry_dict(entry)
     if json_out:
@@ -324,6 +331,9 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a catalog file; print every problem (exit 1 if any)."""
+    from tokcost.catalog import load_catalog, validate_file
+    from tokcost.catalog.lookup import catalog_files
+
     path = file or str(catalog_files(None)[0])
     problems = [str(p) for p in validate_file(path)]
     if json_out:
@@ -360,6 +370,11 @@ def sync_prices(
     """Compare catalog prices with the genai-prices database (and optionally update)."""
     from pathlib import Path
 
+    from rich import box
+    from rich.table import Table
+
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.lookup import catalog_files
     from tokcost.catalog.sync import apply_diffs, compare_prices
 
     path = Path(catalog) if catalog else catalog_files(None)[0]

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
-from tokcost.catalog import load_catalog
-from tokcost.catalog.units import parse_count
 from tokcost.cli.console import out, print_json
 from tokcost.errors import UsageError
-from tokcost.pricing import CostBreakdown, estimate_cost
+
+if TYPE_CHECKING:
+    from tokcost.pricing import CostBreakdown
 
 EPILOG = """
 Examples:
@@ -92,6 +90,10 @@ def price(
     ] = None,
 ) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.units import parse_count
+    from tokcost.pricing import estimate_cost
+
     if not model:
         raise UsageError("price needs a model: -m ID (see `tokcost models list`)")
     if paths and input_tokens is not None:
@@ -127,6 +129,9 @@ def price(
 
 
 def _render(b: CostBreakdown, exact: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("tokens", justify="left")
     table.add_column("count", justify="right")
