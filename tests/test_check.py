@@ -423,6 +423,22 @@ def test_pyproject_tool_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert [b["name"] for b in json.loads(result.stdout)["budgets"]] == ["docs", "bad"]
 
 
+def test_binary_file_is_skipped_with_a_warning(repo: Path) -> None:
+    (repo / "docs" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    result = judge(measure(load_config("tokcost.yaml")), None)
+    assert [f.path for b in result.budgets if b.name == "docs" for f in b.files] == [
+        "docs/guide.md"
+    ]
+    assert any(n.message.startswith("docs/logo.png: skipped, binary") for n in result.notices)
+
+
+def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.tokcost]\nmodel = gpt-4o\n', encoding="utf-8")
+    with pytest.raises(BudgetConfigError, match=r"pyproject.toml:2: not valid TOML: Invalid"):
+        load_config(path)
+
+
 def test_github_format_appends_job_summary(repo: Path, runner: Any, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     summary = tmp_path / "summary.md"
