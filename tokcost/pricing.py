@@ -133,7 +133,8 @@ def estimate_cost(
     if pricing is None:
         raise NoPrice(
             f"model '{entry.id}' has no price in the catalog; add a pricing section "
-            f"(USD per million tokens) with --catalog FILE, or run `tokcost models sync-prices`"
+            f"(USD per million tokens) to it in your own catalog (--catalog FILE with "
+            f"'extends: shipped')"
         )
     for name, value in (
         ("--input-tokens", input_tokens),

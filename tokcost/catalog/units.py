@@ -141,7 +141,8 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     )
     value = float(n)
     for unit in units:
-        if abs(value) < base or unit == units[-1]:
+        # Switch units at 1000 so a table never shows "1000 MiB" for 0.98 GiB.
+        if abs(value) < 1000 or unit == units[-1]:
             if unit == "B":
                 return f"{int(value)} B"
             text = f"{value:.2f}".rstrip("0").rstrip(".")

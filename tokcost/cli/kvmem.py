@@ -200,7 +200,7 @@ def _render(r: KvEstimate) -> None:
         f = r.fit
         if f.memory_bytes is not None and f.util is not None:
             out.print(
-                f"GPU {r.gpu}{per_gpu}: {_human(f.memory_bytes)} x {f.util:g} "
+                f"GPU {r.gpu}: {_human(f.memory_bytes)} x {f.util:g} "
                 f"- weights {_human(f.weights_bytes)} - reserve {_human(f.reserve_bytes)} "
                 f"= {_human(f.available_bytes)} for the KV cache"
             )
@@ -209,6 +209,7 @@ def _render(r: KvEstimate) -> None:
         out.print(
             f"blocks: floor({f.available_bytes:,} / {f.page_bytes:,} B per block) = "
             f"{f.num_blocks:,} -> {f.cache_tokens:,} tokens"
+            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)")
         )
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
