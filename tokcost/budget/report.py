@@ -8,13 +8,8 @@ timestamps or timings, so the output can be kept as a golden file.
 from __future__ import annotations
 
 import io
-import xml.etree.ElementTree as ET
 from decimal import Decimal
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, money
 
@@ -82,6 +77,10 @@ def _tokens(b: BudgetResult, n: int) -> str:
 
 def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:
     """A rich report: the failures first, then one row per budget, then a verdict."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system="standard" if color else None,
                       force_terminal=color, highlight=False, soft_wrap=False)
@@ -328,6 +327,8 @@ def render_markdown(result: CheckResult) -> str:
 
 def render_junit(result: CheckResult) -> str:
     """JUnit XML: a testsuite per budget, a testcase per file and one for the whole budget."""
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites", name="tokcost check")
     total_tests = total_failures = total_errors = 0
     for b in result.budgets:
