@@ -9,6 +9,7 @@ until no joined pair is a token. Results are cached per pre-token.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import compile_pattern, splitter
@@ -42,6 +43,23 @@ def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     return [ranks[p] for p in parts]
 
 
+class _PieceCache(dict[str, tuple[int, ...]]):
+    """pre-token -> ids, filled on a miss; cleared when it reaches ``CACHE_LIMIT``."""
+
+    def __init__(self, ranks: dict[bytes, int]) -> None:
+        super().__init__()
+        self.ranks = ranks
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        data = piece.encode("utf-8")
+        rank = self.ranks.get(data)
+        ids = (rank,) if rank is not None else tuple(bpe_merge(data, self.ranks))
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
+        self[piece] = ids
+        return ids
+
+
 class Encoder:
     """Encode and decode with a ``BPEModel``, in pure Python.
 
@@ -55,7 +73,7 @@ class Encoder:
         self.model = model
         self._ranks = model.ranks
         self._pattern = compile_pattern(model.pattern)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self._cache = _PieceCache(model.ranks)
         self._full_cover = model.pattern_name is not None
         self._split = splitter(model.pattern) if self._full_cover else self._pattern.findall
         specials = sorted(model.special_tokens, key=len, reverse=True)
@@ -76,22 +94,9 @@ class Encoder:
 
         return split_text(text, self.model.pattern)
 
-    def _encode_pieces(self, pieces: list[str], errors: str) -> list[int]:
-        cache = self._cache
-        ranks = self._ranks
-        out: list[int] = []
-        extend = out.extend
-        for piece in pieces:
-            ids = cache.get(piece)
-            if ids is None:
-                data = piece.encode("utf-8", errors)
-                rank = ranks.get(data)
-                ids = (rank,) if rank is not None else tuple(bpe_merge(data, ranks))
-                if len(cache) >= CACHE_LIMIT:
-                    cache.clear()
-                cache[piece] = ids
-            extend(ids)
-        return out
+    def _encode_pieces(self, pieces: list[str]) -> list[int]:
+        # map/chain run in C; only a cache miss calls back into Python (_PieceCache.__missing__).
+        return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text``; special-token text is encoded as plain text.
@@ -99,10 +104,10 @@ class Encoder:
         Lone surrogates (not UTF-8-encodable) become U+FFFD, as in tiktoken.
         """
         try:
-            return self._encode_pieces(self._pieces(text), "strict")
+            return self._encode_pieces(self._pieces(text))
         except UnicodeEncodeError:
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return self._encode_pieces(self._pieces(text), "strict")
+            return self._encode_pieces(self._pieces(text))
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of any byte string (invalid UTF-8 included); ``decode_bytes`` gives it back."""
@@ -115,10 +120,13 @@ class Encoder:
             for piece in pieces:
                 out += bpe_merge(piece.encode("utf-8", "surrogateescape"), ranks)
             return out
-        return self._encode_pieces(pieces, "strict")
+        return self._encode_pieces(pieces)
 
     def count_ordinary(self, text: str) -> int:
-        return len(self.encode_ordinary(text))
+        try:
+            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
+        except UnicodeEncodeError:
+            return len(self.encode_ordinary(text))
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids of ``text``. Special-token text raises unless ``allow_special``.
