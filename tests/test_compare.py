@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,12 @@ def test_plot(runner: CliRunner, folder: Path, tmp_path: Path) -> None:
 def test_help_has_examples(runner: CliRunner) -> None:
     result = runner.invoke(app, ["compare", "--help"])
     assert result.exit_code == 0 and "tokcost compare --builtin" in result.stdout
+
+
+def test_compare_imports_stay_light() -> None:
+    code = (
+        "import sys, tokcost.cli.compare, tokcost.inflation; "
+        "heavy = {'matplotlib', 'numpy', 'tokenizers', 'sentencepiece', 'dask'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,6 +13,8 @@ from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from tokcost.inflation import Group, GroupReport, Meter, Report, Result
 
 EPILOG = """
@@ -60,12 +62,9 @@ def _num(x: float | None, fmt: str = "{:.2f}") -> str:
     return "–" if x is None else fmt.format(x)
 
 
-def _money(x: object) -> str:
+def _money(x: Decimal | None) -> str:
     if x is None:
         return "–"
-    from decimal import Decimal
-
-    assert isinstance(x, Decimal)
     return f"${x:.5f}" if x < 1 else f"${x:,.2f}"
 
 
