@@ -217,3 +217,12 @@ def test_unknown_placeholder_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "models: [{id: a, tokenizer: 'sp:{nowhere}/x.model'}]")
     with pytest.raises(CatalogError, match="unknown placeholder"):
         load_catalog(path)
+
+
+def test_validate_reports_keys_written_twice(tmp_path: Path) -> None:
+    path = write(tmp_path, "models:\n  - id: a\n    context_window: 5\n    context_window: 6\n")
+    problems = [str(p) for p in validate_file(path)]
+    assert problems == [
+        f"{path}:4: model 'a': context_window: key written twice in one mapping; "
+        "YAML would keep only the last"
+    ]

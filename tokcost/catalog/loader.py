@@ -659,6 +659,47 @@ def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
     return None
 
 
+def duplicate_keys(path: Path) -> list[Problem]:
+    """Keys written twice in one mapping (YAML keeps the last one silently).
+
+    Checked by ``models validate`` only: it needs a second pass over the node tree.
+    """
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text, Loader=_safe_loader())
+    except yaml.YAMLError:
+        return []  # parse errors are reported by parse_file
+    problems: list[Problem] = []
+
+    def walk(node: yaml.Node | None, model: str | None) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = str(getattr(key, "value", ""))
+                if name == "id" and isinstance(value, yaml.ScalarNode):
+                    model = str(value.value)
+                if name in seen:
+                    problems.append(
+                        Problem(
+                            str(path),
+                            (),
+                            model,
+                            name,
+                            "key written twice in one mapping; YAML would keep only the last",
+                            key.start_mark.line + 1,
+                        )
+                    )
+                seen.add(name)
+            for _, value in node.value:
+                walk(value, model)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                walk(item, model)
+
+    walk(root, None)
+    return problems
+
+
 _DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
 
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from tokcost.catalog.loader import ParsedFile, Problem, is_dated_suffix, parse_file
+from tokcost.catalog.loader import (
+    ParsedFile,
+    Problem,
+    duplicate_keys,
+    is_dated_suffix,
+    parse_file,
+)
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.errors import CatalogError, ModelNotFound, UsageError, suggest
 from tokcost.resources import shipped_path
@@ -195,8 +201,8 @@ def validate_file(path: str | Path) -> list[Problem | str]:
     """Every problem of one catalog file (empty when it is valid), for ``models validate``."""
     target = Path(path)
     parsed, problems = parse_file(target, strict=False)
-    out: list[Problem | str] = list(problems)
-    if not problems:
+    out: list[Problem | str] = [*problems, *duplicate_keys(target)]
+    if not out:
         try:
             Catalog.build(parsed.models, parsed.gpus, [target])
         except CatalogError as exc:
