@@ -323,6 +323,13 @@ def test_cli_json_keys() -> None:
         pytest.param(["-m", "llama-3.1-8b", "--batch", "-1"], "--batch", id="neg-batch"),
         pytest.param(["-m", "llama-3.1-8b", "--block-size", "0"], "--block-size", id="block"),
         pytest.param(["-m", "gpt-4o"], "no architecture", id="no-arch"),
+        pytest.param(["-m", "llama-3.1-8b", "--weights-dtype", "bf61"], "did you mean", id="wdt"),
+        pytest.param(["-m", "llama-3.1-8b", "--tp", "0"], "--tp", id="tp0"),
+        pytest.param(
+            ["-m", "llama-3.1-8b", "--gpu", "h100", "--gpu-memory", "80GB"],
+            "not both",
+            id="gpu-twice",
+        ),
         pytest.param(
             ["-m", "llama-3.1-8b", "--gpu", "h100", "--gpu-util", "1.5"], "--gpu-util", id="util"
         ),
@@ -414,3 +421,24 @@ def test_concurrency_matches_vllm_formula(kv_gib: int, context: int) -> None:
     assert max_concurrency(layout, fit, context) == fit.num_blocks / math.ceil(context / 16)
     best = largest_context(layout, fit, batch=1, limit=10**8)
     assert best == fit.cache_tokens  # uniform models: the pool is the limit
+
+
+def test_zero_reserve_is_allowed() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "kvmem",
+            "estimate",
+            "-m",
+            "llama-3.1-8b",
+            "--gpu-memory",
+            "80GiB",
+            "--reserve",
+            "0",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    gpu = json.loads(result.stdout)["gpu"]
+    assert gpu["reserve_bytes"] == 0
+    assert gpu["available_kv_bytes"] == int(80 * GiB * 0.9) - 16_060_000_000

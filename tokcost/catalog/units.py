@@ -44,7 +44,7 @@ WEIGHT_DTYPE_BITS: dict[str, Decimal] = {
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
-def parse_size(text: str | int | float, *, what: str = "size") -> int:
+def parse_size(text: str | int | float, *, what: str = "size", allow_zero: bool = False) -> int:
     """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB``.
 
     >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB")
@@ -73,7 +73,7 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
             f"{what} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}"
         )
     size = int(value * SIZE_UNITS[unit])
-    if size <= 0:
+    if size < 0 or (size == 0 and not allow_zero):
         raise UsageError(f"{what} must be greater than zero, got '{text}'")
     return size
 

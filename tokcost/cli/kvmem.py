@@ -130,7 +130,9 @@ def estimate(
         gpu_memory=parse_size(gpu_memory, what="--gpu-memory") if gpu_memory else None,
         gpu_util=gpu_util,
         kv_memory=parse_size(kv_memory, what="--kv-memory") if kv_memory else None,
-        reserve=parse_size(reserve, what="--reserve") if reserve else DEFAULT_RESERVE,
+        reserve=(
+            parse_size(reserve, what="--reserve", allow_zero=True) if reserve else DEFAULT_RESERVE
+        ),
         weights_dtype=weights_dtype,
         group=kv_group_size,
         bandwidth=parse_size(bandwidth, what="--bandwidth") if bandwidth else None,

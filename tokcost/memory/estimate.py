@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokcost.catalog.schema import Gpu, ModelEntry
+from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.fit import (
     DEFAULT_BLOCK,
@@ -154,6 +155,8 @@ def estimate_kv(
         )
     if batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch}")
+    if weights_dtype is not None:
+        weight_bits(weights_dtype)  # reject a typo even when no GPU is given
     if block_size <= 0:
         raise UsageError(f"--block-size must be a positive integer, got {block_size}")
     layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
