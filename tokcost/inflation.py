@@ -502,10 +502,14 @@ def measure(
     total = sum(len(g.samples) for g in groups) * len(meters)
     done = 0
     counts: dict[tuple[int, str, str], int] = {}
+    seen: dict[tuple[int, int, str], int] = {}  # -t o200k_base -m gpt-4o: count once
     for gi, group in enumerate(groups):
         for sample in group.samples:
             for meter in meters:
-                counts[gi, sample.code, meter.label] = meter.tokenizer.count(sample.text)
+                key = (id(meter.tokenizer), gi, sample.code)
+                if key not in seen:
+                    seen[key] = meter.tokenizer.count(sample.text)
+                counts[gi, sample.code, meter.label] = seen[key]
                 done += 1
                 if on_progress:
                     on_progress(done, total)
