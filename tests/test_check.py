@@ -328,6 +328,23 @@ def test_baseline_growth_per_file_and_budget(repo: Path, runner: Any) -> None:
     assert invoke(runner, "--baseline", "base.json").exit_code == 0
 
 
+def test_changes_list_new_grown_and_removed_files(repo: Path) -> None:
+    config = load_config("tokcost.yaml")
+    write_baseline(config.baseline, _baseline_of(config))
+    (repo / "docs" / "guide.md").unlink()
+    (repo / "docs" / "new.md").write_text("fresh", encoding="utf-8")
+    result = judge(measure(config), read_baseline(config.baseline))
+    [docs] = [b for b in result.budgets if b.name == "docs"]
+    assert [(p, before is None, now is None) for p, before, now in docs.changes()] == [
+        ("docs/guide.md", False, True),
+        ("docs/new.md", True, False),
+    ]
+    assert "removed" in render(result, "text") and "new" in render(result, "markdown")
+    data = json.loads(render(result, "json"))
+    [docs_json] = [b for b in data["budgets"] if b["name"] == "docs"]
+    assert [r["path"] for r in docs_json["removed_files"]] == ["docs/guide.md"]
+
+
 def test_baseline_with_other_tokenizer_is_not_compared(repo: Path) -> None:
     config = load_config("tokcost.yaml")
     stale = Baseline({"system": BaselineEntry("tiktoken:o200k_base", {"prompts/system.md": 1})})

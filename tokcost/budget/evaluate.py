@@ -104,6 +104,7 @@ class BudgetResult:
     context_percent: float | None  # the largest share of the window
     context_window: int | None
     failures: tuple[Finding, ...]
+    removed: tuple[tuple[str, int], ...] = ()  # baseline files no longer there: (path, tokens)
 
     @property
     def name(self) -> str:
@@ -120,6 +121,21 @@ class BudgetResult:
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    def changes(self) -> list[tuple[str, int | None, int | None]]:
+        """Files whose count differs from the baseline: (path, before, now), by path.
+
+        ``before`` is None for a new file, ``now`` None for a removed one. Empty when
+        the budget has no baseline to compare with.
+        """
+        if self.baseline_total is None:
+            return []
+        rows: list[tuple[str, int | None, int | None]] = [
+            (f.path, f.baseline_tokens, f.tokens) for f in self.files
+            if f.baseline_tokens != f.tokens
+        ]
+        rows += [(path, before, None) for path, before in self.removed]
+        return sorted(rows)
 
 
 @dataclass(frozen=True)
@@ -439,6 +455,10 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
         budget=budget, model=model, tokenizer=m.tokenizer, exact=m.exact, files=tuple(files),
         baseline_total=base_total, cost=cost, context_percent=context, context_window=window,
         failures=tuple(found),
+        removed=tuple(sorted(
+            (p, n) for p, n in (base.files.items() if base is not None else ())
+            if p not in {f.path for f in files}
+        )),
     )
 
 

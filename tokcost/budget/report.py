@@ -11,6 +11,7 @@ import io
 from decimal import Decimal
 from typing import Any
 
+from tokcost.budget.baseline import growth_percent
 from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, money
 
 FORMATS = ("text", "json", "github", "markdown", "junit")
@@ -72,6 +73,14 @@ def _tokens(b: BudgetResult, n: int) -> str:
     return f"{n:,}" if b.exact else f"≈{n:,}"
 
 
+def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
+    if before is None:
+        return "–", f"{now:,}", "new"
+    if now is None:
+        return f"{before:,}", "–", "removed"
+    return f"{before:,}", f"{now:,}", _growth(growth_percent(now, before))
+
+
 # --- text ----------------------------------------------------------------------------------
 
 
@@ -112,6 +121,16 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -
             f"{b.context_percent:.1f}%" if b.context_percent is not None else "–",
         )
     console.print(table)
+    changes = [(b, row) for b in result.budgets for row in b.changes()]
+    if changes:
+        table = Table(title="Changes against the baseline", title_justify="left")
+        table.add_column("budget")
+        table.add_column("file")
+        for name in ("before", "now", "growth"):
+            table.add_column(name, justify="right")
+        for b, (path, before, now) in changes:
+            table.add_row(b.name, path, *_change_cells(before, now))
+        console.print(table)
     verdict = Text()
     verdict.append("FAIL " if not result.passed else "ok ",
                    style="bold red" if not result.passed else "bold green")
@@ -201,6 +220,7 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
         "cost_per_call_usd": None if b.cost is None else str(b.cost),
         "context_window": b.context_window,
         "context_percent": _num(b.context_percent),
+        "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
         "files": [
             {
                 "path": f.path,
@@ -309,6 +329,14 @@ def render_markdown(result: CheckResult) -> str:
             f"| {f'{b.context_percent:.1f}%' if b.context_percent is not None else '–'} |"
         )
     out.append("")
+    changes = [(b, row) for b in result.budgets for row in b.changes()]
+    if changes:
+        out += ["<details><summary>Changes against the baseline</summary>", "",
+                "| budget | file | before | now | growth |", "|---|---|--:|--:|--:|"]
+        for b, (path, before, now) in changes:
+            cells = " | ".join(_change_cells(before, now))
+            out.append(f"| {_cell(b.name)} | `{_cell(path)}` | {cells} |")
+        out += ["", "</details>", ""]
     if result.failures:
         out += ["<details><summary>Messages</summary>", ""]
         out += [f"- {_cell(f.message)}" for f in result.failures]
