@@ -21,12 +21,12 @@ kvmem_app = typer.Typer(
     name="kvmem",
     help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode bandwidth.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
 )
 
 EPILOG = """
 Examples:
 
+\b
   tokcost kvmem estimate -m llama-3.1-8b                      bytes/token and at the full context
   tokcost kvmem estimate -m llama-3.1-70b --context 1k,8k,32k,128k --gpu H100 --tp 4
   tokcost kvmem estimate -m qwen3-32b --gpu-memory 80GiB --kv-dtype fp8 --batch 16

@@ -20,7 +20,6 @@ models_app = typer.Typer(
     name="models",
     help="The model catalog: list, show, validate, sync prices.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
 )
 
 CatalogOpt = Annotated[
@@ -153,6 +152,7 @@ def gpu_dict(gpu: Gpu) -> dict[str, Any]:
 LIST_EPILOG = """
 Examples:
 
+\b
   tokcost models list                      every model: tokenizer, context, prices
   tokcost models list --provider anthropic
   tokcost models list --gpus               the GPUs kvmem knows
@@ -225,6 +225,7 @@ def list_models(
 SHOW_EPILOG = """
 Examples:
 
+\b
   tokcost models show gpt-4o
   tokcost models show claude-sonnet-4-5-20250929     dated ids resolve to their entry
   tokcost models show deepseek-v3 --json
@@ -318,6 +319,7 @@ def show(
 VALIDATE_EPILOG = """
 Examples:
 
+\b
   tokcost models validate                  the catalog in use (shipped or $TOKCOST_CATALOG)
   tokcost models validate my-models.yaml   every problem, one line each, with file:line
 """
@@ -351,6 +353,7 @@ def validate(
 SYNC_EPILOG = """
 Examples:
 
+\b
   tokcost models sync-prices               report every difference with genai-prices
   tokcost models sync-prices --write       write them into the catalog file (atomically)
   tokcost models sync-prices --catalog mine.yaml --json

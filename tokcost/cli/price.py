@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
+\b
   tokcost price -m gpt-4o --input-tokens 12k --output-tokens 800
   tokcost price -m claude-sonnet-4-5 --input-tokens 250k --cached-tokens 200k --output-tokens 2k
   tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 --requests 10000 --batch
