@@ -177,15 +177,17 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     return _load_cached(stamps)
 
 
-def _mtime(path: Path) -> float:
+def _mtime(path: Path) -> tuple[int, int, int]:
+    """What makes a cached load stale: modification time, size and inode."""
     try:
-        return path.stat().st_mtime
+        st = path.stat()
     except OSError:
-        return -1.0
+        return (-1, -1, -1)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @lru_cache(maxsize=8)
-def _load_cached(stamps: tuple[tuple[str, float], ...]) -> Catalog:
+def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalog:
     parsed: list[ParsedFile] = []
     for name, _ in stamps:
         user = parse_file(Path(name))[0]
