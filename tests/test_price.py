@@ -236,3 +236,57 @@ def test_price_loads_no_tokenizer_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "LOADED []" in done.stdout
+
+
+# --- oracle: genai-prices' own calculator ------------------------------------------------
+
+ORACLE = [
+    pytest.param("gpt-4o", "openai", 1000, 400, 0, 200, False, id="gpt-4o-cached"),
+    pytest.param("gpt-4o", "openai", 1000, 400, 0, 200, True, id="gpt-4o-batch"),
+    pytest.param("gpt-5", "openai", 5000, 4000, 0, 3000, True, id="gpt-5-batch"),
+    pytest.param(
+        "claude-sonnet-4-5",
+        "anthropic",
+        150_000,
+        100_000,
+        20_000,
+        2000,
+        False,
+        id="sonnet-below-tier",
+    ),
+    pytest.param(
+        "claude-sonnet-4-5", "anthropic", 250_000, 100_000, 50_000, 2000, False, id="sonnet-tier"
+    ),
+    pytest.param("claude-sonnet-4-5", "anthropic", 1000, 400, 0, 200, True, id="sonnet-batch"),
+    pytest.param("claude-haiku-5-5", "anthropic", 120_000, 0, 0, 5000, False, id="haiku-tier"),
+    pytest.param("gemini-2.5-pro", "google", 300_000, 100_000, 0, 5000, False, id="gemini-tier"),
+    pytest.param("gemini-2.5-pro", "google", 10_000, 0, 0, 500, True, id="gemini-batch"),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_id", "provider", "prompt", "cached", "written", "output", "batch"), ORACLE
+)
+def test_totals_equal_genai_prices_calculator(
+    model_id: str, provider: str, prompt: int, cached: int, written: int, output: int, batch: bool
+) -> None:
+    genai_prices = pytest.importorskip("genai_prices")
+    usage = genai_prices.Usage(
+        input_tokens=prompt,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=output,
+    )
+    context = {"processing": "batch"} if batch else None
+    theirs = genai_prices.calc_price(
+        usage, model_id, provider_id=provider, price_context=context
+    ).total_price
+    ours = estimate_cost(
+        model(model_id),
+        input_tokens=prompt,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+        output_tokens=output,
+        batch=batch,
+    ).total
+    assert ours == theirs
