@@ -251,8 +251,14 @@ def test_context_list() -> None:
 
 def test_missing_architecture_fields_are_named() -> None:
     bare = Architecture(layers=4, attention=Attention())
-    with pytest.raises(ArchitectureIncomplete, match="kv_heads, head_dim"):
+    with pytest.raises(ArchitectureIncomplete, match=r"'toy' lacks architecture fields kv_heads"):
         kv_layout(bare, model="toy")
+
+
+def test_hf_defaults_for_absent_kv_heads_and_head_dim() -> None:
+    # OPT's config states neither: MHA with hidden / heads per head.
+    opt_like = Architecture(layers=40, hidden_size=5120, attention_heads=40)
+    assert kv_bytes_per_token(opt_like, "fp16") == 800 * 1024
 
 
 def test_bad_kv_dtype_suggests() -> None:

@@ -152,14 +152,30 @@ class KvLayout:
         return out
 
 
-def _require(arch: Architecture, names: list[str], model: str) -> None:
-    missing = [n for n in names if getattr(arch, n) is None]
+def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
+    """``(kv_heads, head_dim)`` with Hugging Face's defaults for absent fields.
+
+    As in transformers' configs: no ``num_key_value_heads`` means one kv head per
+    attention head (MHA); no ``head_dim`` means ``hidden_size // num_attention_heads``.
+    A stated ``head_dim`` always wins (Qwen3-32B: 128, not 5120 / 64 = 80).
+    """
+    kv_heads = arch.kv_heads if arch.kv_heads is not None else arch.attention_heads
+    head_dim = arch.head_dim
+    if head_dim is None and arch.hidden_size is not None and arch.attention_heads:
+        head_dim = arch.hidden_size // arch.attention_heads
+    missing = []
+    if kv_heads is None:
+        missing.append("kv_heads (or attention_heads)")
+    if head_dim is None:
+        missing.append("head_dim (or hidden_size and attention_heads)")
     if missing:
         raise ArchitectureIncomplete(
             f"model '{model}' lacks architecture field{'s' if len(missing) > 1 else ''} "
             f"{', '.join(missing)} needed for KV-cache sizes; add them to its catalog "
             f"entry (from the model's config.json)"
         )
+    assert kv_heads is not None and head_dim is not None
+    return kv_heads, head_dim
 
 
 def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
@@ -196,10 +212,9 @@ def kv_layout(
         # The latent is shared by all heads, so TP ranks each hold all of it (vLLM).
         token_bytes["mla"] = dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim)
     if any(k in ("full", "sliding") for k in kinds):
-        _require(arch, ["kv_heads", "head_dim"], model)
-        assert arch.kv_heads is not None and arch.head_dim is not None
-        heads = kv_heads_per_gpu(arch.kv_heads, tp)
-        per_layer = 2 * heads * dtype.vector_bytes(arch.head_dim)
+        kv_heads, head_dim = attention_shape(arch, model)
+        heads = kv_heads_per_gpu(kv_heads, tp)
+        per_layer = 2 * heads * dtype.vector_bytes(head_dim)
         for kind in ("full", "sliding"):
             if kind in kinds:
                 token_bytes[kind] = per_layer
