@@ -90,6 +90,10 @@ def _register() -> None:
     from tokcost.cli import compare
 
     compare.register(app)
+    from tokcost.cli import generate, simulate
+
+    generate.register(app)
+    simulate.register(app)  # adds `kvmem simulate`, so after kvmem
 
 
 _register()

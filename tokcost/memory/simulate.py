@@ -188,8 +188,7 @@ def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
             n = int(row.get("n", 1))
         except (ValueError, TypeError, AttributeError):
             raise InputError(
-                f"{path}:{no}: expected a JSON object with integer prompt_tokens and "
-                "output_tokens"
+                f"{path}:{no}: expected a JSON object with integer prompt_tokens and output_tokens"
             ) from None
         if p < 1 or o < 1 or n < 1:
             raise InputError(f"{path}:{no}: lengths and n must be >= 1")
@@ -304,8 +303,9 @@ def simulate(
             if paged and not _grow_paged(run, b, share_prefix, state):
                 preemptions += 1
                 while not _grow_paged(run, b, share_prefix, state):
-                    victim = max((r for r in running if r is not run), key=lambda r: r.order,
-                                 default=None)
+                    victim = max(
+                        (r for r in running if r is not run), key=lambda r: r.order, default=None
+                    )
                     if victim is None:
                         raise UsageError("memory too small for one request under 'paged'")
                     _release(victim, paged, b, state)
@@ -319,8 +319,7 @@ def simulate(
         sample = _measure(running, reqs, queue, policy, max_len, b, share_prefix, state, cap)
         if samples is not None:
             samples.append(sample)
-        row = (sample.token_states, sample.reserved, sample.internal, sample.external,
-               sample.free)
+        row = (sample.token_states, sample.reserved, sample.internal, sample.external, sample.free)
         for k, v in enumerate(row):
             all_sums[k] += v
             if queue:
@@ -383,8 +382,15 @@ def _admit_need(r: Request, policy: str, max_len: int, b: int, share: bool) -> i
 
 
 def _try_admit(
-    r: Request, ri: int, policy: str, max_len: int, b: int, share: bool, st: _State,
-    cap: int, order: int,
+    r: Request,
+    ri: int,
+    policy: str,
+    max_len: int,
+    b: int,
+    share: bool,
+    st: _State,
+    cap: int,
+    order: int,
 ) -> _Running | None:
     seqs = [_Seq(ri, r.prompt_tokens, r.total) for _ in range(r.n)]
     if policy == "paged":
@@ -399,8 +405,14 @@ def _try_admit(
             partial = r.prompt_tokens % b != 0
             for s in seqs:
                 s.has_partial = partial
-            return _Running(ri, r.prompt_tokens, seqs, order, shared_full=r.prompt_tokens // b,
-                            partial_sharers=r.n if partial else 0)
+            return _Running(
+                ri,
+                r.prompt_tokens,
+                seqs,
+                order,
+                shared_full=r.prompt_tokens // b,
+                partial_sharers=r.n if partial else 0,
+            )
         st.free_blocks -= prompt_blocks * r.n
         for s in seqs:
             s.blocks = prompt_blocks
@@ -474,8 +486,15 @@ def _release(run: _Running, paged: bool, b: int, st: _State) -> None:
 
 
 def _measure(
-    running: list[_Running], reqs: list[Request], queue: deque[int], policy: str,
-    max_len: int, b: int, share: bool, st: _State, cap: int,
+    running: list[_Running],
+    reqs: list[Request],
+    queue: deque[int],
+    policy: str,
+    max_len: int,
+    b: int,
+    share: bool,
+    st: _State,
+    cap: int,
 ) -> StepSample:
     tokens = reserved = internal = 0
     for run in running:
@@ -515,8 +534,13 @@ def compare_policies(
 ) -> list[PolicyReport]:
     """One report per policy on the same request stream."""
     return [
-        simulate(requests, capacity_tokens=capacity_tokens, policy=p, max_len=max_len,
-                 block_size=block_size)
+        simulate(
+            requests,
+            capacity_tokens=capacity_tokens,
+            policy=p,
+            max_len=max_len,
+            block_size=block_size,
+        )
         for p in policies
     ]
 
@@ -530,6 +554,61 @@ __all__ = [
     "compare_policies",
     "load_requests",
     "next_pow2",
+    "plot_reports",
     "requests_from_distribution",
     "simulate",
 ]
+
+
+def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = False) -> None:
+    """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style).
+
+    Needs matplotlib (``tokcost[plot]``); the file is written atomically.
+    """
+    import contextlib
+    import os
+    import tempfile
+
+    from tokcost.errors import MissingDependency
+
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.exists():
+        raise UsageError(f"folder {path.parent} does not exist")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependency("matplotlib", "plot", "--plot") from None
+    parts = [
+        ("token states", "token_states", "#2b7bba"),
+        ("reserved", "reserved", "#f0a030"),
+        ("internal frag.", "internal_fragmentation", "#d04040"),
+        ("external frag.", "external_fragmentation", "#8050a0"),
+        ("free", "free", "#cccccc"),
+    ]
+    labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
+    left = [0.0] * len(reports)
+    for name, attr, color in parts:
+        values = [100 * float(getattr(r, attr)) for r in reports]
+        ax.barh(labels, values, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of KV-cache memory (%)")
+    ax.invert_yaxis()
+    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

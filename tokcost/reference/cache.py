@@ -87,8 +87,8 @@ class ContiguousCache(KVCache):
                 f"contiguous cache reserved {self.capacity} tokens but needs {end}; "
                 "reserve a larger capacity"
             )
-        self.k[layer, :, :, self.length:end] = k
-        self.v[layer, :, :, self.length:end] = v
+        self.k[layer, :, :, self.length : end] = k
+        self.v[layer, :, :, self.length : end] = v
         return self.k[layer, :, :, :end], self.v[layer, :, :, :end]  # (B, nkv, S, hs)
 
     def fork(self, n: int) -> None:

@@ -39,8 +39,15 @@ class RefConfig:
     kv_dtype: str = "fp32"
 
     def __post_init__(self) -> None:
-        for name in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
-                     "vocab_size", "context_window"):
+        for name in (
+            "layers",
+            "hidden_size",
+            "attention_heads",
+            "kv_heads",
+            "head_dim",
+            "vocab_size",
+            "context_window",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.attention_heads % self.kv_heads:
@@ -98,9 +105,17 @@ class RefConfig:
         kv_heads = field("kv_heads") or heads
         head_dim = field("head_dim") or (hidden // heads if hidden and heads else None)
         vocab = field("vocab_size")
-        missing = [n for n, v in (("layers", layers), ("hidden_size", hidden),
-                                  ("attention_heads", heads), ("head_dim", head_dim),
-                                  ("vocab_size", vocab)) if not v]
+        missing = [
+            n
+            for n, v in (
+                ("layers", layers),
+                ("hidden_size", hidden),
+                ("attention_heads", heads),
+                ("head_dim", head_dim),
+                ("vocab_size", vocab),
+            )
+            if not v
+        ]
         if missing:
             raise ModelTooLarge(
                 f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "

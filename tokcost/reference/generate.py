@@ -79,6 +79,7 @@ class GenerationResult:
     cache_mode: str
     block_size: int | None
     cache_tokens: int  # tokens the cache held per sample at the end
+    cache_reserved_tokens: int  # slots reserved per sample (contiguous: prompt + new - 1)
     cache_bytes: int  # bytes held at the end (all samples, shared blocks once)
     cache_bytes_per_sample: int  # bytes one sample's sequence holds on its own
     cache_blocks: int | None
@@ -199,7 +200,10 @@ def generate(
             seqs[s].append(token)
             top = np.argsort(-probs, kind="stable")[:top_candidates]
             step = Step(
-                index=index, sample=s, token_id=token, prob=float(probs[token]),
+                index=index,
+                sample=s,
+                token_id=token,
+                prob=float(probs[token]),
                 top=[(int(i), float(probs[i])) for i in top],
                 cache_tokens=kv.length if kv is not None else 0,
                 cache_bytes=kv.nbytes if kv is not None else 0,
@@ -231,11 +235,12 @@ def generate(
         per_sample = kv.capacity * cfg.kv_bytes_per_token
     return GenerationResult(
         prompt_ids=prompt,
-        samples=[seq[len(prompt):] for seq in seqs],
+        samples=[seq[len(prompt) :] for seq in seqs],
         steps=steps,
         cache_mode=cache,
         block_size=block_size if cache == "paged" else None,
         cache_tokens=length,
+        cache_reserved_tokens=kv.capacity if isinstance(kv, ContiguousCache) else length,
         cache_bytes=kv.nbytes if kv is not None else 0,
         cache_bytes_per_sample=per_sample if kv is not None else 0,
         cache_blocks=kv.blocks_used if isinstance(kv, PagedCache) else None,

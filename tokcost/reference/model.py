@@ -87,7 +87,7 @@ class Transformer:
         start = cache.length if cache is not None else 0
         t = ids.shape[1]
         x = w["tok_emb"][ids]  # (B, T, C)
-        cos, sin = self.cos[start:start + t], self.sin[start:start + t]  # (T, hs/2)
+        cos, sin = self.cos[start : start + t], self.sin[start : start + t]  # (T, hs/2)
         maps: list[Array] = []
         for i in range(cfg.layers):
             p = f"layers.{i}."

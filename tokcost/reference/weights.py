@@ -36,11 +36,19 @@ def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {"tok_emb": (v, c)}
     for i in range(cfg.layers):
         p = f"layers.{i}."
-        shapes.update({
-            p + "attn_norm": (c,), p + "wq": (c, q), p + "wk": (c, kv), p + "wv": (c, kv),
-            p + "wo": (q, c), p + "mlp_norm": (c,), p + "w_gate": (c, f), p + "w_up": (c, f),
-            p + "w_down": (f, c),
-        })
+        shapes.update(
+            {
+                p + "attn_norm": (c,),
+                p + "wq": (c, q),
+                p + "wk": (c, kv),
+                p + "wv": (c, kv),
+                p + "wo": (q, c),
+                p + "mlp_norm": (c,),
+                p + "w_gate": (c, f),
+                p + "w_up": (c, f),
+                p + "w_down": (f, c),
+            }
+        )
     shapes["norm"] = (c,)
     if not cfg.tie_embeddings:
         shapes["lm_head"] = (c, v)
@@ -83,8 +91,10 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except FileNotFoundError:
-        raise InputError(f"weights file {path} does not exist; check the catalog's weights "
-                         "field or omit it to use seeded random weights") from None
+        raise InputError(
+            f"weights file {path} does not exist; check the catalog's weights "
+            "field or omit it to use seeded random weights"
+        ) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read weights file {path} as .npz ({exc})") from None
     fmt = arrays.pop("__format__", None)

@@ -1,0 +1,216 @@
+"""``kvmem simulate``: allocation policies on a stream of requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokcost.cli.app import app
+from tokcost.errors import InputError, UsageError
+from tokcost.memory.simulate import (
+    POLICIES,
+    Request,
+    StepSample,
+    load_requests,
+    next_pow2,
+    requests_from_distribution,
+    simulate,
+)
+
+runner = CliRunner()
+
+SHAREGPT = requests_from_distribution("sharegpt", 120, seed=1, max_len=2048)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("block_size", [1, 8, 16, 64])
+def test_paged_waste_under_one_block_per_live_sequence(block_size: int, n: int) -> None:
+    reqs = requests_from_distribution("sharegpt", 60, seed=2, max_len=2048, n=n)
+    samples: list[StepSample] = []
+    r = simulate(
+        reqs, capacity_tokens=12000, policy="paged", block_size=block_size, samples=samples
+    )
+    assert r.completed == len(reqs)
+    assert samples
+    for s in samples:
+        assert s.reserved == 0 and s.external == 0
+        assert s.internal <= (block_size - 1) * s.live_sequences
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_shares_sum_to_one_and_everything_completes(policy: str) -> None:
+    r = simulate(SHAREGPT, capacity_tokens=10000, policy=policy)
+    total = (
+        r.token_states + r.reserved + r.internal_fragmentation + r.external_fragmentation + r.free
+    )
+    assert total == pytest.approx(1.0)
+    assert r.completed == len(SHAREGPT)
+
+
+def test_policies_rank_as_in_the_paper() -> None:
+    rep = {p: simulate(SHAREGPT, capacity_tokens=10000, policy=p) for p in POLICIES}
+    assert rep["oracle"].internal_fragmentation == 0
+    assert rep["max"].external_fragmentation == 0  # equal-size slots never fragment
+    assert (
+        rep["max"].token_states
+        < rep["pow2"].token_states
+        < rep["oracle"].token_states
+        < rep["paged"].token_states
+    )
+    assert rep["paged"].token_states > 0.9
+    assert 0.15 < rep["max"].token_states < 0.4  # paper: 20.4-38.2% for existing systems
+    assert (
+        rep["max"].peak_batch
+        <= rep["pow2"].peak_batch
+        <= rep["oracle"].peak_batch
+        <= rep["paged"].peak_batch
+    )
+
+
+def test_golden_single_request_under_max_reservation() -> None:
+    # One request, prompt 4 + output 2, in 8 slots reserved for max length 8.
+    # Step 1: 5 token states, 1 reserved, 2 internal; step 2: 6, 0, 2.
+    r = simulate([Request(4, 2)], capacity_tokens=8, policy="max", max_len=8)
+    assert (r.token_states, r.reserved, r.internal_fragmentation) == (11 / 16, 1 / 16, 4 / 16)
+    assert r.steps == 2 and r.peak_batch == 1
+
+
+def test_external_fragmentation_when_gaps_are_too_small() -> None:
+    # 10 slots, oracle: A=4 and B=4 placed at [0,4) and [4,8); A finishes first, then
+    # C needs 6: 2 + 4 = 6 slots are free but in two gaps, so C waits.
+    reqs = [Request(3, 1), Request(2, 2), Request(4, 2)]
+    samples: list[StepSample] = []
+    r = simulate(reqs, capacity_tokens=10, policy="oracle", samples=samples)
+    assert r.completed == 3
+    assert any(s.external == 6 for s in samples)
+
+
+def test_prefix_sharing_saves_blocks_with_parallel_samples() -> None:
+    reqs = [Request(64, 16, n=4)] * 5
+    shared = simulate(reqs, capacity_tokens=4096, policy="paged", block_size=16)
+    # 4 full prompt blocks stored once instead of 4 times: at every step
+    # 4 + 4 x 1 physical blocks against 4 x 5 logical ones, 12 of 20 saved.
+    assert shared.prefix_sharing_saved == pytest.approx(0.6)
+    alone = simulate([Request(64, 16)] * 5, capacity_tokens=4096, policy="paged")
+    assert alone.prefix_sharing_saved is None
+
+
+def test_preemption_when_paged_memory_runs_out() -> None:
+    reqs = [Request(8, 40)] * 6
+    r = simulate(reqs, capacity_tokens=128, policy="paged", block_size=8)
+    assert r.completed == 6
+    assert r.preemptions > 0
+
+
+def test_request_larger_than_memory_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="needs 2048 KV slots"):
+        simulate([Request(10, 10)], capacity_tokens=1000, policy="max", max_len=2048)
+
+
+@pytest.mark.parametrize(
+    "name, first",
+    [
+        pytest.param("fixed:10,5", Request(10, 5), id="fixed"),
+        pytest.param("fixed:3000,5", Request(2047, 1), id="clipped"),
+    ],
+)
+def test_distribution_golden(name: str, first: Request) -> None:
+    assert requests_from_distribution(name, 3, max_len=2048)[0] == first
+
+
+def test_distributions_are_seeded_and_bounded() -> None:
+    a = requests_from_distribution("alpaca", 50, seed=4)
+    assert a == requests_from_distribution("alpaca", 50, seed=4)
+    u = requests_from_distribution("uniform:5-9", 50, seed=4)
+    assert all(5 <= r.prompt_tokens <= 9 and 5 <= r.output_tokens <= 9 for r in u)
+    with pytest.raises(UsageError, match="unknown distribution"):
+        requests_from_distribution("zipf", 5)
+
+
+def test_next_pow2() -> None:
+    assert [next_pow2(n) for n in (1, 2, 3, 17, 1024, 1025)] == [1, 2, 4, 32, 1024, 2048]
+
+
+def test_load_requests_jsonl(tmp_path: Path) -> None:
+    f = tmp_path / "reqs.jsonl"
+    f.write_text(
+        '{"prompt_tokens": 12, "output_tokens": 30}\n\n{"prompt": 5, "output": 2, "n": 3}\n'
+    )
+    assert load_requests(f) == [Request(12, 30), Request(5, 2, 3)]
+    f.write_text('{"prompt_tokens": "x"}\n')
+    with pytest.raises(InputError, match="reqs.jsonl:1"):
+        load_requests(f)
+
+
+def test_cli_json_keys() -> None:
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "40", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["model"] == "opt-13b"
+    assert data["kv_bytes_per_token"] == 819200  # PagedAttention §3: 800 KB per token
+    assert data["capacity_tokens"] == 12_000_000_000 // 819200
+    assert [p["policy"] for p in data["policies"]] == list(POLICIES)
+    assert set(data["policies"][0]) >= {
+        "token_states",
+        "reserved",
+        "internal_fragmentation",
+        "external_fragmentation",
+        "free",
+        "peak_batch",
+        "mean_batch",
+        "preemptions",
+        "prefix_sharing_saved",
+    }
+
+
+def test_cli_table_with_trace_and_sharing(tmp_path: Path) -> None:
+    f = tmp_path / "t.jsonl"
+    f.write_text(
+        "".join(json.dumps({"prompt_tokens": 40, "output_tokens": 20}) + "\n" for _ in range(10))
+    )
+    res = runner.invoke(
+        app,
+        [
+            "kvmem",
+            "simulate",
+            "--trace",
+            str(f),
+            "--slots",
+            "600",
+            "--policy",
+            "paged,max",
+            "--n",
+            "2",
+            "--max-len",
+            "128",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "paged/16" in res.stdout and "prefix sharing" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["--policy", "lru"], "unknown --policy", id="policy"),
+        pytest.param(["--dist", "zipf"], "unknown distribution", id="dist"),
+        pytest.param(["--kv-memory", "12G"], "", id="ambiguous-size"),
+        pytest.param(["--slots", "100"], "needs 2048 KV slots", id="too-small"),
+    ],
+)
+def test_cli_bad_input(args: list[str], message: str) -> None:
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "5", *args])
+    assert res.exit_code == 2
+    assert message in res.output
+    assert "Traceback" not in res.output
+
+
+def test_cli_plot_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "waste.png"
+    target.write_bytes(b"keep")
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "5", "--plot", str(target)])
+    assert res.exit_code == 2 and "--force" in res.output
+    assert target.read_bytes() == b"keep"

@@ -1,0 +1,210 @@
+"""``tokcost kvmem simulate``: paged vs contiguous KV allocation on a stream of requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tokcost.cli.console import err, out, print_json
+
+if TYPE_CHECKING:
+    from tokcost.memory.simulate import PolicyReport
+
+EPILOG = """
+Examples:
+
+\b
+  tokcost kvmem simulate                              OPT-13B, 12 GB of KV memory, ShareGPT-like
+  tokcost kvmem simulate --dist alpaca --requests 2000 --block-size 32
+  tokcost kvmem simulate -m llama-3.1-8b --kv-memory 20GiB --max-len 8192
+  tokcost kvmem simulate --n 4 --policy paged         parallel sampling: prefix-sharing savings
+  tokcost kvmem simulate --trace requests.jsonl --json   {"prompt_tokens": P, "output_tokens": O}
+  tokcost kvmem simulate --slots 4096 --plot waste.png
+"""
+
+
+def simulate(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Catalog model (sets bytes per token).")
+    ] = "opt-13b",
+    kv_memory: Annotated[
+        str, typer.Option("--kv-memory", help="KV-cache memory: 12GB, 20GiB...")
+    ] = "12GB",
+    kv_dtype: Annotated[
+        str, typer.Option("--kv-dtype", help="Cache dtype: fp16, bf16, fp8...")
+    ] = "fp16",
+    slots: Annotated[
+        int | None,
+        typer.Option("--slots", help="Memory as token slots (skips --model/--kv-memory)."),
+    ] = None,
+    dist: Annotated[
+        str,
+        typer.Option("--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O."),
+    ] = "sharegpt",
+    requests: Annotated[int, typer.Option("--requests", help="Requests to draw.")] = 500,
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead."),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Comma list of max, pow2, oracle, paged.")
+    ] = "max,pow2,oracle,paged",
+    block_size: Annotated[int, typer.Option("--block-size", help="Paged block (tokens).")] = 16,
+    max_len: Annotated[
+        int | None,
+        typer.Option("--max-len", help="Longest sequence (default: the model's context)."),
+    ] = None,
+    samples: Annotated[
+        int, typer.Option("--n", help="Parallel samples per request (shares prompt blocks).")
+    ] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; tokcost[plot]).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
+        ),
+    ] = None,
+) -> None:
+    """Serve a stream of requests under each allocation policy and show where memory goes."""
+    from dataclasses import replace
+
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.units import parse_size
+    from tokcost.errors import UsageError
+    from tokcost.memory import kv_bytes_per_token
+    from tokcost.memory.simulate import (
+        POLICIES,
+        load_requests,
+        plot_reports,
+        requests_from_distribution,
+    )
+    from tokcost.memory.simulate import simulate as run
+
+    names = [p.strip() for p in policy.split(",") if p.strip()]
+    bad = [p for p in names if p not in POLICIES]
+    if bad or not names:
+        raise UsageError(f"unknown --policy '{','.join(bad)}'; use some of: {','.join(POLICIES)}")
+    if samples < 1:
+        raise UsageError(f"--n must be >= 1, got {samples}")
+    memory: int | None = None
+    per_token: int | None = None
+    if slots is not None:
+        if slots < 1:
+            raise UsageError(f"--slots must be >= 1, got {slots}")
+        capacity = slots
+        limit = max_len or 2048
+        model_id = None
+    else:
+        entry = load_catalog(catalog).resolve(model)
+        if entry.architecture is None:
+            raise UsageError(
+                f"model '{entry.id}' has no architecture in the catalog; pick another -m or "
+                "give the memory as --slots N"
+            )
+        per_token = kv_bytes_per_token(entry.architecture, kv_dtype)
+        memory = parse_size(kv_memory, what="--kv-memory")
+        capacity = memory // per_token
+        limit = max_len or entry.context_window or 2048
+        model_id = entry.id
+    if trace is not None:
+        reqs = load_requests(trace, max_len=limit)
+        if samples > 1:
+            reqs = [replace(r, n=samples) for r in reqs]
+    else:
+        reqs = requests_from_distribution(dist, requests, seed=seed, max_len=limit, n=samples)
+    reports = [
+        run(reqs, capacity_tokens=capacity, policy=p, max_len=limit, block_size=block_size)
+        for p in names
+    ]
+    if plot is not None:
+        plot_reports(reports, plot, force=force)
+    if json_out:
+        print_json(
+            {
+                "model": model_id,
+                "kv_memory_bytes": memory,
+                "kv_bytes_per_token": per_token,
+                "capacity_tokens": capacity,
+                "max_len": limit,
+                "requests": len(reqs),
+                "samples_per_request": samples,
+                "workload": str(trace) if trace is not None else dist,
+                "seed": seed,
+                "policies": [r.as_dict() for r in reports],
+            }
+        )
+        return
+    _render(reports, model_id, capacity, limit, len(reqs), samples)
+    if plot is not None:
+        err.print(f"wrote {plot}", highlight=False)
+
+
+def _render(
+    reports: list[PolicyReport], model: str | None, capacity: int, limit: int, n_req: int, n: int
+) -> None:
+    from rich import box
+    from rich.table import Table
+
+    head = f"{n_req} requests" + (f" x {n} samples" if n > 1 else "")
+    where = f"{model}, " if model else ""
+    table = Table(
+        title=f"{head}; {where}{capacity:,} token slots of KV memory, max length {limit:,}",
+        box=box.SIMPLE_HEAD,
+    )
+    for col in (
+        "policy",
+        "tokens",
+        "reserved",
+        "int.frag",
+        "ext.frag",
+        "free",
+        "peak",
+        "mean",
+        "steps",
+        "preempt",
+    ):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for r in reports:
+        name = r.policy if r.block_size is None else f"paged/{r.block_size}"
+        table.add_row(
+            name,
+            f"{r.token_states:.1%}",
+            f"{r.reserved:.1%}",
+            f"{r.internal_fragmentation:.1%}",
+            f"{r.external_fragmentation:.1%}",
+            f"{r.free:.1%}",
+            str(r.peak_batch),
+            f"{r.mean_batch:.1f}",
+            f"{r.steps:,}",
+            f"{r.preemptions:,}",
+        )
+    out.print(table)
+    for r in reports:
+        if r.prefix_sharing_saved is not None:
+            out.print(
+                f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
+                f"saving {r.prefix_sharing_saved:.1%} of the paged blocks",
+                markup=False,
+            )
+    out.print(
+        "tokens = token states; peak/mean = sequences running at once; "
+        "shares of KV memory averaged over the steps where requests waited for memory "
+        "(PagedAttention paper, Figure 2: 20.4-38.2% token states for existing systems, "
+        "96.3% for vLLM)",
+        markup=False,
+        style="dim",
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``simulate`` to the ``kvmem`` sub-app (tokcost.cli.kvmem)."""
+    from tokcost.cli.kvmem import kvmem_app
+
+    kvmem_app.command("simulate", epilog=EPILOG)(simulate)
