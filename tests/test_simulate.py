@@ -214,3 +214,12 @@ def test_cli_plot_refuses_to_overwrite(tmp_path: Path) -> None:
     res = runner.invoke(app, ["kvmem", "simulate", "--requests", "5", "--plot", str(target)])
     assert res.exit_code == 2 and "--force" in res.output
     assert target.read_bytes() == b"keep"
+
+
+def test_cli_plot_writes_the_chart(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "waste.png"
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "20", "--plot", str(target)])
+    assert res.exit_code == 0, res.output
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["waste.png"]  # no temp file left

@@ -12,6 +12,7 @@ from tokcost.errors import TokcostError as TokcostError
 from tokcost.memory import estimate_kv as estimate_kv
 from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
 from tokcost.memory import kv_cache_bytes as kv_cache_bytes
+from tokcost.memory.simulate import compare_policies as compare_policies
 from tokcost.pricing import estimate_cost as estimate_cost
 
 __version__ = "0.1.0"
