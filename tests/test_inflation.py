@@ -84,7 +84,7 @@ def test_rows_are_sorted_by_premium_largest_first() -> None:
     assert premiums == sorted(premiums, reverse=True)  # type: ignore[type-var]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(base=st.text(min_size=1, max_size=200).filter(str.strip),
        other=st.text(min_size=1, max_size=200).filter(str.strip))
 def test_premium_property(base: str, other: str) -> None:
@@ -275,7 +275,7 @@ def test_plot_writes_a_valid_file(tmp_path: Path, suffix: str) -> None:
     pytest.importorskip("matplotlib")
     from tokcost.inflation import plot_premiums
 
-    report = measure(load_builtin(kinds=["prose", "code"]),
+    report = measure(load_builtin(kinds=["code", "data"]),
                      [BYTES, Meter("cl100k_base", "tiktoken:cl100k_base", CL100K)])
     path = tmp_path / f"premium{suffix}"
     plot_premiums(report, path)
