@@ -168,7 +168,12 @@ def bench_encode(corpus: Path, workdir: Path) -> None:
     mb = len(text.encode("utf-8")) / 1e6
     model = train([corpus], TrainerConfig(vocab_size=32768, pattern=PATTERN_NAME, jobs=2)).model
     export_hf(model, workdir / "tokenizer.json", force=True)
-    tk = tiktoken.Encoding("bench", model.pattern, model.ranks, model.special_tokens)
+    tk = tiktoken.Encoding(
+        name="bench",
+        pat_str=model.pattern,
+        mergeable_ranks=model.ranks,
+        special_tokens=model.special_tokens,
+    )
     adapter = BPETokenizer(model, "bpe:bench")
     hf = Tokenizer.from_file(str(workdir / "tokenizer.json"))
     enc = Encoder(model)
@@ -209,6 +214,7 @@ def main() -> None:
     ap.add_argument("--worker")
     ap.add_argument("--corpus")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if args.worker:
         print(json.dumps(run_trainer(args.worker, args.corpus, args.vocab[0], args.jobs)))
         return

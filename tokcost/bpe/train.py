@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +105,8 @@ def train(
     pattern, _ = resolve_pattern(config.pattern)
     t0 = time.perf_counter()
     counts = count_words(paths, pattern, jobs=config.jobs, progress=progress)
-    return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 
 
 def train_from_texts(
@@ -132,8 +134,12 @@ def train_from_counts(
     progress: ProgressFn | None = None,
     *,
     seconds_pretokenize: float = 0.0,
+    consume: bool = False,
 ) -> TrainResult:
-    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``)."""
+    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``).
+
+    ``consume=True`` empties ``word_counts`` (a dict) while reading it, to save memory.
+    """
     check_config(config)
     pattern, pattern_name = resolve_pattern(config.pattern)
     if not word_counts:
@@ -161,16 +167,24 @@ def train_from_counts(
     words: list[str] = []
     counts: list[int] = []
     total = 0
-    for word, n in word_counts.items():
-        words.append(word.encode("utf-8").decode("latin-1").translate(table))
-        counts.append(n)
-        total += n
+    if consume and isinstance(word_counts, dict):
+        # Empty the caller's dict as we go, so the two forms of the corpus never
+        # sit in memory together (the word order does not change the merges).
+        while word_counts:
+            word, n = word_counts.popitem()
+            words.append(word.encode("utf-8").decode("latin-1").translate(table))
+            counts.append(n)
+            total += n
+    else:
+        for word, n in word_counts.items():
+            words.append(word.encode("utf-8").decode("latin-1").translate(table))
+            counts.append(n)
+            total += n
     distinct = len(words)
 
     # 3. Pair counts and, per pair, the words that hold it (each word once).
-    pair_counts: dict[str, int] = {}
+    pair_counts: defaultdict[str, int] = defaultdict(int)
     where: dict[str, list[int]] = {}
-    pc_get = pair_counts.get
     where_get = where.get
     for iw, w in enumerate(words):
         if len(w) < 2:
@@ -178,7 +192,7 @@ def train_from_counts(
         c = counts[iw]
         for j in range(len(w) - 1):
             p = w[j : j + 2]
-            pair_counts[p] = pc_get(p, 0) + c
+            pair_counts[p] += c
             lst = where_get(p)
             if lst is None:
                 where[p] = [iw]
@@ -244,10 +258,10 @@ def train_from_counts(
                 if i > 0:
                     prev = r if i == prev_end else w[i - 1]
                     p = prev + left
-                    pair_counts[p] = pc_get(p, 0) - c
+                    pair_counts[p] -= c
                     if max_len is None or token_len[ord(prev)] + r_len <= max_len:
                         p = prev + r
-                        pair_counts[p] = pc_get(p, 0) + c
+                        pair_counts[p] += c
                         lst = added_get(p)
                         if lst is None:
                             added[p] = [iw]
@@ -256,10 +270,10 @@ def train_from_counts(
                 if i < last:
                     nxt = w[i + 2]
                     p = right + nxt
-                    pair_counts[p] = pc_get(p, 0) - c
+                    pair_counts[p] -= c
                     if max_len is None or token_len[ord(nxt)] + r_len <= max_len:
                         p = r + nxt
-                        pair_counts[p] = pc_get(p, 0) + c
+                        pair_counts[p] += c
                         lst = added_get(p)
                         if lst is None:
                             added[p] = [iw]
