@@ -20,9 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-import yaml
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tokcost.catalog.schema import (
     PACKAGE_PLACEHOLDERS,
@@ -37,6 +35,9 @@ from tokcost.catalog.schema import (
 )
 from tokcost.catalog.units import WEIGHT_DTYPE_BITS, parse_count, parse_size
 from tokcost.errors import CatalogError, TokcostError, suggest
+
+if TYPE_CHECKING:
+    import yaml
 
 T = TypeVar("T")
 PathKey = tuple[str | int, ...]
@@ -562,12 +563,16 @@ class ParsedFile:
 
 
 def _safe_loader() -> type[yaml.SafeLoader]:
+    import yaml  # imported on first load, so `import tokcost` stays light
+
     # CSafeLoader builds exactly the safe types SafeLoader does, in C.
     return cast(type[yaml.SafeLoader], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def parse_file(path: Path, *, strict: bool = True) -> tuple[ParsedFile, list[Problem]]:
     """Parse and check one catalog file; with ``strict`` raise on any problem."""
+    import yaml
+
     name = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -632,6 +637,8 @@ def _check_document(c: _Checker, data: Any, path: Path) -> ParsedFile:
 
 def _attach_lines(text: str, problems: list[Problem]) -> None:
     """Fill ``Problem.line`` from the YAML node tree (1-based line of the field)."""
+    import yaml
+
     try:
         root = yaml.compose(text, Loader=_safe_loader())
     except yaml.YAMLError:  # pragma: no cover - text already parsed once
@@ -649,6 +656,8 @@ def _attach_lines(text: str, problems: list[Problem]) -> None:
 
 
 def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode) and isinstance(key, str):
         for k, v in node.value:
             if getattr(k, "value", None) == key:
@@ -664,6 +673,8 @@ def duplicate_keys(path: Path) -> list[Problem]:
 
     Checked by ``models validate`` only: it needs a second pass over the node tree.
     """
+    import yaml
+
     text = path.read_text(encoding="utf-8")
     try:
         root = yaml.compose(text, Loader=_safe_loader())
