@@ -224,8 +224,9 @@ def test_dask_counts_equal_local(tmp_path: Path, cluster: Any) -> None:
 
     _corpus(tmp_path)
     toks = {s: get_tokenizer(s) for s in SPECS}
-    local = count_paths([str(tmp_path)], toks)
-    remote = count_paths_dask([str(tmp_path)], toks, client=cluster, shard_bytes=3000)
+    inputs = [str(tmp_path), str(tmp_path / "prose.txt")]  # a file twice: two rows, as locally
+    local = count_paths(inputs, toks)
+    remote = count_paths_dask(inputs, toks, client=cluster, shard_bytes=3000)
     assert _rows(remote) == _rows(local)
     assert remote.skipped == local.skipped
 

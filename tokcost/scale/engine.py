@@ -28,7 +28,15 @@ from tokcost.scale.mapreduce import (
     count_shard,
     pretokenize_shard,
 )
-from tokcost.scale.shards import SHARD_BYTES, Shard, expand_local, is_url, list_url, plan_shards
+from tokcost.scale.shards import (
+    MAX_SHARD_BYTES,
+    MIN_SHARD_BYTES,
+    Shard,
+    expand_local,
+    is_url,
+    list_url,
+    plan_shards,
+)
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
@@ -176,17 +184,18 @@ def count_paths_dask(
     exclude: Sequence[str] = (),
     gitignore: bool = True,
     allow_special: bool = False,
-    shard_bytes: int = SHARD_BYTES,
+    shard_bytes: int | None = None,
     timeout: float = CONNECT_TIMEOUT,
     client: Any = None,
     progress: ProgressFn | None = None,
 ) -> CountReport:
     """``tokcost.counting.count_paths`` on a Dask cluster: the same report, the same counts.
 
-    Files are cut into byte-range pieces of about ``shard_bytes`` (whole files
-    when a tokenizer is not streamable); workers build the tokenizers from their
-    specs. ``client``: an existing ``distributed.Client`` (else one is made from
-    ``scheduler``/``workers``). ``progress("count", bytes_done, bytes_total)``.
+    Files are cut into byte-range pieces of about ``shard_bytes`` (default: see
+    ``shard_size``; whole files when a tokenizer is not streamable); workers
+    build the tokenizers from their specs. ``client``: an existing
+    ``distributed.Client`` (else one is made from ``scheduler``/``workers``).
+    ``progress("count", bytes_done, bytes_total)``.
     """
     from tokcost.counting import CountReport, FileCount, Skipped
 
@@ -194,11 +203,14 @@ def count_paths_dask(
     files = _inputs(paths, include=include, exclude=exclude, gitignore=gitignore,
                     skipped=report.skipped)
     split = all(t.streamable for t in tokenizers.values())
-    shards = plan_shards([(p, size) for p, _, size in files], shard_bytes, split=split)
+    # A file named twice is read once and reported twice, as the local engine does.
+    unique = list({p: size for p, _, size in files}.items())
     merged: ShardCounts = {}
-    if shards:
-        total = sum(size for _, _, size in files)
+    if unique:
+        total = sum(size for _, size in unique)
         with _client(client, scheduler, workers, timeout) as cl:
+            size = shard_bytes or shard_size(total, cl)
+            shards = plan_shards(unique, size, split=split)
             done = 0
             parts = _gather(cl, count_shard, shards, specs=list(tokenizers),
                             allow_special=allow_special)
@@ -222,6 +234,16 @@ def count_paths_dask(
     return report
 
 
+def shard_size(total_bytes: int, client: Any) -> int:
+    """About 16 shards per worker thread, so the last round leaves few workers idle,
+    within ``[MIN_SHARD_BYTES, MAX_SHARD_BYTES]``.
+
+    2 workers and 200 MB -> 6.25 MB shards; 100 workers and 1 TB -> 64 MiB.
+    """
+    threads: int = max(1, sum(client.nthreads().values()))
+    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total_bytes // (16 * threads)))
+
+
 @contextmanager
 def _client(
     client: Any, scheduler: str | None, workers: int | None, timeout: float
@@ -242,7 +264,7 @@ def count_words_dask(
     *,
     scheduler: str | None = None,
     workers: int | None = None,
-    shard_bytes: int = SHARD_BYTES,
+    shard_bytes: int | None = None,
     timeout: float = CONNECT_TIMEOUT,
     client: Any = None,
     progress: ProgressFn | None = None,
@@ -270,10 +292,10 @@ def count_words_dask(
                 raise UsageError(f"training file not found: {name}") from None
     total = sum(size for _, size in files)
     counts: Counter[str] = Counter()
-    shards = plan_shards(files, shard_bytes)
-    if not shards:
+    if not files:
         return counts
     with _client(client, scheduler, workers, timeout) as cl:
+        shards = plan_shards(files, shard_bytes or shard_size(total, cl))
         done = 0
         for shard, part in _gather(cl, pretokenize_shard, shards, pattern=regex):
             counts.update(part)
@@ -289,7 +311,7 @@ def train_dask(
     *,
     scheduler: str | None = None,
     workers: int | None = None,
-    shard_bytes: int = SHARD_BYTES,
+    shard_bytes: int | None = None,
     timeout: float = CONNECT_TIMEOUT,
     client: Any = None,
     progress: ProgressFn | None = None,

@@ -28,9 +28,13 @@ from typing import IO, cast
 
 from tokcost.errors import InputError, UsageError
 
-#: Default bytes per shard (one Dask task); small enough to balance 2-100 workers
-#: on a corpus of a few GB, big enough that per-task overhead does not show.
+#: Default bytes per shard (one task) for ``plan_shards``. The Dask driver picks
+#: about 16 shards per worker thread within [MIN_SHARD_BYTES, MAX_SHARD_BYTES]:
+#: small enough that the last round leaves few workers idle, big enough that
+#: per-task overhead (about a millisecond) does not show.
 SHARD_BYTES = 32 << 20
+MIN_SHARD_BYTES = 1 << 20
+MAX_SHARD_BYTES = 64 << 20
 SCAN_BYTES = 4096  # window read around an offset to find a cut
 _GLOB_CHARS = frozenset("*?[")
 
