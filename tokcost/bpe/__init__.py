@@ -7,9 +7,12 @@ This is the public API of ``tokcost.bpe``. Training reproduces Hugging Face
 from tokcost.bpe.encode import Encoder as Encoder
 from tokcost.bpe.export import export_hf as export_hf
 from tokcost.bpe.export import export_tiktoken as export_tiktoken
+from tokcost.bpe.io import check_writable as check_writable
 from tokcost.bpe.io import load_any as load_any
 from tokcost.bpe.io import load_model as load_model
+from tokcost.bpe.io import render_token as render_token
 from tokcost.bpe.io import save_model as save_model
+from tokcost.bpe.io import vocab_path as vocab_path
 from tokcost.bpe.model import BPEModel as BPEModel
 from tokcost.bpe.pretokenize import PATTERNS as PATTERNS
 from tokcost.bpe.train import TrainerConfig as TrainerConfig

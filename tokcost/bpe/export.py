@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import base64
 import json
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from tokcost.bpe.io import atomic_write, check_writable
 from tokcost.bpe.model import BPEModel, to_byte_level
 
-_POSSESSIVE_INTERVAL = regex.compile(
-    r"(\\p\{\w+\}|\\[dswDSW]|\[(?:\\.|[^\]\\])*\]|[^\\()|])(\{\d+(?:,\d*)?\})\+"
-)
+if TYPE_CHECKING:
+    import regex
+
+# An atom (\\p{..}, a \\d-style escape, a [class] or one character), {n,m}, then "+".
+_POSSESSIVE_INTERVAL = r"(\\p\{\w+\}|\\[dswDSW]|\[(?:\\.|[^\]\\])*\]|[^\\()|])(\{\d+(?:,\d*)?\})\+"
 
 
 def hf_pattern(pattern: str) -> str:
@@ -39,7 +40,14 @@ def hf_pattern(pattern: str) -> str:
     >>> hf_pattern(r"\\p{N}{1,3}+|\\s")
     '(?>\\\\p{N}{1,3})|\\\\s'
     """
-    return _POSSESSIVE_INTERVAL.sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
+    return _possessive_interval().sub(lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
+
+
+@lru_cache(maxsize=1)
+def _possessive_interval() -> regex.Pattern[str]:
+    import regex
+
+    return regex.compile(_POSSESSIVE_INTERVAL)
 
 
 def tiktoken_lines(model: BPEModel) -> str:

@@ -17,7 +17,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from rich.progress import Task
 
-    from tokcost.bpe.model import BPEModel
+    from tokcost.bpe import BPEModel
 
 bpe_app = typer.Typer(
     name="bpe",
@@ -83,8 +83,12 @@ def _progress() -> Iterator[Any]:
 @bpe_app.command("train")
 def train_cmd(
     files: Annotated[
-        list[str], typer.Argument(help="UTF-8 text files to train on (with --engine dask also "
-                                  "globs and fsspec URLs such as s3://...).", show_default=False)
+        list[str],
+        typer.Argument(
+            help="UTF-8 text files to train on (with --engine dask also "
+            "globs and fsspec URLs such as s3://...).",
+            show_default=False,
+        ),
     ],
     vocab_size: Annotated[
         int,
@@ -116,14 +120,21 @@ def train_cmd(
         int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
     ] = 1,
     engine: Annotated[
-        str, typer.Option("--engine", help="local, or dask: pre-tokenize on a Dask cluster "
-                          "(--scheduler ADDRESS, else --jobs local worker processes); the "
-                          "merges are identical.")
+        str,
+        typer.Option(
+            "--engine",
+            help="local, or dask: pre-tokenize on a Dask cluster "
+            "(--scheduler ADDRESS, else --jobs local worker processes); the "
+            "merges are identical.",
+        ),
     ] = "local",
     scheduler: Annotated[
         str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (tcp://HOST:8786) for "
-                     "--engine dask.", show_default=False),
+        typer.Option(
+            "--scheduler",
+            help="Dask scheduler address (tcp://HOST:8786) for --engine dask.",
+            show_default=False,
+        ),
     ] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -138,8 +149,7 @@ def train_cmd(
 
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
     """
-    from tokcost.bpe.io import check_writable, save_model, vocab_path
-    from tokcost.bpe.train import TrainerConfig, train
+    from tokcost.bpe import TrainerConfig, check_writable, save_model, train, vocab_path
 
     if jobs < 1:
         raise UsageError("--jobs must be 1 or more")
@@ -157,8 +167,13 @@ def train_cmd(
         if engine == "dask" or scheduler:
             from tokcost.scale import train_dask
 
-            result = train_dask(files, config, scheduler=scheduler,
-                                workers=jobs if jobs > 1 else None, progress=callback)
+            result = train_dask(
+                files,
+                config,
+                scheduler=scheduler,
+                workers=jobs if jobs > 1 else None,
+                progress=callback,
+            )
         elif engine != "local":
             raise UsageError(f"unknown --engine {engine!r}: use local or dask")
         else:
@@ -237,7 +252,7 @@ def encode_cmd(
       cat notes.txt | tokcost bpe encode tok.bpe --json
     """
     from tokcost.adapters.bpe import BPETokenizer
-    from tokcost.bpe.io import load_any
+    from tokcost.bpe import load_any
 
     bpe = load_any(model, pattern=pattern)
     tok = BPETokenizer(bpe, model, use_tiktoken=not reference)
@@ -265,8 +280,7 @@ def decode_cmd(
 
       tokcost bpe encode tok.bpe "hi" | tokcost bpe decode tok.bpe
     """
-    from tokcost.bpe.encode import Encoder
-    from tokcost.bpe.io import load_any
+    from tokcost.bpe import Encoder, load_any
 
     raw = ids if ids else sys.stdin.read().replace(",", " ").split()
     try:
@@ -282,7 +296,7 @@ def decode_cmd(
 
 
 def _inspect(model: BPEModel, source: str, top: int) -> dict[str, Any]:
-    from tokcost.bpe.io import render_token
+    from tokcost.bpe import render_token
 
     dec = model.decoder
     longest = sorted(model.ranks, key=lambda b: (-len(b), model.ranks[b]))[:top]
@@ -328,7 +342,7 @@ def inspect_cmd(
     """
     from rich.table import Table
 
-    from tokcost.bpe.io import load_any
+    from tokcost.bpe import load_any
 
     info = _inspect(load_any(model, pattern=pattern), model, top)
     if json_out:
@@ -381,8 +395,7 @@ def export_cmd(
 
       tokcost bpe export tok.bpe --format tiktoken -o tok.tiktoken
     """
-    from tokcost.bpe.export import export_hf, export_tiktoken
-    from tokcost.bpe.io import load_any
+    from tokcost.bpe import export_hf, export_tiktoken, load_any
 
     if fmt not in ("hf", "tiktoken"):
         raise UsageError(f"--format must be hf or tiktoken, not {fmt!r}")
