@@ -9,6 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tokcost.catalog import load_catalog
@@ -290,3 +292,36 @@ def test_totals_equal_genai_prices_calculator(
         batch=batch,
     ).total
     assert ours == theirs
+
+
+# --- properties ------------------------------------------------------------------------
+
+PRICED = [m.id for m in load_catalog().models if m.pricing is not None]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    model_id=st.sampled_from(PRICED),
+    prompt=st.integers(0, 400_000),
+    cached_share=st.fractions(0, 1),
+    output=st.integers(0, 50_000),
+    requests=st.integers(1, 1000),
+)
+def test_pricing_properties(
+    model_id: str, prompt: int, cached_share: object, output: int, requests: int
+) -> None:
+    entry = load_catalog().resolve(model_id)
+    cached = int(prompt * cached_share)  # type: ignore[operator]
+    one = estimate_cost(entry, input_tokens=prompt, cached_tokens=cached, output_tokens=output)
+    many = estimate_cost(
+        entry, input_tokens=prompt, cached_tokens=cached, output_tokens=output, requests=requests
+    )
+    assert many.total == one.total * requests  # exact: Decimal, no float drift
+    assert one.total >= 0
+    # caching never costs more than sending the same prompt uncached
+    assert one.total <= estimate_cost(entry, input_tokens=prompt, output_tokens=output).total
+    if entry.pricing is not None and entry.pricing.batch_discount is not None:
+        batched = estimate_cost(
+            entry, input_tokens=prompt, cached_tokens=cached, output_tokens=output, batch=True
+        )
+        assert batched.total <= one.total
