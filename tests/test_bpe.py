@@ -446,3 +446,38 @@ def test_adapter(trained: BPEModel, tmp_path: Path) -> None:
         train_from_texts(["ab ab"], TrainerConfig(vocab_size=257, pattern=r"\w+")).model, "u"
     )
     assert not user.streamable and not user.releases_gil
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    words=st.lists(st.text(alphabet="abc", min_size=1, max_size=10), min_size=2, max_size=20),
+    picks=st.lists(st.integers(min_value=0, max_value=19), min_size=1, max_size=60),
+    extra=st.integers(min_value=1, max_value=120),
+)
+def test_merges_identical_to_hf_on_random_corpora(
+    words: list[str], picks: list[int], extra: int
+) -> None:
+    """Property oracle: many ties and overlapping pairs (aaa, abab), same merges as HF."""
+    import tempfile
+
+    text = " ".join(words[i % len(words)] for i in picks) + "\n"
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "c.txt"
+        path.write_text(text, encoding="utf-8")
+        hf_vocab, hf_merges = hf_train(path, 256 + extra, PATTERNS["gpt2"])
+        model = train([path], TrainerConfig(vocab_size=256 + extra, pattern="gpt2")).model
+    assert as_hf(model) == (hf_vocab, hf_merges)
+
+
+def test_interrupted_write_leaves_nothing(
+    trained: BPEModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    def ctrl_c(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        save_model(trained, tmp_path / "tok.bpe")
+    assert list(tmp_path.iterdir()) == []

@@ -159,3 +159,21 @@ def test_count_with_bpe_spec(model: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["count", str(f), "-t", f"bpe:{model}", "--json"])
     assert result.exit_code == 0, result.output
     assert '"bpe:' in result.stdout
+
+
+def test_ctrl_c_during_training_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tokcost.bpe
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tokcost.bpe, "train", interrupted)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    result = runner.invoke(
+        app, ["bpe", "train", str(corpus), "-v", "300", "-o", str(tmp_path / "x.bpe")]
+    )
+    assert result.exit_code == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
