@@ -212,6 +212,19 @@ def test_unknown_language_code_is_shown_as_given(tmp_path: Path) -> None:
     assert sample is not None and sample.label == "qq-Zzzz" and sample.has_words
 
 
+def test_folder_with_a_broken_index(tmp_path: Path) -> None:
+    folder = _write(tmp_path / "t", {"en.txt": EN, "index.yaml": "files:\n  - path: en.txt\n"})
+    with pytest.raises(InputError, match="entry 1 needs a 'path' and a 'code'"):
+        load_dir(folder)
+    (folder / "index.yaml").write_text("files:\n  - {path: en.txt, code: en}\n"
+                                       "  - {path: gone.txt, code: xx}\n")
+    with pytest.raises(InputError, match="cannot read .*gone.txt"):
+        load_dir(folder)
+    (folder / "index.yaml").write_text("files: [{path: en.txt, code: en}]\n")
+    (group,) = load_dir(folder)
+    assert group.kind == "prose" and group.baseline == "en"
+
+
 def test_folder_without_txt_files(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no <lang>\.txt files"):
         load_dir(_write(tmp_path / "t", {"a.md": "x"}))

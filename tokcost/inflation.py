@@ -305,7 +305,12 @@ def load_index(folder: Path, *, kinds: Sequence[str] | None = None,
     declared = doc.get("kinds") or {}
     wanted = list(kinds) if kinds else [k for k in KINDS if k in declared] or list(KINDS)
     by_kind: dict[str, list[Sample]] = {k: [] for k in wanted}
-    for entry in doc["files"]:
+    for number, entry in enumerate(doc["files"], start=1):
+        if not isinstance(entry, dict) or not entry.get("path") or not entry.get("code"):
+            raise InputError(
+                f"{index_path}: files entry {number} needs a 'path' and a 'code' "
+                f"(see corpora/index.yaml)"
+            )
         kind = str(entry.get("kind", "prose"))
         if kind not in by_kind:
             continue
