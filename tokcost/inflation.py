@@ -580,6 +580,16 @@ def display_name(sample: Sample) -> str:
     return label if label.lower() == sample.code.lower() else f"{label} ({sample.code})"
 
 
+def check_plot_path(path: Path, *, force: bool = False) -> None:
+    """Fail before any counting when the picture could not be written."""
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"--plot needs a .png or .svg file name, got '{path.name}'")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise UsageError(f"folder {path.parent} does not exist; create it first")
+
+
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     """Draw the premium of every sample, one horizontal bar per tokenizer, to PNG/SVG.
 
@@ -592,13 +602,8 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
 
     from tokcost.errors import MissingDependency
 
+    check_plot_path(path, force=force)
     suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        raise UsageError(f"--plot needs a .png or .svg file name, got '{path.name}'")
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.exists():
-        raise UsageError(f"folder {path.parent} does not exist; create it first")
     try:
         import matplotlib
 

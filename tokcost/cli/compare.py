@@ -284,6 +284,8 @@ def compare(
             raise UsageError(f"unknown --kind '{k}'; use one of {', '.join(inflation.KINDS)}")
     if builtin and sources:
         raise UsageError("pass either --builtin or folders/files, not both")
+    if plot is not None:
+        inflation.check_plot_path(plot, force=force)
 
     if not sources:
         groups = inflation.load_builtin(kinds=kind, baseline=baseline)
