@@ -155,6 +155,8 @@ def _render(r: KvEstimate) -> None:
     from rich import box
     from rich.table import Table
 
+    from tokcost.cli.models import print_wide
+
     lay = r.layout
     counts = lay.counts
     kinds = []
@@ -197,7 +199,7 @@ def _render(r: KvEstimate) -> None:
         if has_decode and row.decode is not None:
             cells.append(f"{row.decode.tokens_per_s:,.0f}")
         table.add_row(*cells)
-    out.print(table)
+    print_wide(table)
     if r.fit is not None:
         f = r.fit
         if f.memory_bytes is not None and f.util is not None:

@@ -46,7 +46,7 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
     return spec if entry.tokenizer_exact else f"≈{spec}"
 
 
-def _print_wide(table: Table) -> None:
+def print_wide(table: Table) -> None:
     """Tables of ids and specs must not be cut to 80 columns when piped to a file."""
     if out.is_terminal:
         out.print(table)
@@ -216,7 +216,7 @@ def list_models(
             f"{m.pricing.output:.2f}" if m.pricing else "",
             "yes" if m.architecture else "",
         )
-    _print_wide(table)
+    print_wide(table)
     out.print(
         f"{len(entries)} models; ≈ = proxy tokenizer, counts approximate; kv = architecture known"
     )
