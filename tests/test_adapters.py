@@ -237,3 +237,30 @@ def test_mistral_real_sentencepiece_model() -> None:
     tok = get_tokenizer(f"sp:{path}")
     text = "Tokens cost money; Mistral's tokenizer splits this sentence."
     assert tok.encode(text) == real.encode(text)
+
+
+@pytest.mark.parametrize("name", ["tekken_240718.json", "tekken_240911.json"])
+def test_tekken_equals_mistral_common(name: str) -> None:
+    """tekken: ids equal mistral-common's own Tekkenizer (the oracle), offset included."""
+    mc = pytest.importorskip("mistral_common")
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    path = Path(mc.__file__).parent / "data" / name
+    if not path.is_file():
+        pytest.skip(f"this mistral-common version does not ship {name}")
+    real = MistralTokenizer.from_file(str(path)).instruct_tokenizer.tokenizer
+    tok = get_tokenizer(f"tekken:{path}")
+    for text in ["Counting 12345 tokens, l'été!", "x <s> [INST] y", "東京の朝\r\n\ttab", ""]:
+        ids = real.encode(text, bos=False, eos=False)
+        assert tok.encode(text) == ids
+        assert tok.count(text) == len(ids)
+        assert tok.decode(ids) == text
+    with pytest.raises(TokcostError, match="special or unknown"):
+        tok.decode([1])
+
+
+def test_tekken_bad_file(tmp_path: Path) -> None:
+    bad = tmp_path / "tekken.json"
+    bad.write_text('{"vocab": []}')
+    with pytest.raises(TokenizerDataError, match="not a Mistral Tekken"):
+        get_tokenizer(f"tekken:{bad}")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tokcost import get_tokenizer
 from tokcost.adapters.openai_encodings import PATTERNS
+from tokcost.adapters.tekken import TEKKEN_PATTERN
 from tokcost.counting import TextStream, count_paths, find_boundary, split_text, walk
 from tokcost.errors import InputError, UsageError
 
@@ -29,10 +30,10 @@ texts = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
 @settings(max_examples=400, deadline=None)
 @given(text=texts, size=st.integers(2, 12))
 def test_split_points_never_change_pretokenization(text: str, size: int) -> None:
-    """Cutting at find_boundary points gives the same pieces for gpt2, cl100k and o200k."""
+    """Cutting at find_boundary points gives the same pieces for gpt2, cl100k, o200k, Tekken."""
     parts = split_text(text, size)
     assert "".join(parts) == text
-    for pattern in PATTERNS.values():
+    for pattern in [*PATTERNS.values(), TEKKEN_PATTERN]:
         rx = regex.compile(pattern)
         assert [p for part in parts for p in rx.findall(part)] == rx.findall(text)
 

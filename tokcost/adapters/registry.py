@@ -23,6 +23,7 @@ FAMILIES: dict[str, str] = {
     "hf": "tokcost.adapters.hf:load",
     "sp": "tokcost.adapters.sp:load",
     "bpe": "tokcost.adapters.bpe:load",
+    "tekken": "tokcost.adapters.tekken:load",
 }
 
 TIKTOKEN_NAMES = (
@@ -45,6 +46,7 @@ def known_specs() -> list[str]:
         "hf:PATH/tokenizer.json",
         "hf:ORG/REPO",
         "sp:PATH.model",
+        "tekken:PATH.json",
         "bpe:PATH",
         "model:ID",
     ]
