@@ -151,3 +151,16 @@ def test_python_dash_m_and_tokcount_script(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "tokcost", "count", str(tmp_path / "x.txt"),
                           "--total"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "2"
+
+
+def test_every_listed_command_loads_and_has_help(runner) -> None:  # type: ignore[no-untyped-def]
+    """The root help lists commands from a table without importing them; each must load."""
+    from tokcost.cli.app import COMMANDS
+
+    listed = runner.invoke(app, ["--help"]).stdout
+    for name in COMMANDS:
+        assert f"  {name} " in listed
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0, (name, result.output)
+        assert "Usage" in result.stdout
+    assert runner.invoke(app, ["no-such-command"]).exit_code == 2

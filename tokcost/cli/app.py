@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Annotated, Any
@@ -15,10 +16,21 @@ from tokcost.errors import TokcostError
 
 
 class TokcostGroup(TyperGroup):
-    """Turns every TokcostError into one line on stderr and its exit code (DESIGN §3).
-
-    ``TOKCOST_DEBUG=1`` lets the traceback through instead.
+    """Loads commands lazily and turns every TokcostError into one line on stderr
+    and its exit code (DESIGN §3). ``TOKCOST_DEBUG=1`` lets the traceback through.
     """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in COMMANDS:
+            return _load_command(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
     def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors click)
         try:
@@ -71,32 +83,40 @@ def _root(
     """
 
 
-def _register() -> None:
-    # One line per command module; each module only defines its commands.
-    from tokcost.cli import check, count
+# Commands are imported only when used: `tokcost --help` lists them from this
+# table, so start-up does not pay for the catalog, YAML, pricing or tokenizers.
+# name -> (modules whose register() adds the command, in order; one-line help)
+COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
+    "compare": (("tokcost.cli.compare",),
+                "Token inflation across languages, scripts, code and data."),
+    "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
+    "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate"),
+              "KV-cache memory: estimate per model and GPU, simulate paged allocation."),
+    "models": (("tokcost.cli.models",), "The model catalog: list, show, validate, sync prices."),
+    "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),
+    "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
+    "generate": (("tokcost.cli.generate",),
+                 "Run the numpy reference transformer with a real KV cache."),
+}
 
-    count.register(app)
-    from tokcost.cli import bpe
-
-    bpe.register(app)
-    from tokcost.cli import kvmem
-
-    kvmem.register(app)
-    from tokcost.cli import models, price
-
-    models.register(app)
-    price.register(app)
-    check.register(app)
-    from tokcost.cli import compare
-
-    compare.register(app)
-    from tokcost.cli import generate, simulate
-
-    generate.register(app)
-    simulate.register(app)  # adds `kvmem simulate`, so after kvmem
+# Loaded commands, per process: registering twice would add `kvmem simulate` twice.
+_loaded: dict[str, Any] = {}
 
 
-_register()
+def _load_command(name: str) -> Any:
+    if name not in _loaded:
+        modules, _ = COMMANDS[name]
+        holder = typer.Typer()
+        for module in modules:
+            importlib.import_module(module).register(holder)
+        built = typer.main.get_command(holder)
+        # A holder with one plain command becomes that command; otherwise a group.
+        sub = getattr(built, "commands", {}).get(name)
+        _loaded[name] = sub if sub is not None else built
+    return _loaded[name]
+
+
 
 
 def main() -> None:
