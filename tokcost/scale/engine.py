@@ -75,9 +75,9 @@ def dask_client(
     if scheduler:
         try:
             client = distributed.Client(scheduler, timeout=f"{timeout}s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError):
             raise ClusterError(
-                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s ({exc}); "
+                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
                 "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
                 "or leave out --scheduler to run on this machine"
             ) from None
