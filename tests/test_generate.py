@@ -30,8 +30,9 @@ def run_json(*args: str) -> dict[str, object]:
     [
         pytest.param([], id="greedy"),
         pytest.param(["--temperature", "0.9", "--top-k", "40", "--seed", "11"], id="top-k"),
-        pytest.param(["--temperature", "1.0", "--top-p", "0.9", "--seed", "5", "--n", "3"],
-                     id="top-p-n3"),
+        pytest.param(
+            ["--temperature", "1.0", "--top-p", "0.9", "--seed", "5", "--n", "3"], id="top-p-n3"
+        ),
     ],
 )
 def test_cache_modes_give_the_same_text(sampling: list[str]) -> None:
@@ -46,8 +47,10 @@ def test_json_cache_bytes_equal_kvmem_estimate() -> None:
     kv = data["kv_cache"]
     assert isinstance(kv, dict)
     assert kv["matches"] is True
-    assert kv["bytes"] == kv["estimate_bytes"] == kv_cache_bytes(
-        arch, kv["tokens"], "fp32", block_size=4
+    assert (
+        kv["bytes"]
+        == kv["estimate_bytes"]
+        == kv_cache_bytes(arch, kv["tokens"], "fp32", block_size=4)
     )
     assert kv["tokens"] == data["prompt_tokens"] + 5  # type: ignore[operator]
     contiguous = run_json("--cache", "contiguous")["kv_cache"]
@@ -57,8 +60,9 @@ def test_json_cache_bytes_equal_kvmem_estimate() -> None:
 
 
 def test_parallel_samples_share_blocks_in_json() -> None:
-    data = run_json("--cache", "paged", "--block-size", "2", "--n", "4", "--temperature", "1",
-                    "--seed", "3")
+    data = run_json(
+        "--cache", "paged", "--block-size", "2", "--n", "4", "--temperature", "1", "--seed", "3"
+    )
     kv = data["kv_cache"]
     assert isinstance(kv, dict)
     assert kv["blocks"] < kv["logical_blocks"]
@@ -84,8 +88,17 @@ def test_explain_shows_each_step() -> None:
     )
     assert res.exit_code == 0, res.output
     text = res.stdout
-    for needle in ("prompt:", "step 1:", "step 2:", "█", "cache:", "blocks of 4",
-                   "kvmem estimate", "attention L0: h0→", "attention L3:"):
+    for needle in (
+        "prompt:",
+        "step 1:",
+        "step 2:",
+        "█",
+        "cache:",
+        "blocks of 4",
+        "kvmem estimate",
+        "attention L0: h0→",
+        "attention L3:",
+    ):
         assert needle in text, needle
 
 
@@ -140,3 +153,34 @@ def test_shipped_weights_and_tokenizer_match_the_catalog() -> None:
     assert entry.tokenizer is not None
     spec = resolve_spec(entry.tokenizer)
     assert Path(spec.partition(":")[2]).exists()
+
+
+# Greedy continuation of PROMPT by the shipped tiny-ref weights: pinned so that a
+# change of weights, tokenizer or forward pass shows up here.
+GOLDEN_PROMPT_IDS = [36, 881, 88, 285, 289, 77, 543, 448, 275, 76, 320, 75, 293, 386, 262, 88]
+GOLDEN_NEW_IDS = [13, 198, 198, 51, 344, 293, 386, 262]  # ".\n\nThe baker"
+
+
+def test_golden_greedy_continuation_of_shipped_model() -> None:
+    if not shipped_weights("tiny-ref").exists():
+        pytest.skip("tiny-ref weights not trained yet")
+    data = run_json("--max-new-tokens", "8", "--cache", "paged")
+    assert data["prompt_ids"] == GOLDEN_PROMPT_IDS
+    assert data["samples"][0]["token_ids"] == GOLDEN_NEW_IDS  # type: ignore[index]
+
+
+def test_shipped_model_is_trained() -> None:
+    """Perplexity on a corpus sentence is far below the uniform 1024."""
+    if not shipped_weights("tiny-ref").exists():
+        pytest.skip("tiny-ref weights not trained yet")
+    from tokcost.reference.from_catalog import load_model, load_tokenizer
+
+    entry = load_catalog().resolve("tiny-ref")
+    model = load_model(entry).model
+    ids = load_tokenizer(entry, model.cfg).encode(
+        "Every morning the small bakery on the corner opens at six o'clock."
+    )
+    logits = model.forward(np.asarray([ids[:-1]])).logits[0].astype(np.float64)  # (T, V)
+    logz = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+    nll = float(np.mean(logz - logits[np.arange(len(ids) - 1), ids[1:]]))
+    assert np.exp(nll) < 100

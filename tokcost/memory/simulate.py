@@ -607,6 +607,9 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = F
     os.close(fd)
     try:
         fig.savefig(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600; a plot is for sharing
         os.replace(tmp, path)
     finally:
         plt.close(fig)

@@ -113,6 +113,9 @@ def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "f
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez_compressed(fh, __format__=np.array(FORMAT), **arrays)  # type: ignore[arg-type]
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
