@@ -361,3 +361,13 @@ def test_dask_reads_file_urls(tmp_path: Path, cluster: Any) -> None:
     want = {f.path: f.tokens for f in local.files if f.path.endswith(".txt")}
     got = {f.path.removeprefix("file://"): f.tokens for f in remote.files}
     assert got == want
+
+
+def test_a_worker_error_reaches_the_driver_as_the_same_error(tmp_path: Path, cluster: Any) -> None:
+    from tokcost.errors import InputError
+    from tokcost.scale import count_words_dask
+
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("café crème\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1.txt is not UTF-8 text \(byte 3\)"):
+        count_words_dask([str(bad)], "o200k", client=cluster)

@@ -94,7 +94,7 @@ def dask_client(
         processes=True,
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",  # loopback, any free port (8787 may be taken)
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,  # task errors reach the user once, as a TokcostError
     )
     try:
         client = distributed.Client(cluster)
