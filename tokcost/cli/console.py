@@ -26,6 +26,14 @@ class _LazyConsole:
             self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
         return getattr(self._console, name)
 
+    # rich's Live display (progress bars) enters the console as a context manager;
+    # special methods are looked up on the type, so __getattr__ does not forward them.
+    def __enter__(self) -> Any:
+        return self.__getattr__("__enter__")()
+
+    def __exit__(self, *exc: object) -> None:
+        self.__getattr__("__exit__")(*exc)
+
 
 # Data goes to stdout, diagnostics and progress to stderr, so pipes stay clean.
 out = cast("Console", _LazyConsole(stderr=False))

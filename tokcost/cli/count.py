@@ -174,12 +174,18 @@ def count(
     from tokcost.counting import count_paths
 
     if engine == "dask" or scheduler:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
         from tokcost.scale import count_paths_dask
 
-        report = count_paths_dask(inputs, toks, scheduler=scheduler,
-                                  workers=jobs if jobs > 1 else None,
-                                  include=include or [], exclude=exclude or [],
-                                  gitignore=not no_gitignore, allow_special=allow_special)
+        with Progress(TextColumn("counting on dask"), BarColumn(), DownloadColumn(),
+                      console=err, transient=True, disable=not progress_enabled()) as bar:
+            task = bar.add_task("count", total=None)
+            report = count_paths_dask(
+                inputs, toks, scheduler=scheduler, workers=jobs if jobs > 1 else None,
+                include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
+                allow_special=allow_special,
+                progress=lambda _, done, total: bar.update(task, completed=done, total=total))
     elif engine != "local":
         raise UsageError(f"unknown --engine {engine!r}: use local or dask")
     else:
