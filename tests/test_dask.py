@@ -371,3 +371,14 @@ def test_a_worker_error_reaches_the_driver_as_the_same_error(tmp_path: Path, clu
     bad.write_bytes("café crème\n".encode("latin-1"))
     with pytest.raises(InputError, match=r"latin1.txt is not UTF-8 text \(byte 3\)"):
         count_words_dask([str(bad)], "o200k", client=cluster)
+
+
+def test_a_scheduler_without_workers_is_a_clear_error() -> None:
+    distributed = pytest.importorskip("distributed")
+    from tokcost.scale import ClusterError, dask_client
+
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0", silence_logs=50) as empty, \
+            pytest.raises(ClusterError, match="has no workers after 1 s; start some with"), \
+            dask_client(empty.scheduler_address, timeout=1.0):
+        pass

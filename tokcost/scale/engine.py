@@ -18,6 +18,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,13 @@ def dask_client(
         except ValueError as exc:
             raise UsageError(f"bad --scheduler address {scheduler!r}: {exc}") from None
         try:
+            try:
+                client.wait_for_workers(1, timeout=timeout)
+            except (OSError, TimeoutError):
+                raise ClusterError(
+                    f"the Dask scheduler at {scheduler} has no workers after {timeout:g} s; "
+                    f"start some with `dask worker {scheduler}`"
+                ) from None
             yield client
         finally:
             client.close()
@@ -122,7 +130,7 @@ def _gather(
                     f"workers kept dying on one shard ({exc}); give them more memory "
                     "or use smaller shards"
                 ) from None
-            except distributed.client.FutureCancelledError as exc:
+            except CancelledError as exc:  # the scheduler or a remote client cancelled it
                 raise ClusterError(f"the cluster dropped the work: {exc}") from None
             yield shard_of[fut.key], result
             fut.release()
