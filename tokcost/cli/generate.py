@@ -146,9 +146,12 @@ def generate(
             f"KV cache: {tokens} tokens x {samples} sample(s), {result.cache_bytes:,} B held; "
             f"kvmem estimate {estimate['estimate_bytes']:,} B"
         )
+        if estimate.get("saved_by_sharing"):
+            line += f" unshared (sharing saved {estimate['saved_by_sharing']:,} B)"
         if result.cache_blocks is not None:
             line += (
-                f"; {result.cache_blocks} blocks of {block_size} "
+                f"; {result.cache_blocks} block{'s' if result.cache_blocks != 1 else ''} "
+                f"of {block_size} "
                 f"({result.logical_blocks} without sharing, {result.copy_on_write} copied on write)"
             )
         (out if explain else _stderr()).print(line, markup=False)
@@ -239,12 +242,14 @@ class _Streamer:
 
     def __init__(self, tok: Tokenizer, prompt_ids: list[int]) -> None:
         self.tok = tok
+        self.prompt = prompt_ids
         self.ids: list[int] = []
         self.shown = 0
-        sys.stdout.write(tok.decode(prompt_ids))
-        sys.stdout.flush()
 
     def push(self, token_id: int) -> None:
+        if not self.ids:
+            # The prompt is echoed with the first token, after every input check passed.
+            sys.stdout.write(self.tok.decode(self.prompt))
         self.ids.append(token_id)
         text = self.tok.decode(self.ids)
         if text.endswith("\ufffd"):
@@ -254,6 +259,8 @@ class _Streamer:
         self.shown = len(text)
 
     def finish(self) -> None:
+        if not self.ids:
+            sys.stdout.write(self.tok.decode(self.prompt))
         text = self.tok.decode(self.ids)
         sys.stdout.write(text[self.shown :] + "\n")
         sys.stdout.flush()

@@ -168,7 +168,8 @@ def generate(
     total = len(prompt) + max_new_tokens
     if total > cfg.context_window:
         raise PromptTooLong(
-            f"the prompt is {len(prompt)} tokens and --max-new-tokens {max_new_tokens} needs "
+            f"the prompt is {len(prompt)} token{'s' if len(prompt) != 1 else ''} and "
+            f"--max-new-tokens {max_new_tokens} needs "
             f"{total} positions, but the context window is {cfg.context_window}; shorten the "
             "prompt or lower --max-new-tokens"
         )
