@@ -184,3 +184,24 @@ def test_shipped_model_is_trained() -> None:
     logz = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
     nll = float(np.mean(logz - logits[np.arange(len(ids) - 1), ids[1:]]))
     assert np.exp(nll) < 100
+
+
+def test_other_catalog_model_runs_on_seeded_weights(tmp_path: Path) -> None:
+    cat = tmp_path / "models.yaml"
+    cat.write_text(
+        "version: 1\n"
+        "models:\n"
+        "  - id: mini\n"
+        "    tokenizer: hf:tokcost/reference/data/tiny_ref_tokenizer.json\n"
+        "    context_window: 64\n"
+        "    architecture: {layers: 1, hidden_size: 32, attention_heads: 2, kv_heads: 1,\n"
+        "                   head_dim: 16, vocab_size: 1024}\n"
+        "gpus: []\n"
+    )
+    args = ["generate", "Hello", "-m", "mini", "--catalog", str(cat), "--max-new-tokens", "3"]
+    res = runner.invoke(app, [*args, "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    assert "random (seed 1)" in res.stderr
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert data["weights"] == "random (seed 0)"
+    assert data["kv_cache"]["bytes"] == 2 * 1 * 16 * 4 * 16  # one 16-token block, fp32
