@@ -223,3 +223,26 @@ def test_cli_plot_writes_the_chart(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["waste.png"]  # no temp file left
+
+
+def test_poisson_arrivals_are_seeded_and_ordered() -> None:
+    a = requests_from_distribution("fixed:10,5", 50, seed=3, rate=0.1)
+    assert a == requests_from_distribution("fixed:10,5", 50, seed=3, rate=0.1)
+    arrivals = [r.arrival for r in a]
+    assert arrivals[0] == 0 and arrivals == sorted(arrivals) and arrivals[-1] > 100
+    with pytest.raises(UsageError, match="--rate"):
+        requests_from_distribution("fixed:10,5", 5, rate=0)
+
+
+def test_idle_memory_between_arrivals_is_not_waste() -> None:
+    # Two requests far apart never compete: no step is saturated, the simulation
+    # skips the idle gap, and each request runs its 5 steps.
+    reqs = [Request(10, 5, arrival=0), Request(10, 5, arrival=1000)]
+    r = simulate(reqs, capacity_tokens=64, policy="paged", block_size=4)
+    assert r.steps == 10 and r.saturated_steps == 0 and r.peak_batch == 1
+
+
+def test_trace_arrivals(tmp_path: Path) -> None:
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"prompt_tokens": 4, "output_tokens": 2, "arrival": 7}\n')
+    assert load_requests(f) == [Request(4, 2, 1, 7)]

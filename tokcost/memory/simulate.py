@@ -57,6 +57,7 @@ class Request:
     prompt_tokens: int
     output_tokens: int
     n: int = 1
+    arrival: int = 0  # decode step at which the request arrives
 
     @property
     def total(self) -> int:
@@ -78,6 +79,7 @@ class PolicyReport:
     peak_batch: int  # most sequences running at once
     mean_batch: float
     steps: int
+    saturated_steps: int  # steps in which requests waited for memory (the averaged ones)
     completed: int
     preemptions: int
     prefix_sharing_saved: float | None  # paged with n > 1: share of blocks saved
@@ -95,6 +97,7 @@ class PolicyReport:
             "peak_batch": self.peak_batch,
             "mean_batch": round(self.mean_batch, 3),
             "steps": self.steps,
+            "saturated_steps": self.saturated_steps,
             "completed": self.completed,
             "preemptions": self.preemptions,
             "prefix_sharing_saved": (
@@ -119,15 +122,23 @@ class StepSample:
 
 
 def requests_from_distribution(
-    name: str, count: int, *, seed: int = 0, max_len: int = 2048, n: int = 1
+    name: str,
+    count: int,
+    *,
+    seed: int = 0,
+    max_len: int = 2048,
+    n: int = 1,
+    rate: float | None = None,
 ) -> list[Request]:
     """``count`` requests drawn from a named distribution, clipped to ``max_len``.
 
     Names: ``sharegpt``, ``alpaca`` (exponential lengths with the traces' means),
     ``uniform:LO-HI`` (prompt and output each uniform in [LO, HI]), ``fixed:P,O``.
+    ``rate``: Poisson arrivals, that many requests per decode step on average
+    (None: all requests wait at step 0).
 
     >>> requests_from_distribution("fixed:10,5", 2, n=3)[0]
-    Request(prompt_tokens=10, output_tokens=5, n=3)
+    Request(prompt_tokens=10, output_tokens=5, n=3, arrival=0)
     """
     if count < 1:
         raise UsageError(f"--requests must be >= 1, got {count}")
@@ -154,7 +165,14 @@ def requests_from_distribution(
         raise UsageError(
             f"unknown distribution '{name}'; use sharegpt, alpaca, uniform:LO-HI or fixed:P,O"
         )
-    return [_clip(p, o, max_len, n) for p, o in out]
+    if rate is not None and rate <= 0:
+        raise UsageError(f"--rate must be > 0, got {rate}")
+    arrivals, t = [], 0.0
+    for _ in out:
+        arrivals.append(int(t))
+        if rate is not None:
+            t += rng.expovariate(rate)
+    return [_clip(p, o, max_len, n, a) for (p, o), a in zip(out, arrivals, strict=True)]
 
 
 def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
@@ -164,14 +182,15 @@ def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
         raise UsageError(f"distribution '{name}' needs integer lengths") from None
 
 
-def _clip(prompt: int, output: int, max_len: int, n: int) -> Request:
+def _clip(prompt: int, output: int, max_len: int, n: int, arrival: int = 0) -> Request:
     prompt = min(prompt, max_len - 1)
-    return Request(prompt, max(1, min(output, max_len - prompt)), n)
+    return Request(prompt, max(1, min(output, max_len - prompt)), n, arrival)
 
 
 def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
     """Requests from a JSONL file, one ``{"prompt_tokens": P, "output_tokens": O}`` a line
-    (``prompt``/``output`` also accepted; optional ``n`` for parallel samples)."""
+    (``prompt``/``output`` also accepted; optional ``n`` for parallel samples and
+    ``arrival``, the decode step at which the request arrives)."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -186,13 +205,14 @@ def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
             p = int(row.get("prompt_tokens", row.get("prompt")))
             o = int(row.get("output_tokens", row.get("output")))
             n = int(row.get("n", 1))
+            arrival = int(row.get("arrival", 0))
         except (ValueError, TypeError, AttributeError):
             raise InputError(
                 f"{path}:{no}: expected a JSON object with integer prompt_tokens and output_tokens"
             ) from None
-        if p < 1 or o < 1 or n < 1:
-            raise InputError(f"{path}:{no}: lengths and n must be >= 1")
-        out.append(_clip(p, o, max_len, n))
+        if p < 1 or o < 1 or n < 1 or arrival < 0:
+            raise InputError(f"{path}:{no}: lengths and n must be >= 1, arrival >= 0")
+        out.append(_clip(p, o, max_len, n, arrival))
     if not out:
         raise InputError(f"{path} holds no requests")
     return out
@@ -272,7 +292,9 @@ def simulate(
                 "(--kv-memory) or shorter requests"
             )
     state = _State(free_blocks=blocks_total)
-    queue: deque[int] = deque(range(len(reqs)))
+    # FCFS in arrival order; a request joins the waiting line at its arrival step.
+    queue: deque[int] = deque(sorted(range(len(reqs)), key=lambda i: reqs[i].arrival))
+    now = 0
     running: list[_Running] = []
     sums = [0, 0, 0, 0, 0]  # over saturated steps: requests were waiting
     all_sums = [0, 0, 0, 0, 0]  # over every busy step
@@ -282,8 +304,10 @@ def simulate(
     physical_sum = logical_sum = 0
 
     while queue or running:
+        if not running and queue and reqs[queue[0]].arrival > now:
+            now = reqs[queue[0]].arrival  # idle until the next request arrives
         # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
-        while queue:
+        while queue and reqs[queue[0]].arrival <= now:
             ri = queue[0]
             run = _try_admit(reqs[ri], ri, policy, max_len, b, share_prefix, state, cap, order)
             if run is None:
@@ -294,6 +318,7 @@ def simulate(
         if not running:
             raise UsageError("a request cannot be admitted into empty memory")  # guarded above
         steps += 1
+        now += 1
         # 2. Every running sequence produces one token.
         for run in list(running):
             if run not in running:
@@ -316,15 +341,17 @@ def simulate(
         peak = max(peak, live)
         batch_sum += live
         busy_steps += 1
-        sample = _measure(running, reqs, queue, policy, max_len, b, share_prefix, state, cap)
+        # Requests that have arrived but not been admitted wait for memory.
+        waiting = [queue[0]] if queue and reqs[queue[0]].arrival < now else []
+        sample = _measure(running, reqs, waiting, policy, max_len, b, share_prefix, state, cap)
         if samples is not None:
             samples.append(sample)
         row = (sample.token_states, sample.reserved, sample.internal, sample.external, sample.free)
         for k, v in enumerate(row):
             all_sums[k] += v
-            if queue:
+            if waiting:
                 sums[k] += v
-        if queue:
+        if waiting:
             saturated += 1
         if paged:
             physical_sum += sum(_physical_blocks(r) for r in running)
@@ -356,6 +383,7 @@ def simulate(
         peak_batch=peak,
         mean_batch=batch_sum / max(1, busy_steps),
         steps=steps,
+        saturated_steps=saturated,
         completed=completed,
         preemptions=preemptions,
         prefix_sharing_saved=saved,
@@ -488,7 +516,7 @@ def _release(run: _Running, paged: bool, b: int, st: _State) -> None:
 def _measure(
     running: list[_Running],
     reqs: list[Request],
-    queue: deque[int],
+    queue: Sequence[int],
     policy: str,
     max_len: int,
     b: int,
