@@ -320,3 +320,16 @@ def test_numpy_forward_matches_torch_oracle() -> None:
         want = tm(torch.tensor(ids)).numpy()
     got = Transformer(CFG, tm.export()).forward(ids).logits
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_safetensors_weights(tmp_path: Path) -> None:
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    w = init_weights(CFG, seed=2)
+    path = tmp_path / "w.safetensors"
+    st_numpy.save_file(w, str(path))
+    back = load_weights(path, CFG)
+    assert all(np.array_equal(back[k], w[k]) for k in w)
+    del w["norm"]
+    st_numpy.save_file(w, str(path))
+    with pytest.raises(WeightsMismatch, match="no array 'norm'"):
+        load_weights(path, CFG)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokcost.errors import InputError
+from tokcost.errors import InputError, MissingDependency
 from tokcost.reference.errors import WeightsMismatch
 
 if TYPE_CHECKING:
@@ -85,8 +85,11 @@ def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weig
 
 
 def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
-    """Read a .npz written by ``save_weights`` and check it against ``cfg``."""
+    """Read a .npz written by ``save_weights`` (or a .safetensors file with the same
+    array names) and check it against ``cfg``."""
     path = Path(path)
+    if path.suffix == ".safetensors":
+        return _load_safetensors(path, cfg)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
@@ -101,6 +104,24 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
     if fmt is None or str(fmt) != FORMAT:
         raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
     weights = {k: a.astype(np.float32) for k, a in arrays.items()}
+    check_weights(cfg, weights, source=str(path))
+    return weights
+
+
+def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        raise MissingDependency(
+            "safetensors", "safetensors", "reading .safetensors weights"
+        ) from None
+    if not path.is_file():
+        raise InputError(f"weights file {path} does not exist")
+    try:
+        arrays = load_file(str(path))
+    except Exception as exc:  # safetensors raises its own SafetensorError
+        raise InputError(f"cannot read weights file {path} as safetensors ({exc})") from None
+    weights = {k: np.asarray(a, dtype=np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
     return weights
 
