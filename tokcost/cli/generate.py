@@ -61,7 +61,8 @@ def generate(
     ] = False,
     top: Annotated[int, typer.Option("--top", help="Candidates shown by --explain.")] = 5,
     weights: Annotated[
-        str | None, typer.Option("--weights", help="Weights .npz instead of the shipped one.")
+        str | None,
+        typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     catalog: Annotated[
