@@ -5,6 +5,9 @@ model's ranks) when that gives the same ids as the pure-Python reference
 encoder: for the named patterns (gpt2, cl100k, o200k). A user regex may leave
 gaps between matches, which HF keeps as pieces but tiktoken drops, or may not
 compile in tiktoken's regex engine; such models run on the reference encoder.
+One known difference remains: letters added in the newest Unicode version (17)
+are letters to the ``regex`` package but not yet to tiktoken's Rust regex, so
+text holding them can pre-tokenize (and count) differently on the two paths.
 """
 
 from __future__ import annotations
