@@ -106,9 +106,11 @@ def count(
         bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="Parallel workers (threads for "
-                          "tiktoken/tokenizers, whose cores release the GIL; else processes).")
-    ] = 1,
+        int | None,
+        typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers: "
+                     "threads for tiktoken/tokenizers, whose cores release the GIL, else "
+                     "processes (default 1); with --engine dask, one worker per CPU."),
+    ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
                           "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
@@ -182,14 +184,14 @@ def count(
                       console=err, transient=True, disable=not progress_enabled()) as bar:
             task = bar.add_task("count", total=None)
             report = count_paths_dask(
-                inputs, toks, scheduler=scheduler, workers=jobs if jobs > 1 else None,
+                inputs, toks, scheduler=scheduler, workers=jobs,
                 include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
                 allow_special=allow_special,
                 progress=lambda _, done, total: bar.update(task, completed=done, total=total))
     elif engine != "local":
         raise UsageError(f"unknown --engine {engine!r}: use local or dask")
     else:
-        report = _run(inputs, toks, jobs, include or [], exclude or [], not no_gitignore,
+        report = _run(inputs, toks, jobs or 1, include or [], exclude or [], not no_gitignore,
                       allow_special)
     for skip in report.skipped:
         warn(f"skipped {skip.path}: {skip.reason}")
