@@ -60,14 +60,12 @@ class BPETokenizer:
         return self.model.vocab_size
 
     def _check_special(self, text: str) -> None:
-        regex = self.reference._special_re
-        if regex is not None:
-            m = regex.search(text)
-            if m is not None:
-                raise DisallowedSpecial(
-                    f"{self.name}: text contains the special token {m.group()!r}; pass "
-                    f"allow_special=True (CLI: --allow-special) to encode it as one token"
-                )
+        found = self.reference.find_special(text)
+        if found is not None:
+            raise DisallowedSpecial(
+                f"{self.name}: text contains the special token {found!r}; pass "
+                f"allow_special=True (CLI: --allow-special) to encode it as one token"
+            )
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids of ``text``; special-token text raises unless ``allow_special``."""

@@ -83,6 +83,13 @@ class Encoder:
 
             self._special_re = regex.compile("|".join(regex.escape(s) for s in specials))
 
+    def find_special(self, text: str) -> str | None:
+        """The first special token's text found in ``text``, or None."""
+        if self._special_re is None:
+            return None
+        m = self._special_re.search(text)
+        return None if m is None else str(m.group())
+
     def clear_cache(self) -> None:
         self._cache.clear()
 

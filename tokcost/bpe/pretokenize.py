@@ -1,11 +1,12 @@
 """Pre-tokenization: split text into the pieces BPE merges within.
 
 The named patterns are tiktoken's own regexes, character for character (a test
-checks them against ``tiktoken_ext.openai_public``). They run on the ``regex``
-package, which knows ``\\p{L}`` and possessive quantifiers.
+checks them against tiktoken's). They run on the ``regex`` package, which knows
+``\\p{L}`` and possessive quantifiers; ASCII text takes a faster stdlib-``re``
+path that cuts it the same way (a property test checks that).
 
-Files are read with ``newline=""`` and cut only at ``"\\n"`` (each line keeps its
-``"\\n"``), like Hugging Face ``tokenizers`` reads training files: CRLF survives,
+Files are read as bytes (like ``newline=""``) and cut only at ``"\\n"`` (each line
+keeps its ``"\\n"``), as Hugging Face ``tokenizers`` reads training files: CRLF survives,
 and ``str.splitlines`` (which also cuts at ``\\x0b``, ``\\x1c``, ``\\u2028`` ...)
 never changes the corpus. A line is the unit the pattern runs over.
 """
@@ -49,7 +50,7 @@ O200K_PATTERN = "|".join(
 #: Named patterns (tiktoken's regexes for r50k/gpt2, cl100k_base, o200k_base).
 PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
-#: Lines are batched into blocks of about this many characters per worker task.
+#: Files are read in pieces of this many bytes (cut after the last newline).
 BLOCK_CHARS = 1 << 20
 
 # A line with its "\n", or the last line without one.
