@@ -437,7 +437,8 @@ def test_adapter(trained: BPEModel, tmp_path: Path) -> None:
     assert tok.streamable and tok.releases_gil and tok.exact
     text = "The ferry <|endoftext|> left"
     with pytest.raises(DisallowedSpecial):
-        tok.encode(text)
+        tok.encode_strict(text)
+    assert trained.special_tokens["<|endoftext|>"] not in tok.encode(text)  # plain text
     ref = BPETokenizer(trained, "ref", use_tiktoken=False)
     assert not ref.releases_gil
     assert tok.encode(text, allow_special=True) == ref.encode(text, allow_special=True)

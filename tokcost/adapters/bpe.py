@@ -68,13 +68,21 @@ class BPETokenizer:
             )
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids of ``text``; special-token text raises unless ``allow_special``."""
+        """Ids of ``text``. As for every tokcost tokenizer, special-token text is plain
+        text unless ``allow_special``: counting and ``--tokens`` never stop on user data."""
         if self.encoding is None:
-            return self.reference.encode(text, allow_special=allow_special)
+            if allow_special:
+                return self.reference.encode(text, allow_special=True)
+            return self.reference.encode_ordinary(text)
         if allow_special:
             return self.encoding.encode(text, allowed_special="all")
-        self._check_special(text)
         return self.encoding.encode_ordinary(text)
+
+    def encode_strict(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """tiktoken's rule (``tokcost bpe encode``): special-token text raises unless allowed."""
+        if not allow_special:
+            self._check_special(text)
+        return self.encode(text, allow_special=allow_special)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
         """Special-token text counts as plain text unless ``allow_special``."""

@@ -256,7 +256,7 @@ def encode_cmd(
 
     bpe = load_any(model, pattern=pattern)
     tok = BPETokenizer(bpe, model, use_tiktoken=not reference)
-    ids = tok.encode(_read_text(text, file), allow_special=allow_special)
+    ids = tok.encode_strict(_read_text(text, file), allow_special=allow_special)
     if json_out:
         print_json({"model": model, "count": len(ids), "ids": ids})
     else:
