@@ -76,7 +76,10 @@ import sys, tiktoken
 from pathlib import Path
 from tokcost.adapters.registry import get_tokenizer
 enc = get_tokenizer("tiktoken:o200k_base").encoding
-texts = [p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[1]).iterdir())]
+texts = []
+for p in sorted(Path(sys.argv[1]).iterdir()):
+    with open(p, encoding="utf-8", newline="") as f:  # keep CRLF, as tokcount does
+        texts.append(f.read())
 import time; t = time.perf_counter()
 n = sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=int(sys.argv[2])))
 print(n, time.perf_counter() - t)

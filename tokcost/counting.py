@@ -334,9 +334,18 @@ def _init_worker(specs: Sequence[str]) -> None:
         _worker_tokenizers[spec] = get_tokenizer(spec)
 
 
-def _count_in_worker(spec: str, texts: list[str], allow_special: bool) -> int:
-    tok = _worker_tokenizers[spec]
-    return sum(tok.count(t, allow_special=allow_special) for t in texts)
+def _count_batch_in_worker(items: list[tuple[str, str]], allow_special: bool) -> list[int]:
+    return [_worker_tokenizers[spec].count(text, allow_special=allow_special)
+            for spec, text in items]
+
+
+def _count_batch(
+    tokenizers: dict[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
+) -> list[int]:
+    return [tokenizers[spec].count(text, allow_special=allow_special) for spec, text in items]
+
+
+BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
 class _Counter:
@@ -344,6 +353,8 @@ class _Counter:
 
     Threads when every tokenizer's core releases the GIL (tiktoken, tokenizers):
     no start-up cost and no copying of text between processes. Processes otherwise.
+    Small texts are batched (about BATCH_CHARS a task) so a tree of many small
+    files costs few hand-offs; at most 4 x jobs batches are in flight.
     """
 
     def __init__(self, tokenizers: dict[str, Tokenizer], jobs: int, allow_special: bool) -> None:
@@ -359,7 +370,9 @@ class _Counter:
                 self.executor = ProcessPoolExecutor(
                     self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
                 )
-        self.inflight: list[tuple[Future[int], FileCount, str]] = []
+        self.batch: list[tuple[FileCount, str, str]] = []
+        self.batch_chars = 0
+        self.inflight: list[tuple[Future[list[int]], list[tuple[FileCount, str]]]] = []
 
     def submit(self, target: FileCount, spec: str, texts: list[str]) -> None:
         if self.executor is None:
@@ -367,22 +380,35 @@ class _Counter:
             n = sum(tok.count(t, allow_special=self.allow_special) for t in texts)
             target.tokens[spec] = target.tokens.get(spec, 0) + n
             return
+        for text in texts:
+            self.batch.append((target, spec, text))
+            self.batch_chars += len(text)
+        if self.batch_chars >= BATCH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch or self.executor is None:
+            return
+        items = [(spec, text) for _, spec, text in self.batch]
+        owners = [(target, spec) for target, spec, _ in self.batch]
+        self.batch, self.batch_chars = [], 0
         if self.threads:
-            tok = self.tokenizers[spec]
-            fut = self.executor.submit(count_texts, texts, tok, allow_special=self.allow_special)
+            fut = self.executor.submit(_count_batch, self.tokenizers, items, self.allow_special)
         else:
-            fut = self.executor.submit(_count_in_worker, spec, texts, self.allow_special)
-        self.inflight.append((fut, target, spec))
+            fut = self.executor.submit(_count_batch_in_worker, items, self.allow_special)
+        self.inflight.append((fut, owners))
         if len(self.inflight) >= 4 * self.jobs:  # bound memory: wait for the oldest
             self.drain(keep=2 * self.jobs)
 
     def drain(self, keep: int = 0) -> None:
         while len(self.inflight) > keep:
-            fut, target, spec = self.inflight.pop(0)
-            target.tokens[spec] = target.tokens.get(spec, 0) + fut.result()
+            fut, owners = self.inflight.pop(0)
+            for (target, spec), n in zip(owners, fut.result(), strict=True):
+                target.tokens[spec] = target.tokens.get(spec, 0) + n
 
     def close(self) -> None:
         try:
+            self.flush()
             self.drain()
         finally:
             if self.executor is not None:

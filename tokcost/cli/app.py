@@ -8,7 +8,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperGroup
 
 from tokcost.cli.console import err
@@ -38,6 +37,8 @@ class TokcostGroup(TyperGroup):
         except TokcostError as exc:
             if os.environ.get("TOKCOST_DEBUG"):
                 raise
+            from rich.markup import escape  # only on the error path
+
             # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
             err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True,
                       highlight=False)
