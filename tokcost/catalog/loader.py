@@ -203,6 +203,7 @@ def _show(value: Any) -> str:
 
 _MODEL_KEYS = [
     "id",
+    "weights",
     "aliases",
     "prefixes",
     "provider",
@@ -465,7 +466,9 @@ def _model(c: _Checker, value: Any, path: PathKey) -> ModelEntry | None:
     prefixes = c.optional(data, "prefixes", path, c.strings) or ()
     texts = {
         k: c.optional(data, k, path, c.text)
-        for k in ("provider", "family", "tokenizer", "tokenizer_note", "tokenizer_package")
+        for k in (
+            "provider", "family", "tokenizer", "tokenizer_note", "tokenizer_package", "weights"
+        )
     }
     exact = c.optional(data, "tokenizer_exact", path, c.boolean)
     ctx = c.optional(data, "context_window", path, c.integer)
@@ -481,14 +484,14 @@ def _model(c: _Checker, value: Any, path: PathKey) -> ModelEntry | None:
             f"expected a tokenizer spec such as tiktoken:o200k_base or hf:ORG/REPO, "
             f"got {_show(texts['tokenizer'])}",
         )
-    spec = texts["tokenizer"] or ""
-    for name in re.findall(r"\{([^}]*)\}", spec):
-        if name not in PACKAGE_PLACEHOLDERS:
-            c.fail(
-                (*path, "tokenizer"),
-                f"unknown placeholder {{{name}}}; known: "
-                + ", ".join("{" + k + "}" for k in PACKAGE_PLACEHOLDERS),
-            )
+    for key in ("tokenizer", "weights"):
+        for name in re.findall(r"\{([^}]*)\}", texts[key] or ""):
+            if name not in PACKAGE_PLACEHOLDERS:
+                c.fail(
+                    (*path, key),
+                    f"unknown placeholder {{{name}}}; known: "
+                    + ", ".join("{" + k + "}" for k in PACKAGE_PLACEHOLDERS),
+                )
     if model_id is None or len(c.problems) > before:
         return None
     return ModelEntry(
@@ -508,6 +511,7 @@ def _model(c: _Checker, value: Any, path: PathKey) -> ModelEntry | None:
         prefixes=prefixes,
         source=source,
         notes=notes,
+        weights_spec=texts["weights"],
     )
 
 

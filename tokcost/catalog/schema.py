@@ -134,6 +134,12 @@ class ModelEntry:
     prefixes: tuple[str, ...] = ()  # dated ids starting with these resolve here
     source: str | None = None
     notes: str | None = None
+    weights_spec: str | None = None  # reference weights file (tokcost generate)
+
+    @property
+    def weights(self) -> str | None:
+        """Path of the model's weights file, placeholders such as ``{tokcost}`` expanded."""
+        return expand_package_paths(self.weights_spec, self.id)
 
     @property
     def tokenizer(self) -> str | None:
@@ -149,6 +155,7 @@ class ModelEntry:
 # Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
 PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
     "mistral_common": ("mistral-common", "mistral"),
+    "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
 }
 
 

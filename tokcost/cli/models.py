@@ -259,6 +259,8 @@ def show(
         f"  tokenizer: {_tokenizer_label(entry)}"
         + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else "")
     )
+    if entry.weights_spec:
+        out.print(f"  weights: {entry.weights_spec}")
     if entry.chat:
         c = entry.chat
         out.print(
@@ -277,8 +279,8 @@ def show(
         params = arch["params_total"]
         if params:
             active = arch["params_active"]
-            moe = f" ({active / 1e9:.1f}B active)" if active and active != params else ""
-            out.print(f"  params: {params / 1e9:.2f}B{moe}, weights {arch['weights_dtype']}")
+            moe = f" ({_params(active)} active)" if active and active != params else ""
+            out.print(f"  params: {_params(params)}{moe}, weights {arch['weights_dtype']}")
         detail = att["type"]
         if att["window"]:
             detail += f", window {att['window']:,}, pattern {'/'.join(att['pattern'])}"
@@ -417,6 +419,11 @@ def sync_prices(
         out.print("run with --write to apply them")
     if path == shipped_path("models.yaml") and write and written:
         err.print("note: you updated the shipped catalog", highlight=False)
+
+
+def _params(n: int) -> str:
+    """918656 -> '0.92M'; 8030261248 -> '8.03B'."""
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
 
 
 def register(app: typer.Typer) -> None:

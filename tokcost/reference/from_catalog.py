@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from tokcost.catalog.schema import ModelEntry
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-_PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
 
 
 @dataclass
@@ -50,7 +49,11 @@ def config_for(entry: ModelEntry) -> RefConfig:
 
 
 def shipped_weights(model_id: str) -> Path:
-    return DATA_DIR / f"{model_id.replace('-', '_')}.npz"
+    """The weights file the catalog names for ``model_id`` (may not exist yet)."""
+    from tokcost.catalog import load_catalog
+
+    entry = load_catalog().resolve(model_id)
+    return Path(entry.weights) if entry.weights else DATA_DIR / f"{entry.id}.npz"
 
 
 def load_model(
@@ -58,23 +61,11 @@ def load_model(
 ) -> LoadedModel:
     """Build the entry's model from ``weights``, its shipped file, or a seed."""
     cfg = config_for(entry)
-    path = Path(weights) if weights is not None else shipped_weights(entry.id)
+    named = entry.weights
+    path = Path(weights) if weights is not None else Path(named or DATA_DIR / f"{entry.id}.npz")
     if weights is not None or path.exists():
         return LoadedModel(Transformer(cfg, load_weights(path, cfg)), str(path), True)
     return LoadedModel(Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})", False)
-
-
-def resolve_spec(spec: str) -> str:
-    """Make a relative file spec (``hf:tokcost/reference/data/x.json``) point at the
-    installed package when it does not exist from the current directory."""
-    family, sep, arg = spec.partition(":")
-    if not sep or family not in ("hf", "bpe", "sp", "tiktoken"):
-        return spec
-    path = Path(arg)
-    if path.is_absolute() or path.exists():
-        return spec
-    shipped = _PACKAGE_PARENT / path
-    return f"{family}:{shipped}" if shipped.exists() else spec
 
 
 def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
@@ -83,7 +74,7 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
 
     if not entry.tokenizer:
         raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; add one")
-    tok = get_tokenizer(resolve_spec(entry.tokenizer))
+    tok = get_tokenizer(entry.tokenizer)
     if tok.vocab_size > cfg.vocab_size:
         raise WeightsMismatch(
             f"tokenizer {entry.tokenizer} has {tok.vocab_size} tokens but model '{entry.id}' "
