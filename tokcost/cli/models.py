@@ -134,6 +134,7 @@ def entry_dict(entry: ModelEntry) -> dict[str, Any]:
         ),
         "source": entry.source,
         "notes": entry.notes,
+        "weights": entry.weights_spec,
     }
 
 
