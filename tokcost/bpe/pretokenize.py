@@ -23,32 +23,13 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+# The named patterns are tiktoken's own regexes, kept in one place beside the
+# encodings they belong to.
+from tokcost.adapters.openai_encodings import PATTERNS as PATTERNS
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import regex
-
-GPT2_PATTERN = (
-    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-)
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-
-#: Named patterns (tiktoken's regexes for r50k/gpt2, cl100k_base, o200k_base).
-PATTERNS: dict[str, str] = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
 #: Files are read in pieces of this many bytes (cut after the last newline).
 BLOCK_CHARS = 1 << 20
