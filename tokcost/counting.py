@@ -47,27 +47,37 @@ def _is_splittable_punct(ch: str) -> bool:
     )
 
 
+def _is_cut(text: str, i: int) -> bool:
+    """Whether ``text`` may be cut before index ``i`` (see find_boundary)."""
+    ch = text[i]
+    if ch == " ":
+        return i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1])
+    return _is_splittable_punct(ch) and _is_letter(text[i - 1])
+
+
 def find_boundary(text: str, start: int = 0) -> int:
     """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1.
 
     A cut lies before ``" x"`` after a letter (letter, space, letter) or before a
-    punctuation mark that follows a letter: no piece of the gpt2, cl100k or o200k
-    pre-tokenizers spans such a point, and the piece before it ends the same way
-    whether or not the text goes on.
+    punctuation mark that follows a letter: no piece of the gpt2, cl100k, o200k
+    (or Tekken) pre-tokenizers spans such a point, and the piece before it ends
+    the same way whether or not the text goes on.
 
     >>> text = "one two"
     >>> text[:find_boundary(text)], text[find_boundary(text):]
     ('one', ' two')
     """
-    i = len(text) - 1
-    while i > start:
-        ch = text[i]
-        if ch == " ":
-            if i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1]):
-                return i
-        elif _is_splittable_punct(ch) and _is_letter(text[i - 1]):
+    for i in range(len(text) - 1, start, -1):
+        if _is_cut(text, i):
             return i
-        i -= 1
+    return -1
+
+
+def find_boundary_forward(text: str, start: int) -> int:
+    """The first boundary at or after ``start`` (see find_boundary), or -1."""
+    for i in range(max(start, 1), len(text)):
+        if _is_cut(text, i):
+            return i
     return -1
 
 
@@ -139,18 +149,6 @@ def split_text(text: str, chunk_chars: int) -> list[str]:
         start = cut
     pieces.append(text[start:])
     return pieces
-
-
-def find_boundary_forward(text: str, start: int) -> int:
-    """The first boundary at or after ``start`` (see find_boundary), or -1."""
-    for i in range(max(start, 1), len(text)):
-        ch = text[i]
-        if ch == " ":
-            if i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1]):
-                return i
-        elif _is_splittable_punct(ch) and _is_letter(text[i - 1]):
-            return i
-    return -1
 
 
 def count_text(text: str, tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
