@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def compare(
         typer.Option("--kind", "-k", help="prose, code or data (repeatable; built-in corpora "
                      "or a folder with index.yaml). Default: all.", show_default=False),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (keys in README).")] = False,
+    json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
                                           "tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
@@ -256,17 +257,14 @@ def compare(
         typer.Option("--plot", help="Write a bar chart of the premiums to a .png or .svg file "
                      "(needs: pip install 'tokcost[plot]').", show_default=False),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
+    force: PlotForceOpt = False,
     no_chart: Annotated[
         bool, typer.Option("--no-chart", help="Tables only, no terminal bar chart.")
     ] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 when texts are not parallel or empty.")
     ] = False,
-    catalog: Annotated[
-        str | None, typer.Option("--catalog", help="Model catalog YAML (default: shipped "
-                                 "models.yaml or TOKCOST_CATALOG).", show_default=False)
-    ] = None,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Token inflation across languages, scripts, code and data formats.
 

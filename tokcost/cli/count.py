@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 
 EPILOG = """
@@ -100,7 +101,7 @@ def count(
                      "with its tokenizer and shows the share of its context window.",
                      show_default=False),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (keys in README).")] = False,
+    json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")] = False,
     total_only: Annotated[
         bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
@@ -152,11 +153,7 @@ def count(
         typer.Option("--truncate", min=0, help="Print the input cut to its first N tokens.",
                      show_default=False),
     ] = None,
-    catalog: Annotated[
-        str | None,
-        typer.Option("--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or the "
-                     "shipped models.yaml).", show_default=False),
-    ] = None,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin."""
     if chat is not None:

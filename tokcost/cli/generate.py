@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tokcost.cli.console import out, print_json, warn
+from tokcost.cli.options import CatalogOpt, JsonOpt
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
@@ -64,13 +65,8 @@ def generate(
         str | None,
         typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    catalog: Annotated[
-        str | None,
-        typer.Option(
-            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
-        ),
-    ] = None,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
     from tokcost.catalog import load_catalog

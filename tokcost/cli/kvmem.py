@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tokcost.cli.console import out, print_json
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -96,14 +97,9 @@ def estimate(
         Path | None,
         typer.Option("--plot", help="Write memory vs context to PNG/SVG (needs tokcost[plot])."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    catalog: Annotated[
-        str | None,
-        typer.Option(
-            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
-        ),
-    ] = None,
+    force: PlotForceOpt = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Size the KV cache of a model, and what fits on a GPU."""
     # Imported here so that other commands (and --help) do not pay for them.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tokcost.cli.console import err, out, print_json
+from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 from tokcost.resources import shipped_path
 
@@ -22,11 +23,6 @@ models_app = typer.Typer(
     no_args_is_help=True,
 )
 
-CatalogOpt = Annotated[
-    str | None,
-    typer.Option("--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 def _price(value: Decimal | None) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tokcost.cli.console import out, print_json
+from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -82,13 +83,8 @@ def price(
     requests: Annotated[
         str, typer.Option("--requests", "-n", help="Number of identical requests.")
     ] = "1",
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    catalog: Annotated[
-        str | None,
-        typer.Option(
-            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
-        ),
-    ] = None,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
     from tokcost.catalog import load_catalog

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tokcost.cli.console import err, out, print_json
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
     from tokcost.memory.simulate import PolicyReport
@@ -68,14 +69,9 @@ def simulate(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; tokcost[plot]).")
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the --plot file.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    catalog: Annotated[
-        str | None,
-        typer.Option(
-            "--catalog", help="Model catalog YAML (default: $TOKCOST_CATALOG or shipped)."
-        ),
-    ] = None,
+    force: PlotForceOpt = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
     from dataclasses import replace
