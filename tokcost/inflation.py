@@ -29,6 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -596,9 +597,6 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     matplotlib is imported here only (``pip install 'tokcost[plot]'``). The file is
     written atomically: a temporary file in the same folder, then a rename.
     """
-    import contextlib
-    import os
-    import tempfile
 
     from tokcost.errors import MissingDependency
 
@@ -644,17 +642,8 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
         if len(meters) > 1:
             ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=suffix[1:])
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a picture is for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=suffix[1:])
     finally:
         plt.close(fig)

@@ -10,15 +10,13 @@ existing file unless ``force``.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
-import tempfile
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tokcost.atomic import write_bytes_atomic
 from tokcost.bpe.model import BPEError, BPEModel
 from tokcost.bpe.pretokenize import resolve_pattern
 from tokcost.errors import TokcostError, UsageError
@@ -50,18 +48,7 @@ def atomic_write(path: Path, data: bytes | str, *, force: bool = False) -> None:
     An interrupted write (Ctrl-C, full disk) leaves no partial ``path``.
     """
     check_writable([path], force)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def render_token(data: bytes) -> str:

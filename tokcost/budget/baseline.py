@@ -20,15 +20,13 @@ interrupted ``tokcost check --update-baseline`` leaves the old baseline intact.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tokcost.atomic import write_text_atomic
 from tokcost.errors import UsageError
 
 BASELINE_VERSION = 1
@@ -109,23 +107,11 @@ def read_baseline(path: Path) -> Baseline | None:
 def write_baseline(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` to ``path`` atomically (temp file + rename)."""
     text = json.dumps(baseline.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, text)
     except OSError as exc:
         raise BaselineError(f"cannot write baseline '{path}': {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise BaselineError(f"cannot write baseline '{path}': {exc.strerror}") from None
-        raise
 
 
 def growth_percent(now: int, before: int | None) -> float | None:

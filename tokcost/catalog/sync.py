@@ -10,10 +10,7 @@ loader before it atomically replaces the file.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import os
-import tempfile
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any, cast
 
 import yaml
 
+from tokcost.atomic import atomic_path
 from tokcost.catalog.loader import parse_file
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import CatalogError, MissingDependency
@@ -267,12 +265,6 @@ def apply_diffs(path: Path, diffs: list[PriceDiff]) -> int:
 
 def _write_checked(path: Path, text: str) -> None:
     """Validate the new text with the loader, then replace the file atomically."""
-    fd, tmp = tempfile.mkstemp(prefix=".tokcost-", suffix=".yaml", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        parse_file(Path(tmp))  # raises CatalogInvalid: the original stays untouched
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        parse_file(tmp)  # raises CatalogInvalid: the original stays untouched

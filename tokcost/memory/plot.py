@@ -6,11 +6,9 @@ The file is written atomically: a temporary file in the same folder, then a rena
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from pathlib import Path
 
+from tokcost.atomic import atomic_path
 from tokcost.catalog.schema import ModelEntry
 from tokcost.errors import MissingDependency, UsageError
 from tokcost.memory.estimate import KvEstimate
@@ -89,12 +87,8 @@ def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: boo
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=".tokcost-plot-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix.lstrip(".").lower() or "png")
     finally:
         plt.close(fig)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, UsageError
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -593,9 +594,6 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = F
 
     Needs matplotlib (``tokcost[plot]``); the file is written atomically.
     """
-    import contextlib
-    import os
-    import tempfile
 
     from tokcost.errors import MissingDependency
 
@@ -631,15 +629,8 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = F
     ax.invert_yaxis()
     ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
     try:
-        fig.savefig(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600; a plot is for sharing
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix.lstrip(".").lower() or "png")
     finally:
         plt.close(fig)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)

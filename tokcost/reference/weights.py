@@ -9,13 +9,12 @@ The file also carries ``__format__`` = "tokcost-ref v1".
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, MissingDependency
 from tokcost.reference.errors import WeightsMismatch
 
@@ -130,14 +129,5 @@ def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "f
     """Write weights atomically (temp file + rename), stored as ``dtype`` to stay small."""
     path = Path(path)
     arrays = {k: np.asarray(a).astype(dtype) for k, a in weights.items()}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez_compressed(fh, __format__=np.array(FORMAT), **arrays)  # type: ignore[arg-type]
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, __format__=np.array(FORMAT), **arrays)  # type: ignore[arg-type]
