@@ -279,3 +279,21 @@ def test_rank_cache_round_trip_and_corruption(tmp_path: Path, monkeypatch: pytes
     entry.write_bytes(b"\x00not marshal")
     assert rank_cache.load(enc.sha256) is None
     assert openai_encodings.find_verified_ranks(enc) == first
+
+
+def test_hf_hub_id_from_local_cache(tiny_hf_tokenizer: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """hf:ORG/REPO resolves from the Hugging Face cache without any network."""
+    import huggingface_hub.constants as hub_constants
+
+    snapshot = tmp_path / "models--tokcost-test--tiny" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.json").write_bytes(tiny_hf_tokenizer.read_bytes())
+    (tmp_path / "models--tokcost-test--tiny" / "refs").mkdir()
+    (tmp_path / "models--tokcost-test--tiny" / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path))
+    from tokcost.adapters import hf
+
+    tok = hf.load("tokcost-test/tiny")
+    assert tok.encode("The cat slept.") == get_tokenizer(f"hf:{tiny_hf_tokenizer}").encode(
+        "The cat slept.")

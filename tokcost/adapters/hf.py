@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,12 +66,50 @@ def load(arg: str) -> HFTokenizerAdapter:
             raise TokenizerDataError(
                 f"{path} is not a valid Hugging Face tokenizer.json ({str(exc)[:120]})"
             ) from exc
-    try:
-        # Uses the local Hugging Face cache when present; downloads only with network.
-        return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_pretrained(arg))
-    except Exception as exc:
+    return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(_hub_file(arg)))
+
+
+_OFFLINE_FIX = (
+    "on a connected machine save the repo's tokenizer.json and pass hf:PATH/tokenizer.json"
+)
+
+
+def _hub_file(repo: str) -> str:
+    """tokenizer.json of a hub repo: from the local Hugging Face cache, else downloaded.
+
+    Offline first: the cache is tried before any network, and an unreachable hub
+    fails in seconds instead of huggingface_hub's minute of retries.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo, "tokenizer.json")
+    if isinstance(cached, str):
+        return cached
+    offline_env = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if constants.HF_HUB_OFFLINE or offline_env:
         raise TokenizerDataError(
-            f"cannot load hf:{arg}: it is neither a local tokenizer.json nor in the Hugging Face "
-            "cache, and the hub is unreachable; on a connected machine save the repo's "
-            "tokenizer.json and pass hf:PATH/tokenizer.json"
-        ) from exc
+            f"hf:{repo} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
+            + _OFFLINE_FIX
+        )
+    host = urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError:
+        raise TokenizerDataError(
+            f"hf:{repo} is not in the local Hugging Face cache and the hub is unreachable; "
+            + _OFFLINE_FIX
+        ) from None
+    try:
+        return str(hf_hub_download(repo, "tokenizer.json"))
+    except Exception as exc:  # gated, missing repo, no tokenizer.json, HTTP errors
+        name = type(exc).__name__
+        hint = (
+            "it is gated: accept its licence on the hub, then log in (hf auth login) or set "
+            "HF_TOKEN"
+            if "Gated" in name
+            else f"{name}: {str(exc).splitlines()[0][:120]}"
+        )
+        raise TokenizerDataError(f"cannot download hf:{repo} tokenizer.json ({hint})") from exc

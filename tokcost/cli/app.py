@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -32,21 +34,27 @@ class TokcostGroup(TyperGroup):
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
     def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors click)
-        try:
+        with reported_errors():
             return super().invoke(ctx)
-        except TokcostError as exc:
-            if os.environ.get("TOKCOST_DEBUG"):
-                raise
-            from rich.markup import escape  # only on the error path
 
-            # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
-            err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True,
-                      highlight=False)
-            raise typer.Exit(code=exc.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("interrupted", highlight=False)
-            raise typer.Exit(code=130) from None
 
+@contextlib.contextmanager
+def reported_errors() -> Iterator[None]:
+    """The one place a TokcostError becomes a line on stderr and an exit code."""
+    try:
+        yield
+    except TokcostError as exc:
+        if os.environ.get("TOKCOST_DEBUG"):
+            raise
+        from rich.markup import escape  # only on the error path
+
+        # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True,
+                  highlight=False)
+        raise typer.Exit(code=exc.exit_code) from None
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        raise typer.Exit(code=130) from None
 
 app = typer.Typer(
     name="tokcost",
@@ -120,17 +128,35 @@ def _load_command(name: str) -> Any:
 
 
 
-def main() -> None:
-    """Entry point of the ``tokcost`` console script and ``python -m tokcost``."""
+def _run(entry: Any, prog_name: str) -> None:
     try:
-        app()
+        entry(prog_name=prog_name)
     except BrokenPipeError:
         # `tokcost count ... | head` closed the pipe: not an error worth a traceback.
         sys.stderr.close()
         sys.exit(0)
 
 
+def main() -> None:
+    """Entry point of the ``tokcost`` console script and ``python -m tokcost``."""
+    _run(app, "tokcost")
+
+
+class _StandaloneCount:
+    """``tokcount``: the count command on its own, so usage lines say ``tokcount``."""
+
+    def __call__(self, prog_name: str) -> None:
+        command = _load_command("count")
+        original = command.invoke
+
+        def invoke(ctx: Any) -> Any:
+            with reported_errors():
+                return original(ctx)
+
+        command.invoke = invoke
+        command.main(prog_name=prog_name)
+
+
 def count_main() -> None:
     """``tokcount`` = ``tokcost count``."""
-    sys.argv[1:1] = ["count"]
-    main()
+    _run(_StandaloneCount(), "tokcount")

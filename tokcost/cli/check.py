@@ -15,7 +15,7 @@ EPILOG = """
 Examples:
 
 \b
-  tokcost check                              read ./tokcost.yaml (or [tool.tokcost])
+  tokcost check                              read ./tokcost.yaml (or \\[tool.tokcost])
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
   tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
@@ -40,7 +40,7 @@ def check(
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="Budget config: a tokcost.yaml or a pyproject.toml "
-                     "with [tool.tokcost] (default: look in the current folder).",
+                     "with \\[tool.tokcost] (default: look in the current folder).",
                      show_default=False),
     ] = None,
     fmt: Annotated[

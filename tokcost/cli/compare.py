@@ -255,7 +255,7 @@ def compare(
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Write a bar chart of the premiums to a .png or .svg file "
-                     "(needs: pip install 'tokcost[plot]').", show_default=False),
+                     "(needs: pip install 'tokcost\\[plot]').", show_default=False),
     ] = None,
     force: PlotForceOpt = False,
     no_chart: Annotated[

@@ -357,7 +357,7 @@ Examples:
   tokcost models sync-prices --write       write them into the catalog file (atomically)
   tokcost models sync-prices --catalog mine.yaml --json
 
-Needs the genai-prices package: pip install 'tokcost[prices]'.
+Needs the genai-prices package: pip install 'tokcost\\[prices]'.
 """
 
 

@@ -195,6 +195,13 @@ def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UsageError(f"requests file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{path} is not UTF-8 text; --trace expects JSONL, one "
+            '{"prompt_tokens": P, "output_tokens": O} per line'
+        ) from None
     except OSError as exc:
         raise InputError(f"cannot read requests file {path}: {exc.strerror}") from None
     out = []
