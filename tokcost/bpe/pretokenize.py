@@ -14,6 +14,7 @@ never changes the corpus. A line is the unit the pattern runs over.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # The named patterns are tiktoken's own regexes, kept in one place beside the
 # encodings they belong to.
 from tokcost.adapters.openai_encodings import PATTERNS as PATTERNS
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, suggest
 
 if TYPE_CHECKING:
     import regex
@@ -51,6 +52,12 @@ def resolve_pattern(pattern: str) -> tuple[str, str | None]:
     for name, pat in PATTERNS.items():
         if pat == pattern:
             return pat, name
+    if re.fullmatch(r"[a-z][a-z0-9_]*", pattern):
+        # A bare lowercase word is a mistyped name far more often than a regex.
+        raise UsageError(
+            f"unknown pattern name '{pattern}'{suggest(pattern, PATTERNS)}; use gpt2, cl100k, "
+            "o200k or a regular expression"
+        )
     compile_pattern(pattern)  # fail early with a clear message
     return pattern, None
 

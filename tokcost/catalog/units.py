@@ -62,6 +62,12 @@ def parse_size(text: str | int | float, *, what: str = "size", allow_zero: bool 
                 f"such as 80GB (10^9 bytes) or 80GiB (2^30 bytes)"
             )
         value, unit = Decimal(match.group(1)), (match.group(2) or "b").lower()
+        if not match.group(2) and 0 < value < 2**20:
+            # "--gpu-memory 80" is surely not 80 bytes: ask instead of computing nonsense.
+            raise UsageError(
+                f"{what} '{text}' has no unit; write {text}GB (10^9 bytes) or {text}GiB "
+                f"(2^30 bytes), or {text}B if you mean bytes"
+            )
     if unit in ("g", "m", "k", "t"):
         up = unit.upper()
         raise UsageError(

@@ -95,7 +95,10 @@ def estimate(
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Write memory vs context to PNG/SVG (needs: pip install 'tokcost\\[plot]')."),
+        typer.Option(
+            "--plot",
+            help="Write memory vs context to PNG/SVG (needs: pip install 'tokcost\\[plot]').",
+        ),
     ] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,

@@ -67,7 +67,10 @@ def simulate(
     ] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: pip install 'tokcost\\[plot]').")
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a bar chart (PNG/SVG; needs: pip install 'tokcost\\[plot]')."
+        ),
     ] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
