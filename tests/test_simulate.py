@@ -106,7 +106,7 @@ def test_preemption_when_paged_memory_runs_out() -> None:
 
 
 def test_request_larger_than_memory_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="needs 2048 KV slots"):
+    with pytest.raises(UsageError, match="needs 2,048 KV slots"):
         simulate([Request(10, 10)], capacity_tokens=1000, policy="max", max_len=2048)
 
 
@@ -198,7 +198,7 @@ def test_cli_table_with_trace_and_sharing(tmp_path: Path) -> None:
         pytest.param(["--policy", "lru"], "unknown --policy", id="policy"),
         pytest.param(["--dist", "zipf"], "unknown distribution", id="dist"),
         pytest.param(["--kv-memory", "12G"], "", id="ambiguous-size"),
-        pytest.param(["--slots", "100"], "needs 2048 KV slots", id="too-small"),
+        pytest.param(["--slots", "100"], "needs 2,048 KV slots", id="too-small"),
     ],
 )
 def test_cli_bad_input(args: list[str], message: str) -> None:

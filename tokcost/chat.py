@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.adapters.base import Tokenizer
-from tokcost.errors import InputError
+from tokcost.errors import InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,13 @@ def load_messages(path: str) -> list[dict[str, Any]]:
     try:
         raw = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"chat file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read chat file {path}: {exc}") from None
+        raise UsageError(f"chat file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder; --chat takes a JSON file of messages") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text; --chat takes a JSON file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read chat file {path}: {exc.strerror}") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -53,6 +57,8 @@ def load_messages(path: str) -> list[dict[str, Any]]:
     for i, message in enumerate(data):
         if "role" not in message:
             raise InputError(f"{path}: message {i} has no 'role'")
+        if "content" not in message and "tool_calls" not in message:
+            raise InputError(f"{path}: message {i} has no 'content'")
     return data
 
 

@@ -295,9 +295,9 @@ def simulate(
         need = _admit_need(r, policy, max_len, b, share_prefix)
         if need > cap:
             raise UsageError(
-                f"request {i} ({r.prompt_tokens}+{r.output_tokens} tokens x {r.n}) needs "
-                f"{need} KV slots under '{policy}' but memory holds {cap}; give more memory "
-                "(--kv-memory) or shorter requests"
+                f"request {i} ({r.prompt_tokens:,}+{r.output_tokens:,} tokens x {r.n}) needs "
+                f"{need:,} KV slots under '{policy}' but memory holds {cap:,}; give more memory "
+                "(--kv-memory), cap what 'max' reserves with --max-len, or shorter requests"
             )
     state = _State(free_blocks=blocks_total)
     # FCFS in arrival order; a request joins the waiting line at its arrival step.

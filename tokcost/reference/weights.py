@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tokcost.atomic import atomic_path
-from tokcost.errors import InputError, MissingDependency
+from tokcost.errors import InputError, MissingDependency, UsageError
 from tokcost.reference.errors import WeightsMismatch
 
 if TYPE_CHECKING:
@@ -93,12 +93,15 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except FileNotFoundError:
-        raise InputError(
-            f"weights file {path} does not exist; check the catalog's weights "
-            "field or omit it to use seeded random weights"
+        raise UsageError(
+            f"weights file not found: {path} (give --weights an existing .npz or "
+            ".safetensors file, or fix the catalog entry's weights field)"
         ) from None
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read weights file {path} as .npz ({exc})") from None
+        reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
+        raise InputError(
+            f"cannot read weights file {path} as tokcost .npz weights ({reason})"
+        ) from None
     fmt = arrays.pop("__format__", None)
     if fmt is None or str(fmt) != FORMAT:
         raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
