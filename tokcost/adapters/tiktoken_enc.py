@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
-    OFFLINE_HINT,
     PATTERNS,
     OpenAIEncoding,
     find_verified_ranks,
+    offline_hint,
     parse_ranks,
     read_rank_bytes,
 )
@@ -103,7 +103,7 @@ def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
     except Exception as exc:  # tiktoken raises requests/urllib errors when offline
         raise TokenizerDataError(
             f"tiktoken:{enc.name} needs its rank file and none is on this machine "
-            f"({type(exc).__name__}); {OFFLINE_HINT.replace('NAME', enc.rank_file.split('.')[0])}"
+            f"({type(exc).__name__}); {offline_hint(enc)}"
         ) from exc
 
 
@@ -162,7 +162,7 @@ def load(arg: str) -> TiktokenTokenizer:
         except Exception as exc:
             raise TokenizerDataError(
                 "tiktoken:gpt2 needs its files from the network; offline, use tiktoken:r50k_base "
-                f"(the same ranks) with its rank file: {OFFLINE_HINT.replace('NAME', 'r50k_base')}"
+                f"(the same ranks) with its rank file: {offline_hint(ENCODINGS['r50k_base'])}"
             ) from exc
     if arg.endswith((".tiktoken", ".tiktoken.gz")) or "/" in arg or Path(arg).exists():
         return load_file(arg)
