@@ -164,3 +164,17 @@ def test_every_listed_command_loads_and_has_help(runner) -> None:  # type: ignor
         assert result.exit_code == 0, (name, result.output)
         assert "Usage" in result.stdout
     assert runner.invoke(app, ["no-such-command"]).exit_code == 2
+
+
+def test_only_binary_input_is_a_failure(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02")
+    result = runner.invoke(app, ["count", str(tmp_path / "blob.bin")])
+    assert result.exit_code == 1
+    assert "nothing to count" in result.stderr and "binary" in result.stderr
+
+
+def test_overflowing_context_says_so(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "long.txt").write_text("token " * 9000)
+    result = runner.invoke(app, ["count", str(tmp_path / "long.txt"), "-m", "gpt-4"])
+    assert result.exit_code == 0
+    assert "does not fit" in result.stdout

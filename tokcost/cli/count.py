@@ -12,7 +12,7 @@ import typer
 
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 
 EPILOG = """
 Examples:
@@ -198,6 +198,10 @@ def count(
     if not report.files and not report.skipped:
         warn("no files matched")
     del count_paths
+    if not report.files and report.skipped:
+        raise InputError(
+            f"nothing to count: every input was skipped ({len(report.skipped)}, reasons above)"
+        )
     if total_only:
         out.print(str(report.total_tokens(cols[0].spec)))
     elif json_out:
@@ -289,6 +293,8 @@ def _print_table(report: Any, cols: list[Column]) -> None:
         w = _window(report.total_tokens(c.spec), c)
         if w["context_window"]:
             mark = "" if c.exact else " (≈: approximate, proxy tokenizer)"
+            if w["context_share"] > 1:
+                mark += " — does not fit"
             out.print(f"{c.label}: {_fmt(w['tokens'], c.exact)} tokens = "
                       f"{_pct(w['context_share'])} of its {w['context_window']:,}-token context "
                       f"window{mark}")
