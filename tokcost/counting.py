@@ -326,7 +326,12 @@ _worker_tokenizers: dict[str, Tokenizer] = {}
 
 
 def _init_worker(specs: Sequence[str]) -> None:
+    import signal
+
     from tokcost.adapters.registry import get_tokenizer
+
+    # Ctrl-C is the parent's to handle: workers must not print their own tracebacks.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     for spec in specs:
         _worker_tokenizers[spec] = get_tokenizer(spec)

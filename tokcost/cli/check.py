@@ -46,6 +46,9 @@ def check(
     fmt: Annotated[
         Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
     ] = Format.text,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Same as --format json.")
+    ] = False,
     update_baseline: Annotated[
         bool, typer.Option("--update-baseline", help="Write the current counts to the baseline "
                            "JSON (atomically), then check against it.")
@@ -82,6 +85,8 @@ def check(
         n = sum(len(b.files) for b in result.budgets)
         err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
                   "budgets)", highlight=False)
+    if json_out:
+        fmt = Format.json
     if fmt is Format.text:
         for notice in result.notices:
             if strict:

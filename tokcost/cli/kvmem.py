@@ -134,7 +134,9 @@ def estimate(
         ),
         weights_dtype=weights_dtype,
         group=kv_group_size,
-        bandwidth=parse_size(bandwidth, what="--bandwidth") if bandwidth else None,
+        bandwidth=(
+            parse_size(bandwidth.removesuffix("/s"), what="--bandwidth") if bandwidth else None
+        ),
     )
     if plot is not None:
         from tokcost.memory.plot import plot_memory

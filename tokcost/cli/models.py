@@ -201,7 +201,9 @@ def list_models(
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("model", "provider", "tokenizer", "context", "in $/M", "out $/M", "kv"):
         table.add_column(
-            col, justify="right" if col in ("context", "in $/M", "out $/M") else "left"
+            col,
+            justify="right" if col in ("context", "in $/M", "out $/M") else "left",
+            no_wrap=col == "model",  # ids are copied into -m: never cut them
         )
     for m in entries:
         table.add_row(
@@ -269,8 +271,9 @@ def show(
         att = arch["attention"]
         shape = (
             f"{arch['layers']} layers, hidden {arch['hidden_size']}, "
-            f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}, "
-            f"head_dim {arch['head_dim']}, vocab {arch['vocab_size']}"
+            f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}"
+            + (f", head_dim {arch['head_dim']}" if arch["head_dim"] is not None else "")
+            + f", vocab {arch['vocab_size']}"
         )
         out.print(f"  architecture: {shape}")
         params = arch["params_total"]
