@@ -130,7 +130,11 @@ def simulate(
         for p in names
     ]
     if plot is not None:
-        plot_reports(reports, plot, force=force)
+        what = f"{model_id}, {memory / 2**30:.1f} GiB of KV memory" if model_id and memory else (
+            f"{capacity:,} token slots")
+        source = trace.name if trace is not None else f"{requests} {dist}-like requests"
+        plot_reports(reports, plot, force=force,
+                     title=f"Where KV-cache memory goes: {what}, {source}")
     if json_out:
         print_json(
             {

@@ -85,7 +85,7 @@ def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: boo
         )
     )
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)  # "best" keeps it off the budget line
     fig.tight_layout()
     try:
         with atomic_path(path) as tmp:

@@ -596,7 +596,9 @@ __all__ = [
 ]
 
 
-def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = False) -> None:
+def plot_reports(
+    reports: Sequence[PolicyReport], path: Path, *, force: bool = False, title: str = ""
+) -> None:
     """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style).
 
     Needs matplotlib (``tokcost[plot]``); the file is written atomically.
@@ -631,10 +633,16 @@ def plot_reports(reports: Sequence[PolicyReport], path: Path, *, force: bool = F
         values = [100 * float(getattr(r, attr)) for r in reports]
         ax.barh(labels, values, left=left, color=color, label=name)
         left = [a + b for a, b in zip(left, values, strict=True)]
+    for row, r in enumerate(reports):  # the number the figure is about, on each bar
+        share = 100 * float(r.token_states)
+        ax.text(min(share, 92) / 2, row, f"{share:.1f}%", va="center", ha="center",
+                color="white", fontsize=8, fontweight="bold")
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of KV-cache memory (%)")
     ax.invert_yaxis()
-    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
+    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+              frameon=False)
     fig.tight_layout()
     try:
         with atomic_path(path) as tmp:
