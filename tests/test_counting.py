@@ -156,3 +156,22 @@ def test_non_streamable_tokenizers_use_processes(tmp_path: Path, tiny_sp_model: 
     assert serial.files[0].tokens[spec] == toks[spec].count(
         (tmp_path / "f0.txt").read_text()
     )
+
+
+def test_allow_special_never_cuts_inside_a_special_token(tmp_path: Path) -> None:
+    text = "1234, 5678<|endoftext|>\n" * 3000
+    path = tmp_path / "s.txt"
+    path.write_text(text)
+    tok = get_tokenizer("tiktoken:o200k_base")
+    report = count_paths([str(path)], {"o": tok}, allow_special=True, block_bytes=1000)
+    assert report.files[0].tokens["o"] == tok.count(text, allow_special=True)
+
+
+def test_text_without_letters_still_streams_in_chunks() -> None:
+    """Digits and punctuation give cut points too, so numeric files stay bounded."""
+    text = "0123456789, 42.5 " * 4000
+    stream = TextStream(io.BytesIO(text.encode()), block_bytes=4096)
+    chunks = list(stream.chunks())
+    assert len(chunks) > 10 and "".join(chunks) == text
+    tok = get_tokenizer("tiktoken:cl100k_base")
+    assert sum(tok.count(c) for c in chunks) == tok.count(text)

@@ -36,47 +36,58 @@ def _is_letter(ch: str) -> bool:
     return ch.isalpha()  # str.isalpha is exactly \p{L}
 
 
+def _is_number(ch: str) -> bool:
+    return unicodedata.category(ch)[0] == "N"  # \p{N}
+
+
 def _is_splittable_punct(ch: str) -> bool:
-    # Punctuation or a symbol starts a new piece after a letter in the gpt2, cl100k
-    # and o200k patterns; an apostrophe does not (o200k glues 's to the word) and a
-    # combining mark does not (o200k counts marks as part of the word).
+    # Punctuation or a symbol starts a new piece after a letter or a digit in the
+    # gpt2, cl100k, o200k and Tekken patterns; an apostrophe does not (o200k glues 's
+    # to the word), a combining mark does not (o200k counts marks as part of the
+    # word), and neither does an unassigned code point (category C): a newer regex
+    # engine may know it as a letter.
     return (
         ch not in "'\r\n"
         and not ch.isspace()
-        and unicodedata.category(ch)[0] not in "LMN"
+        and unicodedata.category(ch)[0] not in "LMNC"
     )
 
 
-def _is_cut(text: str, i: int) -> bool:
+def _is_cut(text: str, i: int, *, punct: bool = True) -> bool:
     """Whether ``text`` may be cut before index ``i`` (see find_boundary)."""
-    ch = text[i]
+    ch, prev = text[i], text[i - 1]
     if ch == " ":
-        return i + 1 < len(text) and _is_letter(text[i + 1]) and _is_letter(text[i - 1])
-    return _is_splittable_punct(ch) and _is_letter(text[i - 1])
+        if i + 1 >= len(text):
+            return False
+        nxt = text[i + 1]
+        return (_is_letter(prev) and _is_letter(nxt)) or (_is_number(prev) and _is_number(nxt))
+    return punct and _is_splittable_punct(ch) and (_is_letter(prev) or _is_number(prev))
 
 
-def find_boundary(text: str, start: int = 0) -> int:
+def find_boundary(text: str, start: int = 0, *, punct: bool = True) -> int:
     """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1.
 
-    A cut lies before ``" x"`` after a letter (letter, space, letter) or before a
-    punctuation mark that follows a letter: no piece of the gpt2, cl100k, o200k
-    (or Tekken) pre-tokenizers spans such a point, and the piece before it ends
-    the same way whether or not the text goes on.
+    A cut lies before a space between two letters or two digits, or before a
+    punctuation mark that follows a letter or a digit: no piece of the gpt2,
+    cl100k, o200k (or Tekken) pre-tokenizers spans such a point, and the piece
+    before it ends the same way whether or not the text goes on. ``punct=False``
+    keeps only the space rule, which never cuts inside special-token text such
+    as ``<|endoftext|>`` (for ``allow_special``).
 
     >>> text = "one two"
     >>> text[:find_boundary(text)], text[find_boundary(text):]
     ('one', ' two')
     """
     for i in range(len(text) - 1, start, -1):
-        if _is_cut(text, i):
+        if _is_cut(text, i, punct=punct):
             return i
     return -1
 
 
-def find_boundary_forward(text: str, start: int) -> int:
+def find_boundary_forward(text: str, start: int, *, punct: bool = True) -> int:
     """The first boundary at or after ``start`` (see find_boundary), or -1."""
     for i in range(max(start, 1), len(text)):
-        if _is_cut(text, i):
+        if _is_cut(text, i, punct=punct):
             return i
     return -1
 
@@ -101,6 +112,7 @@ class TextStream:
 
     source: BinaryIO
     block_bytes: int = BLOCK_BYTES
+    punct: bool = True  # False with allow_special: never cut inside <|...|>
     bytes: int = 0
     chars: int = 0
     invalid_bytes: int = 0
@@ -109,6 +121,7 @@ class TextStream:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="tokcost.replace")
         _invalid.n = 0
         pending = ""
+        searched = 0  # pending[:searched] holds no cut point
         while True:
             block = self.source.read(self.block_bytes)
             final = not block
@@ -119,12 +132,19 @@ class TextStream:
             if final:
                 break
             if len(pending) >= self.block_bytes:
-                cut = find_boundary(pending, start=len(pending) // 2)
-                if cut < 0:
-                    cut = find_boundary(pending)
+                # Search only text not searched before, so a stretch without a cut
+                # point (no letters or digits) costs linear, not quadratic, time.
+                searched = max(searched - 2, 0)
+                cut = find_boundary(pending, start=max(len(pending) // 2, searched),
+                                    punct=self.punct)
+                if cut < 0 and searched < len(pending) // 2:
+                    cut = find_boundary(pending, start=searched, punct=self.punct)
                 if cut > 0:
                     yield pending[:cut]
                     pending = pending[cut:]
+                    searched = 0
+                else:
+                    searched = len(pending)
         self.invalid_bytes = getattr(_invalid, "n", 0)
         if pending:
             yield pending
@@ -494,7 +514,7 @@ def _count_one(
         skipped.append(Skipped(source.display, f"binary (NUL byte at offset {nul})"))
         return None
     result = FileCount(path=source.display)
-    stream = TextStream(handle, block_bytes)
+    stream = TextStream(handle, block_bytes, punct=not counter.allow_special)
     streamable = {s: t for s, t in tokenizers.items() if t.streamable}
     whole_specs = [s for s in tokenizers if s not in streamable]
     whole: list[str] = []

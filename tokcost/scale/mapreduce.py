@@ -133,9 +133,10 @@ def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: boo
                 if nul >= 0:
                     part.skipped = f"binary (NUL byte at offset {nul})"
                     return part
-            begin = next_cut(fh, piece.start, piece.size)
-            stop = next_cut(fh, piece.end, piece.size)
-            stream = TextStream(_as_binary(Window(fh, begin, stop)))
+            punct = not allow_special  # never cut inside <|...|> when it is special
+            begin = next_cut(fh, piece.start, piece.size, punct=punct)
+            stop = next_cut(fh, piece.end, piece.size, punct=punct)
+            stream = TextStream(_as_binary(Window(fh, begin, stop)), punct=punct)
             whole: list[str] = []
             whole_chars = 0
             for chunk in stream.chunks():

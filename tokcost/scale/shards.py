@@ -211,14 +211,15 @@ def _starts_piece(ch: str) -> bool:
     )
 
 
-def next_cut(fh: IO[bytes], offset: int, size: int) -> int:
+def next_cut(fh: IO[bytes], offset: int, size: int, *, punct: bool = True) -> int:
     """The first byte offset ``>= offset`` where counting may cut the file, or ``size``.
 
     A cut lies before ``" x"`` after a letter (letter, space, letter), or before a
     punctuation mark that follows a letter — ``tokcost.counting.find_boundary``'s
     rule — and always at the start of a well-formed UTF-8 character. The answer
     depends only on the bytes near ``offset``, so two workers asking about the
-    same offset agree.
+    same offset agree. ``punct=False`` keeps only the space rule, which never cuts
+    inside special-token text such as ``<|endoftext|>`` (for ``allow_special``).
     """
     if offset <= 0:
         return 0
@@ -249,7 +250,7 @@ def next_cut(fh: IO[bytes], offset: int, size: int) -> int:
                     nxt = text[i + 1] if i + 1 < len(text) else ""
                     if _is_letter(nxt) and pos + 1 + len(nxt.encode("utf-8")) <= safe_end:
                         return pos
-                elif _starts_piece(ch):
+                elif punct and _starts_piece(ch):
                     return pos
             prev = ch
             pos += width
