@@ -175,3 +175,17 @@ def test_text_without_letters_still_streams_in_chunks() -> None:
     assert len(chunks) > 10 and "".join(chunks) == text
     tok = get_tokenizer("tiktoken:cl100k_base")
     assert sum(tok.count(c) for c in chunks) == tok.count(text)
+
+
+def test_gitignore_negation_and_ancestors_follow_git(tmp_path: Path) -> None:
+    """A deeper !pattern re-includes; walking a subfolder still honours the files above it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".gitignore").write_text("*.txt\n")
+    (tmp_path / "sub" / ".gitignore").write_text("!keep.txt\n")
+    for name in ("sub/keep.txt", "sub/drop.txt", "top.txt", "a.md"):
+        (tmp_path / name).write_text("hi\n")
+    whole = _rel(tmp_path, [s.path for s in walk([str(tmp_path)])])
+    assert whole == [".gitignore", "a.md", "sub/.gitignore", "sub/keep.txt"]
+    below = _rel(tmp_path, [s.path for s in walk([str(tmp_path / "sub")])])
+    assert below == ["sub/.gitignore", "sub/keep.txt"]

@@ -256,6 +256,24 @@ def walk(
         yield from _walk_dir(path, inc, exc, gitignore, skipped)
 
 
+def _ancestor_gitignores(root: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+    """The .gitignore files above ``root`` up to its git work tree's top, outermost first."""
+    start = Path(os.path.abspath(root))
+    chain: list[Path] = []
+    for folder in start.parents:
+        chain.append(folder)
+        if (folder / ".git").exists():
+            break
+    else:
+        return []  # not inside a git work tree: only the folders walked count
+    found = []
+    for folder in reversed(chain):
+        spec = _gitignore_spec(folder)
+        if spec is not None:
+            found.append((folder, spec))
+    return found
+
+
 def _walk_dir(
     root: Path,
     inc: pathspec.GitIgnoreSpec | None,
@@ -263,15 +281,23 @@ def _walk_dir(
     gitignore: bool,
     skipped: list[Skipped] | None,
 ) -> Iterator[Source]:
-    # Each .gitignore applies below its own folder: keep (folder, spec) pairs.
-    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+    # Each .gitignore applies below its own folder: (absolute folder, spec) pairs,
+    # outermost first, starting with those above `root` inside the same git work tree.
+    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = (
+        _ancestor_gitignores(root) if gitignore else []
+    )
 
     def ignored(path: Path, is_dir: bool) -> bool:
+        # As git decides: the last matching pattern wins, and a deeper .gitignore
+        # comes later, so its "!keep.txt" can re-include what an outer one ignores.
+        verdict: bool | None = None
+        full = Path(os.path.abspath(path))
         for base, spec in specs:
-            rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-            if spec.match_file(rel):
-                return True
-        return False
+            rel = full.relative_to(base).as_posix() + ("/" if is_dir else "")
+            result = spec.check_file(rel)
+            if result.include is not None:
+                verdict = result.include
+        return bool(verdict)
 
     def onerror(err: OSError) -> None:
         if skipped is not None:
@@ -279,11 +305,12 @@ def _walk_dir(
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
-        specs[:] = [(b, s) for b, s in specs if here == b or b in here.parents]
+        here_abs = Path(os.path.abspath(here))
+        specs[:] = [(b, s) for b, s in specs if here_abs == b or b in here_abs.parents]
         if gitignore:
             spec = _gitignore_spec(here)
             if spec is not None:
-                specs.append((here, spec))
+                specs.append((here_abs, spec))
         keep = []
         for d in sorted(dirnames):
             sub = here / d
