@@ -178,3 +178,10 @@ def test_overflowing_context_says_so(runner, tmp_path: Path) -> None:  # type: i
     result = runner.invoke(app, ["count", str(tmp_path / "long.txt"), "-m", "gpt-4"])
     assert result.exit_code == 0
     assert "does not fit" in result.stdout
+
+
+def test_model_spec_is_the_same_as_dash_m(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    via_t = runner.invoke(app, ["count", str(files / "a.txt"), "-t", "model:claude-sonnet-4-5", "--json"])
+    via_m = runner.invoke(app, ["count", str(files / "a.txt"), "-m", "claude-sonnet-4-5", "--json"])
+    assert json.loads(via_t.stdout)["tokenizers"] == json.loads(via_m.stdout)["tokenizers"]
+    assert json.loads(via_t.stdout)["tokenizers"][0]["exact"] is False

@@ -233,7 +233,9 @@ def measure(config: BudgetConfig, *, jobs: int = 1,
             except TokcostError as exc:
                 raise BudgetConfigError(f"{where}: budget '{budget.name}': {exc}") from None
         _require(config, budget, entry)
-        spec_raw = budget.tokenizer or (entry.tokenizer if entry is not None else None)
+        # The catalog's spec as written ({mistral_common}/... unexpanded): it keys the
+        # counts and is recorded in the baseline, which must not depend on this machine.
+        spec_raw = budget.tokenizer or (entry.tokenizer_spec if entry is not None else None)
         spec_raw = spec_raw or config.tokenizer or DEFAULT_SPEC
         spec = normalize_spec(spec_raw)
         exact = True

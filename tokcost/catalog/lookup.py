@@ -82,8 +82,9 @@ class Catalog:
                     )
                 seen[key] = entry
                 cat._prefixes.append((key, True, entry))
-            for name in (entry.id, *entry.aliases):
-                cat._prefixes.append((name.lower(), False, entry))
+            # Dated ids extend the id only: an alias such as "mistral-large" names a
+            # family, and "mistral-large-2407" is another version, not the aliased one.
+            cat._prefixes.append((entry.id.lower(), False, entry))
         cat._prefixes.sort(key=lambda item: -len(item[0]))
         for gpu in gpus:
             for name in (gpu.name, *gpu.aliases):

@@ -47,6 +47,9 @@ def _label(spec: str) -> str:
 def _columns(tokenizers: list[str], models: list[str], catalog: str | None) -> list[Column]:
     from tokcost.adapters.registry import DEFAULT_SPEC, normalize_spec
 
+    # -t model:ID is -m ID (DESIGN §2): through the same --catalog, marked ≈ for proxies.
+    models = [t.partition(":")[2] for t in tokenizers if t.startswith("model:")] + list(models)
+    tokenizers = [t for t in tokenizers if not t.startswith("model:")]
     cols = [Column(_label(normalize_spec(t)), normalize_spec(t), True) for t in tokenizers]
     if models:
         from tokcost.catalog import load_catalog
