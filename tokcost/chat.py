@@ -22,7 +22,7 @@ class ChatCount:
     messages: int
     content_tokens: int  # tokens of the fields' text (role, content, name)
     overhead_tokens: int  # tokens the template adds
-    skipped_parts: int  # non-text content parts (images, audio) not counted
+    skipped_parts: int  # non-text parts (images, audio, tool calls) not counted
 
     @property
     def total(self) -> int:
@@ -81,6 +81,8 @@ def count_chat(
         for key, value in message.items():
             if isinstance(value, str):
                 content += tokenizer.count(value)
+            elif key == "tool_calls" and isinstance(value, list):
+                skipped += len(value)  # their JSON is templated per model: not counted
             elif key == "content" and isinstance(value, list):
                 for part in value:
                     if isinstance(part, dict) and isinstance(part.get("text"), str):

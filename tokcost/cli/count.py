@@ -363,7 +363,7 @@ def _count_chat(path: str, tokenizers: list[str], models: list[str], catalog: st
                             per_name=entry.chat.per_name, reply_priming=entry.chat.reply_priming)
         rows.append((entry, col, result))
     if any(r.skipped_parts for _, _, r in rows):
-        warn(f"{rows[0][2].skipped_parts} non-text content parts (images, audio) not counted")
+        warn(f"{rows[0][2].skipped_parts} non-text parts (images, audio, tool calls) not counted")
     if json_out:
         print_json({"chat": path, "models": [
             {"id": e.id, "tokenizer": c.spec, "exact": c.exact, "messages": r.messages,
