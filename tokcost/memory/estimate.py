@@ -198,6 +198,11 @@ def estimate_kv(
             notes.append("MLA's latent cache is replicated on every tensor-parallel GPU")
     if "linear" in layout.counts:
         notes.append("linear-attention layers hold a fixed bf16 state per sequence")
+    if "sliding" in layout.counts or "linear" in layout.counts:
+        notes.append(
+            f"the blocks column counts the context's {block_size}-token blocks; windowed and "
+            "linear layers hold fewer, which per sequence, concurrency and fits already count"
+        )
     rows: list[ContextRow] = []
     for ctx in ctxs:
         if ctx <= 0:
