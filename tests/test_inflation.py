@@ -309,5 +309,5 @@ def test_plot_rejects_other_formats(tmp_path: Path) -> None:
     from tokcost.inflation import plot_premiums
 
     report = measure([Group("prose", "en", (Sample("en", EN),))], [BYTES])
-    with pytest.raises(UsageError, match=r"\.png or \.svg"):
+    with pytest.raises(UsageError, match=r"\.png, \.svg or \.pdf"):
         plot_premiums(report, tmp_path / "x.jpg")

@@ -29,7 +29,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -581,16 +580,6 @@ def display_name(sample: Sample) -> str:
     return label if label.lower() == sample.code.lower() else f"{label} ({sample.code})"
 
 
-def check_plot_path(path: Path, *, force: bool = False) -> None:
-    """Fail before any counting when the picture could not be written."""
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise UsageError(f"--plot needs a .png or .svg file name, got '{path.name}'")
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.is_dir():
-        raise UsageError(f"folder {path.parent} does not exist; create it first")
-
-
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     """Draw the premium of every sample, one horizontal bar per tokenizer, to PNG/SVG.
 
@@ -598,17 +587,10 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     written atomically: a temporary file in the same folder, then a rename.
     """
 
-    from tokcost.errors import MissingDependency
+    from tokcost.plotting import check_plot_path, pyplot, save_figure
 
     check_plot_path(path, force=force)
-    suffix = path.suffix.lower()
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependency("matplotlib", "plot", "--plot") from None
+    plt = pyplot()
 
     groups = [g for g in report.groups if g.rows]
     meters = [m.label for m in report.meters]
@@ -642,8 +624,4 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
         if len(meters) > 1:
             ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=suffix[1:])
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

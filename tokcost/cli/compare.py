@@ -274,6 +274,7 @@ def compare(
     version as input on that model.
     """
     from tokcost import inflation
+    from tokcost.plotting import check_plot_path
 
     if sum((json_out, csv_out, markdown)) > 1:
         raise UsageError("pick one of --json, --csv, --markdown")
@@ -283,7 +284,7 @@ def compare(
     if builtin and sources:
         raise UsageError("pass either --builtin or folders/files, not both")
     if plot is not None:
-        inflation.check_plot_path(plot, force=force)
+        check_plot_path(plot, force=force)
 
     if not sources:
         groups = inflation.load_builtin(kinds=kind, baseline=baseline)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tokcost.atomic import atomic_path
 from tokcost.catalog.schema import ModelEntry
-from tokcost.errors import MissingDependency, UsageError
 from tokcost.memory.estimate import KvEstimate
-
-_FORMATS = (".png", ".svg", ".pdf")
+from tokcost.plotting import check_plot_path, pyplot, save_figure
 
 
 def _sweep(limit: int) -> list[int]:
@@ -28,19 +25,9 @@ def _sweep(limit: int) -> list[int]:
 
 def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: bool = False) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
-    if path.suffix.lower() not in _FORMATS:
-        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.exists():
-        raise UsageError(f"folder {path.parent} does not exist")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependency("matplotlib", "plot", "--plot") from None
+    check_plot_path(path, force=force)
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
 
     layout = result.layout
     top = max([*(r.context for r in result.rows), entry.context_window or 0, 4096])
@@ -80,15 +67,11 @@ def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: boo
         + ")"
     )
     ax.xaxis.set_major_formatter(
-        matplotlib.ticker.FuncFormatter(
+        FuncFormatter(
             lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"
         )
     )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="best", fontsize=8)  # "best" keeps it off the budget line
     fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix.lstrip(".").lower() or "png")
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

@@ -38,7 +38,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, UsageError
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -604,21 +603,10 @@ def plot_reports(
     Needs matplotlib (``tokcost[plot]``); the file is written atomically.
     """
 
-    from tokcost.errors import MissingDependency
+    from tokcost.plotting import check_plot_path, pyplot, save_figure
 
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.exists():
-        raise UsageError(f"folder {path.parent} does not exist")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependency("matplotlib", "plot", "--plot") from None
+    check_plot_path(path, force=force)
+    plt = pyplot()
     parts = [
         ("token states", "token_states", "#2b7bba"),
         ("reserved", "reserved", "#f0a030"),
@@ -644,8 +632,4 @@ def plot_reports(
     ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
               frameon=False)
     fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix.lstrip(".").lower() or "png")
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

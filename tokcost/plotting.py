@@ -1,0 +1,46 @@
+"""What every ``--plot`` shares: checking the output path, loading matplotlib, saving.
+
+matplotlib is an optional extra (``pip install 'tokcost[plot]'``), imported only here
+and only when a picture is asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tokcost.atomic import atomic_path
+from tokcost.errors import MissingDependency, UsageError
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def check_plot_path(path: Path, *, force: bool = False) -> None:
+    """Fail before any work when the picture could not be written."""
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise UsageError(f"folder {path.parent} does not exist; create it first")
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependency("matplotlib", "plot", "--plot") from None
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Write ``fig`` to ``path`` atomically, in the format its suffix names, and close it."""
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix.lstrip(".").lower())
+    finally:
+        pyplot().close(fig)
