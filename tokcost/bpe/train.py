@@ -254,6 +254,9 @@ def train_from_counts(
             c = counts[iw]
             last = len(w) - 2
             prev_end = -1
+            # The left and right neighbour updates below are written out twice on
+            # purpose: this is the trainer's innermost loop, and a helper call per
+            # occurrence costs more than the whole update.
             while i >= 0:
                 if i > 0:
                     prev = r if i == prev_end else w[i - 1]

@@ -603,6 +603,22 @@ def parse_file(path: Path, *, strict: bool = True) -> tuple[ParsedFile, list[Pro
     return parsed, problems
 
 
+def _entries(
+    c: _Checker,
+    top: dict[str, Any],
+    key: str,
+    what: str,
+    parse: Callable[[_Checker, Any, PathKey], T | None],
+) -> list[T]:
+    """The valid entries of a top-level list (``models``, ``gpus``); problems go to ``c``."""
+    raw = top.get(key) or []
+    if not isinstance(raw, list):
+        c.fail((key,), f"expected a list of {what}, got {_show(raw)}")
+        return []
+    found = [parse(c, item, (key, i)) for i, item in enumerate(raw)]
+    return [entry for entry in found if entry is not None]
+
+
 def _check_document(c: _Checker, data: Any, path: Path) -> ParsedFile:
     top = c.mapping(data, (), ["version", "extends", "models", "gpus"])
     if top is None:
@@ -617,25 +633,9 @@ def _check_document(c: _Checker, data: Any, path: Path) -> ParsedFile:
         c.fail(
             ("extends",), f"expected 'shipped' (add to the shipped catalog), got {_show(extends)}"
         )
-    models: list[ModelEntry] = []
-    raw_models = top.get("models") or []
-    if not isinstance(raw_models, list):
-        c.fail(("models",), f"expected a list of model entries, got {_show(raw_models)}")
-        raw_models = []
-    for i, raw in enumerate(raw_models):
-        entry = _model(c, raw, ("models", i))
-        if entry is not None:
-            models.append(entry)
+    models = _entries(c, top, "models", "model entries", _model)
     c.model = None
-    gpus: list[Gpu] = []
-    raw_gpus = top.get("gpus") or []
-    if not isinstance(raw_gpus, list):
-        c.fail(("gpus",), f"expected a list of GPUs, got {_show(raw_gpus)}")
-        raw_gpus = []
-    for i, raw in enumerate(raw_gpus):
-        gpu = _gpu(c, raw, ("gpus", i))
-        if gpu is not None:
-            gpus.append(gpu)
+    gpus = _entries(c, top, "gpus", "GPUs", _gpu)
     return ParsedFile(path, tuple(models), tuple(gpus), extends == "shipped")
 
 
