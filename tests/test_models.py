@@ -149,10 +149,9 @@ TEXT = "Bonjour le monde! Mistral tokenizers, counted exactly: 12345 — ünïc�
 def test_mistral_counts_equal_mistral_common(model_id: str, factory: str) -> None:
     pytest.importorskip("sentencepiece")
     mc = pytest.importorskip("mistral_common.tokens.tokenizers.mistral")
-    from tokcost.adapters.registry import tokenizer_for_model
+    from tokcost.tokenizers import model_choice
 
-    entry = load_catalog().resolve(model_id)
-    ours = tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+    ours = model_choice(load_catalog().resolve(model_id)).load()
     theirs = getattr(mc.MistralTokenizer, factory)().instruct_tokenizer.tokenizer
     assert ours.exact
     assert ours.count(TEXT) == len(theirs.encode(TEXT, bos=False, eos=False))

@@ -1,7 +1,14 @@
 """Typed errors. Every message says what went wrong and what to do next.
 
 The library raises these; the CLI turns them into one line on stderr and an exit
-code in a single place (``tokcost.cli.app.main``).
+code in a single place (``tokcost.cli.app``). Library messages speak the API's words
+(``pass allow_special=True``, ``tp must divide kv_heads``) and name the offending
+parameter in ``param``; the CLI maps that parameter to its flag (``--allow-special``,
+``--tp``), so no library module spells a flag.
+
+>>> e = UsageError("tp=3 does not divide kv_heads=8", param="tp")
+>>> (e.param, e.exit_code, str(e))
+('tp', 2, 'tp=3 does not divide kv_heads=8')
 """
 
 from __future__ import annotations
@@ -10,9 +17,17 @@ from collections.abc import Iterable
 
 
 class TokcostError(Exception):
-    """Base class. ``exit_code`` follows DESIGN §3: 1 for a failure, 2 for bad usage."""
+    """Base class. ``exit_code`` follows DESIGN §3: 1 for a failure, 2 for bad usage.
+
+    ``param`` is the API parameter the error is about (``"tp"``, ``"input_tokens"``),
+    or None; the message uses that same name wherever it refers to the parameter.
+    """
 
     exit_code: int = 1
+
+    def __init__(self, message: str = "", *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class UsageError(TokcostError):

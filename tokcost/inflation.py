@@ -34,6 +34,7 @@ from tokcost.errors import InputError, UsageError
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
     from tokcost.catalog.schema import ModelEntry
+    from tokcost.tokenizers import TokenizerChoice
 
 KINDS = ("prose", "code", "data")
 DEFAULT_BASELINES = {"prose": "en", "code": "python", "data": "json"}
@@ -148,10 +149,14 @@ class Meter:
 
     @classmethod
     def for_model(cls, entry: ModelEntry) -> Meter:
-        from tokcost.adapters.registry import tokenizer_for_model
+        from tokcost.tokenizers import model_choice
 
-        tok = tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
-        return cls(entry.id, entry.tokenizer or "", tok, exact=tok.exact, model=entry)
+        return cls.from_choice(model_choice(entry))
+
+    @classmethod
+    def from_choice(cls, choice: TokenizerChoice) -> Meter:
+        tok = choice.load()
+        return cls(choice.label, choice.spec, tok, exact=tok.exact, model=choice.model)
 
     @property
     def priced(self) -> bool:

@@ -73,11 +73,11 @@ def get_tokenizer(spec: str) -> Tokenizer:
 def _get_tokenizer(spec: str) -> Tokenizer:
     family, sep, arg = spec.partition(":")
     if family == "model" and sep:
-        # model:ID goes through the catalog, which names the tokenizer spec.
-        from tokcost.catalog import load_catalog
-
-        entry = load_catalog().resolve(arg)
-        return tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+        # Adapters read no catalog: model ids resolve one layer up, with the caller's catalog.
+        raise TokenizerNotFound(
+            f"'{spec}' names a catalog model; resolve it with "
+            "tokcost.resolve_tokenizers([spec], catalog=...)"
+        )
     if not sep or family not in FAMILIES or not arg:
         raise TokenizerNotFound(
             f"unknown tokenizer spec '{spec}'; use one of: {', '.join(known_specs())}"
@@ -87,16 +87,3 @@ def _get_tokenizer(spec: str) -> Tokenizer:
     tok: Tokenizer = constructor(arg)
     return tok
 
-
-def tokenizer_for_model(model_id: str, spec: str | None, exact: bool) -> Tokenizer:
-    """The tokenizer a catalog entry names; proxies are marked approximate."""
-    if not spec:
-        raise TokenizerNotFound(
-            f"model '{model_id}' names no tokenizer in the catalog; pass one with -t SPEC"
-        )
-    tok = get_tokenizer(spec)
-    if not exact and tok.exact:
-        from tokcost.adapters.proxy import Approximate
-
-        return Approximate(tok)
-    return tok

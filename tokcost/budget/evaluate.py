@@ -210,9 +210,9 @@ def measure(config: BudgetConfig, *, jobs: int = 1,
         DEFAULT_SPEC,
         get_tokenizer,
         normalize_spec,
-        tokenizer_for_model,
     )
     from tokcost.counting import count_paths
+    from tokcost.tokenizers import model_choice
 
     notices: list[Notice] = []
     catalog = None
@@ -241,7 +241,7 @@ def measure(config: BudgetConfig, *, jobs: int = 1,
         exact = True
         try:
             if budget.tokenizer is None and entry is not None and entry.tokenizer:
-                tok = tokenizer_for_model(entry.id, entry.tokenizer, entry.tokenizer_exact)
+                tok = model_choice(entry).load()
                 exact = bool(tok.exact)
             else:
                 tok = get_tokenizer(spec)

@@ -45,10 +45,12 @@ def _count_files(
     paths: list[str], entry_id: str, spec: str | None, exact: bool
 ) -> tuple[int, bool]:
     """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy)."""
-    from tokcost.adapters.registry import tokenizer_for_model
     from tokcost.counting import count_paths
+    from tokcost.tokenizers import TokenizerChoice
 
-    tokenizer = tokenizer_for_model(entry_id, spec, exact)
+    if not spec:
+        raise UsageError(f"model '{entry_id}' names no tokenizer in the catalog")
+    tokenizer = TokenizerChoice(entry_id, spec, exact).load()
     report = count_paths(paths, {tokenizer.name: tokenizer})
     if not report.files:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in report.skipped[:3])

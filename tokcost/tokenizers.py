@@ -1,0 +1,141 @@
+"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2).
+
+Every command that tokenizes (count, compare, check, price) and the inflation
+metrics take their tokenizers from here, so ``-t model:ID`` and ``-m ID`` read the
+same ``catalog`` everywhere. The adapter registry knows tokenizer families only;
+the catalog is read here, one layer up.
+
+>>> [c.label for c in resolve_tokenizers(["cl100k_base"], ["gpt-4o"])]
+['cl100k_base', 'gpt-4o']
+>>> resolve_tokenizers(["model:gpt-4o"])[0].spec
+'tiktoken:o200k_base'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tokcost.adapters.registry import DEFAULT_SPEC, get_tokenizer, normalize_spec
+from tokcost.errors import TokenizerNotFound, UsageError
+
+if TYPE_CHECKING:
+    from tokcost.adapters.base import Tokenizer
+    from tokcost.catalog import Catalog, ModelEntry
+
+MODEL_PREFIX = "model:"
+
+
+def open_catalog(catalog: str | Path | Catalog | None = None) -> Catalog:
+    """The catalog a ``catalog`` argument names: a YAML path, a loaded Catalog, or
+    None for ``$TOKCOST_CATALOG``, else the shipped models.yaml (loaded once per mtime)."""
+    from tokcost.catalog import Catalog, load_catalog
+
+    if isinstance(catalog, Catalog):
+        return catalog
+    return load_catalog(catalog)
+
+
+def spec_label(spec: str) -> str:
+    """The column label of a spec: ``tiktoken:o200k_base`` -> ``o200k_base``.
+
+    >>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
+    ('cl100k_base', 'hf:org/repo')
+    """
+    family, _, arg = spec.partition(":")
+    if family == "tiktoken" and "/" not in arg:
+        return arg
+    return spec
+
+
+@dataclass(frozen=True)
+class TokenizerChoice:
+    """One resolved tokenizer: what to call it, which spec builds it, whether it is exact.
+
+    ``model`` is the catalog entry when the choice came from a model id (its context
+    window, chat overhead and prices then apply); ``written_spec`` is the spec as the
+    catalog wrote it (``{mistral_common}/...`` unexpanded), which keys baselines so
+    they match across machines.
+    """
+
+    label: str
+    spec: str
+    exact: bool = True
+    model: ModelEntry | None = None
+    written_spec: str | None = None
+
+    def load(self) -> Tokenizer:
+        """The tokenizer (built once per process); a catalog proxy is marked approximate."""
+        tok = get_tokenizer(self.spec)
+        if not self.exact and tok.exact:
+            from tokcost.adapters.proxy import Approximate
+
+            return Approximate(tok)
+        return tok
+
+
+def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:
+    """The tokenizer a catalog entry names, or ``tokenizer`` in its place.
+
+    ``tokenizer`` overrides the catalog's spec (``-t`` with ``--chat``); the entry
+    still supplies window, chat overhead and prices.
+    """
+    if tokenizer is not None:
+        spec = normalize_spec(tokenizer)
+        return TokenizerChoice(entry.id, spec, True, entry, spec)
+    if not entry.tokenizer:
+        raise TokenizerNotFound(
+            f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=[SPEC]",
+            param="tokenizers",
+        )
+    return TokenizerChoice(entry.id, entry.tokenizer, entry.tokenizer_exact, entry,
+                           entry.tokenizer_spec)
+
+
+def resolve_tokenizers(
+    tokenizers: Sequence[str] = (),
+    models: Sequence[str] = (),
+    *,
+    catalog: str | Path | Catalog | None = None,
+    default: str | None = DEFAULT_SPEC,
+    unique: bool = False,
+) -> list[TokenizerChoice]:
+    """Tokenizer specs and model ids -> choices, in the order given (specs first).
+
+    ``model:ID`` among ``tokenizers`` is the same as ``ID`` in ``models``: both go
+    through ``catalog``. With nothing given, ``default`` (None: an empty list).
+    ``unique`` refuses a label given twice (a comparison would show it twice).
+    """
+    choices: list[TokenizerChoice] = []
+    cat: Catalog | None = None
+    wanted = [(t, False) for t in tokenizers] + [(m, True) for m in models]
+    for text, is_model in wanted:
+        if not is_model and text.startswith(MODEL_PREFIX):
+            text, is_model = text[len(MODEL_PREFIX):], True
+        if is_model:
+            if cat is None:
+                cat = open_catalog(catalog)
+            choices.append(model_choice(cat.resolve(text)))
+        else:
+            spec = normalize_spec(text)
+            choices.append(TokenizerChoice(spec_label(spec), spec, True, None, spec))
+    if not choices and default is not None:
+        choices.append(TokenizerChoice(spec_label(default), default, True, None, default))
+    if unique:
+        labels = [c.label for c in choices]
+        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        if dupes:
+            raise UsageError(f"tokenizer given twice: {', '.join(dupes)}; pass each once",
+                             param="tokenizers")
+    return choices
+
+
+def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
+    """spec -> tokenizer for every distinct spec (counting keys its columns by spec)."""
+    toks: dict[str, Tokenizer] = {}
+    for choice in choices:
+        if choice.spec not in toks:
+            toks[choice.spec] = choice.load()
+    return toks
