@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tokcost import get_tokenizer
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.tekken import TEKKEN_PATTERN
-from tokcost.counting import TextStream, count_paths, find_boundary, split_text, walk
+from tokcost.counting import LocalEngine, TextStream, count_paths, find_boundary, split_text, walk
 from tokcost.errors import InputError, UsageError
 
 # Pieces that stress the pre-tokenizers: letters of several scripts, combining
@@ -55,10 +55,10 @@ def test_large_file_counts_exactly_in_chunks(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text(text, encoding="utf-8", newline="")
     toks = {s: get_tokenizer(s) for s in ("tiktoken:cl100k_base", "tiktoken:o200k_base")}
-    report = count_paths([str(path)], toks, block_bytes=4096)
+    report = count_paths([str(path)], toks, engine=LocalEngine(block_bytes=4096))
     for spec, tok in toks.items():
         assert report.files[0].tokens[spec] == tok.count(text)
-    threaded = count_paths([str(path)], toks, block_bytes=4096, jobs=2)
+    threaded = count_paths([str(path)], toks, engine=LocalEngine(jobs=2, block_bytes=4096))
     assert threaded.files[0].tokens == report.files[0].tokens
 
 
@@ -151,7 +151,7 @@ def test_non_streamable_tokenizers_use_processes(tmp_path: Path, tiny_sp_model: 
     spec = f"sp:{tiny_sp_model}"
     toks = {spec: get_tokenizer(spec)}
     serial = count_paths([str(tmp_path)], toks)
-    parallel = count_paths([str(tmp_path)], toks, jobs=2)
+    parallel = count_paths([str(tmp_path)], toks, engine=LocalEngine(jobs=2))
     assert [f.tokens for f in parallel.files] == [f.tokens for f in serial.files]
     assert serial.files[0].tokens[spec] == toks[spec].count(
         (tmp_path / "f0.txt").read_text()
@@ -163,7 +163,8 @@ def test_allow_special_never_cuts_inside_a_special_token(tmp_path: Path) -> None
     path = tmp_path / "s.txt"
     path.write_text(text)
     tok = get_tokenizer("tiktoken:o200k_base")
-    report = count_paths([str(path)], {"o": tok}, allow_special=True, block_bytes=1000)
+    report = count_paths([str(path)], {"o": tok}, allow_special=True,
+                         engine=LocalEngine(block_bytes=1000))
     assert report.files[0].tokens["o"] == tok.count(text, allow_special=True)
 
 

@@ -13,11 +13,12 @@ import os
 import sys
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import pathspec
 
@@ -27,6 +28,9 @@ from tokcost.errors import InputError, UsageError
 BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
 SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
 MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole text at once
+
+# progress(stage, done, total): bytes done of total (0 while the total is unknown)
+ProgressFn = Callable[[str, int, int], None]
 
 
 # --- boundaries -------------------------------------------------------------------
@@ -471,7 +475,93 @@ def _open_source(source: Source) -> BinaryIO:
     return open(source.path, "rb")
 
 
+@dataclass(frozen=True)
+class LocalEngine:
+    """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
+    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes."""
+
+    jobs: int = 1
+    block_bytes: int = BLOCK_BYTES
+
+    def count_paths(
+        self,
+        paths: Sequence[str],
+        tokenizers: dict[str, Tokenizer],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        gitignore: bool = True,
+        allow_special: bool = False,
+        stdin: BinaryIO | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CountReport:
+        done = 0
+
+        def on_file(f: FileCount) -> None:
+            nonlocal done
+            done += f.bytes
+            if progress is not None:
+                progress("count", done, 0)  # 0: the total is not known while walking
+
+        return _count_paths_local(
+            paths, tokenizers, jobs=self.jobs, block_bytes=self.block_bytes,
+            include=include, exclude=exclude,
+            gitignore=gitignore, allow_special=allow_special, stdin=stdin,
+            on_file=on_file if progress is not None else None)
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]:
+        from tokcost.bpe.pretokenize import count_words
+
+        return count_words(paths, pattern, jobs=self.jobs, progress=progress)
+
+
+class Engine(Protocol):
+    """Where counting runs: ``LocalEngine`` here, ``tokcost.scale.DaskEngine`` on Dask."""
+
+    def count_paths(
+        self,
+        paths: Sequence[str],
+        tokenizers: dict[str, Tokenizer],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        gitignore: bool = True,
+        allow_special: bool = False,
+        stdin: BinaryIO | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CountReport: ...
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]: ...
+
+
 def count_paths(
+    paths: Sequence[str],
+    tokenizers: dict[str, Tokenizer],
+    *,
+    engine: Engine | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    stdin: BinaryIO | None = None,
+    progress: ProgressFn | None = None,
+) -> CountReport:
+    """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
+
+    ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
+    ``engine`` runs it (default: ``LocalEngine()``, one worker here).
+    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read.
+    """
+    return (engine or LocalEngine()).count_paths(
+        paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
+        allow_special=allow_special, stdin=stdin, progress=progress)
+
+
+def _count_paths_local(
     paths: Sequence[str],
     tokenizers: dict[str, Tokenizer],
     *,

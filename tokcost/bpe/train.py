@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.bpe.pretokenize import count_words, resolve_pattern, split_text
@@ -95,16 +96,34 @@ def check_config(config: TrainerConfig) -> None:
         raise UsageError("--vocab-size can be at most 1114112")
 
 
+class WordCounter(Protocol):
+    """Pre-tokenizes files into pre-token frequencies: ``tokcost.counting.LocalEngine``
+    on this machine, ``tokcost.scale.DaskEngine`` on a cluster (the same table)."""
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]: ...
+
+
 def train(
     paths: Iterable[str | Path],
     config: TrainerConfig,
     progress: ProgressFn | None = None,
+    *,
+    engine: WordCounter | None = None,
 ) -> TrainResult:
-    """Train on text files (streamed; each line split on its own)."""
+    """Train on text files (streamed; each line split on its own).
+
+    ``engine`` pre-tokenizes (default: ``config.jobs`` processes here); the merges
+    are then learned here, so they are the same whatever the engine.
+    """
     check_config(config)
     pattern, _ = resolve_pattern(config.pattern)
     t0 = time.perf_counter()
-    counts = count_words(paths, pattern, jobs=config.jobs, progress=progress)
+    if engine is None:
+        counts = count_words(paths, pattern, jobs=config.jobs, progress=progress)
+    else:
+        counts = engine.count_words(list(paths), pattern, progress=progress)
     seconds = time.perf_counter() - t0
     return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 

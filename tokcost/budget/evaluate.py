@@ -211,7 +211,7 @@ def measure(config: BudgetConfig, *, jobs: int = 1,
         get_tokenizer,
         normalize_spec,
     )
-    from tokcost.counting import count_paths
+    from tokcost.counting import LocalEngine, count_paths
     from tokcost.tokenizers import model_choice
 
     notices: list[Notice] = []
@@ -261,7 +261,8 @@ def measure(config: BudgetConfig, *, jobs: int = 1,
         wanted = sorted({f for _, _, s, _, chosen in plans if s == spec for f in chosen})
         if not wanted:
             continue
-        report = count_paths([str(config.root / f) for f in wanted], {spec: tok}, jobs=jobs,
+        report = count_paths([str(config.root / f) for f in wanted], {spec: tok},
+                             engine=LocalEngine(jobs=jobs),
                              gitignore=False)
         by_path = {Path(fc.path).relative_to(config.root).as_posix(): fc for fc in report.files}
         for rel, fc in by_path.items():

@@ -48,13 +48,16 @@ def reported_errors() -> Iterator[None]:
             raise
         from rich.markup import escape  # only on the error path
 
+        from tokcost.cli.errors import render_error
+
         # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
-        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", markup=True,
+        err.print(f"[bold red]error:[/bold red] {escape(render_error(exc))}", markup=True,
                   highlight=False)
         raise typer.Exit(code=exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
         raise typer.Exit(code=130) from None
+
 
 app = typer.Typer(
     name="tokcost",
@@ -120,6 +123,9 @@ def _load_command(name: str) -> Any:
         for module in modules:
             importlib.import_module(module).register(holder)
         built = typer.main.get_command(holder)
+        from tokcost.cli.errors import tag_errors
+
+        tag_errors(built)
         # A holder with one plain command becomes that command; otherwise a group.
         sub = getattr(built, "commands", {}).get(name)
         _loaded[name] = sub if sub is not None else built

@@ -164,20 +164,12 @@ def train_cmd(
     check_writable([output, vocab_path(output)], force)  # fail before hours of training
     t0 = time.perf_counter()
     with _progress() as callback:
-        if engine == "dask" or scheduler:
-            from tokcost.scale import train_dask
+        from tokcost.app.engine import make_engine
 
-            result = train_dask(
-                files,
-                config,
-                scheduler=scheduler,
-                workers=jobs if jobs > 1 else None,
-                progress=callback,
-            )
-        elif engine != "local":
-            raise UsageError(f"unknown --engine {engine!r}: use local or dask")
-        else:
-            result = train(files, config, callback)
+        chosen = make_engine(engine, jobs=jobs if jobs > 1 else None, scheduler=scheduler)
+        # the local engine's processes come from config.jobs; only Dask is handed over
+        result = train(files, config, callback,
+                       engine=None if engine == "local" and not scheduler else chosen)
     for message in result.warnings:
         warn(message)
     model_path, vocab_file = save_model(result.model, output, force=force)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import UsageError
 
@@ -109,26 +109,12 @@ def _print_tables(report: Report, chart: bool) -> None:
                     cells.append(_money(r.cost_usd))
                 style = "bold" if row.code == group.baseline else None
                 table.add_row(*cells, style=style)
-            _print_wide(table)
+            print_wide(table)
             if meter.priced:
                 _print_cost_sentence(group, meter)
         if chart:
             _print_chart(group, report.meters)
         out.print()
-
-
-def _print_wide(table: object) -> None:
-    """Print a table at its natural width, even when stdout is a pipe (rich assumes 80)."""
-    from rich.console import Console
-    from rich.measure import Measurement
-
-    needed = Measurement.get(out, out.options.update_width(1000), table).maximum  # type: ignore[arg-type]
-    if needed <= out.width:
-        out.print(table)
-        return
-    wide = Console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
-                   force_terminal=out.is_terminal, no_color=out.no_color)
-    wide.print(table)
 
 
 def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:

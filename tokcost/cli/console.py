@@ -53,3 +53,18 @@ def warn(message: str) -> None:
 def progress_enabled() -> bool:
     """Progress bars only when a person is watching stderr."""
     return bool(err.is_terminal)
+
+
+def print_wide(table: Any) -> None:
+    """Print a table at its natural width, even when stdout is a pipe (rich assumes 80):
+    ids, specs and numbers must not be cut or wrapped in a file or a CI log."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    needed = Measurement.get(out, out.options.update_width(1000), table).maximum
+    if needed <= out.width:
+        out.print(table)
+        return
+    wide = Console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
+                   force_terminal=out.is_terminal, no_color=out.no_color)
+    wide.print(table)

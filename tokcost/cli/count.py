@@ -173,26 +173,10 @@ def count(
         _show_pieces(inputs, cols[0], toks[cols[0].spec], tokens, truncate, allow_special)
         return
 
-    from tokcost.counting import count_paths
+    from tokcost.app.engine import make_engine
 
-    if engine == "dask" or scheduler:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
-
-        from tokcost.scale import count_paths_dask
-
-        with Progress(TextColumn("counting on dask"), BarColumn(), DownloadColumn(),
-                      console=err, transient=True, disable=not progress_enabled()) as bar:
-            task = bar.add_task("count", total=None)
-            report = count_paths_dask(
-                inputs, toks, scheduler=scheduler, workers=jobs,
-                include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
-                allow_special=allow_special,
-                progress=lambda _, done, total: bar.update(task, completed=done, total=total))
-    elif engine != "local":
-        raise UsageError(f"unknown --engine {engine!r}: use local or dask")
-    else:
-        report = _run(inputs, toks, jobs or 1, include or [], exclude or [], not no_gitignore,
-                      allow_special)
+    report = _run(inputs, toks, make_engine(engine, jobs=jobs, scheduler=scheduler),
+                  include or [], exclude or [], not no_gitignore, allow_special)
     for skip in report.skipped:
         warn(f"skipped {skip.path}: {skip.reason}")
     for f in report.files:
@@ -200,7 +184,6 @@ def count(
             warn(f"{f.path}: {f.invalid_utf8_bytes} bytes of invalid UTF-8, counted as U+FFFD")
     if not report.files and not report.skipped:
         warn("no files matched")
-    del count_paths
     if not report.files and report.skipped:
         raise InputError(
             f"nothing to count: every input was skipped ({len(report.skipped)}, reasons above)"
@@ -215,25 +198,26 @@ def count(
         _print_table(report, cols)
 
 
-def _run(inputs: list[str], toks: dict[str, Any], jobs: int, include: list[str],
+def _run(inputs: list[str], toks: dict[str, Any], engine: Any, include: list[str],
          exclude: list[str], gitignore: bool, allow_special: bool) -> Any:
     from tokcost.counting import count_paths
 
     if not progress_enabled():
-        return count_paths(inputs, toks, jobs=jobs, include=include, exclude=exclude,
+        return count_paths(inputs, toks, engine=engine, include=include, exclude=exclude,
                            gitignore=gitignore, allow_special=allow_special)
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("counting {task.fields[files]} files"),
-                  BarColumn(), TextColumn("{task.completed:,.0f} bytes"),
-                  TransferSpeedColumn(), console=err, transient=True) as progress:
-        task = progress.add_task("count", total=None, files=0)
+    with Progress(SpinnerColumn(), TextColumn("counting"), BarColumn(),
+                  TextColumn("{task.completed:,.0f} bytes"), TransferSpeedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("count", total=None)
 
-        def on_file(f: Any) -> None:
-            progress.update(task, advance=f.bytes, files=progress.tasks[0].fields["files"] + 1)
+        def on_progress(_: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total or None)
 
-        return count_paths(inputs, toks, jobs=jobs, include=include, exclude=exclude,
-                           gitignore=gitignore, allow_special=allow_special, on_file=on_file)
+        return count_paths(inputs, toks, engine=engine, include=include, exclude=exclude,
+                           gitignore=gitignore, allow_special=allow_special,
+                           progress=on_progress)
 
 
 def _as_json(report: Any, cols: list[Column]) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def _render(r: KvEstimate) -> None:
     from rich import box
     from rich.table import Table
 
-    from tokcost.cli.models import print_wide
+    from tokcost.cli.console import print_wide
 
     lay = r.layout
     counts = lay.counts

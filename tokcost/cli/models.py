@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tokcost.cli.console import err, out, print_json
+from tokcost.cli.console import err, out, print_json, print_wide
 from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 from tokcost.resources import shipped_path
 
 if TYPE_CHECKING:
-    from rich.table import Table
 
     from tokcost.catalog import Gpu, ModelEntry
 
@@ -40,18 +39,6 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
         elif family == "mistral-common":
             spec = "mistral-common " + arg.rsplit(".", 1)[-1]
     return spec if entry.tokenizer_exact else f"≈{spec}"
-
-
-def print_wide(table: Table) -> None:
-    """Tables of ids and specs must not be cut to 80 columns when piped to a file."""
-    if out.is_terminal:
-        out.print(table)
-    else:
-        import sys
-
-        from rich.console import Console
-
-        Console(file=sys.stdout, width=160, highlight=False).print(table)
 
 
 def entry_dict(entry: ModelEntry) -> dict[str, Any]:

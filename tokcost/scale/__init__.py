@@ -8,6 +8,7 @@ imports dask until a driver function runs.
 """
 
 from tokcost.scale.engine import ClusterError as ClusterError
+from tokcost.scale.engine import DaskEngine as DaskEngine
 from tokcost.scale.engine import count_paths_dask as count_paths_dask
 from tokcost.scale.engine import count_words_dask as count_words_dask
 from tokcost.scale.engine import dask_client as dask_client

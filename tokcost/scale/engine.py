@@ -20,8 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import MissingDependency, TokcostError, UsageError
 from tokcost.scale.mapreduce import (
@@ -240,6 +241,38 @@ def count_paths_dask(
         report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
                                       fp.invalid_utf8_bytes))
     return report
+
+
+@dataclass(frozen=True)
+class DaskEngine:
+    """Count and pre-tokenize on a Dask cluster: ``scheduler`` (``tcp://HOST:8786``),
+    else a LocalCluster of ``workers`` processes on this machine (one per CPU)."""
+
+    scheduler: str | None = None
+    workers: int | None = None
+
+    def count_paths(
+        self,
+        paths: Sequence[str],
+        tokenizers: dict[str, Tokenizer],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        gitignore: bool = True,
+        allow_special: bool = False,
+        stdin: BinaryIO | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CountReport:
+        return count_paths_dask(paths, tokenizers, scheduler=self.scheduler,
+                                workers=self.workers, include=include, exclude=exclude,
+                                gitignore=gitignore, allow_special=allow_special,
+                                progress=progress)
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]:
+        return count_words_dask(paths, pattern, scheduler=self.scheduler,
+                                workers=self.workers, progress=progress)
 
 
 def shard_size(total_bytes: int, client: Any) -> int:

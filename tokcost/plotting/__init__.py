@@ -1,4 +1,5 @@
-"""What every ``--plot`` shares: checking the output path, loading matplotlib, saving.
+"""Every --plot in one place: this module holds what all plots share (path checks, lazy
+matplotlib, atomic save); one module per figure family beside it.
 
 matplotlib is an optional extra (``pip install 'tokcost[plot]'``), imported only here
 and only when a picture is asked for.

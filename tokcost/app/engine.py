@@ -1,0 +1,42 @@
+"""Where the work runs: the engine a use case hands to counting and BPE training."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost.counting import Engine
+
+__all__ = ["EngineKind", "make_engine"]
+
+
+class EngineKind(str, Enum):
+    """``local``: this process and its workers; ``dask``: a Dask cluster."""
+
+    LOCAL = "local"
+    DASK = "dask"
+
+
+def make_engine(
+    kind: EngineKind | str = EngineKind.LOCAL, *, jobs: int | None = None,
+    scheduler: str | None = None,
+) -> Engine:
+    """The engine for ``kind``; a ``scheduler`` address implies Dask.
+
+    >>> make_engine("local", jobs=2)
+    LocalEngine(jobs=2, block_bytes=1048576)
+    """
+    try:
+        kind = EngineKind(kind)
+    except ValueError:
+        raise UsageError(f"unknown engine {kind!r}: use local or dask", param="engine") from None
+    if kind is EngineKind.DASK or scheduler:
+        from tokcost.scale import DaskEngine
+
+        return DaskEngine(scheduler=scheduler, workers=jobs)
+    from tokcost.counting import LocalEngine
+
+    return LocalEngine(jobs=jobs or 1)

@@ -1,0 +1,72 @@
+"""Library errors in the CLI's words: the parameter an error names becomes its flag.
+
+The library speaks its API (``tp=3 does not divide kv_heads=8``, ``pass
+allow_special=True``) and says which parameter is at fault (``exc.param``). Here,
+through the failing command's own Click parameter list, that name becomes the flag
+the user typed (``--tp 3 does not divide kv_heads=8``, ``pass --allow-special``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tokcost.errors import ModelNotFound, TokcostError
+
+
+def tag_errors(command: Any) -> None:
+    """Make every leaf command record its parameters on a TokcostError it raises."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is not None:
+        for sub in subcommands.values():
+            tag_errors(sub)
+        return
+    original = command.invoke
+
+    def invoke(ctx: Any) -> Any:
+        try:
+            return original(ctx)
+        except TokcostError as exc:
+            if not hasattr(exc, "cli_params"):
+                exc.cli_params = list(ctx.command.params)  # type: ignore[attr-defined]
+            raise
+
+    command.invoke = invoke
+
+
+def _flag(param: Any) -> tuple[str, str | None]:
+    """The flag a user types for a Click parameter, and its --no- form if it has one."""
+    if param.param_type_name == "argument":  # Click's Argument (typer vendors Click)
+        return str(param.human_readable_name), None
+    longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
+    negative = next((o for o in getattr(param, "secondary_opts", []) if o.startswith("--")),
+                    None)
+    return longs[0], negative
+
+
+def to_flags(message: str, param: str | None, params: Sequence[Any]) -> str:
+    """Rewrite the API's name of ``param`` in ``message`` as the command's flag.
+
+    ``name=True`` -> ``--flag``; ``name=False`` -> ``--no-flag`` (or ``no --flag``);
+    ``name=VALUE`` -> ``--flag VALUE``; a bare ``name`` -> ``--flag``.
+    """
+    if param is None:
+        return message
+    match = next((p for p in params if p.name == param), None)
+    if match is None:
+        return message
+    flag, negative = _flag(match)
+    name = re.escape(param)
+    message = re.sub(rf"(?<![\w.-]){name}=True\b", flag, message)
+    message = re.sub(rf"(?<![\w.-]){name}=False\b", negative or f"no {flag}", message)
+    message = re.sub(rf"(?<![\w.-]){name}=", f"{flag} ", message)
+    return re.sub(rf"(?<![\w.-]){name}(?![\w-])", flag, message)
+
+
+def render_error(exc: TokcostError) -> str:
+    """The one line the user sees for ``exc`` (without the ``error:`` prefix)."""
+    message = to_flags(str(exc), exc.param, getattr(exc, "cli_params", ()))
+    if isinstance(exc, ModelNotFound) and "tokcost models list" not in message:
+        message += "; `tokcost models list` shows the ids"
+    return message
