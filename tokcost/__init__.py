@@ -31,6 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tokcost.counting": ("count_text", "count_texts", "count_paths"),
     "tokcost.catalog": ("load_catalog",),
+    "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.pricing": ("estimate_cost",),
@@ -59,6 +60,10 @@ if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
     from tokcost.catalog import load_catalog as load_catalog
+    from tokcost.catalog.units import format_bytes as format_bytes
+    from tokcost.catalog.units import parse_context_list as parse_context_list
+    from tokcost.catalog.units import parse_count as parse_count
+    from tokcost.catalog.units import parse_size as parse_size
     from tokcost.counting import count_paths as count_paths
     from tokcost.counting import count_text as count_text
     from tokcost.counting import count_texts as count_texts

@@ -173,7 +173,7 @@ class _Checker:
 
     def size(self, value: Any, path: PathKey) -> int | None:
         try:
-            return parse_size(value, what="size")
+            return parse_size(value, param="size")
         except TokcostError as exc:
             self.fail(path, f"expected a size such as 80GB or 80GiB: {exc}")
             return None

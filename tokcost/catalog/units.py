@@ -44,71 +44,75 @@ WEIGHT_DTYPE_BITS: dict[str, Decimal] = {
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
-def parse_size(text: str | int | float, *, what: str = "size", allow_zero: bool = False) -> int:
+def parse_size(text: str | int | float, *, param: str = "size", allow_zero: bool = False) -> int:
     """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB``.
 
     >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB")
     (80000000000, 1073741824, 2048)
     """
     if isinstance(text, bool):
-        raise UsageError(f"{what} must be a size such as 80GB or 80GiB, got {text!r}")
+        raise UsageError(f"{param} must be a size such as 80GB or 80GiB, got {text!r}",
+                         param=param)
     if isinstance(text, (int, float)):
         value, unit = Decimal(str(text)), "b"
     else:
         match = _NUMBER_UNIT.match(text)
         if not match:
             raise UsageError(
-                f"{what} '{text}' is not a size; write a positive number with a unit "
-                f"such as 80GB (10^9 bytes) or 80GiB (2^30 bytes)"
+                f"{param} '{text}' is not a size; write a positive number with a unit "
+                f"such as 80GB (10^9 bytes) or 80GiB (2^30 bytes)", param=param
             )
         value, unit = Decimal(match.group(1)), (match.group(2) or "b").lower()
         if not match.group(2) and 0 < value < 2**20:
-            # "--gpu-memory 80" is surely not 80 bytes: ask instead of computing nonsense.
+            # a GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
             raise UsageError(
-                f"{what} '{text}' has no unit; write {text}GB (10^9 bytes) or {text}GiB "
-                f"(2^30 bytes), or {text}B if you mean bytes"
+                f"{param} '{text}' has no unit; write {text}GB (10^9 bytes) or {text}GiB "
+                f"(2^30 bytes), or {text}B if you mean bytes", param=param
             )
     if unit in ("g", "m", "k", "t"):
         up = unit.upper()
         raise UsageError(
-            f"{what} '{text}' is ambiguous; write {up}B (powers of 1000) or {up}iB (powers of 1024)"
+            f"{param} '{text}' is ambiguous; write {up}B (powers of 1000) or {up}iB "
+            "(powers of 1024)", param=param
         )
     if unit not in SIZE_UNITS:
         hint = suggest(unit, [u.lower() for u in _UNIT_SPELLING])
         raise UsageError(
-            f"{what} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}"
+            f"{param} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}",
+            param=param,
         )
     size = int(value * SIZE_UNITS[unit])
     if size < 0 or (size == 0 and not allow_zero):
-        raise UsageError(f"{what} must be greater than zero, got '{text}'")
+        raise UsageError(f"{param} must be greater than zero, got '{text}'", param=param)
     return size
 
 
-def parse_count(text: str | int | float, *, what: str = "count") -> int:
+def parse_count(text: str | int | float, *, param: str = "count") -> int:
     """A count such as ``128000``, ``128k``, ``8.03B`` or ``1e6`` (no binary meaning).
 
     >>> parse_count("128k"), parse_count("8.03B"), parse_count(1000)
     (128000, 8030000000, 1000)
     """
     if isinstance(text, bool):
-        raise UsageError(f"{what} must be a number, got {text!r}")
+        raise UsageError(f"{param} must be a number, got {text!r}", param=param)
     if isinstance(text, int):
         return text
     raw = str(text).strip().replace("_", "").replace(",", "")
     suffix = raw[-1:].lower() if raw[-1:].isalpha() else ""
     number = raw[: len(raw) - len(suffix)] if suffix else raw
     if suffix not in COUNT_SUFFIXES:
-        raise UsageError(f"{what} '{text}' has an unknown suffix; use k, M, B or T (or none)")
+        raise UsageError(f"{param} '{text}' has an unknown suffix; use k, M, B or T (or none)",
+                         param=param)
     try:
         value = Decimal(number) * COUNT_SUFFIXES[suffix]
     except InvalidOperation:
-        raise UsageError(f"{what} '{text}' is not a number") from None
+        raise UsageError(f"{param} '{text}' is not a number", param=param) from None
     if value != value.to_integral_value():
-        raise UsageError(f"{what} '{text}' is not a whole number")
+        raise UsageError(f"{param} '{text}' is not a whole number", param=param)
     return int(value)
 
 
-def parse_context_list(text: str) -> list[int]:
+def parse_context_list(text: str, *, param: str = "context") -> list[int]:
     """``"1k,8k,32k,128k"`` -> ``[1000, 8000, 32000, 128000]``; ``1Ki`` means 1024.
 
     Context lengths follow the count convention (``k`` = 1000), except that a
@@ -120,14 +124,15 @@ def parse_context_list(text: str) -> list[int]:
         if not item:
             continue
         if item.lower().endswith("ki"):
-            n = parse_count(item[:-2], what="--context") * 1024
+            n = parse_count(item[:-2], param=param) * 1024
         else:
-            n = parse_count(item, what="--context")
+            n = parse_count(item, param=param)
         if n <= 0:
-            raise UsageError(f"--context must be positive, got '{item}'")
+            raise UsageError(f"{param} must be positive, got '{item}'", param=param)
         out.append(n)
     if not out:
-        raise UsageError("--context needs at least one length, e.g. --context 8k or 1k,8k,32k")
+        raise UsageError(f"{param} needs at least one length, e.g. {param}=8k or 1k,8k,32k",
+                         param=param)
     return out
 
 

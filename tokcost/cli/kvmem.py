@@ -126,16 +126,16 @@ def estimate(
         block_size=block_size,
         tp=tp,
         gpu=gpu_entry,
-        gpu_memory=parse_size(gpu_memory, what="--gpu-memory") if gpu_memory else None,
+        gpu_memory=parse_size(gpu_memory, param="gpu_memory") if gpu_memory else None,
         gpu_util=gpu_util,
-        kv_memory=parse_size(kv_memory, what="--kv-memory") if kv_memory else None,
+        kv_memory=parse_size(kv_memory, param="kv_memory") if kv_memory else None,
         reserve=(
-            parse_size(reserve, what="--reserve", allow_zero=True) if reserve else DEFAULT_RESERVE
+            parse_size(reserve, param="reserve", allow_zero=True) if reserve else DEFAULT_RESERVE
         ),
         weights_dtype=weights_dtype,
         group=kv_group_size,
         bandwidth=(
-            parse_size(bandwidth.removesuffix("/s"), what="--bandwidth") if bandwidth else None
+            parse_size(bandwidth.removesuffix("/s"), param="bandwidth") if bandwidth else None
         ),
     )
     if plot is not None:

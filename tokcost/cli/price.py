@@ -105,18 +105,18 @@ def price(
     if paths:
         n_input, exact = _count_files(paths, entry.id, entry.tokenizer, entry.tokenizer_exact)
     elif input_tokens is not None:
-        n_input = parse_count(input_tokens, what="--input-tokens")
+        n_input = parse_count(input_tokens, param="input_tokens")
     else:
         raise UsageError("give the prompt: --input-tokens N, or files / '-' for stdin")
     breakdown = estimate_cost(
         entry,
         input_tokens=n_input,
-        output_tokens=parse_count(output_tokens, what="--output-tokens"),
-        cached_tokens=parse_count(cached_tokens, what="--cached-tokens"),
-        cache_write_tokens=parse_count(cache_write_tokens, what="--cache-write-tokens"),
-        reasoning_tokens=parse_count(reasoning_tokens, what="--reasoning-tokens"),
+        output_tokens=parse_count(output_tokens, param="output_tokens"),
+        cached_tokens=parse_count(cached_tokens, param="cached_tokens"),
+        cache_write_tokens=parse_count(cache_write_tokens, param="cache_write_tokens"),
+        reasoning_tokens=parse_count(reasoning_tokens, param="reasoning_tokens"),
         batch=batch,
-        requests=parse_count(requests, what="--requests"),
+        requests=parse_count(requests, param="requests"),
     )
     if json_out:
         data = breakdown.to_dict()

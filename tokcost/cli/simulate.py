@@ -113,7 +113,7 @@ def simulate(
                 "give the memory as --slots N"
             )
         per_token = kv_bytes_per_token(entry.architecture, kv_dtype)
-        memory = parse_size(kv_memory, what="--kv-memory")
+        memory = parse_size(kv_memory, param="kv_memory")
         capacity = memory // per_token
         limit = max_len or entry.context_window or 2048
         model_id = entry.id
