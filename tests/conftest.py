@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,18 +46,36 @@ def seeded_tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
+@pytest.fixture(scope="session")
+def _oracle_encodings() -> dict[str, Any]:
+    return {}
+
+
 @pytest.fixture
-def oracle(seeded_tiktoken_cache: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """tiktoken.get_encoding, offline from the seeded cache."""
+def oracle(seeded_tiktoken_cache: Path, monkeypatch: pytest.MonkeyPatch,
+           _oracle_encodings: dict[str, Any]) -> Callable[[str], Any]:
+    """tiktoken.get_encoding, offline from the seeded cache; each rank file parsed once a run.
+
+    The encodings are kept apart from tiktoken's own registry, which is left as it
+    was, so a test that expects tiktoken to find nothing offline still sees that.
+    """
     import tiktoken
     import tiktoken.registry
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(seeded_tiktoken_cache))
-    saved = dict(tiktoken.registry.ENCODINGS)
-    tiktoken.registry.ENCODINGS.clear()
-    yield tiktoken.get_encoding
-    tiktoken.registry.ENCODINGS.clear()
-    tiktoken.registry.ENCODINGS.update(saved)
+
+    def get_encoding(name: str) -> Any:
+        if name not in _oracle_encodings:
+            saved = dict(tiktoken.registry.ENCODINGS)
+            tiktoken.registry.ENCODINGS.clear()
+            try:
+                _oracle_encodings[name] = tiktoken.get_encoding(name)
+            finally:
+                tiktoken.registry.ENCODINGS.clear()
+                tiktoken.registry.ENCODINGS.update(saved)
+        return _oracle_encodings[name]
+
+    return get_encoding
 
 
 @pytest.fixture(scope="session")
