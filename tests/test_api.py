@@ -1,0 +1,101 @@
+"""The public API (tokcost/__init__.py) and the CLI's one error handler."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import tokcost
+from tokcost.cli.errors import render_error, to_flags
+from tokcost.errors import ModelNotFound, TokcostError, UsageError
+
+
+@pytest.mark.parametrize("module", sorted(tokcost._EXPORTS), ids=str)
+def test_exports_resolve_and_match_the_modules_all(module: str) -> None:
+    names = tokcost._EXPORTS[module]
+    mod = importlib.import_module(module)
+    for name in names:
+        assert getattr(tokcost, name) is getattr(mod, name)
+    if module.startswith("tokcost.app."):
+        # a use case module's __all__ is its public surface, all of it re-exported
+        assert sorted(names) == sorted(mod.__all__)
+
+
+def test_no_name_is_exported_twice() -> None:
+    names = [n for names in tokcost._EXPORTS.values() for n in names]
+    assert len(names) == len(set(names))
+    assert sorted(tokcost.__all__) == sorted([*names, "__version__"])
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        tokcost.nope  # noqa: B018
+
+
+def test_import_tokcost_loads_nothing_heavy() -> None:
+    code = ("import sys, tokcost; heavy = {'numpy', 'tokenizers', 'sentencepiece', "
+            "'matplotlib', 'dask', 'yaml', 'rich', 'typer'}; "
+            "print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+class _Option:
+    """The two attributes of a Click option the handler reads."""
+
+    param_type_name = "option"
+
+    def __init__(self, name: str, *opts: str, secondary: tuple[str, ...] = ()) -> None:
+        self.name, self.opts, self.secondary_opts = name, list(opts), list(secondary)
+
+
+PARAMS: list[Any] = [
+    _Option("allow_special", "--allow-special"),
+    _Option("tp", "--tp"),
+    _Option("gitignore", "--gitignore", secondary=("--no-gitignore",)),
+    _Option("input_tokens", "-i", "--input-tokens"),
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "param", "expected"),
+    [
+        pytest.param("pass allow_special=True to encode it", "allow_special",
+                     "pass --allow-special to encode it", id="bool-true"),
+        pytest.param("set gitignore=False", "gitignore", "set --no-gitignore", id="bool-false"),
+        pytest.param("tp=3 does not divide kv_heads=8", "tp",
+                     "--tp 3 does not divide kv_heads=8", id="value"),
+        pytest.param("input_tokens must be >= 0", "input_tokens", "--input-tokens must be >= 0",
+                     id="bare-long-flag-preferred"),
+        pytest.param("tp must be 1 or more; stop=tp", "tp", "--tp must be 1 or more; stop=--tp",
+                     id="every-mention"),
+        pytest.param("tpx and my_tp stay", "tp", "tpx and my_tp stay", id="whole-words-only"),
+        pytest.param("jobs must be 1 or more", "jobs", "jobs must be 1 or more",
+                     id="not-a-parameter-of-this-command"),
+        pytest.param("tp is bad", None, "tp is bad", id="no-param"),
+    ],
+)
+def test_to_flags(message: str, param: str | None, expected: str) -> None:
+    assert to_flags(message, param, PARAMS) == expected
+
+
+def test_render_error_names_the_flag_and_adds_the_cli_hint() -> None:
+    exc = UsageError("tp=3 does not divide kv_heads=8", param="tp")
+    exc.cli_params = PARAMS  # type: ignore[attr-defined]
+    assert render_error(exc) == "--tp 3 does not divide kv_heads=8"
+    missing = ModelNotFound("unknown model 'gpt-9'")
+    assert render_error(missing) == "unknown model 'gpt-9'; `tokcost models list` shows the ids"
+    assert render_error(TokcostError("plain")) == "plain"
+
+
+def test_cli_shows_the_flag_for_a_library_parameter(runner: Any) -> None:
+    from tokcost.cli.app import app
+
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu-memory", "80"])
+    assert result.exit_code == 2
+    assert "--gpu-memory '80' has no unit" in result.output
+    assert "Traceback" not in result.output
