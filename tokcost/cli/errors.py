@@ -49,7 +49,9 @@ def to_flags(message: str, param: str | None, params: Sequence[Any]) -> str:
     """Rewrite the API's name of ``param`` in ``message`` as the command's flag.
 
     ``name=True`` -> ``--flag``; ``name=False`` -> ``--no-flag`` (or ``no --flag``);
-    ``name=VALUE`` -> ``--flag VALUE``; a bare ``name`` -> ``--flag``.
+    ``name=VALUE`` -> ``--flag VALUE``. A message that names the parameter in that
+    ``name=`` form keeps its other words as they are ("pass batch=True, or drop the
+    batch discount"); one that does not has each bare ``name`` rewritten.
     """
     if param is None:
         return message
@@ -58,9 +60,11 @@ def to_flags(message: str, param: str | None, params: Sequence[Any]) -> str:
         return message
     flag, negative = _flag(match)
     name = re.escape(param)
-    message = re.sub(rf"(?<![\w.-]){name}=True\b", flag, message)
-    message = re.sub(rf"(?<![\w.-]){name}=False\b", negative or f"no {flag}", message)
-    message = re.sub(rf"(?<![\w.-]){name}=", f"{flag} ", message)
+    assigned = rf"(?<![\w.-]){name}="
+    if re.search(assigned, message):
+        message = re.sub(rf"{assigned}True\b", flag, message)
+        message = re.sub(rf"{assigned}False\b", negative or f"no {flag}", message)
+        return re.sub(assigned, f"{flag} ", message)
     return re.sub(rf"(?<![\w.-]){name}(?![\w-])", flag, message)
 
 
