@@ -410,6 +410,16 @@ def test_cli_json_is_the_results_to_dict(repo: Path, runner: Any, args: list[str
     assert expected.render("json") == result.stdout
 
 
+def test_engine_and_jobs_do_not_change_the_report(repo: Path) -> None:
+    import tokcost
+
+    one = tokcost.check(update_baseline=True)
+    break_budgets(repo)
+    serial = tokcost.check().to_dict()
+    assert tokcost.check(engine="local", jobs=2).to_dict() == serial
+    assert one.exit_code == 0 and serial["exit_code"] == 1
+
+
 MINE = """\
 version: 1
 models:

@@ -62,6 +62,8 @@ def price(
     the process's standard input). ``cached_tokens`` and ``cache_write_tokens`` are
     parts of the prompt; ``reasoning_tokens`` come on top of ``output_tokens``.
     """
+    if isinstance(paths, (str, Path)):  # one path, not a sequence of characters
+        paths = [paths]
     if paths and input_tokens is not None:
         raise UsageError("give the prompt as files or as input_tokens, not both",
                          param="input_tokens")

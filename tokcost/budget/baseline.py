@@ -15,7 +15,7 @@ A versioned JSON file, sorted and without timestamps so it diffs cleanly in revi
     }
 
 It is written atomically (a temp file in the same folder, then ``os.replace``), so an
-interrupted ``tokcost check --update-baseline`` leaves the old baseline intact.
+interrupted write (``update_baseline=True``) leaves the old baseline intact.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class Notice:
-    """A warning (an error under ``--strict``), pointing at a file and line if it can."""
+    """A warning (an error under ``strict``), pointing at a file and line if it can."""
 
     message: str
     file: str | None = None
@@ -249,7 +249,7 @@ def measure(
 
     source = catalog if catalog is not None else config.catalog
     notices: list[Notice] = []
-    plans: list[tuple[Budget, ModelEntry | None, TokenizerChoice, bool, list[str]]] = []
+    plans: list[tuple[Budget, ModelEntry | None, str, bool, list[str]]] = []
     tokenizers: dict[str, Tokenizer] = {}
     all_files = list_files(config.root) if files is None else files
     for budget in config.budgets:
@@ -268,17 +268,18 @@ def measure(
             tok = choice.load()
         except TokcostError as exc:
             raise BudgetConfigError(f"{where}: {exc}") from None
-        tokenizers.setdefault(_key(choice), tok)
+        key = _key(choice)
+        tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
         for glob in unmatched:
             notices.append(Notice(
                 f"budget '{budget.name}': glob '{glob}' matches no file", config.display,
                 budget.line))
-        plans.append((budget, entry, choice, bool(tok.exact), chosen))
+        plans.append((budget, entry, key, bool(tok.exact), chosen))
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     for key, tok in tokenizers.items():
-        wanted = sorted({f for _, _, c, _, chosen in plans if _key(c) == key for f in chosen})
+        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
             continue
         report = count_paths([str(config.root / f) for f in wanted], {key: tok},
@@ -291,8 +292,7 @@ def measure(
             notices.append(Notice(f"{rel}: skipped, {skip.reason}", rel))
 
     measured = []
-    for budget, entry, choice, exact, chosen in plans:
-        key = _key(choice)
+    for budget, entry, key, exact, chosen in plans:
         rows = tuple(
             FileResult(path=f, bytes=counts[(key, f)][0], tokens=counts[(key, f)][1])
             for f in chosen
