@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tokcost.budget import (
 from tokcost.budget.baseline import Baseline, BaselineEntry, BaselineError, write_baseline
 from tokcost.budget.evaluate import FileResult, Measured, Measurement
 from tokcost.cli.app import app
+from tokcost.cli.check import render_text
 
 GOLDEN = Path(__file__).parent / "golden" / "check"
 
@@ -108,6 +110,11 @@ def invoke(runner: Any, *args: str) -> Any:
     return runner.invoke(app, ["check", *args])
 
 
+def report(result: Any, fmt: str, *, width: int = 100) -> str:
+    """A report in any --format: the terminal table is the CLI's, the others the library's."""
+    return render_text(result, width=width) if fmt == "text" else render(result, fmt)
+
+
 def assert_golden(name: str, text: str) -> None:
     path = GOLDEN / name
     if os.environ.get("TOKCOST_UPDATE_GOLDEN"):
@@ -144,7 +151,7 @@ def _baseline_of(config: BudgetConfig) -> Baseline:
     ],
 )
 def test_golden_failing_report(repo: Path, fmt: str, golden: str) -> None:
-    assert_golden(golden, render(failing_result(repo), fmt, width=110))
+    assert_golden(golden, report(failing_result(repo), fmt, width=110))
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
@@ -153,7 +160,7 @@ def test_golden_passing_report(repo: Path, fmt: str) -> None:
     write_baseline(config.baseline, _baseline_of(config))
     result = judge(measure(config), read_baseline(config.baseline))
     assert result.exit_code == 0
-    assert_golden(f"pass.{'txt' if fmt == 'text' else 'md'}", render(result, fmt, width=110))
+    assert_golden(f"pass.{'txt' if fmt == 'text' else 'md'}", report(result, fmt, width=110))
 
 
 def test_failing_report_names_every_rule(repo: Path) -> None:
@@ -179,7 +186,7 @@ def test_reports_are_deterministic(repo: Path) -> None:
     config = load_config("tokcost.yaml")
     second = judge(measure(config), read_baseline(config.baseline))
     for fmt in ("text", "json", "github", "markdown", "junit"):
-        assert render(first, fmt) == render(second, fmt)
+        assert report(first, fmt) == report(second, fmt)
 
 
 # --- exit codes through the CLI ---------------------------------------------------------------
@@ -339,7 +346,7 @@ def test_changes_list_new_grown_and_removed_files(repo: Path) -> None:
         ("docs/guide.md", False, True),
         ("docs/new.md", True, False),
     ]
-    assert "removed" in render(result, "text") and "new" in render(result, "markdown")
+    assert "removed" in report(result, "text") and "new" in render(result, "markdown")
     data = json.loads(render(result, "json"))
     [docs_json] = [b for b in data["budgets"] if b["name"] == "docs"]
     assert [r["path"] for r in docs_json["removed_files"]] == ["docs/guide.md"]
@@ -364,8 +371,101 @@ def test_baseline_with_other_tokenizer_is_not_compared(repo: Path) -> None:
 def test_corrupt_baseline_is_a_usage_error(tmp_path: Path, text: str) -> None:
     path = tmp_path / "b.json"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(BaselineError, match="--update-baseline"):
+    with pytest.raises(BaselineError, match="update_baseline=True"):
         read_baseline(path)
+
+
+def test_corrupt_baseline_through_the_cli_names_the_flag(repo: Path, runner: Any) -> None:
+    (repo / "base.json").write_text("{not json", encoding="utf-8")
+    result = invoke(runner, "--baseline", "base.json")
+    assert result.exit_code == 2
+    assert "regenerate it with --update-baseline" in result.stderr
+
+
+# --- the library call behind the command -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="plain"),
+        pytest.param(["--strict"], id="strict"),
+        pytest.param(["--baseline", "base.json"], id="baseline"),
+        pytest.param(["--catalog", "models.yaml"], id="catalog"),
+    ],
+)
+def test_cli_json_is_the_results_to_dict(repo: Path, runner: Any, args: list[str]) -> None:
+    import tokcost
+
+    invoke(runner, "--update-baseline", *args)
+    break_budgets(repo)
+    result = invoke(runner, "--json", *args)
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    expected = tokcost.check(
+        strict="--strict" in args, baseline=options.get("--baseline"),
+        catalog=options.get("--catalog"),
+    )
+    assert result.exit_code == expected.exit_code == (2 if "--strict" in args else 1)
+    assert json.loads(result.stdout) == json.loads(json.dumps(expected.to_dict()))
+    assert expected.render("json") == result.stdout
+
+
+def test_engine_and_jobs_do_not_change_the_report(repo: Path) -> None:
+    import tokcost
+
+    one = tokcost.check(update_baseline=True)
+    break_budgets(repo)
+    serial = tokcost.check().to_dict()
+    assert tokcost.check(engine="local", jobs=2).to_dict() == serial
+    assert one.exit_code == 0 and serial["exit_code"] == 1
+
+
+MINE = """\
+version: 1
+models:
+  - id: my-model
+    tokenizer: tiktoken:o200k_base
+    context_window: 2000
+    pricing: {input: 4.00, output: 16.00}
+"""
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        pytest.param("tokenizer: model:my-model\n    max_total_tokens: 100000", id="tokenizer"),
+        pytest.param("model: my-model\n    max_cost_per_call: 1", id="model"),
+    ],
+)
+def test_user_catalog_model_in_a_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        runner: Any, budget: str) -> None:
+    """``model:ID`` tokenizers and models resolve through the config's own catalog."""
+    root = make_repo(tmp_path / "r")
+    (root / "mine.yaml").write_text(MINE, encoding="utf-8")
+    (root / "tokcost.yaml").write_text(
+        f"catalog: mine.yaml\nbudgets:\n  - name: docs\n    paths: [docs/]\n    {budget}\n",
+        encoding="utf-8")
+    monkeypatch.chdir(root)
+    result = invoke(runner, "--update-baseline", "--json")
+    assert result.exit_code == 0, result.output
+    [docs] = json.loads(result.stdout)["budgets"]
+    import tokcost
+
+    expected = tokcost.get_tokenizer("tiktoken:o200k_base").count(GUIDE)
+    assert docs["tokenizer"] == "tiktoken:o200k_base"  # the catalog's spec, in the baseline too
+    assert docs["total_tokens"] == expected
+    base = json.loads((root / ".tokcost-baseline.json").read_text(encoding="utf-8"))
+    assert base["budgets"]["docs"]["tokenizer"] == "tiktoken:o200k_base"
+    if "max_cost_per_call" in budget:
+        assert docs["model"] == "my-model"
+        assert docs["cost_per_call_usd"] == str(Decimal(expected) * 4 / 1_000_000)
+    # The shipped catalog has no my-model: the config's catalog key is what found it.
+    (root / "tokcost.yaml").write_text(
+        (root / "tokcost.yaml").read_text(encoding="utf-8").replace("catalog: mine.yaml\n", ""),
+        encoding="utf-8")
+    missing = invoke(runner)
+    assert missing.exit_code == 2
+    assert "budget 'docs': unknown model 'my-model'" in missing.stderr
 
 
 # --- rules ----------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.pricing": ("estimate_cost",),
+    "tokcost.app.check": ("CheckResult", "check"),
+    "tokcost.app.price": ("PriceResult", "price"),
 }
 
 # public name -> module that defines it
@@ -59,6 +61,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.check import CheckResult as CheckResult
+    from tokcost.app.check import check as check
+    from tokcost.app.price import PriceResult as PriceResult
+    from tokcost.app.price import price as price
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list

@@ -97,9 +97,29 @@ class CostBreakdown:
         }
 
 
+def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
+    """The entry's prices, or NoPrice: a model without a price costs an error, never $0.
+
+    Callers that count files first ask here before they count.
+    """
+    pricing = entry.pricing
+    if pricing is None:
+        # The parameter's name only in its "name=" form: the CLI turns every bare
+        # "catalog" of the message into the flag.
+        raise NoPrice(
+            f"model '{entry.id}' has no price; add a pricing section (USD per million "
+            f"tokens) to it in your own models file (catalog=FILE with 'extends: shipped')",
+            param="catalog",
+        )
+    if batch and pricing.batch_discount is None:
+        raise NoPrice(f"model '{entry.id}' has no Batch API price in the catalog; "
+                      "drop batch=True", param="batch")
+    return pricing
+
+
 def _check_count(name: str, value: int) -> None:
     if value < 0:
-        raise UsageError(f"{name} must not be negative, got {value}")
+        raise UsageError(f"{name} must not be negative, got {value}", param=name)
 
 
 def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
@@ -124,35 +144,30 @@ def estimate_cost(
 ) -> CostBreakdown:
     """The cost of ``requests`` identical requests of the given token counts.
 
-    >>> from tokcost.catalog import load_catalog
-    >>> gpt4o = load_catalog().resolve("gpt-4o")
-    >>> estimate_cost(gpt4o, input_tokens=1000, cached_tokens=400, output_tokens=200).total
+    >>> from tokcost.catalog import ModelEntry, Pricing
+    >>> rates = Pricing(input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal(10))
+    >>> entry = ModelEntry(id="gpt-4o-like", pricing=rates)
+    >>> estimate_cost(entry, input_tokens=1000, cached_tokens=400, output_tokens=200).total
     Decimal('0.0040')
     """
-    pricing = entry.pricing
-    if pricing is None:
-        raise NoPrice(
-            f"model '{entry.id}' has no price in the catalog; add a pricing section "
-            f"(USD per million tokens) to it in your own catalog (--catalog FILE with "
-            f"'extends: shipped')"
-        )
+    pricing = require_price(entry, batch=batch)
     for name, value in (
-        ("--input-tokens", input_tokens),
-        ("--output-tokens", output_tokens),
-        ("--cached-tokens", cached_tokens),
-        ("--cache-write-tokens", cache_write_tokens),
-        ("--reasoning-tokens", reasoning_tokens),
+        ("input_tokens", input_tokens),
+        ("output_tokens", output_tokens),
+        ("cached_tokens", cached_tokens),
+        ("cache_write_tokens", cache_write_tokens),
+        ("reasoning_tokens", reasoning_tokens),
     ):
         _check_count(name, value)
     if requests <= 0:
-        raise UsageError(f"--requests must be a positive integer, got {requests}")
+        raise UsageError(f"requests must be a positive integer, got {requests}",
+                         param="requests")
     if cached_tokens + cache_write_tokens > input_tokens:
         raise UsageError(
             f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
-            f"the prompt's {input_tokens} input tokens; --input-tokens is the whole prompt"
+            f"the prompt's {input_tokens} input tokens; input_tokens is the whole prompt",
+            param="input_tokens",
         )
-    if batch and pricing.batch_discount is None:
-        raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop --batch")
 
     notes: list[str] = []
     tier = _tier_for(pricing, input_tokens)

@@ -1,11 +1,12 @@
 """CI budgets: token, cost, context-window and growth limits on a repository's prompts.
 
->>> from tokcost.budget import load_config, measure, judge, read_baseline, render
+>>> from tokcost.budget import load_config, measure, judge, read_baseline
 >>> # config = load_config("tokcost.yaml"); m = measure(config)
->>> # result = judge(m, read_baseline(config.baseline)); print(render(result, "text"))
+>>> # result = judge(m, read_baseline(config.baseline)); print(result.render("markdown"))
 
 Modules: ``config`` (tokcost.yaml / [tool.tokcost]), ``baseline`` (JSON counts),
-``evaluate`` (measure + judge), ``report`` (text, json, github, markdown, junit).
+``evaluate`` (measure + judge), ``report`` (json, github, markdown, junit, and the
+cells of the terminal table). The use case that chains them is ``tokcost.check``.
 """
 
 from tokcost.budget.baseline import Baseline as Baseline
@@ -27,34 +28,7 @@ from tokcost.budget.evaluate import baseline_from as baseline_from
 from tokcost.budget.evaluate import judge as judge
 from tokcost.budget.evaluate import measure as measure
 from tokcost.budget.report import FORMATS as FORMATS
+from tokcost.budget.report import ReportTables as ReportTables
 from tokcost.budget.report import render as render
 from tokcost.budget.report import render_json as render_json
 from tokcost.budget.report import render_markdown as render_markdown
-
-
-def check(
-    config_path: str | None = None,
-    *,
-    baseline_path: str | None = None,
-    update_baseline: bool = False,
-    strict: bool = False,
-    jobs: int = 1,
-    catalog: str | None = None,
-) -> CheckResult:
-    """Load the config, count, optionally rewrite the baseline, and judge every budget."""
-    import dataclasses
-    from pathlib import Path
-
-    config = load_config(config_path)
-    if catalog is not None:
-        config = dataclasses.replace(config, catalog=Path(catalog))
-    path = Path(baseline_path) if baseline_path else config.baseline
-    measured = measure(config, jobs=jobs)
-    if update_baseline:
-        baseline: Baseline | None = baseline_from(measured)
-        assert baseline is not None
-        write_baseline(path, baseline)
-    else:
-        baseline = read_baseline(path)
-    display = baseline_path if baseline_path else None
-    return judge(measured, baseline, strict=strict, baseline_display=display)

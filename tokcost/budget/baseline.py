@@ -15,7 +15,7 @@ A versioned JSON file, sorted and without timestamps so it diffs cleanly in revi
     }
 
 It is written atomically (a temp file in the same folder, then ``os.replace``), so an
-interrupted ``tokcost check --update-baseline`` leaves the old baseline intact.
+interrupted write (``update_baseline=True``) leaves the old baseline intact.
 """
 
 from __future__ import annotations
@@ -75,20 +75,22 @@ def read_baseline(path: Path) -> Baseline | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read baseline '{path}': {exc}") from None
-    redo = "; fix it or regenerate it with: tokcost check --update-baseline"
+    redo = "; fix it or regenerate it with update_baseline=True"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{path}:{exc.lineno}: baseline is not valid JSON ({exc.msg})"
-                            + redo) from None
+                            + redo, param="update_baseline") from None
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
         raise BaselineError(
-            f"{path}: not a tokcost baseline of version {BASELINE_VERSION}" + redo
+            f"{path}: not a tokcost baseline of version {BASELINE_VERSION}" + redo,
+            param="update_baseline",
         )
     budgets: dict[str, BaselineEntry] = {}
     raw = data.get("budgets")
     if not isinstance(raw, dict):
-        raise BaselineError(f"{path}: 'budgets' must be an object" + redo)
+        raise BaselineError(f"{path}: 'budgets' must be an object" + redo,
+                            param="update_baseline")
     for name, entry in raw.items():
         files = entry.get("files") if isinstance(entry, dict) else None
         tokenizer = entry.get("tokenizer") if isinstance(entry, dict) else None
@@ -98,7 +100,8 @@ def read_baseline(path: Path) -> Baseline | None:
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in files.values())
         ):
             raise BaselineError(
-                f"{path}: budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)" + redo
+                f"{path}: budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)" + redo,
+                param="update_baseline",
             )
         budgets[str(name)] = BaselineEntry(tokenizer, {str(k): int(v) for k, v in files.items()})
     return Baseline(budgets)

@@ -1,6 +1,6 @@
 """Budget evaluation: match files, count them once per tokenizer, judge every limit.
 
-Two steps, so ``--update-baseline`` can write the counts before judging growth:
+Two steps, so ``update_baseline`` can write the counts before judging growth:
 ``measure(config)`` finds and counts the files of every budget; ``judge(measured,
 baseline)`` applies the limits and returns a ``CheckResult`` whose order is
 deterministic (budgets in config order, files by path, rules in a fixed order).
@@ -24,13 +24,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pathspec
 
 from tokcost.budget.baseline import Baseline, BaselineEntry, growth_percent
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
+from tokcost.budget.report import money, render, render_json, tables
 from tokcost.errors import TokcostError
+from tokcost.tokenizers import (
+    TokenizerChoice,
+    model_choice,
+    open_catalog,
+    resolve_tokenizers,
+    spec_label,
+)
+
+if TYPE_CHECKING:
+    from tokcost.adapters import Tokenizer
+    from tokcost.budget.report import ReportTables
+    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.counting import Engine
 
 RULES = (
     "max_tokens_per_file",
@@ -41,6 +55,9 @@ RULES = (
     "max_file_growth_percent",
 )
 _RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
+# Reports are read in CI logs and PR comments, where the way to accept growth is the
+# command, so findings and warnings name it (exceptions speak the API instead).
+UPDATE_HINT = "run: tokcost check --update-baseline"
 
 
 # --- results ------------------------------------------------------------------------------
@@ -60,7 +77,7 @@ class Finding:
 
 @dataclass(frozen=True)
 class Notice:
-    """A warning (an error under ``--strict``), pointing at a file and line if it can."""
+    """A warning (an error under ``strict``), pointing at a file and line if it can."""
 
     message: str
     file: str | None = None
@@ -86,8 +103,8 @@ class Measured:
     """A budget's counted files, before any limit is applied."""
 
     budget: Budget
-    model: Any | None  # tokcost.catalog.ModelEntry
-    tokenizer: str
+    model: ModelEntry | None
+    tokenizer: str  # the spec as written (the catalog's for a model): it keys the baseline
     exact: bool
     files: tuple[FileResult, ...]
 
@@ -158,10 +175,22 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
-        """0 every budget holds, 1 a budget is exceeded, 2 warnings under --strict."""
+        """0 every budget holds, 1 a budget is exceeded, 2 warnings under ``strict``."""
         if self.strict and self.notices:
             return 2
         return 0 if self.passed else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report (``tokcost check --json``; keys in the README)."""
+        return render_json(self)
+
+    def render(self, fmt: str) -> str:
+        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text."""
+        return render(self, fmt)
+
+    def tables(self) -> ReportTables:
+        """The formatted cells of the report's tables (for a terminal renderer)."""
+        return tables(self)
 
 
 @dataclass(frozen=True)
@@ -203,83 +232,93 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
     return chosen, unmatched
 
 
-def measure(config: BudgetConfig, *, jobs: int = 1,
-            files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer)."""
-    from tokcost.adapters.registry import (
-        DEFAULT_SPEC,
-        get_tokenizer,
-        normalize_spec,
-    )
-    from tokcost.counting import LocalEngine, count_paths
-    from tokcost.tokenizers import model_choice
+def measure(
+    config: BudgetConfig,
+    *,
+    engine: Engine | None = None,
+    catalog: str | Path | Catalog | None = None,
+    files: list[str] | None = None,
+) -> Measurement:
+    """Find and count the files of every budget (each file once per tokenizer).
 
+    ``catalog`` replaces the config's ``catalog`` key (None: the key, else
+    ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
+    ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
+    """
+    from tokcost.counting import count_paths
+
+    source = catalog if catalog is not None else config.catalog
     notices: list[Notice] = []
-    catalog = None
-    plans: list[tuple[Budget, Any, str, bool, list[str]]] = []
-    tokenizers: dict[str, Any] = {}
+    plans: list[tuple[Budget, ModelEntry | None, str, bool, list[str]]] = []
+    tokenizers: dict[str, Tokenizer] = {}
     all_files = list_files(config.root) if files is None else files
     for budget in config.budgets:
-        where = config.where(budget)
+        where = f"{config.where(budget)}: budget '{budget.name}'"
         model_id = budget.model or config.model
         entry = None
         if model_id is not None:
-            if catalog is None:
-                from tokcost.catalog import load_catalog
-
-                catalog = load_catalog(config.catalog)
+            cat = open_catalog(source)  # outside the try: a broken catalog is its own error
             try:
-                entry = catalog.resolve(model_id)
+                entry = cat.resolve(model_id)
             except TokcostError as exc:
-                raise BudgetConfigError(f"{where}: budget '{budget.name}': {exc}") from None
+                raise BudgetConfigError(f"{where}: {exc}") from None
         _require(config, budget, entry)
-        # The catalog's spec as written ({mistral_common}/... unexpanded): it keys the
-        # counts and is recorded in the baseline, which must not depend on this machine.
-        spec_raw = budget.tokenizer or (entry.tokenizer_spec if entry is not None else None)
-        spec_raw = spec_raw or config.tokenizer or DEFAULT_SPEC
-        spec = normalize_spec(spec_raw)
-        exact = True
         try:
-            if budget.tokenizer is None and entry is not None and entry.tokenizer:
-                tok = model_choice(entry).load()
-                exact = bool(tok.exact)
-            else:
-                tok = get_tokenizer(spec)
-                exact = bool(tok.exact)
+            choice = _tokenizer(config, budget, entry, source)
+            tok = choice.load()
         except TokcostError as exc:
-            raise BudgetConfigError(f"{where}: budget '{budget.name}': {exc}") from None
-        tokenizers.setdefault(spec, tok)
+            raise BudgetConfigError(f"{where}: {exc}") from None
+        key = _key(choice)
+        tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
         for glob in unmatched:
             notices.append(Notice(
                 f"budget '{budget.name}': glob '{glob}' matches no file", config.display,
                 budget.line))
-        plans.append((budget, entry, spec, exact, chosen))
+        plans.append((budget, entry, key, bool(tok.exact), chosen))
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for spec, tok in tokenizers.items():
-        wanted = sorted({f for _, _, s, _, chosen in plans if s == spec for f in chosen})
+    for key, tok in tokenizers.items():
+        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
             continue
-        report = count_paths([str(config.root / f) for f in wanted], {spec: tok},
-                             engine=LocalEngine(jobs=jobs),
-                             gitignore=False)
-        by_path = {Path(fc.path).relative_to(config.root).as_posix(): fc for fc in report.files}
-        for rel, fc in by_path.items():
-            counts[(spec, rel)] = (fc.bytes, fc.tokens[spec])
+        report = count_paths([str(config.root / f) for f in wanted], {key: tok},
+                             engine=engine, gitignore=False)
+        for fc in report.files:
+            rel = Path(fc.path).relative_to(config.root).as_posix()
+            counts[(key, rel)] = (fc.bytes, fc.tokens[key])
         for skip in report.skipped:
             rel = _relative(skip.path, config.root)
             notices.append(Notice(f"{rel}: skipped, {skip.reason}", rel))
 
     measured = []
-    for budget, entry, spec, exact, chosen in plans:
+    for budget, entry, key, exact, chosen in plans:
         rows = tuple(
-            FileResult(path=f, bytes=counts[(spec, f)][0], tokens=counts[(spec, f)][1])
+            FileResult(path=f, bytes=counts[(key, f)][0], tokens=counts[(key, f)][1])
             for f in chosen
-            if (spec, f) in counts
+            if (key, f) in counts
         )
-        measured.append(Measured(budget, entry, spec, exact, rows))
+        measured.append(Measured(budget, entry, key, exact, rows))
     return Measurement(config, tuple(measured), tuple(notices))
+
+
+def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
+               catalog: str | Path | Catalog | None) -> TokenizerChoice:
+    """The budget's own tokenizer, else its model's, else the config's, else the default.
+
+    A ``model:ID`` spec names a catalog model's tokenizer, through the same catalog.
+    """
+    if budget.tokenizer is None and entry is not None and entry.tokenizer:
+        return model_choice(entry)
+    spec = budget.tokenizer or config.tokenizer
+    [choice] = resolve_tokenizers([spec] if spec else [], catalog=catalog)
+    return choice
+
+
+def _key(choice: TokenizerChoice) -> str:
+    # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
+    # recorded in the baseline, which must not depend on this machine.
+    return choice.written_spec or choice.spec
 
 
 def _relative(path: str, root: Path) -> str:
@@ -289,7 +328,7 @@ def _relative(path: str, root: Path) -> str:
         return path
 
 
-def _require(config: BudgetConfig, budget: Budget, entry: Any | None) -> None:
+def _require(config: BudgetConfig, budget: Budget, entry: ModelEntry | None) -> None:
     """Config errors found only once the model is known (exit code 2)."""
     where = f"{config.where(budget)}: budget '{budget.name}'"
     if budget.max_cost_per_call is not None:
@@ -320,7 +359,7 @@ def _require(config: BudgetConfig, budget: Budget, entry: Any | None) -> None:
 # --- judging ------------------------------------------------------------------------------
 
 
-def _call_cost(entry: Any, budget: Budget, input_tokens: int) -> Decimal:
+def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
     from tokcost.pricing import estimate_cost
 
@@ -349,14 +388,14 @@ def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool =
         if base is not None and base.tokenizer != m.tokenizer:
             notices.append(Notice(
                 f"budget '{budget.name}': baseline counted with {base.tokenizer}, now "
-                f"{m.tokenizer}; growth not checked; run: tokcost check --update-baseline",
+                f"{m.tokenizer}; growth not checked; {UPDATE_HINT}",
                 config.display, budget.line))
             base = None
         elif base is None and wants_growth:
             why = "no baseline file" if baseline is None else "not in the baseline"
             notices.append(Notice(
-                f"budget '{budget.name}': {why}, growth not checked; "
-                "run: tokcost check --update-baseline", config.display, budget.line))
+                f"budget '{budget.name}': {why}, growth not checked; {UPDATE_HINT}",
+                config.display, budget.line))
         results.append(_judge_one(config, m, base))
     return CheckResult(
         config=config.display,
@@ -373,22 +412,23 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
     model = entry.id if entry is not None else None
-    tok = _short(m.tokenizer) + ("" if m.exact else ", approximate")
-    priced = (
+    tok = spec_label(m.tokenizer) + ("" if m.exact else ", approximate")
+    # The model whose price a cost limit uses (None: no cost to compute).
+    priced = entry if (
         entry is not None and entry.pricing is not None and budget.max_cost_per_call is not None
-    )
+    ) else None
     files = []
     for f in m.files:
         files.append(FileResult(
             path=f.path, bytes=f.bytes, tokens=f.tokens,
             baseline_tokens=base.files.get(f.path) if base is not None else None,
-            cost=_call_cost(entry, budget, f.tokens) if priced and not budget.combine else None,
+            cost=_call_cost(priced, budget, f.tokens) if priced and not budget.combine else None,
             context_percent=_share(f.tokens + budget.reserve, window) if not budget.combine
             else None,
         ))
     total = sum(f.tokens for f in files)
     if budget.combine:
-        cost = _call_cost(entry, budget, total) if priced else None
+        cost = _call_cost(priced, budget, total) if priced else None
         context = _share(total + budget.reserve, window)
     else:
         costs = [f.cost for f in files if f.cost is not None]
@@ -427,7 +467,7 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
             add("max_file_growth_percent", f.path, round(g, 2), budget.max_file_growth_percent,
                 f"{f.path}: {f.tokens:,} tokens, {g:+.1f}% against the baseline "
                 f"({f.baseline_tokens:,}), over the +{_pct(budget.max_file_growth_percent)}% "
-                f"limit of budget '{name}'; if intended, run: tokcost check --update-baseline")
+                f"limit of budget '{name}'; if intended, {UPDATE_HINT}")
     if budget.max_total_tokens is not None and total > budget.max_total_tokens:
         add("max_total_tokens", None, total, budget.max_total_tokens,
             f"budget '{name}': {total:,} tokens in {len(files)} file"
@@ -452,7 +492,7 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
         add("max_growth_percent", None, round(g, 2), budget.max_growth_percent,
             f"budget '{name}': {total:,} tokens, {g:+.1f}% against the baseline "
             f"({base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
-            "if intended, run: tokcost check --update-baseline")
+            f"if intended, {UPDATE_HINT}")
     found.sort(key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
     return BudgetResult(
         budget=budget, model=model, tokenizer=m.tokenizer, exact=m.exact, files=tuple(files),
@@ -477,20 +517,5 @@ def _share(tokens: int, window: int | None) -> float | None:
     return None if not window else tokens * 100.0 / window
 
 
-def _short(spec: str) -> str:
-    family, _, arg = spec.partition(":")
-    return arg if family == "tiktoken" and "/" not in arg else spec
-
-
 def _pct(value: float) -> str:
     return f"{value:g}"
-
-
-def money(value: Decimal) -> str:
-    """USD for people: 4 decimals, 6 under a cent.
-
-    >>> money(Decimal("0.0123456")), money(Decimal("0.000042"))
-    ('$0.0123', '$0.000042')
-    """
-    places = Decimal("0.0001") if value >= Decimal("0.01") or value == 0 else Decimal("0.000001")
-    return f"${value.quantize(places, ROUND_HALF_EVEN)}"

@@ -1,25 +1,84 @@
-"""Reports of a ``CheckResult``: text, JSON, GitHub annotations, Markdown, JUnit XML.
+"""Reports of a ``CheckResult``: JSON, GitHub annotations, Markdown, JUnit XML.
 
-Every builder returns a string (or a dict for JSON) and is deterministic: budgets in
-config order with the failing ones first, files by path, rules in a fixed order, no
-timestamps or timings, so the output can be kept as a golden file.
+Every builder is a pure function that returns a string (or a dict for JSON) and is
+deterministic: budgets in config order with the failing ones first, files by path,
+rules in a fixed order, no timestamps or timings, so the output can be kept as a
+golden file. The terminal table (``--format text``) is the CLI's: it draws the
+cells of ``tables(result)``, the same cells the Markdown report shows.
 """
 
 from __future__ import annotations
 
-import io
-from decimal import Decimal
-from typing import Any
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
-from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, money
+from tokcost.errors import UsageError
+from tokcost.tokenizers import spec_label
 
-FORMATS = ("text", "json", "github", "markdown", "junit")
+if TYPE_CHECKING:  # evaluate imports this module (money, and the result's to_dict)
+    from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding
+
+FORMATS = ("json", "github", "markdown", "junit")
 JSON_VERSION = 1
 MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its comment
 
 
-# --- shared pieces -------------------------------------------------------------------------
+def money(value: Decimal) -> str:
+    """USD for people: 4 decimals, 6 under a cent.
+
+    >>> money(Decimal("0.0123456")), money(Decimal("0.000042"))
+    ('$0.0123', '$0.000042')
+    """
+    places = Decimal("0.0001") if value >= Decimal("0.01") or value == 0 else Decimal("0.000001")
+    return f"${value.quantize(places, ROUND_HALF_EVEN)}"
+
+
+# --- the cells the text and Markdown reports share -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportTables:
+    """A report's tables as formatted cells, so every renderer shows the same values.
+
+    ``failures``: (budget, file or None for the whole budget, rule, actual, limit);
+    ``budgets``: (passed, budget, model, files, tokens, growth, cost/call, window),
+    failing budgets first; ``changes``: (budget, file, before, now, growth).
+    """
+
+    failures: tuple[tuple[str, str | None, str, str, str], ...]
+    budgets: tuple[tuple[bool, str, str, str, str, str, str, str], ...]
+    changes: tuple[tuple[str, str, str, str, str], ...]
+    headline: str  # "2 of 3 budgets exceeded (8 failures)", "all 3 budgets hold"
+    strict: str | None  # the line saying warnings count as errors, under strict
+
+
+def tables(result: CheckResult) -> ReportTables:
+    """The cells of ``result``'s tables."""
+    failures = tuple(
+        (f.budget, f.path, f.rule, _value(f, f.actual), _value(f, f.limit))
+        for f in result.failures
+    )
+    budgets = tuple(
+        (
+            b.passed,
+            b.name,
+            _model(b),
+            str(len(b.files)),
+            _tokens(b, b.total_tokens),
+            _growth(b.growth_percent),
+            money(b.cost) if b.cost is not None else "–",
+            f"{b.context_percent:.1f}%" if b.context_percent is not None else "–",
+        )
+        for b in _ordered(result)
+    )
+    changes = tuple(
+        (b.name, path, *_change_cells(before, now))
+        for b in result.budgets
+        for path, before, now in b.changes()
+    )
+    return ReportTables(failures, budgets, changes, _headline(result), _strict_line(result))
 
 
 def _ordered(result: CheckResult) -> list[BudgetResult]:
@@ -41,18 +100,14 @@ def _strict_line(result: CheckResult) -> str | None:
     if result.strict and result.notices:
         k = len(result.notices)
         s = "s" if k != 1 else ""
+        # The report's own wording for its strict mode (it names the CLI's option).
         return f"{k} warning{s} treated as error{s} (--strict)"
     return None
 
 
 def _model(b: BudgetResult) -> str:
-    tok = _short(b.tokenizer) + ("" if b.exact else " ≈")
+    tok = spec_label(b.tokenizer) + ("" if b.exact else " ≈")
     return f"{b.model} ({tok})" if b.model else tok
-
-
-def _short(spec: str) -> str:
-    family, _, arg = spec.partition(":")
-    return arg if family == "tiktoken" and "/" not in arg else spec
 
 
 def _growth(value: float | None) -> str:
@@ -79,68 +134,6 @@ def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
     if now is None:
         return f"{before:,}", "–", "removed"
     return f"{before:,}", f"{now:,}", _growth(growth_percent(now, before))
-
-
-# --- text ----------------------------------------------------------------------------------
-
-
-def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:
-    """A rich report: the failures first, then one row per budget, then a verdict."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system="standard" if color else None,
-                      force_terminal=color, highlight=False, soft_wrap=False)
-    if result.failures:
-        table = Table(title="Failures", title_justify="left", show_edge=True)
-        table.add_column("budget")
-        table.add_column("file")
-        table.add_column("rule")
-        table.add_column("actual", justify="right")
-        table.add_column("limit", justify="right")
-        for f in result.failures:
-            table.add_row(f.budget, f.path or "(all files)", f.rule, _value(f, f.actual),
-                          _value(f, f.limit), style="red")
-        console.print(table)
-    table = Table(title="Budgets", title_justify="left")
-    for name, justify in (("", "left"), ("budget", "left"), ("model", "left"),
-                          ("files", "right"), ("tokens", "right"), ("growth", "right"),
-                          ("cost/call", "right"), ("window", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for b in _ordered(result):
-        table.add_row(
-            Text("ok", style="green") if b.passed else Text("FAIL", style="bold red"),
-            b.name,
-            _model(b),
-            str(len(b.files)),
-            _tokens(b, b.total_tokens),
-            _growth(b.growth_percent),
-            money(b.cost) if b.cost is not None else "–",
-            f"{b.context_percent:.1f}%" if b.context_percent is not None else "–",
-        )
-    console.print(table)
-    changes = [(b, row) for b in result.budgets for row in b.changes()]
-    if changes:
-        table = Table(title="Changes against the baseline", title_justify="left")
-        table.add_column("budget")
-        table.add_column("file")
-        for name in ("before", "now", "growth"):
-            table.add_column(name, justify="right")
-        for b, (path, before, now) in changes:
-            table.add_row(b.name, path, *_change_cells(before, now))
-        console.print(table)
-    verdict = Text()
-    verdict.append("FAIL " if not result.passed else "ok ",
-                   style="bold red" if not result.passed else "bold green")
-    verdict.append(_headline(result))
-    console.print(verdict)
-    strict = _strict_line(result)
-    if strict:
-        console.print(Text("FAIL ", style="bold red") + Text(strict))
-    # rich pads every line to the width; drop that so the report diffs cleanly.
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
 # --- JSON ----------------------------------------------------------------------------------
@@ -304,38 +297,32 @@ def _cell(text: str) -> str:
 
 def render_markdown(result: CheckResult) -> str:
     """A Markdown report for a PR comment or a GitHub job summary."""
+    cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
-    out = [MARKER, f"### {icon} tokcost check: {_headline(result)}", ""]
-    strict = _strict_line(result)
-    if strict:
-        out += [f"**{strict}**", ""]
-    if result.failures:
+    out = [MARKER, f"### {icon} tokcost check: {cells.headline}", ""]
+    if cells.strict:
+        out += [f"**{cells.strict}**", ""]
+    if cells.failures:
         out += ["| budget | file | rule | actual | limit |", "|---|---|---|--:|--:|"]
-        for f in result.failures:
+        for budget, path, rule, actual, limit in cells.failures:
             out.append(
-                f"| {_cell(f.budget)} | {_cell(f'`{f.path}`' if f.path else '(all files)')} "
-                f"| `{f.rule}` | {_value(f, f.actual)} | {_value(f, f.limit)} |"
+                f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} "
+                f"| `{rule}` | {actual} | {limit} |"
             )
         out.append("")
     out += [
         "| | budget | model | files | tokens | growth | cost/call | window |",
         "|---|---|---|--:|--:|--:|--:|--:|",
     ]
-    for b in _ordered(result):
-        out.append(
-            f"| {'❌' if not b.passed else '✅'} | {_cell(b.name)} | {_cell(_model(b))} "
-            f"| {len(b.files)} | {_tokens(b, b.total_tokens)} | {_growth(b.growth_percent)} "
-            f"| {money(b.cost) if b.cost is not None else '–'} "
-            f"| {f'{b.context_percent:.1f}%' if b.context_percent is not None else '–'} |"
-        )
+    for passed, name, model, *numbers in cells.budgets:
+        out.append(f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
+                   + " | ".join(numbers) + " |")
     out.append("")
-    changes = [(b, row) for b in result.budgets for row in b.changes()]
-    if changes:
+    if cells.changes:
         out += ["<details><summary>Changes against the baseline</summary>", "",
                 "| budget | file | before | now | growth |", "|---|---|--:|--:|--:|"]
-        for b, (path, before, now) in changes:
-            cells = " | ".join(_change_cells(before, now))
-            out.append(f"| {_cell(b.name)} | `{_cell(path)}` | {cells} |")
+        for name, path, *counts in cells.changes:
+            out.append(f"| {_cell(name)} | `{_cell(path)}` | {' | '.join(counts)} |")
         out += ["", "</details>", ""]
     if result.failures:
         out += ["<details><summary>Messages</summary>", ""]
@@ -409,10 +396,8 @@ def render_junit(result: CheckResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(result: CheckResult, fmt: str, *, width: int = 100, color: bool = False) -> str:
-    """The report in one of FORMATS, as text."""
-    if fmt == "text":
-        return render_text(result, width=width, color=color)
+def render(result: CheckResult, fmt: str) -> str:
+    """The report in one of FORMATS, as text (the terminal table is the CLI's)."""
     if fmt == "json":
         import json
 
@@ -423,5 +408,5 @@ def render(result: CheckResult, fmt: str, *, width: int = 100, color: bool = Fal
         return render_markdown(result)
     if fmt == "junit":
         return render_junit(result)
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-
+    raise UsageError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}",
+                     param="fmt")

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import tokcost
 from tokcost.cli.console import err, out, warn
+
+if TYPE_CHECKING:
+    from tokcost import CheckResult
 
 EPILOG = """
 Examples:
@@ -70,17 +75,8 @@ def check(
     ] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
-    from tokcost.budget import check as run_check
-    from tokcost.budget import render, render_markdown
-
-    result = run_check(
-        str(config) if config is not None else None,
-        baseline_path=str(baseline) if baseline is not None else None,
-        update_baseline=update_baseline,
-        strict=strict,
-        jobs=jobs,
-        catalog=catalog,
-    )
+    result = tokcost.check(config, baseline=baseline, update_baseline=update_baseline,
+                           strict=strict, jobs=jobs, catalog=catalog)
     if update_baseline:
         n = sum(len(b.files) for b in result.budgets)
         err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
@@ -96,17 +92,65 @@ def check(
                 warn(notice.message)
         # CI logs are no terminal and rich would assume 80 columns: give the table room.
         width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
-        out.print(render(result, "text", width=max(width, 60), color=out.is_terminal),
+        out.print(render_text(result, width=max(width, 60), color=out.is_terminal),
                   end="", markup=False, highlight=False, soft_wrap=True)
     else:
         # Warnings are inside the machine-readable report; stdout stays parseable.
-        typer.echo(render(result, fmt.value), nl=False)
+        typer.echo(result.render(fmt.value), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if fmt is Format.github and summary:
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
-            handle.write(render_markdown(result))
+            handle.write(result.render("markdown"))
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)
+
+
+def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:
+    """The terminal report: the failures first, then one row per budget, then a verdict."""
+    from rich.console import Console
+    from rich.text import Text
+
+    cells = result.tables()
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system="standard" if color else None,
+                      force_terminal=color, highlight=False, soft_wrap=False)
+    if cells.failures:
+        table = _table("Failures", ("budget", "left"), ("file", "left"), ("rule", "left"),
+                       ("actual", "right"), ("limit", "right"))
+        for budget, path, rule, actual, limit in cells.failures:
+            table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
+        console.print(table)
+    table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
+                   ("files", "right"), ("tokens", "right"), ("growth", "right"),
+                   ("cost/call", "right"), ("window", "right"))
+    for passed, *row in cells.budgets:
+        mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
+        table.add_row(mark, *row)
+    console.print(table)
+    if cells.changes:
+        table = _table("Changes against the baseline", ("budget", "left"), ("file", "left"),
+                       ("before", "right"), ("now", "right"), ("growth", "right"))
+        for change in cells.changes:
+            table.add_row(*change)
+        console.print(table)
+    verdict = Text()
+    verdict.append("FAIL " if not result.passed else "ok ",
+                   style="bold red" if not result.passed else "bold green")
+    verdict.append(cells.headline)
+    console.print(verdict)
+    if cells.strict:
+        console.print(Text("FAIL ", style="bold red") + Text(cells.strict))
+    # rich pads every line to the width; drop that so the report diffs cleanly.
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+
+
+def _table(title: str, *columns: tuple[str, str]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    return table
 
 
 def register(app: typer.Typer) -> None:

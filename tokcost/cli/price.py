@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import tokcost
 from tokcost.cli.console import out, print_json
 from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost.pricing import CostBreakdown
+    from tokcost import PriceResult
 
 EPILOG = """
 Examples:
@@ -35,29 +36,6 @@ def _money(value: Decimal, prefix: str = "$") -> str:
     text = f"{value:.6f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"{prefix}{whole}.{frac.ljust(2, '0')}"
-
-
-def _usd(value: Decimal) -> str:
-    return _money(value)
-
-
-def _count_files(
-    paths: list[str], entry_id: str, spec: str | None, exact: bool
-) -> tuple[int, bool]:
-    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy)."""
-    from tokcost.counting import count_paths
-    from tokcost.tokenizers import TokenizerChoice
-
-    if not spec:
-        raise UsageError(f"model '{entry_id}' names no tokenizer in the catalog")
-    tokenizer = TokenizerChoice(entry_id, spec, exact).load()
-    report = count_paths(paths, {tokenizer.name: tokenizer})
-    if not report.files:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in report.skipped[:3])
-        raise UsageError(
-            f"no text to count in {', '.join(paths)}" + (f" ({reasons})" if reasons else "")
-        )
-    return report.total_tokens(tokenizer.name), tokenizer.exact
 
 
 def price(
@@ -89,48 +67,35 @@ def price(
     catalog: CatalogOpt = None,
 ) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.units import parse_count
-    from tokcost.pricing import estimate_cost
-
     if not model:
         raise UsageError("price needs a model: -m ID (see `tokcost models list`)")
-    if paths and input_tokens is not None:
-        raise UsageError("give the prompt as files or as --input-tokens, not both")
-    entry = load_catalog(catalog).resolve(model)
-    if entry.pricing is None:
-        # Fail before counting any file: a model with no price is an error, never $0.
-        estimate_cost(entry, input_tokens=0)
-    exact = True
-    if paths:
-        n_input, exact = _count_files(paths, entry.id, entry.tokenizer, entry.tokenizer_exact)
-    elif input_tokens is not None:
-        n_input = parse_count(input_tokens, param="input_tokens")
-    else:
-        raise UsageError("give the prompt: --input-tokens N, or files / '-' for stdin")
-    breakdown = estimate_cost(
-        entry,
-        input_tokens=n_input,
-        output_tokens=parse_count(output_tokens, param="output_tokens"),
-        cached_tokens=parse_count(cached_tokens, param="cached_tokens"),
-        cache_write_tokens=parse_count(cache_write_tokens, param="cache_write_tokens"),
-        reasoning_tokens=parse_count(reasoning_tokens, param="reasoning_tokens"),
+    result = tokcost.price(
+        model,
+        input_tokens=None if input_tokens is None else _count(input_tokens, "input_tokens"),
+        paths=tuple(paths or ()),
+        output_tokens=_count(output_tokens, "output_tokens"),
+        cached_tokens=_count(cached_tokens, "cached_tokens"),
+        cache_write_tokens=_count(cache_write_tokens, "cache_write_tokens"),
+        reasoning_tokens=_count(reasoning_tokens, "reasoning_tokens"),
         batch=batch,
-        requests=parse_count(requests, param="requests"),
+        requests=_count(requests, "requests"),
+        catalog=catalog,
     )
     if json_out:
-        data = breakdown.to_dict()
-        data["input_counted_from_files"] = bool(paths)
-        data["exact"] = exact
-        print_json(data)
-        return
-    _render(breakdown, exact)
+        print_json(result.to_dict())
+    else:
+        _render(result)
 
 
-def _render(b: CostBreakdown, exact: bool) -> None:
+def _count(text: str, param: str) -> int:
+    return tokcost.parse_count(text, param=param)
+
+
+def _render(result: PriceResult) -> None:
     from rich import box
     from rich.table import Table
 
+    b, exact = result.breakdown, result.exact
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("tokens", justify="left")
     table.add_column("count", justify="right")
@@ -139,14 +104,14 @@ def _render(b: CostBreakdown, exact: bool) -> None:
     approx = "" if exact else "≈"
     for line in b.lines:
         count = f"{approx if line.kind.startswith('input') else ''}{line.tokens:,}"
-        table.add_row(line.kind, count, _money(line.usd_per_million, ""), _usd(line.cost))
+        table.add_row(line.kind, count, _money(line.usd_per_million, ""), _money(line.cost))
     title = f"[bold]{b.model}[/bold]" + (f" x {b.requests:,} requests" if b.requests > 1 else "")
     title += " (batch)" if b.batch else ""
     out.print(title, markup=True)
     out.print(table)
     if b.requests > 1:
-        out.print(f"per request: {approx}{_usd(b.per_request)}")
-    out.print(f"[bold]total: {approx}{_usd(b.total)}[/bold]", markup=True)
+        out.print(f"per request: {approx}{_money(b.per_request)}")
+    out.print(f"[bold]total: {approx}{_money(b.total)}[/bold]", markup=True)
     for note in b.notes:
         out.print(f"[dim]note: {note}[/dim]", markup=True)
     if not exact:
