@@ -127,7 +127,7 @@ def test_no_cached_price_bills_as_input(custom) -> None:  # type: ignore[no-unty
 def test_model_without_price_is_an_error_not_zero(custom) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(NoPrice, match="has no price"):
         estimate_cost(custom.resolve("free-weights"), input_tokens=10)
-    with pytest.raises(NoPrice, match="no Batch API price"):
+    with pytest.raises(NoPrice, match="no batch price"):
         estimate_cost(custom.resolve("nocache"), input_tokens=10, batch=True)
 
 

@@ -104,16 +104,15 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
     """
     pricing = entry.pricing
     if pricing is None:
-        # The parameter's name only in its "name=" form: the CLI turns every bare
-        # "catalog" of the message into the flag.
         raise NoPrice(
-            f"model '{entry.id}' has no price; add a pricing section (USD per million "
-            f"tokens) to it in your own models file (catalog=FILE with 'extends: shipped')",
+            f"model '{entry.id}' has no price in the catalog; add a pricing section "
+            f"(USD per million tokens) to it in your own catalog (catalog=FILE with "
+            f"'extends: shipped')",
             param="catalog",
         )
     if batch and pricing.batch_discount is None:
-        raise NoPrice(f"model '{entry.id}' has no Batch API price in the catalog; "
-                      "drop batch=True", param="batch")
+        raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop batch=True",
+                      param="batch")
     return pricing
 
 
