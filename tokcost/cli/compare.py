@@ -16,7 +16,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from tokcost.inflation import Group, GroupReport, Meter, Report, Result
+    from tokcost.inflation import Group, GroupReport, Measurement, Meter, Report
 
 EPILOG = """
 Examples:
@@ -46,10 +46,11 @@ def _meters(tokenizers: list[str], models: list[str], catalog: str | None) -> li
     meters = [Meter.of(normalize_spec(t), _label(normalize_spec(t))) for t in tokenizers]
     if models:
         from tokcost.catalog import load_catalog
+        from tokcost.tokenizers import model_choice
 
         cat = load_catalog(catalog)
         for model_id in models:
-            meters.append(Meter.for_model(cat.resolve(model_id)))
+            meters.append(Meter.from_choice(model_choice(cat.resolve(model_id))))
     if not meters:
         meters.append(Meter.of(DEFAULT_SPEC, _label(DEFAULT_SPEC)))
     labels = [m.label for m in meters]
@@ -69,7 +70,7 @@ def _money(x: Decimal | None) -> str:
     return f"${x:.5f}" if x < 1 else f"${x:,.2f}"
 
 
-def _tokens(r: Result) -> str:
+def _tokens(r: Measurement) -> str:
     return f"{r.tokens:,}" if r.exact else f"≈{r.tokens:,}"
 
 
@@ -130,18 +131,16 @@ def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
 
 
 def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
-    from tokcost.inflation import display_name
-
     colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
     top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
-    width = max(len(display_name(r.sample)) for r in group.rows)
+    width = max(len(r.sample.display_name) for r in group.rows)
     out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
         f"[{colors[i % len(colors)]}]■ {m.label}[/]" for i, m in enumerate(meters)
     ))
     for row in group.rows:
         for i, m in enumerate(meters):
             p = row.result(m.label).premium or 0.0
-            name = display_name(row.sample) if i == 0 else ""
+            name = row.sample.display_name if i == 0 else ""
             bar = "█" * max(1, round(p / top * _BAR))
             out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] {p:.2f}x",
                       highlight=False)
@@ -288,7 +287,9 @@ def compare(
     report = _measure(groups, meters)
 
     if plot is not None:
-        inflation.plot_premiums(report, plot, force=force)
+        from tokcost.plotting.inflation import plot_premiums
+
+        plot_premiums(report, plot, force=force)
         err.print(f"wrote {plot}", highlight=False)
     if json_out:
         print_json(report.to_dict())
