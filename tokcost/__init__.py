@@ -35,6 +35,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.pricing": ("estimate_cost",),
+    "tokcost.app.compare": (
+        "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
+    ),
 }
 
 # public name -> module that defines it
@@ -59,6 +62,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.compare import CompareResult as CompareResult
+    from tokcost.app.compare import CorpusKind as CorpusKind
+    from tokcost.app.compare import GroupReport as GroupReport
+    from tokcost.app.compare import Measurement as Measurement
+    from tokcost.app.compare import Meter as Meter
+    from tokcost.app.compare import compare as compare
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list
