@@ -263,3 +263,8 @@ def test_library_writes_the_plot(folder: Path, tmp_path: Path, mpl_config: None)
     with pytest.raises(UsageError):
         tokcost.compare([folder], plot=picture)  # exists: refused before any work
     assert tokcost.compare([folder], plot=picture, force=True).plot == picture
+
+
+def test_library_takes_one_folder_as_is(folder: Path) -> None:
+    assert (tokcost.compare(str(folder)).to_dict()
+            == tokcost.compare([folder], tokenizers=["o200k_base"]).to_dict())

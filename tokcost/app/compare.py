@@ -71,6 +71,8 @@ def compare(
     >>> [(g.kind, g.baseline) for g in result.report.groups]
     [('code', 'python')]
     """
+    if isinstance(sources, (str, Path)):  # one folder, not a sequence of its letters
+        sources = [sources]
     wanted = corpus_kinds(kinds)
     picture = None if plot is None else Path(plot)
     if picture is not None:
