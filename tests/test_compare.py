@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import tokcost
 from tokcost import get_tokenizer
 from tokcost.cli.app import app
+from tokcost.errors import UsageError
 from tokcost.inflation import builtin_dir
-
-CL100K = get_tokenizer("tiktoken:cl100k_base")
-PROSE = builtin_dir() / "prose"
-EN, HI = (PROSE / "en.txt").read_text(), (PROSE / "hi.txt").read_text()
 
 
 @pytest.fixture
@@ -27,10 +25,29 @@ def runner() -> CliRunner:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def prose() -> Path:
+    return builtin_dir() / "prose"
+
+
+@pytest.fixture
+def hi_counts(prose: Path) -> dict[str, str]:
+    """Hindi's cl100k_base tokens and premium over English, as the table prints them."""
+    cl100k = get_tokenizer("tiktoken:cl100k_base")
+    en, hi = (cl100k.count((prose / f"{code}.txt").read_text()) for code in ("en", "hi"))
+    return {"hi_tokens": f"{hi:,}", "hi_premium": f"{hi / en:.2f}x"}
+
+
+@pytest.fixture
+def folder(tmp_path: Path, prose: Path) -> Path:
     for code in ("en", "hi", "zh"):
-        (tmp_path / f"{code}.txt").write_text((PROSE / f"{code}.txt").read_text())
+        (tmp_path / f"{code}.txt").write_text((prose / f"{code}.txt").read_text())
     return tmp_path
+
+
+@pytest.fixture
+def mpl_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib keeps its font cache here, not in the user's home."""
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.getbasetemp() / "matplotlib"))
 
 
 def _run(runner: CliRunner, args: list[str], code: int = 0) -> tuple[str, str]:
@@ -44,7 +61,7 @@ def _run(runner: CliRunner, args: list[str], code: int = 0) -> tuple[str, str]:
     [
         pytest.param(["{f}", "-t", "cl100k_base"],
                      ["prose · cl100k_base · premium vs en", "Hindi", "Chinese", "words/tok",
-                      f"{CL100K.count(HI):,}", f"{CL100K.count(HI) / CL100K.count(EN):.2f}x"],
+                      "{hi_tokens}", "{hi_premium}"],
                      id="folder-table"),
         pytest.param(["{f}", "-t", "cl100k_base"], ["prose: premium vs en", "█"], id="chart"),
         pytest.param(["--builtin", "-k", "code", "-t", "cl100k_base"],
@@ -59,11 +76,11 @@ def _run(runner: CliRunner, args: list[str], code: int = 0) -> tuple[str, str]:
                      id="baseline"),
     ],
 )
-def test_compare_outputs(runner: CliRunner, folder: Path, args: list[str],
-                         expected: list[str]) -> None:
+def test_compare_outputs(runner: CliRunner, folder: Path, hi_counts: dict[str, str],
+                         args: list[str], expected: list[str]) -> None:
     stdout, _ = _run(runner, [a.format(f=folder) for a in args])
     for text in expected:
-        assert text in stdout
+        assert text.format(**hi_counts) in stdout
 
 
 def test_table_is_sorted_by_premium(runner: CliRunner, folder: Path) -> None:
@@ -73,7 +90,9 @@ def test_table_is_sorted_by_premium(runner: CliRunner, folder: Path) -> None:
     assert order == ["hi", "zh", "en"]
 
 
-def test_json_keys_and_premiums(runner: CliRunner, folder: Path) -> None:
+def test_json_keys_and_premiums(runner: CliRunner, folder: Path, prose: Path) -> None:
+    cl100k = get_tokenizer("tiktoken:cl100k_base")
+    en, hi_text = ((prose / f"{code}.txt").read_text() for code in ("en", "hi"))
     stdout, _ = _run(runner, [str(folder), "-t", "cl100k_base", "-m", "gpt-4o", "--json"])
     doc = json.loads(stdout)
     assert set(doc) == {"tokenizers", "groups", "warnings"}
@@ -83,8 +102,8 @@ def test_json_keys_and_premiums(runner: CliRunner, folder: Path) -> None:
     assert group["kind"] == "prose" and group["baseline"] == "en"
     hi = next(s for s in group["samples"] if s["code"] == "hi")
     cl = hi["results"][0]
-    assert cl["tokens"] == CL100K.count(HI)
-    assert cl["premium"] == pytest.approx(CL100K.count(HI) / CL100K.count(EN), abs=1e-4)
+    assert cl["tokens"] == cl100k.count(hi_text)
+    assert cl["premium"] == pytest.approx(cl100k.count(hi_text) / cl100k.count(en), abs=1e-4)
     assert cl["cost_usd"] is None
     priced = hi["results"][1]
     assert priced["cost_usd"] is not None and priced["cost_ratio"] == pytest.approx(
@@ -141,7 +160,7 @@ def test_unknown_language_code_is_shown_as_given(runner: CliRunner, tmp_path: Pa
     assert "tlh" in stdout
 
 
-def test_plot(runner: CliRunner, folder: Path, tmp_path: Path) -> None:
+def test_plot(runner: CliRunner, folder: Path, tmp_path: Path, mpl_config: None) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "out" / "premium.svg"
     out.parent.mkdir()
@@ -163,3 +182,89 @@ def test_compare_imports_stay_light() -> None:
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------- the library call under it
+
+
+@pytest.mark.parametrize(
+    ("args", "request_"),
+    [
+        pytest.param(["{f}", "-t", "cl100k_base", "-m", "gpt-4o"],
+                     {"sources": ["{f}"], "tokenizers": ["cl100k_base"], "models": ["gpt-4o"]},
+                     id="folder-priced"),
+        pytest.param(["--builtin", "-k", "code", "-k", "data", "-t", "cl100k_base"],
+                     {"kinds": [tokcost.CorpusKind.CODE, "data"], "tokenizers": ["cl100k_base"]},
+                     id="builtin-kinds"),
+        pytest.param(["{f}/en.txt", "{f}/hi.txt", "-t", "o200k_base", "-b", "hi"],
+                     {"sources": ["{f}/en.txt", "{f}/hi.txt"], "tokenizers": ["o200k_base"],
+                      "baseline": "hi"},
+                     id="files-baseline"),
+    ],
+)
+def test_json_is_the_results_to_dict(runner: CliRunner, folder: Path, args: list[str],
+                                     request_: dict[str, object]) -> None:
+    stdout, _ = _run(runner, [*(a.format(f=folder) for a in args), "--json"])
+    if "sources" in request_:
+        request_ = {**request_, "sources": [s.format(f=folder) for s in request_["sources"]]}  # type: ignore[attr-defined]
+    result = tokcost.compare(**request_)  # type: ignore[arg-type]
+    assert json.loads(stdout) == json.loads(json.dumps(result.to_dict()))
+
+
+@pytest.fixture
+def my_catalog(tmp_path: Path) -> Path:
+    """A user catalog that adds a model the shipped one lacks."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("version: 1\nextends: shipped\nmodels:\n"
+                    "  - id: my-model\n    tokenizer: tiktoken:cl100k_base\n"
+                    "    pricing: {input: 3.00, output: 6.00}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("flags", [["-t", "model:my-model"], ["-m", "my-model"]],
+                         ids=["t-model", "m"])
+def test_a_model_from_the_users_catalog(runner: CliRunner, folder: Path, my_catalog: Path,
+                                        prose: Path, flags: list[str]) -> None:
+    _, stderr = _run(runner, [str(folder), *flags], 2)  # the shipped catalog lacks it
+    assert "unknown model 'my-model'" in stderr
+    stdout, _ = _run(runner, [str(folder), *flags, "--catalog", str(my_catalog), "--json"])
+    doc = json.loads(stdout)
+    assert doc["tokenizers"] == [{"label": "my-model", "spec": "tiktoken:cl100k_base",
+                                  "exact": True, "model": "my-model", "priced": True}]
+    hi = next(s for s in doc["groups"][0]["samples"] if s["code"] == "hi")
+    cl100k = get_tokenizer("tiktoken:cl100k_base")
+    assert hi["results"][0]["tokens"] == cl100k.count((prose / "hi.txt").read_text())
+    assert hi["results"][0]["cost_usd"] is not None
+    stdout, _ = _run(runner, [str(folder), *flags, "--catalog", str(my_catalog), "--no-chart"])
+    assert "prose · my-model · premium vs en" in stdout and "input cost" in stdout
+
+
+def test_library_takes_the_users_catalog(folder: Path, my_catalog: Path) -> None:
+    by_spec = tokcost.compare([folder], tokenizers=["model:my-model"], catalog=my_catalog)
+    by_id = tokcost.compare([str(folder)], models=["my-model"], catalog=str(my_catalog))
+    assert by_spec.to_dict() == by_id.to_dict()
+    assert [m.model.id for m in by_spec.report.meters if m.model] == ["my-model"]
+
+
+def test_library_errors_name_the_parameter(folder: Path) -> None:
+    with pytest.raises(UsageError, match="unknown kinds='poetry'") as info:
+        tokcost.compare([folder], kinds=["poetry"])
+    assert info.value.param == "kinds"
+    with pytest.raises(UsageError, match="tokenizer given twice") as info:
+        tokcost.compare([folder], tokenizers=["cl100k_base", "tiktoken:cl100k_base"])
+    assert info.value.param == "tokenizers"
+
+
+def test_library_writes_the_plot(folder: Path, tmp_path: Path, mpl_config: None) -> None:
+    pytest.importorskip("matplotlib")
+    picture = tmp_path / "premium.svg"
+    result = tokcost.compare([folder], tokenizers=["cl100k_base"], plot=picture)
+    assert result.plot == picture and picture.read_bytes().lstrip().startswith(b"<?xml")
+    with pytest.raises(UsageError):
+        tokcost.compare([folder], plot=picture)  # exists: refused before any work
+    assert tokcost.compare([folder], plot=picture, force=True).plot == picture
+
+
+def test_library_takes_one_folder_as_is(folder: Path) -> None:
+    assert (tokcost.compare(str(folder)).to_dict()
+            == tokcost.compare([folder], tokenizers=["o200k_base"]).to_dict())

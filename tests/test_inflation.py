@@ -10,15 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokcost import get_tokenizer
+from tokcost import Tokenizer, get_tokenizer
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import InputError, UsageError
 from tokcost.inflation import (
+    CorpusKind,
     Group,
     Meter,
     Sample,
+    corpus_kinds,
     guess_script,
     load_builtin,
+    load_corpora,
     load_dir,
     load_files,
     measure,
@@ -26,7 +29,16 @@ from tokcost.inflation import (
     premium,
 )
 
-CL100K = get_tokenizer("tiktoken:cl100k_base")
+
+@pytest.fixture
+def cl100k() -> Tokenizer:
+    return get_tokenizer("tiktoken:cl100k_base")
+
+
+@pytest.fixture
+def mpl_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib keeps its font cache here, not in the user's home."""
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.getbasetemp() / "matplotlib"))
 
 
 class ByteTokens:
@@ -67,12 +79,12 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 # ------------------------------------------------------------------------- premiums
 
 
-def test_premium_equals_ratio_of_direct_counts_on_builtin_corpora() -> None:
+def test_premium_equals_ratio_of_direct_counts_on_builtin_corpora(cl100k: Tokenizer) -> None:
     groups = load_builtin(kinds=["prose"])
     report = measure(groups, [Meter.of("tiktoken:cl100k_base", "cl100k_base")])
-    base = CL100K.count(groups[0].sample("en").text)  # type: ignore[union-attr]
+    base = cl100k.count(groups[0].sample("en").text)  # type: ignore[union-attr]
     for row in report.groups[0].rows:
-        direct = CL100K.count(row.sample.text)
+        direct = cl100k.count(row.sample.text)
         result = row.result("cl100k_base")
         assert result.tokens == direct
         assert result.premium == pytest.approx(direct / base)
@@ -84,7 +96,7 @@ def test_rows_are_sorted_by_premium_largest_first() -> None:
     assert premiums == sorted(premiums, reverse=True)  # type: ignore[type-var]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, database=None)
 @given(base=st.text(min_size=1, max_size=200).filter(str.strip),
        other=st.text(min_size=1, max_size=200).filter(str.strip))
 def test_premium_property(base: str, other: str) -> None:
@@ -178,7 +190,7 @@ def test_folder_of_parallel_files(tmp_path: Path) -> None:
 
 def test_folder_without_baseline_says_what_to_do(tmp_path: Path) -> None:
     folder = _write(tmp_path / "t", {"de.txt": EN, "hi.txt": HI})
-    with pytest.raises(UsageError, match=r"no baseline en\.txt.*--baseline.*found: de, hi"):
+    with pytest.raises(UsageError, match=r"no baseline en\.txt.*baseline=CODE.*found: de, hi"):
         load_dir(folder)
     (group,) = load_dir(folder, baseline="de")
     assert group.baseline == "de"
@@ -255,6 +267,54 @@ def test_not_utf8(tmp_path: Path) -> None:
         load_files([tmp_path / "en.txt"])
 
 
+def test_empty_baseline_names_the_parameter(tmp_path: Path) -> None:
+    folder = _write(tmp_path / "t", {"en.txt": "", "it.txt": EN})
+    with pytest.raises(InputError, match=r"pass baseline=CODE \(found: it\)") as info:
+        load_dir(folder)
+    assert info.value.param == "baseline"
+
+
+@pytest.mark.parametrize(
+    ("kinds", "names"),
+    [
+        pytest.param([], (), id="none"),
+        pytest.param(["code", CorpusKind.DATA], ("code", "data"), id="str-and-enum"),
+        pytest.param(list(CorpusKind), ("prose", "code", "data"), id="all"),
+    ],
+)
+def test_corpus_kinds(kinds: list[CorpusKind | str], names: tuple[str, ...]) -> None:
+    assert corpus_kinds(kinds) == names
+
+
+def test_unknown_corpus_kind_names_the_parameter() -> None:
+    with pytest.raises(UsageError, match="unknown kinds='poetry'; use one of prose, code, data"
+                       ) as info:
+        corpus_kinds(["prose", "poetry"])
+    assert info.value.param == "kinds"
+
+
+def test_load_corpora_picks_the_layout(tmp_path: Path) -> None:
+    folder = _write(tmp_path / "t", {"en.txt": EN, "hi.txt": HI, "a.py": "print(1)\n"})
+    assert [g.kind for g in load_corpora([folder])] == ["prose"]  # a folder: its .txt files
+    files = [folder / n for n in ("en.txt", "hi.txt", "a.py")]
+    assert [g.kind for g in load_corpora(files)] == ["prose", "code"]
+    assert [g.kind for g in load_corpora(files, kinds=[CorpusKind.CODE])] == ["code"]
+    assert [g.kind for g in load_corpora(kinds=["data"])] == ["data"]  # none: the shipped ones
+    assert load_corpora([folder], baseline="hi")[0].baseline == "hi"
+
+
+@pytest.mark.parametrize(
+    ("sample", "shown"),
+    [
+        pytest.param(Sample("hi", HI), "Hindi (hi)", id="language"),
+        pytest.param(Sample("python", "", kind="code", name="Python"), "Python", id="same-name"),
+        pytest.param(Sample("tlh", "nuqneH"), "tlh", id="unknown-code"),
+    ],
+)
+def test_display_name(sample: Sample, shown: str) -> None:
+    assert sample.display_name == shown
+
+
 def test_builtin_kinds_and_baselines() -> None:
     groups = load_builtin()
     assert [(g.kind, g.baseline) for g in groups] == [
@@ -284,12 +344,13 @@ def test_json_document_keys() -> None:
 
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
-def test_plot_writes_a_valid_file(tmp_path: Path, suffix: str) -> None:
+def test_plot_writes_a_valid_file(tmp_path: Path, suffix: str, cl100k: Tokenizer,
+                                  mpl_config: None) -> None:
     pytest.importorskip("matplotlib")
-    from tokcost.inflation import plot_premiums
+    from tokcost.plotting.inflation import plot_premiums
 
     report = measure(load_builtin(kinds=["code", "data"]),
-                     [BYTES, Meter("cl100k_base", "tiktoken:cl100k_base", CL100K)])
+                     [BYTES, Meter("cl100k_base", "tiktoken:cl100k_base", cl100k)])
     path = tmp_path / f"premium{suffix}"
     plot_premiums(report, path)
     data = path.read_bytes()
@@ -306,7 +367,7 @@ def test_plot_writes_a_valid_file(tmp_path: Path, suffix: str) -> None:
 
 
 def test_plot_rejects_other_formats(tmp_path: Path) -> None:
-    from tokcost.inflation import plot_premiums
+    from tokcost.plotting.inflation import plot_premiums
 
     report = measure([Group("prose", "en", (Sample("en", EN),))], [BYTES])
     with pytest.raises(UsageError, match=r"\.png, \.svg or \.pdf"):

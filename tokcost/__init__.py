@@ -37,6 +37,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.pricing": ("estimate_cost",),
     "tokcost.app.check": ("CheckResult", "check"),
     "tokcost.app.price": ("PriceResult", "price"),
+    "tokcost.app.compare": (
+        "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
+    ),
 }
 
 # public name -> module that defines it
@@ -63,6 +66,12 @@ if TYPE_CHECKING:
     from tokcost.adapters import get_tokenizer as get_tokenizer
     from tokcost.app.check import CheckResult as CheckResult
     from tokcost.app.check import check as check
+    from tokcost.app.compare import CompareResult as CompareResult
+    from tokcost.app.compare import CorpusKind as CorpusKind
+    from tokcost.app.compare import GroupReport as GroupReport
+    from tokcost.app.compare import Measurement as Measurement
+    from tokcost.app.compare import Meter as Meter
+    from tokcost.app.compare import compare as compare
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
     from tokcost.catalog import load_catalog as load_catalog

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import UsageError
@@ -16,7 +18,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from tokcost.inflation import Group, GroupReport, Meter, Report, Result
+    from tokcost import CompareResult, GroupReport, Measurement, Meter
 
 EPILOG = """
 Examples:
@@ -34,31 +36,6 @@ Examples:
 _BAR = 36  # characters for the largest premium in the terminal chart
 
 
-def _label(spec: str) -> str:
-    family, _, arg = spec.partition(":")
-    return arg if family == "tiktoken" and "/" not in arg else spec
-
-
-def _meters(tokenizers: list[str], models: list[str], catalog: str | None) -> list[Meter]:
-    from tokcost.adapters.registry import DEFAULT_SPEC, normalize_spec
-    from tokcost.inflation import Meter
-
-    meters = [Meter.of(normalize_spec(t), _label(normalize_spec(t))) for t in tokenizers]
-    if models:
-        from tokcost.catalog import load_catalog
-
-        cat = load_catalog(catalog)
-        for model_id in models:
-            meters.append(Meter.for_model(cat.resolve(model_id)))
-    if not meters:
-        meters.append(Meter.of(DEFAULT_SPEC, _label(DEFAULT_SPEC)))
-    labels = [m.label for m in meters]
-    dupes = sorted({x for x in labels if labels.count(x) > 1})
-    if dupes:
-        raise UsageError(f"tokenizer given twice: {', '.join(dupes)}; pass each once")
-    return meters
-
-
 def _num(x: float | None, fmt: str = "{:.2f}") -> str:
     return "–" if x is None else fmt.format(x)
 
@@ -69,16 +46,17 @@ def _money(x: Decimal | None) -> str:
     return f"${x:.5f}" if x < 1 else f"${x:,.2f}"
 
 
-def _tokens(r: Result) -> str:
+def _tokens(r: Measurement) -> str:
     return f"{r.tokens:,}" if r.exact else f"≈{r.tokens:,}"
 
 
 # ---------------------------------------------------------------------------- output
 
 
-def _print_tables(report: Report, chart: bool) -> None:
+def _print_tables(result: CompareResult, chart: bool) -> None:
     from rich.table import Table
 
+    report = result.report
     for group in report.groups:
         for meter in report.meters:
             per_line = group.kind != "prose"
@@ -130,26 +108,24 @@ def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
 
 
 def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
-    from tokcost.inflation import display_name
-
     colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
     top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
-    width = max(len(display_name(r.sample)) for r in group.rows)
+    width = max(len(r.sample.display_name) for r in group.rows)
     out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
         f"[{colors[i % len(colors)]}]■ {m.label}[/]" for i, m in enumerate(meters)
     ))
     for row in group.rows:
         for i, m in enumerate(meters):
             p = row.result(m.label).premium or 0.0
-            name = display_name(row.sample) if i == 0 else ""
+            name = row.sample.display_name if i == 0 else ""
             bar = "█" * max(1, round(p / top * _BAR))
             out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] {p:.2f}x",
                       highlight=False)
 
 
-def _csv_rows(report: Report) -> list[list[object]]:
+def _csv_rows(result: CompareResult) -> list[list[object]]:
     rows: list[list[object]] = []
-    for g in report.groups:
+    for g in result.report.groups:
         for row in g.rows:
             for r in row.results:
                 rows.append([
@@ -173,13 +149,14 @@ CSV_HEADER = [
 ]
 
 
-def _print_csv(report: Report) -> None:
+def _print_csv(result: CompareResult) -> None:
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(CSV_HEADER)
-    writer.writerows(_csv_rows(report))
+    writer.writerows(_csv_rows(result))
 
 
-def _markdown(report: Report) -> str:
+def _markdown(result: CompareResult) -> str:
+    report = result.report
     lines: list[str] = []
     for g in report.groups:
         what = "language" if g.kind == "prose" else "format"
@@ -206,6 +183,15 @@ def _markdown(report: Report) -> str:
 # --------------------------------------------------------------------------- command
 
 
+def _kind(text: str) -> str:
+    """Check a --kind here, in this command's words (typer's own enum check would say
+    it differently); typer then turns the checked name into a CorpusKind."""
+    names = [k.value for k in tokcost.CorpusKind]
+    if text not in names:
+        raise UsageError(f"unknown --kind '{text}'; use one of {', '.join(names)}")
+    return text
+
+
 def compare(
     sources: Annotated[
         list[Path] | None,
@@ -215,13 +201,13 @@ def compare(
     builtin: Annotated[
         bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
     ] = False,
-    tokenizer: Annotated[
+    tokenizers: Annotated[
         list[str] | None,
         typer.Option("--tokenizer", "-t", help="Tokenizer spec (repeatable): o200k_base, "
-                     "cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH.",
+                     "cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID.",
                      show_default=False),
     ] = None,
-    model: Annotated[
+    models: Annotated[
         list[str] | None,
         typer.Option("--model", "-m", help="Catalog model (repeatable): its tokenizer, and "
                      "the cost of each version as input at its price.", show_default=False),
@@ -229,10 +215,11 @@ def compare(
     baseline: Annotated[
         str, typer.Option("--baseline", "-b", help="Language code the premium is relative to.")
     ] = "en",
-    kind: Annotated[
-        list[str] | None,
-        typer.Option("--kind", "-k", help="prose, code or data (repeatable; built-in corpora "
-                     "or a folder with index.yaml). Default: all.", show_default=False),
+    kinds: Annotated[
+        list[tokcost.CorpusKind] | None,
+        typer.Option("--kind", "-k", parser=_kind, metavar="<kind>",
+                     help="prose, code or data (repeatable; built-in corpora or a folder "
+                     "with index.yaml). Default: all.", show_default=False),
     ] = None,
     json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
@@ -259,55 +246,35 @@ def compare(
     tokens(baseline) on the same content (Petrov et al. 2023). With -m, the cost of each
     version as input on that model.
     """
-    from tokcost import inflation
-    from tokcost.plotting import check_plot_path
-
     if sum((json_out, csv_out, markdown)) > 1:
         raise UsageError("pick one of --json, --csv, --markdown")
-    for k in kind or []:
-        if k not in inflation.KINDS:
-            raise UsageError(f"unknown --kind '{k}'; use one of {', '.join(inflation.KINDS)}")
     if builtin and sources:
         raise UsageError("pass either --builtin or folders/files, not both")
-    if plot is not None:
-        check_plot_path(plot, force=force)
-
-    if not sources:
-        groups = inflation.load_builtin(kinds=kind, baseline=baseline)
-    elif len(sources) == 1 and sources[0].is_dir():
-        groups = inflation.load_dir(sources[0], baseline=baseline, kinds=kind)
-    else:
-        groups = inflation.load_files(sources, baseline=baseline)
-        if kind:
-            groups = [g for g in groups if g.kind in kind]
-    for group in groups:
-        for message in group.warnings:
-            warn(message)
-
-    meters = _meters(tokenizer or [], model or [], catalog)
-    report = _measure(groups, meters)
-
-    if plot is not None:
-        inflation.plot_premiums(report, plot, force=force)
-        err.print(f"wrote {plot}", highlight=False)
+    result = _compare(
+        sources or (), tokenizers=tokenizers or (), models=models or (), catalog=catalog,
+        baseline=baseline, kinds=kinds or (), plot=plot, force=force,
+    )
+    for message in result.report.warnings:
+        warn(message)
+    if result.plot is not None:
+        err.print(f"wrote {result.plot}", highlight=False)
     if json_out:
-        print_json(report.to_dict())
+        print_json(result.to_dict())
     elif csv_out:
-        _print_csv(report)
+        _print_csv(result)
     elif markdown:
-        sys.stdout.write(_markdown(report))
+        sys.stdout.write(_markdown(result))
     else:
-        _print_tables(report, chart=not no_chart)
-    if strict and report.warnings:
-        err.print(f"{len(report.warnings)} warning(s) with --strict", highlight=False)
+        _print_tables(result, chart=not no_chart)
+    if strict and result.report.warnings:
+        err.print(f"{len(result.report.warnings)} warning(s) with --strict", highlight=False)
         raise typer.Exit(code=1)
 
 
-def _measure(groups: list[Group], meters: list[Meter]) -> Report:
-    from tokcost.inflation import measure
-
+def _compare(sources: Sequence[Path], **request: Any) -> CompareResult:
+    """``tokcost.compare``, with a progress bar on stderr when a person watches it."""
     if not progress_enabled():
-        return measure(groups, meters)
+        return tokcost.compare(sources, **request)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
@@ -317,7 +284,7 @@ def _measure(groups: list[Group], meters: list[Meter]) -> Report:
         def on_progress(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        return measure(groups, meters, on_progress=on_progress)
+        return tokcost.compare(sources, **request, on_progress=on_progress)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,85 @@
+"""Use case ``compare``: who pays more tokens for the same meaning.
+
+Parallel texts (a folder, files, or the shipped corpora) are counted with each
+tokenizer, and each text's premium over the baseline's is derived (see
+``tokcost.inflation``); tokenizers and model ids resolve through the caller's catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokcost.inflation import (
+    CorpusKind,
+    GroupReport,
+    Measurement,
+    Meter,
+    Report,
+    corpus_kinds,
+    load_corpora,
+    measure,
+)
+from tokcost.plotting import check_plot_path
+from tokcost.plotting.inflation import plot_premiums
+from tokcost.tokenizers import resolve_tokenizers
+
+if TYPE_CHECKING:
+    from tokcost.catalog import Catalog
+
+__all__ = ["CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare"]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What ``compare`` found: the report (tokenizers, one group per corpus kind, its
+    rows sorted by premium, and the warnings about the texts), and the picture it wrote."""
+
+    report: Report
+    plot: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tokcost compare --json`` document."""
+        return self.report.to_dict()
+
+
+def compare(
+    sources: Sequence[str | Path] = (),
+    *,
+    tokenizers: Sequence[str] = (),
+    models: Sequence[str] = (),
+    catalog: str | Path | Catalog | None = None,
+    baseline: str = "en",
+    kinds: Sequence[CorpusKind | str] = (),
+    plot: str | Path | None = None,
+    force: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> CompareResult:
+    """Token inflation of parallel texts, measured with each tokenizer and model.
+
+    ``sources``: one folder of ``<lang>.txt`` files (or with an ``index.yaml``), or
+    files; none: the shipped corpora. ``tokenizers`` (specs, ``model:ID`` too) and
+    ``models`` (catalog ids, which also price each text as input) resolve through
+    ``catalog``; none: o200k_base. ``baseline`` is the prose text premiums are relative
+    to; ``kinds`` keeps only those corpus kinds (none: all). ``plot`` writes the
+    premiums as a .png/.svg/.pdf picture (``force`` overwrites it). ``on_progress(done,
+    total)`` is called after each count.
+
+    >>> result = compare(kinds=["code"], tokenizers=["cl100k_base"])
+    >>> [(g.kind, g.baseline) for g in result.report.groups]
+    [('code', 'python')]
+    """
+    if isinstance(sources, (str, Path)):  # one folder, not a sequence of its letters
+        sources = [sources]
+    wanted = corpus_kinds(kinds)
+    picture = None if plot is None else Path(plot)
+    if picture is not None:
+        check_plot_path(picture, force=force)  # before any work: it may not be writable
+    groups = load_corpora(tuple(Path(s) for s in sources), baseline=baseline, kinds=wanted)
+    choices = resolve_tokenizers(tokenizers, models, catalog=catalog, unique=True)
+    report = measure(groups, [Meter.from_choice(c) for c in choices], on_progress=on_progress)
+    if picture is not None:
+        plot_premiums(report, picture, force=force)
+    return CompareResult(report, picture)

@@ -1,0 +1,50 @@
+"""Token inflation: the same content, counted in many languages, scripts and formats.
+
+``corpus`` reads the parallel texts (a folder, a list of files, the shipped corpora)
+into groups, each with a *baseline* (``en`` for prose by default); ``languages`` names
+languages and guesses scripts; ``measure`` counts every text with every tokenizer and
+derives the premium, tokens(X) / tokens(baseline) on the same content, with the
+per-token metrics and costs. The picture is drawn in ``tokcost.plotting.inflation``.
+
+>>> en = Sample("en", "hello world, how are you?", kind="prose")
+>>> de = Sample("de", "hallo Welt, wie geht es dir?", kind="prose")
+>>> report = measure([Group("prose", "en", (en, de))], [Meter.of("tiktoken:cl100k_base")])
+>>> report.groups[0].rows[1].results[0].premium is not None
+True
+"""
+
+from __future__ import annotations
+
+from tokcost.inflation.corpus import (
+    DEFAULT_BASELINES,
+    KINDS,
+    SUFFIX_KINDS,
+    CorpusKind,
+    Group,
+    Sample,
+    builtin_dir,
+    corpus_kinds,
+    load_builtin,
+    load_corpora,
+    load_dir,
+    load_files,
+    load_index,
+    paragraphs,
+)
+from tokcost.inflation.languages import LANGUAGE_NAMES, NO_WHITESPACE_WORDS, guess_script
+from tokcost.inflation.measure import (
+    GroupReport,
+    Measurement,
+    Meter,
+    Report,
+    Row,
+    measure,
+    premium,
+)
+
+__all__ = [
+    "DEFAULT_BASELINES", "KINDS", "LANGUAGE_NAMES", "NO_WHITESPACE_WORDS", "SUFFIX_KINDS",
+    "CorpusKind", "Group", "GroupReport", "Measurement", "Meter", "Report", "Row", "Sample",
+    "builtin_dir", "corpus_kinds", "guess_script", "load_builtin", "load_corpora", "load_dir",
+    "load_files", "load_index", "measure", "paragraphs", "premium",
+]

@@ -1,0 +1,319 @@
+"""Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
+
+A *group* holds parallel texts of one kind: the same paragraphs in several languages
+(prose), the same small programs in several programming languages (code), the same
+records in several data formats (data). A folder with an ``index.yaml`` (the layout
+of the shipped corpora) names each file's code, language, script and kind; a plain
+folder holds one ``<lang>.txt`` per language; a list of files is grouped by suffix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from pathlib import Path
+
+from tokcost.errors import InputError, UsageError
+from tokcost.inflation.languages import LANGUAGE_NAMES, NO_WHITESPACE_WORDS, guess_script
+
+
+class CorpusKind(str, Enum):
+    """What a group of parallel texts holds: languages, programs or data formats."""
+
+    PROSE = "prose"
+    CODE = "code"
+    DATA = "data"
+
+
+KINDS = tuple(k.value for k in CorpusKind)
+DEFAULT_BASELINES = {"prose": "en", "code": "python", "data": "json"}
+
+# File suffix -> (kind, code) for lists of files that are not <lang>.txt.
+SUFFIX_KINDS = {
+    ".py": ("code", "python"), ".js": ("code", "javascript"), ".ts": ("code", "typescript"),
+    ".java": ("code", "java"), ".go": ("code", "go"), ".rs": ("code", "rust"),
+    ".c": ("code", "c"), ".h": ("code", "c"), ".cpp": ("code", "cpp"), ".cs": ("code", "csharp"),
+    ".rb": ("code", "ruby"), ".php": ("code", "php"), ".swift": ("code", "swift"),
+    ".kt": ("code", "kotlin"), ".sql": ("code", "sql"), ".sh": ("code", "shell"),
+    ".json": ("data", "json"), ".yaml": ("data", "yaml"), ".yml": ("data", "yaml"),
+    ".csv": ("data", "csv"), ".html": ("data", "html"), ".md": ("data", "markdown"),
+    ".xml": ("data", "xml"), ".toml": ("data", "toml"),
+}
+
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blocks of text separated by blank lines.
+
+    >>> paragraphs("one\\ntwo\\n\\nthree\\n")
+    ['one\\ntwo', 'three']
+    """
+    return [p.strip() for p in _BLANK_LINE.split(text.replace("\r\n", "\n")) if p.strip()]
+
+
+def corpus_kinds(kinds: Iterable[CorpusKind | str]) -> tuple[str, ...]:
+    """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``.
+
+    >>> corpus_kinds(["code", CorpusKind.DATA])
+    ('code', 'data')
+    """
+    names = []
+    for kind in kinds:
+        try:
+            names.append(CorpusKind(kind).value)
+        except ValueError:
+            raise UsageError(f"unknown kinds={str(kind)!r}; use one of {', '.join(KINDS)}",
+                             param="kinds") from None
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One text of a group: its code (``hi``, ``python``, ``json-min``) and content."""
+
+    code: str
+    text: str
+    kind: str = "prose"
+    name: str = ""
+    script: str | None = None
+    path: str | None = None
+    whitespace_words: bool | None = None  # None: decide from the code
+
+    @property
+    def label(self) -> str:
+        return self.name or LANGUAGE_NAMES.get(self.code.lower(), self.code)
+
+    @property
+    def display_name(self) -> str:
+        """'Hindi (hi)', but 'Python' rather than 'Python (python)'.
+
+        >>> Sample("hi", "").display_name, Sample("python", "", name="Python").display_name
+        ('Hindi (hi)', 'Python')
+        """
+        label = self.label
+        return label if label.lower() == self.code.lower() else f"{label} ({self.code})"
+
+    @property
+    def has_words(self) -> bool:
+        """Words are whitespace-delimited (not zh, ja, th, ...) and the text is prose."""
+        if self.kind != "prose":
+            return False
+        if self.whitespace_words is not None:
+            return self.whitespace_words
+        return self.code.lower().split("-")[0] not in NO_WHITESPACE_WORDS
+
+
+@dataclass(frozen=True)
+class Group:
+    """Parallel samples of one kind, compared against ``baseline`` (a sample code)."""
+
+    kind: str
+    baseline: str
+    samples: tuple[Sample, ...]
+    warnings: tuple[str, ...] = ()
+
+    def sample(self, code: str) -> Sample | None:
+        return next((s for s in self.samples if s.code == code), None)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_corpora(
+    sources: Sequence[Path] = (), *, baseline: str = "en",
+    kinds: Sequence[CorpusKind | str] | None = None,
+) -> list[Group]:
+    """The groups ``sources`` hold: none, the shipped corpora; one folder, its texts
+    (see :func:`load_dir`); otherwise a list of files (see :func:`load_files`).
+
+    >>> [g.kind for g in load_corpora(kinds=["code", "data"])]
+    ['code', 'data']
+    """
+    wanted = corpus_kinds(kinds or ())
+    if not sources:
+        return load_builtin(kinds=wanted, baseline=baseline)
+    if len(sources) == 1 and sources[0].is_dir():
+        return load_dir(sources[0], baseline=baseline, kinds=wanted)
+    groups = load_files(sources, baseline=baseline)
+    return [g for g in groups if g.kind in wanted] if wanted else groups
+
+
+def _read(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text; convert it (e.g. iconv -t UTF-8)") from None
+
+
+def builtin_dir() -> Path:
+    """The shipped corpora folder (inside the wheel, or at the top of a checkout)."""
+    from tokcost.resources import shipped_path
+
+    return shipped_path("corpora")
+
+
+def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
+               baseline: str | None = None) -> list[Group]:
+    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
+    import yaml
+
+    index_path = folder / "index.yaml"
+    try:
+        doc = yaml.safe_load(index_path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read {index_path}: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+        raise InputError(f"{index_path} has no 'files' list; see corpora/README.md")
+    declared = doc.get("kinds") or {}
+    wanted = list(corpus_kinds(kinds or ())) or [k for k in KINDS if k in declared] or list(KINDS)
+    by_kind: dict[str, list[Sample]] = {k: [] for k in wanted}
+    for number, entry in enumerate(doc["files"], start=1):
+        if not isinstance(entry, dict) or not entry.get("path") or not entry.get("code"):
+            raise InputError(
+                f"{index_path}: files entry {number} needs a 'path' and a 'code' "
+                f"(see corpora/index.yaml)"
+            )
+        kind = str(entry.get("kind", "prose"))
+        if kind not in by_kind:
+            continue
+        path = folder / str(entry["path"])
+        by_kind[kind].append(
+            Sample(
+                code=str(entry["code"]),
+                text=_read(path),
+                kind=kind,
+                name=str(entry.get("name", "")),
+                script=entry.get("script"),
+                path=str(path),
+                whitespace_words=entry.get("whitespace_words"),
+            )
+        )
+    groups = []
+    for kind in wanted:
+        if not by_kind[kind]:
+            continue
+        base = (declared.get(kind) or {}).get("baseline") or DEFAULT_BASELINES.get(kind, "")
+        if kind == "prose" and baseline:
+            base = baseline
+        groups.append(_checked_group(kind, str(base), by_kind[kind], where=str(folder)))
+    if not groups:
+        raise UsageError(
+            f"no files of kind {', '.join(wanted)} in {index_path}; kinds are {', '.join(KINDS)}"
+        )
+    return groups
+
+
+def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
+                 baseline: str | None = None) -> list[Group]:
+    """The corpora tokcost ships: prose in 21 languages, code in 9, data in 8 formats."""
+    folder = builtin_dir()
+    if not (folder / "index.yaml").is_file():
+        raise InputError(
+            f"the built-in corpora are missing ({folder}); reinstall tokcost or pass a folder"
+        )
+    return load_index(folder, kinds=kinds, baseline=baseline)
+
+
+def load_dir(
+    folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None
+) -> list[Group]:
+    """A folder of parallel ``<lang>.txt`` files (or a folder with an index.yaml)."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder")
+    if (folder / "index.yaml").is_file():
+        return load_index(folder, kinds=kinds, baseline=baseline)
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
+    if not files:
+        raise UsageError(
+            f"no <lang>.txt files in {folder}; put one file per language there "
+            f"(en.txt, de.txt, ...) or pass files"
+        )
+    return load_files(files, baseline=baseline)
+
+
+def _sample_for(path: Path) -> Sample:
+    suffix = path.suffix.lower()
+    if suffix in SUFFIX_KINDS:
+        kind, code = SUFFIX_KINDS[suffix]
+        if path.name.endswith(".min.json"):
+            code = "json-min"
+    else:
+        kind, code = "prose", path.stem
+    text = _read(path)
+    script = guess_script(text) if kind == "prose" else None
+    return Sample(code=code, text=text, kind=kind, script=script, path=str(path))
+
+
+def load_files(paths: Iterable[Path], *, baseline: str = "en") -> list[Group]:
+    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...).
+
+    Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart: the
+    second is shown as ``en@b``.
+    """
+    by_kind: dict[str, list[Sample]] = {}
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path} does not exist")
+        if path.is_dir():
+            raise UsageError(f"{path} is a folder; pass it alone, or pass files")
+        sample = _sample_for(path)
+        by_kind.setdefault(sample.kind, []).append(sample)
+    groups = []
+    for kind in KINDS:
+        samples = by_kind.get(kind)
+        if not samples:
+            continue
+        seen: set[str] = set()
+        for i, s in enumerate(samples):
+            if s.code in seen:  # a second en.txt: keep it apart as en@<its folder>
+                parent = Path(s.path).parent.name if s.path else str(i)
+                samples[i] = replace(s, code=f"{s.code}@{parent or i}")
+            seen.add(samples[i].code)
+        base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
+        if kind != "prose" and base not in {s.code for s in samples}:
+            base = samples[0].code  # code/data lists: compare with the first file given
+        groups.append(_checked_group(kind, base, samples, where="the files given"))
+    return groups
+
+
+def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str) -> Group:
+    """Drop empty files (with a warning), require the baseline, warn on misalignment."""
+    warnings: list[str] = []
+    kept = []
+    for s in samples:
+        if not s.text.strip():
+            warnings.append(f"{s.path or s.code} is empty; skipped")
+        else:
+            kept.append(s)
+    codes = [s.code for s in kept]
+    if baseline not in codes:
+        empty = any(s.code == baseline for s in samples)
+        found = ", ".join(codes) or "none"
+        if empty:
+            raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
+                             f"baseline=CODE (found: {found})", param="baseline")
+        expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
+        # No param: "baseline" here names the missing text, and the CLI would make every
+        # bare "baseline" a flag ("no --baseline en.txt").
+        raise UsageError(
+            f"no baseline {expected} in {where}; add it or pass baseline=CODE "
+            f"(found: {found})"
+        )
+    if kind == "prose":
+        base = next(s for s in kept if s.code == baseline)
+        n_base = len(paragraphs(base.text))
+        for s in kept:
+            n = len(paragraphs(s.text))
+            if n != n_base:
+                warnings.append(
+                    f"not parallel: {s.path or s.code} has {n} paragraphs, the baseline "
+                    f"{base.path or baseline} has {n_base}; its premium compares different content"
+                )
+    return Group(kind, baseline, tuple(kept), tuple(warnings))

@@ -1,0 +1,259 @@
+"""Measuring: every sample of a group counted with every meter, and the metrics.
+
+The tokenization premium of language X (Petrov et al. 2023, "Language Model
+Tokenizers Introduce Unfairness Between Languages") is, on parallel text::
+
+    premium(X) = tokens(X) / tokens(baseline)
+
+so a premium of 2.0 means the same meaning costs twice the tokens (and, at a
+per-token price, twice the money) and fills the context window twice as fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from tokcost.errors import UsageError
+from tokcost.inflation.corpus import Group, Sample, paragraphs
+
+if TYPE_CHECKING:
+    from tokcost.adapters.base import Tokenizer
+    from tokcost.catalog.schema import ModelEntry
+    from tokcost.tokenizers import TokenizerChoice
+
+
+@dataclass(frozen=True)
+class Meter:
+    """A tokenizer to measure with, and optionally the catalog model that prices it."""
+
+    label: str
+    spec: str
+    tokenizer: Tokenizer
+    exact: bool = True
+    model: ModelEntry | None = None
+
+    @classmethod
+    def of(cls, spec: str, label: str | None = None) -> Meter:
+        """A meter for a tokenizer spec, labelled ``label`` (default: the spec)."""
+        from tokcost.adapters.registry import get_tokenizer, normalize_spec
+
+        spec = normalize_spec(spec)
+        tok = get_tokenizer(spec)
+        return cls(label or spec, spec, tok, exact=tok.exact)
+
+    @classmethod
+    def from_choice(cls, choice: TokenizerChoice) -> Meter:
+        """A meter for a resolved tokenizer (``tokcost.resolve_tokenizers``); it loads it."""
+        tok = choice.load()
+        return cls(choice.label, choice.spec, tok, exact=tok.exact, model=choice.model)
+
+    @property
+    def priced(self) -> bool:
+        return self.model is not None and self.model.pricing is not None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One sample measured with one meter."""
+
+    meter: str
+    tokens: int
+    exact: bool
+    bytes_per_token: float | None
+    chars_per_token: float | None
+    words_per_token: float | None
+    tokens_per_word: float | None  # fertility
+    tokens_per_line: float | None
+    premium: float | None  # tokens / baseline tokens on the same content
+    cost_usd: Decimal | None  # the sample sent once as input to the meter's model
+    cost_ratio: float | None  # cost / the baseline's cost on the same model
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sample's sizes and its measurement with each meter."""
+
+    sample: Sample
+    bytes: int
+    chars: int
+    words: int | None
+    lines: int
+    paragraphs: int
+    results: tuple[Measurement, ...]
+
+    @property
+    def code(self) -> str:
+        return self.sample.code
+
+    def result(self, meter: str) -> Measurement:
+        return next(r for r in self.results if r.meter == meter)
+
+
+@dataclass(frozen=True)
+class GroupReport:
+    kind: str
+    baseline: str
+    rows: tuple[Row, ...]  # sorted by premium on the first meter, largest first
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    meters: tuple[Meter, ...]
+    groups: tuple[GroupReport, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document (keys documented in the README)."""
+        return {
+            "tokenizers": [
+                {
+                    "label": m.label,
+                    "spec": m.spec,
+                    "exact": m.exact,
+                    "model": m.model.id if m.model else None,
+                    "priced": m.priced,
+                }
+                for m in self.meters
+            ],
+            "groups": [
+                {
+                    "kind": g.kind,
+                    "baseline": g.baseline,
+                    "warnings": list(g.warnings),
+                    "samples": [_row_dict(row) for row in g.rows],
+                }
+                for g in self.groups
+            ],
+            "warnings": list(self.warnings),
+        }
+
+
+def _round(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    s = row.sample
+    return {
+        "code": s.code,
+        "name": s.label,
+        "script": s.script,
+        "kind": s.kind,
+        "path": s.path,
+        "bytes": row.bytes,
+        "chars": row.chars,
+        "words": row.words,
+        "lines": row.lines,
+        "paragraphs": row.paragraphs,
+        "results": [
+            {
+                "tokenizer": r.meter,
+                "tokens": r.tokens,
+                "exact": r.exact,
+                "bytes_per_token": _round(r.bytes_per_token),
+                "chars_per_token": _round(r.chars_per_token),
+                "words_per_token": _round(r.words_per_token),
+                "tokens_per_word": _round(r.tokens_per_word),
+                "tokens_per_line": _round(r.tokens_per_line),
+                "premium": _round(r.premium),
+                "cost_usd": None if r.cost_usd is None else str(r.cost_usd),
+                "cost_ratio": _round(r.cost_ratio),
+            }
+            for r in row.results
+        ],
+    }
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _cost(meter: Meter, tokens: int) -> Decimal | None:
+    if not meter.priced or meter.model is None:
+        return None
+    from tokcost.pricing import estimate_cost
+
+    return estimate_cost(meter.model, input_tokens=tokens).total
+
+
+def measure(
+    groups: Sequence[Group],
+    meters: Sequence[Meter],
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Count every sample with every meter and derive the per-language metrics.
+
+    ``on_progress(done, total)`` is called after each count (the CLI draws a bar).
+    """
+    if not meters:
+        raise UsageError("no tokenizer to compare with; pass at least one meter", param="meters")
+    total = sum(len(g.samples) for g in groups) * len(meters)
+    done = 0
+    counts: dict[tuple[int, str, str], int] = {}
+    seen: dict[tuple[int, int, str], int] = {}  # -t o200k_base -m gpt-4o: count once
+    for gi, group in enumerate(groups):
+        for sample in group.samples:
+            for meter in meters:
+                key = (id(meter.tokenizer), gi, sample.code)
+                if key not in seen:
+                    seen[key] = meter.tokenizer.count(sample.text)
+                counts[gi, sample.code, meter.label] = seen[key]
+                done += 1
+                if on_progress:
+                    on_progress(done, total)
+    reports = []
+    for gi, group in enumerate(groups):
+        rows = []
+        for sample in group.samples:
+            n_bytes = len(sample.text.encode("utf-8"))
+            n_chars = len(sample.text)
+            words = len(sample.text.split()) if sample.has_words else None
+            lines = sum(1 for line in sample.text.splitlines() if line.strip())
+            results = []
+            for meter in meters:
+                tokens = counts[gi, sample.code, meter.label]
+                base_tokens = counts[gi, group.baseline, meter.label]
+                cost = _cost(meter, tokens)
+                base_cost = _cost(meter, base_tokens)
+                results.append(
+                    Measurement(
+                        meter=meter.label,
+                        tokens=tokens,
+                        exact=meter.exact,
+                        bytes_per_token=_ratio(n_bytes, tokens),
+                        chars_per_token=_ratio(n_chars, tokens),
+                        words_per_token=None if words is None else _ratio(words, tokens),
+                        tokens_per_word=None if words is None else _ratio(tokens, words),
+                        tokens_per_line=_ratio(tokens, lines) if sample.kind != "prose" else None,
+                        premium=_ratio(tokens, base_tokens),
+                        cost_usd=cost,
+                        cost_ratio=(
+                            float(cost / base_cost) if cost is not None and base_cost else None
+                        ),
+                    )
+                )
+            rows.append(
+                Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
+                    tuple(results))
+            )
+        first = meters[0].label
+        rows.sort(key=lambda r: (-(r.result(first).premium or 0.0), r.code))
+        reports.append(GroupReport(group.kind, group.baseline, tuple(rows), group.warnings))
+    warnings = tuple(w for g in groups for w in g.warnings)
+    return Report(tuple(meters), tuple(reports), warnings)
+
+
+def premium(tokens: int, baseline_tokens: int) -> float:
+    """Petrov et al.'s tokenization premium: ``tokens / baseline_tokens``.
+
+    >>> premium(410, 100)
+    4.1
+    """
+    if baseline_tokens <= 0:
+        raise UsageError("the baseline has no tokens; a premium needs a non-empty baseline")
+    return tokens / baseline_tokens
