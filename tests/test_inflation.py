@@ -360,7 +360,7 @@ def test_plot_writes_a_valid_file(tmp_path: Path, suffix: str, cl100k: Tokenizer
         import xml.etree.ElementTree as ET
 
         assert ET.fromstring(data).tag.endswith("svg")
-    with pytest.raises(UsageError, match="--force"):
+    with pytest.raises(UsageError, match="force=True"):
         plot_premiums(report, path)
     plot_premiums(report, path, force=True)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp file left

@@ -300,11 +300,9 @@ def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: st
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"baseline=CODE (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
-        # No param: "baseline" here names the missing text, and the CLI would make every
-        # bare "baseline" a flag ("no --baseline en.txt").
         raise UsageError(
             f"no baseline {expected} in {where}; add it or pass baseline=CODE "
-            f"(found: {found})"
+            f"(found: {found})", param="baseline"
         )
     if kind == "prose":
         base = next(s for s in kept if s.code == baseline)

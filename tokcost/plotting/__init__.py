@@ -1,4 +1,4 @@
-"""Every --plot in one place: this module holds what all plots share (path checks, lazy
+"""Every plot in one place: this module holds what all plots share (path checks, lazy
 matplotlib, atomic save); one module per figure family beside it.
 
 matplotlib is an optional extra (``pip install 'tokcost[plot]'``), imported only here
@@ -19,9 +19,10 @@ FORMATS = (".png", ".svg", ".pdf")
 def check_plot_path(path: Path, *, force: bool = False) -> None:
     """Fail before any work when the picture could not be written."""
     if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"--plot needs a .png, .svg or .pdf file name, got '{path.name}'")
+        raise UsageError(f"plot needs a .png, .svg or .pdf file name, got '{path.name}'",
+                         param="plot")
     if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
+        raise UsageError(f"{path} exists; pass force=True to overwrite it", param="force")
     if not path.parent.is_dir():
         raise UsageError(f"folder {path.parent} does not exist; create it first")
 
@@ -34,7 +35,7 @@ def pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise MissingDependency("matplotlib", "plot", "--plot") from None
+        raise MissingDependency("matplotlib", "plot", "plotting") from None
     return plt
 
 
