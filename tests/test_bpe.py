@@ -393,7 +393,7 @@ def test_save_load_round_trip(trained: BPEModel, tmp_path: Path) -> None:
     assert again.merges == trained.merges
     assert again.special_tokens == trained.special_tokens
     assert json.loads(model_path.read_text(encoding="utf-8"))["version"] == 1
-    with pytest.raises(UsageError, match="--force"):
+    with pytest.raises(UsageError, match="force=True"):
         save_model(trained, model_path)
     save_model(trained, model_path, force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tok.bpe", "tok.vocab"]  # no temp files
