@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +163,7 @@ class BPEDecodeResult:
     count: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "text": self.text, "count": self.count}
+        return asdict(self)
 
 
 def decode_bpe(
@@ -184,7 +184,7 @@ class BPEMerge:
     id: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"left": self.left, "right": self.right, "token": self.token, "id": self.id}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -203,15 +203,8 @@ class BPEInspectResult:
     first_merges: tuple[BPEMerge, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "pattern": self.pattern,
-            "vocab_size": self.vocab_size,
-            "tokens": self.tokens,
-            "mergeable_tokens": self.mergeable_tokens,
-            "merges": self.merges,
-            "special_tokens": dict(self.special_tokens),
-            "max_token_bytes": self.max_token_bytes,
+        return {  # the fields in order; the tuples as JSON's lists
+            **asdict(self),
             "longest_tokens": list(self.longest_tokens),
             "first_merges": [m.to_dict() for m in self.first_merges],
         }

@@ -13,7 +13,7 @@ token (the CLI streams text and draws ``--explain`` from them). Nothing is print
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +139,7 @@ class GeneratedSample:
         return {"text": self.text, "token_ids": list(self.token_ids)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KVCacheUse:
     """What the cache held at the end, beside what ``kvmem estimate`` predicts.
 
@@ -148,6 +148,7 @@ class KVCacheUse:
     ``estimate_bytes_per_sample`` and ``saved_by_sharing`` (the prompt's shared blocks).
     """
 
+    # In the --json document's order; the three fields of one cache kind only appear there.
     tokens: int
     bytes: int
     bytes_per_sample: int
@@ -155,29 +156,14 @@ class KVCacheUse:
     logical_blocks: int | None
     copy_on_write: int | None
     estimate_bytes: int
-    matches: bool
     estimate_bytes_per_sample: int | None = None
+    matches: bool
     tokens_reserved: int | None = None
     saved_by_sharing: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "tokens": self.tokens,
-            "bytes": self.bytes,
-            "bytes_per_sample": self.bytes_per_sample,
-            "blocks": self.blocks,
-            "logical_blocks": self.logical_blocks,
-            "copy_on_write": self.copy_on_write,
-            "estimate_bytes": self.estimate_bytes,
-        }
-        if self.estimate_bytes_per_sample is not None:
-            data["estimate_bytes_per_sample"] = self.estimate_bytes_per_sample
-        data["matches"] = self.matches
-        if self.tokens_reserved is not None:
-            data["tokens_reserved"] = self.tokens_reserved
-        if self.saved_by_sharing is not None:
-            data["saved_by_sharing"] = self.saved_by_sharing
-        return data
+        kind_only = ("estimate_bytes_per_sample", "tokens_reserved", "saved_by_sharing")
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in kind_only}
 
 
 @dataclass(frozen=True)
