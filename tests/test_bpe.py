@@ -309,55 +309,46 @@ def test_tiktoken_export_round_trip(trained: BPEModel, tmp_path: Path) -> None:
     assert tok.encode("the harbour bell") == Encoder(trained).encode("the harbour bell")
 
 
+@pytest.fixture(scope="module")
+def shared_model() -> BPEModel:
+    """One cl100k model for the property tests (module scope: hypothesis reruns each test)."""
+    cfg = TrainerConfig(vocab_size=600, pattern="cl100k", special_tokens=("<|endoftext|>",))
+    return train_from_texts(corpus_text(2).split("\n"), cfg).model
+
+
+@pytest.fixture(scope="module")
+def shared_encoder(shared_model: BPEModel) -> Encoder:
+    return Encoder(shared_model)
+
+
+@pytest.fixture(scope="module")
+def shared_tiktoken(shared_model: BPEModel):  # type: ignore[no-untyped-def]
+    import tiktoken
+
+    m = shared_model
+    return tiktoken.Encoding(
+        "t", pat_str=m.pattern, mergeable_ranks=m.ranks, special_tokens=m.special_tokens
+    )
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=80))
-def test_round_trip_text(text: str) -> None:
-    enc = _shared_encoder()
+@given(text=st.text(max_size=80))
+def test_round_trip_text(shared_encoder: Encoder, shared_tiktoken, text: str) -> None:  # type: ignore[no-untyped-def]
+    enc = shared_encoder
     ids = enc.encode_ordinary(text)
     fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     assert enc.decode(ids) == fixed
     # Letters newer than Python's own Unicode tables (e.g. Unicode 17 scripts) are letters
     # to the `regex` package but not yet to tiktoken's Rust regex: compare on the rest.
     if all(unicodedata.category(ch) != "Cn" for ch in fixed):
-        assert ids == _shared_tiktoken().encode_ordinary(fixed)
+        assert ids == shared_tiktoken.encode_ordinary(fixed)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=80))
-def test_round_trip_bytes(data: bytes) -> None:
-    enc = _shared_encoder()
+@given(data=st.binary(max_size=80))
+def test_round_trip_bytes(shared_encoder: Encoder, data: bytes) -> None:
+    enc = shared_encoder
     assert enc.decode_bytes(enc.encode_bytes(data)) == data
-
-
-_CACHE: dict[str, object] = {}
-
-
-def _shared_model() -> BPEModel:
-    if "model" not in _CACHE:
-        cfg = TrainerConfig(vocab_size=600, pattern="cl100k", special_tokens=("<|endoftext|>",))
-        _CACHE["model"] = train_from_texts(corpus_text(2).split("\n"), cfg).model
-    model = _CACHE["model"]
-    assert isinstance(model, BPEModel)
-    return model
-
-
-def _shared_encoder() -> Encoder:
-    if "enc" not in _CACHE:
-        _CACHE["enc"] = Encoder(_shared_model())
-    enc = _CACHE["enc"]
-    assert isinstance(enc, Encoder)
-    return enc
-
-
-def _shared_tiktoken():  # type: ignore[no-untyped-def]
-    import tiktoken
-
-    if "tk" not in _CACHE:
-        m = _shared_model()
-        _CACHE["tk"] = tiktoken.Encoding(
-            "t", pat_str=m.pattern, mergeable_ranks=m.ranks, special_tokens=m.special_tokens
-        )
-    return _CACHE["tk"]
 
 
 def test_special_tokens_like_tiktoken(trained: BPEModel) -> None:
@@ -393,7 +384,7 @@ def test_save_load_round_trip(trained: BPEModel, tmp_path: Path) -> None:
     assert again.merges == trained.merges
     assert again.special_tokens == trained.special_tokens
     assert json.loads(model_path.read_text(encoding="utf-8"))["version"] == 1
-    with pytest.raises(UsageError, match="--force"):
+    with pytest.raises(UsageError, match="force=True"):
         save_model(trained, model_path)
     save_model(trained, model_path, force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tok.bpe", "tok.vocab"]  # no temp files

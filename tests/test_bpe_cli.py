@@ -177,3 +177,141 @@ def test_ctrl_c_during_training_writes_nothing(
     )
     assert result.exit_code == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
+# --- the library call behind each command: --json is result.to_dict() -------------------
+
+TIMING = ("seconds", "seconds_pretokenize", "seconds_merge")
+
+
+def _doc(args: list[str]) -> dict[str, object]:
+    result = runner.invoke(app, ["bpe", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def _same(result: object) -> dict[str, object]:
+    data: dict[str, object] = json.loads(json.dumps(result.to_dict()))  # type: ignore[attr-defined]
+    return data
+
+
+def test_train_json_is_the_result(tmp_path: Path) -> None:
+    import tokcost
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "m.bpe"
+    cli = _doc(["train", str(corpus), "-v", "290", "-p", "gpt2", "-s", "<|endoftext|>",
+                "-j", "2", "-o", str(out)])
+    config = tokcost.TrainerConfig(vocab_size=290, pattern=tokcost.PatternName.GPT2,
+                                   special_tokens=("<|endoftext|>",), jobs=2)
+    lib = _same(tokcost.train_bpe([corpus], config, out, force=True))
+    for key in TIMING:  # measured in the library, so they differ from run to run
+        assert isinstance(cli[key], float) and cli[key] >= 0  # type: ignore[operator]
+        assert isinstance(lib[key], float) and lib[key] >= 0  # type: ignore[operator]
+    assert {k: v for k, v in cli.items() if k not in TIMING} == {
+        k: v for k, v in lib.items() if k not in TIMING
+    }
+    assert list(cli) == list(lib)
+
+
+def test_use_json_is_the_result(model: Path, tmp_path: Path) -> None:
+    import tokcost
+
+    m = str(model)
+    assert _doc(["encode", m, "the kettle <|endoftext|>", "--allow-special"]) == _same(
+        tokcost.encode_bpe(m, "the kettle <|endoftext|>", allow_special=True)
+    )
+    assert _doc(["encode", m, "the kettle", "--reference"]) == _same(
+        tokcost.encode_bpe(m, "the kettle", reference=True)
+    )
+    assert _doc(["decode", m, "104", "105", "0"]) == _same(tokcost.decode_bpe(m, [104, 105, 0]))
+    assert _doc(["inspect", m, "--top", "4"]) == _same(tokcost.inspect_bpe(m, top=4))
+    hf = tmp_path / "tokenizer.json"
+    assert _doc(["export", m, "-o", str(hf)]) == _same(tokcost.export_bpe(m, hf, force=True))
+    tt = tmp_path / "tok.tiktoken"
+    assert _doc(["export", m, "--format", "tiktoken", "-o", str(tt)]) == _same(
+        tokcost.export_bpe(m, tt, format=tokcost.ExportFormat.TIKTOKEN, force=True)
+    )
+    (tmp_path / "tok.tiktoken.json").unlink()  # a rank file alone needs a pattern
+    assert _doc(["inspect", str(tt), "--pattern", "o200k", "--top", "2"]) == _same(
+        tokcost.inspect_bpe(str(tt), top=2, pattern="o200k")
+    )
+
+
+def test_inspect_result_has_typed_rows(model: Path) -> None:
+    import tokcost
+
+    info = tokcost.inspect_bpe(str(model), top=2)
+    assert info.vocab_size == 300 and info.special_tokens == {"<|endoftext|>": 0}
+    assert len(info.first_merges) == 2 and info.first_merges[0].id == 257
+    assert info.pattern == "o200k" and len(info.longest_tokens) == 2
+
+
+def test_training_warning_names_the_flags(tmp_path: Path) -> None:
+    import tokcost
+
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("ab ab\n", encoding="utf-8")
+    args = ["bpe", "train", str(corpus), "-v", "300", "--min-frequency", "5"]
+    result = runner.invoke(app, [*args, "-o", str(tmp_path / "t.bpe")])
+    assert result.exit_code == 0, result.output
+    assert "above --min-frequency" in result.stderr and "smaller --vocab-size" in result.stderr
+    config = tokcost.TrainerConfig(vocab_size=300, min_frequency=5)
+    lib = tokcost.train_bpe([corpus], config, tmp_path / "u.bpe")
+    assert lib.exhausted and "min_frequency" in lib.warnings[0]
+    assert "vocab_size" in lib.warnings[0] and "--" not in lib.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "config, param, words, flag",
+    [
+        pytest.param({"vocab_size": 100}, "vocab_size", "vocab_size=100 is too small",
+                     "--vocab-size 100 is too small", id="vocab"),
+        pytest.param({"vocab_size": 300, "jobs": 0}, "jobs", "jobs must be", "--jobs must be",
+                     id="jobs"),
+        pytest.param({"vocab_size": 300, "min_frequency": -1}, "min_frequency",
+                     "min_frequency must be", "--min-frequency must be", id="min-frequency"),
+        pytest.param({"vocab_size": 300, "max_token_length": 1}, "max_token_length",
+                     "max_token_length must be", "--max-token-length must be", id="max-length"),
+        pytest.param({"vocab_size": 300, "special_tokens": ("",)}, "special_tokens",
+                     "from special_tokens", "from --special", id="empty-special"),
+    ],
+)
+def test_train_errors_name_the_parameter(
+    tmp_path: Path, config: dict[str, object], param: str, words: str, flag: str
+) -> None:
+    import tokcost
+    from tokcost.errors import UsageError
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    with pytest.raises(UsageError) as caught:
+        tokcost.train_bpe([corpus], tokcost.TrainerConfig(**config), tmp_path / "x.bpe")  # type: ignore[arg-type]
+    assert caught.value.param == param and words in str(caught.value)
+    args = {"vocab_size": "-v", "jobs": "-j", "min_frequency": "--min-frequency",
+            "max_token_length": "--max-token-length"}
+    cli = ["bpe", "train", str(corpus), "-o", str(tmp_path / "x.bpe")]
+    for key, value in config.items():
+        if key == "special_tokens":
+            cli += ["-s", ""]
+        else:
+            cli += [args[key], str(value)]
+    result = runner.invoke(app, cli)
+    assert result.exit_code == 2 and flag in result.stderr
+
+
+def test_existing_output_and_special_text_name_the_parameter(model: Path) -> None:
+    import tokcost
+    from tokcost.errors import TokcostError
+
+    with pytest.raises(TokcostError) as caught:
+        tokcost.encode_bpe(str(model), "a <|endoftext|>")
+    assert caught.value.param == "allow_special" and "pass allow_special=True" in str(caught.value)
+    with pytest.raises(TokcostError) as caught:
+        tokcost.export_bpe(str(model), model, format="hf")
+    assert caught.value.param == "force" and "pass force=True" in str(caught.value)
+    with pytest.raises(TokcostError) as caught:
+        tokcost.export_bpe(str(model), model.with_name("x.json"), format="onnx")
+    assert caught.value.param == "format" and "format must be hf or tiktoken" in str(caught.value)

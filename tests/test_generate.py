@@ -205,3 +205,113 @@ def test_other_catalog_model_runs_on_seeded_weights(tmp_path: Path) -> None:
     data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert data["weights"] == "random (seed 0)"
     assert data["kv_cache"]["bytes"] == 2 * 1 * 16 * 4 * 16  # one 16-token block, fp32
+
+
+# --- the library call behind the command: --json is result.to_dict() ---------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        pytest.param([], {}, id="greedy-paged"),
+        pytest.param(
+            ["--cache", "contiguous", "--temperature", "0.9", "--top-k", "40", "--seed", "11"],
+            {"cache": "contiguous", "temperature": 0.9, "top_k": 40, "seed": 11},
+            id="contiguous-top-k",
+        ),
+        pytest.param(
+            ["--cache", "none", "--explain", "--top", "3"],
+            {"cache": "none", "explain": True, "top_candidates": 3},
+            id="none-explain",
+        ),
+        pytest.param(
+            ["--n", "3", "--temperature", "1", "--top-p", "0.9", "--seed", "5",
+             "--block-size", "4", "--explain"],
+            {"n": 3, "temperature": 1.0, "top_p": 0.9, "seed": 5, "block_size": 4,
+             "explain": True},
+            id="paged-n3-explain",
+        ),
+    ],
+)
+def test_json_is_the_result(args: list[str], kwargs: dict[str, object]) -> None:
+    import tokcost
+
+    result = tokcost.generate(PROMPT, max_new_tokens=6, **kwargs)  # type: ignore[arg-type]
+    assert run_json(*args) == json.loads(json.dumps(result.to_dict()))
+
+
+def test_callbacks_see_the_prompt_and_every_step() -> None:
+    import tokcost
+
+    starts: list[tokcost.GenerationStart] = []
+    steps: list[tokcost.GenerationStep] = []
+    result = tokcost.generate(PROMPT, max_new_tokens=5, n=2, temperature=1.0, seed=2,
+                              cache=tokcost.CacheMode.PAGED, block_size=4,
+                              on_start=starts.append, on_step=steps.append)
+    (start,) = starts
+    assert start.prompt_ids == result.prompt_ids and start.prompt_text == PROMPT
+    assert "".join(start.prompt_tokens) == PROMPT and start.trained
+    assert len(steps) == 10 and not result.steps  # steps are kept only with explain
+    for s, sample in enumerate(result.samples):
+        mine = [st for st in steps if st.sample == s]
+        assert [st.token_id for st in mine] == list(sample.token_ids)
+        assert mine[-1].text == sample.text  # each step carries the sample's text so far
+    last = steps[-1]
+    assert last.estimate_bytes == result.kv_cache.estimate_bytes
+    assert result.kv_cache.saved_by_sharing is not None and result.kv_cache.tokens_reserved is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, param, flag_args, flag",
+    [
+        pytest.param({"temperature": -1.0}, "temperature", ["--temperature", "-1"],
+                     "--temperature must be >= 0", id="temperature"),
+        pytest.param({"top_k": -1}, "top_k", ["--top-k", "-1"], "--top-k must be", id="top-k"),
+        pytest.param({"n": 0}, "n", ["--n", "0"], "--n must be >= 1", id="n"),
+        pytest.param({"max_new_tokens": 0}, "max_new_tokens", ["--max-new-tokens", "0"],
+                     "--max-new-tokens must be >= 1", id="max-new-tokens"),
+        pytest.param({"max_new_tokens": 5000}, "max_new_tokens", ["--max-new-tokens", "5000"],
+                     "lower --max-new-tokens", id="too-long"),
+        pytest.param({"block_size": 0}, "block_size", ["--block-size", "0"],
+                     "--block-size must be >= 1", id="block-size"),
+        pytest.param({"top_candidates": 0}, "top_candidates", ["--top", "0"],
+                     "--top must be >= 1", id="top"),
+        pytest.param({"cache": "ring"}, "cache", ["--cache", "ring"], "unknown --cache 'ring'",
+                     id="cache"),
+    ],
+)
+def test_errors_name_the_parameter(
+    kwargs: dict[str, object], param: str, flag_args: list[str], flag: str
+) -> None:
+    import tokcost
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        tokcost.generate(PROMPT, **kwargs)  # type: ignore[arg-type]
+    assert caught.value.param == param and "--" not in str(caught.value)
+    res = runner.invoke(app, ["generate", PROMPT, *flag_args])
+    assert res.exit_code == 2 and flag in res.stderr
+
+
+def test_user_catalog_model_through_the_library(tmp_path: Path) -> None:
+    import tokcost
+
+    cat = tmp_path / "mine.yaml"
+    cat.write_text(
+        "version: 1\n"
+        "models:\n"
+        "  - id: my-mini\n"
+        "    tokenizer: hf:tokcost/reference/data/tiny_ref_tokenizer.json\n"
+        "    context_window: 64\n"
+        "    architecture: {layers: 1, hidden_size: 32, attention_heads: 2, kv_heads: 1,\n"
+        "                   head_dim: 16, vocab_size: 1024}\n"
+        "gpus: []\n"
+    )
+    args = ["generate", "Hello", "-m", "my-mini", "--catalog", str(cat), "--max-new-tokens", "3"]
+    res = runner.invoke(app, [*args, "--json", "--seed", "4"])
+    assert res.exit_code == 0, res.output
+    for catalog in (cat, str(cat), tokcost.load_catalog(cat)):
+        result = tokcost.generate("Hello", model="my-mini", catalog=catalog, max_new_tokens=3,
+                                  seed=4)
+        assert not result.trained and result.weights == "random (seed 4)"
+        assert json.loads(res.stdout) == json.loads(json.dumps(result.to_dict()))

@@ -39,6 +39,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
         "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
+    "tokcost.app.bpe": (
+        "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
+        "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
+        "BPEInspectResult", "BPEMerge", "BPEExportResult",
+    ),
+    "tokcost.app.generate": (
+        "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
+        "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse",
     ),
 }
 
@@ -74,6 +82,29 @@ if TYPE_CHECKING:
     from tokcost.app.compare import compare as compare
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
+    from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
+    from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
+    from tokcost.app.bpe import BPEExportResult as BPEExportResult
+    from tokcost.app.bpe import BPEInspectResult as BPEInspectResult
+    from tokcost.app.bpe import BPEMerge as BPEMerge
+    from tokcost.app.bpe import BPETrainResult as BPETrainResult
+    from tokcost.app.bpe import ExportFormat as ExportFormat
+    from tokcost.app.bpe import PatternName as PatternName
+    from tokcost.app.bpe import TrainerConfig as TrainerConfig
+    from tokcost.app.bpe import decode_bpe as decode_bpe
+    from tokcost.app.bpe import encode_bpe as encode_bpe
+    from tokcost.app.bpe import export_bpe as export_bpe
+    from tokcost.app.bpe import inspect_bpe as inspect_bpe
+    from tokcost.app.bpe import train_bpe as train_bpe
+    from tokcost.app.generate import AttentionFocus as AttentionFocus
+    from tokcost.app.generate import CacheMode as CacheMode
+    from tokcost.app.generate import Candidate as Candidate
+    from tokcost.app.generate import GeneratedSample as GeneratedSample
+    from tokcost.app.generate import GenerateResult as GenerateResult
+    from tokcost.app.generate import GenerationStart as GenerationStart
+    from tokcost.app.generate import GenerationStep as GenerationStep
+    from tokcost.app.generate import KVCacheUse as KVCacheUse
+    from tokcost.app.generate import generate as generate
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list

@@ -64,12 +64,13 @@ class BPETokenizer:
         if found is not None:
             raise DisallowedSpecial(
                 f"{self.name}: text contains the special token {found!r}; pass "
-                f"allow_special=True (CLI: --allow-special) to encode it as one token"
+                f"allow_special=True to encode it as one token",
+                param="allow_special",
             )
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids of ``text``. As for every tokcost tokenizer, special-token text is plain
-        text unless ``allow_special``: counting and ``--tokens`` never stop on user data."""
+        text unless ``allow_special``: counting and showing tokens never stop on user data."""
         if self.encoding is None:
             if allow_special:
                 return self.reference.encode(text, allow_special=True)
@@ -79,7 +80,7 @@ class BPETokenizer:
         return self.encoding.encode_ordinary(text)
 
     def encode_strict(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """tiktoken's rule (``tokcost bpe encode``): special-token text raises unless allowed."""
+        """tiktoken's rule (``encode_bpe``): special-token text raises unless allowed."""
         if not allow_special:
             self._check_special(text)
         return self.encode(text, allow_special=allow_special)

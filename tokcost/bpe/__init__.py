@@ -5,6 +5,7 @@ This is the public API of ``tokcost.bpe``. Training reproduces Hugging Face
 """
 
 from tokcost.bpe.encode import Encoder as Encoder
+from tokcost.bpe.export import ExportFormat as ExportFormat
 from tokcost.bpe.export import export_hf as export_hf
 from tokcost.bpe.export import export_tiktoken as export_tiktoken
 from tokcost.bpe.io import check_writable as check_writable
@@ -15,6 +16,7 @@ from tokcost.bpe.io import save_model as save_model
 from tokcost.bpe.io import vocab_path as vocab_path
 from tokcost.bpe.model import BPEModel as BPEModel
 from tokcost.bpe.pretokenize import PATTERNS as PATTERNS
+from tokcost.bpe.pretokenize import PatternName as PatternName
 from tokcost.bpe.train import TrainerConfig as TrainerConfig
 from tokcost.bpe.train import TrainResult as TrainResult
 from tokcost.bpe.train import train as train

@@ -90,9 +90,6 @@ class Encoder:
         m = self._special_re.search(text)
         return None if m is None else str(m.group())
 
-    def clear_cache(self) -> None:
-        self._cache.clear()
-
     def _pieces(self, text: str) -> list[str]:
         pieces: list[str] = self._split(text)
         if self._full_cover or sum(map(len, pieces)) == len(text):
@@ -148,8 +145,9 @@ class Encoder:
             if m is not None:
                 raise DisallowedSpecial(
                     f"text contains the special token {m.group()!r}; pass allow_special=True "
-                    f"(CLI: --allow-special) to encode it as one token, or use encode_ordinary "
-                    f"to encode it as plain text"
+                    f"to encode it as one token, or use encode_ordinary to encode it as plain "
+                    f"text",
+                    param="allow_special",
                 )
             return self.encode_ordinary(text)
         out: list[int] = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,15 @@ from tokcost.bpe.model import BPEModel, to_byte_level
 
 if TYPE_CHECKING:
     import regex
+
+
+
+class ExportFormat(str, Enum):
+    """``hf``: a Hugging Face ``tokenizer.json``; ``tiktoken``: a rank file + ``PATH.json``."""
+
+    HF = "hf"
+    TIKTOKEN = "tiktoken"
+
 
 # An atom (\\p{..}, a \\d-style escape, a [class] or one character), {n,m}, then "+".
 _POSSESSIVE_INTERVAL = r"(\\p\{\w+\}|\\[dswDSW]|\[(?:\\.|[^\]\\])*\]|[^\\()|])(\{\d+(?:,\d*)?\})\+"
@@ -66,7 +76,7 @@ def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -
     info = {
         "pattern": model.pattern_name or model.pattern,
         "special_tokens": model.special_tokens,
-        "tokcost": "tokcost bpe export --format tiktoken",
+        "tokcost": "tokcost.bpe.export_tiktoken",
     }
     atomic_write(meta, json.dumps(info, indent=2, ensure_ascii=False) + "\n", force=True)
     return [p, meta]

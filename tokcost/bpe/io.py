@@ -18,7 +18,7 @@ from typing import Any
 
 from tokcost.atomic import write_bytes_atomic
 from tokcost.bpe.model import BPEError, BPEModel
-from tokcost.bpe.pretokenize import resolve_pattern
+from tokcost.bpe.pretokenize import PatternName, resolve_pattern
 from tokcost.errors import TokcostError, UsageError
 
 FORMAT = "tokcost-bpe"
@@ -35,7 +35,7 @@ def check_writable(paths: list[Path], force: bool) -> None:
     """Refuse to overwrite any of ``paths`` unless ``force``; check their folders exist."""
     for p in paths:
         if p.exists() and not force:
-            raise UsageError(f"{p} already exists; pass --force to overwrite it")
+            raise UsageError(f"{p} already exists; pass force=True to overwrite it", param="force")
         if not p.parent.exists():
             raise UsageError(f"folder {p.parent} does not exist; create it first")
         if p.is_dir():
@@ -170,9 +170,9 @@ def _tiktoken_sidecar(path: Path) -> tuple[str | None, dict[str, int]]:
         ) from exc
 
 
-def load_tiktoken_file(path: str | Path, pattern: str | None = None) -> BPEModel:
+def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:
     """A local tiktoken rank file (``base64 rank`` lines); the pattern comes from
-    ``pattern``, else from ``PATH.json`` beside it (as ``bpe export`` writes)."""
+    ``pattern``, else from ``PATH.json`` beside it (as ``export_tiktoken`` writes)."""
     from tiktoken.load import load_tiktoken_bpe
 
     p = Path(path).expanduser()
@@ -181,9 +181,11 @@ def load_tiktoken_file(path: str | Path, pattern: str | None = None) -> BPEModel
     side_pattern, specials = _tiktoken_sidecar(p)
     pattern = pattern or side_pattern
     if pattern is None:
+        # Said without the word "pattern" but once: the CLI turns that word into its flag.
         raise UsageError(
-            f"{p}: no pre-tokenization pattern known; pass --pattern (gpt2, cl100k, o200k or "
-            f'a regex) or write {p.name}.json beside it with {{"pattern": "o200k"}}'
+            f"{p}: no pre-tokenization regex known; pass pattern (gpt2, cl100k, o200k or "
+            f"a regex) or write {p.name}.json beside it, as export_tiktoken does",
+            param="pattern",
         )
     try:
         ranks = load_tiktoken_bpe(str(p))
@@ -204,17 +206,22 @@ def model_from_encoding(encoding: Any, source: str) -> BPEModel:
     if not isinstance(pat, str):
         raise BPEError(f"{source}: cannot read the encoding's pre-tokenization pattern")
     regex, name = resolve_pattern(pat)
-    specials = {s: encoding.encode_single_token(s) for s in encoding.special_tokens_set}
+    # By id: the encoding keeps them in a set, whose order changes from run to run.
+    specials = dict(sorted(
+        ((s, encoding.encode_single_token(s)) for s in encoding.special_tokens_set),
+        key=lambda item: item[1],
+    ))
     return BPEModel(
         pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name, source=source
     )
 
 
-def load_any(source: str, *, pattern: str | None = None) -> BPEModel:
+def load_any(source: str | Path, *, pattern: PatternName | str | None = None) -> BPEModel:
     """A model from a tokcost file, a ``.tiktoken`` rank file or a ``tiktoken:NAME`` spec.
 
     ``bpe:PATH`` is the same as ``PATH``.
     """
+    source = str(source)
     if source.startswith("bpe:"):
         source = source[4:]
     if source.startswith("tiktoken:"):

@@ -52,7 +52,6 @@ def bytes_to_unicode() -> dict[int, str]:
 
 
 BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
-CHAR_TO_BYTE: dict[str, int] = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 #: The 256 bytes in Hugging Face's alphabet order (sorted by byte-level character).
 ALPHABET_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_CHAR[b])))
@@ -61,11 +60,6 @@ ALPHABET_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYT
 def to_byte_level(data: bytes) -> str:
     """``b"hi there"`` -> ``"hiĠthere"`` (the form HF stores in tokenizer.json)."""
     return "".join(BYTE_TO_CHAR[b] for b in data)
-
-
-def from_byte_level(text: str) -> bytes:
-    """Inverse of ``to_byte_level``."""
-    return bytes(CHAR_TO_BYTE[c] for c in text)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from enum import Enum
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -41,12 +42,26 @@ _LINE_SPLIT = r"[^\n]*\n|[^\n]+"
 ProgressFn = Callable[[str, int, int], None]
 
 
-def resolve_pattern(pattern: str) -> tuple[str, str | None]:
+class PatternName(str, Enum):
+    """The named pre-tokenization patterns (tiktoken's regexes); any other regex is a ``str``.
+
+    >>> sorted(name.value for name in PatternName) == sorted(PATTERNS)
+    True
+    """
+
+    GPT2 = "gpt2"
+    CL100K = "cl100k"
+    O200K = "o200k"
+
+
+def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
     """``"cl100k"`` -> (tiktoken's regex, ``"cl100k"``); a regex -> (regex, None).
 
-    >>> resolve_pattern("gpt2")[1]
-    'gpt2'
+    >>> resolve_pattern("gpt2")[1], resolve_pattern(PatternName.O200K)[1]
+    ('gpt2', 'o200k')
     """
+    if isinstance(pattern, PatternName):
+        pattern = pattern.value
     if pattern in PATTERNS:
         return PATTERNS[pattern], pattern
     for name, pat in PATTERNS.items():

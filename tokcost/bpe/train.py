@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
-from tokcost.bpe.pretokenize import count_words, resolve_pattern, split_text
+from tokcost.bpe.pretokenize import PatternName, count_words, resolve_pattern, split_text
 from tokcost.errors import InputError, UsageError
 
 ProgressFn = Callable[[str, int, int], None]
@@ -48,14 +48,15 @@ ProgressFn = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class TrainerConfig:
-    """What to train. ``pattern``: gpt2, cl100k, o200k or a regex.
+    """What to train. ``pattern``: a ``PatternName`` (gpt2, cl100k, o200k) or a regex.
 
     ``max_token_length`` (bytes) keeps every new token at most that long; it
     matches HF's ``max_token_length=N + 1`` (HF keeps tokens strictly shorter).
+    ``jobs`` processes pre-tokenize when no other engine is given.
     """
 
     vocab_size: int
-    pattern: str = "o200k"
+    pattern: PatternName | str = PatternName.O200K
     special_tokens: tuple[str, ...] = ()
     min_frequency: int = 0
     max_token_length: int | None = None
@@ -83,17 +84,23 @@ def check_config(config: TrainerConfig) -> None:
     need = 256 + specials
     if config.vocab_size < need:
         raise UsageError(
-            f"--vocab-size {config.vocab_size} is too small: the 256 byte tokens and "
-            f"{specials} special token(s) need at least {need}"
+            f"vocab_size={config.vocab_size} is too small: the 256 byte tokens and "
+            f"{specials} special token(s) need at least {need}",
+            param="vocab_size",
         )
     if any(not s for s in config.special_tokens):
-        raise UsageError("a special token cannot be empty; drop the empty --special")
+        raise UsageError(
+            "a special token cannot be empty; drop the empty string from special_tokens",
+            param="special_tokens",
+        )
     if config.min_frequency < 0:
-        raise UsageError("--min-frequency must be 0 or more")
+        raise UsageError("min_frequency must be 0 or more", param="min_frequency")
     if config.max_token_length is not None and config.max_token_length < 2:
-        raise UsageError("--max-token-length must be at least 2 bytes")
+        raise UsageError("max_token_length must be at least 2 bytes", param="max_token_length")
     if config.vocab_size > 0x110000:
-        raise UsageError("--vocab-size can be at most 1114112")
+        raise UsageError("vocab_size can be at most 1114112", param="vocab_size")
+    if config.jobs < 1:
+        raise UsageError("jobs must be 1 or more", param="jobs")
 
 
 class WordCounter(Protocol):
@@ -335,9 +342,9 @@ def train_from_counts(
     warnings: list[str] = []
     if exhausted:
         warnings.append(
-            f"the corpus ran out of pairs{' above --min-frequency' if min_freq > 1 else ''}: "
+            f"the corpus ran out of pairs{' above min_frequency' if min_freq > 1 else ''}: "
             f"vocabulary has {len(keys)} tokens, not {vocab_size}; train on more text "
-            f"or ask for a smaller --vocab-size"
+            f"or ask for a smaller vocab_size"
         )
     return TrainResult(
         model=model,

@@ -1,9 +1,8 @@
-"""``tokcost bpe train|encode|decode|inspect|export``: parse, call ``tokcost.bpe``, render."""
+"""``tokcost bpe train|encode|decode|inspect|export``: parse, call ``tokcost``, render."""
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,13 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+import tokcost
+from tokcost import ExportFormat
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.errors import to_flags
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.progress import Task
-
-    from tokcost.bpe import BPEModel
 
 bpe_app = typer.Typer(
     name="bpe",
@@ -82,6 +82,7 @@ def _progress() -> Iterator[Any]:
 
 @bpe_app.command("train")
 def train_cmd(
+    ctx: typer.Context,
     files: Annotated[
         list[str],
         typer.Argument(
@@ -105,7 +106,7 @@ def train_cmd(
             "--pattern", "-p", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex."
         ),
     ] = "o200k",
-    special: Annotated[
+    special_tokens: Annotated[
         list[str] | None,
         typer.Option("--special", "-s", help="A special token (repeatable), e.g. '<|endoftext|>'."),
     ] = None,
@@ -149,50 +150,29 @@ def train_cmd(
 
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
     """
-    from tokcost.bpe import TrainerConfig, check_writable, save_model, train, vocab_path
-
-    if jobs < 1:
-        raise UsageError("--jobs must be 1 or more")
-    config = TrainerConfig(
+    config = tokcost.TrainerConfig(
         vocab_size=vocab_size,
         pattern=pattern,
-        special_tokens=tuple(special or ()),
+        special_tokens=tuple(special_tokens or ()),
         min_frequency=min_frequency,
         max_token_length=max_token_length,
         jobs=jobs,
     )
-    check_writable([output, vocab_path(output)], force)  # fail before hours of training
-    t0 = time.perf_counter()
     with _progress() as callback:
-        from tokcost.app.engine import make_engine
-
-        chosen = make_engine(engine, jobs=jobs if jobs > 1 else None, scheduler=scheduler)
-        # the local engine's processes come from config.jobs; only Dask is handed over
-        result = train(files, config, callback,
-                       engine=None if engine == "local" and not scheduler else chosen)
+        result = tokcost.train_bpe(files, config, output, force=force, engine=engine,
+                                   scheduler=scheduler, progress=callback)
     for message in result.warnings:
+        # The library's warnings name parameters; say them as this command's flags.
+        for param in ("min_frequency", "vocab_size"):
+            message = to_flags(message, param, ctx.command.params)
         warn(message)
-    model_path, vocab_file = save_model(result.model, output, force=force)
-    model = result.model
-    summary = {
-        "vocab_size": model.n_tokens,
-        "requested_vocab_size": vocab_size,
-        "merges": len(model.merges),
-        "special_tokens": model.special_tokens,
-        "pattern": model.pattern_name or model.pattern,
-        "distinct_pretokens": result.distinct_pretokens,
-        "total_pretokens": result.total_pretokens,
-        "seconds": round(time.perf_counter() - t0, 3),
-        "seconds_pretokenize": round(result.seconds_pretokenize, 3),
-        "seconds_merge": round(result.seconds_merge, 3),
-        "exhausted": result.exhausted,
-        "outputs": [str(model_path), str(vocab_file)],
-    }
+    summary = result.to_dict()
     if json_out:
         print_json(summary)
         return
+    model_path, vocab_file = result.outputs
     out.print(
-        f"trained {model.n_tokens:,} tokens ({len(model.merges):,} merges) from "
+        f"trained {summary['vocab_size']:,} tokens ({summary['merges']:,} merges) from "
         f"{result.distinct_pretokens:,} distinct pre-tokens in {summary['seconds']:.1f} s"
     )
     out.print(f"wrote {model_path} and {vocab_file}")
@@ -243,16 +223,12 @@ def encode_cmd(
 
       cat notes.txt | tokcost bpe encode tok.bpe --json
     """
-    from tokcost.adapters.bpe import BPETokenizer
-    from tokcost.bpe import load_any
-
-    bpe = load_any(model, pattern=pattern)
-    tok = BPETokenizer(bpe, model, use_tiktoken=not reference)
-    ids = tok.encode_strict(_read_text(text, file), allow_special=allow_special)
+    result = tokcost.encode_bpe(model, _read_text(text, file), allow_special=allow_special,
+                                reference=reference, pattern=pattern)
     if json_out:
-        print_json({"model": model, "count": len(ids), "ids": ids})
+        print_json(result.to_dict())
     else:
-        out.print(" ".join(map(str, ids)))
+        out.print(" ".join(map(str, result.ids)))
 
 
 @bpe_app.command("decode")
@@ -272,47 +248,17 @@ def decode_cmd(
 
       tokcost bpe encode tok.bpe "hi" | tokcost bpe decode tok.bpe
     """
-    from tokcost.bpe import Encoder, load_any
-
     raw = ids if ids else sys.stdin.read().replace(",", " ").split()
     try:
         numbers = [int(x) for x in raw]
     except ValueError:
         raise UsageError(f"token ids must be integers, got {raw[:5]}") from None
-    enc = Encoder(load_any(model, pattern=pattern))
-    text = enc.decode(numbers)
+    result = tokcost.decode_bpe(model, numbers, pattern=pattern)
     if json_out:
-        print_json({"model": model, "text": text, "count": len(numbers)})
+        print_json(result.to_dict())
     else:
+        text = result.text
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
-
-
-def _inspect(model: BPEModel, source: str, top: int) -> dict[str, Any]:
-    from tokcost.bpe import render_token
-
-    dec = model.decoder
-    longest = sorted(model.ranks, key=lambda b: (-len(b), model.ranks[b]))[:top]
-    merges = [
-        {
-            "left": render_token(dec[a]),
-            "right": render_token(dec[b]),
-            "token": render_token(dec[c]),
-            "id": c,
-        }
-        for a, b, c in model.merges[:top]
-    ]
-    return {
-        "source": source,
-        "pattern": model.pattern_name or model.pattern,
-        "vocab_size": model.vocab_size,
-        "tokens": model.n_tokens,
-        "mergeable_tokens": len(model.ranks),
-        "merges": len(model.merges),
-        "special_tokens": model.special_tokens,
-        "max_token_bytes": max(len(b) for b in model.ranks),
-        "longest_tokens": [render_token(b) for b in longest],
-        "first_merges": merges,
-    }
 
 
 @bpe_app.command("inspect")
@@ -334,9 +280,8 @@ def inspect_cmd(
     """
     from rich.table import Table
 
-    from tokcost.bpe import load_any
-
-    info = _inspect(load_any(model, pattern=pattern), model, top)
+    result = tokcost.inspect_bpe(model, top=top, pattern=pattern)
+    info = result.to_dict()
     if json_out:
         print_json(info)
         return
@@ -371,10 +316,10 @@ def inspect_cmd(
 def export_cmd(
     model: ModelArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
-    fmt: Annotated[
-        str,
+    format: Annotated[
+        ExportFormat,
         typer.Option("--format", help="tiktoken (rank file + OUT.json) or hf (tokenizer.json)."),
-    ] = "hf",
+    ] = ExportFormat.HF,
     pattern: PatternOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -387,22 +332,11 @@ def export_cmd(
 
       tokcost bpe export tok.bpe --format tiktoken -o tok.tiktoken
     """
-    from tokcost.bpe import export_hf, export_tiktoken, load_any
-
-    if fmt not in ("hf", "tiktoken"):
-        raise UsageError(f"--format must be hf or tiktoken, not {fmt!r}")
-    bpe = load_any(model, pattern=pattern)
-    paths = (
-        export_hf(bpe, output, force=force)
-        if fmt == "hf"
-        else export_tiktoken(bpe, output, force=force)
-    )
+    result = tokcost.export_bpe(model, output, format=format, force=force, pattern=pattern)
     if json_out:
-        print_json(
-            {"format": fmt, "outputs": [str(p) for p in paths], "vocab_size": bpe.vocab_size}
-        )
+        print_json(result.to_dict())
     else:
-        out.print("wrote " + " and ".join(str(p) for p in paths))
+        out.print("wrote " + " and ".join(str(p) for p in result.outputs))
 
 
 def register(app: typer.Typer) -> None:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tokcost.cli.console import out, print_json, warn
+import tokcost
+from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
-    from tokcost.reference import GenerationResult, Step
+    from tokcost import GenerateResult, GenerationStart, GenerationStep
 
 EPILOG = """
 Examples:
@@ -53,14 +52,16 @@ def generate(
     block_size: Annotated[
         int, typer.Option("--block-size", help="Tokens per block of the paged cache.")
     ] = 16,
-    samples: Annotated[
+    n: Annotated[
         int, typer.Option("--n", help="Parallel samples sharing the prompt's cache blocks.")
     ] = 1,
     explain: Annotated[
         bool,
         typer.Option("--explain", help="Show every step: candidates, cache, attention."),
     ] = False,
-    top: Annotated[int, typer.Option("--top", help="Candidates shown by --explain.")] = 5,
+    top_candidates: Annotated[
+        int, typer.Option("--top", help="Candidates shown by --explain.")
+    ] = 5,
     weights: Annotated[
         str | None,
         typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
@@ -69,166 +70,94 @@ def generate(
     catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    from tokcost.catalog import load_catalog
-    from tokcost.errors import UsageError
-    from tokcost.reference import CACHE_MODES, SamplingParams
-    from tokcost.reference import generate as run
-    from tokcost.reference.from_catalog import (
-        estimate_cache_bytes,
-        load_model,
-        load_tokenizer,
-    )
-
-    if cache not in CACHE_MODES:
-        raise UsageError(f"unknown --cache '{cache}'; use one of: {', '.join(CACHE_MODES)}")
-    if top < 1:
-        raise UsageError(f"--top must be >= 1, got {top}")
     text = sys.stdin.read() if prompt == "-" else prompt
-    entry = load_catalog(catalog).resolve(model)
-    loaded = load_model(entry, weights=weights, seed=seed or 0)
-    if not loaded.trained and not json_out:
-        warn(f"no trained weights for '{entry.id}': using {loaded.weights}, so text is noise")
-    tok = load_tokenizer(entry, loaded.model.cfg)
-    ids = tok.encode(text)
-    sampling = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    stream = _Streamer(tok, ids) if not json_out and not explain and samples == 1 else None
+    stream = _Streamer() if not json_out and not explain and n == 1 else None
 
-    def on_step(step: Step) -> None:
+    def on_start(start: GenerationStart) -> None:
+        if json_out:
+            return
+        if not start.trained:
+            warn(f"no trained weights for '{start.model}': using {start.weights}, "
+                 "so text is noise")
         if stream is not None:
-            stream.push(step.token_id)
+            stream.prompt = start.prompt_text
+        elif explain:
+            ids = list(start.prompt_ids)
+            out.print(f"prompt: {len(ids)} tokens {ids}", markup=False)
+            pieces = (f"{i}:{t!r}" for i, t in zip(ids, start.prompt_tokens, strict=True))
+            out.print("  " + " ".join(pieces), markup=False)
+
+    def on_step(step: GenerationStep) -> None:
+        if stream is not None:
+            stream.push(step.text)
         elif explain and not json_out:
-            _explain_step(step, tok, ids_so_far, block_size, cache, predict)
-        if explain:
-            ids_so_far[step.sample].append(step.token_id)
+            _explain_step(step, n, block_size, cache)
 
-    ids_so_far: list[list[int]] = [list(ids) for _ in range(samples)]
-    reserved = len(ids) + max_new_tokens - 1
-
-    def predict(tokens: int) -> int:
-        """kvmem estimate for what the cache holds after ``tokens`` tokens."""
-        if cache == "contiguous":
-            return int(estimate_cache_bytes(entry, reserved, batch=samples))
-        return int(estimate_cache_bytes(entry, tokens, block_size=block_size, batch=samples))
-
-    if explain and not json_out:
-        out.print(f"prompt: {len(ids)} tokens {ids}", markup=False)
-        out.print("  " + " ".join(f"{i}:{_piece(tok, i)}" for i in ids), markup=False)
-    result = run(
-        loaded.model,
-        ids,
-        max_new_tokens=max_new_tokens,
-        cache=cache,
-        block_size=block_size,
-        n=samples,
-        sampling=sampling,
-        explain=explain,
-        top_candidates=top,
-        on_step=on_step,
+    result = tokcost.generate(
+        text, model=model, catalog=catalog, weights=weights, max_new_tokens=max_new_tokens,
+        temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, cache=cache,
+        block_size=block_size, n=n, explain=explain, top_candidates=top_candidates,
+        on_start=on_start, on_step=on_step,
     )
-    if stream is not None:
-        stream.finish()
-    tokens = result.cache_tokens
-    estimate = _estimate(entry, result, samples, estimate_cache_bytes)
     if json_out:
-        print_json(
-            _as_json(entry.id, loaded.weights, text, tok, result, sampling, estimate, explain)
-        )
+        print_json(result.to_dict())
         return
-    if stream is None:
-        for s, new in enumerate(result.samples):
-            label = f"[sample {s + 1}] " if samples > 1 else ""
-            out.print(label + text + tok.decode(new), markup=False)
-    if cache != "none":
-        line = (
-            f"KV cache: {tokens} tokens x {samples} sample(s), {result.cache_bytes:,} B held; "
-            f"kvmem estimate {estimate['estimate_bytes']:,} B"
+    if stream is not None:
+        stream.finish(result.samples[0].text)
+    else:
+        for s, sample in enumerate(result.samples):
+            label = f"[sample {s + 1}] " if n > 1 else ""
+            out.print(label + text + sample.text, markup=False)
+    if result.cache.value != "none":
+        (out if explain else err).print(_cache_line(result, n, block_size), markup=False)
+
+
+def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
+    kv = result.kv_cache
+    line = (
+        f"KV cache: {kv.tokens} tokens x {n} sample(s), {kv.bytes:,} B held; "
+        f"kvmem estimate {kv.estimate_bytes:,} B"
+    )
+    if kv.saved_by_sharing:
+        line += f" unshared (sharing saved {kv.saved_by_sharing:,} B)"
+    if kv.blocks is not None:
+        line += (
+            f"; {kv.blocks} block{'s' if kv.blocks != 1 else ''} of {block_size} "
+            f"({kv.logical_blocks} without sharing, {kv.copy_on_write} copied on write)"
         )
-        if estimate.get("saved_by_sharing"):
-            line += f" unshared (sharing saved {estimate['saved_by_sharing']:,} B)"
-        if result.cache_blocks is not None:
-            line += (
-                f"; {result.cache_blocks} block{'s' if result.cache_blocks != 1 else ''} "
-                f"of {block_size} "
-                f"({result.logical_blocks} without sharing, {result.copy_on_write} copied on write)"
-            )
-        (out if explain else _stderr()).print(line, markup=False)
+    return line
 
 
-def _stderr() -> Any:
-    from tokcost.cli.console import err
-
-    return err
-
-
-def _estimate(entry: Any, result: GenerationResult, n: int, est: Any) -> dict[str, Any]:
-    """What ``kvmem estimate`` predicts for this cache, beside what it holds."""
-    tokens = result.cache_tokens
-    if result.cache_mode == "none" or tokens == 0:
-        return {"estimate_bytes": 0, "matches": True}
-    if result.cache_mode == "contiguous":
-        # The contiguous cache reserves prompt + new tokens for every sample.
-        reserved = result.cache_reserved_tokens
-        predicted = est(entry, reserved, batch=n)
-        return {
-            "estimate_bytes": predicted,
-            "matches": predicted == result.cache_bytes,
-            "tokens_reserved": reserved,
-        }
-    per_sample = est(entry, tokens, block_size=result.block_size)
-    held_unshared = per_sample * n
-    return {
-        "estimate_bytes": held_unshared,
-        "estimate_bytes_per_sample": per_sample,
-        # One sample: exactly the estimate. n samples: less, by the shared prompt blocks.
-        "matches": result.cache_bytes == held_unshared
-        if n == 1
-        else result.cache_bytes <= held_unshared,
-        "saved_by_sharing": held_unshared - result.cache_bytes,
-    }
-
-
-def _piece(tok: Tokenizer, token_id: int) -> str:
-    return repr(tok.decode([token_id]))
-
-
-def _explain_step(
-    step: Step,
-    tok: Tokenizer,
-    seqs: list[list[int]],
-    block: int,
-    mode: str,
-    predict: Callable[[int], int],
-) -> None:
-    seq = seqs[step.sample]
-    who = f" sample {step.sample + 1}" if len(seqs) > 1 else ""
+def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> None:
+    who = f" sample {step.sample + 1}" if n > 1 else ""
     out.print(
-        f"\nstep {step.index + 1}{who}: chose {step.token_id} {_piece(tok, step.token_id)} "
+        f"\nstep {step.index + 1}{who}: chose {step.token_id} {step.token!r} "
         f"(p={step.prob:.3f})",
         markup=False,
     )
-    best = step.top[0][1] if step.top else 1.0
-    for tid, p in step.top:
-        filled = round(BAR * p / best) if best else 0
-        mark = "*" if tid == step.token_id else " "
+    best = step.top[0].prob if step.top else 1.0
+    for c in step.top:
+        filled = round(BAR * c.prob / best) if best else 0
+        mark = "*" if c.token_id == step.token_id else " "
         out.print(
-            f"  {mark} {tid:>6} {_piece(tok, tid):<16} "
-            f"{'█' * filled}{'·' * (BAR - filled)} {p:.3f}",
+            f"  {mark} {c.token_id:>6} {c.token!r:<16} "
+            f"{'█' * filled}{'·' * (BAR - filled)} {c.prob:.3f}",
             markup=False,
         )
     if mode != "none":
         blocks = ""
         if step.cache_blocks is not None:
             blocks = f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)"
-        shared = " before sharing" if len(seqs) > 1 and mode == "paged" else ""
+        shared = " before sharing" if n > 1 and mode == "paged" else ""
         out.print(
             f"  cache: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
-            f"kvmem estimate {predict(step.cache_tokens):,} B{shared}",
+            f"kvmem estimate {step.estimate_bytes:,} B{shared}",
             markup=False,
         )
-    if step.focus:
+    if step.attention:
         layers: dict[int, list[str]] = {}
-        for f in step.focus:
-            piece = _piece(tok, seq[f.position]) if f.position < len(seq) else "?"
+        for f in step.attention:
+            piece = "?" if f.token is None else repr(f.token)
             layers.setdefault(f.layer, []).append(f"h{f.head}→{piece}@{f.position} {f.weight:.2f}")
         for layer, heads in layers.items():
             out.print(f"  attention L{layer}: " + "  ".join(heads), markup=False)
@@ -237,95 +166,28 @@ def _explain_step(
 class _Streamer:
     """Print text as tokens arrive; hold back bytes of a half-decoded character."""
 
-    def __init__(self, tok: Tokenizer, prompt_ids: list[int]) -> None:
-        self.tok = tok
-        self.prompt = prompt_ids
-        self.ids: list[int] = []
+    def __init__(self) -> None:
+        self.prompt = ""
+        self.started = False
         self.shown = 0
 
-    def push(self, token_id: int) -> None:
-        if not self.ids:
+    def push(self, text: str) -> None:
+        """``text``: the sample's new text so far."""
+        if not self.started:
             # The prompt is echoed with the first token, after every input check passed.
-            sys.stdout.write(self.tok.decode(self.prompt))
-        self.ids.append(token_id)
-        text = self.tok.decode(self.ids)
+            self.started = True
+            sys.stdout.write(self.prompt)
         if text.endswith("\ufffd"):
             return  # a multi-byte character is not complete yet
         sys.stdout.write(text[self.shown :])
         sys.stdout.flush()
         self.shown = len(text)
 
-    def finish(self) -> None:
-        if not self.ids:
-            sys.stdout.write(self.tok.decode(self.prompt))
-        text = self.tok.decode(self.ids)
+    def finish(self, text: str) -> None:
+        if not self.started:
+            sys.stdout.write(self.prompt)
         sys.stdout.write(text[self.shown :] + "\n")
         sys.stdout.flush()
-
-
-def _as_json(
-    model_id: str,
-    weights: str,
-    text: str,
-    tok: Tokenizer,
-    r: GenerationResult,
-    sampling: Any,
-    estimate: dict[str, Any],
-    explain: bool,
-) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "model": model_id,
-        "weights": weights,
-        "tokenizer": tok.name,
-        "prompt": text,
-        "prompt_tokens": len(r.prompt_ids),
-        "prompt_ids": r.prompt_ids,
-        "cache": r.cache_mode,
-        "block_size": r.block_size,
-        "sampling": {
-            "temperature": sampling.temperature,
-            "top_k": sampling.top_k,
-            "top_p": sampling.top_p,
-            "seed": sampling.seed,
-        },
-        "samples": [{"text": tok.decode(s), "token_ids": s} for s in r.samples],
-        "kv_cache": {
-            "tokens": r.cache_tokens,
-            "bytes": r.cache_bytes,
-            "bytes_per_sample": r.cache_bytes_per_sample,
-            "blocks": r.cache_blocks,
-            "logical_blocks": r.logical_blocks,
-            "copy_on_write": r.copy_on_write,
-            **estimate,
-        },
-    }
-    if explain:
-        data["steps"] = [
-            {
-                "index": s.index,
-                "sample": s.sample,
-                "token_id": s.token_id,
-                "token": tok.decode([s.token_id]),
-                "prob": round(s.prob, 6),
-                "top": [
-                    {"token_id": i, "token": tok.decode([i]), "prob": round(p, 6)} for i, p in s.top
-                ],
-                "cache_tokens": s.cache_tokens,
-                "cache_bytes": s.cache_bytes,
-                "cache_blocks": s.cache_blocks,
-                "attention": [
-                    {
-                        "layer": f.layer,
-                        "head": f.head,
-                        "position": f.position,
-                        "weight": round(f.weight, 4),
-                    }
-                    for f in s.focus
-                ],
-            }
-            for s in r.steps
-        ]
-    return data
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from tokcost.reference.cache import BlockAllocator as BlockAllocator
 from tokcost.reference.cache import ContiguousCache as ContiguousCache
 from tokcost.reference.cache import KVCache as KVCache
 from tokcost.reference.cache import PagedCache as PagedCache
-from tokcost.reference.config import CACHE_MODES as CACHE_MODES
+from tokcost.reference.config import CacheMode as CacheMode
 from tokcost.reference.config import RefConfig as RefConfig
 from tokcost.reference.errors import ModelTooLarge as ModelTooLarge
 from tokcost.reference.errors import PromptTooLong as PromptTooLong

@@ -3,11 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
+from tokcost.errors import UsageError
 from tokcost.reference.errors import ModelTooLarge
 
-CACHE_MODES = ("none", "contiguous", "paged")
+
+class CacheMode(str, Enum):
+    """How generation keeps keys and values: ``none`` recomputes them every step,
+    ``contiguous`` reserves prompt + new tokens per sequence up front, ``paged``
+    allocates blocks on demand and shares the prompt's blocks between samples.
+
+    >>> CacheMode.parse("paged") is CacheMode.PAGED
+    True
+    """
+
+    NONE = "none"
+    CONTIGUOUS = "contiguous"
+    PAGED = "paged"
+
+    @classmethod
+    def parse(cls, value: CacheMode | str) -> CacheMode:
+        """``value`` as a mode; a UsageError names the ``cache`` parameter."""
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise UsageError(
+                f"unknown cache {value!r}; use one of: {choices}", param="cache"
+            ) from None
 
 # numpy runs a forward pass of a model this size in well under a second per token
 # on a laptop core; beyond it the reference path is the wrong tool.
@@ -119,7 +144,7 @@ class RefConfig:
         if missing:
             raise ModelTooLarge(
                 f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "
-                "reference path cannot build it; use -m tiny-ref or add the fields"
+                "reference path cannot build it; use tiny-ref instead or add the fields"
             )
         cfg = cls(
             layers=int(layers),

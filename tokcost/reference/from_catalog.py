@@ -37,7 +37,7 @@ def config_for(entry: ModelEntry) -> RefConfig:
     if entry.architecture is None:
         raise ModelTooLarge(
             f"model '{entry.id}' has no architecture in the catalog, so there is nothing to "
-            "run; use -m tiny-ref, or add layers/hidden_size/heads/head_dim/vocab_size"
+            "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size"
         )
     arch = entry.architecture
     if arch.attention.type != "full":

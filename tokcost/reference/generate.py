@@ -17,7 +17,7 @@ import numpy as np
 
 from tokcost.errors import UsageError
 from tokcost.reference.cache import ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CACHE_MODES
+from tokcost.reference.config import CacheMode
 from tokcost.reference.errors import PromptTooLong
 from tokcost.reference.model import softmax
 
@@ -38,11 +38,13 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
-            raise UsageError(f"--temperature must be >= 0, got {self.temperature}")
+            raise UsageError(
+                f"temperature must be >= 0, got {self.temperature}", param="temperature"
+            )
         if self.top_k < 0:
-            raise UsageError(f"--top-k must be >= 0, got {self.top_k}")
+            raise UsageError(f"top_k must be >= 0, got {self.top_k}", param="top_k")
         if not 0.0 < self.top_p <= 1.0:
-            raise UsageError(f"--top-p must be in (0, 1], got {self.top_p}")
+            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}", param="top_p")
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class GenerationResult:
     prompt_ids: list[int]
     samples: list[list[int]]  # new token ids of each sample
     steps: list[Step]
-    cache_mode: str
+    cache_mode: CacheMode
     block_size: int | None
     cache_tokens: int  # tokens the cache held per sample at the end
     cache_reserved_tokens: int  # slots reserved per sample (contiguous: prompt + new - 1)
@@ -111,17 +113,15 @@ def _sample(
 
 
 def make_cache(
-    model: Transformer, mode: str, *, capacity: int, n: int, block_size: int
+    model: Transformer, mode: CacheMode, *, capacity: int, n: int, block_size: int
 ) -> KVCache | None:
     """The cache a mode names, sized for ``n`` samples of ``capacity`` tokens."""
-    if mode == "none":
+    if mode is CacheMode.NONE:
         return None
-    if mode == "contiguous":
+    if mode is CacheMode.CONTIGUOUS:
         return ContiguousCache(model.cfg, capacity=capacity)
-    if mode == "paged":
-        per_seq = -(-capacity // block_size)
-        return PagedCache(model.cfg, block_size=block_size, num_blocks=per_seq * n)
-    raise UsageError(f"unknown cache mode '{mode}'; use one of: {', '.join(CACHE_MODES)}")
+    per_seq = -(-capacity // block_size)
+    return PagedCache(model.cfg, block_size=block_size, num_blocks=per_seq * n)
 
 
 def generate(
@@ -129,7 +129,7 @@ def generate(
     prompt_ids: Sequence[int],
     *,
     max_new_tokens: int = 32,
-    cache: str = "contiguous",
+    cache: CacheMode | str = CacheMode.CONTIGUOUS,
     block_size: int = 16,
     n: int = 1,
     sampling: SamplingParams | None = None,
@@ -151,17 +151,20 @@ def generate(
     >>> len(r.samples[0]), r.cache_tokens, r.cache_blocks
     (4, 6, 2)
     """
+    mode = CacheMode.parse(cache)
     sampling = sampling or SamplingParams()
     cfg = model.cfg
     prompt = [int(t) for t in prompt_ids]
     if not prompt:
         raise UsageError("the prompt is empty; give at least one token of text")
     if n < 1:
-        raise UsageError(f"--n must be >= 1, got {n}")
+        raise UsageError(f"n must be >= 1, got {n}", param="n")
     if max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+        raise UsageError(
+            f"max_new_tokens must be >= 1, got {max_new_tokens}", param="max_new_tokens"
+        )
     if block_size < 1:
-        raise UsageError(f"--block-size must be >= 1, got {block_size}")
+        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
     bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
     if bad:
         raise UsageError(f"token id {bad[0]} is outside the vocabulary of {cfg.vocab_size}")
@@ -169,13 +172,14 @@ def generate(
     if total > cfg.context_window:
         raise PromptTooLong(
             f"the prompt is {len(prompt)} token{'s' if len(prompt) != 1 else ''} and "
-            f"--max-new-tokens {max_new_tokens} needs "
+            f"max_new_tokens={max_new_tokens} needs "
             f"{total} positions, but the context window is {cfg.context_window}; shorten the "
-            "prompt or lower --max-new-tokens"
+            "prompt or lower max_new_tokens",
+            param="max_new_tokens",
         )
     # The last token is predicted but never fed back, so the cache holds total - 1.
     capacity = total - 1
-    kv = make_cache(model, cache, capacity=capacity, n=n, block_size=block_size)
+    kv = make_cache(model, mode, capacity=capacity, n=n, block_size=block_size)
     rng = np.random.default_rng(sampling.seed)
     seqs = [list(prompt) for _ in range(n)]
     done = [False] * n
@@ -238,8 +242,8 @@ def generate(
         prompt_ids=prompt,
         samples=[seq[len(prompt) :] for seq in seqs],
         steps=steps,
-        cache_mode=cache,
-        block_size=block_size if cache == "paged" else None,
+        cache_mode=mode,
+        block_size=block_size if mode is CacheMode.PAGED else None,
         cache_tokens=length,
         cache_reserved_tokens=kv.capacity if isinstance(kv, ContiguousCache) else length,
         cache_bytes=kv.nbytes if kv is not None else 0,

@@ -93,9 +93,10 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except FileNotFoundError:
+        # No param: the CLI would turn every word "weights" (even in a path) into its flag.
         raise UsageError(
-            f"weights file not found: {path} (give --weights an existing .npz or "
-            ".safetensors file, or fix the catalog entry's weights field)"
+            f"weights file not found: {path} (give an existing .npz or .safetensors file, "
+            "or fix the catalog entry's weights field)"
         ) from None
     except (OSError, ValueError) as exc:
         reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)

@@ -1,0 +1,46 @@
+"""Library modules speak the API's words: no ``--flag`` in their messages (issue 11, item 4).
+
+The CLI's one error handler turns an error's ``param`` into the command's flag; a
+library string that spells a flag would be wrong for every caller but the CLI.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "tokcost"
+# The modules of the bpe and generate use cases, from the app layer down.
+MODULES = sorted(
+    [*(ROOT / "bpe").glob("*.py"), ROOT / "adapters" / "bpe.py", ROOT / "app" / "bpe.py",
+     ROOT / "app" / "generate.py",
+     *(p for p in (ROOT / "reference").glob("*.py") if p.name != "cache.py")]
+)
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every string literal that is not a docstring (docstrings may describe the CLI)."""
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_flag_text_in_library_strings(path: Path) -> None:
+    found = [(line, text) for line, text in _strings(ast.parse(path.read_text("utf-8")))
+             if FLAG.search(text)]
+    assert found == []
