@@ -39,6 +39,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
         "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
+    ),
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
         "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
@@ -72,16 +73,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
-    from tokcost.app.check import CheckResult as CheckResult
-    from tokcost.app.check import check as check
-    from tokcost.app.compare import CompareResult as CompareResult
-    from tokcost.app.compare import CorpusKind as CorpusKind
-    from tokcost.app.compare import GroupReport as GroupReport
-    from tokcost.app.compare import Measurement as Measurement
-    from tokcost.app.compare import Meter as Meter
-    from tokcost.app.compare import compare as compare
-    from tokcost.app.price import PriceResult as PriceResult
-    from tokcost.app.price import price as price
     from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
     from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
     from tokcost.app.bpe import BPEExportResult as BPEExportResult
@@ -96,6 +87,14 @@ if TYPE_CHECKING:
     from tokcost.app.bpe import export_bpe as export_bpe
     from tokcost.app.bpe import inspect_bpe as inspect_bpe
     from tokcost.app.bpe import train_bpe as train_bpe
+    from tokcost.app.check import CheckResult as CheckResult
+    from tokcost.app.check import check as check
+    from tokcost.app.compare import CompareResult as CompareResult
+    from tokcost.app.compare import CorpusKind as CorpusKind
+    from tokcost.app.compare import GroupReport as GroupReport
+    from tokcost.app.compare import Measurement as Measurement
+    from tokcost.app.compare import Meter as Meter
+    from tokcost.app.compare import compare as compare
     from tokcost.app.generate import AttentionFocus as AttentionFocus
     from tokcost.app.generate import CacheMode as CacheMode
     from tokcost.app.generate import Candidate as Candidate
@@ -105,6 +104,8 @@ if TYPE_CHECKING:
     from tokcost.app.generate import GenerationStep as GenerationStep
     from tokcost.app.generate import KVCacheUse as KVCacheUse
     from tokcost.app.generate import generate as generate
+    from tokcost.app.price import PriceResult as PriceResult
+    from tokcost.app.price import price as price
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list

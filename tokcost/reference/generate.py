@@ -172,7 +172,7 @@ def generate(
     if total > cfg.context_window:
         raise PromptTooLong(
             f"the prompt is {len(prompt)} token{'s' if len(prompt) != 1 else ''} and "
-            f"max_new_tokens={max_new_tokens} needs "
+            f"max_new_tokens {max_new_tokens} need "
             f"{total} positions, but the context window is {cfg.context_window}; shorten the "
             "prompt or lower max_new_tokens",
             param="max_new_tokens",
