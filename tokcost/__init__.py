@@ -30,6 +30,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers",
     ),
     "tokcost.counting": ("count_text", "count_texts", "count_paths"),
+    "tokcost.app.count": (
+        "count", "count_chat", "tokenize", "CountResult", "ChatResult", "ChatModelCount",
+        "TokenizeResult", "WindowShare",
+    ),
     "tokcost.catalog": ("load_catalog",),
     "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
@@ -59,6 +63,14 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.count import ChatModelCount as ChatModelCount
+    from tokcost.app.count import ChatResult as ChatResult
+    from tokcost.app.count import CountResult as CountResult
+    from tokcost.app.count import TokenizeResult as TokenizeResult
+    from tokcost.app.count import WindowShare as WindowShare
+    from tokcost.app.count import count as count
+    from tokcost.app.count import count_chat as count_chat
+    from tokcost.app.count import tokenize as tokenize
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list
