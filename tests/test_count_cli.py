@@ -265,3 +265,9 @@ def test_nothing_to_count_is_the_results_decision(tmp_path: Path) -> None:
     empty = tokcost.count([str(tmp_path)])
     assert empty.warnings == ("no files matched",)
     empty.raise_for_empty()  # not an error: exit 0 with an empty table
+
+
+def test_a_folder_given_as_the_chat_names_the_flag(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", "--chat", str(files)])
+    assert result.exit_code == 2
+    assert f"{files} is a folder; --chat PATH takes a JSON file of messages" in result.stderr
