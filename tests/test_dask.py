@@ -285,8 +285,9 @@ def test_unreachable_scheduler_is_a_clear_error() -> None:
         pass
     assert str(caught.value) == (
         f"cannot reach the Dask scheduler at {address} within 1 s; check the address "
-        "(tcp://HOST:8786), start one with `dask scheduler`, or give no scheduler address "
+        "(tcp://HOST:8786), start one with `dask scheduler`, or leave out scheduler=ADDRESS "
         "to run on this machine")
+    assert caught.value.param == "scheduler"  # the CLI shows: leave out --scheduler ADDRESS
 
 
 def test_cli_local_cluster_without_scheduler(tmp_path: Path, runner: Any) -> None:

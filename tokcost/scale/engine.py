@@ -76,7 +76,7 @@ def dask_client(
             raise ClusterError(
                 f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
                 "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
-                "or give no scheduler address to run on this machine"
+                "or leave out scheduler=ADDRESS to run on this machine", param="scheduler"
             ) from None
         except ValueError as exc:
             raise UsageError(f"bad scheduler={scheduler!r}: {exc}", param="scheduler") from None
