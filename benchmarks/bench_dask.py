@@ -7,8 +7,9 @@ Python standard library's sources, repeated) in a temporary folder, never
 committed. Each variant runs in a fresh process, variants alternate, medians and
 ratios are printed:
 
-- count:       ``count_paths(..., jobs=2)`` (threads) vs ``count_paths_dask(..., workers=2)``
-- pretokenize: ``count_words(..., jobs=2)`` (processes) vs ``count_words_dask(..., workers=2)``
+- count:       ``count_paths(..., engine=LocalEngine(jobs=2))`` (threads) vs
+               ``DaskEngine(...)`` on a 2-worker LocalCluster
+- pretokenize: ``count_words(..., jobs=2)`` (processes) vs ``DaskEngine(...).count_words``
 
 Dask times are given with and without starting the cluster. Peak memory: the
 driver's peak RSS, and for Dask each worker's peak RSS (``getrusage`` in the
@@ -112,9 +113,10 @@ def worker(name: str, corpus: Path, shard_mb: int | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     if name.endswith("local"):
         if name.startswith("count"):
-            from tokcost.counting import count_paths
+            from tokcost.counting import LocalEngine, count_paths
 
-            report = count_paths([str(corpus)], {SPEC: get_tokenizer(SPEC)}, jobs=2)
+            report = count_paths([str(corpus)], {SPEC: get_tokenizer(SPEC)},
+                                 engine=LocalEngine(jobs=2))
             result["answer"] = report.total_tokens(SPEC)
         else:
             from tokcost.bpe.pretokenize import count_words, resolve_pattern
@@ -125,18 +127,17 @@ def worker(name: str, corpus: Path, shard_mb: int | None) -> dict[str, Any]:
             result["worker_peak_rss_mb"] = sampler.close()
         result["seconds"] = time.perf_counter() - t0
     else:
-        from tokcost.scale import count_paths_dask, count_words_dask, dask_client
+        from tokcost.scale import DaskEngine, dask_client
 
         with dask_client(None, workers=2) as client:
             t1 = time.perf_counter()
             result["seconds_startup"] = t1 - t0
+            engine = DaskEngine(client=client, shard_bytes=shard_mb and shard_mb << 20)
             if name.startswith("count"):
-                report = count_paths_dask([str(corpus)], {SPEC: get_tokenizer(SPEC)},
-                                          client=client, shard_bytes=shard_mb and shard_mb << 20)
+                report = engine.count_paths([str(corpus)], {SPEC: get_tokenizer(SPEC)})
                 result["answer"] = report.total_tokens(SPEC)
             else:
-                words = count_words_dask(paths, PATTERN, client=client,
-                                         shard_bytes=shard_mb and shard_mb << 20)
+                words = engine.count_words(paths, PATTERN)
                 result["answer"] = [len(words), sum(words.values())]
             result["seconds_work"] = time.perf_counter() - t1
             peaks = client.run(_peak_rss_mb)

@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from tokcost import get_tokenizer
+from tokcost import Tokenizer, get_tokenizer
 from tokcost.cli.app import app
 
-O200K = get_tokenizer("tiktoken:o200k_base")
-CL100K = get_tokenizer("tiktoken:cl100k_base")
 TEXT = "The kettle whistled while the cat slept on the warm windowsill.\n"
+
+
+@pytest.fixture
+def o200k() -> Tokenizer:
+    return get_tokenizer("tiktoken:o200k_base")
+
+
+@pytest.fixture
+def cl100k() -> Tokenizer:
+    return get_tokenizer("tiktoken:cl100k_base")
 
 
 @pytest.fixture
@@ -27,24 +35,26 @@ def files(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        pytest.param(["count", "{a}"], [f"{O200K.count(TEXT)}", "o200k_base"], id="default"),
-        pytest.param(["count", "{a}", "-t", "cl100k_base"], [f"{CL100K.count(TEXT)}",
-                     "cl100k_base"], id="cl100k"),
-        pytest.param(["count", "{a}", "--total"], [f"{O200K.count(TEXT)}\n"], id="total"),
+        pytest.param(["count", "{a}"], ["{o200k}", "o200k_base"], id="default"),
+        pytest.param(["count", "{a}", "-t", "cl100k_base"], ["{cl100k}", "cl100k_base"],
+                     id="cl100k"),
+        pytest.param(["count", "{a}", "--total"], ["{o200k}\n"], id="total"),
         pytest.param(["count", "{a}", "-m", "gpt-4o"], ["gpt-4o", "of its 128,000-token"],
                      id="model-window"),
         pytest.param(["count", "{a}", "--truncate", "3"], ["The kettle wh"], id="truncate"),
     ],
 )
-def test_count_outputs(runner, files: Path, args: list[str], expected: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_count_outputs(runner, files: Path, args: list[str], expected: list[str],  # type: ignore[no-untyped-def]
+                       o200k: Tokenizer, cl100k: Tokenizer) -> None:
     argv = [a.format(a=files / "a.txt") for a in args]
     result = runner.invoke(app, argv)
     assert result.exit_code == 0, result.output
+    counts = {"o200k": o200k.count(TEXT), "cl100k": cl100k.count(TEXT)}
     for text in expected:
-        assert text in result.stdout
+        assert text.format(**counts) in result.stdout
 
 
-def test_json_keys_and_totals(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+def test_json_keys_and_totals(runner, files: Path, o200k: Tokenizer) -> None:  # type: ignore[no-untyped-def]
     result = runner.invoke(app, ["count", str(files), "-t", "o200k_base", "-t", "cl100k_base",
                                  "--json"])
     assert result.exit_code == 0, result.output
@@ -53,16 +63,16 @@ def test_json_keys_and_totals(runner, files: Path) -> None:  # type: ignore[no-u
     assert [t["label"] for t in data["tokenizers"]] == ["o200k_base", "cl100k_base"]
     assert [Path(f["path"]).name for f in data["files"]] == ["a.txt", "b.md"]
     both = TEXT + "# Title\n\nTokens cost money.\n"
-    assert data["total"]["tokens"]["o200k_base"] == O200K.count(TEXT) + O200K.count(
+    assert data["total"]["tokens"]["o200k_base"] == o200k.count(TEXT) + o200k.count(
         "# Title\n\nTokens cost money.\n")
     assert data["total"]["bytes"] == len(both.encode())
 
 
-def test_csv(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+def test_csv(runner, files: Path, o200k: Tokenizer) -> None:  # type: ignore[no-untyped-def]
     result = runner.invoke(app, ["count", str(files / "a.txt"), "--csv"])
     lines = result.stdout.splitlines()
     assert lines[0] == "path,bytes,chars,o200k_base"
-    assert lines[-1] == f"TOTAL,{len(TEXT)},{len(TEXT)},{O200K.count(TEXT)}"
+    assert lines[-1] == f"TOTAL,{len(TEXT)},{len(TEXT)},{o200k.count(TEXT)}"
 
 
 def test_stdin(runner) -> None:  # type: ignore[no-untyped-def]
@@ -70,13 +80,13 @@ def test_stdin(runner) -> None:  # type: ignore[no-untyped-def]
     assert result.stdout.strip() == "2"
 
 
-def test_tokens_shows_pieces(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tokens_shows_pieces(runner, files: Path, o200k: Tokenizer) -> None:  # type: ignore[no-untyped-def]
     result = runner.invoke(app, ["count", str(files / "a.txt"), "--tokens"])
     assert result.exit_code == 0
-    assert f"{O200K.count(TEXT)} tokens (o200k_base)" in result.stdout
+    assert f"{o200k.count(TEXT)} tokens (o200k_base)" in result.stdout
 
 
-def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path, o200k: Tokenizer) -> None:  # type: ignore[no-untyped-def]
     messages = [
         {"role": "system", "content": "You answer in one short sentence."},
         {"role": "user", "name": "ada", "content": "How many tokens is this?"},
@@ -86,7 +96,7 @@ def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path) -> None:  #
     result = runner.invoke(app, ["count", "--chat", str(path), "-m", "gpt-4o", "--json"])
     assert result.exit_code == 0, result.output
     got = json.loads(result.stdout)["models"][0]
-    content = sum(O200K.count(v) for m in messages for v in m.values())
+    content = sum(o200k.count(v) for m in messages for v in m.values())
     assert got["content_tokens"] == content
     assert got["overhead_tokens"] == 3 * 2 + 1 + 3  # per message, per name, reply priming
     assert got["total"] == content + 10
@@ -185,3 +195,79 @@ def test_model_spec_is_the_same_as_dash_m(runner, files: Path) -> None:  # type:
     via_m = runner.invoke(app, ["count", str(files / "a.txt"), "-m", "claude-sonnet-4-5", "--json"])
     assert json.loads(via_t.stdout)["tokenizers"] == json.loads(via_m.stdout)["tokenizers"]
     assert json.loads(via_t.stdout)["tokenizers"][0]["exact"] is False
+
+
+# --- the CLI's JSON is the library's result -------------------------------------------------
+
+
+def _same(cli_stdout: str, result: object) -> None:
+    assert json.loads(cli_stdout) == json.loads(json.dumps(result.to_dict()))  # type: ignore[attr-defined]
+
+
+def test_count_json_is_the_results_to_dict(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    import tokcost
+
+    (files / "blob.bin").write_bytes(b"\x00\x01")
+    (files / "latin1.txt").write_bytes("café".encode("latin-1"))
+    args = {"tokenizers": ["cl100k_base", "model:gpt-4"], "models": ["gpt-4o"],
+            "exclude": ["*.md"]}
+    cli = runner.invoke(app, ["count", str(files), "-t", "cl100k_base", "-t", "model:gpt-4",
+                              "-m", "gpt-4o", "--exclude", "*.md", "--json"])
+    assert cli.exit_code == 0, cli.output
+    result = tokcost.count([str(files)], **args)
+    _same(cli.stdout, result)
+    assert [s.reason for s in result.skipped] == ["binary (NUL byte at offset 0)"]
+    assert [w.id for w in result.windows] == ["gpt-4", "gpt-4o"]
+
+
+def test_count_chat_json_is_the_results_to_dict(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import tokcost
+
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": [
+        {"type": "text", "text": "What is in this picture?"}, {"type": "image_url"}]}]))
+    cli = runner.invoke(app, ["count", "--chat", str(chat), "-m", "gpt-4o", "-m", "gpt-4",
+                              "--json"])
+    assert cli.exit_code == 0, cli.output
+    result = tokcost.count_chat(chat, models=["gpt-4o", "gpt-4"])
+    _same(cli.stdout, result)
+    assert result.warnings == ("1 non-text parts (images, audio, tool calls) not counted",)
+    assert "1 non-text parts" in cli.stderr
+
+
+def test_model_spec_reads_the_users_catalog(runner, files: Path, cl100k: Tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """-t model:ID resolves through --catalog: a model only the user's catalog has."""
+    mine = files / "mine.yaml"
+    mine.write_text("extends: shipped\nmodels:\n"
+                    "  - {id: my-model, tokenizer: 'tiktoken:cl100k_base', context_window: 1000}\n")
+    result = runner.invoke(app, ["count", str(files / "a.txt"), "-t", "model:my-model",
+                                 "--catalog", str(mine), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["tokenizers"] == [{"label": "my-model", "spec": "tiktoken:cl100k_base",
+                                   "exact": True, "model": "my-model"}]
+    assert data["models"][0]["tokens"] == cl100k.count(TEXT)
+    assert data["models"][0]["context_window"] == 1000
+    shipped = runner.invoke(app, ["count", str(files / "a.txt"), "-t", "model:my-model"])
+    assert shipped.exit_code == 2 and "my-model" in shipped.stderr
+
+
+def test_nothing_to_count_is_the_results_decision(tmp_path: Path) -> None:
+    import tokcost
+    from tokcost.errors import InputError
+
+    (tmp_path / "blob.bin").write_bytes(b"\x00")
+    skipped = tokcost.count([str(tmp_path)])
+    assert skipped.warnings == (f"skipped {tmp_path / 'blob.bin'}: binary (NUL byte at offset 0)",)
+    with pytest.raises(InputError, match="every input was skipped"):
+        skipped.raise_for_empty()
+    (tmp_path / "blob.bin").unlink()
+    empty = tokcost.count([str(tmp_path)])
+    assert empty.warnings == ("no files matched",)
+    empty.raise_for_empty()  # not an error: exit 0 with an empty table
+
+
+def test_a_folder_given_as_the_chat_names_the_flag(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", "--chat", str(files)])
+    assert result.exit_code == 2
+    assert f"{files} is a folder; --chat PATH takes a JSON file of messages" in result.stderr

@@ -30,11 +30,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers",
     ),
     "tokcost.counting": ("count_text", "count_texts", "count_paths"),
+    "tokcost.app.count": (
+        "count", "count_chat", "tokenize", "CountResult", "ChatResult", "ChatModelCount",
+        "TokenizeResult", "WindowShare",
+    ),
     "tokcost.catalog": ("load_catalog",),
     "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.pricing": ("estimate_cost",),
+    "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "check"),
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
@@ -95,6 +100,16 @@ if TYPE_CHECKING:
     from tokcost.app.compare import Measurement as Measurement
     from tokcost.app.compare import Meter as Meter
     from tokcost.app.compare import compare as compare
+    from tokcost.app.count import ChatModelCount as ChatModelCount
+    from tokcost.app.count import ChatResult as ChatResult
+    from tokcost.app.count import CountResult as CountResult
+    from tokcost.app.count import TokenizeResult as TokenizeResult
+    from tokcost.app.count import WindowShare as WindowShare
+    from tokcost.app.count import count as count
+    from tokcost.app.count import count_chat as count_chat
+    from tokcost.app.count import tokenize as tokenize
+    from tokcost.app.engine import EngineKind as EngineKind
+    from tokcost.app.engine import make_engine as make_engine
     from tokcost.app.generate import AttentionFocus as AttentionFocus
     from tokcost.app.generate import CacheMode as CacheMode
     from tokcost.app.generate import Candidate as Candidate

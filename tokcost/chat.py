@@ -36,9 +36,11 @@ def load_messages(path: str) -> list[dict[str, Any]]:
     except FileNotFoundError:
         raise UsageError(f"chat file not found: {path}") from None
     except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; --chat takes a JSON file of messages") from None
+        raise UsageError(f"{path} is a folder; chat=PATH takes a JSON file of messages",
+                         param="chat") from None
     except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; --chat takes a JSON file") from None
+        raise InputError(f"{path} is not UTF-8 text; chat=PATH takes a JSON file",
+                         param="chat") from None
     except OSError as exc:
         raise InputError(f"cannot read chat file {path}: {exc.strerror}") from None
     try:

@@ -2,23 +2,27 @@
 
 Large inputs are read in blocks and cut only where a tokenizer's pre-tokenization
 is known to start a new piece, so the sum of the chunk counts equals the count of
-the whole text (a hypothesis test checks this). Folders are walked respecting
-``.gitignore`` (through pathspec), binary files are skipped with the reason.
+the whole text (a hypothesis test checks this). That cut rule is the one here:
+the streaming reader applies it to decoded text, and ``next_cut`` to the bytes of
+a file at any offset (for byte-range shards, ``tokcost.scale``). Folders are
+walked respecting ``.gitignore`` (through pathspec), binary files are skipped
+with the reason.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import sys
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, BinaryIO, Protocol
 
 import pathspec
 
@@ -28,9 +32,16 @@ from tokcost.errors import InputError, UsageError
 BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
 SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
 MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole text at once
+SCAN_BYTES = 4096  # first window read around an offset to find a cut (doubled as needed)
 
 # progress(stage, done, total): bytes done of total (0 while the total is unknown)
 ProgressFn = Callable[[str, int, int], None]
+
+
+class ByteSource(Protocol):
+    """What the streaming reader reads from: a binary file, or any ``read(n)``."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
 
 
 # --- boundaries -------------------------------------------------------------------
@@ -88,12 +99,68 @@ def find_boundary(text: str, start: int = 0, *, punct: bool = True) -> int:
     return -1
 
 
-def find_boundary_forward(text: str, start: int, *, punct: bool = True) -> int:
-    """The first boundary at or after ``start`` (see find_boundary), or -1."""
-    for i in range(max(start, 1), len(text)):
+def find_boundary_forward(
+    text: str, start: int, *, punct: bool = True, stop: int | None = None
+) -> int:
+    """The first boundary at or after ``start`` and before ``stop`` (see find_boundary), or -1.
+
+    >>> find_boundary_forward("one two three", 4)
+    7
+    """
+    for i in range(max(start, 1), len(text) if stop is None else stop):
         if _is_cut(text, i, punct=punct):
             return i
     return -1
+
+
+# surrogateescape's stand-ins for undecodable bytes read as the U+FFFD that the
+# streaming decoder puts in their place, so bytes and text obey the same rule.
+_UNDECODABLE = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
+
+
+def _width(ch: str) -> int:
+    return len(ch.encode("utf-8", "surrogateescape"))
+
+
+def next_cut(fh: IO[bytes], offset: int, size: int, *, punct: bool = True) -> int:
+    """The first byte offset ``>= offset`` where a file of ``size`` bytes may be cut, or ``size``.
+
+    The rule is ``find_boundary``'s, applied to the characters around ``offset``
+    (an undecodable byte counts as the U+FFFD it is read as); a cut always lies at
+    the start of a well-formed character after a whole one. The answer depends only
+    on the bytes near ``offset``, so two readers of the same file asking about the
+    same offset agree without talking (the byte-range shards of ``tokcost.scale``).
+
+    >>> import io
+    >>> data = "one two".encode()
+    >>> next_cut(io.BytesIO(data), 1, len(data))
+    3
+    """
+    if offset <= 0:
+        return 0
+    if offset >= size:
+        return size
+    # Start up to 4 bytes early: the character that ends at `offset` starts there or later.
+    lo = max(0, offset - 4)
+    scan = SCAN_BYTES
+    while True:
+        fh.seek(lo)
+        buf = fh.read(min(scan, size - lo))
+        eof = lo + len(buf) >= size or len(buf) < min(scan, size - lo)
+        raw = buf.decode("utf-8", "surrogateescape")  # one character per undecodable byte
+        first, pos = 0, lo  # the first character that starts at or after `offset`
+        while pos < offset and first < len(raw):
+            pos += _width(raw[first])
+            first += 1
+        # Unless at the end, the last 3 characters may be a cut-off character's bytes,
+        # and the rule looks one character ahead.
+        stop = len(raw) if eof else len(raw) - 4
+        cut = find_boundary_forward(raw.translate(_UNDECODABLE), first, punct=punct, stop=stop)
+        if cut >= 0:
+            return pos + len(raw[first:cut].encode("utf-8", "surrogateescape"))
+        if eof:
+            return size
+        scan *= 2
 
 
 # --- reading ------------------------------------------------------------------------
@@ -114,7 +181,7 @@ codecs.register_error("tokcost.replace", _count_invalid)
 class TextStream:
     """Boundary-safe text chunks of a byte stream, with running byte/char totals."""
 
-    source: BinaryIO
+    source: ByteSource
     block_bytes: int = BLOCK_BYTES
     punct: bool = True  # False with allow_special: never cut inside <|...|>
     bytes: int = 0
@@ -152,6 +219,58 @@ class TextStream:
         self.invalid_bytes = getattr(_invalid, "n", 0)
         if pending:
             yield pending
+
+
+def sniff_binary(head: bytes) -> str | None:
+    """Why a file starting with ``head`` is skipped, or None: as git decides, a NUL
+    byte in the first ``SNIFF_BYTES`` bytes makes it binary.
+
+    >>> sniff_binary(b"GIF89a\\x00\\x01"), sniff_binary(b"plain text")
+    ('binary (NUL byte at offset 6)', None)
+    """
+    nul = head.find(b"\x00", 0, SNIFF_BYTES)
+    return None if nul < 0 else f"binary (NUL byte at offset {nul})"
+
+
+def read_text(
+    source: ByteSource,
+    tokenizers: Mapping[str, Tokenizer],
+    count: Callable[[str, str], None],
+    *,
+    name: str,
+    block_bytes: int = BLOCK_BYTES,
+    allow_special: bool = False,
+) -> TextStream:
+    """Read ``source`` once for all ``tokenizers`` (spec -> tokenizer).
+
+    ``count(spec, text)`` gets every boundary-safe chunk for a streamable tokenizer
+    and the whole text for the others (at most ``MAX_WHOLE_CHARS``; ``name`` says
+    which input is too large). The stream returned holds the byte, character and
+    invalid-byte totals. Each local file and each shard piece is read this way.
+    """
+    # Special-token text is one token when allowed: never cut inside <|...|> then.
+    stream = TextStream(source, block_bytes, punct=not allow_special)
+    streamable = [s for s, t in tokenizers.items() if t.streamable]
+    whole_specs = [s for s, t in tokenizers.items() if not t.streamable]
+    whole: list[str] = []
+    whole_chars = 0
+    for chunk in stream.chunks():
+        for spec in streamable:
+            count(spec, chunk)
+        if whole_specs:
+            whole_chars += len(chunk)
+            if whole_chars > MAX_WHOLE_CHARS:
+                raise InputError(
+                    f"{name}: too large for exact counting with "
+                    f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
+                    "use a tiktoken or bpe tokenizer, or split the file"
+                )
+            whole.append(chunk)
+    if whole_specs:
+        text = "".join(whole)
+        for spec in whole_specs:
+            count(spec, text)
+    return stream
 
 
 def split_text(text: str, chunk_chars: int) -> list[str]:
@@ -236,8 +355,8 @@ def walk(
 
     Folders are walked recursively without following symlinked folders (so a
     symlink loop cannot trap the walk); ``.git`` and ``.gitignore``d paths are
-    left out; ``--include``/``--exclude`` are gitignore-style globs matched
-    against the path relative to the folder given.
+    left out (unless ``gitignore=False``); ``include``/``exclude`` are
+    gitignore-style globs matched against the path relative to the folder given.
     """
     inc, exc = _globs(include), _globs(exclude)
     for raw in paths:
@@ -250,7 +369,7 @@ def walk(
         except FileNotFoundError:
             raise UsageError(f"no such file or folder: {raw}") from None
         except OSError as err:
-            if err.errno == 40:  # ELOOP
+            if err.errno == errno.ELOOP:
                 raise InputError(f"{raw}: symlink loop; point at the real file") from None
             raise InputError(f"cannot read {raw}: {err.strerror}") from None
         if not path.is_dir():
@@ -394,7 +513,7 @@ def _count_batch_in_worker(items: list[tuple[str, str]], allow_special: bool) ->
 
 
 def _count_batch(
-    tokenizers: dict[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
+    tokenizers: Mapping[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
 ) -> list[int]:
     return [tokenizers[spec].count(text, allow_special=allow_special) for spec, text in items]
 
@@ -402,7 +521,7 @@ def _count_batch(
 BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
-class _Counter:
+class _CountExecutor:
     """Runs counting work inline, on threads, or on processes, with bounded queueing.
 
     Threads when every tokenizer's core releases the GIL (tiktoken, tokenizers):
@@ -411,7 +530,9 @@ class _Counter:
     files costs few hand-offs; at most 4 x jobs batches are in flight.
     """
 
-    def __init__(self, tokenizers: dict[str, Tokenizer], jobs: int, allow_special: bool) -> None:
+    def __init__(
+        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool
+    ) -> None:
         self.tokenizers = tokenizers
         self.allow_special = allow_special
         self.jobs = max(1, jobs)
@@ -428,15 +549,14 @@ class _Counter:
         self.batch_chars = 0
         self.inflight: list[tuple[Future[list[int]], list[tuple[FileCount, str]]]] = []
 
-    def submit(self, target: FileCount, spec: str, texts: list[str]) -> None:
+    def submit(self, target: FileCount, spec: str, text: str) -> None:
+        """Add the tokens of ``text`` to ``target.tokens[spec]`` (now, or by ``close``)."""
         if self.executor is None:
-            tok = self.tokenizers[spec]
-            n = sum(tok.count(t, allow_special=self.allow_special) for t in texts)
-            target.tokens[spec] = target.tokens.get(spec, 0) + n
+            n = self.tokenizers[spec].count(text, allow_special=self.allow_special)
+            target.tokens[spec] += n
             return
-        for text in texts:
-            self.batch.append((target, spec, text))
-            self.batch_chars += len(text)
+        self.batch.append((target, spec, text))
+        self.batch_chars += len(text)
         if self.batch_chars >= BATCH_CHARS:
             self.flush()
 
@@ -458,7 +578,7 @@ class _Counter:
         while len(self.inflight) > keep:
             fut, owners = self.inflight.pop(0)
             for (target, spec), n in zip(owners, fut.result(), strict=True):
-                target.tokens[spec] = target.tokens.get(spec, 0) + n
+                target.tokens[spec] += n
 
     def close(self) -> None:
         try:
@@ -467,12 +587,6 @@ class _Counter:
         finally:
             if self.executor is not None:
                 self.executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _open_source(source: Source) -> BinaryIO:
-    if source.path == "-":
-        return sys.stdin.buffer
-    return open(source.path, "rb")
 
 
 @dataclass(frozen=True)
@@ -486,7 +600,7 @@ class LocalEngine:
     def count_paths(
         self,
         paths: Sequence[str],
-        tokenizers: dict[str, Tokenizer],
+        tokenizers: Mapping[str, Tokenizer],
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
@@ -495,23 +609,73 @@ class LocalEngine:
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
     ) -> CountReport:
+        """See ``count_paths``. Counts are exact for any file size: streamable
+        tokenizers see boundary-safe chunks, the others the whole text."""
+        report = CountReport(specs=list(tokenizers))
+        executor = _CountExecutor(tokenizers, self.jobs, allow_special)
         done = 0
+        try:
+            for source in walk(paths, include=include, exclude=exclude, gitignore=gitignore,
+                               skipped=report.skipped):
+                counted = self._count_source(source, stdin, executor, report.skipped)
+                if counted is None:
+                    continue
+                report.files.append(counted)
+                done += counted.bytes
+                if progress is not None:
+                    progress("count", done, 0)  # 0: the total is not known while walking
+        finally:
+            executor.close()  # the counts still in flight land in report.files
+        return report
 
-        def on_file(f: FileCount) -> None:
-            nonlocal done
-            done += f.bytes
-            if progress is not None:
-                progress("count", done, 0)  # 0: the total is not known while walking
+    def _count_source(
+        self,
+        source: Source,
+        stdin: BinaryIO | None,
+        executor: _CountExecutor,
+        skipped: list[Skipped],
+    ) -> FileCount | None:
+        if source.path == "-":
+            return self._count_handle(source, stdin or sys.stdin.buffer, executor, skipped)
+        try:
+            with open(source.path, "rb") as handle:
+                reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                if reason is None:  # read errors past this point are caught as such
+                    return self._count_handle(source, handle, executor, skipped)
+        except IsADirectoryError:
+            return None
+        except OSError as err:
+            skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+            return None
+        skipped.append(Skipped(source.display, reason))
+        return None
 
-        return _count_paths_local(
-            paths, tokenizers, jobs=self.jobs, block_bytes=self.block_bytes,
-            include=include, exclude=exclude,
-            gitignore=gitignore, allow_special=allow_special, stdin=stdin,
-            on_file=on_file if progress is not None else None)
+    def _count_handle(
+        self,
+        source: Source,
+        handle: ByteSource,
+        executor: _CountExecutor,
+        skipped: list[Skipped],
+    ) -> FileCount | None:
+        counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
+        try:
+            stream = read_text(
+                handle, executor.tokenizers,
+                lambda spec, text: executor.submit(counted, spec, text),
+                name=source.display, block_bytes=self.block_bytes,
+                allow_special=executor.allow_special)
+        except OSError as err:
+            skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
+            return None
+        counted.bytes = stream.bytes
+        counted.chars = stream.chars
+        counted.invalid_utf8_bytes = stream.invalid_bytes
+        return counted
 
     def count_words(
         self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
     ) -> Counter[str]:
+        """See ``tokcost.bpe.pretokenize.count_words`` (``jobs`` processes)."""
         from tokcost.bpe.pretokenize import count_words
 
         return count_words(paths, pattern, jobs=self.jobs, progress=progress)
@@ -523,7 +687,7 @@ class Engine(Protocol):
     def count_paths(
         self,
         paths: Sequence[str],
-        tokenizers: dict[str, Tokenizer],
+        tokenizers: Mapping[str, Tokenizer],
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
@@ -540,7 +704,7 @@ class Engine(Protocol):
 
 def count_paths(
     paths: Sequence[str],
-    tokenizers: dict[str, Tokenizer],
+    tokenizers: Mapping[str, Tokenizer],
     *,
     engine: Engine | None = None,
     include: Sequence[str] = (),
@@ -559,106 +723,3 @@ def count_paths(
     return (engine or LocalEngine()).count_paths(
         paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
         allow_special=allow_special, stdin=stdin, progress=progress)
-
-
-def _count_paths_local(
-    paths: Sequence[str],
-    tokenizers: dict[str, Tokenizer],
-    *,
-    jobs: int = 1,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    allow_special: bool = False,
-    stdin: BinaryIO | None = None,
-    block_bytes: int = BLOCK_BYTES,
-    on_file: Callable[[FileCount], None] | None = None,
-) -> CountReport:
-    """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
-
-    ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
-    Counts are exact for any file size: streamable tokenizers see boundary-safe
-    chunks, the others see the whole text. ``on_file`` is called as each file has
-    been read (for progress; its token counts may still be in flight).
-    """
-    report = CountReport(specs=list(tokenizers))
-    counter = _Counter(tokenizers, jobs, allow_special)
-    try:
-        for source in walk(
-            paths, include=include, exclude=exclude, gitignore=gitignore, skipped=report.skipped
-        ):
-            try:
-                handle = stdin if (source.path == "-" and stdin is not None) else _open_source(
-                    source
-                )
-            except IsADirectoryError:
-                continue
-            except OSError as err:
-                report.skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
-                continue
-            try:
-                result = _count_one(
-                    source, handle, tokenizers, counter, block_bytes, report.skipped
-                )
-            finally:
-                if source.path != "-":
-                    handle.close()
-            if result is None:
-                continue
-            report.files.append(result)
-            if on_file is not None:
-                on_file(result)
-    finally:
-        counter.close()
-    return report
-
-
-def _count_one(
-    source: Source,
-    handle: BinaryIO,
-    tokenizers: dict[str, Tokenizer],
-    counter: _Counter,
-    block_bytes: int,
-    skipped: list[Skipped],
-) -> FileCount | None:
-    try:
-        head = handle.peek(SNIFF_BYTES)[:SNIFF_BYTES] if hasattr(handle, "peek") else b""
-    except OSError as err:
-        skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
-        return None
-    nul = head.find(b"\x00")
-    if nul >= 0 and source.path != "-":
-        skipped.append(Skipped(source.display, f"binary (NUL byte at offset {nul})"))
-        return None
-    result = FileCount(path=source.display)
-    stream = TextStream(handle, block_bytes, punct=not counter.allow_special)
-    streamable = {s: t for s, t in tokenizers.items() if t.streamable}
-    whole_specs = [s for s in tokenizers if s not in streamable]
-    whole: list[str] = []
-    whole_chars = 0
-    try:
-        for chunk in stream.chunks():
-            for spec in streamable:
-                counter.submit(result, spec, [chunk])
-            if whole_specs:
-                whole_chars += len(chunk)
-                if whole_chars > MAX_WHOLE_CHARS:
-                    raise InputError(
-                        f"{source.display}: too large for exact counting with "
-                        f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
-                        "use a tiktoken or bpe tokenizer, or split the file"
-                    )
-                whole.append(chunk)
-    except OSError as err:
-        skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
-        return None
-    if whole_specs:
-        text = "".join(whole)
-        for spec in whole_specs:
-            counter.submit(result, spec, [text])
-    for spec in tokenizers:
-        result.tokens.setdefault(spec, 0)
-    result.bytes = stream.bytes
-    result.chars = stream.chars
-    result.invalid_utf8_bytes = stream.invalid_bytes
-    return result

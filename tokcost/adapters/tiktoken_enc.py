@@ -52,10 +52,6 @@ class TiktokenTokenizer:
     def count(self, text: str, *, allow_special: bool = False) -> int:
         return len(self.encode(text, allow_special=allow_special))
 
-    def count_batch(self, texts: list[str], *, threads: int = 1) -> list[int]:
-        ids = self.encoding.encode_ordinary_batch(texts, num_threads=threads)
-        return [len(x) for x in ids]
-
     def decode(self, ids: Sequence[int]) -> str:
         try:
             return self.encoding.decode(list(ids))

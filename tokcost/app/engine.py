@@ -21,14 +21,20 @@ class EngineKind(str, Enum):
 
 
 def make_engine(
-    kind: EngineKind | str = EngineKind.LOCAL, *, jobs: int | None = None,
+    kind: EngineKind | str | Engine = EngineKind.LOCAL, *, jobs: int | None = None,
     scheduler: str | None = None,
 ) -> Engine:
-    """The engine for ``kind``; a ``scheduler`` address implies Dask.
+    """The engine for ``kind``: ``jobs`` workers here, or Dask (``jobs`` local worker
+    processes, or the cluster at ``scheduler``, which implies Dask). An engine
+    object is returned as it is.
 
     >>> make_engine("local", jobs=2)
     LocalEngine(jobs=2, block_bytes=1048576)
+    >>> make_engine(scheduler="tcp://10.0.0.5:8786")
+    DaskEngine(scheduler='tcp://10.0.0.5:8786', workers=None, shard_bytes=None, timeout=10.0)
     """
+    if not isinstance(kind, str):  # EngineKind is a str too
+        return kind
     try:
         kind = EngineKind(kind)
     except ValueError:

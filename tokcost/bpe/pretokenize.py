@@ -19,11 +19,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from enum import Enum
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any
 
 # The named patterns are tiktoken's own regexes, kept in one place beside the
 # encodings they belong to.
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 #: Files are read in pieces of this many bytes (cut after the last newline).
 BLOCK_CHARS = 1 << 20
+SCAN_BYTES = 4096  # read size while looking for the next line start
 
 # A line with its "\n", or the last line without one.
 _LINE_SPLIT = r"[^\n]*\n|[^\n]+"
@@ -215,58 +217,96 @@ def count_block(block: str, pattern: str) -> Counter[str]:
     return counts
 
 
-def _align(fh: BinaryIO, pos: int) -> int:
-    """The first line start at or after byte ``pos``."""
-    if pos == 0:
+def line_start(fh: IO[bytes], offset: int, size: int) -> int:
+    """The first byte offset ``>= offset`` that starts a line (follows ``"\\n"``), or ``size``.
+
+    Scans in blocks, so a line longer than memory costs no more than a short one.
+    """
+    if offset <= 0:
         return 0
-    fh.seek(pos - 1)
-    return pos - 1 + len(fh.readline())
+    if offset >= size:
+        return size
+    pos = offset - 1
+    fh.seek(pos)
+    while pos < size:
+        block = fh.read(SCAN_BYTES)
+        if not block:
+            break
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(block)
+    return size
+
+
+def count_lines(
+    path: str,
+    start: int,
+    end: int,
+    pattern: str,
+    *,
+    opener: Callable[[str], AbstractContextManager[IO[bytes]]] | None = None,
+    tick: Callable[[int], None] | None = None,
+    into: Counter[str] | None = None,
+) -> Counter[str]:
+    """Pre-token frequencies of the lines that *start* inside bytes ``[start, end)`` of ``path``.
+
+    Readers of adjacent ranges agree on the line that straddles their border without
+    talking, so any split of a file gives the counts of the whole. Reading is binary
+    in ``BLOCK_CHARS`` pieces cut after ``b"\\n"`` (never inside a UTF-8 sequence),
+    so CRLF survives and memory stays bounded. ``opener`` opens another filesystem's
+    path (default: local files); ``tick(n)`` reports bytes read; counts go ``into``
+    a Counter given.
+    """
+    counts: Counter[str] = Counter() if into is None else into
+    try:
+        with (opener or _open_local)(path) as fh:
+            size = fh.seek(0, os.SEEK_END)
+            begin = line_start(fh, start, size)
+            left = line_start(fh, end, size) - begin
+            fh.seek(begin)
+            carry = b""
+            offset = begin
+            while left > 0 or carry:
+                chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
+                left = left - len(chunk) if chunk else 0  # a file that shrank ends here
+                data = carry + chunk
+                cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
+                if cut == 0:
+                    carry = data
+                    continue
+                carry = data[cut:]
+                try:
+                    block = data[:cut].decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        f"{path} is not UTF-8 text (byte {offset + exc.start}); convert it "
+                        f"(iconv -t UTF-8) or leave it out"
+                    ) from None
+                offset += cut
+                counts.update(count_block(block, pattern))
+                if tick is not None:
+                    tick(cut)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; pass the text files to train on") from None
+    except FileNotFoundError:
+        raise UsageError(f"training file not found: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return counts
+
+
+def _open_local(path: str) -> IO[bytes]:
+    return open(path, "rb")
 
 
 def _count_ranges(
     ranges: list[tuple[str, int, int]], pattern: str, tick: Callable[[int], None] | None
 ) -> Counter[str]:
-    """Count the lines that start inside each byte range ``(path, start, end)``.
-
-    Reading is binary in ``BLOCK_CHARS`` pieces cut after ``b"\\n"`` (never inside
-    a UTF-8 sequence), so CRLF survives and memory stays bounded.
-    """
+    """Count the lines that start inside each byte range ``(path, start, end)``."""
     counts: Counter[str] = Counter()
     for path, start, end in ranges:
-        try:
-            with open(path, "rb") as fh:
-                begin = _align(fh, start)
-                stop = _align(fh, end) if end < os.fstat(fh.fileno()).st_size else end
-                fh.seek(begin)
-                left = stop - begin
-                carry = b""
-                offset = begin
-                while left > 0 or carry:
-                    chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
-                    left -= len(chunk)
-                    data = carry + chunk
-                    cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
-                    if cut == 0:
-                        carry = data
-                        continue
-                    carry = data[cut:]
-                    try:
-                        block = data[:cut].decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise InputError(
-                            f"{path} is not UTF-8 text (byte {offset + exc.start}); convert it "
-                            f"(iconv -t UTF-8) or leave it out"
-                        ) from exc
-                    offset += cut
-                    counts.update(count_block(block, pattern))
-                    if tick is not None:
-                        tick(cut)
-        except IsADirectoryError as exc:
-            raise UsageError(f"{path} is a directory; pass the text files to train on") from exc
-        except FileNotFoundError as exc:
-            raise UsageError(f"training file not found: {path}") from exc
-        except OSError as exc:
-            raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+        count_lines(path, start, end, pattern, tick=tick, into=counts)
     return counts
 
 

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import csv
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import tokcost
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost import ChatResult, CountResult, TokenizeResult
+
+ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
 
 EPILOG = """
 Examples:
@@ -29,44 +35,6 @@ Examples:
 """
 
 
-@dataclass(frozen=True)
-class Column:
-    label: str
-    spec: str
-    exact: bool
-    model: Any | None = None  # tokcost.catalog.ModelEntry
-
-
-def _label(spec: str) -> str:
-    family, _, arg = spec.partition(":")
-    if family == "tiktoken" and "/" not in arg:
-        return arg
-    return spec
-
-
-def _columns(tokenizers: list[str], models: list[str], catalog: str | None) -> list[Column]:
-    from tokcost.adapters.registry import DEFAULT_SPEC, normalize_spec
-
-    # -t model:ID is -m ID (DESIGN §2): through the same --catalog, marked ≈ for proxies.
-    models = [t.partition(":")[2] for t in tokenizers if t.startswith("model:")] + list(models)
-    tokenizers = [t for t in tokenizers if not t.startswith("model:")]
-    cols = [Column(_label(normalize_spec(t)), normalize_spec(t), True) for t in tokenizers]
-    if models:
-        from tokcost.catalog import load_catalog
-
-        cat = load_catalog(catalog)
-        for model_id in models:
-            entry = cat.resolve(model_id)
-            if not entry.tokenizer:
-                raise UsageError(
-                    f"model '{entry.id}' names no tokenizer in the catalog; pass one with -t SPEC"
-                )
-            cols.append(Column(entry.id, entry.tokenizer, entry.tokenizer_exact, entry))
-    if not cols:
-        cols.append(Column(_label(DEFAULT_SPEC), DEFAULT_SPEC, True))
-    return cols
-
-
 def _pct(share: float) -> str:
     """0.0213 -> '2.13%'; small shares keep three decimals so they do not read as 0."""
     return f"{share:.2%}" if share >= 0.01 else f"{share * 100:.3f}%"
@@ -76,29 +44,19 @@ def _fmt(n: int, exact: bool) -> str:
     return f"{n:,}" if exact else f"≈{n:,}"
 
 
-def _load_tokenizers(cols: list[Column]) -> dict[str, Any]:
-    from tokcost.adapters.registry import get_tokenizer
-
-    toks: dict[str, Any] = {}
-    for col in cols:
-        if col.spec not in toks:
-            toks[col.spec] = get_tokenizer(col.spec)
-    return toks
-
-
 def count(
     paths: Annotated[
         list[str] | None,
         typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
                        show_default=False),
     ] = None,
-    tokenizer: Annotated[
+    tokenizers: Annotated[
         list[str] | None,
         typer.Option("--tokenizer", "-t", help="Tokenizer spec (repeatable): o200k_base, "
                      "tiktoken:cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH.",
                      show_default=False),
     ] = None,
-    model: Annotated[
+    models: Annotated[
         list[str] | None,
         typer.Option("--model", "-m", help="Model id from the catalog (repeatable): counts "
                      "with its tokenizer and shows the share of its context window.",
@@ -160,51 +118,40 @@ def count(
 ) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin."""
     if chat is not None:
-        _count_chat(str(chat), tokenizer or [], model or ["gpt-4o"], catalog, json_out)
+        _print_chat(tokcost.count_chat(chat, models=models or [], tokenizers=tokenizers or [],
+                                       catalog=catalog), json_out)
         return
-    cols = _columns(tokenizer or [], model or [], catalog)
-    inputs = list(paths or [])
-    if not inputs:
-        if sys.stdin.isatty():
-            raise UsageError("nothing to count: give files or folders, or '-' to read stdin")
-        inputs = ["-"]
-    toks = _load_tokenizers(cols)
+    inputs = list(paths or []) or ([] if sys.stdin.isatty() else ["-"])
     if tokens or truncate is not None:
-        _show_pieces(inputs, cols[0], toks[cols[0].spec], tokens, truncate, allow_special)
+        if len(inputs) != 1 or Path(inputs[0]).is_dir():
+            raise UsageError("--tokens and --truncate take one file or '-' (stdin)")
+        _show_pieces(tokcost.tokenize(inputs[0], tokenizers=tokenizers or [],
+                                      models=models or [], catalog=catalog,
+                                      allow_special=allow_special, max_tokens=truncate),
+                     truncate is not None)
         return
-
-    from tokcost.app.engine import make_engine
-
-    report = _run(inputs, toks, make_engine(engine, jobs=jobs, scheduler=scheduler),
-                  include or [], exclude or [], not no_gitignore, allow_special)
-    for skip in report.skipped:
-        warn(f"skipped {skip.path}: {skip.reason}")
-    for f in report.files:
-        if f.invalid_utf8_bytes:
-            warn(f"{f.path}: {f.invalid_utf8_bytes} bytes of invalid UTF-8, counted as U+FFFD")
-    if not report.files and not report.skipped:
-        warn("no files matched")
-    if not report.files and report.skipped:
-        raise InputError(
-            f"nothing to count: every input was skipped ({len(report.skipped)}, reasons above)"
-        )
+    result = _with_progress(lambda progress: tokcost.count(
+        inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
+        include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
+        allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
+        progress=progress))
+    for note in result.warnings:
+        warn(note)
+    result.raise_for_empty()
     if total_only:
-        out.print(str(report.total_tokens(cols[0].spec)))
+        out.print(str(result.total_tokens()))
     elif json_out:
-        print_json(_as_json(report, cols))
+        print_json(result.to_dict())
     elif csv_out:
-        _print_csv(report, cols)
+        _print_csv(result)
     else:
-        _print_table(report, cols)
+        _print_table(result)
 
 
-def _run(inputs: list[str], toks: dict[str, Any], engine: Any, include: list[str],
-         exclude: list[str], gitignore: bool, allow_special: bool) -> Any:
-    from tokcost.counting import count_paths
-
+def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResult:
+    """``run(progress)`` with a progress bar on stderr when a person watches it."""
     if not progress_enabled():
-        return count_paths(inputs, toks, engine=engine, include=include, exclude=exclude,
-                           gitignore=gitignore, allow_special=allow_special)
+        return run(None)
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
 
     with Progress(SpinnerColumn(), TextColumn("counting"), BarColumn(),
@@ -215,155 +162,80 @@ def _run(inputs: list[str], toks: dict[str, Any], engine: Any, include: list[str
         def on_progress(_: str, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total or None)
 
-        return count_paths(inputs, toks, engine=engine, include=include, exclude=exclude,
-                           gitignore=gitignore, allow_special=allow_special,
-                           progress=on_progress)
+        return run(on_progress)
 
 
-def _as_json(report: Any, cols: list[Column]) -> dict[str, Any]:
-    return {
-        "tokenizers": [
-            {"label": c.label, "spec": c.spec, "exact": c.exact,
-             "model": c.model.id if c.model else None}
-            for c in cols
-        ],
-        "files": [
-            {"path": f.path, "bytes": f.bytes, "chars": f.chars,
-             "tokens": {c.label: f.tokens[c.spec] for c in cols},
-             "invalid_utf8_bytes": f.invalid_utf8_bytes}
-            for f in report.files
-        ],
-        "total": {
-            "files": len(report.files), "bytes": report.total_bytes, "chars": report.total_chars,
-            "tokens": {c.label: report.total_tokens(c.spec) for c in cols},
-        },
-        "models": [_window(report.total_tokens(c.spec), c) for c in cols if c.model],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-    }
-
-
-def _window(total: int, col: Column) -> dict[str, Any]:
-    window = col.model.context_window if col.model else None
-    return {
-        "id": col.label, "tokenizer": col.spec, "exact": col.exact, "tokens": total,
-        "context_window": window,
-        "context_share": round(total / window, 6) if window else None,
-    }
-
-
-def _print_csv(report: Any, cols: list[Column]) -> None:
+def _print_csv(result: CountResult) -> None:
+    cols = result.tokenizers
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
-    for f in report.files:
+    for f in result.files:
         writer.writerow([f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
-    writer.writerow(["TOTAL", report.total_bytes, report.total_chars,
-                     *[report.total_tokens(c.spec) for c in cols]])
+    writer.writerow(["TOTAL", result.total_bytes, result.total_chars,
+                     *[result.total_tokens(c) for c in cols]])
 
 
-def _print_table(report: Any, cols: list[Column]) -> None:
+def _print_table(result: CountResult) -> None:
     from rich.table import Table
 
-    table = Table(show_footer=len(report.files) > 1, box=None, pad_edge=False)
-    table.add_column("file", footer=f"total ({len(report.files)} files)")
-    table.add_column("bytes", justify="right", footer=f"{report.total_bytes:,}")
-    table.add_column("chars", justify="right", footer=f"{report.total_chars:,}")
-    for c in cols:
+    files = result.files
+    table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
+    table.add_column("file", footer=f"total ({len(files)} files)")
+    table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
+    table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
+    for c in result.tokenizers:
         table.add_column(c.label, justify="right", style="bold",
-                         footer=_fmt(report.total_tokens(c.spec), c.exact))
-    for f in report.files:
+                         footer=_fmt(result.total_tokens(c), c.exact))
+    for f in files:
         table.add_row(f.path, f"{f.bytes:,}", f"{f.chars:,}",
-                      *[_fmt(f.tokens[c.spec], c.exact) for c in cols])
+                      *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
     out.print(table)
-    for c in cols:
-        if c.model is None:
-            continue
-        w = _window(report.total_tokens(c.spec), c)
-        if w["context_window"]:
-            mark = "" if c.exact else " (≈: approximate, proxy tokenizer)"
-            if w["context_share"] > 1:
+    for w in result.windows:
+        if w.context_window and w.context_share is not None:
+            mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
+            if not w.fits:
                 mark += " — does not fit"
-            out.print(f"{c.label}: {_fmt(w['tokens'], c.exact)} tokens = "
-                      f"{_pct(w['context_share'])} of its {w['context_window']:,}-token context "
+            out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = "
+                      f"{_pct(w.context_share)} of its {w.context_window:,}-token context "
                       f"window{mark}")
 
 
-def _read_input(inputs: list[str]) -> str:
-    if len(inputs) != 1 or Path(inputs[0]).is_dir():
-        raise UsageError("--tokens and --truncate take one file or '-' (stdin)")
-    if inputs[0] == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        try:
-            data = Path(inputs[0]).read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"no such file: {inputs[0]}") from None
-    return data.decode("utf-8", errors="replace")
-
-
-def _show_pieces(inputs: list[str], col: Column, tok: Any, show: bool, truncate: int | None,
-                 allow_special: bool) -> None:
-    text = _read_input(inputs)
-    ids = tok.encode(text, allow_special=allow_special)
-    if truncate is not None:
-        sys.stdout.write(tok.decode(ids[:truncate]))
+def _show_pieces(result: TokenizeResult, truncated: bool) -> None:
+    if truncated:
+        sys.stdout.write(result.text)
         sys.stdout.flush()
         return
-    pieces = [p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids)]
     if out.is_terminal:
         # Alternating backgrounds show where one token ends and the next begins.
         from rich.text import Text
 
         colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
         shown = Text()
-        for i, piece in enumerate(pieces):
+        for i, piece in enumerate(result.pieces):
             shown.append(piece, style=colors[i % 4])
         out.print(shown)
     else:
-        out.print(repr(pieces), markup=False)
-    out.print(f"{len(ids):,} tokens ({col.label})", style="dim")
-    out.print(str(ids), style="dim", markup=False)
+        out.print(repr(list(result.pieces)), markup=False)
+    out.print(f"{len(result.ids):,} tokens ({result.tokenizer.label})", style="dim")
+    out.print(str(list(result.ids)), style="dim", markup=False)
 
 
-def _count_chat(path: str, tokenizers: list[str], models: list[str], catalog: str | None,
-                json_out: bool) -> None:
-    from tokcost.catalog import load_catalog
-    from tokcost.chat import count_chat, load_messages
-
-    messages = load_messages(path)
-    cat = load_catalog(catalog)
-    rows = []
-    for model_id in models:
-        entry = cat.resolve(model_id)
-        if entry.chat is None:
-            raise UsageError(f"model '{entry.id}' has no chat overhead in the catalog; "
-                             "choose a model that has one (tokcost models show ID)")
-        spec = tokenizers[0] if tokenizers else entry.tokenizer
-        if not spec:
-            raise UsageError(f"model '{entry.id}' names no tokenizer; pass -t SPEC")
-        col = _columns([spec], [], catalog)[0] if tokenizers else Column(
-            entry.id, spec, entry.tokenizer_exact, entry)
-        tok = _load_tokenizers([col])[col.spec]
-        result = count_chat(messages, tok, per_message=entry.chat.per_message,
-                            per_name=entry.chat.per_name, reply_priming=entry.chat.reply_priming)
-        rows.append((entry, col, result))
-    if any(r.skipped_parts for _, _, r in rows):
-        warn(f"{rows[0][2].skipped_parts} non-text parts (images, audio, tool calls) not counted")
+def _print_chat(result: ChatResult, json_out: bool) -> None:
+    for note in result.warnings:
+        warn(note)
     if json_out:
-        print_json({"chat": path, "models": [
-            {"id": e.id, "tokenizer": c.spec, "exact": c.exact, "messages": r.messages,
-             "content_tokens": r.content_tokens, "overhead_tokens": r.overhead_tokens,
-             "total": r.total, "context_window": e.context_window}
-            for e, c, r in rows]})
+        print_json(result.to_dict())
         return
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
     for name in ("model", "messages", "content", "overhead", "total", "window"):
         table.add_column(name, justify="left" if name == "model" else "right")
-    for e, c, r in rows:
-        share = _pct(r.total / e.context_window) if e.context_window else "-"
-        table.add_row(e.id, str(r.messages), _fmt(r.content_tokens, c.exact),
-                      str(r.overhead_tokens), _fmt(r.total, c.exact), share)
+    for m in result.models:
+        c = m.counted
+        share = _pct(m.context_share) if m.context_share is not None else "-"
+        table.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
+                      str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(table)
 
 

@@ -1,18 +1,16 @@
 """Past one machine: counting and BPE pre-tokenization as map/reduce, on Dask or anything.
 
-The map functions count or pre-tokenize texts or byte-range shards of files;
-the reduce functions merge their partial results in any order. They are pure,
-so Spark, Ray or a process pool can run them as well as the Dask driver
-(``count_paths_dask``, ``count_words_dask``, ``train_dask``). Nothing here
-imports dask until a driver function runs.
+The map functions count or pre-tokenize texts or byte-range shards of files with
+counting's and the BPE trainer's own readers; the reduce functions merge their
+partial results in any order. They are pure, so Spark, Ray or a process pool can
+run them as well as ``DaskEngine`` (``count_paths``, ``count_words``; pass it as
+``engine=`` to ``tokcost.count_paths`` or ``tokcost.bpe.train``). Nothing here
+imports dask until the engine runs.
 """
 
 from tokcost.scale.engine import ClusterError as ClusterError
 from tokcost.scale.engine import DaskEngine as DaskEngine
-from tokcost.scale.engine import count_paths_dask as count_paths_dask
-from tokcost.scale.engine import count_words_dask as count_words_dask
 from tokcost.scale.engine import dask_client as dask_client
-from tokcost.scale.engine import train_dask as train_dask
 from tokcost.scale.mapreduce import FilePartial as FilePartial
 from tokcost.scale.mapreduce import TextCounts as TextCounts
 from tokcost.scale.mapreduce import count_shard as count_shard

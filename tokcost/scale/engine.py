@@ -1,4 +1,4 @@
-"""The Dask driver: plan shards, map them on a cluster, reduce the partials.
+"""The Dask engine: plan shards, map them on a cluster, reduce the partials.
 
 Without a scheduler address a ``LocalCluster`` of worker processes starts on
 this machine (loopback only); with one, tokcost connects to that cluster, whose
@@ -15,21 +15,16 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import MissingDependency, TokcostError, UsageError
-from tokcost.scale.mapreduce import (
-    ShardCounts,
-    count_shard,
-    pretokenize_shard,
-)
+from tokcost.scale.mapreduce import ShardCounts, count_shard, pretokenize_shard
 from tokcost.scale.shards import (
     MAX_SHARD_BYTES,
     MIN_SHARD_BYTES,
@@ -42,12 +37,10 @@ from tokcost.scale.shards import (
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import TrainerConfig, TrainResult
-    from tokcost.counting import CountReport
+    from tokcost.counting import CountReport, Skipped
 
 #: Seconds to wait for a scheduler before giving up with a clear error.
 CONNECT_TIMEOUT = 10.0
-FEATURE = "--engine dask"
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -60,7 +53,9 @@ def _import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise MissingDependency("dask", "dask", FEATURE) from None
+        missing = MissingDependency("dask", "dask", "engine=dask")
+        missing.param = "engine"  # the CLI shows its flag: --engine dask
+        raise missing from None
     return distributed
 
 
@@ -81,10 +76,10 @@ def dask_client(
             raise ClusterError(
                 f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
                 "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
-                "or leave out --scheduler to run on this machine"
+                "or leave out scheduler=ADDRESS to run on this machine", param="scheduler"
             ) from None
         except ValueError as exc:
-            raise UsageError(f"bad --scheduler address {scheduler!r}: {exc}") from None
+            raise UsageError(f"bad scheduler={scheduler!r}: {exc}", param="scheduler") from None
         try:
             try:
                 client.wait_for_workers(1, timeout=timeout)
@@ -139,7 +134,14 @@ def _gather(
         client.cancel(futures)
 
 
-# --- counting ---------------------------------------------------------------------------
+def shard_size(total_bytes: int, client: Any) -> int:
+    """About 16 shards per worker thread, so the last round leaves few workers idle,
+    within ``[MIN_SHARD_BYTES, MAX_SHARD_BYTES]``.
+
+    2 workers and 200 MB -> 6.25 MB shards; 100 workers and 1 TB -> 64 MiB.
+    """
+    threads: int = max(1, sum(client.nthreads().values()))
+    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total_bytes // (16 * threads)))
 
 
 def _inputs(
@@ -148,12 +150,12 @@ def _inputs(
     include: Sequence[str],
     exclude: Sequence[str],
     gitignore: bool,
-    skipped: list[Any],
+    skipped: list[Skipped],
 ) -> list[tuple[str, str, int]]:
     """``(path, display, size)`` of every input file, in a stable order.
 
     Local paths are walked exactly as the local engine walks them (.gitignore,
-    --include/--exclude); quoted globs are expanded; URLs are listed through fsspec.
+    include/exclude); quoted globs are expanded; URLs are listed through fsspec.
     """
     from tokcost.counting import Skipped, _globs, walk
 
@@ -161,7 +163,8 @@ def _inputs(
     inc, exc = _globs(include), _globs(exclude)
     for raw in paths:
         if raw == "-":
-            raise UsageError("--engine dask reads files and URLs, not stdin; drop '-'")
+            raise UsageError("engine=dask reads files and URLs, not stdin; drop '-'",
+                             param="engine")
         if is_url(raw):
             for url, size, rel in list_url(raw):
                 if inc is not None and not inc.match_file(rel):
@@ -183,78 +186,36 @@ def _inputs(
     return found
 
 
-def count_paths_dask(
-    paths: Sequence[str],
-    tokenizers: Mapping[str, Tokenizer],
-    *,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    allow_special: bool = False,
-    shard_bytes: int | None = None,
-    timeout: float = CONNECT_TIMEOUT,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-) -> CountReport:
-    """``tokcost.counting.count_paths`` on a Dask cluster: the same report, the same counts.
-
-    Files are cut into byte-range pieces of about ``shard_bytes`` (default: see
-    ``shard_size``; whole files when a tokenizer is not streamable); workers
-    build the tokenizers from their specs. ``client``: an existing
-    ``distributed.Client`` (else one is made from ``scheduler``/``workers``).
-    ``progress("count", bytes_done, bytes_total)``.
-    """
-    from tokcost.counting import CountReport, FileCount, Skipped
-
-    report = CountReport(specs=list(tokenizers))
-    files = _inputs(paths, include=include, exclude=exclude, gitignore=gitignore,
-                    skipped=report.skipped)
-    split = all(t.streamable for t in tokenizers.values())
-    # A file named twice is read once and reported twice, as the local engine does.
-    unique = list({p: size for p, _, size in files}.items())
-    merged: ShardCounts = {}
-    if unique:
-        total = sum(size for _, size in unique)
-        with _client(client, scheduler, workers, timeout) as cl:
-            size = shard_bytes or shard_size(total, cl)
-            shards = plan_shards(unique, size, split=split)
-            done = 0
-            parts = _gather(cl, count_shard, shards, specs=list(tokenizers),
-                            allow_special=allow_special)
-            for shard, part in parts:
-                for path, fp in part.items():
-                    if path in merged:
-                        merged[path].add(fp)
-                    else:
-                        merged[path] = fp
-                done += sum(p.end - p.start for p in shard)
-                if progress is not None:
-                    progress("count", done, total)
-    for path, display, _ in files:
-        fp = merged[path]
-        if fp.skipped:
-            report.skipped.append(Skipped(display, fp.skipped))
-            continue
-        tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
-        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
-                                      fp.invalid_utf8_bytes))
-    return report
-
-
 @dataclass(frozen=True)
 class DaskEngine:
-    """Count and pre-tokenize on a Dask cluster: ``scheduler`` (``tcp://HOST:8786``),
-    else a LocalCluster of ``workers`` processes on this machine (one per CPU)."""
+    """Count and pre-tokenize on a Dask cluster: the same reports and tables as
+    ``tokcost.counting.LocalEngine``, to the token.
+
+    ``scheduler`` (``tcp://HOST:8786``) names a running cluster; without one a
+    LocalCluster of ``workers`` processes starts here (one per CPU). ``client``
+    (an existing ``distributed.Client``) takes the place of both. Files are cut
+    into byte-range shards of about ``shard_bytes`` (default: ``shard_size``);
+    ``timeout`` bounds the wait for the scheduler and its workers, in seconds.
+    """
 
     scheduler: str | None = None
     workers: int | None = None
+    shard_bytes: int | None = None
+    timeout: float = CONNECT_TIMEOUT
+    client: Any = field(default=None, compare=False, repr=False)
+
+    @contextmanager
+    def _connected(self) -> Iterator[Any]:
+        if self.client is not None:
+            yield self.client
+            return
+        with dask_client(self.scheduler, workers=self.workers, timeout=self.timeout) as made:
+            yield made
 
     def count_paths(
         self,
         paths: Sequence[str],
-        tokenizers: dict[str, Tokenizer],
+        tokenizers: Mapping[str, Tokenizer],
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
@@ -263,111 +224,80 @@ class DaskEngine:
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
     ) -> CountReport:
-        return count_paths_dask(paths, tokenizers, scheduler=self.scheduler,
-                                workers=self.workers, include=include, exclude=exclude,
-                                gitignore=gitignore, allow_special=allow_special,
-                                progress=progress)
+        """``tokcost.counting.count_paths`` on the cluster (files and URLs, not stdin).
+
+        Workers build the tokenizers from their specs; a tokenizer that is not
+        streamable keeps every file whole. ``progress("count", done, total)``.
+        """
+        from tokcost.counting import CountReport, FileCount, Skipped
+
+        report = CountReport(specs=list(tokenizers))
+        files = _inputs(paths, include=include, exclude=exclude, gitignore=gitignore,
+                        skipped=report.skipped)
+        split = all(t.streamable for t in tokenizers.values())
+        # A file named twice is read once and reported twice, as the local engine does.
+        unique = list({p: size for p, _, size in files}.items())
+        merged: ShardCounts = {}
+        if unique:
+            total = sum(size for _, size in unique)
+            with self._connected() as client:
+                size = self.shard_bytes or shard_size(total, client)
+                done = 0
+                parts = _gather(client, count_shard, plan_shards(unique, size, split=split),
+                                specs=list(tokenizers), allow_special=allow_special)
+                for shard, part in parts:
+                    for path, fp in part.items():
+                        if path in merged:
+                            merged[path].add(fp)
+                        else:
+                            merged[path] = fp
+                    done += sum(p.end - p.start for p in shard)
+                    if progress is not None:
+                        progress("count", done, total)
+        for path, display, _ in files:
+            fp = merged[path]
+            if fp.skipped:
+                report.skipped.append(Skipped(display, fp.skipped))
+                continue
+            tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
+            report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
+                                          fp.invalid_utf8_bytes))
+        return report
 
     def count_words(
         self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
     ) -> Counter[str]:
-        return count_words_dask(paths, pattern, scheduler=self.scheduler,
-                                workers=self.workers, progress=progress)
+        """``tokcost.bpe.pretokenize.count_words`` on the cluster: the same frequencies.
 
+        Each worker pre-tokenizes the lines that start in its byte ranges; the
+        driver sums the tables. ``pattern`` is gpt2, cl100k, o200k or a regex.
+        """
+        from tokcost.bpe.pretokenize import resolve_pattern
 
-def shard_size(total_bytes: int, client: Any) -> int:
-    """About 16 shards per worker thread, so the last round leaves few workers idle,
-    within ``[MIN_SHARD_BYTES, MAX_SHARD_BYTES]``.
-
-    2 workers and 200 MB -> 6.25 MB shards; 100 workers and 1 TB -> 64 MiB.
-    """
-    threads: int = max(1, sum(client.nthreads().values()))
-    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total_bytes // (16 * threads)))
-
-
-@contextmanager
-def _client(
-    client: Any, scheduler: str | None, workers: int | None, timeout: float
-) -> Iterator[Any]:
-    if client is not None:
-        yield client
-        return
-    with dask_client(scheduler, workers=workers, timeout=timeout) as made:
-        yield made
-
-
-# --- BPE pre-tokenization and training --------------------------------------------------
-
-
-def count_words_dask(
-    paths: Sequence[str | Path],
-    pattern: str,
-    *,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    shard_bytes: int | None = None,
-    timeout: float = CONNECT_TIMEOUT,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-) -> Counter[str]:
-    """``tokcost.bpe.pretokenize.count_words`` on a Dask cluster: the same frequencies.
-
-    Each worker pre-tokenizes the lines that start in its byte ranges; the
-    driver sums the tables. ``pattern`` is gpt2, cl100k, o200k or a regex.
-    """
-    from tokcost.bpe.pretokenize import resolve_pattern
-
-    regex, _ = resolve_pattern(pattern)
-    files: list[tuple[str, int]] = []
-    for p in paths:
-        raw = str(p)
-        if is_url(raw):
-            files += [(url, size) for url, size, _ in list_url(raw)]
-            continue
-        for name in expand_local(raw):
-            if os.path.isdir(name):
-                raise UsageError(f"{name} is a directory; pass the text files to train on")
-            try:
-                files.append((name, os.stat(name).st_size))
-            except OSError:
-                raise UsageError(f"training file not found: {name}") from None
-    total = sum(size for _, size in files)
-    counts: Counter[str] = Counter()
-    if not files:
+        regex, _ = resolve_pattern(pattern)
+        files: list[tuple[str, int]] = []
+        for p in paths:
+            raw = str(p)
+            if is_url(raw):
+                files += [(url, size) for url, size, _ in list_url(raw)]
+                continue
+            for name in expand_local(raw):
+                if os.path.isdir(name):
+                    raise UsageError(f"{name} is a directory; pass the text files to train on")
+                try:
+                    files.append((name, os.stat(name).st_size))
+                except OSError:
+                    raise UsageError(f"training file not found: {name}") from None
+        total = sum(size for _, size in files)
+        counts: Counter[str] = Counter()
+        if not files:
+            return counts
+        with self._connected() as client:
+            shards = plan_shards(files, self.shard_bytes or shard_size(total, client))
+            done = 0
+            for shard, part in _gather(client, pretokenize_shard, shards, pattern=regex):
+                counts.update(part)
+                done += sum(p.end - p.start for p in shard)
+                if progress is not None:
+                    progress("pretokenize", done, total)
         return counts
-    with _client(client, scheduler, workers, timeout) as cl:
-        shards = plan_shards(files, shard_bytes or shard_size(total, cl))
-        done = 0
-        for shard, part in _gather(cl, pretokenize_shard, shards, pattern=regex):
-            counts.update(part)
-            done += sum(p.end - p.start for p in shard)
-            if progress is not None:
-                progress("pretokenize", done, total)
-    return counts
-
-
-def train_dask(
-    paths: Sequence[str | Path],
-    config: TrainerConfig,
-    *,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    shard_bytes: int | None = None,
-    timeout: float = CONNECT_TIMEOUT,
-    client: Any = None,
-    progress: ProgressFn | None = None,
-) -> TrainResult:
-    """``tokcost.bpe.train.train`` with pre-tokenization on Dask: identical merges.
-
-    The cluster produces the same pre-token frequencies as the local reader; the
-    merges are then learned here by the same ``train_from_counts``.
-    """
-    from tokcost.bpe.train import check_config, train_from_counts
-
-    check_config(config)
-    t0 = time.perf_counter()
-    counts = count_words_dask(paths, config.pattern, scheduler=scheduler, workers=workers,
-                              shard_bytes=shard_bytes, timeout=timeout, client=client,
-                              progress=progress)
-    return train_from_counts(counts, config, progress,
-                             seconds_pretokenize=time.perf_counter() - t0)

@@ -21,15 +21,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
-from tokcost.errors import InputError, UsageError
-from tokcost.scale.shards import Piece, Window, next_cut, next_line_start, open_binary
+from tokcost.errors import UsageError
+from tokcost.scale.shards import Piece, Window, open_binary
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-
-SNIFF_BYTES = 8000  # as tokcost.counting: a NUL byte in the first 8000 bytes means binary
 
 
 # --- counting ---------------------------------------------------------------------------
@@ -117,7 +115,9 @@ def count_shard(
 
 
 def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: bool) -> FilePartial:
-    from tokcost.counting import MAX_WHOLE_CHARS, TextStream
+    """One piece, read as the local engine reads a file: the same sniffing, cut rule
+    and reader (``tokcost.counting``), between the cuts at or after its two ends."""
+    from tokcost.counting import SNIFF_BYTES, next_cut, read_text, sniff_binary
 
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
     whole_specs = [s for s, t in toks.items() if not t.streamable]
@@ -125,38 +125,21 @@ def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: boo
         raise UsageError(
             f"{', '.join(whole_specs)} must see whole files: plan shards with split=False"
         )
+
+    def count(spec: str, text: str) -> None:
+        part.tokens[spec] += toks[spec].count(text, allow_special=allow_special)
+
     try:
         with open_binary(piece.path) as fh:
             if piece.start == 0:
-                head = fh.read(SNIFF_BYTES)
-                nul = head.find(b"\x00")
-                if nul >= 0:
-                    part.skipped = f"binary (NUL byte at offset {nul})"
+                part.skipped = sniff_binary(fh.read(SNIFF_BYTES))
+                if part.skipped is not None:
                     return part
             punct = not allow_special  # never cut inside <|...|> when it is special
             begin = next_cut(fh, piece.start, piece.size, punct=punct)
             stop = next_cut(fh, piece.end, piece.size, punct=punct)
-            stream = TextStream(_as_binary(Window(fh, begin, stop)), punct=punct)
-            whole: list[str] = []
-            whole_chars = 0
-            for chunk in stream.chunks():
-                for spec, tok in toks.items():
-                    if spec in whole_specs:
-                        continue
-                    part.tokens[spec] += tok.count(chunk, allow_special=allow_special)
-                if whole_specs:
-                    whole_chars += len(chunk)
-                    if whole_chars > MAX_WHOLE_CHARS:
-                        raise InputError(
-                            f"{piece.path}: too large for exact counting with "
-                            f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M "
-                            "characters); use a tiktoken or bpe tokenizer, or split the file"
-                        )
-                    whole.append(chunk)
-            if whole_specs:
-                text = "".join(whole)
-                for spec in whole_specs:
-                    part.tokens[spec] += toks[spec].count(text, allow_special=allow_special)
+            stream = read_text(Window(fh, begin, stop), toks, count, name=piece.path,
+                               allow_special=allow_special)
     except IsADirectoryError:
         part.skipped = "a folder"
         return part
@@ -167,11 +150,6 @@ def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: boo
     part.chars = stream.chars
     part.invalid_utf8_bytes = stream.invalid_bytes
     return part
-
-
-def _as_binary(window: Window) -> BinaryIO:
-    # TextStream only calls read(n); a Window is all it needs.
-    return window  # type: ignore[return-value]
 
 
 def merge_shard_counts(partials: Iterable[ShardCounts]) -> ShardCounts:
@@ -209,53 +187,15 @@ def pretokenize_texts(texts: Iterable[str], pattern: str) -> Counter[str]:
     return counts
 
 
-def pretokenize_shard(shard: Sequence[Piece], pattern: str, block_bytes: int = 1 << 20) -> (
-    Counter[str]
-):
-    """Map: pre-token frequencies of the lines that *start* inside each piece.
-
-    Blocks are cut after ``b"\\n"``, so a UTF-8 character is never split and
-    memory stays bounded (a line longer than a block is held whole).
-    """
-    from tokcost.bpe.pretokenize import count_block, resolve_pattern
+def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> Counter[str]:
+    """Map: pre-token frequencies of the lines that *start* inside each piece, read by
+    the BPE trainer's own line-range reader (``tokcost.bpe.pretokenize.count_lines``)."""
+    from tokcost.bpe.pretokenize import count_lines, resolve_pattern
 
     regex, _ = resolve_pattern(pattern)
     counts: Counter[str] = Counter()
     for piece in shard:
-        try:
-            with open_binary(piece.path) as fh:
-                begin = next_line_start(fh, piece.start, piece.size)
-                stop = next_line_start(fh, piece.end, piece.size)
-                window = Window(fh, begin, stop)
-                carry = b""
-                offset = begin
-                while True:
-                    block = window.read(block_bytes)
-                    data = carry + block
-                    if not data:
-                        break
-                    cut = data.rfind(b"\n") + 1 if block else len(data)
-                    if cut == 0:
-                        carry = data
-                        continue
-                    carry = data[cut:]
-                    try:
-                        text = data[:cut].decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise InputError(
-                            f"{piece.path} is not UTF-8 text (byte {offset + exc.start}); "
-                            "convert it (iconv -t UTF-8) or leave it out"
-                        ) from None
-                    offset += cut
-                    counts.update(count_block(text, regex))
-        except IsADirectoryError:
-            raise UsageError(
-                f"{piece.path} is a directory; pass the text files to train on"
-            ) from None
-        except FileNotFoundError:
-            raise UsageError(f"training file not found: {piece.path}") from None
-        except OSError as exc:
-            raise InputError(f"cannot read {piece.path}: {exc.strerror or exc}") from None
+        count_lines(piece.path, piece.start, piece.end, regex, opener=open_binary, into=counts)
     return counts
 
 

@@ -6,15 +6,14 @@ worker that takes a piece moves both of its ends forward to a *cut*, a point
 found from the bytes at that offset alone, so the worker holding the piece
 before and the one holding the piece after agree on it without talking:
 
-- for counting, ``next_cut`` finds the first point at or after the offset where
-  the gpt2, cl100k and o200k pre-tokenizers start a new piece
-  (``tokcost.counting.find_boundary``'s rule), so the counts of the pieces add
-  up to the count of the whole file;
-- for BPE pre-tokenization, ``next_line_start`` finds the first line start,
-  because the trainer splits its corpus only at ``"\\n"``.
+- for counting, ``tokcost.counting.next_cut``: the first point at or after the
+  offset where the streaming reader may cut too (one rule for both), so the
+  counts of the pieces add up to the count of the whole file;
+- for BPE pre-tokenization, ``tokcost.bpe.pretokenize.count_lines`` reads the
+  lines that start in the piece, because the trainer splits its corpus only at
+  ``"\\n"``.
 
-Reading is in blocks of ``tokcost.counting.BLOCK_BYTES``: no worker holds a
-whole large file, whatever the piece size.
+Reading is in blocks: no worker holds a whole large file, whatever the piece size.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from tokcost.errors import InputError, UsageError
 SHARD_BYTES = 32 << 20
 MIN_SHARD_BYTES = 1 << 20
 MAX_SHARD_BYTES = 64 << 20
-SCAN_BYTES = 4096  # window read around an offset to find a cut
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -74,7 +72,7 @@ def _has_glob(path: str) -> bool:
 
 def list_url(url: str) -> list[tuple[str, int, str]]:
     """``(url, size, relative name)`` of every file a URL names: one file, a folder
-    (recursively; names relative to it, for ``--include``/``--exclude``) or a glob.
+    (recursively; names relative to it, for ``include``/``exclude``) or a glob.
 
     Needs ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
     """
@@ -193,86 +191,3 @@ class Window:
         data = self.fh.read(want)
         self.left -= len(data)
         return data
-
-
-def _is_letter(ch: str) -> bool:
-    # Surrogates stand for undecodable bytes: never a letter, never a cut.
-    return ch.isalpha()
-
-
-def _starts_piece(ch: str) -> bool:
-    """Punctuation or a symbol after a letter starts a new pre-token (see counting)."""
-    import unicodedata
-
-    return (
-        ch not in "'\r\n"
-        and not ch.isspace()
-        and unicodedata.category(ch)[0] not in "LMNC"  # C: controls and undecodable bytes
-    )
-
-
-def next_cut(fh: IO[bytes], offset: int, size: int, *, punct: bool = True) -> int:
-    """The first byte offset ``>= offset`` where counting may cut the file, or ``size``.
-
-    A cut lies before ``" x"`` after a letter (letter, space, letter), or before a
-    punctuation mark that follows a letter — ``tokcost.counting.find_boundary``'s
-    rule — and always at the start of a well-formed UTF-8 character. The answer
-    depends only on the bytes near ``offset``, so two workers asking about the
-    same offset agree. ``punct=False`` keeps only the space rule, which never cuts
-    inside special-token text such as ``<|endoftext|>`` (for ``allow_special``).
-    """
-    if offset <= 0:
-        return 0
-    if offset >= size:
-        return size
-    # Start up to 4 bytes early, so the character before `offset` is decoded whole.
-    lo = max(0, offset - 4)
-    fh.seek(lo)
-    buf = b""
-    scan = SCAN_BYTES
-    while True:
-        want = min(scan, size - lo - len(buf))
-        block = fh.read(want) if want > 0 else b""
-        buf += block
-        eof = lo + len(buf) >= size or not block
-        # surrogateescape: one stand-in per undecodable byte, so byte offsets are kept.
-        text = buf.decode("utf-8", errors="surrogateescape")
-        pos = lo
-        prev = ""
-        # Absolute offset up to which characters are surely whole (the tail may be cut off).
-        safe_end = lo + len(buf) - (0 if eof else 4)
-        for i, ch in enumerate(text):
-            width = len(ch.encode("utf-8", errors="surrogateescape"))
-            if pos >= offset and _is_letter(prev):
-                if pos + width > safe_end:
-                    break
-                if ch == " ":
-                    nxt = text[i + 1] if i + 1 < len(text) else ""
-                    if _is_letter(nxt) and pos + 1 + len(nxt.encode("utf-8")) <= safe_end:
-                        return pos
-                elif punct and _starts_piece(ch):
-                    return pos
-            prev = ch
-            pos += width
-        if eof:
-            return size
-        scan *= 2
-
-
-def next_line_start(fh: IO[bytes], offset: int, size: int) -> int:
-    """The first byte offset ``>= offset`` that starts a line (follows ``"\\n"``), or ``size``."""
-    if offset <= 0:
-        return 0
-    if offset >= size:
-        return size
-    pos = offset - 1
-    fh.seek(pos)
-    while pos < size:
-        block = fh.read(SCAN_BYTES)
-        if not block:
-            break
-        nl = block.find(b"\n")
-        if nl >= 0:
-            return pos + nl + 1
-        pos += len(block)
-    return size

@@ -1,0 +1,324 @@
+"""``tokcost count`` as library calls: tokens in files, folders and stdin, in a chat
+request, and the tokens themselves.
+
+>>> import io, tokcost
+>>> tokcost.tokenize("-", stdin=io.BytesIO(b"hello world")).ids
+(24912, 2375)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from tokcost.app.engine import EngineKind, make_engine
+from tokcost.chat import ChatCount, load_messages
+from tokcost.chat import count_chat as count_messages
+from tokcost.counting import FileCount, ProgressFn, Skipped, count_paths
+from tokcost.errors import InputError, UsageError
+from tokcost.tokenizers import (
+    MODEL_PREFIX,
+    TokenizerChoice,
+    load_tokenizers,
+    model_choice,
+    open_catalog,
+    resolve_tokenizers,
+)
+
+if TYPE_CHECKING:
+    from tokcost.catalog import Catalog
+    from tokcost.counting import Engine
+
+__all__ = [
+    "ChatModelCount", "ChatResult", "CountResult", "TokenizeResult", "WindowShare",
+    "count", "count_chat", "tokenize",
+]
+
+#: The model whose chat template ``count_chat`` applies when none is named.
+DEFAULT_CHAT_MODEL = "gpt-4o"
+
+def _choices(
+    tokenizers: Sequence[str], models: Sequence[str], catalog: str | Path | Catalog | None
+) -> list[TokenizerChoice]:
+    # Columns: plain specs first, then model:ID specs, then models, each in the order
+    # given (as count has always shown them; model:ID is the same as a model id).
+    ordered = sorted(tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
+    return resolve_tokenizers(ordered, models, catalog=catalog)
+
+
+# --- count ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowShare:
+    """A model's share of its context window taken by the total."""
+
+    id: str
+    tokenizer: str
+    exact: bool
+    tokens: int
+    context_window: int | None
+
+    @property
+    def context_share(self) -> float | None:
+        """``tokens / context_window``, rounded to 6 places (None without a window)."""
+        return round(self.tokens / self.context_window, 6) if self.context_window else None
+
+    @property
+    def fits(self) -> bool:
+        share = self.context_share
+        return share is None or share <= 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "tokenizer": self.tokenizer, "exact": self.exact,
+            "tokens": self.tokens, "context_window": self.context_window,
+            "context_share": self.context_share,
+        }
+
+
+@dataclass(frozen=True)
+class CountResult:
+    """Per-file counts (in input order) for each tokenizer, and what was skipped.
+
+    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``).
+    """
+
+    tokenizers: tuple[TokenizerChoice, ...]
+    files: tuple[FileCount, ...]
+    skipped: tuple[Skipped, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def total_chars(self) -> int:
+        return sum(f.chars for f in self.files)
+
+    def total_tokens(self, tokenizer: TokenizerChoice | None = None) -> int:
+        """Tokens over all files for ``tokenizer`` (default: the first one)."""
+        spec = (tokenizer or self.tokenizers[0]).spec
+        return sum(f.tokens[spec] for f in self.files)
+
+    @property
+    def windows(self) -> tuple[WindowShare, ...]:
+        """One per tokenizer that came from a model, in column order."""
+        return tuple(
+            WindowShare(c.label, c.spec, c.exact, self.total_tokens(c), c.model.context_window)
+            for c in self.tokenizers if c.model is not None
+        )
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched."""
+        notes = [f"skipped {s.path}: {s.reason}" for s in self.skipped]
+        notes += [f"{f.path}: {f.invalid_utf8_bytes} bytes of invalid UTF-8, counted as U+FFFD"
+                  for f in self.files if f.invalid_utf8_bytes]
+        if not self.files and not self.skipped:
+            notes.append("no files matched")
+        return tuple(notes)
+
+    def raise_for_empty(self) -> None:
+        """Raise InputError when every input was skipped (the reasons are ``warnings``);
+        no input at all (``no files matched``) is not an error."""
+        if not self.files and self.skipped:
+            raise InputError(
+                f"nothing to count: every input was skipped ({len(self.skipped)}, reasons above)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tokcost count --json`` document."""
+        cols = self.tokenizers
+        return {
+            "tokenizers": [
+                {"label": c.label, "spec": c.spec, "exact": c.exact,
+                 "model": c.model.id if c.model else None}
+                for c in cols
+            ],
+            "files": [
+                {"path": f.path, "bytes": f.bytes, "chars": f.chars,
+                 "tokens": {c.label: f.tokens[c.spec] for c in cols},
+                 "invalid_utf8_bytes": f.invalid_utf8_bytes}
+                for f in self.files
+            ],
+            "total": {
+                "files": len(self.files), "bytes": self.total_bytes, "chars": self.total_chars,
+                "tokens": {c.label: self.total_tokens(c) for c in cols},
+            },
+            "models": [w.to_dict() for w in self.windows],
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+        }
+
+
+def count(
+    paths: Sequence[str],
+    *,
+    tokenizers: Sequence[str] = (),
+    models: Sequence[str] = (),
+    catalog: str | Path | Catalog | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    engine: EngineKind | str | Engine = EngineKind.LOCAL,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    stdin: BinaryIO | None = None,
+    progress: ProgressFn | None = None,
+) -> CountResult:
+    """Count the files under ``paths`` (``-``: ``stdin``, default the process's) with
+    every tokenizer spec and every model's tokenizer (default o200k_base).
+
+    ``catalog`` resolves model ids (also ``model:ID`` specs); ``include``/``exclude``
+    are gitignore-style globs; ``engine`` (local or dask) runs with ``jobs`` workers,
+    or on the Dask cluster at ``scheduler``. ``progress(stage, done, total)``.
+
+    >>> import io, tokcost
+    >>> r = tokcost.count(["-"], tokenizers=["cl100k_base"], stdin=io.BytesIO(b"hello world"))
+    >>> r.total_tokens(), r.to_dict()["total"]["tokens"]
+    (2, {'cl100k_base': 2})
+    """
+    choices = _choices(tokenizers, models, catalog)
+    if not paths:
+        raise UsageError("nothing to count: give files or folders, or '-' to read stdin",
+                         param="paths")
+    toks = load_tokenizers(choices)
+    report = count_paths(
+        list(paths), toks, engine=make_engine(engine, jobs=jobs, scheduler=scheduler),
+        include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
+        stdin=stdin, progress=progress)
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped))
+
+
+# --- count a chat -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatModelCount:
+    """A chat request's tokens under one model's template and tokenizer."""
+
+    id: str
+    tokenizer: str
+    exact: bool
+    counted: ChatCount
+    context_window: int | None
+
+    @property
+    def context_share(self) -> float | None:
+        return self.counted.total / self.context_window if self.context_window else None
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.counted
+        return {
+            "id": self.id, "tokenizer": self.tokenizer, "exact": self.exact,
+            "messages": c.messages, "content_tokens": c.content_tokens,
+            "overhead_tokens": c.overhead_tokens, "total": c.total,
+            "context_window": self.context_window,
+        }
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """A chat request counted for each model, in the order asked."""
+
+    chat: str
+    models: tuple[ChatModelCount, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        skipped = self.models[0].counted.skipped_parts if self.models else 0
+        if not skipped:
+            return ()
+        return (f"{skipped} non-text parts (images, audio, tool calls) not counted",)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tokcost count --chat --json`` document."""
+        return {"chat": self.chat, "models": [m.to_dict() for m in self.models]}
+
+
+def count_chat(
+    chat: str | Path,
+    *,
+    models: Sequence[str] = (),
+    tokenizers: Sequence[str] = (),
+    catalog: str | Path | Catalog | None = None,
+) -> ChatResult:
+    """Count an OpenAI-style JSON message list (``chat``: its file) with each model's
+    per-message overhead from the catalog (default model gpt-4o).
+
+    The first of ``tokenizers`` (a spec or ``model:ID``) replaces each model's own
+    tokenizer; the model still supplies overhead and window.
+    """
+    messages = load_messages(str(chat))
+    cat = open_catalog(catalog)
+    override = resolve_tokenizers(tokenizers[:1], catalog=cat, default=None)
+    rows = []
+    for model_id in models or [DEFAULT_CHAT_MODEL]:
+        entry = cat.resolve(model_id)
+        if entry.chat is None:
+            raise UsageError(f"model '{entry.id}' has no chat overhead in the catalog; "
+                             "choose a model that has one (tokcost models show ID)")
+        choice = (replace(override[0], label=entry.id, model=entry) if override
+                  else model_choice(entry))
+        tok = load_tokenizers([choice])[choice.spec]
+        counted = count_messages(messages, tok, per_message=entry.chat.per_message,
+                                 per_name=entry.chat.per_name,
+                                 reply_priming=entry.chat.reply_priming)
+        rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
+                                   entry.context_window))
+    return ChatResult(str(chat), tuple(rows))
+
+
+# --- the tokens themselves --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenizeResult:
+    """One input's token ids, each token's text, and the text they make up."""
+
+    tokenizer: TokenizerChoice
+    ids: tuple[int, ...]
+    pieces: tuple[str, ...]  # each token's bytes as text (a split character: \\x escapes)
+    text: str  # the input, or its first max_tokens tokens decoded
+
+
+def _read_one(path: str, stdin: BinaryIO | None) -> str:
+    if path == "-":
+        data = (stdin or sys.stdin.buffer).read()
+    else:
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a folder; tokenize one file or '-' (stdin)") from None
+        except OSError as err:
+            raise InputError(f"cannot read {path}: {err.strerror}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+def tokenize(
+    path: str,
+    *,
+    tokenizers: Sequence[str] = (),
+    models: Sequence[str] = (),
+    catalog: str | Path | Catalog | None = None,
+    allow_special: bool = False,
+    max_tokens: int | None = None,
+    stdin: BinaryIO | None = None,
+) -> TokenizeResult:
+    """The tokens of one file (``-``: ``stdin``) under the first tokenizer (default
+    o200k_base); with ``max_tokens``, only the first ones, and ``text`` cut to them."""
+    choice = _choices(tokenizers, models, catalog)[0]
+    tok = load_tokenizers([choice])[choice.spec]
+    text = _read_one(path, stdin)
+    ids = tok.encode(text, allow_special=allow_special)
+    if max_tokens is not None:
+        ids = ids[:max_tokens]
+        text = tok.decode(ids)
+    pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
+    return TokenizeResult(choice, tuple(ids), pieces, text)
