@@ -61,9 +61,11 @@ class ModelNotFound(UsageError):
 class MissingDependency(TokcostError):
     """An optional package is needed for this feature."""
 
-    def __init__(self, package: str, extra: str, feature: str) -> None:
+    def __init__(self, package: str, extra: str, feature: str, *,
+                 param: str | None = None) -> None:
         super().__init__(
-            f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'"
+            f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'",
+            param=param,
         )
         self.package = package
         self.extra = extra

@@ -102,7 +102,7 @@ def resolve_tokenizers(
     default: str | None = DEFAULT_SPEC,
     unique: bool = False,
 ) -> list[TokenizerChoice]:
-    """Tokenizer specs and model ids -> choices, in the order given (specs first).
+    """Tokenizer specs and model ids -> choices: ``tokenizers`` in their order, then ``models``.
 
     ``model:ID`` among ``tokenizers`` is the same as ``ID`` in ``models``: both go
     through ``catalog``. With nothing given, ``default`` (None: an empty list).

@@ -53,9 +53,8 @@ def _import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        missing = MissingDependency("dask", "dask", "engine=dask")
-        missing.param = "engine"  # the CLI shows its flag: --engine dask
-        raise missing from None
+        # the CLI shows its flag: --engine dask
+        raise MissingDependency("dask", "dask", "engine=dask", param="engine") from None
     return distributed
 
 
