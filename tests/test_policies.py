@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from tokcost.errors import UsageError
-from tokcost.memory.simulate import Request, StepSample, requests_from_distribution, simulate
+from tokcost.memory.report import StepSample
+from tokcost.memory.simulate import simulate
+from tokcost.memory.workload import Request, requests_from_distribution
 
 GOLDEN = Path(__file__).parent / "golden" / "kvmem" / "policies.json"
 
