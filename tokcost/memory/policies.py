@@ -111,19 +111,16 @@ class Running:
     shared_full: int = 0  # paged: full prompt blocks every sample reads (stored once)
 
 
+@dataclass(eq=False)
 class Policy(ABC):
     """How one allocation policy places requests in ``capacity`` token slots."""
 
+    capacity: int
+    max_len: int = 2048
+    block_size: int = 16  # paged only
+    share_prefix: bool = True  # paged only: samples of a request share the prompt's blocks
     name: ClassVar[PolicyName]
-    # True when the report says how many blocks prefix sharing saved (paged).
-    counts_sharing: ClassVar[bool] = False
-
-    def __init__(self, capacity_tokens: int, *, max_len: int, block_size: int,
-                 share_prefix: bool) -> None:
-        self.capacity = capacity_tokens
-        self.max_len = max_len
-        self.share_prefix = share_prefix
-        self.block_size: int | None = None  # the block the report names (paged only)
+    paged: ClassVar[bool] = False  # its report names the block size and the sharing saved
 
     @abstractmethod
     def admit_need(self, r: Request) -> int:
@@ -150,14 +147,11 @@ class Policy(ABC):
         return 0, 0
 
 
+@dataclass(eq=False)
 class ContiguousPolicy(Policy):
     """One run of slots per sequence, reserved at admission, placed first-fit."""
 
-    def __init__(self, capacity_tokens: int, *, max_len: int, block_size: int,
-                 share_prefix: bool) -> None:
-        super().__init__(capacity_tokens, max_len=max_len, block_size=block_size,
-                         share_prefix=share_prefix)
-        self._intervals: list[tuple[int, int]] = []  # reserved (start, end), sorted
+    _intervals: list[tuple[int, int]] = field(default_factory=list)  # (start, end), sorted
 
     @abstractmethod
     def reservation(self, r: Request) -> int:
@@ -241,19 +235,17 @@ class OraclePolicy(ContiguousPolicy):
         return r.total
 
 
+@dataclass(eq=False)
 class PagedPolicy(Policy):
     """Blocks on demand from one BlockAllocator; samples share the prompt's blocks."""
 
     name = PolicyName.PAGED
-    counts_sharing = True
+    paged = True
 
-    def __init__(self, capacity_tokens: int, *, max_len: int, block_size: int,
-                 share_prefix: bool) -> None:
-        blocks = capacity_tokens // block_size
-        super().__init__(blocks * block_size, max_len=max_len, block_size=block_size,
-                         share_prefix=share_prefix)
-        self.block_size = self.b = block_size
-        self.allocator = BlockAllocator(blocks)
+    def __post_init__(self) -> None:
+        self.b = self.block_size
+        self.allocator = BlockAllocator(self.capacity // self.b)
+        self.capacity = self.allocator.num_blocks * self.b  # whole blocks only
 
     def admit_need(self, r: Request) -> int:
         per_seq = -(-r.total // self.b)
@@ -342,5 +334,4 @@ def make_policy(
         ) from None
     if block_size < 1:
         raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
-    return _CLASSES[key](capacity_tokens, max_len=max_len, block_size=block_size,
-                         share_prefix=share_prefix)
+    return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)

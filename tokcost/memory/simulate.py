@@ -129,11 +129,11 @@ def simulate(
     else:
         shares = [s / (max(1, busy_steps) * cap) for s in all_sums]
     saved = None
-    if pol.counts_sharing and any(r.n > 1 for r in reqs):
+    if pol.paged and any(r.n > 1 for r in reqs):
         saved = 1 - physical_sum / logical_sum if logical_sum else 0.0
     return PolicyReport(
         policy=pol.name.value,
-        block_size=pol.block_size,
+        block_size=pol.block_size if pol.paged else None,
         capacity_tokens=cap,
         token_states=shares[0],
         reserved=shares[1],
