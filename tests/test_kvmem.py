@@ -152,7 +152,7 @@ def test_tensor_parallel_splits_kv_heads(tp: int, expected_heads: int) -> None:
 
 
 def test_tensor_parallel_must_divide_heads() -> None:
-    with pytest.raises(UsageError, match="--tp 3 must divide"):
+    with pytest.raises(UsageError, match="tp=3 must divide"):
         kv_layout(arch("llama-3.1-70b"), tp=3)
 
 

@@ -10,15 +10,10 @@ from typer.testing import CliRunner
 
 from tokcost.cli.app import app
 from tokcost.errors import InputError, UsageError
-from tokcost.memory.simulate import (
-    POLICIES,
-    Request,
-    StepSample,
-    load_requests,
-    next_pow2,
-    requests_from_distribution,
-    simulate,
-)
+from tokcost.memory.policies import POLICIES, next_pow2
+from tokcost.memory.report import StepSample
+from tokcost.memory.simulate import simulate
+from tokcost.memory.workload import Request, load_requests, requests_from_distribution
 
 runner = CliRunner()
 
@@ -230,7 +225,7 @@ def test_poisson_arrivals_are_seeded_and_ordered() -> None:
     assert a == requests_from_distribution("fixed:10,5", 50, seed=3, rate=0.1)
     arrivals = [r.arrival for r in a]
     assert arrivals[0] == 0 and arrivals == sorted(arrivals) and arrivals[-1] > 100
-    with pytest.raises(UsageError, match="--rate"):
+    with pytest.raises(UsageError, match="rate must be > 0"):
         requests_from_distribution("fixed:10,5", 5, rate=0)
 
 

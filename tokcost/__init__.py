@@ -36,8 +36,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tokcost.catalog": ("load_catalog",),
     "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
-    "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes"),
+    "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
+    "tokcost.memory.policies": ("PolicyName",),
     "tokcost.memory.simulate": ("compare_policies",),
+    "tokcost.app.memory": ("estimate_memory", "MemoryEstimate"),
+    "tokcost.app.simulate": ("simulate", "SimulationResult"),
+    "tokcost.plotting.memory": ("plot_memory",),
+    "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "check"),
@@ -119,8 +124,12 @@ if TYPE_CHECKING:
     from tokcost.app.generate import GenerationStep as GenerationStep
     from tokcost.app.generate import KVCacheUse as KVCacheUse
     from tokcost.app.generate import generate as generate
+    from tokcost.app.memory import MemoryEstimate as MemoryEstimate
+    from tokcost.app.memory import estimate_memory as estimate_memory
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
+    from tokcost.app.simulate import SimulationResult as SimulationResult
+    from tokcost.app.simulate import simulate as simulate
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list
@@ -130,10 +139,14 @@ if TYPE_CHECKING:
     from tokcost.counting import count_text as count_text
     from tokcost.counting import count_texts as count_texts
     from tokcost.errors import TokcostError as TokcostError
+    from tokcost.memory import KvDtypeName as KvDtypeName
     from tokcost.memory import estimate_kv as estimate_kv
     from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
     from tokcost.memory import kv_cache_bytes as kv_cache_bytes
+    from tokcost.memory.policies import PolicyName as PolicyName
     from tokcost.memory.simulate import compare_policies as compare_policies
+    from tokcost.plotting.memory import plot_memory as plot_memory
+    from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.pricing import estimate_cost as estimate_cost
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
     from tokcost.tokenizers import load_tokenizers as load_tokenizers

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import tokcost
 from tokcost.cli.console import out, print_json
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
-from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost.memory import KvEstimate
+    from tokcost import MemoryEstimate
 
 kvmem_app = typer.Typer(
     name="kvmem",
@@ -38,14 +38,16 @@ Examples:
 
 
 def _human(n: float) -> str:
-    from tokcost.catalog.units import format_bytes
+    return tokcost.format_bytes(n)
 
-    return format_bytes(n)
+
+def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | None:
+    return None if text is None else tokcost.parse_size(text, param=param, allow_zero=allow_zero)
 
 
 def estimate(
     model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")],
-    context: Annotated[
+    contexts: Annotated[
         str | None,
         typer.Option(
             "--context",
@@ -56,11 +58,12 @@ def estimate(
     ] = None,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences served at once.")] = 1,
     kv_dtype: Annotated[
-        str,
+        tokcost.KvDtypeName,
         typer.Option(
-            "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4 (int: +scales)."
+            "--kv-dtype", help="Cache dtype (int8/int4 add per-group scales).",
+            case_sensitive=False,
         ),
-    ] = "bf16",
+    ] = tokcost.KvDtypeName.BF16,
     kv_group_size: Annotated[
         int | None, typer.Option("--kv-group-size", help="Quantization group of int8/int4 (64).")
     ] = None,
@@ -105,59 +108,40 @@ def estimate(
     catalog: CatalogOpt = None,
 ) -> None:
     """Size the KV cache of a model, and what fits on a GPU."""
-    # Imported here so that other commands (and --help) do not pay for them.
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.units import parse_context_list, parse_size
-    from tokcost.memory import estimate_kv
-    from tokcost.memory.fit import DEFAULT_RESERVE
-
-    if gpu and gpu_memory:
-        raise UsageError("give either --gpu or --gpu-memory, not both")
-    if kv_memory and (gpu_memory or gpu_util != 0.9 or reserve):
-        raise UsageError("--kv-memory replaces --gpu-memory/--gpu-util/--reserve; drop them")
-    cat = load_catalog(catalog)
-    entry = cat.resolve(model)
-    gpu_entry = cat.resolve_gpu(gpu) if gpu else None
-    result = estimate_kv(
-        entry,
-        contexts=parse_context_list(context) if context else None,
+    result = tokcost.estimate_memory(
+        model,
+        catalog=catalog,
+        contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
         batch=batch,
         kv_dtype=kv_dtype,
+        kv_group_size=kv_group_size,
         block_size=block_size,
         tp=tp,
-        gpu=gpu_entry,
-        gpu_memory=parse_size(gpu_memory, param="gpu_memory") if gpu_memory else None,
+        gpu=gpu,
+        gpu_memory=_size(gpu_memory, "gpu_memory"),
         gpu_util=gpu_util,
-        kv_memory=parse_size(kv_memory, param="kv_memory") if kv_memory else None,
-        reserve=(
-            parse_size(reserve, param="reserve", allow_zero=True) if reserve else DEFAULT_RESERVE
-        ),
+        kv_memory=_size(kv_memory, "kv_memory"),
+        reserve=_size(reserve, "reserve", allow_zero=True),
         weights_dtype=weights_dtype,
-        group=kv_group_size,
-        bandwidth=(
-            parse_size(bandwidth.removesuffix("/s"), param="bandwidth") if bandwidth else None
-        ),
+        bandwidth=_size(bandwidth.removesuffix("/s") if bandwidth else None, "bandwidth"),
+        plot=plot,
+        force=force,
     )
-    if plot is not None:
-        from tokcost.memory.plot import plot_memory
-
-        plot_memory(result, entry, plot, force=force)
     if json_out:
-        data = result.to_dict()
-        data["plot"] = str(plot) if plot else None
-        print_json(data)
+        print_json(result.to_dict())
         return
     _render(result)
     if plot is not None:
         out.print(f"plot written to {plot}")
 
 
-def _render(r: KvEstimate) -> None:
+def _render(result: MemoryEstimate) -> None:
     from rich import box
     from rich.table import Table
 
     from tokcost.cli.console import print_wide
 
+    r = result.estimate
     lay = r.layout
     counts = lay.counts
     kinds = []

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import tokcost
 from tokcost.cli.console import err, out, print_json
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
-    from tokcost.memory.simulate import PolicyReport
+    from tokcost import SimulationResult
 
 EPILOG = """
 Examples:
@@ -35,13 +36,14 @@ def simulate(
         str, typer.Option("--kv-memory", help="KV-cache memory: 12GB, 20GiB...")
     ] = "12GB",
     kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", help="Cache dtype: fp16, bf16, fp8...")
-    ] = "fp16",
+        tokcost.KvDtypeName,
+        typer.Option("--kv-dtype", help="Cache dtype.", case_sensitive=False),
+    ] = tokcost.KvDtypeName.FP16,
     slots: Annotated[
         int | None,
         typer.Option("--slots", help="Memory as token slots (skips --model/--kv-memory)."),
     ] = None,
-    dist: Annotated[
+    distribution: Annotated[
         str,
         typer.Option("--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O."),
     ] = "sharegpt",
@@ -54,7 +56,7 @@ def simulate(
         Path | None,
         typer.Option("--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead."),
     ] = None,
-    policy: Annotated[
+    policies: Annotated[
         str, typer.Option("--policy", help="Comma list of max, pow2, oracle, paged.")
     ] = "max,pow2,oracle,paged",
     block_size: Annotated[int, typer.Option("--block-size", help="Paged block (tokens).")] = 16,
@@ -77,91 +79,38 @@ def simulate(
     catalog: CatalogOpt = None,
 ) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
-    from dataclasses import replace
-
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.units import parse_size
-    from tokcost.errors import UsageError
-    from tokcost.memory import kv_bytes_per_token
-    from tokcost.memory.simulate import (
-        POLICIES,
-        load_requests,
-        plot_reports,
-        requests_from_distribution,
+    result = tokcost.simulate(
+        model=model,
+        catalog=catalog,
+        kv_memory=tokcost.parse_size(kv_memory, param="kv_memory"),
+        kv_dtype=kv_dtype,
+        slots=slots,
+        distribution=distribution,
+        requests=requests,
+        rate=rate,
+        trace=trace,
+        policies=[p.strip() for p in policies.split(",") if p.strip()],
+        block_size=block_size,
+        max_len=max_len,
+        samples=samples,
+        seed=seed,
+        plot=plot,
+        force=force,
     )
-    from tokcost.memory.simulate import simulate as run
-
-    names = [p.strip() for p in policy.split(",") if p.strip()]
-    bad = [p for p in names if p not in POLICIES]
-    if bad or not names:
-        raise UsageError(f"unknown --policy '{','.join(bad)}'; use some of: {','.join(POLICIES)}")
-    if samples < 1:
-        raise UsageError(f"--n must be >= 1, got {samples}")
-    memory: int | None = None
-    per_token: int | None = None
-    if slots is not None:
-        if slots < 1:
-            raise UsageError(f"--slots must be >= 1, got {slots}")
-        capacity = slots
-        limit = max_len or 2048
-        model_id = None
-    else:
-        entry = load_catalog(catalog).resolve(model)
-        if entry.architecture is None:
-            raise UsageError(
-                f"model '{entry.id}' has no architecture in the catalog; pick another -m or "
-                "give the memory as --slots N"
-            )
-        per_token = kv_bytes_per_token(entry.architecture, kv_dtype)
-        memory = parse_size(kv_memory, param="kv_memory")
-        capacity = memory // per_token
-        limit = max_len or entry.context_window or 2048
-        model_id = entry.id
-    if trace is not None:
-        reqs = load_requests(trace, max_len=limit)
-        if samples > 1:
-            reqs = [replace(r, n=samples) for r in reqs]
-    else:
-        reqs = requests_from_distribution(
-            dist, requests, seed=seed, max_len=limit, n=samples, rate=rate
-        )
-    reports = [
-        run(reqs, capacity_tokens=capacity, policy=p, max_len=limit, block_size=block_size)
-        for p in names
-    ]
-    if plot is not None:
-        what = f"{model_id}, {memory / 2**30:.1f} GiB of KV memory" if model_id and memory else (
-            f"{capacity:,} token slots")
-        source = trace.name if trace is not None else f"{requests} {dist}-like requests"
-        plot_reports(reports, plot, force=force,
-                     title=f"Where KV-cache memory goes: {what}, {source}")
     if json_out:
-        print_json(
-            {
-                "model": model_id,
-                "kv_memory_bytes": memory,
-                "kv_bytes_per_token": per_token,
-                "capacity_tokens": capacity,
-                "max_len": limit,
-                "requests": len(reqs),
-                "samples_per_request": samples,
-                "workload": str(trace) if trace is not None else dist,
-                "seed": seed,
-                "rate": rate,
-                "policies": [r.as_dict() for r in reports],
-            }
-        )
+        print_json(result.to_dict())
         return
-    _render(reports, model_id, capacity, limit, len(reqs), samples)
+    _render(result)
     if plot is not None:
         err.print(f"wrote {plot}", highlight=False)
 
 
-def _render(
-    reports: list[PolicyReport], model: str | None, capacity: int, limit: int, n_req: int, n: int
-) -> None:
+def _render(result: SimulationResult) -> None:
     from rich import box
     from rich.table import Table
+
+    reports, model, n = result.policies, result.model, result.samples_per_request
+    capacity, limit, n_req = result.capacity_tokens, result.max_len, result.requests
 
     head = f"{n_req} requests" + (f" x {n} samples" if n > 1 else "")
     where = f"{model}, " if model else ""
@@ -183,9 +132,8 @@ def _render(
     ):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for r in reports:
-        name = r.policy if r.block_size is None else f"paged/{r.block_size}"
         table.add_row(
-            name,
+            r.label,
             f"{r.token_states:.1%}",
             f"{r.reserved:.1%}",
             f"{r.internal_fragmentation:.1%}",

@@ -1,4 +1,6 @@
-"""KV-cache memory: formulas (kv), GPU fit the vLLM way (fit), estimates (estimate).
+"""KV-cache memory: formulas (kv), GPU fit the vLLM way (fit), estimates (estimate), and
+the serving simulation: workload, block allocator (blocks), allocation policies
+(policies), the loop (simulate) and its report.
 
 Standard library and the catalog only; nothing here imports numpy or a tokenizer.
 """
@@ -15,6 +17,7 @@ from tokcost.memory.fit import weights_bytes as weights_bytes
 from tokcost.memory.kv import KV_DTYPES as KV_DTYPES
 from tokcost.memory.kv import ArchitectureIncomplete as ArchitectureIncomplete
 from tokcost.memory.kv import KvDtype as KvDtype
+from tokcost.memory.kv import KvDtypeName as KvDtypeName
 from tokcost.memory.kv import KvLayout as KvLayout
 from tokcost.memory.kv import kv_bytes_per_token as kv_bytes_per_token
 from tokcost.memory.kv import kv_cache_bytes as kv_cache_bytes

@@ -25,7 +25,7 @@ from tokcost.memory.fit import (
     max_concurrency,
     weights_bytes,
 )
-from tokcost.memory.kv import ArchitectureIncomplete, KvLayout, kv_layout
+from tokcost.memory.kv import ArchitectureIncomplete, KvDtypeName, KvLayout, kv_layout
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8
@@ -134,7 +134,7 @@ def estimate_kv(
     *,
     contexts: Sequence[int] | None = None,
     batch: int = 1,
-    kv_dtype: str = "bf16",
+    kv_dtype: str | KvDtypeName = "bf16",
     block_size: int = DEFAULT_BLOCK,
     tp: int = 1,
     gpu: Gpu | None = None,
@@ -150,15 +150,16 @@ def estimate_kv(
     arch = entry.architecture
     if arch is None:
         raise ArchitectureIncomplete(
-            f"model '{entry.id}' has no architecture in the catalog (layers, kv_heads, "
-            f"head_dim...); KV sizes need them: add them from its config.json with --catalog"
+            f"model '{entry.id}' has no architecture (layers, kv_heads, head_dim...); KV sizes "
+            f"need them: add them from its config.json to your own catalog=FILE", param="catalog"
         )
     if batch <= 0:
-        raise UsageError(f"--batch must be a positive integer, got {batch}")
+        raise UsageError(f"batch must be a positive integer, got {batch}", param="batch")
     if weights_dtype is not None:
         weight_bits(weights_dtype)  # reject a typo even when no GPU is given
     if block_size <= 0:
-        raise UsageError(f"--block-size must be a positive integer, got {block_size}")
+        raise UsageError(f"block_size must be a positive integer, got {block_size}",
+                         param="block_size")
     layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
     ctxs = list(contexts) if contexts else [entry.context_window or 8192]
     notes: list[str] = []
@@ -180,8 +181,8 @@ def estimate_kv(
         if kv_memory is None:
             notes.append(
                 f"reserve of {reserve / 2**30:g} GiB per GPU for activations and runtime "
-                f"overhead (vLLM profiles this; set --reserve, or pass vLLM's logged "
-                f"'Available KV cache memory' as --kv-memory)"
+                f"overhead (vLLM profiles this; set reserve, or pass vLLM's logged "
+                f"'Available KV cache memory' as kv_memory)"
             )
     active_per_gpu = 0
     if bw is not None:
@@ -206,7 +207,7 @@ def estimate_kv(
     rows: list[ContextRow] = []
     for ctx in ctxs:
         if ctx <= 0:
-            raise UsageError(f"context length must be positive, got {ctx}")
+            raise UsageError(f"contexts must be positive, got {ctx}", param="contexts")
         paged = layout.sequence_bytes(ctx, block_size)
         conc = max_concurrency(layout, fit, ctx) if fit is not None else None
         step = (

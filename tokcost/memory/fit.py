@@ -48,7 +48,7 @@ def weights_bytes(
     if arch.params_total is None:
         raise UsageError(
             f"model '{model}' lacks architecture field params needed for the weights' size; "
-            f"add it to its catalog entry, or pass --kv-memory SIZE"
+            f"add it to its catalog entry, or pass kv_memory=SIZE", param="kv_memory"
         )
     params = arch.params_active if active and arch.params_active else arch.params_total
     if arch.weights_bytes is not None and dtype is None:
@@ -96,16 +96,17 @@ def gpu_fit(
         8k requests: 28,181 / ceil(8192 / 16) = 55.04 at once
     """
     if block_size <= 0:
-        raise UsageError(f"--block-size must be a positive integer, got {block_size}")
+        raise UsageError(f"block_size must be a positive integer, got {block_size}",
+                         param="block_size")
     if kv_memory is not None:
         available, mem, used_util = kv_memory, None, None
     else:
         if memory_bytes is None:
-            raise UsageError("give --gpu NAME, --gpu-memory SIZE or --kv-memory SIZE")
+            raise UsageError("give the GPU's memory_bytes, or the kv_memory it leaves")
         if not 0 < util <= 1:
-            raise UsageError(f"--gpu-util must be in (0, 1], got {util}")
+            raise UsageError(f"gpu_util must be in (0, 1], got {util}", param="gpu_util")
         if reserve < 0:
-            raise UsageError(f"--reserve must not be negative, got {reserve}")
+            raise UsageError(f"reserve must not be negative, got {reserve}", param="reserve")
         budget = int(memory_bytes * util)
         available = budget - weights - reserve
         mem, used_util = memory_bytes, util
@@ -113,8 +114,8 @@ def gpu_fit(
             raise DoesNotFit(
                 f"nothing is left for the KV cache: {memory_bytes * util / 2**30:.1f} GiB usable "
                 f"({util:g} of {memory_bytes / 2**30:.1f} GiB) minus {weights / 2**30:.1f} GiB "
-                f"weights and {reserve / 2**30:.1f} GiB reserve; use more GPUs (--tp), "
-                f"a smaller --weights-dtype, or a larger --gpu"
+                f"weights and {reserve / 2**30:.1f} GiB reserve; use more GPUs (tp), "
+                f"a smaller weights dtype, or a larger GPU", param="tp"
             )
     # One page = a block of tokens in every layer that caches tokens (vLLM v0's
     # cache_block_size; v1 gets the same count from per-layer pages).
@@ -152,7 +153,7 @@ def max_concurrency(layout: KvLayout, fit: GpuFit, context: int) -> float:
 def largest_context(layout: KvLayout, fit: GpuFit, *, batch: int = 1, limit: int) -> int:
     """Longest context (<= ``limit``) for which ``batch`` sequences fit the budget."""
     if batch <= 0:
-        raise UsageError(f"--batch must be a positive integer, got {batch}")
+        raise UsageError(f"batch must be a positive integer, got {batch}", param="batch")
 
     def fits(n: int) -> bool:
         return batch * layout.sequence_bytes(n, fit.block_size) <= fit.available_bytes

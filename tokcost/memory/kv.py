@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from enum import Enum
 
 from tokcost.catalog.schema import Architecture, LayerKind
 from tokcost.errors import UsageError, suggest
@@ -66,11 +67,33 @@ KV_DTYPES: dict[str, KvDtype] = {
 _DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
-def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
-    """Look up a KV dtype by name; ``group`` overrides the quantization group size."""
+class KvDtypeName(str, Enum):
+    """The KV-cache dtypes by name (the keys of ``KV_DTYPES``)."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    FP8_E4M3 = "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2"
+    INT8 = "int8"
+    INT4 = "int4"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> KvDtype:
+    """Look up a KV dtype by name (or alias: ``bfloat16``, ``half``...); ``group``
+    overrides the quantization group size (``kv_group_size`` in ``kvmem estimate``).
+
+    >>> kv_dtype(KvDtypeName.INT8, group=32)
+    KvDtype(name='int8', bits=8, group=32, group_overhead_bytes=4)
+    """
     if isinstance(name, KvDtype):
         found = name
     else:
+        name = str(name)  # a KvDtypeName's str() is its value
         key = _DTYPE_ALIASES.get(name.lower(), name.lower())
         if key not in KV_DTYPES:
             raise UsageError(
@@ -80,16 +103,18 @@ def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
         found = KV_DTYPES[key]
     if group is not None:
         if group <= 0:
-            raise UsageError(f"--kv-group-size must be positive, got {group}")
+            raise UsageError(f"kv_group_size must be positive, got {group}",
+                             param="kv_group_size")
         if found.group is None:
-            raise UsageError(f"--kv-group-size applies to int8/int4 caches, not {found.name}")
+            raise UsageError(f"kv_group_size applies to int8/int4 caches, not {found.name}",
+                             param="kv_group_size")
         found = KvDtype(found.name, found.bits, group, found.group_overhead_bytes)
     return found
 
 
-def _positive(value: int, flag: str) -> None:
+def _positive(value: int, param: str) -> None:
     if value <= 0:
-        raise UsageError(f"{flag} must be a positive integer, got {value}")
+        raise UsageError(f"{param} must be a positive integer, got {value}", param=param)
 
 
 @dataclass(frozen=True)
@@ -183,17 +208,18 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
 
     Matches vLLM: ``max(1, kv_heads // tp)``, with tp a divisor or a multiple of kv_heads.
     """
-    _positive(tp, "--tp")
+    _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
         raise UsageError(
-            f"--tp {tp} must divide the model's {kv_heads} kv heads or be a multiple of it"
+            f"tp={tp} must divide the model's {kv_heads} kv heads or be a multiple of it",
+            param="tp",
         )
     return max(1, kv_heads // tp)
 
 
 def kv_layout(
     arch: Architecture,
-    kv_dtype_name: str | KvDtype = "bf16",
+    kv_dtype_name: str | KvDtypeName | KvDtype = "bf16",
     *,
     tp: int = 1,
     group: int | None = None,
@@ -202,7 +228,7 @@ def kv_layout(
 ) -> KvLayout:
     """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
-    _positive(tp, "--tp")
+    _positive(tp, "tp")
     att = arch.attention
     kinds = att.layer_kinds(arch.layers)
     token_bytes: dict[LayerKind, int] = {}
@@ -228,7 +254,11 @@ def kv_layout(
 
 
 def kv_bytes_per_token(
-    arch: Architecture, kv_dtype: str | KvDtype = "bf16", *, tp: int = 1, group: int | None = None
+    arch: Architecture,
+    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
+    *,
+    tp: int = 1,
+    group: int | None = None,
 ) -> int:
     """Bytes one token adds to the cache, summed over layers (per GPU under TP).
 
@@ -241,7 +271,7 @@ def kv_bytes_per_token(
 def kv_cache_bytes(
     arch: Architecture,
     tokens: int,
-    kv_dtype: str | KvDtype = "bf16",
+    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
     *,
     block_size: int | None = None,
     tp: int = 1,
@@ -255,9 +285,9 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(arch, 2048, "fp16")  # PagedAttention §3: ~1.6 GB
     1677721600
     """
-    _positive(tokens, "context length")
-    _positive(batch, "--batch")
+    _positive(tokens, "tokens")
+    _positive(batch, "batch")
     if block_size is not None:
-        _positive(block_size, "--block-size")
+        _positive(block_size, "block_size")
     layout = kv_layout(arch, kv_dtype, tp=tp, group=group)
     return batch * layout.sequence_bytes(tokens, block_size)

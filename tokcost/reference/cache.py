@@ -6,10 +6,11 @@ Three ways to keep them, all behind one small surface (``update`` then ``advance
 - ``ContiguousCache``: one reserved slab per sequence, sized for the longest
   length it may reach (what serving systems did before PagedAttention);
 - ``PagedCache``: fixed-size blocks from a shared pool, a block table per
-  sequence, a free-list allocator with reference counts, and copy-on-write so
-  parallel samples share the prompt's blocks until one of them writes.
+  sequence, the free-list allocator with reference counts that the serving
+  simulation uses too (tokcost.memory.blocks), and copy-on-write so parallel
+  samples share the prompt's blocks until one of them writes.
 
-Every cache works on a batch of sequences that advance in lockstep (the ``--n``
+Every cache works on a batch of sequences that advance in lockstep (the ``n``
 parallel samples of one prompt), so all sequences hold the same number of tokens.
 """
 
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tokcost.errors import TokcostError
+from tokcost.memory import blocks
 from tokcost.reference.errors import CacheFull
 
 if TYPE_CHECKING:
@@ -104,8 +107,8 @@ class ContiguousCache(KVCache):
         return int(self.k.nbytes + self.v.nbytes)
 
 
-class BlockAllocator:
-    """A free list of block ids with reference counts.
+class BlockAllocator(blocks.BlockAllocator):
+    """The one block allocator (tokcost.memory.blocks), out of blocks in the reference's words.
 
     >>> a = BlockAllocator(3)
     >>> b = a.allocate(); a.incref(b); a.refcount(b)
@@ -114,44 +117,11 @@ class BlockAllocator:
     3
     """
 
-    def __init__(self, num_blocks: int) -> None:
-        self.num_blocks = num_blocks
-        # Pop from the end, so block 0 is handed out first.
-        self._free = list(range(num_blocks - 1, -1, -1))
-        self._refs = [0] * num_blocks
-
-    def allocate(self) -> int:
-        if not self._free:
-            raise CacheFull(
-                f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
-                "(more blocks) or generate fewer tokens"
-            )
-        block = self._free.pop()
-        self._refs[block] = 1
-        return block
-
-    def incref(self, block: int) -> None:
-        if self._refs[block] < 1:
-            raise ValueError(f"block {block} is free")
-        self._refs[block] += 1
-
-    def decref(self, block: int) -> None:
-        if self._refs[block] < 1:
-            raise ValueError(f"block {block} is already free")
-        self._refs[block] -= 1
-        if self._refs[block] == 0:
-            self._free.append(block)
-
-    def refcount(self, block: int) -> int:
-        return self._refs[block]
-
-    @property
-    def num_free(self) -> int:
-        return len(self._free)
-
-    @property
-    def num_used(self) -> int:
-        return self.num_blocks - len(self._free)
+    def _exhausted(self) -> TokcostError:
+        return CacheFull(
+            f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
+            "(more blocks) or generate fewer tokens"
+        )
 
 
 class PagedCache(KVCache):
@@ -172,7 +142,7 @@ class PagedCache(KVCache):
         self.k_pool = np.zeros(shape, dtype=np.float32)  # (L, nb, nkv, bs, hs)
         self.v_pool = np.zeros(shape, dtype=np.float32)  # (L, nb, nkv, bs, hs)
         self.tables: list[list[int]] = [[]]
-        self.copies = 0  # copy-on-write events, for --explain and the tests
+        self.copies = 0  # copy-on-write events, for generate(explain) and the tests
 
     @property
     def block_bytes(self) -> int:
@@ -187,14 +157,16 @@ class PagedCache(KVCache):
             for i in range(first, last + 1):
                 if i == len(table):
                     table.append(self.allocator.allocate())
-                elif self.allocator.refcount(table[i]) > 1:
-                    # Copy-on-write: this sequence is about to write into a shared block.
-                    old, new = table[i], self.allocator.allocate()
-                    self.k_pool[:, new] = self.k_pool[:, old]
-                    self.v_pool[:, new] = self.v_pool[:, old]
-                    self.allocator.decref(old)
-                    table[i] = new
-                    self.copies += 1
+                else:
+                    # Copy-on-write: a sequence about to write into a shared block gets
+                    # its own copy; the old block keeps its other holders.
+                    old = table[i]
+                    new = self.allocator.copy_on_write(old)
+                    if new != old:
+                        self.k_pool[:, new] = self.k_pool[:, old]
+                        self.v_pool[:, new] = self.v_pool[:, old]
+                        table[i] = new
+                        self.copies += 1
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         t = k.shape[2]
@@ -224,8 +196,7 @@ class PagedCache(KVCache):
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
         for block in self.tables[0]:
-            for _ in range(n - 1):
-                self.allocator.incref(block)
+            self.allocator.incref(block, n - 1)
         self.tables = [list(self.tables[0]) for _ in range(n)]
         self.batch = n
 
@@ -249,7 +220,3 @@ class PagedCache(KVCache):
     @property
     def nbytes(self) -> int:
         return self.blocks_used * self.block_bytes
-
-    @property
-    def pool_bytes(self) -> int:
-        return int(self.k_pool.nbytes + self.v_pool.nbytes)

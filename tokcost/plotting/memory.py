@@ -1,16 +1,16 @@
-"""``kvmem estimate --plot``: KV memory against context length (matplotlib, optional).
+"""KV memory against context length, for one ``kvmem estimate`` (matplotlib, optional).
 
-matplotlib is imported here, inside the function, and only when a plot is asked for.
-The file is written atomically: a temporary file in the same folder, then a rename.
+matplotlib is imported only when a plot is asked for; the file is written atomically.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tokcost.catalog.schema import ModelEntry
 from tokcost.memory.estimate import KvEstimate
 from tokcost.plotting import check_plot_path, pyplot, save_figure
+
+__all__ = ["plot_memory"]
 
 
 def _sweep(limit: int) -> list[int]:
@@ -23,14 +23,15 @@ def _sweep(limit: int) -> list[int]:
     return points
 
 
-def plot_memory(result: KvEstimate, entry: ModelEntry, path: Path, *, force: bool = False) -> None:
+def plot_memory(result: KvEstimate, path: str | Path, *, force: bool = False) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
+    path = Path(path)
     check_plot_path(path, force=force)
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
 
     layout = result.layout
-    top = max([*(r.context for r in result.rows), entry.context_window or 0, 4096])
+    top = max([*(r.context for r in result.rows), result.context_window or 0, 4096])
     xs = _sweep(top)
     gib = 2**30
     fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)

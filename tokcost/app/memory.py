@@ -1,0 +1,105 @@
+"""``kvmem estimate``: the KV cache of one model, what fits on a GPU, and the decode rate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokcost.errors import UsageError
+from tokcost.memory.fit import DEFAULT_BLOCK, DEFAULT_RESERVE, DEFAULT_UTIL
+
+if TYPE_CHECKING:
+    from tokcost.catalog import Catalog, Gpu, ModelEntry
+    from tokcost.memory import KvDtypeName, KvEstimate
+
+__all__ = ["MemoryEstimate", "estimate_memory"]
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Every number ``kvmem estimate`` prints (``estimate``), and the plot it wrote."""
+
+    estimate: KvEstimate
+    plot: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``kvmem estimate`` prints (keys in the README)."""
+        return {**self.estimate.to_dict(), "plot": str(self.plot) if self.plot else None}
+
+
+def estimate_memory(
+    model: str | ModelEntry,
+    *,
+    catalog: str | Path | Catalog | None = None,
+    contexts: Sequence[int] | None = None,
+    batch: int = 1,
+    kv_dtype: KvDtypeName | str = "bf16",
+    kv_group_size: int | None = None,
+    block_size: int = DEFAULT_BLOCK,
+    tp: int = 1,
+    gpu: str | Gpu | None = None,
+    gpu_memory: int | None = None,
+    gpu_util: float = DEFAULT_UTIL,
+    kv_memory: int | None = None,
+    reserve: int | None = None,
+    weights_dtype: str | None = None,
+    bandwidth: int | None = None,
+    plot: str | Path | None = None,
+    force: bool = False,
+) -> MemoryEstimate:
+    """Size the KV cache of ``model`` at each context (default: its window), per GPU.
+
+    Sizes are bytes (``tokcost.parse_size("80GiB")``). Give the GPU as a catalog
+    ``gpu`` or its ``gpu_memory``, or skip the estimate with ``kv_memory``, the
+    "Available KV cache memory" vLLM logs; ``reserve`` defaults to 2 GiB per GPU.
+    ``plot`` writes the memory against context (``.png``/``.svg``/``.pdf``).
+
+    >>> r = estimate_memory("llama-3.1-8b", contexts=[8192], kv_memory=10 * 2**30)
+    >>> r.estimate.bytes_per_token, r.estimate.fit.num_blocks
+    (131072, 5120)
+    """
+    from tokcost.memory import estimate_kv
+    from tokcost.tokenizers import open_catalog
+
+    if gpu is not None and gpu_memory is not None:
+        raise UsageError("gpu already sets the GPU memory; give a GPU or its memory, not both",
+                         param="gpu")
+    if kv_memory is not None and (
+        gpu_memory is not None or gpu_util != DEFAULT_UTIL or reserve is not None
+    ):
+        raise UsageError(
+            "kv_memory replaces the estimate from GPU memory, utilization and reserve; "
+            "give it without them",
+            param="kv_memory",
+        )
+    target = Path(plot) if plot is not None else None
+    if target is not None:
+        from tokcost.plotting import check_plot_path
+
+        check_plot_path(target, force=force)  # before any work
+    cat = open_catalog(catalog)
+    entry = cat.resolve(model) if isinstance(model, str) else model
+    gpu_entry = cat.resolve_gpu(gpu) if isinstance(gpu, str) else gpu
+    result = estimate_kv(
+        entry,
+        contexts=contexts,
+        batch=batch,
+        kv_dtype=kv_dtype,
+        block_size=block_size,
+        tp=tp,
+        gpu=gpu_entry,
+        gpu_memory=gpu_memory,
+        gpu_util=gpu_util,
+        kv_memory=kv_memory,
+        reserve=DEFAULT_RESERVE if reserve is None else reserve,
+        weights_dtype=weights_dtype,
+        group=kv_group_size,
+        bandwidth=bandwidth,
+    )
+    if target is not None:
+        from tokcost.plotting.memory import plot_memory
+
+        plot_memory(result, target, force=force)
+    return MemoryEstimate(result, target)

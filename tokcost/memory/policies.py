@@ -1,0 +1,337 @@
+"""KV allocation policies as objects: how each admits, grows, releases and measures requests.
+
+Memory is ``capacity`` token slots (one slot holds one token's keys and values in every
+layer). The contiguous policies reserve one run of slots per sequence up front, for as
+many tokens as they believe it will reach:
+
+- ``max``: the maximum sequence length (Orca (Max), FasterTransformer);
+- ``pow2``: the next power of two of the real final length (Orca (Pow2));
+- ``oracle``: exactly the final length, known in advance (Orca (Oracle), an upper
+  bound no real system reaches).
+
+``paged`` (vLLM) takes blocks of ``block_size`` slots on demand from the one block
+allocator (tokcost.memory.blocks); parallel samples of one request share the prompt's
+blocks, and the partly filled last prompt block is copied on its first write.
+
+A policy measures the memory in the PagedAttention paper's categories (§3, Figure 2):
+token states, slots reserved for tokens still to come, internal fragmentation
+(reserved or allocated, never used), external fragmentation (free slots the next
+request cannot use because they lie in gaps too small for its contiguous reservation)
+and free slots nobody asked for.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
+
+from tokcost.errors import UsageError
+from tokcost.memory.blocks import BlockAllocator
+from tokcost.memory.report import StepSample
+from tokcost.memory.workload import Request
+
+__all__ = [
+    "POLICIES",
+    "ContiguousPolicy",
+    "MaxPolicy",
+    "OraclePolicy",
+    "PagedPolicy",
+    "Policy",
+    "PolicyName",
+    "Pow2Policy",
+    "make_policy",
+    "next_pow2",
+    "policy_names",
+]
+
+
+class PolicyName(str, Enum):
+    """The allocation policies ``kvmem simulate`` compares."""
+
+    MAX = "max"
+    POW2 = "pow2"
+    ORACLE = "oracle"
+    PAGED = "paged"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
+
+
+def policy_names(
+    names: Iterable[PolicyName | str], *, param: str = "policies"
+) -> tuple[PolicyName, ...]:
+    """Policies by name, in the order given.
+
+    >>> policy_names(["paged", "max"])
+    (<PolicyName.PAGED: 'paged'>, <PolicyName.MAX: 'max'>)
+    """
+    chosen = [str(n) for n in names]  # a PolicyName's str() is its value
+    bad = [n for n in chosen if n not in POLICIES]
+    if bad or not chosen:
+        raise UsageError(
+            f"unknown {param} '{','.join(bad)}'; use some of: {','.join(POLICIES)}", param=param
+        )
+    return tuple(PolicyName(n) for n in chosen)
+
+
+def next_pow2(n: int) -> int:
+    """Smallest power of two >= n.
+
+    >>> next_pow2(5), next_pow2(8)
+    (8, 8)
+    """
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(eq=False)
+class Seq:
+    """One sequence (one sample of a request) while it runs."""
+
+    length: int  # tokens held now
+    final: int  # tokens it will hold when done
+    start: int = -1  # contiguous: first slot of its reservation
+    size: int = 0  # contiguous: reserved slots
+    table: list[int] = field(default_factory=list)  # paged: block ids, in token order
+
+
+@dataclass(eq=False)
+class Running:
+    """A request admitted into memory: its samples run in lockstep."""
+
+    index: int  # position in the request stream
+    prompt: int
+    seqs: list[Seq]
+    order: int  # admission order; the newest is preempted first
+    shared_full: int = 0  # paged: full prompt blocks every sample reads (stored once)
+
+
+@dataclass(eq=False)
+class Policy(ABC):
+    """How one allocation policy places requests in ``capacity`` token slots."""
+
+    capacity: int
+    max_len: int = 2048
+    block_size: int = 16  # paged only
+    share_prefix: bool = True  # paged only: samples of a request share the prompt's blocks
+    name: ClassVar[PolicyName]
+    paged: ClassVar[bool] = False  # its report names the block size and the sharing saved
+
+    @abstractmethod
+    def admit_need(self, r: Request) -> int:
+        """Slots needed to admit ``r`` into empty memory (and to finish it, if contiguous)."""
+
+    @abstractmethod
+    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
+        """Place ``r`` now, or None when it does not fit yet."""
+
+    def grow(self, run: Running) -> bool:
+        """Give the token each sample just produced a slot; False if memory ran out."""
+        return True
+
+    @abstractmethod
+    def release(self, run: Running) -> None:
+        """Return a finished or preempted request's memory."""
+
+    @abstractmethod
+    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
+        """The memory split now; ``head`` is the request waiting for memory, if any."""
+
+    def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
+        """(physical, logical) blocks held now: with and without prefix sharing."""
+        return 0, 0
+
+
+@dataclass(eq=False)
+class ContiguousPolicy(Policy):
+    """One run of slots per sequence, reserved at admission, placed first-fit."""
+
+    _intervals: list[tuple[int, int]] = field(default_factory=list)  # (start, end), sorted
+
+    @abstractmethod
+    def reservation(self, r: Request) -> int:
+        """Slots reserved for each sample of ``r``."""
+
+    def admit_need(self, r: Request) -> int:
+        return self.reservation(r) * r.n
+
+    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
+        size = self.reservation(r)
+        seqs = [Seq(r.prompt_tokens, r.total) for _ in range(r.n)]
+        placed: list[tuple[int, int]] = []
+        for s in seqs:
+            start = self._first_fit(size)
+            if start is None:
+                for iv in placed:
+                    self._intervals.remove(iv)
+                return None
+            iv = (start, start + size)
+            self._intervals.append(iv)
+            self._intervals.sort()
+            placed.append(iv)
+            s.start, s.size = start, size
+        return Running(index, r.prompt_tokens, seqs, order)
+
+    def _first_fit(self, size: int) -> int | None:
+        pos = 0
+        for start, end in self._intervals:
+            if start - pos >= size:
+                return pos
+            pos = max(pos, end)
+        return pos if self.capacity - pos >= size else None
+
+    def _largest_gap(self) -> int:
+        pos, best = 0, 0
+        for start, end in self._intervals:
+            best = max(best, start - pos)
+            pos = max(pos, end)
+        return max(best, self.capacity - pos)
+
+    def release(self, run: Running) -> None:
+        for s in run.seqs:
+            self._intervals.remove((s.start, s.start + s.size))
+
+    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
+        tokens = reserved = internal = 0
+        for run in running:
+            for s in run.seqs:
+                tokens += s.length
+                reserved += s.final - s.length
+                internal += s.size - s.final
+        free = self.capacity - tokens - reserved - internal
+        external = 0
+        if head is not None:
+            need = self.reservation(head)
+            # Enough free slots in total, but no gap large enough: external fragmentation.
+            if free >= need * head.n and self._largest_gap() < need:
+                external, free = free, 0
+        live = sum(len(r.seqs) for r in running)
+        return StepSample(tokens, reserved, internal, external, free, live)
+
+
+class MaxPolicy(ContiguousPolicy):
+    name = PolicyName.MAX
+
+    def reservation(self, r: Request) -> int:
+        return self.max_len
+
+
+class Pow2Policy(ContiguousPolicy):
+    name = PolicyName.POW2
+
+    def reservation(self, r: Request) -> int:
+        return min(next_pow2(r.total), max(self.max_len, r.total))
+
+
+class OraclePolicy(ContiguousPolicy):
+    name = PolicyName.ORACLE
+
+    def reservation(self, r: Request) -> int:
+        return r.total
+
+
+@dataclass(eq=False)
+class PagedPolicy(Policy):
+    """Blocks on demand from one BlockAllocator; samples share the prompt's blocks."""
+
+    name = PolicyName.PAGED
+    paged = True
+
+    def __post_init__(self) -> None:
+        self.b = self.block_size
+        self.allocator = BlockAllocator(self.capacity // self.b)
+        self.capacity = self.allocator.num_blocks * self.b  # whole blocks only
+
+    def admit_need(self, r: Request) -> int:
+        per_seq = -(-r.total // self.b)
+        full = r.prompt_tokens // self.b
+        if self.share_prefix and r.n > 1:
+            return (full + (per_seq - full) * r.n) * self.b
+        return per_seq * r.n * self.b
+
+    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
+        alloc = self.allocator
+        # The prompt's blocks plus one block per sample of headroom for the first tokens.
+        prompt_blocks = -(-r.prompt_tokens // self.b)
+        shared = self.share_prefix and r.n > 1
+        need = (prompt_blocks if shared else prompt_blocks * r.n) + r.n
+        if need > alloc.num_free:
+            return None
+        seqs = [Seq(r.prompt_tokens, r.total) for _ in range(r.n)]
+        if not shared:
+            for s in seqs:
+                s.table = [alloc.allocate() for _ in range(prompt_blocks)]
+            return Running(index, r.prompt_tokens, seqs, order)
+        table = [alloc.allocate() for _ in range(prompt_blocks)]
+        for block in table:
+            alloc.incref(block, r.n - 1)  # one reference per sample
+        for s in seqs:
+            s.table = list(table)
+        return Running(index, r.prompt_tokens, seqs, order, shared_full=r.prompt_tokens // self.b)
+
+    def grow(self, run: Running) -> bool:
+        alloc, b = self.allocator, self.b
+        for s in run.seqs:
+            last = (s.length - 1) // b  # the block the new token goes into
+            if last < len(s.table) and alloc.refcount(s.table[last]) > 1:
+                # First write into the shared, partly filled prompt block: copy-on-write,
+                # except for the last sample still sharing it, which keeps the original.
+                if alloc.num_free < 1:
+                    return False
+                s.table[last] = alloc.copy_on_write(s.table[last])
+            while len(s.table) * b < s.length:
+                if alloc.num_free < 1:
+                    return False
+                s.table.append(alloc.allocate())
+        return True
+
+    def release(self, run: Running) -> None:
+        for s in run.seqs:
+            for block in s.table:
+                self.allocator.decref(block)
+
+    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
+        # After a step's growth every sample has written past its prompt, so the only
+        # blocks still shared are the full prompt blocks: stored once, read n times.
+        tokens = sum(
+            sum(s.length for s in run.seqs) - (len(run.seqs) - 1) * run.shared_full * self.b
+            for run in running
+        )
+        allocated = self.allocator.num_used * self.b
+        free = self.capacity - allocated
+        live = sum(len(r.seqs) for r in running)
+        return StepSample(tokens, 0, allocated - tokens, 0, free, live)
+
+    def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
+        logical = sum(len(s.table) for run in running for s in run.seqs)
+        return self.allocator.num_used, logical
+
+
+_CLASSES: dict[PolicyName, type[Policy]] = {
+    cls.name: cls for cls in (MaxPolicy, Pow2Policy, OraclePolicy, PagedPolicy)
+}
+
+
+def make_policy(
+    name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048, block_size: int = 16,
+    share_prefix: bool = True,
+) -> Policy:
+    """A fresh policy (with empty memory) by name.
+
+    >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
+    96
+    """
+    try:
+        key = PolicyName(name)
+    except ValueError:
+        raise UsageError(
+            f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}", param="policy"
+        ) from None
+    if block_size < 1:
+        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+    return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)
