@@ -74,3 +74,21 @@ def render_error(exc: TokcostError) -> str:
     if isinstance(exc, ModelNotFound) and "tokcost models list" not in message:
         message += "; `tokcost models list` shows the ids"
     return message
+
+
+def in_cli_words(text: str, params: Sequence[str]) -> str:
+    """A library note (not an error) as the running command's user reads it: each of
+    ``params`` that the note names becomes that command's flag.
+
+    The running command is found through Click's current context; outside one (a
+    library caller rendering the same note), the text is left as it is.
+    """
+    import typer.main  # typer 0.26+ vendors Click; its current-context lookup lives here
+
+    try:
+        command_params = typer.main.get_current_context().command.params  # type: ignore[attr-defined]
+    except RuntimeError:
+        return text
+    for name in params:
+        text = to_flags(text, name, command_params)
+    return text

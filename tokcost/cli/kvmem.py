@@ -13,6 +13,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import out, print_json
+from tokcost.cli.errors import in_cli_words
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -213,6 +214,8 @@ def _render(result: MemoryEstimate) -> None:
                 f"tok/s per sequence, {d.tokens_per_s:,.0f} tok/s total (bandwidth bound)"
             )
     for note in r.notes:
+        # The notes speak the API (reserve, kv_memory); the table speaks the flags.
+        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util"))
         out.print(f"[dim]note: {note}[/dim]", markup=True)
 
 

@@ -181,8 +181,8 @@ def estimate_kv(
         if kv_memory is None:
             notes.append(
                 f"reserve of {reserve / 2**30:g} GiB per GPU for activations and runtime "
-                f"overhead (vLLM profiles this; set reserve, or pass vLLM's logged "
-                f"'Available KV cache memory' as kv_memory)"
+                f"overhead (vLLM profiles this; set reserve=SIZE, or pass vLLM's logged "
+                f"'Available KV cache memory' as kv_memory=SIZE)"
             )
     active_per_gpu = 0
     if bw is not None:
