@@ -135,8 +135,7 @@ class Catalog:
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
         raise ModelNotFound(
-            f"unknown model '{model_id}'{hint}; define it in a models YAML of your own "
-            "and pass it as catalog=PATH",
+            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as catalog=PATH",
             param="catalog",
         )
 
