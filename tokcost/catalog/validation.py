@@ -62,9 +62,13 @@ def validate(root: type[R], data: Any, *, noun: str = "field") -> tuple[R | None
 
 
 def json_schema(root: type[Record]) -> dict[str, Any]:
-    """The JSON Schema of a document, as editors read it (draft 2020-12)."""
+    """The JSON Schema of a document, as editors read it.
+
+    It declares draft-07, which every YAML editor plugin reads; pydantic's output
+    uses nothing later drafts added (``$defs`` is only where the references point).
+    """
     schema = _adapter(root).json_schema(mode="validation")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
 
 _ADAPTERS: dict[type[Record], TypeAdapter[Any]] = {}
