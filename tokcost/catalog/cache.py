@@ -52,9 +52,9 @@ def _fingerprint() -> bytes:
         try:
             digest.update((here / name).read_bytes())
         except OSError:  # pragma: no cover - e.g. a zipped install: fall back to the version
-            from tokcost import __version__
+            from importlib.metadata import version
 
-            digest.update(__version__.encode())
+            digest.update(version("tokcost").encode())
     return digest.digest()
 
 

@@ -7,9 +7,10 @@ derived from ``Record`` whose field types carry the markers of this module::
 
 From that one declaration come the validator (``tokcost.catalog.validation``, which
 hands the declarations to pydantic through its documented ``__get_pydantic_core_schema__``
-hooks), the JSON Schema editors complete from, the typed objects the library uses, and
-the ``--json`` documents (``Record.to_dict``). pydantic is imported only when a file is
-validated; importing a definition costs what a dataclass costs.
+hooks), the JSON Schema editors complete from, the typed objects the library uses,
+and the JSON documents of ``tokcost models`` (``Record.to_dict``). pydantic is
+imported only when a file is validated; importing a declaration costs what a
+dataclass costs.
 
 A *kind* (``Count``, ``Size``, ``Number``...) is the whole truth about one leaf value:
 ``parse`` turns what a person wrote (``128k``) into the value (``128000``) or raises
@@ -506,7 +507,7 @@ class Required(_Marker):
 
 
 class Show(_Marker):
-    """How the field appears in ``to_dict()`` (the ``--json`` documents)."""
+    """How the field appears in ``to_dict()`` (the JSON documents)."""
 
     __slots__ = ("hidden", "name", "omit_none")
 
@@ -572,7 +573,7 @@ class Record:
         return ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (``models show --json``): prices as exact strings, dates ISO."""
+        """The JSON form (``tokcost.show_model``): prices as exact strings, dates ISO."""
         out: dict[str, Any] = {}
         for spec in record_fields(type(self)):
             if spec.show.hidden:

@@ -3,8 +3,8 @@
 Each field is declared here once. Its annotation says how it is written in
 ``models.yaml`` and what is expected (the markers of ``tokcost.catalog.fields``);
 from it come the validator, the JSON Schema shipped in ``tokcost/schemas/``, these
-typed objects and their ``to_dict()`` (``models show --json``). Every consumer
-(kvmem, price, count --chat) can trust the values. Prices are ``Decimal`` (USD
+typed objects and their ``to_dict()`` (``tokcost.show_model``). Every consumer
+(memory, pricing, chat counting) can trust the values. Prices are ``Decimal`` (USD
 per million tokens) so money never goes through floats.
 """
 
