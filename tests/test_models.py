@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+import tokcost
 from tokcost.catalog import load_catalog
 from tokcost.cli.app import app
-from tokcost.errors import MissingDependency
+from tokcost.errors import MissingDependency, UsageError
 from tokcost.resources import shipped_path
 
 runner = CliRunner()
@@ -170,3 +172,72 @@ def test_missing_mistral_common_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(MissingDependency, match=r"pip install 'tokcost\[mistral\]'"):
         _ = entry.tokenizer
     assert entry.tokenizer_spec is not None  # listing still works
+
+
+# --- each --json document is the library result's to_dict() --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "call"),
+    [
+        pytest.param(["models", "list", "--json"], lambda: tokcost.list_models(), id="list"),
+        pytest.param(["models", "list", "--provider", "google", "--json"],
+                     lambda: tokcost.list_models(provider="google"), id="list-provider"),
+        pytest.param(["models", "list", "--gpus", "--json"], lambda: tokcost.list_gpus(),
+                     id="list-gpus"),
+        pytest.param(["models", "show", "deepseek-v3", "--json"],
+                     lambda: tokcost.show_model("deepseek-v3"), id="show-mla"),
+        pytest.param(["models", "show", "claude-sonnet-4-5-20250929", "--json"],
+                     lambda: tokcost.show_model("claude-sonnet-4-5-20250929"), id="show-tiers"),
+        pytest.param(["models", "validate", "--json"], lambda: tokcost.validate_catalog(),
+                     id="validate"),
+    ],
+)
+def test_json_is_the_result_dict(args: list[str], call: Any) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads(json.dumps(call().to_dict()))
+
+
+def test_validate_json_of_a_broken_file_is_the_result_dict(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models:\n  - id: x\n    pricing: {input: 1}\n    colour: red\n",
+                   encoding="utf-8")
+    result = runner.invoke(app, ["models", "validate", str(bad), "--json"])
+    assert result.exit_code == 1
+    check = tokcost.validate_catalog(bad)
+    assert json.loads(result.stdout) == json.loads(json.dumps(check.to_dict()))
+    assert not check.valid and len(check.problems) == 2
+
+
+def test_show_a_model_of_a_user_catalog(tmp_path: Path) -> None:
+    own = tmp_path / "mine.yaml"
+    own.write_text("extends: shipped\nmodels:\n  - id: my-model\n    provider: me\n"
+                   "    tokenizer: tiktoken:cl100k_base\n    pricing: {input: 1.5, output: 3}\n",
+                   encoding="utf-8")
+    result = runner.invoke(app, ["models", "show", "my-model", "--catalog", str(own), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data == tokcost.show_model("my-model", catalog=own).to_dict()
+    assert data["pricing"]["input"] == "1.5" and data["tokenizer"] == "tiktoken:cl100k_base"
+    listed = runner.invoke(app, ["models", "list", "--provider", "me", "--catalog", str(own)])
+    assert listed.exit_code == 0 and "my-model" in listed.output
+
+
+def test_sync_prices_json_is_the_result_dict(tmp_path: Path) -> None:
+    pytest.importorskip("genai_prices")
+    copy = tmp_path / "models.yaml"
+    copy.write_text(shipped_path("models.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    result = runner.invoke(app, ["models", "sync-prices", "--catalog", str(copy), "--json"])
+    sync = tokcost.sync_prices(catalog=copy)
+    assert json.loads(result.stdout) == json.loads(json.dumps(sync.to_dict()))
+    assert not sync.shipped and sync.written == 0
+
+
+def test_unknown_provider_names_the_flag() -> None:
+    result = runner.invoke(app, ["models", "list", "--provider", "nobody"])
+    assert result.exit_code == 2
+    assert "--provider 'nobody' matches no model; known: " in result.stderr
+    with pytest.raises(UsageError, match="provider='nobody' matches no model") as info:
+        tokcost.list_models(provider="nobody")
+    assert info.value.param == "provider"

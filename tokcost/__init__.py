@@ -34,7 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "count", "count_chat", "tokenize", "CountResult", "ChatResult", "ChatModelCount",
         "TokenizeResult", "WindowShare",
     ),
-    "tokcost.catalog": ("load_catalog",),
+    "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
     "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
     "tokcost.memory.policies": ("PolicyName",),
@@ -59,6 +59,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
         "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse",
     ),
+    "tokcost.app.models": (
+        "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
+        "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync",
+    ),
+    "tokcost.app.schemas": ("json_schema", "schema_path", "SchemaDocument"),
 }
 
 # public name -> module that defines it
@@ -126,10 +131,26 @@ if TYPE_CHECKING:
     from tokcost.app.generate import generate as generate
     from tokcost.app.memory import MemoryEstimate as MemoryEstimate
     from tokcost.app.memory import estimate_memory as estimate_memory
+    from tokcost.app.models import CatalogCheck as CatalogCheck
+    from tokcost.app.models import GpuList as GpuList
+    from tokcost.app.models import ModelDetails as ModelDetails
+    from tokcost.app.models import ModelList as ModelList
+    from tokcost.app.models import PriceSync as PriceSync
+    from tokcost.app.models import list_gpus as list_gpus
+    from tokcost.app.models import list_models as list_models
+    from tokcost.app.models import show_model as show_model
+    from tokcost.app.models import sync_prices as sync_prices
+    from tokcost.app.models import validate_catalog as validate_catalog
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
+    from tokcost.app.schemas import SchemaDocument as SchemaDocument
+    from tokcost.app.schemas import json_schema as json_schema
+    from tokcost.app.schemas import schema_path as schema_path
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
+    from tokcost.catalog import Catalog as Catalog
+    from tokcost.catalog import Gpu as Gpu
+    from tokcost.catalog import ModelEntry as ModelEntry
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list

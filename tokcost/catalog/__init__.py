@@ -1,6 +1,7 @@
 """The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4).
 
-Light to import: pyyaml and the standard library only.
+Light to import: the standard library only. PyYAML and pydantic are imported when a
+catalog file is validated, which a cache of validated files makes rare.
 
 >>> from tokcost.catalog import load_catalog
 >>> load_catalog().resolve("gpt-4o-mini-2024-07-18").id
@@ -15,6 +16,7 @@ from tokcost.catalog.lookup import load_catalog as load_catalog
 from tokcost.catalog.lookup import validate_file as validate_file
 from tokcost.catalog.schema import Architecture as Architecture
 from tokcost.catalog.schema import Attention as Attention
+from tokcost.catalog.schema import CatalogDocument as CatalogDocument
 from tokcost.catalog.schema import ChatOverhead as ChatOverhead
 from tokcost.catalog.schema import Gpu as Gpu
 from tokcost.catalog.schema import ModelEntry as ModelEntry

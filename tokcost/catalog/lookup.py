@@ -11,10 +11,11 @@ claiming the same id, alias or prefix is an error, never a silent pick.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from tokcost.catalog.loader import (
     ParsedFile,
@@ -22,6 +23,7 @@ from tokcost.catalog.loader import (
     duplicate_keys,
     is_dated_suffix,
     parse_file,
+    read_file,
 )
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.errors import CatalogError, ModelNotFound, UsageError, suggest
@@ -35,43 +37,54 @@ class GpuNotFound(UsageError):
 
 
 @dataclass(frozen=True)
+class _Index:
+    """The lookup tables of a catalog, built once by ``Catalog.build``."""
+
+    names: Mapping[str, ModelEntry]
+    aliases: Mapping[str, ModelEntry]
+    prefixes: tuple[tuple[str, bool, ModelEntry], ...]  # longest first
+    gpus: Mapping[str, Gpu]
+
+
+@dataclass(frozen=True)
 class Catalog:
-    """Models and GPUs from one or more catalog files (later files extend earlier ones)."""
+    """Models and GPUs from one or more catalog files (later files extend earlier ones).
+
+    Immutable: ``Catalog.build`` checks the entries and makes the lookup tables
+    before the object exists.
+    """
 
     models: tuple[ModelEntry, ...]
     gpus: tuple[Gpu, ...]
     files: tuple[Path, ...] = ()
-    _names: dict[str, ModelEntry] = field(default_factory=dict, repr=False, compare=False)
-    _aliases: dict[str, ModelEntry] = field(default_factory=dict, repr=False, compare=False)
-    _prefixes: list[tuple[str, bool, ModelEntry]] = field(
-        default_factory=list, repr=False, compare=False
-    )
-    _gpu_names: dict[str, Gpu] = field(default_factory=dict, repr=False, compare=False)
+    _index: _Index = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @classmethod
     def build(
         cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
         """Index entries; a duplicate id, alias or prefix raises ``CatalogError``."""
-        models, gpus = tuple(models), tuple(gpus)
-        cat = cls(models, gpus, tuple(files))
-        where = ", ".join(str(f) for f in cat.files) or "the catalog"
+        models, gpus, files = tuple(models), tuple(gpus), tuple(files)
+        where = ", ".join(str(f) for f in files) or "the catalog"
+        names: dict[str, ModelEntry] = {}
         for entry in models:
             key = entry.id.lower()
-            if key in cat._names:
+            if key in names:
                 raise CatalogError(f"{where}: duplicate model id '{entry.id}'; ids must be unique")
-            cat._names[key] = entry
+            names[key] = entry
+        aliases: dict[str, ModelEntry] = {}
         for entry in models:
             for alias in entry.aliases:
                 key = alias.lower()
-                other = cat._names.get(key) or cat._aliases.get(key)
+                other = names.get(key) or aliases.get(key)
                 if other is not None and other is not entry:
                     raise CatalogError(
                         f"{where}: model '{entry.id}': alias '{alias}' is already "
-                        f"{'the id' if key in cat._names else 'an alias'} of '{other.id}'"
+                        f"{'the id' if key in names else 'an alias'} of '{other.id}'"
                     )
-                cat._aliases[key] = entry
+                aliases[key] = entry
         seen: dict[str, ModelEntry] = {}
+        prefixes: list[tuple[str, bool, ModelEntry]] = []
         for entry in models:
             for prefix in entry.prefixes:
                 key = prefix.lower()
@@ -81,18 +94,27 @@ class Catalog:
                         f"claimed by '{seen[key].id}'"
                     )
                 seen[key] = entry
-                cat._prefixes.append((key, True, entry))
+                prefixes.append((key, True, entry))
             # Dated ids extend the id only: an alias such as "mistral-large" names a
             # family, and "mistral-large-2407" is another version, not the aliased one.
-            cat._prefixes.append((entry.id.lower(), False, entry))
-        cat._prefixes.sort(key=lambda item: -len(item[0]))
+            prefixes.append((entry.id.lower(), False, entry))
+        prefixes.sort(key=lambda item: -len(item[0]))
+        gpu_names: dict[str, Gpu] = {}
         for gpu in gpus:
             for name in (gpu.name, *gpu.aliases):
                 key = _gpu_key(name)
-                if key in cat._gpu_names and cat._gpu_names[key] is not gpu:
+                if key in gpu_names and gpu_names[key] is not gpu:
                     raise CatalogError(f"{where}: duplicate GPU name '{name}'")
-                cat._gpu_names[key] = gpu
-        return cat
+                gpu_names[key] = gpu
+        index = _Index(
+            MappingProxyType(names), MappingProxyType(aliases), tuple(prefixes),
+            MappingProxyType(gpu_names),
+        )
+        return cls(models, gpus, files, index)
+
+    def __post_init__(self) -> None:
+        if self._index is None:
+            raise TypeError("make a Catalog with Catalog.build(models, gpus, files)")
 
     def resolve(self, model_id: str) -> ModelEntry:
         """The entry for an id, alias or dated id.
@@ -103,17 +125,18 @@ class Catalog:
         key = model_id.strip().lower()
         if key.startswith("model:"):
             key = key[len("model:") :]
-        entry = self._names.get(key) or self._aliases.get(key)
+        index = self._index
+        entry = index.names.get(key) or index.aliases.get(key)
         if entry is not None:
             return entry
-        for prefix, explicit, candidate in self._prefixes:
+        for prefix, explicit, candidate in index.prefixes:
             if key.startswith(prefix) and (explicit or is_dated_suffix(key[len(prefix) :])):
                 return candidate
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
         raise ModelNotFound(
-            f"unknown model '{model_id}'{hint}; see `tokcost models list` "
-            f"or add it to a catalog with --catalog FILE"
+            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as catalog=PATH",
+            param="catalog",
         )
 
     def get(self, model_id: str) -> ModelEntry | None:
@@ -124,14 +147,15 @@ class Catalog:
 
     def resolve_gpu(self, name: str) -> Gpu:
         """A GPU by name or alias, ignoring case, spaces, dashes and underscores."""
-        gpu = self._gpu_names.get(_gpu_key(name))
+        gpu = self._index.gpus.get(_gpu_key(name))
         if gpu is not None:
             return gpu
         names = [g.name for g in self.gpus]
         hint = suggest(name, names) or suggest(_gpu_key(name), {_gpu_key(n): n for n in names})
         raise GpuNotFound(
-            f"unknown GPU '{name}'{hint}; see `tokcost models list --gpus`, "
-            f"or pass --gpu-memory SIZE (e.g. 80GiB)"
+            f"unknown GPU '{name}'{hint}; name one the catalog lists, "
+            "or give its memory as gpu_memory=SIZE (e.g. 80GiB)",
+            param="gpu_memory",
         )
 
 
@@ -174,11 +198,22 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     in which case its models are added to the shipped ones (same id: the user's wins).
     """
     files = catalog_files(path)
-    stamps = tuple((str(f.resolve()), _mtime(f)) for f in files)
-    return _load_cached(stamps)
+    stamps = tuple((str(f.resolve()), _stat_key(f)) for f in files)
+    try:
+        return _load_cached(stamps)
+    except FileNotFoundError as exc:
+        missing = exc.filename or files[0]
+        if path is not None:
+            raise CatalogError(
+                f"catalog='{missing}' does not exist; give the path of a models YAML file",
+                param="catalog",
+            ) from None
+        raise CatalogError(
+            f"{ENV_VAR}='{missing}' does not exist; fix or unset the variable"
+        ) from None
 
 
-def _mtime(path: Path) -> tuple[int, int, int]:
+def _stat_key(path: Path) -> tuple[int, int, int]:
     """What makes a cached load stale: modification time, size and inode."""
     try:
         st = path.stat()
@@ -191,11 +226,11 @@ def _mtime(path: Path) -> tuple[int, int, int]:
 def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalog:
     parsed: list[ParsedFile] = []
     for name, _ in stamps:
-        user = parse_file(Path(name))[0]
+        user = read_file(Path(name))
         if user.extends:
             shipped = shipped_path("models.yaml").resolve()
             if shipped != Path(name):
-                parsed.append(parse_file(shipped)[0])
+                parsed.append(read_file(shipped))
         parsed.append(user)
     return _merge(parsed)
 
@@ -203,9 +238,13 @@ def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalo
 def validate_file(path: str | Path) -> list[Problem | str]:
     """Every problem of one catalog file (empty when it is valid), for ``models validate``."""
     target = Path(path)
-    parsed, problems = parse_file(target, strict=False)
+    try:
+        parsed, problems = parse_file(target)
+    except FileNotFoundError:
+        raise CatalogError(f"'{target}' does not exist; give the path of a models YAML file",
+                           param="file") from None
     out: list[Problem | str] = [*problems, *duplicate_keys(target)]
-    if not out:
+    if parsed is not None and not out:
         try:
             Catalog.build(parsed.models, parsed.gpus, [target])
         except CatalogError as exc:

@@ -1,48 +1,95 @@
-"""The catalog's typed objects: frozen dataclasses, one per YAML mapping (DESIGN §4).
+"""The catalog's declaration: one frozen dataclass per YAML mapping (DESIGN §4).
 
-Loading and validation live in ``tokcost.catalog.loader``; these classes only hold
-already-checked values, so every consumer (kvmem, price, count --chat) can trust them.
-Prices are ``Decimal`` (USD per million tokens) so money never goes through floats.
+Each field is declared here once. Its annotation says how it is written in
+``models.yaml`` and what is expected (the markers of ``tokcost.catalog.fields``);
+from it come the validator, the JSON Schema shipped in ``tokcost/schemas/``, these
+typed objects and their ``to_dict()`` (``tokcost.show_model``). Every consumer
+(memory, pricing, chat counting) can trust the values. Prices are ``Decimal`` (USD
+per million tokens) so money never goes through floats.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Any, Literal
 
+from tokcost.catalog.fields import (
+    Choice,
+    Count,
+    Day,
+    Doc,
+    Flag,
+    Flops,
+    Items,
+    Key,
+    Number,
+    PackagePath,
+    Params,
+    PathKey,
+    Record,
+    Required,
+    Show,
+    Size,
+    Strings,
+    Text,
+)
+from tokcost.catalog.units import WEIGHT_DTYPE_BITS
 from tokcost.errors import MissingDependency
+
+SCHEMA_VERSION = 1
 
 LayerKind = Literal["full", "sliding", "linear", "mla"]
 AttentionType = Literal["full", "sliding", "mla", "hybrid"]
 
+# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
+PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
+    "mistral_common": ("mistral-common", "mistral"),
+    "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
+}
+
+_PRICE = Number("a number >= 0 (USD per million tokens)")
+_PRICE_NEEDED = Required("expected a price (USD per million tokens); omit pricing if unknown")
+_LAYER_KINDS = ("full", "sliding", "linear")
+
 
 @dataclass(frozen=True)
-class ChatOverhead:
+class ChatOverhead(Record):
     """Tokens a chat template adds around messages (OpenAI cookbook: 3 / +1 / +3)."""
 
-    per_message: int
-    per_name: int
-    reply_priming: int
+    per_message: Annotated[int, Count(minimum=0), Doc("tokens around each message")] = 0
+    per_name: Annotated[int, Count(minimum=0), Doc("extra tokens when a message has a name")] = 0
+    reply_priming: Annotated[int, Count(minimum=0), Doc("tokens that open the reply")] = 0
 
 
 @dataclass(frozen=True)
-class Attention:
+class Attention(Record):
     """How layers attend, which decides what the KV cache holds per token.
 
     ``pattern`` repeats over the layers from layer 0: Gemma-2's ``(sliding, full)``
     makes layers 0, 2, 4... sliding-window and 1, 3, 5... global.
     """
 
-    type: AttentionType = "full"
-    pattern: tuple[LayerKind, ...] = ("full",)
-    window: int | None = None
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
+    type: Annotated[
+        AttentionType, Choice(("full", "sliding", "mla", "hybrid")),
+        Doc("full, sliding window, multi-head latent (MLA) or hybrid with linear layers"),
+    ] = "full"
+    pattern: Annotated[
+        tuple[LayerKind, ...],
+        Strings(f"a list of layer kinds ({', '.join(_LAYER_KINDS)})", nonempty=True,
+                single=False, choices=_LAYER_KINDS),
+        Doc("layer kinds repeated from layer 0 (default: all of the type's kind)"),
+    ] = ("full",)
+    window: Annotated[int | None, Count(), Doc("sliding window in tokens")] = None
+    kv_lora_rank: Annotated[int | None, Count(), Doc("MLA: compressed KV rank")] = None
+    qk_rope_head_dim: Annotated[int | None, Count(), Doc("MLA: rotary head dimension")] = None
     # Fixed recurrent state of one linear-attention/SSM layer for one sequence, in
     # elements of the state dtype (independent of the sequence length).
-    linear_state_elements: int | None = None
+    linear_state_elements: Annotated[
+        int | None, Count(), Doc("fixed state of one linear layer per sequence, in elements")
+    ] = None
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers.
@@ -56,31 +103,78 @@ class Attention:
         n = len(self.pattern)
         return tuple(self.pattern[i % n] for i in range(layers))
 
+    @classmethod
+    def _build(cls, values: dict[str, Any]) -> Attention:
+        if "pattern" not in values:  # a sliding model slides on every layer unless told
+            values["pattern"] = ("sliding",) if values.get("type") == "sliding" else ("full",)
+        return cls(**values)
+
+    def _problems(self) -> Iterable[tuple[PathKey, str]]:
+        # The first rule broken is the one to fix: the others may follow from it.
+        kind, pattern = self.type, self.pattern
+        missing = [k for k in ("kv_lora_rank", "qk_rope_head_dim") if getattr(self, k) is None]
+        if kind == "mla" and missing:
+            yield (), f"type mla needs {' and '.join(missing)}"
+        elif "sliding" in pattern and self.window is None:
+            yield ("window",), "expected the sliding window in tokens (layers use sliding)"
+        elif kind == "full" and pattern != ("full",):
+            yield ("pattern",), "type full has only full layers; use type sliding or hybrid"
+        elif "linear" in pattern and self.linear_state_elements is None:
+            yield (
+                ("linear_state_elements",),
+                "expected the fixed state size (elements per linear layer per sequence)",
+            )
+        elif kind == "hybrid" and "linear" not in pattern:
+            yield ("pattern",), "type hybrid needs at least one 'linear' layer in the pattern"
+
 
 @dataclass(frozen=True)
-class Architecture:
+class Architecture(Record):
     """Shape numbers from the model's own config.json (head_dim as stated there)."""
 
-    layers: int
-    hidden_size: int | None = None
-    attention_heads: int | None = None
-    kv_heads: int | None = None
-    head_dim: int | None = None
-    vocab_size: int | None = None
-    params_total: int | None = None
-    params_active: int | None = None  # MoE: parameters used per token
-    weights_dtype: str = "bf16"
-    weights_bytes: int | None = None  # checkpoint size when dtype x params is not exact
+    layers: Annotated[
+        int, Count(), Required("expected the number of layers (num_hidden_layers)"),
+        Doc("number of layers (num_hidden_layers)"),
+    ]
+    hidden_size: Annotated[int | None, Count()] = None
+    attention_heads: Annotated[int | None, Count(), Doc("query heads")] = None
+    kv_heads: Annotated[int | None, Count(), Doc("key/value heads (GQA)")] = None
+    head_dim: Annotated[int | None, Count()] = None
+    vocab_size: Annotated[int | None, Count()] = None
+    # One key in YAML (`params: 8.03B` or `params: {total, active}`), two attributes
+    # here: the Params kind reads both as (total, active) and _build splits them.
+    params_total: Annotated[
+        int | None, Key("params"), Params(), Doc("parameters (MoE: total and active)")
+    ] = None
+    params_active: Annotated[int | None, Key(None)] = None  # MoE: parameters used per token
+    weights_dtype: Annotated[
+        str, Choice(tuple(WEIGHT_DTYPE_BITS), lower=True, hint=True), Doc("dtype of the weights")
+    ] = "bf16"
+    weights_bytes: Annotated[
+        int | None, Size(), Show(hidden=True),
+        Doc("checkpoint size, when dtype x params is not exact"),
+    ] = None
     attention: Attention = field(default_factory=Attention)
-    source: str | None = None
+    source: Annotated[str | None, Text(), Doc("the config.json the numbers come from")] = None
 
     @property
     def is_moe(self) -> bool:
         return self.params_active is not None and self.params_active != self.params_total
 
+    @classmethod
+    def _build(cls, values: dict[str, Any]) -> Architecture:
+        if "params_total" in values:
+            values["params_total"], values["params_active"] = values["params_total"]
+        return cls(**values)
 
-@dataclass(frozen=True)
-class PriceTier:
+    def _problems(self) -> Iterable[tuple[PathKey, str]]:
+        kv, heads = self.kv_heads, self.attention_heads
+        if kv is not None and heads is not None and heads % kv:
+            yield ("kv_heads",), f"expected a divisor of attention_heads ({heads}), got {kv}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceTier(Record):
     """Prices that apply once a request's prompt exceeds ``above_input_tokens``.
 
     ``applies_to`` is ``"all"`` when the whole request is billed at the tier price
@@ -88,53 +182,83 @@ class PriceTier:
     at the higher rate), ``"excess"`` when only the tokens above the threshold are.
     """
 
-    above_input_tokens: int
-    applies_to: Literal["all", "excess"]
-    input: Decimal | None = None
-    cached_input: Decimal | None = None
-    cache_write: Decimal | None = None
-    output: Decimal | None = None
-    reasoning: Decimal | None = None
+    above_input_tokens: Annotated[int, Count(), Doc("the prompt size where the tier starts")]
+    applies_to: Annotated[
+        Literal["all", "excess"],
+        Choice(("all", "excess"), "'all' (the whole request is billed at the tier price) or "
+               "'excess' (only tokens above the threshold)"),
+    ]
+    input: Annotated[Decimal | None, _PRICE, Show(omit_none=True)] = None
+    cached_input: Annotated[Decimal | None, _PRICE, Show(omit_none=True)] = None
+    cache_write: Annotated[Decimal | None, _PRICE, Show(omit_none=True)] = None
+    output: Annotated[Decimal | None, _PRICE, Show(omit_none=True)] = None
+    reasoning: Annotated[Decimal | None, _PRICE, Show(omit_none=True)] = None
 
 
-@dataclass(frozen=True)
-class Pricing:
+@dataclass(frozen=True, kw_only=True)
+class Pricing(Record):
     """USD per million tokens."""
 
-    input: Decimal
-    output: Decimal
-    cached_input: Decimal | None = None
-    cache_write: Decimal | None = None
-    reasoning: Decimal | None = None  # None: reasoning tokens are billed as output
-    batch_discount: Decimal | None = None  # fraction off, e.g. 0.5 for the Batch API
-    batch_discount_cache: bool = False  # does the discount also cover cache reads/writes?
-    tiers: tuple[PriceTier, ...] = ()
-    as_of: _dt.date | None = None
-    source: str | None = None
+    input: Annotated[Decimal, _PRICE, _PRICE_NEEDED, Doc("prompt tokens")]
+    cached_input: Annotated[Decimal | None, _PRICE, Doc("prompt tokens read from the cache")] = None
+    cache_write: Annotated[Decimal | None, _PRICE, Doc("prompt tokens written to the cache")] = None
+    output: Annotated[Decimal, _PRICE, _PRICE_NEEDED, Doc("output tokens")]
+    reasoning: Annotated[
+        Decimal | None, _PRICE, Doc("reasoning tokens (default: billed as output)")
+    ] = None
+    batch_discount: Annotated[
+        Decimal | None, Number("a fraction in [0, 1) such as 0.5", below=Decimal(1)),
+        Doc("fraction off with the Batch API"),
+    ] = None
+    batch_discount_cache: Annotated[
+        bool, Flag(), Doc("does the batch discount also cover cache reads/writes?")
+    ] = False
+    tiers: Annotated[
+        tuple[PriceTier, ...], Items("a list of tiers"), Doc("long-context price tiers")
+    ] = ()
+    as_of: Annotated[_dt.date | None, Day(), Doc("when the prices were checked")] = None
+    source: Annotated[str | None, Text(), Doc("the price page")] = None
+
+    @classmethod
+    def _build(cls, values: dict[str, Any]) -> Pricing:
+        tiers = values.get("tiers", ())
+        values["tiers"] = tuple(sorted(tiers, key=lambda t: t.above_input_tokens))
+        return cls(**values)
 
 
 @dataclass(frozen=True)
-class ModelEntry:
+class ModelEntry(Record):
     """One model of the catalog. Everything but ``id`` is optional."""
 
-    id: str
-    aliases: tuple[str, ...] = ()
-    provider: str | None = None
-    family: str | None = None
+    id: Annotated[str, Text(), Doc("the model id")]
+    aliases: Annotated[tuple[str, ...], Strings(), Doc("other names that resolve here")] = ()
+    provider: Annotated[str | None, Text()] = None
+    family: Annotated[str | None, Text()] = None
     # The spec as written; may hold a {package} placeholder (see ``tokenizer``).
-    tokenizer_spec: str | None = None
-    tokenizer_exact: bool = True
-    tokenizer_note: str | None = None
-    tokenizer_package: str | None = None  # pip extra that ships the tokenizer file
-    context_window: int | None = None
-    max_output_tokens: int | None = None
-    chat: ChatOverhead | None = None
+    tokenizer_spec: Annotated[
+        str | None, Key("tokenizer"), Show("tokenizer"),
+        PackagePath(tuple(PACKAGE_PLACEHOLDERS), spec=True),
+        Doc("tokenizer spec, e.g. tiktoken:o200k_base; {mistral_common} names that package"),
+    ] = None
+    tokenizer_exact: Annotated[
+        bool, Flag(), Doc("false when the tokenizer is a proxy (counts approximate)")
+    ] = True
+    tokenizer_note: Annotated[str | None, Text(), Doc("why the tokenizer is a proxy")] = None
+    context_window: Annotated[int | None, Count(), Doc("prompt + output tokens")] = None
+    max_output_tokens: Annotated[int | None, Count()] = None
+    chat: Annotated[ChatOverhead | None, Doc("tokens a chat template adds")] = None
     architecture: Architecture | None = None
     pricing: Pricing | None = None
-    prefixes: tuple[str, ...] = ()  # dated ids starting with these resolve here
-    source: str | None = None
-    notes: str | None = None
-    weights_spec: str | None = None  # reference weights file (tokcost generate)
+    prefixes: Annotated[
+        tuple[str, ...], Strings(), Show(hidden=True),
+        Doc("dated ids starting with these resolve here"),
+    ] = ()
+    source: Annotated[str | None, Text(), Doc("the model's page")] = None
+    notes: Annotated[str | None, Text()] = None
+    weights_spec: Annotated[
+        str | None, Key("weights"), Show("weights"), PackagePath(tuple(PACKAGE_PLACEHOLDERS)),
+        Doc("reference weights file (tokcost generate)"),
+    ] = None
 
     @property
     def weights(self) -> str | None:
@@ -150,13 +274,6 @@ class ModelEntry:
         ``MissingDependency`` naming the pip extra, instead of a file-not-found.
         """
         return expand_package_paths(self.tokenizer_spec, self.id)
-
-
-# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
-PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
-    "mistral_common": ("mistral-common", "mistral"),
-    "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
-}
 
 
 def expand_package_paths(spec: str | None, model_id: str) -> str | None:
@@ -177,14 +294,36 @@ def expand_package_paths(spec: str | None, model_id: str) -> str | None:
     return spec
 
 
-@dataclass(frozen=True)
-class Gpu:
+@dataclass(frozen=True, kw_only=True)
+class Gpu(Record):
     """An accelerator: memory in bytes, HBM bandwidth in bytes/s, dense peak FLOP/s."""
 
-    name: str
-    memory_bytes: int
-    bandwidth_bytes_per_s: int
-    aliases: tuple[str, ...] = ()
-    bf16_flops: float | None = None
-    fp8_flops: float | None = None
-    source: str | None = None
+    name: Annotated[str, Text(), Doc("the GPU's name")]
+    aliases: Annotated[tuple[str, ...], Strings()] = ()
+    memory_bytes: Annotated[
+        int, Key("memory"), Size(), Required("expected the GPU's memory (e.g. 80GiB)"),
+        Doc("memory, e.g. 80GiB"),
+    ]
+    bandwidth_bytes_per_s: Annotated[
+        int, Key("bandwidth"), Size(),
+        Required("expected the GPU's bandwidth (e.g. 3.35TB per second)"),
+        Doc("HBM bandwidth per second, e.g. 3.35TB"),
+    ]
+    bf16_flops: Annotated[float | None, Flops(), Doc("dense bf16 peak FLOP/s")] = None
+    fp8_flops: Annotated[float | None, Flops(), Doc("dense fp8 peak FLOP/s")] = None
+    source: Annotated[str | None, Text()] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogDocument(Record):
+    """A catalog file (models.yaml): models and GPUs."""
+
+    version: Annotated[
+        int, Choice((SCHEMA_VERSION,), f"catalog schema version {SCHEMA_VERSION}")
+    ] = SCHEMA_VERSION
+    extends: Annotated[
+        str | None, Choice(("shipped",), "'shipped' (add to the shipped catalog)"),
+        Doc("'shipped': add these models to the shipped catalog instead of replacing it"),
+    ] = None
+    models: Annotated[tuple[ModelEntry, ...], Items("a list of model entries")] = ()
+    gpus: Annotated[tuple[Gpu, ...], Items("a list of GPUs")] = ()

@@ -19,7 +19,8 @@ from typing import Any, cast
 import yaml
 
 from tokcost.atomic import atomic_path
-from tokcost.catalog.loader import parse_file
+from tokcost.catalog import yamltext
+from tokcost.catalog.loader import CatalogInvalid, parse_file
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import CatalogError, MissingDependency
 
@@ -215,7 +216,7 @@ def _child(node: yaml.Node, key: str) -> tuple[yaml.Node, yaml.Node] | None:
 def apply_diffs(path: Path, diffs: list[PriceDiff]) -> int:
     """Write the writable differences into the catalog file; returns how many."""
     text = path.read_text(encoding="utf-8")
-    root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    root = yamltext.compose(text)
     models = _child(root, "models") if root is not None else None
     if models is None or not isinstance(models[1], yaml.SequenceNode):
         raise CatalogError(f"{path}: no models list to write prices into")
@@ -267,4 +268,6 @@ def _write_checked(path: Path, text: str) -> None:
     """Validate the new text with the loader, then replace the file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-        parse_file(tmp)  # raises CatalogInvalid: the original stays untouched
+        problems = parse_file(tmp)[1]
+        if problems:  # the original stays untouched
+            raise CatalogInvalid(problems)

@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import UsageError
-from tokcost.resources import shipped_path
 
 if TYPE_CHECKING:
-
-    from tokcost.catalog import Gpu, ModelEntry
+    from tokcost import ModelEntry
 
 models_app = typer.Typer(
     name="models",
     help="The model catalog: list, show, validate, sync prices.",
     no_args_is_help=True,
 )
-
-
-
-def _price(value: Decimal | None) -> str:
-    return "" if value is None else f"{value.normalize():f}"
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
@@ -39,98 +32,6 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
         elif family == "mistral-common":
             spec = "mistral-common " + arg.rsplit(".", 1)[-1]
     return spec if entry.tokenizer_exact else f"≈{spec}"
-
-
-def entry_dict(entry: ModelEntry) -> dict[str, Any]:
-    """The JSON form of a catalog entry (``models show --json`` / ``list --json``)."""
-    arch = entry.architecture
-    pricing = entry.pricing
-    return {
-        "id": entry.id,
-        "aliases": list(entry.aliases),
-        "provider": entry.provider,
-        "family": entry.family,
-        "tokenizer": entry.tokenizer_spec,
-        "tokenizer_exact": entry.tokenizer_exact,
-        "tokenizer_note": entry.tokenizer_note,
-        "context_window": entry.context_window,
-        "max_output_tokens": entry.max_output_tokens,
-        "chat": (
-            {
-                "per_message": entry.chat.per_message,
-                "per_name": entry.chat.per_name,
-                "reply_priming": entry.chat.reply_priming,
-            }
-            if entry.chat
-            else None
-        ),
-        "architecture": (
-            {
-                "layers": arch.layers,
-                "hidden_size": arch.hidden_size,
-                "attention_heads": arch.attention_heads,
-                "kv_heads": arch.kv_heads,
-                "head_dim": arch.head_dim,
-                "vocab_size": arch.vocab_size,
-                "params_total": arch.params_total,
-                "params_active": arch.params_active,
-                "weights_dtype": arch.weights_dtype,
-                "attention": {
-                    "type": arch.attention.type,
-                    "pattern": list(arch.attention.pattern),
-                    "window": arch.attention.window,
-                    "kv_lora_rank": arch.attention.kv_lora_rank,
-                    "qk_rope_head_dim": arch.attention.qk_rope_head_dim,
-                    "linear_state_elements": arch.attention.linear_state_elements,
-                },
-                "source": arch.source,
-            }
-            if arch
-            else None
-        ),
-        "pricing": (
-            {
-                "input": _price(pricing.input),
-                "cached_input": _price(pricing.cached_input) or None,
-                "cache_write": _price(pricing.cache_write) or None,
-                "output": _price(pricing.output),
-                "reasoning": _price(pricing.reasoning) or None,
-                "batch_discount": _price(pricing.batch_discount) or None,
-                "batch_discount_cache": pricing.batch_discount_cache,
-                "tiers": [
-                    {
-                        "above_input_tokens": t.above_input_tokens,
-                        "applies_to": t.applies_to,
-                        **{
-                            k: _price(getattr(t, k))
-                            for k in ("input", "cached_input", "cache_write", "output")
-                            if getattr(t, k) is not None
-                        },
-                    }
-                    for t in pricing.tiers
-                ],
-                "as_of": pricing.as_of.isoformat() if pricing.as_of else None,
-                "source": pricing.source,
-            }
-            if pricing
-            else None
-        ),
-        "source": entry.source,
-        "notes": entry.notes,
-        "weights": entry.weights_spec,
-    }
-
-
-def gpu_dict(gpu: Gpu) -> dict[str, Any]:
-    return {
-        "name": gpu.name,
-        "aliases": list(gpu.aliases),
-        "memory_bytes": gpu.memory_bytes,
-        "bandwidth_bytes_per_s": gpu.bandwidth_bytes_per_s,
-        "bf16_flops": gpu.bf16_flops,
-        "fp8_flops": gpu.fp8_flops,
-        "source": gpu.source,
-    }
 
 
 LIST_EPILOG = """
@@ -157,33 +58,27 @@ def list_models(
     from rich import box
     from rich.table import Table
 
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.units import format_bytes
-
-    cat = load_catalog(catalog)
     if gpus:
+        gpu_list = tokcost.list_gpus(catalog=catalog)
         if json_out:
-            print_json({"gpus": [gpu_dict(g) for g in cat.gpus]})
+            print_json(gpu_list.to_dict())
             return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("gpu", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
             table.add_column(col, justify="left" if col == "gpu" else "right")
-        for g in cat.gpus:
+        for g in gpu_list.gpus:
             table.add_row(
                 g.name,
-                format_bytes(g.memory_bytes),
+                tokcost.format_bytes(g.memory_bytes),
                 f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
                 f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
                 f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "",
             )
         out.print(table)
         return
-    entries = [m for m in cat.models if provider is None or m.provider == provider]
-    if provider is not None and not entries:
-        known = sorted({m.provider for m in cat.models if m.provider})
-        raise UsageError(f"no models from provider '{provider}'; known: {', '.join(known)}")
+    result = tokcost.list_models(provider=provider, catalog=catalog)
     if json_out:
-        print_json({"models": [entry_dict(m) for m in entries]})
+        print_json(result.to_dict())
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("model", "provider", "tokenizer", "context", "in $/M", "out $/M", "kv"):
@@ -192,7 +87,7 @@ def list_models(
             justify="right" if col in ("context", "in $/M", "out $/M") else "left",
             no_wrap=col == "model",  # ids are copied into -m: never cut them
         )
-    for m in entries:
+    for m in result.models:
         table.add_row(
             m.id,
             m.provider or "",
@@ -204,7 +99,8 @@ def list_models(
         )
     print_wide(table)
     out.print(
-        f"{len(entries)} models; ≈ = proxy tokenizer, counts approximate; kv = architecture known"
+        f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
+        "kv = architecture known"
     )
 
 
@@ -225,10 +121,8 @@ def show(
     catalog: CatalogOpt = None,
 ) -> None:
     """Everything the catalog knows about one model."""
-    from tokcost.catalog import load_catalog
-
-    entry = load_catalog(catalog).resolve(model)
-    data = entry_dict(entry)
+    details = tokcost.show_model(model, catalog=catalog)
+    entry, data = details.entry, details.to_dict()
     if json_out:
         print_json(data)
         return
@@ -322,20 +216,15 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a catalog file; print every problem (exit 1 if any)."""
-    from tokcost.catalog import load_catalog, validate_file
-    from tokcost.catalog.lookup import catalog_files
-
-    path = file or str(catalog_files(None)[0])
-    problems = [str(p) for p in validate_file(path)]
+    result = tokcost.validate_catalog(file)
     if json_out:
-        print_json({"file": path, "valid": not problems, "problems": problems})
-    elif problems:
-        for problem in problems:
+        print_json(result.to_dict())
+    elif result.problems:
+        for problem in result.problems:
             err.print(problem, highlight=False, markup=False)
     else:
-        cat = load_catalog(path)
-        out.print(f"{path}: ok ({len(cat.models)} models, {len(cat.gpus)} GPUs)")
-    if problems:
+        out.print(f"{result.file}: ok ({result.models} models, {result.gpus} GPUs)")
+    if result.problems:
         raise typer.Exit(code=1)
 
 
@@ -360,51 +249,33 @@ def sync_prices(
     catalog: CatalogOpt = None,
 ) -> None:
     """Compare catalog prices with the genai-prices database (and optionally update)."""
-    from pathlib import Path
-
     from rich import box
     from rich.table import Table
 
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.lookup import catalog_files
-    from tokcost.catalog.sync import apply_diffs, compare_prices
-
-    path = Path(catalog) if catalog else catalog_files(None)[0]
-    cat = load_catalog(path)
-    report = compare_prices(list(cat.models))
-    written = apply_diffs(path, list(report.diffs)) if write and report.diffs else 0
+    result = tokcost.sync_prices(catalog=catalog, write=write)
     if json_out:
-        print_json(
-            {
-                "file": str(path),
-                "database": f"genai-prices {report.database_version}",
-                "matched": list(report.matched),
-                "unmatched": list(report.unmatched),
-                "differences": [d.to_dict() for d in report.diffs],
-                "written": written,
-            }
-        )
+        print_json(result.to_dict())
         return
     out.print(
-        f"compared {len(report.matched)} priced models with genai-prices "
-        f"{report.database_version}; {len(report.diffs)} difference(s)"
+        f"compared {len(result.matched)} priced models with genai-prices "
+        f"{result.database_version}; {len(result.differences)} difference(s)"
     )
-    if report.diffs:
+    if result.differences:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("model", "field", "catalog", "genai-prices"):
             table.add_column(col)
-        for d in report.diffs:
+        for d in result.differences:
             show_c = "" if d.catalog is None else str(d.catalog).lower()
             show_d = "(add by hand)" if not d.writable else str(d.database).lower()
             table.add_row(d.model, d.field, show_c, show_d)
         out.print(table)
-    if report.unmatched:
-        out.print(f"not in the database: {', '.join(report.unmatched)}")
+    if result.unmatched:
+        out.print(f"not in the database: {', '.join(result.unmatched)}")
     if write:
-        out.print(f"wrote {written} change(s) to {path}")
-    elif report.diffs:
+        out.print(f"wrote {result.written} change(s) to {result.file}")
+    elif result.differences:
         out.print("run with --write to apply them")
-    if path == shipped_path("models.yaml") and write and written:
+    if result.shipped and write and result.written:
         err.print("note: you updated the shipped catalog", highlight=False)
 
 

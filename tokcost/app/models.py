@@ -1,0 +1,188 @@
+"""The catalog's use cases (``tokcost models``): list, show, validate, sync prices.
+
+Each returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
+
+>>> [m.id for m in list_models(provider="openai").models][:2]
+['gpt-4o', 'gpt-4o-2024-05-13']
+>>> show_model("gpt-4o-2024-08-06").to_dict()["id"]
+'gpt-4o'
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost.catalog import Catalog, Gpu, ModelEntry
+    from tokcost.catalog.sync import PriceDiff
+
+__all__ = [
+    "CatalogCheck",
+    "GpuList",
+    "ModelDetails",
+    "ModelList",
+    "PriceSync",
+    "list_gpus",
+    "list_models",
+    "show_model",
+    "sync_prices",
+    "validate_catalog",
+]
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """The catalog's models (those of one provider when asked)."""
+
+    models: tuple[ModelEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"models": [m.to_dict() for m in self.models]}
+
+
+@dataclass(frozen=True)
+class GpuList:
+    """The GPUs the catalog knows (kvmem's ``gpu=NAME``)."""
+
+    gpus: tuple[Gpu, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpus": [g.to_dict() for g in self.gpus]}
+
+
+@dataclass(frozen=True)
+class ModelDetails:
+    """Everything the catalog knows about one model."""
+
+    entry: ModelEntry
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.entry.to_dict()
+
+
+@dataclass(frozen=True)
+class CatalogCheck:
+    """The problems of one catalog file, one line each (``file:line: model: field: ...``).
+
+    ``models`` and ``gpus`` count the catalog the file makes (with the shipped one
+    when it says ``extends: shipped``); they are 0 when the file has problems.
+    """
+
+    file: str
+    problems: tuple[str, ...]
+    models: int = 0
+    gpus: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "valid": self.valid, "problems": list(self.problems)}
+
+
+@dataclass(frozen=True)
+class PriceSync:
+    """Catalog prices against the genai-prices database, and what was written."""
+
+    file: Path
+    database_version: str
+    matched: tuple[str, ...]  # catalog ids found in the database
+    unmatched: tuple[str, ...]  # priced catalog ids the database does not know
+    differences: tuple[PriceDiff, ...]
+    written: int  # differences written into ``file``
+    write: bool  # was writing asked for?
+    shipped: bool  # is ``file`` the catalog shipped with tokcost?
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": str(self.file),
+            "database": f"genai-prices {self.database_version}",
+            "matched": list(self.matched),
+            "unmatched": list(self.unmatched),
+            "differences": [d.to_dict() for d in self.differences],
+            "written": self.written,
+        }
+
+
+def list_models(
+    *, provider: str | None = None, catalog: str | Path | Catalog | None = None
+) -> ModelList:
+    """The catalog's models, in file order; ``provider`` keeps one provider's."""
+    from tokcost.tokenizers import open_catalog
+
+    cat = open_catalog(catalog)
+    entries = tuple(m for m in cat.models if provider is None or m.provider == provider)
+    if provider is not None and not entries:
+        known = sorted({m.provider for m in cat.models if m.provider})
+        raise UsageError(
+            f"provider={provider!r} matches no model; known: {', '.join(known)}",
+            param="provider",
+        )
+    return ModelList(entries)
+
+
+def list_gpus(*, catalog: str | Path | Catalog | None = None) -> GpuList:
+    """The catalog's GPUs, in file order."""
+    from tokcost.tokenizers import open_catalog
+
+    return GpuList(open_catalog(catalog).gpus)
+
+
+def show_model(model: str, *, catalog: str | Path | Catalog | None = None) -> ModelDetails:
+    """The entry of a model id, alias or dated id (``gpt-4o-2024-08-06``)."""
+    from tokcost.tokenizers import open_catalog
+
+    return ModelDetails(open_catalog(catalog).resolve(model))
+
+
+def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
+    """Every problem of a catalog file (default: the one in use).
+
+    Unlike loading, this reads the file afresh (no cache) and also reports keys
+    written twice, which YAML itself would silently keep the last of.
+    """
+    from tokcost.catalog import load_catalog, validate_file
+    from tokcost.catalog.lookup import catalog_files
+
+    path = str(file) if file is not None else str(catalog_files(None)[0])
+    problems = tuple(str(p) for p in validate_file(path))
+    if problems:
+        return CatalogCheck(path, problems)
+    cat = load_catalog(path)
+    return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
+
+
+def sync_prices(
+    *, catalog: str | Path | None = None, write: bool = False, when: _dt.datetime | None = None
+) -> PriceSync:
+    """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``).
+
+    With ``write``, the differences that are plain values are written into the
+    catalog file, in place (comments and layout kept), checked, then atomically
+    replaced; a whole new tier is left to a hand edit. ``when`` dates the database
+    prices (default: now).
+    """
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.lookup import catalog_files
+    from tokcost.catalog.sync import apply_diffs, compare_prices
+    from tokcost.resources import shipped_path
+
+    path = Path(catalog) if catalog is not None else catalog_files(None)[0]
+    report = compare_prices(list(load_catalog(path).models), when=when)
+    written = apply_diffs(path, list(report.diffs)) if write and report.diffs else 0
+    return PriceSync(
+        file=path,
+        database_version=report.database_version,
+        matched=report.matched,
+        unmatched=report.unmatched,
+        differences=report.diffs,
+        written=written,
+        write=write,
+        shipped=path.resolve() == shipped_path("models.yaml").resolve(),
+    )
