@@ -21,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SchemaDocument", "json_schema", "schema_path", "write_json_schemas"]
+__all__ = ["SchemaDocument", "json_schema", "schema_path"]  # write_json_schemas: for development
 
 
 class SchemaDocument(str, Enum):
