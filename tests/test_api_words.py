@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "tokcost"
-# The modules of the bpe and generate use cases, from the app layer down.
-MODULES = sorted(
-    [*(ROOT / "bpe").glob("*.py"), ROOT / "adapters" / "bpe.py", ROOT / "app" / "bpe.py",
-     ROOT / "app" / "generate.py",
-     *(p for p in (ROOT / "reference").glob("*.py") if p.name != "cache.py")]
-)
+# Every module below the CLI.
+MODULES = sorted(p for p in ROOT.rglob("*.py") if "cli" not in p.relative_to(ROOT).parts)
+# Report text of `tokcost check`, read in CI logs: it tells the reader which command to run
+# next, so it names that command's flags on purpose. Nothing else may.
+REPORT_TEXT = {"run: tokcost check --update-baseline", " (--strict)"}
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
 
@@ -42,5 +41,5 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_flag_text_in_library_strings(path: Path) -> None:
     found = [(line, text) for line, text in _strings(ast.parse(path.read_text("utf-8")))
-             if FLAG.search(text)]
+             if FLAG.search(text) and text not in REPORT_TEXT]
     assert found == []

@@ -21,13 +21,17 @@ class TokcostError(Exception):
 
     ``param`` is the API parameter the error is about (``"tp"``, ``"input_tokens"``),
     or None; the message uses that same name wherever it refers to the parameter.
+    ``related`` names other parameters the message suggests (the CLI shows them as
+    flags too).
     """
 
     exit_code: int = 1
 
-    def __init__(self, message: str = "", *, param: str | None = None) -> None:
+    def __init__(self, message: str = "", *, param: str | None = None,
+                 related: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.param = param
+        self.related = related
 
 
 class UsageError(TokcostError):
@@ -56,6 +60,10 @@ class CatalogError(TokcostError):
 
 class ModelNotFound(UsageError):
     """No catalog entry matches the model id."""
+
+
+class GpuNotFound(UsageError):
+    """No GPU in the catalog matches the name."""
 
 
 class MissingDependency(TokcostError):

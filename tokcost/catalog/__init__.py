@@ -11,7 +11,6 @@ catalog file is validated, which a cache of validated files makes rare.
 from tokcost.catalog.loader import CatalogInvalid as CatalogInvalid
 from tokcost.catalog.loader import Problem as Problem
 from tokcost.catalog.lookup import Catalog as Catalog
-from tokcost.catalog.lookup import GpuNotFound as GpuNotFound
 from tokcost.catalog.lookup import load_catalog as load_catalog
 from tokcost.catalog.lookup import validate_file as validate_file
 from tokcost.catalog.schema import Architecture as Architecture
@@ -22,3 +21,4 @@ from tokcost.catalog.schema import Gpu as Gpu
 from tokcost.catalog.schema import ModelEntry as ModelEntry
 from tokcost.catalog.schema import PriceTier as PriceTier
 from tokcost.catalog.schema import Pricing as Pricing
+from tokcost.errors import GpuNotFound as GpuNotFound

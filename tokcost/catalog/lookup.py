@@ -26,14 +26,10 @@ from tokcost.catalog.loader import (
     read_file,
 )
 from tokcost.catalog.schema import Gpu, ModelEntry
-from tokcost.errors import CatalogError, ModelNotFound, UsageError, suggest
+from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, suggest
 from tokcost.resources import shipped_path
 
 ENV_VAR = "TOKCOST_CATALOG"
-
-
-class GpuNotFound(UsageError):
-    """No GPU in the catalog matches the name."""
 
 
 @dataclass(frozen=True)

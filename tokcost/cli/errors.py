@@ -12,7 +12,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tokcost.errors import ModelNotFound, TokcostError
+from tokcost.errors import GpuNotFound, ModelNotFound, TokcostError
+
+# Hints only a CLI can give: the command that lists what the user can choose from.
+_LIST_HINTS: tuple[tuple[type[TokcostError], str], ...] = (
+    (ModelNotFound, "`tokcost models list` shows the ids"),
+    (GpuNotFound, "`tokcost models list --gpus` lists them"),
+)
 
 
 def tag_errors(command: Any) -> None:
@@ -70,9 +76,13 @@ def to_flags(message: str, param: str | None, params: Sequence[Any]) -> str:
 
 def render_error(exc: TokcostError) -> str:
     """The one line the user sees for ``exc`` (without the ``error:`` prefix)."""
-    message = to_flags(str(exc), exc.param, getattr(exc, "cli_params", ()))
-    if isinstance(exc, ModelNotFound) and "tokcost models list" not in message:
-        message += "; `tokcost models list` shows the ids"
+    params = getattr(exc, "cli_params", ())
+    message = str(exc)
+    for name in (exc.param, *exc.related):
+        message = to_flags(message, name, params)
+    for kind, hint in _LIST_HINTS:
+        if isinstance(exc, kind) and hint not in message:
+            message += f"; {hint}"
     return message
 
 

@@ -50,8 +50,8 @@ def simulate(
             raise UsageError(
                 f"request {i} ({r.prompt_tokens:,}+{r.output_tokens:,} tokens x {r.n}) needs "
                 f"{need:,} KV slots under '{pol.name}' but memory holds {cap:,}; give more "
-                "memory, cap what 'max' reserves with max_len, or shorter requests",
-                param="max_len",
+                "memory (kv_memory), cap what 'max' reserves with max_len, or shorter requests",
+                param="max_len", related=("kv_memory",),
             )
     # FCFS in arrival order; a request joins the waiting line at its arrival step.
     queue: deque[int] = deque(sorted(range(len(reqs)), key=lambda i: reqs[i].arrival))
