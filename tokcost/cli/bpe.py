@@ -14,6 +14,7 @@ import tokcost
 from tokcost import ExportFormat
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.cli.errors import to_flags
+from tokcost.cli.options import ForceOpt, JsonOpt, SchedulerOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ bpe_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary (keys in the README).")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
 ModelArg = Annotated[
     str,
     typer.Argument(
@@ -129,14 +128,7 @@ def train_cmd(
             "merges are identical.",
         ),
     ] = "local",
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="Dask scheduler address (tcp://HOST:8786) for --engine dask.",
-            show_default=False,
-        ),
-    ] = None,
+    scheduler: SchedulerOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:

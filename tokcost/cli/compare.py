@@ -12,7 +12,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -201,12 +201,7 @@ def compare(
     builtin: Annotated[
         bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
     ] = False,
-    tokenizers: Annotated[
-        list[str] | None,
-        typer.Option("--tokenizer", "-t", help="Tokenizer spec (repeatable): o200k_base, "
-                     "cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID.",
-                     show_default=False),
-    ] = None,
+    tokenizers: TokenizersOpt = None,
     models: Annotated[
         list[str] | None,
         typer.Option("--model", "-m", help="Catalog model (repeatable): its tokenizer, and "

@@ -12,7 +12,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
-from tokcost.cli.options import CatalogOpt, JsonOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, SchedulerOpt, TokenizersOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,12 +50,7 @@ def count(
         typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
                        show_default=False),
     ] = None,
-    tokenizers: Annotated[
-        list[str] | None,
-        typer.Option("--tokenizer", "-t", help="Tokenizer spec (repeatable): o200k_base, "
-                     "tiktoken:cl100k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH.",
-                     show_default=False),
-    ] = None,
+    tokenizers: TokenizersOpt = None,
     models: Annotated[
         list[str] | None,
         typer.Option("--model", "-m", help="Model id from the catalog (repeatable): counts "
@@ -78,11 +73,7 @@ def count(
                           "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
                           "processes; inputs may be globs or fsspec URLs such as s3://...).")
     ] = "local",
-    scheduler: Annotated[
-        str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (tcp://HOST:8786) for "
-                     "--engine dask.", show_default=False),
-    ] = None,
+    scheduler: SchedulerOpt = None,
     include: Annotated[
         list[str] | None,
         typer.Option("--include", help="Only files matching this glob (repeatable).",

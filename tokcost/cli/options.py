@@ -18,3 +18,22 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (keys in the R
 PlotForceOpt = Annotated[
     bool, typer.Option("--force", help="Overwrite the --plot file if it exists.")
 ]
+TokenizersOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tokenizer",
+        "-t",
+        show_default=False,
+        help="Tokenizer spec (repeatable): o200k_base, cl100k_base, hf:PATH/tokenizer.json, "
+        "hf:ORG/REPO, sp:PATH.model, tekken:PATH.json, bpe:PATH, model:ID.",
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        show_default=False,
+        help="Dask scheduler address (tcp://HOST:8786) for --engine dask.",
+    ),
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
