@@ -74,6 +74,10 @@ PARAMS: list[Any] = [
         pytest.param("tp must be 1 or more; stop=tp", "tp", "--tp must be 1 or more; stop=--tp",
                      id="every-mention"),
         pytest.param("tpx and my_tp stay", "tp", "tpx and my_tp stay", id="whole-words-only"),
+        pytest.param("tp needs a number, got 'tp'", "tp", "--tp needs a number, got 'tp'",
+                     id="quoted-values-are-the-users"),
+        pytest.param("tp must divide 8; see /tmp/tp/x", "tp", "--tp must divide 8; see /tmp/tp/x",
+                     id="paths-stay"),
         pytest.param("pass allow_special=True; allow_special text is kept", "allow_special",
                      "pass --allow-special; allow_special text is kept",
                      id="assigned-form-leaves-other-words"),
@@ -102,3 +106,10 @@ def test_cli_shows_the_flag_for_a_library_parameter(runner: Any) -> None:
     assert result.exit_code == 2
     assert "--gpu-memory '80' has no unit" in result.output
     assert "Traceback" not in result.output
+
+
+def test_tokcount_takes_dash_h_like_tokcost() -> None:
+    code = "import sys; sys.argv = ['tokcount', '-h']; from tokcost.cli.app import count_main; count_main()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Usage: tokcount" in out.stdout

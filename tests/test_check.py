@@ -657,3 +657,30 @@ def test_pre_commit_manifest() -> None:
     assert hook["entry"] == "tokcost check"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is False  # the config names the files, not the commit
+
+
+def test_a_catalog_named_by_the_config_is_blamed_on_the_config(tmp_path: Path, runner: Any) -> None:
+    from tokcost.cli.app import app
+
+    (tmp_path / "p.md").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "tokcost.yaml").write_text(
+        "version: 1\ncatalog: nope.yaml\nbudgets:\n  - name: a\n    paths: ['*.md']\n"
+        "    model: gpt-4o\n    max_tokens_per_file: 100\n", encoding="utf-8")
+    result = runner.invoke(app, ["check", "--config", str(tmp_path / "tokcost.yaml")])
+    assert result.exit_code == 2
+    assert "tokcost.yaml: catalog: '" in result.output
+    assert "nope.yaml' does not exist" in result.output
+    assert "--catalog" not in result.output  # the user passed no such flag
+
+
+def test_an_unknown_budget_model_names_the_flag_not_the_parameter(tmp_path: Path, runner: Any) -> None:
+    from tokcost.cli.app import app
+
+    (tmp_path / "p.md").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "tokcost.yaml").write_text(
+        "version: 1\nbudgets:\n  - name: a\n    paths: ['*.md']\n    model: nope-model\n"
+        "    max_tokens_per_file: 100\n", encoding="utf-8")
+    result = runner.invoke(app, ["check", "--config", str(tmp_path / "tokcost.yaml")])
+    assert result.exit_code == 2
+    assert "budget 'a': unknown model 'nope-model'" in result.output
+    assert "catalog=" not in result.output

@@ -183,3 +183,17 @@ def test_catalog_is_immutable() -> None:
     with pytest.raises(TypeError, match="Catalog.build"):
         Catalog(cat.models, cat.gpus)
     assert Catalog.build(cat.models, cat.gpus).resolve("gpt-4o") == cat.resolve("gpt-4o")
+
+
+def test_a_retired_key_from_an_older_catalog_is_read_and_ignored(tmp_path: Path) -> None:
+    # Catalogs copied from 0.1's models.yaml carry tokenizer_package; they keep loading.
+    path = tmp_path / "old.yaml"
+    path.write_text("models:\n  - id: old-model\n    tokenizer: tiktoken:o200k_base\n"
+                    "    tokenizer_package: mistral\n", encoding="utf-8")
+    entry = load_catalog(path).resolve("old-model")
+    assert entry.tokenizer == "tiktoken:o200k_base"
+    assert "tokenizer_package" not in entry.to_dict()
+    # a key that was never part of the catalog is still an error
+    path.write_text("models:\n  - id: old-model\n    tokenizer_pkg: x\n", encoding="utf-8")
+    with pytest.raises(CatalogInvalid, match="tokenizer_pkg"):
+        load_catalog(path)

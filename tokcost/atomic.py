@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from tokcost.errors import InputError
+
 
 def _default_mode(path: Path) -> int:
     """An existing file keeps its mode; a new one gets what open() would give it."""
@@ -37,7 +39,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
     'done'
     """
     path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # a read-only or missing folder: say so, before any work is lost
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     tmp = Path(name)
     try:

@@ -87,7 +87,7 @@ def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> Tokenize
         return TokenizerChoice(entry.id, spec, True, entry, spec)
     if not entry.tokenizer:
         raise TokenizerNotFound(
-            f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=[SPEC]",
+            f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=SPEC",
             param="tokenizers",
         )
     return TokenizerChoice(entry.id, entry.tokenizer, entry.tokenizer_exact, entry,

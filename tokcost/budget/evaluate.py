@@ -232,6 +232,20 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
     return chosen, unmatched
 
 
+def _open(config: BudgetConfig, catalog: str | Path | Catalog | None,
+          source: str | Path | Catalog | None) -> Catalog:
+    """The catalog for the budgets: a broken one is its own error, and one the config
+    names is blamed on the config's ``catalog`` key, not on a parameter never passed."""
+    if catalog is not None or config.catalog is None:
+        return open_catalog(source)
+    try:
+        return open_catalog(source)
+    except TokcostError as exc:
+        # "catalog='x.yaml' does not exist" -> "tokcost.yaml: catalog: 'x.yaml' does not exist"
+        text = str(exc).replace("catalog=", "", 1) if exc.param == "catalog" else str(exc)
+        raise BudgetConfigError(f"{config.display}: catalog: {text}") from None
+
+
 def measure(
     config: BudgetConfig,
     *,
@@ -257,17 +271,17 @@ def measure(
         model_id = budget.model or config.model
         entry = None
         if model_id is not None:
-            cat = open_catalog(source)  # outside the try: a broken catalog is its own error
+            cat = _open(config, catalog, source)
             try:
                 entry = cat.resolve(model_id)
             except TokcostError as exc:
-                raise BudgetConfigError(f"{where}: {exc}") from None
+                raise BudgetConfigError(f"{where}: {exc}", param=exc.param) from None
         _require(config, budget, entry)
         try:
             choice = _tokenizer(config, budget, entry, source)
             tok = choice.load()
         except TokcostError as exc:
-            raise BudgetConfigError(f"{where}: {exc}") from None
+            raise BudgetConfigError(f"{where}: {exc}", param=exc.param) from None
         key = _key(choice)
         tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)

@@ -557,6 +557,9 @@ class Record:
     """
 
     _records: ClassVar[dict[str, type[Record]]] = {}
+    # Keys older files may still carry that mean nothing now: read and ignored, so a
+    # catalog copied from an earlier release keeps working.
+    retired_keys: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

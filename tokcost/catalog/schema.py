@@ -14,7 +14,7 @@ import datetime as _dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from tokcost.catalog.fields import (
     Choice,
@@ -229,6 +229,10 @@ class Pricing(Record):
 @dataclass(frozen=True)
 class ModelEntry(Record):
     """One model of the catalog. Everything but ``id`` is optional."""
+
+    # tokenizer_package named the pip extra shipping a tokenizer file; the
+    # {mistral_common} placeholder in the spec says it now.
+    retired_keys: ClassVar[frozenset[str]] = frozenset({"tokenizer_package"})
 
     id: Annotated[str, Text(), Doc("the model id")]
     aliases: Annotated[tuple[str, ...], Strings(), Doc("other names that resolve here")] = ()

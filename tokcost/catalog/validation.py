@@ -132,6 +132,8 @@ def record_schema(cls: type[Record], handler: Any) -> cs.CoreSchema:
     def mapping(value: Any) -> Any:
         if not isinstance(value, dict):
             raise _error(f"expected a mapping with keys {keys}, got {show(value)}")
+        if cls.retired_keys:
+            value = {k: v for k, v in value.items() if k not in cls.retired_keys}
         return value
 
     def build(values: dict[str, Any]) -> Record:

@@ -153,6 +153,9 @@ class _StandaloneCount:
 
     def __call__(self, prog_name: str) -> None:
         command = _load_command("count")
+        # -h as in `tokcost count -h`: the root group's setting does not reach a lone command
+        command.context_settings = {**command.context_settings,
+                                    "help_option_names": ["-h", "--help"]}
         original = command.invoke
 
         def invoke(ctx: Any) -> Any:

@@ -71,7 +71,10 @@ def to_flags(message: str, param: str | None, params: Sequence[Any]) -> str:
         message = re.sub(rf"{assigned}True\b", flag, message)
         message = re.sub(rf"{assigned}False\b", negative or f"no {flag}", message)
         return re.sub(assigned, f"{flag} ", message)
-    return re.sub(rf"(?<![\w.-]){name}(?![\w-])", flag, message)
+    # Quoted text is what the user typed (a value, a path): never rewritten.
+    parts = re.split(r"('[^']*')", message)
+    bare = re.compile(rf"(?<![\w./-]){name}(?![\w/-])")
+    return "".join(p if p.startswith("'") else bare.sub(flag, p) for p in parts)
 
 
 def render_error(exc: TokcostError) -> str:

@@ -58,13 +58,15 @@ def estimate(
         ),
     ] = None,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences served at once.")] = 1,
+    # A string, not the KvDtypeName enum: the library also takes bfloat16/float16/half and
+    # answers a typo with one line and a "did you mean".
     kv_dtype: Annotated[
-        tokcost.KvDtypeName,
+        str,
         typer.Option(
-            "--kv-dtype", help="Cache dtype (int8/int4 add per-group scales).",
-            case_sensitive=False,
+            "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add "
+            "per-group scales).",
         ),
-    ] = tokcost.KvDtypeName.BF16,
+    ] = "bf16",
     kv_group_size: Annotated[
         int | None, typer.Option("--kv-group-size", help="Quantization group of int8/int4 (64).")
     ] = None,

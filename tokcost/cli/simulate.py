@@ -36,9 +36,8 @@ def simulate(
         str, typer.Option("--kv-memory", help="KV-cache memory: 12GB, 20GiB...")
     ] = "12GB",
     kv_dtype: Annotated[
-        tokcost.KvDtypeName,
-        typer.Option("--kv-dtype", help="Cache dtype.", case_sensitive=False),
-    ] = tokcost.KvDtypeName.FP16,
+        str, typer.Option("--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")
+    ] = "fp16",
     slots: Annotated[
         int | None,
         typer.Option("--slots", help="Memory as token slots (skips --model/--kv-memory)."),

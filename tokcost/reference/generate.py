@@ -171,8 +171,8 @@ def generate(
     total = len(prompt) + max_new_tokens
     if total > cfg.context_window:
         raise PromptTooLong(
-            f"the prompt is {len(prompt)} token{'s' if len(prompt) != 1 else ''} and "
-            f"max_new_tokens {max_new_tokens} need "
+            f"the prompt ({len(prompt)} token{'s' if len(prompt) != 1 else ''}) plus "
+            f"max_new_tokens {max_new_tokens} needs "
             f"{total} positions, but the context window is {cfg.context_window}; shorten the "
             "prompt or lower max_new_tokens",
             param="max_new_tokens",
