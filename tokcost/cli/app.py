@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -17,8 +18,8 @@ from tokcost.errors import TokcostError
 
 
 class TokcostGroup(TyperGroup):
-    """Loads commands lazily and turns every TokcostError into one line on stderr
-    and its exit code (DESIGN §3). ``TOKCOST_DEBUG=1`` lets the traceback through.
+    """Loads commands lazily and turns every error into one line on stderr and its
+    exit code (DESIGN §3). ``TOKCOST_DEBUG=1`` lets the traceback through.
     """
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -37,6 +38,104 @@ class TokcostGroup(TyperGroup):
         with reported_errors():
             return super().invoke(ctx)
 
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        return run_command(super().main, args, prog_name=prog_name, complete_var=complete_var,
+                           standalone_mode=standalone_mode,
+                           windows_expand_args=windows_expand_args, **extra)
+
+
+def run_command(main: Any, args: Any, *, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    """Run a click ``main`` so that usage errors are one line and pipes close quietly.
+
+    Click's standalone mode prints usage errors as a block (or a Rich box) and
+    turns a closed pipe into exit 1; here a usage error is one ``error:`` line with
+    a "did you mean" where one fits, and ``| head`` ends the process the way it ends
+    ``cat``: by SIGPIPE, with no message.
+    """
+    argv = list(sys.argv[1:] if args is None else args)
+    try:
+        result = main(args=argv, standalone_mode=False, **kwargs)
+    except typer.TyperException as exc:  # typer's vendored click.ClickException family
+        if not standalone_mode or not hasattr(exc, "format_message"):
+            raise
+        if os.environ.get("TOKCOST_DEBUG"):
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already on screen
+            sys.exit(exc.exit_code)
+        from tokcost.cli.errors import usage_line
+
+        code = int(getattr(exc, "exit_code", 2))
+        line = usage_line(exc, _command_path(main, kwargs.get("prog_name"), argv))
+        report(line, code, wants_json=_wants_json(argv), kind="UsageError")
+        sys.exit(code)
+    except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
+        if not standalone_mode:
+            raise
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
+    except BrokenPipeError:
+        _die_of_sigpipe()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        _die_of_sigpipe()
+    if not standalone_mode:
+        return result
+    # With standalone_mode=False click returns a command's exit code from typer.Exit.
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
+    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad``: the command whose
+    help to point at when Click's error carries no context."""
+    command = getattr(main, "__self__", None)
+    path = [prog_name or "tokcost"]
+    for arg in argv:
+        commands = getattr(command, "commands", None)
+        if command is None or (commands is None and not isinstance(command, TokcostGroup)):
+            break
+        sub = command.get_command(None, arg) if commands is None else commands.get(arg)
+        if sub is None:
+            break
+        path.append(arg)
+        command = sub
+    return " ".join(path)
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return "--json" in argv or any(a in ("--format=json",) for a in argv) or (
+        "--format" in argv and argv[argv.index("--format") + 1:][:1] == ["json"])
+
+
+def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
+    """An error as the user sees it: one line on stderr and, when the command was
+    asked for ``--json``, a JSON error object on stdout so scripts get a document."""
+    from rich.markup import escape  # only on the error path
+
+    if wants_json:
+        from tokcost.cli.console import print_json
+
+        print_json({"error": {"type": kind, "message": line, "exit_code": code}})
+    # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
+    err.print(f"[bold red]error:[/bold red] {escape(line)}", markup=True, highlight=False)
+
+
+def _die_of_sigpipe() -> None:
+    """Leave as ``cat`` does when its reader goes away: killed by SIGPIPE (the shell's
+    exit status 141), no message. Where there is no SIGPIPE (Windows), exit 1 quietly."""
+    import signal
+
+    # Python would complain on exit that it cannot flush the closed stdout.
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(1)
+
 
 @contextlib.contextmanager
 def reported_errors() -> Iterator[None]:
@@ -46,17 +145,16 @@ def reported_errors() -> Iterator[None]:
     except TokcostError as exc:
         if os.environ.get("TOKCOST_DEBUG"):
             raise
-        from rich.markup import escape  # only on the error path
-
         from tokcost.cli.errors import render_error
 
-        # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
-        err.print(f"[bold red]error:[/bold red] {escape(render_error(exc))}", markup=True,
-                  highlight=False)
+        report(render_error(exc), exc.exit_code, wants_json=getattr(exc, "cli_json", False),
+               kind=type(exc).__name__)
         raise typer.Exit(code=exc.exit_code) from None
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
         raise typer.Exit(code=130) from None
+    except BrokenPipeError:  # here, before typer's own handler turns it into exit 1
+        _die_of_sigpipe()
 
 
 app = typer.Typer(
@@ -67,7 +165,9 @@ app = typer.Typer(
         "serving it take?"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    # Completion lives at the root only (--install-completion / --show-completion):
+    # typer registers its bash/zsh/fish/powershell protocol classes with it.
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -119,7 +219,7 @@ _loaded: dict[str, Any] = {}
 def _load_command(name: str) -> Any:
     if name not in _loaded:
         modules, _ = COMMANDS[name]
-        holder = typer.Typer()
+        holder = typer.Typer(add_completion=False)
         for module in modules:
             importlib.import_module(module).register(holder)
         built = typer.main.get_command(holder)
@@ -138,9 +238,8 @@ def _run(entry: Any, prog_name: str) -> None:
     try:
         entry(prog_name=prog_name)
     except BrokenPipeError:
-        # `tokcost count ... | head` closed the pipe: not an error worth a traceback.
-        sys.stderr.close()
-        sys.exit(0)
+        # The pipe closed while Python flushed stdout on the way out.
+        _die_of_sigpipe()
 
 
 def main() -> None:
@@ -163,7 +262,7 @@ class _StandaloneCount:
                 return original(ctx)
 
         command.invoke = invoke
-        command.main(prog_name=prog_name)
+        run_command(command.main, None, prog_name=prog_name)
 
 
 def count_main() -> None:

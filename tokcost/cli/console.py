@@ -26,6 +26,24 @@ class _LazyConsole:
             self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
         return getattr(self._console, name)
 
+    def real(self) -> Console:
+        """The rich Console itself, created on first use."""
+        self.__getattr__("print")
+        assert self._console is not None
+        return self._console
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        # Rich sizes a pipe as 80 columns and squeezes tables into "poli… toke…"
+        # headers; in a file or a CI log a table prints at its natural width instead.
+        console = self.real()
+        if not self._stderr and not console.is_terminal and len(objects) == 1 and not kwargs:
+            from rich.table import Table
+
+            if isinstance(objects[0], Table):
+                print_wide(objects[0])
+                return
+        console.print(*objects, **kwargs)
+
     # rich's Live display (progress bars) enters the console as a context manager;
     # special methods are looked up on the type, so __getattr__ does not forward them.
     def __enter__(self) -> Any:
@@ -61,9 +79,10 @@ def print_wide(table: Any) -> None:
     from rich.console import Console
     from rich.measure import Measurement
 
-    needed = Measurement.get(out, out.options.update_width(1000), table).maximum
-    if needed <= out.width:
-        out.print(table)
+    console = cast("_LazyConsole", out).real()
+    needed = Measurement.get(console, console.options.update_width(1000), table).maximum
+    if needed <= console.width:
+        console.print(table)
         return
     wide = Console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
                    force_terminal=out.is_terminal, no_color=out.no_color)

@@ -36,9 +36,23 @@ def tag_errors(command: Any) -> None:
         except TokcostError as exc:
             if not hasattr(exc, "cli_params"):
                 exc.cli_params = list(ctx.command.params)  # type: ignore[attr-defined]
+                # a command run with --json answers with a JSON error object too
+                exc.cli_json = json_requested(ctx)  # type: ignore[attr-defined]
             raise
 
     command.invoke = invoke
+
+
+def json_requested(ctx: Any) -> bool:
+    """Whether the running command was asked for JSON (``--json`` or ``--format json``)."""
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if "--json" in getattr(param, "opts", ()) and value:
+            return True
+        chosen = str(getattr(value, "value", value))  # an Enum choice or a plain string
+        if "--format" in getattr(param, "opts", ()) and chosen == "json":
+            return True
+    return False
 
 
 def _flag(param: Any) -> tuple[str, str | None]:
@@ -105,3 +119,33 @@ def in_cli_words(text: str, params: Sequence[str]) -> str:
     for name in params:
         text = to_flags(text, name, command_params)
     return text
+
+
+def usage_line(exc: Any, command_path: str) -> str:
+    """A Click usage error as one line: the problem, a "did you mean" where one fits,
+    and where to look (``see 'tokcost count -h'``).
+
+    Click words an unknown option as "No such option: --jsn (Possible options:
+    --json)" and an unknown command without any suggestion; both become
+    "... (did you mean --json?)".
+    """
+    import difflib
+
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    possible = re.search(r"\s*\(Possible options: ([^)]*)\)", message)
+    if possible:
+        options = possible.group(1).split(", ")
+        message = message.replace(possible.group(0), "")
+        message += f" (did you mean {' or '.join(options[:3])}?)"
+    suggested = re.search(r"\.? Did you mean (.+)\?$", message)
+    if suggested:
+        names = [n.strip(" '") for n in suggested.group(1).split(",")]
+        message = message[:suggested.start()] + f" (did you mean {' or '.join(names)}?)"
+    ctx = getattr(exc, "ctx", None)
+    unknown = re.match(r"No such command '([^']*)'", message)
+    if unknown and not suggested and ctx is not None and hasattr(ctx.command, "list_commands"):
+        close = difflib.get_close_matches(unknown.group(1), ctx.command.list_commands(ctx), n=2)
+        if close:
+            message += f" (did you mean {' or '.join(close)}?)"
+    message += f"; see '{ctx.command_path if ctx is not None else command_path} -h'"
+    return message[:1].lower() + message[1:]

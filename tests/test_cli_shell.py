@@ -1,0 +1,136 @@
+"""How tokcost behaves in a shell: usage errors, pipes, piped tables, JSON errors, completion.
+
+These run the real console scripts in subprocesses where the behaviour lives in the
+process (SIGPIPE, environment-driven completion), and CliRunner elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tokcost.cli.app import app
+
+runner = CliRunner()
+
+
+def _run(*args: str, env: dict[str, str] | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tokcost", *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=120, **kw)  # type: ignore[call-overload]
+
+
+# (arguments, expected exit code, fragment of the one line on stderr)
+USAGE_ROWS = [
+    (["cuont"], 2, "no such command 'cuont' (did you mean count?); see 'tokcost -h'"),
+    (["kvmem", "estmate"], 2, "(did you mean estimate"),
+    (["bpe", "trian"], 2, "(did you mean train?); see 'tokcost bpe -h'"),
+    (["models", "lst"], 2, "(did you mean list?)"),
+    (["count", "--jsn"], 2, "no such option: --jsn (did you mean "),
+    (["count", "-t"], 2, "option '-t' requires an argument; see 'tokcost count -h'"),
+    (["generate"], 2, "missing argument 'prompt'; see 'tokcost generate -h'"),
+    (["kvmem", "estimate", "--batch", "many"], 2, "invalid value for '--batch'"),
+    (["price", "--bogus"], 2, "no such option: --bogus"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), USAGE_ROWS)
+def test_usage_errors_are_one_line(args: list[str], code: int, fragment: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: ")
+    assert fragment in lines[0]
+    assert "Traceback" not in result.output and "╭" not in result.output
+
+
+def test_usage_error_in_json_mode_gives_a_json_object() -> None:
+    proc = _run("kvmem", "estimate", "-m", "llama-3.1-8b", "--batch", "x", "--json")
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    assert doc["error"]["exit_code"] == 2 and "--batch" in doc["error"]["message"]
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+
+
+def test_library_error_in_json_mode_gives_a_json_object() -> None:
+    proc = _run("kvmem", "estimate", "-m", "no-such-model", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 == doc["error"]["exit_code"]
+    assert doc["error"]["type"] == "ModelNotFound"
+    assert "unknown model 'no-such-model'" in doc["error"]["message"]
+    # the same line a person sees on stderr
+    assert proc.stderr.strip() == f"error: {doc['error']['message']}"
+
+
+def test_error_without_json_leaves_stdout_empty() -> None:
+    proc = _run("kvmem", "estimate", "-m", "no-such-model")
+    assert proc.returncode == 2 and proc.stdout == ""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGPIPE"), reason="no SIGPIPE on this platform")
+@pytest.mark.parametrize("script", ["tokcost", "tokcount"])
+def test_a_closed_pipe_ends_the_process_like_cat(tmp_path: Path, script: str) -> None:
+    for i in range(300):
+        (tmp_path / f"f{i:03}.txt").write_text(f"hello world {i}\n" * 3)
+    entry = "main" if script == "tokcost" else "count_main"
+    command = [sys.executable, "-c", f"import sys; from tokcost.cli.app import {entry}; "
+               f"sys.argv[0] = '{script}'; {entry}()"]
+    args = ["count"] if script == "tokcost" else []
+    proc = subprocess.Popen([*command, *args, str(tmp_path), "--csv"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert first.startswith(b"path,bytes,chars")
+    assert proc.returncode == -signal.SIGPIPE  # the shell shows 141
+    assert stderr == ""
+
+
+def test_piped_tables_print_at_full_width() -> None:
+    # rich assumes 80 columns for a pipe; the simulate table is wider and used to
+    # come out as "poli… toke… rese…"
+    proc = _run("kvmem", "simulate", "--requests", "40", env={"COLUMNS": "40"})
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout
+    header = next(line for line in proc.stdout.splitlines() if "policy" in line)
+    assert {"tokens", "reserved", "preempt"} <= set(header.split())
+
+
+COMPLETIONS = [
+    ("bash", {"COMP_WORDS": "tokcost co", "COMP_CWORD": "1"}, ["count", "compare"]),
+    ("bash", {"COMP_WORDS": "tokcost kvmem es", "COMP_CWORD": "2"}, ["estimate"]),
+    ("zsh", {"_TYPER_COMPLETE_ARGS": "tokcost count --js"}, ["--json"]),
+    ("fish", {"_TYPER_COMPLETE_ARGS": "tokcost bpe ", "_TYPER_COMPLETE_FISH_ACTION": "get-args"},
+     ["train", "encode", "decode", "inspect", "export"]),
+]
+
+
+@pytest.mark.parametrize(("shell", "env", "expected"), COMPLETIONS)
+def test_completion_protocol(shell: str, env: dict[str, str], expected: list[str]) -> None:
+    proc = _run(env={"_TOKCOST_COMPLETE": f"complete_{shell}", **env})
+    assert proc.returncode == 0, proc.stderr
+    for word in expected:
+        assert word in proc.stdout, proc.stdout
+    assert "not supported" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts(shell: str) -> None:
+    proc = _run(env={"_TOKCOST_COMPLETE": f"source_{shell}"})
+    assert proc.returncode == 0 and "_TOKCOST_COMPLETE=complete_" in proc.stdout
+
+
+def test_completion_is_offered_at_the_root_only() -> None:
+    root = runner.invoke(app, ["--help"]).output
+    assert "--install-completion" in root and "--show-completion" in root
+    for sub in (["count"], ["kvmem", "estimate"], ["bpe", "train"], ["models", "list"]):
+        assert "--install-completion" not in runner.invoke(app, [*sub, "--help"]).output
