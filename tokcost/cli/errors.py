@@ -147,5 +147,8 @@ def usage_line(exc: Any, command_path: str) -> str:
         close = difflib.get_close_matches(unknown.group(1), ctx.command.list_commands(ctx), n=2)
         if close:
             message += f" (did you mean {' or '.join(close)}?)"
-    message += f"; see '{ctx.command_path if ctx is not None else command_path} -h'"
+    # Click's context can be a parent's (an option's missing value is raised while the
+    # subcommand parses): the longer of the two paths names the command that failed.
+    path = max((ctx.command_path if ctx is not None else "", command_path), key=len)
+    message += f"; see '{path} -h'"
     return message[:1].lower() + message[1:]
