@@ -47,14 +47,15 @@ def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False
     """Money for people, the one rule of every command (``--json`` keeps exact strings).
 
     ``$`` and at least two decimals. From $1 up: to the cent, with thousands
-    separators. Under $1: three significant digits, trailing zeros past the cents
-    dropped, so a positive amount never reads as $0.00. Halves round up.
-    ``per_million``: a rate per million tokens, ``$2.50/M``.
+    separators. Under $1: three significant digits, so a positive amount never reads
+    as $0.00; an amount that needs fewer is shown exactly ($0.045, not $0.0450), so
+    a trailing zero is always a rounded digit. Halves round up. ``per_million``: a
+    rate per million tokens, ``$2.50/M``.
 
     >>> format_usd(Decimal("1234.5")), format_usd(Decimal("0.465")), format_usd(0.3)
     ('$1,234.50', '$0.465', '$0.30')
-    >>> format_usd(Decimal("0.00026265")), format_usd(0)
-    ('$0.000263', '$0.00')
+    >>> format_usd(Decimal("0.00026265")), format_usd(Decimal("0.0066025")), format_usd(0)
+    ('$0.000263', '$0.00660', '$0.00')
     >>> format_usd(Decimal("0.075"), per_million=True)
     '$0.075/M'
     """
@@ -65,10 +66,12 @@ def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False
     text = None
     if 0 < value < 1:
         places = max(2, SIGNIFICANT_DIGITS - 1 - value.adjusted())
-        value = _round(value, places)
-        if value < 1:  # 0.9996 rounds to 1.000 and is shown as dollars below
-            whole, _, frac = f"{value:f}".partition(".")
-            text = f"{whole}.{frac.rstrip('0').ljust(2, '0')}"
+        shown = _round(value, places)
+        if shown < 1:  # 0.9996 rounds to 1.000 and is shown as dollars below
+            whole, _, frac = f"{shown:f}".partition(".")
+            if shown == value:  # exact: no zero that was not a rounded digit
+                frac = frac.rstrip("0").ljust(2, "0")
+            text = f"{whole}.{frac}"
     if text is None:
         text = f"{_round(value, 2):,.2f}"
     return f"{sign}${text}" + ("/M" if per_million else "")
