@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -289,7 +290,7 @@ def tables_of(stdout: str) -> dict[str, list[tuple[str, float]]]:
 
 def is_sorted(rows: list[tuple[str, float]]) -> bool:
     """Largest premium first (the shown premiums are rounded, so ties are tested apart)."""
-    return all(a[1] >= b[1] for a, b in zip(rows, rows[1:]))
+    return all(a[1] >= b[1] for a, b in itertools.pairwise(rows))
 
 
 def test_every_compare_table_is_sorted_by_its_own_premium(runner: CliRunner) -> None:
