@@ -27,7 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.adapters": ("Tokenizer", "get_tokenizer"),
     "tokcost.errors": ("TokcostError",),
     "tokcost.tokenizers": (
-        "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers",
+        "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers", "spec_label",
     ),
     "tokcost.counting": ("count_text", "count_texts", "count_paths"),
     "tokcost.app.count": (
@@ -43,7 +43,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.simulate": ("simulate", "SimulationResult"),
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
-    "tokcost.pricing": ("estimate_cost",),
+    "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "check"),
     "tokcost.app.price": ("PriceResult", "price"),
@@ -169,7 +169,9 @@ if TYPE_CHECKING:
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.pricing import estimate_cost as estimate_cost
+    from tokcost.pricing import format_usd as format_usd
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
     from tokcost.tokenizers import load_tokenizers as load_tokenizers
     from tokcost.tokenizers import open_catalog as open_catalog
     from tokcost.tokenizers import resolve_tokenizers as resolve_tokenizers
+    from tokcost.tokenizers import spec_label as spec_label

@@ -10,11 +10,12 @@ cells of ``tables(result)``, the same cells the Markdown report shows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
 from tokcost.errors import UsageError
+from tokcost.pricing import format_usd
 from tokcost.tokenizers import spec_label
 
 if TYPE_CHECKING:  # evaluate imports this module (money, and the result's to_dict)
@@ -26,13 +27,12 @@ MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its c
 
 
 def money(value: Decimal) -> str:
-    """USD for people: 4 decimals, 6 under a cent.
+    """USD for people, by the one rule of every command (``tokcost.pricing.format_usd``).
 
-    >>> money(Decimal("0.0123456")), money(Decimal("0.000042"))
-    ('$0.0123', '$0.000042')
+    >>> money(Decimal("0.0123456")), money(Decimal("0.000042")), money(Decimal("0.5"))
+    ('$0.0123', '$0.000042', '$0.50')
     """
-    places = Decimal("0.0001") if value >= Decimal("0.01") or value == 0 else Decimal("0.000001")
-    return f"${value.quantize(places, ROUND_HALF_EVEN)}"
+    return format_usd(value)
 
 
 # --- the cells the text and Markdown reports share -------------------------------------------
@@ -55,9 +55,11 @@ class ReportTables:
 
 
 def tables(result: CheckResult) -> ReportTables:
-    """The cells of ``result``'s tables."""
+    """The cells of ``result``'s tables; ≈ marks every number a proxy tokenizer gave."""
+    approx = {b.name: _approx(b) for b in result.budgets}
     failures = tuple(
-        (f.budget, f.path, f.rule, _value(f, f.actual), _value(f, f.limit))
+        (f.budget, f.path, f.rule, approx.get(f.budget, "") + _value(f, f.actual),
+         _value(f, f.limit))
         for f in result.failures
     )
     budgets = tuple(
@@ -67,14 +69,14 @@ def tables(result: CheckResult) -> ReportTables:
             _model(b),
             str(len(b.files)),
             _tokens(b, b.total_tokens),
-            _growth(b.growth_percent),
-            money(b.cost) if b.cost is not None else "–",
-            f"{b.context_percent:.1f}%" if b.context_percent is not None else "–",
+            _marked(b, _growth(b.growth_percent)),
+            _marked(b, money(b.cost) if b.cost is not None else "–"),
+            _marked(b, f"{b.context_percent:.1f}%" if b.context_percent is not None else "–"),
         )
         for b in _ordered(result)
     )
     changes = tuple(
-        (b.name, path, *_change_cells(before, now))
+        (b.name, path, *_marked_cells(b, _change_cells(before, now)))
         for b in result.budgets
         for path, before, now in b.changes()
     )
@@ -106,7 +108,7 @@ def _strict_line(result: CheckResult) -> str | None:
 
 
 def _model(b: BudgetResult) -> str:
-    tok = spec_label(b.tokenizer) + ("" if b.exact else " ≈")
+    tok = _approx(b) + spec_label(b.tokenizer)
     return f"{b.model} ({tok})" if b.model else tok
 
 
@@ -124,8 +126,25 @@ def _value(f: Finding, which: Any) -> str:
     return f"{which:,}"
 
 
+def _approx(b: BudgetResult) -> str:
+    return "" if b.exact else "≈"
+
+
+_NO_NUMBER = ("–", "new", "removed")
+
+
+def _marked(b: BudgetResult, cell: str) -> str:
+    """``cell`` with ≈ in front when a proxy tokenizer counted it ("–": nothing to mark)."""
+    return cell if b.exact or cell in _NO_NUMBER else f"≈{cell}"
+
+
+def _marked_cells(b: BudgetResult, cells: tuple[str, str, str]) -> tuple[str, str, str]:
+    before, now, growth = cells
+    return _marked(b, before), _marked(b, now), _marked(b, growth)
+
+
 def _tokens(b: BudgetResult, n: int) -> str:
-    return f"{n:,}" if b.exact else f"≈{n:,}"
+    return f"{_approx(b)}{n:,}"
 
 
 def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
@@ -364,7 +383,8 @@ def render_junit(result: CheckResult) -> str:
                                      message="; ".join(f.message for f in failures),
                                      type=",".join(f.rule for f in failures))
                 fail.text = "\n".join(
-                    f"{f.rule}: {_value(f, f.actual)} > {_value(f, f.limit)}" for f in failures
+                    f"{f.rule}: {_approx(b)}{_value(f, f.actual)} > {_value(f, f.limit)}"
+                    for f in failures
                 )
         failed = sum(1 for _, _, failures in cases if failures)
         suite.set("tests", str(len(cases)))

@@ -41,13 +41,28 @@ def _num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def _money(x: Decimal | None) -> str:
-    if x is None:
-        return "–"
-    return f"${x:.5f}" if x < 1 else f"${x:,.2f}"
+    return "–" if x is None else tokcost.format_usd(x)
+
+
+def _mark(r: Measurement, cell: str) -> str:
+    """≈ in front of a number a proxy tokenizer gave ("–": nothing to mark)."""
+    return cell if r.exact or cell == "–" else f"≈{cell}"
+
+
+def _name(meter: Meter) -> str:
+    return meter.label if meter.exact else f"≈{meter.label}"
 
 
 def _tokens(r: Measurement) -> str:
-    return f"{r.tokens:,}" if r.exact else f"≈{r.tokens:,}"
+    return _mark(r, f"{r.tokens:,}")
+
+
+def _premium(r: Measurement) -> str:
+    return _mark(r, _num(r.premium, "{:.2f}x"))
+
+
+def _cost(r: Measurement) -> str:
+    return _mark(r, _money(r.cost_usd))
 
 
 # ---------------------------------------------------------------------------- output
@@ -61,7 +76,7 @@ def _print_tables(result: CompareResult, chart: bool) -> None:
         for meter in report.meters:
             per_line = group.kind != "prose"
             table = Table(
-                title=f"{group.kind} · {meter.label} · premium vs {group.baseline}",
+                title=f"{group.kind} · {_name(meter)} · premium vs {group.baseline}",
                 title_justify="left",
                 header_style="bold",
             )
@@ -74,17 +89,17 @@ def _print_tables(result: CompareResult, chart: bool) -> None:
                 table.add_column(name, justify="right")
             if meter.priced:
                 table.add_column("input cost", justify="right")
-            for row in group.rows:
+            for row in group.rows_by(meter.label):  # each table by its own premium
                 r = row.result(meter.label)
                 cells = [row.code, row.sample.label]
                 cells += [] if per_line else [row.sample.script or ""]
                 cells += [
                     _tokens(r), _num(r.bytes_per_token), _num(r.chars_per_token),
                     _num(r.tokens_per_line if per_line else r.words_per_token),
-                    _num(r.premium, "{:.2f}x"),
+                    _premium(r),
                 ]
                 if meter.priced:
-                    cells.append(_money(r.cost_usd))
+                    cells.append(_cost(r))
                 style = "bold" if row.code == group.baseline else None
                 table.add_row(*cells, style=style)
             print_wide(table)
@@ -96,38 +111,43 @@ def _print_tables(result: CompareResult, chart: bool) -> None:
 
 
 def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
-    top = group.rows[0]
+    top = group.rows_by(meter.label)[0]
     base = next(r for r in group.rows if r.code == group.baseline)
     t, b = top.result(meter.label), base.result(meter.label)
     if top is base or t.cost_ratio is None:
         return
     out.print(
-        f"On {meter.label}, the {top.sample.label} version costs {t.cost_ratio:.1f}x the "
-        f"{base.sample.label} one ({_money(t.cost_usd)} vs {_money(b.cost_usd)} as input)."
+        f"On {meter.label}, the {top.sample.label} version costs "
+        f"{_mark(t, f'{t.cost_ratio:.1f}x')} the {base.sample.label} one "
+        f"({_cost(t)} vs {_cost(b)} as input)."
     )
 
 
 def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
+    """Bars of every tokenizer side by side, rows by premium on the first one."""
     colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
     top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
     width = max(len(r.sample.display_name) for r in group.rows)
     out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
-        f"[{colors[i % len(colors)]}]■ {m.label}[/]" for i, m in enumerate(meters)
+        f"[{colors[i % len(colors)]}]■ {_name(m)}[/]" for i, m in enumerate(meters)
     ))
     for row in group.rows:
         for i, m in enumerate(meters):
-            p = row.result(m.label).premium or 0.0
+            r = row.result(m.label)
+            p = r.premium or 0.0
             name = row.sample.display_name if i == 0 else ""
             bar = "█" * max(1, round(p / top * _BAR))
-            out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] {p:.2f}x",
-                      highlight=False)
+            out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] "
+                      f"{_mark(r, f'{p:.2f}x')}", highlight=False)
 
 
 def _csv_rows(result: CompareResult) -> list[list[object]]:
+    """One row per text and tokenizer: each tokenizer's rows by its own premium."""
     rows: list[list[object]] = []
     for g in result.report.groups:
-        for row in g.rows:
-            for r in row.results:
+        for m in result.report.meters:
+            for row in g.rows_by(m.label):
+                r = row.result(m.label)
                 rows.append([
                     g.kind, row.code, row.sample.label, row.sample.script or "", r.meter,
                     r.tokens, r.exact, row.bytes, row.chars,
@@ -156,15 +176,16 @@ def _print_csv(result: CompareResult) -> None:
 
 
 def _markdown(result: CompareResult) -> str:
+    """One table per group, every tokenizer side by side, rows by the first one's premium."""
     report = result.report
     lines: list[str] = []
     for g in report.groups:
         what = "language" if g.kind == "prose" else "format"
         head = ["code", what, "script"]
         for m in report.meters:
-            head += [f"{m.label} tokens", f"{m.label} premium"]
+            head += [f"{_name(m)} tokens", f"{_name(m)} premium"]
             if m.priced:
-                head.append(f"{m.label} input cost")
+                head.append(f"{_name(m)} input cost")
         lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "",
                   "| " + " | ".join(head) + " |",
                   "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
@@ -172,12 +193,20 @@ def _markdown(result: CompareResult) -> str:
             cells = [f"`{row.code}`", row.sample.label, row.sample.script or ""]
             for m in report.meters:
                 r = row.result(m.label)
-                cells += [_tokens(r), _num(r.premium, "{:.2f}x")]
+                cells += [_tokens(r), _premium(r)]
                 if m.priced:
-                    cells.append(_money(r.cost_usd))
+                    cells.append(_cost(r))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _proxy_notes(result: CompareResult) -> None:
+    for m in result.report.meters:
+        if not m.exact:
+            err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
+                      f"({tokcost.spec_label(m.spec)}); its numbers are approximate",
+                      highlight=False)
 
 
 # --------------------------------------------------------------------------- command
@@ -253,6 +282,8 @@ def compare(
         warn(message)
     if result.plot is not None:
         err.print(f"wrote {result.plot}", highlight=False)
+    if not json_out:
+        _proxy_notes(result)
     if json_out:
         print_json(result.to_dict())
     elif csv_out:

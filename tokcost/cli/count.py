@@ -35,6 +35,10 @@ Examples:
 """
 
 
+def _fmt_share(share: float, exact: bool) -> str:
+    return _pct(share) if exact else f"≈{_pct(share)}"
+
+
 def _pct(share: float) -> str:
     """0.0213 -> '2.13%'; small shares keep three decimals so they do not read as 0."""
     return f"{share:.2%}" if share >= 0.01 else f"{share * 100:.3f}%"
@@ -42,6 +46,11 @@ def _pct(share: float) -> str:
 
 def _fmt(n: int, exact: bool) -> str:
     return f"{n:,}" if exact else f"≈{n:,}"
+
+
+def _name(label: str, exact: bool) -> str:
+    """A tokenizer's name in a header: ≈ marks a proxy, as on its numbers."""
+    return label if exact else f"≈{label}"
 
 
 def count(
@@ -175,7 +184,7 @@ def _print_table(result: CountResult) -> None:
     table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
-        table.add_column(c.label, justify="right", style="bold",
+        table.add_column(_name(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
         table.add_row(f.path, f"{f.bytes:,}", f"{f.chars:,}",
@@ -186,14 +195,17 @@ def _print_table(result: CountResult) -> None:
             mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
             if not w.fits:
                 mark += " — does not fit"
-            out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = "
-                      f"{_pct(w.context_share)} of its {w.context_window:,}-token context "
-                      f"window{mark}")
+            share = _fmt_share(w.context_share, w.exact)
+            out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = {share} of its "
+                      f"{w.context_window:,}-token context window{mark}")
 
 
 def _show_pieces(result: TokenizeResult, truncated: bool) -> None:
     if truncated:
-        sys.stdout.write(result.text)
+        # The cut text, and a newline when it lacks one (as ttok -t N): stdout always
+        # ends a line, even when nothing is left of the text.
+        text = result.text
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
     if out.is_terminal:
@@ -207,7 +219,10 @@ def _show_pieces(result: TokenizeResult, truncated: bool) -> None:
         out.print(shown)
     else:
         out.print(repr(list(result.pieces)), markup=False)
-    out.print(f"{len(result.ids):,} tokens ({result.tokenizer.label})", style="dim")
+    choice = result.tokenizer
+    out.print(f"{_fmt(len(result.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
+              + ("" if choice.exact else f", proxy {tokcost.spec_label(choice.spec)}") + ")",
+              style="dim", markup=False)
     out.print(str(list(result.ids)), style="dim", markup=False)
 
 
@@ -224,7 +239,7 @@ def _print_chat(result: ChatResult, json_out: bool) -> None:
         table.add_column(name, justify="left" if name == "model" else "right")
     for m in result.models:
         c = m.counted
-        share = _pct(m.context_share) if m.context_share is not None else "-"
+        share = "-" if m.context_share is None else _fmt_share(m.context_share, m.exact)
         table.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(table)

@@ -81,10 +81,10 @@ def list_models(
         print_json(result.to_dict())
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("model", "provider", "tokenizer", "context", "in $/M", "out $/M", "kv"):
+    for col in ("model", "provider", "tokenizer", "context", "input", "output", "kv"):
         table.add_column(
             col,
-            justify="right" if col in ("context", "in $/M", "out $/M") else "left",
+            justify="right" if col in ("context", "input", "output") else "left",
             no_wrap=col == "model",  # ids are copied into -m: never cut them
         )
     for m in result.models:
@@ -93,8 +93,8 @@ def list_models(
             m.provider or "",
             _tokenizer_label(m, short=True),
             f"{m.context_window:,}" if m.context_window else "",
-            f"{m.pricing.input:.2f}" if m.pricing else "",
-            f"{m.pricing.output:.2f}" if m.pricing else "",
+            _rate(m.pricing.input) if m.pricing else "",
+            _rate(m.pricing.output) if m.pricing else "",
             "yes" if m.architecture else "",
         )
     print_wide(table)
@@ -177,18 +177,19 @@ def show(
             out.print(f"  architecture source: {arch['source']}")
     p = data["pricing"]
     if p:
-        parts = [f"input ${p['input']}", f"output ${p['output']}"]
+        parts = [f"input {_rate(p['input'])}", f"output {_rate(p['output'])}"]
         for k in ("cached_input", "cache_write", "reasoning"):
             if p[k]:
-                parts.append(f"{k.replace('_', ' ')} ${p[k]}")
-        out.print(f"  pricing per million tokens: {', '.join(parts)}")
+                parts.append(f"{k.replace('_', ' ')} {_rate(p[k])}")
+        out.print(f"  pricing: {', '.join(parts)}")
         if p["batch_discount"]:
             scope = " (cache included)" if p["batch_discount_cache"] else ""
             pct = (Decimal(p["batch_discount"]) * 100).normalize()
             out.print(f"  batch discount: {pct:f}%{scope}")
         for t in p["tiers"]:
             rates = ", ".join(
-                f"{k} ${v}" for k, v in t.items() if k not in ("above_input_tokens", "applies_to")
+                f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
+                if k not in ("above_input_tokens", "applies_to") and v is not None
             )
             out.print(
                 f"  tier above {t['above_input_tokens']:,} prompt tokens "
@@ -277,6 +278,11 @@ def sync_prices(
         out.print("run with --write to apply them")
     if result.shipped and write and result.written:
         err.print("note: you updated the shipped catalog", highlight=False)
+
+
+def _rate(usd_per_million: Decimal | str) -> str:
+    """A catalog price as every command shows one: ``$2.50/M`` (USD per million tokens)."""
+    return tokcost.format_usd(usd_per_million, per_million=True)
 
 
 def _params(n: int) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 import tokcost
-from tokcost.cli.console import out, print_json
+from tokcost.cli.console import err, out, print_json
 from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 
@@ -27,15 +26,6 @@ Examples:
 
 --input-tokens is the whole prompt; --cached-tokens and --cache-write-tokens are parts of it.
 """
-
-
-def _money(value: Decimal, prefix: str = "$") -> str:
-    """At least cents, more digits only when they carry something: $0.30, $0.000709."""
-    if abs(value) >= 1:
-        return f"{prefix}{value:,.2f}"
-    text = f"{value:.6f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"{prefix}{whole}.{frac.ljust(2, '0')}"
 
 
 def price(
@@ -92,6 +82,7 @@ def _count(text: str, param: str) -> int:
 
 
 def _render(result: PriceResult) -> None:
+    """The breakdown on stdout; its notes (tier, discount, proxy, price date) on stderr."""
     from rich import box
     from rich.table import Table
 
@@ -99,27 +90,29 @@ def _render(result: PriceResult) -> None:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("tokens", justify="left")
     table.add_column("count", justify="right")
-    table.add_column("$ / M", justify="right")
+    table.add_column("rate", justify="right")
     table.add_column("cost", justify="right")
     approx = "" if exact else "≈"
     for line in b.lines:
-        count = f"{approx if line.kind.startswith('input') else ''}{line.tokens:,}"
-        table.add_row(line.kind, count, _money(line.usd_per_million, ""), _money(line.cost))
+        mark = approx if line.kind.startswith("input") else ""  # the counted prompt
+        table.add_row(line.kind, f"{mark}{line.tokens:,}",
+                      tokcost.format_usd(line.usd_per_million, per_million=True),
+                      f"{mark}{tokcost.format_usd(line.cost)}")
     title = f"[bold]{b.model}[/bold]" + (f" x {b.requests:,} requests" if b.requests > 1 else "")
     title += " (batch)" if b.batch else ""
     out.print(title, markup=True)
     out.print(table)
     if b.requests > 1:
-        out.print(f"per request: {approx}{_money(b.per_request)}")
-    out.print(f"[bold]total: {approx}{_money(b.total)}[/bold]", markup=True)
+        out.print(f"per request: {approx}{tokcost.format_usd(b.per_request)}")
+    out.print(f"[bold]total: {approx}{tokcost.format_usd(b.total)}[/bold]", markup=True)
     for note in b.notes:
-        out.print(f"[dim]note: {note}[/dim]", markup=True)
+        err.print(f"note: {note}", highlight=False, markup=False)
     if not exact:
-        out.print(
-            "[dim]note: ≈ prompt counted with a proxy tokenizer (approximate)[/dim]", markup=True
-        )
+        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)",
+                  highlight=False)
     if b.as_of or b.source:
-        out.print(f"[dim]prices as of {b.as_of or '?'}: {b.source or ''}[/dim]", markup=True)
+        err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
+                  markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -38,6 +38,7 @@ from tokcost.inflation.measure import (
     Meter,
     Report,
     Row,
+    by_premium,
     measure,
     premium,
 )
@@ -45,6 +46,6 @@ from tokcost.inflation.measure import (
 __all__ = [
     "DEFAULT_BASELINES", "KINDS", "LANGUAGE_NAMES", "NO_WHITESPACE_WORDS", "SUFFIX_KINDS",
     "CorpusKind", "Group", "GroupReport", "Measurement", "Meter", "Report", "Row", "Sample",
-    "builtin_dir", "corpus_kinds", "guess_script", "load_builtin", "load_corpora", "load_dir",
-    "load_files", "load_index", "measure", "paragraphs", "premium",
+    "builtin_dir", "by_premium", "corpus_kinds", "guess_script", "load_builtin", "load_corpora",
+    "load_dir", "load_files", "load_index", "measure", "paragraphs", "premium",
 ]

@@ -92,12 +92,22 @@ class Row:
         return next(r for r in self.results if r.meter == meter)
 
 
+def by_premium(rows: Sequence[Row], meter: str) -> tuple[Row, ...]:
+    """``rows`` by their premium on ``meter``, largest first; ties (and rows without a
+    premium, last) in code order, so every table has one order on every run."""
+    return tuple(sorted(rows, key=lambda r: (-(r.result(meter).premium or 0.0), r.code)))
+
+
 @dataclass(frozen=True)
 class GroupReport:
     kind: str
     baseline: str
-    rows: tuple[Row, ...]  # sorted by premium on the first meter, largest first
+    rows: tuple[Row, ...]  # by premium on the first meter, largest first (``by_premium``)
     warnings: tuple[str, ...] = ()
+
+    def rows_by(self, meter: str) -> tuple[Row, ...]:
+        """The rows by premium on ``meter`` (the order of that meter's table)."""
+        return by_premium(self.rows, meter)
 
 
 @dataclass(frozen=True)
@@ -241,9 +251,8 @@ def measure(
                 Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
                     tuple(results))
             )
-        first = meters[0].label
-        rows.sort(key=lambda r: (-(r.result(first).premium or 0.0), r.code))
-        reports.append(GroupReport(group.kind, group.baseline, tuple(rows), group.warnings))
+        reports.append(GroupReport(group.kind, group.baseline,
+                                   by_premium(rows, meters[0].label), group.warnings))
     warnings = tuple(w for g in groups for w in g.warnings)
     return Report(tuple(meters), tuple(reports), warnings)
 
