@@ -93,10 +93,9 @@ def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
     command = getattr(main, "__self__", None)
     path = [prog_name or "tokcost"]
     for arg in argv:
-        commands = getattr(command, "commands", None)
-        if command is None or (commands is None and not isinstance(command, TokcostGroup)):
+        if not hasattr(command, "get_command"):  # a leaf command: its path is complete
             break
-        sub = command.get_command(None, arg) if commands is None else commands.get(arg)
+        sub = command.get_command(None, arg)  # type: ignore[union-attr]
         if sub is None:
             break
         path.append(arg)
