@@ -25,6 +25,8 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from tokcost.errors import InputError, UsageError
 
@@ -155,21 +157,36 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def _signals_deferred() -> Iterator[None]:
     """Hold Ctrl-C (and SIGTERM) back for the few renames that complete a set.
 
-    A signal that arrives meanwhile is delivered when the block ends, so the
+    A signal that arrives meanwhile is acted on when the block ends, so the
     interrupted program stops with the whole set in place rather than half of it.
-    Only the main thread receives Python's signals; elsewhere this does nothing.
+    Python runs signal handlers in the main thread only, whichever thread the
+    signal reached, so swapping the handlers there is enough (and only possible there).
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    previous: dict[int, Any] = {}
+    for held in (signal.SIGINT, signal.SIGTERM):
+        # An ignored signal stays ignored; one whose handler is not Python's is left alone.
+        if callable(signal.getsignal(held)) or signal.getsignal(held) == signal.SIG_DFL:
+            previous[held] = signal.signal(held, hold)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for restored, handler in previous.items():
+            signal.signal(restored, handler)
+        if caught:
+            signum, frame = caught[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)  # SIGINT: KeyboardInterrupt, now that the set is in
+            else:
+                signal.raise_signal(signum)  # the default action, with the handler back
 
 
 def _backup_name(tmp: Path) -> Path:
