@@ -1,20 +1,112 @@
 """Atomic file output: nothing half-written is ever left under the final name.
 
-Every file tokcost writes for the user goes through ``atomic_path``: the content
-goes to a temporary file in the same folder, which replaces the target with
-``os.replace`` only once it is complete. Ctrl-C, a full disk or a failed check
-leaves the old file (or none) and no temporary file behind.
+Every file tokcost writes for the user goes through this module:
+
+* ``ensure_writable(path)`` checks, before any long work, that the file can be
+  written there, by creating and removing a temporary file beside it;
+* ``atomic_path`` (one file) and ``atomic_set`` (files that belong together, such
+  as a model and its ``.vocab``) give temporary files in the target folders, which
+  replace the targets with ``os.replace`` only once they are complete. Ctrl-C, a
+  full disk or a failed check leaves the old files (or none) and no temporary file.
+
+Temporary files are named ``.NAME.XXXXXXXX.tmp``, so a leftover (after a crash or
+``kill -9``) is hidden and easy to spot. A write that fails is an ``InputError``
+(exit code 1) in one line: ``cannot write PATH: REASON; what to do``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import signal
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from tokcost.errors import InputError
+from tokcost.errors import InputError, UsageError
+
+__all__ = [
+    "atomic_path",
+    "atomic_set",
+    "ensure_writable",
+    "write_bytes_atomic",
+    "write_files_atomic",
+    "write_text_atomic",
+]
+
+# An OSError with one of these while the temp file is written is about the writing,
+# even when it names no file (write(2) on a full disk does not).
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _cannot_write(path: Path, exc: OSError) -> InputError:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        advice = "free some space or choose another folder"
+    else:
+        advice = "choose a folder you can write to"
+    return InputError(f"cannot write {path}: {reason}; {advice}")
+
+
+def _reserve(path: Path, folder: Path | None = None) -> Path:
+    """Create an empty temp file beside ``path`` (or in ``folder``), named after it."""
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=folder if folder else path.parent
+        )
+    except OSError as exc:  # a read-only or missing folder: say so, before any work is lost
+        raise _cannot_write(path, exc) from None
+    os.close(fd)
+    return Path(name)
+
+
+def _nearest_existing(folder: Path) -> Path:
+    """``folder`` or the closest of its parents that exists (``a/b/c`` -> ``a``)."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return candidate
+    return Path(".")
+
+
+def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
+    """Raise now, before any work, unless a file can be written at ``path``.
+
+    The check writes: a temp file is created in the folder and removed again,
+    because ``os.access`` says yes to root and is wrong on read-only mounts and
+    some network filesystems. A folder that does not exist is a ``UsageError``
+    (the path is mistyped), unless ``create_folder`` (the writer makes it: then its
+    nearest existing parent is probed); a folder that refuses the file is an
+    ``InputError``. Whether an existing file may be replaced is the caller's rule.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> ensure_writable(folder / "out.txt")
+    >>> list(folder.iterdir())
+    []
+    >>> ensure_writable(folder / "new" / "out.txt", create_folder=True)
+    >>> try:
+    ...     ensure_writable(folder / "no" / "out.txt")
+    ... except UsageError as exc:
+    ...     print(str(exc).replace(str(folder), "F"))
+    cannot write F/no/out.txt: folder F/no does not exist; create it first
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory; give a file name")
+    folder = path.parent
+    if not folder.exists():
+        if not create_folder:
+            raise UsageError(
+                f"cannot write {path}: folder {folder} does not exist; create it first"
+            )
+        folder = _nearest_existing(folder)
+    probe = _reserve(path, folder)
+    with contextlib.suppress(FileNotFoundError):
+        probe.unlink()
 
 
 def _default_mode(path: Path) -> int:
@@ -27,42 +119,202 @@ def _default_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
+def _about_writing(exc: OSError, temps: Sequence[Path]) -> bool:
+    return exc.errno in _WRITE_ERRNOS or exc.filename in {*temps, *map(str, temps)}
+
+
 @contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it becomes ``path``.
 
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
     >>> with atomic_path(target) as tmp:
     ...     _ = tmp.write_text("done")
     >>> target.read_text()
     'done'
     """
     path = Path(path)
+    tmp = _reserve(path)
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:  # a read-only or missing folder: say so, before any work is lost
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        # mkstemp makes the file 0600; the result should look like any other output.
-        os.chmod(tmp, _default_mode(path))
-        os.replace(tmp, path)
+        try:
+            yield tmp
+        except OSError as exc:
+            if _about_writing(exc, [tmp]):
+                raise _cannot_write(path, exc) from None
+            raise
+        try:
+            # mkstemp makes the file 0600; the result should look like any other output.
+            os.chmod(tmp, _default_mode(path))
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise _cannot_write(path, exc) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, flushed to disk before the rename."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (and SIGTERM) back for the few renames that complete a set.
+
+    A signal that arrives meanwhile is acted on when the block ends, so the
+    interrupted program stops with the whole set in place rather than half of it.
+    Python runs signal handlers in the main thread only, whichever thread the
+    signal reached, so swapping the handlers there is enough (and only possible there).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    previous: dict[int, Any] = {}
+    for held in (signal.SIGINT, signal.SIGTERM):
+        # An ignored signal stays ignored; one whose handler is not Python's is left alone.
+        if callable(signal.getsignal(held)) or signal.getsignal(held) == signal.SIG_DFL:
+            previous[held] = signal.signal(held, hold)
+    try:
+        yield
+    finally:
+        for restored, handler in previous.items():
+            signal.signal(restored, handler)
+        if caught:
+            signum, frame = caught[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)  # SIGINT: KeyboardInterrupt, now that the set is in
+            else:
+                signal.raise_signal(signum)  # the default action, with the handler back
+
+
+def _backup_name(tmp: Path) -> Path:
+    # ".x.bpe.k3j9_a2q.tmp" -> ".x.bpe.k3j9_a2q.bak.tmp": unique while the temp file exists
+    return tmp.with_name(tmp.name[: -len(".tmp")] + ".bak.tmp")
+
+
+def _backup(target: Path, name: Path) -> Path | None:
+    """``name`` as a second name for the file now at ``target`` (None when there is
+    none), so it can be put back; a hard link costs nothing, a copy where refused."""
+    try:
+        os.link(target, name, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError:  # FAT, some network filesystems: no hard links
+        if not os.path.lexists(target):
+            return None
+        shutil.copy2(target, name, follow_symlinks=False)
+    return name
+
+
+def _commit(targets: Sequence[Path], temps: Sequence[Path]) -> None:
+    """Move every temp file onto its target; on any failure put every target back."""
+    backups: list[Path | None] = []
+    try:
+        for target, tmp in zip(targets, temps, strict=True):
+            # The name is recorded before the link exists, so that nothing outlives a failure.
+            backups.append(_backup_name(tmp))
+            backups[-1] = _backup(target, _backup_name(tmp))
+            os.replace(tmp, target)
+    except BaseException as exc:
+        # A target was moved in exactly when its temp file is gone: undo those, newest first.
+        moved = [i for i, tmp in enumerate(temps[: len(backups)]) if not tmp.exists()]
+        for i in reversed(moved):
+            with contextlib.suppress(OSError):
+                saved = backups[i]
+                if saved is not None:
+                    os.replace(saved, targets[i])
+                else:
+                    os.unlink(targets[i])
+        if isinstance(exc, OSError):
+            raise _cannot_write(targets[len(backups) - 1], exc) from None
+        raise
+    finally:
+        for saved in backups:
+            if saved is not None:
+                with contextlib.suppress(OSError):
+                    saved.unlink()
+
+
+@contextlib.contextmanager
+def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
+    """Yield one temporary path per target; when the block ends, every target is
+    replaced by its temporary file, or (on any error or Ctrl-C) none is.
+
+    Files that only make sense together (a model and its ``.vocab``, a rank file
+    and its ``.json``) are never left half old, half new: if one rename fails, the
+    targets already replaced get their previous versions back (or are removed when
+    they did not exist), and the previous versions are kept until the whole set is
+    in. The temporary files live beside their targets, so every rename is atomic.
+
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> with atomic_set([folder / "a.txt", folder / "b.txt"]) as (a, b):
+    ...     _ = a.write_text("A")
+    ...     _ = b.write_text("B")
+    >>> sorted(p.name for p in folder.iterdir())
+    ['a.txt', 'b.txt']
+    >>> with atomic_set([folder / "a.txt", folder / "c.txt"]) as (a, c):
+    ...     _ = a.write_text("new A")
+    ...     raise RuntimeError("stopped before c.txt was written")
+    Traceback (most recent call last):
+    RuntimeError: stopped before c.txt was written
+    >>> sorted(p.name for p in folder.iterdir()), (folder / "a.txt").read_text()
+    (['a.txt', 'b.txt'], 'A')
+    """
+    targets = [Path(p) for p in paths]
+    if len({os.path.abspath(p) for p in targets}) != len(targets):
+        raise ValueError(f"atomic_set: a path is given twice in {[str(p) for p in targets]}")
+    temps: list[Path] = []
+    try:
+        for target in targets:
+            temps.append(_reserve(target))
+        try:
+            yield list(temps)
+        except OSError as exc:
+            if not _about_writing(exc, temps):
+                raise
+            named = [t for t, tmp in zip(targets, temps, strict=True)
+                     if exc.filename in (tmp, str(tmp))]
+            raise _cannot_write(named[0] if named else targets[0], exc) from None
+        for target, tmp in zip(targets, temps, strict=True):
+            try:
+                os.chmod(tmp, _default_mode(target))
+            except OSError as exc:
+                raise _cannot_write(target, exc) from None
+        with _signals_deferred():
+            _commit(targets, temps)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, flushed to disk before the rename."""
+    with atomic_path(path) as tmp:
+        _write_synced(tmp, data)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
     """UTF-8 text with ``\\n`` line ends, written atomically."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_files_atomic(files: Mapping[Path, bytes | str]) -> None:
+    """Write several files as one set (``atomic_set``): all of them, or none.
+
+    ``str`` content is written as UTF-8; each file is on disk before any is renamed.
+    """
+    targets = list(files)
+    with atomic_set(targets) as temps:
+        for target, tmp in zip(targets, temps, strict=True):
+            data = files[target]
+            _write_synced(tmp, data.encode("utf-8") if isinstance(data, str) else data)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tokcost import bpe
 from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig
+from tokcost.bpe.export import export_paths
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -262,6 +263,7 @@ def export_bpe(
         fmt = ExportFormat(format)
     except ValueError:
         raise UsageError(f"format must be hf or tiktoken, not {format!r}", param="format") from None
+    bpe.check_writable(export_paths(fmt, output), force)  # before loading a large model
     loaded = bpe.load_any(model, pattern=pattern)
     write = bpe.export_hf if fmt is ExportFormat.HF else bpe.export_tiktoken
     paths = write(loaded, output, force=force)

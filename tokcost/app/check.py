@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.app.engine import EngineKind, make_engine
+from tokcost.atomic import ensure_writable
 from tokcost.budget import (
     Baseline,
     CheckResult,
@@ -54,6 +55,8 @@ def check(
     """
     loaded = load_config(config)
     path = Path(baseline) if baseline is not None else loaded.baseline
+    if update_baseline:
+        ensure_writable(path, create_folder=True)  # before counting, not after
     measured = measure(loaded, catalog=catalog,
                        engine=make_engine(engine, jobs=jobs, scheduler=scheduler))
     known: Baseline | None

@@ -174,6 +174,10 @@ def sync_prices(
     from tokcost.resources import shipped_path
 
     path = Path(catalog) if catalog is not None else catalog_files(None)[0]
+    if write:
+        from tokcost.atomic import ensure_writable
+
+        ensure_writable(path)  # before the database is read and compared
     report = compare_prices(list(load_catalog(path).models), when=when)
     written = apply_diffs(path, list(report.diffs)) if write and report.diffs else 0
     return PriceSync(

@@ -68,9 +68,10 @@ def render(document: SchemaDocument | str) -> str:
 
 def write_json_schemas(folder: Path | None = None) -> list[Path]:
     """Write every schema into ``folder`` (default: the shipped ``tokcost/schemas``)."""
-    from tokcost.atomic import write_text_atomic
+    from tokcost.atomic import ensure_writable, write_text_atomic
 
     target = folder if folder is not None else schema_path(SchemaDocument.CATALOG).parent
+    ensure_writable(target / SchemaDocument.CATALOG.file_name, create_folder=True)
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for document in SchemaDocument:

@@ -4,7 +4,8 @@ Both encode exactly like tokcost's encoder (tests check the ids):
 
 * tiktoken: ``base64(token) rank`` lines, plus ``PATH.json`` beside it holding
   the pattern and special tokens (tiktoken's file format has no room for them;
-  ``tiktoken:PATH`` in tokcost reads that file).
+  ``tiktoken:PATH`` in tokcost reads that file). The two are written as one set:
+  both or neither.
 * Hugging Face: a BPE model with ``ignore_merges`` (a whole pre-token found in
   the vocabulary is one token, as in tiktoken) and, for every token, one merge
   per way to cut it into two tokens, ordered by the token's rank: the merge
@@ -25,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.atomic import write_files_atomic
 from tokcost.bpe.io import atomic_write, check_writable
 from tokcost.bpe.model import BPEModel, to_byte_level
 
@@ -67,18 +69,31 @@ def tiktoken_lines(model: BPEModel) -> str:
     )
 
 
-def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
-    """Write ``PATH`` (rank file) and ``PATH.json`` (pattern, special tokens)."""
+def export_paths(format: ExportFormat | str, path: str | Path) -> list[Path]:
+    """The files an export to ``path`` writes, so they can be checked before the work.
+
+    >>> [str(p) for p in export_paths("tiktoken", "tok.tiktoken")]
+    ['tok.tiktoken', 'tok.tiktoken.json']
+    """
     p = Path(path)
-    meta = p.with_name(p.name + ".json")
+    if ExportFormat(format) is ExportFormat.TIKTOKEN:
+        return [p, p.with_name(p.name + ".json")]
+    return [p]
+
+
+def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
+    """Write ``PATH`` (rank file) and ``PATH.json`` (pattern, special tokens): both or neither."""
+    p, meta = export_paths(ExportFormat.TIKTOKEN, path)
     check_writable([p, meta], force)
-    atomic_write(p, tiktoken_lines(model), force=force)
     info = {
         "pattern": model.pattern_name or model.pattern,
         "special_tokens": model.special_tokens,
         "tokcost": "tokcost.bpe.export_tiktoken",
     }
-    atomic_write(meta, json.dumps(info, indent=2, ensure_ascii=False) + "\n", force=True)
+    write_files_atomic({
+        p: tiktoken_lines(model),
+        meta: json.dumps(info, indent=2, ensure_ascii=False) + "\n",
+    })
     return [p, meta]
 
 

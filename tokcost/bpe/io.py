@@ -3,8 +3,8 @@
 ``save_model(model, "tok.bpe")`` writes ``tok.bpe`` (``{"format": "tokcost-bpe",
 "version": 1, ...}``) and ``tok.vocab`` beside it (one line per id: the token
 shown readably and, for a learned token, the two tokens it was merged from).
-Both are written atomically (temp file + ``os.replace``) and never over an
-existing file unless ``force``.
+The two are written as one set (``tokcost.atomic.atomic_set``): both files or
+neither, even on Ctrl-C, and never over an existing file unless ``force``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tokcost.atomic import write_bytes_atomic
+from tokcost.atomic import ensure_writable, write_bytes_atomic, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
 from tokcost.errors import TokcostError, UsageError
@@ -32,14 +32,14 @@ def vocab_path(model_path: str | Path) -> Path:
 
 
 def check_writable(paths: list[Path], force: bool) -> None:
-    """Refuse to overwrite any of ``paths`` unless ``force``; check their folders exist."""
+    """Fail now unless every one of ``paths`` can be written: an existing file
+    without ``force``, a missing folder or one that refuses files (tried by writing)."""
     for p in paths:
-        if p.exists() and not force:
-            raise UsageError(f"{p} already exists; pass force=True to overwrite it", param="force")
-        if not p.parent.exists():
-            raise UsageError(f"folder {p.parent} does not exist; create it first")
         if p.is_dir():
             raise UsageError(f"{p} is a directory; give a file name")
+        if p.exists() and not force:
+            raise UsageError(f"{p} already exists; pass force=True to overwrite it", param="force")
+        ensure_writable(p)
 
 
 def atomic_write(path: Path, data: bytes | str, *, force: bool = False) -> None:
@@ -100,14 +100,16 @@ def vocab_lines(model: BPEModel) -> Iterator[str]:
 
 
 def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tuple[Path, Path]:
-    """Write the model and its ``.vocab``; returns both paths."""
+    """Write the model and its ``.vocab``, both or neither; returns both paths."""
     mp = Path(path)
     if mp.suffix == ".vocab":
         raise UsageError(f"{mp}: name the model file something other than *.vocab, e.g. tok.bpe")
     vp = vocab_path(mp)
     check_writable([mp, vp], force)
-    atomic_write(mp, json.dumps(model_to_dict(model), ensure_ascii=False) + "\n", force=force)
-    atomic_write(vp, "".join(vocab_lines(model)), force=True)
+    write_files_atomic({
+        mp: json.dumps(model_to_dict(model), ensure_ascii=False) + "\n",
+        vp: "".join(vocab_lines(model)),
+    })
     return mp, vp
 
 

@@ -15,7 +15,9 @@ A versioned JSON file, sorted and without timestamps so it diffs cleanly in revi
     }
 
 It is written atomically (a temp file in the same folder, then ``os.replace``), so an
-interrupted write (``update_baseline=True``) leaves the old baseline intact.
+interrupted write (``update_baseline=True``) leaves the old baseline intact; a missing
+folder is made. A baseline that cannot be written is an ``InputError`` (exit code 1),
+one that cannot be read a ``BaselineError`` (2).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.atomic import write_text_atomic
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 
 BASELINE_VERSION = 1
 
@@ -108,13 +110,14 @@ def read_baseline(path: Path) -> Baseline | None:
 
 
 def write_baseline(path: Path, baseline: Baseline) -> None:
-    """Write ``baseline`` to ``path`` atomically (temp file + rename)."""
+    """Write ``baseline`` to ``path`` atomically (temp file + rename), making its folder."""
     text = json.dumps(baseline.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
     except OSError as exc:
-        raise BaselineError(f"cannot write baseline '{path}': {exc.strerror}") from None
+        raise InputError(f"cannot write baseline '{path}': {exc.strerror or exc}; "
+                         "choose a folder you can write to") from None
+    write_text_atomic(path, text)
 
 
 def growth_percent(now: int, before: int | None) -> float | None:

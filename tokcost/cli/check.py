@@ -98,11 +98,30 @@ def check(
         # Warnings are inside the machine-readable report; stdout stays parseable.
         typer.echo(result.render(fmt.value), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt is Format.github and summary:
-        with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
-            handle.write(result.render("markdown"))
+    if fmt is Format.github and summary and not _append_summary(summary, result):
+        # The annotations above are the report and are complete; the summary is its copy,
+        # so it is written (and can fail) last: an exceeded budget keeps its exit code.
+        raise typer.Exit(code=result.exit_code or 1)
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)
+
+
+def _append_summary(summary: str, result: CheckResult) -> bool:
+    """Append the Markdown report to the runner's step summary; False (said on stderr)
+    when the file cannot be written."""
+    try:
+        with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
+            handle.write(result.render("markdown"))
+    except OSError as exc:
+        from rich.markup import escape
+
+        err.print(f"[bold red]error:[/bold red] cannot write the step summary "
+                  f"GITHUB_STEP_SUMMARY={escape(summary)}: {exc.strerror or exc}; the report "
+                  "above is complete; point GITHUB_STEP_SUMMARY at a file you can write, or "
+                  "unset it", markup=True,
+                  highlight=False)
+        return False
+    return True
 
 
 def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:

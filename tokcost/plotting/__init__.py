@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tokcost.atomic import atomic_path
+from tokcost.atomic import atomic_path, ensure_writable
 from tokcost.errors import MissingDependency, UsageError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -23,8 +23,7 @@ def check_plot_path(path: Path, *, force: bool = False) -> None:
                          param="plot")
     if path.exists() and not force:
         raise UsageError(f"{path} exists; pass force=True to overwrite it", param="force")
-    if not path.parent.is_dir():
-        raise UsageError(f"folder {path.parent} does not exist; create it first")
+    ensure_writable(path)  # a missing or read-only folder, tried by writing there
 
 
 def pyplot() -> Any:
