@@ -113,11 +113,14 @@ class PriceSync:
 def list_models(
     *, provider: str | None = None, catalog: str | Path | Catalog | None = None
 ) -> ModelList:
-    """The catalog's models, in file order; ``provider`` keeps one provider's."""
+    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
     from tokcost.tokenizers import open_catalog
 
     cat = open_catalog(catalog)
-    entries = tuple(m for m in cat.models if provider is None or m.provider == provider)
+    # Provider names compare as model ids do: "OpenAI" is "openai".
+    wanted = provider.strip().lower() if provider is not None else None
+    entries = tuple(m for m in cat.models
+                    if wanted is None or (m.provider or "").strip().lower() == wanted)
     if provider is not None and not entries:
         known = sorted({m.provider for m in cat.models if m.provider})
         raise UsageError(
@@ -142,19 +145,29 @@ def show_model(model: str, *, catalog: str | Path | Catalog | None = None) -> Mo
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use).
+    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
 
     Unlike loading, this reads the file afresh (no cache) and also reports keys
-    written twice, which YAML itself would silently keep the last of.
+    written twice (YAML would silently keep the last), each tokenizer spec that
+    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
+    ``model:`` ids of the catalog; a path only for its form), and names that clash
+    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
+    empty is a problem like any other; one that cannot be opened raises
+    ``CatalogError`` (there is nothing to check).
     """
+    from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
     from tokcost.catalog.lookup import catalog_files
+    from tokcost.errors import CatalogError
 
     path = str(file) if file is not None else str(catalog_files(None)[0])
-    problems = tuple(str(p) for p in validate_file(path))
+    problems = tuple(str(p) for p in validate_file(path, check_tokenizer=check_spec))
     if problems:
         return CatalogCheck(path, problems)
-    cat = load_catalog(path)
+    try:  # the catalog the file makes: with the shipped one when it extends it
+        cat = load_catalog(path)
+    except CatalogError as exc:  # pragma: no cover - validate_file checks what loading does
+        return CatalogCheck(path, (str(exc),))
     return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
 
 
