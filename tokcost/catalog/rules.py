@@ -230,7 +230,7 @@ def _claim(
     if first is None:
         table[key] = (entry, at, name)
         return
-    other, other_at, other_name = first
+    other, other_at, _ = first
     if other is entry:
         return  # an entry naming itself twice misleads no lookup
     where = _where(first, line)
