@@ -31,7 +31,9 @@ __all__ = [
     "list_models",
     "show_model",
     "sync_prices",
+    "tokenizer_label",
     "validate_catalog",
+    "weights_label",
 ]
 
 
@@ -128,6 +130,73 @@ def list_models(
             param="provider",
         )
     return ModelList(entries)
+
+
+def tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
+    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
+
+    Placeholders never show: ``show`` gives the file itself (the package's folder
+    expanded, ``sp:/.../mistral_common/data/tokenizer.model.v1``), ``list`` the
+    package and the file's version (``mistral-common v1``). A tiktoken encoding is
+    its real name (``o200k`` written in a catalog shows as ``o200k_base``); ``≈``
+    marks a proxy.
+
+    >>> from tokcost.catalog import load_catalog
+    >>> cat = load_catalog()
+    >>> [tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
+    ['o200k_base', '≈o200k_base']
+    >>> tokenizer_label(cat.resolve("mistral-nemo"), short=True)
+    'mistral-common tekken_240718'
+    """
+    from tokcost.adapters.registry import normalize_spec
+    from tokcost.tokenizers import spec_label
+
+    written = normalize_spec(entry.tokenizer_spec or "")
+    if not written:
+        return ""
+    if short:
+        package = _placeholder_package(written)
+        label = (f"{package} {_file_version(written)}" if package is not None
+                 else spec_label(written))
+    else:
+        label = _expanded(written, entry.id)
+    return label if entry.tokenizer_exact else f"≈{label}"
+
+
+def weights_label(entry: ModelEntry) -> str | None:
+    """The entry's reference weights file as ``models show`` prints it (expanded)."""
+    return _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
+
+
+def _expanded(spec: str, model_id: str) -> str:
+    """A spec with its package placeholders expanded; when the package is missing,
+    the spec as written and the pip command that installs it."""
+    from tokcost.catalog.schema import expand_package_paths
+    from tokcost.errors import MissingDependency
+
+    try:
+        return expand_package_paths(spec, model_id) or spec
+    except MissingDependency as exc:
+        return f"{spec} (needs the '{exc.package}' package: pip install 'tokcost[{exc.extra}]')"
+
+
+def _placeholder_package(spec: str) -> str | None:
+    """The pip name of the package a ``{placeholder}`` in ``spec`` stands for."""
+    from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
+
+    for module, (dist, _extra) in PACKAGE_PLACEHOLDERS.items():
+        if "{" + module + "}" in spec:
+            return dist
+    return None
+
+
+def _file_version(spec: str) -> str:
+    """``.../tokenizer.model.v7`` -> ``v7``; ``.../tekken_240718.json`` -> ``tekken_240718``."""
+    import re
+
+    name = spec.rsplit("/", 1)[-1]
+    version = re.search(r"\.model\.(v\d+)$", name)
+    return version.group(1) if version else name.split(".", 1)[0]
 
 
 def list_gpus(*, catalog: str | Path | Catalog | None = None) -> GpuList:

@@ -151,7 +151,7 @@ class _Locator:
         if loc[:1] == ("models",) and len(loc) > 1 and isinstance(self.data, dict):
             model = _model_id(self.data.get("models"), loc[1])
         # Inside a model the id already says which entry: show "pricing.tiers[0].input".
-        shown = loc[2:] if loc[:1] == ("models",) else loc
+        shown = loc[2:] if model is not None else loc
         return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
 
 
