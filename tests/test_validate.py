@@ -404,3 +404,34 @@ def test_show_without_the_package_says_what_to_install(monkeypatch: pytest.Monke
     assert "(needs the 'mistral-common' package: pip install 'tokcost[mistral]')" in shown.stdout
     listed = runner.invoke(app, ["models", "list", "--provider", "mistral"])
     assert listed.exit_code == 0 and "{" not in listed.stdout
+
+
+# --- the other models commands, given a broken catalog or a bad name ---------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        pytest.param(["models", "list", "--catalog", "{bad}"], 2,
+                     ":3: model 'a': context_window: expected at most 1,000,000,000 tokens",
+                     id="list"),
+        pytest.param(["models", "show", "a", "--catalog", "{bad}"], 2, "and 1 more problem",
+                     id="show"),
+        pytest.param(["models", "list", "--gpus", "--catalog", "{bad}"], 2,
+                     "run: tokcost models validate", id="list-gpus"),
+        pytest.param(["models", "show", "gpt-4p"], 2, "did you mean", id="show-unknown"),
+        pytest.param(["models", "list", "--provider", "nobody"], 2, "matches no model",
+                     id="list-provider"),
+        pytest.param(["models", "sync-prices", "--catalog", "{bad}"], 2, "and 1 more problem",
+                     id="sync-prices"),
+    ],
+)
+def test_models_commands_refuse_in_one_line(
+    tmp_path: Path, args: list[str], code: int, fragment: str
+) -> None:
+    bad = write(tmp_path, "models:\n  - {id: a}\n  - {id: a, context_window: 1e30}\n")
+    result = runner.invoke(app, [a.format(bad=bad) for a in args])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    assert fragment in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
