@@ -61,7 +61,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
-        "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync",
+        "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync", "tokenizer_label",
+        "weights_label",
     ),
     "tokcost.app.schemas": ("json_schema", "schema_path", "SchemaDocument"),
 }
@@ -140,7 +141,9 @@ if TYPE_CHECKING:
     from tokcost.app.models import list_models as list_models
     from tokcost.app.models import show_model as show_model
     from tokcost.app.models import sync_prices as sync_prices
+    from tokcost.app.models import tokenizer_label as tokenizer_label
     from tokcost.app.models import validate_catalog as validate_catalog
+    from tokcost.app.models import weights_label as weights_label
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
     from tokcost.app.schemas import SchemaDocument as SchemaDocument

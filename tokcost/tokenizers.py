@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.adapters.registry import DEFAULT_SPEC, get_tokenizer, normalize_spec
-from tokcost.errors import TokenizerNotFound, UsageError
+from tokcost.adapters.registry import DEFAULT_SPEC, check_spec, get_tokenizer, normalize_spec
+from tokcost.errors import CatalogError, TokenizerNotFound, UsageError
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
@@ -83,15 +83,24 @@ def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> Tokenize
     still supplies window, chat overhead and prices.
     """
     if tokenizer is not None:
-        spec = normalize_spec(tokenizer)
+        spec = check_spec(tokenizer, param="tokenizers")
         return TokenizerChoice(entry.id, spec, True, entry, spec)
-    if not entry.tokenizer:
+    if not entry.tokenizer_spec:
         raise TokenizerNotFound(
             f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=SPEC",
             param="tokenizers",
         )
-    return TokenizerChoice(entry.id, entry.tokenizer, entry.tokenizer_exact, entry,
-                           entry.tokenizer_spec)
+    # The catalog's spec obeys the same rules as tokenizers=SPEC: judged as written
+    # (placeholders unexpanded), before expanding may ask for a package.
+    try:
+        written = check_spec(entry.tokenizer_spec)
+    except TokenizerNotFound as exc:
+        raise CatalogError(
+            f"model '{entry.id}' in the catalog: tokenizer: {exc} "
+            "(tokcost models validate FILE lists every problem of a catalog)"
+        ) from None
+    spec = normalize_spec(entry.tokenizer or written)
+    return TokenizerChoice(entry.id, spec, entry.tokenizer_exact, entry, written)
 
 
 def resolve_tokenizers(
@@ -119,7 +128,7 @@ def resolve_tokenizers(
                 cat = open_catalog(catalog)
             choices.append(model_choice(cat.resolve(text)))
         else:
-            spec = normalize_spec(text)
+            spec = check_spec(text, param="tokenizers")
             choices.append(TokenizerChoice(spec_label(spec), spec, True, None, spec))
     if not choices and default is not None:
         choices.append(TokenizerChoice(spec_label(default), default, True, None, default))

@@ -3,7 +3,12 @@
 A spec is ``FAMILY:ARGUMENT``. Each family maps to a constructor named by module
 path, imported only when that family is asked for, so ``import tokcost`` stays
 light (tiktoken's registry works the same way). A bare name that tiktoken knows
-(``o200k_base``) is accepted as ``tiktoken:o200k_base``.
+(``o200k_base``) is accepted as ``tiktoken:o200k_base``, and so are the pattern
+names ``o200k`` and ``cl100k``: each stands for its one ``_base`` encoding, and the
+spec (so every label) becomes that encoding's real name.
+
+``check_spec`` is the one judge of a spec, for ``-t``, for a catalog's
+``tokenizer:`` and for ``get_tokenizer``: offline, without loading anything.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import importlib
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tokcost.errors import TokenizerNotFound
+from tokcost.errors import TokenizerNotFound, suggest
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
@@ -52,12 +57,88 @@ def known_specs() -> list[str]:
     ]
 
 
+# Pattern names (``bpe train --pattern``) that stand for exactly one encoding: the
+# o200k pattern is also o200k_harmony's, but that one is a variant with other
+# special tokens, never what a bare "o200k" means.
+ENCODING_ALIASES: dict[str, str] = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
+
+MODEL_FAMILY = "model"  # model:ID, resolved through a catalog one layer up
+
+
 def normalize_spec(spec: str) -> str:
-    """``o200k_base`` -> ``tiktoken:o200k_base``; other specs unchanged."""
+    """The spec's canonical form, without judging it: ``o200k_base`` and ``o200k`` ->
+    ``tiktoken:o200k_base``; ``tiktoken:cl100k`` -> ``tiktoken:cl100k_base``; other
+    specs stripped and unchanged.
+
+    >>> normalize_spec("o200k"), normalize_spec("tiktoken:cl100k"), normalize_spec(" hf:x ")
+    ('tiktoken:o200k_base', 'tiktoken:cl100k_base', 'hf:x')
+    """
     spec = spec.strip()
-    if ":" not in spec and spec in TIKTOKEN_NAMES:
-        return f"tiktoken:{spec}"
+    family, sep, arg = spec.partition(":")
+    if not sep:
+        name = ENCODING_ALIASES.get(spec, spec)
+        return f"tiktoken:{name}" if name in TIKTOKEN_NAMES else spec
+    if family == "tiktoken" and arg in ENCODING_ALIASES:
+        return f"tiktoken:{ENCODING_ALIASES[arg]}"
     return spec
+
+
+def check_spec(spec: str, *, param: str | None = None) -> str:
+    """The canonical form of a spec that names something tokcost can load, or
+    ``TokenizerNotFound`` saying why not (with a "did you mean").
+
+    Offline and without loading anything: a tiktoken name must be one tiktoken
+    knows, a family one of ``FAMILIES`` (or ``model:``); a path (``hf:``, ``sp:``,
+    ``tiktoken:PATH.tiktoken``...) or a model id can only be checked for form here.
+
+    >>> check_spec("cl100k")
+    'tiktoken:cl100k_base'
+    >>> try:
+    ...     check_spec("tiktoken:o200k_bas")
+    ... except TokenizerNotFound as exc:
+    ...     print(str(exc).split(";")[0])
+    unknown tiktoken encoding 'o200k_bas' (did you mean: o200k_base?)
+    """
+    text = normalize_spec(spec)
+    family, sep, arg = text.partition(":")
+    names = list(TIKTOKEN_NAMES)
+    if not sep:
+        if not text:
+            raise TokenizerNotFound(
+                f"the tokenizer spec is empty; use one of: {', '.join(known_specs())}", param=param
+            )
+        hint = suggest(text, names, n=1) or suggest(text, [*FAMILIES, MODEL_FAMILY], n=1)
+        raise TokenizerNotFound(
+            f"unknown tokenizer spec '{text}'{hint}; use one of: {', '.join(known_specs())}",
+            param=param,
+        )
+    if family != MODEL_FAMILY and family not in FAMILIES:
+        hint = suggest(family, [*FAMILIES, MODEL_FAMILY], n=1)
+        raise TokenizerNotFound(
+            f"unknown tokenizer spec '{text}': no tokenizer family '{family}'{hint}; "
+            f"use one of: {', '.join(known_specs())}",
+            param=param,
+        )
+    if not arg.strip():
+        example = next(s for s in known_specs() if s.startswith(f"{family}:"))
+        raise TokenizerNotFound(
+            f"tokenizer spec '{text}' names nothing after '{family}:'; write e.g. {example}",
+            param=param,
+        )
+    if family == "tiktoken" and arg not in TIKTOKEN_NAMES and not _is_rank_file(arg):
+        raise TokenizerNotFound(
+            f"unknown tiktoken encoding '{arg}'{suggest(arg, names, n=1)}; known: "
+            f"{', '.join(names)}, or tiktoken:PATH.tiktoken",
+            param=param,
+        )
+    return text
+
+
+def _is_rank_file(arg: str) -> bool:
+    """What ``tiktoken:`` reads as a file rather than an encoding name (its adapter's rule)."""
+    from pathlib import Path
+
+    return arg.endswith((".tiktoken", ".tiktoken.gz")) or "/" in arg or Path(arg).exists()
 
 
 def get_tokenizer(spec: str) -> Tokenizer:
@@ -66,21 +147,17 @@ def get_tokenizer(spec: str) -> Tokenizer:
     >>> get_tokenizer("tiktoken:cl100k_base").encode("hello world")
     [15339, 1917]
     """
-    return _get_tokenizer(normalize_spec(spec))
+    return _get_tokenizer(check_spec(spec))
 
 
 @lru_cache(maxsize=32)
 def _get_tokenizer(spec: str) -> Tokenizer:
-    family, sep, arg = spec.partition(":")
-    if family == "model" and sep:
+    family, _, arg = spec.partition(":")
+    if family == MODEL_FAMILY:
         # Adapters read no catalog: model ids resolve one layer up, with the caller's catalog.
         raise TokenizerNotFound(
             f"'{spec}' names a catalog model; resolve it with "
             "tokcost.resolve_tokenizers([spec], catalog=...)"
-        )
-    if not sep or family not in FAMILIES or not arg:
-        raise TokenizerNotFound(
-            f"unknown tokenizer spec '{spec}'; use one of: {', '.join(known_specs())}"
         )
     module_name, func_name = FAMILIES[family].split(":")
     constructor = getattr(importlib.import_module(module_name), func_name)

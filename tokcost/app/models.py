@@ -31,7 +31,9 @@ __all__ = [
     "list_models",
     "show_model",
     "sync_prices",
+    "tokenizer_label",
     "validate_catalog",
+    "weights_label",
 ]
 
 
@@ -113,11 +115,14 @@ class PriceSync:
 def list_models(
     *, provider: str | None = None, catalog: str | Path | Catalog | None = None
 ) -> ModelList:
-    """The catalog's models, in file order; ``provider`` keeps one provider's."""
+    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
     from tokcost.tokenizers import open_catalog
 
     cat = open_catalog(catalog)
-    entries = tuple(m for m in cat.models if provider is None or m.provider == provider)
+    # Provider names compare as model ids do: "OpenAI" is "openai".
+    wanted = provider.strip().lower() if provider is not None else None
+    entries = tuple(m for m in cat.models
+                    if wanted is None or (m.provider or "").strip().lower() == wanted)
     if provider is not None and not entries:
         known = sorted({m.provider for m in cat.models if m.provider})
         raise UsageError(
@@ -125,6 +130,73 @@ def list_models(
             param="provider",
         )
     return ModelList(entries)
+
+
+def tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
+    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
+
+    Placeholders never show: ``show`` gives the file itself (the package's folder
+    expanded, ``sp:/.../mistral_common/data/tokenizer.model.v1``), ``list`` the
+    package and the file's version (``mistral-common v1``). A tiktoken encoding is
+    its real name (``o200k`` written in a catalog shows as ``o200k_base``); ``≈``
+    marks a proxy.
+
+    >>> from tokcost.catalog import load_catalog
+    >>> cat = load_catalog()
+    >>> [tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
+    ['o200k_base', '≈o200k_base']
+    >>> tokenizer_label(cat.resolve("mistral-nemo"), short=True)
+    'mistral-common tekken_240718'
+    """
+    from tokcost.adapters.registry import normalize_spec
+    from tokcost.tokenizers import spec_label
+
+    written = normalize_spec(entry.tokenizer_spec or "")
+    if not written:
+        return ""
+    if short:
+        package = _placeholder_package(written)
+        label = (f"{package} {_file_version(written)}" if package is not None
+                 else spec_label(written))
+    else:
+        label = _expanded(written, entry.id)
+    return label if entry.tokenizer_exact else f"≈{label}"
+
+
+def weights_label(entry: ModelEntry) -> str | None:
+    """The entry's reference weights file as ``models show`` prints it (expanded)."""
+    return _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
+
+
+def _expanded(spec: str, model_id: str) -> str:
+    """A spec with its package placeholders expanded; when the package is missing,
+    the spec as written and the pip command that installs it."""
+    from tokcost.catalog.schema import expand_package_paths
+    from tokcost.errors import MissingDependency
+
+    try:
+        return expand_package_paths(spec, model_id) or spec
+    except MissingDependency as exc:
+        return f"{spec} (needs the '{exc.package}' package: pip install 'tokcost[{exc.extra}]')"
+
+
+def _placeholder_package(spec: str) -> str | None:
+    """The pip name of the package a ``{placeholder}`` in ``spec`` stands for."""
+    from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
+
+    for module, (dist, _extra) in PACKAGE_PLACEHOLDERS.items():
+        if "{" + module + "}" in spec:
+            return dist
+    return None
+
+
+def _file_version(spec: str) -> str:
+    """``.../tokenizer.model.v7`` -> ``v7``; ``.../tekken_240718.json`` -> ``tekken_240718``."""
+    import re
+
+    name = spec.rsplit("/", 1)[-1]
+    version = re.search(r"\.model\.(v\d+)$", name)
+    return version.group(1) if version else name.split(".", 1)[0]
 
 
 def list_gpus(*, catalog: str | Path | Catalog | None = None) -> GpuList:
@@ -142,19 +214,29 @@ def show_model(model: str, *, catalog: str | Path | Catalog | None = None) -> Mo
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use).
+    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
 
     Unlike loading, this reads the file afresh (no cache) and also reports keys
-    written twice, which YAML itself would silently keep the last of.
+    written twice (YAML would silently keep the last), each tokenizer spec that
+    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
+    ``model:`` ids of the catalog; a path only for its form), and names that clash
+    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
+    empty is a problem like any other; one that cannot be opened raises
+    ``CatalogError`` (there is nothing to check).
     """
+    from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
     from tokcost.catalog.lookup import catalog_files
+    from tokcost.errors import CatalogError
 
     path = str(file) if file is not None else str(catalog_files(None)[0])
-    problems = tuple(str(p) for p in validate_file(path))
+    problems = tuple(str(p) for p in validate_file(path, check_tokenizer=check_spec))
     if problems:
         return CatalogCheck(path, problems)
-    cat = load_catalog(path)
+    try:  # the catalog the file makes: with the shipped one when it extends it
+        cat = load_catalog(path)
+    except CatalogError as exc:  # pragma: no cover - validate_file checks what loading does
+        return CatalogCheck(path, (str(exc),))
     return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
 
 

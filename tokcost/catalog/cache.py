@@ -34,7 +34,7 @@ from tokcost.catalog.fields import Record
 
 _FORMAT = "catalog-v1"
 # What the validated objects depend on besides the file's bytes.
-_SOURCES = ("fields.py", "schema.py", "units.py")
+_SOURCES = ("fields.py", "schema.py", "units.py", "rules.py", "loader.py")
 
 
 def cache_dir() -> Path:

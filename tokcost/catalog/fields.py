@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -107,6 +108,13 @@ class Kind(_Marker):
     def fail(self, value: Any) -> NoReturn:
         raise Invalid(f"expected {self.expected}, got {show(value)}")
 
+    @staticmethod
+    def capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
+        """Refuse a number past the kind's sanity bound: a value no real model or GPU has
+        (``context_window: 1e30``) is a typo, and every result computed from it nonsense."""
+        if cap is not None and number > cap:
+            raise Invalid(f"expected at most {cap_text}, got {show(value)}")
+
     def missing(self) -> str:
         """The message when a required field is absent."""
         return f"expected {self.expected}, got None"
@@ -122,13 +130,24 @@ class Kind(_Marker):
 
 
 class Count(Kind):
-    """A count as people write it: ``128000``, ``128k``, ``8.03B``, ``1e6``."""
+    """A count as people write it: ``128000``, ``128k``, ``8.03B``, ``1e6``.
 
-    __slots__ = ("minimum", "what")
+    ``cap`` is the largest sane value, ``unit`` what is counted (for its message):
 
-    def __init__(self, minimum: int = 1, what: str = "") -> None:
+    >>> Count(cap=10**9, unit="tokens").parse("1e30")
+    Traceback (most recent call last):
+    ...
+    tokcost.catalog.fields.Invalid: expected at most 1,000,000,000 tokens, got '1e30'
+    """
+
+    __slots__ = ("cap", "minimum", "unit", "what")
+
+    def __init__(self, minimum: int = 1, what: str = "", *, cap: int | None = None,
+                 unit: str = "") -> None:
         self.minimum = minimum
         self.what = what
+        self.cap = cap
+        self.unit = unit
 
     @property
     def expected(self) -> str:
@@ -141,11 +160,15 @@ class Count(Kind):
             number = None
         if number is None or isinstance(value, bool) or number < self.minimum:
             self.fail(value)
+        if self.cap is not None:
+            self.capped(number, value, self.cap, f"{self.cap:,} {self.unit}".rstrip())
         return number
 
     def json_schema(self) -> dict[str, Any]:
-        return {"anyOf": [{"type": "integer", "minimum": self.minimum},
-                          {"type": "string", "pattern": COUNT_PATTERN}]}
+        integer: dict[str, Any] = {"type": "integer", "minimum": self.minimum}
+        if self.cap is not None:
+            integer["maximum"] = self.cap
+        return {"anyOf": [integer, {"type": "string", "pattern": COUNT_PATTERN}]}
 
 
 class Whole(Kind):
@@ -172,14 +195,17 @@ class Whole(Kind):
 class Number(Kind):
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
 
-    __slots__ = ("as_float", "below", "maximum", "text")
+    __slots__ = ("as_float", "below", "cap", "cap_text", "maximum", "text")
 
     def __init__(self, text: str = "a number >= 0", *, below: Decimal | None = None,
-                 maximum: Decimal | None = None, as_float: bool = False) -> None:
+                 maximum: Decimal | None = None, as_float: bool = False,
+                 cap: Decimal | None = None, cap_text: str = "") -> None:
         self.text = text
         self.below = below  # exclusive upper bound
         self.maximum = maximum  # inclusive upper bound
         self.as_float = as_float
+        self.cap = cap  # the sanity bound: the same as maximum, with its own message
+        self.cap_text = cap_text or (f"{cap:,}" if cap is not None else "")
 
     @property
     def expected(self) -> str:
@@ -200,14 +226,16 @@ class Number(Kind):
             or (self.maximum is not None and number > self.maximum)
         ):
             self.fail(value)
+        self.capped(number, value, self.cap, self.cap_text)
         return float(number) if self.as_float else number
 
     def json_schema(self) -> dict[str, Any]:
         number: dict[str, Any] = {"type": "number", "minimum": 0}
         if self.below is not None:
             number["exclusiveMaximum"] = float(self.below)
-        if self.maximum is not None:
-            number["maximum"] = float(self.maximum)
+        top = min((b for b in (self.maximum, self.cap) if b is not None), default=None)
+        if top is not None:
+            number["maximum"] = float(top)
         return {"anyOf": [number, {"type": "string", "pattern": DECIMAL_PATTERN}]}
 
 
@@ -341,53 +369,74 @@ class Day(Kind):
 
 
 class Size(Kind):
-    """Bytes, written with a unit: ``80GB`` (10^9) or ``80GiB`` (2^30)."""
+    """Bytes, written with a unit: ``80GB`` (10^9) or ``80GiB`` (2^30); ``cap`` in bytes."""
 
-    __slots__ = ()
+    __slots__ = ("cap", "cap_text")
+
+    def __init__(self, *, cap: int | None = None, cap_text: str = "") -> None:
+        self.cap = cap
+        self.cap_text = cap_text or (f"{cap:,} bytes" if cap is not None else "")
 
     @property
     def expected(self) -> str:
         return "a size such as 80GB or 80GiB"
 
     def parse(self, value: Any) -> int:
-        if not isinstance(value, (str, int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             self.fail(value)
         try:
-            return parse_size(value, param="size")
+            size = parse_size(value, param="size")
         except TokcostError as exc:
             raise Invalid(f"expected {self.expected}: {exc}") from None
+        self.capped(size, value, self.cap, self.cap_text)
+        return size
 
     def json_schema(self) -> dict[str, Any]:
-        return {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
-                          {"type": "string", "pattern": SIZE_PATTERN}]}
+        number: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0}
+        if self.cap is not None:
+            number["maximum"] = self.cap
+        return {"anyOf": [number, {"type": "string", "pattern": SIZE_PATTERN}]}
 
 
 class Flops(Kind):
-    """FLOP/s: a number, or text YAML 1.1 leaves unparsed such as ``989e12``."""
+    """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
 
-    __slots__ = ()
+    __slots__ = ("cap",)
+
+    def __init__(self, *, cap: float | None = None) -> None:
+        self.cap = cap
 
     @property
     def expected(self) -> str:
-        return "FLOP/s such as 989e12"
+        return "FLOP/s (a number >= 0) such as 989e12"
 
     def parse(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             self.fail(value)
         try:
-            return float(value)
-        except ValueError:
+            number = float(value)
+        except (ValueError, OverflowError):
             self.fail(value)
+        if not math.isfinite(number) or number < 0:
+            self.fail(value)
+        if self.cap is not None:
+            self.capped(number, value, self.cap, f"{self.cap:g} FLOP/s")
+        return number
 
     def json_schema(self) -> dict[str, Any]:
-        return {"anyOf": [{"type": "number", "minimum": 0},
-                          {"type": "string", "pattern": DECIMAL_PATTERN}]}
+        number: dict[str, Any] = {"type": "number", "minimum": 0}
+        if self.cap is not None:
+            number["maximum"] = self.cap
+        return {"anyOf": [number, {"type": "string", "pattern": DECIMAL_PATTERN}]}
 
 
 class PackagePath(Kind):
     """Text that may name an installed package's folder as ``{package}``.
 
-    With ``spec`` it is a tokenizer spec and needs its ``family:`` prefix.
+    With ``spec`` it is a tokenizer spec: only its form is checked here (text, known
+    placeholders); what it names is judged by the one judge of every spec,
+    ``tokcost.adapters.registry.check_spec``, which this layer cannot import:
+    ``tokcost models validate`` and every use of the entry call it.
     """
 
     __slots__ = ("placeholders", "spec")
@@ -407,7 +456,7 @@ class PackagePath(Kind):
     def parse(self, value: Any) -> str:
         import re
 
-        if not isinstance(value, str) or not value.strip() or (self.spec and ":" not in value):
+        if not isinstance(value, str) or not value.strip():
             self.fail(value)
         for name in re.findall(r"\{([^}]*)\}", value):
             if name not in self.placeholders:
@@ -416,16 +465,19 @@ class PackagePath(Kind):
         return value
 
     def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "pattern": ":" if self.spec else r"\S"}
+        return {"type": "string", "pattern": r"\S"}
 
 
 class Params(Kind):
     """``8.03B``, or ``{total: 46.7B, active: 12.9B}`` for a mixture of experts.
 
-    Parses to ``(total, active)``; ``active`` defaults to ``total``.
+    Parses to ``(total, active)``; ``active`` defaults to ``total``; ``cap`` bounds both.
     """
 
-    __slots__ = ()
+    __slots__ = ("cap",)
+
+    def __init__(self, *, cap: int | None = None) -> None:
+        self.cap = cap
 
     @property
     def expected(self) -> str:
@@ -433,7 +485,7 @@ class Params(Kind):
 
     def parse(self, value: Any) -> tuple[int | None, int | None]:
         if not isinstance(value, dict):
-            count = Count(what=self.expected).parse(value)
+            count = Count(what=self.expected, cap=self.cap, unit="parameters").parse(value)
             return count, count
         allowed = ("total", "active")
         for key in value:
@@ -444,7 +496,8 @@ class Params(Kind):
         found: dict[str, int | None] = {}
         for key in allowed:
             try:
-                found[key] = None if value.get(key) is None else Count().parse(value[key])
+                found[key] = (None if value.get(key) is None
+                              else Count(cap=self.cap, unit="parameters").parse(value[key]))
             except Invalid as exc:
                 raise Invalid(exc.message, at=(key,)) from None
         total = found["total"]
@@ -454,7 +507,7 @@ class Params(Kind):
         return total, active
 
     def json_schema(self) -> dict[str, Any]:
-        count = Count().json_schema()
+        count = Count(cap=self.cap).json_schema()
         return {"anyOf": [count, {"type": "object", "additionalProperties": False,
                                   "properties": {"total": count, "active": count}}]}
 

@@ -13,13 +13,16 @@ are the key), which skips both the YAML parser and pydantic.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tokcost.catalog import cache, yamltext
+from tokcost.catalog import cache, rules, yamltext
 from tokcost.catalog.fields import PathKey, dotted
 from tokcost.catalog.schema import CatalogDocument, Gpu, ModelEntry
-from tokcost.errors import CatalogError
+from tokcost.errors import CatalogError, TokcostError
+from tokcost.resources import shipped_path
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def read_file(path: Path) -> ParsedFile:
     hit = cache.load(path, data)
     if isinstance(hit, CatalogDocument):
         return _parsed(path, hit)
-    doc, problems = _check(path, _decode(path, data))
+    doc, problems = _check(path, data)
     if doc is None:
         raise CatalogInvalid(problems)
     cache.store(path, data, doc)
@@ -85,7 +88,21 @@ def read_file(path: Path) -> ParsedFile:
 
 def parse_file(path: Path) -> tuple[ParsedFile | None, list[Problem]]:
     """Check one catalog file without the cache: its content, or None and every problem."""
-    doc, problems = _check(path, _decode(path, _read_bytes(path)))
+    doc, problems = _check(path, _read_bytes(path))
+    return (_parsed(path, doc) if doc is not None else None), problems
+
+
+def check_file(
+    path: Path, *, check_tokenizer: Callable[[str], object] | None = None
+) -> tuple[ParsedFile | None, list[Problem]]:
+    """Everything wrong with one catalog file, for ``tokcost models validate``.
+
+    Beyond what loading checks: keys written twice, ``model:`` tokenizers that name
+    no entry, names that clash with the shipped catalog a file extends, and each
+    tokenizer spec judged by ``check_tokenizer`` (which raises a ``TokcostError``
+    for a spec it refuses: the caller's, since specs are judged one layer up).
+    """
+    doc, problems = _check(path, _read_bytes(path), whole=True, check_tokenizer=check_tokenizer)
     return (_parsed(path, doc) if doc is not None else None), problems
 
 
@@ -98,39 +115,130 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         raise
+    except IsADirectoryError:
+        raise CatalogError(
+            f"'{path}' is a folder; give the path of a models YAML file"
+        ) from None
     except OSError as exc:
         raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
 
 
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
+EMPTY = "the file is empty; a catalog needs a 'models:' list of entries"
 
 
-def _check(path: Path, text: str) -> tuple[CatalogDocument | None, list[Problem]]:
+class _Locator:
+    """Turns paths into problems: the line (from the node tree, composed on first
+    need) and the model id an entry's problems are about."""
+
+    def __init__(self, name: str, text: str, data: Any) -> None:
+        self.name = name
+        self.text = text
+        self.data = data
+        self._root: Any = None
+        self._composed = False
+
+    @property
+    def root(self) -> Any:
+        if not self._composed:
+            self._root, self._composed = yamltext.compose(self.text), True
+        return self._root
+
+    def line(self, loc: PathKey) -> int | None:
+        return yamltext.line_of(self.root, loc)
+
+    def problem(self, loc: PathKey, message: str) -> Problem:
+        model = None
+        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(self.data, dict):
+            model = _model_id(self.data.get("models"), loc[1])
+        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
+        shown = loc[2:] if model is not None else loc
+        return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
+
+
+def _check(
+    path: Path, raw: bytes, *, whole: bool = False,
+    check_tokenizer: Callable[[str], object] | None = None,
+) -> tuple[CatalogDocument | None, list[Problem]]:
+    """The document, or None and every problem; ``whole``: also what only
+    ``models validate`` checks (see ``check_file``)."""
     from tokcost.catalog.validation import validate  # pydantic: only when validating
 
     name = str(path)
-    data = yamltext.parse(text, name, CatalogError)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, [Problem(name, (), None, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                              f"at offset {exc.start}); save the file as UTF-8", line)]
+    try:
+        data = yamltext.load(text)
+    except yamltext.SyntaxProblem as exc:
+        return None, [Problem(name, (), None, "", str(exc), exc.line)]
+    if data is None:  # nothing but blanks and comments
+        return None, [Problem(name, (), None, "", EMPTY)]
     doc, issues = validate(CatalogDocument, data)
-    if not issues:
+    where = _Locator(name, text, data)
+    problems = [where.problem(i.loc, i.message) for i in issues]
+    flagged = {i.loc for i in issues}
+    if isinstance(data, dict):
+        base = _shipped_base(path, data) if whole else ([], [])
+        for clash in _rules(data, base, where.line, whole, check_tokenizer):
+            loc = (*(clash.entry.loc or ()), *clash.at)
+            if clash.entry.loc is not None and loc not in flagged:  # one problem per place
+                problems.append(where.problem(loc, clash.message))
+    if whole:
+        problems.extend(_duplicate_keys(name, where.root))
+    if not problems:
         return doc, []
-    root = yamltext.compose(text)
-    problems = []
-    for issue in issues:
-        loc = issue.loc
-        model = None
-        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(data, dict):
-            model = _model_id(data.get("models"), loc[1])
-        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
-        shown = loc[2:] if loc[:1] == ("models",) else loc
-        problems.append(
-            Problem(name, loc, model, dotted(shown), issue.message, yamltext.line_of(root, loc))
-        )
     problems.sort(key=lambda p: p.line or 0)  # file order, as an editor shows them
     return None, problems
+
+
+def _rules(
+    data: dict[Any, Any], base: tuple[list[rules.Entry], list[rules.Entry]], line: rules.Line,
+    whole: bool, check_tokenizer: Callable[[str], object] | None,
+) -> list[rules.Clash]:
+    """The rules across entries (``tokcost.catalog.rules``), on the data as written."""
+    models = rules.from_data(data.get("models"), "models", "id")
+    gpus = rules.from_data(data.get("gpus"), "gpus", "name")
+    base_models, base_gpus = base
+    clashes = [*rules.name_clashes([*base_models, *models], line),
+               *rules.gpu_clashes([*base_gpus, *gpus], line)]
+    if whole:
+        clashes.extend(rules.tokenizer_targets([*base_models, *models], line)[1])
+        for entry in models:
+            spec = entry.tokenizer
+            if check_tokenizer is None or spec is None or not spec.strip():
+                continue
+            if spec.strip().startswith(rules.MODEL_REF):
+                continue  # judged above, against the entries
+            try:
+                check_tokenizer(spec)
+            except TokcostError as exc:
+                clashes.append(rules.Clash(entry, ("tokenizer",), str(exc)))
+    return clashes
+
+
+SHIPPED_ORIGIN = "the shipped catalog"
+
+
+def _shipped_base(path: Path, data: dict[Any, Any]) -> tuple[list[rules.Entry], list[rules.Entry]]:
+    """The shipped entries a file that says ``extends: shipped`` is checked against:
+    those it does not replace (same model id, same GPU name)."""
+    shipped = shipped_path("models.yaml")
+    if data.get("extends") != "shipped" or path.resolve() == shipped.resolve():
+        return [], []
+    base = read_file(shipped)
+    own = rules.from_data(data.get("models"), "models", "id")
+    own_gpus = rules.from_data(data.get("gpus"), "gpus", "name")
+    replaced = {e.id.strip().lower() for e in own if e.id}
+    replaced_gpus = {rules.gpu_key(e.id) for e in own_gpus if e.id}
+    return (
+        [rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
+         if m.id.strip().lower() not in replaced],
+        [rules.from_gpu(g, origin=SHIPPED_ORIGIN) for g in base.gpus
+         if rules.gpu_key(g.name) not in replaced_gpus],
+    )
 
 
 def _model_id(models: object, index: str | int) -> str | None:
@@ -141,35 +249,31 @@ def _model_id(models: object, index: str | int) -> str | None:
     return None
 
 
-def duplicate_keys(path: Path) -> list[Problem]:
-    """Keys written twice in one mapping (YAML keeps the last one silently).
-
-    Checked by ``validate_file`` only: it needs a second pass over the node tree.
-    """
+def _duplicate_keys(name: str, root: Any) -> list[Problem]:
+    """Keys written twice in one mapping (YAML keeps the last one silently)."""
     import yaml
 
-    root = yamltext.compose(path.read_text(encoding="utf-8"))
     problems: list[Problem] = []
 
     def walk(node: yaml.Node | None, model: str | None) -> None:
         if isinstance(node, yaml.MappingNode):
             seen: set[str] = set()
             for key, value in node.value:
-                name = str(getattr(key, "value", ""))
-                if name == "id" and isinstance(value, yaml.ScalarNode):
+                key_name = str(getattr(key, "value", ""))
+                if key_name == "id" and isinstance(value, yaml.ScalarNode):
                     model = str(value.value)
-                if name in seen:
+                if key_name in seen:
                     problems.append(
                         Problem(
-                            str(path),
+                            name,
                             (),
                             model,
-                            name,
+                            key_name,
                             "key written twice in one mapping; YAML would keep only the last",
                             key.start_mark.line + 1,
                         )
                     )
-                seen.add(name)
+                seen.add(key_name)
             for _, value in node.value:
                 walk(value, model)
         elif isinstance(node, yaml.SequenceNode):

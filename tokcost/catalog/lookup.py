@@ -5,24 +5,25 @@ id such as ``gpt-4o-2024-08-06`` or ``claude-sonnet-4-5-20250929`` resolves to t
 entry whose id or alias it extends by a date/version suffix; explicit ``prefixes``
 in an entry match anything after them. The longest prefix wins, so
 ``gpt-4o-mini-2024-07-18`` goes to ``gpt-4o-mini``, not ``gpt-4o``. Two entries
-claiming the same id, alias or prefix is an error, never a silent pick.
+claiming the same id, alias or prefix is an error, never a silent pick
+(``tokcost.catalog.rules`` says which, as validation does).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 
+from tokcost.catalog import rules
 from tokcost.catalog.loader import (
     ParsedFile,
     Problem,
-    duplicate_keys,
+    check_file,
     is_dated_suffix,
-    parse_file,
     read_file,
 )
 from tokcost.catalog.schema import Gpu, ModelEntry
@@ -59,49 +60,33 @@ class Catalog:
     def build(
         cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
-        """Index entries; a duplicate id, alias or prefix raises ``CatalogError``."""
+        """Index entries; a name claimed twice raises ``CatalogError`` (every one, the
+        first in full), and ``tokenizer: model:ID`` becomes that entry's tokenizer."""
         models, gpus, files = tuple(models), tuple(gpus), tuple(files)
         where = ", ".join(str(f) for f in files) or "the catalog"
-        names: dict[str, ModelEntry] = {}
-        for entry in models:
-            key = entry.id.lower()
-            if key in names:
-                raise CatalogError(f"{where}: duplicate model id '{entry.id}'; ids must be unique")
-            names[key] = entry
-        aliases: dict[str, ModelEntry] = {}
-        for entry in models:
-            for alias in entry.aliases:
-                key = alias.lower()
-                other = names.get(key) or aliases.get(key)
-                if other is not None and other is not entry:
-                    raise CatalogError(
-                        f"{where}: model '{entry.id}': alias '{alias}' is already "
-                        f"{'the id' if key in names else 'an alias'} of '{other.id}'"
-                    )
-                aliases[key] = entry
-        seen: dict[str, ModelEntry] = {}
+        entries = [rules.from_model(m) for m in models]
+        targets, bad_refs = rules.tokenizer_targets(entries)
+        clashes = [(f"model '{c.entry.id}': " if c.at != ("id",) else "", c)
+                   for c in [*rules.name_clashes(entries), *bad_refs]]
+        clashes += [(f"GPU '{c.entry.id}': " if c.at != ("name",) else "", c)
+                    for c in rules.gpu_clashes([rules.from_gpu(g) for g in gpus])]
+        if clashes:
+            who, first = clashes[0]
+            more = len(clashes) - 1
+            tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise CatalogError(f"{where}: {who}{first.message}{tail}")
+        models = tuple(_borrow_tokenizer(m, models[targets[i]]) if i in targets else m
+                       for i, m in enumerate(models))
+        names = {m.id.lower(): m for m in models}
+        aliases = {a.lower(): m for m in models for a in m.aliases if a.lower() not in names}
         prefixes: list[tuple[str, bool, ModelEntry]] = []
         for entry in models:
-            for prefix in entry.prefixes:
-                key = prefix.lower()
-                if key in seen and seen[key] is not entry:
-                    raise CatalogError(
-                        f"{where}: model '{entry.id}': prefix '{prefix}' is already "
-                        f"claimed by '{seen[key].id}'"
-                    )
-                seen[key] = entry
-                prefixes.append((key, True, entry))
+            prefixes.extend((p.lower(), True, entry) for p in entry.prefixes)
             # Dated ids extend the id only: an alias such as "mistral-large" names a
             # family, and "mistral-large-2407" is another version, not the aliased one.
             prefixes.append((entry.id.lower(), False, entry))
         prefixes.sort(key=lambda item: -len(item[0]))
-        gpu_names: dict[str, Gpu] = {}
-        for gpu in gpus:
-            for name in (gpu.name, *gpu.aliases):
-                key = _gpu_key(name)
-                if key in gpu_names and gpu_names[key] is not gpu:
-                    raise CatalogError(f"{where}: duplicate GPU name '{name}'")
-                gpu_names[key] = gpu
+        gpu_names = {rules.gpu_key(n): g for g in gpus for n in (g.name, *g.aliases)}
         index = _Index(
             MappingProxyType(names), MappingProxyType(aliases), tuple(prefixes),
             MappingProxyType(gpu_names),
@@ -155,8 +140,19 @@ class Catalog:
         )
 
 
-def _gpu_key(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch.isalnum())
+_gpu_key = rules.gpu_key
+
+
+def _borrow_tokenizer(entry: ModelEntry, source: ModelEntry) -> ModelEntry:
+    """``tokenizer: model:ID``: ``source``'s tokenizer, still a proxy if either says so."""
+    import dataclasses
+
+    return dataclasses.replace(
+        entry,
+        tokenizer_spec=source.tokenizer_spec,
+        tokenizer_exact=entry.tokenizer_exact and source.tokenizer_exact,
+        tokenizer_note=entry.tokenizer_note or source.tokenizer_note,
+    )
 
 
 def _merge(files: list[ParsedFile]) -> Catalog:
@@ -231,18 +227,19 @@ def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalo
     return _merge(parsed)
 
 
-def validate_file(path: str | Path) -> list[Problem | str]:
-    """Every problem of one catalog file (empty when it is valid), for ``models validate``."""
+def validate_file(
+    path: str | Path, *, check_tokenizer: Callable[[str], object] | None = None
+) -> list[Problem]:
+    """Every problem of one catalog file (empty when it is valid), for ``models validate``.
+
+    ``check_tokenizer`` judges each tokenizer spec (raising a ``TokcostError``); the
+    catalog cannot judge them itself (``tokcost.adapters`` is beside it, not below),
+    so ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
+    A file that cannot be opened raises ``CatalogError``: there is nothing to check.
+    """
     target = Path(path)
     try:
-        parsed, problems = parse_file(target)
+        return check_file(target, check_tokenizer=check_tokenizer)[1]
     except FileNotFoundError:
         raise CatalogError(f"'{target}' does not exist; give the path of a models YAML file",
                            param="file") from None
-    out: list[Problem | str] = [*problems, *duplicate_keys(target)]
-    if parsed is not None and not out:
-        try:
-            Catalog.build(parsed.models, parsed.gpus, [target])
-        except CatalogError as exc:
-            out.append(str(exc))
-    return out

@@ -50,7 +50,36 @@ PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
     "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
 }
 
-_PRICE = Number("a number >= 0 (USD per million tokens)")
+# Sanity bounds: far beyond every real model and GPU, so only a typo (a missing
+# unit, an extra exponent: `context_window: 1e30`) meets them. Without them such a
+# value validates and every estimate made from it is nonsense.
+MAX_TOKENS = 10**9  # context windows, outputs, sliding windows, tier thresholds
+MAX_TEMPLATE_TOKENS = 10**4  # a chat template's tokens around one message
+MAX_LAYERS = 10**4
+MAX_WIDTH = 10**6  # hidden size, heads, head dim, MLA ranks
+MAX_VOCAB = 10**8
+MAX_PARAMS = 10**15
+MAX_STATE_ELEMENTS = 10**12  # one linear-attention layer's state per sequence
+MAX_PRICE = Decimal(10**6)  # USD per million tokens
+MAX_BYTES = 2**50  # 1 PiB: a GPU's memory, a checkpoint
+MAX_BANDWIDTH = 10**15  # 1 PB/s
+MAX_FLOPS = 1e18
+
+
+def _tokens() -> Count:
+    return Count(cap=MAX_TOKENS, unit="tokens")
+
+
+def _template() -> Count:
+    return Count(minimum=0, cap=MAX_TEMPLATE_TOKENS, unit="tokens")
+
+
+def _width() -> Count:
+    return Count(cap=MAX_WIDTH)
+
+
+_PRICE = Number("a number >= 0 (USD per million tokens)", cap=MAX_PRICE,
+                cap_text=f"{MAX_PRICE:,} (USD per million tokens)")
 _PRICE_NEEDED = Required("expected a price (USD per million tokens); omit pricing if unknown")
 _LAYER_KINDS = ("full", "sliding", "linear")
 
@@ -59,9 +88,9 @@ _LAYER_KINDS = ("full", "sliding", "linear")
 class ChatOverhead(Record):
     """Tokens a chat template adds around messages (OpenAI cookbook: 3 / +1 / +3)."""
 
-    per_message: Annotated[int, Count(minimum=0), Doc("tokens around each message")] = 0
-    per_name: Annotated[int, Count(minimum=0), Doc("extra tokens when a message has a name")] = 0
-    reply_priming: Annotated[int, Count(minimum=0), Doc("tokens that open the reply")] = 0
+    per_message: Annotated[int, _template(), Doc("tokens around each message")] = 0
+    per_name: Annotated[int, _template(), Doc("extra tokens when a message has a name")] = 0
+    reply_priming: Annotated[int, _template(), Doc("tokens that open the reply")] = 0
 
 
 @dataclass(frozen=True)
@@ -82,13 +111,14 @@ class Attention(Record):
                 single=False, choices=_LAYER_KINDS),
         Doc("layer kinds repeated from layer 0 (default: all of the type's kind)"),
     ] = ("full",)
-    window: Annotated[int | None, Count(), Doc("sliding window in tokens")] = None
-    kv_lora_rank: Annotated[int | None, Count(), Doc("MLA: compressed KV rank")] = None
-    qk_rope_head_dim: Annotated[int | None, Count(), Doc("MLA: rotary head dimension")] = None
+    window: Annotated[int | None, _tokens(), Doc("sliding window in tokens")] = None
+    kv_lora_rank: Annotated[int | None, _width(), Doc("MLA: compressed KV rank")] = None
+    qk_rope_head_dim: Annotated[int | None, _width(), Doc("MLA: rotary head dimension")] = None
     # Fixed recurrent state of one linear-attention/SSM layer for one sequence, in
     # elements of the state dtype (independent of the sequence length).
     linear_state_elements: Annotated[
-        int | None, Count(), Doc("fixed state of one linear layer per sequence, in elements")
+        int | None, Count(cap=MAX_STATE_ELEMENTS, unit="elements"),
+        Doc("fixed state of one linear layer per sequence, in elements"),
     ] = None
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
@@ -133,25 +163,26 @@ class Architecture(Record):
     """Shape numbers from the model's own config.json (head_dim as stated there)."""
 
     layers: Annotated[
-        int, Count(), Required("expected the number of layers (num_hidden_layers)"),
+        int, Count(cap=MAX_LAYERS, unit="layers"),
+        Required("expected the number of layers (num_hidden_layers)"),
         Doc("number of layers (num_hidden_layers)"),
     ]
-    hidden_size: Annotated[int | None, Count()] = None
-    attention_heads: Annotated[int | None, Count(), Doc("query heads")] = None
-    kv_heads: Annotated[int | None, Count(), Doc("key/value heads (GQA)")] = None
-    head_dim: Annotated[int | None, Count()] = None
-    vocab_size: Annotated[int | None, Count()] = None
+    hidden_size: Annotated[int | None, _width()] = None
+    attention_heads: Annotated[int | None, _width(), Doc("query heads")] = None
+    kv_heads: Annotated[int | None, _width(), Doc("key/value heads (GQA)")] = None
+    head_dim: Annotated[int | None, _width()] = None
+    vocab_size: Annotated[int | None, Count(cap=MAX_VOCAB, unit="tokens")] = None
     # One key in YAML (`params: 8.03B` or `params: {total, active}`), two attributes
     # here: the Params kind reads both as (total, active) and _build splits them.
     params_total: Annotated[
-        int | None, Key("params"), Params(), Doc("parameters (MoE: total and active)")
+        int | None, Key("params"), Params(cap=MAX_PARAMS), Doc("parameters (MoE: total and active)")
     ] = None
     params_active: Annotated[int | None, Key(None)] = None  # MoE: parameters used per token
     weights_dtype: Annotated[
         str, Choice(tuple(WEIGHT_DTYPE_BITS), lower=True, hint=True), Doc("dtype of the weights")
     ] = "bf16"
     weights_bytes: Annotated[
-        int | None, Size(), Show(hidden=True),
+        int | None, Size(cap=MAX_BYTES, cap_text="1 PiB"), Show(hidden=True),
         Doc("checkpoint size, when dtype x params is not exact"),
     ] = None
     attention: Attention = field(default_factory=Attention)
@@ -182,7 +213,7 @@ class PriceTier(Record):
     at the higher rate), ``"excess"`` when only the tokens above the threshold are.
     """
 
-    above_input_tokens: Annotated[int, Count(), Doc("the prompt size where the tier starts")]
+    above_input_tokens: Annotated[int, _tokens(), Doc("the prompt size where the tier starts")]
     applies_to: Annotated[
         Literal["all", "excess"],
         Choice(("all", "excess"), "'all' (the whole request is billed at the tier price) or "
@@ -248,8 +279,8 @@ class ModelEntry(Record):
         bool, Flag(), Doc("false when the tokenizer is a proxy (counts approximate)")
     ] = True
     tokenizer_note: Annotated[str | None, Text(), Doc("why the tokenizer is a proxy")] = None
-    context_window: Annotated[int | None, Count(), Doc("prompt + output tokens")] = None
-    max_output_tokens: Annotated[int | None, Count()] = None
+    context_window: Annotated[int | None, _tokens(), Doc("prompt + output tokens")] = None
+    max_output_tokens: Annotated[int | None, _tokens()] = None
     chat: Annotated[ChatOverhead | None, Doc("tokens a chat template adds")] = None
     architecture: Architecture | None = None
     pricing: Pricing | None = None
@@ -305,16 +336,17 @@ class Gpu(Record):
     name: Annotated[str, Text(), Doc("the GPU's name")]
     aliases: Annotated[tuple[str, ...], Strings()] = ()
     memory_bytes: Annotated[
-        int, Key("memory"), Size(), Required("expected the GPU's memory (e.g. 80GiB)"),
+        int, Key("memory"), Size(cap=MAX_BYTES, cap_text="1 PiB"),
+        Required("expected the GPU's memory (e.g. 80GiB)"),
         Doc("memory, e.g. 80GiB"),
     ]
     bandwidth_bytes_per_s: Annotated[
-        int, Key("bandwidth"), Size(),
+        int, Key("bandwidth"), Size(cap=MAX_BANDWIDTH, cap_text="1PB per second"),
         Required("expected the GPU's bandwidth (e.g. 3.35TB per second)"),
         Doc("HBM bandwidth per second, e.g. 3.35TB"),
     ]
-    bf16_flops: Annotated[float | None, Flops(), Doc("dense bf16 peak FLOP/s")] = None
-    fp8_flops: Annotated[float | None, Flops(), Doc("dense fp8 peak FLOP/s")] = None
+    bf16_flops: Annotated[float | None, Flops(cap=MAX_FLOPS), Doc("dense bf16 peak FLOP/s")] = None
+    fp8_flops: Annotated[float | None, Flops(cap=MAX_FLOPS), Doc("dense fp8 peak FLOP/s")] = None
     source: Annotated[str | None, Text()] = None
 
 

@@ -177,7 +177,8 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
     matched: list[str] = []
     unmatched: list[str] = []
     for entry in entries:
-        provider = by_id.get(PROVIDERS.get(entry.provider or "", ""))
+        # Provider names ignore case, as everywhere in tokcost ("OpenAI" is "openai").
+        provider = by_id.get(PROVIDERS.get((entry.provider or "").strip().lower(), ""))
         if entry.pricing is None:
             continue
         model = None

@@ -24,17 +24,34 @@ def loader() -> type[yaml.SafeLoader]:
     return cast(type["yaml.SafeLoader"], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def parse(text: str, name: str, error: type[TokcostError]) -> Any:
-    """The data of a YAML text; a syntax error raises ``error`` as ``name:line: ...``."""
+class SyntaxProblem(Exception):
+    """A text that is not YAML: where (1-based line, when known) and why."""
+
+    def __init__(self, line: int | None, reason: str) -> None:
+        super().__init__(f"not valid YAML: {reason}")
+        self.line = line
+        self.reason = reason
+
+
+def load(text: str) -> Any:
+    """The data of a YAML text, or ``SyntaxProblem``."""
     import yaml
 
     try:
         return yaml.load(text, Loader=loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(f"{name}{line}: not valid YAML: {reason}") from None
+        raise SyntaxProblem(mark.line + 1 if mark is not None else None, reason) from None
+
+
+def parse(text: str, name: str, error: type[TokcostError]) -> Any:
+    """The data of a YAML text; a syntax error raises ``error`` as ``name:line: ...``."""
+    try:
+        return load(text)
+    except SyntaxProblem as exc:
+        line = f":{exc.line}" if exc.line is not None else ""
+        raise error(f"{name}{line}: {exc}") from None
 
 
 def compose(text: str) -> yaml.Node | None:

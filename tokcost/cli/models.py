@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -11,27 +11,11 @@ import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
-if TYPE_CHECKING:
-    from tokcost import ModelEntry
-
 models_app = typer.Typer(
     name="models",
     help="The model catalog: list, show, validate, sync prices.",
     no_args_is_help=True,
 )
-
-
-def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
-    """``tiktoken:o200k_base`` -> ``o200k_base`` in tables; ≈ marks a proxy."""
-    spec = entry.tokenizer_spec or ""
-    spec = spec.replace("sp:{mistral_common}/data/", "mistral-common:")
-    if short:
-        family, _, arg = spec.partition(":")
-        if family == "tiktoken":
-            spec = arg
-        elif family == "mistral-common":
-            spec = "mistral-common " + arg.rsplit(".", 1)[-1]
-    return spec if entry.tokenizer_exact else f"≈{spec}"
 
 
 LIST_EPILOG = """
@@ -91,7 +75,7 @@ def list_models(
         table.add_row(
             m.id,
             m.provider or "",
-            _tokenizer_label(m, short=True),
+            tokcost.tokenizer_label(m, short=True),
             f"{m.context_window:,}" if m.context_window else "",
             _rate(m.pricing.input) if m.pricing else "",
             _rate(m.pricing.output) if m.pricing else "",
@@ -136,11 +120,13 @@ def show(
             value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
             out.print(f"  {key}: {value}")
     out.print(
-        f"  tokenizer: {_tokenizer_label(entry)}"
-        + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else "")
+        f"  tokenizer: {tokcost.tokenizer_label(entry)}"
+        + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""),
+        markup=False,  # "pip install 'tokcost[mistral]'" is text, not a style
     )
-    if entry.weights_spec:
-        out.print(f"  weights: {entry.weights_spec}")
+    weights = tokcost.weights_label(entry)
+    if weights:
+        out.print(f"  weights: {weights}", markup=False)
     if entry.chat:
         c = entry.chat
         out.print(
@@ -206,6 +192,14 @@ Examples:
 \b
   tokcost models validate                  the catalog in use (shipped or $TOKCOST_CATALOG)
   tokcost models validate my-models.yaml   every problem, one line each, with file:line
+
+\b
+Exit codes, one rule for every kind of problem:
+  0  FILE is a valid catalog
+  1  FILE has problems, all printed: not YAML or UTF-8, empty, a wrong
+     type or value, a number past its bound, a name used twice, an
+     unknown tokenizer
+  2  nothing checked: FILE is missing or a folder, or bad arguments
 """
 
 
@@ -216,13 +210,16 @@ def validate(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check a catalog file; print every problem (exit 1 if any)."""
+    """Check a catalog file; print every problem (exit 1 if any, 2 if FILE cannot be opened)."""
     result = tokcost.validate_catalog(file)
     if json_out:
         print_json(result.to_dict())
     elif result.problems:
         for problem in result.problems:
             err.print(problem, highlight=False, markup=False)
+        count = len(result.problems)
+        err.print(f"{result.file}: {count} problem{'s' if count > 1 else ''}",
+                  highlight=False, markup=False)
     else:
         out.print(f"{result.file}: ok ({result.models} models, {result.gpus} GPUs)")
     if result.problems:
