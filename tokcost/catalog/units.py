@@ -32,6 +32,7 @@ from tokcost.errors import UsageError, suggest
 __all__ = [
     "MAX_COUNT",
     "MAX_SIZE",
+    "OutOfRange",
     "format_bytes",
     "parse_context_list",
     "parse_count",
@@ -148,8 +149,12 @@ def _split(
     return match.group("sign") == "-", value, match.group("unit")
 
 
+class OutOfRange(UsageError):
+    """A number that parses but lies past the sane bound (``1e30`` tokens, ``2EiB``)."""
+
+
 def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why: str) -> UsageError:
-    return UsageError(
+    return OutOfRange(
         f"{param} '{text}' is beyond {_power(maximum)}{unit}, more than {why}; check the "
         "number and its suffix",
         param=param,
