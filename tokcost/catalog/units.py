@@ -107,6 +107,17 @@ _GROUPED = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)$")
 _NOT_FINITE = re.compile(r"^\s*[-+]?\s*(?:nan|inf|infinity)\s*$", re.IGNORECASE)
 
 
+def _q(text: object) -> str:
+    """The value as the message quotes it: ``'8q'``; ``repr`` when it holds a newline or
+    another control character, so the message stays one line.
+
+    >>> _q(" 8q "), _q("8\\n0")
+    ("'8q'", "'8\\\\n0'")
+    """
+    shown = str(text).strip()
+    return f"'{shown}'" if shown.isprintable() else repr(shown)
+
+
 def _power(n: int | Decimal) -> str:
     """``10**15`` -> ``'10^15'``, ``2**60`` -> ``'2^60'``, else ``'1,234'``.
 
@@ -134,10 +145,10 @@ def _split(
     if isinstance(text, (int, float, Decimal)):
         given = Decimal(str(text)) if isinstance(text, float) else Decimal(text)
         if not given.is_finite():
-            raise UsageError(f"{param} must be a finite number, got '{text}'", param=param)
+            raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
         return given < 0, abs(given), ""
     if _NOT_FINITE.match(text):
-        raise UsageError(f"{param} must be a finite number, got '{text.strip()}'", param=param)
+        raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
     match = _TEXT.match(text)
     if not match:
         return None
@@ -155,7 +166,7 @@ class OutOfRange(UsageError):
 
 def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why: str) -> UsageError:
     return OutOfRange(
-        f"{param} '{text}' is beyond {_power(maximum)}{unit}, more than {why}; check the "
+        f"{param} {_q(text)} is beyond {_power(maximum)}{unit}, more than {why}; check the "
         "number and its suffix",
         param=param,
     )
@@ -185,7 +196,7 @@ def parse_count(
     parts = _split(text, param, "a count such as 8000 or 8k")
     if parts is None:
         raise UsageError(
-            f"{param} '{text}' is not a count; write a whole number such as 8000, 8k "
+            f"{param} {_q(text)} is not a count; write a whole number such as 8000, 8k "
             "(10^3), 8Ki (2^10), 1.5M or 1e6",
             param=param,
         )
@@ -194,10 +205,10 @@ def parse_count(
     if key not in COUNT_SUFFIXES:
         if key in SIZE_UNITS:
             raise UsageError(
-                f"{param} '{text}' is a size; {param} is a count such as 8k or 8Ki", param=param
+                f"{param} {_q(text)} is a size; {param} is a count such as 8k or 8Ki", param=param
             )
         raise UsageError(
-            f"{param} '{text}' has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
+            f"{param} {_q(text)} has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
             "1000) or Ki, Mi, Gi, Ti (powers of 1024), or none",
             param=param,
         )
@@ -211,7 +222,7 @@ def parse_count(
         raise _too_large(param, text, maximum, "",
                          "any corpus or model handles" if maximum == MAX_COUNT else "allowed")
     if value != value.to_integral_value():
-        raise UsageError(f"{param} '{text}' is not a whole number", param=param)
+        raise UsageError(f"{param} {_q(text)} is not a whole number", param=param)
     count = int(value)
     if count < minimum:
         raise UsageError(_below(param, minimum, text), param=param)
@@ -220,10 +231,10 @@ def parse_count(
 
 def _below(param: str, minimum: int, text: object) -> str:
     if minimum <= 0:
-        return f"{param} must not be negative, got '{text}'"
+        return f"{param} must not be negative, got {_q(text)}"
     if minimum == 1:
-        return f"{param} must be positive, got '{text}'"
-    return f"{param} must be >= {minimum:,}, got '{text}'"
+        return f"{param} must be positive, got {_q(text)}"
+    return f"{param} must be >= {minimum:,}, got {_q(text)}"
 
 
 def parse_size(
@@ -247,7 +258,7 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
     parts = _split(text, param, f"a size such as {example}")
     if parts is None:
         raise UsageError(
-            f"{param} '{text}' is not a size; write a number with a unit such as {example}",
+            f"{param} {_q(text)} is not a size; write a number with a unit such as {example}",
             param=param,
         )
     negative, value, unit = parts
@@ -255,10 +266,10 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
     number = shown[: len(shown) - len(unit)].strip() if unit else shown
     key = unit.lower()
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got '{shown}'", param=param)
+        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
     if key == "b":
         if value == 0:
-            raise UsageError(f"{param} '{shown}': write 0 (zero needs no unit)", param=param)
+            raise UsageError(f"{param} {_q(shown)}: write 0 (zero needs no unit)", param=param)
         if value != value.to_integral_value():
             bytes_hint = ""
         elif value >= 2**20:
@@ -268,7 +279,7 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
         else:
             bytes_hint = f", or {value / 1000:f}".rstrip("0").rstrip(".") + "KB for bytes"
         raise UsageError(
-            f"{param} '{shown}' has a bare B, which reads as {number} billion as easily as "
+            f"{param} {_q(shown)} has a bare B, which reads as {number} billion as easily as "
             f"{number} bytes; write {number}GB (10^9 bytes) or {number}GiB (2^30 bytes)"
             + bytes_hint,
             param=param,
@@ -276,14 +287,14 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
     if not unit and 0 < value < 2**20:
         # A GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
         raise UsageError(
-            f"{param} '{shown}' has no unit; write {number}GB (10^9 bytes) or {number}GiB "
+            f"{param} {_q(shown)} has no unit; write {number}GB (10^9 bytes) or {number}GiB "
             "(2^30 bytes); a bare number is a byte count only from 1048576 (1 MiB) up",
             param=param,
         )
     if key in ("k", "m", "g", "t", "p", "e"):
         up = key.upper()
         raise UsageError(
-            f"{param} '{shown}' is ambiguous; write {number}{up}B (powers of 1000) or "
+            f"{param} {_q(shown)} is ambiguous; write {number}{up}B (powers of 1000) or "
             f"{number}{up}iB (powers of 1024)",
             param=param,
         )
@@ -301,7 +312,7 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
         raise _too_large(param, shown, maximum, " bytes", "any machine holds")
     size = int(exact)
     if size == 0 and not allow_zero:
-        raise UsageError(f"{param} must be greater than zero, got '{shown}'", param=param)
+        raise UsageError(f"{param} must be greater than zero, got {_q(shown)}", param=param)
     return size
 
 
@@ -324,7 +335,7 @@ _CURRENCY = re.compile(r"[€£¥₹]|\b(?:EUR|GBP|JPY|CHF|CNY|INR)\b", re.IGNOR
 _MONEY = re.compile(
     r"^\s*(?P<sign>[-+]?)\s*(?P<dollar>US\$|\$)?\s*(?P<sign2>[-+]?)\s*(?P<rest>.*?)"
     r"\s*(?:USD)?\s*$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.DOTALL,
 )
 _MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
                    "c": Decimal("0.01"), "¢": Decimal("0.01")}
@@ -353,7 +364,7 @@ write $5 or 5
         if _CURRENCY.search(shown):
             number = re.sub(r"[^0-9.,_]", "", shown) or "5"
             raise UsageError(
-                f"{param} '{shown}' is not in US dollars; tokcost prices are USD: write "
+                f"{param} {_q(shown)} is not in US dollars; tokcost prices are USD: write "
                 f"${number} or {number}",
                 param=param,
             )
@@ -370,13 +381,13 @@ write $5 or 5
         parts = _split(text, param, "an amount in USD")
     if parts is None or parts[2].lower() not in _MONEY_SUFFIXES:
         raise UsageError(
-            f"{param} '{shown}' is not an amount; write US dollars such as 0.05, $0.05, "
+            f"{param} {_q(shown)} is not an amount; write US dollars such as 0.05, $0.05, "
             "$1.2k or 5c (cents)",
             param=param,
         )
     negative, value, suffix = parts
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got '{shown}'", param=param)
+        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
     try:
         amount = value * _MONEY_SUFFIXES[suffix.lower()]
     except ArithmeticError:
@@ -400,12 +411,12 @@ def parse_percent(
     """
     parts = _split(text, param, "a percentage such as 10 or 10%")
     if parts is None or parts[2] not in ("", "%"):
-        raise UsageError(f"{param} '{text}' is not a percentage; write 10 or 10%", param=param)
+        raise UsageError(f"{param} {_q(text)} is not a percentage; write 10 or 10%", param=param)
     negative, value, _ = parts
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got '{text}'", param=param)
+        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
     if maximum is not None and value > maximum:
-        raise UsageError(f"{param} must be at most {maximum}%, got '{text}'", param=param)
+        raise UsageError(f"{param} must be at most {maximum}%, got {_q(text)}", param=param)
     if maximum is None and value > MAX_COUNT:
         raise _too_large(param, text, MAX_COUNT, "%", "any growth")
     return value
@@ -421,14 +432,14 @@ def parse_fraction(
     """
     parts = _split(text, param, "a share such as 0.5 or 50%")
     if parts is None or parts[2] not in ("", "%"):
-        raise UsageError(f"{param} '{text}' is not a share; write 0.5 or 50%", param=param)
+        raise UsageError(f"{param} {_q(text)} is not a share; write 0.5 or 50%", param=param)
     negative, value, unit = parts
     share = value / 100 if unit == "%" else value
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got '{text}'", param=param)
+        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
     if share > 1:
         hint = f"; for {value}% write {value}%" if not unit else ""
-        raise UsageError(f"{param} must be a share in [0, 1], got '{text}'{hint}", param=param)
+        raise UsageError(f"{param} must be a share in [0, 1], got {_q(text)}{hint}", param=param)
     return share
 
 
