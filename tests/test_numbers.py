@@ -325,10 +325,13 @@ def test_bpe_train_takes_a_binary_count(tmp_path: Path) -> None:
 def test_lengths_cut_to_max_len_are_reported() -> None:
     exit_code, stdout, stderr = _run([*SIM, "--dist", "fixed:3000,100", "--max-len", "2k"])
     assert exit_code == 0
-    assert "5 of 5 requests were longer than --max-len 2,000" in stderr
+    assert "5 of 5 requests were longer than --max-len 2,000 and cut to fit" in stderr
     assert "max length 2,000" in stdout
     exit_code, _, stderr = _run([*SIM, "--dist", "fixed:100,100", "--max-len", "2Ki"])
     assert exit_code == 0 and "warning" not in stderr
+    exit_code, _, stderr = _run([*SIM[:3], "1", "--dist", "fixed:3000,1"])
+    assert exit_code == 0
+    assert "1 of 1 request was longer than the max length 2,048 (set it with --max-len)" in stderr
 
 
 def test_contexts_past_the_window_say_so() -> None:

@@ -106,10 +106,13 @@ def simulate(
         force=force,
     )
     if result.clipped_requests:
+        cut, drawn = result.clipped_requests, result.requests
+        limit = (f"--max-len {result.max_len:,}" if max_len is not None
+                 else f"the max length {result.max_len:,} (set it with --max-len)")
         warn(
-            f"{result.clipped_requests:,} of {result.requests:,} requests were longer than "
-            f"--max-len {result.max_len:,} and were cut to it (prompt first); raise --max-len "
-            "or give shorter lengths to simulate them whole"
+            f"{cut:,} of {drawn:,} request{'s' if drawn != 1 else ''} "
+            f"{'was' if cut == 1 else 'were'} longer than {limit} and cut to fit, prompt "
+            "first; raise the limit or give shorter lengths to simulate them whole"
         )
     if json_out:
         print_json(result.to_dict())
