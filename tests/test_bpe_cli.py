@@ -272,7 +272,7 @@ def test_training_warning_names_the_flags(tmp_path: Path) -> None:
         pytest.param({"vocab_size": 300, "jobs": 0}, "jobs", "jobs must be", "--jobs must be",
                      id="jobs"),
         pytest.param({"vocab_size": 300, "min_frequency": -1}, "min_frequency",
-                     "min_frequency must be", "--min-frequency must be", id="min-frequency"),
+                     "min_frequency must be", "--min-frequency must", id="min-frequency"),
         pytest.param({"vocab_size": 300, "max_token_length": 1}, "max_token_length",
                      "max_token_length must be", "--max-token-length must be", id="max-length"),
         pytest.param({"vocab_size": 300, "special_tokens": ("",)}, "special_tokens",

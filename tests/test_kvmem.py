@@ -219,7 +219,7 @@ def test_estimate_uses_active_params_for_moe() -> None:
         pytest.param("80 gib", 80 * GiB, id="spaced-lower"),
         pytest.param("1.5TB", 1_500_000_000_000, id="fraction"),
         pytest.param("512MiB", 512 * 2**20, id="MiB"),
-        pytest.param("4096B", 4096, id="bytes"),
+        pytest.param("4KiB", 4096, id="KiB"),
         pytest.param("85899345920", 80 * GiB, id="bare-byte-count"),
     ],
 )
@@ -234,7 +234,8 @@ def test_parse_size(text: str, expected: int) -> None:
         pytest.param("80", "has no unit", id="no-unit"),
         pytest.param("80GG", "unknown unit", id="typo"),
         pytest.param("80Gibs", "unknown unit", id="typo-2"),
-        pytest.param("-5GB", "not a size", id="negative"),
+        pytest.param("-5GB", "must not be negative", id="negative"),
+        pytest.param("4096B", "bare B", id="bare-B-is-not-bytes"),
         pytest.param("0GB", "greater than zero", id="zero"),
         pytest.param("lots", "not a size", id="words"),
     ],

@@ -35,7 +35,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TokenizeResult", "WindowShare",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
-    "tokcost.catalog.units": ("parse_size", "parse_count", "parse_context_list", "format_bytes"),
+    "tokcost.catalog.units": (
+        "parse_size", "parse_count", "parse_context_list", "parse_money", "parse_percent",
+        "parse_fraction", "format_bytes",
+    ),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
     "tokcost.memory.policies": ("PolicyName",),
     "tokcost.memory.simulate": ("compare_policies",),
@@ -158,6 +161,9 @@ if TYPE_CHECKING:
     from tokcost.catalog.units import format_bytes as format_bytes
     from tokcost.catalog.units import parse_context_list as parse_context_list
     from tokcost.catalog.units import parse_count as parse_count
+    from tokcost.catalog.units import parse_fraction as parse_fraction
+    from tokcost.catalog.units import parse_money as parse_money
+    from tokcost.catalog.units import parse_percent as parse_percent
     from tokcost.catalog.units import parse_size as parse_size
     from tokcost.counting import count_paths as count_paths
     from tokcost.counting import count_text as count_text

@@ -74,6 +74,16 @@ def estimate_memory(
             "give it without them",
             param="kv_memory",
         )
+    if gpu is None and gpu_memory is None and kv_memory is None:
+        # Without a GPU nothing reads them: say so rather than print an estimate they
+        # did not change.
+        unused = [name for name, given in (("gpu_util", gpu_util != DEFAULT_UTIL),
+                                           ("reserve", reserve is not None)) if given]
+        if unused:
+            raise UsageError(
+                f"{unused[0]} applies to a GPU's memory; give gpu or gpu_memory with it",
+                param=unused[0], related=("gpu", "gpu_memory"),
+            )
     target = Path(plot) if plot is not None else None
     if target is not None:
         from tokcost.plotting import check_plot_path

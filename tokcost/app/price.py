@@ -64,6 +64,9 @@ def price(
     """
     if isinstance(paths, (str, Path)):  # one path, not a sequence of characters
         paths = [paths]
+    _check_counts(input_tokens=input_tokens, output_tokens=output_tokens,
+                  cached_tokens=cached_tokens, cache_write_tokens=cache_write_tokens,
+                  reasoning_tokens=reasoning_tokens, requests=requests)
     if paths and input_tokens is not None:
         raise UsageError("give the prompt as files or as input_tokens, not both",
                          param="input_tokens")
@@ -86,6 +89,19 @@ def price(
         requests=requests,
     )
     return PriceResult(breakdown, exact, bool(paths))
+
+
+def _check_counts(**counts: int | None) -> None:
+    """Refuse a count past ``MAX_COUNT`` (10^15) before pricing it: a typo, not a request."""
+    from tokcost.catalog.units import MAX_COUNT
+
+    for name, value in counts.items():
+        if value is not None and value > MAX_COUNT:
+            raise UsageError(
+                f"{name}={value:,} is beyond 10^15, more than any corpus or model handles; "
+                "check the number and its suffix",
+                param=name,
+            )
 
 
 def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None) -> tuple[int, bool]:

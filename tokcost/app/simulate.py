@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError
+from tokcost.memory.blocks import check_block_size
 from tokcost.memory.policies import POLICIES, PolicyName, policy_names
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class SimulationResult:
     seed: int
     rate: float | None
     policies: tuple[PolicyReport, ...]
+    # Requests longer than max_len, cut to fit (the CLI warns; not in the JSON document).
+    clipped_requests: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kvmem simulate`` prints (keys in the README)."""
@@ -78,7 +81,10 @@ def simulate(
     setting), or ``slots`` token slots. Requests are ``requests`` draws from
     ``distribution`` (``sharegpt``, ``alpaca``, ``uniform:LO-HI``, ``fixed:P,O``), all at
     once or as Poisson arrivals at ``rate`` per decode step, or a JSONL ``trace``;
-    ``samples`` parallel samples each. ``plot`` writes stacked bars per policy.
+    ``samples`` parallel samples each. Requests longer than ``max_len`` (default: the
+    model's context window) are cut to it; ``clipped_requests`` says how many.
+    ``block_size`` is the paged policy's block, 1 to ``max_len`` tokens.
+    ``plot`` writes stacked bars per policy.
 
     >>> r = simulate(slots=600, distribution="fixed:40,20", requests=10, policies=["paged"])
     >>> r.policies[0].label, r.policies[0].completed
@@ -86,11 +92,16 @@ def simulate(
     """
     from tokcost.memory import kv_bytes_per_token
     from tokcost.memory.simulate import compare_policies
-    from tokcost.memory.workload import load_requests, requests_from_distribution
+    from tokcost.memory.workload import clip_requests, load_requests, requests_from_distribution
 
     names = policy_names(policies)
     if samples < 1:
         raise UsageError(f"samples must be >= 1, got {samples}", param="samples")
+    if max_len is not None and max_len < 2:
+        raise UsageError(
+            f"max_len must be >= 2 (one prompt token and one output token), got {max_len}",
+            param="max_len",
+        )
     target = Path(plot) if plot is not None else None
     if target is not None:
         from tokcost.plotting import check_plot_path
@@ -103,7 +114,7 @@ def simulate(
         if slots < 1:
             raise UsageError(f"slots must be >= 1, got {slots}", param="slots")
         capacity = slots
-        limit = max_len or DEFAULT_MAX_LEN
+        limit = DEFAULT_MAX_LEN if max_len is None else max_len
     else:
         from tokcost.tokenizers import open_catalog
 
@@ -117,17 +128,19 @@ def simulate(
         per_token = kv_bytes_per_token(entry.architecture, kv_dtype)
         memory = kv_memory
         capacity = memory // per_token
-        limit = max_len or entry.context_window or DEFAULT_MAX_LEN
+        limit = max_len if max_len is not None else entry.context_window or DEFAULT_MAX_LEN
         model_id = entry.id
+    check_block_size(block_size, limit)  # before the trace is read
     trace_path = Path(trace) if trace is not None else None
     if trace_path is not None:
-        reqs = load_requests(trace_path, max_len=limit)
+        drawn = load_requests(trace_path, max_len=None)
         if samples > 1:
-            reqs = [replace(r, n=samples) for r in reqs]
+            drawn = [replace(r, n=samples) for r in drawn]
     else:
-        reqs = requests_from_distribution(
-            distribution, requests, seed=seed, max_len=limit, n=samples, rate=rate
+        drawn = requests_from_distribution(
+            distribution, requests, seed=seed, max_len=None, n=samples, rate=rate
         )
+    reqs, clipped = clip_requests(drawn, limit)
     reports = compare_policies(
         reqs, capacity_tokens=capacity, policies=names, max_len=limit, block_size=block_size
     )
@@ -152,4 +165,5 @@ def simulate(
         seed=seed,
         rate=rate,
         policies=tuple(reports),
+        clipped_requests=clipped,
     )

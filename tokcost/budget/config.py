@@ -8,10 +8,10 @@ its files must keep::
     budgets:
       - name: system prompts
         paths: ["prompts/**/*.md"]
-        max_tokens_per_file: 2000
-        max_cost_per_call: 0.01      # USD, the file as one call's prompt
+        max_tokens_per_file: 2k      # counts as everywhere: 2000, 2k, 2Ki, 1.5M
+        max_cost_per_call: $0.01     # USD, the file as one call's prompt (0.01 or 1c too)
         output_tokens: 500
-        max_growth_percent: 10       # against the baseline JSON
+        max_growth_percent: 10%      # against the baseline JSON (10 alike)
 
 Every problem names the file, the line and the key, e.g.
 ``tokcost.yaml:7: budgets[0] 'system prompts': max_tokens_per_file: expected a whole
@@ -29,6 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
+from tokcost.budget.kinds import Percent, Share, Tokens, Usd
 from tokcost.catalog import yamltext
 from tokcost.catalog.fields import (
     Choice,
@@ -36,13 +37,11 @@ from tokcost.catalog.fields import (
     Flag,
     Items,
     Key,
-    Number,
     PathKey,
     Record,
     Required,
     Strings,
     Text,
-    Whole,
     dotted,
 )
 from tokcost.errors import UsageError
@@ -65,7 +64,7 @@ LIMIT_KEYS = (
 
 _TEXT = Text(strip=True)
 _GLOBS = Strings("a glob or a list of globs", nonempty=True, strip=True)
-_PERCENT = Number("a percentage >= 0 such as 10", as_float=True)
+_PERCENT = Percent()
 
 
 class BudgetConfigError(UsageError):
@@ -92,18 +91,17 @@ class Budget(Record):
     exclude: Annotated[tuple[str, ...], _GLOBS, Doc("globs of files to leave out")] = ()
     model: Annotated[str | None, _TEXT, Doc("catalog model (default: the config's)")] = None
     tokenizer: Annotated[str | None, _TEXT, Doc("tokenizer spec (default: the model's)")] = None
-    max_tokens_per_file: Annotated[int | None, Whole()] = None
-    max_total_tokens: Annotated[int | None, Whole()] = None
+    max_tokens_per_file: Annotated[int | None, Tokens(), Doc("tokens, e.g. 2000 or 10k")] = None
+    max_total_tokens: Annotated[int | None, Tokens(), Doc("tokens, e.g. 2000 or 10k")] = None
     max_cost_per_call: Annotated[
-        Decimal | None, Number("a number >= 0 (USD per call)"),
+        Decimal | None, Usd("per call"),
         Doc("USD, each file (or, with combine, all of them) as one call's prompt"),
     ] = None
     output_tokens: Annotated[
-        int, Whole(minimum=0), Doc("output tokens priced with each call")
+        int, Tokens(minimum=0), Doc("output tokens priced with each call")
     ] = 0
     cached_share: Annotated[
-        Decimal, Number("a fraction in [0, 1] such as 0.5", maximum=Decimal(1)),
-        Doc("share of the prompt read from the cache"),
+        Decimal, Share(), Doc("share of the prompt read from the cache (0.5 or 50%)"),
     ] = Decimal(0)
     max_growth_percent: Annotated[
         float | None, _PERCENT, Doc("growth of the total against the baseline")
@@ -115,7 +113,7 @@ class Budget(Record):
         float | None, _PERCENT, Doc("share of the model's context window")
     ] = None
     reserve_output_tokens: Annotated[
-        int | None, Whole(minimum=0),
+        int | None, Tokens(minimum=0),
         Doc("output tokens kept free in the context window (default: output_tokens)"),
     ] = None
     combine: Annotated[bool, Flag(), Doc("the files are sent together as one prompt")] = False

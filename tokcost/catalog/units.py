@@ -1,32 +1,88 @@
-"""Sizes, counts and dtypes as people write them: ``80GB`` vs ``80GiB``, ``8.03B``, ``bf16``.
+"""Numbers as people write them: counts, sizes, money, percentages, and weight dtypes.
 
-Decimal units (KB, MB, GB, TB) are powers of 1000 and binary ones (KiB, MiB, GiB,
-TiB) powers of 1024, as the SI/IEC standards and ``nvidia-smi`` mean them. A bare
-``G`` is refused because it is ambiguous, which is exactly the mistake that makes
-capacity plans 7% wrong.
+The one rule every flag and every config file follows (README, "Numbers and sizes"):
+
+- **Counts** (tokens, lengths, requests): a whole number, optionally with a decimal
+  suffix ``k M B T`` (10^3, 10^6, 10^9, 10^12; any case) or a binary one ``Ki Mi Gi Ti``
+  (2^10 ... 2^40): ``8000``, ``8k``, ``8K``, ``8Ki`` (8192), ``1.5M``, ``1e6``, ``8_000``,
+  ``8,000``. ``1B`` is a billion.
+- **Sizes** (bytes): a number with a unit, decimal ``KB MB GB TB PB EB`` (powers of
+  1000) or binary ``KiB MiB GiB TiB PiB EiB`` (powers of 1024), as SI/IEC and
+  ``nvidia-smi`` mean them; a bare integer of at least 2^20 is a byte count. A bare
+  ``G`` is refused as ambiguous (the mistake that makes capacity plans 7% wrong), and so
+  is a ``B`` alone: ``80B`` reads as 80 billion as easily as 80 bytes, so it never means
+  bytes by surprise.
+- **Money** (USD): ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``$2M``, or
+  cents ``5c`` / ``5¢``. Other currencies are refused: every catalog price is USD.
+- **Percentages**: ``10`` or ``10%`` for a key named ``*_percent`` (a bare number is
+  percent points); a **share** (``cached_share``) is ``0.5`` or ``50%``.
+
+Negative numbers, NaN and infinities are refused, and so are counts above 10^15 and
+sizes above 2^60 bytes (1 EiB): no corpus, model or GPU comes near, so such a value is
+a typo. Every refusal is one line that says what to write instead.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from tokcost.errors import UsageError, suggest
 
+__all__ = [
+    "MAX_COUNT",
+    "MAX_SIZE",
+    "OutOfRange",
+    "format_bytes",
+    "parse_context_list",
+    "parse_count",
+    "parse_fraction",
+    "parse_money",
+    "parse_percent",
+    "parse_size",
+    "weight_bits",
+]
+
+MAX_COUNT = 10**15  # tokens, lengths, requests: a million times the longest context window
+MAX_SIZE = 2**60  # bytes: 1 EiB, thousands of the largest GPU clusters
+MAX_MONEY = Decimal(10**12)  # USD
+
 SIZE_UNITS: dict[str, int] = {
-    "b": 1,
     "kb": 10**3,
     "mb": 10**6,
     "gb": 10**9,
     "tb": 10**12,
+    "pb": 10**15,
+    "eb": 10**18,
     "kib": 2**10,
     "mib": 2**20,
     "gib": 2**30,
     "tib": 2**40,
+    "pib": 2**50,
+    "eib": 2**60,
 }
-_UNIT_SPELLING = ["B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"]
+_UNIT_SPELLING = ["KB", "MB", "GB", "TB", "PB", "EB", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
-COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+COUNT_SUFFIXES: dict[str, int] = {
+    "": 1,
+    "k": 10**3,
+    "m": 10**6,
+    "b": 10**9,
+    "t": 10**12,
+    "ki": 2**10,
+    "mi": 2**20,
+    "gi": 2**30,
+    "ti": 2**40,
+}
+
+# Patterns for the JSON Schemas (tokcost.catalog.fields, tokcost.budget.config): what the
+# parsers accept when a value is written as text. Looser than the parsers (no digit
+# grouping rules, no bounds), which still give the precise one-line message.
+_NUMBER_PATTERN = r"([0-9][0-9_,]*(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?"
+COUNT_PATTERN = rf"^\s*{_NUMBER_PATTERN}\s*([kKmMbBtT]|[kKmMgGtT][iI])?\s*$"
+SIZE_PATTERN = rf"^\s*{_NUMBER_PATTERN}\s*([kKmMgGtTpPeE][iI]?[bB])?\s*$"
+MONEY_PATTERN = rf"^\s*(\$|US\$)?\s*{_NUMBER_PATTERN}\s*([kKmM]|[cC¢])?\s*(USD|usd)?\s*$"
+PERCENT_PATTERN = rf"^\s*{_NUMBER_PATTERN}\s*%?\s*$"
 
 # Bytes per element of weights/activations. Quantized KV caches are described in
 # tokcost.memory.dtypes, which adds their per-group scale overhead.
@@ -41,114 +97,362 @@ WEIGHT_DTYPE_BITS: dict[str, Decimal] = {
     "mxfp4": Decimal("4.25"),
 }
 
-_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+# sign, number, unit; the number's digit grouping is checked by _split.
+_TEXT = re.compile(
+    r"^\s*(?P<sign>[-+]?)\s*(?P<number>(?:[0-9][0-9_,]*(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z%¢]*)\s*$"
+)
+# 8,000 and 8_000 group digits; 1,5 (one and a half in half the world) does not.
+_GROUPED = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)$")
+_NOT_FINITE = re.compile(r"^\s*[-+]?\s*(?:nan|inf|infinity)\s*$", re.IGNORECASE)
 
 
-def parse_size(text: str | int | float, *, param: str = "size", allow_zero: bool = False) -> int:
-    """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB``.
+def _q(text: object) -> str:
+    """The value as the message quotes it: ``'8q'``; ``repr`` when it holds a newline or
+    another control character, so the message stays one line.
 
-    >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB")
-    (80000000000, 1073741824, 2048)
+    >>> _q(" 8q "), _q("8\\n0")
+    ("'8q'", "'8\\\\n0'")
+    """
+    shown = str(text).strip()
+    return f"'{shown}'" if shown.isprintable() else repr(shown)
+
+
+def _power(n: int | Decimal) -> str:
+    """``10**15`` -> ``'10^15'``, ``2**60`` -> ``'2^60'``, else ``'1,234'``.
+
+    >>> _power(10**15), _power(2**60), _power(2048)
+    ('10^15', '2^60', '2,048')
+    """
+    value = int(n)
+    if value > 10**4 and str(value).rstrip("0") == "1":
+        return f"10^{len(str(value)) - 1}"
+    if value > 2**14 and value & (value - 1) == 0:
+        return f"2^{value.bit_length() - 1}"
+    return f"{value:,}"
+
+
+def _split(
+    text: str | int | float | Decimal, param: str, what: str
+) -> tuple[bool, Decimal, str] | None:
+    """``'-1.5 GiB'`` -> ``(True, Decimal('1.5'), 'GiB')``: negative?, magnitude, unit.
+
+    None when the text is no number at all. NaN and infinities (``nan``, ``inf``,
+    ``float('inf')``) and booleans (YAML's ``yes``) raise: no parser takes them.
     """
     if isinstance(text, bool):
-        raise UsageError(f"{param} must be a size such as 80GB or 80GiB, got {text!r}",
-                         param=param)
-    if isinstance(text, (int, float)):
-        value, unit = Decimal(str(text)), "b"
-    else:
-        match = _NUMBER_UNIT.match(text)
-        if not match:
-            raise UsageError(
-                f"{param} '{text}' is not a size; write a positive number with a unit "
-                f"such as 80GB (10^9 bytes) or 80GiB (2^30 bytes)", param=param
-            )
-        value, unit = Decimal(match.group(1)), (match.group(2) or "b").lower()
-        if not match.group(2) and 0 < value < 2**20:
-            # a GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
-            raise UsageError(
-                f"{param} '{text}' has no unit; write {text}GB (10^9 bytes) or {text}GiB "
-                f"(2^30 bytes), or {text}B if you mean bytes", param=param
-            )
-    if unit in ("g", "m", "k", "t"):
-        up = unit.upper()
+        raise UsageError(f"{param} must be {what}, got {text!r}", param=param)
+    if isinstance(text, (int, float, Decimal)):
+        given = Decimal(str(text)) if isinstance(text, float) else Decimal(text)
+        if not given.is_finite():
+            raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
+        return given < 0, abs(given), ""
+    if _NOT_FINITE.match(text):
+        raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
+    match = _TEXT.match(text)
+    if not match:
+        return None
+    number = match.group("number")
+    whole = re.split(r"[.eE]", number)[0]
+    if ("," in whole or "_" in whole) and not _GROUPED.match(whole):
+        return None
+    value = Decimal(number.replace("_", "").replace(",", ""))
+    return match.group("sign") == "-", value, match.group("unit")
+
+
+class OutOfRange(UsageError):
+    """A number that parses but lies past the sane bound (``1e30`` tokens, ``2EiB``)."""
+
+
+def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why: str) -> UsageError:
+    return OutOfRange(
+        f"{param} {_q(text)} is beyond {_power(maximum)}{unit}, more than {why}; check the "
+        "number and its suffix",
+        param=param,
+    )
+
+
+def parse_count(
+    text: str | int | float | Decimal,
+    *,
+    param: str = "count",
+    minimum: int = 0,
+    maximum: int = MAX_COUNT,
+) -> int:
+    """A count such as ``128000``, ``128k``, ``8Ki``, ``8.03B`` or ``1e6``.
+
+    ``k M B T`` are powers of 1000 (``B`` is a billion, never bytes), ``Ki Mi Gi Ti``
+    powers of 1024; the result must be a whole number in ``[minimum, maximum]``.
+
+    >>> parse_count("128k"), parse_count("8Ki"), parse_count("8.03B"), parse_count("1e6")
+    (128000, 8192, 8030000000, 1000000)
+    >>> parse_count("8_000"), parse_count("1.5M"), parse_count(1000)
+    (8000, 1500000, 1000)
+    >>> parse_count("-5", param="tokens")
+    Traceback (most recent call last):
+    ...
+    tokcost.errors.UsageError: tokens must not be negative, got '-5'
+    """
+    parts = _split(text, param, "a count such as 8000 or 8k")
+    if parts is None:
         raise UsageError(
-            f"{param} '{text}' is ambiguous; write {up}B (powers of 1000) or {up}iB "
-            "(powers of 1024)", param=param
+            f"{param} {_q(text)} is not a count; write a whole number such as 8000, 8k "
+            "(10^3), 8Ki (2^10), 1.5M or 1e6",
+            param=param,
         )
-    if unit not in SIZE_UNITS:
-        hint = suggest(unit, [u.lower() for u in _UNIT_SPELLING])
+    negative, value, suffix = parts
+    key = suffix.lower()
+    if key not in COUNT_SUFFIXES:
+        if key in SIZE_UNITS:
+            raise UsageError(
+                f"{param} {_q(text)} is a size; {param} is a count such as 8k or 8Ki", param=param
+            )
+        raise UsageError(
+            f"{param} {_q(text)} has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
+            "1000) or Ki, Mi, Gi, Ti (powers of 1024), or none",
+            param=param,
+        )
+    try:
+        value *= COUNT_SUFFIXES[key]
+    except ArithmeticError:  # an exponent beyond Decimal's range
+        raise _too_large(param, text, maximum, "", "any count tokcost handles") from None
+    if negative and value:
+        raise UsageError(_below(param, minimum, text), param=param)
+    if value > maximum:
+        raise _too_large(param, text, maximum, "",
+                         "any corpus or model handles" if maximum == MAX_COUNT else "allowed")
+    if value != value.to_integral_value():
+        raise UsageError(f"{param} {_q(text)} is not a whole number", param=param)
+    count = int(value)
+    if count < minimum:
+        raise UsageError(_below(param, minimum, text), param=param)
+    return count
+
+
+def _below(param: str, minimum: int, text: object) -> str:
+    if minimum <= 0:
+        return f"{param} must not be negative, got {_q(text)}"
+    if minimum == 1:
+        return f"{param} must be positive, got {_q(text)}"
+    return f"{param} must be >= {minimum:,}, got {_q(text)}"
+
+
+def parse_size(
+    text: str | int | float | Decimal,
+    *,
+    param: str = "size",
+    allow_zero: bool = False,
+    maximum: int = MAX_SIZE,
+) -> int:
+    """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB`` (rounded down).
+
+    >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB"), parse_size(2**30)
+    (80000000000, 1073741824, 2048, 1073741824)
+    >>> parse_size("80B", param="gpu_memory")
+    Traceback (most recent call last):
+    ...
+    tokcost.errors.UsageError: gpu_memory '80B' has a bare B, which reads as 80 billion as \
+easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for bytes
+    """
+    example = "80GB (10^9 bytes) or 80GiB (2^30 bytes)"
+    parts = _split(text, param, f"a size such as {example}")
+    if parts is None:
+        raise UsageError(
+            f"{param} {_q(text)} is not a size; write a number with a unit such as {example}",
+            param=param,
+        )
+    negative, value, unit = parts
+    shown = str(text).strip()
+    number = shown[: len(shown) - len(unit)].strip() if unit else shown
+    key = unit.lower()
+    if negative and value:
+        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
+    if key == "b":
+        if value == 0:
+            raise UsageError(f"{param} {_q(shown)}: write 0 (zero needs no unit)", param=param)
+        if value != value.to_integral_value():
+            bytes_hint = ""
+        elif value >= 2**20:
+            bytes_hint = f", or {number} without the B for bytes"
+        elif value % 1024 == 0:
+            bytes_hint = f", or {value / 1024:f}".rstrip("0").rstrip(".") + "KiB for bytes"
+        else:
+            bytes_hint = f", or {value / 1000:f}".rstrip("0").rstrip(".") + "KB for bytes"
+        raise UsageError(
+            f"{param} {_q(shown)} has a bare B, which reads as {number} billion as easily as "
+            f"{number} bytes; write {number}GB (10^9 bytes) or {number}GiB (2^30 bytes)"
+            + bytes_hint,
+            param=param,
+        )
+    if not unit and 0 < value < 2**20:
+        # A GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
+        raise UsageError(
+            f"{param} {_q(shown)} has no unit; write {number}GB (10^9 bytes) or {number}GiB "
+            "(2^30 bytes); a bare number is a byte count only from 1048576 (1 MiB) up",
+            param=param,
+        )
+    if key in ("k", "m", "g", "t", "p", "e"):
+        up = key.upper()
+        raise UsageError(
+            f"{param} {_q(shown)} is ambiguous; write {number}{up}B (powers of 1000) or "
+            f"{number}{up}iB (powers of 1024)",
+            param=param,
+        )
+    if unit and key not in SIZE_UNITS:
+        hint = suggest(key, [u.lower() for u in _UNIT_SPELLING])
         raise UsageError(
             f"{param} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}",
             param=param,
         )
-    size = int(value * SIZE_UNITS[unit])
-    if size < 0 or (size == 0 and not allow_zero):
-        raise UsageError(f"{param} must be greater than zero, got '{text}'", param=param)
+    try:
+        exact = value * SIZE_UNITS.get(key, 1)
+    except ArithmeticError:
+        raise _too_large(param, shown, maximum, " bytes", "any machine holds") from None
+    if exact > maximum:
+        raise _too_large(param, shown, maximum, " bytes", "any machine holds")
+    size = int(exact)
+    if size == 0 and not allow_zero:
+        raise UsageError(f"{param} must be greater than zero, got {_q(shown)}", param=param)
     return size
 
 
-def parse_count(text: str | int | float, *, param: str = "count") -> int:
-    """A count such as ``128000``, ``128k``, ``8.03B`` or ``1e6`` (no binary meaning).
-
-    >>> parse_count("128k"), parse_count("8.03B"), parse_count(1000)
-    (128000, 8030000000, 1000)
-    """
-    if isinstance(text, bool):
-        raise UsageError(f"{param} must be a number, got {text!r}", param=param)
-    if isinstance(text, int):
-        return text
-    raw = str(text).strip().replace("_", "").replace(",", "")
-    suffix = raw[-1:].lower() if raw[-1:].isalpha() else ""
-    number = raw[: len(raw) - len(suffix)] if suffix else raw
-    if suffix not in COUNT_SUFFIXES:
-        raise UsageError(f"{param} '{text}' has an unknown suffix; use k, M, B or T (or none)",
-                         param=param)
-    try:
-        value = Decimal(number) * COUNT_SUFFIXES[suffix]
-    except InvalidOperation:
-        raise UsageError(f"{param} '{text}' is not a number", param=param) from None
-    if value != value.to_integral_value():
-        raise UsageError(f"{param} '{text}' is not a whole number", param=param)
-    return int(value)
-
-
 def parse_context_list(text: str, *, param: str = "context") -> list[int]:
-    """``"1k,8k,32k,128k"`` -> ``[1000, 8000, 32000, 128000]``; ``1Ki`` means 1024.
+    """``"1k,8k,32k,128k"`` -> ``[1000, 8000, 32000, 128000]``; ``128Ki`` is 131072.
 
-    Context lengths follow the count convention (``k`` = 1000), except that a
-    ``Ki`` suffix gives the power of two (``128Ki`` = 131072).
+    Each length is a count (``parse_count``) of at least one token.
+
+    >>> parse_context_list("1k, 8Ki")
+    [1000, 8192]
     """
-    out: list[int] = []
-    for part in text.split(","):
-        item = part.strip()
-        if not item:
-            continue
-        if item.lower().endswith("ki"):
-            n = parse_count(item[:-2], param=param) * 1024
-        else:
-            n = parse_count(item, param=param)
-        if n <= 0:
-            raise UsageError(f"{param} must be positive, got '{item}'", param=param)
-        out.append(n)
+    out = [parse_count(part, param=param, minimum=1) for part in text.split(",") if part.strip()]
     if not out:
         raise UsageError(f"{param} needs at least one length, e.g. {param}=8k or 1k,8k,32k",
                          param=param)
     return out
 
 
+_CURRENCY = re.compile(r"[€£¥₹]|\b(?:EUR|GBP|JPY|CHF|CNY|INR)\b", re.IGNORECASE)
+_MONEY = re.compile(
+    r"^\s*(?P<sign>[-+]?)\s*(?P<dollar>US\$|\$)?\s*(?P<sign2>[-+]?)\s*(?P<rest>.*?)"
+    r"\s*(?:USD)?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
+                   "c": Decimal("0.01"), "¢": Decimal("0.01")}
+
+
+def parse_money(
+    text: str | int | float | Decimal, *, param: str = "amount",
+    maximum: Decimal = MAX_MONEY,
+) -> Decimal:
+    """US dollars, exactly: ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``5c``.
+
+    ``k`` and ``M`` multiply by a thousand and a million (a monthly budget of ``$5k``);
+    ``c`` or ``¢`` are cents. Every catalog price is USD, so another currency is refused
+    rather than converted.
+
+    >>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
+    (Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
+    >>> parse_money("€5", param="max_cost")
+    Traceback (most recent call last):
+    ...
+    tokcost.errors.UsageError: max_cost '€5' is not in US dollars; tokcost prices are USD: \
+write $5 or 5
+    """
+    if isinstance(text, str):
+        shown = text.strip()
+        if _CURRENCY.search(shown):
+            number = re.sub(r"[^0-9.,_]", "", shown) or "5"
+            raise UsageError(
+                f"{param} {_q(shown)} is not in US dollars; tokcost prices are USD: write "
+                f"${number} or {number}",
+                param=param,
+            )
+        match = _MONEY.match(shown)
+        assert match is not None  # the pattern matches any text
+        if match.group("dollar") and match.group("rest")[-1:] in ("c", "C", "¢"):
+            parts = None  # '$5c': dollars or cents?
+        else:
+            parts = _split(match.group("rest"), param, "an amount in USD")
+        if parts is not None and (match.group("sign") == "-" or match.group("sign2") == "-"):
+            parts = (True, parts[1], parts[2])
+    else:
+        shown = str(text)
+        parts = _split(text, param, "an amount in USD")
+    if parts is None or parts[2].lower() not in _MONEY_SUFFIXES:
+        raise UsageError(
+            f"{param} {_q(shown)} is not an amount; write US dollars such as 0.05, $0.05, "
+            "$1.2k or 5c (cents)",
+            param=param,
+        )
+    negative, value, suffix = parts
+    if negative and value:
+        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
+    try:
+        amount = value * _MONEY_SUFFIXES[suffix.lower()]
+    except ArithmeticError:
+        raise _too_large(param, shown, maximum, " USD", "any budget") from None
+    if amount > maximum:
+        raise _too_large(param, shown, maximum, " USD", "any budget")
+    return amount
+
+
+def parse_percent(
+    text: str | int | float | Decimal, *, param: str = "percent",
+    maximum: Decimal | None = None,
+) -> Decimal:
+    """Percent points: ``10`` and ``10%`` are both 10 (``0.8`` is 0.8 %, not 80 %).
+
+    For keys whose name says percent (``max_growth_percent``); a share of a whole
+    (``cached_share``) is read by ``parse_fraction`` instead.
+
+    >>> parse_percent("80%"), parse_percent(10), parse_percent("12.5 %")
+    (Decimal('80'), Decimal('10'), Decimal('12.5'))
+    """
+    parts = _split(text, param, "a percentage such as 10 or 10%")
+    if parts is None or parts[2] not in ("", "%"):
+        raise UsageError(f"{param} {_q(text)} is not a percentage; write 10 or 10%", param=param)
+    negative, value, _ = parts
+    if negative and value:
+        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{param} must be at most {maximum}%, got {_q(text)}", param=param)
+    if maximum is None and value > MAX_COUNT:
+        raise _too_large(param, text, MAX_COUNT, "%", "any growth")
+    return value
+
+
+def parse_fraction(
+    text: str | int | float | Decimal, *, param: str = "share",
+) -> Decimal:
+    """A share of a whole in [0, 1]: ``0.5`` or ``50%`` (a bare ``50`` is refused).
+
+    >>> parse_fraction("0.5"), parse_fraction("50%"), parse_fraction(1)
+    (Decimal('0.5'), Decimal('0.5'), Decimal('1'))
+    """
+    parts = _split(text, param, "a share such as 0.5 or 50%")
+    if parts is None or parts[2] not in ("", "%"):
+        raise UsageError(f"{param} {_q(text)} is not a share; write 0.5 or 50%", param=param)
+    negative, value, unit = parts
+    share = value / 100 if unit == "%" else value
+    if negative and value:
+        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
+    if share > 1:
+        hint = f"; for {value}% write {value}%" if not unit else ""
+        raise UsageError(f"{param} must be a share in [0, 1], got {_q(text)}{hint}", param=param)
+    return share
+
+
 def format_bytes(n: float, *, binary: bool = True) -> str:
     """``131072`` -> ``'128 KiB'``; decimal units with ``binary=False``.
 
-    >>> format_bytes(131072), format_bytes(819200, binary=False)
-    ('128 KiB', '819.2 KB')
+    >>> format_bytes(131072), format_bytes(819200, binary=False), format_bytes(2**60)
+    ('128 KiB', '819.2 KB', '1 EiB')
     """
     base, units = (
-        (1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+        (1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"])
         if binary
-        else (
-            1000,
-            ["B", "KB", "MB", "GB", "TB", "PB"],
-        )
+        else (1000, ["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"])
     )
     value = float(n)
     for unit in units:

@@ -91,9 +91,10 @@ def train_cmd(
         ),
     ],
     vocab_size: Annotated[
-        int,
+        str,
         typer.Option(
-            "--vocab-size", "-v", help="Tokens in the vocabulary: specials + 256 bytes + merges."
+            "--vocab-size", "-v", metavar="COUNT",
+            help="Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki).",
         ),
     ],
     output: Annotated[
@@ -110,8 +111,9 @@ def train_cmd(
         typer.Option("--special", "-s", help="A special token (repeatable), e.g. '<|endoftext|>'."),
     ] = None,
     min_frequency: Annotated[
-        int, typer.Option("--min-frequency", help="Stop when the best pair is rarer.")
-    ] = 0,
+        str, typer.Option("--min-frequency", metavar="COUNT",
+                          help="Stop when the best pair is rarer.")
+    ] = "0",
     max_token_length: Annotated[
         int | None,
         typer.Option("--max-token-length", help="Longest token in bytes (default: no limit)."),
@@ -143,10 +145,10 @@ def train_cmd(
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
     """
     config = tokcost.TrainerConfig(
-        vocab_size=vocab_size,
+        vocab_size=tokcost.parse_count(vocab_size, param="vocab_size"),
         pattern=pattern,
         special_tokens=tuple(special_tokens or ()),
-        min_frequency=min_frequency,
+        min_frequency=tokcost.parse_count(min_frequency, param="min_frequency"),
         max_token_length=max_token_length,
         jobs=jobs,
     )

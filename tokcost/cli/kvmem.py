@@ -57,7 +57,9 @@ def estimate(
             "Default: the model's context window.",
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences served at once.")] = 1,
+    batch: Annotated[
+        str, typer.Option("--batch", "-b", metavar="COUNT", help="Sequences served at once.")
+    ] = "1",
     # A string, not the KvDtypeName enum: the library also takes bfloat16/float16/half and
     # answers a typo with one line and a "did you mean".
     kv_dtype: Annotated[
@@ -71,14 +73,16 @@ def estimate(
         int | None, typer.Option("--kv-group-size", help="Quantization group of int8/int4 (64).")
     ] = None,
     block_size: Annotated[
-        int, typer.Option("--block-size", help="Paged-cache block in tokens (vLLM: 16).")
-    ] = 16,
+        str, typer.Option("--block-size", metavar="COUNT",
+                          help="Paged-cache block in tokens, 1 to 4096 (vLLM: 16).")
+    ] = "16",
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")
     ] = None,
     gpu_memory: Annotated[
-        str | None, typer.Option("--gpu-memory", help="GPU memory instead of --gpu: 80GiB, 24GB.")
+        str | None, typer.Option("--gpu-memory", metavar="SIZE",
+                                 help="GPU memory instead of --gpu: 80GiB, 24GB.")
     ] = None,
     gpu_util: Annotated[
         float, typer.Option("--gpu-util", help="vLLM's gpu_memory_utilization.")
@@ -115,10 +119,10 @@ def estimate(
         model,
         catalog=catalog,
         contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
-        batch=batch,
+        batch=tokcost.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
-        block_size=block_size,
+        block_size=tokcost.parse_count(block_size, param="block_size"),
         tp=tp,
         gpu=gpu,
         gpu_memory=_size(gpu_memory, "gpu_memory"),

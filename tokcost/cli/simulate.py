@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json
+from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -39,14 +39,18 @@ def simulate(
         str, typer.Option("--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")
     ] = "fp16",
     slots: Annotated[
-        int | None,
-        typer.Option("--slots", help="Memory as token slots (skips --model/--kv-memory)."),
+        str | None,
+        typer.Option("--slots", metavar="COUNT",
+                     help="Memory as token slots: 4096, 64k (skips --model/--kv-memory)."),
     ] = None,
     distribution: Annotated[
         str,
-        typer.Option("--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O."),
+        typer.Option("--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O "
+                     "(counts: fixed:1k,200)."),
     ] = "sharegpt",
-    requests: Annotated[int, typer.Option("--requests", help="Requests to draw.")] = 500,
+    requests: Annotated[
+        str, typer.Option("--requests", metavar="COUNT", help="Requests to draw (500, 2k).")
+    ] = "500",
     rate: Annotated[
         float | None,
         typer.Option("--rate", help="Poisson arrivals per decode step (default: all at once)."),
@@ -58,10 +62,15 @@ def simulate(
     policies: Annotated[
         str, typer.Option("--policy", help="Comma list of max, pow2, oracle, paged.")
     ] = "max,pow2,oracle,paged",
-    block_size: Annotated[int, typer.Option("--block-size", help="Paged block (tokens).")] = 16,
+    block_size: Annotated[
+        str, typer.Option("--block-size", metavar="COUNT",
+                          help="Paged block in tokens, 1 to --max-len (vLLM: 16).")
+    ] = "16",
     max_len: Annotated[
-        int | None,
-        typer.Option("--max-len", help="Longest sequence (default: the model's context)."),
+        str | None,
+        typer.Option("--max-len", metavar="COUNT",
+                     help="Longest sequence: 2048, 8k, 8Ki (default: the model's context); "
+                     "longer requests are cut to it, with a warning."),
     ] = None,
     samples: Annotated[
         int, typer.Option("--n", help="Parallel samples per request (shares prompt blocks).")
@@ -83,25 +92,38 @@ def simulate(
         catalog=catalog,
         kv_memory=tokcost.parse_size(kv_memory, param="kv_memory"),
         kv_dtype=kv_dtype,
-        slots=slots,
+        slots=_count(slots, "slots"),
         distribution=distribution,
-        requests=requests,
+        requests=tokcost.parse_count(requests, param="requests"),
         rate=rate,
         trace=trace,
         policies=[p.strip() for p in policies.split(",") if p.strip()],
-        block_size=block_size,
-        max_len=max_len,
+        block_size=tokcost.parse_count(block_size, param="block_size"),
+        max_len=_count(max_len, "max_len"),
         samples=samples,
         seed=seed,
         plot=plot,
         force=force,
     )
+    if result.clipped_requests:
+        cut, drawn = result.clipped_requests, result.requests
+        limit = (f"--max-len {result.max_len:,}" if max_len is not None
+                 else f"the max length {result.max_len:,} (set it with --max-len)")
+        warn(
+            f"{cut:,} of {drawn:,} request{'s' if drawn != 1 else ''} "
+            f"{'was' if cut == 1 else 'were'} longer than {limit} and cut to fit, prompt "
+            "first; raise the limit or give shorter lengths to simulate them whole"
+        )
     if json_out:
         print_json(result.to_dict())
         return
     _render(result)
     if plot is not None:
         err.print(f"wrote {plot}", highlight=False)
+
+
+def _count(text: str | None, param: str) -> int | None:
+    return None if text is None else tokcost.parse_count(text, param=param)
 
 
 def _render(result: SimulationResult) -> None:

@@ -10,9 +10,11 @@ Python, so ``kvmem`` never imports numpy through it.
 
 from __future__ import annotations
 
-from tokcost.errors import TokcostError
+from tokcost.errors import TokcostError, UsageError
 
-__all__ = ["BlockAllocator", "OutOfBlocks"]
+__all__ = ["MAX_BLOCK_SIZE", "BlockAllocator", "OutOfBlocks", "check_block_size"]
+
+MAX_BLOCK_SIZE = 4096  # tokens in one paged block; engines use 8 to 256
 
 
 class OutOfBlocks(TokcostError):
@@ -33,9 +35,12 @@ class BlockAllocator:
 
     def __init__(self, num_blocks: int) -> None:
         self.num_blocks = num_blocks
-        # Pop from the end, so block 0 is handed out first.
-        self._free = list(range(num_blocks - 1, -1, -1))
-        self._refs = [0] * num_blocks
+        # Blocks never handed out are not listed: ids from ``_fresh`` up are free too, so a
+        # pool of a billion blocks costs what the blocks in use cost. A freed block is
+        # reused (last freed first) before a fresh one, lowest fresh id first.
+        self._free: list[int] = []
+        self._fresh = 0
+        self._refs: dict[int, int] = {}
 
     def _exhausted(self) -> TokcostError:
         """The error ``allocate`` raises on an empty pool (a caller may speak its own words)."""
@@ -43,24 +48,29 @@ class BlockAllocator:
 
     def allocate(self) -> int:
         """A free block, now held once."""
-        if not self._free:
+        if self._free:
+            block = self._free.pop()
+        elif self._fresh < self.num_blocks:
+            block = self._fresh
+            self._fresh += 1
+        else:
             raise self._exhausted()
-        block = self._free.pop()
         self._refs[block] = 1
         return block
 
     def incref(self, block: int, count: int = 1) -> None:
         """``count`` more holders of a live block (e.g. the other samples of a fork)."""
-        if self._refs[block] < 1:
+        if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is free")
         self._refs[block] += count
 
     def decref(self, block: int) -> None:
         """One holder lets go; the last one returns the block to the free list."""
-        if self._refs[block] < 1:
+        if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is already free")
         self._refs[block] -= 1
         if self._refs[block] == 0:
+            del self._refs[block]
             self._free.append(block)
 
     def copy_on_write(self, block: int) -> int:
@@ -74,12 +84,36 @@ class BlockAllocator:
         return fresh
 
     def refcount(self, block: int) -> int:
-        return self._refs[block]
+        return self._refs.get(block, 0)
 
     @property
     def num_free(self) -> int:
-        return len(self._free)
+        return len(self._free) + self.num_blocks - self._fresh
 
     @property
     def num_used(self) -> int:
-        return self.num_blocks - len(self._free)
+        return len(self._refs)
+
+
+def check_block_size(block_size: int, max_len: int | None = None) -> None:
+    """Refuse a paged block outside ``[1, min(max_len, MAX_BLOCK_SIZE)]``.
+
+    A block longer than the longest sequence only wastes its tail, and engines use
+    small ones (vLLM: 1 to 256 tokens); past ``MAX_BLOCK_SIZE`` the number is a typo.
+
+    >>> check_block_size(100000, max_len=2048)
+    Traceback (most recent call last):
+    ...
+    tokcost.errors.UsageError: block_size=100000 is out of range; give 1 to 2,048 tokens: \
+at most max_len=2048, the longest sequence (serving engines use 8 to 128)
+    """
+    if block_size < 1:
+        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+    top = MAX_BLOCK_SIZE if max_len is None else max(1, min(max_len, MAX_BLOCK_SIZE))
+    if block_size > top:
+        why = (f": at most max_len={max_len}, the longest sequence" if top == max_len else "")
+        raise UsageError(
+            f"block_size={block_size} is out of range; give 1 to {top:,} tokens{why} "
+            "(serving engines use 8 to 128)",
+            param="block_size", related=("max_len",) if why else (),
+        )

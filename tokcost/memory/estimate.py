@@ -13,6 +13,7 @@ from typing import Any
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
+from tokcost.memory.blocks import check_block_size
 from tokcost.memory.fit import (
     DEFAULT_BLOCK,
     DEFAULT_RESERVE,
@@ -29,6 +30,11 @@ from tokcost.memory.kv import ArchitectureIncomplete, KvDtypeName, KvLayout, kv_
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8
+# Past these a number is a typo, not a plan: the longest context windows are about 10^7
+# tokens, and an engine runs hundreds of sequences at once, not millions.
+MAX_CONTEXT = 10**9
+MAX_BATCH = 10**6
+MAX_TP = 1024  # tensor parallelism spans one NVLink domain: tens of GPUs, not thousands
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,10 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
     return out
 
 
+def _window(entry: ModelEntry) -> str:
+    return f"{entry.context_window:,} tokens" if entry.context_window else "no window stated"
+
+
 def estimate_kv(
     entry: ModelEntry,
     *,
@@ -155,13 +165,35 @@ def estimate_kv(
         )
     if batch <= 0:
         raise UsageError(f"batch must be a positive integer, got {batch}", param="batch")
+    if batch > MAX_BATCH:
+        raise UsageError(
+            f"batch={batch:,} is beyond {MAX_BATCH:,} sequences at once; engines run hundreds",
+            param="batch",
+        )
+    if tp > MAX_TP:
+        raise UsageError(
+            f"tp={tp:,} is beyond {MAX_TP:,} GPUs in one tensor-parallel group; tensor "
+            "parallelism spans one NVLink domain (8 to 72 GPUs)",
+            param="tp",
+        )
     if weights_dtype is not None:
         weight_bits(weights_dtype)  # reject a typo even when no GPU is given
     if block_size <= 0:
         raise UsageError(f"block_size must be a positive integer, got {block_size}",
                          param="block_size")
-    layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
+    check_block_size(block_size)
     ctxs = list(contexts) if contexts else [entry.context_window or 8192]
+    for ctx in ctxs:
+        if ctx <= 0:
+            raise UsageError(f"contexts must be positive, got {ctx}", param="contexts")
+        if ctx > MAX_CONTEXT:
+            raise UsageError(
+                f"contexts={ctx:,} is beyond {MAX_CONTEXT:,} tokens, far past any model's "
+                f"context window ({entry.id}: {_window(entry)}); check the number and its "
+                "suffix",
+                param="contexts",
+            )
+    layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
     notes: list[str] = []
     fit: GpuFit | None = None
     memory = gpu.memory_bytes if gpu is not None else gpu_memory
@@ -204,10 +236,14 @@ def estimate_kv(
             f"the blocks column counts the context's {block_size}-token blocks; windowed and "
             "linear layers hold fewer, which per sequence, concurrency and fits already count"
         )
+    window = entry.context_window
+    if window and any(ctx > window for ctx in ctxs):
+        notes.append(
+            f"contexts marked >window exceed {entry.id}'s {window:,}-token context window: "
+            "sizes for a model that cannot serve them"
+        )
     rows: list[ContextRow] = []
     for ctx in ctxs:
-        if ctx <= 0:
-            raise UsageError(f"contexts must be positive, got {ctx}", param="contexts")
         paged = layout.sequence_bytes(ctx, block_size)
         conc = max_concurrency(layout, fit, ctx) if fit is not None else None
         step = (

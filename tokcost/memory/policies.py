@@ -29,7 +29,7 @@ from enum import Enum
 from typing import ClassVar
 
 from tokcost.errors import UsageError
-from tokcost.memory.blocks import BlockAllocator
+from tokcost.memory.blocks import BlockAllocator, check_block_size
 from tokcost.memory.report import StepSample
 from tokcost.memory.workload import Request
 
@@ -62,7 +62,6 @@ class PolicyName(str, Enum):
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
-
 def policy_names(
     names: Iterable[PolicyName | str], *, param: str = "policies"
 ) -> tuple[PolicyName, ...]:
@@ -76,6 +75,13 @@ def policy_names(
     if bad or not chosen:
         raise UsageError(
             f"unknown {param} '{','.join(bad)}'; use some of: {','.join(POLICIES)}", param=param
+        )
+    twice = sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index)
+    if twice:
+        # Two runs of one policy on one stream are the same run: a duplicate is a typo.
+        raise UsageError(
+            f"{param} names {', '.join(repr(n) for n in twice)} twice; give each policy once",
+            param=param,
         )
     return tuple(PolicyName(n) for n in chosen)
 
@@ -332,6 +338,8 @@ def make_policy(
         raise UsageError(
             f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}", param="policy"
         ) from None
-    if block_size < 1:
+    if key is PolicyName.PAGED:
+        check_block_size(block_size, max_len)
+    elif block_size < 1:
         raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
     return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokcost.catalog.units import parse_count
 from tokcost.errors import InputError, UsageError
 
-__all__ = ["DISTRIBUTIONS", "Request", "load_requests", "requests_from_distribution"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "MAX_REQUESTS",
+    "Request",
+    "clip_requests",
+    "load_requests",
+    "requests_from_distribution",
+]
+
+# Every request is held in memory and replayed under each policy: past a million the
+# run takes hours, and the shares it reports stopped moving long before.
+MAX_REQUESTS = 10**6
 
 # Request length distributions: (prompt mean, output mean) in tokens. ShareGPT and
 # Alpaca means are the ones the PagedAttention paper reports for its traces (§6.1).
@@ -39,22 +52,31 @@ def requests_from_distribution(
     requests: int,
     *,
     seed: int = 0,
-    max_len: int = 2048,
+    max_len: int | None = 2048,
     n: int = 1,
     rate: float | None = None,
 ) -> list[Request]:
-    """``requests`` requests drawn from a named distribution, clipped to ``max_len``.
+    """``requests`` requests drawn from a named distribution, clipped to ``max_len``
+    (None: as drawn; ``clip_requests`` clips them and says how many it cut).
 
     Names: ``sharegpt``, ``alpaca`` (exponential lengths with the traces' means),
-    ``uniform:LO-HI`` (prompt and output each uniform in [LO, HI]), ``fixed:P,O``.
-    ``rate``: Poisson arrivals, that many requests per decode step on average
-    (None: all requests wait at step 0).
+    ``uniform:LO-HI`` (prompt and output each uniform in [LO, HI]), ``fixed:P,O``;
+    lengths are counts (``fixed:1k,200``). ``rate``: Poisson arrivals, that many
+    requests per decode step on average (None: all requests wait at step 0).
 
     >>> requests_from_distribution("fixed:10,5", 2, n=3)[0]
     Request(prompt_tokens=10, output_tokens=5, n=3, arrival=0)
     """
     if requests < 1:
         raise UsageError(f"requests must be >= 1, got {requests}", param="requests")
+    if requests > MAX_REQUESTS:
+        raise UsageError(
+            f"requests={requests:,} is more than the simulation replays (at most "
+            f"{MAX_REQUESTS:,}); draw fewer, the shares settle within a few thousand",
+            param="requests",
+        )
+    if rate is not None and not (rate > 0 and math.isfinite(rate)):
+        raise UsageError(f"rate must be > 0 and finite, got {rate}", param="rate")
     rng = random.Random(seed)
     kind, _, arg = distribution.partition(":")
     out: list[tuple[int, int]] = []
@@ -79,32 +101,57 @@ def requests_from_distribution(
             f"unknown distribution '{distribution}'; use sharegpt, alpaca, uniform:LO-HI or "
             "fixed:P,O"
         )
-    if rate is not None and rate <= 0:
-        raise UsageError(f"rate must be > 0, got {rate}", param="rate")
     arrivals, t = [], 0.0
     for _ in out:
         arrivals.append(int(t))
         if rate is not None:
             t += rng.expovariate(rate)
-    return [_clip(p, o, max_len, n, a) for (p, o), a in zip(out, arrivals, strict=True)]
+    drawn = [Request(p, o, n, a) for (p, o), a in zip(out, arrivals, strict=True)]
+    return drawn if max_len is None else clip_requests(drawn, max_len)[0]
 
 
 def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
     try:
-        return int(parts[0]), int(parts[1])
-    except ValueError:
-        raise UsageError(f"distribution '{name}' needs integer lengths") from None
+        return (parse_count(parts[0], param="distribution"),
+                parse_count(parts[1], param="distribution"))
+    except UsageError:
+        raise UsageError(
+            f"distribution '{name}' needs whole-number lengths such as 100 or 1k",
+            param="distribution",
+        ) from None
 
 
-def _clip(prompt: int, output: int, max_len: int, n: int, arrival: int = 0) -> Request:
-    prompt = min(prompt, max_len - 1)
-    return Request(prompt, max(1, min(output, max_len - prompt)), n, arrival)
+def clip_requests(requests: Sequence[Request], max_len: int) -> tuple[list[Request], int]:
+    """Each request cut to ``max_len`` tokens (prompt first, at least one output token),
+    and how many had to be cut.
+
+    >>> clip_requests([Request(10, 5), Request(3000, 5)], 2048)
+    ([Request(prompt_tokens=10, output_tokens=5, n=1, arrival=0), \
+Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
+    """
+    if max_len < 2:
+        raise UsageError(
+            f"max_len must be >= 2 (one prompt token and one output token), got {max_len}",
+            param="max_len",
+        )
+    out: list[Request] = []
+    cut = 0
+    for r in requests:
+        if r.total <= max_len:
+            out.append(r)
+            continue
+        cut += 1
+        prompt = min(r.prompt_tokens, max_len - 1)
+        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n,
+                           r.arrival))
+    return out, cut
 
 
-def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
+def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Request]:
     """Requests from a JSONL file, one ``{"prompt_tokens": P, "output_tokens": O}`` a line
     (``prompt``/``output`` also accepted; optional ``n`` for parallel samples and
-    ``arrival``, the decode step at which the request arrives)."""
+    ``arrival``, the decode step at which the request arrives), clipped to ``max_len``
+    (None: as written)."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -133,7 +180,7 @@ def load_requests(path: str | Path, *, max_len: int = 2048) -> list[Request]:
             ) from None
         if p < 1 or o < 1 or n < 1 or arrival < 0:
             raise InputError(f"{path}:{no}: lengths and n must be >= 1, arrival >= 0")
-        out.append(_clip(p, o, max_len, n, arrival))
+        out.append(Request(p, o, n, arrival))
     if not out:
         raise InputError(f"{path} holds no requests")
-    return out
+    return out if max_len is None else clip_requests(out, max_len)[0]
