@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, ClassVar, NoReturn, TypeVar
 
-from tokcost.catalog.units import parse_count, parse_size
+from tokcost.catalog.units import (
+    COUNT_PATTERN,
+    SIZE_PATTERN,
+    OutOfRange,
+    parse_count,
+    parse_size,
+)
 from tokcost.errors import TokcostError, suggest
 
 PathKey = tuple[str | int, ...]
@@ -44,8 +50,6 @@ R = TypeVar("R", bound="Record")
 
 # Patterns for the JSON Schema: what the parsers below accept when written as text.
 _NUMBER = r"[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?"
-COUNT_PATTERN = r"^\s*[0-9][0-9_,]*(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[kKmMbBtT]?\s*$"
-SIZE_PATTERN = rf"^\s*{_NUMBER}\s*([kKmMgGtT][iI]?)?[bB]?\s*$"
 DECIMAL_PATTERN = rf"^\s*{_NUMBER}\s*$"
 
 
@@ -156,6 +160,10 @@ class Count(Kind):
     def parse(self, value: Any) -> int:
         try:
             number = parse_count(value) if isinstance(value, (int, str)) else None
+        except OutOfRange:  # past parse_count's own bound: past any field's cap too
+            if self.cap is None:
+                self.fail(value)
+            number = (self.cap or 0) + 1
         except TokcostError:
             number = None
         if number is None or isinstance(value, bool) or number < self.minimum:
@@ -386,6 +394,10 @@ class Size(Kind):
             self.fail(value)
         try:
             size = parse_size(value, param="size")
+        except OutOfRange:
+            if self.cap is None:
+                raise Invalid(f"expected {self.expected}, got {value!r}") from None
+            size = self.cap + 1
         except TokcostError as exc:
             raise Invalid(f"expected {self.expected}: {exc}") from None
         self.capped(size, value, self.cap, self.cap_text)
