@@ -12,7 +12,7 @@ import typer
 
 import tokcost
 from tokcost import ExportFormat
-from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.errors import to_flags
 from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt, SchedulerOpt
 from tokcost.errors import UsageError
@@ -341,6 +341,7 @@ def inspect_cmd(
       tokcost bpe inspect -t hf:tokenizer.json
     """
     from rich.table import Table
+    from rich.text import Text
 
     result = tokcost.inspect_bpe(_tokenizer(model, tokenizer), top=top, pattern=pattern,
                                  catalog=catalog)
@@ -353,12 +354,12 @@ def inspect_cmd(
                 "merges", "max_token_bytes"):
         value = info[key]
         shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
-        table.add_row(key, shown)
+        table.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
     specials = [f"{k}={v}" for k, v in info["special_tokens"].items()]
     if len(specials) > SHOWN_SPECIALS:
         specials[SHOWN_SPECIALS:] = [f"... ({len(specials)} in all; --json lists them)"]
-    table.add_row("special_tokens", ", ".join(specials) or "-")
-    out.print(table, markup=False)
+    table.add_row("special_tokens", Text(", ".join(specials) or "-"))
+    print_wide(table)
     if info["first_merges"]:
         out.print("first merges:")
         for m in info["first_merges"]:
