@@ -353,13 +353,32 @@ def test_dask_reads_file_urls(tmp_path: Path, cluster: Any) -> None:
     assert got == want
 
 
-def test_a_worker_error_reaches_the_driver_as_the_same_error(tmp_path: Path, cluster: Any) -> None:
-    from tokcost.errors import InputError
+def test_a_worker_error_reaches_the_driver_as_the_same_error(
+    tmp_path: Path, cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tokcost.scale.engine as engine_module
 
+    gone = tmp_path / "gone.txt"
+    gone.write_text("here while the driver plans, gone when a worker reads\n")
+    planned = engine_module.plan_shards
+
+    def plan_then_delete(*args: Any, **kwargs: Any) -> Any:
+        shards = planned(*args, **kwargs)
+        gone.unlink()  # the worker, not the driver, finds it missing
+        return shards
+
+    monkeypatch.setattr(engine_module, "plan_shards", plan_then_delete)
+    with pytest.raises(UsageError, match=r"training file not found: .*gone.txt"):
+        DaskEngine(client=cluster).count_words([str(gone)], "o200k")
+
+
+def test_invalid_utf8_reads_as_on_the_local_engine(tmp_path: Path, cluster: Any) -> None:
+    # The input policy: invalid UTF-8 is U+FFFD on every engine, never an error.
     bad = tmp_path / "latin1.txt"
-    bad.write_bytes("café crème\n".encode("latin-1"))
-    with pytest.raises(InputError, match=r"latin1.txt is not UTF-8 text \(byte 3\)"):
-        DaskEngine(client=cluster).count_words([str(bad)], "o200k")
+    bad.write_bytes("café crème\n".encode("latin-1") * 50)
+    remote = DaskEngine(client=cluster, shard_bytes=64).count_words([str(bad)], "o200k")
+    assert remote == count_words([str(bad)], resolve_pattern("o200k")[0])
+    assert sum(n for word, n in remote.items() if "\ufffd" in word) == 100  # 2 a line
 
 
 def test_a_scheduler_without_workers_is_a_clear_error() -> None:

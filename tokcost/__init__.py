@@ -31,8 +31,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tokcost.counting": ("count_text", "count_texts", "count_paths"),
     "tokcost.app.count": (
-        "count", "count_chat", "tokenize", "CountResult", "ChatResult", "ChatModelCount",
-        "TokenizeResult", "WindowShare",
+        "count", "count_chat", "tokenize", "tokenize_paths", "CountResult", "ChatResult",
+        "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
     "tokcost.catalog.units": (
@@ -118,10 +118,12 @@ if TYPE_CHECKING:
     from tokcost.app.count import ChatResult as ChatResult
     from tokcost.app.count import CountResult as CountResult
     from tokcost.app.count import TokenizeResult as TokenizeResult
+    from tokcost.app.count import TokensResult as TokensResult
     from tokcost.app.count import WindowShare as WindowShare
     from tokcost.app.count import count as count
     from tokcost.app.count import count_chat as count_chat
     from tokcost.app.count import tokenize as tokenize
+    from tokcost.app.count import tokenize_paths as tokenize_paths
     from tokcost.app.engine import EngineKind as EngineKind
     from tokcost.app.engine import make_engine as make_engine
     from tokcost.app.generate import AttentionFocus as AttentionFocus

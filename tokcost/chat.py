@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from tokcost.adapters.base import Tokenizer
+from tokcost.counting import STDIN, InputText, read_input
 from tokcost.errors import InputError, UsageError
 
 
@@ -29,38 +30,42 @@ class ChatCount:
         return self.content_tokens + self.overhead_tokens
 
 
-def load_messages(path: str) -> list[dict[str, Any]]:
-    """Messages from a JSON file: a list of messages or ``{"messages": [...]}``."""
+def load_messages(
+    path: str, *, stdin: BinaryIO | None = None
+) -> tuple[list[dict[str, Any]], InputText]:
+    """Messages from a JSON file (``-``: ``stdin``): a list of messages or
+    ``{"messages": [...]}``; and the input as read (its invalid UTF-8 is replaced
+    and counted, as for every input)."""
+    if path != STDIN:
+        if Path(path).is_dir():
+            raise UsageError(f"{path} is a folder; chat=PATH takes a JSON file of messages",
+                             param="chat")
+        if not Path(path).exists():
+            raise UsageError(f"chat file not found: {path}", param="chat")
+    read = read_input(path, stdin=stdin)
+    return parse_messages(read.text, read.name), read
+
+
+def parse_messages(raw: str, name: str) -> list[dict[str, Any]]:
+    """Messages from JSON text (``name`` says where it came from, in errors)."""
     try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"chat file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; chat=PATH takes a JSON file of messages",
-                         param="chat") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; chat=PATH takes a JSON file",
-                         param="chat") from None
-    except OSError as exc:
-        raise InputError(f"cannot read chat file {path}: {exc.strerror}") from None
-    try:
-        data = json.loads(raw)
+        data = json.loads(raw.removeprefix("\ufeff"))  # a BOM is not JSON, but editors write it
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"{path}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
+            f"{name}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
             '{"role": ..., "content": ...} messages'
         ) from None
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
         raise InputError(
-            f"{path}: expected a JSON list of messages (objects with 'role' and 'content')"
+            f"{name}: expected a JSON list of messages (objects with 'role' and 'content')"
         )
     for i, message in enumerate(data):
         if "role" not in message:
-            raise InputError(f"{path}: message {i} has no 'role'")
+            raise InputError(f"{name}: message {i} has no 'role'")
         if "content" not in message and "tool_calls" not in message:
-            raise InputError(f"{path}: message {i} has no 'content'")
+            raise InputError(f"{name}: message {i} has no 'content'")
     return data
 
 

@@ -67,6 +67,8 @@ def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False
     if 0 < value < 1:
         places = max(2, SIGNIFICANT_DIGITS - 1 - value.adjusted())
         shown = _round(value, places)
+        if shown.adjusted() > value.adjusted():  # 0.000999 rounds up to 0.00100: one place less
+            shown = _round(value, max(2, places - 1))
         if shown < 1:  # 0.9996 rounds to 1.000 and is shown as dollars below
             whole, _, frac = f"{shown:f}".partition(".")
             if shown == value:  # exact: no zero that was not a rounded digit

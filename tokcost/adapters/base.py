@@ -7,7 +7,7 @@ comparing, pricing and budgets never care which family they talk to.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 
@@ -37,3 +37,29 @@ class Tokenizer(Protocol):
     def count(self, text: str, *, allow_special: bool = False) -> int: ...
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]: ...
+
+
+@runtime_checkable
+class Describable(Protocol):
+    """What a tokenizer may also tell about itself (``tokcost.inspect_bpe`` shows it).
+
+    Not part of ``Tokenizer``: a tokenizer that cannot say leaves these out.
+    """
+
+    def special_tokens(self) -> dict[str, int]:
+        """Special-token text -> id, ordered by id then text (``special_tokens_by_id``)."""
+        ...
+
+    def pattern(self) -> str | None:
+        """The pre-tokenization regex, when the tokenizer has one that it can show."""
+        ...
+
+
+def special_tokens_by_id(specials: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """``(text, id)`` pairs as a dict in one order on every run: by id, then text
+    (two texts may share an id; a set's order changes with the hash seed).
+
+    >>> special_tokens_by_id([("<|b|>", 7), ("<|a|>", 7), ("<|c|>", 3)])
+    {'<|c|>': 3, '<|a|>': 7, '<|b|>': 7}
+    """
+    return dict(sorted(specials, key=lambda item: (item[1], item[0])))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tokcost.adapters.base import special_tokens_by_id
 from tokcost.bpe.encode import Encoder
 from tokcost.bpe.io import load_any
 from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
@@ -98,6 +99,12 @@ class BPETokenizer:
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
         return self.reference.token_bytes(ids)
+
+    def special_tokens(self) -> dict[str, int]:
+        return special_tokens_by_id(self.model.special_tokens.items())
+
+    def pattern(self) -> str | None:
+        return self.model.pattern
 
 
 def load(arg: str) -> BPETokenizer:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokcost.adapters.base import special_tokens_by_id
 from tokcost.errors import TokcostError, TokenizerDataError, UsageError
 
 if TYPE_CHECKING:
@@ -48,6 +49,30 @@ class HFTokenizerAdapter:
         # Decode one id at a time: byte-level vocabularies store pieces as mapped
         # characters, and decode() undoes that mapping.
         return [self.decode([i]).encode("utf-8") for i in ids]
+
+    def special_tokens(self) -> dict[str, int]:
+        added = self.tokenizer.get_added_tokens_decoder()
+        return special_tokens_by_id((t.content, int(i)) for i, t in added.items() if t.special)
+
+    def pattern(self) -> str | None:
+        """The first ``Split`` regex of the pre-tokenizer (ByteLevel's own: GPT-2's)."""
+        import json
+
+        from tokcost.adapters.openai_encodings import PATTERNS
+
+        def find(node: object) -> str | None:
+            if isinstance(node, list):
+                return next((p for p in map(find, node) if p), None)
+            if not isinstance(node, dict):
+                return None
+            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
+                regex = node["pattern"].get("Regex")
+                return regex if isinstance(regex, str) else None
+            if node.get("type") == "ByteLevel" and node.get("use_regex", True):
+                return PATTERNS["gpt2"]
+            return find(node.get("pretokenizers"))
+
+        return find(json.loads(self.tokenizer.to_str()).get("pre_tokenizer"))
 
 
 def load(arg: str) -> HFTokenizerAdapter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tokcost.adapters.base import Tokenizer
+from tokcost.adapters.base import Describable, Tokenizer
 
 
 class Approximate:
@@ -33,3 +33,9 @@ class Approximate:
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
         return self.inner.token_bytes(ids)
+
+    def special_tokens(self) -> dict[str, int]:
+        return self.inner.special_tokens() if isinstance(self.inner, Describable) else {}
+
+    def pattern(self) -> str | None:
+        return self.inner.pattern() if isinstance(self.inner, Describable) else None

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tokcost.adapters.base import special_tokens_by_id
 from tokcost.errors import TokcostError, TokenizerDataError, UsageError
 
 
@@ -41,6 +42,17 @@ class SentencePieceAdapter:
                 f"{self.name}: invalid token id {bad[0]}; ids run 0..{self.vocab_size - 1}"
             )
         return str(self.processor.decode(list(ids)))
+
+    def special_tokens(self) -> dict[str, int]:
+        """Control and unknown pieces (<s>, </s>, <unk>): never read from text."""
+        p = self.processor
+        return special_tokens_by_id(
+            (str(p.id_to_piece(i)), i) for i in range(self.vocab_size)
+            if p.is_control(i) or p.is_unknown(i)
+        )
+
+    def pattern(self) -> str | None:
+        return None  # SentencePiece splits on its own rules, not a regex
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
         out: list[bytes] = []

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokcost.adapters.base import special_tokens_by_id
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
@@ -66,6 +67,14 @@ class TiktokenTokenizer:
             return [self.encoding.decode_single_token_bytes(i) for i in ids]
         except KeyError as exc:
             raise TokcostError(f"{self.name}: invalid token id {exc}") from exc
+
+    def special_tokens(self) -> dict[str, int]:
+        enc = self.encoding
+        return special_tokens_by_id((s, enc.encode_single_token(s))
+                                    for s in enc.special_tokens_set)
+
+    def pattern(self) -> str | None:
+        return str(self.encoding._pat_str)
 
 
 def _encoding_from_ranks(

@@ -8,7 +8,6 @@ request, and the tokens themselves.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +16,18 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.app.engine import EngineKind, make_engine
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
-from tokcost.counting import FileCount, ProgressFn, Skipped, count_paths
+from tokcost.counting import (
+    STDIN_NAME,
+    FileCount,
+    InputText,
+    ProgressFn,
+    Skipped,
+    count_paths,
+    input_warnings,
+    load_input,
+    read_input,
+    walk,
+)
 from tokcost.errors import InputError, UsageError
 from tokcost.tokenizers import (
     MODEL_PREFIX,
@@ -29,16 +39,22 @@ from tokcost.tokenizers import (
 )
 
 if TYPE_CHECKING:
+    from tokcost.adapters.base import Tokenizer
     from tokcost.catalog import Catalog
     from tokcost.counting import Engine
 
 __all__ = [
-    "ChatModelCount", "ChatResult", "CountResult", "TokenizeResult", "WindowShare",
-    "count", "count_chat", "tokenize",
+    "ChatModelCount", "ChatResult", "CountResult", "TokenizeResult", "TokensResult",
+    "WindowShare", "count", "count_chat", "tokenize", "tokenize_paths",
 ]
 
 #: The model whose chat template ``count_chat`` applies when none is named.
 DEFAULT_CHAT_MODEL = "gpt-4o"
+
+def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
+    return {"label": choice.label, "spec": choice.spec, "exact": choice.exact,
+            "model": choice.model.id if choice.model else None}
+
 
 def _choices(
     tokenizers: Sequence[str], models: Sequence[str], catalog: str | Path | Catalog | None
@@ -115,9 +131,8 @@ class CountResult:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What a reader should know: inputs skipped, invalid UTF-8, nothing matched."""
-        notes = [f"skipped {s.path}: {s.reason}" for s in self.skipped]
-        notes += [f"{f.path}: {f.invalid_utf8_bytes} bytes of invalid UTF-8, counted as U+FFFD"
-                  for f in self.files if f.invalid_utf8_bytes]
+        notes = list(input_warnings(self.skipped,
+                                    ((f.path, f.invalid_utf8_bytes) for f in self.files)))
         if not self.files and not self.skipped:
             notes.append("no files matched")
         return tuple(notes)
@@ -134,11 +149,7 @@ class CountResult:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {
-            "tokenizers": [
-                {"label": c.label, "spec": c.spec, "exact": c.exact,
-                 "model": c.model.id if c.model else None}
-                for c in cols
-            ],
+            "tokenizers": [_choice_dict(c) for c in cols],
             "files": [
                 {"path": f.path, "bytes": f.bytes, "chars": f.chars,
                  "tokens": {c.label: f.tokens[c.spec] for c in cols},
@@ -225,19 +236,22 @@ class ChatModelCount:
 class ChatResult:
     """A chat request counted for each model, in the order asked."""
 
-    chat: str
+    chat: str  # the file, or <stdin>
     models: tuple[ChatModelCount, ...]
+    invalid_utf8_bytes: int = 0
 
     @property
     def warnings(self) -> tuple[str, ...]:
+        notes = list(input_warnings((), [(self.chat, self.invalid_utf8_bytes)]))
         skipped = self.models[0].counted.skipped_parts if self.models else 0
-        if not skipped:
-            return ()
-        return (f"{skipped} non-text parts (images, audio, tool calls) not counted",)
+        if skipped:
+            notes.append(f"{skipped} non-text parts (images, audio, tool calls) not counted")
+        return tuple(notes)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --chat --json`` document."""
-        return {"chat": self.chat, "models": [m.to_dict() for m in self.models]}
+        return {"chat": self.chat, "models": [m.to_dict() for m in self.models],
+                "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
 def count_chat(
@@ -246,14 +260,16 @@ def count_chat(
     models: Sequence[str] = (),
     tokenizers: Sequence[str] = (),
     catalog: str | Path | Catalog | None = None,
+    stdin: BinaryIO | None = None,
 ) -> ChatResult:
     """Count an OpenAI-style JSON message list (``chat``: its file) with each model's
     per-message overhead from the catalog (default model gpt-4o).
 
     The first of ``tokenizers`` (a spec or ``model:ID``) replaces each model's own
-    tokenizer; the model still supplies overhead and window.
+    tokenizer; the model still supplies overhead and window. ``chat`` ``-`` reads
+    ``stdin`` (default the process's standard input).
     """
-    messages = load_messages(str(chat))
+    messages, read = load_messages(str(chat), stdin=stdin)
     cat = open_catalog(catalog)
     override = resolve_tokenizers(tokenizers[:1], catalog=cat, default=None)
     rows = []
@@ -270,7 +286,7 @@ def count_chat(
                                  reply_priming=entry.chat.reply_priming)
         rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
                                    entry.context_window))
-    return ChatResult(str(chat), tuple(rows))
+    return ChatResult(read.name, tuple(rows), read.invalid_bytes)
 
 
 # --- the tokens themselves --------------------------------------------------------------
@@ -278,27 +294,94 @@ def count_chat(
 
 @dataclass(frozen=True)
 class TokenizeResult:
-    """One input's token ids, each token's text, and the text they make up."""
+    """One input's token ids, each token's text, and the text they make up.
+
+    With ``max_tokens``, ``ids`` and ``pieces`` are the first ones and ``text`` is
+    what they decode to; ``input_tokens`` always counts the whole input.
+    """
 
     tokenizer: TokenizerChoice
     ids: tuple[int, ...]
     pieces: tuple[str, ...]  # each token's bytes as text (a split character: \\x escapes)
-    text: str  # the input, or its first max_tokens tokens decoded
+    text: str
+    path: str = STDIN_NAME  # the file as given, or <stdin>
+    input_tokens: int = 0
+    max_tokens: int | None = None
+    invalid_utf8_bytes: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """Whether ``max_tokens`` cut the input short."""
+        return self.input_tokens > len(self.ids)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+
+    def to_dict(self) -> dict[str, Any]:
+        """One input's document in ``tokcost count --tokens|--truncate N --json``."""
+        return {
+            "path": self.path, "tokenizer": _choice_dict(self.tokenizer),
+            "count": len(self.ids), "input_tokens": self.input_tokens,
+            "max_tokens": self.max_tokens, "truncated": self.truncated,
+            "ids": list(self.ids), "pieces": list(self.pieces), "text": self.text,
+            "invalid_utf8_bytes": self.invalid_utf8_bytes,
+        }
 
 
-def _read_one(path: str, stdin: BinaryIO | None) -> str:
-    if path == "-":
-        data = (stdin or sys.stdin.buffer).read()
-    else:
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"no such file: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"{path} is a folder; tokenize one file or '-' (stdin)") from None
-        except OSError as err:
-            raise InputError(f"cannot read {path}: {err.strerror}") from None
-    return data.decode("utf-8", errors="replace")
+_SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
+
+
+@dataclass(frozen=True)
+class TokensResult:
+    """The tokens of each input (in input order) under one tokenizer, and what was skipped."""
+
+    tokenizer: TokenizerChoice
+    files: tuple[TokenizeResult, ...]
+    skipped: tuple[Skipped, ...] = ()
+    max_tokens: int | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the input policy reports: inputs skipped, invalid UTF-8 replaced."""
+        return input_warnings(self.skipped,
+                              ((f.path, f.invalid_utf8_bytes) for f in self.files))
+
+    def raise_for_empty(self) -> None:
+        """Raise InputError when every input was skipped (the reasons are ``warnings``)."""
+        if not self.files and self.skipped:
+            raise InputError(
+                f"no text to show: every input was skipped ({len(self.skipped)}, reasons above)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``tokcost count --tokens --json`` (and ``--truncate N --json``) document:
+        the tokenizer and max_tokens once, then each file's ``TokenizeResult.to_dict()``."""
+        return {
+            "tokenizer": _choice_dict(self.tokenizer),
+            "max_tokens": self.max_tokens,
+            "files": [{k: v for k, v in f.to_dict().items() if k not in _SHARED}
+                      for f in self.files],
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+        }
+
+
+def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
+               allow_special: bool, max_tokens: int | None) -> TokenizeResult:
+    text = read.text
+    ids = tok.encode(text, allow_special=allow_special)
+    total = len(ids)
+    if max_tokens is not None and total > max_tokens:
+        ids = ids[:max_tokens]
+        text = tok.decode(ids)
+    pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
+    return TokenizeResult(choice, tuple(ids), pieces, text, read.name, total, max_tokens,
+                          read.invalid_bytes)
+
+
+def _check_max_tokens(max_tokens: int | None) -> None:
+    if max_tokens is not None and max_tokens < 0:
+        raise UsageError(f"max_tokens={max_tokens} must be 0 or more", param="max_tokens")
 
 
 def tokenize(
@@ -312,13 +395,50 @@ def tokenize(
     stdin: BinaryIO | None = None,
 ) -> TokenizeResult:
     """The tokens of one file (``-``: ``stdin``) under the first tokenizer (default
-    o200k_base); with ``max_tokens``, only the first ones, and ``text`` cut to them."""
+    o200k_base); with ``max_tokens``, only the first ones, and ``text`` cut to them.
+    A binary file raises InputError; invalid UTF-8 is replaced (``warnings`` say so)."""
+    _check_max_tokens(max_tokens)
     choice = _choices(tokenizers, models, catalog)[0]
     tok = load_tokenizers([choice])[choice.spec]
-    text = _read_one(path, stdin)
-    ids = tok.encode(text, allow_special=allow_special)
-    if max_tokens is not None:
-        ids = ids[:max_tokens]
-        text = tok.decode(ids)
-    pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
-    return TokenizeResult(choice, tuple(ids), pieces, text)
+    return _tokens_of(read_input(path, stdin=stdin), choice, tok,
+                      allow_special=allow_special, max_tokens=max_tokens)
+
+
+def tokenize_paths(
+    paths: Sequence[str],
+    *,
+    tokenizers: Sequence[str] = (),
+    models: Sequence[str] = (),
+    catalog: str | Path | Catalog | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    max_tokens: int | None = None,
+    stdin: BinaryIO | None = None,
+) -> TokensResult:
+    """``tokenize`` for every file under ``paths`` (walked as ``count`` walks them;
+    ``-`` is ``stdin``): binary and unreadable files are skipped and reported.
+
+    >>> import io, tokcost
+    >>> r = tokcost.tokenize_paths(["-"], max_tokens=1, stdin=io.BytesIO(b"hello world"))
+    >>> r.files[0].text, r.files[0].input_tokens, r.to_dict()["files"][0]["truncated"]
+    ('hello', 2, True)
+    """
+    _check_max_tokens(max_tokens)
+    if not paths:
+        raise UsageError("nothing to show: give files or folders, or '-' to read stdin",
+                         param="paths")
+    choice = _choices(tokenizers, models, catalog)[0]
+    tok = load_tokenizers([choice])[choice.spec]
+    skipped: list[Skipped] = []
+    results = []
+    for source in walk(list(paths), include=include, exclude=exclude, gitignore=gitignore,
+                       skipped=skipped):
+        read = load_input(source.path, stdin=stdin)
+        if isinstance(read, Skipped):
+            skipped.append(read)
+            continue
+        results.append(_tokens_of(read, choice, tok, allow_special=allow_special,
+                                  max_tokens=max_tokens))
+    return TokensResult(choice, tuple(results), tuple(skipped), max_tokens)

@@ -19,6 +19,7 @@ from tokcost.bpe.pretokenize import PATTERNS as PATTERNS
 from tokcost.bpe.pretokenize import PatternName as PatternName
 from tokcost.bpe.train import TrainerConfig as TrainerConfig
 from tokcost.bpe.train import TrainResult as TrainResult
+from tokcost.bpe.train import check_config as check_config
 from tokcost.bpe.train import train as train
 from tokcost.bpe.train import train_from_counts as train_from_counts
 from tokcost.bpe.train import train_from_texts as train_from_texts

@@ -254,9 +254,9 @@ def count_lines(
     Readers of adjacent ranges agree on the line that straddles their border without
     talking, so any split of a file gives the counts of the whole. Reading is binary
     in ``BLOCK_CHARS`` pieces cut after ``b"\\n"`` (never inside a UTF-8 sequence),
-    so CRLF survives and memory stays bounded. ``opener`` opens another filesystem's
-    path (default: local files); ``tick(n)`` reports bytes read; counts go ``into``
-    a Counter given.
+    so CRLF survives and memory stays bounded; invalid UTF-8 reads as U+FFFD.
+    ``opener`` opens another filesystem's path (default: local files); ``tick(n)``
+    reports bytes read; counts go ``into`` a Counter given.
     """
     counts: Counter[str] = Counter() if into is None else into
     try:
@@ -266,7 +266,6 @@ def count_lines(
             left = line_start(fh, end, size) - begin
             fh.seek(begin)
             carry = b""
-            offset = begin
             while left > 0 or carry:
                 chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
                 left = left - len(chunk) if chunk else 0  # a file that shrank ends here
@@ -276,14 +275,10 @@ def count_lines(
                     carry = data
                     continue
                 carry = data[cut:]
-                try:
-                    block = data[:cut].decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"{path} is not UTF-8 text (byte {offset + exc.start}); convert it "
-                        f"(iconv -t UTF-8) or leave it out"
-                    ) from None
-                offset += cut
+                # The input policy: invalid UTF-8 is U+FFFD. A block ends after "\n", which
+                # ends any sequence, so blocks replace the bytes the whole file would.
+                # (The caller reports how many: tokcost.counting.scan_file counts them.)
+                block = data[:cut].decode("utf-8", "replace")
                 counts.update(count_block(block, pattern))
                 if tick is not None:
                     tick(cut)

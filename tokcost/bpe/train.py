@@ -40,7 +40,13 @@ from pathlib import Path
 from typing import Protocol
 
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
-from tokcost.bpe.pretokenize import PatternName, count_words, resolve_pattern, split_text
+from tokcost.bpe.pretokenize import (
+    PatternName,
+    count_block,
+    count_words,
+    resolve_pattern,
+    split_text,
+)
 from tokcost.errors import InputError, UsageError
 
 ProgressFn = Callable[[str, int, int], None]
@@ -118,19 +124,28 @@ def train(
     progress: ProgressFn | None = None,
     *,
     engine: WordCounter | None = None,
+    texts: Iterable[str] = (),
 ) -> TrainResult:
     """Train on text files (streamed; each line split on its own).
 
     ``engine`` pre-tokenizes (default: ``config.jobs`` processes here); the merges
-    are then learned here, so they are the same whatever the engine.
+    are then learned here, so they are the same whatever the engine. ``texts`` is
+    more of the corpus, here: blocks of whole lines (a stream's text cut after
+    newlines, as ``tokcost.counting.LineBlocks`` yields standard input), each line
+    split on its own as a file's are.
     """
     check_config(config)
     pattern, _ = resolve_pattern(config.pattern)
     t0 = time.perf_counter()
+    files = list(paths)
     if engine is None:
-        counts = count_words(paths, pattern, jobs=config.jobs, progress=progress)
+        counts = count_words(files, pattern, jobs=config.jobs, progress=progress)
+    elif files:
+        counts = engine.count_words(files, pattern, progress=progress)
     else:
-        counts = engine.count_words(list(paths), pattern, progress=progress)
+        counts = Counter()
+    for block in texts:
+        counts.update(count_block(block, pattern))
     seconds = time.perf_counter() - t0
     return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 

@@ -12,9 +12,9 @@ import typer
 
 import tokcost
 from tokcost import ExportFormat
-from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.errors import to_flags
-from tokcost.cli.options import ForceOpt, JsonOpt, SchedulerOpt
+from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt, SchedulerOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 bpe_app = typer.Typer(
     name="bpe",
-    help="Train, use, inspect and export tokcost's own byte-level BPE (matches HF BpeTrainer).",
+    help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); encode, "
+    "decode and inspect with any tokenizer.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
@@ -32,6 +33,23 @@ ModelArg = Annotated[
     typer.Argument(
         help="A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base.",
         show_default=False,
+    ),
+]
+TokenizerArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="TOKENIZER",
+        help="Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec "
+        "(o200k_base, hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC.",
+        show_default=False,
+    ),
+]
+TokenizerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tokenizer", "-t", show_default=False,
+        help="The tokenizer as a spec, in place of the TOKENIZER argument "
+        "(o200k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID).",
     ),
 ]
 PatternOpt = Annotated[
@@ -85,8 +103,9 @@ def train_cmd(
     files: Annotated[
         list[str],
         typer.Argument(
-            help="UTF-8 text files to train on (with --engine dask also "
-            "globs and fsspec URLs such as s3://...).",
+            help="UTF-8 text files to train on; '-' reads stdin (with --engine dask also "
+            "globs and fsspec URLs such as s3://...). Binary files are skipped, invalid "
+            "UTF-8 is read as U+FFFD; both are reported.",
             show_default=False,
         ),
     ],
@@ -143,6 +162,8 @@ def train_cmd(
       tokcost bpe train docs/*.md -v 8192 -p cl100k -s '<|endoftext|>' -j 2 -o tok.bpe --json
 
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
+
+      cat corpus/*.txt | tokcost bpe train - -v 8192 -o tok.bpe
     """
     config = tokcost.TrainerConfig(
         vocab_size=tokcost.parse_count(vocab_size, param="vocab_size"),
@@ -172,53 +193,80 @@ def train_cmd(
     out.print(f"wrote {model_path} and {vocab_file}")
 
 
-def _read_text(text: str | None, file: Path | None) -> str:
-    if text is not None and file is not None:
-        raise UsageError("give TEXT or --file, not both")
-    if text is not None:
-        return text
-    if file is not None and str(file) != "-":
-        try:
-            with open(file, encoding="utf-8", newline="") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            raise UsageError(f"file not found: {file}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {file} as UTF-8 text: {exc}") from None
-    if sys.stdin.isatty():
-        raise UsageError("give TEXT, --file PATH, or pipe text on stdin")
-    return sys.stdin.read()
+def _tokenizer(argument: str | None, option: str | None) -> str:
+    """The tokenizer, given as the TOKENIZER argument or as -t (exactly one of them)."""
+    if option is not None and argument is not None:
+        raise UsageError("give the tokenizer once: as TOKENIZER or as -t SPEC")
+    name = option if option is not None else argument
+    if name is None:
+        raise UsageError("give a tokenizer: TOKENIZER (tok.bpe, o200k_base, ...) or -t SPEC")
+    return name
+
+
+def _shift(first: str | None, option: str | None, rest: list[str]) -> tuple[str | None, list[str]]:
+    # With -t, the first positional is not the tokenizer but the first of the rest.
+    if option is not None and first is not None:
+        return None, [first, *rest]
+    return first, rest
 
 
 @bpe_app.command("encode")
 def encode_cmd(
-    model: ModelArg,
+    model: TokenizerArg = None,
     text: Annotated[
-        str | None, typer.Argument(help="Text to encode (default: --file or stdin).")
+        list[str] | None,
+        typer.Argument(metavar="[TEXT]", show_default=False,
+                       help="Text to encode; '-' reads stdin (default: --file, else stdin)."),
     ] = None,
+    tokenizer: TokenizerOpt = None,
     file: Annotated[
-        Path | None, typer.Option("--file", "-f", help="Read the text from a file ('-' = stdin).")
+        str | None, typer.Option("--file", "-f", show_default=False,
+                                 help="Read the text from a file ('-' = stdin).")
     ] = None,
     allow_special: Annotated[
         bool,
         typer.Option("--allow-special", help="Encode special-token text as the special token."),
     ] = False,
     reference: Annotated[
-        bool, typer.Option("--reference", help="Use the pure-Python encoder, not tiktoken's core.")
+        bool, typer.Option("--reference", help="Use the pure-Python encoder, not tiktoken's core "
+                           "(tokcost BPE and .tiktoken files).")
     ] = False,
     pattern: PatternOpt = None,
+    catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the token ids of a text.
+    """Print the token ids of a text, with any tokenizer.
+
+    A file or stdin is read as every command reads input: invalid UTF-8 is
+    replaced (and reported on stderr), a binary file is refused.
+    --json prints {model, tokenizer, exact, count, ids, invalid_utf8_bytes}.
 
     Examples:
 
       tokcost bpe encode tok.bpe "hello world"
 
-      cat notes.txt | tokcost bpe encode tok.bpe --json
+      tokcost bpe encode -t o200k_base "hello world"
+
+      cat notes.txt | tokcost bpe encode tok.bpe - --json
     """
-    result = tokcost.encode_bpe(model, _read_text(text, file), allow_special=allow_special,
-                                reference=reference, pattern=pattern)
+    model, words = _shift(model, tokenizer, list(text or []))
+    if tokenizer is not None and len(words) == 2:  # TOKENIZER TEXT, and -t as well
+        _tokenizer(words[0], tokenizer)
+    if len(words) > 1:
+        raise UsageError("give the text as one argument (quote it), or --file PATH")
+    given = words[0] if words else None
+    if given is not None and file is not None:
+        raise UsageError("give TEXT or --file, not both")
+    path = file if given is None else ("-" if given == "-" else None)
+    if given is None and file is None:
+        if sys.stdin.isatty():
+            raise UsageError("give TEXT, --file PATH, or pipe text on stdin")
+        path = "-"
+    result = tokcost.encode_bpe(
+        _tokenizer(model, tokenizer), None if path is not None else given, path=path,
+        allow_special=allow_special, reference=reference, pattern=pattern, catalog=catalog)
+    for note in result.warnings:
+        warn(note)
     if json_out:
         print_json(result.to_dict())
     else:
@@ -227,27 +275,37 @@ def encode_cmd(
 
 @bpe_app.command("decode")
 def decode_cmd(
-    model: ModelArg,
+    model: TokenizerArg = None,
     ids: Annotated[
-        list[str] | None, typer.Argument(help="Token ids (default: read from stdin).")
+        list[str] | None,
+        typer.Argument(help="Token ids; '-' or none reads them from stdin.", show_default=False),
     ] = None,
+    tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
+    catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the text of token ids (bytes that are not UTF-8 show as U+FFFD).
+    """Print the text of token ids, with any tokenizer (bytes that are not UTF-8 show as U+FFFD).
+
+    --json prints {model, tokenizer, exact, text, count}.
 
     Examples:
 
       tokcost bpe decode tok.bpe 71 1917
 
+      tokcost bpe decode -t o200k_base 24912 2375
+
       tokcost bpe encode tok.bpe "hi" | tokcost bpe decode tok.bpe
     """
-    raw = ids if ids else sys.stdin.read().replace(",", " ").split()
+    model, raw = _shift(model, tokenizer, list(ids or []))
+    if not raw or raw == ["-"]:
+        raw = sys.stdin.buffer.read().decode("utf-8", "replace").replace(",", " ").split()
     try:
         numbers = [int(x) for x in raw]
     except ValueError:
         raise UsageError(f"token ids must be integers, got {raw[:5]}") from None
-    result = tokcost.decode_bpe(model, numbers, pattern=pattern)
+    result = tokcost.decode_bpe(_tokenizer(model, tokenizer), numbers, pattern=pattern,
+                                catalog=catalog)
     if json_out:
         print_json(result.to_dict())
     else:
@@ -255,55 +313,65 @@ def decode_cmd(
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+#: Special tokens the table shows before it says how many more there are (--json has all).
+SHOWN_SPECIALS = 12
+
+
 @bpe_app.command("inspect")
 def inspect_cmd(
-    model: ModelArg,
+    model: TokenizerArg = None,
     top: Annotated[
-        int, typer.Option("--top", help="How many merges and long tokens to show.")
+        int, typer.Option("--top", help="How many merges and long tokens to show (0: none).")
     ] = 10,
+    tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
+    catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Summarize a model: sizes, pattern, special tokens, first merges, longest tokens.
+    """Summarize any tokenizer: sizes, pattern, special tokens; for tokcost BPE and tiktoken
+    also the first merges and longest tokens.
+
+    --json prints the fields below ("-" in the table is null: not known for this
+    tokenizer); special_tokens are ordered by id, then text.
 
     Examples:
 
       tokcost bpe inspect tok.bpe
 
       tokcost bpe inspect tiktoken:cl100k_base --json
+
+      tokcost bpe inspect -t hf:tokenizer.json
     """
     from rich.table import Table
+    from rich.text import Text
 
-    result = tokcost.inspect_bpe(model, top=top, pattern=pattern)
+    result = tokcost.inspect_bpe(_tokenizer(model, tokenizer), top=top, pattern=pattern,
+                                 catalog=catalog)
     info = result.to_dict()
     if json_out:
         print_json(info)
         return
     table = Table(show_header=False, box=None)
-    for key in (
-        "source",
-        "pattern",
-        "vocab_size",
-        "tokens",
-        "mergeable_tokens",
-        "merges",
-        "max_token_bytes",
-    ):
+    for key in ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens",
+                "merges", "max_token_bytes"):
         value = info[key]
-        table.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
-    table.add_row(
-        "special_tokens", ", ".join(f"{k}={v}" for k, v in info["special_tokens"].items()) or "-"
-    )
-    out.print(table)
+        shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+        table.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
+    specials = [f"{k}={v}" for k, v in info["special_tokens"].items()]
+    if len(specials) > SHOWN_SPECIALS:
+        specials[SHOWN_SPECIALS:] = [f"... ({len(specials)} in all; --json lists them)"]
+    table.add_row("special_tokens", Text(", ".join(specials) or "-"))
+    print_wide(table)
     if info["first_merges"]:
         out.print("first merges:")
         for m in info["first_merges"]:
             out.print(
                 f"  {m['id']:>6}  [{m['left']}] + [{m['right']}] -> [{m['token']}]", markup=False
             )
-    out.print(
-        "longest tokens: " + "  ".join(f"[{t}]" for t in info["longest_tokens"]), markup=False
-    )
+    if info["longest_tokens"]:
+        out.print(
+            "longest tokens: " + "  ".join(f"[{t}]" for t in info["longest_tokens"]), markup=False
+        )
 
 
 @bpe_app.command("export")

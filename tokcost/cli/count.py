@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,10 +12,9 @@ import typer
 import tokcost
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, SchedulerOpt, TokenizersOpt
-from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost import ChatResult, CountResult, TokenizeResult
+    from tokcost import ChatResult, CountResult, TokensResult
 
 ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
 
@@ -30,6 +28,8 @@ Examples:
   tokcost count docs/ --include '*.md' --json       machine-readable, Markdown files only
   tokcost count --chat messages.json -m gpt-4o      a chat request with its per-message overhead
   tokcount notes.txt --truncate 100         print the text cut to its first 100 tokens
+  tokcount a.txt b.txt --tokens --json      each file's ids, pieces and text as JSON
+  tokcost count --chat - -m gpt-4o < messages.json   a chat request from stdin
   tokcost count 'data/**/*.txt' --engine dask --jobs 4      4 Dask worker processes here
   tokcost count s3://bucket/docs/ --engine dask --scheduler tcp://10.0.0.5:8786
 """
@@ -101,17 +101,21 @@ def count(
                            "<|endoftext|> as the special token (default: plain text).")
     ] = False,
     chat: Annotated[
-        Path | None,
-        typer.Option("--chat", help="Count an OpenAI-style JSON message list, with the "
-                     "model's per-message overhead (default model gpt-4o).",
+        str | None,
+        typer.Option("--chat", help="Count an OpenAI-style JSON message list ('-': stdin), "
+                     "with the model's per-message overhead (default model gpt-4o).",
                      show_default=False),
     ] = None,
     tokens: Annotated[
-        bool, typer.Option("--tokens", help="Show the token pieces of one input.")
+        bool, typer.Option("--tokens", help="Show the token pieces of each input (first "
+                           "tokenizer). With --json: {tokenizer, max_tokens, files: [{path, "
+                           "count, input_tokens, truncated, ids, pieces, text, "
+                           "invalid_utf8_bytes}], skipped}.")
     ] = False,
     truncate: Annotated[
         int | None,
-        typer.Option("--truncate", min=0, help="Print the input cut to its first N tokens.",
+        typer.Option("--truncate", min=0, help="Print each input cut to its first N tokens "
+                     "(--json: the --tokens document, text cut to N tokens).",
                      show_default=False),
     ] = None,
     catalog: CatalogOpt = None,
@@ -123,12 +127,19 @@ def count(
         return
     inputs = list(paths or []) or ([] if sys.stdin.isatty() else ["-"])
     if tokens or truncate is not None:
-        if len(inputs) != 1 or Path(inputs[0]).is_dir():
-            raise UsageError("--tokens and --truncate take one file or '-' (stdin)")
-        _show_pieces(tokcost.tokenize(inputs[0], tokenizers=tokenizers or [],
-                                      models=models or [], catalog=catalog,
-                                      allow_special=allow_special, max_tokens=truncate),
-                     truncate is not None)
+        shown = tokcost.tokenize_paths(
+            inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
+            include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
+            allow_special=allow_special, max_tokens=truncate)
+        for note in shown.warnings:
+            warn(note)
+        shown.raise_for_empty()
+        if json_out:
+            print_json(shown.to_dict())
+        elif truncate is not None:
+            _show_truncated(shown)
+        else:
+            _show_pieces(shown)
         return
     result = _with_progress(lambda progress: tokcost.count(
         inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
@@ -200,30 +211,41 @@ def _print_table(result: CountResult) -> None:
                       f"{w.context_window:,}-token context window{mark}")
 
 
-def _show_pieces(result: TokenizeResult, truncated: bool) -> None:
-    if truncated:
-        # The cut text, and a newline when it lacks one (as ttok -t N): stdout always
-        # ends a line, even when nothing is left of the text.
-        text = result.text
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
-        return
-    if out.is_terminal:
-        # Alternating backgrounds show where one token ends and the next begins.
-        from rich.text import Text
+def _header(result: TokensResult, path: str) -> None:
+    # As head(1) does: name each input when there are several.
+    if len(result.files) > 1:
+        out.print(f"==> {path} <==", markup=False, highlight=False)
 
-        colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
-        shown = Text()
-        for i, piece in enumerate(result.pieces):
-            shown.append(piece, style=colors[i % 4])
-        out.print(shown)
-    else:
-        out.print(repr(list(result.pieces)), markup=False)
-    choice = result.tokenizer
-    out.print(f"{_fmt(len(result.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
-              + ("" if choice.exact else f", proxy {tokcost.spec_label(choice.spec)}") + ")",
-              style="dim", markup=False)
-    out.print(str(list(result.ids)), style="dim", markup=False)
+
+def _show_truncated(result: TokensResult) -> None:
+    # The cut text, and a newline when it lacks one (as ttok -t N): stdout always
+    # ends a line, even when nothing is left of the text.
+    for i, f in enumerate(result.files):
+        if len(result.files) > 1:
+            sys.stdout.write(("\n" if i else "") + f"==> {f.path} <==\n")
+        sys.stdout.write(f.text if f.text.endswith("\n") else f.text + "\n")
+    sys.stdout.flush()
+
+
+def _show_pieces(result: TokensResult) -> None:
+    for f in result.files:
+        _header(result, f.path)
+        if out.is_terminal:
+            # Alternating backgrounds show where one token ends and the next begins.
+            from rich.text import Text
+
+            colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
+            shown = Text()
+            for i, piece in enumerate(f.pieces):
+                shown.append(piece, style=colors[i % 4])
+            out.print(shown)
+        else:
+            out.print(repr(list(f.pieces)), markup=False)
+        choice = f.tokenizer
+        out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
+                  + ("" if choice.exact else f", proxy {tokcost.spec_label(choice.spec)}") + ")",
+                  style="dim", markup=False)
+        out.print(str(list(f.ids)), style="dim", markup=False)
 
 
 def _print_chat(result: ChatResult, json_out: bool) -> None:
