@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,28 +16,33 @@ from tokcost.cli.options import CatalogOpt, JsonOpt
 if TYPE_CHECKING:
     from tokcost import CacheEvent, GenerateResult, GenerationStart, GenerationStep
 
-# The notation of --explain, printed once above its steps and in --help.
+# The notation of --explain (term, meaning), printed once above its steps and in --help.
 LEGEND = (
-    "step N: the N-th new token. '*' marks the chosen candidate, '×' one the draw could not "
-    "pick (excluded by --top-k or --top-p, or its probability rounds to 0).",
-    "p and the bars: the distribution the token was drawn from: softmax(logits / "
-    "temperature), cut by --top-k and --top-p, renormalized to sum to 1; 'model' is the "
-    "softmax of the raw logits.",
-    "greedy (--temperature 0): the likeliest token is taken and nothing is drawn; the bars "
-    "show the model's probabilities.",
-    "cache: tokens held per sample, bytes held by all samples, physical blocks (logical: "
-    "without sharing), beside kvmem estimate.",
-    "paged: blocks of the paged cache as they happen: allocated from the pool, shared by the "
-    "--n samples (reference counts), copied on write; #N is a physical block.",
-    "attention Ll: hH→'tok'@P W: in layer l, query head H of the newest token puts its "
-    "largest attention weight W on the token 'tok' at position P (0 = the first prompt "
-    "token).",
+    ("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
+     "--top-p, or its probability rounds to 0)"),
+    ("p", "the distribution drawn from: softmax(logits / temperature), cut by --top-k and "
+     "--top-p, renormalized to sum to 1; model = the softmax of the raw logits"),
+    ("greedy", "--temperature 0: the likeliest token is taken and nothing is drawn; the bars "
+     "show the model's probabilities"),
+    ("cache", "tokens held per sample, bytes held by all samples, physical blocks (logical: "
+     "without sharing), beside kvmem estimate"),
+    ("paged", "block events as they happen: allocated from the pool, shared by the --n "
+     "samples, copied on write (#N: a physical block, with the positions it holds)"),
+    ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
+     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"),
 )
 HEADS_HELP = (
-    "heads: hH is a query head. With grouped-query attention several query heads share one "
-    "KV head (the cache stores KV heads only): tiny-ref has 4 query heads and 2 KV heads, so "
-    "h0-h1 read KV head 0 and h2-h3 KV head 1."
+    "query heads share KV heads under grouped-query attention (the cache holds KV heads "
+    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1"
 )
+
+
+def _legend_lines(extra: str) -> list[str]:
+    """LEGEND and a heads line, wrapped for an 80-column terminal."""
+    entries = [*LEGEND, ("heads", extra)]
+    return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
+            for term, text in entries]
+
 
 EPILOG = (
     """
@@ -53,7 +59,7 @@ Reading --explain:
 
 \b
 """
-    + "\n".join(f"  {line}" for line in (*LEGEND, HEADS_HELP))
+    + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
     + "\n"
 )
 
@@ -180,21 +186,20 @@ def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None
 
 
 def _legend(start: GenerationStart) -> list[str]:
-    """LEGEND, with the running model's heads in place of tiny-ref's."""
-    lines = ["legend (also in --help):", *(f"  {line}" for line in LEGEND)]
+    """The legend, with the running model's heads in place of tiny-ref's."""
     nh, nkv = start.attention_heads, start.kv_heads
+    heads = HEADS_HELP
     if nh and nkv:
         g = nh // nkv
         if g == 1:
-            heads = f"{nh} query heads, each with its own KV head (multi-head attention)"
+            heads = f"{start.model} has {nh} query heads, each with its own KV head"
         else:
-            reads = ", ".join(
-                f"h{k * g}-h{k * g + g - 1} read KV head {k}" for k in range(nkv)
-            )
-            heads = (f"{nh} query heads and {nkv} KV head{'s' if nkv != 1 else ''} "
-                     f"(grouped-query attention; the cache stores KV heads only): {reads}")
-        lines.append(f"  heads: hH is a query head; {start.model} has {heads}.")
-    return lines
+            reads = ", ".join(f"h{k * g}-h{k * g + g - 1} KV head {k}" for k in range(nkv))
+            heads = (f"{start.model}'s {nh} query heads share {nkv} KV head"
+                     f"{'s' if nkv != 1 else ''} (grouped-query attention; the cache holds "
+                     f"KV heads only): {reads}")
+    lines = _legend_lines(heads)
+    return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
 
 
 def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
@@ -221,9 +226,9 @@ def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[s
     who = f" sample {step.sample + 1}" if n > 1 else ""
     head = f"\nstep {step.index + 1}{who}: chose {step.token_id} {step.token!r} "
     if step.greedy:
-        lines = [head + f"greedy: the likeliest token (model p={step.model_prob:.3f})"]
+        lines = [head + f"greedy: the likeliest token (model p={_p(step.model_prob)})"]
     else:
-        lines = [head + f"(p={step.prob:.3f}, model {step.model_prob:.3f}; drawn from "
+        lines = [head + f"(p={_p(step.prob)}, model {_p(step.model_prob)}; drawn from "
                  f"{step.candidates} candidate{'s' if step.candidates != 1 else ''})"]
     # Greedy draws nothing: its rows show what the model thought of the alternatives.
     shown = [c.model_prob if step.greedy else c.prob for c in step.top]
@@ -232,12 +237,12 @@ def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[s
         mark = "*" if c.token_id == step.token_id else " "
         if step.greedy or c.excluded is None:
             filled = round(BAR * p / best)
-            bar = f"{'█' * filled}{'·' * (BAR - filled)} {p:.3f}"
-            model = "" if step.greedy else f"  model {c.model_prob:.3f}"
+            bar = f"{'█' * filled}{'·' * (BAR - filled)} {_p(p)}"
+            model = "" if step.greedy else f"  model {_p(c.model_prob)}"
         else:
             mark = "×"
             bar = f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
-            model = f"  model {c.model_prob:.3f}"
+            model = f"  model {_p(c.model_prob)}"
         lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
     lines += _event_lines(step, n, block)
     if mode != "none":
@@ -257,6 +262,11 @@ def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[s
         for layer, heads in layers.items():
             lines.append(f"  attention L{layer}: " + "  ".join(heads))
     return lines
+
+
+def _p(p: float) -> str:
+    """A probability in 5 characters; one that can be drawn never reads 0.000."""
+    return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
 
 
 def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
