@@ -60,7 +60,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "tokcost.app.generate": (
         "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
-        "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse",
+        "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse", "CacheEvent",
+        "PromptText", "decode_prompt",
     ),
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
@@ -127,6 +128,7 @@ if TYPE_CHECKING:
     from tokcost.app.engine import EngineKind as EngineKind
     from tokcost.app.engine import make_engine as make_engine
     from tokcost.app.generate import AttentionFocus as AttentionFocus
+    from tokcost.app.generate import CacheEvent as CacheEvent
     from tokcost.app.generate import CacheMode as CacheMode
     from tokcost.app.generate import Candidate as Candidate
     from tokcost.app.generate import GeneratedSample as GeneratedSample
@@ -134,6 +136,8 @@ if TYPE_CHECKING:
     from tokcost.app.generate import GenerationStart as GenerationStart
     from tokcost.app.generate import GenerationStep as GenerationStep
     from tokcost.app.generate import KVCacheUse as KVCacheUse
+    from tokcost.app.generate import PromptText as PromptText
+    from tokcost.app.generate import decode_prompt as decode_prompt
     from tokcost.app.generate import generate as generate
     from tokcost.app.memory import MemoryEstimate as MemoryEstimate
     from tokcost.app.memory import estimate_memory as estimate_memory

@@ -6,8 +6,10 @@ sets what the cache holds beside what ``kvmem estimate`` predicts. Callbacks let
 caller watch: ``on_start`` once the prompt is tokenized, ``on_step`` at every new
 token (the CLI streams text and draws ``--explain`` from them). Nothing is printed.
 
->>> Candidate(token_id=448, token=" the", prob=0.9051234567).to_dict()
-{'token_id': 448, 'token': ' the', 'prob': 0.905123}
+>>> Candidate(token_id=448, token=" the", prob=0.9617, model_prob=0.9051234567).to_dict()
+{'token_id': 448, 'token': ' the', 'prob': 0.9617, 'model_prob': 0.905123, 'excluded': None}
+>>> decode_prompt("café ".encode() + bytes([255])).invalid_utf8_bytes
+1
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 from tokcost.reference.config import CacheMode
 from tokcost.tokenizers import open_catalog
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttentionFocus",
+    "CacheEvent",
     "CacheMode",
     "Candidate",
     "GenerateResult",
@@ -35,20 +38,78 @@ __all__ = [
     "GenerationStart",
     "GenerationStep",
     "KVCacheUse",
+    "PromptText",
+    "decode_prompt",
     "generate",
 ]
 
 
 @dataclass(frozen=True)
+class PromptText:
+    """A prompt read from bytes: its text, and how many bytes were not UTF-8."""
+
+    text: str
+    invalid_utf8_bytes: int = 0
+
+
+def decode_prompt(data: bytes, *, source: str = "stdin") -> PromptText:
+    """Bytes as a prompt, by the input policy every command keeps: invalid UTF-8 is
+    replaced by U+FFFD (and counted, for the caller to report); binary data (a NUL
+    byte, as git decides) is refused, since its "text" would be noise."""
+    from tokcost.counting import SNIFF_BYTES, sniff_binary
+
+    binary = sniff_binary(data[:SNIFF_BYTES])
+    if binary is not None:
+        raise InputError(f"{source} is {binary}, not text; give the prompt as text")
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" not in text:
+        return PromptText(text)
+    # "replace" gives one U+FFFD per bad sequence; surrogateescape one per bad byte.
+    escaped = data.decode("utf-8", errors="surrogateescape")
+    return PromptText(text, sum(1 for c in escaped if "\udc80" <= c <= "\udcff"))
+
+
+@dataclass(frozen=True)
 class Candidate:
-    """One of the likeliest next tokens at a step."""
+    """One of the likeliest next tokens at a step.
+
+    ``prob`` is its probability in the distribution the step sampled from (after
+    temperature, top_k and top_p, renormalized); ``excluded`` says why it could not be
+    drawn (``top_k``, ``top_p``, ``greedy``, or ``zero`` for a probability that rounds
+    to 0), and its ``prob`` is then 0. ``model_prob`` is the model's softmax.
+    """
 
     token_id: int
     token: str
     prob: float
+    model_prob: float
+    excluded: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token_id": self.token_id, "token": self.token, "prob": round(self.prob, 6)}
+        return {"token_id": self.token_id, "token": self.token, "prob": round(self.prob, 6),
+                "model_prob": round(self.model_prob, 6), "excluded": self.excluded}
+
+
+@dataclass(frozen=True)
+class CacheEvent:
+    """A block of the paged cache allocated, shared or copied on write, as it happened.
+
+    ``sample`` is None for the prompt's blocks; ``block`` is the logical index in the
+    sample's block table, ``physical`` the pool's block id; ``position`` the first
+    position written (``share``: the prompt's length). ``copy_on_write`` copies
+    ``source``, which keeps ``holders`` holders; ``share`` leaves ``holders`` on it.
+    """
+
+    kind: str
+    sample: int | None
+    block: int
+    physical: int
+    position: int
+    source: int | None = None
+    holders: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -77,9 +138,13 @@ class AttentionFocus:
 class GenerationStep:
     """One new token of one sample, with what the loop knew when it chose it.
 
-    ``text`` is the sample's new text so far (ends in U+FFFD while a character is
-    incomplete); ``estimate_bytes`` is what ``kvmem estimate`` predicts for the cache
-    at this step (0 without a cache).
+    ``prob`` is the chosen token's probability in the distribution it was drawn from
+    (greedy: 1), never 0; ``model_prob`` its probability in the model's softmax;
+    ``candidates`` how many tokens the draw could pick. ``top`` lists the likeliest
+    tokens (and the chosen one, wherever it ranks). ``events`` are the paged cache's
+    block events of the forward pass behind this step. ``text`` is the sample's new
+    text so far (ends in U+FFFD while a character is incomplete); ``estimate_bytes`` is
+    what ``kvmem estimate`` predicts for the cache at this step (0 without a cache).
     """
 
     index: int
@@ -87,6 +152,9 @@ class GenerationStep:
     token_id: int
     token: str
     prob: float
+    model_prob: float
+    greedy: bool
+    candidates: int
     top: tuple[Candidate, ...]
     cache_tokens: int
     cache_bytes: int
@@ -95,6 +163,7 @@ class GenerationStep:
     attention: tuple[AttentionFocus, ...]
     text: str
     estimate_bytes: int
+    events: tuple[CacheEvent, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,10 +172,13 @@ class GenerationStep:
             "token_id": self.token_id,
             "token": self.token,
             "prob": round(self.prob, 6),
+            "model_prob": round(self.model_prob, 6),
+            "candidates": self.candidates,
             "top": [c.to_dict() for c in self.top],
             "cache_tokens": self.cache_tokens,
             "cache_bytes": self.cache_bytes,
             "cache_blocks": self.cache_blocks,
+            "cache_events": [e.to_dict() for e in self.events],
             "attention": [a.to_dict() for a in self.attention],
         }
 
@@ -116,7 +188,9 @@ class GenerationStart:
     """The model and prompt, once tokenized and before the first token.
 
     ``prompt_tokens`` is each prompt id decoded alone; ``prompt_text`` all of them
-    decoded together (what a stream echoes before the new text).
+    decoded together (what a stream echoes before the new text). ``layers``,
+    ``attention_heads`` (query heads) and ``kv_heads`` are the model's shape: with
+    grouped-query attention, query head h reads KV head h // (attention_heads / kv_heads).
     """
 
     model: str
@@ -126,6 +200,9 @@ class GenerationStart:
     prompt_ids: tuple[int, ...]
     prompt_tokens: tuple[str, ...]
     prompt_text: str
+    layers: int = 0
+    attention_heads: int = 0
+    kv_heads: int = 0
 
 
 @dataclass(frozen=True)
@@ -239,22 +316,29 @@ def generate(
     from tokcost.reference import SamplingParams
     from tokcost.reference import generate as run
     from tokcost.reference.from_catalog import estimate_cache_bytes, load_model, load_tokenizer
+    from tokcost.reference.generate import check_request
 
     mode = CacheMode.parse(cache)
     if top_candidates < 1:
         raise UsageError(
             f"top_candidates must be >= 1, got {top_candidates}", param="top_candidates"
         )
+    # The cheap checks first: a bad seed must not wait for (or break) the weights.
+    sampling = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    _check_text(prompt)
     entry = open_catalog(catalog).resolve(model)
     loaded = load_model(entry, weights=weights, seed=seed or 0)
-    tok = load_tokenizer(entry, loaded.model.cfg)
+    cfg = loaded.model.cfg
+    tok = load_tokenizer(entry, cfg)
     ids = tok.encode(prompt)
-    sampling = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    check_request(cfg, ids, max_new_tokens=max_new_tokens, cache=mode, block_size=block_size,
+                  n=n)
     if on_start is not None:
         on_start(GenerationStart(
             model=entry.id, weights=loaded.weights, trained=loaded.trained, tokenizer=tok.name,
             prompt_ids=tuple(ids), prompt_tokens=tuple(tok.decode([i]) for i in ids),
-            prompt_text=tok.decode(ids),
+            prompt_text=tok.decode(ids), layers=cfg.layers,
+            attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads,
         ))
     reserved = len(ids) + max_new_tokens - 1
 
@@ -301,6 +385,17 @@ def generate(
     )
 
 
+def _check_text(prompt: str) -> None:
+    """A str that is not Unicode text (lone surrogates, as from undecodable bytes)."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"the prompt is not valid text (a lone surrogate at character {exc.start}); "
+            "read bytes with decode_prompt, which replaces invalid UTF-8"
+        ) from None
+
+
 def _step(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate: int
           ) -> GenerationStep:
     """A loop step with its tokens decoded; ``seq`` is the sample's ids before this one."""
@@ -313,7 +408,11 @@ def _step(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate:
         token_id=step.token_id,
         token=tok.decode([step.token_id]),
         prob=step.prob,
-        top=tuple(Candidate(i, tok.decode([i]), p) for i, p in step.top),
+        model_prob=step.model_prob,
+        greedy=step.greedy,
+        candidates=step.candidates,
+        top=tuple(Candidate(c.token_id, tok.decode([c.token_id]), c.prob, c.model_prob,
+                            c.excluded) for c in step.top),
         cache_tokens=step.cache_tokens,
         cache_bytes=step.cache_bytes,
         cache_blocks=step.cache_blocks,
@@ -324,6 +423,8 @@ def _step(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate:
         ),
         text=tok.decode([*seq[prompt_len:], step.token_id]),
         estimate_bytes=estimate,
+        events=tuple(CacheEvent(e.kind, e.sequence, e.block, e.physical, e.position, e.source,
+                                e.holders) for e in step.events),
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,9 +14,38 @@ from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
 if TYPE_CHECKING:
-    from tokcost import GenerateResult, GenerationStart, GenerationStep
+    from tokcost import CacheEvent, GenerateResult, GenerationStart, GenerationStep
 
-EPILOG = """
+# The notation of --explain (term, meaning), printed once above its steps and in --help.
+LEGEND = (
+    ("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
+     "--top-p, or its probability rounds to 0)"),
+    ("p", "the distribution drawn from: softmax(logits / temperature), cut by --top-k and "
+     "--top-p, renormalized to sum to 1; model = the softmax of the raw logits"),
+    ("greedy", "--temperature 0: the likeliest token is taken and nothing is drawn; the bars "
+     "show the model's probabilities"),
+    ("cache", "tokens held per sample, bytes held by all samples, physical blocks (logical: "
+     "without sharing), beside kvmem estimate"),
+    ("paged", "block events as they happen: allocated from the pool, shared by the --n "
+     "samples, copied on write (#N: a physical block, with the positions it holds)"),
+    ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
+     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"),
+)
+HEADS_HELP = (
+    "query heads share KV heads under grouped-query attention (the cache holds KV heads "
+    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1"
+)
+
+
+def _legend_lines(extra: str) -> list[str]:
+    """LEGEND and a heads line, wrapped for an 80-column terminal."""
+    entries = [*LEGEND, ("heads", extra)]
+    return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
+            for term, text in entries]
+
+
+EPILOG = (
+    """
 Examples:
 
 \b
@@ -23,7 +54,14 @@ Examples:
   tokcost generate "Every morning" --cache paged --block-size 4 --explain
   tokcost generate "Every morning" --n 4 --temperature 1 --seed 1 --cache paged --json
   tokcost generate "Hello" --cache none --max-new-tokens 8    recompute (no KV cache)
+
+Reading --explain:
+
+\b
 """
+    + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
+    + "\n"
+)
 
 BAR = 20
 
@@ -57,7 +95,11 @@ def generate(
     ] = 1,
     explain: Annotated[
         bool,
-        typer.Option("--explain", help="Show every step: candidates, cache, attention."),
+        typer.Option(
+            "--explain",
+            help="Show every step: the distribution sampled from, cache blocks, attention "
+            "(notation below).",
+        ),
     ] = False,
     top_candidates: Annotated[
         int, typer.Option("--top", help="Candidates shown by --explain.")
@@ -70,10 +112,12 @@ def generate(
     catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    text = sys.stdin.read() if prompt == "-" else prompt
+    text = _read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
 
     def on_start(start: GenerationStart) -> None:
+        # Every input check has passed: warnings now cannot precede an error.
+        _warn_sampling(n, temperature, top_k, top_p)
         if json_out:
             return
         if not start.trained:
@@ -82,8 +126,10 @@ def generate(
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
+            for line in _legend(start):
+                out.print(line, markup=False)
             ids = list(start.prompt_ids)
-            out.print(f"prompt: {len(ids)} tokens {ids}", markup=False)
+            out.print(f"\nprompt: {len(ids)} tokens {ids}", markup=False)
             pieces = (f"{i}:{t!r}" for i, t in zip(ids, start.prompt_tokens, strict=True))
             out.print("  " + " ".join(pieces), markup=False)
 
@@ -91,7 +137,8 @@ def generate(
         if stream is not None:
             stream.push(step.text)
         elif explain and not json_out:
-            _explain_step(step, n, block_size, cache)
+            for line in _explain_step(step, n, block_size, cache):
+                out.print(line, markup=False)
 
     result = tokcost.generate(
         text, model=model, catalog=catalog, weights=weights, max_new_tokens=max_new_tokens,
@@ -112,6 +159,49 @@ def generate(
         (out if explain else err).print(_cache_line(result, n, block_size), markup=False)
 
 
+def _read_prompt(prompt: str) -> str:
+    """The prompt by the input policy: invalid UTF-8 replaced and reported, binary refused."""
+    source = "stdin" if prompt == "-" else "the prompt"
+    # argv holds undecodable bytes as surrogates (PEP 383); fsencode gives the bytes back.
+    data = sys.stdin.buffer.read() if prompt == "-" else os.fsencode(prompt)
+    read = tokcost.decode_prompt(data, source=source)
+    if read.invalid_utf8_bytes:
+        noun = "byte" if read.invalid_utf8_bytes == 1 else "bytes"
+        warn(f"{source}: {read.invalid_utf8_bytes} {noun} of invalid UTF-8, "
+             "replaced with U+FFFD")
+    return read.text
+
+
+def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None:
+    """Settings that run but cannot do what they seem to ask: each said once."""
+    if temperature == 0 and (top_k or top_p < 1):
+        warn("--top-k and --top-p have no effect with greedy decoding (--temperature 0); "
+             "set --temperature above 0 to sample")
+    if n > 1 and (temperature == 0 or top_k == 1):
+        if temperature == 0:
+            why, fix = "greedy decoding (--temperature 0)", "set --temperature above 0"
+        else:
+            why, fix = "--top-k 1", "set --top-k 0 (off) or above 1"
+        warn(f"--n {n} with {why} gives {n} identical samples; {fix} to sample")
+
+
+def _legend(start: GenerationStart) -> list[str]:
+    """The legend, with the running model's heads in place of tiny-ref's."""
+    nh, nkv = start.attention_heads, start.kv_heads
+    heads = HEADS_HELP
+    if nh and nkv:
+        g = nh // nkv
+        if g == 1:
+            heads = f"{start.model} has {nh} query heads, each with its own KV head"
+        else:
+            reads = ", ".join(f"h{k * g}-h{k * g + g - 1} KV head {k}" for k in range(nkv))
+            heads = (f"{start.model}'s {nh} query heads share {nkv} KV head"
+                     f"{'s' if nkv != 1 else ''} (grouped-query attention; the cache holds "
+                     f"KV heads only): {reads}")
+    lines = _legend_lines(heads)
+    return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
+
+
 def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
     kv = result.kv_cache
     line = (
@@ -128,31 +218,41 @@ def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
     return line
 
 
-def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> None:
+_EXCLUDED = {"top_k": "excluded by --top-k", "top_p": "excluded by --top-p",
+             "zero": "p rounds to 0", "greedy": "not the likeliest"}
+
+
+def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[str]:
     who = f" sample {step.sample + 1}" if n > 1 else ""
-    out.print(
-        f"\nstep {step.index + 1}{who}: chose {step.token_id} {step.token!r} "
-        f"(p={step.prob:.3f})",
-        markup=False,
-    )
-    best = step.top[0].prob if step.top else 1.0
-    for c in step.top:
-        filled = round(BAR * c.prob / best) if best else 0
+    head = f"\nstep {step.index + 1}{who}: chose {step.token_id} {step.token!r} "
+    if step.greedy:
+        lines = [head + f"greedy: the likeliest token (model p={_p(step.model_prob)})"]
+    else:
+        lines = [head + f"(p={_p(step.prob)}, model {_p(step.model_prob)}; drawn from "
+                 f"{step.candidates} candidate{'s' if step.candidates != 1 else ''})"]
+    # Greedy draws nothing: its rows show what the model thought of the alternatives.
+    shown = [c.model_prob if step.greedy else c.prob for c in step.top]
+    best = max(shown, default=0.0) or 1.0
+    for c, p in zip(step.top, shown, strict=True):
         mark = "*" if c.token_id == step.token_id else " "
-        out.print(
-            f"  {mark} {c.token_id:>6} {c.token!r:<16} "
-            f"{'█' * filled}{'·' * (BAR - filled)} {c.prob:.3f}",
-            markup=False,
-        )
+        if step.greedy or c.excluded is None:
+            filled = round(BAR * p / best)
+            bar = f"{'█' * filled}{'·' * (BAR - filled)} {_p(p)}"
+            model = "" if step.greedy else f"  model {_p(c.model_prob)}"
+        else:
+            mark = "×"
+            bar = f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
+            model = f"  model {_p(c.model_prob)}"
+        lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
+    lines += _event_lines(step, n, block)
     if mode != "none":
         blocks = ""
         if step.cache_blocks is not None:
             blocks = f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)"
         shared = " before sharing" if n > 1 and mode == "paged" else ""
-        out.print(
+        lines.append(
             f"  cache: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
-            f"kvmem estimate {step.estimate_bytes:,} B{shared}",
-            markup=False,
+            f"kvmem estimate {step.estimate_bytes:,} B{shared}"
         )
     if step.attention:
         layers: dict[int, list[str]] = {}
@@ -160,7 +260,51 @@ def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> None:
             piece = "?" if f.token is None else repr(f.token)
             layers.setdefault(f.layer, []).append(f"h{f.head}→{piece}@{f.position} {f.weight:.2f}")
         for layer, heads in layers.items():
-            out.print(f"  attention L{layer}: " + "  ".join(heads), markup=False)
+            lines.append(f"  attention L{layer}: " + "  ".join(heads))
+    return lines
+
+
+def _p(p: float) -> str:
+    """A probability in 5 characters; one that can be drawn never reads 0.000."""
+    return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
+
+
+def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
+    """The paged cache's block events behind this step, one line per kind and holder."""
+    def span(e: CacheEvent) -> str:
+        return f"{e.block * block}-{e.block * block + block - 1}"
+
+    def owner(sample: int | None) -> str:
+        if sample is None:
+            return "the prompt"
+        return f"sample {sample + 1}" if n > 1 else "the sequence"
+
+    lines: list[str] = []
+    allocated: dict[int | None, list[CacheEvent]] = {}
+    shared: list[CacheEvent] = []
+    for e in step.events:
+        if e.kind == "allocate":
+            allocated.setdefault(e.sample, []).append(e)
+        elif e.kind == "share":
+            shared.append(e)
+    for sample, events in allocated.items():
+        blocks = ", ".join(f"#{e.physical} (positions {span(e)})" for e in events)
+        plural = "s" if len(events) != 1 else ""
+        lines.append(f"  paged: allocated block{plural} {blocks} for {owner(sample)}")
+    if shared:
+        ids = " ".join(f"#{e.physical}" for e in shared)
+        lines.append(f"  paged: {shared[0].holders} samples share the prompt's block"
+                     f"{'s' if len(shared) != 1 else ''} {ids} (reference count "
+                     f"{shared[0].holders}; nothing copied)")
+    for e in step.events:
+        if e.kind == "copy_on_write":
+            lines.append(
+                f"  paged: copy-on-write: {owner(e.sample)} writes position {e.position} into "
+                f"shared block #{e.source} (positions {span(e)}), so it gets a copy, "
+                f"#{e.physical}; #{e.source} keeps {e.holders} holder"
+                f"{'s' if e.holders != 1 else ''}"
+            )
+    return lines
 
 
 class _Streamer:

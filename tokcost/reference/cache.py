@@ -17,7 +17,8 @@ parallel samples of one prompt), so all sequences hold the same number of tokens
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -31,6 +32,29 @@ if TYPE_CHECKING:
     from tokcost.reference.config import RefConfig
 
     Array = NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class BlockEvent:
+    """One change to the paged cache's block tables, in the order it happened.
+
+    ``allocate``: a fresh block from the pool enters ``sequence``'s table at logical
+    ``block`` (it holds positions block x block_size ...). ``share``: after the
+    prompt is prefilled, the samples fork and every table refers to ``physical``;
+    ``holders`` is its reference count. ``copy_on_write``: ``sequence`` is about to
+    write ``position`` into the shared block ``source``, so it gets ``physical``, a
+    copy, and ``source`` keeps ``holders`` other holders. ``sequence`` is the sample's
+    index (None: the prompt's blocks, shared by all samples; ``generate`` marks the
+    prefill's allocations so too).
+    """
+
+    kind: Literal["allocate", "share", "copy_on_write"]
+    sequence: int | None
+    block: int
+    physical: int
+    position: int  # first position the sequence writes (share: the prompt's length)
+    source: int | None = None
+    holders: int = 1
 
 
 class KVCache(ABC):
@@ -143,6 +167,8 @@ class PagedCache(KVCache):
         self.v_pool = np.zeros(shape, dtype=np.float32)  # (L, nb, nkv, bs, hs)
         self.tables: list[list[int]] = [[]]
         self.copies = 0  # copy-on-write events, for generate(explain) and the tests
+        # Set to a list to record every BlockEvent (generate's explain drains it).
+        self.events: list[BlockEvent] | None = None
 
     @property
     def block_bytes(self) -> int:
@@ -153,10 +179,12 @@ class PagedCache(KVCache):
         """Give every sequence a private, writable block for each new position."""
         first = self.length // self.block_size
         last = (self.length + tokens - 1) // self.block_size
-        for table in self.tables:
+        for seq, table in enumerate(self.tables):
             for i in range(first, last + 1):
+                at = max(self.length, i * self.block_size)  # first position written in block i
                 if i == len(table):
                     table.append(self.allocator.allocate())
+                    self._record("allocate", seq, i, table[i], at)
                 else:
                     # Copy-on-write: a sequence about to write into a shared block gets
                     # its own copy; the old block keeps its other holders.
@@ -167,6 +195,8 @@ class PagedCache(KVCache):
                         self.v_pool[:, new] = self.v_pool[:, old]
                         table[i] = new
                         self.copies += 1
+                        self._record("copy_on_write", seq, i, new, at, source=old,
+                                     holders=self.allocator.refcount(old))
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         t = k.shape[2]
@@ -195,10 +225,26 @@ class PagedCache(KVCache):
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
-        for block in self.tables[0]:
+        for i, block in enumerate(self.tables[0]):
             self.allocator.incref(block, n - 1)
+            self._record("share", None, i, block, self.length, holders=n)
         self.tables = [list(self.tables[0]) for _ in range(n)]
         self.batch = n
+
+    def _record(self, kind: Literal["allocate", "share", "copy_on_write"], sequence: int | None,
+                block: int, physical: int, position: int, *, source: int | None = None,
+                holders: int = 1) -> None:
+        if self.events is not None:
+            self.events.append(
+                BlockEvent(kind, sequence, block, physical, position, source, holders)
+            )
+
+    def drain_events(self) -> list[BlockEvent]:
+        """The events recorded since the last call (none unless ``events`` is a list)."""
+        if self.events is None:
+            return []
+        taken, self.events = self.events, []
+        return taken
 
     def free(self) -> None:
         """Return every block to the pool."""

@@ -10,41 +10,34 @@ text while the library prints nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tokcost.catalog.units import format_bytes
 from tokcost.errors import UsageError
-from tokcost.reference.cache import ContiguousCache, KVCache, PagedCache
+from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
 from tokcost.reference.config import CacheMode
 from tokcost.reference.errors import PromptTooLong
-from tokcost.reference.model import softmax
+from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, sample
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+    from tokcost.reference.config import RefConfig
     from tokcost.reference.model import Transformer
 
+__all__ = [
+    "GenerationResult", "HeadFocus", "SamplingParams", "Step", "StepCandidate", "check_request",
+    "generate",
+]
 
-@dataclass(frozen=True)
-class SamplingParams:
-    """temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
-
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise UsageError(
-                f"temperature must be >= 0, got {self.temperature}", param="temperature"
-            )
-        if self.top_k < 0:
-            raise UsageError(f"top_k must be >= 0, got {self.top_k}", param="top_k")
-        if not 0.0 < self.top_p <= 1.0:
-            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}", param="top_p")
+# numpy allocates every cache up front (contiguous slabs, the paged pool): past this the
+# reference path would swap or die with MemoryError instead of saying why.
+MAX_CACHE_BYTES = 1 << 30
+# Samples are chosen one by one in Python; past this a run takes minutes per token.
+MAX_SAMPLES = 1024
 
 
 @dataclass(frozen=True)
@@ -58,19 +51,40 @@ class HeadFocus:
 
 
 @dataclass(frozen=True)
+class StepCandidate:
+    """A likely next token: its probability in the distribution the step sampled from
+    (0 when it could not be drawn, and ``excluded`` says why) and in the model's softmax."""
+
+    token_id: int
+    prob: float
+    model_prob: float
+    excluded: Exclusion | None = None
+
+
+@dataclass(frozen=True)
 class Step:
-    """One generated token of one sample, with what the loop knew when it chose it."""
+    """One generated token of one sample, with what the loop knew when it chose it.
+
+    ``prob`` is the chosen token's probability in the distribution it was drawn from
+    (after temperature, top_k and top_p, renormalized; greedy: 1), so it is never 0;
+    ``model_prob`` is its probability in the model's softmax. ``events`` are the paged
+    cache's block events of the forward pass that produced this step's logits.
+    """
 
     index: int  # 0 for the first new token
     sample: int
     token_id: int
-    prob: float  # probability of the chosen token before filtering
-    top: list[tuple[int, float]]  # most likely candidates (id, probability)
+    prob: float
+    model_prob: float
+    greedy: bool
+    candidates: int  # tokens the draw could pick from
+    top: list[StepCandidate]  # the likeliest tokens, most likely first (and the chosen one)
     cache_tokens: int  # tokens held per sequence after this step's forward pass
     cache_bytes: int  # key/value bytes the cache holds, all samples
     cache_blocks: int | None  # physical blocks in use (paged only)
     logical_blocks: int | None  # blocks the samples would hold without sharing
     focus: list[HeadFocus] = field(default_factory=list)
+    events: list[BlockEvent] = field(default_factory=list)
 
 
 @dataclass
@@ -90,26 +104,15 @@ class GenerationResult:
     logits: list[NDArray[np.float32]] = field(default_factory=list)  # (n, V) per step
 
 
-def _sample(
-    logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
-) -> tuple[int, NDArray[np.float64]]:
-    """Pick a token from logits (V,); also return the unfiltered probabilities."""
-    probs = softmax(logits.astype(np.float64)).astype(np.float64)  # (V,)
-    if params.temperature == 0.0:
-        return int(np.argmax(logits)), probs
-    p = softmax((logits / params.temperature).astype(np.float64)).astype(np.float64)  # (V,)
-    order = np.argsort(-p, kind="stable")  # (V,) most likely first
-    keep = len(order)
-    if params.top_k:
-        keep = min(keep, params.top_k)
-    if params.top_p < 1.0:
-        # Smallest prefix whose mass reaches top_p (always at least one token).
-        cum = np.cumsum(p[order])
-        keep = min(keep, int(np.searchsorted(cum, params.top_p)) + 1)
-    kept = order[:keep]
-    w = p[kept] / p[kept].sum()
-    choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
-    return int(kept[min(choice, keep - 1)]), probs
+def _candidates(dist: Distribution, token: int, top: int) -> list[StepCandidate]:
+    """The ``top`` likeliest tokens of ``dist``, and the chosen ``token`` if it ranks lower."""
+    ids = [int(i) for i in dist.order[:top]]
+    if token not in ids:
+        ids.append(token)
+    return [
+        StepCandidate(i, float(dist.probs[i]), float(dist.model_probs[i]), dist.excluded_by(i))
+        for i in ids
+    ]
 
 
 def make_cache(
@@ -122,6 +125,53 @@ def make_cache(
         return ContiguousCache(model.cfg, capacity=capacity)
     per_seq = -(-capacity // block_size)
     return PagedCache(model.cfg, block_size=block_size, num_blocks=per_seq * n)
+
+
+def check_request(
+    cfg: RefConfig,
+    prompt: Sequence[int],
+    *,
+    max_new_tokens: int,
+    cache: CacheMode,
+    block_size: int,
+    n: int,
+) -> None:
+    """Every check ``generate`` makes before it allocates or computes anything, so a
+    caller can run them before it prints (a UsageError names the parameter)."""
+    if not prompt:
+        raise UsageError("the prompt is empty; give at least one token of text")
+    if n < 1:
+        raise UsageError(f"n must be >= 1, got {n}", param="n")
+    if n > MAX_SAMPLES:
+        raise UsageError(
+            f"n={n} samples are more than the {MAX_SAMPLES} the reference path runs; "
+            "lower n (kvmem simulate sizes larger batches)", param="n",
+        )
+    if max_new_tokens < 1:
+        raise UsageError(
+            f"max_new_tokens must be >= 1, got {max_new_tokens}", param="max_new_tokens"
+        )
+    if block_size < 1:
+        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+    if cache is CacheMode.PAGED and block_size > cfg.context_window:
+        raise UsageError(
+            f"block_size={block_size} is larger than the context window of "
+            f"{cfg.context_window} tokens; use a block of at most {cfg.context_window}",
+            param="block_size",
+        )
+    bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
+    if bad:
+        raise UsageError(f"token id {bad[0]} is outside the vocabulary of {cfg.vocab_size}")
+    total = len(prompt) + max_new_tokens
+    if total > cfg.context_window:
+        raise PromptTooLong(
+            f"the prompt ({len(prompt)} token{'s' if len(prompt) != 1 else ''}) plus "
+            f"max_new_tokens {max_new_tokens} needs "
+            f"{total} positions, but the context window is {cfg.context_window}; shorten the "
+            "prompt or lower max_new_tokens",
+            param="max_new_tokens",
+        )
+    _check_cache_size(cfg.kv_bytes_per_token, cache, total - 1, n, block_size)
 
 
 def generate(
@@ -155,31 +205,14 @@ def generate(
     sampling = sampling or SamplingParams()
     cfg = model.cfg
     prompt = [int(t) for t in prompt_ids]
-    if not prompt:
-        raise UsageError("the prompt is empty; give at least one token of text")
-    if n < 1:
-        raise UsageError(f"n must be >= 1, got {n}", param="n")
-    if max_new_tokens < 1:
-        raise UsageError(
-            f"max_new_tokens must be >= 1, got {max_new_tokens}", param="max_new_tokens"
-        )
-    if block_size < 1:
-        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
-    bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
-    if bad:
-        raise UsageError(f"token id {bad[0]} is outside the vocabulary of {cfg.vocab_size}")
+    check_request(cfg, prompt, max_new_tokens=max_new_tokens, cache=mode,
+                  block_size=block_size, n=n)
     total = len(prompt) + max_new_tokens
-    if total > cfg.context_window:
-        raise PromptTooLong(
-            f"the prompt ({len(prompt)} token{'s' if len(prompt) != 1 else ''}) plus "
-            f"max_new_tokens {max_new_tokens} needs "
-            f"{total} positions, but the context window is {cfg.context_window}; shorten the "
-            "prompt or lower max_new_tokens",
-            param="max_new_tokens",
-        )
     # The last token is predicted but never fed back, so the cache holds total - 1.
     capacity = total - 1
     kv = make_cache(model, mode, capacity=capacity, n=n, block_size=block_size)
+    if isinstance(kv, PagedCache) and explain:
+        kv.events = []
     rng = np.random.default_rng(sampling.seed)
     seqs = [list(prompt) for _ in range(n)]
     done = [False] * n
@@ -190,31 +223,38 @@ def generate(
     out = model.forward(np.asarray([prompt], dtype=np.int64), kv, attention=explain)
     last = np.repeat(out.logits[:, -1], n, axis=0)  # (n, V)
     maps = [np.repeat(a, n, axis=0) for a in out.attention] if out.attention else None
+    # The prefill's blocks are the prompt's, whichever sample they are shared with later.
+    events = [replace(e, sequence=None) for e in _drain(kv)]
     if kv is not None and n > 1:
         kv.fork(n)
+        events += _drain(kv)
 
     for index in range(max_new_tokens):
         if keep_logits:
             logits_log.append(last.copy())
         new_ids: list[int] = []
         for s in range(n):
-            token, probs = _sample(last[s], sampling, rng)
+            token, dist = sample(last[s], sampling, rng)
             new_ids.append(token)
             if done[s]:
                 continue
             seqs[s].append(token)
-            top = np.argsort(-probs, kind="stable")[:top_candidates]
+            mine = [e for e in events if e.sequence == s or (e.sequence is None and s == 0)]
             step = Step(
                 index=index,
                 sample=s,
                 token_id=token,
-                prob=float(probs[token]),
-                top=[(int(i), float(probs[i])) for i in top],
+                prob=float(dist.probs[token]),
+                model_prob=float(dist.model_probs[token]),
+                greedy=dist.greedy,
+                candidates=dist.size,
+                top=_candidates(dist, token, top_candidates),
                 cache_tokens=kv.length if kv is not None else 0,
                 cache_bytes=kv.nbytes if kv is not None else 0,
                 cache_blocks=kv.blocks_used if isinstance(kv, PagedCache) else None,
                 logical_blocks=kv.logical_blocks if isinstance(kv, PagedCache) else None,
                 focus=_focus(maps, s) if maps is not None else [],
+                events=mine,
             )
             steps.append(step)
             if on_step is not None:
@@ -231,6 +271,7 @@ def generate(
         out = model.forward(ids, kv, attention=explain)
         last = out.logits[:, -1]  # (n, V)
         maps = out.attention
+        events = _drain(kv)
 
     length = kv.length if kv is not None else 0
     per_sample = length * cfg.kv_bytes_per_token
@@ -253,6 +294,26 @@ def generate(
         copy_on_write=kv.copies if isinstance(kv, PagedCache) else None,
         logits=logits_log,
     )
+
+
+def _drain(kv: KVCache | None) -> list[BlockEvent]:
+    return kv.drain_events() if isinstance(kv, PagedCache) else []
+
+
+def _check_cache_size(per_token: int, mode: CacheMode, capacity: int, n: int,
+                      block_size: int) -> None:
+    """Refuse a cache numpy could not allocate, before allocating it."""
+    if mode is CacheMode.NONE:
+        return
+    tokens = capacity if mode is CacheMode.CONTIGUOUS else -(-capacity // block_size) * block_size
+    need = tokens * n * per_token
+    if need > MAX_CACHE_BYTES:
+        raise UsageError(
+            f"n={n} sample{'s' if n != 1 else ''} of {capacity:,} positions need "
+            f"{format_bytes(need)} of KV cache, more than the {format_bytes(MAX_CACHE_BYTES)} "
+            "the numpy reference path allocates; lower n or max_new_tokens",
+            param="n", related=("max_new_tokens",),
+        )
 
 
 def _focus(maps: list[NDArray[np.float32]], sample: int) -> list[HeadFocus]:

@@ -1,0 +1,176 @@
+"""The sampler: the distribution a token is drawn from, then the draw.
+
+The two are apart so that what ``explain`` shows is exactly what the draw saw.
+``distribution`` divides the logits by the temperature, keeps the ``top_k``
+likeliest tokens and the smallest prefix whose mass reaches ``top_p`` (both
+measured on the same tempered distribution, so the kept set is their
+intersection), and renormalizes what is left to sum to 1; ``draw`` picks from
+that. Temperature 0 is greedy: the likeliest token is taken and nothing is drawn.
+
+>>> import numpy as np
+>>> d = distribution(np.array([2.0, 1.0, 0.0, -1.0], dtype=np.float32),
+...                  SamplingParams(temperature=1.0, top_k=2, seed=0))
+>>> [round(float(p), 3) for p in d.probs], d.excluded_by(2), d.size
+([0.731, 0.269, 0.0, 0.0], 'top_k', 2)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from tokcost.errors import UsageError
+from tokcost.reference.model import softmax
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# Why a token cannot be drawn: greedy takes only the likeliest; top_k and top_p cut
+# the ranking; "zero" is a token whose tempered probability rounds to 0 (a low temperature).
+Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise UsageError(
+                f"temperature must be >= 0 and finite, got {self.temperature}",
+                param="temperature",
+            )
+        if self.top_k < 0:
+            raise UsageError(f"top_k must be >= 0, got {self.top_k}", param="top_k")
+        if not 0.0 < self.top_p <= 1.0:
+            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}", param="top_p")
+        if self.seed is not None and self.seed < 0:
+            raise UsageError(f"seed must be >= 0, got {self.seed}", param="seed")
+
+    @property
+    def greedy(self) -> bool:
+        """No draw at all: every run and every sample takes the same tokens."""
+        return self.temperature == 0.0
+
+    @property
+    def deterministic(self) -> bool:
+        """Greedy, or a filter that leaves one candidate (top_k 1): parallel samples agree."""
+        return self.greedy or self.top_k == 1
+
+
+@dataclass(frozen=True, eq=False)
+class Distribution:
+    """What one step samples from, over the whole vocabulary (V,).
+
+    ``probs`` is the distribution the draw uses: it sums to 1 over the tokens that can
+    be drawn and is 0 for the others (greedy: 1 for the likeliest token). ``model_probs``
+    is the softmax of the raw logits (temperature 1, no filter). ``order`` ranks the
+    tokens most likely first (ties by id); ``top_k_kept`` and ``top_p_kept`` are how
+    many of that ranking each filter keeps (V when off).
+    """
+
+    probs: NDArray[np.float64]  # (V,)
+    model_probs: NDArray[np.float64]  # (V,)
+    order: NDArray[np.int64]  # (V,)
+    rank: NDArray[np.int64]  # (V,) position of each token in order
+    greedy: bool
+    top_k_kept: int
+    top_p_kept: int
+
+    @property
+    def kept(self) -> NDArray[np.bool_]:
+        """(V,) True for the tokens the draw can pick."""
+        return self.probs > 0
+
+    @property
+    def size(self) -> int:
+        """How many tokens the draw can pick."""
+        return int(np.count_nonzero(self.probs))
+
+    def excluded_by(self, token: int) -> Exclusion | None:
+        """Why ``token`` cannot be drawn, or None if it can."""
+        if self.probs[token] > 0:
+            return None
+        if self.greedy:
+            return "greedy"
+        rank = int(self.rank[token])
+        if rank >= self.top_k_kept:
+            return "top_k"
+        if rank >= self.top_p_kept:
+            return "top_p"
+        return "zero"
+
+
+def _tempered(logits: NDArray[np.float32], temperature: float) -> NDArray[np.float64]:
+    """softmax(logits / temperature), (V,)."""
+    with np.errstate(all="ignore"):
+        scaled = logits / temperature  # (V,) float32, as the loop has always computed it
+    if not np.isfinite(scaled).all():
+        # A temperature so low that logits / T overflows: shift first, so the likeliest
+        # token scores 0 and the others -inf at worst (never inf - inf).
+        with np.errstate(all="ignore"):
+            shifted = logits.astype(np.float64) - float(np.max(logits))
+            scaled64 = shifted / temperature  # (V,) <= 0
+        return softmax(scaled64.astype(np.float64)).astype(np.float64)
+    return softmax(scaled.astype(np.float64)).astype(np.float64)
+
+
+def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distribution:
+    """The distribution a token of logits (V,) is drawn from under ``params``."""
+    model = softmax(logits.astype(np.float64)).astype(np.float64)
+    vocab = len(logits)
+    if params.greedy:
+        order = np.argsort(-model, kind="stable").astype(np.int64)  # (V,)
+        probs = np.zeros(vocab, dtype=np.float64)
+        probs[int(np.argmax(logits))] = 1.0
+        return Distribution(probs, model, order, _ranks(order), True, vocab, vocab)
+    p = _tempered(logits, params.temperature)  # (V,)
+    order = np.argsort(-p, kind="stable").astype(np.int64)  # (V,) most likely first
+    k_kept = min(vocab, params.top_k) if params.top_k else vocab
+    p_kept = vocab
+    if params.top_p < 1.0:
+        # Smallest prefix whose mass reaches top_p (always at least one token).
+        cum = np.cumsum(p[order])  # (V,)
+        p_kept = min(vocab, int(np.searchsorted(cum, params.top_p)) + 1)
+    keep = min(k_kept, p_kept)
+    kept = order[:keep]
+    probs = np.zeros(vocab, dtype=np.float64)
+    # Tokens whose tempered probability rounds to 0 stay at 0: they cannot be drawn.
+    probs[kept] = p[kept] / p[kept].sum()
+    return Distribution(probs, model, order, _ranks(order), False, k_kept, p_kept)
+
+
+def _ranks(order: NDArray[np.int64]) -> NDArray[np.int64]:
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
+def draw(dist: Distribution, rng: np.random.Generator) -> int:
+    """One token from ``dist`` (greedy: the likeliest, and ``rng`` is not used)."""
+    if dist.greedy:
+        return int(np.argmax(dist.probs))
+    n = min(dist.top_k_kept, dist.top_p_kept)
+    kept = dist.order[:n]  # (n,) most likely first
+    w = dist.probs[kept]  # (n,) sums to 1; any zeros are at the end
+    choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
+    # Past the last cumulative sum (it may round to just under 1): the last token with
+    # mass, never a zero-probability one.
+    return int(kept[min(choice, np.count_nonzero(w) - 1)])
+
+
+def sample(
+    logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
+) -> tuple[int, Distribution]:
+    """A token drawn from ``logits`` (V,) under ``params``, and the distribution it came from."""
+    dist = distribution(logits, params)
+    return draw(dist, rng), dist
