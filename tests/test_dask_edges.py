@@ -199,9 +199,11 @@ def test_killing_every_worker_mid_run_is_an_error_not_a_hang(
 
 
 def test_timeout_is_checked_and_only_for_dask() -> None:
-    with pytest.raises(UsageError, match=r"timeout=0 must be more than 0 seconds"):
-        DaskEngine(timeout=0)
-    with pytest.raises(UsageError, match=r"timeout=5 is for engine=dask only") as caught:
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match=r"timeout=\S+ must be a number of seconds above 0"):
+            DaskEngine(timeout=bad)
+    with pytest.raises(UsageError, match=r"^timeout=5 is for engine=dask only: add engine=dask, "
+                       r"or leave out timeout=5$") as caught:
         tokcost.count(["x.txt"], timeout=5)
     assert caught.value.param == "timeout" and caught.value.related == ("engine",)
 

@@ -49,8 +49,9 @@ def make_engine(
         return DaskEngine(scheduler=scheduler, workers=jobs,
                           timeout=CONNECT_TIMEOUT if timeout is None else float(timeout))
     if timeout is not None:
-        raise UsageError(f"timeout={timeout:g} is for engine=dask only; add engine=dask "
-                         "or leave out timeout", param="timeout", related=("engine",))
+        raise UsageError(f"timeout={timeout:g} is for engine=dask only: add engine=dask, "
+                         f"or leave out timeout={timeout:g}", param="timeout",
+                         related=("engine",))
     from tokcost.counting import LocalEngine
 
     return LocalEngine(jobs=jobs or 1)

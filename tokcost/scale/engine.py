@@ -19,7 +19,9 @@ workers for ``timeout`` seconds is an error.
 from __future__ import annotations
 
 import logging
+import math
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,8 +51,6 @@ if TYPE_CHECKING:
 #: Seconds to wait for a scheduler, for its workers to answer, and for a worker
 #: to come back when none is left, before giving up with a clear error.
 CONNECT_TIMEOUT = 10.0
-#: Seconds between looks at the futures while none has finished.
-POLL = 0.05
 #: Bad workers named in an error before "and N more".
 NAMED_WORKERS = 3
 
@@ -180,79 +180,75 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
         )
 
 
-@dataclass
-class _Watch:
-    """Notices a cluster left without workers while work is pending."""
+class _Watch(threading.Thread):
+    """Looks at the cluster while work is pending: when it has had no worker for
+    ``timeout`` seconds (or its scheduler stops answering) it says why in
+    ``reason`` and cancels the work, so the driver's wait ends."""
 
-    client: Any
-    timeout: float
-    total: int
-    own_cluster: bool
-    done: int = 0
-    alone_since: float | None = None
-    next_look: float = 0.0
+    def __init__(self, client: Any, futures: list[Any], timeout: float,
+                 own_cluster: bool) -> None:
+        super().__init__(name="tokcost-dask-watch", daemon=True)
+        self.client = client
+        self.futures = futures
+        self.timeout = timeout
+        self.own_cluster = own_cluster
+        self.done = 0
+        self.reason: str | None = None
+        self.stopped = threading.Event()
 
-    @property
-    def step(self) -> float:
-        return min(1.0, self.timeout / 4)
-
-    def progress(self) -> None:
-        self.done += 1
-        self.alone_since = None
-
-    def idle(self) -> None:
-        """Look at the cluster now and then; raise when it has had no worker for
-        ``timeout`` seconds."""
-        now = time.monotonic()
-        if now < self.next_look:
-            return
-        self.next_look = now + self.step
+    def run(self) -> None:
+        step = min(1.0, self.timeout / 4)
+        alone_since: float | None = None
         address = self.client.scheduler.address
-        try:
-            threads = self.client.nthreads(callback_timeout=self.timeout)
-        except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"lost the Dask scheduler at {address} ({exc or 'no answer'}) "
-                               f"with {self.done} of {self.total} shards done") from None
-        if threads:
-            self.alone_since = None
-            return
-        if self.alone_since is None:
-            self.alone_since = now
-        if now - self.alone_since < self.timeout:
-            return
-        why = ("the local workers died and did not come back" if self.own_cluster else
-               f"the workers died or left the scheduler at {address} (one that cannot "
-               "import tokcost leaves at its first task: see the workers' logs); start "
-               f"workers with `dask worker {address}`")
-        raise ClusterError(
-            f"no Dask worker to run the work for {self.timeout:g} s ({self.done} of "
-            f"{self.total} shards done): {why}, or allow more time with timeout=SECONDS",
-            param="timeout",
-        )
+        while not self.stopped.wait(step):
+            try:
+                threads = self.client.nthreads(callback_timeout=self.timeout)
+            except Exception as exc:  # any failure to answer is the news
+                if self.stopped.is_set():
+                    return
+                self.reason = (f"lost the Dask scheduler at {address} ({exc or 'no answer'}) "
+                               f"with {self.done} of {len(self.futures)} shards done")
+                break
+            if threads:
+                alone_since = None
+                continue
+            now = time.monotonic()
+            alone_since = now if alone_since is None else alone_since
+            if now - alone_since >= self.timeout:
+                why = ("the local workers died and did not come back" if self.own_cluster
+                       else f"the workers died or left the scheduler at {address} (one that "
+                       "cannot import tokcost leaves at its first task: see the workers' "
+                       f"logs); start workers with `dask worker {address}`")
+                self.reason = (
+                    f"no Dask worker to run the work for {self.timeout:g} s ({self.done} of "
+                    f"{len(self.futures)} shards done): {why}, or allow more time with "
+                    "timeout=SECONDS")
+                break
+        if self.reason is not None and not self.stopped.is_set():
+            self.client.cancel(self.futures)
+
+    def stop(self) -> None:
+        self.stopped.set()
 
 
 def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
-    """The result of a finished future; one whose data was lost with its worker is
-    computed again, which needs a worker, so this waits under the watch too."""
-    while True:
-        try:
-            return fut.result(timeout=watch.step)
-        except TimeoutError:
-            if fut.status == "error":  # the task itself raised TimeoutError
-                raise
-            watch.idle()
-        except distributed.KilledWorker as exc:
-            raise ClusterError(
-                f"workers kept dying on one shard ({exc}); give them more memory "
-                "or use smaller shards"
-            ) from None
-        except CancelledError as exc:  # the scheduler or a remote client cancelled it
-            raise ClusterError(f"the cluster dropped the work: {exc}") from None
-        except ImportError as exc:  # s3fs, say, on this machine but not on the workers
-            raise ClusterError(
-                f"a Dask worker cannot import what the work needs ({exc}); install the "
-                "same packages on the workers as on this machine"
-            ) from None
+    """The result of a finished future, or the one-line reason the work stopped."""
+    try:
+        return fut.result()
+    except distributed.KilledWorker as exc:
+        raise ClusterError(
+            f"workers kept dying on one shard ({exc}); give them more memory "
+            "or use smaller shards"
+        ) from None
+    except CancelledError as exc:  # by the watch, the scheduler or a remote client
+        if watch.reason is not None:
+            raise ClusterError(watch.reason, param="timeout") from None
+        raise ClusterError(f"the cluster dropped the work: {exc}") from None
+    except ImportError as exc:  # s3fs, say, on this machine but not on the workers
+        raise ClusterError(
+            f"a Dask worker cannot import what the work needs ({exc}); install the "
+            "same packages on the workers as on this machine"
+        ) from None
 
 
 def _gather(
@@ -266,21 +262,16 @@ def _gather(
     distributed = _import_distributed()
     futures = client.map(fn, list(shards), pure=False, **kwargs)
     shard_of = {f.key: s for f, s in zip(futures, shards, strict=True)}
-    watch = _Watch(client, timeout, len(futures), own_cluster)
-    finished = distributed.as_completed(futures)
+    watch = _Watch(client, futures, timeout, own_cluster)
+    watch.start()
     try:
-        while not finished.is_empty():
-            batch = finished.next_batch(block=False)
-            if not batch:
-                watch.idle()
-                time.sleep(POLL)
-                continue
-            for fut in batch:
-                result = _result(fut, watch, distributed)
-                watch.progress()
-                yield shard_of[fut.key], result
-                fut.release()
+        for fut in distributed.as_completed(futures):
+            result = _result(fut, watch, distributed)
+            watch.done += 1
+            yield shard_of[fut.key], result
+            fut.release()
     finally:
+        watch.stop()
         client.cancel(futures)
 
 
@@ -365,8 +356,8 @@ class DaskEngine:
     client: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.timeout > 0:  # also refuses NaN
-            raise UsageError(f"timeout={self.timeout} must be more than 0 seconds",
+        if not 0 < self.timeout < math.inf:  # also refuses NaN
+            raise UsageError(f"timeout={self.timeout:g} must be a number of seconds above 0",
                              param="timeout")
 
     @property
