@@ -389,5 +389,7 @@ def test_workers_that_cannot_load_the_tasks_drop_out_and_the_run_fails(
     with pytest.raises(ClusterError) as caught:
         DaskEngine(client=procs, timeout=2).count_words(paths, "o200k")
     message = str(caught.value)
-    assert message.startswith("no Dask worker to run the work for 2 s (0 of 1 shards done)")
-    assert "one that cannot import tokcost leaves at its first task" in message
+    # distributed drops such a worker (today), or may one day fail the task instead.
+    assert message.startswith((
+        "no Dask worker to run the work for 2 s (0 of 1 shards done): the workers died or "
+        "left the scheduler at", "a Dask worker cannot import what the work needs")), message

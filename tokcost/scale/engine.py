@@ -157,20 +157,22 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
             f"start some with `dask worker {address}`"
         ) from None
     probe = _tokcost_probe()
+    run_async = getattr(client, "_run", None)  # Client.run itself has no timeout
     try:
-        answers: dict[str, Any] = client.sync(client._run, probe, on_error="return",
-                                              callback_timeout=timeout)
+        answers: dict[str, Any] = (
+            client.run(probe, on_error="return") if run_async is None else
+            client.sync(run_async, probe, on_error="return", callback_timeout=timeout))
     except (OSError, TimeoutError):
         raise ClusterError(
-            f"the Dask workers of {address} did not answer within {timeout:g} s; "
-            "check them (`dask worker` logs), or allow more time with timeout=SECONDS",
-            param="timeout",
+            f"the Dask workers of {address} did not answer within {timeout:g} s; see "
+            "the workers' logs, or allow more time with timeout=SECONDS", param="timeout",
         ) from None
     want = str(tokcost.__version__)
     bad: list[str] = []
     for worker, answer in sorted(answers.items()):
         if isinstance(answer, BaseException):
-            bad.append(f"{worker} cannot import it ({answer})")
+            text = (str(answer).strip().splitlines() or [type(answer).__name__])[0]
+            bad.append(f"{worker} cannot import it ({text})")
         elif answer != want:
             bad.append(f"{worker} has {answer}")
     if bad:
