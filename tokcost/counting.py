@@ -812,6 +812,14 @@ class _CountExecutor:
                 self.executor.shutdown(wait=True, cancel_futures=True)
 
 
+def refuse_urls(paths: Iterable[str | Path]) -> None:
+    """URLs (``s3://...``, ``https://...``) are read by the Dask engine only."""
+    for raw in paths:
+        if "://" in str(raw) and not os.path.exists(raw):
+            raise UsageError(f"{raw} is a URL: URLs need engine=dask (this engine reads "
+                             "files, folders and stdin)", param="engine")
+
+
 @dataclass(frozen=True)
 class LocalEngine:
     """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
@@ -834,6 +842,7 @@ class LocalEngine:
     ) -> CountReport:
         """See ``count_paths``. Counts are exact for any file size: streamable
         tokenizers see boundary-safe chunks, the others the whole text."""
+        refuse_urls(paths)
         report = CountReport(specs=list(tokenizers))
         executor = _CountExecutor(tokenizers, self.jobs, allow_special)
         done = 0
@@ -905,6 +914,7 @@ class LocalEngine:
         """See ``tokcost.bpe.pretokenize.count_words`` (``jobs`` processes)."""
         from tokcost.bpe.pretokenize import count_words
 
+        refuse_urls(paths)
         return count_words(paths, pattern, jobs=self.jobs, progress=progress)
 
 

@@ -178,6 +178,7 @@ def count(
     engine: EngineKind | str | Engine = EngineKind.LOCAL,
     jobs: int | None = None,
     scheduler: str | None = None,
+    timeout: float | None = None,
     stdin: BinaryIO | None = None,
     progress: ProgressFn | None = None,
 ) -> CountResult:
@@ -186,7 +187,8 @@ def count(
 
     ``catalog`` resolves model ids (also ``model:ID`` specs); ``include``/``exclude``
     are gitignore-style globs; ``engine`` (local or dask) runs with ``jobs`` workers,
-    or on the Dask cluster at ``scheduler``. ``progress(stage, done, total)``.
+    or on the Dask cluster at ``scheduler``, waiting ``timeout`` seconds at most for
+    it (see ``make_engine``). ``progress(stage, done, total)``.
 
     >>> import io, tokcost
     >>> r = tokcost.count(["-"], tokenizers=["cl100k_base"], stdin=io.BytesIO(b"hello world"))
@@ -199,7 +201,8 @@ def count(
                          param="paths")
     toks = load_tokenizers(choices)
     report = count_paths(
-        list(paths), toks, engine=make_engine(engine, jobs=jobs, scheduler=scheduler),
+        list(paths), toks,
+        engine=make_engine(engine, jobs=jobs, scheduler=scheduler, timeout=timeout),
         include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
         stdin=stdin, progress=progress)
     return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped))

@@ -22,16 +22,19 @@ class EngineKind(str, Enum):
 
 def make_engine(
     kind: EngineKind | str | Engine = EngineKind.LOCAL, *, jobs: int | None = None,
-    scheduler: str | None = None,
+    scheduler: str | None = None, timeout: float | None = None,
 ) -> Engine:
     """The engine for ``kind``: ``jobs`` workers here, or Dask (``jobs`` local worker
     processes, or the cluster at ``scheduler``, which implies Dask). An engine
-    object is returned as it is.
+    object is returned as it is. ``timeout`` (seconds, Dask only; default 10)
+    bounds every wait on the cluster: see ``tokcost.scale.DaskEngine``.
 
     >>> make_engine("local", jobs=2)
     LocalEngine(jobs=2, block_bytes=1048576)
     >>> make_engine(scheduler="tcp://10.0.0.5:8786")
     DaskEngine(scheduler='tcp://10.0.0.5:8786', workers=None, shard_bytes=None, timeout=10.0)
+    >>> make_engine("dask", timeout=60).timeout
+    60.0
     """
     if not isinstance(kind, str):  # EngineKind is a str too
         return kind
@@ -41,8 +44,14 @@ def make_engine(
         raise UsageError(f"unknown engine {kind!r}: use local or dask", param="engine") from None
     if kind is EngineKind.DASK or scheduler:
         from tokcost.scale import DaskEngine
+        from tokcost.scale.engine import CONNECT_TIMEOUT
 
-        return DaskEngine(scheduler=scheduler, workers=jobs)
+        return DaskEngine(scheduler=scheduler, workers=jobs,
+                          timeout=CONNECT_TIMEOUT if timeout is None else float(timeout))
+    if timeout is not None:
+        raise UsageError(f"timeout={timeout:g} is for engine=dask only: add engine=dask, "
+                         f"or leave out timeout={timeout:g}", param="timeout",
+                         related=("engine",))
     from tokcost.counting import LocalEngine
 
     return LocalEngine(jobs=jobs or 1)

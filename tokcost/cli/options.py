@@ -37,3 +37,12 @@ SchedulerOpt = Annotated[
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
+DaskTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        show_default=False,
+        help="Seconds --engine dask waits for the scheduler, its workers and http(s) servers, "
+        "and for a worker when none is left mid-run, before it gives up (default 10).",
+    ),
+]

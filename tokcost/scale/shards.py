@@ -24,8 +24,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, cast
+from urllib.parse import urlsplit
 
 from tokcost.errors import InputError, UsageError
+from tokcost.scale.http import HTML_PAGE, READ_TIMEOUT, NotATextFile, is_http, open_http, probe
 
 #: Default bytes per shard (one task) for ``plan_shards``. The Dask driver picks
 #: about 16 shards per worker thread within [MIN_SHARD_BYTES, MAX_SHARD_BYTES]:
@@ -70,12 +72,20 @@ def _has_glob(path: str) -> bool:
 # --- listing inputs -------------------------------------------------------------------
 
 
-def list_url(url: str) -> list[tuple[str, int, str]]:
+def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int, str]]:
     """``(url, size, relative name)`` of every file a URL names: one file, a folder
     (recursively; names relative to it, for ``include``/``exclude``) or a glob.
 
-    Needs ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
+    An ``http(s)://`` URL is one file, asked for its size within ``timeout``
+    seconds (``tokcost.scale.http.probe``; an HTML page raises ``NotATextFile``).
+    Others need ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
     """
+    if is_http(url):
+        answer = probe(url, timeout)
+        if answer.html_page:
+            raise NotATextFile(f"{url} is {HTML_PAGE}")
+        name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
+        return [(url, answer.size, name)]
     try:
         import fsspec
     except ImportError:
@@ -165,10 +175,14 @@ def plan_shards(
 
 @contextmanager
 def open_binary(path: str) -> Iterator[IO[bytes]]:
-    """Open a local path or an fsspec URL for binary reading (seekable)."""
+    """Open a local path, an http(s) URL or an fsspec URL for binary reading (seekable)."""
     if not is_url(path):
         with open(path, "rb") as fh:
             yield fh
+        return
+    if is_http(path):
+        with open_http(path) as web:
+            yield web
         return
     import fsspec
 

@@ -1,0 +1,201 @@
+"""``http://`` and ``https://`` inputs, read in byte ranges with the standard library.
+
+A worker reads only its shard of a file, so the server must answer ``Range``
+requests with ``206 Partial Content``. The driver asks once before planning
+(``probe``): a server that ignores ``Range`` is an error that says to download
+the file first, and an HTML page at a URL that names no ``.html`` file (a
+folder's index, a web page) is not a text file to count. Workers then read
+through ``RangeFile``, which checks every answer again. No aiohttp: fsspec's
+HTTP filesystem is not used for these URLs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import os
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import cast
+from urllib.parse import urlsplit
+
+from tokcost.errors import InputError, UsageError
+
+#: Seconds a worker waits for one answer of the server.
+READ_TIMEOUT = 60.0
+#: What a worker asks for at once when the reader wants less (a few small reads
+#: around each cut would otherwise each cost a request).
+MIN_REQUEST = 64 << 10
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_HTML_NAMES = (".html", ".htm", ".xhtml", ".shtml")
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
+
+
+def is_http(path: str) -> bool:
+    """``http://`` and ``https://`` URLs, which tokcost reads itself."""
+    return path.lower().startswith(("http://", "https://"))
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the server says about a URL: its size and whether it is an HTML page
+    that no file name asks for (``html_page``)."""
+
+    url: str
+    size: int
+    content_type: str
+    html_page: bool
+
+
+#: Why an HTML page is left out (``count`` reports it as skipped; ``bpe train`` refuses it).
+HTML_PAGE = "an HTML page (text/html), not a text file: pass the URLs of the files it links to"
+
+
+class NotATextFile(UsageError):
+    """The URL answers with an HTML page (a folder's index or a web page)."""
+
+
+def no_range_support(url: str, status: int, asked: str = "bytes=0-0") -> InputError:
+    return InputError(
+        f"the server of {url} does not support range requests (it answered {status} to "
+        f"'Range: {asked}'), which workers need to read parts of a file; download the "
+        "file first and count the local copy"
+    )
+
+
+class _Empty(Exception):
+    """A 416 answer to ``bytes=0-0``: the file has no bytes."""
+
+
+def _get(url: str, start: int, stop: int, timeout: float) -> http.client.HTTPResponse:
+    """``GET`` bytes ``[start, stop]`` (inclusive, as HTTP counts)."""
+    request = urllib.request.Request(
+        url, headers={"Range": f"bytes={start}-{stop}", "Accept-Encoding": "identity",
+                      "User-Agent": "tokcost"})
+    try:
+        return cast(http.client.HTTPResponse, urllib.request.urlopen(request, timeout=timeout))
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        if exc.code == 416 and start == 0:  # an empty file has no byte 0
+            raise _Empty from None
+        if exc.code in (404, 410):
+            raise FileNotFoundError(f"HTTP {exc.code} {exc.reason}") from None
+        raise OSError(f"HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        raise OSError(str(exc.reason)) from None
+    except TimeoutError:
+        raise OSError(f"no answer within {timeout:g} s") from None
+    except http.client.HTTPException as exc:  # not an OSError: a garbled answer
+        raise OSError(f"a broken answer ({type(exc).__name__})") from None
+
+
+def _content_range(header: str | None) -> tuple[int, int | None] | None:
+    """``bytes 0-0/1234`` -> ``(0, 1234)``; an unknown total (``/*``) is None."""
+    match = _CONTENT_RANGE.fullmatch((header or "").strip())
+    if match is None:
+        return None
+    total = match.group(3)
+    return int(match.group(1)), None if total == "*" else int(total)
+
+
+def _ask(url: str, timeout: float) -> Probe:
+    """Byte 0 of ``url``: its size and type. A server that ignores ``Range`` or
+    hides the size is an ``InputError``; one that cannot be read, an ``OSError``
+    (``FileNotFoundError`` for 404), as a local file that cannot be read."""
+    try:
+        with _get(url, 0, 0, timeout) as resp:
+            status = resp.status
+            final = resp.url or url
+            kind = resp.headers.get_content_type()
+            ranged = _content_range(resp.headers.get("Content-Range"))
+            length = resp.headers.get("Content-Length")
+    except _Empty:
+        return Probe(url, 0, "", html_page=False)
+    path = urlsplit(final).path.lower()
+    if kind in _HTML_TYPES and not path.endswith(_HTML_NAMES):
+        return Probe(url, 0, kind, html_page=True)
+    if status != 206 and length == "0":
+        return Probe(url, 0, kind, html_page=False)  # empty: no range to ask for
+    if status != 206:
+        raise no_range_support(url, status)
+    if ranged is None or ranged[1] is None:
+        raise InputError(
+            f"the server of {url} does not say how big the file is (no size in "
+            "Content-Range); download the file first and count the local copy")
+    return Probe(url, ranged[1], kind, html_page=False)
+
+
+def probe(url: str, timeout: float = READ_TIMEOUT) -> Probe:
+    """Ask for byte 0 of ``url``: its size, its type, and whether ranges work.
+
+    Raises ``InputError`` when the server ignores ``Range``, hides the size or
+    cannot be reached, ``UsageError`` when nothing is there (404, 410).
+    """
+    if not is_http(url):
+        raise UsageError(f"not an http(s) URL: {url}")
+    try:
+        return _ask(url, timeout)
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file or folder: {url} ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {url}: {exc}") from None
+
+
+class RangeFile(io.RawIOBase):
+    """A seekable, read-only file over HTTP ``Range`` requests (one per read)."""
+
+    def __init__(self, url: str, timeout: float = READ_TIMEOUT) -> None:
+        super().__init__()
+        self.url = url
+        self.timeout = timeout
+        found = _ask(url, timeout)
+        if found.html_page:
+            raise NotATextFile(f"{url} is {HTML_PAGE}")
+        self.size = found.size
+        self.pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        want = min(len(buffer), self.size - self.pos)
+        if want <= 0:
+            return 0
+        stop = self.pos + want - 1
+        with _get(self.url, self.pos, stop, self.timeout) as resp:
+            if resp.status != 206:
+                raise no_range_support(self.url, resp.status, f"bytes={self.pos}-{stop}")
+            ranged = _content_range(resp.headers.get("Content-Range"))
+            if ranged is None or ranged[0] != self.pos:
+                raise OSError("the server sent another range than asked "
+                              f"(Content-Range: {resp.headers.get('Content-Range')})")
+            try:
+                data = resp.read(want)
+            except http.client.HTTPException as exc:  # IncompleteRead: the server hung up
+                raise OSError(f"a broken answer ({type(exc).__name__})") from None
+        if not data:  # a short file would count short without a word
+            raise OSError(f"the server sent no bytes at offset {self.pos}")
+        view = memoryview(buffer).cast("B")
+        view[:len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def open_http(url: str, timeout: float = READ_TIMEOUT) -> io.BufferedReader:
+    """``RangeFile`` behind a small buffer: the few bytes read around each cut cost
+    one request, large block reads go straight through."""
+    return io.BufferedReader(RangeFile(url, timeout), buffer_size=MIN_REQUEST)
