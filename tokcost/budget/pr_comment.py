@@ -1,0 +1,231 @@
+"""One pull-request comment per pull request, found again by a hidden marker.
+
+The GitHub Action (``action.yml``) posts ``tokcost check``'s Markdown report on the
+pull request and, on the next push, edits that same comment instead of adding one,
+as size-limit's action does: list the issue comments, PATCH the first one whose body
+starts with the marker, else POST a new one. Standard library only (urllib), so the
+action needs nothing beyond tokcost itself.
+
+>>> # upsert_comment("https://api.github.com", "o/r", 7, token, report, MARKER)
+>>> # 'created' (first run), then 'updated'
+
+As a program (the action's comment step)::
+
+    python -m tokcost.budget.pr_comment REPORT.md
+
+reads ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` (default
+https://api.github.com) and ``GITHUB_EVENT_PATH`` (the pull request's number comes from
+the event JSON). Exit codes: 0 the comment was created or updated; 1 the API refused
+(401, 403, 404, ...) or could not be reached; 2 the environment is incomplete, the
+event has no pull request, or the report cannot be read. Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Literal
+
+from tokcost.budget.report import MARKER
+from tokcost.errors import InputError, TokcostError, UsageError
+
+__all__ = ["MAX_BODY_CHARS", "CommentError", "pull_request_number", "upsert_comment"]
+
+API_VERSION = "2022-11-28"  # the REST API version these calls are written against
+DEFAULT_API_URL = "https://api.github.com"
+MAX_BODY_CHARS = 65536  # GitHub rejects a longer comment body (422)
+PER_PAGE = 100  # the most the list endpoint returns per page
+MAX_PAGES = 100  # 10,000 comments: past that, a new comment beats an endless listing
+TRUNCATED = "\n\n… the report is longer than a comment may be: the job summary has all of it.\n"
+
+Outcome = Literal["created", "updated"]
+
+
+class CommentError(TokcostError):
+    """The GitHub API refused the request or could not be reached (exit code 1)."""
+
+
+def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
+                   marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
+    """Create or update the one comment on pull request ``number`` of ``repo`` ("owner/name").
+
+    The comment is the first one whose body starts with ``marker``; ``body`` gets the
+    marker in front if it lacks it, and is cut to what GitHub accepts. Returns
+    "created" or "updated"; raises CommentError (one line) when the API says no.
+    """
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise UsageError(f"repo={repo!r} is not 'owner/name'", param="repo")
+    if number < 1:
+        raise UsageError(f"number={number} must be a pull request number >= 1", param="number")
+    if not token:
+        raise UsageError("token is empty: pass a token allowed to write pull-request comments",
+                         param="token")
+    if not marker:
+        raise UsageError("marker is empty: pass the text that identifies the comment",
+                         param="marker")
+    base = api_url.rstrip("/")
+    owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))
+    payload = {"body": _with_marker(body, marker)}
+    existing = _find_comment(base, owner_name, number, token, marker, timeout)
+    if existing is not None:
+        _request("PATCH", f"{base}/repos/{owner_name}/issues/comments/{existing}", token,
+                 payload, timeout)
+        return "updated"
+    _request("POST", f"{base}/repos/{owner_name}/issues/{number}/comments", token, payload,
+             timeout)
+    return "created"
+
+
+def _with_marker(body: str, marker: str) -> str:
+    text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
+    if len(text) > MAX_BODY_CHARS:
+        text = text[: MAX_BODY_CHARS - len(TRUNCATED)] + TRUNCATED
+    return text
+
+
+def _find_comment(base: str, owner_name: str, number: int, token: str, marker: str,
+                  timeout: float) -> int | None:
+    """The id of the first comment that starts with the marker (a quote of it does not)."""
+    for page in range(1, MAX_PAGES + 1):
+        url = f"{base}/repos/{owner_name}/issues/{number}/comments?per_page={PER_PAGE}&page={page}"
+        comments = _request("GET", url, token, None, timeout)
+        if not isinstance(comments, list):
+            raise CommentError(f"GitHub API: GET {_path(url)} answered with no list of comments")
+        for comment in comments:
+            text = comment.get("body") if isinstance(comment, dict) else None
+            if isinstance(text, str) and text.lstrip().startswith(marker):
+                found = comment.get("id")
+                if isinstance(found, int):
+                    return found
+        if len(comments) < PER_PAGE:
+            break
+    return None
+
+
+def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
+             timeout: float) -> Any:
+    data = None if payload is None else json.dumps(payload).encode("utf-8")
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Accept": "application/vnd.github+json",
+        "Authorization": f"Bearer {token}",
+        "User-Agent": "tokcost-check",  # GitHub refuses requests without one
+        "X-GitHub-Api-Version": API_VERSION,
+        **({"Content-Type": "application/json"} if data is not None else {}),
+    })
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        raise CommentError(_refusal(exc, method, url)) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CommentError(f"cannot reach the GitHub API at {_origin(url)}: {reason}; "
+                           "check GITHUB_API_URL and the network") from None
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise CommentError(f"GitHub API: {method} {_path(url)} answered with no JSON") from None
+
+
+def _refusal(exc: urllib.error.HTTPError, method: str, url: str) -> str:
+    said = ""
+    try:
+        message = json.loads(exc.read() or b"{}").get("message")
+        if isinstance(message, str) and message:
+            said = f" ({' '.join(message.split())})"
+    except (ValueError, AttributeError, OSError):
+        pass
+    what = f"GitHub API: {exc.code} on {method} {_path(url)}{said}"
+    if exc.code == 401:
+        return f"{what}: the token is missing, expired or not a GitHub token"
+    if exc.code == 403:
+        return (f"{what}: the token may not write pull-request comments; give the job "
+                "'permissions: pull-requests: write' (a pull request from a fork gets a "
+                "read-only token)")
+    if exc.code == 404:
+        return (f"{what}: this token sees no such repository or pull request; check "
+                "GITHUB_REPOSITORY and the event's pull request number")
+    return f"{what}: try again later, or post the report from the job summary by hand"
+
+
+def _path(url: str) -> str:
+    return urllib.parse.urlsplit(url).path
+
+
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def pull_request_number(event: Any) -> int | None:
+    """The pull request's number in a webhook event, or None when the event has none.
+
+    >>> pull_request_number({"pull_request": {"number": 7}}), pull_request_number({"ref": "x"})
+    (7, None)
+    """
+    if not isinstance(event, dict):
+        return None
+    pr = event.get("pull_request")
+    if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+        return int(pr["number"])
+    issue = event.get("issue")  # issue_comment on a pull request
+    if isinstance(issue, dict) and "pull_request" in issue and isinstance(issue.get("number"), int):
+        return int(issue["number"])
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if len(args) != 1:
+            raise UsageError("usage: python -m tokcost.budget.pr_comment REPORT.md "
+                             "(the Markdown to post)")
+        env = os.environ
+        token = env.get("GITHUB_TOKEN", "")
+        repo = env.get("GITHUB_REPOSITORY", "")
+        event_path = env.get("GITHUB_EVENT_PATH", "")
+        api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
+        missing = [name for name, value in (("GITHUB_TOKEN", token),
+                                            ("GITHUB_REPOSITORY", repo),
+                                            ("GITHUB_EVENT_PATH", event_path)) if not value]
+        if missing:
+            raise UsageError(f"{', '.join(missing)} not set: run this in a GitHub Actions job "
+                             "(the action passes its github-token input as GITHUB_TOKEN)")
+        number = pull_request_number(_read_event(event_path))
+        if number is None:
+            name = env.get("GITHUB_EVENT_NAME") or "this event"
+            raise UsageError(f"{name} has no pull request in {event_path}: a comment needs a "
+                             "pull_request event")
+        body = _read_text(Path(args[0]))
+        outcome = upsert_comment(api_url, repo, number, token, body)
+    except TokcostError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2 if isinstance(exc, (UsageError, InputError)) else 1
+    print(f"tokcost: {outcome} the report comment on {repo}#{number}")
+    return 0
+
+
+def _read_event(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the event JSON {path}: {exc}") from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the report {path}: {exc}") from None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
