@@ -119,6 +119,7 @@ def train_bpe(
     force: bool = False,
     engine: EngineKind | str = EngineKind.LOCAL,
     scheduler: str | None = None,
+    timeout: float | None = None,
     progress: ProgressFn | None = None,
     stdin: BinaryIO | None = None,
 ) -> BPETrainResult:
@@ -129,7 +130,8 @@ def train_bpe(
     as U+FFFD; the result's ``skipped``, ``invalid_utf8_bytes`` and ``warnings`` say so.
 
     ``engine`` pre-tokenizes: ``local`` in ``config.jobs`` processes, ``dask`` on the
-    cluster at ``scheduler`` (else ``config.jobs`` local workers, or one per CPU);
+    cluster at ``scheduler`` (else ``config.jobs`` local workers, or one per CPU),
+    waiting ``timeout`` seconds at most for it (see ``make_engine``);
     the merges are the same either way. ``progress(stage, done, total)`` hears
     ``"pretokenize"`` (bytes) and ``"merge"`` (tokens). The output files are checked
     before training starts, so a long run never ends on "already exists".
@@ -140,7 +142,8 @@ def train_bpe(
     bpe.check_writable([out, bpe.vocab_path(out)], force)
     inputs = _TrainingInputs.scan(files, stdin)
     chosen = make_engine(
-        engine, jobs=config.jobs if config.jobs > 1 else None, scheduler=scheduler
+        engine, jobs=config.jobs if config.jobs > 1 else None, scheduler=scheduler,
+        timeout=timeout,
     )
     trained = bpe.train(inputs.paths, config, progress, engine=chosen,
                         texts=inputs.stdin or ())

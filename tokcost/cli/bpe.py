@@ -14,7 +14,7 @@ import tokcost
 from tokcost import ExportFormat
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.errors import to_flags
-from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt, SchedulerOpt
+from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, ForceOpt, JsonOpt, SchedulerOpt
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -150,6 +150,7 @@ def train_cmd(
         ),
     ] = "local",
     scheduler: SchedulerOpt = None,
+    timeout: DaskTimeoutOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -175,7 +176,8 @@ def train_cmd(
     )
     with _progress() as callback:
         result = tokcost.train_bpe(files, config, output, force=force, engine=engine,
-                                   scheduler=scheduler, progress=callback)
+                                   scheduler=scheduler, timeout=timeout,
+                                   progress=callback)
     for message in result.warnings:
         # The library's warnings name parameters; say them as this command's flags.
         for param in ("min_frequency", "vocab_size"):

@@ -11,7 +11,13 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
-from tokcost.cli.options import CatalogOpt, JsonOpt, SchedulerOpt, TokenizersOpt
+from tokcost.cli.options import (
+    CatalogOpt,
+    DaskTimeoutOpt,
+    JsonOpt,
+    SchedulerOpt,
+    TokenizersOpt,
+)
 
 if TYPE_CHECKING:
     from tokcost import ChatResult, CountResult, TokensResult
@@ -83,6 +89,7 @@ def count(
                           "processes; inputs may be globs or fsspec URLs such as s3://...).")
     ] = "local",
     scheduler: SchedulerOpt = None,
+    timeout: DaskTimeoutOpt = None,
     include: Annotated[
         list[str] | None,
         typer.Option("--include", help="Only files matching this glob (repeatable).",
@@ -145,7 +152,7 @@ def count(
         inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
         include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
         allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
-        progress=progress))
+        timeout=timeout, progress=progress))
     for note in result.warnings:
         warn(note)
     result.raise_for_empty()
