@@ -42,7 +42,7 @@ def test_train_json(tmp_path: Path) -> None:
         str(corpus),
         "-v",
         "280",
-        "-p",
+        "--pattern",
         "cl100k",
         "-j",
         "2",
@@ -68,7 +68,7 @@ def test_train_json(tmp_path: Path) -> None:
     [
         pytest.param(["-v", "100"], 2, "too small", id="vocab-too-small"),
         pytest.param(
-            ["-v", "300", "-p", "(oops"], 2, "invalid pre-tokenization regex", id="bad-regex"
+            ["-v", "300", "--pattern", "(oops"], 2, "invalid pre-tokenization regex", id="bad-regex"
         ),
         pytest.param(["-v", "300", "--jobs", "0"], 2, "--jobs", id="bad-jobs"),
     ],
@@ -202,7 +202,7 @@ def test_train_json_is_the_result(tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(TEXT, encoding="utf-8")
     out = tmp_path / "m.bpe"
-    cli = _doc(["train", str(corpus), "-v", "290", "-p", "gpt2", "-s", "<|endoftext|>",
+    cli = _doc(["train", str(corpus), "-v", "290", "--pattern", "gpt2", "-s", "<|endoftext|>",
                 "-j", "2", "-o", str(out)])
     config = tokcost.TrainerConfig(vocab_size=290, pattern=tokcost.PatternName.GPT2,
                                    special_tokens=("<|endoftext|>",), jobs=2)

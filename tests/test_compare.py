@@ -196,7 +196,7 @@ def test_compare_imports_stay_light() -> None:
         pytest.param(["--builtin", "-k", "code", "-k", "data", "-t", "cl100k_base"],
                      {"kinds": [tokcost.CorpusKind.CODE, "data"], "tokenizers": ["cl100k_base"]},
                      id="builtin-kinds"),
-        pytest.param(["{f}/en.txt", "{f}/hi.txt", "-t", "o200k_base", "-b", "hi"],
+        pytest.param(["{f}/en.txt", "{f}/hi.txt", "-t", "o200k_base", "--baseline", "hi"],
                      {"sources": ["{f}/en.txt", "{f}/hi.txt"], "tokenizers": ["o200k_base"],
                       "baseline": "hi"},
                      id="files-baseline"),

@@ -393,7 +393,7 @@ NEEDS_LEAD = "needs a change outside this helper's files (see the conventions re
 STDERR_ROWS = [
     pytest.param(["price", "-m", "claude-sonnet-4-5", "-i", "250k", "--cached-tokens", "200k"],
                  "note: long-context tier", id="price-tier"),
-    pytest.param(["price", "-m", "gpt-4o", "-i", "1k", "--batch"], "note: batch discount",
+    pytest.param(["price", "-m", "gpt-4o", "-i", "1k", "--batch-api"], "note: batch discount",
                  id="price-batch"),
     pytest.param(["price", "-m", "gpt-4o", "-i", "1k"], "note: prices as of", id="price-as-of"),
     pytest.param(["price", "-m", PROXY, "{texts}/en.txt"], "note: ≈ prompt counted",

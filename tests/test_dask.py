@@ -310,7 +310,7 @@ def test_cli_bpe_train_engine_dask_writes_the_same_model(
     tmp_path: Path, cluster: Any, runner: Any
 ) -> None:
     paths = _corpus(tmp_path / "data", invalid=False)
-    base = ["bpe", "train", *paths, "-v", "350", "-p", "cl100k"]
+    base = ["bpe", "train", *paths, "-v", "350", "--pattern", "cl100k"]
     local = runner.invoke(app, [*base, "-o", str(tmp_path / "local.bpe")])
     remote = runner.invoke(app, [*base, "-o", str(tmp_path / "dask.bpe"), "--engine", "dask",
                                  "--scheduler", cluster.scheduler.address])

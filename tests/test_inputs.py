@@ -37,7 +37,7 @@ BAD = b"caf\xe9 au lait \xff\xfe and then\nsome more text\r\n"  # 3 bytes are no
 BAD_NOTE = "3 bytes of invalid UTF-8 replaced with U+FFFD"
 BINARY = b"GIF89a\x00\x01\x02 not text"
 CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How many?"}]
-TRAIN = ["-v", "280", "-p", "gpt2"]
+TRAIN = ["-v", "280", "--pattern", "gpt2"]
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ JSON_ROWS: list[Any] = [
                  id="count-chat-stdin"),
     pytest.param(["bpe", "encode", "{tok}", "the kettle", "--json"], None,
                  lambda w: tokcost.encode_bpe(w["tok"], "the kettle"), id="encode-text"),
-    pytest.param(["bpe", "encode", "-t", "o200k_base", "-f", "{bad}", "--json"], None,
+    pytest.param(["bpe", "encode", "-t", "o200k_base", "--file", "{bad}", "--json"], None,
                  lambda w: tokcost.encode_bpe("o200k_base", path=w["bad"]), id="encode-file"),
     pytest.param(["bpe", "encode", "-t", "model:gpt-4o", "-", "--json"], BAD,
                  lambda w: tokcost.encode_bpe("model:gpt-4o", path="-", stdin=io.BytesIO(BAD)),
@@ -235,7 +235,7 @@ def test_json_is_the_same_under_any_hash_seed(tiny_hf_tokenizer: Path, args: lis
                      '"input_counted_from_files": true', id="price"),
         pytest.param(["bpe", "encode", "-t", "o200k_base", "-"], b"hello world", "24912 2375",
                      id="encode-dash"),
-        pytest.param(["bpe", "encode", "o200k_base", "-f", "-"], b"hello world", "24912 2375",
+        pytest.param(["bpe", "encode", "o200k_base", "--file", "-"], b"hello world", "24912 2375",
                      id="encode-file-dash"),
         pytest.param(["bpe", "decode", "-t", "o200k_base", "-"], b"24912 2375", "hello world",
                      id="decode-dash"),
@@ -283,7 +283,7 @@ def test_training_on_stdin_equals_training_on_the_file(work: dict[str, str],
                      "{bad}: " + BAD_NOTE, id="train"),
         pytest.param(["bpe", "train", "-", *TRAIN, "-o", "{out}"], BAD + TEXT.encode(),
                      "<stdin>: " + BAD_NOTE, id="train-stdin"),
-        pytest.param(["bpe", "encode", "{tok}", "-f", "{bad}"], None, "{bad}: " + BAD_NOTE,
+        pytest.param(["bpe", "encode", "{tok}", "--file", "{bad}"], None, "{bad}: " + BAD_NOTE,
                      id="encode-file"),
         pytest.param(["bpe", "encode", "-t", "cl100k_base", "-"], BAD, "<stdin>: " + BAD_NOTE,
                      id="encode-stdin"),
@@ -303,7 +303,7 @@ def test_json_carries_the_replaced_bytes(work: dict[str, str]) -> None:
     tokens = json.loads(_invoke(["count", "{bad}", "--tokens", "--json"], work).stdout)
     assert tokens["files"][0]["invalid_utf8_bytes"] == 3
     assert "\ufffd" in tokens["files"][0]["text"] and "\r\n" in tokens["files"][0]["text"]
-    encoded = json.loads(_invoke(["bpe", "encode", "{tok}", "-f", "{bad}", "--json"],
+    encoded = json.loads(_invoke(["bpe", "encode", "{tok}", "--file", "{bad}", "--json"],
                                  work).stdout)
     assert encoded["invalid_utf8_bytes"] == 3
 
@@ -334,7 +334,7 @@ BINARY_REASON = "binary (NUL byte at offset 6)"
                      "nothing to train on: every input was skipped", id="train-only"),
         pytest.param(["bpe", "train", "-", *TRAIN, "-o", "{out}"], BINARY, 1,
                      "skipped <stdin>: " + BINARY_REASON, id="train-stdin"),
-        pytest.param(["bpe", "encode", "{tok}", "-f", "{bin}"], None, 1,
+        pytest.param(["bpe", "encode", "{tok}", "--file", "{bin}"], None, 1,
                      "skipped {bin}: " + BINARY_REASON + "; give a text file", id="encode"),
         pytest.param(["bpe", "encode", "-t", "o200k_base", "-"], BINARY, 1,
                      "skipped <stdin>: " + BINARY_REASON, id="encode-stdin"),

@@ -289,7 +289,7 @@ def test_cli_table() -> None:
 
 def test_cli_gpu_fit_table() -> None:
     result = runner.invoke(
-        app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "h100", "-c", "8Ki"]
+        app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "h100", "--context", "8Ki"]
     )
     assert result.exit_code == 0, result.output
     assert "28,181" in result.output and "55.04x" in result.output
@@ -304,7 +304,7 @@ def test_cli_json_keys() -> None:
             "estimate",
             "-m",
             "deepseek-v3",
-            "-c",
+            "--context",
             "1k,32k",
             "--kv-memory",
             "40GiB",
@@ -328,7 +328,7 @@ def test_cli_json_keys() -> None:
         pytest.param(["-m", "llama-3.1-8b", "--gpu", "H1000"], "did you mean", id="unknown-gpu"),
         pytest.param(["-m", "llama-3.1-8b", "--gpu-memory", "80G"], "ambiguous", id="unit"),
         pytest.param(["-m", "llama-3.1-8b", "--gpu-memory", "0GB"], "greater than zero", id="zero"),
-        pytest.param(["-m", "llama-3.1-8b", "-c", "0"], "positive", id="zero-context"),
+        pytest.param(["-m", "llama-3.1-8b", "--context", "0"], "positive", id="zero-context"),
         pytest.param(["-m", "llama-3.1-8b", "--batch", "-1"], "--batch", id="neg-batch"),
         pytest.param(["-m", "llama-3.1-8b", "--block-size", "0"], "--block-size", id="block"),
         pytest.param(["-m", "gpt-4o"], "no architecture", id="no-arch"),
@@ -360,7 +360,7 @@ def test_cli_plot(tmp_path: Path) -> None:
         "estimate",
         "-m",
         "gemma-3-27b",
-        "-c",
+        "--context",
         "1k,32k",
         "--gpu",
         "H100",

@@ -69,12 +69,12 @@ def same(result: Any) -> Any:
     [
         pytest.param(["-m", "llama-3.1-8b"], {}, id="default"),
         pytest.param(
-            ["-m", "llama-3.1-70b", "-c", "1k,8k", "--gpu", "H100", "--tp", "4"],
+            ["-m", "llama-3.1-70b", "--context", "1k,8k", "--gpu", "H100", "--tp", "4"],
             dict(contexts=[1000, 8000], gpu="H100", tp=4),
             id="gpu-tp",
         ),
         pytest.param(
-            ["-m", "gemma-3-27b", "-c", "32k", "--kv-memory", "20GiB", "--kv-dtype", "fp8"],
+            ["-m", "gemma-3-27b", "--context", "32k", "--kv-memory", "20GiB", "--kv-dtype", "fp8"],
             dict(contexts=[32000], kv_memory=20 * GiB, kv_dtype=tokcost.KvDtypeName.FP8),
             id="kv-memory-fp8",
         ),
@@ -176,7 +176,7 @@ def test_simulate_a_model_from_the_users_catalog(mine: Path) -> None:
         ),
         pytest.param(
             lambda: tokcost.estimate_memory("llama-3.1-8b", contexts=[0]),
-            "contexts", "contexts must be positive", ["estimate", "-m", "llama-3.1-8b", "-c", "0"],
+            "contexts", "contexts must be positive", ["estimate", "-m", "llama-3.1-8b", "--context", "0"],
             "--context must be positive", id="context",
         ),
         pytest.param(

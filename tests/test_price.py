@@ -167,7 +167,7 @@ def test_cli_table() -> None:
 
 
 def test_cli_json() -> None:
-    result = price("-m", "claude-sonnet-4-5", "-i", "250k", "-o", "2k", "--json")
+    result = price("-m", "claude-sonnet-4-5", "-i", "250k", "--output-tokens", "2k", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["total_usd"] == "1.545"  # 250k x $6 + 2k x $22.50
@@ -217,11 +217,11 @@ def test_cli_bad_input_one_line(args: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("args", "kwargs"),
     [
-        pytest.param(["-m", "gpt-4o", "-i", "12k", "-o", "800", "--cached-tokens", "2k"],
+        pytest.param(["-m", "gpt-4o", "-i", "12k", "--output-tokens", "800", "--cached-tokens", "2k"],
                      {"input_tokens": 12_000, "output_tokens": 800, "cached_tokens": 2000},
                      id="counts"),
         pytest.param(["-m", "claude-sonnet-4-5", "-i", "300k", "--cache-write-tokens", "50k",
-                      "-o", "2k", "--batch", "-n", "3"],
+                      "--output-tokens", "2k", "--batch-api", "--requests", "3"],
                      {"input_tokens": 300_000, "cache_write_tokens": 50_000,
                       "output_tokens": 2000, "batch": True, "requests": 3}, id="tier-batch"),
         pytest.param(["-m", "o3", "-i", "2k", "--reasoning-tokens", "4k"],
@@ -263,7 +263,7 @@ def test_model_of_a_user_catalog(tmp_path: Path) -> None:
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(text, encoding="utf-8")
     counted = runner.invoke(app, ["price", "-m", "my-model", "--catalog", str(mine), str(prompt),
-                                  "-o", "1k", "--json"])
+                                  "--output-tokens", "1k", "--json"])
     assert counted.exit_code == 0, counted.output
     data = json.loads(counted.stdout)
     n = tokcost.get_tokenizer("tiktoken:cl100k_base").count(text)
@@ -288,7 +288,7 @@ def test_library_errors_name_the_api_parameter() -> None:
     assert no_batch.value.param == "batch" and "batch=True" in str(no_batch.value)
     # ... and the CLI names the flag
     assert "(--catalog FILE with 'extends: shipped')" in price("-m", "llama-3.1-8b", "-i", "5").stderr
-    assert "drop --batch" in price("-m", "nocache", "-i", "5", "--batch").stderr
+    assert "drop --batch-api" in price("-m", "nocache", "-i", "5", "--batch-api").stderr
 
 
 def test_price_loads_no_tokenizer_library() -> None:

@@ -122,7 +122,7 @@ def train_cmd(
     pattern: Annotated[
         str,
         typer.Option(
-            "--pattern", "-p", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex."
+            "--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex."
         ),
     ] = "o200k",
     special_tokens: Annotated[
@@ -160,7 +160,7 @@ def train_cmd(
 
       tokcost bpe train corpus.txt --vocab-size 32768 -o tok.bpe
 
-      tokcost bpe train docs/*.md -v 8192 -p cl100k -s '<|endoftext|>' -j 2 -o tok.bpe --json
+      tokcost bpe train docs/*.md -v 8192 --pattern cl100k -s '<|endoftext|>' -j 2 -o tok.bpe --json
 
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
 
@@ -222,7 +222,7 @@ def encode_cmd(
     ] = None,
     tokenizer: TokenizerOpt = None,
     file: Annotated[
-        str | None, typer.Option("--file", "-f", show_default=False,
+        str | None, typer.Option("--file", show_default=False,
                                  help="Read the text from a file ('-' = stdin).")
     ] = None,
     allow_special: Annotated[
@@ -382,7 +382,8 @@ def export_cmd(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
     format: Annotated[
         ExportFormat,
-        typer.Option("--format", help="tiktoken (rank file + OUT.json) or hf (tokenizer.json)."),
+        typer.Option("--format", "-f",
+                     help="tiktoken (rank file + OUT.json) or hf (tokenizer.json)."),
     ] = ExportFormat.HF,
     pattern: PatternOpt = None,
     force: ForceOpt = False,

@@ -237,7 +237,7 @@ def compare(
                      "the cost of each version as input at its price.", show_default=False),
     ] = None,
     baseline: Annotated[
-        str, typer.Option("--baseline", "-b", help="Language code the premium is relative to.")
+        str, typer.Option("--baseline", help="Language code the premium is relative to.")
     ] = "en",
     kinds: Annotated[
         list[tokcost.CorpusKind] | None,

@@ -135,6 +135,9 @@ def usage_line(exc: Any, command_path: str) -> str:
     possible = re.search(r"\s*\(Possible options: ([^)]*)\)", message)
     if possible:
         options = possible.group(1).split(", ")
+        typed = getattr(exc, "option_name", None) or ""
+        # closest first: "--jsn" is nearer "--json" than "--csv"
+        options.sort(key=lambda o: -difflib.SequenceMatcher(None, typed, o).ratio())
         message = message.replace(possible.group(0), "")
         message += f" (did you mean {' or '.join(options[:3])}?)"
     suggested = re.search(r"\.? Did you mean (.+)\?$", message)

@@ -52,7 +52,6 @@ def estimate(
         str | None,
         typer.Option(
             "--context",
-            "-c",
             help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024). "
             "Default: the model's context window.",
         ),

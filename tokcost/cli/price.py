@@ -20,7 +20,7 @@ Examples:
 \b
   tokcost price -m gpt-4o --input-tokens 12k --output-tokens 800
   tokcost price -m claude-sonnet-4-5 --input-tokens 250k --cached-tokens 200k --output-tokens 2k
-  tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 --requests 10000 --batch
+  tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 --requests 10000 --batch-api
   cat prompt.txt | tokcost price -m gemini-2.5-pro - --output-tokens 1k --json
   tokcost price -m o3 --input-tokens 2k --output-tokens 300 --reasoning-tokens 4k
 
@@ -38,7 +38,7 @@ def price(
         str | None, typer.Option("--input-tokens", "-i", help="Prompt tokens per request (12k).")
     ] = None,
     output_tokens: Annotated[
-        str, typer.Option("--output-tokens", "-o", help="Output tokens per request.")
+        str, typer.Option("--output-tokens", help="Output tokens per request.")
     ] = "0",
     cached_tokens: Annotated[
         str, typer.Option("--cached-tokens", help="Prompt tokens read from the cache.")
@@ -49,9 +49,11 @@ def price(
     reasoning_tokens: Annotated[
         str, typer.Option("--reasoning-tokens", help="Reasoning tokens on top of the output.")
     ] = "0",
-    batch: Annotated[bool, typer.Option("--batch", help="Apply the batch API discount.")] = False,
+    batch: Annotated[
+        bool, typer.Option("--batch-api", help="Apply the provider's batch API discount.")
+    ] = False,
     requests: Annotated[
-        str, typer.Option("--requests", "-n", help="Number of identical requests.")
+        str, typer.Option("--requests", help="Number of identical requests.")
     ] = "1",
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
