@@ -23,7 +23,7 @@ from tokcost.cli.app import COMMANDS, _load_command, app
 # fuzz leaves them at their defaults (they have their own tests).
 SKIP_OPTIONS = {"--scheduler", "--engine", "--workers", "--help", "--install-completion",
                 "--show-completion", "--version", "--requests", "--max-tokens", "--vocab-size",
-                "--timeout", "--n", "--write", "--context"}
+                "--timeout", "--n", "--write", "--context", "--max-new-tokens", "--rate"}
 
 WORDS = ["-1", "0", "1", "3", "1.5", "x", "", "nan", "1e30", "8k", "80GB", "1B",
          "o200k_base", "o200k", "cl100k_base", "llama-3.1-8b", "gpt-4o", "h100", "paged",
