@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # module -> the public names it defines (each module's __all__; a test keeps them equal).
 # One line per module, so use cases can be added without touching the others.

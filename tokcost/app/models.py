@@ -100,6 +100,12 @@ class PriceSync:
     written: int  # differences written into ``file``
     write: bool  # was writing asked for?
     shipped: bool  # is ``file`` the catalog shipped with tokcost?
+    dated: tuple[str, ...] = ()  # models whose ``as_of`` the write set
+
+    @property
+    def current(self) -> bool:
+        """Does the catalog (as read, before any write) agree with the database?"""
+        return not self.differences
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +115,7 @@ class PriceSync:
             "unmatched": list(self.unmatched),
             "differences": [d.to_dict() for d in self.differences],
             "written": self.written,
+            "dated": list(self.dated),
         }
 
 
@@ -247,8 +254,11 @@ def sync_prices(
 
     With ``write``, the differences that are plain values are written into the
     catalog file, in place (comments and layout kept), checked, then atomically
-    replaced; a whole new tier is left to a hand edit. ``when`` dates the database
-    prices (default: now).
+    replaced; a whole new tier is left to a hand edit. Each entry brought up to date
+    gets a new ``as_of``: the database's start date for its prices, or the UTC day of
+    ``when`` where the database has none. ``when`` dates the database prices
+    (default: now). ``current`` on the result says whether there was nothing to change
+    (what ``models sync-prices --check`` exits on).
     """
     from tokcost.catalog import load_catalog
     from tokcost.catalog.lookup import catalog_files
@@ -261,14 +271,15 @@ def sync_prices(
 
         ensure_writable(path)  # before the database is read and compared
     report = compare_prices(list(load_catalog(path).models), when=when)
-    written = apply_diffs(path, list(report.diffs)) if write and report.diffs else 0
+    done = apply_diffs(path, list(report.diffs)) if write and report.diffs else None
     return PriceSync(
         file=path,
         database_version=report.database_version,
         matched=report.matched,
         unmatched=report.unmatched,
         differences=report.diffs,
-        written=written,
+        written=done.changes if done is not None else 0,
         write=write,
         shipped=path.resolve() == shipped_path("models.yaml").resolve(),
+        dated=done.dated if done is not None else (),
     )

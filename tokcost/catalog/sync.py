@@ -6,12 +6,20 @@ genai-prices (pydantic's maintained price database, an optional extra:
 Writing edits the YAML text in place, value by value, at the positions the YAML
 parser reports, so comments and layout survive; the result is checked by the
 loader before it atomically replaces the file.
+
+An entry whose differences are all written gets a new ``as_of``: the database's
+date for the prices it was compared with (the latest start date of the standard
+price and of the batch variant in use), or, when the database dates neither, the
+day of the comparison (today, UTC). A start date is a fact about the price, so a
+re-run on another day writes the same file; "today" only stands in where the
+database says nothing. An entry left with a difference to edit by hand (a whole
+new tier) keeps its ``as_of``: its prices are not yet the database's.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
@@ -51,6 +59,7 @@ class PriceDiff:
     database: Decimal | bool | None
     database_model: str
     writable: bool = True  # False: needs a hand edit (e.g. a whole new tier)
+    as_of: _dt.date | None = None  # the date writing gives the entry (see the module doc)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,7 +77,21 @@ class PriceDiff:
             else str(self.database),
             "database_model": self.database_model,
             "writable": self.writable,
+            "as_of": self.as_of.isoformat() if self.as_of is not None else None,
         }
+
+    def describe(self) -> str:
+        """The difference as one line: model, field, the catalog's value, the database's."""
+        if not self.writable:
+            return f"{self.model}: {self.field}: not in the catalog (add by hand)"
+        return (f"{self.model}: {self.field}: catalog {_shown(self.catalog)}, "
+                f"genai-prices {_shown(self.database)}")
+
+
+def _shown(value: Decimal | bool | None) -> str:
+    if value is None:
+        return "unset"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
@@ -99,22 +122,46 @@ def _flatten(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
     return base, {int(t.start): cast(Decimal, t.price) for t in value.tiers}
 
 
-def _database_prices(model: Any, when: _dt.datetime) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Standard prices and the batch variant's prices (empty when none)."""
+def _database_prices(
+    model: Any, when: _dt.datetime
+) -> tuple[dict[str, Any], dict[str, Any], _dt.date | None]:
+    """Standard prices, the batch variant's prices (empty when none), and the latest
+    start date of the two (None when the database dates neither)."""
     standard = model.get_prices(when)
     std = {k: getattr(standard, k, None) for k in FIELDS}
+    dates = [_start(_standard_constraint(model, when))]
     batch: dict[str, Any] = {}
     for variant in model.price_variants or ():
         if variant.when == {"processing": "batch"} and (
             variant.constraint is None or variant.constraint.active(when)
         ):
             batch = {k: getattr(variant.prices, k, None) for k in FIELDS}
-    return std, batch
+            dates.append(_start(variant.constraint))
+    known = [d for d in dates if d is not None]
+    return std, batch, max(known) if known else None
+
+
+def _standard_constraint(model: Any, when: _dt.datetime) -> Any:
+    """The constraint of the conditional price ``model.get_prices(when)`` picks, if any
+    (genai-prices tries them last to first; the first one when none is active)."""
+    if not isinstance(model.prices, list):
+        return None
+    for conditional in reversed(model.prices):
+        if conditional.constraint is None or conditional.constraint.active(when):
+            return conditional.constraint
+    return None  # the fallback price is not active at ``when``: it dates nothing
+
+
+def _start(constraint: Any) -> _dt.date | None:
+    """A start-date constraint's date; None for none or a time-of-day window."""
+    start = getattr(constraint, "start_date", None)
+    return start if isinstance(start, _dt.date) else None
 
 
 def _compare(
     entry: ModelEntry, pricing: Pricing, db_id: str, std: dict[str, Any], batch: dict[str, Any]
 ) -> list[PriceDiff]:
+    """The entry's differences (``as_of`` not yet set)."""
     diffs: list[PriceDiff] = []
     tiers_db: dict[int, dict[str, Decimal]] = {}
     for key, name in FIELDS.items():
@@ -168,6 +215,11 @@ def _compare(
     return diffs
 
 
+def _utc_day(when: _dt.datetime) -> _dt.date:
+    """The UTC day of ``when`` (naive means UTC, as genai-prices reads it)."""
+    return (when if when.tzinfo is None else when.astimezone(_dt.timezone.utc)).date()
+
+
 def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = None) -> SyncReport:
     """Every difference between catalog prices and genai-prices, for models it knows."""
     providers, db_version = _providers()
@@ -191,8 +243,10 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
             unmatched.append(entry.id)
             continue
         matched.append(entry.id)
-        std, batch = _database_prices(model, when)
-        diffs.extend(_compare(entry, entry.pricing, model.id, std, batch))
+        std, batch, dated = _database_prices(model, when)
+        as_of = dated or _utc_day(when)
+        diffs.extend(replace(d, as_of=as_of)
+                     for d in _compare(entry, entry.pricing, model.id, std, batch))
     return SyncReport(tuple(diffs), tuple(matched), tuple(unmatched), db_version)
 
 
@@ -214,8 +268,17 @@ def _child(node: yaml.Node, key: str) -> tuple[yaml.Node, yaml.Node] | None:
     return None
 
 
-def apply_diffs(path: Path, diffs: list[PriceDiff]) -> int:
-    """Write the writable differences into the catalog file; returns how many."""
+@dataclass(frozen=True)
+class Written:
+    """What ``apply_diffs`` changed in the file."""
+
+    changes: int  # differences written
+    dated: tuple[str, ...]  # models whose ``as_of`` was set (all their differences written)
+
+
+def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
+    """Write the writable differences into the catalog file, and the ``as_of`` of each
+    entry they bring up to date (see the module doc)."""
     text = path.read_text(encoding="utf-8")
     root = yamltext.compose(text)
     models = _child(root, "models") if root is not None else None
@@ -229,40 +292,62 @@ def apply_diffs(path: Path, diffs: list[PriceDiff]) -> int:
             pricing_nodes[str(found[1].value)] = pricing[1]
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement)
     written = 0
+    pending: dict[str, int] = {}  # model -> its differences not written
     for diff in diffs:
-        node = pricing_nodes.get(diff.model)
-        if not diff.writable or node is None or diff.database is None:
+        pending.setdefault(diff.model, 0)
+        edit = _price_edit(pricing_nodes.get(diff.model), diff)
+        if edit is None:
+            pending[diff.model] += 1
             continue
-        target = node
-        field = diff.field
-        if field.startswith("tiers["):
-            index = int(field[6 : field.index("]")])
-            field = field.split(".", 1)[1]
-            tiers = _child(node, "tiers")
-            if tiers is None or not isinstance(tiers[1], yaml.SequenceNode):
-                continue
-            target = tiers[1].value[index]
-        value = _scalar(diff.database)
-        existing = _child(target, field)
-        if existing is not None:
-            v = existing[1]
-            edits.append((v.start_mark.index, v.end_mark.index, value))
-        elif isinstance(target, yaml.MappingNode) and target.flow_style:
-            at = target.start_mark.index + 1
-            edits.append((at, at, f"{field}: {value}, "))
-        elif isinstance(target, yaml.MappingNode) and target.value:
-            first = target.value[0][0]
-            at = first.start_mark.index
-            indent = " " * first.start_mark.column
-            edits.append((at, at, f"{field}: {value}\n{indent}"))
-        else:
-            continue
+        edits.append(edit)
         written += 1
+    dated: list[str] = []
+    for model, left in pending.items():
+        node = pricing_nodes.get(model)
+        day = next(d.as_of for d in diffs if d.model == model) or _utc_day(
+            _dt.datetime.now(tz=_dt.timezone.utc))
+        edit = _set_edit(node, "as_of", day.isoformat()) if node is not None else None
+        if left == 0 and edit is not None:
+            edits.append(edit)
+            dated.append(model)
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
     if written:
         _write_checked(path, text)
-    return written
+    return Written(written, tuple(dated))
+
+
+def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> tuple[int, int, str] | None:
+    """The text edit that writes ``diff`` into its entry's pricing node, if it can be."""
+    if not diff.writable or node is None or diff.database is None:
+        return None
+    target: yaml.Node = node
+    field = diff.field
+    if field.startswith("tiers["):
+        index = int(field[6 : field.index("]")])
+        field = field.split(".", 1)[1]
+        tiers = _child(node, "tiers")
+        if tiers is None or not isinstance(tiers[1], yaml.SequenceNode):
+            return None
+        target = tiers[1].value[index]
+    return _set_edit(target, field, _scalar(diff.database))
+
+
+def _set_edit(target: yaml.Node, field: str, value: str) -> tuple[int, int, str] | None:
+    """Replace ``field``'s value in a mapping node, or add the key (first, in its style)."""
+    existing = _child(target, field)
+    if existing is not None:
+        v = existing[1]
+        return v.start_mark.index, v.end_mark.index, value
+    if isinstance(target, yaml.MappingNode) and target.flow_style:
+        at = target.start_mark.index + 1
+        return at, at, f"{field}: {value}, "
+    if isinstance(target, yaml.MappingNode) and target.value:
+        first = target.value[0][0]
+        at = first.start_mark.index
+        indent = " " * first.start_mark.column
+        return at, at, f"{field}: {value}\n{indent}"
+    return None
 
 
 def _write_checked(path: Path, text: str) -> None:

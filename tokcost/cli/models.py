@@ -10,6 +10,7 @@ import typer
 import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide
 from tokcost.cli.options import CatalogOpt, JsonOpt
+from tokcost.errors import UsageError
 
 models_app = typer.Typer(
     name="models",
@@ -232,7 +233,12 @@ Examples:
 \b
   tokcost models sync-prices               report every difference with genai-prices
   tokcost models sync-prices --write       write them into the catalog file (atomically)
+  tokcost models sync-prices --check       in CI: exit 1 while any price is stale
   tokcost models sync-prices --catalog mine.yaml --json
+
+--check prints one difference a line on stdout (model, field, catalog value,
+database value) and exits 1 if there is any, 0 if none. --write also sets each
+updated entry's as_of: the database's start date for its prices, else today (UTC).
 
 Needs the genai-prices package: pip install 'tokcost\\[prices]'.
 """
@@ -243,6 +249,10 @@ def sync_prices(
     write: Annotated[
         bool, typer.Option("--write", help="Write the differences to the file.")
     ] = False,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 if any price differs from the database (for CI)."),
+    ] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
@@ -250,9 +260,17 @@ def sync_prices(
     from rich import box
     from rich.table import Table
 
+    if check and write:
+        raise UsageError("--check only reports the differences and --write writes them: "
+                         "give one of them")
     result = tokcost.sync_prices(catalog=catalog, write=write)
     if json_out:
         print_json(result.to_dict())
+        if check and not result.current:
+            raise typer.Exit(code=1)
+        return
+    if check:
+        _report_stale(result)
         return
     out.print(
         f"compared {len(result.matched)} priced models with genai-prices "
@@ -275,6 +293,26 @@ def sync_prices(
         out.print("run with --write to apply them")
     if result.shipped and write and result.written:
         err.print("note: you updated the shipped catalog", highlight=False)
+    if result.dated:
+        err.print(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}",
+                  highlight=False)
+
+
+def _report_stale(result: tokcost.PriceSync) -> None:
+    """``sync-prices --check``: each difference one line on stdout (a CI log greps them),
+    the tally and what to run on stderr; exit 1 while any difference is left."""
+    for diff in result.differences:
+        out.print(diff.describe(), markup=False)
+    tally = (f"compared {len(result.matched)} priced models with genai-prices "
+             f"{result.database_version}")
+    if result.unmatched:
+        err.print(f"not in the database: {', '.join(result.unmatched)}", highlight=False)
+    if result.current:
+        err.print(f"{tally}: the catalog is current", highlight=False)
+        return
+    err.print(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
+              "to update them: tokcost models sync-prices --write", highlight=False)
+    raise typer.Exit(code=1)
 
 
 def _rate(usd_per_million: Decimal | str) -> str:
