@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost import format_usd
+from tokcost.budget.report import percent, round_percent
 from tokcost.cli.app import app
 from tokcost.inflation import builtin_dir
 
@@ -342,6 +344,157 @@ def test_ties_are_in_code_order() -> None:
     assert [r.code for r in report.groups[0].rows] == ["aa", "en", "mm", "zz"]
 
 
+# --- check's failure messages mark the proxy's numbers too --------------------------------
+
+MESSAGE_ROWS = [
+    pytest.param("max_tokens_per_file: 10", ["en.txt: ≈{n} tokens (≈o200k_base)"],
+                 id="tokens-per-file"),
+    pytest.param("max_total_tokens: 10", ["budget 'en': ≈{n} tokens in 1 file (≈o200k_base)"],
+                 id="total-tokens"),
+    pytest.param("max_cost_per_call: 0.000001",
+                 ["en.txt: ≈$", " per call on {model} (≈{n} input + ", "over the $0.000001 limit"],
+                 id="cost-per-file"),
+    pytest.param("max_cost_per_call: 0.000001\n    combine: true",
+                 ["budget 'en': ≈$", " per call on {model} (≈{n} input + "], id="cost-combined"),
+    pytest.param("max_context_percent: 0.01\n    reserve_output_tokens: 0",
+                 ["en.txt: ≈{n} prompt + 0 reserved output tokens = ≈", "over 0.01%"],
+                 id="context-per-file"),
+    pytest.param("max_context_percent: 0.01\n    reserve_output_tokens: 0\n    combine: true",
+                 ["budget 'en': ≈{n} prompt + 0 reserved output tokens = ≈"],
+                 id="context-combined"),
+]
+
+
+def _check_messages(runner: CliRunner, budget: Path, model: str, limits: str) -> list[str]:
+    config = budget / "limits.yaml"
+    config.write_text(f"model: {model}\nbudgets:\n  - name: en\n    paths: [en.txt]\n"
+                      f"    {limits}\n", encoding="utf-8")
+    result = invoke(runner, ["check", "--config", str(config), "--format", "json"], code=1)
+    return [f["message"] for f in json.loads(result.stdout)["failures"]]
+
+
+@pytest.mark.parametrize(("limits", "fragments"), MESSAGE_ROWS)
+def test_a_failure_message_marks_the_proxy_numbers(runner: CliRunner, budget: Path,
+                                                   limits: str, fragments: list[str]) -> None:
+    n = f"{tokcost.get_tokenizer('o200k_base').count(_read(budget / 'en.txt')):,}"
+    [message] = _check_messages(runner, budget, PROXY, limits)
+    for fragment in fragments:
+        assert fragment.format(n=n, model=PROXY) in message, (fragment, message)
+    assert "approximate" not in message  # the ≈ says it, as in the tables
+
+
+@pytest.mark.parametrize(("limits", "fragments"), MESSAGE_ROWS)
+def test_an_exact_failure_message_is_not_marked(runner: CliRunner, budget: Path, limits: str,
+                                                fragments: list[str]) -> None:
+    [message] = _check_messages(runner, budget, EXACT, limits)
+    assert "≈" not in message, message
+
+
+def test_a_growth_message_marks_the_proxy_numbers(runner: CliRunner, budget: Path) -> None:
+    config = budget / "growth.yaml"
+    config.write_text(f"model: {PROXY}\nbudgets:\n  - name: en\n    paths: [en.txt]\n"
+                      "    max_growth_percent: 0\n    max_file_growth_percent: 0\n",
+                      encoding="utf-8")
+    invoke(runner, ["check", "--config", str(config), "--update-baseline"])
+    with (budget / "en.txt").open("a", encoding="utf-8") as f:
+        f.write("One more line.\n")
+    result = invoke(runner, ["check", "--config", str(config), "--format", "json"], code=1)
+    messages = [f["message"] for f in json.loads(result.stdout)["failures"]]
+    assert len(messages) == 2
+    for message in messages:
+        assert re.search(r"≈[0-9,]+ tokens, ≈\+[0-9.]+% against the baseline \(≈[0-9,]+\)",
+                         message), message
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+# --- a small positive share never reads as zero ---------------------------------------------
+
+SHARES = st.floats(min_value=1e-9, max_value=1e4, allow_nan=False, allow_infinity=False)
+
+
+def _percent_value(text: str) -> Decimal:
+    return Decimal(text.removesuffix("%"))
+
+
+@given(SHARES)
+def test_a_positive_share_never_reads_as_zero(share: float) -> None:
+    shown = percent(share)
+    assert re.fullmatch(r"[0-9]+\.[0-9]+%", shown), shown  # never e-notation
+    assert _percent_value(shown) > 0
+    assert round_percent(share) > 0
+
+
+@given(SHARES)
+def test_the_shown_share_is_within_half_its_last_digit(share: float) -> None:
+    shown = percent(share)
+    assert abs(_percent_value(shown) - Decimal(share)) <= last_digit(shown.removesuffix("%")) / 2
+    digits = shown.removesuffix("%").replace(".", "").lstrip("0")
+    assert len(digits) >= 2 or share >= 0.1  # under 0.1%, two significant digits
+
+
+@given(SHARES, SHARES)
+def test_share_rounding_keeps_the_order(a: float, b: float) -> None:
+    low, high = sorted((a, b))
+    assert _percent_value(percent(low)) <= _percent_value(percent(high))
+
+
+@given(SHARES)
+def test_growth_is_signed_and_mirrors(share: float) -> None:
+    assert percent(share, sign=True) == "+" + percent(share)
+    assert percent(-share, sign=True) == "-" + percent(share)
+    assert round_percent(-share) == -round_percent(share)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.0, "0.0%"), (130.24, "130.2%"), (0.1, "0.1%"), (0.0996, "0.10%"), (0.0469, "0.047%"),
+     (0.0006, "0.00060%"), (3e-7, "0.00000030%")],
+)
+def test_share_examples(value: float, shown: str) -> None:
+    assert percent(value) == shown
+
+
+@pytest.fixture
+def wide(tmp_path: Path) -> Path:
+    """A 1,000,000-token window, a 3-token prompt + 3 reserved: 0.0006% of the window."""
+    (tmp_path / "models.yaml").write_text(
+        "version: 1\nmodels:\n  - id: wide\n    provider: test\n"
+        "    tokenizer: tiktoken:cl100k_base\n    context_window: 1000000\n"
+        "    pricing: {input: 1, output: 1}\n", encoding="utf-8")
+    (tmp_path / "p.txt").write_text("hello world\n", encoding="utf-8")
+    assert tokcost.get_tokenizer("cl100k_base").count("hello world\n") == 3
+    config = tmp_path / "tokcost.yaml"
+    config.write_text(
+        "model: wide\ncatalog: models.yaml\nbudgets:\n  - name: tiny\n    paths: [p.txt]\n"
+        "    max_total_tokens: 100\n    reserve_output_tokens: 3\n  - name: strict\n"
+        "    paths: [p.txt]\n    max_context_percent: 0.0001\n    reserve_output_tokens: 3\n",
+        encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("fmt", "fragments"),
+    [
+        pytest.param("text", ["│ 0.00060% │", "│ 0.00010% │"], id="text"),
+        pytest.param("markdown", ["| 0.00060% |", "| 0.00010% |"], id="markdown"),
+        pytest.param("github", ["= 0.00060%25 of wide's 1,000,000-token window, over 0.0001%25"],
+                     id="github"),
+        pytest.param("junit", ["= 0.00060% of wide's", "context_window: 0.00060% &gt; 0.00010%"],
+                     id="junit"),
+        pytest.param("json", ['"context_percent": 0.0006', '"actual": 0.0006'], id="json"),
+    ],
+)
+def test_a_small_window_share_is_shown_in_every_format(runner: CliRunner, wide: Path, fmt: str,
+                                                       fragments: list[str]) -> None:
+    stdout = invoke(runner, ["check", "--config", str(wide), "--format", fmt], code=1).stdout
+    for fragment in fragments:
+        assert fragment in stdout, (fragment, stdout)
+    assert "0.0%" not in stdout and "0.0," not in stdout and "e-0" not in stdout
+
+
 # --- stdout ends with a newline; notes on stderr -------------------------------------------
 
 
@@ -388,8 +541,6 @@ def test_stdout_ends_with_a_newline(runner: CliRunner, texts: Path, budget: Path
     assert stdout.endswith("\n"), repr(stdout[-80:])
 
 
-NEEDS_LEAD = "needs a change outside this helper's files (see the conventions report)"
-
 STDERR_ROWS = [
     pytest.param(["price", "-m", "claude-sonnet-4-5", "-i", "250k", "--cached-tokens", "200k"],
                  "note: long-context tier", id="price-tier"),
@@ -403,20 +554,47 @@ STDERR_ROWS = [
     pytest.param(["check", "--config", "{budget}/gpt-4o.yaml", "--update-baseline"],
                  "wrote baseline", id="check-baseline"),
     pytest.param(["bpe", "train", "{texts}/en.txt", "--vocab-size", "300", "-o", "{out}/x.bpe"],
-                 "wrote ", id="bpe-train", marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
-    pytest.param(["bpe", "export", "{tok}", "--format", "hf", "-o", "{out}/t.json"], "wrote ",
-                 id="bpe-export", marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
+                 "wrote {out}/x.bpe and {out}/x.vocab", id="bpe-train"),
+    pytest.param(["bpe", "export", "{tok}", "--format", "hf", "-o", "{out}/t.json"],
+                 "wrote {out}/t.json", id="bpe-export"),
+    pytest.param(["bpe", "export", "{tok}", "--format", "tiktoken", "-o", "{out}/t.tiktoken"],
+                 "wrote {out}/t.tiktoken and {out}/t.tiktoken.json", id="bpe-export-tiktoken"),
     pytest.param(["kvmem", "estimate", "-m", "llama-3.1-8b", "--plot", "{out}/m.png"],
-                 "{out}/m.png", id="kvmem-plot",
-                 marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
+                 "wrote {out}/m.png", id="kvmem-plot"),
     pytest.param(["kvmem", "estimate", "-m", "llama-3.1-8b", "--tp", "2"], "note: numbers are",
-                 id="kvmem-note", marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
+                 id="kvmem-note"),
+    pytest.param(["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100"],
+                 "note: reserve of 2 GiB", id="kvmem-reserve-note"),
     pytest.param(["kvmem", "simulate", "--requests", "20", "--policy", "paged"], "note: paged",
-                 id="simulate-note", marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
+                 id="simulate-note"),
+    pytest.param(["kvmem", "simulate", "--requests", "20", "--policy", "paged"],
+                 "tokens = token states;", id="simulate-legend"),
     pytest.param(["kvmem", "simulate", "--requests", "20", "--policy", "paged", "--plot",
-                  "{out}/s.png"], "wrote ", id="simulate-plot",
-                 marks=pytest.mark.xfail(reason=NEEDS_LEAD, strict=True)),
+                  "{out}/s.png"], "wrote {out}/s.png", id="simulate-plot"),
+    pytest.param(["models", "list"], "models; ≈ = proxy tokenizer", id="models-list-legend"),
+    pytest.param(["models", "sync-prices", "--catalog", "{prices}"], "not in the database: zz-",
+                 id="sync-prices-unmatched"),
+    pytest.param(["models", "sync-prices", "--catalog", "{prices}"],
+                 "run with --write to apply them", id="sync-prices-hint"),
+    pytest.param(["models", "sync-prices", "--catalog", "{prices}", "--write"],
+                 "wrote 1 change(s) to {prices}", id="sync-prices-wrote"),
 ]
+
+# A catalog sync-prices compares: gpt-4o with a wrong input price, and a model the
+# genai-prices database does not know.
+PRICES = """version: 1
+models:
+  - id: gpt-4o
+    provider: openai
+    tokenizer: tiktoken:o200k_base
+    context_window: 128000
+    pricing: {input: 2.75, cached_input: 1.25, output: 10.00, batch_discount: 0.5}
+  - id: zz-not-a-real-model
+    provider: openai
+    tokenizer: tiktoken:o200k_base
+    context_window: 1000
+    pricing: {input: 1, output: 1}
+"""
 
 
 @pytest.mark.parametrize(("args", "fragment"), STDERR_ROWS)
@@ -426,9 +604,13 @@ def test_notes_go_to_stderr(runner: CliRunner, texts: Path, budget: Path, tok: P
     if any("plot" in a for a in args):
         pytest.importorskip("matplotlib")
         monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    if "sync-prices" in args:
+        pytest.importorskip("genai_prices")
     out = tmp_path / "out"
     out.mkdir()
-    fields = {"texts": texts, "budget": budget, "tok": tok, "out": out}
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(PRICES, encoding="utf-8")
+    fields = {"texts": texts, "budget": budget, "tok": tok, "out": out, "prices": prices}
     result = invoke(runner, [a.format(**fields) for a in args])
     wanted = fragment.format(**fields)
     assert wanted in result.stderr

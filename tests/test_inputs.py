@@ -241,7 +241,7 @@ def test_json_is_the_same_under_any_hash_seed(tiny_hf_tokenizer: Path, args: lis
                      id="decode-dash"),
         pytest.param(["bpe", "decode", "o200k_base"], b"24912, 2375", "hello world",
                      id="decode-piped"),
-        pytest.param(["bpe", "train", "-", *TRAIN, "-o", "{out}"], TEXT.encode(), "wrote",
+        pytest.param(["bpe", "train", "-", *TRAIN, "-o", "{out}"], TEXT.encode(), "trained",
                      id="train"),
     ],
 )

@@ -30,7 +30,7 @@ import pathspec
 
 from tokcost.budget.baseline import Baseline, BaselineEntry, growth_percent
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
-from tokcost.budget.report import money, render, render_json, tables
+from tokcost.budget.report import money, percent, render, render_json, round_percent, tables
 from tokcost.errors import TokcostError
 from tokcost.tokenizers import (
     TokenizerChoice,
@@ -426,7 +426,9 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
     model = entry.id if entry is not None else None
-    tok = spec_label(m.tokenizer) + ("" if m.exact else ", approximate")
+    # ≈ right before every number the proxy gave, and before its name (as in the tables).
+    a = "" if m.exact else "≈"
+    tok = a + spec_label(m.tokenizer)
     # The model whose price a cost limit uses (None: no cost to compute).
     priced = entry if (
         entry is not None and entry.pricing is not None and budget.max_cost_per_call is not None
@@ -459,53 +461,56 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
     for f in files:
         if budget.max_tokens_per_file is not None and f.tokens > budget.max_tokens_per_file:
             add("max_tokens_per_file", f.path, f.tokens, budget.max_tokens_per_file,
-                f"{f.path}: {f.tokens:,} tokens ({tok}), over the "
+                f"{f.path}: {a}{f.tokens:,} tokens ({tok}), over the "
                 f"{budget.max_tokens_per_file:,}-token per-file limit of budget '{name}'")
         if (budget.max_cost_per_call is not None and f.cost is not None
                 and f.cost > budget.max_cost_per_call):
             add("max_cost_per_call", f.path, f.cost, budget.max_cost_per_call,
-                f"{f.path}: {money(f.cost)} per call on {model} ({f.tokens:,} input + "
+                f"{f.path}: {a}{money(f.cost)} per call on {model} ({a}{f.tokens:,} input + "
                 f"{budget.output_tokens:,} output tokens), over the "
                 f"{money(budget.max_cost_per_call)} limit of budget '{name}'")
         if f.context_percent is not None:
             limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
             if f.context_percent > limit:
-                add("context_window", f.path, round(f.context_percent, 2), limit,
-                    f"{f.path}: {f.tokens:,} prompt + {budget.reserve:,} reserved output tokens "
-                    f"= {f.context_percent:.1f}% of {model}'s {window:,}-token window, over "
-                    f"{_pct(limit)}% (budget '{name}')")
+                add("context_window", f.path, round_percent(f.context_percent), limit,
+                    f"{f.path}: {a}{f.tokens:,} prompt + {budget.reserve:,} reserved output "
+                    f"tokens = {a}{percent(f.context_percent)} of {model}'s {window:,}-token "
+                    f"window, over {_pct(limit)}% (budget '{name}')")
         g = f.growth_percent
         if budget.max_file_growth_percent is not None and g is not None and (
             g > budget.max_file_growth_percent
         ):
-            add("max_file_growth_percent", f.path, round(g, 2), budget.max_file_growth_percent,
-                f"{f.path}: {f.tokens:,} tokens, {g:+.1f}% against the baseline "
-                f"({f.baseline_tokens:,}), over the +{_pct(budget.max_file_growth_percent)}% "
-                f"limit of budget '{name}'; if intended, {UPDATE_HINT}")
+            add("max_file_growth_percent", f.path, round_percent(g),
+                budget.max_file_growth_percent,
+                f"{f.path}: {a}{f.tokens:,} tokens, {a}{percent(g, sign=True)} against the "
+                f"baseline ({a}{f.baseline_tokens:,}), over the "
+                f"+{_pct(budget.max_file_growth_percent)}% limit of budget '{name}'; "
+                f"if intended, {UPDATE_HINT}")
     if budget.max_total_tokens is not None and total > budget.max_total_tokens:
         add("max_total_tokens", None, total, budget.max_total_tokens,
-            f"budget '{name}': {total:,} tokens in {len(files)} file"
+            f"budget '{name}': {a}{total:,} tokens in {len(files)} file"
             f"{'' if len(files) == 1 else 's'} ({tok}), over the "
             f"{budget.max_total_tokens:,}-token total limit")
     if budget.combine and cost is not None and budget.max_cost_per_call is not None and (
         cost > budget.max_cost_per_call
     ):
         add("max_cost_per_call", None, cost, budget.max_cost_per_call,
-            f"budget '{name}': {money(cost)} per call on {model} ({total:,} input + "
+            f"budget '{name}': {a}{money(cost)} per call on {model} ({a}{total:,} input + "
             f"{budget.output_tokens:,} output tokens, all files in one prompt), over the "
             f"{money(budget.max_cost_per_call)} limit")
     if budget.combine and context is not None:
         limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
         if context > limit:
-            add("context_window", None, round(context, 2), limit,
-                f"budget '{name}': {total:,} prompt + {budget.reserve:,} reserved output tokens "
-                f"= {context:.1f}% of {model}'s {window:,}-token window, over {_pct(limit)}%")
+            add("context_window", None, round_percent(context), limit,
+                f"budget '{name}': {a}{total:,} prompt + {budget.reserve:,} reserved output "
+                f"tokens = {a}{percent(context)} of {model}'s {window:,}-token window, over "
+                f"{_pct(limit)}%")
     base_total = base.total_tokens if base is not None else None
     g = growth_percent(total, base_total)
     if budget.max_growth_percent is not None and g is not None and g > budget.max_growth_percent:
-        add("max_growth_percent", None, round(g, 2), budget.max_growth_percent,
-            f"budget '{name}': {total:,} tokens, {g:+.1f}% against the baseline "
-            f"({base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
+        add("max_growth_percent", None, round_percent(g), budget.max_growth_percent,
+            f"budget '{name}': {a}{total:,} tokens, {a}{percent(g, sign=True)} against the "
+            f"baseline ({a}{base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
             f"if intended, {UPDATE_HINT}")
     found.sort(key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
     return BudgetResult(
@@ -532,4 +537,6 @@ def _share(tokens: int, window: int | None) -> float | None:
 
 
 def _pct(value: float) -> str:
-    return f"{value:g}"
+    """A limit as the user wrote it: 10 -> '10', 0.00001 -> '0.00001' (never '1e-05')."""
+    shown = f"{value:g}"
+    return f"{Decimal(repr(value)):f}" if "e" in shown else shown

@@ -9,8 +9,9 @@ cells of ``tables(result)``, the same cells the Markdown report shows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
@@ -33,6 +34,42 @@ def money(value: Decimal) -> str:
     ('$0.0123', '$0.000042', '$0.50')
     """
     return format_usd(value)
+
+
+def percent(value: float, *, sign: bool = False) -> str:
+    """A share or a growth in percent for people, by the spirit of the money rule: a value
+    that is not zero never reads as zero. One decimal from 0.1% up; under it, two significant
+    digits (a 6-token prompt is 0.0047% of a 128k window, not "0.0%"). ``sign``: growth.
+
+    >>> percent(7.94), percent(0.0469), percent(0.0004), percent(0.0), percent(0.0996)
+    ('7.9%', '0.047%', '0.00040%', '0.0%', '0.10%')
+    >>> percent(70.588, sign=True), percent(0.0), percent(-0.004, sign=True)
+    ('+70.6%', '0.0%', '-0.0040%')
+    """
+    lead = ("+" if value >= 0 else "-") if sign else ("-" if value < 0 else "")
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
+        return f"{lead}{magnitude:.1f}%"
+    return f"{lead}{_two_digits(magnitude)}%"
+
+
+def round_percent(value: float) -> float:
+    """``value`` rounded for JSON: two decimals, or two significant digits under 0.1, so a
+    positive share is never stored as 0.0."""
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
+        return round(value, 2)
+    return math.copysign(float(_two_digits(magnitude)), value)
+
+
+def _two_digits(magnitude: float) -> str:
+    """0 < ``magnitude`` < 0.1 with two significant digits, halves up, never in e-notation."""
+    exact = Decimal(magnitude)
+    top = exact.adjusted()
+    shown = exact.quantize(Decimal(1).scaleb(top - 1), ROUND_HALF_UP)
+    if shown.adjusted() != top:  # 0.0996 -> 0.100: rounding gained a digit; keep two
+        shown = shown.quantize(Decimal(1).scaleb(top), ROUND_HALF_UP)
+    return f"{shown:f}"
 
 
 # --- the cells the text and Markdown reports share -------------------------------------------
@@ -71,7 +108,7 @@ def tables(result: CheckResult) -> ReportTables:
             _tokens(b, b.total_tokens),
             _marked(b, _growth(b.growth_percent)),
             _marked(b, money(b.cost) if b.cost is not None else "–"),
-            _marked(b, f"{b.context_percent:.1f}%" if b.context_percent is not None else "–"),
+            _marked(b, percent(b.context_percent) if b.context_percent is not None else "–"),
         )
         for b in _ordered(result)
     )
@@ -113,16 +150,16 @@ def _model(b: BudgetResult) -> str:
 
 
 def _growth(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.1f}%"
+    return "–" if value is None else percent(value, sign=True)
 
 
 def _value(f: Finding, which: Any) -> str:
     if isinstance(which, Decimal):
         return money(which)
     if f.rule in ("context_window",):
-        return f"{which:.1f}%"
+        return percent(which)
     if f.rule.endswith("growth_percent"):
-        return f"{which:+.1f}%"
+        return percent(which, sign=True)
     return f"{which:,}"
 
 
@@ -159,14 +196,14 @@ def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
 
 
 def _num(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+    return None if value is None else round_percent(value)
 
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, float):
-        return round(value, 2)
+        return round_percent(value)  # the floats are percentages (growth, window share)
     return value
 
 

@@ -192,7 +192,7 @@ def train_cmd(
         f"trained {summary['vocab_size']:,} tokens ({summary['merges']:,} merges) from "
         f"{result.distinct_pretokens:,} distinct pre-tokens in {summary['seconds']:.1f} s"
     )
-    out.print(f"wrote {model_path} and {vocab_file}")
+    err.print(f"wrote {model_path} and {vocab_file}", highlight=False, markup=False)
 
 
 def _tokenizer(argument: str | None, option: str | None) -> str:
@@ -401,7 +401,8 @@ def export_cmd(
     if json_out:
         print_json(result.to_dict())
     else:
-        out.print("wrote " + " and ".join(str(p) for p in result.outputs))
+        err.print("wrote " + " and ".join(str(p) for p in result.outputs), highlight=False,
+                  markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost.cli.console import out, print_json
+from tokcost.cli.console import err, out, print_json
 from tokcost.cli.errors import in_cli_words
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
@@ -138,7 +138,7 @@ def estimate(
         return
     _render(result)
     if plot is not None:
-        out.print(f"plot written to {plot}")
+        err.print(f"wrote {plot}", highlight=False, markup=False)
 
 
 def _render(result: MemoryEstimate) -> None:
@@ -221,7 +221,7 @@ def _render(result: MemoryEstimate) -> None:
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
         note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util"))
-        out.print(f"[dim]note: {note}[/dim]", markup=True)
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
 
 
 kvmem_app.command("estimate", epilog=EPILOG)(estimate)

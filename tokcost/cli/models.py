@@ -83,9 +83,11 @@ def list_models(
             "yes" if m.architecture else "",
         )
     print_wide(table)
-    out.print(
+    # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
+    err.print(
         f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
-        "kv = architecture known"
+        "kv = architecture known",
+        highlight=False,
     )
 
 
@@ -286,11 +288,13 @@ def sync_prices(
             table.add_row(d.model, d.field, show_c, show_d)
         out.print(table)
     if result.unmatched:
-        out.print(f"not in the database: {', '.join(result.unmatched)}")
+        err.print(f"not in the database: {', '.join(result.unmatched)}", highlight=False,
+                  markup=False)
     if write:
-        out.print(f"wrote {result.written} change(s) to {result.file}")
+        err.print(f"wrote {result.written} change(s) to {result.file}", highlight=False,
+                  markup=False)
     elif result.differences:
-        out.print("run with --write to apply them")
+        err.print("run with --write to apply them", highlight=False)
     if result.shipped and write and result.written:
         err.print("note: you updated the shipped catalog", highlight=False)
     if result.dated:

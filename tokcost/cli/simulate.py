@@ -173,19 +173,21 @@ def _render(result: SimulationResult) -> None:
                 f"saving {r.prefix_sharing_saved:.1%} of the paged blocks",
                 markup=False,
             )
+    # The notes and the legend explain the table; they are not data, so stderr.
     for r in reports:
         if r.saturated_steps == 0:
-            out.print(
+            err.print(
                 f"note: {r.policy} never ran out of memory (no request waited); its shares are "
                 "averaged over every busy step, so 'free' is memory nobody needed",
-                markup=False,
+                markup=False, highlight=False,
             )
-    out.print(
+    err.print(
         "tokens = token states; peak/mean = sequences running at once; "
         "shares of KV memory averaged over the steps where requests waited for memory "
         "(PagedAttention paper, Figure 2: 20.4-38.2% token states for existing systems, "
         "96.3% for vLLM)",
         markup=False,
+        highlight=False,
         style="dim",
     )
 
