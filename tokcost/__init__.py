@@ -47,6 +47,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
+    "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "check"),
     "tokcost.app.price": ("PriceResult", "price"),
@@ -160,6 +161,7 @@ if TYPE_CHECKING:
     from tokcost.app.schemas import schema_path as schema_path
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
+    from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog
     from tokcost.catalog import Gpu as Gpu
     from tokcost.catalog import ModelEntry as ModelEntry

@@ -53,6 +53,10 @@ def percent(value: float, *, sign: bool = False) -> str:
     return f"{lead}{_two_digits(magnitude)}%"
 
 
+# The name the package exports: count's window shares follow the same rule.
+format_percent = percent
+
+
 def round_percent(value: float) -> float:
     """``value`` rounded for JSON: two decimals, or two significant digits under 0.1, so a
     positive share is never stored as 0.0."""

@@ -46,8 +46,8 @@ def _fmt_share(share: float, exact: bool) -> str:
 
 
 def _pct(share: float) -> str:
-    """0.0213 -> '2.13%'; small shares keep three decimals so they do not read as 0."""
-    return f"{share:.2%}" if share >= 0.01 else f"{share * 100:.3f}%"
+    """0.0213 -> '2.13%'; under 1% the shares rule (a positive share never reads 0%)."""
+    return f"{share:.2%}" if share >= 0.01 else tokcost.format_percent(share * 100)
 
 
 def _fmt(n: int, exact: bool) -> str:
