@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,7 +45,7 @@ from tokcost.catalog.fields import (
     Text,
     dotted,
 )
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, suggest
 
 KeyPath = PathKey
 
@@ -386,7 +386,12 @@ def adhoc_config(
     if not given:
         raise UsageError("paths is empty; give the files, folders or globs to check",
                          param="paths")
+    keys = [f.name for f in fields(Budget)]
     for key in limits:
+        if key not in keys:
+            raise UsageError(f"limits: unknown key '{key}'{suggest(key, keys)}; use budget keys "
+                             "such as max_tokens_per_file, max_cost_per_call, max_context_percent",
+                             param="limits")
         if key in ("name", "paths", "line"):
             raise UsageError(f"limits cannot set '{key}'; pass the files as paths",
                              param="limits")

@@ -22,7 +22,11 @@ EPILOG = """
 Examples:
 
 \b
-  tokcost check                              read ./tokcost.yaml (or \\[tool.tokcost])
+  tokcost check                              the tokcost.yaml (or \\[tool.tokcost]) here or above
+  tokcost check 'prompts/**/*.md' --max-tokens 10k --max-cost '$0.05' -m gpt-4o
+                                             limits without a config file
+  tokcost check -c svc/tokcost.yaml -c web/tokcost.yaml   several configs in one run
+  tokcost check --all --quiet                every tokcost.yaml below here; failures only
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
   tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
