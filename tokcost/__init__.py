@@ -49,7 +49,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
-    "tokcost.app.check": ("CheckResult", "check"),
+    "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
         "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
@@ -109,7 +109,9 @@ if TYPE_CHECKING:
     from tokcost.app.bpe import inspect_bpe as inspect_bpe
     from tokcost.app.bpe import train_bpe as train_bpe
     from tokcost.app.check import CheckResult as CheckResult
+    from tokcost.app.check import CheckRun as CheckRun
     from tokcost.app.check import check as check
+    from tokcost.app.check import check_many as check_many
     from tokcost.app.compare import CompareResult as CompareResult
     from tokcost.app.compare import CorpusKind as CorpusKind
     from tokcost.app.compare import GroupReport as GroupReport

@@ -4,9 +4,10 @@
 >>> # config = load_config("tokcost.yaml"); m = measure(config)
 >>> # result = judge(m, read_baseline(config.baseline)); print(result.render("markdown"))
 
-Modules: ``config`` (tokcost.yaml / [tool.tokcost]), ``baseline`` (JSON counts),
-``evaluate`` (measure + judge), ``report`` (json, github, markdown, junit, and the
-cells of the terminal table). The use case that chains them is ``tokcost.check``.
+Modules: ``config`` (tokcost.yaml / [tool.tokcost], discovery, ad-hoc budgets),
+``baseline`` (JSON counts), ``evaluate`` (measure + judge), ``report`` (json, github,
+markdown, junit, and the cells of the terminal table), ``many`` (several configs in
+one run). The use cases that chain them are ``tokcost.check`` and ``tokcost.check_many``.
 """
 
 from tokcost.budget.baseline import Baseline as Baseline
@@ -27,6 +28,7 @@ from tokcost.budget.evaluate import Notice as Notice
 from tokcost.budget.evaluate import baseline_from as baseline_from
 from tokcost.budget.evaluate import judge as judge
 from tokcost.budget.evaluate import measure as measure
+from tokcost.budget.many import CheckRun as CheckRun
 from tokcost.budget.report import FORMATS as FORMATS
 from tokcost.budget.report import ReportTables as ReportTables
 from tokcost.budget.report import render as render

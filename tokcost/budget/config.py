@@ -21,10 +21,11 @@ number >= 1, got 'lots'``. All problems are collected; the first is raised with 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,7 +45,7 @@ from tokcost.catalog.fields import (
     Text,
     dotted,
 )
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, suggest
 
 KeyPath = PathKey
 
@@ -173,6 +174,7 @@ class BudgetConfig:
     catalog: Path | None = None
     baseline: Path = field(default_factory=lambda: Path(DEFAULT_BASELINE))
     display: str = ""  # the config path as shown in reports
+    shadowed: tuple[Path, ...] = ()  # other configs in the same folder, not used
 
     def where(self, budget: Budget | None = None) -> str:
         """``tokcost.yaml:12`` for a budget, ``tokcost.yaml`` for the file."""
@@ -185,30 +187,110 @@ class BudgetConfig:
 # --- discovery ------------------------------------------------------------------------
 
 
-def find_config(directory: Path | None = None) -> Path:
-    """The config in ``directory`` (default: cwd): tokcost.yaml, then pyproject.toml."""
-    here = directory or Path.cwd()
-    for name in CONFIG_NAMES:
-        if (here / name).is_file():
-            return here / name
-    pyproject = here / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = _load_toml(pyproject.read_text(encoding="utf-8"), str(pyproject))
-        except BudgetConfigError:
-            return pyproject  # let load_config report the parse error with its line
-        if isinstance(data.get("tool"), dict) and "tokcost" in data["tool"]:
-            return pyproject
+def work_tree_root(start: Path | None = None) -> Path | None:
+    """The git work tree holding ``start`` (default: cwd): the nearest folder with a
+    ``.git`` (a folder, or a file in a worktree or submodule); None outside git."""
+    here = Path(os.path.abspath(start or Path.cwd()))
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def configs_in(folder: Path) -> list[Path]:
+    """The configs in one folder, the one used first: tokcost.yaml (then its other
+    names), then a pyproject.toml with ``[tool.tokcost]``."""
+    found = [folder / name for name in CONFIG_NAMES if (folder / name).is_file()]
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file() and _has_tool_table(pyproject):
+        found.append(pyproject)
+    return found
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = _load_toml(text, str(pyproject))
+    except BudgetConfigError:
+        # Broken TOML that mentions tokcost is meant as a config: load_config reports
+        # its line. Any other broken pyproject.toml (a neighbour's package) is not ours.
+        return "tokcost" in text
+    return isinstance(data.get("tool"), dict) and "tokcost" in data["tool"]
+
+
+def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ...]]:
+    """The config that applies in ``directory`` (default: cwd), and the others in its
+    folder that it shadows.
+
+    The search walks up from ``directory`` to the root of its git work tree and takes
+    the first folder that holds a config (outside a work tree only ``directory`` is
+    searched, so a stray file in a home folder is never picked up).
+    """
+    here = Path(os.path.abspath(directory or Path.cwd()))
+    top = work_tree_root(here)
+    folders = [here]
+    if top is not None:
+        folders += [f for f in here.parents if f == top or top in f.parents]
+    for folder in folders:
+        found = configs_in(folder)
+        if found:
+            return found[0], tuple(found[1:])
+    where = f"{here} or a folder above it up to {top}" if top is not None and top != here else (
+        str(here))
     raise BudgetConfigError(
-        f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {here}; "
+        f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
         "create one (see README: tokcost check) or pass config=PATH",
         param="config",
     )
 
 
+def find_config(directory: Path | None = None) -> Path:
+    """The config that applies in ``directory`` (default: cwd): the first tokcost.yaml
+    or ``[tool.tokcost]`` found walking up to the git work tree root."""
+    return discover_config(directory)[0]
+
+
+def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, ...]]]:
+    """Every config at or below ``directory`` (default: cwd), one per folder, with the
+    ones it shadows; ``.gitignore``d folders are left out. Sorted by folder."""
+    from tokcost.counting import walk
+
+    here = Path(os.path.abspath(directory or Path.cwd()))
+    names = [*CONFIG_NAMES, "pyproject.toml"]
+    folders = {Path(s.path).parent for s in walk([str(here)], include=names)}
+    found = []
+    for folder in sorted(folders, key=lambda f: f.relative_to(here).parts):
+        configs = configs_in(folder)
+        if configs:
+            found.append((configs[0], tuple(configs[1:])))
+    return found
+
+
+def shadow_notice(config: BudgetConfig) -> str | None:
+    """The warning for a folder with two configs, saying which one is used."""
+    if not config.shadowed:
+        return None
+    shown = display_path(config.root)
+    folder = "this folder" if shown == "." else shown.rstrip("/") + "/"
+    others = " and ".join(_config_label(p) for p in config.shadowed)
+    return (f"both {_config_label(config.path)} and {others} in {folder}; using "
+            f"{config.path.name}, the other is ignored; remove one")
+
+
+def _config_label(path: Path) -> str:
+    return "[tool.tokcost] in pyproject.toml" if path.suffix == ".toml" else path.name
+
+
 def load_config(path: str | Path | None = None) -> BudgetConfig:
-    """Read and check a config file; ``None`` looks in the current folder."""
-    file = Path(path) if path is not None else find_config()
+    """Read and check a config file; ``None`` finds it (``discover_config``)."""
+    shadowed: tuple[Path, ...] = ()
+    if path is None:
+        file, shadowed = discover_config()
+    else:
+        file = Path(path)
     name = _display(file)
     try:
         text = file.read_text(encoding="utf-8")
@@ -266,7 +348,133 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         catalog=(root / checked.catalog) if checked.catalog else None,
         baseline=root / (checked.baseline or DEFAULT_BASELINE),
         display=name,
+        shadowed=shadowed,
     )
+
+
+# --- ad-hoc budgets: paths and limits without a config file ---------------------------------
+
+ADHOC = "(command line)"  # what reports show as the config of an ad-hoc check
+# Growth is measured against a baseline, and a baseline belongs to a config file.
+_GROWTH_KEYS = ("max_growth_percent", "max_file_growth_percent")
+_NEEDS_MODEL = {"max_cost_per_call": "price", "max_context_percent": "context window"}
+_GLOB_CHARS = frozenset("*?[")
+
+
+def adhoc_config(
+    paths: Sequence[str | Path],
+    limits: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    tokenizer: str | None = None,
+    root: str | Path | None = None,
+) -> BudgetConfig:
+    """The config a tokcost.yaml with one budget would give, built in memory.
+
+    ``paths`` are files, folders or gitignore-style globs, relative to ``root``
+    (default: cwd); ``limits`` are budget keys with values as a config takes them
+    (``{"max_tokens_per_file": "10k", "max_cost_per_call": "$0.05"}``); ``model`` is
+    the config's model and ``tokenizer`` the budget's (it overrides the model's). The
+    same records check it all, so a value means here what it means in a file.
+
+    >>> c = adhoc_config(["prompts/**/*.md"], {"max_tokens_per_file": "10k"})
+    >>> c.budgets[0].paths, c.budgets[0].max_tokens_per_file, c.display
+    (('prompts/**/*.md',), 10000, '(command line)')
+    """
+    base = Path(os.path.abspath(root if root is not None else Path.cwd()))
+    given = [str(p) for p in paths]
+    if not given:
+        raise UsageError("paths is empty; give the files, folders or globs to check",
+                         param="paths")
+    keys = [f.name for f in fields(Budget)]
+    for key in limits:
+        if key not in keys:
+            raise UsageError(f"limits: unknown key '{key}'{suggest(key, keys)}; use budget keys "
+                             "such as max_tokens_per_file, max_cost_per_call, max_context_percent",
+                             param="limits")
+        if key in ("name", "paths", "line"):
+            raise UsageError(f"limits cannot set '{key}'; pass the files as paths",
+                             param="limits")
+        if key in _GROWTH_KEYS:
+            raise UsageError(f"limits '{key}' needs a baseline, and a baseline needs a config "
+                             "file; write the budget into tokcost.yaml", param="limits")
+    if not any(key in LIMIT_KEYS for key in limits):
+        wanted = ", ".join(k for k in LIMIT_KEYS if k not in _GROWTH_KEYS)
+        raise UsageError(f"limits sets no limit; give one of {wanted}", param="limits")
+    for key, what in _NEEDS_MODEL.items():
+        if key in limits and model is None and limits.get("model") is None:
+            raise UsageError(f"limits '{key}' needs a model for its {what}; pass model=ID "
+                             "(a catalog model such as 'gpt-4o')", param="model")
+    budget: dict[str, Any] = {"name": _adhoc_name(given),
+                              "paths": [_adhoc_glob(p, base) for p in given], **limits}
+    if tokenizer is not None:
+        budget["tokenizer"] = tokenizer
+    data: dict[str, Any] = {"budgets": [budget]}
+    if model is not None:
+        data["model"] = model
+
+    from tokcost.catalog.validation import validate
+
+    checked, issues = validate(ConfigDocument, data, noun="key")
+    if checked is None:
+        issue = issues[0]
+        loc = issue.loc[:-1] if issue.missing else issue.loc
+        if loc[:2] == ("budgets", 0):
+            loc = loc[2:]
+        param = str(loc[0]) if loc and loc[0] in ("model", "tokenizer") else "limits"
+        label = dotted(loc)
+        raise UsageError(f"{param}: {label}: {issue.message}" if label and param == "limits"
+                         else f"{param}: {issue.message}", param=param)
+    return BudgetConfig(
+        path=Path(ADHOC),
+        root=base,
+        budgets=checked.budgets,
+        model=checked.model,
+        tokenizer=checked.tokenizer,
+        baseline=base / DEFAULT_BASELINE,
+        display=ADHOC,
+    )
+
+
+def _adhoc_name(given: list[str]) -> str:
+    """The budget's name: the paths as typed (a shell-expanded glob can be long)."""
+    if len(given) <= 3:
+        return " ".join(given)
+    return f"{given[0]} {given[1]} (+{len(given) - 2} more)"
+
+
+def _adhoc_glob(arg: str, root: Path) -> str:
+    """A path from the command line as a budget glob relative to ``root``.
+
+    An existing file or folder means exactly that one (anchored, its special
+    characters escaped); other text is a glob with the budget's gitignore rules.
+    """
+    text = arg.strip()
+    path = Path(text)
+    full = Path(os.path.abspath(path if path.is_absolute() else root / path))
+    if full != root and root not in full.parents:
+        raise UsageError(f"'{arg}' lies outside {root}; check it from a folder that holds "
+                         "it", param="paths")
+    rel = full.relative_to(root).as_posix()
+    if full.exists():
+        if rel in ("", "."):
+            return "**"
+        return "/" + _escape_glob(rel) + ("/" if full.is_dir() else "")
+    if not _GLOB_CHARS & set(text):
+        raise UsageError(f"no such file or folder: '{arg}'", param="paths")
+    # Keep the glob as typed (relative to root), only normalised: ./a/*.md is a/*.md.
+    return rel if path.is_absolute() else _strip_dot(text)
+
+
+def _strip_dot(glob: str) -> str:
+    while glob.startswith("./"):
+        glob = glob[2:]
+    return glob
+
+
+def _escape_glob(rel: str) -> str:
+    escaped = "".join("\\" + c if c in "\\*?[" else c for c in rel)
+    return "\\" + escaped if escaped[:1] in ("!", "#") else escaped
 
 
 def _problem(
@@ -292,11 +500,22 @@ def _budget_name(data: Any, index: int) -> str:
 
 
 def _display(file: Path) -> str:
-    """The path relative to cwd when it lies below it, else as given (stable in reports)."""
+    """The path as shown in reports (``display_path``)."""
+    return display_path(file)
+
+
+def display_path(file: Path) -> str:
+    """A path relative to cwd when it lies below it, ``../x`` when it lies in a folder
+    above it (a config found walking up), else as given (stable in reports)."""
+    here = Path.cwd().resolve()
+    full = file.resolve()
     try:
-        return file.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return full.relative_to(here).as_posix() or "."
     except ValueError:
-        return str(file)
+        pass
+    if full in here.parents or full.parent in here.parents:
+        return Path(os.path.relpath(full, here)).as_posix()
+    return str(file)
 
 
 def _load_toml(text: str, name: str) -> dict[str, Any]:

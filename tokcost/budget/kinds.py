@@ -6,6 +6,8 @@ the form ``tokcost.budget.config`` puts after the file, line and key::
 
     >>> Tokens().parse("10k"), Usd().parse("$0.05"), Percent().parse("10%")
     (10000, Decimal('0.05'), 10.0)
+    >>> Tokens().parse(1e4), Usd().parse("5c"), Share().parse("50%")
+    (10000, Decimal('0.05'), Decimal('0.5'))
     >>> Tokens().parse("1e30")
     Traceback (most recent call last):
     ...
@@ -47,7 +49,8 @@ class Tokens(Kind):
         return f"a whole number >= {self.minimum}"
 
     def parse(self, value: Any) -> int:
-        if isinstance(value, (int, str)) and not isinstance(value, bool):
+        # A whole float counts too: TOML has no integer exponent, so 1e4 arrives as 10000.0.
+        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
             try:
                 return parse_count(value, minimum=self.minimum)
             except OutOfRange:
@@ -77,7 +80,7 @@ class Usd(Kind):
         return f"an amount in USD >= 0{tail} such as 0.05 or $0.05"
 
     def parse(self, value: Any) -> Decimal:
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
             try:
                 return parse_money(value)
             except TokcostError:
@@ -99,7 +102,7 @@ class Percent(Kind):
         return "a percentage >= 0 such as 10 or 10%"
 
     def parse(self, value: Any) -> float:
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
             try:
                 return float(parse_percent(value))
             except TokcostError:
@@ -121,7 +124,7 @@ class Share(Kind):
         return "a fraction in [0, 1] such as 0.5"
 
     def parse(self, value: Any) -> Decimal:
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
             try:
                 return parse_fraction(value)
             except TokcostError:

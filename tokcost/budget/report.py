@@ -355,11 +355,18 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(result: CheckResult) -> str:
-    """A Markdown report for a PR comment or a GitHub job summary."""
+def render_markdown(result: CheckResult, *, quiet: bool = False, hide_passed: bool = False,
+                    marker: bool = True, heading: str | None = None) -> str:
+    """A Markdown report for a PR comment or a GitHub job summary.
+
+    ``quiet`` keeps the verdict and the failures only; ``hide_passed`` leaves the
+    budgets that hold out of the budget table. ``marker``/``heading`` let a report of
+    several configs put this one under its own heading (``tokcost.budget.many``).
+    """
     cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
-    out = [MARKER, f"### {icon} tokcost check: {cells.headline}", ""]
+    out = [MARKER] if marker else []
+    out += [heading or f"### {icon} tokcost check: {cells.headline}", ""]
     if cells.strict:
         out += [f"**{cells.strict}**", ""]
     if cells.failures:
@@ -370,15 +377,17 @@ def render_markdown(result: CheckResult) -> str:
                 f"| `{rule}` | {actual} | {limit} |"
             )
         out.append("")
-    out += [
-        "| | budget | model | files | tokens | growth | cost/call | window |",
-        "|---|---|---|--:|--:|--:|--:|--:|",
-    ]
-    for passed, name, model, *numbers in cells.budgets:
-        out.append(f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
-                   + " | ".join(numbers) + " |")
-    out.append("")
-    if cells.changes:
+    rows = [row for row in cells.budgets if not (hide_passed and row[0])]
+    if rows and not quiet:
+        out += [
+            "| | budget | model | files | tokens | growth | cost/call | window |",
+            "|---|---|---|--:|--:|--:|--:|--:|",
+        ]
+        for passed, name, model, *numbers in rows:
+            out.append(f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
+                       + " | ".join(numbers) + " |")
+        out.append("")
+    if cells.changes and not quiet:
         out += ["<details><summary>Changes against the baseline</summary>", "",
                 "| budget | file | before | now | growth |", "|---|---|--:|--:|--:|"]
         for name, path, *counts in cells.changes:
@@ -388,13 +397,16 @@ def render_markdown(result: CheckResult) -> str:
         out += ["<details><summary>Messages</summary>", ""]
         out += [f"- {_cell(f.message)}" for f in result.failures]
         out += ["", "</details>", ""]
-    if result.notices:
+    if result.notices and not (quiet and not result.strict):
         out += ["**Warnings**", ""]
         out += [f"- {_cell(n.message)}" for n in result.notices]
         out.append("")
-    found = "" if result.baseline_found else " (not found)"
-    out.append(f"<sub>config `{result.config}` · baseline `{result.baseline}`{found}</sub>")
-    return "\n".join(out) + "\n"
+    if not quiet:
+        found = "" if result.baseline_found else " (not found)"
+        # Limits given with paths have no config file and no baseline.
+        base = f" · baseline `{result.baseline}`{found}" if result.baseline else ""
+        out.append(f"<sub>config `{result.config}`{base}</sub>")
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 # --- JUnit XML -------------------------------------------------------------------------------

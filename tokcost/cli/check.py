@@ -9,18 +9,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 import tokcost
 from tokcost.cli.console import err, out, warn
+from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost import CheckResult
+    from tokcost import CheckResult, CheckRun
 
 EPILOG = """
 Examples:
 
 \b
-  tokcost check                              read ./tokcost.yaml (or \\[tool.tokcost])
+  tokcost check                              the tokcost.yaml (or \\[tool.tokcost]) here or above
+  tokcost check 'prompts/**/*.md' --max-tokens 10k --max-cost '$0.05' -m gpt-4o
+                                             limits without a config file
+  tokcost check -c svc/tokcost.yaml -c web/tokcost.yaml   several configs in one run
+  tokcost check --all --quiet                every tokcost.yaml below here; failures only
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
   tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
@@ -42,17 +48,56 @@ class Format(str, Enum):
 
 
 def check(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Files, folders or globs to check against the limits given here "
+                       "(--max-tokens, --max-cost, --max-window), without a config file.",
+                       show_default=False),
+    ] = None,
     config: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option("--config", "-c", help="Budget config: a tokcost.yaml or a pyproject.toml "
-                     "with \\[tool.tokcost] (default: look in the current folder).",
+                     "with \\[tool.tokcost]; repeat it to check several (default: the first "
+                     "found walking up from here to the git work tree root).",
                      show_default=False),
+    ] = None,
+    all_configs: Annotated[
+        bool, typer.Option("--all", help="Check every tokcost.yaml (or \\[tool.tokcost]) at or "
+                           "below the current folder, .gitignored folders left out.")
+    ] = False,
+    max_tokens: Annotated[
+        str | None, typer.Option("--max-tokens", help="With PATHS: tokens per file, e.g. 10k.",
+                                 show_default=False)
+    ] = None,
+    max_cost: Annotated[
+        str | None, typer.Option("--max-cost", help="With PATHS: USD per call with the file as "
+                                 "the prompt, e.g. '$0.05' or 5c (needs -m).", show_default=False)
+    ] = None,
+    max_window: Annotated[
+        str | None, typer.Option("--max-window", help="With PATHS: share of the model's context "
+                                 "window per file, e.g. 80% (needs -m).", show_default=False)
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="With PATHS: catalog model for the "
+                                 "tokenizer, prices and context window.", show_default=False)
+    ] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", "-t", help="With PATHS: tokenizer spec to count "
+                                 "with (default: the model's).", show_default=False)
     ] = None,
     fmt: Annotated[
         Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
     ] = Format.text,
     json_out: Annotated[
         bool, typer.Option("--json", help="Same as --format json.")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the failures and "
+                           "the verdict.")
+    ] = False,
+    hide_passed: Annotated[
+        bool, typer.Option("--hide-passed", help="Text and Markdown: leave out the budgets "
+                           "(and configs) that hold.")
     ] = False,
     update_baseline: Annotated[
         bool, typer.Option("--update-baseline", help="Write the current counts to the baseline "
@@ -75,46 +120,127 @@ def check(
     ] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
-    result = tokcost.check(config, baseline=baseline, update_baseline=update_baseline,
-                           strict=strict, jobs=jobs, catalog=catalog)
-    if update_baseline:
-        n = sum(len(b.files) for b in result.budgets)
-        err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
-                  "budgets)", highlight=False)
+    configs = list(config or [])
+    several = all_configs or len(configs) > 1
     if json_out:
         fmt = Format.json
+    results: list[CheckResult]
+    if paths:
+        limits = _adhoc_limits(configs, all_configs, update_baseline, baseline, model,
+                               max_tokens=max_tokens, max_cost=max_cost, max_window=max_window)
+        results = [tokcost.check(paths=paths, limits=limits, model=model, tokenizer=tokenizer,
+                                 strict=strict, jobs=jobs, catalog=catalog)]
+    else:
+        given = [flag for flag, value in (("--max-tokens", max_tokens), ("--max-cost", max_cost),
+                                          ("--max-window", max_window), ("--model", model),
+                                          ("--tokenizer", tokenizer)) if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies to PATHS given on the command line; add the "
+                             "files or globs to check (a config sets its own limits and model)")
+        if all_configs and configs:
+            raise UsageError("--all finds every config below here; drop --config, or drop "
+                             "--all and repeat --config")
+        if several and baseline is not None:
+            raise UsageError("--baseline names one file, and each of several configs has its "
+                             "own baseline; drop --baseline")
+        if several:
+            run = tokcost.check_many(configs or None, under="." if all_configs else None,
+                                     update_baseline=update_baseline, strict=strict, jobs=jobs,
+                                     catalog=catalog)
+            results = list(run.results)
+        else:
+            results = [tokcost.check(configs[0] if configs else None, baseline=baseline,
+                                     update_baseline=update_baseline, strict=strict, jobs=jobs,
+                                     catalog=catalog)]
+    if update_baseline:
+        for result in results:
+            n = sum(len(b.files) for b in result.budgets)
+            err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
+                      "budgets)", highlight=False)
+    run_all = tokcost.CheckRun(tuple(results), several=several)
     if fmt is Format.text:
-        for notice in result.notices:
-            if strict:
-                err.print(f"[bold red]error:[/bold red] {notice.message}", markup=True,
-                          highlight=False)
-            else:
-                warn(notice.message)
-        # CI logs are no terminal and rich would assume 80 columns: give the table room.
-        width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
-        out.print(render_text(result, width=max(width, 60), color=out.is_terminal),
-                  end="", markup=False, highlight=False, soft_wrap=True)
+        _print_text(run_all, strict=strict, quiet=quiet, hide_passed=hide_passed)
     else:
         # Warnings are inside the machine-readable report; stdout stays parseable.
-        typer.echo(result.render(fmt.value), nl=False)
+        typer.echo(run_all.render(fmt.value, quiet=quiet, hide_passed=hide_passed), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt is Format.github and summary and not _append_summary(summary, result):
+    if fmt is Format.github and summary and not _append_summary(summary, run_all):
         # The annotations above are the report and are complete; the summary is its copy,
         # so it is written (and can fail) last: an exceeded budget keeps its exit code.
-        raise typer.Exit(code=result.exit_code or 1)
-    if result.exit_code:
-        raise typer.Exit(code=result.exit_code)
+        raise typer.Exit(code=run_all.exit_code or 1)
+    if run_all.exit_code:
+        raise typer.Exit(code=run_all.exit_code)
 
 
-def _append_summary(summary: str, result: CheckResult) -> bool:
+def _adhoc_limits(configs: list[Path], all_configs: bool, update_baseline: bool,
+                  baseline: Path | None, model: str | None, *, max_tokens: str | None,
+                  max_cost: str | None, max_window: str | None) -> dict[str, Any]:
+    """The budget keys of the limits given as flags, read by the parsers every config
+    value goes through (so ``10k``, ``$0.05``, ``5c``, ``80%`` mean what they mean there)."""
+    if configs or all_configs:
+        raise UsageError("give PATHS with limits, or --config/--all, not both: PATHS are "
+                         "checked without a config file")
+    if update_baseline or baseline is not None:
+        flag = "--update-baseline" if update_baseline else "--baseline"
+        raise UsageError(f"{flag} needs a config file; PATHS with limits have no baseline "
+                         "(write a tokcost.yaml to track growth)")
+    if max_tokens is None and max_cost is None and max_window is None:
+        raise UsageError("PATHS need a limit: add --max-tokens N, --max-cost USD or "
+                         "--max-window PCT (or drop PATHS to use tokcost.yaml)")
+    for flag, value in (("--max-cost", max_cost), ("--max-window", max_window)):
+        if value is not None and model is None:
+            what = "prices" if flag == "--max-cost" else "context window"
+            raise UsageError(f"{flag} needs a model for its {what}; add -m MODEL, "
+                             "e.g. -m gpt-4o")
+    limits: dict[str, Any] = {}
+    if max_tokens is not None:
+        limits["max_tokens_per_file"] = tokcost.parse_count(max_tokens, param="max_tokens",
+                                                            minimum=1)
+    if max_cost is not None:
+        limits["max_cost_per_call"] = tokcost.parse_money(max_cost, param="max_cost")
+    if max_window is not None:
+        limits["max_context_percent"] = tokcost.parse_percent(max_window, param="max_window")
+    return limits
+
+
+def _print_text(run: CheckRun, *, strict: bool, quiet: bool, hide_passed: bool) -> None:
+    """The terminal report: per config (under a heading when there are several) its
+    warnings on stderr and its tables on stdout, then the run's verdict."""
+    # CI logs are no terminal and rich would assume 80 columns: give the table room.
+    width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
+    several = run.several
+    for result in run.results:
+        if several and (quiet or hide_passed) and not result.exit_code:
+            continue
+        for notice in result.notices:
+            text = f"{result.config}: {notice.message}" if several else notice.message
+            if strict:
+                err.print(f"[bold red]error:[/bold red] {escape(text)}", markup=True,
+                          highlight=False)
+            elif not quiet:
+                warn(escape(text))
+        if several:
+            out.print(f"── {result.config}", markup=False, highlight=False)
+        out.print(render_text(result, width=max(width, 60), color=out.is_terminal,
+                              quiet=quiet, hide_passed=hide_passed),
+                  end="", markup=False, highlight=False, soft_wrap=True)
+    if several:
+        from rich.text import Text
+
+        verdict = Text()
+        verdict.append("FAIL " if run.exit_code else "ok ",
+                       style="bold red" if run.exit_code else "bold green")
+        verdict.append(run.headline)
+        out.print(verdict, highlight=False)
+
+
+def _append_summary(summary: str, run: CheckRun) -> bool:
     """Append the Markdown report to the runner's step summary; False (said on stderr)
     when the file cannot be written."""
     try:
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
-            handle.write(result.render("markdown"))
+            handle.write(run.render("markdown"))
     except OSError as exc:
-        from rich.markup import escape
-
         err.print(f"[bold red]error:[/bold red] cannot write the step summary "
                   f"GITHUB_STEP_SUMMARY={escape(summary)}: {exc.strerror or exc}; the report "
                   "above is complete; point GITHUB_STEP_SUMMARY at a file you can write, or "
@@ -124,8 +250,13 @@ def _append_summary(summary: str, result: CheckResult) -> bool:
     return True
 
 
-def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -> str:
-    """The terminal report: the failures first, then one row per budget, then a verdict."""
+def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
+                quiet: bool = False, hide_passed: bool = False) -> str:
+    """The terminal report: the failures first, then one row per budget, then a verdict.
+
+    ``quiet`` keeps the failures and the verdict; ``hide_passed`` leaves the budgets
+    that hold out of the budget table.
+    """
     from rich.console import Console
     from rich.text import Text
 
@@ -139,14 +270,16 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -
         for budget, path, rule, actual, limit in cells.failures:
             table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
         console.print(table)
-    table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
-                   ("files", "right"), ("tokens", "right"), ("growth", "right"),
-                   ("cost/call", "right"), ("window", "right"))
-    for passed, *row in cells.budgets:
-        mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
-        table.add_row(mark, *row)
-    console.print(table)
-    if cells.changes:
+    rows = [row for row in cells.budgets if not (hide_passed and row[0])]
+    if rows and not quiet:
+        table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
+                       ("files", "right"), ("tokens", "right"), ("growth", "right"),
+                       ("cost/call", "right"), ("window", "right"))
+        for passed, *row in rows:
+            mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
+            table.add_row(mark, *row)
+        console.print(table)
+    if cells.changes and not quiet:
         table = _table("Changes against the baseline", ("budget", "left"), ("file", "left"),
                        ("before", "right"), ("now", "right"), ("growth", "right"))
         for change in cells.changes:
