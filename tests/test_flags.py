@@ -13,7 +13,7 @@ SHORT_FLAGS = {
     "-h": "--help", "-t": "--tokenizer", "-m": "--model", "-j": "--jobs", "-o": "--output",
     "-c": "--config", "-f": "--format", "-b": "--batch", "-i": "--input-tokens",
     "-k": "--kind", "-s": "--special", "-T": "--temperature", "-p": "--provider",
-    "-v": "--vocab-size",
+    "-v": "--vocab-size", "-q": "--quiet",
 }
 
 
