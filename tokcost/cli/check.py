@@ -23,6 +23,7 @@ Examples:
   tokcost check                              read ./tokcost.yaml (or \\[tool.tokcost])
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
+  tokcost check --base origin/main           growth against the base branch, no baseline file
   tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
   tokcost check --format markdown            a table for a pull-request comment
   tokcost check --strict                     a glob matching nothing fails the check
@@ -63,6 +64,13 @@ def check(
         typer.Option("--baseline", help="Baseline JSON (default: the config's 'baseline' key, "
                      "else .tokcost-baseline.json beside the config).", show_default=False),
     ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option("--base", metavar="REF", help="Measure growth against the budgeted files "
+                     "as they are at git REF (a branch, tag or commit; read with git, no "
+                     "checkout) instead of the baseline file; wins over --baseline.",
+                     show_default=False),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
                            "missing baseline) as errors: exit code 2.")
@@ -75,8 +83,14 @@ def check(
     ] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
-    result = tokcost.check(config, baseline=baseline, update_baseline=update_baseline,
-                           strict=strict, jobs=jobs, catalog=catalog)
+    if base is not None and baseline is not None:
+        from rich.markup import escape
+
+        warn(f"--base {escape(base)} wins over --baseline: growth is measured against "
+             f"{escape(base)}, the baseline file is not read")
+    result = tokcost.check(config, baseline=baseline, base=base,
+                           update_baseline=update_baseline, strict=strict, jobs=jobs,
+                           catalog=catalog)
     if update_baseline:
         n = sum(len(b.files) for b in result.budgets)
         err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
@@ -139,6 +153,8 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -
         for budget, path, rule, actual, limit in cells.failures:
             table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
         console.print(table)
+        if cells.hint:  # the other formats carry it in each growth failure's message
+            console.print(Text(cells.hint))
     table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
                    ("files", "right"), ("tokens", "right"), ("growth", "right"),
                    ("cost/call", "right"), ("window", "right"))
@@ -147,7 +163,7 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False) -
         table.add_row(mark, *row)
     console.print(table)
     if cells.changes:
-        table = _table("Changes against the baseline", ("budget", "left"), ("file", "left"),
+        table = _table(cells.changes_title, ("budget", "left"), ("file", "left"),
                        ("before", "right"), ("now", "right"), ("growth", "right"))
         for change in cells.changes:
             table.add_row(*change)
