@@ -142,9 +142,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
     commit = run.stdout.decode("ascii", errors="replace").strip()
     if run.returncode != 0 or not commit:
         raise GitBaseError(
-            f"base={ref!r} names no commit in {top}; fetch it first (git fetch origin "
-            f"{ref}; in GitHub Actions, actions/checkout with fetch-depth: 0) or name "
-            "another ref", param="base")
+            f"base={ref!r} names no commit in {top}; fetch it first (git fetch; in GitHub "
+            "Actions, actions/checkout with fetch-depth: 0) or name another ref",
+            param="base")
     entries = _list_tree(top, commit, ref)
     blobs = _candidates(entries, prefix, _read_support(top, entries, ref))
     return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit), blobs=blobs)
