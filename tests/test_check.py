@@ -565,7 +565,7 @@ def test_github_format_appends_job_summary(repo: Path, runner: Any, tmp_path: Pa
     break_budgets(repo)
     result = invoke(runner, "--format", "github")
     assert result.exit_code == 1
-    assert ("::error file=prompts/huge.md,title=tokcost%3A context_window (budget prompts)::"
+    assert ("::error file=prompts/huge.md,line=1,title=tokcost%3A context_window (budget prompts)::"
             in result.stdout)
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n<!-- tokcost-check -->\n### ❌ tokcost check")

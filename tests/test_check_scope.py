@@ -209,7 +209,7 @@ def test_adhoc_every_format(prompts: Path, runner: Any, fmt: str) -> None:
         assert "(command line)" not in out  # the notice has no file=
         assert "::warning title=tokcost check::budget 'prompts/ missing/*.md': glob" in out
     elif fmt == "markdown":
-        assert "`prompts/sub/big.md`" in out and "baseline" not in out
+        assert "`prompts/sub/big.md:1`" in out and "baseline" not in out
     elif fmt == "junit":
         root = ET.fromstring(out)
         assert root.get("failures") == "1"
@@ -547,7 +547,7 @@ def test_quiet_shows_failures_and_the_verdict(two_budgets: Path, runner: Any) ->
     strict = invoke(runner, "--quiet", "--strict")
     assert strict.exit_code == 2 and "error: budget 'unmatched'" in strict.stderr
     md = invoke(runner, "-q", "-f", "markdown").stdout
-    assert "| breaks | `prompts/sub/big.md` |" in md and "| budget | model |" not in md
+    assert "| breaks | `prompts/sub/big.md:1` |" in md and "| budget | model |" not in md
     assert "**Warnings**" not in md and "<sub>" not in md
 
 

@@ -78,8 +78,10 @@ def test_error_without_json_leaves_stdout_empty() -> None:
 @pytest.mark.skipif(not hasattr(signal, "SIGPIPE"), reason="no SIGPIPE on this platform")
 @pytest.mark.parametrize("script", ["tokcost", "tokcount"])
 def test_a_closed_pipe_ends_the_process_like_cat(tmp_path: Path, script: str) -> None:
-    for i in range(300):
-        (tmp_path / f"f{i:03}.txt").write_text(f"hello world {i}\n" * 3)
+    # More CSV than a pipe buffers (64 KiB), so the writer is still writing when the
+    # reader leaves: 1,500 rows of about 100 bytes.
+    for i in range(1500):
+        (tmp_path / f"{'a-rather-long-file-name-' * 3}{i:04}.txt").write_text(f"hello {i}\n")
     entry = "main" if script == "tokcost" else "count_main"
     command = [sys.executable, "-c", f"import sys; from tokcost.cli.app import {entry}; "
                f"sys.argv[0] = '{script}'; {entry}()"]

@@ -9,12 +9,15 @@ GitHub, Markdown and JUnit reports.
 Without a config, ``paths`` and ``limits`` make the one budget a tokcost.yaml would
 hold (``tokcost check 'prompts/**/*.md' --max-tokens 10k``); ``check_many`` checks
 several configs in one run (``-c a -c b``, ``--all``), each under its own folder.
+With ``base="main"`` growth is measured against the files as they are at that git ref
+(``tokcost.budget.git_base``, no checkout) instead of against a baseline file.
 
 >>> import tokcost
 >>> # result = tokcost.check("tokcost.yaml", strict=True)
 >>> # result.exit_code, result.render("markdown")
 >>> # tokcost.check(paths=["prompts/"], limits={"max_tokens_per_file": "10k"}).passed
 >>> # tokcost.check_many(under=".").exit_code   # every tokcost.yaml below here
+>>> # tokcost.check(base="origin/main").render("github")
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from tokcost.budget.config import (
     find_configs,
     shadow_notice,
 )
+from tokcost.budget.crossing import locate
+from tokcost.budget.git_base import against_base, baseline_at, open_tree
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -59,6 +64,7 @@ def check(
     config: str | Path | None = None,
     *,
     baseline: str | Path | None = None,
+    base: str | None = None,
     update_baseline: bool = False,
     strict: bool = False,
     catalog: str | Path | Catalog | None = None,
@@ -74,9 +80,16 @@ def check(
     found walking up from here to the git work tree root).
 
     ``baseline`` replaces the config's baseline file and ``catalog`` its catalog.
+    ``base`` (a git branch, tag or commit) measures growth against the budgeted files
+    as they are at that ref, counted the same way, instead of against a baseline file:
+    files new, removed and renamed since are reported, and a baseline file is then not
+    read at all (``base`` wins over ``baseline``). A missing git, a ref that names no
+    commit or a config outside a git work tree is a UsageError (exit code 2).
     ``update_baseline`` writes today's counts before judging, so growth is measured
-    against them. ``strict`` makes warnings (a glob matching nothing, no baseline)
-    fail with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs.
+    against them (with ``base``, the file is still written, and growth is against
+    ``base``). ``strict`` makes warnings (a glob matching nothing, no baseline) fail
+    with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs.
+    A failing file's finding has the ``line`` where it crosses a token limit.
 
     Ad-hoc, without a config file: ``paths`` (files, folders, globs relative to the
     cwd) checked against ``limits`` (budget keys such as ``max_tokens_per_file``,
@@ -87,8 +100,9 @@ def check(
         if config is not None:
             raise UsageError("give either config or paths with limits, not both",
                              param="paths", related=("config",))
-        if update_baseline or baseline is not None:
-            param = "update_baseline" if update_baseline else "baseline"
+        if update_baseline or baseline is not None or base is not None:
+            param = ("update_baseline" if update_baseline
+                     else "baseline" if baseline is not None else "base")
             raise UsageError(f"{param} needs a config file: limits given with paths have "
                              "no baseline", param=param)
         adhoc = adhoc_config(paths, limits or {}, model=model, tokenizer=tokenizer)
@@ -104,7 +118,7 @@ def check(
                              "paths=[...] too, or set it in the config", param=name,
                              related=("paths",))
     loaded = load_config(config)
-    return _check_one(loaded, baseline=baseline, update_baseline=update_baseline,
+    return _check_one(loaded, baseline=baseline, base=base, update_baseline=update_baseline,
                       strict=strict, catalog=catalog,
                       engine=make_engine(engine, jobs=jobs, scheduler=scheduler))
 
@@ -113,6 +127,7 @@ def check_many(
     configs: Sequence[str | Path] | None = None,
     *,
     under: str | Path | None = None,
+    base: str | None = None,
     update_baseline: bool = False,
     strict: bool = False,
     catalog: str | Path | Catalog | None = None,
@@ -151,8 +166,8 @@ def check_many(
             ensure_writable(c.baseline, create_folder=True)
     run_engine = make_engine(engine, jobs=jobs, scheduler=scheduler)
     return CheckRun(tuple(
-        _check_one(c, update_baseline=update_baseline, strict=strict, catalog=catalog,
-                   engine=run_engine)
+        _check_one(c, base=base, update_baseline=update_baseline, strict=strict,
+                   catalog=catalog, engine=run_engine)
         for c in loaded
     ))
 
@@ -161,6 +176,7 @@ def _check_one(
     loaded: BudgetConfig,
     *,
     baseline: str | Path | None = None,
+    base: str | None = None,
     update_baseline: bool = False,
     strict: bool,
     catalog: str | Path | Catalog | None,
@@ -169,6 +185,7 @@ def _check_one(
 ) -> CheckResult:
     """Measure, record or read the baseline, judge: one config."""
     path = Path(baseline) if baseline is not None else loaded.baseline
+    tree = open_tree(loaded.root, base) if base is not None else None  # fails before counting
     if update_baseline:
         ensure_writable(path, create_folder=True)  # before counting, not after
     measured = measure(loaded, catalog=catalog, engine=engine)
@@ -176,17 +193,23 @@ def _check_one(
     if update_baseline:
         known = baseline_from(measured)
         write_baseline(path, known)
-    elif use_baseline:
-        known = read_baseline(path)
-    # A baseline given here is shown as given; the config's, relative to the cwd.
-    shown = str(baseline) if baseline is not None else _shown(loaded.baseline)
-    result = judge(measured, known, strict=strict, baseline_display=shown)
+    if tree is not None:
+        at_base = baseline_at(measured, tree, catalog=catalog)
+        result = against_base(
+            judge(measured, at_base, strict=strict, baseline_display=tree.ref.label),
+            at_base, tree.ref)
+    else:
+        if use_baseline and not update_baseline:
+            known = read_baseline(path)
+        # A baseline given here is shown as given; the config's, relative to the cwd.
+        shown = str(baseline) if baseline is not None else _shown(loaded.baseline)
+        result = judge(measured, known, strict=strict, baseline_display=shown)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
         other = loaded.shadowed[0].name
         result = replace(result, notices=(Notice(shadow, other), *result.notices))
-    return result
+    return locate(result, measured, catalog=catalog)
 
 
 def _shown(path: Path) -> str | None:

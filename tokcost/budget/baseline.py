@@ -40,10 +40,16 @@ class BaselineError(UsageError):
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One budget's counts: the tokenizer they were made with and tokens per file."""
+    """One budget's counts: the tokenizer they were made with and tokens per file.
+
+    ``renamed`` maps a file's path now to its path in the baseline, for files that moved
+    since (known only when the baseline is a git ref, ``tokcost.budget.git_base``): such
+    a file is keyed by its new path in ``files``, with its old count. It is never written.
+    """
 
     tokenizer: str
     files: Mapping[str, int] = field(default_factory=dict)
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -67,6 +73,32 @@ class Baseline:
                 for name, entry in sorted(self.budgets.items())
             },
         }
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """A git ref that growth is measured against instead of a baseline file.
+
+    >>> commit = "0123456789abcdef" * 2 + "01234567"
+    >>> BaseRef("main", commit).label, BaseRef("0123456", commit).label
+    ('main', '0123456')
+    >>> BaseRef(commit, commit).label
+    '0123456'
+    """
+
+    ref: str  # as given: main, origin/main, v1.2, a commit id
+    commit: str  # the commit it names, in full
+
+    @property
+    def short(self) -> str:
+        return self.commit[:7]
+
+    @property
+    def label(self) -> str:
+        """The ref as given, or the short commit id when a commit id was given."""
+        given = self.ref.lower()
+        is_id = len(given) >= 4 and all(c in "0123456789abcdef" for c in given)
+        return self.short if is_id and self.commit.startswith(given) else self.ref
 
 
 def read_baseline(path: Path) -> Baseline | None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pathspec
 
-from tokcost.budget.baseline import Baseline, BaselineEntry, growth_percent
+from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef, growth_percent
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
 from tokcost.budget.report import money, percent, render, render_json, round_percent, tables
 from tokcost.errors import TokcostError
@@ -73,6 +73,7 @@ class Finding:
     actual: float | int | Decimal
     limit: float | int | Decimal
     message: str
+    line: int | None = None  # where the file crosses the limit (tokcost.budget.crossing)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class BudgetResult:
     context_window: int | None
     failures: tuple[Finding, ...]
     removed: tuple[tuple[str, int], ...] = ()  # baseline files no longer there: (path, tokens)
+    renamed: tuple[tuple[str, str], ...] = ()  # (path, its path at the git base), by path
 
     @property
     def name(self) -> str:
@@ -164,6 +166,7 @@ class CheckResult:
     notices: tuple[Notice, ...] = ()
     strict: bool = False
     root: str = "."  # the config's folder relative to cwd: file paths are relative to it
+    base: BaseRef | None = None  # the git ref growth was measured against, if not a file
 
     @property
     def failures(self) -> list[Finding]:

@@ -10,8 +10,11 @@ cells of ``tables(result)``, the same cells the Markdown report shows.
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
@@ -83,24 +86,28 @@ def _two_digits(magnitude: float) -> str:
 class ReportTables:
     """A report's tables as formatted cells, so every renderer shows the same values.
 
-    ``failures``: (budget, file or None for the whole budget, rule, actual, limit);
+    ``failures``: (budget, file or None for the whole budget, rule, actual, limit), the
+    file as ``path:line`` where the line it crosses its limit on is known;
     ``budgets``: (passed, budget, model, files, tokens, growth, cost/call, window),
-    failing budgets first; ``changes``: (budget, file, before, now, growth).
+    failing budgets first; ``changes``: (budget, file, before, now, growth), a renamed
+    file as ``path (renamed from old)``.
     """
 
     failures: tuple[tuple[str, str | None, str, str, str], ...]
     budgets: tuple[tuple[bool, str, str, str, str, str, str, str], ...]
     changes: tuple[tuple[str, str, str, str, str], ...]
-    headline: str  # "2 of 3 budgets exceeded (8 failures)", "all 3 budgets hold"
+    headline: str  # "2 of 3 budgets exceeded (8 failures)", "all 3 budgets hold vs main"
     strict: str | None  # the line saying warnings count as errors, under strict
+    changes_title: str = "Changes against the baseline"  # "Changes vs main" with a git base
+    hint: str | None = None  # how to accept growth, when a growth limit failed
 
 
 def tables(result: CheckResult) -> ReportTables:
     """The cells of ``result``'s tables; ≈ marks every number a proxy tokenizer gave."""
     approx = {b.name: _approx(b) for b in result.budgets}
     failures = tuple(
-        (f.budget, f.path, f.rule, approx.get(f.budget, "") + _value(f, f.actual),
-         _value(f, f.limit))
+        (f.budget, f"{f.path}:{f.line}" if f.path is not None and f.line else f.path, f.rule,
+         approx.get(f.budget, "") + _value(f, f.actual), _value(f, f.limit))
         for f in result.failures
     )
     budgets = tuple(
@@ -119,9 +126,32 @@ def tables(result: CheckResult) -> ReportTables:
     changes = tuple(
         (b.name, path, *_marked_cells(b, _change_cells(before, now)))
         for b in result.budgets
-        for path, before, now in b.changes()
+        for path, before, now in _changes(b)
     )
-    return ReportTables(failures, budgets, changes, _headline(result), _strict_line(result))
+    title = (f"Changes vs {result.base.label}" if result.base is not None
+             else "Changes against the baseline")
+    return ReportTables(failures, budgets, changes, _headline(result), _strict_line(result),
+                        title, _hint(result))
+
+
+def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
+    """``b.changes()``, with each renamed file shown (as ``new (renamed from old)``)
+    even when its count did not change."""
+    old = dict(b.renamed)
+    rows = [(path, before, now) for path, before, now in b.changes() if path not in old]
+    counts = {f.path: (f.baseline_tokens, f.tokens) for f in b.files}
+    rows += [(path, *counts[path]) for path in old if path in counts]
+    return [(f"{path} (renamed from {old[path]})" if path in old else path, before, now)
+            for path, before, now in sorted(rows)]
+
+
+def _hint(result: CheckResult) -> str | None:
+    """How to accept grown files: the command, when a growth limit against a baseline
+    file failed (against a git base there is no file to update)."""
+    from tokcost.budget.evaluate import UPDATE_HINT
+
+    grown = any(f.rule.endswith("growth_percent") for f in result.failures)
+    return f"if intended, {UPDATE_HINT}" if grown and result.base is None else None
 
 
 def _ordered(result: CheckResult) -> list[BudgetResult]:
@@ -132,11 +162,12 @@ def _ordered(result: CheckResult) -> list[BudgetResult]:
 def _headline(result: CheckResult) -> str:
     n = len(result.budgets)
     failed = sum(not b.passed for b in result.budgets)
+    against = f" vs {result.base.label}" if result.base is not None else ""
     if failed:
         count = len(result.failures)
         return (f"{failed} of {n} budget{'s' if n != 1 else ''} exceeded "
-                f"({count} failure{'s' if count != 1 else ''})")
-    return f"all {n} budget{'s' if n != 1 else ''} hold"
+                f"({count} failure{'s' if count != 1 else ''}){against}")
+    return f"all {n} budget{'s' if n != 1 else ''} hold{against}"
 
 
 def _strict_line(result: CheckResult) -> str | None:
@@ -218,8 +249,11 @@ def render_json(result: CheckResult) -> dict[str, Any]:
         "passed": result.passed and not (result.strict and result.notices),
         "exit_code": result.exit_code,
         "config": result.config,
-        "baseline": result.baseline,
+        "baseline": result.baseline if result.base is None else None,  # no file is read
         "baseline_found": result.baseline_found,
+        "base": None if result.base is None else {
+            "ref": result.base.ref, "commit": result.base.commit, "label": result.base.label,
+        },
         "strict": result.strict,
         "summary": {
             "budgets": len(result.budgets),
@@ -234,6 +268,7 @@ def render_json(result: CheckResult) -> dict[str, Any]:
                 "path": f.path,
                 "actual": _json_value(f.actual),
                 "limit": _json_value(f.limit),
+                "line": f.line,
                 "message": f.message,
             }
             for f in result.failures
@@ -274,6 +309,7 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
         "context_window": b.context_window,
         "context_percent": _num(b.context_percent),
         "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
+        "renamed_files": [{"path": p, "from": old} for p, old in b.renamed],
         "files": [
             {
                 "path": f.path,
@@ -314,31 +350,65 @@ def _command(level: str, message: str, *, file: str | None = None, line: int | N
     return f"::{level}{joined}::{_escape_data(message)}"
 
 
-def _in_repo(result: CheckResult, path: str) -> str:
-    """A config-relative path as a path relative to the working directory (the checkout)."""
-    return path if result.root in ("", ".") else f"{result.root.rstrip('/')}/{path}"
+class _Workspace:
+    """Annotation paths: GitHub resolves them against the workspace, whatever folder the
+    step ran in (``working-directory: svc``), so they are made relative to
+    ``$GITHUB_WORKSPACE`` when the files are inside it, else to the git work tree's top,
+    else to the current folder."""
+
+    def __init__(self, result: CheckResult, workspace: str | Path | None) -> None:
+        here = Path(os.path.realpath(Path.cwd()))
+        self.root = Path(os.path.realpath(here / result.root))
+        self.config = result.config
+        given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
+        self.base = here
+        candidates = [Path(os.path.realpath(given))] if given else []
+        candidates += [d for d in (self.root, *self.root.parents) if (d / ".git").exists()][:1]
+        for folder in candidates:
+            if folder == self.root or folder in self.root.parents:
+                self.base = folder
+                break
+
+    def _relative(self, full: Path) -> str:
+        try:
+            return full.relative_to(self.base).as_posix()
+        except ValueError:
+            return Path(os.path.relpath(full, self.base)).as_posix()
+
+    def file(self, path: str) -> str:
+        """A path relative to the config's folder (or a notice's absolute one)."""
+        return self._relative(self.root / path)
+
+    def config_file(self) -> str:
+        full = Path(os.path.realpath(Path.cwd())) / self.config
+        return self._relative(Path(os.path.realpath(full.parent)) / full.name)
 
 
-def render_github(result: CheckResult) -> str:
+def render_github(result: CheckResult, *, workspace: str | Path | None = None) -> str:
     """Workflow commands: an annotation on the offending file for each failure.
 
-    Budget-wide failures point at the budget's line in the config file.
+    A failing file's annotation has the line where the file crosses its limit, when
+    ``tokcost.check`` found it (``Finding.line``); budget-wide failures point at the
+    budget's line in the config file. Paths are relative to ``workspace`` (None:
+    ``$GITHUB_WORKSPACE``), else the git work tree's top, else the current folder.
     """
+    where = _Workspace(result, workspace)
+    config = where.config_file()
     lines = []
     for b in result.budgets:
         for f in b.failures:
             title = f"tokcost: {f.rule} (budget {f.budget})"
             if f.path is not None:
-                lines.append(_command("error", f.message, file=_in_repo(result, f.path),
-                                      title=title))
+                lines.append(_command("error", f.message, file=where.file(f.path),
+                                      line=f.line, title=title))
             else:
-                lines.append(_command("error", f.message, file=result.config,
+                lines.append(_command("error", f.message, file=config,
                                       line=b.budget.line, title=title))
     level = "error" if result.strict else "warning"
     for n in result.notices:
         file = n.file
-        if file and file != result.config:
-            file = _in_repo(result, file)
+        if file:
+            file = config if file == result.config else where.file(file)
         lines.append(_command(level, n.message, file=file, line=n.line, title="tokcost check"))
     verdict = "FAIL" if result.exit_code else "ok"
     lines.append(f"tokcost check: {verdict}: {_headline(result)}")
@@ -388,7 +458,7 @@ def render_markdown(result: CheckResult, *, quiet: bool = False, hide_passed: bo
                        + " | ".join(numbers) + " |")
         out.append("")
     if cells.changes and not quiet:
-        out += ["<details><summary>Changes against the baseline</summary>", "",
+        out += [f"<details><summary>{cells.changes_title}</summary>", "",
                 "| budget | file | before | now | growth |", "|---|---|--:|--:|--:|"]
         for name, path, *counts in cells.changes:
             out.append(f"| {_cell(name)} | `{_cell(path)}` | {' | '.join(counts)} |")
@@ -402,44 +472,73 @@ def render_markdown(result: CheckResult, *, quiet: bool = False, hide_passed: bo
         out += [f"- {_cell(n.message)}" for n in result.notices]
         out.append("")
     if not quiet:
-        found = "" if result.baseline_found else " (not found)"
-        # Limits given with paths have no config file and no baseline.
-        base = f" · baseline `{result.baseline}`{found}" if result.baseline else ""
-        out.append(f"<sub>config `{result.config}`{base}</sub>")
+        if result.base is not None:
+            against = f" · vs `{result.base.label}` (`{result.base.short}`)"
+        else:
+            found = "" if result.baseline_found else " (not found)"
+            # Limits given with paths have no config file and no baseline.
+            against = f" · baseline `{result.baseline}`{found}" if result.baseline else ""
+        out.append(f"<sub>config `{result.config}`{against}</sub>")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 # --- JUnit XML -------------------------------------------------------------------------------
 
 
+# What XML 1.0 cannot hold at all, even escaped: C0 controls but tab, newline and return;
+# surrogates (a file name that is not UTF-8 decodes to them); U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for an undecodable byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def xml_text(text: str) -> str:
+    r"""``text`` with what XML 1.0 forbids written as a visible escape, so the report
+    stays well-formed and still names the file.
+
+    >>> xml_text("prompts/a\x01b.md"), xml_text("ok\tstill ok")
+    ('prompts/a\\x01b.md', 'ok\tstill ok')
+    """
+    return _NOT_XML.sub(_visible, text)
+
+
 def render_junit(result: CheckResult) -> str:
-    """JUnit XML: a testsuite per budget, a testcase per file and one for the whole budget."""
+    """JUnit XML: a testsuite per budget, a testcase per file and one for the whole budget.
+
+    It follows Jenkins xunit's ``junit-10.xsd`` (no ``file`` attribute on a testcase: its
+    name is the file's path), which GitLab reads too; tests/fixtures/junit-10.xsd checks it.
+    """
     import xml.etree.ElementTree as ET
 
-    root = ET.Element("testsuites", name="tokcost check")
+    against = f" vs {result.base.label}" if result.base is not None else ""
+    root = ET.Element("testsuites", name=xml_text(f"tokcost check{against}"))
     total_tests = total_failures = total_errors = 0
     for b in result.budgets:
-        suite = ET.SubElement(root, "testsuite", name=b.name)
-        cases: list[tuple[str, str | None, list[Finding]]] = [
-            ("(budget)", None, [f for f in b.failures if f.path is None])
+        suite = ET.SubElement(root, "testsuite", name=xml_text(b.name))
+        cases: list[tuple[str, list[Finding]]] = [
+            ("(budget)", [f for f in b.failures if f.path is None])
         ]
         for fr in b.files:
-            cases.append((fr.path, fr.path, [f for f in b.failures if f.path == fr.path]))
-        for name, path, failures in cases:
-            attrs = {"classname": f"tokcost.{b.name}", "name": name}
-            if path is not None:
-                attrs["file"] = path
-            case = ET.SubElement(suite, "testcase", attrs)
+            cases.append((fr.path, [f for f in b.failures if f.path == fr.path]))
+        for name, failures in cases:
+            case = ET.SubElement(suite, "testcase", classname=xml_text(f"tokcost.{b.name}"),
+                                 name=xml_text(name))
             if failures:
                 # One <failure> per testcase: JUnit readers count failed testcases.
                 fail = ET.SubElement(case, "failure",
-                                     message="; ".join(f.message for f in failures),
+                                     message=xml_text("; ".join(f.message for f in failures)),
                                      type=",".join(f.rule for f in failures))
-                fail.text = "\n".join(
+                fail.text = xml_text("\n".join(
                     f"{f.rule}: {_approx(b)}{_value(f, f.actual)} > {_value(f, f.limit)}"
+                    + (f" (from line {f.line})" if f.line else "")
                     for f in failures
-                )
-        failed = sum(1 for _, _, failures in cases if failures)
+                ))
+        failed = sum(1 for _, failures in cases if failures)
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(failed))
         suite.set("errors", "0")
@@ -452,9 +551,9 @@ def render_junit(result: CheckResult) -> str:
             case = ET.SubElement(suite, "testcase", classname="tokcost.warnings",
                                  name=f"warning {i}")
             if result.strict:
-                ET.SubElement(case, "error", message=n.message, type="strict")
+                ET.SubElement(case, "error", message=xml_text(n.message), type="strict")
             else:
-                ET.SubElement(case, "skipped", message=n.message)
+                ET.SubElement(case, "skipped", message=xml_text(n.message))
         errors = len(result.notices) if result.strict else 0
         suite.set("tests", str(len(result.notices)))
         suite.set("failures", "0")

@@ -29,6 +29,7 @@ Examples:
   tokcost check --all --quiet                every tokcost.yaml below here; failures only
   tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
   tokcost check --update-baseline            record today's counts as the baseline
+  tokcost check --base origin/main           growth against the base branch, no baseline file
   tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
   tokcost check --format markdown            a table for a pull-request comment
   tokcost check --strict                     a glob matching nothing fails the check
@@ -108,6 +109,13 @@ def check(
         typer.Option("--baseline", help="Baseline JSON (default: the config's 'baseline' key, "
                      "else .tokcost-baseline.json beside the config).", show_default=False),
     ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option("--base", metavar="REF", help="Measure growth against the budgeted files "
+                     "as they are at git REF (a branch, tag or commit; read with git, no "
+                     "checkout) instead of the baseline file; wins over --baseline.",
+                     show_default=False),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
                            "missing baseline) as errors: exit code 2.")
@@ -120,6 +128,11 @@ def check(
     ] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
+    if base is not None and baseline is not None:
+        from rich.markup import escape
+
+        warn(f"--base {escape(base)} wins over --baseline: growth is measured against "
+             f"{escape(base)}, the baseline file is not read")
     configs = list(config or [])
     several = all_configs or len(configs) > 1
     if json_out:
@@ -129,7 +142,7 @@ def check(
         limits = _adhoc_limits(configs, all_configs, update_baseline, baseline, model,
                                max_tokens=max_tokens, max_cost=max_cost, max_window=max_window)
         results = [tokcost.check(paths=paths, limits=limits, model=model, tokenizer=tokenizer,
-                                 strict=strict, jobs=jobs, catalog=catalog)]
+                                 base=base, strict=strict, jobs=jobs, catalog=catalog)]
     else:
         given = [flag for flag, value in (("--max-tokens", max_tokens), ("--max-cost", max_cost),
                                           ("--max-window", max_window), ("--model", model),
@@ -145,13 +158,13 @@ def check(
                              "own baseline; drop --baseline")
         if several:
             run = tokcost.check_many(configs or None, under="." if all_configs else None,
-                                     update_baseline=update_baseline, strict=strict, jobs=jobs,
-                                     catalog=catalog)
+                                     base=base, update_baseline=update_baseline, strict=strict,
+                                     jobs=jobs, catalog=catalog)
             results = list(run.results)
         else:
             results = [tokcost.check(configs[0] if configs else None, baseline=baseline,
-                                     update_baseline=update_baseline, strict=strict, jobs=jobs,
-                                     catalog=catalog)]
+                                     base=base, update_baseline=update_baseline, strict=strict,
+                                     jobs=jobs, catalog=catalog)]
     if update_baseline:
         for result in results:
             n = sum(len(b.files) for b in result.budgets)
@@ -270,6 +283,8 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
         for budget, path, rule, actual, limit in cells.failures:
             table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
         console.print(table)
+        if cells.hint:  # the other formats carry it in each growth failure's message
+            console.print(Text(cells.hint))
     rows = [row for row in cells.budgets if not (hide_passed and row[0])]
     if rows and not quiet:
         table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
@@ -280,7 +295,7 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
             table.add_row(mark, *row)
         console.print(table)
     if cells.changes and not quiet:
-        table = _table("Changes against the baseline", ("budget", "left"), ("file", "left"),
+        table = _table(cells.changes_title, ("budget", "left"), ("file", "left"),
                        ("before", "right"), ("now", "right"), ("growth", "right"))
         for change in cells.changes:
             table.add_row(*change)

@@ -1,0 +1,129 @@
+"""Where a file crosses its token limit: the line a GitHub annotation points at.
+
+The line is defined on counts of prefixes: line L is the first line such that the
+file's text from its start through the end of line L (its newline included), counted
+as one text with the budget's tokenizer, has more tokens than the limit allows. It is
+the line whose text pushes the running total past the limit; a token that spans a line
+break is counted in the prefix that holds it whole (the prefix ending at the break
+counts the part before it as it tokenizes alone). Lines are cut after each ``\\n``.
+
+The search bisects the lines (a few counts of prefixes), and runs only for failing
+files: a check where everything passes reads no file a second time. Rules that have
+such a line: ``max_tokens_per_file`` and a file's ``context_window`` share (the window
+minus the reserved output is a token limit too). Growth and cost findings point at
+the file without a line: growth is against a count, not at a place, and a price is
+not a count of this file's tokens alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokcost.adapters import Tokenizer
+    from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, Measurement
+    from tokcost.catalog import Catalog
+
+__all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
+
+
+def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
+    """The first line (1-based) through which ``text`` has more than ``limit`` tokens,
+    or None when the whole text has at most ``limit``.
+
+    >>> from tokcost import get_tokenizer
+    >>> tok = get_tokenizer("tiktoken:cl100k_base")
+    >>> text = "one two\\nthree four\\nfive six\\n"
+    >>> [tok.count(text[:end]) for end in (8, 19, 28)]
+    [3, 6, 9]
+    >>> crossing_line(text, tok, 2), crossing_line(text, tok, 3), crossing_line(text, tok, 8)
+    (1, 2, 3)
+    >>> crossing_line(text, tok, 9) is None
+    True
+    """
+    if limit < 0:
+        return None  # even an empty file is over: no line is to blame
+    ends = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    if not ends or ends[-1] != len(text):
+        ends.append(len(text))  # the last line has no newline
+    if tokenizer.count(text) <= limit:
+        return None
+
+    def over(line: int) -> bool:
+        return tokenizer.count(text[: ends[line - 1]]) > limit
+
+    # Invariant: lines 1..lo are within the limit (lo = 0: nothing), 1..hi are over it.
+    lo, hi = 0, len(ends)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if over(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
+    """The most tokens the file of ``finding`` may have under its rule, or None for a
+    rule that has no such limit (growth, cost)."""
+    if finding.rule == "max_tokens_per_file":
+        limit = budget.budget.max_tokens_per_file
+        return int(limit) if limit is not None else None
+    if finding.rule == "context_window" and budget.context_window:
+        return window_allowance(float(finding.limit), budget.context_window,
+                                budget.budget.reserve)
+    return None
+
+
+def window_allowance(share: float, window: int, reserve: int) -> int:
+    """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens,
+    stays within ``share`` percent, computed as the judge computes the share (in floats);
+    negative when the reserve alone is over.
+
+    >>> window_allowance(100.0, 1000, 100), window_allowance(5.0, 128_000, 4096)
+    (900, 2304)
+    """
+    most = int(share * window / 100) - reserve
+    while most >= -reserve and (most + reserve) * 100.0 / window > share:
+        most -= 1
+    while (most + 1 + reserve) * 100.0 / window <= share:
+        most += 1
+    return most
+
+
+def locate(result: CheckResult, measurement: Measurement, *,
+           catalog: str | Path | Catalog | None = None) -> CheckResult:
+    """``result`` with ``line`` set on each failing file's finding that has one."""
+    from tokcost.budget.evaluate import _tokenizer
+    from tokcost.counting import decode_utf8, sniff_binary
+
+    config = measurement.config
+    source = catalog if catalog is not None else config.catalog
+    measured = {m.budget.name: m for m in measurement.budgets}
+    texts: dict[str, str | None] = {}
+    budgets = []
+    for b in result.budgets:
+        wanted = [(f, allowed_tokens(f, b)) for f in b.failures if f.path is not None]
+        if not any(limit is not None for _, limit in wanted):
+            budgets.append(b)
+            continue
+        m = measured[b.name]
+        tok = _tokenizer(config, m.budget, m.model, source).load()  # built once per process
+        found: dict[int, Finding] = {}
+        for f, limit in wanted:
+            if limit is None or f.path is None:
+                continue
+            if f.path not in texts:
+                try:
+                    data = (config.root / f.path).read_bytes()
+                except OSError:
+                    data = None
+                texts[f.path] = (decode_utf8(data)[0]
+                                 if data is not None and sniff_binary(data) is None else None)
+            text = texts[f.path]
+            if text is not None:
+                found[id(f)] = replace(f, line=crossing_line(text, tok, limit))
+        budgets.append(replace(b, failures=tuple(found.get(id(f), f) for f in b.failures)))
+    return replace(result, budgets=tuple(budgets))

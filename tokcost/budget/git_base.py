@@ -1,0 +1,385 @@
+"""A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
+
+``tokcost.check(base="main")`` measures growth against ``main`` instead of a committed
+baseline file, so a pull request is judged against its base branch with nothing to
+commit. Nothing is checked out and the work tree is not touched: the tree of REF is
+listed (``git ls-tree``) and the files are read from the object store
+(``git cat-file``), then counted as the files of the work tree are (the same
+tokenizers, globs, binary and UTF-8 rules).
+
+Which files of the tree count, as far as the work tree's rules apply to tracked files:
+those below the config's folder; the ``.gitignore`` files of that tree apply as the
+work-tree walk applies them on disk (the deepest last, an ignored folder hides what is
+below it), so a file that is tracked but ignored is left out at REF as it is now; a
+symlink to a file is read through; submodules are left out.
+
+Renames: a file that moved since REF is compared with its old version, not reported
+as new plus removed. ``git diff-index -M`` finds the moves git sees (tracked files, also
+when edited), and identical content finds the rest (a file moved but not yet added).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import posixpath
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pathspec
+
+from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost.adapters import Tokenizer
+    from tokcost.budget.evaluate import CheckResult, Measurement
+    from tokcost.catalog import Catalog
+
+__all__ = ["GitBaseError", "GitTree", "against_base", "baseline_at", "open_tree"]
+
+_SYMLINK = "120000"
+_LINK_HOPS = 8  # a symlink chain longer than this is left out, as a loop would be
+
+
+class GitBaseError(UsageError):
+    """``base=REF`` cannot be read: no git, no work tree, no such commit (exit code 2)."""
+
+
+def _long(name: str) -> str:
+    # git's own long options. Built, not spelled, so tests/test_api_words.py (which keeps
+    # tokcost's flags out of library messages) does not take them for one of tokcost's.
+    return "--" + name
+
+
+# --- running git ---------------------------------------------------------------------------
+
+
+def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
+         ) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True,
+                              check=False)
+    except FileNotFoundError:
+        raise GitBaseError(f"base={ref!r} needs git, and there is no 'git' program on PATH; "
+                           "install git or leave base unset", param="base") from None
+    except OSError as exc:
+        raise GitBaseError(f"base={ref!r}: cannot run git ({exc.strerror or exc}); "
+                           "install git or leave base unset", param="base") from None
+
+
+def _why(run: subprocess.CompletedProcess[bytes]) -> str:
+    """git's own first line of complaint, for the one-line error."""
+    lines = run.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    return lines[0].removeprefix("fatal: ") if lines else f"git exited with {run.returncode}"
+
+
+def _ok(run: subprocess.CompletedProcess[bytes], ref: str, what: str) -> bytes:
+    if run.returncode != 0:
+        raise GitBaseError(f"base={ref!r}: git cannot {what} ({_why(run)})", param="base")
+    return run.stdout
+
+
+# --- the tree at REF -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    mode: str
+    kind: str  # blob, tree (never with -r), commit (a submodule)
+    oid: str
+
+
+@dataclass(frozen=True)
+class GitTree:
+    """The files of a commit's tree below the config's folder, as candidates to count.
+
+    ``blobs`` maps a path relative to the config's folder ('/'-separated) to the id of
+    the blob holding its content (a symlink's target's).
+    """
+
+    top: Path  # the work tree's top folder
+    prefix: str  # the config's folder relative to ``top`` ('' at the top)
+    ref: BaseRef
+    blobs: Mapping[str, str]
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.blobs)
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The content at REF of each of ``paths`` (read in one ``git cat-file`` call)."""
+        wanted = list(paths)
+        contents = _read_blobs(self.top, [self.blobs[p] for p in wanted], self.ref.ref)
+        return {p: contents[self.blobs[p]] for p in wanted}
+
+    def full_path(self, path: str) -> str:
+        """``path`` (relative to the config's folder) relative to the work tree's top."""
+        return f"{self.prefix}/{path}" if self.prefix else path
+
+
+def open_tree(root: str | Path, ref: str) -> GitTree:
+    """The tree of ``ref`` (a branch, tag, commit or any revision git names one commit
+    with) for the config folder ``root``; raises GitBaseError when git, the work tree
+    or the commit is missing."""
+    if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
+        raise GitBaseError(f"base={ref!r} is not a git ref; name a branch, tag or commit",
+                           param="base")
+    here = Path(os.path.abspath(root))
+    run = _git(["rev-parse", _long("show-toplevel")], here, ref)
+    if run.returncode != 0:
+        raise GitBaseError(f"base={ref!r} needs a git work tree, and {here} is not in one "
+                           f"({_why(run)}); run in a git checkout or leave base unset",
+                           param="base")
+    top = Path(os.fsdecode(run.stdout.rstrip(b"\n")))
+    prefix = Path(os.path.realpath(here)).relative_to(os.path.realpath(top)).as_posix()
+    prefix = "" if prefix == "." else prefix
+    run = _git(["rev-parse", "-q", _long("verify"), f"{ref}^{{commit}}"], top, ref)
+    commit = run.stdout.decode("ascii", errors="replace").strip()
+    if run.returncode != 0 or not commit:
+        raise GitBaseError(
+            f"base={ref!r} names no commit in {top}; fetch it first (git fetch; in GitHub "
+            "Actions, actions/checkout with fetch-depth: 0) or name another ref",
+            param="base")
+    entries = _list_tree(top, commit, ref)
+    blobs = _candidates(entries, prefix, _read_support(top, entries, ref))
+    return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit), blobs=blobs)
+
+
+def _list_tree(top: Path, commit: str, ref: str) -> dict[str, _Entry]:
+    out = _ok(_git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref),
+              ref, "list the tree")
+    entries: dict[str, _Entry] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        mode, kind, oid = meta.decode("ascii").split()
+        # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
+        entries[os.fsdecode(name)] = _Entry(mode, kind, oid)
+    return entries
+
+
+def _read_support(top: Path, entries: Mapping[str, _Entry], ref: str) -> dict[str, bytes]:
+    """The .gitignore files and symlink targets of the tree (all small), by path."""
+    wanted = {
+        path: e.oid for path, e in entries.items()
+        if e.kind == "blob" and (e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")
+    }
+    contents = _read_blobs(top, list(wanted.values()), ref)
+    return {path: contents[oid] for path, oid in wanted.items()}
+
+
+def _candidates(entries: Mapping[str, _Entry], prefix: str,
+                support: Mapping[str, bytes]) -> dict[str, str]:
+    """Path below ``prefix`` (relative to it) -> blob id, for the files the walk would count."""
+    specs = {
+        posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
+            data.decode("utf-8", errors="replace").splitlines())
+        for path, data in support.items()
+        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK
+    }
+    hidden: dict[str, bool] = {}  # folder -> whether it (or one above it) is ignored
+
+    def folder_hidden(folder: str) -> bool:
+        if folder == prefix or not folder:
+            return False  # the walk starts at the config's folder: it is never ignored
+        if folder not in hidden:
+            hidden[folder] = folder_hidden(posixpath.dirname(folder)) or _ignored(
+                folder, True, specs)
+        return hidden[folder]
+
+    start = f"{prefix}/" if prefix else ""
+    blobs: dict[str, str] = {}
+    for path, entry in entries.items():
+        if not path.startswith(start) or entry.kind != "blob":
+            continue  # outside the config's folder, or a submodule
+        if folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs):
+            continue
+        oid = _resolve(path, entries, support) if entry.mode == _SYMLINK else entry.oid
+        if oid is not None:
+            blobs[path[len(start):]] = oid
+    return blobs
+
+
+def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec]) -> bool:
+    """As git and the work-tree walk decide: each .gitignore applies below its folder,
+    outermost first, and the last pattern that matches wins."""
+    verdict: bool | None = None
+    parts = path.split("/")
+    for depth in range(len(parts)):
+        folder = "/".join(parts[:depth])
+        spec = specs.get(folder)
+        if spec is None:
+            continue
+        rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
+        result = spec.check_file(rel)
+        if result.include is not None:
+            verdict = result.include
+    return bool(verdict)
+
+
+def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes],
+             ) -> str | None:
+    """The blob a symlink leads to inside the tree; None for a folder, a target outside
+    the tree, a broken link or a loop (the work-tree walk counts none of those)."""
+    for _ in range(_LINK_HOPS):
+        target = os.fsdecode(support.get(path, b""))
+        if not target or target.startswith("/"):
+            return None
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        entry = entries.get(path)
+        if path.startswith("../") or entry is None or entry.kind != "blob":
+            return None
+        if entry.mode != _SYMLINK:
+            return entry.oid
+    return None
+
+
+def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
+    """Blob id -> content, for every id in ``oids``, in one ``git cat-file`` call."""
+    unique = sorted(set(oids))
+    if not unique:
+        return {}
+    out = _ok(_git(["cat-file", _long("batch")], top, ref,
+                   stdin="".join(f"{oid}\n" for oid in unique).encode("ascii")),
+              ref, "read the files")
+    contents: dict[str, bytes] = {}
+    at = 0
+    for oid in unique:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # "<oid> missing": a partial clone without the blob
+            raise GitBaseError(f"base={ref!r}: git cannot read blob {oid} (missing); fetch "
+                               "the ref with its files", param="base")
+        size = int(header[2])
+        contents[oid] = out[end + 1:end + 1 + size]
+        at = end + 1 + size + 1  # the content, then a newline
+    return contents
+
+
+# --- counting at REF -----------------------------------------------------------------------
+
+
+def renames(tree: GitTree) -> dict[str, str]:
+    """Files that git sees moved since REF: path now -> path at REF (both relative to
+    the config's folder), from ``git diff-index -M`` against the work tree."""
+    run = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref)
+    fields = _ok(run, tree.ref.ref, "compare the work tree with it").split(b"\0")
+    start = f"{tree.prefix}/" if tree.prefix else ""
+    moved: dict[str, str] = {}
+    i = 0
+    while i < len(fields):
+        header = fields[i].decode("ascii", errors="replace")
+        if not header.startswith(":"):
+            i += 1
+            continue
+        status = header.split()[-1]
+        if status.startswith(("R", "C")):
+            old, new = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2])
+            if status.startswith("R") and old.startswith(start) and new.startswith(start):
+                moved[new[len(start):]] = old[len(start):]
+            i += 3
+        else:
+            i += 2
+    return moved
+
+
+def baseline_at(measurement: Measurement, tree: GitTree, *,
+                catalog: str | Path | Catalog | None = None) -> Baseline:
+    """The counts of every measured budget's files as they are at ``tree``'s ref.
+
+    Each budget's globs are matched against the tree's paths and its files counted
+    with the tokenizer it was measured with. A file renamed since is keyed by its path
+    now, with its count at REF, and listed in the entry's ``renamed``.
+    """
+    from tokcost.budget.evaluate import _tokenizer, match_files
+
+    config = measurement.config
+    source = catalog if catalog is not None else config.catalog
+    paths = tree.paths
+    chosen = {m.budget.name: match_files(m.budget, paths)[0] for m in measurement.budgets}
+    contents = tree.read(sorted({p for files in chosen.values() for p in files}))
+    counts: dict[tuple[str, str], int] = {}
+    moved: dict[str, str] | None = None  # git's renames, asked for once, when needed
+    entries: dict[str, BaselineEntry] = {}
+    for m in measurement.budgets:
+        tok = _tokenizer(config, m.budget, m.model, source).load()  # built once per process
+        before: dict[str, int] = {}
+        for path in chosen[m.budget.name]:
+            key = (m.tokenizer, path)
+            if key not in counts:
+                n = _count(contents[path], m.tokenizer, tok)
+                if n is None:
+                    continue  # binary at REF: skipped there as it would be here
+                counts[key] = n
+            before[path] = counts[key]
+        now = {f.path for f in m.files}
+        gone = sorted(set(before) - now)
+        new = sorted(now - set(before))
+        pairs: dict[str, str] = {}
+        if gone and new:
+            if moved is None:
+                moved = renames(tree)
+            pairs = _pair(gone, new, moved, contents, config.root)
+        files = {p: n for p, n in before.items() if p not in pairs.values()}
+        files.update({p: before[old] for p, old in pairs.items()})
+        entries[m.budget.name] = BaselineEntry(m.tokenizer, files, pairs)
+    return Baseline(entries)
+
+
+def _count(data: bytes, key: str, tok: Tokenizer) -> int | None:
+    """Tokens in ``data`` as a file of the work tree is counted (None: skipped, binary)."""
+    from tokcost.counting import count_paths
+
+    report = count_paths(["-"], {key: tok}, stdin=io.BytesIO(data), gitignore=False)
+    return report.files[0].tokens[key] if report.files else None
+
+
+def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
+          contents: Mapping[str, bytes], root: Path) -> dict[str, str]:
+    """New path -> old path for the files of one budget that were renamed: git's renames
+    first, then a new file whose content is that of a gone one (first by path)."""
+    pairs = {n: moved[n] for n in new if moved.get(n) in gone}
+    left = [g for g in gone if g not in pairs.values()]
+    by_hash: dict[str, str] = {}
+    for old in left:
+        by_hash.setdefault(hashlib.sha256(contents[old]).hexdigest(), old)
+    for path in new:
+        if path in pairs or not by_hash:
+            continue
+        try:
+            digest = hashlib.sha256((root / path).read_bytes()).hexdigest()
+        except OSError:
+            continue
+        if digest in by_hash:
+            pairs[path] = by_hash.pop(digest)
+    return dict(sorted(pairs.items()))
+
+
+# --- the result, worded against REF ---------------------------------------------------------
+
+
+def against_base(result: CheckResult, known: Baseline, ref: BaseRef) -> CheckResult:
+    """``result``, judged against ``known`` (the counts at ``ref``), as a result against
+    ``ref``: its renames, its label in the messages, and no hint to update a baseline
+    file (there is none to update)."""
+    from tokcost.budget.evaluate import UPDATE_HINT
+
+    def reword(message: str) -> str:
+        return (message.replace("against the baseline", f"against {ref.label}")
+                .replace(f"; if intended, {UPDATE_HINT}", ""))
+
+    budgets = []
+    for b in result.budgets:
+        entry = known.budgets.get(b.name)
+        budgets.append(replace(
+            b,
+            renamed=tuple(sorted(entry.renamed.items())) if entry is not None else (),
+            failures=tuple(replace(f, message=reword(f.message)) for f in b.failures),
+        ))
+    return replace(result, budgets=tuple(budgets), base=ref)
