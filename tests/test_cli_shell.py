@@ -34,7 +34,7 @@ USAGE_ROWS = [
     (["models", "lst"], 2, "(did you mean list?)"),
     (["count", "--jsn"], 2, "no such option: --jsn (did you mean "),
     (["count", "-t"], 2, "option '-t' requires an argument; see 'tokcost count -h'"),
-    (["generate"], 2, "missing argument 'prompt'; see 'tokcost generate -h'"),
+    (["generate"], 2, "missing argument 'PROMPT'; see 'tokcost generate -h'"),
     (["generate", "x", "--seed", "abc"], 2, "invalid value for '--seed': 'abc'"),
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--batch", "many"], 2, "--batch 'many' is not"),
     (["price", "--bogus"], 2, "no such option: --bogus"),

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.cli.app import app
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 
 GiB = 2**30
 
@@ -261,5 +261,5 @@ def test_simulate_writes_its_plot(tmp_path: Path) -> None:
 
 
 def test_plot_path_is_checked_before_any_work(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist; create it first"):
         tokcost.simulate(requests=10**6, plot=tmp_path / "no" / "such.png")  # returns at once

@@ -7,8 +7,8 @@ The table has one row per output (``-o``, ``--plot``, ``--baseline``, ``--write`
 * ``read-only``: a real ``chmod 0o555`` folder (skipped when root ignores the mode bits);
 * ``read-only-fs``: the folder refuses files as a read-only mount does (``EROFS``), while
   ``os.access`` still says yes, as it does for root; this row runs everywhere;
-* ``missing``: a folder that does not exist, a mistyped path (exit code 2, as for any
-  path that does not exist; a baseline's folder is made instead);
+* ``missing``: a folder that does not exist (exit code 1, as for any output that cannot
+  be written; a baseline's folder is made instead);
 * ``under-a-file``: a "folder" that is a regular file (``ENOTDIR``), a failure of the
   filesystem rather than of the typing (exit code 1); it works as root too.
 """
@@ -133,7 +133,7 @@ class Kind:
 KINDS = {
     "read-only": Kind(1, "Permission denied; choose a folder you can write to"),
     "read-only-fs": Kind(1, "Read-only file system; choose a folder you can write to"),
-    "missing": Kind(2, "does not exist; create it first"),
+    "missing": Kind(1, "does not exist; create it first"),
     "under-a-file": Kind(1, "Not a directory; choose a folder you can write to"),
 }
 
@@ -324,8 +324,12 @@ def test_ensure_writable_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(UsageError, match="is a directory"):
         ensure_writable(tmp_path)
-    with pytest.raises(UsageError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist; create it first"):
         ensure_writable(tmp_path / "a" / "b.txt")
+    with pytest.raises(InputError, match="does not exist; create it first"), atomic_path(
+        tmp_path / "a" / "b.txt"
+    ):
+        pass
     ensure_writable(tmp_path / "a" / "b.txt", create_folder=True)  # the writer makes a/
     assert list(tmp_path.iterdir()) == []
 

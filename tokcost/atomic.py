@@ -53,13 +53,22 @@ def _cannot_write(path: Path, exc: OSError) -> InputError:
     return InputError(f"cannot write {path}: {reason}; {advice}")
 
 
+def _no_folder(path: Path) -> InputError:
+    # Exit 1 like any output that cannot be written (a read-only folder, a full disk):
+    # the flag was well formed, the filesystem refuses it.
+    return InputError(
+        f"cannot write {path}: folder {path.parent} does not exist; create it first"
+    )
+
+
 def _reserve(path: Path, folder: Path | None = None) -> Path:
     """Create an empty temp file beside ``path`` (or in ``folder``), named after it."""
+    where = folder if folder else path.parent
     try:
-        fd, name = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=folder if folder else path.parent
-        )
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=where)
     except OSError as exc:  # a read-only or missing folder: say so, before any work is lost
+        if exc.errno == errno.ENOENT and not where.exists():
+            raise _no_folder(path) from None
         raise _cannot_write(path, exc) from None
     os.close(fd)
     return Path(name)
@@ -78,10 +87,11 @@ def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
 
     The check writes: a temp file is created in the folder and removed again,
     because ``os.access`` says yes to root and is wrong on read-only mounts and
-    some network filesystems. A folder that does not exist is a ``UsageError``
-    (the path is mistyped), unless ``create_folder`` (the writer makes it: then its
-    nearest existing parent is probed); a folder that refuses the file is an
-    ``InputError``. Whether an existing file may be replaced is the caller's rule.
+    some network filesystems. A folder that does not exist is an ``InputError``
+    (exit 1, like a folder that refuses the file), unless ``create_folder`` (the
+    writer makes it: then its nearest existing parent is probed). A directory where
+    the file should be is a ``UsageError``: the path names no file. Whether an
+    existing file may be replaced is the caller's rule.
 
     >>> folder = Path(tempfile.mkdtemp())
     >>> ensure_writable(folder / "out.txt")
@@ -90,7 +100,7 @@ def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     >>> ensure_writable(folder / "new" / "out.txt", create_folder=True)
     >>> try:
     ...     ensure_writable(folder / "no" / "out.txt")
-    ... except UsageError as exc:
+    ... except InputError as exc:
     ...     print(str(exc).replace(str(folder), "F"))
     cannot write F/no/out.txt: folder F/no does not exist; create it first
     """
@@ -100,9 +110,7 @@ def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     folder = path.parent
     if not folder.exists():
         if not create_folder:
-            raise UsageError(
-                f"cannot write {path}: folder {folder} does not exist; create it first"
-            )
+            raise _no_folder(path)
         folder = _nearest_existing(folder)
     probe = _reserve(path, folder)
     with contextlib.suppress(FileNotFoundError):

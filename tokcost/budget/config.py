@@ -45,7 +45,7 @@ from tokcost.catalog.fields import (
     Text,
     dotted,
 )
-from tokcost.errors import UsageError, suggest
+from tokcost.errors import TokcostError, UsageError, suggest
 
 KeyPath = PathKey
 
@@ -327,15 +327,17 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
     from tokcost.catalog.validation import validate  # pydantic: only when validating
 
     checked, issues = validate(ConfigDocument, {} if data is None else data, noun="key")
-    if checked is None:
-        # A missing key is shown at its mapping: "budgets[0] 'a': missing key 'paths'".
-        located = [(issue.loc[:-1] if issue.missing else issue.loc, issue.message)
-                   for issue in issues]
+    # A missing key is shown at its mapping: "budgets[0] 'a': missing key 'paths'".
+    located = [(issue.loc[:-1] if issue.missing else issue.loc, issue.message)
+               for issue in issues]
+    located.extend(_spec_problems(data))
+    if checked is None or located:
         located.sort(key=lambda item: locate(item[0]) or 0)  # file order
         problems = [_problem(name, key, message, data, locate) for key, message in located]
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise BudgetConfigError(problems[0] + tail)
+    assert checked is not None  # no problem found means the document validated
     root = file.resolve().parent
     return BudgetConfig(
         path=file,
@@ -475,6 +477,29 @@ def _strip_dot(glob: str) -> str:
 def _escape_glob(rel: str) -> str:
     escaped = "".join("\\" + c if c in "\\*?[" else c for c in rel)
     return "\\" + escaped if escaped[:1] in ("!", "#") else escaped
+
+
+def _spec_problems(data: Any) -> Iterable[tuple[KeyPath, str]]:
+    """Each ``tokenizer:`` (the config's, each budget's) that names nothing tokcost can
+    load, judged at load by ``check_spec``, the judge of ``-t`` and of catalog entries,
+    rather than when the budget is first counted. A value that is not text at all is
+    the schema's to report."""
+    if not isinstance(data, dict):
+        return
+    from tokcost.adapters.registry import check_spec
+
+    budgets = data.get("budgets")
+    places: list[tuple[KeyPath, Any]] = [(("tokenizer",), data.get("tokenizer"))]
+    if isinstance(budgets, list):
+        places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
+                      for i, item in enumerate(budgets) if isinstance(item, dict))
+    for key, spec in places:
+        if not isinstance(spec, str) or not spec.strip():
+            continue
+        try:
+            check_spec(spec)
+        except TokcostError as exc:
+            yield key, str(exc)
 
 
 def _problem(

@@ -13,6 +13,7 @@ import typer
 import tokcost
 from tokcost import ExportFormat
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
+from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import to_flags
 from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, ForceOpt, JsonOpt, SchedulerOpt
 from tokcost.errors import UsageError
@@ -31,6 +32,7 @@ bpe_app = typer.Typer(
 ModelArg = Annotated[
     str,
     typer.Argument(
+        metavar="MODEL",
         help="A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base.",
         show_default=False,
     ),
@@ -103,6 +105,7 @@ def train_cmd(
     files: Annotated[
         list[str],
         typer.Argument(
+            metavar="FILES...",
             help="UTF-8 text files to train on; '-' reads stdin (with --engine dask also "
             "globs and fsspec URLs such as s3://...). Binary files are skipped, invalid "
             "UTF-8 is read as U+FFFD; both are reported.",
@@ -280,7 +283,8 @@ def decode_cmd(
     model: TokenizerArg = None,
     ids: Annotated[
         list[str] | None,
-        typer.Argument(help="Token ids; '-' or none reads them from stdin.", show_default=False),
+        typer.Argument(metavar="IDS...", help="Token ids; '-' or none reads them from stdin.",
+                       show_default=False),
     ] = None,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
@@ -323,7 +327,8 @@ SHOWN_SPECIALS = 12
 def inspect_cmd(
     model: TokenizerArg = None,
     top: Annotated[
-        int, typer.Option("--top", help="How many merges and long tokens to show (0: none).")
+        int, typer.Option("--top", metavar=COUNT, parser=count_parser("--top"),
+                          help="How many merges and long tokens to show (0: none).")
     ] = 10,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,

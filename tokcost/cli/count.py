@@ -11,6 +11,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.counts import count_parser
 from tokcost.cli.options import (
     CatalogOpt,
     DaskTimeoutOpt,
@@ -121,8 +122,9 @@ def count(
     ] = False,
     truncate: Annotated[
         int | None,
-        typer.Option("--truncate", min=0, help="Print each input cut to its first N tokens "
-                     "(--json: the --tokens document, text cut to N tokens).",
+        typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
+                     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
+                     "--json: the --tokens document, text cut to COUNT tokens).",
                      show_default=False),
     ] = None,
     catalog: CatalogOpt = None,

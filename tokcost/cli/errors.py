@@ -58,7 +58,8 @@ def json_requested(ctx: Any) -> bool:
 def _flag(param: Any) -> tuple[str, str | None]:
     """The flag a user types for a Click parameter, and its --no- form if it has one."""
     if param.param_type_name == "argument":  # Click's Argument (typer vendors Click)
-        return str(param.human_readable_name), None
+        # "IDS..." in usage; in a sentence, the name alone ("(IDS run 0..N)")
+        return str(param.human_readable_name).removesuffix("..."), None
     longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
     negative = next((o for o in getattr(param, "secondary_opts", []) if o.startswith("--")),
                     None)

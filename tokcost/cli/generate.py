@@ -11,6 +11,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, warn
+from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
 if TYPE_CHECKING:
@@ -67,17 +68,24 @@ BAR = 20
 
 
 def generate(
-    prompt: Annotated[str, typer.Argument(help="Text to continue ('-' reads stdin).")],
+    prompt: Annotated[
+        str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
+    ],
     model: Annotated[
         str, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships weights).")
     ] = "tiny-ref",
     max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", help="Tokens to generate per sample.")
+        int,
+        typer.Option("--max-new-tokens", metavar=COUNT, parser=count_parser("--max-new-tokens"),
+                     help="Tokens to generate per sample (32, 1k)."),
     ] = 32,
     temperature: Annotated[
         float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")
     ] = 0.0,
-    top_k: Annotated[int, typer.Option("--top-k", help="Keep the k likeliest (0 = off).")] = 0,
+    top_k: Annotated[
+        int, typer.Option("--top-k", metavar=COUNT, parser=count_parser("--top-k"),
+                          help="Keep the k likeliest (0 = off).")
+    ] = 0,
     top_p: Annotated[
         float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")
     ] = 1.0,
@@ -88,10 +96,12 @@ def generate(
         str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")
     ] = "paged",
     block_size: Annotated[
-        int, typer.Option("--block-size", help="Tokens per block of the paged cache.")
+        int, typer.Option("--block-size", metavar=COUNT, parser=count_parser("--block-size"),
+                          help="Tokens per block of the paged cache.")
     ] = 16,
     n: Annotated[
-        int, typer.Option("--n", help="Parallel samples sharing the prompt's cache blocks.")
+        int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
+                          help="Parallel samples sharing the prompt's cache blocks.")
     ] = 1,
     explain: Annotated[
         bool,
@@ -102,7 +112,8 @@ def generate(
         ),
     ] = False,
     top_candidates: Annotated[
-        int, typer.Option("--top", help="Candidates shown by --explain.")
+        int, typer.Option("--top", metavar=COUNT, parser=count_parser("--top"),
+                          help="Candidates shown by --explain.")
     ] = 5,
     weights: Annotated[
         str | None,

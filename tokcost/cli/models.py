@@ -103,7 +103,7 @@ Examples:
 
 @models_app.command("show", epilog=SHOW_EPILOG)
 def show(
-    model: Annotated[str, typer.Argument(help="Model id, alias or dated id.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="Model id, alias or dated id.")],
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
@@ -209,7 +209,8 @@ Exit codes, one rule for every kind of problem:
 @models_app.command("validate", epilog=VALIDATE_EPILOG)
 def validate(
     file: Annotated[
-        str | None, typer.Argument(help="Catalog YAML (default: the one in use).")
+        str | None,
+        typer.Argument(metavar="FILE", help="Catalog YAML (default: the one in use)."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -9,6 +9,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, warn
+from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ def simulate(
                      "longer requests are cut to it, with a warning."),
     ] = None,
     samples: Annotated[
-        int, typer.Option("--n", help="Parallel samples per request (shares prompt blocks).")
+        int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
+                          help="Parallel samples per request (shares prompt blocks).")
     ] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
     plot: Annotated[

@@ -1,0 +1,71 @@
+"""Flags that take a count (tokens, lengths, samples), all read by ``tokcost.parse_count``.
+
+So ``8k``, ``8Ki``, ``1.5M`` and ``1e6`` mean the same in every command, and a value
+such as ``abc``, ``1.5`` or ``1e30`` gets the parser's one-line message. The value is
+parsed while Click parses the command line, so the refusal is a usage error like any
+other bad flag: exit 2, one line on stderr, a JSON error object under ``--json``, also
+from ``tokcount``.
+
+The parser judges what a count looks like; the library judges which counts a
+parameter takes. So a sign is passed on (``--top-k -1`` reaches ``top_k=-1``), and the
+library's bound check words the refusal as it does for any caller (``--top-k must be
+>= 0, got -1``), as it does for the caps past zero (``n`` of at most 1024 samples, a
+block no larger than the context window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import typer
+
+import tokcost
+from tokcost.errors import UsageError
+
+#: The metavar of every count flag in --help.
+COUNT = "COUNT"
+
+
+class CountError(typer.BadParameter):
+    """A count flag's value that ``tokcost.parse_count`` refused, in the parser's words.
+
+    Click would prefix "Invalid value for '--top':"; the parser's message already
+    names the flag (``--top 'abc' is not a count; write ...``), so it stands alone.
+    """
+
+    def format_message(self) -> str:
+        return self.message
+
+
+def count_parser(flag: str, *, signed: bool = True) -> Callable[[str | int], int]:
+    """A Typer ``parser=`` for ``flag``: its value as a count, sign kept for the library.
+
+    ``signed=False`` refuses a negative here, for a flag whose library parameter has
+    another name (``--truncate`` is ``max_tokens``), whose message could not name the flag.
+
+    >>> parse = count_parser("--top")
+    >>> parse("8k"), parse("8Ki"), parse("1.5M"), parse(10), parse("-1")
+    (8000, 8192, 1500000, 10, -1)
+    >>> parse("1e30")
+    Traceback (most recent call last):
+    ...
+    tokcost.cli.counts.CountError: --top '1e30' is beyond 10^15, more than any corpus or \
+model handles; check the number and its suffix
+    """
+
+    def count(text: str | int) -> int:
+        magnitude: str | int = text.strip() if isinstance(text, str) else abs(text)
+        negative = isinstance(text, int) and text < 0
+        if isinstance(magnitude, str) and magnitude.startswith("-"):
+            magnitude, negative = magnitude[1:], True
+        try:
+            value = tokcost.parse_count(magnitude, param=flag)
+            if negative and value and not signed:
+                tokcost.parse_count(text, param=flag)  # the parser's words for a negative
+        except UsageError as exc:
+            # The message quotes the value as typed, sign included ('-1e30').
+            typed = f"'{str(text).strip()}'"
+            raise CountError(str(exc).replace(f"'{magnitude}'", typed, 1)) from None
+        return -value if negative else value
+
+    return count
