@@ -546,7 +546,7 @@ def test_binary_file_is_skipped_with_a_warning(repo: Path) -> None:
     assert [f.path for b in result.budgets if b.name == "docs" for f in b.files] == [
         "docs/guide.md"
     ]
-    assert any(n.message.startswith("docs/logo.png: skipped, binary") for n in result.notices)
+    assert any(n.message.startswith("skipped docs/logo.png: binary") for n in result.notices)
 
 
 def test_invalid_toml_names_the_line(tmp_path: Path) -> None:

@@ -262,9 +262,12 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_not_utf8(tmp_path: Path) -> None:
+    # The input policy of every command (issue 14): replaced with U+FFFD and reported.
     (tmp_path / "en.txt").write_bytes(b"caf\xe9\n")
-    with pytest.raises(InputError, match="not UTF-8"):
-        load_files([tmp_path / "en.txt"])
+    (group,) = load_files([tmp_path / "en.txt"])
+    assert group.samples[0].text == "caf\ufffd\n"
+    assert group.warnings == (f"{tmp_path / 'en.txt'}: 1 byte of invalid UTF-8 replaced with "
+                              "U+FFFD",)
 
 
 def test_empty_baseline_names_the_parameter(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 import tokcost
 from tokcost.cli.app import app
 from tokcost.counting import LineBlocks, Utf8Decoder, decode_utf8
+from tokcost.errors import UsageError
 
 runner = CliRunner()
 
@@ -52,12 +53,16 @@ def work(tmp_path: Path) -> dict[str, str]:
         "tok": tmp_path / "tok.bpe",
         "out": tmp_path / "out" / "new.bpe",
         "dir": tmp_path,
+        "config": tmp_path / "tokcost.yaml",  # check's budget over the files here
     }
     paths["text"].write_text(TEXT, encoding="utf-8")
     paths["bad"].write_bytes(BAD)
     paths["bin"].write_bytes(BINARY)
     paths["chat"].write_text(json.dumps(CHAT), encoding="utf-8")
     paths["badchat"].write_bytes(b'[{"role": "user", "content": "caf\xe9 \xff\xfe"}]')
+    paths["config"].write_text('tokenizer: cl100k_base\nbudgets:\n  - name: all\n'
+                               '    paths: ["*.txt", "*.gif"]\n    max_total_tokens: 100000\n',
+                               encoding="utf-8")
     paths["out"].parent.mkdir()
     config = tokcost.TrainerConfig(vocab_size=300, special_tokens=("<|endoftext|>",))
     tokcost.train_bpe([paths["text"]], config, paths["tok"])
@@ -125,6 +130,16 @@ JSON_ROWS: list[Any] = [
                  lambda w: tokcost.inspect_bpe(w["tok"], top=3), id="inspect-bpe"),
     pytest.param(["bpe", "inspect", "-t", "cl100k_base", "--top", "2", "--json"], None,
                  lambda w: tokcost.inspect_bpe("cl100k_base", top=2), id="inspect-tiktoken"),
+    pytest.param(["price", "-m", "gpt-4o", "{text}", "{bad}", "{bin}", "--json"], None,
+                 lambda w: tokcost.price("gpt-4o", paths=[w["text"], w["bad"], w["bin"]]),
+                 id="price-files"),
+    pytest.param(["compare", "{text}", "{bad}", "{bin}", "-b", "text", "--json"], None,
+                 lambda w: tokcost.compare([w["text"], w["bad"], w["bin"]], baseline="text"),
+                 id="compare-files"),
+    pytest.param(["compare", "{text}", "-", "-b", "text", "--json"], BAD,
+                 lambda w: tokcost.compare([w["text"], "-"], baseline="text",
+                                           stdin=io.BytesIO(BAD)),
+                 id="compare-stdin"),
     pytest.param(["bpe", "train", "{text}", "{bad}", "{bin}", *TRAIN, "-o", "{out}", "--json"],
                  None, lambda w: tokcost.train_bpe(
                      [w["text"], w["bad"], w["bin"]],
@@ -216,6 +231,51 @@ def test_json_is_the_same_under_any_hash_seed(tiny_hf_tokenizer: Path, args: lis
     assert json.loads(first) and first == second
 
 
+def test_export_is_the_same_under_any_hash_seed(tmp_path: Path) -> None:
+    # o200k_harmony's specials come from a set, and two of them share id 200018.
+    written = []
+    for seed in (1, 2):
+        out = tmp_path / f"seed{seed}.tiktoken"
+        _run_seeded(["bpe", "export", "tiktoken:o200k_harmony", "--format", "tiktoken",
+                     "-o", str(out)], seed)
+        written.append((out.read_bytes(), Path(f"{out}.json").read_bytes()))
+    assert written[0] == written[1]
+    specials = list(json.loads(written[0][1])["special_tokens"].items())
+    assert specials == sorted(specials, key=lambda item: (item[1], item[0]))
+    assert ("<|endofprompt|>", 200018) in specials and ("<|reserved_200018|>", 200018) in specials
+
+
+class _Encoding:
+    """A tiktoken encoding whose special tokens come in a chosen order, and which may
+    hide its rank dict (so the public API is read instead)."""
+
+    def __init__(self, encoding: Any, *, reverse: bool, ranks: bool = True) -> None:
+        self._encoding, self._reverse = encoding, reverse
+        self._mergeable_ranks = encoding._mergeable_ranks if ranks else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoding, name)
+
+    @property
+    def special_tokens_set(self) -> list[str]:
+        return sorted(self._encoding.special_tokens_set, reverse=self._reverse)
+
+
+def test_model_from_encoding_orders_specials_by_id_then_text() -> None:
+    from tokcost.bpe.io import model_from_encoding
+
+    harmony = tokcost.get_tokenizer("tiktoken:o200k_harmony").encoding  # type: ignore[attr-defined]
+    one, other = (model_from_encoding(_Encoding(harmony, reverse=r), "h") for r in (False, True))
+    assert list(one.special_tokens.items()) == list(other.special_tokens.items())
+    assert list(one.special_tokens.items()) == sorted(one.special_tokens.items(),
+                                                      key=lambda item: (item[1], item[0]))
+    cl100k = tokcost.get_tokenizer("tiktoken:cl100k_base").encoding  # type: ignore[attr-defined]
+    fast = model_from_encoding(_Encoding(cl100k, reverse=False), "c")
+    public = model_from_encoding(_Encoding(cl100k, reverse=False, ranks=False), "c")
+    assert fast.ranks == public.ranks and len(fast.ranks) == 100256
+    assert fast.ranks[b"hello"] == cl100k.encode_single_token(b"hello")
+
+
 # --- '-' is stdin wherever a file can be ---------------------------------------------------
 
 
@@ -233,6 +293,10 @@ def test_json_is_the_same_under_any_hash_seed(tiny_hf_tokenizer: Path, args: lis
                      '"chat": "<stdin>"', id="count-chat"),
         pytest.param(["price", "-m", "gpt-4o", "-", "--json"], b"hello world",
                      '"input_counted_from_files": true', id="price"),
+        pytest.param(["price", "-m", "gpt-4o", "-", "{text}", "--json"], b"hello world",
+                     '"warnings": []', id="price-with-a-file"),
+        pytest.param(["compare", "{text}", "-", "-b", "text", "--csv"], b"hello world",
+                     "prose,stdin,stdin,Latin,o200k_base,2,True,11,", id="compare"),
         pytest.param(["bpe", "encode", "-t", "o200k_base", "-"], b"hello world", "24912 2375",
                      id="encode-dash"),
         pytest.param(["bpe", "encode", "o200k_base", "--file", "-"], b"hello world", "24912 2375",
@@ -287,6 +351,15 @@ def test_training_on_stdin_equals_training_on_the_file(work: dict[str, str],
                      id="encode-file"),
         pytest.param(["bpe", "encode", "-t", "cl100k_base", "-"], BAD, "<stdin>: " + BAD_NOTE,
                      id="encode-stdin"),
+        pytest.param(["price", "-m", "gpt-4o", "{bad}"], None, "{bad}: " + BAD_NOTE,
+                     id="price"),
+        pytest.param(["price", "-m", "gpt-4o", "{text}", "-"], BAD,
+                     "<stdin>: " + BAD_NOTE, id="price-stdin"),
+        pytest.param(["compare", "{text}", "{bad}", "-b", "text"], None, "{bad}: " + BAD_NOTE,
+                     id="compare"),
+        pytest.param(["compare", "{text}", "-", "-b", "text", "--markdown"], BAD,
+                     "<stdin>: " + BAD_NOTE, id="compare-stdin"),
+        pytest.param(["check", "-c", "{config}"], None, "bad.txt: " + BAD_NOTE, id="check"),
     ],
 )
 def test_invalid_utf8_is_replaced_and_reported(work: dict[str, str], args: list[str],
@@ -295,6 +368,25 @@ def test_invalid_utf8_is_replaced_and_reported(work: dict[str, str], args: list[
     assert result.exit_code == 0, result.output
     assert f"warning: {note.format(**work)}" in result.stderr
     assert "warning" not in result.stdout
+
+
+def test_check_reports_each_file_once_in_every_format(work: dict[str, str]) -> None:
+    # Two budgets with two tokenizers read the same files: one notice per file still.
+    Path(work["config"]).write_text(
+        "budgets:\n"
+        "  - {name: a, paths: ['*.txt', '*.gif'], tokenizer: cl100k_base, max_total_tokens: 1e5}\n"
+        "  - {name: b, paths: ['*.txt', '*.gif'], tokenizer: o200k_base, max_total_tokens: 1e5}\n",
+        encoding="utf-8")
+    notes = [f"bad.txt: {BAD_NOTE}", "skipped logo.gif: " + BINARY_REASON]
+    github = _invoke(["check", "-c", "{config}", "--format", "github"], work)
+    assert github.exit_code == 0, github.output
+    annotations = [line for line in github.stdout.splitlines() if line.startswith("::warning")]
+    assert [a.split("::")[-1] for a in annotations] == notes
+    assert [a.split(",")[0].endswith(name) for a, name in
+            zip(annotations, ("bad.txt", "logo.gif"), strict=True)] == [True, True]
+    doc = json.loads(_invoke(["check", "-c", "{config}", "--json"], work).stdout)
+    assert [(w["message"], w["file"]) for w in doc["warnings"]] == [
+        (notes[0], "bad.txt"), (notes[1], "logo.gif")]
 
 
 def test_json_carries_the_replaced_bytes(work: dict[str, str]) -> None:
@@ -327,7 +419,29 @@ BINARY_REASON = "binary (NUL byte at offset 6)"
                      id="truncate-only"),
         pytest.param(["count", "--chat", "{bin}"], None, 1,
                      "skipped {bin}: " + BINARY_REASON + "; give a text file", id="chat"),
-        pytest.param(["price", "-m", "gpt-4o", "{bin}"], None, 2, BINARY_REASON, id="price"),
+        pytest.param(["price", "-m", "gpt-4o", "{bin}"], None, 1,
+                     "nothing to count: every input was skipped (skipped {bin}: " + BINARY_REASON,
+                     id="price-only"),
+        pytest.param(["price", "-m", "gpt-4o", "{bin}", "{text}"], None, 0,
+                     "warning: skipped {bin}: " + BINARY_REASON, id="price"),
+        pytest.param(["price", "-m", "gpt-4o", "{dir}", "--json"], None, 0,
+                     "warning: skipped {bin}: " + BINARY_REASON, id="price-folder"),
+        pytest.param(["price", "-m", "gpt-4o", "-"], BINARY, 1,
+                     "skipped <stdin>: " + BINARY_REASON, id="price-stdin"),
+        pytest.param(["compare", "{text}", "{bin}", "-b", "text"], None, 0,
+                     "warning: skipped {bin}: " + BINARY_REASON, id="compare"),
+        pytest.param(["compare", "{text}", "-", "-b", "text", "--json"], BINARY, 0,
+                     "warning: skipped <stdin>: " + BINARY_REASON, id="compare-stdin"),
+        pytest.param(["compare", "{text}", "{bin}", "-b", "text", "--strict"], None, 1,
+                     "warning: skipped {bin}: " + BINARY_REASON, id="compare-strict"),
+        pytest.param(["compare", "{bin}", "{text}", "-b", "logo"], None, 1,
+                     "the baseline 'logo' was skipped in the files given (skipped {bin}: "
+                     + BINARY_REASON + "); give it as a text file or pass --baseline CODE",
+                     id="compare-baseline"),
+        pytest.param(["check", "-c", "{config}"], None, 0,
+                     "warning: skipped logo.gif: " + BINARY_REASON, id="check"),
+        pytest.param(["check", "-c", "{config}", "--strict"], None, 2,
+                     "error: skipped logo.gif: " + BINARY_REASON, id="check-strict"),
         pytest.param(["bpe", "train", "{bin}", "{text}", *TRAIN, "-o", "{out}"], None, 0,
                      "warning: skipped {bin}: " + BINARY_REASON, id="train"),
         pytest.param(["bpe", "train", "{bin}", *TRAIN, "-o", "{out}"], None, 1,
@@ -345,7 +459,7 @@ def test_binary_is_skipped_and_reported(work: dict[str, str], args: list[str],
     result = _invoke(args, work, stdin)
     assert result.exit_code == code, result.output
     assert message.format(**work) in result.stderr
-    if code:
+    if code and "--strict" not in args:  # --strict: a line for each warning
         _one_line_error(result)
     if args[:2] == ["bpe", "train"]:
         assert Path(work["out"]).exists() == (code == 0)
@@ -417,6 +531,17 @@ def test_nonsense_numbers_are_refused(work: dict[str, str], args: list[str], cod
     assert not Path(work["out"]).exists()
 
 
+@pytest.mark.parametrize("call", [tokcost.tokenize_paths, tokcost.tokenize])
+def test_the_library_shows_one_tokenizers_tokens(call: Callable[..., Any]) -> None:
+    path = ["-"] if call is tokcost.tokenize_paths else "-"
+    with pytest.raises(UsageError, match=r"one tokenizer at a time, got 2 "
+                       r"\(cl100k_base, gpt-4o\)") as caught:
+        call(path, tokenizers=["cl100k_base"], models=["gpt-4o"], stdin=io.BytesIO(b"hi"))
+    assert caught.value.param == "tokenizers" and caught.value.related == ("models",)
+    one = call(path, models=["gpt-4o"], stdin=io.BytesIO(b"hello world"))
+    assert one.tokenizer.label == "gpt-4o"
+
+
 def test_top_zero_is_only_the_summary(work: dict[str, str]) -> None:
     info = json.loads(_invoke(["bpe", "inspect", "{tok}", "--top", "0", "--json"], work).stdout)
     assert info["first_merges"] == [] and info["longest_tokens"] == []
@@ -435,6 +560,16 @@ def test_top_zero_is_only_the_summary(work: dict[str, str]) -> None:
                      "--reference runs tokcost's own encoder", id="reference-needs-a-bpe"),
         pytest.param(["bpe", "inspect", "-t", "cl100k_base", "--pattern", "gpt2"],
                      "--pattern is for a .tiktoken rank file", id="pattern-needs-rank-file"),
+        # One tokenizer's tokens: a second one is refused, never silently dropped.
+        pytest.param(["count", "--tokens", "{text}", "-m", "gpt-4o", "-m", "claude-sonnet-4-5"],
+                     "--tokens takes one tokenizer, got 2 (gpt-4o, claude-sonnet-4-5); run it "
+                     "once per tokenizer", id="tokens-two-models"),
+        pytest.param(["count", "--tokens", "-", "-t", "o200k_base", "-m", "gpt-4o", "--json"],
+                     "--tokens takes one tokenizer, got 2 (o200k_base, gpt-4o)",
+                     id="tokens-spec-and-model"),
+        pytest.param(["count", "{text}", "--truncate", "3", "-t", "o200k_base", "-t",
+                      "cl100k_base"], "--truncate takes one tokenizer, got 2",
+                     id="truncate-two-tokenizers"),
     ],
 )
 def test_tokenizer_argument_errors(work: dict[str, str], tiny_hf_tokenizer: Path,
@@ -465,3 +600,60 @@ def test_decoding_in_pieces_is_decoding_whole(data: bytes, cuts: list[int]) -> N
     joined = "".join(blocks)
     assert joined == text and blocks.invalid_bytes == invalid and blocks.bytes == len(data)
     assert all(b.endswith("\n") for b in list(LineBlocks(io.BytesIO(data), block_bytes=5))[:-1])
+
+
+# --- the Dask engine follows the same policy ------------------------------------------------
+
+LATIN1 = "café crème, naïve façade\n".encode("latin-1") * 40  # 4 bytes a line are not UTF-8
+
+
+def _dask_corpus(root: Path) -> dict[str, str]:
+    files = {"text": root / "a.txt", "latin1": root / "b.txt", "bin": root / "c.txt"}
+    root.mkdir(exist_ok=True)
+    files["text"].write_text(TEXT, encoding="utf-8")
+    files["latin1"].write_bytes(LATIN1)
+    files["bin"].write_bytes(BINARY + b"\n" + TEXT.encode() * 3)  # a NUL near the start
+    return {k: str(v) for k, v in files.items()}
+
+
+@pytest.mark.parametrize("shard_bytes", [7, 300, 1 << 20], ids=lambda n: f"shard{n}")
+def test_shards_report_what_the_local_scan_reports(tmp_path: Path, shard_bytes: int) -> None:
+    from tokcost.bpe.pretokenize import count_words, resolve_pattern
+    from tokcost.counting import scan_file
+    from tokcost.scale import merge_word_counts, plan_shards, pretokenize_shard
+
+    files = _dask_corpus(tmp_path)
+    paths = list(files.values())
+    shards = plan_shards([(p, os.path.getsize(p)) for p in paths], shard_bytes)
+    merged = merge_word_counts(pretokenize_shard(s, "gpt2") for s in reversed(shards))
+    # Every piece of the binary file sniffs its head: none of its lines is counted.
+    assert merged == count_words([files["text"], files["latin1"]], resolve_pattern("gpt2")[0])
+    scans = {p: scan_file(p) for p in paths}
+    assert merged.skipped == {files["bin"]: scans[files["bin"]].skipped}
+    assert merged.invalid_utf8_bytes == {files["latin1"]: scans[files["latin1"]].invalid_bytes}
+    assert merged.in_order(paths).warnings == (
+        f"skipped {files['bin']}: {BINARY_REASON}",
+        f"{files['latin1']}: 160 bytes of invalid UTF-8 replaced with U+FFFD",
+    )
+
+
+def test_dask_train_skips_binary_and_reports_invalid_utf8(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    from tokcost.scale import DaskEngine
+
+    files = _dask_corpus(tmp_path)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+        host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=50,
+    ) as cluster, distributed.Client(cluster) as client:
+        engine = DaskEngine(client=client, shard_bytes=500)
+        # A quoted glob: the driver never opens these files, the workers do.
+        counts = engine.count_words([str(tmp_path / "*.txt")], "gpt2")
+        config = tokcost.TrainerConfig(vocab_size=300, pattern="gpt2")
+        remote = tokcost.bpe.train([str(tmp_path / "*.txt")], config, engine=engine)
+    assert counts.warnings == (
+        f"skipped {files['bin']}: {BINARY_REASON}",
+        f"{files['latin1']}: 160 bytes of invalid UTF-8 replaced with U+FFFD",
+    )
+    local = tokcost.bpe.train([files["text"], files["latin1"]], config)
+    assert remote.model.merges == local.model.merges  # the binary file was left out

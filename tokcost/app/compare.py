@@ -8,10 +8,11 @@ tokenizer, and each text's premium over the baseline's is derived (see
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from tokcost.counting import Skipped
 from tokcost.inflation import (
     CorpusKind,
     GroupReport,
@@ -35,13 +36,19 @@ __all__ = ["CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter",
 @dataclass(frozen=True)
 class CompareResult:
     """What ``compare`` found: the report (tokenizers, one group per corpus kind, its
-    rows sorted by premium, and the warnings about the texts), and the picture it wrote."""
+    rows sorted by premium, and the warnings about the texts: the input policy's
+    first, then each group's), the picture it wrote, and the inputs skipped."""
 
     report: Report
     plot: Path | None = None
+    skipped: tuple[Skipped, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.report.warnings
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost compare --json`` document."""
+        """The ``tokcost compare --json`` document (its ``warnings`` name what was skipped)."""
         return self.report.to_dict()
 
 
@@ -56,6 +63,7 @@ def compare(
     plot: str | Path | None = None,
     force: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
+    stdin: BinaryIO | None = None,
 ) -> CompareResult:
     """Token inflation of parallel texts, measured with each tokenizer and model.
 
@@ -67,6 +75,10 @@ def compare(
     premiums as a .png/.svg/.pdf picture (``force`` overwrites it). ``on_progress(done,
     total)`` is called after each count.
 
+    The texts are read under the input policy of every command: invalid UTF-8 is
+    replaced (and named in ``warnings``), binary files are skipped (``skipped``, and
+    ``warnings``), and ``-`` among the files reads ``stdin`` (default the process's).
+
     >>> result = compare(kinds=["code"], tokenizers=["cl100k_base"])
     >>> [(g.kind, g.baseline) for g in result.report.groups]
     [('code', 'python')]
@@ -77,9 +89,13 @@ def compare(
     picture = None if plot is None else Path(plot)
     if picture is not None:
         check_plot_path(picture, force=force)  # before any work: it may not be writable
-    groups = load_corpora(tuple(Path(s) for s in sources), baseline=baseline, kinds=wanted)
+    skipped: list[Skipped] = []
+    groups = load_corpora(tuple(Path(s) for s in sources), baseline=baseline, kinds=wanted,
+                          stdin=stdin, skipped=skipped)
     choices = resolve_tokenizers(tokenizers, models, catalog=catalog, unique=True)
     report = measure(groups, [Meter.from_choice(c) for c in choices], on_progress=on_progress)
+    if skipped:
+        report = replace(report, warnings=tuple(s.note for s in skipped) + report.warnings)
     if picture is not None:
         plot_premiums(report, picture, force=force)
-    return CompareResult(report, picture)
+    return CompareResult(report, picture, tuple(skipped))

@@ -382,6 +382,20 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
                           read.invalid_bytes)
 
 
+def _one_choice(
+    tokenizers: Sequence[str], models: Sequence[str], catalog: str | Path | Catalog | None
+) -> TokenizerChoice:
+    """The one tokenizer whose tokens are shown (default o200k_base): two tokenizers'
+    tokens are two documents, so asking for several is refused, never cut to the first."""
+    given = [*tokenizers, *models]
+    if len(given) > 1:
+        raise UsageError(
+            f"tokens are shown for one tokenizer at a time, got {len(given)} "
+            f"({', '.join(given)}); give one of tokenizers or models, and call once per "
+            "tokenizer", param="tokenizers", related=("models",))
+    return _choices(tokenizers, models, catalog)[0]
+
+
 def _check_max_tokens(max_tokens: int | None) -> None:
     if max_tokens is not None and max_tokens < 0:
         raise UsageError(f"max_tokens={max_tokens} must be 0 or more", param="max_tokens")
@@ -397,11 +411,12 @@ def tokenize(
     max_tokens: int | None = None,
     stdin: BinaryIO | None = None,
 ) -> TokenizeResult:
-    """The tokens of one file (``-``: ``stdin``) under the first tokenizer (default
-    o200k_base); with ``max_tokens``, only the first ones, and ``text`` cut to them.
+    """The tokens of one file (``-``: ``stdin``) under one tokenizer (default
+    o200k_base; several are refused); with ``max_tokens``, only the first ones, and
+    ``text`` cut to them.
     A binary file raises InputError; invalid UTF-8 is replaced (``warnings`` say so)."""
     _check_max_tokens(max_tokens)
-    choice = _choices(tokenizers, models, catalog)[0]
+    choice = _one_choice(tokenizers, models, catalog)
     tok = load_tokenizers([choice])[choice.spec]
     return _tokens_of(read_input(path, stdin=stdin), choice, tok,
                       allow_special=allow_special, max_tokens=max_tokens)
@@ -432,7 +447,7 @@ def tokenize_paths(
     if not paths:
         raise UsageError("nothing to show: give files or folders, or '-' to read stdin",
                          param="paths")
-    choice = _choices(tokenizers, models, catalog)[0]
+    choice = _one_choice(tokenizers, models, catalog)
     tok = load_tokenizers([choice])[choice.spec]
     skipped: list[Skipped] = []
     results = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 from tokcost.pricing import CostBreakdown, estimate_cost, require_price
 from tokcost.tokenizers import model_choice, open_catalog
 
@@ -28,17 +28,24 @@ __all__ = ["PriceResult", "price"]
 
 @dataclass(frozen=True)
 class PriceResult:
-    """A cost breakdown, and how its prompt was counted."""
+    """A cost breakdown, and how its prompt was counted.
+
+    ``warnings`` are the input policy's, as ``count`` reports them: the prompt files
+    skipped (binary, unreadable) and those whose invalid UTF-8 was replaced.
+    """
 
     breakdown: CostBreakdown
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
     input_counted_from_files: bool = False
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The breakdown's keys, then ``input_counted_from_files`` and ``exact``."""
+        """The breakdown's keys, then ``input_counted_from_files``, ``exact`` and
+        ``warnings``."""
         data = self.breakdown.to_dict()
         data["input_counted_from_files"] = self.input_counted_from_files
         data["exact"] = self.exact
+        data["warnings"] = list(self.warnings)
         return data
 
 
@@ -73,8 +80,9 @@ def price(
     entry = open_catalog(catalog).resolve(model)
     require_price(entry, batch=batch)  # before counting any file
     exact = True
+    warnings: tuple[str, ...] = ()
     if paths:
-        input_tokens, exact = _count(entry, [str(p) for p in paths], stdin)
+        input_tokens, exact, warnings = _count(entry, [str(p) for p in paths], stdin)
     elif input_tokens is None:
         raise UsageError("give the prompt: input_tokens=N, or files / '-' for stdin",
                          param="input_tokens")
@@ -88,7 +96,7 @@ def price(
         batch=batch,
         requests=requests,
     )
-    return PriceResult(breakdown, exact, bool(paths))
+    return PriceResult(breakdown, exact, bool(paths), warnings)
 
 
 def _check_counts(**counts: int | None) -> None:
@@ -104,8 +112,11 @@ def _check_counts(**counts: int | None) -> None:
             )
 
 
-def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None) -> tuple[int, bool]:
-    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy)."""
+def _count(
+    entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
+) -> tuple[int, bool, tuple[str, ...]]:
+    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy), and
+    the input policy's warnings (as ``count`` gives them)."""
     from tokcost.counting import count_paths
 
     if not entry.tokenizer:
@@ -114,9 +125,13 @@ def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None) -> tuple
     choice = model_choice(entry)
     tokenizer = choice.load()
     report = count_paths(paths, {choice.spec: tokenizer}, stdin=stdin)
+    if not report.files and report.skipped:
+        # As count says it: the inputs were there, the policy left them all out.
+        notes = "; ".join(s.note for s in report.skipped[:3])
+        more = len(report.skipped) - 3
+        raise InputError("nothing to count: every input was skipped (" + notes
+                         + (f"; and {more} more" if more > 0 else "") + ")")
     if not report.files:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in report.skipped[:3])
-        raise UsageError(
-            f"no text to count in {', '.join(paths)}" + (f" ({reasons})" if reasons else "")
-        )
-    return report.total_tokens(choice.spec), bool(tokenizer.exact)
+        raise UsageError(f"no text to count in {', '.join(paths)}; give text files, or "
+                         "input_tokens=N", param="input_tokens")
+    return report.total_tokens(choice.spec), bool(tokenizer.exact), report.warnings

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tokcost.adapters.base import special_tokens_by_id
 from tokcost.atomic import ensure_writable, write_bytes_atomic, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
@@ -200,22 +201,30 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
 
 
 def model_from_encoding(encoding: Any, source: str) -> BPEModel:
-    """A ``BPEModel`` from a ``tiktoken.Encoding`` (ranks read through its public API)."""
-    ranks: dict[bytes, int] = {}
-    for data in encoding.token_byte_values():
-        ranks[data] = encoding.encode_single_token(data)
+    """A ``BPEModel`` from a ``tiktoken.Encoding``: its ranks and its special tokens
+    by id, then text (``special_tokens_by_id``), so an export is the same on every run
+    (the encoding keeps them in a set, and o200k_harmony gives two of them one id)."""
     pat = getattr(encoding, "_pat_str", None)
     if not isinstance(pat, str):
         raise BPEError(f"{source}: cannot read the encoding's pre-tokenization pattern")
     regex, name = resolve_pattern(pat)
-    # By id: the encoding keeps them in a set, whose order changes from run to run.
-    specials = dict(sorted(
-        ((s, encoding.encode_single_token(s)) for s in encoding.special_tokens_set),
-        key=lambda item: item[1],
-    ))
-    return BPEModel(
-        pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name, source=source
-    )
+    specials = special_tokens_by_id(
+        (s, encoding.encode_single_token(s)) for s in encoding.special_tokens_set)
+    return BPEModel(pattern=regex, ranks=_encoding_ranks(encoding), special_tokens=specials,
+                    pattern_name=name, source=source)
+
+
+def _encoding_ranks(encoding: Any) -> dict[bytes, int]:
+    """Bytes -> rank of an encoding's mergeable tokens.
+
+    tiktoken keeps them as a dict (``_mergeable_ranks``): copied, that is one pass in C
+    over 200k entries, where asking ``encode_single_token`` for each token is a Python
+    call apiece. Another object is read through the public API.
+    """
+    held = getattr(encoding, "_mergeable_ranks", None)
+    if isinstance(held, dict) and len(held) == len(encoding.token_byte_values()):
+        return dict(held)
+    return {data: encoding.encode_single_token(data) for data in encoding.token_byte_values()}
 
 
 def load_any(source: str | Path, *, pattern: PatternName | str | None = None) -> BPEModel:

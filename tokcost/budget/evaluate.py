@@ -262,7 +262,7 @@ def measure(
     ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
     ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
     """
-    from tokcost.counting import count_paths
+    from tokcost.counting import Skipped, count_paths, invalid_utf8_note
 
     source = catalog if catalog is not None else config.catalog
     notices: list[Notice] = []
@@ -295,6 +295,7 @@ def measure(
         plans.append((budget, entry, key, bool(tok.exact), chosen))
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
+    file_notices: dict[str, Notice] = {}  # one per file, however many tokenizers read it
     for key, tok in tokenizers.items():
         wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
@@ -304,9 +305,15 @@ def measure(
         for fc in report.files:
             rel = Path(fc.path).relative_to(config.root).as_posix()
             counts[(key, rel)] = (fc.bytes, fc.tokens[key])
+            if fc.invalid_utf8_bytes:
+                note = invalid_utf8_note(rel, fc.invalid_utf8_bytes)
+                file_notices.setdefault(note, Notice(note, rel))
         for skip in report.skipped:
             rel = _relative(skip.path, config.root)
-            notices.append(Notice(f"{rel}: skipped, {skip.reason}", rel))
+            # The input policy's words, as count says them: "skipped logo.png: binary (...)"
+            note = Skipped(rel, skip.reason).note
+            file_notices.setdefault(note, Notice(note, rel))
+    notices += file_notices.values()
 
     measured = []
     for budget, entry, key, exact, chosen in plans:

@@ -29,6 +29,7 @@ Examples:
   tokcost compare --builtin -m gpt-4o -m claude-sonnet-4-5    token premium and cost per model
   tokcost compare my-texts/ --baseline de        a folder of parallel <lang>.txt files
   tokcost compare en.txt hi.txt sw.txt -t cl100k_base         a list of files
+  translate en.txt --to de | tokcost compare en.txt -        stdin is the text 'stdin'
   tokcost compare --builtin -t bpe:en-only.bpe -t bpe:all.bpe --plot bpe.png
   tokcost compare --builtin --json | jq '.groups[0].samples[0]'
 """
@@ -225,7 +226,8 @@ def compare(
     sources: Annotated[
         list[Path] | None,
         typer.Argument(help="A folder of parallel <lang>.txt files, or files (en.txt hi.txt "
-                       "...). Default: the built-in corpora.", show_default=False),
+                       "...; '-' reads stdin). Default: the built-in corpora.",
+                       show_default=False),
     ] = None,
     builtin: Annotated[
         bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
@@ -259,7 +261,8 @@ def compare(
         bool, typer.Option("--no-chart", help="Tables only, no terminal bar chart.")
     ] = False,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Exit 1 when texts are not parallel or empty.")
+        bool, typer.Option("--strict", help="Exit 1 on any warning: texts not parallel, empty, "
+                           "skipped as binary, or with invalid UTF-8.")
     ] = False,
     catalog: CatalogOpt = None,
 ) -> None:

@@ -19,6 +19,7 @@ from tokcost.cli.options import (
     SchedulerOpt,
     TokenizersOpt,
 )
+from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
     from tokcost import ChatResult, CountResult, TokensResult
@@ -115,9 +116,9 @@ def count(
                      show_default=False),
     ] = None,
     tokens: Annotated[
-        bool, typer.Option("--tokens", help="Show the token pieces of each input (first "
-                           "tokenizer). With --json: {tokenizer, max_tokens, files: [{path, "
-                           "count, input_tokens, truncated, ids, pieces, text, "
+        bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
+                           "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
+                           "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
                            "invalid_utf8_bytes}], skipped}.")
     ] = False,
     truncate: Annotated[
@@ -136,6 +137,11 @@ def count(
         return
     inputs = list(paths or []) or ([] if sys.stdin.isatty() else ["-"])
     if tokens or truncate is not None:
+        given = [*(tokenizers or []), *(models or [])]
+        if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
+            flag = "--tokens" if tokens else "--truncate"
+            raise UsageError(f"{flag} takes one tokenizer, got {len(given)} "
+                             f"({', '.join(given)}); run it once per tokenizer")
         shown = tokcost.tokenize_paths(
             inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
             include=include or [], exclude=exclude or [], gitignore=not no_gitignore,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json
+from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.errors import UsageError
 
@@ -73,6 +73,8 @@ def price(
         requests=_count(requests, "requests"),
         catalog=catalog,
     )
+    for note in result.warnings:  # the input policy's, as count gives them
+        warn(note)
     if json_out:
         print_json(result.to_dict())
     else:

@@ -5,16 +5,23 @@ A *group* holds parallel texts of one kind: the same paragraphs in several langu
 records in several data formats (data). A folder with an ``index.yaml`` (the layout
 of the shipped corpora) names each file's code, language, script and kind; a plain
 folder holds one ``<lang>.txt`` per language; a list of files is grouped by suffix.
+
+Texts are read under the input policy of every command (``tokcost.counting``):
+invalid UTF-8 is replaced with U+FFFD and named in the group's warnings, a binary
+file is skipped (into the caller's ``skipped`` list, or an error without one), and
+``-`` in a list of files is standard input (the sample ``stdin``, named ``<stdin>``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
+from typing import BinaryIO
 
+from tokcost.counting import STDIN, STDIN_NAME, InputText, Skipped, invalid_utf8_note, load_input
 from tokcost.errors import InputError, UsageError
 from tokcost.inflation.languages import LANGUAGE_NAMES, NO_WHITESPACE_WORDS, guess_script
 
@@ -43,6 +50,9 @@ SUFFIX_KINDS = {
 }
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+
+#: The code of the sample read from standard input (``-`` in a list of files).
+STDIN_CODE = "stdin"
 
 
 def paragraphs(text: str) -> list[str]:
@@ -81,6 +91,7 @@ class Sample:
     script: str | None = None
     path: str | None = None
     whitespace_words: bool | None = None  # None: decide from the code
+    invalid_utf8_bytes: int = 0  # bytes of invalid UTF-8 read as U+FFFD
 
     @property
     def label(self) -> str:
@@ -125,9 +136,12 @@ class Group:
 def load_corpora(
     sources: Sequence[Path] = (), *, baseline: str = "en",
     kinds: Sequence[CorpusKind | str] | None = None,
+    stdin: BinaryIO | None = None,
+    skipped: list[Skipped] | None = None,
 ) -> list[Group]:
     """The groups ``sources`` hold: none, the shipped corpora; one folder, its texts
-    (see :func:`load_dir`); otherwise a list of files (see :func:`load_files`).
+    (see :func:`load_dir`); otherwise a list of files (see :func:`load_files`; ``-``
+    reads ``stdin``, default the process's). Binary files go to ``skipped``.
 
     >>> [g.kind for g in load_corpora(kinds=["code", "data"])]
     ['code', 'data']
@@ -135,21 +149,25 @@ def load_corpora(
     wanted = corpus_kinds(kinds or ())
     if not sources:
         return load_builtin(kinds=wanted, baseline=baseline)
-    if len(sources) == 1 and sources[0].is_dir():
-        return load_dir(sources[0], baseline=baseline, kinds=wanted)
-    groups = load_files(sources, baseline=baseline)
+    if len(sources) == 1 and str(sources[0]) != STDIN and sources[0].is_dir():
+        return load_dir(sources[0], baseline=baseline, kinds=wanted, skipped=skipped)
+    groups = load_files(sources, baseline=baseline, stdin=stdin, skipped=skipped)
     return [g for g in groups if g.kind in wanted] if wanted else groups
 
 
-def _read(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; convert it (e.g. iconv -t UTF-8)") from None
+def _read(path: Path, skipped: list[Skipped] | None,
+          stdin: BinaryIO | None = None) -> InputText | Skipped:
+    """One text under the input policy (a UTF-8 BOM dropped, as ``utf-8-sig`` reads it).
+
+    A skipped input goes to ``skipped``; without that list it is an error, never lost.
+    """
+    read = load_input(path, stdin=stdin)
+    if isinstance(read, Skipped):
+        if skipped is None:
+            raise InputError(f"{read.note}; give a text file")
+        skipped.append(read)
+        return read
+    return replace(read, text=read.text.removeprefix("\ufeff"))
 
 
 def builtin_dir() -> Path:
@@ -160,8 +178,10 @@ def builtin_dir() -> Path:
 
 
 def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
-               baseline: str | None = None) -> list[Group]:
-    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
+               baseline: str | None = None,
+               skipped: list[Skipped] | None = None) -> list[Group]:
+    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora); binary
+    files it names go to ``skipped``."""
     import yaml
 
     index_path = folder / "index.yaml"
@@ -174,6 +194,7 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
     declared = doc.get("kinds") or {}
     wanted = list(corpus_kinds(kinds or ())) or [k for k in KINDS if k in declared] or list(KINDS)
     by_kind: dict[str, list[Sample]] = {k: [] for k in wanted}
+    left_out: dict[str, dict[str, Skipped]] = {k: {} for k in wanted}
     for number, entry in enumerate(doc["files"], start=1):
         if not isinstance(entry, dict) or not entry.get("path") or not entry.get("code"):
             raise InputError(
@@ -184,15 +205,23 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         if kind not in by_kind:
             continue
         path = folder / str(entry["path"])
+        if not path.is_file():
+            raise InputError(f"cannot read {path}: no such file (files entry {number} of "
+                             f"{index_path})")
+        read = _read(path, skipped)
+        if isinstance(read, Skipped):
+            left_out[kind][str(entry["code"])] = read
+            continue
         by_kind[kind].append(
             Sample(
                 code=str(entry["code"]),
-                text=_read(path),
+                text=read.text,
                 kind=kind,
                 name=str(entry.get("name", "")),
                 script=entry.get("script"),
                 path=str(path),
                 whitespace_words=entry.get("whitespace_words"),
+                invalid_utf8_bytes=read.invalid_bytes,
             )
         )
     groups = []
@@ -202,7 +231,8 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         base = (declared.get(kind) or {}).get("baseline") or DEFAULT_BASELINES.get(kind, "")
         if kind == "prose" and baseline:
             base = baseline
-        groups.append(_checked_group(kind, str(base), by_kind[kind], where=str(folder)))
+        groups.append(_checked_group(kind, str(base), by_kind[kind], where=str(folder),
+                                     left_out=left_out[kind]))
     if not groups:
         raise UsageError(
             f"no files of kind {', '.join(wanted)} in {index_path}; kinds are {', '.join(KINDS)}"
@@ -222,53 +252,70 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
 
 
 def load_dir(
-    folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None
+    folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
+    skipped: list[Skipped] | None = None,
 ) -> list[Group]:
-    """A folder of parallel ``<lang>.txt`` files (or a folder with an index.yaml)."""
+    """A folder of parallel ``<lang>.txt`` files (or a folder with an index.yaml);
+    binary files go to ``skipped``."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     if (folder / "index.yaml").is_file():
-        return load_index(folder, kinds=kinds, baseline=baseline)
+        return load_index(folder, kinds=kinds, baseline=baseline, skipped=skipped)
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
     if not files:
         raise UsageError(
             f"no <lang>.txt files in {folder}; put one file per language there "
             f"(en.txt, de.txt, ...) or pass files"
         )
-    return load_files(files, baseline=baseline)
+    return load_files(files, baseline=baseline, skipped=skipped)
 
 
-def _sample_for(path: Path) -> Sample:
+def _kind_and_code(path: Path) -> tuple[str, str]:
+    """What a file in a list holds, from its name: ``hi.txt`` is prose in ``hi``."""
+    if str(path) == STDIN:
+        return "prose", STDIN_CODE
     suffix = path.suffix.lower()
     if suffix in SUFFIX_KINDS:
         kind, code = SUFFIX_KINDS[suffix]
-        if path.name.endswith(".min.json"):
-            code = "json-min"
-    else:
-        kind, code = "prose", path.stem
-    text = _read(path)
-    script = guess_script(text) if kind == "prose" else None
-    return Sample(code=code, text=text, kind=kind, script=script, path=str(path))
+        return kind, "json-min" if path.name.endswith(".min.json") else code
+    return "prose", path.stem
 
 
-def load_files(paths: Iterable[Path], *, baseline: str = "en") -> list[Group]:
-    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...).
+def load_files(
+    paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
+    skipped: list[Skipped] | None = None,
+) -> list[Group]:
+    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...);
+    ``-`` is ``stdin`` (default the process's), a prose text with the code ``stdin``.
 
     Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart: the
-    second is shown as ``en@b``.
+    second is shown as ``en@b``. Binary files go to ``skipped`` (an error without it).
     """
     by_kind: dict[str, list[Sample]] = {}
+    left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
-        if not path.exists():
-            raise UsageError(f"{path} does not exist")
-        if path.is_dir():
-            raise UsageError(f"{path} is a folder; pass it alone, or pass files")
-        sample = _sample_for(path)
+        kind, code = _kind_and_code(path)
+        if str(path) != STDIN:
+            if not path.exists():
+                raise UsageError(f"{path} does not exist")
+            if path.is_dir():
+                raise UsageError(f"{path} is a folder; pass it alone, or pass files")
+        read = _read(path, skipped, stdin)
+        if isinstance(read, Skipped):
+            left_out.setdefault(kind, {})[code] = read
+            continue
+        sample = Sample(code=code, text=read.text, kind=kind,
+                        script=guess_script(read.text) if kind == "prose" else None,
+                        path=STDIN_NAME if str(path) == STDIN else str(path),
+                        invalid_utf8_bytes=read.invalid_bytes)
         by_kind.setdefault(sample.kind, []).append(sample)
     groups = []
     for kind in KINDS:
         samples = by_kind.get(kind)
         if not samples:
+            if kind == "prose" and baseline in left_out.get(kind, {}):  # say why it is missing
+                _checked_group(kind, baseline, [], where="the files given",
+                               left_out=left_out[kind])
             continue
         seen: set[str] = set()
         for i, s in enumerate(samples):
@@ -279,13 +326,17 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en") -> list[Group]:
         base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
         if kind != "prose" and base not in {s.code for s in samples}:
             base = samples[0].code  # code/data lists: compare with the first file given
-        groups.append(_checked_group(kind, base, samples, where="the files given"))
+        groups.append(_checked_group(kind, base, samples, where="the files given",
+                                     left_out=left_out.get(kind, {})))
     return groups
 
 
-def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str) -> Group:
-    """Drop empty files (with a warning), require the baseline, warn on misalignment."""
-    warnings: list[str] = []
+def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
+                   left_out: Mapping[str, Skipped] | None = None) -> Group:
+    """Drop empty files (with a warning), require the baseline, warn on misalignment
+    and on replaced UTF-8. ``left_out``: the group's skipped files, by code."""
+    warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
+                for s in samples if s.invalid_utf8_bytes]
     kept = []
     for s in samples:
         if not s.text.strip():
@@ -296,6 +347,10 @@ def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: st
     if baseline not in codes:
         empty = any(s.code == baseline for s in samples)
         found = ", ".join(codes) or "none"
+        if left_out and baseline in left_out:
+            raise InputError(f"the baseline '{baseline}' was skipped in {where} "
+                             f"({left_out[baseline].note}); give it as a text file or pass "
+                             f"baseline=CODE (found: {found})", param="baseline")
         if empty:
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"baseline=CODE (found: {found})", param="baseline")

@@ -13,6 +13,7 @@ from tokcost.scale.engine import DaskEngine as DaskEngine
 from tokcost.scale.engine import dask_client as dask_client
 from tokcost.scale.mapreduce import FilePartial as FilePartial
 from tokcost.scale.mapreduce import TextCounts as TextCounts
+from tokcost.scale.mapreduce import WordCounts as WordCounts
 from tokcost.scale.mapreduce import count_shard as count_shard
 from tokcost.scale.mapreduce import count_texts_partial as count_texts_partial
 from tokcost.scale.mapreduce import merge_counts as merge_counts

@@ -23,7 +23,6 @@ import math
 import os
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import MissingDependency, TokcostError, UsageError
 from tokcost.scale.http import HTML_PAGE, NotATextFile
-from tokcost.scale.mapreduce import ShardCounts, count_shard, pretokenize_shard
+from tokcost.scale.mapreduce import ShardCounts, WordCounts, count_shard, pretokenize_shard
 from tokcost.scale.shards import (
     MAX_SHARD_BYTES,
     MIN_SHARD_BYTES,
@@ -431,11 +430,14 @@ class DaskEngine:
 
     def count_words(
         self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
-    ) -> Counter[str]:
+    ) -> WordCounts:
         """``tokcost.bpe.pretokenize.count_words`` on the cluster: the same frequencies.
 
         Each worker pre-tokenizes the lines that start in its byte ranges; the
         driver sums the tables. ``pattern`` is gpt2, cl100k, o200k or a regex.
+        The input policy holds on the workers: binary files are left out, invalid
+        UTF-8 is read as U+FFFD, and the result's ``skipped`` and
+        ``invalid_utf8_bytes`` (its ``warnings``) say so, file by file.
         """
         from tokcost.bpe.pretokenize import resolve_pattern
 
@@ -454,7 +456,7 @@ class DaskEngine:
                 except OSError:
                     raise UsageError(f"training file not found: {name}") from None
         total = sum(size for _, size in files)
-        counts: Counter[str] = Counter()
+        counts = WordCounts()
         if not files:
             return counts
         with self._connected() as client:
@@ -464,7 +466,8 @@ class DaskEngine:
                             own_cluster=self._own_cluster, pattern=regex)
             for shard, part in parts:
                 counts.update(part)
+                counts.add_notes(part)
                 done += sum(p.end - p.start for p in shard)
                 if progress is not None:
                     progress("pretokenize", done, total)
-        return counts
+        return counts.in_order(path for path, _ in files)

@@ -17,13 +17,14 @@ Map over texts (each text one document) or over shards of files::
 from __future__ import annotations
 
 import operator
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 from tokcost.scale.shards import Piece, Window, open_binary
 
 if TYPE_CHECKING:
@@ -175,6 +176,61 @@ def merge_shard_counts(partials: Iterable[ShardCounts]) -> ShardCounts:
 # --- BPE pre-tokenization ---------------------------------------------------------------
 
 
+class WordCounts(Counter[str]):
+    """Pre-token frequencies, and what the input policy found in the files they come
+    from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped`` (file ->
+    why it was left out: binary). It is a ``Counter``, so it trains (``train_from_counts``)
+    and compares as one; ``merge_word_counts`` merges the notes too, and they survive
+    pickling on their way from a worker to the driver.
+
+    >>> import pickle
+    >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
+    >>> w == {"a": 2}, w.warnings
+    (True, ('x.txt: 1 byte of invalid UTF-8 replaced with U+FFFD',))
+    """
+
+    def __init__(
+        self,
+        words: Mapping[str, int] | Iterable[str] = (),
+        *,
+        invalid_utf8_bytes: Mapping[str, int] | None = None,
+        skipped: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(words)
+        self.invalid_utf8_bytes: dict[str, int] = dict(invalid_utf8_bytes or {})
+        self.skipped: dict[str, str] = dict(skipped or {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Counter pickles its items only; the notes go with them as the state.
+        return (type(self), (dict(self),),
+                {"invalid_utf8_bytes": self.invalid_utf8_bytes, "skipped": self.skipped})
+
+    def add_notes(self, other: WordCounts) -> None:
+        """Take ``other``'s notes in: replaced bytes add up per file, a skip is kept once."""
+        for path, n in other.invalid_utf8_bytes.items():
+            self.invalid_utf8_bytes[path] = self.invalid_utf8_bytes.get(path, 0) + n
+        for path, why in other.skipped.items():
+            self.skipped.setdefault(path, why)
+
+    def in_order(self, paths: Iterable[str]) -> WordCounts:
+        """The notes ordered as ``paths`` (partials arrive in any order); returns self."""
+        order = list(dict.fromkeys(paths))
+        rank = {p: i for i, p in enumerate(order)}
+        last = len(order)
+        self.invalid_utf8_bytes = dict(sorted(self.invalid_utf8_bytes.items(),
+                                              key=lambda kv: rank.get(kv[0], last)))
+        self.skipped = dict(sorted(self.skipped.items(), key=lambda kv: rank.get(kv[0], last)))
+        return self
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes in the input policy's words, as every command gives them."""
+        from tokcost.counting import Skipped, input_warnings
+
+        return input_warnings((Skipped(p, why) for p, why in self.skipped.items()),
+                              self.invalid_utf8_bytes.items())
+
+
 def pretokenize_texts(texts: Iterable[str], pattern: str) -> Counter[str]:
     """Map: pre-token frequencies of texts, each split into lines at ``"\\n"`` first,
     as the BPE trainer reads its files (``pattern``: gpt2, cl100k, o200k or a regex)."""
@@ -187,25 +243,63 @@ def pretokenize_texts(texts: Iterable[str], pattern: str) -> Counter[str]:
     return counts
 
 
-def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> Counter[str]:
-    """Map: pre-token frequencies of the lines that *start* inside each piece, read by
-    the BPE trainer's own line-range reader (``tokcost.bpe.pretokenize.count_lines``)."""
-    from tokcost.bpe.pretokenize import count_lines, resolve_pattern
+def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> WordCounts:
+    """Map: pre-token frequencies of the lines that *start* inside each piece, as the BPE
+    trainer reads a file, under the input policy of every command.
+
+    Each piece sniffs its file's first bytes (``tokcost.counting.sniff_binary``), so
+    all pieces of a binary file agree to skip it (``skipped``). The lines are found by
+    the trainer's ``line_start`` and decoded by the policy's ``LineBlocks``, which
+    counts the bytes it replaces (``invalid_utf8_bytes``): neighbouring pieces read
+    disjoint lines, so their counts add up to the file's.
+    """
+    from tokcost.bpe.pretokenize import resolve_pattern
 
     regex, _ = resolve_pattern(pattern)
-    counts: Counter[str] = Counter()
+    counts = WordCounts()
     for piece in shard:
-        count_lines(piece.path, piece.start, piece.end, regex, opener=open_binary, into=counts)
+        _pretokenize_piece(piece, regex, counts)
     return counts
 
 
-def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> Counter[str]:
-    """Reduce: the sum of pre-token frequency tables (in any order).
+def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
+    from tokcost.bpe.pretokenize import count_block, line_start
+    from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
+
+    path = piece.path
+    try:
+        with open_binary(path) as fh:
+            reason = sniff_binary(fh.read(SNIFF_BYTES))
+            if reason is not None:
+                into.skipped.setdefault(path, reason)
+                return
+            size = fh.seek(0, os.SEEK_END)  # as it is now, as the trainer reads it
+            begin = line_start(fh, piece.start, size)
+            stop = line_start(fh, piece.end, size)
+            blocks = LineBlocks(Window(fh, begin, stop))
+            for block in blocks:
+                into.update(count_block(block, regex))
+    # The trainer's own words (tokcost.bpe.pretokenize.count_lines) for the same faults.
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; pass the text files to train on") from None
+    except FileNotFoundError:
+        raise UsageError(f"training file not found: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if blocks.invalid_bytes:
+        into.invalid_utf8_bytes[path] = into.invalid_utf8_bytes.get(path, 0) + blocks.invalid_bytes
+
+
+def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
+    """Reduce: the sum of pre-token frequency tables (in any order), with the notes of
+    those that are ``WordCounts``.
 
     >>> merge_word_counts([{"a": 1}, {"a": 2, "b": 1}])
-    Counter({'a': 3, 'b': 1})
+    WordCounts({'a': 3, 'b': 1})
     """
-    merged: Counter[str] = Counter()
+    merged = WordCounts()
     for part in partials:
         merged.update(part)
+        if isinstance(part, WordCounts):
+            merged.add_notes(part)
     return merged
