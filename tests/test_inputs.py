@@ -133,10 +133,10 @@ JSON_ROWS: list[Any] = [
     pytest.param(["price", "-m", "gpt-4o", "{text}", "{bad}", "{bin}", "--json"], None,
                  lambda w: tokcost.price("gpt-4o", paths=[w["text"], w["bad"], w["bin"]]),
                  id="price-files"),
-    pytest.param(["compare", "{text}", "{bad}", "{bin}", "-b", "text", "--json"], None,
+    pytest.param(["compare", "{text}", "{bad}", "{bin}", "--baseline", "text", "--json"], None,
                  lambda w: tokcost.compare([w["text"], w["bad"], w["bin"]], baseline="text"),
                  id="compare-files"),
-    pytest.param(["compare", "{text}", "-", "-b", "text", "--json"], BAD,
+    pytest.param(["compare", "{text}", "-", "--baseline", "text", "--json"], BAD,
                  lambda w: tokcost.compare([w["text"], "-"], baseline="text",
                                            stdin=io.BytesIO(BAD)),
                  id="compare-stdin"),
@@ -295,7 +295,7 @@ def test_model_from_encoding_orders_specials_by_id_then_text() -> None:
                      '"input_counted_from_files": true', id="price"),
         pytest.param(["price", "-m", "gpt-4o", "-", "{text}", "--json"], b"hello world",
                      '"warnings": []', id="price-with-a-file"),
-        pytest.param(["compare", "{text}", "-", "-b", "text", "--csv"], b"hello world",
+        pytest.param(["compare", "{text}", "-", "--baseline", "text", "--csv"], b"hello world",
                      "prose,stdin,stdin,Latin,o200k_base,2,True,11,", id="compare"),
         pytest.param(["bpe", "encode", "-t", "o200k_base", "-"], b"hello world", "24912 2375",
                      id="encode-dash"),
@@ -355,9 +355,9 @@ def test_training_on_stdin_equals_training_on_the_file(work: dict[str, str],
                      id="price"),
         pytest.param(["price", "-m", "gpt-4o", "{text}", "-"], BAD,
                      "<stdin>: " + BAD_NOTE, id="price-stdin"),
-        pytest.param(["compare", "{text}", "{bad}", "-b", "text"], None, "{bad}: " + BAD_NOTE,
+        pytest.param(["compare", "{text}", "{bad}", "--baseline", "text"], None, "{bad}: " + BAD_NOTE,
                      id="compare"),
-        pytest.param(["compare", "{text}", "-", "-b", "text", "--markdown"], BAD,
+        pytest.param(["compare", "{text}", "-", "--baseline", "text", "--markdown"], BAD,
                      "<stdin>: " + BAD_NOTE, id="compare-stdin"),
         pytest.param(["check", "-c", "{config}"], None, "bad.txt: " + BAD_NOTE, id="check"),
     ],
@@ -428,13 +428,13 @@ BINARY_REASON = "binary (NUL byte at offset 6)"
                      "warning: skipped {bin}: " + BINARY_REASON, id="price-folder"),
         pytest.param(["price", "-m", "gpt-4o", "-"], BINARY, 1,
                      "skipped <stdin>: " + BINARY_REASON, id="price-stdin"),
-        pytest.param(["compare", "{text}", "{bin}", "-b", "text"], None, 0,
+        pytest.param(["compare", "{text}", "{bin}", "--baseline", "text"], None, 0,
                      "warning: skipped {bin}: " + BINARY_REASON, id="compare"),
-        pytest.param(["compare", "{text}", "-", "-b", "text", "--json"], BINARY, 0,
+        pytest.param(["compare", "{text}", "-", "--baseline", "text", "--json"], BINARY, 0,
                      "warning: skipped <stdin>: " + BINARY_REASON, id="compare-stdin"),
-        pytest.param(["compare", "{text}", "{bin}", "-b", "text", "--strict"], None, 1,
+        pytest.param(["compare", "{text}", "{bin}", "--baseline", "text", "--strict"], None, 1,
                      "warning: skipped {bin}: " + BINARY_REASON, id="compare-strict"),
-        pytest.param(["compare", "{bin}", "{text}", "-b", "logo"], None, 1,
+        pytest.param(["compare", "{bin}", "{text}", "--baseline", "logo"], None, 1,
                      "the baseline 'logo' was skipped in the files given (skipped {bin}: "
                      + BINARY_REASON + "); give it as a text file or pass --baseline CODE",
                      id="compare-baseline"),
@@ -657,3 +657,29 @@ def test_dask_train_skips_binary_and_reports_invalid_utf8(tmp_path: Path) -> Non
     )
     local = tokcost.bpe.train([files["text"], files["latin1"]], config)
     assert remote.model.merges == local.model.merges  # the binary file was left out
+
+
+def test_cli_dask_train_reports_as_the_local_engine(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    files = _dask_corpus(tmp_path / "data")
+    out = tmp_path / "m.bpe"
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+        host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=50,
+    ) as cluster:
+        args = ["bpe", "train", str(tmp_path / "data" / "*.txt"), *TRAIN, "--engine", "dask",
+                "--scheduler", cluster.scheduler_address]
+        result = runner.invoke(app, [*args, "-o", str(out), "--json"])
+        only_binary = runner.invoke(app, [*args[:2], str(tmp_path / "data" / "[c].txt"),
+                                          *args[3:], "-o", str(tmp_path / "none.bpe")])
+    assert result.exit_code == 0, result.output
+    assert f"warning: skipped {files['bin']}: {BINARY_REASON}" in result.stderr
+    assert (f"warning: {files['latin1']}: 160 bytes of invalid UTF-8 replaced with U+FFFD"
+            in result.stderr)
+    doc = json.loads(result.stdout)
+    assert doc["skipped"] == [{"path": files["bin"], "reason": BINARY_REASON}]
+    assert doc["invalid_utf8_bytes"] == {files["latin1"]: 160}
+    assert only_binary.exit_code == 1, only_binary.output
+    assert "nothing to train on: every input was skipped (skipped " in only_binary.stderr
+    _one_line_error(only_binary)
+    assert not (tmp_path / "none.bpe").exists()

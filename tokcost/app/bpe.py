@@ -16,6 +16,7 @@ reads it (``o200k_base``, ``hf:...``, ``sp:...``, ``model:ID``) or a tokenizer f
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     import regex
 
     from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import ProgressFn
+    from tokcost.bpe.train import ProgressFn, WordCounter
     from tokcost.catalog import Catalog
 
 __all__ = [
@@ -145,10 +146,12 @@ def train_bpe(
         engine, jobs=config.jobs if config.jobs > 1 else None, scheduler=scheduler,
         timeout=timeout,
     )
-    trained = bpe.train(inputs.paths, config, progress, engine=chosen,
+    noted = _NotedWords(chosen, list(inputs.skipped), more_text=inputs.stdin is not None)
+    trained = bpe.train(inputs.paths, config, progress, engine=noted,
                         texts=inputs.stdin or ())
+    skipped = noted.skipped
     outputs = bpe.save_model(trained.model, out, force=force)
-    invalid = inputs.invalid_utf8_bytes()
+    invalid = {**inputs.invalid_utf8_bytes(), **noted.invalid}
     return BPETrainResult(
         model=trained.model,
         requested_vocab_size=config.vocab_size,
@@ -159,10 +162,35 @@ def train_bpe(
         seconds_merge=trained.seconds_merge,
         exhausted=trained.exhausted,
         outputs=outputs,
-        warnings=input_warnings(inputs.skipped, invalid.items()) + trained.warnings,
-        skipped=tuple(inputs.skipped),
+        warnings=input_warnings(skipped, invalid.items()) + trained.warnings,
+        skipped=tuple(skipped),
         invalid_utf8_bytes=invalid,
     )
+
+
+@dataclass
+class _NotedWords:
+    """The engine that pre-tokenizes, keeping the input policy's notes that its counts
+    carry: the Dask workers sniff and decode the files they read (globs and URLs the
+    driver never opens) and return ``tokcost.scale.WordCounts``."""
+
+    engine: WordCounter
+    skipped: list[Skipped]  # those left out before, then the engine's, each input once
+    more_text: bool = False  # stdin is read too: no files left is not yet nothing
+    invalid: dict[str, int] = field(default_factory=dict)
+
+    def count_words(self, paths: Sequence[str | Path], pattern: str, *,
+                    progress: ProgressFn | None = None) -> Counter[str]:
+        counts = self.engine.count_words(paths, pattern, progress=progress)
+        known = {s.path for s in self.skipped}
+        left_out = [Skipped(p, why) for p, why in getattr(counts, "skipped", {}).items()
+                    if p not in known]
+        self.skipped += left_out
+        self.invalid.update(getattr(counts, "invalid_utf8_bytes", {}))
+        if left_out and not counts and not self.more_text:
+            raise InputError("nothing to train on: every input was skipped ("
+                             + "; ".join(s.note for s in self.skipped) + ")")
+        return counts
 
 
 @dataclass
