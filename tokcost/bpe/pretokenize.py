@@ -18,8 +18,8 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from enum import Enum
 from functools import lru_cache
 from itertools import chain
@@ -259,36 +259,42 @@ def count_lines(
     reports bytes read; counts go ``into`` a Counter given.
     """
     counts: Counter[str] = Counter() if into is None else into
+    with training_file(path), (opener or _open_local)(path) as fh:
+        size = fh.seek(0, os.SEEK_END)
+        begin = line_start(fh, start, size)
+        left = line_start(fh, end, size) - begin
+        fh.seek(begin)
+        carry = b""
+        while left > 0 or carry:
+            chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
+            left = left - len(chunk) if chunk else 0  # a file that shrank ends here
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
+            if cut == 0:
+                carry = data
+                continue
+            carry = data[cut:]
+            # The input policy: invalid UTF-8 is U+FFFD. A block ends after "\n", which
+            # ends any sequence, so blocks replace the bytes the whole file would.
+            # (The caller reports how many: tokcost.counting.scan_file counts them.)
+            block = data[:cut].decode("utf-8", "replace")
+            counts.update(count_block(block, pattern))
+            if tick is not None:
+                tick(cut)
+    return counts
+
+
+@contextmanager
+def training_file(path: str) -> Iterator[None]:
+    """The trainer's words for a training file it cannot read, on either engine."""
     try:
-        with (opener or _open_local)(path) as fh:
-            size = fh.seek(0, os.SEEK_END)
-            begin = line_start(fh, start, size)
-            left = line_start(fh, end, size) - begin
-            fh.seek(begin)
-            carry = b""
-            while left > 0 or carry:
-                chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
-                left = left - len(chunk) if chunk else 0  # a file that shrank ends here
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
-                if cut == 0:
-                    carry = data
-                    continue
-                carry = data[cut:]
-                # The input policy: invalid UTF-8 is U+FFFD. A block ends after "\n", which
-                # ends any sequence, so blocks replace the bytes the whole file would.
-                # (The caller reports how many: tokcost.counting.scan_file counts them.)
-                block = data[:cut].decode("utf-8", "replace")
-                counts.update(count_block(block, pattern))
-                if tick is not None:
-                    tick(cut)
+        yield
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; pass the text files to train on") from None
     except FileNotFoundError:
         raise UsageError(f"training file not found: {path}") from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return counts
 
 
 def _open_local(path: str) -> IO[bytes]:

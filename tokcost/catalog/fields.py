@@ -179,27 +179,6 @@ class Count(Kind):
         return {"anyOf": [integer, {"type": "string", "pattern": COUNT_PATTERN}]}
 
 
-class Whole(Kind):
-    """A plain integer, no suffixes (budget limits)."""
-
-    __slots__ = ("minimum",)
-
-    def __init__(self, minimum: int = 1) -> None:
-        self.minimum = minimum
-
-    @property
-    def expected(self) -> str:
-        return f"a whole number >= {self.minimum}"
-
-    def parse(self, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
-            self.fail(value)
-        return value
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "integer", "minimum": self.minimum}
-
-
 class Number(Kind):
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
 

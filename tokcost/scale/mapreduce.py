@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import UsageError
 from tokcost.scale.shards import Piece, Window, open_binary
 
 if TYPE_CHECKING:
@@ -263,29 +263,21 @@ def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> WordCounts:
 
 
 def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
-    from tokcost.bpe.pretokenize import count_block, line_start
+    from tokcost.bpe.pretokenize import count_block, line_start, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
     path = piece.path
-    try:
-        with open_binary(path) as fh:
-            reason = sniff_binary(fh.read(SNIFF_BYTES))
-            if reason is not None:
-                into.skipped.setdefault(path, reason)
-                return
-            size = fh.seek(0, os.SEEK_END)  # as it is now, as the trainer reads it
-            begin = line_start(fh, piece.start, size)
-            stop = line_start(fh, piece.end, size)
-            blocks = LineBlocks(Window(fh, begin, stop))
-            for block in blocks:
-                into.update(count_block(block, regex))
-    # The trainer's own words (tokcost.bpe.pretokenize.count_lines) for the same faults.
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory; pass the text files to train on") from None
-    except FileNotFoundError:
-        raise UsageError(f"training file not found: {path}") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with training_file(path), open_binary(path) as fh:
+        reason = sniff_binary(fh.read(SNIFF_BYTES))
+        if reason is not None:
+            into.skipped.setdefault(path, reason)
+            return
+        size = fh.seek(0, os.SEEK_END)  # as it is now, as the trainer reads it
+        begin = line_start(fh, piece.start, size)
+        stop = line_start(fh, piece.end, size)
+        blocks = LineBlocks(Window(fh, begin, stop))
+        for block in blocks:
+            into.update(count_block(block, regex))
     if blocks.invalid_bytes:
         into.invalid_utf8_bytes[path] = into.invalid_utf8_bytes.get(path, 0) + blocks.invalid_bytes
 
