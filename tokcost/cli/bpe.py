@@ -138,7 +138,9 @@ def train_cmd(
     ] = "0",
     max_token_length: Annotated[
         int | None,
-        typer.Option("--max-token-length", help="Longest token in bytes (default: no limit)."),
+        typer.Option("--max-token-length", metavar=COUNT,
+                     parser=count_parser("--max-token-length"),
+                     help="Longest token in bytes (default: no limit)."),
     ] = None,
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")

@@ -13,6 +13,7 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json
+from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import in_cli_words
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
@@ -69,7 +70,9 @@ def estimate(
         ),
     ] = "bf16",
     kv_group_size: Annotated[
-        int | None, typer.Option("--kv-group-size", help="Quantization group of int8/int4 (64).")
+        int | None, typer.Option("--kv-group-size", metavar=COUNT,
+                                 parser=count_parser("--kv-group-size"),
+                                 help="Quantization group of int8/int4 (64).")
     ] = None,
     block_size: Annotated[
         str, typer.Option("--block-size", metavar="COUNT",
