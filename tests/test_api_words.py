@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "tokcost"
 MODULES = sorted(p for p in ROOT.rglob("*.py") if "cli" not in p.relative_to(ROOT).parts)
 # Report text of `tokcost check`, read in CI logs: it tells the reader which command to run
 # next, so it names that command's flags on purpose. Nothing else may.
-REPORT_TEXT = {"run: tokcost check --update-baseline", " (--strict)"}
+REPORT_TEXT = {"run: tokcost check --update-baseline", " --update-baseline", " (--strict)"}
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 import tokcost
 from tokcost import get_tokenizer
@@ -481,3 +482,35 @@ def test_no_hint_without_a_growth_failure(tmp_path: Path,
     result = tokcost.check()
     assert result.failures and "update-baseline" not in render_text(result)
 
+
+
+# --- review fixes: the written baseline, every config's ref first, the hint names -c ---------
+
+
+def test_update_baseline_with_base_names_the_file_written(history: dict[str, Any]) -> None:
+    result = CliRunner().invoke(app, ["check", "--base", "main", "--update-baseline"])
+    assert "wrote baseline .tokcost-baseline.json" in result.stderr
+    assert (history["repo"] / ".tokcost-baseline.json").is_file()
+
+
+def test_several_configs_resolve_the_ref_before_writing_any_baseline(
+        history: dict[str, Any], tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside, {"tokcost.yaml": CONFIG})
+    result = CliRunner().invoke(app, ["check", "-c", "tokcost.yaml", "-c",
+                                      str(outside / "tokcost.yaml"), "--base", "main",
+                                      "--update-baseline"])
+    assert result.exit_code == 2, result.output
+    assert "needs a git work tree" in result.stderr and "leave out --base 'main'" in result.stderr
+    assert not (history["repo"] / ".tokcost-baseline.json").exists()
+
+
+def test_the_update_hint_names_a_config_given_with_c(history: dict[str, Any]) -> None:
+    # a hint without -c would update the baseline of the config found here, not this one's
+    write(history["repo"], {"alt.yaml": CONFIG.replace("prompts/**", "prompts/grows.md")})
+    runner = CliRunner()
+    assert runner.invoke(app, ["check", "-c", "alt.yaml", "--update-baseline"]).exit_code == 0
+    write(history["repo"], {"prompts/grows.md": lines_of(8, "grows")})
+    named = runner.invoke(app, ["check", "-c", "alt.yaml"])
+    assert named.exit_code == 1, named.output
+    assert "if intended, run: tokcost check -c alt.yaml --update-baseline" in named.output

@@ -98,6 +98,33 @@ def test_a_closed_pipe_ends_the_process_like_cat(tmp_path: Path, script: str) ->
     assert stderr == ""
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGPIPE"), reason="no SIGPIPE on this platform")
+@pytest.mark.parametrize("args", [["models", "list"], ["kvmem", "simulate", "--requests", "20"]])
+def test_a_reader_gone_before_a_rich_table_is_sigpipe_too(args: list[str]) -> None:
+    # `tokcost models list | true`: rich catches the broken pipe itself and would exit 1
+    proc = subprocess.Popen([sys.executable, "-m", "tokcost", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGPIPE, stderr
+    assert "error" not in stderr and "Traceback" not in stderr
+
+
+def test_no_arguments_prints_the_help() -> None:
+    proc = _run()
+    assert proc.returncode == 2 and "Usage: tokcost" in proc.stdout + proc.stderr
+    assert "count" in proc.stdout + proc.stderr and "error:" not in proc.stderr
+
+
+@pytest.mark.parametrize("flags", [["--json"], ["--format", "json"], ["-f", "JSON"], ["-fjson"],
+                                   ["--format=json"]])
+def test_every_spelling_of_json_gets_a_json_usage_error(flags: list[str]) -> None:
+    proc = _run("check", *flags, "--bogus")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["exit_code"] == 2
+
+
 def test_piped_tables_print_at_full_width() -> None:
     # rich assumes 80 columns for a pipe; the simulate table is wider and used to
     # come out as "poli… toke… rese…"

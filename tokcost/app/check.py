@@ -164,6 +164,9 @@ def check_many(
     if update_baseline:
         for c in loaded:
             ensure_writable(c.baseline, create_folder=True)
+    if base is not None:  # every config's ref resolved before any counting or writing
+        for c in loaded:
+            open_tree(c.root, base)
     run_engine = make_engine(engine, jobs=jobs, scheduler=scheduler)
     return CheckRun(tuple(
         _check_one(c, base=base, update_baseline=update_baseline, strict=strict,
@@ -209,6 +212,9 @@ def _check_one(
         # The other file is named relative to the config's folder, like every file noted.
         other = loaded.shadowed[0].name
         result = replace(result, notices=(Notice(shadow, other), *result.notices))
+    if update_baseline:
+        result = replace(result, written=str(baseline) if baseline is not None
+                         else _shown(path) or str(path))
     return locate(result, measured, catalog=catalog)
 
 

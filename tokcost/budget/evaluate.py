@@ -58,6 +58,16 @@ _RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
 # Reports are read in CI logs and PR comments, where the way to accept growth is the
 # command, so findings and warnings name it (exceptions speak the API instead).
 UPDATE_HINT = "run: tokcost check --update-baseline"
+# The config files a bare `tokcost check` finds in the folder it runs in.
+_FOUND_HERE = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml", "pyproject.toml")
+
+
+def update_hint(config_display: str) -> str:
+    """The command that accepts grown files for this config: a config a bare
+    ``tokcost check`` would not find here is named, or the wrong baseline is updated."""
+    if config_display in _FOUND_HERE:
+        return UPDATE_HINT
+    return f"run: tokcost check -c {config_display} --update-baseline"
 
 
 # --- results ------------------------------------------------------------------------------
@@ -167,6 +177,7 @@ class CheckResult:
     strict: bool = False
     root: str = "."  # the config's folder relative to cwd: file paths are relative to it
     base: BaseRef | None = None  # the git ref growth was measured against, if not a file
+    written: str | None = None  # the baseline file update_baseline wrote (even with base)
 
     @property
     def failures(self) -> list[Finding]:
@@ -412,13 +423,13 @@ def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool =
         if base is not None and base.tokenizer != m.tokenizer:
             notices.append(Notice(
                 f"budget '{budget.name}': baseline counted with {base.tokenizer}, now "
-                f"{m.tokenizer}; growth not checked; {UPDATE_HINT}",
+                f"{m.tokenizer}; growth not checked; {update_hint(config.display)}",
                 config.display, budget.line))
             base = None
         elif base is None and wants_growth:
             why = "no baseline file" if baseline is None else "not in the baseline"
             notices.append(Notice(
-                f"budget '{budget.name}': {why}, growth not checked; {UPDATE_HINT}",
+                f"budget '{budget.name}': {why}, growth not checked; {update_hint(config.display)}",
                 config.display, budget.line))
         results.append(_judge_one(config, m, base))
     return CheckResult(
@@ -495,7 +506,7 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
                 f"{f.path}: {a}{f.tokens:,} tokens, {a}{percent(g, sign=True)} against the "
                 f"baseline ({a}{f.baseline_tokens:,}), over the "
                 f"+{_pct(budget.max_file_growth_percent)}% limit of budget '{name}'; "
-                f"if intended, {UPDATE_HINT}")
+                f"if intended, {update_hint(config.display)}")
     if budget.max_total_tokens is not None and total > budget.max_total_tokens:
         add("max_total_tokens", None, total, budget.max_total_tokens,
             f"budget '{name}': {a}{total:,} tokens in {len(files)} file"
@@ -521,7 +532,7 @@ def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) ->
         add("max_growth_percent", None, round_percent(g), budget.max_growth_percent,
             f"budget '{name}': {a}{total:,} tokens, {a}{percent(g, sign=True)} against the "
             f"baseline ({a}{base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
-            f"if intended, {UPDATE_HINT}")
+            f"if intended, {update_hint(config.display)}")
     found.sort(key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
     return BudgetResult(
         budget=budget, model=model, tokenizer=m.tokenizer, exact=m.exact, files=tuple(files),

@@ -66,10 +66,10 @@ def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
                               check=False)
     except FileNotFoundError:
         raise GitBaseError(f"base={ref!r} needs git, and there is no 'git' program on PATH; "
-                           "install git or leave base unset", param="base") from None
+                           f"install git or leave out base={ref!r}", param="base") from None
     except OSError as exc:
         raise GitBaseError(f"base={ref!r}: cannot run git ({exc.strerror or exc}); "
-                           "install git or leave base unset", param="base") from None
+                           f"install git or leave out base={ref!r}", param="base") from None
 
 
 def _why(run: subprocess.CompletedProcess[bytes]) -> str:
@@ -133,7 +133,7 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
     run = _git(["rev-parse", _long("show-toplevel")], here, ref)
     if run.returncode != 0:
         raise GitBaseError(f"base={ref!r} needs a git work tree, and {here} is not in one "
-                           f"({_why(run)}); run in a git checkout or leave base unset",
+                           f"({_why(run)}); run in a git checkout or leave out base={ref!r}",
                            param="base")
     top = Path(os.fsdecode(run.stdout.rstrip(b"\n")))
     prefix = Path(os.path.realpath(here)).relative_to(os.path.realpath(top)).as_posix()
@@ -368,11 +368,12 @@ def against_base(result: CheckResult, known: Baseline, ref: BaseRef) -> CheckRes
     """``result``, judged against ``known`` (the counts at ``ref``), as a result against
     ``ref``: its renames, its label in the messages, and no hint to update a baseline
     file (there is none to update)."""
-    from tokcost.budget.evaluate import UPDATE_HINT
+    import re
 
     def reword(message: str) -> str:
-        return (message.replace("against the baseline", f"against {ref.label}")
-                .replace(f"; if intended, {UPDATE_HINT}", ""))
+        message = message.replace("against the baseline", f"against {ref.label}")
+        # the update-baseline hint ends the message: there is no file to update
+        return re.sub(r"; if intended, run: tokcost check [^;]*$", "", message)
 
     budgets = []
     for b in result.budgets:

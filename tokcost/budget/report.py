@@ -148,10 +148,10 @@ def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
 def _hint(result: CheckResult) -> str | None:
     """How to accept grown files: the command, when a growth limit against a baseline
     file failed (against a git base there is no file to update)."""
-    from tokcost.budget.evaluate import UPDATE_HINT
+    from tokcost.budget.evaluate import update_hint
 
     grown = any(f.rule.endswith("growth_percent") for f in result.failures)
-    return f"if intended, {UPDATE_HINT}" if grown and result.base is None else None
+    return f"if intended, {update_hint(result.config)}" if grown and result.base is None else None
 
 
 def _ordered(result: CheckResult) -> list[BudgetResult]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -62,7 +63,10 @@ def run_command(main: Any, args: Any, *, standalone_mode: bool = True, **kwargs:
             raise
         if os.environ.get("TOKCOST_DEBUG"):
             raise
-        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already on screen
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # The help is the message (plain groups); a Rich group has printed its own.
+            if exc.format_message().strip():
+                exc.show()  # type: ignore[attr-defined]
             sys.exit(exc.exit_code)
         from tokcost.cli.errors import usage_line
 
@@ -104,8 +108,12 @@ def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    return "--json" in argv or any(a in ("--format=json",) for a in argv) or (
-        "--format" in argv and argv[argv.index("--format") + 1:][:1] == ["json"])
+    """``--json``, ``--format json`` or ``-f json`` (any case, joined or not) in argv: a
+    usage error is raised before the command's own parameters say so."""
+    words = [a.lower() for a in argv]
+    if "--json" in words or any(w in ("--format=json", "-fjson", "-f=json") for w in words):
+        return True
+    return any(w in ("--format", "-f") and nxt == "json" for w, nxt in itertools.pairwise(words))
 
 
 def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:

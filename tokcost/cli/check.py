@@ -168,7 +168,7 @@ def check(
     if update_baseline:
         for result in results:
             n = sum(len(b.files) for b in result.budgets)
-            err.print(f"wrote baseline {result.baseline} ({n} files in {len(result.budgets)} "
+            err.print(f"wrote baseline {result.written} ({n} files in {len(result.budgets)} "
                       "budgets)", highlight=False)
     run_all = tokcost.CheckRun(tuple(results), several=several)
     if fmt is Format.text:

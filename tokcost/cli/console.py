@@ -14,6 +14,18 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def make_console(**options: Any) -> Console:
+    """A rich Console whose closed pipe reaches tokcost's handler (death by SIGPIPE,
+    like ``cat``): rich would swallow the BrokenPipeError and exit 1 by itself."""
+    from rich.console import Console
+
+    class _PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return _PipeConsole(**options)
+
+
 class _LazyConsole:
     def __init__(self, stderr: bool) -> None:
         self._stderr = stderr
@@ -21,9 +33,7 @@ class _LazyConsole:
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+            self._console = make_console(stderr=self._stderr, highlight=False, soft_wrap=True)
         return getattr(self._console, name)
 
     def real(self) -> Console:
@@ -76,7 +86,6 @@ def progress_enabled() -> bool:
 def print_wide(table: Any) -> None:
     """Print a table at its natural width, even when stdout is a pipe (rich assumes 80):
     ids, specs and numbers must not be cut or wrapped in a file or a CI log."""
-    from rich.console import Console
     from rich.measure import Measurement
 
     console = cast("_LazyConsole", out).real()
@@ -84,6 +93,6 @@ def print_wide(table: Any) -> None:
     if needed <= console.width:
         console.print(table)
         return
-    wide = Console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
+    wide = make_console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
                    force_terminal=out.is_terminal, no_color=out.no_color)
     wide.print(table)
