@@ -77,7 +77,8 @@ def dask_client(
     timeout: float = CONNECT_TIMEOUT,
 ) -> Iterator[Any]:
     """A ``distributed.Client``: on ``scheduler`` (``tcp://host:8786``), else on a new
-    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1."""
+    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1; its
+    workers checked by ``check_workers`` before it is handed out."""
     distributed = _import_distributed()
     if scheduler:
         try:
@@ -91,13 +92,7 @@ def dask_client(
         except ValueError as exc:
             raise UsageError(f"bad scheduler={scheduler!r}: {exc}", param="scheduler") from None
         try:
-            try:
-                client.wait_for_workers(1, timeout=timeout)
-            except (OSError, TimeoutError):
-                raise ClusterError(
-                    f"the Dask scheduler at {scheduler} has no workers after {timeout:g} s; "
-                    f"start some with `dask worker {scheduler}`"
-                ) from None
+            check_workers(client, timeout)  # a worker within timeout, running our tokcost
             yield client
         finally:
             client.close()
@@ -113,6 +108,7 @@ def dask_client(
     try:
         client = distributed.Client(cluster)
         try:
+            check_workers(client, timeout)
             yield client
         finally:
             client.close()
@@ -372,8 +368,7 @@ class DaskEngine:
             yield self.client
             return
         with dask_client(self.scheduler, workers=self.workers, timeout=self.timeout) as made:
-            check_workers(made, self.timeout)
-            yield made
+            yield made  # dask_client has checked its workers
 
     def count_paths(
         self,
