@@ -329,6 +329,12 @@ def expand_package_paths(spec: str | None, model_id: str) -> str | None:
     return spec
 
 
+# NVIDIA (Volta..Blackwell) and AMD Instinct (CDNA) generations, oldest first.
+GPU_ARCHITECTURES: tuple[str, ...] = (
+    "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Gpu(Record):
     """An accelerator: memory in bytes, HBM bandwidth in bytes/s, dense peak FLOP/s."""
@@ -347,6 +353,13 @@ class Gpu(Record):
     ]
     bf16_flops: Annotated[float | None, Flops(cap=MAX_FLOPS), Doc("dense bf16 peak FLOP/s")] = None
     fp8_flops: Annotated[float | None, Flops(cap=MAX_FLOPS), Doc("dense fp8 peak FLOP/s")] = None
+    # The engines pick attention kernels (and with them KV block sizes) by GPU
+    # generation: vLLM's FlashMLA needs 64-token blocks on Hopper, CUTLASS MLA 128 on
+    # Blackwell (vllm/v1/attention/backends/mla/).
+    architecture: Annotated[
+        str | None, Choice(GPU_ARCHITECTURES, lower=True, hint=True),
+        Doc("GPU generation: " + ", ".join(GPU_ARCHITECTURES)),
+    ] = None
     source: Annotated[str | None, Text()] = None
 
 
