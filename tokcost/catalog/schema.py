@@ -60,6 +60,7 @@ MAX_WIDTH = 10**6  # hidden size, heads, head dim, MLA ranks
 MAX_VOCAB = 10**8
 MAX_PARAMS = 10**15
 MAX_STATE_ELEMENTS = 10**12  # one linear-attention layer's state per sequence
+MAX_EXPERTS = 10**5  # routed experts per MoE layer (DeepSeek-V3: 256)
 MAX_PRICE = Decimal(10**6)  # USD per million tokens
 MAX_BYTES = 2**50  # 1 PiB: a GPU's memory, a checkpoint
 MAX_BANDWIDTH = 10**15  # 1 PB/s
@@ -184,6 +185,19 @@ class Architecture(Record):
     weights_bytes: Annotated[
         int | None, Size(cap=MAX_BYTES, cap_text="1 PiB"), Show(hidden=True),
         Doc("checkpoint size, when dtype x params is not exact"),
+    ] = None
+    # Mixture of experts: routed experts per MoE layer and how many each token uses
+    # (config.json's num_local_experts / n_routed_experts / num_experts and
+    # num_experts_per_tok). A decode batch touches more distinct experts than one token.
+    experts: Annotated[
+        int | None, Count(cap=MAX_EXPERTS, unit="experts"), Doc("MoE: routed experts per layer")
+    ] = None
+    experts_per_token: Annotated[
+        int | None, Count(cap=MAX_EXPERTS, unit="experts"), Doc("MoE: experts each token uses")
+    ] = None
+    expert_weights_bytes: Annotated[
+        int | None, Size(cap=MAX_BYTES, cap_text="1 PiB"), Show(hidden=True),
+        Doc("bytes of all routed experts' weights (e.g. mxfp4 experts beside bf16 attention)"),
     ] = None
     attention: Attention = field(default_factory=Attention)
     source: Annotated[str | None, Text(), Doc("the config.json the numbers come from")] = None
