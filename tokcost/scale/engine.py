@@ -297,7 +297,8 @@ def _inputs(
     include/exclude); quoted globs are expanded; URLs are listed through fsspec,
     except http(s) URLs, each one file (an HTML page is skipped, with the reason).
     """
-    from tokcost.counting import Skipped, _globs, walk
+    from tokcost.counting import Skipped, walk
+    from tokcost.counting.walk import _globs
 
     found: list[tuple[str, str, int]] = []
     inc, exc = _globs(include), _globs(exclude)

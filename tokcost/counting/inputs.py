@@ -1,0 +1,245 @@
+"""The input policy every command reads user input under: invalid UTF-8 becomes U+FFFD and
+is reported; binary files (a NUL byte early on, as git decides) are skipped with the reason;
+``-`` is standard input."""
+
+from __future__ import annotations
+
+import codecs
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from tokcost.errors import InputError, UsageError
+
+BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
+SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
+
+
+class ByteSource(Protocol):
+    """What the streaming reader reads from: a binary file, or any ``read(n)``."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+#
+# Every command that reads user files reads them through here, so they all behave
+# alike: invalid UTF-8 becomes U+FFFD and is reported (the file and the number of
+# bytes replaced); a binary file (a NUL byte in its first SNIFF_BYTES, as git
+# decides) is skipped and reported; ``-`` is standard input, wherever a file can be.
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+
+_invalid = threading.local()
+
+
+def _count_invalid(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    _invalid.n = getattr(_invalid, "n", 0) + (exc.end - exc.start)
+    return "\ufffd", exc.end
+
+
+codecs.register_error("tokcost.replace", _count_invalid)
+
+
+class Utf8Decoder:
+    """An incremental UTF-8 decoder that puts U+FFFD for each invalid sequence (as
+    ``errors="replace"`` does) and counts the bytes it replaced.
+
+    >>> d = Utf8Decoder()
+    >>> text = d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff!", final=True)
+    >>> text == "caf\\u00e9 \\ufffd!", d.invalid_bytes
+    (True, 1)
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="tokcost.replace")
+        self.invalid_bytes = 0
+
+    def decode(self, data: bytes, final: bool = False) -> str:
+        # The handler counts per thread; the difference over one call is this call's.
+        before = getattr(_invalid, "n", 0)
+        text: str = self._decoder.decode(data, final)
+        self.invalid_bytes += getattr(_invalid, "n", 0) - before
+        return text
+
+
+def decode_utf8(data: bytes) -> tuple[str, int]:
+    """``data`` as text under the input policy, and how many bytes were replaced.
+
+    >>> decode_utf8(b"ok \\xe2\\x82 done") == ("ok \\ufffd done", 2)
+    True
+    """
+    decoder = Utf8Decoder()
+    return decoder.decode(data, final=True), decoder.invalid_bytes
+
+
+def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
+    """The one warning for replaced bytes, in every command.
+
+    >>> invalid_utf8_note("notes.txt", 3)
+    'notes.txt: 3 bytes of invalid UTF-8 replaced with U+FFFD'
+    """
+    unit = "byte" if invalid_bytes == 1 else "bytes"
+    return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
+
+
+def sniff_binary(head: bytes) -> str | None:
+    """Why a file starting with ``head`` is skipped, or None: as git decides, a NUL
+    byte in the first ``SNIFF_BYTES`` bytes makes it binary.
+
+    >>> sniff_binary(b"GIF89a\\x00\\x01"), sniff_binary(b"plain text")
+    ('binary (NUL byte at offset 6)', None)
+    """
+    nul = head.find(b"\x00", 0, SNIFF_BYTES)
+    return None if nul < 0 else f"binary (NUL byte at offset {nul})"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input left out, and why (``binary (NUL byte at offset 6)``)."""
+
+    path: str
+    reason: str
+
+    @property
+    def note(self) -> str:
+        """The one warning for a skipped input, in every command.
+
+        >>> Skipped("logo.png", "binary (NUL byte at offset 6)").note
+        'skipped logo.png: binary (NUL byte at offset 6)'
+        """
+        return f"skipped {self.path}: {self.reason}"
+
+
+def input_warnings(
+    skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = ()
+) -> tuple[str, ...]:
+    """The input policy's warnings: each input skipped, then each one whose invalid
+    UTF-8 was replaced (``invalid``: ``(name, bytes replaced)`` pairs; zeros are left out)."""
+    notes = [s.note for s in skipped]
+    notes += [invalid_utf8_note(name, n) for name, n in invalid if n]
+    return tuple(notes)
+
+
+class _Prefixed:
+    """A byte source whose first bytes were already read (to sniff them)."""
+
+    def __init__(self, head: bytes, rest: ByteSource) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, n: int = -1, /) -> bytes:
+        if not self.head:
+            return self.rest.read(n)
+        if n < 0:
+            data, self.head = self.head + self.rest.read(), b""
+            return data
+        data, self.head = self.head[:n], self.head[n:]
+        return data
+
+
+def sniff_source(source: ByteSource) -> tuple[str | None, ByteSource]:
+    """Why a stream is skipped (``sniff_binary``) or None, and the stream to read it from,
+    its first bytes put back (a pipe cannot seek)."""
+    head = b""
+    while len(head) < SNIFF_BYTES:  # a pipe may hand over less than asked
+        more = source.read(SNIFF_BYTES - len(head))
+        if not more:
+            break
+        head += more
+    return sniff_binary(head), _Prefixed(head, source)
+
+
+def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
+    """``stdin`` or the process's standard input, as bytes."""
+    return stdin if stdin is not None else sys.stdin.buffer
+
+
+@dataclass(frozen=True)
+class InputText:
+    """One input read whole under the input policy (``read_input``)."""
+
+    name: str  # the path as given, or <stdin>
+    text: str
+    bytes: int
+    invalid_bytes: int = 0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return (invalid_utf8_note(self.name, self.invalid_bytes),) if self.invalid_bytes else ()
+
+
+def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
+    """The whole text of one input (``-``: ``stdin``, default the process's) under the
+    input policy, or why it is skipped (binary, unreadable). A missing path or a
+    folder raises UsageError: that is the caller's mistake, not the input's.
+    """
+    raw = str(path)
+    if raw == STDIN:
+        name, data = STDIN_NAME, stdin_source(stdin).read()
+    else:
+        name = raw
+        try:
+            data = Path(raw).read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {raw}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{raw} is a folder; give one file, or '-' for stdin") from None
+        except OSError as err:
+            return Skipped(name, f"unreadable ({err.strerror})")
+    reason = sniff_binary(data[:SNIFF_BYTES])
+    if reason is not None:
+        return Skipped(name, reason)
+    text, invalid = decode_utf8(data)
+    return InputText(name, text, len(data), invalid)
+
+
+def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:
+    """``load_input`` for a command that reads one input: a skipped one raises InputError.
+
+    >>> import io
+    >>> got = read_input("-", stdin=io.BytesIO(b"hi \\xff"))
+    >>> got.name, got.text == "hi \\ufffd", got.invalid_bytes, got.warnings
+    ('<stdin>', True, 1, ('<stdin>: 1 byte of invalid UTF-8 replaced with U+FFFD',))
+    """
+    read = load_input(path, stdin=stdin)
+    if isinstance(read, Skipped):
+        raise InputError(f"{read.note}; give a text file")
+    return read
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What the input policy makes of one file read as a stream (``scan_file``)."""
+
+    path: str
+    bytes: int = 0
+    invalid_bytes: int = 0
+    skipped: str | None = None  # why it is skipped, else None
+
+
+def scan_file(path: str, *, block_bytes: int = BLOCK_BYTES) -> FileScan:
+    """Sniff a local file and count its invalid UTF-8 bytes without keeping its text,
+    for readers that take paths (the BPE trainer's byte-range workers): they replace
+    the same bytes, and this says how many, up front. Missing paths raise UsageError.
+    """
+    try:
+        with open(path, "rb") as handle:
+            reason, source = sniff_source(handle)
+            if reason is not None:
+                return FileScan(path, skipped=reason)
+            decoder, size = Utf8Decoder(), 0
+            while block := source.read(block_bytes):
+                size += len(block)
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder; give the files in it") from None
+    except OSError as err:
+        return FileScan(path, skipped=f"unreadable ({err.strerror})")
+    return FileScan(path, size, decoder.invalid_bytes)

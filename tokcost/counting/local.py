@@ -1,0 +1,318 @@
+"""Counting paths on this machine: threads or processes, every file read once for all
+tokenizers (``LocalEngine``), and the ``Engine`` protocol the Dask engine also meets."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from tokcost.adapters.base import Tokenizer
+from tokcost.counting.inputs import (
+    BLOCK_BYTES,
+    SNIFF_BYTES,
+    STDIN,
+    ByteSource,
+    Skipped,
+    input_warnings,
+    sniff_binary,
+    sniff_source,
+    stdin_source,
+)
+from tokcost.counting.stream import (
+    read_text,
+)
+from tokcost.counting.walk import (
+    Source,
+    walk,
+)
+from tokcost.errors import UsageError
+
+# progress(stage, done, total): bytes done of total (0 while the total is unknown)
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class FileCount:
+    path: str
+    bytes: int = 0
+    chars: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    invalid_utf8_bytes: int = 0
+
+
+@dataclass
+class CountReport:
+    """Per-file counts (in input order) for each tokenizer spec, and what was skipped."""
+
+    specs: list[str]
+    files: list[FileCount] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def total_chars(self) -> int:
+        return sum(f.chars for f in self.files)
+
+    def total_tokens(self, spec: str) -> int:
+        return sum(f.tokens.get(spec, 0) for f in self.files)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the input policy reports: inputs skipped, invalid UTF-8 replaced."""
+        return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files))
+
+
+# Worker-side state for process pools: tokenizers are built once per process.
+_worker_tokenizers: dict[str, Tokenizer] = {}
+
+
+def _init_worker(specs: Sequence[str]) -> None:
+    import signal
+
+    from tokcost.adapters.registry import get_tokenizer
+
+    # Ctrl-C is the parent's to handle: workers must not print their own tracebacks.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    for spec in specs:
+        _worker_tokenizers[spec] = get_tokenizer(spec)
+
+
+def _count_batch_in_worker(items: list[tuple[str, str]], allow_special: bool) -> list[int]:
+    return [_worker_tokenizers[spec].count(text, allow_special=allow_special)
+            for spec, text in items]
+
+
+def _count_batch(
+    tokenizers: Mapping[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
+) -> list[int]:
+    return [tokenizers[spec].count(text, allow_special=allow_special) for spec, text in items]
+
+
+BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
+
+
+class _CountExecutor:
+    """Runs counting work inline, on threads, or on processes, with bounded queueing.
+
+    Threads when every tokenizer's core releases the GIL (tiktoken, tokenizers):
+    no start-up cost and no copying of text between processes. Processes otherwise.
+    Small texts are batched (about BATCH_CHARS a task) so a tree of many small
+    files costs few hand-offs; at most 4 x jobs batches are in flight.
+    """
+
+    def __init__(
+        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool
+    ) -> None:
+        self.tokenizers = tokenizers
+        self.allow_special = allow_special
+        self.jobs = max(1, jobs)
+        self.executor: Executor | None = None
+        self.threads = all(t.releases_gil for t in tokenizers.values())
+        if self.jobs > 1:
+            if self.threads:
+                self.executor = ThreadPoolExecutor(self.jobs)
+            else:
+                self.executor = ProcessPoolExecutor(
+                    self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
+                )
+        self.batch: list[tuple[FileCount, str, str]] = []
+        self.batch_chars = 0
+        self.inflight: list[tuple[Future[list[int]], list[tuple[FileCount, str]]]] = []
+
+    def submit(self, target: FileCount, spec: str, text: str) -> None:
+        """Add the tokens of ``text`` to ``target.tokens[spec]`` (now, or by ``close``)."""
+        if self.executor is None:
+            n = self.tokenizers[spec].count(text, allow_special=self.allow_special)
+            target.tokens[spec] += n
+            return
+        self.batch.append((target, spec, text))
+        self.batch_chars += len(text)
+        if self.batch_chars >= BATCH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch or self.executor is None:
+            return
+        items = [(spec, text) for _, spec, text in self.batch]
+        owners = [(target, spec) for target, spec, _ in self.batch]
+        self.batch, self.batch_chars = [], 0
+        if self.threads:
+            fut = self.executor.submit(_count_batch, self.tokenizers, items, self.allow_special)
+        else:
+            fut = self.executor.submit(_count_batch_in_worker, items, self.allow_special)
+        self.inflight.append((fut, owners))
+        if len(self.inflight) >= 4 * self.jobs:  # bound memory: wait for the oldest
+            self.drain(keep=2 * self.jobs)
+
+    def drain(self, keep: int = 0) -> None:
+        while len(self.inflight) > keep:
+            fut, owners = self.inflight.pop(0)
+            for (target, spec), n in zip(owners, fut.result(), strict=True):
+                target.tokens[spec] += n
+
+    def close(self) -> None:
+        try:
+            self.flush()
+            self.drain()
+        finally:
+            if self.executor is not None:
+                self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def refuse_urls(paths: Iterable[str | Path]) -> None:
+    """URLs (``s3://...``, ``https://...``) are read by the Dask engine only."""
+    for raw in paths:
+        if "://" in str(raw) and not os.path.exists(raw):
+            raise UsageError(f"{raw} is a URL: URLs need engine=dask (this engine reads "
+                             "files, folders and stdin)", param="engine")
+
+
+@dataclass(frozen=True)
+class LocalEngine:
+    """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
+    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes."""
+
+    jobs: int = 1
+    block_bytes: int = BLOCK_BYTES
+
+    def count_paths(
+        self,
+        paths: Sequence[str],
+        tokenizers: Mapping[str, Tokenizer],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        gitignore: bool = True,
+        allow_special: bool = False,
+        stdin: BinaryIO | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CountReport:
+        """See ``count_paths``. Counts are exact for any file size: streamable
+        tokenizers see boundary-safe chunks, the others the whole text."""
+        refuse_urls(paths)
+        report = CountReport(specs=list(tokenizers))
+        executor = _CountExecutor(tokenizers, self.jobs, allow_special)
+        done = 0
+        try:
+            for source in walk(paths, include=include, exclude=exclude, gitignore=gitignore,
+                               skipped=report.skipped):
+                counted = self._count_source(source, stdin, executor, report.skipped)
+                if counted is None:
+                    continue
+                report.files.append(counted)
+                done += counted.bytes
+                if progress is not None:
+                    progress("count", done, 0)  # 0: the total is not known while walking
+        finally:
+            executor.close()  # the counts still in flight land in report.files
+        return report
+
+    def _count_source(
+        self,
+        source: Source,
+        stdin: BinaryIO | None,
+        executor: _CountExecutor,
+        skipped: list[Skipped],
+    ) -> FileCount | None:
+        if source.path == STDIN:
+            reason, piped = sniff_source(stdin_source(stdin))
+            if reason is None:
+                return self._count_handle(source, piped, executor, skipped)
+            skipped.append(Skipped(source.display, reason))
+            return None
+        try:
+            with open(source.path, "rb") as handle:
+                reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                if reason is None:  # read errors past this point are caught as such
+                    return self._count_handle(source, handle, executor, skipped)
+        except IsADirectoryError:
+            return None
+        except OSError as err:
+            skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+            return None
+        skipped.append(Skipped(source.display, reason))
+        return None
+
+    def _count_handle(
+        self,
+        source: Source,
+        handle: ByteSource,
+        executor: _CountExecutor,
+        skipped: list[Skipped],
+    ) -> FileCount | None:
+        counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
+        try:
+            stream = read_text(
+                handle, executor.tokenizers,
+                lambda spec, text: executor.submit(counted, spec, text),
+                name=source.display, block_bytes=self.block_bytes,
+                allow_special=executor.allow_special)
+        except OSError as err:
+            skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
+            return None
+        counted.bytes = stream.bytes
+        counted.chars = stream.chars
+        counted.invalid_utf8_bytes = stream.invalid_bytes
+        return counted
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]:
+        """See ``tokcost.bpe.pretokenize.count_words`` (``jobs`` processes)."""
+        from tokcost.bpe.pretokenize import count_words
+
+        refuse_urls(paths)
+        return count_words(paths, pattern, jobs=self.jobs, progress=progress)
+
+
+class Engine(Protocol):
+    """Where counting runs: ``LocalEngine`` here, ``tokcost.scale.DaskEngine`` on Dask."""
+
+    def count_paths(
+        self,
+        paths: Sequence[str],
+        tokenizers: Mapping[str, Tokenizer],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        gitignore: bool = True,
+        allow_special: bool = False,
+        stdin: BinaryIO | None = None,
+        progress: ProgressFn | None = None,
+    ) -> CountReport: ...
+
+    def count_words(
+        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+    ) -> Counter[str]: ...
+
+
+def count_paths(
+    paths: Sequence[str],
+    tokenizers: Mapping[str, Tokenizer],
+    *,
+    engine: Engine | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
+    allow_special: bool = False,
+    stdin: BinaryIO | None = None,
+    progress: ProgressFn | None = None,
+) -> CountReport:
+    """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
+
+    ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
+    ``engine`` runs it (default: ``LocalEngine()``, one worker here).
+    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read.
+    """
+    return (engine or LocalEngine()).count_paths(
+        paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
+        allow_special=allow_special, stdin=stdin, progress=progress)
