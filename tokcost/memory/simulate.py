@@ -87,15 +87,18 @@ def simulate(
                 seq.length += 1
             if not pol.grow(run):
                 preemptions += 1
+                # As vLLM's scheduler does, preempt the newest running request, which
+                # may be the one growing: the oldest then always makes progress, so two
+                # requests can never take turns evicting each other forever.
                 while not pol.grow(run):
-                    victim = max(
-                        (r for r in running if r is not run), key=lambda r: r.order, default=None
-                    )
-                    if victim is None:
+                    victim = max(running, key=lambda r: r.order)
+                    if victim is run and len(running) == 1:
                         raise UsageError(f"memory too small for one request under '{pol.name}'")
                     pol.release(victim)
                     running.remove(victim)
                     queue.appendleft(victim.index)
+                    if victim is run:
+                        break
         # 3. Measure.
         live = sum(len(r.seqs) for r in running)
         peak = max(peak, live)
