@@ -336,7 +336,7 @@ def test_json_document_keys() -> None:
     assert set(group) == {"kind", "baseline", "warnings", "samples"}
     sample = group["samples"][0]
     assert set(sample) == {"code", "name", "script", "kind", "path", "bytes", "chars", "words",
-                           "lines", "paragraphs", "results"}
+                           "lines", "paragraphs", "invalid_utf8_bytes", "results"}
     assert set(sample["results"][0]) == {
         "tokenizer", "tokens", "exact", "bytes_per_token", "chars_per_token", "words_per_token",
         "tokens_per_word", "tokens_per_line", "premium", "cost_usd", "cost_ratio",
@@ -375,3 +375,12 @@ def test_plot_rejects_other_formats(tmp_path: Path) -> None:
     report = measure([Group("prose", "en", (Sample("en", EN),))], [BYTES])
     with pytest.raises(UsageError, match=r"\.png, \.svg or \.pdf"):
         plot_premiums(report, tmp_path / "x.jpg")
+
+
+def test_json_names_the_invalid_bytes_of_each_text(tmp_path: Path) -> None:
+    """Each sample says how many of its bytes were invalid UTF-8, not only the warnings."""
+    (tmp_path / "en.txt").write_bytes(b"hello world\n")
+    (tmp_path / "fr.txt").write_bytes(b"bonjour \xff\xfe monde\n")
+    doc = measure(load_dir(tmp_path), [BYTES]).to_dict()
+    got = {s["code"]: s["invalid_utf8_bytes"] for g in doc["groups"] for s in g["samples"]}
+    assert got == {"en": 0, "fr": 2}

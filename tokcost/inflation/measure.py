@@ -159,6 +159,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "words": row.words,
         "lines": row.lines,
         "paragraphs": row.paragraphs,
+        "invalid_utf8_bytes": s.invalid_utf8_bytes,
         "results": [
             {
                 "tokenizer": r.meter,
