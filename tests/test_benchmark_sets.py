@@ -200,3 +200,11 @@ def test_cli_table_shows_the_sentence_columns() -> None:
     assert result.exit_code == 0, result.output
     for column in ("median/sent", "p95/sent", "sent >2x"):
         assert column in result.output
+
+
+@pytest.mark.parametrize("folder", [FLORES, UDHR])
+def test_a_missing_baseline_lists_the_codes_found(folder: Path) -> None:
+    result = CliRunner().invoke(app, ["compare", str(folder), "--baseline", "xx"])
+    assert result.exit_code == 2
+    assert "no baseline text in 'xx'" in result.output and "--baseline" in result.output
+    assert "xx.txt" not in result.output

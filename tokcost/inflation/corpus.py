@@ -376,11 +376,13 @@ def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"baseline=CODE (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
+        if not parallel_paragraphs or any(s.units is not None for s in samples):
+            expected = f"text in '{baseline}'"  # a benchmark set: its files are not <lang>.txt
         raise UsageError(
             f"no baseline {expected} in {where}; add it or pass baseline=CODE "
             f"(found: {found})", param="baseline"
         )
-    if kind == "prose" and parallel_paragraphs:
+    if kind == "prose" and parallel_paragraphs and not any(s.units for s in kept):
         base = next(s for s in kept if s.code == baseline)
         n_base = len(paragraphs(base.text))
         for s in kept:
