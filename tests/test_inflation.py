@@ -311,7 +311,11 @@ def test_load_corpora_picks_the_layout(tmp_path: Path) -> None:
     [
         pytest.param(Sample("hi", HI), "Hindi (hi)", id="language"),
         pytest.param(Sample("python", "", kind="code", name="Python"), "Python", id="same-name"),
-        pytest.param(Sample("tlh", "nuqneH"), "tlh", id="unknown-code"),
+        pytest.param(Sample("tlh", "nuqneH"), "Klingon (tlh)", id="cldr-name"),
+        pytest.param(Sample("xqz", "text"), "xqz", id="unknown-code"),
+        pytest.param(Sample("qaa", "text"), "qaa", id="private-use-code"),
+        pytest.param(Sample("zho_Hant", "text"), "Chinese (Traditional) (zho_Hant)",
+                     id="flores-code-with-script"),
     ],
 )
 def test_display_name(sample: Sample, shown: str) -> None:
@@ -340,6 +344,7 @@ def test_json_document_keys() -> None:
     assert set(sample["results"][0]) == {
         "tokenizer", "tokens", "exact", "bytes_per_token", "chars_per_token", "words_per_token",
         "tokens_per_word", "tokens_per_line", "premium", "cost_usd", "cost_ratio",
+        "sentence_premium",
     }
 
 

@@ -52,7 +52,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
-        "CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare",
+        "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
+        "Row", "SentencePremiums", "compare",
     ),
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
@@ -114,9 +115,12 @@ if TYPE_CHECKING:
     from tokcost.app.check import check_many as check_many
     from tokcost.app.compare import CompareResult as CompareResult
     from tokcost.app.compare import CorpusKind as CorpusKind
+    from tokcost.app.compare import FloresSplit as FloresSplit
     from tokcost.app.compare import GroupReport as GroupReport
     from tokcost.app.compare import Measurement as Measurement
     from tokcost.app.compare import Meter as Meter
+    from tokcost.app.compare import Row as Row
+    from tokcost.app.compare import SentencePremiums as SentencePremiums
     from tokcost.app.compare import compare as compare
     from tokcost.app.count import ChatModelCount as ChatModelCount
     from tokcost.app.count import ChatResult as ChatResult

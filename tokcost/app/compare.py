@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.counting import Skipped
 from tokcost.inflation import (
     CorpusKind,
+    FloresSplit,
     GroupReport,
     Measurement,
     Meter,
     Report,
+    Row,
+    SentencePremiums,
     corpus_kinds,
     load_corpora,
     measure,
@@ -30,7 +33,10 @@ from tokcost.tokenizers import resolve_tokenizers
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog
 
-__all__ = ["CompareResult", "CorpusKind", "GroupReport", "Measurement", "Meter", "compare"]
+__all__ = [
+    "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter", "Row",
+    "SentencePremiums", "compare",
+]
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ def compare(
     catalog: str | Path | Catalog | None = None,
     baseline: str = "en",
     kinds: Sequence[CorpusKind | str] = (),
+    split: FloresSplit | str = "both",
     plot: str | Path | None = None,
     force: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
@@ -71,7 +78,9 @@ def compare(
     files; none: the shipped corpora. ``tokenizers`` (specs, ``model:ID`` too) and
     ``models`` (catalog ids, which also price each text as input) resolve through
     ``catalog``; none: o200k_base. ``baseline`` is the prose text premiums are relative
-    to; ``kinds`` keeps only those corpus kinds (none: all). ``plot`` writes the
+    to; ``kinds`` keeps only those corpus kinds (none: all). A FLORES-200 folder as
+    distributed reads the sentences of ``split`` (dev, devtest, or both as Petrov et al.
+    did), a UDHR in Unicode folder its translations. ``plot`` writes the
     premiums as a .png/.svg/.pdf picture (``force`` overwrites it). ``on_progress(done,
     total)`` is called after each count.
 
@@ -91,7 +100,7 @@ def compare(
         check_plot_path(picture, force=force)  # before any work: it may not be writable
     skipped: list[Skipped] = []
     groups = load_corpora(tuple(Path(s) for s in sources), baseline=baseline, kinds=wanted,
-                          stdin=stdin, skipped=skipped)
+                          stdin=stdin, skipped=skipped, split=FloresSplit(split).value)
     choices = resolve_tokenizers(tokenizers, models, catalog=catalog, unique=True)
     report = measure(groups, [Meter.from_choice(c) for c in choices], on_progress=on_progress)
     if skipped:

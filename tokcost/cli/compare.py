@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from tokcost import CompareResult, GroupReport, Measurement, Meter
+    from tokcost import CompareResult, GroupReport, Measurement, Meter, Row
 
 EPILOG = """
 Examples:
@@ -28,6 +29,8 @@ Examples:
   tokcost compare --builtin -t o200k_base -t cl100k_base --kind prose
   tokcost compare --builtin -m gpt-4o -m claude-sonnet-4-5    token premium and cost per model
   tokcost compare my-texts/ --baseline de        a folder of parallel <lang>.txt files
+  tokcost compare flores200_dataset/ -t cl100k_base     FLORES-200 as distributed (dev+devtest)
+  tokcost compare udhr/data/txt/ --plot udhr.png       UDHR in Unicode's translations
   tokcost compare en.txt hi.txt sw.txt -t cl100k_base         a list of files
   translate en.txt --to de | tokcost compare en.txt -        stdin is the text 'stdin'
   tokcost compare --builtin -t bpe:en-only.bpe -t bpe:all.bpe --plot bpe.png
@@ -35,6 +38,8 @@ Examples:
 """
 
 _BAR = 36  # characters for the largest premium in the terminal chart
+_SECTION_ROWS = 30  # past this many texts, a table groups its rows by script
+_CHART_ROWS = 30  # past this many, the terminal chart would scroll away: --plot draws them
 
 
 def _num(x: float | None, fmt: str = "{:.2f}") -> str:
@@ -88,27 +93,67 @@ def _print_tables(result: CompareResult, chart: bool) -> None:
             for name in ("tokens", "bytes/tok", "chars/tok",
                          "tok/line" if per_line else "words/tok", "premium"):
                 table.add_column(name, justify="right")
+            sentences = any(r.result(meter.label).sentence_premiums for r in group.rows)
+            if sentences:  # aligned sentences (FLORES-200): the premium's distribution
+                for name in ("median/sent", "p95/sent", "sent >2x"):
+                    table.add_column(name, justify="right")
             if meter.priced:
                 table.add_column("input cost", justify="right")
-            for row in group.rows_by(meter.label):  # each table by its own premium
-                r = row.result(meter.label)
-                cells = [row.code, row.sample.label]
-                cells += [] if per_line else [row.sample.script or ""]
-                cells += [
-                    _tokens(r), _num(r.bytes_per_token), _num(r.chars_per_token),
-                    _num(r.tokens_per_line if per_line else r.words_per_token),
-                    _premium(r),
-                ]
-                if meter.priced:
-                    cells.append(_cost(r))
-                style = "bold" if row.code == group.baseline else None
-                table.add_row(*cells, style=style)
+            for section, rows in _sections(group, meter, by_script=not per_line):
+                if section is not None:
+                    if table.rows:
+                        table.add_section()
+                    table.add_row("", f"[bold]{section}[/bold]")
+                for row in rows:
+                    r = row.result(meter.label)
+                    cells = [row.code, row.sample.label]
+                    cells += [] if per_line else [row.sample.script or ""]
+                    cells += [
+                        _tokens(r), _num(r.bytes_per_token), _num(r.chars_per_token),
+                        _num(r.tokens_per_line if per_line else r.words_per_token),
+                        _premium(r),
+                    ]
+                    if sentences:
+                        cells += _sentence_cells(r)
+                    if meter.priced:
+                        cells.append(_cost(r))
+                    style = "bold" if row.code == group.baseline else None
+                    table.add_row(*cells, style=style)
             print_wide(table)
             if meter.priced:
                 _print_cost_sentence(group, meter)
-        if chart:
+        if chart and len(group.rows) <= _CHART_ROWS:
             _print_chart(group, report.meters)
+        elif chart:
+            err.print(f"no terminal chart for {len(group.rows)} texts; --plot FILE draws them "
+                      "all", highlight=False)
         out.print()
+
+
+def _sections(group: GroupReport, meter: Meter, *,
+              by_script: bool) -> list[tuple[str | None, tuple[Row, ...]]]:
+    """The table's rows: one run by premium, or, past ``_SECTION_ROWS`` texts (FLORES-200
+    has 204), one section per script, the scripts by their median premium, largest first."""
+    rows = group.rows_by(meter.label)
+    if not by_script or len(rows) <= _SECTION_ROWS:
+        return [(None, rows)]
+    scripts: dict[str, list[Row]] = {}
+    for row in rows:
+        scripts.setdefault(row.sample.script or "unknown script", []).append(row)
+
+    def median(items: list[Row]) -> float:
+        return statistics.median(r.result(meter.label).premium or 0.0 for r in items)
+
+    ordered = sorted(scripts.items(), key=lambda kv: (-median(kv[1]), kv[0]))
+    return [(f"{name}: {len(items)} text{'s' if len(items) > 1 else ''}, median "
+             f"{median(items):.2f}x", tuple(items)) for name, items in ordered]
+
+
+def _sentence_cells(r: Measurement) -> list[str]:
+    p = r.sentence_premiums
+    if p is None:
+        return ["–", "–", "–"]
+    return [_mark(r, f"{p.median:.2f}x"), _mark(r, f"{p.p95:.2f}x"), f"{p.over_2x:.0%}"]
 
 
 def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
@@ -225,8 +270,9 @@ def _kind(text: str) -> str:
 def compare(
     sources: Annotated[
         list[Path] | None,
-        typer.Argument(help="A folder of parallel <lang>.txt files, or files (en.txt hi.txt "
-                       "...; '-' reads stdin). Default: the built-in corpora.",
+        typer.Argument(help="A folder of parallel <lang>.txt files (or FLORES-200, or UDHR in "
+                       "Unicode's data/txt, as distributed), or files (en.txt hi.txt ...; '-' "
+                       "reads stdin). Default: the built-in corpora.",
                        show_default=False),
     ] = None,
     builtin: Annotated[
@@ -247,6 +293,11 @@ def compare(
                      help="prose, code or data (repeatable; built-in corpora or a folder "
                      "with index.yaml). Default: all.", show_default=False),
     ] = None,
+    split: Annotated[
+        tokcost.FloresSplit,
+        typer.Option("--split", help="FLORES-200 folders: the dev or devtest sentences, or "
+                     "both (as Petrov et al. 2023)."),
+    ] = tokcost.FloresSplit.BOTH,
     json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
                                           "tokenizer.")] = False,
@@ -279,7 +330,7 @@ def compare(
         raise UsageError("pass either --builtin or folders/files, not both")
     result = _compare(
         sources or (), tokenizers=tokenizers or (), models=models or (), catalog=catalog,
-        baseline=baseline, kinds=kinds or (), plot=plot, force=force,
+        baseline=baseline, kinds=kinds or (), split=split, plot=plot, force=force,
     )
     for message in result.report.warnings:
         warn(message)

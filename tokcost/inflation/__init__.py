@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+from tokcost.inflation.benchmarks import FloresSplit, load_flores, load_udhr
 from tokcost.inflation.corpus import (
     DEFAULT_BASELINES,
     KINDS,
@@ -31,21 +32,57 @@ from tokcost.inflation.corpus import (
     load_index,
     paragraphs,
 )
-from tokcost.inflation.languages import LANGUAGE_NAMES, NO_WHITESPACE_WORDS, guess_script
+from tokcost.inflation.languages import (
+    NO_SPACE_SCRIPTS,
+    guess_script,
+    language_name,
+    language_script,
+    script_name,
+    whitespace_words,
+)
 from tokcost.inflation.measure import (
     GroupReport,
     Measurement,
     Meter,
     Report,
     Row,
+    SentencePremiums,
     by_premium,
     measure,
     premium,
 )
 
 __all__ = [
-    "DEFAULT_BASELINES", "KINDS", "LANGUAGE_NAMES", "NO_WHITESPACE_WORDS", "SUFFIX_KINDS",
-    "CorpusKind", "Group", "GroupReport", "Measurement", "Meter", "Report", "Row", "Sample",
-    "builtin_dir", "by_premium", "corpus_kinds", "guess_script", "load_builtin", "load_corpora",
-    "load_dir", "load_files", "load_index", "measure", "paragraphs", "premium",
+    "DEFAULT_BASELINES",
+    "KINDS",
+    "NO_SPACE_SCRIPTS",
+    "SUFFIX_KINDS",
+    "CorpusKind",
+    "FloresSplit",
+    "Group",
+    "GroupReport",
+    "Measurement",
+    "Meter",
+    "Report",
+    "Row",
+    "Sample",
+    "SentencePremiums",
+    "builtin_dir",
+    "by_premium",
+    "corpus_kinds",
+    "guess_script",
+    "language_name",
+    "language_script",
+    "load_builtin",
+    "load_corpora",
+    "load_dir",
+    "load_files",
+    "load_flores",
+    "load_index",
+    "load_udhr",
+    "measure",
+    "paragraphs",
+    "premium",
+    "script_name",
+    "whitespace_words",
 ]

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from tokcost.counting import STDIN, STDIN_NAME, InputText, Skipped, invalid_utf8_note, load_input
 from tokcost.errors import InputError, UsageError
-from tokcost.inflation.languages import LANGUAGE_NAMES, NO_WHITESPACE_WORDS, guess_script
+from tokcost.inflation.languages import guess_script, language_name, whitespace_words
 
 
 class CorpusKind(str, Enum):
@@ -92,10 +92,14 @@ class Sample:
     path: str | None = None
     whitespace_words: bool | None = None  # None: decide from the code
     invalid_utf8_bytes: int = 0  # bytes of invalid UTF-8 read as U+FFFD
+    # The aligned sentences the text joins (FLORES-200), for per-sentence premiums.
+    units: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
-        return self.name or LANGUAGE_NAMES.get(self.code.lower(), self.code)
+        if self.name:
+            return self.name
+        return language_name(self.code) if self.kind == "prose" else self.code
 
     @property
     def display_name(self) -> str:
@@ -114,7 +118,7 @@ class Sample:
             return False
         if self.whitespace_words is not None:
             return self.whitespace_words
-        return self.code.lower().split("-")[0] not in NO_WHITESPACE_WORDS
+        return whitespace_words(self.code)
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ def load_corpora(
     kinds: Sequence[CorpusKind | str] | None = None,
     stdin: BinaryIO | None = None,
     skipped: list[Skipped] | None = None,
+    split: str = "both",
 ) -> list[Group]:
     """The groups ``sources`` hold: none, the shipped corpora; one folder, its texts
     (see :func:`load_dir`); otherwise a list of files (see :func:`load_files`; ``-``
@@ -150,12 +155,13 @@ def load_corpora(
     if not sources:
         return load_builtin(kinds=wanted, baseline=baseline)
     if len(sources) == 1 and str(sources[0]) != STDIN and sources[0].is_dir():
-        return load_dir(sources[0], baseline=baseline, kinds=wanted, skipped=skipped)
+        return load_dir(sources[0], baseline=baseline, kinds=wanted, skipped=skipped,
+                        split=split)
     groups = load_files(sources, baseline=baseline, stdin=stdin, skipped=skipped)
     return [g for g in groups if g.kind in wanted] if wanted else groups
 
 
-def _read(path: Path, skipped: list[Skipped] | None,
+def read_text_file(path: Path, skipped: list[Skipped] | None,
           stdin: BinaryIO | None = None) -> InputText | Skipped:
     """One text under the input policy (a UTF-8 BOM dropped, as ``utf-8-sig`` reads it).
 
@@ -208,7 +214,7 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         if not path.is_file():
             raise InputError(f"cannot read {path}: no such file (files entry {number} of "
                              f"{index_path})")
-        read = _read(path, skipped)
+        read = read_text_file(path, skipped)
         if isinstance(read, Skipped):
             left_out[kind][str(entry["code"])] = read
             continue
@@ -231,7 +237,7 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         base = (declared.get(kind) or {}).get("baseline") or DEFAULT_BASELINES.get(kind, "")
         if kind == "prose" and baseline:
             base = baseline
-        groups.append(_checked_group(kind, str(base), by_kind[kind], where=str(folder),
+        groups.append(checked_group(kind, str(base), by_kind[kind], where=str(folder),
                                      left_out=left_out[kind]))
     if not groups:
         raise UsageError(
@@ -253,14 +259,26 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
 
 def load_dir(
     folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
-    skipped: list[Skipped] | None = None,
+    skipped: list[Skipped] | None = None, split: str = "both",
 ) -> list[Group]:
-    """A folder of parallel ``<lang>.txt`` files (or a folder with an index.yaml);
-    binary files go to ``skipped``."""
+    """A folder of parallel ``<lang>.txt`` files, a folder with an index.yaml, or a
+    benchmark set as distributed (FLORES-200 with its ``split``: dev, devtest or both;
+    UDHR in Unicode's ``udhr_<id>.txt``, see ``tokcost.inflation.benchmarks``); binary
+    files go to ``skipped``."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     if (folder / "index.yaml").is_file():
         return load_index(folder, kinds=kinds, baseline=baseline, skipped=skipped)
+    from tokcost.inflation import benchmarks
+
+    if benchmarks.is_flores(folder) or benchmarks.is_udhr(folder):
+        if kinds and "prose" not in corpus_kinds(kinds):
+            raise UsageError(f"{folder} holds prose only (a benchmark set); leave out kinds",
+                             param="kinds")
+        if benchmarks.is_flores(folder):
+            return [benchmarks.load_flores(folder, baseline=baseline, split=split,
+                                           skipped=skipped)]
+        return [benchmarks.load_udhr(folder, baseline=baseline, skipped=skipped)]
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
     if not files:
         raise UsageError(
@@ -300,7 +318,7 @@ def load_files(
                 raise UsageError(f"{path} does not exist")
             if path.is_dir():
                 raise UsageError(f"{path} is a folder; pass it alone, or pass files")
-        read = _read(path, skipped, stdin)
+        read = read_text_file(path, skipped, stdin)
         if isinstance(read, Skipped):
             left_out.setdefault(kind, {})[code] = read
             continue
@@ -314,7 +332,7 @@ def load_files(
         samples = by_kind.get(kind)
         if not samples:
             if kind == "prose" and baseline in left_out.get(kind, {}):  # say why it is missing
-                _checked_group(kind, baseline, [], where="the files given",
+                checked_group(kind, baseline, [], where="the files given",
                                left_out=left_out[kind])
             continue
         seen: set[str] = set()
@@ -326,15 +344,18 @@ def load_files(
         base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
         if kind != "prose" and base not in {s.code for s in samples}:
             base = samples[0].code  # code/data lists: compare with the first file given
-        groups.append(_checked_group(kind, base, samples, where="the files given",
+        groups.append(checked_group(kind, base, samples, where="the files given",
                                      left_out=left_out.get(kind, {})))
     return groups
 
 
-def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
-                   left_out: Mapping[str, Skipped] | None = None) -> Group:
+def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
+                  left_out: Mapping[str, Skipped] | None = None,
+                  parallel_paragraphs: bool = True) -> Group:
     """Drop empty files (with a warning), require the baseline, warn on misalignment
-    and on replaced UTF-8. ``left_out``: the group's skipped files, by code."""
+    (paragraph counts, unless ``parallel_paragraphs`` is False: translations laid out
+    differently, as UDHR's are) and on replaced UTF-8. ``left_out``: the group's
+    skipped files, by code."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]
     kept = []
@@ -355,11 +376,13 @@ def _checked_group(kind: str, baseline: str, samples: list[Sample], *, where: st
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"baseline=CODE (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
+        if not parallel_paragraphs or any(s.units is not None for s in samples):
+            expected = f"text in '{baseline}'"  # a benchmark set: its files are not <lang>.txt
         raise UsageError(
             f"no baseline {expected} in {where}; add it or pass baseline=CODE "
             f"(found: {found})", param="baseline"
         )
-    if kind == "prose":
+    if kind == "prose" and parallel_paragraphs and not any(s.units for s in kept):
         base = next(s for s in kept if s.code == baseline)
         n_base = len(paragraphs(base.text))
         for s in kept:

@@ -1,34 +1,93 @@
-"""Languages and scripts: display names for language codes, which writing systems
-separate words with spaces, and the script a text is written in."""
+"""Languages and scripts: names for language codes (CLDR's, through ``langcodes``), which
+writing systems separate words with spaces, and the script a text is written in."""
 
 from __future__ import annotations
 
-# Writing systems that do not separate words with spaces: words/token is meaningless.
-NO_WHITESPACE_WORDS = frozenset(
-    {"zh", "ja", "th", "lo", "km", "my", "bo", "dz", "yue", "wuu", "zh-hans", "zh-hant"}
+import functools
+from typing import Any
+
+# Writing systems that do not separate words with spaces (ISO 15924 codes): there,
+# words/token is meaningless. Han in all its forms, Japanese, Thai, Lao, Khmer,
+# Burmese and Tibetan.
+NO_SPACE_SCRIPTS = frozenset(
+    {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
 )
 
-# Names for language codes found in a user's folder (the shipped corpora carry their
-# own names in corpora/index.yaml). Unknown codes are allowed and shown as given.
-LANGUAGE_NAMES = {
-    "af": "Afrikaans", "am": "Amharic", "ar": "Arabic", "az": "Azerbaijani",
-    "be": "Belarusian", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan",
-    "cs": "Czech", "cy": "Welsh", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "eo": "Esperanto", "es": "Spanish", "et": "Estonian",
-    "eu": "Basque", "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish",
-    "gl": "Galician", "gu": "Gujarati", "ha": "Hausa", "he": "Hebrew", "hi": "Hindi",
-    "hr": "Croatian", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian",
-    "is": "Icelandic", "it": "Italian", "ja": "Japanese", "ka": "Georgian",
-    "kk": "Kazakh", "km": "Khmer", "kn": "Kannada", "ko": "Korean", "lo": "Lao",
-    "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian", "ml": "Malayalam",
-    "mr": "Marathi", "ms": "Malay", "my": "Burmese", "ne": "Nepali", "nl": "Dutch",
-    "no": "Norwegian", "pa": "Punjabi", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "si": "Sinhala", "sk": "Slovak",
-    "sl": "Slovenian", "sq": "Albanian", "sr": "Serbian", "sv": "Swedish",
-    "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai", "tl": "Tagalog",
-    "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek",
-    "vi": "Vietnamese", "yo": "Yoruba", "zh": "Chinese", "zu": "Zulu",
-}
+
+@functools.lru_cache(maxsize=4096)
+def _language(code: str) -> Any | None:
+    """The langcodes ``Language`` a code names (``en``, ``eng``, ``eng_Latn``, ``zh-Hant``,
+    ``cmn_hans``), or None when it is not a language tag (``stdin``, ``en@b``)."""
+    import langcodes  # imported on first use: its name data takes ~0.1 s to load
+
+    try:
+        found = langcodes.Language.get(code.replace("_", "-"))
+    except (ValueError, LookupError):
+        return None
+    return found if found.is_valid() and found.language else None
+
+
+def language_name(code: str) -> str:
+    """The English name of the language a code names, from CLDR through ``langcodes``;
+    the code itself when it names none.
+
+    >>> language_name("hi"), language_name("arb_Arab"), language_name("zho_Hant")
+    ('Hindi', 'Standard Arabic', 'Chinese (Traditional)')
+    >>> language_name("stdin")
+    'stdin'
+    """
+    found = _language(code)
+    if found is None:
+        return code
+    # FLORES codes state the script of every language (eng_Latn); name it only where it
+    # tells two texts apart (zho_Hans / zho_Hant), as the code's default script does not.
+    if found.script:
+        bare = _language(found.language)
+        if bare is not None and found.script == bare.maximize().script:
+            found = found.update_dict({"script": None})
+    name = str(found.display_name())
+    # Private-use codes (qaa-qtz) are valid but nameless: show them as given.
+    return code if name.startswith("Unknown language") else name
+
+
+def language_script(code: str) -> str | None:
+    """The ISO 15924 script a code states, or its language's usual script (CLDR's likely
+    subtags), or None for a code that names no language.
+
+    >>> language_script("eng_Latn"), language_script("ja"), language_script("stdin")
+    ('Latn', 'Jpan', None)
+    """
+    found = _language(code)
+    if found is None:
+        return None
+    script = found.script or found.maximize().script
+    return str(script) if script else None
+
+
+def script_name(script: str) -> str:
+    """The English name of an ISO 15924 script code (``Deva`` -> ``Devanagari``).
+
+    >>> script_name("Deva"), script_name("Hant")
+    ('Devanagari', 'Traditional Han')
+    """
+    import langcodes
+
+    if script in ("Hans", "Hant"):  # CLDR's short names are "Simplified", "Traditional"
+        return f"{'Simplified' if script == 'Hans' else 'Traditional'} Han"
+    try:
+        return str(langcodes.Language.make(script=script).script_name())
+    except (ValueError, LookupError):
+        return script
+
+
+def whitespace_words(code: str) -> bool:
+    """Whether a language's words are separated by spaces (not Chinese, Japanese, Thai...).
+
+    >>> whitespace_words("de"), whitespace_words("zh"), whitespace_words("tha_Thai")
+    (True, False, False)
+    """
+    return language_script(code) not in NO_SPACE_SCRIPTS
+
 
 # Unicode name prefixes that are not the script's usual name.
 _SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}

@@ -1,0 +1,220 @@
+"""Benchmark sets in the layouts they are distributed in: FLORES-200 and UDHR in Unicode.
+
+FLORES-200 (NLLB Team 2022) ships one file per language and split, one sentence a
+line, the lines of every language aligned::
+
+    flores200_dataset/dev/eng_Latn.dev          997 sentences
+    flores200_dataset/devtest/eng_Latn.devtest  1,012 sentences
+
+A sample joins its sentences with spaces, as Petrov et al. (2023) measured their
+premiums on dev and devtest together; it keeps the sentences apart too, so the
+premium can also be read sentence by sentence (``tokcost.inflation.measure``).
+
+UDHR in Unicode (unicode.org/udhr, the ``data/txt`` folder of its repository) ships
+``udhr_<id>.txt`` files whose first lines, up to a ``---`` line, are a header naming
+the translation; ``index.xml`` beside them gives each id's BCP 47 tag. Translations
+are not aligned line by line, so they are compared as whole texts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+
+from tokcost.counting import Skipped
+from tokcost.errors import InputError, UsageError
+from tokcost.inflation.corpus import Group, Sample, checked_group, read_text_file
+from tokcost.inflation.languages import language_name, language_script, script_name
+
+__all__ = [
+    "FloresSplit", "is_flores", "is_udhr", "load_flores", "load_udhr", "match_baseline",
+]
+
+# FLORES-200 file stems: an ISO 639-3 code and an ISO 15924 script (eng_Latn, zho_Hant).
+_FLORES_STEM = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
+_UDHR_FILE = re.compile(r"^udhr_(.+)\.txt$")
+
+
+class FloresSplit(str, Enum):
+    """Which FLORES-200 sentences to read: dev, devtest, or both (Petrov et al.)."""
+
+    DEV = "dev"
+    DEVTEST = "devtest"
+    BOTH = "both"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _flores_files(folder: Path, split: str) -> list[Path]:
+    return sorted(p for p in folder.glob(f"*.{split}")
+                  if p.is_file() and _FLORES_STEM.match(p.stem))
+
+
+def is_flores(folder: Path) -> bool:
+    """A FLORES-200 folder (``dev/`` and/or ``devtest/`` inside), or one split's folder."""
+    return any(_flores_files(folder / s, s) for s in ("dev", "devtest")) or any(
+        _flores_files(folder, s) for s in ("dev", "devtest")
+    )
+
+
+def is_udhr(folder: Path) -> bool:
+    """A folder of UDHR in Unicode ``udhr_<id>.txt`` files."""
+    return any(_UDHR_FILE.match(p.name) for p in folder.glob("udhr_*.txt"))
+
+
+def match_baseline(baseline: str, codes: Sequence[str], *, where: str) -> str:
+    """The code in ``codes`` that ``baseline`` names: itself, or the one code of the same
+    language (``en`` -> ``eng_Latn``; ``zh-Hant`` -> ``zho_Hant``).
+
+    >>> match_baseline("en", ["deu_Latn", "eng_Latn"], where="x")
+    'eng_Latn'
+    """
+    if baseline in codes:
+        return baseline
+    from tokcost.inflation.languages import _language
+
+    wanted = _language(baseline)
+    if wanted is None:
+        return baseline  # the group's check says that it is missing
+    same = []
+    for code in codes:
+        found = _language(code)
+        if found is None or found.language != wanted.language:
+            continue
+        if wanted.script and language_script(code) != wanted.script:
+            continue
+        same.append(code)
+    if len(same) > 1:
+        raise UsageError(
+            f"baseline={baseline} matches {', '.join(same)} in {where}; give one of them",
+            param="baseline",
+        )
+    return same[0] if same else baseline
+
+
+def _lines(text: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip())
+
+
+def load_flores(
+    folder: Path, *, baseline: str = "en", split: FloresSplit | str = FloresSplit.BOTH,
+    skipped: list[Skipped] | None = None,
+) -> Group:
+    """Every language of a FLORES-200 folder, its sentences of ``split`` in order."""
+    chosen = FloresSplit(split)
+    splits: tuple[str, ...] = ("dev", "devtest") if chosen is FloresSplit.BOTH else (chosen.value,)
+    # The folder of one split holds its files directly (flores200_dataset/dev): "both"
+    # then means the split that is there.
+    here = tuple(s for s in ("dev", "devtest") if _flores_files(folder, s))
+    if here and chosen is FloresSplit.BOTH:
+        splits = here
+    elif chosen is FloresSplit.BOTH:  # a copy with only one split's folder: read that one
+        splits = tuple(s for s in splits if _flores_files(folder / s, s)) or splits
+    roots = {s: folder if s in here else folder / s for s in splits}
+    files = {s: {p.stem: p for p in _flores_files(roots[s], s)} for s in splits}
+    codes = sorted(set().union(*(set(f) for f in files.values())))
+    if not codes:
+        raise UsageError(
+            f"no FLORES-200 {'/'.join(splits)} files in {folder} (e.g. "
+            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose split=dev or devtest",
+            param="split",
+        )
+    samples: list[Sample] = []
+    warnings: list[str] = []
+    for code in codes:
+        sentences: list[str] = []
+        invalid = 0
+        missing = [s for s in splits if code not in files[s]]
+        if missing:
+            warnings.append(f"{code}: no {'/'.join(missing)} file; left out")
+            continue
+        for s in splits:
+            read = read_text_file(files[s][code], skipped)
+            if isinstance(read, Skipped):
+                break
+            sentences += _lines(read.text)
+            invalid += read.invalid_bytes
+        else:
+            script = language_script(code)
+            samples.append(Sample(
+                code=code, text=" ".join(sentences), kind="prose",
+                name=language_name(code), script=script_name(script) if script else None,
+                path=str(files[splits[0]][code]), invalid_utf8_bytes=invalid,
+                units=tuple(sentences),
+            ))
+    base = match_baseline(baseline, [s.code for s in samples], where=str(folder))
+    group = checked_group("prose", base, samples, where=str(folder))
+    return Group(group.kind, group.baseline, group.samples,
+                 tuple(warnings) + group.warnings + _misaligned(group))
+
+
+def _misaligned(group: Group) -> tuple[str, ...]:
+    base = group.sample(group.baseline)
+    if base is None or base.units is None:
+        return ()
+    n = len(base.units)
+    return tuple(
+        f"not parallel: {s.path or s.code} has {len(s.units)} sentences, the baseline has "
+        f"{n}; its per-sentence premiums are left out"
+        for s in group.samples if s.units is not None and len(s.units) != n
+    )
+
+
+def _udhr_tags(folder: Path) -> dict[str, str]:
+    """File id -> BCP 47 tag from the folder's index.xml (empty without one)."""
+    import xml.etree.ElementTree as ET
+
+    index = folder / "index.xml"
+    if not index.is_file():
+        return {}
+    try:
+        root = ET.parse(index).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise InputError(f"cannot read {index}: {exc}; fix it or remove it") from None
+    return {
+        str(e.get("f")): str(e.get("bcp47"))
+        for e in root.iter("udhr") if e.get("f") and e.get("bcp47") not in (None, "", "und")
+    }
+
+
+def _udhr_body(text: str) -> tuple[str | None, str]:
+    """The header's name of the translation and the text after the ``---`` line."""
+    head, sep, body = text.partition("\n---\n")
+    if not sep:
+        return None, text
+    first = head.strip().splitlines()[0] if head.strip() else ""
+    _, dash, name = first.partition(" - ")
+    return (name.strip() or None) if dash else None, body
+
+
+def load_udhr(folder: Path, *, baseline: str = "en",
+              skipped: list[Skipped] | None = None) -> Group:
+    """Every translation in a UDHR in Unicode ``data/txt`` folder, its header removed."""
+    tags = _udhr_tags(folder)
+    samples: list[Sample] = []
+    for path in sorted(folder.glob("udhr_*.txt")):
+        match = _UDHR_FILE.match(path.name)
+        if match is None or not path.is_file():
+            continue
+        read = read_text_file(path, skipped)
+        if isinstance(read, Skipped):
+            continue
+        header_name, body = _udhr_body(read.text)
+        file_id = match.group(1)
+        code = tags.get(file_id, file_id)
+        named = language_name(code)
+        script = language_script(code)
+        samples.append(Sample(
+            code=code if code not in {s.code for s in samples} else f"{code}@{file_id}",
+            text=body, kind="prose",
+            name=header_name if named == code and header_name else named,
+            script=script_name(script) if script else None,
+            path=str(path), invalid_utf8_bytes=read.invalid_bytes,
+        ))
+    if not samples:
+        raise UsageError(f"no udhr_<id>.txt files in {folder}")
+    base = match_baseline(baseline, [s.code for s in samples], where=str(folder))
+    return checked_group("prose", base, samples, where=str(folder), parallel_paragraphs=False)
