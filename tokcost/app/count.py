@@ -28,6 +28,7 @@ from tokcost.counting import (
     read_input,
     walk,
 )
+from tokcost.counting.skips import count_warnings
 from tokcost.errors import InputError, UsageError
 from tokcost.tokenizers import (
     MODEL_PREFIX,
@@ -130,9 +131,17 @@ class CountResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched."""
-        notes = list(input_warnings(self.skipped,
-                                    ((f.path, f.invalid_utf8_bytes) for f in self.files)))
+        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched
+        (``notes()``: binary files and paths to files already counted summed up)."""
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+        """``warnings``: one line per input skipped, but binary files and paths to files
+        already counted are summed up in one line each, ending ``; {hint}``, when there
+        are several (``skipped`` holds each one); ``verbose`` lists every one."""
+        notes = list(count_warnings(self.skipped,
+                                    ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                                    verbose=verbose, hint=hint))
         if not self.files and not self.skipped:
             notes.append("no files matched")
         return tuple(notes)
@@ -346,9 +355,14 @@ class TokensResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the input policy reports: inputs skipped, invalid UTF-8 replaced."""
-        return input_warnings(self.skipped,
-                              ((f.path, f.invalid_utf8_bytes) for f in self.files))
+        """What the input policy reports: inputs skipped, invalid UTF-8 replaced
+        (``notes()``: binary files and paths to files already counted summed up)."""
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+        """``warnings``, summed up or listed as ``CountResult.notes`` does."""
+        return count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                              verbose=verbose, hint=hint)
 
     def raise_for_empty(self) -> None:
         """Raise InputError when every input was skipped (the reasons are ``warnings``)."""
@@ -452,7 +466,7 @@ def tokenize_paths(
     skipped: list[Skipped] = []
     results = []
     for source in walk(list(paths), include=include, exclude=exclude, gitignore=gitignore,
-                       skipped=skipped):
+                       skipped=skipped, unique=True):
         read = load_input(source.path, stdin=stdin)
         if isinstance(read, Skipped):
             skipped.append(read)
