@@ -234,6 +234,10 @@ def test_walk_lists_every_path_unless_asked_for_unique(named: Path) -> None:
     skipped: list[Skipped] = []
     assert [s.path for s in walk([a, a], unique=True, skipped=skipped)] == [a]
     assert skipped == [Skipped(a, same_file_reason(a))]
+    toks = {"o": get_tokenizer("o200k_base")}
+    assert len(count_paths([a, a], toks).files) == 2
+    once = count_paths([a, a], toks, unique=True)
+    assert len(once.files) == 1 and once.skipped == [Skipped(a, same_file_reason(a))]
 
 
 # --- progress moves with bytes ------------------------------------------------------------------

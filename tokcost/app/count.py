@@ -197,7 +197,10 @@ def count(
     ``catalog`` resolves model ids (also ``model:ID`` specs); ``include``/``exclude``
     are gitignore-style globs; ``engine`` (local or dask) runs with ``jobs`` workers,
     or on the Dask cluster at ``scheduler``, waiting ``timeout`` seconds at most for
-    it (see ``make_engine``). ``progress(stage, done, total)``.
+    it (see ``make_engine``). ``progress(stage, done, total)``: see ``count_paths``.
+    A file named twice (directly, through a folder, a symlink or a hard link) is
+    counted once, as ``du`` counts it; a FIFO, socket or device inside a folder is
+    skipped with the reason (named directly, a FIFO is read).
 
     >>> import io, tokcost
     >>> r = tokcost.count(["-"], tokenizers=["cl100k_base"], stdin=io.BytesIO(b"hello world"))
@@ -213,7 +216,7 @@ def count(
         list(paths), toks,
         engine=make_engine(engine, jobs=jobs, scheduler=scheduler, timeout=timeout),
         include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
-        stdin=stdin, progress=progress)
+        stdin=stdin, progress=progress, unique=True)
     return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped))
 
 

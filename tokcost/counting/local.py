@@ -198,15 +198,16 @@ class LocalEngine:
         allow_special: bool = False,
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
+        unique: bool = False,
     ) -> CountReport:
         """See ``count_paths``. Counts are exact for any file size: streamable
         tokenizers see boundary-safe chunks, the others the whole text."""
         refuse_urls(paths)
         report = CountReport(specs=list(tokenizers))
-        # Progress and skips: each file once (unique), all listed first so the bar has
-        # a total, and bytes reported per block read (meter), not per file.
+        # Progress and skips: all listed first so the bar has a total, and bytes
+        # reported per block read (meter), not per file.
         sources = listed(walk(paths, include=include, exclude=exclude, gitignore=gitignore,
-                              skipped=report.skipped, unique=True), progress)
+                              skipped=report.skipped, unique=unique), progress)
         meter = ByteMeter(progress, total_bytes(sources))
         executor = _CountExecutor(tokenizers, self.jobs, allow_special)
         try:
@@ -317,6 +318,7 @@ def count_paths(
     allow_special: bool = False,
     stdin: BinaryIO | None = None,
     progress: ProgressFn | None = None,
+    unique: bool = False,
 ) -> CountReport:
     """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
 
@@ -325,8 +327,17 @@ def count_paths(
     ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read, block
     by block (a binary file's bytes once it is skipped); the total is 0 when an input
     is a stream. A long walk reports ``progress("walk", files_found, 0)`` first.
-    A file named twice (directly, through a folder or a link) is counted once.
+
+    ``unique``: a file named twice (directly, through a folder, a symlink or a hard
+    link) is counted once, as ``du`` counts it; the later paths are skipped with the
+    reason. Without it each path is counted (a budget counts its own paths). Engines
+    other than ``LocalEngine`` walk each path as they do.
     """
-    return (engine or LocalEngine()).count_paths(
+    run = engine or LocalEngine()
+    if unique and isinstance(run, LocalEngine):  # the Engine protocol has no unique yet
+        return run.count_paths(
+            paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
+            allow_special=allow_special, stdin=stdin, progress=progress, unique=True)
+    return run.count_paths(
         paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
         allow_special=allow_special, stdin=stdin, progress=progress)
