@@ -35,7 +35,7 @@ def engine_header(r: KvEstimate) -> None:
         parts.append(f"max_num_batched_tokens {e.settings['max_num_batched_tokens']:,} ({source})")
         if not e.settings["hybrid_manager"]:
             parts.append("hybrid KV cache manager off")
-    if e.name == "sglang" and "mem_fraction_static" in e.settings:
+    if e.name == "sglang" and e.settings.get("mem_fraction_static") is not None:
         source = in_cli_words(str(e.settings["mem_fraction_static_source"]), ENGINE_PARAMS)
         parts.append(f"mem_fraction_static {e.settings['mem_fraction_static']:g} ({source})")
     out.print("; ".join(parts), highlight=False, markup=False)

@@ -155,7 +155,7 @@ def _sglang(
     arch: str | None,
 ) -> tuple[EnginePlan, GpuFit | None]:
     page = block_size if block_size is not None else 1
-    settings: dict[str, object] = {}
+    settings: dict[str, object] = {"mem_fraction_static": None, "mem_fraction_static_source": None}
     available = None
     mfs = None
     if budget.kv_memory is not None:

@@ -304,8 +304,7 @@ def plan_sglang(
     # SGLang's mamba_ssm_dtype defaults to float32: twice the bf16 bytes the layout counts.
     state = best.linear * layout.state_bytes * 2
     info = dict(settings or {})
-    if counts["sliding"] and not hybrid_swa:
-        info["sliding_layers_in_full_pool"] = True
+    info["sliding_layers_in_full_pool"] = bool(counts["sliding"]) and not hybrid_swa
     return SglangPlan(
         full_bytes=full_bytes or swa_bytes,
         swa_bytes=swa_bytes,

@@ -72,8 +72,8 @@ def default_max_num_batched_tokens(
     """``vllm serve``'s default tokens per scheduler step, and why (arg_utils.py)."""
     if memory_bytes is None:
         return SERVE_BATCHED_TOKENS_LARGE, (
-            "vllm serve default on GPUs of 70 GiB or more but A100 (no GPU given; others: "
-            f"{SERVE_BATCHED_TOKENS_SMALL:,})"
+            "vllm serve default for GPUs of 70 GiB or more but A100; no GPU given, smaller "
+            f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}"
         )
     name = (gpu_name or "").lower()
     if memory_bytes >= 70 * GiB and "a100" not in name:
