@@ -452,3 +452,17 @@ def test_table_shows_engine_and_log_lines() -> None:
                              "--engine", "sglang"])
     assert "SGLang logs (max_model_len 131,072):" in sg.stdout
     assert "  max_total_num_tokens=323634" in sg.stdout
+
+
+@pytest.mark.parametrize("engine", ["ideal", "sglang", "vllm"])
+def test_pp_sizes_the_pool_by_the_fullest_stage(engine: str) -> None:
+    """Llama-3.1-70B on 3 stages ([27, 27, 26] layers), 20 GiB per GPU: one GPU holds 27 of 80
+    layers, so 27 x 4,096 B = 110,592 B per token; a 8,192-token request takes
+    8,192 x 110,592 B = 864 MiB on it, and 20 GiB holds 194,180 tokens (SGLang: 20 GiB //
+    110,592; vLLM/ideal: 12,136 blocks x 16 = 194,176)."""
+    e = estimate("-m", "llama-3.1-70b", "--kv-memory", "20GiB", "--pp", "3", "--context", "8192",
+                 "--engine", engine)
+    row = e["contexts"][0]
+    assert row["paged_sequence_bytes"] == 8192 * 110_592
+    assert e["gpu"]["cache_tokens"] == (194_180 if engine == "sglang" else 194_176)
+    assert e["per_gpu"] is True and e["pp"] == 3

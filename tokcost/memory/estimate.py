@@ -14,7 +14,7 @@ from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.blocks import check_block_size
-from tokcost.memory.engines.base import EngineReport
+from tokcost.memory.engines.base import EnginePlan, EngineReport
 from tokcost.memory.engines.options import Budget, EngineOptions, engine_name, plan_engine
 from tokcost.memory.fit import (
     DEFAULT_RESERVE,
@@ -78,6 +78,8 @@ class KvEstimate:
     notes: tuple[str, ...] = field(default_factory=tuple)
     engine: EngineReport | None = None
     pp: int = 1
+    # The engine's accounting, for sweeps (the plot); not part of the JSON document.
+    plan: EnginePlan | None = field(default=None, repr=False, compare=False)
 
     @property
     def bytes_per_token(self) -> int:
@@ -241,7 +243,9 @@ def estimate_kv(
     active_per_gpu = 0
     if bw is not None:
         active = weights_bytes(arch, dtype=weights_dtype, active=True, model=entry.id)
-        active_per_gpu = -(-active // gpus)
+        # A decode step passes every pipeline stage in turn: per step the GPUs of one
+        # tensor-parallel group read all layers' weights between them.
+        active_per_gpu = -(-active // tp)
         if arch.is_moe:
             notes.append(
                 "decode rate reads only the active experts' weights; a batch touches "
@@ -319,4 +323,5 @@ def estimate_kv(
         notes=tuple(notes),
         engine=report,
         pp=options.pp,
+        plan=plan,
     )

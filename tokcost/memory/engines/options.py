@@ -138,7 +138,7 @@ def plan_engine(
         fit = replace(
             fit,
             block_size=plan.block_size,
-            page_bytes=plan.page_bytes * plan.group_size,
+            page_bytes=plan.page_bytes * plan.stage_group_size,
             num_blocks=blocks,
             cache_tokens=blocks // len(plan.groups) * plan.block_size,
         )

@@ -243,6 +243,11 @@ class VllmPlan:
         return max(sum(1 for i in g.layers if i in stage) for g in self.groups)
 
     @property
+    def stage_group_size(self) -> int:
+        """Layer slots a block id spans on the fullest pipeline stage (one GPU)."""
+        return max(self._stage_group_size(s) for s in self.stages)
+
+    @property
     def num_blocks(self) -> int | None:
         if self.available is None:
             return None
@@ -258,7 +263,7 @@ class VllmPlan:
         return sum(cdiv(g.spec.max_bytes(context, mnbt), self.page_bytes) for g in self.groups)
 
     def request_bytes(self, context: int) -> int:
-        return self.blocks_per_request(context) * self.page_bytes * self.group_size
+        return self.blocks_per_request(context) * self.page_bytes * self.stage_group_size
 
     def needed_bytes(self, context: int, stage: frozenset[int]) -> int:
         """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
