@@ -6,6 +6,7 @@ The library result (``KvEstimate``) carries every number the CLI prints and a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,7 +187,7 @@ def estimate_kv(
             f"need them: add them from its config.json to your own catalog=FILE", param="catalog"
         )
     options = engine if isinstance(engine, EngineOptions) else EngineOptions(name=engine)
-    options = EngineOptions(**{**options.__dict__, "name": engine_name(options.name)})
+    options = dataclasses.replace(options, name=engine_name(options.name))
     options.check()
     if batch <= 0:
         raise UsageError(f"batch must be a positive integer, got {batch}", param="batch")
