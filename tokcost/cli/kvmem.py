@@ -37,6 +37,9 @@ Examples:
   tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
   tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
+  tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
+  tokcost kvmem estimate -m llama-3.1-70b --gpu A100 --tp 4 --pp 2 --engine ideal
 """
 
 
