@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError
-from tokcost.memory.fit import DEFAULT_BLOCK, DEFAULT_RESERVE, DEFAULT_UTIL
+from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, Gpu, ModelEntry
@@ -37,7 +37,7 @@ def estimate_memory(
     batch: int = 1,
     kv_dtype: KvDtypeName | str = "bf16",
     kv_group_size: int | None = None,
-    block_size: int = DEFAULT_BLOCK,
+    block_size: int | None = None,
     tp: int = 1,
     gpu: str | Gpu | None = None,
     gpu_memory: int | None = None,
@@ -48,6 +48,12 @@ def estimate_memory(
     bandwidth: int | None = None,
     plot: str | Path | None = None,
     force: bool = False,
+    engine: str = "vllm",
+    max_num_batched_tokens: int | None = None,
+    hybrid_manager: bool = True,
+    pp: int = 1,
+    mem_fraction_static: float | None = None,
+    swa_full_tokens_ratio: float | None = None,
 ) -> MemoryEstimate:
     """Size the KV cache of ``model`` at each context (default: its window), per GPU.
 
@@ -56,18 +62,37 @@ def estimate_memory(
     "Available KV cache memory" vLLM logs; ``reserve`` defaults to 2 GiB per GPU.
     ``plot`` writes the memory against context (``.png``/``.svg``/``.pdf``).
 
+    ``engine`` picks whose accounting the numbers follow: ``vllm`` (default: vLLM v1's KV
+    cache manager, with ``max_num_batched_tokens`` and ``hybrid_manager``), ``sglang`` (its
+    token pools, with ``mem_fraction_static`` and ``swa_full_tokens_ratio``) or ``ideal`` (the
+    bytes truly held). ``pp`` splits the layers over pipeline stages as vLLM does;
+    ``block_size`` None is the engine's own (vLLM: 16, or what its backend forces).
+
     >>> r = estimate_memory("llama-3.1-8b", contexts=[8192], kv_memory=10 * 2**30)
     >>> r.estimate.bytes_per_token, r.estimate.fit.num_blocks
     (131072, 5120)
     """
     from tokcost.memory import estimate_kv
+    from tokcost.memory.engines.options import EngineOptions, engine_name
     from tokcost.tokenizers import open_catalog
+
+    engine = engine_name(engine)
+    if engine == "sglang":
+        # SGLang's mem_fraction_static already leaves room for activations and CUDA graphs.
+        vllm_budget = (("gpu_util", gpu_util != DEFAULT_UTIL), ("reserve", reserve is not None))
+        for param, given in vllm_budget:
+            if given:
+                raise UsageError(
+                    f"{param} is vLLM's budget; SGLang sizes its pool with mem_fraction_static",
+                    param=param, related=("engine", "mem_fraction_static"),
+                )
 
     if gpu is not None and gpu_memory is not None:
         raise UsageError("gpu already sets the GPU memory; give a GPU or its memory, not both",
                          param="gpu")
     if kv_memory is not None and (
         gpu_memory is not None or gpu_util != DEFAULT_UTIL or reserve is not None
+        or mem_fraction_static is not None
     ):
         raise UsageError(
             "kv_memory replaces the estimate from GPU memory, utilization and reserve; "
@@ -78,7 +103,9 @@ def estimate_memory(
         # Without a GPU nothing reads them: say so rather than print an estimate they
         # did not change.
         unused = [name for name, given in (("gpu_util", gpu_util != DEFAULT_UTIL),
-                                           ("reserve", reserve is not None)) if given]
+                                           ("reserve", reserve is not None),
+                                           ("mem_fraction_static", mem_fraction_static is not None))
+                  if given]
         if unused:
             raise UsageError(
                 f"{unused[0]} applies to a GPU's memory; give gpu or gpu_memory with it",
@@ -107,6 +134,14 @@ def estimate_memory(
         weights_dtype=weights_dtype,
         group=kv_group_size,
         bandwidth=bandwidth,
+        engine=EngineOptions(
+            name=engine,
+            max_num_batched_tokens=max_num_batched_tokens,
+            hybrid_manager=hybrid_manager,
+            pp=pp,
+            mem_fraction_static=mem_fraction_static,
+            swa_full_tokens_ratio=swa_full_tokens_ratio,
+        ),
     )
     if target is not None:
         from tokcost.plotting.memory import plot_memory

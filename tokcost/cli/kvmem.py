@@ -15,6 +15,7 @@ import tokcost
 from tokcost.cli.console import err, out, print_json
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import in_cli_words
+from tokcost.cli.kvmem_engine import engine_header, render_fit
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ Examples:
   tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
   tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
+  tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
+  tokcost kvmem estimate -m llama-3.1-70b --gpu A100 --tp 4 --pp 2 --engine ideal
 """
 
 
@@ -53,8 +57,9 @@ def estimate(
         str | None,
         typer.Option(
             "--context",
-            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024). "
-            "Default: the model's context window.",
+            "--max-model-len",
+            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024); "
+            "the largest is the engine's max_model_len. Default: the model's context window.",
         ),
     ] = None,
     batch: Annotated[
@@ -65,8 +70,9 @@ def estimate(
     kv_dtype: Annotated[
         str,
         typer.Option(
-            "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add "
-            "per-group scales).",
+            "--kv-dtype", "--kv-cache-dtype",
+            help="Cache dtype: auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 "
+            "add per-group scales).",
         ),
     ] = "bf16",
     kv_group_size: Annotated[
@@ -75,10 +81,40 @@ def estimate(
                                  help="Quantization group of int8/int4 (64).")
     ] = None,
     block_size: Annotated[
-        str, typer.Option("--block-size", metavar="COUNT",
-                          help="Paged-cache block in tokens, 1 to 4096 (vLLM: 16).")
-    ] = "16",
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+        str | None, typer.Option("--block-size", metavar="COUNT", show_default=False,
+                                 help="Paged-cache block in tokens, 1 to 4096 (default: the "
+                                 "engine's: vLLM 16 or what its backend forces, SGLang 1).")
+    ] = None,
+    tp: Annotated[int, typer.Option("--tp", "--tensor-parallel-size",
+                                    help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+    pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
+                                    help="Pipeline stages: layers split across GPUs as vLLM "
+                                    "splits them.")] = 1,
+    engine: Annotated[
+        str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV cache "
+                          "manager), sglang (its token pools) or ideal (bytes truly held).")
+    ] = "vllm",
+    max_num_batched_tokens: Annotated[
+        str | None, typer.Option("--max-num-batched-tokens", metavar="COUNT", show_default=False,
+                                 help="vLLM's tokens per scheduler step (default: vllm serve's, "
+                                 "8192 on GPUs of 70 GiB or more other than A100, else 2048).")
+    ] = None,
+    hybrid_manager: Annotated[
+        bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
+                           " /--disable-hybrid-kv-cache-manager",
+                           help="vLLM's hybrid KV cache manager (off: every layer caches the "
+                           "whole context, as with --disable-hybrid-kv-cache-manager).")
+    ] = True,
+    mem_fraction_static: Annotated[
+        float | None, typer.Option("--mem-fraction-static", show_default=False,
+                                   help="SGLang's share of GPU memory for weights and KV pool "
+                                   "(default: SGLang's, from the GPU's memory).")
+    ] = None,
+    swa_full_tokens_ratio: Annotated[
+        float | None, typer.Option("--swa-full-tokens-ratio", show_default=False,
+                                   help="SGLang: sliding-window pool tokens per full-pool token "
+                                   "(0.8).")
+    ] = None,
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")
     ] = None,
@@ -87,7 +123,8 @@ def estimate(
                                  help="GPU memory instead of --gpu: 80GiB, 24GB.")
     ] = None,
     gpu_util: Annotated[
-        float, typer.Option("--gpu-util", help="vLLM's gpu_memory_utilization.")
+        float, typer.Option("--gpu-util", "--gpu-memory-utilization",
+                            help="vLLM's gpu_memory_utilization.")
     ] = 0.9,
     kv_memory: Annotated[
         str | None,
@@ -124,8 +161,17 @@ def estimate(
         batch=tokcost.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
-        block_size=tokcost.parse_count(block_size, param="block_size"),
+        block_size=tokcost.parse_count(block_size, param="block_size") if block_size else None,
         tp=tp,
+        pp=pp,
+        engine=engine,
+        max_num_batched_tokens=(
+            tokcost.parse_count(max_num_batched_tokens, param="max_num_batched_tokens")
+            if max_num_batched_tokens else None
+        ),
+        hybrid_manager=hybrid_manager,
+        mem_fraction_static=mem_fraction_static,
+        swa_full_tokens_ratio=swa_full_tokens_ratio,
         gpu=gpu,
         gpu_memory=_size(gpu_memory, "gpu_memory"),
         gpu_util=gpu_util,
@@ -162,12 +208,13 @@ def _render(result: MemoryEstimate) -> None:
         kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
     if counts["linear"]:
         kinds.append(f"{counts['linear']} linear ({_human(lay.state_bytes)} state each)")
-    per_gpu = " per GPU" if r.tp > 1 else ""
+    per_gpu = " per GPU" if r.tp > 1 or r.pp > 1 else ""
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
     out.print(
         f"bytes per token{per_gpu}: {r.bytes_per_token:,} B ({_human(r.bytes_per_token)})"
         + (" while the context is shorter than the window" if counts["sliding"] else "")
     )
+    engine_header(r)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("context", justify="right")
     table.add_column("per sequence", justify="right")
@@ -195,20 +242,7 @@ def _render(result: MemoryEstimate) -> None:
         table.add_row(*cells)
     print_wide(table)
     if r.fit is not None:
-        f = r.fit
-        if f.memory_bytes is not None and f.util is not None:
-            out.print(
-                f"GPU {r.gpu}: {_human(f.memory_bytes)} x {f.util:g} "
-                f"- weights {_human(f.weights_bytes)} - reserve {_human(f.reserve_bytes)} "
-                f"= {_human(f.available_bytes)} for the KV cache"
-            )
-        else:
-            out.print(f"KV cache memory{per_gpu}: {_human(f.available_bytes)} (given)")
-        out.print(
-            f"blocks: floor({f.available_bytes:,} / {f.page_bytes:,} B per block) = "
-            f"{f.num_blocks:,} -> {f.cache_tokens:,} tokens"
-            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)")
-        )
+        render_fit(r)
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
