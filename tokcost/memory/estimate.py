@@ -18,15 +18,20 @@ from tokcost.memory.fit import (
     DEFAULT_BLOCK,
     DEFAULT_RESERVE,
     DEFAULT_UTIL,
-    DecodeStep,
     GpuFit,
-    decode_step,
     gpu_fit,
     largest_context,
     max_concurrency,
-    weights_bytes,
 )
 from tokcost.memory.kv import ArchitectureIncomplete, KvDtypeName, KvLayout, kv_layout
+from tokcost.memory.roofline import (
+    DecodeStep,
+    Prefill,
+    Roofline,
+    gpu_peaks,
+    roofline_notes,
+    weights_bytes,
+)
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8
@@ -51,6 +56,7 @@ class ContextRow:
     max_concurrency: float | None = None
     fits: bool | None = None
     decode: DecodeStep | None = None
+    prefill: Prefill | None = None  # time to first token for the row's prompt
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,9 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
         "max_concurrency": row.max_concurrency,
         "fits": row.fits,
         "decode": None,
+        "prefill": None,
     }
+    # --- roofline (tokcost.memory.roofline): decode step and time to first token
     if row.decode is not None:
         d = row.decode
         out["decode"] = {
@@ -128,11 +136,39 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
             "kv_bytes": d.kv_bytes,
             "step_bytes": d.step_bytes,
             "bandwidth_bytes_per_s": d.bandwidth_bytes_per_s,
+            "flops": d.flops,
+            "peak_flops_per_s": d.peak_flops_per_s,
+            "efficiency": d.efficiency,
+            "experts_touched": _round(d.experts_touched, 2),
+            "bandwidth_ms": round(d.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(d.compute_seconds), 4),
+            "bound": d.bound,
             "step_ms": round(d.step_seconds * 1000, 4),
             "tokens_per_s_per_sequence": round(d.tokens_per_s_per_sequence, 2),
             "tokens_per_s": round(d.tokens_per_s, 2),
         }
+    if row.prefill is not None:
+        f = row.prefill
+        out["prefill"] = {
+            "prompt_tokens": f.prompt_tokens,
+            "weights_bytes": f.weights_bytes,
+            "kv_bytes": f.kv_bytes,
+            "flops": f.flops,
+            "experts_touched": _round(f.experts_touched, 2),
+            "bandwidth_ms": round(f.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(f.compute_seconds), 4),
+            "bound": f.bound,
+            "ttft_ms": round(f.ttft_seconds * 1000, 4),
+        }
     return out
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _window(entry: ModelEntry) -> str:
@@ -155,8 +191,17 @@ def estimate_kv(
     weights_dtype: str | None = None,
     group: int | None = None,
     bandwidth: int | None = None,
+    flops: float | None = None,
+    efficiency: float = 1.0,
+    input_tokens: int | None = None,
 ) -> KvEstimate:
-    """Everything ``kvmem estimate`` reports for one model (numbers per GPU)."""
+    """Everything ``kvmem estimate`` reports for one model (numbers per GPU).
+
+    With a bandwidth (the GPU's, or ``bandwidth``) each context gets a decode step and,
+    with a peak FLOP/s (the GPU's for the weights dtype, or ``flops``), the time to
+    first token of an ``input_tokens`` prompt (default: the context itself); see
+    ``tokcost.memory.roofline``.
+    """
     arch = entry.architecture
     if arch is None:
         raise ArchitectureIncomplete(
@@ -197,7 +242,17 @@ def estimate_kv(
     notes: list[str] = []
     fit: GpuFit | None = None
     memory = gpu.memory_bytes if gpu is not None else gpu_memory
-    bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
+    peaks = gpu_peaks(gpu, weights_dtype=weights_dtype or arch.weights_dtype,
+                      bandwidth=bandwidth, flops=flops, efficiency=efficiency)
+    if input_tokens is not None and input_tokens <= 0:
+        raise UsageError(f"input_tokens must be positive, got {input_tokens}",
+                         param="input_tokens")
+    if input_tokens is not None and peaks is not None and peaks.flops_per_s is None:
+        raise UsageError(
+            f"a time to first token needs the GPU's peak FLOP/s, and "
+            f"{gpu.name if gpu else 'a custom GPU'} states none: give flops=FLOP/s",
+            param="flops",
+        )
     need_weights = kv_memory is None and memory is not None
     weights_total = weights_bytes(arch, dtype=weights_dtype, model=entry.id) if need_weights else 0
     if memory is not None or kv_memory is not None:
@@ -216,15 +271,20 @@ def estimate_kv(
                 f"overhead (vLLM profiles this; set reserve=SIZE, or pass vLLM's logged "
                 f"'Available KV cache memory' as kv_memory=SIZE)"
             )
-    active_per_gpu = 0
-    if bw is not None:
-        active = weights_bytes(arch, dtype=weights_dtype, active=True, model=entry.id)
-        active_per_gpu = -(-active // tp)
-        if arch.is_moe:
+        if kv_memory is None and gpu is not None:
             notes.append(
-                "decode rate reads only the active experts' weights; a batch touches "
-                "more experts, so read it as an upper bound"
+                f"{gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the framework "
+                "sees a little less (the driver and the CUDA/HIP context keep a few hundred "
+                "MiB), which the reserve absorbs"
             )
+    roof = (
+        Roofline(arch, layout, peaks, tp=tp, weights_dtype=weights_dtype, model=entry.id)
+        if peaks is not None
+        else None
+    )
+    if peaks is not None:
+        notes.extend(roofline_notes(arch, peaks, batch=batch, gpu=gpu.name if gpu else None,
+                                    weights_dtype=weights_dtype, model=entry.id))
     if tp > 1:
         notes.append(f"numbers are per GPU: {tp}-way tensor parallelism splits kv heads")
         if "mla" in layout.counts:
@@ -246,18 +306,8 @@ def estimate_kv(
     for ctx in ctxs:
         paged = layout.sequence_bytes(ctx, block_size)
         conc = max_concurrency(layout, fit, ctx) if fit is not None else None
-        step = (
-            decode_step(
-                layout,
-                active_weights=active_per_gpu,
-                context=ctx,
-                batch=batch,
-                bandwidth=bw,
-                block_size=block_size,
-            )
-            if bw is not None
-            else None
-        )
+        step = roof.decode(ctx, batch) if roof is not None else None
+        first = roof.prefill(input_tokens or ctx) if roof is not None else None
         rows.append(
             ContextRow(
                 context=ctx,
@@ -270,6 +320,7 @@ def estimate_kv(
                 max_concurrency=conc,
                 fits=(batch * paged <= fit.available_bytes) if fit is not None else None,
                 decode=step,
+                prefill=first,
             )
         )
     largest = None
