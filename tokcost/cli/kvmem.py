@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 kvmem_app = typer.Typer(
     name="kvmem",
-    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode bandwidth.",
+    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
     no_args_is_help=True,
 )
 
