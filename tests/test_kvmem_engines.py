@@ -236,7 +236,7 @@ def test_vllm_no_hybrid_manager_is_every_layer_full() -> None:
 @pytest.mark.parametrize(
     ("gpu", "block"),
     [pytest.param("H100", 64, id="hopper-flashmla"), pytest.param("B200", 128, id="blackwell-cutlass"),
-     pytest.param("A100", 16, id="ampere-triton")],
+     pytest.param("A100-80GB", 16, id="ampere-triton")],
 )
 def test_vllm_mla_block_sizes(gpu: str, block: int) -> None:
     """DeepSeek-V3: vLLM forces FlashMLA's 64-token blocks on Hopper and CUTLASS MLA's 128 on
@@ -315,7 +315,7 @@ def test_max_num_batched_tokens_defaults_by_gpu() -> None:
     assert default_max_num_batched_tokens("A100-80GB", 80 * GiB)[0] == 2048
     assert default_max_num_batched_tokens("L4", 24 * 10**9)[0] == 2048
     assert default_max_num_batched_tokens(None, None)[0] == 8192
-    e = estimate("-m", "gemma-2-9b", "--gpu", "A100")["engine"]
+    e = estimate("-m", "gemma-2-9b", "--gpu", "A100-80GB")["engine"]
     assert e["max_num_batched_tokens"] == 2048 and "A100" in e["max_num_batched_tokens_source"]
 
 
@@ -378,13 +378,16 @@ def test_sglang_mamba_pool() -> None:
 
 
 def test_sglang_default_mem_fraction_static() -> None:
-    """H100 80 GiB = 81,920 MiB, tp 1: chunked prefill 8,192, CUDA graphs up to 256:
-    reserved = 512 + 12,288 + 512 + 128 = 13,440 MiB -> (81,920 - 13,440) / 81,920 = 0.836."""
+    """An 80 GiB GPU = 81,920 MiB, tp 1: chunked prefill 8,192, CUDA graphs up to 256:
+    reserved = 512 + 12,288 + 512 + 128 = 13,440 MiB -> (81,920 - 13,440) / 81,920 = 0.836.
+    The catalog's H100 as nvidia-smi reports it, 81,559 MiB: the same 13,440 MiB reserved,
+    (81,559 - 13,440) / 81,559 = 0.835; KV = 85,520,809,984 x 0.835 - 16.06 GB weights."""
     assert default_mem_fraction_static(80 * GiB, 1, 1)[0] == 0.836
     assert default_mem_fraction_static(None, 1, 1)[0] == 0.88
     data = estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang")
-    assert data["engine"]["mem_fraction_static"] == 0.836
-    assert data["gpu"]["available_kv_bytes"] == int(80 * GiB * 0.836) - 16_060_000_000
+    assert data["gpu"]["memory_bytes"] == 81_559 * 2**20
+    assert data["engine"]["mem_fraction_static"] == 0.835
+    assert data["gpu"]["available_kv_bytes"] == int(81_559 * 2**20 * 0.835) - 16_060_000_000
 
 
 def test_plan_sglang_rejects_a_bad_ratio() -> None:

@@ -40,6 +40,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "parse_fraction", "format_bytes",
     ),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
+    "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
     "tokcost.memory.policies": ("PolicyName",),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.app.memory": ("estimate_memory", "MemoryEstimate"),
@@ -188,6 +189,8 @@ if TYPE_CHECKING:
     from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
     from tokcost.memory import kv_cache_bytes as kv_cache_bytes
     from tokcost.memory.policies import PolicyName as PolicyName
+    from tokcost.memory.roofline import DecodeStep as DecodeStep
+    from tokcost.memory.roofline import Prefill as Prefill
     from tokcost.memory.simulate import compare_policies as compare_policies
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies

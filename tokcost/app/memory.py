@@ -46,6 +46,9 @@ def estimate_memory(
     reserve: int | None = None,
     weights_dtype: str | None = None,
     bandwidth: int | None = None,
+    flops: float | None = None,
+    efficiency: float = 1.0,
+    input_tokens: int | None = None,
     plot: str | Path | None = None,
     force: bool = False,
     engine: str = "vllm",
@@ -67,6 +70,10 @@ def estimate_memory(
     token pools, with ``mem_fraction_static`` and ``swa_full_tokens_ratio``) or ``ideal`` (the
     bytes truly held). ``pp`` splits the layers over pipeline stages as vLLM does;
     ``block_size`` None is the engine's own (vLLM: 16, or what its backend forces).
+    With a GPU (or ``bandwidth``) each context also gets the decode roofline, the
+    slower of bandwidth and compute at ``efficiency`` (default 1.0, the datasheet
+    bound), and the time to first token of an ``input_tokens`` prompt (default: the
+    context); ``flops`` overrides the GPU's peak FLOP/s.
 
     >>> r = estimate_memory("llama-3.1-8b", contexts=[8192], kv_memory=10 * 2**30)
     >>> r.estimate.bytes_per_token, r.estimate.fit.num_blocks
@@ -111,6 +118,17 @@ def estimate_memory(
                 f"{unused[0]} applies to a GPU's memory; give gpu or gpu_memory with it",
                 param=unused[0], related=("gpu", "gpu_memory"),
             )
+    if gpu is None and bandwidth is None:
+        # The roofline needs a bandwidth: without one these would change nothing.
+        unused = [name for name, given in (("efficiency", efficiency != 1.0),
+                                           ("flops", flops is not None),
+                                           ("input_tokens", input_tokens is not None)) if given]
+        if unused:
+            raise UsageError(
+                f"{unused[0]} applies to the decode and prefill roofline; give gpu or "
+                "bandwidth with it",
+                param=unused[0], related=("gpu", "bandwidth"),
+            )
     target = Path(plot) if plot is not None else None
     if target is not None:
         from tokcost.plotting import check_plot_path
@@ -142,6 +160,9 @@ def estimate_memory(
             mem_fraction_static=mem_fraction_static,
             swa_full_tokens_ratio=swa_full_tokens_ratio,
         ),
+        flops=flops,
+        efficiency=efficiency,
+        input_tokens=input_tokens,
     )
     if target is not None:
         from tokcost.plotting.memory import plot_memory

@@ -19,11 +19,11 @@ from tokcost.cli.kvmem_engine import engine_header, render_fit
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
-    from tokcost import MemoryEstimate
+    from tokcost import DecodeStep, MemoryEstimate, Prefill
 
 kvmem_app = typer.Typer(
     name="kvmem",
-    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode bandwidth.",
+    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
     no_args_is_help=True,
 )
 
@@ -39,7 +39,8 @@ Examples:
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
   tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
   tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
-  tokcost kvmem estimate -m llama-3.1-70b --gpu A100 --tp 4 --pp 2 --engine ideal
+  tokcost kvmem estimate -m llama-3.1-70b --gpu A100-80GB --tp 4 --pp 2 --engine ideal
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k --efficiency 0.7
 """
 
 
@@ -49,6 +50,29 @@ def _human(n: float) -> str:
 
 def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | None:
     return None if text is None else tokcost.parse_size(text, param=param, allow_zero=allow_zero)
+
+
+def _flops(text: str | None) -> float | None:
+    if text is None:
+        return None
+    return float(tokcost.parse_count(text.removesuffix("/s"), param="flops", minimum=1,
+                                     maximum=10**18))
+
+
+def _time(seconds: float) -> str:
+    """``2.53 s``, ``9.8 ms``, ``0.0402 ms``: three figures below a millisecond."""
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    ms = seconds * 1000
+    return f"{ms:,.1f} ms" if ms >= 1 else f"{ms:.3g} ms"
+
+
+def _si(value: float, unit: str) -> str:
+    """``2.41e15, "FLOP"`` -> ``2.41 PFLOP``."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:,.3g} {prefix}{unit}"
+    return f"{value:,.0f} {unit}"
 
 
 def estimate(
@@ -142,6 +166,23 @@ def estimate(
         str | None,
         typer.Option("--bandwidth", help="Memory bandwidth per second (default: the GPU's)."),
     ] = None,
+    flops: Annotated[
+        str | None,
+        typer.Option("--flops", metavar="COUNT",
+                     help="Peak FLOP/s: 989e12, 989T (default: the GPU's for the weights "
+                          "dtype, fp8 or bf16)."),
+    ] = None,
+    efficiency: Annotated[
+        float,
+        typer.Option("--efficiency",
+                     help="Fraction of the datasheet bandwidth and FLOP/s reached, in (0, 1] "
+                          "(1 = the roofline bound)."),
+    ] = 1.0,
+    input_tokens: Annotated[
+        str | None,
+        typer.Option("--input-tokens", "-i", metavar="COUNT",
+                     help="Prompt tokens for the time to first token (default: each context)."),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -179,6 +220,10 @@ def estimate(
         reserve=_size(reserve, "reserve", allow_zero=True),
         weights_dtype=weights_dtype,
         bandwidth=_size(bandwidth.removesuffix("/s") if bandwidth else None, "bandwidth"),
+        flops=_flops(flops),
+        efficiency=efficiency,
+        input_tokens=(tokcost.parse_count(input_tokens, param="input_tokens", minimum=1)
+                      if input_tokens is not None else None),
         plot=plot,
         force=force,
     )
@@ -224,8 +269,12 @@ def _render(result: MemoryEstimate) -> None:
         table.add_column("max concurrency", justify="right")
         table.add_column("fits", justify="center")
     has_decode = any(row.decode is not None for row in r.rows)
+    has_prefill = any(row.prefill is not None for row in r.rows)
     if has_decode:
         table.add_column("decode tok/s", justify="right")
+        table.add_column("bound", justify="left")
+    if has_prefill:
+        table.add_column("TTFT", justify="right")
     for row in r.rows:
         ctx = f"{row.context:,}" + (" (>window)" if row.beyond_context_window else "")
         cells = [
@@ -239,6 +288,9 @@ def _render(result: MemoryEstimate) -> None:
             cells.append("yes" if row.fits else "[red]no[/red]")
         if has_decode and row.decode is not None:
             cells.append(f"{row.decode.tokens_per_s:,.0f}")
+            cells.append(row.decode.bound)
+        if has_prefill and row.prefill is not None:
+            cells.append(_time(row.prefill.ttft_seconds))
         table.add_row(*cells)
     print_wide(table)
     if r.fit is not None:
@@ -247,18 +299,45 @@ def _render(result: MemoryEstimate) -> None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
     for row in r.rows[-1:]:
-        if row.decode is not None:
-            d = row.decode
-            out.print(
-                f"decode at {row.context:,}: {_human(d.step_bytes)} per step "
-                f"({_human(d.weights_bytes)} weights + {_human(d.kv_bytes)} KV) / "
-                f"{d.bandwidth_bytes_per_s / 1e9:,.0f} GB/s -> {d.tokens_per_s_per_sequence:,.1f} "
-                f"tok/s per sequence, {d.tokens_per_s:,.0f} tok/s total (bandwidth bound)"
-            )
+        _render_roofline(row.context, row.decode, row.prefill)
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
-        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util"))
+        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
+                                   "efficiency", "flops"))
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+
+
+def _limits(step: DecodeStep | Prefill, what: str) -> str:
+    """``X GiB <what> / 3,350 GB/s = 9.8 ms; Y TFLOP / 989 TFLOP/s = 0.04 ms``."""
+    eff = "" if step.efficiency == 1 else f" x {step.efficiency:g}"
+    text = (f"{_human(step.step_bytes)} {what} / {step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
+            f"{eff} = {_time(step.bandwidth_seconds)}; ")
+    compute = step.compute_seconds
+    if step.peak_flops_per_s is None or compute is None:
+        return text + "compute not checked"
+    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+            f"= {_time(compute)}")
+
+
+def _parts(step: DecodeStep | Prefill, kv: str) -> str:
+    experts = (f" with {step.experts_touched:,.1f} experts per layer"
+               if step.experts_touched is not None else "")
+    return f"({_human(step.weights_bytes)} weights{experts} + {_human(step.kv_bytes)} {kv})"
+
+
+def _render_roofline(context: int, d: DecodeStep | None, f: Prefill | None) -> None:
+    """The decode step and the prefill of one context, both limits shown."""
+    if d is not None:
+        out.print(
+            f"decode at {context:,}: {_limits(d, 'per step ' + _parts(d, 'KV'))} -> "
+            f"{d.bound} bound: {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+            f"{d.tokens_per_s:,.0f} tok/s total"
+        )
+    if f is not None:
+        out.print(
+            f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, _parts(f, 'KV written'))} -> "
+            f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}"
+        )
 
 
 kvmem_app.command("estimate", epilog=EPILOG)(estimate)

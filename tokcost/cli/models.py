@@ -49,11 +49,13 @@ def list_models(
             print_json(gpu_list.to_dict())
             return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("gpu", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
-            table.add_column(col, justify="left" if col == "gpu" else "right")
+        for col in ("gpu", "architecture", "memory", "bandwidth", "bf16 TFLOP/s",
+                    "fp8 TFLOP/s"):
+            table.add_column(col, justify="left" if col in ("gpu", "architecture") else "right")
         for g in gpu_list.gpus:
             table.add_row(
                 g.name,
+                g.architecture or "",
                 tokcost.format_bytes(g.memory_bytes),
                 f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
                 f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",

@@ -20,10 +20,7 @@ from tokcost.memory.engines.options import Budget, EngineOptions, engine_name, p
 from tokcost.memory.fit import (
     DEFAULT_RESERVE,
     DEFAULT_UTIL,
-    DecodeStep,
     GpuFit,
-    decode_step,
-    weights_bytes,
 )
 from tokcost.memory.kv import (
     ArchitectureIncomplete,
@@ -33,6 +30,14 @@ from tokcost.memory.kv import (
     kv_layout,
 )
 from tokcost.memory.parallel import pp_stages
+from tokcost.memory.roofline import (
+    DecodeStep,
+    Prefill,
+    Roofline,
+    gpu_peaks,
+    roofline_notes,
+    weights_bytes,
+)
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8
@@ -61,6 +66,7 @@ class ContextRow:
     fits: bool | None = None
     decode: DecodeStep | None = None
     engine_blocks: int | None = None  # vLLM: blocks one request holds, summed over groups
+    prefill: Prefill | None = None  # time to first token for the row's prompt
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,9 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
         "fits": row.fits,
         "engine_blocks_per_request": row.engine_blocks,
         "decode": None,
+        "prefill": None,
     }
+    # --- roofline (tokcost.memory.roofline): decode step and time to first token
     if row.decode is not None:
         d = row.decode
         out["decode"] = {
@@ -145,11 +153,39 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
             "kv_bytes": d.kv_bytes,
             "step_bytes": d.step_bytes,
             "bandwidth_bytes_per_s": d.bandwidth_bytes_per_s,
+            "flops": d.flops,
+            "peak_flops_per_s": d.peak_flops_per_s,
+            "efficiency": d.efficiency,
+            "experts_touched": _round(d.experts_touched, 2),
+            "bandwidth_ms": round(d.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(d.compute_seconds), 4),
+            "bound": d.bound,
             "step_ms": round(d.step_seconds * 1000, 4),
             "tokens_per_s_per_sequence": round(d.tokens_per_s_per_sequence, 2),
             "tokens_per_s": round(d.tokens_per_s, 2),
         }
+    if row.prefill is not None:
+        f = row.prefill
+        out["prefill"] = {
+            "prompt_tokens": f.prompt_tokens,
+            "weights_bytes": f.weights_bytes,
+            "kv_bytes": f.kv_bytes,
+            "flops": f.flops,
+            "experts_touched": _round(f.experts_touched, 2),
+            "bandwidth_ms": round(f.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(f.compute_seconds), 4),
+            "bound": f.bound,
+            "ttft_ms": round(f.ttft_seconds * 1000, 4),
+        }
     return out
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _window(entry: ModelEntry) -> str:
@@ -173,12 +209,20 @@ def estimate_kv(
     group: int | None = None,
     bandwidth: int | None = None,
     engine: str | EngineOptions = "vllm",
+    flops: float | None = None,
+    efficiency: float = 1.0,
+    input_tokens: int | None = None,
 ) -> KvEstimate:
     """Everything ``kvmem estimate`` reports for one model (numbers per GPU).
 
     ``engine`` is ``vllm`` (default), ``sglang`` or ``ideal``, or ``EngineOptions`` with the
     engine's own settings; ``block_size`` None is the engine's default (vLLM 16 before the
     backend's forced sizes, SGLang 1).
+
+    With a bandwidth (the GPU's, or ``bandwidth``) each context gets a decode step and,
+    with a peak FLOP/s (the GPU's for the weights dtype, or ``flops``), the time to
+    first token of an ``input_tokens`` prompt (default: the context itself); see
+    ``tokcost.memory.roofline``.
     """
     arch = entry.architecture
     if arch is None:
@@ -227,7 +271,17 @@ def estimate_kv(
     gpus = tp * options.pp
     notes: list[str] = []
     memory = gpu.memory_bytes if gpu is not None else gpu_memory
-    bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
+    peaks = gpu_peaks(gpu, weights_dtype=weights_dtype or arch.weights_dtype,
+                      bandwidth=bandwidth, flops=flops, efficiency=efficiency)
+    if input_tokens is not None and input_tokens <= 0:
+        raise UsageError(f"input_tokens must be positive, got {input_tokens}",
+                         param="input_tokens")
+    if input_tokens is not None and peaks is not None and peaks.flops_per_s is None:
+        raise UsageError(
+            f"a time to first token needs the GPU's peak FLOP/s, and "
+            f"{gpu.name if gpu else 'a custom GPU'} states none: give flops=FLOP/s",
+            param="flops",
+        )
     need_weights = kv_memory is None and memory is not None
     weights_total = weights_bytes(arch, dtype=weights_dtype, model=entry.id) if need_weights else 0
     budget = Budget(memory, gpu, -(-weights_total // gpus), gpu_util, reserve, kv_memory)
@@ -241,17 +295,23 @@ def estimate_kv(
             f"overhead (vLLM profiles this; set reserve=SIZE, or pass vLLM's logged "
             f"'Available KV cache memory' as kv_memory=SIZE)"
         )
-    active_per_gpu = 0
-    if bw is not None:
-        active = weights_bytes(arch, dtype=weights_dtype, active=True, model=entry.id)
-        # A decode step passes every pipeline stage in turn: per step the GPUs of one
-        # tensor-parallel group read all layers' weights between them.
-        active_per_gpu = -(-active // tp)
-        if arch.is_moe:
-            notes.append(
-                "decode rate reads only the active experts' weights; a batch touches "
-                "more experts, so read it as an upper bound"
-            )
+    if fit is not None and kv_memory is None and gpu is not None:
+        notes.append(
+            f"{gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the framework "
+            "sees a little less (the driver and the CUDA/HIP context keep a few hundred "
+            "MiB), which the reserve absorbs"
+        )
+    # A decode step passes every pipeline stage in turn: per step the GPUs of one
+    # tensor-parallel group read all layers' weights between them (so weights split tp
+    # ways, not tp x pp).
+    roof = (
+        Roofline(arch, layout, peaks, tp=tp, weights_dtype=weights_dtype, model=entry.id)
+        if peaks is not None
+        else None
+    )
+    if peaks is not None:
+        notes.extend(roofline_notes(arch, peaks, batch=batch, gpu=gpu.name if gpu else None,
+                                    weights_dtype=weights_dtype, model=entry.id))
     if tp > 1:
         notes.append(f"numbers are per GPU: {tp}-way tensor parallelism splits kv heads")
         if "mla" in layout.counts:
@@ -279,18 +339,8 @@ def estimate_kv(
     rows: list[ContextRow] = []
     for ctx in ctxs:
         paged = plan.request_bytes(ctx)
-        step = (
-            decode_step(
-                layout,
-                active_weights=active_per_gpu,
-                context=ctx,
-                batch=batch,
-                bandwidth=bw,
-                block_size=block,
-            )
-            if bw is not None
-            else None
-        )
+        step = roof.decode(ctx, batch) if roof is not None else None
+        first = roof.prefill(input_tokens or ctx) if roof is not None else None
         blocks_of = getattr(plan, "blocks_per_request", None)
         rows.append(
             ContextRow(
@@ -305,6 +355,7 @@ def estimate_kv(
                 fits=plan.fits(ctx, batch),
                 decode=step,
                 engine_blocks=blocks_of(ctx) if blocks_of is not None else None,
+                prefill=first,
             )
         )
     largest = plan.largest_context(batch, entry.context_window or _SEARCH_LIMIT)
