@@ -36,6 +36,8 @@ Examples:
   tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
   tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
+  tokcost kvmem estimate --config ./Qwen3-8B --gpu H100      a model folder: config.json + shards
+  tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k    the Hugging Face cache, else the hub
 """
 
 
@@ -48,7 +50,18 @@ def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | No
 
 
 def estimate(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", show_default=False,
+                     help="Model id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: "
+                     "the local cache first, else the hub)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", metavar="PATH", show_default=False,
+                     help="A model's config.json, or its folder (config.json + safetensors "
+                     "shards: weights from their headers), instead of -m."),
+    ] = None,
     contexts: Annotated[
         str | None,
         typer.Option(
@@ -119,6 +132,7 @@ def estimate(
     """Size the KV cache of a model, and what fits on a GPU."""
     result = tokcost.estimate_memory(
         model,
+        config=config,
         catalog=catalog,
         contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
         batch=tokcost.parse_count(batch, param="batch"),
@@ -140,6 +154,8 @@ def estimate(
         print_json(result.to_dict())
         return
     _render(result)
+    for note in result.source_notes:  # where a --config / hf: model's numbers came from
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
     if plot is not None:
         err.print(f"wrote {plot}", highlight=False, markup=False)
 
