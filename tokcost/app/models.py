@@ -337,15 +337,14 @@ def resolve_model(
     was read to make it. ``needs_weights``: the caller sizes the weights, which a
     config without safetensors headers cannot tell.
     """
-    from tokcost.catalog.hf_model import is_hf_spec
-
     if config is not None and model is not None:
         raise UsageError("give model=ID or config=PATH, not both", param="config",
                          related=("model",))
     if config is None and model is None:
         raise UsageError("give model=ID (a catalog id or hf:ORG/REPO) or config=PATH (a "
                          "model's config.json or its folder)", param="model", related=("config",))
-    if config is None and not (isinstance(model, str) and is_hf_spec(model)):
+    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
+    if config is None and not (isinstance(model, str) and _is_hf(model)):
         assert model is not None
         return (catalog.resolve(model) if isinstance(model, str) else model), None
     source: str | Path = config if config is not None else str(model)
@@ -359,6 +358,10 @@ def resolve_model(
             param="kv_memory", related=("gpu", "bandwidth"),
         )
     return loaded.entry, loaded
+
+
+def _is_hf(model: str) -> bool:
+    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
 
 
 def import_model(
