@@ -142,6 +142,15 @@ def variant(name: str, text: bool = False, **changes: Any) -> dict[str, Any]:
     return config
 
 
+def test_family_defaults_fill_absent_fields_only() -> None:
+    """MistralConfig's sliding_window defaults to 4096 when the key is absent; Mistral-7B-v0.3
+    writes "sliding_window": null, which means full attention."""
+    assert arch(variant("mistral-7b-v0.1", sliding_window=None)).attention.window == 4096
+    stated_null = variant("mistral-7b-v0.1")
+    stated_null["sliding_window"] = None
+    assert arch(stated_null).attention.type == "full"
+
+
 def test_qwen_slides_from_max_window_layers_when_asked() -> None:
     """Qwen2Config: use_sliding_window true slides layers i >= max_window_layers."""
     a = arch(variant("qwen2.5-7b", use_sliding_window=True, max_window_layers=20,

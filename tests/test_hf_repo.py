@@ -206,7 +206,7 @@ def test_hub_errors_say_what_to_do(hub_cache: Path, online: None,
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("spec", ["hf:not-a-repo", "hf:a/b/c", "hf:../x/y", "hf:x/"])
+@pytest.mark.parametrize("spec", ["hf:not-a-repo", "hf:a/b/c", "hf:../x/y", "hf:x/", "hf:"])
 def test_malformed_repo_ids(spec: str) -> None:
     with pytest.raises(UsageError, match="neither a Hugging Face model id"):
         load_hf_model(spec)
@@ -221,3 +221,43 @@ def test_hf_path_is_a_local_folder(tmp_path: Path) -> None:
     (folder / "config.json").write_text(json.dumps(config))
     loaded = load_hf_model(f"hf:{folder}")
     assert loaded.entry.id == "tiny" and loaded.shards == 1
+
+
+def test_hub_headers_become_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What HfApi.get_safetensors_metadata answers (the shards' headers, read by range
+    requests) becomes the same TensorMeta a local header gives."""
+    import huggingface_hub
+    from huggingface_hub.utils import (
+        NotASafetensorsRepoError,
+        SafetensorsFileMetadata,
+        SafetensorsRepoMetadata,
+        TensorInfo,
+    )
+
+    def files(tensors: dict[str, TensorInfo]) -> SafetensorsFileMetadata:
+        return SafetensorsFileMetadata(metadata={}, tensors=tensors)
+
+    meta = SafetensorsRepoMetadata(
+        metadata=None, sharded=True, weight_map={},
+        files_metadata={
+            "model-00001-of-00002.safetensors": files({
+                "model.embed_tokens.weight": TensorInfo("BF16", [10, 4], (0, 80))}),
+            "model-00002-of-00002.safetensors": files({
+                "model.layers.0.mlp.experts.gate_up_proj_blocks":
+                    TensorInfo("U8", [2, 8, 1, 16], (0, 256))}),
+        },
+    )
+    monkeypatch.setattr(huggingface_hub.HfApi, "get_safetensors_metadata",
+                        lambda self, repo: meta)
+    checkpoint = hf_repo.hub_checkpoint("org/model")
+    assert checkpoint is not None and len(checkpoint.files) == 2
+    assert checkpoint.tensors == (
+        TensorMeta("model.embed_tokens.weight", "BF16", (10, 4), 80),
+        TensorMeta("model.layers.0.mlp.experts.gate_up_proj_blocks", "U8", (2, 8, 1, 16), 256),
+    )
+
+    def no_safetensors(self: object, repo: str) -> None:
+        raise NotASafetensorsRepoError("no model.safetensors")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "get_safetensors_metadata", no_safetensors)
+    assert hf_repo.hub_checkpoint("org/model") is None

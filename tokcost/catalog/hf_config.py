@@ -110,7 +110,7 @@ class ConfigFields:
 
     def raw(self, key: str) -> Any:
         for name in (key, *_ALIASES.get(key, ())):
-            if self.text.get(name) is not None:
+            if name in self.text:  # a stated null is a value (Mistral v0.3: no window)
                 return self.text[name]
         return self.defaults.get(key)
 
