@@ -8,13 +8,13 @@ disk exactly, whatever its dtype: mxfp4 blocks stored as ``U8``, fp8 weights and
 ``F32`` scales, ``BF16`` attention. A sharded checkpoint lists its shards in
 ``model.safetensors.index.json`` (``weight_map``: tensor name -> shard file).
 
-The header is parsed here rather than with the ``safetensors`` package, by measurement
-and by need. Need: ``safetensors`` is an optional extra (``tokcost[safetensors]``), and a
-config folder must size without it. Measurement (100 shards, 3,000 tensors, each run a
-fresh process as a CLI run is): two unbuffered reads and one ``json.loads`` per shard
-take 11 ms and read exactly the 377,480 header bytes; ``safe_open`` + ``get_slice`` per
-tensor takes 90-190 ms (its first file loads numpy) and reads 2.9 MB. The 100 GB
-checkpoint of benchmarks/bench_kvmem.py shows the bytes read.
+The header is parsed here rather than with the ``safetensors`` package, by need and by
+measurement. Need: ``safetensors`` is an optional extra (``tokcost[safetensors]``), and a
+config folder must size without it. Measurement (benchmarks/bench_kvmem.py: a 100 GB,
+21-shard checkpoint, a fresh process each run, as a CLI run is): two unbuffered reads and
+one ``json.loads`` per shard take 6 ms and read exactly the headers' 59,640 bytes;
+``safe_open`` with ``get_slice`` per tensor for dtype and shape takes ~200 ms (its first
+file loads numpy) and reads 2.9 MB.
 """
 
 from __future__ import annotations
