@@ -69,7 +69,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
         "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync", "tokenizer_label",
-        "weights_label",
+        "weights_label", "import_model", "ModelImport",
     ),
     "tokcost.app.schemas": ("json_schema", "schema_path", "SchemaDocument"),
 }
@@ -152,8 +152,10 @@ if TYPE_CHECKING:
     from tokcost.app.models import CatalogCheck as CatalogCheck
     from tokcost.app.models import GpuList as GpuList
     from tokcost.app.models import ModelDetails as ModelDetails
+    from tokcost.app.models import ModelImport as ModelImport
     from tokcost.app.models import ModelList as ModelList
     from tokcost.app.models import PriceSync as PriceSync
+    from tokcost.app.models import import_model as import_model
     from tokcost.app.models import list_gpus as list_gpus
     from tokcost.app.models import list_models as list_models
     from tokcost.app.models import show_model as show_model

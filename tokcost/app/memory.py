@@ -23,6 +23,9 @@ class MemoryEstimate:
 
     estimate: KvEstimate
     plot: Path | None = None
+    # Where a config.json / hf: model's numbers came from (weights from safetensors
+    # headers...): notes for the reader, not part of the JSON document.
+    source_notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kvmem estimate`` prints (keys in the README)."""
@@ -30,8 +33,9 @@ class MemoryEstimate:
 
 
 def estimate_memory(
-    model: str | ModelEntry,
+    model: str | ModelEntry | None = None,
     *,
+    config: str | Path | None = None,
     catalog: str | Path | Catalog | None = None,
     contexts: Sequence[int] | None = None,
     batch: int = 1,
@@ -59,6 +63,10 @@ def estimate_memory(
     swa_full_tokens_ratio: float | None = None,
 ) -> MemoryEstimate:
     """Size the KV cache of ``model`` at each context (default: its window), per GPU.
+
+    ``model`` is a catalog id or alias, an entry, or ``hf:ORG/REPO`` (the local Hugging
+    Face cache, else the hub); ``config`` instead reads a config.json or a model folder
+    (weights from its safetensors headers).
 
     Sizes are bytes (``tokcost.parse_size("80GiB")``). Give the GPU as a catalog
     ``gpu`` or its ``gpu_memory``, or skip the estimate with ``kv_memory``, the
@@ -135,8 +143,14 @@ def estimate_memory(
 
         check_plot_path(target, force=force)  # before any work
     cat = open_catalog(catalog)
-    entry = cat.resolve(model) if isinstance(model, str) else model
-    gpu_entry = cat.resolve_gpu(gpu) if isinstance(gpu, str) else gpu
+    gpu_entry = cat.resolve_gpu(gpu) if isinstance(gpu, str) else gpu  # before reading a model
+    from tokcost.app.models import resolve_model
+
+    entry, loaded = resolve_model(
+        model, config=config, catalog=cat,
+        needs_weights=(gpu is not None or bandwidth is not None
+                       or (gpu_memory is not None and kv_memory is None)),
+    )
     result = estimate_kv(
         entry,
         contexts=contexts,
@@ -168,4 +182,4 @@ def estimate_memory(
         from tokcost.plotting.memory import plot_memory
 
         plot_memory(result, target, force=force)
-    return MemoryEstimate(result, target)
+    return MemoryEstimate(result, target, loaded.notes if loaded is not None else ())

@@ -41,6 +41,8 @@ Examples:
   tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
   tokcost kvmem estimate -m llama-3.1-70b --gpu A100-80GB --tp 4 --pp 2 --engine ideal
   tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k --efficiency 0.7
+  tokcost kvmem estimate --config ./Qwen3-8B --gpu H100      a model folder: config.json + shards
+  tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k    the Hugging Face cache, else the hub
 """
 
 
@@ -76,7 +78,18 @@ def _si(value: float, unit: str) -> str:
 
 
 def estimate(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", show_default=False,
+                     help="Model id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: "
+                     "the local cache first, else the hub)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", metavar="PATH", show_default=False,
+                     help="A model's config.json, or its folder (config.json + safetensors "
+                     "shards: weights from their headers), instead of -m."),
+    ] = None,
     contexts: Annotated[
         str | None,
         typer.Option(
@@ -197,6 +210,7 @@ def estimate(
     """Size the KV cache of a model, and what fits on a GPU."""
     result = tokcost.estimate_memory(
         model,
+        config=config,
         catalog=catalog,
         contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
         batch=tokcost.parse_count(batch, param="batch"),
@@ -231,6 +245,8 @@ def estimate(
         print_json(result.to_dict())
         return
     _render(result)
+    for note in result.source_notes:  # where a --config / hf: model's numbers came from
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
     if plot is not None:
         err.print(f"wrote {plot}", highlight=False, markup=False)
 
