@@ -158,7 +158,8 @@ class CountResult:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {
-            "tokenizers": [_choice_dict(c) for c in cols],
+            # backend: which engine counted (toktok-rs or tiktoken; the counts are equal)
+            "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
             "files": [
                 {"path": f.path, "bytes": f.bytes, "chars": f.chars,
                  "tokens": {c.label: f.tokens[c.spec] for c in cols},
