@@ -159,11 +159,16 @@ def test_encode_bytes_known_cases(data: bytes, want: list[int] | None) -> None:
     assert enc.decode_bytes(ids) == data
 
 
+# Letters newer than Python's Unicode tables (category Cn here) are letters to the
+# `regex` package but not yet to tiktoken's Rust regex (see test_bpe.py): left out.
+KNOWN_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cn", "Cs"]), max_size=40)
+
+
 @settings(max_examples=300, deadline=None)
-@given(text=st.text(max_size=40), tail=st.binary(max_size=12))
+@given(text=KNOWN_TEXT, tail=st.binary(max_size=12))
 def test_encode_bytes_equals_tiktoken(pair: tuple[Encoder, Any], text: str, tail: bytes) -> None:
     enc, encoding = pair
-    data = text.encode("utf-8", "replace") + tail
+    data = text.encode("utf-8") + tail
     ids = enc.encode_bytes(data)
     assert ids == encoding._encode_bytes(data)
     assert enc.decode_bytes(ids) == data
