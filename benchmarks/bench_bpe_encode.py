@@ -122,13 +122,13 @@ def main() -> None:
         for name in encs:
             if times[name]:
                 sec = statistics.median(times[name])
-                rows.append((label, name, f"{sec:.3f}", sec / base, ""))
+                rows.append((label, name, f"{sec:.3g}", sec / base, ""))
             else:
                 rows.append((label, name, "-", None, notes.get(name, "")))
     _estimate_before(rows, args.before_max)
     print(f"{'input':<22}{'encoder':<32}{'seconds':>10}{'x tiktoken':>12}  note")
     for label, name, sec, ratio, note in rows:
-        shown = "-" if ratio is None else f"{ratio:.1f}"
+        shown = "-" if ratio is None else f"{ratio:.2g}" if ratio < 10 else f"{ratio:,.0f}"
         print(f"{label:<22}{name:<32}{sec:>10}{shown:>12}  {note}")
 
 
@@ -145,7 +145,8 @@ def _estimate_before(rows: list[tuple[str, str, str, float | None, str]], before
         if label in runs and name.startswith("tokcost before") and ratio is None:
             est = sec0 * (runs[label] / n0) ** 2
             tk = next(float(s) for lab, nm, s, *_ in rows if lab == label and nm == "tiktoken")
-            rows[k] = (label, name, f"{est:,.0f}", est / tk, f"est. from {n0:_} bytes (n^2)")
+            shown = f"{est:,.0f}" if est >= 100 else f"{est:.3g}"
+            rows[k] = (label, name, shown, est / tk, f"est. from {n0:_} bytes (n^2)")
 
 
 if __name__ == "__main__":

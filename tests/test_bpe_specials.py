@@ -227,6 +227,21 @@ def test_spec_round_trip(specials: list[str], pattern: str) -> None:
     assert regex.findall(spec, text) == regex.findall(pattern, text)
 
 
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.one_of(st.sampled_from(["<s>", "x\ny", "y<s>", "\n", " ", "<"]),
+                                st.text(alphabet="ab y<s>\n", max_size=6)), max_size=20),
+       pattern=st.sampled_from([PATTERNS["o200k"], r"\w+"]))
+def test_block_counts_equal_line_by_line(parts: list[str], pattern: str) -> None:
+    """``count_block`` finds the lines that hold special tokens in the whole block at once;
+    its counts are those of each line pre-tokenized on its own (a special token with a
+    line break in it never matches across lines, as HF reads lines)."""
+    block = "".join(parts)
+    spec = with_specials(pattern, ("<s>", "x\ny", "y<s>"))
+    lines = block.splitlines(keepends=True)  # only "\n" breaks lines in this alphabet
+    want = Counter(w for line in lines for w in pretokenize(line, spec))
+    assert count_block(block, spec) == want
+
+
 # --- the token-length limit -----------------------------------------------------------------
 
 

@@ -26,12 +26,13 @@ import os
 import re
 import sys
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from enum import Enum
 from functools import lru_cache
-from itertools import chain
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -257,16 +258,36 @@ def pretokenize(text: str, spec: str) -> list[str]:
     pattern, specials = parse_spec(spec)
     if not specials:
         return split_text(text, pattern)
+    # tiktoken's patterns leave no gaps: their splitter (ASCII fast path) does.
+    split: Callable[[str], list[str]] = (
+        splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
     pieces: list[str] = []
     pos = 0
     for m in special_regex(specials).finditer(text):
         if m.start() > pos:
-            pieces += split_text(text[pos : m.start()], pattern)
+            pieces += split(text[pos : m.start()])
         pieces.append(m.group())
         pos = m.end()
     if pos < len(text):
-        pieces += split_text(text[pos:], pattern)
+        pieces += split(text[pos:])
     return pieces
+
+
+def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str]) -> set[int]:
+    """The indices of the ``lines`` of ``block`` that a special token's match touches.
+
+    Found in the whole block at once (a search per line costs more than the split);
+    a match that runs across a line break only selects lines, which ``pretokenize``
+    then reads one by one, so no match is taken across lines, as HF reads them.
+    """
+    spans = [m.span() for m in find.finditer(block)]
+    if not spans:
+        return set()
+    ends = list(accumulate(map(len, lines)))  # ends[i]: the offset just past line i
+    held: set[int] = set()
+    for start, stop in spans:
+        held.update(range(bisect_right(ends, start), bisect_right(ends, stop - 1) + 1))
+    return held
 
 
 def count_block(block: str, pattern: str) -> Counter[str]:
@@ -283,11 +304,14 @@ def count_block(block: str, pattern: str) -> Counter[str]:
     lines: list[str] = regex.findall(_LINE_SPLIT, block)
     counts: Counter[str] = Counter()
     pattern, specials = parse_spec(pattern)
-    if specials and special_regex(specials).search(block) is not None:
-        spec = with_specials(pattern, specials)
-        for line in lines:
-            counts.update(pretokenize(line, spec))
-        return counts
+    if specials:
+        held = _lines_with_specials(block, lines, special_regex(specials))
+        if held:
+            # Only the lines that hold a special token leave the fast paths below.
+            spec = with_specials(pattern, specials)
+            for i in held:
+                counts.update(pretokenize(lines[i], spec))
+            lines = [line for i, line in enumerate(lines) if i not in held]
     if pattern in PATTERNS.values():
         # tiktoken's patterns match every character: no gaps to look for.
         fast = _ascii_fast(pattern)
