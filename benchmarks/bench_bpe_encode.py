@@ -6,7 +6,7 @@ One pre-token of ``n`` bytes is what a minified line, a base64 blob or a run of 
 character becomes under a ``bpe:`` model's regex. Each input is encoded on o200k_base
 with:
 
-* tokcost now: ``Encoder.encode_ordinary`` (the queue from 32 bytes on);
+* tokcost now: ``Encoder.encode_ordinary`` (the queue from 16 bytes on);
 * tokcost before: the same encoder with the pair scan for every length (the encoder as
   it was); run only up to ``--before-max`` bytes, since it is quadratic, and estimated
   past that from the largest size run (``n^2`` scaling, marked ``est.``);
