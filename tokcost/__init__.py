@@ -59,7 +59,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
         "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
-        "BPEInspectResult", "BPEMerge", "BPEExportResult",
+        "BPEInspectResult", "BPEMerge", "BPEExportResult", "DEFAULT_MAX_TOKEN_LENGTH",
     ),
     "tokcost.app.generate": (
         "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
@@ -96,6 +96,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.bpe import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
     from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
     from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
     from tokcost.app.bpe import BPEExportResult as BPEExportResult
