@@ -335,7 +335,7 @@ def test_json_document_keys() -> None:
     report = measure(load_builtin(kinds=["code"]), [BYTES])
     doc = report.to_dict()
     assert set(doc) == {"tokenizers", "groups", "warnings"}
-    assert set(doc["tokenizers"][0]) == {"label", "spec", "exact", "model", "priced"}
+    assert set(doc["tokenizers"][0]) == {"label", "spec", "exact", "model", "priced", "backend"}
     group = doc["groups"][0]
     assert set(group) == {"kind", "baseline", "warnings", "samples"}
     sample = group["samples"][0]

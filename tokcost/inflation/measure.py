@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from tokcost.adapters.base import count_backend
 from tokcost.errors import UsageError
 from tokcost.inflation.corpus import Group, Sample, paragraphs
 
@@ -165,6 +166,8 @@ class Report:
                     "exact": m.exact,
                     "model": m.model.id if m.model else None,
                     "priced": m.priced,
+                    # which engine counted (toktok-rs or tiktoken...; the counts are equal)
+                    "backend": count_backend(m.tokenizer),
                 }
                 for m in self.meters
             ],
