@@ -24,7 +24,7 @@ from tokcost.counting.inputs import (
     stdin_source,
 )
 from tokcost.counting.stream import (
-    read_text,
+    Reader,
 )
 from tokcost.counting.walk import (
     Source,
@@ -110,10 +110,13 @@ class _CountExecutor:
     """
 
     def __init__(
-        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool
+        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.tokenizers = tokenizers
         self.allow_special = allow_special
+        # One reader for every file: which tokenizers stream, and where to cut, once.
+        self.reader = Reader(tokenizers, block_bytes, allow_special)
         self.jobs = max(1, jobs)
         self.executor: Executor | None = None
         self.threads = all(t.releases_gil for t in tokenizers.values())
@@ -200,7 +203,7 @@ class LocalEngine:
         tokenizers see boundary-safe chunks, the others the whole text."""
         refuse_urls(paths)
         report = CountReport(specs=list(tokenizers))
-        executor = _CountExecutor(tokenizers, self.jobs, allow_special)
+        executor = _CountExecutor(tokenizers, self.jobs, allow_special, self.block_bytes)
         done = 0
         try:
             for source in walk(paths, include=include, exclude=exclude, gitignore=gitignore,
@@ -251,11 +254,9 @@ class LocalEngine:
     ) -> FileCount | None:
         counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
         try:
-            stream = read_text(
-                handle, executor.tokenizers,
-                lambda spec, text: executor.submit(counted, spec, text),
-                name=source.display, block_bytes=self.block_bytes,
-                allow_special=executor.allow_special)
+            stream = executor.reader.read(
+                handle, lambda spec, text: executor.submit(counted, spec, text),
+                name=source.display)
         except OSError as err:
             skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
             return None
