@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -124,6 +124,9 @@ class _CountExecutor:
             if self.threads:
                 self.executor = ThreadPoolExecutor(self.jobs)
             else:
+                # Imported here: multiprocessing costs every start, and threads are the rule.
+                from concurrent.futures import ProcessPoolExecutor
+
                 self.executor = ProcessPoolExecutor(
                     self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
                 )
