@@ -7,6 +7,11 @@ sources, then /usr/share/doc) in a temporary folder, never committed. Peers that
 download tiktoken's rank files at run time get a seeded TIKTOKEN_CACHE_DIR holding
 the same verified bytes (DESIGN §8). Whole processes are timed several times,
 alternating tools; medians and ratios are printed. Peak RSS comes from getrusage.
+
+Then, for a folder of 5,000 small files, one 100 MB file and a 50 MB file of one letter
+(a single pre-token: the worst case for memory), tokcount against the raw encoders
+(tiktoken, and toktok when installed), each child's own peak RSS from ``os.wait4``
+(``--no-sizes`` skips these rows).
 """
 
 from __future__ import annotations
@@ -99,10 +104,106 @@ def run(cmd: list[str], env: dict[str, str], stdin: Path | None = None) -> tuple
     return wall, proc.stdout.strip(), max(rss, before)
 
 
+# --- sizes: many small files, one large file, the worst case (issue 13) ---------------
+
+
+def build_size_inputs(folder: Path, tree: Path, files: int = 5000) -> dict[str, Path]:
+    """A folder of ``files`` small files (the corpus tree's first ones), one 100 MB file of
+    ordinary text (the corpus repeated) and a 50 MB file of one letter (no cut point at all)."""
+    small = folder / "small"
+    small.mkdir()
+    for src in sorted(tree.iterdir())[:files]:
+        (small / src.name).write_bytes(src.read_bytes())
+    base = b"".join(p.read_bytes() for p in sorted(tree.iterdir()))
+    big = folder / "big100.txt"
+    with open(big, "wb") as out:
+        left = 100_000_000
+        while left > 0:
+            piece = base[:left]
+            out.write(piece)
+            left -= len(piece)
+    letter = folder / "letter50.txt"
+    letter.write_bytes(b"a" * 50_000_000)
+    return {f"{len(list(small.iterdir())):,}-file folder": small, "one 100 MB file": big,
+            "one letter, 50 MB": letter}
+
+
+RAW_PATHS = """
+import sys
+from pathlib import Path
+root = Path(sys.argv[2])
+paths = sorted(root.iterdir()) if root.is_dir() else [root]
+texts = []
+for p in paths:
+    with open(p, encoding="utf-8", newline="") as f:  # keep CRLF, as tokcount does
+        texts.append(f.read())
+if sys.argv[1] == "tiktoken":
+    from tokcost.adapters.registry import get_tokenizer
+    enc = get_tokenizer("tiktoken:o200k_base").encoding
+    n = sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=2))
+else:
+    import toktok
+    n = sum(toktok.batch_count(texts, "o200k_base", threads=2))
+print(n)
+"""
+
+
+def size_rows(inputs: dict[str, Path], env: dict[str, str], repeat: int) -> None:
+    """tokcount against the raw encoders, whole processes, on each input: median wall time,
+    MB/s and peak RSS; the counts must agree."""
+    bin_dir = Path(sys.executable).parent
+    raws = ["tiktoken"]
+    try:
+        import toktok  # noqa: F401
+
+        raws.append("toktok")
+    except ImportError:
+        pass
+    print(f"\n{'input':22} {'tool':26} {'median s':>9} {'MB/s':>7} {'peak RSS':>10}  tokens")
+    for label, path in inputs.items():
+        size = (sum(p.stat().st_size for p in path.iterdir()) if path.is_dir()
+                else path.stat().st_size)
+        tools = {"tokcount --jobs 2": [str(bin_dir / "tokcount"), str(path), "-j", "2",
+                                       "--total"]}
+        for raw in raws:
+            tools[f"raw {raw}, 2 threads"] = [sys.executable, "-c", RAW_PATHS, raw, str(path)]
+        results: dict[str, list[tuple[float, str, int]]] = {k: [] for k in tools}
+        # One pre-token of 50 MB: tiktoken's BPE is superlinear in it (about a minute); once.
+        for _ in range(1 if "letter" in label else repeat):
+            for name, cmd in tools.items():  # alternate the tools each round
+                results[name].append(_measured(cmd, env))
+        counts = {r[-1][1] for r in results.values()}
+        for name, runs in results.items():
+            med = statistics.median(r[0] for r in runs)
+            peak = max(r[2] for r in runs) / 1024
+            print(f"{label:22} {name:26} {med:9.2f} {size / 1e6 / med:7.1f} {peak:7.0f} MiB  "
+                  f"{runs[-1][1]}")
+        if len(counts) != 1:
+            raise SystemExit(f"{label}: the counts differ: {sorted(counts)}")
+
+
+def _measured(cmd: list[str], env: dict[str, str]) -> tuple[float, str, int]:
+    """Wall seconds, the first word of stdout, and the child's own peak RSS in KiB
+    (``os.wait4``, as ``/usr/bin/time -v`` reports it)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {err.read().decode()[-300:]}")
+        return wall, out.read().decode().strip().split()[0], usage.ru_maxrss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=40, help="corpus size in MB (default 40)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool (default 3)")
+    parser.add_argument("--no-sizes", action="store_true",
+                        help="skip the 5,000-file folder, 100 MB file and one-letter rows")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tokcost-bench-"))
@@ -170,6 +271,8 @@ def main() -> None:
         for name, values in med_help.items():
             print(f"  {name:20} {statistics.median(values) * 1000:7.0f} ms")
         print(f"\npeak RSS of the child processes so far: {max(rss.values()) / 1024:.0f} MiB")
+        if not args.no_sizes:
+            size_rows(build_size_inputs(work, tree), env, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
