@@ -179,3 +179,54 @@ def test_next_cut_rescans_and_specials(
         for offset in range(1, len(data)):
             expected = next((starts[p] for p in points if starts[p] >= offset), len(data))
             assert next_cut(fh, offset, len(data), punct=punct, specials=specials) == expected
+
+
+class _ShortReads:
+    """A pipe: each read hands over at most the next of ``sizes`` bytes."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self.data, self.sizes, self.pos, self.i = data, sizes, 0, 0
+
+    def read(self, n: int = -1, /) -> bytes:
+        size = self.sizes[self.i % len(self.sizes)]
+        self.i += 1
+        out = self.data[self.pos : self.pos + min(n, size)]
+        self.pos += len(out)
+        return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=texts, block=st.integers(1, 16), reads=st.lists(st.integers(1, 7), min_size=1,
+                                                             max_size=4))
+def test_stream_in_short_reads_cuts_where_the_rule_does(
+    text: str, block: int, reads: list[int]
+) -> None:
+    """Full blocks or a pipe's short reads: every chunk ends at a cut point of the rule,
+    the chunks are the text, and their counts add up to the whole text's."""
+    from tokcost import get_tokenizer
+    from tokcost.counting import TextStream
+
+    tok = get_tokenizer("tiktoken:o200k_base")
+    data = text.encode()
+    for source in (io.BytesIO(data), _ShortReads(data, reads)):
+        chunks = list(TextStream(source, block_bytes=block).chunks())
+        assert "".join(chunks) == text
+        end = 0
+        for chunk in chunks[:-1]:
+            end += len(chunk)
+            assert cuts._is_cut(text, end), (text, end)
+        assert sum(tok.count(c) for c in chunks) == tok.count(text)
+
+
+def test_a_long_stretch_without_a_cut_is_one_chunk_read_once() -> None:
+    """Each block is searched once: the stretch ends up whole in one chunk (linear time),
+    with the rest of the text up to its end (no block after it searched for a cut)."""
+    from tokcost.counting import TextStream
+
+    text = "one two " + "x" * 200_000 + " three"
+    chunks = list(TextStream(io.BytesIO(text.encode()), block_bytes=4096).chunks())
+    assert chunks == ["one two", " " + "x" * 200_000 + " three"]
+    more = text + " four" * 2000
+    chunks = list(TextStream(io.BytesIO(more.encode()), block_bytes=4096).chunks())
+    assert chunks[0] == "one two" and chunks[1].startswith(" " + "x" * 200_000 + " three four")
+    assert len(chunks[1]) < 200_000 + 2 * 4096 and len(chunks) > 2
