@@ -100,6 +100,14 @@ def _count_batch(
 BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as ``taskset`` sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class _CountExecutor:
     """Runs counting work inline, on threads, or on processes, with bounded queueing.
 
@@ -117,9 +125,10 @@ class _CountExecutor:
         self.allow_special = allow_special
         # One reader for every file: which tokenizers stream, and where to cut, once.
         self.reader = Reader(tokenizers, block_bytes, allow_special)
-        self.jobs = max(1, jobs)
         self.executor: Executor | None = None
         self.threads = all(t.releases_gil for t in tokenizers.values())
+        # jobs=0: a thread per CPU when threads suffice; processes only when asked for.
+        self.jobs = max(1, jobs) if jobs else (available_cpus() if self.threads else 1)
         if self.jobs > 1:
             if self.threads:
                 self.executor = ThreadPoolExecutor(self.jobs)
@@ -185,7 +194,8 @@ def refuse_urls(paths: Iterable[str | Path]) -> None:
 @dataclass(frozen=True)
 class LocalEngine:
     """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
-    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes."""
+    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes. ``jobs=0``
+    counts on a thread per CPU (``available_cpus``) when threads suffice, else here."""
 
     jobs: int = 1
     block_bytes: int = BLOCK_BYTES
@@ -275,7 +285,7 @@ class LocalEngine:
         from tokcost.bpe.pretokenize import count_words
 
         refuse_urls(paths)
-        return count_words(paths, pattern, jobs=self.jobs, progress=progress)
+        return count_words(paths, pattern, jobs=self.jobs or 1, progress=progress)
 
 
 class Engine(Protocol):
