@@ -167,8 +167,8 @@ class Specials:
         masks = [(t, t[0] + "".join("\x01" if c == " " or _is_splittable_punct(c) else c
                                     for c in t[1:])) for t in self.texts]
         self._masks = [(t, m) for t, m in masks if t != m]
-        if len(self._masks) > _MAX_MASKS:
-            self._masks = []
+        if len(self._masks) > _MAX_MASKS or any("\x01" in t for t in self.texts):
+            self._masks = []  # many, or a mask could spell a special: check cut by cut
 
     def __bool__(self) -> bool:
         return bool(self.texts)
