@@ -11,6 +11,8 @@ with the reason.
 
 from tokcost.counting.cuts import (
     SCAN_BYTES,
+    CutRule,
+    Specials,
     find_boundary,
     find_boundary_forward,
     next_cut,
@@ -48,6 +50,7 @@ from tokcost.counting.local import (
 from tokcost.counting.stream import (
     MAX_WHOLE_CHARS,
     LineBlocks,
+    Reader,
     TextStream,
     count_text,
     count_texts,
@@ -69,6 +72,7 @@ __all__ = [
     "STDIN_NAME",
     "ByteSource",
     "CountReport",
+    "CutRule",
     "Engine",
     "FileCount",
     "FileScan",
@@ -76,8 +80,10 @@ __all__ = [
     "LineBlocks",
     "LocalEngine",
     "ProgressFn",
+    "Reader",
     "Skipped",
     "Source",
+    "Specials",
     "TextStream",
     "Utf8Decoder",
     "count_paths",

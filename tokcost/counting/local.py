@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -30,7 +30,7 @@ from tokcost.counting.progress import (
 )
 from tokcost.counting.progress import ProgressFn as ProgressFn  # its home before progress.py
 from tokcost.counting.stream import (
-    read_text,
+    Reader,
 )
 from tokcost.counting.walk import (
     Source,
@@ -103,6 +103,14 @@ def _count_batch(
 BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as ``taskset`` sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class _CountExecutor:
     """Runs counting work inline, on threads, or on processes, with bounded queueing.
 
@@ -113,17 +121,24 @@ class _CountExecutor:
     """
 
     def __init__(
-        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool
+        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.tokenizers = tokenizers
         self.allow_special = allow_special
-        self.jobs = max(1, jobs)
+        # One reader for every file: which tokenizers stream, and where to cut, once.
+        self.reader = Reader(tokenizers, block_bytes, allow_special)
         self.executor: Executor | None = None
         self.threads = all(t.releases_gil for t in tokenizers.values())
+        # jobs=0: a thread per CPU when threads suffice; processes only when asked for.
+        self.jobs = max(1, jobs) if jobs else (available_cpus() if self.threads else 1)
         if self.jobs > 1:
             if self.threads:
                 self.executor = ThreadPoolExecutor(self.jobs)
             else:
+                # Imported here: multiprocessing costs every start, and threads are the rule.
+                from concurrent.futures import ProcessPoolExecutor
+
                 self.executor = ProcessPoolExecutor(
                     self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
                 )
@@ -182,7 +197,8 @@ def refuse_urls(paths: Iterable[str | Path]) -> None:
 @dataclass(frozen=True)
 class LocalEngine:
     """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
-    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes."""
+    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes. ``jobs=0``
+    counts on a thread per CPU (``available_cpus``) when threads suffice, else here."""
 
     jobs: int = 1
     block_bytes: int = BLOCK_BYTES
@@ -209,7 +225,7 @@ class LocalEngine:
         sources = listed(walk(paths, include=include, exclude=exclude, gitignore=gitignore,
                               skipped=report.skipped, unique=unique), progress)
         meter = ByteMeter(progress, total_bytes(sources))
-        executor = _CountExecutor(tokenizers, self.jobs, allow_special)
+        executor = _CountExecutor(tokenizers, self.jobs, allow_special, self.block_bytes)
         try:
             for source in sources:
                 counted = self._count_source(source, stdin, executor, report.skipped, meter)
@@ -263,11 +279,9 @@ class LocalEngine:
     ) -> FileCount | None:
         counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
         try:
-            stream = read_text(
-                meter.wrap(handle), executor.tokenizers,
-                lambda spec, text: executor.submit(counted, spec, text),
-                name=source.display, block_bytes=self.block_bytes,
-                allow_special=executor.allow_special)
+            stream = executor.reader.read(
+                meter.wrap(handle), lambda spec, text: executor.submit(counted, spec, text),
+                name=source.display)
         except OSError as err:
             skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
             return None
@@ -283,7 +297,7 @@ class LocalEngine:
         from tokcost.bpe.pretokenize import count_words
 
         refuse_urls(paths)
-        return count_words(paths, pattern, jobs=self.jobs, progress=progress)
+        return count_words(paths, pattern, jobs=self.jobs or 1, progress=progress)
 
 
 class Engine(Protocol):

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from tokcost.adapters.base import Tokenizer
-from tokcost.counting.cuts import (
-    find_boundary,
-    find_boundary_forward,
-)
+from tokcost.counting.cuts import CutRule, Specials
 from tokcost.counting.inputs import (
     BLOCK_BYTES,
     ByteSource,
@@ -50,45 +48,118 @@ class LineBlocks:
 
 @dataclass
 class TextStream:
-    """Boundary-safe text chunks of a byte stream, with running byte/char totals."""
+    """Boundary-safe text chunks of a byte stream, with running byte/char totals.
+
+    Each block read is searched once, for its last cut point, so time stays linear
+    even without any; the text after the last cut is held (``pending``) until a later
+    block brings one. So the memory it takes is about one block, plus the longest
+    stretch without a cut point (once, as a str: 1, 2 or 4 bytes a character) — the
+    one-letter file is a single pre-token, which the tokenizer must see whole.
+    """
 
     source: ByteSource
     block_bytes: int = BLOCK_BYTES
-    punct: bool = True  # False with allow_special: never cut inside <|...|>
+    punct: bool = True  # False: only the space cuts (never inside <|...|>)
     bytes: int = 0
     chars: int = 0
     invalid_bytes: int = 0
+    specials: Specials | None = None  # never cut inside these (allow_special)
 
     def chunks(self) -> Iterator[str]:
         decoder = Utf8Decoder()
-        pending = ""
-        searched = 0  # pending[:searched] holds no cut point
+        rule = CutRule(self.punct, self.specials)
+        reach = rule.reach
+        back = max(reach, 1)  # characters before a cut the rule looks at
+        pending = ""  # the text after the last cut
+        judged = 1  # pending[1:judged] holds no cut point
         while True:
             block = self.source.read(self.block_bytes)
-            final = not block
             self.bytes += len(block)
-            text = decoder.decode(block, final=final)
+            text = decoder.decode(block, final=not block)
             self.chars += len(text)
-            pending += text
-            if final:
+            if not block:
                 break
-            if len(pending) >= self.block_bytes:
-                # Search only text not searched before, so a stretch without a cut
-                # point (no letters or digits) costs linear, not quadratic, time.
-                searched = max(searched - 2, 0)
-                cut = find_boundary(pending, start=max(len(pending) // 2, searched),
-                                    punct=self.punct)
-                if cut < 0 and searched < len(pending) // 2:
-                    cut = find_boundary(pending, start=searched, punct=self.punct)
-                if cut > 0:
-                    yield pending[:cut]
-                    pending = pending[cut:]
-                    searched = 0
-                else:
-                    searched = len(pending)
+            old = len(pending)
+            # Look for a cut once a block is full (a small file is one chunk) or a
+            # block's worth of text has come in short reads (a pipe).
+            if len(block) < self.block_bytes and old + len(text) - judged < self.block_bytes:
+                pending += text
+                continue
+            # Search only what was not judged before, in pending + text without joining
+            # them: the characters before it that the rule (and a special) looks at.
+            ctx = max(0, judged - back)
+            buf, base = (pending[ctx:] + text, ctx) if ctx < old else (text, old)
+            hi = len(buf) - reach  # a cut needs `reach` characters after it
+            cut = rule.last(buf, judged - base, hi)
+            # The last character searched could not be judged yet (a space: what follows?).
+            judged = max(1, base + hi - 1)
+            if cut < 0:
+                pending += text  # in place: nothing else holds pending
+                continue
+            cut += base
+            judged = max(1, judged - cut)
+            if cut >= old:
+                pending += text[: cut - old]
+                chunk, pending = pending, text[cut - old :]
+            else:
+                chunk, pending = pending[:cut], pending[cut:] + text
+            yield chunk
         self.invalid_bytes = decoder.invalid_bytes
+        pending += text
         if pending:
             yield pending
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Reads byte streams for a set of tokenizers (spec -> tokenizer): what ``read_text``
+    does, with the per-reading choices (which tokenizers stream, where to cut) made once,
+    for a caller that reads many files."""
+
+    tokenizers: Mapping[str, Tokenizer]
+    block_bytes: int = BLOCK_BYTES
+    allow_special: bool = False
+
+    @cached_property
+    def streamable(self) -> tuple[str, ...]:
+        return tuple(s for s, t in self.tokenizers.items() if t.streamable)
+
+    @cached_property
+    def whole_specs(self) -> tuple[str, ...]:
+        return tuple(s for s, t in self.tokenizers.items() if not t.streamable)
+
+    @cached_property
+    def rule(self) -> CutRule:
+        return CutRule.for_tokenizers(self.tokenizers.values(), allow_special=self.allow_special)
+
+    def read(self, source: ByteSource, count: Callable[[str, str], None], *,
+             name: str) -> TextStream:
+        """See ``read_text``."""
+        rule = self.rule
+        stream = TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+        streamable, whole_specs = self.streamable, self.whole_specs
+        if not whole_specs:
+            for chunk in stream.chunks():
+                for spec in streamable:
+                    count(spec, chunk)
+            return stream
+        whole: list[str] = []
+        whole_chars = 0
+        for chunk in stream.chunks():
+            for spec in streamable:
+                count(spec, chunk)
+            whole_chars += len(chunk)
+            if whole_chars > MAX_WHOLE_CHARS:
+                raise InputError(
+                    f"{name}: too large for exact counting with "
+                    f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
+                    "use a tiktoken or bpe tokenizer, or split the file"
+                )
+            whole.append(chunk)
+        text = "".join(whole)
+        for spec in whole_specs:
+            count(spec, text)
+        return stream
 
 
 def read_text(
@@ -105,45 +176,28 @@ def read_text(
     ``count(spec, text)`` gets every boundary-safe chunk for a streamable tokenizer
     and the whole text for the others (at most ``MAX_WHOLE_CHARS``; ``name`` says
     which input is too large). The stream returned holds the byte, character and
-    invalid-byte totals. Each local file and each shard piece is read this way.
+    invalid-byte totals. With ``allow_special`` no chunk ends inside a special token
+    of any of the tokenizers (``CutRule.for_tokenizers``). Each local file and each
+    shard piece is read this way (``Reader``).
     """
-    # Special-token text is one token when allowed: never cut inside <|...|> then.
-    stream = TextStream(source, block_bytes, punct=not allow_special)
-    streamable = [s for s, t in tokenizers.items() if t.streamable]
-    whole_specs = [s for s, t in tokenizers.items() if not t.streamable]
-    whole: list[str] = []
-    whole_chars = 0
-    for chunk in stream.chunks():
-        for spec in streamable:
-            count(spec, chunk)
-        if whole_specs:
-            whole_chars += len(chunk)
-            if whole_chars > MAX_WHOLE_CHARS:
-                raise InputError(
-                    f"{name}: too large for exact counting with "
-                    f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
-                    "use a tiktoken or bpe tokenizer, or split the file"
-                )
-            whole.append(chunk)
-    if whole_specs:
-        text = "".join(whole)
-        for spec in whole_specs:
-            count(spec, text)
-    return stream
+    reader = Reader(tokenizers, block_bytes, allow_special)
+    return reader.read(source, count, name=name)
 
 
 def split_text(text: str, chunk_chars: int) -> list[str]:
     """Cut an in-memory text at boundary-safe points into pieces of about chunk_chars."""
+    rule = CutRule()
     pieces: list[str] = []
     start = 0
     while len(text) - start > chunk_chars:
         window_end = start + chunk_chars
-        cut = find_boundary(text[: window_end], start=start + chunk_chars // 2)
+        # The window ends at window_end: a space there has no next character to judge by.
+        cut = rule.last(text[: window_end], start + chunk_chars // 2 + 1, window_end)
         if cut < 0:
-            cut = find_boundary(text[:window_end], start=start)
+            cut = rule.last(text[: window_end], start + 1, window_end)
         if cut <= start:
             # No safe point in this window: look further on, never split unsafely.
-            nxt = find_boundary_forward(text, window_end)
+            nxt = rule.first(text, window_end, len(text))
             if nxt < 0:
                 break
             cut = nxt

@@ -28,7 +28,7 @@ from tokcost.errors import UsageError
 from tokcost.scale.shards import Piece, Window, open_binary
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
+    from tokcost.counting import Reader
 
 
 # --- counting ---------------------------------------------------------------------------
@@ -103,11 +103,14 @@ def count_shard(
     whole-file pieces (``plan_shards(..., split=False)``).
     """
     from tokcost.adapters.registry import get_tokenizer
+    from tokcost.counting import Reader
 
-    toks = {spec: get_tokenizer(spec) for spec in specs}
+    # One reader for the shard: with allow_special, it never cuts inside a special
+    # token of any of the tokenizers, here or at a piece's two ends.
+    reader = Reader({spec: get_tokenizer(spec) for spec in specs}, allow_special=allow_special)
     out: ShardCounts = {}
     for piece in shard:
-        part = _count_piece(piece, toks, allow_special)
+        part = _count_piece(piece, reader)
         if piece.path in out:
             out[piece.path].add(part)
         else:
@@ -115,11 +118,12 @@ def count_shard(
     return out
 
 
-def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: bool) -> FilePartial:
+def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     """One piece, read as the local engine reads a file: the same sniffing, cut rule
     and reader (``tokcost.counting``), between the cuts at or after its two ends."""
-    from tokcost.counting import SNIFF_BYTES, next_cut, read_text, sniff_binary
+    from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
 
+    toks, allow_special = reader.tokenizers, reader.allow_special
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
     whole_specs = [s for s, t in toks.items() if not t.streamable]
     if whole_specs and not piece.whole:
@@ -130,17 +134,17 @@ def _count_piece(piece: Piece, toks: Mapping[str, Tokenizer], allow_special: boo
     def count(spec: str, text: str) -> None:
         part.tokens[spec] += toks[spec].count(text, allow_special=allow_special)
 
+    rule = reader.rule
     try:
         with open_binary(piece.path) as fh:
             if piece.start == 0:
                 part.skipped = sniff_binary(fh.read(SNIFF_BYTES))
                 if part.skipped is not None:
                     return part
-            punct = not allow_special  # never cut inside <|...|> when it is special
-            begin = next_cut(fh, piece.start, piece.size, punct=punct)
-            stop = next_cut(fh, piece.end, piece.size, punct=punct)
-            stream = read_text(Window(fh, begin, stop), toks, count, name=piece.path,
-                               allow_special=allow_special)
+            begin = next_cut(fh, piece.start, piece.size, punct=rule.punct,
+                             specials=rule.specials)
+            stop = next_cut(fh, piece.end, piece.size, punct=rule.punct, specials=rule.specials)
+            stream = reader.read(Window(fh, begin, stop), count, name=piece.path)
     except IsADirectoryError:
         part.skipped = "a folder"
         return part
