@@ -128,8 +128,8 @@ def kvmem_quality(
     from tokcost.counting import read_input
     from tokcost.memory.cache_policy import parse_policy
     from tokcost.reference.from_catalog import config_for, load_model, load_tokenizer
-    from tokcost.reference.quality import compare_policy, teacher_forced
     from tokcost.reference.kvpolicy import policy_cache
+    from tokcost.reference.quality import compare_policy, teacher_forced
     from tokcost.tokenizers import open_catalog
 
     if tokens < 2:
