@@ -69,7 +69,8 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     if n > model.cfg.context_window:
         raise UsageError(f"the text has {n:,} tokens, past the model's context window "
                          f"({model.cfg.context_window:,}); give a shorter text", param="text")
-    cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n)
+    # The last token is only ever a target: the cache sees n - 1 tokens.
+    cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
     arr = np.asarray(ids, dtype=np.int64)
     rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
     for i in range(prompt, n - 1):
