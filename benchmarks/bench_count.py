@@ -1,12 +1,18 @@
-"""Counting throughput: tokcount against raw tiktoken, ttok and count-tokens, in one run.
+"""Counting throughput: tokcount against raw tiktoken, the raw fast backend, ttok and
+count-tokens, in one run.
 
-    pip install '.[bench]' && python benchmarks/bench_count.py [--mb 40] [--repeat 3]
+    pip install '.[fast,bench]' && python benchmarks/bench_count.py [--mb 40] [--repeat 3]
 
-Builds a corpus of real text already on this machine (the Python standard library's
+Builds corpora of real text already on this machine (the Python standard library's
 sources, then /usr/share/doc) in a temporary folder, never committed. Peers that
 download tiktoken's rank files at run time get a seeded TIKTOKEN_CACHE_DIR holding
 the same verified bytes (DESIGN §8). Whole processes are timed several times,
-alternating tools; medians and ratios are printed. Peak RSS comes from getrusage.
+alternating rows; medians, MB/s and ratios to each corpus's reference row are
+printed, with each child's peak RSS (wait4). Every row of a corpus must print the
+same token count: the table says whether they agree.
+
+Extending: add a corpus to CORPORA (a name and a builder) and rows to ``rows()``
+(each names its corpus); ratios are against the corpus's row marked ``reference``.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -22,8 +27,12 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+
+BIN = Path(sys.executable).parent
+ENCODING = "o200k_base"
 
 
 def _text_files() -> Iterator[Path]:
@@ -32,7 +41,7 @@ def _text_files() -> Iterator[Path]:
     yield from sorted(p for p in Path("/usr/share/doc").rglob("*") if p.suffix in ("", ".txt"))
 
 
-def build_corpus(folder: Path, megabytes: int) -> tuple[Path, Path, int]:
+def build_corpus(folder: Path, megabytes: float) -> tuple[Path, Path, int]:
     """A tree of UTF-8 text files of at least ``megabytes`` MB, and one file of it all."""
     tree = folder / "tree"
     tree.mkdir()
@@ -71,107 +80,233 @@ def seed_tiktoken_cache(cache: Path) -> None:
                     break
 
 
-RAW = """
-import sys, tiktoken
+# --- corpora ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """What rows count: a folder of files (``tree``) or one file."""
+
+    name: str
+    path: Path
+    bytes: int
+    tree: bool
+
+
+def _mixed(work: Path, mb: float) -> list[Corpus]:
+    tree, whole, size = build_corpus(work, mb)
+    return [Corpus("tree", tree, size, True), Corpus("file", whole, size, False)]
+
+
+# name -> builder(work folder, --mb) -> corpora; more (a 5,000-file folder, a 100 MB
+# file, one letter 50 MB long) append their builder here.
+CORPORA: list[Callable[[Path, float], list[Corpus]]] = [_mixed]
+
+
+# --- rows ------------------------------------------------------------------------------
+
+# A bare script doing the same counting: read every file (keeping CRLF, as tokcount
+# does), count on 2 threads, print the total and the counting seconds.
+_READ = """
+import sys, time
 from pathlib import Path
-from tokcost.adapters.registry import get_tokenizer
-enc = get_tokenizer("tiktoken:o200k_base").encoding
+p = Path(sys.argv[1])
+files = sorted(p.iterdir()) if p.is_dir() else [p]
 texts = []
-for p in sorted(Path(sys.argv[1]).iterdir()):
-    with open(p, encoding="utf-8", newline="") as f:  # keep CRLF, as tokcount does
-        texts.append(f.read())
-import time; t = time.perf_counter()
-n = sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=int(sys.argv[2])))
+for f in files:
+    with open(f, encoding="utf-8", newline="") as h:
+        texts.append(h.read())
+t = time.perf_counter()
+"""
+RAW_TIKTOKEN = """
+import sys
+from tokcost.adapters.openai_encodings import ENCODINGS
+from tokcost.adapters.tiktoken_enc import load_named
+enc = load_named(ENCODINGS[sys.argv[2]])
+""" + _READ + """
+n = sum(len(x) for x in enc.encode_ordinary_batch(texts, num_threads=2))
+print(n, time.perf_counter() - t)
+"""
+RAW_FAST = """
+import sys, toktok
+toktok.batch_count([""], sys.argv[2], 1)  # build the encoder before the clock starts
+""" + _READ + """
+n = sum(toktok.batch_count(texts, sys.argv[2], 2))
 print(n, time.perf_counter() - t)
 """
 
 
-def run(cmd: list[str], env: dict[str, str], stdin: Path | None = None) -> tuple[float, str, int]:
-    """Wall seconds, stdout, and the child's peak RSS in KiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    with open(stdin, "rb") if stdin else open(os.devnull, "rb") as handle:
-        proc = subprocess.run(cmd, stdin=handle, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip()[:300]}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, proc.stdout.strip(), max(rss, before)
+@dataclass(frozen=True)
+class Row:
+    name: str
+    corpus: str
+    cmd: list[str]
+    stdin: bool = False  # the corpus file on standard input
+    env: dict[str, str] = field(default_factory=dict)
+    reference: bool = False  # this corpus's ratios are against this row
+    needs: str | None = None  # an executable or module without which the row is left out
+
+
+def rows(corpora: dict[str, Corpus]) -> list[Row]:
+    tree, whole = str(corpora["tree"].path), str(corpora["file"].path)
+    tokcount = str(BIN / "tokcount")
+    tiktoken_forced = {"TOKCOST_COUNT_BACKEND": "tiktoken"}
+    return [
+        Row("tokcount -j 2 (default backend)", "tree", [tokcount, tree, "-j", "2", "--total"]),
+        Row("tokcount -j 2, tiktoken forced", "tree", [tokcount, tree, "-j", "2", "--total"],
+            env=tiktoken_forced),
+        Row("tokcount -j 1 (default backend)", "tree", [tokcount, tree, "-j", "1", "--total"]),
+        Row("raw tiktoken, 2 threads", "tree", [sys.executable, "-c", RAW_TIKTOKEN, tree,
+                                                ENCODING], reference=True),
+        Row("raw toktok-rs, 2 threads", "tree", [sys.executable, "-c", RAW_FAST, tree, ENCODING],
+            needs="toktok"),
+        Row("count-tokens -d -r", "tree", ["count-tokens", "-q", "-e", ENCODING, "-d", tree,
+                                           "-r", "-p", "*"], needs="count-tokens"),
+        Row("tokcount FILE (default backend)", "file", [tokcount, whole, "--total"]),
+        Row("tokcount FILE, tiktoken forced", "file", [tokcount, whole, "--total"],
+            env=tiktoken_forced),
+        Row("raw tiktoken", "file", [sys.executable, "-c", RAW_TIKTOKEN, whole, ENCODING],
+            reference=True),
+        Row("raw toktok-rs", "file", [sys.executable, "-c", RAW_FAST, whole, ENCODING],
+            needs="toktok"),
+        Row("ttok -m gpt-4o (stdin)", "file", ["ttok", "-m", "gpt-4o"], stdin=True,
+            needs="ttok"),
+    ]
+
+
+def _available(row: Row) -> bool:
+    if row.needs is None:
+        return True
+    if shutil.which(row.needs):
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec(row.needs) is not None
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    walls: list[float] = field(default_factory=list)
+    out: str = ""
+    rss_kib: int = 0
+    failed: str | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        first = self.out.split()[0] if self.out.split() else ""
+        return int(first.replace(",", "")) if first.replace(",", "").isdigit() else None
+
+
+def run(cmd: list[str], env: dict[str, str], stdin: Path | None) -> tuple[float, str, int, str]:
+    """Wall seconds, stdout, the child's own peak RSS in KiB (wait4), and stderr on failure."""
+    with open(stdin or os.devnull, "rb") as handle, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=handle, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode(errors="replace").strip()
+        problem = "" if proc.returncode == 0 else err.read().decode(errors="replace").strip()
+    return wall, text, usage.ru_maxrss, problem
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=int, default=40, help="corpus size in MB (default 40)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per tool (default 3)")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--mb", type=float, default=40, help="corpus size in MB (default 40)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row (default 3)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tokcost-bench-"))
     try:
-        tree, whole, size = build_corpus(work, args.mb)
+        corpora = {c.name: c for build in CORPORA for c in build(work, args.mb)}
         cache = work / "tiktoken-cache"
         cache.mkdir()
         seed_tiktoken_cache(cache)
         env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache)}
-        mb = size / 1e6
-        nfiles = len(list(tree.iterdir()))
-        print(f"corpus: {nfiles} files, {mb:.1f} MB of text ({tree})\n")
+        for c in corpora.values():
+            kind = f"{len(list(c.path.iterdir()))} files" if c.tree else "one file"
+            print(f"corpus {c.name}: {kind}, {c.bytes / 1e6:.1f} MB ({c.path})")
+        print()
 
-        bin_dir = Path(sys.executable).parent
-        tools: dict[str, tuple[list[str], Path | None]] = {
-            "tokcount --jobs 2 (tree)": (
-                [str(bin_dir / "tokcount"), str(tree), "--jobs", "2", "--total"], None),
-            "tokcount --jobs 1 (tree)": (
-                [str(bin_dir / "tokcount"), str(tree), "--jobs", "1", "--total"], None),
-            "raw tiktoken, 2 threads (whole process)": (
-                [sys.executable, "-c", RAW, str(tree), "2"], None),
-        }
-        if shutil.which("ttok"):
-            tools["ttok -m gpt-4o (stdin)"] = (["ttok", "-m", "gpt-4o"], whole)
-        if shutil.which("count-tokens"):
-            tools["count-tokens -d -r (tree)"] = (
-                ["count-tokens", "-q", "-e", "o200k_base", "-d", str(tree), "-r",
-                 "-p", "*"], None)
-        times: dict[str, list[float]] = {k: [] for k in tools}
-        outputs: dict[str, str] = {}
-        rss: dict[str, int] = {}
-        raw_encode: list[float] = []
+        table = [r for r in rows(corpora) if _available(r)]
+        left_out = [r.name for r in rows(corpora) if not _available(r)]
+        results = {r.name: Result() for r in table}
         for _ in range(args.repeat):
-            for name, (cmd, stdin) in tools.items():  # alternate the tools each round
-                wall, out, peak = run(cmd, env, stdin)
-                times[name].append(wall)
-                outputs[name] = out
-                rss[name] = peak
-                if name.startswith("raw"):
-                    raw_encode.append(float(out.split()[1]))
-
-        raw_tokens = int(outputs["raw tiktoken, 2 threads (whole process)"].split()[0])
-        base = statistics.median(times["raw tiktoken, 2 threads (whole process)"])
-        enc_only = statistics.median(raw_encode)
-        print(f"raw tiktoken encode_ordinary_batch, 2 threads, encode only: {enc_only:.2f} s "
-              f"= {mb / enc_only:.1f} MB/s ({raw_tokens:,} tokens)\n")
-        print(f"{'tool':42} {'median s':>9} {'MB/s':>7} {'vs raw process':>15} "
-              f"{'vs raw encode':>14}  tokens")
-        for name in tools:
-            med = statistics.median(times[name])
-            print(f"{name:42} {med:9.2f} {mb / med:7.1f} {base / med:14.2f}x "
-                  f"{enc_only / med:13.2f}x  {outputs[name].split()[0] if outputs[name] else '?'}")
-        print("\n(ratios > 1 mean faster than raw tiktoken; 'vs raw process' includes loading the"
-              " encoding and reading files, as every CLI must)")
-
-        print("\nstart-up (--help), median of 7:")
-        helps = {"tokcost --help": [str(bin_dir / "tokcost"), "--help"]}
-        if shutil.which("ttok"):
-            helps["ttok --help"] = ["ttok", "--help"]
-        helps["python -c pass"] = [sys.executable, "-c", "pass"]
-        med_help = {}
-        for _ in range(7):
-            for name, cmd in helps.items():
-                med_help.setdefault(name, []).append(run(cmd, env)[0])
-        for name, values in med_help.items():
-            print(f"  {name:20} {statistics.median(values) * 1000:7.0f} ms")
-        print(f"\npeak RSS of the child processes so far: {max(rss.values()) / 1024:.0f} MiB")
+            for row in table:  # alternate the rows each round
+                res = results[row.name]
+                if res.failed:
+                    continue
+                stdin = corpora[row.corpus].path if row.stdin else None
+                wall, out, rss, problem = run(row.cmd, {**env, **row.env}, stdin)
+                if problem:
+                    res.failed = (problem.splitlines() or ["?"])[-1][:100]
+                    continue
+                res.walls.append(wall)
+                res.out, res.rss_kib = out, max(res.rss_kib, rss)
+        report(table, results, corpora)
+        if left_out:
+            print(f"\nleft out (not installed): {', '.join(left_out)}")
+        startup(env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def report(table: list[Row], results: dict[str, Result], corpora: dict[str, Corpus]) -> None:
+    print(f"{'row':36} {'corpus':7} {'median s':>9} {'MB/s':>7} {'x ref':>7} "
+          f"{'peak MiB':>9} {'tokens':>12}")
+    for name in corpora:
+        group = [r for r in table if r.corpus == name]
+        if not group:
+            continue
+        ref = next((r for r in group if r.reference and results[r.name].walls), None)
+        base = statistics.median(results[ref.name].walls) if ref else None
+        mb = corpora[name].bytes / 1e6
+        counts: dict[str, int | None] = {}
+        for row in group:
+            res = results[row.name]
+            if res.failed or not res.walls:
+                print(f"{row.name:36} {name:7} failed: {res.failed}")
+                continue
+            med = statistics.median(res.walls)
+            ratio = f"{base / med:6.2f}x" if base else "      ?"
+            counts[row.name] = res.tokens
+            tokens = f"{res.tokens:,}" if res.tokens is not None else res.out[:12]
+            print(f"{row.name:36} {name:7} {med:9.2f} {mb / med:7.1f} {ratio} "
+                  f"{res.rss_kib / 1024:9.0f} {tokens:>12}")
+        # Agreement is judged against the reference row (raw tiktoken), row by row.
+        want = counts.get(ref.name) if ref else None
+        off = [f"{n} ({t:,})" if t is not None else n for n, t in counts.items() if t != want]
+        agree = ("agree" if not off else f"DISAGREE with {want:,}: " + "; ".join(off)
+                 if want is not None else "unchecked (no reference)")
+        print(f"  {name}: counts {agree}; x ref = speed relative to "
+              f"'{ref.name if ref else '?'}' (whole processes, > 1 is faster)\n")
+
+
+def startup(env: dict[str, str]) -> None:
+    print("start-up, median of 7 (whole process):")
+    helps = {"tokcost --help": [str(BIN / "tokcost"), "--help"],
+             "tokcount of 'hi' (stdin)": [str(BIN / "tokcount"), "-", "--total"],
+             "tokcount of 'hi', tiktoken forced": [str(BIN / "tokcount"), "-", "--total"]}
+    if shutil.which("ttok"):
+        helps["ttok of 'hi' (stdin)"] = ["ttok"]
+    helps["python -c pass"] = [sys.executable, "-c", "pass"]
+    with tempfile.NamedTemporaryFile("wb", suffix=".txt") as hi:
+        hi.write(b"hi\n")
+        hi.flush()
+        med: dict[str, list[float]] = {}
+        for _ in range(7):
+            for name, cmd in helps.items():
+                extra = {"TOKCOST_COUNT_BACKEND": "tiktoken"} if "forced" in name else {}
+                stdin = Path(hi.name) if "stdin" in name or "forced" in name else None
+                med.setdefault(name, []).append(run(cmd, {**env, **extra}, stdin)[0])
+    for name, values in med.items():
+        print(f"  {name:36} {statistics.median(values) * 1000:7.0f} ms")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ ROWS = [
     (["models", "validate", "{yaml}"], 1, "2 problems"),
     (["models", "validate", "{none}"], 2, "{none}"),
     (["models", "sync-prices", "--catalog", "{none}"], 2, "{none}"),
+    (["models", "import", "{none}"], 2, "does not exist; give a config.json or a model folder"),
     # bpe
     (["bpe", "train", "{text}", "-v", "10", "-o", "{out}"], 2, "--vocab-size"),
     (["bpe", "train", "{text}", "-v", "300", "-o", "{ro}.bpe"], 1, "cannot write"),

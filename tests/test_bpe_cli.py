@@ -315,3 +315,27 @@ def test_existing_output_and_special_text_name_the_parameter(model: Path) -> Non
     with pytest.raises(TokcostError) as caught:
         tokcost.export_bpe(str(model), model.with_name("x.json"), format="onnx")
     assert caught.value.param == "format" and "format must be hf or tiktoken" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "flags, longest",
+    [
+        pytest.param([], 128, id="default-128"),
+        pytest.param(["--max-token-length", "16"], 16, id="given"),
+        pytest.param(["--max-token-length", "1M"], 2000, id="lifted"),
+    ],
+)
+def test_train_max_token_length(tmp_path: Path, flags: list[str], longest: int) -> None:
+    """One run of a letter: without a limit its tokens grow to the whole run."""
+    corpus = tmp_path / "a.txt"
+    corpus.write_text("a" * 2000 + "\n", encoding="utf-8")
+    out = tmp_path / "a.bpe"
+    result = runner.invoke(app, ["bpe", "train", str(corpus), "-v", "280", *flags, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    info = runner.invoke(app, ["bpe", "inspect", str(out), "--json"])
+    assert json.loads(info.stdout)["max_token_bytes"] == longest
+
+
+def test_train_help_states_the_default() -> None:
+    result = runner.invoke(app, ["bpe", "train", "--help"], env={"COLUMNS": "200"})
+    assert "128 spaces" in result.output and "[default: 128]" in result.output

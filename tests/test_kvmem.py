@@ -203,8 +203,10 @@ def test_estimate_uses_active_params_for_moe() -> None:
     e = estimate_kv(cat.resolve("qwen3-30b-a3b"), gpu=cat.resolve_gpu("H100"), contexts=[4096])
     step = e.rows[0].decode
     assert step is not None
-    assert step.weights_bytes == 3_300_000_000 * 2
-    assert any("upper bound" in n for n in e.notes)
+    # dense 61.0e9 - 57,982,058,496 expert bytes, plus 8 of 128 experts (452,984,832 B each)
+    assert step.weights_bytes == 61_000_000_000 - 57_982_058_496 + 8 * 452_984_832
+    assert step.experts_touched == 8
+    assert any("experts a batch touches" in n for n in e.notes)
     assert e.fit is not None and e.fit.weights_bytes == 30_500_000_000 * 2
 
 
@@ -292,7 +294,9 @@ def test_cli_gpu_fit_table() -> None:
         app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "h100", "--context", "8Ki"]
     )
     assert result.exit_code == 0, result.output
-    assert "28,181" in result.output and "55.04x" in result.output
+    # H100-SXM as nvidia-smi reports it: int(81,559 MiB x 0.9) - 16.06e9 - 2 GiB
+    # = 58,761,245,337 B -> 28,019 blocks; 8Ki needs 512 of them: 54.72x
+    assert "28,019" in result.output and "54.72x" in result.output
     assert "largest context" in result.output
 
 
@@ -315,9 +319,12 @@ def test_cli_json_keys() -> None:
     data = json.loads(result.stdout)
     assert data["bytes_per_token"] == 70_272
     assert [r["context"] for r in data["contexts"]] == [1000, 32000]
-    assert data["gpu"]["num_blocks"] == (40 * GiB) // (16 * 70_272)
+    # vLLM forces 64-token blocks for FlashMLA (Hopper, assumed without --gpu): a page is
+    # 64 x 576 x 2 B = 73,728 B per layer, and a block id spans all 61 layers.
+    assert data["block_size"] == data["engine"]["block_size"] == 64
+    assert data["gpu"]["num_blocks"] == (40 * GiB) // 73_728 // 61 == 9_549
     row = data["contexts"][1]
-    assert row["paged_sequence_bytes"] == 2000 * 16 * 70_272
+    assert row["paged_sequence_bytes"] == 500 * 64 * 70_272 == 2000 * 16 * 70_272
     assert set(row) >= {"sequence_bytes", "batch_bytes", "max_concurrency", "fits", "decode"}
 
 
@@ -390,8 +397,8 @@ def test_kvmem_loads_no_tokenizer_library() -> None:
 
 def test_gpu_catalog_units() -> None:
     cat = load_catalog()
-    assert cat.resolve_gpu("H100").memory_bytes == 80 * GiB
-    assert cat.resolve_gpu("l4").memory_bytes == 24 * 10**9
+    assert cat.resolve_gpu("H100").memory_bytes == 81_559 * 2**20  # as nvidia-smi reports
+    assert cat.resolve_gpu("l4").memory_bytes == 23_034 * 2**20
     assert cat.resolve_gpu("rtx 4090").bandwidth_bytes_per_s == 1008 * 10**9
     assert math.isclose(cat.resolve_gpu("h100").bf16_flops or 0, 989e12)
 

@@ -44,7 +44,8 @@ def test_list_json_and_provider_filter() -> None:
 def test_list_gpus() -> None:
     result = runner.invoke(app, ["models", "list", "--gpus"])
     assert result.exit_code == 0
-    assert "H100-80GB" in result.output and "3,350 GB/s" in result.output
+    assert "H100-SXM" in result.output and "3,350 GB/s" in result.output
+    assert "hopper" in result.output and "cdna3" in result.output
 
 
 def test_show_resolves_dated_id() -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tokcost
-from tokcost.catalog import Catalog, load_catalog
+from tokcost.catalog import Catalog, ModelEntry, Pricing, load_catalog
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.pricing import NoPrice, estimate_cost
@@ -152,6 +152,162 @@ def test_every_priced_entry_prices() -> None:
             cost = estimate_cost(entry, input_tokens=50_000, output_tokens=1_000_000)
             assert cost.tier is None
             assert cost.total == entry.pricing.input / 20 + entry.pricing.output
+
+
+# --- batch with cache tokens the model does not price (issue 12, item 5) --------------
+
+# gpt-4 as the shipped catalog prices it (2026-10-14): no cached-input or cache-write price,
+# a 50% batch discount; built here so the hand-computed figures do not move with sync-prices.
+GPT4 = ModelEntry(
+    id="gpt-4", context_window=8192, max_output_tokens=8192,
+    pricing=Pricing(input=D(30), output=D(60), batch_discount=D("0.5")),
+)
+
+
+def test_batch_discounts_cached_tokens_billed_as_input() -> None:
+    """gpt-4, batch: 100k prompt of which 50k cached, 10k output.
+
+    gpt-4 has no cached-input price, so the 50k cached tokens are ordinary input and take
+    the batch discount like the other 50k: 100,000 x $15/M + 10,000 x $30/M = $1.50 + $0.30
+    = $1.80. (Before the fix the cached half stayed at $30/M: $0.75 + $1.50 + $0.30 = $2.55.)
+    """
+    cost = estimate_cost(GPT4, input_tokens=100_000, cached_tokens=50_000,
+                         output_tokens=10_000, batch=True)
+    assert cost.total == D("1.80")
+    assert [(line.kind, line.tokens, line.usd_per_million) for line in cost.lines] == [
+        ("input", 50_000, D(15)), ("cached input", 50_000, D(15)), ("output", 10_000, D(30)),
+    ]
+    assert "no cached-input price: cached tokens billed as input" in cost.notes
+    assert not any("does not apply to cache" in n for n in cost.notes)
+
+
+def test_batch_discounts_cache_writes_billed_as_input() -> None:
+    """gpt-4o, batch: 10k prompt = 4k fresh + 4k cached + 2k written, 1k output.
+
+    OpenAI keeps its cached-input price out of the batch discount, but gpt-4o has no
+    cache-write price, so writes are input and halved: 4,000 x $1.25 + 4,000 x $1.25
+    + 2,000 x $1.25 + 1,000 x $5 = $0.005 + $0.005 + $0.0025 + $0.005 = $0.0175.
+    """
+    cost = estimate_cost(model("gpt-4o"), input_tokens=10_000, cached_tokens=4_000,
+                         cache_write_tokens=2_000, output_tokens=1_000, batch=True)
+    assert cost.total == D("0.0175")
+    rates = {line.kind: line.usd_per_million for line in cost.lines}
+    assert rates == {"input": D("1.25"), "cached input": D("1.25"), "cache write": D("1.25"),
+                     "output": D(5)}
+    assert any("does not apply to cache" in n for n in cost.notes)  # its own cached price
+
+
+@settings(max_examples=60, deadline=None)
+@given(prompt=st.integers(0, 10**7), share=st.fractions(0, 1), written=st.fractions(0, 1),
+       output=st.integers(0, 10**6), batch=st.booleans())
+def test_unpriced_cache_tokens_cost_what_input_costs(
+    prompt: int, share: object, written: object, output: int, batch: bool
+) -> None:
+    # A model without cache prices bills a cached or written prompt exactly as the same
+    # prompt sent plainly, batch or not.
+    cached = int(prompt * share)  # type: ignore[operator]
+    write = int((prompt - cached) * written)  # type: ignore[operator]
+    split = estimate_cost(GPT4, input_tokens=prompt, cached_tokens=cached,
+                          cache_write_tokens=write, output_tokens=output, batch=batch)
+    plain = estimate_cost(GPT4, input_tokens=prompt, output_tokens=output, batch=batch)
+    assert split.total == plain.total
+
+
+def test_cli_batch_gpt4_cached(tmp_path: Path) -> None:
+    cat = tmp_path / "gpt4.yaml"
+    cat.write_text(LIMITS, encoding="utf-8")
+    result = runner.invoke(app, ["price", "-m", "gpt-4", "-i", "100k", "--cached-tokens", "50k",
+                                 "--output-tokens", "10k", "--batch-api", "--catalog", str(cat)])
+    assert result.exit_code == 0, result.output
+    assert "total: $1.80" in result.stdout
+
+
+# --- limits: prompt past the context window, output past the maximum ------------------
+
+LIMITS = """\
+version: 1
+models:
+  - id: gpt-4
+    tokenizer: tiktoken:cl100k_base
+    context_window: 8192
+    max_output_tokens: 8192
+    pricing: {input: 30.00, output: 60.00, batch_discount: 0.5}
+  - id: long-tier
+    context_window: 200000
+    max_output_tokens: 64000
+    pricing:
+      input: 3.00
+      output: 15.00
+      tiers: [{above_input_tokens: 200000, applies_to: all, input: 6.00, output: 22.50}]
+  - id: no-limits
+    pricing: {input: 1.00, output: 1.00}
+  - id: tiny-window
+    tokenizer: tiktoken:o200k_base
+    tokenizer_exact: false
+    context_window: 5
+    pricing: {input: 1.00, output: 1.00}
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        pytest.param(["-m", "gpt-4", "-i", "8192", "--output-tokens", "8192"], [], id="at-limits"),
+        pytest.param(["-m", "gpt-4", "-i", "8193"],
+                     ["the prompt (8,193 tokens) exceeds gpt-4's context window of 8,192 tokens: "
+                      "the request would be refused"], id="prompt-past-window"),
+        pytest.param(["-m", "gpt-4", "-i", "1k", "--output-tokens", "8193"],
+                     ["the output (8,193 tokens) exceeds gpt-4's maximum of 8,192 output tokens"],
+                     id="output-past-max"),
+        pytest.param(["-m", "gpt-4", "-i", "1k", "--output-tokens", "8k", "--reasoning-tokens",
+                      "1k"], ["the output plus reasoning (8,000 + 1,000 = 9,000 tokens) exceeds"],
+                     id="reasoning-counts-as-output"),
+        pytest.param(["-m", "gpt-4", "-i", "100k", "--cached-tokens", "50k", "--output-tokens",
+                      "10k", "--batch-api"],
+                     ["the prompt (100,000 tokens) exceeds", "the output (10,000 tokens) exceeds"],
+                     id="both"),
+        pytest.param(["-m", "long-tier", "-i", "250k"],
+                     ["exceeds long-tier's context window of 200,000 tokens; it fits only where "
+                      "the provider offers a longer window (priced by the long-context tier "
+                      "above 200,000 tokens)"], id="tier-beyond-window"),
+        pytest.param(["-m", "no-limits", "-i", "10M", "--output-tokens", "1M"], [],
+                     id="no-stated-limits"),
+        pytest.param(["-m", "tiny-window", "PROMPT"],
+                     ["the prompt (about 10 tokens) exceeds tiny-window's context window of 5"],
+                     id="proxy-count-is-about"),
+    ],
+)
+def test_cli_warns_past_the_models_limits(
+    tmp_path: Path, args: list[str], fragments: list[str]
+) -> None:
+    cat = tmp_path / "limits.yaml"
+    cat.write_text(LIMITS, encoding="utf-8")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("one two three four five six seven eight nine ten", encoding="utf-8")
+    args = [str(prompt) if a == "PROMPT" else a for a in args]
+    for mode in ([], ["--json"]):
+        result = runner.invoke(app, ["price", *args, *mode, "--catalog", str(cat)])
+        assert result.exit_code == 0, result.output
+        assert "Traceback" not in result.output
+        warned = [ln for ln in result.stderr.splitlines() if ln.startswith("warning: ")]
+        assert len(warned) == len(fragments)  # one line each
+        for line, fragment in zip(warned, fragments, strict=True):
+            assert fragment in line
+        if mode:
+            data = json.loads(result.stdout)
+            assert [f"warning: {w}" for w in data["warnings"]] == warned
+            assert data["total_usd"]  # priced all the same
+
+
+def test_library_price_carries_the_limit_warnings() -> None:
+    result = tokcost.price("gpt-4o", input_tokens=200_000, output_tokens=10, catalog=PRICES)
+    # 200,000 x $2.50/M + 10 x $10/M: priced, and told it would not fit 128,000 tokens
+    assert result.breakdown.total == D("0.5001")
+    assert result.warnings == (
+        "the prompt (200,000 tokens) exceeds gpt-4o's context window of 128,000 tokens: the "
+        "request would be refused; shorten the prompt or choose a model with a longer window",
+    )
+    assert result.to_dict()["warnings"] == list(result.warnings)
 
 
 # --- CLI -------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "parse_fraction", "format_bytes",
     ),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
+    "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
     "tokcost.memory.policies": ("PolicyName",),
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.app.memory": ("estimate_memory", "MemoryEstimate"),
@@ -58,7 +59,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
         "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
-        "BPEInspectResult", "BPEMerge", "BPEExportResult",
+        "BPEInspectResult", "BPEMerge", "BPEExportResult", "DEFAULT_MAX_TOKEN_LENGTH",
     ),
     "tokcost.app.generate": (
         "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
@@ -68,7 +69,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
         "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync", "tokenizer_label",
-        "weights_label",
+        "weights_label", "import_model", "ModelImport",
     ),
     "tokcost.app.schemas": ("json_schema", "schema_path", "SchemaDocument"),
 }
@@ -95,6 +96,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.bpe import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
     from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
     from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
     from tokcost.app.bpe import BPEExportResult as BPEExportResult
@@ -151,8 +153,10 @@ if TYPE_CHECKING:
     from tokcost.app.models import CatalogCheck as CatalogCheck
     from tokcost.app.models import GpuList as GpuList
     from tokcost.app.models import ModelDetails as ModelDetails
+    from tokcost.app.models import ModelImport as ModelImport
     from tokcost.app.models import ModelList as ModelList
     from tokcost.app.models import PriceSync as PriceSync
+    from tokcost.app.models import import_model as import_model
     from tokcost.app.models import list_gpus as list_gpus
     from tokcost.app.models import list_models as list_models
     from tokcost.app.models import show_model as show_model
@@ -188,6 +192,8 @@ if TYPE_CHECKING:
     from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
     from tokcost.memory import kv_cache_bytes as kv_cache_bytes
     from tokcost.memory.policies import PolicyName as PolicyName
+    from tokcost.memory.roofline import DecodeStep as DecodeStep
+    from tokcost.memory.roofline import Prefill as Prefill
     from tokcost.memory.simulate import compare_policies as compare_policies
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies

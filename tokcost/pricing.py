@@ -14,7 +14,8 @@ The rules, per request:
   only the uncached prompt tokens above the threshold get the tier input rate.
 * ``batch`` takes the model's batch discount off input, output and reasoning, and
   off cache reads/writes only where the provider says so (Anthropic yes; OpenAI
-  and Google keep cached input at the standard rate).
+  and Google keep cached input at the standard rate). Cache reads/writes of a model
+  that does not price them are ordinary input, so they take the discount too.
 
 Example: gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
 
@@ -35,7 +36,7 @@ from tokcost.errors import TokcostError, UsageError
 
 __all__ = [
     "MILLION", "SIGNIFICANT_DIGITS", "CostBreakdown", "CostLine", "NoPrice", "estimate_cost",
-    "format_usd", "require_price",
+    "format_usd", "limit_warnings", "require_price",
 ]
 
 MILLION = Decimal(1_000_000)
@@ -168,6 +169,56 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
     return pricing
 
 
+def limit_warnings(
+    entry: ModelEntry,
+    *,
+    input_tokens: int,
+    output_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    exact: bool = True,
+) -> tuple[str, ...]:
+    """What in one request the model would not take: a prompt longer than its context
+    window, an output (reasoning included) longer than its maximum output tokens.
+
+    A price is still given (the tokens are counted as asked), with these as warnings;
+    a model whose catalog entry states no limit is not checked against it. ``exact``
+    False: the prompt was counted with a proxy tokenizer, so its size is approximate.
+
+    >>> from tokcost.catalog import ModelEntry
+    >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
+    >>> limit_warnings(gpt4, input_tokens=8192, output_tokens=8192)
+    ()
+    >>> (warning,) = limit_warnings(gpt4, input_tokens=100_000)
+    >>> warning.split(":")[0]
+    "the prompt (100,000 tokens) exceeds gpt-4's context window of 8,192 tokens"
+    """
+    found: list[str] = []
+    window = entry.context_window
+    if window is not None and input_tokens > window:
+        about = "" if exact else "about "
+        text = (f"the prompt ({about}{input_tokens:,} tokens) exceeds {entry.id}'s context "
+                f"window of {window:,} tokens")
+        beyond = [t.above_input_tokens for t in entry.pricing.tiers
+                  if t.above_input_tokens >= window] if entry.pricing else []
+        if beyond:  # the provider prices such prompts: some accounts have a longer window
+            text += (f"; it fits only where the provider offers a longer window (priced by "
+                     f"the long-context tier above {min(beyond):,} tokens)")
+        else:
+            text += (": the request would be refused; shorten the prompt or choose a model "
+                     "with a longer window")
+        found.append(text)
+    limit = entry.max_output_tokens
+    answer = output_tokens + reasoning_tokens
+    if limit is not None and answer > limit:
+        what = (f"the output plus reasoning ({output_tokens:,} + {reasoning_tokens:,} = "
+                f"{answer:,} tokens)" if reasoning_tokens else f"the output ({answer:,} tokens)")
+        found.append(
+            f"{what} exceeds {entry.id}'s maximum of {limit:,} output tokens: a request "
+            f"stops there; ask for fewer output tokens"
+        )
+    return tuple(found)
+
+
 def _check_count(name: str, value: int) -> None:
     if value < 0:
         raise UsageError(f"{name} must not be negative, got {value}", param=name)
@@ -238,10 +289,14 @@ def estimate_cost(
     cached_rate = rate("cached_input", pricing.cached_input)
     write_rate = rate("cache_write", pricing.cache_write)
     reasoning_rate = rate("reasoning", pricing.reasoning)
-    if cached_tokens and cached_rate is None:
+    # A cache read or write the model does not price is ordinary input, in every rule:
+    # at the input rate, and under the batch discount like the rest of the prompt.
+    cached_as_input = bool(cached_tokens) and cached_rate is None
+    write_as_input = bool(cache_write_tokens) and write_rate is None
+    if cached_as_input:
         cached_rate = input_rate
         notes.append("no cached-input price: cached tokens billed as input")
-    if cache_write_tokens and write_rate is None:
+    if write_as_input:
         write_rate = input_rate
         notes.append("no cache-write price: cache writes billed as input")
     if reasoning_tokens and reasoning_rate is None:
@@ -251,10 +306,12 @@ def estimate_cost(
     discount = pricing.batch_discount if batch and pricing.batch_discount is not None else None
     keep = Decimal(1) - discount if discount is not None else Decimal(1)
     keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
+    keep_cached = keep if cached_as_input else keep_cache
+    keep_write = keep if write_as_input else keep_cache
     if (
         discount is not None
         and not pricing.batch_discount_cache
-        and (cached_tokens or cache_write_tokens)
+        and ((cached_tokens and not cached_as_input) or (cache_write_tokens and not write_as_input))
     ):
         notes.append("the batch discount does not apply to cache reads/writes for this model")
 
@@ -270,10 +327,10 @@ def estimate_cost(
         parts.append(("input", fresh, input_rate * keep))
     if cached_tokens:
         assert cached_rate is not None
-        parts.append(("cached input", cached_tokens, cached_rate * keep_cache))
+        parts.append(("cached input", cached_tokens, cached_rate * keep_cached))
     if cache_write_tokens:
         assert write_rate is not None
-        parts.append(("cache write", cache_write_tokens, write_rate * keep_cache))
+        parts.append(("cache write", cache_write_tokens, write_rate * keep_write))
     parts.append(("output", output_tokens, output_rate * keep))
     if reasoning_tokens:
         assert reasoning_rate is not None

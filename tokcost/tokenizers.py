@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokcost.adapters.base import count_backend
 from tokcost.adapters.registry import DEFAULT_SPEC, check_spec, get_tokenizer, normalize_spec
 from tokcost.errors import CatalogError, TokenizerNotFound, UsageError
 
@@ -74,6 +75,12 @@ class TokenizerChoice:
 
             return Approximate(tok)
         return tok
+
+    @property
+    def backend(self) -> str:
+        """Which engine counts for this choice (``toktok-rs``, ``tiktoken``, ...; see
+        tokcost.adapters.fast_count); loads the tokenizer, once per process."""
+        return count_backend(self.load())
 
 
 def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:

@@ -63,3 +63,19 @@ def special_tokens_by_id(specials: Iterable[tuple[str, int]]) -> dict[str, int]:
     {'<|c|>': 3, '<|a|>': 7, '<|b|>': 7}
     """
     return dict(sorted(specials, key=lambda item: (item[1], item[0])))
+
+
+def count_backend(tokenizer: Tokenizer) -> str:
+    """Which engine counts for ``tokenizer`` (``count --json`` reports it): its
+    ``count_backend`` when it names one (``toktok-rs``, ``tiktoken``, ``tokenizers``,
+    ``sentencepiece``), else ``tiktoken`` for an adapter on a tiktoken ``encoding``,
+    else ``python``.
+
+    >>> class T: count_backend = "toktok-rs"
+    >>> count_backend(T())  # type: ignore[arg-type]
+    'toktok-rs'
+    """
+    backend = getattr(tokenizer, "count_backend", None)
+    if isinstance(backend, str):
+        return backend
+    return "tiktoken" if getattr(tokenizer, "encoding", None) is not None else "python"

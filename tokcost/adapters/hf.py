@@ -19,6 +19,7 @@ class HFTokenizerAdapter:
 
     streamable = False  # normalizers and pre-tokenizers vary; count whole texts
     releases_gil = True
+    count_backend = "tokenizers"
 
     def __init__(self, name: str, tokenizer: HFTokenizer, *, exact: bool = True) -> None:
         self.name = name

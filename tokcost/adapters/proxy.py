@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tokcost.adapters.base import Describable, Tokenizer
+from tokcost.adapters.base import Describable, Tokenizer, count_backend
 
 
 class Approximate:
@@ -17,6 +17,7 @@ class Approximate:
         self.name = inner.name
         self.streamable = inner.streamable
         self.releases_gil = inner.releases_gil
+        self.count_backend = count_backend(inner)
 
     @property
     def vocab_size(self) -> int:

@@ -17,6 +17,7 @@ class SentencePieceAdapter:
     # text cut in pieces would not count the same: count whole texts.
     streamable = False
     releases_gil = False
+    count_backend = "sentencepiece"
 
     def __init__(self, name: str, processor: Any, *, exact: bool = True) -> None:
         self.name = name

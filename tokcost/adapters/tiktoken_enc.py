@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import special_tokens_by_id
+from tokcost.adapters.fast_count import Counter, fast_counter
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
@@ -27,17 +29,52 @@ if TYPE_CHECKING:
 # tokcost.counting uses, so their counts can be streamed chunk by chunk.
 _STREAMABLE_PATTERNS = frozenset(PATTERNS.values())
 
+_build_lock = threading.Lock()  # counting threads may ask for a lazy encoding at once
+
 
 class TiktokenTokenizer:
-    """A ``tiktoken.Encoding`` behind the tokcost protocol."""
+    """A ``tiktoken.Encoding`` behind the tokcost protocol.
+
+    ``encoding`` may be a function that builds it: the encoding is then built on
+    first use, so a count served by a fast ``counter`` (tokcost.adapters.fast_count)
+    never loads tiktoken's ranks at all. Ids always come from tiktoken.
+    """
 
     releases_gil = True
+    count_backend = "tiktoken"
 
-    def __init__(self, name: str, encoding: tiktoken.Encoding, *, exact: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        encoding: tiktoken.Encoding | Callable[[], tiktoken.Encoding],
+        *,
+        exact: bool = True,
+        pattern: str | None = None,
+        counter: Counter | None = None,
+    ) -> None:
         self.name = name
-        self.encoding = encoding
         self.exact = exact
-        self.streamable = encoding._pat_str in _STREAMABLE_PATTERNS
+        if callable(encoding):
+            self._encoding: tiktoken.Encoding | None = None
+            self._build: Callable[[], tiktoken.Encoding] | None = encoding
+        else:
+            self._encoding, self._build = encoding, None
+        if pattern is None:
+            pattern = str(self.encoding._pat_str)
+        self._pattern = pattern
+        self.streamable = pattern in _STREAMABLE_PATTERNS
+        self.counter = counter
+        if counter is not None:
+            self.count_backend = counter.name
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        if self._encoding is None:
+            with _build_lock:
+                if self._encoding is None:
+                    assert self._build is not None
+                    self._encoding = self._build()
+        return self._encoding
 
     @property
     def vocab_size(self) -> int:
@@ -51,7 +88,18 @@ class TiktokenTokenizer:
         return self.encoding.encode_ordinary(text)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
+        if self.counter is not None:
+            return self.counter.count(text, allow_special)
         return len(self.encode(text, allow_special=allow_special))
+
+    def count_many(
+        self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
+    ) -> list[int]:
+        """``[count(t) for t in texts]``, on the fast backend's own ``threads`` when it
+        counts (one call for many small files costs one hand-off, not one per file)."""
+        if self.counter is not None:
+            return self.counter.count_many(texts, allow_special, threads)
+        return [self.count(t, allow_special=allow_special) for t in texts]
 
     def decode(self, ids: Sequence[int]) -> str:
         try:
@@ -74,7 +122,7 @@ class TiktokenTokenizer:
                                     for s in enc.special_tokens_set)
 
     def pattern(self) -> str | None:
-        return str(self.encoding._pat_str)
+        return self._pattern
 
 
 def _encoding_from_ranks(
@@ -157,7 +205,13 @@ def load_file(path_str: str) -> TiktokenTokenizer:
 def load(arg: str) -> TiktokenTokenizer:
     """Constructor for the ``tiktoken:`` family (see tokcost.adapters.registry)."""
     if arg in ENCODINGS:
-        return TiktokenTokenizer(f"tiktoken:{arg}", load_named(ENCODINGS[arg]))
+        enc = ENCODINGS[arg]
+        counter = fast_counter(arg)
+        if counter is None:
+            return TiktokenTokenizer(f"tiktoken:{arg}", load_named(enc))
+        # Counting never needs tiktoken here: build its encoding only when ids are asked for.
+        return TiktokenTokenizer(f"tiktoken:{arg}", lambda: load_named(enc),
+                                 pattern=enc.pattern, counter=counter)
     if arg == "gpt2":
         # gpt2 ships as vocab.bpe + encoder.json; its ranks equal r50k_base's.
         import tiktoken

@@ -29,7 +29,7 @@ from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
 from tokcost.app.engine import EngineKind, make_engine
-from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig
+from tokcost.bpe import DEFAULT_MAX_TOKEN_LENGTH, BPEModel, ExportFormat, PatternName, TrainerConfig
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.counting import (
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from tokcost.catalog import Catalog
 
 __all__ = [
+    "DEFAULT_MAX_TOKEN_LENGTH",
     "BPEDecodeResult",
     "BPEEncodeResult",
     "BPEExportResult",

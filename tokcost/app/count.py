@@ -28,6 +28,7 @@ from tokcost.counting import (
     read_input,
     walk,
 )
+from tokcost.counting.skips import count_warnings
 from tokcost.errors import InputError, UsageError
 from tokcost.tokenizers import (
     MODEL_PREFIX,
@@ -130,9 +131,17 @@ class CountResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched."""
-        notes = list(input_warnings(self.skipped,
-                                    ((f.path, f.invalid_utf8_bytes) for f in self.files)))
+        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched
+        (``notes()``: binary files and paths to files already counted summed up)."""
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+        """``warnings``: one line per input skipped, but binary files and paths to files
+        already counted are summed up in one line each, ending ``; {hint}``, when there
+        are several (``skipped`` holds each one); ``verbose`` lists every one."""
+        notes = list(count_warnings(self.skipped,
+                                    ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                                    verbose=verbose, hint=hint))
         if not self.files and not self.skipped:
             notes.append("no files matched")
         return tuple(notes)
@@ -149,7 +158,8 @@ class CountResult:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {
-            "tokenizers": [_choice_dict(c) for c in cols],
+            # backend: which engine counted (toktok-rs or tiktoken; the counts are equal)
+            "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
             "files": [
                 {"path": f.path, "bytes": f.bytes, "chars": f.chars,
                  "tokens": {c.label: f.tokens[c.spec] for c in cols},
@@ -188,7 +198,10 @@ def count(
     ``catalog`` resolves model ids (also ``model:ID`` specs); ``include``/``exclude``
     are gitignore-style globs; ``engine`` (local or dask) runs with ``jobs`` workers,
     or on the Dask cluster at ``scheduler``, waiting ``timeout`` seconds at most for
-    it (see ``make_engine``). ``progress(stage, done, total)``.
+    it (see ``make_engine``). ``progress(stage, done, total)``: see ``count_paths``.
+    A file named twice (directly, through a folder, a symlink or a hard link) is
+    counted once, as ``du`` counts it; a FIFO, socket or device inside a folder is
+    skipped with the reason (named directly, a FIFO is read).
 
     >>> import io, tokcost
     >>> r = tokcost.count(["-"], tokenizers=["cl100k_base"], stdin=io.BytesIO(b"hello world"))
@@ -204,7 +217,7 @@ def count(
         list(paths), toks,
         engine=make_engine(engine, jobs=jobs, scheduler=scheduler, timeout=timeout),
         include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
-        stdin=stdin, progress=progress)
+        stdin=stdin, progress=progress, unique=True)
     return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped))
 
 
@@ -346,9 +359,14 @@ class TokensResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the input policy reports: inputs skipped, invalid UTF-8 replaced."""
-        return input_warnings(self.skipped,
-                              ((f.path, f.invalid_utf8_bytes) for f in self.files))
+        """What the input policy reports: inputs skipped, invalid UTF-8 replaced
+        (``notes()``: binary files and paths to files already counted summed up)."""
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+        """``warnings``, summed up or listed as ``CountResult.notes`` does."""
+        return count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                              verbose=verbose, hint=hint)
 
     def raise_for_empty(self) -> None:
         """Raise InputError when every input was skipped (the reasons are ``warnings``)."""
@@ -452,7 +470,7 @@ def tokenize_paths(
     skipped: list[Skipped] = []
     results = []
     for source in walk(list(paths), include=include, exclude=exclude, gitignore=gitignore,
-                       skipped=skipped):
+                       skipped=skipped, unique=True):
         read = load_input(source.path, stdin=stdin)
         if isinstance(read, Skipped):
             skipped.append(read)

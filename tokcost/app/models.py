@@ -1,4 +1,5 @@
-"""The catalog's use cases (``tokcost models``): list, show, validate, sync prices.
+"""The catalog's use cases (``tokcost models``): list, show, validate, sync prices,
+import a Hugging Face model; and the one place a model argument is resolved.
 
 Each returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
 
@@ -19,14 +20,17 @@ from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, Gpu, ModelEntry
+    from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
 __all__ = [
     "CatalogCheck",
     "GpuList",
     "ModelDetails",
+    "ModelImport",
     "ModelList",
     "PriceSync",
+    "import_model",
     "list_gpus",
     "list_models",
     "show_model",
@@ -283,3 +287,147 @@ def sync_prices(
         shipped=path.resolve() == shipped_path("models.yaml").resolve(),
         dated=done.dated if done is not None else (),
     )
+
+
+@dataclass(frozen=True)
+class ModelImport:
+    """A catalog entry made from a Hugging Face model (``tokcost models import``)."""
+
+    entry: ModelEntry
+    yaml: str  # a catalog document holding the entry
+    config_file: str  # the config.json read
+    origin: str  # its folder, the local Hugging Face cache, or the hub
+    shards: int  # safetensors headers read (0: none found; the weights' size is unknown)
+    header_bytes: int | None  # bytes read for them (None: read from the hub)
+    notes: tuple[str, ...] = ()
+    file: Path | None = None  # where the YAML was written, if asked
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry.to_dict(),
+            "yaml": self.yaml,
+            "config": self.config_file,
+            "origin": self.origin,
+            "shards": self.shards,
+            "header_bytes": self.header_bytes,
+            "notes": list(self.notes),
+            "file": str(self.file) if self.file is not None else None,
+        }
+
+
+def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
+    """A Hugging Face model by ``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``,
+    or a path: a config.json or a model folder (config.json + safetensors shards)."""
+    from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
+
+    if isinstance(source, str) and is_hf_spec(source):
+        return load_hf_model(source, model_id=model_id)
+    return load_config(source, model_id=model_id)
+
+
+def resolve_model(
+    model: str | ModelEntry | None,
+    *,
+    config: str | Path | None = None,
+    catalog: Catalog,
+    needs_weights: bool = False,
+) -> tuple[ModelEntry, HfModel | None]:
+    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``,
+    or the ``config`` (a config.json or model folder); and, for the latter two, what
+    was read to make it. ``needs_weights``: the caller sizes the weights, which a
+    config without safetensors headers cannot tell.
+    """
+    if config is not None and model is not None:
+        raise UsageError("give model=ID or config=PATH, not both", param="config",
+                         related=("model",))
+    if config is None and model is None:
+        raise UsageError("give model=ID (a catalog id or hf:ORG/REPO) or config=PATH (a "
+                         "model's config.json or its folder)", param="model", related=("config",))
+    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
+    if config is None and not (isinstance(model, str) and _is_hf(model)):
+        assert model is not None
+        return (catalog.resolve(model) if isinstance(model, str) else model), None
+    source: str | Path = config if config is not None else str(model)
+    loaded = load_model_source(source)
+    arch = loaded.entry.architecture
+    if needs_weights and arch is not None and arch.params_total is None:
+        raise UsageError(
+            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
+            "unknown; give the model folder with its shards, or kv_memory=SIZE without gpu "
+            "and bandwidth",
+            param="kv_memory", related=("gpu", "bandwidth"),
+        )
+    return loaded.entry, loaded
+
+
+def _is_hf(model: str) -> bool:
+    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
+
+
+def import_model(
+    source: str | Path,
+    *,
+    model_id: str | None = None,
+    output: str | Path | None = None,
+    force: bool = False,
+) -> ModelImport:
+    """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
+    as YAML that loads as a catalog (``catalog=FILE``) beside the shipped one.
+
+    ``output`` writes the YAML there atomically; an existing file is replaced only with
+    ``force``. The file is checked before anything is read.
+    """
+    from tokcost.catalog.entry_yaml import catalog_text
+
+    target = Path(output).expanduser() if output is not None else None
+    if target is not None:
+        from tokcost.atomic import ensure_writable
+
+        if target.exists() and not target.is_dir() and not force:
+            raise UsageError(f"{target} exists; pass force=True to overwrite it", param="force")
+        ensure_writable(target)
+    loaded = load_model_source(source, model_id=model_id)
+    entry, extends, fitted = _beside_shipped(loaded.entry)
+    notes = (*loaded.notes, *fitted)
+    header = [f"tokcost models import {source}"]
+    if loaded.origin != str(Path(loaded.config_file).parent):  # the cache or the hub
+        header.append(f"config: {loaded.config_file} ({loaded.origin})")
+    header += notes
+    text = catalog_text(entry, header=header, extends=extends)
+    if target is not None:
+        from tokcost.atomic import write_text_atomic
+
+        write_text_atomic(target, text)
+    return ModelImport(entry, text, loaded.config_file, loaded.origin, loaded.shards,
+                       loaded.header_bytes, notes, target)
+
+
+def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
+    """``entry`` fitted to extend the shipped catalog: aliases another shipped model
+    already has are left out; an id that names another shipped model (an alias or a
+    dated id of it) makes the file stand alone instead."""
+    import dataclasses
+
+    from tokcost.catalog import Catalog, load_catalog
+    from tokcost.errors import CatalogError
+    from tokcost.resources import shipped_path
+
+    shipped = load_catalog(shipped_path("models.yaml"))
+    key = entry.id.lower()
+    others = [m for m in shipped.models if m.id.lower() != key]
+    taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
+    notes = [f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
+             for a in entry.aliases if a.lower() in taken]
+    entry = dataclasses.replace(
+        entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken)
+    )
+    if len(others) < len(shipped.models):
+        notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
+    try:
+        Catalog.build([*others, entry], shipped.gpus)
+    except CatalogError:
+        notes.append(f"the id {entry.id} names another model of the shipped catalog, so the "
+                     "file stands alone (no extends: shipped); choose another model_id to "
+                     "add it to the shipped models")
+        return entry, False, tuple(notes)
+    return entry, True, tuple(notes)

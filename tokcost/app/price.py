@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import InputError, UsageError
-from tokcost.pricing import CostBreakdown, estimate_cost, require_price
+from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
 from tokcost.tokenizers import model_choice, open_catalog
 
 if TYPE_CHECKING:
@@ -30,8 +30,11 @@ __all__ = ["PriceResult", "price"]
 class PriceResult:
     """A cost breakdown, and how its prompt was counted.
 
-    ``warnings`` are the input policy's, as ``count`` reports them: the prompt files
-    skipped (binary, unreadable) and those whose invalid UTF-8 was replaced.
+    ``warnings``: first the input policy's, as ``count`` reports them (the prompt files
+    skipped, binary or unreadable, and those whose invalid UTF-8 was replaced); then
+    what the model would not take (``tokcost.pricing.limit_warnings``): a prompt past
+    its context window, an output past its maximum output tokens. The price is given
+    either way.
     """
 
     breakdown: CostBreakdown
@@ -96,6 +99,8 @@ def price(
         batch=batch,
         requests=requests,
     )
+    warnings += limit_warnings(entry, input_tokens=input_tokens, output_tokens=output_tokens,
+                               reasoning_tokens=reasoning_tokens, exact=exact)
     return PriceResult(breakdown, exact, bool(paths), warnings)
 
 

@@ -17,6 +17,7 @@ from tokcost.bpe.io import vocab_path as vocab_path
 from tokcost.bpe.model import BPEModel as BPEModel
 from tokcost.bpe.pretokenize import PATTERNS as PATTERNS
 from tokcost.bpe.pretokenize import PatternName as PatternName
+from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
 from tokcost.bpe.train import TrainerConfig as TrainerConfig
 from tokcost.bpe.train import TrainResult as TrainResult
 from tokcost.bpe.train import check_config as check_config

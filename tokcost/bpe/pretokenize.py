@@ -9,20 +9,30 @@ Files are read as bytes (like ``newline=""``) and cut only at ``"\\n"`` (each li
 keeps its ``"\\n"``), as Hugging Face ``tokenizers`` reads training files: CRLF survives,
 and ``str.splitlines`` (which also cuts at ``\\x0b``, ``\\x1c``, ``\\u2028`` ...)
 never changes the corpus. A line is the unit the pattern runs over.
+
+Special tokens are split out of each line before the pattern runs, as HF's
+``AddedVocabulary`` splits its added tokens out of a sequence (the leftmost
+occurrence, the longest special token at that place): the text between them is
+pre-tokenized on its own, and each occurrence is a pre-token of its own, so no
+pre-token crosses one. The engines pass one pattern string to ``count_block``
+(here, in worker processes and on Dask workers alike), so the special tokens ride
+in it: ``with_specials`` writes them as a regex comment before the pattern.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 import time
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from enum import Enum
 from functools import lru_cache
-from itertools import chain
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -54,6 +64,49 @@ class PatternName(str, Enum):
     GPT2 = "gpt2"
     CL100K = "cl100k"
     O200K = "o200k"
+
+
+#: How a pre-tokenization spec names its special tokens (see ``with_specials``).
+_SPECIALS_HEAD = "(?#tokcost-special-tokens:"
+
+
+def with_specials(pattern: str, special_tokens: Sequence[str]) -> str:
+    """The pre-tokenization spec: ``pattern`` with ``special_tokens`` split out first.
+
+    The special tokens are written as a JSON list inside a regex comment before the
+    pattern (``)`` escaped), so the spec is still the same regex to anything that
+    compiles it, and it crosses process and cluster boundaries as the string it is.
+    Without special tokens the spec is the pattern itself.
+
+    >>> spec = with_specials("[a-z]+| ", ["<|endoftext|>"])
+    >>> spec
+    '(?#tokcost-special-tokens:["<|endoftext|>"])[a-z]+| '
+    >>> parse_spec(spec)
+    ('[a-z]+| ', ('<|endoftext|>',))
+    """
+    if not special_tokens:
+        return pattern
+    body = json.dumps(list(dict.fromkeys(special_tokens))).replace(")", "\\u0029")
+    return f"{_SPECIALS_HEAD}{body}){pattern}"
+
+
+@lru_cache(maxsize=16)
+def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``with_specials``'s spec -> (pattern, special tokens); a plain pattern -> (it, ())."""
+    if not spec.startswith(_SPECIALS_HEAD):
+        return spec, ()
+    end = spec.index(")", len(_SPECIALS_HEAD))
+    specials = json.loads(spec[len(_SPECIALS_HEAD) : end])
+    return spec[end + 1 :], tuple(str(s) for s in specials)
+
+
+@lru_cache(maxsize=16)
+def special_regex(special_tokens: tuple[str, ...]) -> regex.Pattern[str]:
+    """Finds special tokens as HF's ``AddedVocabulary`` does: leftmost, then longest."""
+    import regex
+
+    ordered = sorted(special_tokens, key=len, reverse=True)
+    return regex.compile("|".join(regex.escape(s) for s in ordered))
 
 
 def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
@@ -194,8 +247,54 @@ def split_text(text: str, pattern: str) -> list[str]:
     return pieces
 
 
+def pretokenize(text: str, spec: str) -> list[str]:
+    """The pre-tokens of one sequence as HF's trainer sees them: the special tokens
+    of ``spec`` split out first (each one a pre-token), the text between them split
+    by its pattern (``split_text``).
+
+    >>> pretokenize("end<|endoftext|> of", with_specials(PATTERNS["gpt2"], ["<|endoftext|>"]))
+    ['end', '<|endoftext|>', ' of']
+    """
+    pattern, specials = parse_spec(spec)
+    if not specials:
+        return split_text(text, pattern)
+    # tiktoken's patterns leave no gaps: their splitter (ASCII fast path) does.
+    split: Callable[[str], list[str]] = (
+        splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
+    pieces: list[str] = []
+    pos = 0
+    for m in special_regex(specials).finditer(text):
+        if m.start() > pos:
+            pieces += split(text[pos : m.start()])
+        pieces.append(m.group())
+        pos = m.end()
+    if pos < len(text):
+        pieces += split(text[pos:])
+    return pieces
+
+
+def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str]) -> set[int]:
+    """The indices of the ``lines`` of ``block`` that a special token's match touches.
+
+    Found in the whole block at once (a search per line costs more than the split);
+    a match that runs across a line break only selects lines, which ``pretokenize``
+    then reads one by one, so no match is taken across lines, as HF reads them.
+    """
+    spans = [m.span() for m in find.finditer(block)]
+    if not spans:
+        return set()
+    ends = list(accumulate(map(len, lines)))  # ends[i]: the offset just past line i
+    held: set[int] = set()
+    for start, stop in spans:
+        held.update(range(bisect_right(ends, start), bisect_right(ends, stop - 1) + 1))
+    return held
+
+
 def count_block(block: str, pattern: str) -> Counter[str]:
     """Pre-token frequencies of a block of whole lines, each line split on its own.
+
+    ``pattern`` may be a spec with special tokens (``with_specials``): each line
+    is then split as ``pretokenize`` splits it.
 
     >>> sorted(count_block("a a\\na\\n", PATTERNS["gpt2"]).items())
     [('\\n', 2), (' a', 1), ('a', 2)]
@@ -204,6 +303,15 @@ def count_block(block: str, pattern: str) -> Counter[str]:
 
     lines: list[str] = regex.findall(_LINE_SPLIT, block)
     counts: Counter[str] = Counter()
+    pattern, specials = parse_spec(pattern)
+    if specials:
+        held = _lines_with_specials(block, lines, special_regex(specials))
+        if held:
+            # Only the lines that hold a special token leave the fast paths below.
+            spec = with_specials(pattern, specials)
+            for i in held:
+                counts.update(pretokenize(lines[i], spec))
+            lines = [line for i, line in enumerate(lines) if i not in held]
     if pattern in PATTERNS.values():
         # tiktoken's patterns match every character: no gaps to look for.
         fast = _ascii_fast(pattern)

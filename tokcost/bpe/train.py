@@ -3,7 +3,20 @@
 With the same corpus, pattern, vocabulary size and special tokens, the merges
 are identical and in the same order as BpeTrainer run with the pre-tokenizer
 ``Sequence([Split(Regex(pattern), "isolated"), ByteLevel(add_prefix_space=False,
-use_regex=False)])``, ``min_frequency=0`` and ``initial_alphabet=ByteLevel.alphabet()``.
+use_regex=False)])``, ``min_frequency=0``, ``initial_alphabet=ByteLevel.alphabet()`` and
+``max_token_length`` one more than tokcost's (HF keeps tokens strictly shorter;
+tokcost's default is 128 bytes, HF's is no limit).
+
+Special tokens in the corpus
+    The special tokens are split out of each line before pre-tokenization, as
+    HF does when its tokenizer has them added (``add_special_tokens``) before
+    training: the text between two of them is pre-tokenized on its own. HF then
+    counts each occurrence as a word and learns merges inside it (``<|``,
+    ``<|en``, ... until it has rebuilt the special token's own id); tokcost does
+    not learn from them, because they are tokens already. (HF's trainer given the
+    special tokens alone does not split them out: its pattern cuts ``<|endoftext|>``
+    into ``<|``, ``endoftext`` and ``|>``, which become tokens.) On text between the
+    special tokens the merges are HF's, merge for merge.
 
 The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``)
     Ids are given in HF's order: special tokens first (in the order given), then
@@ -44,28 +57,36 @@ from tokcost.bpe.pretokenize import (
     PatternName,
     count_block,
     count_words,
+    pretokenize,
     resolve_pattern,
-    split_text,
+    with_specials,
 )
 from tokcost.errors import InputError, UsageError
 
 ProgressFn = Callable[[str, int, int], None]
+
+#: The longest token, in bytes, unless told otherwise: that of tiktoken's o200k_base and
+#: cl100k_base (128 spaces). Without a limit, a corpus that is one long run of a letter
+#: learns tokens of 2, 4, 8, ... bytes up to the run's length (a model of megabytes).
+DEFAULT_MAX_TOKEN_LENGTH = 128
 
 
 @dataclass(frozen=True)
 class TrainerConfig:
     """What to train. ``pattern``: a ``PatternName`` (gpt2, cl100k, o200k) or a regex.
 
-    ``max_token_length`` (bytes) keeps every new token at most that long; it
-    matches HF's ``max_token_length=N + 1`` (HF keeps tokens strictly shorter).
-    ``jobs`` processes pre-tokenize when no other engine is given.
+    ``max_token_length`` (bytes) keeps every new token at most that long
+    (``DEFAULT_MAX_TOKEN_LENGTH``, 128; None: no limit, HF's default); it matches
+    HF's ``max_token_length=N + 1`` (HF keeps tokens strictly shorter).
+    ``special_tokens`` get the first ids; their text in the corpus is split out and
+    not learned from. ``jobs`` processes pre-tokenize when no other engine is given.
     """
 
     vocab_size: int
     pattern: PatternName | str = PatternName.O200K
     special_tokens: tuple[str, ...] = ()
     min_frequency: int = 0
-    max_token_length: int | None = None
+    max_token_length: int | None = DEFAULT_MAX_TOKEN_LENGTH
     jobs: int = 1
 
 
@@ -126,26 +147,30 @@ def train(
     engine: WordCounter | None = None,
     texts: Iterable[str] = (),
 ) -> TrainResult:
-    """Train on text files (streamed; each line split on its own).
+    """Train on text files (streamed; each line split on its own, special tokens first).
 
     ``engine`` pre-tokenizes (default: ``config.jobs`` processes here); the merges
-    are then learned here, so they are the same whatever the engine. ``texts`` is
+    are then learned here, so they are the same whatever the engine. The engine gets
+    the pattern as a spec that carries the special tokens (``with_specials``), so
+    every engine splits them out alike. ``texts`` is
     more of the corpus, here: blocks of whole lines (a stream's text cut after
     newlines, as ``tokcost.counting.LineBlocks`` yields standard input), each line
     split on its own as a file's are.
     """
     check_config(config)
     pattern, _ = resolve_pattern(config.pattern)
+    spec = with_specials(pattern, config.special_tokens)
     t0 = time.perf_counter()
     files = list(paths)
     if engine is None:
-        counts = count_words(files, pattern, jobs=config.jobs, progress=progress)
+        counts = count_words(files, spec, jobs=config.jobs, progress=progress)
     elif files:
-        counts = engine.count_words(files, pattern, progress=progress)
+        counts = engine.count_words(files, spec, progress=progress)
     else:
         counts = Counter()
     for block in texts:
-        counts.update(count_block(block, pattern))
+        counts.update(count_block(block, spec))
+    _drop_specials(counts, config)
     seconds = time.perf_counter() - t0
     return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 
@@ -153,7 +178,8 @@ def train(
 def train_from_texts(
     texts: Iterable[str], config: TrainerConfig, progress: ProgressFn | None = None
 ) -> TrainResult:
-    """Train on in-memory texts; each text is one sequence for the pattern.
+    """Train on in-memory texts; each text is one sequence for the pattern (special
+    tokens split out first, as ``train`` does).
 
     >>> r = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
     >>> [r.model.decoder[i] for a, b, i in r.model.merges]
@@ -161,12 +187,21 @@ def train_from_texts(
     """
     check_config(config)
     pattern, _ = resolve_pattern(config.pattern)
+    spec = with_specials(pattern, config.special_tokens)
     t0 = time.perf_counter()
     counts: dict[str, int] = {}
     for text in texts:
-        for piece in split_text(text, pattern):
+        for piece in pretokenize(text, spec):
             counts[piece] = counts.get(piece, 0) + 1
+    _drop_specials(counts, config)
     return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
+
+
+def _drop_specials(counts: dict[str, int], config: TrainerConfig) -> None:
+    """Forget the special tokens' occurrences: they are tokens already, and learning
+    from them would spend merges rebuilding them (HF does)."""
+    for token in config.special_tokens:
+        counts.pop(token, None)
 
 
 def train_from_counts(
@@ -179,6 +214,8 @@ def train_from_counts(
 ) -> TrainResult:
     """Learn merges from pre-token frequencies (``{" the": 1234, ...}``).
 
+    Every pre-token is learned from as given, one equal to a special token too
+    (as HF's trainer does); ``train`` and ``train_from_texts`` leave those out.
     ``consume=True`` empties ``word_counts`` (a dict) while reading it, to save memory.
     """
     check_config(config)
@@ -194,7 +231,6 @@ def train_from_counts(
         if tok not in key_to_id:
             key_to_id[tok] = len(keys)
             keys.append(tok)
-    n_specials = len(keys)
     byte_id: list[int] = [0] * 256
     for b in ALPHABET_ORDER:
         ch = BYTE_TO_CHAR[b]
@@ -249,9 +285,10 @@ def train_from_counts(
 
     # 4. Merge.
     merges: list[tuple[int, int, int]] = []
-    token_len: list[int] = [
-        len(k.encode("utf-8")) if i < n_specials else 1 for i, k in enumerate(keys)
-    ]
+    # A token's length in bytes is its length in byte-level characters (one per byte),
+    # special tokens too: a merge can only reach one whose text spells bytes
+    # ("Ġa" is b" a", 2 bytes, not the 3 of its UTF-8), and HF counts it so.
+    token_len: list[int] = [len(k) for k in keys]
     max_len = config.max_token_length
     vocab_size = config.vocab_size
     min_freq = config.min_frequency
@@ -281,7 +318,7 @@ def train_from_counts(
             new_id = len(keys)
             key_to_id[new_key] = new_id
             keys.append(new_key)
-            token_len.append(token_len[ia] + token_len[ib])
+            token_len.append(len(new_key))
         merges.append((ia, ib, new_id))
         r = chr(new_id)
         r_len = token_len[new_id]

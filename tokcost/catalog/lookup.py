@@ -127,17 +127,48 @@ class Catalog:
             return None
 
     def resolve_gpu(self, name: str) -> Gpu:
-        """A GPU by name or alias, ignoring case, spaces, dashes and underscores."""
-        gpu = self._index.gpus.get(_gpu_key(name))
+        """A GPU by name or alias, ignoring case, spaces, dashes and underscores.
+
+        Only an exact name or alias resolves. A name that begins several GPUs' names
+        or aliases (``a100``: A100-40GB, A100-80GB, A100-80GB-PCIe) is an error that
+        lists them, never a silent pick: their memory and bandwidth differ, and so
+        does every number an estimate makes from them.
+
+        >>> load_catalog().resolve_gpu("h100").name
+        'H100-SXM'
+        """
+        key = _gpu_key(name)
+        gpu = self._index.gpus.get(key)
         if gpu is not None:
             return gpu
+        candidates = self.gpu_candidates(name)
+        if len(candidates) > 1:
+            listed = ", ".join(g.name for g in candidates)
+            raise GpuNotFound(
+                f"GPU '{name}' is ambiguous: it matches {listed}; name one of them, "
+                f"e.g. gpu={candidates[0].name}",
+                param="gpu",
+            )
         names = [g.name for g in self.gpus]
-        hint = suggest(name, names) or suggest(_gpu_key(name), {_gpu_key(n): n for n in names})
+        if candidates:  # one GPU begins so: the likely intent, but not its name
+            hint = f" (did you mean: {candidates[0].name}?)"
+        else:
+            hint = suggest(name, names) or suggest(key, {_gpu_key(n): n for n in names})
         raise GpuNotFound(
             f"unknown GPU '{name}'{hint}; name one the catalog lists, "
             "or give its memory as gpu_memory=SIZE (e.g. 80GiB)",
             param="gpu_memory",
         )
+
+
+    def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
+        """The GPUs whose name or an alias begins with ``name`` (compared as lookup
+        compares), in catalog order; an empty ``name`` matches none."""
+        key = _gpu_key(name)
+        if not key:
+            return ()
+        return tuple(g for g in self.gpus
+                     if any(_gpu_key(n).startswith(key) for n in (g.name, *g.aliases)))
 
 
 _gpu_key = rules.gpu_key

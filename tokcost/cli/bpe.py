@@ -130,18 +130,23 @@ def train_cmd(
     ] = "o200k",
     special_tokens: Annotated[
         list[str] | None,
-        typer.Option("--special", "-s", help="A special token (repeatable), e.g. '<|endoftext|>'."),
+        typer.Option("--special", "-s",
+                     help="A special token (repeatable), e.g. '<|endoftext|>'. Its text in "
+                     "the corpus is split out of the lines, as HF does for added tokens, "
+                     "and not learned from."),
     ] = None,
     min_frequency: Annotated[
         str, typer.Option("--min-frequency", metavar="COUNT",
                           help="Stop when the best pair is rarer.")
     ] = "0",
     max_token_length: Annotated[
-        int | None,
+        int,
         typer.Option("--max-token-length", metavar=COUNT,
                      parser=count_parser("--max-token-length"),
-                     help="Longest token in bytes (default: no limit)."),
-    ] = None,
+                     help="Longest token in bytes. The default is the longest token of "
+                     "o200k_base and cl100k_base (128 spaces); a value past the longest "
+                     "pre-token, such as 1M, lifts the limit (HF's default)."),
+    ] = tokcost.DEFAULT_MAX_TOKEN_LENGTH,
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
     ] = 1,

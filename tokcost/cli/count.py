@@ -61,6 +61,18 @@ def _name(label: str, exact: bool) -> str:
     return label if exact else f"≈{label}"
 
 
+LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
+
+
+def _version(ctx: typer.Context, value: bool) -> None:
+    # `tokcount --version` as `tokcost --version`: each program says its name.
+    if value:
+        name = ctx.find_root().info_name
+        label = "tokcount (tokcost)" if name == "tokcount" else "tokcost"
+        typer.echo(f"{label} {tokcost.__version__}")
+        raise typer.Exit()
+
+
 def count(
     paths: Annotated[
         list[str] | None,
@@ -129,8 +141,21 @@ def count(
                      show_default=False),
     ] = None,
     catalog: CatalogOpt = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="List every skipped file: several binary files, "
+                           "or paths to files already counted, are otherwise one line each.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
+                           help="Show the version.")
+    ] = False,
 ) -> None:
-    """Count tokens in files, folders (recursive, .gitignore-aware) and stdin."""
+    """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
+
+    A file named twice (directly, through a folder or a link) is counted once, as du
+    counts it; a FIFO, socket or device inside a folder is skipped with the reason
+    (named directly, a FIFO such as <(cmd) is read).
+    """
     if chat is not None:
         _print_chat(tokcost.count_chat(chat, models=models or [], tokenizers=tokenizers or [],
                                        catalog=catalog), json_out)
@@ -146,7 +171,7 @@ def count(
             inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
             include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
             allow_special=allow_special, max_tokens=truncate)
-        for note in shown.warnings:
+        for note in shown.notes(verbose=verbose, hint=LIST_HINT):
             warn(note)
         shown.raise_for_empty()
         if json_out:
@@ -161,7 +186,7 @@ def count(
         include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
         allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
         timeout=timeout, progress=progress))
-    for note in result.warnings:
+    for note in result.notes(verbose=verbose, hint=LIST_HINT):
         warn(note)
     result.raise_for_empty()
     if total_only:
@@ -178,15 +203,28 @@ def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResu
     """``run(progress)`` with a progress bar on stderr when a person watches it."""
     if not progress_enabled():
         return run(None)
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
-    with Progress(SpinnerColumn(), TextColumn("counting"), BarColumn(),
-                  TextColumn("{task.completed:,.0f} bytes"), TransferSpeedColumn(),
+    # The library reports bytes as each block is read, so one large file moves the
+    # bar too; a long walk first reports the files it finds.
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                   console=err, transient=True) as bar:
-        task = bar.add_task("count", total=None)
+        task = bar.add_task("counting", total=None)
 
-        def on_progress(_: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total or None)
+        def on_progress(stage: str, done: int, total: int) -> None:
+            if stage == "walk":
+                bar.update(task, description=f"listing {done:,} files")
+            else:
+                bar.update(task, description="counting", completed=done, total=total or None)
 
         return run(on_progress)
 

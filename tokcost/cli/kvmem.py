@@ -15,14 +15,15 @@ import tokcost
 from tokcost.cli.console import err, out, print_json
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import in_cli_words
+from tokcost.cli.kvmem_engine import engine_header, render_fit
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
-    from tokcost import MemoryEstimate
+    from tokcost import DecodeStep, MemoryEstimate, Prefill
 
 kvmem_app = typer.Typer(
     name="kvmem",
-    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode bandwidth.",
+    help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
     no_args_is_help=True,
 )
 
@@ -36,6 +37,12 @@ Examples:
   tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
   tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
+  tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
+  tokcost kvmem estimate -m llama-3.1-70b --gpu A100-80GB --tp 4 --pp 2 --engine ideal
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k --efficiency 0.7
+  tokcost kvmem estimate --config ./Qwen3-8B --gpu H100      a model folder: config.json + shards
+  tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k    the Hugging Face cache, else the hub
 """
 
 
@@ -47,14 +54,49 @@ def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | No
     return None if text is None else tokcost.parse_size(text, param=param, allow_zero=allow_zero)
 
 
+def _flops(text: str | None) -> float | None:
+    if text is None:
+        return None
+    return float(tokcost.parse_count(text.removesuffix("/s"), param="flops", minimum=1,
+                                     maximum=10**18))
+
+
+def _time(seconds: float) -> str:
+    """``2.53 s``, ``9.8 ms``, ``0.0402 ms``: three figures below a millisecond."""
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    ms = seconds * 1000
+    return f"{ms:,.1f} ms" if ms >= 1 else f"{ms:.3g} ms"
+
+
+def _si(value: float, unit: str) -> str:
+    """``2.41e15, "FLOP"`` -> ``2.41 PFLOP``."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:,.3g} {prefix}{unit}"
+    return f"{value:,.0f} {unit}"
+
+
 def estimate(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", show_default=False,
+                     help="Model id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: "
+                     "the local cache first, else the hub)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", metavar="PATH", show_default=False,
+                     help="A model's config.json, or its folder (config.json + safetensors "
+                     "shards: weights from their headers), instead of -m."),
+    ] = None,
     contexts: Annotated[
         str | None,
         typer.Option(
             "--context",
-            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024). "
-            "Default: the model's context window.",
+            "--max-model-len",
+            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024); "
+            "the largest is the engine's max_model_len. Default: the model's context window.",
         ),
     ] = None,
     batch: Annotated[
@@ -65,8 +107,9 @@ def estimate(
     kv_dtype: Annotated[
         str,
         typer.Option(
-            "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add "
-            "per-group scales).",
+            "--kv-dtype", "--kv-cache-dtype",
+            help="Cache dtype: auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 "
+            "add per-group scales).",
         ),
     ] = "bf16",
     kv_group_size: Annotated[
@@ -75,10 +118,40 @@ def estimate(
                                  help="Quantization group of int8/int4 (64).")
     ] = None,
     block_size: Annotated[
-        str, typer.Option("--block-size", metavar="COUNT",
-                          help="Paged-cache block in tokens, 1 to 4096 (vLLM: 16).")
-    ] = "16",
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+        str | None, typer.Option("--block-size", metavar="COUNT", show_default=False,
+                                 help="Paged-cache block in tokens, 1 to 4096 (default: the "
+                                 "engine's: vLLM 16 or what its backend forces, SGLang 1).")
+    ] = None,
+    tp: Annotated[int, typer.Option("--tp", "--tensor-parallel-size",
+                                    help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+    pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
+                                    help="Pipeline stages: layers split across GPUs as vLLM "
+                                    "splits them.")] = 1,
+    engine: Annotated[
+        str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV cache "
+                          "manager), sglang (its token pools) or ideal (bytes truly held).")
+    ] = "vllm",
+    max_num_batched_tokens: Annotated[
+        str | None, typer.Option("--max-num-batched-tokens", metavar="COUNT", show_default=False,
+                                 help="vLLM's tokens per scheduler step (default: vllm serve's, "
+                                 "8192 on GPUs of 70 GiB or more other than A100, else 2048).")
+    ] = None,
+    hybrid_manager: Annotated[
+        bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
+                           " /--disable-hybrid-kv-cache-manager",
+                           help="vLLM's hybrid KV cache manager (off: every layer caches the "
+                           "whole context, as with --disable-hybrid-kv-cache-manager).")
+    ] = True,
+    mem_fraction_static: Annotated[
+        float | None, typer.Option("--mem-fraction-static", show_default=False,
+                                   help="SGLang's share of GPU memory for weights and KV pool "
+                                   "(default: SGLang's, from the GPU's memory).")
+    ] = None,
+    swa_full_tokens_ratio: Annotated[
+        float | None, typer.Option("--swa-full-tokens-ratio", show_default=False,
+                                   help="SGLang: sliding-window pool tokens per full-pool token "
+                                   "(0.8).")
+    ] = None,
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")
     ] = None,
@@ -87,7 +160,8 @@ def estimate(
                                  help="GPU memory instead of --gpu: 80GiB, 24GB.")
     ] = None,
     gpu_util: Annotated[
-        float, typer.Option("--gpu-util", help="vLLM's gpu_memory_utilization.")
+        float, typer.Option("--gpu-util", "--gpu-memory-utilization",
+                            help="vLLM's gpu_memory_utilization.")
     ] = 0.9,
     kv_memory: Annotated[
         str | None,
@@ -105,6 +179,23 @@ def estimate(
         str | None,
         typer.Option("--bandwidth", help="Memory bandwidth per second (default: the GPU's)."),
     ] = None,
+    flops: Annotated[
+        str | None,
+        typer.Option("--flops", metavar="COUNT",
+                     help="Peak FLOP/s: 989e12, 989T (default: the GPU's for the weights "
+                          "dtype, fp8 or bf16)."),
+    ] = None,
+    efficiency: Annotated[
+        float,
+        typer.Option("--efficiency",
+                     help="Fraction of the datasheet bandwidth and FLOP/s reached, in (0, 1] "
+                          "(1 = the roofline bound)."),
+    ] = 1.0,
+    input_tokens: Annotated[
+        str | None,
+        typer.Option("--input-tokens", "-i", metavar="COUNT",
+                     help="Prompt tokens for the time to first token (default: each context)."),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -119,13 +210,23 @@ def estimate(
     """Size the KV cache of a model, and what fits on a GPU."""
     result = tokcost.estimate_memory(
         model,
+        config=config,
         catalog=catalog,
         contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
         batch=tokcost.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
-        block_size=tokcost.parse_count(block_size, param="block_size"),
+        block_size=tokcost.parse_count(block_size, param="block_size") if block_size else None,
         tp=tp,
+        pp=pp,
+        engine=engine,
+        max_num_batched_tokens=(
+            tokcost.parse_count(max_num_batched_tokens, param="max_num_batched_tokens")
+            if max_num_batched_tokens else None
+        ),
+        hybrid_manager=hybrid_manager,
+        mem_fraction_static=mem_fraction_static,
+        swa_full_tokens_ratio=swa_full_tokens_ratio,
         gpu=gpu,
         gpu_memory=_size(gpu_memory, "gpu_memory"),
         gpu_util=gpu_util,
@@ -133,6 +234,10 @@ def estimate(
         reserve=_size(reserve, "reserve", allow_zero=True),
         weights_dtype=weights_dtype,
         bandwidth=_size(bandwidth.removesuffix("/s") if bandwidth else None, "bandwidth"),
+        flops=_flops(flops),
+        efficiency=efficiency,
+        input_tokens=(tokcost.parse_count(input_tokens, param="input_tokens", minimum=1)
+                      if input_tokens is not None else None),
         plot=plot,
         force=force,
     )
@@ -140,6 +245,8 @@ def estimate(
         print_json(result.to_dict())
         return
     _render(result)
+    for note in result.source_notes:  # where a --config / hf: model's numbers came from
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
     if plot is not None:
         err.print(f"wrote {plot}", highlight=False, markup=False)
 
@@ -162,12 +269,13 @@ def _render(result: MemoryEstimate) -> None:
         kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
     if counts["linear"]:
         kinds.append(f"{counts['linear']} linear ({_human(lay.state_bytes)} state each)")
-    per_gpu = " per GPU" if r.tp > 1 else ""
+    per_gpu = " per GPU" if r.tp > 1 or r.pp > 1 else ""
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
     out.print(
         f"bytes per token{per_gpu}: {r.bytes_per_token:,} B ({_human(r.bytes_per_token)})"
         + (" while the context is shorter than the window" if counts["sliding"] else "")
     )
+    engine_header(r)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("context", justify="right")
     table.add_column("per sequence", justify="right")
@@ -177,8 +285,12 @@ def _render(result: MemoryEstimate) -> None:
         table.add_column("max concurrency", justify="right")
         table.add_column("fits", justify="center")
     has_decode = any(row.decode is not None for row in r.rows)
+    has_prefill = any(row.prefill is not None for row in r.rows)
     if has_decode:
         table.add_column("decode tok/s", justify="right")
+        table.add_column("bound", justify="left")
+    if has_prefill:
+        table.add_column("TTFT", justify="right")
     for row in r.rows:
         ctx = f"{row.context:,}" + (" (>window)" if row.beyond_context_window else "")
         cells = [
@@ -192,39 +304,56 @@ def _render(result: MemoryEstimate) -> None:
             cells.append("yes" if row.fits else "[red]no[/red]")
         if has_decode and row.decode is not None:
             cells.append(f"{row.decode.tokens_per_s:,.0f}")
+            cells.append(row.decode.bound)
+        if has_prefill and row.prefill is not None:
+            cells.append(_time(row.prefill.ttft_seconds))
         table.add_row(*cells)
     print_wide(table)
     if r.fit is not None:
-        f = r.fit
-        if f.memory_bytes is not None and f.util is not None:
-            out.print(
-                f"GPU {r.gpu}: {_human(f.memory_bytes)} x {f.util:g} "
-                f"- weights {_human(f.weights_bytes)} - reserve {_human(f.reserve_bytes)} "
-                f"= {_human(f.available_bytes)} for the KV cache"
-            )
-        else:
-            out.print(f"KV cache memory{per_gpu}: {_human(f.available_bytes)} (given)")
-        out.print(
-            f"blocks: floor({f.available_bytes:,} / {f.page_bytes:,} B per block) = "
-            f"{f.num_blocks:,} -> {f.cache_tokens:,} tokens"
-            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)")
-        )
+        render_fit(r)
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
     for row in r.rows[-1:]:
-        if row.decode is not None:
-            d = row.decode
-            out.print(
-                f"decode at {row.context:,}: {_human(d.step_bytes)} per step "
-                f"({_human(d.weights_bytes)} weights + {_human(d.kv_bytes)} KV) / "
-                f"{d.bandwidth_bytes_per_s / 1e9:,.0f} GB/s -> {d.tokens_per_s_per_sequence:,.1f} "
-                f"tok/s per sequence, {d.tokens_per_s:,.0f} tok/s total (bandwidth bound)"
-            )
+        _render_roofline(row.context, row.decode, row.prefill)
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
-        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util"))
+        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
+                                   "efficiency", "flops"))
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+
+
+def _limits(step: DecodeStep | Prefill, what: str) -> str:
+    """``X GiB <what> / 3,350 GB/s = 9.8 ms; Y TFLOP / 989 TFLOP/s = 0.04 ms``."""
+    eff = "" if step.efficiency == 1 else f" x {step.efficiency:g}"
+    text = (f"{_human(step.step_bytes)} {what} / {step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
+            f"{eff} = {_time(step.bandwidth_seconds)}; ")
+    compute = step.compute_seconds
+    if step.peak_flops_per_s is None or compute is None:
+        return text + "compute not checked"
+    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+            f"= {_time(compute)}")
+
+
+def _parts(step: DecodeStep | Prefill, kv: str) -> str:
+    experts = (f" with {step.experts_touched:,.1f} experts per layer"
+               if step.experts_touched is not None else "")
+    return f"({_human(step.weights_bytes)} weights{experts} + {_human(step.kv_bytes)} {kv})"
+
+
+def _render_roofline(context: int, d: DecodeStep | None, f: Prefill | None) -> None:
+    """The decode step and the prefill of one context, both limits shown."""
+    if d is not None:
+        out.print(
+            f"decode at {context:,}: {_limits(d, 'per step ' + _parts(d, 'KV'))} -> "
+            f"{d.bound} bound: {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+            f"{d.tokens_per_s:,.0f} tok/s total"
+        )
+    if f is not None:
+        out.print(
+            f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, _parts(f, 'KV written'))} -> "
+            f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}"
+        )
 
 
 kvmem_app.command("estimate", epilog=EPILOG)(estimate)

@@ -1,20 +1,22 @@
-"""``tokcost models list|show|validate|sync-prices``: the model catalog."""
+"""``tokcost models list|show|validate|sync-prices|import``: the model catalog."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, print_wide
-from tokcost.cli.options import CatalogOpt, JsonOpt
+from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt
 from tokcost.errors import UsageError
 
 models_app = typer.Typer(
     name="models",
-    help="The model catalog: list, show, validate, sync prices.",
+    help="The model catalog: list, show, validate, sync prices, import a Hugging Face model.",
     no_args_is_help=True,
 )
 
@@ -49,11 +51,13 @@ def list_models(
             print_json(gpu_list.to_dict())
             return
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("gpu", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
-            table.add_column(col, justify="left" if col == "gpu" else "right")
+        for col in ("gpu", "architecture", "memory", "bandwidth", "bf16 TFLOP/s",
+                    "fp8 TFLOP/s"):
+            table.add_column(col, justify="left" if col in ("gpu", "architecture") else "right")
         for g in gpu_list.gpus:
             table.add_row(
                 g.name,
+                g.architecture or "",
                 tokcost.format_bytes(g.memory_bytes),
                 f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
                 f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
@@ -301,6 +305,56 @@ def sync_prices(
     if result.dated:
         err.print(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}",
                   highlight=False)
+
+
+IMPORT_EPILOG = """
+Examples:
+
+\b
+  tokcost models import hf:Qwen/Qwen3-8B             the local Hugging Face cache, else the hub
+  tokcost models import ./gpt-oss-120b -o mine.yaml   a model folder: config.json + shards
+  tokcost models import config.json --id my-model     a config alone (weights unknown)
+  tokcost kvmem estimate -m my-model --catalog mine.yaml --gpu H100
+
+The entry's architecture comes from config.json; its weights (bytes, parameters,
+routed experts) from the safetensors headers, without reading any tensor data. The
+YAML is a catalog file that extends the shipped one (--catalog FILE), or an entry to
+paste under another catalog's models:.
+"""
+
+
+@models_app.command("import", epilog=IMPORT_EPILOG)
+def import_model(
+    source: Annotated[
+        str,
+        typer.Argument(metavar="SOURCE",
+                       help="hf:ORG/REPO, a model folder (config.json + safetensors) or a "
+                       "config.json."),
+    ],
+    model_id: Annotated[
+        str | None,
+        typer.Option("--id", show_default=False,
+                     help="The entry's id (default: the repo's or folder's name, lowercased)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", show_default=False,
+                     help="Write the YAML to this file (atomically) instead of stdout."),
+    ] = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a catalog entry (YAML) for a Hugging Face model: config.json + safetensors headers."""
+    result = tokcost.import_model(source, model_id=model_id, output=output, force=force)
+    if json_out:
+        print_json(result.to_dict())
+    elif output is None:
+        sys.stdout.write(result.yaml)  # exactly the YAML: no rich markup or wrapping
+        sys.stdout.flush()
+    for note in result.notes:
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+    if result.file is not None:
+        err.print(f"wrote {result.file}", highlight=False, markup=False)
 
 
 def _report_stale(result: tokcost.PriceSync) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,12 @@ from tokcost.counting.inputs import (
     sniff_source,
     stdin_source,
 )
+from tokcost.counting.progress import (
+    ByteMeter,
+    listed,
+    total_bytes,
+)
+from tokcost.counting.progress import ProgressFn as ProgressFn  # its home before progress.py
 from tokcost.counting.stream import (
     read_text,
 )
@@ -31,9 +37,6 @@ from tokcost.counting.walk import (
     walk,
 )
 from tokcost.errors import UsageError
-
-# progress(stage, done, total): bytes done of total (0 while the total is unknown)
-ProgressFn = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -195,23 +198,25 @@ class LocalEngine:
         allow_special: bool = False,
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
+        unique: bool = False,
     ) -> CountReport:
         """See ``count_paths``. Counts are exact for any file size: streamable
         tokenizers see boundary-safe chunks, the others the whole text."""
         refuse_urls(paths)
         report = CountReport(specs=list(tokenizers))
+        # Progress and skips: all listed first so the bar has a total, and bytes
+        # reported per block read (meter), not per file.
+        sources = listed(walk(paths, include=include, exclude=exclude, gitignore=gitignore,
+                              skipped=report.skipped, unique=unique), progress)
+        meter = ByteMeter(progress, total_bytes(sources))
         executor = _CountExecutor(tokenizers, self.jobs, allow_special)
-        done = 0
         try:
-            for source in walk(paths, include=include, exclude=exclude, gitignore=gitignore,
-                               skipped=report.skipped):
-                counted = self._count_source(source, stdin, executor, report.skipped)
+            for source in sources:
+                counted = self._count_source(source, stdin, executor, report.skipped, meter)
+                meter.finish(source)
                 if counted is None:
                     continue
                 report.files.append(counted)
-                done += counted.bytes
-                if progress is not None:
-                    progress("count", done, 0)  # 0: the total is not known while walking
         finally:
             executor.close()  # the counts still in flight land in report.files
         return report
@@ -222,18 +227,24 @@ class LocalEngine:
         stdin: BinaryIO | None,
         executor: _CountExecutor,
         skipped: list[Skipped],
+        meter: ByteMeter,
     ) -> FileCount | None:
         if source.path == STDIN:
             reason, piped = sniff_source(stdin_source(stdin))
             if reason is None:
-                return self._count_handle(source, piped, executor, skipped)
+                return self._count_handle(source, piped, executor, skipped, meter)
             skipped.append(Skipped(source.display, reason))
             return None
         try:
             with open(source.path, "rb") as handle:
-                reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                if source.size is None:  # a FIFO named directly: sniffed as stdin is
+                    reason, piped = sniff_source(handle)
+                    if reason is None:
+                        return self._count_handle(source, piped, executor, skipped, meter)
+                else:
+                    reason = sniff_binary(handle.peek(SNIFF_BYTES))
                 if reason is None:  # read errors past this point are caught as such
-                    return self._count_handle(source, handle, executor, skipped)
+                    return self._count_handle(source, handle, executor, skipped, meter)
         except IsADirectoryError:
             return None
         except OSError as err:
@@ -248,11 +259,12 @@ class LocalEngine:
         handle: ByteSource,
         executor: _CountExecutor,
         skipped: list[Skipped],
+        meter: ByteMeter,
     ) -> FileCount | None:
         counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
         try:
             stream = read_text(
-                handle, executor.tokenizers,
+                meter.wrap(handle), executor.tokenizers,
                 lambda spec, text: executor.submit(counted, spec, text),
                 name=source.display, block_bytes=self.block_bytes,
                 allow_special=executor.allow_special)
@@ -306,13 +318,26 @@ def count_paths(
     allow_special: bool = False,
     stdin: BinaryIO | None = None,
     progress: ProgressFn | None = None,
+    unique: bool = False,
 ) -> CountReport:
     """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
 
     ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
     ``engine`` runs it (default: ``LocalEngine()``, one worker here).
-    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read.
+    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read, block
+    by block (a binary file's bytes once it is skipped); the total is 0 when an input
+    is a stream. A long walk reports ``progress("walk", files_found, 0)`` first.
+
+    ``unique``: a file named twice (directly, through a folder, a symlink or a hard
+    link) is counted once, as ``du`` counts it; the later paths are skipped with the
+    reason. Without it each path is counted (a budget counts its own paths). Engines
+    other than ``LocalEngine`` walk each path as they do.
     """
-    return (engine or LocalEngine()).count_paths(
+    run = engine or LocalEngine()
+    if unique and isinstance(run, LocalEngine):  # the Engine protocol has no unique yet
+        return run.count_paths(
+            paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
+            allow_special=allow_special, stdin=stdin, progress=progress, unique=True)
+    return run.count_paths(
         paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
         allow_special=allow_special, stdin=stdin, progress=progress)

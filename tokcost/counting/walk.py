@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from tokcost.counting.inputs import (
     STDIN_NAME,
     Skipped,
 )
+from tokcost.counting.skips import same_file_reason, special_file_reason
 from tokcost.errors import InputError, UsageError
 
 
@@ -24,6 +26,25 @@ class Source:
 
     path: str
     display: str
+    size: int | None = None  # a regular file's size when walked; None for a stream (stdin, a FIFO)
+
+
+# (device, inode) -> the path it was first met by: a file is counted once, as du counts it
+Seen = dict[tuple[int, int], str]
+
+
+def _first_time(st: os.stat_result, display: str, seen: Seen | None,
+                skipped: list[Skipped] | None) -> bool:
+    """Whether this is the first path to the file ``st`` (always, when not deduplicating)."""
+    if seen is None:
+        return True
+    key = (st.st_dev, st.st_ino)
+    if key not in seen:
+        seen[key] = display
+        return True
+    if skipped is not None:
+        skipped.append(Skipped(display, same_file_reason(seen[key])))
+    return False
 
 
 def _gitignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
@@ -50,6 +71,7 @@ def walk(
     exclude: Sequence[str] = (),
     gitignore: bool = True,
     skipped: list[Skipped] | None = None,
+    unique: bool = False,
 ) -> Iterator[Source]:
     """Files to count, in a stable order. Missing paths raise UsageError.
 
@@ -57,10 +79,26 @@ def walk(
     symlink loop cannot trap the walk); ``.git`` and ``.gitignore``d paths are
     left out (unless ``gitignore=False``); ``include``/``exclude`` are
     gitignore-style globs matched against the path relative to the folder given.
+    Inside a folder only regular files (or symlinks to them) are taken: a FIFO,
+    socket or device is skipped with the reason, since reading one may never end.
+    A path named directly is taken whatever it is (a FIFO such as ``<(cmd)`` is read).
+
+    ``unique`` yields each file once however often it is named (directly, through
+    a folder, a symlink or a hard link): by device and inode, as ``du`` counts; a
+    later path to it is skipped with the reason (``same_file_reason``), and ``-``
+    is read once.
     """
     inc, exc = _globs(include), _globs(exclude)
+    seen: Seen | None = {} if unique else None
+    folders: Seen = {}  # a folder named twice is walked once (with unique)
+    stdin_taken = False
     for raw in paths:
         if raw == STDIN:
+            if unique and stdin_taken:
+                if skipped is not None:
+                    skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
+                continue
+            stdin_taken = True
             yield Source(STDIN, STDIN_NAME)
             continue
         path = Path(raw)
@@ -72,11 +110,19 @@ def walk(
             if err.errno == errno.ELOOP:
                 raise InputError(f"{raw}: symlink loop; point at the real file") from None
             raise InputError(f"cannot read {raw}: {err.strerror}") from None
-        if not path.is_dir():
-            del st
-            yield Source(str(path), raw)
+        if not stat.S_ISDIR(st.st_mode):
+            if _first_time(st, raw, seen, skipped):
+                yield Source(str(path), raw, st.st_size if stat.S_ISREG(st.st_mode) else None)
             continue
-        yield from _walk_dir(path, inc, exc, gitignore, skipped)
+        if seen is not None:
+            key = (st.st_dev, st.st_ino)
+            if key in folders:
+                if skipped is not None:
+                    skipped.append(Skipped(raw, f"the same folder as {folders[key]} "
+                                                "(counted once)"))
+                continue
+            folders[key] = raw
+        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen)
 
 
 def _ancestor_gitignores(root: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
@@ -103,6 +149,7 @@ def _walk_dir(
     exc: pathspec.GitIgnoreSpec | None,
     gitignore: bool,
     skipped: list[Skipped] | None,
+    seen: Seen | None = None,
 ) -> Iterator[Source]:
     # Each .gitignore applies below its own folder: (absolute folder, spec) pairs,
     # outermost first, starting with those above `root` inside the same git work tree.
@@ -125,6 +172,10 @@ def _walk_dir(
     def onerror(err: OSError) -> None:
         if skipped is not None:
             skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
+
+    def skip(file: Path, reason: str) -> None:
+        if skipped is not None:
+            skipped.append(Skipped(str(file), reason))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
@@ -152,8 +203,20 @@ def _walk_dir(
                 continue
             if exc is not None and exc.match_file(rel):
                 continue
-            if file.is_symlink() and not file.exists():
-                if skipped is not None:
-                    skipped.append(Skipped(str(file), "broken symlink"))
+            # One stat (through symlinks) tells a regular file, its size and its identity.
+            try:
+                st = os.stat(file)
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    skip(file, "symlink loop")
+                elif err.errno == errno.ENOENT and os.path.islink(file):
+                    skip(file, "broken symlink")
+                else:
+                    skip(file, f"unreadable ({err.strerror})")
                 continue
-            yield Source(str(file), str(file))
+            if not stat.S_ISREG(st.st_mode):
+                if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
+                    skip(file, special_file_reason(st.st_mode))
+                continue
+            if _first_time(st, str(file), seen, skipped):
+                yield Source(str(file), str(file), st.st_size)

@@ -6,6 +6,7 @@ The library result (``KvEstimate``) carries every number the CLI prints and a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,19 +15,29 @@ from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.blocks import check_block_size
+from tokcost.memory.engines.base import EnginePlan, EngineReport
+from tokcost.memory.engines.options import Budget, EngineOptions, engine_name, plan_engine
 from tokcost.memory.fit import (
-    DEFAULT_BLOCK,
     DEFAULT_RESERVE,
     DEFAULT_UTIL,
-    DecodeStep,
     GpuFit,
-    decode_step,
-    gpu_fit,
-    largest_context,
-    max_concurrency,
+)
+from tokcost.memory.kv import (
+    ArchitectureIncomplete,
+    KvDtypeName,
+    KvLayout,
+    attention_shape,
+    kv_layout,
+)
+from tokcost.memory.parallel import pp_stages
+from tokcost.memory.roofline import (
+    DecodeStep,
+    Prefill,
+    Roofline,
+    gpu_peaks,
+    roofline_notes,
     weights_bytes,
 )
-from tokcost.memory.kv import ArchitectureIncomplete, KvDtypeName, KvLayout, kv_layout
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8
@@ -35,6 +46,9 @@ _SEARCH_LIMIT = 10**8
 MAX_CONTEXT = 10**9
 MAX_BATCH = 10**6
 MAX_TP = 1024  # tensor parallelism spans one NVLink domain: tens of GPUs, not thousands
+# vLLM's kv_cache_dtype "auto" is the model's dtype; checkpoints quantized to fp8/int4 still
+# compute (and cache) in bf16 unless a KV dtype is given.
+_AUTO_KV = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,8 @@ class ContextRow:
     max_concurrency: float | None = None
     fits: bool | None = None
     decode: DecodeStep | None = None
+    engine_blocks: int | None = None  # vLLM: blocks one request holds, summed over groups
+    prefill: Prefill | None = None  # time to first token for the row's prompt
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,10 @@ class KvEstimate:
     fit: GpuFit | None = None
     largest_context: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    engine: EngineReport | None = None
+    pp: int = 1
+    # The engine's accounting, for sweeps (the plot); not part of the JSON document.
+    plan: EnginePlan | None = field(default=None, repr=False, compare=False)
 
     @property
     def bytes_per_token(self) -> int:
@@ -79,8 +99,9 @@ class KvEstimate:
             "kv_dtype": self.kv_dtype,
             "block_size": self.block_size,
             "tp": self.tp,
+            "pp": self.pp,
             "batch": self.batch,
-            "per_gpu": self.tp > 1,
+            "per_gpu": self.tp > 1 or self.pp > 1,
             "layers": {kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
             "sliding_window": self.layout.window if counts["sliding"] else None,
             "kv_heads_per_gpu": self.layout.kv_heads_per_gpu,
@@ -89,6 +110,7 @@ class KvEstimate:
             "context_window": self.context_window,
             "contexts": [_row_dict(r) for r in self.rows],
             "gpu": None,
+            "engine": self.engine.to_dict() if self.engine is not None else None,
             "notes": list(self.notes),
         }
         if self.fit is not None:
@@ -119,8 +141,11 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
         "beyond_context_window": row.beyond_context_window,
         "max_concurrency": row.max_concurrency,
         "fits": row.fits,
+        "engine_blocks_per_request": row.engine_blocks,
         "decode": None,
+        "prefill": None,
     }
+    # --- roofline (tokcost.memory.roofline): decode step and time to first token
     if row.decode is not None:
         d = row.decode
         out["decode"] = {
@@ -128,11 +153,39 @@ def _row_dict(row: ContextRow) -> dict[str, Any]:
             "kv_bytes": d.kv_bytes,
             "step_bytes": d.step_bytes,
             "bandwidth_bytes_per_s": d.bandwidth_bytes_per_s,
+            "flops": d.flops,
+            "peak_flops_per_s": d.peak_flops_per_s,
+            "efficiency": d.efficiency,
+            "experts_touched": _round(d.experts_touched, 2),
+            "bandwidth_ms": round(d.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(d.compute_seconds), 4),
+            "bound": d.bound,
             "step_ms": round(d.step_seconds * 1000, 4),
             "tokens_per_s_per_sequence": round(d.tokens_per_s_per_sequence, 2),
             "tokens_per_s": round(d.tokens_per_s, 2),
         }
+    if row.prefill is not None:
+        f = row.prefill
+        out["prefill"] = {
+            "prompt_tokens": f.prompt_tokens,
+            "weights_bytes": f.weights_bytes,
+            "kv_bytes": f.kv_bytes,
+            "flops": f.flops,
+            "experts_touched": _round(f.experts_touched, 2),
+            "bandwidth_ms": round(f.bandwidth_seconds * 1000, 4),
+            "compute_ms": _round(_ms(f.compute_seconds), 4),
+            "bound": f.bound,
+            "ttft_ms": round(f.ttft_seconds * 1000, 4),
+        }
     return out
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def _window(entry: ModelEntry) -> str:
@@ -145,7 +198,7 @@ def estimate_kv(
     contexts: Sequence[int] | None = None,
     batch: int = 1,
     kv_dtype: str | KvDtypeName = "bf16",
-    block_size: int = DEFAULT_BLOCK,
+    block_size: int | None = None,
     tp: int = 1,
     gpu: Gpu | None = None,
     gpu_memory: int | None = None,
@@ -155,14 +208,31 @@ def estimate_kv(
     weights_dtype: str | None = None,
     group: int | None = None,
     bandwidth: int | None = None,
+    engine: str | EngineOptions = "vllm",
+    flops: float | None = None,
+    efficiency: float = 1.0,
+    input_tokens: int | None = None,
 ) -> KvEstimate:
-    """Everything ``kvmem estimate`` reports for one model (numbers per GPU)."""
+    """Everything ``kvmem estimate`` reports for one model (numbers per GPU).
+
+    ``engine`` is ``vllm`` (default), ``sglang`` or ``ideal``, or ``EngineOptions`` with the
+    engine's own settings; ``block_size`` None is the engine's default (vLLM 16 before the
+    backend's forced sizes, SGLang 1).
+
+    With a bandwidth (the GPU's, or ``bandwidth``) each context gets a decode step and,
+    with a peak FLOP/s (the GPU's for the weights dtype, or ``flops``), the time to
+    first token of an ``input_tokens`` prompt (default: the context itself); see
+    ``tokcost.memory.roofline``.
+    """
     arch = entry.architecture
     if arch is None:
         raise ArchitectureIncomplete(
             f"model '{entry.id}' has no architecture (layers, kv_heads, head_dim...); KV sizes "
             f"need them: add them from its config.json to your own catalog=FILE", param="catalog"
         )
+    options = engine if isinstance(engine, EngineOptions) else EngineOptions(name=engine)
+    options = dataclasses.replace(options, name=engine_name(options.name))
+    options.check()
     if batch <= 0:
         raise UsageError(f"batch must be a positive integer, got {batch}", param="batch")
     if batch > MAX_BATCH:
@@ -176,12 +246,16 @@ def estimate_kv(
             "parallelism spans one NVLink domain (8 to 72 GPUs)",
             param="tp",
         )
+    pp_stages(arch.layers, options.pp)  # refuse a bad pipeline split before any work
     if weights_dtype is not None:
         weight_bits(weights_dtype)  # reject a typo even when no GPU is given
-    if block_size <= 0:
-        raise UsageError(f"block_size must be a positive integer, got {block_size}",
-                         param="block_size")
-    check_block_size(block_size)
+    if block_size is not None:
+        if block_size <= 0:
+            raise UsageError(f"block_size must be a positive integer, got {block_size}",
+                             param="block_size")
+        check_block_size(block_size)
+    if str(kv_dtype).lower() == "auto":
+        kv_dtype = _AUTO_KV.get(arch.weights_dtype, "bf16")
     ctxs = list(contexts) if contexts else [entry.context_window or 8192]
     for ctx in ctxs:
         if ctx <= 0:
@@ -194,48 +268,68 @@ def estimate_kv(
                 param="contexts",
             )
     layout = kv_layout(arch, kv_dtype, tp=tp, group=group, model=entry.id)
+    gpus = tp * options.pp
     notes: list[str] = []
-    fit: GpuFit | None = None
     memory = gpu.memory_bytes if gpu is not None else gpu_memory
-    bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
+    peaks = gpu_peaks(gpu, weights_dtype=weights_dtype or arch.weights_dtype,
+                      bandwidth=bandwidth, flops=flops, efficiency=efficiency)
+    if input_tokens is not None and input_tokens <= 0:
+        raise UsageError(f"input_tokens must be positive, got {input_tokens}",
+                         param="input_tokens")
+    if input_tokens is not None and peaks is not None and peaks.flops_per_s is None:
+        raise UsageError(
+            f"a time to first token needs the GPU's peak FLOP/s, and "
+            f"{gpu.name if gpu else 'a custom GPU'} states none: give flops=FLOP/s",
+            param="flops",
+        )
     need_weights = kv_memory is None and memory is not None
     weights_total = weights_bytes(arch, dtype=weights_dtype, model=entry.id) if need_weights else 0
-    if memory is not None or kv_memory is not None:
-        fit = gpu_fit(
-            layout,
-            memory_bytes=memory,
-            util=gpu_util,
-            weights=-(-weights_total // tp),
-            reserve=reserve,
-            kv_memory=kv_memory,
-            block_size=block_size,
+    budget = Budget(memory, gpu, -(-weights_total // gpus), gpu_util, reserve, kv_memory)
+    head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
+    plan, fit = plan_engine(options, layout, entry, budget, block_size=block_size,
+                            head_dim=head_dim)
+    block = plan.block_size
+    if fit is not None and kv_memory is None and options.name != "sglang":
+        notes.append(
+            f"reserve of {reserve / 2**30:g} GiB per GPU for activations and runtime "
+            f"overhead (vLLM profiles this; set reserve=SIZE, or pass vLLM's logged "
+            f"'Available KV cache memory' as kv_memory=SIZE)"
         )
-        if kv_memory is None:
-            notes.append(
-                f"reserve of {reserve / 2**30:g} GiB per GPU for activations and runtime "
-                f"overhead (vLLM profiles this; set reserve=SIZE, or pass vLLM's logged "
-                f"'Available KV cache memory' as kv_memory=SIZE)"
-            )
-    active_per_gpu = 0
-    if bw is not None:
-        active = weights_bytes(arch, dtype=weights_dtype, active=True, model=entry.id)
-        active_per_gpu = -(-active // tp)
-        if arch.is_moe:
-            notes.append(
-                "decode rate reads only the active experts' weights; a batch touches "
-                "more experts, so read it as an upper bound"
-            )
+    if fit is not None and kv_memory is None and gpu is not None:
+        notes.append(
+            f"{gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the framework "
+            "sees a little less (the driver and the CUDA/HIP context keep a few hundred "
+            "MiB), which the reserve absorbs"
+        )
+    # A decode step passes every pipeline stage in turn: per step the GPUs of one
+    # tensor-parallel group read all layers' weights between them (so weights split tp
+    # ways, not tp x pp).
+    roof = (
+        Roofline(arch, layout, peaks, tp=tp, weights_dtype=weights_dtype, model=entry.id)
+        if peaks is not None
+        else None
+    )
+    if peaks is not None:
+        notes.extend(roofline_notes(arch, peaks, batch=batch, gpu=gpu.name if gpu else None,
+                                    weights_dtype=weights_dtype, model=entry.id))
     if tp > 1:
         notes.append(f"numbers are per GPU: {tp}-way tensor parallelism splits kv heads")
         if "mla" in layout.counts:
             notes.append("MLA's latent cache is replicated on every tensor-parallel GPU")
+    if options.pp > 1:
+        sizes = ", ".join(str(len(s)) for s in pp_stages(arch.layers, options.pp))
+        notes.append(f"pipeline parallelism: {options.pp} stages of {sizes} layers (vLLM's "
+                     "split); the fullest stage sets every stage's pool")
     if "linear" in layout.counts:
         notes.append("linear-attention layers hold a fixed bf16 state per sequence")
     if "sliding" in layout.counts or "linear" in layout.counts:
         notes.append(
-            f"the blocks column counts the context's {block_size}-token blocks; windowed and "
+            f"the blocks column counts the context's {block}-token blocks; windowed and "
             "linear layers hold fewer, which per sequence, concurrency and fits already count"
         )
+    if options.name != "ideal" and layout.dtype.group is not None:
+        notes.append(f"{layout.dtype.name} caches use tokcost's per-group scales; "
+                     f"{options.name} has no {layout.dtype.name} KV cache of that layout")
     window = entry.context_window
     if window and any(ctx > window for ctx in ctxs):
         notes.append(
@@ -244,43 +338,32 @@ def estimate_kv(
         )
     rows: list[ContextRow] = []
     for ctx in ctxs:
-        paged = layout.sequence_bytes(ctx, block_size)
-        conc = max_concurrency(layout, fit, ctx) if fit is not None else None
-        step = (
-            decode_step(
-                layout,
-                active_weights=active_per_gpu,
-                context=ctx,
-                batch=batch,
-                bandwidth=bw,
-                block_size=block_size,
-            )
-            if bw is not None
-            else None
-        )
+        paged = plan.request_bytes(ctx)
+        step = roof.decode(ctx, batch) if roof is not None else None
+        first = roof.prefill(input_tokens or ctx) if roof is not None else None
+        blocks_of = getattr(plan, "blocks_per_request", None)
         rows.append(
             ContextRow(
                 context=ctx,
                 sequence_bytes=layout.sequence_bytes(ctx),
                 paged_sequence_bytes=paged,
                 batch_bytes=batch * paged,
-                blocks_per_sequence=-(-ctx // block_size),
-                by_kind=layout.by_kind(ctx, block_size),
+                blocks_per_sequence=-(-ctx // block),
+                by_kind=layout.by_kind(ctx, block),
                 beyond_context_window=bool(entry.context_window and ctx > entry.context_window),
-                max_concurrency=conc,
-                fits=(batch * paged <= fit.available_bytes) if fit is not None else None,
+                max_concurrency=plan.max_concurrency(ctx),
+                fits=plan.fits(ctx, batch),
                 decode=step,
+                engine_blocks=blocks_of(ctx) if blocks_of is not None else None,
+                prefill=first,
             )
         )
-    largest = None
-    if fit is not None:
-        largest = largest_context(
-            layout, fit, batch=batch, limit=entry.context_window or _SEARCH_LIMIT
-        )
+    largest = plan.largest_context(batch, entry.context_window or _SEARCH_LIMIT)
+    report = plan.report(max(ctxs))
     return KvEstimate(
         model=entry.id,
         kv_dtype=layout.dtype.name,
-        block_size=block_size,
+        block_size=block,
         tp=tp,
         batch=batch,
         layout=layout,
@@ -290,4 +373,7 @@ def estimate_kv(
         fit=fit,
         largest_context=largest,
         notes=tuple(notes),
+        engine=report,
+        pp=options.pp,
+        plan=plan,
     )

@@ -11,20 +11,21 @@ to skip the estimate. tokcost cannot profile, so the activation peak is a stated
 ``reserve`` (default 2 GiB per GPU). Under tensor parallelism every number is per GPU:
 weights and kv heads are split ``tp`` ways.
 
-Decode is memory-bandwidth bound: each step streams the active weights once and
-every sequence's cache, so ``tokens/s <= bandwidth / step bytes x batch``.
+Decode and prefill speed (the roofline: the slower of bandwidth and compute) live in
+``tokcost.memory.roofline``; ``weights_bytes``, ``DecodeStep`` and ``decode_step`` are
+re-exported here for the callers that import them from this module.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 
-from tokcost.catalog.schema import Architecture
-from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.kv import KvLayout
+from tokcost.memory.roofline import DecodeStep as DecodeStep
+from tokcost.memory.roofline import decode_step as decode_step
+from tokcost.memory.roofline import weights_bytes as weights_bytes
 
 DEFAULT_RESERVE = 2 * 2**30  # activations, CUDA graphs, NCCL buffers, per GPU
 DEFAULT_UTIL = 0.9
@@ -35,26 +36,6 @@ class DoesNotFit(UsageError):
     """The weights alone exceed the memory budget."""
 
     exit_code = 1
-
-
-def weights_bytes(
-    arch: Architecture, *, dtype: str | None = None, active: bool = False, model: str = "?"
-) -> int:
-    """Bytes of the weights (all, or the ``active`` ones a MoE token uses).
-
-    An explicit ``weights_bytes`` (checkpoint size) wins over params x dtype unless a
-    different ``dtype`` is asked for.
-    """
-    if arch.params_total is None:
-        raise UsageError(
-            f"model '{model}' lacks architecture field params needed for the weights' size; "
-            f"add it to its catalog entry, or pass kv_memory=SIZE", param="kv_memory"
-        )
-    params = arch.params_active if active and arch.params_active else arch.params_total
-    if arch.weights_bytes is not None and dtype is None:
-        return math.ceil(arch.weights_bytes * params / arch.params_total)
-    bits = weight_bits(dtype or arch.weights_dtype)
-    return math.ceil(Decimal(params) * bits / 8)
 
 
 @dataclass(frozen=True)
@@ -170,47 +151,3 @@ def largest_context(layout: KvLayout, fit: GpuFit, *, batch: int = 1, limit: int
         else:
             hi = mid
     return lo
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """Bytes one decode step reads on one GPU and the rate bandwidth allows."""
-
-    weights_bytes: int
-    kv_bytes: int
-    bandwidth_bytes_per_s: int
-    batch: int
-
-    @property
-    def step_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes
-
-    @property
-    def step_seconds(self) -> float:
-        return self.step_bytes / self.bandwidth_bytes_per_s
-
-    @property
-    def tokens_per_s_per_sequence(self) -> float:
-        return 1.0 / self.step_seconds
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.batch / self.step_seconds
-
-
-def decode_step(
-    layout: KvLayout,
-    *,
-    active_weights: int,
-    context: int,
-    batch: int,
-    bandwidth: int,
-    block_size: int | None = None,
-) -> DecodeStep:
-    """A roofline for one decode step: read active weights once plus all caches.
-
-    MoE batches touch more experts than one token does, so for MoE models this is
-    an upper bound on speed.
-    """
-    kv = batch * layout.sequence_bytes(context, block_size)
-    return DecodeStep(active_weights, kv, bandwidth, batch)

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from tokcost.catalog.schema import Architecture, LayerKind
 from tokcost.errors import UsageError, suggest
+from tokcost.memory.parallel import check_attention_heads
 
 
 class ArchitectureIncomplete(UsageError):
@@ -165,6 +167,12 @@ class KvLayout:
                 total += count * self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind]
         return total
 
+    def subset(self, indices: range | Sequence[int]) -> KvLayout:
+        """The same cache restricted to some layers (one pipeline-parallel stage)."""
+        kinds = tuple(self.layers[i] for i in indices)
+        return KvLayout(kinds, self.token_bytes, self.window, self.state_bytes,
+                        self.kv_heads_per_gpu, self.dtype, self.tp)
+
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
         """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
         out: dict[str, int] = {}
@@ -244,6 +252,7 @@ def kv_layout(
         for kind in ("full", "sliding"):
             if kind in kinds:
                 token_bytes[kind] = per_layer
+    check_attention_heads(arch.attention_heads, tp)
     state = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None

@@ -39,6 +39,14 @@ def plot_memory(result: KvEstimate, path: str | Path, *, force: bool = False) ->
     ax.plot(
         xs, total, marker="o", markersize=3, linewidth=2, label=f"KV cache, batch {result.batch}"
     )
+    engine = result.engine
+    if result.plan is not None and engine is not None and engine.name != "ideal":
+        # What the engine sets aside per request (vLLM: padding and the sliding in-flight
+        # reserve) is what meets the budget line, not the bytes held.
+        name = {"vllm": "vLLM", "sglang": "SGLang"}.get(engine.name, engine.name)
+        held = [result.batch * result.plan.request_bytes(x) / gib for x in xs]
+        ax.plot(xs, held, linewidth=1.5, color="tab:purple",
+                label=f"{name} sets aside, batch {result.batch}")
     by_kind = {kind: [] for kind in layout.counts}  # type: dict[str, list[float]]
     for x in xs:
         for kind, value in layout.by_kind(x, result.block_size).items():

@@ -1,0 +1,390 @@
+"""The fast counting backend (toktok-rs) counts exactly what tiktoken counts.
+
+Every count is compared with ``len(tiktoken.Encoding.encode_ordinary(text))`` (or
+``encode(text, allowed_special="all")`` with allow_special), for each encoding the
+backend serves: random Unicode, digits, whitespace runs, CRLF, combining marks, emoji
+sequences, special-token text, invalid UTF-8 replaced by the streaming decoder, lone
+surrogates, the corpora, and the chunks tokcost's stream cuts a text into. One token
+of difference fails. Without toktok-rs installed these skip, and the fallback tests
+(which hide the package) still run: tiktoken then counts, with the same totals.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from tokcost.adapters import fast_count, registry, tiktoken_enc
+from tokcost.adapters.base import count_backend
+from tokcost.adapters.openai_encodings import ENCODINGS
+from tokcost.cli.app import app
+from tokcost.counting import read_text
+from tokcost.errors import TokenizerNotFound, UsageError
+
+ENCODING_NAMES = sorted(fast_count.FAST_ENCODINGS)
+CORPORA = Path(__file__).resolve().parent.parent / "corpora"
+CORPUS_FILES = sorted(p for p in CORPORA.rglob("*") if p.is_file() and p.suffix != ".yaml")
+
+needs_toktok = pytest.mark.skipif(
+    fast_count._toktok_module() is None,
+    reason="toktok-rs (the 'fast' extra) is not installed: tiktoken counts everywhere",
+)
+CHECKS = settings(max_examples=80, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow])
+
+
+@cache
+def oracle(name: str) -> Any:
+    """tiktoken's own encoding, built from tokcost's verified rank file."""
+    return tiktoken_enc.load_named(ENCODINGS[name])
+
+
+def tiktoken_count(name: str, text: str, allow_special: bool) -> int:
+    enc = oracle(name)
+    if allow_special:
+        return len(enc.encode(text, allowed_special="all"))
+    return len(enc.encode_ordinary(text))
+
+
+@cache
+def fast(name: str) -> tiktoken_enc.TiktokenTokenizer:
+    """The tokenizer counting uses, with the fast counter (built outside the registry's cache)."""
+    tok = tiktoken_enc.load(name)
+    assert tok.count_backend == fast_count.TOKTOK_BACKEND
+    return tok
+
+
+def assert_same(name: str, text: str, allow_special: bool) -> None:
+    got = fast(name).count(text, allow_special=allow_special)
+    want = tiktoken_count(name, text, allow_special)
+    assert got == want, (name, allow_special, text[:200])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test sees the backend its environment asks for, not one cached by another."""
+    monkeypatch.delenv(fast_count.BACKEND_ENV, raising=False)
+    registry._get_tokenizer.cache_clear()
+    yield
+    registry._get_tokenizer.cache_clear()
+
+
+@pytest.fixture
+def no_toktok(monkeypatch: pytest.MonkeyPatch) -> None:
+    """toktok-rs made unimportable, as on a machine without the 'fast' extra."""
+    monkeypatch.setitem(sys.modules, "toktok", None)
+
+
+# --- the text strategies -----------------------------------------------------------------
+
+SPECIALS = sorted({s for n in ENCODING_NAMES for s in ENCODINGS[n].special_tokens})[:40]
+EMOJI = ["👨‍👩‍👧‍👦", "🏳️‍🌈", "👍🏽", "🇺🇸🇫🇷", "1️⃣", "🧑🏿‍🚀", "❤️‍🔥", "😀", "\u200d", "\ufe0f"]
+COMBINING = ["\u0301", "\u0308", "\u0323", "\u0330", "\u20dd", "\u0e31", "\u094d", "\u3099"]
+WHITESPACE = [" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\u00a0", "\u2003",
+              "\u3000", "\u2028", "\u0085"]
+WORDS = ["a", "Hello", "WORLD", "don't", "'s", "'LL", "é", "naïve", "日本語", "Привет",
+         "مرحبا", "नमस्ते", "ภาษาไทย", "한국어", "x1", "_", "/", "//", "<|", "|>", "<|endof",
+         "endoftext", "-", "...", "(", "{}", "\x00", "\ufeff", "\u200f"]
+
+digits = st.text(alphabet="0123456789٠١٢٣४५६ .,-+e", max_size=60)
+whitespace_runs = st.lists(
+    st.sampled_from(WHITESPACE) | st.sampled_from(WORDS), max_size=40).map("".join)
+crlf = st.lists(st.sampled_from(["\r\n", "\r", "\n", " ", "a", "A", "1", ".", "\t"]),
+                max_size=60).map("".join)
+combining = st.lists(st.sampled_from(COMBINING) | st.sampled_from(WORDS) | st.just(" "),
+                     max_size=40).map("".join)
+emoji = st.lists(st.sampled_from(EMOJI) | st.sampled_from([" ", "a", "1", "!"]),
+                 max_size=30).map("".join)
+special_text = st.lists(st.sampled_from(SPECIALS) | st.sampled_from(WORDS)
+                        | st.sampled_from(WHITESPACE), max_size=30).map("".join)
+mixed = st.lists(st.one_of(st.text(max_size=8), st.sampled_from(WORDS),
+                           st.sampled_from(WHITESPACE), st.sampled_from(EMOJI),
+                           st.sampled_from(SPECIALS), digits),
+                 max_size=25).map("".join)
+
+STRATEGIES = {
+    "unicode": st.text(max_size=200),
+    "digits": digits,
+    "whitespace": whitespace_runs,
+    "crlf": crlf,
+    "combining": combining,
+    "emoji": emoji,
+    "special": special_text,
+    "mixed": mixed,
+}
+
+
+@needs_toktok
+@pytest.mark.parametrize("kind", sorted(STRATEGIES))
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_counts_equal_tiktokens(name: str, kind: str) -> None:
+    @CHECKS
+    @given(text=STRATEGIES[kind], allow_special=st.booleans())
+    def check(text: str, allow_special: bool) -> None:
+        assert_same(name, text, allow_special)
+
+    check()
+
+
+@needs_toktok
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+@CHECKS
+@given(text=st.text(alphabet=st.characters(categories=["Cs", "Ll", "Zs", "Nd"]), max_size=80),
+       allow_special=st.booleans())
+def test_surrogates_count_as_tiktoken_replaces_them(
+    name: str, text: str, allow_special: bool
+) -> None:
+    # A str that UTF-8 cannot hold (lone surrogates) must not crash: tiktoken encodes it
+    # with the surrogates replaced, and the fast backend counts that same text.
+    assert_same(name, text, allow_special)
+
+
+@needs_toktok
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+@CHECKS
+@given(data=st.binary(max_size=300), block=st.integers(1, 64), allow_special=st.booleans())
+def test_invalid_utf8_replaced_by_the_stream(
+    name: str, data: bytes, block: int, allow_special: bool
+) -> None:
+    # The streaming decoder puts U+FFFD for invalid bytes, and the stream cuts the text
+    # into chunks: their counts add up to tiktoken's count of the whole replaced text.
+    total = stream_count(fast(name), data, block, allow_special)
+    assert total == tiktoken_count(name, data.decode("utf-8", "replace"), allow_special)
+
+
+def stream_count(tok: Any, data: bytes, block: int, allow_special: bool) -> int:
+    """``data`` counted through tokcost's stream, as files are: chunk by chunk."""
+    counts: list[int] = []
+    read_text(io.BytesIO(data), {"t": tok},
+              lambda _spec, chunk: counts.append(tok.count(chunk, allow_special=allow_special)),
+              name="data", block_bytes=block, allow_special=allow_special)
+    return sum(counts)
+
+
+@needs_toktok
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+@CHECKS
+@given(text=mixed | whitespace_runs | crlf, block=st.integers(1, 48), allow_special=st.booleans())
+def test_stream_cuts_keep_the_count(name: str, text: str, block: int, allow_special: bool) -> None:
+    data = text.encode("utf-8")
+    assert stream_count(fast(name), data, block, allow_special) == tiktoken_count(
+        name, text, allow_special)
+
+
+ADVERSARIAL = [
+    "",
+    "a" * 100_000,
+    "A" * 50_001 + "b" * 3,
+    "1" * 10_007,
+    " " * 10_000 + "x",
+    "\n" * 5000 + " " * 5000,
+    "\r\n" * 4000,
+    " \r\n" * 3000 + "end",
+    "!" * 20_000,
+    "'s'S'll'LL're've'm'd" * 500,
+    "ab" * 30_000,
+    "é" * 20_000,
+    "e\u0301" * 10_000,
+    "日本語のテキスト" * 3000,
+    "👨‍👩‍👧‍👦" * 2000,
+    "\x00" * 1000,
+    "\ufffd" * 3000,
+    "<|endoftext|>" * 1000,
+    "<|endoftext|><|endofprompt|><|fim_prefix|>" * 300,
+    "<|endoftext" * 1000 + "|>",
+    "<<||endoftext||>>" * 500,
+    "x<|endoftext|>y z<|endofprompt|> " * 500,
+    "<|reserved_200000|><|start|>user<|message|>hi<|end|>" * 200,
+    " ".join(str(i) for i in range(20_000)),
+    "".join(chr(c) for c in range(32, 0x3000)),
+]
+
+
+@needs_toktok
+@pytest.mark.parametrize("allow_special", [False, True])
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_adversarial_texts(name: str, allow_special: bool) -> None:
+    for text in ADVERSARIAL:
+        assert_same(name, text, allow_special)
+
+
+@needs_toktok
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_corpora_whole_and_streamed(name: str) -> None:
+    assert CORPUS_FILES, "the corpora are missing"
+    for path in CORPUS_FILES:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        for allow_special in (False, True):
+            want = tiktoken_count(name, text, allow_special)
+            assert fast(name).count(text, allow_special=allow_special) == want, path
+            assert stream_count(fast(name), data, 257, allow_special) == want, path
+
+
+@needs_toktok
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_vocabulary_and_special_tokens_are_tiktokens(name: str) -> None:
+    """The backend's own tables, entry by entry: the reason its counts can be equal."""
+    import toktok
+
+    theirs = toktok._encoding(name)
+    ranks = oracle(name)._mergeable_ranks
+    values = theirs.token_byte_values()
+    assert len(values) == len(ranks)
+    assert all(ranks[b] == i for i, b in enumerate(values))
+    assert dict(theirs.special_tokens()) == oracle(name)._special_tokens
+    assert theirs.n_vocab == oracle(name).n_vocab
+
+
+@needs_toktok
+def test_threads_and_batches_count_the_same() -> None:
+    # Counting threads share one encoder (the GIL is released in its core): the totals
+    # of concurrent and batched counts are the sequential ones.
+    texts = [p.read_text(encoding="utf-8") for p in CORPUS_FILES]
+    tok = fast("o200k_base")
+    want = [tiktoken_count("o200k_base", t, False) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(tok.count, texts)) == want
+    assert tok.count_many(texts, threads=2) == want
+    assert tok.releases_gil
+
+
+@needs_toktok
+def test_ids_still_come_from_tiktoken() -> None:
+    tok = tiktoken_enc.load("o200k_base")
+    assert tok._encoding is None  # counting needs no tiktoken encoding
+    assert tok.count("hello world") == 2
+    assert tok._encoding is None
+    assert tok.encode("hello world") == [24912, 2375]
+    assert tok.decode(tok.encode("héllo")) == "héllo"
+    assert tok.streamable and tok.pattern() == ENCODINGS["o200k_base"].pattern
+
+
+@needs_toktok
+def test_unproven_release_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toktok
+
+    monkeypatch.setattr(toktok, "__version__", "0.9.0")
+    assert fast_count.fast_counter("o200k_base") is None
+    assert tiktoken_enc.load("o200k_base").count_backend == "tiktoken"
+
+
+@needs_toktok
+def test_encodings_it_does_not_serve_stay_on_tiktoken() -> None:
+    assert fast_count.fast_counter("p50k_base") is None
+    assert fast_count.fast_counter("r50k_base") is None
+
+
+# --- choosing the backend; the fallback without toktok-rs ------------------------------------
+
+
+def test_tiktoken_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "tiktoken")
+    tok = tiktoken_enc.load("o200k_base")
+    assert tok.count_backend == "tiktoken" and tok.counter is None
+    assert tok.count("hello world") == 2
+
+
+def test_fallback_without_toktok(no_toktok: None) -> None:
+    assert fast_count.fast_counter("o200k_base") is None
+    for name in ENCODING_NAMES:
+        tok = tiktoken_enc.load(name)
+        assert tok.count_backend == "tiktoken"
+        for path in CORPUS_FILES[:6]:
+            text = path.read_text(encoding="utf-8")
+            assert tok.count(text) == tiktoken_count(name, text, False)
+        assert tok.count("a\ud800b<|endoftext|>", allow_special=True) == tiktoken_count(
+            name, "a\ud800b<|endoftext|>", True)
+        assert tok.count_many(["a b", "c"]) == [tok.count("a b"), tok.count("c")]
+
+
+def test_forcing_toktok_without_it_says_how_to_get_it(
+    no_toktok: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "toktok")
+    with pytest.raises(TokenizerNotFound, match=r"tokcost\[fast\]"):
+        fast_count.fast_counter("o200k_base")
+
+
+@pytest.mark.parametrize("value", ["TIKTOKEN", " auto ", ""])
+def test_backend_names_are_forgiving_about_case_and_space(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(fast_count.BACKEND_ENV, value)
+    assert fast_count.requested_backend() in fast_count.CHOICES
+
+
+def test_unknown_backend_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "rust")
+    with pytest.raises(UsageError, match="TOKCOST_COUNT_BACKEND=rust"):
+        fast_count.requested_backend()
+
+
+def _cli_count(backend: str | None, hide: bool) -> Any:
+    """``count --json`` of a small text, under ``TOKCOST_COUNT_BACKEND=backend``, with
+    toktok-rs hidden when ``hide``; everything is restored afterwards."""
+    with pytest.MonkeyPatch.context() as patch:
+        if backend is None:
+            patch.delenv(fast_count.BACKEND_ENV, raising=False)
+        else:
+            patch.setenv(fast_count.BACKEND_ENV, backend)
+        if hide:
+            patch.setitem(sys.modules, "toktok", None)
+        registry._get_tokenizer.cache_clear()
+        try:
+            return CliRunner().invoke(app, ["count", "-", "--json", "-t", "o200k_base",
+                                            "-t", "cl100k_base"],
+                                      input="hello world <|endoftext|>\r\n" * 50)
+        finally:
+            registry._get_tokenizer.cache_clear()
+
+
+@pytest.mark.parametrize(("backend", "hide", "code", "fragment"), [
+    ("tiktoken", False, 0, '"backend": "tiktoken"'),
+    (None, True, 0, '"backend": "tiktoken"'),
+    ("bogus", False, 2, "TOKCOST_COUNT_BACKEND=bogus is not a counting backend"),
+    ("toktok", True, 2, "pip install 'tokcost[fast]'"),
+])
+def test_cli_backend_choice(backend: str | None, hide: bool, code: int, fragment: str) -> None:
+    result = _cli_count(backend, hide)
+    assert result.exit_code == code, result.output
+    assert fragment in result.output
+    assert "Traceback" not in result.output
+    if code:
+        errors = [line for line in result.output.splitlines() if line.startswith("error")]
+        assert len(errors) == 1
+
+
+def test_cli_counts_agree_across_backends() -> None:
+    docs = []
+    for backend, hide in (("tiktoken", False), (None, False), (None, True)):
+        result = _cli_count(backend, hide)
+        assert result.exit_code == 0, result.output
+        docs.append(json.loads(result.stdout))
+    assert len({json.dumps(d["total"]) for d in docs}) == 1
+    backends = {t["backend"] for d in docs for t in d["tokenizers"]}
+    expected = {"tiktoken", fast_count.TOKTOK_BACKEND} if fast_count._toktok_module() else {
+        "tiktoken"}
+    assert backends == expected
+
+
+def test_backend_reported_for_every_family() -> None:
+    class Bare:
+        pass
+
+    class OnTiktoken:
+        encoding = object()
+
+    assert count_backend(Bare()) == "python"  # type: ignore[arg-type]
+    assert count_backend(OnTiktoken()) == "tiktoken"  # type: ignore[arg-type]

@@ -1,0 +1,152 @@
+"""A catalog ``ModelEntry`` for any Hugging Face model: a config.json, a model folder
+(config.json + safetensors shards), or ``hf:ORG/REPO`` (the local cache, else the hub).
+
+The architecture comes from the config (tokcost.catalog.hf_config), the weights'
+bytes, parameters and experts from the safetensors headers beside it
+(tokcost.catalog.safetensors_meta, hf_weights); no tensor data is ever read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokcost.catalog.hf_config import architecture_from_config, context_window, model_type
+from tokcost.catalog.hf_weights import WeightsSummary, summarize
+from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
+from tokcost.catalog.schema import ModelEntry
+from tokcost.catalog.units import format_bytes
+from tokcost.errors import UsageError
+
+HF_PREFIX = "hf:"
+
+
+@dataclass(frozen=True)
+class HfModel:
+    """The entry made for a Hugging Face model, and where its numbers came from."""
+
+    entry: ModelEntry
+    config_file: str  # the config.json read (a path, in the cache for hf: models)
+    origin: str  # the folder, or "the local Hugging Face cache" / "the Hugging Face hub"
+    weights: WeightsSummary | None
+    shards: int  # safetensors files whose headers were read (0: none found)
+    header_bytes: int | None  # bytes read for them (None: read over HTTP)
+    notes: tuple[str, ...] = ()
+
+
+def is_hf_spec(model: str) -> bool:
+    """Does ``model`` name a Hugging Face model (``hf:ORG/REPO`` or ``hf:PATH``)?"""
+    return model.strip().lower().startswith(HF_PREFIX)
+
+
+def load_hf_model(spec: str, *, model_id: str | None = None) -> HfModel:
+    """``hf:ORG/REPO`` (cache, then hub) or ``hf:PATH`` (a local folder or config.json)."""
+    rest = spec.strip()[len(HF_PREFIX):] if is_hf_spec(spec) else spec.strip()
+    if rest and Path(rest).expanduser().exists():
+        return load_config(rest, model_id=model_id)
+    from tokcost.catalog.hf_repo import fetch_repo
+
+    files = fetch_repo(rest)
+    repo = files.repo
+    weights, notes = _weights(files.config, files.checkpoint, f"hf:{repo} config.json")
+    entry = _entry(
+        files.config,
+        where=f"hf:{repo} config.json",
+        model_id=model_id or repo.rsplit("/", 1)[1].lower(),
+        aliases=(repo,),
+        weights=weights,
+        arch_source=f"https://huggingface.co/{repo}/blob/main/config.json",
+        source=f"https://huggingface.co/{repo}",
+        tokenizer=f"hf:{repo}" if files.has_tokenizer else None,
+    )
+    checkpoint = files.checkpoint
+    return HfModel(
+        entry, str(files.config_file), files.origin, weights,
+        len(checkpoint.files) if checkpoint else 0,
+        (checkpoint.bytes_read or None) if checkpoint else None,
+        (*files.notes, *notes),
+    )
+
+
+def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
+    """A config.json, or a model folder holding one (and, best, its safetensors shards)."""
+    from tokcost.catalog.hf_repo import read_config_json
+
+    given = Path(path).expanduser()
+    if given.is_dir():
+        folder, config_file = given, given / "config.json"
+        if not config_file.is_file():
+            raise UsageError(f"'{given}' has no config.json; give a model folder (config.json "
+                             "and its safetensors shards) or a config.json")
+    elif given.is_file():
+        folder, config_file = given.parent, given
+    else:
+        raise UsageError(f"'{given}' does not exist; give a config.json or a model folder")
+    config = read_config_json(config_file, str(config_file))
+    names = shard_names(folder)
+    checkpoint = read_checkpoint(folder, names) if names else None
+    weights, notes = _weights(config, checkpoint, str(config_file))
+    name = folder.resolve().name or "model"
+    tokenizer = folder / "tokenizer.json"
+    entry = _entry(
+        config,
+        where=str(config_file),
+        model_id=model_id or name.lower(),
+        aliases=(),
+        weights=weights,
+        arch_source=str(config_file.resolve()),
+        source=None,
+        tokenizer=f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None,
+    )
+    return HfModel(entry, str(config_file), str(folder), weights,
+                   len(checkpoint.files) if checkpoint else 0,
+                   checkpoint.bytes_read if checkpoint else None, notes)
+
+
+def _weights(
+    config: dict[str, Any], checkpoint: Checkpoint | None, where: str
+) -> tuple[WeightsSummary | None, tuple[str, ...]]:
+    if checkpoint is None:
+        return None, ("no safetensors headers beside the config: the weights' size and "
+                      "parameters are unknown (give the folder with its shards)",)
+    from tokcost.catalog.hf_config import ConfigFields
+    from tokcost.catalog.schema import MAX_LAYERS
+
+    fields = ConfigFields(config, where)
+    layers = fields.need("num_hidden_layers", cap=MAX_LAYERS, what="the number of layers")
+    summary = summarize(checkpoint.tensors, layers=layers, config_dtype=fields.dtype(),
+                        quantization=fields.quantization())
+    notes = [
+        f"weights from {len(checkpoint.files)} safetensors header(s): {summary.tensors:,} "
+        f"tensors, {format_bytes(summary.bytes)}"
+        + (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"
+           if summary.expert_bytes else "")
+    ]
+    if summary.skipped_tensors:
+        notes.append(
+            f"{summary.skipped_tensors:,} tensors ({format_bytes(summary.skipped_bytes)}) of "
+            "speculative-decoding (MTP) layers left out: engines load them only for "
+            "speculative decoding"
+        )
+    if summary.cast_float32:
+        notes.append("float32 tensors counted at 16 bits: vLLM serves float32 checkpoints "
+                     "in bfloat16 (its dtype auto)")
+    return summary, tuple(notes)
+
+
+def _entry(
+    config: dict[str, Any], *, where: str, model_id: str, aliases: tuple[str, ...],
+    weights: WeightsSummary | None, arch_source: str, source: str | None,
+    tokenizer: str | None,
+) -> ModelEntry:
+    arch = architecture_from_config(config, where=where, weights=weights, source=arch_source)
+    return ModelEntry(
+        id=model_id,
+        aliases=tuple(a for a in aliases if a.lower() != model_id.lower()),
+        family=model_type(config),
+        tokenizer_spec=tokenizer,
+        context_window=context_window(config, where=where),
+        architecture=arch,
+        source=source,
+    )

@@ -1,0 +1,109 @@
+"""How skipped inputs are reported: one line per input, except the kinds that come by the
+hundred (binary files, files already counted), which are summed up in one line each.
+
+>>> from tokcost.counting.inputs import Skipped
+>>> bins = [Skipped(f"m{i}.pyc", "binary (NUL byte at offset 0)") for i in range(3)]
+>>> skip_notes([*bins, Skipped("logo.png", "binary (NUL byte at offset 6)")])
+('skipped 4 binary files: 3 .pyc, 1 .png',)
+>>> skip_notes(bins[:1])
+('skipped m0.pyc: binary (NUL byte at offset 0)',)
+"""
+
+from __future__ import annotations
+
+import stat
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import PurePath
+
+from tokcost.counting.inputs import Skipped, invalid_utf8_note
+
+BINARY = "binary"  # how sniff_binary's reasons begin
+SAME_FILE = "the same file as"  # a path to a file already counted (walk with unique=True)
+SHOWN_KINDS = 3  # the commonest extensions a binary summary names; the rest are "others"
+
+
+def same_file_reason(first: str) -> str:
+    """Why a path to a file already counted is left out, as ``du`` leaves it out.
+
+    >>> same_file_reason("src/a.txt")
+    'the same file as src/a.txt (counted once)'
+    """
+    return f"{SAME_FILE} {first} (counted once)"
+
+
+def special_file_reason(mode: int) -> str:
+    """Why a FIFO, socket or device met inside a folder is not read: reading a FIFO
+    waits for a writer that may never come, a device may never end.
+
+    >>> import stat
+    >>> special_file_reason(stat.S_IFIFO)
+    'a FIFO (named pipe), not a regular file: name it directly to read it'
+    """
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a regular file: name it directly to read it"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a regular file"
+    if stat.S_ISCHR(mode):
+        return "a character device, not a regular file: name it directly to read it"
+    if stat.S_ISBLK(mode):
+        return "a block device, not a regular file: name it directly to read it"
+    return "not a regular file"
+
+
+def _is_binary(skip: Skipped) -> bool:
+    return skip.reason.startswith(BINARY)
+
+
+def _is_same_file(skip: Skipped) -> bool:
+    return skip.reason.startswith(SAME_FILE)
+
+
+def _binary_line(skips: Sequence[Skipped]) -> str:
+    kinds = Counter(PurePath(s.path).suffix.lower() for s in skips)
+    ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], not kv[0], kv[0]))
+    parts = [f"{n:,} {ext}" if ext else f"{n:,} with no extension"
+             for ext, n in ranked[:SHOWN_KINDS]]
+    rest = sum(n for _, n in ranked[SHOWN_KINDS:])
+    if rest:
+        parts.append(f"{rest:,} others")
+    return f"skipped {len(skips):,} binary files: {', '.join(parts)}"
+
+
+def _same_file_line(skips: Sequence[Skipped]) -> str:
+    return (f"skipped {len(skips):,} paths to files counted already (the same device and "
+            "inode, as du counts)")
+
+
+def skip_notes(
+    skipped: Iterable[Skipped], *, verbose: bool = False, hint: str = ""
+) -> tuple[str, ...]:
+    """The warnings for ``skipped``: one line each (``Skipped.note``), in order; but two
+    or more binary files, and two or more paths to files already counted, make one
+    summary line each (after the others), ending ``; {hint}`` when a hint is given
+    (the CLI's says how to list them). ``verbose`` lists every one instead.
+    """
+    skipped = list(skipped)
+    if verbose:
+        return tuple(s.note for s in skipped)
+    summaries: list[str] = []
+    for is_kind, line in ((_is_binary, _binary_line), (_is_same_file, _same_file_line)):
+        group = [s for s in skipped if is_kind(s)]
+        if len(group) > 1:
+            summaries.append(line(group) + (f"; {hint}" if hint else ""))
+            skipped = [s for s in skipped if not is_kind(s)]
+    return (*(s.note for s in skipped), *summaries)
+
+
+def count_warnings(
+    skipped: Iterable[Skipped],
+    invalid: Iterable[tuple[str, int]] = (),
+    *,
+    verbose: bool = False,
+    hint: str = "",
+) -> tuple[str, ...]:
+    """``input_warnings`` with the skips summed up as ``skip_notes`` sums them: what a
+    command that reads many files (``count``) reports."""
+    notes = list(skip_notes(skipped, verbose=verbose, hint=hint))
+    notes += [invalid_utf8_note(name, n) for name, n in invalid if n]
+    return tuple(notes)
