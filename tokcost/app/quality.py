@@ -106,11 +106,11 @@ def kvmem_quality(
     model: str = "tiny-ref",
     *,
     text: str | Path | None = None,
-    tokens: int = 512,
+    max_tokens: int = 512,
     prompt: int | None = None,
-    policies: Sequence[str] = DEFAULT_POLICIES,
+    policies: Sequence[str] | None = None,
     residual: int = 128,
-    group: int = 64,
+    kv_group_size: int = 64,
     gpu: str | None = None,
     context: int | None = None,
     catalog: str | Path | Catalog | None = None,
@@ -119,8 +119,9 @@ def kvmem_quality(
     stdin: BinaryIO | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> QualityResult:
-    """Evaluate cache ``policies`` (``tokcost.memory.cache_policy.parse_policy`` specs) on
-    the first ``tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the
+    """Evaluate cache ``policies`` (``tokcost.memory.cache_policy.parse_policy`` specs;
+    None: ``DEFAULT_POLICIES``) on
+    the first ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the
     held-out part of the shipped prose corpora), prefilling ``prompt`` tokens (default
     an eighth). With ``gpu``, the sequences of ``context`` tokens (default: the model's
     window) each policy lets the memory model fit, against the full cache.
@@ -132,10 +133,19 @@ def kvmem_quality(
     from tokcost.reference.quality import compare_policy, teacher_forced
     from tokcost.tokenizers import open_catalog
 
-    if tokens < 2:
-        raise UsageError(f"tokens={tokens} must be at least 2 (a prompt and one prediction)",
-                         param="tokens")
-    chosen = [parse_policy(p, residual=residual, group=group) for p in policies]
+    if max_tokens < 2:
+        raise UsageError(f"max_tokens={max_tokens} must be at least 2 (a prompt and one "
+                         "prediction)", param="max_tokens")
+    if prompt is not None and not 1 <= prompt < max_tokens:
+        raise UsageError(f"prompt={prompt} must be at least 1 and below max_tokens="
+                         f"{max_tokens}, leaving a token to predict", param="prompt")
+    if context is not None and context < 1:
+        raise UsageError(f"context={context} must be positive", param="context")
+    if context is not None and gpu is None:
+        raise UsageError("context sets the sequences planned on a GPU; give gpu with it",
+                         param="context", related=("gpu",))
+    chosen = [parse_policy(p, residual=residual, group=kv_group_size)
+              for p in (DEFAULT_POLICIES if policies is None else policies)]
     if not chosen:
         raise UsageError("give at least one policy", param="policies")
     names = [c.name for c in chosen]
@@ -161,16 +171,18 @@ def kvmem_quality(
     else:
         read = read_input(text, stdin=stdin)
         body, source = read.text, read.name
-    ids = tok.encode(body)[: min(tokens, cfg.context_window)]
+    if max_tokens > cfg.context_window:
+        raise UsageError(f"max_tokens={max_tokens:,} is past {entry.id}'s context window "
+                         f"({cfg.context_window:,} tokens); give at most that",
+                         param="max_tokens")
+    ids = tok.encode(body)[:max_tokens]
     if len(ids) < 2:
         raise UsageError(f"{source} has {len(ids)} token(s); give a longer text", param="text")
     first = prompt if prompt is not None else max(1, len(ids) // 8)
+    plan = _planner(entry, cat, gpu, context) if gpu is not None else None  # before the work
     if on_progress:
         on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
-    arch = entry.architecture
-    assert arch is not None  # config_for() checked it
-    plan = _planner(entry, cat, gpu, context) if gpu is not None else None
     rows = []
     for policy in chosen:
         if on_progress:
