@@ -116,7 +116,8 @@ class KvQuant:
 @dataclass(frozen=True)
 class Eviction:
     """An eviction policy and its budget (see the module docstring). A budget given as
-    a fraction (``0.25``) is that share of the sequence's length, rounded down.
+    a fraction (``0.25``) is that share of the sequence's length so far, rounded down, so
+    it grows by at most one token per token decoded.
 
     >>> Eviction("streaming", sinks=4, recent=1024).held(5000)
     1028
@@ -154,6 +155,11 @@ class Eviction:
         if self.kind == "streaming":
             return self.sinks, 0, recent
         if self.kind == "h2o":
+            if 0 < self.heavy < 1 and 0 < self.recent < 1:
+                # Both shares: round their sum down once. Rounded apart, the budget could
+                # grow by two tokens in one step (0.1 x 30 + 0.2 x 30 after 2 + 5), and an
+                # evicted token never comes back, so the cache would hold one fewer.
+                return 0, int((self.heavy + self.recent) * length) - recent, recent
             return 0, self._tokens(self.heavy, length), recent
         return 0, self._tokens(self.budget, length), recent
 
@@ -263,7 +269,11 @@ def parse_policy(text: str, *, residual: int = 128, group: int = 64) -> CachePol
         return CachePolicy(spec, quant=KvQuant(fmt, group=group, keys=keys,
                                                residual=0 if fmt == "fp8" else residual))
     if head in EVICT_KINDS:
-        return CachePolicy(spec, evict=parse_evict(spec))
+        try:
+            return CachePolicy(spec, evict=parse_evict(spec))
+        except UsageError as exc:  # in the words of the parameter the spec came in
+            why = str(exc).removeprefix(f"evict '{text}': ").removeprefix("evict ")
+            raise UsageError(f"policy '{text}': {why}", param="policies") from None
     raise UsageError(
         f"unknown policy '{text}'; use fp8, int8, int4[:per-token], window:N, "
         "streaming:SINKS+N, h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW]", param="policies",
