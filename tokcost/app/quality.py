@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tokcost.memory.cache_policy import CachePolicy
     from tokcost.reference.quality import PolicyQuality
 
-__all__ = ["DEFAULT_POLICIES", "QualityResult", "QualityRow", "kvmem_quality"]
+__all__ = ["QualityResult", "QualityRow", "kvmem_quality"]
 
 # Every family of policy once; eviction budgets are fractions of the text's length.
 DEFAULT_POLICIES: tuple[str, ...] = (
