@@ -45,6 +45,13 @@ ROWS = [
     (["kvmem", "simulate", "--max-len", "0"], 2, "--max-len"),
     (["kvmem", "simulate", "--policy", "paged,paged"], 2, "twice"),
     (["kvmem", "simulate", "--block-size", "100000"], 2, "--block-size"),
+    # kvmem quality
+    (["kvmem", "quality", "--max-tokens", "5000"], 2, "context window"),
+    (["kvmem", "quality", "--policy", "int3"], 2, "unknown policy 'int3'"),
+    (["kvmem", "quality", "--max-tokens", "32", "--plot", "{ro}.png"], 1, "cannot write"),
+    (["kvmem", "quality", "--text", "{none}"], 2, "{none}"),
+    # kvmem estimate --evict
+    (["kvmem", "estimate", "-m", "llama-3.1-8b", "--evict", "lru:4"], 2, "not a policy"),
     # models
     (["models", "list", "--provider", "nobody"], 2, "nobody"),
     (["models", "show", "gtp-4o"], 2, "unknown model 'gtp-4o'"),

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.app.memory": ("estimate_memory", "MemoryEstimate"),
     "tokcost.app.simulate": ("simulate", "SimulationResult"),
+    "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
@@ -166,6 +167,9 @@ if TYPE_CHECKING:
     from tokcost.app.models import weights_label as weights_label
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
+    from tokcost.app.quality import QualityResult as QualityResult
+    from tokcost.app.quality import QualityRow as QualityRow
+    from tokcost.app.quality import kvmem_quality as kvmem_quality
     from tokcost.app.schemas import SchemaDocument as SchemaDocument
     from tokcost.app.schemas import json_schema as json_schema
     from tokcost.app.schemas import schema_path as schema_path

@@ -61,6 +61,8 @@ def estimate_memory(
     pp: int = 1,
     mem_fraction_static: float | None = None,
     swa_full_tokens_ratio: float | None = None,
+    evict: str | None = None,
+    residual: int | None = None,
 ) -> MemoryEstimate:
     """Size the KV cache of ``model`` at each context (default: its window), per GPU.
 
@@ -82,6 +84,11 @@ def estimate_memory(
     slower of bandwidth and compute at ``efficiency`` (default 1.0, the datasheet
     bound), and the time to first token of an ``input_tokens`` prompt (default: the
     context); ``flops`` overrides the GPU's peak FLOP/s.
+
+    ``evict`` (``window:N``, ``streaming:SINKS+N``, ``h2o:HEAVY+RECENT``,
+    ``snapkv:BUDGET[+WINDOW]``) and ``residual`` (int8/int4 stored as KIVI stores them, the
+    last ``residual`` tokens in full precision) size each request by the cache policy's
+    bytes, ``tokcost.memory.cache_policy.policy_bytes``.
 
     >>> r = estimate_memory("llama-3.1-8b", contexts=[8192], kv_memory=10 * 2**30)
     >>> r.estimate.bytes_per_token, r.estimate.fit.num_blocks
@@ -177,6 +184,8 @@ def estimate_memory(
         flops=flops,
         efficiency=efficiency,
         input_tokens=input_tokens,
+        evict=evict,
+        residual=residual,
     )
     if target is not None:
         from tokcost.plotting.memory import plot_memory

@@ -210,7 +210,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "compare": (("tokcost.cli.compare",),
                 "Token inflation across languages, scripts, code and data."),
     "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
-    "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate"),
+    "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate", "tokcost.cli.kvmem_quality"),
               "KV-cache memory: estimate per model and GPU, simulate paged allocation."),
     "models": (("tokcost.cli.models",), "The model catalog: list, show, validate, sync prices."),
     "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),

@@ -35,6 +35,8 @@ Examples:
   tokcost kvmem estimate -m llama-3.1-70b --context 1k,8k,32k,128k --gpu H100 --tp 4
   tokcost kvmem estimate -m qwen3-32b --gpu-memory 80GiB --kv-dtype fp8 --batch 16
   tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
+  tokcost kvmem estimate -m llama-3.1-8b --gpu H100 --context 32k --kv-dtype int4 --residual 128 \
+      --evict streaming:4+1024 --engine ideal        a cache policy (tokcost kvmem quality)
   tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
   tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
@@ -116,6 +118,18 @@ def estimate(
         int | None, typer.Option("--kv-group-size", metavar=COUNT,
                                  parser=count_parser("--kv-group-size"),
                                  help="Quantization group of int8/int4 (64).")
+    ] = None,
+    evict: Annotated[
+        str | None, typer.Option("--evict", metavar="SPEC", show_default=False,
+                                 help="Size requests under an eviction policy: window:N, "
+                                 "streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW] "
+                                 "(N a count or a fraction of the context).")
+    ] = None,
+    residual: Annotated[
+        int | None, typer.Option("--residual", metavar=COUNT, parser=count_parser("--residual"),
+                                 show_default=False,
+                                 help="int8/int4 as KIVI stores them: keys per channel, the last "
+                                 "COUNT tokens in bf16.")
     ] = None,
     block_size: Annotated[
         str | None, typer.Option("--block-size", metavar="COUNT", show_default=False,
@@ -216,6 +230,8 @@ def estimate(
         batch=tokcost.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
+        evict=evict,
+        residual=residual,
         block_size=tokcost.parse_count(block_size, param="block_size") if block_size else None,
         tp=tp,
         pp=pp,

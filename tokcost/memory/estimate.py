@@ -15,6 +15,7 @@ from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.blocks import check_block_size
+from tokcost.memory.cache_policy import Eviction
 from tokcost.memory.engines.base import EnginePlan, EngineReport
 from tokcost.memory.engines.options import Budget, EngineOptions, engine_name, plan_engine
 from tokcost.memory.fit import (
@@ -30,6 +31,7 @@ from tokcost.memory.kv import (
     kv_layout,
 )
 from tokcost.memory.parallel import pp_stages
+from tokcost.memory.policy_plan import PolicyPlan, policy_plan
 from tokcost.memory.roofline import (
     DecodeStep,
     Prefill,
@@ -87,6 +89,8 @@ class KvEstimate:
     pp: int = 1
     # The engine's accounting, for sweeps (the plot); not part of the JSON document.
     plan: EnginePlan | None = field(default=None, repr=False, compare=False)
+    # --- cache policy (tokcost.memory.policy_plan): only with evict/residual
+    cache_policy: dict[str, Any] | None = None
 
     @property
     def bytes_per_token(self) -> int:
@@ -113,6 +117,8 @@ class KvEstimate:
             "engine": self.engine.to_dict() if self.engine is not None else None,
             "notes": list(self.notes),
         }
+        if self.cache_policy is not None:  # only with evict/residual: older documents unchanged
+            data["cache_policy"] = self.cache_policy
         if self.fit is not None:
             f = self.fit
             data["gpu"] = {
@@ -212,6 +218,8 @@ def estimate_kv(
     flops: float | None = None,
     efficiency: float = 1.0,
     input_tokens: int | None = None,
+    evict: str | Eviction | None = None,
+    residual: int | None = None,
 ) -> KvEstimate:
     """Everything ``kvmem estimate`` reports for one model (numbers per GPU).
 
@@ -223,6 +231,9 @@ def estimate_kv(
     with a peak FLOP/s (the GPU's for the weights dtype, or ``flops``), the time to
     first token of an ``input_tokens`` prompt (default: the context itself); see
     ``tokcost.memory.roofline``.
+
+    ``evict`` (``streaming:4+1024``...) and ``residual`` (int8/int4 as KIVI stores them) size
+    each request by the cache policy's bytes (``tokcost.memory.policy_plan``).
     """
     arch = entry.architecture
     if arch is None:
@@ -288,6 +299,14 @@ def estimate_kv(
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     plan, fit = plan_engine(options, layout, entry, budget, block_size=block_size,
                             head_dim=head_dim)
+    policy: PolicyPlan | None = None
+    if evict is not None or residual is not None:
+        stage = max(len(s) for s in pp_stages(arch.layers, options.pp))
+        policy, policy_notes = policy_plan(
+            plan, fit, layout, engine=options.name, layers=stage, head_dim=head_dim,
+            evict=evict, residual=residual, prompt=input_tokens, model=entry.id)
+        plan = policy
+        notes.extend(policy_notes)
     block = plan.block_size
     if fit is not None and kv_memory is None and options.name != "sglang":
         notes.append(
@@ -345,11 +364,11 @@ def estimate_kv(
         rows.append(
             ContextRow(
                 context=ctx,
-                sequence_bytes=layout.sequence_bytes(ctx),
+                sequence_bytes=paged if policy else layout.sequence_bytes(ctx),
                 paged_sequence_bytes=paged,
                 batch_bytes=batch * paged,
                 blocks_per_sequence=-(-ctx // block),
-                by_kind=layout.by_kind(ctx, block),
+                by_kind={"full": paged} if policy else layout.by_kind(ctx, block),
                 beyond_context_window=bool(entry.context_window and ctx > entry.context_window),
                 max_concurrency=plan.max_concurrency(ctx),
                 fits=plan.fits(ctx, batch),
@@ -376,4 +395,5 @@ def estimate_kv(
         engine=report,
         pp=options.pp,
         plan=plan,
+        cache_policy=policy.to_dict() if policy is not None else None,
     )

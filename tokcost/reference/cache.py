@@ -74,6 +74,14 @@ class KVCache(ABC):
         """Called once after every layer has stored ``tokens`` new positions."""
         self.length += tokens
 
+    def positions(self, layer: int) -> NDArray[np.int64] | None:
+        """Positions of the keys ``update`` returned (B, nkv, S), when they are not simply
+        0..S-1 (an evicting cache, tokcost.reference.kvpolicy)."""
+        return None
+
+    def observe(self, layer: int, att: Array) -> None:  # noqa: B027 (a hook: most ignore it)
+        """This step's attention weights (B, nkv, g, T, S), for policies that score keys."""
+
     @abstractmethod
     def fork(self, n: int) -> None:
         """Turn a one-sequence cache into ``n`` sequences that share its contents."""

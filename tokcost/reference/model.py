@@ -119,16 +119,24 @@ class Transformer:
         k = (h @ w[p + "wk"]).reshape(b, t, nkv, hs).transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
         v = (h @ w[p + "wv"]).reshape(b, t, nkv, hs).transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        positions = None
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, nkv, S, hs)
+            positions = cache.positions(layer)  # (B, nkv, S) when keys were evicted
         s = k.shape[2]
         # Grouped-query attention: g query heads share each KV head, no copies of K/V.
         qg = q.reshape(b, nkv, g, t, hs)  # (B, nkv, g, T, hs)
         scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) / np.sqrt(hs)  # (B, nkv, g, T, S)
         # Query at position start+i sees keys at positions <= start+i.
-        causal = np.arange(s)[None, :] > (start + np.arange(t))[:, None]  # (T, S)
+        query_pos = start + np.arange(t)  # (T,)
+        if positions is None:
+            causal = np.arange(s)[None, :] > query_pos[:, None]  # (T, S)
+        else:
+            causal = positions[:, :, None, None, :] > query_pos[:, None]  # (B, nkv, 1, T, S)
         scores = np.where(causal, -np.inf, scores)
         att = softmax(scores)  # (B, nkv, g, T, S)
+        if cache is not None:
+            cache.observe(layer, att)
         y = att @ v[:, :, None]  # (B, nkv, g, T, hs)
         y = y.reshape(b, nh, t, hs).transpose(0, 2, 1, 3).reshape(b, t, nh * hs)  # (B, T, C')
         return y, att.reshape(b, nh, t, s)

@@ -1,0 +1,280 @@
+"""Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
+
+Two ways to shrink the cache beyond paging, each a small frozen object with the one
+formula for its bytes, which ``kvmem`` plans capacity with and the reference caches
+(tokcost.reference.kvpolicy) are measured against:
+
+- ``KvQuant``: store keys and values at lower precision. ``fp8`` is e4m3 with one
+  scale per tensor (vLLM's fp8 cache, no per-token overhead). ``int8``/``int4`` are
+  asymmetric with an fp16 scale and zero point per group of ``group`` values; keys
+  are grouped per channel over ``group`` tokens and values per token over ``group``
+  channels, as KIVI does (Liu et al. 2024, "KIVI: A Tuning-Free Asymmetric 2bit
+  Quantization for KV Cache"), and the most recent ``residual`` tokens stay in full
+  precision (KIVI's R). A per-channel key group needs ``group`` whole tokens, so
+  tokens past the residual are quantized in whole groups; the rest wait in full
+  precision.
+- ``Eviction``: keep only some tokens. ``window`` keeps the ``recent`` last tokens;
+  ``streaming`` (StreamingLLM, Xiao et al. 2024) the first ``sinks`` tokens plus a
+  window; ``h2o`` (Zhang et al. 2023) the ``heavy`` tokens with the largest
+  accumulated attention plus ``recent`` ones; ``snapkv`` (Li et al. 2024) chooses
+  ``budget`` prompt tokens by the attention of the prompt's last ``window`` queries
+  (the window kept too), then keeps every generated token.
+
+Worked example (tiny-ref: 4 layers, 2 kv heads, head_dim 32, fp32 = 4 B)::
+
+    int4, group 64, keys per channel, residual 128, 1,000 tokens held:
+      quantized tokens = (1000 - 128) // 64 x 64 = 832, full precision 168
+      full:   168 x 2 (K, V) x 2 heads x 32 x 4 B         = 86,016 B per layer
+      keys:   832 x 2 x 32 x 0.5 B + 832/64 x 2 x 32 x 4 B = 26,624 + 3,328
+      values: 832 x 2 x (16 B + 1 group x 4 B)            = 33,280
+      per layer 149,248 B; x 4 layers = 596,992 B (fp32 full cache: 2,048,000 B)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from tokcost.errors import UsageError
+
+QuantFormat = Literal["fp8", "int8", "int4"]
+QuantAxis = Literal["channel", "token"]
+EvictKind = Literal["window", "streaming", "h2o", "snapkv"]
+
+QUANT_FORMATS: tuple[str, ...] = ("fp8", "int8", "int4")
+EVICT_KINDS: tuple[str, ...] = ("window", "streaming", "h2o", "snapkv")
+SCALE_BYTES = 2  # fp16 scale ...
+ZERO_BYTES = 2  # ... and fp16 zero point per group (HF QuantizedCache, KIVI)
+
+__all__ = [
+    "EVICT_KINDS", "QUANT_FORMATS", "CachePolicy", "Eviction", "KvQuant", "parse_evict",
+    "parse_policy", "policy_bytes",
+]
+
+
+@dataclass(frozen=True)
+class KvQuant:
+    """A quantized cache format (see the module docstring).
+
+    >>> KvQuant("int4").layer_bytes(1000, kv_heads=2, head_dim=32, full_bytes=4)
+    149248
+    """
+
+    format: QuantFormat
+    group: int = 64
+    keys: QuantAxis = "channel"
+    values: QuantAxis = "token"
+    residual: int = 128
+
+    def __post_init__(self) -> None:
+        if self.format not in QUANT_FORMATS:
+            raise UsageError(f"unknown cache format '{self.format}'; use one of "
+                             f"{', '.join(QUANT_FORMATS)}", param="kv_dtype")
+        if self.group < 1:
+            raise UsageError(f"kv_group_size must be positive, got {self.group}",
+                             param="kv_group_size")
+        if self.residual < 0:
+            raise UsageError(f"residual must not be negative, got {self.residual}",
+                             param="residual")
+
+    @property
+    def bits(self) -> int:
+        return {"fp8": 8, "int8": 8, "int4": 4}[self.format]
+
+    @property
+    def grouped(self) -> bool:
+        """int8/int4 carry a scale and zero point per group; fp8 one scale per tensor."""
+        return self.format != "fp8"
+
+    def quantized_tokens(self, tokens: int) -> int:
+        """How many of ``tokens`` are stored quantized (the rest in full precision)."""
+        older = max(0, tokens - self.residual)
+        if self.grouped and "channel" in (self.keys, self.values):
+            older = older // self.group * self.group  # a channel group spans whole tokens
+        return older
+
+    def _half_bytes(self, q: int, axis: QuantAxis, kv_heads: int, head_dim: int) -> int:
+        """Bytes of ``q`` quantized tokens of one half (K or V) of one layer."""
+        data = q * kv_heads * math.ceil(head_dim * self.bits / 8)
+        if not self.grouped:
+            return data
+        per_group = SCALE_BYTES + ZERO_BYTES
+        if axis == "channel":  # one scale/zero per channel per `group` tokens
+            return data + (q // self.group) * kv_heads * head_dim * per_group
+        return data + q * kv_heads * math.ceil(head_dim / self.group) * per_group
+
+    def layer_bytes(self, tokens: int, *, kv_heads: int, head_dim: int, full_bytes: int) -> int:
+        """Bytes one layer holds for one sequence of ``tokens`` cached tokens."""
+        q = self.quantized_tokens(tokens)
+        full = (tokens - q) * 2 * kv_heads * head_dim * full_bytes
+        return (full + self._half_bytes(q, self.keys, kv_heads, head_dim)
+                + self._half_bytes(q, self.values, kv_heads, head_dim))
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """An eviction policy and its budget (see the module docstring). A budget given as
+    a fraction (``0.25``) is that share of the sequence's length so far, rounded down, so
+    it grows by at most one token per token decoded.
+
+    >>> Eviction("streaming", sinks=4, recent=1024).held(5000)
+    1028
+    >>> Eviction("snapkv", budget=256, recent=32).held(3000, prompt=2000)
+    1288
+    """
+
+    kind: EvictKind
+    recent: float = 0
+    sinks: int = 0
+    heavy: float = 0
+    budget: float = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in EVICT_KINDS:
+            raise UsageError(f"unknown eviction '{self.kind}'; use one of "
+                             f"{', '.join(EVICT_KINDS)}", param="evict")
+        for name in ("recent", "sinks", "heavy", "budget"):
+            value = getattr(self, name)
+            if value < 0 or (isinstance(value, float) and not value.is_integer() and value >= 1):
+                raise UsageError(f"evict {name}={value} must be a whole number of tokens or a "
+                                 "fraction below 1", param="evict")
+
+    @staticmethod
+    def _tokens(value: float, length: int) -> int:
+        return int(value * length) if 0 < value < 1 else int(value)
+
+    def limits(self, length: int) -> tuple[int, int, int]:
+        """``(sinks, chosen, recent)`` token budgets for a sequence of ``length`` tokens:
+        kept from the start, kept by score (H2O's heavy hitters, SnapKV's selection) and
+        kept from the end."""
+        recent = self._tokens(self.recent, length)
+        if self.kind == "window":
+            return 0, 0, recent
+        if self.kind == "streaming":
+            return self.sinks, 0, recent
+        if self.kind == "h2o":
+            if 0 < self.heavy < 1 and 0 < self.recent < 1:
+                # Both shares: round their sum down once. Rounded apart, the budget could
+                # grow by two tokens in one step (0.1 x 30 + 0.2 x 30 after 2 + 5), and an
+                # evicted token never comes back, so the cache would hold one fewer.
+                return 0, int((self.heavy + self.recent) * length) - recent, recent
+            return 0, self._tokens(self.heavy, length), recent
+        return 0, self._tokens(self.budget, length), recent
+
+    def held(self, tokens: int, *, prompt: int | None = None) -> int:
+        """Tokens one layer holds for a sequence of ``tokens`` (``prompt``: SnapKV's prompt
+        length, which it compresses once; later tokens are all kept)."""
+        if self.kind == "snapkv":
+            p = tokens if prompt is None else min(prompt, tokens)
+            sinks, chosen, recent = self.limits(p)
+            return min(p, chosen + recent) + (tokens - p)
+        sinks, chosen, recent = self.limits(tokens)
+        return min(tokens, sinks + chosen + recent)
+
+
+_EVICT = re.compile(r"^(?P<kind>[a-z0-9]+)(?::(?P<a>[0-9.]+)(?:\+(?P<b>[0-9.]+))?)?$")
+
+
+def parse_evict(text: str) -> Eviction:
+    """An eviction policy from its spec: ``window:1024``, ``streaming:4+1024`` (sinks +
+    window), ``h2o:256+256`` (heavy + recent), ``snapkv:1024`` or ``snapkv:1024+32``
+    (budget + observation window, default 32). Budgets may be fractions (``h2o:0.1+0.1``).
+
+    >>> parse_evict("streaming:4+1024")
+    Eviction(kind='streaming', recent=1024.0, sinks=4, heavy=0, budget=0)
+    """
+    m = _EVICT.match(text.strip().lower())
+    if m is None or m["kind"] not in EVICT_KINDS or m["a"] is None:
+        raise UsageError(
+            f"evict '{text}' is not a policy; write window:N, streaming:SINKS+N, "
+            "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)",
+            param="evict",
+        )
+    kind, a, b = m["kind"], float(m["a"]), m["b"]
+    if kind == "window":
+        if b is not None:
+            raise UsageError(f"evict '{text}': window takes one number (window:1024)",
+                             param="evict")
+        return Eviction("window", recent=a)
+    if kind == "streaming":
+        if b is None or not a.is_integer():
+            raise UsageError(f"evict '{text}': write streaming:SINKS+WINDOW (streaming:4+1024)",
+                             param="evict")
+        return Eviction("streaming", sinks=int(a), recent=float(b))
+    if kind == "h2o":
+        if b is None:
+            raise UsageError(f"evict '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
+                             param="evict")
+        return Eviction("h2o", heavy=a, recent=float(b))
+    return Eviction("snapkv", budget=a, recent=float(b) if b is not None else 32.0)
+
+
+def policy_bytes(
+    tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
+    quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None,
+) -> int:
+    """Bytes a cache of ``layers`` full-attention layers holds for one sequence that has
+    seen ``tokens`` tokens, under a quantization and/or an eviction policy.
+
+    >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4)
+    2048000
+    >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4,
+    ...              quant=KvQuant("int4"))
+    596992
+    """
+    held = evict.held(tokens, prompt=prompt) if evict is not None else tokens
+    if quant is None:
+        per_layer = held * 2 * kv_heads * head_dim * full_bytes
+    else:
+        per_layer = quant.layer_bytes(held, kv_heads=kv_heads, head_dim=head_dim,
+                                      full_bytes=full_bytes)
+    return layers * per_layer
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """One named policy to evaluate: a quantization or an eviction (``parse_policy``)."""
+
+    name: str
+    quant: KvQuant | None = None
+    evict: Eviction | None = None
+
+    def bytes(self, tokens: int, *, layers: int, kv_heads: int, head_dim: int,
+              full_bytes: int, prompt: int | None = None) -> int:
+        return policy_bytes(tokens, layers=layers, kv_heads=kv_heads, head_dim=head_dim,
+                            full_bytes=full_bytes, quant=self.quant, evict=self.evict,
+                            prompt=prompt)
+
+
+def parse_policy(text: str, *, residual: int = 128, group: int = 64) -> CachePolicy:
+    """A policy spec: ``fp8``, ``int8``, ``int4`` (keys per channel, values per token, as
+    KIVI), ``int4:per-token`` (keys per token too), or an eviction (``parse_evict``).
+    fp8 keeps no full-precision residual (vLLM's fp8 cache has none).
+
+    >>> parse_policy("int4:per-token").quant
+    KvQuant(format='int4', group=64, keys='token', values='token', residual=128)
+    >>> parse_policy("window:256").evict.held(1000)
+    256
+    """
+    spec = text.strip().lower()
+    head, _, tail = spec.partition(":")
+    if head in QUANT_FORMATS:
+        if tail not in ("", "per-channel", "per-token"):
+            raise UsageError(f"policy '{text}': write {head}, {head}:per-channel or "
+                             f"{head}:per-token (how keys are grouped)", param="policies")
+        keys: QuantAxis = "token" if tail == "per-token" else "channel"
+        fmt: QuantFormat = "fp8" if head == "fp8" else ("int8" if head == "int8" else "int4")
+        return CachePolicy(spec, quant=KvQuant(fmt, group=group, keys=keys,
+                                               residual=0 if fmt == "fp8" else residual))
+    if head in EVICT_KINDS:
+        try:
+            return CachePolicy(spec, evict=parse_evict(spec))
+        except UsageError as exc:  # in the words of the parameter the spec came in
+            why = str(exc).removeprefix(f"evict '{text}': ").removeprefix("evict ")
+            raise UsageError(f"policy '{text}': {why}", param="policies") from None
+    raise UsageError(
+        f"unknown policy '{text}'; use fp8, int8, int4[:per-token], window:N, "
+        "streaming:SINKS+N, h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW]", param="policies",
+    )

@@ -1,0 +1,221 @@
+"""A KV cache under a policy: quantized (fp8, int8, int4 as KIVI stores them) or evicting
+(a window, StreamingLLM, H2O, SnapKV), behind the same ``update``/``advance`` surface as
+the plain caches, so the same model runs on it.
+
+The bytes it holds are measured from its arrays (``nbytes``) and equal
+``tokcost.memory.cache_policy.policy_bytes`` for the same policy and length: the test
+suite checks it at every step.
+
+Evicted keys keep the rotary position they were cached with (as H2O and SnapKV do;
+StreamingLLM's paper renumbers positions inside the cache instead), so the model masks
+by the positions the cache reports (``positions``), not by index. A quantized cache and
+an evicting one are separate here: quantization with eviction is not implemented yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tokcost.errors import UsageError
+from tokcost.memory.cache_policy import Eviction, KvQuant
+from tokcost.reference.cache import KVCache
+from tokcost.reference.quantize import (
+    IntBlock,
+    append_tokens,
+    fp8_decode,
+    fp8_encode,
+    int_decode,
+    int_encode,
+)
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from tokcost.reference.config import RefConfig
+
+    Array = NDArray[np.float32]
+
+__all__ = ["EvictingCache", "QuantizedCache", "policy_cache"]
+
+
+class QuantizedCache(KVCache):
+    """Keys and values of the tokens past the ``residual`` most recent ones, stored in
+    ``quant``'s format in blocks of ``group`` tokens (one token for fp8); the rest in
+    float32. Each step dequantizes the blocks for attention, as a fused kernel would."""
+
+    def __init__(self, cfg: RefConfig, quant: KvQuant, batch: int = 1) -> None:
+        super().__init__(cfg, batch)
+        self.quant = quant
+        empty = np.zeros((batch, cfg.kv_heads, 0, cfg.head_dim), dtype=np.float32)
+        self.full_k: list[Array] = [empty] * cfg.layers
+        self.full_v: list[Array] = [empty] * cfg.layers
+        self.blocks: list[list[tuple[object, object]]] = [[] for _ in range(cfg.layers)]
+
+    def _encode(self, x: Array, axis: str) -> object:
+        if self.quant.format == "fp8":
+            return fp8_encode(x)
+        ax = -2 if axis == "channel" else -1
+        return int_encode(x, bits=self.quant.bits, axis=ax, group=self.quant.group)
+
+    @staticmethod
+    def _decode(block: object) -> Array:
+        if isinstance(block, IntBlock):
+            return int_decode(block)
+        assert isinstance(block, np.ndarray)
+        return fp8_decode(block)
+
+    @staticmethod
+    def _nbytes(block: object) -> int:
+        return block.nbytes if isinstance(block, IntBlock) else int(block.nbytes)  # type: ignore[attr-defined]
+
+    def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
+        self.full_k[layer] = np.concatenate([self.full_k[layer], k], axis=2)
+        self.full_v[layer] = np.concatenate([self.full_v[layer], v], axis=2)
+        parts_k = [self._decode(bk) for bk, _ in self.blocks[layer]] + [self.full_k[layer]]
+        parts_v = [self._decode(bv) for _, bv in self.blocks[layer]] + [self.full_v[layer]]
+        return np.concatenate(parts_k, axis=2), np.concatenate(parts_v, axis=2)
+
+    def advance(self, tokens: int) -> None:
+        super().advance(tokens)
+        # Move the oldest full-precision tokens into quantized blocks until only what
+        # the policy keeps in full precision is left (KvQuant.quantized_tokens). A
+        # per-channel group spans `group` whole tokens; per-token formats take any count.
+        q = self.quant
+        target = q.quantized_tokens(self.length)
+        chunk = q.group if q.grouped and "channel" in (q.keys, q.values) else None
+        for layer in range(self.cfg.layers):
+            done = self.length - self.full_k[layer].shape[2]
+            while done < target:
+                n = chunk or target - done
+                fk, fv = self.full_k[layer], self.full_v[layer]
+                self._store(layer, self._encode(fk[:, :, :n], q.keys),
+                            self._encode(fv[:, :, :n], q.values), join=chunk is None)
+                self.full_k[layer], self.full_v[layer] = fk[:, :, n:], fv[:, :, n:]
+                done += n
+
+    def _store(self, layer: int, bk: object, bv: object, *, join: bool) -> None:
+        """Keep a new block; per-token blocks (and fp8 codes) ``join`` the last one, so a
+        long sequence is a few arrays, not one block per decoded token."""
+        blocks = self.blocks[layer]
+        if blocks and join:
+            last_k, last_v = blocks[-1]
+            blocks[-1] = (_join(last_k, bk), _join(last_v, bv))
+        else:
+            blocks.append((bk, bv))
+
+    def fork(self, n: int) -> None:
+        raise UsageError("a quantized cache runs one sequence; sample with cache=contiguous")
+
+    @property
+    def nbytes(self) -> int:
+        total = 0
+        for layer in range(self.cfg.layers):
+            total += int(self.full_k[layer].nbytes + self.full_v[layer].nbytes)
+            total += sum(self._nbytes(bk) + self._nbytes(bv) for bk, bv in self.blocks[layer])
+        return total
+
+
+def _join(a: object, b: object) -> object:
+    if isinstance(a, IntBlock) and isinstance(b, IntBlock):
+        return append_tokens(a, b)
+    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    return np.concatenate([a, b], axis=2)
+
+
+class EvictingCache(KVCache):
+    """Keeps, per layer and kv head, the tokens ``evict`` chooses; positions travel with
+    them. H2O adds up the attention each kept key receives; SnapKV scores the prompt's
+    keys by its last ``window`` queries once, at the end of the prompt."""
+
+    def __init__(self, cfg: RefConfig, evict: Eviction, *, prompt: int | None = None,
+                 batch: int = 1) -> None:
+        super().__init__(cfg, batch)
+        self.evict = evict
+        self.prompt = prompt
+        shape = (batch, cfg.kv_heads, 0)
+        self.k: list[Array] = [np.zeros((*shape, cfg.head_dim), np.float32)] * cfg.layers
+        self.v: list[Array] = [np.zeros((*shape, cfg.head_dim), np.float32)] * cfg.layers
+        self.pos: list[NDArray[np.int64]] = [np.zeros(shape, np.int64)] * cfg.layers
+        self.score: list[NDArray[np.float64]] = [np.zeros(shape, np.float64)] * cfg.layers
+        self.compressed = False  # SnapKV: the prompt has been compressed
+
+    def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
+        b, h, t, _ = k.shape
+        new_pos = np.broadcast_to(np.arange(self.length, self.length + t), (b, h, t))
+        self.k[layer] = np.concatenate([self.k[layer], k], axis=2)
+        self.v[layer] = np.concatenate([self.v[layer], v], axis=2)
+        self.pos[layer] = np.concatenate([self.pos[layer], new_pos], axis=2)
+        self.score[layer] = np.concatenate([self.score[layer], np.zeros((b, h, t))], axis=2)
+        return self.k[layer], self.v[layer]
+
+    def positions(self, layer: int) -> NDArray[np.int64] | None:
+        return self.pos[layer]
+
+    def observe(self, layer: int, att: Array) -> None:
+        """This step's attention (B, nkv, g, T, S) over the keys ``update`` returned."""
+        kind = self.evict.kind
+        if kind == "h2o":
+            self.score[layer] += att.sum(axis=(2, 3))
+        elif kind == "snapkv" and not self.compressed:
+            window = self.evict.limits(max(1, att.shape[3]))[2]
+            self.score[layer] += att[:, :, :, -max(1, window):].sum(axis=(2, 3))
+
+    def advance(self, tokens: int) -> None:
+        super().advance(tokens)
+        if self.evict.kind == "snapkv":
+            if self.compressed or (self.prompt is not None and self.length < self.prompt):
+                return
+            self.compressed = True
+            sinks, chosen, recent = self.evict.limits(self.length)
+        else:
+            sinks, chosen, recent = self.evict.limits(self.length)
+        for layer in range(self.cfg.layers):
+            self._keep(layer, sinks, chosen, recent)
+
+    def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
+        s = self.k[layer].shape[2]
+        if s <= sinks + chosen + recent:
+            return
+        # Kept: the first `sinks` and the last `recent` by index (keys stay in position
+        # order), then the `chosen` highest-scoring of those in between, per head.
+        keep_edges = np.zeros(s, dtype=bool)
+        keep_edges[:sinks] = True
+        if recent:
+            keep_edges[s - recent:] = True
+        middle = np.flatnonzero(~keep_edges)
+        b, h = self.k[layer].shape[:2]
+        idx = np.empty((b, h, sinks + chosen + recent), dtype=np.int64)
+        for bi in range(b):
+            for hi in range(h):
+                scores = self.score[layer][bi, hi, middle]
+                # Highest score first; equal scores keep the earlier key (stable).
+                top = middle[np.argsort(-scores, kind="stable")[:chosen]] if chosen else middle[:0]
+                idx[bi, hi] = np.sort(np.concatenate([np.flatnonzero(keep_edges), top]))
+        take = idx[..., None]
+        self.k[layer] = np.take_along_axis(self.k[layer], take, axis=2)
+        self.v[layer] = np.take_along_axis(self.v[layer], take, axis=2)
+        self.pos[layer] = np.take_along_axis(self.pos[layer], idx, axis=2)
+        self.score[layer] = np.take_along_axis(self.score[layer], idx, axis=2)
+
+    def fork(self, n: int) -> None:
+        raise UsageError("an evicting cache runs one sequence; sample with cache=contiguous")
+
+    @property
+    def nbytes(self) -> int:
+        """Key and value bytes held (positions and scores are bookkeeping, not cache)."""
+        return sum(int(k.nbytes + v.nbytes) for k, v in zip(self.k, self.v, strict=True))
+
+
+def policy_cache(cfg: RefConfig, *, quant: KvQuant | None = None,
+                 evict: Eviction | None = None, prompt: int | None = None) -> KVCache:
+    """The cache for a policy: quantized or evicting (not both yet)."""
+    if quant is not None and evict is not None:
+        raise UsageError("a quantized cache with eviction is not implemented yet; give one "
+                         "of them", param="evict")
+    if quant is not None:
+        return QuantizedCache(cfg, quant)
+    if evict is not None:
+        return EvictingCache(cfg, evict, prompt=prompt)
+    raise UsageError("give a quantization or an eviction policy", param="evict")

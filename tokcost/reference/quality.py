@@ -1,0 +1,125 @@
+"""What a cache policy costs in quality: teacher-forced decoding against the full cache.
+
+The protocol, the same for every policy: prefill the first ``prompt`` tokens of a text in
+one forward pass, then feed the rest one token at a time, each step predicting the next
+token from the cache. The full-precision full cache (a contiguous one) is the baseline;
+each policy is scored on the same predictions:
+
+- perplexity: ``exp(mean negative log-likelihood)`` of the true next tokens;
+- top-1 agreement: how often the policy's most likely token is the baseline's;
+- KL divergence ``KL(baseline || policy)`` of the next-token distributions, averaged;
+- bytes held: the cache's arrays after the last token (``KVCache.nbytes``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tokcost.errors import UsageError
+from tokcost.reference.cache import ContiguousCache, KVCache
+from tokcost.reference.kvpolicy import policy_cache
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from tokcost.memory.cache_policy import Eviction, KvQuant
+    from tokcost.reference.model import Transformer
+
+__all__ = ["PolicyQuality", "TeacherForced", "compare_policy", "evaluate", "teacher_forced"]
+
+
+@dataclass(frozen=True)
+class TeacherForced:
+    """One pass over a text: log-probabilities of every next token, and the cache."""
+
+    logprobs: NDArray[np.float64]  # (N, V): log-softmax of each prediction
+    targets: NDArray[np.int64]  # (N,): the true next tokens
+    cache_bytes: int  # bytes the cache held after the last token
+    cache_tokens: int  # tokens it had seen
+
+    @property
+    def nll(self) -> float:
+        return float(-self.logprobs[np.arange(len(self.targets)), self.targets].mean())
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.nll)
+
+
+def _log_softmax(logits: NDArray[np.float32]) -> NDArray[np.float64]:
+    x = logits.astype(np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    out: NDArray[np.float64] = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+    return out
+
+
+def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
+                   cache: KVCache | None = None) -> TeacherForced:
+    """Predict ``ids[prompt:]`` from the cache, one token at a time after the prefill;
+    ``cache`` None is the full contiguous cache (the baseline)."""
+    n = len(ids)
+    if not 1 <= prompt < n:
+        raise UsageError(f"prompt={prompt} must leave at least one token to predict of the "
+                         f"text's {n}", param="prompt")
+    if n > model.cfg.context_window:
+        raise UsageError(f"the text has {n:,} tokens, past the model's context window "
+                         f"({model.cfg.context_window:,}); give a shorter text", param="text")
+    # The last token is only ever a target: the cache sees n - 1 tokens.
+    cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
+    arr = np.asarray(ids, dtype=np.int64)
+    rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
+    for i in range(prompt, n - 1):
+        rows.append(model.forward(arr[None, i : i + 1], cache).logits[0, -1])
+    return TeacherForced(_log_softmax(np.stack(rows)), arr[prompt:], cache.nbytes, cache.length)
+
+
+@dataclass(frozen=True)
+class PolicyQuality:
+    """A policy against the baseline on the same text and predictions."""
+
+    perplexity: float
+    baseline_perplexity: float
+    top1_agreement: float
+    mean_kl: float
+    bytes_held: int
+    baseline_bytes: int
+
+    @property
+    def perplexity_change(self) -> float:
+        """Relative change: 0.05 is 5% worse than the full cache."""
+        return self.perplexity / self.baseline_perplexity - 1
+
+    @property
+    def bytes_ratio(self) -> float:
+        return self.bytes_held / self.baseline_bytes
+
+
+def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality:
+    """Score ``run`` against ``baseline`` (the same text, prompt and model)."""
+    if run.targets.shape != baseline.targets.shape or not (run.targets == baseline.targets).all():
+        raise UsageError("compare a policy with the baseline on the same text and prompt")
+    p = np.exp(baseline.logprobs)
+    kl = (p * (baseline.logprobs - run.logprobs)).sum(axis=-1)
+    agree = run.logprobs.argmax(axis=-1) == baseline.logprobs.argmax(axis=-1)
+    return PolicyQuality(
+        perplexity=run.perplexity,
+        baseline_perplexity=baseline.perplexity,
+        top1_agreement=float(agree.mean()),
+        mean_kl=float(max(0.0, kl.mean())),
+        bytes_held=run.cache_bytes,
+        baseline_bytes=baseline.cache_bytes,
+    )
+
+
+def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int,
+             quant: KvQuant | None = None, evict: Eviction | None = None,
+             baseline: TeacherForced | None = None) -> PolicyQuality:
+    """One policy's quality on ``ids`` (the baseline is computed unless given)."""
+    base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
+    cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
+    return compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)

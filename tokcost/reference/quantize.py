@@ -1,0 +1,162 @@
+"""Low-precision storage for cached keys and values: fp8 e4m3 (emulated) and int8/int4.
+
+- fp8 e4m3 (the OCP "E4M3FN" format vLLM's fp8 cache uses): 1 sign, 4 exponent and 3
+  mantissa bits, bias 7, no infinities, largest finite value 448; one scale per tensor
+  (1.0, vLLM's default without calibration), so values beyond 448 saturate. Stored as
+  uint8 codes, read back through a 256-entry table.
+- intN, asymmetric: per group, ``scale = (max - min) / (2^N - 1)`` and ``zero = min``,
+  both kept in fp16; ``code = round((x - zero) / scale)``, ``x' = code x scale + zero``.
+  int4 codes are packed two to a byte along the last axis.
+
+numpy only; the bytes these arrays hold are what ``tokcost.memory.cache_policy`` counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    Array = NDArray[np.float32]
+
+E4M3_MAX = 448.0
+
+
+def _e4m3_table() -> NDArray[np.float32]:
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> 3) & 0xF
+    man = codes & 0x7
+    value = np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * 2.0 ** (exp - 7.0))
+    value = sign * value
+    value[(exp == 0xF) & (man == 0x7)] = np.nan  # S.1111.111 is NaN; there is no infinity
+    table: NDArray[np.float32] = value.astype(np.float32)
+    return table
+
+
+E4M3_VALUES = _e4m3_table()
+# The finite non-negative values in code order (codes 0..126), increasing.
+_E4M3_POSITIVE = E4M3_VALUES[:127].astype(np.float64)
+
+
+def fp8_encode(x: Array) -> NDArray[np.uint8]:
+    """The e4m3 code nearest to each value (ties to the even code), saturating at 448.
+
+    >>> fp8_decode(fp8_encode(np.array([0.3, -1.0, 500.0, 1e-9], dtype=np.float32))).tolist()
+    [0.3125, -1.0, 448.0, 0.0]
+    """
+    mag = np.minimum(np.abs(x.astype(np.float64)), E4M3_MAX)
+    hi = np.clip(np.searchsorted(_E4M3_POSITIVE, mag), 1, 126)
+    lo = hi - 1
+    d_lo, d_hi = mag - _E4M3_POSITIVE[lo], _E4M3_POSITIVE[hi] - mag
+    # Nearest; on a tie the even code (its mantissa's last bit is 0), as IEEE rounds.
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
+    code = np.where(pick_hi, hi, lo)
+    code = np.where(mag <= 0, 0, code)
+    signed: NDArray[np.uint8] = (code | np.where(np.signbit(x) & (code > 0), 0x80, 0)).astype(
+        np.uint8)
+    return signed
+
+
+def fp8_decode(codes: NDArray[np.uint8]) -> Array:
+    out: Array = E4M3_VALUES[codes]
+    return out
+
+
+@dataclass(frozen=True)
+class IntBlock:
+    """intN codes of a block with their per-group fp16 scales and zero points.
+
+    ``codes`` keeps the block's shape, packed two to a byte for int4; ``scale`` and
+    ``zero`` broadcast against the unpacked, grouped shape (``_grouped``).
+    """
+
+    codes: NDArray[np.uint8]
+    scale: NDArray[np.float16]
+    zero: NDArray[np.float16]
+    bits: int
+    shape: tuple[int, ...]
+    axis: int  # the axis grouped: -2 (tokens, per channel) or -1 (channels, per token)
+    group: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes + self.scale.nbytes + self.zero.nbytes)
+
+
+def _grouped(x: Array, axis: int, group: int) -> Array:
+    """``x`` with the grouped axis split into (groups, group): groups along tokens
+    (axis -2) take the block's tokens whole; along channels, runs of ``group``."""
+    if axis == -2:
+        return x[..., None, :, :]  # (..., 1, T, C): one group over the block's T tokens
+    c = x.shape[-1]
+    g = min(group, c)
+    if c % g:
+        raise ValueError(f"channels ({c}) must be a multiple of the group ({g})")
+    return x.reshape(*x.shape[:-1], c // g, g)
+
+
+def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
+    """Quantize a block (..., T, C) per group: along tokens (``axis=-2``: one group per
+    channel over the T tokens, KIVI's keys) or along channels (``axis=-1``: groups of
+    ``group`` channels per token, KIVI's values).
+
+    >>> x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 4, 16)
+    >>> b = int_encode(x, bits=4, axis=-1, group=16)
+    >>> b.nbytes  # 4 tokens x 16 nibbles = 32 B of codes, 4 groups x (2 + 2) B
+    48
+    >>> float(np.abs(int_decode(b) - x).max()) <= float(b.scale.max()) / 2 + 1e-3
+    True
+    """
+    levels = (1 << bits) - 1
+    g = _grouped(x.astype(np.float32), axis, group)
+    red = -2 if axis == -2 else -1
+    lo = g.min(axis=red, keepdims=True)
+    hi = g.max(axis=red, keepdims=True)
+    zero = lo.astype(np.float16)
+    scale = ((hi - lo) / levels).astype(np.float16)
+    scale = np.where(scale == 0, np.float16(1), scale).astype(np.float16)  # a constant group
+    codes = np.clip(np.rint((g - zero.astype(np.float32)) / scale.astype(np.float32)), 0, levels)
+    flat = codes.astype(np.uint8).reshape(x.shape)
+    if bits == 4:
+        if flat.shape[-1] % 2:
+            flat = np.concatenate([flat, np.zeros((*flat.shape[:-1], 1), np.uint8)], axis=-1)
+        flat = (flat[..., 0::2] | (flat[..., 1::2] << 4)).astype(np.uint8)
+    return IntBlock(flat, scale, zero, bits, tuple(x.shape), axis, group)
+
+
+def int_decode(block: IntBlock) -> Array:
+    codes = block.codes
+    if block.bits == 4:
+        lo, hi = codes & 0x0F, codes >> 4
+        codes = np.stack([lo, hi], axis=-1).reshape(*codes.shape[:-1], -1)
+        codes = codes[..., : block.shape[-1]]
+    g = _grouped(codes.astype(np.float32), block.axis, block.group)
+    out = g * block.scale.astype(np.float32) + block.zero.astype(np.float32)
+    result: Array = out.reshape(block.shape).astype(np.float32)
+    return result
+
+
+def append_tokens(block: IntBlock, more: IntBlock) -> IntBlock:
+    """Two per-token blocks (``axis=-1``) as one, ``more``'s tokens after ``block``'s: a
+    growing per-token cache stays one array instead of a block per step.
+
+    >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
+    >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
+    >>> bool(np.allclose(int_decode(append_tokens(a, b)), int_decode(int_encode(x, bits=8,
+    ...      axis=-1, group=16))))
+    True
+    """
+    if block.axis != -1 or more.axis != -1 or (block.bits, block.group) != (more.bits, more.group):
+        raise ValueError("only per-token blocks of one format can be appended")
+    tokens = block.shape[-2] + more.shape[-2]
+    return IntBlock(
+        np.concatenate([block.codes, more.codes], axis=-2),
+        np.concatenate([block.scale, more.scale], axis=-3),
+        np.concatenate([block.zero, more.zero], axis=-3),
+        block.bits, (*block.shape[:-2], tokens, block.shape[-1]), -1, block.group,
+    )
