@@ -150,6 +150,13 @@ def train_cmd(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
     ] = 1,
+    max_pretokens: Annotated[
+        str | None,
+        typer.Option("--max-pretokens", metavar="COUNT",
+                     help="Hold at most this many distinct pre-tokens (10M, 2Mi): the most "
+                     "frequent, ties by first seen; for corpora whose distinct words alone "
+                     "exceed memory. Default: all of them, as HF does."),
+    ] = None,
     engine: Annotated[
         str,
         typer.Option(
@@ -183,6 +190,8 @@ def train_cmd(
         min_frequency=tokcost.parse_count(min_frequency, param="min_frequency"),
         max_token_length=max_token_length,
         jobs=jobs,
+        max_pretokens=(None if max_pretokens is None
+                       else tokcost.parse_count(max_pretokens, param="max_pretokens")),
     )
     with _progress() as callback:
         result = tokcost.train_bpe(files, config, output, force=force, engine=engine,
@@ -190,7 +199,7 @@ def train_cmd(
                                    progress=callback)
     for message in result.warnings:
         # The library's warnings name parameters; say them as this command's flags.
-        for param in ("min_frequency", "vocab_size"):
+        for param in ("min_frequency", "vocab_size", "max_pretokens"):
             message = to_flags(message, param, ctx.command.params)
         warn(message)
     summary = result.to_dict()
