@@ -158,13 +158,15 @@ def _write(folder: Path, config: dict[str, object]) -> Path:
         (["--model-dir", "{gpt2}"], 2, "model_type 'gpt2'"),
         (["--model-dir", "{missing}"], 2, "is not a folder"),
         (["--model-dir", "{empty}"], 2, "has no config.json"),
-        (["-m", "tiny-ref", "--chat"], 2, "--chat needs a checkpoint's"),
+        (["-m", "tiny-ref", "--chat-template"], 2, "--chat-template needs a checkpoint's template"),
+        (["--model-dir", "{qwen2}", "--chat-template"], 2, "--chat-template needs a template"),
         (["--model-dir", "{llama}", "--weights", "w.npz"], 2, "--weights cannot replace"),
     ],
 )
 def test_cli_refusals(tmp_path: Path, args: list[str], code: int, fragment: str) -> None:
     paths = {"gpt2": str(_write(tmp_path / "gpt2", {"model_type": "gpt2"})),
-             "missing": str(tmp_path / "nope"), "llama": str(TINY / "llama")}
+             "missing": str(tmp_path / "nope"), "llama": str(TINY / "llama"),
+             "qwen2": str(TINY / "qwen2")}
     (tmp_path / "empty").mkdir()
     paths["empty"] = str(tmp_path / "empty")
     result = CliRunner().invoke(app, ["generate", "hi", *[a.format(**paths) for a in args]])
@@ -182,7 +184,7 @@ def test_chat_template_renders_as_transformers() -> None:
 
 def test_generate_a_checkpoint_with_chat_and_matching_cache() -> None:
     result = CliRunner().invoke(app, ["generate", "The baker", "--model-dir",
-                                      str(TINY / "llama"), "--chat", "--max-new-tokens", "4",
+                                      str(TINY / "llama"), "--chat-template", "--max-new-tokens", "4",
                                       "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output[result.output.index("{"):])

@@ -346,17 +346,17 @@ def generate(
         entry, loaded = checkpoint.entry, checkpoint.loaded
     else:
         if chat:
-            raise UsageError("chat needs a checkpoint's chat template; give a model folder "
-                             "or an hf: model", param="chat")
+            raise UsageError("chat needs a checkpoint's template: give a model folder or "
+                             "an hf: model", param="chat")
         entry = open_catalog(catalog).resolve(model)
         loaded = load_model(entry, weights=weights, seed=seed or 0)
-    cfg = loaded.model.cfg
-    tok = load_tokenizer(entry, cfg)
     if chat:
         from tokcost.reference.chat_template import read_template, render
 
         template, specials = read_template(checkpoint.folder)
         prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)
+    cfg = loaded.model.cfg
+    tok = load_tokenizer(entry, cfg)
     # The template writes special tokens (<s>, <|im_start|>) as text; transformers
     # parses them back into their ids, and so does allow_special.
     ids = tok.encode(prompt, allow_special=chat)

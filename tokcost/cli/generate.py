@@ -55,7 +55,7 @@ Examples:
   tokcost generate "Every morning" --cache paged --block-size 4 --explain
   tokcost generate "Every morning" --n 4 --temperature 1 --seed 1 --cache paged --json
   tokcost generate "Hello" --cache none --max-new-tokens 8    recompute (no KV cache)
-  tokcost generate "Hi" -m hf:HuggingFaceTB/SmolLM2-135M-Instruct --chat   a cached checkpoint
+  tokcost generate "Hi" -m hf:HuggingFaceTB/SmolLM2-135M-Instruct --chat-template
   tokcost generate "Once upon" --model-dir ./my-model          a model folder
 
 Reading --explain:
@@ -128,8 +128,8 @@ def generate(
                      "*.safetensors, tokenizer.json) instead of --model."),
     ] = None,
     chat: Annotated[
-        bool, typer.Option("--chat", help="Send PROMPT as a user message through the "
-                           "checkpoint's chat template (tokenizer_config.json).")
+        bool, typer.Option("--chat-template", help="Send PROMPT as a user message through "
+                           "the checkpoint's chat template (tokenizer_config.json).")
     ] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,

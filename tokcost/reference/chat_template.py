@@ -40,8 +40,8 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
     if not template and jinja_file.is_file():
         template = jinja_file.read_text(encoding="utf-8")
     if not isinstance(template, str) or not template:
-        raise UsageError(f"'{folder}' has no chat template (tokenizer_config.json "
-                         "chat_template or chat_template.jinja); run without chat",
+        raise UsageError(f"chat needs a template, and '{folder}' has none "
+                         "(tokenizer_config.json chat_template, chat_template.jinja)",
                          param="chat")
     specials: dict[str, str] = {}
     for name in _SPECIALS:

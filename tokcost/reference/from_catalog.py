@@ -105,7 +105,8 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     from tokcost.adapters.registry import get_tokenizer
 
     if not entry.tokenizer:
-        raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; add one")
+        raise UsageError(f"model '{entry.id}' has no tokenizer: add one to its catalog "
+                         "entry, or tokenizer.json to its model folder")
     tok = get_tokenizer(entry.tokenizer)
     if tok.vocab_size > cfg.vocab_size:
         raise WeightsMismatch(
