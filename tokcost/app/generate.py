@@ -302,6 +302,8 @@ def generate(
     n: int = 1,
     explain: bool = False,
     top_candidates: int = 5,
+    model_dir: str | Path | None = None,
+    chat: bool = False,
     on_start: Callable[[GenerationStart], None] | None = None,
     on_step: Callable[[GenerationStep], None] | None = None,
 ) -> GenerateResult:
@@ -312,10 +314,18 @@ def generate(
     trained ``weights``). ``explain`` records every step with its ``top_candidates``
     and where each head attends. ``cache`` is ``none`` (recompute), ``contiguous`` or
     ``paged`` (blocks of ``block_size`` tokens, the prompt's shared by the samples).
+    ``model_dir`` (a Hugging Face model folder) or ``model`` ``hf:ORG/REPO`` runs a real
+    checkpoint (tokcost.reference.hf_checkpoint); ``chat`` then sends ``prompt`` as one
+    user message through the checkpoint's chat template.
     """
     from tokcost.reference import SamplingParams
     from tokcost.reference import generate as run
-    from tokcost.reference.from_catalog import estimate_cache_bytes, load_model, load_tokenizer
+    from tokcost.reference.from_catalog import (
+        estimate_cache_bytes,
+        load_checkpoint,
+        load_model,
+        load_tokenizer,
+    )
     from tokcost.reference.generate import check_request
 
     mode = CacheMode.parse(cache)
@@ -326,11 +336,30 @@ def generate(
     # The cheap checks first: a bad seed must not wait for (or break) the weights.
     sampling = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     _check_text(prompt)
-    entry = open_catalog(catalog).resolve(model)
-    loaded = load_model(entry, weights=weights, seed=seed or 0)
+    from tokcost.catalog.hf_model import is_hf_spec
+
+    if model_dir is not None or is_hf_spec(model):
+        if weights is not None:
+            raise UsageError("weights cannot replace a checkpoint's own; give weights only "
+                             "with a catalog model", param="weights")
+        checkpoint = load_checkpoint(model_dir if model_dir is not None else model)
+        entry, loaded = checkpoint.entry, checkpoint.loaded
+    else:
+        if chat:
+            raise UsageError("chat needs a checkpoint's template: give a model folder or "
+                             "an hf: model", param="chat")
+        entry = open_catalog(catalog).resolve(model)
+        loaded = load_model(entry, weights=weights, seed=seed or 0)
+    if chat:
+        from tokcost.reference.chat_template import read_template, render
+
+        template, specials = read_template(checkpoint.folder)
+        prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)
     cfg = loaded.model.cfg
     tok = load_tokenizer(entry, cfg)
-    ids = tok.encode(prompt)
+    # The template writes special tokens (<s>, <|im_start|>) as text; transformers
+    # parses them back into their ids, and so does allow_special.
+    ids = tok.encode(prompt, allow_special=chat)
     check_request(cfg, ids, max_new_tokens=max_new_tokens, cache=mode, block_size=block_size,
                   n=n)
     if on_start is not None:

@@ -55,6 +55,8 @@ Examples:
   tokcost generate "Every morning" --cache paged --block-size 4 --explain
   tokcost generate "Every morning" --n 4 --temperature 1 --seed 1 --cache paged --json
   tokcost generate "Hello" --cache none --max-new-tokens 8    recompute (no KV cache)
+  tokcost generate "Hi" -m hf:HuggingFaceTB/SmolLM2-135M-Instruct --chat-template
+  tokcost generate "Once upon" --model-dir ./my-model          a model folder
 
 Reading --explain:
 
@@ -72,7 +74,8 @@ def generate(
         str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
     ],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships weights).")
+        str, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships weights), "
+                          "or hf:ORG/REPO from the local Hugging Face cache.")
     ] = "tiny-ref",
     max_new_tokens: Annotated[
         int,
@@ -119,6 +122,15 @@ def generate(
         str | None,
         typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
     ] = None,
+    model_dir: Annotated[
+        str | None,
+        typer.Option("--model-dir", help="A Hugging Face model folder (config.json, "
+                     "*.safetensors, tokenizer.json) instead of --model."),
+    ] = None,
+    chat: Annotated[
+        bool, typer.Option("--chat-template", help="Send PROMPT as a user message through "
+                           "the checkpoint's chat template (tokenizer_config.json).")
+    ] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
@@ -155,7 +167,7 @@ def generate(
         text, model=model, catalog=catalog, weights=weights, max_new_tokens=max_new_tokens,
         temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, cache=cache,
         block_size=block_size, n=n, explain=explain, top_candidates=top_candidates,
-        on_start=on_start, on_step=on_step,
+        model_dir=model_dir, chat=chat, on_start=on_start, on_step=on_step,
     )
     if json_out:
         print_json(result.to_dict())

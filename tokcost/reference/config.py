@@ -40,8 +40,26 @@ MAX_PARAMS = 200_000_000
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """How a checkpoint stretches RoPE past its training length (transformers'
+    ``rope_scaling``): ``linear`` divides every frequency by ``factor``; ``llama3``
+    (Llama-3.1/3.2, SmolLM2-style configs) divides only the low frequencies, blending
+    between ``low_freq_factor`` and ``high_freq_factor`` wavelengths of
+    ``original_max_position_embeddings``."""
+
+    kind: str = "linear"  # "linear" or "llama3"
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 8192
+
+
+@dataclass(frozen=True)
 class RefConfig:
     """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU.
+
+    The switches after ``kv_dtype`` describe the Hugging Face families
+    (tokcost.reference.hf_checkpoint); their defaults are tiny-ref's plain LLaMA.
 
     >>> cfg = RefConfig(layers=4, hidden_size=128, attention_heads=4, kv_heads=2,
     ...                 head_dim=32, vocab_size=512, context_window=1024)
@@ -62,6 +80,27 @@ class RefConfig:
     tie_embeddings: bool = True
     # The cache holds float32 keys and values: the dtype `kvmem estimate` must use.
     kv_dtype: str = "fp32"
+    # Qwen2: biases on the q, k and v projections.
+    qkv_bias: bool = False
+    # Qwen3, Gemma-3: an RMSNorm over each head's query and key before RoPE.
+    qk_norm: bool = False
+    # Gemma-2/3: norms after attention and after the MLP too ("sandwich" norms).
+    post_norms: bool = False
+    # "silu" (SwiGLU) or "gelu_tanh" (Gemma's GeGLU, gelu_pytorch_tanh).
+    activation: str = "silu"
+    # Per layer "full" or "sliding" (None: all full); a sliding layer's query sees
+    # the ``sliding_window`` newest positions, itself included.
+    layer_types: tuple[str, ...] | None = None
+    sliding_window: int | None = None
+    # Gemma-3: RoPE base of the sliding layers (None: rope_theta everywhere).
+    rope_local_theta: float | None = None
+    rope_scaling: RopeScaling | None = None
+    # Gemma-2: tanh soft-capping of attention scores and of the final logits.
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    # Gemma: embeddings times sqrt(hidden_size); scores times query_scale (None: hs^-0.5).
+    embed_scale: float | None = None
+    query_scale: float | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -82,6 +121,19 @@ class RefConfig:
             )
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
+        if self.activation not in ("silu", "gelu_tanh"):
+            raise ValueError(f"activation must be silu or gelu_tanh, got {self.activation!r}")
+        if self.layer_types is not None:
+            if len(self.layer_types) != self.layers or not set(self.layer_types) <= {
+                "full", "sliding"
+            }:
+                raise ValueError(f"layer_types must list full/sliding for {self.layers} layers")
+            if "sliding" in self.layer_types and not self.sliding_window:
+                raise ValueError("sliding layers need a sliding_window >= 1")
+
+    def sliding(self, layer: int) -> bool:
+        """Does ``layer`` attend to a window of recent positions only?"""
+        return self.layer_types is not None and self.layer_types[layer] == "sliding"
 
     @property
     def group(self) -> int:
@@ -106,8 +158,11 @@ class RefConfig:
         """Parameter count (embeddings counted once when tied)."""
         c, hs = self.hidden_size, self.head_dim
         attn = c * self.attention_heads * hs * 2 + c * self.kv_heads * hs * 2
+        if self.qkv_bias:
+            attn += (self.attention_heads + 2 * self.kv_heads) * hs
         mlp = 3 * c * self.ffn_hidden
-        per_layer = attn + mlp + 2 * c
+        per_layer = attn + mlp + (4 if self.post_norms else 2) * c
+        per_layer += 2 * hs if self.qk_norm else 0
         emb = self.vocab_size * c * (1 if self.tie_embeddings else 2)
         return self.layers * per_layer + emb + c
 

@@ -68,12 +68,45 @@ def load_model(
     return LoadedModel(Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})", False)
 
 
+@dataclass
+class LoadedCheckpoint:
+    """A Hugging Face checkpoint ready to run: its catalog entry (for the tokenizer and
+    the ``kvmem estimate`` of its cache), the model, and the folder it came from."""
+
+    entry: ModelEntry
+    loaded: LoadedModel
+    folder: Path
+
+
+def load_checkpoint(source: str | Path) -> LoadedCheckpoint:
+    """``hf:ORG/REPO`` (the local cache, the hub only for what is not there) or a model
+    folder: its config refused early when the reference path cannot run the family."""
+    from tokcost.catalog.hf_model import is_hf_spec, load_hf_model
+    from tokcost.reference.hf_checkpoint import load_weights as load_hf_weights
+    from tokcost.reference.hf_checkpoint import open_checkpoint
+
+    spec = str(source)
+    local = not is_hf_spec(spec) or Path(spec[3:]).expanduser().exists()
+    if local:
+        folder = Path(spec[3:] if is_hf_spec(spec) else spec).expanduser()
+        checkpoint = open_checkpoint(folder)  # the family first: a clear refusal
+        hf = load_hf_model(str(folder))
+    else:
+        hf = load_hf_model(spec)
+        checkpoint = open_checkpoint(Path(hf.config_file).parent)
+    folder = checkpoint.folder
+    weights = load_hf_weights(folder, checkpoint.model_type, checkpoint.cfg)
+    model = Transformer(checkpoint.cfg, weights)
+    return LoadedCheckpoint(hf.entry, LoadedModel(model, str(folder), True), folder)
+
+
 def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     """The entry's tokenizer, checked to fit the model's vocabulary."""
     from tokcost.adapters.registry import get_tokenizer
 
     if not entry.tokenizer:
-        raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; add one")
+        raise UsageError(f"model '{entry.id}' has no tokenizer: add one to its catalog "
+                         "entry, or tokenizer.json to its model folder")
     tok = get_tokenizer(entry.tokenizer)
     if tok.vocab_size > cfg.vocab_size:
         raise WeightsMismatch(

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from tokcost.reference.cache import KVCache
-    from tokcost.reference.config import RefConfig
+    from tokcost.reference.config import RefConfig, RopeScaling
 
     Array = NDArray[np.float32]
 
@@ -44,11 +44,41 @@ def softmax(x: Array, axis: int = -1) -> Array:
     return out
 
 
+def rope_frequencies(head_dim: int, theta: float, scaling: RopeScaling | None = None) -> Array:
+    """RoPE's inverse frequencies (hs/2,), in float32 as transformers computes them,
+    stretched by ``scaling`` (``linear``, or ``llama3``'s
+    ``_compute_llama3_parameters`` in transformers' modeling_rope_utils.py)."""
+    inv = (1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)).astype(
+        np.float32
+    )
+    if scaling is None or (scaling.factor == 1.0 and scaling.kind == "linear"):
+        return inv
+    if scaling.kind == "linear":
+        return (inv / scaling.factor).astype(np.float32)
+    old = scaling.original_max_position_embeddings
+    low_wavelen = old / scaling.low_freq_factor
+    high_wavelen = old / scaling.high_freq_factor
+    wavelen = 2 * np.pi / inv
+    scaled = np.where(wavelen > low_wavelen, inv / scaling.factor, inv)
+    smooth = (old / wavelen - scaling.low_freq_factor) / (
+        scaling.high_freq_factor - scaling.low_freq_factor
+    )
+    smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
+    medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    out: Array = np.where(medium, smoothed, scaled).astype(np.float32)
+    return out
+
+
+def rope_at(inv: Array, positions: NDArray[np.int64]) -> tuple[Array, Array]:
+    """cos and sin, each (T, hs/2), of ``positions`` (T,): computed per call, since a
+    real model's window (131k positions x 256 dims) is too large to tabulate."""
+    angles = positions.astype(np.float32)[:, None] * inv[None, :]  # (T, hs/2)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
 def rope_tables(head_dim: int, length: int, theta: float) -> tuple[Array, Array]:
     """cos and sin, each (length, hs/2), for rotating pairs (i, i + hs/2)."""
-    inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (hs/2,)
-    angles = np.outer(np.arange(length, dtype=np.float64), inv)  # (length, hs/2)
-    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    return rope_at(rope_frequencies(head_dim, theta), np.arange(length, dtype=np.int64))
 
 
 def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
@@ -60,6 +90,22 @@ def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]  # (B, h, T, hs/2)
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def gelu_tanh(x: Array) -> Array:
+    """GELU's tanh approximation (PyTorch's ``gelu(approximate="tanh")``)."""
+    out: Array = (0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))).astype(
+        np.float32
+    )
+    return out
+
+
+def soft_cap(x: Array, cap: float | None) -> Array:
+    """Gemma-2's cap * tanh(x / cap): scores and logits bounded by +-cap."""
+    if cap is None:
+        return x
+    out: Array = (np.tanh(x / cap) * cap).astype(np.float32)
+    return out
 
 
 class Transformer:
@@ -77,7 +123,13 @@ class Transformer:
         check_weights(cfg, weights)
         self.cfg = cfg
         self.w = {name: np.asarray(a, dtype=np.float32) for name, a in weights.items()}
-        self.cos, self.sin = rope_tables(cfg.head_dim, cfg.context_window, cfg.rope_theta)
+        self.inv_freq = rope_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+        # Gemma-3's sliding layers keep plain RoPE at their own base.
+        self.inv_freq_local = (
+            rope_frequencies(cfg.head_dim, cfg.rope_local_theta)
+            if cfg.rope_local_theta is not None
+            else self.inv_freq
+        )
 
     def forward(
         self, ids: NDArray[np.int64], cache: KVCache | None = None, *, attention: bool = False
@@ -87,25 +139,39 @@ class Transformer:
         start = cache.length if cache is not None else 0
         t = ids.shape[1]
         x = w["tok_emb"][ids]  # (B, T, C)
-        cos, sin = self.cos[start : start + t], self.sin[start : start + t]  # (T, hs/2)
+        if cfg.embed_scale is not None:
+            x = x * np.float32(cfg.embed_scale)
+        pos = np.arange(start, start + t, dtype=np.int64)  # (T,)
+        rope = {"full": rope_at(self.inv_freq, pos)}
+        rope["sliding"] = (
+            rope_at(self.inv_freq_local, pos) if cfg.rope_local_theta is not None
+            else rope["full"]
+        )
         maps: list[Array] = []
         for i in range(cfg.layers):
             p = f"layers.{i}."
             h = rms_norm(x, w[p + "attn_norm"], cfg.norm_eps)  # (B, T, C)
+            cos, sin = rope["sliding" if cfg.sliding(i) else "full"]  # (T, hs/2)
             y, att = self._attention(i, h, cos, sin, start, cache)
-            x = x + y @ w[p + "wo"]  # (B, T, C)
+            y = y @ w[p + "wo"]  # (B, T, C)
+            if cfg.post_norms:
+                y = rms_norm(y, w[p + "post_attn_norm"], cfg.norm_eps)
+            x = x + y
             if attention:
                 maps.append(att[:, :, -1, :])  # (B, nh, S)
             h = rms_norm(x, w[p + "mlp_norm"], cfg.norm_eps)  # (B, T, C)
             gate = h @ w[p + "w_gate"]  # (B, T, F)
             up = h @ w[p + "w_up"]  # (B, T, F)
-            silu = gate / (1.0 + np.exp(-gate))  # (B, T, F)
-            x = x + (silu * up) @ w[p + "w_down"]  # (B, T, C)
+            act = gelu_tanh(gate) if cfg.activation == "gelu_tanh" else gate / (1.0 + np.exp(-gate))
+            y = (act * up) @ w[p + "w_down"]  # (B, T, C)
+            if cfg.post_norms:
+                y = rms_norm(y, w[p + "post_mlp_norm"], cfg.norm_eps)
+            x = x + y
         if cache is not None:
             cache.advance(t)
         x = rms_norm(x, w["norm"], cfg.norm_eps)  # (B, T, C)
         head = w["lm_head"] if "lm_head" in w else w["tok_emb"].T  # (C, V)
-        logits = (x @ head).astype(np.float32)  # (B, T, V)
+        logits = soft_cap((x @ head).astype(np.float32), cfg.final_softcap)  # (B, T, V)
         return ForwardOutput(logits=logits, attention=maps if attention else None)
 
     def _attention(
@@ -115,25 +181,40 @@ class Transformer:
         p = f"layers.{layer}."
         b, t, _ = h.shape
         nh, nkv, hs, g = cfg.attention_heads, cfg.kv_heads, cfg.head_dim, cfg.group
-        q = (h @ w[p + "wq"]).reshape(b, t, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
-        k = (h @ w[p + "wk"]).reshape(b, t, nkv, hs).transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
-        v = (h @ w[p + "wv"]).reshape(b, t, nkv, hs).transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
+        q, k, v = h @ w[p + "wq"], h @ w[p + "wk"], h @ w[p + "wv"]  # (B, T, nh*hs | nkv*hs)
+        if cfg.qkv_bias:
+            q, k, v = q + w[p + "bq"], k + w[p + "bk"], v + w[p + "bv"]
+        q = q.reshape(b, t, nh, hs)  # (B, T, nh, hs)
+        k = k.reshape(b, t, nkv, hs)  # (B, T, nkv, hs)
+        if cfg.qk_norm:
+            q = rms_norm(q, w[p + "q_norm"], cfg.norm_eps)
+            k = rms_norm(k, w[p + "k_norm"], cfg.norm_eps)
+        q = q.transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        k = k.transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
+        v = v.reshape(b, t, nkv, hs).transpose(0, 2, 1, 3)  # (B, nkv, T, hs)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         positions = None
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, nkv, S, hs)
             positions = cache.positions(layer)  # (B, nkv, S) when keys were evicted
         s = k.shape[2]
+        # Positions of the keys held (every position so far) and of the new queries.
+        kpos = np.arange(s)  # (S,)
+        qpos = start + np.arange(t)  # (T,)
+        scale = cfg.query_scale if cfg.query_scale is not None else 1.0 / np.sqrt(hs)
         # Grouped-query attention: g query heads share each KV head, no copies of K/V.
         qg = q.reshape(b, nkv, g, t, hs)  # (B, nkv, g, T, hs)
-        scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) / np.sqrt(hs)  # (B, nkv, g, T, S)
-        # Query at position start+i sees keys at positions <= start+i.
-        query_pos = start + np.arange(t)  # (T,)
-        if positions is None:
-            causal = np.arange(s)[None, :] > query_pos[:, None]  # (T, S)
-        else:
-            causal = positions[:, :, None, None, :] > query_pos[:, None]  # (B, nkv, 1, T, S)
-        scores = np.where(causal, -np.inf, scores)
+        scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) * np.float32(scale)  # (B,nkv,g,T,S)
+        scores = soft_cap(scores, cfg.attn_softcap)
+        # Query at position q sees keys at positions <= q; on a sliding layer only the
+        # sliding_window newest of them (q - k < window, transformers' sliding mask). An
+        # evicting cache reports where its kept keys sit, per kv head.
+        keys = kpos[None, :] if positions is None else positions[:, :, None, None, :]
+        hidden = keys > qpos[:, None]  # (T, S), or (B, nkv, 1, T, S) with positions
+        if cfg.sliding(layer):
+            assert cfg.sliding_window is not None
+            hidden = hidden | (qpos[:, None] - keys >= cfg.sliding_window)
+        scores = np.where(hidden, -np.inf, scores)
         att = softmax(scores)  # (B, nkv, g, T, S)
         if cache is not None:
             cache.observe(layer, att)

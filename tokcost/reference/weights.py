@@ -4,6 +4,9 @@ Names (i = layer): ``tok_emb`` (V, C); ``layers.i.attn_norm`` (C,), ``layers.i.w
 (C, nh*hs), ``layers.i.wk`` and ``layers.i.wv`` (C, nkv*hs), ``layers.i.wo`` (nh*hs, C),
 ``layers.i.mlp_norm`` (C,), ``layers.i.w_gate`` and ``layers.i.w_up`` (C, F),
 ``layers.i.w_down`` (F, C); ``norm`` (C,); ``lm_head`` (C, V) unless tied to ``tok_emb``.
+Switches of the config add ``layers.i.bq`` (nh*hs,), ``bk``/``bv`` (nkv*hs,) (qkv_bias);
+``layers.i.q_norm``/``k_norm`` (hs,) (qk_norm); ``layers.i.post_attn_norm``/``post_mlp_norm``
+(C,) (post_norms). Norm weights multiply as stored (Gemma's ``1 + w`` is folded in on load).
 The file also carries ``__format__`` = "tokcost-ref v1".
 """
 
@@ -48,6 +51,12 @@ def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
                 p + "w_down": (f, c),
             }
         )
+        if cfg.qkv_bias:
+            shapes.update({p + "bq": (q,), p + "bk": (kv,), p + "bv": (kv,)})
+        if cfg.qk_norm:
+            shapes.update({p + "q_norm": (cfg.head_dim,), p + "k_norm": (cfg.head_dim,)})
+        if cfg.post_norms:
+            shapes.update({p + "post_attn_norm": (c,), p + "post_mlp_norm": (c,)})
     shapes["norm"] = (c,)
     if not cfg.tie_embeddings:
         shapes["lm_head"] = (c, v)
@@ -59,6 +68,9 @@ def init_weights(cfg: RefConfig, seed: int = 0) -> dict[str, Array]:
     rng = np.random.default_rng(seed)
     out: dict[str, Array] = {}
     for name, shape in expected_shapes(cfg).items():
+        if name.endswith(("bq", "bk", "bv")):
+            out[name] = np.zeros(shape, dtype=np.float32)
+            continue
         if len(shape) == 1:
             out[name] = np.ones(shape, dtype=np.float32)
             continue

@@ -1,0 +1,87 @@
+"""A checkpoint's chat template, rendered as transformers' ``apply_chat_template`` does.
+
+The template is ``tokenizer_config.json``'s ``chat_template`` (a string, or a list of
+named templates of which ``default`` is used) or, in newer checkpoints, the file
+``chat_template.jinja``. transformers renders it (src/transformers/utils/chat_template_utils.py)
+in jinja2's ``ImmutableSandboxedEnvironment`` with ``trim_blocks`` and ``lstrip_blocks``,
+the ``loopcontrols`` extension, a ``tojson`` filter that keeps non-ASCII, and the globals
+``raise_exception`` and ``strftime_now``; the special tokens of tokenizer_config.json
+(``bos_token``...) are variables. The text is then encoded with no special tokens added.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tokcost.errors import InputError, MissingDependency, UsageError
+
+_SPECIALS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
+             "mask_token")
+
+
+def read_template(folder: Path) -> tuple[str, dict[str, str]]:
+    """The folder's chat template and its special tokens' texts."""
+    config_file = folder / "tokenizer_config.json"
+    config: dict[str, Any] = {}
+    if config_file.is_file():
+        try:
+            config = json.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read {config_file} ({exc})") from None
+    template = config.get("chat_template")
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    jinja_file = folder / "chat_template.jinja"
+    if not template and jinja_file.is_file():
+        template = jinja_file.read_text(encoding="utf-8")
+    if not isinstance(template, str) or not template:
+        raise UsageError(f"chat needs a template, and '{folder}' has none "
+                         "(tokenizer_config.json chat_template, chat_template.jinja)",
+                         param="chat")
+    specials: dict[str, str] = {}
+    for name in _SPECIALS:
+        value = config.get(name)
+        if isinstance(value, dict):  # an AddedToken written out
+            value = value.get("content")
+        if isinstance(value, str):
+            specials[name] = value
+    return template, specials
+
+
+def render(template: str, messages: Sequence[Mapping[str, str]], *,
+           specials: Mapping[str, str] | None = None, add_generation_prompt: bool = True) -> str:
+    """``messages`` through ``template``, as transformers renders them."""
+    try:
+        from jinja2 import TemplateError
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise MissingDependency("jinja2", "hf", "applying a chat template") from None
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(message)
+
+    def tojson(x: Any, ensure_ascii: bool = False, indent: int | None = None,
+               separators: Any = None, sort_keys: bool = False) -> str:
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                          sort_keys=sort_keys)
+
+    def strftime_now(fmt: str) -> str:
+        return datetime.now().strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    try:
+        compiled = env.from_string(template)
+        return compiled.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
+                               **dict(specials or {}))
+    except TemplateError as exc:
+        raise InputError(f"the chat template failed: {exc}") from None
