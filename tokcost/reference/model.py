@@ -8,7 +8,7 @@ query heads per KV head, hs head size, V vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ForwardOutput:
-    """Logits for every new position, and (if asked) what the last position attended to."""
+    """Logits for every new position, and (if asked) what the last position attended to
+    (``attention=True``) or every new position (``attention="full"``)."""
 
     logits: Array  # (B, T, V)
-    attention: list[Array] | None  # per layer (B, nh, S): last query's attention weights
+    attention: list[Array] | None  # per layer (B, nh, S) last query; "full": (B, nh, T, S)
 
 
 def rms_norm(x: Array, weight: Array, eps: float) -> Array:
@@ -80,7 +81,8 @@ class Transformer:
         self.cos, self.sin = rope_tables(cfg.head_dim, cfg.context_window, cfg.rope_theta)
 
     def forward(
-        self, ids: NDArray[np.int64], cache: KVCache | None = None, *, attention: bool = False
+        self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
+        attention: bool | Literal["full"] = False,
     ) -> ForwardOutput:
         """Logits for ``ids`` (B, T), which follow the ``cache.length`` tokens cached."""
         cfg, w = self.cfg, self.w
@@ -95,7 +97,7 @@ class Transformer:
             y, att = self._attention(i, h, cos, sin, start, cache)
             x = x + y @ w[p + "wo"]  # (B, T, C)
             if attention:
-                maps.append(att[:, :, -1, :])  # (B, nh, S)
+                maps.append(att if attention == "full" else att[:, :, -1, :])
             h = rms_norm(x, w[p + "mlp_norm"], cfg.norm_eps)  # (B, T, C)
             gate = h @ w[p + "w_gate"]  # (B, T, F)
             up = h @ w[p + "w_up"]  # (B, T, F)
