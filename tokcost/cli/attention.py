@@ -149,8 +149,8 @@ def _render(result: AttentionResult) -> None:
         f"thresholds: sink first >= {th['first_token']:g}, previous-token prev >= "
         f"{th['previous_token']:g}, self >= {th['self_token']:g}, duplicate-token dup >= "
         f"{th['duplicate_token']:g}, broad ent/max >= {th['entropy_norm']:g}, local dist <= "
-        f"{th['mean_distance']:g} (no other label), long-range rel >= "
-        f"{th['relative_distance']:g} (not sink or broad)",
+        f"{th['mean_distance']:g} or long-range rel >= {th['relative_distance']:g} (when no "
+        "other label fits)",
         markup=False, soft_wrap=True,
     )
 

@@ -23,9 +23,9 @@ mean over the query rows i = 1..T-1 (T >= 2), and each lies in a known range:
 
 A head earns a label when a score passes its threshold (``THRESHOLDS``, one place):
 sink (first_token >= 0.5), previous-token (previous_token >= 0.5), self (self_token >= 0.5),
-duplicate-token (duplicate_token >= 0.5), broad (entropy_norm >= 0.9: close to uniform),
-local (mean_distance <= 2 tokens, when no label above already says where it looks) and
-long-range (relative_distance >= 0.5 without being a sink). Pure numpy; no model here.
+duplicate-token (duplicate_token >= 0.5), broad (entropy_norm >= 0.9: close to uniform);
+a head none of those fit is local (mean_distance <= 2 tokens) or long-range
+(relative_distance >= 0.5). Pure numpy; no model here.
 
 >>> import numpy as np
 >>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
@@ -206,10 +206,10 @@ def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str,
         labels.append("duplicate-token")
     if scores["entropy_norm"] >= th["entropy_norm"]:
         labels.append("broad")
+    # Distance only describes a head that no label above already places.
     if not labels and scores["mean_distance"] <= th["mean_distance"]:
         labels.append("local")
-    far = scores["relative_distance"] >= th["relative_distance"]
-    if far and "sink" not in labels and "broad" not in labels:
+    elif not labels and scores["relative_distance"] >= th["relative_distance"]:
         labels.append("long-range")
     return tuple(labels)
 
