@@ -525,6 +525,7 @@ NEWLINE_ROWS = [
     ["bpe", "decode", "{tok}", "104", "105"], ["bpe", "inspect", "{tok}", "--top", "2"],
     ["bpe", "inspect", "{tok}", "--json"],
     ["generate", "The baker", "--max-new-tokens", "2"],
+    ["attention", "The baker bakes"], ["attention", "The baker bakes", "--json"],
     ["check", "--config", "{budget}/gpt-4o.yaml"],
     ["check", "--config", "{budget}/gpt-4o.yaml", "--format", "github"],
     ["check", "--config", "{budget}/gpt-4o.yaml", "--format", "junit"],

@@ -67,6 +67,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse", "CacheEvent",
         "PromptText", "decode_prompt",
     ),
+    "tokcost.app.attention": ("attention", "AttentionResult", "NotableHead"),
+    "tokcost.plotting.attention": ("plot_attention",),
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
         "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync", "tokenizer_label",
@@ -97,6 +99,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.attention import AttentionResult as AttentionResult
+    from tokcost.app.attention import NotableHead as NotableHead
+    from tokcost.app.attention import attention as attention
     from tokcost.app.bpe import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
     from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
     from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
@@ -199,6 +204,7 @@ if TYPE_CHECKING:
     from tokcost.memory.roofline import DecodeStep as DecodeStep
     from tokcost.memory.roofline import Prefill as Prefill
     from tokcost.memory.simulate import compare_policies as compare_policies
+    from tokcost.plotting.attention import plot_attention as plot_attention
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.pricing import estimate_cost as estimate_cost

@@ -217,6 +217,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
     "generate": (("tokcost.cli.generate",),
                  "Run the numpy reference transformer with a real KV cache."),
+    "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt."),
 }
 
 # Loaded commands, per process: registering twice would add `kvmem simulate` twice.

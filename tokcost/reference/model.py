@@ -8,7 +8,7 @@ query heads per KV head, hs head size, V vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ForwardOutput:
-    """Logits for every new position, and (if asked) what the last position attended to."""
+    """Logits for every new position, and (if asked) what the last position attended to
+    (``attention=True``) or every new position (``attention="full"``)."""
 
     logits: Array  # (B, T, V)
-    attention: list[Array] | None  # per layer (B, nh, S): last query's attention weights
+    attention: list[Array] | None  # per layer (B, nh, S) last query; "full": (B, nh, T, S)
 
 
 def rms_norm(x: Array, weight: Array, eps: float) -> Array:
@@ -132,7 +133,8 @@ class Transformer:
         )
 
     def forward(
-        self, ids: NDArray[np.int64], cache: KVCache | None = None, *, attention: bool = False
+        self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
+        attention: bool | Literal["full"] = False,
     ) -> ForwardOutput:
         """Logits for ``ids`` (B, T), which follow the ``cache.length`` tokens cached."""
         cfg, w = self.cfg, self.w
@@ -158,7 +160,7 @@ class Transformer:
                 y = rms_norm(y, w[p + "post_attn_norm"], cfg.norm_eps)
             x = x + y
             if attention:
-                maps.append(att[:, :, -1, :])  # (B, nh, S)
+                maps.append(att if attention == "full" else att[:, :, -1, :])
             h = rms_norm(x, w[p + "mlp_norm"], cfg.norm_eps)  # (B, T, C)
             gate = h @ w[p + "w_gate"]  # (B, T, F)
             up = h @ w[p + "w_up"]  # (B, T, F)

@@ -1,0 +1,64 @@
+"""Heat maps of chosen attention heads (``tokcost attention --plot``; matplotlib, optional).
+
+One panel per head: query positions down, key positions across, the prompt's tokens on
+both axes when they fit; the causal upper triangle stays empty. Written atomically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tokcost.plotting import check_plot_path, pyplot, save_figure
+
+if TYPE_CHECKING:
+    from tokcost.app.attention import AttentionResult
+
+__all__ = ["plot_attention"]
+
+MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions instead
+
+
+def plot_attention(
+    result: AttentionResult, heads: Sequence[tuple[int, int]], path: str | Path, *,
+    force: bool = False,
+) -> None:
+    """One heat map per (layer, head) of ``result``'s attention weights."""
+    import numpy as np
+
+    path = Path(path)
+    check_plot_path(path, force=force)
+    plt = pyplot()
+    n = len(heads)
+    cols = min(n, 4)
+    rows = math.ceil(n / cols)
+    t = len(result.tokens)
+    side = 3.2 if t <= 16 else 4.2
+    fig, axes = plt.subplots(rows, cols, figsize=(side * cols, side * rows + 0.6), dpi=110,
+                             layout="constrained",
+                             squeeze=False)
+    labels = [repr(tok)[1:-1] or "∅" for tok in result.tokens]
+    image = None
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.axis("off")
+            continue
+        layer, head = heads[k]
+        weights = np.asarray(result.maps[layer][head], dtype=np.float64)
+        # NaN above the diagonal: the causal half is drawn blank, not as weight 0.
+        masked = np.where(np.triu(np.ones_like(weights), k=1) > 0, np.nan, weights)
+        image = ax.imshow(masked, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
+        stats = result.head(layer, head)
+        words = ", ".join(stats.labels) or "no label"
+        ax.set_title(f"{stats.name}: {words}", fontsize=8)
+        if t <= MAX_TICKS:
+            ax.set_xticks(range(t), labels, rotation=90, fontsize=6)
+            ax.set_yticks(range(t), labels, fontsize=6)
+        ax.set_xlabel("key (attended to)", fontsize=7)
+        ax.set_ylabel("query", fontsize=7)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
+    fig.suptitle(f"{result.model}: attention weights per head ({t} tokens)", fontsize=10)
+    save_figure(fig, path)

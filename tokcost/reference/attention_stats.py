@@ -1,0 +1,219 @@
+"""What each attention head looks at: a few numbers per head, and names for the clear cases.
+
+The input is one layer's attention weights ``att`` of shape (heads, T, T): row i is the
+softmax of query position i over key positions j = 0..i (causal: ``att[h, i, j] = 0`` for
+j > i, and each row sums to 1). Row 0 can only look at itself, so every score below is the
+mean over the query rows i = 1..T-1 (T >= 2), and each lies in a known range:
+
+- ``entropy``: H_i = -sum_j a_ij ln a_ij, in nats, in [0, ln(i+1)]; 0 is one key,
+  ln(i+1) the uniform row.
+- ``entropy_norm``: H_i / ln(i+1), in [0, 1]: 1 means the head spreads evenly over
+  everything before it.
+- ``mean_distance``: sum_j a_ij (i - j), in tokens: how far back the attention reaches
+  (1 for a previous-token head, about i/2 for a uniform one).
+- ``relative_distance``: that distance divided by i, in [0, 1]: 1 is all on the first
+  token, 0 all on itself; a uniform row gives 0.5.
+- ``first_token``: a_i0, the mass on position 0 (the "attention sink" of StreamingLLM).
+- ``previous_token``: a_i,i-1, the mass on the token just before.
+- ``self_token``: a_ii, the mass on the query's own position.
+- ``duplicate_token``: sum of a_ij over the earlier positions j < i that hold the same
+  token id as position i, averaged over the rows i that have such an earlier copy; None
+  when no token repeats (or no ids were given). A head that looks back at earlier
+  occurrences of the current token scores 1.
+
+A head earns a label when a score passes its threshold (``THRESHOLDS``, one place):
+sink (first_token >= 0.5), previous-token (previous_token >= 0.5), self (self_token >= 0.5),
+duplicate-token (duplicate_token >= 0.5), broad (entropy_norm >= 0.9: close to uniform);
+a head none of those fit is local (mean_distance <= 2 tokens) or long-range
+(relative_distance >= 0.5). Pure numpy; no model here.
+
+>>> import numpy as np
+>>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
+>>> s = layer_stats(prev, layer=0)[0]
+>>> s.name, s.previous_token, s.labels
+('L0H0', 1.0, ('previous-token',))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tokcost.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+__all__ = [
+    "LABEL_TEXT",
+    "THRESHOLDS",
+    "HeadStats",
+    "check_attention",
+    "describe",
+    "head_labels",
+    "layer_stats",
+    "row_entropy",
+]
+
+# score -> the value a head must reach for its label (local: at most this distance).
+THRESHOLDS: dict[str, float] = {
+    "first_token": 0.5,
+    "previous_token": 0.5,
+    "self_token": 0.5,
+    "duplicate_token": 0.5,
+    "entropy_norm": 0.9,
+    "mean_distance": 2.0,
+    "relative_distance": 0.5,
+}
+
+# label -> the words the table uses
+LABEL_TEXT: dict[str, str] = {
+    "sink": "sink (most attention on the first token)",
+    "previous-token": "previous-token head",
+    "self": "attends to its own position",
+    "duplicate-token": "duplicate-token head (earlier copies of the same token)",
+    "broad": "broad (close to uniform over the context)",
+    "local": "local (within 2 tokens back)",
+    "long-range": "long-range (looks far back)",
+}
+
+TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
+
+
+@dataclass(frozen=True)
+class HeadStats:
+    """The scores of one head (the module docstring defines each), and its labels."""
+
+    layer: int
+    head: int
+    entropy: float
+    entropy_norm: float
+    mean_distance: float
+    relative_distance: float
+    first_token: float
+    previous_token: float
+    self_token: float
+    duplicate_token: float | None
+    labels: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """``L3H5``: layer 3, query head 5 (both from 0)."""
+        return f"L{self.layer}H{self.head}"
+
+    def to_dict(self) -> dict[str, Any]:
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 4)
+
+        return {
+            "head": self.name, "layer": self.layer, "index": self.head,
+            "entropy": r(self.entropy), "entropy_norm": r(self.entropy_norm),
+            "mean_distance": r(self.mean_distance),
+            "relative_distance": r(self.relative_distance),
+            "first_token": r(self.first_token), "previous_token": r(self.previous_token),
+            "self_token": r(self.self_token), "duplicate_token": r(self.duplicate_token),
+            "labels": list(self.labels),
+        }
+
+
+def check_attention(att: NDArray[Any]) -> NDArray[np.float64]:
+    """``att`` as float64 (heads, T, T), or InputError saying what is wrong with it."""
+    a = np.asarray(att, dtype=np.float64)
+    if a.ndim != 3 or a.shape[1] != a.shape[2]:
+        raise InputError(f"attention must have shape (heads, T, T), got {a.shape}")
+    if a.shape[1] < 2:
+        raise InputError("attention needs at least 2 positions (row 0 only sees itself)")
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise InputError("attention weights must be finite and >= 0")
+    if np.any(np.triu(a, k=1) > TOLERANCE):
+        raise InputError("attention must be causal: weights above the diagonal must be 0")
+    sums = a.sum(axis=-1)
+    if np.any(np.abs(sums - 1) > TOLERANCE):
+        raise InputError(f"each attention row must sum to 1, found a row summing to "
+                         f"{float(sums.flat[np.argmax(np.abs(sums - 1))]):.4f}")
+    return a
+
+
+def row_entropy(att: NDArray[Any]) -> NDArray[np.float64]:
+    """H_i = -sum_j a_ij ln a_ij per head and row, in nats: shape (heads, T)."""
+    a = np.asarray(att, dtype=np.float64)
+    logs = np.log(np.where(a > 0, a, 1.0))  # 0 ln 0 = 0
+    out: NDArray[np.float64] = -(a * logs).sum(axis=-1)
+    return out
+
+
+def layer_stats(
+    att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None
+) -> list[HeadStats]:
+    """The scores and labels of every head of one layer; ``ids`` (T token ids) enable
+    ``duplicate_token``."""
+    a = check_attention(att)
+    t = a.shape[1]
+    if ids is not None and len(ids) != t:
+        raise InputError(f"ids has {len(ids)} tokens but attention has {t} positions")
+    rows = np.arange(1, t)  # query rows 1..T-1
+    back = rows[:, None] - np.arange(t)[None, :]  # (T-1, T): i - j
+    back = np.where(back >= 0, back, 0)
+    dup = _duplicate_mask(ids, t)
+    stats = []
+    for h in range(a.shape[0]):
+        m = a[h, 1:, :]  # (T-1, T)
+        entropy = row_entropy(m[None])[0]  # (T-1,)
+        distance = (m * back).sum(axis=-1)  # (T-1,)
+        dup_score: float | None = None
+        if dup is not None:
+            has = dup.any(axis=-1)
+            dup_score = float((m * dup).sum(axis=-1)[has].mean())
+        scores = {
+            "entropy": float(entropy.mean()),
+            "entropy_norm": float((entropy / np.log(rows + 1)).mean()),
+            "mean_distance": float(distance.mean()),
+            "relative_distance": float((distance / rows).mean()),
+            "first_token": float(m[:, 0].mean()),
+            "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
+            "self_token": float(m[np.arange(t - 1), rows].mean()),
+        }
+        stats.append(HeadStats(layer=layer, head=h, **scores, duplicate_token=dup_score,
+                               labels=head_labels(scores, dup_score)))
+    return stats
+
+
+def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | None:
+    """(T-1, T): True where j < i holds the same id as i, for rows i = 1..T-1; None if no
+    token repeats."""
+    if ids is None:
+        return None
+    v = np.asarray(ids)
+    same = (v[1:, None] == v[None, :]) & (np.arange(t)[None, :] < np.arange(1, t)[:, None])
+    return same if same.any() else None
+
+
+def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str, ...]:
+    """The labels ``THRESHOLDS`` give a head with these scores, strongest evidence first."""
+    th = THRESHOLDS
+    labels = []
+    if scores["first_token"] >= th["first_token"]:
+        labels.append("sink")
+    if scores["previous_token"] >= th["previous_token"]:
+        labels.append("previous-token")
+    if scores["self_token"] >= th["self_token"]:
+        labels.append("self")
+    if duplicate is not None and duplicate >= th["duplicate_token"]:
+        labels.append("duplicate-token")
+    if scores["entropy_norm"] >= th["entropy_norm"]:
+        labels.append("broad")
+    # Distance only describes a head that no label above already places.
+    if not labels and scores["mean_distance"] <= th["mean_distance"]:
+        labels.append("local")
+    elif not labels and scores["relative_distance"] >= th["relative_distance"]:
+        labels.append("long-range")
+    return tuple(labels)
+
+
+def describe(stats: HeadStats) -> str:
+    """``L3H5: previous-token head``: the labels of a head in words."""
+    return f"{stats.name}: " + "; ".join(LABEL_TEXT[label] for label in stats.labels)
