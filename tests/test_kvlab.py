@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from typer.testing import CliRunner
 
+import tokcost
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.memory.cache_policy import (
@@ -350,3 +351,24 @@ def test_estimate_refuses_policies_on_sliding_models() -> None:
                                       "window:8"])
     assert result.exit_code == 2
     assert "full-attention models only" in result.stderr
+
+
+HF_TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
+README = Path(__file__).parent.parent / "README.md"
+
+
+@pytest.mark.parametrize("family", ["llama"])  # the fixture that ships a tokenizer
+def test_quality_runs_on_a_hugging_face_checkpoint(family: str) -> None:
+    """A real-format checkpoint through the same lab: the policies' bytes are checked
+    against the memory model inside kvmem_quality, and a policy that keeps every token
+    (a window longer than the text) costs nothing."""
+    result = tokcost.kvmem_quality(model_dir=HF_TINY / family, text=str(README),
+                                   max_tokens=40, prompt=8, policies=["int8", "window:64"])
+    keep_all = next(r for r in result.rows if r.policy == "window:64").quality
+    assert keep_all.mean_kl == 0.0 and keep_all.perplexity == result.baseline_perplexity
+    assert result.tokens == 40
+
+
+def test_quality_refuses_sliding_window_checkpoints() -> None:
+    with pytest.raises(UsageError, match="sliding-window layers"):
+        tokcost.kvmem_quality(model_dir=HF_TINY / "gemma2", text=str(README), max_tokens=40)

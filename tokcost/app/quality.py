@@ -105,6 +105,7 @@ def held_out_text() -> str:
 def kvmem_quality(
     model: str = "tiny-ref",
     *,
+    model_dir: str | Path | None = None,
     text: str | Path | None = None,
     max_tokens: int = 512,
     prompt: int | None = None,
@@ -125,6 +126,11 @@ def kvmem_quality(
     held-out part of the shipped prose corpora), prefilling ``prompt`` tokens (default
     an eighth). With ``gpu``, the sequences of ``context`` tokens (default: the model's
     window) each policy lets the memory model fit, against the full cache.
+
+    ``model`` is a catalog model with weights (tiny-ref ships them) or ``hf:ORG/REPO``;
+    ``model_dir`` a Hugging Face model folder (the reference path's loader: Llama, Qwen2/3,
+    Mistral and Gemma families). The policies size full-attention layers, so models with
+    sliding-window layers are refused.
     """
     from tokcost.counting import read_input
     from tokcost.memory.cache_policy import parse_policy
@@ -157,13 +163,25 @@ def kvmem_quality(
         from tokcost.plotting import check_plot_path
 
         check_plot_path(target, force=force)  # before any work
+    from tokcost.catalog.hf_model import is_hf_spec
+
     cat = open_catalog(catalog)
-    entry = cat.resolve(model)
-    cfg = config_for(entry)
-    loaded = load_model(entry)
+    if model_dir is not None or is_hf_spec(model):
+        from tokcost.reference.from_catalog import load_checkpoint
+
+        checkpoint = load_checkpoint(model_dir if model_dir is not None else model)
+        entry, loaded = checkpoint.entry, checkpoint.loaded
+        cfg = loaded.model.cfg
+    else:
+        entry = cat.resolve(model)
+        cfg = config_for(entry)
+        loaded = load_model(entry)
     if not loaded.trained:
         raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
                            "weights (tiny-ref ships them)")
+    if cfg.layer_types is not None and "sliding" in cfg.layer_types:
+        raise UsageError(f"model '{entry.id}' has sliding-window layers; the cache policies "
+                         "size full-attention layers only", param="model")
     tok = load_tokenizer(entry, cfg)
     source = "held-out corpora (last 10% of each prose file)"
     if text is None:

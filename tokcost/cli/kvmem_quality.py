@@ -37,8 +37,14 @@ POLICY_HELP = ("Cache policy (repeatable, or a comma list): fp8, int8, int4, int
 def quality(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Catalog model with weights (tiny-ref ships "
-                          "them).")
+                          "them), or hf:ORG/REPO.")
     ] = "tiny-ref",
+    model_dir: Annotated[
+        Path | None,
+        typer.Option("--model-dir", metavar="PATH", show_default=False,
+                     help="A Hugging Face model folder (config.json, *.safetensors, "
+                     "tokenizer.json) instead of --model."),
+    ] = None,
     text: Annotated[
         str | None,
         typer.Option("--text", metavar="FILE", show_default=False,
@@ -99,6 +105,7 @@ def quality(
     with status:
         result = tokcost.kvmem_quality(
             model,
+            model_dir=model_dir,
             text=text,
             max_tokens=max_tokens,
             prompt=prompt,
