@@ -64,6 +64,7 @@ def plot_sweep(
     ax.grid(linewidth=0.4, alpha=0.5)
     ax.set_title("Vocabulary size: sequence length against embedding parameters", fontsize=10)
     if knee_rule:
-        fig.text(0.01, 0.01, f"knee: {knee_rule}", fontsize=6, color="#555555")
+        none = "" if knee is not None else " (none in this range)"
+        fig.text(0.01, 0.01, f"knee: {knee_rule}{none}", fontsize=6, color="#555555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save_figure(fig, path)
