@@ -44,8 +44,7 @@ if TYPE_CHECKING:
     from tokcost.catalog import Catalog
     from tokcost.catalog.schema import Architecture
 
-__all__ = ["BPE_KNEE_GAIN", "DEFAULT_HIDDEN", "BPESweepPoint", "BPESweepResult", "SweepDocument",
-           "sweep_bpe"]
+__all__ = ["BPE_KNEE_GAIN", "BPESweepPoint", "BPESweepResult", "sweep_bpe"]
 
 #: The model width when neither ``hidden`` nor ``model`` is given.
 DEFAULT_HIDDEN = 4096
