@@ -66,6 +66,10 @@ ROWS = [
     (["bpe", "decode", "{model}", "999999"], 2, "999999"),
     (["bpe", "inspect", "{model}", "--top", "-1"], 2, "--top"),
     (["bpe", "export", "{model}", "-o", "{ro}.json"], 1, "cannot write"),
+    (["bpe", "sweep", "{text}", "--eval", "{text}", "--vocab-sizes", "100"], 2,
+     "--vocab-sizes 100"),
+    (["bpe", "sweep", "{text}", "--eval", "{none}", "--vocab-sizes", "300"], 2, "{none}"),
+    (["bpe", "sweep", "{text}", "--eval", "{text}", "--plot", "{ro}.png"], 1, "cannot write"),
     # generate
     (["generate", "hello", "--top-p", "1.5"], 2, "--top-p"),
     (["generate", "hello", "-m", "no-such-model"], 2, "unknown model"),

@@ -57,6 +57,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
         "Row", "SentencePremiums", "compare",
     ),
+    "tokcost.app.sweep": ("sweep_bpe", "BPESweepResult", "BPESweepPoint", "BPE_KNEE_GAIN"),
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
         "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
@@ -180,6 +181,10 @@ if TYPE_CHECKING:
     from tokcost.app.schemas import schema_path as schema_path
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
+    from tokcost.app.sweep import BPE_KNEE_GAIN as BPE_KNEE_GAIN
+    from tokcost.app.sweep import BPESweepPoint as BPESweepPoint
+    from tokcost.app.sweep import BPESweepResult as BPESweepResult
+    from tokcost.app.sweep import sweep_bpe as sweep_bpe
     from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog
     from tokcost.catalog import Gpu as Gpu

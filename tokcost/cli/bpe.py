@@ -15,7 +15,14 @@ from tokcost import ExportFormat
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import to_flags
-from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, ForceOpt, JsonOpt, SchedulerOpt
+from tokcost.cli.options import (
+    CatalogOpt,
+    DaskTimeoutOpt,
+    ForceOpt,
+    JsonOpt,
+    SchedulerOpt,
+    TokenizersOpt,
+)
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -424,6 +431,142 @@ def export_cmd(
     else:
         err.print("wrote " + " and ".join(str(p) for p in result.outputs), highlight=False,
                   markup=False)
+
+
+# --- bpe sweep ---------------------------------------------------------------------------
+
+
+def _si(n: float) -> str:
+    """``1.5e9`` -> ``1.5G``: the table's FLOPs, bytes and parameters at a glance."""
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+@bpe_app.command("sweep")
+def sweep_cmd(
+    ctx: typer.Context,
+    files: Annotated[
+        list[str],
+        typer.Argument(metavar="CORPUS...", show_default=False,
+                       help="UTF-8 text files to train on ('-' reads stdin), as bpe train."),
+    ],
+    held_out: Annotated[
+        list[str],
+        typer.Option("--eval", metavar="HELD_OUT", show_default=False,
+                     help="Held-out text (repeatable): files, or one parallel folder such as "
+                     "corpora/prose/ (one row per language in --json)."),
+    ],
+    vocab_sizes: Annotated[
+        str,
+        typer.Option("--vocab-sizes", metavar="COUNT,...",
+                     help="Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one "
+                     "training at the largest gives them all."),
+    ] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
+    tokenizers: TokenizersOpt = None,
+    hidden: Annotated[
+        int | None,
+        typer.Option("--hidden", metavar=COUNT, parser=count_parser("--hidden"),
+                     show_default=False,
+                     help="Model width for the embedding, output-layer, attention and KV "
+                     "numbers (default 4096, or -m's hidden_size)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", show_default=False,
+                     help="A catalog model: its hidden_size, layers and heads give the costs "
+                     "(whole model), its tokenizer joins the references."),
+    ] = None,
+    tied: Annotated[
+        bool, typer.Option("--tied", help="The output layer shares the embedding's parameters.")
+    ] = False,
+    pattern: Annotated[
+        str, typer.Option("--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex.")
+    ] = "o200k",
+    special_tokens: Annotated[
+        list[str] | None,
+        typer.Option("--special", "-s", help="A special token (repeatable), as bpe train."),
+    ] = None,
+    knee_gain: Annotated[
+        float,
+        typer.Option("--knee-gain", metavar="SHARE",
+                     help="The knee is the first size whose next doubling cuts tokens per "
+                     "byte by less than this share."),
+    ] = tokcost.BPE_KNEE_GAIN,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
+    ] = 1,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", show_default=False,
+                     help="Write the curve with the knee and the references (.png/.svg/.pdf; "
+                     "pip install 'tokcost[plot]')."),
+    ] = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Choose a vocabulary size: train once at the largest size, measure every smaller one.
+
+    Per size, on the held-out text: tokens per byte and per character, the sequence
+    length against the first -t (default o200k_base), the embedding and output-layer
+    parameters at the model width, attention FLOPs and KV bytes per document (whole
+    model with -m; per layer, MHA in bf16, with --hidden), and the share of the
+    vocabulary the held-out text never uses. The -t tokenizers (and -m's) are shown
+    on the same axes. --json keys are in the README.
+
+    Examples:
+
+      tokcost bpe sweep train/*.txt --eval test/ --vocab-sizes 512,1Ki,2Ki,4Ki,8Ki
+
+      tokcost bpe sweep corpus.txt --eval held.txt -m llama-3.1-8b -t cl100k_base --plot sweep.png
+    """
+    from rich.table import Table
+
+    sizes = [s.strip() for s in vocab_sizes.split(",") if s.strip()]
+    with _progress() as callback:
+        result = tokcost.sweep_bpe(
+            files, sizes, held_out, tokenizers=tokenizers or ("tiktoken:o200k_base",),
+            hidden=hidden, model=model, tied=tied, pattern=pattern,
+            special_tokens=tuple(special_tokens or ()), jobs=jobs, knee_gain=knee_gain,
+            plot=plot, force=force, catalog=catalog, progress=callback)
+    for message in result.warnings:
+        warn(to_flags(message, "vocab_sizes", ctx.command.params))
+    doc = result.to_dict()
+    if json_out:
+        print_json(doc)
+        return
+    scope = doc["width"]["cost_scope"]
+    table = Table(box=None, header_style="bold")
+    for name in ("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
+                 "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused"):
+        table.add_column(name, justify="left" if name == "vocab" else "right")
+    knee = doc["knee"]["vocab_size"]
+    for row in doc["sizes"] + doc["references"]:
+        vs = row["vs_reference"]
+        mark = "" if row["exact"] else "≈"
+        label = f"{row['vocab_size']:,}" if row["spec"] is None else (
+            f"{mark}{row['label']} ({row['vocab_size']:,})")
+        if row["requested_vocab_size"] == knee and knee is not None:
+            label += " *knee"
+        unused = row["unused_share"]
+        table.add_row(label, f"{mark}{row['tokens']:,}", f"{mark}{row['tokens_per_byte']:.3f}",
+                      f"{mark}{row['tokens_per_char']:.3f}",
+                      "-" if vs is None else f"{mark}{vs:.2f}x",
+                      _si(row["embedding_params"] + row["output_params"]),
+                      f"{mark}{_si(row['attention_flops_per_document'])}",
+                      f"{mark}{_si(row['kv_bytes_per_document'])}",
+                      "-" if unused is None else f"{100 * unused:.1f}%")
+    print_wide(table)
+    width = doc["width"]
+    err.print(
+        f"hidden {width['hidden_size']:,}{' (' + width['model'] + ')' if width['model'] else ''}"
+        f", output layer {'tied' if width['tied'] else 'untied'}; {width['cost_formula']}; "
+        f"knee: {doc['knee']['rule']}" + ("" if knee is not None else " (none found)"),
+        highlight=False, markup=False)
+    if result.plot is not None:
+        err.print(f"wrote {result.plot}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

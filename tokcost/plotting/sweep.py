@@ -1,0 +1,70 @@
+"""The ``bpe sweep`` figure: tokens per byte against vocabulary size, the knee marked,
+reference tokenizers as points on the same axes, and the embedding + output parameters
+the size costs on a second axis (matplotlib, optional; the file is written atomically).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokcost.plotting import check_plot_path, pyplot, save_figure
+
+__all__ = ["SweepPlotPoint", "plot_sweep"]
+
+
+@dataclass(frozen=True)
+class SweepPlotPoint:
+    """One vocabulary on the plot: its size, tokens per byte and parameters at the width."""
+
+    label: str
+    vocab_size: int
+    tokens_per_byte: float
+    params: int  # embedding + output layer
+    exact: bool = True
+
+
+def plot_sweep(
+    sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint], path: str | Path,
+    *, knee: int | None = None, knee_rule: str = "", width: str = "", force: bool = False,
+) -> None:
+    """Draw the sweep's curve (log2 x axis), the knee as a dashed line, the references as
+    labelled points (≈ before a proxy's name), and the parameters as a dotted line."""
+    path = Path(path)
+    check_plot_path(path, force=force)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8.5, 5), dpi=130)
+    xs = [p.vocab_size for p in sizes]
+    ax.plot(xs, [p.tokens_per_byte for p in sizes], marker="o", color="#2b7bba",
+            label="BPE trained on the corpus (one run, prefixes)")
+    ax.set_xscale("log", base=2)
+    ax.margins(x=0.12)  # room for the references' labels
+    ax.set_xlabel("vocabulary size (tokens)")
+    ax.set_ylabel("held-out tokens per byte (lower is shorter)")
+    for p in references:
+        name = p.label if p.exact else f"≈{p.label}"
+        ax.scatter([p.vocab_size], [p.tokens_per_byte], marker="s", color="#d04040", zorder=3)
+        ax.annotate(f" {name}", (p.vocab_size, p.tokens_per_byte), fontsize=7, va="bottom")
+    if knee is not None:
+        at = next(p for p in sizes if p.vocab_size == knee)
+        ax.axvline(at.vocab_size, color="black", linestyle="--", linewidth=0.8)
+        ax.annotate(f"knee: {at.vocab_size:,}", (at.vocab_size, at.tokens_per_byte),
+                    xytext=(6, 12), textcoords="offset points", fontsize=8,
+                    arrowprops={"arrowstyle": "->", "linewidth": 0.6})
+    right = ax.twinx()
+    points = sorted([*sizes, *references], key=lambda p: p.vocab_size)
+    right.plot([p.vocab_size for p in points], [p.params / 1e6 for p in points], linestyle=":",
+               color="#808080", label="embedding + output parameters")
+    right.set_ylabel(f"embedding + output parameters (M){f', {width}' if width else ''}",
+                     fontsize=8)
+    lines = ax.get_legend_handles_labels()
+    more = right.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper center")
+    ax.grid(linewidth=0.4, alpha=0.5)
+    ax.set_title("Vocabulary size: sequence length against embedding parameters", fontsize=10)
+    if knee_rule:
+        none = "" if knee is not None else " (none in this range)"
+        fig.text(0.01, 0.01, f"knee: {knee_rule}{none}", fontsize=6, color="#555555")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save_figure(fig, path)
