@@ -317,7 +317,7 @@ def test_forcing_toktok_without_it_says_how_to_get_it(
         fast_count.fast_counter("o200k_base")
 
 
-@pytest.mark.parametrize("value", ["TIKTOKEN", " auto ", ""])
+@pytest.mark.parametrize("value", ["TIKTOKEN", " auto ", "", "toktok-rs", "TOKTOK_RS"])
 def test_backend_names_are_forgiving_about_case_and_space(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:

@@ -161,6 +161,7 @@ def _write(folder: Path, config: dict[str, object]) -> Path:
         (["-m", "tiny-ref", "--chat-template"], 2, "--chat-template needs a checkpoint's template"),
         (["--model-dir", "{qwen2}", "--chat-template"], 2, "--chat-template needs a template"),
         (["--model-dir", "{llama}", "--weights", "w.npz"], 2, "--weights cannot replace"),
+        (["--model-dir", "{llama}", "-m", "llama-3.1-8b"], 2, "--model or --model-dir, not both"),
     ],
 )
 def test_cli_refusals(tmp_path: Path, args: list[str], code: int, fragment: str) -> None:

@@ -548,3 +548,21 @@ def test_pricing_properties(
             entry, input_tokens=prompt, cached_tokens=cached, output_tokens=output, batch=True
         )
         assert batched.total <= one.total
+
+
+@pytest.mark.parametrize(
+    ("model_id", "cached", "written", "note"),
+    [
+        # gpt-4o prices cached input apart (kept undiscounted) but not cache writes (input).
+        ("gpt-4o", 50_000, 20_000, "does not apply to cache reads for this model"),
+        ("gpt-4o", 0, 20_000, None),  # writes billed as input take the input's discount
+        ("gpt-4", 50_000, 0, None),  # no cached price at all: everything is input
+    ],
+)
+def test_the_batch_note_names_only_what_stays_undiscounted(
+    model_id: str, cached: int, written: int, note: str | None
+) -> None:
+    cost = estimate_cost(shipped(model_id), input_tokens=100_000, cached_tokens=cached,
+                         cache_write_tokens=written, output_tokens=1_000, batch=True)
+    found = [n for n in cost.notes if "batch discount does not apply" in n]
+    assert found == ([] if note is None else [f"the batch discount {note}"])

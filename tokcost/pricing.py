@@ -308,12 +308,15 @@ def estimate_cost(
     keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
     keep_cached = keep if cached_as_input else keep_cache
     keep_write = keep if write_as_input else keep_cache
-    if (
-        discount is not None
-        and not pricing.batch_discount_cache
-        and ((cached_tokens and not cached_as_input) or (cache_write_tokens and not write_as_input))
-    ):
-        notes.append("the batch discount does not apply to cache reads/writes for this model")
+    if discount is not None and not pricing.batch_discount_cache:
+        # Only the cache tokens with a price of their own keep it; those billed as input
+        # take the input's discount (and the note names only what stays undiscounted).
+        undiscounted = [what for what, tokens, as_input in (
+            ("cache reads", cached_tokens, cached_as_input),
+            ("cache writes", cache_write_tokens, write_as_input)) if tokens and not as_input]
+        if undiscounted:
+            notes.append(f"the batch discount does not apply to {' and '.join(undiscounted)} "
+                         "for this model")
 
     # (kind, tokens per request, rate per million)
     parts: list[tuple[str, int, Decimal]] = []

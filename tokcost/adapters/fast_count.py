@@ -64,6 +64,8 @@ def requested_backend() -> str:
     'auto'
     """
     value = os.environ.get(BACKEND_ENV, "").strip().lower() or AUTO
+    # count --json names the backend "toktok-rs" (the package): accept that name too.
+    value = {"toktok-rs": "toktok", "toktok_rs": "toktok"}.get(value, value)
     if value not in CHOICES:
         raise UsageError(
             f"{BACKEND_ENV}={value} is not a counting backend; set it to "

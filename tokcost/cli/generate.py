@@ -13,6 +13,7 @@ import tokcost
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt
+from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
     from tokcost import CacheEvent, GenerateResult, GenerationStart, GenerationStep
@@ -74,9 +75,10 @@ def generate(
         str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
     ],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships weights), "
-                          "or hf:ORG/REPO from the local Hugging Face cache.")
-    ] = "tiny-ref",
+        str | None, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships "
+                                 "weights), or hf:ORG/REPO from the local Hugging Face cache. "
+                                 "[default: tiny-ref]", show_default=False)
+    ] = None,
     max_new_tokens: Annotated[
         int,
         typer.Option("--max-new-tokens", metavar=COUNT, parser=count_parser("--max-new-tokens"),
@@ -163,8 +165,11 @@ def generate(
             for line in _explain_step(step, n, block_size, cache):
                 out.print(line, markup=False)
 
+    if model is not None and model_dir is not None:
+        raise UsageError("give --model or --model-dir, not both")
     result = tokcost.generate(
-        text, model=model, catalog=catalog, weights=weights, max_new_tokens=max_new_tokens,
+        text, model=model or "tiny-ref", catalog=catalog, weights=weights,
+        max_new_tokens=max_new_tokens,
         temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, cache=cache,
         block_size=block_size, n=n, explain=explain, top_candidates=top_candidates,
         model_dir=model_dir, chat=chat, on_start=on_start, on_step=on_step,
