@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -289,12 +291,23 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (default 3)")
     parser.add_argument("--no-sizes", action="store_true",
                         help="skip the 5,000-file folder, 100 MB file and one-letter rows")
+    parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)  # the builder child
     args = parser.parse_args()
+    if args.build is not None:
+        built = [c for build in CORPORA for c in build(args.build, args)]
+        (args.build / "corpora.json").write_text(json.dumps(
+            [[c.name, str(c.path), c.bytes, c.tree] for c in built]))
+        return
 
     work = Path(tempfile.mkdtemp(prefix="tokcost-bench-"))
     try:
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        corpora = {c.name: c for build in CORPORA for c in build(work, args)}
+        # Built in a child: a child's peak RSS (wait4) starts at its parent's RSS when it
+        # was forked, so this process stays small or every row reads its corpora's size.
+        subprocess.run([sys.executable, __file__, "--build", str(work), "--mb", str(args.mb),
+                        *(["--no-sizes"] if args.no_sizes else [])], check=True)
+        corpora = {name: Corpus(name, Path(path), size, tree) for name, path, size, tree
+                   in json.loads((work / "corpora.json").read_text())}
         cache = work / "tiktoken-cache"
         cache.mkdir()
         seed_tiktoken_cache(cache)
@@ -304,6 +317,9 @@ def main() -> None:
             print(f"corpus {c.name}: {kind}, {c.bytes / 1e6:.1f} MB ({c.path})")
         print()
 
+        floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"(peak MiB below is each child's own; none reads under {floor:.0f} MiB, "
+              "this process's own peak, which a forked child starts from)\n")
         table = [r for r in rows(corpora) if _available(r)]
         left_out = [r.name for r in rows(corpora) if not _available(r)]
         results = {(r.corpus, r.name): Result() for r in table}
