@@ -11,15 +11,23 @@ alternating rows; medians, MB/s and ratios to each corpus's reference row are
 printed, with each child's peak RSS (wait4). Every row of a corpus must print the
 same token count: the table says whether they agree.
 
-Extending: add a corpus to CORPORA (a name and a builder) and rows to ``rows()``
-(each names its corpus); ratios are against the corpus's row marked ``reference``.
+Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
+file of ordinary text and a 50 MB file of one letter (a single pre-token, no cut point:
+the worst case for memory), each counted by tokcount (defaults), tokcount with tiktoken
+forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. The
+goals of issue 13 are checked at the end.
+
+Extending: add a corpus to CORPORA (a builder) and rows to ``rows()`` (each names its
+corpus); ratios are against the corpus's row marked ``reference``.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -93,14 +101,55 @@ class Corpus:
     tree: bool
 
 
-def _mixed(work: Path, mb: float) -> list[Corpus]:
-    tree, whole, size = build_corpus(work, mb)
+def _mixed(work: Path, args: argparse.Namespace) -> list[Corpus]:
+    tree, whole, size = build_corpus(work, args.mb)
     return [Corpus("tree", tree, size, True), Corpus("file", whole, size, False)]
 
 
-# name -> builder(work folder, --mb) -> corpora; more (a 5,000-file folder, a 100 MB
-# file, one letter 50 MB long) append their builder here.
-CORPORA: list[Callable[[Path, float], list[Corpus]]] = [_mixed]
+SMALL_FILES = 5000
+BIG_BYTES = 100_000_000
+LETTER_BYTES = 50_000_000
+
+
+def _sizes(work: Path, args: argparse.Namespace) -> list[Corpus]:
+    """5,000 small files (the first text files found, whatever --mb), one 100 MB file of
+    them repeated, and 50 MB of one letter."""
+    if args.no_sizes:
+        return []
+    small = work / "small"
+    small.mkdir()
+    total, parts = 0, list[bytes]()
+    for i, src in enumerate(_text_files()):
+        if len(parts) >= SMALL_FILES:
+            break
+        try:
+            if not src.is_file() or src.is_symlink():
+                continue
+            data = src.read_bytes()
+            if not data or b"\x00" in data[:8000]:
+                continue
+            data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        (small / f"{i:06d}_{src.name}").write_bytes(data)
+        parts.append(data)
+        total += len(data)
+    base = b"".join(parts)
+    big = work / "big100.txt"
+    with open(big, "wb") as out:
+        left = BIG_BYTES
+        while left > 0:
+            piece = base[:left]
+            out.write(piece)
+            left -= len(piece)
+    letter = work / "letter50.txt"
+    letter.write_bytes(b"a" * LETTER_BYTES)
+    return [Corpus("small", small, total, True), Corpus("big", big, BIG_BYTES, False),
+            Corpus("letter", letter, LETTER_BYTES, False)]
+
+
+# builder(work folder, arguments) -> corpora, built in this order
+CORPORA: list[Callable[[Path, argparse.Namespace], list[Corpus]]] = [_mixed, _sizes]
 
 
 # --- rows ------------------------------------------------------------------------------
@@ -145,6 +194,7 @@ class Row:
     env: dict[str, str] = field(default_factory=dict)
     reference: bool = False  # this corpus's ratios are against this row
     needs: str | None = None  # an executable or module without which the row is left out
+    runs: int | None = None  # at most this many runs (a row that takes minutes)
 
 
 def rows(corpora: dict[str, Corpus]) -> list[Row]:
@@ -152,6 +202,7 @@ def rows(corpora: dict[str, Corpus]) -> list[Row]:
     tokcount = str(BIN / "tokcount")
     tiktoken_forced = {"TOKCOST_COUNT_BACKEND": "tiktoken"}
     return [
+        Row("tokcount (defaults)", "tree", [tokcount, tree, "--total"]),
         Row("tokcount -j 2 (default backend)", "tree", [tokcount, tree, "-j", "2", "--total"]),
         Row("tokcount -j 2, tiktoken forced", "tree", [tokcount, tree, "-j", "2", "--total"],
             env=tiktoken_forced),
@@ -171,6 +222,24 @@ def rows(corpora: dict[str, Corpus]) -> list[Row]:
             needs="toktok"),
         Row("ttok -m gpt-4o (stdin)", "file", ["ttok", "-m", "gpt-4o"], stdin=True,
             needs="ttok"),
+        *[row for name in ("small", "big", "letter") if name in corpora
+          for row in size_rows(name, str(corpora[name].path))],
+    ]
+
+
+def size_rows(corpus: str, path: str) -> list[Row]:
+    """tokcount and the raw encoders on one of the sizes."""
+    tokcount = str(BIN / "tokcount")
+    # One pre-token of 50 MB: tiktoken's BPE is superlinear in it (a minute or more); once.
+    slow = 1 if corpus == "letter" else None
+    return [
+        Row("tokcount (defaults)", corpus, [tokcount, path, "--total"]),
+        Row("tokcount, tiktoken forced", corpus, [tokcount, path, "--total"],
+            env={"TOKCOST_COUNT_BACKEND": "tiktoken"}, runs=slow),
+        Row("raw tiktoken, 2 threads", corpus,
+            [sys.executable, "-c", RAW_TIKTOKEN, path, ENCODING], reference=True, runs=slow),
+        Row("raw toktok-rs, 2 threads", corpus, [sys.executable, "-c", RAW_FAST, path, ENCODING],
+            needs="toktok"),
     ]
 
 
@@ -220,11 +289,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mb", type=float, default=40, help="corpus size in MB (default 40)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (default 3)")
+    parser.add_argument("--no-sizes", action="store_true",
+                        help="skip the 5,000-file folder, 100 MB file and one-letter rows")
+    parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)  # the builder child
     args = parser.parse_args()
+    if args.build is not None:
+        built = [c for build in CORPORA for c in build(args.build, args)]
+        (args.build / "corpora.json").write_text(json.dumps(
+            [[c.name, str(c.path), c.bytes, c.tree] for c in built]))
+        return
 
     work = Path(tempfile.mkdtemp(prefix="tokcost-bench-"))
     try:
-        corpora = {c.name: c for build in CORPORA for c in build(work, args.mb)}
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        # Built in a child: a child's peak RSS (wait4) starts at its parent's RSS when it
+        # was forked, so this process stays small or every row reads its corpora's size.
+        subprocess.run([sys.executable, __file__, "--build", str(work), "--mb", str(args.mb),
+                        *(["--no-sizes"] if args.no_sizes else [])], check=True)
+        corpora = {name: Corpus(name, Path(path), size, tree) for name, path, size, tree
+                   in json.loads((work / "corpora.json").read_text())}
         cache = work / "tiktoken-cache"
         cache.mkdir()
         seed_tiktoken_cache(cache)
@@ -234,13 +317,16 @@ def main() -> None:
             print(f"corpus {c.name}: {kind}, {c.bytes / 1e6:.1f} MB ({c.path})")
         print()
 
+        floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"(peak MiB below is each child's own; none reads under {floor:.0f} MiB, "
+              "this process's own peak, which a forked child starts from)\n")
         table = [r for r in rows(corpora) if _available(r)]
         left_out = [r.name for r in rows(corpora) if not _available(r)]
-        results = {r.name: Result() for r in table}
+        results = {(r.corpus, r.name): Result() for r in table}
         for _ in range(args.repeat):
             for row in table:  # alternate the rows each round
-                res = results[row.name]
-                if res.failed:
+                res = results[row.corpus, row.name]
+                if res.failed or (row.runs is not None and len(res.walls) >= row.runs):
                     continue
                 stdin = corpora[row.corpus].path if row.stdin else None
                 wall, out, rss, problem = run(row.cmd, {**env, **row.env}, stdin)
@@ -253,23 +339,26 @@ def main() -> None:
         if left_out:
             print(f"\nleft out (not installed): {', '.join(left_out)}")
         startup(env)
+        goals(results)
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(table: list[Row], results: dict[str, Result], corpora: dict[str, Corpus]) -> None:
+def report(table: list[Row], results: dict[tuple[str, str], Result],
+           corpora: dict[str, Corpus]) -> None:
     print(f"{'row':36} {'corpus':7} {'median s':>9} {'MB/s':>7} {'x ref':>7} "
           f"{'peak MiB':>9} {'tokens':>12}")
     for name in corpora:
         group = [r for r in table if r.corpus == name]
         if not group:
             continue
-        ref = next((r for r in group if r.reference and results[r.name].walls), None)
-        base = statistics.median(results[ref.name].walls) if ref else None
+        ref = next((r for r in group if r.reference and results[name, r.name].walls), None)
+        base = statistics.median(results[name, ref.name].walls) if ref else None
         mb = corpora[name].bytes / 1e6
         counts: dict[str, int | None] = {}
         for row in group:
-            res = results[row.name]
+            res = results[name, row.name]
             if res.failed or not res.walls:
                 print(f"{row.name:36} {name:7} failed: {res.failed}")
                 continue
@@ -277,8 +366,9 @@ def report(table: list[Row], results: dict[str, Result], corpora: dict[str, Corp
             ratio = f"{base / med:6.2f}x" if base else "      ?"
             counts[row.name] = res.tokens
             tokens = f"{res.tokens:,}" if res.tokens is not None else res.out[:12]
+            runs = f" ({len(res.walls)} run)" if len(res.walls) == 1 else ""
             print(f"{row.name:36} {name:7} {med:9.2f} {mb / med:7.1f} {ratio} "
-                  f"{res.rss_kib / 1024:9.0f} {tokens:>12}")
+                  f"{res.rss_kib / 1024:9.0f} {tokens:>12}{runs}")
         # Agreement is judged against the reference row (raw tiktoken), row by row.
         want = counts.get(ref.name) if ref else None
         off = [f"{n} ({t:,})" if t is not None else n for n, t in counts.items() if t != want]
@@ -286,6 +376,32 @@ def report(table: list[Row], results: dict[str, Result], corpora: dict[str, Corp
                  if want is not None else "unchecked (no reference)")
         print(f"  {name}: counts {agree}; x ref = speed relative to "
               f"'{ref.name if ref else '?'}' (whole processes, > 1 is faster)\n")
+
+
+def goals(results: dict[tuple[str, str], Result]) -> None:
+    """Issue 13's goals, from this run's medians (whole processes, 2 cores)."""
+
+    def med(corpus: str, row: str) -> float | None:
+        res = results.get((corpus, row))
+        return statistics.median(res.walls) if res and res.walls and not res.failed else None
+
+    print("\ngoals (issue 13):")
+    tool = med("tree", "tokcount (defaults)")
+    for label, raw, want in (("raw tiktoken, 2 threads", "raw tiktoken, 2 threads", 5.0),
+                             ("raw toktok-rs, 2 threads", "raw toktok-rs, 2 threads", 0.7)):
+        base = med("tree", raw)
+        if tool is None or base is None:
+            print(f"  tokcount >= {want}x {label}: not measured")
+            continue
+        ratio = base / tool
+        verdict = "holds" if ratio >= want else "DOES NOT HOLD"
+        print(f"  tokcount (defaults) on the tree >= {want}x {label}: {ratio:.2f}x, {verdict}")
+    big = results.get(("big", "tokcount (defaults)"))
+    if big and big.walls:
+        peak = big.rss_kib / 1024
+        verdict = "holds" if peak * 1.048576 < 300 else "DOES NOT HOLD"
+        print(f"  100 MB file under 300 MB peak RSS: {peak:.0f} MiB "
+              f"({peak * 1.048576:.0f} MB), {verdict}")
 
 
 def startup(env: dict[str, str]) -> None:

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokcost import counting, get_tokenizer
-from tokcost.counting import find_boundary_forward, next_cut
+from tokcost import get_tokenizer
+from tokcost.counting import cuts, find_boundary_forward, next_cut
 from tokcost.scale import count_shard, merge_shard_counts, plan_shards
 
 # Letters of several scripts, digits, spaces, punctuation, CJK, special-token text,
@@ -52,7 +52,9 @@ def test_shard_cuts_are_the_streaming_cuts(text: str, punct: bool, scan: int) ->
     data = text.encode()
     starts = _starts(text)
     fh = io.BytesIO(data)
-    with mock.patch.object(counting, "SCAN_BYTES", scan):  # small windows: the rescan path
+    # Small windows: the rescan path. next_cut reads SCAN_BYTES from its own module
+    # (patching tokcost.counting's re-export would leave it at 4096, testing nothing).
+    with mock.patch.object(cuts, "SCAN_BYTES", scan):
         for offset in range(len(data) + 1):
             assert next_cut(fh, offset, len(data), punct=punct) == _stream_cut(
                 text, starts, offset, punct), (text, offset)

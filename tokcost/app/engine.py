@@ -26,11 +26,15 @@ def make_engine(
 ) -> Engine:
     """The engine for ``kind``: ``jobs`` workers here, or Dask (``jobs`` local worker
     processes, or the cluster at ``scheduler``, which implies Dask). An engine
-    object is returned as it is. ``timeout`` (seconds, Dask only; default 10)
+    object is returned as it is. Without ``jobs``, local counting runs on a thread
+    per CPU when every tokenizer releases the GIL (tiktoken, toktok-rs, tokenizers),
+    else in this process (``LocalEngine(jobs=0)``). ``timeout`` (seconds, Dask only; default 10)
     bounds every wait on the cluster: see ``tokcost.scale.DaskEngine``.
 
     >>> make_engine("local", jobs=2)
     LocalEngine(jobs=2, block_bytes=1048576)
+    >>> make_engine("local")
+    LocalEngine(jobs=0, block_bytes=1048576)
     >>> make_engine(scheduler="tcp://10.0.0.5:8786")
     DaskEngine(scheduler='tcp://10.0.0.5:8786', workers=None, shard_bytes=None, timeout=10.0)
     >>> make_engine("dask", timeout=60).timeout
@@ -54,4 +58,7 @@ def make_engine(
                          related=("engine",))
     from tokcost.counting import LocalEngine
 
-    return LocalEngine(jobs=jobs or 1)
+    # jobs=0: a thread per CPU when threads suffice, so a plain `tokcount DIR` uses
+    # every core; one process otherwise (worker processes cost more than they win
+    # unless asked for).
+    return LocalEngine(jobs=jobs or 0)

@@ -94,8 +94,9 @@ def count(
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers: "
-                     "threads for tiktoken/tokenizers, whose cores release the GIL, else "
-                     "processes (default 1); with --engine dask, one worker per CPU."),
+                     "threads for tiktoken/toktok-rs/tokenizers, whose cores release the "
+                     "GIL, else processes (default: a thread per CPU when they all "
+                     "release it, else 1); with --engine dask, one worker per CPU."),
     ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "

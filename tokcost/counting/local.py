@@ -314,6 +314,7 @@ class Engine(Protocol):
         allow_special: bool = False,
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
+        unique: bool = False,
     ) -> CountReport: ...
 
     def count_words(
@@ -344,14 +345,10 @@ def count_paths(
 
     ``unique``: a file named twice (directly, through a folder, a symlink or a hard
     link) is counted once, as ``du`` counts it; the later paths are skipped with the
-    reason. Without it each path is counted (a budget counts its own paths). Engines
-    other than ``LocalEngine`` walk each path as they do.
+    reason. Without it each path is counted (a budget counts its own paths). Every
+    engine (``LocalEngine``, ``tokcost.scale.DaskEngine``) applies it.
     """
     run = engine or LocalEngine()
-    if unique and isinstance(run, LocalEngine):  # the Engine protocol has no unique yet
-        return run.count_paths(
-            paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
-            allow_special=allow_special, stdin=stdin, progress=progress, unique=True)
     return run.count_paths(
         paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
-        allow_special=allow_special, stdin=stdin, progress=progress)
+        allow_special=allow_special, stdin=stdin, progress=progress, unique=unique)

@@ -6,7 +6,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
@@ -31,6 +31,16 @@ class Source:
 
 # (device, inode) -> the path it was first met by: a file is counted once, as du counts it
 Seen = dict[tuple[int, int], str]
+
+
+@dataclass
+class Visited:
+    """What ``walk(..., unique=True)`` has met: pass one to several ``walk`` calls (one
+    per argument, as the Dask engine lists them) and each file is still taken once."""
+
+    files: Seen = field(default_factory=dict)
+    folders: Seen = field(default_factory=dict)  # a folder named twice is walked once
+    stdin: bool = False
 
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
@@ -72,6 +82,7 @@ def walk(
     gitignore: bool = True,
     skipped: list[Skipped] | None = None,
     unique: bool = False,
+    visited: Visited | None = None,
 ) -> Iterator[Source]:
     """Files to count, in a stable order. Missing paths raise UsageError.
 
@@ -86,19 +97,20 @@ def walk(
     ``unique`` yields each file once however often it is named (directly, through
     a folder, a symlink or a hard link): by device and inode, as ``du`` counts; a
     later path to it is skipped with the reason (``same_file_reason``), and ``-``
-    is read once.
+    is read once. ``visited`` (with ``unique``) carries what was met across calls.
     """
     inc, exc = _globs(include), _globs(exclude)
-    seen: Seen | None = {} if unique else None
-    folders: Seen = {}  # a folder named twice is walked once (with unique)
-    stdin_taken = False
+    state = (visited if visited is not None else Visited()) if unique else None
+    seen: Seen | None = state.files if state is not None else None
+    folders: Seen = state.folders if state is not None else {}
     for raw in paths:
         if raw == STDIN:
-            if unique and stdin_taken:
-                if skipped is not None:
-                    skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
-                continue
-            stdin_taken = True
+            if state is not None:
+                if state.stdin:
+                    if skipped is not None:
+                        skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
+                    continue
+                state.stdin = True
             yield Source(STDIN, STDIN_NAME)
             continue
         path = Path(raw)
@@ -160,6 +172,8 @@ def _walk_dir(
     def ignored(path: Path, is_dir: bool) -> bool:
         # As git decides: the last matching pattern wins, and a deeper .gitignore
         # comes later, so its "!keep.txt" can re-include what an outer one ignores.
+        if not specs:
+            return False
         verdict: bool | None = None
         full = Path(os.path.abspath(path))
         for base, spec in specs:
@@ -173,10 +187,11 @@ def _walk_dir(
         if skipped is not None:
             skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
 
-    def skip(file: Path, reason: str) -> None:
+    def skip(file: str, reason: str) -> None:
         if skipped is not None:
-            skipped.append(Skipped(str(file), reason))
+            skipped.append(Skipped(file, reason))
 
+    globs = inc is not None or exc is not None
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
         here_abs = Path(os.path.abspath(here))
@@ -188,21 +203,27 @@ def _walk_dir(
         keep = []
         for d in sorted(dirnames):
             sub = here / d
-            if d == ".git" or (gitignore and ignored(sub, True)):
+            if d == ".git" or (gitignore and specs and ignored(sub, True)):
                 continue
             if exc is not None and exc.match_file(sub.relative_to(root).as_posix() + "/"):
                 continue
             keep.append(d)
         dirnames[:] = keep
+        # String paths, spelled as Path spells them ("./a" is "a"): on thousands of
+        # files the Path objects, relative paths and empty gitignore checks were
+        # most of the walk's time.
+        shown = str(here)
+        prefix = "" if shown == "." else os.path.join(shown, "")
         for name in sorted(filenames):
-            file = here / name
-            rel = file.relative_to(root).as_posix()
-            if gitignore and ignored(file, False):
+            file = prefix + name
+            if gitignore and specs and ignored(Path(file), False):
                 continue
-            if inc is not None and not inc.match_file(rel):
-                continue
-            if exc is not None and exc.match_file(rel):
-                continue
+            if globs:
+                rel = Path(file).relative_to(root).as_posix()
+                if inc is not None and not inc.match_file(rel):
+                    continue
+                if exc is not None and exc.match_file(rel):
+                    continue
             # One stat (through symlinks) tells a regular file, its size and its identity.
             try:
                 st = os.stat(file)
@@ -218,5 +239,5 @@ def _walk_dir(
                 if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
                     skip(file, special_file_reason(st.st_mode))
                 continue
-            if _first_time(st, str(file), seen, skipped):
-                yield Source(str(file), str(file), st.st_size)
+            if _first_time(st, file, seen, skipped):
+                yield Source(file, file, st.st_size)

@@ -290,18 +290,23 @@ def _inputs(
     gitignore: bool,
     skipped: list[Skipped],
     timeout: float = CONNECT_TIMEOUT,
+    unique: bool = False,
 ) -> list[tuple[str, str, int]]:
     """``(path, display, size)`` of every input file, in a stable order.
 
     Local paths are walked exactly as the local engine walks them (.gitignore,
-    include/exclude); quoted globs are expanded; URLs are listed through fsspec,
-    except http(s) URLs, each one file (an HTML page is skipped, with the reason).
+    include/exclude, ``unique``: each file once, as ``du`` counts); quoted globs are
+    expanded; URLs are listed through fsspec, except http(s) URLs, each one file (an
+    HTML page is skipped, with the reason); with ``unique`` a URL listed twice is read once.
     """
     from tokcost.counting import Skipped, walk
-    from tokcost.counting.walk import _globs
+    from tokcost.counting.skips import same_file_reason
+    from tokcost.counting.walk import Visited, _globs
 
     found: list[tuple[str, str, int]] = []
     inc, exc = _globs(include), _globs(exclude)
+    visited = Visited()  # shared by every argument's walk, as one local walk shares it
+    urls: set[str] = set()
     for raw in paths:
         if raw == "-":
             raise UsageError("engine=dask reads files and URLs, not stdin; drop '-'",
@@ -317,10 +322,15 @@ def _inputs(
                     continue
                 if exc is not None and exc.match_file(rel):
                     continue
+                if unique and url in urls:
+                    skipped.append(Skipped(url, same_file_reason(url)))
+                    continue
+                urls.add(url)
                 found.append((url, url, size))
             continue
         for source in walk(expand_local(raw), include=include, exclude=exclude,
-                           gitignore=gitignore, skipped=skipped):
+                           gitignore=gitignore, skipped=skipped, unique=unique,
+                           visited=visited):
             try:
                 size = os.stat(source.path).st_size
             except OSError as err:
@@ -382,27 +392,30 @@ class DaskEngine:
         allow_special: bool = False,
         stdin: BinaryIO | None = None,
         progress: ProgressFn | None = None,
+        unique: bool = False,
     ) -> CountReport:
         """``tokcost.counting.count_paths`` on the cluster (files and URLs, not stdin).
 
         Workers build the tokenizers from their specs; a tokenizer that is not
         streamable keeps every file whole. ``progress("count", done, total)``.
+        ``unique``: each file once (by device and inode, as the local engine).
         """
         from tokcost.counting import CountReport, FileCount, Skipped
 
         report = CountReport(specs=list(tokenizers))
         files = _inputs(paths, include=include, exclude=exclude, gitignore=gitignore,
-                        skipped=report.skipped, timeout=self.timeout)
+                        skipped=report.skipped, timeout=self.timeout, unique=unique)
         split = all(t.streamable for t in tokenizers.values())
-        # A file named twice is read once and reported twice, as the local engine does.
-        unique = list({p: size for p, _, size in files}.items())
+        # Without unique, a file named twice is read once and reported twice, as the
+        # local engine does.
+        distinct = list({p: size for p, _, size in files}.items())
         merged: ShardCounts = {}
-        if unique:
-            total = sum(size for _, size in unique)
+        if distinct:
+            total = sum(size for _, size in distinct)
             with self._connected() as client:
                 size = self.shard_bytes or shard_size(total, client)
                 done = 0
-                parts = _gather(client, count_shard, plan_shards(unique, size, split=split),
+                parts = _gather(client, count_shard, plan_shards(distinct, size, split=split),
                                 timeout=self.timeout, own_cluster=self._own_cluster,
                                 specs=list(tokenizers), allow_special=allow_special)
                 for shard, part in parts:

@@ -267,7 +267,13 @@ def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> WordCounts:
 
 
 def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
-    from tokcost.bpe.pretokenize import count_block, line_start, training_file
+    from tokcost.bpe.pretokenize import (
+        _cap_while_counting,
+        count_block,
+        line_start,
+        spec_cap,
+        training_file,
+    )
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
     path = piece.path
@@ -280,8 +286,10 @@ def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
         begin = line_start(fh, piece.start, size)
         stop = line_start(fh, piece.end, size)
         blocks = LineBlocks(Window(fh, begin, stop))
+        cap = spec_cap(regex)  # --max-pretokens: bound the table as the local readers do
         for block in blocks:
             into.update(count_block(block, regex))
+            _cap_while_counting(into, cap)
     if blocks.invalid_bytes:
         into.invalid_utf8_bytes[path] = into.invalid_utf8_bytes.get(path, 0) + blocks.invalid_bytes
 
