@@ -67,6 +67,10 @@ class AttentionResult:
     thresholds: dict[str, float]
     plot: str | None = None
     plotted: tuple[str, ...] = ()
+    # Per layer "full" or "sliding" (a sliding layer sees its window's newest keys only);
+    # not in to_dict, whose keys the --json document pins.
+    layer_kinds: tuple[str, ...] = ()
+    sliding_window: int | None = None
     maps: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def head(self, layer: int, head: int) -> HeadStats:
@@ -119,15 +123,18 @@ def attention(
     plot: str | Path | None = None,
     heads: Sequence[str] = (),
     force: bool = False,
+    model_dir: str | Path | None = None,
 ) -> AttentionResult:
     """Score every head of ``model`` on ``prompt`` (at least 2 tokens, at most the context
     window). ``plot`` writes heat maps of ``heads`` (``L3H5``; none named: every head of a
     model with at most 16, else the notable ones); ``seed`` seeds random weights for a model
-    without trained ones."""
+    without trained ones. ``model_dir`` (a Hugging Face model folder) or ``model``
+    ``hf:ORG/REPO`` runs a real checkpoint, loaded as ``generate`` loads it."""
     import numpy as np
 
+    from tokcost.catalog.hf_model import is_hf_spec
     from tokcost.reference.attention_stats import THRESHOLDS, describe, layer_stats
-    from tokcost.reference.from_catalog import load_model, load_tokenizer
+    from tokcost.reference.from_catalog import load_checkpoint, load_model, load_tokenizer
 
     if heads and plot is None:
         raise UsageError(f"heads={heads[0]} chooses a head to draw; add plot=FILE",
@@ -140,8 +147,15 @@ def attention(
         from tokcost.plotting import check_plot_path
 
         check_plot_path(plot_path, force=force)  # before any work
-    entry = open_catalog(catalog).resolve(model)
-    loaded = load_model(entry, weights=weights, seed=seed or 0)
+    if model_dir is not None or is_hf_spec(model):
+        if weights is not None:
+            raise UsageError("weights cannot replace a checkpoint's own; give weights only "
+                             "with a catalog model", param="weights")
+        checkpoint = load_checkpoint(model_dir if model_dir is not None else model)
+        entry, loaded = checkpoint.entry, checkpoint.loaded
+    else:
+        entry = open_catalog(catalog).resolve(model)
+        loaded = load_model(entry, weights=weights, seed=seed or 0)
     cfg = loaded.model.cfg
     chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads) for h in heads]
     tok = load_tokenizer(entry, cfg)
@@ -162,6 +176,9 @@ def attention(
         prompt_ids=tuple(ids), tokens=tuple(tok.decode([i]) for i in ids), layers=cfg.layers,
         attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads, heads=stats,
         notable=notable, thresholds=dict(THRESHOLDS), maps=maps,
+        layer_kinds=tuple("sliding" if cfg.sliding(i) else "full" for i in range(cfg.layers)),
+        sliding_window=cfg.sliding_window if cfg.layer_types and "sliding" in cfg.layer_types
+        else None,
     )
     if plot_path is None:
         return result

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost.cli.checkpoint_options import MODEL_HELP, ModelDirOpt
 from tokcost.cli.console import err, out, print_json, print_wide, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import UsageError
@@ -23,6 +24,8 @@ Examples:
   tokcost attention "The baker opens the shop and the baker sells bread"
   tokcost attention --file notes.txt --json
   tokcost attention "the cat sat on the mat, the cat" --plot heads.png --head L3H0 --head L0H1
+  tokcost attention "Once upon a time" -m hf:HuggingFaceTB/SmolLM2-135M --json
+  tokcost attention "Once upon a time" --model-dir ./my-model
 
 \b
 Scores, per head, averaged over the query positions 1..T-1 (position 0 sees only itself):
@@ -46,8 +49,9 @@ def attention(
                                  help="Read the prompt from a file ('-' = stdin).")
     ] = None,
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships weights).")
+        str, typer.Option("--model", "-m", help=MODEL_HELP)
     ] = "tiny-ref",
+    model_dir: ModelDirOpt = None,
     weights: Annotated[
         str | None,
         typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
@@ -74,7 +78,8 @@ def attention(
     """Score every attention head on PROMPT: entropy, distance, sinks, previous/duplicate tokens."""
     text = _read_prompt(prompt, file)
     result = tokcost.attention(text, model=model, catalog=catalog, weights=weights, seed=seed,
-                               plot=plot, heads=tuple(heads or ()), force=force)
+                               plot=plot, heads=tuple(heads or ()), force=force,
+                               model_dir=model_dir)
     if json_out:
         print_json(result.to_dict())
     else:

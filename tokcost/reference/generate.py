@@ -220,7 +220,8 @@ def generate(
     logits_log: list[NDArray[np.float32]] = []
 
     # Prefill: the prompt runs once, then the samples fork the cache.
-    out = model.forward(np.asarray([prompt], dtype=np.int64), kv, attention=explain)
+    out = model.forward(np.asarray([prompt], dtype=np.int64), kv, attention=explain,
+                        logits="last")
     last = np.repeat(out.logits[:, -1], n, axis=0)  # (n, V)
     maps = [np.repeat(a, n, axis=0) for a in out.attention] if out.attention else None
     # The prefill's blocks are the prompt's, whichever sample they are shared with later.
@@ -268,7 +269,7 @@ def generate(
             ids = np.asarray(seqs, dtype=np.int64)  # (n, S)
         else:
             ids = np.asarray(new_ids, dtype=np.int64)[:, None]  # (n, 1)
-        out = model.forward(ids, kv, attention=explain)
+        out = model.forward(ids, kv, attention=explain, logits="last")
         last = out.logits[:, -1]  # (n, V)
         maps = out.attention
         events = _drain(kv)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from tokcost.errors import UsageError
 from tokcost.reference.weights import check_weights
 
 if TYPE_CHECKING:
@@ -25,10 +26,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class ForwardOutput:
-    """Logits for every new position, and (if asked) what the last position attended to
-    (``attention=True``) or every new position (``attention="full"``)."""
+    """Logits for every new position (``logits="last"``: the last one only), and (if asked)
+    what the last position attended to (``attention=True``) or every new position
+    (``attention="full"``)."""
 
-    logits: Array  # (B, T, V)
+    logits: Array  # (B, T, V); logits="last": (B, 1, V)
     attention: list[Array] | None  # per layer (B, nh, S) last query; "full": (B, nh, T, S)
 
 
@@ -135,8 +137,14 @@ class Transformer:
     def forward(
         self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
         attention: bool | Literal["full"] = False,
+        logits: Literal["all", "last"] = "all",
     ) -> ForwardOutput:
-        """Logits for ``ids`` (B, T), which follow the ``cache.length`` tokens cached."""
+        """Logits for ``ids`` (B, T), which follow the ``cache.length`` tokens cached;
+        ``logits="last"`` computes the last position's only, (B, 1, V): a prefill needs no
+        more, and (T, V) float32 rows are most of its memory (100 MB at 512 tokens of a
+        49k vocabulary)."""
+        if logits not in ("all", "last"):
+            raise UsageError(f"logits={logits!r} must be 'all' or 'last'", param="logits")
         cfg, w = self.cfg, self.w
         start = cache.length if cache is not None else 0
         t = ids.shape[1]
@@ -171,10 +179,12 @@ class Transformer:
             x = x + y
         if cache is not None:
             cache.advance(t)
+        if logits == "last":
+            x = x[:, -1:]  # (B, 1, C): the norm and the head work per position
         x = rms_norm(x, w["norm"], cfg.norm_eps)  # (B, T, C)
         head = w["lm_head"] if "lm_head" in w else w["tok_emb"].T  # (C, V)
-        logits = soft_cap((x @ head).astype(np.float32), cfg.final_softcap)  # (B, T, V)
-        return ForwardOutput(logits=logits, attention=maps if attention else None)
+        out = soft_cap((x @ head).astype(np.float32), cfg.final_softcap)  # (B, T, V)
+        return ForwardOutput(logits=out, attention=maps if attention else None)
 
     def _attention(
         self, layer: int, h: Array, cos: Array, sin: Array, start: int, cache: KVCache | None
