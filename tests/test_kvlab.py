@@ -76,8 +76,10 @@ def test_int_round_trip_is_within_half_a_step(bits: int, axis: int, tokens: int,
     lo, hi = g.min(axis=red, keepdims=True), g.max(axis=red, keepdims=True)
     step = np.broadcast_to((hi - lo) / levels, g.shape).reshape(x.shape)
     lo_b = np.broadcast_to(np.abs(lo), g.shape).reshape(x.shape)
-    # Half a step, plus what storing the scale and the zero in fp16 moves it (2^-11 each).
-    bound = step / 2 + (levels * step + lo_b) * 2.0**-10 + 1e-6
+    # Half a step, plus what storing the scale and the zero in fp16 moves it: 2^-11
+    # relative each while they are normal fp16 numbers, and up to half of fp16's smallest
+    # spacing (2^-24) each when a tiny range makes the scale subnormal (x levels codes).
+    bound = step / 2 + (levels * step + lo_b) * 2.0**-10 + (levels + 1) * 2.0**-24 + 1e-6
     assert np.all(np.abs(back - x) <= bound)
 
 
@@ -372,3 +374,11 @@ def test_quality_runs_on_a_hugging_face_checkpoint(family: str) -> None:
 def test_quality_refuses_sliding_window_checkpoints() -> None:
     with pytest.raises(UsageError, match="sliding-window layers"):
         tokcost.kvmem_quality(model_dir=HF_TINY / "gemma2", text=str(README), max_tokens=40)
+
+
+def test_int_round_trip_with_a_subnormal_fp16_scale() -> None:
+    """A range of 1e-4 over 255 codes makes the fp16 scale subnormal (below 2^-14): the
+    round trip then stays within fp16's absolute spacing, not its relative one."""
+    x = np.linspace(0.5, 0.5001, 16, dtype=np.float32).reshape(1, 1, 1, 16)
+    back = int_decode(int_encode(x, bits=8, axis=-1, group=16))
+    assert np.abs(back - x).max() <= (1e-4 / 255) / 2 + 256 * 2.0**-24 + 0.5 * 2.0**-11

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.app.generate import check_prompt_text
 from tokcost.errors import InputError, UsageError
 from tokcost.tokenizers import open_catalog
 
@@ -141,7 +142,7 @@ def attention(
                          param="heads", related=("plot",))
     if seed is not None and seed < 0:
         raise UsageError(f"seed={seed} must be >= 0", param="seed")
-    _check_text(prompt)
+    check_prompt_text(prompt)
     plot_path = Path(plot) if plot is not None else None
     if plot_path is not None:
         from tokcost.plotting import check_plot_path
@@ -193,13 +194,3 @@ def attention(
     plot_attention(result, chosen, plot_path, force=force)
     return replace(result, plot=str(plot_path),
                    plotted=tuple(f"L{layer}H{head}" for layer, head in chosen))
-
-
-def _check_text(prompt: str) -> None:
-    try:
-        prompt.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"the prompt is not valid text (a lone surrogate at character {exc.start}); "
-            "read bytes with decode_prompt, which replaces invalid UTF-8"
-        ) from None

@@ -335,7 +335,7 @@ def generate(
         )
     # The cheap checks first: a bad seed must not wait for (or break) the weights.
     sampling = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    _check_text(prompt)
+    check_prompt_text(prompt)
     from tokcost.catalog.hf_model import is_hf_spec
 
     if model_dir is not None or is_hf_spec(model):
@@ -414,7 +414,7 @@ def generate(
     )
 
 
-def _check_text(prompt: str) -> None:
+def check_prompt_text(prompt: str) -> None:
     """A str that is not Unicode text (lone surrogates, as from undecodable bytes)."""
     try:
         prompt.encode("utf-8")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost.cli.checkpoint_options import MODEL_HELP, ModelDirOpt
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt
@@ -75,9 +76,8 @@ def generate(
         str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
     ],
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Catalog model to run (tiny-ref ships "
-                                 "weights), or hf:ORG/REPO from the local Hugging Face cache. "
-                                 "[default: tiny-ref]", show_default=False)
+        str | None, typer.Option("--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]",
+                                 show_default=False)
     ] = None,
     max_new_tokens: Annotated[
         int,
@@ -124,11 +124,7 @@ def generate(
         str | None,
         typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
     ] = None,
-    model_dir: Annotated[
-        str | None,
-        typer.Option("--model-dir", help="A Hugging Face model folder (config.json, "
-                     "*.safetensors, tokenizer.json) instead of --model."),
-    ] = None,
+    model_dir: ModelDirOpt = None,
     chat: Annotated[
         bool, typer.Option("--chat-template", help="Send PROMPT as a user message through "
                            "the checkpoint's chat template (tokenizer_config.json).")

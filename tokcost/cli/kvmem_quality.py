@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
+from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, print_json, progress_enabled
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
@@ -39,12 +40,7 @@ def quality(
         str, typer.Option("--model", "-m", help="Catalog model with weights (tiny-ref ships "
                           "them), or hf:ORG/REPO.")
     ] = "tiny-ref",
-    model_dir: Annotated[
-        Path | None,
-        typer.Option("--model-dir", metavar="PATH", show_default=False,
-                     help="A Hugging Face model folder (config.json, *.safetensors, "
-                     "tokenizer.json) instead of --model."),
-    ] = None,
+    model_dir: ModelDirOpt = None,
     text: Annotated[
         str | None,
         typer.Option("--text", metavar="FILE", show_default=False,
