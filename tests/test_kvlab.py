@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,39 @@ def test_bad_eviction_specs_are_one_line(spec: str) -> None:
     assert "\n" not in str(exc.value) and exc.value.param == "evict"
 
 
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("window:1.0", "1.0 is not a count or a fraction below 1"),  # not one token
+    ("window:1.5", "write a count (1024) or a fraction below 1 (0.25)"),
+    ("window:0.0", "0.0 is not a count or a fraction below 1"),
+    ("window:1.2.3", "1.2.3 is not a count"),
+    ("streaming:4.0+8", "4.0 is not a count"),
+    ("window:0", "window keeps no tokens; a policy must keep at least one"),
+    ("h2o:0+0", "h2o keeps no tokens"),
+])
+def test_eviction_numbers_count_or_fraction(spec: str, fragment: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(fragment)) as exc:
+        parse_evict(spec)
+    assert "\n" not in str(exc.value) and exc.value.param == "evict"
+
+
+@pytest.mark.parametrize(("spec", "recent"), [("window:1", 1.0), ("window:0.5", 0.5),
+                                              ("window:1024", 1024.0)])
+def test_eviction_integer_is_count_decimal_is_fraction(spec: str, recent: float) -> None:
+    assert parse_evict(spec).recent == recent
+
+
+@pytest.mark.parametrize(("policy", "fragment"), [
+    ("window:0", "policy 'window:0': window keeps no tokens"),
+    ("window:1.0", "policy 'window:1.0': 1.0 is not a count or a fraction below 1"),
+])
+def test_quality_refuses_what_estimate_refuses(policy: str, fragment: str) -> None:
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "32", "--policy",
+                                      policy])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
 # --- on tiny-ref: bytes and quality -------------------------------------------------------------
 
 @cache
@@ -282,7 +316,7 @@ def test_cli_table_reads_a_text_from_stdin() -> None:
     (["--prompt", "600"], "--prompt 600"),
     (["--policy", "int3"], "unknown policy 'int3'"),
     (["--policy", "int8", "--policy", "int8"], "twice"),
-    (["--policy", "window:1.5"], "policy 'window:1.5': recent=1.5"),
+    (["--policy", "window:1.5"], "policy 'window:1.5': 1.5 is not a count or a fraction below 1"),
     (["--context", "1k"], "give --gpu"),
     (["--gpu", "h1000"], "h1000"),
     (["-m", "llama-3.1-8b"], "reference path runs models up to"),
