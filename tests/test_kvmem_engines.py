@@ -430,7 +430,21 @@ BAD = [
                  id="mnbt-zero"),
     pytest.param(["-m", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100",
                   "--mem-fraction-static", "1.2"], "(0, 1)", id="mfs-range"),
+    pytest.param(["-m", "llama-3.1-8b", "--kv-dtype", "int4", "--kv-group-size", "7"],
+                 "--kv-group-size 7 must divide llama-3.1-8b's head_dim 128", id="group-7"),
 ]
+
+
+@pytest.mark.parametrize(("engine", "fragment"), [
+    ("sglang", "which comes out of the headroom SGLang keeps outside --mem-fraction-static"),
+    ("vllm", "which the --reserve absorbs"),
+])
+def test_driver_memory_note_names_the_engines_headroom(engine: str, fragment: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--gpu", "H100",
+                                 "--engine", engine])
+    assert result.exit_code == 0, result.output
+    assert fragment in result.stderr
+    assert engine == "vllm" or "reserve" not in result.stderr  # refused under SGLang
 
 
 @pytest.mark.parametrize(("args", "fragment"), BAD)

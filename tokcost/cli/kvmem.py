@@ -355,7 +355,7 @@ def _render(result: MemoryEstimate) -> None:
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
         note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
-                                   "efficiency", "flops"))
+                                   "efficiency", "flops", "mem_fraction_static"))
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
 
 
