@@ -190,6 +190,35 @@ def test_quality_refuses_what_estimate_refuses(policy: str, fragment: str) -> No
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(("args", "code", "fragment"), [
+    # the reference quantizer cannot split 32 channels into 7s: refused before any model work
+    (["--policy", "int8", "--kv-group-size", "7", "--residual", "0"], 2,
+     "--kv-group-size 7 must divide tiny-ref's head_dim 32"),
+    (["--policy", "window:8", "--kv-group-size", "7"], 0, ""),  # no grouped policy
+    # 63 tokens held, all in the residual of 128: the rows equal the full cache, and say so
+    (["--policy", "int8,int4,fp8"], 0,
+     "note: int8: none of the 63 tokens were quantized (the last --residual 128 stay in full "
+     "precision; groups of 64): its row equals the full cache"),
+    (["--policy", "int4", "--residual", "0"], 0, "int4: none of the 63 tokens were quantized"),
+])
+def test_quality_group_and_unquantized_notes(args: list[str], code: int, fragment: str) -> None:
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", *args])
+    assert result.exit_code == code, result.output
+    assert fragment in result.stderr and "Traceback" not in result.output
+    if code:
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert "fp8: none" not in result.stderr  # fp8 quantizes every token
+
+
+def test_quality_notes_in_the_library() -> None:
+    r = tokcost.kvmem_quality(max_tokens=64, policies=["int8", "int8:per-token"], residual=16,
+                              kv_group_size=64)
+    # per channel, 63 - 16 = 47 tokens make no whole group of 64; per token all 47 are quantized
+    assert r.notes == ("int8: none of the 63 tokens were quantized (the last residual=16 stay "
+                       "in full precision; groups of 64): its row equals the full cache",)
+    assert r.to_dict()["notes"] == list(r.notes)
+
+
 # --- on tiny-ref: bytes and quality -------------------------------------------------------------
 
 @cache
@@ -288,7 +317,8 @@ def test_cli_json_keys_and_plot(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert set(doc) == {"model", "text", "tokens", "prompt", "baseline", "gpu", "context",
-                        "policies", "plot"}
+                        "policies", "plot", "notes"}
+    assert doc["notes"] == []  # int8 quantized 32 of the 47 tokens
     assert set(doc["baseline"]) == {"perplexity", "bytes_held", "concurrency"}
     assert [p["policy"] for p in doc["policies"]] == ["int8", "fp8", "window:16"]
     assert set(doc["policies"][0]) == {"policy", "perplexity", "perplexity_change",
