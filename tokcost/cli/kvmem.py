@@ -340,7 +340,9 @@ def _render(result: MemoryEstimate) -> None:
             cells.append("yes" if row.fits else "[red]no[/red]")
         if has_decode and row.decode is not None:
             cells.append(f"{row.decode.tokens_per_s:,.0f}")
-            cells.append(row.decode.bound)
+            # Bandwidth was the only limit checked: not a verdict against compute.
+            cells.append(row.decode.bound if row.decode.peak_flops_per_s is not None
+                         else "bandwidth (no FLOP/s)")
         if has_prefill and row.prefill is not None:
             cells.append(_time(row.prefill.ttft_seconds))
         table.add_row(*cells)
@@ -355,7 +357,7 @@ def _render(result: MemoryEstimate) -> None:
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
         note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
-                                   "efficiency", "flops", "mem_fraction_static"))
+                                   "efficiency", "flops", "mem_fraction_static", "gpu"))
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
 
 
