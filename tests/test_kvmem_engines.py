@@ -483,3 +483,18 @@ def test_pp_sizes_the_pool_by_the_fullest_stage(engine: str) -> None:
     assert row["paged_sequence_bytes"] == 8192 * 110_592
     assert e["gpu"]["cache_tokens"] == (194_180 if engine == "sglang" else 194_176)
     assert e["per_gpu"] is True and e["pp"] == 3
+
+
+@pytest.mark.parametrize(("ctx", "refuses"), [("200k", True), ("128Ki", False)])
+def test_vllm_refuses_a_max_model_len_past_the_model(ctx: str, refuses: bool) -> None:
+    """vLLM's ModelConfig: "User-specified max_model_len ... is greater than the derived
+    max_model_len" unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; the ideal engine sizes it anyway."""
+    data = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100")
+    e = data["engine"]
+    assert e["refuses_to_start"] is refuses
+    assert data["contexts"][0]["fits"] is not refuses
+    if refuses:
+        assert e["refusal"] == ("max_model_len 200,000 is greater than the model's 131,072 "
+                                "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
+    ideal = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100", "--engine", "ideal")
+    assert ideal["contexts"][0]["fits"] is True
