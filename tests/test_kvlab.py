@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,68 @@ def test_bad_eviction_specs_are_one_line(spec: str) -> None:
     assert "\n" not in str(exc.value) and exc.value.param == "evict"
 
 
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("window:1.0", "1.0 is not a count or a fraction below 1"),  # not one token
+    ("window:1.5", "write a count (1024) or a fraction below 1 (0.25)"),
+    ("window:0.0", "0.0 is not a count or a fraction below 1"),
+    ("window:1.2.3", "1.2.3 is not a count"),
+    ("streaming:4.0+8", "4.0 is not a count"),
+    ("window:0", "window keeps no tokens; a policy must keep at least one"),
+    ("h2o:0+0", "h2o keeps no tokens"),
+])
+def test_eviction_numbers_count_or_fraction(spec: str, fragment: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(fragment)) as exc:
+        parse_evict(spec)
+    assert "\n" not in str(exc.value) and exc.value.param == "evict"
+
+
+@pytest.mark.parametrize(("spec", "recent"), [("window:1", 1.0), ("window:0.5", 0.5),
+                                              ("window:1024", 1024.0)])
+def test_eviction_integer_is_count_decimal_is_fraction(spec: str, recent: float) -> None:
+    assert parse_evict(spec).recent == recent
+
+
+@pytest.mark.parametrize(("policy", "fragment"), [
+    ("window:0", "policy 'window:0': window keeps no tokens"),
+    ("window:1.0", "policy 'window:1.0': 1.0 is not a count or a fraction below 1"),
+])
+def test_quality_refuses_what_estimate_refuses(policy: str, fragment: str) -> None:
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "32", "--policy",
+                                      policy])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), [
+    # the reference quantizer cannot split 32 channels into 7s: refused before any model work
+    (["--policy", "int8", "--kv-group-size", "7", "--residual", "0"], 2,
+     "--kv-group-size 7 must divide tiny-ref's head_dim 32"),
+    (["--policy", "window:8", "--kv-group-size", "7"], 0, ""),  # no grouped policy
+    # 63 tokens held, all in the residual of 128: the rows equal the full cache, and say so
+    (["--policy", "int8,int4,fp8"], 0,
+     "note: int8: none of the 63 tokens were quantized (the last --residual 128 stay in full "
+     "precision; groups of 64): its row equals the full cache"),
+    (["--policy", "int4", "--residual", "0"], 0, "int4: none of the 63 tokens were quantized"),
+])
+def test_quality_group_and_unquantized_notes(args: list[str], code: int, fragment: str) -> None:
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", *args])
+    assert result.exit_code == code, result.output
+    assert fragment in result.stderr and "Traceback" not in result.output
+    if code:
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert "fp8: none" not in result.stderr  # fp8 quantizes every token
+
+
+def test_quality_notes_in_the_library() -> None:
+    r = tokcost.kvmem_quality(max_tokens=64, policies=["int8", "int8:per-token"], residual=16,
+                              kv_group_size=64)
+    # per channel, 63 - 16 = 47 tokens make no whole group of 64; per token all 47 are quantized
+    assert r.notes == ("int8: none of the 63 tokens were quantized (the last residual=16 stay "
+                       "in full precision; groups of 64): its row equals the full cache",)
+    assert r.to_dict()["notes"] == list(r.notes)
+
+
 # --- on tiny-ref: bytes and quality -------------------------------------------------------------
 
 @cache
@@ -256,7 +319,8 @@ def test_cli_json_keys_and_plot(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert set(doc) == {"model", "text", "tokens", "prompt", "baseline", "gpu", "context",
-                        "policies", "plot"}
+                        "policies", "plot", "notes"}
+    assert doc["notes"] == []  # int8 quantized 32 of the 47 tokens
     assert set(doc["baseline"]) == {"perplexity", "bytes_held", "concurrency"}
     assert [p["policy"] for p in doc["policies"]] == ["int8", "fp8", "window:16"]
     assert set(doc["policies"][0]) == {"policy", "perplexity", "perplexity_change",
@@ -284,7 +348,7 @@ def test_cli_table_reads_a_text_from_stdin() -> None:
     (["--prompt", "600"], "--prompt 600"),
     (["--policy", "int3"], "unknown policy 'int3'"),
     (["--policy", "int8", "--policy", "int8"], "twice"),
-    (["--policy", "window:1.5"], "policy 'window:1.5': recent=1.5"),
+    (["--policy", "window:1.5"], "policy 'window:1.5': 1.5 is not a count or a fraction below 1"),
     (["--context", "1k"], "give --gpu"),
     (["--gpu", "h1000"], "h1000"),
     (["-m", "llama-3.1-8b"], "reference path runs models up to"),

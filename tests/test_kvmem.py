@@ -349,6 +349,14 @@ def test_cli_json_keys() -> None:
         pytest.param(
             ["-m", "llama-3.1-8b", "--gpu", "h100", "--gpu-util", "1.5"], "--gpu-util", id="util"
         ),
+        pytest.param(["-m", "llama-3.1-8b", "--gpu", "h100", "--flops", "1"],
+                     "--flops 1 is below 1e9: peak FLOP/s runs from 1e9", id="flops-1"),
+        pytest.param(["-m", "llama-3.1-8b", "--gpu", "h100", "--flops", "1e19"],
+                     "beyond 10^18", id="flops-huge"),
+        pytest.param(["-m", "llama-3.1-8b", "--context", "1k,,2k"],
+                     "--context '1k,,2k' has an empty item", id="context-empty-item"),
+        pytest.param(["-m", "llama-3.1-8b", "--context", "1k,"],
+                     "has an empty item", id="context-trailing-comma"),
     ],
 )
 def test_cli_bad_input_one_line(args: list[str], message: str) -> None:

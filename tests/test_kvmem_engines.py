@@ -430,7 +430,21 @@ BAD = [
                  id="mnbt-zero"),
     pytest.param(["-m", "llama-3.1-8b", "--engine", "sglang", "--gpu", "H100",
                   "--mem-fraction-static", "1.2"], "(0, 1)", id="mfs-range"),
+    pytest.param(["-m", "llama-3.1-8b", "--kv-dtype", "int4", "--kv-group-size", "7"],
+                 "--kv-group-size 7 must divide llama-3.1-8b's head_dim 128", id="group-7"),
 ]
+
+
+@pytest.mark.parametrize(("engine", "fragment"), [
+    ("sglang", "which comes out of the headroom SGLang keeps outside --mem-fraction-static"),
+    ("vllm", "which the --reserve absorbs"),
+])
+def test_driver_memory_note_names_the_engines_headroom(engine: str, fragment: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--gpu", "H100",
+                                 "--engine", engine])
+    assert result.exit_code == 0, result.output
+    assert fragment in result.stderr
+    assert engine == "vllm" or "reserve" not in result.stderr  # refused under SGLang
 
 
 @pytest.mark.parametrize(("args", "fragment"), BAD)
@@ -469,3 +483,18 @@ def test_pp_sizes_the_pool_by_the_fullest_stage(engine: str) -> None:
     assert row["paged_sequence_bytes"] == 8192 * 110_592
     assert e["gpu"]["cache_tokens"] == (194_180 if engine == "sglang" else 194_176)
     assert e["per_gpu"] is True and e["pp"] == 3
+
+
+@pytest.mark.parametrize(("ctx", "refuses"), [("200k", True), ("128Ki", False)])
+def test_vllm_refuses_a_max_model_len_past_the_model(ctx: str, refuses: bool) -> None:
+    """vLLM's ModelConfig: "User-specified max_model_len ... is greater than the derived
+    max_model_len" unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; the ideal engine sizes it anyway."""
+    data = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100")
+    e = data["engine"]
+    assert e["refuses_to_start"] is refuses
+    assert data["contexts"][0]["fits"] is not refuses
+    if refuses:
+        assert e["refusal"] == ("max_model_len 200,000 is greater than the model's 131,072 "
+                                "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
+    ideal = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100", "--engine", "ideal")
+    assert ideal["contexts"][0]["fits"] is True

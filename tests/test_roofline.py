@@ -283,7 +283,7 @@ def _one_line_error(result: Any, code: int, fragment: str) -> None:
         pytest.param(["--flops", "989T"], 2, "give --gpu or --bandwidth", id="flops-without-gpu"),
         pytest.param(["--gpu", "h100", "-i", "0"], 2, "--input-tokens must be positive",
                      id="prompt-zero"),
-        pytest.param(["--gpu", "h100", "--flops", "0"], 2, "--flops must be positive",
+        pytest.param(["--gpu", "h100", "--flops", "0"], 2, "--flops 0 is below 1e9",
                      id="flops-zero"),
         pytest.param(["--gpu", "h100", "--flops", "fast"], 2, "--flops", id="flops-typo"),
         pytest.param(["--gpu", "RTX-5090", "-i", "8k"], 2, "RTX-5090 states none: give --flops",
@@ -348,3 +348,21 @@ def test_no_peak_flops_is_bandwidth_only() -> None:
                                      "RTX-5090", "--context", "4k", "--flops", "209.5T",
                                      "--json"])
     assert json.loads(with_flops.stdout)["contexts"][0]["prefill"]["bound"] == "compute"
+
+
+@pytest.mark.parametrize(("args", "bound", "note"), [
+    (["--bandwidth", "3TB"], "bandwidth (no FLOP/s)",
+     "no --gpu or --flops given: compute not checked"),
+    (["--gpu", "RTX-5090"], "bandwidth (no FLOP/s)", "RTX-5090 states no bf16 FLOP/s"),
+    (["--gpu", "H100"], "bandwidth", "roofline at --efficiency 1"),
+])
+def test_bound_cell_says_when_compute_was_not_checked(args: list[str], bound: str,
+                                                      note: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "8k",
+                                 *args])
+    assert result.exit_code == 0, result.output
+    row = next(ln for ln in result.stdout.splitlines() if ln.strip().startswith("8,000"))
+    assert f" {bound} " in f"{row} "
+    assert note in result.stderr
+    assert ("(no FLOP/s)" in row) == ("no FLOP/s" in bound)
+    assert "this GPU states" not in result.stderr

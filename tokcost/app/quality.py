@@ -66,6 +66,7 @@ class QualityResult:
     context: int | None = None
     baseline_concurrency: float | None = None
     plot: Path | None = None
+    notes: tuple[str, ...] = ()  # e.g. a quantized policy that quantized nothing
 
     def to_dict(self) -> dict[str, Any]:
         """The ``kvmem quality --json`` document (keys in the README)."""
@@ -84,6 +85,7 @@ class QualityResult:
             "context": self.context,
             "policies": [r.to_dict() for r in self.rows],
             "plot": str(self.plot) if self.plot else None,
+            "notes": list(self.notes),
         }
 
 
@@ -182,6 +184,12 @@ def kvmem_quality(
     if cfg.layer_types is not None and "sliding" in cfg.layer_types:
         raise UsageError(f"model '{entry.id}' has sliding-window layers; the cache policies "
                          "size full-attention layers only", param="model")
+    grouped = any(c.quant is not None and c.quant.grouped for c in chosen)
+    if grouped and kv_group_size < cfg.head_dim and cfg.head_dim % kv_group_size:
+        # Values are grouped over a head's channels (a group past head_dim is one group of
+        # them all); refused here, before any model work, not in the quantizer.
+        raise UsageError(f"kv_group_size={kv_group_size} must divide {entry.id}'s head_dim "
+                         f"{cfg.head_dim}", param="kv_group_size")
     tok = load_tokenizer(entry, cfg)
     source = "held-out corpora (last 10% of each prose file)"
     if text is None:
@@ -214,17 +222,29 @@ def kvmem_quality(
             raise TokcostError(f"policy {policy.name}: the cache held {quality.bytes_held:,} B "
                                f"but the memory model says {expected:,} B; please report it")
         rows.append(QualityRow(policy.name, quality, plan(policy) if plan else None))
+    notes = tuple(_unquantized_note(c, len(ids) - 1) for c in chosen
+                  if c.quant is not None and c.quant.quantized_tokens(len(ids) - 1) == 0)
     result = QualityResult(
         model=entry.id, text=source, tokens=len(ids), prompt=first,
         baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
         gpu=plan.gpu if plan else None, context=plan.context if plan else None,
-        baseline_concurrency=plan(None) if plan else None, plot=target,
+        baseline_concurrency=plan(None) if plan else None, plot=target, notes=notes,
     )
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
 
         plot_frontier(result, target, force=force)
     return result
+
+
+def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
+    """Why a quantized policy's row equals the full cache: every token it held was in the
+    full-precision residual, or in a key group not yet whole."""
+    quant = policy.quant
+    assert quant is not None
+    return (f"{policy.name}: none of the {tokens:,} tokens were quantized (the last "
+            f"residual={quant.residual} stay in full precision; groups of {quant.group}): its "
+            "row equals the full cache")
 
 
 @dataclass(frozen=True)

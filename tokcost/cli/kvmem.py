@@ -17,6 +17,7 @@ from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import in_cli_words
 from tokcost.cli.kvmem_engine import engine_header, render_fit
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
     from tokcost import DecodeStep, MemoryEstimate, Prefill
@@ -56,11 +57,30 @@ def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | No
     return None if text is None else tokcost.parse_size(text, param=param, allow_zero=allow_zero)
 
 
+# A CPU core does about 1 GFLOP/s; below that a typo (--flops 1) would report a time
+# to first token of years.
+_MIN_FLOPS = 10**9
+_MAX_FLOPS = 10**18
+
+
 def _flops(text: str | None) -> float | None:
     if text is None:
         return None
-    return float(tokcost.parse_count(text.removesuffix("/s"), param="flops", minimum=1,
-                                     maximum=10**18))
+    value = tokcost.parse_count(text.removesuffix("/s"), param="flops", maximum=_MAX_FLOPS)
+    if value < _MIN_FLOPS:
+        raise UsageError(f"flops={text} is below 1e9: peak FLOP/s runs from 1e9 (1B, a CPU) "
+                         "to 1e18; write e.g. 989T or 989e12", param="flops")
+    return float(value)
+
+
+def _contexts(text: str | None) -> list[int] | None:
+    """``1k,8k``; an empty item (``1k,,2k``, ``1k,``) is a typo, not a list of one."""
+    if text is None:
+        return None
+    if any(not part.strip() for part in text.split(",")):
+        raise UsageError(f"contexts={text!r} has an empty item; separate lengths with single "
+                         "commas, e.g. 1k,8k,32k", param="contexts")
+    return tokcost.parse_context_list(text, param="contexts")
 
 
 def _time(seconds: float) -> str:
@@ -226,7 +246,7 @@ def estimate(
         model,
         config=config,
         catalog=catalog,
-        contexts=tokcost.parse_context_list(contexts, param="contexts") if contexts else None,
+        contexts=_contexts(contexts),
         batch=tokcost.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
@@ -320,7 +340,9 @@ def _render(result: MemoryEstimate) -> None:
             cells.append("yes" if row.fits else "[red]no[/red]")
         if has_decode and row.decode is not None:
             cells.append(f"{row.decode.tokens_per_s:,.0f}")
-            cells.append(row.decode.bound)
+            # Bandwidth was the only limit checked: not a verdict against compute.
+            cells.append(row.decode.bound if row.decode.peak_flops_per_s is not None
+                         else "bandwidth (no FLOP/s)")
         if has_prefill and row.prefill is not None:
             cells.append(_time(row.prefill.ttft_seconds))
         table.add_row(*cells)
@@ -335,7 +357,7 @@ def _render(result: MemoryEstimate) -> None:
     for note in r.notes:
         # The notes speak the API (reserve, kv_memory); the table speaks the flags.
         note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
-                                   "efficiency", "flops"))
+                                   "efficiency", "flops", "mem_fraction_static", "gpu"))
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
 
 

@@ -12,6 +12,7 @@ import tokcost
 from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, print_json, progress_enabled
 from tokcost.cli.counts import COUNT, count_parser
+from tokcost.cli.errors import in_cli_words
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ def _render(result: QualityResult) -> None:
     if planned:
         notes.append(f"seqs = sequences of {result.context:,} tokens whose bf16 KV cache fits "
                      f"the memory {result.model}'s weights leave on {result.gpu}")
+    notes.extend(in_cli_words(note, ("residual",)) for note in result.notes)
     for note in notes:
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
 

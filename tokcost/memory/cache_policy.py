@@ -138,8 +138,13 @@ class Eviction:
         for name in ("recent", "sinks", "heavy", "budget"):
             value = getattr(self, name)
             if value < 0 or (isinstance(value, float) and not value.is_integer() and value >= 1):
-                raise UsageError(f"evict {name}={value} must be a whole number of tokens or a "
-                                 "fraction below 1", param="evict")
+                raise UsageError(f"evict {name}={value} must be a count (1024) or a fraction "
+                                 "below 1 (0.25)", param="evict")
+        kept = {"window": (self.recent,), "streaming": (self.sinks, self.recent),
+                "h2o": (self.heavy, self.recent), "snapkv": (self.budget, self.recent)}
+        if not any(kept[self.kind]):
+            raise UsageError(f"evict {self.kind} keeps no tokens; a policy must keep at least "
+                             "one (window:1024 or window:0.25)", param="evict")
 
     @staticmethod
     def _tokens(value: float, length: int) -> int:
@@ -192,23 +197,48 @@ def parse_evict(text: str) -> Eviction:
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)",
             param="evict",
         )
-    kind, a, b = m["kind"], float(m["a"]), m["b"]
-    if kind == "window":
-        if b is not None:
-            raise UsageError(f"evict '{text}': window takes one number (window:1024)",
-                             param="evict")
-        return Eviction("window", recent=a)
-    if kind == "streaming":
-        if b is None or not a.is_integer():
-            raise UsageError(f"evict '{text}': write streaming:SINKS+WINDOW (streaming:4+1024)",
-                             param="evict")
-        return Eviction("streaming", sinks=int(a), recent=float(b))
-    if kind == "h2o":
-        if b is None:
-            raise UsageError(f"evict '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
-                             param="evict")
-        return Eviction("h2o", heavy=a, recent=float(b))
-    return Eviction("snapkv", budget=a, recent=float(b) if b is not None else 32.0)
+    kind, a_text, b_text = m["kind"], m["a"], m["b"]
+    a = _budget(a_text, text)
+    b = None if b_text is None else _budget(b_text, text)
+    try:
+        if kind == "window":
+            if b is not None:
+                raise UsageError(f"evict '{text}': window takes one number (window:1024)",
+                                 param="evict")
+            return Eviction("window", recent=a)
+        if kind == "streaming":
+            if b is None or "." in a_text:
+                raise UsageError(f"evict '{text}': write streaming:SINKS+WINDOW "
+                                 "(streaming:4+1024)", param="evict")
+            return Eviction("streaming", sinks=int(a), recent=b)
+        if kind == "h2o":
+            if b is None:
+                raise UsageError(f"evict '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
+                                 param="evict")
+            return Eviction("h2o", heavy=a, recent=b)
+        return Eviction("snapkv", budget=a, recent=b if b is not None else 32.0)
+    except UsageError as exc:  # Eviction's own checks, named by the spec they came in
+        why = str(exc)
+        if why.startswith(f"evict '{text}'"):
+            raise
+        raise UsageError(f"evict '{text}': {why.removeprefix('evict ')}",
+                         param="evict") from None
+
+
+def _budget(number: str, text: str) -> float:
+    """One budget of a spec: a bare integer is a count of tokens; a number written with a
+    decimal point is a share of the sequence, in (0, 1), so ``1.0`` is not one token."""
+    if "." not in number:
+        return float(int(number))
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise UsageError(f"evict '{text}': {number} is not a count or a fraction below 1 (a "
+                         "decimal point makes a fraction); write a count (1024) or a fraction "
+                         "below 1 (0.25)", param="evict")
+    return value
 
 
 def policy_bytes(

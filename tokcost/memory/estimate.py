@@ -297,6 +297,12 @@ def estimate_kv(
     weights_total = weights_bytes(arch, dtype=weights_dtype, model=entry.id) if need_weights else 0
     budget = Budget(memory, gpu, -(-weights_total // gpus), gpu_util, reserve, kv_memory)
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
+    if group is not None and head_dim is not None and group < head_dim and head_dim % group:
+        # Values are grouped over a head's channels (a group past head_dim is one group of
+        # them all); a cache stores whole groups, and the reference quantizer (tokcost kvmem
+        # quality) refuses a partial one the same way.
+        raise UsageError(f"kv_group_size={group} must divide {entry.id}'s head_dim {head_dim}",
+                         param="kv_group_size")
     plan, fit = plan_engine(options, layout, entry, budget, block_size=block_size,
                             head_dim=head_dim)
     policy: PolicyPlan | None = None
@@ -318,7 +324,10 @@ def estimate_kv(
         notes.append(
             f"{gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the framework "
             "sees a little less (the driver and the CUDA/HIP context keep a few hundred "
-            "MiB), which the reserve absorbs"
+            "MiB), which "
+            + ("the reserve absorbs" if options.name != "sglang" else
+               "comes out of the headroom SGLang keeps outside mem_fraction_static "
+               "(activations, CUDA graphs)")
         )
     # A decode step passes every pipeline stage in turn: per step the GPUs of one
     # tensor-parallel group read all layers' weights between them (so weights split tp

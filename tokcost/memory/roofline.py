@@ -476,7 +476,11 @@ def roofline_notes(
         "fraction an engine reaches as efficiency=F)"
     ]
     where = gpu or "this GPU"
-    if peaks.flops_per_s is None:
+    if peaks.flops_per_s is None and gpu is None:
+        # A bandwidth alone: compute was never looked up, so no GPU "states" anything.
+        notes.append("no gpu or flops given: compute not checked (decode is bounded by "
+                     "bandwidth only, and no time to first token is given); give gpu or flops")
+    elif peaks.flops_per_s is None:
         notes.append(
             f"{where} states no {peaks.flops_dtype} FLOP/s: decode is bounded by bandwidth "
             "only and no time to first token is given; pass flops=FLOP/s"

@@ -131,6 +131,7 @@ def plan_engine(
         memory_bytes=budget.memory_bytes,
         hybrid_manager=options.hybrid_manager,
         pp=options.pp,
+        model_max_len=entry.context_window,
     )
     if fit is not None:
         blocks = plan.num_blocks

@@ -234,6 +234,9 @@ class VllmPlan:
     batched_tokens_source: str
     hybrid_manager: bool
     available: int | None
+    # The model's max_position_embeddings: vLLM's ModelConfig refuses a longer
+    # max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (None: the model states none).
+    model_max_len: int | None = None
 
     @property
     def group_size(self) -> int:
@@ -275,6 +278,8 @@ class VllmPlan:
 
     def _starts(self, context: int) -> bool:
         assert self.available is not None
+        if self.model_max_len is not None and context > self.model_max_len:
+            return False
         return self.available > 0 and all(
             self.needed_bytes(context, s) <= self.available
             for s in self.stages if self._stage_group_size(s)
@@ -311,6 +316,11 @@ class VllmPlan:
         return best
 
     def _refusal(self, max_model_len: int) -> str | None:
+        if self.model_max_len is not None and max_model_len > self.model_max_len:
+            # vLLM's words (config/model.py): "User-specified max_model_len (N) is greater
+            # than the derived max_model_len (max_position_embeddings=M ...)"; before memory.
+            return (f"max_model_len {max_model_len:,} is greater than the model's "
+                    f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
         if self.available is None:
             return None
         if self.available <= 0:
@@ -408,6 +418,7 @@ def plan_vllm(
     memory_bytes: int | None = None,
     hybrid_manager: bool = True,
     pp: int = 1,
+    model_max_len: int | None = None,
 ) -> VllmPlan:
     """vLLM's KV cache config for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU.
 
@@ -446,4 +457,5 @@ def plan_vllm(
         batched_tokens_source=source,
         hybrid_manager=hybrid_manager,
         available=available,
+        model_max_len=model_max_len,
     )
