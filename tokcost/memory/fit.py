@@ -12,8 +12,7 @@ to skip the estimate. tokcost cannot profile, so the activation peak is a stated
 weights and kv heads are split ``tp`` ways.
 
 Decode and prefill speed (the roofline: the slower of bandwidth and compute) live in
-``tokcost.memory.roofline``; ``weights_bytes``, ``DecodeStep`` and ``decode_step`` are
-re-exported here for the callers that import them from this module.
+``tokcost.memory.roofline``.
 """
 
 from __future__ import annotations
@@ -23,9 +22,6 @@ from dataclasses import dataclass
 
 from tokcost.errors import UsageError
 from tokcost.memory.kv import KvLayout
-from tokcost.memory.roofline import DecodeStep as DecodeStep
-from tokcost.memory.roofline import decode_step as decode_step
-from tokcost.memory.roofline import weights_bytes as weights_bytes
 
 DEFAULT_RESERVE = 2 * 2**30  # activations, CUDA graphs, NCCL buffers, per GPU
 DEFAULT_UTIL = 0.9
