@@ -181,9 +181,10 @@ def test_bad_requests_name_the_parameter(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_a_one_token_or_too_long_prompt_is_refused() -> None:
-    with pytest.raises(InputError, match="at least 2"):
+    """Bad usage (exit 2), as generate refuses a prompt too long for the window."""
+    with pytest.raises(UsageError, match="at least 2"):
         tokcost.attention("a")
-    with pytest.raises(InputError, match="context window"):
+    with pytest.raises(UsageError, match="context window"):
         tokcost.attention("word " * 2000)
 
 
@@ -232,7 +233,7 @@ def test_the_plot_is_written(tmp_path: Path) -> None:
     (["attention", "--file", "{none}"], 2, "no such file"),
     (["attention", "--file", "{folder}"], 2, "is a folder"),
     (["attention", "--file", "{bin}"], 1, "not text"),
-    (["attention", "a"], 1, "at least 2"),
+    (["attention", "a"], 2, "at least 2"),
     (["attention", "hello world", "--head", "L0H0"], 2, "add --plot FILE"),
     (["attention", "hello world", "--plot", "{folder}/no/x.png"], 1, "cannot write"),
     (["attention", "hello world", "-m", "no-such-model"], 2, "unknown model"),

@@ -75,7 +75,7 @@ ROWS = [
     (["generate", "hello", "-m", "no-such-model"], 2, "unknown model"),
     (["generate", "hello", "--temperature", "-1"], 2, "--temperature"),
     # attention
-    (["attention", "a"], 1, "needs at least 2"),
+    (["attention", "a"], 2, "needs at least 2"),
     (["attention", "hello world", "--head", "L9H0", "--plot", "{ro}.png"], 1, "cannot write"),
     (["attention", "hello world", "--head", "L9H0", "--plot", "{out}.png"], 2, "--head 'L9H0'"),
     (["attention", "--file", "{bin}"], 1, "not text"),

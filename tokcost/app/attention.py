@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.app.generate import check_prompt_text
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import UsageError
+from tokcost.reference.errors import PromptTooLong
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
@@ -162,11 +163,11 @@ def attention(
     tok = load_tokenizer(entry, cfg)
     ids = tok.encode(prompt)
     if len(ids) < 2:
-        raise InputError(f"the prompt is {len(ids)} token(s); attention needs at least 2 "
-                         "(the first token can only attend to itself)")
+        raise UsageError(f"the prompt is {len(ids)} token(s); attention needs at least 2 "
+                         "(the first token can only attend to itself)", param="prompt")
     if len(ids) > cfg.context_window:
-        raise InputError(f"the prompt is {len(ids):,} tokens, over {entry.id}'s context window "
-                         f"of {cfg.context_window:,}; shorten it")
+        raise PromptTooLong(f"the prompt is {len(ids):,} tokens, over {entry.id}'s context "
+                            f"window of {cfg.context_window:,}; shorten it", param="prompt")
     out = loaded.model.forward(np.asarray([ids], dtype=np.int64), attention="full")
     assert out.attention is not None
     maps = tuple(np.asarray(a[0], dtype=np.float32) for a in out.attention)  # (nh, T, T) each
