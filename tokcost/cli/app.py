@@ -211,8 +211,10 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
                 "Token inflation across languages, scripts, code and data."),
     "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
     "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate", "tokcost.cli.kvmem_quality"),
-              "KV-cache memory: estimate per model and GPU, simulate paged allocation."),
-    "models": (("tokcost.cli.models",), "The model catalog: list, show, validate, sync prices."),
+              "KV-cache memory: estimate per engine and GPU, simulate paging, measure cache "
+              "policies."),
+    "models": (("tokcost.cli.models",),
+               "The model catalog: list, show, validate, sync prices, import a model."),
     "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),
     "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
     "generate": (("tokcost.cli.generate",),
