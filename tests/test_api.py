@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +116,18 @@ def test_tokcount_takes_dash_h_like_tokcost() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "Usage: tokcount" in out.stdout
+
+
+def test_the_cli_names_only_the_public_api_even_for_type_hints() -> None:
+    """import-linter checks the imports that run; this also covers the TYPE_CHECKING ones:
+    the CLI's types come from ``tokcost`` (its exports), never from the layers below."""
+    cli = Path(tokcost.__file__).parent / "cli"
+    allowed = re.compile(r"tokcost(\.cli(\.\w+)*|\.errors)?$")
+    found = []
+    for path in sorted(cli.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names
+                      if n.startswith("tokcost") and not allowed.match(n)]
+    assert found == []

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
     "tokcost.memory.policies": ("PolicyName",),
     "tokcost.memory.simulate": ("compare_policies",),
-    "tokcost.app.memory": ("estimate_memory", "MemoryEstimate"),
+    "tokcost.app.memory": ("estimate_memory", "KvEstimate", "MemoryEstimate"),
     "tokcost.app.simulate": ("simulate", "SimulationResult"),
     "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
     "tokcost.plotting.memory": ("plot_memory",),
@@ -155,6 +155,7 @@ if TYPE_CHECKING:
     from tokcost.app.generate import PromptText as PromptText
     from tokcost.app.generate import decode_prompt as decode_prompt
     from tokcost.app.generate import generate as generate
+    from tokcost.app.memory import KvEstimate as KvEstimate
     from tokcost.app.memory import MemoryEstimate as MemoryEstimate
     from tokcost.app.memory import estimate_memory as estimate_memory
     from tokcost.app.models import CatalogCheck as CatalogCheck

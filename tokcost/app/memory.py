@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError
+from tokcost.memory.estimate import KvEstimate
 from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, Gpu, ModelEntry
-    from tokcost.memory import KvDtypeName, KvEstimate
+    from tokcost.memory import KvDtypeName
 
-__all__ = ["MemoryEstimate", "estimate_memory"]
+# KvEstimate is the estimate a MemoryEstimate carries: the CLI renders it.
+__all__ = ["KvEstimate", "MemoryEstimate", "estimate_memory"]
 
 
 @dataclass(frozen=True)

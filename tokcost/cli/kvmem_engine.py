@@ -13,7 +13,7 @@ from tokcost.cli.console import out
 from tokcost.cli.errors import in_cli_words
 
 if TYPE_CHECKING:
-    from tokcost.memory import KvEstimate
+    from tokcost import KvEstimate
 
 ENGINE_PARAMS = ("block_size", "max_num_batched_tokens", "mem_fraction_static")
 _NAMES = {"vllm": "vLLM", "sglang": "SGLang", "ideal": "ideal"}
