@@ -75,6 +75,31 @@ def build_corpus(path: Path, mb: float) -> int:
     return path.stat().st_size
 
 
+
+def train_hf(corpus: str, pattern: str, vocab: int, max_token_length: int | None = None) -> int:
+    """HF's BpeTrainer set up as tokcost trains (the pattern split, byte-level alphabet, no
+    minimum frequency); the vocabulary size it reached. Shared by bench_bpe_scale."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    from tokcost.bpe.export import hf_pattern
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(hf_pattern(pattern)), "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        min_frequency=0,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        max_token_length=max_token_length,
+    )
+    tok.train([corpus], trainer)
+    return int(tok.get_vocab_size())
+
 def _peak_rss_mb() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -93,25 +118,7 @@ def run_trainer(name: str, corpus: str, vocab: int, jobs: int) -> dict[str, floa
         result = train([corpus], TrainerConfig(vocab_size=vocab, pattern=PATTERN_NAME, jobs=jobs))
         n = result.model.n_tokens
     elif name == "hf":
-        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-        from tokcost.bpe.export import hf_pattern
-
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Split(Regex(hf_pattern(pattern)), "isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ]
-        )
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab,
-            min_frequency=0,
-            show_progress=False,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        )
-        tok.train([corpus], trainer)
-        n = tok.get_vocab_size()
+        n = train_hf(corpus, pattern, vocab)
     elif name == "rustbpe":
         import rustbpe
 

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_bpe import build_corpus
+from bench_bpe import build_corpus, train_hf
 
 PATTERN_NAME = "cl100k"
 TRAINERS = ("tokcost", "hf", "rustbpe", "bpeasy")
@@ -65,26 +65,7 @@ def run_trainer(name: str, corpus: str, vocab: int, jobs: int) -> dict[str, floa
         info["seconds_pretokenize"] = result.seconds_pretokenize
         info["seconds_merge"] = result.seconds_merge
     elif name == "hf":
-        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-        from tokcost.bpe.export import hf_pattern
-
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Split(Regex(hf_pattern(pattern)), "isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ]
-        )
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab,
-            min_frequency=0,
-            show_progress=False,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            max_token_length=MAX_TOKEN_LENGTH + 1,
-        )
-        tok.train([corpus], trainer)
-        info["vocab"] = tok.get_vocab_size()
+        info["vocab"] = train_hf(corpus, pattern, vocab, max_token_length=MAX_TOKEN_LENGTH + 1)
     elif name in ("rustbpe", "bpeasy"):
 
         def lines() -> Iterator[str]:
