@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_count import text_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 Count = Callable[[str], int]
@@ -240,14 +242,8 @@ def build_corpus(folder: Path, megabytes: float) -> int:
     for src in _sources():
         if total >= target:
             break
-        try:
-            if not src.is_file() or src.is_symlink():
-                continue
-            data = src.read_bytes()
-            if b"\x00" in data[:8000]:
-                continue
-            data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+        data = text_bytes(src)
+        if data is None:
             continue
         (folder / f"{n:06d}_{src.name}").write_bytes(data)
         n, total = n + 1, total + len(data)

@@ -49,6 +49,20 @@ def _text_files() -> Iterator[Path]:
     yield from sorted(p for p in Path("/usr/share/doc").rglob("*") if p.suffix in ("", ".txt"))
 
 
+def text_bytes(src: Path) -> bytes | None:
+    """A regular file's bytes if they are UTF-8 text (no NUL early on), else None."""
+    try:
+        if not src.is_file() or src.is_symlink():
+            return None
+        data = src.read_bytes()
+        if b"\x00" in data[:8000]:
+            return None
+        data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return data
+
+
 def build_corpus(folder: Path, megabytes: float) -> tuple[Path, Path, int]:
     """A tree of UTF-8 text files of at least ``megabytes`` MB, and one file of it all."""
     tree = folder / "tree"
@@ -58,14 +72,8 @@ def build_corpus(folder: Path, megabytes: float) -> tuple[Path, Path, int]:
     for i, src in enumerate(_text_files()):
         if total >= megabytes * 1_000_000:
             break
-        try:
-            if not src.is_file() or src.is_symlink():
-                continue
-            data = src.read_bytes()
-            if b"\x00" in data[:8000]:
-                continue
-            data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+        data = text_bytes(src)
+        if data is None:
             continue
         (tree / f"{i:06d}_{src.name}").write_bytes(data)
         parts.append(data)
