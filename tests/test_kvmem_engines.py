@@ -498,3 +498,17 @@ def test_vllm_refuses_a_max_model_len_past_the_model(ctx: str, refuses: bool) ->
                                 "(set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
     ideal = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100", "--engine", "ideal")
     assert ideal["contexts"][0]["fits"] is True
+
+
+@pytest.mark.parametrize(("ctx", "refuses"), [("200k", True), ("128Ki", False)])
+def test_sglang_refuses_a_context_length_past_the_model(ctx: str, refuses: bool) -> None:
+    """SGLang's ModelConfig raises "User-specified context_length ... is greater than the
+    derived context_length" unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    data = estimate("-m", "llama-3.1-8b", "--context", ctx, "--gpu", "H100", "--engine", "sglang")
+    e = data["engine"]
+    assert e["refuses_to_start"] is refuses
+    assert data["contexts"][0]["fits"] is not refuses
+    if refuses:
+        assert e["refusal"] == ("User-specified context_length (200000) is greater than the "
+                                "derived context_length (131072) (set "
+                                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override)")

@@ -87,8 +87,12 @@ def render_fit(r: KvEstimate) -> None:
                            else "   (v0.21 and later: concurrency x max_model_len)")
             out.print(f"  {line}{tag}", highlight=False, markup=False)
     if e.refuses_to_start and e.refusal:
-        advice = ("lower --max-model-len (--context) or raise --gpu-memory-utilization"
-                  if e.name == "vllm" else "raise --mem-fraction-static")
+        if e.refusal_cause == "model_len":
+            advice = "lower --context to the model's context window"
+        elif e.name == "vllm":
+            advice = "lower --max-model-len (--context) or raise --gpu-memory-utilization"
+        else:
+            advice = "lower --context or raise --mem-fraction-static"
         out.print(f"[red]{name} refuses to start[/red] ({advice}): ", end="", markup=True)
         out.print(e.refusal, highlight=False, markup=False)
 

@@ -9,7 +9,7 @@ bytes truly held; ``vllm`` and ``sglang`` reproduce those engines' own accountin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = ["ENGINES", "EngineGroup", "EnginePlan", "EngineReport"]
 
@@ -54,6 +54,9 @@ class EngineReport:
     lines: tuple[str, ...] = ()  # log lines as the engine prints them
     refuses_to_start: bool = False
     refusal: str | None = None
+    # Why it refuses: "model_len" (longer than the model's own context length) or "memory"
+    # (one request of max_model_len does not fit), so advice can name the right knob.
+    refusal_cause: Literal["model_len", "memory"] | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # knobs and where defaults came from
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +73,7 @@ class EngineReport:
             "logged_lines": list(self.lines),
             "refuses_to_start": self.refuses_to_start,
             "refusal": self.refusal,
+            "refusal_cause": self.refusal_cause,
             **self.settings,
         }
 

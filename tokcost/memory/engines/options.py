@@ -185,6 +185,7 @@ def _sglang(
         swa_full_tokens_ratio=options.swa_full_tokens_ratio,
         pp=options.pp,
         settings=settings,
+        model_max_len=entry.context_window,
     )
     fit = None
     if available is not None:

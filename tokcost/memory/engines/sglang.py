@@ -110,6 +110,9 @@ class SglangPlan:
     mla: bool
     available: int | None
     settings: dict[str, object]
+    # The model's context length: SGLang's ModelConfig (_derive_context_length) refuses a
+    # longer --context-length unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1.
+    model_max_len: int | None = None
 
     @property
     def block_size(self) -> int:
@@ -172,6 +175,8 @@ class SglangPlan:
         pools = self._pools()
         if pools is None:
             return None
+        if self.model_max_len is not None and context > self.model_max_len:
+            return False
         conc = self.max_concurrency(context)
         # A prompt past max_total_num_tokens - 1 is rejected (scheduler max_req_input_len).
         return pools[0] > 0 and context < pools[0] + 1 and conc is not None and conc >= batch
@@ -209,11 +214,16 @@ class SglangPlan:
         lines: list[str] = []
         refusal = None
         conc = None
+        if self.model_max_len is not None and max_model_len > self.model_max_len:
+            # SGLang's words (configs/model_config.py), raised before any memory is sized.
+            refusal = (f"User-specified context_length ({max_model_len}) is greater than the "
+                       f"derived context_length ({self.model_max_len}) (set "
+                       "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override)")
         if pools is not None:
             total, full, swa, mamba = pools
             if total <= 0:
-                refusal = ("Not enough memory for the KV cache pool (SGLang's advice: increase "
-                           "mem_fraction_static)")
+                refusal = refusal or ("Not enough memory for the KV cache pool (SGLang's "
+                                      "advice: increase mem_fraction_static)")
             else:
                 if mamba:
                     lines.append(f"max_mamba_cache_size: {mamba}")
@@ -250,6 +260,9 @@ class SglangPlan:
             lines=tuple(lines),
             refuses_to_start=refusal is not None,
             refusal=refusal,
+            refusal_cause=None if refusal is None else (
+                "model_len" if self.model_max_len is not None
+                and max_model_len > self.model_max_len else "memory"),
             settings=settings,
         )
 
@@ -264,6 +277,7 @@ def plan_sglang(
     swa_full_tokens_ratio: float | None = None,
     pp: int = 1,
     settings: dict[str, object] | None = None,
+    model_max_len: int | None = None,
 ) -> SglangPlan:
     """SGLang's pools for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU.
 
@@ -317,4 +331,5 @@ def plan_sglang(
         mla=bool(counts["mla"]),
         available=available,
         settings=info,
+        model_max_len=model_max_len,
     )

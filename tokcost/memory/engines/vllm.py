@@ -402,6 +402,9 @@ class VllmPlan:
             lines=tuple(lines),
             refuses_to_start=refusal is not None,
             refusal=refusal,
+            refusal_cause=None if refusal is None else (
+                "model_len" if self.model_max_len is not None
+                and max_model_len > self.model_max_len else "memory"),
             settings=settings,
         )
 
