@@ -10,6 +10,11 @@ Three ways to keep them, all behind one small surface (``update`` then ``advance
   simulation uses too (tokcost.memory.blocks), and copy-on-write so parallel
   samples share the prompt's blocks until one of them writes.
 
+Sliding-window layers keep only what their window still shows (the memory model's
+``KvLayout.layer_slots``): a ring of ``window`` slots in the contiguous cache; in the
+paged cache a KV cache group of their own whose blocks go back to the pool once wholly
+before the window. ``positions`` then tells the model where the returned keys sit.
+
 Every cache works on a batch of sequences that advance in lockstep (the ``n``
 parallel samples of one prompt), so all sequences hold the same number of tokens.
 """
