@@ -8,13 +8,20 @@ The goldens come from the saved folder, loaded again by ``from_pretrained`` in f
 (stored as float32): so they see the checkpoint exactly as a user loads it (casting a
 live model to bf16 would also round its RoPE frequency buffers), and tokcost's float32
 is measured against exact arithmetic.
-The folder keeps ``golden_logits.npy`` (T, V) and ``prompt_ids.json``. Llama carries a
-byte-level BPE tokenizer with a chat template, and ``chat_golden.json`` (the prompt as
-``apply_chat_template`` renders it). Some checkpoints are stored in bf16 or fp16: their
-goldens see those rounded weights.
+The folder keeps ``golden_logits.npy`` (T, V) and ``prompt_ids.json``. Some checkpoints
+are stored in bf16 or fp16: their goldens see those rounded weights.
+
+Every family carries a 300-id byte-level BPE tokenizer (``tokenizer.json``, trained on
+the fixed ``CORPUS`` below, so the files do not change with the README) with the
+family's special tokens at the ids its config names (Gemma: <pad> 0, <eos> 1, <bos> 2;
+Llama, Mistral: <unk> 0, <s> 1, </s> 2; Qwen's ChatML markers), and ``tokenizer_config.json``
+with the family's chat template where its models ship one (Llama: a small template of
+our own; Qwen: ChatML; Gemma: turns; the base Mistral-7B-v0.1 has none), and
+``chat_golden.json`` (the prompt as transformers' ``apply_chat_template`` renders it).
+``--tokenizers-only`` rewrites the tokenizer files and leaves weights and goldens alone.
 
     pip install 'tokcost[hf]'   # transformers, torch, jinja2
-    python scripts/make_hf_goldens.py [--out tests/fixtures/hf_tiny]
+    python scripts/make_hf_goldens.py [--out tests/fixtures/hf_tiny] [--tokenizers-only]
 """
 
 from __future__ import annotations
@@ -41,6 +48,38 @@ CHAT_TEMPLATE = (
 )
 CHAT = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": " The baker opens the shop. "}]
+QWEN_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "<start_of_turn>{{ role }}\n{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+# family -> (special tokens from id 0, bos, eos, chat template or None).
+TOKENIZERS: dict[str, tuple[list[str], str | None, str, str | None]] = {
+    "llama": (["<unk>", "<s>", "</s>"], "<s>", "</s>", CHAT_TEMPLATE),
+    "mistral": (["<unk>", "<s>", "</s>"], "<s>", "</s>", None),
+    "qwen2": (["<|endoftext|>", "<|im_start|>", "<|im_end|>"], None, "<|im_end|>",
+              QWEN_TEMPLATE),
+    "qwen3": (["<|endoftext|>", "<|im_start|>", "<|im_end|>"], None, "<|im_end|>",
+              QWEN_TEMPLATE),
+    "gemma2": (["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"], "<bos>",
+               "<eos>", GEMMA_TEMPLATE),
+    "gemma3_text": (["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"], "<bos>",
+                    "<eos>", GEMMA_TEMPLATE),
+}
+# What the tokenizers are trained on: fixed here, so rerunning gives the same files.
+CORPUS = (
+    "The baker opens the shop before the sun is up. The baker sells bread to the town "
+    "every day, and the town buys the bread while it is warm. A cache keeps the keys and "
+    "values of the tokens a model has already seen, so the next token costs one step "
+    "instead of the whole text again. Every morning the baker counts the loaves, the "
+    "coins and the tokens, and writes the numbers in a book. "
+) * 8
 
 
 def families() -> dict[str, tuple[Any, str]]:
@@ -106,38 +145,50 @@ def build(name: str, config: Any, dtype: str, out: Path) -> None:
     print(f"{name}: {logits.shape} stored {dtype}")
 
 
-def tokenizer(folder: Path) -> None:
-    """A 300-token byte-level BPE with a chat template, and the rendering it gives."""
+def tokenizer(folder: Path, family: str) -> None:
+    """A 300-id byte-level BPE with the family's special tokens and chat template, and
+    the rendering transformers gives for it."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    specials, bos, eos, template = TOKENIZERS[family]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"],
+    trainer = trainers.BpeTrainer(vocab_size=SHAPE["vocab_size"], special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([text], trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
-    fast.chat_template = CHAT_TEMPLATE
+    tok.train_from_iterator([CORPUS], trainer)
+    assert tok.get_vocab_size() == SHAPE["vocab_size"], tok.get_vocab_size()
+    extra = {"pad_token": specials[0]} if family.startswith(("gemma", "qwen")) else {}
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos,
+                                   **extra)
+    if template is not None:
+        fast.chat_template = template
     fast.save_pretrained(folder)
     config = json.loads((folder / "tokenizer_config.json").read_text())
-    config["chat_template"] = CHAT_TEMPLATE  # where real checkpoints keep it
+    if template is not None:
+        config["chat_template"] = template  # where real checkpoints keep it
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
     (folder / "chat_template.jinja").unlink(missing_ok=True)
-    rendered = fast.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
-    (folder / "chat_golden.json").write_text(
-        json.dumps({"messages": CHAT, "text": rendered}, indent=2) + "\n"
-    )
+    (folder / "special_tokens_map.json").unlink(missing_ok=True)
+    golden = folder / "chat_golden.json"
+    golden.unlink(missing_ok=True)
+    if template is not None:
+        rendered = fast.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
+        golden.write_text(json.dumps({"messages": CHAT, "text": rendered}, indent=2) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "hf_tiny")
+    parser.add_argument("--tokenizers-only", action="store_true",
+                        help="rewrite the tokenizer files only (no torch needed for weights)")
     args = parser.parse_args()
-    for name, (config, dtype) in families().items():
-        build(name, config, dtype, args.out)
-    tokenizer(args.out / "llama")
+    if not args.tokenizers_only:
+        for name, (config, dtype) in families().items():
+            build(name, config, dtype, args.out)
+    for name in TOKENIZERS:
+        tokenizer(args.out / name, name)
 
 
 if __name__ == "__main__":

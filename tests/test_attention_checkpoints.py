@@ -1,7 +1,7 @@
 """tokcost attention on real Hugging Face checkpoints (--model-dir, -m hf:), issue 16 gap 1.
 
-The random checkpoints in tests/fixtures/hf_tiny/ ship a tokenizer only for llama; the
-others borrow it (same 300-id vocabulary) in a copy under tmp_path.
+The random checkpoints in tests/fixtures/hf_tiny/ each ship their family's tokenizer
+(scripts/make_hf_goldens.py); the tests read copies under tmp_path.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ KEYS = {"model", "weights", "tokenizer", "prompt_tokens", "prompt_ids", "tokens"
 def _folder(tmp_path: Path, family: str) -> Path:
     folder = tmp_path / family
     shutil.copytree(TINY / family, folder)
-    if not (folder / "tokenizer.json").exists():
-        shutil.copy(TINY / "llama" / "tokenizer.json", folder / "tokenizer.json")
+    assert (folder / "tokenizer.json").is_file()
     return folder
 
 

@@ -92,12 +92,15 @@ class Candidate:
 
 @dataclass(frozen=True)
 class CacheEvent:
-    """A block of the paged cache allocated, shared or copied on write, as it happened.
+    """A block of the paged cache allocated, shared, copied on write or freed, as it happened.
 
     ``sample`` is None for the prompt's blocks; ``block`` is the logical index in the
     sample's block table, ``physical`` the pool's block id; ``position`` the first
     position written (``share``: the prompt's length). ``copy_on_write`` copies
-    ``source``, which keeps ``holders`` holders; ``share`` leaves ``holders`` on it.
+    ``source``, which keeps ``holders`` holders; ``share`` leaves ``holders`` on it;
+    ``free``: the block left the window of the query at ``position`` and ``holders``
+    references are left (0: back in the pool). ``group`` is the KV cache group whose
+    block table changed (``full`` or ``sliding`` layers).
     """
 
     kind: str
@@ -107,6 +110,7 @@ class CacheEvent:
     position: int
     source: int | None = None
     holders: int = 1
+    group: str = "full"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -453,7 +457,7 @@ def _step(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate:
         text=tok.decode([*seq[prompt_len:], step.token_id]),
         estimate_bytes=estimate,
         events=tuple(CacheEvent(e.kind, e.sequence, e.block, e.physical, e.position, e.source,
-                                e.holders) for e in step.events),
+                                e.holders, e.group) for e in step.events),
     )
 
 
@@ -482,11 +486,15 @@ def _cache_use(
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
     per_sample = int(estimate(entry, tokens, block_size=result.block_size))
     unshared = per_sample * n
+    own = result.cache_bytes_per_sample
+    # One sample's blocks: exactly the estimate; with sliding layers at most it (the
+    # estimate counts the window's worst alignment on blocks). n samples hold less than
+    # n of them, by the shared prompt blocks.
+    fits = own <= per_sample if result.sliding_window is not None else own == per_sample
     return replace(
         held,
         estimate_bytes=unshared,
         estimate_bytes_per_sample=per_sample,
-        # One sample: exactly the estimate. n samples: less, by the shared prompt blocks.
-        matches=result.cache_bytes == unshared if n == 1 else result.cache_bytes <= unshared,
-        saved_by_sharing=unshared - result.cache_bytes,
+        matches=fits and result.cache_bytes <= own * n,
+        saved_by_sharing=own * n - result.cache_bytes,
     )

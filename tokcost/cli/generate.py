@@ -30,7 +30,8 @@ LEGEND = (
     ("cache", "tokens held per sample, bytes held by all samples, physical blocks (logical: "
      "without sharing), beside kvmem estimate"),
     ("paged", "block events as they happen: allocated from the pool, shared by the --n "
-     "samples, copied on write (#N: a physical block, with the positions it holds)"),
+     "samples, copied on write, dropped once outside a sliding window (#N: a physical "
+     "block, with the positions it holds; sliding layers keep their own block table)"),
     ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
      "largest attention weight W on 'tok', at position P (0 = the first prompt token)"),
 )
@@ -294,7 +295,8 @@ def _p(p: float) -> str:
 
 
 def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
-    """The paged cache's block events behind this step, one line per kind and holder."""
+    """The paged cache's block events behind this step, one line per kind and holder.
+    Sliding layers keep their own block table (a KV cache group): their lines say so."""
     def span(e: CacheEvent) -> str:
         return f"{e.block * block}-{e.block * block + block - 1}"
 
@@ -303,31 +305,50 @@ def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
             return "the prompt"
         return f"sample {sample + 1}" if n > 1 else "the sequence"
 
+    def paged(group: str) -> str:
+        return "  paged (sliding layers):" if group == "sliding" else "  paged:"
+
     lines: list[str] = []
-    allocated: dict[int | None, list[CacheEvent]] = {}
-    shared: list[CacheEvent] = []
+    allocated: dict[tuple[str, int | None], list[CacheEvent]] = {}
+    shared: dict[str, list[CacheEvent]] = {}
+    freed: dict[tuple[str, int | None], list[CacheEvent]] = {}
     for e in step.events:
         if e.kind == "allocate":
-            allocated.setdefault(e.sample, []).append(e)
+            allocated.setdefault((e.group, e.sample), []).append(e)
         elif e.kind == "share":
-            shared.append(e)
-    for sample, events in allocated.items():
+            shared.setdefault(e.group, []).append(e)
+        elif e.kind == "free":
+            freed.setdefault((e.group, e.sample), []).append(e)
+    for (group, sample), events in allocated.items():
         blocks = ", ".join(f"#{e.physical} (positions {span(e)})" for e in events)
         plural = "s" if len(events) != 1 else ""
-        lines.append(f"  paged: allocated block{plural} {blocks} for {owner(sample)}")
-    if shared:
-        ids = " ".join(f"#{e.physical}" for e in shared)
-        lines.append(f"  paged: {shared[0].holders} samples share the prompt's block"
-                     f"{'s' if len(shared) != 1 else ''} {ids} (reference count "
-                     f"{shared[0].holders}; nothing copied)")
+        lines.append(f"{paged(group)} allocated block{plural} {blocks} for {owner(sample)}")
+    for group, events in shared.items():
+        ids = " ".join(f"#{e.physical}" for e in events)
+        lines.append(f"{paged(group)} {events[0].holders} samples share the prompt's block"
+                     f"{'s' if len(events) != 1 else ''} {ids} (reference count "
+                     f"{events[0].holders}; nothing copied)")
     for e in step.events:
         if e.kind == "copy_on_write":
             lines.append(
-                f"  paged: copy-on-write: {owner(e.sample)} writes position {e.position} into "
-                f"shared block #{e.source} (positions {span(e)}), so it gets a copy, "
-                f"#{e.physical}; #{e.source} keeps {e.holders} holder"
+                f"{paged(e.group)} copy-on-write: {owner(e.sample)} writes position "
+                f"{e.position} into shared block #{e.source} (positions {span(e)}), so it gets "
+                f"a copy, #{e.physical}; #{e.source} keeps {e.holders} holder"
                 f"{'s' if e.holders != 1 else ''}"
             )
+    for (group, sample), events in freed.items():
+        blocks = ", ".join(
+            f"#{e.physical} (positions {span(e)}"
+            + (")" if e.holders == 0 else f"; {e.holders} holder{'s' if e.holders != 1 else ''}"
+               " left)")
+            for e in events
+        )
+        back = all(e.holders == 0 for e in events)
+        lines.append(
+            f"{paged(group)} {owner(sample)} drops block{'s' if len(events) != 1 else ''} "
+            f"{blocks}: outside the window of position {events[-1].position}"
+            + ("; back in the pool" if back else "")
+        )
     return lines
 
 

@@ -10,6 +10,11 @@ Three ways to keep them, all behind one small surface (``update`` then ``advance
   simulation uses too (tokcost.memory.blocks), and copy-on-write so parallel
   samples share the prompt's blocks until one of them writes.
 
+Sliding-window layers keep only what their window still shows (the memory model's
+``KvLayout.layer_slots``): a ring of ``window`` slots in the contiguous cache; in the
+paged cache a KV cache group of their own whose blocks go back to the pool once wholly
+before the window. ``positions`` then tells the model where the returned keys sit.
+
 Every cache works on a batch of sequences that advance in lockstep (the ``n``
 parallel samples of one prompt), so all sequences hold the same number of tokens.
 """
@@ -34,6 +39,9 @@ if TYPE_CHECKING:
     Array = NDArray[np.float32]
 
 
+EventKind = Literal["allocate", "share", "copy_on_write", "free"]
+
+
 @dataclass(frozen=True)
 class BlockEvent:
     """One change to the paged cache's block tables, in the order it happened.
@@ -45,16 +53,20 @@ class BlockEvent:
     write ``position`` into the shared block ``source``, so it gets ``physical``, a
     copy, and ``source`` keeps ``holders`` other holders. ``sequence`` is the sample's
     index (None: the prompt's blocks, shared by all samples; ``generate`` marks the
-    prefill's allocations so too).
+    prefill's allocations so too). ``free``: the block lies wholly before the window of
+    the query at ``position``, so ``sequence`` drops it from its table; ``holders`` is
+    the reference count left (0: the block is back in the pool). ``group`` is the KV
+    cache group whose table changed: ``full`` or ``sliding`` layers.
     """
 
-    kind: Literal["allocate", "share", "copy_on_write"]
+    kind: EventKind
     sequence: int | None
     block: int
     physical: int
     position: int  # first position the sequence writes (share: the prompt's length)
     source: int | None = None
     holders: int = 1
+    group: Literal["full", "sliding"] = "full"
 
 
 class KVCache(ABC):
@@ -76,7 +88,8 @@ class KVCache(ABC):
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
         """Positions of the keys ``update`` returned (B, nkv, S), when they are not simply
-        0..S-1 (an evicting cache, tokcost.reference.kvpolicy)."""
+        0..S-1: a sliding layer's keys once its window moved on, an evicting cache's
+        (tokcost.reference.kvpolicy)."""
         return None
 
     def observe(self, layer: int, att: Array) -> None:  # noqa: B027 (a hook: most ignore it)
@@ -98,7 +111,10 @@ class KVCache(ABC):
 
 
 class ContiguousCache(KVCache):
-    """One slab per sequence, reserved up front for ``capacity`` tokens.
+    """One slab per sequence and layer, reserved up front: ``capacity`` tokens on a full
+    layer, ``min(capacity, sliding_window)`` on a sliding one, used as a ring buffer
+    (position p in slot p mod window): a sliding layer never needs a key older than its
+    window, so the slab holds what ``kvmem estimate`` counts for it.
 
     >>> from tokcost.reference.config import RefConfig
     >>> cfg = RefConfig(layers=2, hidden_size=16, attention_heads=2, kv_heads=1,
@@ -110,33 +126,72 @@ class ContiguousCache(KVCache):
     def __init__(self, cfg: RefConfig, capacity: int, batch: int = 1) -> None:
         super().__init__(cfg, batch)
         self.capacity = capacity
-        shape = (cfg.layers, batch, cfg.kv_heads, capacity, cfg.head_dim)
-        self.k = np.zeros(shape, dtype=np.float32)  # (L, B, nkv, cap, hs)
-        self.v = np.zeros(shape, dtype=np.float32)  # (L, B, nkv, cap, hs)
+        self.slots = [
+            min(capacity, cfg.sliding_window or capacity) if cfg.sliding(i) else capacity
+            for i in range(cfg.layers)
+        ]
+        shapes = [(batch, cfg.kv_heads, s, cfg.head_dim) for s in self.slots]
+        self.k = [np.zeros(shape, dtype=np.float32) for shape in shapes]  # (B, nkv, slots, hs)
+        self.v = [np.zeros(shape, dtype=np.float32) for shape in shapes]
+        self._pos: list[NDArray[np.int64] | None] = [None] * cfg.layers
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         t = k.shape[2]
-        end = self.length + t
+        start, end = self.length, self.length + t
         if end > self.capacity:
             raise CacheFull(
                 f"contiguous cache reserved {self.capacity} tokens but needs {end}; "
                 "reserve a larger capacity"
             )
-        self.k[layer, :, :, self.length : end] = k
-        self.v[layer, :, :, self.length : end] = v
-        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]  # (B, nkv, S, hs)
+        slots, ks, vs = self.slots[layer], self.k[layer], self.v[layer]
+        if end <= slots:  # every full layer; a sliding one until the ring wraps
+            ks[:, :, start:end] = k
+            vs[:, :, start:end] = v
+            self._pos[layer] = None
+            return ks[:, :, :end], vs[:, :, :end]  # (B, nkv, S, hs)
+        if t == 1:
+            # One new token overwrites position start - window, which its query (at
+            # `start`) no longer sees: attend to the slab in slot order, as it lies.
+            ks[:, :, start % slots] = k[:, :, 0]
+            vs[:, :, start % slots] = v[:, :, 0]
+            slot = np.arange(slots)
+            self._pos[layer] = start - (start - slot) % slots  # slot's position
+            return ks, vs
+        # Several new tokens: the first of them still needs keys the last ones would
+        # overwrite, so attend to the held ones (oldest first) and the new ones joined.
+        held = min(start, slots)
+        ring = np.arange(start - held, start) % slots
+        out_k = np.concatenate([ks[:, :, ring], k], axis=2)
+        out_v = np.concatenate([vs[:, :, ring], v], axis=2)
+        self._pos[layer] = np.arange(start - held, end)
+        keep = min(t, slots)
+        dest = np.arange(end - keep, end) % slots
+        ks[:, :, dest] = k[:, :, t - keep:]
+        vs[:, :, dest] = v[:, :, t - keep:]
+        return out_k, out_v
+
+    def positions(self, layer: int) -> NDArray[np.int64] | None:
+        pos = self._pos[layer]
+        if pos is None:
+            return None
+        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
         # A contiguous slab cannot be shared: each sample gets its own copy of the prompt.
-        self.k = np.repeat(self.k, n, axis=1)  # (L, n, nkv, cap, hs)
-        self.v = np.repeat(self.v, n, axis=1)
+        self.k = [np.repeat(k, n, axis=0) for k in self.k]  # (n, nkv, slots, hs)
+        self.v = [np.repeat(v, n, axis=0) for v in self.v]
         self.batch = n
 
     @property
     def nbytes(self) -> int:
-        return int(self.k.nbytes + self.v.nbytes)
+        return sum(int(k.nbytes + v.nbytes) for k, v in zip(self.k, self.v, strict=True))
+
+    @property
+    def sequence_bytes(self) -> int:
+        """Bytes one sequence's slabs hold."""
+        return self.nbytes // self.batch
 
 
 class BlockAllocator(blocks.BlockAllocator):
@@ -156,12 +211,40 @@ class BlockAllocator(blocks.BlockAllocator):
         )
 
 
+class _Group:
+    """One KV cache group (vLLM's ``KVCacheGroupSpec``): the layers that share a block
+    table, with their own pool and allocator. Full layers are one group, sliding layers
+    another, since a sliding layer lets go of blocks that a full layer keeps."""
+
+    def __init__(self, cfg: RefConfig, name: Literal["full", "sliding"], layers: list[int],
+                 block_size: int, num_blocks: int) -> None:
+        self.name = name
+        self.layers = layers
+        self.window = cfg.sliding_window if name == "sliding" else None
+        self.allocator = BlockAllocator(num_blocks)
+        shape = (len(layers), num_blocks, cfg.kv_heads, block_size, cfg.head_dim)
+        self.k_pool = np.zeros(shape, dtype=np.float32)  # (layers, nb, nkv, bs, hs)
+        self.v_pool = np.zeros(shape, dtype=np.float32)
+        # Logical block i of a sequence -> physical block; FREED once it left the window.
+        self.tables: list[list[int]] = [[]]
+        self.block_bytes = 2 * len(layers) * cfg.kv_heads * block_size * cfg.head_dim * 4
+
+
+FREED = -1  # a block table entry whose block went back to the pool (vLLM's null block)
+
+
 class PagedCache(KVCache):
     """Blocks of ``block_size`` tokens from a pool; a block table maps each
     sequence's logical block i to a physical block id (vLLM's PagedAttention).
 
-    Keys and values of all layers live in one pool indexed by the same block ids,
-    so one block table serves every layer.
+    Layers come in KV cache groups as in vLLM: one for the full-attention layers and one
+    for the sliding-window layers, each with its own block table per sequence. A sliding
+    group returns a block to its pool once the block lies wholly before the window of
+    every query still to come (vLLM's ``SlidingWindowManager``), so it holds at most
+    ``ceil((window - 1) / block_size) + 1`` blocks per sequence. Each group has its own
+    pool and allocator (``num_blocks`` each): a block of one group spans only that
+    group's layers, so the groups' blocks differ in bytes (Gemma-3 has five sliding
+    layers per full one) and one shared pool would need vLLM's equal-size pages.
     """
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
@@ -169,60 +252,126 @@ class PagedCache(KVCache):
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.block_size = block_size
-        self.allocator = BlockAllocator(num_blocks)
-        shape = (cfg.layers, num_blocks, cfg.kv_heads, block_size, cfg.head_dim)
-        self.k_pool = np.zeros(shape, dtype=np.float32)  # (L, nb, nkv, bs, hs)
-        self.v_pool = np.zeros(shape, dtype=np.float32)  # (L, nb, nkv, bs, hs)
-        self.tables: list[list[int]] = [[]]
+        full = [i for i in range(cfg.layers) if not cfg.sliding(i)]
+        sliding = [i for i in range(cfg.layers) if cfg.sliding(i)]
+        self.groups = [
+            _Group(cfg, "full", full, block_size, num_blocks),
+            _Group(cfg, "sliding", sliding, block_size, num_blocks),
+        ]
+        self.groups = [g for g in self.groups if g.layers]
+        # Layer -> (its group, its index in the group's pool).
+        self._where = {
+            layer: (g, j) for g in self.groups for j, layer in enumerate(g.layers)
+        }
+        self._pos: dict[int, NDArray[np.int64] | None] = {}
         self.copies = 0  # copy-on-write events, for generate(explain) and the tests
         # Set to a list to record every BlockEvent (generate's explain drains it).
         self.events: list[BlockEvent] | None = None
 
     @property
+    def allocator(self) -> BlockAllocator:
+        """The first group's allocator (the only one unless some layers slide)."""
+        return self.groups[0].allocator
+
+    @property
+    def tables(self) -> list[list[int]]:
+        """The first group's block tables, one per sequence."""
+        return self.groups[0].tables
+
+    @property
     def block_bytes(self) -> int:
-        """2 (K and V) x layers x kv_heads x block_size x head_dim x 4 bytes."""
+        """Bytes of one block in every group together: 2 (K and V) x layers x kv_heads x
+        block_size x head_dim x 4 bytes."""
         return self.cfg.kv_bytes_per_token * self.block_size
 
     def _prepare(self, tokens: int) -> None:
         """Give every sequence a private, writable block for each new position."""
+        self._release(self.length)
         first = self.length // self.block_size
         last = (self.length + tokens - 1) // self.block_size
-        for seq, table in enumerate(self.tables):
-            for i in range(first, last + 1):
-                at = max(self.length, i * self.block_size)  # first position written in block i
-                if i == len(table):
-                    table.append(self.allocator.allocate())
-                    self._record("allocate", seq, i, table[i], at)
-                else:
+        for group in self.groups:
+            for seq, table in enumerate(group.tables):
+                for i in range(first, last + 1):
+                    at = max(self.length, i * self.block_size)  # first position written
+                    if i == len(table):
+                        table.append(group.allocator.allocate())
+                        self._record("allocate", seq, i, table[i], at, group=group.name)
+                        continue
                     # Copy-on-write: a sequence about to write into a shared block gets
                     # its own copy; the old block keeps its other holders.
                     old = table[i]
-                    new = self.allocator.copy_on_write(old)
+                    new = group.allocator.copy_on_write(old)
                     if new != old:
-                        self.k_pool[:, new] = self.k_pool[:, old]
-                        self.v_pool[:, new] = self.v_pool[:, old]
+                        group.k_pool[:, new] = group.k_pool[:, old]
+                        group.v_pool[:, new] = group.v_pool[:, old]
                         table[i] = new
                         self.copies += 1
                         self._record("copy_on_write", seq, i, new, at, source=old,
-                                     holders=self.allocator.refcount(old))
+                                     holders=group.allocator.refcount(old), group=group.name)
+
+    def _release(self, query: int) -> None:
+        """Return the sliding groups' blocks that the query at position ``query`` (and
+        every later one) cannot see: those ending before ``query - window + 1``."""
+        for group in self.groups:
+            if group.window is None:
+                continue
+            # Block i ends at (i + 1) x bs - 1; it is out of sight when that is < query - w + 1.
+            gone = max(0, (query - group.window + 1) // self.block_size)
+            for seq, table in enumerate(group.tables):
+                for i in range(min(gone, len(table))):
+                    block = table[i]
+                    if block == FREED:
+                        continue
+                    group.allocator.decref(block)
+                    table[i] = FREED
+                    self._record("free", seq, i, block, query,
+                                 holders=group.allocator.refcount(block), group=group.name)
+
+    def advance(self, tokens: int) -> None:
+        super().advance(tokens)
+        # Between steps a sliding group keeps what the last query saw (its window's
+        # blocks, as the memory model counts them); the next _prepare lets go of one
+        # more position's worth before it allocates.
+        self._release(self.length - 1)
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         t = k.shape[2]
         if layer == 0:
             self._prepare(t)
+        group, j = self._where[layer]
         pos = np.arange(self.length, self.length + t)  # (T,)
         offs = pos % self.block_size  # (T,)
         end = self.length + t
         nblk = -(-end // self.block_size)
+        first = self._first_held(group)
+        self._pos[layer] = (
+            np.arange(first * self.block_size, end, dtype=np.int64) if first else None
+        )
         ks, vs = [], []
-        for b, table in enumerate(self.tables):
+        for b, table in enumerate(group.tables):
             blocks = np.asarray(table)[pos // self.block_size]  # (T,)
             # Two index arrays around a slice: the indexed view is (T, nkv, hs).
-            self.k_pool[layer, blocks, :, offs] = k[b].transpose(1, 0, 2)
-            self.v_pool[layer, blocks, :, offs] = v[b].transpose(1, 0, 2)
-            ks.append(self._gather(self.k_pool[layer], table[:nblk], end))
-            vs.append(self._gather(self.v_pool[layer], table[:nblk], end))
+            group.k_pool[j, blocks, :, offs] = k[b].transpose(1, 0, 2)
+            group.v_pool[j, blocks, :, offs] = v[b].transpose(1, 0, 2)
+            held = table[first:nblk]
+            ks.append(self._gather(group.k_pool[j], held, end - first * self.block_size))
+            vs.append(self._gather(group.v_pool[j], held, end - first * self.block_size))
         return np.stack(ks), np.stack(vs)  # (B, nkv, S, hs)
+
+    def _first_held(self, group: _Group) -> int:
+        """The first logical block still held (the same for every sequence: they advance
+        in lockstep)."""
+        table = group.tables[0]
+        i = 0
+        while i < len(table) and table[i] == FREED:
+            i += 1
+        return i
+
+    def positions(self, layer: int) -> NDArray[np.int64] | None:
+        pos = self._pos.get(layer)
+        if pos is None:
+            return None
+        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
     def _gather(self, pool: Array, blocks: list[int], end: int) -> Array:
         g = pool[blocks]  # (nblk, nkv, bs, hs)
@@ -233,18 +382,22 @@ class PagedCache(KVCache):
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
-        for i, block in enumerate(self.tables[0]):
-            self.allocator.incref(block, n - 1)
-            self._record("share", None, i, block, self.length, holders=n)
-        self.tables = [list(self.tables[0]) for _ in range(n)]
+        for group in self.groups:
+            for i, block in enumerate(group.tables[0]):
+                if block == FREED:
+                    continue
+                group.allocator.incref(block, n - 1)
+                self._record("share", None, i, block, self.length, holders=n,
+                             group=group.name)
+            group.tables = [list(group.tables[0]) for _ in range(n)]
         self.batch = n
 
-    def _record(self, kind: Literal["allocate", "share", "copy_on_write"], sequence: int | None,
-                block: int, physical: int, position: int, *, source: int | None = None,
-                holders: int = 1) -> None:
+    def _record(self, kind: EventKind, sequence: int | None, block: int, physical: int,
+                position: int, *, source: int | None = None, holders: int = 1,
+                group: Literal["full", "sliding"] = "full") -> None:
         if self.events is not None:
             self.events.append(
-                BlockEvent(kind, sequence, block, physical, position, source, holders)
+                BlockEvent(kind, sequence, block, physical, position, source, holders, group)
             )
 
     def drain_events(self) -> list[BlockEvent]:
@@ -256,21 +409,28 @@ class PagedCache(KVCache):
 
     def free(self) -> None:
         """Return every block to the pool."""
-        for table in self.tables:
-            for block in table:
-                self.allocator.decref(block)
-            table.clear()
+        for group in self.groups:
+            for table in group.tables:
+                for block in table:
+                    if block != FREED:
+                        group.allocator.decref(block)
+                table.clear()
 
     @property
     def blocks_used(self) -> int:
-        """Physical blocks in use (shared blocks counted once)."""
-        return self.allocator.num_used
+        """Physical blocks in use, all groups (shared blocks counted once)."""
+        return sum(g.allocator.num_used for g in self.groups)
 
     @property
     def logical_blocks(self) -> int:
         """Blocks the sequences would hold without sharing."""
-        return sum(len(t) for t in self.tables)
+        return sum(sum(b != FREED for b in t) for g in self.groups for t in g.tables)
+
+    @property
+    def sequence_bytes(self) -> int:
+        """Bytes of the blocks one sequence's tables refer to (shared ones in full)."""
+        return sum(sum(b != FREED for b in g.tables[0]) * g.block_bytes for g in self.groups)
 
     @property
     def nbytes(self) -> int:
-        return self.blocks_used * self.block_bytes
+        return sum(g.allocator.num_used * g.block_bytes for g in self.groups)

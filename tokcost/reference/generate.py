@@ -102,6 +102,9 @@ class GenerationResult:
     logical_blocks: int | None
     copy_on_write: int | None
     logits: list[NDArray[np.float32]] = field(default_factory=list)  # (n, V) per step
+    # The window of the sliding layers, if any: a paged cache then holds at most the
+    # memory model's worst case (equal to it when the window starts mid-block).
+    sliding_window: int | None = None
 
 
 def _candidates(dist: Distribution, token: int, top: int) -> list[StepCandidate]:
@@ -276,10 +279,9 @@ def generate(
 
     length = kv.length if kv is not None else 0
     per_sample = length * cfg.kv_bytes_per_token
-    if isinstance(kv, PagedCache):
-        per_sample = -(-length // block_size) * kv.block_bytes
-    elif isinstance(kv, ContiguousCache):
-        per_sample = kv.capacity * cfg.kv_bytes_per_token
+    if isinstance(kv, PagedCache | ContiguousCache):
+        # Sliding layers hold their window only: the caches count what they hold.
+        per_sample = kv.sequence_bytes
     return GenerationResult(
         prompt_ids=prompt,
         samples=[seq[len(prompt) :] for seq in seqs],
@@ -294,6 +296,8 @@ def generate(
         logical_blocks=kv.logical_blocks if isinstance(kv, PagedCache) else None,
         copy_on_write=kv.copies if isinstance(kv, PagedCache) else None,
         logits=logits_log,
+        sliding_window=cfg.sliding_window if any(
+            cfg.sliding(i) for i in range(cfg.layers)) else None,
     )
 
 

@@ -10,6 +10,12 @@ Evicted keys keep the rotary position they were cached with (as H2O and SnapKV d
 StreamingLLM's paper renumbers positions inside the cache instead), so the model masks
 by the positions the cache reports (``positions``), not by index. A quantized cache and
 an evicting one are separate here: quantization with eviction is not implemented yet.
+
+Sliding-window layers (Mistral, Gemma) let go of what their window left, as the plain
+caches do: an evicting cache keeps at most ``sliding_window`` keys there (the policy's
+choice, cut to the newest ``window``), a quantized cache drops the tokens before the
+window (a per-channel key group only once all its tokens are out). ``policy_cache_bytes``
+is what ``policy_bytes`` says layer by layer for such a model.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tokcost.errors import UsageError
-from tokcost.memory.cache_policy import Eviction, KvQuant
+from tokcost.memory.cache_policy import Eviction, KvQuant, policy_bytes
 from tokcost.reference.cache import KVCache
 from tokcost.reference.quantize import (
     IntBlock,
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
 
     Array = NDArray[np.float32]
 
-__all__ = ["EvictingCache", "QuantizedCache", "policy_cache"]
+__all__ = ["EvictingCache", "QuantizedCache", "policy_cache", "policy_cache_bytes"]
 
 
 class QuantizedCache(KVCache):
@@ -52,6 +58,9 @@ class QuantizedCache(KVCache):
         self.full_k: list[Array] = [empty] * cfg.layers
         self.full_v: list[Array] = [empty] * cfg.layers
         self.blocks: list[list[tuple[object, object]]] = [[] for _ in range(cfg.layers)]
+        # Position of each layer's oldest token held (> 0 once a sliding layer let go).
+        self.start = [0] * cfg.layers
+        self._held = [0] * cfg.layers  # keys the last update returned, per layer
 
     def _encode(self, x: Array, axis: str) -> object:
         if self.quant.format == "fp8":
@@ -75,7 +84,15 @@ class QuantizedCache(KVCache):
         self.full_v[layer] = np.concatenate([self.full_v[layer], v], axis=2)
         parts_k = [self._decode(bk) for bk, _ in self.blocks[layer]] + [self.full_k[layer]]
         parts_v = [self._decode(bv) for _, bv in self.blocks[layer]] + [self.full_v[layer]]
-        return np.concatenate(parts_k, axis=2), np.concatenate(parts_v, axis=2)
+        out_k, out_v = np.concatenate(parts_k, axis=2), np.concatenate(parts_v, axis=2)
+        self._held[layer] = out_k.shape[2]
+        return out_k, out_v
+
+    def positions(self, layer: int) -> NDArray[np.int64] | None:
+        if self.start[layer] == 0:
+            return None
+        pos = np.arange(self.start[layer], self.start[layer] + self._held[layer])
+        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
@@ -85,15 +102,44 @@ class QuantizedCache(KVCache):
         q = self.quant
         target = q.quantized_tokens(self.length)
         chunk = q.group if q.grouped and "channel" in (q.keys, q.values) else None
+        window = self.cfg.sliding_window
         for layer in range(self.cfg.layers):
+            if self.cfg.sliding(layer) and window is not None:
+                # What the last query saw stays (the newest `window`), as in the plain caches.
+                self._drop(layer, self.length - window)
+            # Tokens before the full-precision ones: quantized, or dropped unquantized.
             done = self.length - self.full_k[layer].shape[2]
             while done < target:
-                n = chunk or target - done
+                # A group starts where the last one ended; after a drop it may be short.
+                n = min(chunk, target - done) if chunk else target - done
                 fk, fv = self.full_k[layer], self.full_v[layer]
                 self._store(layer, self._encode(fk[:, :, :n], q.keys),
                             self._encode(fv[:, :, :n], q.values), join=chunk is None)
                 self.full_k[layer], self.full_v[layer] = fk[:, :, n:], fv[:, :, n:]
                 done += n
+
+    def _drop(self, layer: int, before: int) -> None:
+        """Let go of positions < ``before``: whole blocks, per-token blocks in part (a
+        per-channel group stays until all its tokens are out), then full-precision ones."""
+        start, blocks = self.start[layer], self.blocks[layer]
+        while blocks and start < before:
+            bk, bv = blocks[0]
+            n = _tokens(bk)
+            if start + n <= before:
+                blocks.pop(0)
+                start += n
+                continue
+            if _per_token(bk) and _per_token(bv):
+                cut = before - start
+                blocks[0] = (_skip(bk, cut), _skip(bv, cut))
+                start += cut
+            break
+        if not blocks and start < before:
+            cut = min(before - start, self.full_k[layer].shape[2])
+            self.full_k[layer] = self.full_k[layer][:, :, cut:]
+            self.full_v[layer] = self.full_v[layer][:, :, cut:]
+            start += cut
+        self.start[layer] = start
 
     def _store(self, layer: int, bk: object, bv: object, *, join: bool) -> None:
         """Keep a new block; per-token blocks (and fp8 codes) ``join`` the last one, so a
@@ -115,6 +161,29 @@ class QuantizedCache(KVCache):
             total += int(self.full_k[layer].nbytes + self.full_v[layer].nbytes)
             total += sum(self._nbytes(bk) + self._nbytes(bv) for bk, bv in self.blocks[layer])
         return total
+
+
+def _tokens(block: object) -> int:
+    if isinstance(block, IntBlock):
+        return block.shape[-2]
+    assert isinstance(block, np.ndarray)
+    return int(block.shape[2])
+
+
+def _per_token(block: object) -> bool:
+    """Can the block lose its oldest tokens alone (fp8 codes, per-token int groups)?"""
+    return not isinstance(block, IntBlock) or block.axis == -1
+
+
+def _skip(block: object, n: int) -> object:
+    """A per-token block without its first ``n`` tokens."""
+    if isinstance(block, IntBlock):
+        # codes (..., T, C'), scale and zero (..., T, groups, 1): tokens are axis -2 / -3.
+        shape = (*block.shape[:-2], block.shape[-2] - n, block.shape[-1])
+        return IntBlock(block.codes[..., n:, :], block.scale[..., n:, :, :],
+                        block.zero[..., n:, :, :], block.bits, shape, block.axis, block.group)
+    assert isinstance(block, np.ndarray)
+    return block[:, :, n:]
 
 
 def _join(a: object, b: object) -> object:
@@ -164,15 +233,32 @@ class EvictingCache(KVCache):
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
+        limits: tuple[int, int, int] | None = self.evict.limits(self.length)
         if self.evict.kind == "snapkv":
             if self.compressed or (self.prompt is not None and self.length < self.prompt):
-                return
-            self.compressed = True
-            sinks, chosen, recent = self.evict.limits(self.length)
-        else:
-            sinks, chosen, recent = self.evict.limits(self.length)
+                limits = None
+            else:
+                self.compressed = True
         for layer in range(self.cfg.layers):
-            self._keep(layer, sinks, chosen, recent)
+            if limits is not None:
+                self._keep(layer, *limits)
+            if self.cfg.sliding(layer):
+                self._window(layer)
+
+    def _window(self, layer: int) -> None:
+        """A sliding layer keeps at most its ``window`` newest kept keys per head: every
+        one its next query may see, and masked older ones where eviction left a head
+        fewer than that (so the heads stay one array)."""
+        window = self.cfg.sliding_window
+        assert window is not None
+        s = self.k[layer].shape[2]
+        if s <= window:
+            return
+        # Keys are in position order: the newest `window` are the last `window`.
+        self.k[layer] = self.k[layer][:, :, s - window:]
+        self.v[layer] = self.v[layer][:, :, s - window:]
+        self.pos[layer] = self.pos[layer][:, :, s - window:]
+        self.score[layer] = self.score[layer][:, :, s - window:]
 
     def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
         s = self.k[layer].shape[2]
@@ -185,11 +271,15 @@ class EvictingCache(KVCache):
         if recent:
             keep_edges[s - recent:] = True
         middle = np.flatnonzero(~keep_edges)
+        window = self.cfg.sliding_window if self.cfg.sliding(layer) else None
+        too_old = None if window is None else self.pos[layer] < self.length - window
         b, h = self.k[layer].shape[:2]
         idx = np.empty((b, h, sinks + chosen + recent), dtype=np.int64)
         for bi in range(b):
             for hi in range(h):
                 scores = self.score[layer][bi, hi, middle]
+                if too_old is not None:  # a sliding layer: keys its queries no longer see
+                    scores = np.where(too_old[bi, hi, middle], -np.inf, scores)
                 # Highest score first; equal scores keep the earlier key (stable).
                 top = middle[np.argsort(-scores, kind="stable")[:chosen]] if chosen else middle[:0]
                 idx[bi, hi] = np.sort(np.concatenate([np.flatnonzero(keep_edges), top]))
@@ -206,6 +296,30 @@ class EvictingCache(KVCache):
     def nbytes(self) -> int:
         """Key and value bytes held (positions and scores are bookkeeping, not cache)."""
         return sum(int(k.nbytes + v.nbytes) for k, v in zip(self.k, self.v, strict=True))
+
+
+def policy_cache_bytes(cfg: RefConfig, tokens: int, *, quant: KvQuant | None = None,
+                       evict: Eviction | None = None, prompt: int | None = None) -> int | None:
+    """Bytes ``policy_cache`` holds after ``tokens`` tokens: the memory model's
+    ``policy_bytes`` per layer kind, a sliding layer's at most ``sliding_window`` tokens
+    (an eviction's choice cut to the window; a quantized layer with the window's tokens).
+    None where the bytes depend on where per-channel key groups fall on the window."""
+    window = cfg.sliding_window
+    sliding = sum(cfg.sliding(i) for i in range(cfg.layers))
+
+    def model(held: int, layers: int, *, cut: bool = False) -> int:
+        return policy_bytes(held, layers=layers, kv_heads=cfg.kv_heads, head_dim=cfg.head_dim,
+                            full_bytes=4, quant=quant, evict=None if cut else evict,
+                            prompt=prompt)
+
+    full = model(tokens, cfg.layers - sliding)
+    if not sliding or window is None or tokens <= window:
+        return full + model(tokens, sliding)
+    if evict is not None:
+        return full + model(min(evict.held(tokens, prompt=prompt), window), sliding, cut=True)
+    if quant is not None and quant.grouped and "channel" in (quant.keys, quant.values):
+        return None
+    return full + model(window, sliding)
 
 
 def policy_cache(cfg: RefConfig, *, quant: KvQuant | None = None,

@@ -162,12 +162,14 @@ class Transformer:
             p = f"layers.{i}."
             h = rms_norm(x, w[p + "attn_norm"], cfg.norm_eps)  # (B, T, C)
             cos, sin = rope["sliding" if cfg.sliding(i) else "full"]  # (T, hs/2)
-            y, att = self._attention(i, h, cos, sin, start, cache)
+            y, att, held = self._attention(i, h, cos, sin, start, cache)
             y = y @ w[p + "wo"]  # (B, T, C)
             if cfg.post_norms:
                 y = rms_norm(y, w[p + "post_attn_norm"], cfg.norm_eps)
             x = x + y
             if attention:
+                if held is not None:
+                    att = _by_position(att, held, start + t)
                 maps.append(att if attention == "full" else att[:, :, -1, :])
             h = rms_norm(x, w[p + "mlp_norm"], cfg.norm_eps)  # (B, T, C)
             gate = h @ w[p + "w_gate"]  # (B, T, F)
@@ -188,7 +190,9 @@ class Transformer:
 
     def _attention(
         self, layer: int, h: Array, cos: Array, sin: Array, start: int, cache: KVCache | None
-    ) -> tuple[Array, Array]:
+    ) -> tuple[Array, Array, NDArray[np.int64] | None]:
+        """The attention output (B, T, C'), its weights (B, nh, T, S) over the keys the
+        cache returned, and those keys' positions (B, nkv, S) when they are not 0..S-1."""
         cfg, w = self.cfg, self.w
         p = f"layers.{layer}."
         b, t, _ = h.shape
@@ -219,8 +223,9 @@ class Transformer:
         scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) * np.float32(scale)  # (B,nkv,g,T,S)
         scores = soft_cap(scores, cfg.attn_softcap)
         # Query at position q sees keys at positions <= q; on a sliding layer only the
-        # sliding_window newest of them (q - k < window, transformers' sliding mask). An
-        # evicting cache reports where its kept keys sit, per kv head.
+        # sliding_window newest of them (q - k < window, transformers' sliding mask). A
+        # cache that let keys go (a sliding layer's ring or freed blocks, an evicting
+        # policy) reports where the keys it returned sit, per kv head.
         keys = kpos[None, :] if positions is None else positions[:, :, None, None, :]
         hidden = keys > qpos[:, None]  # (T, S), or (B, nkv, 1, T, S) with positions
         if cfg.sliding(layer):
@@ -232,4 +237,15 @@ class Transformer:
             cache.observe(layer, att)
         y = att @ v[:, :, None]  # (B, nkv, g, T, hs)
         y = y.reshape(b, nh, t, hs).transpose(0, 2, 1, 3).reshape(b, t, nh * hs)  # (B, T, C')
-        return y, att.reshape(b, nh, t, s)
+        return y, att.reshape(b, nh, t, s), positions
+
+
+def _by_position(att: Array, positions: NDArray[np.int64], length: int) -> Array:
+    """Attention weights (B, nh, T, S) over keys at ``positions`` (B, nkv, S), spread over
+    every position 0..length-1 (B, nh, T, length): keys the cache let go got none."""
+    b, nh, t, _ = att.shape
+    nkv = positions.shape[1]
+    out = np.zeros((b, nh, t, length), dtype=att.dtype)
+    idx = np.repeat(positions, nh // nkv, axis=1)[:, :, None, :]  # (B, nh, 1, S)
+    np.put_along_axis(out, np.broadcast_to(idx, att.shape), att, axis=3)
+    return out
