@@ -63,6 +63,29 @@ def test_a_pair_summed_over_words_past_2_32() -> None:
     assert _merged(result) == [b"ab", b"cd"]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.text("abc\u00e9 ", min_size=1, max_size=6), st.integers(1, 9), max_size=30),
+    st.integers(256, 300),
+)
+def test_numpy_pair_counting_equals_the_python_loop(table: dict[str, int], vocab: int) -> None:
+    # Counts past int64's reach take the Python loop; both must start the merges alike.
+    import importlib
+
+    train_mod = importlib.import_module("tokcost.bpe.train")  # the name is also a function
+    if not table:
+        return
+    config = TrainerConfig(vocab_size=vocab, pattern="gpt2")
+    fast = train_from_counts(table, config)
+    old = train_mod._INT64_SAFE
+    train_mod._INT64_SAFE = 0
+    try:
+        slow = train_from_counts(table, config)
+    finally:
+        train_mod._INT64_SAFE = old
+    assert fast.model.merges == slow.model.merges
+
+
 # -- the cap: prune_counts is the rule ---------------------------------------------
 
 def _by_rule(items: list[tuple[str, int]], n: int) -> list[tuple[str, int]]:

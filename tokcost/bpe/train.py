@@ -266,6 +266,73 @@ def train_from_counts(
             gc.enable()
 
 
+#: Above this total count the numpy pair counting (int64) could overflow; Python ints then.
+_INT64_SAFE = 1 << 62
+
+
+def _initial_pairs(
+    words: list[str], counts: list[int], total: int
+) -> tuple[defaultdict[str, int], list[tuple[int, str, int, list[int]]]]:
+    """Every adjacent pair's count and the heap entries ``(-count, pair, seq, words)``,
+    the words (indices, ascending, each once) that hold the pair.
+
+    numpy does it over all words at once (one array of their id characters): about
+    5x faster than a Python loop over every pair of every word. The loop remains for
+    counts past int64's reach (the sums stay exact either way).
+    """
+    pair_counts: defaultdict[str, int] = defaultdict(int)
+    heap: list[tuple[int, str, int, list[int]]] = []
+    if total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE:
+        where: dict[str, list[int]] = {}
+        where_get = where.get
+        for iw, w in enumerate(words):
+            c = counts[iw]
+            for j in range(len(w) - 1):
+                p = w[j : j + 2]
+                pair_counts[p] += c
+                lst = where_get(p)
+                if lst is None:
+                    where[p] = [iw]
+                elif lst[-1] != iw:
+                    lst.append(iw)
+        for seq, (p, lst) in enumerate(where.items()):
+            heap.append((-pair_counts[p], p, seq, lst))
+        return pair_counts, heap
+
+    import numpy as np
+
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    flat = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    # A pair starts at every position but the last of its word.
+    starts_ok = np.ones(max(0, len(flat) - 1), dtype=bool)
+    ends = np.cumsum(lens)
+    starts_ok[ends[(ends > 0) & (ends < len(flat))] - 1] = False
+    code = (flat[:-1] << 21 | flat[1:])[starts_ok]  # ids < 2**21 (vocab_size <= 0x110000)
+    if not len(code):
+        return pair_counts, heap
+    word = np.repeat(np.arange(len(words), dtype=np.int64), lens)[:-1][starts_ok]
+    order = np.argsort(code, kind="stable")  # stable: each pair's words stay ascending
+    code, word = code[order], word[order]
+    weight = np.asarray(counts, dtype=np.int64)[word]
+    new_pair = np.empty(len(code), dtype=bool)
+    new_pair[0] = True
+    np.not_equal(code[1:], code[:-1], out=new_pair[1:])
+    first = np.flatnonzero(new_pair)
+    sums = np.add.reduceat(weight, first).tolist()
+    keys = code[first].tolist()
+    # The words of each pair, each once (a word holding the pair twice is listed once).
+    once = new_pair.copy()
+    once[1:] |= word[1:] != word[:-1]
+    owner = word[once].tolist()
+    bounds = np.flatnonzero(new_pair[once]).tolist()
+    bounds.append(len(owner))
+    for seq, (k, n) in enumerate(zip(keys, sums, strict=True)):
+        p = chr(k >> 21) + chr(k & 0x1FFFFF)
+        pair_counts[p] = n
+        heap.append((-n, p, seq, owner[bounds[seq] : bounds[seq + 1]]))
+    return pair_counts, heap
+
+
 def _learn(
     word_counts: Mapping[str, int],
     config: TrainerConfig,
@@ -320,27 +387,8 @@ def _learn(
     distinct = len(words)
 
     # 3. Pair counts and, per pair, the words that hold it (each word once).
-    pair_counts: defaultdict[str, int] = defaultdict(int)
-    where: dict[str, list[int]] = {}
-    where_get = where.get
-    for iw, w in enumerate(words):
-        if len(w) < 2:
-            continue
-        c = counts[iw]
-        for j in range(len(w) - 1):
-            p = w[j : j + 2]
-            pair_counts[p] += c
-            lst = where_get(p)
-            if lst is None:
-                where[p] = [iw]
-            elif lst[-1] != iw:
-                lst.append(iw)
-    seq = 0
-    heap: list[tuple[int, str, int, list[int]]] = []
-    for p, lst in where.items():
-        heap.append((-pair_counts[p], p, seq, lst))
-        seq += 1
-    del where
+    pair_counts, heap = _initial_pairs(words, counts, total)
+    seq = len(heap)
     heapq.heapify(heap)
 
     # 4. Merge.
@@ -349,6 +397,7 @@ def _learn(
     # special tokens too: a merge can only reach one whose text spells bytes
     # ("Ġa" is b" a", 2 bytes, not the 3 of its UTF-8), and HF counts it so.
     token_len: list[int] = [len(k) for k in keys]
+    longest = max(token_len)
     max_len = config.max_token_length
     vocab_size = config.vocab_size
     min_freq = config.min_frequency
@@ -382,6 +431,11 @@ def _learn(
         merges.append((ia, ib, new_id))
         r = chr(new_id)
         r_len = token_len[new_id]
+        if r_len > longest:
+            longest = r_len
+        # No neighbour can make a token too long unless the longest one can: then
+        # (most merges) the per-occurrence length test is skipped.
+        limit = None if max_len is None or r_len + longest <= max_len else max_len
         added: dict[str, list[int]] = {}
         added_get = added.get
         for iw in pos:
@@ -400,7 +454,7 @@ def _learn(
                     prev = r if i == prev_end else w[i - 1]
                     p = prev + left
                     pair_counts[p] -= c
-                    if max_len is None or token_len[ord(prev)] + r_len <= max_len:
+                    if limit is None or token_len[ord(prev)] + r_len <= limit:
                         p = prev + r
                         pair_counts[p] += c
                         lst = added_get(p)
@@ -412,7 +466,7 @@ def _learn(
                     nxt = w[i + 2]
                     p = right + nxt
                     pair_counts[p] -= c
-                    if max_len is None or token_len[ord(nxt)] + r_len <= max_len:
+                    if limit is None or token_len[ord(nxt)] + r_len <= limit:
                         p = r + nxt
                         pair_counts[p] += c
                         lst = added_get(p)
