@@ -202,3 +202,15 @@ def test_cli_max_pretokens(tmp_path: Path, value: str, code: int, fragment: str)
     assert "Traceback" not in result.output
     if code:
         assert len([ln for ln in result.output.splitlines() if ln.strip()]) == 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_cap_counts_after_the_special_tokens_are_taken_out(tmp_path: Path, jobs: int) -> None:
+    # The special token is the most frequent pre-token; taking it out of a table
+    # already cut to the cap would leave cap - 1 pre-tokens to learn from.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"<|s|> a{i % 7} b{i % 11}\n" for i in range(300)), encoding="utf-8")
+    config = TrainerConfig(vocab_size=270, pattern="gpt2", special_tokens=("<|s|>",),
+                           max_pretokens=5, jobs=jobs)
+    result = train([corpus], config)
+    assert result.distinct_pretokens == 5

@@ -58,6 +58,7 @@ from tokcost.bpe.pretokenize import (
     PatternName,
     count_block,
     count_words,
+    counting_cap,
     pretokenize,
     prune_counts,
     resolve_pattern,
@@ -90,9 +91,12 @@ class TrainerConfig:
     - a table is *pruned to N* by keeping its N pre-tokens of highest count; among
       equal counts, those that entered the table first (``prune_counts``);
     - while counting, each reader (a process's byte range of the files, a Dask
-      task's shard, the stream of standard input) prunes its table to N whenever it
-      holds more than 2N pre-tokens after a block (about 1 MB of text); the merged
-      table is pruned to N, after the special tokens are taken out;
+      task's shard, the stream of standard input) prunes its table to N' whenever it
+      holds more than 2N' pre-tokens after a block (about 1 MB of text), and to N'
+      at its end; the merged table (on Dask, the driver's) is pruned to N' whenever
+      it holds more than 2N' after a reader's table is added, and to N' at the end.
+      N' is N plus the number of special tokens: their occurrences are counted while
+      reading, then taken out, and the table is pruned to N;
     - a pre-token pruned forgets its count so far: seen again, it counts from 0. So
       a kept count is at most its true count, and exact for a pre-token never pruned.
 
@@ -100,8 +104,10 @@ class TrainerConfig:
     merges are HF's. Above it, the merges are learned from the kept table: pairs lose
     the counts of the rare pre-tokens dropped, so the late merges (rare pairs) can
     differ from HF's, and the pruning (not the merge rule) depends on how the files
-    are split among readers (``jobs``). Memory then holds at most about 2N entries per
-    reader, whatever the corpus size; a result whose table reached N warns.
+    are split among readers (``jobs``, Dask's shards) and, on Dask, on the order in
+    which the shards end (among equal counts). Memory then holds at most about 2N
+    entries per reader and 2N in the merged table, whatever the corpus size and the
+    number of shards; a result whose table reached N warns.
     """
 
     vocab_size: int
@@ -196,7 +202,7 @@ def train(
         counts = engine.count_words(files, spec, progress=progress)
     else:
         counts = Counter()
-    cap = config.max_pretokens
+    cap = counting_cap(spec)
     for block in texts:
         counts.update(count_block(block, spec))
         if cap is not None and len(counts) > 2 * cap:
@@ -221,7 +227,7 @@ def train_from_texts(
     spec = with_specials(pattern, config.special_tokens)
     t0 = time.perf_counter()
     counts: dict[str, int] = {}
-    cap = config.max_pretokens
+    cap = counting_cap(with_cap(spec, config.max_pretokens))
     for text in texts:
         for piece in pretokenize(text, spec):
             counts[piece] = counts.get(piece, 0) + 1
