@@ -47,11 +47,13 @@ from __future__ import annotations
 import gc
 import heapq
 import time
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.bpe.pretokenize import (
@@ -272,24 +274,29 @@ def train_from_counts(
             gc.enable()
 
 
+#: The words (indices, ascending) that hold a pair: C arrays from the first count, lists after.
+Owners: TypeAlias = "list[int] | array[int]"
+
 #: Above this total count the numpy pair counting (int64) could overflow; Python ints then.
 _INT64_SAFE = 1 << 62
+#: numpy counts the pairs of this many characters of words at a time: its arrays stay a
+#: few MB whatever the table's size.
+_PAIR_CHUNK_CHARS = 1 << 18
 
 
 def _initial_pairs(
     words: list[str], counts: list[int], total: int
-) -> tuple[defaultdict[str, int], list[tuple[int, str, int, list[int]]]]:
+) -> tuple[defaultdict[str, int], list[tuple[int, str, int, Owners]]]:
     """Every adjacent pair's count and the heap entries ``(-count, pair, seq, words)``,
     the words (indices, ascending, each once) that hold the pair.
 
-    numpy does it over all words at once (one array of their id characters): about
-    5x faster than a Python loop over every pair of every word. The loop remains for
-    counts past int64's reach (the sums stay exact either way).
+    numpy counts them, a chunk of words at a time (an array of their id characters):
+    about 5x faster than a Python loop over every pair of every word. The loop remains
+    for counts past int64's reach (the sums stay exact either way).
     """
     pair_counts: defaultdict[str, int] = defaultdict(int)
-    heap: list[tuple[int, str, int, list[int]]] = []
+    where: dict[str, Owners] = {}
     if total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE:
-        where: dict[str, list[int]] = {}
         where_get = where.get
         for iw, w in enumerate(words):
             c = counts[iw]
@@ -301,25 +308,42 @@ def _initial_pairs(
                     where[p] = [iw]
                 elif lst[-1] != iw:
                     lst.append(iw)
-        for seq, (p, lst) in enumerate(where.items()):
-            heap.append((-pair_counts[p], p, seq, lst))
-        return pair_counts, heap
+    else:
+        import numpy as np
 
+        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        cuts = np.searchsorted(np.cumsum(lens), np.arange(0, int(lens.sum()), _PAIR_CHUNK_CHARS),
+                               side="right").tolist()
+        bounds = sorted({0, *cuts, len(words)})
+        for start, stop in pairwise(bounds):
+            _count_pairs(words, counts, lens, start, stop, pair_counts, where)
+    heap = [(-pair_counts[p], p, seq, lst) for seq, (p, lst) in enumerate(where.items())]
+    return pair_counts, heap
+
+
+def _count_pairs(
+    words: list[str], counts: list[int], lens: object, start: int, stop: int,
+    pair_counts: defaultdict[str, int], where: dict[str, Owners],
+) -> None:
+    """Add the pairs of ``words[start:stop]`` (in order, so each list stays ascending)."""
     import numpy as np
 
-    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    flat = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    n_chars = np.asarray(lens)[start:stop]
+    flat = np.frombuffer("".join(words[start:stop]).encode("utf-32-le"), dtype=np.uint32)
+    if len(flat) < 2:
+        return
     # A pair starts at every position but the last of its word.
-    starts_ok = np.ones(max(0, len(flat) - 1), dtype=bool)
-    ends = np.cumsum(lens)
-    starts_ok[ends[(ends > 0) & (ends < len(flat))] - 1] = False
-    code = (flat[:-1] << 21 | flat[1:])[starts_ok]  # ids < 2**21 (vocab_size <= 0x110000)
+    ok = np.ones(len(flat) - 1, dtype=bool)
+    ends = np.cumsum(n_chars)
+    ok[ends[(ends > 0) & (ends < len(flat))] - 1] = False
+    # One int64 per pair: ids are below 2**21 (vocab_size <= 0x110000).
+    code = (flat[:-1].astype(np.int64) << 21 | flat[1:])[ok]
     if not len(code):
-        return pair_counts, heap
-    word = np.repeat(np.arange(len(words), dtype=np.int64), lens)[:-1][starts_ok]
+        return
+    word = np.repeat(np.arange(start, stop, dtype=np.int64), n_chars)[:-1][ok]
     order = np.argsort(code, kind="stable")  # stable: each pair's words stay ascending
     code, word = code[order], word[order]
-    weight = np.asarray(counts, dtype=np.int64)[word]
+    weight = np.asarray(counts[start:stop], dtype=np.int64)[word - start]
     new_pair = np.empty(len(code), dtype=bool)
     new_pair[0] = True
     np.not_equal(code[1:], code[:-1], out=new_pair[1:])
@@ -329,14 +353,19 @@ def _initial_pairs(
     # The words of each pair, each once (a word holding the pair twice is listed once).
     once = new_pair.copy()
     once[1:] |= word[1:] != word[:-1]
-    owner = word[once].tolist()
-    bounds = np.flatnonzero(new_pair[once]).tolist()
-    bounds.append(len(owner))
-    for seq, (k, n) in enumerate(zip(keys, sums, strict=True)):
+    # As a C array of 4-byte ints (``array``): a list would hold an int object per entry.
+    owner = array("i", word[once].astype(np.int32).tobytes())
+    cut = np.flatnonzero(new_pair[once]).tolist()
+    cut.append(len(owner))
+    where_get = where.get
+    for j, (k, n) in enumerate(zip(keys, sums, strict=True)):
         p = chr(k >> 21) + chr(k & 0x1FFFFF)
-        pair_counts[p] = n
-        heap.append((-n, p, seq, owner[bounds[seq] : bounds[seq + 1]]))
-    return pair_counts, heap
+        pair_counts[p] += n
+        lst = where_get(p)
+        if lst is None:
+            where[p] = owner[cut[j] : cut[j + 1]]
+        else:
+            lst.extend(owner[cut[j] : cut[j + 1]])
 
 
 def _learn(
