@@ -77,13 +77,15 @@ def test_numpy_pair_counting_equals_the_python_loop(table: dict[str, int], vocab
         return
     config = TrainerConfig(vocab_size=vocab, pattern="gpt2")
     fast = train_from_counts(table, config)
-    old = train_mod._INT64_SAFE
-    train_mod._INT64_SAFE = 0
+    old, chunk = train_mod._INT64_SAFE, train_mod._PAIR_CHUNK_CHARS
     try:
+        train_mod._PAIR_CHUNK_CHARS = 5  # many chunks: their lists join in word order
+        chunked = train_from_counts(table, config)
+        train_mod._INT64_SAFE = 0
         slow = train_from_counts(table, config)
     finally:
-        train_mod._INT64_SAFE = old
-    assert fast.model.merges == slow.model.merges
+        train_mod._INT64_SAFE, train_mod._PAIR_CHUNK_CHARS = old, chunk
+    assert fast.model.merges == slow.model.merges == chunked.model.merges
 
 
 # -- the cap: prune_counts is the rule ---------------------------------------------
