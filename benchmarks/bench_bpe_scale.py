@@ -21,6 +21,11 @@ in one run (not a test).
    run passes ``--timeout`` seconds. Peak RSS is the largest sampled tree total (the
    parent and its pre-tokenizing workers together), and getrusage's ``ru_maxrss`` of
    the largest single process is printed beside it.
+4. CPU seconds (user + system) of the run's process tree are printed beside the wall
+   time: ``wait4``'s usage of the run, which includes the workers it reaped (threads
+   are in their process's own). On a loaded machine wall time grows with the load and
+   CPU time does not, so compare CPU seconds between runs made at different times.
+   Each run's row is printed as soon as it ends; the table with medians follows.
 
 Machines are shared and noisy: quote ratios measured in the same run, not single
 numbers; ``--repeat`` alternates the trainers and prints medians.
@@ -143,7 +148,8 @@ def time_trainer(
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     row: dict[str, float | str] = {
-        "wall": wall, "rss_mb": peak / 1e6, "maxrss_mb": usage.ru_maxrss / 1024,
+        "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": peak / 1e6,
+        "maxrss_mb": usage.ru_maxrss / 1024,
     }
     if why:
         row["failed"] = why
@@ -156,6 +162,34 @@ def time_trainer(
         return row
     row.update(json.loads(out.read().strip().splitlines()[-1]))
     return row
+
+
+HEADER = (f"{'trainer':<10}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'maxrss MB':>11}"
+          f"{'wall/HF':>9}{'RSS/HF':>8}  notes")
+
+
+def _median(runs: list[dict[str, float | str]], key: str) -> float | None:
+    return statistics.median(float(r[key]) for r in runs) if runs else None
+
+
+def _row(name: str, runs: list[dict[str, float | str]], hf_wall: float | None,
+         hf_rss: float | None) -> str:
+    """One table line: the medians of ``runs`` (a failed run alone: its reason)."""
+    last = runs[-1]
+    if "failed" in last:
+        return (f"{name:<10}{float(last['wall']):>9.1f}{float(last['cpu']):>8.1f}"
+                f"{float(last['rss_mb']):>13.0f}{float(last['maxrss_mb']):>11.0f}{'-':>9}"
+                f"{'-':>8}  {last['failed']}")
+    wall, cpu = _median(runs, "wall") or 0.0, _median(runs, "cpu") or 0.0
+    rss, maxrss = _median(runs, "rss_mb") or 0.0, _median(runs, "maxrss_mb") or 0.0
+    rw = f"{wall / hf_wall:.2f}" if hf_wall else "-"
+    rr = f"{rss / hf_rss:.2f}" if hf_rss else "-"
+    notes = f"vocab {int(float(last['vocab']))}"
+    if "distinct_pretokens" in last:
+        notes += (f", {int(float(last['distinct_pretokens'])):,} distinct pre-tokens,"
+                  f" pretokenize {float(last['seconds_pretokenize']):.1f} s,"
+                  f" merge {float(last['seconds_merge']):.1f} s")
+    return f"{name:<10}{wall:>9.1f}{cpu:>8.1f}{rss:>13.0f}{maxrss:>11.0f}{rw:>9}{rr:>8}  {notes}"
 
 
 def main() -> None:
@@ -195,38 +229,22 @@ def main() -> None:
                 build_corpus(corpus, mb)
             size = corpus.stat().st_size
             rows: dict[str, list[dict[str, float | str]]] = {}
+            print(f"\ncorpus {size / 1e6:.0f} MB (each run as it ends; load = 1-min load average "
+                  f"before it)")
+            print(HEADER)
             for _ in range(args.repeat):
                 for name in args.trainers:
+                    load = os.getloadavg()[0]
                     got = time_trainer(name, corpus, args.vocab, args.jobs, args.timeout, cap)
+                    got["load"] = load
                     rows.setdefault(name, []).append(got)
-            print(f"\ncorpus {size / 1e6:.0f} MB")
-            print(f"{'trainer':<10}{'wall s':>9}{'peak RSS MB':>13}{'maxrss MB':>11}"
-                  f"{'wall/HF':>9}{'RSS/HF':>8}  notes")
+                    print(_row(name, [got], None, None) + f", load {load:.2f}")
+            print(f"\ncorpus {size / 1e6:.0f} MB: medians of {args.repeat} run(s)")
+            print(HEADER)
             ok = {n: [r for r in rs if "failed" not in r] for n, rs in rows.items()}
-
-            def med(name: str, key: str, ok: dict[str, list[dict[str, float | str]]] = ok
-                    ) -> float | None:
-                runs = ok.get(name) or []
-                return statistics.median(float(r[key]) for r in runs) if runs else None
-
-            hf_wall, hf_rss = med("hf", "wall"), med("hf", "rss_mb")
+            hf_wall, hf_rss = _median(ok.get("hf", []), "wall"), _median(ok.get("hf", []), "rss_mb")
             for name, runs in rows.items():
-                if not ok[name]:
-                    r = runs[-1]
-                    print(f"{name:<10}{float(r['wall']):>9.1f}{float(r['rss_mb']):>13.0f}"
-                          f"{float(r['maxrss_mb']):>11.0f}{'-':>9}{'-':>8}  {r['failed']}")
-                    continue
-                wall, rss = med(name, "wall") or 0.0, med(name, "rss_mb") or 0.0
-                maxrss = med(name, "maxrss_mb") or 0.0
-                rw = f"{wall / hf_wall:.2f}" if hf_wall else "-"
-                rr = f"{rss / hf_rss:.2f}" if hf_rss else "-"
-                last = ok[name][-1]
-                notes = f"vocab {int(float(last['vocab']))}"
-                if "distinct_pretokens" in last:
-                    notes += (f", {int(float(last['distinct_pretokens'])):,} distinct pre-tokens,"
-                              f" pretokenize {float(last['seconds_pretokenize']):.1f} s,"
-                              f" merge {float(last['seconds_merge']):.1f} s")
-                print(f"{name:<10}{wall:>9.1f}{rss:>13.0f}{maxrss:>11.0f}{rw:>9}{rr:>8}  {notes}")
+                print(_row(name, ok[name] or runs[-1:], hf_wall, hf_rss))
     finally:
         if not args.keep:
             shutil.rmtree(args.workdir, ignore_errors=True)

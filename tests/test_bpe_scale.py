@@ -63,6 +63,31 @@ def test_a_pair_summed_over_words_past_2_32() -> None:
     assert _merged(result) == [b"ab", b"cd"]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.text("abc\u00e9 ", min_size=1, max_size=6), st.integers(1, 9), max_size=30),
+    st.integers(256, 300),
+)
+def test_numpy_pair_counting_equals_the_python_loop(table: dict[str, int], vocab: int) -> None:
+    # Counts past int64's reach take the Python loop; both must start the merges alike.
+    import importlib
+
+    train_mod = importlib.import_module("tokcost.bpe.train")  # the name is also a function
+    if not table:
+        return
+    config = TrainerConfig(vocab_size=vocab, pattern="gpt2")
+    fast = train_from_counts(table, config)
+    old, chunk = train_mod._INT64_SAFE, train_mod._PAIR_CHUNK_CHARS
+    try:
+        train_mod._PAIR_CHUNK_CHARS = 5  # many chunks: their lists join in word order
+        chunked = train_from_counts(table, config)
+        train_mod._INT64_SAFE = 0
+        slow = train_from_counts(table, config)
+    finally:
+        train_mod._INT64_SAFE, train_mod._PAIR_CHUNK_CHARS = old, chunk
+    assert fast.model.merges == slow.model.merges == chunked.model.merges
+
+
 # -- the cap: prune_counts is the rule ---------------------------------------------
 
 def _by_rule(items: list[tuple[str, int]], n: int) -> list[tuple[str, int]]:
@@ -179,3 +204,15 @@ def test_cli_max_pretokens(tmp_path: Path, value: str, code: int, fragment: str)
     assert "Traceback" not in result.output
     if code:
         assert len([ln for ln in result.output.splitlines() if ln.strip()]) == 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_cap_counts_after_the_special_tokens_are_taken_out(tmp_path: Path, jobs: int) -> None:
+    # The special token is the most frequent pre-token; taking it out of a table
+    # already cut to the cap would leave cap - 1 pre-tokens to learn from.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"<|s|> a{i % 7} b{i % 11}\n" for i in range(300)), encoding="utf-8")
+    config = TrainerConfig(vocab_size=270, pattern="gpt2", special_tokens=("<|s|>",),
+                           max_pretokens=5, jobs=jobs)
+    result = train([corpus], config)
+    assert result.distinct_pretokens == 5

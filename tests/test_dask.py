@@ -390,3 +390,39 @@ def test_a_scheduler_without_workers_is_a_clear_error() -> None:
             pytest.raises(ClusterError, match="has no workers after 1 s; start some with"), \
             dask_client(empty.scheduler_address, timeout=1.0):
         pass
+
+
+def test_dask_driver_merge_stays_within_twice_the_cap(
+    tmp_path: Path, cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many shards, each with its own rare words: summed without a bound, the driver's
+    # table would hold every one of them (thousands); the rule holds it at 2 x cap.
+    import tokcost.bpe.pretokenize as pre
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"the cat sat w{i:05d}\n" for i in range(4000)), encoding="utf-8")
+    cap = 40
+    sizes: list[int] = []
+    real = pre.merge_capped
+
+    def spy(counts: dict[str, int], part: Any, spec: str) -> None:
+        real(counts, part, spec)
+        sizes.append(len(counts))
+
+    monkeypatch.setattr(pre, "merge_capped", spy)
+    config = TrainerConfig(vocab_size=300, pattern="gpt2", max_pretokens=cap)
+    result = train([corpus], config, engine=DaskEngine(client=cluster, shard_bytes=2048))
+    assert len(sizes) > 10  # the driver merged many shards' tables
+    assert max(sizes) <= 2 * cap
+    assert result.distinct_pretokens == cap
+    # The frequent words are never pruned, so the first merges are theirs.
+    merged = [result.model.decoder[i] for _, _, i in result.model.merges]
+    assert b" cat" in merged and b" sat" in merged
+
+
+def test_dask_cap_above_the_distinct_count_equals_local(tmp_path: Path, cluster: Any) -> None:
+    paths = _corpus(tmp_path, invalid=False)
+    free = train(paths, TrainerConfig(vocab_size=350, pattern="o200k"))
+    config = TrainerConfig(vocab_size=350, pattern="o200k", max_pretokens=free.distinct_pretokens)
+    remote = train(paths, config, engine=DaskEngine(client=cluster, shard_bytes=3000))
+    assert remote.model.merges == free.model.merges

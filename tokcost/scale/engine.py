@@ -448,7 +448,7 @@ class DaskEngine:
         UTF-8 is read as U+FFFD, and the result's ``skipped`` and
         ``invalid_utf8_bytes`` (its ``warnings``) say so, file by file.
         """
-        from tokcost.bpe.pretokenize import resolve_pattern
+        from tokcost.bpe.pretokenize import merge_capped, prune_merged, resolve_pattern
 
         regex, _ = resolve_pattern(pattern)
         files: list[tuple[str, int]] = []
@@ -474,9 +474,12 @@ class DaskEngine:
             parts = _gather(client, pretokenize_shard, shards, timeout=self.timeout,
                             own_cluster=self._own_cluster, pattern=regex)
             for shard, part in parts:
-                counts.update(part)
+                # With a cap (--max-pretokens) the sum is bounded as each reader's table
+                # is: at most twice the cap, whatever the number of shards.
+                merge_capped(counts, part, regex)
                 counts.add_notes(part)
                 done += sum(p.end - p.start for p in shard)
                 if progress is not None:
                     progress("pretokenize", done, total)
+        prune_merged(counts, regex)
         return counts.in_order(path for path, _ in files)

@@ -257,12 +257,15 @@ def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> WordCounts:
     counts the bytes it replaces (``invalid_utf8_bytes``): neighbouring pieces read
     disjoint lines, so their counts add up to the file's.
     """
-    from tokcost.bpe.pretokenize import resolve_pattern
+    from tokcost.bpe.pretokenize import counting_cap, prune_counts, resolve_pattern
 
     regex, _ = resolve_pattern(pattern)
     counts = WordCounts()
     for piece in shard:
         _pretokenize_piece(piece, regex, counts)
+    cap = counting_cap(regex)
+    if cap is not None:  # a reader's end, as the local readers end (TrainerConfig's rule)
+        prune_counts(counts, cap)
     return counts
 
 
@@ -270,8 +273,8 @@ def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
     from tokcost.bpe.pretokenize import (
         _cap_while_counting,
         count_block,
+        counting_cap,
         line_start,
-        spec_cap,
         training_file,
     )
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
@@ -286,7 +289,7 @@ def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
         begin = line_start(fh, piece.start, size)
         stop = line_start(fh, piece.end, size)
         blocks = LineBlocks(Window(fh, begin, stop))
-        cap = spec_cap(regex)  # --max-pretokens: bound the table as the local readers do
+        cap = counting_cap(regex)  # --max-pretokens: bound the table as the local readers do
         for block in blocks:
             into.update(count_block(block, regex))
             _cap_while_counting(into, cap)
