@@ -180,3 +180,69 @@ def test_check_counts_on_a_thread_per_cpu_by_default(tmp_path: Path,
     assert seen == [LocalEngine(jobs=0), LocalEngine(jobs=1)]
     assert default.to_dict() == one.to_dict()
     assert default.exit_code == 1  # p2..p4 exceed 8 tokens: the check still judges
+
+
+# --- a file smaller than a block: read whole in one call -------------------------------
+
+raw_bytes = st.lists(st.sampled_from([b"a", b" ", b"\n", b"\xc3\xa9", b"\xe6\x97\xa5", b"\xff",
+                                      b"\xc3", b"\xe6\x97", b"\xf0\x9f\x99\x82", b"\r\n",
+                                      b"<|endoftext|>", b"12", b"."]),
+                     max_size=40).map(b"".join)
+
+
+@CHECKS
+@given(data=raw_bytes)
+def test_small_files_count_as_the_stream_counts(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
+    # Whole (block larger than the file) and streamed (blocks of 3 bytes) agree on every
+    # figure, invalid UTF-8 (a cut-off character at the end too) and progress included.
+    path = tmp_path_factory.mktemp("small") / "f.txt"
+    path.write_bytes(data)
+    results = []
+    for block in (1 << 20, 3):
+        ticks: list[int] = []
+        report = count_paths([str(path)], tokenizers(), engine=LocalEngine(block_bytes=block),
+                             progress=lambda stage, done, total, ticks=ticks: ticks.append(done))
+        f = report.files[0]
+        results.append((f.bytes, f.chars, f.invalid_utf8_bytes, f.tokens, ticks[-1:]))
+    assert results[0] == results[1]
+    text = data.decode("utf-8", "replace")
+    assert results[0][3]["o200k"] == want("o200k_base", text)
+
+
+def test_a_file_that_grew_since_it_was_listed_is_streamed(backend: str, tmp_path: Path) -> None:
+    text = "one two three. " * 40
+    path = tmp_path / "grew.txt"
+    path.write_text(text, encoding="utf-8")
+    engine = LocalEngine(block_bytes=64)
+    toks = tokenizers()
+    executor = local._CountExecutor(toks, 1, False, 64)
+    skipped: list[Any] = []
+    listed = local.Source(str(path), path.name, 10)  # as small as it was when walked
+    try:
+        counted = engine._count_source(listed, None, executor, skipped,
+                                       local.ByteMeter(None))
+    finally:
+        executor.close()
+    assert counted is not None and not skipped
+    assert counted.bytes == len(text) and counted.tokens["o200k"] == want("o200k_base", text)
+
+
+def test_small_binary_and_missing_files_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "bin.dat").write_bytes(b"GIF89a\x00\x01")
+    (tmp_path / "ok.txt").write_text("hello world", encoding="utf-8")
+    report = count_paths([str(tmp_path)], tokenizers())
+    assert [(s.path.endswith("bin.dat"), s.reason) for s in report.skipped] == [
+        (True, "binary (NUL byte at offset 6)")]
+    assert [f.tokens["o200k"] for f in report.files] == [2]
+    engine = LocalEngine()
+    executor = local._CountExecutor(tokenizers(), 1, False)
+    skipped: list[Any] = []
+    gone = local.Source(str(tmp_path / "gone.txt"), "gone.txt", 3)
+    try:
+        assert engine._count_source(gone, None, executor, skipped, local.ByteMeter(None)) is None
+    finally:
+        executor.close()
+    assert [(s.path, s.reason) for s in skipped] == [
+        ("gone.txt", "unreadable (No such file or directory)")]
