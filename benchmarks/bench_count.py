@@ -404,6 +404,14 @@ def goals(results: dict[tuple[str, str], Result]) -> None:
         ratio = base / tool
         verdict = "holds" if ratio >= want else "DOES NOT HOLD"
         print(f"  tokcount (defaults) on the tree >= {want}x {label}: {ratio:.2f}x, {verdict}")
+    # The tool against a bare script doing the same counting, on every corpus.
+    for corpus, tool_row, raw_row in (("file", "tokcount FILE (default backend)", "raw toktok-rs"),
+                                      *((c, "tokcount (defaults)", "raw toktok-rs, 2 threads")
+                                        for c in ("small", "big", "letter"))):
+        mine, raw = med(corpus, tool_row), med(corpus, raw_row)
+        if mine is not None and raw is not None:
+            verdict = "holds" if raw / mine >= 0.7 else "DOES NOT HOLD"
+            print(f"  tokcount on {corpus} >= 0.7x raw toktok-rs: {raw / mine:.2f}x, {verdict}")
     big = results.get(("big", "tokcount (defaults)"))
     if big and big.walls:
         peak = big.rss_kib / 1024

@@ -69,7 +69,7 @@ def check(
     strict: bool = False,
     catalog: str | Path | Catalog | None = None,
     engine: EngineKind | str = EngineKind.LOCAL,
-    jobs: int = 1,
+    jobs: int | None = None,
     scheduler: str | None = None,
     paths: Sequence[str | Path] | None = None,
     limits: Mapping[str, Any] | None = None,
@@ -88,7 +88,9 @@ def check(
     ``update_baseline`` writes today's counts before judging, so growth is measured
     against them (with ``base``, the file is still written, and growth is against
     ``base``). ``strict`` makes warnings (a glob matching nothing, no baseline) fail
-    with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs.
+    with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs
+    (``jobs`` None: as ``count``, a thread per CPU when the tokenizers allow it; see
+    ``make_engine``).
     A failing file's finding has the ``line`` where it crosses a token limit.
 
     Ad-hoc, without a config file: ``paths`` (files, folders, globs relative to the
@@ -132,7 +134,7 @@ def check_many(
     strict: bool = False,
     catalog: str | Path | Catalog | None = None,
     engine: EngineKind | str = EngineKind.LOCAL,
-    jobs: int = 1,
+    jobs: int | None = None,
     scheduler: str | None = None,
 ) -> CheckRun:
     """Check several configs in one run: each of ``configs``, or every config at or
