@@ -3,8 +3,8 @@
 tiktoken returns every token id as a Python int, and counting then only takes ``len``.
 toktok-rs (``pip install 'tokcost[fast]'``) runs the same byte-level BPE over the same
 vocabulary and returns the count alone, about ten times faster on one thread
-(``benchmarks/bench_backends.py`` measures every candidate; the README's "Counting
-backends" section has the figures and why this one). tokcost uses it for counting
+(``benchmarks/bench_backends.py`` measures every candidate; docs/counting-speed.md has
+the figures and why this one). tokcost uses it for counting
 only, for the encodings whose vocabulary and special tokens equal tiktoken's (the
 tests prove it, and prove every count equal on random and adversarial text); ids
 (``encode``, ``--tokens``, ``--truncate``, ``bpe``) always come from tiktoken.

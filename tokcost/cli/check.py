@@ -120,7 +120,11 @@ def check(
         bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
                            "missing baseline) as errors: exit code 2.")
     ] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers.")] = 1,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers "
+                     "(default: a thread per CPU, as count)."),
+    ] = None,
     catalog: Annotated[
         str | None,
         typer.Option("--catalog", help="Model catalog YAML (default: the config's 'catalog' "
