@@ -194,7 +194,9 @@ def test_the_cli_json_document() -> None:
     doc = json.loads(result.stdout)
     assert list(doc) == ["model", "weights", "tokenizer", "prompt_tokens", "prompt_ids",
                          "tokens", "layers", "attention_heads", "kv_heads", "thresholds",
-                         "heads", "notable", "plot", "plotted"]
+                         "heads", "notable", "plot", "plotted", "layer_kinds",
+                         "sliding_window"]
+    assert doc["layer_kinds"] == ["full"] * doc["layers"] and doc["sliding_window"] is None
     assert len(doc["heads"]) == 16 and doc["prompt_tokens"] == len(doc["tokens"])
     assert list(doc["heads"][0]) == ["head", "layer", "index", "entropy", "entropy_norm",
                                      "mean_distance", "relative_distance", "first_token",
@@ -252,3 +254,24 @@ def test_bad_cli_input_is_one_line(tmp_path: Path, args: list[str], code: int,
     assert len(errors) == 1 and fragment in errors[0], result.stderr
     assert "Traceback" not in result.output
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5])
+def test_a_uniform_row_over_a_sliding_window_is_broad_and_halfway_back(window: int) -> None:
+    """On a sliding layer query i sees its min(i + 1, window) newest keys: a head spread
+    evenly over them has the largest entropy it can have there (ent/max 1) and reaches back
+    half as far as it can (rel 0.5); scored as a full layer it would look narrow."""
+    t = 12
+    att = np.zeros((1, t, t))
+    for i in range(t):
+        lo = max(0, i - window + 1)
+        att[0, i, lo : i + 1] = 1.0 / (i + 1 - lo)
+    s = layer_stats(att, layer=0, window=window)[0]
+    if window == 1:  # one key per row: nothing to spread over
+        assert s.entropy_norm == 0.0 and s.relative_distance == 0.0 and s.self_token == 1.0
+    else:
+        assert s.entropy_norm == pytest.approx(1.0)
+        assert s.relative_distance == pytest.approx(0.5)
+        assert "broad" in s.labels
+    full = layer_stats(att, layer=0)[0]
+    assert full.entropy_norm < s.entropy_norm or window == 1

@@ -22,7 +22,8 @@ TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
 # Longer than the fixtures' sliding windows (8 tokens for gemma2).
 PROMPT = "the baker opens the shop and the baker sells bread to the town every day"
 KEYS = {"model", "weights", "tokenizer", "prompt_tokens", "prompt_ids", "tokens", "layers",
-        "attention_heads", "kv_heads", "thresholds", "heads", "notable", "plot", "plotted"}
+        "attention_heads", "kv_heads", "thresholds", "heads", "notable", "plot", "plotted",
+        "layer_kinds", "sliding_window"}
 
 
 def _folder(tmp_path: Path, family: str) -> Path:
@@ -59,6 +60,11 @@ def test_the_cli_runs_a_model_folder(tmp_path: Path, family: str) -> None:
     assert sliding and window is not None and doc["prompt_tokens"] > window
     # A sliding head reaches back at most window - 1 tokens, so its mean distance does too.
     assert all(h["mean_distance"] <= window - 1 for h in sliding)
+    # The document names the sliding layers, whose scores are over their window.
+    assert doc["sliding_window"] == window
+    kinds = doc["layer_kinds"]
+    assert isinstance(kinds, list) and len(kinds) == doc["layers"]
+    assert {h["layer"] for h in sliding} == {i for i, k in enumerate(kinds) if k == "sliding"}
 
 
 def test_hf_spec_names_the_same_folder(tmp_path: Path) -> None:

@@ -187,9 +187,13 @@ def test_explain_shows_block_allocation_and_copy_on_write_with_n_samples() -> No
     assert text.count("copy-on-write:") == 1
     assert re.search(r"paged: allocated block #\d+ \(positions 12-15\) for sample 2", text)
     assert "1 copied on write" in text
-    # Events come before the cache line of the step they belong to.
-    step2 = text[text.index("step 2 sample 1"):text.index("step 2 sample 2")]
-    assert step2.index("copy-on-write") < step2.index("  cache:")
+    # Events come before the cache line of the step they belong to, which is shown once,
+    # after the last sample (the samples advance in one forward pass).
+    step2 = text[text.index("step 2 sample 1"):text.index("step 3 sample 1")]
+    assert step2.index("copy-on-write") < step2.index("  cache after step 2, all 2 samples:")
+    assert step2.count("cache") == 1
+    assert step2.index("step 2 sample 2") < step2.index("  cache after step 2")
+    assert "  cache:" not in text
 
 
 def test_explain_json_steps_carry_the_sampled_distribution_and_events() -> None:

@@ -512,3 +512,17 @@ def test_sglang_refuses_a_context_length_past_the_model(ctx: str, refuses: bool)
         assert e["refusal"] == ("User-specified context_length (200000) is greater than the "
                                 "derived context_length (131072) (set "
                                 "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override)")
+
+
+def test_sglang_says_when_its_pool_cannot_hold_one_request() -> None:
+    """SGLang starts with any pool; its scheduler caps prompts at max_total_num_tokens - 1
+    (max_req_input_len), so a context past the pool gets a note with the knobs."""
+    res = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "128k",
+                              "--gpu", "L4", "--engine", "sglang"])
+    assert res.exit_code == 0, res.output
+    assert ("note: SGLang starts, but its pool of 31,707 tokens cannot hold one 128,000-token "
+            "request (prompts are capped at max_total_num_tokens - 1 = 31,706); give a smaller "
+            "context or a larger --mem-fraction-static") in " ".join(res.output.split())
+    small = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "8k",
+                                "--gpu", "L4", "--engine", "sglang"])
+    assert small.exit_code == 0 and "SGLang starts, but" not in small.output

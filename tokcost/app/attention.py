@@ -69,8 +69,8 @@ class AttentionResult:
     thresholds: dict[str, float]
     plot: str | None = None
     plotted: tuple[str, ...] = ()
-    # Per layer "full" or "sliding" (a sliding layer sees its window's newest keys only);
-    # not in to_dict, whose keys the --json document pins.
+    # Per layer "full" or "sliding" (a sliding layer sees its window's newest keys only,
+    # and its scores are over that window).
     layer_kinds: tuple[str, ...] = ()
     sliding_window: int | None = None
     maps: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -94,6 +94,8 @@ class AttentionResult:
             "notable": [n.to_dict() for n in self.notable],
             "plot": self.plot,
             "plotted": list(self.plotted),
+            "layer_kinds": list(self.layer_kinds),
+            "sliding_window": self.sliding_window,
         }
 
 
@@ -171,7 +173,11 @@ def attention(
     out = loaded.model.forward(np.asarray([ids], dtype=np.int64), attention="full")
     assert out.attention is not None
     maps = tuple(np.asarray(a[0], dtype=np.float32) for a in out.attention)  # (nh, T, T) each
-    stats = tuple(s for i, a in enumerate(maps) for s in layer_stats(a, layer=i, ids=ids))
+    stats = tuple(
+        s for i, a in enumerate(maps)
+        for s in layer_stats(a, layer=i, ids=ids,
+                             window=cfg.sliding_window if cfg.sliding(i) else None)
+    )
     notable = tuple(NotableHead(s.name, s.labels, describe(s)) for s in stats if s.labels)
     result = AttentionResult(
         model=entry.id, weights=loaded.weights, trained=loaded.trained, tokenizer=tok.name,

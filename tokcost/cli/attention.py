@@ -143,6 +143,10 @@ def _render(result: AttentionResult) -> None:
                       f"{s.first_token:.2f}", f"{s.previous_token:.2f}", f"{s.self_token:.2f}",
                       dup, ", ".join(s.labels))
     print_wide(table)
+    sliding = [f"L{i}" for i, kind in enumerate(result.layer_kinds) if kind == "sliding"]
+    if sliding:
+        out.print(f"sliding-window layers (window {result.sliding_window}): {' '.join(sliding)}; "
+                  "their ent/max and rel are over the keys the window shows", markup=False)
     if result.notable:
         out.print("notable heads:", markup=False)
         for n in result.notable:

@@ -162,7 +162,8 @@ def train_cmd(
         typer.Option("--max-pretokens", metavar="COUNT",
                      help="Hold at most this many distinct pre-tokens (10M, 2Mi): the most "
                      "frequent, ties by first seen; for corpora whose distinct words alone "
-                     "exceed memory. Default: all of them, as HF does."),
+                     "exceed memory. Default: all of them, as HF does. Once it prunes, "
+                     "the merges depend on how the files are split (--jobs, the engine)."),
     ] = None,
     engine: Annotated[
         str,

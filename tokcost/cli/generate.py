@@ -27,8 +27,9 @@ LEGEND = (
      "--top-p, renormalized to sum to 1; model = the softmax of the raw logits"),
     ("greedy", "--temperature 0: the likeliest token is taken and nothing is drawn; the bars "
      "show the model's probabilities"),
-    ("cache", "tokens held per sample, bytes held by all samples, physical blocks (logical: "
-     "without sharing), beside kvmem estimate"),
+    ("cache", "after each step (with --n, once the last sample's events are shown): tokens "
+     "held per sample, bytes held by all samples, physical blocks (logical: without "
+     "sharing), beside kvmem estimate"),
     ("paged", "block events as they happen: allocated from the pool, shared by the --n "
      "samples, copied on write, dropped once outside a sliding window (#N: a physical "
      "block, with the positions it holds; sliding layers keep their own block table)"),
@@ -270,13 +271,16 @@ def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[s
             model = f"  model {_p(c.model_prob)}"
         lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
     lines += _event_lines(step, n, block)
-    if mode != "none":
+    # The samples advance in one forward pass, so the cache has one state per step: it is
+    # shown once, after the last sample's events, not as if each sample had its own.
+    if mode != "none" and step.sample == n - 1:
         blocks = ""
         if step.cache_blocks is not None:
             blocks = f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)"
         shared = " before sharing" if n > 1 and mode == "paged" else ""
+        label = "cache" if n == 1 else f"cache after step {step.index + 1}, all {n} samples"
         lines.append(
-            f"  cache: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
+            f"  {label}: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
             f"kvmem estimate {step.estimate_bytes:,} B{shared}"
         )
     if step.attention:
@@ -319,10 +323,25 @@ def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
             shared.setdefault(e.group, []).append(e)
         elif e.kind == "free":
             freed.setdefault((e.group, e.sample), []).append(e)
+    def drops(group: str, sample: int | None, events: list[CacheEvent]) -> str:
+        blocks = ", ".join(
+            f"#{e.physical} (positions {span(e)}"
+            + (")" if e.holders == 0 else f"; {e.holders} holder{'s' if e.holders != 1 else ''}"
+               " left)")
+            for e in events
+        )
+        back = all(e.holders == 0 for e in events)
+        return (f"{paged(group)} {owner(sample)} drops block{'s' if len(events) != 1 else ''} "
+                f"{blocks}: outside the window of position {events[-1].position}"
+                + ("; back in the pool" if back else ""))
+
     for (group, sample), events in allocated.items():
         blocks = ", ".join(f"#{e.physical} (positions {span(e)})" for e in events)
         plural = "s" if len(events) != 1 else ""
         lines.append(f"{paged(group)} allocated block{plural} {blocks} for {owner(sample)}")
+    # A prompt longer than the window drops its old blocks while it is prefilled, before
+    # the samples share what is left: in that order.
+    lines += [drops(g, sample, events) for (g, sample), events in freed.items() if sample is None]
     for group, events in shared.items():
         ids = " ".join(f"#{e.physical}" for e in events)
         lines.append(f"{paged(group)} {events[0].holders} samples share the prompt's block"
@@ -336,19 +355,8 @@ def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
                 f"a copy, #{e.physical}; #{e.source} keeps {e.holders} holder"
                 f"{'s' if e.holders != 1 else ''}"
             )
-    for (group, sample), events in freed.items():
-        blocks = ", ".join(
-            f"#{e.physical} (positions {span(e)}"
-            + (")" if e.holders == 0 else f"; {e.holders} holder{'s' if e.holders != 1 else ''}"
-               " left)")
-            for e in events
-        )
-        back = all(e.holders == 0 for e in events)
-        lines.append(
-            f"{paged(group)} {owner(sample)} drops block{'s' if len(events) != 1 else ''} "
-            f"{blocks}: outside the window of position {events[-1].position}"
-            + ("; back in the pool" if back else "")
-        )
+    lines += [drops(g, sample, events) for (g, sample), events in freed.items()
+              if sample is not None]
     return lines
 
 

@@ -388,6 +388,15 @@ def estimate_kv(
         )
     largest = plan.largest_context(batch, entry.context_window or _SEARCH_LIMIT)
     report = plan.report(max(ctxs))
+    pool = report.cache_tokens
+    if options.name == "sglang" and not report.refuses_to_start and pool and max(ctxs) > pool:
+        # SGLang starts whatever the pool holds; its scheduler then takes prompts of at most
+        # max_total_num_tokens - 1 tokens (max_req_input_len) and aborts longer ones.
+        notes.append(
+            f"SGLang starts, but its pool of {pool:,} tokens cannot hold one {max(ctxs):,}-token "
+            f"request (prompts are capped at max_total_num_tokens - 1 = {pool - 1:,}); give a "
+            "smaller context or a larger mem_fraction_static"
+        )
     return KvEstimate(
         model=entry.id,
         kv_dtype=layout.dtype.name,

@@ -147,15 +147,20 @@ def row_entropy(att: NDArray[Any]) -> NDArray[np.float64]:
 
 
 def layer_stats(
-    att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None
+    att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None,
+    window: int | None = None,
 ) -> list[HeadStats]:
     """The scores and labels of every head of one layer; ``ids`` (T token ids) enable
-    ``duplicate_token``."""
+    ``duplicate_token``. ``window``: the layer is a sliding-window one whose query i sees
+    only its ``window`` newest keys, so the ranges above use n_i = min(i + 1, window) keys:
+    ``entropy_norm`` is H_i / ln(n_i) and ``relative_distance`` divides by n_i - 1 (a
+    uniform row over its window still scores 1 and 0.5)."""
     a = check_attention(att)
     t = a.shape[1]
     if ids is not None and len(ids) != t:
         raise InputError(f"ids has {len(ids)} tokens but attention has {t} positions")
     rows = np.arange(1, t)  # query rows 1..T-1
+    seen = rows + 1 if window is None else np.minimum(rows + 1, window)  # keys row i sees
     back = rows[:, None] - np.arange(t)[None, :]  # (T-1, T): i - j
     back = np.where(back >= 0, back, 0)
     dup = _duplicate_mask(ids, t)
@@ -170,9 +175,9 @@ def layer_stats(
             dup_score = float((m * dup).sum(axis=-1)[has].mean())
         scores = {
             "entropy": float(entropy.mean()),
-            "entropy_norm": float((entropy / np.log(rows + 1)).mean()),
+            "entropy_norm": float(_ratio(entropy, np.log(seen)).mean()),
             "mean_distance": float(distance.mean()),
-            "relative_distance": float((distance / rows).mean()),
+            "relative_distance": float(_ratio(distance, seen - 1).mean()),
             "first_token": float(m[:, 0].mean()),
             "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
             "self_token": float(m[np.arange(t - 1), rows].mean()),
@@ -180,6 +185,14 @@ def layer_stats(
         stats.append(HeadStats(layer=layer, head=h, **scores, duplicate_token=dup_score,
                                labels=head_labels(scores, dup_score)))
     return stats
+
+
+def _ratio(x: NDArray[np.float64], top: NDArray[Any]) -> NDArray[np.float64]:
+    """x / top per row, 0 where the row sees one key only (a window of 1: nothing to spread
+    over or reach back to)."""
+    top = np.asarray(top, dtype=np.float64)
+    out: NDArray[np.float64] = np.divide(x, top, out=np.zeros_like(x), where=top > 0)
+    return out
 
 
 def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | None:

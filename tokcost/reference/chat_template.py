@@ -61,7 +61,7 @@ def render(template: str, messages: Sequence[Mapping[str, str]], *,
         from jinja2.ext import loopcontrols
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise MissingDependency("jinja2", "hf", "applying a chat template") from None
+        raise MissingDependency("jinja2", "chat", "applying a chat template") from None
 
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
