@@ -333,3 +333,22 @@ def test_safetensors_weights(tmp_path: Path) -> None:
     st_numpy.save_file(w, str(path))
     with pytest.raises(WeightsMismatch, match="no array 'norm'"):
         load_weights(path, CFG)
+
+
+@pytest.mark.parametrize("cache", ["contiguous", "paged"])
+def test_a_prompt_longer_than_a_prefill_chunk_gives_the_one_pass_logits(
+    model: Transformer, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached prefill runs in chunks of PREFILL_CHUNK tokens (bounded attention scores);
+    the logits equal the no-cache pass, which runs the prompt at once, at every step."""
+    import importlib
+
+    gen = importlib.import_module("tokcost.reference.generate")  # the module, not the function
+    monkeypatch.setattr(gen, "PREFILL_CHUNK", 5)  # 23 tokens: chunks of 5, 5, 5, 5, 3
+    prompt = [(7 * i + 3) % CFG.vocab_size for i in range(23)]
+    want = generate(model, prompt, max_new_tokens=6, cache="none", keep_logits=True)
+    got = generate(model, prompt, max_new_tokens=6, cache=cache, block_size=4, n=2,
+                   keep_logits=True)
+    assert got.samples == [want.samples[0]] * 2
+    for g, w in zip(got.logits, want.logits, strict=True):
+        np.testing.assert_allclose(g, np.repeat(w, 2, axis=0), rtol=1e-4, atol=1e-4)
