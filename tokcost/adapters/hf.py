@@ -35,6 +35,13 @@ class HFTokenizerAdapter:
         self.tokenizer.encode_special_tokens = not allow_special
         return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
+    def encode_as_input(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """``encode`` plus what the tokenizer's post-processor adds (Llama's and Gemma's
+        BOS): a model's prompt as transformers' ``tokenizer(text)`` gives it. Counts leave
+        them out; a model run without its BOS sees text it was never trained on."""
+        self.tokenizer.encode_special_tokens = not allow_special
+        return list(self.tokenizer.encode(text, add_special_tokens=True).ids)
+
     def count(self, text: str, *, allow_special: bool = False) -> int:
         return len(self.encode(text, allow_special=allow_special))
 

@@ -138,7 +138,12 @@ def attention(
 
     from tokcost.catalog.hf_model import is_hf_spec
     from tokcost.reference.attention_stats import THRESHOLDS, describe, layer_stats
-    from tokcost.reference.from_catalog import load_checkpoint, load_model, load_tokenizer
+    from tokcost.reference.from_catalog import (
+        input_ids,
+        load_checkpoint,
+        load_model,
+        load_tokenizer,
+    )
 
     if heads and plot is None:
         raise UsageError(f"heads={heads[0]} chooses a head to draw; add plot=FILE",
@@ -163,7 +168,7 @@ def attention(
     cfg = loaded.model.cfg
     chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads) for h in heads]
     tok = load_tokenizer(entry, cfg)
-    ids = tok.encode(prompt)
+    ids = input_ids(tok, prompt)
     if len(ids) < 2:
         raise UsageError(f"the prompt is {len(ids)} token(s); attention needs at least 2 "
                          "(the first token can only attend to itself)", param="prompt")

@@ -326,6 +326,7 @@ def generate(
     from tokcost.reference import generate as run
     from tokcost.reference.from_catalog import (
         estimate_cache_bytes,
+        input_ids,
         load_checkpoint,
         load_model,
         load_tokenizer,
@@ -361,9 +362,7 @@ def generate(
         prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)
     cfg = loaded.model.cfg
     tok = load_tokenizer(entry, cfg)
-    # The template writes special tokens (<s>, <|im_start|>) as text; transformers
-    # parses them back into their ids, and so does allow_special.
-    ids = tok.encode(prompt, allow_special=chat)
+    ids = input_ids(tok, prompt, chat=chat)
     check_request(cfg, ids, max_new_tokens=max_new_tokens, cache=mode, block_size=block_size,
                   n=n)
     if on_start is not None:

@@ -116,6 +116,19 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     return tok
 
 
+def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
+    """The token ids a model is given for ``text``, as transformers gives them: with what a
+    Hugging Face tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered
+    template already writes them as text (``apply_chat_template`` tokenizes it with no
+    post-processor, and the special tokens' text is parsed back into their ids)."""
+    if chat:
+        return tok.encode(text, allow_special=True)
+    as_input = getattr(tok, "encode_as_input", None)
+    if as_input is not None:
+        return list(as_input(text))
+    return tok.encode(text)
+
+
 def estimate_cache_bytes(
     entry: ModelEntry, tokens: int, *, block_size: int | None = None, batch: int = 1
 ) -> int:
