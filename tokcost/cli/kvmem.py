@@ -308,7 +308,9 @@ def _render(result: MemoryEstimate) -> None:
     per_gpu = " per GPU" if r.tp > 1 or r.pp > 1 else ""
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
     out.print(
-        f"bytes per token{per_gpu}: {r.bytes_per_token:,} B ({_human(r.bytes_per_token)})"
+        f"bytes per token{per_gpu}: {r.bytes_per_token:,} B"
+        # The binary-unit form only when it says something the byte count does not.
+        + (f" ({_human(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
         + (" while the context is shorter than the window" if counts["sliding"] else "")
     )
     engine_header(r)
