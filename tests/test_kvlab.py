@@ -423,21 +423,34 @@ HF_TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
 README = Path(__file__).parent.parent / "README.md"
 
 
-@pytest.mark.parametrize("family", ["llama"])  # the fixture that ships a tokenizer
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "mistral", "gemma2",
+                                    "gemma3_text"])
 def test_quality_runs_on_a_hugging_face_checkpoint(family: str) -> None:
     """A real-format checkpoint through the same lab: the policies' bytes are checked
-    against the memory model inside kvmem_quality, and a policy that keeps every token
-    (a window longer than the text) costs nothing."""
-    result = tokcost.kvmem_quality(model_dir=HF_TINY / family, text=str(README),
-                                   max_tokens=40, prompt=8, policies=["int8", "window:64"])
+    against the memory model inside kvmem_quality (per layer kind: the sliding families'
+    layers hold at most their 8-token window, past which these 40 tokens run), and a policy
+    that keeps every token (a window longer than the text) costs nothing."""
+    result = tokcost.kvmem_quality(model_dir=HF_TINY / family, text=str(README), max_tokens=40,
+                                   prompt=8, policies=["int8", "fp8", "window:64", "window:4",
+                                                       "h2o:8+8"])
     keep_all = next(r for r in result.rows if r.policy == "window:64").quality
-    assert keep_all.mean_kl == 0.0 and keep_all.perplexity == result.baseline_perplexity
+    # The same keys in another order on a sliding layer (kept list vs ring): equal up to
+    # float32 summation order.
+    assert keep_all.mean_kl < 1e-9
+    assert keep_all.perplexity == pytest.approx(result.baseline_perplexity, rel=1e-6)
+    assert keep_all.top1_agreement == 1.0 and keep_all.bytes_held == result.baseline_bytes
     assert result.tokens == 40
+    fp8 = next(r for r in result.rows if r.policy == "fp8").quality
+    assert fp8.bytes_held * 4 == result.baseline_bytes  # 1 byte a value instead of 4
+    window = next(r for r in result.rows if r.policy == "window:4").quality
+    assert window.bytes_held < result.baseline_bytes
 
 
-def test_quality_refuses_sliding_window_checkpoints() -> None:
-    with pytest.raises(UsageError, match="sliding-window layers"):
-        tokcost.kvmem_quality(model_dir=HF_TINY / "gemma2", text=str(README), max_tokens=40)
+def test_quality_refuses_gpu_planning_for_sliding_window_checkpoints() -> None:
+    with pytest.raises(UsageError, match="sliding-window layers") as err:
+        tokcost.kvmem_quality(model_dir=HF_TINY / "gemma2", text=str(README), max_tokens=40,
+                              gpu="H100")
+    assert err.value.param == "gpu"
 
 
 def test_int_round_trip_with_a_subnormal_fp16_scale() -> None:

@@ -131,13 +131,14 @@ def kvmem_quality(
 
     ``model`` is a catalog model with weights (tiny-ref ships them) or ``hf:ORG/REPO``;
     ``model_dir`` a Hugging Face model folder (the reference path's loader: Llama, Qwen2/3,
-    Mistral and Gemma families). The policies size full-attention layers, so models with
-    sliding-window layers are refused.
+    Mistral and Gemma families). On sliding-window layers each cache holds at most the
+    window, as the full cache does; ``gpu`` planning sizes full-attention layers only, so
+    it is refused for models with sliding layers.
     """
     from tokcost.counting import read_input
     from tokcost.memory.cache_policy import parse_policy
     from tokcost.reference.from_catalog import config_for, load_model, load_tokenizer
-    from tokcost.reference.kvpolicy import policy_cache
+    from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
     from tokcost.reference.quality import compare_policy, teacher_forced
     from tokcost.tokenizers import open_catalog
 
@@ -181,9 +182,11 @@ def kvmem_quality(
     if not loaded.trained:
         raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
                            "weights (tiny-ref ships them)")
-    if cfg.layer_types is not None and "sliding" in cfg.layer_types:
-        raise UsageError(f"model '{entry.id}' has sliding-window layers; the cache policies "
-                         "size full-attention layers only", param="model")
+    if gpu is not None and cfg.layer_types is not None and "sliding" in cfg.layer_types:
+        # The reference caches handle sliding layers (each holds at most its window); the
+        # GPU planner below sizes full-attention layers only.
+        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
+                         "sizes full-attention layers only; leave out gpu", param="gpu")
     grouped = any(c.quant is not None and c.quant.grouped for c in chosen)
     if grouped and kv_group_size < cfg.head_dim and cfg.head_dim % kv_group_size:
         # Values are grouped over a head's channels (a group past head_dim is one group of
@@ -216,9 +219,11 @@ def kvmem_quality(
         cache = policy_cache(cfg, quant=policy.quant, evict=policy.evict, prompt=first)
         quality = compare_policy(teacher_forced(loaded.model, ids, prompt=first, cache=cache),
                                  base)
-        expected = policy.bytes(len(ids) - 1, layers=cfg.layers, kv_heads=cfg.kv_heads,
-                                head_dim=cfg.head_dim, full_bytes=4, prompt=first)
-        if expected != quality.bytes_held:  # the memory model and the arrays must agree
+        # The memory model's bytes per layer kind (a sliding layer holds at most its
+        # window); None only where per-channel key groups straddle the window's edge.
+        expected = policy_cache_bytes(cfg, len(ids) - 1, quant=policy.quant,
+                                      evict=policy.evict, prompt=first)
+        if expected is not None and expected != quality.bytes_held:  # they must agree
             raise TokcostError(f"policy {policy.name}: the cache held {quality.bytes_held:,} B "
                                f"but the memory model says {expected:,} B; please report it")
         rows.append(QualityRow(policy.name, quality, plan(policy) if plan else None))
