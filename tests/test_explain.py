@@ -346,3 +346,20 @@ def test_bad_input_is_one_line(
     assert len(errors) == 1 and errors[0].startswith("error: "), res.stderr
     assert message in errors[0]
     assert res.stdout == ""  # nothing was echoed or streamed before the error
+
+
+@pytest.mark.parametrize(("cache", "shown", "left_out"), [
+    ("paged", ["  cache  after each step", "  paged  block events"], []),
+    ("contiguous", ["  cache  after each step"], ["  paged  block events"]),
+    ("none", [], ["  cache  after each step", "  paged  block events"]),
+])
+def test_the_legend_explains_what_the_cache_mode_shows(
+    cache: str, shown: list[str], left_out: list[str]
+) -> None:
+    text = explain("--max-new-tokens", "2", "--cache", cache)
+    legend = text[:text.index("\nprompt:")]
+    for entry in shown:
+        assert entry in legend
+    for entry in left_out:
+        assert entry not in legend
+    assert ("paged:" in text) is (cache == "paged") and ("  cache" in text) is (cache != "none")

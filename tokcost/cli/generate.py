@@ -42,9 +42,12 @@ HEADS_HELP = (
 )
 
 
-def _legend_lines(extra: str) -> list[str]:
-    """LEGEND and a heads line, wrapped for an 80-column terminal."""
-    entries = [*LEGEND, ("heads", extra)]
+def _legend_lines(extra: str, cache: str | None = None) -> list[str]:
+    """LEGEND and a heads line, wrapped for an 80-column terminal; with ``cache``, only
+    the entries that run shows (no block events without the paged cache, no cache line
+    without a cache)."""
+    drop = {"none": {"cache", "paged"}, "contiguous": {"paged"}}.get(cache or "", set())
+    entries = [*(e for e in LEGEND if e[0] not in drop), ("heads", extra)]
     return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
             for term, text in entries]
 
@@ -149,7 +152,7 @@ def generate(
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
-            for line in _legend(start):
+            for line in _legend(start, cache.strip().lower()):
                 out.print(line, markup=False)
             ids = list(start.prompt_ids)
             out.print(f"\nprompt: {len(ids)} tokens {ids}", markup=False)
@@ -211,7 +214,7 @@ def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None
         warn(f"--n {n} with {why} gives {n} identical samples; {fix} to sample")
 
 
-def _legend(start: GenerationStart) -> list[str]:
+def _legend(start: GenerationStart, cache: str) -> list[str]:
     """The legend, with the running model's heads in place of tiny-ref's."""
     nh, nkv = start.attention_heads, start.kv_heads
     heads = HEADS_HELP
@@ -224,7 +227,7 @@ def _legend(start: GenerationStart) -> list[str]:
             heads = (f"{start.model}'s {nh} query heads share {nkv} KV head"
                      f"{'s' if nkv != 1 else ''} (grouped-query attention; the cache holds "
                      f"KV heads only): {reads}")
-    lines = _legend_lines(heads)
+    lines = _legend_lines(heads, cache)
     return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
 
 
