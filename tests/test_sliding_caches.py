@@ -197,7 +197,11 @@ def test_sliding_caches_property(window: int, block_size: int, prompt: int, new:
             seq = ids + sample
             full = model.forward(np.asarray([seq[:-1]])).logits[0]
             for step, logged in enumerate(r.logits):
-                np.testing.assert_allclose(logged[s], full[prompt - 1 + step], atol=1e-4)
+                # float32 sums in another order (a ring's slots, gathered blocks) against the
+                # one-pass forward, on weights scaled x5 (logits up to ~4): a wrong mask or
+                # position is off by 0.1 or more, rounding by about 1e-4.
+                np.testing.assert_allclose(logged[s], full[prompt - 1 + step], rtol=2e-4,
+                                           atol=2e-4)
         held = r.cache_tokens
         if mode == "contiguous":
             assert r.cache_bytes == kv_cache_bytes(arch, prompt + new - 1, "fp32",
