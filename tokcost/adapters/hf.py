@@ -31,16 +31,18 @@ class HFTokenizerAdapter:
         return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        # encode_special_tokens=True makes "<|endoftext|>" in user text plain text.
-        self.tokenizer.encode_special_tokens = not allow_special
-        return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+        return self._encode(text, allow_special=allow_special, post_process=False)
 
     def encode_as_input(self, text: str, *, allow_special: bool = False) -> list[int]:
         """``encode`` plus what the tokenizer's post-processor adds (Llama's and Gemma's
         BOS): a model's prompt as transformers' ``tokenizer(text)`` gives it. Counts leave
         them out; a model run without its BOS sees text it was never trained on."""
+        return self._encode(text, allow_special=allow_special, post_process=True)
+
+    def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
+        # encode_special_tokens=True makes "<|endoftext|>" in user text plain text.
         self.tokenizer.encode_special_tokens = not allow_special
-        return list(self.tokenizer.encode(text, add_special_tokens=True).ids)
+        return list(self.tokenizer.encode(text, add_special_tokens=post_process).ids)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
         return len(self.encode(text, allow_special=allow_special))

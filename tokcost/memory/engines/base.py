@@ -38,6 +38,23 @@ class EngineGroup:
         }
 
 
+RefusalCause = Literal["model_len", "memory"]
+
+
+def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
+    """Is ``max_model_len`` longer than the model's own context length? vLLM and SGLang both
+    refuse that at start-up (unless an environment variable overrides it), before memory."""
+    return model_max_len is not None and max_model_len > model_max_len
+
+
+def refusal_cause(refusal: str | None, max_model_len: int,
+                  model_max_len: int | None) -> RefusalCause | None:
+    """Why an engine that refuses to start does: the model's length, else memory."""
+    if refusal is None:
+        return None
+    return "model_len" if past_model_len(max_model_len, model_max_len) else "memory"
+
+
 @dataclass(frozen=True)
 class EngineReport:
     """The engine's view of one deployment, for ``max_model_len`` tokens per request."""
@@ -56,7 +73,7 @@ class EngineReport:
     refusal: str | None = None
     # Why it refuses: "model_len" (longer than the model's own context length) or "memory"
     # (one request of max_model_len does not fit), so advice can name the right knob.
-    refusal_cause: Literal["model_len", "memory"] | None = None
+    refusal_cause: RefusalCause | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # knobs and where defaults came from
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 
 from tokcost.catalog.schema import LayerKind
 from tokcost.errors import UsageError
-from tokcost.memory.engines.base import EngineGroup, EngineReport
+from tokcost.memory.engines.base import (
+    EngineGroup,
+    EngineReport,
+    past_model_len,
+    refusal_cause,
+)
 from tokcost.memory.kv import KvLayout
 from tokcost.memory.parallel import pp_stages
 
@@ -175,7 +180,7 @@ class SglangPlan:
         pools = self._pools()
         if pools is None:
             return None
-        if self.model_max_len is not None and context > self.model_max_len:
+        if past_model_len(context, self.model_max_len):
             return False
         conc = self.max_concurrency(context)
         # A prompt past max_total_num_tokens - 1 is rejected (scheduler max_req_input_len).
@@ -214,7 +219,7 @@ class SglangPlan:
         lines: list[str] = []
         refusal = None
         conc = None
-        if self.model_max_len is not None and max_model_len > self.model_max_len:
+        if past_model_len(max_model_len, self.model_max_len):
             # SGLang's words (configs/model_config.py), raised before any memory is sized.
             refusal = (f"User-specified context_length ({max_model_len}) is greater than the "
                        f"derived context_length ({self.model_max_len}) (set "
@@ -260,9 +265,7 @@ class SglangPlan:
             lines=tuple(lines),
             refuses_to_start=refusal is not None,
             refusal=refusal,
-            refusal_cause=None if refusal is None else (
-                "model_len" if self.model_max_len is not None
-                and max_model_len > self.model_max_len else "memory"),
+            refusal_cause=refusal_cause(refusal, max_model_len, self.model_max_len),
             settings=settings,
         )
 

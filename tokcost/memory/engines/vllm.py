@@ -41,7 +41,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokcost.errors import UsageError
-from tokcost.memory.engines.base import EngineGroup, EngineReport
+from tokcost.memory.engines.base import (
+    EngineGroup,
+    EngineReport,
+    past_model_len,
+    refusal_cause,
+)
 from tokcost.memory.kv import KvLayout
 from tokcost.memory.parallel import pp_stages
 
@@ -278,7 +283,7 @@ class VllmPlan:
 
     def _starts(self, context: int) -> bool:
         assert self.available is not None
-        if self.model_max_len is not None and context > self.model_max_len:
+        if past_model_len(context, self.model_max_len):
             return False
         return self.available > 0 and all(
             self.needed_bytes(context, s) <= self.available
@@ -316,7 +321,7 @@ class VllmPlan:
         return best
 
     def _refusal(self, max_model_len: int) -> str | None:
-        if self.model_max_len is not None and max_model_len > self.model_max_len:
+        if past_model_len(max_model_len, self.model_max_len):
             # vLLM's words (config/model.py): "User-specified max_model_len (N) is greater
             # than the derived max_model_len (max_position_embeddings=M ...)"; before memory.
             return (f"max_model_len {max_model_len:,} is greater than the model's "
@@ -402,9 +407,7 @@ class VllmPlan:
             lines=tuple(lines),
             refuses_to_start=refusal is not None,
             refusal=refusal,
-            refusal_cause=None if refusal is None else (
-                "model_len" if self.model_max_len is not None
-                and max_model_len > self.model_max_len else "memory"),
+            refusal_cause=refusal_cause(refusal, max_model_len, self.model_max_len),
             settings=settings,
         )
 
