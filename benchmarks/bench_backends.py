@@ -20,6 +20,7 @@ musllinux, macOS arm64/x86_64 and Windows.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -51,6 +52,8 @@ class Candidate:
     dist: str  # the package on the registry
     module: str
     build: Callable[[str], tuple[Count, Batch | None]]  # encoding -> (count, batch2)
+    # Untimed, once per encoding in the parent (files it leaves in $TOKCOST_BENCH_CACHE)
+    prepare: Callable[[str, Path], None] | None = None
 
 
 def _tiktoken(encoding: str) -> tuple[Count, Batch | None]:
@@ -113,6 +116,72 @@ def _kitoken(encoding: str) -> tuple[Count, Batch | None]:
     return lambda t: len(tok.encode(t, False)), None
 
 
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's printable stand-in for each byte, as Hugging Face byte-level BPE writes
+    tokens: printable Latin-1 bytes stand for themselves, the rest from U+0100 on."""
+    kept = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    moved = [b for b in range(256) if b not in kept]
+    return {**{b: chr(b) for b in kept}, **{b: chr(0x100 + i) for i, b in enumerate(moved)}}
+
+
+def tiktoken_as_hf_json(encoding: str, path: Path) -> None:
+    """Write ``encoding`` as a Hugging Face tokenizer.json: the same ranks as BPE merges
+    (each token's two parts are what BPE leaves of its bytes using only lower ranks),
+    the same split pattern, no normalizer. HF tokenizers counts the benchmark corpus
+    with it exactly as tiktoken does; it is how a candidate that reads only
+    tokenizer.json files gets an OpenAI encoding here."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    from tokcost.adapters.openai_encodings import ENCODINGS, find_verified_ranks
+
+    enc = ENCODINGS[encoding]
+    ranks = find_verified_ranks(enc)
+    assert ranks is not None, f"{encoding}: no verified rank file here"
+    chars = _byte_chars()
+
+    def shown(token: bytes) -> str:
+        return "".join(chars[b] for b in token)
+
+    def halves(token: bytes, rank: int) -> tuple[bytes, bytes]:
+        parts = [bytes([b]) for b in token]
+        while len(parts) > 2:
+            found = [(ranks.get(parts[i] + parts[i + 1], rank), i) for i in range(len(parts) - 1)]
+            best, i = min(found)
+            if best >= rank:
+                break
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        assert len(parts) == 2, token
+        return parts[0], parts[1]
+
+    merges = [tuple(map(shown, halves(tok, r))) for tok, r in sorted(ranks.items(), key=lambda kv: kv[1])
+              if len(tok) > 1]
+    tok = Tokenizer(models.BPE(vocab={shown(t): r for t, r in ranks.items()}, merges=merges,
+                               ignore_merges=False))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(enc.pattern), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.save(str(path))
+
+
+def _prepare_tokie(encoding: str, cache: Path) -> None:
+    """tokie's own binary file of the encoding (its fast load), made once per run."""
+    import tokie
+
+    json_path = cache / f"{encoding}.json"
+    tiktoken_as_hf_json(encoding, json_path)
+    tokie.Tokenizer.from_json(str(json_path)).save(str(cache / f"{encoding}.tkz"))
+
+
+def _tokie(encoding: str) -> tuple[Count, Batch | None]:
+    import tokie
+
+    tok = tokie.Tokenizer.from_file(str(Path(os.environ[CACHE_ENV]) / f"{encoding}.tkz"))
+    return tok.count_tokens, tok.count_tokens_batch  # its batch uses every core (2 here)
+
+
+CACHE_ENV = "TOKCOST_BENCH_CACHE"  # where prepare() leaves files for the workers
+
 CANDIDATES = [
     Candidate("tiktoken", "tiktoken", "tiktoken", _tiktoken),
     Candidate("toktok-rs", "toktok-rs", "toktok", _toktok),
@@ -121,6 +190,7 @@ CANDIDATES = [
     Candidate("bpe-openai", "bpe-openai", "bpe_openai", _bpe_openai),
     Candidate("rs-bpe", "rs-bpe", "rs_bpe", _rs_bpe),
     Candidate("kitoken", "kitoken", "kitoken", _kitoken),
+    Candidate("tokie", "tokie", "tokie", _tokie, _prepare_tokie),
 ]
 
 # What no run measures, as the registry showed it (see the module doc for how).
@@ -141,9 +211,10 @@ FACTS: dict[str, dict[str, str]] = {
                "wheels": "not surveyed (a single release)"},
     "kitoken": {"licence": "BSD-2-Clause", "latest": "0.11.1 (2026-10)",
                 "wheels": "abi3 3.10+"},
+    "tokie": {"licence": "MIT OR Apache-2.0", "latest": "0.1.4",
+              "wheels": "3.10-3.14 (cp311 manylinux x86_64 used here)"},
 }
 NOT_EVALUATED = {
-    "tokie": "loads its vocabularies from the Hugging Face hub only (no network here)",
     "wordchipper": "downloads its vocabularies at run time; offline it builds a 256-byte one",
     "fastokens": "patches transformers' tokenizer.json loading; no tiktoken encodings",
     "tokendagger, runtoken, nanotok": "no wheel for CPython 3.11 on Linux x86_64",
@@ -288,12 +359,18 @@ def main() -> None:
 
     cands = [c for c in CANDIDATES if not args.only or c.name in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="tokcost-backends-") as tmp:
-        folder = Path(tmp)
+        folder, cache = Path(tmp) / "corpus", Path(tmp) / "cache"
+        folder.mkdir()
+        cache.mkdir()
         size = build_corpus(folder, args.mb)
         mb = size / 1e6
         print(f"corpus: {len(list(folder.iterdir()))} files, {mb:.1f} MB (prose in 21 "
               f"languages, code, data, Python sources, docs); {args.rounds} rounds\n")
+        os.environ[CACHE_ENV] = str(cache)
         for encoding in args.encodings.split(","):
+            for cand in cands:
+                if cand.prepare is not None and importlib.util.find_spec(cand.module):
+                    cand.prepare(encoding, cache)
             runs: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cands}
             for _ in range(args.rounds):
                 for cand in cands:  # alternate: every round runs every backend once

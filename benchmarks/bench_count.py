@@ -14,8 +14,9 @@ same token count: the table says whether they agree.
 Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
 file of ordinary text and a 50 MB file of one letter (a single pre-token, no cut point:
 the worst case for memory), each counted by tokcount (defaults), tokcount with tiktoken
-forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. The
-goals of issue 13 are checked at the end.
+forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Then
+start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB of the file) with each
+tokcount backend and ttok. The goals of issue 13 are checked at the end.
 
 Extending: add a corpus to CORPORA (a builder) and rows to ``rows()`` (each names its
 corpus); ratios are against the corpus's row marked ``reference``.
@@ -316,6 +317,7 @@ def main() -> None:
                         *(["--no-sizes"] if args.no_sizes else [])], check=True)
         corpora = {name: Corpus(name, Path(path), size, tree) for name, path, size, tree
                    in json.loads((work / "corpora.json").read_text())}
+        compile_tokcost()
         cache = work / "tiktoken-cache"
         cache.mkdir()
         seed_tiktoken_cache(cache)
@@ -346,7 +348,7 @@ def main() -> None:
         report(table, results, corpora)
         if left_out:
             print(f"\nleft out (not installed): {', '.join(left_out)}")
-        startup(env)
+        startup(env, corpora["file"].path, work)
         goals(results)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
@@ -420,25 +422,58 @@ def goals(results: dict[tuple[str, str], Result]) -> None:
               f"({peak * 1.048576:.0f} MB), {verdict}")
 
 
-def startup(env: dict[str, str]) -> None:
-    print("start-up, median of 7 (whole process):")
-    helps = {"tokcost --help": [str(BIN / "tokcost"), "--help"],
-             "tokcount of 'hi' (stdin)": [str(BIN / "tokcount"), "-", "--total"],
-             "tokcount of 'hi', tiktoken forced": [str(BIN / "tokcount"), "-", "--total"]}
+SMALL_SIZES = (3, 300_000, 1_000_000, 4_000_000)  # bytes: 'hi' on stdin, then files
+
+
+def startup(env: dict[str, str], source: Path, work: Path) -> None:
+    """Start-up and small inputs, where loading the vocabulary is most of the time: each
+    tokcount backend, ttok and bare Python on 'hi' and on the first 300 KB, 1 MB and 4 MB
+    of the mixed file (tokcount's default picks tiktoken for runs under SMALL_RUN_CHARS)."""
+    print("start-up and small inputs, median of 7 (whole process, ms):")
+    data = source.read_bytes()
+    inputs: list[tuple[str, Path]] = []
+    for size in SMALL_SIZES:
+        path = work / f"first_{size}.txt"
+        # cut on a character: a partial one at the end would be replaced and reported
+        path.write_bytes(b"hi\n" if size == 3 else data[:size].decode("utf-8", "ignore").encode())
+        inputs.append(("'hi' (stdin)" if size == 3 else f"{size / 1e6:g} MB", path))
+    tokcount = str(BIN / "tokcount")
+    cmds: dict[str, tuple[list[str], dict[str, str]]] = {
+        "tokcount (defaults)": ([tokcount, "-", "--total"], {}),
+        "tokcount, tiktoken forced": ([tokcount, "-", "--total"],
+                                      {"TOKCOST_COUNT_BACKEND": "tiktoken"}),
+    }
+    if _available(Row("", "", [], needs="toktok")):
+        cmds["tokcount, toktok-rs forced"] = ([tokcount, "-", "--total"],
+                                              {"TOKCOST_COUNT_BACKEND": "toktok"})
     if shutil.which("ttok"):
-        helps["ttok of 'hi' (stdin)"] = ["ttok"]
-    helps["python -c pass"] = [sys.executable, "-c", "pass"]
-    with tempfile.NamedTemporaryFile("wb", suffix=".txt") as hi:
-        hi.write(b"hi\n")
-        hi.flush()
-        med: dict[str, list[float]] = {}
-        for _ in range(7):
-            for name, cmd in helps.items():
-                extra = {"TOKCOST_COUNT_BACKEND": "tiktoken"} if "forced" in name else {}
-                stdin = Path(hi.name) if "stdin" in name or "forced" in name else None
-                med.setdefault(name, []).append(run(cmd, {**env, **extra}, stdin)[0])
-    for name, values in med.items():
-        print(f"  {name:36} {statistics.median(values) * 1000:7.0f} ms")
+        cmds["ttok -m gpt-4o"] = (["ttok", "-m", "gpt-4o"], {})
+    walls: dict[tuple[str, str], list[float]] = {}
+    for _ in range(7):
+        for label, path in inputs:
+            for name, (cmd, extra) in cmds.items():
+                walls.setdefault((name, label), []).append(run(cmd, {**env, **extra}, path)[0])
+    for name, cmd in (("tokcost --help", [str(BIN / "tokcost"), "--help"]),
+                      ("python -c pass", [sys.executable, "-c", "pass"])):
+        walls[name, ""] = [run(cmd, env, None)[0] for _ in range(7)]
+    labels = [label for label, _ in inputs]
+    print(f"  {'':30}" + "".join(f"{label:>14}" for label in labels))
+    for name in cmds:
+        print(f"  {name:30}" + "".join(
+            f"{statistics.median(walls[name, label]) * 1000:14.0f}" for label in labels))
+    for name in ("tokcost --help", "python -c pass"):
+        print(f"  {name:30}{statistics.median(walls[name, '']) * 1000:14.0f}")
+
+
+def compile_tokcost() -> None:
+    """Byte-compile tokcost as pip does at install: an editable checkout run under
+    PYTHONDONTWRITEBYTECODE would otherwise compile its modules on every run (about
+    60 ms that no installed copy pays, and that the peers, installed, never pay)."""
+    import tokcost
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tokcost.__file__).parent)],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

@@ -331,9 +331,13 @@ def test_unknown_backend_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> No
         fast_count.requested_backend()
 
 
-def _cli_count(backend: str | None, hide: bool) -> Any:
-    """``count --json`` of a small text, under ``TOKCOST_COUNT_BACKEND=backend``, with
-    toktok-rs hidden when ``hide``; everything is restored afterwards."""
+SMALL_TEXT = "hello world <|endoftext|>\r\n" * 50
+
+
+def _cli_count(backend: str | None, hide: bool, text: str = SMALL_TEXT) -> Any:
+    """``count --json`` of ``text`` (default a small one), under
+    ``TOKCOST_COUNT_BACKEND=backend``, with toktok-rs hidden when ``hide``; everything
+    is restored afterwards."""
     with pytest.MonkeyPatch.context() as patch:
         if backend is None:
             patch.delenv(fast_count.BACKEND_ENV, raising=False)
@@ -345,7 +349,7 @@ def _cli_count(backend: str | None, hide: bool) -> Any:
         try:
             return CliRunner().invoke(app, ["count", "-", "--json", "-t", "o200k_base",
                                             "-t", "cl100k_base"],
-                                      input="hello world <|endoftext|>\r\n" * 50)
+                                      input=text)
         finally:
             registry._get_tokenizer.cache_clear()
 
@@ -366,17 +370,72 @@ def test_cli_backend_choice(backend: str | None, hide: bool, code: int, fragment
         assert len(errors) == 1
 
 
-def test_cli_counts_agree_across_backends() -> None:
-    docs = []
-    for backend, hide in (("tiktoken", False), (None, False), (None, True)):
-        result = _cli_count(backend, hide)
+def _backends(doc: Any) -> set[str]:
+    return {t["backend"] for t in doc["tokenizers"]}
+
+
+@pytest.mark.parametrize("text", [SMALL_TEXT, "Größe 12,5 — ok?\n" * 66_000],
+                         ids=["small", "past SMALL_RUN_CHARS"])
+def test_cli_counts_agree_across_backends(text: str) -> None:
+    has_toktok = fast_count._toktok_module() is not None
+    large = len(text) >= fast_count.SMALL_RUN_CHARS
+    rows = [("tiktoken", False, "tiktoken"), (None, True, "tiktoken"),
+            # auto: tiktoken for a run known to be small, toktok-rs past that
+            (None, False, fast_count.TOKTOK_BACKEND if has_toktok and large else "tiktoken")]
+    if has_toktok:
+        rows.append(("toktok", False, fast_count.TOKTOK_BACKEND))  # named: small runs too
+    totals = set()
+    for backend, hide, expected in rows:
+        result = _cli_count(backend, hide, text)
         assert result.exit_code == 0, result.output
-        docs.append(json.loads(result.stdout))
-    assert len({json.dumps(d["total"]) for d in docs}) == 1
-    backends = {t["backend"] for d in docs for t in d["tokenizers"]}
-    expected = {"tiktoken", fast_count.TOKTOK_BACKEND} if fast_count._toktok_module() else {
-        "tiktoken"}
-    assert backends == expected
+        doc = json.loads(result.stdout)
+        assert _backends(doc) == {expected}, (backend, hide)
+        totals.add(json.dumps(doc["total"]))
+    assert len(totals) == 1
+    want = {name: tiktoken_count(name, text, False) for name in ("o200k_base", "cl100k_base")}
+    assert json.loads(totals.pop())["tokens"] == want
+
+
+def test_plan_run_picks_tiktoken_for_a_small_run_only() -> None:
+    tok = tiktoken_enc.load("o200k_base")
+    if tok.counter is None:
+        pytest.skip("toktok-rs is not installed")
+    small = fast_count.SMALL_RUN_CHARS - 1
+    tok.plan_run(small)
+    assert tok.count_backend == "tiktoken" and not tok.counter.ready
+    assert tok.count("hello world") == 2 and not tok.counter.ready  # tiktoken counted it
+    for chars in (None, fast_count.SMALL_RUN_CHARS):
+        tok.plan_run(chars)
+        assert tok.count_backend == fast_count.TOKTOK_BACKEND
+    assert tok.count_many(["hello world", "x"]) == [2, 1] and tok.counter.ready
+    tok.plan_run(small)  # built now: a small run costs it nothing more
+    assert tok.count_backend == fast_count.TOKTOK_BACKEND
+
+
+def test_plan_run_keeps_a_backend_asked_for_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    if fast_count._toktok_module() is None:
+        pytest.skip("toktok-rs is not installed")
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "toktok")
+    tok = tiktoken_enc.load("cl100k_base")
+    assert tok.counter is not None and tok.counter.forced
+    tok.plan_run(10)
+    assert tok.count_backend == fast_count.TOKTOK_BACKEND
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "tiktoken")
+    forced_tiktoken = tiktoken_enc.load("cl100k_base")
+    forced_tiktoken.plan_run(None)
+    assert forced_tiktoken.count_backend == "tiktoken"
+
+
+def test_an_approximate_proxy_passes_the_plan_and_the_batches_on() -> None:
+    from tokcost.adapters.proxy import Approximate
+
+    inner = tiktoken_enc.load("o200k_base")
+    proxy = Approximate(inner)
+    proxy.plan_run(5)
+    assert proxy.count_backend == inner.count_backend == "tiktoken"
+    assert proxy.count_many(["hello world", "x y"]) == [2, 2]
+    proxy.plan_run(None)
+    assert proxy.count_backend == inner.count_backend
 
 
 def test_backend_reported_for_every_family() -> None:

@@ -10,9 +10,10 @@ tests prove it, and prove every count equal on random and adversarial text); ids
 (``encode``, ``--tokens``, ``--truncate``, ``bpe``) always come from tiktoken.
 
 ``TOKCOST_COUNT_BACKEND`` chooses: ``auto`` (default: toktok-rs where it is installed
-and serves the encoding, else tiktoken), ``tiktoken`` (always tiktoken), ``toktok``
-(like auto, but an error when toktok-rs is not installed). Counts are the same either
-way; ``tokcost count --json`` says which backend counted.
+and serves the encoding, else tiktoken; a count run known to be small goes to tiktoken,
+see ``SMALL_RUN_CHARS``), ``tiktoken`` (always tiktoken), ``toktok`` (always toktok-rs,
+an error when it is not installed). Counts are the same either way; ``tokcost count
+--json`` says which backend counted.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ PROVEN_VERSIONS = frozenset({(0, 3)})
 
 FAST_EXTRA_HINT = "pip install 'tokcost[fast]' (toktok-rs, Python 3.11+)"
 
+#: A count run of fewer characters than this, all of it known before counting starts,
+#: is counted by tiktoken under ``auto``: toktok-rs builds its o200k_base encoder in
+#: about 0.45 s, tiktoken loads its ranks in about 0.25 s, and the 0.2 s difference is
+#: more than toktok-rs saves counting up to about 3 MB (``benchmarks/bench_count.py``'s
+#: small-input rows measure it). Past this, or when the size is unknown, toktok-rs.
+SMALL_RUN_CHARS = 1 << 20
+
 _build_lock = threading.Lock()
 
 
@@ -50,6 +58,14 @@ class Counter(Protocol):
     """Counts tokens as ``len(tiktoken.Encoding.encode*(text))`` would, without the ids."""
 
     name: str
+    #: True when ``$TOKCOST_COUNT_BACKEND`` asks for this backend by name: it then
+    #: counts every run, small ones too.
+    forced: bool
+
+    @property
+    def ready(self) -> bool:
+        """Whether its encoder is built (a small run costs it nothing more then)."""
+        ...
 
     def count(self, text: str, allow_special: bool) -> int: ...
 
@@ -100,8 +116,9 @@ def _toktok_module() -> Any | None:
 class ToktokCounter:
     """One encoding's counts from toktok-rs.
 
-    The encoder is built on the first count (about 0.3 s, as tiktoken's own load),
-    so a tokenizer loaded only for ids never pays for it. Counting releases the GIL.
+    The encoder is built on the first count (about 0.45 s for o200k_base, 0.2 s for
+    cl100k_base, holding the GIL), so a tokenizer loaded only for ids never pays for
+    it. Counting releases the GIL.
 
     With ``allow_special`` the text is cut at each special token here and only the
     ordinary text between them goes to toktok-rs: its own ``with_special`` is
@@ -112,7 +129,9 @@ class ToktokCounter:
 
     name = TOKTOK_BACKEND
 
-    def __init__(self, module: Any, encoding: str, specials: Iterable[str]) -> None:
+    def __init__(self, module: Any, encoding: str, specials: Iterable[str],
+                 *, forced: bool = False) -> None:
+        self.forced = forced
         self._batch_count = module.batch_count
         self._encoding = encoding
         # Longest first: where one special text starts another, the longer one wins.
@@ -127,6 +146,10 @@ class ToktokCounter:
             if not self._ready:
                 self._batch_count([""], self._encoding, 1, False)
                 self._ready = True
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
 
     def count(self, text: str, allow_special: bool) -> int:
         return self.count_many([text], allow_special, 1)[0]
@@ -174,7 +197,8 @@ def fast_counter(encoding: str) -> Counter | None:
         return None
     if encoding not in FAST_ENCODINGS:
         return None
-    return ToktokCounter(module, encoding, ENCODINGS[encoding].special_tokens)
+    return ToktokCounter(module, encoding, ENCODINGS[encoding].special_tokens,
+                         forced=wanted == TOKTOK)
 
 
 def _proven() -> str:

@@ -17,7 +17,25 @@ class Approximate:
         self.name = inner.name
         self.streamable = inner.streamable
         self.releases_gil = inner.releases_gil
-        self.count_backend = count_backend(inner)
+
+    @property
+    def count_backend(self) -> str:
+        return count_backend(self.inner)
+
+    def plan_run(self, chars: int | None) -> None:
+        """Passed on to ``inner`` (see TiktokenTokenizer.plan_run)."""
+        plan = getattr(self.inner, "plan_run", None)
+        if plan is not None:
+            plan(chars)
+
+    def count_many(
+        self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
+    ) -> list[int]:
+        """``inner``'s batch count where it has one (one backend call for many texts)."""
+        many = getattr(self.inner, "count_many", None)
+        if many is None:
+            return [self.inner.count(t, allow_special=allow_special) for t in texts]
+        return list(many(texts, allow_special=allow_special, threads=threads))
 
     @property
     def vocab_size(self) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import special_tokens_by_id
-from tokcost.adapters.fast_count import Counter, fast_counter
+from tokcost.adapters.fast_count import SMALL_RUN_CHARS, Counter, fast_counter
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
@@ -38,10 +38,13 @@ class TiktokenTokenizer:
     ``encoding`` may be a function that builds it: the encoding is then built on
     first use, so a count served by a fast ``counter`` (tokcost.adapters.fast_count)
     never loads tiktoken's ranks at all. Ids always come from tiktoken.
+
+    ``plan_run`` lets a counting engine say how much text a run holds before it counts:
+    a small run is then counted by tiktoken (see fast_count.SMALL_RUN_CHARS), and
+    ``count_backend`` names the backend of the latest run.
     """
 
     releases_gil = True
-    count_backend = "tiktoken"
 
     def __init__(
         self,
@@ -64,8 +67,22 @@ class TiktokenTokenizer:
         self._pattern = pattern
         self.streamable = pattern in _STREAMABLE_PATTERNS
         self.counter = counter
-        if counter is not None:
-            self.count_backend = counter.name
+        self._fast = counter is not None  # counts go to ``counter`` (this run)
+
+    @property
+    def count_backend(self) -> str:
+        """Which backend counts (the latest run's, after ``plan_run``)."""
+        return self.counter.name if self._fast and self.counter is not None else "tiktoken"
+
+    def plan_run(self, chars: int | None) -> None:
+        """A count run of ``chars`` characters in all is about to start (None: more than
+        SMALL_RUN_CHARS, or not known yet). A small one is counted by tiktoken, unless
+        the fast encoder is built already or was asked for by name; else the fast one."""
+        counter = self.counter
+        if counter is None:
+            return
+        small = chars is not None and chars < SMALL_RUN_CHARS
+        self._fast = not small or counter.ready or counter.forced
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -88,7 +105,7 @@ class TiktokenTokenizer:
         return self.encoding.encode_ordinary(text)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
-        if self.counter is not None:
+        if self._fast and self.counter is not None:
             return self.counter.count(text, allow_special)
         return len(self.encode(text, allow_special=allow_special))
 
@@ -97,7 +114,7 @@ class TiktokenTokenizer:
     ) -> list[int]:
         """``[count(t) for t in texts]``, on the fast backend's own ``threads`` when it
         counts (one call for many small files costs one hand-off, not one per file)."""
-        if self.counter is not None:
+        if self._fast and self.counter is not None:
             return self.counter.count_many(texts, allow_special, threads)
         return [self.count(t, allow_special=allow_special) for t in texts]
 

@@ -148,6 +148,11 @@ class _CountExecutor:
     no start-up cost and no copying of text between processes. Processes otherwise.
     Small texts are batched (about BATCH_CHARS a task) so a tree of many small
     files costs few hand-offs; at most 4 x jobs batches are in flight.
+
+    The first batch is held until it is full or the run ends, even on one worker:
+    then the run's size is known to be small or not, and each tokenizer that can
+    choose a backend for it (``plan_run``: the OpenAI encodings) has chosen before
+    its first count.
     """
 
     def __init__(
@@ -174,11 +179,12 @@ class _CountExecutor:
                 )
         self.batch: list[tuple[FileCount, str, str]] = []
         self.batch_chars = 0
+        self.planned = False
         self.inflight: list[tuple[Future[list[int]], list[tuple[FileCount, str]]]] = []
 
     def submit(self, target: FileCount, spec: str, text: str) -> None:
         """Add the tokens of ``text`` to ``target.tokens[spec]`` (now, or by ``close``)."""
-        if self.executor is None:
+        if self.executor is None and self.planned:
             n = self.tokenizers[spec].count(text, allow_special=self.allow_special)
             target.tokens[spec] += n
             return
@@ -187,12 +193,28 @@ class _CountExecutor:
         if self.batch_chars >= BATCH_CHARS:
             self.flush()
 
-    def flush(self) -> None:
-        if not self.batch or self.executor is None:
+    def _plan(self, chars: int | None) -> None:
+        """Tell each tokenizer the run's size: ``chars`` when all of it is in hand,
+        None when there is more (see TiktokenTokenizer.plan_run)."""
+        self.planned = True
+        for tokenizer in self.tokenizers.values():
+            plan = getattr(tokenizer, "plan_run", None)
+            if plan is not None:
+                plan(chars)
+
+    def flush(self, *, last: bool = False) -> None:
+        if not self.planned:
+            self._plan(self.batch_chars if last else None)
+        if not self.batch:
             return
         items = [(spec, text) for _, spec, text in self.batch]
         owners = [(target, spec) for target, spec, _ in self.batch]
         self.batch, self.batch_chars = [], 0
+        if self.executor is None:
+            counts = _count_batch(self.tokenizers, items, self.allow_special)
+            for (target, spec), n in zip(owners, counts, strict=True):
+                target.tokens[spec] += n
+            return
         if self.threads:
             fut = self.executor.submit(_count_batch, self.tokenizers, items, self.allow_special)
         else:
@@ -209,7 +231,7 @@ class _CountExecutor:
 
     def close(self) -> None:
         try:
-            self.flush()
+            self.flush(last=True)
             self.drain()
         finally:
             if self.executor is not None:
