@@ -164,3 +164,28 @@ def test_completion_is_offered_at_the_root_only() -> None:
     assert "--install-completion" in root and "--show-completion" in root
     for sub in (["count"], ["kvmem", "estimate"], ["bpe", "train"], ["models", "list"]):
         assert "--install-completion" not in runner.invoke(app, [*sub, "--help"]).output
+
+
+def test_help_paragraphs_fill_the_terminal_width() -> None:
+    # typer keeps a docstring's line breaks; tokcost joins a paragraph's lines, so a
+    # narrow terminal does not break "as du" / "counts it" where the source did.
+    wide = runner.invoke(app, ["count", "--help"], env={"COLUMNS": "200"}).output
+    assert "counted once, as du counts it; a FIFO, socket or device" in wide
+    narrow = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
+    lines = [line.strip() for line in narrow.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("For every text"))
+    paragraph = lines[start:lines.index("", start)]
+    assert len(paragraph) > 1 and all(len(line) > 60 for line in paragraph[:-1]), paragraph
+
+
+def test_reflow_keeps_indented_and_marked_paragraphs() -> None:
+    from types import SimpleNamespace
+
+    from tokcost.cli.app import reflow_help
+
+    leaf = SimpleNamespace(help="First line.\n\nOne\nparagraph.\n\n\bkept\nas is\n\n"
+                                "Example:\n  tokcost count .\n  tokcount x")
+    group = SimpleNamespace(help=None, commands={"leaf": leaf})
+    reflow_help(group)
+    assert leaf.help == ("First line.\n\nOne paragraph.\n\n\bkept\nas is\n\n"
+                         "Example:\n  tokcost count .\n  tokcount x")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import inspect
 import itertools
 import os
 import sys
@@ -226,6 +227,20 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
 _loaded: dict[str, Any] = {}
 
 
+def reflow_help(command: Any) -> None:
+    """Join the lines of each paragraph of every command's help into one: typer keeps a
+    docstring's line breaks, which a narrow terminal then wraps raggedly ("as du" /
+    "counts it"). A paragraph with an indented line, or marked with \\b, stays as written."""
+    for sub in (getattr(command, "commands", None) or {}).values():
+        reflow_help(sub)
+    if not command.help:
+        return
+    paragraphs = inspect.cleandoc(command.help).split("\n\n")
+    command.help = "\n\n".join(
+        p if p.startswith("\b") or any(line[:1].isspace() for line in p.splitlines())
+        else " ".join(p.split("\n")) for p in paragraphs)
+
+
 def _load_command(name: str) -> Any:
     if name not in _loaded:
         modules, _ = COMMANDS[name]
@@ -236,6 +251,7 @@ def _load_command(name: str) -> Any:
         from tokcost.cli.errors import tag_errors
 
         tag_errors(built)
+        reflow_help(built)
         # A holder with one plain command becomes that command; otherwise a group.
         sub = getattr(built, "commands", {}).get(name)
         _loaded[name] = sub if sub is not None else built
