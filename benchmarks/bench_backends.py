@@ -352,9 +352,16 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated candidate names")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per worker run")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.prepare:
+        name, encoding, cache = args.prepare
+        prepare = next(c.prepare for c in CANDIDATES if c.name == name)
+        assert prepare is not None
+        prepare(encoding, Path(cache))
         return
 
     cands = [c for c in CANDIDATES if not args.only or c.name in args.only.split(",")]
@@ -370,7 +377,12 @@ def main() -> None:
         for encoding in args.encodings.split(","):
             for cand in cands:
                 if cand.prepare is not None and importlib.util.find_spec(cand.module):
-                    cand.prepare(encoding, cache)
+                    # In a child: a worker's peak RSS (wait4) starts at this process's
+                    # size when forked, so this process must not load a vocabulary.
+                    subprocess.run([sys.executable, __file__, "--prepare", cand.name, encoding,
+                                    str(cache)], check=True,
+                                   env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                       [str(ROOT), os.environ.get("PYTHONPATH", "")])})
             runs: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cands}
             for _ in range(args.rounds):
                 for cand in cands:  # alternate: every round runs every backend once
