@@ -113,6 +113,24 @@ def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path, o200k: Toke
                      id="corrupt-tokenizer"),
         pytest.param(["count", "--chat", "{a}"], 1, "not JSON", id="bad-chat"),
         pytest.param(["count", "{a}", "--jobs", "0"], 2, "", id="bad-jobs"),
+        # output options that cannot all be honoured: one is never dropped silently
+        *[pytest.param(["count", "{a}", *flags], 2, f"{x} and {y} cannot be combined",
+                       id=f"{x}{y}") for flags, x, y in [
+            (["--json", "--csv"], "--json", "--csv"),
+            (["--json", "--total"], "--json", "--total"),
+            (["--csv", "--total"], "--csv", "--total"),
+            (["--tokens", "--truncate", "5"], "--tokens", "--truncate"),
+            (["--truncate", "5", "--csv"], "--csv", "--truncate"),
+            (["--tokens", "--total"], "--total", "--tokens"),
+            (["--tokens", "--truncate", "2", "--json"], "--tokens", "--truncate")]],
+        pytest.param(["count", "--chat", "{a}", "{a}"], 2, "--chat counts one message list",
+                     id="chat-and-files"),
+        pytest.param(["count", "--chat", "{a}", "--total"], 2, "drop --total",
+                     id="chat-and-total"),
+        pytest.param(["count", "{a}", "-t", "o200k_base", "-t", "o200k_base"], 2,
+                     "tokenizer given twice: o200k_base", id="same-tokenizer-twice"),
+        pytest.param(["count", "{a}", "-m", "gpt-4o", "-m", "gpt-4o"], 2,
+                     "tokenizer given twice: gpt-4o", id="same-model-twice"),
     ],
 )
 def test_bad_input_is_one_line(runner, files: Path, args: list[str], code: int,  # type: ignore[no-untyped-def]
@@ -272,3 +290,34 @@ def test_a_folder_given_as_the_chat_names_the_flag(runner, files: Path) -> None:
     result = runner.invoke(app, ["count", "--chat", str(files)])
     assert result.exit_code == 2
     assert f"{files} is a folder; --chat PATH takes a JSON file of messages" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--tokens", "--json"], ["--truncate", "2", "--json"]])
+def test_json_goes_with_tokens_and_truncate(runner, files: Path, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", str(files / "a.txt"), *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["files"][0]["ids"]
+
+
+def test_a_model_and_its_tokenizer_are_two_columns(runner, files: Path) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(app, ["count", str(files / "a.txt"), "-t", "o200k_base", "-m",
+                                 "gpt-4o", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [t["label"] for t in json.loads(result.stdout)["tokenizers"]] == ["o200k_base",
+                                                                               "gpt-4o"]
+
+
+@pytest.mark.parametrize("n", range(0, 7))
+def test_truncate_never_prints_half_a_character(runner, tmp_path: Path, o200k: Tokenizer,  # type: ignore[no-untyped-def]
+                                                n: int) -> None:
+    # rare characters take several byte-level tokens each: a cut inside one must not
+    # print U+FFFD; a U+FFFD the input really has is kept
+    text = "\U00013000\U00013001 x \ufffd y\U0001F9D1\u200d\U0001F4BB"
+    (tmp_path / "rare.txt").write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["count", str(tmp_path / "rare.txt"), "--truncate", str(n),
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)["files"][0]["text"]
+    assert text.startswith(got)  # only whole characters of the input, in order
+    whole = o200k.decode(o200k.encode(text)[:n])
+    assert whole.startswith(got) and len(whole) - len(got) <= 2  # at most the split one

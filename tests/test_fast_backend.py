@@ -278,6 +278,10 @@ def test_unproven_release_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(toktok, "__version__", "0.9.0")
     assert fast_count.fast_counter("o200k_base") is None
     assert tiktoken_enc.load("o200k_base").count_backend == "tiktoken"
+    # asked for by name, the error names the release found, not "not importable"
+    monkeypatch.setenv(fast_count.BACKEND_ENV, "toktok")
+    with pytest.raises(TokenizerNotFound, match=r"toktok-rs 0\.9\.0 is installed, a release"):
+        fast_count.fast_counter("o200k_base")
 
 
 @needs_toktok

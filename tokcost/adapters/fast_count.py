@@ -190,15 +190,27 @@ def fast_counter(encoding: str) -> Counter | None:
     module = _toktok_module()
     if module is None:
         if wanted == TOKTOK:
+            installed = _installed_version()
+            found = (f"toktok-rs {installed} is installed, a release the tests have not "
+                     "proven" if installed else "which is not importable here")
             raise TokenizerNotFound(
-                f"{BACKEND_ENV}=toktok needs toktok-rs {_proven()}, which is not importable "
-                f"here; {FAST_EXTRA_HINT}, or unset {BACKEND_ENV}"
+                f"{BACKEND_ENV}=toktok needs toktok-rs {_proven()}, {found}; "
+                f"{FAST_EXTRA_HINT}, or unset {BACKEND_ENV}"
             )
         return None
     if encoding not in FAST_ENCODINGS:
         return None
     return ToktokCounter(module, encoding, ENCODINGS[encoding].special_tokens,
                          forced=wanted == TOKTOK)
+
+
+def _installed_version() -> str | None:
+    """The version of an importable toktok module, whatever it is (None: not importable)."""
+    try:
+        import toktok
+    except ImportError:
+        return None
+    return str(getattr(toktok, "__version__", "of unknown version"))
 
 
 def _proven() -> str:

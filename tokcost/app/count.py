@@ -63,7 +63,7 @@ def _choices(
     # Columns: plain specs first, then model:ID specs, then models, each in the order
     # given (as count has always shown them; model:ID is the same as a model id).
     ordered = sorted(tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
-    return resolve_tokenizers(ordered, models, catalog=catalog)
+    return resolve_tokenizers(ordered, models, catalog=catalog, unique=True)
 
 
 # --- count ------------------------------------------------------------------------------
@@ -313,7 +313,8 @@ class TokenizeResult:
     """One input's token ids, each token's text, and the text they make up.
 
     With ``max_tokens``, ``ids`` and ``pieces`` are the first ones and ``text`` is
-    what they decode to; ``input_tokens`` always counts the whole input.
+    the whole characters they decode to (a character the cut splits is left out);
+    ``input_tokens`` always counts the whole input.
     """
 
     tokenizer: TokenizerChoice
@@ -395,6 +396,10 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
     if max_tokens is not None and total > max_tokens:
         ids = ids[:max_tokens]
         text = tok.decode(ids)
+        # A character split across tokens (byte-level BPE spends 2-4 on a rare one) decodes,
+        # cut, to U+FFFD: drop what the input does not have there, keep whole characters.
+        while text.endswith("\ufffd") and not read.text.startswith(text):
+            text = text[:-1]
     pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
     return TokenizeResult(choice, tuple(ids), pieces, text, read.name, total, max_tokens,
                           read.invalid_bytes)

@@ -73,6 +73,37 @@ def _version(ctx: typer.Context, value: bool) -> None:
         raise typer.Exit()
 
 
+# Output modes of count; only --json with --tokens or --truncate go together (the
+# --json document of the pieces). Anything else given twice would print one of them
+# and silently drop the other.
+_SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
+
+
+def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool]) -> None:
+    """One usage error for options that cannot all be honoured: ``flags`` maps each
+    output option to whether it was given.
+
+    >>> refuse_conflicts(paths=[], chat=None, flags={"--json": True, "--tokens": True})
+    >>> refuse_conflicts(paths=["a"], chat=None, flags={"--json": True, "--csv": True})
+    Traceback (most recent call last):
+    tokcost.errors.UsageError: --json and --csv cannot be combined: pick one output
+    """
+    given = [flag for flag, on in flags.items() if on]
+    if chat is not None:
+        if paths:
+            raise UsageError(f"--chat counts one message list, not files too ({paths[0]}); "
+                             "count the files in a run of their own")
+        shown = [f for f in given if f != "--json"]
+        if shown:
+            raise UsageError(f"--chat prints its own table or --json; drop {shown[0]}")
+        return
+    for i, first in enumerate(given):
+        for second in given[i + 1:]:
+            if not ("--json" in (first, second)
+                    and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
+                raise UsageError(f"{first} and {second} cannot be combined: pick one output")
+
+
 def count(
     paths: Annotated[
         list[str] | None,
@@ -157,6 +188,9 @@ def count(
     counts it; a FIFO, socket or device inside a folder is skipped with the reason
     (named directly, a FIFO such as <(cmd) is read).
     """
+    refuse_conflicts(paths=list(paths or []), chat=chat, flags={
+        "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
+        "--truncate": truncate is not None})
     if chat is not None:
         _print_chat(tokcost.count_chat(chat, models=models or [], tokenizers=tokenizers or [],
                                        catalog=catalog), json_out)
