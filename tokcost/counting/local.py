@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from tokcost.adapters.base import Tokenizer
+from tokcost.adapters.fast_count import SMALL_RUN_CHARS
 from tokcost.counting.inputs import (
     BLOCK_BYTES,
     SNIFF_BYTES,
@@ -149,10 +150,10 @@ class _CountExecutor:
     Small texts are batched (about BATCH_CHARS a task) so a tree of many small
     files costs few hand-offs; at most 4 x jobs batches are in flight.
 
-    The first batch is held until it is full or the run ends, even on one worker:
-    then the run's size is known to be small or not, and each tokenizer that can
-    choose a backend for it (``plan_run``: the OpenAI encodings) has chosen before
-    its first count.
+    The first batch is held until the run has SMALL_RUN_CHARS of text or ends, even on
+    one worker: then the run is known to be small or not, and each tokenizer that can
+    choose a backend for it (``plan_run``: the OpenAI encodings) has chosen before its
+    first count.
     """
 
     def __init__(
@@ -190,8 +191,15 @@ class _CountExecutor:
             return
         self.batch.append((target, spec, text))
         self.batch_chars += len(text)
-        if self.batch_chars >= BATCH_CHARS:
-            self.flush()
+        if self.planned:
+            if self.batch_chars >= BATCH_CHARS:
+                self.flush()
+        elif self._run_chars() >= SMALL_RUN_CHARS:
+            self.flush()  # not a small run: counting starts, on the fast backend
+
+    def _run_chars(self) -> int:
+        # each text is in the batch once per tokenizer: the run's own size is the share
+        return self.batch_chars // max(1, len(self.tokenizers))
 
     def _plan(self, chars: int | None) -> None:
         """Tell each tokenizer the run's size: ``chars`` when all of it is in hand,
@@ -204,7 +212,7 @@ class _CountExecutor:
 
     def flush(self, *, last: bool = False) -> None:
         if not self.planned:
-            self._plan(self.batch_chars if last else None)
+            self._plan(self._run_chars() if last else None)
         if not self.batch:
             return
         items = [(spec, text) for _, spec, text in self.batch]
