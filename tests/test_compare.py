@@ -270,3 +270,32 @@ def test_library_writes_the_plot(folder: Path, tmp_path: Path, mpl_config: None)
 def test_library_takes_one_folder_as_is(folder: Path) -> None:
     assert (tokcost.compare(str(folder)).to_dict()
             == tokcost.compare([folder], tokenizers=["o200k_base"]).to_dict())
+
+
+
+def test_a_small_comparison_starts_on_the_quicker_backend(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The builtin corpora are 0.4 MB, all in hand before counting: tiktoken, which loads
+    # sooner, counts them unless toktok-rs is asked for by name; the counts are the same.
+    from tokcost.adapters import fast_count, registry
+
+    rows = [(None, "tiktoken"), ("tiktoken", "tiktoken")]
+    if fast_count._toktok_module() is not None:
+        rows.append(("toktok", "toktok-rs"))
+    tokens = []
+    for backend, expected in rows:
+        if backend is None:
+            monkeypatch.delenv(fast_count.BACKEND_ENV, raising=False)
+        else:
+            monkeypatch.setenv(fast_count.BACKEND_ENV, backend)
+        registry._get_tokenizer.cache_clear()
+        try:
+            stdout, _ = _run(runner, ["--builtin", "--json"])
+        finally:
+            registry._get_tokenizer.cache_clear()
+        doc = json.loads(stdout)
+        assert [t["backend"] for t in doc["tokenizers"]] == [expected], backend
+        tokens.append([r["tokens"] for g in doc["groups"] for s in g["samples"]
+                       for r in s["results"]])
+    assert all(t == tokens[0] for t in tokens) and sum(tokens[0]) > 0

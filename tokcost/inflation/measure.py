@@ -241,6 +241,17 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
     return estimate_cost(meter.model, input_tokens=tokens).total
 
 
+def _plan_runs(groups: Sequence[Group], meters: Sequence[Meter]) -> None:
+    """Tell each tokenizer that can choose a backend (``plan_run``) how much text it
+    is about to count: all of it is in hand, so a small comparison goes to the one
+    that starts sooner (tokcost.adapters.fast_count.SMALL_RUN_CHARS)."""
+    chars = sum(len(s.text) + sum(map(len, s.units or ())) for g in groups for s in g.samples)
+    for tokenizer in {id(m.tokenizer): m.tokenizer for m in meters}.values():
+        plan = getattr(tokenizer, "plan_run", None)
+        if plan is not None:
+            plan(chars)
+
+
 def measure(
     groups: Sequence[Group],
     meters: Sequence[Meter],
@@ -254,6 +265,7 @@ def measure(
     if not meters:
         raise UsageError("no tokenizer to compare with; pass at least one meter", param="meters")
     total = sum(len(g.samples) for g in groups) * len(meters)
+    _plan_runs(groups, meters)
     done = 0
     counts: dict[tuple[int, str, str], int] = {}
     seen: dict[tuple[int, int, str], int] = {}  # -t o200k_base -m gpt-4o: count once
