@@ -209,8 +209,11 @@ def test_an_all_ignored_folder_says_gitignore_left_everything_out(tmp_path: Path
     assert (left.gitignored_files, left.gitignored_folders) == (3, 1)  # .gitignore, a, b; sub/
     assert left.note() == ("no files matched: 3 files and 1 folder excluded by .gitignore "
                            "(gitignore=False counts them)")
-    assert left.note(gitignore_hint="") == (
-        "no files matched: 3 files and 1 folder excluded by .gitignore")
+    flags = {"gitignore=False": "--no-gitignore", "include": "--include"}
+    assert left.note(names=flags) == ("no files matched: 3 files and 1 folder excluded by "
+                                      ".gitignore (--no-gitignore counts them)")
+    assert LeftOut(not_included=1).note(names=flags) == (
+        "no files matched: 1 file does not match --include")
     assert _rel(tmp_path, [s.path for s in walk([str(tmp_path / "allig")], gitignore=False)]) == [
         "allig/.gitignore", "allig/a.txt", "allig/b.txt", "allig/sub/c.txt"]
 
@@ -257,6 +260,29 @@ def test_the_report_carries_what_the_walk_left_out(tmp_path: Path, toks: dict[st
 # --- item 5: an unreadable input fails the count once the rest is counted -----------------------
 
 
+@pytest.fixture
+def refused(files: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """unread.txt beside en.txt, which every open refuses as the system refuses it."""
+    (files / "unread.txt").write_text(TEXT)
+    real_open, real_os_open = open, os.open
+
+    def refuse(path: object) -> None:
+        if str(path).endswith("unread.txt"):
+            raise PermissionError(13, "Permission denied", str(path))
+
+    def fake_os_open(path, flags, *a, **k):  # type: ignore[no-untyped-def]
+        refuse(path)
+        return real_os_open(path, flags, *a, **k)
+
+    def fake_open(path, *a, **k):  # type: ignore[no-untyped-def]
+        refuse(path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", fake_os_open)
+    monkeypatch.setattr("builtins.open", fake_open)
+    return files
+
+
 @pytest.mark.parametrize(("reason", "failed"), [
     ("unreadable (Permission denied)", True),
     ("unreadable folder (Permission denied)", True),
@@ -282,25 +308,8 @@ def test_the_message_counts_them() -> None:
 
 @pytest.mark.parametrize("size", [10, 3 << 20], ids=["small", "streamed"])
 def test_a_file_that_cannot_be_opened_is_reported_unreadable(
-        files: Path, toks: dict[str, Tokenizer], monkeypatch: pytest.MonkeyPatch,
-        size: int) -> None:
-    (files / "unread.txt").write_text("x" * size)
-    real_open, real_os_open = open, os.open
-
-    def refuse(path: object) -> None:
-        if str(path).endswith("unread.txt"):
-            raise PermissionError(13, "Permission denied", str(path))
-
-    def fake_os_open(path, flags, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_os_open(path, flags, *a, **k)
-
-    def fake_open(path, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_open(path, *a, **k)
-
-    monkeypatch.setattr(os, "open", fake_os_open)
-    monkeypatch.setattr("builtins.open", fake_open)
+        refused: Path, toks: dict[str, Tokenizer], size: int) -> None:
+    (refused / "unread.txt").write_bytes(b"x" * size)  # small files and streamed ones alike
     report = LocalEngine().count_paths(["unread.txt", "en.txt"], toks)
     assert [f.path for f in report.files] == ["en.txt"]
     assert report.unreadable == (Skipped("unread.txt", "unreadable (Permission denied)"),)
@@ -393,3 +402,71 @@ def test_progress_has_a_total_for_stdin_from_a_file(tmp_path: Path, toks: dict[s
     count_paths(["-"], toks, stdin=io.BytesIO(b"hello"),
                 progress=lambda *a: seen.append(a))
     assert seen and all(total == 0 for _, _, total in seen)
+
+
+# --- the CLI: what the lead's tokcost/app/count.py and tokcost/cli/count.py change shows --------
+# (CountResult.left_out and .unreadable; until that change lands these tests are skipped)
+
+needs_left_out = pytest.mark.skipif(
+    "left_out" not in getattr(tokcost.CountResult, "__dataclass_fields__", {}),
+    reason="CountResult does not carry the walk's LeftOut yet")
+needs_unreadable = pytest.mark.skipif(
+    not hasattr(tokcost.CountResult, "unreadable"),
+    reason="CountResult.unreadable (exit code 1) is not there yet")
+
+
+@needs_left_out
+@pytest.mark.parametrize(("tree", "args", "warning"), [
+    pytest.param({"allig/.gitignore": "*\n", "allig/a.txt": TEXT}, ["allig"],
+                 "no files matched: 2 files excluded by .gitignore (--no-gitignore counts them)",
+                 id="all-gitignored"),
+    pytest.param({"docs/a.txt": TEXT}, ["docs", "--include", "*.md"],
+                 "no files matched: 1 file does not match --include", id="include"),
+    pytest.param({"docs/a.txt": TEXT}, ["docs", "--exclude", "*.txt"],
+                 "no files matched: 1 file matches --exclude", id="exclude"),
+    pytest.param({}, ["e"], "no files in e/", id="empty"),
+])
+def test_the_cli_says_why_nothing_matched(runner: CliRunner, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, tree: dict[str, str],
+                                          args: list[str], warning: str) -> None:
+    (tmp_path / "e").mkdir()
+    _write(tmp_path, tree)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["count", *args])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"warning: {warning}\n"
+
+
+UNREAD_WARNING = "warning: skipped unread.txt: unreadable (Permission denied)"
+UNREAD_ERROR = "error: 1 input could not be read (see the warnings above)"
+
+
+@needs_unreadable
+@pytest.mark.parametrize("extra", [[], ["--csv"], ["--total"], ["--tokens"]],
+                         ids=["table", "csv", "total", "tokens"])
+def test_an_unreadable_input_fails_after_the_rest_is_shown(
+        runner: CliRunner, refused: Path, extra: list[str]) -> None:
+    result = runner.invoke(app, ["count", "unread.txt", "en.txt", *extra])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert result.stderr.splitlines() == [UNREAD_WARNING, UNREAD_ERROR]
+    assert result.stdout.strip()  # what could be read is shown first
+
+
+@needs_unreadable
+def test_with_json_stdout_stays_one_document(runner: CliRunner, refused: Path) -> None:
+    import json
+
+    result = runner.invoke(app, ["count", "unread.txt", "en.txt", "--json"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [f["path"] for f in doc["files"]] == ["en.txt"]
+    assert doc["skipped"] == [{"path": "unread.txt", "reason": "unreadable (Permission denied)"}]
+
+
+@needs_unreadable
+def test_inputs_left_out_by_policy_still_exit_0(runner: CliRunner, files: Path) -> None:
+    (files / "logo.png").write_bytes(b"GIF89a\x00\x01")
+    result = runner.invoke(app, ["count", "logo.png", "en.txt", "en.txt"])
+    assert result.exit_code == 0, result.output
+    assert "error:" not in result.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,9 +61,10 @@ class LeftOut:
     git_folders: int = 0  # ``.git``: git's own folder, never read
     folders: list[str] = field(default_factory=list)  # the folders walked, as named
 
-    def note(self, *, gitignore_hint: str = "gitignore=False counts them") -> str:
-        """Why a walk found nothing to count, in one line (``gitignore_hint`` ends the
-        ``.gitignore`` part; the CLI passes its flag's words).
+    def note(self, *, names: Mapping[str, str] | None = None) -> str:
+        """Why a walk found nothing to count, in one line, in the API's words:
+        ``include``, ``exclude``, ``gitignore=False``; ``names`` maps each to the
+        caller's own (the CLI's flags: ``{"gitignore=False": "--no-gitignore"}``).
 
         >>> LeftOut(gitignored_files=12, folders=["src"]).note()
         'no files matched: 12 files excluded by .gitignore (gitignore=False counts them)'
@@ -72,18 +73,21 @@ class LeftOut:
         >>> LeftOut(folders=["e/"]).note(), LeftOut(git_folders=1, folders=["repo"]).note()
         ('no files in e/', 'no files in repo/ (only .git/, which is never read)')
         """
+        def word(api: str) -> str:
+            return (names or {}).get(api, api)
+
         parts = []
         ignored = _entries(self.gitignored_files, self.gitignored_folders)
         if ignored:
-            parts.append(f"{ignored} excluded by .gitignore"
-                         + (f" ({gitignore_hint})" if gitignore_hint else ""))
+            parts.append(f"{ignored} excluded by .gitignore ({word('gitignore=False')} "
+                         "counts them)")
         if self.not_included:
-            parts.append(f"{_entries(self.not_included, 0)} "
-                         f"{'does' if self.not_included == 1 else 'do'} not match include")
+            verb = "does" if self.not_included == 1 else "do"
+            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word('include')}")
         excluded = _entries(self.excluded_files, self.excluded_folders)
         if excluded:
-            one = self.excluded_files + self.excluded_folders == 1
-            parts.append(f"{excluded} {'matches' if one else 'match'} exclude")
+            verb = "matches" if self.excluded_files + self.excluded_folders == 1 else "match"
+            parts.append(f"{excluded} {verb} {word('exclude')}")
         if parts:
             return "no files matched: " + ", ".join(parts)
         if not self.folders:
