@@ -35,6 +35,7 @@ from tokcost.counting.inputs import (
     scan_file,
     sniff_binary,
     sniff_source,
+    stdin_size,
     stdin_source,
 )
 from tokcost.counting.local import (
@@ -58,6 +59,7 @@ from tokcost.counting.stream import (
     split_text,
 )
 from tokcost.counting.walk import (
+    LeftOut,
     Source,
     walk,
 )
@@ -77,6 +79,7 @@ __all__ = [
     "FileCount",
     "FileScan",
     "InputText",
+    "LeftOut",
     "LineBlocks",
     "LocalEngine",
     "ProgressFn",
@@ -103,6 +106,7 @@ __all__ = [
     "sniff_binary",
     "sniff_source",
     "split_text",
+    "stdin_size",
     "stdin_source",
     "walk",
 ]

@@ -5,6 +5,8 @@ is reported; binary files (a NUL byte early on, as git decides) are skipped with
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 import sys
 import threading
 from collections.abc import Iterable
@@ -169,6 +171,37 @@ def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
     return stdin if stdin is not None else sys.stdin.buffer
 
 
+def stdin_size(stdin: BinaryIO | None = None) -> int | None:
+    """The bytes left to read on ``stdin`` (default the process's) when it is a regular
+    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size.
+
+    >>> import io
+    >>> stdin_size(io.BytesIO(b"no file behind it")) is None
+    True
+    """
+    source = stdin_source(stdin)
+    try:
+        info = os.fstat(source.fileno())  # type: ignore[attr-defined]
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        at = source.tell()  # type: ignore[attr-defined]  # what was read before, buffered too
+    except (AttributeError, OSError, ValueError):  # no file behind it, or a closed one
+        return None
+    return max(info.st_size - int(at), 0)
+
+
+def not_a_folder(raw: str) -> str:
+    """The usage error for a path that goes through a file as if it were a folder:
+    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``.
+
+    >>> not_a_folder("README.md/")
+    "README.md/ is not a folder; drop the trailing '/' to read the file"
+    """
+    if raw.endswith("/") and os.path.lexists(raw.rstrip("/")):
+        return f"{raw} is not a folder; drop the trailing '/' to read the file"
+    return f"no such file or folder: {raw}"
+
+
 @dataclass(frozen=True)
 class InputText:
     """One input read whole under the input policy (``read_input``)."""
@@ -194,11 +227,15 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
     else:
         name = raw
         try:
-            data = Path(raw).read_bytes()
+            # open(), not Path.read_bytes(): pathlib would read "notes.txt/" as notes.txt
+            with open(raw, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
-            raise UsageError(f"no such file: {raw}") from None
+            raise UsageError(f"no such file: {raw or repr(raw)}") from None
         except IsADirectoryError:
             raise UsageError(f"{raw} is a folder; give one file, or '-' for stdin") from None
+        except NotADirectoryError:
+            raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             return Skipped(name, f"unreadable ({err.strerror})")
     reason = sniff_binary(data[:SNIFF_BYTES])
@@ -248,9 +285,11 @@ def scan_file(path: str, *, block_bytes: int = BLOCK_BYTES) -> FileScan:
                 decoder.decode(block)
             decoder.decode(b"", final=True)
     except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
+        raise UsageError(f"no such file: {path or repr(path)}") from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a folder; give the files in it") from None
+    except NotADirectoryError:
+        raise UsageError(not_a_folder(path)) from None
     except OSError as err:
         return FileScan(path, skipped=f"unreadable ({err.strerror})")
     return FileScan(path, size, decoder.invalid_bytes)

@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -23,6 +23,7 @@ from tokcost.counting.inputs import (
     input_warnings,
     sniff_binary,
     sniff_source,
+    stdin_size,
     stdin_source,
 )
 from tokcost.counting.progress import (
@@ -31,10 +32,12 @@ from tokcost.counting.progress import (
     total_bytes,
 )
 from tokcost.counting.progress import ProgressFn as ProgressFn  # its home before progress.py
+from tokcost.counting.skips import unreadable
 from tokcost.counting.stream import (
     Reader,
 )
 from tokcost.counting.walk import (
+    LeftOut,
     Source,
     walk,
 )
@@ -57,6 +60,14 @@ class CountReport:
     specs: list[str]
     files: list[FileCount] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # what the walk's rules left out (.gitignore, include/exclude): why nothing matched
+    left_out: LeftOut = field(default_factory=LeftOut)
+
+    @property
+    def unreadable(self) -> tuple[Skipped, ...]:
+        """The inputs that could not be read (permission denied, a read error): the
+        count is short by them, so a caller fails once the rest is shown (exit code 1)."""
+        return unreadable(self.skipped)
 
     @property
     def total_bytes(self) -> int:
@@ -283,7 +294,11 @@ class LocalEngine:
         # Progress and skips: all listed first so the bar has a total, and bytes
         # reported per block read (meter), not per file.
         sources = listed(walk(paths, include=include, exclude=exclude, gitignore=gitignore,
-                              skipped=report.skipped, unique=unique), progress)
+                              skipped=report.skipped, unique=unique,
+                              left_out=report.left_out), progress)
+        # stdin redirected from a file has a size: the bar then has a total too
+        sources = [replace(s, size=stdin_size(stdin)) if s.path == STDIN else s
+                   for s in sources]
         meter = ByteMeter(progress, total_bytes(sources))
         executor = _CountExecutor(tokenizers, self.jobs, allow_special, self.block_bytes)
         try:

@@ -21,6 +21,9 @@ from tokcost.counting.inputs import Skipped, invalid_utf8_note
 BINARY = "binary"  # how sniff_binary's reasons begin
 SAME_FILE = "the same file as"  # a path to a file already counted (walk with unique=True)
 SHOWN_KINDS = 3  # the commonest extensions a binary summary names; the rest are "others"
+# How the reasons of inputs that could not be read begin: a file or folder the system
+# refused (permission denied), or a read that failed part way (an I/O error).
+UNREADABLE = ("unreadable", "read error")
 
 
 def same_file_reason(first: str) -> str:
@@ -49,6 +52,40 @@ def special_file_reason(mode: int) -> str:
     if stat.S_ISBLK(mode):
         return "a block device, not a regular file: name it directly to read it"
     return "not a regular file"
+
+
+def is_unreadable(skip: Skipped) -> bool:
+    """Whether ``skip`` is an input that could not be read, which fails a count (exit
+    code 1, as ``wc`` and ``du`` fail) once the rest is counted; a binary file, a FIFO
+    inside a folder, a broken symlink or a path already counted is left out by policy.
+
+    >>> is_unreadable(Skipped("secret.txt", "unreadable (Permission denied)"))
+    True
+    >>> is_unreadable(Skipped("logo.png", "binary (NUL byte at offset 6)"))
+    False
+    """
+    return skip.reason.startswith(UNREADABLE)
+
+
+def unreadable(skipped: Iterable[Skipped]) -> tuple[Skipped, ...]:
+    """The inputs of ``skipped`` that could not be read (``is_unreadable``), in order."""
+    return tuple(s for s in skipped if is_unreadable(s))
+
+
+def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
+    """The one error line for the inputs that could not be read, or None when all could:
+    said after the counts, since each one already has its warning.
+
+    >>> unreadable_message([Skipped("a.txt", "unreadable (Permission denied)")])
+    '1 input could not be read (see the warnings above)'
+    >>> unreadable_message([Skipped("logo.png", "binary (NUL byte at offset 6)")]) is None
+    True
+    """
+    failed = len(unreadable(skipped))
+    if not failed:
+        return None
+    return (f"{failed:,} input{'' if failed == 1 else 's'} could not be read "
+            "(see the warnings above)")
 
 
 def _is_binary(skip: Skipped) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +14,7 @@ from tokcost.counting.inputs import (
     STDIN,
     STDIN_NAME,
     Skipped,
+    not_a_folder,
 )
 from tokcost.counting.skips import same_file_reason, special_file_reason
 from tokcost.errors import InputError, UsageError
@@ -43,6 +44,69 @@ class Visited:
     files: Seen = field(default_factory=dict)
     folders: Seen = field(default_factory=dict)  # a folder named twice is walked once
     stdin: bool = False
+
+
+@dataclass
+class LeftOut:
+    """What a walk left out by rule rather than for a fault of the input (those are
+    ``Skipped``), counted so that an empty result can say why. An entry is counted where
+    a rule stops the walk: a folder that ``.gitignore`` excludes is one folder, not its files.
+    """
+
+    gitignored_files: int = 0
+    gitignored_folders: int = 0
+    not_included: int = 0  # files that match no ``include`` glob
+    excluded_files: int = 0  # files and folders an ``exclude`` glob matches
+    excluded_folders: int = 0
+    git_folders: int = 0  # ``.git``: git's own folder, never read
+    folders: list[str] = field(default_factory=list)  # the folders walked, as named
+
+    def note(self, *, names: Mapping[str, str] | None = None) -> str:
+        """Why a walk found nothing to count, in one line, in the API's words:
+        ``include``, ``exclude``, ``gitignore=False``; ``names`` maps each to the
+        caller's own (the CLI's flags: ``{"gitignore=False": "--no-gitignore"}``).
+
+        >>> LeftOut(gitignored_files=12, folders=["src"]).note()
+        'no files matched: 12 files excluded by .gitignore (gitignore=False counts them)'
+        >>> LeftOut(not_included=3, excluded_folders=1, folders=["src"]).note()
+        'no files matched: 3 files do not match include, 1 folder matches exclude'
+        >>> LeftOut(folders=["e/"]).note(), LeftOut(git_folders=1, folders=["repo"]).note()
+        ('no files in e/', 'no files in repo/ (only .git/, which is never read)')
+        """
+        def word(api: str) -> str:
+            return (names or {}).get(api, api)
+
+        parts = []
+        ignored = _entries(self.gitignored_files, self.gitignored_folders)
+        if ignored:
+            parts.append(f"{ignored} excluded by .gitignore ({word('gitignore=False')} "
+                         "counts them)")
+        if self.not_included:
+            verb = "does" if self.not_included == 1 else "do"
+            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word('include')}")
+        excluded = _entries(self.excluded_files, self.excluded_folders)
+        if excluded:
+            verb = "matches" if self.excluded_files + self.excluded_folders == 1 else "match"
+            parts.append(f"{excluded} {verb} {word('exclude')}")
+        if parts:
+            return "no files matched: " + ", ".join(parts)
+        if not self.folders:
+            return "no files matched"
+        named = [f if f.endswith("/") else f + "/" for f in self.folders]
+        where = (", ".join(named) if len(named) <= SHOWN_FOLDERS
+                 else f"the {len(named):,} folders given")
+        return f"no files in {where}" + (" (only .git/, which is never read)"
+                                         if self.git_folders else "")
+
+
+SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
+
+
+def _entries(files: int, folders: int) -> str:
+    """``3 files and 1 folder``; ``""`` for none."""
+    words = [f"{n:,} {kind}{'' if n == 1 else 's'}"
+             for n, kind in ((files, "file"), (folders, "folder")) if n]
+    return " and ".join(words)
 
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
@@ -84,6 +148,30 @@ def _globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     return _spec(patterns)
 
 
+GIT_FOLDER_REASON = "git's own folder, never read"
+
+
+def _shown(raw: str) -> str:
+    """A path as an error names it: the empty one as ``''``, so the message still reads."""
+    return raw or "''"
+
+
+def _stat_named(raw: str) -> os.stat_result:
+    """The status of a path named directly, or the usage error that names what is wrong.
+
+    ``os.stat(raw)``, not ``Path(raw).stat()``: pathlib drops a trailing ``/`` and reads
+    ``''`` as ``.``, and both must fail as ``cat`` fails on them.
+    """
+    if not raw:  # an empty argument, as an unset shell variable gives: not this folder
+        raise UsageError(f"no such file or folder: {_shown(raw)}")
+    try:
+        return os.stat(raw)
+    except FileNotFoundError:
+        raise UsageError(f"no such file or folder: {raw}") from None
+    except NotADirectoryError:
+        raise UsageError(not_a_folder(raw)) from None
+
+
 def walk(
     paths: Sequence[str],
     *,
@@ -93,21 +181,32 @@ def walk(
     skipped: list[Skipped] | None = None,
     unique: bool = False,
     visited: Visited | None = None,
+    left_out: LeftOut | None = None,
 ) -> Iterator[Source]:
-    """Files to count, in a stable order. Missing paths raise UsageError.
+    """Files to count, in a stable order. Missing paths (also ``''``, and ``file/``:
+    a file named as a folder) raise UsageError.
 
     Folders are walked recursively without following symlinked folders (so a
-    symlink loop cannot trap the walk); ``.git`` and ``.gitignore``d paths are
-    left out (unless ``gitignore=False``); ``include``/``exclude`` are
+    symlink loop cannot trap the walk); ``.git`` is never read, and ``.gitignore``d
+    paths are left out (unless ``gitignore=False``); ``include``/``exclude`` are
     gitignore-style globs matched against the path relative to the folder given.
     Inside a folder only regular files (or symlinks to them) are taken: a FIFO,
     socket or device is skipped with the reason, since reading one may never end.
-    A path named directly is taken whatever it is (a FIFO such as ``<(cmd)`` is read).
+    A path named directly is taken whatever it is (a FIFO such as ``<(cmd)`` is read),
+    as ripgrep takes one: a file even if ``.gitignore`` excludes it, a folder even if
+    a ``.gitignore`` above it excludes that folder (or one above it). Only that
+    exclusion is lifted: the patterns of those files still apply to what is below it
+    (``*.log`` in the parent leaves out its ``.log`` files), and so do the
+    ``.gitignore`` files inside it and ``include``/``exclude``. A ``.git`` folder
+    named directly is skipped with the reason; a file in it named directly is read.
+    A path that cannot be stat'ed (permission denied on a folder above it) is skipped
+    as unreadable when ``skipped`` collects skips, else it raises InputError.
 
     ``unique`` yields each file once however often it is named (directly, through
     a folder, a symlink or a hard link): by device and inode, as ``du`` counts; a
     later path to it is skipped with the reason (``same_file_reason``), and ``-``
     is read once. ``visited`` (with ``unique``) carries what was met across calls.
+    ``left_out`` counts what the rules left out (``LeftOut.note`` says it).
     """
     inc, exc = _globs(include), _globs(exclude)
     state = (visited if visited is not None else Visited()) if unique else None
@@ -123,18 +222,23 @@ def walk(
                 state.stdin = True
             yield Source(STDIN, STDIN_NAME)
             continue
-        path = Path(raw)
         try:
-            st = path.stat()
-        except FileNotFoundError:
-            raise UsageError(f"no such file or folder: {raw}") from None
+            st = _stat_named(raw)
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise InputError(f"{raw}: symlink loop; point at the real file") from None
-            raise InputError(f"cannot read {raw}: {err.strerror}") from None
+            if skipped is None:
+                raise InputError(f"cannot read {raw}: {err.strerror}") from None
+            skipped.append(Skipped(raw, f"unreadable ({err.strerror})"))
+            continue
+        path = Path(raw)
         if not stat.S_ISDIR(st.st_mode):
             if _first_time(st, raw, seen, skipped):
                 yield Source(str(path), raw, st.st_size if stat.S_ISREG(st.st_mode) else None)
+            continue
+        if os.path.basename(os.path.abspath(raw)) == GIT:
+            if skipped is not None:
+                skipped.append(Skipped(raw, GIT_FOLDER_REASON))
             continue
         if seen is not None:
             key = (st.st_dev, st.st_ino)
@@ -144,16 +248,67 @@ def walk(
                                                 "(counted once)"))
                 continue
             folders[key] = raw
-        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen)
+        if left_out is not None:
+            left_out.folders.append(raw)
+        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen,
+                             left_out if left_out is not None else LeftOut())
 
 
-def _ancestor_gitignores(root: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that points at it)
+DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """One ``.gitignore``: the folder it is in (absolute) and its patterns.
+
+    ``lifted`` >= 0 for a file above the folder named, whose patterns match that folder
+    or one above it: the length of that folder's path relative to ``base``; a match of a
+    folder no longer than that (the named one or one above it) is left out of the verdict.
+    """
+
+    base: Path
+    spec: pathspec.GitIgnoreSpec
+    lifted: int = -1
+
+    def verdict(self, rel: str) -> bool | None:
+        """Whether ``rel`` (relative to ``base``; a folder ends in "/") is ignored, or
+        None when no pattern decides, as git decides: the last match wins, but a file
+        pattern's verdict stands against a later folder pattern's re-inclusion."""
+        if self.lifted < 0:
+            return self.spec.check_file(rel).include
+        verdict: bool | None = None
+        priority = 0
+        for pattern in self.spec.patterns:
+            if pattern.include is None:
+                continue
+            found = pattern.match_file(rel)
+            if found is None:
+                continue
+            match = found.match
+            mark = match.groupdict().get(DIR_MARK)
+            if mark and match.start(DIR_MARK) <= self.lifted:
+                continue  # it matched the folder named, or one above it
+            rank = 1 if mark else 2
+            if (pattern.include and mark) or rank >= priority:
+                verdict, priority = pattern.include, rank
+        return verdict
+
+
+def _lifted(spec: pathspec.GitIgnoreSpec, base: Path, root: Path) -> int:
+    """``_Rules.lifted`` for a ``.gitignore`` in ``base`` above the folder ``root`` named."""
+    rel = root.relative_to(base).as_posix()
+    matches = (p.match_file(rel + "/") for p in spec.patterns if p.include is not None)
+    return len(rel) if any(m is not None for m in matches) else -1
+
+
+def _ancestor_gitignores(root: Path) -> list[_Rules]:
     """The .gitignore files above ``root`` up to its git work tree's top, outermost first."""
     start = Path(os.path.abspath(root))
     chain: list[Path] = []
     for folder in start.parents:
         chain.append(folder)
-        if (folder / ".git").exists():
+        if (folder / GIT).exists():
             break
     else:
         return []  # not inside a git work tree: only the folders walked count
@@ -161,7 +316,7 @@ def _ancestor_gitignores(root: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]
     for folder in reversed(chain):
         spec = _gitignore_spec(folder)
         if spec is not None:
-            found.append((folder, spec))
+            found.append(_Rules(folder, spec, _lifted(spec, folder, start)))
     return found
 
 
@@ -171,13 +326,12 @@ def _walk_dir(
     exc: pathspec.GitIgnoreSpec | None,
     gitignore: bool,
     skipped: list[Skipped] | None,
-    seen: Seen | None = None,
+    seen: Seen | None,
+    left_out: LeftOut,
 ) -> Iterator[Source]:
-    # Each .gitignore applies below its own folder: (absolute folder, spec) pairs,
-    # outermost first, starting with those above `root` inside the same git work tree.
-    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = (
-        _ancestor_gitignores(root) if gitignore else []
-    )
+    # Each .gitignore applies below its own folder, outermost first, starting with
+    # those above `root` inside the same git work tree.
+    specs: list[_Rules] = _ancestor_gitignores(root) if gitignore else []
 
     def ignored(path: Path, is_dir: bool) -> bool:
         # As git decides: the last matching pattern wins, and a deeper .gitignore
@@ -186,11 +340,11 @@ def _walk_dir(
             return False
         verdict: bool | None = None
         full = Path(os.path.abspath(path))
-        for base, spec in specs:
-            rel = full.relative_to(base).as_posix() + ("/" if is_dir else "")
-            result = spec.check_file(rel)
-            if result.include is not None:
-                verdict = result.include
+        for rules in specs:
+            result = rules.verdict(full.relative_to(rules.base).as_posix()
+                                   + ("/" if is_dir else ""))
+            if result is not None:
+                verdict = result
         return bool(verdict)
 
     def onerror(err: OSError) -> None:
@@ -205,17 +359,22 @@ def _walk_dir(
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
         here_abs = Path(os.path.abspath(here))
-        specs[:] = [(b, s) for b, s in specs if here_abs == b or b in here_abs.parents]
+        specs[:] = [r for r in specs if here_abs == r.base or r.base in here_abs.parents]
         if gitignore:
             spec = _gitignore_spec(here)
             if spec is not None:
-                specs.append((here_abs, spec))
+                specs.append(_Rules(here_abs, spec))
         keep = []
         for d in sorted(dirnames):
             sub = here / d
-            if d == ".git" or (gitignore and specs and ignored(sub, True)):
+            if d == GIT:
+                left_out.git_folders += 1
+                continue
+            if gitignore and specs and ignored(sub, True):
+                left_out.gitignored_folders += 1
                 continue
             if exc is not None and exc.match_file(sub.relative_to(root).as_posix() + "/"):
+                left_out.excluded_folders += 1
                 continue
             keep.append(d)
         dirnames[:] = keep
@@ -225,14 +384,19 @@ def _walk_dir(
         shown = str(here)
         prefix = "" if shown == "." else os.path.join(shown, "")
         for name in sorted(filenames):
+            if name == GIT:  # a worktree's or submodule's pointer to its git folder
+                continue
             file = prefix + name
             if gitignore and specs and ignored(Path(file), False):
+                left_out.gitignored_files += 1
                 continue
             if globs:
                 rel = Path(file).relative_to(root).as_posix()
                 if inc is not None and not inc.match_file(rel):
+                    left_out.not_included += 1
                     continue
                 if exc is not None and exc.match_file(rel):
+                    left_out.excluded_files += 1
                     continue
             # One stat (through symlinks) tells a regular file, its size and its identity.
             try:
