@@ -8,8 +8,8 @@ request, and the tokens themselves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -20,6 +20,7 @@ from tokcost.counting import (
     STDIN_NAME,
     FileCount,
     InputText,
+    LeftOut,
     ProgressFn,
     Skipped,
     count_paths,
@@ -28,7 +29,7 @@ from tokcost.counting import (
     read_input,
     walk,
 )
-from tokcost.counting.skips import count_warnings
+from tokcost.counting.skips import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError
 from tokcost.tokenizers import (
     MODEL_PREFIX,
@@ -107,6 +108,13 @@ class CountResult:
     tokenizers: tuple[TokenizerChoice, ...]
     files: tuple[FileCount, ...]
     skipped: tuple[Skipped, ...]
+    left_out: LeftOut = field(default_factory=LeftOut)  # what the walk's rules left out
+
+    @property
+    def unreadable(self) -> str | None:
+        """The one error line when an input could not be read (the count is short by
+        it: exit code 1 once the rest is shown), else None."""
+        return unreadable_message(self.skipped)
 
     @property
     def total_bytes(self) -> int:
@@ -135,15 +143,17 @@ class CountResult:
         (``notes()``: binary files and paths to files already counted summed up)."""
         return self.notes()
 
-    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+    def notes(self, *, verbose: bool = False, hint: str = "",
+              names: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """``warnings``: one line per input skipped, but binary files and paths to files
         already counted are summed up in one line each, ending ``; {hint}``, when there
-        are several (``skipped`` holds each one); ``verbose`` lists every one."""
+        are several (``skipped`` holds each one); ``verbose`` lists every one. Nothing
+        found says why (``LeftOut.note``, its API words as ``names`` maps them)."""
         notes = list(count_warnings(self.skipped,
                                     ((f.path, f.invalid_utf8_bytes) for f in self.files),
                                     verbose=verbose, hint=hint))
         if not self.files and not self.skipped:
-            notes.append("no files matched")
+            notes.append(self.left_out.note(names=names))
         return tuple(notes)
 
     def raise_for_empty(self) -> None:
@@ -218,7 +228,8 @@ def count(
         engine=make_engine(engine, jobs=jobs, scheduler=scheduler, timeout=timeout),
         include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
         stdin=stdin, progress=progress, unique=True)
-    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped))
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped),
+                       report.left_out)
 
 
 # --- count a chat -----------------------------------------------------------------------
@@ -368,6 +379,11 @@ class TokensResult:
         """``warnings``, summed up or listed as ``CountResult.notes`` does."""
         return count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
                               verbose=verbose, hint=hint)
+
+    @property
+    def unreadable(self) -> str | None:
+        """As ``CountResult.unreadable``."""
+        return unreadable_message(self.skipped)
 
     def raise_for_empty(self) -> None:
         """Raise InputError when every input was skipped (the reasons are ``warnings``)."""

@@ -62,6 +62,15 @@ def _name(label: str, exact: bool) -> str:
 
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
+# The API's words in "no files matched: ..." as this command's user types them.
+FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
+
+
+def _fail_if_unreadable(message: str | None) -> None:
+    """Exit 1 after the output when an input could not be read, as wc and du do."""
+    if message:
+        err.print(f"[bold red]error:[/bold red] {message}", markup=True, highlight=False)
+        raise typer.Exit(code=1)
 
 
 def _version(ctx: typer.Context, value: bool) -> None:
@@ -215,13 +224,14 @@ def count(
             _show_truncated(shown)
         else:
             _show_pieces(shown)
+        _fail_if_unreadable(shown.unreadable)
         return
     result = _with_progress(lambda progress: tokcost.count(
         inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
         include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
         allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
         timeout=timeout, progress=progress))
-    for note in result.notes(verbose=verbose, hint=LIST_HINT):
+    for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
     if total_only:
@@ -232,6 +242,7 @@ def count(
         _print_csv(result)
     else:
         _print_table(result)
+    _fail_if_unreadable(result.unreadable)
 
 
 def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResult:
