@@ -112,6 +112,7 @@ def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path, o200k: Toke
         pytest.param(["count", "{a}", "-t", "sp:{a}"], 1, "not a valid SentencePiece",
                      id="corrupt-tokenizer"),
         pytest.param(["count", "--chat", "{a}"], 1, "not JSON", id="bad-chat"),
+        pytest.param(["count", "--chat", ""], 2, "chat file not found: ''", id="empty-chat"),
         pytest.param(["count", "{a}", "--jobs", "0"], 2, "", id="bad-jobs"),
         # output options that cannot all be honoured: one is never dropped silently
         *[pytest.param(["count", "{a}", *flags], 2, f"{x} and {y} cannot be combined",

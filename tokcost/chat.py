@@ -37,6 +37,8 @@ def load_messages(
     ``{"messages": [...]}``; and the input as read (its invalid UTF-8 is replaced
     and counted, as for every input)."""
     if path != STDIN:
+        if not path:  # Path("") is the current folder
+            raise UsageError("chat file not found: ''", param="chat")
         if Path(path).is_dir():
             raise UsageError(f"{path} is a folder; chat=PATH takes a JSON file of messages",
                              param="chat")

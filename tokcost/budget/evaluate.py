@@ -31,7 +31,7 @@ import pathspec
 from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef, growth_percent
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
 from tokcost.budget.report import money, percent, render, render_json, round_percent, tables
-from tokcost.errors import TokcostError
+from tokcost.errors import InputError, TokcostError
 from tokcost.tokenizers import (
     TokenizerChoice,
     model_choice,
@@ -313,6 +313,12 @@ def measure(
             continue
         report = count_paths([str(config.root / f) for f in wanted], {key: tok},
                              engine=engine, gitignore=False)
+        if report.unreadable:
+            # A budget over a file it cannot read would pass short of that file's tokens.
+            first = report.unreadable[0]
+            more = f" (and {len(report.unreadable) - 1} more)" if len(report.unreadable) > 1 else ""
+            raise InputError(f"{_relative(first.path, config.root)}: {first.reason}{more}; "
+                             "the budgets cannot be checked without it")
         for fc in report.files:
             rel = Path(fc.path).relative_to(config.root).as_posix()
             counts[(key, rel)] = (fc.bytes, fc.tokens[key])
