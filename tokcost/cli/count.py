@@ -245,7 +245,8 @@ def _print_table(result: CountResult) -> None:
 
     files = result.files
     table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
-    table.add_column("file", footer=f"total ({len(files)} files)")
+    # A long path folds onto more lines on a narrow terminal; the numbers never give way.
+    table.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
     table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:

@@ -1,0 +1,219 @@
+"""Tables on a terminal (issue: a new user's report): numbers and labels are never cut,
+a path folds rather than lose its end, a table that cannot fit comes out wider than the
+terminal; an empty count prints no table; control characters in a path are escaped.
+
+A terminal is a rich Console with ``force_terminal=True`` put in place of the lazily made
+stdout console, so CliRunner still captures what it prints.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.table import Table
+from typer.testing import CliRunner
+
+from tokcost.cli import console as console_module
+from tokcost.cli.app import app
+from tokcost.cli.console import FOLD_MIN, fit_table, make_console, print_fitted
+
+runner = CliRunner()
+
+LONG_PATH = "tokcost/schemas/deeply/nested/folder/tokcost.schema.json"
+
+
+def _console(width: int) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=width, force_terminal=True, color_system=None,
+                   highlight=False, soft_wrap=True), buf
+
+
+def _count_like_table(paths: list[str], tokenizers: int) -> Table:
+    """A table shaped like count's: a path column that folds, then number columns."""
+    table = Table(show_footer=True, box=None, pad_edge=False)
+    table.add_column("file", footer=f"total ({len(paths)} files)", overflow="fold")
+    table.add_column("bytes", justify="right", footer="15,600,000")
+    for i in range(tokenizers):
+        table.add_column(f"o200k_base_{i}", justify="right", footer="≈2,900,002")
+    for path in paths:
+        table.add_row(path, "12,000,000", *["≈2,458,771"] * tokenizers)
+    return table
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines()]
+
+
+def _file_column(text: str, width: int) -> str:
+    """The file column's text, its folded lines joined again (it is the first column)."""
+    return "".join(line[:width].strip() for line in _lines(text)[1:-1])
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 200])
+@pytest.mark.parametrize("tokenizers", [1, 2, 5])
+def test_numbers_and_labels_are_never_cut(width: int, tokenizers: int) -> None:
+    table = _count_like_table([LONG_PATH, "b.txt"], tokenizers)
+    console, buf = _console(width)
+    print_fitted(console, table)
+    text = buf.getvalue()
+    assert "…" not in text
+    lines = _lines(text)
+    header = lines[0].split()
+    assert header == ["file", "bytes", *[f"o200k_base_{i}" for i in range(tokenizers)]]
+    footer = lines[-1]
+    assert footer.startswith("total (2 files)")
+    assert footer.split()[3:] == ["15,600,000", *["≈2,900,002"] * tokenizers]
+    for line in lines[1:-1]:  # a number is whole or absent (a path's folded line)
+        assert re.sub(r"[\d,≈]+", "", line.split(maxsplit=1)[-1]).strip() in ("", line.strip())
+    assert text.count("≈2,458,771") == 2 * tokenizers
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_a_path_folds_and_keeps_every_character(width: int) -> None:
+    table = _count_like_table([LONG_PATH], 2)
+    fitted, needed = fit_table(Console(width=width), table)
+    console, buf = _console(width)
+    print_fitted(console, table)
+    text = buf.getvalue()
+    path_width = fitted.columns[0].width
+    assert path_width is not None and path_width < len(LONG_PATH)
+    assert _file_column(text, path_width) == LONG_PATH
+    assert all(len(line) <= max(width, needed) for line in _lines(text))
+
+
+def test_a_table_that_fits_is_left_as_it_is() -> None:
+    table = _count_like_table(["a.txt"], 2)
+    fitted, width = fit_table(Console(width=200), table)
+    assert fitted is table and width == 200
+
+
+def test_a_table_too_wide_even_folded_is_printed_wider_than_the_terminal() -> None:
+    table = _count_like_table([LONG_PATH], 6)
+    console, buf = _console(60)
+    fitted, needed = fit_table(console, table)
+    assert needed > 60
+    assert fitted.columns[0].width == len("total (1 files)")  # the footer never wraps
+    print_fitted(console, table)
+    lines = _lines(buf.getvalue())
+    assert max(len(line) for line in lines) == needed
+    assert "…" not in buf.getvalue()
+
+
+def test_fold_keeps_at_least_fold_min_characters() -> None:
+    table = Table(box=None, pad_edge=False)
+    table.add_column("f", overflow="fold")
+    table.add_column("n", justify="right")
+    table.add_row("x" * 40, "9" * 70)
+    fitted, needed = fit_table(Console(width=60), table)
+    assert fitted.columns[0].width == FOLD_MIN and fitted.columns[1].width == 70
+    assert needed == FOLD_MIN + 2 + 70  # a space of padding on each side between them
+
+
+_cell = st.text(alphabet="ab9,./≈ ", min_size=1, max_size=30).map(str.strip).filter(bool)
+
+
+@given(rows=st.lists(st.lists(_cell, min_size=3, max_size=3), min_size=1, max_size=4),
+       width=st.integers(min_value=20, max_value=120), boxed=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_fitting_never_loses_a_character(rows: list[list[str]], width: int,
+                                         boxed: bool) -> None:
+    """Every cell of a column that does not fold comes out whole, on one line; the
+    folded column's text comes out in full; nothing carries an ellipsis; the table is
+    no wider than the terminal unless it has to be."""
+    from rich import box
+
+    table = Table(box=box.SIMPLE_HEAD if boxed else None, pad_edge=False, show_edge=False)
+    table.add_column("path", overflow="fold")
+    table.add_column("count", justify="right")
+    table.add_column("label")
+    for row in rows:
+        table.add_row(*row)
+    console, buf = _console(width)
+    fitted, needed = fit_table(console, table)
+    print_fitted(console, table)
+    text = buf.getvalue()
+    assert "…" not in text
+    lines = _lines(text)
+    assert max(len(line) for line in lines) <= needed
+    for _, count, label in rows:
+        assert any(count in line for line in lines) and any(label in line for line in lines)
+    path_width = fitted.columns[0].width or max(len(row[0]) for row in [["path"], *rows])
+    body = lines[2:] if boxed else lines[1:]  # under the header (and its rule)
+    shown = "".join(line[:path_width].replace(" ", "") for line in body)
+    assert shown == "".join(row[0].replace(" ", "") for row in rows)
+
+
+# --- count on a terminal ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
+    """Make stdout a terminal of the given width (CliRunner still captures it)."""
+
+    def make(width: int) -> None:
+        console = make_console(width=width, force_terminal=True, color_system=None,
+                               highlight=False, soft_wrap=True)
+        monkeypatch.setattr(console_module.out, "_console", console)
+
+    return make
+
+
+def _invoke(args: list[str]) -> Any:
+    result = runner.invoke(app, args)
+    assert "Traceback" not in result.output
+    return result
+
+
+@pytest.fixture
+def deep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "tokcost" / "schemas" / "deeply" / "nested"
+    folder.mkdir(parents=True)
+    (folder / "tokcost.schema.json").write_text('{"title": "tokcost"}\n' * 400)
+    (folder / "b.txt").write_text("hello world\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_count_on_a_terminal_cuts_nothing(terminal: Callable[[int], None], deep: Path,
+                                          width: int) -> None:
+    terminal(width)
+    result = _invoke(["count", "tokcost", "-t", "o200k_base", "-t", "cl100k_base",
+                      "-m", "gpt-4o", "-m", "claude-sonnet-4-5"])
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split("\ngpt-4o:")[0]
+    assert "…" not in result.stdout
+    lines = _lines(table)
+    assert lines[0].split() == ["file", "bytes", "chars", "o200k_base", "cl100k_base",
+                                "gpt-4o", "≈claude-sonnet-4-5"]
+    assert lines[-1].startswith("total (2 files)")
+    numbers = [line.split()[-6:] for line in lines[1:] if re.search(r"\d\s*$", line)]
+    assert len(numbers) == 3  # two files and the total, each with six whole numbers
+    assert all(re.fullmatch(r"≈?\d{1,3}(,\d{3})*", n) for row in numbers for n in row)
+    if width == 200:
+        assert "tokcost/schemas/deeply/nested/tokcost.schema.json " in table
+
+
+def test_count_folds_a_long_path_at_80_columns(terminal: Callable[[int], None],
+                                               tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "a-rather-long-folder-name-that-goes-on/and-on-and-on/until-the-file.txt"
+    (tmp_path / Path(name).parent).mkdir(parents=True)
+    (tmp_path / name).write_text("x " * 5000)
+    monkeypatch.chdir(tmp_path)
+    terminal(80)
+    result = _invoke(["count", name, "-t", "o200k_base", "-t", "cl100k_base"])
+    assert result.exit_code == 0, result.output
+    lines = _lines(result.stdout)
+    assert all(len(line) <= 80 for line in lines)
+    assert len(lines) > 2  # header, the folded path over several lines
+    assert "".join(line.split()[0] for line in lines[1:]) == name
+    assert lines[1].split()[1:3] == ["10,000", "10,000"]
