@@ -217,3 +217,29 @@ def test_count_folds_a_long_path_at_80_columns(terminal: Callable[[int], None],
     assert len(lines) > 2  # header, the folded path over several lines
     assert "".join(line.split()[0] for line in lines[1:]) == name
     assert lines[1].split()[1:3] == ["10,000", "10,000"]
+
+
+# --- nothing counted: no table ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("extra", "stdout"), [
+    ([], ""),
+    (["-m", "gpt-4o"], ""),
+    (["--csv"], "path,bytes,chars,o200k_base\nTOTAL,0,0,0\n"),
+    (["--total"], "0\n"),
+])
+def test_an_empty_folder_prints_no_table(tmp_path: Path, extra: list[str], stdout: str) -> None:
+    (tmp_path / "e").mkdir()
+    result = _invoke(["count", str(tmp_path / "e"), *extra])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == stdout
+    assert result.stderr == "warning: no files matched\n"
+
+
+def test_an_empty_folder_still_gives_a_json_document(tmp_path: Path) -> None:
+    import json
+
+    result = _invoke(["count", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["files"] == [] and doc["tokenizers"][0]["label"] == "o200k_base"

@@ -244,6 +244,8 @@ def _print_table(result: CountResult) -> None:
     from rich.table import Table
 
     files = result.files
+    if not files:  # the warning says why; a header over no rows would say nothing
+        return
     table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
     # A long path folds onto more lines on a narrow terminal; the numbers never give way.
     table.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
