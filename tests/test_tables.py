@@ -9,6 +9,7 @@ stdout console, so CliRunner still captures what it prints.
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,13 @@ from typer.testing import CliRunner
 
 from tokcost.cli import console as console_module
 from tokcost.cli.app import app
-from tokcost.cli.console import FOLD_MIN, fit_table, make_console, print_fitted
+from tokcost.cli.console import (
+    FOLD_MIN,
+    escape_controls,
+    fit_table,
+    make_console,
+    print_fitted,
+)
 
 runner = CliRunner()
 
@@ -243,3 +250,51 @@ def test_an_empty_folder_still_gives_a_json_document(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["files"] == [] and doc["tokenizers"][0]["label"] == "o200k_base"
+
+
+# --- a path's control characters, escaped in the table ---------------------------------------
+
+posix = pytest.mark.skipif(os.name != "posix", reason="POSIX file names take any byte but / and NUL")
+
+NAMES = [
+    pytest.param(b"new\nline.txt", "new\\nline.txt", id="newline"),
+    pytest.param(b"tab\there.txt", "tab\\there.txt", id="tab"),
+    pytest.param(b"esc\x1b[31mred.txt", "esc\\033[31mred.txt", id="escape-sequence"),
+    pytest.param(b"cr\rhere.txt", "cr\\rhere.txt", id="carriage-return"),
+    pytest.param(b"bad\xffname.txt", "bad\\377name.txt", id="not-utf8"),
+    pytest.param(b"c1\xc2\x85.txt", "c1\\302\\205.txt", id="c1-control"),
+    pytest.param(b"a[red]b.txt", "a[red]b.txt", id="brackets-are-no-markup"),
+    pytest.param(b"plain \xc3\xa9.txt", "plain \xe9.txt", id="printable-kept"),
+]
+
+
+@posix
+@pytest.mark.parametrize(("name", "shown"), NAMES)
+def test_a_path_shows_its_control_characters_escaped(tmp_path: Path, name: bytes, shown: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), name), "w") as f:
+        f.write("hi")
+    (folder / "z.txt").write_text("hi")
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(["count", "odd"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4, result.stdout  # header, two files, total: one line each
+    assert lines[1].startswith(f"odd/{shown} "), lines[1]
+    if b"\xff" in name:
+        return  # not UTF-8: CliRunner's strict stdout cannot take it as CSV (a shell's can)
+    # CSV quotes what it must and keeps the name as it is.
+    as_csv = _invoke(["count", "odd", "--csv"])
+    rows = list(csv.reader(io.StringIO(as_csv.stdout, newline="")))
+    assert len(rows) == 4 and os.fsencode(rows[1][0]) == b"odd/" + name
+    assert rows[1][1:] == ["2", "2", "1"]
+
+
+def test_escape_controls() -> None:
+    assert escape_controls("a\x00b\x7fc") == "a\\000b\\177c"
+    assert escape_controls("C:\\Users\\me.txt") == "C:\\Users\\me.txt"
+    assert escape_controls("日本語 é") == "日本語 é"

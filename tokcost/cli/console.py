@@ -7,6 +7,7 @@ milliseconds that ``tokcost --help`` should not pay.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
@@ -81,6 +82,30 @@ def print_json(data: Any) -> None:
 
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+
+
+# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for bytes that
+# are not UTF-8).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r"}
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with its control characters escaped as ``ls -b`` shows a file name, so
+    a name keeps to its table row and cannot drive the terminal: a newline shows as
+    ``\n``, ESC as ``\033``, an undecodable byte 0xff as ``\377``. A backslash stays as
+    it is (a Windows path is full of them)."""
+    return _CONTROLS.sub(_escape_control, text)
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _C_ESCAPES:
+        return _C_ESCAPES[char]
+    if "\udc80" <= char <= "\udcff":  # surrogateescape: the byte itself
+        return f"\\{ord(char) - 0xDC00:03o}"
+    return "".join(f"\\{b:03o}" for b in char.encode("utf-8", "surrogatepass"))
 
 
 def progress_enabled() -> bool:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.console import (
+    err,
+    escape_controls,
+    out,
+    print_json,
+    progress_enabled,
+    warn,
+)
 from tokcost.cli.counts import count_parser
 from tokcost.cli.options import (
     CatalogOpt,
@@ -233,15 +240,20 @@ def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResu
 def _print_csv(result: CountResult) -> None:
     cols = result.tokenizers
     writer = csv.writer(sys.stdout, lineterminator="\n")
+    # csv quotes a field holding the line terminator ("\n") but not a lone "\r", which
+    # readers take for a line end: a row whose path holds one is quoted whole.
+    quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
     for f in result.files:
-        writer.writerow([f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
+        (quoted if "\r" in f.path else writer).writerow(
+            [f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
     writer.writerow(["TOTAL", result.total_bytes, result.total_chars,
                      *[result.total_tokens(c) for c in cols]])
 
 
 def _print_table(result: CountResult) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     files = result.files
     if not files:  # the warning says why; a header over no rows would say nothing
@@ -255,7 +267,9 @@ def _print_table(result: CountResult) -> None:
         table.add_column(_name(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
-        table.add_row(f.path, f"{f.bytes:,}", f"{f.chars:,}",
+        # Text, not markup: 'a[red]b.txt' keeps its brackets. A newline in a name
+        # would split its row (CSV and JSON quote it instead).
+        table.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
                       *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
     out.print(table)
     for w in result.windows:
