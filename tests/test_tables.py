@@ -298,3 +298,46 @@ def test_escape_controls() -> None:
     assert escape_controls("a\x00b\x7fc") == "a\\000b\\177c"
     assert escape_controls("C:\\Users\\me.txt") == "C:\\Users\\me.txt"
     assert escape_controls("日本語 é") == "日本語 é"
+
+
+# --- count's options in --help ---------------------------------------------------------------
+
+
+def _option_rows(help_text: str) -> dict[str, str]:
+    """Each option's first help line, by its long name ('│ --jobs  -j  N ...')."""
+    rows: dict[str, str] = {}
+    for line in help_text.splitlines():
+        words = line.strip("│ ").split()
+        if words and words[0].startswith("--"):
+            rows[words[0]] = line
+    return rows
+
+
+@pytest.mark.parametrize(("flag", "metavar"), [("--jobs", "N"), ("--chat", "FILE"),
+                                               ("--catalog", "FILE")])
+def test_count_help_metavars(flag: str, metavar: str) -> None:
+    result = runner.invoke(app, ["count", "--help"], env={"COLUMNS": "80"})
+    row = _option_rows(result.stdout)[flag]
+    assert f" {metavar} " in row and "<str>" not in row and "<int range>" not in row, row
+
+
+def test_count_help_column_is_wide_enough_at_80_columns() -> None:
+    result = runner.invoke(app, ["count", "--help"], env={"COLUMNS": "80"})
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip("│ ").startswith("--tokens"))
+    rest = next(i for i, line in enumerate(lines[start + 1:], start + 1)
+                if line.strip("│ ").startswith("--"))
+    assert rest - start <= 6, "\n".join(lines[start:rest])
+
+
+def test_count_verbose_help_says_what_the_default_does() -> None:
+    result = runner.invoke(app, ["count", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert ("--verbose List every skipped file. By default several binary files, or several "
+            "paths to files already counted, are summed up in one line.") in text
+
+
+def test_count_jobs_is_still_checked() -> None:
+    result = _invoke(["count", "-", "--jobs", "0"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "--jobs" in result.stderr

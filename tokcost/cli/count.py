@@ -20,7 +20,6 @@ from tokcost.cli.console import (
 )
 from tokcost.cli.counts import count_parser
 from tokcost.cli.options import (
-    CatalogOpt,
     DaskTimeoutOpt,
     JsonOpt,
     SchedulerOpt,
@@ -100,10 +99,11 @@ def count(
     ] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers: "
-                     "threads for tiktoken/toktok-rs/tokenizers, whose cores release the "
-                     "GIL, else processes (default: a thread per CPU when they all "
-                     "release it, else 1); with --engine dask, one worker per CPU."),
+        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+                     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
+                     "whose cores release the GIL, else processes (default: a thread per "
+                     "CPU when they all release it, else 1); with --engine dask, one "
+                     "worker per CPU."),
     ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
@@ -131,8 +131,9 @@ def count(
     ] = False,
     chat: Annotated[
         str | None,
-        typer.Option("--chat", help="Count an OpenAI-style JSON message list ('-': stdin), "
-                     "with the model's per-message overhead (default model gpt-4o).",
+        typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
+                     "('-': stdin), with the model's per-message overhead (default model "
+                     "gpt-4o).",
                      show_default=False),
     ] = None,
     tokens: Annotated[
@@ -148,10 +149,15 @@ def count(
                      "--json: the --tokens document, text cut to COUNT tokens).",
                      show_default=False),
     ] = None,
-    catalog: CatalogOpt = None,
+    catalog: Annotated[
+        str | None,
+        typer.Option("--catalog", metavar="FILE", show_default=False, help="Model catalog "
+                     "YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml)."),
+    ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="List every skipped file: several binary files, "
-                           "or paths to files already counted, are otherwise one line each.")
+        bool, typer.Option("--verbose", help="List every skipped file. By default several "
+                           "binary files, or several paths to files already counted, are "
+                           "summed up in one line.")
     ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
