@@ -35,17 +35,27 @@ ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0
 EPILOG = """
 Examples:
 
-\b
-  tokcount README.md                        count one file with o200k_base (GPT-4o)
-  tokcost count src/ -t cl100k_base -t o200k_base   a folder, two tokenizers side by side
-  cat prompt.txt | tokcount -m gpt-4o       stdin, and the share of gpt-4o's context window
-  tokcost count docs/ --include '*.md' --json       machine-readable, Markdown files only
-  tokcost count --chat messages.json -m gpt-4o      a chat request with its per-message overhead
-  tokcount notes.txt --truncate 100         print the text cut to its first 100 tokens
-  tokcount a.txt b.txt --tokens --json      each file's ids, pieces and text as JSON
-  tokcost count --chat - -m gpt-4o < messages.json   a chat request from stdin
-  tokcost count 'data/**/*.txt' --engine dask --jobs 4      4 Dask worker processes here
-  tokcost count s3://bucket/docs/ --engine dask --scheduler tcp://10.0.0.5:8786
+  tokcount README.md
+      count one file with o200k_base (GPT-4o)
+  tokcost count src/ -t cl100k_base -t o200k_base
+      a folder, two tokenizers side by side
+  cat prompt.txt | tokcount -m gpt-4o
+      stdin, and the share of gpt-4o's context window
+  tokcost count docs/ --include '*.md' --json
+      machine-readable, Markdown files only
+  tokcost count --chat messages.json -m gpt-4o
+      a chat request with its per-message overhead
+  tokcost count --chat - -m gpt-4o < messages.json
+      a chat request from stdin
+  tokcount notes.txt --truncate 100
+      print the text cut to its first 100 tokens
+  tokcount a.txt b.txt --tokens --json
+      each file's ids, pieces and text as JSON
+  tokcost count 'data/**/*.txt' --engine dask --jobs 4
+      4 Dask worker processes here
+  tokcost count s3://bucket/docs/ --engine dask \\
+    --scheduler tcp://10.0.0.5:8786
+      files in S3, counted on a running Dask cluster
 """
 
 
