@@ -341,3 +341,27 @@ def test_count_jobs_is_still_checked() -> None:
     result = _invoke(["count", "-", "--jobs", "0"])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "--jobs" in result.stderr
+
+
+# --- the other commands' tables on a terminal ------------------------------------------------
+
+OTHER_TABLES = [
+    pytest.param(["price", "-m", "claude-sonnet-4-5", "--input-tokens", "250k",
+                  "--cached-tokens", "200k", "--output-tokens", "2k"], "cached input", id="price"),
+    pytest.param(["kvmem", "estimate", "-m", "llama-3.1-70b", "--context", "1k,8k,32k,128k",
+                  "--gpu", "H100", "--tp", "4"], "max concurrency", id="kvmem-estimate"),
+    pytest.param(["models", "list"], "claude-sonnet-4-5", id="models-list"),
+    pytest.param(["models", "list", "--gpus"], "bf16 TFLOP/s", id="models-gpus"),
+    pytest.param(["compare", "--builtin", "-t", "o200k_base", "--kind", "prose", "--no-chart"],
+                 "Chinese (Simplified)", id="compare"),
+]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+@pytest.mark.parametrize(("args", "cell"), OTHER_TABLES)
+def test_other_tables_on_a_terminal_cut_nothing(terminal: Callable[[int], None],
+                                                args: list[str], cell: str, width: int) -> None:
+    terminal(width)
+    result = _invoke(args)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout and cell in result.stdout
