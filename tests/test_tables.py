@@ -158,6 +158,21 @@ def test_fitting_never_loses_a_character(rows: list[list[str]], width: int,
     assert shown == "".join(row[0].replace(" ", "") for row in rows)
 
 
+@given(st.text(alphabet="ab 9,.[]/\n\t日本é😀≈", min_size=1, max_size=40))
+@settings(max_examples=150, deadline=None)
+def test_the_quick_width_is_what_rich_measures(text: str) -> None:
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    from tokcost.cli.console import _natural_width
+
+    console = Console(width=80)
+    options = console.options.update_width(10_000)
+    for cell in (text, Text(text)):
+        assert _natural_width(console, options, cell) == \
+            Measurement.get(console, options, cell).maximum, repr(cell)
+
+
 # --- count on a terminal ---------------------------------------------------------------------
 
 
