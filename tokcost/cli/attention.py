@@ -20,20 +20,22 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
   tokcost attention "The baker opens the shop and the baker sells bread"
   tokcost attention --file notes.txt --json
-  tokcost attention "the cat sat on the mat, the cat" --plot heads.png --head L3H0 --head L0H1
+  tokcost attention "the cat sat on the mat, the cat" --plot heads.png \\
+    --head L3H0 --head L0H1
   tokcost attention "Once upon a time" -m hf:HuggingFaceTB/SmolLM2-135M --json
   tokcost attention "Once upon a time" --model-dir ./my-model
 
-\b
-Scores, per head, averaged over the query positions 1..T-1 (position 0 sees only itself):
-  entropy   -sum a ln a of a row, in nats; ent/max = entropy / ln(i+1) (1 = uniform)
-  dist      mean distance back, in tokens (sum a_ij (i - j)); rel = dist / i (0..1)
+Scores, per head, averaged over query positions 1..T-1 (0 sees only itself):
+  entropy   -sum a ln a of a row, in nats; ent/max = entropy / ln(i+1)
+            (1 = uniform)
+  dist      mean distance back, in tokens (sum a_ij (i - j)); rel = dist / i
+            (0..1)
   first     mass on the first token (attention sink)
   prev      mass on the token just before; self: mass on its own position
-  dup       mass on earlier copies of the same token id (rows that have one; - if none)
+  dup       mass on earlier copies of the same token id (rows that have one;
+            - if none)
 A head is named when a score passes its threshold (printed under the table).
 """
 

@@ -185,7 +185,8 @@ def train_cmd(
 
       tokcost bpe train corpus.txt --vocab-size 32768 -o tok.bpe
 
-      tokcost bpe train docs/*.md -v 8192 --pattern cl100k -s '<|endoftext|>' -j 2 -o tok.bpe --json
+      tokcost bpe train docs/*.md -v 8192 --pattern cl100k -s '<|endoftext|>' \\
+        -j 2 -o tok.bpe --json
 
       tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
 

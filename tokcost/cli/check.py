@@ -21,21 +21,29 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
-  tokcost check                              the tokcost.yaml (or \\[tool.tokcost]) here or above
-  tokcost check 'prompts/**/*.md' --max-tokens 10k --max-cost '$0.05' -m gpt-4o
-                                             limits without a config file
-  tokcost check -c svc/tokcost.yaml -c web/tokcost.yaml   several configs in one run
-  tokcost check --all --quiet                every tokcost.yaml below here; failures only
-  tokcost check --config ci/budgets.yaml --format github   annotations in GitHub Actions
-  tokcost check --update-baseline            record today's counts as the baseline
-  tokcost check --base origin/main           growth against the base branch, no baseline file
-  tokcost check --format junit > tokcost.xml  a report for GitLab or Jenkins
-  tokcost check --format markdown            a table for a pull-request comment
-  tokcost check --strict                     a glob matching nothing fails the check
+  tokcost check
+      the tokcost.yaml (or \\[tool.tokcost]) here or above
+  tokcost check 'prompts/**/*.md' --max-tokens 10k --max-cost '$0.05' \\
+    -m gpt-4o
+      limits without a config file
+  tokcost check -c svc/tokcost.yaml -c web/tokcost.yaml
+      several configs in one run
+  tokcost check --all --quiet
+      every tokcost.yaml below here; failures only
+  tokcost check --config ci/budgets.yaml --format github
+      annotations in GitHub Actions
+  tokcost check --update-baseline
+      record today's counts as the baseline
+  tokcost check --base origin/main
+      growth against the base branch, no baseline file
+  tokcost check --format junit > tokcost.xml
+      a report for GitLab or Jenkins
+  tokcost check --format markdown
+      a table for a pull-request comment
+  tokcost check --strict
+      a glob matching nothing fails the check
 
-\b
-Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config error
+Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config error \
 (or a warning under --strict).
 """
 

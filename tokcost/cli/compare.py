@@ -24,15 +24,21 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
-  tokcost compare                                the built-in corpora with o200k_base
+  tokcost compare
+      the built-in corpora with o200k_base
   tokcost compare --builtin -t o200k_base -t cl100k_base --kind prose
-  tokcost compare --builtin -m gpt-4o -m claude-sonnet-4-5    token premium and cost per model
-  tokcost compare my-texts/ --baseline de        a folder of parallel <lang>.txt files
-  tokcost compare flores200_dataset/ -t cl100k_base     FLORES-200 as distributed (dev+devtest)
-  tokcost compare udhr/data/txt/ --plot udhr.png       UDHR in Unicode's translations
-  tokcost compare en.txt hi.txt sw.txt -t cl100k_base         a list of files
-  translate en.txt --to de | tokcost compare en.txt -        stdin is the text 'stdin'
+  tokcost compare --builtin -m gpt-4o -m claude-sonnet-4-5
+      token premium and cost per model
+  tokcost compare my-texts/ --baseline de
+      a folder of parallel <lang>.txt files
+  tokcost compare flores200_dataset/ -t cl100k_base
+      FLORES-200 as distributed (dev+devtest)
+  tokcost compare udhr/data/txt/ --plot udhr.png
+      UDHR in Unicode's translations
+  tokcost compare en.txt hi.txt sw.txt -t cl100k_base
+      a list of files
+  translate en.txt --to de | tokcost compare en.txt -
+      stdin is the text 'stdin'
   tokcost compare --builtin -t bpe:en-only.bpe -t bpe:all.bpe --plot bpe.png
   tokcost compare --builtin --json | jq '.groups[0].samples[0]'
 """

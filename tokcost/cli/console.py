@@ -7,11 +7,13 @@ milliseconds that ``tokcost --help`` should not pay.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 
 def make_console(**options: Any) -> Console:
@@ -43,14 +45,18 @@ class _LazyConsole:
         return self._console
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        # Rich sizes a pipe as 80 columns and squeezes tables into "poli… toke…"
-        # headers; in a file or a CI log a table prints at its natural width instead.
+        # Rich squeezes a wide table by cutting its cells ("poli… toke…", "2,458,7…"):
+        # on a terminal it is fitted without losing a character; in a file or a CI log
+        # (rich sizes a pipe as 80 columns) it prints at its natural width.
         console = self.real()
-        if not self._stderr and not console.is_terminal and len(objects) == 1 and not kwargs:
+        if len(objects) == 1 and not kwargs and (console.is_terminal or not self._stderr):
             from rich.table import Table
 
             if isinstance(objects[0], Table):
-                print_wide(objects[0])
+                if console.is_terminal:
+                    print_fitted(console, objects[0])
+                else:
+                    print_wide(objects[0])
                 return
         console.print(*objects, **kwargs)
 
@@ -78,6 +84,30 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
 
 
+# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for bytes that
+# are not UTF-8).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r"}
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with its control characters escaped as ``ls -b`` shows a file name, so
+    a name keeps to its table row and cannot drive the terminal: a newline shows as
+    ``\n``, ESC as ``\033``, an undecodable byte 0xff as ``\377``. A backslash stays as
+    it is (a Windows path is full of them)."""
+    return _CONTROLS.sub(_escape_control, text)
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _C_ESCAPES:
+        return _C_ESCAPES[char]
+    if "\udc80" <= char <= "\udcff":  # surrogateescape: the byte itself
+        return f"\\{ord(char) - 0xDC00:03o}"
+    return "".join(f"\\{b:03o}" for b in char.encode("utf-8", "surrogatepass"))
+
+
 def progress_enabled() -> bool:
     """Progress bars only when a person is watching stderr."""
     return bool(err.is_terminal)
@@ -85,14 +115,115 @@ def progress_enabled() -> bool:
 
 def print_wide(table: Any) -> None:
     """Print a table at its natural width, even when stdout is a pipe (rich assumes 80):
-    ids, specs and numbers must not be cut or wrapped in a file or a CI log."""
+    ids, specs and numbers must not be cut or wrapped in a file or a CI log. On a
+    terminal the table is fitted to its width as ``print_fitted`` does."""
     from rich.measure import Measurement
 
     console = cast("_LazyConsole", out).real()
-    needed = Measurement.get(console, console.options.update_width(1000), table).maximum
+    if console.is_terminal:
+        print_fitted(console, table)
+        return
+    needed = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
     if needed <= console.width:
         console.print(table)
         return
-    wide = make_console(file=sys.stdout, width=needed, highlight=False, soft_wrap=True,
-                   force_terminal=out.is_terminal, no_color=out.no_color)
+    _print_at(console, table, needed)
+
+
+#: A column that folds (a path) keeps at least this many characters on a line; a
+#: narrower terminal gets a table wider than itself, which it wraps.
+FOLD_MIN = 12
+_UNBOUNDED = 100_000
+
+
+def print_fitted(console: Console, table: Table) -> None:
+    """Print ``table`` on ``console`` (a terminal) without cutting a cell: see ``fit_table``."""
+    fitted, width = fit_table(console, table)
+    if width <= console.width:
+        console.print(fitted)
+    else:
+        _print_at(console, fitted, width)
+
+
+def fit_table(console: Console, table: Table) -> tuple[Table, int]:
+    """``table`` laid out for ``console.width`` columns, and the width it then takes.
+
+    Rich fits a wide table by cutting cells with "…", numbers and headers included
+    ("o200k_b…", "2,458,7…"). Here only a column made with ``overflow="fold"`` (a
+    path) gives way: the widest such column first, its cells folded over several lines,
+    down to the width of its header and footer or ``FOLD_MIN``. Every other column keeps
+    its natural width, so numbers and labels are never cut or wrapped. When the table
+    cannot fit even so, it comes back at the width it needs (wider than the console).
+
+    A table that already fits, or one with a fixed width, comes back as it was.
+    """
+    import copy
+    from dataclasses import replace
+
+    from rich.measure import Measurement
+
+    if table.width is not None:
+        return table, console.width
+    options = console.options.update_width(_UNBOUNDED)
+
+    def widest(cell: Any) -> int:
+        return _natural_width(console, options, cell)
+
+    naturals: list[int] = []
+    floors: list[int] = []
+    for column in table.columns:
+        labels = [column.header] if table.show_header else []
+        labels += [column.footer] if table.show_footer else []
+        label = max((widest(c) for c in labels), default=0)
+        natural = (column.width if column.width is not None
+                   else max([label, *(widest(c) for c in column.cells)], default=0))
+        natural = max(natural, 1)  # rich gives an empty column one character too
+        naturals.append(natural)
+        foldable = column.overflow == "fold" and column.width is None and not column.no_wrap
+        floors.append(max(label, min(natural, FOLD_MIN)) if foldable else natural)
+    # What the columns' own widths leave out (padding, borders, the edge), measured on
+    # one row of cells as wide as each column: rich measures a big table slowly.
+    skeleton = copy.copy(table)
+    skeleton.columns = [replace(column, _cells=["x" * n])
+                        for column, n in zip(table.columns, naturals, strict=True)]
+    overhead = Measurement.get(console, options, skeleton).maximum - sum(naturals)
+    excess = sum(naturals) + overhead - console.width
+    if excess <= 0:
+        return table, console.width
+    widths = list(naturals)
+    while excess > 0:
+        give = [i for i, w in enumerate(widths) if w > floors[i]]
+        if not give:
+            break
+        top = max(widths[i] for i in give)
+        for i in give:
+            if widths[i] == top and excess > 0:
+                widths[i] -= 1
+                excess -= 1
+    fitted = copy.copy(table)
+    fitted.columns = [replace(column, width=w)
+                      for column, w in zip(table.columns, widths, strict=True)]
+    return fitted, max(console.width, sum(widths) + overhead)
+
+
+def _natural_width(console: Console, options: Any, cell: Any) -> int:
+    """The width ``cell`` takes unwrapped; plain text by its lines' cell length, which
+    is what rich measures, many times faster."""
+    from rich.cells import cell_len
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    plain = cell.plain if isinstance(cell, Text) else cell
+    markup = isinstance(cell, str) and "[" in cell
+    if isinstance(plain, str) and "\t" not in plain and not markup:
+        return max(cell_len(line) for line in plain.split("\n"))
+    return Measurement.get(console, options, cell).maximum
+
+
+def _print_at(console: Console, table: Table, width: int) -> None:
+    """Print on a console like ``console`` but ``width`` columns wide (rich cuts a
+    renderable to its console's width)."""
+    wide = make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
+                        force_terminal=console.is_terminal, no_color=console.no_color,
+                        color_system=console.color_system)
     wide.print(table)

@@ -10,10 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json, progress_enabled, warn
+from tokcost.cli.console import (
+    err,
+    escape_controls,
+    out,
+    print_json,
+    progress_enabled,
+    warn,
+)
 from tokcost.cli.counts import count_parser
 from tokcost.cli.options import (
-    CatalogOpt,
     DaskTimeoutOpt,
     JsonOpt,
     SchedulerOpt,
@@ -29,17 +35,27 @@ ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0
 EPILOG = """
 Examples:
 
-\b
-  tokcount README.md                        count one file with o200k_base (GPT-4o)
-  tokcost count src/ -t cl100k_base -t o200k_base   a folder, two tokenizers side by side
-  cat prompt.txt | tokcount -m gpt-4o       stdin, and the share of gpt-4o's context window
-  tokcost count docs/ --include '*.md' --json       machine-readable, Markdown files only
-  tokcost count --chat messages.json -m gpt-4o      a chat request with its per-message overhead
-  tokcount notes.txt --truncate 100         print the text cut to its first 100 tokens
-  tokcount a.txt b.txt --tokens --json      each file's ids, pieces and text as JSON
-  tokcost count --chat - -m gpt-4o < messages.json   a chat request from stdin
-  tokcost count 'data/**/*.txt' --engine dask --jobs 4      4 Dask worker processes here
-  tokcost count s3://bucket/docs/ --engine dask --scheduler tcp://10.0.0.5:8786
+  tokcount README.md
+      count one file with o200k_base (GPT-4o)
+  tokcost count src/ -t cl100k_base -t o200k_base
+      a folder, two tokenizers side by side
+  cat prompt.txt | tokcount -m gpt-4o
+      stdin, and the share of gpt-4o's context window
+  tokcost count docs/ --include '*.md' --json
+      machine-readable, Markdown files only
+  tokcost count --chat messages.json -m gpt-4o
+      a chat request with its per-message overhead
+  tokcost count --chat - -m gpt-4o < messages.json
+      a chat request from stdin
+  tokcount notes.txt --truncate 100
+      print the text cut to its first 100 tokens
+  tokcount a.txt b.txt --tokens --json
+      each file's ids, pieces and text as JSON
+  tokcost count 'data/**/*.txt' --engine dask --jobs 4
+      4 Dask worker processes here
+  tokcost count s3://bucket/docs/ --engine dask \\
+    --scheduler tcp://10.0.0.5:8786
+      files in S3, counted on a running Dask cluster
 """
 
 
@@ -133,10 +149,11 @@ def count(
     ] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers: "
-                     "threads for tiktoken/toktok-rs/tokenizers, whose cores release the "
-                     "GIL, else processes (default: a thread per CPU when they all "
-                     "release it, else 1); with --engine dask, one worker per CPU."),
+        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+                     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
+                     "whose cores release the GIL, else processes (default: a thread per "
+                     "CPU when they all release it, else 1); with --engine dask, one "
+                     "worker per CPU."),
     ] = None,
     engine: Annotated[
         str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
@@ -164,8 +181,9 @@ def count(
     ] = False,
     chat: Annotated[
         str | None,
-        typer.Option("--chat", help="Count an OpenAI-style JSON message list ('-': stdin), "
-                     "with the model's per-message overhead (default model gpt-4o).",
+        typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
+                     "('-': stdin), with the model's per-message overhead (default model "
+                     "gpt-4o).",
                      show_default=False),
     ] = None,
     tokens: Annotated[
@@ -181,10 +199,15 @@ def count(
                      "--json: the --tokens document, text cut to COUNT tokens).",
                      show_default=False),
     ] = None,
-    catalog: CatalogOpt = None,
+    catalog: Annotated[
+        str | None,
+        typer.Option("--catalog", metavar="FILE", show_default=False, help="Model catalog "
+                     "YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml)."),
+    ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="List every skipped file: several binary files, "
-                           "or paths to files already counted, are otherwise one line each.")
+        bool, typer.Option("--verbose", help="List every skipped file. By default several "
+                           "binary files, or several paths to files already counted, are "
+                           "summed up in one line.")
     ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
@@ -278,26 +301,36 @@ def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResu
 def _print_csv(result: CountResult) -> None:
     cols = result.tokenizers
     writer = csv.writer(sys.stdout, lineterminator="\n")
+    # csv quotes a field holding the line terminator ("\n") but not a lone "\r", which
+    # readers take for a line end: a row whose path holds one is quoted whole.
+    quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
     for f in result.files:
-        writer.writerow([f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
+        (quoted if "\r" in f.path else writer).writerow(
+            [f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
     writer.writerow(["TOTAL", result.total_bytes, result.total_chars,
                      *[result.total_tokens(c) for c in cols]])
 
 
 def _print_table(result: CountResult) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     files = result.files
+    if not files:  # the warning says why; a header over no rows would say nothing
+        return
     table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
-    table.add_column("file", footer=f"total ({len(files)} files)")
+    # A long path folds onto more lines on a narrow terminal; the numbers never give way.
+    table.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
     table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
         table.add_column(_name(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
-        table.add_row(f.path, f"{f.bytes:,}", f"{f.chars:,}",
+        # Text, not markup: 'a[red]b.txt' keeps its brackets. A newline in a name
+        # would split its row (CSV and JSON quote it instead).
+        table.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
                       *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
     out.print(table)
     for w in result.windows:

@@ -56,18 +56,21 @@ EPILOG = (
     """
 Examples:
 
-\b
-  tokcost generate "The baker opens the shop"            greedy, streamed, tiny-ref
+  tokcost generate "The baker opens the shop"
+      greedy, streamed, tiny-ref
   tokcost generate "Every morning" --temperature 0.8 --top-p 0.9 --seed 7
   tokcost generate "Every morning" --cache paged --block-size 4 --explain
-  tokcost generate "Every morning" --n 4 --temperature 1 --seed 1 --cache paged --json
-  tokcost generate "Hello" --cache none --max-new-tokens 8    recompute (no KV cache)
-  tokcost generate "Hi" -m hf:HuggingFaceTB/SmolLM2-135M-Instruct --chat-template
-  tokcost generate "Once upon" --model-dir ./my-model          a model folder
+  tokcost generate "Every morning" --n 4 --temperature 1 --seed 1 \\
+    --cache paged --json
+  tokcost generate "Hello" --cache none --max-new-tokens 8
+      recompute (no KV cache)
+  tokcost generate "Hi" -m hf:HuggingFaceTB/SmolLM2-135M-Instruct \\
+    --chat-template
+  tokcost generate "Once upon" --model-dir ./my-model
+      a model folder
 
 Reading --explain:
 
-\b
 """
     + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
     + "\n"

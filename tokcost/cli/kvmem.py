@@ -31,21 +31,33 @@ kvmem_app = typer.Typer(
 EPILOG = """
 Examples:
 
-\b
-  tokcost kvmem estimate -m llama-3.1-8b                      bytes/token and at the full context
-  tokcost kvmem estimate -m llama-3.1-70b --context 1k,8k,32k,128k --gpu H100 --tp 4
-  tokcost kvmem estimate -m qwen3-32b --gpu-memory 80GiB --kv-dtype fp8 --batch 16
-  tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k   (vLLM's logged figure)
-  tokcost kvmem estimate -m llama-3.1-8b --gpu H100 --context 32k --kv-dtype int4 --residual 128 \
-      --evict streaming:4+1024 --engine ideal        a cache policy (tokcost kvmem quality)
-  tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k --plot mem.png
+  tokcost kvmem estimate -m llama-3.1-8b
+      bytes/token and at the full context
+  tokcost kvmem estimate -m llama-3.1-70b --gpu H100 --tp 4 \\
+    --context 1k,8k,32k,128k
+  tokcost kvmem estimate -m qwen3-32b --gpu-memory 80GiB --kv-dtype fp8 \\
+    --batch 16
+  tokcost kvmem estimate -m llama-3.1-8b --kv-memory 57.4GiB --context 8k
+      vLLM's logged figure
+  tokcost kvmem estimate -m llama-3.1-8b --gpu H100 --context 32k \\
+    --kv-dtype int4 --residual 128 --evict streaming:4+1024 --engine ideal
+      a cache policy (tokcost kvmem quality)
+  tokcost kvmem estimate -m gemma-3-27b --context 1k,8k,32k,128k \\
+    --plot mem.png
   tokcost kvmem estimate -m deepseek-v3 --context 32k --json
-  tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki --kv-memory 20GiB   (vLLM's log lines)
-  tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang            (SGLang's pools)
-  tokcost kvmem estimate -m llama-3.1-70b --gpu A100-80GB --tp 4 --pp 2 --engine ideal
-  tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k --efficiency 0.7
-  tokcost kvmem estimate --config ./Qwen3-8B --gpu H100      a model folder: config.json + shards
-  tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k    the Hugging Face cache, else the hub
+  tokcost kvmem estimate -m gemma-3-27b --max-model-len 128Ki \\
+    --kv-memory 20GiB
+      vLLM's log lines
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H100 --engine sglang
+      SGLang's pools
+  tokcost kvmem estimate -m llama-3.1-70b --gpu A100-80GB --tp 4 --pp 2 \\
+    --engine ideal
+  tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k \\
+    --efficiency 0.7
+  tokcost kvmem estimate --config ./Qwen3-8B --gpu H100
+      a model folder: config.json + shards
+  tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k
+      the Hugging Face cache, else the hub
 """
 
 

@@ -21,12 +21,14 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
-  tokcost kvmem quality                                 tiny-ref, held-out text, every policy family
+  tokcost kvmem quality
+      tiny-ref, held-out text, every policy family
   tokcost kvmem quality --policy int4 --policy int4:per-token --residual 0
-  tokcost kvmem quality --policy window:64 --policy streaming:4+60 --policy h2o:32+32
+  tokcost kvmem quality --policy window:64 --policy streaming:4+60 \\
+    --policy h2o:32+32
   tokcost kvmem quality --text notes.txt --max-tokens 1k --prompt 64
-  tokcost kvmem quality --gpu H100 --context 1k        sequences each policy fits on the GPU
+  tokcost kvmem quality --gpu H100 --context 1k
+      sequences each policy fits on the GPU
   tokcost kvmem quality --json --plot frontier.png
 """
 

@@ -24,10 +24,11 @@ models_app = typer.Typer(
 LIST_EPILOG = """
 Examples:
 
-\b
-  tokcost models list                      every model: tokenizer, context, prices
+  tokcost models list
+      every model: tokenizer, context, prices
   tokcost models list --provider anthropic
-  tokcost models list --gpus               the GPUs kvmem knows
+  tokcost models list --gpus
+      the GPUs kvmem knows
   tokcost models list --json
 """
 
@@ -98,9 +99,9 @@ def list_models(
 SHOW_EPILOG = """
 Examples:
 
-\b
   tokcost models show gpt-4o
-  tokcost models show claude-sonnet-4-5-20250929     dated ids resolve to their entry
+  tokcost models show claude-sonnet-4-5-20250929
+      dated ids resolve to their entry
   tokcost models show deepseek-v3 --json
 """
 
@@ -196,11 +197,11 @@ def show(
 VALIDATE_EPILOG = """
 Examples:
 
-\b
-  tokcost models validate                  the catalog in use (shipped or $TOKCOST_CATALOG)
-  tokcost models validate my-models.yaml   every problem, one line each, with file:line
+  tokcost models validate
+      the catalog in use (shipped or $TOKCOST_CATALOG)
+  tokcost models validate my-models.yaml
+      every problem, one line each, with file:line
 
-\b
 Exit codes, one rule for every kind of problem:
   0  FILE is a valid catalog
   1  FILE has problems, all printed: not YAML or UTF-8, empty, a wrong
@@ -237,14 +238,16 @@ def validate(
 SYNC_EPILOG = """
 Examples:
 
-\b
-  tokcost models sync-prices               report every difference with genai-prices
-  tokcost models sync-prices --write       write them into the catalog file (atomically)
-  tokcost models sync-prices --check       in CI: exit 1 while any price is stale
+  tokcost models sync-prices
+      report every difference with genai-prices
+  tokcost models sync-prices --write
+      write them into the catalog file (atomically)
+  tokcost models sync-prices --check
+      in CI: exit 1 while any price is stale
   tokcost models sync-prices --catalog mine.yaml --json
 
---check prints one difference a line on stdout (model, field, catalog value,
-database value) and exits 1 if there is any, 0 if none. --write also sets each
+--check prints one difference a line on stdout (model, field, catalog value, \
+database value) and exits 1 if there is any, 0 if none. --write also sets each \
 updated entry's as_of: the database's start date for its prices, else today (UTC).
 
 Needs the genai-prices package: pip install 'tokcost\\[prices]'.
@@ -310,15 +313,17 @@ def sync_prices(
 IMPORT_EPILOG = """
 Examples:
 
-\b
-  tokcost models import hf:Qwen/Qwen3-8B             the local Hugging Face cache, else the hub
-  tokcost models import ./gpt-oss-120b -o mine.yaml   a model folder: config.json + shards
-  tokcost models import config.json --id my-model     a config alone (weights unknown)
+  tokcost models import hf:Qwen/Qwen3-8B
+      the local Hugging Face cache, else the hub
+  tokcost models import ./gpt-oss-120b -o mine.yaml
+      a model folder: config.json + shards
+  tokcost models import config.json --id my-model
+      a config alone (weights unknown)
   tokcost kvmem estimate -m my-model --catalog mine.yaml --gpu H100
 
-The entry's architecture comes from config.json; its weights (bytes, parameters,
-routed experts) from the safetensors headers, without reading any tensor data. The
-YAML is a catalog file that extends the shipped one (--catalog FILE), or an entry to
+The entry's architecture comes from config.json; its weights (bytes, parameters, \
+routed experts) from the safetensors headers, without reading any tensor data. The \
+YAML is a catalog file that extends the shipped one (--catalog FILE), or an entry to \
 paste under another catalog's models:.
 """
 

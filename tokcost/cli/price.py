@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
   tokcost price -m gpt-4o --input-tokens 12k --output-tokens 800
-  tokcost price -m claude-sonnet-4-5 --input-tokens 250k --cached-tokens 200k --output-tokens 2k
-  tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 --requests 10000 --batch-api
+  tokcost price -m claude-sonnet-4-5 --input-tokens 250k \\
+    --cached-tokens 200k --output-tokens 2k
+  tokcost price -m gpt-4.1-mini prompt.md --output-tokens 500 \\
+    --requests 10000 --batch-api
   cat prompt.txt | tokcost price -m gemini-2.5-pro - --output-tokens 1k --json
-  tokcost price -m o3 --input-tokens 2k --output-tokens 300 --reasoning-tokens 4k
+  tokcost price -m o3 --input-tokens 2k --output-tokens 300 \\
+    --reasoning-tokens 4k
 
 --input-tokens is the whole prompt; --cached-tokens and --cache-write-tokens are parts of it.
 """

@@ -18,13 +18,16 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-\b
-  tokcost kvmem simulate                              OPT-13B, 12 GB of KV memory, ShareGPT-like
+  tokcost kvmem simulate
+      OPT-13B, 12 GB of KV memory, ShareGPT-like
   tokcost kvmem simulate --dist alpaca --requests 2000 --block-size 32
-  tokcost kvmem simulate --rate 0.05                  Poisson arrivals, 1 per 20 decode steps
+  tokcost kvmem simulate --rate 0.05
+      Poisson arrivals, 1 per 20 decode steps
   tokcost kvmem simulate -m llama-3.1-8b --kv-memory 20GiB --max-len 8192
-  tokcost kvmem simulate --n 4 --policy paged         parallel sampling: prefix-sharing savings
-  tokcost kvmem simulate --trace requests.jsonl --json   {"prompt_tokens": P, "output_tokens": O}
+  tokcost kvmem simulate --n 4 --policy paged
+      parallel sampling: prefix-sharing savings
+  tokcost kvmem simulate --trace requests.jsonl --json
+      one {"prompt_tokens": P, "output_tokens": O} per line
   tokcost kvmem simulate --slots 4096 --plot waste.png
 """
 
