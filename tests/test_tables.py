@@ -161,6 +161,7 @@ def test_fitting_never_loses_a_character(rows: list[list[str]], width: int,
 @given(st.text(alphabet="ab 9,.[]/\n\t日本é😀≈", min_size=1, max_size=40))
 @settings(max_examples=150, deadline=None)
 def test_the_quick_width_is_what_rich_measures(text: str) -> None:
+    from rich.errors import MarkupError
     from rich.measure import Measurement
     from rich.text import Text
 
@@ -169,8 +170,13 @@ def test_the_quick_width_is_what_rich_measures(text: str) -> None:
     console = Console(width=80)
     options = console.options.update_width(10_000)
     for cell in (text, Text(text)):
-        assert _natural_width(console, options, cell) == \
-            Measurement.get(console, options, cell).maximum, repr(cell)
+        try:
+            want = Measurement.get(console, options, cell).maximum
+        except MarkupError:  # a str cell is markup: "[/]" is no more valid here than in rich
+            with pytest.raises(MarkupError):
+                _natural_width(console, options, cell)
+            continue
+        assert _natural_width(console, options, cell) == want, repr(cell)
 
 
 # --- count on a terminal ---------------------------------------------------------------------
@@ -255,7 +261,7 @@ def test_an_empty_folder_prints_no_table(tmp_path: Path, extra: list[str], stdou
     result = _invoke(["count", str(tmp_path / "e"), *extra])
     assert result.exit_code == 0, result.output
     assert result.stdout == stdout
-    assert result.stderr == "warning: no files matched\n"
+    assert result.stderr == f"warning: no files in {tmp_path / 'e'}/\n"  # and why
 
 
 def test_an_empty_folder_still_gives_a_json_document(tmp_path: Path) -> None:

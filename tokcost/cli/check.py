@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 import tokcost
-from tokcost.cli.console import err, out, warn
+from tokcost.cli.console import err, out, print_fitted, warn
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
                        ("actual", "right"), ("limit", "right"))
         for budget, path, rule, actual, limit in cells.failures:
             table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
-        console.print(table)
+        print_fitted(console, table)
         if cells.hint:  # the other formats carry it in each growth failure's message
             console.print(Text(cells.hint))
     rows = [row for row in cells.budgets if not (hide_passed and row[0])]
@@ -305,13 +305,13 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
         for passed, *row in rows:
             mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
             table.add_row(mark, *row)
-        console.print(table)
+        print_fitted(console, table)
     if cells.changes and not quiet:
         table = _table(cells.changes_title, ("budget", "left"), ("file", "left"),
                        ("before", "right"), ("now", "right"), ("growth", "right"))
         for change in cells.changes:
             table.add_row(*change)
-        console.print(table)
+        print_fitted(console, table)
     verdict = Text()
     verdict.append("FAIL " if not result.passed else "ok ",
                    style="bold red" if not result.passed else "bold green")
@@ -328,7 +328,9 @@ def _table(title: str, *columns: tuple[str, str]) -> Any:
 
     table = Table(title=title, title_justify="left")
     for name, justify in columns:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # a long path or budget name folds onto more lines; numbers are never cut
+        overflow = "fold" if name in ("budget", "file") else "ellipsis"
+        table.add_column(name, justify=justify, overflow=overflow)  # type: ignore[arg-type]
     return table
 
 

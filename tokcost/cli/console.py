@@ -75,13 +75,25 @@ err = cast("Console", _LazyConsole(stderr=True))
 
 
 def print_json(data: Any) -> None:
-    """Print JSON to stdout exactly (no rich markup, no wrapping)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Print JSON to stdout exactly (no rich markup, no wrapping). A string that stdout's
+    encoding cannot hold (a file name that is not UTF-8 keeps its bytes as surrogates)
+    makes the whole document ASCII with \\u escapes: still the same JSON."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, indent=2, ensure_ascii=True)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+    """``warning: message`` on stderr, one line: a path in it with brackets is not
+    markup and one with a newline or ESC is shown escaped (``escape_controls``)."""
+    from rich.markup import escape
+
+    err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True,
+              highlight=False)
 
 
 # C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for bytes that

@@ -20,6 +20,7 @@ from tokcost.cli.console import (
 )
 from tokcost.cli.counts import count_parser
 from tokcost.cli.options import (
+    CatalogOpt,
     DaskTimeoutOpt,
     JsonOpt,
     SchedulerOpt,
@@ -199,11 +200,7 @@ def count(
                      "--json: the --tokens document, text cut to COUNT tokens).",
                      show_default=False),
     ] = None,
-    catalog: Annotated[
-        str | None,
-        typer.Option("--catalog", metavar="FILE", show_default=False, help="Model catalog "
-                     "YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml)."),
-    ] = None,
+    catalog: CatalogOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="List every skipped file. By default several "
                            "binary files, or several paths to files already counted, are "
@@ -298,12 +295,28 @@ def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResu
         return run(on_progress)
 
 
+class _Rows:
+    """stdout for csv rows, one write each (a closed pipe is then met at once): a row
+    stdout's encoding refuses (a file name that is not UTF-8 holds its bytes as
+    surrogates; strict under en_US.UTF-8) goes out as those bytes, as they were."""
+
+    def write(self, row: str) -> int:
+        try:
+            return sys.stdout.write(row)
+        except UnicodeEncodeError:  # raised before a byte of the row is written
+            sys.stdout.flush()
+            sys.stdout.buffer.write(row.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
+            sys.stdout.buffer.flush()
+            return len(row)
+
+
 def _print_csv(result: CountResult) -> None:
     cols = result.tokenizers
-    writer = csv.writer(sys.stdout, lineterminator="\n")
+    rows = _Rows()
+    writer = csv.writer(rows, lineterminator="\n")
     # csv quotes a field holding the line terminator ("\n") but not a lone "\r", which
     # readers take for a line end: a row whose path holds one is quoted whole.
-    quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    quoted = csv.writer(rows, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
     for f in result.files:
         (quoted if "\r" in f.path else writer).writerow(

@@ -10,6 +10,7 @@ CatalogOpt = Annotated[
     str | None,
     typer.Option(
         "--catalog",
+        metavar="FILE",
         show_default=False,
         help="Model catalog YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml).",
     ),
