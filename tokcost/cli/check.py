@@ -141,10 +141,8 @@ def check(
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
     if base is not None and baseline is not None:
-        from rich.markup import escape
-
-        warn(f"--base {escape(base)} wins over --baseline: growth is measured against "
-             f"{escape(base)}, the baseline file is not read")
+        warn(f"--base {base} wins over --baseline: growth is measured against "
+             f"{base}, the baseline file is not read")
     configs = list(config or [])
     several = all_configs or len(configs) > 1
     if json_out:
@@ -243,7 +241,7 @@ def _print_text(run: CheckRun, *, strict: bool, quiet: bool, hide_passed: bool) 
                 err.print(f"[bold red]error:[/bold red] {escape(text)}", markup=True,
                           highlight=False)
             elif not quiet:
-                warn(escape(text))
+                warn(text)  # warn escapes markup itself
         if several:
             out.print(f"── {result.config}", markup=False, highlight=False)
         out.print(render_text(result, width=max(width, 60), color=out.is_terminal,
