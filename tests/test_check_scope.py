@@ -78,24 +78,24 @@ PRICED = ("-m", "small-priced", "--catalog", "models.yaml")
 @pytest.mark.parametrize(
     ("args", "code", "fragment"),
     [
-        pytest.param(["prompts/**/*.md", "--max-tokens", "10k"], 0, "all 1 budget hold",
+        pytest.param(["prompts/**/*.md", "--max-tokens", "10k"], 0, "the budget holds",
                      id="tokens-pass"),
         pytest.param(["prompts/**/*.md", "--max-tokens", "100"], 1, "max_tokens_per_file",
                      id="tokens-fail"),
-        pytest.param(["prompts/small.md", "--max-tokens", "100"], 0, "all 1 budget hold",
+        pytest.param(["prompts/small.md", "--max-tokens", "100"], 0, "the budget holds",
                      id="one-file"),
-        pytest.param(["prompts", "--max-tokens", "1.5k"], 0, "all 1 budget hold",
+        pytest.param(["prompts", "--max-tokens", "1.5k"], 0, "the budget holds",
                      id="folder"),
         pytest.param(["prompts/small.md", "--max-cost", "$0.05", *PRICED], 0,
-                     "all 1 budget hold", id="cost-pass"),
+                     "the budget holds", id="cost-pass"),
         pytest.param(["prompts/small.md", "--max-cost", "0.001c", *PRICED], 1,
                      "max_cost_per_call", id="cost-fail-cents"),
         pytest.param(["prompts/**/*.md", "--max-window", "80%", *PRICED], 1,
                      "context_window", id="window-fail"),
         pytest.param(["prompts/small.md", "--max-window", "80%", *PRICED], 0,
-                     "all 1 budget hold", id="window-pass"),
+                     "the budget holds", id="window-pass"),
         # The model's window is checked as in a config: 100% with no --max-window.
-        pytest.param(["notes.txt", "--max-tokens", "10k", *PRICED], 0, "all 1 budget hold",
+        pytest.param(["notes.txt", "--max-tokens", "10k", *PRICED], 0, "the budget holds",
                      id="window-implicit-fits"),
         pytest.param(["prompts/**/*.md", "--max-tokens", "10k", "-t", "tiktoken:o200k_base"],
                      0, "o200k_base", id="tokenizer"),
@@ -480,7 +480,7 @@ def test_several_configs_in_markdown_junit_and_github(mono: Path, runner: Any) -
     md = invoke(runner, "--all", "-f", "markdown").stdout
     assert md.startswith("<!-- tokcost-check -->\n### ❌ tokcost check: 1 of 2 configs failed")
     assert md.count("<!-- tokcost-check -->") == 1
-    assert "#### ✅ `svc/tokcost.yaml`: all 1 budget hold" in md
+    assert "#### ✅ `svc/tokcost.yaml`: the budget holds" in md
     assert "#### ❌ `web/tokcost.yaml`: 1 of 1 budget exceeded" in md
     root = ET.fromstring(invoke(runner, "--all", "-f", "junit").stdout)
     suites = root.findall("testsuite")

@@ -131,7 +131,7 @@ def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path, o200k: Toke
         pytest.param(["count", "{a}", "-t", "o200k_base", "-t", "o200k_base"], 2,
                      "tokenizer given twice: o200k_base", id="same-tokenizer-twice"),
         pytest.param(["count", "{a}", "-m", "gpt-4o", "-m", "gpt-4o"], 2,
-                     "tokenizer given twice: gpt-4o", id="same-model-twice"),
+                     "model given twice: gpt-4o", id="same-model-twice"),
     ],
 )
 def test_bad_input_is_one_line(runner, files: Path, args: list[str], code: int,  # type: ignore[no-untyped-def]

@@ -48,3 +48,31 @@ def test_table_and_warnings_show_names_as_they_are(odd: Path) -> None:
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert "bad\\377name.txt" in out and "a[red]b.txt" in out  # escaped as ls -b, not markup
     assert err == "warning: skipped c[bold]d.bin: binary (NUL byte at offset 0)\n"
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tokcost", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_compare_shows_names_as_they_are(tmp_path: Path) -> None:
+    (tmp_path / "[red]x.txt").write_text("Hello world, how are you today?\n")
+    (tmp_path / "a[bold]b.txt").write_text("Hallo Welt, wie geht es dir heute?\n")
+    proc = _run("compare", "[red]x.txt", "a[bold]b.txt", "--baseline", "[red]x", "--no-chart",
+                cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "premium vs [red]x" in proc.stdout
+    assert "│ [red]x " in proc.stdout and "│ a[bold]b " in proc.stdout
+
+
+def test_check_shows_names_as_they_are(tmp_path: Path) -> None:
+    (tmp_path / "a[bold]b.txt").write_text("one two three four five\n")
+    proc = _run("check", "a[bold]b.txt", "--max-tokens", "1", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "a[bold]b.txt" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_bracket_glob_warns_nothing_from_python(tmp_path: Path) -> None:
+    (tmp_path / "[red]x.txt").write_text("hi\n")
+    proc = _run("count", ".", "--include", "[[]red]*", "--total", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "2\n" and proc.stderr == ""

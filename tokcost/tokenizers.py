@@ -143,8 +143,10 @@ def resolve_tokenizers(
         labels = [c.label for c in choices]
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
-            raise UsageError(f"tokenizer given twice: {', '.join(dupes)}; pass each once",
-                             param="tokenizers")
+            models_only = all(c.model is not None for c in choices if c.label in dupes)
+            what = "model" if models_only else "tokenizer"
+            raise UsageError(f"{what} given twice: {', '.join(dupes)}; pass each once",
+                             param="models" if models_only else "tokenizers")
     return choices
 
 

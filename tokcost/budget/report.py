@@ -167,7 +167,7 @@ def _headline(result: CheckResult) -> str:
         count = len(result.failures)
         return (f"{failed} of {n} budget{'s' if n != 1 else ''} exceeded "
                 f"({count} failure{'s' if count != 1 else ''}){against}")
-    return f"all {n} budget{'s' if n != 1 else ''} hold{against}"
+    return f"all {n} budgets hold{against}" if n != 1 else f"the budget holds{against}"
 
 
 def _strict_line(result: CheckResult) -> str | None:

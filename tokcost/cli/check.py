@@ -130,12 +130,13 @@ def check(
     ] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", min=1, show_default=False, help="Parallel workers "
-                     "(default: a thread per CPU, as count)."),
+        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+                     help="Parallel workers (default: a thread per CPU, as count)."),
     ] = None,
     catalog: Annotated[
         str | None,
-        typer.Option("--catalog", help="Model catalog YAML (default: the config's 'catalog' "
+        typer.Option("--catalog", metavar="FILE", help="Model catalog YAML (default: the "
+                     "config's 'catalog' "
                      "key, $TOKCOST_CATALOG, or the shipped models.yaml).", show_default=False),
     ] = None,
 ) -> None:
@@ -285,8 +286,9 @@ def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
 
     cells = result.tables()
     buf = io.StringIO()
+    # markup=False: budget names and paths are shown as they are ("a[bold]b.txt")
     console = Console(file=buf, width=width, color_system="standard" if color else None,
-                      force_terminal=color, highlight=False, soft_wrap=False)
+                      force_terminal=color, highlight=False, soft_wrap=False, markup=False)
     if cells.failures:
         table = _table("Failures", ("budget", "left"), ("file", "left"), ("rule", "left"),
                        ("actual", "right"), ("limit", "right"))

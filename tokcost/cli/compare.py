@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
+from tokcost.cli.console import (
+    err,
+    escape_controls,
+    out,
+    print_json,
+    print_wide,
+    progress_enabled,
+    warn,
+)
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
 
@@ -81,14 +89,17 @@ def _cost(r: Measurement) -> str:
 
 
 def _print_tables(result: CompareResult, chart: bool) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     report = result.report
     for group in report.groups:
         for meter in report.meters:
             per_line = group.kind != "prose"
             table = Table(
-                title=f"{group.kind} · {_name(meter)} · premium vs {group.baseline}",
+                title=escape(f"{group.kind} · {_name(meter)} · premium vs "
+                             f"{escape_controls(group.baseline)}"),
                 title_justify="left",
                 header_style="bold",
             )
@@ -112,7 +123,9 @@ def _print_tables(result: CompareResult, chart: bool) -> None:
                     table.add_row("", f"[bold]{section}[/bold]")
                 for row in rows:
                     r = row.result(meter.label)
-                    cells = [row.code, row.sample.label]
+                    # names come from file names: shown as they are, never as markup
+                    cells: list[Any] = [Text(escape_controls(row.code)),
+                                        Text(escape_controls(row.sample.label))]
                     cells += [] if per_line else [row.sample.script or ""]
                     cells += [
                         _tokens(r), _num(r.bytes_per_token), _num(r.chars_per_token),

@@ -137,9 +137,15 @@ def _gitignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
     # Imported on the first .gitignore or glob: a walk without either (most counts of
     # a folder outside git) does not pay pathspec's import (about 20 ms).
+    import warnings
+
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    # A glob such as '[[]red]*' is valid gitignore syntax; Python's re warns that a
+    # future version may read '[[' as a nested set, which the user can do nothing about.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
