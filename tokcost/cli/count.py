@@ -134,13 +134,14 @@ def count(
     paths: Annotated[
         list[str] | None,
         typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
-                       show_default=False),
+                       metavar="PATH...", show_default=False),
     ] = None,
     tokenizers: TokenizersOpt = None,
     models: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help="Model id from the catalog (repeatable): counts "
-                     "with its tokenizer and shows the share of its context window.",
+        typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
+                     "(repeatable): counts with its tokenizer and shows the share of its "
+                     "context window.",
                      show_default=False),
     ] = None,
     json_out: JsonOpt = False,
@@ -165,12 +166,14 @@ def count(
     timeout: DaskTimeoutOpt = None,
     include: Annotated[
         list[str] | None,
-        typer.Option("--include", help="Only files matching this glob (repeatable).",
+        typer.Option("--include", metavar="GLOB",
+                     help="Only files matching this glob (repeatable).",
                      show_default=False),
     ] = None,
     exclude: Annotated[
         list[str] | None,
-        typer.Option("--exclude", help="Leave out files matching this glob (repeatable).",
+        typer.Option("--exclude", metavar="GLOB",
+                     help="Leave out files matching this glob (repeatable).",
                      show_default=False),
     ] = None,
     no_gitignore: Annotated[

@@ -76,6 +76,7 @@ def list_models(
             col,
             justify="right" if col in ("context", "input", "output") else "left",
             no_wrap=col == "model",  # ids are copied into -m: never cut them
+            overflow="fold" if col == "tokenizer" else "ellipsis",  # a long spec folds
         )
     for m in result.models:
         table.add_row(

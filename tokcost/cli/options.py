@@ -24,6 +24,7 @@ TokenizersOpt = Annotated[
     typer.Option(
         "--tokenizer",
         "-t",
+        metavar="SPEC",
         show_default=False,
         help="Tokenizer spec (repeatable): o200k_base, cl100k_base, hf:PATH/tokenizer.json, "
         "hf:ORG/REPO, sp:PATH.model, tekken:PATH.json, bpe:PATH, model:ID.",

@@ -37,25 +37,29 @@ def price(
     ] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")] = "",
     input_tokens: Annotated[
-        str | None, typer.Option("--input-tokens", "-i", help="Prompt tokens per request (12k).")
+        str | None, typer.Option("--input-tokens", "-i", metavar="COUNT",
+                                 help="Prompt tokens per request (12k).")
     ] = None,
     output_tokens: Annotated[
-        str, typer.Option("--output-tokens", help="Output tokens per request.")
+        str, typer.Option("--output-tokens", metavar="COUNT", help="Output tokens per request.")
     ] = "0",
     cached_tokens: Annotated[
-        str, typer.Option("--cached-tokens", help="Prompt tokens read from the cache.")
+        str, typer.Option("--cached-tokens", metavar="COUNT",
+                          help="Prompt tokens read from the cache.")
     ] = "0",
     cache_write_tokens: Annotated[
-        str, typer.Option("--cache-write-tokens", help="Prompt tokens written to the cache.")
+        str, typer.Option("--cache-write-tokens", metavar="COUNT",
+                          help="Prompt tokens written to the cache.")
     ] = "0",
     reasoning_tokens: Annotated[
-        str, typer.Option("--reasoning-tokens", help="Reasoning tokens on top of the output.")
+        str, typer.Option("--reasoning-tokens", metavar="COUNT",
+                          help="Reasoning tokens on top of the output.")
     ] = "0",
     batch: Annotated[
         bool, typer.Option("--batch-api", help="Apply the provider's batch API discount.")
     ] = False,
     requests: Annotated[
-        str, typer.Option("--requests", help="Number of identical requests.")
+        str, typer.Option("--requests", metavar="COUNT", help="Number of identical requests.")
     ] = "1",
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
