@@ -137,3 +137,31 @@ def runner():  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
     return CliRunner()
+
+
+@pytest.fixture
+def refuse_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``refuse_reads(suffix)``: every open of a path ending in ``suffix`` fails as the
+    system refuses a file without read permission (chmod cannot, as root)."""
+    import builtins
+    import os
+
+    real_open, real_os_open = builtins.open, os.open
+
+    def refuse(suffix: str) -> None:
+        def check(path: object) -> None:
+            if str(path).endswith(suffix):
+                raise PermissionError(13, "Permission denied", str(path))
+
+        def fake_os_open(path, flags, *a, **k):  # type: ignore[no-untyped-def]
+            check(path)
+            return real_os_open(path, flags, *a, **k)
+
+        def fake_open(path, *a, **k):  # type: ignore[no-untyped-def]
+            check(path)
+            return real_open(path, *a, **k)
+
+        monkeypatch.setattr(os, "open", fake_os_open)
+        monkeypatch.setattr(builtins, "open", fake_open)
+
+    return refuse

@@ -688,28 +688,10 @@ def test_an_unknown_budget_model_names_the_flag_not_the_parameter(tmp_path: Path
 
 
 def test_an_unreadable_budget_file_fails_the_check(repo: Path, runner: Any,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                   refuse_reads: Any) -> None:
     # Counted without it, the budgets would hold short of its tokens: exit 1, one line.
-    import builtins
-    import os
-
     assert invoke(runner, "--update-baseline").exit_code == 0
-    real_open, real_os_open = builtins.open, os.open
-
-    def refuse(path: object) -> None:
-        if str(path).endswith("fewshot.md"):
-            raise PermissionError(13, "Permission denied", str(path))
-
-    def fake_os_open(path, flags, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_os_open(path, flags, *a, **k)
-
-    def fake_open(path, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_open(path, *a, **k)
-
-    monkeypatch.setattr(os, "open", fake_os_open)
-    monkeypatch.setattr(builtins, "open", fake_open)
+    refuse_reads("fewshot.md")
     result = invoke(runner)
     assert result.exit_code == 1, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error")]

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,25 +262,10 @@ def test_the_report_carries_what_the_walk_left_out(tmp_path: Path, toks: dict[st
 
 
 @pytest.fixture
-def refused(files: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def refused(files: Path, refuse_reads: Callable[[str], None]) -> Path:
     """unread.txt beside en.txt, which every open refuses as the system refuses it."""
     (files / "unread.txt").write_text(TEXT)
-    real_open, real_os_open = open, os.open
-
-    def refuse(path: object) -> None:
-        if str(path).endswith("unread.txt"):
-            raise PermissionError(13, "Permission denied", str(path))
-
-    def fake_os_open(path, flags, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_os_open(path, flags, *a, **k)
-
-    def fake_open(path, *a, **k):  # type: ignore[no-untyped-def]
-        refuse(path)
-        return real_open(path, *a, **k)
-
-    monkeypatch.setattr(os, "open", fake_os_open)
-    monkeypatch.setattr("builtins.open", fake_open)
+    refuse_reads("unread.txt")
     return files
 
 
