@@ -86,7 +86,10 @@ FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False":
 def _fail_if_unreadable(message: str | None) -> None:
     """Exit 1 after the output when an input could not be read, as wc and du do."""
     if message:
-        err.print(f"[bold red]error:[/bold red] {message}", markup=True, highlight=False)
+        from rich.markup import escape
+
+        err.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True,
+                  highlight=False)
         raise typer.Exit(code=1)
 
 
