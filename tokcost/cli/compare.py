@@ -191,18 +191,24 @@ def _print_cost_sentence(group: GroupReport, meter: Meter) -> None:
 def _print_chart(group: GroupReport, meters: tuple[Meter, ...]) -> None:
     """Bars of every tokenizer side by side, rows by premium on the first one."""
     colors = ["cyan", "magenta", "yellow", "green", "blue", "red"]
+    from rich.cells import cell_len
+    from rich.markup import escape
+
     top = max((r.result(m.label).premium or 0.0) for r in group.rows for m in meters) or 1.0
-    width = max(len(r.sample.display_name) for r in group.rows)
-    out.print(f"[bold]{group.kind}: premium vs {group.baseline}[/bold]  " + "  ".join(
-        f"[{colors[i % len(colors)]}]■ {_name(m)}[/]" for i, m in enumerate(meters)
-    ))
-    for row in group.rows:
+    # names come from file names: escaped (never markup), padded by their width on screen
+    names = [escape_controls(r.sample.display_name) for r in group.rows]
+    width = max(cell_len(n) for n in names)
+    out.print(f"[bold]{escape(f'{group.kind}: premium vs {escape_controls(group.baseline)}')}"
+              "[/bold]  " + "  ".join(f"[{colors[i % len(colors)]}]■ {escape(_name(m))}[/]"
+                                      for i, m in enumerate(meters)))
+    for row, shown in zip(group.rows, names, strict=True):
         for i, m in enumerate(meters):
             r = row.result(m.label)
             p = r.premium or 0.0
-            name = row.sample.display_name if i == 0 else ""
+            name = shown if i == 0 else ""
+            pad = " " * (width - cell_len(name))
             bar = "█" * max(1, round(p / top * _BAR))
-            out.print(f"{name:<{width}} [{colors[i % len(colors)]}]{bar}[/] "
+            out.print(f"{escape(name)}{pad} [{colors[i % len(colors)]}]{bar}[/] "
                       f"{_mark(r, f'{p:.2f}x')}", highlight=False)
 
 
