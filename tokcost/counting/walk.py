@@ -291,7 +291,9 @@ class _Rules:
             found = pattern.match_file(rel)
             if found is None:
                 continue
-            match = found.match
+            match = getattr(found, "match", None)  # the regex match, as pathspec 1.x gives it
+            if match is None:  # another pathspec: its own verdict, nothing lifted
+                return self.spec.check_file(rel).include
             mark = match.groupdict().get(DIR_MARK)
             if mark and match.start(DIR_MARK) <= self.lifted:
                 continue  # it matched the folder named, or one above it
