@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tokcost.adapters.base import Describable, Tokenizer, count_backend
+from tokcost.adapters.base import Describable, Tokenizer, count_backend, count_many, plan_run
 
 
 class Approximate:
@@ -24,18 +24,13 @@ class Approximate:
 
     def plan_run(self, chars: int | None) -> None:
         """Passed on to ``inner`` (see TiktokenTokenizer.plan_run)."""
-        plan = getattr(self.inner, "plan_run", None)
-        if plan is not None:
-            plan(chars)
+        plan_run(self.inner, chars)
 
     def count_many(
         self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
     ) -> list[int]:
         """``inner``'s batch count where it has one (one backend call for many texts)."""
-        many = getattr(self.inner, "count_many", None)
-        if many is None:
-            return [self.inner.count(t, allow_special=allow_special) for t in texts]
-        return list(many(texts, allow_special=allow_special, threads=threads))
+        return count_many(self.inner, texts, allow_special=allow_special, threads=threads)
 
     @property
     def vocab_size(self) -> int:

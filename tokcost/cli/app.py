@@ -120,14 +120,11 @@ def _wants_json(argv: list[str]) -> bool:
 def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
     """An error as the user sees it: one line on stderr and, when the command was
     asked for ``--json``, a JSON error object on stdout so scripts get a document."""
-    from rich.markup import escape  # only on the error path
+    from tokcost.cli.console import error, print_json
 
     if wants_json:
-        from tokcost.cli.console import print_json
-
         print_json({"error": {"type": kind, "message": line, "exit_code": code}})
-    # escape: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
-    err.print(f"[bold red]error:[/bold red] {escape(line)}", markup=True, highlight=False)
+    error(line)  # escaped: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
 
 
 def _die_of_sigpipe() -> None:

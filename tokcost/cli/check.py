@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 import tokcost
-from tokcost.cli.console import err, out, print_fitted, warn
+from tokcost.cli.console import err, error, out, print_fitted, warn
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -239,8 +238,7 @@ def _print_text(run: CheckRun, *, strict: bool, quiet: bool, hide_passed: bool) 
         for notice in result.notices:
             text = f"{result.config}: {notice.message}" if several else notice.message
             if strict:
-                err.print(f"[bold red]error:[/bold red] {escape(text)}", markup=True,
-                          highlight=False)
+                error(text)
             elif not quiet:
                 warn(text)  # warn escapes markup itself
         if several:
@@ -265,11 +263,9 @@ def _append_summary(summary: str, run: CheckRun) -> bool:
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
             handle.write(run.render("markdown"))
     except OSError as exc:
-        err.print(f"[bold red]error:[/bold red] cannot write the step summary "
-                  f"GITHUB_STEP_SUMMARY={escape(summary)}: {exc.strerror or exc}; the report "
-                  "above is complete; point GITHUB_STEP_SUMMARY at a file you can write, or "
-                  "unset it", markup=True,
-                  highlight=False)
+        error(f"cannot write the step summary GITHUB_STEP_SUMMARY={summary}: "
+              f"{exc.strerror or exc}; the report above is complete; point "
+              "GITHUB_STEP_SUMMARY at a file you can write, or unset it")
         return False
     return True
 

@@ -87,6 +87,14 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def error(message: str) -> None:
+    """``error: message`` on stderr, one line, as ``warn`` prints a warning (escaped)."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/bold red] {escape(escape_controls(message))}", markup=True,
+              highlight=False)
+
+
 def warn(message: str) -> None:
     """``warning: message`` on stderr, one line: a path in it with brackets is not
     markup and one with a newline or ESC is shown escaped (``escape_controls``)."""

@@ -12,6 +12,7 @@ import typer
 import tokcost
 from tokcost.cli.console import (
     err,
+    error,
     escape_controls,
     out,
     print_json,
@@ -86,10 +87,7 @@ FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False":
 def _fail_if_unreadable(message: str | None) -> None:
     """Exit 1 after the output when an input could not be read, as wc and du do."""
     if message:
-        from rich.markup import escape
-
-        err.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True,
-                  highlight=False)
+        error(message)
         raise typer.Exit(code=1)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from tokcost.adapters.base import Tokenizer
+from tokcost.adapters.base import Tokenizer, count_many, plan_run
 from tokcost.adapters.fast_count import SMALL_RUN_CHARS
 from tokcost.counting.inputs import (
     BLOCK_BYTES,
@@ -106,18 +106,6 @@ def _count_batch_in_worker(items: list[tuple[str, str]], allow_special: bool) ->
     return _count_batch(_worker_tokenizers, items, allow_special)
 
 
-def count_many(tokenizer: Tokenizer, texts: list[str], allow_special: bool) -> list[int]:
-    """``[tokenizer.count(t) for t in texts]`` in one call where the tokenizer has
-    ``count_many`` (the fast backend): one GIL release for a batch of small files, not
-    one per file, which a counting thread would then wait to get back while the
-    reading thread holds it (up to the 5 ms switch interval, per file)."""
-    many = getattr(tokenizer, "count_many", None)
-    if many is not None and len(texts) > 1:
-        counts: list[int] = many(texts, allow_special=allow_special, threads=1)
-        return counts
-    return [tokenizer.count(t, allow_special=allow_special) for t in texts]
-
-
 def _count_batch(
     tokenizers: Mapping[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
 ) -> list[int]:
@@ -129,7 +117,8 @@ def _count_batch(
         by_spec.setdefault(spec, []).append(i)
     counts = [0] * len(items)
     for spec, where in by_spec.items():
-        found = count_many(tokenizers[spec], [items[i][1] for i in where], allow_special)
+        found = count_many(tokenizers[spec], [items[i][1] for i in where],
+                           allow_special=allow_special)
         for i, n in zip(where, found, strict=True):
             counts[i] = n
     return counts
@@ -217,9 +206,7 @@ class _CountExecutor:
         None when there is more (see TiktokenTokenizer.plan_run)."""
         self.planned = True
         for tokenizer in self.tokenizers.values():
-            plan = getattr(tokenizer, "plan_run", None)
-            if plan is not None:
-                plan(chars)
+            plan_run(tokenizer, chars)
 
     def flush(self, *, last: bool = False) -> None:
         if not self.planned:

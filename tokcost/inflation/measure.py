@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from tokcost.adapters.base import count_backend
+from tokcost.adapters.base import count_backend, count_many, plan_run
 from tokcost.errors import UsageError
 from tokcost.inflation.corpus import Group, Sample, paragraphs
 
@@ -241,24 +241,13 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
     return estimate_cost(meter.model, input_tokens=tokens).total
 
 
-def _count_each(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
-    """Each text's count, in one call where the tokenizer counts batches (the fast
-    backend: one hand-off for a language's thousand sentences, not one each)."""
-    many = getattr(tokenizer, "count_many", None)
-    if many is not None:
-        return list(many(list(texts)))
-    return [tokenizer.count(t) for t in texts]
-
-
 def _plan_runs(groups: Sequence[Group], meters: Sequence[Meter]) -> None:
     """Tell each tokenizer that can choose a backend (``plan_run``) how much text it
     is about to count: all of it is in hand, so a small comparison goes to the one
     that starts sooner (tokcost.adapters.fast_count.SMALL_RUN_CHARS)."""
     chars = sum(len(s.text) + sum(map(len, s.units or ())) for g in groups for s in g.samples)
     for tokenizer in {id(m.tokenizer): m.tokenizer for m in meters}.values():
-        plan = getattr(tokenizer, "plan_run", None)
-        if plan is not None:
-            plan(chars)
+        plan_run(tokenizer, chars)
 
 
 def measure(
@@ -289,7 +278,7 @@ def measure(
                 if key not in seen:
                     seen[key] = meter.tokenizer.count(sample.text)
                     if sample.code in aligned and sample.units is not None:
-                        seen_units[key] = _count_each(meter.tokenizer, sample.units)
+                        seen_units[key] = count_many(meter.tokenizer, sample.units)
                 counts[gi, sample.code, meter.label] = seen[key]
                 if key in seen_units:
                     units[gi, sample.code, meter.label] = seen_units[key]
