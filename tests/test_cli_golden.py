@@ -6,14 +6,17 @@ They pin the outputs before code moves, so a redesign shows every line it change
 
     TOKCOST_UPDATE_GOLDENS=1 pytest tests/test_cli_golden.py   # rewrite them
 
-``{tmp}`` in a case is a workspace made once per run (a trained .bpe, a chat file, a
-small project with a tokcost.yaml); in outputs it is written back as ``{tmp}``.
+The cases run in a workspace made once per run, holding copies of what they read
+(corpora/, the fixtures) and what the first steps make (a trained tok.bpe, a chat
+file, a small project with a tokcost.yaml), so every path is short and the same on
+every machine: a table's widths do not depend on where pytest keeps its files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -21,14 +24,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import tokcost
+
 from tokcost.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(tokcost.__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden" / "cli"
 UPDATE = bool(os.environ.get("TOKCOST_UPDATE_GOLDENS"))
 
 EN = "corpora/prose/en.txt"
-TOK = "{tmp}/tok.bpe"
+TOK = "tok.bpe"
 
 # (id, command line after `tokcost`, stdin or None)
 CASES: list[tuple[str, str, str | None]] = [
@@ -44,8 +50,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("count-truncate", f"count {EN} --truncate 20", None),
     ("count-stdin", "count -", "hello world, the ferry left at noon\n"),
     ("count-stdin-json", "count - --json -t cl100k_base", "héllo wörld\n"),
-    ("count-chat", "count --chat {tmp}/chat.json -m gpt-4o", None),
-    ("count-chat-json", "count --chat {tmp}/chat.json -m gpt-4o -m gpt-4 --json", None),
+    ("count-chat", "count --chat chat.json -m gpt-4o", None),
+    ("count-chat-json", "count --chat chat.json -m gpt-4o -m gpt-4 --json", None),
     ("count-bpe", f"count {EN} -t bpe:{TOK} -t cl100k_base", None),
     ("count-missing", "count no/such/file.txt", None),
     ("count-bad-tokenizer", f"count {EN} -t nope_base", None),
@@ -125,7 +131,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("models-show-json", "models show llama-3.1-8b --json", None),
     ("models-show-unknown", "models show gpt-4p", None),
     ("models-validate", "models validate", None),
-    ("models-validate-bad", "models validate {tmp}/bad.yaml", None),
+    ("models-validate-bad", "models validate bad.yaml", None),
     # check
     ("check-adhoc", "check 'corpora/prose/*.txt' --max-tokens 10k -m gpt-4o", None),
     ("check-adhoc-fail", "check corpora/prose --max-tokens 2k -t cl100k_base", None),
@@ -134,8 +140,8 @@ CASES: list[tuple[str, str, str | None]] = [
      None),
     ("check-adhoc-github", "check corpora/code --max-tokens 600 -t cl100k_base --format github",
      None),
-    ("check-project", "check --config {tmp}/project/tokcost.yaml", None),
-    ("check-project-junit", "check --config {tmp}/project/tokcost.yaml --format junit", None),
+    ("check-project", "check --config project/tokcost.yaml", None),
+    ("check-project-junit", "check --config project/tokcost.yaml --format junit", None),
     # bpe
     ("bpe-encode", f"bpe encode {TOK} 'The ferry left at noon.'", None),
     ("bpe-encode-special", f"bpe encode {TOK} 'end <|endoftext|>'", None),
@@ -146,11 +152,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("bpe-inspect-json", f"bpe inspect {TOK} --top 2 --json", None),
     ("bpe-inspect-tiktoken", "bpe inspect tiktoken:cl100k_base --top 2", None),
     ("bpe-encode-o200k", "bpe encode -t o200k_base 'The ferry left at noon.'", None),
-    ("bpe-export-hf", f"bpe export {TOK} --format hf -o {{tmp}}/out/tokenizer.json", None),
+    ("bpe-export-hf", f"bpe export {TOK} --format hf -o out/tokenizer.json", None),
     ("bpe-export-exists", f"bpe export {TOK} --format hf -o {TOK}", None),
     ("bpe-train-json", "bpe train corpora/prose/en.txt corpora/prose/fr.txt --vocab-size 400 "
-     "-o {tmp}/out/t.bpe --json", None),
-    ("bpe-train-bad", "bpe train corpora/prose/en.txt --vocab-size 100 -o {tmp}/out/x.bpe", None),
+     "-o out/t.bpe --json", None),
+    ("bpe-train-bad", "bpe train corpora/prose/en.txt --vocab-size 100 -o out/x.bpe", None),
     ("bpe-sweep", "bpe sweep corpora/prose/en.txt --eval corpora/prose/fr.txt "
      "--vocab-sizes 300,400 -t cl100k_base", None),
     # generate / attention
@@ -203,6 +209,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What the cases read and write: made once, through the CLI itself."""
     tmp = tmp_path_factory.mktemp("golden")
     (tmp / "out").mkdir()
+    shutil.copytree(ROOT / "corpora", tmp / "corpora")
+    for fixture in ("hf_configs", "hf_tiny"):
+        shutil.copytree(ROOT / "tests" / "fixtures" / fixture, tmp / "tests" / "fixtures" / fixture)
     (tmp / "chat.json").write_text(json.dumps(CHAT), encoding="utf-8")
     (tmp / "bad.yaml").write_text("models:\n  - id: x\n    context_window: -5\n", encoding="utf-8")
     project = tmp / "project"
@@ -212,14 +221,18 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(ROOT / "corpora" / "prose" / name, project / "corpora" / name)
     shutil.copy(ROOT / "corpora" / "code" / "tasks.py", project / "code" / "tasks.py")
     (project / "tokcost.yaml").write_text(CONFIG, encoding="utf-8")
-    result = _run(f"bpe train {ROOT}/corpora/prose/en.txt {ROOT}/corpora/prose/fr.txt "
-                  f"--vocab-size 600 --special '<|endoftext|>' -o {tmp}/tok.bpe", None, tmp)
+    os.chdir(tmp)
+    try:
+        result = _run("bpe train corpora/prose/en.txt corpora/prose/fr.txt --vocab-size 600 "
+                      "--special '<|endoftext|>' -o tok.bpe", None)
+    finally:
+        os.chdir(ROOT)
     assert result[0] == 0, result
     return tmp
 
 
-def _run(line: str, stdin: str | None, tmp: Path) -> tuple[int, str, str]:
-    args = shlex.split(line.replace("{tmp}", str(tmp)))
+def _run(line: str, stdin: str | None) -> tuple[int, str, str]:
+    args = shlex.split(line)
     result = CliRunner().invoke(app, args, input=stdin, prog_name="tokcost")
     stdout, stderr = result.stdout, result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -227,19 +240,24 @@ def _run(line: str, stdin: str | None, tmp: Path) -> tuple[int, str, str]:
     return result.exit_code, stdout, stderr
 
 
-def _render(line: str, code: int, stdout: str, stderr: str, tmp: Path) -> str:
+# Wall-clock figures differ run to run: masked, the rest of the line kept.
+_TIMES = re.compile(r'("seconds[a-z_]*": )[0-9.e-]+')
+
+
+def _render(line: str, code: int, stdout: str, stderr: str) -> str:
     text = f"$ tokcost {line}\n[exit {code}]\n--- stdout\n{stdout}--- stderr\n{stderr}"
-    return text.replace(str(tmp), "{tmp}")
+    # the shipped catalog, corpora and weights are named by where tokcost is installed
+    return _TIMES.sub(r"\1<t>", text.replace(str(PACKAGE_ROOT), "{root}"))
 
 
 @pytest.mark.parametrize(("case", "line", "stdin"), CASES, ids=[c[0] for c in CASES])
 def test_cli_golden(case: str, line: str, stdin: str | None, workspace: Path,
                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(workspace)
     monkeypatch.setenv("COLUMNS", "80" if case.startswith("help-") else "100")
     monkeypatch.setenv("TERM", "dumb")
-    code, stdout, stderr = _run(line, stdin, workspace)
-    got = _render(line, code, stdout, stderr, workspace)
+    code, stdout, stderr = _run(line, stdin)
+    got = _render(line, code, stdout, stderr)
     path = GOLDEN / f"{case}.txt"
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
