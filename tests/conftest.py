@@ -23,6 +23,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
+    # rich reads COLUMNS when a console is made: made anew for each test, as for each
+    # real process, so a width set by one test does not stay for the next
+    from tokcost.cli import console
+
+    for lazy in (console.out, console.err):
+        monkeypatch.setattr(lazy, "_console", None)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import tokcost
-from tokcost.cli.errors import render_error, to_flags
+from tokcost.cli.base import render_error
 from tokcost.errors import ModelNotFound, TokcostError, UsageError
 
 
@@ -67,39 +67,48 @@ PARAMS: list[Any] = [
 @pytest.mark.parametrize(
     ("message", "param", "expected"),
     [
-        pytest.param("pass allow_special=True to encode it", "allow_special",
+        pytest.param("pass {allow_special=True} to encode it", "allow_special",
                      "pass --allow-special to encode it", id="bool-true"),
-        pytest.param("set gitignore=False", "gitignore", "set --no-gitignore", id="bool-false"),
-        pytest.param("tp=3 does not divide kv_heads=8", "tp",
+        pytest.param("set {gitignore=False}", "gitignore", "set --no-gitignore", id="bool-false"),
+        pytest.param("{tp=3} does not divide kv_heads=8", "tp",
                      "--tp 3 does not divide kv_heads=8", id="value"),
-        pytest.param("input_tokens must be >= 0", "input_tokens", "--input-tokens must be >= 0",
+        pytest.param("{input_tokens} must be >= 0", "input_tokens", "--input-tokens must be >= 0",
                      id="bare-long-flag-preferred"),
-        pytest.param("tp must be 1 or more; stop=tp", "tp", "--tp must be 1 or more; stop=--tp",
+        pytest.param("{tp} must be 1 or more; stop={tp}", "tp", "--tp must be 1 or more; stop=--tp",
                      id="every-mention"),
-        pytest.param("tpx and my_tp stay", "tp", "tpx and my_tp stay", id="whole-words-only"),
-        pytest.param("tp needs a number, got 'tp'", "tp", "--tp needs a number, got 'tp'",
+        pytest.param("{tp} is bad; tpx and my_tp stay", "tp", "--tp is bad; tpx and my_tp stay",
+                     id="whole-words-only"),
+        pytest.param("{tp} needs a number, got 'tp'", "tp", "--tp needs a number, got 'tp'",
                      id="quoted-values-are-the-users"),
-        pytest.param("tp must divide 8; see /tmp/tp/x", "tp", "--tp must divide 8; see /tmp/tp/x",
+        pytest.param("{tp} must divide 8; see /tmp/tp/x", "tp", "--tp must divide 8; see /tmp/tp/x",
                      id="paths-stay"),
-        pytest.param("pass allow_special=True; allow_special text is kept", "allow_special",
+        pytest.param("pass {allow_special=True}; allow_special text is kept", "allow_special",
                      "pass --allow-special; allow_special text is kept",
                      id="assigned-form-leaves-other-words"),
-        pytest.param("jobs must be 1 or more", "jobs", "jobs must be 1 or more",
+        pytest.param("{jobs} must be 1 or more", "jobs", "jobs must be 1 or more",
                      id="not-a-parameter-of-this-command"),
-        pytest.param("tp is bad", None, "tp is bad", id="no-param"),
+        pytest.param("{tp} is bad", None, "{tp} is bad", id="no-param"),
+        pytest.param("regex a{2,3} and {x} stay", "tp", "regex a{2,3} and {x} stay",
+                     id="other-braces-are-text"),
     ],
 )
-def test_to_flags(message: str, param: str | None, expected: str) -> None:
-    assert to_flags(message, param, PARAMS) == expected
+def test_placeholders_become_flags(message: str, param: str | None, expected: str) -> None:
+    assert render_error(UsageError(message, param=param), PARAMS) == expected
+
+
+def test_placeholders_read_as_the_api_in_the_library() -> None:
+    exc = UsageError("{tp=3} does not divide; pass {batch=True} or drop {gpu}", param="tp",
+                     related=("batch", "gpu"))
+    assert str(exc) == "tp=3 does not divide; pass batch=True or drop gpu"
 
 
 def test_render_error_names_the_flag_and_adds_the_cli_hint() -> None:
-    exc = UsageError("tp=3 does not divide kv_heads=8", param="tp")
-    exc.cli_params = PARAMS  # type: ignore[attr-defined]
-    assert render_error(exc) == "--tp 3 does not divide kv_heads=8"
+    exc = UsageError("{tp=3} does not divide kv_heads=8", param="tp")
+    assert render_error(exc, PARAMS) == "--tp 3 does not divide kv_heads=8"
     missing = ModelNotFound("unknown model 'gpt-9'")
-    assert render_error(missing) == "unknown model 'gpt-9'; `tokcost models list` shows the ids"
-    assert render_error(TokcostError("plain")) == "plain"
+    assert render_error(missing, PARAMS) == ("unknown model 'gpt-9'; `tokcost models list` "
+                                             "shows the ids")
+    assert render_error(TokcostError("plain"), PARAMS) == "plain"
 
 
 def test_cli_shows_the_flag_for_a_library_parameter(runner: Any) -> None:
@@ -122,7 +131,7 @@ def test_the_cli_names_only_the_public_api_even_for_type_hints() -> None:
     """import-linter checks the imports that run; this also covers the TYPE_CHECKING ones:
     the CLI's types come from ``tokcost`` (its exports), never from the layers below."""
     cli = Path(tokcost.__file__).parent / "cli"
-    allowed = re.compile(r"tokcost(\.cli(\.\w+)*|\.errors)?$")
+    allowed = re.compile(r"tokcost(\.cli(\.\w+)*|\.errors|\.units)?$")
     found = []
     for path in sorted(cli.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

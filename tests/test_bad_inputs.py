@@ -38,7 +38,7 @@ ROWS = [
     (["check", "--format", "yaml"], 2, "--format"),
     # kvmem estimate
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "1e30"], 2, "beyond"),
-    (["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-memory", "80B"], 2, "80GB"),
+    (["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-memory", "80G"], 2, "80GB"),
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "h1000"], 2, "h1000"),
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--plot", "{ro}.png"], 1, "cannot write"),
     # kvmem simulate

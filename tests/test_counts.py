@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.budget import BudgetConfigError, load_config
-from tokcost.catalog.units import MAX_COUNT
 from tokcost.cli.app import app
 from tokcost.cli.counts import CountError, count_parser
 from tokcost.errors import UsageError
+from tokcost.units import MAX_COUNT
 
 runner = CliRunner()
 
@@ -112,6 +112,12 @@ ROWS = [
 
 
 def _argv(args: list[str], ws: Path) -> list[str]:
+    """The row's command line; a row that sets a flag of its base (``--max-new-tokens``)
+    drops the base's value, since a single-valued option is given once."""
+    flag = args[-2]
+    if flag.startswith("-") and args.index(flag) < len(args) - 2:
+        at = args.index(flag)
+        args = args[:at] + args[at + 2:]
     return [a.replace("{ws}", str(ws)) for a in args]
 
 

@@ -19,7 +19,8 @@ PROMPT = "Every morning the small bakery"
 
 
 def run_json(*args: str) -> dict[str, object]:
-    res = runner.invoke(app, ["generate", PROMPT, "--max-new-tokens", "6", "--json", *args])
+    length = [] if "--max-new-tokens" in args else ["--max-new-tokens", "6"]
+    res = runner.invoke(app, ["generate", PROMPT, *length, "--json", *args])
     assert res.exit_code == 0, res.output
     data: dict[str, object] = json.loads(res.stdout)
     return data

@@ -355,7 +355,8 @@ def test_cli_table_reads_a_text_from_stdin() -> None:
     (["--residual", "-1", "--policy", "int4"], "--residual"),
 ])
 def test_cli_bad_input_is_one_line(args: list[str], fragment: str) -> None:
-    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "32", *args])
+    base = [] if "--max-tokens" in args else ["--max-tokens", "32"]
+    result = CliRunner().invoke(app, ["kvmem", "quality", *base, *args])
     assert result.exit_code in (1, 2), result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and fragment in lines[0], result.stderr

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tokcost.catalog import Architecture, Attention, load_catalog
-from tokcost.catalog.units import parse_context_list, parse_size
 from tokcost.cli.app import app
 from tokcost.errors import TokcostError, UsageError
 from tokcost.memory import (
@@ -28,6 +27,7 @@ from tokcost.memory import (
     largest_context,
     max_concurrency,
 )
+from tokcost.units import parse_context_list, parse_size
 
 runner = CliRunner()
 GiB = 2**30
@@ -223,6 +223,9 @@ def test_estimate_uses_active_params_for_moe() -> None:
         pytest.param("512MiB", 512 * 2**20, id="MiB"),
         pytest.param("4KiB", 4096, id="KiB"),
         pytest.param("85899345920", 80 * GiB, id="bare-byte-count"),
+        # vLLM's --kv-cache-memory in bytes, as its log prints them (issue 25)
+        pytest.param("7240417280B", 7240417280, id="B-is-bytes"),
+        pytest.param("4096 B", 4096, id="B-is-bytes-small"),
     ],
 )
 def test_parse_size(text: str, expected: int) -> None:
@@ -237,7 +240,6 @@ def test_parse_size(text: str, expected: int) -> None:
         pytest.param("80GG", "unknown unit", id="typo"),
         pytest.param("80Gibs", "unknown unit", id="typo-2"),
         pytest.param("-5GB", "must not be negative", id="negative"),
-        pytest.param("4096B", "bare B", id="bare-B-is-not-bytes"),
         pytest.param("0GB", "greater than zero", id="zero"),
         pytest.param("lots", "not a size", id="words"),
     ],

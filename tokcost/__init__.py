@@ -35,7 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
-    "tokcost.catalog.units": (
+    "tokcost.units": (
         "parse_size", "parse_count", "parse_context_list", "parse_money", "parse_percent",
         "parse_fraction", "format_bytes",
     ),
@@ -191,13 +191,6 @@ if TYPE_CHECKING:
     from tokcost.catalog import Gpu as Gpu
     from tokcost.catalog import ModelEntry as ModelEntry
     from tokcost.catalog import load_catalog as load_catalog
-    from tokcost.catalog.units import format_bytes as format_bytes
-    from tokcost.catalog.units import parse_context_list as parse_context_list
-    from tokcost.catalog.units import parse_count as parse_count
-    from tokcost.catalog.units import parse_fraction as parse_fraction
-    from tokcost.catalog.units import parse_money as parse_money
-    from tokcost.catalog.units import parse_percent as parse_percent
-    from tokcost.catalog.units import parse_size as parse_size
     from tokcost.counting import count_paths as count_paths
     from tokcost.counting import count_text as count_text
     from tokcost.counting import count_texts as count_texts
@@ -220,3 +213,10 @@ if TYPE_CHECKING:
     from tokcost.tokenizers import open_catalog as open_catalog
     from tokcost.tokenizers import resolve_tokenizers as resolve_tokenizers
     from tokcost.tokenizers import spec_label as spec_label
+    from tokcost.units import format_bytes as format_bytes
+    from tokcost.units import parse_context_list as parse_context_list
+    from tokcost.units import parse_count as parse_count
+    from tokcost.units import parse_fraction as parse_fraction
+    from tokcost.units import parse_money as parse_money
+    from tokcost.units import parse_percent as parse_percent
+    from tokcost.units import parse_size as parse_size

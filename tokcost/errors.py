@@ -1,37 +1,77 @@
 """Typed errors. Every message says what went wrong and what to do next.
 
 The library raises these; the CLI turns them into one line on stderr and an exit
-code in a single place (``tokcost.cli.app``). Library messages speak the API's words
-(``pass allow_special=True``, ``tp must divide kv_heads``) and name the offending
-parameter in ``param``; the CLI maps that parameter to its flag (``--allow-special``,
-``--tp``), so no library module spells a flag.
+code in a single place (``tokcost.cli.base``). An error carries structured fields:
+``param`` (the API parameter at fault), ``value`` (what was given) and ``expected``
+(what would do), and its message names parameters through placeholders written with
+``arg``: ``{tp}`` or ``{tp=3}``. A library caller reads them as the API spells them
+(``tp=3``); the CLI renders the same placeholders as the flags the user typed
+(``--tp 3``), so no message is edited after the fact and no module spells a flag.
 
->>> e = UsageError("tp=3 does not divide kv_heads=8", param="tp")
+>>> e = UsageError(f"{arg('tp', 3)} does not divide kv_heads=8", param="tp", value=3)
 >>> (e.param, e.exit_code, str(e))
 ('tp', 2, 'tp=3 does not divide kv_heads=8')
+>>> e.render(lambda name, value: f"--{name} {value}" if value else f"--{name}")
+'--tp 3 does not divide kv_heads=8'
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+# How a renderer spells parameter NAME, given the VALUE written beside it (None: the name
+# alone). The library's own is `_api_words`; the CLI passes one that spells flags.
+Words = Callable[[str, "str | None"], str]
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]*))?\}")
+
+
+def arg(name: str, value: object = None) -> str:
+    """The placeholder a message writes for parameter ``name`` (and the value given).
+
+    >>> arg("tp"), arg("tp", 3), arg("allow_special", True)
+    ('{tp}', '{tp=3}', '{allow_special=True}')
+    """
+    return f"{{{name}}}" if value is None else f"{{{name}={value}}}"
+
+
+def _api_words(name: str, value: str | None) -> str:
+    return name if value is None else f"{name}={value}"
 
 
 class TokcostError(Exception):
     """Base class. ``exit_code`` follows DESIGN §3: 1 for a failure, 2 for bad usage.
 
-    ``param`` is the API parameter the error is about (``"tp"``, ``"input_tokens"``),
-    or None; the message uses that same name wherever it refers to the parameter.
-    ``related`` names other parameters the message suggests (the CLI shows them as
-    flags too).
+    ``message`` may hold placeholders (``arg``) for ``param`` and the parameters in
+    ``related``; any other braces are text. ``value`` and ``expected`` say what was given
+    and what would do, for a caller that reports them apart (``--json``'s error object).
     """
 
     exit_code: int = 1
 
-    def __init__(self, message: str = "", *, param: str | None = None,
-                 related: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str = "", *, param: str | None = None, value: Any = None,
+                 expected: str | None = None, related: tuple[str, ...] = ()) -> None:
         super().__init__(message)
+        self.template = message
         self.param = param
+        self.value = value
+        self.expected = expected
         self.related = related
+
+    def render(self, words: Words = _api_words) -> str:
+        """The message with each declared parameter spelled by ``words``."""
+        names = {self.param, *self.related} - {None}
+
+        def spell(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return words(name, match.group(2)) if name in names else match.group(0)
+
+        return _PLACEHOLDER.sub(spell, self.template) if names else self.template
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 class UsageError(TokcostError):

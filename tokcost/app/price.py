@@ -106,7 +106,7 @@ def price(
 
 def _check_counts(**counts: int | None) -> None:
     """Refuse a count past ``MAX_COUNT`` (10^15) before pricing it: a typo, not a request."""
-    from tokcost.catalog.units import MAX_COUNT
+    from tokcost.units import MAX_COUNT
 
     for name, value in counts.items():
         if value is not None and value > MAX_COUNT:

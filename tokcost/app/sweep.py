@@ -34,10 +34,10 @@ from tokcost.app.bpe import _NotedWords, _TrainingInputs
 from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import TrainerConfig
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.catalog.units import parse_count
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError
 from tokcost.tokenizers import open_catalog, resolve_tokenizers
+from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.bpe.train import ProgressFn

@@ -1,6 +1,6 @@
 """The numbers of a budget config as people write them: ``10k`` tokens, ``$0.05``, ``10%``.
 
-Each kind reads a leaf value with the one parser of tokcost.catalog.units (the rule in
+Each kind reads a leaf value with the one parser of tokcost.units (the rule in
 the README, "Numbers and sizes") and, when it does not parse, says what was expected in
 the form ``tokcost.budget.config`` puts after the file, line and key::
 
@@ -20,7 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 from tokcost.catalog.fields import Invalid, Kind, show
-from tokcost.catalog.units import (
+from tokcost.errors import TokcostError
+from tokcost.units import (
     COUNT_PATTERN,
     MAX_COUNT,
     MONEY_PATTERN,
@@ -31,7 +32,6 @@ from tokcost.catalog.units import (
     parse_money,
     parse_percent,
 )
-from tokcost.errors import TokcostError
 
 __all__ = ["Percent", "Share", "Tokens", "Usd"]
 

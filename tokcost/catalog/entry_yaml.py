@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from tokcost.catalog.schema import SCHEMA_VERSION, Architecture, Attention, ModelEntry
-from tokcost.catalog.units import format_bytes
+from tokcost.units import format_bytes
 
 _MIB = 2**20
 

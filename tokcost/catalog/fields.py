@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, ClassVar, NoReturn, TypeVar
 
-from tokcost.catalog.units import (
+from tokcost.errors import TokcostError, suggest
+from tokcost.units import (
     COUNT_PATTERN,
     SIZE_PATTERN,
     OutOfRange,
     parse_count,
     parse_size,
 )
-from tokcost.errors import TokcostError, suggest
 
 PathKey = tuple[str | int, ...]
 R = TypeVar("R", bound="Record")

@@ -16,8 +16,8 @@ from tokcost.catalog.hf_config import architecture_from_config, context_window, 
 from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import ModelEntry
-from tokcost.catalog.units import format_bytes
 from tokcost.errors import UsageError
+from tokcost.units import format_bytes
 
 HF_PREFIX = "hf:"
 

@@ -36,8 +36,8 @@ from tokcost.catalog.fields import (
     Strings,
     Text,
 )
-from tokcost.catalog.units import WEIGHT_DTYPE_BITS
 from tokcost.errors import MissingDependency
+from tokcost.units import WEIGHT_DTYPE_BITS
 
 SCHEMA_VERSION = 1
 

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import importlib
 import inspect
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
+from tokcost.cli.base import (
+    App,
+    Group,
+    die_of_sigpipe,
+    finish_stdout,
+    guard_stdout,
+    report,
+    usage_line,
+)
 from tokcost.cli.console import err
-from tokcost.errors import TokcostError
 
 
-class TokcostGroup(TyperGroup):
-    """Loads commands lazily and turns every error into one line on stderr and its
-    exit code (DESIGN §3). ``TOKCOST_DEBUG=1`` lets the traceback through.
-    """
+class TokcostGroup(Group):
+    """The root: loads commands lazily and lists them from ``COMMANDS``."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
@@ -36,19 +39,16 @@ class TokcostGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
-    def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors click)
-        with reported_errors():
-            return super().invoke(ctx)
-
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+    def main(self, args: Any = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True,
-             windows_expand_args: bool = True, **extra: Any) -> Any:
-        return run_command(super().main, args, prog_name=prog_name, complete_var=complete_var,
-                           standalone_mode=standalone_mode,
-                           windows_expand_args=windows_expand_args, **extra)
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        run_command(super().main, args, prog_name=prog_name or "tokcost")
+        return None
 
 
-def run_command(main: Any, args: Any, *, standalone_mode: bool = True, **kwargs: Any) -> Any:
+def run_command(main: Any, args: Any, *, prog_name: str) -> None:
     """Run a click ``main`` so that usage errors are one line and pipes close quietly.
 
     Click's standalone mode prints usage errors as a block (or a Rich box) and
@@ -57,37 +57,33 @@ def run_command(main: Any, args: Any, *, standalone_mode: bool = True, **kwargs:
     ``cat``: by SIGPIPE, with no message.
     """
     argv = list(sys.argv[1:] if args is None else args)
+    guard_stdout()
     try:
-        result = main(args=argv, standalone_mode=False, **kwargs)
+        result = main(args=argv, prog_name=prog_name, standalone_mode=False)
     except typer.TyperException as exc:  # typer's vendored click.ClickException family
-        if not standalone_mode or not hasattr(exc, "format_message"):
-            raise
-        if os.environ.get("TOKCOST_DEBUG"):
+        if os.environ.get("TOKCOST_DEBUG") or not hasattr(exc, "format_message"):
             raise
         if type(exc).__name__ == "NoArgsIsHelpError":
             # The help is the message (plain groups); a Rich group has printed its own.
             if exc.format_message().strip():
                 exc.show()  # type: ignore[attr-defined]
+            finish_stdout()
             sys.exit(exc.exit_code)
-        from tokcost.cli.errors import usage_line
-
         code = int(getattr(exc, "exit_code", 2))
-        line = usage_line(exc, _command_path(main, kwargs.get("prog_name"), argv))
+        line = usage_line(exc, _command_path(main, prog_name, argv))
         report(line, code, wants_json=_wants_json(argv), kind="UsageError")
+        finish_stdout()
         sys.exit(code)
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
-        if not standalone_mode:
-            raise
         err.print("interrupted", highlight=False)
         sys.exit(130)
     except BrokenPipeError:
-        _die_of_sigpipe()
+        die_of_sigpipe()
     except OSError as exc:
         if exc.errno != errno.EPIPE:
             raise
-        _die_of_sigpipe()
-    if not standalone_mode:
-        return result
+        die_of_sigpipe()
+    finish_stdout()
     # With standalone_mode=False click returns a command's exit code from typer.Exit.
     sys.exit(result if isinstance(result, int) else 0)
 
@@ -117,52 +113,7 @@ def _wants_json(argv: list[str]) -> bool:
     return any(w in ("--format", "-f") and nxt == "json" for w, nxt in itertools.pairwise(words))
 
 
-def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
-    """An error as the user sees it: one line on stderr and, when the command was
-    asked for ``--json``, a JSON error object on stdout so scripts get a document."""
-    from tokcost.cli.console import error, print_json
-
-    if wants_json:
-        print_json({"error": {"type": kind, "message": line, "exit_code": code}})
-    error(line)  # escaped: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
-
-
-def _die_of_sigpipe() -> None:
-    """Leave as ``cat`` does when its reader goes away: killed by SIGPIPE (the shell's
-    exit status 141), no message. Where there is no SIGPIPE (Windows), exit 1 quietly."""
-    import signal
-
-    # Python would complain on exit that it cannot flush the closed stdout.
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGPIPE)
-    sys.exit(1)
-
-
-@contextlib.contextmanager
-def reported_errors() -> Iterator[None]:
-    """The one place a TokcostError becomes a line on stderr and an exit code."""
-    try:
-        yield
-    except TokcostError as exc:
-        if os.environ.get("TOKCOST_DEBUG"):
-            raise
-        from tokcost.cli.errors import render_error
-
-        report(render_error(exc), exc.exit_code, wants_json=getattr(exc, "cli_json", False),
-               kind=type(exc).__name__)
-        raise typer.Exit(code=exc.exit_code) from None
-    except KeyboardInterrupt:
-        err.print("interrupted", highlight=False)
-        raise typer.Exit(code=130) from None
-    except BrokenPipeError:  # here, before typer's own handler turns it into exit 1
-        _die_of_sigpipe()
-
-
-app = typer.Typer(
+app = App(
     name="tokcost",
     cls=TokcostGroup,
     help=(
@@ -175,7 +126,6 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -241,13 +191,10 @@ def reflow_help(command: Any) -> None:
 def _load_command(name: str) -> Any:
     if name not in _loaded:
         modules, _ = COMMANDS[name]
-        holder = typer.Typer(add_completion=False)
+        holder = App()
         for module in modules:
             importlib.import_module(module).register(holder)
         built = typer.main.get_command(holder)
-        from tokcost.cli.errors import tag_errors
-
-        tag_errors(built)
         reflow_help(built)
         # A holder with one plain command becomes that command; otherwise a group.
         sub = getattr(built, "commands", {}).get(name)
@@ -257,37 +204,11 @@ def _load_command(name: str) -> Any:
 
 
 
-def _run(entry: Any, prog_name: str) -> None:
-    try:
-        entry(prog_name=prog_name)
-    except BrokenPipeError:
-        # The pipe closed while Python flushed stdout on the way out.
-        _die_of_sigpipe()
-
-
 def main() -> None:
     """Entry point of the ``tokcost`` console script and ``python -m tokcost``."""
-    _run(app, "tokcost")
-
-
-class _StandaloneCount:
-    """``tokcount``: the count command on its own, so usage lines say ``tokcount``."""
-
-    def __call__(self, prog_name: str) -> None:
-        command = _load_command("count")
-        # -h as in `tokcost count -h`: the root group's setting does not reach a lone command
-        command.context_settings = {**command.context_settings,
-                                    "help_option_names": ["-h", "--help"]}
-        original = command.invoke
-
-        def invoke(ctx: Any) -> Any:
-            with reported_errors():
-                return original(ctx)
-
-        command.invoke = invoke
-        run_command(command.main, None, prog_name=prog_name)
+    app(prog_name="tokcost")
 
 
 def count_main() -> None:
-    """``tokcount`` = ``tokcost count``."""
-    _run(_StandaloneCount(), "tokcount")
+    """``tokcount`` = ``tokcost count``, so usage lines say ``tokcount``."""
+    run_command(_load_command("count").main, None, prog_name="tokcount")

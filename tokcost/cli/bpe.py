@@ -12,6 +12,7 @@ import typer
 
 import tokcost
 from tokcost import ExportFormat
+from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import to_flags
@@ -28,7 +29,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from rich.progress import Task
 
-bpe_app = typer.Typer(
+bpe_app = App(
     name="bpe",
     help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); encode, "
     "decode and inspect with any tokenizer.",

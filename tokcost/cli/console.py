@@ -74,6 +74,19 @@ out = cast("Console", _LazyConsole(stderr=False))
 err = cast("Console", _LazyConsole(stderr=True))
 
 
+def table(*, title: str | None = None, footer: bool = False, header: bool = True) -> Table:
+    """A table in tokcost's one style, for every command: no box, a bold header, two
+    spaces between columns, nothing before the first column or after the last (a
+    piped table has no padding at either end). Numbers are added right-justified, a
+    path or a long spec with ``overflow="fold"`` (the column that gives way on a narrow
+    terminal); a title is a plain line above it."""
+    from rich.table import Table
+
+    return Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
+                 title=title, title_justify="left", title_style="", show_footer=footer,
+                 show_header=header, footer_style="", padding=(0, 1))
+
+
 def print_json(data: Any) -> None:
     """Print JSON to stdout exactly (no rich markup, no wrapping). A string that stdout's
     encoding cannot hold (a file name that is not UTF-8 keeps its bytes as surrogates)
@@ -144,10 +157,14 @@ def print_wide(table: Any) -> None:
         print_fitted(console, table)
         return
     needed = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
-    if needed <= console.width:
-        console.print(table)
-        return
-    _print_at(console, table, needed)
+    # Rich pads every line to the table's width: a file gets them without the padding.
+    import io
+
+    buffer = io.StringIO()
+    make_console(file=buffer, width=max(needed, console.width), highlight=False, soft_wrap=True,
+                 force_terminal=False, no_color=console.no_color,
+                 color_system=console.color_system).print(table)
+    console.file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
 #: A column that folds (a path) keeps at least this many characters on a line; a

@@ -1,4 +1,4 @@
-"""Flags that take a count (tokens, lengths, samples), all read by ``tokcost.parse_count``.
+"""Flags that take a count (tokens, lengths, samples), all read by ``tokcost.units.parse_count``.
 
 So ``8k``, ``8Ki``, ``1.5M`` and ``1e6`` mean the same in every command, and a value
 such as ``abc``, ``1.5`` or ``1e30`` gets the parser's one-line message. The value is
@@ -19,15 +19,15 @@ from collections.abc import Callable
 
 import typer
 
-import tokcost
 from tokcost.errors import UsageError
+from tokcost.units import parse_count
 
 #: The metavar of every count flag in --help.
 COUNT = "COUNT"
 
 
 class CountError(typer.BadParameter):
-    """A count flag's value that ``tokcost.parse_count`` refused, in the parser's words.
+    """A count flag's value that ``parse_count`` refused, in the parser's words.
 
     Click would prefix "Invalid value for '--top':"; the parser's message already
     names the flag (``--top 'abc' is not a count; write ...``), so it stands alone.
@@ -59,13 +59,14 @@ model handles; check the number and its suffix
         if isinstance(magnitude, str) and magnitude.startswith("-"):
             magnitude, negative = magnitude[1:], True
         try:
-            value = tokcost.parse_count(magnitude, param=flag)
+            value = parse_count(magnitude, param="value")
             if negative and value and not signed:
-                tokcost.parse_count(text, param=flag)  # the parser's words for a negative
+                parse_count(text, param="value")  # the parser's words for a negative
         except UsageError as exc:
             # The message quotes the value as typed, sign included ('-1e30').
             typed = f"'{str(text).strip()}'"
-            raise CountError(str(exc).replace(f"'{magnitude}'", typed, 1)) from None
+            message = exc.render(lambda _name, value: flag if value is None else f"{flag} {value}")
+            raise CountError(message.replace(f"'{magnitude}'", typed, 1)) from None
         return -value if negative else value
 
     return count

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.errors import in_cli_words
@@ -22,7 +23,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from tokcost import DecodeStep, MemoryEstimate, Prefill
 
-kvmem_app = typer.Typer(
+kvmem_app = App(
     name="kvmem",
     help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
     no_args_is_help=True,

@@ -10,11 +10,12 @@ from typing import Annotated
 import typer
 
 import tokcost
+from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json, print_wide
 from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt
 from tokcost.errors import UsageError
 
-models_app = typer.Typer(
+models_app = App(
     name="models",
     help="The model catalog: list, show, validate, sync prices, import a Hugging Face model.",
     no_args_is_help=True,

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokcost.catalog.schema import Gpu, ModelEntry
-from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.blocks import check_block_size
 from tokcost.memory.cache_policy import Eviction
@@ -40,6 +39,7 @@ from tokcost.memory.roofline import (
     roofline_notes,
     weights_bytes,
 )
+from tokcost.units import weight_bits
 
 # Upper bound of the "largest context" search when the model states no window.
 _SEARCH_LIMIT = 10**8

@@ -58,9 +58,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from tokcost.catalog.schema import Architecture, Gpu
-from tokcost.catalog.units import weight_bits
 from tokcost.errors import UsageError
 from tokcost.memory.kv import KvLayout
+from tokcost.units import weight_bits
 
 __all__ = [
     "DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "WeightsRead",

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokcost.catalog.units import parse_count
 from tokcost.errors import InputError, UsageError
+from tokcost.units import parse_count
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokcost.catalog.units import format_bytes
 from tokcost.errors import UsageError
 from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
 from tokcost.reference.config import CacheMode
 from tokcost.reference.errors import PromptTooLong
 from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, sample
+from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

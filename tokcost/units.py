@@ -8,10 +8,10 @@ The one rule every flag and every config file follows (README, "Numbers and size
   ``8,000``. ``1B`` is a billion.
 - **Sizes** (bytes): a number with a unit, decimal ``KB MB GB TB PB EB`` (powers of
   1000) or binary ``KiB MiB GiB TiB PiB EiB`` (powers of 1024), as SI/IEC and
-  ``nvidia-smi`` mean them; a bare integer of at least 2^20 is a byte count. A bare
+  ``nvidia-smi`` mean them; ``B`` alone is bytes (``7240417280B``, as vLLM's
+  ``--kv-cache-memory`` takes them), and so is a bare integer of at least 2^20. A bare
   ``G`` is refused as ambiguous (the mistake that makes capacity plans 7% wrong), and so
-  is a ``B`` alone: ``80B`` reads as 80 billion as easily as 80 bytes, so it never means
-  bytes by surprise.
+  is a bare number below 1 MiB (a GPU of "80" is surely not 80 bytes).
 - **Money** (USD): ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``$2M``, or
   cents ``5c`` / ``5¢``. Other currencies are refused: every catalog price is USD.
 - **Percentages**: ``10`` or ``10%`` for a key named ``*_percent`` (a bare number is
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tokcost.errors import UsageError, suggest
+from tokcost.errors import UsageError, arg, suggest
 
 __all__ = [
     "MAX_COUNT",
@@ -141,14 +141,14 @@ def _split(
     ``float('inf')``) and booleans (YAML's ``yes``) raise: no parser takes them.
     """
     if isinstance(text, bool):
-        raise UsageError(f"{param} must be {what}, got {text!r}", param=param)
+        raise UsageError(f"{arg(param)} must be {what}, got {text!r}", param=param)
     if isinstance(text, (int, float, Decimal)):
         given = Decimal(str(text)) if isinstance(text, float) else Decimal(text)
         if not given.is_finite():
-            raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
+            raise UsageError(f"{arg(param)} must be a finite number, got {_q(text)}", param=param)
         return given < 0, abs(given), ""
     if _NOT_FINITE.match(text):
-        raise UsageError(f"{param} must be a finite number, got {_q(text)}", param=param)
+        raise UsageError(f"{arg(param)} must be a finite number, got {_q(text)}", param=param)
     match = _TEXT.match(text)
     if not match:
         return None
@@ -166,7 +166,7 @@ class OutOfRange(UsageError):
 
 def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why: str) -> UsageError:
     return OutOfRange(
-        f"{param} {_q(text)} is beyond {_power(maximum)}{unit}, more than {why}; check the "
+        f"{arg(param)} {_q(text)} is beyond {_power(maximum)}{unit}, more than {why}; check the "
         "number and its suffix",
         param=param,
     )
@@ -196,7 +196,7 @@ def parse_count(
     parts = _split(text, param, "a count such as 8000 or 8k")
     if parts is None:
         raise UsageError(
-            f"{param} {_q(text)} is not a count; write a whole number such as 8000, 8k "
+            f"{arg(param)} {_q(text)} is not a count; write a whole number such as 8000, 8k "
             "(10^3), 8Ki (2^10), 1.5M or 1e6",
             param=param,
         )
@@ -205,10 +205,11 @@ def parse_count(
     if key not in COUNT_SUFFIXES:
         if key in SIZE_UNITS:
             raise UsageError(
-                f"{param} {_q(text)} is a size; {param} is a count such as 8k or 8Ki", param=param
+                f"{arg(param)} {_q(text)} is a size; {arg(param)} is a count such as 8k or 8Ki",
+                param=param,
             )
         raise UsageError(
-            f"{param} {_q(text)} has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
+            f"{arg(param)} {_q(text)} has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
             "1000) or Ki, Mi, Gi, Ti (powers of 1024), or none",
             param=param,
         )
@@ -222,7 +223,7 @@ def parse_count(
         raise _too_large(param, text, maximum, "",
                          "any corpus or model handles" if maximum == MAX_COUNT else "allowed")
     if value != value.to_integral_value():
-        raise UsageError(f"{param} {_q(text)} is not a whole number", param=param)
+        raise UsageError(f"{arg(param)} {_q(text)} is not a whole number", param=param)
     count = int(value)
     if count < minimum:
         raise UsageError(_below(param, minimum, text), param=param)
@@ -231,10 +232,10 @@ def parse_count(
 
 def _below(param: str, minimum: int, text: object) -> str:
     if minimum <= 0:
-        return f"{param} must not be negative, got {_q(text)}"
+        return f"{arg(param)} must not be negative, got {_q(text)}"
     if minimum == 1:
-        return f"{param} must be positive, got {_q(text)}"
-    return f"{param} must be >= {minimum:,}, got {_q(text)}"
+        return f"{arg(param)} must be positive, got {_q(text)}"
+    return f"{arg(param)} must be >= {minimum:,}, got {_q(text)}"
 
 
 def parse_size(
@@ -248,17 +249,19 @@ def parse_size(
 
     >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB"), parse_size(2**30)
     (80000000000, 1073741824, 2048, 1073741824)
-    >>> parse_size("80B", param="gpu_memory")
+    >>> parse_size("7240417280B"), parse_size("512 B")
+    (7240417280, 512)
+    >>> parse_size("80G", param="gpu_memory")
     Traceback (most recent call last):
     ...
-    tokcost.errors.UsageError: gpu_memory '80B' has a bare B, which reads as 80 billion as \
-easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for bytes
+    tokcost.errors.UsageError: gpu_memory '80G' is ambiguous; write 80GB (powers of 1000) or \
+80GiB (powers of 1024)
     """
     example = "80GB (10^9 bytes) or 80GiB (2^30 bytes)"
     parts = _split(text, param, f"a size such as {example}")
     if parts is None:
         raise UsageError(
-            f"{param} {_q(text)} is not a size; write a number with a unit such as {example}",
+            f"{arg(param)} {_q(text)} is not a size; write a number with a unit such as {example}",
             param=param,
         )
     negative, value, unit = parts
@@ -266,42 +269,28 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
     number = shown[: len(shown) - len(unit)].strip() if unit else shown
     key = unit.lower()
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
+        raise UsageError(f"{arg(param)} must not be negative, got {_q(shown)}", param=param)
     if key == "b":
-        if value == 0:
-            raise UsageError(f"{param} {_q(shown)}: write 0 (zero needs no unit)", param=param)
-        if value != value.to_integral_value():
-            bytes_hint = ""
-        elif value >= 2**20:
-            bytes_hint = f", or {number} without the B for bytes"
-        elif value % 1024 == 0:
-            bytes_hint = f", or {value / 1024:f}".rstrip("0").rstrip(".") + "KiB for bytes"
-        else:
-            bytes_hint = f", or {value / 1000:f}".rstrip("0").rstrip(".") + "KB for bytes"
-        raise UsageError(
-            f"{param} {_q(shown)} has a bare B, which reads as {number} billion as easily as "
-            f"{number} bytes; write {number}GB (10^9 bytes) or {number}GiB (2^30 bytes)"
-            + bytes_hint,
-            param=param,
-        )
-    if not unit and 0 < value < 2**20:
+        # B is bytes, as vLLM's --kv-cache-memory takes them: 7240417280B.
+        key = ""
+    elif not unit and 0 < value < 2**20:
         # A GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
         raise UsageError(
-            f"{param} {_q(shown)} has no unit; write {number}GB (10^9 bytes) or {number}GiB "
+            f"{arg(param)} {_q(shown)} has no unit; write {number}GB (10^9 bytes) or {number}GiB "
             "(2^30 bytes); a bare number is a byte count only from 1048576 (1 MiB) up",
             param=param,
         )
     if key in ("k", "m", "g", "t", "p", "e"):
         up = key.upper()
         raise UsageError(
-            f"{param} {_q(shown)} is ambiguous; write {number}{up}B (powers of 1000) or "
+            f"{arg(param)} {_q(shown)} is ambiguous; write {number}{up}B (powers of 1000) or "
             f"{number}{up}iB (powers of 1024)",
             param=param,
         )
-    if unit and key not in SIZE_UNITS:
+    if key and key not in SIZE_UNITS:
         hint = suggest(key, [u.lower() for u in _UNIT_SPELLING])
         raise UsageError(
-            f"{param} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}",
+            f"{arg(param)} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}",
             param=param,
         )
     try:
@@ -312,7 +301,7 @@ easily as 80 bytes; write 80GB (10^9 bytes) or 80GiB (2^30 bytes), or 0.08KB for
         raise _too_large(param, shown, maximum, " bytes", "any machine holds")
     size = int(exact)
     if size == 0 and not allow_zero:
-        raise UsageError(f"{param} must be greater than zero, got {_q(shown)}", param=param)
+        raise UsageError(f"{arg(param)} must be greater than zero, got {_q(shown)}", param=param)
     return size
 
 
@@ -326,8 +315,8 @@ def parse_context_list(text: str, *, param: str = "context") -> list[int]:
     """
     out = [parse_count(part, param=param, minimum=1) for part in text.split(",") if part.strip()]
     if not out:
-        raise UsageError(f"{param} needs at least one length, e.g. {param}=8k or 1k,8k,32k",
-                         param=param)
+        raise UsageError(f"{arg(param)} needs at least one length, e.g. {arg(param, '8k')} or "
+                         "1k,8k,32k", param=param)
     return out
 
 
@@ -364,7 +353,7 @@ write $5 or 5
         if _CURRENCY.search(shown):
             number = re.sub(r"[^0-9.,_]", "", shown) or "5"
             raise UsageError(
-                f"{param} {_q(shown)} is not in US dollars; tokcost prices are USD: write "
+                f"{arg(param)} {_q(shown)} is not in US dollars; tokcost prices are USD: write "
                 f"${number} or {number}",
                 param=param,
             )
@@ -381,13 +370,13 @@ write $5 or 5
         parts = _split(text, param, "an amount in USD")
     if parts is None or parts[2].lower() not in _MONEY_SUFFIXES:
         raise UsageError(
-            f"{param} {_q(shown)} is not an amount; write US dollars such as 0.05, $0.05, "
+            f"{arg(param)} {_q(shown)} is not an amount; write US dollars such as 0.05, $0.05, "
             "$1.2k or 5c (cents)",
             param=param,
         )
     negative, value, suffix = parts
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got {_q(shown)}", param=param)
+        raise UsageError(f"{arg(param)} must not be negative, got {_q(shown)}", param=param)
     try:
         amount = value * _MONEY_SUFFIXES[suffix.lower()]
     except ArithmeticError:
@@ -411,12 +400,13 @@ def parse_percent(
     """
     parts = _split(text, param, "a percentage such as 10 or 10%")
     if parts is None or parts[2] not in ("", "%"):
-        raise UsageError(f"{param} {_q(text)} is not a percentage; write 10 or 10%", param=param)
+        raise UsageError(f"{arg(param)} {_q(text)} is not a percentage; write 10 or 10%",
+                         param=param)
     negative, value, _ = parts
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
+        raise UsageError(f"{arg(param)} must not be negative, got {_q(text)}", param=param)
     if maximum is not None and value > maximum:
-        raise UsageError(f"{param} must be at most {maximum}%, got {_q(text)}", param=param)
+        raise UsageError(f"{arg(param)} must be at most {maximum}%, got {_q(text)}", param=param)
     if maximum is None and value > MAX_COUNT:
         raise _too_large(param, text, MAX_COUNT, "%", "any growth")
     return value
@@ -432,14 +422,15 @@ def parse_fraction(
     """
     parts = _split(text, param, "a share such as 0.5 or 50%")
     if parts is None or parts[2] not in ("", "%"):
-        raise UsageError(f"{param} {_q(text)} is not a share; write 0.5 or 50%", param=param)
+        raise UsageError(f"{arg(param)} {_q(text)} is not a share; write 0.5 or 50%", param=param)
     negative, value, unit = parts
     share = value / 100 if unit == "%" else value
     if negative and value:
-        raise UsageError(f"{param} must not be negative, got {_q(text)}", param=param)
+        raise UsageError(f"{arg(param)} must not be negative, got {_q(text)}", param=param)
     if share > 1:
         hint = f"; for {value}% write {value}%" if not unit else ""
-        raise UsageError(f"{param} must be a share in [0, 1], got {_q(text)}{hint}", param=param)
+        raise UsageError(f"{arg(param)} must be a share in [0, 1], got {_q(text)}{hint}",
+                         param=param)
     return share
 
 
