@@ -8,6 +8,9 @@ catalog file is validated, which a cache of validated files makes rare.
 'gpt-4o-mini'
 """
 
+from pathlib import Path
+from typing import TypeAlias
+
 from tokcost.catalog.loader import CatalogInvalid as CatalogInvalid
 from tokcost.catalog.loader import Problem as Problem
 from tokcost.catalog.lookup import Catalog as Catalog
@@ -22,3 +25,7 @@ from tokcost.catalog.schema import ModelEntry as ModelEntry
 from tokcost.catalog.schema import PriceTier as PriceTier
 from tokcost.catalog.schema import Pricing as Pricing
 from tokcost.errors import GpuNotFound as GpuNotFound
+
+# What a request names as its catalog: a YAML path, a loaded Catalog, or None for
+# $TOKCOST_CATALOG, else the shipped models.yaml (tokcost.tokenizers.open_catalog).
+CatalogSource: TypeAlias = "str | Path | Catalog | None"
