@@ -188,7 +188,7 @@ def test_every_listed_command_loads_and_has_help(runner) -> None:  # type: ignor
 
     listed = runner.invoke(app, ["--help"]).stdout
     for name in COMMANDS:
-        assert f"  {name} " in listed
+        assert f"│ {name} " in listed
         result = runner.invoke(app, [name, "--help"])
         assert result.exit_code == 0, (name, result.output)
         assert "Usage" in result.stdout

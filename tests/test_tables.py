@@ -325,12 +325,13 @@ def test_escape_controls() -> None:
 
 
 def _option_rows(help_text: str) -> dict[str, str]:
-    """Each option's first help line, by its long name ('│ --jobs  -j  N ...')."""
+    """Each option's first help line, by its long name ('│ -j, --jobs N  ...')."""
     rows: dict[str, str] = {}
     for line in help_text.splitlines():
         words = line.strip("│ ").split()
-        if words and words[0].startswith("--"):
-            rows[words[0]] = line
+        for word in words[:2]:
+            if word.startswith("--"):
+                rows[word.rstrip(",")] = line
     return rows
 
 

@@ -35,9 +35,9 @@ class TokcostGroup(Group):
             return _load_command(cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
+    def command_rows(self, ctx: Any) -> list[tuple[str, str]]:
+        # from the table: listing them must not import every command
+        return [(name, text) for name, (_, text) in COMMANDS.items()]
 
     def main(self, args: Any = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -125,7 +125,6 @@ app = App(
     # typer registers its bash/zsh/fish/powershell protocol classes with it.
     add_completion=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
 )
 
 

@@ -55,9 +55,29 @@ class Command(TyperCommand):
         with handled_errors(ctx):
             return super().invoke(ctx)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from tokcost.cli.help import render_help
+
+        formatter.write(render_help(ctx))
+
 
 class Group(TyperGroup):
-    """A command group: an unknown subcommand gets a "did you mean"."""
+    """A command group: an unknown subcommand gets a "did you mean"; its help lists
+    ``command_rows``."""
+
+    def command_rows(self, ctx: Any) -> list[tuple[str, str]]:
+        """(name, one line of help) for each subcommand, in the help's order."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=200)))
+        return rows
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from tokcost.cli.help import render_help
+
+        formatter.write(render_help(ctx, self.command_rows(ctx)))
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name = args[0] if args else ""

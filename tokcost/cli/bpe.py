@@ -189,7 +189,8 @@ def train_cmd(
       tokcost bpe train docs/*.md -v 8192 --pattern cl100k -s '<|endoftext|>' \\
         -j 2 -o tok.bpe --json
 
-      tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask -o tok.bpe
+      tokcost bpe train 's3://bucket/corpus/*.txt' -v 32768 --engine dask \\
+        -o tok.bpe
 
       cat corpus/*.txt | tokcost bpe train - -v 8192 -o tok.bpe
     """
