@@ -112,6 +112,38 @@ def test_a_reader_gone_before_a_rich_table_is_sigpipe_too(args: list[str]) -> No
     assert "error" not in stderr and "Traceback" not in stderr
 
 
+FULL = Path("/dev/full")
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this platform")
+@pytest.mark.parametrize("args", [["count", "README.md"], ["kvmem", "estimate", "-m",
+                                                             "llama-3.1-8b", "--json"],
+                                  ["models", "list"], ["count", "--help"]],
+                         ids=" ".join)
+def test_a_full_disk_on_stdout_is_one_error_line(args: list[str]) -> None:
+    """`tokcount README.md > /dev/full` ended in an OSError traceback (issue 25)."""
+    root = Path(__file__).resolve().parent.parent
+    with FULL.open("w") as full:
+        proc = subprocess.run([sys.executable, "-m", "tokcost", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=root, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == "error: cannot write to standard output: No space left on device\n"
+
+
+@pytest.mark.parametrize("args", [["count", "README.md"], ["kvmem", "estimate", "-m",
+                                                             "llama-3.1-8b", "--json"]],
+                         ids=" ".join)
+def test_a_closed_stdout_is_one_error_line(args: list[str]) -> None:
+    """`tokcount README.md >&-` exited 0 with its output lost; `--json >&-` raised an
+    AttributeError (issue 25)."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "tokcost", *args], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, cwd=root, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 1
+    assert proc.stderr == "error: cannot write to standard output: it is closed\n"
+
+
 def test_no_arguments_prints_the_help() -> None:
     proc = _run()
     assert proc.returncode == 2 and "Usage: tokcost" in proc.stdout + proc.stderr
