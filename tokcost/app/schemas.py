@@ -44,7 +44,7 @@ _TITLES = {
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
     """The JSON Schema (draft-07) of ``document``, from its declaration."""
     from tokcost.budget.config import ConfigDocument
-    from tokcost.catalog.schema import CatalogDocument
+    from tokcost.catalog.document import CatalogDocument
     from tokcost.catalog.validation import json_schema as generate
 
     document = SchemaDocument(document)

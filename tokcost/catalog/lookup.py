@@ -12,25 +12,26 @@ claiming the same id, alias or prefix is an error, never a silent pick
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 
 from tokcost.catalog import rules
-from tokcost.catalog.loader import (
-    ParsedFile,
-    Problem,
-    check_file,
-    is_dated_suffix,
-    read_file,
-)
+from tokcost.catalog.loader import Judge, ParsedFile, Problem, check_file, read_file
 from tokcost.catalog.schema import Gpu, ModelEntry
-from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, suggest
+from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, arg, suggest
 from tokcost.resources import shipped_path
 
 ENV_VAR = "TOKCOST_CATALOG"
+_DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
+
+
+def is_dated_suffix(rest: str) -> bool:
+    """``-2024-08-06``, ``-20250514``, ``@20240620``, ``-2411``, ``-latest`` are dated ids."""
+    return bool(_DATED_SUFFIX.match(rest))
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ class Catalog:
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
         raise ModelNotFound(
-            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as catalog=PATH",
+            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as "
+            f"{arg('catalog', 'PATH')}",
             param="catalog",
         )
 
@@ -146,7 +148,7 @@ class Catalog:
             listed = ", ".join(g.name for g in candidates)
             raise GpuNotFound(
                 f"GPU '{name}' is ambiguous: it matches {listed}; name one of them, "
-                f"e.g. gpu={candidates[0].name}",
+                f"e.g. {arg('gpu', candidates[0].name)}",
                 param="gpu",
             )
         names = [g.name for g in self.gpus]
@@ -156,10 +158,9 @@ class Catalog:
             hint = suggest(name, names) or suggest(key, {_gpu_key(n): n for n in names})
         raise GpuNotFound(
             f"unknown GPU '{name}'{hint}; name one the catalog lists, "
-            "or give its memory as gpu_memory=SIZE (e.g. 80GiB)",
+            f"or give its memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)",
             param="gpu_memory",
         )
-
 
     def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
         """The GPUs whose name or an alias begins with ``name`` (compared as lookup
@@ -225,14 +226,14 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     try:
         return _load_cached(stamps)
     except FileNotFoundError as exc:
-        missing = exc.filename or files[0]
+        missing = f"'{exc.filename or files[0]}'"
         if path is not None:
             raise CatalogError(
-                f"catalog='{missing}' does not exist; give the path of a models YAML file",
+                f"{arg('catalog', missing)} does not exist; give the path of a models YAML file",
                 param="catalog",
             ) from None
         raise CatalogError(
-            f"{ENV_VAR}='{missing}' does not exist; fix or unset the variable"
+            f"{ENV_VAR}={missing} does not exist; fix or unset the variable"
         ) from None
 
 
@@ -258,19 +259,17 @@ def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalo
     return _merge(parsed)
 
 
-def validate_file(
-    path: str | Path, *, check_tokenizer: Callable[[str], object] | None = None
-) -> list[Problem]:
+def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
     """Every problem of one catalog file (empty when it is valid), for ``models validate``.
 
-    ``check_tokenizer`` judges each tokenizer spec (raising a ``TokcostError``); the
-    catalog cannot judge them itself (``tokcost.adapters`` is beside it, not below),
-    so ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
+    ``judge`` judges each tokenizer spec (raising a ``TokcostError``); the catalog
+    cannot judge them itself (``tokcost.adapters`` is beside it, not below), so
+    ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
     A file that cannot be opened raises ``CatalogError``: there is nothing to check.
     """
     target = Path(path)
     try:
-        return check_file(target, check_tokenizer=check_tokenizer)[1]
+        return check_file(target, whole=True, judge=judge)[1]
     except FileNotFoundError:
         raise CatalogError(f"'{target}' does not exist; give the path of a models YAML file",
                            param="file") from None

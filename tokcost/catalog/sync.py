@@ -28,7 +28,7 @@ import yaml
 
 from tokcost.atomic import atomic_path
 from tokcost.catalog import yamltext
-from tokcost.catalog.loader import CatalogInvalid, parse_file
+from tokcost.catalog.loader import CatalogInvalid, check_file
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import CatalogError, MissingDependency
 
@@ -354,6 +354,6 @@ def _write_checked(path: Path, text: str) -> None:
     """Validate the new text with the loader, then replace the file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-        problems = parse_file(tmp)[1]
+        problems = check_file(tmp)[1]
         if problems:  # the original stays untouched
             raise CatalogInvalid(problems)
