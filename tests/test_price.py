@@ -300,7 +300,8 @@ def test_cli_warns_past_the_models_limits(
 
 
 def test_library_price_carries_the_limit_warnings() -> None:
-    result = tokcost.price("gpt-4o", input_tokens=200_000, output_tokens=10, catalog=PRICES)
+    result = tokcost.price(tokcost.PriceRequest(model="gpt-4o", input_tokens=200_000,
+                                                output_tokens=10, catalog=PRICES))
     # 200,000 x $2.50/M + 10 x $10/M: priced, and told it would not fit 128,000 tokens
     assert result.breakdown.total == D("0.5001")
     assert result.warnings == (
@@ -397,7 +398,7 @@ def test_cli_json_is_the_results_to_dict(
     result = price(*args, "--json")
     assert result.exit_code == 0, result.output
     model_id = args[args.index("-m") + 1]
-    expected = tokcost.price(model_id, catalog=PRICES, **kwargs)
+    expected = tokcost.price(tokcost.PriceRequest(model=model_id, catalog=PRICES, **kwargs))
     assert json.loads(result.stdout) == json.loads(json.dumps(expected.to_dict()))
     assert expected.input_counted_from_files is ("paths" in kwargs)
 
@@ -434,13 +435,14 @@ def test_model_of_a_user_catalog(tmp_path: Path) -> None:
 
 def test_library_errors_name_the_api_parameter() -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.price("gpt-4o", catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="gpt-4o", catalog=PRICES))
     assert info.value.param == "input_tokens" and "input_tokens=N" in str(info.value)
     with pytest.raises(NoPrice) as no_price:
-        tokcost.price("llama-3.1-8b", input_tokens=5, catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="llama-3.1-8b", input_tokens=5, catalog=PRICES))
     assert no_price.value.param == "catalog" and "catalog=FILE" in str(no_price.value)
     with pytest.raises(NoPrice) as no_batch:
-        tokcost.price("nocache", input_tokens=5, batch=True, catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="nocache", input_tokens=5, batch=True,
+                                           catalog=PRICES))
     assert no_batch.value.param == "batch" and "batch=True" in str(no_batch.value)
     # ... and the CLI names the flag
     assert "(--catalog FILE with 'extends: shipped')" in price("-m", "llama-3.1-8b", "-i", "5").stderr
