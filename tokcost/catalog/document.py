@@ -222,7 +222,7 @@ class Pricing(Built):
     """USD per million tokens."""
 
     runtime = s.Pricing
-    missing: ClassVar[Mapping[str, str]] = {}
+    missing: ClassVar[Mapping[str, str]] = {"input": _NEEDED, "output": _NEEDED}
     input: Price = Field(description="prompt tokens")
     cached_input: Price | None = Field(None, description="prompt tokens read from the cache")
     cache_write: Price | None = Field(None, description="prompt tokens written to the cache")
