@@ -155,6 +155,7 @@ def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
     (["models", "import", "{fixtures}/qwen3-8b", "-o", "{tmp}/no/such/dir/x.yaml"], 1,
      "does not exist; create it first"),
     (["models", "import", "{fixtures}/qwen3-8b", "-o", "{tmp}"], 2, "is a directory"),
+    (["models", "import", " "], 2, "SOURCE is empty; give hf:ORG/REPO"),
     (["kvmem", "estimate"], 2, "give --model ID (a catalog id or hf:ORG/REPO) or --config PATH"),
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--config", "{fixtures}/llama-3.1-8b"], 2,
      "give --model ID or --config PATH, not both"),
@@ -189,3 +190,12 @@ def test_kvmem_config_cli_matches_the_catalog(tmp_path: Path) -> None:
                                 "--kv-memory", "20GiB"])
     assert table.stdout.startswith("gemma-3-27b: 10 full, 52 sliding (1,024-token window)")
     assert "note: no safetensors headers beside the config" in table.stderr
+
+
+def test_import_request_refuses_an_empty_source_naming_the_field() -> None:
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError, match="source is empty") as info:
+        tokcost.ImportModelRequest(source="")
+    assert info.value.param == "source"
+    assert tokcost.ImportModelRequest(source="x", output="o.yaml").output == Path("o.yaml")

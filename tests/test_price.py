@@ -568,3 +568,45 @@ def test_the_batch_note_names_only_what_stays_undiscounted(
                          cache_write_tokens=written, output_tokens=1_000, batch=True)
     found = [n for n in cost.notes if "batch discount does not apply" in n]
     assert found == ([] if note is None else [f"the batch discount {note}"])
+
+
+# --- the request ------------------------------------------------------------------------
+
+
+def test_price_request_reads_counts_as_people_write_them(tmp_path: Path) -> None:
+    request = tokcost.PriceRequest(model="gpt-4o", input_tokens="12k", output_tokens="1.5k",
+                                   cached_tokens="2Ki", requests="1e3", catalog=PRICES)
+    assert (request.input_tokens, request.output_tokens, request.cached_tokens,
+            request.requests) == (12_000, 1_500, 2_048, 1_000)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("hello world", encoding="utf-8")
+    assert tokcost.PriceRequest(model="gpt-4o", paths=str(prompt)).paths == (str(prompt),)
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        pytest.param({"input_tokens": "12q"}, "input_tokens",
+                     "input_tokens '12q' has an unknown suffix 'q'", id="suffix"),
+        pytest.param({"input_tokens": 5, "output_tokens": -1}, "output_tokens",
+                     "output_tokens must not be negative", id="negative"),
+        pytest.param({"input_tokens": 5, "requests": 0}, "requests",
+                     "requests must be a positive integer, got 0", id="zero-requests"),
+        pytest.param({"input_tokens": 5, "paths": ["a.txt"]}, "input_tokens",
+                     "give the prompt as files or as input_tokens, not both", id="both"),
+        pytest.param({}, "input_tokens", "give the prompt: input_tokens=N", id="no-prompt"),
+    ],
+)
+def test_price_request_refuses_in_one_line_naming_the_field(
+    fields: dict[str, Any], param: str, message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        tokcost.PriceRequest(model="gpt-4o", **fields)
+    assert info.value.param == param and message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_names_the_flag_of_a_refused_count() -> None:
+    result = price("-m", "gpt-4o", "-i", "5", "--requests", "0")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --requests must be a positive integer, got 0"

@@ -271,5 +271,5 @@ def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Probl
     try:
         return check_file(target, whole=True, judge=judge)[1]
     except FileNotFoundError:
-        raise CatalogError(f"'{target}' does not exist; give the path of a models YAML file",
-                           param="file") from None
+        raise CatalogError(f"'{target}' does not exist; give the path of a models YAML "
+                           f"{arg('file')}", param="file") from None
