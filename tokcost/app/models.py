@@ -182,9 +182,9 @@ def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
     """
     from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
-    from tokcost.catalog.lookup import catalog_files
+    from tokcost.catalog.lookup import catalog_file
 
-    path = str(file) if file is not None else str(catalog_files(None)[0])
+    path = str(file if file is not None else catalog_file())
     problems = tuple(str(p) for p in validate_file(path, judge=check_spec))
     if problems:
         return CatalogCheck(path, problems)
@@ -206,9 +206,9 @@ class SyncPricesRequest:
 
     @property
     def file(self) -> Path:
-        from tokcost.catalog.lookup import catalog_files
+        from tokcost.catalog.lookup import catalog_file
 
-        return Path(self.catalog) if self.catalog is not None else catalog_files(None)[0]
+        return catalog_file(self.catalog)
 
 
 @dataclass(frozen=True)

@@ -188,31 +188,22 @@ def _borrow_tokenizer(entry: ModelEntry, source: ModelEntry) -> ModelEntry:
 
 
 def _merge(files: list[ParsedFile]) -> Catalog:
-    """Later files replace same-id models (and same-name GPUs) of earlier ones."""
+    """Later files replace same-id models (and same-name GPUs) of earlier ones; a file
+    that validated names no id twice."""
     models: dict[str, ModelEntry] = {}
     gpus: dict[str, Gpu] = {}
     for parsed in files:
-        local: set[str] = set()
         for entry in parsed.models:
-            key = entry.id.lower()
-            if key in local:
-                raise CatalogError(
-                    f"{parsed.path}: duplicate model id '{entry.id}'; ids must be unique"
-                )
-            local.add(key)
-            models.pop(key, None)  # re-insert so the override keeps file order
-            models[key] = entry
-        for gpu in parsed.gpus:
-            gpus[_gpu_key(gpu.name)] = gpu
+            models.pop(entry.id.lower(), None)  # re-insert so the override keeps file order
+            models[entry.id.lower()] = entry
+        gpus.update((_gpu_key(g.name), g) for g in parsed.gpus)
     return Catalog.build(models.values(), gpus.values(), [p.path for p in files])
 
 
-def catalog_files(path: str | Path | None = None) -> list[Path]:
-    """Which files make up the catalog for ``path`` (None: env var, else shipped)."""
+def catalog_file(path: str | Path | None = None) -> Path:
+    """The file a catalog is read from: ``path``, else ``$TOKCOST_CATALOG``, else shipped."""
     chosen = path if path is not None else os.environ.get(ENV_VAR) or None
-    if chosen is None:
-        return [shipped_path("models.yaml")]
-    return [Path(chosen).expanduser()]
+    return shipped_path("models.yaml") if chosen is None else Path(chosen).expanduser()
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
@@ -221,20 +212,16 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     A user file replaces the shipped catalog, unless it says ``extends: shipped``,
     in which case its models are added to the shipped ones (same id: the user's wins).
     """
-    files = catalog_files(path)
-    stamps = tuple((str(f.resolve()), _stat_key(f)) for f in files)
+    file = catalog_file(path)
     try:
-        return _load_cached(stamps)
+        return _load_cached(str(file.resolve()), _stat_key(file))
     except FileNotFoundError as exc:
-        missing = f"'{exc.filename or files[0]}'"
+        missing = f"'{exc.filename or file}'"
         if path is not None:
-            raise CatalogError(
-                f"{arg('catalog', missing)} does not exist; give the path of a models YAML file",
-                param="catalog",
-            ) from None
-        raise CatalogError(
-            f"{ENV_VAR}={missing} does not exist; fix or unset the variable"
-        ) from None
+            raise CatalogError(f"{arg('catalog', missing)} does not exist; give the path of a "
+                               "models YAML file", param="catalog") from None
+        raise CatalogError(f"{ENV_VAR}={missing} does not exist; fix or unset the variable"
+                           ) from None
 
 
 def _stat_key(path: Path) -> tuple[int, int, int]:
@@ -247,16 +234,11 @@ def _stat_key(path: Path) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=8)
-def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalog:
-    parsed: list[ParsedFile] = []
-    for name, _ in stamps:
-        user = read_file(Path(name))
-        if user.extends:
-            shipped = shipped_path("models.yaml").resolve()
-            if shipped != Path(name):
-                parsed.append(read_file(shipped))
-        parsed.append(user)
-    return _merge(parsed)
+def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
+    user = read_file(Path(name))
+    shipped = shipped_path("models.yaml").resolve()
+    base = [read_file(shipped)] if user.extends and shipped != Path(name) else []
+    return _merge([*base, user])
 
 
 def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
