@@ -510,7 +510,8 @@ def test_exclude_and_gitignore_style_globs(repo: Path) -> None:
     config = BudgetConfig(
         path=repo / "tokcost.yaml",
         root=repo,
-        budgets=(Budget("md", ("*.md",), exclude=("prompts/",), max_total_tokens=10**6),),
+        budgets=(Budget(name="md", paths=("*.md",), exclude=("prompts/",),
+                        max_total_tokens=10**6),),
     )
     [budget] = measure(config).budgets
     assert [f.path for f in budget.files] == ["docs/deep/more.md", "docs/guide.md"]
@@ -611,7 +612,7 @@ def test_help_has_examples(runner: Any) -> None:
 def test_limits_fail_exactly_when_exceeded(
     tokens: list[int], per_file: int, total: int, base: list[int], growth: float
 ) -> None:
-    budget = Budget("b", ("*",), max_tokens_per_file=per_file, max_total_tokens=total,
+    budget = Budget(name="b", paths=("*",), max_tokens_per_file=per_file, max_total_tokens=total,
                     max_file_growth_percent=growth)
     files = tuple(FileResult(f"f{i}.txt", 0, n) for i, n in enumerate(tokens))
     config = BudgetConfig(path=Path("tokcost.yaml"), root=Path.cwd(), budgets=(budget,))

@@ -1,6 +1,6 @@
 """Output conventions every command keeps (issue 14, "One grammar"):
 
-* money is formatted one way (``tokcost.format_usd``) in every command;
+* money is formatted one way (``tokcost.units.format_usd``) in every command;
 * a number a proxy tokenizer gave is marked ``≈``, and one an exact tokenizer gave is not;
 * every table ``compare`` prints is sorted by premium, largest first, ties by code;
 * stdout ends with a newline; notes, warnings and "wrote X" go to stderr.
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tokcost
-from tokcost import format_usd
 from tokcost.budget.report import percent, round_percent
 from tokcost.cli.app import app
 from tokcost.inflation import builtin_dir
+from tokcost.units import format_usd
 
 PROXY, EXACT = "claude-sonnet-4-5", "gpt-4o"  # both count with o200k_base; one is a proxy
 

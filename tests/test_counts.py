@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tokcost
+import tokcost.units
 from tokcost.budget import BudgetConfigError, load_config
 from tokcost.cli.app import app
 from tokcost.cli.counts import CountError, count_parser
@@ -188,7 +189,7 @@ def test_a_count_flag_reads_what_parse_count_reads(number: int, suffix: str) -> 
     text = f"{number}{suffix}"
     parse = count_parser("--top")
     try:
-        expected = tokcost.parse_count(f"{abs(number)}{suffix}", param="top")
+        expected = tokcost.units.parse_count(f"{abs(number)}{suffix}", param="top")
     except UsageError as exc:
         with pytest.raises(CountError) as refused:
             parse(text)

@@ -169,7 +169,7 @@ def test_ambiguous_gpu_as_a_json_error() -> None:
 def test_models_list_shows_the_architecture() -> None:
     result = runner.invoke(app, ["models", "list", "--gpus"])
     assert result.exit_code == 0, result.output
-    header = result.output.splitlines()[1]
+    header = result.output.splitlines()[0]  # the one table style: no blank line above
     assert "architecture" in header
     row = next(line for line in result.output.splitlines() if line.strip().startswith("MI325X"))
     assert "cdna3" in row

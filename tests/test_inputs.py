@@ -131,7 +131,8 @@ JSON_ROWS: list[Any] = [
     pytest.param(["bpe", "inspect", "-t", "cl100k_base", "--top", "2", "--json"], None,
                  lambda w: tokcost.inspect_bpe("cl100k_base", top=2), id="inspect-tiktoken"),
     pytest.param(["price", "-m", "gpt-4o", "{text}", "{bad}", "{bin}", "--json"], None,
-                 lambda w: tokcost.price("gpt-4o", paths=[w["text"], w["bad"], w["bin"]]),
+                 lambda w: tokcost.price(tokcost.PriceRequest(
+                     model="gpt-4o", paths=[w["text"], w["bad"], w["bin"]])),
                  id="price-files"),
     pytest.param(["compare", "{text}", "{bad}", "{bin}", "--baseline", "text", "--json"], None,
                  lambda w: tokcost.compare([w["text"], w["bad"], w["bin"]], baseline="text"),

@@ -230,7 +230,7 @@ def test_sync_prices_json_is_the_result_dict(tmp_path: Path) -> None:
     copy = tmp_path / "models.yaml"
     copy.write_text(shipped_path("models.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     result = runner.invoke(app, ["models", "sync-prices", "--catalog", str(copy), "--json"])
-    sync = tokcost.sync_prices(catalog=copy)
+    sync = tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=copy))
     assert json.loads(result.stdout) == json.loads(json.dumps(sync.to_dict()))
     assert not sync.shipped and sync.written == 0
 

@@ -43,7 +43,8 @@ def test_import_round_trips_through_the_loader(tmp_path: Path, name: str) -> Non
     """Every family's entry, written as YAML and read back by load_catalog, is itself."""
     folder = tmp_path / name
     shutil.copytree(FIXTURES / name, folder)
-    made = tokcost.import_model(folder, model_id=f"imported-{name}")
+    made = tokcost.import_model(tokcost.ImportModelRequest(source=folder,
+                                                          model_id=f"imported-{name}"))
     path = tmp_path / "mine.yaml"
     path.write_text(made.yaml)
     back = load_catalog(path).resolve(f"imported-{name}")
@@ -53,7 +54,8 @@ def test_import_round_trips_through_the_loader(tmp_path: Path, name: str) -> Non
 
 
 def test_import_with_weights_round_trips_exact_bytes(tmp_path: Path) -> None:
-    made = tokcost.import_model(gpt_oss_folder(tmp_path), model_id="my-oss")
+    made = tokcost.import_model(tokcost.ImportModelRequest(source=gpt_oss_folder(tmp_path),
+                                                          model_id="my-oss"))
     path = tmp_path / "mine.yaml"
     path.write_text(made.yaml)
     back = load_catalog(path).resolve("my-oss")
@@ -126,7 +128,7 @@ def test_alias_of_another_shipped_model_is_left_out(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(app_models, "load_model_source",
                         lambda source, model_id=None: HfModel(entry, "c.json", "hub", None, 0,
                                                               None))
-    made = tokcost.import_model("hf:Qwen/Qwen3-8B")
+    made = tokcost.import_model(tokcost.ImportModelRequest(source="hf:Qwen/Qwen3-8B"))
     assert made.entry.aliases == ()
     assert any("alias Qwen/Qwen3-8B left out: the shipped catalog's qwen3-8b has it" in n
                for n in made.notes)
@@ -136,7 +138,8 @@ def test_alias_of_another_shipped_model_is_left_out(tmp_path: Path, monkeypatch:
 
 
 def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
-    made = tokcost.import_model(FIXTURES / "llama-3.1-8b", model_id="llama-3.1-8b-instruct")
+    made = tokcost.import_model(tokcost.ImportModelRequest(
+        source=FIXTURES / "llama-3.1-8b", model_id="llama-3.1-8b-instruct"))
     assert "\nextends: shipped\n" not in made.yaml
     path = tmp_path / "m.yaml"
     path.write_text(made.yaml)
@@ -152,6 +155,7 @@ def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
     (["models", "import", "{fixtures}/qwen3-8b", "-o", "{tmp}/no/such/dir/x.yaml"], 1,
      "does not exist; create it first"),
     (["models", "import", "{fixtures}/qwen3-8b", "-o", "{tmp}"], 2, "is a directory"),
+    (["models", "import", " "], 2, "SOURCE is empty; give hf:ORG/REPO"),
     (["kvmem", "estimate"], 2, "give --model ID (a catalog id or hf:ORG/REPO) or --config PATH"),
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--config", "{fixtures}/llama-3.1-8b"], 2,
      "give --model ID or --config PATH, not both"),
@@ -186,3 +190,12 @@ def test_kvmem_config_cli_matches_the_catalog(tmp_path: Path) -> None:
                                 "--kv-memory", "20GiB"])
     assert table.stdout.startswith("gemma-3-27b: 10 full, 52 sliding (1,024-token window)")
     assert "note: no safetensors headers beside the config" in table.stderr
+
+
+def test_import_request_refuses_an_empty_source_naming_the_field() -> None:
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError, match="source is empty") as info:
+        tokcost.ImportModelRequest(source="")
+    assert info.value.param == "source"
+    assert tokcost.ImportModelRequest(source="x", output="o.yaml").output == Path("o.yaml")

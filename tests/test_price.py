@@ -300,7 +300,8 @@ def test_cli_warns_past_the_models_limits(
 
 
 def test_library_price_carries_the_limit_warnings() -> None:
-    result = tokcost.price("gpt-4o", input_tokens=200_000, output_tokens=10, catalog=PRICES)
+    result = tokcost.price(tokcost.PriceRequest(model="gpt-4o", input_tokens=200_000,
+                                                output_tokens=10, catalog=PRICES))
     # 200,000 x $2.50/M + 10 x $10/M: priced, and told it would not fit 128,000 tokens
     assert result.breakdown.total == D("0.5001")
     assert result.warnings == (
@@ -397,7 +398,7 @@ def test_cli_json_is_the_results_to_dict(
     result = price(*args, "--json")
     assert result.exit_code == 0, result.output
     model_id = args[args.index("-m") + 1]
-    expected = tokcost.price(model_id, catalog=PRICES, **kwargs)
+    expected = tokcost.price(tokcost.PriceRequest(model=model_id, catalog=PRICES, **kwargs))
     assert json.loads(result.stdout) == json.loads(json.dumps(expected.to_dict()))
     assert expected.input_counted_from_files is ("paths" in kwargs)
 
@@ -434,13 +435,14 @@ def test_model_of_a_user_catalog(tmp_path: Path) -> None:
 
 def test_library_errors_name_the_api_parameter() -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.price("gpt-4o", catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="gpt-4o", catalog=PRICES))
     assert info.value.param == "input_tokens" and "input_tokens=N" in str(info.value)
     with pytest.raises(NoPrice) as no_price:
-        tokcost.price("llama-3.1-8b", input_tokens=5, catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="llama-3.1-8b", input_tokens=5, catalog=PRICES))
     assert no_price.value.param == "catalog" and "catalog=FILE" in str(no_price.value)
     with pytest.raises(NoPrice) as no_batch:
-        tokcost.price("nocache", input_tokens=5, batch=True, catalog=PRICES)
+        tokcost.price(tokcost.PriceRequest(model="nocache", input_tokens=5, batch=True,
+                                           catalog=PRICES))
     assert no_batch.value.param == "batch" and "batch=True" in str(no_batch.value)
     # ... and the CLI names the flag
     assert "(--catalog FILE with 'extends: shipped')" in price("-m", "llama-3.1-8b", "-i", "5").stderr
@@ -566,3 +568,45 @@ def test_the_batch_note_names_only_what_stays_undiscounted(
                          cache_write_tokens=written, output_tokens=1_000, batch=True)
     found = [n for n in cost.notes if "batch discount does not apply" in n]
     assert found == ([] if note is None else [f"the batch discount {note}"])
+
+
+# --- the request ------------------------------------------------------------------------
+
+
+def test_price_request_reads_counts_as_people_write_them(tmp_path: Path) -> None:
+    request = tokcost.PriceRequest(model="gpt-4o", input_tokens="12k", output_tokens="1.5k",
+                                   cached_tokens="2Ki", requests="1e3", catalog=PRICES)
+    assert (request.input_tokens, request.output_tokens, request.cached_tokens,
+            request.requests) == (12_000, 1_500, 2_048, 1_000)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("hello world", encoding="utf-8")
+    assert tokcost.PriceRequest(model="gpt-4o", paths=str(prompt)).paths == (str(prompt),)
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        pytest.param({"input_tokens": "12q"}, "input_tokens",
+                     "input_tokens '12q' has an unknown suffix 'q'", id="suffix"),
+        pytest.param({"input_tokens": 5, "output_tokens": -1}, "output_tokens",
+                     "output_tokens must not be negative", id="negative"),
+        pytest.param({"input_tokens": 5, "requests": 0}, "requests",
+                     "requests must be a positive integer, got 0", id="zero-requests"),
+        pytest.param({"input_tokens": 5, "paths": ["a.txt"]}, "input_tokens",
+                     "give the prompt as files or as input_tokens, not both", id="both"),
+        pytest.param({}, "input_tokens", "give the prompt: input_tokens=N", id="no-prompt"),
+    ],
+)
+def test_price_request_refuses_in_one_line_naming_the_field(
+    fields: dict[str, Any], param: str, message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        tokcost.PriceRequest(model="gpt-4o", **fields)
+    assert info.value.param == param and message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_names_the_flag_of_a_refused_count() -> None:
+    result = price("-m", "gpt-4o", "-i", "5", "--requests", "0")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --requests must be a positive integer, got 0"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import tokcost
-from tokcost.app.schemas import SchemaDocument, render
+from tokcost.app.schemas import SchemaDocument, json_schema, render, schema_path
 from tokcost.catalog import Catalog, CatalogInvalid, load_catalog
 from tokcost.resources import shipped_path
 
@@ -29,7 +29,7 @@ def as_editors_see_it(path: Path) -> Any:
 
 
 def checker(document: SchemaDocument) -> jsonschema.protocols.Validator:
-    schema = json.loads(tokcost.schema_path(document).read_text(encoding="utf-8"))
+    schema = json.loads(schema_path(document).read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
@@ -38,7 +38,7 @@ def checker(document: SchemaDocument) -> jsonschema.protocols.Validator:
 @pytest.mark.parametrize("document", list(SchemaDocument), ids=lambda d: d.value)
 def test_shipped_schema_is_a_fresh_generation(document: SchemaDocument) -> None:
     # After changing a declaration: python -m tokcost.app.schemas
-    assert tokcost.schema_path(document).read_text(encoding="utf-8") == render(document)
+    assert schema_path(document).read_text(encoding="utf-8") == render(document)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_schema_accepts_the_shipped_file(document: SchemaDocument, path: Path) -
 
 
 def test_schema_describes_fields_as_declared() -> None:
-    schema = tokcost.json_schema("models")
+    schema = json_schema("models")
     entry = schema["$defs"]["ModelEntry"]
     assert entry["required"] == ["id"]
     assert entry["additionalProperties"] is False

@@ -214,13 +214,13 @@ models:
 def test_library_result_says_whether_the_catalog_is_current(tmp_path: Path) -> None:
     path = _catalog(tmp_path)
     when = _dt.datetime.now(tz=_dt.timezone.utc)
-    stale = tokcost.sync_prices(catalog=path, when=when)
+    stale = tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=path, when=when))
     assert not stale.current and [d.describe() for d in stale.differences] == [STALE_LINE]
     assert stale.differences[0].as_of is not None
-    done = tokcost.sync_prices(catalog=path, write=True, when=when)
+    done = tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=path, write=True, when=when))
     assert done.dated == ("gpt-4o",) and done.written == 1
     assert _pricing(path, "gpt-4o").as_of == stale.differences[0].as_of
-    assert tokcost.sync_prices(catalog=path, when=when).current
+    assert tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=path, when=when)).current
 
 
 @pytest.mark.parametrize(

@@ -34,11 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "count", "count_chat", "tokenize", "tokenize_paths", "CountResult", "ChatResult",
         "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
     ),
-    "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
-    "tokcost.units": (
-        "parse_size", "parse_count", "parse_context_list", "parse_money", "parse_percent",
-        "parse_fraction", "format_bytes",
-    ),
+    "tokcost.catalog": ("load_catalog", "Catalog"),
     "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
     "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
     "tokcost.memory.policies": ("PolicyName",),
@@ -48,11 +44,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
-    "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
-    "tokcost.app.price": ("PriceResult", "price"),
+    "tokcost.app.price": ("price", "PriceRequest", "PriceResult"),
     "tokcost.app.compare": (
         "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
         "Row", "SentencePremiums", "compare",
@@ -72,10 +67,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.plotting.attention": ("plot_attention",),
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
-        "ModelList", "GpuList", "ModelDetails", "CatalogCheck", "PriceSync", "tokenizer_label",
-        "weights_label", "import_model", "ModelImport",
+        "import_model", "SyncPricesRequest", "ImportModelRequest", "ModelList", "GpuList",
+        "ModelDetails", "CatalogCheck", "PriceSync", "ModelImport",
     ),
-    "tokcost.app.schemas": ("json_schema", "schema_path", "SchemaDocument"),
 }
 
 # public name -> module that defines it
@@ -160,26 +154,24 @@ if TYPE_CHECKING:
     from tokcost.app.memory import estimate_memory as estimate_memory
     from tokcost.app.models import CatalogCheck as CatalogCheck
     from tokcost.app.models import GpuList as GpuList
+    from tokcost.app.models import ImportModelRequest as ImportModelRequest
     from tokcost.app.models import ModelDetails as ModelDetails
     from tokcost.app.models import ModelImport as ModelImport
     from tokcost.app.models import ModelList as ModelList
     from tokcost.app.models import PriceSync as PriceSync
+    from tokcost.app.models import SyncPricesRequest as SyncPricesRequest
     from tokcost.app.models import import_model as import_model
     from tokcost.app.models import list_gpus as list_gpus
     from tokcost.app.models import list_models as list_models
     from tokcost.app.models import show_model as show_model
     from tokcost.app.models import sync_prices as sync_prices
-    from tokcost.app.models import tokenizer_label as tokenizer_label
     from tokcost.app.models import validate_catalog as validate_catalog
-    from tokcost.app.models import weights_label as weights_label
+    from tokcost.app.price import PriceRequest as PriceRequest
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
     from tokcost.app.quality import QualityResult as QualityResult
     from tokcost.app.quality import QualityRow as QualityRow
     from tokcost.app.quality import kvmem_quality as kvmem_quality
-    from tokcost.app.schemas import SchemaDocument as SchemaDocument
-    from tokcost.app.schemas import json_schema as json_schema
-    from tokcost.app.schemas import schema_path as schema_path
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
     from tokcost.app.sweep import BPE_KNEE_GAIN as BPE_KNEE_GAIN
@@ -188,8 +180,6 @@ if TYPE_CHECKING:
     from tokcost.app.sweep import sweep_bpe as sweep_bpe
     from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog
-    from tokcost.catalog import Gpu as Gpu
-    from tokcost.catalog import ModelEntry as ModelEntry
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.counting import count_paths as count_paths
     from tokcost.counting import count_text as count_text
@@ -206,17 +196,8 @@ if TYPE_CHECKING:
     from tokcost.plotting.attention import plot_attention as plot_attention
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies
-    from tokcost.pricing import estimate_cost as estimate_cost
-    from tokcost.pricing import format_usd as format_usd
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
     from tokcost.tokenizers import load_tokenizers as load_tokenizers
     from tokcost.tokenizers import open_catalog as open_catalog
     from tokcost.tokenizers import resolve_tokenizers as resolve_tokenizers
     from tokcost.tokenizers import spec_label as spec_label
-    from tokcost.units import format_bytes as format_bytes
-    from tokcost.units import parse_context_list as parse_context_list
-    from tokcost.units import parse_count as parse_count
-    from tokcost.units import parse_fraction as parse_fraction
-    from tokcost.units import parse_money as parse_money
-    from tokcost.units import parse_percent as parse_percent
-    from tokcost.units import parse_size as parse_size

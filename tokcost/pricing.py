@@ -21,69 +21,23 @@ Example: gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
 
     600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.0015 + $0.0005 + $0.002 = $0.004
 
-Every amount a person reads goes through ``format_usd`` (one rule, every command);
-JSON keeps the exact decimal strings.
+Every amount a person reads goes through ``tokcost.units.format_usd`` (one rule, every
+command); JSON keeps the exact decimal strings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Decimal
 from typing import Any
 
 from tokcost.catalog.schema import ModelEntry, PriceTier, Pricing
-from tokcost.errors import TokcostError, UsageError
+from tokcost.errors import TokcostError, UsageError, arg
 
-__all__ = [
-    "MILLION", "SIGNIFICANT_DIGITS", "CostBreakdown", "CostLine", "NoPrice", "estimate_cost",
-    "format_usd", "limit_warnings", "require_price",
-]
+__all__ = ["MILLION", "CostBreakdown", "CostLine", "NoPrice", "estimate_cost", "limit_warnings",
+           "require_price"]
 
 MILLION = Decimal(1_000_000)
-SIGNIFICANT_DIGITS = 3  # under $1: enough decimals for this many significant digits
-_CENT = Decimal("0.01")
-
-
-def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:
-    """Money for people, the one rule of every command (``--json`` keeps exact strings).
-
-    ``$`` and at least two decimals. From $1 up: to the cent, with thousands
-    separators. Under $1: three significant digits, so a positive amount never reads
-    as $0.00; an amount that needs fewer is shown exactly ($0.045, not $0.0450), so
-    a trailing zero is always a rounded digit. Halves round up. ``per_million``: a
-    rate per million tokens, ``$2.50/M``.
-
-    >>> format_usd(Decimal("1234.5")), format_usd(Decimal("0.465")), format_usd(0.3)
-    ('$1,234.50', '$0.465', '$0.30')
-    >>> format_usd(Decimal("0.00026265")), format_usd(Decimal("0.0066025")), format_usd(0)
-    ('$0.000263', '$0.00660', '$0.00')
-    >>> format_usd(Decimal("0.075"), per_million=True)
-    '$0.075/M'
-    """
-    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
-    if not value.is_finite():
-        raise ValueError(f"not an amount of money: {amount!r}")
-    sign, value = ("-" if value < 0 else ""), abs(value)
-    text = None
-    if 0 < value < 1:
-        places = max(2, SIGNIFICANT_DIGITS - 1 - value.adjusted())
-        shown = _round(value, places)
-        if shown.adjusted() > value.adjusted():  # 0.000999 rounds up to 0.00100: one place less
-            shown = _round(value, max(2, places - 1))
-        if shown < 1:  # 0.9996 rounds to 1.000 and is shown as dollars below
-            whole, _, frac = f"{shown:f}".partition(".")
-            if shown == value:  # exact: no zero that was not a rounded digit
-                frac = frac.rstrip("0").ljust(2, "0")
-            text = f"{whole}.{frac}"
-    if text is None:
-        text = f"{_round(value, 2):,.2f}"
-    return f"{sign}${text}" + ("/M" if per_million else "")
-
-
-def _round(value: Decimal, places: int) -> Decimal:
-    # A context wide enough for every digit kept: quantize fails past the default 28.
-    prec = max(28, value.adjusted() + places + 2)
-    return value.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP, Context(prec=prec))
 
 
 class NoPrice(TokcostError):
@@ -159,22 +113,18 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
     if pricing is None:
         raise NoPrice(
             f"model '{entry.id}' has no price in the catalog; add a pricing section "
-            f"(USD per million tokens) to it in your own catalog (catalog=FILE with "
-            f"'extends: shipped')",
+            f"(USD per million tokens) to it in your own catalog ({arg('catalog', 'FILE')} "
+            "with 'extends: shipped')",
             param="catalog",
         )
     if batch and pricing.batch_discount is None:
-        raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop batch=True",
-                      param="batch")
+        raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop "
+                      f"{arg('batch', True)}", param="batch")
     return pricing
 
 
 def limit_warnings(
-    entry: ModelEntry,
-    *,
-    input_tokens: int,
-    output_tokens: int = 0,
-    reasoning_tokens: int = 0,
+    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, reasoning_tokens: int = 0,
     exact: bool = True,
 ) -> tuple[str, ...]:
     """What in one request the model would not take: a prompt longer than its context
@@ -219,18 +169,12 @@ def limit_warnings(
     return tuple(found)
 
 
-def _check_count(name: str, value: int) -> None:
-    if value < 0:
-        raise UsageError(f"{name} must not be negative, got {value}", param=name)
+@dataclass(frozen=True)
+class _Rates:
+    """The rates one request is billed at (tier and batch applied), and why."""
 
-
-def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
-    """The highest tier whose threshold the prompt exceeds (strictly)."""
-    chosen = None
-    for tier in pricing.tiers:  # sorted by threshold when loaded
-        if prompt_tokens > tier.above_input_tokens:
-            chosen = tier
-    return chosen
+    parts: list[tuple[str, int, Decimal]]  # (kind, tokens per request, USD per million)
+    notes: list[str]
 
 
 def estimate_cost(
@@ -253,113 +197,108 @@ def estimate_cost(
     Decimal('0.0040')
     """
     pricing = require_price(entry, batch=batch)
-    for name, value in (
-        ("input_tokens", input_tokens),
-        ("output_tokens", output_tokens),
-        ("cached_tokens", cached_tokens),
-        ("cache_write_tokens", cache_write_tokens),
-        ("reasoning_tokens", reasoning_tokens),
-    ):
-        _check_count(name, value)
+    counts = {"input_tokens": input_tokens, "output_tokens": output_tokens,
+              "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,
+              "reasoning_tokens": reasoning_tokens}
+    for name, value in counts.items():
+        if value < 0:
+            raise UsageError(f"{arg(name)} must not be negative, got {value}", param=name)
     if requests <= 0:
-        raise UsageError(f"requests must be a positive integer, got {requests}",
+        raise UsageError(f"{arg('requests')} must be a positive integer, got {requests}",
                          param="requests")
     if cached_tokens + cache_write_tokens > input_tokens:
         raise UsageError(
             f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
-            f"the prompt's {input_tokens} input tokens; input_tokens is the whole prompt",
-            param="input_tokens",
-        )
-
-    notes: list[str] = []
+            f"the prompt's {input_tokens} input tokens; {arg('input_tokens')} is the whole "
+            "prompt", param="input_tokens")
     tier = _tier_for(pricing, input_tokens)
-    fresh = input_tokens - cached_tokens - cache_write_tokens
+    billed = _rates(pricing, tier, counts, batch)
+    lines = tuple(
+        CostLine(kind, tokens * requests, usd, Decimal(tokens * requests) * usd / MILLION)
+        for kind, tokens, usd in billed.parts
+    )
+    if tier is not None:
+        scope = ("every token of the request" if tier.applies_to == "all"
+                 else "prompt tokens above it")
+        billed.notes.append(
+            f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
+            f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates")
+    if batch:
+        discount = (pricing.batch_discount or Decimal(0)) * 100
+        billed.notes.append(f"batch discount {discount.normalize():f}% applied")
+    return CostBreakdown(
+        model=entry.id, requests=requests, batch=batch, lines=lines, tier=tier,
+        notes=tuple(billed.notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
+        source=pricing.source,
+    )
+
+
+def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
+    """The highest tier whose threshold the prompt exceeds (strictly)."""
+    chosen = None
+    for tier in pricing.tiers:  # sorted by threshold when loaded
+        if prompt_tokens > tier.above_input_tokens:
+            chosen = tier
+    return chosen
+
+
+def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
+           batch: bool) -> _Rates:
+    """Each kind of token of one request with its rate: the tier's where it bills the
+    whole request, a cache read or write the model does not price at the input rate,
+    reasoning at the output rate unless priced apart; the batch discount taken off."""
+    notes: list[str] = []
 
     def rate(kind: str, base: Decimal | None) -> Decimal | None:
-        if tier is not None and tier.applies_to == "all":
-            tier_price: Decimal | None = getattr(tier, kind)
-            if tier_price is not None:
-                return tier_price
+        if tier is not None and tier.applies_to == "all" and getattr(tier, kind) is not None:
+            return getattr(tier, kind)  # type: ignore[no-any-return]
         return base
 
-    input_rate = rate("input", pricing.input)
-    assert input_rate is not None
-    output_rate = rate("output", pricing.output)
-    assert output_rate is not None
-    cached_rate = rate("cached_input", pricing.cached_input)
-    write_rate = rate("cache_write", pricing.cache_write)
-    reasoning_rate = rate("reasoning", pricing.reasoning)
+    cached, written = counts["cached_tokens"], counts["cache_write_tokens"]
+    reasoning, fresh = counts["reasoning_tokens"], counts["input_tokens"] - cached - written
+    input_rate, output_rate = rate("input", pricing.input), rate("output", pricing.output)
+    assert input_rate is not None and output_rate is not None
     # A cache read or write the model does not price is ordinary input, in every rule:
     # at the input rate, and under the batch discount like the rest of the prompt.
-    cached_as_input = bool(cached_tokens) and cached_rate is None
-    write_as_input = bool(cache_write_tokens) and write_rate is None
+    cached_rate, write_rate = rate("cached_input", pricing.cached_input), rate(
+        "cache_write", pricing.cache_write)
+    cached_as_input, write_as_input = bool(cached) and cached_rate is None, bool(
+        written) and write_rate is None
     if cached_as_input:
-        cached_rate = input_rate
         notes.append("no cached-input price: cached tokens billed as input")
     if write_as_input:
-        write_rate = input_rate
         notes.append("no cache-write price: cache writes billed as input")
-    if reasoning_tokens and reasoning_rate is None:
-        reasoning_rate = output_rate
+    reasoning_rate = rate("reasoning", pricing.reasoning)
+    if reasoning and reasoning_rate is None:
         notes.append("reasoning tokens billed as output")
-
-    discount = pricing.batch_discount if batch and pricing.batch_discount is not None else None
-    keep = Decimal(1) - discount if discount is not None else Decimal(1)
+    keep = Decimal(1) - (pricing.batch_discount or Decimal(0)) if batch else Decimal(1)
     keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
-    keep_cached = keep if cached_as_input else keep_cache
-    keep_write = keep if write_as_input else keep_cache
-    if discount is not None and not pricing.batch_discount_cache:
+    if batch and not pricing.batch_discount_cache:
         # Only the cache tokens with a price of their own keep it; those billed as input
         # take the input's discount (and the note names only what stays undiscounted).
-        undiscounted = [what for what, tokens, as_input in (
-            ("cache reads", cached_tokens, cached_as_input),
-            ("cache writes", cache_write_tokens, write_as_input)) if tokens and not as_input]
-        if undiscounted:
-            notes.append(f"the batch discount does not apply to {' and '.join(undiscounted)} "
+        kept = [what for what, tokens, as_input in (
+            ("cache reads", cached, cached_as_input),
+            ("cache writes", written, write_as_input)) if tokens and not as_input]
+        if kept:
+            notes.append(f"the batch discount does not apply to {' and '.join(kept)} "
                          "for this model")
-
-    # (kind, tokens per request, rate per million)
     parts: list[tuple[str, int, Decimal]] = []
     if tier is not None and tier.applies_to == "excess":
-        above = max(0, min(fresh, input_tokens - tier.above_input_tokens))
-        tier_input = tier.input if tier.input is not None else input_rate
+        above = max(0, min(fresh, counts["input_tokens"] - tier.above_input_tokens))
         parts.append(("input", fresh - above, input_rate * keep))
         if above:
+            tier_input = tier.input if tier.input is not None else input_rate
             parts.append((f"input above {tier.above_input_tokens:,}", above, tier_input * keep))
     else:
         parts.append(("input", fresh, input_rate * keep))
-    if cached_tokens:
-        assert cached_rate is not None
-        parts.append(("cached input", cached_tokens, cached_rate * keep_cached))
-    if cache_write_tokens:
-        assert write_rate is not None
-        parts.append(("cache write", cache_write_tokens, write_rate * keep_write))
-    parts.append(("output", output_tokens, output_rate * keep))
-    if reasoning_tokens:
-        assert reasoning_rate is not None
-        parts.append(("reasoning", reasoning_tokens, reasoning_rate * keep))
-
-    lines = tuple(
-        CostLine(kind, tokens * requests, usd, Decimal(tokens * requests) * usd / MILLION)
-        for kind, tokens, usd in parts
-    )
-    if tier is not None:
-        scope = (
-            "every token of the request" if tier.applies_to == "all" else "prompt tokens above it"
-        )
-        notes.append(
-            f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
-            f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates"
-        )
-    if discount is not None:
-        notes.append(f"batch discount {(discount * 100).normalize():f}% applied")
-    return CostBreakdown(
-        model=entry.id,
-        requests=requests,
-        batch=batch,
-        lines=lines,
-        tier=tier,
-        notes=tuple(notes),
-        as_of=pricing.as_of.isoformat() if pricing.as_of else None,
-        source=pricing.source,
-    )
+    if cached:
+        parts.append(("cached input", cached, (input_rate if cached_rate is None else cached_rate)
+                      * (keep if cached_as_input else keep_cache)))
+    if written:
+        parts.append(("cache write", written, (input_rate if write_rate is None else write_rate)
+                      * (keep if write_as_input else keep_cache)))
+    parts.append(("output", counts["output_tokens"], output_rate * keep))
+    if reasoning:
+        parts.append(("reasoning", reasoning,
+                      (output_rate if reasoning_rate is None else reasoning_rate) * keep))
+    return _Rates(parts, notes)

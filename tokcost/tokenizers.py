@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import count_backend
@@ -24,12 +23,12 @@ from tokcost.errors import CatalogError, TokenizerNotFound, UsageError
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import Catalog, CatalogSource, ModelEntry
 
 MODEL_PREFIX = "model:"
 
 
-def open_catalog(catalog: str | Path | Catalog | None = None) -> Catalog:
+def open_catalog(catalog: CatalogSource = None) -> Catalog:
     """The catalog a ``catalog`` argument names: a YAML path, a loaded Catalog, or
     None for ``$TOKCOST_CATALOG``, else the shipped models.yaml (loaded once per mtime)."""
     from tokcost.catalog import Catalog, load_catalog
@@ -114,7 +113,7 @@ def resolve_tokenizers(
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
     *,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     default: str | None = DEFAULT_SPEC,
     unique: bool = False,
 ) -> list[TokenizerChoice]:

@@ -25,7 +25,7 @@ a typo. Every refusal is one line that says what to write instead.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from tokcost.errors import UsageError, arg, suggest
 
@@ -34,6 +34,7 @@ __all__ = [
     "MAX_SIZE",
     "OutOfRange",
     "format_bytes",
+    "format_usd",
     "parse_context_list",
     "parse_count",
     "parse_fraction",
@@ -46,6 +47,7 @@ __all__ = [
 MAX_COUNT = 10**15  # tokens, lengths, requests: a million times the longest context window
 MAX_SIZE = 2**60  # bytes: 1 EiB, thousands of the largest GPU clusters
 MAX_MONEY = Decimal(10**12)  # USD
+SIGNIFICANT_DIGITS = 3  # money under $1: enough decimals for this many significant digits
 
 SIZE_UNITS: dict[str, int] = {
     "kb": 10**3,
@@ -455,6 +457,48 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
             return f"{text} {unit}"
         value /= base
     return f"{value} {units[-1]}"  # pragma: no cover
+
+
+def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:
+    """Money for people, the one rule of every command (``--json`` keeps exact strings).
+
+    ``$`` and at least two decimals. From $1 up: to the cent, with thousands
+    separators. Under $1: three significant digits, so a positive amount never reads
+    as $0.00; an amount that needs fewer is shown exactly ($0.045, not $0.0450), so
+    a trailing zero is always a rounded digit. Halves round up. ``per_million``: a
+    rate per million tokens, ``$2.50/M``.
+
+    >>> format_usd(Decimal("1234.5")), format_usd(Decimal("0.465")), format_usd(0.3)
+    ('$1,234.50', '$0.465', '$0.30')
+    >>> format_usd(Decimal("0.00026265")), format_usd(Decimal("0.0066025")), format_usd(0)
+    ('$0.000263', '$0.00660', '$0.00')
+    >>> format_usd(Decimal("0.075"), per_million=True)
+    '$0.075/M'
+    """
+    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
+    if not value.is_finite():
+        raise ValueError(f"not an amount of money: {amount!r}")
+    sign, value = ("-" if value < 0 else ""), abs(value)
+    text = None
+    if 0 < value < 1:
+        places = max(2, SIGNIFICANT_DIGITS - 1 - value.adjusted())
+        shown = _round(value, places)
+        if shown.adjusted() > value.adjusted():  # 0.000999 rounds up to 0.00100: one place less
+            shown = _round(value, max(2, places - 1))
+        if shown < 1:  # 0.9996 rounds to 1.000 and is shown as dollars below
+            whole, _, frac = f"{shown:f}".partition(".")
+            if shown == value:  # exact: no zero that was not a rounded digit
+                frac = frac.rstrip("0").ljust(2, "0")
+            text = f"{whole}.{frac}"
+    if text is None:
+        text = f"{_round(value, 2):,.2f}"
+    return f"{sign}${text}" + ("/M" if per_million else "")
+
+
+def _round(value: Decimal, places: int) -> Decimal:
+    # A context wide enough for every digit kept: quantize fails past the default 28.
+    prec = max(28, value.adjusted() + places + 2)
+    return value.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP, Context(prec=prec))
 
 
 def weight_bits(dtype: str) -> Decimal:

@@ -25,7 +25,7 @@ from tokcost.reference.errors import PromptTooLong
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
     from tokcost.reference.attention_stats import HeadStats
 
 __all__ = ["AttentionResult", "NotableHead", "attention"]
@@ -121,7 +121,7 @@ def attention(
     prompt: str,
     *,
     model: str = "tiny-ref",
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     weights: str | Path | None = None,
     seed: int | None = None,
     plot: str | Path | None = None,

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from tokcost.adapters.base import Tokenizer
     from tokcost.bpe.train import ProgressFn, WordCounter
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_LENGTH",
@@ -293,7 +293,7 @@ class _Loaded:
 
 def _load(
     name: str,
-    catalog: str | Path | Catalog | None,
+    catalog: CatalogSource,
     *,
     pattern: PatternName | str | None = None,
     reference: bool = False,
@@ -381,7 +381,7 @@ def encode_bpe(
     allow_special: bool = False,
     reference: bool = False,
     pattern: PatternName | str | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     stdin: BinaryIO | None = None,
 ) -> BPEEncodeResult:
     """Encode ``text``, or the file at ``path`` (``-``: ``stdin``, read by the input
@@ -428,7 +428,7 @@ def decode_bpe(
     ids: Sequence[int],
     *,
     pattern: PatternName | str | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
 ) -> BPEDecodeResult:
     """Decode ``ids`` with any tokenizer; an id outside the vocabulary raises ``InvalidTokenId``.
 
@@ -499,7 +499,7 @@ def inspect_bpe(
     *,
     top: int = 10,
     pattern: PatternName | str | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
 ) -> BPEInspectResult:
     """Summarize any tokenizer: sizes, pattern and special tokens; for a BPE that tokcost
     reads whole, also the ``top`` first merges and longest tokens (longest first).

@@ -54,7 +54,7 @@ from tokcost.budget.git_base import against_base, baseline_at, open_tree
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
     from tokcost.counting import Engine
 
 __all__ = ["CheckResult", "CheckRun", "check", "check_many"]
@@ -67,7 +67,7 @@ def check(
     base: str | None = None,
     update_baseline: bool = False,
     strict: bool = False,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     engine: EngineKind | str = EngineKind.LOCAL,
     jobs: int | None = None,
     scheduler: str | None = None,
@@ -132,7 +132,7 @@ def check_many(
     base: str | None = None,
     update_baseline: bool = False,
     strict: bool = False,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     engine: EngineKind | str = EngineKind.LOCAL,
     jobs: int | None = None,
     scheduler: str | None = None,
@@ -184,7 +184,7 @@ def _check_one(
     base: str | None = None,
     update_baseline: bool = False,
     strict: bool,
-    catalog: str | Path | Catalog | None,
+    catalog: CatalogSource,
     engine: Engine,
     use_baseline: bool = True,
 ) -> CheckResult:

@@ -31,7 +31,7 @@ from tokcost.plotting.inflation import plot_premiums
 from tokcost.tokenizers import resolve_tokenizers
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
 
 __all__ = [
     "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter", "Row",
@@ -63,7 +63,7 @@ def compare(
     *,
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     baseline: str = "en",
     kinds: Sequence[CorpusKind | str] = (),
     split: FloresSplit | str = "both",

@@ -42,7 +42,7 @@ from tokcost.tokenizers import (
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
     from tokcost.counting import Engine
 
 __all__ = [
@@ -59,7 +59,7 @@ def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
 
 
 def _choices(
-    tokenizers: Sequence[str], models: Sequence[str], catalog: str | Path | Catalog | None
+    tokenizers: Sequence[str], models: Sequence[str], catalog: CatalogSource
 ) -> list[TokenizerChoice]:
     # Columns: plain specs first, then model:ID specs, then models, each in the order
     # given (as count has always shown them; model:ID is the same as a model id).
@@ -190,7 +190,7 @@ def count(
     *,
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     gitignore: bool = True,
@@ -286,7 +286,7 @@ def count_chat(
     *,
     models: Sequence[str] = (),
     tokenizers: Sequence[str] = (),
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     stdin: BinaryIO | None = None,
 ) -> ChatResult:
     """Count an OpenAI-style JSON message list (``chat``: its file) with each model's
@@ -422,7 +422,7 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
 
 
 def _one_choice(
-    tokenizers: Sequence[str], models: Sequence[str], catalog: str | Path | Catalog | None
+    tokenizers: Sequence[str], models: Sequence[str], catalog: CatalogSource
 ) -> TokenizerChoice:
     """The one tokenizer whose tokens are shown (default o200k_base): two tokenizers'
     tokens are two documents, so asking for several is refused, never cut to the first."""
@@ -445,7 +445,7 @@ def tokenize(
     *,
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     allow_special: bool = False,
     max_tokens: int | None = None,
     stdin: BinaryIO | None = None,
@@ -466,7 +466,7 @@ def tokenize_paths(
     *,
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     gitignore: bool = True,

@@ -25,7 +25,7 @@ from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import CatalogSource, ModelEntry
     from tokcost.reference import GenerationResult, SamplingParams, Step
 
 __all__ = [
@@ -294,7 +294,7 @@ def generate(
     prompt: str,
     *,
     model: str = "tiny-ref",
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     weights: str | Path | None = None,
     max_new_tokens: int = 32,
     temperature: float = 0.0,

@@ -12,7 +12,7 @@ from tokcost.memory.estimate import KvEstimate
 from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, Gpu, ModelEntry
+    from tokcost.catalog import CatalogSource, Gpu, ModelEntry
     from tokcost.memory import KvDtypeName
 
 # KvEstimate is the estimate a MemoryEstimate carries: the CLI renders it.
@@ -38,7 +38,7 @@ def estimate_memory(
     model: str | ModelEntry | None = None,
     *,
     config: str | Path | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     contexts: Sequence[int] | None = None,
     batch: int = 1,
     kv_dtype: KvDtypeName | str = "bf16",

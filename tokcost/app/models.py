@@ -12,43 +12,47 @@ Each returns a frozen result whose ``to_dict()`` is the command's ``--json`` doc
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import UsageError
+from tokcost.errors import MissingDependency, UsageError, arg
+from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, Gpu, ModelEntry
+    from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry
     from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
 __all__ = [
-    "CatalogCheck",
-    "GpuList",
-    "ModelDetails",
-    "ModelImport",
-    "ModelList",
-    "PriceSync",
-    "import_model",
-    "list_gpus",
-    "list_models",
-    "show_model",
-    "sync_prices",
-    "tokenizer_label",
-    "validate_catalog",
-    "weights_label",
+    "CatalogCheck", "GpuList", "ImportModelRequest", "ModelDetails", "ModelImport", "ModelList",
+    "PriceSync", "SyncPricesRequest", "import_model", "list_gpus", "list_models", "show_model",
+    "sync_prices", "validate_catalog",
 ]
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A model as ``models list`` shows it: the entry and its tokenizer's short label
+    (``o200k_base``; ``≈`` marks a proxy; ``mistral-common v1`` for a packaged file)."""
+
+    entry: ModelEntry
+    tokenizer: str
 
 
 @dataclass(frozen=True)
 class ModelList:
     """The catalog's models (those of one provider when asked)."""
 
-    models: tuple[ModelEntry, ...]
+    rows: tuple[ModelRow, ...]
+
+    @property
+    def models(self) -> tuple[ModelEntry, ...]:
+        return tuple(r.entry for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": [m.to_dict() for m in self.models]}
+        return {"models": [r.entry.to_dict() for r in self.rows]}
 
 
 @dataclass(frozen=True)
@@ -63,9 +67,12 @@ class GpuList:
 
 @dataclass(frozen=True)
 class ModelDetails:
-    """Everything the catalog knows about one model."""
+    """Everything the catalog knows about one model; ``tokenizer`` and ``weights`` name
+    the files themselves (placeholders expanded, or the package to install)."""
 
     entry: ModelEntry
+    tokenizer: str
+    weights: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.entry.to_dict()
@@ -90,6 +97,118 @@ class CatalogCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "valid": self.valid, "problems": list(self.problems)}
+
+
+def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -> ModelList:
+    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
+    cat = open_catalog(catalog)
+    # Provider names compare as model ids do: "OpenAI" is "openai".
+    wanted = provider.strip().lower() if provider is not None else None
+    entries = [m for m in cat.models
+               if wanted is None or (m.provider or "").strip().lower() == wanted]
+    if provider is not None and not entries:
+        known = sorted({m.provider for m in cat.models if m.provider})
+        raise UsageError(f"{arg('provider', repr(provider))} matches no model; known: "
+                         f"{', '.join(known)}", param="provider")
+    return ModelList(tuple(ModelRow(m, _tokenizer_label(m, short=True)) for m in entries))
+
+
+def list_gpus(*, catalog: CatalogSource = None) -> GpuList:
+    """The catalog's GPUs, in file order."""
+    return GpuList(open_catalog(catalog).gpus)
+
+
+def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
+    """The entry of a model id, alias or dated id (``gpt-4o-2024-08-06``)."""
+    entry = open_catalog(catalog).resolve(model)
+    weights = _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
+    return ModelDetails(entry, _tokenizer_label(entry), weights)
+
+
+def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
+    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
+
+    Placeholders never show: ``show`` gives the file itself (the package's folder
+    expanded), ``list`` the package and the file's version (``mistral-common v1``). A
+    tiktoken encoding is its real name (``o200k`` shows as ``o200k_base``).
+
+    >>> from tokcost.catalog import load_catalog
+    >>> cat = load_catalog()
+    >>> [_tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
+    ['o200k_base', '≈o200k_base']
+    >>> _tokenizer_label(cat.resolve("mistral-nemo"), short=True)
+    'mistral-common tekken_240718'
+    """
+    from tokcost.adapters.registry import normalize_spec
+    from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
+    from tokcost.tokenizers import spec_label
+
+    written = normalize_spec(entry.tokenizer_spec or "")
+    if not written:
+        return ""
+    label = _expanded(written, entry.id)
+    package = next((dist for module, (dist, _) in PACKAGE_PLACEHOLDERS.items()
+                    if "{" + module + "}" in written), None)
+    if short:
+        # .../tokenizer.model.v7 -> v7; .../tekken_240718.json -> tekken_240718
+        name = written.rsplit("/", 1)[-1]
+        version = re.search(r"\.model\.(v\d+)$", name)
+        label = (f"{package} {version.group(1) if version else name.split('.', 1)[0]}"
+                 if package is not None else spec_label(written))
+    return label if entry.tokenizer_exact else f"≈{label}"
+
+
+def _expanded(spec: str, model_id: str) -> str:
+    """A spec with its package placeholders expanded; when the package is missing,
+    the spec as written and the pip command that installs it."""
+    from tokcost.catalog.schema import expand_package_paths
+
+    try:
+        return expand_package_paths(spec, model_id) or spec
+    except MissingDependency as exc:
+        return f"{spec} (needs the '{exc.package}' package: pip install 'tokcost[{exc.extra}]')"
+
+
+def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
+    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
+
+    Unlike loading, this reads the file afresh (no cache) and also reports keys
+    written twice (YAML would silently keep the last), each tokenizer spec that
+    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
+    ``model:`` ids of the catalog; a path only for its form), and names that clash
+    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
+    empty is a problem like any other; one that cannot be opened raises
+    ``CatalogError`` (there is nothing to check).
+    """
+    from tokcost.adapters.registry import check_spec
+    from tokcost.catalog import load_catalog, validate_file
+    from tokcost.catalog.lookup import catalog_file
+
+    path = str(file if file is not None else catalog_file())
+    problems = tuple(str(p) for p in validate_file(path, judge=check_spec))
+    if problems:
+        return CatalogCheck(path, problems)
+    cat = load_catalog(path)  # the catalog the file makes: with the shipped one if it extends
+    return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
+
+
+# --- sync-prices -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncPricesRequest:
+    """Compare ``catalog``'s prices (a file; default: the one in use) with genai-prices as
+    of ``when`` (default: now); ``write`` the differences into the file."""
+
+    catalog: str | Path | None = None
+    write: bool = False
+    when: _dt.datetime | None = None
+
+    @property
+    def file(self) -> Path:
+        from tokcost.catalog.lookup import catalog_file
+
+        return catalog_file(self.catalog)
 
 
 @dataclass(frozen=True)
@@ -123,170 +242,103 @@ class PriceSync:
         }
 
 
-def list_models(
-    *, provider: str | None = None, catalog: str | Path | Catalog | None = None
-) -> ModelList:
-    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
-    from tokcost.tokenizers import open_catalog
-
-    cat = open_catalog(catalog)
-    # Provider names compare as model ids do: "OpenAI" is "openai".
-    wanted = provider.strip().lower() if provider is not None else None
-    entries = tuple(m for m in cat.models
-                    if wanted is None or (m.provider or "").strip().lower() == wanted)
-    if provider is not None and not entries:
-        known = sorted({m.provider for m in cat.models if m.provider})
-        raise UsageError(
-            f"provider={provider!r} matches no model; known: {', '.join(known)}",
-            param="provider",
-        )
-    return ModelList(entries)
-
-
-def tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
-    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
-
-    Placeholders never show: ``show`` gives the file itself (the package's folder
-    expanded, ``sp:/.../mistral_common/data/tokenizer.model.v1``), ``list`` the
-    package and the file's version (``mistral-common v1``). A tiktoken encoding is
-    its real name (``o200k`` written in a catalog shows as ``o200k_base``); ``≈``
-    marks a proxy.
-
-    >>> from tokcost.catalog import load_catalog
-    >>> cat = load_catalog()
-    >>> [tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
-    ['o200k_base', '≈o200k_base']
-    >>> tokenizer_label(cat.resolve("mistral-nemo"), short=True)
-    'mistral-common tekken_240718'
-    """
-    from tokcost.adapters.registry import normalize_spec
-    from tokcost.tokenizers import spec_label
-
-    written = normalize_spec(entry.tokenizer_spec or "")
-    if not written:
-        return ""
-    if short:
-        package = _placeholder_package(written)
-        label = (f"{package} {_file_version(written)}" if package is not None
-                 else spec_label(written))
-    else:
-        label = _expanded(written, entry.id)
-    return label if entry.tokenizer_exact else f"≈{label}"
-
-
-def weights_label(entry: ModelEntry) -> str | None:
-    """The entry's reference weights file as ``models show`` prints it (expanded)."""
-    return _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
-
-
-def _expanded(spec: str, model_id: str) -> str:
-    """A spec with its package placeholders expanded; when the package is missing,
-    the spec as written and the pip command that installs it."""
-    from tokcost.catalog.schema import expand_package_paths
-    from tokcost.errors import MissingDependency
-
-    try:
-        return expand_package_paths(spec, model_id) or spec
-    except MissingDependency as exc:
-        return f"{spec} (needs the '{exc.package}' package: pip install 'tokcost[{exc.extra}]')"
-
-
-def _placeholder_package(spec: str) -> str | None:
-    """The pip name of the package a ``{placeholder}`` in ``spec`` stands for."""
-    from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
-
-    for module, (dist, _extra) in PACKAGE_PLACEHOLDERS.items():
-        if "{" + module + "}" in spec:
-            return dist
-    return None
-
-
-def _file_version(spec: str) -> str:
-    """``.../tokenizer.model.v7`` -> ``v7``; ``.../tekken_240718.json`` -> ``tekken_240718``."""
-    import re
-
-    name = spec.rsplit("/", 1)[-1]
-    version = re.search(r"\.model\.(v\d+)$", name)
-    return version.group(1) if version else name.split(".", 1)[0]
-
-
-def list_gpus(*, catalog: str | Path | Catalog | None = None) -> GpuList:
-    """The catalog's GPUs, in file order."""
-    from tokcost.tokenizers import open_catalog
-
-    return GpuList(open_catalog(catalog).gpus)
-
-
-def show_model(model: str, *, catalog: str | Path | Catalog | None = None) -> ModelDetails:
-    """The entry of a model id, alias or dated id (``gpt-4o-2024-08-06``)."""
-    from tokcost.tokenizers import open_catalog
-
-    return ModelDetails(open_catalog(catalog).resolve(model))
-
-
-def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
-
-    Unlike loading, this reads the file afresh (no cache) and also reports keys
-    written twice (YAML would silently keep the last), each tokenizer spec that
-    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
-    ``model:`` ids of the catalog; a path only for its form), and names that clash
-    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
-    empty is a problem like any other; one that cannot be opened raises
-    ``CatalogError`` (there is nothing to check).
-    """
-    from tokcost.adapters.registry import check_spec
-    from tokcost.catalog import load_catalog, validate_file
-    from tokcost.catalog.lookup import catalog_files
-    from tokcost.errors import CatalogError
-
-    path = str(file) if file is not None else str(catalog_files(None)[0])
-    problems = tuple(str(p) for p in validate_file(path, check_tokenizer=check_spec))
-    if problems:
-        return CatalogCheck(path, problems)
-    try:  # the catalog the file makes: with the shipped one when it extends it
-        cat = load_catalog(path)
-    except CatalogError as exc:  # pragma: no cover - validate_file checks what loading does
-        return CatalogCheck(path, (str(exc),))
-    return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
-
-
-def sync_prices(
-    *, catalog: str | Path | None = None, write: bool = False, when: _dt.datetime | None = None
-) -> PriceSync:
+def sync_prices(request: SyncPricesRequest) -> PriceSync:
     """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``).
 
     With ``write``, the differences that are plain values are written into the
     catalog file, in place (comments and layout kept), checked, then atomically
     replaced; a whole new tier is left to a hand edit. Each entry brought up to date
     gets a new ``as_of``: the database's start date for its prices, or the UTC day of
-    ``when`` where the database has none. ``when`` dates the database prices
-    (default: now). ``current`` on the result says whether there was nothing to change
-    (what ``models sync-prices --check`` exits on).
+    ``when`` where the database has none. ``current`` on the result says whether there
+    was nothing to change (what ``models sync-prices --check`` exits on).
     """
+    from tokcost.atomic import ensure_writable
     from tokcost.catalog import load_catalog
-    from tokcost.catalog.lookup import catalog_files
     from tokcost.catalog.sync import apply_diffs, compare_prices
     from tokcost.resources import shipped_path
 
-    path = Path(catalog) if catalog is not None else catalog_files(None)[0]
-    if write:
-        from tokcost.atomic import ensure_writable
-
+    path = request.file
+    if request.write:
         ensure_writable(path)  # before the database is read and compared
-    report = compare_prices(list(load_catalog(path).models), when=when)
-    done = apply_diffs(path, list(report.diffs)) if write and report.diffs else None
+    report = compare_prices(list(load_catalog(path).models), when=request.when)
+    done = apply_diffs(path, list(report.diffs)) if request.write and report.diffs else None
     return PriceSync(
-        file=path,
-        database_version=report.database_version,
-        matched=report.matched,
-        unmatched=report.unmatched,
-        differences=report.diffs,
-        written=done.changes if done is not None else 0,
-        write=write,
+        file=path, database_version=report.database_version, matched=report.matched,
+        unmatched=report.unmatched, differences=report.diffs,
+        written=done.changes if done is not None else 0, write=request.write,
         shipped=path.resolve() == shipped_path("models.yaml").resolve(),
         dated=done.dated if done is not None else (),
     )
+
+
+# --- a model from Hugging Face ---------------------------------------------------------------
+
+
+def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
+    """A Hugging Face model by ``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``,
+    or a path: a config.json or a model folder (config.json + safetensors shards)."""
+    from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
+
+    if isinstance(source, str) and is_hf_spec(source):
+        return load_hf_model(source, model_id=model_id)
+    return load_config(source, model_id=model_id)
+
+
+def resolve_model(
+    model: str | ModelEntry | None,
+    *,
+    config: str | Path | None = None,
+    catalog: Catalog,
+    needs_weights: bool = False,
+) -> tuple[ModelEntry, HfModel | None]:
+    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``,
+    or the ``config`` (a config.json or model folder); and, for the latter two, what
+    was read to make it. ``needs_weights``: the caller sizes the weights, which a
+    config without safetensors headers cannot tell.
+    """
+    if config is not None and model is not None:
+        raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
+                         param="config", related=("model",))
+    if config is None and model is None:
+        raise UsageError(f"give {arg('model', 'ID')} (a catalog id or hf:ORG/REPO) or "
+                         f"{arg('config', 'PATH')} (a model's config.json or its folder)",
+                         param="model", related=("config",))
+    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
+    if model is not None and not (isinstance(model, str) and _is_hf(model)):
+        return (catalog.resolve(model) if isinstance(model, str) else model), None
+    loaded = load_model_source(config if config is not None else str(model))
+    arch = loaded.entry.architecture
+    if needs_weights and arch is not None and arch.params_total is None:
+        raise UsageError(
+            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
+            f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
+            f"without {arg('gpu')} and {arg('bandwidth')}",
+            param="kv_memory", related=("gpu", "bandwidth"),
+        )
+    return loaded.entry, loaded
+
+
+def _is_hf(model: str) -> bool:
+    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportModelRequest:
+    """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
+    named ``model_id`` (default: the repo's or folder's name), written to ``output``
+    when given (an existing file only with ``force``)."""
+
+    source: str | Path
+    model_id: str | None = None
+    output: Path | None = None
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if not str(self.source).strip():
+            raise UsageError(f"{arg('source')} is empty; give hf:ORG/REPO, a model folder or "
+                             "a config.json", param="source")
+        if self.output is not None:
+            object.__setattr__(self, "output", Path(self.output).expanduser())
 
 
 @dataclass(frozen=True)
@@ -315,88 +367,27 @@ class ModelImport:
         }
 
 
-def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
-    """A Hugging Face model by ``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``,
-    or a path: a config.json or a model folder (config.json + safetensors shards)."""
-    from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
-
-    if isinstance(source, str) and is_hf_spec(source):
-        return load_hf_model(source, model_id=model_id)
-    return load_config(source, model_id=model_id)
-
-
-def resolve_model(
-    model: str | ModelEntry | None,
-    *,
-    config: str | Path | None = None,
-    catalog: Catalog,
-    needs_weights: bool = False,
-) -> tuple[ModelEntry, HfModel | None]:
-    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``,
-    or the ``config`` (a config.json or model folder); and, for the latter two, what
-    was read to make it. ``needs_weights``: the caller sizes the weights, which a
-    config without safetensors headers cannot tell.
-    """
-    if config is not None and model is not None:
-        raise UsageError("give model=ID or config=PATH, not both", param="config",
-                         related=("model",))
-    if config is None and model is None:
-        raise UsageError("give model=ID (a catalog id or hf:ORG/REPO) or config=PATH (a "
-                         "model's config.json or its folder)", param="model", related=("config",))
-    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
-    if config is None and not (isinstance(model, str) and _is_hf(model)):
-        assert model is not None
-        return (catalog.resolve(model) if isinstance(model, str) else model), None
-    source: str | Path = config if config is not None else str(model)
-    loaded = load_model_source(source)
-    arch = loaded.entry.architecture
-    if needs_weights and arch is not None and arch.params_total is None:
-        raise UsageError(
-            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
-            "unknown; give the model folder with its shards, or kv_memory=SIZE without gpu "
-            "and bandwidth",
-            param="kv_memory", related=("gpu", "bandwidth"),
-        )
-    return loaded.entry, loaded
-
-
-def _is_hf(model: str) -> bool:
-    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
-
-
-def import_model(
-    source: str | Path,
-    *,
-    model_id: str | None = None,
-    output: str | Path | None = None,
-    force: bool = False,
-) -> ModelImport:
-    """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
-    as YAML that loads as a catalog (``catalog=FILE``) beside the shipped one.
-
-    ``output`` writes the YAML there atomically; an existing file is replaced only with
-    ``force``. The file is checked before anything is read.
-    """
+def import_model(request: ImportModelRequest) -> ModelImport:
+    """The entry ``request`` asks for, as YAML that loads as a catalog (``catalog=FILE``)
+    beside the shipped one; written atomically to ``output`` when given (the file is
+    checked before anything is read)."""
+    from tokcost.atomic import ensure_writable, write_text_atomic
     from tokcost.catalog.entry_yaml import catalog_text
 
-    target = Path(output).expanduser() if output is not None else None
+    target = request.output
     if target is not None:
-        from tokcost.atomic import ensure_writable
-
-        if target.exists() and not target.is_dir() and not force:
-            raise UsageError(f"{target} exists; pass force=True to overwrite it", param="force")
+        if target.exists() and not target.is_dir() and not request.force:
+            raise UsageError(f"{target} exists; pass {arg('force', True)} to overwrite it",
+                             param="force")
         ensure_writable(target)
-    loaded = load_model_source(source, model_id=model_id)
+    loaded = load_model_source(request.source, model_id=request.model_id)
     entry, extends, fitted = _beside_shipped(loaded.entry)
     notes = (*loaded.notes, *fitted)
-    header = [f"tokcost models import {source}"]
+    header = [f"tokcost models import {request.source}"]
     if loaded.origin != str(Path(loaded.config_file).parent):  # the cache or the hub
         header.append(f"config: {loaded.config_file} ({loaded.origin})")
-    header += notes
-    text = catalog_text(entry, header=header, extends=extends)
+    text = catalog_text(entry, header=[*header, *notes], extends=extends)
     if target is not None:
-        from tokcost.atomic import write_text_atomic
-
         write_text_atomic(target, text)
     return ModelImport(entry, text, loaded.config_file, loaded.origin, loaded.shards,
                        loaded.header_bytes, notes, target)
@@ -406,8 +397,6 @@ def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...
     """``entry`` fitted to extend the shipped catalog: aliases another shipped model
     already has are left out; an id that names another shipped model (an alias or a
     dated id of it) makes the file stand alone instead."""
-    import dataclasses
-
     from tokcost.catalog import Catalog, load_catalog
     from tokcost.errors import CatalogError
     from tokcost.resources import shipped_path
@@ -418,9 +407,7 @@ def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...
     taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
     notes = [f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
              for a in entry.aliases if a.lower() in taken]
-    entry = dataclasses.replace(
-        entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken)
-    )
+    entry = replace(entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken))
     if len(others) < len(shipped.models):
         notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
     try:

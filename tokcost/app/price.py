@@ -5,8 +5,9 @@ with the model's own tokenizer (or the catalog's proxy for it, then ``exact`` is
 False). The result's ``to_dict()`` is ``tokcost price --json``.
 
 >>> import tokcost
->>> tokcost.price("gpt-4o", input_tokens=1000, output_tokens=200).breakdown.lines[0].kind
-'input'
+>>> request = tokcost.PriceRequest(model="gpt-4o", input_tokens="1k", output_tokens=200)
+>>> tokcost.price(request).breakdown.lines[0].tokens
+1000
 """
 
 from __future__ import annotations
@@ -16,14 +17,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
 from tokcost.tokenizers import model_choice, open_catalog
+from tokcost.units import parse_count
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import CatalogSource, ModelEntry
 
-__all__ = ["PriceResult", "price"]
+__all__ = ["PriceRequest", "PriceResult", "price"]
+
+_COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
+           "reasoning_tokens", "requests")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceRequest:
+    """What to price: ``requests`` identical requests of ``model``.
+
+    The prompt is ``input_tokens`` or the text of ``paths`` (files or folders; ``-`` is
+    stdin). ``cached_tokens`` and ``cache_write_tokens`` are parts of the prompt;
+    ``reasoning_tokens`` come on top of ``output_tokens``. Counts may be written as
+    people write them (``"12k"``); a bare string is one path.
+    """
+
+    model: str
+    input_tokens: int | None = None
+    paths: Sequence[str | Path] = ()
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    batch: bool = False
+    requests: int = 1
+    catalog: CatalogSource = None
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise UsageError(f"price needs a model: {arg('model', 'ID')} (see `tokcost models "
+                             "list`)", param="model")
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, parse_count(value, param=name))
+        if self.requests < 1:
+            raise UsageError(f"{arg('requests')} must be a positive integer, got "
+                             f"{self.requests}", param="requests")
+        given = [self.paths] if isinstance(self.paths, (str, Path)) else self.paths
+        object.__setattr__(self, "paths", tuple(str(p) for p in given))
+        if self.paths and self.input_tokens is not None:
+            raise UsageError(f"give the prompt as files or as {arg('input_tokens')}, not both",
+                             param="input_tokens")
+        if not self.paths and self.input_tokens is None:
+            raise UsageError(f"give the prompt: {arg('input_tokens', 'N')}, or files / '-' "
+                             "for stdin", param="input_tokens")
 
 
 @dataclass(frozen=True)
@@ -45,76 +92,27 @@ class PriceResult:
     def to_dict(self) -> dict[str, Any]:
         """The breakdown's keys, then ``input_counted_from_files``, ``exact`` and
         ``warnings``."""
-        data = self.breakdown.to_dict()
-        data["input_counted_from_files"] = self.input_counted_from_files
-        data["exact"] = self.exact
-        data["warnings"] = list(self.warnings)
-        return data
+        return {**self.breakdown.to_dict(), "input_counted_from_files":
+                self.input_counted_from_files, "exact": self.exact,
+                "warnings": list(self.warnings)}
 
 
-def price(
-    model: str,
-    *,
-    input_tokens: int | None = None,
-    paths: Sequence[str | Path] = (),
-    output_tokens: int = 0,
-    cached_tokens: int = 0,
-    cache_write_tokens: int = 0,
-    reasoning_tokens: int = 0,
-    batch: bool = False,
-    requests: int = 1,
-    catalog: str | Path | Catalog | None = None,
-    stdin: BinaryIO | None = None,
-) -> PriceResult:
-    """Price ``requests`` requests of ``model``; the prompt is ``input_tokens`` or ``paths``.
-
-    ``paths`` are files or folders whose text is the prompt (``-``: ``stdin``, default
-    the process's standard input). ``cached_tokens`` and ``cache_write_tokens`` are
-    parts of the prompt; ``reasoning_tokens`` come on top of ``output_tokens``.
-    """
-    if isinstance(paths, (str, Path)):  # one path, not a sequence of characters
-        paths = [paths]
-    _check_counts(input_tokens=input_tokens, output_tokens=output_tokens,
-                  cached_tokens=cached_tokens, cache_write_tokens=cache_write_tokens,
-                  reasoning_tokens=reasoning_tokens, requests=requests)
-    if paths and input_tokens is not None:
-        raise UsageError("give the prompt as files or as input_tokens, not both",
-                         param="input_tokens")
-    entry = open_catalog(catalog).resolve(model)
-    require_price(entry, batch=batch)  # before counting any file
-    exact = True
+def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResult:
+    """Price ``request``; ``stdin`` stands for ``-`` in its paths (default: the process's)."""
+    r = request
+    entry = open_catalog(r.catalog).resolve(r.model)
+    require_price(entry, batch=r.batch)  # before counting any file
     warnings: tuple[str, ...] = ()
-    if paths:
-        input_tokens, exact, warnings = _count(entry, [str(p) for p in paths], stdin)
-    elif input_tokens is None:
-        raise UsageError("give the prompt: input_tokens=N, or files / '-' for stdin",
-                         param="input_tokens")
+    exact, prompt = True, r.input_tokens
+    if prompt is None:
+        prompt, exact, warnings = _count(entry, [str(p) for p in r.paths], stdin)
     breakdown = estimate_cost(
-        entry,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cached_tokens=cached_tokens,
-        cache_write_tokens=cache_write_tokens,
-        reasoning_tokens=reasoning_tokens,
-        batch=batch,
-        requests=requests,
-    )
-    warnings += limit_warnings(entry, input_tokens=input_tokens, output_tokens=output_tokens,
-                               reasoning_tokens=reasoning_tokens, exact=exact)
-    return PriceResult(breakdown, exact, bool(paths), warnings)
-
-
-def _check_counts(**counts: int | None) -> None:
-    """Refuse a count past ``MAX_COUNT`` (10^15) before pricing it: a typo, not a request."""
-    from tokcost.units import MAX_COUNT
-
-    for name, value in counts.items():
-        if value is not None and value > MAX_COUNT:
-            raise UsageError(
-                f"{name}={value:,} is beyond 10^15, more than any corpus or model handles; "
-                "check the number and its suffix",
-                param=name,
-            )
+        entry, input_tokens=prompt, output_tokens=r.output_tokens, cached_tokens=r.cached_tokens,
+        cache_write_tokens=r.cache_write_tokens, reasoning_tokens=r.reasoning_tokens,
+        batch=r.batch, requests=r.requests)
+    warnings += limit_warnings(entry, input_tokens=prompt, output_tokens=r.output_tokens,
+                               reasoning_tokens=r.reasoning_tokens, exact=exact)
+    return PriceResult(breakdown, exact, bool(r.paths), warnings)
 
 
 def _count(
@@ -126,7 +124,7 @@ def _count(
 
     if not entry.tokenizer:
         raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; "
-                         "pass input_tokens=N", param="input_tokens")
+                         f"pass {arg('input_tokens', 'N')}", param="input_tokens")
     choice = model_choice(entry)
     tokenizer = choice.load()
     report = count_paths(paths, {choice.spec: tokenizer}, stdin=stdin)
@@ -138,5 +136,5 @@ def _count(
                          + (f"; and {more} more" if more > 0 else "") + ")")
     if not report.files:
         raise UsageError(f"no text to count in {', '.join(paths)}; give text files, or "
-                         "input_tokens=N", param="input_tokens")
+                         f"{arg('input_tokens', 'N')}", param="input_tokens")
     return report.total_tokens(choice.spec), bool(tokenizer.exact), report.warnings

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.errors import TokcostError, UsageError
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import Catalog, CatalogSource
     from tokcost.memory.cache_policy import CachePolicy
     from tokcost.reference.quality import PolicyQuality
 
@@ -116,7 +116,7 @@ def kvmem_quality(
     kv_group_size: int = 64,
     gpu: str | None = None,
     context: int | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     plot: str | Path | None = None,
     force: bool = False,
     stdin: BinaryIO | None = None,

@@ -1,13 +1,10 @@
 """JSON Schemas of tokcost's YAML files, for editors: completion, hover help, checks.
 
-They are generated from the same declarations the validator uses
-(``tokcost.catalog.schema``, ``tokcost.budget.config``) and shipped in
-``tokcost/schemas/``; a test keeps the shipped files equal to a fresh generation.
-Point an editor at one with a first line such as::
-
-    # yaml-language-server: $schema=tokcost/schemas/models.schema.json
-
-Regenerate them after changing a declaration: ``python -m tokcost.app.schemas``.
+Generated from the pydantic models the validator uses (``tokcost.catalog.document``,
+``tokcost.budget.config``) and shipped in ``tokcost/schemas/`` (a test keeps them equal
+to a fresh generation). Point an editor at one with a first line such as
+``# yaml-language-server: $schema=tokcost/schemas/models.schema.json``; regenerate them
+after changing a model: ``python -m tokcost.app.schemas``.
 
 >>> json_schema(SchemaDocument.CATALOG)["title"]
 'tokcost catalog (models.yaml)'
@@ -21,18 +18,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SchemaDocument", "json_schema", "schema_path"]  # write_json_schemas: for development
+__all__ = ["SchemaDocument", "json_schema", "schema_path"]
 
 
 class SchemaDocument(str, Enum):
-    """A kind of tokcost YAML file."""
+    """A kind of tokcost YAML file: its value names the schema file."""
 
     CATALOG = "models"  # models.yaml: the model catalog
     BUDGETS = "tokcost"  # tokcost.yaml (or [tool.tokcost]): the budget config
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.value}.schema.json"
 
 
 _TITLES = {
@@ -42,23 +35,21 @@ _TITLES = {
 
 
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
-    """The JSON Schema (draft-07) of ``document``, from its declaration."""
+    """The JSON Schema (draft-07) of ``document``, from its pydantic model."""
     from tokcost.budget.config import ConfigDocument
-    from tokcost.catalog.schema import CatalogDocument
+    from tokcost.catalog.document import CatalogDocument
     from tokcost.catalog.validation import json_schema as generate
 
     document = SchemaDocument(document)
-    root = CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument
-    schema = generate(root)
-    schema["title"] = _TITLES[document]
-    return schema
+    schema = generate(CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument)
+    return {**schema, "title": _TITLES[document]}
 
 
 def schema_path(document: SchemaDocument | str) -> Path:
     """The shipped schema file of ``document`` (what ``$schema=`` can point at)."""
     from tokcost.resources import shipped_path
 
-    return shipped_path("schemas") / SchemaDocument(document).file_name
+    return shipped_path("schemas") / f"{SchemaDocument(document).value}.schema.json"
 
 
 def render(document: SchemaDocument | str) -> str:
@@ -66,21 +57,12 @@ def render(document: SchemaDocument | str) -> str:
     return json.dumps(json_schema(document), indent=2, ensure_ascii=False) + "\n"
 
 
-def write_json_schemas(folder: Path | None = None) -> list[Path]:
-    """Write every schema into ``folder`` (default: the shipped ``tokcost/schemas``)."""
-    from tokcost.atomic import ensure_writable, write_text_atomic
+if __name__ == "__main__":  # python -m tokcost.app.schemas [FOLDER]: write them all
+    from tokcost.atomic import write_text_atomic
 
-    target = folder if folder is not None else schema_path(SchemaDocument.CATALOG).parent
-    ensure_writable(target / SchemaDocument.CATALOG.file_name, create_folder=True)
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
     for document in SchemaDocument:
-        path = target / document.file_name
+        path = schema_path(document)
+        if len(sys.argv) > 1:
+            path = Path(sys.argv[1]) / path.name
         write_text_atomic(path, render(document))
-        written.append(path)
-    return written
-
-
-if __name__ == "__main__":  # python -m tokcost.app.schemas [FOLDER]
-    for path in write_json_schemas(Path(sys.argv[1]) if len(sys.argv) > 1 else None):
         print(path)

@@ -12,7 +12,7 @@ from tokcost.memory.blocks import check_block_size
 from tokcost.memory.policies import POLICIES, PolicyName, policy_names
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import CatalogSource, ModelEntry
     from tokcost.memory import KvDtypeName
     from tokcost.memory.report import PolicyReport
 
@@ -59,7 +59,7 @@ class SimulationResult:
 def simulate(
     *,
     model: str | ModelEntry = "opt-13b",
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     kv_memory: int = 12 * 10**9,
     kv_dtype: KvDtypeName | str = "fp16",
     slots: int | None = None,

@@ -41,7 +41,7 @@ from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.bpe.train import ProgressFn
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import Architecture
 
 __all__ = ["BPE_KNEE_GAIN", "BPESweepPoint", "BPESweepResult", "sweep_bpe"]
@@ -234,7 +234,7 @@ def _sizes(vocab_sizes: Sequence[int | str]) -> tuple[int, ...]:
 
 
 def _width(hidden: int | None, model: str | None, tied: bool,
-           catalog: str | Path | Catalog | None) -> _Width:
+           catalog: CatalogSource) -> _Width:
     if hidden is not None and model is not None:
         raise UsageError("give the width as hidden or as a catalog model, not both",
                          param="hidden")
@@ -311,7 +311,7 @@ def sweep_bpe(
     knee_gain: float = KNEE_GAIN,
     plot: str | Path | None = None,
     force: bool = False,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     progress: ProgressFn | None = None,
     stdin: BinaryIO | None = None,
 ) -> BPESweepResult:

@@ -25,29 +25,30 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from tokcost.budget.kinds import Percent, Share, Tokens, Usd
+from pydantic import Field, PrivateAttr, model_validator
+
 from tokcost.catalog import yamltext
-from tokcost.catalog.fields import (
-    Choice,
-    Doc,
-    Flag,
-    Items,
-    Key,
-    PathKey,
-    Record,
-    Required,
-    Strings,
-    Text,
-    dotted,
+from tokcost.catalog.validation import (
+    FLAG,
+    PERCENT,
+    SHARE,
+    Invalid,
+    Strict,
+    check,
+    choice,
+    count,
+    listed,
+    strings,
+    text,
+    usd,
 )
-from tokcost.errors import TokcostError, UsageError, suggest
-
-KeyPath = PathKey
+from tokcost.catalog.yamltext import PathKey, dotted
+from tokcost.errors import TokcostError, UsageError, arg, suggest
 
 CONFIG_NAMES = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml")
 DEFAULT_BASELINE = ".tokcost-baseline.json"
@@ -63,103 +64,108 @@ LIMIT_KEYS = (
     "max_context_percent",
 )
 
-_TEXT = Text(strip=True)
-_GLOBS = Strings("a glob or a list of globs", nonempty=True, strip=True)
-_PERCENT = Percent()
+Name = Annotated[str, text(strip=True)]
+Globs = Annotated[tuple[str, ...], strings("a glob or a list of globs", nonempty=True,
+                                           strip=True)]
+Tokens = Annotated[int, count(what="a whole number >= 1")]
+Reserve = Annotated[int, count(0, what="a whole number >= 0")]
+Percent = Annotated[float, PERCENT]
+_TOKENS = "tokens, e.g. 2000 or 10k"
 
 
 class BudgetConfigError(UsageError):
     """The budget config is missing or malformed (exit code 2)."""
 
 
-@dataclass(frozen=True)
-class Budget(Record):
+class Budget(Strict):
     """One budget: which files, counted how, and the limits they must keep.
 
     ``combine`` means the matched files are sent together as one prompt, so the
     cost per call and the context-window share apply to their sum.
     """
 
-    name: Annotated[
-        str, _TEXT, Required("missing key 'name'; give every budget a unique name"),
-        Doc("unique name of the budget"),
-    ]
-    paths: Annotated[
-        tuple[str, ...], _GLOBS,
-        Required("missing key 'paths'; list the globs of the files to check"),
-        Doc("gitignore-style globs, relative to the config's folder"),
-    ]
-    exclude: Annotated[tuple[str, ...], _GLOBS, Doc("globs of files to leave out")] = ()
-    model: Annotated[str | None, _TEXT, Doc("catalog model (default: the config's)")] = None
-    tokenizer: Annotated[str | None, _TEXT, Doc("tokenizer spec (default: the model's)")] = None
-    max_tokens_per_file: Annotated[int | None, Tokens(), Doc("tokens, e.g. 2000 or 10k")] = None
-    max_total_tokens: Annotated[int | None, Tokens(), Doc("tokens, e.g. 2000 or 10k")] = None
-    max_cost_per_call: Annotated[
-        Decimal | None, Usd("per call"),
-        Doc("USD, each file (or, with combine, all of them) as one call's prompt"),
-    ] = None
-    output_tokens: Annotated[
-        int, Tokens(minimum=0), Doc("output tokens priced with each call")
-    ] = 0
-    cached_share: Annotated[
-        Decimal, Share(), Doc("share of the prompt read from the cache (0.5 or 50%)"),
-    ] = Decimal(0)
-    max_growth_percent: Annotated[
-        float | None, _PERCENT, Doc("growth of the total against the baseline")
-    ] = None
-    max_file_growth_percent: Annotated[
-        float | None, _PERCENT, Doc("growth of each file against the baseline")
-    ] = None
-    max_context_percent: Annotated[
-        float | None, _PERCENT, Doc("share of the model's context window")
-    ] = None
-    reserve_output_tokens: Annotated[
-        int | None, Tokens(minimum=0),
-        Doc("output tokens kept free in the context window (default: output_tokens)"),
-    ] = None
-    combine: Annotated[bool, Flag(), Doc("the files are sent together as one prompt")] = False
-    line: Annotated[int | None, Key(None)] = None  # where the budget starts in the config file
+    missing: ClassVar[Mapping[str, str]] = {
+        "name": "missing key 'name'; give every budget a unique name",
+        "paths": "missing key 'paths'; list the globs of the files to check",
+    }
+    name: Name = Field(description="unique name of the budget")
+    paths: Globs = Field(description="gitignore-style globs, relative to the config's folder")
+    exclude: Globs = Field((), description="globs of files to leave out")
+    model: Name | None = Field(None, description="catalog model (default: the config's)")
+    tokenizer: Name | None = Field(None, description="tokenizer spec (default: the model's)")
+    max_tokens_per_file: Tokens | None = Field(None, description=_TOKENS)
+    max_total_tokens: Tokens | None = Field(None, description=_TOKENS)
+    max_cost_per_call: Annotated[Decimal, usd("per call")] | None = Field(
+        None, description="USD, each file (or, with combine, all of them) as one call's prompt")
+    output_tokens: Reserve = Field(0, description="output tokens priced with each call")
+    cached_share: Annotated[Decimal, SHARE] = Field(
+        Decimal(0), description="share of the prompt read from the cache (0.5 or 50%)")
+    max_growth_percent: Percent | None = Field(
+        None, description="growth of the total against the baseline")
+    max_file_growth_percent: Percent | None = Field(
+        None, description="growth of each file against the baseline")
+    max_context_percent: Percent | None = Field(
+        None, description="share of the model's context window")
+    reserve_output_tokens: Reserve | None = Field(
+        None, description="output tokens kept free in the context window (default: "
+        "output_tokens)")
+    combine: Annotated[bool, FLAG] = Field(
+        False, description="the files are sent together as one prompt")
+    _line: int | None = PrivateAttr(None)
+
+    @property
+    def line(self) -> int | None:
+        """Where the budget starts in its config file."""
+        return self._line
 
     @property
     def reserve(self) -> int:
         """Output tokens kept free in the context window (default: ``output_tokens``)."""
         return self.output_tokens if self.reserve_output_tokens is None else (
-            self.reserve_output_tokens
-        )
+            self.reserve_output_tokens)
 
-    def _problems(self) -> Iterable[tuple[PathKey, str]]:
+    @model_validator(mode="after")
+    def _a_limit(self) -> Budget:
         if all(getattr(self, key) is None for key in LIMIT_KEYS):
-            yield (), f"sets no limit; add one of {', '.join(LIMIT_KEYS)}"
+            raise Invalid(f"sets no limit; add one of {', '.join(LIMIT_KEYS)}")
+        return self
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigDocument(Record):
+class ConfigDocument(Strict):
     """A budget config (tokcost.yaml, or [tool.tokcost] in pyproject.toml)."""
 
-    version: Annotated[
-        int, Choice((CONFIG_VERSION,), f"config version {CONFIG_VERSION}")
-    ] = CONFIG_VERSION
-    model: Annotated[str | None, _TEXT, Doc("default catalog model of the budgets")] = None
-    tokenizer: Annotated[str | None, _TEXT, Doc("default tokenizer spec")] = None
-    catalog: Annotated[str | None, _TEXT, Doc("models YAML, relative to this file")] = None
-    baseline: Annotated[
-        str | None, _TEXT, Doc(f"baseline JSON, relative to this file (default {DEFAULT_BASELINE})")
-    ] = None
-    budgets: Annotated[
-        tuple[Budget, ...], Items("a non-empty list under 'budgets'", nonempty=True),
-        Required("expected a non-empty list under 'budgets', got None"),
-    ]
+    missing: ClassVar[Mapping[str, str]] = {
+        "budgets": "expected a non-empty list under 'budgets', got None",
+    }
+    version: Annotated[int, choice((CONFIG_VERSION,), f"config version {CONFIG_VERSION}")] = \
+        CONFIG_VERSION
+    model: Name | None = Field(None, description="default catalog model of the budgets")
+    tokenizer: Name | None = Field(None, description="default tokenizer spec")
+    catalog: Name | None = Field(None, description="models YAML, relative to this file")
+    baseline: Name | None = Field(
+        None, description=f"baseline JSON, relative to this file (default {DEFAULT_BASELINE})")
+    budgets: Annotated[tuple[Budget, ...], listed("a non-empty list under 'budgets'",
+                                                  nonempty=True)] = Field(
+        json_schema_extra={"minItems": 1})
 
-    def _problems(self) -> Iterable[tuple[PathKey, str]]:
+    @model_validator(mode="after")
+    def _unique_names(self) -> ConfigDocument:
         seen: dict[str, int] = {}
+        twice: list[tuple[PathKey, str]] = []
         for i, budget in enumerate(self.budgets):
             if budget.name in seen:
-                yield (
-                    ("budgets", i, "name"),
-                    f"duplicate budget name (also budgets[{seen[budget.name]}]); "
-                    "names must be unique",
-                )
+                twice.append((("budgets", i, "name"), f"duplicate budget name (also "
+                               f"budgets[{seen[budget.name]}]); names must be unique"))
             seen.setdefault(budget.name, i)
+        if twice:
+            raise Invalid(twice[0][1], twice[0][0], *twice[1:])
+        return self
+
+
+def _placed(budget: Budget, line: int | None) -> Budget:
+    placed = budget.model_copy()
+    placed._line = line
+    return placed
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
         str(here))
     raise BudgetConfigError(
         f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
-        "create one (see README: tokcost check) or pass config=PATH",
+        f"create one (see README: tokcost check) or pass {arg('config', 'PATH')}",
         param="config",
     )
 
@@ -291,42 +297,9 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         file, shadowed = discover_config()
     else:
         file = Path(path)
-    name = _display(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BudgetConfigError(
-            f"config='{name}' does not exist; give a tokcost.yaml or a pyproject.toml",
-            param="config",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BudgetConfigError(f"cannot read config file '{name}': {exc}") from None
-    locate: Callable[[KeyPath], int | None]
-    if file.suffix == ".toml":
-        from tokcost.budget.toml_lines import key_lines, nearest
-
-        doc = _load_toml(text, name)
-        tool = doc.get("tool")
-        if not isinstance(tool, dict) or "tokcost" not in tool:
-            raise BudgetConfigError(
-                f"{name}: no [tool.tokcost] table; add one or pass config=tokcost.yaml",
-                param="config",
-            )
-        data: Any = tool["tokcost"]
-        lines = key_lines(text)
-
-        def locate(key: KeyPath) -> int | None:
-            return nearest(lines, ("tool", "tokcost", *key))
-    else:
-        data = yamltext.parse(text, name, BudgetConfigError)
-        root_node = yamltext.compose(text) if text.strip() else None
-
-        def locate(key: KeyPath) -> int | None:
-            return yamltext.line_of(root_node, key)
-
-    from tokcost.catalog.validation import validate  # pydantic: only when validating
-
-    checked, issues = validate(ConfigDocument, {} if data is None else data, noun="key")
+    name = display_path(file)
+    data, locate = _read(file, name)
+    checked, issues = check(ConfigDocument, {} if data is None else data, noun="key")
     # A missing key is shown at its mapping: "budgets[0] 'a': missing key 'paths'".
     located = [(issue.loc[:-1] if issue.missing else issue.loc, issue.message)
                for issue in issues]
@@ -337,14 +310,11 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise BudgetConfigError(problems[0] + tail)
-    assert checked is not None  # no problem found means the document validated
     root = file.resolve().parent
     return BudgetConfig(
         path=file,
         root=root,
-        budgets=tuple(
-            replace(b, line=locate(("budgets", i))) for i, b in enumerate(checked.budgets)
-        ),
+        budgets=tuple(_placed(b, locate(("budgets", i))) for i, b in enumerate(checked.budgets)),
         model=checked.model,
         tokenizer=checked.tokenizer,
         catalog=(root / checked.catalog) if checked.catalog else None,
@@ -352,6 +322,34 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         display=name,
         shadowed=shadowed,
     )
+
+
+Locate = Callable[[PathKey], "int | None"]
+
+
+def _read(file: Path, name: str) -> tuple[Any, Locate]:
+    """A config's data (the ``[tool.tokcost]`` table of a pyproject.toml) and the line of
+    each key path in it."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        quoted = f"'{name}'"
+        raise BudgetConfigError(f"{arg('config', quoted)} does not exist; give a "
+                                "tokcost.yaml or a pyproject.toml", param="config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BudgetConfigError(f"cannot read config file '{name}': {exc}") from None
+    if file.suffix != ".toml":
+        data = yamltext.parse(text, name, BudgetConfigError)
+        root = yamltext.compose(text) if text.strip() else None
+        return data, lambda key: yamltext.line_of(root, key)
+    from tokcost.budget.toml_lines import key_lines, nearest
+
+    tool = _load_toml(text, name).get("tool")
+    if not isinstance(tool, dict) or "tokcost" not in tool:
+        raise BudgetConfigError(f"{name}: no [tool.tokcost] table; add one or pass "
+                                f"{arg('config', 'tokcost.yaml')}", param="config")
+    lines = key_lines(text)
+    return tool["tokcost"], lambda key: nearest(lines, ("tool", "tokcost", *key))
 
 
 # --- ad-hoc budgets: paths and limits without a config file ---------------------------------
@@ -377,7 +375,7 @@ def adhoc_config(
     (default: cwd); ``limits`` are budget keys with values as a config takes them
     (``{"max_tokens_per_file": "10k", "max_cost_per_call": "$0.05"}``); ``model`` is
     the config's model and ``tokenizer`` the budget's (it overrides the model's). The
-    same records check it all, so a value means here what it means in a file.
+    same models check it all, so a value means here what it means in a file.
 
     >>> c = adhoc_config(["prompts/**/*.md"], {"max_tokens_per_file": "10k"})
     >>> c.budgets[0].paths, c.budgets[0].max_tokens_per_file, c.display
@@ -386,27 +384,9 @@ def adhoc_config(
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
     given = [str(p) for p in paths]
     if not given:
-        raise UsageError("paths is empty; give the files, folders or globs to check",
+        raise UsageError(f"{arg('paths')} is empty; give the files, folders or globs to check",
                          param="paths")
-    keys = [f.name for f in fields(Budget)]
-    for key in limits:
-        if key not in keys:
-            raise UsageError(f"limits: unknown key '{key}'{suggest(key, keys)}; use budget keys "
-                             "such as max_tokens_per_file, max_cost_per_call, max_context_percent",
-                             param="limits")
-        if key in ("name", "paths", "line"):
-            raise UsageError(f"limits cannot set '{key}'; pass the files as paths",
-                             param="limits")
-        if key in _GROWTH_KEYS:
-            raise UsageError(f"limits '{key}' needs a baseline, and a baseline needs a config "
-                             "file; write the budget into tokcost.yaml", param="limits")
-    if not any(key in LIMIT_KEYS for key in limits):
-        wanted = ", ".join(k for k in LIMIT_KEYS if k not in _GROWTH_KEYS)
-        raise UsageError(f"limits sets no limit; give one of {wanted}", param="limits")
-    for key, what in _NEEDS_MODEL.items():
-        if key in limits and model is None and limits.get("model") is None:
-            raise UsageError(f"limits '{key}' needs a model for its {what}; pass model=ID "
-                             "(a catalog model such as 'gpt-4o')", param="model")
+    _check_limits(limits, model)
     budget: dict[str, Any] = {"name": _adhoc_name(given),
                               "paths": [_adhoc_glob(p, base) for p in given], **limits}
     if tokenizer is not None:
@@ -414,28 +394,43 @@ def adhoc_config(
     data: dict[str, Any] = {"budgets": [budget]}
     if model is not None:
         data["model"] = model
-
-    from tokcost.catalog.validation import validate
-
-    checked, issues = validate(ConfigDocument, data, noun="key")
+    checked, issues = check(ConfigDocument, data, noun="key")
     if checked is None:
         issue = issues[0]
         loc = issue.loc[:-1] if issue.missing else issue.loc
         if loc[:2] == ("budgets", 0):
             loc = loc[2:]
         param = str(loc[0]) if loc and loc[0] in ("model", "tokenizer") else "limits"
-        label = dotted(loc)
-        raise UsageError(f"{param}: {label}: {issue.message}" if label and param == "limits"
-                         else f"{param}: {issue.message}", param=param)
-    return BudgetConfig(
-        path=Path(ADHOC),
-        root=base,
-        budgets=checked.budgets,
-        model=checked.model,
-        tokenizer=checked.tokenizer,
-        baseline=base / DEFAULT_BASELINE,
-        display=ADHOC,
-    )
+        label = f"{dotted(loc)}: " if loc and param == "limits" else ""
+        raise UsageError(f"{arg(param)}: {label}{issue.message}", param=param)
+    return BudgetConfig(path=Path(ADHOC), root=base, budgets=checked.budgets,
+                        model=checked.model, tokenizer=checked.tokenizer,
+                        baseline=base / DEFAULT_BASELINE, display=ADHOC)
+
+
+def _check_limits(limits: Mapping[str, Any], model: str | None) -> None:
+    """The limits of an ad-hoc budget: budget keys, at least one limit, no growth."""
+    keys = list(Budget.model_fields)
+    for key in limits:
+        if key not in keys:
+            raise UsageError(f"{arg('limits')}: unknown key '{key}'{suggest(key, keys)}; use "
+                             "budget keys such as max_tokens_per_file, max_cost_per_call, "
+                             "max_context_percent", param="limits")
+        if key in ("name", "paths"):
+            raise UsageError(f"{arg('limits')} cannot set '{key}'; pass the files as "
+                             f"{arg('paths')}", param="limits", related=("paths",))
+        if key in _GROWTH_KEYS:
+            raise UsageError(f"{arg('limits')} '{key}' needs a baseline, and a baseline needs a "
+                             "config file; write the budget into tokcost.yaml", param="limits")
+    if not any(key in LIMIT_KEYS for key in limits):
+        wanted = ", ".join(k for k in LIMIT_KEYS if k not in _GROWTH_KEYS)
+        raise UsageError(f"{arg('limits')} sets no limit; give one of {wanted}",
+                         param="limits")
+    for key, what in _NEEDS_MODEL.items():
+        if key in limits and model is None and limits.get("model") is None:
+            raise UsageError(f"limits '{key}' needs a model for its {what}; pass "
+                             f"{arg('model', 'ID')} (a catalog model such as 'gpt-4o')",
+                             param="model")
 
 
 def _adhoc_name(given: list[str]) -> str:
@@ -445,17 +440,17 @@ def _adhoc_name(given: list[str]) -> str:
     return f"{given[0]} {given[1]} (+{len(given) - 2} more)"
 
 
-def _adhoc_glob(arg: str, root: Path) -> str:
+def _adhoc_glob(typed: str, root: Path) -> str:
     """A path from the command line as a budget glob relative to ``root``.
 
     An existing file or folder means exactly that one (anchored, its special
     characters escaped); other text is a glob with the budget's gitignore rules.
     """
-    text = arg.strip()
+    text = typed.strip()
     path = Path(text)
     full = Path(os.path.abspath(path if path.is_absolute() else root / path))
     if full != root and root not in full.parents:
-        raise UsageError(f"'{arg}' lies outside {root}; check it from a folder that holds "
+        raise UsageError(f"'{typed}' lies outside {root}; check it from a folder that holds "
                          "it", param="paths")
     rel = full.relative_to(root).as_posix()
     if full.exists():
@@ -463,7 +458,7 @@ def _adhoc_glob(arg: str, root: Path) -> str:
             return "**"
         return "/" + _escape_glob(rel) + ("/" if full.is_dir() else "")
     if not _GLOB_CHARS & set(text):
-        raise UsageError(f"no such file or folder: '{arg}'", param="paths")
+        raise UsageError(f"no such file or folder: '{typed}'", param="paths")
     # Keep the glob as typed (relative to root), only normalised: ./a/*.md is a/*.md.
     return rel if path.is_absolute() else _strip_dot(text)
 
@@ -479,7 +474,7 @@ def _escape_glob(rel: str) -> str:
     return "\\" + escaped if escaped[:1] in ("!", "#") else escaped
 
 
-def _spec_problems(data: Any) -> Iterable[tuple[KeyPath, str]]:
+def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
     """Each ``tokenizer:`` (the config's, each budget's) that names nothing tokcost can
     load, judged at load by ``check_spec``, the judge of ``-t`` and of catalog entries,
     rather than when the budget is first counted. A value that is not text at all is
@@ -489,7 +484,7 @@ def _spec_problems(data: Any) -> Iterable[tuple[KeyPath, str]]:
     from tokcost.adapters.registry import check_spec
 
     budgets = data.get("budgets")
-    places: list[tuple[KeyPath, Any]] = [(("tokenizer",), data.get("tokenizer"))]
+    places: list[tuple[PathKey, Any]] = [(("tokenizer",), data.get("tokenizer"))]
     if isinstance(budgets, list):
         places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
                       for i, item in enumerate(budgets) if isinstance(item, dict))
@@ -503,7 +498,7 @@ def _spec_problems(data: Any) -> Iterable[tuple[KeyPath, str]]:
 
 
 def _problem(
-    name: str, key: KeyPath, message: str, data: Any, locate: Callable[[KeyPath], int | None]
+    name: str, key: PathKey, message: str, data: Any, locate: Callable[[PathKey], int | None]
 ) -> str:
     """``tokcost.yaml:4: budgets[0] 'a': max_tokens_per_file: expected ...``."""
     line = locate(key)
@@ -522,11 +517,6 @@ def _budget_name(data: Any, index: int) -> str:
     item = budgets[index] if isinstance(budgets, list) and index < len(budgets) else None
     raw = item.get("name") if isinstance(item, dict) else None
     return raw.strip() if isinstance(raw, str) and raw.strip() else f"#{index}"
-
-
-def _display(file: Path) -> str:
-    """The path as shown in reports (``display_path``)."""
-    return display_path(file)
 
 
 def display_path(file: Path) -> str:

@@ -18,13 +18,12 @@ not a count of this file's tokens alone.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, Measurement
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
 
 __all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
 
@@ -94,7 +93,7 @@ def window_allowance(share: float, window: int, reserve: int) -> int:
 
 
 def locate(result: CheckResult, measurement: Measurement, *,
-           catalog: str | Path | Catalog | None = None) -> CheckResult:
+           catalog: CatalogSource = None) -> CheckResult:
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
     from tokcost.counting import decode_utf8, sniff_binary

@@ -43,7 +43,7 @@ from tokcost.tokenizers import (
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.budget.report import ReportTables
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import Catalog, CatalogSource, ModelEntry
     from tokcost.counting import Engine
 
 RULES = (
@@ -246,8 +246,8 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
     return chosen, unmatched
 
 
-def _open(config: BudgetConfig, catalog: str | Path | Catalog | None,
-          source: str | Path | Catalog | None) -> Catalog:
+def _open(config: BudgetConfig, catalog: CatalogSource,
+          source: CatalogSource) -> Catalog:
     """The catalog for the budgets: a broken one is its own error, and one the config
     names is blamed on the config's ``catalog`` key, not on a parameter never passed."""
     if catalog is not None or config.catalog is None:
@@ -264,7 +264,7 @@ def measure(
     config: BudgetConfig,
     *,
     engine: Engine | None = None,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     files: list[str] | None = None,
 ) -> Measurement:
     """Find and count the files of every budget (each file once per tokenizer).
@@ -344,7 +344,7 @@ def measure(
 
 
 def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
-               catalog: str | Path | Catalog | None) -> TokenizerChoice:
+               catalog: CatalogSource) -> TokenizerChoice:
     """The budget's own tokenizer, else its model's, else the config's, else the default.
 
     A ``model:ID`` spec names a catalog model's tokenizer, through the same catalog.

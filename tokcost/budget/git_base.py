@@ -38,7 +38,7 @@ from tokcost.errors import UsageError
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.budget.evaluate import CheckResult, Measurement
-    from tokcost.catalog import Catalog
+    from tokcost.catalog import CatalogSource
 
 __all__ = ["GitBaseError", "GitTree", "against_base", "baseline_at", "open_tree"]
 
@@ -290,7 +290,7 @@ def renames(tree: GitTree) -> dict[str, str]:
 
 
 def baseline_at(measurement: Measurement, tree: GitTree, *,
-                catalog: str | Path | Catalog | None = None) -> Baseline:
+                catalog: CatalogSource = None) -> Baseline:
     """The counts of every measured budget's files as they are at ``tree``'s ref.
 
     Each budget's globs are matched against the tree's paths and its files counted

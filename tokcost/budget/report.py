@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
 from tokcost.errors import UsageError
-from tokcost.pricing import format_usd
 from tokcost.tokenizers import spec_label
+from tokcost.units import format_usd
 
 if TYPE_CHECKING:  # evaluate imports this module (money, and the result's to_dict)
     from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding
@@ -31,7 +31,7 @@ MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its c
 
 
 def money(value: Decimal) -> str:
-    """USD for people, by the one rule of every command (``tokcost.pricing.format_usd``).
+    """USD for people, by the one rule of every command (``tokcost.units.format_usd``).
 
     >>> money(Decimal("0.0123456")), money(Decimal("0.000042")), money(Decimal("0.5"))
     ('$0.0123', '$0.000042', '$0.50')

@@ -18,7 +18,6 @@ from tokcost.catalog.lookup import load_catalog as load_catalog
 from tokcost.catalog.lookup import validate_file as validate_file
 from tokcost.catalog.schema import Architecture as Architecture
 from tokcost.catalog.schema import Attention as Attention
-from tokcost.catalog.schema import CatalogDocument as CatalogDocument
 from tokcost.catalog.schema import ChatOverhead as ChatOverhead
 from tokcost.catalog.schema import Gpu as Gpu
 from tokcost.catalog.schema import ModelEntry as ModelEntry

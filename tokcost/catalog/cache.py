@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.atomic import write_bytes_atomic
-from tokcost.catalog.fields import Record
+from tokcost.catalog.schema import RECORDS, Record
 
-_FORMAT = "catalog-v1"
+_FORMAT = "catalog-v2"
 # What the validated objects depend on besides the file's bytes.
-_SOURCES = ("fields.py", "schema.py", "units.py", "rules.py", "loader.py")
+_SOURCES = ("document.py", "validation.py", "schema.py", "rules.py", "loader.py",
+            "../units.py")
 
 
 def cache_dir() -> Path:
@@ -116,7 +117,7 @@ def decode(value: Any) -> Any:
     if isinstance(value, tuple):
         tag = value[0]
         if tag == "r":
-            cls = Record._records[value[1]]
+            cls = RECORDS[value[1]]
             return cls(**{k: decode(v) for k, v in value[2].items()})
         if tag == "d":
             return Decimal(value[1])

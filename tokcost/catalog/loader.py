@@ -12,17 +12,20 @@ are the key), which skips both the YAML parser and pydantic.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tokcost.catalog import cache, rules, yamltext
-from tokcost.catalog.fields import PathKey, dotted
-from tokcost.catalog.schema import CatalogDocument, Gpu, ModelEntry
+from tokcost.catalog.schema import Gpu, ModelEntry
+from tokcost.catalog.yamltext import PathKey, dotted
 from tokcost.errors import CatalogError, TokcostError
 from tokcost.resources import shipped_path
+
+Judge = Callable[[str], object]  # judges a tokenizer spec: raises a TokcostError to refuse it
+EMPTY = "the file is empty; a catalog needs a 'models:' list of entries"
+SHIPPED_ORIGIN = "the shipped catalog"
 
 
 @dataclass(frozen=True)
@@ -47,15 +50,10 @@ class CatalogInvalid(CatalogError):
     """A catalog file has one or more problems (all kept in ``problems``)."""
 
     def __init__(self, problems: list[Problem]) -> None:
-        first = str(problems[0])
         more = len(problems) - 1
-        tail = (
-            f" (and {more} more problem{'s' if more > 1 else ''}; "
-            f"run: tokcost models validate {problems[0].file})"
-            if more
-            else ""
-        )
-        super().__init__(first + tail)
+        tail = (f" (and {more} more problem{'s' if more > 1 else ''}; "
+                f"run: tokcost models validate {problems[0].file})" if more else "")
+        super().__init__(str(problems[0]) + tail)
         self.problems = problems
 
 
@@ -77,37 +75,24 @@ def read_file(path: Path) -> ParsedFile:
     """
     data = _read_bytes(path)
     hit = cache.load(path, data)
-    if isinstance(hit, CatalogDocument):
-        return _parsed(path, hit)
-    doc, problems = _check(path, data)
-    if doc is None:
+    if isinstance(hit, tuple) and len(hit) == 3:
+        return ParsedFile(path, *hit)
+    parsed, problems = _check(path, data)
+    if parsed is None:
         raise CatalogInvalid(problems)
-    cache.store(path, data, doc)
-    return _parsed(path, doc)
+    cache.store(path, data, (parsed.models, parsed.gpus, parsed.extends))
+    return parsed
 
 
-def parse_file(path: Path) -> tuple[ParsedFile | None, list[Problem]]:
-    """Check one catalog file without the cache: its content, or None and every problem."""
-    doc, problems = _check(path, _read_bytes(path))
-    return (_parsed(path, doc) if doc is not None else None), problems
+def check_file(path: Path, *, whole: bool = False,
+               judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+    """Everything wrong with one catalog file, without the cache.
 
-
-def check_file(
-    path: Path, *, check_tokenizer: Callable[[str], object] | None = None
-) -> tuple[ParsedFile | None, list[Problem]]:
-    """Everything wrong with one catalog file, for ``tokcost models validate``.
-
-    Beyond what loading checks: keys written twice, ``model:`` tokenizers that name
-    no entry, names that clash with the shipped catalog a file extends, and each
-    tokenizer spec judged by ``check_tokenizer`` (which raises a ``TokcostError``
-    for a spec it refuses: the caller's, since specs are judged one layer up).
+    ``whole`` (``tokcost models validate``) also checks keys written twice, ``model:``
+    tokenizers that name no entry, names that clash with the shipped catalog a file
+    extends, and each tokenizer spec by ``judge`` (specs are judged one layer up).
     """
-    doc, problems = _check(path, _read_bytes(path), whole=True, check_tokenizer=check_tokenizer)
-    return (_parsed(path, doc) if doc is not None else None), problems
-
-
-def _parsed(path: Path, doc: CatalogDocument) -> ParsedFile:
-    return ParsedFile(path, doc.models, doc.gpus, doc.extends == "shipped")
+    return _check(path, _read_bytes(path), whole=whole, judge=judge)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -116,14 +101,9 @@ def _read_bytes(path: Path) -> bytes:
     except FileNotFoundError:
         raise
     except IsADirectoryError:
-        raise CatalogError(
-            f"'{path}' is a folder; give the path of a models YAML file"
-        ) from None
+        raise CatalogError(f"'{path}' is a folder; give the path of a models YAML file") from None
     except OSError as exc:
         raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
-
-
-EMPTY = "the file is empty; a catalog needs a 'models:' list of entries"
 
 
 class _Locator:
@@ -131,9 +111,7 @@ class _Locator:
     need) and the model id an entry's problems are about."""
 
     def __init__(self, name: str, text: str, data: Any) -> None:
-        self.name = name
-        self.text = text
-        self.data = data
+        self.name, self.text, self.data = name, text, data
         self._root: Any = None
         self._composed = False
 
@@ -155,13 +133,10 @@ class _Locator:
         return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
 
 
-def _check(
-    path: Path, raw: bytes, *, whole: bool = False,
-    check_tokenizer: Callable[[str], object] | None = None,
-) -> tuple[CatalogDocument | None, list[Problem]]:
-    """The document, or None and every problem; ``whole``: also what only
-    ``models validate`` checks (see ``check_file``)."""
-    from tokcost.catalog.validation import validate  # pydantic: only when validating
+def _check(path: Path, raw: bytes, *, whole: bool = False,
+           judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+    from tokcost.catalog.document import CatalogDocument  # pydantic: only when validating
+    from tokcost.catalog.validation import check
 
     name = str(path)
     try:
@@ -176,63 +151,55 @@ def _check(
         return None, [Problem(name, (), None, "", str(exc), exc.line)]
     if data is None:  # nothing but blanks and comments
         return None, [Problem(name, (), None, "", EMPTY)]
-    doc, issues = validate(CatalogDocument, data)
+    doc, issues = check(CatalogDocument, data)
     where = _Locator(name, text, data)
     problems = [where.problem(i.loc, i.message) for i in issues]
     flagged = {i.loc for i in issues}
     if isinstance(data, dict):
-        base = _shipped_base(path, data) if whole else ([], [])
-        for clash in _rules(data, base, where.line, whole, check_tokenizer):
+        for clash in _rules(path, data, where.line, whole, judge):
             loc = (*(clash.entry.loc or ()), *clash.at)
             if clash.entry.loc is not None and loc not in flagged:  # one problem per place
                 problems.append(where.problem(loc, clash.message))
     if whole:
         problems.extend(_duplicate_keys(name, where.root))
-    if not problems:
-        return doc, []
-    problems.sort(key=lambda p: p.line or 0)  # file order, as an editor shows them
-    return None, problems
+    if problems or doc is None:
+        problems.sort(key=lambda p: p.line or 0)  # file order, as an editor shows them
+        return None, problems
+    return ParsedFile(path, tuple(m.build() for m in doc.models),
+                      tuple(g.build() for g in doc.gpus), doc.extends == "shipped"), []
 
 
-def _rules(
-    data: dict[Any, Any], base: tuple[list[rules.Entry], list[rules.Entry]], line: rules.Line,
-    whole: bool, check_tokenizer: Callable[[str], object] | None,
-) -> list[rules.Clash]:
+def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
+           judge: Judge | None) -> list[rules.Clash]:
     """The rules across entries (``tokcost.catalog.rules``), on the data as written."""
     models = rules.from_data(data.get("models"), "models", "id")
     gpus = rules.from_data(data.get("gpus"), "gpus", "name")
-    base_models, base_gpus = base
+    base_models, base_gpus = _shipped_base(path, data, models, gpus) if whole else ([], [])
     clashes = [*rules.name_clashes([*base_models, *models], line),
                *rules.gpu_clashes([*base_gpus, *gpus], line)]
     if whole:
         clashes.extend(rules.tokenizer_targets([*base_models, *models], line)[1])
         for entry in models:
-            spec = entry.tokenizer
-            if check_tokenizer is None or spec is None or not spec.strip():
-                continue
-            if spec.strip().startswith(rules.MODEL_REF):
-                continue  # judged above, against the entries
+            spec = (entry.tokenizer or "").strip()
+            if judge is None or not spec or spec.startswith(rules.MODEL_REF):
+                continue  # a model: reference is judged above, against the entries
             try:
-                check_tokenizer(spec)
+                judge(spec)
             except TokcostError as exc:
                 clashes.append(rules.Clash(entry, ("tokenizer",), str(exc)))
     return clashes
 
 
-SHIPPED_ORIGIN = "the shipped catalog"
-
-
-def _shipped_base(path: Path, data: dict[Any, Any]) -> tuple[list[rules.Entry], list[rules.Entry]]:
+def _shipped_base(path: Path, data: dict[Any, Any], models: list[rules.Entry],
+                  gpus: list[rules.Entry]) -> tuple[list[rules.Entry], list[rules.Entry]]:
     """The shipped entries a file that says ``extends: shipped`` is checked against:
     those it does not replace (same model id, same GPU name)."""
     shipped = shipped_path("models.yaml")
     if data.get("extends") != "shipped" or path.resolve() == shipped.resolve():
         return [], []
     base = read_file(shipped)
-    own = rules.from_data(data.get("models"), "models", "id")
-    own_gpus = rules.from_data(data.get("gpus"), "gpus", "name")
-    replaced = {e.id.strip().lower() for e in own if e.id}
-    replaced_gpus = {rules.gpu_key(e.id) for e in own_gpus if e.id}
+    replaced = {e.id.strip().lower() for e in models if e.id}
+    replaced_gpus = {rules.gpu_key(e.id) for e in gpus if e.id}
     return (
         [rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
          if m.id.strip().lower() not in replaced],
@@ -263,16 +230,9 @@ def _duplicate_keys(name: str, root: Any) -> list[Problem]:
                 if key_name == "id" and isinstance(value, yaml.ScalarNode):
                     model = str(value.value)
                 if key_name in seen:
-                    problems.append(
-                        Problem(
-                            name,
-                            (),
-                            model,
-                            key_name,
-                            "key written twice in one mapping; YAML would keep only the last",
-                            key.start_mark.line + 1,
-                        )
-                    )
+                    problems.append(Problem(
+                        name, (), model, key_name, "key written twice in one mapping; YAML "
+                        "would keep only the last", key.start_mark.line + 1))
                 seen.add(key_name)
             for _, value in node.value:
                 walk(value, model)
@@ -282,11 +242,3 @@ def _duplicate_keys(name: str, root: Any) -> list[Problem]:
 
     walk(root, None)
     return problems
-
-
-_DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
-
-
-def is_dated_suffix(rest: str) -> bool:
-    """``-2024-08-06``, ``-20250514``, ``@20240620``, ``-2411``, ``-latest`` are dated ids."""
-    return bool(_DATED_SUFFIX.match(rest))

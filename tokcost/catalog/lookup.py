@@ -12,25 +12,26 @@ claiming the same id, alias or prefix is an error, never a silent pick
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 
 from tokcost.catalog import rules
-from tokcost.catalog.loader import (
-    ParsedFile,
-    Problem,
-    check_file,
-    is_dated_suffix,
-    read_file,
-)
+from tokcost.catalog.loader import Judge, ParsedFile, Problem, check_file, read_file
 from tokcost.catalog.schema import Gpu, ModelEntry
-from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, suggest
+from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, arg, suggest
 from tokcost.resources import shipped_path
 
 ENV_VAR = "TOKCOST_CATALOG"
+_DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
+
+
+def is_dated_suffix(rest: str) -> bool:
+    """``-2024-08-06``, ``-20250514``, ``@20240620``, ``-2411``, ``-latest`` are dated ids."""
+    return bool(_DATED_SUFFIX.match(rest))
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ class Catalog:
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
         raise ModelNotFound(
-            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as catalog=PATH",
+            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as "
+            f"{arg('catalog', 'PATH')}",
             param="catalog",
         )
 
@@ -146,7 +148,7 @@ class Catalog:
             listed = ", ".join(g.name for g in candidates)
             raise GpuNotFound(
                 f"GPU '{name}' is ambiguous: it matches {listed}; name one of them, "
-                f"e.g. gpu={candidates[0].name}",
+                f"e.g. {arg('gpu', candidates[0].name)}",
                 param="gpu",
             )
         names = [g.name for g in self.gpus]
@@ -156,10 +158,9 @@ class Catalog:
             hint = suggest(name, names) or suggest(key, {_gpu_key(n): n for n in names})
         raise GpuNotFound(
             f"unknown GPU '{name}'{hint}; name one the catalog lists, "
-            "or give its memory as gpu_memory=SIZE (e.g. 80GiB)",
+            f"or give its memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)",
             param="gpu_memory",
         )
-
 
     def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
         """The GPUs whose name or an alias begins with ``name`` (compared as lookup
@@ -187,31 +188,22 @@ def _borrow_tokenizer(entry: ModelEntry, source: ModelEntry) -> ModelEntry:
 
 
 def _merge(files: list[ParsedFile]) -> Catalog:
-    """Later files replace same-id models (and same-name GPUs) of earlier ones."""
+    """Later files replace same-id models (and same-name GPUs) of earlier ones; a file
+    that validated names no id twice."""
     models: dict[str, ModelEntry] = {}
     gpus: dict[str, Gpu] = {}
     for parsed in files:
-        local: set[str] = set()
         for entry in parsed.models:
-            key = entry.id.lower()
-            if key in local:
-                raise CatalogError(
-                    f"{parsed.path}: duplicate model id '{entry.id}'; ids must be unique"
-                )
-            local.add(key)
-            models.pop(key, None)  # re-insert so the override keeps file order
-            models[key] = entry
-        for gpu in parsed.gpus:
-            gpus[_gpu_key(gpu.name)] = gpu
+            models.pop(entry.id.lower(), None)  # re-insert so the override keeps file order
+            models[entry.id.lower()] = entry
+        gpus.update((_gpu_key(g.name), g) for g in parsed.gpus)
     return Catalog.build(models.values(), gpus.values(), [p.path for p in files])
 
 
-def catalog_files(path: str | Path | None = None) -> list[Path]:
-    """Which files make up the catalog for ``path`` (None: env var, else shipped)."""
+def catalog_file(path: str | Path | None = None) -> Path:
+    """The file a catalog is read from: ``path``, else ``$TOKCOST_CATALOG``, else shipped."""
     chosen = path if path is not None else os.environ.get(ENV_VAR) or None
-    if chosen is None:
-        return [shipped_path("models.yaml")]
-    return [Path(chosen).expanduser()]
+    return shipped_path("models.yaml") if chosen is None else Path(chosen).expanduser()
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
@@ -220,20 +212,16 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     A user file replaces the shipped catalog, unless it says ``extends: shipped``,
     in which case its models are added to the shipped ones (same id: the user's wins).
     """
-    files = catalog_files(path)
-    stamps = tuple((str(f.resolve()), _stat_key(f)) for f in files)
+    file = catalog_file(path)
     try:
-        return _load_cached(stamps)
+        return _load_cached(str(file.resolve()), _stat_key(file))
     except FileNotFoundError as exc:
-        missing = exc.filename or files[0]
+        missing = f"'{exc.filename or file}'"
         if path is not None:
-            raise CatalogError(
-                f"catalog='{missing}' does not exist; give the path of a models YAML file",
-                param="catalog",
-            ) from None
-        raise CatalogError(
-            f"{ENV_VAR}='{missing}' does not exist; fix or unset the variable"
-        ) from None
+            raise CatalogError(f"{arg('catalog', missing)} does not exist; give the path of a "
+                               "models YAML file", param="catalog") from None
+        raise CatalogError(f"{ENV_VAR}={missing} does not exist; fix or unset the variable"
+                           ) from None
 
 
 def _stat_key(path: Path) -> tuple[int, int, int]:
@@ -246,31 +234,24 @@ def _stat_key(path: Path) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=8)
-def _load_cached(stamps: tuple[tuple[str, tuple[int, int, int]], ...]) -> Catalog:
-    parsed: list[ParsedFile] = []
-    for name, _ in stamps:
-        user = read_file(Path(name))
-        if user.extends:
-            shipped = shipped_path("models.yaml").resolve()
-            if shipped != Path(name):
-                parsed.append(read_file(shipped))
-        parsed.append(user)
-    return _merge(parsed)
+def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
+    user = read_file(Path(name))
+    shipped = shipped_path("models.yaml").resolve()
+    base = [read_file(shipped)] if user.extends and shipped != Path(name) else []
+    return _merge([*base, user])
 
 
-def validate_file(
-    path: str | Path, *, check_tokenizer: Callable[[str], object] | None = None
-) -> list[Problem]:
+def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
     """Every problem of one catalog file (empty when it is valid), for ``models validate``.
 
-    ``check_tokenizer`` judges each tokenizer spec (raising a ``TokcostError``); the
-    catalog cannot judge them itself (``tokcost.adapters`` is beside it, not below),
-    so ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
+    ``judge`` judges each tokenizer spec (raising a ``TokcostError``); the catalog
+    cannot judge them itself (``tokcost.adapters`` is beside it, not below), so
+    ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
     A file that cannot be opened raises ``CatalogError``: there is nothing to check.
     """
     target = Path(path)
     try:
-        return check_file(target, check_tokenizer=check_tokenizer)[1]
+        return check_file(target, whole=True, judge=judge)[1]
     except FileNotFoundError:
-        raise CatalogError(f"'{target}' does not exist; give the path of a models YAML file",
-                           param="file") from None
+        raise CatalogError(f"'{target}' does not exist; give the path of a models YAML "
+                           f"{arg('file')}", param="file") from None

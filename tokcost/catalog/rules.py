@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tokcost.catalog.fields import PathKey
+from tokcost.catalog.yamltext import PathKey
 from tokcost.errors import suggest
 
 if TYPE_CHECKING:

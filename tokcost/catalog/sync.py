@@ -28,7 +28,7 @@ import yaml
 
 from tokcost.atomic import atomic_path
 from tokcost.catalog import yamltext
-from tokcost.catalog.loader import CatalogInvalid, parse_file
+from tokcost.catalog.loader import CatalogInvalid, check_file
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import CatalogError, MissingDependency
 
@@ -62,35 +62,23 @@ class PriceDiff:
     as_of: _dt.date | None = None  # the date writing gives the entry (see the module doc)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "field": self.field,
-            "catalog": None
-            if self.catalog is None
-            else str(self.catalog).lower()
-            if isinstance(self.catalog, bool)
-            else str(self.catalog),
-            "database": None
-            if self.database is None
-            else str(self.database).lower()
-            if isinstance(self.database, bool)
-            else str(self.database),
-            "database_model": self.database_model,
-            "writable": self.writable,
-            "as_of": self.as_of.isoformat() if self.as_of is not None else None,
-        }
+        return {"model": self.model, "field": self.field, "catalog": _text(self.catalog),
+                "database": _text(self.database), "database_model": self.database_model,
+                "writable": self.writable,
+                "as_of": self.as_of.isoformat() if self.as_of is not None else None}
 
     def describe(self) -> str:
         """The difference as one line: model, field, the catalog's value, the database's."""
         if not self.writable:
             return f"{self.model}: {self.field}: not in the catalog (add by hand)"
-        return (f"{self.model}: {self.field}: catalog {_shown(self.catalog)}, "
-                f"genai-prices {_shown(self.database)}")
+        return (f"{self.model}: {self.field}: catalog {_text(self.catalog) or 'unset'}, "
+                f"genai-prices {_text(self.database) or 'unset'}")
 
 
-def _shown(value: Decimal | bool | None) -> str:
+def _text(value: Decimal | bool | None) -> str | None:
+    """``true``/``false`` for a flag, the exact decimal for a price."""
     if value is None:
-        return "unset"
+        return None
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -174,16 +162,8 @@ def _compare(
     ours_tiers = {t.above_input_tokens: (i, t) for i, t in enumerate(pricing.tiers)}
     for start, prices in sorted(tiers_db.items()):
         if start not in ours_tiers:
-            diffs.append(
-                PriceDiff(
-                    entry.id,
-                    f"tiers (above {start:,} input tokens)",
-                    None,
-                    None,
-                    db_id,
-                    writable=False,
-                )
-            )
+            diffs.append(PriceDiff(entry.id, f"tiers (above {start:,} input tokens)", None,
+                                   None, db_id, writable=False))
             continue
         index, tier = ours_tiers[start]
         for name, price in prices.items():
@@ -196,22 +176,14 @@ def _compare(
     if b_input is not None and s_input:
         discount = (Decimal(1) - b_input / s_input).normalize()
         if pricing.batch_discount is None or pricing.batch_discount.normalize() != discount:
-            diffs.append(
-                PriceDiff(entry.id, "batch_discount", pricing.batch_discount, discount, db_id)
-            )
+            diffs.append(PriceDiff(entry.id, "batch_discount", pricing.batch_discount,
+                                   discount, db_id))
         b_cache, _ = _flatten(batch.get("cache_read_mtok"))
         s_cache, _ = _flatten(std["cache_read_mtok"])
         cache_discounted = b_cache is not None and s_cache is not None and b_cache < s_cache
         if s_cache is not None and cache_discounted != pricing.batch_discount_cache:
-            diffs.append(
-                PriceDiff(
-                    entry.id,
-                    "batch_discount_cache",
-                    pricing.batch_discount_cache,
-                    cache_discounted,
-                    db_id,
-                )
-            )
+            diffs.append(PriceDiff(entry.id, "batch_discount_cache",
+                                   pricing.batch_discount_cache, cache_discounted, db_id))
     return diffs
 
 
@@ -254,10 +226,7 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
 
 
 def _scalar(value: Decimal | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = format(value.normalize(), "f")
-    return text
+    return str(value).lower() if isinstance(value, bool) else format(value.normalize(), "f")
 
 
 def _child(node: yaml.Node, key: str) -> tuple[yaml.Node, yaml.Node] | None:
@@ -354,6 +323,6 @@ def _write_checked(path: Path, text: str) -> None:
     """Validate the new text with the loader, then replace the file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-        problems = parse_file(tmp)[1]
+        problems = check_file(tmp)[1]
         if problems:  # the original stays untouched
             raise CatalogInvalid(problems)

@@ -1,203 +1,370 @@
-"""The one validator of tokcost's YAML files: the declared records, checked by pydantic.
+"""pydantic for tokcost's YAML files (models.yaml, tokcost.yaml): the values they share,
+and pydantic's errors worded for people.
 
-pydantic walks the document, collects every problem with its location (a missing
-key, an unknown one, a value a kind refused, a rule between fields) and builds the
-frozen objects; the records and kinds of ``tokcost.catalog.fields`` tell it how,
-through pydantic's ``__get_pydantic_core_schema__`` hooks. The JSON Schema shipped
-for editors comes from the same declarations (``json_schema``).
+A field's type says how it is written: ``Annotated[int, count(cap=10**9, unit="tokens")]``
+reads ``128k`` with ``tokcost.units`` and refuses anything else in one sentence,
+and gives the JSON Schema of the text form. ``check`` validates a document and turns
+pydantic's errors into ``(location, message)`` issues. pydantic costs ~0.1 s to import,
+so only validation imports this module (a validated catalog is read back from a cache).
 
-pydantic costs about 0.1 s to import and set up, so the hot paths never come here:
-a catalog that validated once is read back from a cache (``tokcost.catalog.cache``).
-
->>> from tokcost.catalog.schema import Pricing
->>> [i.message for i in validate(Pricing, {"input": "cheap", "output": 1})[1]]
+>>> count(cap=10**9, unit="tokens").parse("128k")
+128000
+>>> from tokcost.catalog.document import Pricing
+>>> [i.message for i in check(Pricing, {"input": "cheap", "output": 1})[1]]
 ["expected a number >= 0 (USD per million tokens), got 'cheap'"]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import datetime as _dt
+import math
+import re
+import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar, NamedTuple, NoReturn, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
-from pydantic_core import core_schema as cs
-
-from tokcost.catalog.fields import (
-    Invalid,
-    Items,
-    Kind,
-    PathKey,
-    Record,
-    fields_by_key,
-    record_fields,
-    show,
+from annotated_types import GroupedMetadata
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainValidator,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
 )
-from tokcost.errors import suggest
 
-R = TypeVar("R", bound=Record)
+from tokcost.catalog.yamltext import PathKey
+from tokcost.errors import TokcostError, suggest
+from tokcost.units import (
+    COUNT_PATTERN,
+    MAX_COUNT,
+    MONEY_PATTERN,
+    PERCENT_PATTERN,
+    SIZE_PATTERN,
+    OutOfRange,
+    parse_count,
+    parse_fraction,
+    parse_money,
+    parse_percent,
+    parse_size,
+)
 
-_ERROR = "tokcost"  # the pydantic error type of every message tokcost words itself
+M = TypeVar("M", bound="Strict")
+DECIMAL_PATTERN = r"^\s*[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?\s*$"
 
 
-@dataclass(frozen=True)
-class Issue:
-    """One problem: where (``("models", 3, "pricing", "input")``) and what."""
+class Invalid(ValueError):
+    """A value or a rule refused; ``issues`` are (path below the field, message)."""
 
-    loc: PathKey
+    def __init__(self, message: str, at: PathKey = (), *more: tuple[PathKey, str]) -> None:
+        super().__init__(message)
+        self.issues = [(at, message), *more]
+
+
+class Issue(NamedTuple):
+    loc: PathKey  # ("models", 3, "pricing", "input")
     message: str
     missing: bool = False  # a required key is absent (loc names it)
 
 
-def validate(root: type[R], data: Any, *, noun: str = "field") -> tuple[R | None, list[Issue]]:
-    """The checked object, or None and every problem (``noun``: "unknown field/key")."""
+def show(value: Any) -> str:
+    """``repr`` cut to 60 characters, for "got ..." in messages."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def expect(what: str, value: Any) -> NoReturn:
+    raise Invalid(f"expected {what}, got {show(value)}")
+
+
+class Strict(BaseModel):
+    """A mapping of a YAML file: unknown keys are refused and ``null`` means absent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    # What to say when a required key is absent, by key.
+    missing: ClassVar[Mapping[str, str]] = {}
+    # Keys older files may still carry that mean nothing now: read and ignored.
+    retired: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            expect(f"a mapping with keys {', '.join(cls.model_fields)}", data)
+        return {k: v for k, v in data.items() if v is not None and k not in cls.retired}
+
+
+def check(model: type[M], data: Any, *, noun: str = "field") -> tuple[M | None, list[Issue]]:
+    """The validated document, or None and every problem (``noun``: "unknown field/key")."""
     try:
-        return _adapter(root).validate_python(data), []
+        return model.model_validate(data), []
     except ValidationError as exc:
-        issues: list[Issue] = []
-        for error in exc.errors(include_url=False):
-            issues.extend(_issues(root, error, noun))
-        return None, issues
+        return None, [i for e in exc.errors(include_url=False) for i in _issues(model, e, noun)]
 
 
-def json_schema(root: type[Record]) -> dict[str, Any]:
-    """The JSON Schema of a document, as editors read it.
-
-    It declares draft-07, which every YAML editor plugin reads; pydantic's output
-    uses nothing later drafts added (``$defs`` is only where the references point).
-    """
-    schema = _adapter(root).json_schema(mode="validation")
+def json_schema(model: type[Strict]) -> dict[str, Any]:
+    """The JSON Schema of a document, declared as draft-07 (what YAML editors read)."""
+    schema = model.model_json_schema(mode="validation")
     return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
 
-_ADAPTERS: dict[type[Record], TypeAdapter[Any]] = {}
+def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
+    loc: PathKey = tuple(error["loc"])
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, Invalid):
+        return [Issue((*loc, *at), message) for at, message in cause.issues]
+    model = _model_at(root, loc[:-1])
+    if error["type"] == "missing" and model is not None:
+        return [Issue(loc, model.missing.get(str(loc[-1]), "required"), missing=True)]
+    if error["type"] == "extra_forbidden" and model is not None:
+        known = list(model.model_fields)
+        hint = suggest(str(loc[-1]), known)
+        return [Issue(loc, f"unknown {noun}{hint}" if hint
+                      else f"unknown {noun}; expected one of {', '.join(known)}")]
+    return [Issue(loc, str(error["msg"]))]  # pragma: no cover - every leaf words its own
 
 
-def _adapter(root: type[Record]) -> TypeAdapter[Any]:
-    """pydantic's validator of a document, built once per process (~0.1 s)."""
-    adapter = _ADAPTERS.get(root)
-    if adapter is None:
-        adapter = _ADAPTERS[root] = TypeAdapter(root)
-    return adapter
+def _model_at(root: type[Strict], loc: PathKey) -> type[Strict] | None:
+    """The model a location lies in, following the field types from ``root``."""
+    model: type[Strict] | None = root
+    for part in loc:
+        if isinstance(part, str) and model is not None:
+            field = model.model_fields.get(part)
+            model = _inner(field.annotation) if field is not None else None
+    return model
 
 
-# --- the hooks the declarations call -------------------------------------------------------
+def _inner(hint: Any) -> type[Strict] | None:
+    if isinstance(hint, type) and issubclass(hint, Strict):
+        return hint
+    return next((m for m in map(_inner, typing.get_args(hint)) if m is not None), None)
 
 
-def _error(message: str, issues: list[tuple[PathKey, str]] | None = None) -> PydanticCustomError:
-    return PydanticCustomError(
-        _ERROR, "{message}", {"message": message, "issues": issues or [((), message)]}
-    )
+# --- values as people write them -----------------------------------------------------------
 
 
-def leaf_schema(kind: Kind) -> cs.CoreSchema:
-    """A kind's ``parse`` as a pydantic validator; ``Invalid`` becomes a located error."""
+@dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes Annotated metadata
+class Reads(GroupedMetadata):
+    """A field's reader: pydantic's validator and the JSON Schema of what may be written."""
+
+    parse: Callable[[Any], Any]
+    schema: dict[str, Any]
+
+    def __iter__(self) -> Iterator[object]:
+        yield PlainValidator(self.parse)
+        yield WithJsonSchema(self.schema)
+
+
+def _text_or(number: dict[str, Any], pattern: str) -> dict[str, Any]:
+    return {"anyOf": [number, {"type": "string", "pattern": pattern}]}
+
+
+def _capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
+    # Past the sanity bound: a typo (`context_window: 1e30`), and every estimate from it nonsense.
+    if cap is not None and number > cap:
+        raise Invalid(f"expected at most {cap_text}, got {show(value)}")
+
+
+def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str = "") -> Reads:
+    """A count: ``128000``, ``128k``, ``8.03B``, ``1e6``; ``cap`` the largest sane one."""
+    expected = what or f"an integer >= {minimum}"
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+            expect(expected, value)
+        try:
+            number = parse_count(value)
+        except OutOfRange:
+            if cap is None:
+                expect(f"a whole number from {minimum} to 10^15", value)
+            number = cap + 1
+        except TokcostError:
+            expect(expected, value)
+        if number < minimum:
+            expect(expected, value)
+        if cap is not None:
+            _capped(number, value, cap, f"{cap:,} {unit}".rstrip())
+        return number
+
+    top = MAX_COUNT if cap is None else cap
+    return Reads(parse, _text_or({"type": "integer", "minimum": minimum, "maximum": top},
+                                 COUNT_PATTERN))
+
+
+def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
+           cap_text: str = "") -> Reads:
+    """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
+
+    def parse(value: Any) -> Decimal:
+        found: Decimal | None = None
+        if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+            with contextlib.suppress(InvalidOperation):
+                found = Decimal(str(value).strip())
+        if (found is None or not found.is_finite() or found < 0
+                or (below is not None and found >= below)):
+            expect(text, value)
+        _capped(found, value, cap, cap_text)
+        return found
+
+    bound: dict[str, Any] = {"type": "number", "minimum": 0}
+    if below is not None:
+        bound["exclusiveMaximum"] = float(below)
+    if cap is not None:
+        bound["maximum"] = float(cap)
+    return Reads(parse, _text_or(bound, DECIMAL_PATTERN))
+
+
+def size(*, cap: int, cap_text: str) -> Reads:
+    """Bytes with a unit: ``80GB`` (10^9) or ``80GiB`` (2^30)."""
+    expected = "a size such as 80GB or 80GiB"
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            expect(expected, value)
+        try:
+            found = parse_size(value, param="size")
+        except OutOfRange:
+            found = cap + 1
+        except TokcostError as exc:
+            raise Invalid(f"expected {expected}: {exc}") from None
+        _capped(found, value, cap, cap_text)
+        return found
+
+    return Reads(parse, _text_or({"type": "number", "exclusiveMinimum": 0, "maximum": cap},
+                                 SIZE_PATTERN))
+
+
+def flops(*, cap: float) -> Reads:
+    """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
+    expected = "FLOP/s (a number >= 0) such as 989e12"
+
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            expect(expected, value)
+        try:
+            found = float(value)
+        except (ValueError, OverflowError):
+            expect(expected, value)
+        if not math.isfinite(found) or found < 0:
+            expect(expected, value)
+        _capped(found, value, cap, f"{cap:g} FLOP/s")
+        return found
+
+    return Reads(parse, _text_or({"type": "number", "minimum": 0, "maximum": cap},
+                                 DECIMAL_PATTERN))
+
+
+def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
+         what: str = "a non-empty string") -> Reads:
+    """A non-empty string; ``placeholders``: the ``{package}`` names it may hold."""
+
+    def parse(value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            expect(what, value)
+        for name in re.findall(r"\{([^}]*)\}", value) if placeholders else ():
+            if name not in placeholders:
+                known = ", ".join("{" + k + "}" for k in placeholders)
+                raise Invalid(f"unknown placeholder {{{name}}}; known: {known}")
+        return value.strip() if strip else value
+
+    return Reads(parse, {"type": "string", "pattern": r"\S"})
+
+
+def strings(what: str = "a list of strings", *, nonempty: bool = False, strip: bool = False,
+            single: bool = True, choices: tuple[str, ...] = ()) -> Reads:
+    """A list of non-empty strings; with ``single``, one string stands for a list of one."""
+
+    def parse(value: Any) -> tuple[str, ...]:
+        items = [value] if single and isinstance(value, str) else value
+        if (not isinstance(items, (list, tuple)) or (nonempty and not items)
+                or not all(isinstance(v, str) and v.strip() for v in items)
+                or (choices and not all(v in choices for v in items))):
+            expect(what, value)
+        return tuple(v.strip() if strip else v for v in items)
+
+    item: dict[str, Any] = {"enum": list(choices)} if choices else {"type": "string",
+                                                                      "pattern": r"\S"}
+    array: dict[str, Any] = {"type": "array", "items": item}
+    if nonempty:
+        array["minItems"] = 1
+    return Reads(parse, {"anyOf": [item, array]} if single else array)
+
+
+def choice(values: tuple[Any, ...], what: str = "", *, lower: bool = False,
+           hint: bool = False) -> Reads:
+    """One of a few values; ``lower`` folds the case first, ``hint`` suggests a close one."""
+    expected = what or "one of " + ", ".join(str(v) for v in values)
 
     def parse(value: Any) -> Any:
-        try:
-            return kind.parse(value)
-        except Invalid as exc:
-            raise _error(exc.message, [(exc.at, exc.message)]) from None
+        key = str(value).lower() if lower else value
+        if isinstance(value, bool) or key not in values:
+            close = suggest(str(key), [str(v) for v in values]) if hint else ""
+            raise Invalid(f"expected {expected}{close}, got {show(value)}")
+        return key
 
-    return cs.no_info_plain_validator_function(parse)
-
-
-def items_schema(items: Items, inner: cs.CoreSchema) -> cs.CoreSchema:
-    def check(value: Any) -> Any:
-        try:
-            return items.check(value)
-        except Invalid as exc:
-            raise _error(exc.message) from None
-
-    return cs.no_info_before_validator_function(check, inner)
+    return Reads(parse, {"enum": list(values)})
 
 
-def record_schema(cls: type[Record], handler: Any) -> cs.CoreSchema:
-    """A record as pydantic sees it: a mapping of its YAML keys, then the object.
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):  # YAML 1.1's `yes` is a string to tokcost
+        expect("true or false", value)
+    return value
 
-    Unknown keys are refused; ``null`` means "not given" for every optional field;
-    the record's own rules (``_problems``) run once its fields are valid.
-    """
-    specs = [s for s in record_fields(cls) if s.key is not None]
-    fields: dict[str, cs.TypedDictField] = {}
-    for spec in specs:
-        inner = handler.generate_schema(spec.hint)
-        if not spec.required:
-            inner = cs.nullable_schema(inner)
-        fields[str(spec.key)] = cs.typed_dict_field(inner, required=spec.required)
-    attribute = {str(s.key): s.name for s in specs}
-    keys = ", ".join(attribute)
 
-    def mapping(value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise _error(f"expected a mapping with keys {keys}, got {show(value)}")
-        if cls.retired_keys:
-            value = {k: v for k, v in value.items() if k not in cls.retired_keys}
+def _day(value: Any) -> _dt.date:
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    try:
+        return _dt.date.fromisoformat(value)
+    except (TypeError, ValueError):
+        expect("a date YYYY-MM-DD", value)
+
+
+FLAG = Reads(_flag, {"type": "boolean"})
+DAY = Reads(_day, {"type": "string", "format": "date"})
+
+
+def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
+    """A list of mappings (``models``, ``budgets``): says so when it is not a list; pydantic
+    then checks each item."""
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, list) or (nonempty and not value):
+            expect(what, value)
         return value
 
-    def build(values: dict[str, Any]) -> Record:
-        obj = cls._build({attribute[k]: v for k, v in values.items() if v is not None})
-        problems = list(obj._problems())
-        if problems:
-            raise _error(problems[0][1], problems)
-        return obj
-
-    checked = cs.typed_dict_schema(fields, extra_behavior="forbid")
-    return cs.no_info_after_validator_function(
-        build, cs.no_info_before_validator_function(mapping, checked),
-        ref=f"{cls.__module__}.{cls.__qualname__}",
-    )
+    return BeforeValidator(parse)
 
 
-def record_json_schema(cls: type[Record], core: Any, handler: Any) -> Any:
-    """Title, description and each property's meaning, from the declaration."""
-    schema = handler(core)
-    target = handler.resolve_ref_schema(schema)
-    target["title"] = cls.__name__
-    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-    if doc:
-        target["description"] = " ".join(doc.split())
-    properties = target.get("properties", {})
-    for key, spec in fields_by_key(cls).items():
-        if key in properties and spec.description:
-            properties[key]["description"] = spec.description
-    return schema
+def _units(reader: Callable[..., Any], expected: str, pattern: str, top: dict[str, Any],
+           cast: Callable[[Any], Any] = lambda v: v) -> Reads:
+    """A value ``tokcost.units`` reads (money, percentages, shares)."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
+            try:
+                return cast(reader(value))
+            except TokcostError:
+                pass
+        expect(expected, value)
+
+    return Reads(parse, _text_or({"type": "number", "minimum": 0, **top}, pattern))
 
 
-# --- errors as tokcost words them ----------------------------------------------------------
+def usd(what: str = "") -> Reads:
+    """US dollars: ``0.05``, ``$0.05``, ``5c``, ``$1.2k`` (other currencies refused)."""
+    tail = f" {what}" if what else ""
+    return _units(parse_money, f"an amount in USD >= 0{tail} such as 0.05 or $0.05",
+                  MONEY_PATTERN, {})
 
 
-def _issues(root: type[Record], error: Any, noun: str) -> list[Issue]:
-    loc: PathKey = tuple(error["loc"])
-    kind = error["type"]
-    if kind == _ERROR:
-        return [Issue((*loc, *at), message) for at, message in error["ctx"]["issues"]]
-    if kind == "missing":
-        spec = _record_at(root, loc[:-1], lambda c: fields_by_key(c).get(str(loc[-1])))
-        message = "required"
-        if spec is not None:
-            kind_ = spec.kind
-            message = spec.required_message or (kind_.missing() if kind_ else message)
-        return [Issue(loc, message, missing=True)]
-    if kind == "extra_forbidden":
-        allowed = _record_at(root, loc[:-1], lambda c: list(fields_by_key(c))) or []
-        hint = suggest(str(loc[-1]), allowed)
-        known = ", ".join(allowed)
-        message = f"unknown {noun}{hint}" if hint else f"unknown {noun}; expected one of {known}"
-        return [Issue(loc, message)]
-    return [Issue(loc, str(error["msg"]))]  # pragma: no cover - every other check is a kind's
-
-
-T = TypeVar("T")
-
-
-def _record_at(root: type[Record], loc: PathKey, then: Callable[[type[Record]], T]) -> T | None:
-    """Follow ``loc`` through the declarations to a record type, and ask it ``then``."""
-    cls: type[Record] | None = root
-    for part in loc:
-        if isinstance(part, int):
-            continue  # a list item: the item type is the field's record already
-        spec = fields_by_key(cls).get(part) if cls is not None else None
-        cls = spec.record if spec is not None else None
-    return then(cls) if cls is not None else None
+PERCENT = _units(parse_percent, "a percentage >= 0 such as 10 or 10%", PERCENT_PATTERN, {},
+                 float)
+SHARE = _units(parse_fraction, "a fraction in [0, 1] such as 0.5", PERCENT_PATTERN,
+               {"maximum": 1})

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from tokcost.catalog.fields import PathKey
 from tokcost.errors import TokcostError
 
 if TYPE_CHECKING:
     import yaml
+
+PathKey = tuple[str | int, ...]  # where a value lies: ("models", 3, "pricing", "input")
+
+
+def dotted(path: PathKey) -> str:
+    """``("pricing", "tiers", 0, "input")`` -> ``"pricing.tiers[0].input"``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
+    return text
 
 
 def loader() -> type[yaml.SafeLoader]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
-from tokcost import ExportFormat
+from tokcost import ExportFormat, units
 from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
 from tokcost.cli.counts import COUNT, count_parser
@@ -195,14 +195,14 @@ def train_cmd(
       cat corpus/*.txt | tokcost bpe train - -v 8192 -o tok.bpe
     """
     config = tokcost.TrainerConfig(
-        vocab_size=tokcost.parse_count(vocab_size, param="vocab_size"),
+        vocab_size=units.parse_count(vocab_size, param="vocab_size"),
         pattern=pattern,
         special_tokens=tuple(special_tokens or ()),
-        min_frequency=tokcost.parse_count(min_frequency, param="min_frequency"),
+        min_frequency=units.parse_count(min_frequency, param="min_frequency"),
         max_token_length=max_token_length,
         jobs=jobs,
         max_pretokens=(None if max_pretokens is None
-                       else tokcost.parse_count(max_pretokens, param="max_pretokens")),
+                       else units.parse_count(max_pretokens, param="max_pretokens")),
     )
     with _progress() as callback:
         result = tokcost.train_bpe(files, config, output, force=force, engine=engine,

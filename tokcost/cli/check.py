@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.console import err, error, out, print_fitted, warn
 from tokcost.errors import UsageError
 
@@ -217,12 +218,12 @@ def _adhoc_limits(configs: list[Path], all_configs: bool, update_baseline: bool,
                              "e.g. -m gpt-4o")
     limits: dict[str, Any] = {}
     if max_tokens is not None:
-        limits["max_tokens_per_file"] = tokcost.parse_count(max_tokens, param="max_tokens",
+        limits["max_tokens_per_file"] = units.parse_count(max_tokens, param="max_tokens",
                                                             minimum=1)
     if max_cost is not None:
-        limits["max_cost_per_call"] = tokcost.parse_money(max_cost, param="max_cost")
+        limits["max_cost_per_call"] = units.parse_money(max_cost, param="max_cost")
     if max_window is not None:
-        limits["max_context_percent"] = tokcost.parse_percent(max_window, param="max_window")
+        limits["max_context_percent"] = units.parse_percent(max_window, param="max_window")
     return limits
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.console import (
     err,
     escape_controls,
@@ -61,7 +62,7 @@ def _num(x: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def _money(x: Decimal | None) -> str:
-    return "–" if x is None else tokcost.format_usd(x)
+    return "–" if x is None else units.format_usd(x)
 
 
 def _mark(r: Measurement, cell: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json
 from tokcost.cli.counts import COUNT, count_parser
@@ -63,11 +64,11 @@ Examples:
 
 
 def _human(n: float) -> str:
-    return tokcost.format_bytes(n)
+    return units.format_bytes(n)
 
 
 def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | None:
-    return None if text is None else tokcost.parse_size(text, param=param, allow_zero=allow_zero)
+    return None if text is None else units.parse_size(text, param=param, allow_zero=allow_zero)
 
 
 # A CPU core does about 1 GFLOP/s; below that a typo (--flops 1) would report a time
@@ -79,7 +80,7 @@ _MAX_FLOPS = 10**18
 def _flops(text: str | None) -> float | None:
     if text is None:
         return None
-    value = tokcost.parse_count(text.removesuffix("/s"), param="flops", maximum=_MAX_FLOPS)
+    value = units.parse_count(text.removesuffix("/s"), param="flops", maximum=_MAX_FLOPS)
     if value < _MIN_FLOPS:
         raise UsageError(f"flops={text} is below 1e9: peak FLOP/s runs from 1e9 (1B, a CPU) "
                          "to 1e18; write e.g. 989T or 989e12", param="flops")
@@ -93,7 +94,7 @@ def _contexts(text: str | None) -> list[int] | None:
     if any(not part.strip() for part in text.split(",")):
         raise UsageError(f"contexts={text!r} has an empty item; separate lengths with single "
                          "commas, e.g. 1k,8k,32k", param="contexts")
-    return tokcost.parse_context_list(text, param="contexts")
+    return units.parse_context_list(text, param="contexts")
 
 
 def _time(seconds: float) -> str:
@@ -260,17 +261,17 @@ def estimate(
         config=config,
         catalog=catalog,
         contexts=_contexts(contexts),
-        batch=tokcost.parse_count(batch, param="batch"),
+        batch=units.parse_count(batch, param="batch"),
         kv_dtype=kv_dtype,
         kv_group_size=kv_group_size,
         evict=evict,
         residual=residual,
-        block_size=tokcost.parse_count(block_size, param="block_size") if block_size else None,
+        block_size=units.parse_count(block_size, param="block_size") if block_size else None,
         tp=tp,
         pp=pp,
         engine=engine,
         max_num_batched_tokens=(
-            tokcost.parse_count(max_num_batched_tokens, param="max_num_batched_tokens")
+            units.parse_count(max_num_batched_tokens, param="max_num_batched_tokens")
             if max_num_batched_tokens else None
         ),
         hybrid_manager=hybrid_manager,
@@ -285,7 +286,7 @@ def estimate(
         bandwidth=_size(bandwidth.removesuffix("/s") if bandwidth else None, "bandwidth"),
         flops=_flops(flops),
         efficiency=efficiency,
-        input_tokens=(tokcost.parse_count(input_tokens, param="input_tokens", minimum=1)
+        input_tokens=(units.parse_count(input_tokens, param="input_tokens", minimum=1)
                       if input_tokens is not None else None),
         plot=plot,
         force=force,

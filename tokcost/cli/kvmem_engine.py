@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-import tokcost
+from tokcost import units
 from tokcost.cli.console import out
 from tokcost.cli.errors import in_cli_words
 
@@ -20,7 +20,7 @@ _NAMES = {"vllm": "vLLM", "sglang": "SGLang", "ideal": "ideal"}
 
 
 def _human(n: float) -> str:
-    return tokcost.format_bytes(n)
+    return units.format_bytes(n)
 
 
 def engine_header(r: KvEstimate) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, print_json, progress_enabled
 from tokcost.cli.counts import COUNT, count_parser
@@ -133,7 +134,7 @@ def _render(result: QualityResult) -> None:
 
     from tokcost.cli.console import print_wide
 
-    human = tokcost.format_bytes
+    human = units.format_bytes
     table = Table(
         title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
         f"{result.prompt:,}, then one token at a time",

@@ -5,15 +5,16 @@ from __future__ import annotations
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 import tokcost
 from tokcost.cli.base import App
-from tokcost.cli.console import err, out, print_json, print_wide
+from tokcost.cli.console import err, out, print_json, print_wide, table
 from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt
 from tokcost.errors import UsageError
+from tokcost.units import format_bytes, format_usd
 
 models_app = App(
     name="models",
@@ -44,58 +45,55 @@ def list_models(
     catalog: CatalogOpt = None,
 ) -> None:
     """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
-    from rich import box
-    from rich.table import Table
-
     if gpus:
-        gpu_list = tokcost.list_gpus(catalog=catalog)
-        if json_out:
-            print_json(gpu_list.to_dict())
-            return
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("gpu", "architecture", "memory", "bandwidth", "bf16 TFLOP/s",
-                    "fp8 TFLOP/s"):
-            table.add_column(col, justify="left" if col in ("gpu", "architecture") else "right")
-        for g in gpu_list.gpus:
-            table.add_row(
-                g.name,
-                g.architecture or "",
-                tokcost.format_bytes(g.memory_bytes),
-                f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
-                f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
-                f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "",
-            )
-        out.print(table)
+        _list_gpus(tokcost.list_gpus(catalog=catalog), json_out)
         return
     result = tokcost.list_models(provider=provider, catalog=catalog)
     if json_out:
         print_json(result.to_dict())
         return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("model", "provider", "tokenizer", "context", "input", "output", "kv"):
-        table.add_column(
-            col,
-            justify="right" if col in ("context", "input", "output") else "left",
-            no_wrap=col == "model",  # ids are copied into -m: never cut them
-            overflow="fold" if col == "tokenizer" else "ellipsis",  # a long spec folds
-        )
-    for m in result.models:
-        table.add_row(
-            m.id,
-            m.provider or "",
-            tokcost.tokenizer_label(m, short=True),
+    rows = table()
+    rows.add_column("model", no_wrap=True)  # ids are copied into -m: never cut them
+    rows.add_column("provider")
+    rows.add_column("tokenizer", overflow="fold")  # a long spec folds
+    for col in ("context", "input", "output"):
+        rows.add_column(col, justify="right")
+    rows.add_column("kv")
+    for row in result.rows:
+        m = row.entry
+        rows.add_row(
+            m.id, m.provider or "", row.tokenizer,
             f"{m.context_window:,}" if m.context_window else "",
             _rate(m.pricing.input) if m.pricing else "",
             _rate(m.pricing.output) if m.pricing else "",
             "yes" if m.architecture else "",
         )
-    print_wide(table)
+    print_wide(rows)
     # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
     err.print(
         f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
         "kv = architecture known",
         highlight=False,
     )
+
+
+def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
+    if json_out:
+        print_json(result.to_dict())
+        return
+    rows = table()
+    rows.add_column("gpu")
+    rows.add_column("architecture")
+    for col in ("memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
+        rows.add_column(col, justify="right")
+    for g in result.gpus:
+        rows.add_row(
+            g.name, g.architecture or "", format_bytes(g.memory_bytes),
+            f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
+            f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
+            f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "",
+        )
+    out.print(rows)
 
 
 SHOW_EPILOG = """
@@ -130,70 +128,77 @@ def show(
             value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
             out.print(f"  {key}: {value}")
     out.print(
-        f"  tokenizer: {tokcost.tokenizer_label(entry)}"
+        f"  tokenizer: {details.tokenizer}"
         + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""),
         markup=False,  # "pip install 'tokcost[mistral]'" is text, not a style
     )
-    weights = tokcost.weights_label(entry)
-    if weights:
-        out.print(f"  weights: {weights}", markup=False)
+    if details.weights:
+        out.print(f"  weights: {details.weights}", markup=False)
     if entry.chat:
         c = entry.chat
         out.print(
             f"  chat overhead: {c.per_message}/message, +{c.per_name}/name, "
             f"+{c.reply_priming} reply priming"
         )
-    arch = data["architecture"]
-    if arch:
-        att = arch["attention"]
-        shape = (
-            f"{arch['layers']} layers, hidden {arch['hidden_size']}, "
-            f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}"
-            + (f", head_dim {arch['head_dim']}" if arch["head_dim"] is not None else "")
-            + f", vocab {arch['vocab_size']}"
-        )
-        out.print(f"  architecture: {shape}")
-        params = arch["params_total"]
-        if params:
-            active = arch["params_active"]
-            moe = f" ({_params(active)} active)" if active and active != params else ""
-            out.print(f"  params: {_params(params)}{moe}, weights {arch['weights_dtype']}")
-        detail = att["type"]
-        if att["window"]:
-            detail += f", window {att['window']:,}, pattern {'/'.join(att['pattern'])}"
-        if att["kv_lora_rank"]:
-            detail += (
-                f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim {att['qk_rope_head_dim']}"
-            )
-        if att["linear_state_elements"]:
-            state = att["linear_state_elements"]
-            detail += f", pattern {'/'.join(att['pattern'])}, state {state:,} elements"
-        out.print(f"  attention: {detail}")
-        if arch["source"]:
-            out.print(f"  architecture source: {arch['source']}")
-    p = data["pricing"]
-    if p:
-        parts = [f"input {_rate(p['input'])}", f"output {_rate(p['output'])}"]
-        for k in ("cached_input", "cache_write", "reasoning"):
-            if p[k]:
-                parts.append(f"{k.replace('_', ' ')} {_rate(p[k])}")
-        out.print(f"  pricing: {', '.join(parts)}")
-        if p["batch_discount"]:
-            scope = " (cache included)" if p["batch_discount_cache"] else ""
-            pct = (Decimal(p["batch_discount"]) * 100).normalize()
-            out.print(f"  batch discount: {pct:f}%{scope}")
-        for t in p["tiers"]:
-            rates = ", ".join(
-                f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
-                if k not in ("above_input_tokens", "applies_to") and v is not None
-            )
-            out.print(
-                f"  tier above {t['above_input_tokens']:,} prompt tokens "
-                f"({t['applies_to']} tokens): {rates}"
-            )
-        out.print(f"  prices as of {p['as_of']}: {p['source']}")
+    if data["architecture"]:
+        _show_architecture(data["architecture"])
+    if data["pricing"]:
+        _show_pricing(data["pricing"])
     else:
         out.print("  pricing: none in the catalog")
+
+
+def _show_architecture(arch: dict[str, Any]) -> None:
+    """``models show``'s lines about the shape (read from the JSON document)."""
+    att = arch["attention"]
+    shape = (
+        f"{arch['layers']} layers, hidden {arch['hidden_size']}, "
+        f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}"
+        + (f", head_dim {arch['head_dim']}" if arch["head_dim"] is not None else "")
+        + f", vocab {arch['vocab_size']}"
+    )
+    out.print(f"  architecture: {shape}")
+    params = arch["params_total"]
+    if params:
+        active = arch["params_active"]
+        moe = f" ({_params(active)} active)" if active and active != params else ""
+        out.print(f"  params: {_params(params)}{moe}, weights {arch['weights_dtype']}")
+    detail = att["type"]
+    if att["window"]:
+        detail += f", window {att['window']:,}, pattern {'/'.join(att['pattern'])}"
+    if att["kv_lora_rank"]:
+        detail += (
+            f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim {att['qk_rope_head_dim']}"
+        )
+    if att["linear_state_elements"]:
+        state = att["linear_state_elements"]
+        detail += f", pattern {'/'.join(att['pattern'])}, state {state:,} elements"
+    out.print(f"  attention: {detail}")
+    if arch["source"]:
+        out.print(f"  architecture source: {arch['source']}")
+
+
+def _show_pricing(p: dict[str, Any]) -> None:
+    """``models show``'s lines about the prices (read from the JSON document)."""
+    parts = [f"input {_rate(p['input'])}", f"output {_rate(p['output'])}"]
+    for k in ("cached_input", "cache_write", "reasoning"):
+        if p[k]:
+            parts.append(f"{k.replace('_', ' ')} {_rate(p[k])}")
+    out.print(f"  pricing: {', '.join(parts)}")
+    if p["batch_discount"]:
+        scope = " (cache included)" if p["batch_discount_cache"] else ""
+        pct = (Decimal(p["batch_discount"]) * 100).normalize()
+        out.print(f"  batch discount: {pct:f}%{scope}")
+    for t in p["tiers"]:
+        rates = ", ".join(
+            f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
+            if k not in ("above_input_tokens", "applies_to") and v is not None
+        )
+        out.print(
+            f"  tier above {t['above_input_tokens']:,} prompt tokens "
+            f"({t['applies_to']} tokens): {rates}"
+        )
+    out.print(f"  prices as of {p['as_of']}: {p['source']}")
 
 
 VALIDATE_EPILOG = """
@@ -269,13 +274,10 @@ def sync_prices(
     catalog: CatalogOpt = None,
 ) -> None:
     """Compare catalog prices with the genai-prices database (and optionally update)."""
-    from rich import box
-    from rich.table import Table
-
     if check and write:
         raise UsageError("--check only reports the differences and --write writes them: "
                          "give one of them")
-    result = tokcost.sync_prices(catalog=catalog, write=write)
+    result = tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=catalog, write=write))
     if json_out:
         print_json(result.to_dict())
         if check and not result.current:
@@ -289,14 +291,14 @@ def sync_prices(
         f"{result.database_version}; {len(result.differences)} difference(s)"
     )
     if result.differences:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        rows = table()
         for col in ("model", "field", "catalog", "genai-prices"):
-            table.add_column(col)
+            rows.add_column(col)
         for d in result.differences:
             show_c = "" if d.catalog is None else str(d.catalog).lower()
             show_d = "(add by hand)" if not d.writable else str(d.database).lower()
-            table.add_row(d.model, d.field, show_c, show_d)
-        out.print(table)
+            rows.add_row(d.model, d.field, show_c, show_d)
+        out.print(rows)
     if result.unmatched:
         err.print(f"not in the database: {', '.join(result.unmatched)}", highlight=False,
                   markup=False)
@@ -352,7 +354,8 @@ def import_model(
     json_out: JsonOpt = False,
 ) -> None:
     """Print a catalog entry (YAML) for a Hugging Face model: config.json + safetensors headers."""
-    result = tokcost.import_model(source, model_id=model_id, output=output, force=force)
+    result = tokcost.import_model(tokcost.ImportModelRequest(
+        source=source, model_id=model_id, output=output, force=force))
     if json_out:
         print_json(result.to_dict())
     elif output is None:
@@ -383,7 +386,7 @@ def _report_stale(result: tokcost.PriceSync) -> None:
 
 def _rate(usd_per_million: Decimal | str) -> str:
     """A catalog price as every command shows one: ``$2.50/M`` (USD per million tokens)."""
-    return tokcost.format_usd(usd_per_million, per_million=True)
+    return format_usd(usd_per_million, per_million=True)
 
 
 def _params(n: int) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import tokcost
-from tokcost.cli.console import err, out, print_json, warn
+from tokcost.cli.console import err, out, print_json, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import UsageError
+from tokcost.units import format_usd
 
 if TYPE_CHECKING:
     from tokcost import PriceResult
@@ -65,20 +65,12 @@ def price(
     catalog: CatalogOpt = None,
 ) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
-    if not model:
-        raise UsageError("price needs a model: -m ID (see `tokcost models list`)")
-    result = tokcost.price(
-        model,
-        input_tokens=None if input_tokens is None else _count(input_tokens, "input_tokens"),
-        paths=tuple(paths or ()),
-        output_tokens=_count(output_tokens, "output_tokens"),
-        cached_tokens=_count(cached_tokens, "cached_tokens"),
-        cache_write_tokens=_count(cache_write_tokens, "cache_write_tokens"),
-        reasoning_tokens=_count(reasoning_tokens, "reasoning_tokens"),
-        batch=batch,
-        requests=_count(requests, "requests"),
-        catalog=catalog,
-    )
+    counts: dict[str, Any] = {  # as typed: the request reads them ("12k")
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "requests": requests,
+        "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,
+        "reasoning_tokens": reasoning_tokens}
+    result = tokcost.price(tokcost.PriceRequest(model=model, paths=tuple(paths or ()),
+                                                batch=batch, catalog=catalog, **counts))
     for note in result.warnings:  # the input policy's, as count gives them
         warn(note)
     if json_out:
@@ -87,34 +79,26 @@ def price(
         _render(result)
 
 
-def _count(text: str, param: str) -> int:
-    return tokcost.parse_count(text, param=param)
-
-
 def _render(result: PriceResult) -> None:
     """The breakdown on stdout; its notes (tier, discount, proxy, price date) on stderr."""
-    from rich import box
-    from rich.table import Table
-
     b, exact = result.breakdown, result.exact
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("tokens", justify="left")
-    table.add_column("count", justify="right")
-    table.add_column("rate", justify="right")
-    table.add_column("cost", justify="right")
+    rows = table()
+    rows.add_column("tokens")
+    for name in ("count", "rate", "cost"):
+        rows.add_column(name, justify="right")
     approx = "" if exact else "≈"
     for line in b.lines:
         mark = approx if line.kind.startswith("input") else ""  # the counted prompt
-        table.add_row(line.kind, f"{mark}{line.tokens:,}",
-                      tokcost.format_usd(line.usd_per_million, per_million=True),
-                      f"{mark}{tokcost.format_usd(line.cost)}")
+        rows.add_row(line.kind, f"{mark}{line.tokens:,}",
+                     format_usd(line.usd_per_million, per_million=True),
+                     f"{mark}{format_usd(line.cost)}")
     title = f"[bold]{b.model}[/bold]" + (f" x {b.requests:,} requests" if b.requests > 1 else "")
     title += " (batch)" if b.batch else ""
     out.print(title, markup=True)
-    out.print(table)
+    out.print(rows)
     if b.requests > 1:
-        out.print(f"per request: {approx}{tokcost.format_usd(b.per_request)}")
-    out.print(f"[bold]total: {approx}{tokcost.format_usd(b.total)}[/bold]", markup=True)
+        out.print(f"per request: {approx}{format_usd(b.per_request)}")
+    out.print(f"[bold]total: {approx}{format_usd(b.total)}[/bold]", markup=True)
     for note in b.notes:
         err.print(f"note: {note}", highlight=False, markup=False)
     if not exact:

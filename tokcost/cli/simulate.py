@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
@@ -95,15 +96,15 @@ def simulate(
     result = tokcost.simulate(
         model=model,
         catalog=catalog,
-        kv_memory=tokcost.parse_size(kv_memory, param="kv_memory"),
+        kv_memory=units.parse_size(kv_memory, param="kv_memory"),
         kv_dtype=kv_dtype,
         slots=_count(slots, "slots"),
         distribution=distribution,
-        requests=tokcost.parse_count(requests, param="requests"),
+        requests=units.parse_count(requests, param="requests"),
         rate=rate,
         trace=trace,
         policies=[p.strip() for p in policies.split(",") if p.strip()],
-        block_size=tokcost.parse_count(block_size, param="block_size"),
+        block_size=units.parse_count(block_size, param="block_size"),
         max_len=_count(max_len, "max_len"),
         samples=samples,
         seed=seed,
@@ -128,7 +129,7 @@ def simulate(
 
 
 def _count(text: str | None, param: str) -> int | None:
-    return None if text is None else tokcost.parse_count(text, param=param)
+    return None if text is None else units.parse_count(text, param=param)
 
 
 def _render(result: SimulationResult) -> None:
