@@ -1,13 +1,10 @@
 """The pure-Python reference encoder and decoder (tiktoken's algorithm, no Rust).
 
-Text is cut into pre-tokens by the model's pattern; each pre-token's UTF-8
-bytes are looked up whole first, then merged pairwise: repeatedly join the
-adjacent pair whose joined bytes have the lowest rank (the leftmost on a tie),
-until no joined pair is a token. Short pre-tokens are merged by scanning the
-pairs (``merge_scan``, quadratic but quick on a few bytes); from ``LARGE_PIECE``
-bytes on, through a priority queue of candidate pairs (``merge_queue``, O(n log n)),
-as tiktoken switches to a heap from 100 bytes on. Both give the same ids. The ids of
-pre-tokens shorter than ``CACHED_BELOW`` bytes are cached.
+Text is cut into pre-tokens by the model's pattern; each pre-token's UTF-8 bytes are
+looked up whole, else merged pairwise: join the adjacent pair whose joined bytes have
+the lowest rank (the leftmost on a tie) until no joined pair is a token. Short pieces
+are merged by scanning the pairs (``merge_scan``), long ones through a priority queue
+(``merge_queue``), as tiktoken switches to a heap; both give the same ids.
 """
 
 from __future__ import annotations
@@ -16,8 +13,9 @@ import heapq
 from collections.abc import Mapping, Sequence
 from itertools import chain
 
-from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
-from tokcost.bpe.pretokenize import compile_pattern, splitter
+from tokcost.bpe.model import BPEModel, DisallowedSpecial
+from tokcost.bpe.pretokenize import compile_pattern, special_regex, splitter
+from tokcost.errors import arg
 
 #: The per-pre-token cache is cleared when it holds this many entries (bounded memory).
 CACHE_LIMIT = 1 << 20
@@ -212,12 +210,8 @@ class Encoder:
         self._cache = _PieceCache(model.ranks)
         self._full_cover = model.pattern_name is not None
         self._split = splitter(model.pattern) if self._full_cover else self._pattern.findall
-        specials = sorted(model.special_tokens, key=len, reverse=True)
-        self._special_re = None
-        if specials:
-            import regex
-
-            self._special_re = regex.compile("|".join(regex.escape(s) for s in specials))
+        specials = tuple(model.special_tokens)
+        self._special_re = special_regex(specials) if specials else None
 
     def find_special(self, text: str) -> str | None:
         """The first special token's text found in ``text``, or None."""
@@ -287,12 +281,6 @@ class Encoder:
             del out[-n_last:]
         return out + bpe_merge(rest, self._ranks)
 
-    def count_ordinary(self, text: str) -> int:
-        try:
-            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
-        except UnicodeEncodeError:
-            return len(self.encode_ordinary(text))
-
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids of ``text``. Special-token text raises unless ``allow_special``.
 
@@ -305,11 +293,9 @@ class Encoder:
             m = self._special_re.search(text)
             if m is not None:
                 raise DisallowedSpecial(
-                    f"text contains the special token {m.group()!r}; pass allow_special=True "
-                    f"to encode it as one token, or use encode_ordinary to encode it as plain "
-                    f"text",
-                    param="allow_special",
-                )
+                    f"text contains the special token {m.group()!r}; pass "
+                    f"{arg('allow_special', True)} to encode it as one token, or use "
+                    f"encode_ordinary to encode it as plain text", param="allow_special")
             return self.encode_ordinary(text)
         out: list[int] = []
         pos = 0
@@ -325,7 +311,10 @@ class Encoder:
         """Number of tokens; special-token text counts as plain text unless allowed."""
         if allow_special and self._special_re is not None:
             return len(self.encode(text, allow_special=True))
-        return self.count_ordinary(text)
+        try:
+            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
+        except UnicodeEncodeError:
+            return len(self.encode_ordinary(text))
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         decoder = self.model.decoder
@@ -333,10 +322,7 @@ class Encoder:
             return b"".join([decoder[i] for i in ids])
         except (KeyError, TypeError):
             bad = next(i for i in ids if not isinstance(i, int) or i not in decoder)
-            raise InvalidTokenId(
-                f"token id {bad!r} is not in this vocabulary "
-                f"(ids run 0..{self.model.vocab_size - 1})"
-            ) from None
+            raise self.model.invalid(bad) from None
 
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
         """Text of ``ids``; bytes that are not UTF-8 become U+FFFD (``errors="replace"``)."""
