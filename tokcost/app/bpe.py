@@ -16,8 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -30,6 +29,7 @@ from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig, TrainResult
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
+from tokcost.bpe.pretokenize import special_regex
 from tokcost.counting import (
     STDIN,
     STDIN_NAME,
@@ -46,8 +46,6 @@ from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
-    import regex
-
     from tokcost.adapters.base import Tokenizer
     from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
@@ -55,16 +53,8 @@ if TYPE_CHECKING:
     from tokcost.counting import Engine as WordCounter
 
 __all__ = [
-    "BPEDecodeRequest",
-    "BPEEncodeRequest",
-    "BPEExportRequest",
-    "BPEInspectRequest",
-    "BPETrainRequest",
-    "TrainerConfig",
-    "decode_bpe",
-    "encode_bpe",
-    "export_bpe",
-    "inspect_bpe",
+    "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
+    "BPETrainRequest", "TrainerConfig", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe",
     "train_bpe",
 ]
 
@@ -106,8 +96,8 @@ class BPETrainResult(TrainResult):
     is the whole call (checks, training, writing); ``skipped``: inputs left out."""
 
     requested_vocab_size: int
-    seconds: float
-    outputs: tuple[Path, Path]
+    seconds: float = 0.0
+    outputs: tuple[Path, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     invalid_utf8_bytes: Mapping[str, int] = field(default_factory=dict)  # input -> replaced
 
@@ -142,20 +132,13 @@ def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> B
                          scheduler=request.scheduler, timeout=request.timeout)
     trained = train_inputs(request.files, config, engine, progress, stdin=request.stdin)
     outputs = bpe.save_model(trained.model, out, force=request.force)
-    return BPETrainResult(**{**vars(trained), "seconds": time.perf_counter() - t0},
-                          requested_vocab_size=config.vocab_size, outputs=outputs)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Trained(TrainResult):
-    skipped: tuple[Skipped, ...] = ()
-    invalid_utf8_bytes: Mapping[str, int] = field(default_factory=dict)
+    return replace(trained, outputs=outputs, seconds=time.perf_counter() - t0)
 
 
 def train_inputs(
     files: Sequence[str], config: TrainerConfig, engine: Engine,
     progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None,
-) -> _Trained:
+) -> BPETrainResult:
     """Pre-tokenize ``files`` on ``engine`` under the input policy, then learn the merges
     here (``tokcost.bpe``); the input policy's notes come first in the result's."""
     inputs = _TrainingInputs.scan(files, stdin)
@@ -167,8 +150,9 @@ def train_inputs(
                                 started=started)
     invalid = {**inputs.invalid_utf8_bytes(), **noted.invalid}
     notes = tuple(map(TokcostError, input_warnings(noted.skipped, invalid.items())))
-    return _Trained(**{**vars(trained), "notes": notes + trained.notes},
-                    skipped=tuple(noted.skipped), invalid_utf8_bytes=invalid)
+    return BPETrainResult(**{**vars(trained), "notes": notes + trained.notes},
+                          requested_vocab_size=config.vocab_size, skipped=tuple(noted.skipped),
+                          invalid_utf8_bytes=invalid)
 
 
 @dataclass
@@ -332,20 +316,11 @@ def _special_tokens(tok: Tokenizer) -> dict[str, int]:
     return tok.special_tokens() if isinstance(tok, Describable) else {}
 
 
-@lru_cache(maxsize=8)
-def _special_regex(specials: tuple[str, ...]) -> regex.Pattern[str]:
-    import regex
-
-    # Longest first, so "<|a|>" never hides "<|a|>x" (as tiktoken's own check).
-    return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=len,
-                                                                   reverse=True)))
-
-
 def _check_special(name: str, tok: Tokenizer, text: str) -> None:
     """tiktoken's rule: special-token text that the tokenizer would read as a special
     token raises unless allowed (a tokenizer that never reads it, SentencePiece, passes)."""
     specials = tuple(_special_tokens(tok))
-    found = _special_regex(specials).search(text) if specials else None
+    found = special_regex(specials).search(text) if specials else None
     if found is None:
         return
     token = str(found.group())

@@ -1,26 +1,21 @@
-"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer.
+"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer:
+the same merges in the same order as BpeTrainer with the pre-tokenizer
+``Sequence([Split(Regex(pattern), "isolated"), ByteLevel(add_prefix_space=False,
+use_regex=False)])``, ``min_frequency=0``, ``initial_alphabet=ByteLevel.alphabet()`` and
+``max_token_length`` one more than tokcost's (HF keeps tokens strictly shorter).
+Special tokens are split out of each line first, as HF does for tokens added to its
+tokenizer; HF then learns merges inside them (``<|``, ``<|en``...), tokcost does not.
 
-With the same corpus, pattern, vocabulary size and special tokens the merges are HF's,
-in HF's order, for BpeTrainer run with the pre-tokenizer ``Sequence([Split(Regex(pattern),
-"isolated"), ByteLevel(add_prefix_space=False, use_regex=False)])``, ``min_frequency=0``,
-``initial_alphabet=ByteLevel.alphabet()`` and ``max_token_length`` one more than
-tokcost's (HF keeps tokens strictly shorter; tokcost's default is 128 bytes).
+The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``): ids are the special tokens,
+the 256 byte-level characters by code point, then one per new token; the pair with the
+highest count merges first, ties to the smaller ``(left id, right id)``. In
+``"aaabdaaabac"``: ``a a`` (4), then ``a b`` beats ``aa a`` (2 each; ``a`` < ``aa``).
+Two merges that spell the same bytes share one id, as in HF.
 
-Special tokens are split out of each line before pre-tokenization, as HF does for tokens
-added to its tokenizer; HF then learns merges inside them (``<|``, ``<|en``...), tokcost
-does not: they are tokens already. Between them the merges are HF's.
-
-The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``): ids are special tokens first,
-then the 256 byte-level characters by code point, then one per new token. The pair with
-the highest count merges first; among equal counts the smaller ``(left id, right id)``.
-In ``"aaabdaaabac"``: ``a a`` (4), then ``a b`` beats ``aa a`` (both 2; ``a`` < ``aa``).
-Two merges that spell the same bytes share one id, so there can be more merges than ids.
-
-How it runs: each distinct pre-token is held once, as a ``str`` of id characters
-(``chr(id)``), so finding a pair is ``str.find`` and merging it ``str.replace`` (the
-same left-to-right scan as HF's ``Word::merge``). A heap holds ``(-count, pair, seq,
-words)`` with lazy deletion (a stale entry is pushed back with its current count, as HF
-does); a merge visits only the words that hold its pair.
+How it runs: each distinct pre-token is held once as a ``str`` of ``chr(id)``, so
+finding a pair is ``str.find`` and merging it ``str.replace`` (HF's ``Word::merge``
+scan); a heap of ``(-count, pair, seq, words)`` with lazy deletion, as HF's, picks the
+next pair, and a merge visits only the words that hold it.
 """
 
 from __future__ import annotations
@@ -62,22 +57,19 @@ _COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_preto
 
 @dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train (as HF's ``BpeTrainer(...)``), checked on construction.
+    """What to train (as HF's ``BpeTrainer(...)``), checked on construction; a count
+    may be given as text (``"32k"``).
 
-    ``pattern``: gpt2, cl100k, o200k or a regex. ``special_tokens`` get the first ids;
-    their text in the corpus is split out and not learned from. ``max_token_length``
-    (bytes; None: no limit, HF's default) is HF's ``max_token_length=N + 1``. ``jobs``
-    processes pre-tokenize here. A count may be given as text (``"32k"``).
+    ``pattern``: gpt2, cl100k, o200k or a regex. ``special_tokens`` get the first ids; their
+    text in the corpus is split out, not learned from. ``max_token_length`` is in bytes
+    (None: no limit, HF's default). ``jobs`` processes pre-tokenize here.
 
-    ``max_pretokens`` caps the distinct pre-tokens held (None: all, as HF). Pruning a
-    table to N keeps its N highest counts, ties by first entry (``prune_counts``). Each
-    reader (a process's byte range, a Dask shard, stdin) prunes to N' when it holds more
-    than 2N' after a block and at its end; the merged table likewise after each reader's
-    is added. N' is N plus the special tokens (counted while reading, then taken out, and
-    the table pruned to N). A pruned pre-token seen again counts from 0, so a kept count
-    is at most the true one. With at most N distinct pre-tokens nothing is pruned and
-    the merges are HF's; above, the late merges can differ, and depend on how the files
-    are split among readers. A result whose table reached N warns.
+    ``max_pretokens`` caps the distinct pre-tokens held (None: all, as HF). A table pruned
+    to N keeps its N highest counts, ties by first entry (``prune_counts``); each reader
+    (a process's byte range, a Dask shard, stdin) and the merged table prune to N' (N plus
+    the special tokens, taken out later) whenever they hold more than 2N'. A pruned
+    pre-token seen again counts from 0. With at most N distinct pre-tokens the merges
+    are HF's; above, the late merges can differ and depend on how the files are split.
     """
 
     vocab_size: int
