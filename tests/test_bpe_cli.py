@@ -354,3 +354,93 @@ def test_train_max_token_length(tmp_path: Path, flags: list[str], longest: int) 
 def test_train_help_states_the_default() -> None:
     result = runner.invoke(app, ["bpe", "train", "--help"], env={"COLUMNS": "200"})
     assert "128 spaces" in result.output and "[default: 128]" in result.output
+
+
+# --- the requests: checked on construction, counts accepted as text ----------------------
+
+
+@pytest.mark.parametrize(
+    "build, field, value",
+    [
+        pytest.param(lambda t: t.TrainerConfig(vocab_size="32k"), "vocab_size", 32000, id="vocab-32k"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens="2Mi"),
+                     "max_pretokens", 2 << 20, id="max-pretokens-2Mi"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, special_tokens="<|s|>"),
+                     "special_tokens", ("<|s|>",), id="one-special-as-a-string"),
+        pytest.param(lambda t: t.BPETrainRequest(files="a.txt", output="a.bpe",
+                                                 trainer=t.TrainerConfig(vocab_size=300)),
+                     "files", ("a.txt",), id="one-file-as-a-string"),
+        pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top="1k"), "top", 1000,
+                     id="top-1k"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=("2k", 1024)),
+                     "sizes", (1024, 2000), id="sweep-sizes-sorted"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 hidden="4Ki"), "hidden", 4096, id="hidden-4Ki"),
+    ],
+)
+def test_requests_take_counts_as_text(build: object, field: str, value: object) -> None:
+    import tokcost
+
+    assert getattr(build(tokcost), field) == value  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "build, param, words",
+    [
+        pytest.param(lambda t: t.TrainerConfig(vocab_size="abc"), "vocab_size",
+                     "vocab_size 'abc' is not a count", id="vocab-not-a-count"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, pattern="o300k"), None,
+                     "unknown pattern name 'o300k'", id="pattern"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens=0), "max_pretokens",
+                     "max_pretokens=0 must be 1 or more", id="max-pretokens-zero"),
+        pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top=-2), "top",
+                     "top=-2 must be 0 or more", id="top-negative"),
+        pytest.param(lambda t: t.BPEEncodeRequest(tokenizer="o200k_base"), "text",
+                     "give the text or a path", id="encode-neither"),
+        pytest.param(lambda t: t.BPEExportRequest(model="m.bpe", output="x", format="onnx"),
+                     "format", "format must be hf or tiktoken, not 'onnx'", id="export-format"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 knee_gain=2.0), "knee_gain",
+                     "knee_gain=2.0 must be between 0 and 1", id="sweep-knee-gain"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 hidden=8, model="llama-3.1-8b"), "hidden",
+                     "give the width as hidden or as a catalog model", id="sweep-width-twice"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 special_tokens=("",)), "special_tokens",
+                     "drop the empty string from special_tokens", id="sweep-empty-special"),
+    ],
+)
+def test_requests_refuse_bad_values_on_construction(build: object, param: str | None,
+                                                    words: str) -> None:
+    """Nothing is read or trained: the request refuses itself, naming the field."""
+    import tokcost
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        build(tokcost)  # type: ignore[operator]
+    assert words in str(caught.value)
+    if param is not None:
+        assert caught.value.param == param
+
+
+def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app pre-tokenizes (one call to the engine, with the config's reader spec) and
+    tokcost.bpe learns from the table: nothing calls back up into the app."""
+    import tokcost
+    from tokcost.counting import LocalEngine
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    seen: list[str] = []
+    real = LocalEngine.count_words
+
+    def spy(self: LocalEngine, paths: object, pattern: str, **kw: object) -> object:
+        seen.append(pattern)
+        return real(self, paths, pattern, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LocalEngine, "count_words", spy)
+    config = tokcost.TrainerConfig(vocab_size=280, special_tokens=("<|s|>",), max_pretokens=50)
+    result = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
+                                                       output=tmp_path / "m.bpe"))
+    assert seen == [config.reader_spec()]
+    assert result.model.n_tokens == 280 and result.requested_vocab_size == 280
