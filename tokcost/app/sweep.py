@@ -1,22 +1,17 @@
 """Use case ``bpe sweep``: which vocabulary size for this corpus and this model width?
 
-One training at the largest size gives every smaller vocabulary (``tokcost.bpe.sweep``:
-BPE's prefix property). Each size is measured on held-out text: tokens per byte and per
-character (per document: per language for a parallel folder), the sequence length
-against a reference tokenizer, the embedding and output-layer parameters at a model
-width, the attention FLOPs and KV-cache bytes a document's sequence costs, and the
-share of the vocabulary the held-out text never uses. Reference tokenizers are
-measured the same way, as points on the same axes.
+One training at the largest size gives every smaller vocabulary (``tokcost.bpe.sweep``).
+Each size, and each reference tokenizer, is measured on held-out text: tokens per byte
+and per character (per document), the sequence length against a reference, the
+embedding and output-layer parameters at a width, the attention FLOPs and KV bytes of a
+document, and the share of the vocabulary never used.
 
-Costs per document
-    With a catalog model (``model``): ``tokcost.memory.roofline.attention_flops`` of
-    the causal document (whole model) and ``tokcost.memory.kv_cache_bytes`` in bf16.
-    With only ``hidden`` they are per layer, for multi-head attention of that width
-    in bf16: ``attention FLOPs = 4 x hidden x P (P + 1) / 2`` (QK^T and PV, a
-    multiply-add each, over the causal prompt's keys) and ``KV bytes = 2 x hidden x
-    2 x P`` (K and V, two bytes an element), for a document of ``P`` tokens.
-    Embedding parameters are ``vocab x hidden``; the output layer is as many again,
-    or none when it is tied to the embedding (``tied``: the caller's word).
+Costs per document of ``P`` tokens: with a catalog ``model``, ``attention_flops`` of the
+causal document and ``kv_cache_bytes`` in bf16 (``tokcost.memory``, whole model); with
+only ``hidden``, per layer for multi-head attention in bf16: ``4 x hidden x P (P + 1) / 2``
+FLOPs (QK^T and PV, a multiply-add each) and ``2 x hidden x 2 x P`` bytes (K and V).
+Embedding parameters are ``vocab x hidden``; the output layer as many again, or none
+when ``tied``.
 """
 
 from __future__ import annotations
@@ -143,19 +138,16 @@ class _Width:
                 "layers": self.arch.layers if self.arch else None, "cost_scope": scope,
                 "cost_formula": formula}
 
+    # A document's cost (0 for an empty one): per layer without a catalog model.
     def attention_flops(self, tokens: int) -> int:
-        if tokens <= 0:
-            return 0
-        if self.arch is None:
+        if self.arch is None or not tokens:
             return 2 * self.hidden * tokens * (tokens + 1)
         from tokcost.memory.roofline import attention_flops
 
         return attention_flops(self.arch, new_tokens=tokens)
 
     def kv_bytes(self, tokens: int) -> int:
-        if tokens <= 0:
-            return 0
-        if self.arch is None:
+        if self.arch is None or not tokens:
             return 4 * self.hidden * tokens
         from tokcost.memory import kv_cache_bytes
 
@@ -205,15 +197,13 @@ class BPESweepPoint:
 
     @property
     def unused_share(self) -> float | None:
-        if self.unused is None or self.learned is None:
-            return None
-        return self.unused / (self.learned + 256)
+        unused, learned = self.unused, self.learned
+        return None if unused is None or learned is None else unused / (learned + 256)
 
     @property
     def unused_learned_share(self) -> float | None:
-        if self.unused_learned is None or not self.learned:
-            return None
-        return self.unused_learned / self.learned
+        unused, learned = self.unused_learned, self.learned
+        return None if unused is None or not learned else unused / learned
 
     def to_dict(self, documents: Sequence[SweepDocument]) -> dict[str, Any]:
         def ratio(x: float | None) -> float | None:

@@ -180,17 +180,14 @@ def train_from_texts(
     """
     pattern, _ = resolve_pattern(config.pattern)
     spec = with_specials(pattern, config.special_tokens)
-    t0 = time.perf_counter()
-    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    counts: Counter[str] = Counter()
     cap = counting_cap(with_cap(spec, config.max_pretokens))
     for text in texts:
-        for piece in pretokenize(text, spec):
-            counts[piece] = counts.get(piece, 0) + 1
+        counts.update(pretokenize(text, spec))
         if cap is not None and len(counts) > 2 * cap:
             prune_counts(counts, cap)
-    for token in config.special_tokens:
-        counts.pop(token, None)
-    return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
+    return train_counted(counts, config, progress, started=started)
 
 
 def train_from_counts(
