@@ -1,11 +1,7 @@
-"""The BPE use cases: train and export tokcost's own byte-level BPE; encode, decode and
-inspect with any tokenizer.
-
-Each takes one frozen request, checked on construction, loads what it needs once, calls
-``tokcost.bpe`` or the tokenizer's adapter, and returns a frozen result whose
-``to_dict()`` is the ``tokcost bpe ...`` command's ``--json`` document. Training and
-export work on tokcost's own models (``tok.bpe``, a ``.tiktoken`` rank file,
-``tiktoken:NAME``); encode, decode and inspect take any tokenizer.
+"""The BPE use cases: train and export tokcost's own byte-level BPE (``tok.bpe``, a
+``.tiktoken`` rank file, ``tiktoken:NAME``); encode, decode and inspect with any
+tokenizer. Each takes one frozen request, checked on construction, and returns a frozen
+result whose ``to_dict()`` is the ``tokcost bpe ...`` command's ``--json`` document.
 
 >>> encode_bpe(BPEEncodeRequest(tokenizer="cl100k_base", text="hello world")).ids
 (15339, 1917)

@@ -20,10 +20,8 @@ from tokcost.errors import arg
 #: The per-pre-token cache is cleared when it holds this many entries (bounded memory).
 CACHE_LIMIT = 1 << 20
 
-#: Pre-tokens of this many bytes or more are merged through the queue. tiktoken's Rust
-#: switches at 100 bytes; in Python the scan is quicker only below about 12 bytes, and
-#: the queue is 1.3x quicker at 16-24 bytes, 2x at 32, 4x at 64-100 (measured on o200k,
-#: pieces made of its own subwords).
+#: Pre-tokens of this many bytes or more are merged through the queue (tiktoken switches
+#: at 100 bytes; in Python the queue is 1.3x quicker at 16-24 bytes, 4x at 64-100).
 LARGE_PIECE = 16
 
 #: Pre-tokens of this many bytes or more are not cached: a long run is rarely seen
@@ -74,18 +72,13 @@ def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     """BPE with a priority queue of candidate pairs: O(n log n), like tiktoken's
     ``_byte_pair_merge_large``, and the same ids as ``merge_scan``.
 
-    The parts are a linked list over byte offsets: the part that starts at ``i``
-    ends at ``end[i]`` and follows the one that starts at ``prev[i]``; ``live[i]``
-    is the rank of joining it with the next part (-1: that is not a token). The
-    queue is bucketed by rank: ``buckets[r]`` holds the starts of the pairs of rank
-    ``r``, and a heap of ranks says which bucket is next, so a long run of one
-    pair (``"x" * n``) costs a sort of each bucket, not a heap operation per pair.
-    A bucket is worked through left to right, which is ``merge_scan``'s order (the
-    lowest rank first, then the leftmost), because a merge makes only pairs longer
-    than the token it made, so of another rank; one of a lower rank (possible in a
-    vocabulary where two merges spell the same bytes) stops the round, and the rest
-    of the bucket waits in the queue. A start whose ``live`` rank no longer matches
-    stands for a pair that is gone, and is skipped.
+    The parts are a linked list over byte offsets (``end[i]``, ``prev[i]``); ``live[i]``
+    is the rank of joining part ``i`` with the next (-1: not a token). ``buckets[r]``
+    holds the starts of the pairs of rank ``r`` and a heap of ranks picks the next
+    bucket, so a run of one pair (``"x" * n``) costs a sort, not a heap push per pair.
+    A bucket is worked left to right (``merge_scan``'s order: a merge makes only longer
+    pairs, of other ranks); a pair of a lower rank made meanwhile stops the round and
+    the rest waits in the queue. A start whose ``live`` rank changed is a pair gone.
 
     >>> merge_queue(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3})
     [2, 1]
