@@ -169,7 +169,7 @@ def test_ctrl_c_during_training_writes_nothing(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tokcost.bpe, "train", interrupted)
+    monkeypatch.setattr(tokcost.bpe, "train_counted", interrupted)
     corpus = tmp_path / "c.txt"
     corpus.write_text(TEXT, encoding="utf-8")
     result = runner.invoke(
@@ -198,15 +198,17 @@ def _same(result: object) -> dict[str, object]:
 
 def test_train_json_is_the_result(tmp_path: Path) -> None:
     import tokcost
+    from tokcost.bpe import PatternName
 
     corpus = tmp_path / "c.txt"
     corpus.write_text(TEXT, encoding="utf-8")
     out = tmp_path / "m.bpe"
     cli = _doc(["train", str(corpus), "-v", "290", "--pattern", "gpt2", "-s", "<|endoftext|>",
                 "-j", "2", "-o", str(out)])
-    config = tokcost.TrainerConfig(vocab_size=290, pattern=tokcost.PatternName.GPT2,
+    config = tokcost.TrainerConfig(vocab_size=290, pattern=PatternName.GPT2,
                                    special_tokens=("<|endoftext|>",), jobs=2)
-    lib = _same(tokcost.train_bpe([corpus], config, out, force=True))
+    lib = _same(tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
+                                                          output=out, force=True)))
     for key in TIMING:  # measured in the library, so they differ from run to run
         assert isinstance(cli[key], float) and cli[key] >= 0  # type: ignore[operator]
         assert isinstance(lib[key], float) and lib[key] >= 0  # type: ignore[operator]
@@ -218,32 +220,40 @@ def test_train_json_is_the_result(tmp_path: Path) -> None:
 
 def test_use_json_is_the_result(model: Path, tmp_path: Path) -> None:
     import tokcost
+    from tokcost.bpe import ExportFormat
 
     m = str(model)
     assert _doc(["encode", m, "the kettle <|endoftext|>", "--allow-special"]) == _same(
-        tokcost.encode_bpe(m, "the kettle <|endoftext|>", allow_special=True)
+        tokcost.encode_bpe(tokcost.BPEEncodeRequest(
+            tokenizer=m, text="the kettle <|endoftext|>", allow_special=True))
     )
     assert _doc(["encode", m, "the kettle", "--reference"]) == _same(
-        tokcost.encode_bpe(m, "the kettle", reference=True)
+        tokcost.encode_bpe(tokcost.BPEEncodeRequest(tokenizer=m, text="the kettle",
+                                                    reference=True))
     )
-    assert _doc(["decode", m, "104", "105", "0"]) == _same(tokcost.decode_bpe(m, [104, 105, 0]))
-    assert _doc(["inspect", m, "--top", "4"]) == _same(tokcost.inspect_bpe(m, top=4))
+    assert _doc(["decode", m, "104", "105", "0"]) == _same(
+        tokcost.decode_bpe(tokcost.BPEDecodeRequest(tokenizer=m, ids=[104, 105, 0])))
+    assert _doc(["inspect", m, "--top", "4"]) == _same(
+        tokcost.inspect_bpe(tokcost.BPEInspectRequest(tokenizer=m, top=4)))
     hf = tmp_path / "tokenizer.json"
-    assert _doc(["export", m, "-o", str(hf)]) == _same(tokcost.export_bpe(m, hf, force=True))
+    assert _doc(["export", m, "-o", str(hf)]) == _same(
+        tokcost.export_bpe(tokcost.BPEExportRequest(model=m, output=hf, force=True)))
     tt = tmp_path / "tok.tiktoken"
     assert _doc(["export", m, "--format", "tiktoken", "-o", str(tt)]) == _same(
-        tokcost.export_bpe(m, tt, format=tokcost.ExportFormat.TIKTOKEN, force=True)
+        tokcost.export_bpe(tokcost.BPEExportRequest(model=m, output=tt,
+                                                    format=ExportFormat.TIKTOKEN, force=True))
     )
     (tmp_path / "tok.tiktoken.json").unlink()  # a rank file alone needs a pattern
     assert _doc(["inspect", str(tt), "--pattern", "o200k", "--top", "2"]) == _same(
-        tokcost.inspect_bpe(str(tt), top=2, pattern="o200k")
+        tokcost.inspect_bpe(tokcost.BPEInspectRequest(tokenizer=str(tt), top=2,
+                                                      pattern="o200k"))
     )
 
 
 def test_inspect_result_has_typed_rows(model: Path) -> None:
     import tokcost
 
-    info = tokcost.inspect_bpe(str(model), top=2)
+    info = tokcost.inspect_bpe(tokcost.BPEInspectRequest(tokenizer=str(model), top=2))
     assert info.vocab_size == 300 and info.special_tokens == {"<|endoftext|>": 0}
     assert len(info.first_merges) == 2 and info.first_merges[0].id == 257
     assert info.pattern == "o200k" and len(info.longest_tokens) == 2
@@ -259,7 +269,8 @@ def test_training_warning_names_the_flags(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "above --min-frequency" in result.stderr and "smaller --vocab-size" in result.stderr
     config = tokcost.TrainerConfig(vocab_size=300, min_frequency=5)
-    lib = tokcost.train_bpe([corpus], config, tmp_path / "u.bpe")
+    lib = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
+                                                    output=tmp_path / "u.bpe"))
     assert lib.exhausted and "min_frequency" in lib.warnings[0]
     assert "vocab_size" in lib.warnings[0] and "--" not in lib.warnings[0]
 
@@ -288,7 +299,9 @@ def test_train_errors_name_the_parameter(
     corpus = tmp_path / "c.txt"
     corpus.write_text(TEXT, encoding="utf-8")
     with pytest.raises(UsageError) as caught:
-        tokcost.train_bpe([corpus], tokcost.TrainerConfig(**config), tmp_path / "x.bpe")  # type: ignore[arg-type]
+        tokcost.train_bpe(tokcost.BPETrainRequest(
+            files=(corpus,), trainer=tokcost.TrainerConfig(**config),  # type: ignore[arg-type]
+            output=tmp_path / "x.bpe"))
     assert caught.value.param == param and words in str(caught.value)
     args = {"vocab_size": "-v", "jobs": "-j", "min_frequency": "--min-frequency",
             "max_token_length": "--max-token-length"}
@@ -307,13 +320,15 @@ def test_existing_output_and_special_text_name_the_parameter(model: Path) -> Non
     from tokcost.errors import TokcostError
 
     with pytest.raises(TokcostError) as caught:
-        tokcost.encode_bpe(str(model), "a <|endoftext|>")
+        tokcost.encode_bpe(tokcost.BPEEncodeRequest(tokenizer=str(model), text="a <|endoftext|>"))
     assert caught.value.param == "allow_special" and "pass allow_special=True" in str(caught.value)
     with pytest.raises(TokcostError) as caught:
-        tokcost.export_bpe(str(model), model, format="hf")
+        tokcost.export_bpe(tokcost.BPEExportRequest(model=str(model), output=model, format="hf"))
     assert caught.value.param == "force" and "pass force=True" in str(caught.value)
     with pytest.raises(TokcostError) as caught:
-        tokcost.export_bpe(str(model), model.with_name("x.json"), format="onnx")
+        tokcost.export_bpe(tokcost.BPEExportRequest(model=str(model),
+                                                    output=model.with_name("x.json"),
+                                                    format="onnx"))
     assert caught.value.param == "format" and "format must be hf or tiktoken" in str(caught.value)
 
 
@@ -339,3 +354,93 @@ def test_train_max_token_length(tmp_path: Path, flags: list[str], longest: int) 
 def test_train_help_states_the_default() -> None:
     result = runner.invoke(app, ["bpe", "train", "--help"], env={"COLUMNS": "200"})
     assert "128 spaces" in result.output and "[default: 128]" in result.output
+
+
+# --- the requests: checked on construction, counts accepted as text ----------------------
+
+
+@pytest.mark.parametrize(
+    "build, field, value",
+    [
+        pytest.param(lambda t: t.TrainerConfig(vocab_size="32k"), "vocab_size", 32000, id="vocab-32k"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens="2Mi"),
+                     "max_pretokens", 2 << 20, id="max-pretokens-2Mi"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, special_tokens="<|s|>"),
+                     "special_tokens", ("<|s|>",), id="one-special-as-a-string"),
+        pytest.param(lambda t: t.BPETrainRequest(files="a.txt", output="a.bpe",
+                                                 trainer=t.TrainerConfig(vocab_size=300)),
+                     "files", ("a.txt",), id="one-file-as-a-string"),
+        pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top="1k"), "top", 1000,
+                     id="top-1k"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=("2k", 1024)),
+                     "sizes", (1024, 2000), id="sweep-sizes-sorted"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 hidden="4Ki"), "hidden", 4096, id="hidden-4Ki"),
+    ],
+)
+def test_requests_take_counts_as_text(build: object, field: str, value: object) -> None:
+    import tokcost
+
+    assert getattr(build(tokcost), field) == value  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "build, param, words",
+    [
+        pytest.param(lambda t: t.TrainerConfig(vocab_size="abc"), "vocab_size",
+                     "vocab_size 'abc' is not a count", id="vocab-not-a-count"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, pattern="o300k"), None,
+                     "unknown pattern name 'o300k'", id="pattern"),
+        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens=0), "max_pretokens",
+                     "max_pretokens=0 must be 1 or more", id="max-pretokens-zero"),
+        pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top=-2), "top",
+                     "top=-2 must be 0 or more", id="top-negative"),
+        pytest.param(lambda t: t.BPEEncodeRequest(tokenizer="o200k_base"), "text",
+                     "give the text or a path", id="encode-neither"),
+        pytest.param(lambda t: t.BPEExportRequest(model="m.bpe", output="x", format="onnx"),
+                     "format", "format must be hf or tiktoken, not 'onnx'", id="export-format"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 knee_gain=2.0), "knee_gain",
+                     "knee_gain=2.0 must be between 0 and 1", id="sweep-knee-gain"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 hidden=8, model="llama-3.1-8b"), "hidden",
+                     "give the width as hidden or as a catalog model", id="sweep-width-twice"),
+        pytest.param(lambda t: t.BPESweepRequest(files=("a",), held_out="b", vocab_sizes=(300,),
+                                                 special_tokens=("",)), "special_tokens",
+                     "drop the empty string from special_tokens", id="sweep-empty-special"),
+    ],
+)
+def test_requests_refuse_bad_values_on_construction(build: object, param: str | None,
+                                                    words: str) -> None:
+    """Nothing is read or trained: the request refuses itself, naming the field."""
+    import tokcost
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        build(tokcost)  # type: ignore[operator]
+    assert words in str(caught.value)
+    if param is not None:
+        assert caught.value.param == param
+
+
+def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app pre-tokenizes (one call to the engine, with the config's reader spec) and
+    tokcost.bpe learns from the table: nothing calls back up into the app."""
+    import tokcost
+    from tokcost.counting import LocalEngine
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    seen: list[str] = []
+    real = LocalEngine.count_words
+
+    def spy(self: LocalEngine, paths: object, pattern: str, **kw: object) -> object:
+        seen.append(pattern)
+        return real(self, paths, pattern, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LocalEngine, "count_words", spy)
+    config = tokcost.TrainerConfig(vocab_size=280, special_tokens=("<|s|>",), max_pretokens=50)
+    result = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
+                                                       output=tmp_path / "m.bpe"))
+    assert seen == [config.reader_spec()]
+    assert result.model.n_tokens == 280 and result.requested_vocab_size == 280

@@ -24,6 +24,7 @@ from tokcost.bpe import (
     Encoder,
     TrainerConfig,
     train,
+    train_counted,
     train_from_counts,
     train_from_texts,
 )
@@ -300,7 +301,8 @@ def test_dask_workers_split_them_alike(corpus: Path, tmp_path: Path) -> None:
             n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
             local_directory=str(tmp_path), silence_logs=50,
         ) as lc, distributed.Client(lc) as client:
-            remote = train([corpus], config, engine=DaskEngine(client=client, shard_bytes=2000))
+            engine = DaskEngine(client=client, shard_bytes=2000)
+            remote = train_counted(engine.count_words([corpus], config.reader_spec()), config)
     local = train([corpus], config)
     assert remote.model.merges == local.model.merges
     assert remote.distinct_pretokens == local.distinct_pretokens

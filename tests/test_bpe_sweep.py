@@ -86,8 +86,9 @@ def corpus(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_metrics_by_hand(corpus: dict[str, Path]) -> None:
-    result = tokcost.sweep_bpe([corpus["train"]], [256, 300], corpus["held"],
-                               tokenizers=["cl100k_base"], hidden=8)
+    result = tokcost.sweep_bpe(tokcost.BPESweepRequest(
+        files=(corpus["train"],), vocab_sizes=(256, 300), held_out=corpus["held"],
+        tokenizers=("cl100k_base",), hidden=8))
     sizes = {p.requested_vocab_size: p for p in result.sizes}
     docs = {d.name: d for d in result.documents}
     assert (docs["en"].bytes, docs["en"].chars) == (13, 13)
@@ -109,8 +110,9 @@ def test_metrics_by_hand(corpus: dict[str, Path]) -> None:
 
 
 def test_tied_model_width(corpus: dict[str, Path]) -> None:
-    result = tokcost.sweep_bpe([corpus["train"]], [300], corpus["held"], tokenizers=[],
-                               model="llama-3.1-8b", tied=True)
+    result = tokcost.sweep_bpe(tokcost.BPESweepRequest(
+        files=(corpus["train"],), vocab_sizes=(300,), held_out=corpus["held"], tokenizers=(),
+        model="llama-3.1-8b", tied=True))
     point = result.sizes[0]
     assert result.width.hidden == 4096 and point.output_params == 0
     from tokcost.catalog import load_catalog

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tokcost import get_tokenizer
 from tokcost.bpe.pretokenize import count_words, resolve_pattern
-from tokcost.bpe.train import TrainerConfig, train
+from tokcost.bpe.train import TrainerConfig, train, train_counted
 from tokcost.cli.app import app
 from tokcost.counting import count_paths, next_cut
 from tokcost.errors import MissingDependency, UsageError
@@ -238,7 +238,8 @@ def test_dask_bpe_merges_equal_local(tmp_path: Path, cluster: Any) -> None:
     paths = _corpus(tmp_path, invalid=False)
     config = TrainerConfig(vocab_size=400, pattern="o200k", special_tokens=("<|endoftext|>",))
     local = train(paths, config)
-    remote = train(paths, config, engine=DaskEngine(client=cluster, shard_bytes=3000))
+    engine = DaskEngine(client=cluster, shard_bytes=3000)
+    remote = train_counted(engine.count_words(paths, config.reader_spec()), config)
     assert remote.model.merges == local.model.merges
     assert remote.model.ranks == local.model.ranks
     assert remote.distinct_pretokens == local.distinct_pretokens
@@ -411,7 +412,8 @@ def test_dask_driver_merge_stays_within_twice_the_cap(
 
     monkeypatch.setattr(pre, "merge_capped", spy)
     config = TrainerConfig(vocab_size=300, pattern="gpt2", max_pretokens=cap)
-    result = train([corpus], config, engine=DaskEngine(client=cluster, shard_bytes=2048))
+    engine = DaskEngine(client=cluster, shard_bytes=2048)
+    result = train_counted(engine.count_words([corpus], config.reader_spec()), config)
     assert len(sizes) > 10  # the driver merged many shards' tables
     assert max(sizes) <= 2 * cap
     assert result.distinct_pretokens == cap
@@ -424,5 +426,6 @@ def test_dask_cap_above_the_distinct_count_equals_local(tmp_path: Path, cluster:
     paths = _corpus(tmp_path, invalid=False)
     free = train(paths, TrainerConfig(vocab_size=350, pattern="o200k"))
     config = TrainerConfig(vocab_size=350, pattern="o200k", max_pretokens=free.distinct_pretokens)
-    remote = train(paths, config, engine=DaskEngine(client=cluster, shard_bytes=3000))
+    engine = DaskEngine(client=cluster, shard_bytes=3000)
+    remote = train_counted(engine.count_words(paths, config.reader_spec()), config)
     assert remote.model.merges == free.model.merges

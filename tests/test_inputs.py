@@ -65,7 +65,8 @@ def work(tmp_path: Path) -> dict[str, str]:
                                encoding="utf-8")
     paths["out"].parent.mkdir()
     config = tokcost.TrainerConfig(vocab_size=300, special_tokens=("<|endoftext|>",))
-    tokcost.train_bpe([paths["text"]], config, paths["tok"])
+    tokcost.train_bpe(tokcost.BPETrainRequest(files=(paths["text"],), trainer=config,
+                                              output=paths["tok"]))
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -118,18 +119,24 @@ JSON_ROWS: list[Any] = [
                                               stdin=io.BytesIO(json.dumps(CHAT).encode())),
                  id="count-chat-stdin"),
     pytest.param(["bpe", "encode", "{tok}", "the kettle", "--json"], None,
-                 lambda w: tokcost.encode_bpe(w["tok"], "the kettle"), id="encode-text"),
+                 lambda w: tokcost.encode_bpe(tokcost.BPEEncodeRequest(
+                     tokenizer=w["tok"], text="the kettle")), id="encode-text"),
     pytest.param(["bpe", "encode", "-t", "o200k_base", "--file", "{bad}", "--json"], None,
-                 lambda w: tokcost.encode_bpe("o200k_base", path=w["bad"]), id="encode-file"),
+                 lambda w: tokcost.encode_bpe(tokcost.BPEEncodeRequest(
+                     tokenizer="o200k_base", path=w["bad"])), id="encode-file"),
     pytest.param(["bpe", "encode", "-t", "model:gpt-4o", "-", "--json"], BAD,
-                 lambda w: tokcost.encode_bpe("model:gpt-4o", path="-", stdin=io.BytesIO(BAD)),
+                 lambda w: tokcost.encode_bpe(tokcost.BPEEncodeRequest(
+                     tokenizer="model:gpt-4o", path="-", stdin=io.BytesIO(BAD))),
                  id="encode-stdin-model"),
     pytest.param(["bpe", "decode", "-t", "cl100k_base", "15339", "1917", "--json"], None,
-                 lambda w: tokcost.decode_bpe("cl100k_base", [15339, 1917]), id="decode"),
+                 lambda w: tokcost.decode_bpe(tokcost.BPEDecodeRequest(
+                     tokenizer="cl100k_base", ids=[15339, 1917])), id="decode"),
     pytest.param(["bpe", "inspect", "{tok}", "--top", "3", "--json"], None,
-                 lambda w: tokcost.inspect_bpe(w["tok"], top=3), id="inspect-bpe"),
+                 lambda w: tokcost.inspect_bpe(tokcost.BPEInspectRequest(tokenizer=w["tok"], top=3)),
+                 id="inspect-bpe"),
     pytest.param(["bpe", "inspect", "-t", "cl100k_base", "--top", "2", "--json"], None,
-                 lambda w: tokcost.inspect_bpe("cl100k_base", top=2), id="inspect-tiktoken"),
+                 lambda w: tokcost.inspect_bpe(tokcost.BPEInspectRequest(tokenizer="cl100k_base", top=2)),
+                 id="inspect-tiktoken"),
     pytest.param(["price", "-m", "gpt-4o", "{text}", "{bad}", "{bin}", "--json"], None,
                  lambda w: tokcost.price(tokcost.PriceRequest(
                      model="gpt-4o", paths=[w["text"], w["bad"], w["bin"]])),
@@ -142,9 +149,10 @@ JSON_ROWS: list[Any] = [
                                            stdin=io.BytesIO(BAD)),
                  id="compare-stdin"),
     pytest.param(["bpe", "train", "{text}", "{bad}", "{bin}", *TRAIN, "-o", "{out}", "--json"],
-                 None, lambda w: tokcost.train_bpe(
-                     [w["text"], w["bad"], w["bin"]],
-                     tokcost.TrainerConfig(vocab_size=280, pattern="gpt2"), w["out"], force=True),
+                 None, lambda w: tokcost.train_bpe(tokcost.BPETrainRequest(
+                     files=(w["text"], w["bad"], w["bin"]),
+                     trainer=tokcost.TrainerConfig(vocab_size=280, pattern="gpt2"),
+                     output=w["out"], force=True)),
                  id="train"),
 ]
 
@@ -169,7 +177,8 @@ def test_inspect_any_tokenizer(request: pytest.FixtureRequest, spec: str) -> Non
     result = runner.invoke(app, ["bpe", "inspect", "-t", f"{family}:{path}", "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
-    assert info == _plain(tokcost.inspect_bpe(f"{family}:{path}").to_dict())
+    assert info == _plain(tokcost.inspect_bpe(
+        tokcost.BPEInspectRequest(tokenizer=f"{family}:{path}")).to_dict())
     tok = tokcost.get_tokenizer(f"{family}:{path}")
     assert info["vocab_size"] == tok.vocab_size and info["merges"] is None
     if family == "hf":
@@ -322,8 +331,10 @@ def test_training_on_stdin_equals_training_on_the_file(work: dict[str, str],
     data = TEXT.encode() + BAD  # CRLF and invalid bytes read the same way from both
     (tmp_path / "corpus.txt").write_bytes(data)
     config = tokcost.TrainerConfig(vocab_size=290, pattern="gpt2")
-    from_file = tokcost.train_bpe([tmp_path / "corpus.txt"], config, tmp_path / "f.bpe")
-    from_stdin = tokcost.train_bpe(["-"], config, tmp_path / "s.bpe", stdin=io.BytesIO(data))
+    from_file = tokcost.train_bpe(tokcost.BPETrainRequest(
+        files=(tmp_path / "corpus.txt",), trainer=config, output=tmp_path / "f.bpe"))
+    from_stdin = tokcost.train_bpe(tokcost.BPETrainRequest(
+        files=("-",), trainer=config, output=tmp_path / "s.bpe", stdin=io.BytesIO(data)))
     assert from_stdin.model.merges == from_file.model.merges
     assert from_stdin.model.ranks == from_file.model.ranks
     assert from_file.invalid_utf8_bytes == {str(tmp_path / "corpus.txt"): 3}
@@ -651,7 +662,8 @@ def test_dask_train_skips_binary_and_reports_invalid_utf8(tmp_path: Path) -> Non
         # A quoted glob: the driver never opens these files, the workers do.
         counts = engine.count_words([str(tmp_path / "*.txt")], "gpt2")
         config = tokcost.TrainerConfig(vocab_size=300, pattern="gpt2")
-        remote = tokcost.bpe.train([str(tmp_path / "*.txt")], config, engine=engine)
+        remote = tokcost.bpe.train_counted(
+            engine.count_words([str(tmp_path / "*.txt")], config.reader_spec()), config)
     assert counts.warnings == (
         f"skipped {files['bin']}: {BINARY_REASON}",
         f"{files['latin1']}: 160 bytes of invalid UTF-8 replaced with U+FFFD",

@@ -56,7 +56,8 @@ def bpe_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     corpus.write_text("the im start of the tool 42 and the kettle\n" * 50, encoding="utf-8")
     config = tokcost.TrainerConfig(vocab_size=300, pattern="o200k",
                                    special_tokens=("<|im start|>", "<|tool 42|>"))
-    tokcost.train_bpe([corpus], config, folder / "tok.bpe")
+    tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
+                                              output=folder / "tok.bpe"))
     return f"bpe:{folder / 'tok.bpe'}"
 
 

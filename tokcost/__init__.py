@@ -52,11 +52,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
         "Row", "SentencePremiums", "compare",
     ),
-    "tokcost.app.sweep": ("sweep_bpe", "BPESweepResult", "BPESweepPoint", "BPE_KNEE_GAIN"),
+    "tokcost.app.sweep": ("sweep_bpe", "BPESweepRequest"),
     "tokcost.app.bpe": (
-        "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
-        "PatternName", "ExportFormat", "BPETrainResult", "BPEEncodeResult", "BPEDecodeResult",
-        "BPEInspectResult", "BPEMerge", "BPEExportResult", "DEFAULT_MAX_TOKEN_LENGTH",
+        "train_bpe", "BPETrainRequest", "TrainerConfig", "encode_bpe", "BPEEncodeRequest",
+        "decode_bpe", "BPEDecodeRequest", "inspect_bpe", "BPEInspectRequest", "export_bpe",
+        "BPEExportRequest",
     ),
     "tokcost.app.generate": (
         "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
@@ -97,15 +97,11 @@ if TYPE_CHECKING:
     from tokcost.app.attention import AttentionResult as AttentionResult
     from tokcost.app.attention import NotableHead as NotableHead
     from tokcost.app.attention import attention as attention
-    from tokcost.app.bpe import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
-    from tokcost.app.bpe import BPEDecodeResult as BPEDecodeResult
-    from tokcost.app.bpe import BPEEncodeResult as BPEEncodeResult
-    from tokcost.app.bpe import BPEExportResult as BPEExportResult
-    from tokcost.app.bpe import BPEInspectResult as BPEInspectResult
-    from tokcost.app.bpe import BPEMerge as BPEMerge
-    from tokcost.app.bpe import BPETrainResult as BPETrainResult
-    from tokcost.app.bpe import ExportFormat as ExportFormat
-    from tokcost.app.bpe import PatternName as PatternName
+    from tokcost.app.bpe import BPEDecodeRequest as BPEDecodeRequest
+    from tokcost.app.bpe import BPEEncodeRequest as BPEEncodeRequest
+    from tokcost.app.bpe import BPEExportRequest as BPEExportRequest
+    from tokcost.app.bpe import BPEInspectRequest as BPEInspectRequest
+    from tokcost.app.bpe import BPETrainRequest as BPETrainRequest
     from tokcost.app.bpe import TrainerConfig as TrainerConfig
     from tokcost.app.bpe import decode_bpe as decode_bpe
     from tokcost.app.bpe import encode_bpe as encode_bpe
@@ -174,9 +170,7 @@ if TYPE_CHECKING:
     from tokcost.app.quality import kvmem_quality as kvmem_quality
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
-    from tokcost.app.sweep import BPE_KNEE_GAIN as BPE_KNEE_GAIN
-    from tokcost.app.sweep import BPESweepPoint as BPESweepPoint
-    from tokcost.app.sweep import BPESweepResult as BPESweepResult
+    from tokcost.app.sweep import BPESweepRequest as BPESweepRequest
     from tokcost.app.sweep import sweep_bpe as sweep_bpe
     from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog

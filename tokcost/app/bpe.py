@@ -1,16 +1,10 @@
-"""The BPE use cases: train and export tokcost's own byte-level BPE; encode, decode and
-inspect with any tokenizer.
+"""The BPE use cases: train and export tokcost's own byte-level BPE (``tok.bpe``, a
+``.tiktoken`` rank file, ``tiktoken:NAME``); encode, decode and inspect with any
+tokenizer. Each takes one frozen request, checked on construction, and returns a frozen
+result whose ``to_dict()`` is the ``tokcost bpe ...`` command's ``--json`` document.
 
-Each function loads what it needs once, calls ``tokcost.bpe`` or the tokenizer's
-adapter, and returns a frozen result whose ``to_dict()`` is the ``tokcost bpe ...``
-command's ``--json`` document. ``train_bpe`` and ``export_bpe`` work on tokcost's
-own models (``tok.bpe``, a ``.tiktoken`` rank file, ``tiktoken:NAME``); ``encode_bpe``,
-``decode_bpe`` and ``inspect_bpe`` take any tokenizer spec as ``resolve_tokenizers``
-reads it (``o200k_base``, ``hf:...``, ``sp:...``, ``model:ID``) or a tokenizer file's path.
-
->>> BPEEncodeResult(model="tok.bpe", tokenizer="bpe:tok.bpe", ids=(71, 1917)).to_dict()
-{'model': 'tok.bpe', 'tokenizer': 'bpe:tok.bpe', 'exact': True, 'count': 2, 'ids': [71, 1917], \
-'invalid_utf8_bytes': 0}
+>>> encode_bpe(BPEEncodeRequest(tokenizer="cl100k_base", text="hello world")).ids
+(15339, 1917)
 """
 
 from __future__ import annotations
@@ -18,20 +12,20 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-# Through the package, not its names: a test replaces ``tokcost.bpe.train``.
+# Through the package, not its names: a test replaces ``tokcost.bpe.train_counted``.
 from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
 from tokcost.app.engine import EngineKind, make_engine
-from tokcost.bpe import DEFAULT_MAX_TOKEN_LENGTH, BPEModel, ExportFormat, PatternName, TrainerConfig
+from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig, TrainResult
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
+from tokcost.bpe.pretokenize import special_regex
 from tokcost.counting import (
     STDIN,
     STDIN_NAME,
@@ -43,54 +37,64 @@ from tokcost.counting import (
     sniff_source,
     stdin_source,
 )
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
+from tokcost.units import parse_count
 
 if TYPE_CHECKING:
-    import regex
-
     from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import ProgressFn, WordCounter
+    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
+    from tokcost.counting import Engine
+    from tokcost.counting import Engine as WordCounter
 
 __all__ = [
-    "DEFAULT_MAX_TOKEN_LENGTH",
-    "BPEDecodeResult",
-    "BPEEncodeResult",
-    "BPEExportResult",
-    "BPEInspectResult",
-    "BPEMerge",
-    "BPETrainResult",
-    "ExportFormat",
-    "PatternName",
-    "TrainerConfig",
-    "decode_bpe",
-    "encode_bpe",
-    "export_bpe",
-    "inspect_bpe",
+    "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
+    "BPETrainRequest", "TrainerConfig", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe",
     "train_bpe",
 ]
 
 
-@dataclass(frozen=True)
-class BPETrainResult:
-    """A trained model, the files it was written to, and what training saw.
+@dataclass(frozen=True, kw_only=True)
+class BPETrainRequest:
+    """Train ``trainer`` on ``files`` and write ``output`` and its ``.vocab`` beside it.
 
-    ``seconds`` is the whole call (checks, training, writing); the two parts are
-    pre-tokenizing and merging. ``warnings`` speak the API's words (``vocab_size``).
+    ``files`` follow every command's input policy: ``-`` is ``stdin`` (default: the
+    process's standard input), binary files are skipped, invalid UTF-8 is read as
+    U+FFFD. ``engine`` pre-tokenizes: ``local`` (``trainer.jobs`` processes), ``dask``
+    (the cluster at ``scheduler``, else ``trainer.jobs`` local workers, waiting
+    ``timeout`` seconds at most; see ``make_engine``) or an engine object; the merges
+    are the same on every engine.
     """
 
-    model: BPEModel
+    files: tuple[str, ...]
+    trainer: TrainerConfig
+    output: Path
+    force: bool = False
+    engine: EngineKind | str | Engine = EngineKind.LOCAL
+    scheduler: str | None = None
+    timeout: float | None = None
+    stdin: BinaryIO | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", _names(self.files))
+        object.__setattr__(self, "output", Path(self.output))
+
+
+def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
+    """A bare string or path is one input, not its characters."""
+    return (str(paths),) if isinstance(paths, (str, Path)) else tuple(map(str, paths))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPETrainResult(TrainResult):
+    """A trained model, the files it was written to, and what training saw. ``seconds``
+    is the whole call (checks, training, writing); ``skipped``: inputs left out."""
+
     requested_vocab_size: int
-    distinct_pretokens: int
-    total_pretokens: int
-    seconds: float
-    seconds_pretokenize: float
-    seconds_merge: float
-    exhausted: bool
-    outputs: tuple[Path, Path]
-    warnings: tuple[str, ...] = ()
-    skipped: tuple[Skipped, ...] = ()  # inputs left out (binary, unreadable)
+    seconds: float = 0.0
+    outputs: tuple[Path, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
     invalid_utf8_bytes: Mapping[str, int] = field(default_factory=dict)  # input -> replaced
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,60 +117,38 @@ class BPETrainResult:
         }
 
 
-def train_bpe(
-    files: Sequence[str | Path],
-    config: TrainerConfig,
-    output: str | Path,
-    *,
-    force: bool = False,
-    engine: EngineKind | str = EngineKind.LOCAL,
-    scheduler: str | None = None,
-    timeout: float | None = None,
-    progress: ProgressFn | None = None,
-    stdin: BinaryIO | None = None,
-) -> BPETrainResult:
-    """Train on ``files`` and write ``output`` and its ``.vocab`` beside it.
-
-    ``files`` follow the input policy of every command: ``-`` is ``stdin`` (default
-    the process's standard input), binary files are skipped, invalid UTF-8 is read
-    as U+FFFD; the result's ``skipped``, ``invalid_utf8_bytes`` and ``warnings`` say so.
-
-    ``engine`` pre-tokenizes: ``local`` in ``config.jobs`` processes, ``dask`` on the
-    cluster at ``scheduler`` (else ``config.jobs`` local workers, or one per CPU),
-    waiting ``timeout`` seconds at most for it (see ``make_engine``);
-    the merges are the same either way. ``progress(stage, done, total)`` hears
+def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> BPETrainResult:
+    """Train and write the model. ``progress(stage, done, total)`` hears
     ``"pretokenize"`` (bytes) and ``"merge"`` (tokens). The output files are checked
-    before training starts, so a long run never ends on "already exists".
-    """
+    before training starts, so a long run never ends on "already exists"."""
     t0 = time.perf_counter()
-    bpe.check_config(config)  # a bad vocab_size or jobs before any file is read
-    out = Path(output)
-    bpe.check_writable([out, bpe.vocab_path(out)], force)
+    out, config = request.output, request.trainer
+    bpe.check_writable([out, bpe.vocab_path(out)], request.force)
+    engine = make_engine(request.engine, jobs=config.jobs if config.jobs > 1 else None,
+                         scheduler=request.scheduler, timeout=request.timeout)
+    trained = train_inputs(request.files, config, engine, progress, stdin=request.stdin)
+    outputs = bpe.save_model(trained.model, out, force=request.force)
+    return replace(trained, outputs=outputs, seconds=time.perf_counter() - t0)
+
+
+def train_inputs(
+    files: Sequence[str], config: TrainerConfig, engine: Engine,
+    progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None,
+) -> BPETrainResult:
+    """Pre-tokenize ``files`` on ``engine`` under the input policy, then learn the merges
+    here (``tokcost.bpe``); the input policy's notes come first in the result's."""
     inputs = _TrainingInputs.scan(files, stdin)
-    chosen = make_engine(
-        engine, jobs=config.jobs if config.jobs > 1 else None, scheduler=scheduler,
-        timeout=timeout,
-    )
-    noted = _NotedWords(chosen, list(inputs.skipped), more_text=inputs.stdin is not None)
-    trained = bpe.train(inputs.paths, config, progress, engine=noted,
-                        texts=inputs.stdin or ())
-    skipped = noted.skipped
-    outputs = bpe.save_model(trained.model, out, force=force)
+    started = time.perf_counter()
+    noted = _NotedWords(engine, list(inputs.skipped), more_text=inputs.stdin is not None)
+    counts = (noted.count_words(inputs.paths, config.reader_spec(), progress=progress)
+              if inputs.paths else Counter[str]())
+    trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (),
+                                started=started)
     invalid = {**inputs.invalid_utf8_bytes(), **noted.invalid}
-    return BPETrainResult(
-        model=trained.model,
-        requested_vocab_size=config.vocab_size,
-        distinct_pretokens=trained.distinct_pretokens,
-        total_pretokens=trained.total_pretokens,
-        seconds=time.perf_counter() - t0,
-        seconds_pretokenize=trained.seconds_pretokenize,
-        seconds_merge=trained.seconds_merge,
-        exhausted=trained.exhausted,
-        outputs=outputs,
-        warnings=input_warnings(skipped, invalid.items()) + trained.warnings,
-        skipped=tuple(skipped),
-        invalid_utf8_bytes=invalid,
-    )
+    notes = tuple(map(TokcostError, input_warnings(noted.skipped, invalid.items())))
+    return BPETrainResult(**{**vars(trained), "notes": notes + trained.notes},
+                          requested_vocab_size=config.vocab_size, skipped=tuple(noted.skipped),
+                          invalid_utf8_bytes=invalid)
 
 
 @dataclass
@@ -278,10 +260,21 @@ def _readable_as_bpe(spec: str) -> bool:
 
 def _rank_file(spec: str) -> bool:
     # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
-    family, _, arg = spec.partition(":")
+    family, _, rest = spec.partition(":")
     return _readable_as_bpe(spec) and (
-        arg.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in arg)
+        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest)
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _TokenizerRequest:
+    """Which tokenizer: any spec ``resolve_tokenizers`` reads (``o200k_base``, ``hf:...``,
+    ``sp:...``, ``model:ID``, which ``catalog`` resolves) or a tokenizer file's path;
+    ``pattern`` for a ``.tiktoken`` rank file with no ``PATH.json`` beside it."""
+
+    tokenizer: str
+    pattern: PatternName | str | None = None
+    catalog: CatalogSource = None
 
 
 @dataclass(frozen=True)
@@ -291,33 +284,27 @@ class _Loaded:
     model: BPEModel | None  # the ranks, when tokcost's own BPE can read them
 
 
-def _load(
-    name: str,
-    catalog: CatalogSource,
-    *,
-    pattern: PatternName | str | None = None,
-    reference: bool = False,
-    whole: bool = False,
-) -> _Loaded:
-    """The tokenizer ``name`` names; with ``whole``, also its BPE ranks where they can be read."""
+def _load(request: _TokenizerRequest, *, reference: bool = False, whole: bool = False) -> _Loaded:
+    """The tokenizer asked for; with ``whole``, also its BPE ranks where they can be read."""
     from tokcost.adapters.bpe import BPETokenizer
     from tokcost.adapters.proxy import Approximate
 
-    choice = resolve_tokenizers([tokenizer_spec(name)], catalog=catalog)[0]
+    choice = resolve_tokenizers([tokenizer_spec(request.tokenizer)], catalog=request.catalog)[0]
+    pattern = request.pattern
     if pattern is not None and not _rank_file(choice.spec):
-        raise UsageError(f"pattern is for a .tiktoken rank file; {choice.spec} has its own",
-                         param="pattern")
+        raise UsageError(f"{arg('pattern')} is for a .tiktoken rank file; {choice.spec} has "
+                         f"its own", param="pattern")
     if not _readable_as_bpe(choice.spec):
         if reference:
-            raise UsageError(f"reference=True runs tokcost's own encoder, on a BPE it can read "
-                             f"(bpe:PATH, a .tiktoken file, tiktoken:NAME), not {choice.spec}",
-                             param="reference")
+            raise UsageError(f"{arg('reference', True)} runs tokcost's own encoder, on a BPE it "
+                             f"can read (bpe:PATH, a .tiktoken file, tiktoken:NAME), not "
+                             f"{choice.spec}", param="reference")
         return _Loaded(choice, choice.load(), None)
     if not (whole or reference or pattern is not None or choice.spec.startswith("bpe:")):
         return _Loaded(choice, choice.load(), None)  # tiktoken's own, built once per process
     # Read afresh (a model retrained in place is not served from a cache).
     model = bpe.load_any(choice.spec, pattern=pattern)
-    tok: Tokenizer = BPETokenizer(model, name, use_tiktoken=not reference)
+    tok: Tokenizer = BPETokenizer(model, request.tokenizer, use_tiktoken=not reference)
     return _Loaded(choice, tok if choice.exact else Approximate(tok), model)
 
 
@@ -325,36 +312,47 @@ def _special_tokens(tok: Tokenizer) -> dict[str, int]:
     return tok.special_tokens() if isinstance(tok, Describable) else {}
 
 
-@lru_cache(maxsize=8)
-def _special_regex(specials: tuple[str, ...]) -> regex.Pattern[str]:
-    import regex
-
-    # Longest first, so "<|a|>" never hides "<|a|>x" (as tiktoken's own check).
-    return regex.compile("|".join(regex.escape(s) for s in sorted(specials, key=len,
-                                                                   reverse=True)))
-
-
 def _check_special(name: str, tok: Tokenizer, text: str) -> None:
     """tiktoken's rule: special-token text that the tokenizer would read as a special
     token raises unless allowed (a tokenizer that never reads it, SentencePiece, passes)."""
     specials = tuple(_special_tokens(tok))
-    if not specials:
-        return
-    found = _special_regex(specials).search(text)
+    found = special_regex(specials).search(text) if specials else None
     if found is None:
         return
     token = str(found.group())
     if tok.encode(token, allow_special=True) != tok.encode(token):
-        raise DisallowedSpecial(
-            f"{name}: text contains the special token {token!r}; pass "
-            f"allow_special=True to encode it as one token",
-            param="allow_special",
-        )
+        raise DisallowedSpecial(f"{name}: text contains the special token {token!r}; pass "
+                                f"{arg('allow_special', True)} to encode it as one token",
+                                param="allow_special")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPEEncodeRequest(_TokenizerRequest):
+    """Encode ``text``, or the file at ``path`` (``-``: ``stdin``, read by the input
+    policy: invalid UTF-8 replaced and counted, a binary file refused). Special-token
+    text raises unless ``allow_special`` (tiktoken's rule). ``reference``: tokcost's
+    pure-Python encoder, not tiktoken's core (same ids; tokcost BPE and rank files)."""
+
+    text: str | None = None
+    path: str | Path | None = None
+    allow_special: bool = False
+    reference: bool = False
+    stdin: BinaryIO | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.path is None):
+            raise UsageError(f"give the {arg('text')} or a path to read it from, not both or "
+                             f"neither", param="text")
 
 
 @dataclass(frozen=True)
 class BPEEncodeResult:
-    """The ids of a text under ``model`` (the tokenizer as given; ``tokenizer``: its spec)."""
+    """The ids of a text under ``model`` (the tokenizer as given; ``tokenizer``: its spec).
+
+    >>> BPEEncodeResult(model="tok.bpe", tokenizer="bpe:tok.bpe", ids=(71, 1917)).to_dict()
+    {'model': 'tok.bpe', 'tokenizer': 'bpe:tok.bpe', 'exact': True, 'count': 2, \
+'ids': [71, 1917], 'invalid_utf8_bytes': 0}
+    """
 
     model: str
     tokenizer: str
@@ -373,39 +371,28 @@ class BPEEncodeResult:
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
-def encode_bpe(
-    model: str,
-    text: str | None = None,
-    *,
-    path: str | Path | None = None,
-    allow_special: bool = False,
-    reference: bool = False,
-    pattern: PatternName | str | None = None,
-    catalog: CatalogSource = None,
-    stdin: BinaryIO | None = None,
-) -> BPEEncodeResult:
-    """Encode ``text``, or the file at ``path`` (``-``: ``stdin``, read by the input
-    policy: invalid UTF-8 replaced and counted, a binary file refused), with any
-    tokenizer. Special-token text raises unless ``allow_special`` (tiktoken's rule).
+def encode_bpe(request: BPEEncodeRequest) -> BPEEncodeResult:
+    """The ids of the request's text with any tokenizer (see ``BPEEncodeRequest``)."""
+    loaded = _load(request, reference=request.reference)
+    path = request.path
+    read = read_input(path, stdin=request.stdin) if path is not None else None
+    body = read.text if read is not None else str(request.text)
+    if not request.allow_special:
+        _check_special(request.tokenizer, loaded.tokenizer, body)
+    ids = loaded.tokenizer.encode(body, allow_special=request.allow_special)
+    return BPEEncodeResult(request.tokenizer, loaded.choice.spec, tuple(ids),
+                           loaded.choice.exact, read.invalid_bytes if read else 0,
+                           read.name if read else None)
 
-    ``reference`` uses tokcost's pure-Python encoder instead of tiktoken's core (same
-    ids; tokcost BPE and tiktoken rank files only). ``pattern`` is for a ``.tiktoken``
-    file with no ``PATH.json`` beside it. ``catalog`` resolves ``model:ID``.
 
-    >>> encode_bpe("cl100k_base", "hello world").ids
-    (15339, 1917)
-    """
-    if (text is None) == (path is None):
-        raise UsageError("give the text or a path to read it from, not both or neither",
-                         param="text")
-    loaded = _load(model, catalog, pattern=pattern, reference=reference)
-    read = read_input(path, stdin=stdin) if path is not None else None
-    body = read.text if read is not None else str(text)
-    if not allow_special:
-        _check_special(model, loaded.tokenizer, body)
-    ids = loaded.tokenizer.encode(body, allow_special=allow_special)
-    return BPEEncodeResult(model, loaded.choice.spec, tuple(ids), loaded.choice.exact,
-                           read.invalid_bytes if read else 0, read.name if read else None)
+@dataclass(frozen=True, kw_only=True)
+class BPEDecodeRequest(_TokenizerRequest):
+    """Decode ``ids`` with any tokenizer."""
+
+    ids: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", tuple(self.ids))
 
 
 @dataclass(frozen=True)
@@ -423,26 +410,34 @@ class BPEDecodeResult:
                 "text": self.text, "count": self.count}
 
 
-def decode_bpe(
-    model: str,
-    ids: Sequence[int],
-    *,
-    pattern: PatternName | str | None = None,
-    catalog: CatalogSource = None,
-) -> BPEDecodeResult:
-    """Decode ``ids`` with any tokenizer; an id outside the vocabulary raises ``InvalidTokenId``.
+def decode_bpe(request: BPEDecodeRequest) -> BPEDecodeResult:
+    """The text of ``ids``; an id outside the vocabulary raises ``InvalidTokenId``.
 
-    >>> decode_bpe("cl100k_base", [15339, 1917]).text
+    >>> decode_bpe(BPEDecodeRequest(tokenizer="cl100k_base", ids=(15339, 1917))).text
     'hello world'
     """
-    loaded = _load(model, catalog, pattern=pattern)
+    loaded = _load(request)
     size = loaded.tokenizer.vocab_size
-    bad = next((i for i in ids if not 0 <= i < size), None)
+    bad = next((i for i in request.ids if not 0 <= i < size), None)
     if bad is not None:
-        raise InvalidTokenId(f"token id {bad} is not in this vocabulary (ids run 0..{size - 1})",
-                             param="ids")
-    text = loaded.tokenizer.decode(list(ids))
-    return BPEDecodeResult(model, loaded.choice.spec, text, len(ids), loaded.choice.exact)
+        raise InvalidTokenId(f"token id {bad} is not in this vocabulary ({arg('ids')} run "
+                             f"0..{size - 1})", param="ids")
+    text = loaded.tokenizer.decode(list(request.ids))
+    return BPEDecodeResult(request.tokenizer, loaded.choice.spec, text, len(request.ids),
+                           loaded.choice.exact)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPEInspectRequest(_TokenizerRequest):
+    """Summarize a tokenizer; ``top``: how many first merges and longest tokens."""
+
+    top: int = 10
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.top, int):
+            object.__setattr__(self, "top", parse_count(self.top, param="top"))
+        if self.top < 0:
+            raise UsageError(f"{arg('top', self.top)} must be 0 or more", param="top")
 
 
 @dataclass(frozen=True)
@@ -453,9 +448,6 @@ class BPEMerge:
     right: str
     token: str
     id: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -485,58 +477,63 @@ class BPEInspectResult:
             **asdict(self),
             "special_tokens": dict(self.special_tokens),
             "longest_tokens": list(self.longest_tokens),
-            "first_merges": [m.to_dict() for m in self.first_merges],
+            "first_merges": [asdict(m) for m in self.first_merges],
         }
 
 
-def _pattern_label(regex_text: str | None) -> str | None:
-    """A named pattern by its name (``o200k``), another regex as it is."""
-    return next((n for n, p in PATTERNS.items() if p == regex_text), regex_text)
+def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
+    """Sizes, pattern and special tokens of any tokenizer; for a BPE that tokcost reads
+    whole, also the ``top`` first merges and longest tokens (longest first).
 
-
-def inspect_bpe(
-    model: str,
-    *,
-    top: int = 10,
-    pattern: PatternName | str | None = None,
-    catalog: CatalogSource = None,
-) -> BPEInspectResult:
-    """Summarize any tokenizer: sizes, pattern and special tokens; for a BPE that tokcost
-    reads whole, also the ``top`` first merges and longest tokens (longest first).
-
-    >>> info = inspect_bpe("cl100k_base", top=0)
+    >>> info = inspect_bpe(BPEInspectRequest(tokenizer="cl100k_base", top=0))
     >>> info.pattern, info.vocab_size, list(info.special_tokens)[:2]
     ('cl100k', 100277, ['<|endoftext|>', '<|fim_prefix|>'])
     """
-    if top < 0:
-        raise UsageError(f"top={top} must be 0 or more", param="top")
-    loaded = _load(model, catalog, pattern=pattern, whole=True)
-    choice, tok, m = loaded.choice, loaded.tokenizer, loaded.model
+    loaded = _load(request, whole=True)
+    choice, tok, m, top = loaded.choice, loaded.tokenizer, loaded.model, request.top
     if m is None:
+        regex_text = tok.pattern() if isinstance(tok, Describable) else None
         return BPEInspectResult(
-            source=model, tokenizer=choice.spec, exact=choice.exact,
-            pattern=_pattern_label(tok.pattern() if isinstance(tok, Describable) else None),
+            source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
+            pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
             vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
             special_tokens=_special_tokens(tok), max_token_bytes=None,
         )
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:top]
     return BPEInspectResult(
-        source=model,
-        tokenizer=choice.spec,
-        exact=choice.exact,
-        pattern=m.pattern_name or m.pattern,
-        vocab_size=m.vocab_size,
-        tokens=m.n_tokens,
-        mergeable_tokens=len(ranks),
-        merges=len(m.merges),
+        source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
+        pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
+        mergeable_tokens=len(ranks), merges=len(m.merges),
         special_tokens=special_tokens_by_id(m.special_tokens.items()),
         max_token_bytes=max(len(b) for b in ranks),
         longest_tokens=tuple(show(b) for b in longest),
-        first_merges=tuple(
-            BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c) for a, b, c in m.merges[:top]
-        ),
+        first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)
+                           for a, b, c in m.merges[:top]),
     )
+
+
+# --- export ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPEExportRequest:
+    """Write ``model`` (tokcost's ``tok.bpe``, a ``.tiktoken`` rank file, ``tiktoken:NAME``)
+    as a Hugging Face ``tokenizer.json`` or a tiktoken rank file (same ids)."""
+
+    model: str
+    output: Path
+    format: ExportFormat | str = ExportFormat.HF
+    force: bool = False
+    pattern: PatternName | str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output", Path(self.output))
+        try:
+            object.__setattr__(self, "format", ExportFormat(self.format))
+        except ValueError:
+            raise UsageError(f"{arg('format')} must be hf or tiktoken, not {self.format!r}",
+                             param="format") from None
 
 
 @dataclass(frozen=True)
@@ -548,28 +545,15 @@ class BPEExportResult:
     vocab_size: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format.value,
-            "outputs": [str(p) for p in self.outputs],
-            "vocab_size": self.vocab_size,
-        }
+        return {"format": self.format.value, "outputs": [str(p) for p in self.outputs],
+                "vocab_size": self.vocab_size}
 
 
-def export_bpe(
-    model: str,
-    output: str | Path,
-    *,
-    format: ExportFormat | str = ExportFormat.HF,
-    force: bool = False,
-    pattern: PatternName | str | None = None,
-) -> BPEExportResult:
-    """Write ``model`` as a Hugging Face ``tokenizer.json`` or a tiktoken rank file (same ids)."""
-    try:
-        fmt = ExportFormat(format)
-    except ValueError:
-        raise UsageError(f"format must be hf or tiktoken, not {format!r}", param="format") from None
-    bpe.check_writable(export_paths(fmt, output), force)  # before loading a large model
-    loaded = bpe.load_any(model, pattern=pattern)
+def export_bpe(request: BPEExportRequest) -> BPEExportResult:
+    """Export the model; the outputs are checked before a large model is loaded."""
+    fmt, output, force = ExportFormat(request.format), request.output, request.force
+    bpe.check_writable(export_paths(fmt, output), force)
+    loaded = bpe.load_any(request.model, pattern=request.pattern)
     write = bpe.export_hf if fmt is ExportFormat.HF else bpe.export_tiktoken
     paths = write(loaded, output, force=force)
     return BPEExportResult(format=fmt, outputs=tuple(paths), vocab_size=loaded.vocab_size)

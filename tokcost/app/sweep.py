@@ -1,24 +1,17 @@
 """Use case ``bpe sweep``: which vocabulary size for this corpus and this model width?
 
-One training at the largest size gives every smaller vocabulary (``tokcost.bpe.sweep``:
-BPE's prefix property). Each size is measured on held-out text: tokens per byte and per
-character (per document: per language for a parallel folder), the sequence length
-against a reference tokenizer, the embedding and output-layer parameters at a model
-width, the attention FLOPs and KV-cache bytes a document's sequence costs, and the
-share of the vocabulary the held-out text never uses. Reference tokenizers (tiktoken
-encodings, catalog models' tokenizers) are measured the same way, as points on the
-same axes.
+One training at the largest size gives every smaller vocabulary (``tokcost.bpe.sweep``).
+Each size, and each reference tokenizer, is measured on held-out text: tokens per byte
+and per character (per document), the sequence length against a reference, the
+embedding and output-layer parameters at a width, the attention FLOPs and KV bytes of a
+document, and the share of the vocabulary never used.
 
-Costs per document
-    With a catalog model (``model``): ``tokcost.memory.roofline.attention_flops`` of
-    the causal document (whole model) and ``tokcost.memory.kv_cache_bytes`` in bf16.
-    With only ``hidden`` they are per layer, for multi-head attention of that width
-    in bf16: ``attention FLOPs = 4 x hidden x P (P + 1) / 2`` (QK^T and PV, a
-    multiply-add each, over the causal prompt's keys) and ``KV bytes = 2 x hidden x
-    2 x P`` (K and V, two bytes an element), for a document of ``P`` tokens.
-    Embedding parameters are ``vocab x hidden``; the output layer is as many again,
-    or none when it is tied to the embedding (``tied``; the catalog does not record
-    tying, so it is the caller's word).
+Costs per document of ``P`` tokens: with a catalog ``model``, ``attention_flops`` of the
+causal document and ``kv_cache_bytes`` in bf16 (``tokcost.memory``, whole model); with
+only ``hidden``, per layer for multi-head attention in bf16: ``4 x hidden x P (P + 1) / 2``
+FLOPs (QK^T and PV, a multiply-add each) and ``2 x hidden x 2 x P`` bytes (K and V).
+Embedding parameters are ``vocab x hidden``; the output layer as many again, or none
+when ``tied``.
 """
 
 from __future__ import annotations
@@ -26,34 +19,95 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost import bpe
-from tokcost.app.bpe import _NotedWords, _TrainingInputs
+from tokcost.app.bpe import _names, train_inputs
 from tokcost.app.engine import EngineKind, make_engine
-from tokcost.bpe import TrainerConfig
+from tokcost.bpe import PatternName, TrainerConfig
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
 from tokcost.counting import Skipped, input_warnings, load_input
-from tokcost.errors import InputError, TokcostError, UsageError
-from tokcost.tokenizers import open_catalog, resolve_tokenizers
+from tokcost.errors import InputError, TokcostError, UsageError, arg
+from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
+    from tokcost.bpe.model import BPEModel
     from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import Architecture
 
-__all__ = ["BPE_KNEE_GAIN", "BPESweepPoint", "BPESweepResult", "sweep_bpe"]
+__all__ = ["BPESweepRequest", "sweep_bpe"]
 
 #: The model width when neither ``hidden`` nor ``model`` is given.
 DEFAULT_HIDDEN = 4096
 #: The widest ``hidden`` accepted (a typo guard; the widest models are ~25k).
 MAX_HIDDEN = 1 << 20
-#: The knee's default threshold (``tokcost.bpe.sweep.KNEE_GAIN``): 5% per doubling.
-BPE_KNEE_GAIN = KNEE_GAIN
 KNEE_RULE = ("the first size whose next step cuts tokens per byte by less than {gain:g}% "
              "per doubling")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BPESweepRequest:
+    """Train once at the largest of ``vocab_sizes`` on ``files`` and measure every size on
+    ``held_out`` (files, or one parallel folder such as corpora/prose/: one document per
+    language). ``tokenizers`` are the reference points (``vs_reference`` divides by the
+    first); ``model``'s own tokenizer joins them. The width is ``hidden`` or ``model``'s
+    hidden size (default 4096); ``tied``: the output layer shares the embedding's
+    parameters. ``plot`` (.png/.svg/.pdf, the ``plot`` extra) is checked before training.
+    Sizes and ``hidden`` may be given as text (``"4Ki"``).
+    """
+
+    files: tuple[str, ...]
+    vocab_sizes: tuple[int | str, ...]
+    held_out: tuple[str, ...]
+    tokenizers: tuple[str, ...] = ("tiktoken:o200k_base",)
+    hidden: int | None = None
+    model: str | None = None
+    tied: bool = False
+    pattern: PatternName | str = PatternName.O200K
+    special_tokens: tuple[str, ...] = ()
+    jobs: int = 1
+    knee_gain: float = KNEE_GAIN
+    plot: Path | None = None
+    force: bool = False
+    catalog: CatalogSource = None
+    stdin: BinaryIO | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("files", "held_out", "tokenizers"):
+            object.__setattr__(self, name, _names(getattr(self, name)))
+        if self.plot is not None:
+            object.__setattr__(self, "plot", Path(self.plot))
+        if isinstance(self.hidden, str):
+            object.__setattr__(self, "hidden", parse_count(self.hidden, param="hidden"))
+        _ = self.trainer  # the sizes and the training settings, checked now
+        knee(self.sizes[:1], [1.0], self.knee_gain)  # a bad gain, before the training
+        if self.hidden is not None and self.model is not None:
+            raise UsageError(f"give the width as {arg('hidden')} or as a catalog model, not both",
+                             param="hidden")
+        if self.hidden is not None and not 1 <= self.hidden <= MAX_HIDDEN:
+            raise UsageError(f"{arg('hidden', self.hidden)} must be between 1 and "
+                             f"{MAX_HIDDEN:,}", param="hidden")
+
+    @cached_property
+    def sizes(self) -> tuple[int, ...]:
+        """The vocabulary sizes, sorted, each once."""
+        sizes = check_sizes([parse_count(s, param="vocab_sizes", minimum=1, maximum=0x110000)
+                             for s in self.vocab_sizes])
+        floor = 256 + len(dict.fromkeys(self.special_tokens))
+        if sizes[0] < floor:
+            raise UsageError(f"{arg('vocab_sizes', sizes[0])} is too small: the 256 byte tokens "
+                             f"and {floor - 256} special token(s) need at least {floor}",
+                             param="vocab_sizes")
+        return sizes
+
+    @cached_property
+    def trainer(self) -> TrainerConfig:
+        """The one training run: at the largest size."""
+        return TrainerConfig(vocab_size=self.sizes[-1], pattern=self.pattern,
+                             special_tokens=self.special_tokens, jobs=self.jobs)
 
 
 @dataclass(frozen=True)
@@ -84,19 +138,16 @@ class _Width:
                 "layers": self.arch.layers if self.arch else None, "cost_scope": scope,
                 "cost_formula": formula}
 
+    # A document's cost (0 for an empty one): per layer without a catalog model.
     def attention_flops(self, tokens: int) -> int:
-        if tokens <= 0:
-            return 0
-        if self.arch is None:
+        if self.arch is None or not tokens:
             return 2 * self.hidden * tokens * (tokens + 1)
         from tokcost.memory.roofline import attention_flops
 
         return attention_flops(self.arch, new_tokens=tokens)
 
     def kv_bytes(self, tokens: int) -> int:
-        if tokens <= 0:
-            return 0
-        if self.arch is None:
+        if self.arch is None or not tokens:
             return 4 * self.hidden * tokens
         from tokcost.memory import kv_cache_bytes
 
@@ -146,15 +197,13 @@ class BPESweepPoint:
 
     @property
     def unused_share(self) -> float | None:
-        if self.unused is None or self.learned is None:
-            return None
-        return self.unused / (self.learned + 256)
+        unused, learned = self.unused, self.learned
+        return None if unused is None or learned is None else unused / (learned + 256)
 
     @property
     def unused_learned_share(self) -> float | None:
-        if self.unused_learned is None or not self.learned:
-            return None
-        return self.unused_learned / self.learned
+        unused, learned = self.unused_learned, self.learned
+        return None if unused is None or not learned else unused / learned
 
     def to_dict(self, documents: Sequence[SweepDocument]) -> dict[str, Any]:
         def ratio(x: float | None) -> float | None:
@@ -182,12 +231,13 @@ class BPESweepPoint:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BPESweepResult:
     """The sweep: one point per vocabulary size, the reference tokenizers, and the knee.
 
     ``sizes[i].vs_reference`` is tokens over ``references[0]``'s on the same text.
     ``knee`` is a size of the sweep or None (``knee_gain``: the rule's threshold).
+    ``notes`` name parameters through placeholders (``warnings``: in the API's words).
     """
 
     sizes: tuple[BPESweepPoint, ...]
@@ -202,8 +252,12 @@ class BPESweepResult:
     seconds_train: float
     seconds: float
     plot: Path | None = None
-    warnings: tuple[str, ...] = ()
+    notes: tuple[TokcostError, ...] = ()
     skipped: tuple[Skipped, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(map(str, self.notes))
 
     def to_dict(self) -> dict[str, Any]:
         docs = self.documents
@@ -228,36 +282,24 @@ class BPESweepResult:
         }
 
 
-def _sizes(vocab_sizes: Sequence[int | str]) -> tuple[int, ...]:
-    return check_sizes([parse_count(s, param="vocab_sizes", minimum=1, maximum=0x110000)
-                        if isinstance(s, str) else s for s in vocab_sizes])
-
-
-def _width(hidden: int | None, model: str | None, tied: bool,
-           catalog: CatalogSource) -> _Width:
-    if hidden is not None and model is not None:
-        raise UsageError("give the width as hidden or as a catalog model, not both",
-                         param="hidden")
-    if model is None:
-        size = DEFAULT_HIDDEN if hidden is None else hidden
-        if not 1 <= size <= MAX_HIDDEN:
-            raise UsageError(f"hidden={size} must be between 1 and {MAX_HIDDEN:,}",
-                             param="hidden")
-        return _Width(size, tied, None, None)
-    entry = open_catalog(catalog).resolve(model)
+def _width(request: BPESweepRequest) -> _Width:
+    if request.model is None:
+        return _Width(request.hidden or DEFAULT_HIDDEN, request.tied, None, None)
+    entry = open_catalog(request.catalog).resolve(request.model)
     arch = entry.architecture
     if arch is None or arch.hidden_size is None:
-        raise UsageError(f"model '{entry.id}' has no architecture.hidden_size in the catalog; "
-                         f"give hidden=N instead", param="model")
-    return _Width(arch.hidden_size, tied, entry.id, arch)
+        raise UsageError(f"{arg('model')} '{entry.id}' has no architecture.hidden_size in the "
+                         f"catalog; give {arg('hidden', 'N')} instead", param="model",
+                         related=("hidden",))
+    return _Width(arch.hidden_size, request.tied, entry.id, arch)
 
 
-def _documents(sources: Sequence[str | Path], stdin: BinaryIO | None,
+def _documents(sources: Sequence[str], stdin: BinaryIO | None,
                skipped: list[Skipped]) -> tuple[list[SweepDocument], list[str]]:
     """The held-out texts: a parallel folder's samples (one per language), or files."""
     if not sources:
-        raise UsageError("give held-out text to measure on: files or a parallel folder",
-                         param="held_out")
+        raise UsageError(f"give held-out text to measure on ({arg('held_out')}): files or a "
+                         f"parallel folder", param="held_out")
     docs: list[SweepDocument] = []
     notes: list[str] = []
     if len(sources) == 1 and Path(sources[0]).is_dir():
@@ -266,7 +308,7 @@ def _documents(sources: Sequence[str | Path], stdin: BinaryIO | None,
             docs += [SweepDocument(s.code, len(s.text.encode("utf-8", "surrogatepass")),
                                    len(s.text), s.text) for s in group.samples]
     else:
-        for source in dict.fromkeys(map(str, sources)):
+        for source in dict.fromkeys(sources):
             if Path(source).is_dir():
                 raise UsageError(f"{source} is a folder; give it alone, or give files",
                                  param="held_out")
@@ -296,125 +338,101 @@ def _load_folder(folder: Path, skipped: list[Skipped]) -> list[Any]:
     return load_dir(folder, baseline=stems[0], skipped=skipped)
 
 
-def sweep_bpe(
-    files: Sequence[str | Path],
-    vocab_sizes: Sequence[int | str],
-    held_out: Sequence[str | Path] | str | Path,
-    *,
-    tokenizers: Sequence[str] = ("tiktoken:o200k_base",),
-    hidden: int | None = None,
-    model: str | None = None,
-    tied: bool = False,
-    pattern: str = "o200k",
-    special_tokens: Sequence[str] = (),
-    jobs: int = 1,
-    knee_gain: float = KNEE_GAIN,
-    plot: str | Path | None = None,
-    force: bool = False,
-    catalog: CatalogSource = None,
-    progress: ProgressFn | None = None,
-    stdin: BinaryIO | None = None,
-) -> BPESweepResult:
-    """Train once at the largest of ``vocab_sizes`` on ``files`` and measure every size on
-    ``held_out`` (files, or one parallel folder such as corpora/prose/: one document per
-    language). ``tokenizers`` are the reference points (the first is the one
-    ``vs_reference`` divides by); ``model``'s own tokenizer joins them. The width is
-    ``hidden`` or ``model``'s hidden size (default 4096); ``tied`` says whether the
-    output layer shares the embedding's parameters. ``plot`` (``.png``/``.svg``/``.pdf``,
-    the ``plot`` extra) is checked before training. See the module docstring for costs.
-    """
-    t0 = time.perf_counter()
-    evals = [held_out] if isinstance(held_out, (str, Path)) else list(held_out)
-    sizes = _sizes(vocab_sizes)
-    floor = 256 + len(dict.fromkeys(special_tokens))
-    if sizes[0] < floor:
-        raise UsageError(f"vocab_sizes={sizes[0]} is too small: the 256 byte tokens and "
-                         f"{floor - 256} special token(s) need at least {floor}",
-                         param="vocab_sizes")
-    config = TrainerConfig(vocab_size=sizes[-1], pattern=pattern,
-                           special_tokens=tuple(special_tokens), jobs=jobs)
-    bpe.check_config(config)
-    knee(sizes[:1], [1.0], knee_gain)  # a bad gain before the training
-    width = _width(hidden, model, tied, catalog)
-    plot_path = Path(plot) if plot is not None else None
-    if plot_path is not None:
-        from tokcost.plotting import check_plot_path
+def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, width: _Width,
+                      texts: list[str], notes: list[str]) -> list[tuple[Any, int, list[int]]]:
+    """Each reference tokenizer's vocabulary size and tokens per document; the model's
+    own tokenizer joins them when this machine has it (else a note says why not)."""
+    loaded = [(choice, choice.load()) for choice in choices]
+    if width.model is not None and all(c.label != width.model for c in choices):
+        mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
+        try:
+            loaded.append((mine, mine.load()))
+        except TokcostError as exc:
+            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
+    return [(c, tok.vocab_size, [tok.count(t) for t in texts]) for c, tok in loaded]
 
-        check_plot_path(plot_path, force=force)
-    choices = resolve_tokenizers(list(tokenizers), catalog=catalog, default=None)
-    skipped: list[Skipped] = []
-    docs, notes = _documents(evals, stdin, skipped)
 
-    # Training, as train_bpe does it (the input policy, one engine), without writing a model.
-    inputs = _TrainingInputs.scan(files, stdin)
-    engine = _NotedWords(make_engine(EngineKind.LOCAL, jobs=jobs if jobs > 1 else None),
-                         list(inputs.skipped), more_text=inputs.stdin is not None)
-    trained = bpe.train(inputs.paths, config, progress, engine=engine, texts=inputs.stdin or ())
-    skipped = engine.skipped + skipped
-    full = trained.model
-    texts = [d.text for d in docs]
+@dataclass(frozen=True)
+class _Ruler:
+    """What every point is measured with: the documents, the width, the reference total."""
 
-    def point(label: str, vocab: int, tokens: Sequence[int], **more: Any) -> BPESweepPoint:
-        h = width.hidden
-        n = len(tokens)
+    docs: tuple[SweepDocument, ...]
+    width: _Width
+    ref_total: int
+
+    def point(self, label: str, vocab: int, tokens: Sequence[int], **more: Any) -> BPESweepPoint:
+        h, width, n = self.width.hidden, self.width, len(tokens)
         return BPESweepPoint(
             label=label, vocab_size=vocab, tokens=tuple(tokens),
-            bytes=sum(d.bytes for d in docs), chars=sum(d.chars for d in docs),
-            vs_reference=(sum(tokens) / ref_total) if ref_total else None,
+            bytes=sum(d.bytes for d in self.docs), chars=sum(d.chars for d in self.docs),
+            vs_reference=(sum(tokens) / self.ref_total) if self.ref_total else None,
             embedding_params=vocab * h, output_params=0 if width.tied else vocab * h,
             attention_flops_per_document=sum(map(width.attention_flops, tokens)) / n,
             kv_bytes_per_document=sum(map(width.kv_bytes, tokens)) / n, **more)
 
-    ref_counts = []
-    for choice in choices:
-        tok = choice.load()
-        ref_counts.append((choice, tok.vocab_size, [tok.count(t) for t in texts]))
-    if width.model is not None and all(c.label != width.model for c in choices):
-        # The model's own tokenizer is a reference point when this machine has it.
-        mine = resolve_tokenizers([f"model:{width.model}"], catalog=catalog)[0]
-        try:
-            tok = mine.load()
-        except TokcostError as exc:
-            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
-        else:
-            ref_counts.append((mine, tok.vocab_size, [tok.count(t) for t in texts]))
-    ref_total = sum(ref_counts[0][2]) if ref_counts else 0
-    references = tuple(point(c.label, v, counts, spec=c.spec, exact=c.exact)
-                       for c, v, counts in ref_counts)
-    points = []
-    for size in sizes:
+    def size(self, full: BPEModel, size: int) -> BPESweepPoint:
         sub = prefix_model(full, size)
-        used = usage(sub, texts)
-        points.append(point(
-            f"bpe-{size}", sub.n_tokens, used.tokens, requested_vocab_size=size,
-            merges=len(sub.merges), exhausted=sub.n_tokens < size, unused=used.unused,
-            unused_learned=used.unused_learned, learned=used.learned))
+        used = usage(sub, [d.text for d in self.docs])
+        return self.point(f"bpe-{size}", sub.n_tokens, used.tokens, requested_vocab_size=size,
+                          merges=len(sub.merges), exhausted=sub.n_tokens < size,
+                          unused=used.unused, unused_learned=used.unused_learned,
+                          learned=used.learned)
+
+
+def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> BPESweepResult:
+    """Train once, then measure every size and every reference tokenizer on the held-out
+    text (see ``BPESweepRequest``; the costs: this module's docstring)."""
+    t0 = time.perf_counter()
+    width = _width(request)
+    if request.plot is not None:
+        from tokcost.plotting import check_plot_path
+
+        check_plot_path(request.plot, force=request.force)
+    choices = resolve_tokenizers(list(request.tokenizers), catalog=request.catalog, default=None)
+    skipped: list[Skipped] = []
+    docs, notes = _documents(request.held_out, request.stdin, skipped)
+    # Training as train_bpe does it (the input policy, one engine), without writing a model.
+    engine = make_engine(EngineKind.LOCAL, jobs=request.jobs if request.jobs > 1 else None)
+    trained = train_inputs(request.files, request.trainer, engine, progress,
+                           stdin=request.stdin)
+    refs = _reference_counts(choices, request, width, [d.text for d in docs], notes)
+    ruler = _Ruler(tuple(docs), width, sum(refs[0][2]) if refs else 0)
+    references = tuple(ruler.point(c.label, v, counts, spec=c.spec, exact=c.exact)
+                       for c, v, counts in refs)
+    points = [ruler.size(trained.model, size) for size in request.sizes]
     distinct = [p for p in points if not p.exhausted]
     found = knee([p.vocab_size for p in distinct], [p.tokens_per_byte for p in distinct],
-                 knee_gain)
-    warnings = list(input_warnings(skipped, inputs.invalid_utf8_bytes().items()))
-    warnings += notes
+                 request.knee_gain)
+    skipped = list(trained.skipped) + skipped
+    warnings = input_warnings(skipped, trained.invalid_utf8_bytes.items()) + tuple(notes)
+    ran_out = []
     if trained.exhausted:
         same = ", ".join(str(p.requested_vocab_size) for p in points if p.exhausted)
-        warnings.append(f"the corpus ran out of pairs at {full.n_tokens} tokens: vocab_sizes "
-                        f"{same} are that vocabulary; train on more text")
+        ran_out.append(TokcostError(
+            f"the corpus ran out of pairs at {trained.model.n_tokens} tokens: "
+            f"{arg('vocab_sizes')} {same} are that vocabulary; train on more text",
+            related=("vocab_sizes",)))
     result = BPESweepResult(
         sizes=tuple(points), references=references, documents=tuple(docs), width=width,
         knee=next((p.requested_vocab_size for p in distinct if p.vocab_size == found), None),
-        knee_gain=knee_gain, trained_vocab_size=full.n_tokens,
+        knee_gain=request.knee_gain, trained_vocab_size=trained.model.n_tokens,
         distinct_pretokens=trained.distinct_pretokens, total_pretokens=trained.total_pretokens,
         seconds_train=trained.seconds_pretokenize + trained.seconds_merge,
-        seconds=time.perf_counter() - t0, plot=plot_path, warnings=tuple(warnings),
-        skipped=tuple(skipped),
-    )
-    if plot_path is not None:
-        from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-
-        def dot(p: BPESweepPoint) -> SweepPlotPoint:
-            return SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
-                                  p.embedding_params + p.output_params, p.exact)
-
-        plot_sweep([dot(p) for p in distinct or points[:1]], [dot(p) for p in references],
-                   plot_path, knee=result.knee, knee_rule=KNEE_RULE.format(gain=knee_gain * 100),
-                   width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}", force=force)
+        seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
+        notes=tuple(map(TokcostError, warnings)) + tuple(ran_out))
+    if request.plot is not None:
+        _plot(result, distinct or points[:1], request.plot, request.force)
     return result
+
+
+def _plot(result: BPESweepResult, sizes: list[BPESweepPoint], path: Path, force: bool) -> None:
+    from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
+
+    def dot(p: BPESweepPoint) -> SweepPlotPoint:
+        return SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
+                              p.embedding_params + p.output_params, p.exact)
+
+    width = result.width
+    plot_sweep([dot(p) for p in sizes], [dot(p) for p in result.references], path,
+               knee=result.knee, knee_rule=KNEE_RULE.format(gain=result.knee_gain * 100),
+               width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}", force=force)

@@ -20,7 +20,7 @@ from tokcost.bpe.pretokenize import PatternName as PatternName
 from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH as DEFAULT_MAX_TOKEN_LENGTH
 from tokcost.bpe.train import TrainerConfig as TrainerConfig
 from tokcost.bpe.train import TrainResult as TrainResult
-from tokcost.bpe.train import check_config as check_config
 from tokcost.bpe.train import train as train
+from tokcost.bpe.train import train_counted as train_counted
 from tokcost.bpe.train import train_from_counts as train_from_counts
 from tokcost.bpe.train import train_from_texts as train_from_texts

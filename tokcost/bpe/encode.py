@@ -1,13 +1,10 @@
 """The pure-Python reference encoder and decoder (tiktoken's algorithm, no Rust).
 
-Text is cut into pre-tokens by the model's pattern; each pre-token's UTF-8
-bytes are looked up whole first, then merged pairwise: repeatedly join the
-adjacent pair whose joined bytes have the lowest rank (the leftmost on a tie),
-until no joined pair is a token. Short pre-tokens are merged by scanning the
-pairs (``merge_scan``, quadratic but quick on a few bytes); from ``LARGE_PIECE``
-bytes on, through a priority queue of candidate pairs (``merge_queue``, O(n log n)),
-as tiktoken switches to a heap from 100 bytes on. Both give the same ids. The ids of
-pre-tokens shorter than ``CACHED_BELOW`` bytes are cached.
+Text is cut into pre-tokens by the model's pattern; each pre-token's UTF-8 bytes are
+looked up whole, else merged pairwise: join the adjacent pair whose joined bytes have
+the lowest rank (the leftmost on a tie) until no joined pair is a token. Short pieces
+are merged by scanning the pairs (``merge_scan``), long ones through a priority queue
+(``merge_queue``), as tiktoken switches to a heap; both give the same ids.
 """
 
 from __future__ import annotations
@@ -16,16 +13,15 @@ import heapq
 from collections.abc import Mapping, Sequence
 from itertools import chain
 
-from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
-from tokcost.bpe.pretokenize import compile_pattern, splitter
+from tokcost.bpe.model import BPEModel, DisallowedSpecial
+from tokcost.bpe.pretokenize import compile_pattern, special_regex, splitter
+from tokcost.errors import arg
 
 #: The per-pre-token cache is cleared when it holds this many entries (bounded memory).
 CACHE_LIMIT = 1 << 20
 
-#: Pre-tokens of this many bytes or more are merged through the queue. tiktoken's Rust
-#: switches at 100 bytes; in Python the scan is quicker only below about 12 bytes, and
-#: the queue is 1.3x quicker at 16-24 bytes, 2x at 32, 4x at 64-100 (measured on o200k,
-#: pieces made of its own subwords).
+#: Pre-tokens of this many bytes or more are merged through the queue (tiktoken switches
+#: at 100 bytes; in Python the queue is 1.3x quicker at 16-24 bytes, 4x at 64-100).
 LARGE_PIECE = 16
 
 #: Pre-tokens of this many bytes or more are not cached: a long run is rarely seen
@@ -76,18 +72,13 @@ def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     """BPE with a priority queue of candidate pairs: O(n log n), like tiktoken's
     ``_byte_pair_merge_large``, and the same ids as ``merge_scan``.
 
-    The parts are a linked list over byte offsets: the part that starts at ``i``
-    ends at ``end[i]`` and follows the one that starts at ``prev[i]``; ``live[i]``
-    is the rank of joining it with the next part (-1: that is not a token). The
-    queue is bucketed by rank: ``buckets[r]`` holds the starts of the pairs of rank
-    ``r``, and a heap of ranks says which bucket is next, so a long run of one
-    pair (``"x" * n``) costs a sort of each bucket, not a heap operation per pair.
-    A bucket is worked through left to right, which is ``merge_scan``'s order (the
-    lowest rank first, then the leftmost), because a merge makes only pairs longer
-    than the token it made, so of another rank; one of a lower rank (possible in a
-    vocabulary where two merges spell the same bytes) stops the round, and the rest
-    of the bucket waits in the queue. A start whose ``live`` rank no longer matches
-    stands for a pair that is gone, and is skipped.
+    The parts are a linked list over byte offsets (``end[i]``, ``prev[i]``); ``live[i]``
+    is the rank of joining part ``i`` with the next (-1: not a token). ``buckets[r]``
+    holds the starts of the pairs of rank ``r`` and a heap of ranks picks the next
+    bucket, so a run of one pair (``"x" * n``) costs a sort, not a heap push per pair.
+    A bucket is worked left to right (``merge_scan``'s order: a merge makes only longer
+    pairs, of other ranks); a pair of a lower rank made meanwhile stops the round and
+    the rest waits in the queue. A start whose ``live`` rank changed is a pair gone.
 
     >>> merge_queue(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3})
     [2, 1]
@@ -212,12 +203,8 @@ class Encoder:
         self._cache = _PieceCache(model.ranks)
         self._full_cover = model.pattern_name is not None
         self._split = splitter(model.pattern) if self._full_cover else self._pattern.findall
-        specials = sorted(model.special_tokens, key=len, reverse=True)
-        self._special_re = None
-        if specials:
-            import regex
-
-            self._special_re = regex.compile("|".join(regex.escape(s) for s in specials))
+        specials = tuple(model.special_tokens)
+        self._special_re = special_regex(specials) if specials else None
 
     def find_special(self, text: str) -> str | None:
         """The first special token's text found in ``text``, or None."""
@@ -287,12 +274,6 @@ class Encoder:
             del out[-n_last:]
         return out + bpe_merge(rest, self._ranks)
 
-    def count_ordinary(self, text: str) -> int:
-        try:
-            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
-        except UnicodeEncodeError:
-            return len(self.encode_ordinary(text))
-
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids of ``text``. Special-token text raises unless ``allow_special``.
 
@@ -305,11 +286,9 @@ class Encoder:
             m = self._special_re.search(text)
             if m is not None:
                 raise DisallowedSpecial(
-                    f"text contains the special token {m.group()!r}; pass allow_special=True "
-                    f"to encode it as one token, or use encode_ordinary to encode it as plain "
-                    f"text",
-                    param="allow_special",
-                )
+                    f"text contains the special token {m.group()!r}; pass "
+                    f"{arg('allow_special', True)} to encode it as one token, or use "
+                    f"encode_ordinary to encode it as plain text", param="allow_special")
             return self.encode_ordinary(text)
         out: list[int] = []
         pos = 0
@@ -325,7 +304,10 @@ class Encoder:
         """Number of tokens; special-token text counts as plain text unless allowed."""
         if allow_special and self._special_re is not None:
             return len(self.encode(text, allow_special=True))
-        return self.count_ordinary(text)
+        try:
+            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
+        except UnicodeEncodeError:
+            return len(self.encode_ordinary(text))
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         decoder = self.model.decoder
@@ -333,10 +315,7 @@ class Encoder:
             return b"".join([decoder[i] for i in ids])
         except (KeyError, TypeError):
             bad = next(i for i in ids if not isinstance(i, int) or i not in decoder)
-            raise InvalidTokenId(
-                f"token id {bad!r} is not in this vocabulary "
-                f"(ids run 0..{self.model.vocab_size - 1})"
-            ) from None
+            raise self.model.invalid(bad) from None
 
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
         """Text of ``ids``; bytes that are not UTF-8 become U+FFFD (``errors="replace"``)."""

@@ -1,20 +1,14 @@
-"""Export a BPE model to a tiktoken rank file and to a Hugging Face ``tokenizer.json``.
+"""Export a BPE model to a tiktoken rank file and to a Hugging Face ``tokenizer.json``;
+both encode exactly like tokcost's encoder (tests check the ids).
 
-Both encode exactly like tokcost's encoder (tests check the ids):
-
-* tiktoken: ``base64(token) rank`` lines, plus ``PATH.json`` beside it holding
-  the pattern and special tokens (tiktoken's file format has no room for them;
-  ``tiktoken:PATH`` in tokcost reads that file). The two are written as one set:
-  both or neither.
-* Hugging Face: a BPE model with ``ignore_merges`` (a whole pre-token found in
-  the vocabulary is one token, as in tiktoken) and, for every token, one merge
-  per way to cut it into two tokens, ordered by the token's rank: the merge
-  with the lowest rank applies first, which is tiktoken's rule.
-  The pre-tokenizer is ``Split(pattern, "isolated")`` + ``ByteLevel``. HF runs
-  the regex on Oniguruma, which reads an interval followed by ``+``
-  (``\\p{N}{1,3}+``) as "one or more" rather than possessive, so such intervals
-  are written as atomic groups (``(?>\\p{N}{1,3})``), which mean the same thing
-  in both engines.
+* tiktoken: ``base64(token) rank`` lines, and ``PATH.json`` beside it with the pattern
+  and special tokens (which the format has no room for): both files or neither.
+* Hugging Face: a BPE model with ``ignore_merges`` (a whole pre-token in the vocabulary
+  is one token, as in tiktoken) and, for every token, one merge per way to cut it into
+  two tokens, ordered by the token's rank (tiktoken's rule); the pre-tokenizer is
+  ``Split(pattern, "isolated")`` + ``ByteLevel``. HF's Oniguruma reads ``\\p{N}{1,3}+``
+  as "one or more", not possessive, so such intervals become atomic groups
+  (``(?>\\p{N}{1,3})``), which mean the same in both engines.
 """
 
 from __future__ import annotations
@@ -27,12 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.atomic import write_files_atomic
-from tokcost.bpe.io import atomic_write, check_writable
+from tokcost.bpe.io import check_writable
 from tokcost.bpe.model import BPEModel, to_byte_level
 
 if TYPE_CHECKING:
     import regex
-
 
 
 class ExportFormat(str, Enum):
@@ -85,15 +78,10 @@ def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -
     """Write ``PATH`` (rank file) and ``PATH.json`` (pattern, special tokens): both or neither."""
     p, meta = export_paths(ExportFormat.TIKTOKEN, path)
     check_writable([p, meta], force)
-    info = {
-        "pattern": model.pattern_name or model.pattern,
-        "special_tokens": model.special_tokens,
-        "tokcost": "tokcost.bpe.export_tiktoken",
-    }
-    write_files_atomic({
-        p: tiktoken_lines(model),
-        meta: json.dumps(info, indent=2, ensure_ascii=False) + "\n",
-    })
+    info = {"pattern": model.pattern_name or model.pattern,
+            "special_tokens": model.special_tokens, "tokcost": "tokcost.bpe.export_tiktoken"}
+    write_files_atomic({p: tiktoken_lines(model),
+                        meta: json.dumps(info, indent=2, ensure_ascii=False) + "\n"})
     return [p, meta]
 
 
@@ -113,72 +101,39 @@ def hf_merges(model: BPEModel) -> list[tuple[int, int, int]]:
     return out
 
 
+#: HF's byte-level step, as pre-tokenizer (after the pattern's split) and as decoder.
+_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+               "use_regex": False}
+
+
 def tokenizer_json(model: BPEModel) -> dict[str, Any]:
     """The ``tokenizer.json`` document for ``tokenizers.Tokenizer.from_str``."""
     decoder = {i: to_byte_level(b) for b, i in model.ranks.items()}
     vocab: dict[str, int] = {s: i for i, s in sorted(decoder.items())}
     for text, i in model.special_tokens.items():
         vocab.setdefault(text, i)
-    merges = [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)]
-    added = [
-        {
-            "id": i,
-            "content": text,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for text, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])
-    ]
+    added = [{"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for text, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])]
+    split = {"type": "Split", "pattern": {"Regex": hf_pattern(model.pattern)},
+             "behavior": "Isolated", "invert": False}
     return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": None,
-        "pre_tokenizer": {
-            "type": "Sequence",
-            "pretokenizers": [
-                {
-                    "type": "Split",
-                    "pattern": {"Regex": hf_pattern(model.pattern)},
-                    "behavior": "Isolated",
-                    "invert": False,
-                },
-                {
-                    "type": "ByteLevel",
-                    "add_prefix_space": False,
-                    "trim_offsets": True,
-                    "use_regex": False,
-                },
-            ],
-        },
-        "post_processor": None,
-        "decoder": {
-            "type": "ByteLevel",
-            "add_prefix_space": False,
-            "trim_offsets": True,
-            "use_regex": False,
-        },
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, _BYTE_LEVEL]},
+        "post_processor": None, "decoder": _BYTE_LEVEL,
         "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": True,
-            "vocab": vocab,
-            "merges": merges,
+            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            "ignore_merges": True, "vocab": vocab,
+            "merges": [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)],
         },
     }
 
 
 def export_hf(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
-    """Write a Hugging Face ``tokenizer.json``."""
+    """Write a Hugging Face ``tokenizer.json`` (atomically: a partial file never shows)."""
     p = Path(path)
-    atomic_write(p, json.dumps(tokenizer_json(model), ensure_ascii=False) + "\n", force=force)
+    check_writable([p], force)
+    write_files_atomic({p: json.dumps(tokenizer_json(model), ensure_ascii=False) + "\n"})
     return [p]

@@ -1,10 +1,9 @@
 """Saving and loading BPE models: a versioned JSON file plus a readable ``.vocab``.
 
 ``save_model(model, "tok.bpe")`` writes ``tok.bpe`` (``{"format": "tokcost-bpe",
-"version": 1, ...}``) and ``tok.vocab`` beside it (one line per id: the token
-shown readably and, for a learned token, the two tokens it was merged from).
-The two are written as one set (``tokcost.atomic.atomic_set``): both files or
-neither, even on Ctrl-C, and never over an existing file unless ``force``.
+"version": 1, ...}``) and ``tok.vocab`` beside it (one line per id: the token shown
+readably and, for a learned token, the two it was merged from): both files or neither,
+even on Ctrl-C, and never over an existing file unless ``force``.
 """
 
 from __future__ import annotations
@@ -17,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.adapters.base import special_tokens_by_id
-from tokcost.atomic import ensure_writable, write_bytes_atomic, write_files_atomic
+from tokcost.atomic import ensure_writable, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
-from tokcost.errors import TokcostError, UsageError
+from tokcost.errors import TokcostError, UsageError, arg
 
 FORMAT = "tokcost-bpe"
 VERSION = 1
@@ -39,17 +38,9 @@ def check_writable(paths: list[Path], force: bool) -> None:
         if p.is_dir():
             raise UsageError(f"{p} is a directory; give a file name")
         if p.exists() and not force:
-            raise UsageError(f"{p} already exists; pass force=True to overwrite it", param="force")
+            raise UsageError(f"{p} already exists; pass {arg('force', True)} to overwrite it",
+                             param="force")
         ensure_writable(p)
-
-
-def atomic_write(path: Path, data: bytes | str, *, force: bool = False) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``.
-
-    An interrupted write (Ctrl-C, full disk) leaves no partial ``path``.
-    """
-    check_writable([path], force)
-    write_bytes_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def render_token(data: bytes) -> str:
@@ -119,10 +110,8 @@ def model_from_dict(data: Any, source: str) -> BPEModel:
         raise BPEError(f'{source} is not a tokcost BPE model (no "format": "{FORMAT}")')
     version = data.get("version")
     if version != VERSION:
-        raise BPEError(
-            f"{source} is tokcost-bpe version {version}; this tokcost reads version {VERSION}, "
-            f"upgrade tokcost or retrain"
-        )
+        raise BPEError(f"{source} is tokcost-bpe version {version}; this tokcost reads version "
+                       f"{VERSION}, upgrade tokcost or retrain")
     try:
         ranks = {base64.b64decode(b64): int(i) for i, b64 in data["vocab"]}
         merges = tuple((int(a), int(b), int(c)) for a, b, c in data.get("merges", []))
@@ -130,17 +119,10 @@ def model_from_dict(data: Any, source: str) -> BPEModel:
         pattern = str(data["pattern"])
         name = data.get("pattern_name")
     except (KeyError, TypeError, ValueError) as exc:
-        raise BPEError(
-            f"{source}: malformed tokcost BPE model ({exc}); retrain or re-export it"
-        ) from exc
-    return BPEModel(
-        pattern=pattern,
-        ranks=ranks,
-        special_tokens=specials,
-        merges=merges,
-        pattern_name=name if isinstance(name, str) else None,
-        source=source,
-    )
+        raise BPEError(f"{source}: malformed tokcost BPE model ({exc}); retrain or re-export "
+                       f"it") from exc
+    return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials, merges=merges,
+                    pattern_name=name if isinstance(name, str) else None, source=source)
 
 
 def load_model(path: str | Path) -> BPEModel:
@@ -168,9 +150,8 @@ def _tiktoken_sidecar(path: Path) -> tuple[str | None, dict[str, int]]:
         specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
         return str(info["pattern"]), specials
     except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        raise BPEError(
-            f"{meta}: expected JSON with 'pattern' and 'special_tokens' ({exc})"
-        ) from exc
+        raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
+                       f"({exc})") from exc
 
 
 def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:
@@ -184,20 +165,16 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
     side_pattern, specials = _tiktoken_sidecar(p)
     pattern = pattern or side_pattern
     if pattern is None:
-        # Said without the word "pattern" but once: the CLI turns that word into its flag.
-        raise UsageError(
-            f"{p}: no pre-tokenization regex known; pass pattern (gpt2, cl100k, o200k or "
-            f"a regex) or write {p.name}.json beside it, as export_tiktoken does",
-            param="pattern",
-        )
+        raise UsageError(f"{p}: no pre-tokenization regex known; pass {arg('pattern')} (gpt2, "
+                         f"cl100k, o200k or a regex) or write {p.name}.json beside it, as "
+                         f"export_tiktoken does", param="pattern")
     try:
         ranks = load_tiktoken_bpe(str(p))
     except Exception as exc:  # tiktoken raises ValueError/binascii errors on bad lines
         raise BPEError(f"{p} is not a tiktoken rank file ({type(exc).__name__}: {exc})") from exc
     regex, name = resolve_pattern(pattern)
-    return BPEModel(
-        pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name, source=str(p)
-    )
+    return BPEModel(pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name,
+                    source=str(p))
 
 
 def model_from_encoding(encoding: Any, source: str) -> BPEModel:
@@ -244,9 +221,8 @@ def load_any(source: str | Path, *, pattern: PatternName | str | None = None) ->
         tok = get_tokenizer(source)
         encoding = getattr(tok, "encoding", None)
         if encoding is None:
-            raise TokcostError(
-                f"{source}: the tiktoken adapter exposes no encoding to read ranks from"
-            )
+            raise TokcostError(f"{source}: the tiktoken adapter exposes no encoding to read "
+                               f"ranks from")
         return model_from_encoding(encoding, source)
     p = Path(source).expanduser()
     if p.suffix == ".tiktoken":

@@ -1,10 +1,9 @@
 """The BPE model: token bytes and their ids, special tokens, the pattern.
 
-A model is what tiktoken calls an encoding: ``ranks`` maps each mergeable token's
-bytes to its id, and the id is also its merge priority (lower merges first).
-Ids of a model trained by tokcost follow Hugging Face's order (special tokens,
-then the 256 bytes in byte-level alphabet order, then one id per new token in
-merge order), so a trained model and ``tokenizers``' BpeTrainer agree id for id.
+A model is what tiktoken calls an encoding: ``ranks`` maps each mergeable token's bytes
+to its id, which is also its merge priority (lower merges first). A model tokcost trained
+has Hugging Face's ids (special tokens, the 256 bytes in byte-level alphabet order, then
+one per new token in merge order), so it and ``tokenizers``' BpeTrainer agree id for id.
 """
 
 from __future__ import annotations
@@ -36,19 +35,10 @@ def bytes_to_unicode() -> dict[int, str]:
     >>> bytes_to_unicode()[ord(" ")]
     'Ġ'
     """
-    bs = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {b: chr(b) for b in printable} | {b: chr(256 + n) for n, b in enumerate(others)}
 
 
 BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
@@ -64,14 +54,9 @@ def to_byte_level(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class BPEModel:
-    """A byte-level BPE vocabulary.
-
-    ``ranks``: mergeable token bytes -> id (the 256 single bytes must be there).
-    ``special_tokens``: special text -> id. ``merges``: the training merges as
-    ``(left id, right id, new id)`` in the order they were learned (empty for an
-    imported tiktoken rank file). ``pattern_name`` is gpt2, cl100k, o200k or None
-    for a user regex.
-    """
+    """A byte-level BPE vocabulary. ``ranks`` holds the 256 single bytes at least;
+    ``merges`` are ``(left id, right id, new id)`` in training order (none for an
+    imported rank file); ``pattern_name`` is gpt2, cl100k, o200k or None (a regex)."""
 
     pattern: str
     ranks: dict[bytes, int]
@@ -83,10 +68,8 @@ class BPEModel:
     def __post_init__(self) -> None:
         missing = [b for b in range(256) if bytes([b]) not in self.ranks]
         if missing:
-            raise BPEError(
-                f"BPE model {self.source or ''} lacks single-byte tokens (e.g. byte {missing[0]}); "
-                f"a byte-level vocabulary needs all 256 bytes"
-            )
+            raise BPEError(f"BPE model {self.source or ''} lacks single-byte tokens (e.g. byte "
+                           f"{missing[0]}); a byte-level vocabulary needs all 256 bytes")
 
     @cached_property
     def decoder(self) -> dict[int, bytes]:
@@ -114,7 +97,9 @@ class BPEModel:
         try:
             return self.decoder[token_id]
         except (KeyError, TypeError):
-            raise InvalidTokenId(
-                f"token id {token_id!r} is not in this vocabulary "
-                f"(ids run 0..{self.vocab_size - 1})"
-            ) from None
+            raise self.invalid(token_id) from None
+
+    def invalid(self, token_id: object) -> InvalidTokenId:
+        """The error for an id this vocabulary does not have."""
+        return InvalidTokenId(f"token id {token_id!r} is not in this vocabulary "
+                              f"(ids run 0..{self.vocab_size - 1})")

@@ -1,23 +1,15 @@
 """Every smaller vocabulary from one training run: BPE's prefix property, and the knee.
 
-Byte-level BPE training is greedy and its stopping size plays no part in the choices
-it makes: a run to ``vocab_size=N`` learns exactly the merges a run to any larger size
-learns first, and stops when the vocabulary holds ``N`` tokens. Ids are given in merge
-order (special tokens, the 256 bytes, then one per new token), so the ``N``-token
-vocabulary is the tokens with ids below ``N``, and its merges are the larger run's
-merges up to the one that made id ``N - 1`` (``prefix_model``). One training at the
-largest size therefore gives the whole sweep; ``tests/test_bpe_sweep.py`` proves it
-against separate runs.
+Training is greedy and its stopping size plays no part in its choices: a run to
+``vocab_size=N`` learns exactly the first merges of any larger run, and ids follow merge
+order, so the ``N``-token vocabulary is the larger one's ids below ``N`` (``prefix_model``;
+``tests/test_bpe_sweep.py`` proves it against separate runs).
 
-The knee (``knee``)
-    The smallest size after which growing the vocabulary stops paying: the first
-    size whose next step cuts tokens per byte by less than ``gain`` per doubling
-    (5% by default), the cut measured relative to that size and divided by
-    ``log2`` of the step, so a grid that is not all doublings is judged alike.
-    This rule, not the point of maximum curvature, because its threshold has a
-    meaning a person can set (another doubling of the embedding table must save
-    5% of every sequence), and because the curvature of a handful of points on a
-    log axis moves with the ends of the grid.
+The knee is the first size whose next step cuts tokens per byte by less than ``gain``
+per doubling (the cut relative to that size, divided by ``log2`` of the step, so any
+grid is judged alike). Not the point of maximum curvature: this threshold means
+something a person can set (another doubling of the embedding table must save 5% of
+every sequence), and the curvature of a few points on a log axis moves with the grid.
 """
 
 from __future__ import annotations
@@ -26,11 +18,11 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokcost.bpe.encode import Encoder
 from tokcost.bpe.model import BPEModel
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 
 #: The knee's default threshold: a doubling that cuts tokens per byte by less is not worth it.
 KNEE_GAIN = 0.05
@@ -50,14 +42,13 @@ def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
     """
     floor = 256 + len(model.special_tokens)
     if vocab_size < floor:
-        raise UsageError(
-            f"vocab_size={vocab_size} is too small: the 256 byte tokens and "
-            f"{len(model.special_tokens)} special token(s) need at least {floor}",
-            param="vocab_sizes",
-        )
+        raise UsageError(f"{arg('vocab_sizes', vocab_size)} is too small: the 256 byte tokens "
+                         f"and {len(model.special_tokens)} special token(s) need at least "
+                         f"{floor}", param="vocab_sizes")
     if model.merges == () and model.n_tokens > floor:
-        raise UsageError("prefix_model needs a model tokcost trained (it has no merges: an "
-                         "imported rank file); train one with tokcost.train_bpe", param="model")
+        raise UsageError(f"{arg('model')} must be one tokcost trained (this one has no merges: "
+                         f"an imported rank file); train one with tokcost.train_bpe",
+                         param="model")
     if vocab_size >= model.n_tokens:
         return model
     cut = 0
@@ -67,14 +58,8 @@ def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
         cut = i + 1  # a merge that spells a known token (new id < vocab_size) is kept too
         if new_id == vocab_size - 1:
             break  # the smaller run stops as soon as its vocabulary is full
-    return BPEModel(
-        pattern=model.pattern,
-        ranks={b: i for b, i in model.ranks.items() if i < vocab_size},
-        special_tokens=dict(model.special_tokens),
-        merges=model.merges[:cut],
-        pattern_name=model.pattern_name,
-        source=model.source,
-    )
+    return replace(model, ranks={b: i for b, i in model.ranks.items() if i < vocab_size},
+                   special_tokens=dict(model.special_tokens), merges=model.merges[:cut])
 
 
 @dataclass(frozen=True)
@@ -90,10 +75,6 @@ class Usage:
     unused: int
     unused_learned: int
     learned: int  # tokens made by a merge
-
-    @property
-    def mergeable(self) -> int:
-        return self.learned + 256
 
 
 def usage(model: BPEModel, texts: Iterable[str]) -> Usage:
@@ -113,13 +94,9 @@ def usage(model: BPEModel, texts: Iterable[str]) -> Usage:
         seen.update(ids)
     mergeable = set(model.ranks.values())
     learned = {i for b, i in model.ranks.items() if len(b) > 1}
-    return Usage(
-        vocab_size=model.n_tokens,
-        tokens=tuple(tokens),
-        unused=len(mergeable - seen.keys()),
-        unused_learned=len(learned - seen.keys()),
-        learned=len(learned),
-    )
+    return Usage(vocab_size=model.n_tokens, tokens=tuple(tokens),
+                 unused=len(mergeable - seen.keys()), unused_learned=len(learned - seen.keys()),
+                 learned=len(learned))
 
 
 def check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
@@ -129,8 +106,8 @@ def check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     (1024, 4096)
     """
     if not sizes:
-        raise UsageError("give at least one vocabulary size, e.g. vocab_sizes=[1024, 2048]",
-                         param="vocab_sizes")
+        raise UsageError("give at least one vocabulary size, e.g. "
+                         f"{arg('vocab_sizes', '1024,2048')}", param="vocab_sizes")
     return tuple(sorted(set(sizes)))
 
 
@@ -145,8 +122,8 @@ def knee(sizes: Sequence[int], tokens_per_byte: Sequence[float],
     True
     """
     if not 0 < gain < 1:
-        raise UsageError(f"knee_gain={gain} must be between 0 and 1 (0.05: 5% per doubling)",
-                         param="knee_gain")
+        raise UsageError(f"{arg('knee_gain', gain)} must be between 0 and 1 (0.05: 5% per "
+                         f"doubling)", param="knee_gain")
     points = list(zip(sizes, tokens_per_byte, strict=True))
     for (s0, t0), (s1, t1) in itertools.pairwise(points):
         if t0 <= 0 or s1 <= s0:

@@ -1,45 +1,21 @@
-"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer.
-
-With the same corpus, pattern, vocabulary size and special tokens, the merges
-are identical and in the same order as BpeTrainer run with the pre-tokenizer
+"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer:
+the same merges in the same order as BpeTrainer with the pre-tokenizer
 ``Sequence([Split(Regex(pattern), "isolated"), ByteLevel(add_prefix_space=False,
 use_regex=False)])``, ``min_frequency=0``, ``initial_alphabet=ByteLevel.alphabet()`` and
-``max_token_length`` one more than tokcost's (HF keeps tokens strictly shorter;
-tokcost's default is 128 bytes, HF's is no limit).
+``max_token_length`` one more than tokcost's (HF keeps tokens strictly shorter).
+Special tokens are split out of each line first, as HF does for tokens added to its
+tokenizer; HF then learns merges inside them (``<|``, ``<|en``...), tokcost does not.
 
-Special tokens in the corpus
-    The special tokens are split out of each line before pre-tokenization, as
-    HF does when its tokenizer has them added (``add_special_tokens``) before
-    training: the text between two of them is pre-tokenized on its own. HF then
-    counts each occurrence as a word and learns merges inside it (``<|``,
-    ``<|en``, ... until it has rebuilt the special token's own id); tokcost does
-    not learn from them, because they are tokens already. (HF's trainer given the
-    special tokens alone does not split them out: its pattern cuts ``<|endoftext|>``
-    into ``<|``, ``endoftext`` and ``|>``, which become tokens.) On text between the
-    special tokens the merges are HF's, merge for merge.
+The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``): ids are the special tokens,
+the 256 byte-level characters by code point, then one per new token; the pair with the
+highest count merges first, ties to the smaller ``(left id, right id)``. In
+``"aaabdaaabac"``: ``a a`` (4), then ``a b`` beats ``aa a`` (2 each; ``a`` < ``aa``).
+Two merges that spell the same bytes share one id, as in HF.
 
-The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``)
-    Ids are given in HF's order: special tokens first (in the order given), then
-    the 256 byte-level characters sorted by code point, then one id per new token
-    in merge order. At each step the pair with the **highest count** is merged;
-    among equal counts the **smaller pair** ``(left id, right id)`` (compared
-    left id first) wins. Example: in ``"aaabdaaabac"`` the first merge is
-    ``a a`` (count 4); then ``aa a`` and ``a b`` both count 2 and ``a b`` wins,
-    because ``a``'s id is smaller than the new ``aa``'s.
-    ``vocab_size`` counts special tokens + 256 bytes + new tokens; training stops
-    when the vocabulary is that large or no pair is left (or the best count is
-    below ``min_frequency``). Two merges that spell the same bytes (``ab c`` and
-    ``a bc``) share one id, so there can be more merges than new ids, as in HF.
-
-How it runs
-    Each distinct pre-token is held once with its frequency, as a ``str`` whose
-    characters are token ids (``chr(id)``), so finding a pair is ``str.find`` and
-    merging it is ``str.replace`` (left to right, non-overlapping: the same scan
-    as HF's ``Word::merge``). Pair counts live in a dict; a heap holds
-    ``(-count, pair, seq, words)`` entries with lazy deletion: a popped entry
-    whose count is stale is pushed back with the current count (HF does the
-    same). A merge visits only the words listed for its pair and updates only
-    the pairs beside each occurrence.
+How it runs: each distinct pre-token is held once as a ``str`` of ``chr(id)``, so
+finding a pair is ``str.find`` and merging it ``str.replace`` (HF's ``Word::merge``
+scan); a heap of ``(-count, pair, seq, words)`` with lazy deletion, as HF's, picks the
+next pair, and a merge visits only the words that hold it.
 """
 
 from __future__ import annotations
@@ -49,11 +25,11 @@ import heapq
 import time
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Protocol, TypeAlias
+from typing import TypeAlias
 
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.bpe.pretokenize import (
@@ -67,7 +43,8 @@ from tokcost.bpe.pretokenize import (
     with_cap,
     with_specials,
 )
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, TokcostError, UsageError, arg
+from tokcost.units import parse_count
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -75,41 +52,24 @@ ProgressFn = Callable[[str, int, int], None]
 #: cl100k_base (128 spaces). Without a limit, a corpus that is one long run of a letter
 #: learns tokens of 2, 4, 8, ... bytes up to the run's length (a model of megabytes).
 DEFAULT_MAX_TOKEN_LENGTH = 128
+_COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_pretokens")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train. ``pattern``: a ``PatternName`` (gpt2, cl100k, o200k) or a regex.
+    """What to train (as HF's ``BpeTrainer(...)``), checked on construction; a count
+    may be given as text (``"32k"``).
 
-    ``max_token_length`` (bytes) keeps every new token at most that long
-    (``DEFAULT_MAX_TOKEN_LENGTH``, 128; None: no limit, HF's default); it matches
-    HF's ``max_token_length=N + 1`` (HF keeps tokens strictly shorter).
-    ``special_tokens`` get the first ids; their text in the corpus is split out and
-    not learned from. ``jobs`` processes pre-tokenize when no other engine is given.
+    ``pattern``: gpt2, cl100k, o200k or a regex. ``special_tokens`` get the first ids; their
+    text in the corpus is split out, not learned from. ``max_token_length`` is in bytes
+    (None: no limit, HF's default). ``jobs`` processes pre-tokenize here.
 
-    ``max_pretokens`` caps the distinct pre-tokens held (None: every one, as HF's
-    BpeTrainer holds every distinct word; HF has no such cap). The rule, exactly:
-
-    - a table is *pruned to N* by keeping its N pre-tokens of highest count; among
-      equal counts, those that entered the table first (``prune_counts``);
-    - while counting, each reader (a process's byte range of the files, a Dask
-      task's shard, the stream of standard input) prunes its table to N' whenever it
-      holds more than 2N' pre-tokens after a block (about 1 MB of text), and to N'
-      at its end; the merged table (on Dask, the driver's) is pruned to N' whenever
-      it holds more than 2N' after a reader's table is added, and to N' at the end.
-      N' is N plus the number of special tokens: their occurrences are counted while
-      reading, then taken out, and the table is pruned to N;
-    - a pre-token pruned forgets its count so far: seen again, it counts from 0. So
-      a kept count is at most its true count, and exact for a pre-token never pruned.
-
-    With no more than N distinct pre-tokens in the corpus nothing is pruned and the
-    merges are HF's. Above it, the merges are learned from the kept table: pairs lose
-    the counts of the rare pre-tokens dropped, so the late merges (rare pairs) can
-    differ from HF's, and the pruning (not the merge rule) depends on how the files
-    are split among readers (``jobs``, Dask's shards) and, on Dask, on the order in
-    which the shards end (among equal counts). Memory then holds at most about 2N
-    entries per reader and 2N in the merged table, whatever the corpus size and the
-    number of shards; a result whose table reached N warns.
+    ``max_pretokens`` caps the distinct pre-tokens held (None: all, as HF). A table pruned
+    to N keeps its N highest counts, ties by first entry (``prune_counts``); each reader
+    (a process's byte range, a Dask shard, stdin) and the merged table prune to N' (N plus
+    the special tokens, taken out later) whenever they hold more than 2N'. A pruned
+    pre-token seen again counts from 0. With at most N distinct pre-tokens the merges
+    are HF's; above, the late merges can differ and depend on how the files are split.
     """
 
     vocab_size: int
@@ -120,97 +80,91 @@ class TrainerConfig:
     jobs: int = 1
     max_pretokens: int | None = None
 
+    def __post_init__(self) -> None:
+        given = self.special_tokens
+        specials = (given,) if isinstance(given, str) else tuple(given)
+        object.__setattr__(self, "special_tokens", tuple(dict.fromkeys(specials)))
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                object.__setattr__(self, name, parse_count(value, param=name))
+        size, need = self.vocab_size, 256 + len(self.special_tokens)
+        cap, longest = self.max_pretokens, self.max_token_length
+        for failed, param, message in (
+            (size < need, "vocab_size", f"{arg('vocab_size', size)} is too small: the 256 byte "
+             f"tokens and {need - 256} special token(s) need at least {need}"),
+            ("" in self.special_tokens, "special_tokens", "a special token cannot be empty; "
+             f"drop the empty string from {arg('special_tokens')}"),
+            (self.min_frequency < 0, "min_frequency", f"{arg('min_frequency')} must be 0 or more"),
+            (longest is not None and longest < 2, "max_token_length",
+             f"{arg('max_token_length')} must be at least 2 bytes"),
+            (size > 0x110000, "vocab_size", f"{arg('vocab_size')} can be at most 1114112"),
+            (self.jobs < 1, "jobs", f"{arg('jobs')} must be 1 or more"),
+            (cap is not None and cap < 1, "max_pretokens",
+             f"{arg('max_pretokens', cap)} must be 1 or more (or no cap)"),
+        ):
+            if failed:
+                raise UsageError(message, param=param, value=getattr(self, param))
+        resolve_pattern(self.pattern)  # an unknown name or a bad regex fails here
 
-@dataclass(frozen=True)
+    def reader_spec(self) -> str:
+        """What the readers of the corpus get: the pattern, carrying the special tokens
+        and the cap (``with_specials``, ``with_cap``)."""
+        pattern, _ = resolve_pattern(self.pattern)
+        return with_cap(with_specials(pattern, self.special_tokens), self.max_pretokens)
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainResult:
-    """A trained model and what training saw."""
+    """A trained model and what training saw. ``exhausted``: the corpus ran out of pairs
+    (above ``min_frequency``) before ``vocab_size``; the model holds the merges it made.
+    ``notes`` name parameters through placeholders (``warnings``: in the API's words)."""
 
     model: BPEModel
     distinct_pretokens: int
     total_pretokens: int
     seconds_pretokenize: float
     seconds_merge: float
-    #: True when the corpus ran out of pairs (or of pairs above min_frequency)
-    #: before reaching ``vocab_size``; the model holds the merges it could make.
     exhausted: bool = False
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[TokcostError, ...] = ()
 
-
-def check_config(config: TrainerConfig) -> None:
-    resolve_pattern(config.pattern)
-    specials = len(dict.fromkeys(config.special_tokens))
-    need = 256 + specials
-    if config.vocab_size < need:
-        raise UsageError(
-            f"vocab_size={config.vocab_size} is too small: the 256 byte tokens and "
-            f"{specials} special token(s) need at least {need}",
-            param="vocab_size",
-        )
-    if any(not s for s in config.special_tokens):
-        raise UsageError(
-            "a special token cannot be empty; drop the empty string from special_tokens",
-            param="special_tokens",
-        )
-    if config.min_frequency < 0:
-        raise UsageError("min_frequency must be 0 or more", param="min_frequency")
-    if config.max_token_length is not None and config.max_token_length < 2:
-        raise UsageError("max_token_length must be at least 2 bytes", param="max_token_length")
-    if config.vocab_size > 0x110000:
-        raise UsageError("vocab_size can be at most 1114112", param="vocab_size")
-    if config.jobs < 1:
-        raise UsageError("jobs must be 1 or more", param="jobs")
-    if config.max_pretokens is not None and config.max_pretokens < 1:
-        raise UsageError(
-            f"max_pretokens={config.max_pretokens} must be 1 or more (or no cap)",
-            param="max_pretokens",
-        )
-
-
-class WordCounter(Protocol):
-    """Pre-tokenizes files into pre-token frequencies: ``tokcost.counting.LocalEngine``
-    on this machine, ``tokcost.scale.DaskEngine`` on a cluster (the same table)."""
-
-    def count_words(
-        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
-    ) -> Counter[str]: ...
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(map(str, self.notes))
 
 
 def train(
-    paths: Iterable[str | Path],
-    config: TrainerConfig,
-    progress: ProgressFn | None = None,
-    *,
-    engine: WordCounter | None = None,
-    texts: Iterable[str] = (),
+    paths: Iterable[str | Path], config: TrainerConfig, progress: ProgressFn | None = None,
+    *, texts: Iterable[str] = (),
 ) -> TrainResult:
-    """Train on text files (streamed; each line split on its own, special tokens first).
-
-    ``engine`` pre-tokenizes (default: ``config.jobs`` processes here); the merges
-    are then learned here, so they are the same whatever the engine. The engine gets
-    the pattern as a spec that carries the special tokens (``with_specials``), so
-    every engine splits them out alike. ``texts`` is
-    more of the corpus, here: blocks of whole lines (a stream's text cut after
-    newlines, as ``tokcost.counting.LineBlocks`` yields standard input), each line
-    split on its own as a file's are.
+    """Train on text files, pre-tokenized here in ``config.jobs`` processes (streamed,
+    each line on its own), and on ``texts``: blocks of whole lines, as
+    ``tokcost.counting.LineBlocks`` reads a stream. (``tokcost.train_bpe`` pre-tokenizes
+    on any engine, Dask too, then calls ``train_counted``.)
     """
-    check_config(config)
-    pattern, _ = resolve_pattern(config.pattern)
-    spec = with_cap(with_specials(pattern, config.special_tokens), config.max_pretokens)
-    t0 = time.perf_counter()
-    files = list(paths)
-    if engine is None:
-        counts = count_words(files, spec, jobs=config.jobs, progress=progress)
-    elif files:
-        counts = engine.count_words(files, spec, progress=progress)
-    else:
-        counts = Counter()
+    started = time.perf_counter()
+    counts = count_words(list(paths), config.reader_spec(), jobs=config.jobs, progress=progress)
+    return train_counted(counts, config, progress, texts=texts, started=started)
+
+
+def train_counted(
+    counts: Counter[str], config: TrainerConfig, progress: ProgressFn | None = None,
+    *, texts: Iterable[str] = (), started: float | None = None,
+) -> TrainResult:
+    """Learn from a corpus whose files a reader pre-tokenized with ``config.reader_spec()``
+    (``counts``, emptied here), plus ``texts`` (as ``train``). The special tokens'
+    occurrences are dropped: learning from them would spend merges rebuilding them (HF
+    does). ``started``: when pre-tokenizing began (``time.perf_counter()``).
+    """
+    spec = config.reader_spec()
     cap = counting_cap(spec)
     for block in texts:
         counts.update(count_block(block, spec))
         if cap is not None and len(counts) > 2 * cap:
             prune_counts(counts, cap)
-    _drop_specials(counts, config)
-    seconds = time.perf_counter() - t0
+    for token in config.special_tokens:
+        counts.pop(token, None)
+    seconds = 0.0 if started is None else time.perf_counter() - started
     return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 
 
@@ -224,44 +178,28 @@ def train_from_texts(
     >>> [r.model.decoder[i] for a, b, i in r.model.merges]
     [b'aa', b'ab', b'aaab']
     """
-    check_config(config)
     pattern, _ = resolve_pattern(config.pattern)
     spec = with_specials(pattern, config.special_tokens)
-    t0 = time.perf_counter()
-    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    counts: Counter[str] = Counter()
     cap = counting_cap(with_cap(spec, config.max_pretokens))
     for text in texts:
-        for piece in pretokenize(text, spec):
-            counts[piece] = counts.get(piece, 0) + 1
+        counts.update(pretokenize(text, spec))
         if cap is not None and len(counts) > 2 * cap:
             prune_counts(counts, cap)
-    _drop_specials(counts, config)
-    return train_from_counts(counts, config, progress, seconds_pretokenize=time.perf_counter() - t0)
-
-
-def _drop_specials(counts: dict[str, int], config: TrainerConfig) -> None:
-    """Forget the special tokens' occurrences: they are tokens already, and learning
-    from them would spend merges rebuilding them (HF does)."""
-    for token in config.special_tokens:
-        counts.pop(token, None)
+    return train_counted(counts, config, progress, started=started)
 
 
 def train_from_counts(
-    word_counts: Mapping[str, int],
-    config: TrainerConfig,
-    progress: ProgressFn | None = None,
-    *,
-    seconds_pretokenize: float = 0.0,
-    consume: bool = False,
+    word_counts: Mapping[str, int], config: TrainerConfig, progress: ProgressFn | None = None,
+    *, seconds_pretokenize: float = 0.0, consume: bool = False,
 ) -> TrainResult:
-    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``).
+    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``), each learned
+    from as given (one equal to a special token too, as HF's trainer does).
 
-    Every pre-token is learned from as given, one equal to a special token too
-    (as HF's trainer does); ``train`` and ``train_from_texts`` leave those out.
     ``consume=True`` empties ``word_counts`` (a dict) while reading it, to save memory.
-    ``config.max_pretokens`` prunes the table first (``TrainerConfig``; ties: the
-    mapping's order). Counts are Python integers: exact at any size (HF's pair counts are 32-bit and
-    wrap past 2**31 - 1).
+    ``config.max_pretokens`` prunes the table first (ties: the mapping's order). Counts
+    are Python integers: exact at any size (HF's pair counts are 32-bit and wrap).
     """
     # The merge loop allocates millions of small lists and tuples, none of them in a
     # reference cycle; the cyclic collector's passes over them cost 15-25% of its time.
@@ -282,6 +220,51 @@ _INT64_SAFE = 1 << 62
 #: numpy counts the pairs of this many characters of words at a time: its arrays stay a
 #: few MB whatever the table's size.
 _PAIR_CHUNK_CHARS = 1 << 18
+
+
+@dataclass
+class _Corpus:
+    """The table in the merge loop's terms: ``keys`` is HF's id_to_word (byte-level
+    strings, specials as given), ``words`` the pre-tokens as strings of ``chr(id)``."""
+
+    keys: list[str]
+    key_to_id: dict[str, int]
+    byte_id: list[int]
+    words: list[str]
+    counts: list[int]
+    total: int
+
+
+def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
+            consume: bool) -> _Corpus:
+    """Ids in HF's order, and the words as strings of id characters."""
+    keys = list(specials)
+    key_to_id = {tok: i for i, tok in enumerate(keys)}
+    byte_id = [0] * 256
+    for b in ALPHABET_ORDER:
+        ch = BYTE_TO_CHAR[b]
+        if ch not in key_to_id:
+            key_to_id[ch] = len(keys)
+            keys.append(ch)
+        byte_id[b] = key_to_id[ch]
+    table = {b: chr(byte_id[b]) for b in range(256)}  # bytes -> chr(id) through latin-1
+    corpus = _Corpus(keys, key_to_id, byte_id, [], [], 0)
+    words, counts = corpus.words, corpus.counts
+    items: Iterable[tuple[str, int]] = word_counts.items()
+    if consume and isinstance(word_counts, dict):
+        items = _drain(word_counts)
+    for word, n in items:
+        words.append(word.encode("utf-8").decode("latin-1").translate(table))
+        counts.append(n)
+    corpus.total = sum(counts)
+    return corpus
+
+
+def _drain(table: dict[str, int]) -> Iterator[tuple[str, int]]:
+    # Empty the caller's dict as we go, so the two forms of the corpus never sit in
+    # memory together (the word order does not change the merges).
+    while table:
+        yield table.popitem()
 
 
 def _initial_pairs(
@@ -375,8 +358,6 @@ def _learn(
     seconds_pretokenize: float,
     consume: bool,
 ) -> TrainResult:
-    check_config(config)
-    pattern, pattern_name = resolve_pattern(config.pattern)
     if not word_counts:
         raise InputError("no text to train on: the corpus is empty")
     t0 = time.perf_counter()
@@ -385,48 +366,43 @@ def _learn(
         table = word_counts if consume and isinstance(word_counts, dict) else dict(word_counts)
         prune_counts(table, cap)
         word_counts, consume = table, True
+    corpus = _corpus(word_counts, config.special_tokens, consume)
+    pair_counts, heap = _initial_pairs(corpus.words, corpus.counts, corpus.total)
+    merges, exhausted = _merge(corpus, pair_counts, heap, config, progress)
+    notes = []
+    if cap is not None and len(corpus.words) >= cap:
+        notes.append(TokcostError(
+            f"the corpus reached {arg('max_pretokens', cap)} distinct pre-tokens: the rarer "
+            f"ones were dropped, so the late merges can differ from an uncapped run; raise "
+            f"it if memory allows", related=("max_pretokens",)))
+    if exhausted:
+        above = f" above {arg('min_frequency')}" if config.min_frequency > 1 else ""
+        notes.append(TokcostError(
+            f"the corpus ran out of pairs{above}: vocabulary has {len(corpus.keys)} tokens, "
+            f"not {config.vocab_size}; train on more text or ask for a smaller "
+            f"{arg('vocab_size')}", related=("min_frequency", "vocab_size")))
+    return TrainResult(
+        model=_model(corpus, merges, config), distinct_pretokens=len(corpus.words),
+        total_pretokens=corpus.total, seconds_pretokenize=seconds_pretokenize,
+        seconds_merge=time.perf_counter() - t0, exhausted=exhausted, notes=tuple(notes),
+    )
 
-    # 1. Ids in HF order. `keys` is HF's id_to_word (byte-level strings, specials as given).
-    keys: list[str] = []
-    key_to_id: dict[str, int] = {}
-    for tok in config.special_tokens:
-        if tok not in key_to_id:
-            key_to_id[tok] = len(keys)
-            keys.append(tok)
-    byte_id: list[int] = [0] * 256
-    for b in ALPHABET_ORDER:
-        ch = BYTE_TO_CHAR[b]
-        if ch not in key_to_id:
-            key_to_id[ch] = len(keys)
-            keys.append(ch)
-        byte_id[b] = key_to_id[ch]
 
-    # 2. Words as strings of id characters; bytes -> chr(id) through latin-1.
-    table = {b: chr(byte_id[b]) for b in range(256)}
-    words: list[str] = []
-    counts: list[int] = []
-    total = 0
-    if consume and isinstance(word_counts, dict):
-        # Empty the caller's dict as we go, so the two forms of the corpus never
-        # sit in memory together (the word order does not change the merges).
-        while word_counts:
-            word, n = word_counts.popitem()
-            words.append(word.encode("utf-8").decode("latin-1").translate(table))
-            counts.append(n)
-            total += n
-    else:
-        for word, n in word_counts.items():
-            words.append(word.encode("utf-8").decode("latin-1").translate(table))
-            counts.append(n)
-            total += n
-    distinct = len(words)
+def _merge(
+    corpus: _Corpus,
+    pair_counts: defaultdict[str, int],
+    heap: list[tuple[int, str, int, Owners]],
+    config: TrainerConfig,
+    progress: ProgressFn | None,
+) -> tuple[list[tuple[int, int, int]], bool]:
+    """The merges in order, and whether the pairs ran out first.
 
-    # 3. Pair counts and, per pair, the words that hold it (each word once).
-    pair_counts, heap = _initial_pairs(words, counts, total)
+    The trainer's hot loop, kept whole on purpose: every name in it is a local, and a
+    helper called per merge or per occurrence would cost more than the work it holds.
+    """
+    keys, key_to_id, words, counts = corpus.keys, corpus.key_to_id, corpus.words, corpus.counts
     seq = len(heap)
     heapq.heapify(heap)
-
-    # 4. Merge.
     merges: list[tuple[int, int, int]] = []
     # A token's length in bytes is its length in byte-level characters (one per byte),
     # special tokens too: a merge can only reach one whose text spells bytes
@@ -524,41 +500,20 @@ def _learn(
                 progress("merge", len(keys) - (vocab_size - target), target)
     if progress is not None:
         progress("merge", len(keys) - (vocab_size - target), target)
+    return merges, exhausted
 
-    ranks: dict[bytes, int] = {bytes([x]): byte_id[x] for x in range(256)}
+
+def _model(corpus: _Corpus, merges: list[tuple[int, int, int]],
+           config: TrainerConfig) -> BPEModel:
+    """The vocabulary the merges made: each new id's bytes are its two parts'."""
+    ranks: dict[bytes, int] = {bytes([x]): corpus.byte_id[x] for x in range(256)}
     token_bytes: dict[int, bytes] = {i: t for t, i in ranks.items()}
     for ia, ib, new_id in merges:
         if new_id not in token_bytes:
             data = token_bytes[ia] + token_bytes[ib]
             token_bytes[new_id] = data
             ranks.setdefault(data, new_id)
-    specials = {tok: key_to_id[tok] for tok in config.special_tokens}
-    model = BPEModel(
-        pattern=pattern,
-        ranks=ranks,
-        special_tokens=specials,
-        merges=tuple(merges),
-        pattern_name=pattern_name,
-    )
-    warnings: list[str] = []
-    if cap is not None and distinct >= cap:
-        warnings.append(
-            f"the corpus reached max_pretokens={cap} distinct pre-tokens: the rarer ones "
-            f"were dropped, so the late merges can differ from an uncapped run; raise "
-            f"it if memory allows"
-        )
-    if exhausted:
-        warnings.append(
-            f"the corpus ran out of pairs{' above min_frequency' if min_freq > 1 else ''}: "
-            f"vocabulary has {len(keys)} tokens, not {vocab_size}; train on more text "
-            f"or ask for a smaller vocab_size"
-        )
-    return TrainResult(
-        model=model,
-        distinct_pretokens=distinct,
-        total_pretokens=total,
-        seconds_pretokenize=seconds_pretokenize,
-        seconds_merge=time.perf_counter() - t0,
-        exhausted=exhausted,
-        warnings=tuple(warnings),
-    )
+    pattern, pattern_name = resolve_pattern(config.pattern)
+    specials = {tok: corpus.key_to_id[tok] for tok in config.special_tokens}
+    return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials,
+                    merges=tuple(merges), pattern_name=pattern_name)

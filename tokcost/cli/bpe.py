@@ -1,9 +1,10 @@
-"""``tokcost bpe train|encode|decode|inspect|export``: parse, call ``tokcost``, render."""
+"""``tokcost bpe train|encode|decode|inspect|export|sweep``: parse, build the request, call
+``tokcost``, render."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,11 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
-from tokcost import ExportFormat, units
-from tokcost.cli.base import App
-from tokcost.cli.console import err, out, print_json, print_wide, progress_enabled, warn
+from tokcost.cli.base import App, current_words
+from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
 from tokcost.cli.counts import COUNT, count_parser
-from tokcost.cli.errors import to_flags
 from tokcost.cli.options import (
     CatalogOpt,
     DaskTimeoutOpt,
@@ -24,7 +23,7 @@ from tokcost.cli.options import (
     SchedulerOpt,
     TokenizersOpt,
 )
-from tokcost.errors import UsageError
+from tokcost.errors import TokcostError, UsageError
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -37,35 +36,29 @@ bpe_app = App(
     rich_markup_mode="rich",
 )
 
-ModelArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="MODEL",
-        help="A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base.",
-        show_default=False,
-    ),
-]
-TokenizerArg = Annotated[
-    str | None,
-    typer.Argument(
-        metavar="TOKENIZER",
-        help="Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec "
-        "(o200k_base, hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC.",
-        show_default=False,
-    ),
-]
-TokenizerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--tokenizer", "-t", show_default=False,
-        help="The tokenizer as a spec, in place of the TOKENIZER argument "
-        "(o200k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID).",
-    ),
-]
-PatternOpt = Annotated[
-    str | None,
-    typer.Option("--pattern", help="Pattern for a .tiktoken file without PATH.json beside it."),
-]
+ModelArg = Annotated[str, typer.Argument(
+    metavar="MODEL", show_default=False,
+    help="A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base.")]
+TokenizerArg = Annotated[str | None, typer.Argument(
+    metavar="TOKENIZER", show_default=False,
+    help="Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec "
+    "(o200k_base, hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC.")]
+TokenizerOpt = Annotated[str | None, typer.Option(
+    "--tokenizer", "-t", show_default=False,
+    help="The tokenizer as a spec, in place of the TOKENIZER argument "
+    "(o200k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID).")]
+PatternOpt = Annotated[str | None, typer.Option(
+    "--pattern", help="Pattern for a .tiktoken file without PATH.json beside it.")]
+TrainPatternOpt = Annotated[str, typer.Option(
+    "--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex.")]
+JobsOpt = Annotated[int, typer.Option(
+    "--jobs", "-j", help="Processes that pre-tokenize in parallel.")]
+
+
+def _counts(*flags: str, signed: bool = True, **option: Any) -> Any:
+    """A count flag (``32k``, ``8Ki``...) read by ``tokcost.units.parse_count``."""
+    return typer.Option(*flags, metavar=COUNT, parser=count_parser(flags[0], signed=signed),
+                        **option)
 
 
 @contextmanager
@@ -79,24 +72,15 @@ def _progress() -> Iterator[Any]:
 
     class Rate(ProgressColumn):
         def render(self, task: Task) -> Text:
-            unit = task.fields.get("unit", "")
-            speed = task.speed
+            unit, speed = task.fields.get("unit", ""), task.speed
             if speed is None:
                 return Text("")
-            if unit == "B":
-                return Text(f"{speed / 1e6:.1f} MB/s")
-            return Text(f"{speed:,.0f} {unit}/s")
+            return Text(f"{speed / 1e6:.1f} MB/s" if unit == "B" else f"{speed:,.0f} {unit}/s")
 
     bars: dict[str, Any] = {}
-    with Progress(
-        TextColumn("{task.description:<12}"),
-        BarColumn(),
-        TextColumn("{task.completed:>,.0f}/{task.total:,.0f}"),
-        Rate(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
+    with Progress(TextColumn("{task.description:<12}"), BarColumn(),
+                  TextColumn("{task.completed:>,.0f}/{task.total:,.0f}"), Rate(),
+                  TimeElapsedColumn(), console=err, transient=False) as progress:
 
         def callback(phase: str, done: int, total: int) -> None:
             if phase not in bars:
@@ -107,74 +91,51 @@ def _progress() -> Iterator[Any]:
         yield callback
 
 
+def _warn(notes: Iterable[TokcostError]) -> None:
+    """The library's notes, their parameters said as this command's flags."""
+    words = current_words()
+    for note in notes:
+        warn(note.render(words) if words else str(note))
+
+
+def _wrote(paths: Iterable[object]) -> None:
+    err.print("wrote " + " and ".join(map(str, paths)), highlight=False, markup=False)
+
+
 @bpe_app.command("train")
 def train_cmd(
-    ctx: typer.Context,
-    files: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="FILES...",
-            help="UTF-8 text files to train on; '-' reads stdin (with --engine dask also "
-            "globs and fsspec URLs such as s3://...). Binary files are skipped, invalid "
-            "UTF-8 is read as U+FFFD; both are reported.",
-            show_default=False,
-        ),
-    ],
-    vocab_size: Annotated[
-        str,
-        typer.Option(
-            "--vocab-size", "-v", metavar="COUNT",
-            help="Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki).",
-        ),
-    ],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Model file to write (and OUT.vocab beside it).")
-    ],
-    pattern: Annotated[
-        str,
-        typer.Option(
-            "--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex."
-        ),
-    ] = "o200k",
-    special_tokens: Annotated[
-        list[str] | None,
-        typer.Option("--special", "-s",
-                     help="A special token (repeatable), e.g. '<|endoftext|>'. Its text in "
-                     "the corpus is split out of the lines, as HF does for added tokens, "
-                     "and not learned from."),
-    ] = None,
-    min_frequency: Annotated[
-        str, typer.Option("--min-frequency", metavar="COUNT",
-                          help="Stop when the best pair is rarer.")
-    ] = "0",
-    max_token_length: Annotated[
-        int,
-        typer.Option("--max-token-length", metavar=COUNT,
-                     parser=count_parser("--max-token-length"),
-                     help="Longest token in bytes. The default is the longest token of "
-                     "o200k_base and cl100k_base (128 spaces); a value past the longest "
-                     "pre-token, such as 1M, lifts the limit (HF's default)."),
-    ] = tokcost.DEFAULT_MAX_TOKEN_LENGTH,
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
-    ] = 1,
-    max_pretokens: Annotated[
-        str | None,
-        typer.Option("--max-pretokens", metavar="COUNT",
-                     help="Hold at most this many distinct pre-tokens (10M, 2Mi): the most "
-                     "frequent, ties by first seen; for corpora whose distinct words alone "
-                     "exceed memory. Default: all of them, as HF does. Once it prunes, "
-                     "the merges depend on how the files are split (--jobs, the engine)."),
-    ] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="local, or dask: pre-tokenize on a Dask cluster "
-            "(--scheduler ADDRESS, else --jobs local worker processes); the "
-            "merges are identical.",
-        ),
-    ] = "local",
+    files: Annotated[list[str], typer.Argument(
+        metavar="FILES...", show_default=False,
+        help="UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and "
+        "fsspec URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as "
+        "U+FFFD; both are reported.")],
+    vocab_size: Annotated[int, _counts(
+        "--vocab-size", "-v", signed=False,
+        help="Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki).")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Model file to write (and OUT.vocab beside it).")],
+    pattern: TrainPatternOpt = "o200k",
+    special_tokens: Annotated[list[str] | None, typer.Option(
+        "--special", "-s",
+        help="A special token (repeatable), e.g. '<|endoftext|>'. Its text in the corpus is "
+        "split out of the lines, as HF does for added tokens, and not learned from.")] = None,
+    min_frequency: Annotated[int, _counts(
+        "--min-frequency", signed=False, help="Stop when the best pair is rarer.")] = 0,
+    max_token_length: Annotated[int | None, _counts(
+        "--max-token-length",
+        help="Longest token in bytes. The default is the longest token of o200k_base and "
+        "cl100k_base (128 spaces); a value past the longest pre-token, such as 1M, lifts the "
+        "limit (HF's default).")] = tokcost.TrainerConfig.max_token_length,
+    jobs: JobsOpt = 1,
+    max_pretokens: Annotated[int | None, _counts(
+        "--max-pretokens", signed=False, show_default=False,
+        help="Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties "
+        "by first seen; for corpora whose distinct words alone exceed memory. Default: all of "
+        "them, as HF does. Once it prunes, the merges depend on how the files are split "
+        "(--jobs, the engine).")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="local, or dask: pre-tokenize on a Dask cluster (--scheduler ADDRESS, "
+        "else --jobs local worker processes); the merges are identical.")] = "local",
     scheduler: SchedulerOpt = None,
     timeout: DaskTimeoutOpt = None,
     force: ForceOpt = False,
@@ -194,35 +155,23 @@ def train_cmd(
 
       cat corpus/*.txt | tokcost bpe train - -v 8192 -o tok.bpe
     """
-    config = tokcost.TrainerConfig(
-        vocab_size=units.parse_count(vocab_size, param="vocab_size"),
-        pattern=pattern,
-        special_tokens=tuple(special_tokens or ()),
-        min_frequency=units.parse_count(min_frequency, param="min_frequency"),
-        max_token_length=max_token_length,
-        jobs=jobs,
-        max_pretokens=(None if max_pretokens is None
-                       else units.parse_count(max_pretokens, param="max_pretokens")),
-    )
+    trainer = tokcost.TrainerConfig(
+        vocab_size=vocab_size, pattern=pattern, special_tokens=tuple(special_tokens or ()),
+        min_frequency=min_frequency, max_token_length=max_token_length, jobs=jobs,
+        max_pretokens=max_pretokens)
+    request = tokcost.BPETrainRequest(files=tuple(files), trainer=trainer, output=output,
+                                      force=force, engine=engine, scheduler=scheduler,
+                                      timeout=timeout)
     with _progress() as callback:
-        result = tokcost.train_bpe(files, config, output, force=force, engine=engine,
-                                   scheduler=scheduler, timeout=timeout,
-                                   progress=callback)
-    for message in result.warnings:
-        # The library's warnings name parameters; say them as this command's flags.
-        for param in ("min_frequency", "vocab_size", "max_pretokens"):
-            message = to_flags(message, param, ctx.command.params)
-        warn(message)
-    summary = result.to_dict()
+        result = tokcost.train_bpe(request, callback)
+    _warn(result.notes)
+    doc = result.to_dict()
     if json_out:
-        print_json(summary)
+        print_json(doc)
         return
-    model_path, vocab_file = result.outputs
-    out.print(
-        f"trained {summary['vocab_size']:,} tokens ({summary['merges']:,} merges) from "
-        f"{result.distinct_pretokens:,} distinct pre-tokens in {summary['seconds']:.1f} s"
-    )
-    err.print(f"wrote {model_path} and {vocab_file}", highlight=False, markup=False)
+    out.print(f"trained {doc['vocab_size']:,} tokens ({doc['merges']:,} merges) from "
+              f"{doc['distinct_pretokens']:,} distinct pre-tokens in {doc['seconds']:.1f} s")
+    _wrote(result.outputs)
 
 
 def _tokenizer(argument: str | None, option: str | None) -> str:
@@ -242,27 +191,38 @@ def _shift(first: str | None, option: str | None, rest: list[str]) -> tuple[str 
     return first, rest
 
 
+def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | None,
+                  file: str | None) -> tuple[str, str | None, str | None]:
+    """encode's tokenizer, and its text or the path to read it from (stdin when piped)."""
+    model, words = _shift(model, tokenizer, list(text or []))
+    if tokenizer is not None and len(words) == 2:  # TOKENIZER TEXT, and -t as well
+        _tokenizer(words[0], tokenizer)
+    if len(words) > 1:
+        raise UsageError("give the text as one argument (quote it), or --file PATH")
+    given = words[0] if words else None
+    if given is not None and file is not None:
+        raise UsageError("give TEXT or --file, not both")
+    if given is None and file is None and sys.stdin.isatty():
+        raise UsageError("give TEXT, --file PATH, or pipe text on stdin")
+    if given is not None and given != "-":
+        return _tokenizer(model, tokenizer), given, None
+    return _tokenizer(model, tokenizer), None, file if given is None and file else "-"
+
+
 @bpe_app.command("encode")
 def encode_cmd(
     model: TokenizerArg = None,
-    text: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="[TEXT]", show_default=False,
-                       help="Text to encode; '-' reads stdin (default: --file, else stdin)."),
-    ] = None,
+    text: Annotated[list[str] | None, typer.Argument(
+        metavar="[TEXT]", show_default=False,
+        help="Text to encode; '-' reads stdin (default: --file, else stdin).")] = None,
     tokenizer: TokenizerOpt = None,
-    file: Annotated[
-        str | None, typer.Option("--file", show_default=False,
-                                 help="Read the text from a file ('-' = stdin).")
-    ] = None,
-    allow_special: Annotated[
-        bool,
-        typer.Option("--allow-special", help="Encode special-token text as the special token."),
-    ] = False,
-    reference: Annotated[
-        bool, typer.Option("--reference", help="Use the pure-Python encoder, not tiktoken's core "
-                           "(tokcost BPE and .tiktoken files).")
-    ] = False,
+    file: Annotated[str | None, typer.Option(
+        "--file", show_default=False, help="Read the text from a file ('-' = stdin).")] = None,
+    allow_special: Annotated[bool, typer.Option(
+        "--allow-special", help="Encode special-token text as the special token.")] = False,
+    reference: Annotated[bool, typer.Option(
+        "--reference", help="Use the pure-Python encoder, not tiktoken's core "
+        "(tokcost BPE and .tiktoken files).")] = False,
     pattern: PatternOpt = None,
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
@@ -281,22 +241,10 @@ def encode_cmd(
 
       cat notes.txt | tokcost bpe encode tok.bpe - --json
     """
-    model, words = _shift(model, tokenizer, list(text or []))
-    if tokenizer is not None and len(words) == 2:  # TOKENIZER TEXT, and -t as well
-        _tokenizer(words[0], tokenizer)
-    if len(words) > 1:
-        raise UsageError("give the text as one argument (quote it), or --file PATH")
-    given = words[0] if words else None
-    if given is not None and file is not None:
-        raise UsageError("give TEXT or --file, not both")
-    path = file if given is None else ("-" if given == "-" else None)
-    if given is None and file is None:
-        if sys.stdin.isatty():
-            raise UsageError("give TEXT, --file PATH, or pipe text on stdin")
-        path = "-"
-    result = tokcost.encode_bpe(
-        _tokenizer(model, tokenizer), None if path is not None else given, path=path,
-        allow_special=allow_special, reference=reference, pattern=pattern, catalog=catalog)
+    name, given, path = _text_or_path(model, tokenizer, text, file)
+    result = tokcost.encode_bpe(tokcost.BPEEncodeRequest(
+        tokenizer=name, text=given, path=path, allow_special=allow_special,
+        reference=reference, pattern=pattern, catalog=catalog))
     for note in result.warnings:
         warn(note)
     if json_out:
@@ -308,11 +256,9 @@ def encode_cmd(
 @bpe_app.command("decode")
 def decode_cmd(
     model: TokenizerArg = None,
-    ids: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="IDS...", help="Token ids; '-' or none reads them from stdin.",
-                       show_default=False),
-    ] = None,
+    ids: Annotated[list[str] | None, typer.Argument(
+        metavar="IDS...", show_default=False,
+        help="Token ids; '-' or none reads them from stdin.")] = None,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: CatalogOpt = None,
@@ -334,16 +280,15 @@ def decode_cmd(
     if not raw or raw == ["-"]:
         raw = sys.stdin.buffer.read().decode("utf-8", "replace").replace(",", " ").split()
     try:
-        numbers = [int(x) for x in raw]
+        numbers = tuple(int(x) for x in raw)
     except ValueError:
         raise UsageError(f"token ids must be integers, got {raw[:5]}") from None
-    result = tokcost.decode_bpe(_tokenizer(model, tokenizer), numbers, pattern=pattern,
-                                catalog=catalog)
+    result = tokcost.decode_bpe(tokcost.BPEDecodeRequest(
+        tokenizer=_tokenizer(model, tokenizer), ids=numbers, pattern=pattern, catalog=catalog))
     if json_out:
         print_json(result.to_dict())
     else:
-        text = result.text
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
 
 
 #: Special tokens the table shows before it says how many more there are (--json has all).
@@ -353,10 +298,8 @@ SHOWN_SPECIALS = 12
 @bpe_app.command("inspect")
 def inspect_cmd(
     model: TokenizerArg = None,
-    top: Annotated[
-        int, typer.Option("--top", metavar=COUNT, parser=count_parser("--top"),
-                          help="How many merges and long tokens to show (0: none).")
-    ] = 10,
+    top: Annotated[int, _counts(
+        "--top", help="How many merges and long tokens to show (0: none).")] = 10,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: CatalogOpt = None,
@@ -376,47 +319,42 @@ def inspect_cmd(
 
       tokcost bpe inspect -t hf:tokenizer.json
     """
-    from rich.table import Table
     from rich.text import Text
 
-    result = tokcost.inspect_bpe(_tokenizer(model, tokenizer), top=top, pattern=pattern,
-                                 catalog=catalog)
-    info = result.to_dict()
+    info = tokcost.inspect_bpe(tokcost.BPEInspectRequest(
+        tokenizer=_tokenizer(model, tokenizer), top=top, pattern=pattern,
+        catalog=catalog)).to_dict()
     if json_out:
         print_json(info)
         return
-    table = Table(show_header=False, box=None)
+    rows = table(header=False)
     for key in ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens",
                 "merges", "max_token_bytes"):
         value = info[key]
         shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
-        table.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
+        rows.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
     specials = [f"{k}={v}" for k, v in info["special_tokens"].items()]
     if len(specials) > SHOWN_SPECIALS:
         specials[SHOWN_SPECIALS:] = [f"... ({len(specials)} in all; --json lists them)"]
-    table.add_row("special_tokens", Text(", ".join(specials) or "-"))
-    print_wide(table)
+    rows.add_row("special_tokens", Text(", ".join(specials) or "-"))
+    out.print(rows)
     if info["first_merges"]:
         out.print("first merges:")
         for m in info["first_merges"]:
-            out.print(
-                f"  {m['id']:>6}  [{m['left']}] + [{m['right']}] -> [{m['token']}]", markup=False
-            )
+            out.print(f"  {m['id']:>6}  [{m['left']}] + [{m['right']}] -> [{m['token']}]",
+                      markup=False)
     if info["longest_tokens"]:
-        out.print(
-            "longest tokens: " + "  ".join(f"[{t}]" for t in info["longest_tokens"]), markup=False
-        )
+        out.print("longest tokens: " + "  ".join(f"[{t}]" for t in info["longest_tokens"]),
+                  markup=False)
 
 
 @bpe_app.command("export")
 def export_cmd(
     model: ModelArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
-    format: Annotated[
-        ExportFormat,
-        typer.Option("--format", "-f",
-                     help="tiktoken (rank file + OUT.json) or hf (tokenizer.json)."),
-    ] = ExportFormat.HF,
+    format: Annotated[str, typer.Option(
+        "--format", "-f", metavar="<hf|tiktoken>",
+        help="tiktoken (rank file + OUT.json) or hf (tokenizer.json).")] = "hf",
     pattern: PatternOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -429,12 +367,12 @@ def export_cmd(
 
       tokcost bpe export tok.bpe --format tiktoken -o tok.tiktoken
     """
-    result = tokcost.export_bpe(model, output, format=format, force=force, pattern=pattern)
+    result = tokcost.export_bpe(tokcost.BPEExportRequest(
+        model=model, output=output, format=format, force=force, pattern=pattern))
     if json_out:
         print_json(result.to_dict())
     else:
-        err.print("wrote " + " and ".join(str(p) for p in result.outputs), highlight=False,
-                  markup=False)
+        _wrote(result.outputs)
 
 
 # --- bpe sweep ---------------------------------------------------------------------------
@@ -450,63 +388,40 @@ def _si(n: float) -> str:
 
 @bpe_app.command("sweep")
 def sweep_cmd(
-    ctx: typer.Context,
-    files: Annotated[
-        list[str],
-        typer.Argument(metavar="CORPUS...", show_default=False,
-                       help="UTF-8 text files to train on ('-' reads stdin), as bpe train."),
-    ],
-    held_out: Annotated[
-        list[str],
-        typer.Option("--eval", metavar="HELD_OUT", show_default=False,
-                     help="Held-out text (repeatable): files, or one parallel folder such as "
-                     "corpora/prose/ (one row per language in --json)."),
-    ],
-    vocab_sizes: Annotated[
-        str,
-        typer.Option("--vocab-sizes", metavar="COUNT,...",
-                     help="Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one "
-                     "training at the largest gives them all."),
-    ] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
+    files: Annotated[list[str], typer.Argument(
+        metavar="CORPUS...", show_default=False,
+        help="UTF-8 text files to train on ('-' reads stdin), as bpe train.")],
+    held_out: Annotated[list[str], typer.Option(
+        "--eval", metavar="HELD_OUT", show_default=False,
+        help="Held-out text (repeatable): files, or one parallel folder such as "
+        "corpora/prose/ (one row per language in --json).")],
+    vocab_sizes: Annotated[str, typer.Option(
+        "--vocab-sizes", metavar="COUNT,...",
+        help="Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at "
+        "the largest gives them all.")] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
     tokenizers: TokenizersOpt = None,
-    hidden: Annotated[
-        int | None,
-        typer.Option("--hidden", metavar=COUNT, parser=count_parser("--hidden"),
-                     show_default=False,
-                     help="Model width for the embedding, output-layer, attention and KV "
-                     "numbers (default 4096, or -m's hidden_size)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", show_default=False,
-                     help="A catalog model: its hidden_size, layers and heads give the costs "
-                     "(whole model), its tokenizer joins the references."),
-    ] = None,
-    tied: Annotated[
-        bool, typer.Option("--tied", help="The output layer shares the embedding's parameters.")
-    ] = False,
-    pattern: Annotated[
-        str, typer.Option("--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex.")
-    ] = "o200k",
-    special_tokens: Annotated[
-        list[str] | None,
-        typer.Option("--special", "-s", help="A special token (repeatable), as bpe train."),
-    ] = None,
-    knee_gain: Annotated[
-        float,
-        typer.Option("--knee-gain", metavar="SHARE",
-                     help="The knee is the first size whose next doubling cuts tokens per "
-                     "byte by less than this share."),
-    ] = tokcost.BPE_KNEE_GAIN,
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Processes that pre-tokenize in parallel.")
-    ] = 1,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", show_default=False,
-                     help="Write the curve with the knee and the references (.png/.svg/.pdf; "
-                     "pip install 'tokcost[plot]')."),
-    ] = None,
+    hidden: Annotated[int | None, _counts(
+        "--hidden", show_default=False,
+        help="Model width for the embedding, output-layer, attention and KV numbers "
+        "(default 4096, or -m's hidden_size).")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", show_default=False,
+        help="A catalog model: its hidden_size, layers and heads give the costs (whole "
+        "model), its tokenizer joins the references.")] = None,
+    tied: Annotated[bool, typer.Option(
+        "--tied", help="The output layer shares the embedding's parameters.")] = False,
+    pattern: TrainPatternOpt = "o200k",
+    special_tokens: Annotated[list[str] | None, typer.Option(
+        "--special", "-s", help="A special token (repeatable), as bpe train.")] = None,
+    knee_gain: Annotated[float, typer.Option(
+        "--knee-gain", metavar="SHARE",
+        help="The knee is the first size whose next doubling cuts tokens per byte by less "
+        "than this share.")] = tokcost.BPESweepRequest.knee_gain,
+    jobs: JobsOpt = 1,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", show_default=False,
+        help="Write the curve with the knee and the references (.png/.svg/.pdf; "
+        "pip install 'tokcost[plot]').")] = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
@@ -526,51 +441,52 @@ def sweep_cmd(
 
       tokcost bpe sweep corpus.txt --eval held.txt -m llama-3.1-8b -t cl100k_base --plot sweep.png
     """
-    from rich.table import Table
-
-    sizes = [s.strip() for s in vocab_sizes.split(",") if s.strip()]
+    request = tokcost.BPESweepRequest(
+        files=tuple(files), held_out=tuple(held_out),
+        vocab_sizes=tuple(s.strip() for s in vocab_sizes.split(",") if s.strip()),
+        tokenizers=tuple(tokenizers or ("tiktoken:o200k_base",)), hidden=hidden, model=model,
+        tied=tied, pattern=pattern, special_tokens=tuple(special_tokens or ()), jobs=jobs,
+        knee_gain=knee_gain, plot=plot, force=force, catalog=catalog)
     with _progress() as callback:
-        result = tokcost.sweep_bpe(
-            files, sizes, held_out, tokenizers=tokenizers or ("tiktoken:o200k_base",),
-            hidden=hidden, model=model, tied=tied, pattern=pattern,
-            special_tokens=tuple(special_tokens or ()), jobs=jobs, knee_gain=knee_gain,
-            plot=plot, force=force, catalog=catalog, progress=callback)
-    for message in result.warnings:
-        warn(to_flags(message, "vocab_sizes", ctx.command.params))
+        result = tokcost.sweep_bpe(request, callback)
+    _warn(result.notes)
     doc = result.to_dict()
     if json_out:
         print_json(doc)
         return
+    out.print(_sweep_table(doc))
+    width, knee = doc["width"], doc["knee"]
+    err.print(
+        f"hidden {width['hidden_size']:,}{' (' + width['model'] + ')' if width['model'] else ''}"
+        f", output layer {'tied' if width['tied'] else 'untied'}; {width['cost_formula']}; "
+        f"knee: {knee['rule']}" + ("" if knee["vocab_size"] is not None else " (none found)"),
+        highlight=False, markup=False)
+    if result.plot is not None:
+        _wrote([result.plot])
+
+
+def _sweep_table(doc: dict[str, Any]) -> Any:
     scope = doc["width"]["cost_scope"]
-    table = Table(box=None, header_style="bold")
+    rows = table()
     for name in ("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
                  "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused"):
-        table.add_column(name, justify="left" if name == "vocab" else "right")
+        rows.add_column(name, justify="left" if name == "vocab" else "right")
     knee = doc["knee"]["vocab_size"]
     for row in doc["sizes"] + doc["references"]:
-        vs = row["vs_reference"]
+        vs, unused = row["vs_reference"], row["unused_share"]
         mark = "" if row["exact"] else "≈"
         label = f"{row['vocab_size']:,}" if row["spec"] is None else (
             f"{mark}{row['label']} ({row['vocab_size']:,})")
         if row["requested_vocab_size"] == knee and knee is not None:
             label += " *knee"
-        unused = row["unused_share"]
-        table.add_row(label, f"{mark}{row['tokens']:,}", f"{mark}{row['tokens_per_byte']:.3f}",
-                      f"{mark}{row['tokens_per_char']:.3f}",
-                      "-" if vs is None else f"{mark}{vs:.2f}x",
-                      _si(row["embedding_params"] + row["output_params"]),
-                      f"{mark}{_si(row['attention_flops_per_document'])}",
-                      f"{mark}{_si(row['kv_bytes_per_document'])}",
-                      "-" if unused is None else f"{100 * unused:.1f}%")
-    print_wide(table)
-    width = doc["width"]
-    err.print(
-        f"hidden {width['hidden_size']:,}{' (' + width['model'] + ')' if width['model'] else ''}"
-        f", output layer {'tied' if width['tied'] else 'untied'}; {width['cost_formula']}; "
-        f"knee: {doc['knee']['rule']}" + ("" if knee is not None else " (none found)"),
-        highlight=False, markup=False)
-    if result.plot is not None:
-        err.print(f"wrote {result.plot}", highlight=False, markup=False)
+        rows.add_row(label, f"{mark}{row['tokens']:,}", f"{mark}{row['tokens_per_byte']:.3f}",
+                     f"{mark}{row['tokens_per_char']:.3f}",
+                     "-" if vs is None else f"{mark}{vs:.2f}x",
+                     _si(row["embedding_params"] + row["output_params"]),
+                     f"{mark}{_si(row['attention_flops_per_document'])}",
+                     f"{mark}{_si(row['kv_bytes_per_document'])}",
+                     "-" if unused is None else f"{100 * unused:.1f}%")
+    return rows
 
 
 def register(app: typer.Typer) -> None:
