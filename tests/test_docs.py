@@ -7,7 +7,7 @@ Each page runs top to bottom in its own workspace (a copy of corpora/, models.ya
 fixtures the page names, in pytest's tmp dir): what one example writes, the next may read.
 `tokcost` and `tokcount` run in this process through the console scripts' entry points; a
 line with a pipe, a redirection, `&&` or a variable runs under bash, on shims of the same
-scripts. Nothing reaches the network (HF_HUB_OFFLINE, conftest.py).
+scripts and interpreter (`$?` there is the previous example's exit status). Nothing reaches the network (HF_HUB_OFFLINE, conftest.py).
 
     TOKCOST_UPDATE_DOCS=1 pytest tests/test_docs.py   # rewrite the outputs in the pages
 
@@ -214,9 +214,9 @@ def run_in_shell(command: str, workspace: Path, bin_dir: Path, status: int) -> t
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
                PYTHONPATH=os.pathsep.join([str(_package_root()), os.environ.get("PYTHONPATH", "")]),
                PYTHONUNBUFFERED="1")
-    done = subprocess.run(["bash", "-c", f"(exit {status}); {command}"], cwd=workspace, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
-                          check=False)
+    done = subprocess.run(["bash", "-c", f"(exit {status}); {command}"], cwd=workspace,
+                          env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=120, check=False)
     return done.stdout, done.returncode
 
 
@@ -227,8 +227,11 @@ def _package_root() -> Path:
 
 
 def _shims(bin_dir: Path) -> None:
-    """`tokcost` and `tokcount` on PATH for bash, running this interpreter and package."""
+    """`tokcost`, `tokcount` and `python` on PATH for bash: this interpreter and package."""
     bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n',
+                                    encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
     for name, target in _entry_points().items():
         module, _, func = target.partition(":")
         shim = bin_dir / name
@@ -402,3 +405,9 @@ def test_the_flags_table_lists_every_short_flag() -> None:
     text = (ROOT / "docs" / "grammar.md").read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| `(-\w)` \| `(--[\w-]+)` \|", text, re.MULTILINE))
     assert table == used
+
+
+def test_every_example_not_run_is_still_shown() -> None:
+    """NOT_RUN names examples by their command: one no page shows any more goes."""
+    shown = {c for page in PAGES for c in _console_commands(page)}
+    assert sorted(set(NOT_RUN) - shown) == []
