@@ -1,5 +1,5 @@
 """One grammar for flags: a short flag means one thing in every command, and a long
-flag is a switch everywhere or takes a value everywhere (README, "Flags")."""
+flag is a switch everywhere or takes a value everywhere (docs/grammar.md, "Flags")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from tokcost.cli.app import COMMANDS, _load_command
 
-# The README's table of short flags: short -> the long flag it abbreviates.
+# The table of short flags (docs/grammar.md): short -> the long flag it abbreviates.
 SHORT_FLAGS = {
     "-h": "--help", "-t": "--tokenizer", "-m": "--model", "-j": "--jobs", "-o": "--output",
     "-c": "--config", "-f": "--format", "-b": "--batch", "-i": "--input-tokens",
@@ -39,7 +39,7 @@ def test_each_short_flag_means_one_thing() -> None:
     assert {s: m for s, m in meanings.items() if len(m) > 1} == {}
     used = {s: next(iter(m)) for s, m in meanings.items()}
     assert used == {s: long for s, long in SHORT_FLAGS.items() if s in used}, \
-        "a short flag the README's table does not list"
+        "a short flag the table of docs/grammar.md does not list"
 
 
 def test_a_long_flag_is_a_switch_everywhere_or_nowhere() -> None:

@@ -292,7 +292,7 @@ def test_quantized_and_evicted_caches_cost_quality() -> None:
 
 
 def test_kivi_keys_per_channel_beat_keys_per_token_on_tiny_ref() -> None:
-    """KIVI's finding (a regression test of a measured shape: README, "KV-cache lab")."""
+    """KIVI's finding (a regression test of a measured shape: docs/kvmem.md, "The papers' shapes")."""
     model, ids = _tiny()
     base = teacher_forced(model, ids, prompt=24)
     channel, token = (evaluate(model, ids, prompt=24, baseline=base,

@@ -1,5 +1,5 @@
 """The release's parts that live outside the package: the version in each place it is
-written, the pre-commit hook manifest, and the README's pre-commit example."""
+written, the pre-commit hook manifest, and the pre-commit example of docs/check.md."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def test_pre_commit_manifest_has_both_hooks() -> None:
         assert hook["name"] and hook["description"]
 
 
-def test_readme_pins_the_release_and_shows_both_hooks() -> None:
-    readme = _checkout_file("README.md").read_text(encoding="utf-8")
-    start = readme.index("# .pre-commit-config.yaml")
-    example = readme[start:readme.index("```", start)]
+def test_docs_pin_the_release_and_show_both_hooks() -> None:
+    page = _checkout_file("docs/check.md").read_text(encoding="utf-8")
+    start = page.index("# .pre-commit-config.yaml")
+    example = page[start:page.index("```", start)]
     config = yaml.safe_load(example)
     remote = next(r for r in config["repos"] if r["repo"] != "local")
     assert remote["rev"] == f"v{tokcost.__version__}"
@@ -77,8 +77,11 @@ def test_readme_pins_the_release_and_shows_both_hooks() -> None:
     for hook in local["hooks"]:  # the local variant runs what the published hook runs
         assert hook["entry"] == hooks[hook["id"]]["entry"]
         assert hook.get("stages") == hooks[hook["id"]].get("stages")
-    # no other rev in the README points at another release
-    assert set(re.findall(r"rev: (v[\d.]+)", readme)) == {f"v{tokcost.__version__}"}
+    # no other rev or action tag in the README and docs points at another release
+    pages = [_checkout_file("README.md"), *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    text = "".join(p.read_text(encoding="utf-8") for p in pages)
+    assert set(re.findall(r"rev: (v[\d.]+)", text)) == {f"v{tokcost.__version__}"}
+    assert set(re.findall(r"tokcost@(v[\d.]+)", text)) == {f"v{tokcost.__version__}"}
 
 
 def test_changelog_has_this_version() -> None:
