@@ -49,14 +49,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
-    "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
     "tokcost.app.price": ("PriceResult", "price"),
-    "tokcost.app.compare": (
-        "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
-        "Row", "SentencePremiums", "compare",
-    ),
+    "tokcost.app.compare": ("compare", "CompareRequest", "CompareResult", "Corpus"),
     "tokcost.app.sweep": ("sweep_bpe", "BPESweepResult", "BPESweepPoint", "BPE_KNEE_GAIN"),
     "tokcost.app.bpe": (
         "train_bpe", "encode_bpe", "decode_bpe", "inspect_bpe", "export_bpe", "TrainerConfig",
@@ -122,14 +118,9 @@ if TYPE_CHECKING:
     from tokcost.app.check import CheckRun as CheckRun
     from tokcost.app.check import check as check
     from tokcost.app.check import check_many as check_many
+    from tokcost.app.compare import CompareRequest as CompareRequest
     from tokcost.app.compare import CompareResult as CompareResult
-    from tokcost.app.compare import CorpusKind as CorpusKind
-    from tokcost.app.compare import FloresSplit as FloresSplit
-    from tokcost.app.compare import GroupReport as GroupReport
-    from tokcost.app.compare import Measurement as Measurement
-    from tokcost.app.compare import Meter as Meter
-    from tokcost.app.compare import Row as Row
-    from tokcost.app.compare import SentencePremiums as SentencePremiums
+    from tokcost.app.compare import Corpus as Corpus
     from tokcost.app.compare import compare as compare
     from tokcost.app.count import ChatModelCount as ChatModelCount
     from tokcost.app.count import ChatResult as ChatResult
@@ -186,7 +177,6 @@ if TYPE_CHECKING:
     from tokcost.app.sweep import BPESweepPoint as BPESweepPoint
     from tokcost.app.sweep import BPESweepResult as BPESweepResult
     from tokcost.app.sweep import sweep_bpe as sweep_bpe
-    from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog
     from tokcost.catalog import Gpu as Gpu
     from tokcost.catalog import ModelEntry as ModelEntry

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from enum import Enum
 from pathlib import Path
 
 from tokcost.counting import Skipped
-from tokcost.errors import InputError, UsageError
-from tokcost.inflation.corpus import Group, Sample, checked_group, read_text_file
+from tokcost.errors import InputError, UsageError, arg
+from tokcost.inflation.corpus import FloresSplit, Group, Sample, checked_group, read_text_file
 from tokcost.inflation.languages import language_name, language_script, script_name
 
 __all__ = [
@@ -35,17 +34,6 @@ __all__ = [
 # FLORES-200 file stems: an ISO 639-3 code and an ISO 15924 script (eng_Latn, zho_Hant).
 _FLORES_STEM = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 _UDHR_FILE = re.compile(r"^udhr_(.+)\.txt$")
-
-
-class FloresSplit(str, Enum):
-    """Which FLORES-200 sentences to read: dev, devtest, or both (Petrov et al.)."""
-
-    DEV = "dev"
-    DEVTEST = "devtest"
-    BOTH = "both"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _flores_files(folder: Path, split: str) -> list[Path]:
@@ -88,10 +76,8 @@ def match_baseline(baseline: str, codes: Sequence[str], *, where: str) -> str:
             continue
         same.append(code)
     if len(same) > 1:
-        raise UsageError(
-            f"baseline={baseline} matches {', '.join(same)} in {where}; give one of them",
-            param="baseline",
-        )
+        raise UsageError(f"{arg('baseline', baseline)} matches {', '.join(same)} in {where}; "
+                         "give one of them", param="baseline", value=baseline)
     return same[0] if same else baseline
 
 
@@ -119,7 +105,8 @@ def load_flores(
     if not codes:
         raise UsageError(
             f"no FLORES-200 {'/'.join(splits)} files in {folder} (e.g. "
-            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose split=dev or devtest",
+            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose {arg('split', 'dev')} "
+            "or devtest",
             param="split",
         )
     samples: list[Sample] = []
