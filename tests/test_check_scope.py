@@ -45,6 +45,14 @@ budgets:
 """
 
 
+
+def adhoc(*, config: Any = (), growth: Any = None, **budget: Any) -> tokcost.CheckResult:
+    """Paths with limits checked through the library, as ``tokcost check PATHS`` does."""
+    request = tokcost.CheckRequest(adhoc=tokcost.AdhocBudget(**budget), config=config,
+                                   growth=growth or tokcost.Growth())
+    return tokcost.check(request)
+
+
 def invoke(runner: Any, *args: str) -> Any:
     return runner.invoke(app, ["check", *args])
 
@@ -218,9 +226,10 @@ def test_adhoc_every_format(prompts: Path, runner: Any, fmt: str) -> None:
 
 
 def test_adhoc_library_call(prompts: Path) -> None:
-    result = tokcost.check(paths=["prompts/"], limits={"max_tokens_per_file": "100"})
+    result = adhoc(paths=["prompts/"], limits={"max_tokens_per_file": "100"})
     assert result.exit_code == 1 and result.failures[0].path == "prompts/sub/big.md"
-    assert result.baseline == "" and not result.baseline_found
+    [config] = result.configs
+    assert config.baseline == "" and not config.baseline_found
 
 
 @pytest.mark.parametrize(
@@ -236,7 +245,8 @@ def test_adhoc_library_call(prompts: Path) -> None:
                      id="bad-value"),
         pytest.param({"limits": {"max_growth_percent": 5}}, "limits", "needs a baseline",
                      id="growth"),
-        pytest.param({"limits": {"max_tokens_per_file": 5}, "update_baseline": True},
+        pytest.param({"limits": {"max_tokens_per_file": 5},
+                      "growth": tokcost.Growth(update_baseline=True)},
                      "update_baseline", "needs a config file", id="update-baseline"),
         pytest.param({"limits": {"max_tokens_per_file": 5}, "config": "tokcost.yaml"},
                      "paths", "not both", id="config"),
@@ -245,20 +255,20 @@ def test_adhoc_library_call(prompts: Path) -> None:
 def test_adhoc_library_errors_speak_the_api(prompts: Path, kwargs: dict[str, Any], param: str,
                                             fragment: str) -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.check(paths=["prompts/"], **kwargs)
+        adhoc(paths=["prompts/"], **kwargs)
     assert info.value.param == param and fragment in str(info.value)
     assert "--" not in str(info.value)
 
 
 def test_limits_without_paths_is_refused_by_the_library(prompts: Path) -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.check(limits={"max_tokens_per_file": 5})
+        adhoc(limits={"max_tokens_per_file": 5})
     assert info.value.param == "limits"
 
 
 def test_an_existing_file_with_glob_characters_is_that_file(prompts: Path) -> None:
     (prompts / "prompts" / "[draft].md").write_text(SMALL, encoding="utf-8")
-    result = tokcost.check(paths=["prompts/[draft].md"], limits={"max_tokens_per_file": 100})
+    result = adhoc(paths=["prompts/[draft].md"], limits={"max_tokens_per_file": 100})
     assert [f.path for f in result.budgets[0].files] == ["prompts/[draft].md"]
 
 
@@ -421,8 +431,8 @@ def test_pyproject_tool_table_is_found_walking_up(mono: Path,
         '[tool.tokcost]\n[[tool.tokcost.budgets]]\nname = "p"\npaths = ["prompts/"]\n'
         'max_tokens_per_file = "1k"\n', encoding="utf-8")
     monkeypatch.chdir(mono / "svc" / "prompts")
-    result = tokcost.check()
-    assert result.config == "../pyproject.toml" and result.exit_code == 0
+    result = tokcost.check(tokcost.CheckRequest())
+    assert result.configs[0].config == "../pyproject.toml" and result.exit_code == 0
 
 
 def test_repeated_config_reports_each_under_its_folder(mono: Path, runner: Any) -> None:
@@ -442,7 +452,7 @@ def test_all_checks_every_config_not_ignored(mono: Path, runner: Any) -> None:
     assert result.exit_code == 1, result.output
     assert [d["config"] for d in json.loads(result.stdout)] == ["svc/tokcost.yaml",
                                                                 "web/tokcost.yaml"]
-    run = tokcost.check_many(under=".")
+    run = tokcost.check(tokcost.CheckRequest(under="."))
     assert run.exit_code == 1 and [r.config for r in run.failed] == ["web/tokcost.yaml"]
 
 

@@ -50,7 +50,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
-    "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
+    "tokcost.app.check": ("check", "CheckRequest", "CheckResult", "AdhocBudget", "Growth"),
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": ("compare", "CompareRequest", "CompareResult", "Corpus"),
     "tokcost.app.sweep": ("sweep_bpe", "BPESweepResult", "BPESweepPoint", "BPE_KNEE_GAIN"),
@@ -114,10 +114,11 @@ if TYPE_CHECKING:
     from tokcost.app.bpe import export_bpe as export_bpe
     from tokcost.app.bpe import inspect_bpe as inspect_bpe
     from tokcost.app.bpe import train_bpe as train_bpe
+    from tokcost.app.check import AdhocBudget as AdhocBudget
+    from tokcost.app.check import CheckRequest as CheckRequest
     from tokcost.app.check import CheckResult as CheckResult
-    from tokcost.app.check import CheckRun as CheckRun
+    from tokcost.app.check import Growth as Growth
     from tokcost.app.check import check as check
-    from tokcost.app.check import check_many as check_many
     from tokcost.app.compare import CompareRequest as CompareRequest
     from tokcost.app.compare import CompareResult as CompareResult
     from tokcost.app.compare import Corpus as Corpus

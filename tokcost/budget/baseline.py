@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.atomic import write_text_atomic
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 
 BASELINE_VERSION = 1
 
@@ -109,7 +109,7 @@ def read_baseline(path: Path) -> Baseline | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read baseline '{path}': {exc}") from None
-    redo = "; fix it or regenerate it with update_baseline=True"
+    redo = f"; fix it or regenerate it with {arg('update_baseline', True)}"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -18,13 +18,12 @@ not a count of this file's tokens alone.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
-    from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, Measurement
-    from tokcost.catalog import Catalog
+    from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding, Measurement
+    from tokcost.catalog import CatalogSource
 
 __all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
 
@@ -93,14 +92,13 @@ def window_allowance(share: float, window: int, reserve: int) -> int:
     return most
 
 
-def locate(result: CheckResult, measurement: Measurement, *,
-           catalog: str | Path | Catalog | None = None) -> CheckResult:
+def locate(result: ConfigResult, measurement: Measurement, *,
+           catalog: CatalogSource = None) -> ConfigResult:
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
     from tokcost.counting import decode_utf8, sniff_binary
 
     config = measurement.config
-    source = catalog if catalog is not None else config.catalog
     measured = {m.budget.name: m for m in measurement.budgets}
     texts: dict[str, str | None] = {}
     budgets = []
@@ -110,7 +108,7 @@ def locate(result: CheckResult, measurement: Measurement, *,
             budgets.append(b)
             continue
         m = measured[b.name]
-        tok = _tokenizer(config, m.budget, m.model, source).load()  # built once per process
+        tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         found: dict[int, Finding] = {}
         for f, limit in wanted:
             if limit is None or f.path is None:

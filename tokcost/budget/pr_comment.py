@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokcost.budget.report import MARKER
-from tokcost.errors import InputError, TokcostError, UsageError
+from tokcost.errors import InputError, TokcostError, UsageError, arg
 
 __all__ = ["MAX_BODY_CHARS", "CommentError", "pull_request_number", "upsert_comment"]
 
@@ -59,14 +59,15 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     "created" or "updated"; raises CommentError (one line) when the API says no.
     """
     if repo.count("/") != 1 or not all(repo.split("/")):
-        raise UsageError(f"repo={repo!r} is not 'owner/name'", param="repo")
+        raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
     if number < 1:
-        raise UsageError(f"number={number} must be a pull request number >= 1", param="number")
+        raise UsageError(f"{arg('number', number)} must be a pull request number >= 1",
+                         param="number")
     if not token:
-        raise UsageError("token is empty: pass a token allowed to write pull-request comments",
-                         param="token")
+        raise UsageError(f"{arg('token')} is empty: pass a token allowed to write pull-request "
+                         "comments", param="token")
     if not marker:
-        raise UsageError("marker is empty: pass the text that identifies the comment",
+        raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
                          param="marker")
     base = api_url.rstrip("/")
     owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))
