@@ -583,3 +583,44 @@ def test_quiet_with_several_configs_shows_only_the_failing(mono: Path, runner: A
     assert "`svc/tokcost.yaml`" not in md and "`web/tokcost.yaml`" in md
     passing = invoke(runner, "-c", "svc/tokcost.yaml", "-c", "svc/tokcost.yaml", "-q")
     assert passing.exit_code == 0 and passing.stdout == "ok all 2 configs hold\n"
+
+
+# --- the request: checked once, on construction, in the caller's words ----------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "fragment"),
+    [
+        pytest.param({"config": "svc/tokcost.yaml", "under": "."}, "under",
+                     "under finds every config below a folder; drop config", id="config-and-under"),
+        pytest.param({"under": "nope"}, "under", "under='nope' is not a folder", id="no-folder"),
+        pytest.param({"config": ("a.yaml", "b.yaml"), "growth": tokcost.Growth(baseline="b.json")},
+                     "baseline", "baseline names one file", id="one-baseline-for-several"),
+        pytest.param({"jobs": "lots"}, "jobs", "jobs 'lots' is not a count", id="bad-jobs"),
+        pytest.param({"jobs": 0}, "jobs", "jobs must be positive", id="zero-jobs"),
+    ],
+)
+def test_a_check_request_refuses_what_cannot_run(mono: Path, fields: dict[str, Any], param: str,
+                                                 fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        tokcost.CheckRequest(**fields)
+    assert info.value.param == param and fragment in str(info.value), str(info.value)
+
+
+def test_a_check_request_reads_what_people_write(mono: Path) -> None:
+    request = tokcost.CheckRequest(config="svc/tokcost.yaml", jobs="1k", under=None)
+    assert request.config == (Path("svc/tokcost.yaml"),)  # a bare string is one config
+    assert request.jobs == 1000 and not request.several
+    adhoc = tokcost.AdhocBudget(paths="svc/prompts/", limits={"max_tokens_per_file": "10k"})
+    assert adhoc.paths == ("svc/prompts/",)
+    assert adhoc.budget_config.budgets[0].max_tokens_per_file == 10_000
+
+
+def test_one_result_for_one_config_or_several(mono: Path) -> None:
+    one = tokcost.check(tokcost.CheckRequest(config="web/tokcost.yaml"))
+    assert isinstance(one.to_dict(), dict) and one.render("json") == json.dumps(
+        one.configs[0].to_dict(), indent=2, ensure_ascii=False) + "\n"
+    both = tokcost.check(tokcost.CheckRequest(config=("svc/tokcost.yaml", "web/tokcost.yaml")))
+    assert both.several and [d["config"] for d in both.to_dict()] == [  # type: ignore[index]
+        "svc/tokcost.yaml", "web/tokcost.yaml"]
+    assert both.exit_code == 1 and both.failures == one.failures

@@ -306,3 +306,43 @@ def test_a_small_comparison_starts_on_the_quicker_backend(
         tokens.append([r["tokens"] for g in doc["groups"] for s in g["samples"]
                        for r in s["results"]])
     assert all(t == tokens[0] for t in tokens) and sum(tokens[0]) > 0
+
+
+# ----------------------------------------------------------- the request, checked once
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "fragment"),
+    [
+        pytest.param({"kinds": ["poetry"]}, "kinds", "unknown kinds='poetry'", id="kind"),
+        pytest.param({"split": "train"}, "split", "unknown split='train'", id="split"),
+        pytest.param({"builtin": True, "sources": ["x"]}, "builtin", "not both", id="builtin"),
+    ],
+)
+def test_a_corpus_refuses_what_it_cannot_read(fields: dict[str, object], param: str,
+                                              fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        tokcost.Corpus(**fields)  # type: ignore[arg-type]
+    assert info.value.param == param and fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--split", "train"], "unknown --split 'train'; use one of dev, devtest",
+                     id="split"),
+        pytest.param(["--builtin", "{f}"], "pass either --builtin or folders/files, not both",
+                     id="builtin"),
+        pytest.param(["{f}", "--plot", "{f}/p.jpg"], "plot needs a .png, .svg or .pdf file",
+                     id="plot-suffix"),
+    ],
+)
+def test_request_errors_name_the_flag(runner: CliRunner, folder: Path, args: list[str],
+                                      message: str) -> None:
+    _, stderr = _run(runner, [a.format(f=folder) for a in args], 2)
+    assert stderr.startswith("error: ") and message in stderr and len(stderr.splitlines()) == 1
+
+
+def test_a_bare_string_is_one_source(folder: Path) -> None:
+    assert tokcost.Corpus(sources=str(folder)).sources == (folder,)
+    assert tokcost.CompareRequest(tokenizers="cl100k_base").tokenizers == ("cl100k_base",)
