@@ -1,10 +1,8 @@
 """Use case ``check``: count every budget's files, record the baseline if asked, judge.
 
-One call does what ``tokcost check`` does: read the configs (or make the one budget that
-paths and limits give), resolve each budget's model and tokenizer through one catalog,
-count the files on one engine, write the baseline (atomically) or read it, or read the
-files as they are at a git ref instead (``tokcost.budget.git_base``, no checkout), and
-apply the limits. ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
+The configs (or the one budget that paths and limits make) are read, the files counted
+on one engine, growth measured against the baseline file or a git ref, and the limits
+applied; ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
 
 >>> request = CheckRequest(growth=Growth(base="origin/main"), strict=True)
 >>> # tokcost.check(request).render("github")
@@ -59,11 +57,9 @@ __all__ = ["AdhocBudget", "CheckRequest", "CheckResult", "Growth", "check"]
 
 @dataclass(frozen=True, kw_only=True)
 class AdhocBudget:
-    """Files checked against limits without a config file: ``paths`` (files, folders or
-    globs, relative to the cwd) against ``limits`` (budget keys, valued as in
-    tokcost.yaml: ``{"max_tokens_per_file": "10k", "max_cost_per_call": "$0.05"}``), with
-    ``model`` for prices and the context window and ``tokenizer`` to count with. It is
-    checked on construction into the config a tokcost.yaml with that budget would give."""
+    """``paths`` (files, folders, globs) checked without a config file against ``limits``
+    (budget keys valued as in tokcost.yaml), priced and windowed by ``model``, counted
+    with ``tokenizer``: the config a tokcost.yaml with that one budget would give."""
 
     paths: tuple[str, ...] = ()
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -86,9 +82,8 @@ class AdhocBudget:
 @dataclass(frozen=True, kw_only=True)
 class Growth:
     """What growth is measured against: the ``baseline`` file (None: the config's), or
-    the budgeted files as they are at the git ref ``base`` (a branch, tag or commit;
-    then no baseline file is read). ``update_baseline`` writes today's counts to the
-    baseline file first (with ``base``, growth is still against ``base``)."""
+    the files at the git ref ``base`` (no baseline file is read then); ``update_baseline``
+    writes today's counts to the baseline file first."""
 
     baseline: Path | None = None
     base: str | None = None
@@ -101,13 +96,10 @@ class Growth:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest:
-    """Which budgets to check: the ``config`` files (none: the tokcost.yaml or
-    ``[tool.tokcost]`` found walking up from here to the git work tree root; several:
-    each under its own folder), every config at or below the folder ``under``, or an
-    ``adhoc`` budget; what their ``growth`` is measured against; ``strict`` makes
-    warnings (a glob matching nothing, no baseline) fail with exit code 2; ``catalog``
-    replaces the configs' own; ``engine``/``jobs``/``scheduler`` choose where counting
-    runs (``jobs`` None: as ``count``, a thread per CPU when the tokenizers allow it)."""
+    """The ``config`` files (none: the one found walking up to the git work tree root),
+    every config ``under`` a folder, or an ``adhoc`` budget; ``strict``: warnings fail
+    (exit code 2); ``catalog`` replaces the configs' own; ``engine``, ``jobs`` and
+    ``scheduler`` choose where counting runs (as ``count`` does)."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None
@@ -161,8 +153,8 @@ class CheckRequest:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Every config checked, in the order given (or by folder, with ``under``). Its exit
-    code is the worst of theirs; unless ``several``, it reports as its one config does.
+    """Every config checked, in order; the exit code is the worst of theirs. Unless
+    ``several``, it reports as its one config does.
 
     >>> CheckResult(()).exit_code, CheckResult(()).headline
     (0, 'no configs')
@@ -207,17 +199,15 @@ class CheckResult:
         return docs if self._several() else docs[0]
 
     def render(self, fmt: str, *, quiet: bool = False, hide_passed: bool = False) -> str:
-        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text; ``quiet``
-        (Markdown) keeps only failing configs' failures and the verdicts, ``hide_passed``
-        leaves out the budgets that hold."""
+        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text (``quiet``,
+        ``hide_passed``: see ``tokcost.budget.report.render``)."""
         return render(self.configs, fmt, several=self._several(), quiet=quiet,
                       hide_passed=hide_passed)
 
 
 def check(request: CheckRequest) -> CheckResult:
-    """Check the request's budgets. Every config is read, and every git ref resolved,
-    before any file is counted, so a broken one fails the run at once (exit code 2).
-    A failing file's finding has the ``line`` where it crosses a token limit."""
+    """Check the request's budgets. Every config is read and every git ref resolved
+    before any file is counted, so a broken one fails the run at once."""
     configs = _configs(request)
     growth = request.growth
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
@@ -246,8 +236,7 @@ def _configs(request: CheckRequest) -> list[BudgetConfig]:
 
 def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
                engine: Engine) -> ConfigResult:
-    """Measure, record or read the baseline (or count the files at the git ref), judge:
-    one config."""
+    """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline
     measured = measure(loaded, catalog=request.catalog, engine=engine)

@@ -11,13 +11,7 @@ crosses its limit on), ``git_base`` (a git ref as the baseline), ``report`` (eve
 """
 
 from tokcost.budget.baseline import Baseline, BaselineError, read_baseline, write_baseline
-from tokcost.budget.config import (
-    Budget,
-    BudgetConfig,
-    BudgetConfigError,
-    find_config,
-    load_config,
-)
+from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError, load_config
 from tokcost.budget.evaluate import (
     RULES,
     BudgetResult,
@@ -34,6 +28,6 @@ from tokcost.budget.report import FORMATS, ReportTables, render
 __all__ = [
     "FORMATS", "RULES", "Baseline", "BaselineError", "Budget", "BudgetConfig",
     "BudgetConfigError", "BudgetResult", "ConfigResult", "Finding", "Measurement", "Notice",
-    "ReportTables", "baseline_from", "find_config", "judge", "load_config", "measure",
+    "ReportTables", "baseline_from", "judge", "load_config", "measure",
     "read_baseline", "render", "write_baseline",
 ]

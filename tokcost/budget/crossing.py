@@ -1,18 +1,10 @@
 """Where a file crosses its token limit: the line a GitHub annotation points at.
 
-The line is defined on counts of prefixes: line L is the first line such that the
-file's text from its start through the end of line L (its newline included), counted
-as one text with the budget's tokenizer, has more tokens than the limit allows. It is
-the line whose text pushes the running total past the limit; a token that spans a line
-break is counted in the prefix that holds it whole (the prefix ending at the break
-counts the part before it as it tokenizes alone). Lines are cut after each ``\\n``.
-
-The search bisects the lines (a few counts of prefixes), and runs only for failing
-files: a check where everything passes reads no file a second time. Rules that have
-such a line: ``max_tokens_per_file`` and a file's ``context_window`` share (the window
-minus the reserved output is a token limit too). Growth and cost findings point at
-the file without a line: growth is against a count, not at a place, and a price is
-not a count of this file's tokens alone.
+Line L is the first line such that the text from the file's start through the end of
+line L (its newline included), counted as one text, has more tokens than the limit. The
+search bisects the lines and runs only for failing files, for the rules that are token
+limits (``max_tokens_per_file``, a file's ``context_window`` share); growth and cost are
+not at a place, so their findings point at the file without a line.
 """
 
 from __future__ import annotations

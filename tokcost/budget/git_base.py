@@ -1,21 +1,12 @@
 """A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
 
-``tokcost.check(base="main")`` measures growth against ``main`` instead of a committed
-baseline file, so a pull request is judged against its base branch with nothing to
-commit. Nothing is checked out and the work tree is not touched: the tree of REF is
-listed (``git ls-tree``) and the files are read from the object store
-(``git cat-file``), then counted as the files of the work tree are (the same
-tokenizers, globs, binary and UTF-8 rules).
-
-Which files of the tree count, as far as the work tree's rules apply to tracked files:
-those below the config's folder; the ``.gitignore`` files of that tree apply as the
-work-tree walk applies them on disk (the deepest last, an ignored folder hides what is
-below it), so a file that is tracked but ignored is left out at REF as it is now; a
-symlink to a file is read through; submodules are left out.
-
-Renames: a file that moved since REF is compared with its old version, not reported
-as new plus removed. ``git diff-index -M`` finds the moves git sees (tracked files, also
-when edited), and identical content finds the rest (a file moved but not yet added).
+``Growth(base="main")`` judges a pull request against its base branch with no baseline
+file to commit. Nothing is checked out: the tree of REF is listed (``git ls-tree``), its
+files read from the object store (``git cat-file``) and counted as the work tree's are.
+The tree's ``.gitignore`` files apply as the work-tree walk applies them on disk, a
+symlink to a file is read through, submodules are left out. A file moved since REF is
+compared with its old version: ``git diff-index -M`` finds the moves git sees, identical
+content finds the rest (a file moved but not yet added).
 """
 
 from __future__ import annotations
@@ -120,10 +111,6 @@ class GitTree:
         wanted = list(paths)
         contents = _read_blobs(self.top, [self.blobs[p] for p in wanted], self.ref.ref)
         return {p: contents[self.blobs[p]] for p in wanted}
-
-    def full_path(self, path: str) -> str:
-        """``path`` (relative to the config's folder) relative to the work tree's top."""
-        return f"{self.prefix}/{path}" if self.prefix else path
 
 
 def open_tree(root: str | Path, ref: str) -> GitTree:
