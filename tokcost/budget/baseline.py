@@ -1,20 +1,8 @@
 """The baseline: per-budget, per-file token counts that growth is measured against.
 
-A versioned JSON file, sorted and without timestamps so it diffs cleanly in review::
-
-    {
-      "version": 1,
-      "generator": "tokcost",
-      "budgets": {
-        "system prompts": {
-          "tokenizer": "tiktoken:o200k_base",
-          "total_tokens": 1234,
-          "files": {"prompts/system.md": 1234}
-        }
-      }
-    }
-
-It is written atomically, so an interrupted write leaves the old baseline intact.
+A versioned JSON file, sorted and without timestamps so it diffs cleanly in review
+(``{"version": 1, "generator": "tokcost", "budgets": {NAME: {"tokenizer": SPEC,
+"total_tokens": N, "files": {PATH: N}}}}``), written atomically.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Benchmark sets in the layouts they are distributed in: FLORES-200 and UDHR in Unicode.
 
-FLORES-200 (NLLB Team 2022) ships one file per language and split, one sentence a
-line, the lines of every language aligned::
-
-    flores200_dataset/dev/eng_Latn.dev          997 sentences
-    flores200_dataset/devtest/eng_Latn.devtest  1,012 sentences
-
-A sample joins its sentences with spaces, as Petrov et al. (2023) measured their
-premiums on dev and devtest together; it keeps the sentences apart too, so the
-premium can also be read sentence by sentence (``tokcost.inflation.measure``).
-
-UDHR in Unicode (unicode.org/udhr, the ``data/txt`` folder of its repository) ships
-``udhr_<id>.txt`` files whose first lines, up to a ``---`` line, are a header naming
-the translation; ``index.xml`` beside them gives each id's BCP 47 tag. Translations
-are not aligned line by line, so they are compared as whole texts.
+FLORES-200 (``dev/eng_Latn.dev``, ``devtest/eng_Latn.devtest``: one sentence a line,
+aligned across languages): a sample joins its sentences, as Petrov et al. (2023) measured
+dev and devtest together, and keeps them apart for per-sentence premiums. UDHR in Unicode
+(``data/txt/udhr_<id>.txt``, a header up to a ``---`` line, BCP 47 tags in ``index.xml``)
+is not aligned by line: its translations are compared as whole texts.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
 
-A *group* holds parallel texts of one kind: the same paragraphs in several languages
-(prose), the same small programs in several programming languages (code), the same
-records in several data formats (data). A folder with an ``index.yaml`` (the layout
-of the shipped corpora) names each file's code, language, script and kind; a plain
-folder holds one ``<lang>.txt`` per language; a list of files is grouped by suffix.
-
-Texts are read under the input policy of every command (``tokcost.counting``):
-invalid UTF-8 is replaced with U+FFFD and named in the group's warnings, a binary
-file is skipped (into the caller's ``skipped`` list, or an error without one), and
-``-`` in a list of files is standard input (the sample ``stdin``, named ``<stdin>``).
+A *group* holds parallel texts of one kind (prose in several languages, programs in
+several languages, records in several data formats). A folder with an ``index.yaml``
+names each file's code, language, script and kind; a plain folder holds one
+``<lang>.txt`` per language; a list of files is grouped by suffix. Texts are read under
+the input policy of every command (``tokcost.counting``); ``-`` is standard input.
 """
 
 from __future__ import annotations
@@ -234,10 +229,8 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
     left_out: dict[str, dict[str, Skipped]] = {k: {} for k in wanted}
     for number, entry in enumerate(doc["files"], start=1):
         if not isinstance(entry, dict) or not entry.get("path") or not entry.get("code"):
-            raise InputError(
-                f"{index_path}: files entry {number} needs a 'path' and a 'code' "
-                f"(see corpora/index.yaml)"
-            )
+            raise InputError(f"{index_path}: files entry {number} needs a 'path' and a 'code' "
+                             "(see corpora/index.yaml)")
         kind = str(entry.get("kind", "prose"))
         if kind not in by_kind:
             continue
@@ -249,18 +242,10 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         if isinstance(read, Skipped):
             left_out[kind][str(entry["code"])] = read
             continue
-        by_kind[kind].append(
-            Sample(
-                code=str(entry["code"]),
-                text=read.text,
-                kind=kind,
-                name=str(entry.get("name", "")),
-                script=entry.get("script"),
-                path=str(path),
-                whitespace_words=entry.get("whitespace_words"),
-                invalid_utf8_bytes=read.invalid_bytes,
-            )
-        )
+        by_kind[kind].append(Sample(
+            code=str(entry["code"]), text=read.text, kind=kind, name=str(entry.get("name", "")),
+            script=entry.get("script"), path=str(path), invalid_utf8_bytes=read.invalid_bytes,
+            whitespace_words=entry.get("whitespace_words")))
     groups = []
     for kind in wanted:
         if not by_kind[kind]:
@@ -271,9 +256,8 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         groups.append(checked_group(kind, str(base), by_kind[kind], where=str(folder),
                                      left_out=left_out[kind]))
     if not groups:
-        raise UsageError(
-            f"no files of kind {', '.join(wanted)} in {index_path}; kinds are {', '.join(KINDS)}"
-        )
+        raise UsageError(f"no files of kind {', '.join(wanted)} in {index_path}; kinds are "
+                         f"{', '.join(KINDS)}")
     return groups
 
 
@@ -282,9 +266,8 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
     """The corpora tokcost ships: prose in 21 languages, code in 9, data in 8 formats."""
     folder = builtin_dir()
     if not (folder / "index.yaml").is_file():
-        raise InputError(
-            f"the built-in corpora are missing ({folder}); reinstall tokcost or pass a folder"
-        )
+        raise InputError(f"the built-in corpora are missing ({folder}); reinstall tokcost or "
+                         "pass a folder")
     return load_index(folder, kinds=kinds, baseline=baseline)
 
 
