@@ -385,7 +385,8 @@ def test_pull_request_gets_the_report_as_one_new_comment(
         tmp_path: Path, workspace: Path, github_api: FakeGitHub) -> None:
     run = run_action(tmp_path / "runner", workspace,
                      {"working-directory": "svc", "github-token": TOKEN}, api_url=github_api.url)
-    expected = tokcost.check(workspace / "svc" / "tokcost.yaml").exit_code
+    request = tokcost.CheckRequest(config=workspace / "svc" / "tokcost.yaml")
+    expected = tokcost.check(request).exit_code
     assert expected == 1
     assert run.code == expected
     assert run.outputs["check"]["exit-code"] == str(expected)
@@ -426,7 +427,8 @@ def test_next_push_updates_the_marked_comment(
     ]
     run = run_action(tmp_path / "runner", workspace,
                      {"working-directory": "svc", "github-token": TOKEN}, api_url=github_api.url)
-    expected = tokcost.check(workspace / "svc" / "tokcost.yaml").exit_code
+    request = tokcost.CheckRequest(config=workspace / "svc" / "tokcost.yaml")
+    expected = tokcost.check(request).exit_code
     assert expected == 0
     assert run.code == expected
     assert "tokcost check: all 2 budgets hold" in run.summary

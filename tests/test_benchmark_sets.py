@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.inflation import (
+    Corpus,
     Meter,
-    load_corpora,
     load_flores,
     load_udhr,
     measure,
@@ -145,8 +145,8 @@ def test_udhr_header_is_removed_and_codes_come_from_the_index() -> None:
 
 
 def test_load_corpora_picks_the_layout_from_the_folder() -> None:
-    (flores,) = load_corpora([FLORES])
-    (udhr,) = load_corpora([UDHR])
+    (flores,) = Corpus(sources=[FLORES]).load()
+    (udhr,) = Corpus(sources=[UDHR]).load()
     assert flores.samples[0].units is not None and udhr.samples[0].units is None
 
 

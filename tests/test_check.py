@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tokcost
 from tokcost.budget import (
     Budget,
     BudgetConfig,
@@ -112,7 +113,9 @@ def invoke(runner: Any, *args: str) -> Any:
 
 def report(result: Any, fmt: str, *, width: int = 100) -> str:
     """A report in any --format: the terminal table is the CLI's, the others the library's."""
-    return render_text(result, width=width) if fmt == "text" else render(result, fmt)
+    if fmt == "text":
+        return render_text(tokcost.CheckResult((result,)), width=width)
+    return render(result, fmt)
 
 
 def assert_golden(name: str, text: str) -> None:
@@ -395,28 +398,24 @@ def test_corrupt_baseline_through_the_cli_names_the_flag(repo: Path, runner: Any
     ],
 )
 def test_cli_json_is_the_results_to_dict(repo: Path, runner: Any, args: list[str]) -> None:
-    import tokcost
-
     invoke(runner, "--update-baseline", *args)
     break_budgets(repo)
     result = invoke(runner, "--json", *args)
     options = dict(zip(args[::2], args[1::2], strict=False))
-    expected = tokcost.check(
-        strict="--strict" in args, baseline=options.get("--baseline"),
+    expected = tokcost.check(tokcost.CheckRequest(
+        strict="--strict" in args, growth=tokcost.Growth(baseline=options.get("--baseline")),
         catalog=options.get("--catalog"),
-    )
+    ))
     assert result.exit_code == expected.exit_code == (2 if "--strict" in args else 1)
     assert json.loads(result.stdout) == json.loads(json.dumps(expected.to_dict()))
     assert expected.render("json") == result.stdout
 
 
 def test_engine_and_jobs_do_not_change_the_report(repo: Path) -> None:
-    import tokcost
-
-    one = tokcost.check(update_baseline=True)
+    one = tokcost.check(tokcost.CheckRequest(growth=tokcost.Growth(update_baseline=True)))
     break_budgets(repo)
-    serial = tokcost.check().to_dict()
-    assert tokcost.check(engine="local", jobs=2).to_dict() == serial
+    serial = tokcost.check(tokcost.CheckRequest()).to_dict()
+    assert tokcost.check(tokcost.CheckRequest(engine="local", jobs=2)).to_dict() == serial
     assert one.exit_code == 0 and serial["exit_code"] == 1
 
 

@@ -62,6 +62,11 @@ def _no_runner_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- a git repository made here ---------------------------------------------------------------
 
 
+def check(*, strict: bool = False, **growth: Any) -> tokcost.CheckResult:
+    """The config found here, checked through the library; ``growth`` as given."""
+    return tokcost.check(tokcost.CheckRequest(growth=tokcost.Growth(**growth), strict=strict))
+
+
 def git(repo: Path, *args: str) -> str:
     run = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
     return run.stdout.strip()
@@ -127,7 +132,7 @@ def history(tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch) -> d
 
 
 def test_base_growth_new_removed_and_renamed(history: dict[str, Any]) -> None:
-    result = tokcost.check(base="main")
+    result = check(base="main")
     [budget] = result.budgets
     before = {f.path: f.baseline_tokens for f in budget.files}
     assert before == {
@@ -146,11 +151,12 @@ def test_base_growth_new_removed_and_renamed(history: dict[str, Any]) -> None:
     assert (failure.rule, failure.path) == ("max_file_growth_percent", "prompts/grows.md")
     assert "against main (" in failure.message and "update-baseline" not in failure.message
     assert result.exit_code == 1
-    assert result.base is not None and result.base.commit == history["main"]
+    [config] = result.configs
+    assert config.base is not None and config.base.commit == history["main"]
 
 
 def test_base_reports_carry_the_label(history: dict[str, Any]) -> None:
-    result = tokcost.check(base="main")
+    result = check(base="main")
     data = result.to_dict()
     assert data["base"] == {"ref": "main", "commit": history["main"], "label": "main"}
     assert data["baseline"] is None and data["baseline_found"] is True
@@ -175,15 +181,16 @@ def test_base_reports_carry_the_label(history: dict[str, Any]) -> None:
 
 
 def test_base_as_a_commit_id_is_labelled_by_its_short_id(history: dict[str, Any]) -> None:
-    result = tokcost.check(base=history["main"])
-    assert result.base is not None and result.base.label == history["main"][:7]
+    result = check(base=history["main"])
+    [config] = result.configs
+    assert config.base is not None and config.base.label == history["main"][:7]
     assert f"vs {history['main'][:7]}" in result.render("github")
 
 
 def test_a_move_not_yet_added_is_a_rename_by_content(history: dict[str, Any]) -> None:
     repo = history["repo"]
     (repo / "prompts" / "same.md").rename(repo / "prompts" / "untracked.md")  # no git mv
-    [budget] = tokcost.check(base="main").budgets
+    [budget] = check(base="main").budgets
     assert ("prompts/untracked.md", "prompts/same.md") in budget.renamed
     assert all(path != "prompts/same.md" for path, _ in budget.removed)
 
@@ -198,7 +205,7 @@ def test_base_applies_the_trees_gitignore_to_tracked_files(tmp_path: Path, git_e
     git(repo, "add", "-f", "prompts/draft/x.md", "prompts/notes.md")  # tracked, yet ignored
     git(repo, "commit", "-q", "-m", "base")
     monkeypatch.chdir(repo)
-    result = tokcost.check(base="main")
+    result = check(base="main")
     [budget] = result.budgets
     # Ignored now and at main alike: neither "removed" nor counted at the base.
     assert [f.path for f in budget.files] == ["prompts/kept.md"]
@@ -213,7 +220,7 @@ def test_base_with_the_config_in_a_subfolder(tmp_path: Path, git_env: None,
     commit(repo, "base")
     write(repo, {"svc/prompts/p.md": lines_of(6)})
     monkeypatch.chdir(repo / "svc")
-    [budget] = tokcost.check(base="main").budgets
+    [budget] = check(base="main").budgets
     assert [(f.path, f.baseline_tokens) for f in budget.files] == [
         ("prompts/p.md", count(lines_of(3)))]
     assert budget.failures[0].rule == "max_file_growth_percent"
@@ -236,7 +243,7 @@ def test_base_wins_over_baseline_and_says_so(history: dict[str, Any], runner: An
 
 def test_base_and_update_baseline_write_the_file_and_judge_against_the_ref(
         history: dict[str, Any]) -> None:
-    result = tokcost.check(base="main", update_baseline=True)
+    result = check(base="main", update_baseline=True)
     assert (history["repo"] / ".tokcost-baseline.json").is_file()
     assert [f.rule for f in result.failures] == ["max_file_growth_percent"]
 
@@ -276,7 +283,7 @@ def test_base_library_errors_name_the_parameter(tmp_path: Path,
     write(tmp_path, {"tokcost.yaml": CONFIG, "prompts/p.md": lines_of(2)})
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match=r"^base='main' needs a git work tree") as info:
-        tokcost.check(base="main")
+        check(base="main")
     assert info.value.param == "base"
 
 
@@ -336,8 +343,8 @@ def test_budget_wide_annotations_point_at_the_config_in_the_workspace(
                                                   "max_total_tokens: 10"),
                "svc/prompts/p.md": lines_of(3)})
     monkeypatch.chdir(ws / "svc")
-    result = tokcost.check()
-    github = render_github(result, workspace=ws)
+    result = check()
+    github = render_github(result.configs[0], workspace=ws)
     assert github.startswith("::error file=svc/tokcost.yaml,line=2,title=tokcost%3A max_total")
 
 
@@ -349,10 +356,10 @@ def test_window_share_annotations_have_a_line(tmp_path: Path, monkeypatch: pytes
               "    reserve_output_tokens: 50\n    max_context_percent: 50\n")
     write(tmp_path, {"models.yaml": catalog, "tokcost.yaml": config, "p.md": lines_of(12)})
     monkeypatch.chdir(tmp_path)
-    [failure] = tokcost.check().failures
+    [failure] = check().failures
     assert failure.rule == "context_window"
     assert failure.line == expected_line(lines_of(12), 200 * 50 // 100 - 50)
-    assert f"file=p.md,line={failure.line}," in render_github(tokcost.check())
+    assert f"file=p.md,line={failure.line}," in render_github(check().configs[0])
 
 
 def test_lines_cost_nothing_when_every_file_passes(tmp_path: Path,
@@ -365,7 +372,7 @@ def test_lines_cost_nothing_when_every_file_passes(tmp_path: Path,
     monkeypatch.setattr(crossing, "crossing_line", boom)
     write(tmp_path, {"tokcost.yaml": CONFIG, "prompts/p.md": lines_of(2)})
     monkeypatch.chdir(tmp_path)
-    assert tokcost.check().passed
+    assert check().passed
 
 
 @settings(max_examples=40, deadline=None)
@@ -422,13 +429,13 @@ def test_junit_of_a_failing_check_validates(tmp_path: Path, monkeypatch: pytest.
     write(tmp_path, {"tokcost.yaml": CONFIG.replace('["prompts/**"]', '["prompts/**", "x/**"]'),
                      "prompts/p.md": lines_of(12)})
     monkeypatch.chdir(tmp_path)
-    result = tokcost.check(strict=strict)
-    assert result.notices  # x/** matches nothing: a warning (an error under strict)
+    result = check(strict=strict)
+    assert result.configs[0].notices  # x/** matches nothing: a warning (an error under strict)
     junit_schema.validate(result.render("junit"))
 
 
 def test_junit_of_a_base_check_validates(history: dict[str, Any], junit_schema: Any) -> None:
-    junit_schema.validate(tokcost.check(base="main").render("junit"))
+    junit_schema.validate(check(base="main").render("junit"))
 
 
 @pytest.mark.parametrize(
@@ -449,7 +456,7 @@ def test_a_path_xml_cannot_hold_stays_well_formed(tmp_path: Path, monkeypatch: p
     except (OSError, UnicodeEncodeError):
         pytest.skip("this file system refuses that name")
     monkeypatch.chdir(tmp_path)
-    result = tokcost.check()
+    result = check()
     report = result.render("junit")
     root = ET.fromstring(report)  # well-formed
     names = {c.get("name") for c in root.iter("testcase")}
@@ -470,7 +477,7 @@ def test_text_report_says_how_to_accept_growth(tmp_path: Path, runner: Any,
     assert result.exit_code == 1
     assert "if intended, run: tokcost check --update-baseline" in result.stdout
     # Each format carries it where the growth failure is.
-    judged = tokcost.check()
+    judged = check()
     for fmt in ("json", "github", "markdown", "junit"):
         assert "if intended, run: tokcost check --update-baseline" in judged.render(fmt)
 
@@ -479,7 +486,7 @@ def test_no_hint_without_a_growth_failure(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path, {"tokcost.yaml": CONFIG, "prompts/p.md": lines_of(12)})
     monkeypatch.chdir(tmp_path)
-    result = tokcost.check()
+    result = check()
     assert result.failures and "update-baseline" not in render_text(result)
 
 

@@ -45,6 +45,14 @@ budgets:
 """
 
 
+
+def adhoc(*, config: Any = (), growth: Any = None, **budget: Any) -> tokcost.CheckResult:
+    """Paths with limits checked through the library, as ``tokcost check PATHS`` does."""
+    request = tokcost.CheckRequest(adhoc=tokcost.AdhocBudget(**budget), config=config,
+                                   growth=growth or tokcost.Growth())
+    return tokcost.check(request)
+
+
 def invoke(runner: Any, *args: str) -> Any:
     return runner.invoke(app, ["check", *args])
 
@@ -218,9 +226,10 @@ def test_adhoc_every_format(prompts: Path, runner: Any, fmt: str) -> None:
 
 
 def test_adhoc_library_call(prompts: Path) -> None:
-    result = tokcost.check(paths=["prompts/"], limits={"max_tokens_per_file": "100"})
+    result = adhoc(paths=["prompts/"], limits={"max_tokens_per_file": "100"})
     assert result.exit_code == 1 and result.failures[0].path == "prompts/sub/big.md"
-    assert result.baseline == "" and not result.baseline_found
+    [config] = result.configs
+    assert config.baseline == "" and not config.baseline_found
 
 
 @pytest.mark.parametrize(
@@ -236,7 +245,8 @@ def test_adhoc_library_call(prompts: Path) -> None:
                      id="bad-value"),
         pytest.param({"limits": {"max_growth_percent": 5}}, "limits", "needs a baseline",
                      id="growth"),
-        pytest.param({"limits": {"max_tokens_per_file": 5}, "update_baseline": True},
+        pytest.param({"limits": {"max_tokens_per_file": 5},
+                      "growth": tokcost.Growth(update_baseline=True)},
                      "update_baseline", "needs a config file", id="update-baseline"),
         pytest.param({"limits": {"max_tokens_per_file": 5}, "config": "tokcost.yaml"},
                      "paths", "not both", id="config"),
@@ -245,20 +255,20 @@ def test_adhoc_library_call(prompts: Path) -> None:
 def test_adhoc_library_errors_speak_the_api(prompts: Path, kwargs: dict[str, Any], param: str,
                                             fragment: str) -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.check(paths=["prompts/"], **kwargs)
+        adhoc(paths=["prompts/"], **kwargs)
     assert info.value.param == param and fragment in str(info.value)
     assert "--" not in str(info.value)
 
 
 def test_limits_without_paths_is_refused_by_the_library(prompts: Path) -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.check(limits={"max_tokens_per_file": 5})
+        adhoc(limits={"max_tokens_per_file": 5})
     assert info.value.param == "limits"
 
 
 def test_an_existing_file_with_glob_characters_is_that_file(prompts: Path) -> None:
     (prompts / "prompts" / "[draft].md").write_text(SMALL, encoding="utf-8")
-    result = tokcost.check(paths=["prompts/[draft].md"], limits={"max_tokens_per_file": 100})
+    result = adhoc(paths=["prompts/[draft].md"], limits={"max_tokens_per_file": 100})
     assert [f.path for f in result.budgets[0].files] == ["prompts/[draft].md"]
 
 
@@ -421,8 +431,8 @@ def test_pyproject_tool_table_is_found_walking_up(mono: Path,
         '[tool.tokcost]\n[[tool.tokcost.budgets]]\nname = "p"\npaths = ["prompts/"]\n'
         'max_tokens_per_file = "1k"\n', encoding="utf-8")
     monkeypatch.chdir(mono / "svc" / "prompts")
-    result = tokcost.check()
-    assert result.config == "../pyproject.toml" and result.exit_code == 0
+    result = tokcost.check(tokcost.CheckRequest())
+    assert result.configs[0].config == "../pyproject.toml" and result.exit_code == 0
 
 
 def test_repeated_config_reports_each_under_its_folder(mono: Path, runner: Any) -> None:
@@ -442,7 +452,7 @@ def test_all_checks_every_config_not_ignored(mono: Path, runner: Any) -> None:
     assert result.exit_code == 1, result.output
     assert [d["config"] for d in json.loads(result.stdout)] == ["svc/tokcost.yaml",
                                                                 "web/tokcost.yaml"]
-    run = tokcost.check_many(under=".")
+    run = tokcost.check(tokcost.CheckRequest(under="."))
     assert run.exit_code == 1 and [r.config for r in run.failed] == ["web/tokcost.yaml"]
 
 
@@ -573,3 +583,44 @@ def test_quiet_with_several_configs_shows_only_the_failing(mono: Path, runner: A
     assert "`svc/tokcost.yaml`" not in md and "`web/tokcost.yaml`" in md
     passing = invoke(runner, "-c", "svc/tokcost.yaml", "-c", "svc/tokcost.yaml", "-q")
     assert passing.exit_code == 0 and passing.stdout == "ok all 2 configs hold\n"
+
+
+# --- the request: checked once, on construction, in the caller's words ----------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "fragment"),
+    [
+        pytest.param({"config": "svc/tokcost.yaml", "under": "."}, "under",
+                     "under finds every config below a folder; drop config", id="config-and-under"),
+        pytest.param({"under": "nope"}, "under", "under='nope' is not a folder", id="no-folder"),
+        pytest.param({"config": ("a.yaml", "b.yaml"), "growth": tokcost.Growth(baseline="b.json")},
+                     "baseline", "baseline names one file", id="one-baseline-for-several"),
+        pytest.param({"jobs": "lots"}, "jobs", "jobs 'lots' is not a count", id="bad-jobs"),
+        pytest.param({"jobs": 0}, "jobs", "jobs must be positive", id="zero-jobs"),
+    ],
+)
+def test_a_check_request_refuses_what_cannot_run(mono: Path, fields: dict[str, Any], param: str,
+                                                 fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        tokcost.CheckRequest(**fields)
+    assert info.value.param == param and fragment in str(info.value), str(info.value)
+
+
+def test_a_check_request_reads_what_people_write(mono: Path) -> None:
+    request = tokcost.CheckRequest(config="svc/tokcost.yaml", jobs="1k", under=None)
+    assert request.config == (Path("svc/tokcost.yaml"),)  # a bare string is one config
+    assert request.jobs == 1000 and not request.several
+    adhoc = tokcost.AdhocBudget(paths="svc/prompts/", limits={"max_tokens_per_file": "10k"})
+    assert adhoc.paths == ("svc/prompts/",)
+    assert adhoc.budget_config.budgets[0].max_tokens_per_file == 10_000
+
+
+def test_one_result_for_one_config_or_several(mono: Path) -> None:
+    one = tokcost.check(tokcost.CheckRequest(config="web/tokcost.yaml"))
+    assert isinstance(one.to_dict(), dict) and one.render("json") == json.dumps(
+        one.configs[0].to_dict(), indent=2, ensure_ascii=False) + "\n"
+    both = tokcost.check(tokcost.CheckRequest(config=("svc/tokcost.yaml", "web/tokcost.yaml")))
+    assert both.several and [d["config"] for d in both.to_dict()] == [  # type: ignore[index]
+        "svc/tokcost.yaml", "web/tokcost.yaml"]
+    assert both.exit_code == 1 and both.failures == one.failures

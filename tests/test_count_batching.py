@@ -175,8 +175,9 @@ def test_check_counts_on_a_thread_per_cpu_by_default(tmp_path: Path,
     monkeypatch.setattr(check_app, "make_engine", spy)
     monkeypatch.chdir(tmp_path)  # ad-hoc paths lie under the cwd
     limits = {"max_tokens_per_file": 8}
-    default = tokcost.check(paths=[str(tmp_path)], limits=limits)
-    one = tokcost.check(paths=[str(tmp_path)], limits=limits, jobs=1)
+    adhoc = tokcost.AdhocBudget(paths=[str(tmp_path)], limits=limits)
+    default = tokcost.check(tokcost.CheckRequest(adhoc=adhoc))
+    one = tokcost.check(tokcost.CheckRequest(adhoc=adhoc, jobs=1))
     assert seen == [LocalEngine(jobs=0), LocalEngine(jobs=1)]
     assert default.to_dict() == one.to_dict()
     assert default.exit_code == 1  # p2..p4 exceed 8 tokens: the check still judges

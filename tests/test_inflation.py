@@ -14,6 +14,7 @@ from tokcost import Tokenizer, get_tokenizer
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import InputError, UsageError
 from tokcost.inflation import (
+    Corpus,
     CorpusKind,
     Group,
     Meter,
@@ -21,7 +22,6 @@ from tokcost.inflation import (
     corpus_kinds,
     guess_script,
     load_builtin,
-    load_corpora,
     load_dir,
     load_files,
     measure,
@@ -298,12 +298,13 @@ def test_unknown_corpus_kind_names_the_parameter() -> None:
 
 def test_load_corpora_picks_the_layout(tmp_path: Path) -> None:
     folder = _write(tmp_path / "t", {"en.txt": EN, "hi.txt": HI, "a.py": "print(1)\n"})
-    assert [g.kind for g in load_corpora([folder])] == ["prose"]  # a folder: its .txt files
+    # a folder: its .txt files
+    assert [g.kind for g in Corpus(sources=[folder]).load()] == ["prose"]
     files = [folder / n for n in ("en.txt", "hi.txt", "a.py")]
-    assert [g.kind for g in load_corpora(files)] == ["prose", "code"]
-    assert [g.kind for g in load_corpora(files, kinds=[CorpusKind.CODE])] == ["code"]
-    assert [g.kind for g in load_corpora(kinds=["data"])] == ["data"]  # none: the shipped ones
-    assert load_corpora([folder], baseline="hi")[0].baseline == "hi"
+    assert [g.kind for g in Corpus(sources=files).load()] == ["prose", "code"]
+    assert [g.kind for g in Corpus(sources=files, kinds=[CorpusKind.CODE]).load()] == ["code"]
+    assert [g.kind for g in Corpus(kinds=["data"]).load()] == ["data"]  # none: the shipped ones
+    assert Corpus(sources=[folder], baseline="hi").load()[0].baseline == "hi"
 
 
 @pytest.mark.parametrize(

@@ -142,11 +142,12 @@ JSON_ROWS: list[Any] = [
                      model="gpt-4o", paths=[w["text"], w["bad"], w["bin"]])),
                  id="price-files"),
     pytest.param(["compare", "{text}", "{bad}", "{bin}", "--baseline", "text", "--json"], None,
-                 lambda w: tokcost.compare([w["text"], w["bad"], w["bin"]], baseline="text"),
+                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=tokcost.Corpus(
+                     sources=[w["text"], w["bad"], w["bin"]], baseline="text"))),
                  id="compare-files"),
     pytest.param(["compare", "{text}", "-", "--baseline", "text", "--json"], BAD,
-                 lambda w: tokcost.compare([w["text"], "-"], baseline="text",
-                                           stdin=io.BytesIO(BAD)),
+                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=tokcost.Corpus(
+                     sources=[w["text"], "-"], baseline="text", stdin=io.BytesIO(BAD)))),
                  id="compare-stdin"),
     pytest.param(["bpe", "train", "{text}", "{bad}", "{bin}", *TRAIN, "-o", "{out}", "--json"],
                  None, lambda w: tokcost.train_bpe(tokcost.BPETrainRequest(

@@ -62,7 +62,7 @@ def test_compare_shows_names_as_they_are(tmp_path: Path) -> None:
                 cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "premium vs [red]x" in proc.stdout
-    assert "│ [red]x " in proc.stdout and "│ a[bold]b " in proc.stdout
+    assert "\n[red]x " in proc.stdout and "\na[bold]b " in proc.stdout  # the code cells
     chart = _run("compare", "[red]x.txt", "a[bold]b.txt", "--baseline", "[red]x", cwd=tmp_path)
     bars = [line for line in chart.stdout.splitlines() if "█" in line]
     assert {line.split()[0] for line in bars} == {"[red]x", "a[bold]b"}

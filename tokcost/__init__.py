@@ -44,14 +44,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
-    "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
-    "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
+    "tokcost.app.check": ("check", "CheckRequest", "CheckResult", "AdhocBudget", "Growth"),
     "tokcost.app.price": ("price", "PriceRequest", "PriceResult"),
-    "tokcost.app.compare": (
-        "CompareResult", "CorpusKind", "FloresSplit", "GroupReport", "Measurement", "Meter",
-        "Row", "SentencePremiums", "compare",
-    ),
+    "tokcost.app.compare": ("compare", "CompareRequest", "CompareResult", "Corpus"),
     "tokcost.app.sweep": ("sweep_bpe", "BPESweepRequest"),
     "tokcost.app.bpe": (
         "train_bpe", "BPETrainRequest", "TrainerConfig", "encode_bpe", "BPEEncodeRequest",
@@ -108,18 +104,14 @@ if TYPE_CHECKING:
     from tokcost.app.bpe import export_bpe as export_bpe
     from tokcost.app.bpe import inspect_bpe as inspect_bpe
     from tokcost.app.bpe import train_bpe as train_bpe
+    from tokcost.app.check import AdhocBudget as AdhocBudget
+    from tokcost.app.check import CheckRequest as CheckRequest
     from tokcost.app.check import CheckResult as CheckResult
-    from tokcost.app.check import CheckRun as CheckRun
+    from tokcost.app.check import Growth as Growth
     from tokcost.app.check import check as check
-    from tokcost.app.check import check_many as check_many
+    from tokcost.app.compare import CompareRequest as CompareRequest
     from tokcost.app.compare import CompareResult as CompareResult
-    from tokcost.app.compare import CorpusKind as CorpusKind
-    from tokcost.app.compare import FloresSplit as FloresSplit
-    from tokcost.app.compare import GroupReport as GroupReport
-    from tokcost.app.compare import Measurement as Measurement
-    from tokcost.app.compare import Meter as Meter
-    from tokcost.app.compare import Row as Row
-    from tokcost.app.compare import SentencePremiums as SentencePremiums
+    from tokcost.app.compare import Corpus as Corpus
     from tokcost.app.compare import compare as compare
     from tokcost.app.count import ChatModelCount as ChatModelCount
     from tokcost.app.count import ChatResult as ChatResult
@@ -172,7 +164,6 @@ if TYPE_CHECKING:
     from tokcost.app.simulate import simulate as simulate
     from tokcost.app.sweep import BPESweepRequest as BPESweepRequest
     from tokcost.app.sweep import sweep_bpe as sweep_bpe
-    from tokcost.budget.report import format_percent as format_percent
     from tokcost.catalog import Catalog as Catalog
     from tokcost.catalog import load_catalog as load_catalog
     from tokcost.counting import count_paths as count_paths

@@ -24,6 +24,7 @@ a typo. Every refusal is one line that says what to write instead.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_SIZE",
     "OutOfRange",
     "format_bytes",
+    "format_percent",
     "format_usd",
     "parse_context_list",
     "parse_count",
@@ -41,6 +43,7 @@ __all__ = [
     "parse_money",
     "parse_percent",
     "parse_size",
+    "round_percent",
     "weight_bits",
 ]
 
@@ -77,7 +80,7 @@ COUNT_SUFFIXES: dict[str, int] = {
     "ti": 2**40,
 }
 
-# Patterns for the JSON Schemas (tokcost.catalog.fields, tokcost.budget.config): what the
+# Patterns for the JSON Schemas (tokcost.catalog.validation, tokcost.budget.config): what the
 # parsers accept when a value is written as text. Looser than the parsers (no digit
 # grouping rules, no bounds), which still give the precise one-line message.
 _NUMBER_PATTERN = r"([0-9][0-9_,]*(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?"
@@ -499,6 +502,44 @@ def _round(value: Decimal, places: int) -> Decimal:
     # A context wide enough for every digit kept: quantize fails past the default 28.
     prec = max(28, value.adjusted() + places + 2)
     return value.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP, Context(prec=prec))
+def format_percent(value: float, *, sign: bool = False) -> str:
+    """A share or a growth in percent for people: a value that is not zero never reads as
+    zero. One decimal from 0.1% up; under it, two significant digits (a 6-token prompt is
+    0.0047% of a 128k window, not "0.0%"). ``sign``: a growth.
+
+    >>> format_percent(7.94), format_percent(0.0469), format_percent(0.0004)
+    ('7.9%', '0.047%', '0.00040%')
+    >>> format_percent(0.0996), format_percent(70.588, sign=True), format_percent(-0.004, sign=True)
+    ('0.10%', '+70.6%', '-0.0040%')
+    """
+    lead = ("+" if value >= 0 else "-") if sign else ("-" if value < 0 else "")
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
+        return f"{lead}{magnitude:.1f}%"
+    return f"{lead}{_two_digits(magnitude)}%"
+
+
+def round_percent(value: float) -> float:
+    """``value`` rounded for JSON: two decimals, or two significant digits under 0.1, so a
+    positive share is never stored as 0.0.
+
+    >>> round_percent(12.3456), round_percent(0.004712)
+    (12.35, 0.0047)
+    """
+    magnitude = abs(value)
+    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
+        return round(value, 2)
+    return math.copysign(float(_two_digits(magnitude)), value)
+
+
+def _two_digits(magnitude: float) -> str:
+    """0 < ``magnitude`` < 0.1 with two significant digits, halves up, never in e-notation."""
+    exact = Decimal(magnitude)
+    top = exact.adjusted()
+    shown = exact.quantize(Decimal(1).scaleb(top - 1), ROUND_HALF_UP)
+    if shown.adjusted() != top:  # 0.0996 -> 0.100: rounding gained a digit; keep two
+        shown = shown.quantize(Decimal(1).scaleb(top), ROUND_HALF_UP)
+    return f"{shown:f}"
 
 
 def weight_bits(dtype: str) -> Decimal:

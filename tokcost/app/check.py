@@ -1,40 +1,33 @@
-"""``tokcost check``: count every budget's files, record the baseline if asked, judge.
+"""Use case ``check``: count every budget's files, record the baseline if asked, judge.
 
-One call does what the command does: read the config, resolve each budget's model
-and tokenizer through one catalog, count the files on one engine, write the
-baseline (``update_baseline=True``, atomically) or read it, and apply the limits.
-The result's ``to_dict()`` is ``tokcost check --json``; ``render(fmt)`` gives the
-GitHub, Markdown and JUnit reports.
+The configs (or the one budget that paths and limits make) are read, the files counted
+on one engine, growth measured against the baseline file or a git ref, and the limits
+applied; ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
 
-Without a config, ``paths`` and ``limits`` make the one budget a tokcost.yaml would
-hold (``tokcost check 'prompts/**/*.md' --max-tokens 10k``); ``check_many`` checks
-several configs in one run (``-c a -c b``, ``--all``), each under its own folder.
-With ``base="main"`` growth is measured against the files as they are at that git ref
-(``tokcost.budget.git_base``, no checkout) instead of against a baseline file.
-
->>> import tokcost
->>> # result = tokcost.check("tokcost.yaml", strict=True)
->>> # result.exit_code, result.render("markdown")
->>> # tokcost.check(paths=["prompts/"], limits={"max_tokens_per_file": "10k"}).passed
->>> # tokcost.check_many(under=".").exit_code   # every tokcost.yaml below here
->>> # tokcost.check(base="origin/main").render("github")
+>>> request = CheckRequest(growth=Growth(base="origin/main"), strict=True)
+>>> # tokcost.check(request).render("github")
+>>> adhoc = AdhocBudget(paths="prompts/**/*.md", limits={"max_tokens_per_file": "10k"})
+>>> adhoc.budget_config.budgets[0].max_tokens_per_file
+10000
+>>> # tokcost.check(CheckRequest(adhoc=adhoc)).passed
+>>> # tokcost.check(CheckRequest(under=".")).exit_code  # every tokcost.yaml below here
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.app.engine import EngineKind, make_engine
 from tokcost.atomic import ensure_writable
 from tokcost.budget import (
-    Baseline,
     BudgetConfig,
-    CheckResult,
-    CheckRun,
+    BudgetResult,
+    ConfigResult,
+    Finding,
     Notice,
     baseline_from,
     judge,
@@ -50,174 +43,230 @@ from tokcost.budget.config import (
     shadow_notice,
 )
 from tokcost.budget.crossing import locate
-from tokcost.budget.git_base import against_base, baseline_at, open_tree
-from tokcost.errors import UsageError
+from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
+from tokcost.budget.report import render, run_headline
+from tokcost.errors import UsageError, arg
+from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
     from tokcost.counting import Engine
 
-__all__ = ["CheckResult", "CheckRun", "check", "check_many"]
+__all__ = ["AdhocBudget", "CheckRequest", "CheckResult", "Growth", "check"]
 
 
-def check(
-    config: str | Path | None = None,
-    *,
-    baseline: str | Path | None = None,
-    base: str | None = None,
-    update_baseline: bool = False,
-    strict: bool = False,
-    catalog: CatalogSource = None,
-    engine: EngineKind | str = EngineKind.LOCAL,
-    jobs: int | None = None,
-    scheduler: str | None = None,
-    paths: Sequence[str | Path] | None = None,
-    limits: Mapping[str, Any] | None = None,
-    model: str | None = None,
-    tokenizer: str | None = None,
-) -> CheckResult:
-    """Check the budgets of ``config`` (None: the tokcost.yaml or ``[tool.tokcost]``
-    found walking up from here to the git work tree root).
+@dataclass(frozen=True, kw_only=True)
+class AdhocBudget:
+    """``paths`` (files, folders, globs) checked without a config file against ``limits``
+    (budget keys valued as in tokcost.yaml), priced and windowed by ``model``, counted
+    with ``tokenizer``: the config a tokcost.yaml with that one budget would give."""
 
-    ``baseline`` replaces the config's baseline file and ``catalog`` its catalog.
-    ``base`` (a git branch, tag or commit) measures growth against the budgeted files
-    as they are at that ref, counted the same way, instead of against a baseline file:
-    files new, removed and renamed since are reported, and a baseline file is then not
-    read at all (``base`` wins over ``baseline``). A missing git, a ref that names no
-    commit or a config outside a git work tree is a UsageError (exit code 2).
-    ``update_baseline`` writes today's counts before judging, so growth is measured
-    against them (with ``base``, the file is still written, and growth is against
-    ``base``). ``strict`` makes warnings (a glob matching nothing, no baseline) fail
-    with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs
-    (``jobs`` None: as ``count``, a thread per CPU when the tokenizers allow it; see
-    ``make_engine``).
-    A failing file's finding has the ``line`` where it crosses a token limit.
+    paths: tuple[str, ...] = ()
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    tokenizer: str | None = None
+    budget_config: BudgetConfig = field(init=False, repr=False, compare=False)
 
-    Ad-hoc, without a config file: ``paths`` (files, folders, globs relative to the
-    cwd) checked against ``limits`` (budget keys such as ``max_tokens_per_file``,
-    ``max_cost_per_call``, ``max_context_percent``, valued as in tokcost.yaml), with
-    ``model`` for prices and context window and ``tokenizer`` to count with.
-    """
-    if paths is not None:
-        if config is not None:
-            raise UsageError("give either config or paths with limits, not both",
-                             param="paths", related=("config",))
-        if update_baseline or baseline is not None or base is not None:
-            param = ("update_baseline" if update_baseline
-                     else "baseline" if baseline is not None else "base")
-            raise UsageError(f"{param} needs a config file: limits given with paths have "
-                             "no baseline", param=param)
-        adhoc = adhoc_config(paths, limits or {}, model=model, tokenizer=tokenizer)
-        result = _check_one(adhoc, strict=strict, catalog=catalog,
-                            engine=make_engine(engine, jobs=jobs, scheduler=scheduler),
-                            use_baseline=False)
-        # No baseline is read or written, and a note has no config file to point at.
-        return replace(result, baseline="", notices=tuple(
-            replace(n, file=None) if n.file == adhoc.display else n for n in result.notices))
-    for name, value in (("limits", limits), ("model", model), ("tokenizer", tokenizer)):
-        if value is not None:
-            raise UsageError(f"{name} applies to paths checked without a config; pass "
-                             "paths=[...] too, or set it in the config", param=name,
+    def __post_init__(self) -> None:
+        paths = (self.paths,) if isinstance(self.paths, (str, Path)) else self.paths
+        object.__setattr__(self, "paths", tuple(str(p) for p in paths))
+        object.__setattr__(self, "limits", dict(self.limits))
+        if not self.paths:
+            raise UsageError(f"{arg('limits')} apply to files checked without a config; pass "
+                             f"{arg('paths')} too, or set them in the config", param="limits",
                              related=("paths",))
-    loaded = load_config(config)
-    return _check_one(loaded, baseline=baseline, base=base, update_baseline=update_baseline,
-                      strict=strict, catalog=catalog,
-                      engine=make_engine(engine, jobs=jobs, scheduler=scheduler))
+        object.__setattr__(self, "budget_config", adhoc_config(
+            self.paths, self.limits, model=self.model, tokenizer=self.tokenizer))
 
 
-def check_many(
-    configs: Sequence[str | Path] | None = None,
-    *,
-    under: str | Path | None = None,
-    base: str | None = None,
-    update_baseline: bool = False,
-    strict: bool = False,
-    catalog: CatalogSource = None,
-    engine: EngineKind | str = EngineKind.LOCAL,
-    jobs: int | None = None,
-    scheduler: str | None = None,
-) -> CheckRun:
-    """Check several configs in one run: each of ``configs``, or every config at or
-    below the folder ``under`` (one per folder, ``.gitignore``d folders left out).
+@dataclass(frozen=True, kw_only=True)
+class Growth:
+    """What growth is measured against: the ``baseline`` file (None: the config's), or
+    the files at the git ref ``base`` (no baseline file is read then); ``update_baseline``
+    writes today's counts to the baseline file first."""
 
-    Every config is read before any file is counted, so a broken one fails the run
-    at once (exit code 2). Each config keeps its own folder, baseline and catalog key;
-    the run's exit code is the worst of them.
+    baseline: Path | None = None
+    base: str | None = None
+    update_baseline: bool = False
+
+    def __post_init__(self) -> None:
+        if self.baseline is not None:
+            object.__setattr__(self, "baseline", Path(self.baseline))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckRequest:
+    """The ``config`` files (none: the one found walking up to the git work tree root),
+    every config ``under`` a folder, or an ``adhoc`` budget; ``strict``: warnings fail
+    (exit code 2); ``catalog`` replaces the configs' own; ``engine``, ``jobs`` and
+    ``scheduler`` choose where counting runs (as ``count`` does)."""
+
+    config: tuple[Path, ...] = ()
+    under: Path | None = None
+    adhoc: AdhocBudget | None = None
+    growth: Growth = field(default_factory=Growth)
+    strict: bool = False
+    catalog: CatalogSource = None
+    engine: EngineKind | str | Engine = EngineKind.LOCAL
+    jobs: int | None = None
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        given = (self.config,) if isinstance(self.config, (str, Path)) else self.config
+        object.__setattr__(self, "config", tuple(Path(c) for c in given))
+        if self.jobs is not None:
+            object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs", minimum=1))
+        if self.under is not None:
+            object.__setattr__(self, "under", Path(self.under))
+            if not self.under.is_dir():
+                raise UsageError(f"{arg('under', repr(str(self.under)))} is not a folder",
+                                 param="under", value=self.under)
+        if self.config and self.under is not None:
+            raise UsageError(f"{arg('under')} finds every config below a folder; drop "
+                             f"{arg('config')}, or drop {arg('under')} and repeat {arg('config')}",
+                             param="under", related=("config",))
+        if self.adhoc is not None:
+            self._adhoc_alone()
+        if self.several and self.growth.baseline is not None:
+            raise UsageError(f"{arg('baseline')} names one file, and each of several configs "
+                             f"has its own baseline; drop {arg('baseline')}", param="baseline")
+
+    def _adhoc_alone(self) -> None:
+        """Paths with limits are the whole check: no config, and no baseline."""
+        if self.config or self.under is not None:
+            raise UsageError(f"give {arg('paths')} with limits, or {arg('config')}/"
+                             f"{arg('under')}, not both: {arg('paths')} are checked without a "
+                             "config file", param="paths", related=("config", "under"))
+        g = self.growth
+        for name, given in (("update_baseline", g.update_baseline),
+                            ("baseline", g.baseline is not None), ("base", g.base is not None)):
+            if given:
+                raise UsageError(f"{arg(name)} needs a config file; {arg('paths')} with limits "
+                                 "have no baseline (write a tokcost.yaml to track growth)",
+                                 param=name, related=("paths",))
+
+    @property
+    def several(self) -> bool:
+        """Whether the run checks several configs (each reported under its own name)."""
+        return self.under is not None or len(self.config) > 1
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Every config checked, in order; the exit code is the worst of theirs. Unless
+    ``several``, it reports as its one config does.
+
+    >>> CheckResult(()).exit_code, CheckResult(()).headline
+    (0, 'no configs')
     """
-    if (configs is None) == (under is None):
-        raise UsageError("give either configs=[...] or under=FOLDER", param="configs",
-                         related=("under",))
-    loaded: list[BudgetConfig] = []
-    if configs is not None:
-        if not configs:
-            raise UsageError("configs is empty; name at least one config file",
-                             param="configs")
-        loaded = [load_config(c) for c in configs]
-    else:
-        folder = Path(under)  # type: ignore[arg-type]
-        if not folder.is_dir():
-            raise UsageError(f"under='{folder}' is not a folder", param="under")
-        for path, shadowed in find_configs(folder):
-            loaded.append(replace(load_config(path), shadowed=shadowed))
-        if not loaded:
-            raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or "
-                             f"below under='{display_path(folder)}'; create one or pass "
-                             "configs=[...]", param="under")
-    if update_baseline:
-        for c in loaded:
-            ensure_writable(c.baseline, create_folder=True)
-    if base is not None:  # every config's ref resolved before any counting or writing
-        for c in loaded:
-            open_tree(c.root, base)
-    run_engine = make_engine(engine, jobs=jobs, scheduler=scheduler)
-    return CheckRun(tuple(
-        _check_one(c, base=base, update_baseline=update_baseline, strict=strict,
-                   catalog=catalog, engine=run_engine)
-        for c in loaded
-    ))
+
+    configs: tuple[ConfigResult, ...]
+    several: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 every budget holds, 1 a budget is exceeded, 2 warnings under ``strict``."""
+        return max((r.exit_code for r in self.configs), default=0)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def failed(self) -> list[ConfigResult]:
+        """The configs whose check failed, in run order."""
+        return [r for r in self.configs if r.exit_code]
+
+    @property
+    def budgets(self) -> list[BudgetResult]:
+        return [b for r in self.configs for b in r.budgets]
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for r in self.configs for f in r.failures]
+
+    @property
+    def headline(self) -> str:
+        """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
+        return run_headline(self.configs)
+
+    def _several(self) -> bool:
+        return self.several or len(self.configs) != 1
+
+    def to_dict(self) -> dict[str, Any] | list[dict[str, Any]]:
+        """The ``tokcost check --json`` document: the config's, or a list of them."""
+        docs = [r.to_dict() for r in self.configs]
+        return docs if self._several() else docs[0]
+
+    def render(self, fmt: str, *, quiet: bool = False, hide_passed: bool = False) -> str:
+        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text (``quiet``,
+        ``hide_passed``: see ``tokcost.budget.report.render``)."""
+        return render(self.configs, fmt, several=self._several(), quiet=quiet,
+                      hide_passed=hide_passed)
 
 
-def _check_one(
-    loaded: BudgetConfig,
-    *,
-    baseline: str | Path | None = None,
-    base: str | None = None,
-    update_baseline: bool = False,
-    strict: bool,
-    catalog: CatalogSource,
-    engine: Engine,
-    use_baseline: bool = True,
-) -> CheckResult:
-    """Measure, record or read the baseline, judge: one config."""
-    path = Path(baseline) if baseline is not None else loaded.baseline
-    tree = open_tree(loaded.root, base) if base is not None else None  # fails before counting
-    if update_baseline:
-        ensure_writable(path, create_folder=True)  # before counting, not after
-    measured = measure(loaded, catalog=catalog, engine=engine)
-    known: Baseline | None = None
-    if update_baseline:
-        known = baseline_from(measured)
+def check(request: CheckRequest) -> CheckResult:
+    """Check the request's budgets. Every config is read and every git ref resolved
+    before any file is counted, so a broken one fails the run at once."""
+    configs = _configs(request)
+    growth = request.growth
+    trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
+    if growth.update_baseline:  # before counting, not after
+        for c in configs:
+            ensure_writable(growth.baseline or c.baseline, create_folder=True)
+    engine = make_engine(request.engine, jobs=request.jobs, scheduler=request.scheduler)
+    return CheckResult(tuple(_check_one(c, tree, request, engine)
+                             for c, tree in zip(configs, trees, strict=True)),
+                       several=request.several)
+
+
+def _configs(request: CheckRequest) -> list[BudgetConfig]:
+    if request.adhoc is not None:
+        return [request.adhoc.budget_config]
+    if request.under is None:
+        return [load_config(c) for c in request.config] or [load_config(None)]
+    found = [replace(load_config(path), shadowed=shadowed)
+             for path, shadowed in find_configs(request.under)]
+    if not found:
+        raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
+                         f"'{display_path(request.under)}' ({arg('under')}); create one or "
+                         f"pass {arg('config')}", param="under", related=("config",))
+    return found
+
+
+def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
+               engine: Engine) -> ConfigResult:
+    """Measure, record or read the baseline (or count the files at the ref), judge."""
+    given, update = request.growth.baseline, request.growth.update_baseline
+    path = given if given is not None else loaded.baseline
+    measured = measure(loaded, catalog=request.catalog, engine=engine)
+    known = baseline_from(measured) if update else None
+    if known is not None:
         write_baseline(path, known)
     if tree is not None:
-        at_base = baseline_at(measured, tree, catalog=catalog)
-        result = against_base(
-            judge(measured, at_base, strict=strict, baseline_display=tree.ref.label),
-            at_base, tree.ref)
+        at_base = baseline_at(measured, tree, catalog=request.catalog)
+        result = against_base(judge(measured, at_base, strict=request.strict,
+                                    baseline_display=tree.ref.label), at_base, tree.ref)
     else:
-        if use_baseline and not update_baseline:
+        if request.adhoc is None and not update:
             known = read_baseline(path)
         # A baseline given here is shown as given; the config's, relative to the cwd.
-        shown = str(baseline) if baseline is not None else _shown(loaded.baseline)
-        result = judge(measured, known, strict=strict, baseline_display=shown)
+        shown = str(given) if given is not None else _shown(loaded.baseline)
+        result = judge(measured, known, strict=request.strict, baseline_display=shown)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
-        other = loaded.shadowed[0].name
-        result = replace(result, notices=(Notice(shadow, other), *result.notices))
-    if update_baseline:
-        result = replace(result, written=str(baseline) if baseline is not None
+        result = replace(result, notices=(Notice(shadow, loaded.shadowed[0].name),
+                                          *result.notices))
+    if update:
+        result = replace(result, written=str(given) if given is not None
                          else _shown(path) or str(path))
-    return locate(result, measured, catalog=catalog)
+    result = locate(result, measured, catalog=request.catalog)
+    if request.adhoc is not None:
+        # No baseline is read or written, and a note has no config file to point at.
+        result = replace(result, baseline="", notices=tuple(
+            replace(n, file=None) if n.file == loaded.display else n for n in result.notices))
+    return result
 
 
 def _shown(path: Path) -> str | None:

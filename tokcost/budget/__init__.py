@@ -5,32 +5,29 @@
 >>> # result = judge(m, read_baseline(config.baseline)); print(result.render("markdown"))
 
 Modules: ``config`` (tokcost.yaml / [tool.tokcost], discovery, ad-hoc budgets),
-``baseline`` (JSON counts), ``evaluate`` (measure + judge), ``report`` (json, github,
-markdown, junit, and the cells of the terminal table), ``many`` (several configs in
-one run). The use cases that chain them are ``tokcost.check`` and ``tokcost.check_many``.
+``baseline`` (JSON counts), ``evaluate`` (measure + judge), ``crossing`` (the line a file
+crosses its limit on), ``git_base`` (a git ref as the baseline), ``report`` (every format),
+``pr_comment`` (the GitHub Action's comment). ``tokcost.check`` chains them.
 """
 
-from tokcost.budget.baseline import Baseline as Baseline
-from tokcost.budget.baseline import BaselineError as BaselineError
-from tokcost.budget.baseline import read_baseline as read_baseline
-from tokcost.budget.baseline import write_baseline as write_baseline
-from tokcost.budget.config import Budget as Budget
-from tokcost.budget.config import BudgetConfig as BudgetConfig
-from tokcost.budget.config import BudgetConfigError as BudgetConfigError
-from tokcost.budget.config import find_config as find_config
-from tokcost.budget.config import load_config as load_config
-from tokcost.budget.evaluate import RULES as RULES
-from tokcost.budget.evaluate import BudgetResult as BudgetResult
-from tokcost.budget.evaluate import CheckResult as CheckResult
-from tokcost.budget.evaluate import Finding as Finding
-from tokcost.budget.evaluate import Measurement as Measurement
-from tokcost.budget.evaluate import Notice as Notice
-from tokcost.budget.evaluate import baseline_from as baseline_from
-from tokcost.budget.evaluate import judge as judge
-from tokcost.budget.evaluate import measure as measure
-from tokcost.budget.many import CheckRun as CheckRun
-from tokcost.budget.report import FORMATS as FORMATS
-from tokcost.budget.report import ReportTables as ReportTables
-from tokcost.budget.report import render as render
-from tokcost.budget.report import render_json as render_json
-from tokcost.budget.report import render_markdown as render_markdown
+from tokcost.budget.baseline import Baseline, BaselineError, read_baseline, write_baseline
+from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError, load_config
+from tokcost.budget.evaluate import (
+    RULES,
+    BudgetResult,
+    ConfigResult,
+    Finding,
+    Measurement,
+    Notice,
+    baseline_from,
+    judge,
+    measure,
+)
+from tokcost.budget.report import FORMATS, ReportTables, render
+
+__all__ = [
+    "FORMATS", "RULES", "Baseline", "BaselineError", "Budget", "BudgetConfig",
+    "BudgetConfigError", "BudgetResult", "ConfigResult", "Finding", "Measurement", "Notice",
+    "ReportTables", "baseline_from", "judge", "load_config", "measure",
+    "read_baseline", "render", "write_baseline",
+]

@@ -1,23 +1,8 @@
 """The baseline: per-budget, per-file token counts that growth is measured against.
 
-A versioned JSON file, sorted and without timestamps so it diffs cleanly in review::
-
-    {
-      "version": 1,
-      "generator": "tokcost",
-      "budgets": {
-        "system prompts": {
-          "tokenizer": "tiktoken:o200k_base",
-          "total_tokens": 1234,
-          "files": {"prompts/system.md": 1234}
-        }
-      }
-    }
-
-It is written atomically (a temp file in the same folder, then ``os.replace``), so an
-interrupted write (``update_baseline=True``) leaves the old baseline intact; a missing
-folder is made. A baseline that cannot be written is an ``InputError`` (exit code 1),
-one that cannot be read a ``BaselineError`` (2).
+A versioned JSON file, sorted and without timestamps so it diffs cleanly in review
+(``{"version": 1, "generator": "tokcost", "budgets": {NAME: {"tokenizer": SPEC,
+"total_tokens": N, "files": {PATH: N}}}}``), written atomically.
 """
 
 from __future__ import annotations
@@ -29,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.atomic import write_text_atomic
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 
 BASELINE_VERSION = 1
 
@@ -61,18 +46,10 @@ class Baseline:
     budgets: Mapping[str, BaselineEntry] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": BASELINE_VERSION,
-            "generator": "tokcost",
-            "budgets": {
-                name: {
-                    "tokenizer": entry.tokenizer,
-                    "total_tokens": entry.total_tokens,
-                    "files": dict(sorted(entry.files.items())),
-                }
-                for name, entry in sorted(self.budgets.items())
-            },
-        }
+        return {"version": BASELINE_VERSION, "generator": "tokcost", "budgets": {
+            name: {"tokenizer": entry.tokenizer, "total_tokens": entry.total_tokens,
+                   "files": dict(sorted(entry.files.items()))}
+            for name, entry in sorted(self.budgets.items())}}
 
 
 @dataclass(frozen=True)
@@ -109,34 +86,27 @@ def read_baseline(path: Path) -> Baseline | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read baseline '{path}': {exc}") from None
-    redo = "; fix it or regenerate it with update_baseline=True"
+
+    def broken(why: str) -> BaselineError:
+        return BaselineError(f"{path}{why}; fix it or regenerate it with "
+                             f"{arg('update_baseline', True)}", param="update_baseline")
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}:{exc.lineno}: baseline is not valid JSON ({exc.msg})"
-                            + redo, param="update_baseline") from None
+        raise broken(f":{exc.lineno}: baseline is not valid JSON ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
-        raise BaselineError(
-            f"{path}: not a tokcost baseline of version {BASELINE_VERSION}" + redo,
-            param="update_baseline",
-        )
-    budgets: dict[str, BaselineEntry] = {}
+        raise broken(f": not a tokcost baseline of version {BASELINE_VERSION}")
     raw = data.get("budgets")
     if not isinstance(raw, dict):
-        raise BaselineError(f"{path}: 'budgets' must be an object" + redo,
-                            param="update_baseline")
+        raise broken(": 'budgets' must be an object")
+    budgets: dict[str, BaselineEntry] = {}
     for name, entry in raw.items():
         files = entry.get("files") if isinstance(entry, dict) else None
         tokenizer = entry.get("tokenizer") if isinstance(entry, dict) else None
-        if (
-            not isinstance(files, dict)
-            or not isinstance(tokenizer, str)
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in files.values())
-        ):
-            raise BaselineError(
-                f"{path}: budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)" + redo,
-                param="update_baseline",
-            )
+        if not (isinstance(files, dict) and isinstance(tokenizer, str) and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in files.values())):
+            raise broken(f": budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)")
         budgets[str(name)] = BaselineEntry(tokenizer, {str(k): int(v) for k, v in files.items()})
     return Baseline(budgets)
 

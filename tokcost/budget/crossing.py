@@ -1,18 +1,10 @@
 """Where a file crosses its token limit: the line a GitHub annotation points at.
 
-The line is defined on counts of prefixes: line L is the first line such that the
-file's text from its start through the end of line L (its newline included), counted
-as one text with the budget's tokenizer, has more tokens than the limit allows. It is
-the line whose text pushes the running total past the limit; a token that spans a line
-break is counted in the prefix that holds it whole (the prefix ending at the break
-counts the part before it as it tokenizes alone). Lines are cut after each ``\\n``.
-
-The search bisects the lines (a few counts of prefixes), and runs only for failing
-files: a check where everything passes reads no file a second time. Rules that have
-such a line: ``max_tokens_per_file`` and a file's ``context_window`` share (the window
-minus the reserved output is a token limit too). Growth and cost findings point at
-the file without a line: growth is against a count, not at a place, and a price is
-not a count of this file's tokens alone.
+Line L is the first line such that the text from the file's start through the end of
+line L (its newline included), counted as one text, has more tokens than the limit. The
+search bisects the lines and runs only for failing files, for the rules that are token
+limits (``max_tokens_per_file``, a file's ``context_window`` share); growth and cost are
+not at a place, so their findings point at the file without a line.
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
-    from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding, Measurement
+    from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding, Measurement
     from tokcost.catalog import CatalogSource
 
 __all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
@@ -92,14 +84,13 @@ def window_allowance(share: float, window: int, reserve: int) -> int:
     return most
 
 
-def locate(result: CheckResult, measurement: Measurement, *,
-           catalog: CatalogSource = None) -> CheckResult:
+def locate(result: ConfigResult, measurement: Measurement, *,
+           catalog: CatalogSource = None) -> ConfigResult:
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
     from tokcost.counting import decode_utf8, sniff_binary
 
     config = measurement.config
-    source = catalog if catalog is not None else config.catalog
     measured = {m.budget.name: m for m in measurement.budgets}
     texts: dict[str, str | None] = {}
     budgets = []
@@ -109,7 +100,7 @@ def locate(result: CheckResult, measurement: Measurement, *,
             budgets.append(b)
             continue
         m = measured[b.name]
-        tok = _tokenizer(config, m.budget, m.model, source).load()  # built once per process
+        tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         found: dict[int, Finding] = {}
         for f, limit in wanted:
             if limit is None or f.path is None:

@@ -2,26 +2,19 @@
 
 Two steps, so ``update_baseline`` can write the counts before judging growth:
 ``measure(config)`` finds and counts the files of every budget; ``judge(measured,
-baseline)`` applies the limits and returns a ``CheckResult`` whose order is
-deterministic (budgets in config order, files by path, rules in a fixed order).
-
-Rules (the names are stable; they appear in every report format):
-
-=========================  ===================================================
-``max_tokens_per_file``    each file's tokens
-``max_total_tokens``       the budget's total tokens
-``max_cost_per_call``      one call's cost: the file (or, with ``combine``, all
-                           files) as input, plus ``output_tokens``
-``context_window``         prompt + reserved output, as a share of the model's
-                           window: at most ``max_context_percent`` (default 100)
-``max_growth_percent``     the budget's total against the baseline
-``max_file_growth_percent``  each file against the baseline
-=========================  ===================================================
+baseline)`` applies the limits and returns a ``ConfigResult`` whose order is
+deterministic (budgets in config order, files by path, rules in the order of ``RULES``).
+Rules (their names appear in every report format): each file's tokens, the budget's
+total, one call's cost (the file, or with ``combine`` all files, as input plus
+``output_tokens``), prompt + reserved output as a share of the model's window (at most
+``max_context_percent``, default 100), the total's and each file's growth against the
+baseline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +23,7 @@ import pathspec
 
 from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef, growth_percent
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
-from tokcost.budget.report import money, percent, render, render_json, round_percent, tables
+from tokcost.budget.report import ReportTables, render, render_json, tables, update_hint
 from tokcost.errors import InputError, TokcostError
 from tokcost.tokenizers import (
     TokenizerChoice,
@@ -39,11 +32,11 @@ from tokcost.tokenizers import (
     resolve_tokenizers,
     spec_label,
 )
+from tokcost.units import format_percent, format_usd, round_percent
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
-    from tokcost.budget.report import ReportTables
-    from tokcost.catalog import Catalog, CatalogSource, ModelEntry
+    from tokcost.catalog import CatalogSource, ModelEntry
     from tokcost.counting import Engine
 
 RULES = (
@@ -55,19 +48,6 @@ RULES = (
     "max_file_growth_percent",
 )
 _RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
-# Reports are read in CI logs and PR comments, where the way to accept growth is the
-# command, so findings and warnings name it (exceptions speak the API instead).
-UPDATE_HINT = "run: tokcost check --update-baseline"
-# The config files a bare `tokcost check` finds in the folder it runs in.
-_FOUND_HERE = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml", "pyproject.toml")
-
-
-def update_hint(config_display: str) -> str:
-    """The command that accepts grown files for this config: a config a bare
-    ``tokcost check`` would not find here is named, or the wrong baseline is updated."""
-    if config_display in _FOUND_HERE:
-        return UPDATE_HINT
-    return f"run: tokcost check -c {config_display} --update-baseline"
 
 
 # --- results ------------------------------------------------------------------------------
@@ -131,7 +111,7 @@ class BudgetResult:
     cost: Decimal | None  # the largest cost of one call (the combined call with combine)
     context_percent: float | None  # the largest share of the window
     context_window: int | None
-    failures: tuple[Finding, ...]
+    failures: tuple[Finding, ...] = ()
     removed: tuple[tuple[str, int], ...] = ()  # baseline files no longer there: (path, tokens)
     renamed: tuple[tuple[str, str], ...] = ()  # (path, its path at the git base), by path
 
@@ -152,11 +132,9 @@ class BudgetResult:
         return not self.failures
 
     def changes(self) -> list[tuple[str, int | None, int | None]]:
-        """Files whose count differs from the baseline: (path, before, now), by path.
-
-        ``before`` is None for a new file, ``now`` None for a removed one. Empty when
-        the budget has no baseline to compare with.
-        """
+        """Files whose count differs from the baseline: (path, before, now), by path;
+        ``before`` is None for a new file, ``now`` for a removed one (none without a
+        baseline)."""
         if self.baseline_total is None:
             return []
         rows: list[tuple[str, int | None, int | None]] = [
@@ -168,7 +146,9 @@ class BudgetResult:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class ConfigResult:
+    """One config checked: its budgets' results and the warnings, as reports show them."""
+
     config: str
     baseline: str
     baseline_found: bool
@@ -246,67 +226,87 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
     return chosen, unmatched
 
 
-def _open(config: BudgetConfig, catalog: CatalogSource,
-          source: CatalogSource) -> Catalog:
+def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
     """The catalog for the budgets: a broken one is its own error, and one the config
     names is blamed on the config's ``catalog`` key, not on a parameter never passed."""
     if catalog is not None or config.catalog is None:
-        return open_catalog(source)
+        return open_catalog(catalog)
     try:
-        return open_catalog(source)
+        return open_catalog(config.catalog)
     except TokcostError as exc:
         # "catalog='x.yaml' does not exist" -> "tokcost.yaml: catalog: 'x.yaml' does not exist"
         text = str(exc).replace("catalog=", "", 1) if exc.param == "catalog" else str(exc)
         raise BudgetConfigError(f"{config.display}: catalog: {text}") from None
 
 
-def measure(
-    config: BudgetConfig,
-    *,
-    engine: Engine | None = None,
-    catalog: CatalogSource = None,
-    files: list[str] | None = None,
-) -> Measurement:
+# (budget, its model, the key of its tokenizer, exact, the files it covers)
+_Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
+
+
+def measure(config: BudgetConfig, *, engine: Engine | None = None,
+            catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
     """Find and count the files of every budget (each file once per tokenizer).
 
     ``catalog`` replaces the config's ``catalog`` key (None: the key, else
     ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
     ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
     """
-    from tokcost.counting import Skipped, count_paths, invalid_utf8_note
-
-    source = catalog if catalog is not None else config.catalog
     notices: list[Notice] = []
-    plans: list[tuple[Budget, ModelEntry | None, str, bool, list[str]]] = []
+    plans: list[_Plan] = []
     tokenizers: dict[str, Tokenizer] = {}
     all_files = list_files(config.root) if files is None else files
     for budget in config.budgets:
-        where = f"{config.where(budget)}: budget '{budget.name}'"
-        model_id = budget.model or config.model
-        entry = None
-        if model_id is not None:
-            cat = _open(config, catalog, source)
-            try:
-                entry = cat.resolve(model_id)
-            except TokcostError as exc:
-                raise BudgetConfigError(f"{where}: {exc}", param=exc.param) from None
-        _require(config, budget, entry)
-        try:
-            choice = _tokenizer(config, budget, entry, source)
-            tok = choice.load()
-        except TokcostError as exc:
-            raise BudgetConfigError(f"{where}: {exc}", param=exc.param) from None
+        entry, choice, tok = _resolve(config, budget, catalog)
         key = _key(choice)
         tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
-        for glob in unmatched:
-            notices.append(Notice(
-                f"budget '{budget.name}': glob '{glob}' matches no file", config.display,
-                budget.line))
+        notices += [Notice(f"budget '{budget.name}': glob '{glob}' matches no file",
+                           config.display, budget.line) for glob in unmatched]
         plans.append((budget, entry, key, bool(tok.exact), chosen))
+    counts, file_notices = _count(config, plans, tokenizers, engine)
+    measured = tuple(
+        Measured(budget, entry, key, exact, tuple(
+            FileResult(path=f, bytes=counts[key, f][0], tokens=counts[key, f][1])
+            for f in chosen if (key, f) in counts))
+        for budget, entry, key, exact, chosen in plans
+    )
+    return Measurement(config, measured, (*notices, *file_notices))
+
+
+def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
+             ) -> tuple[ModelEntry | None, TokenizerChoice, Tokenizer]:
+    """A budget's model and tokenizer; a problem is the config's, at the budget's line."""
+    where = f"{config.where(budget)}: budget '{budget.name}'"
+    model_id = budget.model or config.model
+    entry = None
+    if model_id is not None:
+        cat = _open(config, catalog)
+        try:
+            entry = cat.resolve(model_id)
+        except TokcostError as exc:
+            raise _at(where, exc) from None
+    _require(where, budget, entry)
+    try:
+        choice = _tokenizer(config, budget, entry, catalog)
+        return entry, choice, choice.load()
+    except TokcostError as exc:
+        raise _at(where, exc) from None
+
+
+def _at(where: str, exc: TokcostError) -> BudgetConfigError:
+    """``exc`` as a problem of the config at ``where``, its fields kept."""
+    return BudgetConfigError(f"{where}: {exc.template}", param=exc.param, related=exc.related,
+                             value=exc.value)
+
+
+def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
+           engine: Engine | None) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
+    """(tokenizer key, file) -> (bytes, tokens), and a notice per file skipped or with
+    invalid UTF-8 (one, however many tokenizers read it)."""
+    from tokcost.counting import Skipped, count_paths, invalid_utf8_note
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
-    file_notices: dict[str, Notice] = {}  # one per file, however many tokenizers read it
+    notices: dict[str, Notice] = {}
     for key, tok in tokenizers.items():
         wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
@@ -315,44 +315,33 @@ def measure(
                              engine=engine, gitignore=False)
         if report.unreadable:
             # A budget over a file it cannot read would pass short of that file's tokens.
-            first = report.unreadable[0]
-            more = f" (and {len(report.unreadable) - 1} more)" if len(report.unreadable) > 1 else ""
+            first, n = report.unreadable[0], len(report.unreadable)
+            more = f" (and {n - 1} more)" if n > 1 else ""
             raise InputError(f"{_relative(first.path, config.root)}: {first.reason}{more}; "
                              "the budgets cannot be checked without it")
         for fc in report.files:
-            rel = Path(fc.path).relative_to(config.root).as_posix()
-            counts[(key, rel)] = (fc.bytes, fc.tokens[key])
+            rel = _relative(fc.path, config.root)
+            counts[key, rel] = (fc.bytes, fc.tokens[key])
             if fc.invalid_utf8_bytes:
                 note = invalid_utf8_note(rel, fc.invalid_utf8_bytes)
-                file_notices.setdefault(note, Notice(note, rel))
+                notices.setdefault(note, Notice(note, rel))
         for skip in report.skipped:
             rel = _relative(skip.path, config.root)
             # The input policy's words, as count says them: "skipped logo.png: binary (...)"
-            note = Skipped(rel, skip.reason).note
-            file_notices.setdefault(note, Notice(note, rel))
-    notices += file_notices.values()
-
-    measured = []
-    for budget, entry, key, exact, chosen in plans:
-        rows = tuple(
-            FileResult(path=f, bytes=counts[(key, f)][0], tokens=counts[(key, f)][1])
-            for f in chosen
-            if (key, f) in counts
-        )
-        measured.append(Measured(budget, entry, key, exact, rows))
-    return Measurement(config, tuple(measured), tuple(notices))
+            notices.setdefault(Skipped(rel, skip.reason).note,
+                               Notice(Skipped(rel, skip.reason).note, rel))
+    return counts, list(notices.values())
 
 
 def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
                catalog: CatalogSource) -> TokenizerChoice:
-    """The budget's own tokenizer, else its model's, else the config's, else the default.
-
-    A ``model:ID`` spec names a catalog model's tokenizer, through the same catalog.
-    """
+    """The budget's own tokenizer, else its model's, else the config's, else the default;
+    a ``model:ID`` spec through the same catalog (None: the config's key)."""
     if budget.tokenizer is None and entry is not None and entry.tokenizer:
         return model_choice(entry)
     spec = budget.tokenizer or config.tokenizer
-    [choice] = resolve_tokenizers([spec] if spec else [], catalog=catalog)
+    source = catalog if catalog is not None else config.catalog
+    [choice] = resolve_tokenizers([spec] if spec else [], catalog=source)
     return choice
 
 
@@ -369,32 +358,23 @@ def _relative(path: str, root: Path) -> str:
         return path
 
 
-def _require(config: BudgetConfig, budget: Budget, entry: ModelEntry | None) -> None:
+def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
     """Config errors found only once the model is known (exit code 2)."""
-    where = f"{config.where(budget)}: budget '{budget.name}'"
-    if budget.max_cost_per_call is not None:
+    for key, missing, what in (
+        ("max_cost_per_call", entry is not None and entry.pricing is None,
+         "no price in the catalog, so {key} cannot be checked; add pricing to the catalog "
+         "(catalog: FILE) or pick a priced model"),
+        ("max_context_percent", entry is not None and not entry.context_window,
+         "no context_window in the catalog, so {key} cannot be checked; add it to the catalog"),
+    ):
+        if getattr(budget, key) is None:
+            continue
         if entry is None:
-            raise BudgetConfigError(
-                f"{where}: max_cost_per_call needs a model; set 'model' in the budget "
-                "or at the top"
-            )
-        if entry.pricing is None:
-            raise BudgetConfigError(
-                f"{where}: model '{entry.id}' has no price in the catalog, so max_cost_per_call "
-                "cannot be checked; add pricing to the catalog (catalog: FILE) or pick a "
-                "priced model"
-            )
-    if budget.max_context_percent is not None:
-        if entry is None:
-            raise BudgetConfigError(
-                f"{where}: max_context_percent needs a model; set 'model' in the budget "
-                "or at the top"
-            )
-        if not entry.context_window:
-            raise BudgetConfigError(
-                f"{where}: model '{entry.id}' has no context_window in the catalog, so "
-                "max_context_percent cannot be checked; add it to the catalog"
-            )
+            raise BudgetConfigError(f"{where}: {key} needs a model; set 'model' in the budget "
+                                    "or at the top")
+        if missing:
+            raise BudgetConfigError(f"{where}: model '{entry.id}' has "
+                                    + what.format(key=key))
 
 
 # --- judging ------------------------------------------------------------------------------
@@ -406,149 +386,138 @@ def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
 
     cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
     # Long-context tiers, cached rates and the rest are the price model's business.
-    breakdown = estimate_cost(
-        entry, input_tokens=input_tokens, output_tokens=budget.output_tokens, cached_tokens=cached
-    )
-    return breakdown.total
+    return estimate_cost(entry, input_tokens=input_tokens, output_tokens=budget.output_tokens,
+                         cached_tokens=cached).total
 
 
 def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool = False,
-          baseline_display: str | None = None) -> CheckResult:
+          baseline_display: str | None = None) -> ConfigResult:
     """Apply every budget's limits to its counted files."""
     config = measurement.config
+    hint = update_hint(config.display)
     notices = list(measurement.notices)
     results = []
     for m in measurement.budgets:
-        budget = m.budget
-        base: BaselineEntry | None = None
-        if baseline is not None:
-            base = baseline.budgets.get(budget.name)
-        wants_growth = (
-            budget.max_growth_percent is not None or budget.max_file_growth_percent is not None
-        )
+        name = m.budget.name
+        base = baseline.budgets.get(name) if baseline is not None else None
+        wants_growth = (m.budget.max_growth_percent is not None
+                        or m.budget.max_file_growth_percent is not None)
         if base is not None and base.tokenizer != m.tokenizer:
             notices.append(Notice(
-                f"budget '{budget.name}': baseline counted with {base.tokenizer}, now "
-                f"{m.tokenizer}; growth not checked; {update_hint(config.display)}",
-                config.display, budget.line))
+                f"budget '{name}': baseline counted with {base.tokenizer}, now "
+                f"{m.tokenizer}; growth not checked; {hint}", config.display, m.budget.line))
             base = None
         elif base is None and wants_growth:
             why = "no baseline file" if baseline is None else "not in the baseline"
-            notices.append(Notice(
-                f"budget '{budget.name}': {why}, growth not checked; {update_hint(config.display)}",
-                config.display, budget.line))
-        results.append(_judge_one(config, m, base))
-    return CheckResult(
+            notices.append(Notice(f"budget '{name}': {why}, growth not checked; {hint}",
+                                  config.display, m.budget.line))
+        judged = _measured_result(m, base)
+        found = sorted([*_file_findings(judged, hint), *_budget_findings(judged, hint)],
+                       key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
+        results.append(replace(judged, failures=tuple(found)))
+    here = Path.cwd().resolve()
+    return ConfigResult(
         config=config.display,
-        baseline=baseline_display or _relative(str(config.baseline), Path.cwd().resolve()),
+        baseline=baseline_display or _relative(str(config.baseline), here),
         baseline_found=baseline is not None,
         budgets=tuple(results),
         notices=tuple(notices),
         strict=strict,
-        root=_relative(str(config.root), Path.cwd().resolve()) or ".",
+        root=_relative(str(config.root), here) or ".",
     )
 
 
-def _judge_one(config: BudgetConfig, m: Measured, base: BaselineEntry | None) -> BudgetResult:
+def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
+    """A budget's files with their baseline counts, costs and window shares: its result
+    before any limit is applied."""
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
-    model = entry.id if entry is not None else None
-    # ≈ right before every number the proxy gave, and before its name (as in the tables).
-    a = "" if m.exact else "≈"
-    tok = a + spec_label(m.tokenizer)
     # The model whose price a cost limit uses (None: no cost to compute).
-    priced = entry if (
-        entry is not None and entry.pricing is not None and budget.max_cost_per_call is not None
-    ) else None
-    files = []
-    for f in m.files:
-        files.append(FileResult(
-            path=f.path, bytes=f.bytes, tokens=f.tokens,
-            baseline_tokens=base.files.get(f.path) if base is not None else None,
-            cost=_call_cost(priced, budget, f.tokens) if priced and not budget.combine else None,
-            context_percent=_share(f.tokens + budget.reserve, window) if not budget.combine
-            else None,
-        ))
+    priced = entry if (entry is not None and entry.pricing is not None
+                       and budget.max_cost_per_call is not None) else None
+    each = not budget.combine  # a call per file, not one call with all of them
+    files = tuple(FileResult(
+        path=f.path, bytes=f.bytes, tokens=f.tokens,
+        baseline_tokens=base.files.get(f.path) if base is not None else None,
+        cost=_call_cost(priced, budget, f.tokens) if priced and each else None,
+        context_percent=_share(f.tokens + budget.reserve, window) if each else None,
+    ) for f in m.files)
     total = sum(f.tokens for f in files)
     if budget.combine:
         cost = _call_cost(priced, budget, total) if priced else None
         context = _share(total + budget.reserve, window)
     else:
-        costs = [f.cost for f in files if f.cost is not None]
-        cost = max(costs) if costs else None
-        shares = [f.context_percent for f in files if f.context_percent is not None]
-        context = max(shares) if shares else None
-
-    found: list[Finding] = []
-    name = budget.name
-
-    def add(rule: str, path: str | None, actual: Any, limit: Any, message: str) -> None:
-        found.append(Finding(name, rule, path, actual, limit, message))
-
-    for f in files:
-        if budget.max_tokens_per_file is not None and f.tokens > budget.max_tokens_per_file:
-            add("max_tokens_per_file", f.path, f.tokens, budget.max_tokens_per_file,
-                f"{f.path}: {a}{f.tokens:,} tokens ({tok}), over the "
-                f"{budget.max_tokens_per_file:,}-token per-file limit of budget '{name}'")
-        if (budget.max_cost_per_call is not None and f.cost is not None
-                and f.cost > budget.max_cost_per_call):
-            add("max_cost_per_call", f.path, f.cost, budget.max_cost_per_call,
-                f"{f.path}: {a}{money(f.cost)} per call on {model} ({a}{f.tokens:,} input + "
-                f"{budget.output_tokens:,} output tokens), over the "
-                f"{money(budget.max_cost_per_call)} limit of budget '{name}'")
-        if f.context_percent is not None:
-            limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
-            if f.context_percent > limit:
-                add("context_window", f.path, round_percent(f.context_percent), limit,
-                    f"{f.path}: {a}{f.tokens:,} prompt + {budget.reserve:,} reserved output "
-                    f"tokens = {a}{percent(f.context_percent)} of {model}'s {window:,}-token "
-                    f"window, over {_pct(limit)}% (budget '{name}')")
-        g = f.growth_percent
-        if budget.max_file_growth_percent is not None and g is not None and (
-            g > budget.max_file_growth_percent
-        ):
-            add("max_file_growth_percent", f.path, round_percent(g),
-                budget.max_file_growth_percent,
-                f"{f.path}: {a}{f.tokens:,} tokens, {a}{percent(g, sign=True)} against the "
-                f"baseline ({a}{f.baseline_tokens:,}), over the "
-                f"+{_pct(budget.max_file_growth_percent)}% limit of budget '{name}'; "
-                f"if intended, {update_hint(config.display)}")
-    if budget.max_total_tokens is not None and total > budget.max_total_tokens:
-        add("max_total_tokens", None, total, budget.max_total_tokens,
-            f"budget '{name}': {a}{total:,} tokens in {len(files)} file"
-            f"{'' if len(files) == 1 else 's'} ({tok}), over the "
-            f"{budget.max_total_tokens:,}-token total limit")
-    if budget.combine and cost is not None and budget.max_cost_per_call is not None and (
-        cost > budget.max_cost_per_call
-    ):
-        add("max_cost_per_call", None, cost, budget.max_cost_per_call,
-            f"budget '{name}': {a}{money(cost)} per call on {model} ({a}{total:,} input + "
-            f"{budget.output_tokens:,} output tokens, all files in one prompt), over the "
-            f"{money(budget.max_cost_per_call)} limit")
-    if budget.combine and context is not None:
-        limit = budget.max_context_percent if budget.max_context_percent is not None else 100.0
-        if context > limit:
-            add("context_window", None, round_percent(context), limit,
-                f"budget '{name}': {a}{total:,} prompt + {budget.reserve:,} reserved output "
-                f"tokens = {a}{percent(context)} of {model}'s {window:,}-token window, over "
-                f"{_pct(limit)}%")
-    base_total = base.total_tokens if base is not None else None
-    g = growth_percent(total, base_total)
-    if budget.max_growth_percent is not None and g is not None and g > budget.max_growth_percent:
-        add("max_growth_percent", None, round_percent(g), budget.max_growth_percent,
-            f"budget '{name}': {a}{total:,} tokens, {a}{percent(g, sign=True)} against the "
-            f"baseline ({a}{base_total:,}), over the +{_pct(budget.max_growth_percent)}% limit; "
-            f"if intended, {update_hint(config.display)}")
-    found.sort(key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
+        cost = max((f.cost for f in files if f.cost is not None), default=None)
+        context = max((f.context_percent for f in files if f.context_percent is not None),
+                      default=None)
     return BudgetResult(
-        budget=budget, model=model, tokenizer=m.tokenizer, exact=m.exact, files=tuple(files),
-        baseline_total=base_total, cost=cost, context_percent=context, context_window=window,
-        failures=tuple(found),
-        removed=tuple(sorted(
-            (p, n) for p, n in (base.files.items() if base is not None else ())
-            if p not in {f.path for f in files}
-        )),
+        budget=budget, model=entry.id if entry is not None else None, tokenizer=m.tokenizer,
+        exact=m.exact, files=files, baseline_total=base.total_tokens if base is not None else None,
+        cost=cost, context_percent=context, context_window=window,
+        removed=tuple(sorted((p, n) for p, n in (base.files.items() if base is not None else ())
+                             if p not in {f.path for f in files})),
     )
+
+
+def _file_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
+    """The limits each file exceeds; ≈ before every number a proxy gave, and its name."""
+    budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
+    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
+    for f in b.files:
+        per_file = budget.max_tokens_per_file
+        if per_file is not None and f.tokens > per_file:
+            yield Finding(name, "max_tokens_per_file", f.path, f.tokens, per_file,
+                          f"{f.path}: {a}{f.tokens:,} tokens ({a}{spec_label(b.tokenizer)}), "
+                          f"over the {per_file:,}-token per-file limit of budget '{name}'")
+        most = budget.max_cost_per_call
+        if most is not None and f.cost is not None and f.cost > most:
+            yield Finding(name, "max_cost_per_call", f.path, f.cost, most,
+                          f"{f.path}: {a}{format_usd(f.cost)} per call on {model} "
+                          f"({a}{f.tokens:,} input + {budget.output_tokens:,} output tokens), "
+                          f"over the {format_usd(most)} limit of budget '{name}'")
+        if f.context_percent is not None and f.context_percent > window_limit:
+            yield Finding(name, "context_window", f.path, round_percent(f.context_percent),
+                          window_limit,
+                          f"{f.path}: {a}{f.tokens:,} prompt + {budget.reserve:,} reserved "
+                          f"output tokens = {a}{format_percent(f.context_percent)} of {model}'s "
+                          f"{b.context_window:,}-token window, over {_pct(window_limit)}% "
+                          f"(budget '{name}')")
+        g, most_growth = f.growth_percent, budget.max_file_growth_percent
+        if most_growth is not None and g is not None and g > most_growth:
+            yield Finding(name, "max_file_growth_percent", f.path, round_percent(g), most_growth,
+                          f"{f.path}: {a}{f.tokens:,} tokens, {a}{format_percent(g, sign=True)} "
+                          f"against the baseline ({a}{f.baseline_tokens:,}), over the "
+                          f"+{_pct(most_growth)}% limit of budget '{name}'; if intended, {hint}")
+
+
+def _budget_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
+    """The limits the budget as a whole exceeds (the combined call, with ``combine``)."""
+    budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
+    total, n = b.total_tokens, len(b.files)
+    if budget.max_total_tokens is not None and total > budget.max_total_tokens:
+        yield Finding(name, "max_total_tokens", None, total, budget.max_total_tokens,
+                      f"budget '{name}': {a}{total:,} tokens in {n} file{'' if n == 1 else 's'} "
+                      f"({a}{spec_label(b.tokenizer)}), over the "
+                      f"{budget.max_total_tokens:,}-token total limit")
+    most = budget.max_cost_per_call
+    if budget.combine and b.cost is not None and most is not None and b.cost > most:
+        yield Finding(name, "max_cost_per_call", None, b.cost, most,
+                      f"budget '{name}': {a}{format_usd(b.cost)} per call on {model} "
+                      f"({a}{total:,} input + {budget.output_tokens:,} output tokens, all files "
+                      f"in one prompt), over the {format_usd(most)} limit")
+    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
+    if budget.combine and b.context_percent is not None and b.context_percent > window_limit:
+        yield Finding(name, "context_window", None, round_percent(b.context_percent),
+                      window_limit,
+                      f"budget '{name}': {a}{total:,} prompt + {budget.reserve:,} reserved "
+                      f"output tokens = {a}{format_percent(b.context_percent)} of {model}'s "
+                      f"{b.context_window:,}-token window, over {_pct(window_limit)}%")
+    g, most_growth = b.growth_percent, budget.max_growth_percent
+    if most_growth is not None and g is not None and g > most_growth:
+        yield Finding(name, "max_growth_percent", None, round_percent(g), most_growth,
+                      f"budget '{name}': {a}{total:,} tokens, {a}{format_percent(g, sign=True)} "
+                      f"against the baseline ({a}{b.baseline_total:,}), over the "
+                      f"+{_pct(most_growth)}% limit; if intended, {hint}")
 
 
 def baseline_from(measurement: Measurement) -> Baseline:

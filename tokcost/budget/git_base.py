@@ -1,21 +1,12 @@
 """A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
 
-``tokcost.check(base="main")`` measures growth against ``main`` instead of a committed
-baseline file, so a pull request is judged against its base branch with nothing to
-commit. Nothing is checked out and the work tree is not touched: the tree of REF is
-listed (``git ls-tree``) and the files are read from the object store
-(``git cat-file``), then counted as the files of the work tree are (the same
-tokenizers, globs, binary and UTF-8 rules).
-
-Which files of the tree count, as far as the work tree's rules apply to tracked files:
-those below the config's folder; the ``.gitignore`` files of that tree apply as the
-work-tree walk applies them on disk (the deepest last, an ignored folder hides what is
-below it), so a file that is tracked but ignored is left out at REF as it is now; a
-symlink to a file is read through; submodules are left out.
-
-Renames: a file that moved since REF is compared with its old version, not reported
-as new plus removed. ``git diff-index -M`` finds the moves git sees (tracked files, also
-when edited), and identical content finds the rest (a file moved but not yet added).
+``Growth(base="main")`` judges a pull request against its base branch with no baseline
+file to commit. Nothing is checked out: the tree of REF is listed (``git ls-tree``), its
+files read from the object store (``git cat-file``) and counted as the work tree's are.
+The tree's ``.gitignore`` files apply as the work-tree walk applies them on disk, a
+symlink to a file is read through, submodules are left out. A file moved since REF is
+compared with its old version: ``git diff-index -M`` finds the moves git sees, identical
+content finds the rest (a file moved but not yet added).
 """
 
 from __future__ import annotations
@@ -33,11 +24,11 @@ from typing import TYPE_CHECKING
 import pathspec
 
 from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
-    from tokcost.budget.evaluate import CheckResult, Measurement
+    from tokcost.budget.evaluate import ConfigResult, Measurement
     from tokcost.catalog import CatalogSource
 
 __all__ = ["GitBaseError", "GitTree", "against_base", "baseline_at", "open_tree"]
@@ -48,6 +39,10 @@ _LINK_HOPS = 8  # a symlink chain longer than this is left out, as a loop would 
 
 class GitBaseError(UsageError):
     """``base=REF`` cannot be read: no git, no work tree, no such commit (exit code 2)."""
+
+
+def _given(ref: str) -> str:
+    return arg("base", repr(ref))  # base='main' to a library caller, --base 'main' in the CLI
 
 
 def _long(name: str) -> str:
@@ -65,11 +60,11 @@ def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
         return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True,
                               check=False)
     except FileNotFoundError:
-        raise GitBaseError(f"base={ref!r} needs git, and there is no 'git' program on PATH; "
-                           f"install git or leave out base={ref!r}", param="base") from None
+        raise GitBaseError(f"{_given(ref)} needs git, and there is no 'git' program on PATH; "
+                           f"install git or leave out {_given(ref)}", param="base") from None
     except OSError as exc:
-        raise GitBaseError(f"base={ref!r}: cannot run git ({exc.strerror or exc}); "
-                           f"install git or leave out base={ref!r}", param="base") from None
+        raise GitBaseError(f"{_given(ref)}: cannot run git ({exc.strerror or exc}); "
+                           f"install git or leave out {_given(ref)}", param="base") from None
 
 
 def _why(run: subprocess.CompletedProcess[bytes]) -> str:
@@ -80,7 +75,7 @@ def _why(run: subprocess.CompletedProcess[bytes]) -> str:
 
 def _ok(run: subprocess.CompletedProcess[bytes], ref: str, what: str) -> bytes:
     if run.returncode != 0:
-        raise GitBaseError(f"base={ref!r}: git cannot {what} ({_why(run)})", param="base")
+        raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
     return run.stdout
 
 
@@ -117,23 +112,19 @@ class GitTree:
         contents = _read_blobs(self.top, [self.blobs[p] for p in wanted], self.ref.ref)
         return {p: contents[self.blobs[p]] for p in wanted}
 
-    def full_path(self, path: str) -> str:
-        """``path`` (relative to the config's folder) relative to the work tree's top."""
-        return f"{self.prefix}/{path}" if self.prefix else path
-
 
 def open_tree(root: str | Path, ref: str) -> GitTree:
     """The tree of ``ref`` (a branch, tag, commit or any revision git names one commit
     with) for the config folder ``root``; raises GitBaseError when git, the work tree
     or the commit is missing."""
     if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
-        raise GitBaseError(f"base={ref!r} is not a git ref; name a branch, tag or commit",
+        raise GitBaseError(f"{_given(ref)} is not a git ref; name a branch, tag or commit",
                            param="base")
     here = Path(os.path.abspath(root))
     run = _git(["rev-parse", _long("show-toplevel")], here, ref)
     if run.returncode != 0:
-        raise GitBaseError(f"base={ref!r} needs a git work tree, and {here} is not in one "
-                           f"({_why(run)}); run in a git checkout or leave out base={ref!r}",
+        raise GitBaseError(f"{_given(ref)} needs a git work tree, and {here} is not in one "
+                           f"({_why(run)}); run in a git checkout or leave out {_given(ref)}",
                            param="base")
     top = Path(os.fsdecode(run.stdout.rstrip(b"\n")))
     prefix = Path(os.path.realpath(here)).relative_to(os.path.realpath(top)).as_posix()
@@ -142,7 +133,7 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
     commit = run.stdout.decode("ascii", errors="replace").strip()
     if run.returncode != 0 or not commit:
         raise GitBaseError(
-            f"base={ref!r} names no commit in {top}; fetch it first (git fetch; in GitHub "
+            f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; in GitHub "
             "Actions, actions/checkout with fetch-depth: 0) or name another ref",
             param="base")
     entries = _list_tree(top, commit, ref)
@@ -254,7 +245,7 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
         end = out.index(b"\n", at)
         header = out[at:end].split()
         if len(header) != 3:  # "<oid> missing": a partial clone without the blob
-            raise GitBaseError(f"base={ref!r}: git cannot read blob {oid} (missing); fetch "
+            raise GitBaseError(f"{_given(ref)}: git cannot read blob {oid} (missing); fetch "
                                "the ref with its files", param="base")
         size = int(header[2])
         contents[oid] = out[end + 1:end + 1 + size]
@@ -300,7 +291,6 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     from tokcost.budget.evaluate import _tokenizer, match_files
 
     config = measurement.config
-    source = catalog if catalog is not None else config.catalog
     paths = tree.paths
     chosen = {m.budget.name: match_files(m.budget, paths)[0] for m in measurement.budgets}
     contents = tree.read(sorted({p for files in chosen.values() for p in files}))
@@ -308,7 +298,7 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     moved: dict[str, str] | None = None  # git's renames, asked for once, when needed
     entries: dict[str, BaselineEntry] = {}
     for m in measurement.budgets:
-        tok = _tokenizer(config, m.budget, m.model, source).load()  # built once per process
+        tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         before: dict[str, int] = {}
         for path in chosen[m.budget.name]:
             key = (m.tokenizer, path)
@@ -364,7 +354,7 @@ def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
 # --- the result, worded against REF ---------------------------------------------------------
 
 
-def against_base(result: CheckResult, known: Baseline, ref: BaseRef) -> CheckResult:
+def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigResult:
     """``result``, judged against ``known`` (the counts at ``ref``), as a result against
     ``ref``: its renames, its label in the messages, and no hint to update a baseline
     file (there is none to update)."""

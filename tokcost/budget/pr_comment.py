@@ -1,23 +1,10 @@
 """One pull-request comment per pull request, found again by a hidden marker.
 
-The GitHub Action (``action.yml``) posts ``tokcost check``'s Markdown report on the
-pull request and, on the next push, edits that same comment instead of adding one,
-as size-limit's action does: list the issue comments, PATCH the first one whose body
-starts with the marker, else POST a new one. Standard library only (urllib), so the
-action needs nothing beyond tokcost itself.
-
->>> # upsert_comment("https://api.github.com", "o/r", 7, token, report, MARKER)
->>> # 'created' (first run), then 'updated'
-
-As a program (the action's comment step)::
-
-    python -m tokcost.budget.pr_comment REPORT.md
-
-reads ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` (default
-https://api.github.com) and ``GITHUB_EVENT_PATH`` (the pull request's number comes from
-the event JSON). Exit codes: 0 the comment was created or updated; 1 the API refused
-(401, 403, 404, ...) or could not be reached; 2 the environment is incomplete, the
-event has no pull request, or the report cannot be read. Errors are one line on stderr.
+The GitHub Action (``action.yml``) posts ``tokcost check``'s Markdown report and, on the
+next push, edits that comment (as size-limit's action does), with urllib only. As the
+action's step, ``python -m tokcost.budget.pr_comment REPORT.md`` reads ``GITHUB_TOKEN``,
+``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and ``GITHUB_EVENT_PATH``; exit codes: 0 done,
+1 the API refused or could not be reached, 2 the environment or the event is incomplete.
 """
 
 from __future__ import annotations
@@ -32,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokcost.budget.report import MARKER
-from tokcost.errors import InputError, TokcostError, UsageError
+from tokcost.errors import InputError, TokcostError, UsageError, arg
 
 __all__ = ["MAX_BODY_CHARS", "CommentError", "pull_request_number", "upsert_comment"]
 
@@ -59,14 +46,15 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     "created" or "updated"; raises CommentError (one line) when the API says no.
     """
     if repo.count("/") != 1 or not all(repo.split("/")):
-        raise UsageError(f"repo={repo!r} is not 'owner/name'", param="repo")
+        raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
     if number < 1:
-        raise UsageError(f"number={number} must be a pull request number >= 1", param="number")
+        raise UsageError(f"{arg('number', number)} must be a pull request number >= 1",
+                         param="number")
     if not token:
-        raise UsageError("token is empty: pass a token allowed to write pull-request comments",
-                         param="token")
+        raise UsageError(f"{arg('token')} is empty: pass a token allowed to write pull-request "
+                         "comments", param="token")
     if not marker:
-        raise UsageError("marker is empty: pass the text that identifies the comment",
+        raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
                          param="marker")
     base = api_url.rstrip("/")
     owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))

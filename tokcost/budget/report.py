@@ -1,82 +1,54 @@
-"""Reports of a ``CheckResult``: JSON, GitHub annotations, Markdown, JUnit XML.
+"""Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML.
 
-Every builder is a pure function that returns a string (or a dict for JSON) and is
-deterministic: budgets in config order with the failing ones first, files by path,
-rules in a fixed order, no timestamps or timings, so the output can be kept as a
-golden file. The terminal table (``--format text``) is the CLI's: it draws the
-cells of ``tables(result)``, the same cells the Markdown report shows.
+Each is a pure function of the results, deterministic (budgets in config order, failing
+ones first in the tables, files by path, rules in a fixed order, no timestamps), so it can
+be kept as a golden file. A run of several configs keeps them apart: a list in JSON, a
+heading per config in Markdown, a testsuite per config in JUnit, and each config's own
+verdict line in GitHub's. The terminal table is the CLI's: it draws the cells of
+``tables(result)``, the cells the Markdown report shows.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import os
 import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.tokenizers import spec_label
-from tokcost.units import format_usd
+from tokcost.units import format_percent, format_usd, round_percent
 
-if TYPE_CHECKING:  # evaluate imports this module (money, and the result's to_dict)
-    from tokcost.budget.evaluate import BudgetResult, CheckResult, Finding
+if TYPE_CHECKING:
+    from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding
 
 FORMATS = ("json", "github", "markdown", "junit")
 JSON_VERSION = 1
 MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its comment
+# Reports are read in CI logs and PR comments, where the way to accept growth is the
+# command, so findings and warnings name it (exceptions speak the API instead).
+UPDATE_HINT = "run: tokcost check --update-baseline"
+# The config files a bare `tokcost check` finds in the folder it runs in.
+_FOUND_HERE = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml", "pyproject.toml")
+_VERDICT = "tokcost check: "  # how a GitHub report's own verdict lines begin
 
 
-def money(value: Decimal) -> str:
-    """USD for people, by the one rule of every command (``tokcost.units.format_usd``).
-
-    >>> money(Decimal("0.0123456")), money(Decimal("0.000042")), money(Decimal("0.5"))
-    ('$0.0123', '$0.000042', '$0.50')
-    """
-    return format_usd(value)
-
-
-def percent(value: float, *, sign: bool = False) -> str:
-    """A share or a growth in percent for people, by the spirit of the money rule: a value
-    that is not zero never reads as zero. One decimal from 0.1% up; under it, two significant
-    digits (a 6-token prompt is 0.0047% of a 128k window, not "0.0%"). ``sign``: growth.
-
-    >>> percent(7.94), percent(0.0469), percent(0.0004), percent(0.0), percent(0.0996)
-    ('7.9%', '0.047%', '0.00040%', '0.0%', '0.10%')
-    >>> percent(70.588, sign=True), percent(0.0), percent(-0.004, sign=True)
-    ('+70.6%', '0.0%', '-0.0040%')
-    """
-    lead = ("+" if value >= 0 else "-") if sign else ("-" if value < 0 else "")
-    magnitude = abs(value)
-    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
-        return f"{lead}{magnitude:.1f}%"
-    return f"{lead}{_two_digits(magnitude)}%"
+def update_hint(config_display: str) -> str:
+    """The command that accepts grown files for this config: a config a bare
+    ``tokcost check`` would not find here is named, or the wrong baseline is updated."""
+    if config_display in _FOUND_HERE:
+        return UPDATE_HINT
+    return f"run: tokcost check -c {config_display} --update-baseline"
 
 
-# The name the package exports: count's window shares follow the same rule.
-format_percent = percent
-
-
-def round_percent(value: float) -> float:
-    """``value`` rounded for JSON: two decimals, or two significant digits under 0.1, so a
-    positive share is never stored as 0.0."""
-    magnitude = abs(value)
-    if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
-        return round(value, 2)
-    return math.copysign(float(_two_digits(magnitude)), value)
-
-
-def _two_digits(magnitude: float) -> str:
-    """0 < ``magnitude`` < 0.1 with two significant digits, halves up, never in e-notation."""
-    exact = Decimal(magnitude)
-    top = exact.adjusted()
-    shown = exact.quantize(Decimal(1).scaleb(top - 1), ROUND_HALF_UP)
-    if shown.adjusted() != top:  # 0.0996 -> 0.100: rounding gained a digit; keep two
-        shown = shown.quantize(Decimal(1).scaleb(top), ROUND_HALF_UP)
-    return f"{shown:f}"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 # --- the cells the text and Markdown reports share -------------------------------------------
@@ -102,36 +74,32 @@ class ReportTables:
     hint: str | None = None  # how to accept growth, when a growth limit failed
 
 
-def tables(result: CheckResult) -> ReportTables:
+def tables(result: ConfigResult) -> ReportTables:
     """The cells of ``result``'s tables; ≈ marks every number a proxy tokenizer gave."""
-    approx = {b.name: _approx(b) for b in result.budgets}
+    approx = {b.name: "" if b.exact else "≈" for b in result.budgets}
     failures = tuple(
         (f.budget, f"{f.path}:{f.line}" if f.path is not None and f.line else f.path, f.rule,
          approx.get(f.budget, "") + _value(f, f.actual), _value(f, f.limit))
         for f in result.failures
     )
+    ordered = [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
     budgets = tuple(
-        (
-            b.passed,
-            b.name,
-            _model(b),
-            str(len(b.files)),
-            _tokens(b, b.total_tokens),
-            _marked(b, _growth(b.growth_percent)),
-            _marked(b, money(b.cost) if b.cost is not None else "–"),
-            _marked(b, percent(b.context_percent) if b.context_percent is not None else "–"),
-        )
-        for b in _ordered(result)
+        (b.passed, b.name, _model(b), str(len(b.files)), _marked(b, f"{b.total_tokens:,}"),
+         _marked(b, _growth(b.growth_percent)),
+         _marked(b, "–" if b.cost is None else format_usd(b.cost)),
+         _marked(b, "–" if b.context_percent is None else format_percent(b.context_percent)))
+        for b in ordered
     )
     changes = tuple(
         (b.name, path, *_marked_cells(b, _change_cells(before, now)))
-        for b in result.budgets
-        for path, before, now in _changes(b)
+        for b in result.budgets for path, before, now in _changes(b)
     )
-    title = (f"Changes vs {result.base.label}" if result.base is not None
-             else "Changes against the baseline")
-    return ReportTables(failures, budgets, changes, _headline(result), _strict_line(result),
-                        title, _hint(result))
+    grown = any(f.rule.endswith("growth_percent") for f in result.failures)
+    against = f"vs {result.base.label}" if result.base is not None else None
+    return ReportTables(
+        failures, budgets, changes, headline(result), _strict_line(result),
+        f"Changes {against}" if against else "Changes against the baseline",
+        f"if intended, {update_hint(result.config)}" if grown and against is None else None)
 
 
 def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
@@ -145,32 +113,28 @@ def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
             for path, before, now in sorted(rows)]
 
 
-def _hint(result: CheckResult) -> str | None:
-    """How to accept grown files: the command, when a growth limit against a baseline
-    file failed (against a git base there is no file to update)."""
-    from tokcost.budget.evaluate import update_hint
-
-    grown = any(f.rule.endswith("growth_percent") for f in result.failures)
-    return f"if intended, {update_hint(result.config)}" if grown and result.base is None else None
-
-
-def _ordered(result: CheckResult) -> list[BudgetResult]:
-    """Failing budgets first, each group in config order."""
-    return [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
-
-
-def _headline(result: CheckResult) -> str:
+def headline(result: ConfigResult) -> str:
+    """``2 of 3 budgets exceeded (8 failures)``, ``all 3 budgets hold vs main``."""
     n = len(result.budgets)
     failed = sum(not b.passed for b in result.budgets)
     against = f" vs {result.base.label}" if result.base is not None else ""
     if failed:
-        count = len(result.failures)
-        return (f"{failed} of {n} budget{'s' if n != 1 else ''} exceeded "
-                f"({count} failure{'s' if count != 1 else ''}){against}")
+        return (f"{failed} of {_plural(n, 'budget')} exceeded "
+                f"({_plural(len(result.failures), 'failure')}){against}")
     return f"all {n} budgets hold{against}" if n != 1 else f"the budget holds{against}"
 
 
-def _strict_line(result: CheckResult) -> str | None:
+def run_headline(results: Sequence[ConfigResult]) -> str:
+    """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
+    failed = [r.config for r in results if r.exit_code]
+    if not results:
+        return "no configs"
+    if failed:
+        return f"{len(failed)} of {_plural(len(results), 'config')} failed ({', '.join(failed)})"
+    return f"all {_plural(len(results), 'config')} hold"
+
+
+def _strict_line(result: ConfigResult) -> str | None:
     if result.strict and result.notices:
         k = len(result.notices)
         s = "s" if k != 1 else ""
@@ -180,43 +144,32 @@ def _strict_line(result: CheckResult) -> str | None:
 
 
 def _model(b: BudgetResult) -> str:
-    tok = _approx(b) + spec_label(b.tokenizer)
+    tok = ("" if b.exact else "≈") + spec_label(b.tokenizer)
     return f"{b.model} ({tok})" if b.model else tok
 
 
 def _growth(value: float | None) -> str:
-    return "–" if value is None else percent(value, sign=True)
+    return "–" if value is None else format_percent(value, sign=True)
 
 
 def _value(f: Finding, which: Any) -> str:
     if isinstance(which, Decimal):
-        return money(which)
-    if f.rule in ("context_window",):
-        return percent(which)
+        return format_usd(which)
+    if f.rule == "context_window":
+        return format_percent(which)
     if f.rule.endswith("growth_percent"):
-        return percent(which, sign=True)
+        return format_percent(which, sign=True)
     return f"{which:,}"
-
-
-def _approx(b: BudgetResult) -> str:
-    return "" if b.exact else "≈"
-
-
-_NO_NUMBER = ("–", "new", "removed")
 
 
 def _marked(b: BudgetResult, cell: str) -> str:
     """``cell`` with ≈ in front when a proxy tokenizer counted it ("–": nothing to mark)."""
-    return cell if b.exact or cell in _NO_NUMBER else f"≈{cell}"
+    return cell if b.exact or cell in ("–", "new", "removed") else f"≈{cell}"
 
 
 def _marked_cells(b: BudgetResult, cells: tuple[str, str, str]) -> tuple[str, str, str]:
     before, now, growth = cells
     return _marked(b, before), _marked(b, now), _marked(b, growth)
-
-
-def _tokens(b: BudgetResult, n: int) -> str:
-    return f"{_approx(b)}{n:,}"
 
 
 def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
@@ -230,10 +183,6 @@ def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
 # --- JSON ----------------------------------------------------------------------------------
 
 
-def _num(value: float | None) -> float | None:
-    return None if value is None else round_percent(value)
-
-
 def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
@@ -242,18 +191,18 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def render_json(result: CheckResult) -> dict[str, Any]:
+def render_json(result: ConfigResult) -> dict[str, Any]:
     """The JSON report (keys documented in the README, section tokcost check)."""
+    base = result.base
     return {
         "version": JSON_VERSION,
         "passed": result.passed and not (result.strict and result.notices),
         "exit_code": result.exit_code,
         "config": result.config,
-        "baseline": result.baseline if result.base is None else None,  # no file is read
+        "baseline": result.baseline if base is None else None,  # no file is read
         "baseline_found": result.baseline_found,
-        "base": None if result.base is None else {
-            "ref": result.base.ref, "commit": result.base.commit, "label": result.base.label,
-        },
+        "base": None if base is None else {"ref": base.ref, "commit": base.commit,
+                                           "label": base.label},
         "strict": result.strict,
         "summary": {
             "budgets": len(result.budgets),
@@ -262,15 +211,8 @@ def render_json(result: CheckResult) -> dict[str, Any]:
             "warnings": len(result.notices),
         },
         "failures": [
-            {
-                "budget": f.budget,
-                "rule": f.rule,
-                "path": f.path,
-                "actual": _json_value(f.actual),
-                "limit": _json_value(f.limit),
-                "line": f.line,
-                "message": f.message,
-            }
+            {"budget": f.budget, "rule": f.rule, "path": f.path, "actual": _json_value(f.actual),
+             "limit": _json_value(f.limit), "line": f.line, "message": f.message}
             for f in result.failures
         ],
         "warnings": [
@@ -282,44 +224,27 @@ def render_json(result: CheckResult) -> dict[str, Any]:
 
 def _budget_json(b: BudgetResult) -> dict[str, Any]:
     budget = b.budget
-    limits = {
-        "max_tokens_per_file": budget.max_tokens_per_file,
-        "max_total_tokens": budget.max_total_tokens,
-        "max_cost_per_call": _json_value(budget.max_cost_per_call),
-        "max_context_percent": budget.max_context_percent,
-        "max_growth_percent": budget.max_growth_percent,
-        "max_file_growth_percent": budget.max_file_growth_percent,
-        "output_tokens": budget.output_tokens,
-        "reserve_output_tokens": budget.reserve,
-        "cached_share": str(budget.cached_share),
-        "combine": budget.combine,
-    }
+    limits = {key: getattr(budget, key) for key in (
+        "max_tokens_per_file", "max_total_tokens", "max_cost_per_call", "max_context_percent",
+        "max_growth_percent", "max_file_growth_percent", "output_tokens")}
+    limits.update(max_cost_per_call=_json_value(budget.max_cost_per_call),
+                  reserve_output_tokens=budget.reserve, cached_share=str(budget.cached_share),
+                  combine=budget.combine)
     return {
-        "name": b.name,
-        "passed": b.passed,
-        "model": b.model,
-        "tokenizer": b.tokenizer,
-        "exact": b.exact,
-        "paths": list(budget.paths),
-        "limits": limits,
-        "total_tokens": b.total_tokens,
-        "baseline_total_tokens": b.baseline_total,
-        "growth_percent": _num(b.growth_percent),
-        "cost_per_call_usd": None if b.cost is None else str(b.cost),
-        "context_window": b.context_window,
-        "context_percent": _num(b.context_percent),
+        "name": b.name, "passed": b.passed, "model": b.model, "tokenizer": b.tokenizer,
+        "exact": b.exact, "paths": list(budget.paths), "limits": limits,
+        "total_tokens": b.total_tokens, "baseline_total_tokens": b.baseline_total,
+        "growth_percent": _json_value(b.growth_percent),
+        "cost_per_call_usd": _json_value(b.cost), "context_window": b.context_window,
+        "context_percent": _json_value(b.context_percent),
         "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
         "renamed_files": [{"path": p, "from": old} for p, old in b.renamed],
         "files": [
-            {
-                "path": f.path,
-                "bytes": f.bytes,
-                "tokens": f.tokens,
-                "baseline_tokens": f.baseline_tokens,
-                "growth_percent": _num(f.growth_percent),
-                "cost_per_call_usd": None if f.cost is None else str(f.cost),
-                "context_percent": _num(f.context_percent),
-            }
+            {"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
+             "baseline_tokens": f.baseline_tokens,
+             "growth_percent": _json_value(f.growth_percent),
+             "cost_per_call_usd": _json_value(f.cost),
+             "context_percent": _json_value(f.context_percent)}
             for f in b.files
         ],
     }
@@ -339,82 +264,58 @@ def _escape_prop(text: str) -> str:
 
 def _command(level: str, message: str, *, file: str | None = None, line: int | None = None,
              title: str | None = None) -> str:
-    props = []
-    if file:
-        props.append(f"file={_escape_prop(file)}")
-    if line:
-        props.append(f"line={line}")
-    if title:
-        props.append(f"title={_escape_prop(title)}")
+    props = [f"file={_escape_prop(file)}"] if file else []
+    props += [f"line={line}"] if line else []
+    props += [f"title={_escape_prop(title)}"] if title else []
     joined = (" " + ",".join(props)) if props else ""
     return f"::{level}{joined}::{_escape_data(message)}"
 
 
-class _Workspace:
-    """Annotation paths: GitHub resolves them against the workspace, whatever folder the
-    step ran in (``working-directory: svc``), so they are made relative to
-    ``$GITHUB_WORKSPACE`` when the files are inside it, else to the git work tree's top,
-    else to the current folder."""
+def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
+    """What annotation paths are relative to: GitHub resolves them against the workspace,
+    whatever folder the step ran in (``working-directory: svc``), so ``$GITHUB_WORKSPACE``
+    when the files are inside it, else the git work tree's top, else the current folder."""
+    here = Path(os.path.realpath(Path.cwd()))
+    root = Path(os.path.realpath(here / result.root))
+    given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
+    candidates = [Path(os.path.realpath(given))] if given else []
+    candidates += [d for d in (root, *root.parents) if (d / ".git").exists()][:1]
+    return next((f for f in candidates if f == root or f in root.parents), here)
 
-    def __init__(self, result: CheckResult, workspace: str | Path | None) -> None:
-        here = Path(os.path.realpath(Path.cwd()))
-        self.root = Path(os.path.realpath(here / result.root))
-        self.config = result.config
-        given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
-        self.base = here
-        candidates = [Path(os.path.realpath(given))] if given else []
-        candidates += [d for d in (self.root, *self.root.parents) if (d / ".git").exists()][:1]
-        for folder in candidates:
-            if folder == self.root or folder in self.root.parents:
-                self.base = folder
-                break
 
-    def _relative(self, full: Path) -> str:
+def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
+    """Workflow commands: an annotation on the offending file for each failure (at the
+    line where it crosses its limit, when known), budget-wide failures at the budget's
+    line in the config file. Paths are relative to ``workspace`` (None:
+    ``$GITHUB_WORKSPACE``), else the git work tree's top, else the current folder."""
+    base = _workspace_base(result, workspace)
+    here = Path(os.path.realpath(Path.cwd()))
+
+    def rel(full: Path) -> str:
         try:
-            return full.relative_to(self.base).as_posix()
+            return full.relative_to(base).as_posix()
         except ValueError:
-            return Path(os.path.relpath(full, self.base)).as_posix()
+            return Path(os.path.relpath(full, base)).as_posix()
 
-    def file(self, path: str) -> str:
-        """A path relative to the config's folder (or a notice's absolute one)."""
-        return self._relative(self.root / path)
+    def where(path: str) -> str:  # a path relative to the config's folder
+        return rel(Path(os.path.realpath(here / result.root)) / path)
 
-    def config_file(self) -> str:
-        full = Path(os.path.realpath(Path.cwd())) / self.config
-        return self._relative(Path(os.path.realpath(full.parent)) / full.name)
-
-
-def render_github(result: CheckResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation on the offending file for each failure.
-
-    A failing file's annotation has the line where the file crosses its limit, when
-    ``tokcost.check`` found it (``Finding.line``); budget-wide failures point at the
-    budget's line in the config file. Paths are relative to ``workspace`` (None:
-    ``$GITHUB_WORKSPACE``), else the git work tree's top, else the current folder.
-    """
-    where = _Workspace(result, workspace)
-    config = where.config_file()
+    full = here / result.config
+    config = rel(Path(os.path.realpath(full.parent)) / full.name)
     lines = []
     for b in result.budgets:
         for f in b.failures:
             title = f"tokcost: {f.rule} (budget {f.budget})"
-            if f.path is not None:
-                lines.append(_command("error", f.message, file=where.file(f.path),
-                                      line=f.line, title=title))
-            else:
-                lines.append(_command("error", f.message, file=config,
-                                      line=b.budget.line, title=title))
+            lines.append(_command("error", f.message, title=title,
+                                  file=config if f.path is None else where(f.path),
+                                  line=b.budget.line if f.path is None else f.line))
     level = "error" if result.strict else "warning"
     for n in result.notices:
-        file = n.file
-        if file:
-            file = config if file == result.config else where.file(file)
+        file = (config if n.file == result.config else where(n.file)) if n.file else None
         lines.append(_command(level, n.message, file=file, line=n.line, title="tokcost check"))
-    verdict = "FAIL" if result.exit_code else "ok"
-    lines.append(f"tokcost check: {verdict}: {_headline(result)}")
+    lines.append(f"{_VERDICT}{'FAIL' if result.exit_code else 'ok'}: {headline(result)}")
     strict = _strict_line(result)
-    if strict:
-        lines.append(f"tokcost check: FAIL: {strict}")
+    lines += [f"{_VERDICT}FAIL: {strict}"] if strict else []
     return "\n".join(lines) + "\n"
 
 
@@ -425,52 +326,41 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(result: CheckResult, *, quiet: bool = False, hide_passed: bool = False,
-                    marker: bool = True, heading: str | None = None) -> str:
-    """A Markdown report for a PR comment or a GitHub job summary.
+def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
+    return [f"| {head} |", f"|{align}|", *rows, ""]
 
-    ``quiet`` keeps the verdict and the failures only; ``hide_passed`` leaves the
-    budgets that hold out of the budget table. ``marker``/``heading`` let a report of
-    several configs put this one under its own heading (``tokcost.budget.many``).
-    """
+
+def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: bool = False,
+                    heading: str | None = None) -> str:
+    """A Markdown report for a PR comment or a GitHub job summary: ``quiet`` keeps the
+    verdict and the failures only, ``hide_passed`` leaves the budgets that hold out of
+    the budget table; a ``heading`` (one config of several) replaces the marker and title."""
     cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
-    out = [MARKER] if marker else []
-    out += [heading or f"### {icon} tokcost check: {cells.headline}", ""]
-    if cells.strict:
-        out += [f"**{cells.strict}**", ""]
+    out = [heading] if heading else [MARKER, f"### {icon} tokcost check: {cells.headline}"]
+    out += ["", f"**{cells.strict}**", ""] if cells.strict else [""]
     if cells.failures:
-        out += ["| budget | file | rule | actual | limit |", "|---|---|---|--:|--:|"]
-        for budget, path, rule, actual, limit in cells.failures:
-            out.append(
-                f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} "
-                f"| `{rule}` | {actual} | {limit} |"
-            )
-        out.append("")
+        out += _md_table("budget | file | rule | actual | limit", "---|---|---|--:|--:", [
+            f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} "
+            f"| `{rule}` | {actual} | {limit} |"
+            for budget, path, rule, actual, limit in cells.failures])
     rows = [row for row in cells.budgets if not (hide_passed and row[0])]
     if rows and not quiet:
-        out += [
-            "| | budget | model | files | tokens | growth | cost/call | window |",
-            "|---|---|---|--:|--:|--:|--:|--:|",
-        ]
-        for passed, name, model, *numbers in rows:
-            out.append(f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
-                       + " | ".join(numbers) + " |")
-        out.append("")
+        out += _md_table("| budget | model | files | tokens | growth | cost/call | window",
+                         "---|---|---|--:|--:|--:|--:|--:", [
+            f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
+            + " | ".join(numbers) + " |" for passed, name, model, *numbers in rows])
     if cells.changes and not quiet:
-        out += [f"<details><summary>{cells.changes_title}</summary>", "",
-                "| budget | file | before | now | growth |", "|---|---|--:|--:|--:|"]
-        for name, path, *counts in cells.changes:
-            out.append(f"| {_cell(name)} | `{_cell(path)}` | {' | '.join(counts)} |")
-        out += ["", "</details>", ""]
+        out += [f"<details><summary>{cells.changes_title}</summary>", ""]
+        out += _md_table("budget | file | before | now | growth", "---|---|--:|--:|--:", [
+            f"| {_cell(name)} | `{_cell(path)}` | {' | '.join(counts)} |"
+            for name, path, *counts in cells.changes])
+        out += ["</details>", ""]
     if result.failures:
         out += ["<details><summary>Messages</summary>", ""]
-        out += [f"- {_cell(f.message)}" for f in result.failures]
-        out += ["", "</details>", ""]
+        out += [f"- {_cell(f.message)}" for f in result.failures] + ["", "</details>", ""]
     if result.notices and not (quiet and not result.strict):
-        out += ["**Warnings**", ""]
-        out += [f"- {_cell(n.message)}" for n in result.notices]
-        out.append("")
+        out += ["**Warnings**", "", *(f"- {_cell(n.message)}" for n in result.notices), ""]
     if not quiet:
         if result.base is not None:
             against = f" · vs `{result.base.label}` (`{result.base.short}`)"
@@ -507,78 +397,95 @@ def xml_text(text: str) -> str:
     return _NOT_XML.sub(_visible, text)
 
 
-def render_junit(result: CheckResult) -> str:
-    """JUnit XML: a testsuite per budget, a testcase per file and one for the whole budget.
-
-    It follows Jenkins xunit's ``junit-10.xsd`` (no ``file`` attribute on a testcase: its
-    name is the file's path), which GitLab reads too; tests/fixtures/junit-10.xsd checks it.
-    """
-    import xml.etree.ElementTree as ET
-
-    against = f" vs {result.base.label}" if result.base is not None else ""
-    root = ET.Element("testsuites", name=xml_text(f"tokcost check{against}"))
-    total_tests = total_failures = total_errors = 0
+def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
+    """(suite name, testcases): per budget a testcase for the whole budget and one per
+    file, each with one <failure> for all its findings (JUnit readers count failed
+    testcases); then the warnings, skipped (an error under strict)."""
     for b in result.budgets:
-        suite = ET.SubElement(root, "testsuite", name=xml_text(b.name))
-        cases: list[tuple[str, list[Finding]]] = [
-            ("(budget)", [f for f in b.failures if f.path is None])
-        ]
-        for fr in b.files:
-            cases.append((fr.path, [f for f in b.failures if f.path == fr.path]))
-        for name, failures in cases:
-            case = ET.SubElement(suite, "testcase", classname=xml_text(f"tokcost.{b.name}"),
-                                 name=xml_text(name))
-            if failures:
-                # One <failure> per testcase: JUnit readers count failed testcases.
-                fail = ET.SubElement(case, "failure",
-                                     message=xml_text("; ".join(f.message for f in failures)),
-                                     type=",".join(f.rule for f in failures))
-                fail.text = xml_text("\n".join(
-                    f"{f.rule}: {_approx(b)}{_value(f, f.actual)} > {_value(f, f.limit)}"
-                    + (f" (from line {f.line})" if f.line else "")
-                    for f in failures
-                ))
-        failed = sum(1 for _, failures in cases if failures)
-        suite.set("tests", str(len(cases)))
-        suite.set("failures", str(failed))
-        suite.set("errors", "0")
-        suite.set("skipped", "0")
-        total_tests += len(cases)
-        total_failures += failed
+        cases = []
+        for name, path in [("(budget)", None), *((f.path, f.path) for f in b.files)]:
+            case = ET.Element("testcase", classname=xml_text(f"tokcost.{b.name}"),
+                              name=xml_text(name))
+            found = [f for f in b.failures if f.path == path]
+            if found:
+                message = xml_text("; ".join(f.message for f in found))
+                ET.SubElement(case, "failure", message=message,
+                              type=",".join(f.rule for f in found)).text = xml_text("\n".join(
+                    f"{f.rule}: {'' if b.exact else '≈'}{_value(f, f.actual)} > "
+                    f"{_value(f, f.limit)}" + (f" (from line {f.line})" if f.line else "")
+                    for f in found))
+            cases.append(case)
+        yield b.name, cases
     if result.notices:
-        suite = ET.SubElement(root, "testsuite", name="tokcost warnings")
+        cases = []
         for i, n in enumerate(result.notices, start=1):
-            case = ET.SubElement(suite, "testcase", classname="tokcost.warnings",
-                                 name=f"warning {i}")
-            if result.strict:
-                ET.SubElement(case, "error", message=xml_text(n.message), type="strict")
-            else:
-                ET.SubElement(case, "skipped", message=xml_text(n.message))
-        errors = len(result.notices) if result.strict else 0
-        suite.set("tests", str(len(result.notices)))
-        suite.set("failures", "0")
-        suite.set("errors", str(errors))
-        suite.set("skipped", str(0 if result.strict else len(result.notices)))
-        total_tests += len(result.notices)
-        total_errors += errors
-    root.set("tests", str(total_tests))
-    root.set("failures", str(total_failures))
-    root.set("errors", str(total_errors))
+            case = ET.Element("testcase", classname="tokcost.warnings", name=f"warning {i}")
+            attrs = {"message": xml_text(n.message)} | ({"type": "strict"} if result.strict else {})
+            ET.SubElement(case, "error" if result.strict else "skipped", attrs)
+            cases.append(case)
+        yield "tokcost warnings", cases
+
+
+def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> str:
+    """JUnit XML: a testsuite per budget (``several``: per config), a testcase per file
+    and one for the whole budget. It follows Jenkins xunit's ``junit-10.xsd`` (no
+    ``file`` attribute: a testcase's name is the file's path), which GitLab reads too."""
+    if several:
+        name = "tokcost check"
+        groups = [(r.config, [c for _, cases in _suites(r) for c in cases]) for r in results]
+    else:
+        [result] = results
+        name = "tokcost check" + (f" vs {result.base.label}" if result.base is not None else "")
+        groups = list(_suites(result))
+    root = ET.Element("testsuites", name=xml_text(name))
+    totals = dict.fromkeys(("tests", "failures", "errors"), 0)
+    for suite_name, cases in groups:
+        suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name))
+        suite.extend(cases)
+        counts = {"tests": len(cases)}
+        for key, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+            counts[key] = sum(c.find(tag) is not None for c in cases)
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            if key in totals:
+                totals[key] += value
+    for key, value in totals.items():
+        root.set(key, str(value))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(result: CheckResult, fmt: str) -> str:
-    """The report in one of FORMATS, as text (the terminal table is the CLI's)."""
-    if fmt == "json":
-        import json
+# --- a run: one config or several -----------------------------------------------------------
 
-        return json.dumps(render_json(result), indent=2, ensure_ascii=False) + "\n"
-    if fmt == "github":
-        return render_github(result)
-    if fmt == "markdown":
-        return render_markdown(result)
+
+def render(results: ConfigResult | Sequence[ConfigResult], fmt: str, *, several: bool = False,
+           quiet: bool = False, hide_passed: bool = False) -> str:
+    """The report of one config, or of several (``several``), in one of FORMATS. ``quiet``
+    and ``hide_passed`` shorten Markdown (only failing configs' failures and the verdicts;
+    no budgets that hold); the machine formats are always complete."""
+    one = not isinstance(results, Sequence)
+    runs: Sequence[ConfigResult] = (results,) if one else results  # type: ignore[assignment]
+    several = several and not one
+    if fmt == "json":
+        data: Any = [render_json(r) for r in runs] if several else render_json(runs[0])
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if fmt == "junit":
-        return render_junit(result)
-    raise UsageError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}",
-                     param="fmt")
+        return render_junit(runs, several=several)
+    if fmt == "github":
+        lines = [f"tokcost check {r.config}: {line[len(_VERDICT):]}"
+                 if several and line.startswith(_VERDICT) else line
+                 for r in runs for line in render_github(r).splitlines()]
+        verdict = "FAIL" if any(r.exit_code for r in runs) else "ok"
+        lines += [f"{_VERDICT}{verdict}: {run_headline(runs)}"] if several else []
+        return "\n".join(lines) + "\n"
+    if fmt == "markdown":
+        if not several:
+            return render_markdown(runs[0], quiet=quiet, hide_passed=hide_passed)
+        failed = any(r.exit_code for r in runs)
+        out = [MARKER, f"### {'❌' if failed else '✅'} tokcost check: {run_headline(runs)}", ""]
+        out += [render_markdown(r, quiet=quiet, hide_passed=hide_passed, heading=(
+            f"#### {'❌' if r.exit_code else '✅'} `{r.config}`: {headline(r)}"))
+            for r in runs if r.exit_code or not (quiet or hide_passed)]
+        return "\n".join(out).rstrip("\n") + "\n"
+    raise UsageError(f"unknown report format {arg('fmt', repr(fmt))}; use one of "
+                     f"{', '.join(FORMATS)}", param="fmt", value=fmt)

@@ -12,11 +12,11 @@ import typer
 
 import tokcost
 from tokcost import units
-from tokcost.cli.console import err, error, out, print_fitted, warn
+from tokcost.cli.console import err, error, make_console, out, print_fitted, table, warn
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost import CheckResult, CheckRun
+    from tokcost import CheckResult
 
 EPILOG = """
 Examples:
@@ -65,12 +65,12 @@ def check(
     ] = None,
     config: Annotated[
         list[Path] | None,
-        typer.Option("--config", "-c", help="Budget config: a tokcost.yaml or a pyproject.toml "
-                     "with \\[tool.tokcost]; repeat it to check several (default: the first "
-                     "found walking up from here to the git work tree root).",
+        typer.Option("--config", "-c", help="Budget config (repeatable: several in one run): "
+                     "a tokcost.yaml or a pyproject.toml with \\[tool.tokcost] (default: the "
+                     "first found walking up from here to the git work tree root).",
                      show_default=False),
     ] = None,
-    all_configs: Annotated[
+    under: Annotated[
         bool, typer.Option("--all", help="Check every tokcost.yaml (or \\[tool.tokcost]) at or "
                            "below the current folder, .gitignored folders left out.")
     ] = False,
@@ -144,120 +144,85 @@ def check(
     if base is not None and baseline is not None:
         warn(f"--base {base} wins over --baseline: growth is measured against "
              f"{base}, the baseline file is not read")
-    configs = list(config or [])
-    several = all_configs or len(configs) > 1
-    if json_out:
-        fmt = Format.json
-    results: list[CheckResult]
-    if paths:
-        limits = _adhoc_limits(configs, all_configs, update_baseline, baseline, model,
-                               max_tokens=max_tokens, max_cost=max_cost, max_window=max_window)
-        results = [tokcost.check(paths=paths, limits=limits, model=model, tokenizer=tokenizer,
-                                 base=base, strict=strict, jobs=jobs, catalog=catalog)]
-    else:
-        given = [flag for flag, value in (("--max-tokens", max_tokens), ("--max-cost", max_cost),
-                                          ("--max-window", max_window), ("--model", model),
-                                          ("--tokenizer", tokenizer)) if value is not None]
-        if given:
-            raise UsageError(f"{given[0]} applies to PATHS given on the command line; add the "
-                             "files or globs to check (a config sets its own limits and model)")
-        if all_configs and configs:
-            raise UsageError("--all finds every config below here; drop --config, or drop "
-                             "--all and repeat --config")
-        if several and baseline is not None:
-            raise UsageError("--baseline names one file, and each of several configs has its "
-                             "own baseline; drop --baseline")
-        if several:
-            run = tokcost.check_many(configs or None, under="." if all_configs else None,
-                                     base=base, update_baseline=update_baseline, strict=strict,
-                                     jobs=jobs, catalog=catalog)
-            results = list(run.results)
-        else:
-            results = [tokcost.check(configs[0] if configs else None, baseline=baseline,
-                                     base=base, update_baseline=update_baseline, strict=strict,
-                                     jobs=jobs, catalog=catalog)]
-    if update_baseline:
-        for result in results:
-            n = sum(len(b.files) for b in result.budgets)
-            err.print(f"wrote baseline {result.written} ({n} files in {len(result.budgets)} "
-                      "budgets)", highlight=False)
-    run_all = tokcost.CheckRun(tuple(results), several=several)
+    adhoc = _adhoc(paths or [], model, tokenizer, max_tokens=max_tokens, max_cost=max_cost,
+                   max_window=max_window)
+    result = tokcost.check(tokcost.CheckRequest(
+        config=tuple(config or ()), under=Path(".") if under else None, adhoc=adhoc,
+        growth=tokcost.Growth(baseline=baseline, base=base, update_baseline=update_baseline),
+        strict=strict, catalog=catalog, jobs=jobs))
+    for r in result.configs if update_baseline else ():
+        n = sum(len(b.files) for b in r.budgets)
+        err.print(f"wrote baseline {r.written} ({n} files in {len(r.budgets)} budgets)",
+                  highlight=False)
+    fmt = Format.json if json_out else fmt
     if fmt is Format.text:
-        _print_text(run_all, strict=strict, quiet=quiet, hide_passed=hide_passed)
+        _print_text(result, strict=strict, quiet=quiet, hide_passed=hide_passed)
     else:
         # Warnings are inside the machine-readable report; stdout stays parseable.
-        typer.echo(run_all.render(fmt.value, quiet=quiet, hide_passed=hide_passed), nl=False)
+        typer.echo(result.render(fmt.value, quiet=quiet, hide_passed=hide_passed), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt is Format.github and summary and not _append_summary(summary, run_all):
+    if fmt is Format.github and summary and not _append_summary(summary, result):
         # The annotations above are the report and are complete; the summary is its copy,
         # so it is written (and can fail) last: an exceeded budget keeps its exit code.
-        raise typer.Exit(code=run_all.exit_code or 1)
-    if run_all.exit_code:
-        raise typer.Exit(code=run_all.exit_code)
+        raise typer.Exit(code=result.exit_code or 1)
+    if result.exit_code:
+        raise typer.Exit(code=result.exit_code)
 
 
-def _adhoc_limits(configs: list[Path], all_configs: bool, update_baseline: bool,
-                  baseline: Path | None, model: str | None, *, max_tokens: str | None,
-                  max_cost: str | None, max_window: str | None) -> dict[str, Any]:
-    """The budget keys of the limits given as flags, read by the parsers every config
-    value goes through (so ``10k``, ``$0.05``, ``5c``, ``80%`` mean what they mean there)."""
-    if configs or all_configs:
-        raise UsageError("give PATHS with limits, or --config/--all, not both: PATHS are "
-                         "checked without a config file")
-    if update_baseline or baseline is not None:
-        flag = "--update-baseline" if update_baseline else "--baseline"
-        raise UsageError(f"{flag} needs a config file; PATHS with limits have no baseline "
-                         "(write a tokcost.yaml to track growth)")
-    if max_tokens is None and max_cost is None and max_window is None:
+def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
+           **flags: str | None) -> tokcost.AdhocBudget | None:
+    """The budget PATHS and the limit flags make, read by the parsers every config value
+    goes through (so ``10k``, ``$0.05``, ``5c``, ``80%`` mean what they mean there)."""
+    given = [name for name, value in (*flags.items(), ("model", model),
+                                      ("tokenizer", tokenizer)) if value is not None]
+    if not paths:
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} applies to PATHS given on the "
+                             "command line; add the files or globs to check (a config sets "
+                             "its own limits and model)")
+        return None
+    if not set(flags) & set(given):
         raise UsageError("PATHS need a limit: add --max-tokens N, --max-cost USD or "
                          "--max-window PCT (or drop PATHS to use tokcost.yaml)")
-    for flag, value in (("--max-cost", max_cost), ("--max-window", max_window)):
-        if value is not None and model is None:
-            what = "prices" if flag == "--max-cost" else "context window"
-            raise UsageError(f"{flag} needs a model for its {what}; add -m MODEL, "
-                             "e.g. -m gpt-4o")
+    for name, what in (("max_cost", "prices"), ("max_window", "context window")):
+        if name in given and model is None:
+            raise UsageError(f"--{name.replace('_', '-')} needs a model for its {what}; add "
+                             "-m MODEL, e.g. -m gpt-4o")
     limits: dict[str, Any] = {}
-    if max_tokens is not None:
-        limits["max_tokens_per_file"] = units.parse_count(max_tokens, param="max_tokens",
-                                                            minimum=1)
-    if max_cost is not None:
-        limits["max_cost_per_call"] = units.parse_money(max_cost, param="max_cost")
-    if max_window is not None:
-        limits["max_context_percent"] = units.parse_percent(max_window, param="max_window")
-    return limits
+    if flags["max_tokens"] is not None:
+        limits["max_tokens_per_file"] = units.parse_count(flags["max_tokens"],
+                                                          param="max_tokens", minimum=1)
+    if flags["max_cost"] is not None:
+        limits["max_cost_per_call"] = units.parse_money(flags["max_cost"], param="max_cost")
+    if flags["max_window"] is not None:
+        limits["max_context_percent"] = units.parse_percent(flags["max_window"],
+                                                            param="max_window")
+    return tokcost.AdhocBudget(paths=tuple(paths), limits=limits, model=model,
+                               tokenizer=tokenizer)
 
 
-def _print_text(run: CheckRun, *, strict: bool, quiet: bool, hide_passed: bool) -> None:
-    """The terminal report: per config (under a heading when there are several) its
-    warnings on stderr and its tables on stdout, then the run's verdict."""
-    # CI logs are no terminal and rich would assume 80 columns: give the table room.
-    width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
-    several = run.several
-    for result in run.results:
-        if several and (quiet or hide_passed) and not result.exit_code:
-            continue
+def _print_text(run: CheckResult, *, strict: bool, quiet: bool, hide_passed: bool) -> None:
+    """The terminal report: each config's warnings on stderr, the tables on stdout."""
+    for result in _shown(run, quiet or hide_passed):
         for notice in result.notices:
-            text = f"{result.config}: {notice.message}" if several else notice.message
+            text = f"{result.config}: {notice.message}" if run.several else notice.message
             if strict:
                 error(text)
             elif not quiet:
                 warn(text)  # warn escapes markup itself
-        if several:
-            out.print(f"── {result.config}", markup=False, highlight=False)
-        out.print(render_text(result, width=max(width, 60), color=out.is_terminal,
-                              quiet=quiet, hide_passed=hide_passed),
-                  end="", markup=False, highlight=False, soft_wrap=True)
-    if several:
-        from rich.text import Text
-
-        verdict = Text()
-        verdict.append("FAIL " if run.exit_code else "ok ",
-                       style="bold red" if run.exit_code else "bold green")
-        verdict.append(run.headline)
-        out.print(verdict, highlight=False)
+    # CI logs are no terminal and rich would assume 80 columns: give the table room.
+    width = out.width if out.is_terminal or "COLUMNS" in os.environ else 120
+    out.print(render_text(run, width=max(width, 60), color=out.is_terminal, quiet=quiet,
+                          hide_passed=hide_passed),
+              end="", markup=False, highlight=False, soft_wrap=True)
 
 
-def _append_summary(summary: str, run: CheckRun) -> bool:
+def _shown(run: CheckResult, failing_only: bool) -> list[Any]:
+    """The configs the report shows: of several, only the failing ones when asked."""
+    return [r for r in run.configs if r.exit_code or not (failing_only and run.several)]
+
+
+def _append_summary(summary: str, run: CheckResult) -> bool:
     """Append the Markdown report to the runner's step summary; False (said on stderr)
     when the file cannot be written."""
     try:
@@ -271,64 +236,68 @@ def _append_summary(summary: str, run: CheckRun) -> bool:
     return True
 
 
-def render_text(result: CheckResult, *, width: int = 100, color: bool = False,
+def render_text(run: CheckResult, *, width: int = 100, color: bool = False,
                 quiet: bool = False, hide_passed: bool = False) -> str:
-    """The terminal report: the failures first, then one row per budget, then a verdict.
-
-    ``quiet`` keeps the failures and the verdict; ``hide_passed`` leaves the budgets
-    that hold out of the budget table.
-    """
-    from rich.console import Console
+    """The terminal report: per config (under a heading when there are several) the
+    failures, one row per budget, the changes and a verdict; then the run's verdict.
+    ``quiet`` keeps the failures and the verdicts; ``hide_passed`` leaves the budgets
+    (and configs) that hold out."""
     from rich.text import Text
 
-    cells = result.tables()
     buf = io.StringIO()
     # markup=False: budget names and paths are shown as they are ("a[bold]b.txt")
-    console = Console(file=buf, width=width, color_system="standard" if color else None,
-                      force_terminal=color, highlight=False, soft_wrap=False, markup=False)
-    if cells.failures:
-        table = _table("Failures", ("budget", "left"), ("file", "left"), ("rule", "left"),
-                       ("actual", "right"), ("limit", "right"))
-        for budget, path, rule, actual, limit in cells.failures:
-            table.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
-        print_fitted(console, table)
-        if cells.hint:  # the other formats carry it in each growth failure's message
-            console.print(Text(cells.hint))
-    rows = [row for row in cells.budgets if not (hide_passed and row[0])]
-    if rows and not quiet:
-        table = _table("Budgets", ("", "left"), ("budget", "left"), ("model", "left"),
-                       ("files", "right"), ("tokens", "right"), ("growth", "right"),
-                       ("cost/call", "right"), ("window", "right"))
-        for passed, *row in rows:
-            mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
-            table.add_row(mark, *row)
-        print_fitted(console, table)
-    if cells.changes and not quiet:
-        table = _table(cells.changes_title, ("budget", "left"), ("file", "left"),
-                       ("before", "right"), ("now", "right"), ("growth", "right"))
-        for change in cells.changes:
-            table.add_row(*change)
-        print_fitted(console, table)
-    verdict = Text()
-    verdict.append("FAIL " if not result.passed else "ok ",
-                   style="bold red" if not result.passed else "bold green")
-    verdict.append(cells.headline)
-    console.print(verdict)
-    if cells.strict:
-        console.print(Text("FAIL ", style="bold red") + Text(cells.strict))
+    console = make_console(file=buf, width=width, color_system="standard" if color else None,
+                           force_terminal=color, highlight=False, soft_wrap=False, markup=False)
+    for result in _shown(run, quiet or hide_passed):
+        if run.several:
+            console.print(f"── {result.config}")
+        cells = result.tables()
+        if cells.failures:
+            grid = _table("Failures", "budget", "file", "rule", "actual", "limit", numbers=2)
+            for budget, path, rule, actual, limit in cells.failures:
+                grid.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
+            print_fitted(console, grid)
+            if cells.hint:  # the other formats carry it in each growth failure's message
+                console.print(Text(cells.hint))
+        rows = [row for row in cells.budgets if not (hide_passed and row[0])]
+        if rows and not quiet:
+            grid = _table("Budgets", "", "budget", "model", "files", "tokens", "growth",
+                          "cost/call", "window", numbers=5)
+            for passed, *row in rows:
+                mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
+                grid.add_row(mark, *row)
+            print_fitted(console, grid)
+        if cells.changes and not quiet:
+            grid = _table(cells.changes_title, "budget", "file", "before", "now", "growth",
+                          numbers=3)
+            for change in cells.changes:
+                grid.add_row(*change)
+            print_fitted(console, grid)
+        console.print(_verdict(result.passed, cells.headline))
+        if cells.strict:
+            console.print(Text("FAIL ", style="bold red") + Text(cells.strict))
+    if run.several:
+        console.print(_verdict(not run.exit_code, run.headline))
     # rich pads every line to the width; drop that so the report diffs cleanly.
     return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
-def _table(title: str, *columns: tuple[str, str]) -> Any:
-    from rich.table import Table
+def _verdict(passed: bool, headline: str) -> Any:
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left")
-    for name, justify in columns:
-        # a long path or budget name folds onto more lines; numbers are never cut
-        overflow = "fold" if name in ("budget", "file") else "ellipsis"
-        table.add_column(name, justify=justify, overflow=overflow)  # type: ignore[arg-type]
-    return table
+    return Text.assemble(("ok " if passed else "FAIL ",
+                          "bold green" if passed else "bold red"), headline)
+
+
+def _table(title: str, *columns: str, numbers: int) -> Any:
+    """A table in the one style: text columns, then ``numbers`` right-aligned ones; a long
+    path or budget name folds onto more lines, numbers are never cut."""
+    grid = table(title=title)
+    for i, name in enumerate(columns):
+        numeric = i >= len(columns) - numbers
+        grid.add_column(name, justify="right" if numeric else "left",
+                        overflow="fold" if name in ("budget", "file") else "ellipsis")
+    return grid
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
+from tokcost import units
 from tokcost.cli.console import (
     err,
     error,
@@ -67,7 +68,7 @@ def _fmt_share(share: float, exact: bool) -> str:
 
 def _pct(share: float) -> str:
     """0.0213 -> '2.13%'; under 1% the shares rule (a positive share never reads 0%)."""
-    return f"{share:.2%}" if share >= 0.01 else tokcost.format_percent(share * 100)
+    return f"{share:.2%}" if share >= 0.01 else units.format_percent(share * 100)
 
 
 def _fmt(n: int, exact: bool) -> str:

@@ -1,31 +1,21 @@
 """Benchmark sets in the layouts they are distributed in: FLORES-200 and UDHR in Unicode.
 
-FLORES-200 (NLLB Team 2022) ships one file per language and split, one sentence a
-line, the lines of every language aligned::
-
-    flores200_dataset/dev/eng_Latn.dev          997 sentences
-    flores200_dataset/devtest/eng_Latn.devtest  1,012 sentences
-
-A sample joins its sentences with spaces, as Petrov et al. (2023) measured their
-premiums on dev and devtest together; it keeps the sentences apart too, so the
-premium can also be read sentence by sentence (``tokcost.inflation.measure``).
-
-UDHR in Unicode (unicode.org/udhr, the ``data/txt`` folder of its repository) ships
-``udhr_<id>.txt`` files whose first lines, up to a ``---`` line, are a header naming
-the translation; ``index.xml`` beside them gives each id's BCP 47 tag. Translations
-are not aligned line by line, so they are compared as whole texts.
+FLORES-200 (``dev/eng_Latn.dev``, ``devtest/eng_Latn.devtest``: one sentence a line,
+aligned across languages): a sample joins its sentences, as Petrov et al. (2023) measured
+dev and devtest together, and keeps them apart for per-sentence premiums. UDHR in Unicode
+(``data/txt/udhr_<id>.txt``, a header up to a ``---`` line, BCP 47 tags in ``index.xml``)
+is not aligned by line: its translations are compared as whole texts.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from enum import Enum
 from pathlib import Path
 
 from tokcost.counting import Skipped
-from tokcost.errors import InputError, UsageError
-from tokcost.inflation.corpus import Group, Sample, checked_group, read_text_file
+from tokcost.errors import InputError, UsageError, arg
+from tokcost.inflation.corpus import FloresSplit, Group, Sample, checked_group, read_text_file
 from tokcost.inflation.languages import language_name, language_script, script_name
 
 __all__ = [
@@ -35,17 +25,6 @@ __all__ = [
 # FLORES-200 file stems: an ISO 639-3 code and an ISO 15924 script (eng_Latn, zho_Hant).
 _FLORES_STEM = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 _UDHR_FILE = re.compile(r"^udhr_(.+)\.txt$")
-
-
-class FloresSplit(str, Enum):
-    """Which FLORES-200 sentences to read: dev, devtest, or both (Petrov et al.)."""
-
-    DEV = "dev"
-    DEVTEST = "devtest"
-    BOTH = "both"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _flores_files(folder: Path, split: str) -> list[Path]:
@@ -88,10 +67,8 @@ def match_baseline(baseline: str, codes: Sequence[str], *, where: str) -> str:
             continue
         same.append(code)
     if len(same) > 1:
-        raise UsageError(
-            f"baseline={baseline} matches {', '.join(same)} in {where}; give one of them",
-            param="baseline",
-        )
+        raise UsageError(f"{arg('baseline', baseline)} matches {', '.join(same)} in {where}; "
+                         "give one of them", param="baseline", value=baseline)
     return same[0] if same else baseline
 
 
@@ -119,7 +96,8 @@ def load_flores(
     if not codes:
         raise UsageError(
             f"no FLORES-200 {'/'.join(splits)} files in {folder} (e.g. "
-            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose split=dev or devtest",
+            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose {arg('split', 'dev')} "
+            "or devtest",
             param="split",
         )
     samples: list[Sample] = []

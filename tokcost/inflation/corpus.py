@@ -1,28 +1,23 @@
 """Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
 
-A *group* holds parallel texts of one kind: the same paragraphs in several languages
-(prose), the same small programs in several programming languages (code), the same
-records in several data formats (data). A folder with an ``index.yaml`` (the layout
-of the shipped corpora) names each file's code, language, script and kind; a plain
-folder holds one ``<lang>.txt`` per language; a list of files is grouped by suffix.
-
-Texts are read under the input policy of every command (``tokcost.counting``):
-invalid UTF-8 is replaced with U+FFFD and named in the group's warnings, a binary
-file is skipped (into the caller's ``skipped`` list, or an error without one), and
-``-`` in a list of files is standard input (the sample ``stdin``, named ``<stdin>``).
+A *group* holds parallel texts of one kind (prose in several languages, programs in
+several languages, records in several data formats). A folder with an ``index.yaml``
+names each file's code, language, script and kind; a plain folder holds one
+``<lang>.txt`` per language; a list of files is grouped by suffix. Texts are read under
+the input policy of every command (``tokcost.counting``); ``-`` is standard input.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import BinaryIO
 
 from tokcost.counting import STDIN, STDIN_NAME, InputText, Skipped, invalid_utf8_note, load_input
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 from tokcost.inflation.languages import guess_script, language_name, whitespace_words
 
 
@@ -32,6 +27,14 @@ class CorpusKind(str, Enum):
     PROSE = "prose"
     CODE = "code"
     DATA = "data"
+
+
+class FloresSplit(str, Enum):
+    """Which FLORES-200 sentences to read: dev, devtest, or both (Petrov et al.)."""
+
+    DEV = "dev"
+    DEVTEST = "devtest"
+    BOTH = "both"
 
 
 KINDS = tuple(k.value for k in CorpusKind)
@@ -75,8 +78,8 @@ def corpus_kinds(kinds: Iterable[CorpusKind | str]) -> tuple[str, ...]:
         try:
             names.append(CorpusKind(kind).value)
         except ValueError:
-            raise UsageError(f"unknown kinds={str(kind)!r}; use one of {', '.join(KINDS)}",
-                             param="kinds") from None
+            raise UsageError(f"unknown {arg('kinds', repr(str(kind)))}; use one of "
+                             f"{', '.join(KINDS)}", param="kinds", value=kind) from None
     return tuple(names)
 
 
@@ -137,28 +140,51 @@ class Group:
 # --------------------------------------------------------------------------- loading
 
 
-def load_corpora(
-    sources: Sequence[Path] = (), *, baseline: str = "en",
-    kinds: Sequence[CorpusKind | str] | None = None,
-    stdin: BinaryIO | None = None,
-    skipped: list[Skipped] | None = None,
-    split: str = "both",
-) -> list[Group]:
-    """The groups ``sources`` hold: none, the shipped corpora; one folder, its texts
-    (see :func:`load_dir`); otherwise a list of files (see :func:`load_files`; ``-``
-    reads ``stdin``, default the process's). Binary files go to ``skipped``.
+@dataclass(frozen=True, kw_only=True)
+class Corpus:
+    """Which parallel texts to compare: ``sources`` (one folder, or files; none: the
+    shipped corpora), the ``baseline`` text, the corpus ``kinds`` to keep (none: all) and
+    the FLORES-200 ``split``; ``-`` among the files reads ``stdin`` (default the process's).
 
-    >>> [g.kind for g in load_corpora(kinds=["code", "data"])]
+    >>> [g.kind for g in Corpus(kinds=["code", "data"]).load()]
     ['code', 'data']
     """
-    wanted = corpus_kinds(kinds or ())
-    if not sources:
-        return load_builtin(kinds=wanted, baseline=baseline)
-    if len(sources) == 1 and str(sources[0]) != STDIN and sources[0].is_dir():
-        return load_dir(sources[0], baseline=baseline, kinds=wanted, skipped=skipped,
-                        split=split)
-    groups = load_files(sources, baseline=baseline, stdin=stdin, skipped=skipped)
-    return [g for g in groups if g.kind in wanted] if wanted else groups
+
+    sources: tuple[Path, ...] = ()
+    builtin: bool = False  # the shipped corpora, said outright (the default without sources)
+    baseline: str = "en"
+    kinds: tuple[str, ...] = ()
+    split: str = "both"
+    stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        given = self.sources
+        if isinstance(given, (str, Path)):  # one folder, not a sequence of its letters
+            given = (given,)
+        object.__setattr__(self, "sources", tuple(Path(s) for s in given))
+        object.__setattr__(self, "kinds", corpus_kinds(self.kinds))
+        try:
+            object.__setattr__(self, "split", FloresSplit(self.split).value)
+        except ValueError:
+            raise UsageError(f"unknown {arg('split', repr(str(self.split)))}; use one of "
+                             f"{', '.join(s.value for s in FloresSplit)}", param="split",
+                             value=self.split) from None
+        if self.builtin and self.sources:
+            raise UsageError(f"pass either {arg('builtin')} or folders/files, not both",
+                             param="builtin")
+
+    def load(self, skipped: list[Skipped] | None = None) -> list[Group]:
+        """The groups the sources hold: none, the shipped corpora; one folder, its texts
+        (``load_dir``); otherwise a list of files (``load_files``). Binary files go to
+        ``skipped`` (an error without it)."""
+        sources, wanted, baseline = self.sources, self.kinds, self.baseline
+        if not sources:
+            return load_builtin(kinds=wanted, baseline=baseline)
+        if len(sources) == 1 and str(sources[0]) != STDIN and sources[0].is_dir():
+            return load_dir(sources[0], baseline=baseline, kinds=wanted, skipped=skipped,
+                            split=self.split)
+        groups = load_files(sources, baseline=baseline, stdin=self.stdin, skipped=skipped)
+        return [g for g in groups if g.kind in wanted] if wanted else groups
 
 
 def read_text_file(path: Path, skipped: list[Skipped] | None,
@@ -203,10 +229,8 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
     left_out: dict[str, dict[str, Skipped]] = {k: {} for k in wanted}
     for number, entry in enumerate(doc["files"], start=1):
         if not isinstance(entry, dict) or not entry.get("path") or not entry.get("code"):
-            raise InputError(
-                f"{index_path}: files entry {number} needs a 'path' and a 'code' "
-                f"(see corpora/index.yaml)"
-            )
+            raise InputError(f"{index_path}: files entry {number} needs a 'path' and a 'code' "
+                             "(see corpora/index.yaml)")
         kind = str(entry.get("kind", "prose"))
         if kind not in by_kind:
             continue
@@ -218,18 +242,10 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         if isinstance(read, Skipped):
             left_out[kind][str(entry["code"])] = read
             continue
-        by_kind[kind].append(
-            Sample(
-                code=str(entry["code"]),
-                text=read.text,
-                kind=kind,
-                name=str(entry.get("name", "")),
-                script=entry.get("script"),
-                path=str(path),
-                whitespace_words=entry.get("whitespace_words"),
-                invalid_utf8_bytes=read.invalid_bytes,
-            )
-        )
+        by_kind[kind].append(Sample(
+            code=str(entry["code"]), text=read.text, kind=kind, name=str(entry.get("name", "")),
+            script=entry.get("script"), path=str(path), invalid_utf8_bytes=read.invalid_bytes,
+            whitespace_words=entry.get("whitespace_words")))
     groups = []
     for kind in wanted:
         if not by_kind[kind]:
@@ -240,9 +256,8 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
         groups.append(checked_group(kind, str(base), by_kind[kind], where=str(folder),
                                      left_out=left_out[kind]))
     if not groups:
-        raise UsageError(
-            f"no files of kind {', '.join(wanted)} in {index_path}; kinds are {', '.join(KINDS)}"
-        )
+        raise UsageError(f"no files of kind {', '.join(wanted)} in {index_path}; kinds are "
+                         f"{', '.join(KINDS)}")
     return groups
 
 
@@ -251,9 +266,8 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
     """The corpora tokcost ships: prose in 21 languages, code in 9, data in 8 formats."""
     folder = builtin_dir()
     if not (folder / "index.yaml").is_file():
-        raise InputError(
-            f"the built-in corpora are missing ({folder}); reinstall tokcost or pass a folder"
-        )
+        raise InputError(f"the built-in corpora are missing ({folder}); reinstall tokcost or "
+                         "pass a folder")
     return load_index(folder, kinds=kinds, baseline=baseline)
 
 
@@ -273,8 +287,8 @@ def load_dir(
 
     if benchmarks.is_flores(folder) or benchmarks.is_udhr(folder):
         if kinds and "prose" not in corpus_kinds(kinds):
-            raise UsageError(f"{folder} holds prose only (a benchmark set); leave out kinds",
-                             param="kinds")
+            raise UsageError(f"{folder} holds prose only (a benchmark set); leave out "
+                             f"{arg('kinds')}", param="kinds")
         if benchmarks.is_flores(folder):
             return [benchmarks.load_flores(folder, baseline=baseline, split=split,
                                            skipped=skipped)]
@@ -368,19 +382,20 @@ def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str
     if baseline not in codes:
         empty = any(s.code == baseline for s in samples)
         found = ", ".join(codes) or "none"
+        code = arg("baseline", "CODE")
         if left_out and baseline in left_out:
             raise InputError(f"the baseline '{baseline}' was skipped in {where} "
                              f"({left_out[baseline].note}); give it as a text file or pass "
-                             f"baseline=CODE (found: {found})", param="baseline")
+                             f"{code} (found: {found})", param="baseline")
         if empty:
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
-                             f"baseline=CODE (found: {found})", param="baseline")
+                             f"{code} (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
         if not parallel_paragraphs or any(s.units is not None for s in samples):
             expected = f"text in '{baseline}'"  # a benchmark set: its files are not <lang>.txt
         raise UsageError(
-            f"no baseline {expected} in {where}; add it or pass baseline=CODE "
-            f"(found: {found})", param="baseline"
+            f"no baseline {expected} in {where}; add it or pass {code} (found: {found})",
+            param="baseline"
         )
     if kind == "prose" and parallel_paragraphs and not any(s.units for s in kept):
         base = next(s for s in kept if s.code == baseline)

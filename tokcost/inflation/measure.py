@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from tokcost.adapters.base import count_backend, count_many, plan_run
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.inflation.corpus import Group, Sample, paragraphs
 
 if TYPE_CHECKING:
@@ -250,26 +250,22 @@ def _plan_runs(groups: Sequence[Group], meters: Sequence[Meter]) -> None:
         plan_run(tokenizer, chars)
 
 
-def measure(
-    groups: Sequence[Group],
-    meters: Sequence[Meter],
-    *,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> Report:
-    """Count every sample with every meter and derive the per-language metrics.
+# (group index, sample code, meter label) -> tokens, or the tokens of each aligned sentence
+_Counts = dict[tuple[int, str, str], int]
+_Units = dict[tuple[int, str, str], list[int]]
 
-    ``on_progress(done, total)`` is called after each count (the CLI draws a bar).
-    """
-    if not meters:
-        raise UsageError("no tokenizer to compare with; pass at least one meter", param="meters")
+
+def _count(groups: Sequence[Group], meters: Sequence[Meter],
+           on_progress: Callable[[int, int], None] | None) -> tuple[_Counts, _Units]:
+    """Every sample counted once per tokenizer (``-t o200k_base -m gpt-4o``: once), and
+    the sentences of the samples aligned with their baseline's."""
     total = sum(len(g.samples) for g in groups) * len(meters)
     _plan_runs(groups, meters)
-    done = 0
-    counts: dict[tuple[int, str, str], int] = {}
-    seen: dict[tuple[int, int, str], int] = {}  # -t o200k_base -m gpt-4o: count once
-    # Per-sentence counts where a group's texts are aligned sentence by sentence.
-    units: dict[tuple[int, str, str], list[int]] = {}
+    counts: _Counts = {}
+    units: _Units = {}
+    seen: dict[tuple[int, int, str], int] = {}
     seen_units: dict[tuple[int, int, str], list[int]] = {}
+    done = 0
     for gi, group in enumerate(groups):
         aligned = _aligned_codes(group)
         for sample in group.samples:
@@ -285,47 +281,60 @@ def measure(
                 done += 1
                 if on_progress:
                     on_progress(done, total)
+    return counts, units
+
+
+def measure(
+    groups: Sequence[Group],
+    meters: Sequence[Meter],
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Count every sample with every meter and derive the per-language metrics;
+    ``on_progress(done, total)`` is called after each count."""
+    if not meters:
+        raise UsageError(f"no tokenizer to compare with; pass at least one {arg('meters')}",
+                         param="meters")
+    counts, units = _count(groups, meters, on_progress)
     reports = []
     for gi, group in enumerate(groups):
-        rows = []
-        for sample in group.samples:
-            n_bytes = len(sample.text.encode("utf-8"))
-            n_chars = len(sample.text)
-            words = len(sample.text.split()) if sample.has_words else None
-            lines = sum(1 for line in sample.text.splitlines() if line.strip())
-            results = []
-            for meter in meters:
-                tokens = counts[gi, sample.code, meter.label]
-                base_tokens = counts[gi, group.baseline, meter.label]
-                cost = _cost(meter, tokens)
-                base_cost = _cost(meter, base_tokens)
-                results.append(
-                    Measurement(
-                        meter=meter.label,
-                        tokens=tokens,
-                        exact=meter.exact,
-                        bytes_per_token=_ratio(n_bytes, tokens),
-                        chars_per_token=_ratio(n_chars, tokens),
-                        words_per_token=None if words is None else _ratio(words, tokens),
-                        tokens_per_word=None if words is None else _ratio(tokens, words),
-                        tokens_per_line=_ratio(tokens, lines) if sample.kind != "prose" else None,
-                        premium=_ratio(tokens, base_tokens),
-                        cost_usd=cost,
-                        cost_ratio=(
-                            float(cost / base_cost) if cost is not None and base_cost else None
-                        ),
-                        sentence_premiums=_sentence_premiums(units, gi, sample.code,
-                                                             group.baseline, meter.label),
-                    )
-                )
-            rows.append(
-                Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
-                    tuple(results))
-            )
+        rows = [_row(sample, group, meters, counts, units, gi) for sample in group.samples]
         reports.append(GroupReport(group.kind, group.baseline,
                                    by_premium(rows, meters[0].label), group.warnings))
     warnings = tuple(w for g in groups for w in g.warnings)
     return Report(tuple(meters), tuple(reports), warnings)
+
+
+def _row(sample: Sample, group: Group, meters: Sequence[Meter], counts: _Counts,
+         units: _Units, gi: int) -> Row:
+    """One sample's sizes and its measurement with each meter."""
+    n_bytes = len(sample.text.encode("utf-8"))
+    n_chars = len(sample.text)
+    words = len(sample.text.split()) if sample.has_words else None
+    lines = sum(1 for line in sample.text.splitlines() if line.strip())
+    results = []
+    for meter in meters:
+        tokens = counts[gi, sample.code, meter.label]
+        base_tokens = counts[gi, group.baseline, meter.label]
+        cost, base_cost = _cost(meter, tokens), _cost(meter, base_tokens)
+        mine, base = (units.get((gi, c, meter.label)) for c in (sample.code, group.baseline))
+        results.append(Measurement(
+            meter=meter.label,
+            tokens=tokens,
+            exact=meter.exact,
+            bytes_per_token=_ratio(n_bytes, tokens),
+            chars_per_token=_ratio(n_chars, tokens),
+            words_per_token=None if words is None else _ratio(words, tokens),
+            tokens_per_word=None if words is None else _ratio(tokens, words),
+            tokens_per_line=_ratio(tokens, lines) if sample.kind != "prose" else None,
+            premium=_ratio(tokens, base_tokens),
+            cost_usd=cost,
+            cost_ratio=float(cost / base_cost) if cost is not None and base_cost else None,
+            sentence_premiums=(SentencePremiums.of(mine, base)
+                               if mine is not None and base is not None else None),
+        ))
+    return Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
+               tuple(results))
 
 
 def _aligned_codes(group: Group) -> set[str]:
@@ -335,14 +344,6 @@ def _aligned_codes(group: Group) -> set[str]:
         return set()
     n = len(base.units)
     return {s.code for s in group.samples if s.units is not None and len(s.units) == n}
-
-
-def _sentence_premiums(units: dict[tuple[int, str, str], list[int]], gi: int, code: str,
-                       baseline: str, meter: str) -> SentencePremiums | None:
-    mine, base = units.get((gi, code, meter)), units.get((gi, baseline, meter))
-    if mine is None or base is None:
-        return None
-    return SentencePremiums.of(mine, base)
 
 
 def premium(tokens: int, baseline_tokens: int) -> float:
