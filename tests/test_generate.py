@@ -237,18 +237,22 @@ def test_other_catalog_model_runs_on_seeded_weights(tmp_path: Path) -> None:
 def test_json_is_the_result(args: list[str], kwargs: dict[str, object]) -> None:
     import tokcost
 
-    result = tokcost.generate(PROMPT, max_new_tokens=6, **kwargs)  # type: ignore[arg-type]
+    result = tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, max_new_tokens=6,
+                                                                   **kwargs))
     assert run_json(*args) == json.loads(json.dumps(result.to_dict()))
 
 
 def test_callbacks_see_the_prompt_and_every_step() -> None:
     import tokcost
+    from tokcost.app.generate import GenerationStart
+    from tokcost.reference import CacheMode, CacheSpec, SamplingParams, Step
 
-    starts: list[tokcost.GenerationStart] = []
-    steps: list[tokcost.GenerationStep] = []
-    result = tokcost.generate(PROMPT, max_new_tokens=5, n=2, temperature=1.0, seed=2,
-                              cache=tokcost.CacheMode.PAGED, block_size=4,
-                              on_start=starts.append, on_step=steps.append)
+    starts: list[GenerationStart] = []
+    steps: list[Step] = []
+    result = tokcost.generate(tokcost.GenerateRequest(
+        prompt=PROMPT, sampling=SamplingParams(max_new_tokens=5, n=2, temperature=1.0, seed=2),
+        kv=CacheSpec(cache=CacheMode.PAGED, block_size=4),
+        on_start=starts.append, on_step=steps.append))
     (start,) = starts
     assert start.prompt_ids == result.prompt_ids and start.prompt_text == PROMPT
     assert "".join(start.prompt_tokens) == PROMPT and start.trained
@@ -288,7 +292,7 @@ def test_errors_name_the_parameter(
     from tokcost.errors import UsageError
 
     with pytest.raises(UsageError) as caught:
-        tokcost.generate(PROMPT, **kwargs)  # type: ignore[arg-type]
+        tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, **kwargs))
     assert caught.value.param == param and "--" not in str(caught.value)
     res = runner.invoke(app, ["generate", PROMPT, *flag_args])
     assert res.exit_code == 2 and flag in res.stderr
@@ -312,7 +316,7 @@ def test_user_catalog_model_through_the_library(tmp_path: Path) -> None:
     res = runner.invoke(app, [*args, "--json", "--seed", "4"])
     assert res.exit_code == 0, res.output
     for catalog in (cat, str(cat), tokcost.load_catalog(cat)):
-        result = tokcost.generate("Hello", model="my-mini", catalog=catalog, max_new_tokens=3,
-                                  seed=4)
+        result = tokcost.generate(tokcost.GenerateRequest.from_options(
+            prompt="Hello", model="my-mini", catalog=catalog, max_new_tokens=3, seed=4))
         assert not result.trained and result.weights == "random (seed 4)"
         assert json.loads(res.stdout) == json.loads(json.dumps(result.to_dict()))

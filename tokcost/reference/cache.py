@@ -22,7 +22,7 @@ parallel samples of one prompt), so all sequences hold the same number of tokens
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -46,27 +46,28 @@ EventKind = Literal["allocate", "share", "copy_on_write", "free"]
 class BlockEvent:
     """One change to the paged cache's block tables, in the order it happened.
 
-    ``allocate``: a fresh block from the pool enters ``sequence``'s table at logical
-    ``block`` (it holds positions block x block_size ...). ``share``: after the
-    prompt is prefilled, the samples fork and every table refers to ``physical``;
-    ``holders`` is its reference count. ``copy_on_write``: ``sequence`` is about to
-    write ``position`` into the shared block ``source``, so it gets ``physical``, a
-    copy, and ``source`` keeps ``holders`` other holders. ``sequence`` is the sample's
-    index (None: the prompt's blocks, shared by all samples; ``generate`` marks the
-    prefill's allocations so too). ``free``: the block lies wholly before the window of
-    the query at ``position``, so ``sequence`` drops it from its table; ``holders`` is
-    the reference count left (0: the block is back in the pool). ``group`` is the KV
-    cache group whose table changed: ``full`` or ``sliding`` layers.
+    ``allocate``: a fresh block from the pool enters ``sample``'s table at logical
+    ``block`` (positions block x block_size ...). ``share``: after the prompt is
+    prefilled, the samples fork and every table refers to ``physical``; ``holders`` is
+    its reference count. ``copy_on_write``: ``sample`` is about to write ``position``
+    into the shared block ``source``, so it gets ``physical``, a copy, and ``source``
+    keeps ``holders`` holders. ``free``: the block lies wholly before the window of the
+    query at ``position``, so ``sample`` drops it; ``holders`` references are left (0:
+    back in the pool). ``sample`` None is the prompt's blocks, shared by all samples;
+    ``group`` the KV cache group whose table changed (``full`` or ``sliding`` layers).
     """
 
     kind: EventKind
-    sequence: int | None
+    sample: int | None
     block: int
     physical: int
-    position: int  # first position the sequence writes (share: the prompt's length)
+    position: int  # first position the sample writes (share: the prompt's length)
     source: int | None = None
     holders: int = 1
     group: Literal["full", "sliding"] = "full"
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 class KVCache(ABC):
@@ -392,12 +393,12 @@ class PagedCache(KVCache):
             group.tables = [list(group.tables[0]) for _ in range(n)]
         self.batch = n
 
-    def _record(self, kind: EventKind, sequence: int | None, block: int, physical: int,
+    def _record(self, kind: EventKind, sample: int | None, block: int, physical: int,
                 position: int, *, source: int | None = None, holders: int = 1,
                 group: Literal["full", "sliding"] = "full") -> None:
         if self.events is not None:
             self.events.append(
-                BlockEvent(kind, sequence, block, physical, position, source, holders, group)
+                BlockEvent(kind, sample, block, physical, position, source, holders, group)
             )
 
     def drain_events(self) -> list[BlockEvent]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.weights import check_weights
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ class Transformer:
         more, and (T, V) float32 rows are most of its memory (100 MB at 512 tokens of a
         49k vocabulary)."""
         if logits not in ("all", "last"):
-            raise UsageError(f"logits={logits!r} must be 'all' or 'last'", param="logits")
+            raise UsageError(f"{arg('logits', repr(logits))} must be 'all' or 'last'",
+                             param="logits", value=logits)
         cfg, w = self.cfg, self.w
         start = cache.length if cache is not None else 0
         t = ids.shape[1]

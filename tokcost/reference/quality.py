@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.cache import ContiguousCache, KVCache
 from tokcost.reference.kvpolicy import policy_cache
 
@@ -64,11 +64,12 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     ``cache`` None is the full contiguous cache (the baseline)."""
     n = len(ids)
     if not 1 <= prompt < n:
-        raise UsageError(f"prompt={prompt} must leave at least one token to predict of the "
-                         f"text's {n}", param="prompt")
+        raise UsageError(f"{arg('prompt', prompt)} must leave at least one token to predict "
+                         f"of the text's {n}", param="prompt", value=prompt)
     if n > model.cfg.context_window:
         raise UsageError(f"the text has {n:,} tokens, past the model's context window "
-                         f"({model.cfg.context_window:,}); give a shorter text", param="text")
+                         f"({model.cfg.context_window:,}); give a shorter {arg('text')}",
+                         param="text")
     # The last token is only ever a target: the cache sees n - 1 tokens.
     cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
     arr = np.asarray(ids, dtype=np.int64)

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.model import softmax
+from tokcost.reference.request import as_float, as_int
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -33,28 +34,50 @@ if TYPE_CHECKING:
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
 
 
-@dataclass(frozen=True)
+# Samples are chosen one by one in Python; past this a run takes minutes per token.
+MAX_SAMPLES = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
 class SamplingParams:
-    """temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
+    """What to draw (vLLM's ``SamplingParams``): ``n`` samples of ``max_new_tokens``;
+    temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
 
     temperature: float = 0.0
     top_k: int = 0
     top_p: float = 1.0
     seed: int | None = None
+    n: int = 1
+    max_new_tokens: int = 32
 
     def __post_init__(self) -> None:
-        # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+        for name in ("temperature", "top_p"):
+            object.__setattr__(self, name, as_float(getattr(self, name), name))
+        for name in ("top_k", "n", "max_new_tokens"):
+            object.__setattr__(self, name, as_int(getattr(self, name), name))
+        if self.seed is not None:
+            object.__setattr__(self, "seed", as_int(self.seed, "seed"))
+        for name, bad, want in self._limits():
+            if bad:
+                value = getattr(self, name)
+                raise UsageError(f"{arg(name)} must be {want}, got {value}", param=name,
+                                 value=value)
+        if self.n > MAX_SAMPLES:
             raise UsageError(
-                f"temperature must be >= 0 and finite, got {self.temperature}",
-                param="temperature",
+                f"{arg('n', self.n)} samples are more than the {MAX_SAMPLES} the reference "
+                f"path runs; lower {arg('n')} (kvmem simulate sizes larger batches)",
+                param="n", value=self.n,
             )
-        if self.top_k < 0:
-            raise UsageError(f"top_k must be >= 0, got {self.top_k}", param="top_k")
-        if not 0.0 < self.top_p <= 1.0:
-            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}", param="top_p")
-        if self.seed is not None and self.seed < 0:
-            raise UsageError(f"seed must be >= 0, got {self.seed}", param="seed")
+
+    def _limits(self) -> tuple[tuple[str, bool, str], ...]:
+        # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
+        t = self.temperature
+        return (("temperature", not (math.isfinite(t) and t >= 0), ">= 0 and finite"),
+                ("top_k", self.top_k < 0, ">= 0"),
+                ("top_p", not 0.0 < self.top_p <= 1.0, "in (0, 1]"),
+                ("seed", self.seed is not None and self.seed < 0, ">= 0"),
+                ("n", self.n < 1, ">= 1"),
+                ("max_new_tokens", self.max_new_tokens < 1, ">= 1"))
 
     @property
     def greedy(self) -> bool:
