@@ -275,3 +275,15 @@ def test_a_uniform_row_over_a_sliding_window_is_broad_and_halfway_back(window: i
         assert "broad" in s.labels
     full = layer_stats(att, layer=0)[0]
     assert full.entropy_norm < s.entropy_norm or window == 1
+
+
+def test_the_request_checks_itself() -> None:
+    """One head as a bare string is one head; a head without a plot names both fields."""
+    request = tokcost.AttentionRequest.from_options(prompt=PROMPT, heads="L0H1", plot="h.png")
+    assert request.heads == ("L0H1",)
+    with pytest.raises(UsageError) as caught:
+        tokcost.AttentionRequest.from_options(prompt=PROMPT, heads=["L0H1"])
+    assert caught.value.param == "heads" and caught.value.related == ("plot",)
+    assert str(caught.value) == "heads=L0H1 chooses a head to draw; add plot=FILE"
+    with pytest.raises(UsageError, match="seed=-3 must be >= 0"):
+        tokcost.AttentionRequest.from_options(prompt=PROMPT, seed="-3")

@@ -460,3 +460,23 @@ def test_int_round_trip_with_a_subnormal_fp16_scale() -> None:
     x = np.linspace(0.5, 0.5001, 16, dtype=np.float32).reshape(1, 1, 1, 16)
     back = int_decode(int_encode(x, bits=8, axis=-1, group=16))
     assert np.abs(back - x).max() <= (1e-4 / 255) / 2 + 256 * 2.0**-24 + 0.5 * 2.0**-11
+
+
+def test_the_quality_request_checks_itself() -> None:
+    """Counts as text, a comma list of policies as one string, and the errors that name
+    the fields (their CLI flags)."""
+    request = tokcost.QualityRequest.from_options(max_tokens="1k", prompt="64",
+                                                  policies="int8, window:32")
+    assert (request.max_tokens, request.prompt) == (1000, 64)
+    assert [p.name for p in request.cache_policies.chosen] == ["int8", "window:32"]
+    with pytest.raises(UsageError) as caught:
+        tokcost.QualityRequest.from_options(max_tokens=64, prompt=64)
+    assert caught.value.param == "prompt" and caught.value.related == ("max_tokens",)
+    assert str(caught.value).startswith("prompt=64 must be at least 1 and below max_tokens=64")
+    with pytest.raises(UsageError, match="policy int8 is given twice"):
+        tokcost.QualityRequest.from_options(policies=["int8", "int8"])
+    with pytest.raises(UsageError, match="^context sets the sequences planned on a GPU; give gpu"):
+        tokcost.QualityRequest.from_options(context="1k")
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", "--prompt", "64"])
+    assert result.exit_code == 2
+    assert "--prompt 64 must be at least 1 and below --max-tokens 64" in result.stderr

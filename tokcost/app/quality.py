@@ -1,14 +1,14 @@
 """``kvmem quality``: what quantizing or evicting the KV cache costs a running model.
 
-Teacher-forced decoding of a held-out text on the reference model (tokcost.reference),
-once with the full float32 cache and once per policy; each policy's perplexity,
-top-1 agreement and KL divergence against the full cache, the bytes its cache really
-held (equal to the memory model's ``policy_bytes``, which this checks), and, on a GPU,
-how many sequences of a context length the saving lets the memory model fit.
+Teacher-forced decoding of a held-out text on the reference model, once with the full
+float32 cache and once per policy: perplexity, top-1 agreement and KL divergence against
+the full cache, the bytes each cache really held (checked against the memory model's
+``policy_bytes``) and, on a GPU, the sequences the saving lets the memory model fit.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,16 +68,11 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Options):
-    """Measure the cache ``policies`` on the first ``max_tokens`` tokens of ``text`` (a
-    path, ``-`` for ``stdin``; default: the held-out part of the shipped prose corpora),
-    prefilling ``prompt`` tokens (default an eighth). With ``gpu``, the sequences of
-    ``context`` tokens (default: the model's window) each policy lets the memory model fit.
-
-    The ``source`` is a model with trained weights (tiny-ref ships them) or a Hugging Face
-    checkpoint. On sliding-window layers each cache holds at most the window, as the full
-    cache does; ``gpu`` planning sizes full-attention layers only, so it is refused for
-    models with sliding layers.
-    """
+    """Measure the ``cache_policies`` with a trained ``source`` model on the first
+    ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the held-out
+    part of the shipped prose corpora), prefilling ``prompt`` tokens (default an eighth).
+    With ``gpu`` (full-attention models only), the sequences of ``context`` tokens
+    (default: the model's window) each policy lets the memory model fit."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)
@@ -306,23 +301,18 @@ def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
 
 @dataclass(frozen=True)
 class _Planner:
-    """Sequences of ``context`` tokens that fit the KV memory a GPU leaves, per policy."""
+    """Sequences of ``context`` tokens that fit the KV memory ``gpu`` leaves, per policy
+    (None: the full cache), for a served model's bf16 cache of this shape."""
 
     gpu: str
     context: int
     available: int
-    layers: int
-    kv_heads: int
-    head_dim: int
-    full_bytes: int
+    shape: dict[str, int]  # layers, kv_heads, head_dim
 
     def __call__(self, policy: CachePolicy | None) -> float:
         if policy is None:
-            per_seq = self.context * 2 * self.layers * self.kv_heads * self.head_dim
-            return self.available / (per_seq * self.full_bytes)
-        return self.available / policy.bytes(self.context, layers=self.layers,
-                                             kv_heads=self.kv_heads, head_dim=self.head_dim,
-                                             full_bytes=self.full_bytes)
+            return self.available / (self.context * 2 * 2 * math.prod(self.shape.values()))
+        return self.available / policy.bytes(self.context, **self.shape, full_bytes=2)
 
 
 def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> _Planner:
@@ -340,5 +330,5 @@ def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> 
     est = estimate_kv(entry, contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16")
     assert est.fit is not None
     kv_heads, head_dim = attention_shape(arch, entry.id)
-    return _Planner(gpu_entry.name, ctx, est.fit.available_bytes, arch.layers, kv_heads,
-                    head_dim, 2)
+    return _Planner(gpu_entry.name, ctx, est.fit.available_bytes,
+                    {"layers": arch.layers, "kv_heads": kv_heads, "head_dim": head_dim})
