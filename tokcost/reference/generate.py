@@ -101,15 +101,13 @@ class Step:
     estimate_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "sample": self.sample, "token_id": self.token_id,
-            "token": self.token, "prob": round(self.prob, 6),
-            "model_prob": round(self.model_prob, 6), "candidates": self.candidates,
-            "top": [c.to_dict() for c in self.top], "cache_tokens": self.cache_tokens,
-            "cache_bytes": self.cache_bytes, "cache_blocks": self.cache_blocks,
-            "cache_events": [e.to_dict() for e in self.events],
-            "attention": [a.to_dict() for a in self.attention],
-        }
+        return {"index": self.index, "sample": self.sample, "token_id": self.token_id,
+                "token": self.token, "prob": round(self.prob, 6),
+                "model_prob": round(self.model_prob, 6), "candidates": self.candidates,
+                "top": [c.to_dict() for c in self.top], "cache_tokens": self.cache_tokens,
+                "cache_bytes": self.cache_bytes, "cache_blocks": self.cache_blocks,
+                "cache_events": [e.to_dict() for e in self.events],
+                "attention": [a.to_dict() for a in self.attention]}
 
 
 @dataclass(frozen=True)
@@ -155,9 +153,9 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
             f"{cfg.context_window} tokens; use a block of at most {cfg.context_window}",
             param="block_size", value=kv.block_size,
         )
-    bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
-    if bad:
-        raise UsageError(f"token id {bad[0]} is outside the vocabulary of {cfg.vocab_size}")
+    bad = next((t for t in prompt if not 0 <= t < cfg.vocab_size), None)
+    if bad is not None:
+        raise UsageError(f"token id {bad} is outside the vocabulary of {cfg.vocab_size}")
     new = sampling.max_new_tokens
     total = len(prompt) + new
     if total > cfg.context_window:

@@ -8,7 +8,7 @@ query heads per KV head, hs head size, V vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -41,7 +41,7 @@ def rms_norm(x: Array, weight: Array, eps: float) -> Array:
     return out
 
 
-def softmax(x: Array, axis: int = -1) -> Array:
+def softmax(x: NDArray[Any], axis: int = -1) -> Array:
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     out: Array = (e / np.sum(e, axis=axis, keepdims=True)).astype(np.float32)
     return out

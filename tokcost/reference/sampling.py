@@ -92,18 +92,12 @@ class SamplingParams:
 
 @dataclass(frozen=True, eq=False)
 class Distribution:
-    """What one step samples from, over the whole vocabulary (V,).
+    """What one step samples from, over the whole vocabulary (V,). ``top_k_kept`` and
+    ``top_p_kept`` are how many tokens of the ranking each filter keeps (V when off)."""
 
-    ``probs`` is the distribution the draw uses: it sums to 1 over the tokens that can
-    be drawn and is 0 for the others (greedy: 1 for the likeliest token). ``model_probs``
-    is the softmax of the raw logits (temperature 1, no filter). ``order`` ranks the
-    tokens most likely first (ties by id); ``top_k_kept`` and ``top_p_kept`` are how
-    many of that ranking each filter keeps (V when off).
-    """
-
-    probs: NDArray[np.float64]  # (V,)
-    model_probs: NDArray[np.float64]  # (V,)
-    order: NDArray[np.int64]  # (V,)
+    probs: NDArray[np.float64]  # (V,) what the draw uses: sums to 1 over what it can pick
+    model_probs: NDArray[np.float64]  # (V,) the softmax of the raw logits
+    order: NDArray[np.int64]  # (V,) token ids, most likely first (ties by id)
     rank: NDArray[np.int64]  # (V,) position of each token in order
     greedy: bool
     top_k_kept: int
@@ -136,15 +130,12 @@ class Distribution:
 def _tempered(logits: NDArray[np.float32], temperature: float) -> NDArray[np.float64]:
     """softmax(logits / temperature), (V,)."""
     with np.errstate(all="ignore"):
-        scaled = logits / temperature  # (V,) float32, as the loop has always computed it
-    if not np.isfinite(scaled).all():
-        # A temperature so low that logits / T overflows: shift first, so the likeliest
-        # token scores 0 and the others -inf at worst (never inf - inf).
-        with np.errstate(all="ignore"):
-            shifted = logits.astype(np.float64) - float(np.max(logits))
-            scaled64 = shifted / temperature  # (V,) <= 0
-        return softmax(scaled64.astype(np.float64)).astype(np.float64)
-    return softmax(scaled.astype(np.float64)).astype(np.float64)
+        scaled = (logits / temperature).astype(np.float64)  # (V,) divided in float32
+        if not np.isfinite(scaled).all():
+            # A temperature so low that logits / T overflows: shift first, so the likeliest
+            # token scores 0 and the others -inf at worst (never inf - inf).
+            scaled = (logits.astype(np.float64) - float(np.max(logits))) / temperature
+    return softmax(scaled).astype(np.float64)
 
 
 def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distribution:
