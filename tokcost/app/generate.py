@@ -1,7 +1,6 @@
 """The generate use case: continue a prompt with the numpy reference transformer.
 
-``generate`` loads the request's model (a catalog entry with shipped, given or seeded
-weights, or a Hugging Face checkpoint), tokenizes the prompt, runs the loop with a real
+``generate`` loads the request's model, tokenizes the prompt, runs the loop with a real
 KV cache and sets what the cache holds beside what ``kvmem estimate`` predicts. The
 request's ``on_start`` (the prompt tokenized) and ``on_step`` (every new token, decoded)
 let a caller watch; nothing is printed.
@@ -36,12 +35,8 @@ Estimate = Callable[..., int]  # tokens, block_size=..., batch=... -> bytes (kvm
 
 @dataclass(frozen=True)
 class GenerationStart:
-    """The model and prompt, once tokenized and before the first token.
-
-    ``prompt_tokens`` is each prompt id decoded alone; ``prompt_text`` all of them
-    decoded together (what a stream echoes before the new text). With grouped-query
-    attention, query head h reads KV head h // (attention_heads / kv_heads).
-    """
+    """The model and prompt, once tokenized and before the first token: ``prompt_tokens``
+    each id decoded alone, ``prompt_text`` all of them (what a stream echoes first)."""
 
     model: str
     weights: str
@@ -104,12 +99,9 @@ class GeneratedSample:
 
 @dataclass(frozen=True, kw_only=True)
 class KVCacheUse:
-    """What the cache held at the end, beside what ``kvmem estimate`` predicts.
-
-    ``estimate_bytes`` covers all samples without sharing. Contiguous caches add
-    ``tokens_reserved`` (prompt + new - 1 slots per sample); paged caches add
-    ``estimate_bytes_per_sample`` and ``saved_by_sharing`` (the prompt's shared blocks).
-    """
+    """What the cache held at the end, beside what ``kvmem estimate`` predicts for all
+    samples without sharing. Contiguous caches add ``tokens_reserved`` (prompt + new - 1
+    slots per sample); paged ones ``estimate_bytes_per_sample`` and ``saved_by_sharing``."""
 
     # In the --json document's order; the three fields of one cache kind only appear there.
     tokens: int

@@ -1,9 +1,8 @@
 """From a model source to a runnable reference model, its tokenizer and its KV estimate.
 
-A catalog entry names the shape (``architecture``) and the tokenizer; its weights live
-beside this module as ``data/<id>.npz`` unless the entry or the caller names a file. A
-model with no weights runs on seeded random weights (output is noise, the cache is
-real). A Hugging Face checkpoint (a folder, or ``hf:ORG/REPO``) brings its own.
+A catalog entry names the shape and the tokenizer; its weights are ``data/<id>.npz``
+beside this module unless the entry or the caller names a file, else seeded random ones
+(output is noise, the cache is real). A Hugging Face checkpoint brings its own.
 """
 
 from __future__ import annotations
@@ -30,9 +29,8 @@ DEFAULT_MODEL = "tiny-ref"
 
 @dataclass
 class Loaded:
-    """A model ready to run: its catalog entry (for the tokenizer and the ``kvmem estimate``
-    of its cache), the weights read (a file, or "random (seed N)") and, for a checkpoint,
-    the folder it came from."""
+    """A model ready to run, with its catalog entry (tokenizer, ``kvmem estimate``), the
+    weights read (a file, or "random (seed N)") and a checkpoint's folder."""
 
     entry: ModelEntry
     model: Transformer
@@ -158,10 +156,9 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
 
 
 def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
-    """The token ids a model is given for ``text``, as transformers gives them: with what a
-    Hugging Face tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered
-    template already writes them as text (``apply_chat_template`` tokenizes it with no
-    post-processor, and the special tokens' text is parsed back into their ids)."""
+    """The ids a model is given for ``text``, as transformers gives them: with what the
+    tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered template writes
+    them as text (special tokens' text parsed back into their ids)."""
     if chat:
         return tok.encode(text, allow_special=True)
     as_input = getattr(tok, "encode_as_input", None)
