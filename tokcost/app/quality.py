@@ -272,21 +272,16 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
 def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
              policy: CachePolicy, base: TeacherForced) -> PolicyQuality:
     """One policy's quality, its bytes checked against the memory model's."""
-    from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
-    from tokcost.reference.quality import compare_policy, teacher_forced
+    from tokcost.reference.quality import evaluate
 
     if request.on_progress:
         request.on_progress(policy.name)
-    cache = policy_cache(model.cfg, quant=policy.quant, evict=policy.evict, prompt=prompt)
-    quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
-    # The memory model's bytes per layer kind (a sliding layer holds at most its window);
-    # None only where per-channel key groups straddle the window's edge.
-    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=policy.quant,
-                                  evict=policy.evict, prompt=prompt)
-    if expected is not None and expected != quality.bytes_held:  # they must agree
-        raise TokcostError(f"policy {policy.name}: the cache held {quality.bytes_held:,} B "
-                           f"but the memory model says {expected:,} B; please report it")
-    return quality
+    try:
+        return evaluate(model, ids, prompt=prompt, quant=policy.quant, evict=policy.evict,
+                        baseline=base)
+    except TokcostError as exc:  # the memory model and the cache disagree: say which policy
+        raise type(exc)(f"policy {policy.name}: {exc.template}", param=exc.param,
+                        related=exc.related, value=exc.value) from None
 
 
 def _unquantized_note(policy: CachePolicy, tokens: int) -> str:

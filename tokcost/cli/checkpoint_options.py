@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tokcost.cli.console import warn
+from tokcost.cli.counts import COUNT, count_parser
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -22,6 +23,11 @@ ModelDirOpt = Annotated[
     typer.Option("--model-dir", help="A Hugging Face model folder (config.json, "
                  "*.safetensors, tokenizer.json) instead of --model."),
 ]
+def count_option(flag: str, text: str, **more: Any) -> Any:
+    """A count flag (8k, 1.5M...) read by the one count parser."""
+    return typer.Option(flag, metavar=COUNT, parser=count_parser(flag), help=text, **more)
+
+
 WeightsOpt = Annotated[
     str | None,
     typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),

@@ -14,12 +14,12 @@ from tokcost.cli.checkpoint_options import (
     MODEL_HELP,
     ModelDirOpt,
     WeightsOpt,
+    count_option,
     read_prompt,
     warn_replaced,
     warn_untrained,
 )
 from tokcost.cli.console import err, out, print_json, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
 if TYPE_CHECKING:
@@ -85,10 +85,6 @@ Reading --explain:
 BAR = 20
 
 
-def _count(flag: str, text: str) -> Any:
-    return typer.Option(flag, metavar=COUNT, parser=count_parser(flag), help=text)
-
-
 PromptArg = Annotated[
     str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
 ]
@@ -96,21 +92,22 @@ PromptArg = Annotated[
 # replace the model).
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]", show_default=False)]
-MaxNewOpt = Annotated[int, _count("--max-new-tokens", "Tokens to generate per sample (32, 1k).")]
+MaxNewOpt = Annotated[
+    int, count_option("--max-new-tokens", "Tokens to generate per sample (32, 1k).")]
 TemperatureOpt = Annotated[
     float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")]
-TopKOpt = Annotated[int, _count("--top-k", "Keep the k likeliest (0 = off).")]
+TopKOpt = Annotated[int, count_option("--top-k", "Keep the k likeliest (0 = off).")]
 TopPOpt = Annotated[
     float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed for repeatable sampling.")]
 CacheOpt = Annotated[
     str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")]
-BlockOpt = Annotated[int, _count("--block-size", "Tokens per block of the paged cache.")]
-NOpt = Annotated[int, _count("--n", "Parallel samples sharing the prompt's cache blocks.")]
+BlockOpt = Annotated[int, count_option("--block-size", "Tokens per block of the paged cache.")]
+NOpt = Annotated[int, count_option("--n", "Parallel samples sharing the prompt's cache blocks.")]
 ExplainOpt = Annotated[bool, typer.Option(
     "--explain", help="Show every step: the distribution sampled from, cache blocks, "
     "attention (notation below).")]
-TopOpt = Annotated[int, _count("--top", "Candidates shown by --explain.")]
+TopOpt = Annotated[int, count_option("--top", "Candidates shown by --explain.")]
 ChatOpt = Annotated[bool, typer.Option(
     "--chat-template", help="Send PROMPT as a user message through the checkpoint's chat "
     "template (tokenizer_config.json).")]

@@ -10,9 +10,8 @@ import typer
 
 import tokcost
 from tokcost.cli.base import current_words
-from tokcost.cli.checkpoint_options import ModelDirOpt
+from tokcost.cli.checkpoint_options import ModelDirOpt, count_option
 from tokcost.cli.console import err, out, print_json, progress_enabled, table
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.units import format_bytes
 
@@ -34,19 +33,15 @@ Examples:
 """
 
 
-def _count(flag: str, text: str, **more: Any) -> Any:
-    return typer.Option(flag, metavar=COUNT, parser=count_parser(flag), help=text, **more)
-
-
 ModelOpt = Annotated[str, typer.Option(
     "--model", "-m", help="Catalog model with weights (tiny-ref ships them), or hf:ORG/REPO.")]
 TextOpt = Annotated[str | None, typer.Option(
     "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - for "
     "stdin (default: the held-out last 10% of the shipped prose corpora).")]
-MaxTokensOpt = Annotated[int, _count(
+MaxTokensOpt = Annotated[int, count_option(
     "--max-tokens", "Evaluate the text's first COUNT tokens (at most the model's context "
     "window).")]
-PromptOpt = Annotated[int | None, _count(
+PromptOpt = Annotated[int | None, count_option(
     "--prompt", "Tokens prefilled at once before token-by-token decoding (default: an eighth "
     "of the text); SnapKV compresses them.", show_default=False)]
 # Policies, with their budgets: a count of tokens or a fraction of the text (0.25).
@@ -55,15 +50,15 @@ PoliciesOpt = Annotated[list[str] | None, typer.Option(
     "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
     "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
     "family).")]
-ResidualOpt = Annotated[int, _count(
+ResidualOpt = Annotated[int, count_option(
     "--residual", "Most recent tokens int8/int4 keep in full precision (KIVI's R).")]
-GroupOpt = Annotated[int, _count(
+GroupOpt = Annotated[int, count_option(
     "--kv-group-size", "Quantization group of int8/int4: channels per token for values and "
     "per-token keys, tokens per channel for keys.")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
     "policy fits (bf16 cache, the model's weights).")]
-ContextOpt = Annotated[int | None, _count(
+ContextOpt = Annotated[int | None, count_option(
     "--context", "Tokens per sequence for --gpu's concurrency (default: the model's context "
     "window).", show_default=False)]
 PlotOpt = Annotated[Path | None, typer.Option(

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokcost.errors import UsageError, arg
+from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.reference.cache import ContiguousCache, KVCache
-from tokcost.reference.kvpolicy import policy_cache
+from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -107,20 +107,24 @@ def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality
     p = np.exp(baseline.logprobs)
     kl = (p * (baseline.logprobs - run.logprobs)).sum(axis=-1)
     agree = run.logprobs.argmax(axis=-1) == baseline.logprobs.argmax(axis=-1)
-    return PolicyQuality(
-        perplexity=run.perplexity,
-        baseline_perplexity=baseline.perplexity,
-        top1_agreement=float(agree.mean()),
-        mean_kl=float(max(0.0, kl.mean())),
-        bytes_held=run.cache_bytes,
-        baseline_bytes=baseline.cache_bytes,
-    )
+    return PolicyQuality(perplexity=run.perplexity, baseline_perplexity=baseline.perplexity,
+                         top1_agreement=float(agree.mean()), mean_kl=float(max(0.0, kl.mean())),
+                         bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
 
 
 def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int,
              quant: KvQuant | None = None, evict: Eviction | None = None,
              baseline: TeacherForced | None = None) -> PolicyQuality:
-    """One policy's quality on ``ids`` (the baseline is computed unless given)."""
+    """One policy's quality on ``ids`` (the baseline is computed unless given), the bytes
+    its cache held checked against the memory model's (``policy_cache_bytes``)."""
     base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
     cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
-    return compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
+    quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
+    # The memory model's bytes per layer kind (a sliding layer holds at most its window);
+    # None only where per-channel key groups straddle the window's edge.
+    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict,
+                                  prompt=prompt)
+    if expected is not None and expected != quality.bytes_held:  # they must agree
+        raise TokcostError(f"the cache held {quality.bytes_held:,} B but the memory model "
+                           f"says {expected:,} B; please report it")
+    return quality
