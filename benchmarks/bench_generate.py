@@ -49,9 +49,11 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np
 
 from tokcost.reference import (
+    CacheSpec,
     ContiguousCache,
     PagedCache,
     RefConfig,
+    SamplingParams,
     Transformer,
     generate,
     init_weights,
@@ -227,7 +229,7 @@ def rss_child(name: str, prompt: int, new: int) -> None:
         reset = False
     ids = list(np.random.default_rng(0).integers(0, cfg.vocab_size, size=prompt))
     t = time.perf_counter()
-    generate(model, ids, max_new_tokens=new, cache="paged")
+    generate(model, ids, SamplingParams(max_new_tokens=new), CacheSpec(cache="paged"))
     seconds = time.perf_counter() - t
     peak = _status("VmHWM")
     if not peak:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import tokcost
 from tokcost.cli.app import app
 from tokcost.errors import InputError, UsageError
-from tokcost.reference import RefConfig, SamplingParams, Transformer, init_weights
+from tokcost.reference import CacheSpec, RefConfig, SamplingParams, Transformer, init_weights
 from tokcost.reference import generate as run
 from tokcost.reference.sampling import distribution, draw
 
@@ -103,9 +103,10 @@ SMALL = Transformer(CFG, init_weights(CFG, seed=3))
 def test_every_explained_step_chose_a_token_it_could_draw(
     temperature: float, top_k: int, top_p: float, seed: int, n: int
 ) -> None:
-    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    result = run(SMALL, [1, 2, 3, 4, 5], max_new_tokens=6, cache="paged", block_size=2, n=n,
-                 sampling=params, explain=True, top_candidates=3)
+    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                            max_new_tokens=6, n=n)
+    result = run(SMALL, [1, 2, 3, 4, 5], params, CacheSpec(cache="paged", block_size=2),
+                 explain=True, top_candidates=3)
     for step in result.steps:
         assert step.prob > 0 and step.greedy == params.greedy
         (chosen,) = [c for c in step.top if c.token_id == step.token_id]
@@ -256,15 +257,18 @@ def test_invalid_utf8_on_stdin_is_replaced_and_reported() -> None:
 
 
 def test_decode_prompt() -> None:
-    assert tokcost.decode_prompt(b"plain") == tokcost.PromptText("plain", 0)
-    assert tokcost.decode_prompt(b"\xef\xbf\xbd ok").invalid_utf8_bytes == 0  # a real U+FFFD
+    from tokcost.reference.request import PromptText, decode_prompt
+
+    assert decode_prompt(b"plain") == PromptText("plain", 0)
+    assert decode_prompt(b"\xef\xbf\xbd ok").invalid_utf8_bytes == 0  # a real U+FFFD
     with pytest.raises(InputError, match=r"^stdin is binary \(NUL byte at offset 2\)"):
-        tokcost.decode_prompt(b"ab\x00cd")
+        decode_prompt(b"ab\x00cd")
 
 
 def test_library_refuses_a_prompt_that_is_not_text() -> None:
     with pytest.raises(InputError, match="lone surrogate at character 6"):
-        tokcost.generate("Hello \udcff", max_new_tokens=1)
+        tokcost.generate(tokcost.GenerateRequest.from_options(prompt="Hello \udcff",
+                                                              max_new_tokens=1))
 
 
 def test_limits_of_the_sampling_parameters() -> None:

@@ -237,18 +237,22 @@ def test_other_catalog_model_runs_on_seeded_weights(tmp_path: Path) -> None:
 def test_json_is_the_result(args: list[str], kwargs: dict[str, object]) -> None:
     import tokcost
 
-    result = tokcost.generate(PROMPT, max_new_tokens=6, **kwargs)  # type: ignore[arg-type]
+    result = tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, max_new_tokens=6,
+                                                                   **kwargs))
     assert run_json(*args) == json.loads(json.dumps(result.to_dict()))
 
 
 def test_callbacks_see_the_prompt_and_every_step() -> None:
     import tokcost
+    from tokcost.app.generate import GenerationStart
+    from tokcost.reference import CacheMode, CacheSpec, SamplingParams, Step
 
-    starts: list[tokcost.GenerationStart] = []
-    steps: list[tokcost.GenerationStep] = []
-    result = tokcost.generate(PROMPT, max_new_tokens=5, n=2, temperature=1.0, seed=2,
-                              cache=tokcost.CacheMode.PAGED, block_size=4,
-                              on_start=starts.append, on_step=steps.append)
+    starts: list[GenerationStart] = []
+    steps: list[Step] = []
+    result = tokcost.generate(tokcost.GenerateRequest(
+        prompt=PROMPT, sampling=SamplingParams(max_new_tokens=5, n=2, temperature=1.0, seed=2),
+        kv=CacheSpec(cache=CacheMode.PAGED, block_size=4),
+        on_start=starts.append, on_step=steps.append))
     (start,) = starts
     assert start.prompt_ids == result.prompt_ids and start.prompt_text == PROMPT
     assert "".join(start.prompt_tokens) == PROMPT and start.trained
@@ -288,7 +292,7 @@ def test_errors_name_the_parameter(
     from tokcost.errors import UsageError
 
     with pytest.raises(UsageError) as caught:
-        tokcost.generate(PROMPT, **kwargs)  # type: ignore[arg-type]
+        tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, **kwargs))
     assert caught.value.param == param and "--" not in str(caught.value)
     res = runner.invoke(app, ["generate", PROMPT, *flag_args])
     assert res.exit_code == 2 and flag in res.stderr
@@ -312,7 +316,93 @@ def test_user_catalog_model_through_the_library(tmp_path: Path) -> None:
     res = runner.invoke(app, [*args, "--json", "--seed", "4"])
     assert res.exit_code == 0, res.output
     for catalog in (cat, str(cat), tokcost.load_catalog(cat)):
-        result = tokcost.generate("Hello", model="my-mini", catalog=catalog, max_new_tokens=3,
-                                  seed=4)
+        result = tokcost.generate(tokcost.GenerateRequest.from_options(
+            prompt="Hello", model="my-mini", catalog=catalog, max_new_tokens=3, seed=4))
         assert not result.trained and result.weights == "random (seed 4)"
         assert json.loads(res.stdout) == json.loads(json.dumps(result.to_dict()))
+
+
+# --- the requests: built once, checked on construction -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, field, value",
+    [
+        pytest.param({"max_new_tokens": "1k"}, "max_new_tokens", 1000, id="count-as-text"),
+        pytest.param({"block_size": "8"}, "block_size", 8, id="block-as-text"),
+        pytest.param({"temperature": "0.5", "seed": "7"}, "temperature", 0.5, id="float-text"),
+        pytest.param({"cache": "contiguous"}, "cache", "contiguous", id="cache-mode"),
+    ],
+)
+def test_a_request_accepts_what_users_pass(options: dict[str, object], field: str,
+                                           value: object) -> None:
+    import tokcost
+
+    request = tokcost.GenerateRequest.from_options(prompt=PROMPT, **options)
+    part = request.kv if field in ("cache", "block_size") else request.sampling
+    assert getattr(part, field) == value
+    # One seed seeds the draw and random weights alike.
+    if "seed" in options:
+        assert request.source.seed == request.sampling.seed == 7
+
+
+@pytest.mark.parametrize(
+    "options, param, fragment",
+    [
+        pytest.param({"n": "2k"}, "n", "n=2000 samples are more than the 1024", id="too-many"),
+        pytest.param({"block_size": "abc"}, "block_size", "block_size 'abc' is not a count",
+                     id="not-a-count"),
+        pytest.param({"top_p": "high"}, "top_p", "top_p must be a number", id="not-a-number"),
+        pytest.param({"model": "tiny-ref", "model_dir": "x"}, "model",
+                     "give model or model_dir, not both", id="two-models"),
+        pytest.param({"weights": "w.npz", "model": "hf:org/repo"}, "weights",
+                     "weights cannot replace a checkpoint's own", id="weights-with-checkpoint"),
+        pytest.param({"chat": True}, "chat", "chat needs a checkpoint's template", id="chat"),
+        pytest.param({"top_candidates": 0}, "top_candidates", "top_candidates must be >= 1",
+                     id="top"),
+    ],
+)
+def test_a_bad_request_is_refused_on_construction(options: dict[str, object], param: str,
+                                                  fragment: str) -> None:
+    import tokcost
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        tokcost.GenerateRequest.from_options(prompt=PROMPT, **options)
+    assert caught.value.param == param and fragment in str(caught.value)
+
+
+def test_an_unknown_option_is_refused() -> None:
+    import tokcost
+    from tokcost.errors import UsageError
+
+    with pytest.raises(UsageError, match="GenerateRequest has no option 'temprature'"):
+        tokcost.GenerateRequest.from_options(prompt=PROMPT, temprature=1.0)
+
+
+def test_the_same_request_from_parts_or_options() -> None:
+    import tokcost
+    from tokcost.reference import CacheSpec, SamplingParams
+    from tokcost.reference.from_catalog import ModelSource
+
+    parts = tokcost.GenerateRequest(prompt=PROMPT, sampling=SamplingParams(n=2, seed=3),
+                                    kv=CacheSpec(block_size=4), source=ModelSource(seed=3))
+    flat = tokcost.GenerateRequest.from_options(prompt=PROMPT, n=2, seed=3, block_size=4)
+    assert parts == flat
+
+
+def test_prompt_bytes_are_read_by_the_input_policy() -> None:
+    import tokcost
+    from tokcost.errors import InputError
+
+    request = tokcost.GenerateRequest.from_options(prompt=b"caf\xc3\xa9 \xff", max_new_tokens=1)
+    assert request.text == "café \ufffd" and request.invalid_utf8_bytes == 1
+    with pytest.raises(InputError, match="^notes.bin is binary"):
+        tokcost.GenerateRequest.from_options(prompt=b"a\x00b", prompt_source="notes.bin")
+
+
+def test_the_cli_names_the_flag_of_a_request_field() -> None:
+    res = runner.invoke(app, ["generate", PROMPT, "--block-size", "abc"])
+    assert res.exit_code == 2 and "--block-size 'abc' is not a count" in res.stderr
+    res = runner.invoke(app, ["generate", PROMPT, "-m", "tiny-ref", "--model-dir", "x"])
+    assert res.exit_code == 2 and "give --model or --model-dir, not both" in res.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from tokcost.catalog import Architecture
 from tokcost.memory import kv_cache_bytes
 from tokcost.reference import (
     BlockAllocator,
+    CacheSpec,
     ModelTooLarge,
     PagedCache,
     PromptTooLong,
@@ -86,11 +88,8 @@ def test_cache_modes_give_same_tokens_and_logits(
         mode: generate(
             model,
             prompt,
-            max_new_tokens=12,
-            cache=mode,
-            block_size=4,
-            n=2,
-            sampling=sampling,
+            replace(sampling, max_new_tokens=12, n=2),
+            CacheSpec(cache=mode, block_size=4),
             keep_logits=True,
         )
         for mode in ("none", "contiguous", "paged")
@@ -105,8 +104,9 @@ def test_cache_modes_give_same_tokens_and_logits(
 @pytest.mark.parametrize("block_size", [1, 3, 16, 64])
 def test_paged_cache_any_block_size_matches_recompute(model: Transformer, block_size: int) -> None:
     prompt = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
-    want = generate(model, prompt, max_new_tokens=10, cache="none").samples
-    got = generate(model, prompt, max_new_tokens=10, cache="paged", block_size=block_size)
+    want = generate(model, prompt, SamplingParams(max_new_tokens=10), CacheSpec(cache="none")).samples
+    got = generate(model, prompt, SamplingParams(max_new_tokens=10),
+                   CacheSpec(cache="paged", block_size=block_size))
     assert got.samples == want
 
 
@@ -120,15 +120,14 @@ def test_cache_bytes_equal_kvmem_estimate_at_every_step(
     r = generate(
         model,
         prompt,
-        max_new_tokens=9,
-        cache="paged",
-        block_size=block_size,
+        SamplingParams(max_new_tokens=9),
+        CacheSpec(cache="paged", block_size=block_size),
         on_step=lambda s: seen.append((s.cache_tokens, s.cache_bytes)),
     )
     for tokens, held in seen:
         assert held == kv_cache_bytes(ARCH, tokens, "fp32", block_size=block_size)
     assert r.cache_bytes == kv_cache_bytes(ARCH, r.cache_tokens, "fp32", block_size=block_size)
-    c = generate(model, prompt, max_new_tokens=9, cache="contiguous")
+    c = generate(model, prompt, SamplingParams(max_new_tokens=9), CacheSpec(cache="contiguous"))
     # The contiguous cache reserves prompt + new - 1 slots up front (the last token
     # is never fed back).
     assert c.cache_reserved_tokens == prompt_len + 8
@@ -144,11 +143,8 @@ def test_parallel_samples_share_prompt_blocks(
     r = generate(
         model,
         list(range(1, prompt_len + 1)),
-        max_new_tokens=new,
-        cache="paged",
-        block_size=b,
-        n=n,
-        sampling=SamplingParams(temperature=1.0, seed=1),
+        SamplingParams(temperature=1.0, seed=1, max_new_tokens=new, n=n),
+        CacheSpec(cache="paged", block_size=b),
     )
     full = prompt_len // b
     per_seq = -(-(prompt_len + new - 1) // b)
@@ -164,11 +160,8 @@ def test_copy_on_write_keeps_samples_independent(model: Transformer) -> None:
     r = generate(
         model,
         prompt,
-        max_new_tokens=10,
-        cache="paged",
-        block_size=4,
-        n=4,
-        sampling=SamplingParams(temperature=1.5, seed=5),
+        SamplingParams(temperature=1.5, seed=5, max_new_tokens=10, n=4),
+        CacheSpec(cache="paged", block_size=4),
         keep_logits=True,
     )
     assert len({tuple(s) for s in r.samples}) > 1, "samples should differ"
@@ -230,24 +223,22 @@ def test_allocator_never_hands_out_a_live_block(ops: list[tuple[str, int]]) -> N
 
 
 def test_fixed_seed_reproduces_output(model: Transformer) -> None:
-    sp = SamplingParams(temperature=1.0, top_p=0.95, seed=42)
-    a = generate(model, [1, 2, 3], max_new_tokens=15, sampling=sp, n=2).samples
-    b = generate(model, [1, 2, 3], max_new_tokens=15, sampling=sp, n=2).samples
+    sp = SamplingParams(temperature=1.0, top_p=0.95, seed=42, max_new_tokens=15, n=2)
+    a = generate(model, [1, 2, 3], sp).samples
+    b = generate(model, [1, 2, 3], sp).samples
     c = generate(
         model,
         [1, 2, 3],
-        max_new_tokens=15,
-        n=2,
-        sampling=SamplingParams(temperature=1.0, top_p=0.95, seed=43),
+        SamplingParams(temperature=1.0, top_p=0.95, seed=43, max_new_tokens=15, n=2),
     ).samples
     assert a == b
     assert a != c
 
 
 def test_top_k_one_is_greedy(model: Transformer) -> None:
-    greedy = generate(model, [4, 5], max_new_tokens=8).samples
+    greedy = generate(model, [4, 5], SamplingParams(max_new_tokens=8)).samples
     k1 = generate(
-        model, [4, 5], max_new_tokens=8, sampling=SamplingParams(temperature=2.0, top_k=1, seed=9)
+        model, [4, 5], SamplingParams(temperature=2.0, top_k=1, seed=9, max_new_tokens=8)
     ).samples
     assert k1 == greedy
 
@@ -269,7 +260,7 @@ def test_rope_scores_depend_only_on_offset(i: int, j: int, shift: int) -> None:
 
 def test_prompt_longer_than_context(model: Transformer) -> None:
     with pytest.raises(PromptTooLong, match="context window is 128"):
-        generate(model, list(range(1, 60)) * 2, max_new_tokens=20)
+        generate(model, list(range(1, 60)) * 2, SamplingParams(max_new_tokens=20))
 
 
 def test_weights_roundtrip_and_mismatch(tmp_path: Path) -> None:
@@ -346,9 +337,10 @@ def test_a_prompt_longer_than_a_prefill_chunk_gives_the_one_pass_logits(
     gen = importlib.import_module("tokcost.reference.generate")  # the module, not the function
     monkeypatch.setattr(gen, "PREFILL_CHUNK", 5)  # 23 tokens: chunks of 5, 5, 5, 5, 3
     prompt = [(7 * i + 3) % CFG.vocab_size for i in range(23)]
-    want = generate(model, prompt, max_new_tokens=6, cache="none", keep_logits=True)
-    got = generate(model, prompt, max_new_tokens=6, cache=cache, block_size=4, n=2,
-                   keep_logits=True)
+    want = generate(model, prompt, SamplingParams(max_new_tokens=6), CacheSpec(cache="none"),
+                    keep_logits=True)
+    got = generate(model, prompt, SamplingParams(max_new_tokens=6, n=2),
+                   CacheSpec(cache=cache, block_size=4), keep_logits=True)
     assert got.samples == [want.samples[0]] * 2
     for g, w in zip(got.logits, want.logits, strict=True):
         np.testing.assert_allclose(g, np.repeat(w, 2, axis=0), rtol=1e-4, atol=1e-4)

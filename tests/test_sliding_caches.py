@@ -22,7 +22,14 @@ from tokcost.catalog import Architecture
 from tokcost.catalog.hf_model import load_config
 from tokcost.catalog.schema import Attention
 from tokcost.memory import kv_cache_bytes
-from tokcost.reference import RefConfig, SamplingParams, Transformer, generate, init_weights
+from tokcost.reference import (
+    CacheSpec,
+    RefConfig,
+    SamplingParams,
+    Transformer,
+    generate,
+    init_weights,
+)
 from tokcost.reference.cache import ContiguousCache, PagedCache
 from tokcost.reference.hf_checkpoint import load_weights, open_checkpoint
 
@@ -91,8 +98,8 @@ def test_cached_logits_past_the_window_equal_the_cache_free_ones(family: str, mo
     logits equal a cache-free forward pass over the whole sequence."""
     model, _ = _family(family)
     prompt = [int(i) for i in _ids(model.cfg, 12, seed=2)]
-    r = generate(model, prompt, max_new_tokens=LENGTH - 12, cache=mode, block_size=3,
-                 sampling=SamplingParams(temperature=0.0), keep_logits=True)
+    r = generate(model, prompt, SamplingParams(temperature=0.0, max_new_tokens=LENGTH - 12),
+                 CacheSpec(cache=mode, block_size=3), keep_logits=True)
     seq = prompt + r.samples[0]
     full = model.forward(np.asarray([seq[:-1]])).logits[0]  # (T, V)
     for step, logged in enumerate(r.logits):
@@ -109,9 +116,8 @@ def test_forked_samples_free_their_window_blocks_and_match_cache_free_runs(famil
     window = model.cfg.sliding_window
     assert window is not None
     prompt = [int(i) for i in _ids(model.cfg, 10, seed=3)]
-    r = generate(model, prompt, max_new_tokens=20, cache="paged", block_size=4, n=3,
-                 sampling=SamplingParams(temperature=1.5, seed=7), keep_logits=True,
-                 explain=True)
+    r = generate(model, prompt, SamplingParams(temperature=1.5, seed=7, max_new_tokens=20, n=3),
+                 CacheSpec(cache="paged", block_size=4), keep_logits=True, explain=True)
     for s, sample in enumerate(r.samples):
         seq = prompt + sample
         full = model.forward(np.asarray([seq[:-1]])).logits[0]
@@ -152,15 +158,15 @@ def test_generate_reports_cache_bytes_within_the_estimate(family: str) -> None:
     from tokcost.app.generate import _cache_use
 
     model, arch = _family(family)
-    entry = load_config(TINY / family).entry
     prompt = [int(i) for i in _ids(model.cfg, 9, seed=4)]
     for new in (14, 15, 16, 17):
-        r = generate(model, prompt, max_new_tokens=new, cache="paged", block_size=4)
+        r = generate(model, prompt, SamplingParams(max_new_tokens=new),
+                     CacheSpec(cache="paged", block_size=4))
 
-        def estimate(_entry: object, tokens: int, **kw: object) -> int:
+        def estimate(tokens: int, **kw: object) -> int:
             return kv_cache_bytes(arch, tokens, "fp32", **kw)  # type: ignore[arg-type]
 
-        use = _cache_use(entry, r, 1, estimate)
+        use = _cache_use(r, 1, estimate)
         assert use.matches and use.bytes <= use.estimate_bytes
         assert use.saved_by_sharing == 0
 
@@ -190,9 +196,9 @@ def test_sliding_caches_property(window: int, block_size: int, prompt: int, new:
     model = Transformer(cfg, weights)
     ids = [int(i) for i in np.random.default_rng(prompt * 31 + new).integers(0, 23, prompt)]
     for mode in ("contiguous", "paged"):
-        r = generate(model, ids, max_new_tokens=new, cache=mode, block_size=block_size,
-                     n=samples, sampling=SamplingParams(temperature=1.0, seed=1),
-                     keep_logits=True)
+        r = generate(model, ids, SamplingParams(temperature=1.0, seed=1, max_new_tokens=new,
+                                                n=samples),
+                     CacheSpec(cache=mode, block_size=block_size), keep_logits=True)
         for s, sample in enumerate(r.samples):
             seq = ids + sample
             full = model.forward(np.asarray([seq[:-1]])).logits[0]

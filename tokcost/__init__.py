@@ -41,7 +41,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.memory.simulate": ("compare_policies",),
     "tokcost.app.memory": ("estimate_memory", "KvEstimate", "MemoryEstimate"),
     "tokcost.app.simulate": ("simulate", "SimulationResult"),
-    "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
+    "tokcost.app.quality": ("kvmem_quality", "QualityRequest", "QualityResult"),
     "tokcost.plotting.memory": ("plot_memory",),
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
@@ -54,13 +54,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "decode_bpe", "BPEDecodeRequest", "inspect_bpe", "BPEInspectRequest", "export_bpe",
         "BPEExportRequest",
     ),
-    "tokcost.app.generate": (
-        "generate", "CacheMode", "GenerateResult", "GenerationStart", "GenerationStep",
-        "GeneratedSample", "Candidate", "AttentionFocus", "KVCacheUse", "CacheEvent",
-        "PromptText", "decode_prompt",
-    ),
-    "tokcost.app.attention": ("attention", "AttentionResult", "NotableHead"),
-    "tokcost.plotting.attention": ("plot_attention",),
+    "tokcost.app.generate": ("generate", "GenerateRequest", "GenerateResult"),
+    "tokcost.app.attention": ("attention", "AttentionRequest", "AttentionResult"),
     "tokcost.app.models": (
         "list_models", "list_gpus", "show_model", "validate_catalog", "sync_prices",
         "import_model", "SyncPricesRequest", "ImportModelRequest", "ModelList", "GpuList",
@@ -90,8 +85,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer as Tokenizer
     from tokcost.adapters import get_tokenizer as get_tokenizer
+    from tokcost.app.attention import AttentionRequest as AttentionRequest
     from tokcost.app.attention import AttentionResult as AttentionResult
-    from tokcost.app.attention import NotableHead as NotableHead
     from tokcost.app.attention import attention as attention
     from tokcost.app.bpe import BPEDecodeRequest as BPEDecodeRequest
     from tokcost.app.bpe import BPEEncodeRequest as BPEEncodeRequest
@@ -125,17 +120,8 @@ if TYPE_CHECKING:
     from tokcost.app.count import tokenize_paths as tokenize_paths
     from tokcost.app.engine import EngineKind as EngineKind
     from tokcost.app.engine import make_engine as make_engine
-    from tokcost.app.generate import AttentionFocus as AttentionFocus
-    from tokcost.app.generate import CacheEvent as CacheEvent
-    from tokcost.app.generate import CacheMode as CacheMode
-    from tokcost.app.generate import Candidate as Candidate
-    from tokcost.app.generate import GeneratedSample as GeneratedSample
+    from tokcost.app.generate import GenerateRequest as GenerateRequest
     from tokcost.app.generate import GenerateResult as GenerateResult
-    from tokcost.app.generate import GenerationStart as GenerationStart
-    from tokcost.app.generate import GenerationStep as GenerationStep
-    from tokcost.app.generate import KVCacheUse as KVCacheUse
-    from tokcost.app.generate import PromptText as PromptText
-    from tokcost.app.generate import decode_prompt as decode_prompt
     from tokcost.app.generate import generate as generate
     from tokcost.app.memory import KvEstimate as KvEstimate
     from tokcost.app.memory import MemoryEstimate as MemoryEstimate
@@ -157,8 +143,8 @@ if TYPE_CHECKING:
     from tokcost.app.price import PriceRequest as PriceRequest
     from tokcost.app.price import PriceResult as PriceResult
     from tokcost.app.price import price as price
+    from tokcost.app.quality import QualityRequest as QualityRequest
     from tokcost.app.quality import QualityResult as QualityResult
-    from tokcost.app.quality import QualityRow as QualityRow
     from tokcost.app.quality import kvmem_quality as kvmem_quality
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
@@ -178,7 +164,6 @@ if TYPE_CHECKING:
     from tokcost.memory.roofline import DecodeStep as DecodeStep
     from tokcost.memory.roofline import Prefill as Prefill
     from tokcost.memory.simulate import compare_policies as compare_policies
-    from tokcost.plotting.attention import plot_attention as plot_attention
     from tokcost.plotting.memory import plot_memory as plot_memory
     from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice

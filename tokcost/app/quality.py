@@ -1,27 +1,31 @@
 """``kvmem quality``: what quantizing or evicting the KV cache costs a running model.
 
-Teacher-forced decoding of a held-out text on the reference model (tokcost.reference),
-once with the full float32 cache and once per policy; each policy's perplexity,
-top-1 agreement and KL divergence against the full cache, the bytes its cache really
-held (equal to the memory model's ``policy_bytes``, which this checks), and, on a GPU,
-how many sequences of a context length the saving lets the memory model fit.
+Teacher-forced decoding of a held-out text on the reference model, once with the full
+float32 cache and once per policy: perplexity, top-1 agreement and KL divergence against
+the full cache, the bytes each cache really held (checked against the memory model's
+``policy_bytes``) and, on a GPU, the sequences the saving lets the memory model fit.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost.errors import TokcostError, UsageError
+from tokcost.errors import TokcostError, UsageError, Words, arg
+from tokcost.reference.from_catalog import ModelSource
+from tokcost.reference.request import Options, as_int
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, CatalogSource
+    from tokcost.catalog import Catalog, ModelEntry
     from tokcost.memory.cache_policy import CachePolicy
-    from tokcost.reference.quality import PolicyQuality
+    from tokcost.reference.config import RefConfig
+    from tokcost.reference.from_catalog import Loaded
+    from tokcost.reference.quality import PolicyQuality, TeacherForced
 
-__all__ = ["QualityResult", "QualityRow", "kvmem_quality"]
+__all__ = ["QualityRequest", "QualityResult", "kvmem_quality"]
 
 # Every family of policy once; eviction budgets are fractions of the text's length.
 DEFAULT_POLICIES: tuple[str, ...] = (
@@ -29,6 +33,78 @@ DEFAULT_POLICIES: tuple[str, ...] = (
     "h2o:0.125+0.125", "snapkv:0.25+0.05",
 )
 HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each file's lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policies:
+    """The cache policies to measure (``tokcost.memory.cache_policy.parse_policy`` specs,
+    a comma list or several; None: ``DEFAULT_POLICIES``) and the quantizers' settings."""
+
+    policies: Sequence[str] | None = None
+    residual: int = 128
+    kv_group_size: int = 64
+    chosen: tuple[CachePolicy, ...] = field(default=(), init=False)
+
+    def __post_init__(self) -> None:
+        from tokcost.memory.cache_policy import parse_policy
+
+        given = [self.policies] if isinstance(self.policies, str) else self.policies or []
+        specs = tuple(p.strip() for spec in given for p in spec.split(",") if p.strip())
+        if self.policies is None or (given and not specs):  # None, or only commas: the default
+            specs = DEFAULT_POLICIES
+        residual, group = as_int(self.residual, "residual"), as_int(self.kv_group_size,
+                                                                   "kv_group_size")
+        chosen = tuple(parse_policy(p, residual=residual, group=group) for p in specs)
+        if not chosen:
+            raise UsageError("give at least one policy", param="policies")
+        names = [c.name for c in chosen]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"policy {twice[0]} is given twice", param="policies")
+        for name, value in (("policies", specs), ("residual", residual),
+                            ("kv_group_size", group), ("chosen", chosen)):
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualityRequest(Options):
+    """Measure the ``cache_policies`` with a trained ``source`` model on the first
+    ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the held-out
+    part of the shipped prose corpora), prefilling ``prompt`` tokens (default an eighth).
+    With ``gpu`` (full-attention models only), the sequences of ``context`` tokens
+    (default: the model's window) each policy lets the memory model fit."""
+
+    source: ModelSource = field(default_factory=ModelSource)
+    cache_policies: Policies = field(default_factory=Policies)
+    text: str | Path | None = None
+    max_tokens: int = 512
+    prompt: int | None = None
+    gpu: str | None = None
+    context: int | None = None
+    plot: str | Path | None = None
+    force: bool = False
+    stdin: BinaryIO | None = field(default=None, compare=False)
+    on_progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        top = as_int(self.max_tokens, "max_tokens")
+        object.__setattr__(self, "max_tokens", top)
+        if top < 2:
+            raise UsageError(f"{arg('max_tokens', top)} must be at least 2 (a prompt and one "
+                             "prediction)", param="max_tokens", value=top)
+        for name in ("prompt", "context"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, None if value is None else as_int(value, name))
+        if self.prompt is not None and not 1 <= self.prompt < top:
+            raise UsageError(f"{arg('prompt', self.prompt)} must be at least 1 and below "
+                             f"{arg('max_tokens', top)}, leaving a token to predict",
+                             param="prompt", related=("max_tokens",), value=self.prompt)
+        if self.context is not None and self.context < 1:
+            raise UsageError(f"{arg('context', self.context)} must be positive",
+                             param="context", value=self.context)
+        if self.context is not None and self.gpu is None:
+            raise UsageError(f"{arg('context')} sets the sequences planned on a GPU; give "
+                             f"{arg('gpu')} with it", param="context", related=("gpu",))
 
 
 @dataclass(frozen=True)
@@ -42,19 +118,23 @@ class QualityRow:
     def to_dict(self) -> dict[str, Any]:
         q = self.quality
         return {
-            "policy": self.policy,
-            "perplexity": round(q.perplexity, 4),
+            "policy": self.policy, "perplexity": round(q.perplexity, 4),
             "perplexity_change": round(q.perplexity_change, 6),
-            "top1_agreement": round(q.top1_agreement, 6),
-            "mean_kl": round(q.mean_kl, 6),
-            "bytes_held": q.bytes_held,
-            "bytes_ratio": round(q.bytes_ratio, 6),
+            "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
+            "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
             "concurrency": None if self.concurrency is None else round(self.concurrency, 2),
         }
 
 
+_NOTE_PARAMS = ("residual",)  # what the notes name (placeholders, as errors write them)
+
+
 @dataclass(frozen=True)
 class QualityResult:
+    """Every policy against the full cache. ``note_templates`` name parameters through
+    placeholders: ``notes`` spells them as the API does, ``render_notes`` as a caller's
+    ``words`` do (the CLI's flags)."""
+
     model: str
     text: str  # where the text came from
     tokens: int
@@ -66,26 +146,28 @@ class QualityResult:
     context: int | None = None
     baseline_concurrency: float | None = None
     plot: Path | None = None
-    notes: tuple[str, ...] = ()  # e.g. a quantized policy that quantized nothing
+    note_templates: tuple[str, ...] = ()  # e.g. a quantized policy that quantized nothing
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self.render_notes())
+
+    def render_notes(self, words: Words | None = None) -> list[str]:
+        errors = (TokcostError(t, related=_NOTE_PARAMS) for t in self.note_templates)
+        return [e.render(words) if words else e.render() for e in errors]
 
     def to_dict(self) -> dict[str, Any]:
         """The ``kvmem quality --json`` document (keys in the README)."""
+        concurrency = self.baseline_concurrency
         return {
-            "model": self.model,
-            "text": self.text,
-            "tokens": self.tokens,
+            "model": self.model, "text": self.text, "tokens": self.tokens,
             "prompt": self.prompt,
-            "baseline": {
-                "perplexity": round(self.baseline_perplexity, 4),
-                "bytes_held": self.baseline_bytes,
-                "concurrency": (None if self.baseline_concurrency is None
-                                else round(self.baseline_concurrency, 2)),
-            },
-            "gpu": self.gpu,
-            "context": self.context,
+            "baseline": {"perplexity": round(self.baseline_perplexity, 4),
+                         "bytes_held": self.baseline_bytes,
+                         "concurrency": None if concurrency is None else round(concurrency, 2)},
+            "gpu": self.gpu, "context": self.context,
             "policies": [r.to_dict() for r in self.rows],
-            "plot": str(self.plot) if self.plot else None,
-            "notes": list(self.notes),
+            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes),
         }
 
 
@@ -94,152 +176,112 @@ def held_out_text() -> str:
     prose corpus (scripts/train_tiny_ref.py trained on the rest), English first."""
     from tokcost.inflation import builtin_dir
 
-    folder = builtin_dir() / "prose"
-    files = sorted(folder.glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
+    files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
     parts = []
     for path in files:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        cut = max(1, int(len(lines) * (1 - HELD_OUT_SHARE)))
-        parts.append("".join(lines[cut:]))
+        parts.append("".join(lines[max(1, int(len(lines) * (1 - HELD_OUT_SHARE))):]))
     return "".join(parts)
 
 
-def kvmem_quality(
-    model: str = "tiny-ref",
-    *,
-    model_dir: str | Path | None = None,
-    text: str | Path | None = None,
-    max_tokens: int = 512,
-    prompt: int | None = None,
-    policies: Sequence[str] | None = None,
-    residual: int = 128,
-    kv_group_size: int = 64,
-    gpu: str | None = None,
-    context: int | None = None,
-    catalog: CatalogSource = None,
-    plot: str | Path | None = None,
-    force: bool = False,
-    stdin: BinaryIO | None = None,
-    on_progress: Callable[[str], None] | None = None,
-) -> QualityResult:
-    """Evaluate cache ``policies`` (``tokcost.memory.cache_policy.parse_policy`` specs;
-    None: ``DEFAULT_POLICIES``) on
-    the first ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the
-    held-out part of the shipped prose corpora), prefilling ``prompt`` tokens (default
-    an eighth). With ``gpu``, the sequences of ``context`` tokens (default: the model's
-    window) each policy lets the memory model fit, against the full cache.
-
-    ``model`` is a catalog model with weights (tiny-ref ships them) or ``hf:ORG/REPO``;
-    ``model_dir`` a Hugging Face model folder (the reference path's loader: Llama, Qwen2/3,
-    Mistral and Gemma families). On sliding-window layers each cache holds at most the
-    window, as the full cache does; ``gpu`` planning sizes full-attention layers only, so
-    it is refused for models with sliding layers.
-    """
-    from tokcost.counting import read_input
-    from tokcost.memory.cache_policy import parse_policy
-    from tokcost.reference.from_catalog import config_for, load_model, load_tokenizer
-    from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
-    from tokcost.reference.quality import compare_policy, teacher_forced
+def kvmem_quality(request: QualityRequest) -> QualityResult:
+    """Measure ``request``'s policies against the full cache (and plot the frontier)."""
+    from tokcost.reference.quality import teacher_forced
     from tokcost.tokenizers import open_catalog
 
-    if max_tokens < 2:
-        raise UsageError(f"max_tokens={max_tokens} must be at least 2 (a prompt and one "
-                         "prediction)", param="max_tokens")
-    if prompt is not None and not 1 <= prompt < max_tokens:
-        raise UsageError(f"prompt={prompt} must be at least 1 and below max_tokens="
-                         f"{max_tokens}, leaving a token to predict", param="prompt")
-    if context is not None and context < 1:
-        raise UsageError(f"context={context} must be positive", param="context")
-    if context is not None and gpu is None:
-        raise UsageError("context sets the sequences planned on a GPU; give gpu with it",
-                         param="context", related=("gpu",))
-    chosen = [parse_policy(p, residual=residual, group=kv_group_size)
-              for p in (DEFAULT_POLICIES if policies is None else policies)]
-    if not chosen:
-        raise UsageError("give at least one policy", param="policies")
-    names = [c.name for c in chosen]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UsageError(f"policy {twice[0]} is given twice", param="policies")
-    target = Path(plot) if plot is not None else None
+    target = Path(request.plot) if request.plot is not None else None
     if target is not None:
         from tokcost.plotting import check_plot_path
 
-        check_plot_path(target, force=force)  # before any work
-    from tokcost.catalog.hf_model import is_hf_spec
-
-    cat = open_catalog(catalog)
-    if model_dir is not None or is_hf_spec(model):
-        from tokcost.reference.from_catalog import load_checkpoint
-
-        checkpoint = load_checkpoint(model_dir if model_dir is not None else model)
-        entry, loaded = checkpoint.entry, checkpoint.loaded
-        cfg = loaded.model.cfg
-    else:
-        entry = cat.resolve(model)
-        cfg = config_for(entry)
-        loaded = load_model(entry)
-    if not loaded.trained:
-        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
-                           "weights (tiny-ref ships them)")
-    if gpu is not None and cfg.layer_types is not None and "sliding" in cfg.layer_types:
-        # The reference caches handle sliding layers (each holds at most its window); the
-        # GPU planner below sizes full-attention layers only.
-        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
-                         "sizes full-attention layers only; leave out gpu", param="gpu")
-    grouped = any(c.quant is not None and c.quant.grouped for c in chosen)
-    if grouped and kv_group_size < cfg.head_dim and cfg.head_dim % kv_group_size:
-        # Values are grouped over a head's channels (a group past head_dim is one group of
-        # them all); refused here, before any model work, not in the quantizer.
-        raise UsageError(f"kv_group_size={kv_group_size} must divide {entry.id}'s head_dim "
-                         f"{cfg.head_dim}", param="kv_group_size")
-    tok = load_tokenizer(entry, cfg)
-    source = "held-out corpora (last 10% of each prose file)"
-    if text is None:
-        body = held_out_text()
-    else:
-        read = read_input(text, stdin=stdin)
-        body, source = read.text, read.name
-    if max_tokens > cfg.context_window:
-        raise UsageError(f"max_tokens={max_tokens:,} is past {entry.id}'s context window "
-                         f"({cfg.context_window:,} tokens); give at most that",
-                         param="max_tokens")
-    ids = tok.encode(body)[:max_tokens]
-    if len(ids) < 2:
-        raise UsageError(f"{source} has {len(ids)} token(s); give a longer text", param="text")
-    first = prompt if prompt is not None else max(1, len(ids) // 8)
-    plan = _planner(entry, cat, gpu, context) if gpu is not None else None  # before the work
-    if on_progress:
-        on_progress("full cache")
+        check_plot_path(target, force=request.force)  # before any work
+    loaded = _load(request)
+    ids, source = _token_ids(request, loaded)
+    first = request.prompt if request.prompt is not None else max(1, len(ids) // 8)
+    plan = (_planner(loaded.entry, open_catalog(request.source.catalog), request.gpu,
+                     request.context) if request.gpu is not None else None)  # before the work
+    if request.on_progress:
+        request.on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
-    rows = []
-    for policy in chosen:
-        if on_progress:
-            on_progress(policy.name)
-        cache = policy_cache(cfg, quant=policy.quant, evict=policy.evict, prompt=first)
-        quality = compare_policy(teacher_forced(loaded.model, ids, prompt=first, cache=cache),
-                                 base)
-        # The memory model's bytes per layer kind (a sliding layer holds at most its
-        # window); None only where per-channel key groups straddle the window's edge.
-        expected = policy_cache_bytes(cfg, len(ids) - 1, quant=policy.quant,
-                                      evict=policy.evict, prompt=first)
-        if expected is not None and expected != quality.bytes_held:  # they must agree
-            raise TokcostError(f"policy {policy.name}: the cache held {quality.bytes_held:,} B "
-                               f"but the memory model says {expected:,} B; please report it")
-        rows.append(QualityRow(policy.name, quality, plan(policy) if plan else None))
-    notes = tuple(_unquantized_note(c, len(ids) - 1) for c in chosen
-                  if c.quant is not None and c.quant.quantized_tokens(len(ids) - 1) == 0)
+    chosen = request.cache_policies.chosen
+    rows = tuple(QualityRow(p.name, _measure(request, loaded.model, ids, first, p, base),
+                            plan(p) if plan else None) for p in chosen)
+    held = len(ids) - 1
     result = QualityResult(
-        model=entry.id, text=source, tokens=len(ids), prompt=first,
-        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
+        model=loaded.entry.id, text=source, tokens=len(ids), prompt=first,
+        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=rows,
         gpu=plan.gpu if plan else None, context=plan.context if plan else None,
-        baseline_concurrency=plan(None) if plan else None, plot=target, notes=notes,
+        baseline_concurrency=plan(None) if plan else None, plot=target,
+        note_templates=tuple(_unquantized_note(c, held) for c in chosen
+                             if c.quant is not None and c.quant.quantized_tokens(held) == 0),
     )
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
 
-        plot_frontier(result, target, force=force)
+        plot_frontier(result, target, force=request.force)
     return result
+
+
+def _load(request: QualityRequest) -> Loaded:
+    """The model, refused early when it cannot give what the request asks."""
+    loaded = request.source.load()
+    entry, cfg = loaded.entry, loaded.model.cfg
+    if not loaded.trained:
+        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
+                           "weights (tiny-ref ships them)")
+    if request.gpu is not None and cfg.slides:
+        # The reference caches handle sliding layers (each holds at most its window); the
+        # GPU planner sizes full-attention layers only.
+        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
+                         f"sizes full-attention layers only; leave out {arg('gpu')}",
+                         param="gpu")
+    group = request.cache_policies.kv_group_size
+    grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
+    if grouped and group < cfg.head_dim and cfg.head_dim % group:
+        # Values are grouped over a head's channels (a group past head_dim is one group of
+        # them all); refused here, before any model work, not in the quantizer.
+        raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
+                         f"{cfg.head_dim}", param="kv_group_size", value=group)
+    return loaded
+
+
+def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:
+    """The first ``max_tokens`` ids of the request's text, and where the text came from."""
+    from tokcost.counting import read_input
+    from tokcost.reference.from_catalog import load_tokenizer
+
+    cfg: RefConfig = loaded.model.cfg
+    tok = load_tokenizer(loaded.entry, cfg)
+    source = "held-out corpora (last 10% of each prose file)"
+    if request.text is None:
+        body = held_out_text()
+    else:
+        read = read_input(request.text, stdin=request.stdin)
+        body, source = read.text, read.name
+    top = request.max_tokens
+    if top > cfg.context_window:
+        raise UsageError(f"{arg('max_tokens', f'{top:,}')} is past {loaded.entry.id}'s context "
+                         f"window ({cfg.context_window:,} tokens); give at most that",
+                         param="max_tokens", value=top)
+    ids = tok.encode(body)[:top]
+    if len(ids) < 2:
+        raise UsageError(f"{source} has {len(ids)} token(s); give a longer {arg('text')}",
+                         param="text")
+    return ids, source
+
+
+def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
+             policy: CachePolicy, base: TeacherForced) -> PolicyQuality:
+    """One policy's quality, its bytes checked against the memory model's."""
+    from tokcost.reference.quality import evaluate
+
+    if request.on_progress:
+        request.on_progress(policy.name)
+    try:
+        return evaluate(model, ids, prompt=prompt, quant=policy.quant, evict=policy.evict,
+                        baseline=base)
+    except TokcostError as exc:  # the memory model and the cache disagree: say which policy
+        raise type(exc)(f"policy {policy.name}: {exc.template}", param=exc.param,
+                        related=exc.related, value=exc.value) from None
 
 
 def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
@@ -248,45 +290,40 @@ def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
     quant = policy.quant
     assert quant is not None
     return (f"{policy.name}: none of the {tokens:,} tokens were quantized (the last "
-            f"residual={quant.residual} stay in full precision; groups of {quant.group}): its "
-            "row equals the full cache")
+            f"{arg('residual', quant.residual)} stay in full precision; groups of "
+            f"{quant.group}): its row equals the full cache")
 
 
 @dataclass(frozen=True)
 class _Planner:
-    """Sequences of ``context`` tokens that fit the KV memory a GPU leaves, per policy."""
+    """Sequences of ``context`` tokens that fit the KV memory ``gpu`` leaves, per policy
+    (None: the full cache), for a served model's bf16 cache of this shape."""
 
     gpu: str
     context: int
     available: int
-    layers: int
-    kv_heads: int
-    head_dim: int
-    full_bytes: int
+    shape: dict[str, int]  # layers, kv_heads, head_dim
 
     def __call__(self, policy: CachePolicy | None) -> float:
         if policy is None:
-            per_seq = self.context * 2 * self.layers * self.kv_heads * self.head_dim
-            per_seq *= self.full_bytes
-        else:
-            per_seq = policy.bytes(self.context, layers=self.layers, kv_heads=self.kv_heads,
-                                   head_dim=self.head_dim, full_bytes=self.full_bytes)
-        return self.available / per_seq
+            return self.available / (self.context * 2 * 2 * math.prod(self.shape.values()))
+        return self.available / policy.bytes(self.context, **self.shape, full_bytes=2)
 
 
-def _planner(entry: Any, cat: Catalog, gpu: str, context: int | None) -> _Planner:
+def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> _Planner:
     from tokcost.memory import estimate_kv
     from tokcost.memory.kv import attention_shape
 
     arch = entry.architecture
+    assert arch is not None
     if arch.attention.type != "full":
         raise UsageError(f"model '{entry.id}' has {arch.attention.type} attention; the cache "
-                         "policies plan full-attention layers only", param="gpu")
+                         f"policies plan full-attention layers only", param="gpu")
     ctx = context or entry.context_window or 8192
     gpu_entry = cat.resolve_gpu(gpu)
     # The reference cache holds float32; a served model would hold its weights' dtype.
     est = estimate_kv(entry, contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16")
     assert est.fit is not None
     kv_heads, head_dim = attention_shape(arch, entry.id)
-    return _Planner(gpu_entry.name, ctx, est.fit.available_bytes, arch.layers, kv_heads,
-                    head_dim, 2)
+    return _Planner(gpu_entry.name, ctx, est.fit.available_bytes,
+                    {"layers": arch.layers, "kv_heads": kv_heads, "head_dim": head_dim})

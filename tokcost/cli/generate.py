@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import tokcost
-from tokcost.cli.checkpoint_options import MODEL_HELP, ModelDirOpt
+from tokcost.cli.checkpoint_options import (
+    MODEL_HELP,
+    ModelDirOpt,
+    WeightsOpt,
+    count_option,
+    read_prompt,
+    warn_replaced,
+    warn_untrained,
+)
 from tokcost.cli.console import err, out, print_json, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost import CacheEvent, GenerateResult, GenerationStart, GenerationStep
+    from tokcost import GenerateResult
 
 # The notation of --explain (term, meaning), printed once above its steps and in --help.
 LEGEND = (
@@ -79,105 +85,84 @@ Reading --explain:
 BAR = 20
 
 
+PromptArg = Annotated[
+    str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
+]
+# "[default: tiny-ref]" is rich markup, so the help shows no default (--model-dir may
+# replace the model).
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]", show_default=False)]
+MaxNewOpt = Annotated[
+    int, count_option("--max-new-tokens", "Tokens to generate per sample (32, 1k).")]
+TemperatureOpt = Annotated[
+    float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")]
+TopKOpt = Annotated[int, count_option("--top-k", "Keep the k likeliest (0 = off).")]
+TopPOpt = Annotated[
+    float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed for repeatable sampling.")]
+CacheOpt = Annotated[
+    str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")]
+BlockOpt = Annotated[int, count_option("--block-size", "Tokens per block of the paged cache.")]
+NOpt = Annotated[int, count_option("--n", "Parallel samples sharing the prompt's cache blocks.")]
+ExplainOpt = Annotated[bool, typer.Option(
+    "--explain", help="Show every step: the distribution sampled from, cache blocks, "
+    "attention (notation below).")]
+TopOpt = Annotated[int, count_option("--top", "Candidates shown by --explain.")]
+ChatOpt = Annotated[bool, typer.Option(
+    "--chat-template", help="Send PROMPT as a user message through the checkpoint's chat "
+    "template (tokenizer_config.json).")]
+
+
 def generate(
-    prompt: Annotated[
-        str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
-    ],
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]",
-                                 show_default=False)
-    ] = None,
-    max_new_tokens: Annotated[
-        int,
-        typer.Option("--max-new-tokens", metavar=COUNT, parser=count_parser("--max-new-tokens"),
-                     help="Tokens to generate per sample (32, 1k)."),
-    ] = 32,
-    temperature: Annotated[
-        float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")
-    ] = 0.0,
-    top_k: Annotated[
-        int, typer.Option("--top-k", metavar=COUNT, parser=count_parser("--top-k"),
-                          help="Keep the k likeliest (0 = off).")
-    ] = 0,
-    top_p: Annotated[
-        float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")
-    ] = 1.0,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed for repeatable sampling.")
-    ] = None,
-    cache: Annotated[
-        str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")
-    ] = "paged",
-    block_size: Annotated[
-        int, typer.Option("--block-size", metavar=COUNT, parser=count_parser("--block-size"),
-                          help="Tokens per block of the paged cache.")
-    ] = 16,
-    n: Annotated[
-        int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
-                          help="Parallel samples sharing the prompt's cache blocks.")
-    ] = 1,
-    explain: Annotated[
-        bool,
-        typer.Option(
-            "--explain",
-            help="Show every step: the distribution sampled from, cache blocks, attention "
-            "(notation below).",
-        ),
-    ] = False,
-    top_candidates: Annotated[
-        int, typer.Option("--top", metavar=COUNT, parser=count_parser("--top"),
-                          help="Candidates shown by --explain.")
-    ] = 5,
-    weights: Annotated[
-        str | None,
-        typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
-    ] = None,
+    prompt: PromptArg,
+    model: ModelOpt = None,
+    max_new_tokens: MaxNewOpt = 32,
+    temperature: TemperatureOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    cache: CacheOpt = "paged",
+    block_size: BlockOpt = 16,
+    n: NOpt = 1,
+    explain: ExplainOpt = False,
+    top_candidates: TopOpt = 5,
+    weights: WeightsOpt = None,
     model_dir: ModelDirOpt = None,
-    chat: Annotated[
-        bool, typer.Option("--chat-template", help="Send PROMPT as a user message through "
-                           "the checkpoint's chat template (tokenizer_config.json).")
-    ] = False,
+    chat: ChatOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    text = _read_prompt(prompt)
+    data, source = read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
 
-    def on_start(start: GenerationStart) -> None:
+    def on_start(start: Any) -> None:
         # Every input check has passed: warnings now cannot precede an error.
         _warn_sampling(n, temperature, top_k, top_p)
         if json_out:
             return
-        if not start.trained:
-            warn(f"no trained weights for '{start.model}': using {start.weights}, "
-                 "so text is noise")
+        warn_untrained(start, "so text is noise")
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
-            for line in _legend(start, cache.strip().lower()):
-                out.print(line, markup=False)
-            ids = list(start.prompt_ids)
-            out.print(f"\nprompt: {len(ids)} tokens {ids}", markup=False)
-            pieces = (f"{i}:{t!r}" for i, t in zip(ids, start.prompt_tokens, strict=True))
-            out.print("  " + " ".join(pieces), markup=False)
+            _print([*_legend(start, cache), f"\nprompt: {len(start.prompt_ids)} tokens "
+                    f"{list(start.prompt_ids)}", "  " + " ".join(
+                        f"{i}:{t!r}" for i, t in zip(start.prompt_ids, start.prompt_tokens,
+                                                     strict=True))])
 
-    def on_step(step: GenerationStep) -> None:
+    def on_step(step: Any) -> None:
         if stream is not None:
             stream.push(step.text)
         elif explain and not json_out:
-            for line in _explain_step(step, n, block_size, cache):
-                out.print(line, markup=False)
+            _print(_explain_step(step, n, block_size, cache))
 
-    if model is not None and model_dir is not None:
-        raise UsageError("give --model or --model-dir, not both")
-    result = tokcost.generate(
-        text, model=model or "tiny-ref", catalog=catalog, weights=weights,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, cache=cache,
-        block_size=block_size, n=n, explain=explain, top_candidates=top_candidates,
-        model_dir=model_dir, chat=chat, on_start=on_start, on_step=on_step,
-    )
+    request = tokcost.GenerateRequest.from_options(
+        prompt=data, prompt_source=source, model=model, model_dir=model_dir, weights=weights,
+        catalog=catalog, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
+        top_p=top_p, seed=seed, n=n, cache=cache, block_size=block_size, explain=explain,
+        top_candidates=top_candidates, chat=chat, on_start=on_start, on_step=on_step)
+    warn_replaced(request)
+    result = tokcost.generate(request)
     if json_out:
         print_json(result.to_dict())
         return
@@ -186,22 +171,14 @@ def generate(
     else:
         for s, sample in enumerate(result.samples):
             label = f"[sample {s + 1}] " if n > 1 else ""
-            out.print(label + text + sample.text, markup=False)
+            out.print(label + request.text + sample.text, markup=False)
     if result.cache.value != "none":
         (out if explain else err).print(_cache_line(result, n, block_size), markup=False)
 
 
-def _read_prompt(prompt: str) -> str:
-    """The prompt by the input policy: invalid UTF-8 replaced and reported, binary refused."""
-    source = "stdin" if prompt == "-" else "the prompt"
-    # argv holds undecodable bytes as surrogates (PEP 383); fsencode gives the bytes back.
-    data = sys.stdin.buffer.read() if prompt == "-" else os.fsencode(prompt)
-    read = tokcost.decode_prompt(data, source=source)
-    if read.invalid_utf8_bytes:
-        noun = "byte" if read.invalid_utf8_bytes == 1 else "bytes"
-        warn(f"{source}: {read.invalid_utf8_bytes} {noun} of invalid UTF-8, "
-             "replaced with U+FFFD")
-    return read.text
+def _print(lines: list[str]) -> None:
+    for line in lines:
+        out.print(line, markup=False)
 
 
 def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None:
@@ -217,7 +194,7 @@ def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None
         warn(f"--n {n} with {why} gives {n} identical samples; {fix} to sample")
 
 
-def _legend(start: GenerationStart, cache: str) -> list[str]:
+def _legend(start: Any, cache: str) -> list[str]:
     """The legend, with the running model's heads in place of tiny-ref's."""
     nh, nkv = start.attention_heads, start.kv_heads
     heads = HEADS_HELP
@@ -236,17 +213,13 @@ def _legend(start: GenerationStart, cache: str) -> list[str]:
 
 def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
     kv = result.kv_cache
-    line = (
-        f"KV cache: {kv.tokens} tokens x {n} sample(s), {kv.bytes:,} B held; "
-        f"kvmem estimate {kv.estimate_bytes:,} B"
-    )
+    line = (f"KV cache: {kv.tokens} tokens x {n} sample(s), {kv.bytes:,} B held; "
+            f"kvmem estimate {kv.estimate_bytes:,} B")
     if kv.saved_by_sharing:
         line += f" unshared (sharing saved {kv.saved_by_sharing:,} B)"
     if kv.blocks is not None:
-        line += (
-            f"; {kv.blocks} block{'s' if kv.blocks != 1 else ''} of {block_size} "
-            f"({kv.logical_blocks} without sharing, {kv.copy_on_write} copied on write)"
-        )
+        line += (f"; {kv.blocks} block{_s(kv.blocks)} of {block_size} "
+                 f"({kv.logical_blocks} without sharing, {kv.copy_on_write} copied on write)")
     return line
 
 
@@ -254,48 +227,41 @@ _EXCLUDED = {"top_k": "excluded by --top-k", "top_p": "excluded by --top-p",
              "zero": "p rounds to 0", "greedy": "not the likeliest"}
 
 
-def _explain_step(step: GenerationStep, n: int, block: int, mode: str) -> list[str]:
+def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
     who = f" sample {step.sample + 1}" if n > 1 else ""
     head = f"\nstep {step.index + 1}{who}: chose {step.token_id} {step.token!r} "
     if step.greedy:
         lines = [head + f"greedy: the likeliest token (model p={_p(step.model_prob)})"]
     else:
         lines = [head + f"(p={_p(step.prob)}, model {_p(step.model_prob)}; drawn from "
-                 f"{step.candidates} candidate{'s' if step.candidates != 1 else ''})"]
+                 f"{step.candidates} candidate{_s(step.candidates)})"]
     # Greedy draws nothing: its rows show what the model thought of the alternatives.
     shown = [c.model_prob if step.greedy else c.prob for c in step.top]
     best = max(shown, default=0.0) or 1.0
     for c, p in zip(step.top, shown, strict=True):
-        mark = "*" if c.token_id == step.token_id else " "
+        mark, model = "*" if c.token_id == step.token_id else " ", f"  model {_p(c.model_prob)}"
         if step.greedy or c.excluded is None:
             filled = round(BAR * p / best)
             bar = f"{'█' * filled}{'·' * (BAR - filled)} {_p(p)}"
-            model = "" if step.greedy else f"  model {_p(c.model_prob)}"
+            model = "" if step.greedy else model
         else:
-            mark = "×"
-            bar = f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
-            model = f"  model {_p(c.model_prob)}"
+            mark, bar = "×", f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
         lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
     lines += _event_lines(step, n, block)
     # The samples advance in one forward pass, so the cache has one state per step: it is
     # shown once, after the last sample's events, not as if each sample had its own.
     if mode != "none" and step.sample == n - 1:
-        blocks = ""
-        if step.cache_blocks is not None:
-            blocks = f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)"
+        blocks = ("" if step.cache_blocks is None else
+                  f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)")
         shared = " before sharing" if n > 1 and mode == "paged" else ""
         label = "cache" if n == 1 else f"cache after step {step.index + 1}, all {n} samples"
-        lines.append(
-            f"  {label}: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
-            f"kvmem estimate {step.estimate_bytes:,} B{shared}"
-        )
-    if step.attention:
-        layers: dict[int, list[str]] = {}
-        for f in step.attention:
-            piece = "?" if f.token is None else repr(f.token)
-            layers.setdefault(f.layer, []).append(f"h{f.head}→{piece}@{f.position} {f.weight:.2f}")
-        for layer, heads in layers.items():
-            lines.append(f"  attention L{layer}: " + "  ".join(heads))
+        lines.append(f"  {label}: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
+                     f"kvmem estimate {step.estimate_bytes:,} B{shared}")
+    layers: dict[int, list[str]] = {}
+    for f in step.attention:
+        piece = "?" if f.token is None else repr(f.token)
+        layers.setdefault(f.layer, []).append(f"h{f.head}→{piece}@{f.position} {f.weight:.2f}")
+    lines += [f"  attention L{layer}: " + "  ".join(heads) for layer, heads in layers.items()]
     return lines
 
 
@@ -304,66 +270,58 @@ def _p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
 
 
-def _event_lines(step: GenerationStep, n: int, block: int) -> list[str]:
-    """The paged cache's block events behind this step, one line per kind and holder.
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+def _event_lines(step: Any, n: int, block: int) -> list[str]:
+    """The paged cache's block events behind this step, one line per kind and holder, in
+    the order they happened: allocations, the prompt's drops (a prompt longer than the
+    window drops old blocks while it is prefilled), shares, copies, the samples' drops.
     Sliding layers keep their own block table (a KV cache group): their lines say so."""
-    def span(e: CacheEvent) -> str:
-        return f"{e.block * block}-{e.block * block + block - 1}"
+    def span(e: Any) -> str:
+        return f"positions {e.block * block}-{e.block * block + block - 1}"
 
     def owner(sample: int | None) -> str:
-        if sample is None:
-            return "the prompt"
-        return f"sample {sample + 1}" if n > 1 else "the sequence"
+        return "the prompt" if sample is None else (
+            f"sample {sample + 1}" if n > 1 else "the sequence")
 
     def paged(group: str) -> str:
         return "  paged (sliding layers):" if group == "sliding" else "  paged:"
 
-    lines: list[str] = []
-    allocated: dict[tuple[str, int | None], list[CacheEvent]] = {}
-    shared: dict[str, list[CacheEvent]] = {}
-    freed: dict[tuple[str, int | None], list[CacheEvent]] = {}
+    by: dict[tuple[str, str, int | None], list[Any]] = {}
     for e in step.events:
-        if e.kind == "allocate":
-            allocated.setdefault((e.group, e.sample), []).append(e)
-        elif e.kind == "share":
-            shared.setdefault(e.group, []).append(e)
-        elif e.kind == "free":
-            freed.setdefault((e.group, e.sample), []).append(e)
-    def drops(group: str, sample: int | None, events: list[CacheEvent]) -> str:
-        blocks = ", ".join(
-            f"#{e.physical} (positions {span(e)}"
-            + (")" if e.holders == 0 else f"; {e.holders} holder{'s' if e.holders != 1 else ''}"
-               " left)")
-            for e in events
-        )
-        back = all(e.holders == 0 for e in events)
-        return (f"{paged(group)} {owner(sample)} drops block{'s' if len(events) != 1 else ''} "
-                f"{blocks}: outside the window of position {events[-1].position}"
-                + ("; back in the pool" if back else ""))
+        by.setdefault((e.kind, e.group, None if e.kind == "share" else e.sample), []).append(e)
 
-    for (group, sample), events in allocated.items():
-        blocks = ", ".join(f"#{e.physical} (positions {span(e)})" for e in events)
-        plural = "s" if len(events) != 1 else ""
-        lines.append(f"{paged(group)} allocated block{plural} {blocks} for {owner(sample)}")
-    # A prompt longer than the window drops its old blocks while it is prefilled, before
-    # the samples share what is left: in that order.
-    lines += [drops(g, sample, events) for (g, sample), events in freed.items() if sample is None]
-    for group, events in shared.items():
-        ids = " ".join(f"#{e.physical}" for e in events)
-        lines.append(f"{paged(group)} {events[0].holders} samples share the prompt's block"
-                     f"{'s' if len(events) != 1 else ''} {ids} (reference count "
-                     f"{events[0].holders}; nothing copied)")
-    for e in step.events:
-        if e.kind == "copy_on_write":
-            lines.append(
-                f"{paged(e.group)} copy-on-write: {owner(e.sample)} writes position "
-                f"{e.position} into shared block #{e.source} (positions {span(e)}), so it gets "
-                f"a copy, #{e.physical}; #{e.source} keeps {e.holders} holder"
-                f"{'s' if e.holders != 1 else ''}"
-            )
-    lines += [drops(g, sample, events) for (g, sample), events in freed.items()
-              if sample is not None]
-    return lines
+    def lines(kind: str, line: Callable[[str, int | None, list[Any]], str],
+              keep: Callable[[int | None], bool] = lambda _: True) -> list[str]:
+        return [line(g, s, es) for (k, g, s), es in by.items() if k == kind and keep(s)]
+
+    def allocated(group: str, sample: int | None, events: list[Any]) -> str:
+        blocks = ", ".join(f"#{e.physical} ({span(e)})" for e in events)
+        return f"{paged(group)} allocated block{_s(len(events))} {blocks} for {owner(sample)}"
+
+    def drops(group: str, sample: int | None, events: list[Any]) -> str:
+        blocks = ", ".join(f"#{e.physical} ({span(e)}" + (")" if e.holders == 0 else
+                           f"; {e.holders} holder{_s(e.holders)} left)") for e in events)
+        back = "; back in the pool" if all(e.holders == 0 for e in events) else ""
+        return (f"{paged(group)} {owner(sample)} drops block{_s(len(events))} {blocks}: "
+                f"outside the window of position {events[-1].position}{back}")
+
+    def shared(group: str, _: int | None, events: list[Any]) -> str:
+        ids, holders = " ".join(f"#{e.physical}" for e in events), events[0].holders
+        return (f"{paged(group)} {holders} samples share the prompt's block{_s(len(events))} "
+                f"{ids} (reference count {holders}; nothing copied)")
+
+    def copied(group: str, _: int | None, events: list[Any]) -> str:
+        return "\n".join(
+            f"{paged(group)} copy-on-write: {owner(e.sample)} writes position {e.position} "
+            f"into shared block #{e.source} ({span(e)}), so it gets a copy, #{e.physical}; "
+            f"#{e.source} keeps {e.holders} holder{_s(e.holders)}" for e in events)
+
+    return [*lines("allocate", allocated), *lines("free", drops, lambda s: s is None),
+            *lines("share", shared), *lines("copy_on_write", copied),
+            *lines("free", drops, lambda s: s is not None)]
 
 
 class _Streamer:

@@ -1,31 +1,21 @@
 """What each attention head looks at: a few numbers per head, and names for the clear cases.
 
-The input is one layer's attention weights ``att`` of shape (heads, T, T): row i is the
-softmax of query position i over key positions j = 0..i (causal: ``att[h, i, j] = 0`` for
-j > i, and each row sums to 1). Row 0 can only look at itself, so every score below is the
-mean over the query rows i = 1..T-1 (T >= 2), and each lies in a known range:
+The input is one layer's attention weights ``att`` (heads, T, T): row i is the softmax of
+query position i over key positions j <= i (causal). Row 0 only sees itself, so every
+score is the mean over rows i = 1..T-1 (T >= 2):
 
-- ``entropy``: H_i = -sum_j a_ij ln a_ij, in nats, in [0, ln(i+1)]; 0 is one key,
-  ln(i+1) the uniform row.
-- ``entropy_norm``: H_i / ln(i+1), in [0, 1]: 1 means the head spreads evenly over
-  everything before it.
-- ``mean_distance``: sum_j a_ij (i - j), in tokens: how far back the attention reaches
-  (1 for a previous-token head, about i/2 for a uniform one).
-- ``relative_distance``: that distance divided by i, in [0, 1]: 1 is all on the first
-  token, 0 all on itself; a uniform row gives 0.5.
-- ``first_token``: a_i0, the mass on position 0 (the "attention sink" of StreamingLLM).
-- ``previous_token``: a_i,i-1, the mass on the token just before.
-- ``self_token``: a_ii, the mass on the query's own position.
-- ``duplicate_token``: sum of a_ij over the earlier positions j < i that hold the same
-  token id as position i, averaged over the rows i that have such an earlier copy; None
-  when no token repeats (or no ids were given). A head that looks back at earlier
-  occurrences of the current token scores 1.
+- ``entropy``: -sum_j a_ij ln a_ij, in nats (0: one key; ln(i+1): uniform);
+  ``entropy_norm`` divides it by ln(i+1), so 1 is an even spread over everything before;
+- ``mean_distance``: sum_j a_ij (i - j), how far back in tokens (1 for a previous-token
+  head); ``relative_distance`` divides it by i (1: all on the first token, 0: on itself);
+- ``first_token`` (a_i0, StreamingLLM's "attention sink"), ``previous_token``
+  (a_i,i-1), ``self_token`` (a_ii);
+- ``duplicate_token``: the mass on earlier positions holding the query's own token id,
+  over the rows that have one (None when no token repeats or no ids were given).
 
-A head earns a label when a score passes its threshold (``THRESHOLDS``, one place):
-sink (first_token >= 0.5), previous-token (previous_token >= 0.5), self (self_token >= 0.5),
-duplicate-token (duplicate_token >= 0.5), broad (entropy_norm >= 0.9: close to uniform);
-a head none of those fit is local (mean_distance <= 2 tokens) or long-range
-(relative_distance >= 0.5). Pure numpy; no model here.
+A head earns a label when a score passes its threshold (``THRESHOLDS``): sink,
+previous-token, self, duplicate-token, broad (entropy_norm >= 0.9); a head none of those
+fit is local (mean_distance <= 2) or long-range (relative_distance >= 0.5). Pure numpy.
 
 >>> import numpy as np
 >>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
@@ -48,27 +38,18 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-__all__ = [
-    "LABEL_TEXT",
-    "THRESHOLDS",
-    "HeadStats",
-    "check_attention",
-    "describe",
-    "head_labels",
-    "layer_stats",
-    "row_entropy",
-]
+__all__ = ["LABEL_TEXT", "THRESHOLDS", "HeadStats", "check_attention", "describe",
+           "head_labels", "layer_stats", "row_entropy"]
 
 # score -> the value a head must reach for its label (local: at most this distance).
 THRESHOLDS: dict[str, float] = {
-    "first_token": 0.5,
-    "previous_token": 0.5,
-    "self_token": 0.5,
-    "duplicate_token": 0.5,
-    "entropy_norm": 0.9,
-    "mean_distance": 2.0,
-    "relative_distance": 0.5,
+    "first_token": 0.5, "previous_token": 0.5, "self_token": 0.5, "duplicate_token": 0.5,
+    "entropy_norm": 0.9, "mean_distance": 2.0, "relative_distance": 0.5,
 }
+# The labels a score at or past its threshold gives, strongest evidence first.
+_LABELS = (("sink", "first_token"), ("previous-token", "previous_token"),
+           ("self", "self_token"), ("duplicate-token", "duplicate_token"),
+           ("broad", "entropy_norm"))
 
 # label -> the words the table uses
 LABEL_TEXT: dict[str, str] = {
@@ -106,18 +87,11 @@ class HeadStats:
         return f"L{self.layer}H{self.head}"
 
     def to_dict(self) -> dict[str, Any]:
-        def r(x: float | None) -> float | None:
-            return None if x is None else round(x, 4)
-
-        return {
-            "head": self.name, "layer": self.layer, "index": self.head,
-            "entropy": r(self.entropy), "entropy_norm": r(self.entropy_norm),
-            "mean_distance": r(self.mean_distance),
-            "relative_distance": r(self.relative_distance),
-            "first_token": r(self.first_token), "previous_token": r(self.previous_token),
-            "self_token": r(self.self_token), "duplicate_token": r(self.duplicate_token),
-            "labels": list(self.labels),
-        }
+        scores = ("entropy", "entropy_norm", "mean_distance", "relative_distance",
+                  "first_token", "previous_token", "self_token", "duplicate_token")
+        rounded = {k: None if (v := getattr(self, k)) is None else round(v, 4) for k in scores}
+        return {"head": self.name, "layer": self.layer, "index": self.head, **rounded,
+                "labels": list(self.labels)}
 
 
 def check_attention(att: NDArray[Any]) -> NDArray[np.float64]:
@@ -141,38 +115,30 @@ def check_attention(att: NDArray[Any]) -> NDArray[np.float64]:
 def row_entropy(att: NDArray[Any]) -> NDArray[np.float64]:
     """H_i = -sum_j a_ij ln a_ij per head and row, in nats: shape (heads, T)."""
     a = np.asarray(att, dtype=np.float64)
-    logs = np.log(np.where(a > 0, a, 1.0))  # 0 ln 0 = 0
-    out: NDArray[np.float64] = -(a * logs).sum(axis=-1)
+    out: NDArray[np.float64] = -(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1)  # 0 ln 0 = 0
     return out
 
 
-def layer_stats(
-    att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None,
-    window: int | None = None,
-) -> list[HeadStats]:
+def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None,
+                window: int | None = None) -> list[HeadStats]:
     """The scores and labels of every head of one layer; ``ids`` (T token ids) enable
-    ``duplicate_token``. ``window``: the layer is a sliding-window one whose query i sees
-    only its ``window`` newest keys, so the ranges above use n_i = min(i + 1, window) keys:
-    ``entropy_norm`` is H_i / ln(n_i) and ``relative_distance`` divides by n_i - 1 (a
-    uniform row over its window still scores 1 and 0.5)."""
+    ``duplicate_token``. On a sliding-window layer (``window``) query i sees its
+    n_i = min(i + 1, window) newest keys: ``entropy_norm`` is H_i / ln(n_i) and
+    ``relative_distance`` divides by n_i - 1 (a uniform row still scores 1 and 0.5)."""
     a = check_attention(att)
     t = a.shape[1]
     if ids is not None and len(ids) != t:
         raise InputError(f"ids has {len(ids)} tokens but attention has {t} positions")
     rows = np.arange(1, t)  # query rows 1..T-1
     seen = rows + 1 if window is None else np.minimum(rows + 1, window)  # keys row i sees
-    back = rows[:, None] - np.arange(t)[None, :]  # (T-1, T): i - j
-    back = np.where(back >= 0, back, 0)
+    back = np.maximum(rows[:, None] - np.arange(t)[None, :], 0)  # (T-1, T): i - j
     dup = _duplicate_mask(ids, t)
     stats = []
     for h in range(a.shape[0]):
         m = a[h, 1:, :]  # (T-1, T)
         entropy = row_entropy(m[None])[0]  # (T-1,)
         distance = (m * back).sum(axis=-1)  # (T-1,)
-        dup_score: float | None = None
-        if dup is not None:
-            has = dup.any(axis=-1)
-            dup_score = float((m * dup).sum(axis=-1)[has].mean())
+        dup_score = None if dup is None else float((m * dup).sum(axis=-1)[dup.any(-1)].mean())
         scores = {
             "entropy": float(entropy.mean()),
             "entropy_norm": float(_ratio(entropy, np.log(seen)).mean()),
@@ -188,8 +154,7 @@ def layer_stats(
 
 
 def _ratio(x: NDArray[np.float64], top: NDArray[Any]) -> NDArray[np.float64]:
-    """x / top per row, 0 where the row sees one key only (a window of 1: nothing to spread
-    over or reach back to)."""
+    """x / top per row, 0 where the row sees one key only (nothing to spread over)."""
     top = np.asarray(top, dtype=np.float64)
     out: NDArray[np.float64] = np.divide(x, top, out=np.zeros_like(x), where=top > 0)
     return out
@@ -207,18 +172,9 @@ def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | No
 
 def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str, ...]:
     """The labels ``THRESHOLDS`` give a head with these scores, strongest evidence first."""
-    th = THRESHOLDS
-    labels = []
-    if scores["first_token"] >= th["first_token"]:
-        labels.append("sink")
-    if scores["previous_token"] >= th["previous_token"]:
-        labels.append("previous-token")
-    if scores["self_token"] >= th["self_token"]:
-        labels.append("self")
-    if duplicate is not None and duplicate >= th["duplicate_token"]:
-        labels.append("duplicate-token")
-    if scores["entropy_norm"] >= th["entropy_norm"]:
-        labels.append("broad")
+    th, given = THRESHOLDS, {**scores, "duplicate_token": duplicate}
+    labels = [label for label, score in _LABELS
+              if (value := given[score]) is not None and value >= th[score]]
     # Distance only describes a head that no label above already places.
     if not labels and scores["mean_distance"] <= th["mean_distance"]:
         labels.append("local")

@@ -1,28 +1,23 @@
 """Key/Value caches: the notes each layer keeps about tokens it has already seen.
 
 Three ways to keep them, all behind one small surface (``update`` then ``advance``):
-
-- no cache: the model recomputes every key and value each step (``cache=None``);
-- ``ContiguousCache``: one reserved slab per sequence, sized for the longest
-  length it may reach (what serving systems did before PagedAttention);
-- ``PagedCache``: fixed-size blocks from a shared pool, a block table per
-  sequence, the free-list allocator with reference counts that the serving
-  simulation uses too (tokcost.memory.blocks), and copy-on-write so parallel
-  samples share the prompt's blocks until one of them writes.
+no cache (the model recomputes every key and value each step); ``ContiguousCache``, one
+slab per sequence reserved for the longest length it may reach (serving before
+PagedAttention); ``PagedCache``, fixed-size blocks from a pool with a block table per
+sequence, reference counts (tokcost.memory.blocks) and copy-on-write, so parallel samples
+share the prompt's blocks until one of them writes. Every cache holds a batch of
+sequences that advance in lockstep (the ``n`` samples of one prompt).
 
 Sliding-window layers keep only what their window still shows (the memory model's
-``KvLayout.layer_slots``): a ring of ``window`` slots in the contiguous cache; in the
-paged cache a KV cache group of their own whose blocks go back to the pool once wholly
-before the window. ``positions`` then tells the model where the returned keys sit.
-
-Every cache works on a batch of sequences that advance in lockstep (the ``n``
-parallel samples of one prompt), so all sequences hold the same number of tokens.
+``KvLayout.layer_slots``): a ring of ``window`` slots in the contiguous cache, a KV cache
+group of their own in the paged cache whose blocks go back to the pool once wholly before
+the window. ``positions`` then tells the model where the returned keys sit.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -38,35 +33,36 @@ if TYPE_CHECKING:
 
     Array = NDArray[np.float32]
 
-
 EventKind = Literal["allocate", "share", "copy_on_write", "free"]
+Group = Literal["full", "sliding"]
 
 
 @dataclass(frozen=True)
 class BlockEvent:
     """One change to the paged cache's block tables, in the order it happened.
 
-    ``allocate``: a fresh block from the pool enters ``sequence``'s table at logical
-    ``block`` (it holds positions block x block_size ...). ``share``: after the
-    prompt is prefilled, the samples fork and every table refers to ``physical``;
-    ``holders`` is its reference count. ``copy_on_write``: ``sequence`` is about to
-    write ``position`` into the shared block ``source``, so it gets ``physical``, a
-    copy, and ``source`` keeps ``holders`` other holders. ``sequence`` is the sample's
-    index (None: the prompt's blocks, shared by all samples; ``generate`` marks the
-    prefill's allocations so too). ``free``: the block lies wholly before the window of
-    the query at ``position``, so ``sequence`` drops it from its table; ``holders`` is
-    the reference count left (0: the block is back in the pool). ``group`` is the KV
-    cache group whose table changed: ``full`` or ``sliding`` layers.
+    ``allocate``: a fresh block from the pool enters ``sample``'s table at logical
+    ``block`` (positions block x block_size ...). ``share``: after the prompt is
+    prefilled, the samples fork and every table refers to ``physical``; ``holders`` is
+    its reference count. ``copy_on_write``: ``sample`` is about to write ``position``
+    into the shared block ``source``, so it gets ``physical``, a copy, and ``source``
+    keeps ``holders`` holders. ``free``: the block lies wholly before the window of the
+    query at ``position``, so ``sample`` drops it; ``holders`` references are left (0:
+    back in the pool). ``sample`` None is the prompt's blocks, shared by all samples;
+    ``group`` the KV cache group whose table changed (``full`` or ``sliding`` layers).
     """
 
     kind: EventKind
-    sequence: int | None
+    sample: int | None
     block: int
     physical: int
-    position: int  # first position the sequence writes (share: the prompt's length)
+    position: int  # first position the sample writes (share: the prompt's length)
     source: int | None = None
     holders: int = 1
-    group: Literal["full", "sliding"] = "full"
+    group: Group = "full"
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 class KVCache(ABC):
@@ -88,8 +84,7 @@ class KVCache(ABC):
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
         """Positions of the keys ``update`` returned (B, nkv, S), when they are not simply
-        0..S-1: a sliding layer's keys once its window moved on, an evicting cache's
-        (tokcost.reference.kvpolicy)."""
+        0..S-1: a sliding layer's keys once its window moved on, an evicting cache's."""
         return None
 
     def observe(self, layer: int, att: Array) -> None:  # noqa: B027 (a hook: most ignore it)
@@ -104,17 +99,16 @@ class KVCache(ABC):
     def nbytes(self) -> int:
         """Bytes of key/value storage the cache holds for its sequences right now."""
 
-    @property
-    def token_bytes(self) -> int:
-        """Bytes holding real token states: batch x length x bytes per token."""
-        return self.batch * self.length * self.cfg.kv_bytes_per_token
+    def _broadcast(self, pos: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
+        """Key positions (S,) as ``positions`` returns them, (B, nkv, S)."""
+        return None if pos is None else np.broadcast_to(
+            pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
 
 class ContiguousCache(KVCache):
     """One slab per sequence and layer, reserved up front: ``capacity`` tokens on a full
     layer, ``min(capacity, sliding_window)`` on a sliding one, used as a ring buffer
-    (position p in slot p mod window): a sliding layer never needs a key older than its
-    window, so the slab holds what ``kvmem estimate`` counts for it.
+    (position p in slot p mod window), so the slab holds what ``kvmem estimate`` counts.
 
     >>> from tokcost.reference.config import RefConfig
     >>> cfg = RefConfig(layers=2, hidden_size=16, attention_heads=2, kv_heads=1,
@@ -126,10 +120,8 @@ class ContiguousCache(KVCache):
     def __init__(self, cfg: RefConfig, capacity: int, batch: int = 1) -> None:
         super().__init__(cfg, batch)
         self.capacity = capacity
-        self.slots = [
-            min(capacity, cfg.sliding_window or capacity) if cfg.sliding(i) else capacity
-            for i in range(cfg.layers)
-        ]
+        self.slots = [min(capacity, cfg.sliding_window or capacity) if cfg.sliding(i)
+                      else capacity for i in range(cfg.layers)]
         shapes = [(batch, cfg.kv_heads, s, cfg.head_dim) for s in self.slots]
         self.k = [np.zeros(shape, dtype=np.float32) for shape in shapes]  # (B, nkv, slots, hs)
         self.v = [np.zeros(shape, dtype=np.float32) for shape in shapes]
@@ -139,23 +131,18 @@ class ContiguousCache(KVCache):
         t = k.shape[2]
         start, end = self.length, self.length + t
         if end > self.capacity:
-            raise CacheFull(
-                f"contiguous cache reserved {self.capacity} tokens but needs {end}; "
-                "reserve a larger capacity"
-            )
+            raise CacheFull(f"contiguous cache reserved {self.capacity} tokens but needs "
+                            f"{end}; reserve a larger capacity")
         slots, ks, vs = self.slots[layer], self.k[layer], self.v[layer]
         if end <= slots:  # every full layer; a sliding one until the ring wraps
-            ks[:, :, start:end] = k
-            vs[:, :, start:end] = v
+            ks[:, :, start:end], vs[:, :, start:end] = k, v
             self._pos[layer] = None
             return ks[:, :, :end], vs[:, :, :end]  # (B, nkv, S, hs)
         if t == 1:
             # One new token overwrites position start - window, which its query (at
             # `start`) no longer sees: attend to the slab in slot order, as it lies.
-            ks[:, :, start % slots] = k[:, :, 0]
-            vs[:, :, start % slots] = v[:, :, 0]
-            slot = np.arange(slots)
-            self._pos[layer] = start - (start - slot) % slots  # slot's position
+            ks[:, :, start % slots], vs[:, :, start % slots] = k[:, :, 0], v[:, :, 0]
+            self._pos[layer] = start - (start - np.arange(slots)) % slots  # slot's position
             return ks, vs
         # Several new tokens: the first of them still needs keys the last ones would
         # overwrite, so attend to the held ones (oldest first) and the new ones joined.
@@ -166,15 +153,11 @@ class ContiguousCache(KVCache):
         self._pos[layer] = np.arange(start - held, end)
         keep = min(t, slots)
         dest = np.arange(end - keep, end) % slots
-        ks[:, :, dest] = k[:, :, t - keep:]
-        vs[:, :, dest] = v[:, :, t - keep:]
+        ks[:, :, dest], vs[:, :, dest] = k[:, :, t - keep:], v[:, :, t - keep:]
         return out_k, out_v
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
-        pos = self._pos[layer]
-        if pos is None:
-            return None
-        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
+        return self._broadcast(self._pos[layer])
 
     def fork(self, n: int) -> None:
         if self.batch != 1:
@@ -205,10 +188,11 @@ class BlockAllocator(blocks.BlockAllocator):
     """
 
     def _exhausted(self) -> TokcostError:
-        return CacheFull(
-            f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
-            "(more blocks) or generate fewer tokens"
-        )
+        return CacheFull(f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
+                         "(more blocks) or generate fewer tokens")
+
+
+FREED = -1  # a block table entry whose block went back to the pool (vLLM's null block)
 
 
 class _Group:
@@ -216,35 +200,34 @@ class _Group:
     table, with their own pool and allocator. Full layers are one group, sliding layers
     another, since a sliding layer lets go of blocks that a full layer keeps."""
 
-    def __init__(self, cfg: RefConfig, name: Literal["full", "sliding"], layers: list[int],
-                 block_size: int, num_blocks: int) -> None:
+    def __init__(self, cfg: RefConfig, name: Group, block_size: int, num_blocks: int) -> None:
         self.name = name
-        self.layers = layers
+        self.layers = [i for i in range(cfg.layers) if cfg.sliding(i) == (name == "sliding")]
         self.window = cfg.sliding_window if name == "sliding" else None
         self.allocator = BlockAllocator(num_blocks)
-        shape = (len(layers), num_blocks, cfg.kv_heads, block_size, cfg.head_dim)
+        shape = (len(self.layers), num_blocks, cfg.kv_heads, block_size, cfg.head_dim)
         self.k_pool = np.zeros(shape, dtype=np.float32)  # (layers, nb, nkv, bs, hs)
         self.v_pool = np.zeros(shape, dtype=np.float32)
         # Logical block i of a sequence -> physical block; FREED once it left the window.
         self.tables: list[list[int]] = [[]]
-        self.block_bytes = 2 * len(layers) * cfg.kv_heads * block_size * cfg.head_dim * 4
+        self.block_bytes = 2 * len(self.layers) * cfg.kv_heads * block_size * cfg.head_dim * 4
 
-
-FREED = -1  # a block table entry whose block went back to the pool (vLLM's null block)
+    def first_held(self) -> int:
+        """The first logical block still held (the same for every sequence)."""
+        return next((i for i, b in enumerate(self.tables[0]) if b != FREED),
+                    len(self.tables[0]))
 
 
 class PagedCache(KVCache):
-    """Blocks of ``block_size`` tokens from a pool; a block table maps each
-    sequence's logical block i to a physical block id (vLLM's PagedAttention).
+    """Blocks of ``block_size`` tokens from a pool; a block table maps each sequence's
+    logical block i to a physical block id (vLLM's PagedAttention).
 
-    Layers come in KV cache groups as in vLLM: one for the full-attention layers and one
-    for the sliding-window layers, each with its own block table per sequence. A sliding
-    group returns a block to its pool once the block lies wholly before the window of
-    every query still to come (vLLM's ``SlidingWindowManager``), so it holds at most
-    ``ceil((window - 1) / block_size) + 1`` blocks per sequence. Each group has its own
-    pool and allocator (``num_blocks`` each): a block of one group spans only that
-    group's layers, so the groups' blocks differ in bytes (Gemma-3 has five sliding
-    layers per full one) and one shared pool would need vLLM's equal-size pages.
+    Layers come in KV cache groups as in vLLM, full-attention and sliding-window ones,
+    each with its own block tables, pool and allocator (``num_blocks`` each: the groups'
+    blocks differ in bytes, and one shared pool would need vLLM's equal-size pages). A
+    sliding group returns a block once it lies wholly before the window of every query
+    still to come (vLLM's ``SlidingWindowManager``), so it holds at most
+    ``ceil((window - 1) / block_size) + 1`` blocks per sequence.
     """
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
@@ -252,19 +235,12 @@ class PagedCache(KVCache):
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.block_size = block_size
-        full = [i for i in range(cfg.layers) if not cfg.sliding(i)]
-        sliding = [i for i in range(cfg.layers) if cfg.sliding(i)]
-        self.groups = [
-            _Group(cfg, "full", full, block_size, num_blocks),
-            _Group(cfg, "sliding", sliding, block_size, num_blocks),
-        ]
-        self.groups = [g for g in self.groups if g.layers]
+        groups = (_Group(cfg, name, block_size, num_blocks) for name in ("full", "sliding"))
+        self.groups = [g for g in groups if g.layers]
         # Layer -> (its group, its index in the group's pool).
-        self._where = {
-            layer: (g, j) for g in self.groups for j, layer in enumerate(g.layers)
-        }
+        self._where = {layer: (g, j) for g in self.groups for j, layer in enumerate(g.layers)}
         self._pos: dict[int, NDArray[np.int64] | None] = {}
-        self.copies = 0  # copy-on-write events, for generate(explain) and the tests
+        self.copies = 0  # copy-on-write events
         # Set to a list to record every BlockEvent (generate's explain drains it).
         self.events: list[BlockEvent] | None = None
 
@@ -273,26 +249,14 @@ class PagedCache(KVCache):
         """The first group's allocator (the only one unless some layers slide)."""
         return self.groups[0].allocator
 
-    @property
-    def tables(self) -> list[list[int]]:
-        """The first group's block tables, one per sequence."""
-        return self.groups[0].tables
-
-    @property
-    def block_bytes(self) -> int:
-        """Bytes of one block in every group together: 2 (K and V) x layers x kv_heads x
-        block_size x head_dim x 4 bytes."""
-        return self.cfg.kv_bytes_per_token * self.block_size
-
     def _prepare(self, tokens: int) -> None:
         """Give every sequence a private, writable block for each new position."""
         self._release(self.length)
-        first = self.length // self.block_size
-        last = (self.length + tokens - 1) // self.block_size
+        bs = self.block_size
         for group in self.groups:
             for seq, table in enumerate(group.tables):
-                for i in range(first, last + 1):
-                    at = max(self.length, i * self.block_size)  # first position written
+                for i in range(self.length // bs, (self.length + tokens - 1) // bs + 1):
+                    at = max(self.length, i * bs)  # first position written
                     if i == len(table):
                         table.append(group.allocator.allocate())
                         self._record("allocate", seq, i, table[i], at, group=group.name)
@@ -300,11 +264,10 @@ class PagedCache(KVCache):
                     # Copy-on-write: a sequence about to write into a shared block gets
                     # its own copy; the old block keeps its other holders.
                     old = table[i]
-                    new = group.allocator.copy_on_write(old)
+                    new = table[i] = group.allocator.copy_on_write(old)
                     if new != old:
-                        group.k_pool[:, new] = group.k_pool[:, old]
-                        group.v_pool[:, new] = group.v_pool[:, old]
-                        table[i] = new
+                        group.k_pool[:, new], group.v_pool[:, new] = (group.k_pool[:, old],
+                                                                      group.v_pool[:, old])
                         self.copies += 1
                         self._record("copy_on_write", seq, i, new, at, source=old,
                                      holders=group.allocator.refcount(old), group=group.name)
@@ -315,17 +278,15 @@ class PagedCache(KVCache):
         for group in self.groups:
             if group.window is None:
                 continue
-            # Block i ends at (i + 1) x bs - 1; it is out of sight when that is < query - w + 1.
+            # Block i ends at (i + 1) x bs - 1; out of sight when that is < query - w + 1.
             gone = max(0, (query - group.window + 1) // self.block_size)
             for seq, table in enumerate(group.tables):
-                for i in range(min(gone, len(table))):
-                    block = table[i]
-                    if block == FREED:
-                        continue
-                    group.allocator.decref(block)
-                    table[i] = FREED
-                    self._record("free", seq, i, block, query,
-                                 holders=group.allocator.refcount(block), group=group.name)
+                for i, block in enumerate(table[:gone]):
+                    if block != FREED:
+                        group.allocator.decref(block)
+                        table[i] = FREED
+                        self._record("free", seq, i, block, query,
+                                     holders=group.allocator.refcount(block), group=group.name)
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
@@ -335,70 +296,46 @@ class PagedCache(KVCache):
         self._release(self.length - 1)
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
-        t = k.shape[2]
+        t, bs = k.shape[2], self.block_size
         if layer == 0:
             self._prepare(t)
         group, j = self._where[layer]
         pos = np.arange(self.length, self.length + t)  # (T,)
-        offs = pos % self.block_size  # (T,)
         end = self.length + t
-        nblk = -(-end // self.block_size)
-        first = self._first_held(group)
-        self._pos[layer] = (
-            np.arange(first * self.block_size, end, dtype=np.int64) if first else None
-        )
+        first = group.first_held()
+        self._pos[layer] = np.arange(first * bs, end, dtype=np.int64) if first else None
         ks, vs = [], []
         for b, table in enumerate(group.tables):
-            blocks = np.asarray(table)[pos // self.block_size]  # (T,)
+            ids = np.asarray(table)[pos // bs]  # (T,)
             # Two index arrays around a slice: the indexed view is (T, nkv, hs).
-            group.k_pool[j, blocks, :, offs] = k[b].transpose(1, 0, 2)
-            group.v_pool[j, blocks, :, offs] = v[b].transpose(1, 0, 2)
-            held = table[first:nblk]
-            ks.append(self._gather(group.k_pool[j], held, end - first * self.block_size))
-            vs.append(self._gather(group.v_pool[j], held, end - first * self.block_size))
+            group.k_pool[j, ids, :, pos % bs] = k[b].transpose(1, 0, 2)
+            group.v_pool[j, ids, :, pos % bs] = v[b].transpose(1, 0, 2)
+            held = table[first : -(-end // bs)]
+            ks.append(_gather(group.k_pool[j], held, end - first * bs))
+            vs.append(_gather(group.v_pool[j], held, end - first * bs))
         return np.stack(ks), np.stack(vs)  # (B, nkv, S, hs)
 
-    def _first_held(self, group: _Group) -> int:
-        """The first logical block still held (the same for every sequence: they advance
-        in lockstep)."""
-        table = group.tables[0]
-        i = 0
-        while i < len(table) and table[i] == FREED:
-            i += 1
-        return i
-
     def positions(self, layer: int) -> NDArray[np.int64] | None:
-        pos = self._pos.get(layer)
-        if pos is None:
-            return None
-        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
-
-    def _gather(self, pool: Array, blocks: list[int], end: int) -> Array:
-        g = pool[blocks]  # (nblk, nkv, bs, hs)
-        nkv, hs = g.shape[1], g.shape[3]
-        out: Array = g.transpose(1, 0, 2, 3).reshape(nkv, -1, hs)[:, :end]  # (nkv, S, hs)
-        return out
+        return self._broadcast(self._pos.get(layer))
 
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
         for group in self.groups:
             for i, block in enumerate(group.tables[0]):
-                if block == FREED:
-                    continue
-                group.allocator.incref(block, n - 1)
-                self._record("share", None, i, block, self.length, holders=n,
-                             group=group.name)
+                if block != FREED:
+                    group.allocator.incref(block, n - 1)
+                    self._record("share", None, i, block, self.length, holders=n,
+                                 group=group.name)
             group.tables = [list(group.tables[0]) for _ in range(n)]
         self.batch = n
 
-    def _record(self, kind: EventKind, sequence: int | None, block: int, physical: int,
+    def _record(self, kind: EventKind, sample: int | None, block: int, physical: int,
                 position: int, *, source: int | None = None, holders: int = 1,
-                group: Literal["full", "sliding"] = "full") -> None:
+                group: Group = "full") -> None:
         if self.events is not None:
             self.events.append(
-                BlockEvent(kind, sequence, block, physical, position, source, holders, group)
-            )
+                BlockEvent(kind, sample, block, physical, position, source, holders, group))
 
     def drain_events(self) -> list[BlockEvent]:
         """The events recorded since the last call (none unless ``events`` is a list)."""
@@ -434,3 +371,11 @@ class PagedCache(KVCache):
     @property
     def nbytes(self) -> int:
         return sum(g.allocator.num_used * g.block_bytes for g in self.groups)
+
+
+def _gather(pool: Array, ids: list[int], end: int) -> Array:
+    """A sequence's keys (or values) from its blocks ``ids`` of ``pool`` (nb, nkv, bs, hs):
+    (nkv, S, hs), the first ``end`` positions."""
+    g = pool[ids]  # (nblk, nkv, bs, hs)
+    out: Array = g.transpose(1, 0, 2, 3).reshape(g.shape[1], -1, g.shape[3])[:, :end]
+    return out

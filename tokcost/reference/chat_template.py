@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tokcost.errors import InputError, MissingDependency, UsageError
+from tokcost.errors import InputError, MissingDependency, UsageError, arg
 
 _SPECIALS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token",
              "mask_token")
@@ -40,7 +40,7 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
     if not template and jinja_file.is_file():
         template = jinja_file.read_text(encoding="utf-8")
     if not isinstance(template, str) or not template:
-        raise UsageError(f"chat needs a template, and '{folder}' has none "
+        raise UsageError(f"{arg('chat')} needs a template, and '{folder}' has none "
                          "(tokenizer_config.json chat_template, chat_template.jinja)",
                          param="chat")
     specials: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""The shape of a reference model, as a frozen dataclass (nanoGPT's ``GPTConfig``)."""
+"""The shape of a reference model (nanoGPT's ``GPTConfig``) and how it caches keys and values."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import ModelTooLarge
+from tokcost.reference.request import as_int
+
+# numpy runs a forward pass of a model this size in well under a second per token
+# on a laptop core; beyond it the reference path is the wrong tool.
+MAX_PARAMS = 200_000_000
 
 
 class CacheMode(str, Enum):
@@ -25,33 +30,46 @@ class CacheMode(str, Enum):
 
     @classmethod
     def parse(cls, value: CacheMode | str) -> CacheMode:
-        """``value`` as a mode; a UsageError names the ``cache`` parameter."""
         try:
             return cls(value)
         except ValueError:
             choices = ", ".join(m.value for m in cls)
-            raise UsageError(
-                f"unknown cache {value!r}; use one of: {choices}", param="cache"
-            ) from None
+            raise UsageError(f"unknown {arg('cache')} {value!r}; use one of: {choices}",
+                             param="cache", value=value) from None
 
-# numpy runs a forward pass of a model this size in well under a second per token
-# on a laptop core; beyond it the reference path is the wrong tool.
-MAX_PARAMS = 200_000_000
+
+@dataclass(frozen=True, kw_only=True)
+class CacheSpec:
+    """The KV cache of a generation: its mode and the paged cache's block size in tokens."""
+
+    cache: CacheMode = CacheMode.PAGED
+    block_size: int = 16
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cache", CacheMode.parse(self.cache))
+        block = as_int(self.block_size, "block_size")
+        if block < 1:
+            raise UsageError(f"{arg('block_size')} must be >= 1, got {block}",
+                             param="block_size", value=block)
+        object.__setattr__(self, "block_size", block)
 
 
 @dataclass(frozen=True)
 class RopeScaling:
     """How a checkpoint stretches RoPE past its training length (transformers'
     ``rope_scaling``): ``linear`` divides every frequency by ``factor``; ``llama3``
-    (Llama-3.1/3.2, SmolLM2-style configs) divides only the low frequencies, blending
-    between ``low_freq_factor`` and ``high_freq_factor`` wavelengths of
-    ``original_max_position_embeddings``."""
+    divides only the low frequencies, blending between ``low_freq_factor`` and
+    ``high_freq_factor`` wavelengths of ``original_max_position_embeddings``."""
 
     kind: str = "linear"  # "linear" or "llama3"
     factor: float = 1.0
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_position_embeddings: int = 8192
+
+
+_SIZES = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "vocab_size",
+          "context_window")
 
 
 @dataclass(frozen=True)
@@ -80,20 +98,15 @@ class RefConfig:
     tie_embeddings: bool = True
     # The cache holds float32 keys and values: the dtype `kvmem estimate` must use.
     kv_dtype: str = "fp32"
-    # Qwen2: biases on the q, k and v projections.
-    qkv_bias: bool = False
-    # Qwen3, Gemma-3: an RMSNorm over each head's query and key before RoPE.
-    qk_norm: bool = False
-    # Gemma-2/3: norms after attention and after the MLP too ("sandwich" norms).
-    post_norms: bool = False
-    # "silu" (SwiGLU) or "gelu_tanh" (Gemma's GeGLU, gelu_pytorch_tanh).
-    activation: str = "silu"
+    qkv_bias: bool = False  # Qwen2: biases on the q, k and v projections
+    qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head's q and k before RoPE
+    post_norms: bool = False  # Gemma-2/3: norms after attention and after the MLP too
+    activation: str = "silu"  # SwiGLU, or "gelu_tanh" (Gemma's GeGLU)
     # Per layer "full" or "sliding" (None: all full); a sliding layer's query sees
     # the ``sliding_window`` newest positions, itself included.
     layer_types: tuple[str, ...] | None = None
     sliding_window: int | None = None
-    # Gemma-3: RoPE base of the sliding layers (None: rope_theta everywhere).
-    rope_local_theta: float | None = None
+    rope_local_theta: float | None = None  # Gemma-3: RoPE base of the sliding layers
     rope_scaling: RopeScaling | None = None
     # Gemma-2: tanh soft-capping of attention scores and of the final logits.
     attn_softcap: float | None = None
@@ -103,37 +116,30 @@ class RefConfig:
     query_scale: float | None = None
 
     def __post_init__(self) -> None:
-        for name in (
-            "layers",
-            "hidden_size",
-            "attention_heads",
-            "kv_heads",
-            "head_dim",
-            "vocab_size",
-            "context_window",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        small = [name for name in _SIZES if getattr(self, name) < 1]
+        if small:
+            raise ValueError(f"{small[0]} must be >= 1, got {getattr(self, small[0])}")
         if self.attention_heads % self.kv_heads:
-            raise ValueError(
-                f"attention_heads ({self.attention_heads}) must be a multiple of "
-                f"kv_heads ({self.kv_heads}) for grouped-query attention"
-            )
+            raise ValueError(f"attention_heads ({self.attention_heads}) must be a multiple of "
+                             f"kv_heads ({self.kv_heads}) for grouped-query attention")
         if self.head_dim % 2:
             raise ValueError(f"head_dim must be even for RoPE, got {self.head_dim}")
         if self.activation not in ("silu", "gelu_tanh"):
             raise ValueError(f"activation must be silu or gelu_tanh, got {self.activation!r}")
-        if self.layer_types is not None:
-            if len(self.layer_types) != self.layers or not set(self.layer_types) <= {
-                "full", "sliding"
-            }:
-                raise ValueError(f"layer_types must list full/sliding for {self.layers} layers")
-            if "sliding" in self.layer_types and not self.sliding_window:
-                raise ValueError("sliding layers need a sliding_window >= 1")
+        kinds = self.layer_types
+        if kinds is not None and (len(kinds) != self.layers or set(kinds) - {"full", "sliding"}):
+            raise ValueError(f"layer_types must list full/sliding for {self.layers} layers")
+        if kinds is not None and "sliding" in kinds and not self.sliding_window:
+            raise ValueError("sliding layers need a sliding_window >= 1")
 
     def sliding(self, layer: int) -> bool:
         """Does ``layer`` attend to a window of recent positions only?"""
         return self.layer_types is not None and self.layer_types[layer] == "sliding"
+
+    @property
+    def slides(self) -> bool:
+        """Does any layer attend to a sliding window?"""
+        return self.layer_types is not None and "sliding" in self.layer_types
 
     @property
     def group(self) -> int:
@@ -143,10 +149,7 @@ class RefConfig:
     @property
     def ffn_hidden(self) -> int:
         """SwiGLU width: given, or LLaMA's 8/3 x hidden rounded up to a multiple of 64."""
-        if self.intermediate_size:
-            return self.intermediate_size
-        raw = int(8 * self.hidden_size / 3)
-        return -(-raw // 64) * 64
+        return self.intermediate_size or -(-int(8 * self.hidden_size / 3) // 64) * 64
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -160,60 +163,29 @@ class RefConfig:
         attn = c * self.attention_heads * hs * 2 + c * self.kv_heads * hs * 2
         if self.qkv_bias:
             attn += (self.attention_heads + 2 * self.kv_heads) * hs
-        mlp = 3 * c * self.ffn_hidden
-        per_layer = attn + mlp + (4 if self.post_norms else 2) * c
+        per_layer = attn + 3 * c * self.ffn_hidden + (4 if self.post_norms else 2) * c
         per_layer += 2 * hs if self.qk_norm else 0
-        emb = self.vocab_size * c * (1 if self.tie_embeddings else 2)
-        return self.layers * per_layer + emb + c
+        return self.layers * per_layer + self.vocab_size * c * (2 - self.tie_embeddings) + c
 
     @classmethod
-    def from_architecture(
-        cls, model_id: str, arch: Any, context_window: int | None, **overrides: Any
-    ) -> RefConfig:
-        """Build from a catalog ``Architecture`` (or any object/dict with its fields).
-
-        Raises ModelTooLarge for models numpy cannot run, naming ``kvmem estimate``.
-        """
-
-        def field(name: str, default: Any = None) -> Any:
-            if isinstance(arch, dict):
-                return arch.get(name, default)
-            return getattr(arch, name, default)
-
-        layers, hidden = field("layers"), field("hidden_size")
-        heads = field("attention_heads")
-        kv_heads = field("kv_heads") or heads
-        head_dim = field("head_dim") or (hidden // heads if hidden and heads else None)
-        vocab = field("vocab_size")
-        missing = [
-            n
-            for n, v in (
-                ("layers", layers),
-                ("hidden_size", hidden),
-                ("attention_heads", heads),
-                ("head_dim", head_dim),
-                ("vocab_size", vocab),
-            )
-            if not v
-        ]
+    def from_architecture(cls, model_id: str, arch: Any, context_window: int | None) -> RefConfig:
+        """Build from a catalog ``Architecture``; ModelTooLarge (naming ``kvmem estimate``)
+        for a model numpy cannot run."""
+        heads, hidden = arch.attention_heads, arch.hidden_size
+        head_dim: int = arch.head_dim or (hidden // heads if hidden and heads else 0)
+        shape = {"layers": arch.layers, "hidden_size": hidden, "attention_heads": heads,
+                 "head_dim": head_dim, "vocab_size": arch.vocab_size}
+        missing = [name for name, value in shape.items() if not value]
         if missing:
             raise ModelTooLarge(
                 f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "
                 "reference path cannot build it; use tiny-ref instead or add the fields"
             )
-        cfg = cls(
-            layers=int(layers),
-            hidden_size=int(hidden),
-            attention_heads=int(heads),
-            kv_heads=int(kv_heads),
-            head_dim=int(head_dim or 0),
-            vocab_size=int(vocab),
-            context_window=int(context_window or 2048),
-            intermediate_size=field("intermediate_size"),
-            **overrides,
-        )
-        total = _total_params(field("params_total")) or _total_params(field("params"))
-        total = total or cfg.params
+        cfg = cls(layers=int(arch.layers), hidden_size=int(hidden), attention_heads=int(heads),
+                  kv_heads=int(arch.kv_heads or heads), head_dim=head_dim,
+                  vocab_size=int(arch.vocab_size), context_window=int(context_window or 2048),
+                  intermediate_size=getattr(arch, "intermediate_size", None))
+        total = getattr(arch, "params_total", None) or cfg.params
         if total > MAX_PARAMS:
             raise ModelTooLarge(
                 f"model '{model_id}' has about {total / 1e9:.1f}B parameters; the numpy "
@@ -221,14 +193,3 @@ class RefConfig:
                 f"cache instead: tokcost kvmem estimate -m {model_id}"
             )
         return cfg
-
-
-def _total_params(params: Any) -> int:
-    """``params`` may be a number, or a mapping/object with ``total``."""
-    if params is None:
-        return 0
-    if isinstance(params, (int, float)):
-        return int(params)
-    if isinstance(params, dict):
-        return int(params.get("total") or 0)
-    return int(getattr(params, "total", 0) or 0)

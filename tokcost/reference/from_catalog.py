@@ -1,9 +1,8 @@
-"""From a catalog entry to a runnable reference model, its tokenizer and its KV estimate.
+"""From a model source to a runnable reference model, its tokenizer and its KV estimate.
 
-The catalog names the shape (``architecture``) and the tokenizer; the weights of a
-model live beside this module as ``data/<id with _ for ->.npz`` (``tiny-ref`` ->
-``data/tiny_ref.npz``) unless the caller passes a file. A model with no shipped
-weights runs on seeded random weights (output is noise, the cache is real).
+A catalog entry names the shape and the tokenizer; its weights are ``data/<id>.npz``
+beside this module unless the entry or the caller names a file, else seeded random ones
+(output is noise, the cache is real). A Hugging Face checkpoint brings its own.
 """
 
 from __future__ import annotations
@@ -12,34 +11,88 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.config import RefConfig
 from tokcost.reference.errors import ModelTooLarge, WeightsMismatch
 from tokcost.reference.model import Transformer
+from tokcost.reference.request import as_int
 from tokcost.reference.weights import init_weights, load_weights
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
+    from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import ModelEntry
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+DEFAULT_MODEL = "tiny-ref"
 
 
 @dataclass
-class LoadedModel:
+class Loaded:
+    """A model ready to run, with its catalog entry (tokenizer, ``kvmem estimate``), the
+    weights read (a file, or "random (seed N)") and a checkpoint's folder."""
+
+    entry: ModelEntry
     model: Transformer
-    weights: str  # the file read, or "random (seed N)"
+    weights: str
     trained: bool
+    folder: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSource:
+    """Which model a request runs: a catalog ``model`` (tiny-ref when none is named) or
+    ``hf:ORG/REPO``, or a Hugging Face ``model_dir``; ``weights`` and ``seed`` (random
+    weights) for a catalog model."""
+
+    model: str | None = None
+    model_dir: str | Path | None = None
+    weights: str | Path | None = None
+    seed: int | None = None
+    catalog: CatalogSource = None
+
+    def __post_init__(self) -> None:
+        if self.model is not None and self.model_dir is not None:
+            raise UsageError(f"give {arg('model')} or {arg('model_dir')}, not both",
+                             param="model", related=("model_dir",))
+        if self.seed is not None:
+            seed = as_int(self.seed, "seed")
+            if seed < 0:
+                raise UsageError(f"{arg('seed', seed)} must be >= 0", param="seed", value=seed)
+            object.__setattr__(self, "seed", seed)
+        if self.weights is not None and self.checkpoint:
+            raise UsageError(f"{arg('weights')} cannot replace a checkpoint's own; give "
+                             f"{arg('weights')} only with a catalog model", param="weights")
+
+    @property
+    def checkpoint(self) -> bool:
+        """Does the source name a Hugging Face checkpoint (it brings its own weights)?"""
+        from tokcost.catalog.hf_model import is_hf_spec
+
+        return self.model_dir is not None or is_hf_spec(self.model or "")
+
+    def entry(self) -> ModelEntry:
+        """The catalog entry of a catalog model."""
+        from tokcost.tokenizers import open_catalog
+
+        return open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
+
+    def load(self) -> Loaded:
+        """The model, from its checkpoint, its weights file or its seed."""
+        if self.checkpoint:
+            return load_checkpoint(self.model_dir if self.model_dir is not None
+                                   else str(self.model))
+        return load_model(self.entry(), weights=self.weights, seed=self.seed or 0)
 
 
 def config_for(entry: ModelEntry) -> RefConfig:
     """The reference shape of a catalog entry; ModelTooLarge names ``kvmem estimate``."""
-    if entry.architecture is None:
+    arch = entry.architecture
+    if arch is None:
         raise ModelTooLarge(
             f"model '{entry.id}' has no architecture in the catalog, so there is nothing to "
             "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size"
         )
-    arch = entry.architecture
     if arch.attention.type != "full":
         raise ModelTooLarge(
             f"model '{entry.id}' uses {arch.attention.type} attention, which the reference "
@@ -56,29 +109,17 @@ def shipped_weights(model_id: str) -> Path:
     return Path(entry.weights) if entry.weights else DATA_DIR / f"{entry.id}.npz"
 
 
-def load_model(
-    entry: ModelEntry, *, weights: str | Path | None = None, seed: int = 0
-) -> LoadedModel:
+def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: int = 0) -> Loaded:
     """Build the entry's model from ``weights``, its shipped file, or a seed."""
     cfg = config_for(entry)
-    named = entry.weights
-    path = Path(weights) if weights is not None else Path(named or DATA_DIR / f"{entry.id}.npz")
+    path = Path(weights or entry.weights or DATA_DIR / f"{entry.id}.npz")
     if weights is not None or path.exists():
-        return LoadedModel(Transformer(cfg, load_weights(path, cfg)), str(path), True)
-    return LoadedModel(Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})", False)
+        return Loaded(entry, Transformer(cfg, load_weights(path, cfg)), str(path), True)
+    return Loaded(entry, Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})",
+                  False)
 
 
-@dataclass
-class LoadedCheckpoint:
-    """A Hugging Face checkpoint ready to run: its catalog entry (for the tokenizer and
-    the ``kvmem estimate`` of its cache), the model, and the folder it came from."""
-
-    entry: ModelEntry
-    loaded: LoadedModel
-    folder: Path
-
-
-def load_checkpoint(source: str | Path) -> LoadedCheckpoint:
+def load_checkpoint(source: str | Path) -> Loaded:
     """``hf:ORG/REPO`` (the local cache, the hub only for what is not there) or a model
     folder: its config refused early when the reference path cannot run the family."""
     from tokcost.catalog.hf_model import is_hf_spec, load_hf_model
@@ -86,8 +127,7 @@ def load_checkpoint(source: str | Path) -> LoadedCheckpoint:
     from tokcost.reference.hf_checkpoint import open_checkpoint
 
     spec = str(source)
-    local = not is_hf_spec(spec) or Path(spec[3:]).expanduser().exists()
-    if local:
+    if not is_hf_spec(spec) or Path(spec[3:]).expanduser().exists():
         folder = Path(spec[3:] if is_hf_spec(spec) else spec).expanduser()
         checkpoint = open_checkpoint(folder)  # the family first: a clear refusal
         hf = load_hf_model(str(folder))
@@ -96,8 +136,7 @@ def load_checkpoint(source: str | Path) -> LoadedCheckpoint:
         checkpoint = open_checkpoint(Path(hf.config_file).parent)
     folder = checkpoint.folder
     weights = load_hf_weights(folder, checkpoint.model_type, checkpoint.cfg)
-    model = Transformer(checkpoint.cfg, weights)
-    return LoadedCheckpoint(hf.entry, LoadedModel(model, str(folder), True), folder)
+    return Loaded(hf.entry, Transformer(checkpoint.cfg, weights), str(folder), True, folder)
 
 
 def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
@@ -117,16 +156,13 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
 
 
 def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
-    """The token ids a model is given for ``text``, as transformers gives them: with what a
-    Hugging Face tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered
-    template already writes them as text (``apply_chat_template`` tokenizes it with no
-    post-processor, and the special tokens' text is parsed back into their ids)."""
+    """The ids a model is given for ``text``, as transformers gives them: with what the
+    tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered template writes
+    them as text (special tokens' text parsed back into their ids)."""
     if chat:
         return tok.encode(text, allow_special=True)
     as_input = getattr(tok, "encode_as_input", None)
-    if as_input is not None:
-        return list(as_input(text))
-    return tok.encode(text)
+    return list(as_input(text)) if as_input is not None else tok.encode(text)
 
 
 def estimate_cache_bytes(

@@ -1,21 +1,14 @@
 """A Hugging Face model folder as a reference model: config.json to ``RefConfig``,
 safetensors tensors to the reference's weight names.
 
-Families, as transformers' modeling files define them (src/transformers/models/<family>/):
-
-- ``llama`` (SmolLM2, Llama-3.2 with ``rope_scaling`` ``llama3``), ``mistral`` (every layer
-  slides when ``sliding_window`` is set): RMSNorm, RoPE, GQA, SwiGLU;
-- ``qwen2``: biases on q, k and v; ``qwen3``: an RMSNorm on each head's q and k;
-- ``gemma2``, ``gemma3_text`` (and ``gemma3``'s text model): norms ``1 + w`` (folded into
-  the weights here), four norms per layer, GeGLU, embeddings times sqrt(hidden),
-  ``query_pre_attn_scalar``, sliding layers (Gemma-2 alternating, Gemma-3 five to one, with
-  their own RoPE base), soft-capped scores and logits (Gemma-2), q/k norms (Gemma-3).
-
-Any other ``model_type`` is refused by name. Tensors are read one at a time from a
-memory map of each shard and converted to float32 on their own (numpy has no bfloat16:
-its bits are widened by a shift), so the file is never held twice in float32.
-Both config formats are read: transformers v4 (``rope_theta``, ``rope_scaling``,
-``rope_local_base_freq``) and v5 (``rope_parameters``, per layer type for Gemma-3).
+Families, as transformers' modeling files define them: ``llama`` (SmolLM2, Llama-3.2 with
+``llama3`` RoPE scaling) and ``mistral`` (RMSNorm, RoPE, GQA, SwiGLU); ``qwen2`` (q/k/v
+biases); ``qwen3`` (q/k norms); ``gemma2`` and ``gemma3_text`` (norms ``1 + w``, folded
+into the weights here; four norms per layer, GeGLU, scaled embeddings, sliding layers with
+their own RoPE base, soft-capping, q/k norms). Any other ``model_type`` is refused by name.
+Tensors are read one at a time from a memory map and widened to float32 on their own, so
+the file is never held twice in float32. Both config formats are read: transformers v4
+(``rope_theta``, ``rope_scaling``) and v5 (``rope_parameters``, per layer type).
 """
 
 from __future__ import annotations
@@ -46,20 +39,14 @@ _ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh
                 "gelu_tanh": "gelu_tanh"}
 # Linear layers are stored (out, in); the reference multiplies x @ W, so they turn.
 _LAYER_NAMES = {
-    "input_layernorm.weight": "attn_norm",
-    "self_attn.q_proj.weight": "wq",
-    "self_attn.k_proj.weight": "wk",
-    "self_attn.v_proj.weight": "wv",
-    "self_attn.o_proj.weight": "wo",
-    "self_attn.q_proj.bias": "bq",
-    "self_attn.k_proj.bias": "bk",
-    "self_attn.v_proj.bias": "bv",
-    "self_attn.q_norm.weight": "q_norm",
-    "self_attn.k_norm.weight": "k_norm",
-    "mlp.gate_proj.weight": "w_gate",
-    "mlp.up_proj.weight": "w_up",
-    "mlp.down_proj.weight": "w_down",
+    "input_layernorm.weight": "attn_norm", "self_attn.o_proj.weight": "wo",
+    **{f"self_attn.{x}_proj.weight": f"w{x}" for x in "qkv"},
+    **{f"self_attn.{x}_proj.bias": f"b{x}" for x in "qkv"},
+    **{f"self_attn.{x}_norm.weight": f"{x}_norm" for x in "qk"},
+    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")},
 }
+_TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm",
+              "lm_head.weight": "lm_head"}
 # In Llama-style layers "post_attention_layernorm" is the norm before the MLP; in
 # Gemma's it normalizes the attention output, and "pre_feedforward_layernorm" is the MLP's.
 _LLAMA_NORMS = {"post_attention_layernorm.weight": "mlp_norm"}
@@ -118,50 +105,36 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
             raise InputError(f"{where} has no {key}; the reference model needs it")
         return value
 
-    layers, hidden, heads = int(need("num_hidden_layers")), int(need("hidden_size")), int(
-        need("num_attention_heads")
-    )
+    layers, hidden = int(need("num_hidden_layers")), int(need("hidden_size"))
+    heads = int(need("num_attention_heads"))
     gemma = kind in _GEMMA
     act_name = c.get("hidden_activation") or c.get("hidden_act") or (
-        "gelu_pytorch_tanh" if gemma else "silu"
-    )
+        "gelu_pytorch_tanh" if gemma else "silu")
     activation = _ACTIVATIONS.get(str(act_name))
     if activation is None:
         raise UsageError(f"{where}: hidden_act '{act_name}' is not one the reference path "
                          f"implements ({', '.join(sorted(_ACTIVATIONS))})")
-    if c.get("mlp_bias") or (kind not in ("qwen2",) and c.get("attention_bias")):
+    if c.get("mlp_bias") or (kind != "qwen2" and c.get("attention_bias")):
         raise UsageError(f"{where}: attention_bias/mlp_bias biases are not implemented by "
                          "the reference path")
     kinds = layer_kinds(ConfigFields(config, where), layers)
     sliding = tuple("sliding" if k == "sliding" else "full" for k in kinds)
     window = c.get("sliding_window") if "sliding" in sliding else None
     theta, scaling, local_theta = _rope(c, kind, where)
-    head_dim = int(c.get("head_dim") or hidden // heads)
     scalar = c.get("query_pre_attn_scalar")
+    tied = config.get("tie_word_embeddings",
+                      c.get("tie_word_embeddings", _TIED_DEFAULT.get(kind, False)))
     return RefConfig(
-        layers=layers,
-        hidden_size=hidden,
-        attention_heads=heads,
+        layers=layers, hidden_size=hidden, attention_heads=heads,
         kv_heads=int(c.get("num_key_value_heads") or heads),
-        head_dim=head_dim,
-        vocab_size=int(need("vocab_size")),
+        head_dim=int(c.get("head_dim") or hidden // heads), vocab_size=int(need("vocab_size")),
         context_window=int(c.get("max_position_embeddings") or 2048),
-        intermediate_size=int(need("intermediate_size")),
-        rope_theta=theta,
-        norm_eps=float(c.get("rms_norm_eps") or 1e-6),
-        tie_embeddings=bool(
-            config.get("tie_word_embeddings", c.get("tie_word_embeddings",
-                                                     _TIED_DEFAULT.get(kind, False)))
-        ),
-        qkv_bias=kind == "qwen2",
-        qk_norm=kind in ("qwen3", "gemma3_text"),
-        post_norms=gemma,
-        activation=activation,
-        layer_types=sliding if window else None,
-        sliding_window=int(window) if window else None,
-        rope_local_theta=local_theta,
-        rope_scaling=scaling,
-        attn_softcap=_float(c.get("attn_logit_softcapping")),
+        intermediate_size=int(need("intermediate_size")), rope_theta=theta,
+        norm_eps=float(c.get("rms_norm_eps") or 1e-6), tie_embeddings=bool(tied),
+        qkv_bias=kind == "qwen2", qk_norm=kind in ("qwen3", "gemma3_text"), post_norms=gemma,
+        activation=activation, layer_types=sliding if window else None,
+        sliding_window=int(window) if window else None, rope_local_theta=local_theta,
+        rope_scaling=scaling, attn_softcap=_float(c.get("attn_logit_softcapping")),
         final_softcap=_float(c.get("final_logit_softcapping")),
         embed_scale=math.sqrt(hidden) if gemma else None,
         query_scale=float(scalar) ** -0.5 if gemma and scalar else None,
@@ -196,14 +169,11 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
         raise UsageError(f"{where}: rope_scaling type '{rope_type}' is not implemented by the "
                          "reference path (it implements default, linear and llama3)")
     scaling = RopeScaling(
-        kind=rope_type,
-        factor=float(full.get("factor") or 1.0),
+        kind=rope_type, factor=float(full.get("factor") or 1.0),
         low_freq_factor=float(full.get("low_freq_factor") or 1.0),
         high_freq_factor=float(full.get("high_freq_factor") or 4.0),
-        original_max_position_embeddings=int(
-            full.get("original_max_position_embeddings") or 8192
-        ),
-    )
+        original_max_position_embeddings=int(full.get("original_max_position_embeddings")
+                                             or 8192))
     return theta, scaling, local
 
 
@@ -242,10 +212,8 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
 
 
 def _float32(raw: NDArray[np.uint8], dtype: str, shape: tuple[int, ...], where: str) -> Array:
-    if dtype == "BF16":
-        # bfloat16 is float32's top 16 bits.
-        wide = raw.view("<u2").astype(np.uint32) << 16
-        out: Array = wide.view(np.float32).reshape(shape)
+    if dtype == "BF16":  # bfloat16 is float32's top 16 bits
+        out: Array = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
         return out
     if dtype == "F16":
         return raw.view("<f2").astype(np.float32).reshape(shape)
@@ -262,12 +230,8 @@ def reference_name(name: str, kind: str) -> str | None:
             name = new + name[len(old):]
     if name.startswith(_SKIPPED) or name.endswith("rotary_emb.inv_freq"):
         return None
-    if name == "model.embed_tokens.weight":
-        return "tok_emb"
-    if name == "model.norm.weight":
-        return "norm"
-    if name == "lm_head.weight":
-        return "lm_head"
+    if name in _TOP_NAMES:
+        return _TOP_NAMES[name]
     parts = name.split(".", 3)
     if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[2].isdigit():
         table = {**_LAYER_NAMES, **(_GEMMA_NORMS if kind in _GEMMA else _LLAMA_NORMS)}

@@ -1,21 +1,13 @@
 """A KV cache under a policy: quantized (fp8, int8, int4 as KIVI stores them) or evicting
-(a window, StreamingLLM, H2O, SnapKV), behind the same ``update``/``advance`` surface as
-the plain caches, so the same model runs on it.
+(a window, StreamingLLM, H2O, SnapKV), behind the plain caches' ``update``/``advance``, so
+the same model runs on it. The bytes it holds (``nbytes``, measured from its arrays) equal
+``tokcost.memory.cache_policy.policy_bytes`` for the same policy and length.
 
-The bytes it holds are measured from its arrays (``nbytes``) and equal
-``tokcost.memory.cache_policy.policy_bytes`` for the same policy and length: the test
-suite checks it at every step.
-
-Evicted keys keep the rotary position they were cached with (as H2O and SnapKV do;
-StreamingLLM's paper renumbers positions inside the cache instead), so the model masks
-by the positions the cache reports (``positions``), not by index. A quantized cache and
-an evicting one are separate here: quantization with eviction is not implemented yet.
-
-Sliding-window layers (Mistral, Gemma) let go of what their window left, as the plain
-caches do: an evicting cache keeps at most ``sliding_window`` keys there (the policy's
-choice, cut to the newest ``window``), a quantized cache drops the tokens before the
-window (a per-channel key group only once all its tokens are out). ``policy_cache_bytes``
-is what ``policy_bytes`` says layer by layer for such a model.
+Evicted keys keep the rotary position they were cached with (as H2O and SnapKV do), so
+the model masks by the positions the cache reports, not by index. Quantization with
+eviction is not implemented yet. Sliding-window layers let go of what their window left,
+as the plain caches do (a per-channel key group only once all its tokens are out);
+``policy_cache_bytes`` is what ``policy_bytes`` says layer by layer for such a model.
 """
 
 from __future__ import annotations
@@ -27,14 +19,7 @@ import numpy as np
 from tokcost.errors import UsageError
 from tokcost.memory.cache_policy import Eviction, KvQuant, policy_bytes
 from tokcost.reference.cache import KVCache
-from tokcost.reference.quantize import (
-    IntBlock,
-    append_tokens,
-    fp8_decode,
-    fp8_encode,
-    int_decode,
-    int_encode,
-)
+from tokcost.reference.quantize import Fp8Block, IntBlock, fp8_encode, int_encode
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -44,6 +29,8 @@ if TYPE_CHECKING:
     Array = NDArray[np.float32]
 
 __all__ = ["EvictingCache", "QuantizedCache", "policy_cache", "policy_cache_bytes"]
+
+Block = Fp8Block | IntBlock
 
 
 class QuantizedCache(KVCache):
@@ -57,42 +44,29 @@ class QuantizedCache(KVCache):
         empty = np.zeros((batch, cfg.kv_heads, 0, cfg.head_dim), dtype=np.float32)
         self.full_k: list[Array] = [empty] * cfg.layers
         self.full_v: list[Array] = [empty] * cfg.layers
-        self.blocks: list[list[tuple[object, object]]] = [[] for _ in range(cfg.layers)]
+        self.blocks: list[list[tuple[Block, Block]]] = [[] for _ in range(cfg.layers)]
         # Position of each layer's oldest token held (> 0 once a sliding layer let go).
         self.start = [0] * cfg.layers
         self._held = [0] * cfg.layers  # keys the last update returned, per layer
 
-    def _encode(self, x: Array, axis: str) -> object:
+    def _encode(self, x: Array, axis: str) -> Block:
         if self.quant.format == "fp8":
-            return fp8_encode(x)
-        ax = -2 if axis == "channel" else -1
-        return int_encode(x, bits=self.quant.bits, axis=ax, group=self.quant.group)
-
-    @staticmethod
-    def _decode(block: object) -> Array:
-        if isinstance(block, IntBlock):
-            return int_decode(block)
-        assert isinstance(block, np.ndarray)
-        return fp8_decode(block)
-
-    @staticmethod
-    def _nbytes(block: object) -> int:
-        return block.nbytes if isinstance(block, IntBlock) else int(block.nbytes)  # type: ignore[attr-defined]
+            return Fp8Block(fp8_encode(x))
+        return int_encode(x, bits=self.quant.bits, axis=-2 if axis == "channel" else -1,
+                          group=self.quant.group)
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         self.full_k[layer] = np.concatenate([self.full_k[layer], k], axis=2)
         self.full_v[layer] = np.concatenate([self.full_v[layer], v], axis=2)
-        parts_k = [self._decode(bk) for bk, _ in self.blocks[layer]] + [self.full_k[layer]]
-        parts_v = [self._decode(bv) for _, bv in self.blocks[layer]] + [self.full_v[layer]]
-        out_k, out_v = np.concatenate(parts_k, axis=2), np.concatenate(parts_v, axis=2)
+        blocks = self.blocks[layer]
+        out_k = np.concatenate([*(bk.decode() for bk, _ in blocks), self.full_k[layer]], axis=2)
+        out_v = np.concatenate([*(bv.decode() for _, bv in blocks), self.full_v[layer]], axis=2)
         self._held[layer] = out_k.shape[2]
         return out_k, out_v
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
-        if self.start[layer] == 0:
-            return None
-        pos = np.arange(self.start[layer], self.start[layer] + self._held[layer])
-        return np.broadcast_to(pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
+        start = self.start[layer]
+        return self._broadcast(np.arange(start, start + self._held[layer]) if start else None)
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
@@ -124,15 +98,13 @@ class QuantizedCache(KVCache):
         start, blocks = self.start[layer], self.blocks[layer]
         while blocks and start < before:
             bk, bv = blocks[0]
-            n = _tokens(bk)
-            if start + n <= before:
+            if start + bk.tokens <= before:
                 blocks.pop(0)
-                start += n
+                start += bk.tokens
                 continue
-            if _per_token(bk) and _per_token(bv):
-                cut = before - start
-                blocks[0] = (_skip(bk, cut), _skip(bv, cut))
-                start += cut
+            if bk.per_token and bv.per_token:
+                blocks[0] = (bk.skip(before - start), bv.skip(before - start))
+                start = before
             break
         if not blocks and start < before:
             cut = min(before - start, self.full_k[layer].shape[2])
@@ -141,13 +113,12 @@ class QuantizedCache(KVCache):
             start += cut
         self.start[layer] = start
 
-    def _store(self, layer: int, bk: object, bv: object, *, join: bool) -> None:
+    def _store(self, layer: int, bk: Block, bv: Block, *, join: bool) -> None:
         """Keep a new block; per-token blocks (and fp8 codes) ``join`` the last one, so a
         long sequence is a few arrays, not one block per decoded token."""
         blocks = self.blocks[layer]
         if blocks and join:
-            last_k, last_v = blocks[-1]
-            blocks[-1] = (_join(last_k, bk), _join(last_v, bv))
+            blocks[-1] = (blocks[-1][0].join(bk), blocks[-1][1].join(bv))
         else:
             blocks.append((bk, bv))
 
@@ -156,41 +127,9 @@ class QuantizedCache(KVCache):
 
     @property
     def nbytes(self) -> int:
-        total = 0
-        for layer in range(self.cfg.layers):
-            total += int(self.full_k[layer].nbytes + self.full_v[layer].nbytes)
-            total += sum(self._nbytes(bk) + self._nbytes(bv) for bk, bv in self.blocks[layer])
-        return total
-
-
-def _tokens(block: object) -> int:
-    if isinstance(block, IntBlock):
-        return block.shape[-2]
-    assert isinstance(block, np.ndarray)
-    return int(block.shape[2])
-
-
-def _per_token(block: object) -> bool:
-    """Can the block lose its oldest tokens alone (fp8 codes, per-token int groups)?"""
-    return not isinstance(block, IntBlock) or block.axis == -1
-
-
-def _skip(block: object, n: int) -> object:
-    """A per-token block without its first ``n`` tokens."""
-    if isinstance(block, IntBlock):
-        # codes (..., T, C'), scale and zero (..., T, groups, 1): tokens are axis -2 / -3.
-        shape = (*block.shape[:-2], block.shape[-2] - n, block.shape[-1])
-        return IntBlock(block.codes[..., n:, :], block.scale[..., n:, :, :],
-                        block.zero[..., n:, :, :], block.bits, shape, block.axis, block.group)
-    assert isinstance(block, np.ndarray)
-    return block[:, :, n:]
-
-
-def _join(a: object, b: object) -> object:
-    if isinstance(a, IntBlock) and isinstance(b, IntBlock):
-        return append_tokens(a, b)
-    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-    return np.concatenate([a, b], axis=2)
+        return sum(int(self.full_k[layer].nbytes + self.full_v[layer].nbytes)
+                   + sum(bk.nbytes + bv.nbytes for bk, bv in self.blocks[layer])
+                   for layer in range(self.cfg.layers))
 
 
 class EvictingCache(KVCache):

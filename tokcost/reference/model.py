@@ -8,11 +8,11 @@ query heads per KV head, hs head size, V vocabulary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.weights import check_weights
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def rms_norm(x: Array, weight: Array, eps: float) -> Array:
     return out
 
 
-def softmax(x: Array, axis: int = -1) -> Array:
+def softmax(x: NDArray[Any], axis: int = -1) -> Array:
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     out: Array = (e / np.sum(e, axis=axis, keepdims=True)).astype(np.float32)
     return out
@@ -51,21 +51,18 @@ def rope_frequencies(head_dim: int, theta: float, scaling: RopeScaling | None = 
     """RoPE's inverse frequencies (hs/2,), in float32 as transformers computes them,
     stretched by ``scaling`` (``linear``, or ``llama3``'s
     ``_compute_llama3_parameters`` in transformers' modeling_rope_utils.py)."""
-    inv = (1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)).astype(
-        np.float32
-    )
+    exponent = np.arange(0, head_dim, 2, dtype=np.float32) / head_dim  # (hs/2,)
+    inv: Array = (1.0 / theta**exponent).astype(np.float32)
     if scaling is None or (scaling.factor == 1.0 and scaling.kind == "linear"):
         return inv
     if scaling.kind == "linear":
         return (inv / scaling.factor).astype(np.float32)
-    old = scaling.original_max_position_embeddings
-    low_wavelen = old / scaling.low_freq_factor
-    high_wavelen = old / scaling.high_freq_factor
+    old, low, high = (scaling.original_max_position_embeddings, scaling.low_freq_factor,
+                      scaling.high_freq_factor)
+    low_wavelen, high_wavelen = old / low, old / high
     wavelen = 2 * np.pi / inv
     scaled = np.where(wavelen > low_wavelen, inv / scaling.factor, inv)
-    smooth = (old / wavelen - scaling.low_freq_factor) / (
-        scaling.high_freq_factor - scaling.low_freq_factor
-    )
+    smooth = (old / wavelen - low) / (high - low)
     smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
     medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
     out: Array = np.where(medium, smoothed, scaled).astype(np.float32)
@@ -85,11 +82,8 @@ def rope_tables(head_dim: int, length: int, theta: float) -> tuple[Array, Array]
 
 
 def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
-    """Rotate x (B, h, T, hs) by its positions' angles; cos/sin are (T, hs/2).
-
-    The "rotate half" layout of LLaMA in Hugging Face transformers: the first half
-    of each head pairs with the second half.
-    """
+    """Rotate x (B, h, T, hs) by its positions' angles; cos/sin are (T, hs/2). LLaMA's
+    "rotate half" layout in transformers: each head's first half pairs with its second."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]  # (B, h, T, hs/2)
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
@@ -97,18 +91,13 @@ def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
 
 def gelu_tanh(x: Array) -> Array:
     """GELU's tanh approximation (PyTorch's ``gelu(approximate="tanh")``)."""
-    out: Array = (0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))).astype(
-        np.float32
-    )
-    return out
+    out: Array = 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+    return out.astype(np.float32)
 
 
 def soft_cap(x: Array, cap: float | None) -> Array:
     """Gemma-2's cap * tanh(x / cap): scores and logits bounded by +-cap."""
-    if cap is None:
-        return x
-    out: Array = (np.tanh(x / cap) * cap).astype(np.float32)
-    return out
+    return x if cap is None else (np.tanh(x / cap) * cap).astype(np.float32)
 
 
 class Transformer:
@@ -128,11 +117,8 @@ class Transformer:
         self.w = {name: np.asarray(a, dtype=np.float32) for name, a in weights.items()}
         self.inv_freq = rope_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
         # Gemma-3's sliding layers keep plain RoPE at their own base.
-        self.inv_freq_local = (
-            rope_frequencies(cfg.head_dim, cfg.rope_local_theta)
-            if cfg.rope_local_theta is not None
-            else self.inv_freq
-        )
+        self.inv_freq_local = self.inv_freq if cfg.rope_local_theta is None else (
+            rope_frequencies(cfg.head_dim, cfg.rope_local_theta))
 
     def forward(
         self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
@@ -144,7 +130,8 @@ class Transformer:
         more, and (T, V) float32 rows are most of its memory (100 MB at 512 tokens of a
         49k vocabulary)."""
         if logits not in ("all", "last"):
-            raise UsageError(f"logits={logits!r} must be 'all' or 'last'", param="logits")
+            raise UsageError(f"{arg('logits', repr(logits))} must be 'all' or 'last'",
+                             param="logits", value=logits)
         cfg, w = self.cfg, self.w
         start = cache.length if cache is not None else 0
         t = ids.shape[1]
@@ -152,11 +139,9 @@ class Transformer:
         if cfg.embed_scale is not None:
             x = x * np.float32(cfg.embed_scale)
         pos = np.arange(start, start + t, dtype=np.int64)  # (T,)
-        rope = {"full": rope_at(self.inv_freq, pos)}
-        rope["sliding"] = (
-            rope_at(self.inv_freq_local, pos) if cfg.rope_local_theta is not None
-            else rope["full"]
-        )
+        rope = {"full": rope_at(self.inv_freq, pos)}  # cos, sin: (T, hs/2) each
+        rope["sliding"] = (rope["full"] if cfg.rope_local_theta is None
+                           else rope_at(self.inv_freq_local, pos))
         maps: list[Array] = []
         for i in range(cfg.layers):
             p = f"layers.{i}."

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.reference.cache import ContiguousCache, KVCache
-from tokcost.reference.kvpolicy import policy_cache
+from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -64,11 +64,12 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     ``cache`` None is the full contiguous cache (the baseline)."""
     n = len(ids)
     if not 1 <= prompt < n:
-        raise UsageError(f"prompt={prompt} must leave at least one token to predict of the "
-                         f"text's {n}", param="prompt")
+        raise UsageError(f"{arg('prompt', prompt)} must leave at least one token to predict "
+                         f"of the text's {n}", param="prompt", value=prompt)
     if n > model.cfg.context_window:
         raise UsageError(f"the text has {n:,} tokens, past the model's context window "
-                         f"({model.cfg.context_window:,}); give a shorter text", param="text")
+                         f"({model.cfg.context_window:,}); give a shorter {arg('text')}",
+                         param="text")
     # The last token is only ever a target: the cache sees n - 1 tokens.
     cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
     arr = np.asarray(ids, dtype=np.int64)
@@ -106,20 +107,24 @@ def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality
     p = np.exp(baseline.logprobs)
     kl = (p * (baseline.logprobs - run.logprobs)).sum(axis=-1)
     agree = run.logprobs.argmax(axis=-1) == baseline.logprobs.argmax(axis=-1)
-    return PolicyQuality(
-        perplexity=run.perplexity,
-        baseline_perplexity=baseline.perplexity,
-        top1_agreement=float(agree.mean()),
-        mean_kl=float(max(0.0, kl.mean())),
-        bytes_held=run.cache_bytes,
-        baseline_bytes=baseline.cache_bytes,
-    )
+    return PolicyQuality(perplexity=run.perplexity, baseline_perplexity=baseline.perplexity,
+                         top1_agreement=float(agree.mean()), mean_kl=float(max(0.0, kl.mean())),
+                         bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
 
 
 def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int,
              quant: KvQuant | None = None, evict: Eviction | None = None,
              baseline: TeacherForced | None = None) -> PolicyQuality:
-    """One policy's quality on ``ids`` (the baseline is computed unless given)."""
+    """One policy's quality on ``ids`` (the baseline is computed unless given), the bytes
+    its cache held checked against the memory model's (``policy_cache_bytes``)."""
     base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
     cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
-    return compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
+    quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
+    # The memory model's bytes per layer kind (a sliding layer holds at most its window);
+    # None only where per-channel key groups straddle the window's edge.
+    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict,
+                                  prompt=prompt)
+    if expected is not None and expected != quality.bytes_held:  # they must agree
+        raise TokcostError(f"the cache held {quality.bytes_held:,} B but the memory model "
+                           f"says {expected:,} B; please report it")
+    return quality

@@ -1,14 +1,14 @@
 """Low-precision storage for cached keys and values: fp8 e4m3 (emulated) and int8/int4.
 
-- fp8 e4m3 (the OCP "E4M3FN" format vLLM's fp8 cache uses): 1 sign, 4 exponent and 3
-  mantissa bits, bias 7, no infinities, largest finite value 448; one scale per tensor
-  (1.0, vLLM's default without calibration), so values beyond 448 saturate. Stored as
-  uint8 codes, read back through a 256-entry table.
-- intN, asymmetric: per group, ``scale = (max - min) / (2^N - 1)`` and ``zero = min``,
-  both kept in fp16; ``code = round((x - zero) / scale)``, ``x' = code x scale + zero``.
-  int4 codes are packed two to a byte along the last axis.
+- fp8 e4m3 (OCP "E4M3FN", vLLM's fp8 cache): 1 sign, 4 exponent and 3 mantissa bits,
+  bias 7, no infinities, largest finite value 448; one scale per tensor (1.0, vLLM's
+  default without calibration), so larger values saturate. uint8 codes, read back
+  through a 256-entry table.
+- intN, asymmetric: per group ``scale = (max - min) / (2^N - 1)`` and ``zero = min``,
+  both fp16; ``code = round((x - zero) / scale)``. int4 codes are packed two to a byte.
 
-numpy only; the bytes these arrays hold are what ``tokcost.memory.cache_policy`` counts.
+The bytes these arrays hold are what ``tokcost.memory.cache_policy`` counts. A block
+(``Fp8Block``, ``IntBlock``) holds the codes of some tokens (..., T, C) of one tensor.
 """
 
 from __future__ import annotations
@@ -28,11 +28,9 @@ E4M3_MAX = 448.0
 
 def _e4m3_table() -> NDArray[np.float32]:
     codes = np.arange(256)
-    sign = np.where(codes & 0x80, -1.0, 1.0)
-    exp = (codes >> 3) & 0xF
-    man = codes & 0x7
+    exp, man = (codes >> 3) & 0xF, codes & 0x7
     value = np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * 2.0 ** (exp - 7.0))
-    value = sign * value
+    value = np.where(codes & 0x80, -1.0, 1.0) * value
     value[(exp == 0xF) & (man == 0x7)] = np.nan  # S.1111.111 is NaN; there is no infinity
     table: NDArray[np.float32] = value.astype(np.float32)
     return table
@@ -54,17 +52,42 @@ def fp8_encode(x: Array) -> NDArray[np.uint8]:
     lo = hi - 1
     d_lo, d_hi = mag - _E4M3_POSITIVE[lo], _E4M3_POSITIVE[hi] - mag
     # Nearest; on a tie the even code (its mantissa's last bit is 0), as IEEE rounds.
-    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
-    code = np.where(pick_hi, hi, lo)
+    code = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
     code = np.where(mag <= 0, 0, code)
-    signed: NDArray[np.uint8] = (code | np.where(np.signbit(x) & (code > 0), 0x80, 0)).astype(
-        np.uint8)
+    sign = np.where(np.signbit(x) & (code > 0), 0x80, 0)
+    signed: NDArray[np.uint8] = (code | sign).astype(np.uint8)
     return signed
 
 
 def fp8_decode(codes: NDArray[np.uint8]) -> Array:
     out: Array = E4M3_VALUES[codes]
     return out
+
+
+@dataclass(frozen=True)
+class Fp8Block:
+    """fp8 codes of some tokens, (..., T, C): any run of them can be dropped or joined."""
+
+    codes: NDArray[np.uint8]
+    per_token = True
+
+    @property
+    def tokens(self) -> int:
+        return int(self.codes.shape[-2])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes)
+
+    def decode(self) -> Array:
+        return fp8_decode(self.codes)
+
+    def skip(self, n: int) -> Fp8Block:
+        return Fp8Block(self.codes[..., n:, :])
+
+    def join(self, more: Fp8Block | IntBlock) -> Fp8Block:
+        assert isinstance(more, Fp8Block)
+        return Fp8Block(np.concatenate([self.codes, more.codes], axis=-2))
 
 
 @dataclass(frozen=True)
@@ -84,13 +107,49 @@ class IntBlock:
     group: int
 
     @property
+    def tokens(self) -> int:
+        return self.shape[-2]
+
+    @property
+    def per_token(self) -> bool:
+        """Can the block lose or gain tokens alone (groups along channels)?"""
+        return self.axis == -1
+
+    @property
     def nbytes(self) -> int:
         return int(self.codes.nbytes + self.scale.nbytes + self.zero.nbytes)
 
+    def decode(self) -> Array:
+        return int_decode(self)
+
+    def skip(self, n: int) -> IntBlock:
+        """A per-token block without its first ``n`` tokens."""
+        # codes (..., T, C'), scale and zero (..., T, groups, 1): tokens are axis -2 / -3.
+        shape = (*self.shape[:-2], self.shape[-2] - n, self.shape[-1])
+        return IntBlock(self.codes[..., n:, :], self.scale[..., n:, :, :],
+                        self.zero[..., n:, :, :], self.bits, shape, self.axis, self.group)
+
+    def join(self, more: Fp8Block | IntBlock) -> IntBlock:
+        """Two per-token blocks as one, ``more``'s tokens after these: a growing per-token
+        cache stays one array instead of a block per step.
+
+        >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
+        >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
+        >>> bool(np.allclose(a.join(b).decode(), int_decode(int_encode(x, bits=8, axis=-1,
+        ...      group=16))))
+        True
+        """
+        assert isinstance(more, IntBlock) and self.per_token and more.per_token
+        return IntBlock(
+            np.concatenate([self.codes, more.codes], axis=-2),
+            np.concatenate([self.scale, more.scale], axis=-3),
+            np.concatenate([self.zero, more.zero], axis=-3), self.bits,
+            (*self.shape[:-2], self.tokens + more.tokens, self.shape[-1]), -1, self.group)
+
 
 def _grouped(x: Array, axis: int, group: int) -> Array:
-    """``x`` with the grouped axis split into (groups, group): groups along tokens
-    (axis -2) take the block's tokens whole; along channels, runs of ``group``."""
+    """``x`` with the grouped axis split into (groups, group): along tokens (axis -2) one
+    group takes the block's tokens whole; along channels, runs of ``group``."""
     if axis == -2:
         return x[..., None, :, :]  # (..., 1, T, C): one group over the block's T tokens
     c = x.shape[-1]
@@ -114,9 +173,7 @@ def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
     """
     levels = (1 << bits) - 1
     g = _grouped(x.astype(np.float32), axis, group)
-    red = -2 if axis == -2 else -1
-    lo = g.min(axis=red, keepdims=True)
-    hi = g.max(axis=red, keepdims=True)
+    lo, hi = g.min(axis=axis, keepdims=True), g.max(axis=axis, keepdims=True)
     zero = lo.astype(np.float16)
     scale = ((hi - lo) / levels).astype(np.float16)
     scale = np.where(scale == 0, np.float16(1), scale).astype(np.float16)  # a constant group
@@ -132,31 +189,9 @@ def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
 def int_decode(block: IntBlock) -> Array:
     codes = block.codes
     if block.bits == 4:
-        lo, hi = codes & 0x0F, codes >> 4
-        codes = np.stack([lo, hi], axis=-1).reshape(*codes.shape[:-1], -1)
+        codes = np.stack([codes & 0x0F, codes >> 4], axis=-1).reshape(*codes.shape[:-1], -1)
         codes = codes[..., : block.shape[-1]]
     g = _grouped(codes.astype(np.float32), block.axis, block.group)
     out = g * block.scale.astype(np.float32) + block.zero.astype(np.float32)
     result: Array = out.reshape(block.shape).astype(np.float32)
     return result
-
-
-def append_tokens(block: IntBlock, more: IntBlock) -> IntBlock:
-    """Two per-token blocks (``axis=-1``) as one, ``more``'s tokens after ``block``'s: a
-    growing per-token cache stays one array instead of a block per step.
-
-    >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
-    >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
-    >>> bool(np.allclose(int_decode(append_tokens(a, b)), int_decode(int_encode(x, bits=8,
-    ...      axis=-1, group=16))))
-    True
-    """
-    if block.axis != -1 or more.axis != -1 or (block.bits, block.group) != (more.bits, more.group):
-        raise ValueError("only per-token blocks of one format can be appended")
-    tokens = block.shape[-2] + more.shape[-2]
-    return IntBlock(
-        np.concatenate([block.codes, more.codes], axis=-2),
-        np.concatenate([block.scale, more.scale], axis=-3),
-        np.concatenate([block.zero, more.zero], axis=-3),
-        block.bits, (*block.shape[:-2], tokens, block.shape[-1]), -1, block.group,
-    )

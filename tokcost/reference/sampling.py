@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.reference.model import softmax
+from tokcost.reference.request import as_float, as_int
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -33,28 +34,50 @@ if TYPE_CHECKING:
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
 
 
-@dataclass(frozen=True)
+# Samples are chosen one by one in Python; past this a run takes minutes per token.
+MAX_SAMPLES = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
 class SamplingParams:
-    """temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
+    """What to draw (vLLM's ``SamplingParams``): ``n`` samples of ``max_new_tokens``;
+    temperature 0 is greedy; top_k 0 and top_p 1.0 switch those filters off."""
 
     temperature: float = 0.0
     top_k: int = 0
     top_p: float = 1.0
     seed: int | None = None
+    n: int = 1
+    max_new_tokens: int = 32
 
     def __post_init__(self) -> None:
-        # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+        for name in ("temperature", "top_p"):
+            object.__setattr__(self, name, as_float(getattr(self, name), name))
+        for name in ("top_k", "n", "max_new_tokens"):
+            object.__setattr__(self, name, as_int(getattr(self, name), name))
+        if self.seed is not None:
+            object.__setattr__(self, "seed", as_int(self.seed, "seed"))
+        for name, bad, want in self._limits():
+            if bad:
+                value = getattr(self, name)
+                raise UsageError(f"{arg(name)} must be {want}, got {value}", param=name,
+                                 value=value)
+        if self.n > MAX_SAMPLES:
             raise UsageError(
-                f"temperature must be >= 0 and finite, got {self.temperature}",
-                param="temperature",
+                f"{arg('n', self.n)} samples are more than the {MAX_SAMPLES} the reference "
+                f"path runs; lower {arg('n')} (kvmem simulate sizes larger batches)",
+                param="n", value=self.n,
             )
-        if self.top_k < 0:
-            raise UsageError(f"top_k must be >= 0, got {self.top_k}", param="top_k")
-        if not 0.0 < self.top_p <= 1.0:
-            raise UsageError(f"top_p must be in (0, 1], got {self.top_p}", param="top_p")
-        if self.seed is not None and self.seed < 0:
-            raise UsageError(f"seed must be >= 0, got {self.seed}", param="seed")
+
+    def _limits(self) -> tuple[tuple[str, bool, str], ...]:
+        # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
+        t = self.temperature
+        return (("temperature", not (math.isfinite(t) and t >= 0), ">= 0 and finite"),
+                ("top_k", self.top_k < 0, ">= 0"),
+                ("top_p", not 0.0 < self.top_p <= 1.0, "in (0, 1]"),
+                ("seed", self.seed is not None and self.seed < 0, ">= 0"),
+                ("n", self.n < 1, ">= 1"),
+                ("max_new_tokens", self.max_new_tokens < 1, ">= 1"))
 
     @property
     def greedy(self) -> bool:
@@ -69,18 +92,12 @@ class SamplingParams:
 
 @dataclass(frozen=True, eq=False)
 class Distribution:
-    """What one step samples from, over the whole vocabulary (V,).
+    """What one step samples from, over the whole vocabulary (V,). ``top_k_kept`` and
+    ``top_p_kept`` are how many tokens of the ranking each filter keeps (V when off)."""
 
-    ``probs`` is the distribution the draw uses: it sums to 1 over the tokens that can
-    be drawn and is 0 for the others (greedy: 1 for the likeliest token). ``model_probs``
-    is the softmax of the raw logits (temperature 1, no filter). ``order`` ranks the
-    tokens most likely first (ties by id); ``top_k_kept`` and ``top_p_kept`` are how
-    many of that ranking each filter keeps (V when off).
-    """
-
-    probs: NDArray[np.float64]  # (V,)
-    model_probs: NDArray[np.float64]  # (V,)
-    order: NDArray[np.int64]  # (V,)
+    probs: NDArray[np.float64]  # (V,) what the draw uses: sums to 1 over what it can pick
+    model_probs: NDArray[np.float64]  # (V,) the softmax of the raw logits
+    order: NDArray[np.int64]  # (V,) token ids, most likely first (ties by id)
     rank: NDArray[np.int64]  # (V,) position of each token in order
     greedy: bool
     top_k_kept: int
@@ -113,15 +130,12 @@ class Distribution:
 def _tempered(logits: NDArray[np.float32], temperature: float) -> NDArray[np.float64]:
     """softmax(logits / temperature), (V,)."""
     with np.errstate(all="ignore"):
-        scaled = logits / temperature  # (V,) float32, as the loop has always computed it
-    if not np.isfinite(scaled).all():
-        # A temperature so low that logits / T overflows: shift first, so the likeliest
-        # token scores 0 and the others -inf at worst (never inf - inf).
-        with np.errstate(all="ignore"):
-            shifted = logits.astype(np.float64) - float(np.max(logits))
-            scaled64 = shifted / temperature  # (V,) <= 0
-        return softmax(scaled64.astype(np.float64)).astype(np.float64)
-    return softmax(scaled.astype(np.float64)).astype(np.float64)
+        scaled = (logits / temperature).astype(np.float64)  # (V,) divided in float32
+        if not np.isfinite(scaled).all():
+            # A temperature so low that logits / T overflows: shift first, so the likeliest
+            # token scores 0 and the others -inf at worst (never inf - inf).
+            scaled = (logits.astype(np.float64) - float(np.max(logits))) / temperature
+    return softmax(scaled).astype(np.float64)
 
 
 def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distribution:

@@ -38,19 +38,9 @@ def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {"tok_emb": (v, c)}
     for i in range(cfg.layers):
         p = f"layers.{i}."
-        shapes.update(
-            {
-                p + "attn_norm": (c,),
-                p + "wq": (c, q),
-                p + "wk": (c, kv),
-                p + "wv": (c, kv),
-                p + "wo": (q, c),
-                p + "mlp_norm": (c,),
-                p + "w_gate": (c, f),
-                p + "w_up": (c, f),
-                p + "w_down": (f, c),
-            }
-        )
+        shapes.update({p + "attn_norm": (c,), p + "wq": (c, q), p + "wk": (c, kv),
+                       p + "wv": (c, kv), p + "wo": (q, c), p + "mlp_norm": (c,),
+                       p + "w_gate": (c, f), p + "w_up": (c, f), p + "w_down": (f, c)})
         if cfg.qkv_bias:
             shapes.update({p + "bq": (q,), p + "bk": (kv,), p + "bv": (kv,)})
         if cfg.qk_norm:
@@ -68,11 +58,9 @@ def init_weights(cfg: RefConfig, seed: int = 0) -> dict[str, Array]:
     rng = np.random.default_rng(seed)
     out: dict[str, Array] = {}
     for name, shape in expected_shapes(cfg).items():
-        if name.endswith(("bq", "bk", "bv")):
-            out[name] = np.zeros(shape, dtype=np.float32)
-            continue
-        if len(shape) == 1:
-            out[name] = np.ones(shape, dtype=np.float32)
+        if len(shape) == 1:  # biases start at 0, norm weights at 1
+            bias = name.endswith(("bq", "bk", "bv"))
+            out[name] = (np.zeros if bias else np.ones)(shape, dtype=np.float32)
             continue
         std = 0.02 / np.sqrt(2 * cfg.layers) if name.endswith(("wo", "w_down")) else 0.02
         out[name] = (rng.standard_normal(shape) * std).astype(np.float32)
@@ -83,16 +71,14 @@ def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weig
     """Raise WeightsMismatch naming the first missing or misshapen array."""
     for name, shape in expected_shapes(cfg).items():
         if name not in weights:
-            raise WeightsMismatch(
-                f"{source} has no array '{name}'; it was not written for this architecture "
-                "(retrain it or fix the catalog's architecture fields)"
-            )
+            raise WeightsMismatch(f"{source} has no array '{name}'; it was not written for this "
+                                  "architecture (retrain it or fix the catalog's architecture "
+                                  "fields)")
         got = tuple(weights[name].shape)
         if got != shape:
-            raise WeightsMismatch(
-                f"{source}: '{name}' has shape {got} but the catalog's architecture needs "
-                f"{shape}; the weights and the catalog entry describe different models"
-            )
+            raise WeightsMismatch(f"{source}: '{name}' has shape {got} but the catalog's "
+                                  f"architecture needs {shape}; the weights and the catalog "
+                                  "entry describe different models")
 
 
 def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
@@ -105,16 +91,12 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except FileNotFoundError:
-        # No param: the CLI would turn every word "weights" (even in a path) into its flag.
-        raise UsageError(
-            f"weights file not found: {path} (give an existing .npz or .safetensors file, "
-            "or fix the catalog entry's weights field)"
-        ) from None
+        raise UsageError(f"weights file not found: {path} (give an existing .npz or "
+                         ".safetensors file, or fix the catalog entry's weights field)") from None
     except (OSError, ValueError) as exc:
         reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
-        raise InputError(
-            f"cannot read weights file {path} as tokcost .npz weights ({reason})"
-        ) from None
+        raise InputError(f"cannot read weights file {path} as tokcost .npz weights ({reason})"
+                         ) from None
     fmt = arrays.pop("__format__", None)
     if fmt is None or str(fmt) != FORMAT:
         raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
@@ -127,9 +109,8 @@ def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
     try:
         from safetensors.numpy import load_file
     except ImportError:
-        raise MissingDependency(
-            "safetensors", "safetensors", "reading .safetensors weights"
-        ) from None
+        raise MissingDependency("safetensors", "safetensors", "reading .safetensors weights"
+                                ) from None
     if not path.is_file():
         raise InputError(f"weights file {path} does not exist")
     try:
