@@ -39,15 +39,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "parse_size", "parse_count", "parse_context_list", "parse_money", "parse_percent",
         "parse_fraction", "format_bytes",
     ),
-    "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
-    "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
-    "tokcost.memory.policies": ("PolicyName",),
-    "tokcost.memory.simulate": ("compare_policies",),
-    "tokcost.app.memory": ("estimate_memory", "KvEstimate", "MemoryEstimate"),
-    "tokcost.app.simulate": ("simulate", "SimulationResult"),
+    "tokcost.app.memory": ("estimate_memory", "KvRequest", "KvResult"),
+    "tokcost.app.simulate": ("simulate", "SimulationRequest", "SimulationResult"),
     "tokcost.app.quality": ("kvmem_quality", "QualityResult", "QualityRow"),
-    "tokcost.plotting.memory": ("plot_memory",),
-    "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.budget.report": ("format_percent",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
@@ -155,8 +149,8 @@ if TYPE_CHECKING:
     from tokcost.app.generate import PromptText as PromptText
     from tokcost.app.generate import decode_prompt as decode_prompt
     from tokcost.app.generate import generate as generate
-    from tokcost.app.memory import KvEstimate as KvEstimate
-    from tokcost.app.memory import MemoryEstimate as MemoryEstimate
+    from tokcost.app.memory import KvRequest as KvRequest
+    from tokcost.app.memory import KvResult as KvResult
     from tokcost.app.memory import estimate_memory as estimate_memory
     from tokcost.app.models import CatalogCheck as CatalogCheck
     from tokcost.app.models import GpuList as GpuList
@@ -180,6 +174,7 @@ if TYPE_CHECKING:
     from tokcost.app.schemas import SchemaDocument as SchemaDocument
     from tokcost.app.schemas import json_schema as json_schema
     from tokcost.app.schemas import schema_path as schema_path
+    from tokcost.app.simulate import SimulationRequest as SimulationRequest
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
     from tokcost.app.sweep import BPE_KNEE_GAIN as BPE_KNEE_GAIN
@@ -195,17 +190,7 @@ if TYPE_CHECKING:
     from tokcost.counting import count_text as count_text
     from tokcost.counting import count_texts as count_texts
     from tokcost.errors import TokcostError as TokcostError
-    from tokcost.memory import KvDtypeName as KvDtypeName
-    from tokcost.memory import estimate_kv as estimate_kv
-    from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
-    from tokcost.memory import kv_cache_bytes as kv_cache_bytes
-    from tokcost.memory.policies import PolicyName as PolicyName
-    from tokcost.memory.roofline import DecodeStep as DecodeStep
-    from tokcost.memory.roofline import Prefill as Prefill
-    from tokcost.memory.simulate import compare_policies as compare_policies
     from tokcost.plotting.attention import plot_attention as plot_attention
-    from tokcost.plotting.memory import plot_memory as plot_memory
-    from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.pricing import estimate_cost as estimate_cost
     from tokcost.pricing import format_usd as format_usd
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 
 QuantFormat = Literal["fp8", "int8", "int4"]
 QuantAxis = Literal["channel", "token"]
@@ -73,10 +73,10 @@ class KvQuant:
             raise UsageError(f"unknown cache format '{self.format}'; use one of "
                              f"{', '.join(QUANT_FORMATS)}", param="kv_dtype")
         if self.group < 1:
-            raise UsageError(f"kv_group_size must be positive, got {self.group}",
+            raise UsageError(f"{arg('kv_group_size')} must be positive, got {self.group}",
                              param="kv_group_size")
         if self.residual < 0:
-            raise UsageError(f"residual must not be negative, got {self.residual}",
+            raise UsageError(f"{arg('residual')} must not be negative, got {self.residual}",
                              param="residual")
 
     @property
@@ -138,13 +138,13 @@ class Eviction:
         for name in ("recent", "sinks", "heavy", "budget"):
             value = getattr(self, name)
             if value < 0 or (isinstance(value, float) and not value.is_integer() and value >= 1):
-                raise UsageError(f"evict {name}={value} must be a count (1024) or a fraction "
-                                 "below 1 (0.25)", param="evict")
+                raise UsageError(f"{arg('evict')} {name}={value} must be a count (1024) or a "
+                                 "fraction below 1 (0.25)", param="evict")
         kept = {"window": (self.recent,), "streaming": (self.sinks, self.recent),
                 "h2o": (self.heavy, self.recent), "snapkv": (self.budget, self.recent)}
         if not any(kept[self.kind]):
-            raise UsageError(f"evict {self.kind} keeps no tokens; a policy must keep at least "
-                             "one (window:1024 or window:0.25)", param="evict")
+            raise UsageError(f"{arg('evict')} {self.kind} keeps no tokens; a policy must keep at "
+                             "least one (window:1024 or window:0.25)", param="evict")
 
     @staticmethod
     def _tokens(value: float, length: int) -> int:
@@ -193,7 +193,7 @@ def parse_evict(text: str) -> Eviction:
     m = _EVICT.match(text.strip().lower())
     if m is None or m["kind"] not in EVICT_KINDS or m["a"] is None:
         raise UsageError(
-            f"evict '{text}' is not a policy; write window:N, streaming:SINKS+N, "
+            f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)",
             param="evict",
         )
@@ -203,17 +203,17 @@ def parse_evict(text: str) -> Eviction:
     try:
         if kind == "window":
             if b is not None:
-                raise UsageError(f"evict '{text}': window takes one number (window:1024)",
+                raise UsageError(f"{arg('evict')} '{text}': window takes one number (window:1024)",
                                  param="evict")
             return Eviction("window", recent=a)
         if kind == "streaming":
             if b is None or "." in a_text:
-                raise UsageError(f"evict '{text}': write streaming:SINKS+WINDOW "
+                raise UsageError(f"{arg('evict')} '{text}': write streaming:SINKS+WINDOW "
                                  "(streaming:4+1024)", param="evict")
             return Eviction("streaming", sinks=int(a), recent=b)
         if kind == "h2o":
             if b is None:
-                raise UsageError(f"evict '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
+                raise UsageError(f"{arg('evict')} '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
                                  param="evict")
             return Eviction("h2o", heavy=a, recent=b)
         return Eviction("snapkv", budget=a, recent=b if b is not None else 32.0)
@@ -221,7 +221,7 @@ def parse_evict(text: str) -> Eviction:
         why = str(exc)
         if why.startswith(f"evict '{text}'"):
             raise
-        raise UsageError(f"evict '{text}': {why.removeprefix('evict ')}",
+        raise UsageError(f"{arg('evict')} '{text}': {why.removeprefix('evict ')}",
                          param="evict") from None
 
 
@@ -235,9 +235,9 @@ def _budget(number: str, text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 1:
-        raise UsageError(f"evict '{text}': {number} is not a count or a fraction below 1 (a "
-                         "decimal point makes a fraction); write a count (1024) or a fraction "
-                         "below 1 (0.25)", param="evict")
+        raise UsageError(f"{arg('evict')} '{text}': {number} is not a count or a fraction below "
+                         "1 (a decimal point makes a fraction); write a count (1024) or a "
+                         "fraction below 1 (0.25)", param="evict")
     return value
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tokcost.catalog.schema import Architecture, LayerKind
-from tokcost.errors import UsageError, suggest
+from tokcost.errors import UsageError, arg, suggest
 from tokcost.memory.parallel import check_attention_heads
 
 
@@ -105,18 +105,18 @@ def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> 
         found = KV_DTYPES[key]
     if group is not None:
         if group <= 0:
-            raise UsageError(f"kv_group_size must be positive, got {group}",
+            raise UsageError(f"{arg('kv_group_size')} must be positive, got {group}",
                              param="kv_group_size")
         if found.group is None:
-            raise UsageError(f"kv_group_size applies to int8/int4 caches, not {found.name}",
-                             param="kv_group_size")
+            raise UsageError(f"{arg('kv_group_size')} applies to int8/int4 caches, not "
+                             f"{found.name}", param="kv_group_size")
         found = KvDtype(found.name, found.bits, group, found.group_overhead_bytes)
     return found
 
 
 def _positive(value: int, param: str) -> None:
     if value <= 0:
-        raise UsageError(f"{param} must be a positive integer, got {value}", param=param)
+        raise UsageError(f"{arg(param)} must be a positive integer, got {value}", param=param)
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
         raise UsageError(
-            f"tp={tp} must divide the model's {kv_heads} kv heads or be a multiple of it",
+            f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a multiple of it",
             param="tp",
         )
     return max(1, kv_heads // tp)

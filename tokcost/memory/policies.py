@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import BlockAllocator, check_block_size
 from tokcost.memory.report import StepSample
 from tokcost.memory.workload import Request
@@ -74,13 +74,15 @@ def policy_names(
     bad = [n for n in chosen if n not in POLICIES]
     if bad or not chosen:
         raise UsageError(
-            f"unknown {param} '{','.join(bad)}'; use some of: {','.join(POLICIES)}", param=param
+            f"unknown {arg(param)} '{','.join(bad)}'; use some of: {','.join(POLICIES)}",
+            param=param,
         )
     twice = sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index)
     if twice:
         # Two runs of one policy on one stream are the same run: a duplicate is a typo.
         raise UsageError(
-            f"{param} names {', '.join(repr(n) for n in twice)} twice; give each policy once",
+            f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give each policy "
+            "once",
             param=param,
         )
     return tuple(PolicyName(n) for n in chosen)
@@ -341,5 +343,6 @@ def make_policy(
     if key is PolicyName.PAGED:
         check_block_size(block_size, max_len)
     elif block_size < 1:
-        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}",
+                         param="block_size")
     return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)
