@@ -98,10 +98,8 @@ def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> 
         name = str(name)  # a KvDtypeName's str() is its value
         key = _DTYPE_ALIASES.get(name.lower(), name.lower())
         if key not in KV_DTYPES:
-            raise UsageError(
-                f"unknown KV dtype '{name}'{suggest(key, KV_DTYPES)}; "
-                f"use one of {', '.join(KV_DTYPES)}"
-            )
+            raise UsageError(f"unknown KV dtype '{name}'{suggest(key, KV_DTYPES)}; use one of "
+                             f"{', '.join(KV_DTYPES)}")
         found = KV_DTYPES[key]
     if group is not None:
         if group <= 0:
@@ -159,13 +157,7 @@ class KvLayout:
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
         """Bytes of one sequence of ``tokens`` on one GPU (all layers)."""
-        total = 0
-        for kind, count in self.counts.items():
-            if kind == "linear":
-                total += count * self.state_bytes
-            else:
-                total += count * self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind]
-        return total
+        return sum(self.by_kind(tokens, block_size).values())
 
     def subset(self, indices: range | Sequence[int]) -> KvLayout:
         """The same cache restricted to some layers (one pipeline-parallel stage)."""
@@ -175,14 +167,9 @@ class KvLayout:
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
         """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
-        out: dict[str, int] = {}
-        for kind, count in self.counts.items():
-            if kind == "linear":
-                out[kind] = count * self.state_bytes
-            else:
-                slots = self.layer_slots(kind, tokens, block_size)
-                out[kind] = count * slots * self.token_bytes[kind]
-        return out
+        return {kind: count * (self.state_bytes if kind == "linear" else
+                               self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
+                for kind, count in self.counts.items()}
 
 
 def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
@@ -218,22 +205,14 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     """
     _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
-        raise UsageError(
-            f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a multiple of it",
-            param="tp",
-        )
+        raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a "
+                         "multiple of it", param="tp")
     return max(1, kv_heads // tp)
 
 
-def kv_layout(
-    arch: Architecture,
-    kv_dtype_name: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    tp: int = 1,
-    group: int | None = None,
-    state_dtype: str = "bf16",
-    model: str = "?",
-) -> KvLayout:
+def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "bf16", *,
+              tp: int = 1, group: int | None = None, state_dtype: str = "bf16",
+              model: str = "?") -> KvLayout:
     """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
@@ -262,13 +241,8 @@ def kv_layout(
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
 
 
-def kv_bytes_per_token(
-    arch: Architecture,
-    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    tp: int = 1,
-    group: int | None = None,
-) -> int:
+def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+                       tp: int = 1, group: int | None = None) -> int:
     """Bytes one token adds to the cache, summed over layers (per GPU under TP).
 
     For sliding-window models this is the cost of a token while the context is
@@ -277,16 +251,10 @@ def kv_bytes_per_token(
     return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
 
 
-def kv_cache_bytes(
-    arch: Architecture,
-    tokens: int,
-    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    block_size: int | None = None,
-    tp: int = 1,
-    batch: int = 1,
-    group: int | None = None,
-) -> int:
+def kv_cache_bytes(arch: Architecture, tokens: int,
+                   kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+                   block_size: int | None = None, tp: int = 1, batch: int = 1,
+                   group: int | None = None) -> int:
     """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
 
     >>> from tokcost.catalog import load_catalog

@@ -1,23 +1,16 @@
 """KV allocation policies as objects: how each admits, grows, releases and measures requests.
 
-Memory is ``capacity`` token slots (one slot holds one token's keys and values in every
-layer). The contiguous policies reserve one run of slots per sequence up front, for as
-many tokens as they believe it will reach:
+Memory is ``capacity`` token slots (a token's keys and values in every layer). The
+contiguous policies reserve one run of slots per sequence up front: ``max`` for the maximum
+length (Orca (Max), FasterTransformer), ``pow2`` for the next power of two of the final
+length (Orca (Pow2)), ``oracle`` for exactly the final length (an upper bound). ``paged``
+(vLLM) takes blocks on demand from the block allocator (tokcost.memory.blocks); samples of
+one request share the prompt's blocks, the partly filled last one copied on first write.
 
-- ``max``: the maximum sequence length (Orca (Max), FasterTransformer);
-- ``pow2``: the next power of two of the real final length (Orca (Pow2));
-- ``oracle``: exactly the final length, known in advance (Orca (Oracle), an upper
-  bound no real system reaches).
-
-``paged`` (vLLM) takes blocks of ``block_size`` slots on demand from the one block
-allocator (tokcost.memory.blocks); parallel samples of one request share the prompt's
-blocks, and the partly filled last prompt block is copied on its first write.
-
-A policy measures the memory in the PagedAttention paper's categories (§3, Figure 2):
-token states, slots reserved for tokens still to come, internal fragmentation
-(reserved or allocated, never used), external fragmentation (free slots the next
-request cannot use because they lie in gaps too small for its contiguous reservation)
-and free slots nobody asked for.
+Memory is measured in the PagedAttention paper's categories (§3, Figure 2): token states,
+slots reserved for tokens to come, internal fragmentation (reserved or allocated, never
+used), external fragmentation (free slots in gaps too small for the next reservation) and
+free slots nobody asked for.
 """
 
 from __future__ import annotations
@@ -33,19 +26,8 @@ from tokcost.memory.blocks import BlockAllocator, check_block_size
 from tokcost.memory.report import StepSample
 from tokcost.memory.workload import Request
 
-__all__ = [
-    "POLICIES",
-    "ContiguousPolicy",
-    "MaxPolicy",
-    "OraclePolicy",
-    "PagedPolicy",
-    "Policy",
-    "PolicyName",
-    "Pow2Policy",
-    "make_policy",
-    "next_pow2",
-    "policy_names",
-]
+__all__ = ["POLICIES", "ContiguousPolicy", "MaxPolicy", "OraclePolicy", "PagedPolicy", "Policy",
+           "PolicyName", "Pow2Policy", "make_policy", "next_pow2", "policy_names"]
 
 
 class PolicyName(str, Enum):
