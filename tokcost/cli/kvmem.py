@@ -7,13 +7,14 @@ tokcost.cli.simulate.
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click.core import ParameterSource as Source
 
 import tokcost
-from tokcost.cli.base import App, current_words
+from tokcost.cli.base import App, cli_words, current_words
 from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
@@ -153,7 +154,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     if json_out:
         print_json(result.to_dict())
         return
-    _render(result)
+    _render(result, ctx)
     for note in result.source_notes:  # where a --config / hf: model's numbers came from
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
     if plot is not None:
@@ -167,7 +168,20 @@ def given(ctx: typer.Context) -> dict[str, Any]:
             if name != "json_out" and ctx.get_parameter_source(name) is not Source.DEFAULT}
 
 
-def _render(r: KvResult) -> None:
+def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
+    """Flags for an engine's advice: its own settings (``max_model_len``) by the flags
+    spelled as they are, alias or not (``--max-model-len``); parameters as usual."""
+    words = cli_words(ctx.command.params)
+    spelled = {opt for param in ctx.command.params for opt in getattr(param, "opts", ())}
+
+    def spell(name: str, value: str | None) -> str:
+        flag = "--" + name.replace("_", "-")
+        return flag if value is None and flag in spelled else words(name, value)
+
+    return spell
+
+
+def _render(r: KvResult, ctx: typer.Context) -> None:
     words, lay, counts, e = current_words(), r.layout, r.layout.counts, r.engine
     kinds = [f"{counts['full']} full"] if counts["full"] else []
     kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
@@ -188,7 +202,8 @@ def _render(r: KvResult) -> None:
         for line in (r.budget_line, *e.details):
             out.print(line, highlight=False, markup=False)
         if e.refusal is not None and e.advice is not None:
-            out.print(f"[red]{e.title} refuses to start[/red] ({e.advice.render(words)}): ",
+            advice = e.advice.render(_engine_words(ctx))
+            out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ",
                       end="", markup=True, highlight=False)
             out.print(e.refusal, highlight=False, markup=False)
         if r.largest_context is not None:

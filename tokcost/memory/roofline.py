@@ -36,11 +36,9 @@ from tokcost.units import weight_bits
 if TYPE_CHECKING:
     from tokcost.memory.request import RooflineSpec
 
-__all__ = [
-    "DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "WeightsRead",
-    "attention_flops", "decode_step", "expected_experts", "expert_weights", "gpu_peaks",
-    "read_weights", "roofline_notes", "weights_bytes",
-]
+__all__ = ["DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "WeightsRead",
+           "attention_flops", "decode_step", "expected_experts", "expert_weights", "gpu_peaks",
+           "read_weights", "roofline_notes", "weights_bytes"]
 
 # Weights dtypes that run fp8 matmuls (W8A8) on a GPU with fp8 tensor cores.
 _FP8_COMPUTE = frozenset({"fp8"})
@@ -59,10 +57,8 @@ def _total_bytes(arch: Architecture, dtype: str | None, model: str) -> int:
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
     """Distinct experts ``tokens`` tokens touch in one MoE layer, on average, when each
-    picks ``per_token`` of ``experts`` uniformly: ``E x (1 - (1 - k/E)^n)``.
-
-    One token touches its own ``k``; a batch of 16 on Qwen3-30B-A3B (128 experts, 8
-    per token): 128 x (1 - (120/128)^16) = 128 x (1 - 0.35607) = 82.42.
+    picks ``per_token`` of ``experts`` uniformly: ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B,
+    a batch of 16: 128 x (1 - (120/128)^16) = 82.42).
 
     >>> expected_experts(128, 8, 1), round(expected_experts(128, 8, 16), 2)
     (8.0, 82.42)
@@ -90,18 +86,12 @@ class ExpertWeights:
         return math.ceil(self.dense_bytes + self.touched(tokens) * self.expert_bytes)
 
 
-def expert_weights(
-    arch: Architecture, *, dtype: str | None = None, model: str = "?"
-) -> ExpertWeights | None:
-    """The dense / routed split of a MoE model, or None (dense, or experts not stated).
-
-    ``expert_weights_bytes`` from the catalog when the checkpoint's own dtype is used;
-    otherwise (``dtype`` given, or no byte count) one expert's parameters follow from
-    ``params``: total - active = (E - k) experts' worth.
-
-    gpt-oss-120b: 65,248,815,744 B in all, 60,993,699,840 B of mxfp4 experts, so
-    dense = 4,255,115,904 B and one expert (36 layers) = 476,513,280 B; one token
-    reads 4,255,115,904 + 4 x 476,513,280 = 6,161,169,024 B.
+def expert_weights(arch: Architecture, *, dtype: str | None = None,
+                   model: str = "?") -> ExpertWeights | None:
+    """The dense / routed split of a MoE model, or None (dense, or experts not stated):
+    the catalog's ``expert_weights_bytes`` in the checkpoint's dtype, else from ``params``
+    (total - active = (E - k) experts' worth). gpt-oss-120b: 60,993,699,840 of its
+    65,248,815,744 B are mxfp4 experts, 476,513,280 B each over its 36 layers.
     """
     e, k = arch.experts, arch.experts_per_token
     if not arch.is_moe or e is None or k is None:
@@ -134,14 +124,10 @@ class WeightsRead:
     experts_touched: float | None  # per MoE layer; None for dense models
 
 
-def read_weights(
-    arch: Architecture, *, tokens: int, dtype: str | None = None, model: str = "?"
-) -> WeightsRead:
-    """What a pass over ``tokens`` tokens (a decode batch, or a prompt) reads.
-
-    A MoE model that states no experts reads one token's share of the weights
-    (active / total parameters): a lower bound on bytes, so an upper bound on speed.
-    """
+def read_weights(arch: Architecture, *, tokens: int, dtype: str | None = None,
+                 model: str = "?") -> WeightsRead:
+    """What a pass over ``tokens`` tokens (a decode batch, or a prompt) reads; a MoE model
+    that states no experts reads one token's share (a lower bound on bytes)."""
     moe = expert_weights(arch, dtype=dtype, model=model)
     if moe is not None:
         return WeightsRead(moe.bytes_read(tokens), moe.touched(tokens))
@@ -153,15 +139,10 @@ def read_weights(
     return WeightsRead(total, None)
 
 
-def weights_bytes(
-    arch: Architecture, *, dtype: str | None = None, active: bool = False, model: str = "?"
-) -> int:
-    """Bytes of the weights: all of them, or the ``active`` ones one token reads.
-
-    An explicit ``weights_bytes`` (checkpoint size) wins over params x dtype unless a
-    different ``dtype`` is asked for. A MoE token reads the dense weights and its
-    ``experts_per_token`` experts (``expert_weights``).
-    """
+def weights_bytes(arch: Architecture, *, dtype: str | None = None, active: bool = False,
+                  model: str = "?") -> int:
+    """Bytes of the weights, or of the ``active`` ones one token reads; the checkpoint's
+    ``weights_bytes`` wins over params x dtype unless another ``dtype`` is asked for."""
     if active:
         return read_weights(arch, tokens=1, dtype=dtype, model=model).bytes
     return _total_bytes(arch, dtype, model)
@@ -188,12 +169,8 @@ def _keys(new: int, past: int, window: int | None) -> int:
 
 def attention_flops(arch: Architecture, *, new_tokens: int, past_tokens: int = 0) -> int:
     """FLOPs of attention (scores and the weighted sum, all layers, whole model) for
-    ``new_tokens`` query tokens after ``past_tokens`` cached ones.
-
-    Llama-3.1-8B, one decode token at context 8,192: 32 layers x 4 x 32 heads x 128 x
-    8,192 keys = 4,294,967,296. An 8,192-token prompt: 32 x 16,384 x 8,192 x 8,193 / 2
-    = 17,594,333,528,064.
-    """
+    ``new_tokens`` query tokens after ``past_tokens`` cached ones (Llama-3.1-8B, one token
+    at 8,192: 32 layers x 4 x 32 heads x 128 x 8,192 keys = 4,294,967,296)."""
     att = arch.attention
     heads = arch.attention_heads or arch.kv_heads or 0
     total = 0
@@ -354,11 +331,8 @@ class Prefill(_Limits):
 def decode_step(layout: KvLayout, *, active_weights: int, context: int, batch: int,
                 bandwidth: int) -> DecodeStep:
     """A bandwidth-bound decode step: ``active_weights`` read once plus every sequence's
-    cache of ``context`` tokens.
-
-    Llama-3.1-8B on an H100 SXM, one sequence at 8,192 tokens: 16,060,000,000 weights +
-    8,192 x 131,072 KV = 17,133,741,824 B / 3.35e12 B/s = 5.115 ms: 195.5 tokens/s.
-    """
+    cache of ``context`` tokens (Llama-3.1-8B on an H100 SXM at 8,192: 16.06e9 + 8,192 x
+    131,072 B / 3.35e12 B/s = 5.115 ms)."""
     return DecodeStep(active_weights, batch * layout.sequence_bytes(context), bandwidth, batch)
 
 
@@ -383,12 +357,8 @@ class Roofline:
         return read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype, model=self.model)
 
     def decode(self, context: int, batch: int) -> DecodeStep:
-        """A step in which ``batch`` sequences of ``context`` tokens each add one.
-
-        Llama-3.1-8B on an H100 SXM, 512 sequences at 16 tokens: 17,133,741,824 B ->
-        5.115 ms; 512 x (2 x 8.03e9 + 32 x 4 x 32 x 128 x 16) = 8,227,014,967,296 FLOPs ->
-        8.3185 ms: compute binds, 61,549 tokens/s.
-        """
+        """A step in which ``batch`` sequences of ``context`` tokens each add one (512 at
+        16 tokens on Llama-3.1-8B, H100 SXM: 8.2e15 FLOPs -> 8.32 ms, compute binds)."""
         read, p = self._read(batch), self.peaks
         per_token = 2 * self._active_params() + attention_flops(
             self.arch, new_tokens=1, past_tokens=context - 1)
@@ -398,11 +368,7 @@ class Roofline:
 
     def prefill(self, prompt: int) -> Prefill | None:
         """The forward pass over a ``prompt``-token prompt; None when no peak FLOP/s is
-        known (prefill is compute bound: bandwidth alone would not bound it).
-
-        Llama-3.1-8B on an H100 SXM, 8,192 tokens: 2 x 8.03e9 x 8,192 + 17,594,333,528,064
-        = 149,157,853,528,064 FLOPs / 989e12 = 150.8 ms to the first token.
-        """
+        known (prefill is compute bound: bandwidth alone would not bound it)."""
         p = self.peaks
         if p.flops_per_s is None:
             return None

@@ -1,23 +1,19 @@
 """vLLM v1's KV cache manager, reproduced: groups, pages, blocks, the start-up check, the log.
 
-Read from vllm-project/vllm (v0.11 to v0.20, current main where it changed):
+Read from vllm-project/vllm (v0.11 to v0.20), ``vllm/`` below:
 
-- ``v1/kv_cache_interface.py``: one spec per layer; a page is one block of one layer.
-  ``max_memory_usage_bytes``: full/MLA ``cdiv(L, block)`` pages; sliding ``cdiv(min(window
-  - 1 + max_num_batched_tokens, L), block) + 1`` (chunked prefill writes past the window);
-  Mamba one page (the state, padded to the attention page).
-- ``v1/core/kv_cache_utils.py``: ``get_kv_cache_groups`` splits mixed models into groups of
-  the smallest kind's count (the largest when under 1.5 x the smallest), padding the last
-  group of a kind; ``num_blocks = available // page // group_size``; ``max concurrency =
-  num_blocks / blocks one request needs``; each pipeline stage holds its layers of the
-  global groups and all take the smallest ``num_blocks``; ``_check_enough_kv_cache_memory``
-  refuses one request of ``max_model_len`` that does not fit and binary-searches the length
-  that would. "GPU KV cache size" is ``num_blocks // groups x block`` up to v0.20 and
-  ``int(concurrency x L)`` later (vLLM issues #40691, #43308).
-- ``platforms/cuda.py`` forces 64-token blocks for FlashMLA (Hopper), 128 for CUTLASS MLA
-  (Blackwell); ``model_executor/models/config.py`` raises a Mamba hybrid's attention block
-  until its page covers the state page; ``engine/arg_utils.py`` sets ``vllm serve``'s
-  default of 8,192 tokens per step on GPUs of 70 GiB or more but A100, else 2,048.
+- ``v1/kv_cache_interface.py``: a page is one block of one layer; one request of L tokens
+  needs ``cdiv(L, block)`` pages of a full/MLA layer, ``cdiv(min(window - 1 +
+  max_num_batched_tokens, L), block) + 1`` of a sliding one, one (the state) of a Mamba one.
+- ``v1/core/kv_cache_utils.py``: mixed models split into padded groups of the smallest
+  kind's count (the largest when under 1.5 x it); ``num_blocks = available // page //
+  group_size``, the smallest of the pipeline stages'; concurrency is num_blocks over one
+  request's blocks; one request of max_model_len must fit or vLLM refuses to start.
+  "GPU KV cache size" is ``num_blocks // groups x block`` to v0.20, ``int(concurrency x
+  L)`` later (issues #40691, #43308).
+- Block sizes: ``platforms/cuda.py`` (FlashMLA 64, CUTLASS MLA 128) and
+  ``model_executor/models/config.py`` (a Mamba hybrid's page covers the state); the
+  scheduler's tokens per step: ``engine/arg_utils.py``.
 """
 
 from __future__ import annotations
@@ -366,11 +362,11 @@ class VllmPlan(Plan):
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]},
             },
             title=Vllm.title, header=Note(header),
-            # vLLM's own flags, and the parameter tokcost sets max_model_len with
+            # vLLM's own settings, and the parameter tokcost sets max_model_len with
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
-                        f"lower --max-model-len ({arg('contexts')}) or raise "
-                        "--gpu-memory-utilization"),
+                        f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
+                        f"{arg('gpu_memory_utilization')}"),
         )
         return replace(report, details=self._details(report))
 
