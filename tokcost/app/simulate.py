@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -119,10 +119,8 @@ class SimulationResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kvmem simulate`` prints (keys in the README)."""
-        return {**{k: getattr(self, k) for k in (
-            "model", "kv_memory_bytes", "kv_bytes_per_token", "capacity_tokens", "max_len",
-            "requests", "samples_per_request", "workload", "seed", "rate")},
-            "policies": [r.to_dict() for r in self.policies]}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clipped_requests"}
+        return {**data, "policies": [r.to_dict() for r in self.policies]}
 
 
 class _Pool(NamedTuple):

@@ -1,33 +1,19 @@
 """Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
 
-Two ways to shrink the cache beyond paging, each a small frozen object with the one
-formula for its bytes, which ``kvmem`` plans capacity with and the reference caches
-(tokcost.reference.kvpolicy) are measured against:
+Each is a small frozen object with the one formula for its bytes, which ``kvmem`` plans
+with and the reference caches (tokcost.reference.kvpolicy) are measured against:
 
-- ``KvQuant``: store keys and values at lower precision. ``fp8`` is e4m3 with one
-  scale per tensor (vLLM's fp8 cache, no per-token overhead). ``int8``/``int4`` are
-  asymmetric with an fp16 scale and zero point per group of ``group`` values; keys
-  are grouped per channel over ``group`` tokens and values per token over ``group``
-  channels, as KIVI does (Liu et al. 2024, "KIVI: A Tuning-Free Asymmetric 2bit
-  Quantization for KV Cache"), and the most recent ``residual`` tokens stay in full
-  precision (KIVI's R). A per-channel key group needs ``group`` whole tokens, so
-  tokens past the residual are quantized in whole groups; the rest wait in full
-  precision.
-- ``Eviction``: keep only some tokens. ``window`` keeps the ``recent`` last tokens;
-  ``streaming`` (StreamingLLM, Xiao et al. 2024) the first ``sinks`` tokens plus a
-  window; ``h2o`` (Zhang et al. 2023) the ``heavy`` tokens with the largest
-  accumulated attention plus ``recent`` ones; ``snapkv`` (Li et al. 2024) chooses
-  ``budget`` prompt tokens by the attention of the prompt's last ``window`` queries
-  (the window kept too), then keeps every generated token.
+- ``KvQuant``: ``fp8`` (e4m3, one scale per tensor, as vLLM) or ``int8``/``int4`` with an
+  fp16 scale and zero point per group: keys per channel over ``group`` tokens, values per
+  token over ``group`` channels, the last ``residual`` tokens in full precision (KIVI, Liu
+  et al. 2024); past the residual, keys are quantized in whole groups of tokens.
+- ``Eviction``: ``window`` keeps the ``recent`` tokens; ``streaming`` (StreamingLLM) the
+  first ``sinks`` plus a window; ``h2o`` the ``heavy`` hitters plus ``recent`` ones;
+  ``snapkv`` ``budget`` prompt tokens chosen by the last ``window`` queries, then every
+  generated token.
 
-Worked example (tiny-ref: 4 layers, 2 kv heads, head_dim 32, fp32 = 4 B)::
-
-    int4, group 64, keys per channel, residual 128, 1,000 tokens held:
-      quantized tokens = (1000 - 128) // 64 x 64 = 832, full precision 168
-      full:   168 x 2 (K, V) x 2 heads x 32 x 4 B         = 86,016 B per layer
-      keys:   832 x 2 x 32 x 0.5 B + 832/64 x 2 x 32 x 4 B = 26,624 + 3,328
-      values: 832 x 2 x (16 B + 1 group x 4 B)            = 33,280
-      per layer 149,248 B; x 4 layers = 596,992 B (fp32 full cache: 2,048,000 B)
+tiny-ref (4 layers, 2 kv heads of 32, fp32) holding 1,000 tokens in int4, residual 128:
+832 tokens quantized, 168 in full precision: 149,248 B per layer, 596,992 B in all.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """KV-cache bytes from a catalog architecture (DESIGN §5).
 
-Per token and full-attention layer the cache holds a K and a V vector per kv head::
-
-    2 (K, V) x kv_heads x head_dim x bytes(kv_dtype)
-
-Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 131,072 B = 128 KiB per token (bf16).
-MLA layers (DeepSeek-V2/V3) cache one latent plus the rope key, no factor 2:
-``(kv_lora_rank + qk_rope_head_dim) x bytes``; DeepSeek-V3: 576 x 2 x 61 = 70,272 B.
-Sliding-window layers hold at most ``window`` tokens; linear-attention (DeltaNet,
-Mamba) layers hold a fixed state per sequence whatever its length.
-
-Paged caches (vLLM) allocate whole blocks: ``ceil(n / block) x block`` slots per
-layer. A sliding layer keeps only the blocks its window touches, at most
-``ceil((window - 1) / block) + 1`` of them (the window rarely starts on a block edge).
+A full-attention layer caches ``2 (K, V) x kv_heads x head_dim x bytes`` per token
+(Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 128 KiB); an MLA layer ``(kv_lora_rank +
+qk_rope_head_dim) x bytes`` (DeepSeek-V3: 576 x 2 x 61 = 70,272 B); a sliding layer at most
+``window`` tokens; a linear layer a fixed state. Paged caches hold whole blocks, a sliding
+layer at most ``ceil((window - 1) / block) + 1`` of them.
 """
 
 from __future__ import annotations

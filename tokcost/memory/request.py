@@ -198,7 +198,7 @@ class EngineSpec:
                 continue
             owner = next((c for c in engine_classes() if name in c.defaults()), None)
             if owner is None:
-                raise TypeError(f"no engine has an option {name!r}")
+                raise TypeError(f"no engine has an option {name!r} (nor the request a field)")
             if value != owner.defaults()[name]:
                 raise UsageError(
                     f"{arg(name)} is {owner.title}'s setting; use it with "

@@ -1,21 +1,13 @@
 """SGLang's token pools, reproduced: token-granular pages, full and sliding-window pools.
 
-Read from sgl-project/sglang (v0.5):
-
-- ``model_executor/model_runner_kv_cache_mixin.py``: ``profile_max_num_token`` sizes the
-  pool from about ``memory x mem_fraction_static - weights``, divided by ``cell_size`` (one
-  token in every layer on this GPU); ``max_total_num_tokens`` is aligned down to
-  ``page_size`` (1 by default).
-- Hybrid sliding-window models (``_resolve_hybrid_swa_tokens``, ``swa_memory_pool.py``):
-  with F and S the full and SWA layers' bytes per token, ``full = tokens x (F + S) / (F +
-  ratio x S)`` and ``swa = full x ratio`` (``swa_full_tokens_ratio``, 0.8). Only Llama-4,
-  gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get them (``is_hybrid_swa_model``), and
-  ``server_args.py`` turns them off for gpt-oss on Blackwell's trtllm_mha backend.
-- Mamba hybrids (``handle_max_mamba_cache``): the fp32 state pool takes ``rest x 0.9 / 1.9``,
-  the KV pool (full layers only) the rest; requests at once are at most states // 3.
-- ``ServerArgs._handle_gpu_memory_settings``: the default ``mem_fraction_static``.
-- Logs: ``KV Cache is allocated. #tokens: N, K size: X GB, V size: Y GB`` (memory_pool.py,
-  GB = 2^30 B; MLA: ``KV size``) and ``max_total_num_tokens=N`` (scheduler.py).
+Read from sgl-project/sglang (v0.5), ``python/sglang/srt/``: the pool is ``memory x
+mem_fraction_static - weights`` over ``cell_size`` (a token in every layer), aligned to
+``page_size`` (``model_runner_kv_cache_mixin.py``; the default fraction in
+``server_args.py``). Hybrid sliding-window models (Llama-4, gpt-oss except on Blackwell,
+MiMo-V2, Step-3.5, Gemma-4) get ``full = tokens x (F + S) / (F + ratio x S)`` and ``swa =
+full x ratio`` (``swa_memory_pool.py``); Mamba hybrids give an fp32 state pool ``0.9 / 1.9``
+of the memory, requests at once at most states // 3. Log lines from ``memory_pool.py``
+(GB = 2^30 B) and ``scheduler.py``.
 """
 
 from __future__ import annotations
