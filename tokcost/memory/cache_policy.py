@@ -227,10 +227,9 @@ def _budget(number: str, text: str) -> float:
     return value
 
 
-def policy_bytes(
-    tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
-    quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None,
-) -> int:
+def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
+                 quant: KvQuant | None = None, evict: Eviction | None = None,
+                 prompt: int | None = None) -> int:
     """Bytes a cache of ``layers`` full-attention layers holds for one sequence that has
     seen ``tokens`` tokens, under a quantization and/or an eviction policy.
 

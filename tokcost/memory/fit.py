@@ -44,16 +44,9 @@ class GpuFit:
     cache_tokens: int  # num_blocks x block_size
 
 
-def gpu_fit(
-    layout: KvLayout,
-    *,
-    memory_bytes: int | None = None,
-    util: float = DEFAULT_UTIL,
-    weights: int = 0,
-    reserve: int = DEFAULT_RESERVE,
-    kv_memory: int | None = None,
-    block_size: int = DEFAULT_BLOCK,
-) -> GpuFit:
+def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = DEFAULT_UTIL,
+            weights: int = 0, reserve: int = DEFAULT_RESERVE, kv_memory: int | None = None,
+            block_size: int = DEFAULT_BLOCK) -> GpuFit:
     """Blocks of ``block_size`` tokens that fit, as vLLM's ``determine_num_available_blocks``.
 
     Llama-3.1-8B, bf16, one 80 GiB GPU at 0.9, 2 GiB reserve: 77,309,411,328 - 16.06e9

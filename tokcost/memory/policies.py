@@ -44,9 +44,8 @@ class PolicyName(str, Enum):
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
-def policy_names(
-    names: Iterable[PolicyName | str], *, param: str = "policies"
-) -> tuple[PolicyName, ...]:
+def policy_names(names: Iterable[PolicyName | str], *,
+                 param: str = "policies") -> tuple[PolicyName, ...]:
     """Policies by name, in the order given.
 
     >>> policy_names(["paged", "max"])
@@ -303,14 +302,11 @@ class PagedPolicy(Policy):
 
 
 _CLASSES: dict[PolicyName, type[Policy]] = {
-    cls.name: cls for cls in (MaxPolicy, Pow2Policy, OraclePolicy, PagedPolicy)
-}
+    cls.name: cls for cls in (MaxPolicy, Pow2Policy, OraclePolicy, PagedPolicy)}
 
 
-def make_policy(
-    name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048, block_size: int = 16,
-    share_prefix: bool = True,
-) -> Policy:
+def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048,
+                block_size: int = 16, share_prefix: bool = True) -> Policy:
     """A fresh policy (with empty memory) by name.
 
     >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
@@ -319,9 +315,8 @@ def make_policy(
     try:
         key = PolicyName(name)
     except ValueError:
-        raise UsageError(
-            f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}", param="policy"
-        ) from None
+        raise UsageError(f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}",
+                         param="policy") from None
     if key is PolicyName.PAGED:
         check_block_size(block_size, max_len)
     elif block_size < 1:

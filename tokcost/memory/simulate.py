@@ -72,16 +72,9 @@ class _Tally:
             preemptions=self.preemptions, prefix_sharing_saved=saved)
 
 
-def simulate(
-    requests: Iterable[Request],
-    *,
-    capacity_tokens: int,
-    policy: PolicyName | str,
-    max_len: int = 2048,
-    block_size: int = 16,
-    share_prefix: bool = True,
-    samples: list[StepSample] | None = None,
-) -> PolicyReport:
+def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: PolicyName | str,
+             max_len: int = 2048, block_size: int = 16, share_prefix: bool = True,
+             samples: list[StepSample] | None = None) -> PolicyReport:
     """Serve ``requests`` under ``policy``; ``samples`` collects every step's memory split.
 
     >>> reqs = [Request(10, 6)] * 4
@@ -158,14 +151,9 @@ def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
     return preemptions
 
 
-def compare_policies(
-    requests: Sequence[Request],
-    *,
-    capacity_tokens: int,
-    policies: Sequence[PolicyName | str] = POLICIES,
-    max_len: int = 2048,
-    block_size: int = 16,
-) -> list[PolicyReport]:
+def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
+                     policies: Sequence[PolicyName | str] = POLICIES, max_len: int = 2048,
+                     block_size: int = 16) -> list[PolicyReport]:
     """One report per policy on the same request stream."""
     return [simulate(requests, capacity_tokens=capacity_tokens, policy=p, max_len=max_len,
                      block_size=block_size) for p in policies]

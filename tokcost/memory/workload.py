@@ -12,14 +12,8 @@ from pathlib import Path
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.units import parse_count
 
-__all__ = [
-    "DISTRIBUTIONS",
-    "MAX_REQUESTS",
-    "Request",
-    "clip_requests",
-    "load_requests",
-    "requests_from_distribution",
-]
+__all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "Request", "clip_requests", "load_requests",
+           "requests_from_distribution"]
 
 # Every request is held in memory and replayed under each policy: past a million the
 # run takes hours, and the shares it reports stopped moving long before.
@@ -27,10 +21,8 @@ MAX_REQUESTS = 10**6
 
 # Request length distributions: (prompt mean, output mean) in tokens. ShareGPT and
 # Alpaca means are the ones the PagedAttention paper reports for its traces (§6.1).
-DISTRIBUTIONS: dict[str, tuple[float, float]] = {
-    "sharegpt": (161.0, 338.0),
-    "alpaca": (19.31, 58.45),
-}
+DISTRIBUTIONS: dict[str, tuple[float, float]] = {"sharegpt": (161.0, 338.0),
+                                                  "alpaca": (19.31, 58.45)}
 
 
 @dataclass(frozen=True)
@@ -47,15 +39,9 @@ class Request:
         return self.prompt_tokens + self.output_tokens
 
 
-def requests_from_distribution(
-    distribution: str,
-    requests: int,
-    *,
-    seed: int = 0,
-    max_len: int | None = 2048,
-    n: int = 1,
-    rate: float | None = None,
-) -> list[Request]:
+def requests_from_distribution(distribution: str, requests: int, *, seed: int = 0,
+                               max_len: int | None = 2048, n: int = 1,
+                               rate: float | None = None) -> list[Request]:
     """``requests`` requests drawn from a named distribution, clipped to ``max_len``
     (None: as drawn; ``clip_requests`` clips them and says how many it cut).
 

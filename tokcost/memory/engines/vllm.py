@@ -51,9 +51,8 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def default_max_num_batched_tokens(
-    gpu_name: str | None, memory_bytes: int | None
-) -> tuple[int, str]:
+def default_max_num_batched_tokens(gpu_name: str | None,
+                                   memory_bytes: int | None) -> tuple[int, str]:
     """``vllm serve``'s default tokens per scheduler step, and why (arg_utils.py)."""
     if memory_bytes is None:
         return SERVE_BATCHED_TOKENS_LARGE, (
