@@ -9,6 +9,7 @@ requests of a length it admits at once, whether it starts at all, and the ``Engi
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
@@ -72,6 +73,20 @@ class Deployment:
         return [Note(f"{self.gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the "
                      "framework sees a little less (the driver and the CUDA/HIP context keep a "
                      f"few hundred MiB), which {headroom}")]
+
+
+def largest(holds: Callable[[int], bool | None], limit: int) -> int:
+    """The largest n in 0..``limit`` for which ``holds`` (true up to some n, false past it);
+    0 when it holds for none.
+
+    >>> largest(lambda n: n * n <= 50, 100)
+    7
+    """
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid - 1)
+    return lo
 
 
 def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
@@ -182,11 +197,7 @@ class Plan(ABC):
         budget, 0 when none does."""
         if self.fits(1, batch) is None:
             return None
-        lo, hi = 0, limit
-        while lo < hi:  # fits holds up to the answer and not past it
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if self.fits(mid, batch) else (lo, mid - 1)
-        return lo
+        return largest(lambda n: self.fits(n, batch), limit)
 
 
 class Engine(ABC):

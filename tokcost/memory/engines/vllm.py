@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar, Literal
 
 from tokcost.errors import UsageError, arg
@@ -29,6 +30,7 @@ from tokcost.memory.engines.base import (
     EngineGroup,
     EngineReport,
     Plan,
+    largest,
     past_model_len,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
@@ -230,6 +232,9 @@ class VllmPlan(Plan):
         """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
         return self._stage_group_size(stage) * self.page_bytes * self.blocks_per_request(context)
 
+    def _fits_alone(self, context: int, stage: frozenset[int]) -> bool:
+        return self.available is not None and self.needed_bytes(context, stage) <= self.available
+
     def max_concurrency(self, context: int) -> float | None:
         blocks = self.num_blocks
         return None if blocks is None else blocks / self.blocks_per_request(context)
@@ -239,21 +244,8 @@ class VllmPlan(Plan):
         if blocks is None or self.available is None:
             return None
         starts = not past_model_len(context, self.model_max_len) and self.available > 0 and all(
-            self.needed_bytes(context, s) <= self.available
-            for s in self.stages if self._stage_group_size(s))
+            self._fits_alone(context, s) for s in self.stages if self._stage_group_size(s))
         return starts and batch * self.blocks_per_request(context) <= blocks
-
-    def _estimated_max_len(self, limit: int, stage: frozenset[int]) -> int:
-        """``_estimate_max_model_len_from_groups``: binary search 1..max_model_len."""
-        assert self.available is not None
-        lo, hi, best = 1, limit, 0
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if self.needed_bytes(mid, stage) <= self.available:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        return best
 
     def _refusal(self, max_model_len: int) -> str | None:
         if past_model_len(max_model_len, self.model_max_len):
@@ -269,7 +261,8 @@ class VllmPlan(Plan):
         for stage in self.stages:
             needed = self.needed_bytes(max_model_len, stage)
             if self._stage_group_size(stage) and needed > self.available:
-                est = self._estimated_max_len(max_model_len, stage)
+                # _estimate_max_model_len_from_groups: a binary search up to max_model_len
+                est = largest(partial(self._fits_alone, stage=stage), max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
                 return (
