@@ -119,16 +119,17 @@ def test_config_gives_the_catalog_architecture(name: str) -> None:
 @pytest.mark.parametrize("name", CATALOG_SAME)
 def test_kv_bytes_per_token_match_the_catalog(name: str) -> None:
     """``--config`` and ``-m`` give the same cache for the same model."""
-    by_config = tokcost.estimate_memory(config=FIXTURES / name, contexts=[8192])
-    by_id = tokcost.estimate_memory(name, contexts=[8192])
-    assert by_config.estimate.bytes_per_token == by_id.estimate.bytes_per_token
-    assert by_config.estimate.rows[0].paged_sequence_bytes == by_id.estimate.rows[0].paged_sequence_bytes
+    by_config = tokcost.estimate_memory(tokcost.KvRequest.of(config=FIXTURES / name, contexts=[8192]))
+    by_id = tokcost.estimate_memory(tokcost.KvRequest.of(model=name, contexts=[8192]))
+    assert by_config.bytes_per_token == by_id.bytes_per_token
+    assert by_config.rows[0].paged_sequence_bytes == by_id.rows[0].paged_sequence_bytes
 
 
 def test_llama_kv_anchor_from_config() -> None:
     """Llama-3.1-8B: 2 x 8 kv heads x 128 x 2 B x 32 layers = 131,072 B per token."""
-    r = tokcost.estimate_memory(config=FIXTURES / "llama-3.1-8b" / "config.json", contexts=[1024])
-    assert r.estimate.bytes_per_token == 131_072
+    r = tokcost.estimate_memory(tokcost.KvRequest.of(
+        config=FIXTURES / "llama-3.1-8b" / "config.json", contexts=[1024]))
+    assert r.bytes_per_token == 131_072
 
 
 def variant(name: str, text: bool = False, **changes: Any) -> dict[str, Any]:

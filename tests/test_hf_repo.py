@@ -76,11 +76,13 @@ def test_cached_repo_reads_config_and_headers(hub_cache: Path, tmp_path: Path) -
 
 def test_kvmem_takes_hf_models(hub_cache: Path, tmp_path: Path) -> None:
     cache_repo(hub_cache, "openai/gpt-oss-120b", gpt_oss_folder(tmp_path))
-    by_repo = tokcost.estimate_memory("hf:openai/gpt-oss-120b", contexts=[8192], gpu="H100")
-    by_id = tokcost.estimate_memory("gpt-oss-120b", contexts=[8192], gpu="H100")
-    assert by_repo.estimate.bytes_per_token == by_id.estimate.bytes_per_token == 73_728
-    assert by_repo.estimate.fit is not None
-    assert by_repo.estimate.fit.weights_bytes == 65_248_815_744  # the catalog: 60.8 GiB
+    by_repo = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="hf:openai/gpt-oss-120b", contexts=[8192], gpu="H100"))
+    by_id = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="gpt-oss-120b", contexts=[8192], gpu="H100"))
+    assert by_repo.bytes_per_token == by_id.bytes_per_token == 73_728
+    assert by_repo.fit is not None
+    assert by_repo.fit.weights_bytes == 65_248_815_744  # the catalog: 60.8 GiB
     result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "hf:openai/gpt-oss-120b",
                                       "--context", "8k", "--json"])
     assert result.exit_code == 0, result.output
@@ -179,10 +181,11 @@ def test_cached_config_offline_sizes_the_cache_without_weights(hub_cache: Path,
     assert loaded.weights is None
     assert any("not in the local Hugging Face cache and the hub does not answer" in n
                for n in loaded.notes)
-    r = tokcost.estimate_memory("hf:Qwen/Qwen3-8B", contexts=[4096])
-    assert r.estimate.bytes_per_token == 36 * 2 * 8 * 128 * 2
+    r = tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B", contexts=[4096]))
+    assert r.bytes_per_token == 36 * 2 * 8 * 128 * 2
     with pytest.raises(UsageError, match="no safetensors headers beside it"):
-        tokcost.estimate_memory("hf:Qwen/Qwen3-8B", contexts=[4096], gpu="H100")
+        tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B", contexts=[4096],
+                                                     gpu="H100"))
 
 
 @pytest.mark.parametrize(("name", "fragment"), [

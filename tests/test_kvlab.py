@@ -371,9 +371,9 @@ def test_estimate_sizes_requests_by_the_policy() -> None:
 
     arch = load_catalog().resolve("llama-3.1-8b").architecture
     assert arch is not None
-    r = tokcost.estimate_memory("llama-3.1-8b", contexts=[32_000], kv_dtype="int4",
-                                residual=128, evict="streaming:4+1024", engine="ideal",
-                                kv_memory=10 * 2**30).estimate
+    r = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="llama-3.1-8b", contexts=[32_000], kv_dtype="int4", residual=128,
+        evict="streaming:4+1024", engine="ideal", kv_memory=10 * 2**30))
     want = policy_bytes(32_000, layers=arch.layers, kv_heads=arch.kv_heads,
                         head_dim=arch.head_dim or 128, full_bytes=2,
                         quant=KvQuant("int4", residual=128),
@@ -384,17 +384,19 @@ def test_estimate_sizes_requests_by_the_policy() -> None:
     doc = r.to_dict()
     assert doc["cache_policy"]["evict"]["kind"] == "streaming"
     assert doc["cache_policy"]["residual"] == 128
-    plain = tokcost.estimate_memory("llama-3.1-8b", contexts=[32_000]).estimate.to_dict()
+    plain = tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b",
+                                                         contexts=[32_000])).to_dict()
     assert "cache_policy" not in plain
 
 
 def test_estimate_int4_without_residual_keeps_its_bytes() -> None:
     import tokcost
 
-    plain = tokcost.estimate_memory("llama-3.1-8b", contexts=[4096], kv_dtype="int4",
-                                    engine="ideal").estimate.rows[0]
-    evicted = tokcost.estimate_memory("llama-3.1-8b", contexts=[4096], kv_dtype="int4",
-                                      engine="ideal", evict="window:4096").estimate.rows[0]
+    plain = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="llama-3.1-8b", contexts=[4096], kv_dtype="int4", engine="ideal")).rows[0]
+    evicted = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="llama-3.1-8b", contexts=[4096], kv_dtype="int4", engine="ideal",
+        evict="window:4096")).rows[0]
     assert evicted.sequence_bytes == plain.sequence_bytes
 
 

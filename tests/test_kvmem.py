@@ -16,17 +16,11 @@ from typer.testing import CliRunner
 from tokcost.catalog import Architecture, Attention, load_catalog
 from tokcost.cli.app import app
 from tokcost.errors import TokcostError, UsageError
-from tokcost.memory import (
-    ArchitectureIncomplete,
-    decode_step,
-    estimate_kv,
-    gpu_fit,
-    kv_bytes_per_token,
-    kv_cache_bytes,
-    kv_layout,
-    largest_context,
-    max_concurrency,
-)
+from tokcost.memory import KvRequest, estimate_kv, kv_bytes_per_token, kv_cache_bytes, kv_layout
+from tokcost.memory.engines.ideal import IdealPlan
+from tokcost.memory.fit import GpuFit, gpu_fit
+from tokcost.memory.kv import ArchitectureIncomplete, KvLayout
+from tokcost.memory.roofline import decode_step
 from tokcost.units import parse_context_list, parse_size
 
 runner = CliRunner()
@@ -36,6 +30,16 @@ GiB = 2**30
 @pytest.fixture(autouse=True)
 def _shipped_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOKCOST_CATALOG", raising=False)
+
+
+def max_concurrency(layout: KvLayout, fit: GpuFit, context: int) -> float | None:
+    """The ideal profile's concurrency (fit.max_concurrency before engine profiles)."""
+    return IdealPlan(layout, fit.block_size, fit).max_concurrency(context)
+
+
+def largest_context(layout: KvLayout, fit: GpuFit, *, batch: int, limit: int) -> int | None:
+    """The ideal profile's longest context (fit.largest_context before engine profiles)."""
+    return IdealPlan(layout, fit.block_size, fit).largest_context(batch, limit)
 
 
 def arch(model: str) -> Architecture:
@@ -200,7 +204,8 @@ def test_decode_step_is_bandwidth_bound() -> None:
 
 def test_estimate_uses_active_params_for_moe() -> None:
     cat = load_catalog()
-    e = estimate_kv(cat.resolve("qwen3-30b-a3b"), gpu=cat.resolve_gpu("H100"), contexts=[4096])
+    e = estimate_kv(cat.resolve("qwen3-30b-a3b"),
+                    KvRequest.of(gpu=cat.resolve_gpu("H100"), contexts=[4096]))
     step = e.rows[0].decode
     assert step is not None
     # dense 61.0e9 - 57,982,058,496 expert bytes, plus 8 of 128 experts (452,984,832 B each)

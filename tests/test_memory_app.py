@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 import tokcost
 from tokcost.cli.app import app
 from tokcost.errors import InputError, UsageError
+from tokcost.memory.kv import KvDtypeName
+from tokcost.memory.policies import PolicyName
 
 GiB = 2**30
 
@@ -75,7 +77,7 @@ def same(result: Any) -> Any:
         ),
         pytest.param(
             ["-m", "gemma-3-27b", "--context", "32k", "--kv-memory", "20GiB", "--kv-dtype", "fp8"],
-            dict(contexts=[32000], kv_memory=20 * GiB, kv_dtype=tokcost.KvDtypeName.FP8),
+            dict(contexts=[32000], kv_memory=20 * GiB, kv_dtype=KvDtypeName.FP8),
             id="kv-memory-fp8",
         ),
         pytest.param(
@@ -89,7 +91,8 @@ def same(result: Any) -> Any:
 )
 def test_estimate_json_is_the_result(args: list[str], kwargs: dict[str, Any]) -> None:
     model = args[1]
-    assert cli_json("estimate", *args) == same(tokcost.estimate_memory(model, **kwargs))
+    request = tokcost.KvRequest.of(model=model, **kwargs)
+    assert cli_json("estimate", *args) == same(tokcost.estimate_memory(request))
 
 
 @pytest.mark.parametrize(
@@ -107,13 +110,14 @@ def test_estimate_json_is_the_result(args: list[str], kwargs: dict[str, Any]) ->
             ["--slots", "3000", "--dist", "alpaca", "--requests", "60", "--n", "3", "--policy",
              "paged,oracle", "--block-size", "8"],
             dict(slots=3000, distribution="alpaca", requests=60, samples=3,
-                 policies=[tokcost.PolicyName.PAGED, "oracle"], block_size=8),
+                 policies=[PolicyName.PAGED, "oracle"], block_size=8),
             id="slots-samples",
         ),
     ],
 )
 def test_simulate_json_is_the_result(args: list[str], kwargs: dict[str, Any]) -> None:
-    assert cli_json("simulate", *args) == same(tokcost.simulate(**kwargs))
+    request = tokcost.SimulationRequest.of(**kwargs)
+    assert cli_json("simulate", *args) == same(tokcost.simulate(request))
 
 
 def test_simulate_trace_json_is_the_result(tmp_path: Path) -> None:
@@ -122,7 +126,8 @@ def test_simulate_trace_json_is_the_result(tmp_path: Path) -> None:
         json.dumps({"prompt_tokens": 10 + i, "output_tokens": 5 + i}) + "\n" for i in range(20)
     ))
     args = ["--trace", str(trace), "--slots", "800", "--max-len", "256", "--n", "2"]
-    result = tokcost.simulate(trace=trace, slots=800, max_len=256, samples=2)
+    result = tokcost.simulate(tokcost.SimulationRequest.of(trace=trace, slots=800, max_len=256,
+                                                           samples=2))
     assert cli_json("simulate", *args) == same(result)
     assert result.workload == str(trace) and result.requests == 20
 
@@ -134,7 +139,8 @@ def test_estimate_a_model_from_the_users_catalog(mine: Path) -> None:
     data = cli_json("estimate", "-m", "my-model", "--catalog", str(mine), "--kv-memory", "1GiB")
     assert data["model"] == "my-model" and data["context_window"] == 4096
     assert data["bytes_per_token"] == 2 * 2 * 64 * 2 * 4  # K and V x kv heads x dim x 2 B x layers
-    assert data == same(tokcost.estimate_memory("my-model", catalog=mine, kv_memory=GiB))
+    request = tokcost.KvRequest.of(model="my-model", catalog=mine, kv_memory=GiB)
+    assert data == same(tokcost.estimate_memory(request))
     missing = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "my-model"])
     assert missing.exit_code == 2 and "unknown model 'my-model'" in missing.stderr
 
@@ -146,7 +152,7 @@ def test_simulate_a_model_from_the_users_catalog(mine: Path) -> None:
     assert data["capacity_tokens"] == 10 * 2**20 // 2048  # 2,048 B per token in fp16
     kwargs = dict(model="my-model", catalog=mine, kv_memory=10 * 2**20, requests=20,
                   policies=["paged"])
-    assert data == same(tokcost.simulate(**kwargs))
+    assert data == same(tokcost.simulate(tokcost.SimulationRequest.of(**kwargs)))
 
 
 # --- usage errors: the library's words, the CLI's flags ------------------------------------------
@@ -156,59 +162,59 @@ def test_simulate_a_model_from_the_users_catalog(mine: Path) -> None:
     ("call", "param", "api_words", "args", "cli_words"),
     [
         pytest.param(
-            lambda: tokcost.estimate_memory("llama-3.1-8b", kv_memory=GiB, gpu_util=0.8),
+            lambda: tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b", kv_memory=GiB, gpu_util=0.8)),
             "kv_memory", "kv_memory replaces the estimate",
             ["estimate", "-m", "llama-3.1-8b", "--kv-memory", "1GiB", "--gpu-util", "0.8"],
             "--kv-memory replaces the estimate from GPU memory, utilization and reserve",
             id="kv-memory-alone",
         ),
         pytest.param(
-            lambda: tokcost.estimate_memory("llama-3.1-8b", gpu="H100", gpu_memory=80 * GiB),
+            lambda: tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b", gpu="H100", gpu_memory=80 * GiB)),
             "gpu", "not both",
             ["estimate", "-m", "llama-3.1-8b", "--gpu", "H100", "--gpu-memory", "80GiB"],
             "--gpu already sets the GPU memory; give a GPU or its memory, not both",
             id="gpu-twice",
         ),
         pytest.param(
-            lambda: tokcost.estimate_memory("llama-3.1-70b", tp=3),
+            lambda: tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-70b", tp=3)),
             "tp", "tp=3 must divide", ["estimate", "-m", "llama-3.1-70b", "--tp", "3"],
             "--tp 3 must divide the model's 8 kv heads", id="tp",
         ),
         pytest.param(
-            lambda: tokcost.estimate_memory("llama-3.1-8b", contexts=[0]),
+            lambda: tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b", contexts=[0])),
             "contexts", "contexts must be positive", ["estimate", "-m", "llama-3.1-8b", "--context", "0"],
             "--context must be positive", id="context",
         ),
         pytest.param(
-            lambda: tokcost.estimate_memory("llama-3.1-8b", kv_dtype="int8", kv_group_size=0),
+            lambda: tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b", kv_dtype="int8", kv_group_size=0)),
             "kv_group_size", "kv_group_size must be positive",
             ["estimate", "-m", "llama-3.1-8b", "--kv-dtype", "int8", "--kv-group-size", "0"],
             "--kv-group-size must be positive", id="group",
         ),
         pytest.param(
-            lambda: tokcost.simulate(policies=["max", "lru"]),
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(policies=["max", "lru"])),
             "policies", "unknown policies 'lru'", ["simulate", "--policy", "max,lru"],
             "unknown --policy 'lru'; use some of: max,pow2,oracle,paged", id="policy",
         ),
         pytest.param(
-            lambda: tokcost.simulate(samples=0), "samples", "samples must be >= 1",
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(samples=0)), "samples", "samples must be >= 1",
             ["simulate", "--n", "0"], "--n must be >= 1, got 0", id="samples",
         ),
         pytest.param(
-            lambda: tokcost.simulate(slots=0), "slots", "slots must be >= 1",
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(slots=0)), "slots", "slots must be >= 1",
             ["simulate", "--slots", "0"], "--slots must be >= 1, got 0", id="slots",
         ),
         pytest.param(
-            lambda: tokcost.simulate(model="gpt-4o"), "slots", "give the memory as slots=N",
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(model="gpt-4o")), "slots", "give the memory as slots=N",
             ["simulate", "-m", "gpt-4o"], "give the memory as --slots N", id="no-architecture",
         ),
         pytest.param(
-            lambda: tokcost.simulate(slots=100, requests=5), "max_len", "needs 2,048 KV slots",
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(slots=100, requests=5)), "max_len", "needs 2,048 KV slots",
             ["simulate", "--slots", "100", "--requests", "5"],
             "cap what 'max' reserves with --max-len", id="too-small",
         ),
         pytest.param(
-            lambda: tokcost.simulate(block_size=0, requests=5), "block_size",
+            lambda: tokcost.simulate(tokcost.SimulationRequest.of(block_size=0, requests=5)), "block_size",
             "block_size must be >= 1", ["simulate", "--block-size", "0", "--requests", "5"],
             "--block-size must be >= 1", id="block-size",
         ),
@@ -228,9 +234,11 @@ def test_usage_errors_name_the_parameter(
 
 
 def test_kv_dtype_choices_are_an_enum() -> None:
-    fp8 = tokcost.estimate_memory("llama-3.1-8b", kv_dtype=tokcost.KvDtypeName.FP8)
-    assert fp8.to_dict() == tokcost.estimate_memory("llama-3.1-8b", kv_dtype="FP8").to_dict()
-    assert fp8.estimate.kv_dtype == "fp8"
+    fp8 = tokcost.estimate_memory(tokcost.KvRequest.of(model="llama-3.1-8b",
+                                                       kv_dtype=KvDtypeName.FP8))
+    upper = tokcost.KvRequest.of(model="llama-3.1-8b", kv_dtype="FP8")
+    assert fp8.to_dict() == tokcost.estimate_memory(upper).to_dict()
+    assert fp8.kv_dtype == "fp8"
     upper = cli_json("estimate", "-m", "llama-3.1-8b", "--kv-dtype", "FP8")
     assert upper == same(fp8)
     bad = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-dtype", "fp9"])
@@ -243,23 +251,24 @@ def test_kv_dtype_choices_are_an_enum() -> None:
 @pytest.mark.usefixtures("mpl_config")
 def test_estimate_writes_its_plot(tmp_path: Path) -> None:
     target = tmp_path / "mem.svg"
-    result = tokcost.estimate_memory("gemma-3-27b", contexts=[1000, 32000], gpu="H100",
-                                     plot=target)
+    result = tokcost.estimate_memory(tokcost.KvRequest.of(
+        model="gemma-3-27b", contexts=[1000, 32000], gpu="H100", plot=target))
     assert result.plot == target and result.to_dict()["plot"] == str(target)
     assert target.read_text(encoding="utf-8").lstrip().startswith("<?xml")
     with pytest.raises(UsageError, match="exists"):
-        tokcost.estimate_memory("gemma-3-27b", plot=target)
-    tokcost.estimate_memory("gemma-3-27b", plot=target, force=True)
+        tokcost.estimate_memory(tokcost.KvRequest.of(model="gemma-3-27b", plot=target))
+    tokcost.estimate_memory(tokcost.KvRequest.of(model="gemma-3-27b", plot=target, force=True))
 
 
 @pytest.mark.usefixtures("mpl_config")
 def test_simulate_writes_its_plot(tmp_path: Path) -> None:
     target = tmp_path / "waste.png"
-    tokcost.simulate(requests=20, plot=target)
+    tokcost.simulate(tokcost.SimulationRequest.of(requests=20, plot=target))
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["waste.png"]
 
 
 def test_plot_path_is_checked_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist; create it first"):
-        tokcost.simulate(requests=10**6, plot=tmp_path / "no" / "such.png")  # returns at once
+        tokcost.simulate(tokcost.SimulationRequest.of(  # returns at once
+            requests=10**6, plot=tmp_path / "no" / "such.png"))

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from tokcost.catalog import Architecture, load_catalog
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
-from tokcost.memory import estimate_kv, kv_layout
+from tokcost.memory import KvRequest, estimate_kv, kv_layout
+from tokcost.memory.request import RooflineSpec
 from tokcost.memory.roofline import (
     Roofline,
     _keys,
@@ -51,8 +52,8 @@ def arch(model: str) -> Architecture:
 
 def llama_on_h100(efficiency: float = 1.0) -> Roofline:
     a = arch("llama-3.1-8b")
-    peaks = gpu_peaks(load_catalog().resolve_gpu("H100-SXM"), weights_dtype="bf16",
-                      efficiency=efficiency)
+    peaks = gpu_peaks(load_catalog().resolve_gpu("H100-SXM"),
+                      RooflineSpec(efficiency=efficiency), weights_dtype="bf16")
     assert peaks is not None
     return Roofline(a, kv_layout(a), peaks, model="llama-3.1-8b")
 
@@ -127,7 +128,7 @@ def test_efficiency_scales_both_limits() -> None:
 @pytest.mark.parametrize("value", [0.0, -0.1, 1.01, math.nan])
 def test_efficiency_must_be_a_fraction(value: float) -> None:
     with pytest.raises(UsageError, match=r"efficiency must be in \(0, 1\]"):
-        gpu_peaks(None, weights_dtype="bf16", bandwidth=H100_BW, efficiency=value)
+        gpu_peaks(None, RooflineSpec(bandwidth=H100_BW, efficiency=value), weights_dtype="bf16")
 
 
 def test_fp8_weights_use_the_fp8_peak() -> None:
@@ -141,8 +142,8 @@ def test_fp8_weights_use_the_fp8_peak() -> None:
     assert (h200.flops_dtype, h200.flops_per_s) == ("fp8", 1979e12)
     assert (a100.flops_per_s, a100.fp8_fallback) == (312e12, True)
     assert bf16.flops_per_s == 989e12
-    e = estimate_kv(cat.resolve("deepseek-v3"), gpu=cat.resolve_gpu("A100-80GB"),
-                    kv_memory=10 * 2**30, contexts=[1000])
+    e = estimate_kv(cat.resolve("deepseek-v3"), KvRequest.of(
+        gpu=cat.resolve_gpu("A100-80GB"), kv_memory=10 * 2**30, contexts=[1000]))
     assert any("no fp8 peak" in n for n in e.notes)
 
 
@@ -228,8 +229,8 @@ def test_a_batch_reads_more_experts() -> None:
     """gpt-oss-120b at batch 64: 128 x (1 - (124/128)^64) = 111.2 experts per layer, so
     the step reads 4,255,115,904 + 111.2 x 476,513,280 B of weights."""
     cat = load_catalog()
-    e = estimate_kv(cat.resolve("gpt-oss-120b"), gpu=cat.resolve_gpu("H200"), batch=64,
-                    contexts=[8000])
+    e = estimate_kv(cat.resolve("gpt-oss-120b"), KvRequest.of(
+        gpu=cat.resolve_gpu("H200"), batch=64, contexts=[8000]))
     step = e.rows[0].decode
     assert step is not None and step.experts_touched is not None
     touched = 128 * (1 - (124 / 128) ** 64)
@@ -245,7 +246,7 @@ def test_moe_without_experts_is_an_upper_bound() -> None:
                             expert_weights_bytes=None)
     assert weights_bytes(a, active=True) == math.ceil(61_000_000_000 * 3.3 / 30.5)
     entry = dataclasses.replace(load_catalog().resolve("qwen3-30b-a3b"), architecture=a)
-    e = estimate_kv(entry, bandwidth=H100_BW, contexts=[4096])
+    e = estimate_kv(entry, KvRequest.of(bandwidth=H100_BW, contexts=[4096]))
     assert any("upper bound" in n for n in e.notes)
 
 

@@ -163,8 +163,8 @@ def test_gptq_packed_weights_count_their_values() -> None:
 def test_kvmem_decode_reads_the_checkpoint_weights(tmp_path: Path) -> None:
     """--config on a folder: the GPU fit subtracts the headers' bytes exactly."""
     folder = model_folder(tmp_path, "gpt-oss-120b", gpt_oss_tensors())
-    r = tokcost.estimate_memory(config=folder, contexts=[8192], gpu="H100")
-    assert r.estimate.fit is not None and r.estimate.fit.weights_bytes == 65_248_815_744
+    r = tokcost.estimate_memory(tokcost.KvRequest.of(config=folder, contexts=[8192], gpu="H100"))
+    assert r.fit is not None and r.fit.weights_bytes == 65_248_815_744
     assert any("safetensors header" in n for n in r.source_notes)
 
 

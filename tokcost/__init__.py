@@ -35,15 +35,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog"),
-    "tokcost.memory": ("estimate_kv", "kv_bytes_per_token", "kv_cache_bytes", "KvDtypeName"),
-    "tokcost.memory.roofline": ("DecodeStep", "Prefill"),
-    "tokcost.memory.policies": ("PolicyName",),
-    "tokcost.memory.simulate": ("compare_policies",),
-    "tokcost.app.memory": ("estimate_memory", "KvEstimate", "MemoryEstimate"),
-    "tokcost.app.simulate": ("simulate", "SimulationResult"),
+    "tokcost.app.memory": ("estimate_memory", "KvRequest", "KvResult"),
+    "tokcost.app.simulate": ("simulate", "SimulationRequest", "SimulationResult"),
     "tokcost.app.quality": ("kvmem_quality", "QualityRequest", "QualityResult"),
-    "tokcost.plotting.memory": ("plot_memory",),
-    "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("check", "CheckRequest", "CheckResult", "AdhocBudget", "Growth"),
     "tokcost.app.price": ("price", "PriceRequest", "PriceResult"),
@@ -123,8 +117,8 @@ if TYPE_CHECKING:
     from tokcost.app.generate import GenerateRequest as GenerateRequest
     from tokcost.app.generate import GenerateResult as GenerateResult
     from tokcost.app.generate import generate as generate
-    from tokcost.app.memory import KvEstimate as KvEstimate
-    from tokcost.app.memory import MemoryEstimate as MemoryEstimate
+    from tokcost.app.memory import KvRequest as KvRequest
+    from tokcost.app.memory import KvResult as KvResult
     from tokcost.app.memory import estimate_memory as estimate_memory
     from tokcost.app.models import CatalogCheck as CatalogCheck
     from tokcost.app.models import GpuList as GpuList
@@ -146,6 +140,7 @@ if TYPE_CHECKING:
     from tokcost.app.quality import QualityRequest as QualityRequest
     from tokcost.app.quality import QualityResult as QualityResult
     from tokcost.app.quality import kvmem_quality as kvmem_quality
+    from tokcost.app.simulate import SimulationRequest as SimulationRequest
     from tokcost.app.simulate import SimulationResult as SimulationResult
     from tokcost.app.simulate import simulate as simulate
     from tokcost.app.sweep import BPESweepRequest as BPESweepRequest
@@ -156,16 +151,6 @@ if TYPE_CHECKING:
     from tokcost.counting import count_text as count_text
     from tokcost.counting import count_texts as count_texts
     from tokcost.errors import TokcostError as TokcostError
-    from tokcost.memory import KvDtypeName as KvDtypeName
-    from tokcost.memory import estimate_kv as estimate_kv
-    from tokcost.memory import kv_bytes_per_token as kv_bytes_per_token
-    from tokcost.memory import kv_cache_bytes as kv_cache_bytes
-    from tokcost.memory.policies import PolicyName as PolicyName
-    from tokcost.memory.roofline import DecodeStep as DecodeStep
-    from tokcost.memory.roofline import Prefill as Prefill
-    from tokcost.memory.simulate import compare_policies as compare_policies
-    from tokcost.plotting.memory import plot_memory as plot_memory
-    from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
     from tokcost.tokenizers import load_tokenizers as load_tokenizers
     from tokcost.tokenizers import open_catalog as open_catalog

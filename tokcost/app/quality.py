@@ -311,7 +311,7 @@ class _Planner:
 
 
 def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> _Planner:
-    from tokcost.memory import estimate_kv
+    from tokcost.memory import KvRequest, estimate_kv
     from tokcost.memory.kv import attention_shape
 
     arch = entry.architecture
@@ -322,7 +322,7 @@ def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> 
     ctx = context or entry.context_window or 8192
     gpu_entry = cat.resolve_gpu(gpu)
     # The reference cache holds float32; a served model would hold its weights' dtype.
-    est = estimate_kv(entry, contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16")
+    est = estimate_kv(entry, KvRequest.of(contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16"))
     assert est.fit is not None
     kv_heads, head_dim = attention_shape(arch, entry.id)
     return _Planner(gpu_entry.name, ctx, est.fit.available_bytes,

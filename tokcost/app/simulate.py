@@ -2,23 +2,101 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import check_block_size
 from tokcost.memory.policies import POLICIES, PolicyName, policy_names
+from tokcost.memory.request import Composed, PlotSpec
+from tokcost.units import parse_count, parse_size
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource, ModelEntry
-    from tokcost.memory import KvDtypeName
     from tokcost.memory.report import PolicyReport
+    from tokcost.memory.workload import Request
 
-__all__ = ["SimulationResult", "simulate"]
+__all__ = ["SimulationRequest", "SimulationResult", "simulate"]
 
 DEFAULT_MAX_LEN = 2048  # when neither max_len nor the model's context window says
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySpec:
+    """The KV memory: ``kv_memory`` bytes of ``model``'s cache in ``kv_dtype`` (OPT-13B,
+    12 GB: the paper's setting), or ``slots`` token slots."""
+
+    model: str | ModelEntry = "opt-13b"
+    catalog: CatalogSource = None
+    kv_memory: int = 12 * 10**9
+    kv_dtype: str = "fp16"
+    slots: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kv_memory", parse_size(self.kv_memory, param="kv_memory"))
+        if self.slots is not None:
+            object.__setattr__(self, "slots", parse_count(self.slots, param="slots"))
+            if self.slots < 1:
+                raise UsageError(f"{arg('slots')} must be >= 1, got {self.slots}", param="slots")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadSpec:
+    """The requests: ``requests`` draws from ``distribution`` (``sharegpt``, ``alpaca``,
+    ``uniform:LO-HI``, ``fixed:P,O``), all at once or as Poisson arrivals at ``rate`` per
+    decode step, or a JSONL ``trace``; ``samples`` parallel samples each; cut to ``max_len``
+    tokens (None: the model's context window)."""
+
+    distribution: str = "sharegpt"
+    requests: int = 500
+    rate: float | None = None
+    trace: Path | None = None
+    samples: int = 1
+    seed: int = 0
+    max_len: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests", "samples", "seed", "max_len"):
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, parse_count(getattr(self, name), param=name))
+        if isinstance(self.trace, str):
+            object.__setattr__(self, "trace", Path(self.trace))
+        if self.samples < 1:
+            raise UsageError(f"{arg('samples')} must be >= 1, got {self.samples}",
+                             param="samples")
+        if self.max_len is not None and self.max_len < 2:
+            raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
+                             f"token), got {self.max_len}", param="max_len")
+
+    def draw(self) -> list[Request]:
+        """The requests, as drawn or read (not yet cut to a length)."""
+        from tokcost.memory.workload import load_requests, requests_from_distribution
+
+        if self.trace is None:
+            return requests_from_distribution(self.distribution, self.requests, seed=self.seed,
+                                              max_len=None, n=self.samples, rate=self.rate)
+        drawn = load_requests(self.trace, max_len=None)
+        return drawn if self.samples == 1 else [replace(r, n=self.samples) for r in drawn]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationRequest(Composed):
+    """One ``kvmem simulate``: the ``policies`` (a comma list too) compared on one workload
+    in one memory; ``block_size`` is the paged policy's block, 1 to ``max_len`` tokens."""
+
+    memory: MemorySpec = field(default_factory=MemorySpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    policies: tuple[PolicyName, ...] = tuple(PolicyName(p) for p in POLICIES)
+    block_size: int = 16
+    output: PlotSpec = field(default_factory=PlotSpec)
+
+    def __post_init__(self) -> None:
+        given: Any = self.policies
+        names = [p.strip() for p in given.split(",") if p.strip()] if isinstance(given, str) \
+            else given
+        object.__setattr__(self, "policies", policy_names(names))
+        object.__setattr__(self, "block_size", parse_count(self.block_size, param="block_size"))
 
 
 @dataclass(frozen=True)
@@ -41,129 +119,72 @@ class SimulationResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kvmem simulate`` prints (keys in the README)."""
-        return {
-            "model": self.model,
-            "kv_memory_bytes": self.kv_memory_bytes,
-            "kv_bytes_per_token": self.kv_bytes_per_token,
-            "capacity_tokens": self.capacity_tokens,
-            "max_len": self.max_len,
-            "requests": self.requests,
-            "samples_per_request": self.samples_per_request,
-            "workload": self.workload,
-            "seed": self.seed,
-            "rate": self.rate,
-            "policies": [r.to_dict() for r in self.policies],
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clipped_requests"}
+        return {**data, "policies": [r.to_dict() for r in self.policies]}
 
 
-def simulate(
-    *,
-    model: str | ModelEntry = "opt-13b",
-    catalog: CatalogSource = None,
-    kv_memory: int = 12 * 10**9,
-    kv_dtype: KvDtypeName | str = "fp16",
-    slots: int | None = None,
-    distribution: str = "sharegpt",
-    requests: int = 500,
-    rate: float | None = None,
-    trace: str | Path | None = None,
-    policies: Sequence[PolicyName | str] = POLICIES,
-    block_size: int = 16,
-    max_len: int | None = None,
-    samples: int = 1,
-    seed: int = 0,
-    plot: str | Path | None = None,
-    force: bool = False,
-) -> SimulationResult:
-    """Where KV memory goes under each policy, PagedAttention's Figure 2 on your workload.
+class _Pool(NamedTuple):
+    model: str | None
+    memory: int | None
+    per_token: int | None
+    capacity: int
+    max_len: int
 
-    The memory is ``kv_memory`` bytes of ``model``'s cache (OPT-13B, 12 GB: the paper's
-    setting), or ``slots`` token slots. Requests are ``requests`` draws from
-    ``distribution`` (``sharegpt``, ``alpaca``, ``uniform:LO-HI``, ``fixed:P,O``), all at
-    once or as Poisson arrivals at ``rate`` per decode step, or a JSONL ``trace``;
-    ``samples`` parallel samples each. Requests longer than ``max_len`` (default: the
-    model's context window) are cut to it; ``clipped_requests`` says how many.
-    ``block_size`` is the paged policy's block, 1 to ``max_len`` tokens.
-    ``plot`` writes stacked bars per policy.
 
-    >>> r = simulate(slots=600, distribution="fixed:40,20", requests=10, policies=["paged"])
+def _pool(request: SimulationRequest) -> _Pool:
+    """The memory in token slots and the longest sequence, from the model or the slots."""
+    mem, max_len = request.memory, request.workload.max_len
+    if mem.slots is not None:
+        return _Pool(None, None, None, mem.slots, max_len or DEFAULT_MAX_LEN)
+    from tokcost.memory import kv_bytes_per_token
+    from tokcost.tokenizers import open_catalog
+
+    entry = open_catalog(mem.catalog).resolve(mem.model) if isinstance(mem.model, str) \
+        else mem.model
+    if entry.architecture is None:
+        raise UsageError(f"model '{entry.id}' has no architecture in the catalog; pick another "
+                         f"model or give the memory as {arg('slots', 'N')}", param="slots")
+    per_token = kv_bytes_per_token(entry.architecture, mem.kv_dtype)
+    return _Pool(entry.id, mem.kv_memory, per_token, mem.kv_memory // per_token,
+                 max_len or entry.context_window or DEFAULT_MAX_LEN)
+
+
+def simulate(request: SimulationRequest) -> SimulationResult:
+    """Where KV memory goes under each policy: PagedAttention's Figure 2 on your workload.
+    Requests longer than the max length are cut to it (``clipped_requests`` counts them).
+
+    >>> r = simulate(SimulationRequest.of(slots=600, distribution="fixed:40,20", requests=10,
+    ...                                   policies="paged"))
     >>> r.policies[0].label, r.policies[0].completed
     ('paged/16', 10)
     """
-    from tokcost.memory import kv_bytes_per_token
-    from tokcost.memory.simulate import compare_policies
-    from tokcost.memory.workload import clip_requests, load_requests, requests_from_distribution
+    from tokcost.memory import simulate as sim
+    from tokcost.memory.workload import clip_requests
 
-    names = policy_names(policies)
-    if samples < 1:
-        raise UsageError(f"samples must be >= 1, got {samples}", param="samples")
-    if max_len is not None and max_len < 2:
-        raise UsageError(
-            f"max_len must be >= 2 (one prompt token and one output token), got {max_len}",
-            param="max_len",
-        )
-    target = Path(plot) if plot is not None else None
-    if target is not None:
+    out, work = request.output, request.workload
+    if out.plot is not None:
         from tokcost.plotting import check_plot_path
 
-        check_plot_path(target, force=force)  # before any work
-    memory: int | None = None
-    per_token: int | None = None
-    model_id: str | None = None
-    if slots is not None:
-        if slots < 1:
-            raise UsageError(f"slots must be >= 1, got {slots}", param="slots")
-        capacity = slots
-        limit = DEFAULT_MAX_LEN if max_len is None else max_len
-    else:
-        from tokcost.tokenizers import open_catalog
-
-        entry = open_catalog(catalog).resolve(model) if isinstance(model, str) else model
-        if entry.architecture is None:
-            raise UsageError(
-                f"model '{entry.id}' has no architecture in the catalog; pick another model or "
-                "give the memory as slots=N",
-                param="slots",
-            )
-        per_token = kv_bytes_per_token(entry.architecture, kv_dtype)
-        memory = kv_memory
-        capacity = memory // per_token
-        limit = max_len if max_len is not None else entry.context_window or DEFAULT_MAX_LEN
-        model_id = entry.id
-    check_block_size(block_size, limit)  # before the trace is read
-    trace_path = Path(trace) if trace is not None else None
-    if trace_path is not None:
-        drawn = load_requests(trace_path, max_len=None)
-        if samples > 1:
-            drawn = [replace(r, n=samples) for r in drawn]
-    else:
-        drawn = requests_from_distribution(
-            distribution, requests, seed=seed, max_len=None, n=samples, rate=rate
-        )
-    reqs, clipped = clip_requests(drawn, limit)
-    reports = compare_policies(
-        reqs, capacity_tokens=capacity, policies=names, max_len=limit, block_size=block_size
-    )
-    if target is not None:
+        check_plot_path(out.plot, force=out.force)  # before any work
+    pool = _pool(request)
+    check_block_size(request.block_size, pool.max_len)  # before the trace is read
+    reqs, clipped = clip_requests(work.draw(), pool.max_len)
+    reports = sim.compare_policies(reqs, capacity_tokens=pool.capacity,
+                                   policies=request.policies, max_len=pool.max_len,
+                                   block_size=request.block_size)
+    if out.plot is not None:
         from tokcost.plotting.simulate import plot_policies
 
-        what = (f"{model_id}, {memory / 2**30:.1f} GiB of KV memory" if model_id and memory
-                else f"{capacity:,} token slots")
-        source = (trace_path.name if trace_path is not None
-                  else f"{requests} {distribution}-like requests")
-        plot_policies(reports, target, force=force,
+        what = (f"{pool.model}, {pool.memory / 2**30:.1f} GiB of KV memory"
+                if pool.model and pool.memory else f"{pool.capacity:,} token slots")
+        source = (work.trace.name if work.trace is not None
+                  else f"{work.requests} {work.distribution}-like requests")
+        plot_policies(reports, out.plot, force=out.force,
                       title=f"Where KV-cache memory goes: {what}, {source}")
     return SimulationResult(
-        model=model_id,
-        kv_memory_bytes=memory,
-        kv_bytes_per_token=per_token,
-        capacity_tokens=capacity,
-        max_len=limit,
-        requests=len(reqs),
-        samples_per_request=samples,
-        workload=str(trace_path) if trace_path is not None else distribution,
-        seed=seed,
-        rate=rate,
-        policies=tuple(reports),
-        clipped_requests=clipped,
+        model=pool.model, kv_memory_bytes=pool.memory, kv_bytes_per_token=pool.per_token,
+        capacity_tokens=pool.capacity, max_len=pool.max_len, requests=len(reqs),
+        samples_per_request=work.samples,
+        workload=str(work.trace) if work.trace is not None else work.distribution,
+        seed=work.seed, rate=work.rate, policies=tuple(reports), clipped_requests=clipped,
     )

@@ -6,23 +6,22 @@ tokcost.cli.simulate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._click.core import ParameterSource as Source
 
 import tokcost
-from tokcost import units
-from tokcost.cli.base import App
-from tokcost.cli.console import err, out, print_json
+from tokcost.cli.base import App, cli_words, current_words
+from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.counts import COUNT, count_parser
-from tokcost.cli.errors import in_cli_words
-from tokcost.cli.kvmem_engine import engine_header, render_fit
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
-from tokcost.errors import UsageError
+from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
-    from tokcost import DecodeStep, MemoryEstimate, Prefill
+    from tokcost import KvResult
 
 kvmem_app = App(
     name="kvmem",
@@ -63,38 +62,188 @@ Examples:
 """
 
 
-def _human(n: float) -> str:
-    return units.format_bytes(n)
+def estimate(  # each parameter is the field of tokcost.KvRequest of its name
+    ctx: typer.Context,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", show_default=False, help="Model id, alias or dated id, or hf:ORG/REPO "
+        "(a Hugging Face model: the local cache first, else the hub).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", metavar="PATH", show_default=False, help="A model's config.json, or its "
+        "folder (config.json + safetensors shards: weights from their headers), instead of -m.",
+    )] = None,
+    contexts: Annotated[str | None, typer.Option(
+        "--context", "--max-model-len", help="Context length(s): 8192, 8k, or a list "
+        "1k,8k,32k,128k (k = 1000, Ki = 1024); the largest is the engine's max_model_len. "
+        "Default: the model's context window.")] = None,
+    batch: Annotated[str, typer.Option(
+        "--batch", "-b", metavar="COUNT", help="Sequences served at once.")] = "1",
+    # A string, not an enum: the library also takes bfloat16/float16/half and answers a
+    # typo with one line and a "did you mean".
+    kv_dtype: Annotated[str, typer.Option(
+        "--kv-dtype", "--kv-cache-dtype", help="Cache dtype: auto (the model's), fp32, bf16, "
+        "fp16, fp8, int8, int4 (int8/int4 add per-group scales).")] = "bf16",
+    kv_group_size: Annotated[int | None, typer.Option(
+        "--kv-group-size", metavar=COUNT, parser=count_parser("--kv-group-size"),
+        help="Quantization group of int8/int4 (64).")] = None,
+    evict: Annotated[str | None, typer.Option(
+        "--evict", metavar="SPEC", show_default=False, help="Size requests under an eviction "
+        "policy: window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW] (N a "
+        "count or a fraction of the context).")] = None,
+    residual: Annotated[int | None, typer.Option(
+        "--residual", metavar=COUNT, parser=count_parser("--residual"), show_default=False,
+        help="int8/int4 as KIVI stores them: keys per channel, the last COUNT tokens in "
+        "bf16.")] = None,
+    block_size: Annotated[str | None, typer.Option(
+        "--block-size", metavar="COUNT", show_default=False, help="Paged-cache block in "
+        "tokens, 1 to 4096 (default: the engine's: vLLM 16 or what its backend forces, "
+        "SGLang 1).")] = None,
+    tp: Annotated[int, typer.Option(
+        "--tp", "--tensor-parallel-size", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+    pp: Annotated[int, typer.Option(
+        "--pp", "--pipeline-parallel-size",
+        help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Whose accounting: vllm (vLLM v1's KV cache manager), sglang (its "
+        "token pools) or ideal (bytes truly held).")] = "vllm",
+    max_num_batched_tokens: Annotated[str | None, typer.Option(
+        "--max-num-batched-tokens", metavar="COUNT", show_default=False, help="vLLM's tokens "
+        "per scheduler step (default: vllm serve's, 8192 on GPUs of 70 GiB or more other than "
+        "A100, else 2048).")] = None,
+    hybrid_manager: Annotated[bool, typer.Option(
+        "--hybrid-manager/--no-hybrid-manager", " /--disable-hybrid-kv-cache-manager",
+        help="vLLM's hybrid KV cache manager (off: every layer caches the whole context, as "
+        "with --disable-hybrid-kv-cache-manager).")] = True,
+    mem_fraction_static: Annotated[float | None, typer.Option(
+        "--mem-fraction-static", show_default=False, help="SGLang's share of GPU memory for "
+        "weights and KV pool (default: SGLang's, from the GPU's memory).")] = None,
+    swa_full_tokens_ratio: Annotated[float | None, typer.Option(
+        "--swa-full-tokens-ratio", show_default=False,
+        help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
+    gpu_memory: Annotated[str | None, typer.Option(
+        "--gpu-memory", metavar="SIZE", help="GPU memory instead of --gpu: 80GiB, 24GB.")] = None,
+    gpu_util: Annotated[float, typer.Option(
+        "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization.")] = 0.9,
+    kv_memory: Annotated[str | None, typer.Option(
+        "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
+    reserve: Annotated[str | None, typer.Option(
+        "--reserve", help="Activation/overhead reserve per GPU (default 2GiB).")] = None,
+    weights_dtype: Annotated[str | None, typer.Option(
+        "--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4...")] = None,
+    bandwidth: Annotated[str | None, typer.Option(
+        "--bandwidth", help="Memory bandwidth per second (default: the GPU's).")] = None,
+    flops: Annotated[str | None, typer.Option(
+        "--flops", metavar="COUNT", help="Peak FLOP/s: 989e12, 989T (default: the GPU's for "
+        "the weights dtype, fp8 or bf16).")] = None,
+    efficiency: Annotated[float, typer.Option(
+        "--efficiency", help="Fraction of the datasheet bandwidth and FLOP/s reached, in "
+        "(0, 1] (1 = the roofline bound).")] = 1.0,
+    input_tokens: Annotated[str | None, typer.Option(
+        "--input-tokens", "-i", metavar="COUNT",
+        help="Prompt tokens for the time to first token (default: each context).")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write memory vs context to PNG/SVG (needs: pip install "
+        "'tokcost\\[plot]').")] = None,
+    force: PlotForceOpt = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None,
+) -> None:
+    """Size the KV cache of a model, and what fits on a GPU."""
+    result = tokcost.estimate_memory(tokcost.KvRequest.of(**given(ctx)))
+    if json_out:
+        print_json(result.to_dict())
+        return
+    _render(result, ctx)
+    for note in result.source_notes:  # where a --config / hf: model's numbers came from
+        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+    if plot is not None:
+        err.print(f"wrote {plot}", highlight=False, markup=False)
 
 
-def _size(text: str | None, param: str, *, allow_zero: bool = False) -> int | None:
-    return None if text is None else units.parse_size(text, param=param, allow_zero=allow_zero)
+def given(ctx: typer.Context) -> dict[str, Any]:
+    """The parameters the user gave, by name: a request's field of each name takes it (the
+    request's defaults are the flags'). ``--json`` is the CLI's own."""
+    return {name: value for name, value in ctx.params.items()
+            if name != "json_out" and ctx.get_parameter_source(name) is not Source.DEFAULT}
 
 
-# A CPU core does about 1 GFLOP/s; below that a typo (--flops 1) would report a time
-# to first token of years.
-_MIN_FLOPS = 10**9
-_MAX_FLOPS = 10**18
+def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
+    """Flags for an engine's advice: its own settings (``max_model_len``) by the flags
+    spelled as they are, alias or not (``--max-model-len``); parameters as usual."""
+    words = cli_words(ctx.command.params)
+    spelled = {opt for param in ctx.command.params for opt in getattr(param, "opts", ())}
+
+    def spell(name: str, value: str | None) -> str:
+        flag = "--" + name.replace("_", "-")
+        return flag if value is None and flag in spelled else words(name, value)
+
+    return spell
 
 
-def _flops(text: str | None) -> float | None:
-    if text is None:
-        return None
-    value = units.parse_count(text.removesuffix("/s"), param="flops", maximum=_MAX_FLOPS)
-    if value < _MIN_FLOPS:
-        raise UsageError(f"flops={text} is below 1e9: peak FLOP/s runs from 1e9 (1B, a CPU) "
-                         "to 1e18; write e.g. 989T or 989e12", param="flops")
-    return float(value)
+def _render(r: KvResult, ctx: typer.Context) -> None:
+    words, lay, counts, e = current_words(), r.layout, r.layout.counts, r.engine
+    kinds = [f"{counts['full']} full"] if counts["full"] else []
+    kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
+    if counts["sliding"]:
+        kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
+    if counts["linear"]:
+        kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each)")
+    out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
+    out.print(
+        f"bytes per token{' per GPU' if r.tp > 1 or r.pp > 1 else ''}: {r.bytes_per_token:,} B"
+        # The binary-unit form only when it says something the byte count does not.
+        + (f" ({format_bytes(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
+        + (" while the context is shorter than the window" if counts["sliding"] else ""))
+    out.print(f"engine {e.name}: {e.version}", highlight=False, markup=False)
+    out.print(e.header.render(words), highlight=False, markup=False)
+    out.print(_table(r))
+    if r.fit is not None:
+        for line in (r.budget_line, *e.details):
+            out.print(line, highlight=False, markup=False)
+        if e.refusal is not None and e.advice is not None:
+            advice = e.advice.render(_engine_words(ctx))
+            out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ",
+                      end="", markup=True, highlight=False)
+            out.print(e.refusal, highlight=False, markup=False)
+        if r.largest_context is not None:
+            limit = " (the model's limit)" if r.largest_context == r.context_window else ""
+            out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
+    _render_roofline(r)
+    for note in r.notes:  # the notes name parameters: here, as the flags
+        err.print(f"note: {note.render(words)}", style="dim", highlight=False, markup=False)
 
 
-def _contexts(text: str | None) -> list[int] | None:
-    """``1k,8k``; an empty item (``1k,,2k``, ``1k,``) is a typo, not a list of one."""
-    if text is None:
-        return None
-    if any(not part.strip() for part in text.split(",")):
-        raise UsageError(f"contexts={text!r} has an empty item; separate lengths with single "
-                         "commas, e.g. 1k,8k,32k", param="contexts")
-    return units.parse_context_list(text, param="contexts")
+def _table(r: KvResult) -> Any:
+    grid = table()
+    for name in ("context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"):
+        grid.add_column(name, justify="right")
+    if r.fit is not None:
+        grid.add_column("max concurrency", justify="right")
+        grid.add_column("fits", justify="center")
+    decode = any(row.decode is not None for row in r.rows)
+    prefill = any(row.prefill is not None for row in r.rows)
+    if decode:
+        grid.add_column("decode tok/s", justify="right")
+        grid.add_column("bound", justify="left")
+    if prefill:
+        grid.add_column("TTFT", justify="right")
+    for row in r.rows:
+        cells = [f"{row.context:,}" + (" (>window)" if row.beyond_context_window else ""),
+                 format_bytes(row.paged_sequence_bytes), format_bytes(row.batch_bytes),
+                 f"{row.blocks_per_sequence:,}"]
+        if r.fit is not None:
+            conc = row.max_concurrency
+            cells += ["" if conc is None else f"{conc:,.2f}x",
+                      "yes" if row.fits else "[red]no[/red]"]
+        if decode and row.decode is not None:
+            # Bandwidth was the only limit checked: not a verdict against compute.
+            cells += [f"{row.decode.tokens_per_s:,.0f}", row.decode.bound
+                      if row.decode.peak_flops_per_s is not None else "bandwidth (no FLOP/s)"]
+        if prefill and row.prefill is not None:
+            cells.append(_time(row.prefill.ttft_seconds))
+        grid.add_row(*cells)
+    return grid
 
 
 def _time(seconds: float) -> str:
@@ -113,301 +262,32 @@ def _si(value: float, unit: str) -> str:
     return f"{value:,.0f} {unit}"
 
 
-def estimate(
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", show_default=False,
-                     help="Model id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: "
-                     "the local cache first, else the hub)."),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", metavar="PATH", show_default=False,
-                     help="A model's config.json, or its folder (config.json + safetensors "
-                     "shards: weights from their headers), instead of -m."),
-    ] = None,
-    contexts: Annotated[
-        str | None,
-        typer.Option(
-            "--context",
-            "--max-model-len",
-            help="Context length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024); "
-            "the largest is the engine's max_model_len. Default: the model's context window.",
-        ),
-    ] = None,
-    batch: Annotated[
-        str, typer.Option("--batch", "-b", metavar="COUNT", help="Sequences served at once.")
-    ] = "1",
-    # A string, not the KvDtypeName enum: the library also takes bfloat16/float16/half and
-    # answers a typo with one line and a "did you mean".
-    kv_dtype: Annotated[
-        str,
-        typer.Option(
-            "--kv-dtype", "--kv-cache-dtype",
-            help="Cache dtype: auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 "
-            "add per-group scales).",
-        ),
-    ] = "bf16",
-    kv_group_size: Annotated[
-        int | None, typer.Option("--kv-group-size", metavar=COUNT,
-                                 parser=count_parser("--kv-group-size"),
-                                 help="Quantization group of int8/int4 (64).")
-    ] = None,
-    evict: Annotated[
-        str | None, typer.Option("--evict", metavar="SPEC", show_default=False,
-                                 help="Size requests under an eviction policy: window:N, "
-                                 "streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW] "
-                                 "(N a count or a fraction of the context).")
-    ] = None,
-    residual: Annotated[
-        int | None, typer.Option("--residual", metavar=COUNT, parser=count_parser("--residual"),
-                                 show_default=False,
-                                 help="int8/int4 as KIVI stores them: keys per channel, the last "
-                                 "COUNT tokens in bf16.")
-    ] = None,
-    block_size: Annotated[
-        str | None, typer.Option("--block-size", metavar="COUNT", show_default=False,
-                                 help="Paged-cache block in tokens, 1 to 4096 (default: the "
-                                 "engine's: vLLM 16 or what its backend forces, SGLang 1).")
-    ] = None,
-    tp: Annotated[int, typer.Option("--tp", "--tensor-parallel-size",
-                                    help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
-    pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
-                                    help="Pipeline stages: layers split across GPUs as vLLM "
-                                    "splits them.")] = 1,
-    engine: Annotated[
-        str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV cache "
-                          "manager), sglang (its token pools) or ideal (bytes truly held).")
-    ] = "vllm",
-    max_num_batched_tokens: Annotated[
-        str | None, typer.Option("--max-num-batched-tokens", metavar="COUNT", show_default=False,
-                                 help="vLLM's tokens per scheduler step (default: vllm serve's, "
-                                 "8192 on GPUs of 70 GiB or more other than A100, else 2048).")
-    ] = None,
-    hybrid_manager: Annotated[
-        bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
-                           " /--disable-hybrid-kv-cache-manager",
-                           help="vLLM's hybrid KV cache manager (off: every layer caches the "
-                           "whole context, as with --disable-hybrid-kv-cache-manager).")
-    ] = True,
-    mem_fraction_static: Annotated[
-        float | None, typer.Option("--mem-fraction-static", show_default=False,
-                                   help="SGLang's share of GPU memory for weights and KV pool "
-                                   "(default: SGLang's, from the GPU's memory).")
-    ] = None,
-    swa_full_tokens_ratio: Annotated[
-        float | None, typer.Option("--swa-full-tokens-ratio", show_default=False,
-                                   help="SGLang: sliding-window pool tokens per full-pool token "
-                                   "(0.8).")
-    ] = None,
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")
-    ] = None,
-    gpu_memory: Annotated[
-        str | None, typer.Option("--gpu-memory", metavar="SIZE",
-                                 help="GPU memory instead of --gpu: 80GiB, 24GB.")
-    ] = None,
-    gpu_util: Annotated[
-        float, typer.Option("--gpu-util", "--gpu-memory-utilization",
-                            help="vLLM's gpu_memory_utilization.")
-    ] = 0.9,
-    kv_memory: Annotated[
-        str | None,
-        typer.Option("--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate)."),
-    ] = None,
-    reserve: Annotated[
-        str | None,
-        typer.Option("--reserve", help="Activation/overhead reserve per GPU (default 2GiB)."),
-    ] = None,
-    weights_dtype: Annotated[
-        str | None,
-        typer.Option("--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4..."),
-    ] = None,
-    bandwidth: Annotated[
-        str | None,
-        typer.Option("--bandwidth", help="Memory bandwidth per second (default: the GPU's)."),
-    ] = None,
-    flops: Annotated[
-        str | None,
-        typer.Option("--flops", metavar="COUNT",
-                     help="Peak FLOP/s: 989e12, 989T (default: the GPU's for the weights "
-                          "dtype, fp8 or bf16)."),
-    ] = None,
-    efficiency: Annotated[
-        float,
-        typer.Option("--efficiency",
-                     help="Fraction of the datasheet bandwidth and FLOP/s reached, in (0, 1] "
-                          "(1 = the roofline bound)."),
-    ] = 1.0,
-    input_tokens: Annotated[
-        str | None,
-        typer.Option("--input-tokens", "-i", metavar="COUNT",
-                     help="Prompt tokens for the time to first token (default: each context)."),
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            help="Write memory vs context to PNG/SVG (needs: pip install 'tokcost\\[plot]').",
-        ),
-    ] = None,
-    force: PlotForceOpt = False,
-    json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
-    """Size the KV cache of a model, and what fits on a GPU."""
-    result = tokcost.estimate_memory(
-        model,
-        config=config,
-        catalog=catalog,
-        contexts=_contexts(contexts),
-        batch=units.parse_count(batch, param="batch"),
-        kv_dtype=kv_dtype,
-        kv_group_size=kv_group_size,
-        evict=evict,
-        residual=residual,
-        block_size=units.parse_count(block_size, param="block_size") if block_size else None,
-        tp=tp,
-        pp=pp,
-        engine=engine,
-        max_num_batched_tokens=(
-            units.parse_count(max_num_batched_tokens, param="max_num_batched_tokens")
-            if max_num_batched_tokens else None
-        ),
-        hybrid_manager=hybrid_manager,
-        mem_fraction_static=mem_fraction_static,
-        swa_full_tokens_ratio=swa_full_tokens_ratio,
-        gpu=gpu,
-        gpu_memory=_size(gpu_memory, "gpu_memory"),
-        gpu_util=gpu_util,
-        kv_memory=_size(kv_memory, "kv_memory"),
-        reserve=_size(reserve, "reserve", allow_zero=True),
-        weights_dtype=weights_dtype,
-        bandwidth=_size(bandwidth.removesuffix("/s") if bandwidth else None, "bandwidth"),
-        flops=_flops(flops),
-        efficiency=efficiency,
-        input_tokens=(units.parse_count(input_tokens, param="input_tokens", minimum=1)
-                      if input_tokens is not None else None),
-        plot=plot,
-        force=force,
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    _render(result)
-    for note in result.source_notes:  # where a --config / hf: model's numbers came from
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
-    if plot is not None:
-        err.print(f"wrote {plot}", highlight=False, markup=False)
-
-
-def _render(result: MemoryEstimate) -> None:
-    from rich import box
-    from rich.table import Table
-
-    from tokcost.cli.console import print_wide
-
-    r = result.estimate
-    lay = r.layout
-    counts = lay.counts
-    kinds = []
-    if counts["full"]:
-        kinds.append(f"{counts['full']} full")
-    if counts["mla"]:
-        kinds.append(f"{counts['mla']} MLA")
-    if counts["sliding"]:
-        kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
-    if counts["linear"]:
-        kinds.append(f"{counts['linear']} linear ({_human(lay.state_bytes)} state each)")
-    per_gpu = " per GPU" if r.tp > 1 or r.pp > 1 else ""
-    out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
-    out.print(
-        f"bytes per token{per_gpu}: {r.bytes_per_token:,} B"
-        # The binary-unit form only when it says something the byte count does not.
-        + (f" ({_human(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
-        + (" while the context is shorter than the window" if counts["sliding"] else "")
-    )
-    engine_header(r)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("context", justify="right")
-    table.add_column("per sequence", justify="right")
-    table.add_column(f"batch x{r.batch}", justify="right")
-    table.add_column(f"blocks ({r.block_size})", justify="right")
-    if r.fit is not None:
-        table.add_column("max concurrency", justify="right")
-        table.add_column("fits", justify="center")
-    has_decode = any(row.decode is not None for row in r.rows)
-    has_prefill = any(row.prefill is not None for row in r.rows)
-    if has_decode:
-        table.add_column("decode tok/s", justify="right")
-        table.add_column("bound", justify="left")
-    if has_prefill:
-        table.add_column("TTFT", justify="right")
-    for row in r.rows:
-        ctx = f"{row.context:,}" + (" (>window)" if row.beyond_context_window else "")
-        cells = [
-            ctx,
-            _human(row.paged_sequence_bytes),
-            _human(row.batch_bytes),
-            f"{row.blocks_per_sequence:,}",
-        ]
-        if r.fit is not None:
-            cells.append(f"{row.max_concurrency:,.2f}x" if row.max_concurrency is not None else "")
-            cells.append("yes" if row.fits else "[red]no[/red]")
-        if has_decode and row.decode is not None:
-            cells.append(f"{row.decode.tokens_per_s:,.0f}")
-            # Bandwidth was the only limit checked: not a verdict against compute.
-            cells.append(row.decode.bound if row.decode.peak_flops_per_s is not None
-                         else "bandwidth (no FLOP/s)")
-        if has_prefill and row.prefill is not None:
-            cells.append(_time(row.prefill.ttft_seconds))
-        table.add_row(*cells)
-    print_wide(table)
-    if r.fit is not None:
-        render_fit(r)
-        if r.largest_context is not None:
-            limit = " (the model's limit)" if r.largest_context == r.context_window else ""
-            out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
-    for row in r.rows[-1:]:
-        _render_roofline(row.context, row.decode, row.prefill)
-    for note in r.notes:
-        # The notes speak the API (reserve, kv_memory); the table speaks the flags.
-        note = in_cli_words(note, ("reserve", "kv_memory", "gpu_memory", "gpu_util",
-                                   "efficiency", "flops", "mem_fraction_static", "gpu"))
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
-
-
-def _limits(step: DecodeStep | Prefill, what: str) -> str:
-    """``X GiB <what> / 3,350 GB/s = 9.8 ms; Y TFLOP / 989 TFLOP/s = 0.04 ms``."""
+def _limits(step: Any, lead: str, kv: str) -> str:
+    """``X GiB <lead>(W weights + K <kv>) / 3,350 GB/s = 9.8 ms; Y TFLOP / 989 TFLOP/s =
+    0.04 ms`` for a decode step or a prefill (tokcost.memory.roofline)."""
     eff = "" if step.efficiency == 1 else f" x {step.efficiency:g}"
-    text = (f"{_human(step.step_bytes)} {what} / {step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
-            f"{eff} = {_time(step.bandwidth_seconds)}; ")
-    compute = step.compute_seconds
-    if step.peak_flops_per_s is None or compute is None:
-        return text + "compute not checked"
-    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
-            f"= {_time(compute)}")
-
-
-def _parts(step: DecodeStep | Prefill, kv: str) -> str:
     experts = (f" with {step.experts_touched:,.1f} experts per layer"
                if step.experts_touched is not None else "")
-    return f"({_human(step.weights_bytes)} weights{experts} + {_human(step.kv_bytes)} {kv})"
+    text = (f"{format_bytes(step.step_bytes)} {lead}({format_bytes(step.weights_bytes)} weights"
+            f"{experts} + {format_bytes(step.kv_bytes)} {kv}) / "
+            f"{step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s{eff} = "
+            f"{_time(step.bandwidth_seconds)}; ")
+    if step.peak_flops_per_s is None or step.compute_seconds is None:
+        return text + "compute not checked"
+    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+            f"= {_time(step.compute_seconds)}")
 
 
-def _render_roofline(context: int, d: DecodeStep | None, f: Prefill | None) -> None:
-    """The decode step and the prefill of one context, both limits shown."""
-    if d is not None:
-        out.print(
-            f"decode at {context:,}: {_limits(d, 'per step ' + _parts(d, 'KV'))} -> "
-            f"{d.bound} bound: {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
-            f"{d.tokens_per_s:,.0f} tok/s total"
-        )
-    if f is not None:
-        out.print(
-            f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, _parts(f, 'KV written'))} -> "
-            f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}"
-        )
+def _render_roofline(r: KvResult) -> None:
+    """The decode step and the prefill of the last context, both limits shown."""
+    row = r.rows[-1]
+    if (d := row.decode) is not None:
+        out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "
+                  f"{d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+                  f"{d.tokens_per_s:,.0f} tok/s total")
+    if (f := row.prefill) is not None:
+        out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
+                  f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}")
 
 
 kvmem_app.command("estimate", epilog=EPILOG)(estimate)

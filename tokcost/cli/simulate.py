@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import tokcost
-from tokcost import units
-from tokcost.cli.console import err, out, print_json, warn
+from tokcost.cli.console import err, out, print_json, table, warn
 from tokcost.cli.counts import COUNT, count_parser
+from tokcost.cli.kvmem import given, kvmem_app
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
 if TYPE_CHECKING:
@@ -33,84 +33,47 @@ Examples:
 """
 
 
-def simulate(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Catalog model (sets bytes per token).")
-    ] = "opt-13b",
-    kv_memory: Annotated[
-        str, typer.Option("--kv-memory", help="KV-cache memory: 12GB, 20GiB...")
-    ] = "12GB",
-    kv_dtype: Annotated[
-        str, typer.Option("--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")
-    ] = "fp16",
-    slots: Annotated[
-        str | None,
-        typer.Option("--slots", metavar="COUNT",
-                     help="Memory as token slots: 4096, 64k (skips --model/--kv-memory)."),
-    ] = None,
-    distribution: Annotated[
-        str,
-        typer.Option("--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O "
-                     "(counts: fixed:1k,200)."),
-    ] = "sharegpt",
-    requests: Annotated[
-        str, typer.Option("--requests", metavar="COUNT", help="Requests to draw (500, 2k).")
-    ] = "500",
-    rate: Annotated[
-        float | None,
-        typer.Option("--rate", help="Poisson arrivals per decode step (default: all at once)."),
-    ] = None,
-    trace: Annotated[
-        Path | None,
-        typer.Option("--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead."),
-    ] = None,
-    policies: Annotated[
-        str, typer.Option("--policy", help="Comma list of max, pow2, oracle, paged.")
-    ] = "max,pow2,oracle,paged",
-    block_size: Annotated[
-        str, typer.Option("--block-size", metavar="COUNT",
-                          help="Paged block in tokens, 1 to --max-len (vLLM: 16).")
-    ] = "16",
-    max_len: Annotated[
-        str | None,
-        typer.Option("--max-len", metavar="COUNT",
-                     help="Longest sequence: 2048, 8k, 8Ki (default: the model's context); "
-                     "longer requests are cut to it, with a warning."),
-    ] = None,
-    samples: Annotated[
-        int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
-                          help="Parallel samples per request (shares prompt blocks).")
-    ] = 1,
+def simulate(  # each parameter is the field of tokcost.SimulationRequest of its name
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="Catalog model (sets bytes per token).")] = "opt-13b",
+    kv_memory: Annotated[str, typer.Option(
+        "--kv-memory", help="KV-cache memory: 12GB, 20GiB...")] = "12GB",
+    kv_dtype: Annotated[str, typer.Option(
+        "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")] = "fp16",
+    slots: Annotated[str | None, typer.Option(
+        "--slots", metavar="COUNT",
+        help="Memory as token slots: 4096, 64k (skips --model/--kv-memory).")] = None,
+    distribution: Annotated[str, typer.Option(
+        "--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O (counts: "
+        "fixed:1k,200).")] = "sharegpt",
+    requests: Annotated[str, typer.Option(
+        "--requests", metavar="COUNT", help="Requests to draw (500, 2k).")] = "500",
+    rate: Annotated[float | None, typer.Option(
+        "--rate", help="Poisson arrivals per decode step (default: all at once).")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead.")] = None,
+    policies: Annotated[str, typer.Option(
+        "--policy", help="Comma list of max, pow2, oracle, paged.")] = "max,pow2,oracle,paged",
+    block_size: Annotated[str, typer.Option(
+        "--block-size", metavar="COUNT",
+        help="Paged block in tokens, 1 to --max-len (vLLM: 16).")] = "16",
+    max_len: Annotated[str | None, typer.Option(
+        "--max-len", metavar="COUNT", help="Longest sequence: 2048, 8k, 8Ki (default: the "
+        "model's context); longer requests are cut to it, with a warning.")] = None,
+    samples: Annotated[int, typer.Option(
+        "--n", metavar=COUNT, parser=count_parser("--n"),
+        help="Parallel samples per request (shares prompt blocks).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", help="Write a bar chart (PNG/SVG; needs: pip install 'tokcost\\[plot]')."
-        ),
-    ] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write a bar chart (PNG/SVG; needs: pip install 'tokcost\\[plot]').",
+    )] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
-    result = tokcost.simulate(
-        model=model,
-        catalog=catalog,
-        kv_memory=units.parse_size(kv_memory, param="kv_memory"),
-        kv_dtype=kv_dtype,
-        slots=_count(slots, "slots"),
-        distribution=distribution,
-        requests=units.parse_count(requests, param="requests"),
-        rate=rate,
-        trace=trace,
-        policies=[p.strip() for p in policies.split(",") if p.strip()],
-        block_size=units.parse_count(block_size, param="block_size"),
-        max_len=_count(max_len, "max_len"),
-        samples=samples,
-        seed=seed,
-        plot=plot,
-        force=force,
-    )
+    result = tokcost.simulate(tokcost.SimulationRequest.of(**given(ctx)))
     if result.clipped_requests:
         cut, drawn = result.clipped_requests, result.requests
         limit = (f"--max-len {result.max_len:,}" if max_len is not None
@@ -128,78 +91,39 @@ def simulate(
         err.print(f"wrote {plot}", highlight=False)
 
 
-def _count(text: str | None, param: str) -> int | None:
-    return None if text is None else units.parse_count(text, param=param)
-
-
 def _render(result: SimulationResult) -> None:
-    from rich import box
-    from rich.table import Table
-
-    reports, model, n = result.policies, result.model, result.samples_per_request
-    capacity, limit, n_req = result.capacity_tokens, result.max_len, result.requests
-
-    head = f"{n_req} requests" + (f" x {n} samples" if n > 1 else "")
-    where = f"{model}, " if model else ""
-    table = Table(
-        title=f"{head}; {where}{capacity:,} token slots of KV memory, max length {limit:,}",
-        box=box.SIMPLE_HEAD,
-    )
-    for col in (
-        "policy",
-        "tokens",
-        "reserved",
-        "int.frag",
-        "ext.frag",
-        "free",
-        "peak",
-        "mean",
-        "steps",
-        "preempt",
-    ):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for r in reports:
-        table.add_row(
-            r.label,
-            f"{r.token_states:.1%}",
-            f"{r.reserved:.1%}",
-            f"{r.internal_fragmentation:.1%}",
-            f"{r.external_fragmentation:.1%}",
-            f"{r.free:.1%}",
-            str(r.peak_batch),
-            f"{r.mean_batch:.1f}",
-            f"{r.steps:,}",
-            f"{r.preemptions:,}",
-        )
-    out.print(table)
-    for r in reports:
+    n, head = result.samples_per_request, f"{result.requests} requests"
+    where = f"{result.model}, " if result.model else ""
+    grid = table(title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
+                 f"{result.capacity_tokens:,} token slots of KV memory, max length "
+                 f"{result.max_len:,}")
+    for col in ("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
+                "steps", "preempt"):
+        grid.add_column(col, justify="left" if col == "policy" else "right")
+    for r in result.policies:
+        grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
+                     f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
+                     f"{r.free:.1%}", str(r.peak_batch), f"{r.mean_batch:.1f}", f"{r.steps:,}",
+                     f"{r.preemptions:,}")
+    out.print(grid)
+    for r in result.policies:
         if r.prefix_sharing_saved is not None:
-            out.print(
-                f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
-                f"saving {r.prefix_sharing_saved:.1%} of the paged blocks",
-                markup=False,
-            )
+            out.print(f"prefix sharing: the {n} samples of each request share the prompt's "
+                      f"blocks, saving {r.prefix_sharing_saved:.1%} of the paged blocks",
+                      markup=False)
     # The notes and the legend explain the table; they are not data, so stderr.
-    for r in reports:
+    for r in result.policies:
         if r.saturated_steps == 0:
-            err.print(
-                f"note: {r.policy} never ran out of memory (no request waited); its shares are "
-                "averaged over every busy step, so 'free' is memory nobody needed",
-                markup=False, highlight=False,
-            )
+            err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
+                      "shares are averaged over every busy step, so 'free' is memory nobody "
+                      "needed", markup=False, highlight=False)
     err.print(
-        "tokens = token states; peak/mean = sequences running at once; "
-        "shares of KV memory averaged over the steps where requests waited for memory "
-        "(PagedAttention paper, Figure 2: 20.4-38.2% token states for existing systems, "
-        "96.3% for vLLM)",
-        markup=False,
-        highlight=False,
-        style="dim",
-    )
+        "tokens = token states; peak/mean = sequences running at once; shares of KV memory "
+        "averaged over the steps where requests waited for memory (PagedAttention paper, "
+        "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
+        markup=False, highlight=False, style="dim")
 
 
 def register(app: typer.Typer) -> None:
     """Adds ``simulate`` to the ``kvmem`` sub-app (tokcost.cli.kvmem)."""
-    from tokcost.cli.kvmem import kvmem_app
-
     kvmem_app.command("simulate", epilog=EPILOG)(simulate)

@@ -10,7 +10,7 @@ Python, so ``kvmem`` never imports numpy through it.
 
 from __future__ import annotations
 
-from tokcost.errors import TokcostError, UsageError
+from tokcost.errors import TokcostError, UsageError, arg
 
 __all__ = ["MAX_BLOCK_SIZE", "BlockAllocator", "OutOfBlocks", "check_block_size"]
 
@@ -108,12 +108,12 @@ def check_block_size(block_size: int, max_len: int | None = None) -> None:
 at most max_len=2048, the longest sequence (serving engines use 8 to 128)
     """
     if block_size < 1:
-        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}", param="block_size")
     top = MAX_BLOCK_SIZE if max_len is None else max(1, min(max_len, MAX_BLOCK_SIZE))
     if block_size > top:
-        why = (f": at most max_len={max_len}, the longest sequence" if top == max_len else "")
+        why = f": at most {arg('max_len', max_len)}, the longest sequence" if top == max_len else ""
         raise UsageError(
-            f"block_size={block_size} is out of range; give 1 to {top:,} tokens{why} "
+            f"{arg('block_size', block_size)} is out of range; give 1 to {top:,} tokens{why} "
             "(serving engines use 8 to 128)",
             param="block_size", related=("max_len",) if why else (),
         )

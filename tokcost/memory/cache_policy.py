@@ -1,33 +1,19 @@
 """Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
 
-Two ways to shrink the cache beyond paging, each a small frozen object with the one
-formula for its bytes, which ``kvmem`` plans capacity with and the reference caches
-(tokcost.reference.kvpolicy) are measured against:
+Each is a small frozen object with the one formula for its bytes, which ``kvmem`` plans
+with and the reference caches (tokcost.reference.kvpolicy) are measured against:
 
-- ``KvQuant``: store keys and values at lower precision. ``fp8`` is e4m3 with one
-  scale per tensor (vLLM's fp8 cache, no per-token overhead). ``int8``/``int4`` are
-  asymmetric with an fp16 scale and zero point per group of ``group`` values; keys
-  are grouped per channel over ``group`` tokens and values per token over ``group``
-  channels, as KIVI does (Liu et al. 2024, "KIVI: A Tuning-Free Asymmetric 2bit
-  Quantization for KV Cache"), and the most recent ``residual`` tokens stay in full
-  precision (KIVI's R). A per-channel key group needs ``group`` whole tokens, so
-  tokens past the residual are quantized in whole groups; the rest wait in full
-  precision.
-- ``Eviction``: keep only some tokens. ``window`` keeps the ``recent`` last tokens;
-  ``streaming`` (StreamingLLM, Xiao et al. 2024) the first ``sinks`` tokens plus a
-  window; ``h2o`` (Zhang et al. 2023) the ``heavy`` tokens with the largest
-  accumulated attention plus ``recent`` ones; ``snapkv`` (Li et al. 2024) chooses
-  ``budget`` prompt tokens by the attention of the prompt's last ``window`` queries
-  (the window kept too), then keeps every generated token.
+- ``KvQuant``: ``fp8`` (e4m3, one scale per tensor, as vLLM) or ``int8``/``int4`` with an
+  fp16 scale and zero point per group: keys per channel over ``group`` tokens, values per
+  token over ``group`` channels, the last ``residual`` tokens in full precision (KIVI, Liu
+  et al. 2024); past the residual, keys are quantized in whole groups of tokens.
+- ``Eviction``: ``window`` keeps the ``recent`` tokens; ``streaming`` (StreamingLLM) the
+  first ``sinks`` plus a window; ``h2o`` the ``heavy`` hitters plus ``recent`` ones;
+  ``snapkv`` ``budget`` prompt tokens chosen by the last ``window`` queries, then every
+  generated token.
 
-Worked example (tiny-ref: 4 layers, 2 kv heads, head_dim 32, fp32 = 4 B)::
-
-    int4, group 64, keys per channel, residual 128, 1,000 tokens held:
-      quantized tokens = (1000 - 128) // 64 x 64 = 832, full precision 168
-      full:   168 x 2 (K, V) x 2 heads x 32 x 4 B         = 86,016 B per layer
-      keys:   832 x 2 x 32 x 0.5 B + 832/64 x 2 x 32 x 4 B = 26,624 + 3,328
-      values: 832 x 2 x (16 B + 1 group x 4 B)            = 33,280
-      per layer 149,248 B; x 4 layers = 596,992 B (fp32 full cache: 2,048,000 B)
+tiny-ref (4 layers, 2 kv heads of 32, fp32) holding 1,000 tokens in int4, residual 128:
+832 tokens quantized, 168 in full precision: 149,248 B per layer, 596,992 B in all.
 """
 
 from __future__ import annotations
@@ -37,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 
 QuantFormat = Literal["fp8", "int8", "int4"]
 QuantAxis = Literal["channel", "token"]
@@ -73,10 +59,10 @@ class KvQuant:
             raise UsageError(f"unknown cache format '{self.format}'; use one of "
                              f"{', '.join(QUANT_FORMATS)}", param="kv_dtype")
         if self.group < 1:
-            raise UsageError(f"kv_group_size must be positive, got {self.group}",
+            raise UsageError(f"{arg('kv_group_size')} must be positive, got {self.group}",
                              param="kv_group_size")
         if self.residual < 0:
-            raise UsageError(f"residual must not be negative, got {self.residual}",
+            raise UsageError(f"{arg('residual')} must not be negative, got {self.residual}",
                              param="residual")
 
     @property
@@ -138,13 +124,13 @@ class Eviction:
         for name in ("recent", "sinks", "heavy", "budget"):
             value = getattr(self, name)
             if value < 0 or (isinstance(value, float) and not value.is_integer() and value >= 1):
-                raise UsageError(f"evict {name}={value} must be a count (1024) or a fraction "
-                                 "below 1 (0.25)", param="evict")
+                raise UsageError(f"{arg('evict')} {name}={value} must be a count (1024) or a "
+                                 "fraction below 1 (0.25)", param="evict")
         kept = {"window": (self.recent,), "streaming": (self.sinks, self.recent),
                 "h2o": (self.heavy, self.recent), "snapkv": (self.budget, self.recent)}
         if not any(kept[self.kind]):
-            raise UsageError(f"evict {self.kind} keeps no tokens; a policy must keep at least "
-                             "one (window:1024 or window:0.25)", param="evict")
+            raise UsageError(f"{arg('evict')} {self.kind} keeps no tokens; a policy must keep at "
+                             "least one (window:1024 or window:0.25)", param="evict")
 
     @staticmethod
     def _tokens(value: float, length: int) -> int:
@@ -193,7 +179,7 @@ def parse_evict(text: str) -> Eviction:
     m = _EVICT.match(text.strip().lower())
     if m is None or m["kind"] not in EVICT_KINDS or m["a"] is None:
         raise UsageError(
-            f"evict '{text}' is not a policy; write window:N, streaming:SINKS+N, "
+            f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)",
             param="evict",
         )
@@ -203,17 +189,17 @@ def parse_evict(text: str) -> Eviction:
     try:
         if kind == "window":
             if b is not None:
-                raise UsageError(f"evict '{text}': window takes one number (window:1024)",
+                raise UsageError(f"{arg('evict')} '{text}': window takes one number (window:1024)",
                                  param="evict")
             return Eviction("window", recent=a)
         if kind == "streaming":
             if b is None or "." in a_text:
-                raise UsageError(f"evict '{text}': write streaming:SINKS+WINDOW "
+                raise UsageError(f"{arg('evict')} '{text}': write streaming:SINKS+WINDOW "
                                  "(streaming:4+1024)", param="evict")
             return Eviction("streaming", sinks=int(a), recent=b)
         if kind == "h2o":
             if b is None:
-                raise UsageError(f"evict '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
+                raise UsageError(f"{arg('evict')} '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
                                  param="evict")
             return Eviction("h2o", heavy=a, recent=b)
         return Eviction("snapkv", budget=a, recent=b if b is not None else 32.0)
@@ -221,7 +207,7 @@ def parse_evict(text: str) -> Eviction:
         why = str(exc)
         if why.startswith(f"evict '{text}'"):
             raise
-        raise UsageError(f"evict '{text}': {why.removeprefix('evict ')}",
+        raise UsageError(f"{arg('evict')} '{text}': {why.removeprefix('evict ')}",
                          param="evict") from None
 
 
@@ -235,16 +221,15 @@ def _budget(number: str, text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 1:
-        raise UsageError(f"evict '{text}': {number} is not a count or a fraction below 1 (a "
-                         "decimal point makes a fraction); write a count (1024) or a fraction "
-                         "below 1 (0.25)", param="evict")
+        raise UsageError(f"{arg('evict')} '{text}': {number} is not a count or a fraction below "
+                         "1 (a decimal point makes a fraction); write a count (1024) or a "
+                         "fraction below 1 (0.25)", param="evict")
     return value
 
 
-def policy_bytes(
-    tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
-    quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None,
-) -> int:
+def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
+                 quant: KvQuant | None = None, evict: Eviction | None = None,
+                 prompt: int | None = None) -> int:
     """Bytes a cache of ``layers`` full-attention layers holds for one sequence that has
     seen ``tokens`` tokens, under a quantization and/or an eviction policy.
 

@@ -1,18 +1,10 @@
 """KV-cache bytes from a catalog architecture (DESIGN §5).
 
-Per token and full-attention layer the cache holds a K and a V vector per kv head::
-
-    2 (K, V) x kv_heads x head_dim x bytes(kv_dtype)
-
-Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 131,072 B = 128 KiB per token (bf16).
-MLA layers (DeepSeek-V2/V3) cache one latent plus the rope key, no factor 2:
-``(kv_lora_rank + qk_rope_head_dim) x bytes``; DeepSeek-V3: 576 x 2 x 61 = 70,272 B.
-Sliding-window layers hold at most ``window`` tokens; linear-attention (DeltaNet,
-Mamba) layers hold a fixed state per sequence whatever its length.
-
-Paged caches (vLLM) allocate whole blocks: ``ceil(n / block) x block`` slots per
-layer. A sliding layer keeps only the blocks its window touches, at most
-``ceil((window - 1) / block) + 1`` of them (the window rarely starts on a block edge).
+A full-attention layer caches ``2 (K, V) x kv_heads x head_dim x bytes`` per token
+(Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 128 KiB); an MLA layer ``(kv_lora_rank +
+qk_rope_head_dim) x bytes`` (DeepSeek-V3: 576 x 2 x 61 = 70,272 B); a sliding layer at most
+``window`` tokens; a linear layer a fixed state. Paged caches hold whole blocks, a sliding
+layer at most ``ceil((window - 1) / block) + 1`` of them.
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tokcost.catalog.schema import Architecture, LayerKind
-from tokcost.errors import UsageError, suggest
+from tokcost.errors import UsageError, arg, suggest
 from tokcost.memory.parallel import check_attention_heads
 
 
@@ -98,25 +90,23 @@ def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> 
         name = str(name)  # a KvDtypeName's str() is its value
         key = _DTYPE_ALIASES.get(name.lower(), name.lower())
         if key not in KV_DTYPES:
-            raise UsageError(
-                f"unknown KV dtype '{name}'{suggest(key, KV_DTYPES)}; "
-                f"use one of {', '.join(KV_DTYPES)}"
-            )
+            raise UsageError(f"unknown KV dtype '{name}'{suggest(key, KV_DTYPES)}; use one of "
+                             f"{', '.join(KV_DTYPES)}")
         found = KV_DTYPES[key]
     if group is not None:
         if group <= 0:
-            raise UsageError(f"kv_group_size must be positive, got {group}",
+            raise UsageError(f"{arg('kv_group_size')} must be positive, got {group}",
                              param="kv_group_size")
         if found.group is None:
-            raise UsageError(f"kv_group_size applies to int8/int4 caches, not {found.name}",
-                             param="kv_group_size")
+            raise UsageError(f"{arg('kv_group_size')} applies to int8/int4 caches, not "
+                             f"{found.name}", param="kv_group_size")
         found = KvDtype(found.name, found.bits, group, found.group_overhead_bytes)
     return found
 
 
 def _positive(value: int, param: str) -> None:
     if value <= 0:
-        raise UsageError(f"{param} must be a positive integer, got {value}", param=param)
+        raise UsageError(f"{arg(param)} must be a positive integer, got {value}", param=param)
 
 
 @dataclass(frozen=True)
@@ -159,13 +149,7 @@ class KvLayout:
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
         """Bytes of one sequence of ``tokens`` on one GPU (all layers)."""
-        total = 0
-        for kind, count in self.counts.items():
-            if kind == "linear":
-                total += count * self.state_bytes
-            else:
-                total += count * self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind]
-        return total
+        return sum(self.by_kind(tokens, block_size).values())
 
     def subset(self, indices: range | Sequence[int]) -> KvLayout:
         """The same cache restricted to some layers (one pipeline-parallel stage)."""
@@ -175,14 +159,9 @@ class KvLayout:
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
         """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
-        out: dict[str, int] = {}
-        for kind, count in self.counts.items():
-            if kind == "linear":
-                out[kind] = count * self.state_bytes
-            else:
-                slots = self.layer_slots(kind, tokens, block_size)
-                out[kind] = count * slots * self.token_bytes[kind]
-        return out
+        return {kind: count * (self.state_bytes if kind == "linear" else
+                               self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
+                for kind, count in self.counts.items()}
 
 
 def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
@@ -218,22 +197,14 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     """
     _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
-        raise UsageError(
-            f"tp={tp} must divide the model's {kv_heads} kv heads or be a multiple of it",
-            param="tp",
-        )
+        raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a "
+                         "multiple of it", param="tp")
     return max(1, kv_heads // tp)
 
 
-def kv_layout(
-    arch: Architecture,
-    kv_dtype_name: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    tp: int = 1,
-    group: int | None = None,
-    state_dtype: str = "bf16",
-    model: str = "?",
-) -> KvLayout:
+def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "bf16", *,
+              tp: int = 1, group: int | None = None, state_dtype: str = "bf16",
+              model: str = "?") -> KvLayout:
     """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
@@ -262,13 +233,8 @@ def kv_layout(
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
 
 
-def kv_bytes_per_token(
-    arch: Architecture,
-    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    tp: int = 1,
-    group: int | None = None,
-) -> int:
+def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+                       tp: int = 1, group: int | None = None) -> int:
     """Bytes one token adds to the cache, summed over layers (per GPU under TP).
 
     For sliding-window models this is the cost of a token while the context is
@@ -277,16 +243,10 @@ def kv_bytes_per_token(
     return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
 
 
-def kv_cache_bytes(
-    arch: Architecture,
-    tokens: int,
-    kv_dtype: str | KvDtypeName | KvDtype = "bf16",
-    *,
-    block_size: int | None = None,
-    tp: int = 1,
-    batch: int = 1,
-    group: int | None = None,
-) -> int:
+def kv_cache_bytes(arch: Architecture, tokens: int,
+                   kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+                   block_size: int | None = None, tp: int = 1, batch: int = 1,
+                   group: int | None = None) -> int:
     """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
 
     >>> from tokcost.catalog import load_catalog

@@ -15,7 +15,7 @@ Both follow vLLM, whose rules SGLang shares:
 
 from __future__ import annotations
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 
 __all__ = ["check_attention_heads", "pp_stages"]
 
@@ -24,8 +24,8 @@ def check_attention_heads(attention_heads: int | None, tp: int) -> None:
     """Refuse a tensor-parallel size that does not divide the query heads, as vLLM does."""
     if attention_heads is not None and tp > 1 and attention_heads % tp:
         raise UsageError(
-            f"tp={tp} does not divide the model's {attention_heads} attention heads (vLLM and "
-            f"SGLang shard heads across GPUs); use a divisor of {attention_heads}",
+            f"{arg('tp', tp)} does not divide the model's {attention_heads} attention heads "
+            f"(vLLM and SGLang shard heads across GPUs); use a divisor of {attention_heads}",
             param="tp",
         )
 
@@ -39,10 +39,11 @@ def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
     [15, 16, 16, 15]
     """
     if pp <= 0:
-        raise UsageError(f"pp must be a positive integer, got {pp}", param="pp")
+        raise UsageError(f"{arg('pp')} must be a positive integer, got {pp}", param="pp")
     if pp > layers:
         raise UsageError(
-            f"pp={pp} pipeline stages exceed the model's {layers} layers; use at most {layers}",
+            f"{arg('pp', pp)} pipeline stages exceed the model's {layers} layers; use at most "
+            f"{layers}",
             param="pp",
         )
     sizes = [layers // pp] * pp

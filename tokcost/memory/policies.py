@@ -1,23 +1,16 @@
 """KV allocation policies as objects: how each admits, grows, releases and measures requests.
 
-Memory is ``capacity`` token slots (one slot holds one token's keys and values in every
-layer). The contiguous policies reserve one run of slots per sequence up front, for as
-many tokens as they believe it will reach:
+Memory is ``capacity`` token slots (a token's keys and values in every layer). The
+contiguous policies reserve one run of slots per sequence up front: ``max`` for the maximum
+length (Orca (Max), FasterTransformer), ``pow2`` for the next power of two of the final
+length (Orca (Pow2)), ``oracle`` for exactly the final length (an upper bound). ``paged``
+(vLLM) takes blocks on demand from the block allocator (tokcost.memory.blocks); samples of
+one request share the prompt's blocks, the partly filled last one copied on first write.
 
-- ``max``: the maximum sequence length (Orca (Max), FasterTransformer);
-- ``pow2``: the next power of two of the real final length (Orca (Pow2));
-- ``oracle``: exactly the final length, known in advance (Orca (Oracle), an upper
-  bound no real system reaches).
-
-``paged`` (vLLM) takes blocks of ``block_size`` slots on demand from the one block
-allocator (tokcost.memory.blocks); parallel samples of one request share the prompt's
-blocks, and the partly filled last prompt block is copied on its first write.
-
-A policy measures the memory in the PagedAttention paper's categories (§3, Figure 2):
-token states, slots reserved for tokens still to come, internal fragmentation
-(reserved or allocated, never used), external fragmentation (free slots the next
-request cannot use because they lie in gaps too small for its contiguous reservation)
-and free slots nobody asked for.
+Memory is measured in the PagedAttention paper's categories (§3, Figure 2): token states,
+slots reserved for tokens to come, internal fragmentation (reserved or allocated, never
+used), external fragmentation (free slots in gaps too small for the next reservation) and
+free slots nobody asked for.
 """
 
 from __future__ import annotations
@@ -28,24 +21,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import BlockAllocator, check_block_size
 from tokcost.memory.report import StepSample
 from tokcost.memory.workload import Request
 
-__all__ = [
-    "POLICIES",
-    "ContiguousPolicy",
-    "MaxPolicy",
-    "OraclePolicy",
-    "PagedPolicy",
-    "Policy",
-    "PolicyName",
-    "Pow2Policy",
-    "make_policy",
-    "next_pow2",
-    "policy_names",
-]
+__all__ = ["POLICIES", "ContiguousPolicy", "MaxPolicy", "OraclePolicy", "PagedPolicy", "Policy",
+           "PolicyName", "Pow2Policy", "make_policy", "next_pow2", "policy_names"]
 
 
 class PolicyName(str, Enum):
@@ -62,9 +44,8 @@ class PolicyName(str, Enum):
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
-def policy_names(
-    names: Iterable[PolicyName | str], *, param: str = "policies"
-) -> tuple[PolicyName, ...]:
+def policy_names(names: Iterable[PolicyName | str], *,
+                 param: str = "policies") -> tuple[PolicyName, ...]:
     """Policies by name, in the order given.
 
     >>> policy_names(["paged", "max"])
@@ -74,13 +55,15 @@ def policy_names(
     bad = [n for n in chosen if n not in POLICIES]
     if bad or not chosen:
         raise UsageError(
-            f"unknown {param} '{','.join(bad)}'; use some of: {','.join(POLICIES)}", param=param
+            f"unknown {arg(param)} '{','.join(bad)}'; use some of: {','.join(POLICIES)}",
+            param=param,
         )
     twice = sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index)
     if twice:
         # Two runs of one policy on one stream are the same run: a duplicate is a typo.
         raise UsageError(
-            f"{param} names {', '.join(repr(n) for n in twice)} twice; give each policy once",
+            f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give each policy "
+            "once",
             param=param,
         )
     return tuple(PolicyName(n) for n in chosen)
@@ -319,14 +302,11 @@ class PagedPolicy(Policy):
 
 
 _CLASSES: dict[PolicyName, type[Policy]] = {
-    cls.name: cls for cls in (MaxPolicy, Pow2Policy, OraclePolicy, PagedPolicy)
-}
+    cls.name: cls for cls in (MaxPolicy, Pow2Policy, OraclePolicy, PagedPolicy)}
 
 
-def make_policy(
-    name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048, block_size: int = 16,
-    share_prefix: bool = True,
-) -> Policy:
+def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048,
+                block_size: int = 16, share_prefix: bool = True) -> Policy:
     """A fresh policy (with empty memory) by name.
 
     >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
@@ -335,11 +315,11 @@ def make_policy(
     try:
         key = PolicyName(name)
     except ValueError:
-        raise UsageError(
-            f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}", param="policy"
-        ) from None
+        raise UsageError(f"unknown policy '{name}'; use one of: {', '.join(POLICIES)}",
+                         param="policy") from None
     if key is PolicyName.PAGED:
         check_block_size(block_size, max_len)
     elif block_size < 1:
-        raise UsageError(f"block_size must be >= 1, got {block_size}", param="block_size")
+        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}",
+                         param="block_size")
     return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)

@@ -3,28 +3,23 @@ cache with a full-precision residual (``residual``), planned with the one bytes 
 (``tokcost.memory.cache_policy.policy_bytes``) that the reference caches' arrays match.
 
 The policy replaces the engine's per-request bytes; the KV memory stays the engine's.
-vLLM and SGLang evict nothing and have no KIVI layout, so with them the figures are what
-the policy would hold in the memory that engine leaves, and a note says so; ``ideal`` is
-the bytes held with no engine around them. Full-attention models only: a sliding, MLA or
-linear layer holds something else, which this formula does not describe.
+Full-attention models only: a sliding, MLA or linear layer holds something else, which
+this formula does not describe.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import UsageError
-from tokcost.memory.cache_policy import (
-    Eviction,
-    KvQuant,
-    QuantFormat,
-    parse_evict,
-    policy_bytes,
-)
-from tokcost.memory.engines.base import EnginePlan, EngineReport
+from tokcost.errors import UsageError, arg
+from tokcost.memory.cache_policy import Eviction, KvQuant, QuantFormat, policy_bytes
+from tokcost.memory.engines.base import Deployment, Engine, EngineReport, Plan
 from tokcost.memory.fit import GpuFit
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.note import Note
+
+if TYPE_CHECKING:
+    from tokcost.memory.request import CacheSpec
 
 __all__ = ["PolicyPlan", "policy_plan"]
 
@@ -33,10 +28,11 @@ _RESIDUAL_BYTES = 2
 
 
 @dataclass(frozen=True)
-class PolicyPlan:
+class PolicyPlan(Plan):
     """An engine plan whose per-request bytes are a cache policy's (numbers per GPU)."""
 
-    inner: EnginePlan
+    inner: Plan
+    block_size: int
     fit: GpuFit | None
     quant: KvQuant | None
     evict: Eviction | None
@@ -45,10 +41,6 @@ class PolicyPlan:
     head_dim: int
     full_bytes: int
     prompt: int | None = None  # SnapKV compresses this many prompt tokens (None: all)
-
-    @property
-    def block_size(self) -> int:
-        return self.inner.block_size
 
     def request_bytes(self, context: int) -> int:
         return policy_bytes(context, layers=self.layers, kv_heads=self.kv_heads,
@@ -66,14 +58,7 @@ class PolicyPlan:
         return batch * self.request_bytes(context) <= self.fit.available_bytes
 
     def largest_context(self, batch: int, limit: int) -> int | None:
-        """Bisection: the bytes grow with the context (until an eviction budget caps them)."""
-        if self.fit is None or not self.fits(1, batch):
-            return None
-        lo, hi = 1, limit
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if self.fits(mid, batch) else (lo, mid - 1)
-        return lo
+        return super().largest_context(batch, limit) or None  # none at all: no answer
 
     def report(self, max_model_len: int) -> EngineReport:
         return self.inner.report(max_model_len)
@@ -81,12 +66,13 @@ class PolicyPlan:
     def to_dict(self) -> dict[str, Any]:
         """The ``cache_policy`` object of ``kvmem estimate --json``."""
         q, e = self.quant, self.evict
+        grouped = q if q is not None and q.grouped else None
         return {
             "kv_dtype": q.format if q is not None else None,
-            "keys": q.keys if q is not None and q.grouped else None,
-            "values": q.values if q is not None and q.grouped else None,
-            "group": q.group if q is not None and q.grouped else None,
-            "residual": q.residual if q is not None and q.grouped else None,
+            "keys": grouped and grouped.keys,
+            "values": grouped and grouped.values,
+            "group": grouped and grouped.group,
+            "residual": grouped and grouped.residual,
             "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
                                              "heavy": e.heavy, "budget": e.budget,
                                              "recent": e.recent},
@@ -94,24 +80,22 @@ class PolicyPlan:
         }
 
 
-def policy_plan(
-    inner: EnginePlan, fit: GpuFit | None, layout: KvLayout, *, engine: str, layers: int,
-    head_dim: int | None, evict: str | Eviction | None, residual: int | None,
-    prompt: int | None, model: str,
-) -> tuple[PolicyPlan, list[str]]:
-    """The plan for ``evict``/``residual`` on ``layout`` (``layers`` full layers of the fullest
+def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec,
+                engine: Engine, *, layers: int, prompt: int | None
+                ) -> tuple[PolicyPlan, list[Note]]:
+    """The plan for ``cache``'s policy on ``dep`` (``layers`` full layers on the fullest
     pipeline stage), and the notes it needs."""
+    layout, residual, ev = dep.layout, cache.residual, cache.eviction
     kinds = [kind for kind, n in layout.counts.items() if n and kind != "full"]
-    param = "evict" if evict is not None else "residual"
-    if kinds or head_dim is None or layout.kv_heads_per_gpu is None:
-        raise UsageError(f"model '{model}' has {', '.join(sorted(kinds))} layers; cache "
-                         "policies are planned for full-attention models only", param=param)
+    if kinds or dep.head_dim is None or layout.kv_heads_per_gpu is None:
+        raise UsageError(f"model '{dep.model}' has {', '.join(sorted(kinds))} layers; cache "
+                         "policies are planned for full-attention models only",
+                         param="evict" if ev is not None else "residual")
     dtype = layout.dtype
     if residual is not None and dtype.group is None:
-        raise UsageError(f"residual applies to int8/int4 caches (KIVI), not {dtype.name}; "
-                         "give kv_dtype=int8 or int4", param="residual",
-                         related=("kv_dtype",))
-    ev = parse_evict(evict) if isinstance(evict, str) else evict
+        raise UsageError(f"{arg('residual')} applies to int8/int4 caches (KIVI), not "
+                         f"{dtype.name}; give {arg('kv_dtype', 'int8')} or int4",
+                         param="residual", related=("kv_dtype",))
     quant: KvQuant | None = None
     full_bytes = dtype.bits // 8
     if dtype.name == "fp8":
@@ -123,25 +107,19 @@ def policy_plan(
         quant = KvQuant(fmt, group=dtype.group, keys="token" if residual is None else "channel",
                         residual=residual or 0)
         full_bytes = _RESIDUAL_BYTES
-    plan = PolicyPlan(inner, fit, quant, ev, layers, layout.kv_heads_per_gpu, head_dim,
-                      full_bytes, prompt)
+    plan = PolicyPlan(inner, inner.block_size, fit, quant, ev, layers, layout.kv_heads_per_gpu,
+                      dep.head_dim, full_bytes, prompt)
     if max(plan.request_bytes(1), plan.request_bytes(10**6)) == 0:
-        raise UsageError(f"evict '{evict}' keeps no tokens; give a budget of at least one",
-                         param="evict")
-    notes = []
+        raise UsageError(f"{arg('evict')} '{cache.evict}' keeps no tokens; give a budget of at "
+                         "least one", param="evict")
     what = []
     if quant is not None and quant.grouped:
         what.append(f"{quant.format} keys per {quant.keys}, values per {quant.values} in groups "
                     f"of {quant.group}, the last {quant.residual:,} tokens in bf16")
     if ev is not None:
         what.append(f"{ev.kind} eviction")
-    if what:
-        notes.append(f"cache policy: {'; '.join(what)} (tokcost.memory.cache_policy); per "
-                     "sequence is the bytes it holds at each context")
-    if ev is not None and engine != "ideal":
-        notes.append(f"{engine} evicts nothing: per sequence, concurrency and fits are the bytes "
-                     f"the eviction policy holds, in the KV memory {engine} leaves; its own "
-                     "lines are for its full cache (engine=ideal drops them)")
-    if ev is not None or residual is not None:
-        notes.append("the decode and prefill rooflines read the full cache, not the policy's")
-    return plan, notes
+    notes = [Note(f"cache policy: {'; '.join(what)} (tokcost.memory.cache_policy); per "
+                  "sequence is the bytes it holds at each context")] if what else []
+    kept = engine.eviction_note() if ev is not None else None
+    return plan, [*notes, *([kept] if kept else []),
+                  Note("the decode and prefill rooflines read the full cache, not the policy's")]

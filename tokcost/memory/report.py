@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["PolicyReport", "StepSample"]
@@ -46,23 +46,8 @@ class PolicyReport:
         return self.policy if self.block_size is None else f"{self.policy}/{self.block_size}"
 
     def to_dict(self) -> dict[str, Any]:
-        """One entry of the ``policies`` list in ``kvmem simulate``'s JSON document."""
-        return {
-            "policy": self.policy,
-            "block_size": self.block_size,
-            "capacity_tokens": self.capacity_tokens,
-            "token_states": round(self.token_states, 6),
-            "reserved": round(self.reserved, 6),
-            "internal_fragmentation": round(self.internal_fragmentation, 6),
-            "external_fragmentation": round(self.external_fragmentation, 6),
-            "free": round(self.free, 6),
-            "peak_batch": self.peak_batch,
-            "mean_batch": round(self.mean_batch, 3),
-            "steps": self.steps,
-            "saturated_steps": self.saturated_steps,
-            "completed": self.completed,
-            "preemptions": self.preemptions,
-            "prefix_sharing_saved": (
-                None if self.prefix_sharing_saved is None else round(self.prefix_sharing_saved, 6)
-            ),
-        }
+        """One entry of the ``policies`` list in ``kvmem simulate``'s JSON document: the
+        fields, shares to 6 decimals and the mean batch to 3."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
+                for k, v in data.items()}

@@ -1,53 +1,22 @@
 """How fast a model runs on a GPU: a roofline for a decode step and for prefill.
 
-A forward pass takes at least the longer of two times, and that one *binds*::
+A pass takes the longer of ``bytes moved / (bandwidth x efficiency)`` and ``FLOPs /
+(peak FLOP/s x efficiency)``; that limit *binds*. Numbers are per GPU (weights, FLOPs and
+heads split ``tp`` ways). ``efficiency`` 1.0 gives the datasheet bound no engine beats.
 
-    bandwidth:  bytes it moves / (bandwidth x efficiency)
-    compute:    FLOPs it does  / (peak FLOP/s x efficiency)
+**Bytes.** A pass reads every dense weight once (the embedding table whole: the catalog
+does not say whether it is tied) and the experts its tokens route to: with ``E`` experts,
+``k`` per token and ``n`` tokens routed uniformly, one layer touches ``D(n) = E x (1 - (1 -
+k/E)^n)`` experts (``D(1) = k``), each ``expert_weights_bytes / E``, which is exact for
+mixed-dtype checkpoints (gpt-oss: mxfp4 experts, bf16 attention). A decode step also reads
+every sequence's cache (the tokens held, not the last block's padding); prefill writes it.
 
-``efficiency`` (default 1.0: the datasheet peaks, a bound no engine beats) scales
-both. Numbers are per GPU: under tensor parallelism weights, FLOPs and heads split
-``tp`` ways, and the KV bytes are the layout's per-GPU bytes.
-
-**Bytes.** A pass reads every dense weight once (the input embedding table too: a
-pass gathers only its tokens' rows, but the catalog does not say whether the table
-is tied to the output head, so it is counted whole, vocab x hidden x bytes more than
-strictly read). A mixture-of-experts layer reads the experts its tokens route to.
-With ``E`` experts, ``k`` per token and ``n`` tokens routed uniformly and
-independently, the expected number of distinct experts one layer touches is::
-
-    D(n) = E x (1 - (1 - k/E)^n)          D(1) = k;  D(n) -> E as n grows
-
-so a pass reads ``dense bytes + D(n) x bytes per expert``, with bytes per expert =
-``expert_weights_bytes / E`` (summed over the MoE layers). That is exact for
-mixed-dtype checkpoints (gpt-oss: mxfp4 experts beside bf16 attention), where
-scaling the checkpoint by active / total parameters is not. A decode step also reads
-every sequence's cache: the tokens held (all of them on full and MLA layers, the
-window on sliding ones, the fixed state on linear ones), not the padding of the last
-block. Prefill writes the prompt's cache.
-
-**FLOPs.** Matmuls do 2 x active parameters per token (``params.active``: one
-token's experts; the input embedding is a gather, and the published active counts
-leave it out). Attention, per layer, query token and key it attends to::
-
-    full, sliding:  4 x heads x head_dim             (QK^T and PV, a multiply-add each)
-    MLA:            2 x heads x (2 x kv_lora_rank + qk_rope_head_dim)
-                    (the absorbed form vLLM decodes with; its prefill expands the
-                    latent and does fewer, so MLA prefill is a conservative bound)
-    linear:         6 x state elements per token     (read, update and query the state)
-
-A decode step's token attends to its whole context (``min(context, window)`` keys on
-a sliding layer); a causal prompt of ``P`` tokens to ``P (P + 1) / 2`` keys in all
-(``sum of min(i, window)`` for i = 1..P on a sliding layer). So::
-
-    decode FLOPs  = batch x (2 x active params + attention FLOPs of one token)
-    prefill FLOPs = 2 x active params x P + attention FLOPs of the causal prompt
-
-The peak is the weights dtype's: fp8 weights run fp8 matmuls where the GPU has them
-(vLLM's W8A8 path on Hopper, Ada, Blackwell, MI300X...); every other dtype computes
-in bf16 (int8/int4/mxfp4 weight-only kernels dequantize to bf16). Prefill is one
-pass over the whole prompt; chunked prefill re-reads the weights per chunk, which
-only matters for prompts short enough to be bandwidth bound.
+**FLOPs.** 2 x active parameters per token, plus attention per layer, query and key:
+``4 x heads x head_dim`` (full, sliding), ``2 x heads x (2 x kv_lora_rank + rope dim)``
+(MLA, absorbed as vLLM decodes; a conservative prefill bound), ``6 x state`` per token
+(linear). A decode token attends to its context (the window on a sliding layer); a causal
+prompt of P tokens to ``P (P + 1) / 2`` keys. The peak is the weights dtype's: fp8 weights
+run fp8 matmuls where the GPU has them; other dtypes compute in bf16.
 """
 
 from __future__ import annotations
@@ -56,17 +25,20 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from tokcost.catalog.schema import Architecture, Gpu
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.memory.kv import KvLayout
+from tokcost.memory.note import Note
 from tokcost.units import weight_bits
 
-__all__ = [
-    "DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "WeightsRead",
-    "attention_flops", "decode_step", "expected_experts", "expert_weights", "gpu_peaks",
-    "read_weights", "roofline_notes", "weights_bytes",
-]
+if TYPE_CHECKING:
+    from tokcost.memory.request import RooflineSpec
+
+__all__ = ["DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "WeightsRead",
+           "attention_flops", "decode_step", "expected_experts", "expert_weights", "gpu_peaks",
+           "read_weights", "roofline_notes", "weights_bytes"]
 
 # Weights dtypes that run fp8 matmuls (W8A8) on a GPU with fp8 tensor cores.
 _FP8_COMPUTE = frozenset({"fp8"})
@@ -76,7 +48,7 @@ def _total_bytes(arch: Architecture, dtype: str | None, model: str) -> int:
     if arch.params_total is None:
         raise UsageError(
             f"model '{model}' lacks architecture field params needed for the weights' size; "
-            f"add it to its catalog entry, or pass kv_memory=SIZE", param="kv_memory"
+            f"add it to its catalog entry, or pass {arg('kv_memory', 'SIZE')}", param="kv_memory"
         )
     if arch.weights_bytes is not None and dtype is None:
         return arch.weights_bytes
@@ -85,10 +57,8 @@ def _total_bytes(arch: Architecture, dtype: str | None, model: str) -> int:
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
     """Distinct experts ``tokens`` tokens touch in one MoE layer, on average, when each
-    picks ``per_token`` of ``experts`` uniformly: ``E x (1 - (1 - k/E)^n)``.
-
-    One token touches its own ``k``; a batch of 16 on Qwen3-30B-A3B (128 experts, 8
-    per token): 128 x (1 - (120/128)^16) = 128 x (1 - 0.35607) = 82.42.
+    picks ``per_token`` of ``experts`` uniformly: ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B,
+    a batch of 16: 128 x (1 - (120/128)^16) = 82.42).
 
     >>> expected_experts(128, 8, 1), round(expected_experts(128, 8, 16), 2)
     (8.0, 82.42)
@@ -116,18 +86,12 @@ class ExpertWeights:
         return math.ceil(self.dense_bytes + self.touched(tokens) * self.expert_bytes)
 
 
-def expert_weights(
-    arch: Architecture, *, dtype: str | None = None, model: str = "?"
-) -> ExpertWeights | None:
-    """The dense / routed split of a MoE model, or None (dense, or experts not stated).
-
-    ``expert_weights_bytes`` from the catalog when the checkpoint's own dtype is used;
-    otherwise (``dtype`` given, or no byte count) one expert's parameters follow from
-    ``params``: total - active = (E - k) experts' worth.
-
-    gpt-oss-120b: 65,248,815,744 B in all, 60,993,699,840 B of mxfp4 experts, so
-    dense = 4,255,115,904 B and one expert (36 layers) = 476,513,280 B; one token
-    reads 4,255,115,904 + 4 x 476,513,280 = 6,161,169,024 B.
+def expert_weights(arch: Architecture, *, dtype: str | None = None,
+                   model: str = "?") -> ExpertWeights | None:
+    """The dense / routed split of a MoE model, or None (dense, or experts not stated):
+    the catalog's ``expert_weights_bytes`` in the checkpoint's dtype, else from ``params``
+    (total - active = (E - k) experts' worth). gpt-oss-120b: 60,993,699,840 of its
+    65,248,815,744 B are mxfp4 experts, 476,513,280 B each over its 36 layers.
     """
     e, k = arch.experts, arch.experts_per_token
     if not arch.is_moe or e is None or k is None:
@@ -160,14 +124,10 @@ class WeightsRead:
     experts_touched: float | None  # per MoE layer; None for dense models
 
 
-def read_weights(
-    arch: Architecture, *, tokens: int, dtype: str | None = None, model: str = "?"
-) -> WeightsRead:
-    """What a pass over ``tokens`` tokens (a decode batch, or a prompt) reads.
-
-    A MoE model that states no experts reads one token's share of the weights
-    (active / total parameters): a lower bound on bytes, so an upper bound on speed.
-    """
+def read_weights(arch: Architecture, *, tokens: int, dtype: str | None = None,
+                 model: str = "?") -> WeightsRead:
+    """What a pass over ``tokens`` tokens (a decode batch, or a prompt) reads; a MoE model
+    that states no experts reads one token's share (a lower bound on bytes)."""
     moe = expert_weights(arch, dtype=dtype, model=model)
     if moe is not None:
         return WeightsRead(moe.bytes_read(tokens), moe.touched(tokens))
@@ -179,15 +139,10 @@ def read_weights(
     return WeightsRead(total, None)
 
 
-def weights_bytes(
-    arch: Architecture, *, dtype: str | None = None, active: bool = False, model: str = "?"
-) -> int:
-    """Bytes of the weights: all of them, or the ``active`` ones one token reads.
-
-    An explicit ``weights_bytes`` (checkpoint size) wins over params x dtype unless a
-    different ``dtype`` is asked for. A MoE token reads the dense weights and its
-    ``experts_per_token`` experts (``expert_weights``).
-    """
+def weights_bytes(arch: Architecture, *, dtype: str | None = None, active: bool = False,
+                  model: str = "?") -> int:
+    """Bytes of the weights, or of the ``active`` ones one token reads; the checkpoint's
+    ``weights_bytes`` wins over params x dtype unless another ``dtype`` is asked for."""
     if active:
         return read_weights(arch, tokens=1, dtype=dtype, model=model).bytes
     return _total_bytes(arch, dtype, model)
@@ -214,12 +169,8 @@ def _keys(new: int, past: int, window: int | None) -> int:
 
 def attention_flops(arch: Architecture, *, new_tokens: int, past_tokens: int = 0) -> int:
     """FLOPs of attention (scores and the weighted sum, all layers, whole model) for
-    ``new_tokens`` query tokens after ``past_tokens`` cached ones.
-
-    Llama-3.1-8B, one decode token at context 8,192: 32 layers x 4 x 32 heads x 128 x
-    8,192 keys = 4,294,967,296. An 8,192-token prompt: 32 x 16,384 x 8,192 x 8,193 / 2
-    = 17,594,333,528,064.
-    """
+    ``new_tokens`` query tokens after ``past_tokens`` cached ones (Llama-3.1-8B, one token
+    at 8,192: 32 layers x 4 x 32 heads x 128 x 8,192 keys = 4,294,967,296)."""
     att = arch.attention
     heads = arch.attention_heads or arch.kv_heads or 0
     total = 0
@@ -247,23 +198,11 @@ class Peaks:
     fp8_fallback: bool = False  # fp8 weights on a GPU without fp8 peak: bf16 used
 
 
-def gpu_peaks(
-    gpu: Gpu | None,
-    *,
-    weights_dtype: str,
-    bandwidth: int | None = None,
-    flops: float | None = None,
-    efficiency: float = 1.0,
-) -> Peaks | None:
-    """The GPU's bandwidth and the peak FLOP/s of ``weights_dtype`` (``bandwidth`` and
-    ``flops`` override the catalog's); None when no bandwidth is known."""
-    if not 0 < efficiency <= 1:
-        raise UsageError(
-            f"efficiency must be in (0, 1], got {efficiency}: the fraction of the "
-            "datasheet peaks reached (1 = the bound)", param="efficiency"
-        )
-    if flops is not None and flops <= 0:
-        raise UsageError(f"flops must be positive, got {flops:g}", param="flops")
+def gpu_peaks(gpu: Gpu | None, spec: RooflineSpec | None = None, *,
+              weights_dtype: str) -> Peaks | None:
+    """The GPU's bandwidth and the peak FLOP/s of ``weights_dtype``, or the ``spec``'s
+    bandwidth and flops where it gives them; None when no bandwidth is known."""
+    bandwidth, flops = (spec.bandwidth, spec.flops) if spec is not None else (None, None)
     bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
     if bw is None:
         return None
@@ -277,7 +216,11 @@ def gpu_peaks(
             fallback = fp8 and peak is not None
     elif fp8:
         dtype = "fp8"
-    return Peaks(bw, peak, efficiency, dtype, fallback)
+    return Peaks(bw, peak, 1.0 if spec is None else spec.efficiency, dtype, fallback)
+
+
+def _ms(seconds: float | None, digits: int = 4) -> float | None:
+    return None if seconds is None else round(seconds * 1000, digits)
 
 
 class _Limits:
@@ -289,6 +232,7 @@ class _Limits:
     flops: int
     peak_flops_per_s: float | None
     efficiency: float
+    experts_touched: float | None
 
     @property
     def step_bytes(self) -> int:
@@ -306,8 +250,7 @@ class _Limits:
 
     @property
     def seconds(self) -> float:
-        compute = self.compute_seconds
-        return max(self.bandwidth_seconds, compute or 0.0)
+        return max(self.bandwidth_seconds, self.compute_seconds or 0.0)
 
     @property
     def bound(self) -> str:
@@ -315,6 +258,12 @@ class _Limits:
         compute = self.compute_seconds
         return "compute" if compute is not None and compute > self.bandwidth_seconds \
             else "bandwidth"
+
+    def _times(self) -> dict[str, object]:
+        touched = self.experts_touched
+        return {"experts_touched": None if touched is None else round(touched, 2),
+                "bandwidth_ms": _ms(self.bandwidth_seconds),
+                "compute_ms": _ms(self.compute_seconds), "bound": self.bound}
 
 
 @dataclass(frozen=True)
@@ -342,6 +291,18 @@ class DecodeStep(_Limits):
     def tokens_per_s(self) -> float:
         return self.batch / self.seconds
 
+    def to_dict(self) -> dict[str, object]:
+        """The ``decode`` object of a context in ``kvmem estimate --json``."""
+        times = self._times()
+        return {
+            "weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
+            "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
+            "efficiency": self.efficiency, **times, "step_ms": _ms(self.step_seconds),
+            "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
+            "tokens_per_s": round(self.tokens_per_s, 2),
+        }
+
 
 @dataclass(frozen=True)
 class Prefill(_Limits):
@@ -360,32 +321,19 @@ class Prefill(_Limits):
     def ttft_seconds(self) -> float:
         return self.seconds
 
+    def to_dict(self) -> dict[str, object]:
+        """The ``prefill`` object of a context in ``kvmem estimate --json``."""
+        return {"prompt_tokens": self.prompt_tokens, "weights_bytes": self.weights_bytes,
+                "kv_bytes": self.kv_bytes, "flops": self.flops, **self._times(),
+                "ttft_ms": _ms(self.ttft_seconds)}
 
-def decode_step(
-    layout: KvLayout,
-    *,
-    active_weights: int,
-    context: int,
-    batch: int,
-    bandwidth: int,
-    block_size: int | None = None,
-    flops: int = 0,
-    peak_flops: float | None = None,
-    efficiency: float = 1.0,
-    experts_touched: float | None = None,
-) -> DecodeStep:
-    """One decode step: read ``active_weights`` once plus every sequence's cache
-    (``block_size`` counts whole blocks; None, the tokens held, as kernels read them).
 
-    Llama-3.1-8B on an H100 SXM, one sequence at 8,192 tokens::
-
-        bytes  = 16,060,000,000 weights + 8,192 x 131,072 KV = 17,133,741,824
-        -> 17,133,741,824 / 3.35e12 = 5.115 ms;  FLOPs 20,354,967,296 / 989e12 = 0.021 ms
-        -> bandwidth binds: 195.5 tokens/s
-    """
-    kv = batch * layout.sequence_bytes(context, block_size)
-    return DecodeStep(active_weights, kv, bandwidth, batch, flops, peak_flops, efficiency,
-                      experts_touched)
+def decode_step(layout: KvLayout, *, active_weights: int, context: int, batch: int,
+                bandwidth: int) -> DecodeStep:
+    """A bandwidth-bound decode step: ``active_weights`` read once plus every sequence's
+    cache of ``context`` tokens (Llama-3.1-8B on an H100 SXM at 8,192: 16.06e9 + 8,192 x
+    131,072 B / 3.35e12 B/s = 5.115 ms)."""
+    return DecodeStep(active_weights, batch * layout.sequence_bytes(context), bandwidth, batch)
 
 
 @dataclass(frozen=True)
@@ -400,104 +348,66 @@ class Roofline:
     model: str = "?"
 
     def _active_params(self) -> int:
-        arch = self.arch
-        params = arch.params_active or arch.params_total
+        params = self.arch.params_active or self.arch.params_total
         if params is None:  # _total_bytes names the missing field
-            _total_bytes(arch, None, self.model)
+            _total_bytes(self.arch, None, self.model)
         return params or 0
 
+    def _read(self, tokens: int) -> WeightsRead:
+        return read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype, model=self.model)
+
     def decode(self, context: int, batch: int) -> DecodeStep:
-        """A step in which ``batch`` sequences of ``context`` tokens each add one.
-
-        Compute-bound example: Llama-3.1-8B on an H100 SXM, 512 sequences at 16 tokens::
-
-            bytes = 16,060,000,000 + 512 x 16 x 131,072 = 17,133,741,824 -> 5.115 ms
-            FLOPs = 512 x (2 x 8.03e9 + 32 x 4 x 32 x 128 x 16) = 8,227,014,967,296
-                  -> / 989e12 = 8.3185 ms: compute binds, 61,549 tokens/s
-        """
-        read = read_weights(self.arch, tokens=batch, dtype=self.weights_dtype, model=self.model)
+        """A step in which ``batch`` sequences of ``context`` tokens each add one (512 at
+        16 tokens on Llama-3.1-8B, H100 SXM: 8.2e15 FLOPs -> 8.32 ms, compute binds)."""
+        read, p = self._read(batch), self.peaks
         per_token = 2 * self._active_params() + attention_flops(
-            self.arch, new_tokens=1, past_tokens=context - 1
-        )
-        return decode_step(
-            self.layout,
-            active_weights=-(-read.bytes // self.tp),
-            context=context,
-            batch=batch,
-            bandwidth=self.peaks.bandwidth_bytes_per_s,
-            flops=-(-batch * per_token // self.tp),
-            peak_flops=self.peaks.flops_per_s,
-            efficiency=self.peaks.efficiency,
-            experts_touched=read.experts_touched,
-        )
+            self.arch, new_tokens=1, past_tokens=context - 1)
+        return DecodeStep(-(-read.bytes // self.tp), batch * self.layout.sequence_bytes(context),
+                          p.bandwidth_bytes_per_s, batch, -(-batch * per_token // self.tp),
+                          p.flops_per_s, p.efficiency, read.experts_touched)
 
     def prefill(self, prompt: int) -> Prefill | None:
         """The forward pass over a ``prompt``-token prompt; None when no peak FLOP/s is
-        known (prefill is compute bound: bandwidth alone would not bound it).
-
-        Llama-3.1-8B on an H100 SXM, an 8,192-token prompt::
-
-            FLOPs = 2 x 8.03e9 x 8,192 + 17,594,333,528,064 = 149,157,853,528,064
-                  -> / 989e12 = 150.8 ms;  bytes 17,133,741,824 -> 5.1 ms
-            -> compute binds: time to first token 150.8 ms
-        """
-        if self.peaks.flops_per_s is None:
+        known (prefill is compute bound: bandwidth alone would not bound it)."""
+        p = self.peaks
+        if p.flops_per_s is None:
             return None
-        read = read_weights(self.arch, tokens=prompt, dtype=self.weights_dtype,
-                            model=self.model)
-        flops = 2 * self._active_params() * prompt + attention_flops(
-            self.arch, new_tokens=prompt
-        )
-        return Prefill(
-            prompt_tokens=prompt,
-            weights_bytes=-(-read.bytes // self.tp),
-            kv_bytes=self.layout.sequence_bytes(prompt),
-            bandwidth_bytes_per_s=self.peaks.bandwidth_bytes_per_s,
-            flops=-(-flops // self.tp),
-            peak_flops_per_s=self.peaks.flops_per_s,
-            efficiency=self.peaks.efficiency,
-            experts_touched=read.experts_touched,
-        )
+        read = self._read(prompt)
+        flops = 2 * self._active_params() * prompt + attention_flops(self.arch, new_tokens=prompt)
+        return Prefill(prompt, -(-read.bytes // self.tp), self.layout.sequence_bytes(prompt),
+                       p.bandwidth_bytes_per_s, -(-flops // self.tp), p.flops_per_s,
+                       p.efficiency, read.experts_touched)
 
 
-def roofline_notes(
-    arch: Architecture,
-    peaks: Peaks,
-    *,
-    batch: int,
-    gpu: str | None,
-    weights_dtype: str | None = None,
-    model: str = "?",
-) -> list[str]:
-    """What the decode and prefill figures assume, in the API's words."""
-    notes = [
-        f"decode and prefill times are the roofline at efficiency={peaks.efficiency:g} of "
-        "the datasheet bandwidth and FLOP/s (1 = the bound no engine beats; give the "
-        "fraction an engine reaches as efficiency=F)"
-    ]
-    where = gpu or "this GPU"
+def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | None,
+                   weights_dtype: str | None = None, model: str = "?") -> list[Note]:
+    """What the decode and prefill figures assume."""
+    at = arg("efficiency", f"{peaks.efficiency:g}")
+    notes = [Note(
+        f"decode and prefill times are the roofline at {at} of the datasheet bandwidth and "
+        "FLOP/s (1 = the bound no engine beats; give the fraction an engine reaches as "
+        f"{arg('efficiency', 'F')})")]
     if peaks.flops_per_s is None and gpu is None:
         # A bandwidth alone: compute was never looked up, so no GPU "states" anything.
-        notes.append("no gpu or flops given: compute not checked (decode is bounded by "
-                     "bandwidth only, and no time to first token is given); give gpu or flops")
+        notes.append(Note(
+            f"no {arg('gpu')} or {arg('flops')} given: compute not checked (decode is bounded "
+            "by bandwidth only, and no time to first token is given); give "
+            f"{arg('gpu')} or {arg('flops')}"))
     elif peaks.flops_per_s is None:
-        notes.append(
-            f"{where} states no {peaks.flops_dtype} FLOP/s: decode is bounded by bandwidth "
-            "only and no time to first token is given; pass flops=FLOP/s"
-        )
+        notes.append(Note(
+            f"{gpu} states no {peaks.flops_dtype} FLOP/s: decode is bounded by bandwidth only "
+            f"and no time to first token is given; pass {arg('flops', 'FLOP/s')}"))
     elif peaks.fp8_fallback:
-        notes.append(f"{where} has no fp8 peak: fp8 weights compute at its bf16 peak")
+        notes.append(Note(f"{gpu} has no fp8 peak: fp8 weights compute at its bf16 peak"))
     moe = expert_weights(arch, dtype=weights_dtype, model=model)
     if moe is not None:
-        notes.append(
+        notes.append(Note(
             f"MoE decode reads the experts a batch touches, {moe.experts} x (1 - (1 - "
             f"{moe.per_token}/{moe.experts})^batch) per layer with uniform routing: "
-            f"{moe.touched(batch):,.1f} of {moe.experts} at batch {batch}"
-        )
+            f"{moe.touched(batch):,.1f} of {moe.experts} at batch {batch}"))
     elif arch.is_moe:
-        notes.append(
+        notes.append(Note(
             "decode reads only one token's share of the experts (the model states no "
             "experts and experts_per_token); a batch touches more, so read it as an upper "
-            "bound"
-        )
+            "bound"))
     return notes

@@ -9,17 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 from tokcost.units import parse_count
 
-__all__ = [
-    "DISTRIBUTIONS",
-    "MAX_REQUESTS",
-    "Request",
-    "clip_requests",
-    "load_requests",
-    "requests_from_distribution",
-]
+__all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "Request", "clip_requests", "load_requests",
+           "requests_from_distribution"]
 
 # Every request is held in memory and replayed under each policy: past a million the
 # run takes hours, and the shares it reports stopped moving long before.
@@ -27,10 +21,8 @@ MAX_REQUESTS = 10**6
 
 # Request length distributions: (prompt mean, output mean) in tokens. ShareGPT and
 # Alpaca means are the ones the PagedAttention paper reports for its traces (§6.1).
-DISTRIBUTIONS: dict[str, tuple[float, float]] = {
-    "sharegpt": (161.0, 338.0),
-    "alpaca": (19.31, 58.45),
-}
+DISTRIBUTIONS: dict[str, tuple[float, float]] = {"sharegpt": (161.0, 338.0),
+                                                  "alpaca": (19.31, 58.45)}
 
 
 @dataclass(frozen=True)
@@ -47,15 +39,9 @@ class Request:
         return self.prompt_tokens + self.output_tokens
 
 
-def requests_from_distribution(
-    distribution: str,
-    requests: int,
-    *,
-    seed: int = 0,
-    max_len: int | None = 2048,
-    n: int = 1,
-    rate: float | None = None,
-) -> list[Request]:
+def requests_from_distribution(distribution: str, requests: int, *, seed: int = 0,
+                               max_len: int | None = 2048, n: int = 1,
+                               rate: float | None = None) -> list[Request]:
     """``requests`` requests drawn from a named distribution, clipped to ``max_len``
     (None: as drawn; ``clip_requests`` clips them and says how many it cut).
 
@@ -68,31 +54,31 @@ def requests_from_distribution(
     Request(prompt_tokens=10, output_tokens=5, n=3, arrival=0)
     """
     if requests < 1:
-        raise UsageError(f"requests must be >= 1, got {requests}", param="requests")
+        raise UsageError(f"{arg('requests')} must be >= 1, got {requests}", param="requests")
     if requests > MAX_REQUESTS:
         raise UsageError(
-            f"requests={requests:,} is more than the simulation replays (at most "
+            f"{arg('requests', f'{requests:,}')} is more than the simulation replays (at most "
             f"{MAX_REQUESTS:,}); draw fewer, the shares settle within a few thousand",
             param="requests",
         )
     if rate is not None and not (rate > 0 and math.isfinite(rate)):
-        raise UsageError(f"rate must be > 0 and finite, got {rate}", param="rate")
+        raise UsageError(f"{arg('rate')} must be > 0 and finite, got {rate}", param="rate")
     rng = random.Random(seed)
-    kind, _, arg = distribution.partition(":")
+    kind, _, spec = distribution.partition(":")
     out: list[tuple[int, int]] = []
-    if kind in DISTRIBUTIONS and not arg:
+    if kind in DISTRIBUTIONS and not spec:
         p_mean, o_mean = DISTRIBUTIONS[kind]
         for _ in range(requests):
             p = max(1, round(rng.expovariate(1 / p_mean)))
             o = max(1, round(rng.expovariate(1 / o_mean)))
             out.append((p, o))
-    elif kind == "uniform" and "-" in arg:
-        lo, hi = _ints(arg.split("-", 1), distribution)
+    elif kind == "uniform" and "-" in spec:
+        lo, hi = _ints(spec.split("-", 1), distribution)
         if not 1 <= lo <= hi:
             raise UsageError(f"distribution '{distribution}' needs 1 <= LO <= HI")
         out = [(rng.randint(lo, hi), rng.randint(lo, hi)) for _ in range(requests)]
-    elif kind == "fixed" and "," in arg:
-        p, o = _ints(arg.split(",", 1), distribution)
+    elif kind == "fixed" and "," in spec:
+        p, o = _ints(spec.split(",", 1), distribution)
         if p < 1 or o < 1:
             raise UsageError(f"distribution '{distribution}' needs positive lengths")
         out = [(p, o)] * requests
@@ -116,7 +102,7 @@ def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
                 parse_count(parts[1], param="distribution"))
     except UsageError:
         raise UsageError(
-            f"distribution '{name}' needs whole-number lengths such as 100 or 1k",
+            f"{arg('distribution')} '{name}' needs whole-number lengths such as 100 or 1k",
             param="distribution",
         ) from None
 
@@ -131,7 +117,8 @@ Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
     """
     if max_len < 2:
         raise UsageError(
-            f"max_len must be >= 2 (one prompt token and one output token), got {max_len}",
+            f"{arg('max_len')} must be >= 2 (one prompt token and one output token), got "
+            f"{max_len}",
             param="max_len",
         )
     out: list[Request] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tokcost.memory.estimate import KvEstimate
+from tokcost.memory.estimate import KvResult
 from tokcost.plotting import check_plot_path, pyplot, save_figure
 
 __all__ = ["plot_memory"]
@@ -23,7 +23,7 @@ def _sweep(limit: int) -> list[int]:
     return points
 
 
-def plot_memory(result: KvEstimate, path: str | Path, *, force: bool = False) -> None:
+def plot_memory(result: KvResult, path: str | Path, *, force: bool = False) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
     path = Path(path)
     check_plot_path(path, force=force)
@@ -39,14 +39,12 @@ def plot_memory(result: KvEstimate, path: str | Path, *, force: bool = False) ->
     ax.plot(
         xs, total, marker="o", markersize=3, linewidth=2, label=f"KV cache, batch {result.batch}"
     )
-    engine = result.engine
-    if result.plan is not None and engine is not None and engine.name != "ideal":
+    if result.plan is not None and result.engine.sets_aside:
         # What the engine sets aside per request (vLLM: padding and the sliding in-flight
         # reserve) is what meets the budget line, not the bytes held.
-        name = {"vllm": "vLLM", "sglang": "SGLang"}.get(engine.name, engine.name)
         held = [result.batch * result.plan.request_bytes(x) / gib for x in xs]
         ax.plot(xs, held, linewidth=1.5, color="tab:purple",
-                label=f"{name} sets aside, batch {result.batch}")
+                label=f"{result.engine.title} sets aside, batch {result.batch}")
     by_kind = {kind: [] for kind in layout.counts}  # type: dict[str, list[float]]
     for x in xs:
         for kind, value in layout.by_kind(x, result.block_size).items():

@@ -23,9 +23,8 @@ _PARTS = (
 )
 
 
-def plot_policies(
-    reports: Sequence[PolicyReport], path: str | Path, *, force: bool = False, title: str = ""
-) -> None:
+def plot_policies(reports: Sequence[PolicyReport], path: str | Path, *, force: bool = False,
+                  title: str = "") -> None:
     """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
     path = Path(path)
     check_plot_path(path, force=force)

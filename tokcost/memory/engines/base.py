@@ -1,19 +1,98 @@
-"""What every engine profile answers, and the report ``kvmem estimate`` shows for it.
+"""What every engine profile is and answers (tokcost.memory.engines lists them).
 
-An engine profile turns a model's per-layer cache sizes (``KvLayout``) and the KV memory of
-one GPU into the numbers that engine would print and act on: how many tokens its pool holds,
-how many requests of a length it admits at once, whether it starts at all. ``ideal`` is the
-bytes truly held; ``vllm`` and ``sglang`` reproduce those engines' own accounting.
+A profile (``Engine``) turns a ``Deployment`` (a model's per-layer cache sizes on one GPU
+and that GPU's budget) into a ``Plan``: how many tokens the engine's pool holds, how many
+requests of a length it admits at once, whether it starts at all, and the ``EngineReport``
+``kvmem estimate`` shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-__all__ = ["ENGINES", "EngineGroup", "EnginePlan", "EngineReport"]
+from tokcost.errors import arg
+from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GpuFit, gpu_fit
+from tokcost.memory.kv import KvDtype, KvLayout
+from tokcost.memory.note import Note
+from tokcost.memory.parallel import pp_stages
+from tokcost.units import format_bytes
 
-ENGINES = ("vllm", "sglang", "ideal")
+if TYPE_CHECKING:
+    from tokcost.catalog.schema import Gpu
+    from tokcost.memory.request import KvRequest
+
+__all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan"]
+
+GiB = 2**30
+RefusalCause = Literal["model_len", "memory"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    """One model's cache on one GPU and that GPU's budget: what an engine plans for."""
+
+    layout: KvLayout  # per GPU, every layer
+    gpu: Gpu | None = None
+    memory_bytes: int | None = None  # one GPU's memory (None: no GPU given)
+    kv_memory: int | None = None  # the KV memory an engine logged: replaces the budget
+    weights: int = 0  # per GPU
+    util: float = DEFAULT_UTIL
+    reserve: int = DEFAULT_RESERVE
+    block_size: int | None = None  # None: the engine's own
+    head_dim: int | None = None
+    pp: int = 1
+    model: str = "?"  # the model's id, for messages
+    model_max_len: int | None = None  # the model's context window
+    family: str | None = None
+
+    @property
+    def stage_layout(self) -> KvLayout:
+        """The pipeline stage that caches the most per token (it sets every stage's pool)."""
+        stages = pp_stages(len(self.layout.layers), self.pp)
+        return max((self.layout.subset(s) for s in stages), key=lambda lay: lay.bytes_per_token)
+
+    @property
+    def per_gpu(self) -> str:
+        return " per GPU" if self.layout.tp > 1 or self.pp > 1 else ""
+
+    def fit(self, block_size: int) -> GpuFit | None:
+        """The budget vLLM would take, in blocks of the fullest stage; None without one."""
+        if self.memory_bytes is None and self.kv_memory is None:
+            return None
+        return gpu_fit(self.stage_layout, memory_bytes=self.memory_bytes, util=self.util,
+                       weights=self.weights, reserve=self.reserve, kv_memory=self.kv_memory,
+                       block_size=block_size)
+
+    def driver_note(self, headroom: str) -> list[Note]:
+        """What nvidia-smi's total hides, and which part of the budget absorbs it."""
+        if self.gpu is None or self.kv_memory is not None:
+            return []
+        return [Note(f"{self.gpu.name}'s memory is the total nvidia-smi/rocm-smi reports; the "
+                     "framework sees a little less (the driver and the CUDA/HIP context keep a "
+                     f"few hundred MiB), which {headroom}")]
+
+
+def largest(holds: Callable[[int], bool | None], limit: int) -> int:
+    """The largest n in 0..``limit`` for which ``holds`` (true up to some n, false past it);
+    0 when it holds for none.
+
+    >>> largest(lambda n: n * n <= 50, 100)
+    7
+    """
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid - 1)
+    return lo
+
+
+def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
+    """Is ``max_model_len`` longer than the model's own context length? vLLM and SGLang both
+    refuse that at start-up (unless an environment variable overrides it), before memory."""
+    return model_max_len is not None and max_model_len > model_max_len
 
 
 @dataclass(frozen=True)
@@ -28,93 +107,156 @@ class EngineGroup:
     window: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "layers": self.layers,
-            "padding": self.slots - self.layers,
-            "block_size": self.block_size,
-            "page_bytes": self.page_bytes,
-            "sliding_window": self.window,
-        }
+        return {"kind": self.kind, "layers": self.layers, "padding": self.slots - self.layers,
+                "block_size": self.block_size, "page_bytes": self.page_bytes,
+                "sliding_window": self.window}
 
 
-RefusalCause = Literal["model_len", "memory"]
-
-
-def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
-    """Is ``max_model_len`` longer than the model's own context length? vLLM and SGLang both
-    refuse that at start-up (unless an environment variable overrides it), before memory."""
-    return model_max_len is not None and max_model_len > model_max_len
-
-
-def refusal_cause(refusal: str | None, max_model_len: int,
-                  model_max_len: int | None) -> RefusalCause | None:
-    """Why an engine that refuses to start does: the model's length, else memory."""
-    if refusal is None:
-        return None
-    return "model_len" if past_model_len(max_model_len, model_max_len) else "memory"
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineReport:
     """The engine's view of one deployment, for ``max_model_len`` tokens per request."""
 
     name: str
     version: str  # which engine code the formulas follow
     block_size: int
-    block_size_reason: str
+    block_size_reason: Note
     max_model_len: int
+    model_max_len: int | None = None
     groups: tuple[EngineGroup, ...] = ()
     num_blocks: int | None = None
     cache_tokens: int | None = None  # the pool's capacity as the engine logs it
     max_concurrency: float | None = None
     lines: tuple[str, ...] = ()  # log lines as the engine prints them
-    refuses_to_start: bool = False
     refusal: str | None = None
-    # Why it refuses: "model_len" (longer than the model's own context length) or "memory"
-    # (one request of max_model_len does not fit), so advice can name the right knob.
-    refusal_cause: RefusalCause | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # knobs and where defaults came from
+    # For the table and the plot, not the JSON document: the engine's name as written,
+    # whether it sets aside more than the bytes held, its line under the model's, the lines
+    # under the budget, and how to avoid a refusal.
+    title: str = ""
+    sets_aside: bool = True
+    header: Note
+    details: tuple[str, ...] = ()
+    advice: Note | None = None
+
+    @property
+    def refuses_to_start(self) -> bool:
+        return self.refusal is not None
+
+    @property
+    def refusal_cause(self) -> RefusalCause | None:
+        """Why it refuses: the model's length, else memory (advice names the right knob)."""
+        if self.refusal is None:
+            return None
+        return "model_len" if past_model_len(self.max_model_len, self.model_max_len) else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "version": self.version,
-            "block_size": self.block_size,
-            "block_size_reason": self.block_size_reason,
-            "max_model_len": self.max_model_len,
-            "groups": [g.to_dict() for g in self.groups],
-            "num_blocks": self.num_blocks,
-            "cache_tokens": self.cache_tokens,
-            "max_concurrency": self.max_concurrency,
-            "logged_lines": list(self.lines),
-            "refuses_to_start": self.refuses_to_start,
-            "refusal": self.refusal,
-            "refusal_cause": self.refusal_cause,
-            **self.settings,
+            "name": self.name, "version": self.version, "block_size": self.block_size,
+            "block_size_reason": str(self.block_size_reason), "max_model_len": self.max_model_len,
+            "groups": [g.to_dict() for g in self.groups], "num_blocks": self.num_blocks,
+            "cache_tokens": self.cache_tokens, "max_concurrency": self.max_concurrency,
+            "logged_lines": list(self.lines), "refuses_to_start": self.refuses_to_start,
+            "refusal": self.refusal, "refusal_cause": self.refusal_cause,
+            **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()},
         }
 
+    def logs(self, lines: list[str]) -> tuple[str, ...]:
+        """The heading and ``lines`` (indented) as the table shows the engine's log."""
+        if not lines:
+            return ()
+        return (f"{self.title} logs (max_model_len {self.max_model_len:,}):",
+                *(f"  {line}" for line in lines))
 
-class EnginePlan(Protocol):
-    """An engine's accounting for one model on one GPU's KV memory (``available``)."""
 
-    @property
-    def block_size(self) -> int: ...
+class Plan(ABC):
+    """An engine's accounting for one deployment (numbers per GPU)."""
 
+    block_size: int
+
+    @abstractmethod
     def request_bytes(self, context: int) -> int:
-        """Bytes the engine sets aside for one request of ``context`` tokens (per GPU)."""
-        ...
+        """Bytes the engine sets aside for one request of ``context`` tokens."""
 
+    @abstractmethod
     def max_concurrency(self, context: int) -> float | None:
         """Requests of ``context`` tokens served at once; None without a memory budget."""
-        ...
 
+    @abstractmethod
     def fits(self, context: int, batch: int) -> bool | None:
         """Whether ``batch`` such requests run at once (and the engine starts at all)."""
-        ...
+
+    @abstractmethod
+    def report(self, max_model_len: int) -> EngineReport: ...
+
+    def engine_blocks(self, context: int) -> int | None:
+        """Blocks the engine gives one request, where it counts them (vLLM)."""
+        return None
 
     def largest_context(self, batch: int, limit: int) -> int | None:
-        """Longest context (<= ``limit``) for which ``batch`` requests fit."""
-        ...
+        """Longest context (<= ``limit``) for which ``batch`` requests fit; None without a
+        budget, 0 when none does."""
+        if self.fits(1, batch) is None:
+            return None
+        return largest(lambda n: self.fits(n, batch), limit)
 
-    def report(self, max_model_len: int) -> EngineReport: ...
+
+class Engine(ABC):
+    """An engine profile. Its options are the subclass's dataclass fields, each named as
+    the request parameter that sets it and with a default; ``__post_init__`` checks them."""
+
+    name: ClassVar[str]  # the registry's name (tokcost.memory.engines)
+    title: ClassVar[str]  # as the engine writes its own name
+    version: ClassVar[str]  # whose code the formulas follow
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The engine's options and their defaults (its dataclass fields)."""
+        return {f.name: f.default for f in fields(cast(Any, cls))}
+
+    @abstractmethod
+    def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
+        """The engine's plan for ``dep`` and the GPU fit it implies (None without a budget)."""
+
+    def check(self, request: KvRequest) -> None:
+        """Refuse what ``request`` gives that this engine does not read."""
+        return None  # an engine reads every part of a request unless it says otherwise
+
+    def gpu_knobs(self) -> dict[str, bool]:
+        """This engine's options that size its pool from a GPU's memory: whether each is given."""
+        return {}
+
+    def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
+        """The table's line for the budget: vLLM's, which tokcost's reserve stands in for."""
+        if fit.memory_bytes is None or fit.util is None:
+            return f"KV cache memory{dep.per_gpu}: {format_bytes(fit.available_bytes)} (given)"
+        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "
+                f"x {fit.util:g} - weights {format_bytes(fit.weights_bytes)} - reserve "
+                f"{format_bytes(fit.reserve_bytes)} = {format_bytes(fit.available_bytes)} for "
+                "the KV cache")
+
+    def budget_notes(self, dep: Deployment) -> list[Note]:
+        """What the budget assumes: vLLM profiles the activation peak; tokcost reserves it."""
+        if dep.memory_bytes is None or dep.kv_memory is not None:
+            return []
+        return [Note(f"reserve of {dep.reserve / GiB:g} GiB per GPU for activations and runtime "
+                     f"overhead (vLLM profiles this; set {arg('reserve', 'SIZE')}, or pass "
+                     "vLLM's logged 'Available KV cache memory' as "
+                     f"{arg('kv_memory', 'SIZE')})"),
+                *dep.driver_note(f"the {arg('reserve')} absorbs")]
+
+    def layout_note(self, dtype: KvDtype) -> Note | None:
+        """A cache layout tokcost models that the engine does not have."""
+        if dtype.group is None:
+            return None
+        return Note(f"{dtype.name} caches use tokcost's per-group scales; {self.name} has no "
+                    f"{dtype.name} KV cache of that layout")
+
+    def eviction_note(self) -> Note | None:
+        """Said when a cache policy evicts: the engine itself keeps every token."""
+        return Note(f"{self.name} evicts nothing: per sequence, concurrency and fits are the "
+                    f"bytes the eviction policy holds, in the KV memory {self.name} leaves; its "
+                    "own lines are for its full cache (engine=ideal drops them)")
+
+    def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
+        """What the engine does with a request of ``context`` tokens beyond the report."""
+        return []

@@ -1,25 +1,28 @@
 """The ``ideal`` profile: the bytes a paged cache truly holds, no engine's reserves.
 
 Every token-caching layer holds whole blocks of the context, a sliding layer only the blocks
-its window touches, a linear layer its fixed state (``KvLayout.sequence_bytes``). This is
-the steady state of a long request, and what tokcost printed before it had engine profiles.
+its window touches, a linear layer its fixed state (``KvLayout.sequence_bytes``): the
+steady state of a long request, and what tokcost printed before it had engine profiles.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import ClassVar
 
-from tokcost.memory.engines.base import EngineGroup, EngineReport
-from tokcost.memory.fit import GpuFit, largest_context, max_concurrency
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
+from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
+from tokcost.memory.kv import KvDtype, KvLayout
+from tokcost.memory.note import Note
 
-__all__ = ["IDEAL_VERSION", "IdealPlan"]
+__all__ = ["Ideal", "IdealPlan"]
 
 IDEAL_VERSION = "tokcost steady state (bytes held, whole blocks)"
 
 
 @dataclass(frozen=True)
-class IdealPlan:
+class IdealPlan(Plan):
     layout: KvLayout
     block_size: int
     fit: GpuFit | None
@@ -28,36 +31,59 @@ class IdealPlan:
         return self.layout.sequence_bytes(context, self.block_size)
 
     def max_concurrency(self, context: int) -> float | None:
-        return None if self.fit is None else max_concurrency(self.layout, self.fit, context)
+        """vLLM's "Maximum concurrency" for uniform models, ``num_blocks / ceil(context /
+        block)``; with sliding or linear layers, the budget over one request's bytes."""
+        if self.fit is None:
+            return None
+        if self.layout.uniform:
+            return self.fit.num_blocks / math.ceil(context / self.block_size)
+        return self.fit.available_bytes / self.request_bytes(context)
 
     def fits(self, context: int, batch: int) -> bool | None:
         if self.fit is None:
             return None
         return batch * self.request_bytes(context) <= self.fit.available_bytes
 
-    def largest_context(self, batch: int, limit: int) -> int | None:
-        if self.fit is None:
-            return None
-        return largest_context(self.layout, self.fit, batch=batch, limit=limit)
-
     def report(self, max_model_len: int) -> EngineReport:
-        counts = self.layout.counts
+        lay, fit, block = self.layout, self.fit, self.block_size
+        counts = lay.counts
         groups = tuple(
-            EngineGroup(kind, counts[kind], counts[kind], self.block_size,
-                        self.block_size * self.layout.token_bytes.get(kind, 0)
-                        if kind != "linear" else self.layout.state_bytes,
-                        self.layout.window if kind == "sliding" else None)
+            EngineGroup(kind, counts[kind], counts[kind], block,
+                        lay.state_bytes if kind == "linear" else block * lay.token_bytes[kind],
+                        lay.window if kind == "sliding" else None)
             for kind in ("full", "sliding", "mla", "linear") if counts[kind]
         )
-        fit = self.fit
-        return EngineReport(
-            name="ideal",
-            version=IDEAL_VERSION,
-            block_size=self.block_size,
-            block_size_reason=f"{self.block_size} (as given)",
-            max_model_len=max_model_len,
-            groups=groups,
-            num_blocks=None if fit is None else fit.num_blocks,
-            cache_tokens=None if fit is None else fit.cache_tokens,
-            max_concurrency=self.max_concurrency(max_model_len),
+        details = () if fit is None else (
+            f"blocks: floor({fit.available_bytes:,} / {fit.page_bytes:,} B per block) = "
+            f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
+            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),
         )
+        return EngineReport(
+            name=Ideal.name, version=IDEAL_VERSION, block_size=block,
+            block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
+            groups=groups, num_blocks=None if fit is None else fit.num_blocks,
+            cache_tokens=None if fit is None else fit.cache_tokens,
+            max_concurrency=self.max_concurrency(max_model_len), title=Ideal.title,
+            sets_aside=False,
+            header=Note(f"block {block} (as given)"), details=details,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ideal(Engine):
+    """The bytes held: no engine's layouts, reserves or start-up checks."""
+
+    name: ClassVar[str] = "ideal"
+    title: ClassVar[str] = "ideal"
+    version: ClassVar[str] = IDEAL_VERSION
+
+    def plan(self, dep: Deployment) -> tuple[IdealPlan, GpuFit | None]:
+        block = DEFAULT_BLOCK if dep.block_size is None else dep.block_size
+        fit = dep.fit(block)
+        return IdealPlan(dep.stage_layout, block, fit), fit
+
+    def layout_note(self, dtype: KvDtype) -> Note | None:
+        return None  # tokcost's own layouts are the ones it holds
+
+    def eviction_note(self) -> Note | None:
+        return None

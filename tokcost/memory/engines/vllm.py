@@ -1,66 +1,48 @@
 """vLLM v1's KV cache manager, reproduced: groups, pages, blocks, the start-up check, the log.
 
-Read from vllm-project/vllm (v0.11 to v0.20 code, current main where it changed):
+Read from vllm-project/vllm (v0.11 to v0.20), ``vllm/`` below:
 
-- ``vllm/v1/kv_cache_interface.py``: one ``KVCacheSpec`` per layer. A page is one block of
-  one layer, ``block_size x 2 x kv_heads x head_dim x bytes`` (MLA: ``block_size x 576 x
-  bytes``, no K/V pair; Mamba: the whole recurrent state, padded to the attention page).
-  ``max_memory_usage_bytes`` is what one request of ``max_model_len`` tokens can need:
-  full/MLA ``cdiv(L, block)`` pages; sliding ``cdiv(min(window - 1 + max_num_batched_tokens,
-  L), block) + 1`` pages (chunked prefill writes a whole batch past the window, and the window
-  rarely starts on a block edge); Mamba one page.
-- ``vllm/v1/core/kv_cache_utils.py``: ``get_kv_cache_groups`` puts identical specs in one
-  group; mixed models are split into groups of ``group_size`` layers, the smallest kind's
-  count (or the largest when it is under 1.5 x the smallest), padding the last group of a
-  kind (Gemma-3-27B: 52 sliding + 10 full layers -> 7 groups of 10, the sliding layers in 60
-  slots); layer ``i`` of every group shares one tensor, so ``num_blocks = available // page
-  // group_size`` (``get_num_blocks``) and a block id costs ``page x group_size`` bytes.
-  Per request the groups' block needs add up; ``max concurrency = num_blocks / that sum``
-  (``get_max_concurrency_for_kv_cache_config``). With pipeline parallelism each stage holds
-  its own layers of the global groups and every stage takes the smallest ``num_blocks``
-  (``get_kv_cache_configs``). ``_check_enough_kv_cache_memory`` refuses to start when one
-  request of ``max_model_len`` does not fit, and binary-searches the length that would.
-- ``_report_kv_cache_config`` logs "GPU KV cache size: N tokens" and "Maximum concurrency
-  for L tokens per request: X.XXx". Up to v0.20 ``N = num_blocks // groups x smallest block``;
-  later versions log ``N = int(concurrency x L)`` (vLLM issues #40691 and #43308: Gemma-4's
-  logged capacity jumped ~10x from v0.20.0 to v0.21.0 with the same memory). Both are shown.
-- Block sizes: ``vllm/platforms/cuda.py`` forces 64-token blocks for FlashMLA (Hopper) and 128
-  for CUTLASS MLA (Blackwell's default); ``HybridAttentionMambaModelConfig`` in
-  ``vllm/model_executor/models/config.py`` raises the attention block of a Mamba/linear
-  hybrid to the smallest multiple of 16 (32 on Blackwell with head_dim 256, 64/128 for MLA)
-  whose page covers the state page (Qwen3-Next bf16: 16 x cdiv(1,097,728, 16 x 2,048) = 544)
-  and pads the state page to it; ``unify_kv_cache_spec_page_size`` scales smaller pages up.
-- Defaults: ``EngineArgs.get_batch_defaults`` in ``vllm/engine/arg_utils.py``: ``vllm serve``
-  schedules 8,192 tokens per step on GPUs of 70 GiB or more other than A100, else 2,048
-  (``LLM(...)`` in Python: 16,384 / 8,192).
+- ``v1/kv_cache_interface.py``: a page is one block of one layer; one request of L tokens
+  needs ``cdiv(L, block)`` pages of a full/MLA layer, ``cdiv(min(window - 1 +
+  max_num_batched_tokens, L), block) + 1`` of a sliding one, one (the state) of a Mamba one.
+- ``v1/core/kv_cache_utils.py``: mixed models split into padded groups of the smallest
+  kind's count (the largest when under 1.5 x it); ``num_blocks = available // page //
+  group_size``, the smallest of the pipeline stages'; concurrency is num_blocks over one
+  request's blocks; one request of max_model_len must fit or vLLM refuses to start.
+  "GPU KV cache size" is ``num_blocks // groups x block`` to v0.20, ``int(concurrency x
+  L)`` later (issues #40691, #43308).
+- Block sizes: ``platforms/cuda.py`` (FlashMLA 64, CUTLASS MLA 128) and
+  ``model_executor/models/config.py`` (a Mamba hybrid's page covers the state); the
+  scheduler's tokens per step: ``engine/arg_utils.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import ClassVar, Literal
 
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, arg
 from tokcost.memory.engines.base import (
+    Deployment,
+    Engine,
     EngineGroup,
     EngineReport,
+    Plan,
+    largest,
     past_model_len,
-    refusal_cause,
 )
+from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
 from tokcost.memory.kv import KvLayout
+from tokcost.memory.note import Note
 from tokcost.memory.parallel import pp_stages
+from tokcost.units import parse_count
 
-__all__ = [
-    "VLLM_VERSION",
-    "VllmPlan",
-    "default_max_num_batched_tokens",
-    "plan_vllm",
-    "resolve_block_size",
-]
+__all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
 
 VLLM_VERSION = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
 GiB = 2**30
-DEFAULT_BLOCK = 16
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
@@ -71,21 +53,20 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def default_max_num_batched_tokens(
-    gpu_name: str | None, memory_bytes: int | None
-) -> tuple[int, str]:
+def default_max_num_batched_tokens(gpu_name: str | None,
+                                   memory_bytes: int | None) -> tuple[int, str]:
     """``vllm serve``'s default tokens per scheduler step, and why (arg_utils.py)."""
     if memory_bytes is None:
         return SERVE_BATCHED_TOKENS_LARGE, (
             "vllm serve default for GPUs of 70 GiB or more but A100; no GPU given, smaller "
             f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}"
         )
-    name = (gpu_name or "").lower()
-    if memory_bytes >= 70 * GiB and "a100" not in name:
+    a100 = "a100" in (gpu_name or "").lower()
+    if memory_bytes >= 70 * GiB and not a100:
         return SERVE_BATCHED_TOKENS_LARGE, (
             f"vllm serve default: {memory_bytes / GiB:.1f} GiB >= 70 GiB and not an A100"
         )
-    why = "an A100" if "a100" in name else f"{memory_bytes / GiB:.1f} GiB < 70 GiB"
+    why = "an A100" if a100 else f"{memory_bytes / GiB:.1f} GiB < 70 GiB"
     return SERVE_BATCHED_TOKENS_SMALL, f"vllm serve default: {why}"
 
 
@@ -115,96 +96,69 @@ class Group:
     layers: tuple[int, ...]
 
 
-def resolve_block_size(
-    layout: KvLayout,
-    *,
-    block_size: int | None,
-    architecture: str | None,
-    head_dim: int | None,
-) -> tuple[int, str]:
+def resolve_block_size(layout: KvLayout, dep: Deployment) -> tuple[int, Note]:
     """The attention block size vLLM ends up with, and why."""
     kinds = layout.counts
-    block = block_size if block_size is not None else DEFAULT_BLOCK
-    given = "block_size given" if block_size is not None else "vLLM's default"
+    block = dep.block_size if dep.block_size is not None else DEFAULT_BLOCK
+    given = f"{arg('block_size')} given" if dep.block_size is not None else "vLLM's default"
     reason = f"{block} ({given})"
-    arch = architecture or "hopper"
-    assumed = "" if architecture else " (no GPU architecture given: Hopper assumed)"
+    arch = dep.gpu.architecture if dep.gpu is not None else None
+    where = arch or "hopper"
     if kinds["mla"]:
-        if arch == "blackwell":
-            if block % 128:
-                block = 128
-                reason = ("128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's "
-                          "default MLA backend (vllm/platforms/cuda.py)")
-        elif arch == "hopper":
-            if block % 64:
-                block = 64
-                reason = ("64: vLLM forces 64-token blocks for FlashMLA on Hopper "
-                          f"(vllm/platforms/cuda.py){assumed}")
-        else:
-            reason += f"; Triton MLA on {arch} keeps it"
-    if kinds["linear"]:
-        attn = layout.token_bytes.get("mla") or layout.token_bytes.get("full") or \
-            layout.token_bytes.get("sliding")
-        if attn:
-            if kinds["mla"]:
-                align = 128 if arch == "blackwell" else 64
-            elif arch == "blackwell" and head_dim == 256:
-                align = 32  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell
-            else:
-                align = 16
-            needed = align * cdiv(layout.state_bytes, align * attn)
-            if block < needed:
-                block = needed
-                reason = (
-                    f"{needed}: vLLM raises the attention block until its page "
-                    f"({needed} x {attn:,} B) covers the {layout.state_bytes:,} B linear-attention "
-                    f"state, in steps of {align} (vllm/model_executor/models/config.py)"
-                )
-    return block, reason
+        force = {"blackwell": 128, "hopper": 64}.get(where)
+        if force is None:
+            reason += f"; Triton MLA on {where} keeps it"
+        elif block % force:
+            block = force
+            reason = ("128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default "
+                      "MLA backend (vllm/platforms/cuda.py)" if force == 128 else
+                      "64: vLLM forces 64-token blocks for FlashMLA on Hopper "
+                      "(vllm/platforms/cuda.py)"
+                      + ("" if arch else " (no GPU architecture given: Hopper assumed)"))
+    attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
+    if kinds["linear"] and attn:
+        if kinds["mla"]:
+            align = 128 if where == "blackwell" else 64
+        else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell
+            align = 32 if where == "blackwell" and dep.head_dim == 256 else 16
+        needed = align * cdiv(layout.state_bytes, align * attn)
+        if block < needed:
+            block = needed
+            reason = (f"{needed}: vLLM raises the attention block until its page ({needed} x "
+                      f"{attn:,} B) covers the {layout.state_bytes:,} B linear-attention state, "
+                      f"in steps of {align} (vllm/model_executor/models/config.py)")
+    return block, Note(reason)
 
 
 def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
     kinds = layout.counts
-    mixed_window = kinds["sliding"] and (kinds["full"] or kinds["mla"])
     if kinds["linear"] and not hybrid_manager:
         raise UsageError(
             "vLLM refuses to start: 'Hybrid KV cache manager is disabled but failed to convert "
             "the KV cache specs to one unified type' (linear-attention layers need the hybrid "
-            "manager); drop hybrid_manager=False",
-            param="hybrid_manager",
+            f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager",
         )
-    attn_pages = {
-        kind: block * layout.token_bytes[kind]
-        for kind in ("full", "sliding", "mla") if kinds[kind]
-    }
-    page = max(attn_pages.values()) if attn_pages else layout.state_bytes
+    # Without the hybrid manager a sliding layer beside full ones is a full-attention one
+    # whose blocks are never freed (unify_hybrid_kv_cache_specs).
+    unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
+    pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
+    top_attn = max(pages.values()) if pages else layout.state_bytes
     specs: list[Spec] = []
     for kind in layout.layers:
-        if kind == "linear":
-            # The state page is padded to the attention page (mamba_page_size_padded).
-            specs.append(Spec("mamba", block, max(page, layout.state_bytes)))
-        elif kind == "sliding" and not (mixed_window and not hybrid_manager):
-            specs.append(Spec("sliding", block, attn_pages["sliding"], layout.window))
+        if kind == "linear":  # the state page is padded to the attention page
+            specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
         elif kind == "sliding":
-            # Without the hybrid manager a sliding layer is a full-attention one whose
-            # blocks are never freed (unify_hybrid_kv_cache_specs).
-            specs.append(Spec("full", block, attn_pages["sliding"]))
+            specs.append(Spec("full", block, pages[kind]) if unify
+                         else Spec("sliding", block, pages[kind], layout.window))
         else:
-            specs.append(Spec(kind, block, attn_pages[kind]))
+            specs.append(Spec(kind, block, pages[kind]))
     # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
     top = max(s.page_bytes for s in specs)
-    unified = []
-    for s in specs:
-        if s.page_bytes != top:
-            if top % s.page_bytes:
-                raise UsageError(
-                    "vLLM cannot start this model: its layers' page sizes do not divide each "
-                    "other ('Cannot unify by adjusting block_size')"
-                )
-            ratio = top // s.page_bytes
-            s = Spec(s.kind, s.block_size * ratio, top, s.window)
-        unified.append(s)
-    return unified
+    if any(top % s.page_bytes for s in specs):
+        raise UsageError("vLLM cannot start this model: its layers' page sizes do not divide "
+                         "each other ('Cannot unify by adjusting block_size')")
+    return [replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
+            for s in specs]
 
 
 def _groups(specs: list[Spec]) -> tuple[Group, ...]:
@@ -212,9 +166,6 @@ def _groups(specs: list[Spec]) -> tuple[Group, ...]:
     by_spec: dict[Spec, list[int]] = {}
     for i, spec in enumerate(specs):
         by_spec.setdefault(spec, []).append(i)
-    if len(by_spec) == 1:
-        ((spec, layers),) = by_spec.items()
-        return (Group(spec, tuple(layers)),)
     counts = [len(v) for v in by_spec.values()]
     smallest, largest = min(counts), max(counts)
     size = largest if largest < smallest * 1.5 else smallest
@@ -227,20 +178,25 @@ def _groups(specs: list[Spec]) -> tuple[Group, ...]:
 
 
 @dataclass(frozen=True)
-class VllmPlan:
-    """vLLM's KV cache config for one model; ``available`` is per GPU (None: no budget)."""
+class VllmPlan(Plan):
+    """vLLM's KV cache config for one model; ``available`` is per GPU (None: no budget).
+
+    Gemma-3-27B, bf16, 20 GiB, max_model_len 131,072, 8,192 batched tokens: pages of
+    131,072 B; 6 sliding groups + 1 full of 10 layer slots; 16,384 blocks; a request holds
+    6 x 577 + 8,192 = 11,654 of them: 1.41x; GPU KV cache size 16,384 // 7 x 16 = 37,440.
+    """
 
     groups: tuple[Group, ...]
     stages: tuple[frozenset[int], ...]
     page_bytes: int
     block_size: int
-    block_size_reason: str
+    block_size_reason: Note
     max_num_batched_tokens: int
-    batched_tokens_source: str
+    batched_tokens_source: Note
     hybrid_manager: bool
     available: int | None
-    # The model's max_position_embeddings: vLLM's ModelConfig refuses a longer
-    # max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (None: the model states none).
+    # The model's max_position_embeddings: vLLM refuses a longer max_model_len unless
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (None: the model states none).
     model_max_len: int | None = None
 
     @property
@@ -259,16 +215,15 @@ class VllmPlan:
     def num_blocks(self) -> int | None:
         if self.available is None:
             return None
-        per_stage = [
-            max(0, self.available // self.page_bytes // size)
-            for stage in self.stages if (size := self._stage_group_size(stage))
-        ]
-        return min(per_stage)
+        return min(max(0, self.available // self.page_bytes // size)
+                   for stage in self.stages if (size := self._stage_group_size(stage)))
 
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
         mnbt = self.max_num_batched_tokens
         return sum(cdiv(g.spec.max_bytes(context, mnbt), self.page_bytes) for g in self.groups)
+
+    engine_blocks = blocks_per_request
 
     def request_bytes(self, context: int) -> int:
         return self.blocks_per_request(context) * self.page_bytes * self.stage_group_size
@@ -277,48 +232,20 @@ class VllmPlan:
         """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
         return self._stage_group_size(stage) * self.page_bytes * self.blocks_per_request(context)
 
+    def _fits_alone(self, context: int, stage: frozenset[int]) -> bool:
+        return self.available is not None and self.needed_bytes(context, stage) <= self.available
+
     def max_concurrency(self, context: int) -> float | None:
         blocks = self.num_blocks
         return None if blocks is None else blocks / self.blocks_per_request(context)
 
-    def _starts(self, context: int) -> bool:
-        assert self.available is not None
-        if past_model_len(context, self.model_max_len):
-            return False
-        return self.available > 0 and all(
-            self.needed_bytes(context, s) <= self.available
-            for s in self.stages if self._stage_group_size(s)
-        )
-
     def fits(self, context: int, batch: int) -> bool | None:
         blocks = self.num_blocks
-        if blocks is None:
+        if blocks is None or self.available is None:
             return None
-        return self._starts(context) and batch * self.blocks_per_request(context) <= blocks
-
-    def largest_context(self, batch: int, limit: int) -> int | None:
-        if self.available is None:
-            return None
-        lo, hi = 0, limit
-        while lo < hi:  # the largest n with fits(n), fits monotone decreasing in n
-            mid = (lo + hi + 1) // 2
-            if self.fits(mid, batch):
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
-    def _estimated_max_len(self, limit: int, stage: frozenset[int]) -> int:
-        """``_estimate_max_model_len_from_groups``: binary search 1..max_model_len."""
-        assert self.available is not None
-        lo, hi, best = 1, limit, 0
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if self.needed_bytes(mid, stage) <= self.available:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        return best
+        starts = not past_model_len(context, self.model_max_len) and self.available > 0 and all(
+            self._fits_alone(context, s) for s in self.stages if self._stage_group_size(s))
+        return starts and batch * self.blocks_per_request(context) <= blocks
 
     def _refusal(self, max_model_len: int) -> str | None:
         if past_model_len(max_model_len, self.model_max_len):
@@ -332,11 +259,10 @@ class VllmPlan:
             return ("No available memory for the cache blocks. Try increasing "
                     "`gpu_memory_utilization` when initializing the engine.")
         for stage in self.stages:
-            if not self._stage_group_size(stage):
-                continue
             needed = self.needed_bytes(max_model_len, stage)
-            if needed > self.available:
-                est = self._estimated_max_len(max_model_len, stage)
+            if self._stage_group_size(stage) and needed > self.available:
+                # _estimate_max_model_len_from_groups: a binary search up to max_model_len
+                est = largest(partial(self._fits_alone, stage=stage), max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
                 return (
@@ -357,111 +283,141 @@ class VllmPlan:
         smallest = min(
             max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups
         )
-        older = blocks // len(self.groups) * smallest
         conc = blocks / self.blocks_per_request(max_model_len)
-        return older, int(conc * max_model_len)
+        return blocks // len(self.groups) * smallest, int(conc * max_model_len)
+
+    def _lines(self, max_model_len: int, refusal: str | None) -> list[str]:
+        tokens = self.logged_tokens(max_model_len)
+        lines = [] if self.available is None else [
+            f"Available KV cache memory: {self.available / GiB:.2f} GiB"]
+        if refusal is not None:
+            return [*lines, f"ValueError: {refusal}"]
+        if tokens is not None:
+            lines += [f"GPU KV cache size: {n:,} tokens" for n in dict.fromkeys(tokens)]
+            lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: "
+                         f"{self.max_concurrency(max_model_len):.2f}x")
+        return lines
+
+    def _details(self, report: EngineReport) -> tuple[str, ...]:
+        """The groups, the blocks and the log, as the table shows them."""
+        if self.available is None:
+            return ()
+        size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
+        layers = Counter[str]()
+        for g in self.groups:
+            layers[g.spec.kind] += len(g.layers)
+        desc = [f"{n} {kind} ({layers[kind]} layers"
+                + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
+                for kind, n in groups.items()]
+        tokens = self.logged_tokens(report.max_model_len) or (0, 0)
+        tags = {} if tokens[0] == tokens[1] else {
+            tokens[0]: "   (v0.20 and earlier: num_blocks // groups x block)",
+            tokens[1]: "   (v0.21 and later: concurrency x max_model_len)"}
+        log = [line + next((tag for n, tag in tags.items()
+                            if line == f"GPU KV cache size: {n:,} tokens"), "")
+               for line in report.lines if not line.startswith("ValueError")]
+        return (
+            f"vLLM groups: {len(self.groups)} of {size} layer slots: {', '.join(desc)}; page "
+            f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)",
+            f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
+            f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
+            f"per request of {report.max_model_len:,} tokens: "
+            f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups",
+            *report.logs(log),
+        )
 
     def report(self, max_model_len: int) -> EngineReport:
-        counts: dict[Spec, int] = {}
-        groups = []
-        for g in self.groups:
-            counts[g.spec] = counts.get(g.spec, 0) + 1
-            groups.append(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
-                                      g.spec.block_size, g.spec.page_bytes, g.spec.window))
-        lines: list[str] = []
         refusal = self._refusal(max_model_len)
-        conc = self.max_concurrency(max_model_len)
         tokens = self.logged_tokens(max_model_len)
-        if self.available is not None:
-            lines.append(f"Available KV cache memory: {self.available / GiB:.2f} GiB")
-        if refusal is not None:
-            lines.append(f"ValueError: {refusal}")
-        elif tokens is not None and conc is not None:
-            older, newer = tokens
-            lines.append(f"GPU KV cache size: {older:,} tokens")
-            if newer != older:
-                lines.append(f"GPU KV cache size: {newer:,} tokens")
-            lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: "
-                         f"{conc:.2f}x")
-        settings = {
-            "group_size": self.group_size,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-            "max_num_batched_tokens_source": self.batched_tokens_source,
-            "hybrid_manager": self.hybrid_manager,
-            "pipeline_stages": [len(s) for s in self.stages],
-            "blocks_per_request": self.blocks_per_request(max_model_len),
-            "logged_tokens": None if tokens is None else {
-                "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1],
-            },
-        }
-        return EngineReport(
-            name="vllm",
-            version=VLLM_VERSION,
-            block_size=self.block_size,
-            block_size_reason=self.block_size_reason,
-            max_model_len=max_model_len,
-            groups=tuple(groups),
+        header = (f"block {self.block_size_reason.template}; max_num_batched_tokens "
+                  f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
+                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off"))
+        report = EngineReport(
+            name=Vllm.name, version=VLLM_VERSION, block_size=self.block_size,
+            block_size_reason=self.block_size_reason, max_model_len=max_model_len,
+            model_max_len=self.model_max_len,
+            groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
+                                     g.spec.block_size, g.spec.page_bytes, g.spec.window)
+                         for g in self.groups),
             num_blocks=self.num_blocks,
             cache_tokens=None if tokens is None or refusal else tokens[0],
-            max_concurrency=None if refusal else conc,
-            lines=tuple(lines),
-            refuses_to_start=refusal is not None,
-            refusal=refusal,
-            refusal_cause=refusal_cause(refusal, max_model_len, self.model_max_len),
-            settings=settings,
+            max_concurrency=None if refusal else self.max_concurrency(max_model_len),
+            lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal,
+            settings={
+                "group_size": self.group_size,
+                "max_num_batched_tokens": self.max_num_batched_tokens,
+                "max_num_batched_tokens_source": self.batched_tokens_source,
+                "hybrid_manager": self.hybrid_manager,
+                "pipeline_stages": [len(s) for s in self.stages],
+                "blocks_per_request": self.blocks_per_request(max_model_len),
+                "logged_tokens": None if tokens is None else {
+                    "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]},
+            },
+            title=Vllm.title, header=Note(header),
+            # vLLM's own settings, and the parameter tokcost sets max_model_len with
+            advice=Note(f"lower {arg('contexts')} to the model's context window"
+                        if past_model_len(max_model_len, self.model_max_len) else
+                        f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
+                        f"{arg('gpu_memory_utilization')}"),
+        )
+        return replace(report, details=self._details(report))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vllm(Engine):
+    """vLLM, with its scheduler's tokens per step and its hybrid KV cache manager."""
+
+    name: ClassVar[str] = "vllm"
+    title: ClassVar[str] = "vLLM"
+    version: ClassVar[str] = VLLM_VERSION
+
+    max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
+    hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
+
+    def __post_init__(self) -> None:
+        mnbt = self.max_num_batched_tokens
+        if mnbt is not None:
+            mnbt = parse_count(mnbt, param="max_num_batched_tokens")
+            if mnbt <= 0:
+                raise UsageError(f"{arg('max_num_batched_tokens')} must be a positive integer, "
+                                 f"got {mnbt}", param="max_num_batched_tokens")
+            object.__setattr__(self, "max_num_batched_tokens", mnbt)
+
+    def plan(self, dep: Deployment) -> tuple[VllmPlan, GpuFit | None]:
+        fit = dep.fit(DEFAULT_BLOCK if dep.block_size is None else dep.block_size)
+        plan = self.pool(dep, None if fit is None else fit.available_bytes)
+        if fit is None or plan.num_blocks is None:
+            return plan, fit
+        return plan, replace(fit, block_size=plan.block_size,
+                             page_bytes=plan.page_bytes * plan.stage_group_size,
+                             num_blocks=plan.num_blocks,
+                             cache_tokens=plan.num_blocks // len(plan.groups) * plan.block_size)
+
+    def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
+        """vLLM's KV cache config for ``dep`` with ``available`` bytes per GPU."""
+        layout = dep.layout
+        if all(k == "linear" for k in layout.layers):
+            raise UsageError("this model caches no tokens (only fixed-state layers)")
+        block, reason = resolve_block_size(layout, dep)
+        if self.max_num_batched_tokens is None:
+            mnbt, source = default_max_num_batched_tokens(
+                dep.gpu.name if dep.gpu else None, dep.memory_bytes)
+        else:
+            mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
+        specs = _specs(layout, block, self.hybrid_manager)
+        return VllmPlan(
+            groups=_groups(specs),
+            stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
+            page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
+            max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
+            hybrid_manager=self.hybrid_manager, available=available,
+            model_max_len=dep.model_max_len,
         )
 
 
-def plan_vllm(
-    layout: KvLayout,
-    *,
-    available: int | None,
-    block_size: int | None = None,
-    architecture: str | None = None,
-    head_dim: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    gpu_name: str | None = None,
-    memory_bytes: int | None = None,
-    hybrid_manager: bool = True,
-    pp: int = 1,
-    model_max_len: int | None = None,
-) -> VllmPlan:
-    """vLLM's KV cache config for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU.
-
-    Worked example (Gemma-3-27B, bf16, 20 GiB, max_model_len 131,072, 8,192 batched)::
-
-        page       = 16 tokens x 2 x 16 kv heads x 128 x 2 B = 131,072 B
-        groups     = 6 sliding groups + 1 full group of 10 layers (52 sliding in 60 slots)
-        num_blocks = 21,474,836,480 // 131,072 // 10 = 16,384
-        per request: sliding cdiv(min(1,023 + 8,192, 131,072), 16) + 1 = 577 blocks x 6,
-                     full cdiv(131,072, 16) = 8,192 -> 11,654 blocks
-        concurrency = 16,384 / 11,654 = 1.41x; GPU KV cache size 16,384 // 7 x 16 = 37,440
-    """
-    if max_num_batched_tokens is not None and max_num_batched_tokens <= 0:
-        raise UsageError(
-            f"max_num_batched_tokens must be a positive integer, got {max_num_batched_tokens}",
-            param="max_num_batched_tokens",
-        )
-    if not any(k != "linear" for k in layout.layers):
-        raise UsageError("this model caches no tokens (only fixed-state layers)")
-    block, reason = resolve_block_size(
-        layout, block_size=block_size, architecture=architecture, head_dim=head_dim
-    )
-    if max_num_batched_tokens is None:
-        mnbt, source = default_max_num_batched_tokens(gpu_name, memory_bytes)
-    else:
-        mnbt, source = max_num_batched_tokens, "max_num_batched_tokens given"
-    specs = _specs(layout, block, hybrid_manager)
-    stages = tuple(frozenset(s) for s in pp_stages(len(layout.layers), pp))
-    return VllmPlan(
-        groups=_groups(specs),
-        stages=stages,
-        page_bytes=specs[0].page_bytes,
-        block_size=block,
-        block_size_reason=reason,
-        max_num_batched_tokens=mnbt,
-        batched_tokens_source=source,
-        hybrid_manager=hybrid_manager,
-        available=available,
-        model_max_len=model_max_len,
-    )
+def plan_vllm(layout: KvLayout, *, available: int | None,
+              max_num_batched_tokens: int | None = None, hybrid_manager: bool = True) -> VllmPlan:
+    """vLLM's KV cache config for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU,
+    on one stage with the default block and no GPU named."""
+    engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager)
+    return engine.pool(Deployment(layout=layout), available)

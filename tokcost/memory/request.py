@@ -1,0 +1,316 @@
+"""What ``kvmem estimate`` is asked: one frozen ``KvRequest`` made of small frozen parts.
+
+Each part checks its own fields when it is made and the request checks how they go
+together; an error's ``param`` is the field's name, which is also the CLI parameter's.
+A count or a size may be text (``"8k"``, ``"80GiB"``), read as the CLI reads it.
+``KvRequest.of`` builds a request from flat field names, each going to its part.
+
+>>> r = KvRequest.of(model="llama-3.1-8b", contexts="1k,8k", gpu_memory="80GiB")
+>>> r.contexts, r.budget.gpu_memory, r.engine_spec.profile.name
+((1000, 8000), 85899345920, 'vllm')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from tokcost.errors import UsageError, arg
+from tokcost.memory.blocks import check_block_size
+from tokcost.memory.cache_policy import Eviction, parse_evict
+from tokcost.memory.engines import engine_class, engine_classes
+from tokcost.memory.fit import DEFAULT_UTIL
+from tokcost.memory.kv import kv_dtype
+from tokcost.units import parse_context_list, parse_count, parse_fraction, parse_size, weight_bits
+
+if TYPE_CHECKING:
+    from tokcost.catalog import CatalogSource, Gpu, ModelEntry
+    from tokcost.memory.engines.base import Engine
+
+__all__ = ["CacheSpec", "EngineSpec", "GpuBudget", "KvRequest", "ModelRef", "Parallelism",
+           "PlotSpec", "RooflineSpec"]
+
+# Past these a number is a typo, not a plan: engines run hundreds of sequences at once,
+# and tensor parallelism spans one NVLink domain (tens of GPUs, not thousands).
+MAX_BATCH = 10**6
+MAX_TP = 1024
+# A CPU core does about 1 GFLOP/s; below that a typo (flops=1) would report a time to
+# first token of years.
+MIN_FLOPS, MAX_FLOPS = 10**9, 10**18
+
+R = TypeVar("R", bound="Composed")
+
+
+def _set(part: object, name: str, value: object) -> None:
+    object.__setattr__(part, name, value)  # a frozen part normalizing what it was given
+
+
+def _positive(part: object, name: str) -> int:
+    value = parse_count(getattr(part, name), param=name)
+    if value <= 0:
+        raise UsageError(f"{arg(name)} must be a positive integer, got {value}", param=name)
+    _set(part, name, value)
+    return value
+
+
+def _sizes(part: object, *names: str, allow_zero: bool = False) -> None:
+    for name in names:
+        value = getattr(part, name)
+        if isinstance(value, str) and name == "bandwidth":
+            value = value.removesuffix("/s")
+        if value is not None:
+            _set(part, name, parse_size(value, param=name, allow_zero=allow_zero))
+
+
+def _shares(part: object, *names: str) -> None:
+    for name in names:
+        if isinstance(getattr(part, name), str):
+            _set(part, name, float(parse_fraction(getattr(part, name), param=name)))
+
+
+class Composed:
+    """A request made of parts (fields whose default is a part's dataclass)."""
+
+    @classmethod
+    def of(cls: type[R], **values: Any) -> R:
+        """The request from flat field names: each goes to the part that has a field of that
+        name; names no part has go to the part that takes the rest (``rest``: the engine's
+        options)."""
+        kwargs: dict[str, Any] = {}
+        rest: tuple[str, Any, dict[str, Any]] | None = None
+        for f in fields(cls):  # type: ignore[arg-type]
+            part = f.default_factory
+            if not (isinstance(part, type) and is_dataclass(part)):
+                if f.name in values:
+                    kwargs[f.name] = values.pop(f.name)
+                continue
+            names = {p.name for p in fields(part) if p.init}
+            given = {k: values.pop(k) for k in list(values) if k in names}
+            if hasattr(part, "rest"):
+                rest = (f.name, part, given)
+            else:
+                kwargs[f.name] = part(**given)
+        if rest is not None:
+            name, part, given = rest
+            kwargs[name], values = part(**given, **{part.rest: values}), {}
+        if values:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(values)}")
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRef:
+    """The model: a catalog id or alias, an entry or ``hf:ORG/REPO``; or a ``config``
+    (a config.json or a model folder); looked up in ``catalog``."""
+
+    model: str | ModelEntry | None = None
+    config: Path | None = None
+    catalog: CatalogSource = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, str):
+            _set(self, "config", Path(self.config))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheSpec:
+    """How the cache stores tokens: its dtype (``auto``: the model's), the int8/int4 group,
+    the paged block (None: the engine's), and a cache policy (``evict``, a spec such as
+    ``streaming:4+1024``; ``residual``, tokens KIVI keeps in full precision)."""
+
+    kv_dtype: str = "bf16"
+    kv_group_size: int | None = None
+    block_size: int | None = None
+    evict: str | Eviction | None = None
+    residual: int | None = None
+    eviction: Eviction | None = field(init=False, repr=False, compare=False)  # evict, parsed
+
+    def __post_init__(self) -> None:
+        if str(self.kv_dtype).lower() != "auto":
+            kv_dtype(self.kv_dtype)  # a typo is refused before any work
+        for name in ("kv_group_size", "residual"):
+            if isinstance(getattr(self, name), str):
+                _set(self, name, parse_count(getattr(self, name), param=name))
+        if self.block_size is not None:
+            check_block_size(_positive(self, "block_size"))
+        _set(self, "eviction", parse_evict(self.evict) if isinstance(self.evict, str)
+             else self.evict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parallelism:
+    """Tensor-parallel GPUs (``tp``: kv heads split) and pipeline stages (``pp``)."""
+
+    tp: int = 1
+    pp: int = 1
+
+    def __post_init__(self) -> None:
+        tp = _positive(self, "tp")
+        _positive(self, "pp")
+        if tp > MAX_TP:
+            raise UsageError(
+                f"{arg('tp', f'{tp:,}')} is beyond {MAX_TP:,} GPUs in one tensor-parallel "
+                "group; tensor parallelism spans one NVLink domain (8 to 72 GPUs)", param="tp")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuBudget:
+    """One GPU's memory: a catalog ``gpu`` or its ``gpu_memory``, of which an engine takes
+    ``gpu_util`` less the weights and a ``reserve`` (None: 2 GiB); or the ``kv_memory`` an
+    engine logged. ``weights_dtype`` (None: the checkpoint's) sizes the weights."""
+
+    gpu: str | Gpu | None = None
+    gpu_memory: int | None = None
+    gpu_util: float = DEFAULT_UTIL
+    kv_memory: int | None = None
+    reserve: int | None = None
+    weights_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        _sizes(self, "gpu_memory", "kv_memory")
+        _sizes(self, "reserve", allow_zero=True)
+        _shares(self, "gpu_util")
+        if self.weights_dtype is not None:
+            weight_bits(self.weights_dtype)  # a typo is refused even without a GPU
+        if self.gpu is not None and self.gpu_memory is not None:
+            raise UsageError(f"{arg('gpu')} already sets the GPU memory; give a GPU or its "
+                             "memory, not both", param="gpu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSpec:
+    """Whose accounting the numbers follow (tokcost.memory.engines) and that engine's own
+    options by name; ``profile`` is the engine with them. Another engine's option, given a
+    value other than its default, is refused."""
+
+    engine: str = "vllm"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    profile: Engine = field(init=False, repr=False, compare=False)
+    rest: ClassVar[str] = "options"  # KvRequest.of gives it the names no other part has
+
+    def __post_init__(self) -> None:
+        chosen = engine_class(self.engine)
+        own = chosen.defaults()
+        for name, value in self.options.items():
+            if name in own:
+                continue
+            owner = next((c for c in engine_classes() if name in c.defaults()), None)
+            if owner is None:
+                raise TypeError(f"no engine has an option {name!r} (nor the request a field)")
+            if value != owner.defaults()[name]:
+                raise UsageError(
+                    f"{arg(name)} is {owner.title}'s setting; use it with "
+                    f"{arg('engine', owner.name)} (the engine is {chosen.name})",
+                    param=name, related=("engine",))
+        _set(self, "profile", chosen(**{k: v for k, v in self.options.items() if k in own}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RooflineSpec:
+    """Decode and prefill speed: the memory ``bandwidth`` per second and peak ``flops``
+    (None: the GPU's), the ``efficiency`` reached (1: the datasheet bound), and the prompt
+    the time to first token is for (``input_tokens``; None: each context)."""
+
+    bandwidth: int | None = None
+    flops: float | None = None
+    efficiency: float = 1.0
+    input_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        _sizes(self, "bandwidth")
+        _shares(self, "efficiency")
+        if self.flops is not None:
+            given = self.flops
+            if isinstance(given, str):
+                _set(self, "flops", float(parse_count(given.removesuffix("/s"), param="flops",
+                                                      maximum=MAX_FLOPS)))
+            if self.flops < MIN_FLOPS:
+                raise UsageError(f"{arg('flops', given)} is below 1e9: peak FLOP/s runs from "
+                                 "1e9 (1B, a CPU) to 1e18; write e.g. 989T or 989e12",
+                                 param="flops")
+        if not 0 < self.efficiency <= 1:
+            raise UsageError(
+                f"{arg('efficiency')} must be in (0, 1], got {self.efficiency}: the fraction "
+                "of the datasheet peaks reached (1 = the bound)", param="efficiency")
+        if self.input_tokens is not None:
+            _set(self, "input_tokens", parse_count(self.input_tokens, param="input_tokens",
+                                                   minimum=1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlotSpec:
+    """Where to draw the result (``.png``, ``.svg``, ``.pdf``; None: no plot), and whether
+    an existing file may be replaced."""
+
+    plot: Path | None = None
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.plot, str):
+            _set(self, "plot", Path(self.plot))
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvRequest(Composed):
+    """One ``kvmem estimate``: a model's KV cache for ``batch`` sequences at each of
+    ``contexts`` (text such as ``"1k,8k"`` too; empty: the model's window), per GPU."""
+
+    model_ref: ModelRef = field(default_factory=ModelRef)
+    contexts: tuple[int, ...] = ()
+    batch: int = 1
+    cache: CacheSpec = field(default_factory=CacheSpec)
+    parallel: Parallelism = field(default_factory=Parallelism)
+    budget: GpuBudget = field(default_factory=GpuBudget)
+    engine_spec: EngineSpec = field(default_factory=EngineSpec)
+    roofline: RooflineSpec = field(default_factory=RooflineSpec)
+    output: PlotSpec = field(default_factory=PlotSpec)
+
+    def __post_init__(self) -> None:
+        _set(self, "contexts", _contexts(self.contexts))
+        batch = _positive(self, "batch")
+        if batch > MAX_BATCH:
+            raise UsageError(f"{arg('batch', f'{batch:,}')} is beyond {MAX_BATCH:,} sequences "
+                             "at once; engines run hundreds", param="batch")
+        self.engine_spec.profile.check(self)
+        budget, roof = self.budget, self.roofline
+        knobs = {"gpu_util": budget.gpu_util != DEFAULT_UTIL,
+                 "reserve": budget.reserve is not None, **self.engine_spec.profile.gpu_knobs()}
+        if budget.kv_memory is not None and (budget.gpu_memory is not None or any(knobs.values())):
+            raise UsageError(f"{arg('kv_memory')} replaces the estimate from GPU memory, "
+                             "utilization and reserve; give it without them", param="kv_memory")
+        # Without a GPU (or a bandwidth) nothing reads these: say so rather than print an
+        # estimate they did not change.
+        no_gpu = budget.gpu is None and budget.gpu_memory is None and budget.kv_memory is None
+        _unused([k for k, given in knobs.items() if given and no_gpu], "applies to a GPU's "
+                "memory", ("gpu", "gpu_memory"))
+        _unused([k for k, given in (("efficiency", roof.efficiency != 1.0),
+                                    ("flops", roof.flops is not None),
+                                    ("input_tokens", roof.input_tokens is not None))
+                 if given and budget.gpu is None and roof.bandwidth is None],
+                "applies to the decode and prefill roofline", ("gpu", "bandwidth"))
+
+    @property
+    def needs_weights(self) -> bool:
+        """Whether the estimate sizes the model's weights (a GPU fit or a roofline)."""
+        b = self.budget
+        return (b.gpu is not None or self.roofline.bandwidth is not None
+                or (b.gpu_memory is not None and b.kv_memory is None))
+
+
+def _unused(names: list[str], what: str, instead: tuple[str, str]) -> None:
+    if names:
+        raise UsageError(f"{arg(names[0])} {what}; give {arg(instead[0])} or {arg(instead[1])} "
+                         "with it", param=names[0], related=instead)
+
+
+def _contexts(given: Any) -> tuple[int, ...]:
+    """``"1k,8k"``, one length or several; an empty item (``1k,,2k``) is a typo."""
+    if isinstance(given, str):
+        if any(not part.strip() for part in given.split(",")):
+            raise UsageError(f"{arg('contexts', repr(given))} has an empty item; separate "
+                             "lengths with single commas, e.g. 1k,8k,32k", param="contexts")
+        return tuple(parse_context_list(given, param="contexts"))
+    items = () if given is None else given if isinstance(given, Iterable) else (given,)
+    return tuple(parse_count(c, param="contexts", minimum=1) for c in items)
