@@ -26,13 +26,12 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.adapters": ("Tokenizer", "get_tokenizer"),
     "tokcost.errors": ("TokcostError",),
-    "tokcost.tokenizers": (
-        "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers", "spec_label",
-    ),
-    "tokcost.counting": ("count_text", "count_texts", "count_paths"),
+    "tokcost.tokenizers": ("TokenizerSelection",),
+    "tokcost.counting": ("Inputs",),
+    "tokcost.runner": ("RunConfig",),
     "tokcost.app.count": (
-        "count", "count_chat", "tokenize", "tokenize_paths", "CountResult", "ChatResult",
-        "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
+        "count", "CountRequest", "CountResult", "tokenize", "tokenize_paths", "TokenizeRequest",
+        "TokenizeResult", "TokensResult", "count_chat", "ChatRequest", "ChatResult",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog", "ModelEntry", "Gpu"),
     "tokcost.units": (
@@ -50,7 +49,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.plotting.simulate": ("plot_policies",),
     "tokcost.pricing": ("estimate_cost", "format_usd"),
     "tokcost.budget.report": ("format_percent",),
-    "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("CheckResult", "CheckRun", "check", "check_many"),
     "tokcost.app.price": ("PriceResult", "price"),
     "tokcost.app.compare": (
@@ -131,18 +129,17 @@ if TYPE_CHECKING:
     from tokcost.app.compare import Row as Row
     from tokcost.app.compare import SentencePremiums as SentencePremiums
     from tokcost.app.compare import compare as compare
-    from tokcost.app.count import ChatModelCount as ChatModelCount
+    from tokcost.app.count import ChatRequest as ChatRequest
     from tokcost.app.count import ChatResult as ChatResult
+    from tokcost.app.count import CountRequest as CountRequest
     from tokcost.app.count import CountResult as CountResult
+    from tokcost.app.count import TokenizeRequest as TokenizeRequest
     from tokcost.app.count import TokenizeResult as TokenizeResult
     from tokcost.app.count import TokensResult as TokensResult
-    from tokcost.app.count import WindowShare as WindowShare
     from tokcost.app.count import count as count
     from tokcost.app.count import count_chat as count_chat
     from tokcost.app.count import tokenize as tokenize
     from tokcost.app.count import tokenize_paths as tokenize_paths
-    from tokcost.app.engine import EngineKind as EngineKind
-    from tokcost.app.engine import make_engine as make_engine
     from tokcost.app.generate import AttentionFocus as AttentionFocus
     from tokcost.app.generate import CacheEvent as CacheEvent
     from tokcost.app.generate import CacheMode as CacheMode
@@ -191,9 +188,7 @@ if TYPE_CHECKING:
     from tokcost.catalog import Gpu as Gpu
     from tokcost.catalog import ModelEntry as ModelEntry
     from tokcost.catalog import load_catalog as load_catalog
-    from tokcost.counting import count_paths as count_paths
-    from tokcost.counting import count_text as count_text
-    from tokcost.counting import count_texts as count_texts
+    from tokcost.counting import Inputs as Inputs
     from tokcost.errors import TokcostError as TokcostError
     from tokcost.memory import KvDtypeName as KvDtypeName
     from tokcost.memory import estimate_kv as estimate_kv
@@ -208,11 +203,8 @@ if TYPE_CHECKING:
     from tokcost.plotting.simulate import plot_policies as plot_policies
     from tokcost.pricing import estimate_cost as estimate_cost
     from tokcost.pricing import format_usd as format_usd
-    from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
-    from tokcost.tokenizers import load_tokenizers as load_tokenizers
-    from tokcost.tokenizers import open_catalog as open_catalog
-    from tokcost.tokenizers import resolve_tokenizers as resolve_tokenizers
-    from tokcost.tokenizers import spec_label as spec_label
+    from tokcost.runner import RunConfig as RunConfig
+    from tokcost.tokenizers import TokenizerSelection as TokenizerSelection
     from tokcost.units import format_bytes as format_bytes
     from tokcost.units import parse_context_list as parse_context_list
     from tokcost.units import parse_count as parse_count

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import count_backend
 from tokcost.adapters.registry import DEFAULT_SPEC, check_spec, get_tokenizer, normalize_spec
-from tokcost.errors import CatalogError, TokenizerNotFound, UsageError
+from tokcost.errors import CatalogError, TokenizerNotFound, UsageError, arg
+from tokcost.units import spec_label as spec_label
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.catalog import Catalog, ModelEntry
+    from tokcost.catalog import Catalog, CatalogSource, ModelEntry
 
 MODEL_PREFIX = "model:"
 
 
-def open_catalog(catalog: str | Path | Catalog | None = None) -> Catalog:
+def open_catalog(catalog: CatalogSource = None) -> Catalog:
     """The catalog a ``catalog`` argument names: a YAML path, a loaded Catalog, or
     None for ``$TOKCOST_CATALOG``, else the shipped models.yaml (loaded once per mtime)."""
     from tokcost.catalog import Catalog, load_catalog
@@ -37,18 +37,6 @@ def open_catalog(catalog: str | Path | Catalog | None = None) -> Catalog:
     if isinstance(catalog, Catalog):
         return catalog
     return load_catalog(catalog)
-
-
-def spec_label(spec: str) -> str:
-    """The column label of a spec: ``tiktoken:o200k_base`` -> ``o200k_base``.
-
-    >>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
-    ('cl100k_base', 'hf:org/repo')
-    """
-    family, _, arg = spec.partition(":")
-    if family == "tiktoken" and "/" not in arg:
-        return arg
-    return spec
 
 
 @dataclass(frozen=True)
@@ -94,7 +82,8 @@ def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> Tokenize
         return TokenizerChoice(entry.id, spec, True, entry, spec)
     if not entry.tokenizer_spec:
         raise TokenizerNotFound(
-            f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=SPEC",
+            f"model '{entry.id}' names no tokenizer in the catalog; pass "
+            f"{arg('tokenizers', 'SPEC')}",
             param="tokenizers",
         )
     # The catalog's spec obeys the same rules as tokenizers=SPEC: judged as written
@@ -114,7 +103,7 @@ def resolve_tokenizers(
     tokenizers: Sequence[str] = (),
     models: Sequence[str] = (),
     *,
-    catalog: str | Path | Catalog | None = None,
+    catalog: CatalogSource = None,
     default: str | None = DEFAULT_SPEC,
     unique: bool = False,
 ) -> list[TokenizerChoice]:
@@ -157,3 +146,33 @@ def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
         if choice.spec not in toks:
             toks[choice.spec] = choice.load()
     return toks
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenizerSelection:
+    """The part of a request that picks tokenizers: ``tokenizers`` (specs, also
+    ``model:ID``) and ``models`` (catalog ids: each model's own tokenizer), read through
+    ``catalog`` (a YAML path, a loaded Catalog, or None: ``$TOKCOST_CATALOG``, else the
+    shipped one). A bare string is one spec or id.
+
+    >>> [c.label for c in TokenizerSelection(tokenizers="cl100k_base", models=["gpt-4o"]).resolve()]
+    ['cl100k_base', 'gpt-4o']
+    """
+
+    tokenizers: Sequence[str] = ()
+    models: Sequence[str] = ()
+    catalog: CatalogSource = None
+
+    def __post_init__(self) -> None:
+        for name in ("tokenizers", "models"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+
+    def resolve(self, *, default: str | None = DEFAULT_SPEC,
+                unique: bool = False) -> list[TokenizerChoice]:
+        """See ``resolve_tokenizers``."""
+        return resolve_tokenizers(self.tokenizers, self.models, catalog=self.catalog,
+                                  default=default, unique=unique)
+
+    def open_catalog(self) -> Catalog:
+        return open_catalog(self.catalog)

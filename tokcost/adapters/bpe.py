@@ -19,6 +19,7 @@ from tokcost.adapters.base import special_tokens_by_id
 from tokcost.bpe.encode import Encoder
 from tokcost.bpe.io import load_any
 from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
+from tokcost.errors import arg
 
 if TYPE_CHECKING:
     import tiktoken
@@ -65,7 +66,7 @@ class BPETokenizer:
         if found is not None:
             raise DisallowedSpecial(
                 f"{self.name}: text contains the special token {found!r}; pass "
-                f"allow_special=True to encode it as one token",
+                f"{arg('allow_special', True)} to encode it as one token",
                 param="allow_special",
             )
 

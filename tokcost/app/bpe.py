@@ -16,7 +16,6 @@ reads it (``o200k_base``, ``hf:...``, ``sp:...``, ``model:ID``) or a tokenizer f
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -28,29 +27,19 @@ from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import DEFAULT_MAX_TOKEN_LENGTH, BPEModel, ExportFormat, PatternName, TrainerConfig
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
-from tokcost.counting import (
-    STDIN,
-    STDIN_NAME,
-    LineBlocks,
-    Skipped,
-    input_warnings,
-    read_input,
-    scan_file,
-    sniff_source,
-    stdin_source,
-)
-from tokcost.errors import InputError, UsageError
+from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
+from tokcost.errors import UsageError
+from tokcost.runner import EngineKind, RunConfig
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 
 if TYPE_CHECKING:
     import regex
 
     from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import ProgressFn, WordCounter
+    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import Catalog
 
 __all__ = [
@@ -133,7 +122,7 @@ def train_bpe(
 
     ``engine`` pre-tokenizes: ``local`` in ``config.jobs`` processes, ``dask`` on the
     cluster at ``scheduler`` (else ``config.jobs`` local workers, or one per CPU),
-    waiting ``timeout`` seconds at most for it (see ``make_engine``);
+    waiting ``timeout`` seconds at most for it (see ``tokcost.runner.RunConfig``);
     the merges are the same either way. ``progress(stage, done, total)`` hears
     ``"pretokenize"`` (bytes) and ``"merge"`` (tokens). The output files are checked
     before training starts, so a long run never ends on "already exists".
@@ -142,17 +131,14 @@ def train_bpe(
     bpe.check_config(config)  # a bad vocab_size or jobs before any file is read
     out = Path(output)
     bpe.check_writable([out, bpe.vocab_path(out)], force)
-    inputs = _TrainingInputs.scan(files, stdin)
-    chosen = make_engine(
-        engine, jobs=config.jobs if config.jobs > 1 else None, scheduler=scheduler,
-        timeout=timeout,
-    )
-    noted = _NotedWords(chosen, list(inputs.skipped), more_text=inputs.stdin is not None)
-    trained = bpe.train(inputs.paths, config, progress, engine=noted,
+    run = RunConfig(engine=engine, jobs=config.jobs if config.jobs > 1 else None,
+                    scheduler=scheduler, timeout=timeout)
+    inputs = TrainingInputs.scan(files, stdin, runner_for(run, threads=False))
+    trained = bpe.train(inputs.paths, config, progress, engine=inputs,
                         texts=inputs.stdin or ())
-    skipped = noted.skipped
+    skipped = inputs.skipped
     outputs = bpe.save_model(trained.model, out, force=force)
-    invalid = {**inputs.invalid_utf8_bytes(), **noted.invalid}
+    invalid = inputs.invalid_utf8_bytes()
     return BPETrainResult(
         model=trained.model,
         requested_vocab_size=config.vocab_size,
@@ -167,80 +153,6 @@ def train_bpe(
         skipped=tuple(skipped),
         invalid_utf8_bytes=invalid,
     )
-
-
-@dataclass
-class _NotedWords:
-    """The engine that pre-tokenizes, keeping the input policy's notes that its counts
-    carry: the Dask workers sniff and decode the files they read (globs and URLs the
-    driver never opens) and return ``tokcost.scale.WordCounts``."""
-
-    engine: WordCounter
-    skipped: list[Skipped]  # those left out before, then the engine's, each input once
-    more_text: bool = False  # stdin is read too: no files left is not yet nothing
-    invalid: dict[str, int] = field(default_factory=dict)
-
-    def count_words(self, paths: Sequence[str | Path], pattern: str, *,
-                    progress: ProgressFn | None = None) -> Counter[str]:
-        counts = self.engine.count_words(paths, pattern, progress=progress)
-        known = {s.path for s in self.skipped}
-        left_out = [Skipped(p, why) for p, why in getattr(counts, "skipped", {}).items()
-                    if p not in known]
-        self.skipped += left_out
-        self.invalid.update(getattr(counts, "invalid_utf8_bytes", {}))
-        if left_out and not counts and not self.more_text:
-            raise InputError("nothing to train on: every input was skipped ("
-                             + "; ".join(s.note for s in self.skipped) + ")")
-        return counts
-
-
-@dataclass
-class _TrainingInputs:
-    """The training files after the input policy: what to read, what was left out.
-
-    Local files are sniffed and their invalid UTF-8 counted up front (the trainer's
-    byte-range readers replace the same bytes); globs and URLs go to the engine as
-    they are; ``-`` is read here, as blocks of whole lines.
-    """
-
-    paths: list[str]
-    skipped: list[Skipped]
-    invalid: dict[str, int]
-    stdin: LineBlocks | None = None
-
-    @classmethod
-    def scan(cls, files: Sequence[str | Path], stdin: BinaryIO | None) -> _TrainingInputs:
-        if not files:
-            raise UsageError("nothing to train on: give text files, or '-' for stdin",
-                             param="files")
-        found = cls([], [], {})
-        for file in dict.fromkeys(map(str, files)):  # each input once
-            if file == STDIN:
-                reason, source = sniff_source(stdin_source(stdin))
-                if reason is None:
-                    found.stdin = LineBlocks(source)
-                else:
-                    found.skipped.append(Skipped(STDIN_NAME, reason))
-            elif not Path(file).is_file():
-                found.paths.append(file)  # the engine reads it, or says it is missing
-            else:
-                scan = scan_file(file)
-                if scan.skipped is not None:
-                    found.skipped.append(Skipped(file, scan.skipped))
-                    continue
-                found.paths.append(file)
-                if scan.invalid_bytes:
-                    found.invalid[file] = scan.invalid_bytes
-        if not found.paths and found.stdin is None:
-            raise InputError("nothing to train on: every input was skipped ("
-                             + "; ".join(s.note for s in found.skipped) + ")")
-        return found
-
-    def invalid_utf8_bytes(self) -> dict[str, int]:
-        """Bytes replaced per input (stdin's are known once it has been read)."""
-        if self.stdin is not None and self.stdin.invalid_bytes:
-            return {**self.invalid, STDIN_NAME: self.stdin.invalid_bytes}
-        return dict(self.invalid)
 
 
 # --- any tokenizer: encode, decode, inspect ---------------------------------------------

@@ -28,7 +28,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.atomic import ensure_writable
 from tokcost.budget import (
     Baseline,
@@ -52,10 +51,10 @@ from tokcost.budget.config import (
 from tokcost.budget.crossing import locate
 from tokcost.budget.git_base import against_base, baseline_at, open_tree
 from tokcost.errors import UsageError
+from tokcost.runner import EngineKind, RunConfig
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog
-    from tokcost.counting import Engine
 
 __all__ = ["CheckResult", "CheckRun", "check", "check_many"]
 
@@ -90,7 +89,7 @@ def check(
     ``base``). ``strict`` makes warnings (a glob matching nothing, no baseline) fail
     with exit code 2. ``engine``/``jobs``/``scheduler`` choose where counting runs
     (``jobs`` None: as ``count``, a thread per CPU when the tokenizers allow it; see
-    ``make_engine``).
+    ``tokcost.runner.RunConfig``).
     A failing file's finding has the ``line`` where it crosses a token limit.
 
     Ad-hoc, without a config file: ``paths`` (files, folders, globs relative to the
@@ -109,7 +108,7 @@ def check(
                              "no baseline", param=param)
         adhoc = adhoc_config(paths, limits or {}, model=model, tokenizer=tokenizer)
         result = _check_one(adhoc, strict=strict, catalog=catalog,
-                            engine=make_engine(engine, jobs=jobs, scheduler=scheduler),
+                            engine=RunConfig(engine=engine, jobs=jobs, scheduler=scheduler),
                             use_baseline=False)
         # No baseline is read or written, and a note has no config file to point at.
         return replace(result, baseline="", notices=tuple(
@@ -122,7 +121,7 @@ def check(
     loaded = load_config(config)
     return _check_one(loaded, baseline=baseline, base=base, update_baseline=update_baseline,
                       strict=strict, catalog=catalog,
-                      engine=make_engine(engine, jobs=jobs, scheduler=scheduler))
+                      engine=RunConfig(engine=engine, jobs=jobs, scheduler=scheduler))
 
 
 def check_many(
@@ -169,7 +168,7 @@ def check_many(
     if base is not None:  # every config's ref resolved before any counting or writing
         for c in loaded:
             open_tree(c.root, base)
-    run_engine = make_engine(engine, jobs=jobs, scheduler=scheduler)
+    run_engine = RunConfig(engine=engine, jobs=jobs, scheduler=scheduler)
     return CheckRun(tuple(
         _check_one(c, base=base, update_baseline=update_baseline, strict=strict,
                    catalog=catalog, engine=run_engine)
@@ -185,7 +184,7 @@ def _check_one(
     update_baseline: bool = False,
     strict: bool,
     catalog: str | Path | Catalog | None,
-    engine: Engine,
+    engine: RunConfig,
     use_baseline: bool = True,
 ) -> CheckResult:
     """Measure, record or read the baseline, judge: one config."""

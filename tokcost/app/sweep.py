@@ -30,12 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost import bpe
-from tokcost.app.bpe import _NotedWords, _TrainingInputs
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import TrainerConfig
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.counting import Skipped, input_warnings, load_input
+from tokcost.counting import Skipped, TrainingInputs, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError
+from tokcost.runner import LocalRunner
 from tokcost.tokenizers import open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
 
@@ -346,11 +345,9 @@ def sweep_bpe(
     docs, notes = _documents(evals, stdin, skipped)
 
     # Training, as train_bpe does it (the input policy, one engine), without writing a model.
-    inputs = _TrainingInputs.scan(files, stdin)
-    engine = _NotedWords(make_engine(EngineKind.LOCAL, jobs=jobs if jobs > 1 else None),
-                         list(inputs.skipped), more_text=inputs.stdin is not None)
-    trained = bpe.train(inputs.paths, config, progress, engine=engine, texts=inputs.stdin or ())
-    skipped = engine.skipped + skipped
+    inputs = TrainingInputs.scan(files, stdin, LocalRunner(jobs, processes=True))
+    trained = bpe.train(inputs.paths, config, progress, engine=inputs, texts=inputs.stdin or ())
+    skipped = inputs.skipped + skipped
     full = trained.model
     texts = [d.text for d in docs]
 

@@ -58,14 +58,12 @@ from typing import Protocol, TypeAlias
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.bpe.pretokenize import (
     PatternName,
+    PretokenizeSpec,
     count_block,
     count_words,
-    counting_cap,
     pretokenize,
     prune_counts,
     resolve_pattern,
-    with_cap,
-    with_specials,
 )
 from tokcost.errors import InputError, UsageError
 
@@ -167,11 +165,12 @@ def check_config(config: TrainerConfig) -> None:
 
 
 class WordCounter(Protocol):
-    """Pre-tokenizes files into pre-token frequencies: ``tokcost.counting.LocalEngine``
-    on this machine, ``tokcost.scale.DaskEngine`` on a cluster (the same table)."""
+    """Pre-tokenizes files into pre-token frequencies, on any runner (the same table):
+    ``tokcost.counting.TrainingInputs``."""
 
     def count_words(
-        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
+        self, paths: Sequence[str | Path], spec: PretokenizeSpec, *,
+        progress: ProgressFn | None = None,
     ) -> Counter[str]: ...
 
 
@@ -187,15 +186,14 @@ def train(
 
     ``engine`` pre-tokenizes (default: ``config.jobs`` processes here); the merges
     are then learned here, so they are the same whatever the engine. The engine gets
-    the pattern as a spec that carries the special tokens (``with_specials``), so
-    every engine splits them out alike. ``texts`` is
+    one ``PretokenizeSpec`` (pattern, special tokens, cap), so every engine splits the
+    special tokens out alike. ``texts`` is
     more of the corpus, here: blocks of whole lines (a stream's text cut after
     newlines, as ``tokcost.counting.LineBlocks`` yields standard input), each line
     split on its own as a file's are.
     """
     check_config(config)
-    pattern, _ = resolve_pattern(config.pattern)
-    spec = with_cap(with_specials(pattern, config.special_tokens), config.max_pretokens)
+    spec = PretokenizeSpec(config.pattern, config.special_tokens, config.max_pretokens)
     t0 = time.perf_counter()
     files = list(paths)
     if engine is None:
@@ -204,7 +202,7 @@ def train(
         counts = engine.count_words(files, spec, progress=progress)
     else:
         counts = Counter()
-    cap = counting_cap(spec)
+    cap = spec.counting_cap
     for block in texts:
         counts.update(count_block(block, spec))
         if cap is not None and len(counts) > 2 * cap:
@@ -225,11 +223,10 @@ def train_from_texts(
     [b'aa', b'ab', b'aaab']
     """
     check_config(config)
-    pattern, _ = resolve_pattern(config.pattern)
-    spec = with_specials(pattern, config.special_tokens)
+    spec = PretokenizeSpec(config.pattern, config.special_tokens, config.max_pretokens)
     t0 = time.perf_counter()
     counts: dict[str, int] = {}
-    cap = counting_cap(with_cap(spec, config.max_pretokens))
+    cap = spec.counting_cap
     for text in texts:
         for piece in pretokenize(text, spec):
             counts[piece] = counts.get(piece, 0) + 1

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.budget.report import ReportTables
     from tokcost.catalog import Catalog, ModelEntry
-    from tokcost.counting import Engine
+    from tokcost.runner import RunConfig, Runner
 
 RULES = (
     "max_tokens_per_file",
@@ -263,7 +263,7 @@ def _open(config: BudgetConfig, catalog: str | Path | Catalog | None,
 def measure(
     config: BudgetConfig,
     *,
-    engine: Engine | None = None,
+    engine: RunConfig | Runner | None = None,
     catalog: str | Path | Catalog | None = None,
     files: list[str] | None = None,
 ) -> Measurement:
@@ -273,7 +273,7 @@ def measure(
     ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
     ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
     """
-    from tokcost.counting import Skipped, count_paths, invalid_utf8_note
+    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
 
     source = catalog if catalog is not None else config.catalog
     notices: list[Notice] = []
@@ -311,8 +311,8 @@ def measure(
         wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
             continue
-        report = count_paths([str(config.root / f) for f in wanted], {key: tok},
-                             engine=engine, gitignore=False)
+        report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
+                                    gitignore=False), {key: tok}, run=engine)
         if report.unreadable:
             # A budget over a file it cannot read would pass short of that file's tokens.
             first = report.unreadable[0]

@@ -23,6 +23,7 @@ from tokcost.cli.console import (
 )
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
+from tokcost.units import spec_label
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -276,7 +277,7 @@ def _proxy_notes(result: CompareResult) -> None:
     for m in result.report.meters:
         if not m.exact:
             err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
-                      f"({tokcost.spec_label(m.spec)}); its numbers are approximate",
+                      f"({spec_label(m.spec)}); its numbers are approximate",
                       highlight=False)
 
 

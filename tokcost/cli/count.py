@@ -17,6 +17,7 @@ from tokcost.cli.console import (
     out,
     print_json,
     progress_enabled,
+    table,
     warn,
 )
 from tokcost.cli.counts import count_parser
@@ -28,6 +29,7 @@ from tokcost.cli.options import (
     TokenizersOpt,
 )
 from tokcost.errors import UsageError
+from tokcost.units import spec_label
 
 if TYPE_CHECKING:
     from tokcost import ChatResult, CountResult, TokensResult
@@ -224,21 +226,24 @@ def count(
     refuse_conflicts(paths=list(paths or []), chat=chat, flags={
         "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
         "--truncate": truncate is not None})
+    selection = tokcost.TokenizerSelection(tokenizers=tokenizers or [], models=models or [],
+                                           catalog=catalog)
     if chat is not None:
-        _print_chat(tokcost.count_chat(chat, models=models or [], tokenizers=tokenizers or [],
-                                       catalog=catalog), json_out)
+        _print_chat(tokcost.count_chat(tokcost.ChatRequest(chat=chat, tokenizers=selection)),
+                    json_out)
         return
-    inputs = list(paths or []) or ([] if sys.stdin.isatty() else ["-"])
+    inputs = tokcost.Inputs(paths=list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
+                            include=include or [], exclude=exclude or [],
+                            gitignore=not no_gitignore)
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
             flag = "--tokens" if tokens else "--truncate"
             raise UsageError(f"{flag} takes one tokenizer, got {len(given)} "
                              f"({', '.join(given)}); run it once per tokenizer")
-        shown = tokcost.tokenize_paths(
-            inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
-            include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
-            allow_special=allow_special, max_tokens=truncate)
+        shown = tokcost.tokenize_paths(tokcost.TokenizeRequest(
+            inputs=inputs, tokenizers=selection, allow_special=allow_special,
+            max_tokens=truncate))
         for note in shown.notes(verbose=verbose, hint=LIST_HINT):
             warn(note)
         shown.raise_for_empty()
@@ -250,11 +255,10 @@ def count(
             _show_pieces(shown)
         _fail_if_unreadable(shown.unreadable)
         return
-    result = _with_progress(lambda progress: tokcost.count(
-        inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
-        include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
-        allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
-        timeout=timeout, progress=progress))
+    request = tokcost.CountRequest(
+        inputs=inputs, tokenizers=selection, allow_special=allow_special,
+        run=tokcost.RunConfig(engine=engine, jobs=jobs, scheduler=scheduler, timeout=timeout))
+    result = _with_progress(lambda progress: tokcost.count(request, progress=progress))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
@@ -330,26 +334,25 @@ def _print_csv(result: CountResult) -> None:
 
 
 def _print_table(result: CountResult) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     files = result.files
     if not files:  # the warning says why; a header over no rows would say nothing
         return
-    table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
+    shown = table(footer=len(files) > 1)
     # A long path folds onto more lines on a narrow terminal; the numbers never give way.
-    table.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
-    table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
-    table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
+    shown.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
+    shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
+    shown.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
-        table.add_column(_name(c.label, c.exact), justify="right", style="bold",
+        shown.add_column(_name(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
         # Text, not markup: 'a[red]b.txt' keeps its brackets. A newline in a name
         # would split its row (CSV and JSON quote it instead).
-        table.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
+        shown.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
                       *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
-    out.print(table)
+    out.print(shown)
     for w in result.windows:
         if w.context_window and w.context_share is not None:
             mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
@@ -392,7 +395,7 @@ def _show_pieces(result: TokensResult) -> None:
             out.print(repr(list(f.pieces)), markup=False)
         choice = f.tokenizer
         out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
-                  + ("" if choice.exact else f", proxy {tokcost.spec_label(choice.spec)}") + ")",
+                  + ("" if choice.exact else f", proxy {spec_label(choice.spec)}") + ")",
                   style="dim", markup=False)
         out.print(str(list(f.ids)), style="dim", markup=False)
 
@@ -403,17 +406,15 @@ def _print_chat(result: ChatResult, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
+    shown = table()
     for name in ("model", "messages", "content", "overhead", "total", "window"):
-        table.add_column(name, justify="left" if name == "model" else "right")
+        shown.add_column(name, justify="left" if name == "model" else "right")
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _fmt_share(m.context_share, m.exact)
-        table.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
+        shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
-    out.print(table)
+    out.print(shown)
 
 
 def register(app: typer.Typer) -> None:

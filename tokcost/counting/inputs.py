@@ -9,12 +9,12 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 
 BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
 SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
@@ -34,6 +34,46 @@ class ByteSource(Protocol):
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
+
+
+def _strings(value: object, name: str) -> tuple[str, ...]:
+    """A request's list of paths or globs: a bare string (or path) is one, not its letters."""
+    if isinstance(value, (str, os.PathLike)):
+        return (os.fspath(value),)
+    if isinstance(value, Iterable):
+        return tuple(os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in value)
+    raise UsageError(f"{arg(name)} takes a path or a list of them, got {value!r}",
+                     param=name, value=value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inputs:
+    """What to read: ``paths`` (files and folders; ``-`` is ``stdin``, default the
+    process's standard input; a bare string is one path), folders walked with the
+    ``include``/``exclude`` globs (gitignore-style) and ``.gitignore`` unless
+    ``gitignore=False``.
+
+    >>> Inputs(paths="README.md", include="*.md").paths
+    ('README.md',)
+    """
+
+    paths: Sequence[str] = ()
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    gitignore: bool = True
+    stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("paths", "include", "exclude"):
+            object.__setattr__(self, name, _strings(getattr(self, name), name))
+
+
+def refuse_urls(paths: Iterable[str]) -> None:
+    """URLs (``s3://...``, ``https://...``) are read by a remote runner's workers only."""
+    for raw in paths:
+        if "://" in raw and not os.path.exists(raw):
+            raise UsageError(f"{raw} is a URL: URLs need {arg('engine', 'dask')} (this engine "
+                             "reads files, folders and stdin)", param="engine")
 
 _invalid = threading.local()
 
@@ -257,39 +297,3 @@ def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:
     if isinstance(read, Skipped):
         raise InputError(f"{read.note}; give a text file")
     return read
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """What the input policy makes of one file read as a stream (``scan_file``)."""
-
-    path: str
-    bytes: int = 0
-    invalid_bytes: int = 0
-    skipped: str | None = None  # why it is skipped, else None
-
-
-def scan_file(path: str, *, block_bytes: int = BLOCK_BYTES) -> FileScan:
-    """Sniff a local file and count its invalid UTF-8 bytes without keeping its text,
-    for readers that take paths (the BPE trainer's byte-range workers): they replace
-    the same bytes, and this says how many, up front. Missing paths raise UsageError.
-    """
-    try:
-        with open(path, "rb") as handle:
-            reason, source = sniff_source(handle)
-            if reason is not None:
-                return FileScan(path, skipped=reason)
-            decoder, size = Utf8Decoder(), 0
-            while block := source.read(block_bytes):
-                size += len(block)
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path or repr(path)}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; give the files in it") from None
-    except NotADirectoryError:
-        raise UsageError(not_a_folder(path)) from None
-    except OSError as err:
-        return FileScan(path, skipped=f"unreadable ({err.strerror})")
-    return FileScan(path, size, decoder.invalid_bytes)

@@ -132,32 +132,38 @@ class Reader:
     def rule(self) -> CutRule:
         return CutRule.for_tokenizers(self.tokenizers.values(), allow_special=self.allow_special)
 
-    def read(self, source: ByteSource, count: Callable[[str, str], None], *,
-             name: str) -> TextStream:
-        """See ``read_text``."""
+    def stream(self, source: ByteSource) -> TextStream:
+        """``source`` as boundary-safe chunks under this reading's cut rule."""
         rule = self.rule
-        stream = TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+        return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+
+    def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
+        """``(spec, text)`` to count: every chunk for each streamable tokenizer, then the
+        whole text for the others (at most ``MAX_WHOLE_CHARS``: ``name`` is the input)."""
         streamable, whole_specs = self.streamable, self.whole_specs
-        if not whole_specs:
-            for chunk in stream.chunks():
-                for spec in streamable:
-                    count(spec, chunk)
-            return stream
         whole: list[str] = []
         whole_chars = 0
         for chunk in stream.chunks():
             for spec in streamable:
-                count(spec, chunk)
-            whole_chars += len(chunk)
-            if whole_chars > MAX_WHOLE_CHARS:
-                raise InputError(
-                    f"{name}: too large for exact counting with "
-                    f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
-                    "use a tiktoken or bpe tokenizer, or split the file"
-                )
-            whole.append(chunk)
-        text = "".join(whole)
-        for spec in whole_specs:
+                yield spec, chunk
+            if whole_specs:
+                whole_chars += len(chunk)
+                if whole_chars > MAX_WHOLE_CHARS:
+                    raise InputError(
+                        f"{name}: too large for exact counting with {', '.join(whole_specs)} "
+                        f"(over {MAX_WHOLE_CHARS >> 20} M characters); use a tiktoken or bpe "
+                        "tokenizer, or split the file")
+                whole.append(chunk)
+        if whole_specs:
+            text = "".join(whole)
+            for spec in whole_specs:
+                yield spec, text
+
+    def read(self, source: ByteSource, count: Callable[[str, str], None], *,
+             name: str) -> TextStream:
+        """See ``read_text``."""
+        stream = self.stream(source)
+        for spec, text in self.texts(stream, name=name):
             count(spec, text)
         return stream
 
