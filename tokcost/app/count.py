@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
@@ -72,6 +72,46 @@ def _paths(given: object) -> Inputs:
     return given if isinstance(given, Inputs) else Inputs(paths=given)  # type: ignore[arg-type]
 
 
+class _ManyInputs:
+    """What a result over many inputs says about them: the skips, invalid UTF-8, and
+    why nothing was found (``left_out``, where the result has one)."""
+
+    files: tuple[Any, ...]
+    skipped: tuple[Skipped, ...]
+    NOTHING: ClassVar[str] = "nothing to count"
+
+    @property
+    def unreadable(self) -> str | None:
+        """The one error line when an input could not be read (the result is short by it:
+        exit code 1 once the rest is shown), else None."""
+        return unreadable_message(self.skipped)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "",
+              names: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """The warnings: one per input skipped, but several binary files (or paths to
+        files counted already) summed up in one line ending ``; {hint}`` unless
+        ``verbose``; invalid UTF-8 replaced; nothing found and why (``LeftOut.note``,
+        its API words mapped by ``names``)."""
+        notes = count_warnings(self.skipped,
+                               ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                               verbose=verbose, hint=hint)
+        left_out: LeftOut | None = getattr(self, "left_out", None)
+        if left_out is not None and not self.files and not self.skipped:
+            notes += (left_out.note(names=names),)
+        return notes
+
+    def raise_for_empty(self) -> None:
+        """Raise InputError when every input was skipped (the reasons are ``warnings``);
+        no input at all (``no files matched``) is not an error."""
+        if not self.files and self.skipped:
+            raise InputError(f"{self.NOTHING}: every input was skipped ({len(self.skipped)}, "
+                             "reasons above)")
+
+
 # --- count ------------------------------------------------------------------------------
 
 
@@ -104,22 +144,14 @@ class WindowShare:
 
 
 @dataclass(frozen=True)
-class CountResult:
-    """Per-file counts (in input order) for each tokenizer, and what was skipped.
-
-    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``).
-    """
+class CountResult(_ManyInputs):
+    """Per-file counts (in input order) for each tokenizer, and what was skipped;
+    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``)."""
 
     tokenizers: tuple[TokenizerChoice, ...]
     files: tuple[FileCount, ...]
     skipped: tuple[Skipped, ...]
     left_out: LeftOut = field(default_factory=LeftOut)  # what the walk's rules left out
-
-    @property
-    def unreadable(self) -> str | None:
-        """The one error line when an input could not be read (the count is short by
-        it: exit code 1 once the rest is shown), else None."""
-        return unreadable_message(self.skipped)
 
     @property
     def total_bytes(self) -> int:
@@ -141,33 +173,6 @@ class CountResult:
             WindowShare(c.label, c.spec, c.exact, self.total_tokens(c), c.model.context_window)
             for c in self.tokenizers if c.model is not None
         )
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched
-        (``notes()``: binary files and paths to files already counted summed up)."""
-        return self.notes()
-
-    def notes(self, *, verbose: bool = False, hint: str = "",
-              names: Mapping[str, str] | None = None) -> tuple[str, ...]:
-        """``warnings``: one line per input skipped, but binary files and paths to files
-        already counted are summed up in one line each, ending ``; {hint}``, when there
-        are several (``skipped`` holds each one); ``verbose`` lists every one. Nothing
-        found says why (``LeftOut.note``, its API words as ``names`` maps them)."""
-        notes = list(count_warnings(self.skipped,
-                                    ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                                    verbose=verbose, hint=hint))
-        if not self.files and not self.skipped:
-            notes.append(self.left_out.note(names=names))
-        return tuple(notes)
-
-    def raise_for_empty(self) -> None:
-        """Raise InputError when every input was skipped (the reasons are ``warnings``);
-        no input at all (``no files matched``) is not an error."""
-        if not self.files and self.skipped:
-            raise InputError(
-                f"nothing to count: every input was skipped ({len(self.skipped)}, reasons above)"
-            )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --json`` document."""
@@ -362,36 +367,14 @@ _SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not 
 
 
 @dataclass(frozen=True)
-class TokensResult:
+class TokensResult(_ManyInputs):
     """The tokens of each input (in input order) under one tokenizer, and what was skipped."""
 
     tokenizer: TokenizerChoice
     files: tuple[TokenizeResult, ...]
     skipped: tuple[Skipped, ...] = ()
     max_tokens: int | None = None
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """What the input policy reports: inputs skipped, invalid UTF-8 replaced
-        (``notes()``: binary files and paths to files already counted summed up)."""
-        return self.notes()
-
-    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
-        """``warnings``, summed up or listed as ``CountResult.notes`` does."""
-        return count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                              verbose=verbose, hint=hint)
-
-    @property
-    def unreadable(self) -> str | None:
-        """As ``CountResult.unreadable``."""
-        return unreadable_message(self.skipped)
-
-    def raise_for_empty(self) -> None:
-        """Raise InputError when every input was skipped (the reasons are ``warnings``)."""
-        if not self.files and self.skipped:
-            raise InputError(
-                f"no text to show: every input was skipped ({len(self.skipped)}, reasons above)"
-            )
+    NOTHING: ClassVar[str] = "no text to show"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --tokens --json`` (and ``--truncate N --json``) document:

@@ -41,7 +41,6 @@ from tokcost.counting.stream import Reader as Reader
 from tokcost.counting.stream import TextStream as TextStream
 from tokcost.counting.stream import count_text as count_text
 from tokcost.counting.stream import count_texts as count_texts
-from tokcost.counting.stream import read_text as read_text
 from tokcost.counting.stream import split_text as split_text
 from tokcost.counting.training import TrainingInputs as TrainingInputs
 from tokcost.counting.walk import LeftOut as LeftOut

@@ -1,6 +1,8 @@
-"""The input policy every command reads user input under: invalid UTF-8 becomes U+FFFD and
-is reported; binary files (a NUL byte early on, as git decides) are skipped with the reason;
-``-`` is standard input."""
+"""The input policy every command reads user input under, so they all behave alike:
+invalid UTF-8 becomes U+FFFD and is reported (the input and the bytes replaced); a
+binary file (a NUL byte early on, as git decides) is skipped with the reason; ``-`` is
+standard input, wherever a file can be. ``Inputs`` is the part of a request that says
+what to read."""
 
 from __future__ import annotations
 
@@ -25,12 +27,6 @@ class ByteSource(Protocol):
 
     def read(self, n: int = -1, /) -> bytes: ...
 
-
-#
-# Every command that reads user files reads them through here, so they all behave
-# alike: invalid UTF-8 becomes U+FFFD and is reported (the file and the number of
-# bytes replaced); a binary file (a NUL byte in its first SNIFF_BYTES, as git
-# decides) is skipped and reported; ``-`` is standard input, wherever a file can be.
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -90,10 +86,8 @@ _utf8_decode = codecs.utf_8_decode  # (text, bytes used); the core of every UTF-
 
 class Utf8Decoder:
     """An incremental UTF-8 decoder that puts U+FFFD for each invalid sequence (as
-    ``errors="replace"`` does) and counts the bytes it replaced.
-
-    Valid UTF-8 (nearly every block) decodes at C speed in one strict pass; only a
-    block that fails it is decoded again, replacing and counting.
+    ``errors="replace"`` does) and counts the bytes it replaced. Valid UTF-8 decodes in
+    one strict pass; only a block that fails it is decoded again, replacing and counting.
 
     >>> d = Utf8Decoder()
     >>> text = d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff!", final=True)
@@ -131,11 +125,7 @@ def decode_utf8(data: bytes) -> tuple[str, int]:
 
 
 def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
-    """The one warning for replaced bytes, in every command.
-
-    >>> invalid_utf8_note("notes.txt", 3)
-    'notes.txt: 3 bytes of invalid UTF-8 replaced with U+FFFD'
-    """
+    """The one warning for replaced bytes, in every command."""
     unit = "byte" if invalid_bytes == 1 else "bytes"
     return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
 
@@ -160,11 +150,7 @@ class Skipped:
 
     @property
     def note(self) -> str:
-        """The one warning for a skipped input, in every command.
-
-        >>> Skipped("logo.png", "binary (NUL byte at offset 6)").note
-        'skipped logo.png: binary (NUL byte at offset 6)'
-        """
+        """The one warning for a skipped input, in every command."""
         return f"skipped {self.path}: {self.reason}"
 
 
@@ -213,12 +199,7 @@ def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
 
 def stdin_size(stdin: BinaryIO | None = None) -> int | None:
     """The bytes left to read on ``stdin`` (default the process's) when it is a regular
-    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size.
-
-    >>> import io
-    >>> stdin_size(io.BytesIO(b"no file behind it")) is None
-    True
-    """
+    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size."""
     source = stdin_source(stdin)
     try:
         info = os.fstat(source.fileno())  # type: ignore[attr-defined]
@@ -232,11 +213,7 @@ def stdin_size(stdin: BinaryIO | None = None) -> int | None:
 
 def not_a_folder(raw: str) -> str:
     """The usage error for a path that goes through a file as if it were a folder:
-    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``.
-
-    >>> not_a_folder("README.md/")
-    "README.md/ is not a folder; drop the trailing '/' to read the file"
-    """
+    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``."""
     if raw.endswith("/") and os.path.lexists(raw.rstrip("/")):
         return f"{raw} is not a folder; drop the trailing '/' to read the file"
     return f"no such file or folder: {raw}"
@@ -258,9 +235,8 @@ class InputText:
 
 def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
     """The whole text of one input (``-``: ``stdin``, default the process's) under the
-    input policy, or why it is skipped (binary, unreadable). A missing path or a
-    folder raises UsageError: that is the caller's mistake, not the input's.
-    """
+    input policy, or why it is skipped (binary, unreadable). A missing path or a folder
+    raises UsageError: that is the caller's mistake, not the input's."""
     raw = str(path)
     if raw == STDIN:
         name, data = STDIN_NAME, stdin_source(stdin).read()

@@ -48,10 +48,9 @@ class Visited:
 
 @dataclass
 class LeftOut:
-    """What a walk left out by rule rather than for a fault of the input (those are
-    ``Skipped``), counted so that an empty result can say why. An entry is counted where
-    a rule stops the walk: a folder that ``.gitignore`` excludes is one folder, not its files.
-    """
+    """What a walk left out by rule (a fault of the input is ``Skipped``), counted where
+    a rule stops the walk (a folder ``.gitignore`` excludes is one folder), so that an
+    empty result can say why."""
 
     gitignored_files: int = 0
     gitignored_folders: int = 0
@@ -189,29 +188,21 @@ def walk(
     visited: Visited | None = None,
     left_out: LeftOut | None = None,
 ) -> Iterator[Source]:
-    """Files to count, in a stable order. Missing paths (also ``''``, and ``file/``:
-    a file named as a folder) raise UsageError.
+    """Files to count, in a stable order; a missing path (also ``''``, and ``file/``)
+    raises UsageError, one that cannot be stat'ed is skipped as unreadable (into
+    ``skipped``; without it, InputError).
 
-    Folders are walked recursively without following symlinked folders (so a
-    symlink loop cannot trap the walk); ``.git`` is never read, and ``.gitignore``d
-    paths are left out (unless ``gitignore=False``); ``include``/``exclude`` are
-    gitignore-style globs matched against the path relative to the folder given.
-    Inside a folder only regular files (or symlinks to them) are taken: a FIFO,
-    socket or device is skipped with the reason, since reading one may never end.
-    A path named directly is taken whatever it is (a FIFO such as ``<(cmd)`` is read),
-    as ripgrep takes one: a file even if ``.gitignore`` excludes it, a folder even if
-    a ``.gitignore`` above it excludes that folder (or one above it). Only that
-    exclusion is lifted: the patterns of those files still apply to what is below it
-    (``*.log`` in the parent leaves out its ``.log`` files), and so do the
-    ``.gitignore`` files inside it and ``include``/``exclude``. A ``.git`` folder
-    named directly is skipped with the reason; a file in it named directly is read.
-    A path that cannot be stat'ed (permission denied on a folder above it) is skipped
-    as unreadable when ``skipped`` collects skips, else it raises InputError.
+    Folders are walked without following symlinked folders; ``.git`` is never read,
+    ``.gitignore``d paths are left out (unless ``gitignore=False``), ``include`` and
+    ``exclude`` are gitignore-style globs on the path relative to the folder given;
+    only regular files are taken (a FIFO, socket or device is skipped with the reason:
+    reading one may never end). A path named directly is taken whatever it is, as
+    ripgrep takes it: a FIFO such as ``<(cmd)``, a file ``.gitignore`` excludes, a
+    folder a ``.gitignore`` above excludes (only that exclusion is lifted).
 
-    ``unique`` yields each file once however often it is named (directly, through
-    a folder, a symlink or a hard link): by device and inode, as ``du`` counts; a
-    later path to it is skipped with the reason (``same_file_reason``), and ``-``
-    is read once. ``visited`` (with ``unique``) carries what was met across calls.
+    ``unique`` yields each file once however it is named (directly, through a folder,
+    a symlink or a hard link: by device and inode, as ``du`` counts); later paths are
+    skipped with the reason, ``-`` is read once; ``visited`` carries that across calls.
     ``left_out`` counts what the rules left out (``LeftOut.note`` says it).
     """
     inc, exc = globs(include), globs(exclude)
