@@ -32,7 +32,7 @@ from tokcost.errors import UsageError
 from tokcost.units import spec_label
 
 if TYPE_CHECKING:
-    from tokcost import ChatResult, CountResult, TokensResult
+    from tokcost import ChatResult, CountResult, TokenizeRequest, TokensResult
 
 ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
 
@@ -133,89 +133,106 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
                 raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
+PathsArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
+                   metavar="PATH...", show_default=False),
+]
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
+                 "(repeatable): counts with its tokenizer and shows the share of its "
+                 "context window.",
+                 show_default=False),
+]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")]
+TotalOpt = Annotated[
+    bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
+]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+                 help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
+                 "whose cores release the GIL, else processes (default: a thread per "
+                 "CPU when they all release it, else 1); with --engine dask, one "
+                 "worker per CPU."),
+]
+EngineOpt = Annotated[
+    str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
+                      "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
+                      "processes; inputs may be globs or fsspec URLs such as s3://...).")
+]
+IncludeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--include", metavar="GLOB",
+                 help="Only files matching this glob (repeatable).",
+                 show_default=False),
+]
+ExcludeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--exclude", metavar="GLOB",
+                 help="Leave out files matching this glob (repeatable).",
+                 show_default=False),
+]
+NoGitignoreOpt = Annotated[
+    bool, typer.Option("--no-gitignore", help="Also count files .gitignore excludes.")
+]
+AllowSpecialOpt = Annotated[
+    bool, typer.Option("--allow-special", help="Encode special-token text such as "
+                       "<|endoftext|> as the special token (default: plain text).")
+]
+ChatOpt = Annotated[
+    str | None,
+    typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
+                 "('-': stdin), with the model's per-message overhead (default model "
+                 "gpt-4o).",
+                 show_default=False),
+]
+TokensOpt = Annotated[
+    bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
+                       "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
+                       "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
+                       "invalid_utf8_bytes}], skipped}.")
+]
+TruncateOpt = Annotated[
+    int | None,
+    typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
+                 help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
+                 "--json: the --tokens document, text cut to COUNT tokens).",
+                 show_default=False),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", help="List every skipped file. By default several "
+                       "binary files, or several paths to files already counted, are "
+                       "summed up in one line.")
+]
+VersionOpt = Annotated[
+    bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
+                       help="Show the version.")
+]
+
+
 def count(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
-                       metavar="PATH...", show_default=False),
-    ] = None,
+    paths: PathsArg = None,
     tokenizers: TokenizersOpt = None,
-    models: Annotated[
-        list[str] | None,
-        typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
-                     "(repeatable): counts with its tokenizer and shows the share of its "
-                     "context window.",
-                     show_default=False),
-    ] = None,
+    models: ModelsOpt = None,
     json_out: JsonOpt = False,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")] = False,
-    total_only: Annotated[
-        bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
-                     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
-                     "whose cores release the GIL, else processes (default: a thread per "
-                     "CPU when they all release it, else 1); with --engine dask, one "
-                     "worker per CPU."),
-    ] = None,
-    engine: Annotated[
-        str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
-                          "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
-                          "processes; inputs may be globs or fsspec URLs such as s3://...).")
-    ] = "local",
+    csv_out: CsvOpt = False,
+    total_only: TotalOpt = False,
+    jobs: JobsOpt = None,
+    engine: EngineOpt = "local",
     scheduler: SchedulerOpt = None,
     timeout: DaskTimeoutOpt = None,
-    include: Annotated[
-        list[str] | None,
-        typer.Option("--include", metavar="GLOB",
-                     help="Only files matching this glob (repeatable).",
-                     show_default=False),
-    ] = None,
-    exclude: Annotated[
-        list[str] | None,
-        typer.Option("--exclude", metavar="GLOB",
-                     help="Leave out files matching this glob (repeatable).",
-                     show_default=False),
-    ] = None,
-    no_gitignore: Annotated[
-        bool, typer.Option("--no-gitignore", help="Also count files .gitignore excludes.")
-    ] = False,
-    allow_special: Annotated[
-        bool, typer.Option("--allow-special", help="Encode special-token text such as "
-                           "<|endoftext|> as the special token (default: plain text).")
-    ] = False,
-    chat: Annotated[
-        str | None,
-        typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
-                     "('-': stdin), with the model's per-message overhead (default model "
-                     "gpt-4o).",
-                     show_default=False),
-    ] = None,
-    tokens: Annotated[
-        bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
-                           "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
-                           "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
-                           "invalid_utf8_bytes}], skipped}.")
-    ] = False,
-    truncate: Annotated[
-        int | None,
-        typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
-                     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
-                     "--json: the --tokens document, text cut to COUNT tokens).",
-                     show_default=False),
-    ] = None,
+    include: IncludeOpt = None,
+    exclude: ExcludeOpt = None,
+    no_gitignore: NoGitignoreOpt = False,
+    allow_special: AllowSpecialOpt = False,
+    chat: ChatOpt = None,
+    tokens: TokensOpt = False,
+    truncate: TruncateOpt = None,
     catalog: CatalogOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="List every skipped file. By default several "
-                           "binary files, or several paths to files already counted, are "
-                           "summed up in one line.")
-    ] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
-                           help="Show the version.")
-    ] = False,
+    verbose: VerboseOpt = False,
+    version: VersionOpt = False,
 ) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
@@ -238,22 +255,11 @@ def count(
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
-            flag = "--tokens" if tokens else "--truncate"
-            raise UsageError(f"{flag} takes one tokenizer, got {len(given)} "
-                             f"({', '.join(given)}); run it once per tokenizer")
-        shown = tokcost.tokenize_paths(tokcost.TokenizeRequest(
-            inputs=inputs, tokenizers=selection, allow_special=allow_special,
-            max_tokens=truncate))
-        for note in shown.notes(verbose=verbose, hint=LIST_HINT):
-            warn(note)
-        shown.raise_for_empty()
-        if json_out:
-            print_json(shown.to_dict())
-        elif truncate is not None:
-            _show_truncated(shown)
-        else:
-            _show_pieces(shown)
-        _fail_if_unreadable(shown.unreadable)
+            raise UsageError(f"{'--tokens' if tokens else '--truncate'} takes one tokenizer, "
+                             f"got {len(given)} ({', '.join(given)}); run it once per tokenizer")
+        _tokens(tokcost.TokenizeRequest(inputs=inputs, tokenizers=selection,
+                                        allow_special=allow_special, max_tokens=truncate),
+                json_out=json_out, verbose=verbose)
         return
     request = tokcost.CountRequest(
         inputs=inputs, tokenizers=selection, allow_special=allow_special,
@@ -271,6 +277,21 @@ def count(
     else:
         _print_table(result)
     _fail_if_unreadable(result.unreadable)
+
+
+def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
+    """``--tokens`` and ``--truncate``: one tokenizer's tokens of each input."""
+    shown = tokcost.tokenize_paths(request)
+    for note in shown.notes(verbose=verbose, hint=LIST_HINT):
+        warn(note)
+    shown.raise_for_empty()
+    if json_out:
+        print_json(shown.to_dict())
+    elif request.max_tokens is not None:
+        _show_truncated(shown)
+    else:
+        _show_pieces(shown)
+    _fail_if_unreadable(shown.unreadable)
 
 
 def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResult:
