@@ -25,9 +25,8 @@ from tokcost.units import parse_count
 S = TypeVar("S")
 R = TypeVar("R")
 
-#: Default bytes per shard; ``shard_size`` picks about 16 shards per worker within
-#: [MIN_SHARD_BYTES, MAX_SHARD_BYTES]: few idle workers in the last round, and a
-#: task's overhead (about a millisecond) never shows.
+#: Bytes per shard: ``shard_size`` picks about 16 per worker (few idle workers in the
+#: last round) within these bounds (a task's millisecond of overhead never shows).
 SHARD_BYTES = 32 << 20
 MIN_SHARD_BYTES = 1 << 20
 MAX_SHARD_BYTES = 64 << 20

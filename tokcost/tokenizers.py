@@ -1,9 +1,6 @@
-"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2).
-
-Every command that tokenizes (count, compare, check, price) and the inflation
-metrics take their tokenizers from here, so ``-t model:ID`` and ``-m ID`` read the
-same ``catalog`` everywhere. The adapter registry knows tokenizer families only;
-the catalog is read here, one layer up.
+"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), for
+every command that tokenizes, so ``-t model:ID`` and ``-m ID`` read the same catalog
+everywhere (the adapter registry knows tokenizer families only).
 
 >>> [c.label for c in resolve_tokenizers(["cl100k_base"], ["gpt-4o"])]
 ['cl100k_base', 'gpt-4o']

@@ -135,16 +135,12 @@ def count_paths(
     block_bytes: int = BLOCK_BYTES,
 ) -> CountReport:
     """Count every file under ``inputs`` with each tokenizer (spec -> tokenizer), each
-    file read once for all, on ``run`` (a runner, or the ``RunConfig`` of one: see
-    ``runner_for``; default: inline).
+    file read once for all, exactly for any size, on ``run`` (a runner, or the
+    ``RunConfig`` of one: ``runner_for``; default: inline).
 
-    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read, block by
-    block (by shard on a remote runner); the total is 0 when an input is a stream. A long
-    walk reports ``progress("walk", files_found, 0)`` first. ``unique``: a file named
-    twice (directly, through a folder, a symlink or a hard link) is counted once, as
-    ``du`` counts it; the later paths are skipped with the reason. Counts are exact for
-    any file size: streamable tokenizers see boundary-safe chunks of ``block_bytes``,
-    the others the whole text.
+    ``progress("count", bytes_done, bytes_total or 0)`` as blocks are read (shards end,
+    on a remote runner), after ``progress("walk", files_found, 0)`` on a long walk.
+    ``unique``: a file named twice (a link, a folder) is counted once, as ``du`` does.
     """
     threads = all(t.releases_gil for t in tokenizers.values())
     runner = (LocalRunner() if run is None else runner_for(run, threads=threads)

@@ -1,14 +1,9 @@
-"""The Dask runner: ``tokcost.runner.Runner`` on a Dask cluster.
-
-Without a scheduler address a ``LocalCluster`` of worker processes starts on this machine
-(loopback only); with one, tokcost connects to that cluster, whose workers must have
-tokcost installed and be able to open the inputs (the same local paths, or URLs).
-Dask is imported inside the functions, so ``import tokcost`` never loads it. A worker
-that dies mid-task is replaced and its task run again by Dask; the map functions are
-pure, so the result stays exact. Nothing waits forever: every worker must import this
-process's tokcost before the work starts, and a cluster left without workers for
-``timeout`` seconds is an error.
-"""
+"""The Dask runner: a ``LocalCluster`` of worker processes here (loopback only), or the
+cluster at a scheduler address, whose workers must have tokcost and open the inputs
+(the same paths, or URLs). A worker that dies mid-task is replaced and the pure task
+run again. Nothing waits forever: every worker must import this process's tokcost
+first, and a cluster left without workers for ``timeout`` seconds is an error. Dask is
+imported inside the functions."""
 
 from __future__ import annotations
 

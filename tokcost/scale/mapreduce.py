@@ -112,8 +112,8 @@ def count_shard(
 
 
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
-    """One piece, read as the local count reads a file (the same sniffing, cut rule and
-    reader), between the cuts at or after its two ends."""
+    """One piece, read as the local count reads a file, between the cuts at or after
+    its two ends."""
     from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
 
     toks, allow_special = reader.tokenizers, reader.allow_special
@@ -208,10 +208,9 @@ def count_paths(
 
 
 class WordCounts(Counter[str]):
-    """Pre-token frequencies, and what the input policy found in the files they come
-    from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped`` (file ->
-    why it was left out: binary). It trains and compares as the ``Counter`` it is; the
-    notes merge too (``add_notes``) and survive pickling from a worker to the driver.
+    """Pre-token frequencies (a ``Counter``), and the input policy's notes on the files
+    they come from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped``
+    (file -> why it was left out). The notes merge and survive pickling.
 
     >>> import pickle
     >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
@@ -271,11 +270,9 @@ def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[st
 
 
 def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec) -> WordCounts:
-    """Map: pre-token frequencies of the lines that *start* inside each piece, as the BPE
-    trainer reads a file, under the input policy of every command: each piece sniffs
-    its file's head, so all pieces of a binary file agree to skip it (``skipped``), and
-    the bytes read as U+FFFD are counted (``invalid_utf8_bytes``); neighbouring pieces
-    read disjoint lines, so their counts add up to the file's."""
+    """Map: pre-token frequencies of the lines that *start* inside each piece (so pieces'
+    counts add up to the file's), under the input policy: every piece sniffs its file's
+    head (all pieces of a binary file skip it), the bytes read as U+FFFD are counted."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
