@@ -116,13 +116,13 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def shard_size(total: int, workers: int) -> int:
-    """About 16 shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES].
+def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
+    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES].
 
     >>> shard_size(200_000_000, 2) == 6_250_000, shard_size(10**12, 100) == MAX_SHARD_BYTES
     (True, True)
     """
-    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total // (16 * max(1, workers))))
+    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total // (per_worker * max(1, workers))))
 
 
 def _ignore_sigint() -> None:
@@ -151,7 +151,8 @@ class LocalRunner:
         return self.workers == 1 or not self.processes
 
     def shard_bytes(self, total: int) -> int:
-        return shard_size(total, self.workers)
+        # Few shards a worker: each worker process's table is pickled back and merged.
+        return shard_size(total, self.workers, per_worker=2)
 
     def __enter__(self) -> LocalRunner:
         return self

@@ -458,14 +458,17 @@ def training_file(path: str) -> Iterator[None]:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec) -> Counter[str]:
+def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec,
+                 into: Counter[str] | None = None) -> Counter[str]:
     """Map: the pre-tokens of the lines that start in each piece of local files (any split
-    of a file gives the counts of the whole); one reader, pruned at its end."""
-    counts: Counter[str] = Counter()
+    of a file gives the counts of the whole); one reader, pruned at its end (unless it
+    counts ``into`` a table that goes on)."""
+    counts: Counter[str] = Counter() if into is None else into
     for piece in shard:
         with training_file(piece.path), open(piece.path, "rb") as fh:
             count_blocks(_line_blocks(fh, *line_range(fh, piece)), spec, counts)
-    spec.prune(counts)
+    if into is None:
+        spec.prune(counts)
     return counts
 
 
@@ -476,16 +479,20 @@ def pretokenize_files(
 ) -> Counter[str]:
     """Map ``read(shard, spec=spec)`` over shards of ``(path, size)`` files on ``runner``,
     merging the tables (and the notes of tables that carry them: ``add_notes``) into
-    ``into``. ``progress("pretokenize", bytes_done, bytes_total)`` as shards end."""
+    ``into``; one worker here reads straight into it, as one reader (no tables to merge).
+    ``progress("pretokenize", bytes_done, bytes_total)`` as shards end."""
     counts: Counter[str] = Counter() if into is None else into
     notes = getattr(counts, "add_notes", None)
     total = sum(size for _, size in files)
     done = 0
     shards = plan_shards(files, runner.shard_bytes(total))
-    for shard, part in runner.map(partial(read, spec=spec), shards):
-        spec.merge(counts, part)
-        if notes is not None:
-            notes(part)
+    alone = runner.in_process and runner.workers == 1
+    fn = partial(read, spec=spec, into=counts) if alone else partial(read, spec=spec)
+    for shard, part in runner.map(fn, shards):
+        if part is not counts:
+            spec.merge(counts, part)
+            if notes is not None:
+                notes(part)
         done += sum(p.end - p.start for p in shard)
         if progress is not None:
             progress("pretokenize", done, total)

@@ -269,14 +269,15 @@ def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[st
     return count_blocks(texts, spec)
 
 
-def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec) -> WordCounts:
+def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
+                      into: WordCounts | None = None) -> WordCounts:
     """Map: pre-token frequencies of the lines that *start* inside each piece (so pieces'
     counts add up to the file's), under the input policy: every piece sniffs its file's
     head (all pieces of a binary file skip it), the bytes read as U+FFFD are counted."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
-    counts = WordCounts()
+    counts = WordCounts() if into is None else into
     for piece in shard:
         path = piece.path
         with training_file(path), open_binary(path) as fh:
@@ -289,7 +290,8 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec) -> WordCoun
         if blocks.invalid_bytes:
             counts.invalid_utf8_bytes[path] = (counts.invalid_utf8_bytes.get(path, 0)
                                                + blocks.invalid_bytes)
-    spec.prune(counts)  # a reader's end, as the local readers end
+    if into is None:
+        spec.prune(counts)  # a reader's end, as the local readers end
     return counts
 
 
