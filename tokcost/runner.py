@@ -151,8 +151,8 @@ class LocalRunner:
         return self.workers == 1 or not self.processes
 
     def shard_bytes(self, total: int) -> int:
-        # Few shards a worker: each worker process's table is pickled back and merged.
-        return shard_size(total, self.workers, per_worker=2)
+        # Inline, shards only pace the progress; a worker's table is pickled and merged.
+        return shard_size(total, self.workers, per_worker=16 if self.workers == 1 else 2)
 
     def __enter__(self) -> LocalRunner:
         return self
