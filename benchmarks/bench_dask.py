@@ -7,9 +7,9 @@ Python standard library's sources, repeated) in a temporary folder, never
 committed. Each variant runs in a fresh process, variants alternate, medians and
 ratios are printed:
 
-- count:       ``count_paths(..., engine=LocalEngine(jobs=2))`` (threads) vs
-               ``DaskEngine(...)`` on a 2-worker LocalCluster
-- pretokenize: ``count_words(..., jobs=2)`` (processes) vs ``DaskEngine(...).count_words``
+- count:       ``count_paths(..., run=RunConfig(jobs=2))`` (threads) vs
+               ``DaskRunner(...)`` on a 2-worker LocalCluster
+- pretokenize: ``count_words(..., jobs=2)`` (processes) vs ``TrainingInputs(DaskRunner(...))``
 
 Dask times are given with and without starting the cluster. Peak memory: the
 driver's peak RSS, and for Dask each worker's peak RSS (``getrusage`` in the
@@ -113,31 +113,35 @@ def worker(name: str, corpus: Path, shard_mb: int | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     if name.endswith("local"):
         if name.startswith("count"):
-            from tokcost.counting import LocalEngine, count_paths
+            from tokcost.counting import Inputs, count_paths
+            from tokcost.runner import RunConfig
 
-            report = count_paths([str(corpus)], {SPEC: get_tokenizer(SPEC)},
-                                 engine=LocalEngine(jobs=2))
+            report = count_paths(Inputs(paths=[str(corpus)]), {SPEC: get_tokenizer(SPEC)},
+                                 run=RunConfig(jobs=2))
             result["answer"] = report.total_tokens(SPEC)
         else:
-            from tokcost.bpe.pretokenize import count_words, resolve_pattern
+            from tokcost.bpe.pretokenize import PretokenizeSpec, count_words
 
             sampler = ChildPeaks()
-            words = count_words(paths, resolve_pattern(PATTERN)[0], jobs=2)
+            words = count_words(paths, PretokenizeSpec(PATTERN), jobs=2)
             result["answer"] = [len(words), sum(words.values())]
             result["worker_peak_rss_mb"] = sampler.close()
         result["seconds"] = time.perf_counter() - t0
     else:
-        from tokcost.scale import DaskEngine, dask_client
+        from tokcost.bpe.pretokenize import PretokenizeSpec
+        from tokcost.counting import Inputs, TrainingInputs, count_paths
+        from tokcost.scale import DaskRunner, dask_client
 
         with dask_client(None, workers=2) as client:
             t1 = time.perf_counter()
             result["seconds_startup"] = t1 - t0
-            engine = DaskEngine(client=client, shard_bytes=shard_mb and shard_mb << 20)
+            engine = DaskRunner(client=client, shard_bytes=shard_mb and shard_mb << 20)
             if name.startswith("count"):
-                report = engine.count_paths([str(corpus)], {SPEC: get_tokenizer(SPEC)})
+                report = count_paths(Inputs(paths=[str(corpus)]), {SPEC: get_tokenizer(SPEC)},
+                                     run=engine)
                 result["answer"] = report.total_tokens(SPEC)
             else:
-                words = engine.count_words(paths, PATTERN)
+                words = TrainingInputs(engine).count_words(paths, PretokenizeSpec(PATTERN))
                 result["answer"] = [len(words), sum(words.values())]
             result["seconds_work"] = time.perf_counter() - t1
             peaks = client.run(_peak_rss_mb)

@@ -27,8 +27,9 @@ from tokcost.bpe import (
 from tokcost.bpe.encode import bpe_merge
 from tokcost.bpe.export import hf_pattern
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId, to_byte_level
-from tokcost.bpe.pretokenize import count_words, split_ranges, split_text, splitter
+from tokcost.bpe.pretokenize import PretokenizeSpec, count_words, split_text, splitter
 from tokcost.errors import InputError, UsageError
+from tokcost.runner import plan_shards
 
 # The team's own sentences (no copied text): prose, code, numbers, other scripts, CRLF.
 _SENTENCES = [
@@ -160,7 +161,7 @@ def test_lines_split_only_on_newline(tmp_path: Path) -> None:
     path = tmp_path / "odd.txt"
     # \x0b, \x1c and U+2028 are line breaks to str.splitlines, not to tokcost.
     path.write_bytes("a\x0bb\x1cc\u2028d\r\ne\n".encode())
-    counts = count_words([path], PATTERNS["gpt2"])
+    counts = count_words([path], PretokenizeSpec(PATTERNS["gpt2"]))
     assert counts["\r\n"] == 1  # CRLF survives
     assert sum(len(w) * n for w, n in counts.items()) == len("a\x0bb\x1cc\u2028d\r\ne\n")
 
@@ -168,14 +169,14 @@ def test_lines_split_only_on_newline(tmp_path: Path) -> None:
 def test_jobs_give_the_same_counts(corpus: Path, tmp_path: Path) -> None:
     other = tmp_path / "b.txt"
     other.write_text("second file\nwith two lines\n", encoding="utf-8")
-    one = count_words([corpus, other], PATTERNS["o200k"], jobs=1)
-    two = count_words([corpus, other], PATTERNS["o200k"], jobs=2)
+    one = count_words([corpus, other], PretokenizeSpec(PATTERNS["o200k"]), jobs=1)
+    two = count_words([corpus, other], PretokenizeSpec(PATTERNS["o200k"]), jobs=2)
     assert one == two
 
 
-def test_split_ranges_cover_everything() -> None:
-    parts = split_ranges([("a", 10), ("b", 6), ("c", 0)], 3)
-    covered = Counter((p, i) for part in parts for p, s, e in part for i in range(s, e))
+def test_shards_cover_everything() -> None:
+    parts = plan_shards([("a", 10), ("b", 6), ("c", 0)], 6)
+    covered = Counter((p.path, i) for part in parts for p in part for i in range(p.start, p.end))
     assert sum(covered.values()) == 16 and max(covered.values()) == 1
 
 

@@ -427,18 +427,19 @@ def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pyte
     """The app pre-tokenizes (one call to the engine, with the config's reader spec) and
     tokcost.bpe learns from the table: nothing calls back up into the app."""
     import tokcost
-    from tokcost.counting import LocalEngine
+    from tokcost.bpe.pretokenize import PretokenizeSpec
+    from tokcost.counting import TrainingInputs
 
     corpus = tmp_path / "c.txt"
     corpus.write_text(TEXT, encoding="utf-8")
-    seen: list[str] = []
-    real = LocalEngine.count_words
+    seen: list[PretokenizeSpec] = []
+    real = TrainingInputs.count_words
 
-    def spy(self: LocalEngine, paths: object, pattern: str, **kw: object) -> object:
-        seen.append(pattern)
-        return real(self, paths, pattern, **kw)  # type: ignore[arg-type]
+    def spy(self: TrainingInputs, paths: object, spec: PretokenizeSpec, **kw: object) -> object:
+        seen.append(spec)
+        return real(self, paths, spec, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(LocalEngine, "count_words", spy)
+    monkeypatch.setattr(TrainingInputs, "count_words", spy)
     config = tokcost.TrainerConfig(vocab_size=280, special_tokens=("<|s|>",), max_pretokens=50)
     result = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
                                                        output=tmp_path / "m.bpe"))

@@ -17,11 +17,11 @@ from tokcost.bpe import TrainerConfig, train, train_from_counts
 from tokcost.bpe.pretokenize import (
     _LINE_SPLIT,
     PATTERNS,
+    PretokenizeSpec,
     count_block,
     count_words,
     prune_counts,
     split_text,
-    with_cap,
 )
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
@@ -146,7 +146,7 @@ def test_counting_never_holds_more_than_twice_the_cap(tmp_path: Path, monkeypatc
         largest = max(largest, len(counts))
 
     monkeypatch.setattr(pre, "_cap_while_counting", spy)
-    counts = count_words([corpus], with_cap(PATTERNS["gpt2"], 100))
+    counts = count_words([corpus], PretokenizeSpec(PATTERNS["gpt2"], max_pretokens=100))
     assert len(counts) == 100
     assert 0 < largest <= 200
     assert counts[" common"] == 20000  # never pruned: its count is exact
@@ -156,7 +156,7 @@ def test_counting_never_holds_more_than_twice_the_cap(tmp_path: Path, monkeypatc
 def test_jobs_do_not_change_uncapped_counts(tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"line {i % 37} of text\n" for i in range(5000)), encoding="utf-8")
-    spec = PATTERNS["cl100k"]
+    spec = PretokenizeSpec(PATTERNS["cl100k"])
     assert count_words([corpus], spec, jobs=2) == count_words([corpus], spec, jobs=1)
 
 
@@ -179,7 +179,7 @@ def _naive(block: str, pattern: str) -> Counter[str]:
 def test_count_block_equals_line_by_line(parts: list[str]) -> None:
     block = "".join(parts)
     for pattern in (PATTERNS["cl100k"], PATTERNS["o200k"], r"[a-z]+"):
-        assert count_block(block, pattern) == _naive(block, pattern)
+        assert count_block(block, PretokenizeSpec(pattern)) == _naive(block, pattern)
 
 
 # -- the CLI flag ---------------------------------------------------------------------

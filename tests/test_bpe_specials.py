@@ -31,12 +31,11 @@ from tokcost.bpe import (
 from tokcost.bpe.export import hf_pattern
 from tokcost.bpe.model import to_byte_level
 from tokcost.bpe.pretokenize import (
+    PretokenizeSpec,
     count_block,
     count_words,
-    parse_spec,
     pretokenize,
     special_regex,
-    with_specials,
 )
 from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH
 
@@ -120,7 +119,7 @@ def test_split_is_hfs_added_vocabulary(corpus: Path, pattern: str) -> None:
     """Oracle: tokcost's pre-tokens (each special occurrence one of them, as HF counts
     it) give exactly HF's merges, HF's merges inside the special tokens included."""
     _hf_vocab, hf_merges = hf_train_added(corpus, 600, PATTERNS[pattern], SPECIALS)
-    words = count_words([corpus], with_specials(PATTERNS[pattern], SPECIALS))
+    words = count_words([corpus], PretokenizeSpec(PATTERNS[pattern], SPECIALS))
     text = corpus.read_text(encoding="utf-8")
     assert {s: words[s] for s in SPECIALS} == {s: text.count(s) for s in SPECIALS}
     # Learned as plain words (no special ids): HF spends one merge per special token it
@@ -189,7 +188,7 @@ def test_every_way_in_splits_them_alike(corpus: Path, tmp_path: Path) -> None:
         assert other.model.merges == one.model.merges
         assert other.distinct_pretokens == one.distinct_pretokens
     assert one.total_pretokens == sum(
-        n for w, n in count_block(text, with_specials(PATTERNS["o200k"], SPECIALS)).items()
+        n for w, n in count_block(text, PretokenizeSpec(PATTERNS["o200k"], SPECIALS)).items()
         if w not in SPECIALS)
 
 
@@ -211,7 +210,7 @@ def test_encoder_reads_the_specials_it_was_trained_around(corpus: Path) -> None:
     ],
 )
 def test_pretokenize_cases(text: str, pieces: list[str]) -> None:
-    spec = with_specials(PATTERNS["o200k"], (*SPECIALS, "<|a|>", "<|a|>x"))
+    spec = PretokenizeSpec(PATTERNS["o200k"], (*SPECIALS, "<|a|>", "<|a|>x"))
     assert pretokenize(text, spec) == pieces
 
 
@@ -219,13 +218,13 @@ def test_pretokenize_cases(text: str, pieces: list[str]) -> None:
 @given(specials=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=5),
        pattern=st.sampled_from(sorted(PATTERNS.values())))
 def test_spec_round_trip(specials: list[str], pattern: str) -> None:
-    """Any special tokens survive the spec, which still compiles as the pattern it holds."""
-    import regex
+    """Any special tokens survive the spec, which crosses process and cluster boundaries
+    as the pattern it holds."""
+    import pickle
 
-    spec = with_specials(pattern, specials)
-    assert parse_spec(spec) == (pattern, tuple(dict.fromkeys(specials)))
-    text = "Hello world 123 \n"
-    assert regex.findall(spec, text) == regex.findall(pattern, text)
+    spec = PretokenizeSpec(pattern, specials)
+    assert (spec.pattern, spec.special_tokens) == (pattern, tuple(dict.fromkeys(specials)))
+    assert pickle.loads(pickle.dumps(spec)) == spec
 
 
 @settings(max_examples=200, deadline=None)
@@ -237,7 +236,7 @@ def test_block_counts_equal_line_by_line(parts: list[str], pattern: str) -> None
     its counts are those of each line pre-tokenized on its own (a special token with a
     line break in it never matches across lines, as HF reads lines)."""
     block = "".join(parts)
-    spec = with_specials(pattern, ("<s>", "x\ny", "y<s>"))
+    spec = PretokenizeSpec(pattern, ("<s>", "x\ny", "y<s>"))
     lines = block.splitlines(keepends=True)  # only "\n" breaks lines in this alphabet
     want = Counter(w for line in lines for w in pretokenize(line, spec))
     assert count_block(block, spec) == want
@@ -283,16 +282,17 @@ def test_default_limit_on_a_run_of_one_letter(tmp_path: Path) -> None:
 def test_words_counter_is_not_changed_by_the_split() -> None:
     """Text without special tokens pre-tokenizes as before (the spec costs nothing)."""
     text = corpus_text(1)
-    plain = count_block(text, PATTERNS["cl100k"])
-    assert count_block(text, with_specials(PATTERNS["cl100k"], SPECIALS)) == plain
+    plain = count_block(text, PretokenizeSpec(PATTERNS["cl100k"]))
+    assert count_block(text, PretokenizeSpec(PATTERNS["cl100k"], SPECIALS)) == plain
     assert isinstance(plain, Counter)
 
 
 def test_dask_workers_split_them_alike(corpus: Path, tmp_path: Path) -> None:
     """The spec carries the special tokens to the Dask workers: the same merges. (Threads,
-    not processes, to start quickly: the spec is a plain string either way.)"""
+    not processes, to start quickly: the spec pickles either way.)"""
     distributed = pytest.importorskip("distributed")
-    from tokcost.scale import DaskEngine
+    from tokcost.counting import TrainingInputs
+    from tokcost.scale import DaskRunner
 
     config = TrainerConfig(vocab_size=500, special_tokens=SPECIALS)
     with pytest.MonkeyPatch.context() as mp:
@@ -301,8 +301,8 @@ def test_dask_workers_split_them_alike(corpus: Path, tmp_path: Path) -> None:
             n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
             local_directory=str(tmp_path), silence_logs=50,
         ) as lc, distributed.Client(lc) as client:
-            engine = DaskEngine(client=client, shard_bytes=2000)
-            remote = train_counted(engine.count_words([corpus], config.reader_spec()), config)
+            runner = TrainingInputs(DaskRunner(client=client, shard_bytes=2000))
+            remote = train_counted(runner.count_words([corpus], config.reader_spec()), config)
     local = train([corpus], config)
     assert remote.model.merges == local.model.merges
     assert remote.distinct_pretokens == local.distinct_pretokens

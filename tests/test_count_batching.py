@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 import tokcost
 from tokcost.adapters import fast_count, registry, tiktoken_enc
 from tokcost.adapters.openai_encodings import ENCODINGS
-from tokcost.app import check as check_app
-from tokcost.counting import LocalEngine, count_paths, local
+from tokcost.counting import Inputs, Reader, count_paths, local
+from tokcost.runner import LocalRunner, RunConfig, available_cpus
 
 PIECES = ["a", "Hello", " ", "  ", "\n", "\r\n", "\t", "don't", "'s", "é", "e\u0301", "日本語",
           "Привет", "12", "3.5", ",", "!", "<|endoftext|>", "<|", "|>", "🙂", "👍🏽", "x=1;",
@@ -60,8 +60,17 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     registry._get_tokenizer.cache_clear()
 
 
+_BUILT: dict[bool, dict[str, tiktoken_enc.TiktokenTokenizer]] = {}
+
+
 def tokenizers() -> dict[str, tiktoken_enc.TiktokenTokenizer]:
-    return {"o200k": tiktoken_enc.load("o200k_base"), "cl100k": tiktoken_enc.load("cl100k_base")}
+    """The two encodings under the backend in force, built once per backend: building
+    tiktoken's encodings for every example was most of these tests' time."""
+    hidden = sys.modules.get("toktok", False) is None
+    if hidden not in _BUILT:
+        _BUILT[hidden] = {"o200k": tiktoken_enc.load("o200k_base"),
+                          "cl100k": tiktoken_enc.load("cl100k_base")}
+    return _BUILT[hidden]
 
 
 @CHECKS
@@ -109,8 +118,8 @@ def test_files_batched_across_calls_count_exactly(
     folder = tmp_path_factory.mktemp("files")
     for i, text in enumerate(files):
         (folder / f"{i:03d}.txt").write_bytes(text.encode("utf-8", "surrogatepass"))
-    report = count_paths([str(folder)], tokenizers(),
-                         engine=LocalEngine(jobs=jobs, block_bytes=block))
+    report = count_paths(Inputs(paths=[str(folder)]), tokenizers(), run=RunConfig(jobs=jobs),
+                         block_bytes=block)
     by_name = {Path(f.path).name: f for f in report.files}
     for i, raw in enumerate(files):
         text = raw.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
@@ -126,7 +135,8 @@ def test_one_file_split_at_every_block_size(backend: str, tmp_path: Path, block:
     text = "".join(PIECES[(i * 7) % len(PIECES)] for i in range(3000))
     path = tmp_path / "one.txt"
     path.write_bytes(text.encode())
-    report = count_paths([str(path)], tokenizers(), engine=LocalEngine(jobs=2, block_bytes=block))
+    report = count_paths(Inputs(paths=[str(path)]), tokenizers(), run=RunConfig(jobs=2),
+                         block_bytes=block)
     assert report.files[0].tokens == {"o200k": want("o200k_base", text),
                                       "cl100k": want("cl100k_base", text)}
 
@@ -153,32 +163,32 @@ def test_specials_with_spaces_stay_whole_across_batches(
     text = "<|im start|>" * 500 + " a b <|tool 42|> 4 2 " * 50
     path = tmp_path / "chat.txt"
     path.write_text(text, encoding="utf-8")
-    report = count_paths([str(path)], {"t": tok}, allow_special=True,
-                         engine=LocalEngine(jobs=2, block_bytes=block))
+    report = count_paths(Inputs(paths=[str(path)]), {"t": tok}, allow_special=True,
+                         run=RunConfig(jobs=2), block_bytes=block)
     assert report.files[0].tokens["t"] == tok.count(text, allow_special=True)
     assert tok.count("<|im start|>" * 500, allow_special=True) == 500
 
 
 def test_check_counts_on_a_thread_per_cpu_by_default(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    # As count: no jobs given means LocalEngine(jobs=0), and the report is the same.
+    # As count: no jobs given means a thread per CPU, and the report is the same.
     for i in range(5):
         (tmp_path / f"p{i}.txt").write_text("hello world " * (i + 1), encoding="utf-8")
     seen: list[Any] = []
-    real = check_app.make_engine
+    real = local.runner_for
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        engine = real(*args, **kwargs)
-        seen.append(engine)
-        return engine
+    def spy(run: RunConfig, *, threads: bool) -> Any:
+        runner = real(run, threads=threads)
+        seen.append(runner)
+        return runner
 
-    monkeypatch.setattr(check_app, "make_engine", spy)
+    monkeypatch.setattr(local, "runner_for", spy)
     monkeypatch.chdir(tmp_path)  # ad-hoc paths lie under the cwd
     limits = {"max_tokens_per_file": 8}
     adhoc = tokcost.AdhocBudget(paths=[str(tmp_path)], limits=limits)
     default = tokcost.check(tokcost.CheckRequest(adhoc=adhoc))
     one = tokcost.check(tokcost.CheckRequest(adhoc=adhoc, jobs=1))
-    assert seen == [LocalEngine(jobs=0), LocalEngine(jobs=1)]
+    assert seen == [LocalRunner(available_cpus()), LocalRunner(1)]
     assert default.to_dict() == one.to_dict()
     assert default.exit_code == 1  # p2..p4 exceed 8 tokens: the check still judges
 
@@ -203,7 +213,7 @@ def test_small_files_count_as_the_stream_counts(
     results = []
     for block in (1 << 20, 3):
         ticks: list[int] = []
-        report = count_paths([str(path)], tokenizers(), engine=LocalEngine(block_bytes=block),
+        report = count_paths(Inputs(paths=[str(path)]), tokenizers(), block_bytes=block,
                              progress=lambda stage, done, total, ticks=ticks: ticks.append(done))
         f = report.files[0]
         results.append((f.bytes, f.chars, f.invalid_utf8_bytes, f.tokens, ticks[-1:]))
@@ -212,38 +222,35 @@ def test_small_files_count_as_the_stream_counts(
     assert results[0][3]["o200k"] == want("o200k_base", text)
 
 
+def _reading(toks: dict[str, Any], block: int = 1 << 20) -> Any:
+    """A local count's reading thread, on its own."""
+    return local._Reading(Reader(toks, block), local.CountReport(list(toks)),
+                          local.ByteMeter(None), None)
+
+
 def test_a_file_that_grew_since_it_was_listed_is_streamed(backend: str, tmp_path: Path) -> None:
     text = "one two three. " * 40
     path = tmp_path / "grew.txt"
     path.write_text(text, encoding="utf-8")
-    engine = LocalEngine(block_bytes=64)
     toks = tokenizers()
-    executor = local._CountExecutor(toks, 1, False, 64)
-    skipped: list[Any] = []
+    reading = _reading(toks, 64)
     listed = local.Source(str(path), path.name, 10)  # as small as it was when walked
-    try:
-        counted = engine._count_source(listed, None, executor, skipped,
-                                       local.ByteMeter(None))
-    finally:
-        executor.close()
-    assert counted is not None and not skipped
+    for target, spec, chunk in reading._source(listed):
+        target.tokens[spec] += toks[spec].count(chunk)
+    [counted] = reading.report.files
+    assert not reading.report.skipped
     assert counted.bytes == len(text) and counted.tokens["o200k"] == want("o200k_base", text)
 
 
 def test_small_binary_and_missing_files_are_skipped_with_the_reason(tmp_path: Path) -> None:
     (tmp_path / "bin.dat").write_bytes(b"GIF89a\x00\x01")
     (tmp_path / "ok.txt").write_text("hello world", encoding="utf-8")
-    report = count_paths([str(tmp_path)], tokenizers())
+    report = count_paths(Inputs(paths=[str(tmp_path)]), tokenizers())
     assert [(s.path.endswith("bin.dat"), s.reason) for s in report.skipped] == [
         (True, "binary (NUL byte at offset 6)")]
     assert [f.tokens["o200k"] for f in report.files] == [2]
-    engine = LocalEngine()
-    executor = local._CountExecutor(tokenizers(), 1, False)
-    skipped: list[Any] = []
+    reading = _reading(tokenizers())
     gone = local.Source(str(tmp_path / "gone.txt"), "gone.txt", 3)
-    try:
-        assert engine._count_source(gone, None, executor, skipped, local.ByteMeter(None)) is None
-    finally:
-        executor.close()
-    assert [(s.path, s.reason) for s in skipped] == [
+    assert list(reading._source(gone)) == [] and not reading.report.files
+    assert [(s.path, s.reason) for s in reading.report.skipped] == [
         ("gone.txt", "unreadable (No such file or directory)")]

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tokcost import get_tokenizer
-from tokcost.app.engine import make_engine
-from tokcost.bpe.pretokenize import PATTERNS, with_cap
-from tokcost.counting import LocalEngine, count_paths, walk
+from tokcost.bpe.pretokenize import PATTERNS, PretokenizeSpec
+from tokcost.counting import Inputs, count_paths, walk
 from tokcost.counting import local as local_mod
-from tokcost.scale import DaskEngine, plan_shards, pretokenize_shard
-from tokcost.scale.engine import _inputs
+from tokcost.runner import LocalRunner, RunConfig
+from tokcost.scale import DaskRunner, plan_shards, pretokenize_shard
+from tokcost.scale.shards import list_inputs
 
 SPEC = "tiktoken:o200k_base"
 
@@ -48,22 +47,18 @@ def test_walk_from_dot_spells_paths_without_a_leading_dot(
 
 
 def test_plain_local_engine_is_a_thread_per_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert make_engine("local") == LocalEngine(jobs=0)
-    assert make_engine("local", jobs=3) == LocalEngine(jobs=3)
+    assert RunConfig(engine="local") == RunConfig(jobs=0) == RunConfig()
+    assert local_mod.runner_for(RunConfig(jobs=3), threads=True) == LocalRunner(3)
     monkeypatch.setattr(local_mod, "available_cpus", lambda: 2)
-    executor = local_mod._CountExecutor({SPEC: get_tokenizer(SPEC)}, 0, False)
-    try:
-        assert executor.jobs == 2
-        assert isinstance(executor.executor, ThreadPoolExecutor)
-    finally:
-        executor.close()
+    runner = local_mod.runner_for(RunConfig(), threads=get_tokenizer(SPEC).releases_gil)
+    assert runner.workers == 2 and runner.in_process and not runner.processes
 
 
 def test_default_jobs_count_what_one_job_counts(tmp_path: Path) -> None:
     _tree(tmp_path)
     toks = {SPEC: get_tokenizer(SPEC)}
-    one = count_paths([str(tmp_path)], toks, engine=LocalEngine(jobs=1))
-    many = count_paths([str(tmp_path)], toks, engine=make_engine("local"))
+    one = count_paths(Inputs(paths=[str(tmp_path)]), toks, run=RunConfig(jobs=1))
+    many = count_paths(Inputs(paths=[str(tmp_path)]), toks, run=RunConfig())
     assert [(f.path, f.tokens) for f in many.files] == [(f.path, f.tokens) for f in one.files]
 
 
@@ -80,8 +75,7 @@ def test_dask_listing_takes_each_file_once_as_the_local_walk(tmp_path: Path,
                                                              unique: bool) -> None:
     _tree(tmp_path)
     skipped: list[Any] = []
-    listed = _inputs(_args(tmp_path), include=(), exclude=(), gitignore=True,
-                     skipped=skipped, unique=unique)
+    listed = list_inputs(Inputs(paths=_args(tmp_path)), skipped, timeout=10, unique=unique)
     local_skipped: list[Any] = []
     local = list(walk(_args(tmp_path), skipped=local_skipped, unique=unique))
     assert [display for _, display, _ in listed] == [s.display for s in local]
@@ -108,14 +102,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_dask_counts_each_file_once_as_the_local_engine(tmp_path: Path, cluster: Any) -> None:
     _tree(tmp_path)
     toks = {SPEC: get_tokenizer(SPEC)}
-    local = count_paths(_args(tmp_path), toks, unique=True)
-    remote = count_paths(_args(tmp_path), toks, unique=True,
-                         engine=DaskEngine(client=cluster, shard_bytes=16))
+    inputs = Inputs(paths=_args(tmp_path))
+    local = count_paths(inputs, toks, unique=True)
+    remote = count_paths(inputs, toks, unique=True,
+                         run=DaskRunner(client=cluster, shard_bytes=16))
     rows = [(f.path, f.bytes, f.tokens) for f in remote.files]
     assert rows == [(f.path, f.bytes, f.tokens) for f in local.files]
     assert len(rows) == 2  # a.txt (and its hard link) and sub/b.txt
     assert remote.skipped == local.skipped
-    twice = count_paths(_args(tmp_path), toks, engine=DaskEngine(client=cluster))
+    twice = count_paths(inputs, toks, run=DaskRunner(client=cluster))
     assert len(twice.files) == 9  # without unique each path is counted, as locally
 
 
@@ -127,8 +122,8 @@ def test_a_worker_table_is_capped_while_counting(tmp_path: Path) -> None:
     path.write_text("".join(f"w{i:05d}\n" for i in range(5000)))
     shards = plan_shards([(str(path), path.stat().st_size)], 1 << 30)
     assert len(shards) == 1
-    free = pretokenize_shard(shards[0], PATTERNS["gpt2"])
-    capped = pretokenize_shard(shards[0], with_cap(PATTERNS["gpt2"], 10))
+    free = pretokenize_shard(shards[0], PretokenizeSpec(PATTERNS["gpt2"]))
+    capped = pretokenize_shard(shards[0], PretokenizeSpec(PATTERNS["gpt2"], max_pretokens=10))
     assert len(free) > 5000
     assert len(capped) <= 2 * 10 + 1
     assert all(capped[w] == free[w] for w in capped)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import tokcost
 from tokcost import get_tokenizer
-from tokcost.counting import LocalEngine, Skipped, count_paths, walk
+from tokcost.counting import Inputs, Skipped, count_paths, walk
 from tokcost.counting.progress import LISTED_EVERY
 from tokcost.counting.skips import same_file_reason, skip_notes
 
@@ -221,7 +221,7 @@ def test_hard_links_are_listed_with_verbose(named: Path, monkeypatch: pytest.Mon
 
 
 def test_stdin_named_twice_is_read_once() -> None:
-    result = tokcost.count(["-", "-"], stdin=io.BytesIO(TEXT.encode()))
+    result = tokcost.count(tokcost.Inputs(paths=["-", "-"], stdin=io.BytesIO(TEXT.encode())))
     assert [f.path for f in result.files] == ["<stdin>"]
     assert result.total_tokens() == _tokens(TEXT)
     assert result.warnings == ("skipped <stdin>: named twice (read once)",)
@@ -235,8 +235,8 @@ def test_walk_lists_every_path_unless_asked_for_unique(named: Path) -> None:
     assert [s.path for s in walk([a, a], unique=True, skipped=skipped)] == [a]
     assert skipped == [Skipped(a, same_file_reason(a))]
     toks = {"o": get_tokenizer("o200k_base")}
-    assert len(count_paths([a, a], toks).files) == 2
-    once = count_paths([a, a], toks, unique=True)
+    assert len(count_paths(Inputs(paths=[a, a]), toks).files) == 2
+    once = count_paths(Inputs(paths=[a, a]), toks, unique=True)
     assert len(once.files) == 1 and once.skipped == [Skipped(a, same_file_reason(a))]
 
 
@@ -250,9 +250,7 @@ def test_progress_moves_block_by_block_and_ends_at_the_total(tmp_path: Path) -> 
     (tmp_path / "small.txt").write_text("hi\n")
     size = sum(p.stat().st_size for p in tmp_path.iterdir())
     calls: list[tuple[str, int, int]] = []
-    report = count_paths([str(tmp_path)], {"o": get_tokenizer("o200k_base")},
-                         engine=LocalEngine(block_bytes=4096),
-                         progress=lambda *call: calls.append(call))
+    report = count_paths(Inputs(paths=[str(tmp_path)]), {"o": get_tokenizer("o200k_base")}, block_bytes=4096, progress=lambda *call: calls.append(call))
     assert {stage for stage, _, _ in calls} == {"count"}
     assert {total for _, _, total in calls} == {size}  # walked first: the total is known
     done = [d for _, d, _ in calls]
@@ -268,7 +266,7 @@ def test_progress_moves_block_by_block_and_ends_at_the_total(tmp_path: Path) -> 
 def test_progress_total_is_unknown_with_a_stream(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(TEXT)
     calls: list[tuple[str, int, int]] = []
-    tokcost.count([str(tmp_path / "a.txt"), "-"], stdin=io.BytesIO(b"hello"),
+    tokcost.count(tokcost.Inputs(paths=[str(tmp_path / "a.txt"), "-"], stdin=io.BytesIO(b"hello")),
                   progress=lambda *call: calls.append(call))
     assert calls == [("count", len(TEXT), 0), ("count", len(TEXT) + 5, 0)]
 

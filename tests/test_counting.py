@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tokcost import get_tokenizer
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.tekken import TEKKEN_PATTERN
-from tokcost.counting import LocalEngine, TextStream, count_paths, find_boundary, split_text, walk
+from tokcost.counting import Inputs, TextStream, count_paths, find_boundary, split_text, walk
 from tokcost.errors import InputError, UsageError
+from tokcost.runner import RunConfig
 
 # Pieces that stress the pre-tokenizers: letters of several scripts, combining
 # marks, apostrophes (o200k glues 's to words), digits, CR/LF, odd spaces.
@@ -55,10 +56,10 @@ def test_large_file_counts_exactly_in_chunks(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text(text, encoding="utf-8", newline="")
     toks = {s: get_tokenizer(s) for s in ("tiktoken:cl100k_base", "tiktoken:o200k_base")}
-    report = count_paths([str(path)], toks, engine=LocalEngine(block_bytes=4096))
+    report = count_paths(Inputs(paths=[str(path)]), toks, block_bytes=4096)
     for spec, tok in toks.items():
         assert report.files[0].tokens[spec] == tok.count(text)
-    threaded = count_paths([str(path)], toks, engine=LocalEngine(jobs=2, block_bytes=4096))
+    threaded = count_paths(Inputs(paths=[str(path)]), toks, run=RunConfig(jobs=2), block_bytes=4096)
     assert threaded.files[0].tokens == report.files[0].tokens
 
 
@@ -107,14 +108,14 @@ def test_walk_respects_gitignore_and_globs(tree: Path) -> None:
 
 
 def test_binary_files_are_skipped_with_reason(tree: Path) -> None:
-    report = count_paths([str(tree)], {"o": get_tokenizer("o200k_base")})
+    report = count_paths(Inputs(paths=[str(tree)]), {"o": get_tokenizer("o200k_base")})
     assert [s.reason for s in report.skipped] == ["binary (NUL byte at offset 8)"]
     assert all(not f.path.endswith(".png") for f in report.files)
 
 
 def test_empty_file_is_zero_tokens(tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("")
-    report = count_paths([str(tmp_path / "empty.txt")], {"o": get_tokenizer("o200k_base")})
+    report = count_paths(Inputs(paths=[str(tmp_path / "empty.txt")]), {"o": get_tokenizer("o200k_base")})
     assert report.files[0].tokens == {"o": 0} and report.files[0].bytes == 0
 
 
@@ -122,7 +123,7 @@ def test_invalid_utf8_counts_with_replacement(tmp_path: Path) -> None:
     path = tmp_path / "latin1.txt"
     path.write_bytes("café crème".encode("latin-1"))
     tok = get_tokenizer("o200k_base")
-    report = count_paths([str(path)], {"o": tok})
+    report = count_paths(Inputs(paths=[str(path)]), {"o": tok})
     assert report.files[0].invalid_utf8_bytes == 2
     assert report.files[0].tokens["o"] == tok.count("caf\ufffd cr\ufffdme")
 
@@ -140,7 +141,7 @@ def test_symlink_loop(tmp_path: Path) -> None:
         list(walk([str(loop)]))
     # Inside a folder, a looping link is reported and the walk goes on.
     (tmp_path / "ok.txt").write_text("fine")
-    report = count_paths([str(tmp_path)], {"o": get_tokenizer("o200k_base")})
+    report = count_paths(Inputs(paths=[str(tmp_path)]), {"o": get_tokenizer("o200k_base")})
     assert [Path(f.path).name for f in report.files] == ["ok.txt"]
     assert report.skipped and "loop" in report.skipped[0].path
 
@@ -150,8 +151,8 @@ def test_non_streamable_tokenizers_use_processes(tmp_path: Path, tiny_sp_model: 
         (tmp_path / f"f{i}.txt").write_text(f"The kettle whistled {i} times.\n" * (i + 1))
     spec = f"sp:{tiny_sp_model}"
     toks = {spec: get_tokenizer(spec)}
-    serial = count_paths([str(tmp_path)], toks)
-    parallel = count_paths([str(tmp_path)], toks, engine=LocalEngine(jobs=2))
+    serial = count_paths(Inputs(paths=[str(tmp_path)]), toks)
+    parallel = count_paths(Inputs(paths=[str(tmp_path)]), toks, run=RunConfig(jobs=2))
     assert [f.tokens for f in parallel.files] == [f.tokens for f in serial.files]
     assert serial.files[0].tokens[spec] == toks[spec].count(
         (tmp_path / "f0.txt").read_text()
@@ -163,8 +164,7 @@ def test_allow_special_never_cuts_inside_a_special_token(tmp_path: Path) -> None
     path = tmp_path / "s.txt"
     path.write_text(text)
     tok = get_tokenizer("tiktoken:o200k_base")
-    report = count_paths([str(path)], {"o": tok}, allow_special=True,
-                         engine=LocalEngine(block_bytes=1000))
+    report = count_paths(Inputs(paths=[str(path)]), {"o": tok}, allow_special=True, block_bytes=1000)
     assert report.files[0].tokens["o"] == tok.count(text, allow_special=True)
 
 

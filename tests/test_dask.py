@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokcost import get_tokenizer
-from tokcost.bpe.pretokenize import count_words, resolve_pattern
+from tokcost.bpe.pretokenize import PretokenizeSpec, count_words
 from tokcost.bpe.train import TrainerConfig, train, train_counted
 from tokcost.cli.app import app
-from tokcost.counting import count_paths, next_cut
+from tokcost.counting import Inputs, TrainingInputs, count_paths, next_cut
 from tokcost.errors import MissingDependency, UsageError
 from tokcost.scale import (
-    DaskEngine,
+    DaskRunner,
     count_shard,
     count_texts_partial,
     merge_counts,
@@ -84,7 +84,7 @@ def _rows(report: Any) -> list[tuple[str, int, int, dict[str, int], int]]:
 def test_shards_count_like_the_local_engine(tmp_path: Path, shard_bytes: int) -> None:
     paths = _corpus(tmp_path)
     toks = {s: get_tokenizer(s) for s in SPECS}
-    local = count_paths([str(tmp_path)], toks)
+    local = count_paths(Inputs(paths=[str(tmp_path)]), toks)
     merged = merge_shard_counts(
         count_shard(s, SPECS) for s in plan_shards(_sizes(paths), shard_bytes)
     )
@@ -146,10 +146,10 @@ def test_shards_pretokenize_like_the_bpe_trainer(
     tmp_path: Path, shard_bytes: int, pattern: str
 ) -> None:
     paths = _corpus(tmp_path, invalid=False)
-    regex, _ = resolve_pattern(pattern)
-    local = count_words(paths, regex)
+    spec = PretokenizeSpec(pattern)
+    local = count_words(paths, spec)
     merged = merge_word_counts(
-        pretokenize_shard(s, pattern) for s in plan_shards(_sizes(paths), shard_bytes)
+        pretokenize_shard(s, spec) for s in plan_shards(_sizes(paths), shard_bytes)
     )
     assert merged == local
 
@@ -162,8 +162,9 @@ def test_text_partials_merge_in_any_order() -> None:
     assert whole.texts == 4
     tok = get_tokenizer(SPECS[0])
     assert whole.tokens[SPECS[0]] == sum(tok.count(t) for t in texts)
-    words = merge_word_counts(pretokenize_texts([t], "o200k") for t in texts)
-    assert words == pretokenize_texts(texts, "o200k")
+    spec = PretokenizeSpec("o200k")
+    words = merge_word_counts(pretokenize_texts([t], spec) for t in texts)
+    assert words == pretokenize_texts(texts, spec)
 
 
 def test_missing_extra_says_how_to_install(
@@ -172,7 +173,7 @@ def test_missing_extra_says_how_to_install(
     (tmp_path / "a.txt").write_text("hello world")
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(MissingDependency, match=r"pip install 'tokcost\[dask\]'"):
-        count_paths([str(tmp_path)], {s: get_tokenizer(s) for s in SPECS}, engine=DaskEngine())
+        count_paths(Inputs(paths=[str(tmp_path)]), {s: get_tokenizer(s) for s in SPECS}, run=DaskRunner())
     result = runner.invoke(app, ["count", str(tmp_path), "--engine", "dask"])
     assert result.exit_code == 1
     assert "--engine dask needs the 'dask' package: pip install 'tokcost[dask]'" in result.stderr
@@ -180,7 +181,7 @@ def test_missing_extra_says_how_to_install(
 
 def test_stdin_and_unknown_engine_are_usage_errors(tmp_path: Path, runner: Any) -> None:
     with pytest.raises(UsageError, match="not stdin"):
-        count_paths(["-"], {}, engine=DaskEngine())
+        count_paths(Inputs(paths=["-"]), {}, run=DaskRunner())
     result = runner.invoke(app, ["count", str(tmp_path), "--engine", "spark"])
     assert result.exit_code == 2 and "use local or dask" in result.stderr
 
@@ -218,8 +219,8 @@ def test_dask_counts_equal_local(tmp_path: Path, cluster: Any) -> None:
     _corpus(tmp_path)
     toks = {s: get_tokenizer(s) for s in SPECS}
     inputs = [str(tmp_path), str(tmp_path / "prose.txt")]  # a file twice: two rows, as locally
-    local = count_paths(inputs, toks)
-    remote = count_paths(inputs, toks, engine=DaskEngine(client=cluster, shard_bytes=3000))
+    local = count_paths(Inputs(paths=inputs), toks)
+    remote = count_paths(Inputs(paths=inputs), toks, run=DaskRunner(client=cluster, shard_bytes=3000))
     assert _rows(remote) == _rows(local)
     assert remote.skipped == local.skipped
 
@@ -238,7 +239,7 @@ def test_dask_bpe_merges_equal_local(tmp_path: Path, cluster: Any) -> None:
     paths = _corpus(tmp_path, invalid=False)
     config = TrainerConfig(vocab_size=400, pattern="o200k", special_tokens=("<|endoftext|>",))
     local = train(paths, config)
-    engine = DaskEngine(client=cluster, shard_bytes=3000)
+    engine = TrainingInputs(DaskRunner(client=cluster, shard_bytes=3000))
     remote = train_counted(engine.count_words(paths, config.reader_spec()), config)
     assert remote.model.merges == local.model.merges
     assert remote.model.ranks == local.model.ranks
@@ -262,11 +263,10 @@ def test_killed_worker_is_retried_and_counts_stay_exact(tmp_path: Path, cluster:
 
     _corpus(tmp_path / "data")
     toks = {s: get_tokenizer(s) for s in SPECS}
-    local = count_paths([str(tmp_path / "data")], toks)
+    local = count_paths(Inputs(paths=[str(tmp_path / "data")]), toks)
     cluster.register_plugin(KillOnce(), name="kill-once")
     try:
-        remote = count_paths([str(tmp_path / "data")], toks,
-                             engine=DaskEngine(client=cluster, shard_bytes=5000))
+        remote = count_paths(Inputs(paths=[str(tmp_path / "data")]), toks, run=DaskRunner(client=cluster, shard_bytes=5000))
     finally:
         cluster.unregister_worker_plugin("kill-once")
     assert marker.exists()  # a worker really died
@@ -336,9 +336,10 @@ def test_fsspec_urls_are_listed_and_read_in_shards() -> None:
         tok = get_tokenizer(SPECS[0])
         assert merged["memory:///tokcost-test/a.txt"].tokens[SPECS[0]] == tok.count(PROSE * 20)
         words = merge_word_counts(
-            pretokenize_shard(s, "o200k") for s in plan_shards([(u, n) for u, n, _ in found], 97)
+            pretokenize_shard(s, PretokenizeSpec("o200k"))
+            for s in plan_shards([(u, n) for u, n, _ in found], 97)
         )
-        assert words == pretokenize_texts([PROSE * 20, TEXTS["de.txt"]], "o200k")
+        assert words == pretokenize_texts([PROSE * 20, TEXTS["de.txt"]], PretokenizeSpec("o200k"))
     finally:
         fs.rm("/tokcost-test", recursive=True)
 
@@ -346,9 +347,8 @@ def test_fsspec_urls_are_listed_and_read_in_shards() -> None:
 def test_dask_reads_file_urls(tmp_path: Path, cluster: Any) -> None:
     _corpus(tmp_path, invalid=False)
     toks = {s: get_tokenizer(s) for s in SPECS}
-    local = count_paths([str(tmp_path)], toks)
-    remote = count_paths([tmp_path.as_uri()], toks, include=["*.txt"],
-                         engine=DaskEngine(client=cluster, shard_bytes=4000))
+    local = count_paths(Inputs(paths=[str(tmp_path)]), toks)
+    remote = count_paths(Inputs(paths=[tmp_path.as_uri()], include=["*.txt"]), toks, run=DaskRunner(client=cluster, shard_bytes=4000))
     want = {f.path: f.tokens for f in local.files if f.path.endswith(".txt")}
     got = {f.path.removeprefix("file://"): f.tokens for f in remote.files}
     assert got == want
@@ -357,28 +357,31 @@ def test_dask_reads_file_urls(tmp_path: Path, cluster: Any) -> None:
 def test_a_worker_error_reaches_the_driver_as_the_same_error(
     tmp_path: Path, cluster: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tokcost.scale.engine as engine_module
+    import tokcost.bpe.pretokenize as pre
 
     gone = tmp_path / "gone.txt"
     gone.write_text("here while the driver plans, gone when a worker reads\n")
-    planned = engine_module.plan_shards
+    planned = pre.plan_shards
 
     def plan_then_delete(*args: Any, **kwargs: Any) -> Any:
         shards = planned(*args, **kwargs)
         gone.unlink()  # the worker, not the driver, finds it missing
         return shards
 
-    monkeypatch.setattr(engine_module, "plan_shards", plan_then_delete)
+    monkeypatch.setattr(pre, "plan_shards", plan_then_delete)
     with pytest.raises(UsageError, match=r"training file not found: .*gone.txt"):
-        DaskEngine(client=cluster).count_words([str(gone)], "o200k")
+        TrainingInputs(DaskRunner(client=cluster)).count_words([str(gone)],
+                                                               PretokenizeSpec("o200k"))
 
 
 def test_invalid_utf8_reads_as_on_the_local_engine(tmp_path: Path, cluster: Any) -> None:
     # The input policy: invalid UTF-8 is U+FFFD on every engine, never an error.
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("café crème\n".encode("latin-1") * 50)
-    remote = DaskEngine(client=cluster, shard_bytes=64).count_words([str(bad)], "o200k")
-    assert remote == count_words([str(bad)], resolve_pattern("o200k")[0])
+    spec = PretokenizeSpec("o200k")
+    remote = TrainingInputs(DaskRunner(client=cluster, shard_bytes=64)).count_words([str(bad)],
+                                                                                  spec)
+    assert remote == count_words([str(bad)], spec)
     assert sum(n for word, n in remote.items() if "\ufffd" in word) == 100  # 2 a line
 
 
@@ -404,15 +407,15 @@ def test_dask_driver_merge_stays_within_twice_the_cap(
     corpus.write_text("".join(f"the cat sat w{i:05d}\n" for i in range(4000)), encoding="utf-8")
     cap = 40
     sizes: list[int] = []
-    real = pre.merge_capped
+    real = pre.PretokenizeSpec.merge
 
-    def spy(counts: dict[str, int], part: Any, spec: str) -> None:
-        real(counts, part, spec)
+    def spy(spec: pre.PretokenizeSpec, counts: dict[str, int], part: Any) -> None:
+        real(spec, counts, part)
         sizes.append(len(counts))
 
-    monkeypatch.setattr(pre, "merge_capped", spy)
+    monkeypatch.setattr(pre.PretokenizeSpec, "merge", spy)
     config = TrainerConfig(vocab_size=300, pattern="gpt2", max_pretokens=cap)
-    engine = DaskEngine(client=cluster, shard_bytes=2048)
+    engine = TrainingInputs(DaskRunner(client=cluster, shard_bytes=2048))
     result = train_counted(engine.count_words([corpus], config.reader_spec()), config)
     assert len(sizes) > 10  # the driver merged many shards' tables
     assert max(sizes) <= 2 * cap
@@ -426,6 +429,6 @@ def test_dask_cap_above_the_distinct_count_equals_local(tmp_path: Path, cluster:
     paths = _corpus(tmp_path, invalid=False)
     free = train(paths, TrainerConfig(vocab_size=350, pattern="o200k"))
     config = TrainerConfig(vocab_size=350, pattern="o200k", max_pretokens=free.distinct_pretokens)
-    engine = DaskEngine(client=cluster, shard_bytes=3000)
+    engine = TrainingInputs(DaskRunner(client=cluster, shard_bytes=3000))
     remote = train_counted(engine.count_words(paths, config.reader_spec()), config)
     assert remote.model.merges == free.model.merges

@@ -26,12 +26,13 @@ import pytest
 
 import tokcost
 from tokcost import get_tokenizer
-from tokcost.bpe.pretokenize import count_words, resolve_pattern
+from tokcost.bpe.pretokenize import PretokenizeSpec, count_words
 from tokcost.cli.app import app
-from tokcost.counting import count_paths
+from tokcost.counting import Inputs, TrainingInputs, count_paths
 from tokcost.errors import InputError, UsageError
-from tokcost.scale import DaskEngine
-from tokcost.scale.engine import ClusterError
+from tokcost.runner import RunConfig
+from tokcost.scale import DaskRunner
+from tokcost.scale.cluster import ClusterError
 
 distributed = pytest.importorskip("distributed")
 
@@ -150,8 +151,7 @@ def test_workers_without_tokcost_or_with_another_version_are_named(
     _corpus(tmp_path)
     want = tokcost.__version__
     with pytest.raises(ClusterError) as caught:
-        count_paths([str(tmp_path)], {s: get_tokenizer(s) for s in SPECS},
-                    engine=DaskEngine(client=procs, timeout=5))
+        count_paths(Inputs(paths=[str(tmp_path)]), {s: get_tokenizer(s) for s in SPECS}, run=DaskRunner(client=procs, timeout=5))
     message = str(caught.value)
     assert message.startswith(f"the Dask workers must import tokcost {want}, as this machine "
                               f"does: {first} cannot import it (")
@@ -167,7 +167,8 @@ def test_a_cluster_without_workers_is_an_error_at_start(tmp_path: Path) -> None:
                                   host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                   silence_logs=50) as empty, \
             distributed.Client(empty) as client, pytest.raises(ClusterError) as caught:
-        DaskEngine(client=client, timeout=1).count_words([str(tmp_path / "a.txt")], "o200k")
+        TrainingInputs(DaskRunner(client=client, timeout=1)).count_words(
+            [str(tmp_path / "a.txt")], PretokenizeSpec("o200k"))
     assert str(caught.value) == (
         f"the Dask scheduler at {empty.scheduler_address} has no workers after 1 s; "
         f"start some with `dask worker {empty.scheduler_address}`")
@@ -187,9 +188,9 @@ def test_killing_every_worker_mid_run_is_an_error_not_a_hang(
         for worker in list(cluster.workers.values()):
             cluster.sync(worker.close)
 
-    engine = DaskEngine(client=client, shard_bytes=200, timeout=2)
+    engine = DaskRunner(client=client, shard_bytes=200, timeout=2)
     with pytest.raises(ClusterError) as caught:
-        count_paths(paths, toks, engine=engine, progress=kill_all)
+        count_paths(Inputs(paths=paths), toks, run=engine, progress=kill_all)
     message = str(caught.value)
     assert message.startswith("no Dask worker to run the work for 2 s (1 of ")
     assert (f"the workers died or left the scheduler at {client.scheduler.address}"
@@ -201,10 +202,11 @@ def test_killing_every_worker_mid_run_is_an_error_not_a_hang(
 def test_timeout_is_checked_and_only_for_dask() -> None:
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(UsageError, match=r"timeout=\S+ must be a number of seconds above 0"):
-            DaskEngine(timeout=bad)
+            DaskRunner(timeout=bad)
     with pytest.raises(UsageError, match=r"^timeout=5 is for engine=dask only: add engine=dask, "
                        r"or leave out timeout=5$") as caught:
-        tokcost.count(["x.txt"], timeout=5)
+        tokcost.count(tokcost.CountRequest(inputs=tokcost.Inputs(paths="x.txt"),
+                                           run=RunConfig(timeout=5)))
     assert caught.value.param == "timeout" and caught.value.related == ("engine",)
 
 
@@ -307,15 +309,15 @@ def test_http_urls_count_and_pretokenize_like_local_files(
     base = serve(_files(tmp_path))
     urls = [f"{base}/{Path(p).name}" for p in paths]
     toks = {s: get_tokenizer(s) for s in SPECS}
-    local = count_paths(paths, toks)
-    engine = DaskEngine(client=client, shard_bytes=150, timeout=5)
-    remote = count_paths([*urls, f"{base}/"], toks, engine=engine)
+    local = count_paths(Inputs(paths=paths), toks)
+    engine = DaskRunner(client=client, shard_bytes=150, timeout=5)
+    remote = count_paths(Inputs(paths=[*urls, f"{base}/"]), toks, run=engine)
     assert [(f.path, f.bytes, f.chars, f.tokens) for f in remote.files] == [
         (u, f.bytes, f.chars, f.tokens) for u, f in zip(urls, local.files, strict=True)]
     assert [(s.path, s.reason.split(" (")[0]) for s in remote.skipped] == [
         (f"{base}/", "an HTML page")]
-    regex, _ = resolve_pattern("o200k")
-    assert engine.count_words(urls, "o200k") == count_words(paths, regex)
+    spec = PretokenizeSpec("o200k")
+    assert TrainingInputs(engine).count_words(urls, spec) == count_words(paths, spec)
 
 
 def test_a_missing_url_and_a_server_that_is_not_there(
@@ -364,7 +366,7 @@ def test_the_local_engine_says_urls_need_dask(tmp_path: Path, runner: Any, args:
 
 def test_the_library_says_engine_dask() -> None:
     with pytest.raises(UsageError, match=r"URLs need engine=dask") as caught:
-        tokcost.count(["https://127.0.0.1:9/notes.txt"])
+        tokcost.count("https://127.0.0.1:9/notes.txt")
     assert caught.value.param == "engine"
 
 
@@ -381,13 +383,14 @@ def test_workers_that_cannot_load_the_tasks_drop_out_and_the_run_fails(
 
     Both workers of ``procs`` leave: this is the last test that uses it.
     """
-    import tokcost.scale.engine as engine_module
+    import tokcost.scale.cluster as engine_module
 
     monkeypatch.setattr(engine_module, "check_workers", lambda client, timeout: None)
     paths = _corpus(tmp_path)
     broken(BreakTokcost(everywhere=True))
     with pytest.raises(ClusterError) as caught:
-        DaskEngine(client=procs, timeout=2).count_words(paths, "o200k")
+        TrainingInputs(DaskRunner(client=procs, timeout=2)).count_words(
+            paths, PretokenizeSpec("o200k"))
     message = str(caught.value)
     # distributed drops such a worker (today), or may one day fail the task instead.
     assert message.startswith((

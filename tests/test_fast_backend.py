@@ -29,7 +29,7 @@ from tokcost.adapters import fast_count, registry, tiktoken_enc
 from tokcost.adapters.base import count_backend
 from tokcost.adapters.openai_encodings import ENCODINGS
 from tokcost.cli.app import app
-from tokcost.counting import read_text
+from tokcost.counting import Reader
 from tokcost.errors import TokenizerNotFound, UsageError
 
 ENCODING_NAMES = sorted(fast_count.FAST_ENCODINGS)
@@ -166,9 +166,10 @@ def test_invalid_utf8_replaced_by_the_stream(
 def stream_count(tok: Any, data: bytes, block: int, allow_special: bool) -> int:
     """``data`` counted through tokcost's stream, as files are: chunk by chunk."""
     counts: list[int] = []
-    read_text(io.BytesIO(data), {"t": tok},
-              lambda _spec, chunk: counts.append(tok.count(chunk, allow_special=allow_special)),
-              name="data", block_bytes=block, allow_special=allow_special)
+    Reader({"t": tok}, block, allow_special).read(
+        io.BytesIO(data),
+        lambda _spec, chunk: counts.append(tok.count(chunk, allow_special=allow_special)),
+        name="data")
     return sum(counts)
 
 

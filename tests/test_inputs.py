@@ -103,20 +103,25 @@ JSON_ROWS: list[Any] = [
                  lambda w: tokcost.tokenize_paths([w["text"], w["bad"], w["bin"]]),
                  id="count-tokens-files"),
     pytest.param(["count", "-", "--tokens", "--json", "-t", "cl100k_base"], BAD,
-                 lambda w: tokcost.tokenize_paths(["-"], tokenizers=["cl100k_base"],
-                                                  stdin=io.BytesIO(BAD)),
+                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
+                     inputs=tokcost.Inputs(paths="-", stdin=io.BytesIO(BAD)),
+                     tokenizers=tokcost.TokenizerSelection(tokenizers="cl100k_base"))),
                  id="count-tokens-stdin"),
     pytest.param(["count", "{text}", "--truncate", "5", "--json"], None,
-                 lambda w: tokcost.tokenize_paths([w["text"]], max_tokens=5),
+                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
+                     inputs=tokcost.Inputs(paths=w["text"]), max_tokens=5)),
                  id="count-truncate"),
     pytest.param(["count", "{dir}", "--truncate", "2", "--json", "-m", "gpt-4o"], None,
-                 lambda w: tokcost.tokenize_paths([w["dir"]], models=["gpt-4o"], max_tokens=2),
+                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
+                     inputs=tokcost.Inputs(paths=w["dir"]), max_tokens=2,
+                     tokenizers=tokcost.TokenizerSelection(models="gpt-4o"))),
                  id="count-truncate-folder"),
     pytest.param(["count", "--chat", "{badchat}", "--json"], None,
                  lambda w: tokcost.count_chat(w["badchat"]), id="count-chat"),
     pytest.param(["count", "--chat", "-", "--json", "-m", "gpt-4o"], json.dumps(CHAT).encode(),
-                 lambda w: tokcost.count_chat("-", models=["gpt-4o"],
-                                              stdin=io.BytesIO(json.dumps(CHAT).encode())),
+                 lambda w: tokcost.count_chat(tokcost.ChatRequest(
+                     chat="-", tokenizers=tokcost.TokenizerSelection(models="gpt-4o"),
+                     stdin=io.BytesIO(json.dumps(CHAT).encode()))),
                  id="count-chat-stdin"),
     pytest.param(["bpe", "encode", "{tok}", "the kettle", "--json"], None,
                  lambda w: tokcost.encode_bpe(tokcost.BPEEncodeRequest(
@@ -549,9 +554,13 @@ def test_the_library_shows_one_tokenizers_tokens(call: Callable[..., Any]) -> No
     path = ["-"] if call is tokcost.tokenize_paths else "-"
     with pytest.raises(UsageError, match=r"one tokenizer at a time, got 2 "
                        r"\(cl100k_base, gpt-4o\)") as caught:
-        call(path, tokenizers=["cl100k_base"], models=["gpt-4o"], stdin=io.BytesIO(b"hi"))
+        call(tokcost.TokenizeRequest(
+            inputs=tokcost.Inputs(paths=path, stdin=io.BytesIO(b"hi")),
+            tokenizers=tokcost.TokenizerSelection(tokenizers=["cl100k_base"], models=["gpt-4o"])))
     assert caught.value.param == "tokenizers" and caught.value.related == ("models",)
-    one = call(path, models=["gpt-4o"], stdin=io.BytesIO(b"hello world"))
+    one = call(tokcost.TokenizeRequest(
+        inputs=tokcost.Inputs(paths=path, stdin=io.BytesIO(b"hello world")),
+        tokenizers=tokcost.TokenizerSelection(models=["gpt-4o"])))
     assert one.tokenizer.label == "gpt-4o"
 
 
@@ -631,19 +640,19 @@ def _dask_corpus(root: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("shard_bytes", [7, 300, 1 << 20], ids=lambda n: f"shard{n}")
 def test_shards_report_what_the_local_scan_reports(tmp_path: Path, shard_bytes: int) -> None:
-    from tokcost.bpe.pretokenize import count_words, resolve_pattern
-    from tokcost.counting import scan_file
+    from tokcost.bpe.pretokenize import PretokenizeSpec, count_words
     from tokcost.scale import merge_word_counts, plan_shards, pretokenize_shard
 
     files = _dask_corpus(tmp_path)
     paths = list(files.values())
     shards = plan_shards([(p, os.path.getsize(p)) for p in paths], shard_bytes)
-    merged = merge_word_counts(pretokenize_shard(s, "gpt2") for s in reversed(shards))
+    spec = PretokenizeSpec("gpt2")
+    merged = merge_word_counts(pretokenize_shard(s, spec) for s in reversed(shards))
     # Every piece of the binary file sniffs its head: none of its lines is counted.
-    assert merged == count_words([files["text"], files["latin1"]], resolve_pattern("gpt2")[0])
-    scans = {p: scan_file(p) for p in paths}
-    assert merged.skipped == {files["bin"]: scans[files["bin"]].skipped}
-    assert merged.invalid_utf8_bytes == {files["latin1"]: scans[files["latin1"]].invalid_bytes}
+    assert merged == count_words([files["text"], files["latin1"]], spec)
+    # What a whole-file scan finds: the binary file's reason, the bytes replaced.
+    assert merged.skipped == {files["bin"]: BINARY_REASON}
+    assert merged.invalid_utf8_bytes == {files["latin1"]: 160}
     assert merged.in_order(paths).warnings == (
         f"skipped {files['bin']}: {BINARY_REASON}",
         f"{files['latin1']}: 160 bytes of invalid UTF-8 replaced with U+FFFD",
@@ -652,16 +661,18 @@ def test_shards_report_what_the_local_scan_reports(tmp_path: Path, shard_bytes: 
 
 def test_dask_train_skips_binary_and_reports_invalid_utf8(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    from tokcost.scale import DaskEngine
+    from tokcost.bpe.pretokenize import PretokenizeSpec
+    from tokcost.counting import TrainingInputs
+    from tokcost.scale import DaskRunner
 
     files = _dask_corpus(tmp_path)
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
         host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=50,
     ) as cluster, distributed.Client(cluster) as client:
-        engine = DaskEngine(client=client, shard_bytes=500)
+        engine = TrainingInputs(DaskRunner(client=client, shard_bytes=500))
         # A quoted glob: the driver never opens these files, the workers do.
-        counts = engine.count_words([str(tmp_path / "*.txt")], "gpt2")
+        counts = engine.count_words([str(tmp_path / "*.txt")], PretokenizeSpec("gpt2"))
         config = tokcost.TrainerConfig(vocab_size=300, pattern="gpt2")
         remote = tokcost.bpe.train_counted(
             engine.count_words([str(tmp_path / "*.txt")], config.reader_spec()), config)

@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 import tokcost
 from tokcost import get_tokenizer
 from tokcost.cli.app import app
-from tokcost.counting import CutRule, LocalEngine, TextStream, count_paths
+from tokcost.counting import CutRule, Inputs, TextStream, count_paths
+from tokcost.runner import RunConfig
 from tokcost.scale import count_shard, merge_shard_counts, plan_shards
 
 SPECIALS = ["<|im start|>", "<|tool 42|>", "<|endoftext|>", "[INST 7 8]"]
@@ -90,9 +91,10 @@ def test_the_issue_example_counts_one_token_each(sidecar_spec: str, tmp_path: Pa
     assert tok.count(ISSUE, allow_special=True) == 300_000
     path = tmp_path / "issue.txt"
     path.write_text(ISSUE, encoding="utf-8")
-    for engine in (LocalEngine(), LocalEngine(jobs=2), LocalEngine(block_bytes=4096)):
-        report = count_paths([str(path)], {sidecar_spec: tok}, allow_special=True, engine=engine)
-        assert report.files[0].tokens[sidecar_spec] == 300_000, engine
+    for run, block in ((None, 1 << 20), (RunConfig(jobs=2), 1 << 20), (None, 4096)):
+        report = count_paths(Inputs(paths=[str(path)]), {sidecar_spec: tok}, allow_special=True,
+                             run=run, block_bytes=block)
+        assert report.files[0].tokens[sidecar_spec] == 300_000, (run, block)
     shards = plan_shards([(str(path), path.stat().st_size)], 1_000_003)
     merged = merge_shard_counts(count_shard(s, [sidecar_spec], allow_special=True)
                                 for s in shards)
@@ -139,7 +141,7 @@ def test_shards_keep_specials_whole(
 
 def test_dask_engine_keeps_specials_whole(sidecar_spec: str, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    from tokcost.scale import DaskEngine
+    from tokcost.scale import DaskRunner
 
     path = tmp_path / "issue.txt"
     text = ISSUE[: 12 * 30_000] + " tail <|tool 42|>"
@@ -148,8 +150,7 @@ def test_dask_engine_keeps_specials_whole(sidecar_spec: str, tmp_path: Path) -> 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None, silence_logs=50) as lc, \
             distributed.Client(lc) as client:
-        remote = count_paths([str(path)], toks, allow_special=True,
-                             engine=DaskEngine(client=client, shard_bytes=5001))
+        remote = count_paths(Inputs(paths=[str(path)]), toks, allow_special=True, run=DaskRunner(client=client, shard_bytes=5001))
     assert remote.files[0].tokens[sidecar_spec] == toks[sidecar_spec].count(
         text, allow_special=True) == 30_000 + len(" tail ") + 1
 

@@ -23,7 +23,7 @@ import tokcost
 from tokcost import get_tokenizer
 from tokcost.adapters.base import Tokenizer
 from tokcost.cli.app import app
-from tokcost.counting import LeftOut, LocalEngine, Skipped, count_paths, load_input, walk
+from tokcost.counting import Inputs, LeftOut, Skipped, count_paths, load_input, walk
 from tokcost.counting.inputs import stdin_size
 from tokcost.counting.skips import is_unreadable, unreadable, unreadable_message
 from tokcost.counting.walk import GIT_FOLDER_REASON
@@ -253,7 +253,7 @@ def test_an_empty_result_names_the_folders_or_counts_them(tmp_path: Path) -> Non
 
 def test_the_report_carries_what_the_walk_left_out(tmp_path: Path, toks: dict[str, Tokenizer]) -> None:
     _write(tmp_path, {"allig/.gitignore": "*\n", "allig/a.txt": TEXT})
-    report = count_paths([str(tmp_path / "allig")], toks)
+    report = count_paths(Inputs(paths=[str(tmp_path / "allig")]), toks)
     assert (report.files, report.skipped) == ([], [])
     assert report.left_out.note().startswith("no files matched: 2 files excluded by .gitignore")
 
@@ -296,7 +296,7 @@ def test_the_message_counts_them() -> None:
 def test_a_file_that_cannot_be_opened_is_reported_unreadable(
         refused: Path, toks: dict[str, Tokenizer], size: int) -> None:
     (refused / "unread.txt").write_bytes(b"x" * size)  # small files and streamed ones alike
-    report = LocalEngine().count_paths(["unread.txt", "en.txt"], toks)
+    report = count_paths(Inputs(paths=["unread.txt", "en.txt"]), toks)
     assert [f.path for f in report.files] == ["en.txt"]
     assert report.unreadable == (Skipped("unread.txt", "unreadable (Permission denied)"),)
 
@@ -340,8 +340,8 @@ def test_a_file_without_read_permission_really_is_unreadable(files: Path) -> Non
         pytest.skip("cannot drop the power to read every file here")
     (files / "unread.txt").write_text(TEXT)
     (files / "unread.txt").chmod(0)
-    code = ("from tokcost import get_tokenizer; from tokcost.counting import count_paths; "
-            "r = count_paths(['unread.txt', 'en.txt'], "
+    code = ("from tokcost import get_tokenizer; from tokcost.counting import Inputs, "
+            "count_paths; r = count_paths(Inputs(paths=['unread.txt', 'en.txt']), "
             "{'o': get_tokenizer('tiktoken:o200k_base')}); "
             "print([f.path for f in r.files], [s.note for s in r.unreadable])")
     # this checkout's tokcost, whatever the environment's own install
@@ -377,16 +377,14 @@ def test_progress_has_a_total_for_stdin_from_a_file(tmp_path: Path, toks: dict[s
     path.write_text(TEXT * 500)
     seen: list[tuple[str, int, int]] = []
     with path.open("rb") as handle:
-        report = count_paths(["-"], toks, stdin=handle,
-                             progress=lambda *a: seen.append(a))
+        report = count_paths(Inputs(paths=["-"], stdin=handle), toks, progress=lambda *a: seen.append(a))
     size = path.stat().st_size
     assert report.total_bytes == size
     assert seen and all(total == size for _, _, total in seen)
     assert seen[-1][1] == size
     # a stream of unknown size still reports 0 (unknown)
     seen.clear()
-    count_paths(["-"], toks, stdin=io.BytesIO(b"hello"),
-                progress=lambda *a: seen.append(a))
+    count_paths(Inputs(paths=["-"], stdin=io.BytesIO(b"hello")), toks, progress=lambda *a: seen.append(a))
     assert seen and all(total == 0 for _, _, total in seen)
 
 

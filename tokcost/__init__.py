@@ -26,19 +26,17 @@ __version__ = "0.2.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.adapters": ("Tokenizer", "get_tokenizer"),
     "tokcost.errors": ("TokcostError",),
-    "tokcost.tokenizers": (
-        "TokenizerChoice", "resolve_tokenizers", "open_catalog", "load_tokenizers", "spec_label",
-    ),
-    "tokcost.counting": ("count_text", "count_texts", "count_paths"),
+    "tokcost.tokenizers": ("TokenizerSelection",),
+    "tokcost.counting": ("Inputs",),
+    "tokcost.runner": ("RunConfig",),
     "tokcost.app.count": (
-        "count", "count_chat", "tokenize", "tokenize_paths", "CountResult", "ChatResult",
-        "ChatModelCount", "TokenizeResult", "TokensResult", "WindowShare",
+        "count", "CountRequest", "CountResult", "tokenize", "tokenize_paths", "TokenizeRequest",
+        "TokenizeResult", "TokensResult", "count_chat", "ChatRequest", "ChatResult",
     ),
     "tokcost.catalog": ("load_catalog", "Catalog"),
     "tokcost.app.memory": ("estimate_memory", "KvRequest", "KvResult"),
     "tokcost.app.simulate": ("simulate", "SimulationRequest", "SimulationResult"),
     "tokcost.app.quality": ("kvmem_quality", "QualityRequest", "QualityResult"),
-    "tokcost.app.engine": ("EngineKind", "make_engine"),
     "tokcost.app.check": ("check", "CheckRequest", "CheckResult", "AdhocBudget", "Growth"),
     "tokcost.app.price": ("price", "PriceRequest", "PriceResult"),
     "tokcost.app.compare": ("compare", "CompareRequest", "CompareResult", "Corpus"),
@@ -102,18 +100,17 @@ if TYPE_CHECKING:
     from tokcost.app.compare import CompareResult as CompareResult
     from tokcost.app.compare import Corpus as Corpus
     from tokcost.app.compare import compare as compare
-    from tokcost.app.count import ChatModelCount as ChatModelCount
+    from tokcost.app.count import ChatRequest as ChatRequest
     from tokcost.app.count import ChatResult as ChatResult
+    from tokcost.app.count import CountRequest as CountRequest
     from tokcost.app.count import CountResult as CountResult
+    from tokcost.app.count import TokenizeRequest as TokenizeRequest
     from tokcost.app.count import TokenizeResult as TokenizeResult
     from tokcost.app.count import TokensResult as TokensResult
-    from tokcost.app.count import WindowShare as WindowShare
     from tokcost.app.count import count as count
     from tokcost.app.count import count_chat as count_chat
     from tokcost.app.count import tokenize as tokenize
     from tokcost.app.count import tokenize_paths as tokenize_paths
-    from tokcost.app.engine import EngineKind as EngineKind
-    from tokcost.app.engine import make_engine as make_engine
     from tokcost.app.generate import GenerateRequest as GenerateRequest
     from tokcost.app.generate import GenerateResult as GenerateResult
     from tokcost.app.generate import generate as generate
@@ -147,12 +144,7 @@ if TYPE_CHECKING:
     from tokcost.app.sweep import sweep_bpe as sweep_bpe
     from tokcost.catalog import Catalog as Catalog
     from tokcost.catalog import load_catalog as load_catalog
-    from tokcost.counting import count_paths as count_paths
-    from tokcost.counting import count_text as count_text
-    from tokcost.counting import count_texts as count_texts
+    from tokcost.counting import Inputs as Inputs
     from tokcost.errors import TokcostError as TokcostError
-    from tokcost.tokenizers import TokenizerChoice as TokenizerChoice
-    from tokcost.tokenizers import load_tokenizers as load_tokenizers
-    from tokcost.tokenizers import open_catalog as open_catalog
-    from tokcost.tokenizers import resolve_tokenizers as resolve_tokenizers
-    from tokcost.tokenizers import spec_label as spec_label
+    from tokcost.runner import RunConfig as RunConfig
+    from tokcost.tokenizers import TokenizerSelection as TokenizerSelection

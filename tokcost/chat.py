@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.counting import STDIN, InputText, read_input
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,13 @@ def load_messages(
     and counted, as for every input)."""
     if path != STDIN:
         if not path:  # Path("") is the current folder
-            raise UsageError("chat file not found: ''", param="chat")
+            raise UsageError(f"{arg('chat')} file not found: ''", param="chat")
         if Path(path).is_dir():
-            raise UsageError(f"{path} is a folder; chat=PATH takes a JSON file of messages",
+            raise UsageError(f"{path} is a folder; {arg('chat', 'PATH')} takes a JSON file of "
+                             "messages",
                              param="chat")
         if not Path(path).exists():
-            raise UsageError(f"chat file not found: {path}", param="chat")
+            raise UsageError(f"{arg('chat')} file not found: {path}", param="chat")
     read = read_input(path, stdin=stdin)
     return parse_messages(read.text, read.name), read
 

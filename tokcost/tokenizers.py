@@ -1,9 +1,6 @@
-"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2).
-
-Every command that tokenizes (count, compare, check, price) and the inflation
-metrics take their tokenizers from here, so ``-t model:ID`` and ``-m ID`` read the
-same ``catalog`` everywhere. The adapter registry knows tokenizer families only;
-the catalog is read here, one layer up.
+"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), for
+every command that tokenizes, so ``-t model:ID`` and ``-m ID`` read the same catalog
+everywhere (the adapter registry knows tokenizer families only).
 
 >>> [c.label for c in resolve_tokenizers(["cl100k_base"], ["gpt-4o"])]
 ['cl100k_base', 'gpt-4o']
@@ -19,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import count_backend
 from tokcost.adapters.registry import DEFAULT_SPEC, check_spec, get_tokenizer, normalize_spec
-from tokcost.errors import CatalogError, TokenizerNotFound, UsageError
+from tokcost.errors import CatalogError, TokenizerNotFound, UsageError, arg
+from tokcost.units import spec_label as spec_label
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
@@ -36,18 +34,6 @@ def open_catalog(catalog: CatalogSource = None) -> Catalog:
     if isinstance(catalog, Catalog):
         return catalog
     return load_catalog(catalog)
-
-
-def spec_label(spec: str) -> str:
-    """The column label of a spec: ``tiktoken:o200k_base`` -> ``o200k_base``.
-
-    >>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
-    ('cl100k_base', 'hf:org/repo')
-    """
-    family, _, arg = spec.partition(":")
-    if family == "tiktoken" and "/" not in arg:
-        return arg
-    return spec
 
 
 @dataclass(frozen=True)
@@ -93,7 +79,8 @@ def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> Tokenize
         return TokenizerChoice(entry.id, spec, True, entry, spec)
     if not entry.tokenizer_spec:
         raise TokenizerNotFound(
-            f"model '{entry.id}' names no tokenizer in the catalog; pass tokenizers=SPEC",
+            f"model '{entry.id}' names no tokenizer in the catalog; pass "
+            f"{arg('tokenizers', 'SPEC')}",
             param="tokenizers",
         )
     # The catalog's spec obeys the same rules as tokenizers=SPEC: judged as written
@@ -156,3 +143,33 @@ def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
         if choice.spec not in toks:
             toks[choice.spec] = choice.load()
     return toks
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenizerSelection:
+    """The part of a request that picks tokenizers: ``tokenizers`` (specs, also
+    ``model:ID``) and ``models`` (catalog ids: each model's own tokenizer), read through
+    ``catalog`` (a YAML path, a loaded Catalog, or None: ``$TOKCOST_CATALOG``, else the
+    shipped one). A bare string is one spec or id.
+
+    >>> [c.label for c in TokenizerSelection(tokenizers="cl100k_base", models=["gpt-4o"]).resolve()]
+    ['cl100k_base', 'gpt-4o']
+    """
+
+    tokenizers: Sequence[str] = ()
+    models: Sequence[str] = ()
+    catalog: CatalogSource = None
+
+    def __post_init__(self) -> None:
+        for name in ("tokenizers", "models"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+
+    def resolve(self, *, default: str | None = DEFAULT_SPEC,
+                unique: bool = False) -> list[TokenizerChoice]:
+        """See ``resolve_tokenizers``."""
+        return resolve_tokenizers(self.tokenizers, self.models, catalog=self.catalog,
+                                  default=default, unique=unique)
+
+    def open_catalog(self) -> Catalog:
+        return open_catalog(self.catalog)

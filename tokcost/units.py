@@ -44,6 +44,7 @@ __all__ = [
     "parse_percent",
     "parse_size",
     "round_percent",
+    "spec_label",
     "weight_bits",
 ]
 
@@ -551,3 +552,13 @@ def weight_bits(dtype: str) -> Decimal:
             f"use one of {', '.join(WEIGHT_DTYPE_BITS)}"
         )
     return WEIGHT_DTYPE_BITS[key]
+
+
+def spec_label(spec: str) -> str:
+    """A tokenizer spec as a column label: ``tiktoken:o200k_base`` -> ``o200k_base``.
+
+    >>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
+    ('cl100k_base', 'hf:org/repo')
+    """
+    family, _, name = spec.partition(":")
+    return name if family == "tiktoken" and "/" not in name else spec

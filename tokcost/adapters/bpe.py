@@ -1,13 +1,9 @@
 """``bpe:PATH``: a tokcost-trained BPE model (or a ``.tiktoken`` rank file).
 
-The model runs on tiktoken's Rust core (a ``tiktoken.Encoding`` built from the
-model's ranks) when that gives the same ids as the pure-Python reference
-encoder: for the named patterns (gpt2, cl100k, o200k). A user regex may leave
-gaps between matches, which HF keeps as pieces but tiktoken drops, or may not
-compile in tiktoken's regex engine; such models run on the reference encoder.
-One known difference remains: letters added in the newest Unicode version (17)
-are letters to the ``regex`` package but not yet to tiktoken's Rust regex, so
-text holding them can pre-tokenize (and count) differently on the two paths.
+The model runs on tiktoken's Rust core when that gives the reference encoder's ids: for
+the named patterns (a user regex may leave gaps, which HF keeps and tiktoken drops, or
+not compile there). One known difference: letters new in Unicode 17 are letters to the
+``regex`` package but not yet to tiktoken's Rust regex.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from tokcost.adapters.base import special_tokens_by_id
 from tokcost.bpe.encode import Encoder
 from tokcost.bpe.io import load_any
 from tokcost.bpe.model import BPEModel, DisallowedSpecial, InvalidTokenId
+from tokcost.errors import arg
 
 if TYPE_CHECKING:
     import tiktoken
@@ -65,7 +62,7 @@ class BPETokenizer:
         if found is not None:
             raise DisallowedSpecial(
                 f"{self.name}: text contains the special token {found!r}; pass "
-                f"allow_special=True to encode it as one token",
+                f"{arg('allow_special', True)} to encode it as one token",
                 param="allow_special",
             )
 

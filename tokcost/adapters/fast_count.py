@@ -1,19 +1,12 @@
 """Exact token counts without token ids: the counting backend of the OpenAI encodings.
 
-tiktoken returns every token id as a Python int, and counting then only takes ``len``.
-toktok-rs (``pip install 'tokcost[fast]'``) runs the same byte-level BPE over the same
-vocabulary and returns the count alone, about ten times faster on one thread
-(``benchmarks/bench_backends.py`` measures every candidate; docs/counting-speed.md has
-the figures and why this one). tokcost uses it for counting
-only, for the encodings whose vocabulary and special tokens equal tiktoken's (the
-tests prove it, and prove every count equal on random and adversarial text); ids
-(``encode``, ``--tokens``, ``--truncate``, ``bpe``) always come from tiktoken.
-
-``TOKCOST_COUNT_BACKEND`` chooses: ``auto`` (default: toktok-rs where it is installed
-and serves the encoding, else tiktoken; a count run known to be small goes to tiktoken,
-see ``SMALL_RUN_CHARS``), ``tiktoken`` (always tiktoken), ``toktok`` (always toktok-rs,
-an error when it is not installed). Counts are the same either way; ``tokcost count
---json`` says which backend counted.
+toktok-rs (``pip install 'tokcost[fast]'``) runs tiktoken's byte-level BPE over the same
+vocabulary and returns the count alone, about ten times faster than taking ``len`` of
+tiktoken's ids (``benchmarks/bench_backends.py``, docs/counting-speed.md). It counts only,
+for the encodings whose vocabulary and special tokens equal tiktoken's (the tests prove
+it, and every count equal); ids always come from tiktoken. ``TOKCOST_COUNT_BACKEND``
+chooses: ``auto`` (toktok-rs where it serves the encoding, but tiktoken for a run known
+to be small: ``SMALL_RUN_CHARS``), ``tiktoken``, or ``toktok`` (an error when missing).
 """
 
 from __future__ import annotations
@@ -114,17 +107,12 @@ def _toktok_module() -> Any | None:
 
 
 class ToktokCounter:
-    """One encoding's counts from toktok-rs.
+    """One encoding's counts from toktok-rs; its encoder is built on the first count
+    (about 0.45 s for o200k_base), so a tokenizer loaded only for ids never pays for it.
 
-    The encoder is built on the first count (about 0.45 s for o200k_base, 0.2 s for
-    cl100k_base, holding the GIL), so a tokenizer loaded only for ids never pays for
-    it. Counting releases the GIL.
-
-    With ``allow_special`` the text is cut at each special token here and only the
-    ordinary text between them goes to toktok-rs: its own ``with_special`` is
-    quadratic in the number of specials (o200k_harmony's 1,091 make 10 KB of chat
-    take half a minute). The count is the same, because tiktoken does exactly this:
-    it encodes the text between two specials on its own, then one id per special.
+    With ``allow_special`` the text is cut at each special token here and only the text
+    between them goes to toktok-rs, whose own ``with_special`` is quadratic in the
+    number of specials; tiktoken counts the same way (one id per special).
     """
 
     name = TOKTOK_BACKEND

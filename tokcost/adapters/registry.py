@@ -1,14 +1,10 @@
 """Tokenizer specs -> lazy constructors (DESIGN §2).
 
-A spec is ``FAMILY:ARGUMENT``. Each family maps to a constructor named by module
-path, imported only when that family is asked for, so ``import tokcost`` stays
-light (tiktoken's registry works the same way). A bare name that tiktoken knows
-(``o200k_base``) is accepted as ``tiktoken:o200k_base``, and so are the pattern
-names ``o200k`` and ``cl100k``: each stands for its one ``_base`` encoding, and the
-spec (so every label) becomes that encoding's real name.
-
-``check_spec`` is the one judge of a spec, for ``-t``, for a catalog's
-``tokenizer:`` and for ``get_tokenizer``: offline, without loading anything.
+A spec is ``FAMILY:ARGUMENT``; each family's constructor is named by module path and
+imported only when asked for (tiktoken's registry works the same way). A bare name
+tiktoken knows (``o200k_base``), or a pattern name standing for one encoding
+(``o200k``), is that encoding's ``tiktoken:`` spec. ``check_spec`` is the one judge of
+a spec (``-t``, a catalog's ``tokenizer:``, ``get_tokenizer``), offline.
 """
 
 from __future__ import annotations
@@ -85,11 +81,8 @@ def normalize_spec(spec: str) -> str:
 
 def check_spec(spec: str, *, param: str | None = None) -> str:
     """The canonical form of a spec that names something tokcost can load, or
-    ``TokenizerNotFound`` saying why not (with a "did you mean").
-
-    Offline and without loading anything: a tiktoken name must be one tiktoken
-    knows, a family one of ``FAMILIES`` (or ``model:``); a path (``hf:``, ``sp:``,
-    ``tiktoken:PATH.tiktoken``...) or a model id can only be checked for form here.
+    ``TokenizerNotFound`` saying why not (with a "did you mean"); a path or a model id
+    can only be checked for form here.
 
     >>> check_spec("cl100k")
     'tiktoken:cl100k_base'

@@ -33,16 +33,10 @@ _build_lock = threading.Lock()  # counting threads may ask for a lazy encoding a
 
 
 class TiktokenTokenizer:
-    """A ``tiktoken.Encoding`` behind the tokcost protocol.
-
-    ``encoding`` may be a function that builds it: the encoding is then built on
-    first use, so a count served by a fast ``counter`` (tokcost.adapters.fast_count)
-    never loads tiktoken's ranks at all. Ids always come from tiktoken.
-
-    ``plan_run`` lets a counting engine say how much text a run holds before it counts:
-    a small run is then counted by tiktoken (see fast_count.SMALL_RUN_CHARS), and
-    ``count_backend`` names the backend of the latest run.
-    """
+    """A ``tiktoken.Encoding`` behind the tokcost protocol; given as a function, it is
+    built on first use, so a count served by the fast ``counter`` never loads tiktoken's
+    ranks. ``plan_run`` hears a run's size before it counts (a small run is tiktoken's:
+    fast_count.SMALL_RUN_CHARS); ``count_backend`` names the latest run's backend."""
 
     releases_gil = True
 

@@ -21,23 +21,13 @@ from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig, TrainResult
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
-from tokcost.counting import (
-    STDIN,
-    STDIN_NAME,
-    LineBlocks,
-    Skipped,
-    input_warnings,
-    read_input,
-    scan_file,
-    sniff_source,
-    stdin_source,
-)
-from tokcost.errors import InputError, TokcostError, UsageError, arg
+from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
+from tokcost.errors import TokcostError, UsageError, arg
+from tokcost.runner import EngineKind, RunConfig
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 from tokcost.units import parse_count
 
@@ -45,8 +35,7 @@ if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
     from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
-    from tokcost.counting import Engine
-    from tokcost.counting import Engine as WordCounter
+    from tokcost.runner import Runner
 
 __all__ = [
     "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
@@ -61,24 +50,28 @@ class BPETrainRequest:
 
     ``files`` follow every command's input policy: ``-`` is ``stdin`` (default: the
     process's standard input), binary files are skipped, invalid UTF-8 is read as
-    U+FFFD. ``engine`` pre-tokenizes: ``local`` (``trainer.jobs`` processes), ``dask``
+    U+FFFD. ``engine`` pre-tokenizes: ``local`` (``trainer.jobs`` processes) or ``dask``
     (the cluster at ``scheduler``, else ``trainer.jobs`` local workers, waiting
-    ``timeout`` seconds at most; see ``make_engine``) or an engine object; the merges
-    are the same on every engine.
+    ``timeout`` seconds at most: ``tokcost.runner.RunConfig``); the merges are the same
+    on every engine.
     """
 
     files: tuple[str, ...]
     trainer: TrainerConfig
     output: Path
     force: bool = False
-    engine: EngineKind | str | Engine = EngineKind.LOCAL
+    engine: EngineKind | str = EngineKind.LOCAL
     scheduler: str | None = None
     timeout: float | None = None
     stdin: BinaryIO | None = field(default=None, repr=False, compare=False)
+    run: RunConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "files", _names(self.files))
         object.__setattr__(self, "output", Path(self.output))
+        jobs = self.trainer.jobs if self.trainer.jobs > 1 else None
+        object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=jobs,
+                                                  scheduler=self.scheduler, timeout=self.timeout))
 
 
 def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
@@ -124,105 +117,29 @@ def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> B
     t0 = time.perf_counter()
     out, config = request.output, request.trainer
     bpe.check_writable([out, bpe.vocab_path(out)], request.force)
-    engine = make_engine(request.engine, jobs=config.jobs if config.jobs > 1 else None,
-                         scheduler=request.scheduler, timeout=request.timeout)
-    trained = train_inputs(request.files, config, engine, progress, stdin=request.stdin)
+    runner = runner_for(request.run, threads=False)
+    trained = train_inputs(request.files, config, runner, progress, stdin=request.stdin)
     outputs = bpe.save_model(trained.model, out, force=request.force)
     return replace(trained, outputs=outputs, seconds=time.perf_counter() - t0)
 
 
 def train_inputs(
-    files: Sequence[str], config: TrainerConfig, engine: Engine,
+    files: Sequence[str], config: TrainerConfig, runner: Runner,
     progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None,
 ) -> BPETrainResult:
-    """Pre-tokenize ``files`` on ``engine`` under the input policy, then learn the merges
+    """Pre-tokenize ``files`` on ``runner`` under the input policy, then learn the merges
     here (``tokcost.bpe``); the input policy's notes come first in the result's."""
-    inputs = _TrainingInputs.scan(files, stdin)
+    inputs = TrainingInputs.scan(files, stdin, runner)
     started = time.perf_counter()
-    noted = _NotedWords(engine, list(inputs.skipped), more_text=inputs.stdin is not None)
-    counts = (noted.count_words(inputs.paths, config.reader_spec(), progress=progress)
+    counts = (inputs.count_words(inputs.paths, config.reader_spec(), progress=progress)
               if inputs.paths else Counter[str]())
     trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (),
                                 started=started)
-    invalid = {**inputs.invalid_utf8_bytes(), **noted.invalid}
-    notes = tuple(map(TokcostError, input_warnings(noted.skipped, invalid.items())))
+    invalid = inputs.invalid_utf8_bytes()
+    notes = tuple(map(TokcostError, input_warnings(inputs.skipped, invalid.items())))
     return BPETrainResult(**{**vars(trained), "notes": notes + trained.notes},
-                          requested_vocab_size=config.vocab_size, skipped=tuple(noted.skipped),
-                          invalid_utf8_bytes=invalid)
-
-
-@dataclass
-class _NotedWords:
-    """The engine that pre-tokenizes, keeping the input policy's notes that its counts
-    carry: the Dask workers sniff and decode the files they read (globs and URLs the
-    driver never opens) and return ``tokcost.scale.WordCounts``."""
-
-    engine: WordCounter
-    skipped: list[Skipped]  # those left out before, then the engine's, each input once
-    more_text: bool = False  # stdin is read too: no files left is not yet nothing
-    invalid: dict[str, int] = field(default_factory=dict)
-
-    def count_words(self, paths: Sequence[str | Path], pattern: str, *,
-                    progress: ProgressFn | None = None) -> Counter[str]:
-        counts = self.engine.count_words(paths, pattern, progress=progress)
-        known = {s.path for s in self.skipped}
-        left_out = [Skipped(p, why) for p, why in getattr(counts, "skipped", {}).items()
-                    if p not in known]
-        self.skipped += left_out
-        self.invalid.update(getattr(counts, "invalid_utf8_bytes", {}))
-        if left_out and not counts and not self.more_text:
-            raise InputError("nothing to train on: every input was skipped ("
-                             + "; ".join(s.note for s in self.skipped) + ")")
-        return counts
-
-
-@dataclass
-class _TrainingInputs:
-    """The training files after the input policy: what to read, what was left out.
-
-    Local files are sniffed and their invalid UTF-8 counted up front (the trainer's
-    byte-range readers replace the same bytes); globs and URLs go to the engine as
-    they are; ``-`` is read here, as blocks of whole lines.
-    """
-
-    paths: list[str]
-    skipped: list[Skipped]
-    invalid: dict[str, int]
-    stdin: LineBlocks | None = None
-
-    @classmethod
-    def scan(cls, files: Sequence[str | Path], stdin: BinaryIO | None) -> _TrainingInputs:
-        if not files:
-            raise UsageError("nothing to train on: give text files, or '-' for stdin",
-                             param="files")
-        found = cls([], [], {})
-        for file in dict.fromkeys(map(str, files)):  # each input once
-            if file == STDIN:
-                reason, source = sniff_source(stdin_source(stdin))
-                if reason is None:
-                    found.stdin = LineBlocks(source)
-                else:
-                    found.skipped.append(Skipped(STDIN_NAME, reason))
-            elif not Path(file).is_file():
-                found.paths.append(file)  # the engine reads it, or says it is missing
-            else:
-                scan = scan_file(file)
-                if scan.skipped is not None:
-                    found.skipped.append(Skipped(file, scan.skipped))
-                    continue
-                found.paths.append(file)
-                if scan.invalid_bytes:
-                    found.invalid[file] = scan.invalid_bytes
-        if not found.paths and found.stdin is None:
-            raise InputError("nothing to train on: every input was skipped ("
-                             + "; ".join(s.note for s in found.skipped) + ")")
-        return found
-
-    def invalid_utf8_bytes(self) -> dict[str, int]:
-        """Bytes replaced per input (stdin's are known once it has been read)."""
-        if self.stdin is not None and self.stdin.invalid_bytes:
-            return {**self.invalid, STDIN_NAME: self.stdin.invalid_bytes}
-        return dict(self.invalid)
+                          requested_vocab_size=config.vocab_size,
+                          skipped=tuple(inputs.skipped), invalid_utf8_bytes=invalid)
 
 
 # --- any tokenizer: encode, decode, inspect ---------------------------------------------

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.atomic import ensure_writable
 from tokcost.budget import (
     BudgetConfig,
@@ -46,11 +45,11 @@ from tokcost.budget.crossing import locate
 from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
+from tokcost.runner import EngineKind, RunConfig
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
-    from tokcost.counting import Engine
 
 __all__ = ["AdhocBudget", "CheckRequest", "CheckResult", "Growth", "check"]
 
@@ -107,15 +106,18 @@ class CheckRequest:
     growth: Growth = field(default_factory=Growth)
     strict: bool = False
     catalog: CatalogSource = None
-    engine: EngineKind | str | Engine = EngineKind.LOCAL
+    engine: EngineKind | str = EngineKind.LOCAL
     jobs: int | None = None
     scheduler: str | None = None
+    run: RunConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         given = (self.config,) if isinstance(self.config, (str, Path)) else self.config
         object.__setattr__(self, "config", tuple(Path(c) for c in given))
         if self.jobs is not None:
             object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs", minimum=1))
+        object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=self.jobs,
+                                                  scheduler=self.scheduler))
         if self.under is not None:
             object.__setattr__(self, "under", Path(self.under))
             if not self.under.is_dir():
@@ -214,8 +216,7 @@ def check(request: CheckRequest) -> CheckResult:
     if growth.update_baseline:  # before counting, not after
         for c in configs:
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
-    engine = make_engine(request.engine, jobs=request.jobs, scheduler=request.scheduler)
-    return CheckResult(tuple(_check_one(c, tree, request, engine)
+    return CheckResult(tuple(_check_one(c, tree, request, request.run)
                              for c, tree in zip(configs, trees, strict=True)),
                        several=request.several)
 
@@ -235,7 +236,7 @@ def _configs(request: CheckRequest) -> list[BudgetConfig]:
 
 
 def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
-               engine: Engine) -> ConfigResult:
+               engine: RunConfig) -> ConfigResult:
     """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline

@@ -1,8 +1,10 @@
 """``tokcost count`` as library calls: tokens in files, folders and stdin, in a chat
-request, and the tokens themselves.
+request, and the tokens themselves. Each takes one request; a path (or a list of them)
+will do, as in ``tokcost.count("README.md")``.
 
 >>> import io, tokcost
->>> tokcost.tokenize("-", stdin=io.BytesIO(b"hello world")).ids
+>>> stdin = tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world"))
+>>> tokcost.tokenize(tokcost.TokenizeRequest(inputs=stdin)).ids
 (24912, 2375)
 """
 
@@ -11,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import (
     STDIN_NAME,
     FileCount,
+    Inputs,
     InputText,
     LeftOut,
     ProgressFn,
@@ -30,41 +32,84 @@ from tokcost.counting import (
     walk,
 )
 from tokcost.counting.skips import count_warnings, unreadable_message
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
+from tokcost.runner import RunConfig
 from tokcost.tokenizers import (
     MODEL_PREFIX,
     TokenizerChoice,
+    TokenizerSelection,
     load_tokenizers,
     model_choice,
-    open_catalog,
-    resolve_tokenizers,
 )
+from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.catalog import CatalogSource
-    from tokcost.counting import Engine
 
 __all__ = [
-    "ChatModelCount", "ChatResult", "CountResult", "TokenizeResult", "TokensResult",
-    "WindowShare", "count", "count_chat", "tokenize", "tokenize_paths",
+    "ChatRequest", "ChatResult", "CountRequest", "CountResult", "TokenizeRequest",
+    "TokenizeResult", "TokensResult", "count", "count_chat", "tokenize", "tokenize_paths",
 ]
 
 #: The model whose chat template ``count_chat`` applies when none is named.
 DEFAULT_CHAT_MODEL = "gpt-4o"
+
 
 def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
     return {"label": choice.label, "spec": choice.spec, "exact": choice.exact,
             "model": choice.model.id if choice.model else None}
 
 
-def _choices(
-    tokenizers: Sequence[str], models: Sequence[str], catalog: CatalogSource
-) -> list[TokenizerChoice]:
+def _choices(selection: TokenizerSelection) -> list[TokenizerChoice]:
     # Columns: plain specs first, then model:ID specs, then models, each in the order
     # given (as count has always shown them; model:ID is the same as a model id).
-    ordered = sorted(tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
-    return resolve_tokenizers(ordered, models, catalog=catalog, unique=True)
+    ordered = sorted(selection.tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
+    return replace(selection, tokenizers=ordered).resolve(unique=True)
+
+
+def _paths(given: object) -> Inputs:
+    """What a use case reads when given paths in place of a request."""
+    return given if isinstance(given, Inputs) else Inputs(paths=given)  # type: ignore[arg-type]
+
+
+class _ManyInputs:
+    """What a result over many inputs says about them: the skips, invalid UTF-8, and
+    why nothing was found (``left_out``, where the result has one)."""
+
+    files: tuple[Any, ...]
+    skipped: tuple[Skipped, ...]
+    NOTHING: ClassVar[str] = "nothing to count"
+
+    @property
+    def unreadable(self) -> str | None:
+        """The one error line when an input could not be read (the result is short by it:
+        exit code 1 once the rest is shown), else None."""
+        return unreadable_message(self.skipped)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.notes()
+
+    def notes(self, *, verbose: bool = False, hint: str = "",
+              names: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """The warnings: one per input skipped, but several binary files (or paths to
+        files counted already) summed up in one line ending ``; {hint}`` unless
+        ``verbose``; invalid UTF-8 replaced; nothing found and why (``LeftOut.note``,
+        its API words mapped by ``names``)."""
+        notes = count_warnings(self.skipped,
+                               ((f.path, f.invalid_utf8_bytes) for f in self.files),
+                               verbose=verbose, hint=hint)
+        left_out: LeftOut | None = getattr(self, "left_out", None)
+        if left_out is not None and not self.files and not self.skipped:
+            notes += (left_out.note(names=names),)
+        return notes
+
+    def raise_for_empty(self) -> None:
+        """Raise InputError when every input was skipped (the reasons are ``warnings``);
+        no input at all (``no files matched``) is not an error."""
+        if not self.files and self.skipped:
+            raise InputError(f"{self.NOTHING}: every input was skipped ({len(self.skipped)}, "
+                             "reasons above)")
 
 
 # --- count ------------------------------------------------------------------------------
@@ -99,22 +144,14 @@ class WindowShare:
 
 
 @dataclass(frozen=True)
-class CountResult:
-    """Per-file counts (in input order) for each tokenizer, and what was skipped.
-
-    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``).
-    """
+class CountResult(_ManyInputs):
+    """Per-file counts (in input order) for each tokenizer, and what was skipped;
+    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``)."""
 
     tokenizers: tuple[TokenizerChoice, ...]
     files: tuple[FileCount, ...]
     skipped: tuple[Skipped, ...]
     left_out: LeftOut = field(default_factory=LeftOut)  # what the walk's rules left out
-
-    @property
-    def unreadable(self) -> str | None:
-        """The one error line when an input could not be read (the count is short by
-        it: exit code 1 once the rest is shown), else None."""
-        return unreadable_message(self.skipped)
 
     @property
     def total_bytes(self) -> int:
@@ -137,33 +174,6 @@ class CountResult:
             for c in self.tokenizers if c.model is not None
         )
 
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """What a reader should know: inputs skipped, invalid UTF-8, nothing matched
-        (``notes()``: binary files and paths to files already counted summed up)."""
-        return self.notes()
-
-    def notes(self, *, verbose: bool = False, hint: str = "",
-              names: Mapping[str, str] | None = None) -> tuple[str, ...]:
-        """``warnings``: one line per input skipped, but binary files and paths to files
-        already counted are summed up in one line each, ending ``; {hint}``, when there
-        are several (``skipped`` holds each one); ``verbose`` lists every one. Nothing
-        found says why (``LeftOut.note``, its API words as ``names`` maps them)."""
-        notes = list(count_warnings(self.skipped,
-                                    ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                                    verbose=verbose, hint=hint))
-        if not self.files and not self.skipped:
-            notes.append(self.left_out.note(names=names))
-        return tuple(notes)
-
-    def raise_for_empty(self) -> None:
-        """Raise InputError when every input was skipped (the reasons are ``warnings``);
-        no input at all (``no files matched``) is not an error."""
-        if not self.files and self.skipped:
-            raise InputError(
-                f"nothing to count: every input was skipped ({len(self.skipped)}, reasons above)"
-            )
-
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
@@ -185,49 +195,41 @@ class CountResult:
         }
 
 
-def count(
-    paths: Sequence[str],
-    *,
-    tokenizers: Sequence[str] = (),
-    models: Sequence[str] = (),
-    catalog: CatalogSource = None,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    allow_special: bool = False,
-    engine: EngineKind | str | Engine = EngineKind.LOCAL,
-    jobs: int | None = None,
-    scheduler: str | None = None,
-    timeout: float | None = None,
-    stdin: BinaryIO | None = None,
-    progress: ProgressFn | None = None,
-) -> CountResult:
-    """Count the files under ``paths`` (``-``: ``stdin``, default the process's) with
-    every tokenizer spec and every model's tokenizer (default o200k_base).
+@dataclass(frozen=True, kw_only=True)
+class CountRequest:
+    """Count the files under ``inputs`` with every tokenizer of ``tokenizers`` (default
+    o200k_base), on ``run``. A file named twice (directly, through a folder, a symlink or
+    a hard link) is counted once, as ``du`` counts it; a FIFO, socket or device inside a
+    folder is skipped with the reason (named directly, a FIFO is read)."""
 
-    ``catalog`` resolves model ids (also ``model:ID`` specs); ``include``/``exclude``
-    are gitignore-style globs; ``engine`` (local or dask) runs with ``jobs`` workers,
-    or on the Dask cluster at ``scheduler``, waiting ``timeout`` seconds at most for
-    it (see ``make_engine``). ``progress(stage, done, total)``: see ``count_paths``.
-    A file named twice (directly, through a folder, a symlink or a hard link) is
-    counted once, as ``du`` counts it; a FIFO, socket or device inside a folder is
-    skipped with the reason (named directly, a FIFO is read).
+    inputs: Inputs
+    tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
+    run: RunConfig = field(default_factory=RunConfig)
+    allow_special: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.inputs.paths:
+            raise UsageError("nothing to count: give files or folders, or '-' to read stdin",
+                             param="paths")
+
+
+def count(request: CountRequest | Inputs | str | Path | Sequence[str | Path], *,
+          progress: ProgressFn | None = None) -> CountResult:
+    """Count as ``request`` asks (paths alone: with o200k_base, here).
+    ``progress(stage, done, total)``: see ``tokcost.counting.count_paths``.
 
     >>> import io, tokcost
-    >>> r = tokcost.count(["-"], tokenizers=["cl100k_base"], stdin=io.BytesIO(b"hello world"))
+    >>> r = tokcost.count(tokcost.CountRequest(
+    ...     inputs=tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world")),
+    ...     tokenizers=tokcost.TokenizerSelection(tokenizers="cl100k_base")))
     >>> r.total_tokens(), r.to_dict()["total"]["tokens"]
     (2, {'cl100k_base': 2})
     """
-    choices = _choices(tokenizers, models, catalog)
-    if not paths:
-        raise UsageError("nothing to count: give files or folders, or '-' to read stdin",
-                         param="paths")
-    toks = load_tokenizers(choices)
-    report = count_paths(
-        list(paths), toks,
-        engine=make_engine(engine, jobs=jobs, scheduler=scheduler, timeout=timeout),
-        include=include, exclude=exclude, gitignore=gitignore, allow_special=allow_special,
-        stdin=stdin, progress=progress, unique=True)
+    if not isinstance(request, CountRequest):
+        request = CountRequest(inputs=_paths(request))
+    choices = _choices(request.tokenizers)
+    report = count_paths(request.inputs, load_tokenizers(choices), run=request.run,
+                         allow_special=request.allow_special, progress=progress, unique=True)
     return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped),
                        report.left_out)
 
@@ -281,26 +283,30 @@ class ChatResult:
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
-def count_chat(
-    chat: str | Path,
-    *,
-    models: Sequence[str] = (),
-    tokenizers: Sequence[str] = (),
-    catalog: CatalogSource = None,
-    stdin: BinaryIO | None = None,
-) -> ChatResult:
-    """Count an OpenAI-style JSON message list (``chat``: its file) with each model's
-    per-message overhead from the catalog (default model gpt-4o).
+@dataclass(frozen=True, kw_only=True)
+class ChatRequest:
+    """Count the OpenAI-style JSON message list in the file ``chat`` (``-``: ``stdin``,
+    default the process's standard input) for each of ``tokenizers.models`` (default
+    gpt-4o), with its per-message overhead from the catalog; the first of
+    ``tokenizers.tokenizers`` replaces each model's own tokenizer (the model still
+    supplies overhead and window)."""
 
-    The first of ``tokenizers`` (a spec or ``model:ID``) replaces each model's own
-    tokenizer; the model still supplies overhead and window. ``chat`` ``-`` reads
-    ``stdin`` (default the process's standard input).
-    """
-    messages, read = load_messages(str(chat), stdin=stdin)
-    cat = open_catalog(catalog)
-    override = resolve_tokenizers(tokenizers[:1], catalog=cat, default=None)
+    chat: str | Path
+    tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
+    stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+
+
+def count_chat(request: ChatRequest | str | Path) -> ChatResult:
+    """A chat request's tokens under each model's template (see ``ChatRequest``)."""
+    if not isinstance(request, ChatRequest):
+        request = ChatRequest(chat=request)
+    messages, read = load_messages(str(request.chat), stdin=request.stdin)
+    selection = request.tokenizers
+    cat = selection.open_catalog()
+    override = replace(selection, tokenizers=selection.tokenizers[:1], models=(),
+                       catalog=cat).resolve(default=None)
     rows = []
-    for model_id in models or [DEFAULT_CHAT_MODEL]:
+    for model_id in selection.models or [DEFAULT_CHAT_MODEL]:
         entry = cat.resolve(model_id)
         if entry.chat is None:
             raise UsageError(f"model '{entry.id}' has no chat overhead in the catalog; "
@@ -361,36 +367,14 @@ _SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not 
 
 
 @dataclass(frozen=True)
-class TokensResult:
+class TokensResult(_ManyInputs):
     """The tokens of each input (in input order) under one tokenizer, and what was skipped."""
 
     tokenizer: TokenizerChoice
     files: tuple[TokenizeResult, ...]
     skipped: tuple[Skipped, ...] = ()
     max_tokens: int | None = None
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """What the input policy reports: inputs skipped, invalid UTF-8 replaced
-        (``notes()``: binary files and paths to files already counted summed up)."""
-        return self.notes()
-
-    def notes(self, *, verbose: bool = False, hint: str = "") -> tuple[str, ...]:
-        """``warnings``, summed up or listed as ``CountResult.notes`` does."""
-        return count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                              verbose=verbose, hint=hint)
-
-    @property
-    def unreadable(self) -> str | None:
-        """As ``CountResult.unreadable``."""
-        return unreadable_message(self.skipped)
-
-    def raise_for_empty(self) -> None:
-        """Raise InputError when every input was skipped (the reasons are ``warnings``)."""
-        if not self.files and self.skipped:
-            raise InputError(
-                f"no text to show: every input was skipped ({len(self.skipped)}, reasons above)"
-            )
+    NOTHING: ClassVar[str] = "no text to show"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --tokens --json`` (and ``--truncate N --json``) document:
@@ -404,10 +388,10 @@ class TokensResult:
         }
 
 
-def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
-               allow_special: bool, max_tokens: int | None) -> TokenizeResult:
-    text = read.text
-    ids = tok.encode(text, allow_special=allow_special)
+def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
+               request: TokenizeRequest) -> TokenizeResult:
+    text, max_tokens = read.text, request.max_tokens
+    ids = tok.encode(text, allow_special=request.allow_special)
     total = len(ids)
     if max_tokens is not None and total > max_tokens:
         ids = ids[:max_tokens]
@@ -421,81 +405,76 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer, *,
                           read.invalid_bytes)
 
 
-def _one_choice(
-    tokenizers: Sequence[str], models: Sequence[str], catalog: CatalogSource
-) -> TokenizerChoice:
-    """The one tokenizer whose tokens are shown (default o200k_base): two tokenizers'
-    tokens are two documents, so asking for several is refused, never cut to the first."""
-    given = [*tokenizers, *models]
-    if len(given) > 1:
-        raise UsageError(
-            f"tokens are shown for one tokenizer at a time, got {len(given)} "
-            f"({', '.join(given)}); give one of tokenizers or models, and call once per "
-            "tokenizer", param="tokenizers", related=("models",))
-    return _choices(tokenizers, models, catalog)[0]
+@dataclass(frozen=True, kw_only=True)
+class TokenizeRequest:
+    """The tokens of the inputs under one tokenizer (default o200k_base; several are
+    refused: two tokenizers' tokens are two documents); with ``max_tokens`` (a count:
+    ``"8k"`` will do), only the first ones, and the text cut to them."""
+
+    inputs: Inputs
+    tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
+    allow_special: bool = False
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None:
+            object.__setattr__(self, "max_tokens",
+                               parse_count(self.max_tokens, param="max_tokens"))
+        if not self.inputs.paths:
+            raise UsageError("nothing to show: give files or folders, or '-' to read stdin",
+                             param="paths")
+        given = [*self.tokenizers.tokenizers, *self.tokenizers.models]
+        if len(given) > 1:
+            raise UsageError(
+                f"tokens are shown for one tokenizer at a time, got {len(given)} "
+                f"({', '.join(given)}); give one of {arg('tokenizers')} or {arg('models')}, "
+                "and call once per tokenizer", param="tokenizers", related=("models",))
+
+    def load(self) -> tuple[TokenizerChoice, Tokenizer]:
+        choice = _choices(self.tokenizers)[0]
+        return choice, load_tokenizers([choice])[choice.spec]
 
 
-def _check_max_tokens(max_tokens: int | None) -> None:
-    if max_tokens is not None and max_tokens < 0:
-        raise UsageError(f"max_tokens={max_tokens} must be 0 or more", param="max_tokens")
+def _request(request: TokenizeRequest | Inputs | str | Path | Sequence[str | Path]
+             ) -> TokenizeRequest:
+    return request if isinstance(request, TokenizeRequest) else TokenizeRequest(
+        inputs=_paths(request))
 
 
-def tokenize(
-    path: str,
-    *,
-    tokenizers: Sequence[str] = (),
-    models: Sequence[str] = (),
-    catalog: CatalogSource = None,
-    allow_special: bool = False,
-    max_tokens: int | None = None,
-    stdin: BinaryIO | None = None,
-) -> TokenizeResult:
-    """The tokens of one file (``-``: ``stdin``) under one tokenizer (default
-    o200k_base; several are refused); with ``max_tokens``, only the first ones, and
-    ``text`` cut to them.
-    A binary file raises InputError; invalid UTF-8 is replaced (``warnings`` say so)."""
-    _check_max_tokens(max_tokens)
-    choice = _one_choice(tokenizers, models, catalog)
-    tok = load_tokenizers([choice])[choice.spec]
-    return _tokens_of(read_input(path, stdin=stdin), choice, tok,
-                      allow_special=allow_special, max_tokens=max_tokens)
+def tokenize(request: TokenizeRequest | Inputs | str | Path) -> TokenizeResult:
+    """The tokens of one input (a request's one path): a binary file raises InputError,
+    invalid UTF-8 is replaced (``warnings`` say so)."""
+    request = _request(request)
+    if len(request.inputs.paths) != 1:
+        raise UsageError(f"tokenize reads one input, got {len(request.inputs.paths)}; "
+                         f"use tokenize_paths for several ({arg('paths')})", param="paths")
+    choice, tok = request.load()
+    read = read_input(request.inputs.paths[0], stdin=request.inputs.stdin)
+    return _tokens_of(read, choice, tok, request)
 
 
 def tokenize_paths(
-    paths: Sequence[str],
-    *,
-    tokenizers: Sequence[str] = (),
-    models: Sequence[str] = (),
-    catalog: CatalogSource = None,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    allow_special: bool = False,
-    max_tokens: int | None = None,
-    stdin: BinaryIO | None = None,
+    request: TokenizeRequest | Inputs | str | Path | Sequence[str | Path],
 ) -> TokensResult:
-    """``tokenize`` for every file under ``paths`` (walked as ``count`` walks them;
-    ``-`` is ``stdin``): binary and unreadable files are skipped and reported.
+    """``tokenize`` for every file under the request's paths (walked as ``count`` walks
+    them; ``-`` is stdin): binary and unreadable files are skipped and reported.
 
     >>> import io, tokcost
-    >>> r = tokcost.tokenize_paths(["-"], max_tokens=1, stdin=io.BytesIO(b"hello world"))
+    >>> stdin = tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world"))
+    >>> r = tokcost.tokenize_paths(tokcost.TokenizeRequest(inputs=stdin, max_tokens=1))
     >>> r.files[0].text, r.files[0].input_tokens, r.to_dict()["files"][0]["truncated"]
     ('hello', 2, True)
     """
-    _check_max_tokens(max_tokens)
-    if not paths:
-        raise UsageError("nothing to show: give files or folders, or '-' to read stdin",
-                         param="paths")
-    choice = _one_choice(tokenizers, models, catalog)
-    tok = load_tokenizers([choice])[choice.spec]
+    request = _request(request)
+    choice, tok = request.load()
+    inputs = request.inputs
     skipped: list[Skipped] = []
     results = []
-    for source in walk(list(paths), include=include, exclude=exclude, gitignore=gitignore,
-                       skipped=skipped, unique=True):
-        read = load_input(source.path, stdin=stdin)
+    for source in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                       gitignore=inputs.gitignore, skipped=skipped, unique=True):
+        read = load_input(source.path, stdin=inputs.stdin)
         if isinstance(read, Skipped):
             skipped.append(read)
             continue
-        results.append(_tokens_of(read, choice, tok, allow_special=allow_special,
-                                  max_tokens=max_tokens))
-    return TokensResult(choice, tuple(results), tuple(skipped), max_tokens)
+        results.append(_tokens_of(read, choice, tok, request))
+    return TokensResult(choice, tuple(results), tuple(skipped), request.max_tokens)

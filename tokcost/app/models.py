@@ -141,7 +141,7 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
     """
     from tokcost.adapters.registry import normalize_spec
     from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
-    from tokcost.tokenizers import spec_label
+    from tokcost.units import spec_label
 
     written = normalize_spec(entry.tokenizer_spec or "")
     if not written:

@@ -120,14 +120,14 @@ def _count(
 ) -> tuple[int, bool, tuple[str, ...]]:
     """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy), and
     the input policy's warnings (as ``count`` gives them)."""
-    from tokcost.counting import count_paths
+    from tokcost.counting import Inputs, count_paths
 
     if not entry.tokenizer:
         raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; "
                          f"pass {arg('input_tokens', 'N')}", param="input_tokens")
     choice = model_choice(entry)
     tokenizer = choice.load()
-    report = count_paths(paths, {choice.spec: tokenizer}, stdin=stdin)
+    report = count_paths(Inputs(paths=paths, stdin=stdin), {choice.spec: tokenizer})
     if not report.files and report.skipped:
         # As count says it: the inputs were there, the policy left them all out.
         notes = "; ".join(s.note for s in report.skipped[:3])

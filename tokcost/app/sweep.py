@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.app.bpe import _names, train_inputs
-from tokcost.app.engine import EngineKind, make_engine
 from tokcost.bpe import PatternName, TrainerConfig
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
+from tokcost.runner import LocalRunner
 from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
 
@@ -392,8 +392,8 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
     skipped: list[Skipped] = []
     docs, notes = _documents(request.held_out, request.stdin, skipped)
     # Training as train_bpe does it (the input policy, one engine), without writing a model.
-    engine = make_engine(EngineKind.LOCAL, jobs=request.jobs if request.jobs > 1 else None)
-    trained = train_inputs(request.files, request.trainer, engine, progress,
+    runner = LocalRunner(request.jobs, processes=True)
+    trained = train_inputs(request.files, request.trainer, runner, progress,
                            stdin=request.stdin)
     refs = _reference_counts(choices, request, width, [d.text for d in docs], notes)
     ruler = _Ruler(tuple(docs), width, sum(refs[0][2]) if refs else 0)

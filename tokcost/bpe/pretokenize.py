@@ -1,46 +1,40 @@
 """Pre-tokenization: split text into the pieces BPE merges within.
 
-The named patterns are tiktoken's own regexes, character for character (a test
-checks them against tiktoken's). They run on the ``regex`` package, which knows
-``\\p{L}`` and possessive quantifiers; ASCII text takes a faster stdlib-``re``
-path that cuts it the same way (a property test checks that).
+The named patterns are tiktoken's own regexes, character for character (a test checks
+them against tiktoken's). They run on the ``regex`` package, which knows ``\\p{L}`` and
+possessive quantifiers; ASCII text takes a faster stdlib-``re`` path that cuts it the
+same way (a property test checks that).
 
-Files are read as bytes (like ``newline=""``) and cut only at ``"\\n"`` (each line
-keeps its ``"\\n"``), as Hugging Face ``tokenizers`` reads training files: CRLF survives,
-and ``str.splitlines`` (which also cuts at ``\\x0b``, ``\\x1c``, ``\\u2028`` ...)
-never changes the corpus. A line is the unit the pattern runs over.
-
-Special tokens are split out of each line before the pattern runs, as HF's
-``AddedVocabulary`` splits its added tokens out of a sequence (the leftmost
-occurrence, the longest special token at that place): the text between them is
-pre-tokenized on its own, and each occurrence is a pre-token of its own, so no
-pre-token crosses one. The engines pass one pattern string to ``count_block``
-(here, in worker processes and on Dask workers alike), so the special tokens ride
-in it: ``with_specials`` writes them as a regex comment before the pattern.
+Files are read as bytes and cut only at ``"\\n"`` (each line keeps it), as Hugging Face
+``tokenizers`` reads training files: CRLF survives, and ``str.splitlines`` (which also
+cuts at ``\\x0b``, ``\\u2028`` ...) never changes the corpus. A line is the unit the
+pattern runs over. Special tokens are split out of each line first, as HF's
+``AddedVocabulary`` splits its added tokens (leftmost, then longest), so no pre-token
+crosses one. What a reader needs travels as one frozen ``PretokenizeSpec``.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import re
 import sys
-import time
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import accumulate, chain
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 # The named patterns are tiktoken's own regexes, kept in one place beside the
 # encodings they belong to.
 from tokcost.adapters.openai_encodings import PATTERNS as PATTERNS
 from tokcost.errors import InputError, UsageError, suggest
+from tokcost.runner import LocalRunner, Piece, Runner, plan_shards
 
 if TYPE_CHECKING:
     import regex
@@ -67,66 +61,42 @@ class PatternName(str, Enum):
     O200K = "o200k"
 
 
-#: How a pre-tokenization spec names its special tokens (see ``with_specials``).
-_SPECIALS_HEAD = "(?#tokcost-special-tokens:"
+@dataclass(frozen=True)
+class PretokenizeSpec:
+    """How a reader pre-tokenizes: the ``pattern`` (a name is read as its regex), the
+    ``special_tokens`` split out first, and ``max_pretokens``, the cap on distinct
+    pre-tokens a table keeps (``tokcost.bpe.train.TrainerConfig`` states the rule).
 
-
-def with_specials(pattern: str, special_tokens: Sequence[str]) -> str:
-    """The pre-tokenization spec: ``pattern`` with ``special_tokens`` split out first.
-
-    The special tokens are written as a JSON list inside a regex comment before the
-    pattern (``)`` escaped), so the spec is still the same regex to anything that
-    compiles it, and it crosses process and cluster boundaries as the string it is.
-    Without special tokens the spec is the pattern itself.
-
-    >>> spec = with_specials("[a-z]+| ", ["<|endoftext|>"])
-    >>> spec
-    '(?#tokcost-special-tokens:["<|endoftext|>"])[a-z]+| '
-    >>> parse_spec(spec)
-    ('[a-z]+| ', ('<|endoftext|>',))
+    >>> spec = PretokenizeSpec("gpt2", ("<s>", "<s>"), max_pretokens=10)
+    >>> spec.pattern == PATTERNS["gpt2"], spec.special_tokens, spec.counting_cap
+    (True, ('<s>',), 11)
     """
-    if not special_tokens:
-        return pattern
-    body = json.dumps(list(dict.fromkeys(special_tokens))).replace(")", "\\u0029")
-    return f"{_SPECIALS_HEAD}{body}){pattern}"
 
+    pattern: str = PATTERNS["o200k"]
+    special_tokens: tuple[str, ...] = ()
+    max_pretokens: int | None = None
 
-#: How a spec carries the cap on distinct pre-tokens (see ``with_cap``).
-_CAP_HEAD = "(?#tokcost-max-pretokens:"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pattern", resolve_pattern(self.pattern)[0])
+        object.__setattr__(self, "special_tokens", tuple(dict.fromkeys(self.special_tokens)))
 
+    @property
+    def counting_cap(self) -> int | None:
+        """The cap while counting: the special tokens' occurrences are counted as
+        pre-tokens, then taken out before training, so they take no learned one's place."""
+        return None if self.max_pretokens is None else self.max_pretokens + len(
+            self.special_tokens)
 
-def with_cap(spec: str, max_pretokens: int | None) -> str:
-    """``spec`` that also tells its readers to keep at most ``max_pretokens`` distinct
-    pre-tokens (``prune_counts``), as a regex comment in front; None: no cap.
+    def merge(self, counts: dict[str, int], part: Mapping[str, int]) -> None:
+        """Add a reader's table into ``counts``, bounded as the readers are."""
+        for word, n in part.items():
+            counts[word] = counts.get(word, 0) + n
+        _cap_while_counting(counts, self.counting_cap)
 
-    >>> with_cap("[a-z]+| ", 1000)
-    '(?#tokcost-max-pretokens:1000)[a-z]+| '
-    >>> parse_spec(with_cap("[a-z]+| ", 1000)), spec_cap(with_cap("[a-z]+| ", 1000))
-    (('[a-z]+| ', ()), 1000)
-    """
-    if max_pretokens is None:
-        return spec
-    return f"{_CAP_HEAD}{int(max_pretokens)}){spec}"
-
-
-@lru_cache(maxsize=16)
-def spec_cap(spec: str) -> int | None:
-    """The cap on distinct pre-tokens that ``spec`` carries (``with_cap``), or None."""
-    if not spec.startswith(_CAP_HEAD):
-        return None
-    return int(spec[len(_CAP_HEAD) : spec.index(")", len(_CAP_HEAD))])
-
-
-def counting_cap(spec: str) -> int | None:
-    """The cap while counting: the spec's cap (``with_cap``) plus its special tokens.
-    Their occurrences are counted as pre-tokens while reading and taken out before
-    training, so they do not take the place of pre-tokens that are learned from.
-
-    >>> counting_cap(with_cap(with_specials("[a-z]+", ["<s>", "</s>"]), 10))
-    12
-    """
-    cap = spec_cap(spec)
-    return None if cap is None else cap + len(parse_spec(spec)[1])
+    def prune(self, counts: dict[str, int]) -> None:
+        """A table's last prune, to ``counting_cap`` (a reader's end, the merged table's)."""
+        if self.counting_cap is not None:
+            prune_counts(counts, self.counting_cap)
 
 
 def prune_counts(counts: dict[str, int], max_pretokens: int) -> bool:
@@ -147,11 +117,9 @@ def prune_counts(counts: dict[str, int], max_pretokens: int) -> bool:
     room = max_pretokens - sum(1 for n in counts.values() if n > floor)
     kept: dict[str, int] = {}
     for word, n in counts.items():
-        if n > floor:
+        if n > floor or (n == floor and room > 0):
             kept[word] = n
-        elif n == floor and room > 0:
-            kept[word] = n
-            room -= 1
+            room -= n == floor
     counts.clear()
     counts.update(kept)
     return True
@@ -162,35 +130,6 @@ def _cap_while_counting(counts: dict[str, int], max_pretokens: int | None) -> No
     memory stays bounded by 2 x max_pretokens entries plus one block's pieces."""
     if max_pretokens is not None and len(counts) > 2 * max_pretokens:
         prune_counts(counts, max_pretokens)
-
-
-def merge_capped(counts: dict[str, int], part: Mapping[str, int], spec: str) -> None:
-    """Add a reader's table ``part`` into ``counts`` (the merged table), bounded as the
-    readers are: pruned to the spec's cap whenever it holds more than twice the cap."""
-    for word, n in part.items():
-        counts[word] = counts.get(word, 0) + n
-    _cap_while_counting(counts, counting_cap(spec))
-
-
-def prune_merged(counts: dict[str, int], spec: str) -> None:
-    """The merged table's last prune (to ``counting_cap``), before the trainer takes
-    the special tokens out and prunes to the cap itself."""
-    cap = counting_cap(spec)
-    if cap is not None:
-        prune_counts(counts, cap)
-
-
-@lru_cache(maxsize=16)
-def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
-    """``with_specials``'s spec -> (pattern, special tokens); a plain pattern -> (it, ()).
-    A cap in front (``with_cap``) is read by ``spec_cap`` and dropped here."""
-    if spec.startswith(_CAP_HEAD):
-        spec = spec[spec.index(")", len(_CAP_HEAD)) + 1 :]
-    if not spec.startswith(_SPECIALS_HEAD):
-        return spec, ()
-    end = spec.index(")", len(_SPECIALS_HEAD))
-    specials = json.loads(spec[len(_SPECIALS_HEAD) : end])
-    return spec[end + 1 :], tuple(str(s) for s in specials)
 
 
 @lru_cache(maxsize=16)
@@ -340,15 +279,14 @@ def split_text(text: str, pattern: str) -> list[str]:
     return pieces
 
 
-def pretokenize(text: str, spec: str) -> list[str]:
+def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     """The pre-tokens of one sequence as HF's trainer sees them: the special tokens
-    of ``spec`` split out first (each one a pre-token), the text between them split
-    by its pattern (``split_text``).
+    split out first (each one a pre-token), the text between them split by the pattern.
 
-    >>> pretokenize("end<|endoftext|> of", with_specials(PATTERNS["gpt2"], ["<|endoftext|>"]))
+    >>> pretokenize("end<|endoftext|> of", PretokenizeSpec("gpt2", ("<|endoftext|>",)))
     ['end', '<|endoftext|>', ' of']
     """
-    pattern, specials = parse_spec(spec)
+    pattern, specials = spec.pattern, spec.special_tokens
     if not specials:
         return split_text(text, pattern)
     # tiktoken's patterns leave no gaps: their splitter (ASCII fast path) does.
@@ -383,23 +321,20 @@ def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str])
     return held
 
 
-def count_block(block: str, pattern: str) -> Counter[str]:
-    """Pre-token frequencies of a block of whole lines, each line split on its own.
+def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
+    """Pre-token frequencies of a block of whole lines, each line split on its own
+    (as ``pretokenize`` splits it).
 
-    ``pattern`` may be a spec with special tokens (``with_specials``): each line
-    is then split as ``pretokenize`` splits it.
-
-    >>> sorted(count_block("a a\\na\\n", PATTERNS["gpt2"]).items())
+    >>> sorted(count_block("a a\\na\\n", PretokenizeSpec("gpt2")).items())
     [('\\n', 2), (' a', 1), ('a', 2)]
     """
     lines = _lines(block)
     counts: Counter[str] = Counter()
-    pattern, specials = parse_spec(pattern)
-    if specials:
-        held = _lines_with_specials(block, lines, special_regex(specials))
+    pattern = spec.pattern
+    if spec.special_tokens:
+        held = _lines_with_specials(block, lines, special_regex(spec.special_tokens))
         if held:
             # Only the lines that hold a special token leave the fast paths below.
-            spec = with_specials(pattern, specials)
             for i in held:
                 counts.update(pretokenize(lines[i], spec))
             lines = [line for i, line in enumerate(lines) if i not in held]
@@ -456,6 +391,16 @@ def _count_pieces(
             counts[piece] += k * n
 
 
+def count_blocks(blocks: Iterable[str], spec: PretokenizeSpec,
+                 into: Counter[str] | None = None) -> Counter[str]:
+    """One reader's table: the pre-tokens of blocks of whole lines, capped as it grows."""
+    counts: Counter[str] = Counter() if into is None else into
+    for block in blocks:
+        counts.update(count_block(block, spec))
+        _cap_while_counting(counts, spec.counting_cap)
+    return counts
+
+
 def line_start(fh: IO[bytes], offset: int, size: int) -> int:
     """The first byte offset ``>= offset`` that starts a line (follows ``"\\n"``), or ``size``.
 
@@ -478,56 +423,31 @@ def line_start(fh: IO[bytes], offset: int, size: int) -> int:
     return size
 
 
-def count_lines(
-    path: str,
-    start: int,
-    end: int,
-    pattern: str,
-    *,
-    opener: Callable[[str], AbstractContextManager[IO[bytes]]] | None = None,
-    tick: Callable[[int], None] | None = None,
-    into: Counter[str] | None = None,
-) -> Counter[str]:
-    """Pre-token frequencies of the lines that *start* inside bytes ``[start, end)`` of ``path``.
+def line_range(fh: IO[bytes], piece: Piece) -> tuple[int, int]:
+    """The bytes of the lines that *start* inside ``piece``: readers of adjacent pieces
+    agree on the line across their border without talking."""
+    size = fh.seek(0, os.SEEK_END)  # as the file is now
+    return line_start(fh, piece.start, size), line_start(fh, piece.end, size)
 
-    Readers of adjacent ranges agree on the line that straddles their border without
-    talking, so any split of a file gives the counts of the whole. Reading is binary
-    in ``BLOCK_CHARS`` pieces cut after ``b"\\n"`` (never inside a UTF-8 sequence),
-    so CRLF survives and memory stays bounded; invalid UTF-8 reads as U+FFFD.
-    ``opener`` opens another filesystem's path (default: local files); ``tick(n)``
-    reports bytes read; counts go ``into`` a Counter given.
-    """
-    counts: Counter[str] = Counter() if into is None else into
-    cap = counting_cap(pattern)
-    with training_file(path), (opener or _open_local)(path) as fh:
-        size = fh.seek(0, os.SEEK_END)
-        begin = line_start(fh, start, size)
-        left = line_start(fh, end, size) - begin
-        fh.seek(begin)
-        carry = b""
-        while left > 0 or carry:
-            chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
-            left = left - len(chunk) if chunk else 0  # a file that shrank ends here
-            data = carry + chunk
-            cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
-            if cut == 0:
-                carry = data
-                continue
-            carry = data[cut:]
-            # The input policy: invalid UTF-8 is U+FFFD. A block ends after "\n", which
-            # ends any sequence, so blocks replace the bytes the whole file would.
-            # (The caller reports how many: tokcost.counting.scan_file counts them.)
-            block = data[:cut].decode("utf-8", "replace")
-            counts.update(count_block(block, pattern))
-            _cap_while_counting(counts, cap)
-            if tick is not None:
-                tick(cut)
-    return counts
+
+def _line_blocks(fh: IO[bytes], begin: int, stop: int) -> Iterator[str]:
+    """Bytes ``[begin, stop)`` in blocks cut after ``b"\\n"`` (never inside a character),
+    invalid UTF-8 read as U+FFFD: each block replaces what the whole file would."""
+    fh.seek(begin)
+    left, carry = stop - begin, b""
+    while left > 0 or carry:
+        chunk = fh.read(min(BLOCK_CHARS, left)) if left > 0 else b""
+        left = left - len(chunk) if chunk else 0  # a file that shrank ends here
+        data = carry + chunk
+        cut = data.rfind(b"\n") + 1 if left > 0 else len(data)
+        carry = data[cut:]
+        if cut:
+            yield data[:cut].decode("utf-8", "replace")
 
 
 @contextmanager
 def training_file(path: str) -> Iterator[None]:
-    """The trainer's words for a training file it cannot read, on either engine."""
+    """The trainer's words for a training file it cannot read, on any runner."""
     try:
         yield
     except IsADirectoryError:
@@ -538,135 +458,58 @@ def training_file(path: str) -> Iterator[None]:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _open_local(path: str) -> IO[bytes]:
-    return open(path, "rb")
-
-
-def _count_ranges(
-    ranges: list[tuple[str, int, int]], pattern: str, tick: Callable[[int], None] | None
-) -> Counter[str]:
-    """Count the lines that start inside each byte range ``(path, start, end)``."""
-    counts: Counter[str] = Counter()
-    for path, start, end in ranges:
-        count_lines(path, start, end, pattern, tick=tick, into=counts)
-    cap = counting_cap(pattern)
-    if cap is not None:
-        prune_counts(counts, cap)
+def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec,
+                 into: Counter[str] | None = None) -> Counter[str]:
+    """Map: the pre-tokens of the lines that start in each piece of local files (any split
+    of a file gives the counts of the whole); one reader, pruned at its end (unless it
+    counts ``into`` a table that goes on)."""
+    counts: Counter[str] = Counter() if into is None else into
+    for piece in shard:
+        with training_file(piece.path), open(piece.path, "rb") as fh:
+            count_blocks(_line_blocks(fh, *line_range(fh, piece)), spec, counts)
+    if into is None:
+        spec.prune(counts)
     return counts
 
 
-_shared_done: Any = None
-
-
-def _init_worker(done: Any) -> None:
-    global _shared_done
-    _shared_done = done
-
-
-def _worker_tick(n: int) -> None:
-    with _shared_done.get_lock():
-        _shared_done.value += n
-
-
-def _worker(ranges: list[tuple[str, int, int]], pattern: str) -> Counter[str]:
-    return _count_ranges(ranges, pattern, _worker_tick)
-
-
-def split_ranges(sizes: list[tuple[str, int]], parts: int) -> list[list[tuple[str, int, int]]]:
-    """Cut the concatenated files into ``parts`` byte ranges of about equal size.
-
-    >>> split_ranges([("a", 10), ("b", 6)], 2)
-    [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
-    """
-    total = sum(size for _, size in sizes)
-    share = -(-total // parts) if total else 0
-    out: list[list[tuple[str, int, int]]] = [[] for _ in range(parts)]
-    part, room = 0, share
-    for path, size in sizes:
-        pos = 0
-        while pos < size:
-            take = min(room, size - pos)
-            out[part].append((path, pos, pos + take))
-            pos += take
-            room -= take
-            if room == 0 and part < parts - 1:
-                part, room = part + 1, share
-    return [r for r in out if r]
+def pretokenize_files(
+    files: Sequence[tuple[str, int]], spec: PretokenizeSpec, runner: Runner, *,
+    read: Callable[..., Counter[str]] = count_pieces, progress: ProgressFn | None = None,
+    into: Counter[str] | None = None,
+) -> Counter[str]:
+    """Map ``read(shard, spec=spec)`` over shards of ``(path, size)`` files on ``runner``,
+    merging the tables (and the notes of tables that carry them: ``add_notes``) into
+    ``into``; one worker here reads straight into it, as one reader (no tables to merge).
+    ``progress("pretokenize", bytes_done, bytes_total)`` as shards end."""
+    counts: Counter[str] = Counter() if into is None else into
+    notes = getattr(counts, "add_notes", None)
+    total = sum(size for _, size in files)
+    done = 0
+    shards = plan_shards(files, runner.shard_bytes(total))
+    alone = runner.in_process and runner.workers == 1
+    fn = partial(read, spec=spec, into=counts) if alone else partial(read, spec=spec)
+    for shard, part in runner.map(fn, shards):
+        if part is not counts:
+            spec.merge(counts, part)
+            if notes is not None:
+                notes(part)
+        done += sum(p.end - p.start for p in shard)
+        if progress is not None:
+            progress("pretokenize", done, total)
+    spec.prune(counts)
+    return counts
 
 
 def count_words(
-    paths: Iterable[str | Path],
-    pattern: str,
-    *,
-    jobs: int = 1,
+    paths: Iterable[str | Path], spec: PretokenizeSpec, *, jobs: int = 1,
     progress: ProgressFn | None = None,
 ) -> Counter[str]:
-    """Frequency of every distinct pre-token in the files (one entry per distinct piece).
-    A ``pattern`` spec with a cap (``with_cap``) keeps at most that many: see
-    ``tokcost.bpe.train.TrainerConfig.max_pretokens`` for the rule.
-
-    ``jobs > 1`` pre-tokenizes byte ranges of the files in that many processes
-    (each range starts at a line start); the counts are the same as with one job.
-    ``progress("pretokenize", bytes_done, bytes_total)`` reports the bytes read.
-    """
-    sizes: list[tuple[str, int]] = []
+    """Frequency of every distinct pre-token in local files, read by ``jobs`` processes
+    (the counts are the same for any number; with a cap, see ``PretokenizeSpec``)."""
+    files: list[tuple[str, int]] = []
     for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory; pass the text files to train on")
-        try:
-            sizes.append((str(path), path.stat().st_size))
-        except OSError as exc:
-            raise UsageError(f"training file not found: {path}") from exc
-    total = sum(size for _, size in sizes)
-    compile_pattern(pattern)
-    done = 0
-
-    def tick(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress("pretokenize", done, total)
-
-    parts = split_ranges(sizes, max(1, jobs))
-    if jobs <= 1 or len(parts) <= 1:
-        counts = _count_ranges([r for part in parts for r in part], pattern, tick)
-        prune_merged(counts, pattern)
-        return counts
-
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    shared = ctx.Value("q", 0)
-    own = 0
-    last = 0.0
-
-    def tick_here(n: int) -> None:
-        nonlocal own, last
-        own += n
-        now = time.perf_counter()
-        if progress is not None and now - last > 0.1:
-            last = now
-            progress("pretokenize", min(own + int(shared.value), total), total)
-
-    # This process reads the first part itself while jobs - 1 workers read the rest:
-    # one process fewer to start and hold in memory, and the largest table is never
-    # pickled across (a worker's table is: about 0.1 s at 40 MB, more on a busy machine).
-    with ctx.Pool(len(parts) - 1, initializer=_init_worker, initargs=(shared,)) as pool:
-        results = [pool.apply_async(_worker, (part, pattern)) for part in parts[1:]]
-        counters = [_count_ranges(parts[0], pattern, tick_here)]
-        for r in results:
-            while not r.ready():
-                r.wait(0.1)
-                if progress is not None:
-                    progress("pretokenize", min(own + int(shared.value), total), total)
-        counters += [r.get() for r in results]
-    if progress is not None:
-        progress("pretokenize", total, total)
-    counters.sort(key=len, reverse=True)
-    counts = counters[0]
-    for other in counters[1:]:
-        merge_capped(counts, other, pattern)
-        other.clear()
-    prune_merged(counts, pattern)
-    return counts
+        with training_file(str(p)):
+            if Path(p).is_dir():
+                raise IsADirectoryError
+            files.append((str(p), os.stat(p).st_size))
+    return pretokenize_files(files, spec, LocalRunner(jobs, processes=True), progress=progress)

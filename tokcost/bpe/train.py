@@ -34,14 +34,12 @@ from typing import TypeAlias
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.bpe.pretokenize import (
     PatternName,
+    PretokenizeSpec,
     count_block,
     count_words,
-    counting_cap,
     pretokenize,
     prune_counts,
     resolve_pattern,
-    with_cap,
-    with_specials,
 )
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.units import parse_count
@@ -107,11 +105,9 @@ class TrainerConfig:
                 raise UsageError(message, param=param, value=getattr(self, param))
         resolve_pattern(self.pattern)  # an unknown name or a bad regex fails here
 
-    def reader_spec(self) -> str:
-        """What the readers of the corpus get: the pattern, carrying the special tokens
-        and the cap (``with_specials``, ``with_cap``)."""
-        pattern, _ = resolve_pattern(self.pattern)
-        return with_cap(with_specials(pattern, self.special_tokens), self.max_pretokens)
+    def reader_spec(self) -> PretokenizeSpec:
+        """What the readers of the corpus get: the pattern, the special tokens, the cap."""
+        return PretokenizeSpec(self.pattern, self.special_tokens, self.max_pretokens)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,7 +153,7 @@ def train_counted(
     does). ``started``: when pre-tokenizing began (``time.perf_counter()``).
     """
     spec = config.reader_spec()
-    cap = counting_cap(spec)
+    cap = spec.counting_cap
     for block in texts:
         counts.update(count_block(block, spec))
         if cap is not None and len(counts) > 2 * cap:
@@ -178,11 +174,10 @@ def train_from_texts(
     >>> [r.model.decoder[i] for a, b, i in r.model.merges]
     [b'aa', b'ab', b'aaab']
     """
-    pattern, _ = resolve_pattern(config.pattern)
-    spec = with_specials(pattern, config.special_tokens)
+    spec = config.reader_spec()
     started = time.perf_counter()
     counts: Counter[str] = Counter()
-    cap = counting_cap(with_cap(spec, config.max_pretokens))
+    cap = spec.counting_cap
     for text in texts:
         counts.update(pretokenize(text, spec))
         if cap is not None and len(counts) > 2 * cap:

@@ -37,7 +37,7 @@ from tokcost.units import format_percent, format_usd, round_percent
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.catalog import CatalogSource, ModelEntry
-    from tokcost.counting import Engine
+    from tokcost.runner import RunConfig, Runner
 
 RULES = (
     "max_tokens_per_file",
@@ -243,7 +243,7 @@ def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
 _Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
 
 
-def measure(config: BudgetConfig, *, engine: Engine | None = None,
+def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
     """Find and count the files of every budget (each file once per tokenizer).
 
@@ -300,10 +300,11 @@ def _at(where: str, exc: TokcostError) -> BudgetConfigError:
 
 
 def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
-           engine: Engine | None) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
+           engine: RunConfig | Runner | None,
+           ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
     """(tokenizer key, file) -> (bytes, tokens), and a notice per file skipped or with
     invalid UTF-8 (one, however many tokenizers read it)."""
-    from tokcost.counting import Skipped, count_paths, invalid_utf8_note
+    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     notices: dict[str, Notice] = {}
@@ -311,8 +312,8 @@ def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Token
         wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
         if not wanted:
             continue
-        report = count_paths([str(config.root / f) for f in wanted], {key: tok},
-                             engine=engine, gitignore=False)
+        report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
+                                    gitignore=False), {key: tok}, run=engine)
         if report.unreadable:
             # A budget over a file it cannot read would pass short of that file's tokens.
             first, n = report.unreadable[0], len(report.unreadable)

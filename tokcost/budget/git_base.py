@@ -324,9 +324,10 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
 
 def _count(data: bytes, key: str, tok: Tokenizer) -> int | None:
     """Tokens in ``data`` as a file of the work tree is counted (None: skipped, binary)."""
-    from tokcost.counting import count_paths
+    from tokcost.counting import Inputs, count_paths
 
-    report = count_paths(["-"], {key: tok}, stdin=io.BytesIO(data), gitignore=False)
+    inputs = Inputs(paths="-", stdin=io.BytesIO(data), gitignore=False)
+    report = count_paths(inputs, {key: tok})
     return report.files[0].tokens[key] if report.files else None
 
 

@@ -20,6 +20,7 @@ from tokcost.cli.console import (
 )
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
+from tokcost.units import spec_label
 
 if TYPE_CHECKING:
     from tokcost import CompareRequest, CompareResult
@@ -172,7 +173,7 @@ def compare(
     for m in () if json_out else result.report.meters:
         if not m.exact:
             err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
-                      f"({tokcost.spec_label(m.spec)}); its numbers are approximate",
+                      f"({spec_label(m.spec)}); its numbers are approximate",
                       highlight=False)
     if json_out:
         print_json(result.to_dict())

@@ -18,6 +18,7 @@ from tokcost.cli.console import (
     out,
     print_json,
     progress_enabled,
+    table,
     warn,
 )
 from tokcost.cli.counts import count_parser
@@ -29,9 +30,10 @@ from tokcost.cli.options import (
     TokenizersOpt,
 )
 from tokcost.errors import UsageError
+from tokcost.units import spec_label
 
 if TYPE_CHECKING:
-    from tokcost import ChatResult, CountResult, TokensResult
+    from tokcost import ChatResult, CountResult, TokenizeRequest, TokensResult
 
 ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
 
@@ -132,89 +134,106 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
                 raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
+PathsArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
+                   metavar="PATH...", show_default=False),
+]
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
+                 "(repeatable): counts with its tokenizer and shows the share of its "
+                 "context window.",
+                 show_default=False),
+]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")]
+TotalOpt = Annotated[
+    bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
+]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+                 help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
+                 "whose cores release the GIL, else processes (default: a thread per "
+                 "CPU when they all release it, else 1); with --engine dask, one "
+                 "worker per CPU."),
+]
+EngineOpt = Annotated[
+    str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
+                      "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
+                      "processes; inputs may be globs or fsspec URLs such as s3://...).")
+]
+IncludeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--include", metavar="GLOB",
+                 help="Only files matching this glob (repeatable).",
+                 show_default=False),
+]
+ExcludeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--exclude", metavar="GLOB",
+                 help="Leave out files matching this glob (repeatable).",
+                 show_default=False),
+]
+NoGitignoreOpt = Annotated[
+    bool, typer.Option("--no-gitignore", help="Also count files .gitignore excludes.")
+]
+AllowSpecialOpt = Annotated[
+    bool, typer.Option("--allow-special", help="Encode special-token text such as "
+                       "<|endoftext|> as the special token (default: plain text).")
+]
+ChatOpt = Annotated[
+    str | None,
+    typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
+                 "('-': stdin), with the model's per-message overhead (default model "
+                 "gpt-4o).",
+                 show_default=False),
+]
+TokensOpt = Annotated[
+    bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
+                       "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
+                       "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
+                       "invalid_utf8_bytes}], skipped}.")
+]
+TruncateOpt = Annotated[
+    int | None,
+    typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
+                 help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
+                 "--json: the --tokens document, text cut to COUNT tokens).",
+                 show_default=False),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", help="List every skipped file. By default several "
+                       "binary files, or several paths to files already counted, are "
+                       "summed up in one line.")
+]
+VersionOpt = Annotated[
+    bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
+                       help="Show the version.")
+]
+
+
 def count(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
-                       metavar="PATH...", show_default=False),
-    ] = None,
+    paths: PathsArg = None,
     tokenizers: TokenizersOpt = None,
-    models: Annotated[
-        list[str] | None,
-        typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
-                     "(repeatable): counts with its tokenizer and shows the share of its "
-                     "context window.",
-                     show_default=False),
-    ] = None,
+    models: ModelsOpt = None,
     json_out: JsonOpt = False,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")] = False,
-    total_only: Annotated[
-        bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
-                     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
-                     "whose cores release the GIL, else processes (default: a thread per "
-                     "CPU when they all release it, else 1); with --engine dask, one "
-                     "worker per CPU."),
-    ] = None,
-    engine: Annotated[
-        str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
-                          "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
-                          "processes; inputs may be globs or fsspec URLs such as s3://...).")
-    ] = "local",
+    csv_out: CsvOpt = False,
+    total_only: TotalOpt = False,
+    jobs: JobsOpt = None,
+    engine: EngineOpt = "local",
     scheduler: SchedulerOpt = None,
     timeout: DaskTimeoutOpt = None,
-    include: Annotated[
-        list[str] | None,
-        typer.Option("--include", metavar="GLOB",
-                     help="Only files matching this glob (repeatable).",
-                     show_default=False),
-    ] = None,
-    exclude: Annotated[
-        list[str] | None,
-        typer.Option("--exclude", metavar="GLOB",
-                     help="Leave out files matching this glob (repeatable).",
-                     show_default=False),
-    ] = None,
-    no_gitignore: Annotated[
-        bool, typer.Option("--no-gitignore", help="Also count files .gitignore excludes.")
-    ] = False,
-    allow_special: Annotated[
-        bool, typer.Option("--allow-special", help="Encode special-token text such as "
-                           "<|endoftext|> as the special token (default: plain text).")
-    ] = False,
-    chat: Annotated[
-        str | None,
-        typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
-                     "('-': stdin), with the model's per-message overhead (default model "
-                     "gpt-4o).",
-                     show_default=False),
-    ] = None,
-    tokens: Annotated[
-        bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
-                           "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
-                           "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
-                           "invalid_utf8_bytes}], skipped}.")
-    ] = False,
-    truncate: Annotated[
-        int | None,
-        typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
-                     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
-                     "--json: the --tokens document, text cut to COUNT tokens).",
-                     show_default=False),
-    ] = None,
+    include: IncludeOpt = None,
+    exclude: ExcludeOpt = None,
+    no_gitignore: NoGitignoreOpt = False,
+    allow_special: AllowSpecialOpt = False,
+    chat: ChatOpt = None,
+    tokens: TokensOpt = False,
+    truncate: TruncateOpt = None,
     catalog: CatalogOpt = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="List every skipped file. By default several "
-                           "binary files, or several paths to files already counted, are "
-                           "summed up in one line.")
-    ] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
-                           help="Show the version.")
-    ] = False,
+    verbose: VerboseOpt = False,
+    version: VersionOpt = False,
 ) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
@@ -225,37 +244,28 @@ def count(
     refuse_conflicts(paths=list(paths or []), chat=chat, flags={
         "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
         "--truncate": truncate is not None})
+    selection = tokcost.TokenizerSelection(tokenizers=tokenizers or [], models=models or [],
+                                           catalog=catalog)
     if chat is not None:
-        _print_chat(tokcost.count_chat(chat, models=models or [], tokenizers=tokenizers or [],
-                                       catalog=catalog), json_out)
+        _print_chat(tokcost.count_chat(tokcost.ChatRequest(chat=chat, tokenizers=selection)),
+                    json_out)
         return
-    inputs = list(paths or []) or ([] if sys.stdin.isatty() else ["-"])
+    inputs = tokcost.Inputs(paths=list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
+                            include=include or [], exclude=exclude or [],
+                            gitignore=not no_gitignore)
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
-            flag = "--tokens" if tokens else "--truncate"
-            raise UsageError(f"{flag} takes one tokenizer, got {len(given)} "
-                             f"({', '.join(given)}); run it once per tokenizer")
-        shown = tokcost.tokenize_paths(
-            inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
-            include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
-            allow_special=allow_special, max_tokens=truncate)
-        for note in shown.notes(verbose=verbose, hint=LIST_HINT):
-            warn(note)
-        shown.raise_for_empty()
-        if json_out:
-            print_json(shown.to_dict())
-        elif truncate is not None:
-            _show_truncated(shown)
-        else:
-            _show_pieces(shown)
-        _fail_if_unreadable(shown.unreadable)
+            raise UsageError(f"{'--tokens' if tokens else '--truncate'} takes one tokenizer, "
+                             f"got {len(given)} ({', '.join(given)}); run it once per tokenizer")
+        _tokens(tokcost.TokenizeRequest(inputs=inputs, tokenizers=selection,
+                                        allow_special=allow_special, max_tokens=truncate),
+                json_out=json_out, verbose=verbose)
         return
-    result = _with_progress(lambda progress: tokcost.count(
-        inputs, tokenizers=tokenizers or [], models=models or [], catalog=catalog,
-        include=include or [], exclude=exclude or [], gitignore=not no_gitignore,
-        allow_special=allow_special, engine=engine, jobs=jobs, scheduler=scheduler,
-        timeout=timeout, progress=progress))
+    request = tokcost.CountRequest(
+        inputs=inputs, tokenizers=selection, allow_special=allow_special,
+        run=tokcost.RunConfig(engine=engine, jobs=jobs, scheduler=scheduler, timeout=timeout))
+    result = _with_progress(lambda progress: tokcost.count(request, progress=progress))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
@@ -268,6 +278,21 @@ def count(
     else:
         _print_table(result)
     _fail_if_unreadable(result.unreadable)
+
+
+def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
+    """``--tokens`` and ``--truncate``: one tokenizer's tokens of each input."""
+    shown = tokcost.tokenize_paths(request)
+    for note in shown.notes(verbose=verbose, hint=LIST_HINT):
+        warn(note)
+    shown.raise_for_empty()
+    if json_out:
+        print_json(shown.to_dict())
+    elif request.max_tokens is not None:
+        _show_truncated(shown)
+    else:
+        _show_pieces(shown)
+    _fail_if_unreadable(shown.unreadable)
 
 
 def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResult:
@@ -331,26 +356,25 @@ def _print_csv(result: CountResult) -> None:
 
 
 def _print_table(result: CountResult) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     files = result.files
     if not files:  # the warning says why; a header over no rows would say nothing
         return
-    table = Table(show_footer=len(files) > 1, box=None, pad_edge=False)
+    shown = table(footer=len(files) > 1)
     # A long path folds onto more lines on a narrow terminal; the numbers never give way.
-    table.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
-    table.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
-    table.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
+    shown.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
+    shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
+    shown.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
-        table.add_column(_name(c.label, c.exact), justify="right", style="bold",
+        shown.add_column(_name(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
         # Text, not markup: 'a[red]b.txt' keeps its brackets. A newline in a name
         # would split its row (CSV and JSON quote it instead).
-        table.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
+        shown.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
                       *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
-    out.print(table)
+    out.print(shown)
     for w in result.windows:
         if w.context_window and w.context_share is not None:
             mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
@@ -393,7 +417,7 @@ def _show_pieces(result: TokensResult) -> None:
             out.print(repr(list(f.pieces)), markup=False)
         choice = f.tokenizer
         out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
-                  + ("" if choice.exact else f", proxy {tokcost.spec_label(choice.spec)}") + ")",
+                  + ("" if choice.exact else f", proxy {spec_label(choice.spec)}") + ")",
                   style="dim", markup=False)
         out.print(str(list(f.ids)), style="dim", markup=False)
 
@@ -404,17 +428,15 @@ def _print_chat(result: ChatResult, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
+    shown = table()
     for name in ("model", "messages", "content", "overhead", "total", "window"):
-        table.add_column(name, justify="left" if name == "model" else "right")
+        shown.add_column(name, justify="left" if name == "model" else "right")
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _fmt_share(m.context_share, m.exact)
-        table.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
+        shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
-    out.print(table)
+    out.print(shown)
 
 
 def register(app: typer.Typer) -> None:

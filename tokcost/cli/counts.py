@@ -1,16 +1,9 @@
-"""Flags that take a count (tokens, lengths, samples), all read by ``tokcost.units.parse_count``.
-
-So ``8k``, ``8Ki``, ``1.5M`` and ``1e6`` mean the same in every command, and a value
-such as ``abc``, ``1.5`` or ``1e30`` gets the parser's one-line message. The value is
-parsed while Click parses the command line, so the refusal is a usage error like any
-other bad flag: exit 2, one line on stderr, a JSON error object under ``--json``, also
-from ``tokcount``.
-
-The parser judges what a count looks like; the library judges which counts a
-parameter takes. So a sign is passed on (``--top-k -1`` reaches ``top_k=-1``), and the
-library's bound check words the refusal as it does for any caller (``--top-k must be
->= 0, got -1``), as it does for the caps past zero (``n`` of at most 1024 samples, a
-block no larger than the context window).
+"""Flags that take a count (tokens, lengths, samples), all read by ``tokcost.units.parse_count``:
+``8k``, ``8Ki``, ``1.5M`` and ``1e6`` mean the same in every command, and a bad value is a
+usage error like any other bad flag (parsed while Click parses the command line). The
+parser judges what a count looks like; the library judges which counts a parameter
+takes, so a sign is passed on (``--top-k -1`` reaches ``top_k=-1``) and the library words
+the refusal as it does for any caller.
 """
 
 from __future__ import annotations
@@ -27,11 +20,8 @@ COUNT = "COUNT"
 
 
 class CountError(typer.BadParameter):
-    """A count flag's value that ``parse_count`` refused, in the parser's words.
-
-    Click would prefix "Invalid value for '--top':"; the parser's message already
-    names the flag (``--top 'abc' is not a count; write ...``), so it stands alone.
-    """
+    """A count flag's value that ``parse_count`` refused, in the parser's words (which
+    name the flag already: Click's "Invalid value for '--top':" would say it twice)."""
 
     def format_message(self) -> str:
         return self.message

@@ -1,112 +1,48 @@
 """Counting tokens in texts, files, folders and streams — exactly, in bounded memory.
 
-Large inputs are read in blocks and cut only where a tokenizer's pre-tokenization
-is known to start a new piece, so the sum of the chunk counts equals the count of
-the whole text (a hypothesis test checks this). That cut rule is the one here:
-the streaming reader applies it to decoded text, and ``next_cut`` to the bytes of
-a file at any offset (for byte-range shards, ``tokcost.scale``). Folders are
-walked respecting ``.gitignore`` (through pathspec), binary files are skipped
-with the reason.
+Large inputs are read in blocks and cut only where a tokenizer's pre-tokenization is
+known to start a new piece, so the chunk counts add up to the count of the whole text
+(a hypothesis test checks this). That cut rule is the one here: the streaming reader
+applies it to decoded text, and ``next_cut`` to the bytes of a file at any offset (the
+byte-range shards of ``tokcost.scale``). Folders are walked respecting ``.gitignore``
+(through pathspec); binary files are skipped with the reason. ``Inputs`` is the part of
+a request that says what to read.
 """
 
-from tokcost.counting.cuts import (
-    SCAN_BYTES,
-    CutRule,
-    Specials,
-    find_boundary,
-    find_boundary_forward,
-    next_cut,
-)
-from tokcost.counting.inputs import (
-    BLOCK_BYTES,
-    SNIFF_BYTES,
-    STDIN,
-    STDIN_NAME,
-    ByteSource,
-    FileScan,
-    InputText,
-    Skipped,
-    Utf8Decoder,
-    decode_utf8,
-    input_warnings,
-    invalid_utf8_note,
-    load_input,
-    read_input,
-    scan_file,
-    sniff_binary,
-    sniff_source,
-    stdin_size,
-    stdin_source,
-)
-from tokcost.counting.local import (
-    BATCH_CHARS,
-    CountReport,
-    Engine,
-    FileCount,
-    LocalEngine,
-    ProgressFn,
-    count_paths,
-    refuse_urls,
-)
-from tokcost.counting.stream import (
-    MAX_WHOLE_CHARS,
-    LineBlocks,
-    Reader,
-    TextStream,
-    count_text,
-    count_texts,
-    read_text,
-    split_text,
-)
-from tokcost.counting.walk import (
-    LeftOut,
-    Source,
-    walk,
-)
-
-__all__ = [
-    "BATCH_CHARS",
-    "BLOCK_BYTES",
-    "MAX_WHOLE_CHARS",
-    "SCAN_BYTES",
-    "SNIFF_BYTES",
-    "STDIN",
-    "STDIN_NAME",
-    "ByteSource",
-    "CountReport",
-    "CutRule",
-    "Engine",
-    "FileCount",
-    "FileScan",
-    "InputText",
-    "LeftOut",
-    "LineBlocks",
-    "LocalEngine",
-    "ProgressFn",
-    "Reader",
-    "Skipped",
-    "Source",
-    "Specials",
-    "TextStream",
-    "Utf8Decoder",
-    "count_paths",
-    "count_text",
-    "count_texts",
-    "decode_utf8",
-    "find_boundary",
-    "find_boundary_forward",
-    "input_warnings",
-    "invalid_utf8_note",
-    "load_input",
-    "next_cut",
-    "read_input",
-    "read_text",
-    "refuse_urls",
-    "scan_file",
-    "sniff_binary",
-    "sniff_source",
-    "split_text",
-    "stdin_size",
-    "stdin_source",
-    "walk",
-]
+from tokcost.counting.cuts import CutRule as CutRule
+from tokcost.counting.cuts import Specials as Specials
+from tokcost.counting.cuts import find_boundary as find_boundary
+from tokcost.counting.cuts import find_boundary_forward as find_boundary_forward
+from tokcost.counting.cuts import next_cut as next_cut
+from tokcost.counting.inputs import BLOCK_BYTES as BLOCK_BYTES
+from tokcost.counting.inputs import SNIFF_BYTES as SNIFF_BYTES
+from tokcost.counting.inputs import STDIN as STDIN
+from tokcost.counting.inputs import STDIN_NAME as STDIN_NAME
+from tokcost.counting.inputs import ByteSource as ByteSource
+from tokcost.counting.inputs import Inputs as Inputs
+from tokcost.counting.inputs import InputText as InputText
+from tokcost.counting.inputs import Skipped as Skipped
+from tokcost.counting.inputs import Utf8Decoder as Utf8Decoder
+from tokcost.counting.inputs import decode_utf8 as decode_utf8
+from tokcost.counting.inputs import input_warnings as input_warnings
+from tokcost.counting.inputs import invalid_utf8_note as invalid_utf8_note
+from tokcost.counting.inputs import load_input as load_input
+from tokcost.counting.inputs import read_input as read_input
+from tokcost.counting.inputs import sniff_binary as sniff_binary
+from tokcost.counting.inputs import sniff_source as sniff_source
+from tokcost.counting.inputs import stdin_source as stdin_source
+from tokcost.counting.local import CountReport as CountReport
+from tokcost.counting.local import FileCount as FileCount
+from tokcost.counting.local import count_paths as count_paths
+from tokcost.counting.local import runner_for as runner_for
+from tokcost.counting.progress import ProgressFn as ProgressFn
+from tokcost.counting.stream import LineBlocks as LineBlocks
+from tokcost.counting.stream import Reader as Reader
+from tokcost.counting.stream import TextStream as TextStream
+from tokcost.counting.stream import count_text as count_text
+from tokcost.counting.stream import count_texts as count_texts
+from tokcost.counting.stream import split_text as split_text
+from tokcost.counting.training import TrainingInputs as TrainingInputs
+from tokcost.counting.walk import LeftOut as LeftOut
+from tokcost.counting.walk import Source as Source
+from tokcost.counting.walk import walk as walk

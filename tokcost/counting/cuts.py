@@ -293,14 +293,11 @@ class CutRule:
 def find_boundary(
     text: str, start: int = 0, *, punct: bool = True, specials: Specials | None = None
 ) -> int:
-    """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1.
-
-    A cut lies before a space between two letters or two digits, or before a
-    punctuation mark that follows a letter or a digit: no piece of the gpt2,
-    cl100k, o200k (or Tekken) pre-tokenizers spans such a point, and the piece
-    before it ends the same way whether or not the text goes on. ``punct=False``
-    keeps only the space rule, which never cuts inside special-token text such
-    as ``<|endoftext|>``; ``specials`` are never cut inside (for ``allow_special``).
+    """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1:
+    before a space between two letters or two digits, or before punctuation after a
+    letter or digit (no piece of the gpt2, cl100k, o200k or Tekken pre-tokenizers spans
+    one). ``punct=False`` keeps only the space rule (never inside ``<|endoftext|>``);
+    ``specials`` are never cut inside.
 
     >>> text = "one two"
     >>> text[:find_boundary(text)], text[find_boundary(text):]
@@ -343,13 +340,9 @@ def next_cut(
     punct: bool = True,
     specials: Specials | None = None,
 ) -> int:
-    """The first byte offset ``>= offset`` where a file of ``size`` bytes may be cut, or ``size``.
-
-    The rule is ``find_boundary``'s, applied to the characters around ``offset``
-    (an undecodable byte counts as the U+FFFD it is read as); a cut always lies at
-    the start of a well-formed character after a whole one. The answer depends only
-    on the bytes near ``offset``, so two readers of the same file asking about the
-    same offset agree without talking (the byte-range shards of ``tokcost.scale``).
+    """The first byte offset ``>= offset`` where a file of ``size`` bytes may be cut (by
+    ``find_boundary``'s rule, an undecodable byte read as U+FFFD), or ``size``. It depends
+    only on the bytes near ``offset``, so two readers agree on it without talking.
 
     >>> import io
     >>> data = "one two".encode()

@@ -1,6 +1,8 @@
-"""The input policy every command reads user input under: invalid UTF-8 becomes U+FFFD and
-is reported; binary files (a NUL byte early on, as git decides) are skipped with the reason;
-``-`` is standard input."""
+"""The input policy every command reads user input under, so they all behave alike:
+invalid UTF-8 becomes U+FFFD and is reported (the input and the bytes replaced); a
+binary file (a NUL byte early on, as git decides) is skipped with the reason; ``-`` is
+standard input, wherever a file can be. ``Inputs`` is the part of a request that says
+what to read."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 
 BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
 SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
@@ -26,14 +28,48 @@ class ByteSource(Protocol):
     def read(self, n: int = -1, /) -> bytes: ...
 
 
-#
-# Every command that reads user files reads them through here, so they all behave
-# alike: invalid UTF-8 becomes U+FFFD and is reported (the file and the number of
-# bytes replaced); a binary file (a NUL byte in its first SNIFF_BYTES, as git
-# decides) is skipped and reported; ``-`` is standard input, wherever a file can be.
-
 STDIN = "-"
 STDIN_NAME = "<stdin>"
+
+
+def _strings(value: object, name: str) -> tuple[str, ...]:
+    """A request's list of paths or globs: a bare string (or path) is one, not its letters."""
+    if isinstance(value, (str, os.PathLike)):
+        return (os.fspath(value),)
+    if isinstance(value, Iterable):
+        return tuple(os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in value)
+    raise UsageError(f"{arg(name)} takes a path or a list of them, got {value!r}",
+                     param=name, value=value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inputs:
+    """What to read: ``paths`` (files and folders; ``-`` is ``stdin``, default the
+    process's standard input; a bare string is one path), folders walked with the
+    ``include``/``exclude`` globs (gitignore-style) and ``.gitignore`` unless
+    ``gitignore=False``.
+
+    >>> Inputs(paths="README.md", include="*.md").paths
+    ('README.md',)
+    """
+
+    paths: Sequence[str] = ()
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    gitignore: bool = True
+    stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("paths", "include", "exclude"):
+            object.__setattr__(self, name, _strings(getattr(self, name), name))
+
+
+def refuse_urls(paths: Iterable[str]) -> None:
+    """URLs (``s3://...``, ``https://...``) are read by a remote runner's workers only."""
+    for raw in paths:
+        if "://" in raw and not os.path.exists(raw):
+            raise UsageError(f"{raw} is a URL: URLs need {arg('engine', 'dask')} (this engine "
+                             "reads files, folders and stdin)", param="engine")
 
 _invalid = threading.local()
 
@@ -50,10 +86,8 @@ _utf8_decode = codecs.utf_8_decode  # (text, bytes used); the core of every UTF-
 
 class Utf8Decoder:
     """An incremental UTF-8 decoder that puts U+FFFD for each invalid sequence (as
-    ``errors="replace"`` does) and counts the bytes it replaced.
-
-    Valid UTF-8 (nearly every block) decodes at C speed in one strict pass; only a
-    block that fails it is decoded again, replacing and counting.
+    ``errors="replace"`` does) and counts the bytes it replaced. Valid UTF-8 decodes in
+    one strict pass; only a block that fails it is decoded again, replacing and counting.
 
     >>> d = Utf8Decoder()
     >>> text = d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff!", final=True)
@@ -91,11 +125,7 @@ def decode_utf8(data: bytes) -> tuple[str, int]:
 
 
 def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
-    """The one warning for replaced bytes, in every command.
-
-    >>> invalid_utf8_note("notes.txt", 3)
-    'notes.txt: 3 bytes of invalid UTF-8 replaced with U+FFFD'
-    """
+    """The one warning for replaced bytes, in every command."""
     unit = "byte" if invalid_bytes == 1 else "bytes"
     return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
 
@@ -120,11 +150,7 @@ class Skipped:
 
     @property
     def note(self) -> str:
-        """The one warning for a skipped input, in every command.
-
-        >>> Skipped("logo.png", "binary (NUL byte at offset 6)").note
-        'skipped logo.png: binary (NUL byte at offset 6)'
-        """
+        """The one warning for a skipped input, in every command."""
         return f"skipped {self.path}: {self.reason}"
 
 
@@ -173,12 +199,7 @@ def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
 
 def stdin_size(stdin: BinaryIO | None = None) -> int | None:
     """The bytes left to read on ``stdin`` (default the process's) when it is a regular
-    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size.
-
-    >>> import io
-    >>> stdin_size(io.BytesIO(b"no file behind it")) is None
-    True
-    """
+    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size."""
     source = stdin_source(stdin)
     try:
         info = os.fstat(source.fileno())  # type: ignore[attr-defined]
@@ -192,11 +213,7 @@ def stdin_size(stdin: BinaryIO | None = None) -> int | None:
 
 def not_a_folder(raw: str) -> str:
     """The usage error for a path that goes through a file as if it were a folder:
-    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``.
-
-    >>> not_a_folder("README.md/")
-    "README.md/ is not a folder; drop the trailing '/' to read the file"
-    """
+    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``."""
     if raw.endswith("/") and os.path.lexists(raw.rstrip("/")):
         return f"{raw} is not a folder; drop the trailing '/' to read the file"
     return f"no such file or folder: {raw}"
@@ -218,9 +235,8 @@ class InputText:
 
 def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
     """The whole text of one input (``-``: ``stdin``, default the process's) under the
-    input policy, or why it is skipped (binary, unreadable). A missing path or a
-    folder raises UsageError: that is the caller's mistake, not the input's.
-    """
+    input policy, or why it is skipped (binary, unreadable). A missing path or a folder
+    raises UsageError: that is the caller's mistake, not the input's."""
     raw = str(path)
     if raw == STDIN:
         name, data = STDIN_NAME, stdin_source(stdin).read()
@@ -257,39 +273,3 @@ def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:
     if isinstance(read, Skipped):
         raise InputError(f"{read.note}; give a text file")
     return read
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """What the input policy makes of one file read as a stream (``scan_file``)."""
-
-    path: str
-    bytes: int = 0
-    invalid_bytes: int = 0
-    skipped: str | None = None  # why it is skipped, else None
-
-
-def scan_file(path: str, *, block_bytes: int = BLOCK_BYTES) -> FileScan:
-    """Sniff a local file and count its invalid UTF-8 bytes without keeping its text,
-    for readers that take paths (the BPE trainer's byte-range workers): they replace
-    the same bytes, and this says how many, up front. Missing paths raise UsageError.
-    """
-    try:
-        with open(path, "rb") as handle:
-            reason, source = sniff_source(handle)
-            if reason is not None:
-                return FileScan(path, skipped=reason)
-            decoder, size = Utf8Decoder(), 0
-            while block := source.read(block_bytes):
-                size += len(block)
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path or repr(path)}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; give the files in it") from None
-    except NotADirectoryError:
-        raise UsageError(not_a_folder(path)) from None
-    except OSError as err:
-        return FileScan(path, skipped=f"unreadable ({err.strerror})")
-    return FileScan(path, size, decoder.invalid_bytes)

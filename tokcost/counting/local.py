@@ -1,15 +1,14 @@
-"""Counting paths on this machine: threads or processes, every file read once for all
-tokenizers (``LocalEngine``), and the ``Engine`` protocol the Dask engine also meets."""
+"""Counting paths: every file read once for all tokenizers, on this process's reading
+thread, its text counted on a runner (inline, threads or processes); or, on a remote
+runner (Dask), read and counted by the workers themselves (``tokcost.scale``)."""
 
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import BinaryIO, Protocol
+from functools import partial
+from typing import BinaryIO
 
 from tokcost.adapters.base import Tokenizer, count_many, plan_run
 from tokcost.adapters.fast_count import SMALL_RUN_CHARS
@@ -18,30 +17,27 @@ from tokcost.counting.inputs import (
     SNIFF_BYTES,
     STDIN,
     ByteSource,
+    Inputs,
     Skipped,
     Utf8Decoder,
     input_warnings,
+    refuse_urls,
     sniff_binary,
     sniff_source,
     stdin_size,
     stdin_source,
 )
-from tokcost.counting.progress import (
-    ByteMeter,
-    listed,
-    total_bytes,
-)
-from tokcost.counting.progress import ProgressFn as ProgressFn  # its home before progress.py
+from tokcost.counting.progress import ByteMeter, ProgressFn, listed, total_bytes
 from tokcost.counting.skips import unreadable
-from tokcost.counting.stream import (
-    Reader,
+from tokcost.counting.stream import Reader
+from tokcost.counting.walk import LeftOut, Source, walk
+from tokcost.runner import (
+    CONNECT_TIMEOUT,
+    LocalRunner,
+    RunConfig,
+    Runner,
+    available_cpus,
 )
-from tokcost.counting.walk import (
-    LeftOut,
-    Source,
-    walk,
-)
-from tokcost.errors import UsageError
 
 
 @dataclass
@@ -86,29 +82,19 @@ class CountReport:
         return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files))
 
 
-# Worker-side state for process pools: tokenizers are built once per process.
-_worker_tokenizers: dict[str, Tokenizer] = {}
-
-
-def _init_worker(specs: Sequence[str]) -> None:
-    import signal
-
-    from tokcost.adapters.registry import get_tokenizer
-
-    # Ctrl-C is the parent's to handle: workers must not print their own tracebacks.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    for spec in specs:
-        _worker_tokenizers[spec] = get_tokenizer(spec)
-
-
-def _count_batch_in_worker(items: list[tuple[str, str]], allow_special: bool) -> list[int]:
-    return _count_batch(_worker_tokenizers, items, allow_special)
+BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
 def _count_batch(
-    tokenizers: Mapping[str, Tokenizer], items: list[tuple[str, str]], allow_special: bool
+    tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[str, str]],
+    allow_special: bool,
 ) -> list[int]:
+    """The tokens of each ``(spec, text)``, a backend call per tokenizer (``count_many``);
+    ``tokenizers`` None: built from their specs, once per worker process."""
+    if tokenizers is None:
+        from tokcost.adapters.registry import get_tokenizer
+
+        tokenizers = {spec: get_tokenizer(spec) for spec in {s for s, _ in items}}
     if len(items) == 1:
         spec, text = items[0]
         return [tokenizers[spec].count(text, allow_special=allow_special)]
@@ -124,351 +110,213 @@ def _count_batch(
     return counts
 
 
-BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
+def runner_for(run: RunConfig, *, threads: bool) -> Runner:
+    """The runner ``run`` asks for. Without ``jobs``, work that ``threads`` can share
+    (every tokenizer's core releases the GIL) runs on a thread per CPU, so a plain
+    ``tokcount DIR`` uses every core; other work runs inline (worker processes cost more
+    than they win unless asked for)."""
+    if run.dask:
+        from tokcost.scale import DaskRunner
+
+        return DaskRunner(run.scheduler, jobs=run.jobs, timeout=run.timeout or CONNECT_TIMEOUT)
+    if run.jobs:
+        return LocalRunner(run.jobs, processes=not threads)
+    return LocalRunner(available_cpus() if threads else 1)
 
 
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, as ``taskset`` sets it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+def count_paths(
+    inputs: Inputs,
+    tokenizers: Mapping[str, Tokenizer],
+    *,
+    run: RunConfig | Runner | None = None,
+    allow_special: bool = False,
+    progress: ProgressFn | None = None,
+    unique: bool = False,
+    block_bytes: int = BLOCK_BYTES,
+) -> CountReport:
+    """Count every file under ``inputs`` with each tokenizer (spec -> tokenizer), each
+    file read once for all, exactly for any size, on ``run`` (a runner, or the
+    ``RunConfig`` of one: ``runner_for``; default: inline).
+
+    ``progress("count", bytes_done, bytes_total or 0)`` as blocks are read (shards end,
+    on a remote runner), after ``progress("walk", files_found, 0)`` on a long walk.
+    ``unique``: a file named twice (a link, a folder) is counted once, as ``du`` does.
+    """
+    threads = all(t.releases_gil for t in tokenizers.values())
+    runner = (LocalRunner() if run is None else runner_for(run, threads=threads)
+              if isinstance(run, RunConfig) else run)
+    if not runner.remote:
+        refuse_urls(inputs.paths)
+    with runner:
+        if runner.remote:
+            from tokcost.scale import count_paths as on_workers
+
+            return on_workers(inputs, tokenizers, runner, allow_special=allow_special,
+                              progress=progress, unique=unique)
+        report = CountReport(specs=list(tokenizers))
+        # Listed first so the progress bar has a total: bytes are reported as read.
+        sources = listed(walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                              gitignore=inputs.gitignore, skipped=report.skipped,
+                              unique=unique, left_out=report.left_out), progress)
+        # stdin redirected from a file has a size: the bar then has a total too
+        sources = [replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s
+                   for s in sources]
+        reading = _Reading(Reader(tokenizers, block_bytes, allow_special), report,
+                           ByteMeter(progress, total_bytes(sources)), inputs.stdin)
+        fn = partial(_count_batch, tokenizers if runner.in_process else None,
+                     allow_special=allow_special)
+        for batch, counts in runner.map(fn, reading.batches(sources)):
+            for target, (spec, _), n in zip(reading.owners.pop(id(batch)), batch, counts,
+                                            strict=True):
+                target.tokens[spec] += n
+        return report
 
 
 class _Grew:
-    """A small file found a block or more long when read (see ``_count_small``)."""
+    """A small file found a block or more long when read (see ``_Reading.small``)."""
 
 
 _GREW = _Grew()
 
 
-class _CountExecutor:
-    """Runs counting work inline, on threads, or on processes, with bounded queueing.
+@dataclass
+class _Reading:
+    """The reading thread of a local count: each source read once for all tokenizers,
+    its texts handed out in batches (``batches``), the files and skips recorded in
+    ``report`` in input order."""
 
-    Threads when every tokenizer's core releases the GIL (tiktoken, tokenizers):
-    no start-up cost and no copying of text between processes. Processes otherwise.
-    Small texts are batched (about BATCH_CHARS a task) so a tree of many small
-    files costs few hand-offs; at most 4 x jobs batches are in flight.
+    reader: Reader
+    report: CountReport
+    meter: ByteMeter
+    stdin: BinaryIO | None
+    owners: dict[int, list[FileCount]] = field(default_factory=dict)  # id(batch) -> files
 
-    The first batch is held until the run has SMALL_RUN_CHARS of text or ends, even on
-    one worker: then the run is known to be small or not, and each tokenizer that can
-    choose a backend for it (``plan_run``: the OpenAI encodings) has chosen before its
-    first count.
-    """
+    def batches(self, sources: Iterable[Source]) -> Iterator[list[tuple[str, str]]]:
+        """``(spec, text)`` batches of about ``BATCH_CHARS``. The first is held until the
+        run has SMALL_RUN_CHARS of text or ends: then each tokenizer that chooses its
+        backend by the run's size (``plan_run``: the OpenAI encodings) has chosen before
+        its first count."""
+        toks = self.reader.tokenizers
+        batch: list[tuple[str, str]] = []
+        owners: list[FileCount] = []
+        chars, planned = 0, False
+        for target, spec, text in self._items(sources):
+            batch.append((spec, text))
+            owners.append(target)
+            chars += len(text)
+            # each text is in the batch once per tokenizer: the run's own size is the share
+            if chars >= (BATCH_CHARS if planned else SMALL_RUN_CHARS * max(1, len(toks))):
+                if not planned:
+                    planned = self._plan(toks.values(), None)  # not a small run
+                self.owners[id(batch)] = owners
+                yield batch
+                batch, owners, chars = [], [], 0
+        if not planned:
+            self._plan(toks.values(), chars // max(1, len(toks)))
+        if batch:
+            self.owners[id(batch)] = owners
+            yield batch
 
-    def __init__(
-        self, tokenizers: Mapping[str, Tokenizer], jobs: int, allow_special: bool,
-        block_bytes: int = BLOCK_BYTES,
-    ) -> None:
-        self.tokenizers = tokenizers
-        self.allow_special = allow_special
-        # One reader for every file: which tokenizers stream, and where to cut, once.
-        self.reader = Reader(tokenizers, block_bytes, allow_special)
-        self.executor: Executor | None = None
-        self.threads = all(t.releases_gil for t in tokenizers.values())
-        # jobs=0: a thread per CPU when threads suffice; processes only when asked for.
-        self.jobs = max(1, jobs) if jobs else (available_cpus() if self.threads else 1)
-        if self.jobs > 1:
-            if self.threads:
-                self.executor = ThreadPoolExecutor(self.jobs)
-            else:
-                # Imported here: multiprocessing costs every start, and threads are the rule.
-                from concurrent.futures import ProcessPoolExecutor
-
-                self.executor = ProcessPoolExecutor(
-                    self.jobs, initializer=_init_worker, initargs=(list(tokenizers),)
-                )
-        self.batch: list[tuple[FileCount, str, str]] = []
-        self.batch_chars = 0
-        self.planned = False
-        self.inflight: list[tuple[Future[list[int]], list[tuple[FileCount, str]]]] = []
-
-    def submit(self, target: FileCount, spec: str, text: str) -> None:
-        """Add the tokens of ``text`` to ``target.tokens[spec]`` (now, or by ``close``)."""
-        if self.executor is None and self.planned:
-            n = self.tokenizers[spec].count(text, allow_special=self.allow_special)
-            target.tokens[spec] += n
-            return
-        self.batch.append((target, spec, text))
-        self.batch_chars += len(text)
-        if self.planned:
-            if self.batch_chars >= BATCH_CHARS:
-                self.flush()
-        elif self._run_chars() >= SMALL_RUN_CHARS:
-            self.flush()  # not a small run: counting starts, on the fast backend
-
-    def _run_chars(self) -> int:
-        # each text is in the batch once per tokenizer: the run's own size is the share
-        return self.batch_chars // max(1, len(self.tokenizers))
-
-    def _plan(self, chars: int | None) -> None:
-        """Tell each tokenizer the run's size: ``chars`` when all of it is in hand,
-        None when there is more (see TiktokenTokenizer.plan_run)."""
-        self.planned = True
-        for tokenizer in self.tokenizers.values():
+    @staticmethod
+    def _plan(tokenizers: Iterable[Tokenizer], chars: int | None) -> bool:
+        for tokenizer in tokenizers:
             plan_run(tokenizer, chars)
+        return True
 
-    def flush(self, *, last: bool = False) -> None:
-        if not self.planned:
-            self._plan(self._run_chars() if last else None)
-        if not self.batch:
-            return
-        items = [(spec, text) for _, spec, text in self.batch]
-        owners = [(target, spec) for target, spec, _ in self.batch]
-        self.batch, self.batch_chars = [], 0
-        if self.executor is None:
-            counts = _count_batch(self.tokenizers, items, self.allow_special)
-            for (target, spec), n in zip(owners, counts, strict=True):
-                target.tokens[spec] += n
-            return
-        if self.threads:
-            fut = self.executor.submit(_count_batch, self.tokenizers, items, self.allow_special)
-        else:
-            fut = self.executor.submit(_count_batch_in_worker, items, self.allow_special)
-        self.inflight.append((fut, owners))
-        if len(self.inflight) >= 4 * self.jobs:  # bound memory: wait for the oldest
-            self.drain(keep=2 * self.jobs)
+    def _items(self, sources: Iterable[Source]) -> Iterator[tuple[FileCount, str, str]]:
+        for source in sources:
+            yield from self._source(source)
+            self.meter.finish(source)
 
-    def drain(self, keep: int = 0) -> None:
-        while len(self.inflight) > keep:
-            fut, owners = self.inflight.pop(0)
-            for (target, spec), n in zip(owners, fut.result(), strict=True):
-                target.tokens[spec] += n
+    def _skip(self, source: Source, reason: str) -> None:
+        self.report.skipped.append(Skipped(source.display, reason))
 
-    def close(self) -> None:
-        try:
-            self.flush(last=True)
-            self.drain()
-        finally:
-            if self.executor is not None:
-                self.executor.shutdown(wait=True, cancel_futures=True)
-
-
-def refuse_urls(paths: Iterable[str | Path]) -> None:
-    """URLs (``s3://...``, ``https://...``) are read by the Dask engine only."""
-    for raw in paths:
-        if "://" in str(raw) and not os.path.exists(raw):
-            raise UsageError(f"{raw} is a URL: URLs need engine=dask (this engine reads "
-                             "files, folders and stdin)", param="engine")
-
-
-@dataclass(frozen=True)
-class LocalEngine:
-    """Count and pre-tokenize on this machine: ``jobs`` threads for tokenizers whose
-    cores release the GIL (tiktoken, tokenizers), else ``jobs`` processes. ``jobs=0``
-    counts on a thread per CPU (``available_cpus``) when threads suffice, else here."""
-
-    jobs: int = 1
-    block_bytes: int = BLOCK_BYTES
-
-    def count_paths(
-        self,
-        paths: Sequence[str],
-        tokenizers: Mapping[str, Tokenizer],
-        *,
-        include: Sequence[str] = (),
-        exclude: Sequence[str] = (),
-        gitignore: bool = True,
-        allow_special: bool = False,
-        stdin: BinaryIO | None = None,
-        progress: ProgressFn | None = None,
-        unique: bool = False,
-    ) -> CountReport:
-        """See ``count_paths``. Counts are exact for any file size: streamable
-        tokenizers see boundary-safe chunks, the others the whole text."""
-        refuse_urls(paths)
-        report = CountReport(specs=list(tokenizers))
-        # Progress and skips: all listed first so the bar has a total, and bytes
-        # reported per block read (meter), not per file.
-        sources = listed(walk(paths, include=include, exclude=exclude, gitignore=gitignore,
-                              skipped=report.skipped, unique=unique,
-                              left_out=report.left_out), progress)
-        # stdin redirected from a file has a size: the bar then has a total too
-        sources = [replace(s, size=stdin_size(stdin)) if s.path == STDIN else s
-                   for s in sources]
-        meter = ByteMeter(progress, total_bytes(sources))
-        executor = _CountExecutor(tokenizers, self.jobs, allow_special, self.block_bytes)
-        try:
-            for source in sources:
-                counted = self._count_source(source, stdin, executor, report.skipped, meter)
-                meter.finish(source)
-                if counted is None:
-                    continue
-                report.files.append(counted)
-        finally:
-            executor.close()  # the counts still in flight land in report.files
-        return report
-
-    def _count_source(
-        self,
-        source: Source,
-        stdin: BinaryIO | None,
-        executor: _CountExecutor,
-        skipped: list[Skipped],
-        meter: ByteMeter,
-    ) -> FileCount | None:
+    def _source(self, source: Source) -> Iterator[tuple[FileCount, str, str]]:
         if source.path == STDIN:
-            reason, piped = sniff_source(stdin_source(stdin))
+            reason, piped = sniff_source(stdin_source(self.stdin))
             if reason is None:
-                return self._count_handle(source, piped, executor, skipped, meter)
-            skipped.append(Skipped(source.display, reason))
-            return None
-        if source.size is not None and source.size < self.block_bytes:
-            small = self._count_small(source, executor, skipped, meter)
+                yield from self._stream(source, piped)
+            else:
+                self._skip(source, reason)
+            return
+        if source.size is not None and source.size < self.reader.block_bytes:
+            small = self.small(source)
             if not isinstance(small, _Grew):
-                return small
+                yield from small
+                return
         try:
             with open(source.path, "rb") as handle:
                 if source.size is None:  # a FIFO named directly: sniffed as stdin is
                     reason, piped = sniff_source(handle)
                     if reason is None:
-                        return self._count_handle(source, piped, executor, skipped, meter)
+                        yield from self._stream(source, piped)
+                        return
                 else:
                     reason = sniff_binary(handle.peek(SNIFF_BYTES))
                 if reason is None:  # read errors past this point are caught as such
-                    return self._count_handle(source, handle, executor, skipped, meter)
+                    yield from self._stream(source, handle)
+                    return
         except IsADirectoryError:
-            return None
+            return
         except OSError as err:
-            skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
-            return None
-        skipped.append(Skipped(source.display, reason))
-        return None
+            reason = f"unreadable ({err.strerror})"
+        self._skip(source, reason)
 
-    def _count_small(
-        self,
-        source: Source,
-        executor: _CountExecutor,
-        skipped: list[Skipped],
-        meter: ByteMeter,
-    ) -> FileCount | _Grew | None:
-        """A file smaller than a block, read whole in one system call: what
-        ``_count_handle`` counts (one chunk, the whole text), without a buffered
-        reader, a peek and a stream per file, which a folder of thousands of small
-        files pays thousands of times. ``_GREW`` when it is a block or more by now
-        (it grew since it was listed): the streaming path reads it then."""
+    def _stream(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
+        counted = FileCount(source.display, tokens=dict.fromkeys(self.reader.tokenizers, 0))
+        stream = self.reader.stream(self.meter.wrap(handle))
+        try:
+            for spec, text in self.reader.texts(stream, name=source.display):
+                yield counted, spec, text
+        except OSError as err:
+            self._skip(source, f"read error ({err.strerror})")
+            return
+        counted.bytes, counted.chars = stream.bytes, stream.chars
+        counted.invalid_utf8_bytes = stream.invalid_bytes
+        self.report.files.append(counted)
+
+    def small(self, source: Source) -> list[tuple[FileCount, str, str]] | _Grew:
+        """A file smaller than a block, read whole in one system call: what ``_stream``
+        counts (one chunk, the whole text), without a buffered reader, a peek and a
+        stream per file, which a folder of thousands of small files pays thousands of
+        times. ``_GREW`` when it is a block or more by now (it grew since it was listed):
+        the streaming path reads it then."""
+        data = self._read_small(source)
+        if data is None or isinstance(data, _Grew):
+            return [] if data is None else data
+        self.meter.add(len(data))
+        reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
+        if reason is not None:
+            self._skip(source, reason)
+            return []
+        toks = self.reader.tokenizers
+        decoder = Utf8Decoder()
+        text = decoder.decode(data, final=True)
+        counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0),
+                            decoder.invalid_bytes)
+        self.report.files.append(counted)
+        return [(counted, spec, text) for spec in toks] if text else []
+
+    def _read_small(self, source: Source) -> bytes | _Grew | None:
+        block = self.reader.block_bytes
         try:
             fd = os.open(source.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except IsADirectoryError:
             return None
         except OSError as err:
-            skipped.append(Skipped(source.display, f"unreadable ({err.strerror})"))
+            self._skip(source, f"unreadable ({err.strerror})")
             return None
+        parts: list[bytes] = []
+        got = 0
         try:
-            parts: list[bytes] = []
-            got = 0
-            while got < self.block_bytes:
-                part = os.read(fd, self.block_bytes - got)
-                if not part:
-                    break
+            while got < block and (part := os.read(fd, block - got)):
                 parts.append(part)
                 got += len(part)
         except IsADirectoryError:
             return None
         except OSError as err:
-            skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
+            self._skip(source, f"read error ({err.strerror})")
             return None
         finally:
             os.close(fd)
-        if got >= self.block_bytes:
-            return _GREW
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        meter.add(len(data))
-        reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
-        if reason is not None:
-            skipped.append(Skipped(source.display, reason))
-            return None
-        counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
-        decoder = Utf8Decoder()
-        text = decoder.decode(data, final=True)
-        if text:
-            for spec in executor.tokenizers:
-                executor.submit(counted, spec, text)
-        counted.bytes = len(data)
-        counted.chars = len(text)
-        counted.invalid_utf8_bytes = decoder.invalid_bytes
-        return counted
-
-    def _count_handle(
-        self,
-        source: Source,
-        handle: ByteSource,
-        executor: _CountExecutor,
-        skipped: list[Skipped],
-        meter: ByteMeter,
-    ) -> FileCount | None:
-        counted = FileCount(path=source.display, tokens=dict.fromkeys(executor.tokenizers, 0))
-        try:
-            stream = executor.reader.read(
-                meter.wrap(handle), lambda spec, text: executor.submit(counted, spec, text),
-                name=source.display)
-        except OSError as err:
-            skipped.append(Skipped(source.display, f"read error ({err.strerror})"))
-            return None
-        counted.bytes = stream.bytes
-        counted.chars = stream.chars
-        counted.invalid_utf8_bytes = stream.invalid_bytes
-        return counted
-
-    def count_words(
-        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
-    ) -> Counter[str]:
-        """See ``tokcost.bpe.pretokenize.count_words`` (``jobs`` processes)."""
-        from tokcost.bpe.pretokenize import count_words
-
-        refuse_urls(paths)
-        return count_words(paths, pattern, jobs=self.jobs or 1, progress=progress)
-
-
-class Engine(Protocol):
-    """Where counting runs: ``LocalEngine`` here, ``tokcost.scale.DaskEngine`` on Dask."""
-
-    def count_paths(
-        self,
-        paths: Sequence[str],
-        tokenizers: Mapping[str, Tokenizer],
-        *,
-        include: Sequence[str] = (),
-        exclude: Sequence[str] = (),
-        gitignore: bool = True,
-        allow_special: bool = False,
-        stdin: BinaryIO | None = None,
-        progress: ProgressFn | None = None,
-        unique: bool = False,
-    ) -> CountReport: ...
-
-    def count_words(
-        self, paths: Sequence[str | Path], pattern: str, *, progress: ProgressFn | None = None
-    ) -> Counter[str]: ...
-
-
-def count_paths(
-    paths: Sequence[str],
-    tokenizers: Mapping[str, Tokenizer],
-    *,
-    engine: Engine | None = None,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    allow_special: bool = False,
-    stdin: BinaryIO | None = None,
-    progress: ProgressFn | None = None,
-    unique: bool = False,
-) -> CountReport:
-    """Count every file under ``paths`` (``-`` is standard input) with each tokenizer.
-
-    ``tokenizers`` maps a spec to its tokenizer; each file is read once for all.
-    ``engine`` runs it (default: ``LocalEngine()``, one worker here).
-    ``progress("count", bytes_done, bytes_total or 0)`` reports the bytes read, block
-    by block (a binary file's bytes once it is skipped); the total is 0 when an input
-    is a stream. A long walk reports ``progress("walk", files_found, 0)`` first.
-
-    ``unique``: a file named twice (directly, through a folder, a symlink or a hard
-    link) is counted once, as ``du`` counts it; the later paths are skipped with the
-    reason. Without it each path is counted (a budget counts its own paths). Every
-    engine (``LocalEngine``, ``tokcost.scale.DaskEngine``) applies it.
-    """
-    run = engine or LocalEngine()
-    return run.count_paths(
-        paths, tokenizers, include=include, exclude=exclude, gitignore=gitignore,
-        allow_special=allow_special, stdin=stdin, progress=progress, unique=unique)
+        return _GREW if got >= block else b"".join(parts)

@@ -11,7 +11,6 @@ from tokcost.counting.walk import Source
 # progress(stage, done, total): bytes done of total (0 while the total is unknown)
 ProgressFn = Callable[[str, int, int], None]
 
-
 LISTED_EVERY = 256  # files found between two reports while a walk lists them
 
 
@@ -27,41 +26,28 @@ def listed(sources: Iterable[Source], progress: ProgressFn | None) -> list[Sourc
 
 
 def total_bytes(sources: Sequence[Source]) -> int:
-    """The bytes ``sources`` hold, or 0 (unknown) when one is a stream (stdin, a FIFO).
-
-    >>> total_bytes([Source("a", "a", 3), Source("b", "b", 4)])
-    7
-    >>> total_bytes([Source("a", "a", 3), Source("-", "<stdin>")])
-    0
-    """
+    """The bytes ``sources`` hold, or 0 (unknown) when one is a stream (stdin, a FIFO)."""
     sizes = [s.size for s in sources]
     return 0 if None in sizes else sum(s for s in sizes if s is not None)
 
 
 class ByteMeter:
-    """Bytes dealt with so far, over every input, told to ``progress`` as they come.
+    """Bytes dealt with so far, over every input, told to ``progress`` as they come:
+    ``wrap(source)`` reports each block read through it; ``finish(source)`` moves
+    ``done`` past what was not read (a binary file is only sniffed), so ``done`` reaches
+    ``total`` at the end. ``done`` never goes back."""
 
-    ``wrap(source)`` reports each block read through it; ``finish(source)`` after
-    each input moves ``done`` past what was not read (a binary file is only sniffed,
-    a file may shrink while read), so ``done`` reaches ``total`` when all is done.
-    ``done`` never goes back; a file that grows while read takes it past ``total``.
-    """
-
-    def __init__(self, progress: ProgressFn | None, total: int = 0,
-                 stage: str = "count") -> None:
-        self.progress = progress
-        self.total = total
-        self.stage = stage
+    def __init__(self, progress: ProgressFn | None, total: int = 0) -> None:
+        self.progress, self.total = progress, total
         self.done = 0
         self._start = 0  # done when the current input began
 
     def add(self, n: int) -> None:
         if n and self.progress is not None:
             self.done += n
-            self.progress(self.stage, self.done, self.total)
+            self.progress("count", self.done, self.total)
 
     def wrap(self, source: ByteSource) -> ByteSource:
-        """``source``, each block read from it reported (itself when nobody listens)."""
         return source if self.progress is None else _Metered(source, self)
 
     def finish(self, source: Source) -> None:

@@ -27,22 +27,13 @@ UNREADABLE = ("unreadable", "read error")
 
 
 def same_file_reason(first: str) -> str:
-    """Why a path to a file already counted is left out, as ``du`` leaves it out.
-
-    >>> same_file_reason("src/a.txt")
-    'the same file as src/a.txt (counted once)'
-    """
+    """Why a path to a file already counted is left out, as ``du`` leaves it out."""
     return f"{SAME_FILE} {first} (counted once)"
 
 
 def special_file_reason(mode: int) -> str:
     """Why a FIFO, socket or device met inside a folder is not read: reading a FIFO
-    waits for a writer that may never come, a device may never end.
-
-    >>> import stat
-    >>> special_file_reason(stat.S_IFIFO)
-    'a FIFO (named pipe), not a regular file: name it directly to read it'
-    """
+    waits for a writer that may never come, a device may never end."""
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe), not a regular file: name it directly to read it"
     if stat.S_ISSOCK(mode):
@@ -57,13 +48,7 @@ def special_file_reason(mode: int) -> str:
 def is_unreadable(skip: Skipped) -> bool:
     """Whether ``skip`` is an input that could not be read, which fails a count (exit
     code 1, as ``wc`` and ``du`` fail) once the rest is counted; a binary file, a FIFO
-    inside a folder, a broken symlink or a path already counted is left out by policy.
-
-    >>> is_unreadable(Skipped("secret.txt", "unreadable (Permission denied)"))
-    True
-    >>> is_unreadable(Skipped("logo.png", "binary (NUL byte at offset 6)"))
-    False
-    """
+    inside a folder, a broken symlink or a path already counted is left out by policy."""
     return skip.reason.startswith(UNREADABLE)
 
 
@@ -73,27 +58,13 @@ def unreadable(skipped: Iterable[Skipped]) -> tuple[Skipped, ...]:
 
 
 def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
-    """The one error line for the inputs that could not be read, or None when all could:
-    said after the counts, since each one already has its warning.
-
-    >>> unreadable_message([Skipped("a.txt", "unreadable (Permission denied)")])
-    '1 input could not be read (see the warnings above)'
-    >>> unreadable_message([Skipped("logo.png", "binary (NUL byte at offset 6)")]) is None
-    True
-    """
+    """The one error line for the inputs that could not be read (said after the counts:
+    each one already has its warning), or None when all could."""
     failed = len(unreadable(skipped))
     if not failed:
         return None
     return (f"{failed:,} input{'' if failed == 1 else 's'} could not be read "
             "(see the warnings above)")
-
-
-def _is_binary(skip: Skipped) -> bool:
-    return skip.reason.startswith(BINARY)
-
-
-def _is_same_file(skip: Skipped) -> bool:
-    return skip.reason.startswith(SAME_FILE)
 
 
 def _binary_line(skips: Sequence[Skipped]) -> str:
@@ -115,20 +86,18 @@ def _same_file_line(skips: Sequence[Skipped]) -> str:
 def skip_notes(
     skipped: Iterable[Skipped], *, verbose: bool = False, hint: str = ""
 ) -> tuple[str, ...]:
-    """The warnings for ``skipped``: one line each (``Skipped.note``), in order; but two
-    or more binary files, and two or more paths to files already counted, make one
-    summary line each (after the others), ending ``; {hint}`` when a hint is given
-    (the CLI's says how to list them). ``verbose`` lists every one instead.
-    """
+    """One warning per skip, in order; but two or more binary files, and two or more
+    paths to files already counted, make one summary line each (after the others),
+    ending ``; {hint}`` (the CLI's says how to list them). ``verbose`` lists each one."""
     skipped = list(skipped)
     if verbose:
         return tuple(s.note for s in skipped)
     summaries: list[str] = []
-    for is_kind, line in ((_is_binary, _binary_line), (_is_same_file, _same_file_line)):
-        group = [s for s in skipped if is_kind(s)]
+    for kind, line in ((BINARY, _binary_line), (SAME_FILE, _same_file_line)):
+        group = [s for s in skipped if s.reason.startswith(kind)]
         if len(group) > 1:
             summaries.append(line(group) + (f"; {hint}" if hint else ""))
-            skipped = [s for s in skipped if not is_kind(s)]
+            skipped = [s for s in skipped if not s.reason.startswith(kind)]
     return (*(s.note for s in skipped), *summaries)
 
 
@@ -139,8 +108,7 @@ def count_warnings(
     verbose: bool = False,
     hint: str = "",
 ) -> tuple[str, ...]:
-    """``input_warnings`` with the skips summed up as ``skip_notes`` sums them: what a
-    command that reads many files (``count``) reports."""
+    """``input_warnings`` with the skips summed up as ``skip_notes`` sums them."""
     notes = list(skip_notes(skipped, verbose=verbose, hint=hint))
     notes += [invalid_utf8_note(name, n) for name, n in invalid if n]
     return tuple(notes)

@@ -112,9 +112,10 @@ class TextStream:
 
 @dataclass(frozen=True)
 class Reader:
-    """Reads byte streams for a set of tokenizers (spec -> tokenizer): what ``read_text``
-    does, with the per-reading choices (which tokenizers stream, where to cut) made once,
-    for a caller that reads many files."""
+    """Reads byte streams once for a set of tokenizers (spec -> tokenizer): streamable
+    ones see boundary-safe chunks, the others the whole text; with ``allow_special`` no
+    chunk ends inside a special token of any of them (``CutRule.for_tokenizers``). The
+    choices (which tokenizers stream, where to cut) are made once, for many files."""
 
     tokenizers: Mapping[str, Tokenizer]
     block_bytes: int = BLOCK_BYTES
@@ -132,56 +133,41 @@ class Reader:
     def rule(self) -> CutRule:
         return CutRule.for_tokenizers(self.tokenizers.values(), allow_special=self.allow_special)
 
-    def read(self, source: ByteSource, count: Callable[[str, str], None], *,
-             name: str) -> TextStream:
-        """See ``read_text``."""
+    def stream(self, source: ByteSource) -> TextStream:
+        """``source`` as boundary-safe chunks under this reading's cut rule."""
         rule = self.rule
-        stream = TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+        return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+
+    def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
+        """``(spec, text)`` to count: every chunk for each streamable tokenizer, then the
+        whole text for the others (at most ``MAX_WHOLE_CHARS``: ``name`` is the input)."""
         streamable, whole_specs = self.streamable, self.whole_specs
-        if not whole_specs:
-            for chunk in stream.chunks():
-                for spec in streamable:
-                    count(spec, chunk)
-            return stream
         whole: list[str] = []
         whole_chars = 0
         for chunk in stream.chunks():
             for spec in streamable:
-                count(spec, chunk)
-            whole_chars += len(chunk)
-            if whole_chars > MAX_WHOLE_CHARS:
-                raise InputError(
-                    f"{name}: too large for exact counting with "
-                    f"{', '.join(whole_specs)} (over {MAX_WHOLE_CHARS >> 20} M characters); "
-                    "use a tiktoken or bpe tokenizer, or split the file"
-                )
-            whole.append(chunk)
-        text = "".join(whole)
-        for spec in whole_specs:
+                yield spec, chunk
+            if whole_specs:
+                whole_chars += len(chunk)
+                if whole_chars > MAX_WHOLE_CHARS:
+                    raise InputError(
+                        f"{name}: too large for exact counting with {', '.join(whole_specs)} "
+                        f"(over {MAX_WHOLE_CHARS >> 20} M characters); use a tiktoken or bpe "
+                        "tokenizer, or split the file")
+                whole.append(chunk)
+        if whole_specs:
+            text = "".join(whole)
+            for spec in whole_specs:
+                yield spec, text
+
+    def read(self, source: ByteSource, count: Callable[[str, str], None], *,
+             name: str) -> TextStream:
+        """``count(spec, text)`` for each text ``texts`` yields; the stream returned holds
+        the byte, character and invalid-byte totals."""
+        stream = self.stream(source)
+        for spec, text in self.texts(stream, name=name):
             count(spec, text)
         return stream
-
-
-def read_text(
-    source: ByteSource,
-    tokenizers: Mapping[str, Tokenizer],
-    count: Callable[[str, str], None],
-    *,
-    name: str,
-    block_bytes: int = BLOCK_BYTES,
-    allow_special: bool = False,
-) -> TextStream:
-    """Read ``source`` once for all ``tokenizers`` (spec -> tokenizer).
-
-    ``count(spec, text)`` gets every boundary-safe chunk for a streamable tokenizer
-    and the whole text for the others (at most ``MAX_WHOLE_CHARS``; ``name`` says
-    which input is too large). The stream returned holds the byte, character and
-    invalid-byte totals. With ``allow_special`` no chunk ends inside a special token
-    of any of the tokenizers (``CutRule.for_tokenizers``). Each local file and each
-    shard piece is read this way (``Reader``).
-    """
-    reader = Reader(tokenizers, block_bytes, allow_special)
-    return reader.read(source, count, name=name)
 
 
 def split_text(text: str, chunk_chars: int) -> list[str]:
@@ -208,12 +194,7 @@ def split_text(text: str, chunk_chars: int) -> list[str]:
 
 
 def count_text(text: str, tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
-    """Tokens in one text, as the tokenizer counts the whole of it.
-
-    >>> from tokcost import get_tokenizer
-    >>> count_text("hello world", get_tokenizer("tiktoken:cl100k_base"))
-    2
-    """
+    """Tokens in one text, as the tokenizer counts the whole of it."""
     return tokenizer.count(text, allow_special=allow_special)
 
 

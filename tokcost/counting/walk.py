@@ -48,10 +48,9 @@ class Visited:
 
 @dataclass
 class LeftOut:
-    """What a walk left out by rule rather than for a fault of the input (those are
-    ``Skipped``), counted so that an empty result can say why. An entry is counted where
-    a rule stops the walk: a folder that ``.gitignore`` excludes is one folder, not its files.
-    """
+    """What a walk left out by rule (a fault of the input is ``Skipped``), counted where
+    a rule stops the walk (a folder ``.gitignore`` excludes is one folder), so that an
+    empty result can say why."""
 
     gitignored_files: int = 0
     gitignored_folders: int = 0
@@ -148,7 +147,7 @@ def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
         return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
+def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     if not patterns:
         return None
     return _spec(patterns)
@@ -189,32 +188,24 @@ def walk(
     visited: Visited | None = None,
     left_out: LeftOut | None = None,
 ) -> Iterator[Source]:
-    """Files to count, in a stable order. Missing paths (also ``''``, and ``file/``:
-    a file named as a folder) raise UsageError.
+    """Files to count, in a stable order; a missing path (also ``''``, and ``file/``)
+    raises UsageError, one that cannot be stat'ed is skipped as unreadable (into
+    ``skipped``; without it, InputError).
 
-    Folders are walked recursively without following symlinked folders (so a
-    symlink loop cannot trap the walk); ``.git`` is never read, and ``.gitignore``d
-    paths are left out (unless ``gitignore=False``); ``include``/``exclude`` are
-    gitignore-style globs matched against the path relative to the folder given.
-    Inside a folder only regular files (or symlinks to them) are taken: a FIFO,
-    socket or device is skipped with the reason, since reading one may never end.
-    A path named directly is taken whatever it is (a FIFO such as ``<(cmd)`` is read),
-    as ripgrep takes one: a file even if ``.gitignore`` excludes it, a folder even if
-    a ``.gitignore`` above it excludes that folder (or one above it). Only that
-    exclusion is lifted: the patterns of those files still apply to what is below it
-    (``*.log`` in the parent leaves out its ``.log`` files), and so do the
-    ``.gitignore`` files inside it and ``include``/``exclude``. A ``.git`` folder
-    named directly is skipped with the reason; a file in it named directly is read.
-    A path that cannot be stat'ed (permission denied on a folder above it) is skipped
-    as unreadable when ``skipped`` collects skips, else it raises InputError.
+    Folders are walked without following symlinked folders; ``.git`` is never read,
+    ``.gitignore``d paths are left out (unless ``gitignore=False``), ``include`` and
+    ``exclude`` are gitignore-style globs on the path relative to the folder given;
+    only regular files are taken (a FIFO, socket or device is skipped with the reason:
+    reading one may never end). A path named directly is taken whatever it is, as
+    ripgrep takes it: a FIFO such as ``<(cmd)``, a file ``.gitignore`` excludes, a
+    folder a ``.gitignore`` above excludes (only that exclusion is lifted).
 
-    ``unique`` yields each file once however often it is named (directly, through
-    a folder, a symlink or a hard link): by device and inode, as ``du`` counts; a
-    later path to it is skipped with the reason (``same_file_reason``), and ``-``
-    is read once. ``visited`` (with ``unique``) carries what was met across calls.
+    ``unique`` yields each file once however it is named (directly, through a folder,
+    a symlink or a hard link: by device and inode, as ``du`` counts); later paths are
+    skipped with the reason, ``-`` is read once; ``visited`` carries that across calls.
     ``left_out`` counts what the rules left out (``LeftOut.note`` says it).
     """
-    inc, exc = _globs(include), _globs(exclude)
+    inc, exc = globs(include), globs(exclude)
     state = (visited if visited is not None else Visited()) if unique else None
     seen: Seen | None = state.files if state is not None else None
     folders: Seen = state.folders if state is not None else {}
@@ -328,6 +319,40 @@ def _ancestor_gitignores(root: Path) -> list[_Rules]:
     return found
 
 
+class _Ignores:
+    """The ``.gitignore`` files that apply in the folder being walked: those above the
+    folder named inside the same git work tree, then each one met on the way down."""
+
+    def __init__(self, root: Path, on: bool) -> None:
+        self.on = on
+        self.rules: list[_Rules] = _ancestor_gitignores(root) if on else []
+
+    def enter(self, here: Path) -> None:
+        """Keep the files that apply below ``here``, and add ``here``'s own."""
+        if not self.on:
+            return
+        here_abs = Path(os.path.abspath(here))
+        self.rules[:] = [r for r in self.rules
+                         if here_abs == r.base or r.base in here_abs.parents]
+        spec = _gitignore_spec(here)
+        if spec is not None:
+            self.rules.append(_Rules(here_abs, spec))
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        # As git decides: the last matching pattern wins, and a deeper .gitignore
+        # comes later, so its "!keep.txt" can re-include what an outer one ignores.
+        if not self.rules:
+            return False
+        verdict: bool | None = None
+        full = Path(os.path.abspath(path))
+        for rules in self.rules:
+            result = rules.verdict(full.relative_to(rules.base).as_posix()
+                                   + ("/" if is_dir else ""))
+            if result is not None:
+                verdict = result
+        return bool(verdict)
+
+
 def _walk_dir(
     root: Path,
     inc: pathspec.GitIgnoreSpec | None,
@@ -337,54 +362,26 @@ def _walk_dir(
     seen: Seen | None,
     left_out: LeftOut,
 ) -> Iterator[Source]:
-    # Each .gitignore applies below its own folder, outermost first, starting with
-    # those above `root` inside the same git work tree.
-    specs: list[_Rules] = _ancestor_gitignores(root) if gitignore else []
-
-    def ignored(path: Path, is_dir: bool) -> bool:
-        # As git decides: the last matching pattern wins, and a deeper .gitignore
-        # comes later, so its "!keep.txt" can re-include what an outer one ignores.
-        if not specs:
-            return False
-        verdict: bool | None = None
-        full = Path(os.path.abspath(path))
-        for rules in specs:
-            result = rules.verdict(full.relative_to(rules.base).as_posix()
-                                   + ("/" if is_dir else ""))
-            if result is not None:
-                verdict = result
-        return bool(verdict)
+    ignores = _Ignores(root, gitignore)
 
     def onerror(err: OSError) -> None:
         if skipped is not None:
             skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
 
-    def skip(file: str, reason: str) -> None:
-        if skipped is not None:
-            skipped.append(Skipped(file, reason))
-
-    globs = inc is not None or exc is not None
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
-        here_abs = Path(os.path.abspath(here))
-        specs[:] = [r for r in specs if here_abs == r.base or r.base in here_abs.parents]
-        if gitignore:
-            spec = _gitignore_spec(here)
-            if spec is not None:
-                specs.append(_Rules(here_abs, spec))
+        ignores.enter(here)
         keep = []
         for d in sorted(dirnames):
             sub = here / d
             if d == GIT:
                 left_out.git_folders += 1
-                continue
-            if gitignore and specs and ignored(sub, True):
+            elif ignores.ignored(sub, True):
                 left_out.gitignored_folders += 1
-                continue
-            if exc is not None and exc.match_file(sub.relative_to(root).as_posix() + "/"):
+            elif exc is not None and exc.match_file(sub.relative_to(root).as_posix() + "/"):
                 left_out.excluded_folders += 1
-                continue
-            keep.append(d)
+            else:
+                keep.append(d)
         dirnames[:] = keep
         # String paths, spelled as Path spells them ("./a" is "a"): on thousands of
         # files the Path objects, relative paths and empty gitignore checks were
@@ -395,31 +392,50 @@ def _walk_dir(
             if name == GIT:  # a worktree's or submodule's pointer to its git folder
                 continue
             file = prefix + name
-            if gitignore and specs and ignored(Path(file), False):
+            if ignores.rules and ignores.ignored(Path(file), False):
                 left_out.gitignored_files += 1
+            elif _globbed_out(file, root, inc, exc, left_out):
                 continue
-            if globs:
-                rel = Path(file).relative_to(root).as_posix()
-                if inc is not None and not inc.match_file(rel):
-                    left_out.not_included += 1
-                    continue
-                if exc is not None and exc.match_file(rel):
-                    left_out.excluded_files += 1
-                    continue
-            # One stat (through symlinks) tells a regular file, its size and its identity.
-            try:
-                st = os.stat(file)
-            except OSError as err:
-                if err.errno == errno.ELOOP:
-                    skip(file, "symlink loop")
-                elif err.errno == errno.ENOENT and os.path.islink(file):
-                    skip(file, "broken symlink")
-                else:
-                    skip(file, f"unreadable ({err.strerror})")
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
-                    skip(file, special_file_reason(st.st_mode))
-                continue
-            if _first_time(st, file, seen, skipped):
-                yield Source(file, file, st.st_size)
+            else:
+                yield from _regular(file, seen, skipped)
+
+
+def _globbed_out(file: str, root: Path, inc: pathspec.GitIgnoreSpec | None,
+                 exc: pathspec.GitIgnoreSpec | None, left_out: LeftOut) -> bool:
+    """Whether ``include``/``exclude`` leave ``file`` out (counted in ``left_out``)."""
+    if inc is None and exc is None:
+        return False
+    rel = Path(file).relative_to(root).as_posix()
+    if inc is not None and not inc.match_file(rel):
+        left_out.not_included += 1
+        return True
+    if exc is not None and exc.match_file(rel):
+        left_out.excluded_files += 1
+        return True
+    return False
+
+
+def _regular(file: str, seen: Seen | None, skipped: list[Skipped] | None) -> Iterator[Source]:
+    """``file`` met in a folder, if it is a regular file (or a symlink to one) seen first:
+    one stat (through symlinks) tells that, its size and its identity."""
+
+    def skip(reason: str) -> None:
+        if skipped is not None:
+            skipped.append(Skipped(file, reason))
+
+    try:
+        st = os.stat(file)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            skip("symlink loop")
+        elif err.errno == errno.ENOENT and os.path.islink(file):
+            skip("broken symlink")
+        else:
+            skip(f"unreadable ({err.strerror})")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
+            skip(special_file_reason(st.st_mode))
+        return
+    if _first_time(st, file, seen, skipped):
+        yield Source(file, file, st.st_size)

@@ -1,19 +1,23 @@
-"""Past one machine: counting and BPE pre-tokenization as map/reduce, on Dask or anything.
+"""Past one machine: the Dask runner, and counting and BPE pre-tokenization as map/reduce.
 
 The map functions count or pre-tokenize texts or byte-range shards of files with
-counting's and the BPE trainer's own readers; the reduce functions merge their
-partial results in any order. They are pure, so Spark, Ray or a process pool can
-run them as well as ``DaskEngine`` (``count_paths``, ``count_words``; pass it as
-``engine=`` to ``tokcost.count_paths`` or ``tokcost.bpe.train``). Nothing here
-imports dask until the engine runs.
+counting's and the BPE trainer's own readers; the reduce functions merge their partial
+results in any order. They are pure, so Spark, Ray or a process pool can run them as
+well as ``DaskRunner`` (pass one as ``run=`` to ``tokcost.counting.count_paths``, or as
+the runner of ``tokcost.counting.TrainingInputs``). Nothing here imports dask until a
+runner starts.
 """
 
-from tokcost.scale.engine import ClusterError as ClusterError
-from tokcost.scale.engine import DaskEngine as DaskEngine
-from tokcost.scale.engine import dask_client as dask_client
+from tokcost.runner import SHARD_BYTES as SHARD_BYTES
+from tokcost.runner import Piece as Piece
+from tokcost.runner import plan_shards as plan_shards
+from tokcost.scale.cluster import ClusterError as ClusterError
+from tokcost.scale.cluster import DaskRunner as DaskRunner
+from tokcost.scale.cluster import dask_client as dask_client
 from tokcost.scale.mapreduce import FilePartial as FilePartial
 from tokcost.scale.mapreduce import TextCounts as TextCounts
 from tokcost.scale.mapreduce import WordCounts as WordCounts
+from tokcost.scale.mapreduce import count_paths as count_paths
 from tokcost.scale.mapreduce import count_shard as count_shard
 from tokcost.scale.mapreduce import count_texts_partial as count_texts_partial
 from tokcost.scale.mapreduce import merge_counts as merge_counts
@@ -21,7 +25,3 @@ from tokcost.scale.mapreduce import merge_shard_counts as merge_shard_counts
 from tokcost.scale.mapreduce import merge_word_counts as merge_word_counts
 from tokcost.scale.mapreduce import pretokenize_shard as pretokenize_shard
 from tokcost.scale.mapreduce import pretokenize_texts as pretokenize_texts
-from tokcost.scale.shards import SHARD_BYTES as SHARD_BYTES
-from tokcost.scale.shards import Piece as Piece
-from tokcost.scale.shards import Shard as Shard
-from tokcost.scale.shards import plan_shards as plan_shards

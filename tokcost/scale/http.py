@@ -1,12 +1,9 @@
 """``http://`` and ``https://`` inputs, read in byte ranges with the standard library.
 
-A worker reads only its shard of a file, so the server must answer ``Range``
-requests with ``206 Partial Content``. The driver asks once before planning
-(``probe``): a server that ignores ``Range`` is an error that says to download
-the file first, and an HTML page at a URL that names no ``.html`` file (a
-folder's index, a web page) is not a text file to count. Workers then read
-through ``RangeFile``, which checks every answer again. No aiohttp: fsspec's
-HTTP filesystem is not used for these URLs.
+A worker reads only its shard, so the server must answer ``Range`` requests (206). The
+driver asks once (``probe``): a server that ignores ``Range`` is an error saying to
+download the file, and an HTML page at a URL naming no ``.html`` file is not a text file.
+Workers read through ``RangeFile``, which checks every answer again (no aiohttp).
 """
 
 from __future__ import annotations

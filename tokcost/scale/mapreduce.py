@@ -1,34 +1,36 @@
 """Pure map and reduce functions: count or pre-tokenize a part of a corpus, merge the parts.
 
-They hold no state and talk to no cluster, so any engine can run them — Dask
-(``tokcost.scale.engine``), Spark's ``mapPartitions``, Ray tasks, a process pool.
-Tokenizers travel as *specs* (``"tiktoken:o200k_base"``) and are built once per
-worker process; results are small, picklable and merge in any order.
+They hold no state and talk to no cluster, so any runner can run them: Dask
+(``tokcost.scale.DaskRunner``), Spark's ``mapPartitions``, Ray tasks, a process pool.
+Tokenizers travel as *specs* (``"tiktoken:o200k_base"``), built once per worker process;
+results are small, picklable and merge in any order. ``count_paths`` is the remote
+runner's count: its workers read byte-range shards of the files themselves.
 
-Map over texts (each text one document) or over shards of files::
-
-    >>> part = count_texts_partial(["hello world", "hi"], ["tiktoken:cl100k_base"])
-    >>> part.tokens
-    {'tiktoken:cl100k_base': 3}
-    >>> sorted(pretokenize_texts(["a a\\na\\n"], "gpt2").items())
-    [('\\n', 2), (' a', 1), ('a', 2)]
+>>> count_texts_partial(["hello world", "hi"], ["tiktoken:cl100k_base"]).tokens
+{'tiktoken:cl100k_base': 3}
+>>> from tokcost.bpe.pretokenize import PretokenizeSpec
+>>> sorted(pretokenize_texts(["a a\\na\\n"], PretokenizeSpec("gpt2")).items())
+[('\\n', 2), (' a', 1), ('a', 2)]
 """
 
 from __future__ import annotations
 
 import operator
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import partial, reduce
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError
-from tokcost.scale.shards import Piece, Window, open_binary
+from tokcost.runner import Piece, Runner, plan_shards
+from tokcost.scale.http import READ_TIMEOUT
+from tokcost.scale.shards import Window, list_inputs, open_binary
 
 if TYPE_CHECKING:
-    from tokcost.counting import Reader
+    from tokcost.adapters.base import Tokenizer
+    from tokcost.bpe.pretokenize import PretokenizeSpec
+    from tokcost.counting import CountReport, Inputs, ProgressFn, Reader
 
 
 # --- counting ---------------------------------------------------------------------------
@@ -97,30 +99,21 @@ ShardCounts = dict[str, FilePartial]
 def count_shard(
     shard: Sequence[Piece], specs: Sequence[str], *, allow_special: bool = False
 ) -> ShardCounts:
-    """Map: count every piece of a shard with every tokenizer spec.
-
-    Tokenizers that are not ``streamable`` (they must see a whole text) need
-    whole-file pieces (``plan_shards(..., split=False)``).
-    """
+    """Map: count every piece of a shard with every tokenizer spec. Tokenizers that must
+    see a whole text need whole-file pieces (``plan_shards(..., split=False)``)."""
     from tokcost.adapters.registry import get_tokenizer
     from tokcost.counting import Reader
 
     # One reader for the shard: with allow_special, it never cuts inside a special
     # token of any of the tokenizers, here or at a piece's two ends.
     reader = Reader({spec: get_tokenizer(spec) for spec in specs}, allow_special=allow_special)
-    out: ShardCounts = {}
-    for piece in shard:
-        part = _count_piece(piece, reader)
-        if piece.path in out:
-            out[piece.path].add(part)
-        else:
-            out[piece.path] = part
-    return out
+    return merge_shard_counts([{piece.path: _count_piece(piece, reader)} for piece in shard],
+                              into={})
 
 
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
-    """One piece, read as the local engine reads a file: the same sniffing, cut rule
-    and reader (``tokcost.counting``), between the cuts at or after its two ends."""
+    """One piece, read as the local count reads a file, between the cuts at or after
+    its two ends."""
     from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
 
     toks, allow_special = reader.tokenizers, reader.allow_special
@@ -141,9 +134,8 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
                 part.skipped = sniff_binary(fh.read(SNIFF_BYTES))
                 if part.skipped is not None:
                     return part
-            begin = next_cut(fh, piece.start, piece.size, punct=rule.punct,
-                             specials=rule.specials)
-            stop = next_cut(fh, piece.end, piece.size, punct=rule.punct, specials=rule.specials)
+            begin, stop = (next_cut(fh, at, piece.size, punct=rule.punct,
+                                    specials=rule.specials) for at in (piece.start, piece.end))
             stream = reader.read(Window(fh, begin, stop), count, name=piece.path)
     except IsADirectoryError:
         part.skipped = "a folder"
@@ -151,41 +143,74 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     except OSError as err:
         part.skipped = f"unreadable ({err.strerror or err})"
         return part
-    part.bytes = stream.bytes
-    part.chars = stream.chars
-    part.invalid_utf8_bytes = stream.invalid_bytes
+    part.bytes, part.chars, part.invalid_utf8_bytes = (
+        stream.bytes, stream.chars, stream.invalid_bytes)
     return part
 
 
-def merge_shard_counts(partials: Iterable[ShardCounts]) -> ShardCounts:
-    """Reduce: per-file sums of shard counts (in any order).
+def merge_shard_counts(
+    partials: Iterable[ShardCounts], into: ShardCounts | None = None
+) -> ShardCounts:
+    """Reduce: per-file sums of shard counts (in any order), added ``into`` a table.
 
     >>> a = {"x.txt": FilePartial(bytes=3, tokens={"s": 1})}
     >>> b = {"x.txt": FilePartial(bytes=4, tokens={"s": 2})}
     >>> merge_shard_counts([a, b])["x.txt"].tokens
     {'s': 3}
     """
-    merged: ShardCounts = {}
+    merged: ShardCounts = {} if into is None else into
     for part in partials:
         for path, fp in part.items():
-            if path in merged:
-                merged[path].add(fp)
-            else:
-                merged[path] = FilePartial(
-                    fp.bytes, fp.chars, fp.invalid_utf8_bytes, dict(fp.tokens), fp.skipped
-                )
+            if path not in merged:
+                merged[path] = FilePartial(tokens={})
+            merged[path].add(fp)
     return merged
+
+
+def count_paths(
+    inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
+    allow_special: bool = False, progress: ProgressFn | None = None, unique: bool = False,
+) -> CountReport:
+    """``tokcost.counting.count_paths`` on a remote runner: files and URLs (not stdin) in
+    byte-range shards, each read and counted by a worker (tokenizers built from their
+    specs; one that must see whole texts keeps every file whole)."""
+    from tokcost.counting import CountReport, FileCount, Skipped
+
+    report = CountReport(specs=list(tokenizers))
+    files = list_inputs(inputs, report.skipped, unique=unique,
+                        timeout=getattr(runner, "timeout", READ_TIMEOUT))
+    # Without unique, a file named twice is read once and reported twice, as locally.
+    distinct = list({path: size for path, _, size in files}.items())
+    merged: ShardCounts = {}
+    if distinct:
+        total = sum(size for _, size in distinct)
+        split = all(t.streamable for t in tokenizers.values())
+        shards = plan_shards(distinct, runner.shard_bytes(total), split=split)
+        fn = partial(count_shard, specs=list(tokenizers), allow_special=allow_special)
+        done = 0
+        for shard, part in runner.map(fn, shards):
+            merge_shard_counts([part], into=merged)
+            done += sum(p.end - p.start for p in shard)
+            if progress is not None:
+                progress("count", done, total)
+    for path, display, _ in files:
+        fp = merged[path]
+        if fp.skipped:
+            report.skipped.append(Skipped(display, fp.skipped))
+            continue
+        tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
+        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
+                                      fp.invalid_utf8_bytes))
+    return report
 
 
 # --- BPE pre-tokenization ---------------------------------------------------------------
 
 
 class WordCounts(Counter[str]):
-    """Pre-token frequencies, and what the input policy found in the files they come
-    from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped`` (file ->
-    why it was left out: binary). It is a ``Counter``, so it trains (``train_from_counts``)
-    and compares as one; ``merge_word_counts`` merges the notes too, and they survive
-    pickling on their way from a worker to the driver.
+    """Pre-token frequencies (a ``Counter``), and the input policy's notes on the files
+    they come from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped``
+    (file -> why it was left out). The notes merge and survive pickling.
 
     >>> import pickle
     >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
@@ -209,21 +234,22 @@ class WordCounts(Counter[str]):
         return (type(self), (dict(self),),
                 {"invalid_utf8_bytes": self.invalid_utf8_bytes, "skipped": self.skipped})
 
-    def add_notes(self, other: WordCounts) -> None:
+    def add_notes(self, other: Mapping[str, int]) -> None:
         """Take ``other``'s notes in: replaced bytes add up per file, a skip is kept once."""
-        for path, n in other.invalid_utf8_bytes.items():
+        for path, n in getattr(other, "invalid_utf8_bytes", {}).items():
             self.invalid_utf8_bytes[path] = self.invalid_utf8_bytes.get(path, 0) + n
-        for path, why in other.skipped.items():
+        for path, why in getattr(other, "skipped", {}).items():
             self.skipped.setdefault(path, why)
 
     def in_order(self, paths: Iterable[str]) -> WordCounts:
         """The notes ordered as ``paths`` (partials arrive in any order); returns self."""
-        order = list(dict.fromkeys(paths))
-        rank = {p: i for i, p in enumerate(order)}
-        last = len(order)
-        self.invalid_utf8_bytes = dict(sorted(self.invalid_utf8_bytes.items(),
-                                              key=lambda kv: rank.get(kv[0], last)))
-        self.skipped = dict(sorted(self.skipped.items(), key=lambda kv: rank.get(kv[0], last)))
+        rank = {p: i for i, p in enumerate(dict.fromkeys(paths))}
+
+        def key(item: tuple[str, Any]) -> int:
+            return rank.get(item[0], len(rank))
+
+        self.invalid_utf8_bytes = dict(sorted(self.invalid_utf8_bytes.items(), key=key))
+        self.skipped = dict(sorted(self.skipped.items(), key=key))
         return self
 
     @property
@@ -235,71 +261,42 @@ class WordCounts(Counter[str]):
                               self.invalid_utf8_bytes.items())
 
 
-def pretokenize_texts(texts: Iterable[str], pattern: str) -> Counter[str]:
+def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[str]:
     """Map: pre-token frequencies of texts, each split into lines at ``"\\n"`` first,
-    as the BPE trainer reads its files (``pattern``: gpt2, cl100k, o200k or a regex)."""
-    from tokcost.bpe.pretokenize import count_block, resolve_pattern
+    as the BPE trainer reads its files."""
+    from tokcost.bpe.pretokenize import count_blocks
 
-    regex, _ = resolve_pattern(pattern)
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(count_block(text, regex))
-    return counts
+    return count_blocks(texts, spec)
 
 
-def pretokenize_shard(shard: Sequence[Piece], pattern: str) -> WordCounts:
-    """Map: pre-token frequencies of the lines that *start* inside each piece, as the BPE
-    trainer reads a file, under the input policy of every command.
-
-    Each piece sniffs its file's first bytes (``tokcost.counting.sniff_binary``), so
-    all pieces of a binary file agree to skip it (``skipped``). The lines are found by
-    the trainer's ``line_start`` and decoded by the policy's ``LineBlocks``, which
-    counts the bytes it replaces (``invalid_utf8_bytes``): neighbouring pieces read
-    disjoint lines, so their counts add up to the file's.
-    """
-    from tokcost.bpe.pretokenize import counting_cap, prune_counts, resolve_pattern
-
-    regex, _ = resolve_pattern(pattern)
-    counts = WordCounts()
-    for piece in shard:
-        _pretokenize_piece(piece, regex, counts)
-    cap = counting_cap(regex)
-    if cap is not None:  # a reader's end, as the local readers end (TrainerConfig's rule)
-        prune_counts(counts, cap)
-    return counts
-
-
-def _pretokenize_piece(piece: Piece, regex: str, into: WordCounts) -> None:
-    from tokcost.bpe.pretokenize import (
-        _cap_while_counting,
-        count_block,
-        counting_cap,
-        line_start,
-        training_file,
-    )
+def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
+                      into: WordCounts | None = None) -> WordCounts:
+    """Map: pre-token frequencies of the lines that *start* inside each piece (so pieces'
+    counts add up to the file's), under the input policy: every piece sniffs its file's
+    head (all pieces of a binary file skip it), the bytes read as U+FFFD are counted."""
+    from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
-    path = piece.path
-    with training_file(path), open_binary(path) as fh:
-        reason = sniff_binary(fh.read(SNIFF_BYTES))
-        if reason is not None:
-            into.skipped.setdefault(path, reason)
-            return
-        size = fh.seek(0, os.SEEK_END)  # as it is now, as the trainer reads it
-        begin = line_start(fh, piece.start, size)
-        stop = line_start(fh, piece.end, size)
-        blocks = LineBlocks(Window(fh, begin, stop))
-        cap = counting_cap(regex)  # --max-pretokens: bound the table as the local readers do
-        for block in blocks:
-            into.update(count_block(block, regex))
-            _cap_while_counting(into, cap)
-    if blocks.invalid_bytes:
-        into.invalid_utf8_bytes[path] = into.invalid_utf8_bytes.get(path, 0) + blocks.invalid_bytes
+    counts = WordCounts() if into is None else into
+    for piece in shard:
+        path = piece.path
+        with training_file(path), open_binary(path) as fh:
+            reason = sniff_binary(fh.read(SNIFF_BYTES))
+            if reason is not None:
+                counts.skipped.setdefault(path, reason)
+                continue
+            blocks = LineBlocks(Window(fh, *line_range(fh, piece)))
+            count_blocks(blocks, spec, counts)
+        if blocks.invalid_bytes:
+            counts.invalid_utf8_bytes[path] = (counts.invalid_utf8_bytes.get(path, 0)
+                                               + blocks.invalid_bytes)
+    if into is None:
+        spec.prune(counts)  # a reader's end, as the local readers end
+    return counts
 
 
 def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
-    """Reduce: the sum of pre-token frequency tables (in any order), with the notes of
-    those that are ``WordCounts``.
+    """Reduce: the sum of pre-token frequency tables (in any order), with their notes.
 
     >>> merge_word_counts([{"a": 1}, {"a": 2, "b": 1}])
     WordCounts({'a': 3, 'b': 1})
@@ -307,6 +304,5 @@ def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
     merged = WordCounts()
     for part in partials:
         merged.update(part)
-        if isinstance(part, WordCounts):
-            merged.add_notes(part)
+        merged.add_notes(part)
     return merged

@@ -1,63 +1,31 @@
-"""Byte-range shards of files (local paths or fsspec URLs) that keep results exact.
+"""Where the remote runner's inputs come from: local paths, quoted globs and URLs
+(``s3://``, ``https://``), listed with their sizes, and opened seekable by the workers.
 
-A shard is a short list of ``Piece``s: byte ranges ``[start, end)`` of input
-files, planned from file sizes alone, so the driver never reads the data. The
-worker that takes a piece moves both of its ends forward to a *cut*, a point
-found from the bytes at that offset alone, so the worker holding the piece
-before and the one holding the piece after agree on it without talking:
-
-- for counting, ``tokcost.counting.next_cut``: the first point at or after the
-  offset where the streaming reader may cut too (one rule for both), so the
-  counts of the pieces add up to the count of the whole file;
-- for BPE pre-tokenization, ``tokcost.bpe.pretokenize.count_lines`` reads the
-  lines that start in the piece, because the trainer splits its corpus only at
-  ``"\\n"``.
-
-Reading is in blocks: no worker holds a whole large file, whatever the piece size.
+A shard (``tokcost.runner.plan_shards``) is a short list of byte ranges of these files,
+planned from their sizes alone, so the driver never reads the data; the worker that
+takes a piece moves both ends forward to a cut found from the bytes there alone
+(``tokcost.counting.next_cut``, or the next line start for BPE pre-tokenization), so
+neighbouring pieces agree without talking and their counts add up to the whole file's.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, cast
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from tokcost.errors import InputError, UsageError
+from tokcost.errors import InputError, UsageError, arg
 from tokcost.scale.http import HTML_PAGE, READ_TIMEOUT, NotATextFile, is_http, open_http, probe
 
-#: Default bytes per shard (one task) for ``plan_shards``. The Dask driver picks
-#: about 16 shards per worker thread within [MIN_SHARD_BYTES, MAX_SHARD_BYTES]:
-#: small enough that the last round leaves few workers idle, big enough that
-#: per-task overhead (about a millisecond) does not show.
-SHARD_BYTES = 32 << 20
-MIN_SHARD_BYTES = 1 << 20
-MAX_SHARD_BYTES = 64 << 20
+if TYPE_CHECKING:
+    from tokcost.counting.inputs import Inputs, Skipped
+    from tokcost.runner import Runner
+
 _GLOB_CHARS = frozenset("*?[")
-
-
-@dataclass(frozen=True)
-class Piece:
-    """Bytes ``[start, end)`` of ``path`` (a local path or an fsspec URL) of ``size`` bytes.
-
-    The worker reads from the first cut at or after ``start`` to the first cut
-    at or after ``end`` (``end == size`` is the end of the file).
-    """
-
-    path: str
-    start: int
-    end: int
-    size: int
-
-    @property
-    def whole(self) -> bool:
-        return self.start == 0 and self.end == self.size
-
-
-Shard = tuple[Piece, ...]
 
 
 def is_url(path: str) -> bool:
@@ -128,46 +96,69 @@ def expand_local(pattern: str) -> list[str]:
     return matches
 
 
-# --- planning -------------------------------------------------------------------------
+def list_inputs(
+    inputs: Inputs, skipped: list[Skipped], *, timeout: float, unique: bool = False
+) -> list[tuple[str, str, int]]:
+    """``(path, display, size)`` of every input file, in a stable order: local paths
+    walked as the local count walks them (``unique``: each file once, as ``du`` counts),
+    quoted globs expanded, URLs listed (an HTML page is skipped, with the reason)."""
+    from tokcost.counting.inputs import STDIN, Skipped
+    from tokcost.counting.skips import same_file_reason
+    from tokcost.counting.walk import Visited, globs, walk
+
+    found: list[tuple[str, str, int]] = []
+    inc, exc = globs(inputs.include), globs(inputs.exclude)
+    visited = Visited()  # shared by every argument's walk, as one local walk shares it
+    urls: set[str] = set()
+    for raw in inputs.paths:
+        if raw == STDIN:
+            raise UsageError(f"{arg('engine', 'dask')} reads files and URLs, not stdin; "
+                             "drop '-'", param="engine")
+        if not is_url(raw):
+            walked = walk(expand_local(raw), include=inputs.include, exclude=inputs.exclude,
+                          gitignore=inputs.gitignore, skipped=skipped, unique=unique,
+                          visited=visited)
+            # A FIFO named directly is read as it is, as the local count reads it.
+            found += [(s.path, s.display, s.size or 0) for s in walked]
+            continue
+        try:
+            listed = list_url(raw, timeout=timeout)
+        except NotATextFile:
+            skipped.append(Skipped(raw, HTML_PAGE))
+            continue
+        for url, size, rel in listed:
+            if (inc is not None and not inc.match_file(rel)) or (
+                    exc is not None and exc.match_file(rel)):
+                continue
+            if unique and url in urls:
+                skipped.append(Skipped(url, same_file_reason(url)))
+                continue
+            urls.add(url)
+            found.append((url, url, size))
+    return found
 
 
-def plan_shards(
-    files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *, split: bool = True
-) -> list[Shard]:
-    """Pack ``(path, size)`` files into shards of about ``shard_bytes`` each.
+def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tuple[str, int]]:
+    """``(path, size)`` of every training file: quoted globs expanded, URLs listed (for a
+    remote runner's workers only); a folder or a missing file is refused."""
+    from tokcost.bpe.pretokenize import training_file
+    from tokcost.counting.inputs import refuse_urls
 
-    Large files are cut into several pieces (``split=False`` keeps every file
-    whole, for tokenizers that must see a whole text); small files share a shard.
-    Every file appears, empty ones too, in input order.
-
-    >>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
-    [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
-    """
-    if shard_bytes < 1:
-        raise UsageError("the shard size must be at least 1 byte")
-    shards: list[Shard] = []
-    current: list[Piece] = []
-    room = shard_bytes
-    for path, size in files:
-        if size == 0 or not split:
-            current.append(Piece(path, 0, size, size))
-            room -= size
-        else:
-            pos = 0
-            while pos < size:
-                take = min(room, size - pos)
-                current.append(Piece(path, pos, pos + take, size))
-                pos += take
-                room -= take
-                if room <= 0:
-                    shards.append(tuple(current))
-                    current, room = [], shard_bytes
-        if room <= 0 and current:
-            shards.append(tuple(current))
-            current, room = [], shard_bytes
-    if current:
-        shards.append(tuple(current))
-    return shards
+    files: list[tuple[str, int]] = []
+    for path in map(str, paths):
+        if is_url(path) and not os.path.exists(path):
+            if not runner.remote:
+                refuse_urls([path])
+            # An HTML page raises: it is not a text file to train on.
+            listed = list_url(path, timeout=getattr(runner, "timeout", READ_TIMEOUT))
+            files += [(url, size) for url, size, _ in listed]
+            continue
+        for name in expand_local(path):
+            with training_file(name):
+                if os.path.isdir(name):
+                    raise IsADirectoryError
+                files.append((name, os.stat(name).st_size))
+    return files
 
 
 # --- reading --------------------------------------------------------------------------

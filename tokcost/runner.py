@@ -1,0 +1,241 @@
+"""One execution interface: map a pure function over shards, reduce the results.
+
+A ``Runner`` runs ``fn(shard)`` for each shard and yields ``(shard, result)`` pairs for
+the caller to reduce: ``LocalRunner`` here (inline, threads or processes),
+``tokcost.scale.DaskRunner`` on a Dask cluster. Counting and BPE pre-tokenization use
+it; ``RunConfig`` is the part of a request that says where work runs.
+
+>>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
+[2, 1]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol, TypeVar
+
+from tokcost.errors import UsageError, arg
+from tokcost.units import parse_count
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+#: Bytes per shard: ``shard_size`` picks about 16 per worker (few idle workers in the
+#: last round) within these bounds (a task's millisecond of overhead never shows).
+SHARD_BYTES = 32 << 20
+MIN_SHARD_BYTES = 1 << 20
+MAX_SHARD_BYTES = 64 << 20
+#: Seconds a Dask run waits for a scheduler, its workers, an http(s) server, or a
+#: worker to come back, unless ``RunConfig.timeout`` says otherwise.
+CONNECT_TIMEOUT = 10.0
+
+
+class EngineKind(str, Enum):
+    """``local``: this machine; ``dask``: a Dask cluster."""
+
+    LOCAL = "local"
+    DASK = "dask"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Where work runs: ``engine`` local (``jobs`` workers here; None or 0: the caller's
+    default) or dask (the cluster at ``scheduler``, which implies dask, else ``jobs``
+    local worker processes), each wait on the cluster bounded by ``timeout`` seconds.
+
+    >>> RunConfig(scheduler="tcp://10.0.0.5:8786").engine.value, RunConfig(jobs="2").jobs
+    ('dask', 2)
+    """
+
+    engine: EngineKind | str = EngineKind.LOCAL
+    jobs: int | None = None
+    scheduler: str | None = None
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            engine = EngineKind(self.engine)
+        except ValueError:
+            raise UsageError(f"unknown {arg('engine')} {self.engine!r}: use local or dask",
+                             param="engine", value=self.engine) from None
+        object.__setattr__(self, "engine", EngineKind.DASK if self.scheduler else engine)
+        if self.jobs is not None:  # 0, as None: the caller's default
+            object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs") or None)
+        if self.timeout is not None:
+            self._check_timeout(float(self.timeout))
+
+    def _check_timeout(self, timeout: float) -> None:
+        given = arg("timeout", f"{timeout:g}")
+        if not self.dask:
+            raise UsageError(f"{given} is for {arg('engine', 'dask')} only: add "
+                             f"{arg('engine', 'dask')}, or leave out {given}",
+                             param="timeout", value=timeout, related=("engine",))
+        if not 0 < timeout < math.inf:  # also refuses NaN
+            raise UsageError(f"{given} must be a number of seconds above 0", param="timeout",
+                             value=timeout)
+        object.__setattr__(self, "timeout", timeout)
+
+    @property
+    def dask(self) -> bool:
+        return self.engine is EngineKind.DASK
+
+
+class Runner(Protocol):
+    """Runs ``fn`` over shards. ``fn`` and the shards must pickle unless ``in_process``
+    (inline or threads: ``fn`` may then hold this process's objects); ``remote`` runners'
+    workers read inputs themselves, by path or URL. Use it as a context manager."""
+
+    @property
+    def workers(self) -> int: ...
+
+    @property
+    def in_process(self) -> bool: ...
+
+    @property
+    def remote(self) -> bool: ...
+
+    def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]: ...
+
+    def shard_bytes(self, total: int) -> int: ...
+
+    def __enter__(self) -> Runner: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as ``taskset`` sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
+    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES].
+
+    >>> shard_size(200_000_000, 2) == 6_250_000, shard_size(10**12, 100) == MAX_SHARD_BYTES
+    (True, True)
+    """
+    return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total // (per_worker * max(1, workers))))
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    # Ctrl-C is the parent's to handle: workers must not print their own tracebacks.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@dataclass(frozen=True)
+class LocalRunner:
+    """``jobs`` workers on this machine: inline for one, else threads (for work that
+    releases the GIL: tiktoken, toktok-rs, tokenizers) or ``processes``. Shards are
+    taken as ``map`` needs them: at most 4 x jobs are in flight, results in order."""
+
+    jobs: int = 1
+    processes: bool = False
+    remote = False
+
+    @property
+    def workers(self) -> int:
+        return max(1, self.jobs)
+
+    @property
+    def in_process(self) -> bool:
+        return self.workers == 1 or not self.processes
+
+    def shard_bytes(self, total: int) -> int:
+        # Inline, shards only pace the progress; a worker's table is pickled and merged.
+        return shard_size(total, self.workers, per_worker=16 if self.workers == 1 else 2)
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]:
+        if self.workers == 1:
+            yield from ((shard, fn(shard)) for shard in shards)
+            return
+        pool = self._pool()
+        inflight: deque[tuple[S, Any]] = deque()
+        try:
+            for shard in shards:
+                inflight.append((shard, pool.submit(fn, shard)))
+                if len(inflight) >= 4 * self.workers:  # bound memory: wait for the oldest
+                    while len(inflight) > 2 * self.workers:
+                        done, fut = inflight.popleft()
+                        yield done, fut.result()
+            while inflight:
+                done, fut = inflight.popleft()
+                yield done, fut.result()
+        except BaseException:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()  # a worker mid-shard would hold up Ctrl-C until it ends
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _pool(self) -> Any:
+        # Imported here: most runs are inline, and threads are the rule past that.
+        if not self.processes:
+            from concurrent.futures import ThreadPoolExecutor
+
+            return ThreadPoolExecutor(self.workers)
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
+
+
+def plan_shards(
+    files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *, split: bool = True
+) -> list[tuple[Piece, ...]]:
+    """Pack ``(path, size)`` files into shards of about ``shard_bytes`` each; large files
+    are cut into pieces (``split=False``: every file whole), small ones share a shard.
+    Every file appears, empty ones too, in order.
+
+    >>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
+    [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
+    """
+    if shard_bytes < 1:
+        raise UsageError("the shard size must be at least 1 byte")
+    shards: list[tuple[Piece, ...]] = []
+    current: list[Piece] = []
+    room = shard_bytes
+    for path, size in files:
+        pos = 0
+        while True:
+            take = size - pos if not split else min(room, size - pos)
+            current.append(Piece(path, pos, pos + take, size))
+            pos += take
+            room -= take
+            if room <= 0:
+                shards.append(tuple(current))
+                current, room = [], shard_bytes
+            if pos >= size:
+                break
+    if current:
+        shards.append(tuple(current))
+    return shards
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes ``[start, end)`` of ``path`` (a local path or a URL) of ``size`` bytes; its
+    reader moves both ends forward to a cut (``end == size``: to the end of the file)."""
+
+    path: str
+    start: int
+    end: int
+    size: int
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.end == self.size

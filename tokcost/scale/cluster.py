@@ -1,0 +1,290 @@
+"""The Dask runner: a ``LocalCluster`` of worker processes here (loopback only), or the
+cluster at a scheduler address, whose workers must have tokcost and open the inputs
+(the same paths, or URLs). A worker that dies mid-task is replaced and the pure task
+run again. Nothing waits forever: every worker must import this process's tokcost
+first, and a cluster left without workers for ``timeout`` seconds is an error. Dask is
+imported inside the functions."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import CancelledError
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
+
+from tokcost.errors import MissingDependency, TokcostError, UsageError, arg
+from tokcost.runner import CONNECT_TIMEOUT, EngineKind, RunConfig, shard_size
+
+S = TypeVar("S")
+R = TypeVar("R")
+#: Bad workers named in an error before "and N more".
+NAMED_WORKERS = 3
+
+
+class ClusterError(TokcostError):
+    """The Dask cluster cannot be reached, or lost the work."""
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        # the CLI shows its flag: --engine dask
+        raise MissingDependency("dask", "dask", arg("engine", "dask"), param="engine") from None
+    return distributed
+
+
+@contextmanager
+def dask_client(
+    scheduler: str | None = None,
+    *,
+    workers: int | None = None,
+    timeout: float = CONNECT_TIMEOUT,
+) -> Iterator[Any]:
+    """A ``distributed.Client``: on ``scheduler`` (``tcp://host:8786``), else on a new
+    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1; its
+    workers checked by ``check_workers`` before it is handed out."""
+    distributed = _import_distributed()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=f"{timeout}s")
+        except (OSError, TimeoutError):
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
+                "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
+                f"or leave out {arg('scheduler', 'ADDRESS')} to run on this machine",
+                param="scheduler") from None
+        except ValueError as exc:
+            raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
+                             param="scheduler") from None
+        try:
+            check_workers(client, timeout)  # a worker within timeout, running our tokcost
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = distributed.LocalCluster(
+        n_workers=max(1, workers or os.cpu_count() or 1),
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",  # loopback, any free port (8787 may be taken)
+        silence_logs=logging.CRITICAL,  # task errors reach the user once, as a TokcostError
+    )
+    try:
+        client = distributed.Client(cluster)
+        try:
+            check_workers(client, timeout)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _tokcost_probe() -> Callable[[], str]:
+    """The function each worker runs to say which tokcost it imports.
+
+    It is made here, nested, so cloudpickle sends its code by value: a worker
+    without tokcost can still run it (a module-level function would be sent by
+    name, and fail to load there with the error only in the worker's log).
+    """
+
+    def tokcost_version() -> str:
+        import tokcost
+
+        return str(tokcost.__version__)
+
+    return tokcost_version
+
+
+def _named(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:NAMED_WORKERS])
+    more = len(items) - NAMED_WORKERS
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Raise ``ClusterError`` unless the cluster has a worker within ``timeout``
+    seconds and every worker imports this process's tokcost version."""
+    import tokcost
+
+    address = client.scheduler.address
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError):
+        raise ClusterError(
+            f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
+            f"start some with `dask worker {address}`"
+        ) from None
+    probe = _tokcost_probe()
+    run_async = getattr(client, "_run", None)  # Client.run itself has no timeout
+    try:
+        answers: dict[str, Any] = (
+            client.run(probe, on_error="return") if run_async is None else
+            client.sync(run_async, probe, on_error="return", callback_timeout=timeout))
+    except (OSError, TimeoutError):
+        raise ClusterError(
+            f"the Dask workers of {address} did not answer within {timeout:g} s; see "
+            f"the workers' logs, or allow more time with {arg('timeout', 'SECONDS')}",
+            param="timeout",
+        ) from None
+    want = str(tokcost.__version__)
+    bad: list[str] = []
+    for worker, answer in sorted(answers.items()):
+        if isinstance(answer, BaseException):
+            text = (str(answer).strip().splitlines() or [type(answer).__name__])[0]
+            bad.append(f"{worker} cannot import it ({text})")
+        elif answer != want:
+            bad.append(f"{worker} has {answer}")
+    if bad:
+        raise ClusterError(
+            f"the Dask workers must import tokcost {want}, as this machine does: "
+            f"{_named(bad)}; install tokcost=={want} on every worker"
+        )
+
+
+class _Watch(threading.Thread):
+    """Looks at the cluster while work is pending: when it has had no worker for
+    ``timeout`` seconds (or its scheduler stops answering) it says why in
+    ``reason`` and cancels the work, so the driver's wait ends."""
+
+    def __init__(self, client: Any, futures: list[Any], timeout: float,
+                 own_cluster: bool) -> None:
+        super().__init__(name="tokcost-dask-watch", daemon=True)
+        self.client = client
+        self.futures = futures
+        self.timeout = timeout
+        self.own_cluster = own_cluster
+        self.done = 0
+        self.reason: str | None = None
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        step = min(1.0, self.timeout / 4)
+        alone_since: float | None = None
+        address = self.client.scheduler.address
+        while not self.stopped.wait(step):
+            try:
+                threads = self.client.nthreads(callback_timeout=self.timeout)
+            except Exception as exc:  # any failure to answer is the news
+                if self.stopped.is_set():
+                    return
+                self.reason = (f"lost the Dask scheduler at {address} ({exc or 'no answer'}) "
+                               f"with {self.done} of {len(self.futures)} shards done")
+                break
+            if threads:
+                alone_since = None
+                continue
+            now = time.monotonic()
+            alone_since = now if alone_since is None else alone_since
+            if now - alone_since >= self.timeout:
+                why = ("the local workers died and did not come back" if self.own_cluster
+                       else f"the workers died or left the scheduler at {address} (one that "
+                       "cannot import tokcost leaves at its first task: see the workers' "
+                       f"logs); start workers with `dask worker {address}`")
+                self.reason = (
+                    f"no Dask worker to run the work for {self.timeout:g} s ({self.done} of "
+                    f"{len(self.futures)} shards done): {why}, or allow more time with "
+                    f"{arg('timeout', 'SECONDS')}")
+                break
+        if self.reason is not None and not self.stopped.is_set():
+            self.client.cancel(self.futures)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
+    """The result of a finished future, or the one-line reason the work stopped."""
+    try:
+        return fut.result()
+    except distributed.KilledWorker as exc:
+        raise ClusterError(
+            f"workers kept dying on one shard ({exc}); give them more memory "
+            "or use smaller shards"
+        ) from None
+    except CancelledError as exc:  # by the watch, the scheduler or a remote client
+        if watch.reason is not None:
+            raise ClusterError(watch.reason, param="timeout") from None
+        raise ClusterError(f"the cluster dropped the work: {exc}") from None
+    except ImportError as exc:  # s3fs, say, on this machine but not on the workers
+        raise ClusterError(
+            f"a Dask worker cannot import what the work needs ({exc}); install the "
+            "same packages on the workers as on this machine"
+        ) from None
+
+
+class DaskRunner:
+    """``tokcost.runner.Runner`` on Dask: the cluster at ``scheduler`` (``tcp://HOST:8786``),
+    or a LocalCluster of ``jobs`` processes here (one per CPU), or ``client`` (an existing
+    ``distributed.Client``), connected on first use within a ``with`` block. Shards are
+    ``shard_bytes`` (default: ``tokcost.runner.shard_size``). ``timeout`` seconds bound
+    every wait: the scheduler, its first worker, the version check, an http(s) server,
+    and a worker to come back when none is left mid-run.
+    """
+
+    in_process = False
+    remote = True
+
+    def __init__(self, scheduler: str | None = None, *, jobs: int | None = None,
+                 shard_bytes: int | None = None, timeout: float = CONNECT_TIMEOUT,
+                 client: Any = None) -> None:
+        RunConfig(engine=EngineKind.DASK, timeout=timeout)  # the one check of a timeout
+        self.scheduler, self.jobs, self.timeout = scheduler, jobs, float(timeout)
+        self._shard_bytes, self._given, self._client = shard_bytes, client, client
+        self._checked = False
+        self._stack = ExitStack()
+
+    def __repr__(self) -> str:
+        return (f"DaskRunner(scheduler={self.scheduler!r}, jobs={self.jobs}, "
+                f"timeout={self.timeout:g})")
+
+    def __enter__(self) -> DaskRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+        self._client, self._checked = self._given, False
+
+    @property
+    def client(self) -> Any:
+        """The client, connected (and its workers checked) on first use."""
+        if self._client is None:
+            self._client = self._stack.enter_context(
+                dask_client(self.scheduler, workers=self.jobs, timeout=self.timeout))
+        elif not self._checked:
+            check_workers(self._client, self.timeout)
+        self._checked = True
+        return self._client
+
+    @property
+    def workers(self) -> int:
+        return max(1, int(sum(self.client.nthreads().values())))
+
+    def shard_bytes(self, total: int) -> int:
+        return self._shard_bytes or shard_size(total, self.workers)
+
+    def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]:
+        """``fn(shard)`` on the cluster, yielded as each ends; a ``ClusterError`` when
+        no worker is left for ``timeout`` seconds."""
+        distributed = _import_distributed()
+        client, shards = self.client, list(shards)
+        futures = client.map(fn, shards, pure=False)
+        shard_of = {f.key: s for f, s in zip(futures, shards, strict=True)}
+        own = self._given is None and not self.scheduler
+        watch = _Watch(client, futures, self.timeout, own)
+        watch.start()
+        try:
+            for fut in distributed.as_completed(futures):
+                result = _result(fut, watch, distributed)
+                watch.done += 1
+                yield shard_of[fut.key], result
+                fut.release()
+        finally:
+            watch.stop()
+            client.cancel(futures)
