@@ -140,3 +140,16 @@ def test_the_cli_names_only_the_public_api_even_for_type_hints() -> None:
             found += [f"{path.name}: {n}" for n in names
                       if n.startswith("tokcost") and not allowed.match(n)]
     assert found == []
+
+
+def test_the_api_is_the_use_cases_their_requests_and_the_errors() -> None:
+    """At most 45 names (issue 25): each use case and the request it takes, the catalog's
+    small views, get_tokenizer and the errors; everything else stays in its package."""
+    names = [n for n in tokcost.__all__ if n != "__version__"]
+    assert len(names) <= 45
+    for name in names:
+        value = getattr(tokcost, name)
+        if isinstance(value, type) and not issubclass(value, Exception):
+            assert name.endswith("Request"), name  # a request type, never a part or a result
+    for name in (n for n in names if n.endswith("Request")):
+        assert hasattr(getattr(tokcost, name), "__dataclass_fields__"), name

@@ -147,7 +147,7 @@ PROMPT = "The baker opens the shop, and the baker sells bread to the town."
 
 
 def test_the_use_case_scores_every_head_of_tiny_ref() -> None:
-    result = tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT))
+    result = tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT))
     assert result.trained and len(result.heads) == result.layers * result.attention_heads
     assert [h.name for h in result.heads[:2]] == ["L0H0", "L0H1"]
     assert result.maps[0].shape == (4, len(result.prompt_ids), len(result.prompt_ids))
@@ -158,9 +158,9 @@ def test_the_use_case_scores_every_head_of_tiny_ref() -> None:
 def test_random_weights_for_a_catalog_model_without_any(tmp_path: Path) -> None:
     # any catalog model with a small architecture runs on seeded weights; tiny-ref's own
     # shape with a seed stands in for the random test checkpoints
-    result = tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT, weights=None, seed=1))
+    result = tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT, weights=None, seed=1))
     assert result.heads  # the shipped weights still win over a seed
-    one, two = (tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT)) for _ in range(2))
+    one, two = (tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT)) for _ in range(2))
     assert one.to_dict() == two.to_dict()
 
 
@@ -176,16 +176,16 @@ def test_bad_requests_name_the_parameter(tmp_path: Path, monkeypatch: pytest.Mon
                                          fragment: str) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(error, match=fragment):
-        tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT, **kwargs))
+        tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT, **kwargs))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_one_token_or_too_long_prompt_is_refused() -> None:
     """Bad usage (exit 2), as generate refuses a prompt too long for the window."""
     with pytest.raises(UsageError, match="at least 2"):
-        tokcost.attention(tokcost.AttentionRequest.from_options(prompt="a"))
+        tokcost.attention(tokcost.AttentionRequest.of(prompt="a"))
     with pytest.raises(UsageError, match="context window"):
-        tokcost.attention(tokcost.AttentionRequest.from_options(prompt="word " * 2000))
+        tokcost.attention(tokcost.AttentionRequest.of(prompt="word " * 2000))
 
 
 def test_the_cli_json_document() -> None:
@@ -279,11 +279,11 @@ def test_a_uniform_row_over_a_sliding_window_is_broad_and_halfway_back(window: i
 
 def test_the_request_checks_itself() -> None:
     """One head as a bare string is one head; a head without a plot names both fields."""
-    request = tokcost.AttentionRequest.from_options(prompt=PROMPT, heads="L0H1", plot="h.png")
+    request = tokcost.AttentionRequest.of(prompt=PROMPT, heads="L0H1", plot="h.png")
     assert request.heads == ("L0H1",)
     with pytest.raises(UsageError) as caught:
-        tokcost.AttentionRequest.from_options(prompt=PROMPT, heads=["L0H1"])
+        tokcost.AttentionRequest.of(prompt=PROMPT, heads=["L0H1"])
     assert caught.value.param == "heads" and caught.value.related == ("plot",)
     assert str(caught.value) == "heads=L0H1 chooses a head to draw; add plot=FILE"
     with pytest.raises(UsageError, match="seed=-3 must be >= 0"):
-        tokcost.AttentionRequest.from_options(prompt=PROMPT, seed="-3")
+        tokcost.AttentionRequest.of(prompt=PROMPT, seed="-3")

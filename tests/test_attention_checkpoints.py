@@ -76,7 +76,7 @@ def test_hf_spec_names_the_same_folder(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("family", ["gemma2", "mistral", "gemma3_text"])
 def test_a_sliding_layer_puts_no_mass_beyond_its_window(tmp_path: Path, family: str) -> None:
-    result = tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT, model_dir=_folder(tmp_path, family)))
+    result = tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT, model_dir=_folder(tmp_path, family)))
     window = result.sliding_window
     assert window is not None
     t = len(result.prompt_ids)

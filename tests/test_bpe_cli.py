@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tokcost.bpe import TrainerConfig
 from tokcost.cli.app import app
 
 runner = CliRunner()
@@ -205,7 +206,7 @@ def test_train_json_is_the_result(tmp_path: Path) -> None:
     out = tmp_path / "m.bpe"
     cli = _doc(["train", str(corpus), "-v", "290", "--pattern", "gpt2", "-s", "<|endoftext|>",
                 "-j", "2", "-o", str(out)])
-    config = tokcost.TrainerConfig(vocab_size=290, pattern=PatternName.GPT2,
+    config = TrainerConfig(vocab_size=290, pattern=PatternName.GPT2,
                                    special_tokens=("<|endoftext|>",), jobs=2)
     lib = _same(tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
                                                           output=out, force=True)))
@@ -268,7 +269,7 @@ def test_training_warning_names_the_flags(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "-o", str(tmp_path / "t.bpe")])
     assert result.exit_code == 0, result.output
     assert "above --min-frequency" in result.stderr and "smaller --vocab-size" in result.stderr
-    config = tokcost.TrainerConfig(vocab_size=300, min_frequency=5)
+    config = TrainerConfig(vocab_size=300, min_frequency=5)
     lib = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
                                                     output=tmp_path / "u.bpe"))
     assert lib.exhausted and "min_frequency" in lib.warnings[0]
@@ -300,7 +301,7 @@ def test_train_errors_name_the_parameter(
     corpus.write_text(TEXT, encoding="utf-8")
     with pytest.raises(UsageError) as caught:
         tokcost.train_bpe(tokcost.BPETrainRequest(
-            files=(corpus,), trainer=tokcost.TrainerConfig(**config),  # type: ignore[arg-type]
+            files=(corpus,), trainer=TrainerConfig(**config),  # type: ignore[arg-type]
             output=tmp_path / "x.bpe"))
     assert caught.value.param == param and words in str(caught.value)
     args = {"vocab_size": "-v", "jobs": "-j", "min_frequency": "--min-frequency",
@@ -362,13 +363,13 @@ def test_train_help_states_the_default() -> None:
 @pytest.mark.parametrize(
     "build, field, value",
     [
-        pytest.param(lambda t: t.TrainerConfig(vocab_size="32k"), "vocab_size", 32000, id="vocab-32k"),
-        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens="2Mi"),
+        pytest.param(lambda t: TrainerConfig(vocab_size="32k"), "vocab_size", 32000, id="vocab-32k"),
+        pytest.param(lambda t: TrainerConfig(vocab_size=300, max_pretokens="2Mi"),
                      "max_pretokens", 2 << 20, id="max-pretokens-2Mi"),
-        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, special_tokens="<|s|>"),
+        pytest.param(lambda t: TrainerConfig(vocab_size=300, special_tokens="<|s|>"),
                      "special_tokens", ("<|s|>",), id="one-special-as-a-string"),
         pytest.param(lambda t: t.BPETrainRequest(files="a.txt", output="a.bpe",
-                                                 trainer=t.TrainerConfig(vocab_size=300)),
+                                                 trainer=TrainerConfig(vocab_size=300)),
                      "files", ("a.txt",), id="one-file-as-a-string"),
         pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top="1k"), "top", 1000,
                      id="top-1k"),
@@ -387,11 +388,11 @@ def test_requests_take_counts_as_text(build: object, field: str, value: object) 
 @pytest.mark.parametrize(
     "build, param, words",
     [
-        pytest.param(lambda t: t.TrainerConfig(vocab_size="abc"), "vocab_size",
+        pytest.param(lambda t: TrainerConfig(vocab_size="abc"), "vocab_size",
                      "vocab_size 'abc' is not a count", id="vocab-not-a-count"),
-        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, pattern="o300k"), None,
+        pytest.param(lambda t: TrainerConfig(vocab_size=300, pattern="o300k"), None,
                      "unknown pattern name 'o300k'", id="pattern"),
-        pytest.param(lambda t: t.TrainerConfig(vocab_size=300, max_pretokens=0), "max_pretokens",
+        pytest.param(lambda t: TrainerConfig(vocab_size=300, max_pretokens=0), "max_pretokens",
                      "max_pretokens=0 must be 1 or more", id="max-pretokens-zero"),
         pytest.param(lambda t: t.BPEInspectRequest(tokenizer="o200k_base", top=-2), "top",
                      "top=-2 must be 0 or more", id="top-negative"),
@@ -440,7 +441,7 @@ def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pyte
         return real(self, paths, spec, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(TrainingInputs, "count_words", spy)
-    config = tokcost.TrainerConfig(vocab_size=280, special_tokens=("<|s|>",), max_pretokens=50)
+    config = TrainerConfig(vocab_size=280, special_tokens=("<|s|>",), max_pretokens=50)
     result = tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
                                                        output=tmp_path / "m.bpe"))
     assert seen == [config.reader_spec()]

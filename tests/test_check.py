@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokcost
+from tokcost.app.check import CheckResult, Growth
 from tokcost.budget import (
     Budget,
     BudgetConfig,
@@ -114,7 +115,7 @@ def invoke(runner: Any, *args: str) -> Any:
 def report(result: Any, fmt: str, *, width: int = 100) -> str:
     """A report in any --format: the terminal table is the CLI's, the others the library's."""
     if fmt == "text":
-        return render_text(tokcost.CheckResult((result,)), width=width)
+        return render_text(CheckResult((result,)), width=width)
     return render(result, fmt)
 
 
@@ -403,7 +404,7 @@ def test_cli_json_is_the_results_to_dict(repo: Path, runner: Any, args: list[str
     result = invoke(runner, "--json", *args)
     options = dict(zip(args[::2], args[1::2], strict=False))
     expected = tokcost.check(tokcost.CheckRequest(
-        strict="--strict" in args, growth=tokcost.Growth(baseline=options.get("--baseline")),
+        strict="--strict" in args, growth=Growth(baseline=options.get("--baseline")),
         catalog=options.get("--catalog"),
     ))
     assert result.exit_code == expected.exit_code == (2 if "--strict" in args else 1)
@@ -412,7 +413,7 @@ def test_cli_json_is_the_results_to_dict(repo: Path, runner: Any, args: list[str
 
 
 def test_engine_and_jobs_do_not_change_the_report(repo: Path) -> None:
-    one = tokcost.check(tokcost.CheckRequest(growth=tokcost.Growth(update_baseline=True)))
+    one = tokcost.check(tokcost.CheckRequest(growth=Growth(update_baseline=True)))
     break_budgets(repo)
     serial = tokcost.check(tokcost.CheckRequest()).to_dict()
     assert tokcost.check(tokcost.CheckRequest(engine="local", jobs=2)).to_dict() == serial

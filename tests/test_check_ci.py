@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost import get_tokenizer
+from tokcost.app.check import CheckResult, Growth
 from tokcost.budget.crossing import crossing_line, window_allowance
 from tokcost.budget.report import render_github
 from tokcost.cli.app import app
@@ -62,9 +63,9 @@ def _no_runner_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- a git repository made here ---------------------------------------------------------------
 
 
-def check(*, strict: bool = False, **growth: Any) -> tokcost.CheckResult:
+def check(*, strict: bool = False, **growth: Any) -> CheckResult:
     """The config found here, checked through the library; ``growth`` as given."""
-    return tokcost.check(tokcost.CheckRequest(growth=tokcost.Growth(**growth), strict=strict))
+    return tokcost.check(tokcost.CheckRequest(growth=Growth(**growth), strict=strict))
 
 
 def git(repo: Path, *args: str) -> str:

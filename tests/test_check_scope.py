@@ -17,6 +17,7 @@ import pytest
 
 import tokcost
 import tokcost.units
+from tokcost.app.check import AdhocBudget, CheckResult, Growth
 from tokcost.budget import BudgetConfigError, load_config
 from tokcost.budget.config import adhoc_config, discover_config
 from tokcost.cli.app import app
@@ -46,10 +47,10 @@ budgets:
 
 
 
-def adhoc(*, config: Any = (), growth: Any = None, **budget: Any) -> tokcost.CheckResult:
+def adhoc(*, config: Any = (), growth: Any = None, **budget: Any) -> CheckResult:
     """Paths with limits checked through the library, as ``tokcost check PATHS`` does."""
-    request = tokcost.CheckRequest(adhoc=tokcost.AdhocBudget(**budget), config=config,
-                                   growth=growth or tokcost.Growth())
+    request = tokcost.CheckRequest(adhoc=AdhocBudget(**budget), config=config,
+                                   growth=growth or Growth())
     return tokcost.check(request)
 
 
@@ -246,7 +247,7 @@ def test_adhoc_library_call(prompts: Path) -> None:
         pytest.param({"limits": {"max_growth_percent": 5}}, "limits", "needs a baseline",
                      id="growth"),
         pytest.param({"limits": {"max_tokens_per_file": 5},
-                      "growth": tokcost.Growth(update_baseline=True)},
+                      "growth": Growth(update_baseline=True)},
                      "update_baseline", "needs a config file", id="update-baseline"),
         pytest.param({"limits": {"max_tokens_per_file": 5}, "config": "tokcost.yaml"},
                      "paths", "not both", id="config"),
@@ -594,7 +595,7 @@ def test_quiet_with_several_configs_shows_only_the_failing(mono: Path, runner: A
         pytest.param({"config": "svc/tokcost.yaml", "under": "."}, "under",
                      "under finds every config below a folder; drop config", id="config-and-under"),
         pytest.param({"under": "nope"}, "under", "under='nope' is not a folder", id="no-folder"),
-        pytest.param({"config": ("a.yaml", "b.yaml"), "growth": tokcost.Growth(baseline="b.json")},
+        pytest.param({"config": ("a.yaml", "b.yaml"), "growth": Growth(baseline="b.json")},
                      "baseline", "baseline names one file", id="one-baseline-for-several"),
         pytest.param({"jobs": "lots"}, "jobs", "jobs 'lots' is not a count", id="bad-jobs"),
         pytest.param({"jobs": 0}, "jobs", "jobs must be positive", id="zero-jobs"),
@@ -611,7 +612,7 @@ def test_a_check_request_reads_what_people_write(mono: Path) -> None:
     request = tokcost.CheckRequest(config="svc/tokcost.yaml", jobs="1k", under=None)
     assert request.config == (Path("svc/tokcost.yaml"),)  # a bare string is one config
     assert request.jobs == 1000 and not request.several
-    adhoc = tokcost.AdhocBudget(paths="svc/prompts/", limits={"max_tokens_per_file": "10k"})
+    adhoc = AdhocBudget(paths="svc/prompts/", limits={"max_tokens_per_file": "10k"})
     assert adhoc.paths == ("svc/prompts/",)
     assert adhoc.budget_config.budgets[0].max_tokens_per_file == 10_000
 

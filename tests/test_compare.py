@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost import get_tokenizer
+from tokcost.app.compare import CompareResult
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
-from tokcost.inflation import CorpusKind, builtin_dir
+from tokcost.inflation import Corpus, CorpusKind, builtin_dir
 
 
 @pytest.fixture
@@ -50,10 +51,10 @@ def mpl_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path_factory.getbasetemp() / "matplotlib"))
 
 
-def compare(sources: object = (), **fields: object) -> tokcost.CompareResult:
+def compare(sources: object = (), **fields: object) -> CompareResult:
     """``tokcost.compare`` on the request these fields make (the corpus's apart)."""
     corpus = {k: fields.pop(k) for k in ("kinds", "baseline") if k in fields}
-    request = tokcost.CompareRequest(corpus=tokcost.Corpus(sources=sources, **corpus),  # type: ignore[arg-type]
+    request = tokcost.CompareRequest(corpus=Corpus(sources=sources, **corpus),  # type: ignore[arg-type]
                                      **fields)  # type: ignore[arg-type]
     return tokcost.compare(request)
 
@@ -322,7 +323,7 @@ def test_a_small_comparison_starts_on_the_quicker_backend(
 def test_a_corpus_refuses_what_it_cannot_read(fields: dict[str, object], param: str,
                                               fragment: str) -> None:
     with pytest.raises(UsageError) as info:
-        tokcost.Corpus(**fields)  # type: ignore[arg-type]
+        Corpus(**fields)  # type: ignore[arg-type]
     assert info.value.param == param and fragment in str(info.value)
 
 
@@ -344,5 +345,5 @@ def test_request_errors_name_the_flag(runner: CliRunner, folder: Path, args: lis
 
 
 def test_a_bare_string_is_one_source(folder: Path) -> None:
-    assert tokcost.Corpus(sources=str(folder)).sources == (folder,)
+    assert Corpus(sources=str(folder)).sources == (folder,)
     assert tokcost.CompareRequest(tokenizers="cl100k_base").tokenizers == ("cl100k_base",)

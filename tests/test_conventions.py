@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.cli.app import app
-from tokcost.inflation import builtin_dir
+from tokcost.inflation import Corpus, builtin_dir
 from tokcost.units import format_percent as percent
 from tokcost.units import format_usd, round_percent
 
@@ -264,7 +264,7 @@ def test_the_plot_legend_marks_a_proxy(texts: Path, tmp_path: Path,
         seen["values"] = [t.get_text().strip() for t in ax.texts]
 
     monkeypatch.setattr(figure, "save_figure", keep)
-    tokcost.compare(tokcost.CompareRequest(corpus=tokcost.Corpus(sources=[texts]),
+    tokcost.compare(tokcost.CompareRequest(corpus=Corpus(sources=[texts]),
                                            models=(PROXY, EXACT), plot=tmp_path / "p.png"))
     assert seen["legend"] == [f"≈{PROXY} (proxy tokenizer)", EXACT]
     marked = [v for v in seen["values"] if v.startswith("≈")]
@@ -311,7 +311,7 @@ def test_the_cost_sentence_names_the_top_of_its_own_table(runner: CliRunner) -> 
     stdout = invoke(runner, ["compare", "--builtin", "-k", "prose", "-t", "cl100k_base",
                              "-m", EXACT, "--no-chart"]).stdout
     top = tables_of(stdout)[f"prose · {EXACT}"][0][0]
-    request = tokcost.CompareRequest(corpus=tokcost.Corpus(kinds=["prose"]), models=(EXACT,))
+    request = tokcost.CompareRequest(corpus=Corpus(kinds=["prose"]), models=(EXACT,))
     name = tokcost.compare(request).report.groups[0].rows[0].sample.label
     assert top == "el" and f"the {name} version costs" in stdout
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import tokcost
 from tokcost.adapters import fast_count, registry, tiktoken_enc
 from tokcost.adapters.openai_encodings import ENCODINGS
+from tokcost.app.check import AdhocBudget
 from tokcost.counting import Inputs, Reader, count_paths, local
 from tokcost.runner import LocalRunner, RunConfig, available_cpus
 
@@ -185,7 +186,7 @@ def test_check_counts_on_a_thread_per_cpu_by_default(tmp_path: Path,
     monkeypatch.setattr(local, "runner_for", spy)
     monkeypatch.chdir(tmp_path)  # ad-hoc paths lie under the cwd
     limits = {"max_tokens_per_file": 8}
-    adhoc = tokcost.AdhocBudget(paths=[str(tmp_path)], limits=limits)
+    adhoc = AdhocBudget(paths=[str(tmp_path)], limits=limits)
     default = tokcost.check(tokcost.CheckRequest(adhoc=adhoc))
     one = tokcost.check(tokcost.CheckRequest(adhoc=adhoc, jobs=1))
     assert seen == [LocalRunner(available_cpus()), LocalRunner(1)]

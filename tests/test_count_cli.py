@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tokcost import Tokenizer, get_tokenizer
+from tokcost import get_tokenizer
+from tokcost.adapters import Tokenizer
 from tokcost.cli.app import app
+from tokcost.counting import Inputs
+from tokcost.tokenizers import TokenizerSelection
 
 TEXT = "The kettle whistled while the cat slept on the warm windowsill.\n"
 
@@ -228,13 +231,13 @@ def test_count_json_is_the_results_to_dict(runner, files: Path) -> None:  # type
 
     (files / "blob.bin").write_bytes(b"\x00\x01")
     (files / "latin1.txt").write_bytes("café".encode("latin-1"))
-    selection = tokcost.TokenizerSelection(tokenizers=["cl100k_base", "model:gpt-4"],
+    selection = TokenizerSelection(tokenizers=["cl100k_base", "model:gpt-4"],
                                            models=["gpt-4o"])
     cli = runner.invoke(app, ["count", str(files), "-t", "cl100k_base", "-t", "model:gpt-4",
                               "-m", "gpt-4o", "--exclude", "*.md", "--json"])
     assert cli.exit_code == 0, cli.output
     result = tokcost.count(tokcost.CountRequest(
-        inputs=tokcost.Inputs(paths=[str(files)], exclude=["*.md"]), tokenizers=selection))
+        inputs=Inputs(paths=[str(files)], exclude=["*.md"]), tokenizers=selection))
     _same(cli.stdout, result)
     assert [s.reason for s in result.skipped] == ["binary (NUL byte at offset 0)"]
     assert [w.id for w in result.windows] == ["gpt-4", "gpt-4o"]
@@ -250,7 +253,7 @@ def test_count_chat_json_is_the_results_to_dict(runner, tmp_path: Path) -> None:
                               "--json"])
     assert cli.exit_code == 0, cli.output
     result = tokcost.count_chat(tokcost.ChatRequest(
-        chat=chat, tokenizers=tokcost.TokenizerSelection(models=["gpt-4o", "gpt-4"])))
+        chat=chat, tokenizers=TokenizerSelection(models=["gpt-4o", "gpt-4"])))
     _same(cli.stdout, result)
     assert result.warnings == ("1 non-text parts (images, audio, tool calls) not counted",)
     assert "1 non-text parts" in cli.stderr

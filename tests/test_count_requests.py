@@ -9,43 +9,45 @@ from pathlib import Path
 import pytest
 
 import tokcost
+from tokcost.counting import Inputs
 from tokcost.errors import TokcostError, UsageError
-from tokcost.runner import EngineKind, LocalRunner
+from tokcost.runner import EngineKind, LocalRunner, RunConfig
 from tokcost.scale import DaskRunner
+from tokcost.tokenizers import TokenizerSelection
 
 
 def test_a_bare_string_is_one_path(tmp_path: Path) -> None:
     path = tmp_path / "a.txt"
     path.write_text("hello world", encoding="utf-8")
-    assert tokcost.Inputs(paths=str(path)).paths == (str(path),)
-    assert tokcost.Inputs(paths=path, include="*.txt").include == ("*.txt",)
+    assert Inputs(paths=str(path)).paths == (str(path),)
+    assert Inputs(paths=path, include="*.txt").include == ("*.txt",)
     assert tokcost.count(str(path)).total_tokens() == 2
     assert tokcost.count(path).total_tokens() == tokcost.count([str(path)]).total_tokens()
-    assert tokcost.tokenize(str(path)).ids == tokcost.tokenize_paths(path).files[0].ids
-    assert tokcost.TokenizerSelection(models="gpt-4o").models == ("gpt-4o",)
+    assert tokcost.tokenize(str(path)).files[0].ids == tokcost.tokenize([path]).files[0].ids
+    assert TokenizerSelection(models="gpt-4o").models == ("gpt-4o",)
 
 
 def test_counts_are_parsed_as_users_write_them() -> None:
-    stdin = tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello"))
+    stdin = Inputs(paths="-", stdin=io.BytesIO(b"hello"))
     assert tokcost.TokenizeRequest(inputs=stdin, max_tokens="12k").max_tokens == 12_000
-    assert tokcost.RunConfig(jobs="2").jobs == 2
+    assert RunConfig(jobs="2").jobs == 2
     with pytest.raises(TokcostError) as caught:
         tokcost.TokenizeRequest(inputs=stdin, max_tokens="many")
     assert caught.value.param == "max_tokens"
     assert str(caught.value).startswith("max_tokens 'many' is not a count")
     with pytest.raises(UsageError, match="^jobs must not be negative") as negative:
-        tokcost.RunConfig(jobs=-1)
+        RunConfig(jobs=-1)
     assert negative.value.param == "jobs"
 
 
 @pytest.mark.parametrize(("build", "param", "message"), [
-    pytest.param(lambda: tokcost.RunConfig(engine="spark"), "engine",
+    pytest.param(lambda: RunConfig(engine="spark"), "engine",
                  "unknown engine 'spark': use local or dask", id="engine"),
-    pytest.param(lambda: tokcost.RunConfig(timeout=0, engine="dask"), "timeout",
+    pytest.param(lambda: RunConfig(timeout=0, engine="dask"), "timeout",
                  "timeout=0 must be a number of seconds above 0", id="timeout"),
-    pytest.param(lambda: tokcost.CountRequest(inputs=tokcost.Inputs()), "paths",
+    pytest.param(lambda: tokcost.CountRequest(inputs=Inputs()), "paths",
                  "nothing to count: give files or folders, or '-' to read stdin", id="paths"),
-    pytest.param(lambda: tokcost.Inputs(paths=3), "paths",
+    pytest.param(lambda: Inputs(paths=3), "paths",
                  "paths takes a path or a list of them, got 3", id="not-paths"),
 ])
 def test_a_bad_field_is_one_error_naming_it(build, param: str, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -74,8 +76,8 @@ def test_the_cli_names_the_flags(tmp_path: Path) -> None:
 def test_scheduler_implies_dask_and_runners_follow_the_config() -> None:
     from tokcost.counting import runner_for
 
-    run = tokcost.RunConfig(scheduler="tcp://10.0.0.5:8786", timeout=60)
+    run = RunConfig(scheduler="tcp://10.0.0.5:8786", timeout=60)
     assert run.engine is EngineKind.DASK and run.timeout == 60.0
     dask = runner_for(run, threads=True)
     assert isinstance(dask, DaskRunner) and dask.timeout == 60.0 and dask.remote
-    assert runner_for(tokcost.RunConfig(jobs=3), threads=False) == LocalRunner(3, processes=True)
+    assert runner_for(RunConfig(jobs=3), threads=False) == LocalRunner(3, processes=True)

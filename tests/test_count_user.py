@@ -221,7 +221,7 @@ def test_hard_links_are_listed_with_verbose(named: Path, monkeypatch: pytest.Mon
 
 
 def test_stdin_named_twice_is_read_once() -> None:
-    result = tokcost.count(tokcost.Inputs(paths=["-", "-"], stdin=io.BytesIO(TEXT.encode())))
+    result = tokcost.count(Inputs(paths=["-", "-"], stdin=io.BytesIO(TEXT.encode())))
     assert [f.path for f in result.files] == ["<stdin>"]
     assert result.total_tokens() == _tokens(TEXT)
     assert result.warnings == ("skipped <stdin>: named twice (read once)",)
@@ -266,7 +266,7 @@ def test_progress_moves_block_by_block_and_ends_at_the_total(tmp_path: Path) -> 
 def test_progress_total_is_unknown_with_a_stream(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(TEXT)
     calls: list[tuple[str, int, int]] = []
-    tokcost.count(tokcost.Inputs(paths=[str(tmp_path / "a.txt"), "-"], stdin=io.BytesIO(b"hello")),
+    tokcost.count(Inputs(paths=[str(tmp_path / "a.txt"), "-"], stdin=io.BytesIO(b"hello")),
                   progress=lambda *call: calls.append(call))
     assert calls == [("count", len(TEXT), 0), ("count", len(TEXT) + 5, 0)]
 

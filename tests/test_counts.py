@@ -1,4 +1,4 @@
-"""Every count flag reads its value with ``tokcost.parse_count`` (issue 14, "Numbers and
+"""Every count flag reads its value with ``parse_count`` (issue 14, "Numbers and
 sizes"), a budget's ``tokenizer:`` is judged when the config loads, and arguments show
 uppercase metavars.
 

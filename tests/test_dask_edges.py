@@ -205,7 +205,7 @@ def test_timeout_is_checked_and_only_for_dask() -> None:
             DaskRunner(timeout=bad)
     with pytest.raises(UsageError, match=r"^timeout=5 is for engine=dask only: add engine=dask, "
                        r"or leave out timeout=5$") as caught:
-        tokcost.count(tokcost.CountRequest(inputs=tokcost.Inputs(paths="x.txt"),
+        tokcost.count(tokcost.CountRequest(inputs=Inputs(paths="x.txt"),
                                            run=RunConfig(timeout=5)))
     assert caught.value.param == "timeout" and caught.value.related == ("engine",)
 

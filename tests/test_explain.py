@@ -267,7 +267,7 @@ def test_decode_prompt() -> None:
 
 def test_library_refuses_a_prompt_that_is_not_text() -> None:
     with pytest.raises(InputError, match="lone surrogate at character 6"):
-        tokcost.generate(tokcost.GenerateRequest.from_options(prompt="Hello \udcff",
+        tokcost.generate(tokcost.GenerateRequest.of(prompt="Hello \udcff",
                                                               max_new_tokens=1))
 
 

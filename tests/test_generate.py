@@ -237,7 +237,7 @@ def test_other_catalog_model_runs_on_seeded_weights(tmp_path: Path) -> None:
 def test_json_is_the_result(args: list[str], kwargs: dict[str, object]) -> None:
     import tokcost
 
-    result = tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, max_new_tokens=6,
+    result = tokcost.generate(tokcost.GenerateRequest.of(prompt=PROMPT, max_new_tokens=6,
                                                                    **kwargs))
     assert run_json(*args) == json.loads(json.dumps(result.to_dict()))
 
@@ -292,7 +292,7 @@ def test_errors_name_the_parameter(
     from tokcost.errors import UsageError
 
     with pytest.raises(UsageError) as caught:
-        tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, **kwargs))
+        tokcost.generate(tokcost.GenerateRequest.of(prompt=PROMPT, **kwargs))
     assert caught.value.param == param and "--" not in str(caught.value)
     res = runner.invoke(app, ["generate", PROMPT, *flag_args])
     assert res.exit_code == 2 and flag in res.stderr
@@ -315,8 +315,8 @@ def test_user_catalog_model_through_the_library(tmp_path: Path) -> None:
     args = ["generate", "Hello", "-m", "my-mini", "--catalog", str(cat), "--max-new-tokens", "3"]
     res = runner.invoke(app, [*args, "--json", "--seed", "4"])
     assert res.exit_code == 0, res.output
-    for catalog in (cat, str(cat), tokcost.load_catalog(cat)):
-        result = tokcost.generate(tokcost.GenerateRequest.from_options(
+    for catalog in (cat, str(cat), load_catalog(cat)):
+        result = tokcost.generate(tokcost.GenerateRequest.of(
             prompt="Hello", model="my-mini", catalog=catalog, max_new_tokens=3, seed=4))
         assert not result.trained and result.weights == "random (seed 4)"
         assert json.loads(res.stdout) == json.loads(json.dumps(result.to_dict()))
@@ -338,7 +338,7 @@ def test_a_request_accepts_what_users_pass(options: dict[str, object], field: st
                                            value: object) -> None:
     import tokcost
 
-    request = tokcost.GenerateRequest.from_options(prompt=PROMPT, **options)
+    request = tokcost.GenerateRequest.of(prompt=PROMPT, **options)
     part = request.kv if field in ("cache", "block_size") else request.sampling
     assert getattr(part, field) == value
     # One seed seeds the draw and random weights alike.
@@ -368,7 +368,7 @@ def test_a_bad_request_is_refused_on_construction(options: dict[str, object], pa
     from tokcost.errors import UsageError
 
     with pytest.raises(UsageError) as caught:
-        tokcost.GenerateRequest.from_options(prompt=PROMPT, **options)
+        tokcost.GenerateRequest.of(prompt=PROMPT, **options)
     assert caught.value.param == param and fragment in str(caught.value)
 
 
@@ -377,7 +377,7 @@ def test_an_unknown_option_is_refused() -> None:
     from tokcost.errors import UsageError
 
     with pytest.raises(UsageError, match="GenerateRequest has no option 'temprature'"):
-        tokcost.GenerateRequest.from_options(prompt=PROMPT, temprature=1.0)
+        tokcost.GenerateRequest.of(prompt=PROMPT, temprature=1.0)
 
 
 def test_the_same_request_from_parts_or_options() -> None:
@@ -387,7 +387,7 @@ def test_the_same_request_from_parts_or_options() -> None:
 
     parts = tokcost.GenerateRequest(prompt=PROMPT, sampling=SamplingParams(n=2, seed=3),
                                     kv=CacheSpec(block_size=4), source=ModelSource(seed=3))
-    flat = tokcost.GenerateRequest.from_options(prompt=PROMPT, n=2, seed=3, block_size=4)
+    flat = tokcost.GenerateRequest.of(prompt=PROMPT, n=2, seed=3, block_size=4)
     assert parts == flat
 
 
@@ -395,10 +395,10 @@ def test_prompt_bytes_are_read_by_the_input_policy() -> None:
     import tokcost
     from tokcost.errors import InputError
 
-    request = tokcost.GenerateRequest.from_options(prompt=b"caf\xc3\xa9 \xff", max_new_tokens=1)
+    request = tokcost.GenerateRequest.of(prompt=b"caf\xc3\xa9 \xff", max_new_tokens=1)
     assert request.text == "café \ufffd" and request.invalid_utf8_bytes == 1
     with pytest.raises(InputError, match="^notes.bin is binary"):
-        tokcost.GenerateRequest.from_options(prompt=b"a\x00b", prompt_source="notes.bin")
+        tokcost.GenerateRequest.of(prompt=b"a\x00b", prompt_source="notes.bin")
 
 
 def test_the_cli_names_the_flag_of_a_request_field() -> None:

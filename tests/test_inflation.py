@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokcost import Tokenizer, get_tokenizer
+from tokcost import get_tokenizer
+from tokcost.adapters import Tokenizer
 from tokcost.catalog.schema import ModelEntry, Pricing
 from tokcost.errors import InputError, UsageError
 from tokcost.inflation import (

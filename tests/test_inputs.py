@@ -23,9 +23,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tokcost
+from tokcost.bpe import TrainerConfig
 from tokcost.cli.app import app
-from tokcost.counting import LineBlocks, Utf8Decoder, decode_utf8
+from tokcost.counting import Inputs, LineBlocks, Utf8Decoder, decode_utf8
 from tokcost.errors import UsageError
+from tokcost.inflation import Corpus
+from tokcost.tokenizers import TokenizerSelection
 
 runner = CliRunner()
 
@@ -64,7 +67,7 @@ def work(tmp_path: Path) -> dict[str, str]:
                                '    paths: ["*.txt", "*.gif"]\n    max_total_tokens: 100000\n',
                                encoding="utf-8")
     paths["out"].parent.mkdir()
-    config = tokcost.TrainerConfig(vocab_size=300, special_tokens=("<|endoftext|>",))
+    config = TrainerConfig(vocab_size=300, special_tokens=("<|endoftext|>",))
     tokcost.train_bpe(tokcost.BPETrainRequest(files=(paths["text"],), trainer=config,
                                               output=paths["tok"]))
     return {k: str(v) for k, v in paths.items()}
@@ -100,27 +103,27 @@ JSON_ROWS: list[Any] = [
     pytest.param(["count", "{text}", "{bad}", "--json"], None,
                  lambda w: tokcost.count([w["text"], w["bad"]]), id="count"),
     pytest.param(["count", "{text}", "{bad}", "{bin}", "--tokens", "--json"], None,
-                 lambda w: tokcost.tokenize_paths([w["text"], w["bad"], w["bin"]]),
+                 lambda w: tokcost.tokenize([w["text"], w["bad"], w["bin"]]),
                  id="count-tokens-files"),
     pytest.param(["count", "-", "--tokens", "--json", "-t", "cl100k_base"], BAD,
-                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
-                     inputs=tokcost.Inputs(paths="-", stdin=io.BytesIO(BAD)),
-                     tokenizers=tokcost.TokenizerSelection(tokenizers="cl100k_base"))),
+                 lambda w: tokcost.tokenize(tokcost.TokenizeRequest(
+                     inputs=Inputs(paths="-", stdin=io.BytesIO(BAD)),
+                     tokenizers=TokenizerSelection(tokenizers="cl100k_base"))),
                  id="count-tokens-stdin"),
     pytest.param(["count", "{text}", "--truncate", "5", "--json"], None,
-                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
-                     inputs=tokcost.Inputs(paths=w["text"]), max_tokens=5)),
+                 lambda w: tokcost.tokenize(tokcost.TokenizeRequest(
+                     inputs=Inputs(paths=w["text"]), max_tokens=5)),
                  id="count-truncate"),
     pytest.param(["count", "{dir}", "--truncate", "2", "--json", "-m", "gpt-4o"], None,
-                 lambda w: tokcost.tokenize_paths(tokcost.TokenizeRequest(
-                     inputs=tokcost.Inputs(paths=w["dir"]), max_tokens=2,
-                     tokenizers=tokcost.TokenizerSelection(models="gpt-4o"))),
+                 lambda w: tokcost.tokenize(tokcost.TokenizeRequest(
+                     inputs=Inputs(paths=w["dir"]), max_tokens=2,
+                     tokenizers=TokenizerSelection(models="gpt-4o"))),
                  id="count-truncate-folder"),
     pytest.param(["count", "--chat", "{badchat}", "--json"], None,
                  lambda w: tokcost.count_chat(w["badchat"]), id="count-chat"),
     pytest.param(["count", "--chat", "-", "--json", "-m", "gpt-4o"], json.dumps(CHAT).encode(),
                  lambda w: tokcost.count_chat(tokcost.ChatRequest(
-                     chat="-", tokenizers=tokcost.TokenizerSelection(models="gpt-4o"),
+                     chat="-", tokenizers=TokenizerSelection(models="gpt-4o"),
                      stdin=io.BytesIO(json.dumps(CHAT).encode()))),
                  id="count-chat-stdin"),
     pytest.param(["bpe", "encode", "{tok}", "the kettle", "--json"], None,
@@ -147,17 +150,17 @@ JSON_ROWS: list[Any] = [
                      model="gpt-4o", paths=[w["text"], w["bad"], w["bin"]])),
                  id="price-files"),
     pytest.param(["compare", "{text}", "{bad}", "{bin}", "--baseline", "text", "--json"], None,
-                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=tokcost.Corpus(
+                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=Corpus(
                      sources=[w["text"], w["bad"], w["bin"]], baseline="text"))),
                  id="compare-files"),
     pytest.param(["compare", "{text}", "-", "--baseline", "text", "--json"], BAD,
-                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=tokcost.Corpus(
+                 lambda w: tokcost.compare(tokcost.CompareRequest(corpus=Corpus(
                      sources=[w["text"], "-"], baseline="text", stdin=io.BytesIO(BAD)))),
                  id="compare-stdin"),
     pytest.param(["bpe", "train", "{text}", "{bad}", "{bin}", *TRAIN, "-o", "{out}", "--json"],
                  None, lambda w: tokcost.train_bpe(tokcost.BPETrainRequest(
                      files=(w["text"], w["bad"], w["bin"]),
-                     trainer=tokcost.TrainerConfig(vocab_size=280, pattern="gpt2"),
+                     trainer=TrainerConfig(vocab_size=280, pattern="gpt2"),
                      output=w["out"], force=True)),
                  id="train"),
 ]
@@ -336,7 +339,7 @@ def test_training_on_stdin_equals_training_on_the_file(work: dict[str, str],
                                                        tmp_path: Path) -> None:
     data = TEXT.encode() + BAD  # CRLF and invalid bytes read the same way from both
     (tmp_path / "corpus.txt").write_bytes(data)
-    config = tokcost.TrainerConfig(vocab_size=290, pattern="gpt2")
+    config = TrainerConfig(vocab_size=290, pattern="gpt2")
     from_file = tokcost.train_bpe(tokcost.BPETrainRequest(
         files=(tmp_path / "corpus.txt",), trainer=config, output=tmp_path / "f.bpe"))
     from_stdin = tokcost.train_bpe(tokcost.BPETrainRequest(
@@ -549,18 +552,18 @@ def test_nonsense_numbers_are_refused(work: dict[str, str], args: list[str], cod
     assert not Path(work["out"]).exists()
 
 
-@pytest.mark.parametrize("call", [tokcost.tokenize_paths, tokcost.tokenize])
-def test_the_library_shows_one_tokenizers_tokens(call: Callable[..., Any]) -> None:
-    path = ["-"] if call is tokcost.tokenize_paths else "-"
+@pytest.mark.parametrize("path", [["-"], "-"], ids=["a-list", "a-bare-string"])
+def test_the_library_shows_one_tokenizers_tokens(path: Any) -> None:
+    call = tokcost.tokenize
     with pytest.raises(UsageError, match=r"one tokenizer at a time, got 2 "
                        r"\(cl100k_base, gpt-4o\)") as caught:
         call(tokcost.TokenizeRequest(
-            inputs=tokcost.Inputs(paths=path, stdin=io.BytesIO(b"hi")),
-            tokenizers=tokcost.TokenizerSelection(tokenizers=["cl100k_base"], models=["gpt-4o"])))
+            inputs=Inputs(paths=path, stdin=io.BytesIO(b"hi")),
+            tokenizers=TokenizerSelection(tokenizers=["cl100k_base"], models=["gpt-4o"])))
     assert caught.value.param == "tokenizers" and caught.value.related == ("models",)
     one = call(tokcost.TokenizeRequest(
-        inputs=tokcost.Inputs(paths=path, stdin=io.BytesIO(b"hello world")),
-        tokenizers=tokcost.TokenizerSelection(models=["gpt-4o"])))
+        inputs=Inputs(paths=path, stdin=io.BytesIO(b"hello world")),
+        tokenizers=TokenizerSelection(models=["gpt-4o"])))
     assert one.tokenizer.label == "gpt-4o"
 
 
@@ -673,7 +676,7 @@ def test_dask_train_skips_binary_and_reports_invalid_utf8(tmp_path: Path) -> Non
         engine = TrainingInputs(DaskRunner(client=client, shard_bytes=500))
         # A quoted glob: the driver never opens these files, the workers do.
         counts = engine.count_words([str(tmp_path / "*.txt")], PretokenizeSpec("gpt2"))
-        config = tokcost.TrainerConfig(vocab_size=300, pattern="gpt2")
+        config = TrainerConfig(vocab_size=300, pattern="gpt2")
         remote = tokcost.bpe.train_counted(
             engine.count_words([str(tmp_path / "*.txt")], config.reader_spec()), config)
     assert counts.warnings == (

@@ -213,7 +213,7 @@ def test_quality_group_and_unquantized_notes(args: list[str], code: int, fragmen
 
 
 def test_quality_notes_in_the_library() -> None:
-    r = tokcost.kvmem_quality(tokcost.QualityRequest.from_options(
+    r = tokcost.kvmem_quality(tokcost.QualityRequest.of(
         max_tokens=64, policies=["int8", "int8:per-token"], residual=16, kv_group_size=64))
     # per channel, 63 - 16 = 47 tokens make no whole group of 64; per token all 47 are quantized
     assert r.notes == ("int8: none of the 63 tokens were quantized (the last residual=16 stay "
@@ -433,7 +433,7 @@ def test_quality_runs_on_a_hugging_face_checkpoint(family: str) -> None:
     against the memory model inside kvmem_quality (per layer kind: the sliding families'
     layers hold at most their 8-token window, past which these 40 tokens run), and a policy
     that keeps every token (a window longer than the text) costs nothing."""
-    result = tokcost.kvmem_quality(tokcost.QualityRequest.from_options(
+    result = tokcost.kvmem_quality(tokcost.QualityRequest.of(
         model_dir=HF_TINY / family, text=str(README), max_tokens=40, prompt=8,
         policies=["int8", "fp8", "window:64", "window:4", "h2o:8+8"]))
     keep_all = next(r for r in result.rows if r.policy == "window:64").quality
@@ -451,7 +451,7 @@ def test_quality_runs_on_a_hugging_face_checkpoint(family: str) -> None:
 
 def test_quality_refuses_gpu_planning_for_sliding_window_checkpoints() -> None:
     with pytest.raises(UsageError, match="sliding-window layers") as err:
-        tokcost.kvmem_quality(tokcost.QualityRequest.from_options(
+        tokcost.kvmem_quality(tokcost.QualityRequest.of(
             model_dir=HF_TINY / "gemma2", text=str(README), max_tokens=40, gpu="H100"))
     assert err.value.param == "gpu"
 
@@ -467,18 +467,18 @@ def test_int_round_trip_with_a_subnormal_fp16_scale() -> None:
 def test_the_quality_request_checks_itself() -> None:
     """Counts as text, a comma list of policies as one string, and the errors that name
     the fields (their CLI flags)."""
-    request = tokcost.QualityRequest.from_options(max_tokens="1k", prompt="64",
+    request = tokcost.QualityRequest.of(max_tokens="1k", prompt="64",
                                                   policies="int8, window:32")
     assert (request.max_tokens, request.prompt) == (1000, 64)
     assert [p.name for p in request.cache_policies.chosen] == ["int8", "window:32"]
     with pytest.raises(UsageError) as caught:
-        tokcost.QualityRequest.from_options(max_tokens=64, prompt=64)
+        tokcost.QualityRequest.of(max_tokens=64, prompt=64)
     assert caught.value.param == "prompt" and caught.value.related == ("max_tokens",)
     assert str(caught.value).startswith("prompt=64 must be at least 1 and below max_tokens=64")
     with pytest.raises(UsageError, match="policy int8 is given twice"):
-        tokcost.QualityRequest.from_options(policies=["int8", "int8"])
+        tokcost.QualityRequest.of(policies=["int8", "int8"])
     with pytest.raises(UsageError, match="^context sets the sequences planned on a GPU; give gpu"):
-        tokcost.QualityRequest.from_options(context="1k")
+        tokcost.QualityRequest.of(context="1k")
     result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", "--prompt", "64"])
     assert result.exit_code == 2
     assert "--prompt 64 must be at least 1 and below --max-tokens 64" in result.stderr

@@ -44,9 +44,9 @@ def test_generate_and_attention_prepend_what_the_post_processor_adds(tmp_path: P
     folder, bos = _with_bos(tmp_path)
     want = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROMPT).ids  # transformers'
     assert want[0] == bos
-    result = tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, model_dir=folder, max_new_tokens=2))
+    result = tokcost.generate(tokcost.GenerateRequest.of(prompt=PROMPT, model_dir=folder, max_new_tokens=2))
     assert list(result.prompt_ids) == want
-    att = tokcost.attention(tokcost.AttentionRequest.from_options(prompt=PROMPT, model_dir=folder))
+    att = tokcost.attention(tokcost.AttentionRequest.of(prompt=PROMPT, model_dir=folder))
     assert list(att.prompt_ids) == want
     # Counting the same text with the same tokenizer leaves the BOS out.
     tok = tokcost.get_tokenizer(f"hf:{folder / 'tokenizer.json'}")
@@ -58,7 +58,7 @@ def test_a_post_processor_that_adds_nothing_changes_nothing() -> None:
 
     want = Tokenizer.from_file(str(FIXTURE / "tokenizer.json")).encode(
         PROMPT, add_special_tokens=False).ids
-    result = tokcost.generate(tokcost.GenerateRequest.from_options(prompt=PROMPT, model_dir=FIXTURE, max_new_tokens=1))
+    result = tokcost.generate(tokcost.GenerateRequest.of(prompt=PROMPT, model_dir=FIXTURE, max_new_tokens=1))
     assert list(result.prompt_ids) == want
 
 

@@ -128,8 +128,8 @@ def test_schema_rejects_a_broken_file(
 
 _PROBE = """
 import json, sys
-import tokcost
-cat = tokcost.load_catalog(sys.argv[1] if len(sys.argv) > 1 else None)
+from tokcost.catalog import load_catalog
+cat = load_catalog(sys.argv[1] if len(sys.argv) > 1 else None)
 print(json.dumps({"models": len(cat.models), "first": cat.models[0].to_dict(),
                   "pydantic": "pydantic" in sys.modules, "yaml": "yaml" in sys.modules}))
 """

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost import get_tokenizer
+from tokcost.bpe import TrainerConfig
 from tokcost.cli.app import app
 from tokcost.counting import CutRule, Inputs, TextStream, count_paths
 from tokcost.runner import RunConfig
@@ -55,7 +56,7 @@ def bpe_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("bpe")
     corpus = folder / "corpus.txt"
     corpus.write_text("the im start of the tool 42 and the kettle\n" * 50, encoding="utf-8")
-    config = tokcost.TrainerConfig(vocab_size=300, pattern="o200k",
+    config = TrainerConfig(vocab_size=300, pattern="o200k",
                                    special_tokens=("<|im start|>", "<|tool 42|>"))
     tokcost.train_bpe(tokcost.BPETrainRequest(files=(corpus,), trainer=config,
                                               output=folder / "tok.bpe"))

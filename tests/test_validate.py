@@ -21,6 +21,7 @@ import tokcost
 from tokcost.catalog import CatalogInvalid, load_catalog
 from tokcost.cli.app import app
 from tokcost.errors import CatalogError, TokenizerNotFound
+from tokcost.tokenizers import TokenizerSelection
 
 runner = CliRunner()
 
@@ -179,7 +180,7 @@ def test_borrowed_tokenizer_is_used(tmp_path: Path) -> None:
     cat = load_catalog(path)
     mine = cat.resolve("mine")
     assert (mine.tokenizer, mine.tokenizer_exact) == ("tiktoken:o200k_base", False)
-    choices = tokcost.TokenizerSelection(models=["mine", "bare"], catalog=cat).resolve()
+    choices = TokenizerSelection(models=["mine", "bare"], catalog=cat).resolve()
     assert [(c.spec, c.exact) for c in choices] == [
         ("tiktoken:o200k_base", False), ("tiktoken:cl100k_base", True)]
 
@@ -216,7 +217,7 @@ def test_a_bad_catalog_tokenizer_fails_where_it_is_used(tmp_path: Path) -> None:
     cat = load_catalog(path)  # the other entries stay usable
     with pytest.raises(CatalogError, match=r"model 'a' in the catalog: tokenizer: unknown "
                                            r"tiktoken encoding 'o200k_bse' \(did you mean"):
-        tokcost.TokenizerSelection(models=["a"], catalog=cat).resolve()
+        TokenizerSelection(models=["a"], catalog=cat).resolve()
 
 
 # --- the CLI: one exit-code rule ----------------------------------------------------------
@@ -291,7 +292,7 @@ def test_validate_help_states_the_rule() -> None:
     ],
 )
 def test_pattern_names_are_their_base_encodings(written: str, spec: str) -> None:
-    choice = tokcost.TokenizerSelection(tokenizers=[written]).resolve()[0]
+    choice = TokenizerSelection(tokenizers=[written]).resolve()[0]
     assert (choice.spec, choice.label) == (spec, spec.split(":")[1])
 
 
@@ -316,7 +317,7 @@ def test_count_labels_the_real_encoding(tmp_path: Path) -> None:
 )
 def test_unknown_names_get_a_suggestion(tmp_path: Path, spec: str, fragment: str) -> None:
     with pytest.raises(TokenizerNotFound, match=re.escape(fragment)):
-        tokcost.TokenizerSelection(tokenizers=[spec]).resolve()
+        TokenizerSelection(tokenizers=[spec]).resolve()
     text = write(tmp_path, "hi\n", "a.txt")
     result = runner.invoke(app, ["count", str(text), "-t", spec])
     assert result.exit_code == 2 and fragment in result.stderr
@@ -333,7 +334,7 @@ SPEC_WORDS = ["o200k", "cl100k", "o200k_base", "gpt2", "p50k", "tiktoken", "hf",
 def test_catalog_accepts_exactly_what_t_accepts(tmp_path: Path, parts: list[str], sep: str) -> None:
     spec = sep.join(parts)
     try:
-        tokcost.TokenizerSelection(tokenizers=[spec]).resolve()
+        TokenizerSelection(tokenizers=[spec]).resolve()
         by_t = True
     except TokenizerNotFound:
         by_t = False

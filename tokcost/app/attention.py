@@ -25,7 +25,7 @@ from tokcost.reference.request import PromptRequest
 if TYPE_CHECKING:
     from tokcost.reference.attention_stats import HeadStats
 
-__all__ = ["AttentionRequest", "AttentionResult", "attention"]
+__all__ = ["AttentionRequest", "attention"]
 
 # A plot with no heads named draws every head of a model this small, else the notable ones.
 MAX_PLOTTED = 16

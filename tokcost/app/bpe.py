@@ -14,19 +14,27 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 # Through the package, not its names: a test replaces ``tokcost.bpe.train_counted``.
 from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
-from tokcost.bpe import BPEModel, ExportFormat, PatternName, TrainerConfig, TrainResult
+from tokcost.bpe import (
+    DEFAULT_MAX_TOKEN_LENGTH,
+    BPEModel,
+    ExportFormat,
+    PatternName,
+    TrainerConfig,
+    TrainResult,
+)
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
 from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
 from tokcost.errors import TokcostError, UsageError, arg
+from tokcost.parts import Parts
 from tokcost.runner import EngineKind, RunConfig
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 from tokcost.units import parse_count
@@ -39,13 +47,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
-    "BPETrainRequest", "TrainerConfig", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe",
-    "train_bpe",
+    "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe",
 ]
 
 
 @dataclass(frozen=True, kw_only=True)
-class BPETrainRequest:
+class BPETrainRequest(Parts):
     """Train ``trainer`` on ``files`` and write ``output`` and its ``.vocab`` beside it.
 
     ``files`` follow every command's input policy: ``-`` is ``stdin`` (default: the
@@ -55,6 +62,9 @@ class BPETrainRequest:
     ``timeout`` seconds at most: ``tokcost.runner.RunConfig``); the merges are the same
     on every engine.
     """
+
+    #: The trainer's longest token by default (``--max-token-length``'s default).
+    default_max_token_length: ClassVar[int] = DEFAULT_MAX_TOKEN_LENGTH
 
     files: tuple[str, ...]
     trainer: TrainerConfig

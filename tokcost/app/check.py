@@ -45,13 +45,14 @@ from tokcost.budget.crossing import locate
 from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
+from tokcost.parts import Parts
 from tokcost.runner import EngineKind, RunConfig
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
 
-__all__ = ["AdhocBudget", "CheckRequest", "CheckResult", "Growth", "check"]
+__all__ = ["CheckRequest", "check"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +95,7 @@ class Growth:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CheckRequest:
+class CheckRequest(Parts):
     """The ``config`` files (none: the one found walking up to the git work tree root),
     every config ``under`` a folder, or an ``adhoc`` budget; ``strict``: warnings fail
     (exit code 2); ``catalog`` replaces the configs' own; ``engine``, ``jobs`` and

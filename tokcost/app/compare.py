@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tokcost.counting import Skipped
 from tokcost.inflation import Corpus, Meter, Report, measure, view
+from tokcost.parts import Parts
 from tokcost.plotting import check_plot_path
 from tokcost.tokenizers import resolve_tokenizers
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
 
-__all__ = ["CompareRequest", "CompareResult", "Corpus", "compare"]
+__all__ = ["CompareRequest", "compare"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class CompareRequest:
+class CompareRequest(Parts):
     """What to compare: the ``corpus``, the ``tokenizers`` (specs, ``model:ID`` too) and
     ``models`` (catalog ids, which also price each text as input) through ``catalog``
     (none given: o200k_base), and the ``plot`` to write (.png/.svg/.pdf; ``force``

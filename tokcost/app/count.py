@@ -3,8 +3,8 @@ request, and the tokens themselves. Each takes one request; a path (or a list of
 will do, as in ``tokcost.count("README.md")``.
 
 >>> import io, tokcost
->>> stdin = tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world"))
->>> tokcost.tokenize(tokcost.TokenizeRequest(inputs=stdin)).ids
+>>> request = tokcost.TokenizeRequest.of(paths="-", stdin=io.BytesIO(b"hello world"))
+>>> tokcost.tokenize(request).files[0].ids
 (24912, 2375)
 """
 
@@ -28,11 +28,11 @@ from tokcost.counting import (
     count_paths,
     input_warnings,
     load_input,
-    read_input,
     walk,
 )
 from tokcost.counting.skips import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
+from tokcost.parts import Parts
 from tokcost.runner import RunConfig
 from tokcost.tokenizers import (
     MODEL_PREFIX,
@@ -47,8 +47,7 @@ if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
 
 __all__ = [
-    "ChatRequest", "ChatResult", "CountRequest", "CountResult", "TokenizeRequest",
-    "TokenizeResult", "TokensResult", "count", "count_chat", "tokenize", "tokenize_paths",
+    "ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize",
 ]
 
 #: The model whose chat template ``count_chat`` applies when none is named.
@@ -196,7 +195,7 @@ class CountResult(_ManyInputs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CountRequest:
+class CountRequest(Parts):
     """Count the files under ``inputs`` with every tokenizer of ``tokenizers`` (default
     o200k_base), on ``run``. A file named twice (directly, through a folder, a symlink or
     a hard link) is counted once, as ``du`` counts it; a FIFO, socket or device inside a
@@ -219,9 +218,8 @@ def count(request: CountRequest | Inputs | str | Path | Sequence[str | Path], *,
     ``progress(stage, done, total)``: see ``tokcost.counting.count_paths``.
 
     >>> import io, tokcost
-    >>> r = tokcost.count(tokcost.CountRequest(
-    ...     inputs=tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world")),
-    ...     tokenizers=tokcost.TokenizerSelection(tokenizers="cl100k_base")))
+    >>> r = tokcost.count(tokcost.CountRequest.of(paths="-", stdin=io.BytesIO(b"hello world"),
+    ...                                           tokenizers="cl100k_base"))
     >>> r.total_tokens(), r.to_dict()["total"]["tokens"]
     (2, {'cl100k_base': 2})
     """
@@ -284,7 +282,7 @@ class ChatResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChatRequest:
+class ChatRequest(Parts):
     """Count the OpenAI-style JSON message list in the file ``chat`` (``-``: ``stdin``,
     default the process's standard input) for each of ``tokenizers.models`` (default
     gpt-4o), with its per-message overhead from the catalog; the first of
@@ -406,7 +404,7 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
 
 
 @dataclass(frozen=True, kw_only=True)
-class TokenizeRequest:
+class TokenizeRequest(Parts):
     """The tokens of the inputs under one tokenizer (default o200k_base; several are
     refused: two tokenizers' tokens are two documents); with ``max_tokens`` (a count:
     ``"8k"`` will do), only the first ones, and the text cut to them."""
@@ -441,27 +439,16 @@ def _request(request: TokenizeRequest | Inputs | str | Path | Sequence[str | Pat
         inputs=_paths(request))
 
 
-def tokenize(request: TokenizeRequest | Inputs | str | Path) -> TokenizeResult:
-    """The tokens of one input (a request's one path): a binary file raises InputError,
-    invalid UTF-8 is replaced (``warnings`` say so)."""
-    request = _request(request)
-    if len(request.inputs.paths) != 1:
-        raise UsageError(f"tokenize reads one input, got {len(request.inputs.paths)}; "
-                         f"use tokenize_paths for several ({arg('paths')})", param="paths")
-    choice, tok = request.load()
-    read = read_input(request.inputs.paths[0], stdin=request.inputs.stdin)
-    return _tokens_of(read, choice, tok, request)
-
-
-def tokenize_paths(
+def tokenize(
     request: TokenizeRequest | Inputs | str | Path | Sequence[str | Path],
 ) -> TokensResult:
-    """``tokenize`` for every file under the request's paths (walked as ``count`` walks
-    them; ``-`` is stdin): binary and unreadable files are skipped and reported.
+    """The tokens of every file under the request's paths (walked as ``count`` walks
+    them; ``-`` is stdin): binary and unreadable files are skipped and reported, invalid
+    UTF-8 is replaced (each file's ``warnings`` say so).
 
     >>> import io, tokcost
-    >>> stdin = tokcost.Inputs(paths="-", stdin=io.BytesIO(b"hello world"))
-    >>> r = tokcost.tokenize_paths(tokcost.TokenizeRequest(inputs=stdin, max_tokens=1))
+    >>> stdin = io.BytesIO(b"hello world")
+    >>> r = tokcost.tokenize(tokcost.TokenizeRequest.of(paths="-", stdin=stdin, max_tokens=1))
     >>> r.files[0].text, r.files[0].input_tokens, r.to_dict()["files"][0]["truncated"]
     ('hello', 2, True)
     """

@@ -5,7 +5,7 @@ KV cache and sets what the cache holds beside what ``kvmem estimate`` predicts. 
 request's ``on_start`` (the prompt tokenized) and ``on_step`` (every new token, decoded)
 let a caller watch; nothing is printed.
 
->>> r = generate(GenerateRequest.from_options(prompt="The baker", max_new_tokens=2))
+>>> r = generate(GenerateRequest.of(prompt="The baker", max_new_tokens=2))
 >>> r.cache, len(r.samples[0].token_ids), r.kv_cache.matches
 (<CacheMode.PAGED: 'paged'>, 2, True)
 """
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.generate import GenerationResult, Step
 
-__all__ = ["GenerateRequest", "GenerateResult", "generate"]
+__all__ = ["GenerateRequest", "generate"]
 
 Estimate = Callable[..., int]  # tokens, block_size=..., batch=... -> bytes (kvmem estimate)
 
@@ -58,7 +58,7 @@ class GenerateRequest(PromptRequest):
     message through the checkpoint's chat template. The sampling seed also seeds random
     weights unless the source has its own.
 
-    >>> r = GenerateRequest.from_options(prompt="Hi", temperature="0.8", max_new_tokens="1k")
+    >>> r = GenerateRequest.of(prompt="Hi", temperature="0.8", max_new_tokens="1k")
     >>> r.sampling.max_new_tokens, r.sampling.temperature
     (1000, 0.8)
     """

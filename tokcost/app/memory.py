@@ -7,7 +7,7 @@ from dataclasses import replace
 from tokcost.memory.estimate import KvResult
 from tokcost.memory.request import KvRequest
 
-__all__ = ["KvRequest", "KvResult", "estimate_memory"]
+__all__ = ["KvRequest", "estimate_memory"]
 
 
 def estimate_memory(request: KvRequest) -> KvResult:

@@ -26,9 +26,8 @@ if TYPE_CHECKING:
     from tokcost.catalog.sync import PriceDiff
 
 __all__ = [
-    "CatalogCheck", "GpuList", "ImportModelRequest", "ModelDetails", "ModelImport", "ModelList",
-    "PriceSync", "SyncPricesRequest", "import_model", "list_gpus", "list_models", "show_model",
-    "sync_prices", "validate_catalog",
+    "ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus", "list_models",
+    "show_model", "sync_prices", "validate_catalog",
 ]
 
 

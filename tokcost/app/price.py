@@ -25,7 +25,7 @@ from tokcost.units import parse_count
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource, ModelEntry
 
-__all__ = ["PriceRequest", "PriceResult", "price"]
+__all__ = ["PriceRequest", "price"]
 
 _COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
            "reasoning_tokens", "requests")

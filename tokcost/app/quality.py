@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import TokcostError, UsageError, Words, arg
+from tokcost.parts import Parts
 from tokcost.reference.from_catalog import ModelSource
-from tokcost.reference.request import Options, as_int
+from tokcost.reference.request import as_int
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, ModelEntry
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.quality import PolicyQuality, TeacherForced
 
-__all__ = ["QualityRequest", "QualityResult", "kvmem_quality"]
+__all__ = ["QualityRequest", "kvmem_quality"]
 
 # Every family of policy once; eviction budgets are fractions of the text's length.
 DEFAULT_POLICIES: tuple[str, ...] = (
@@ -67,7 +68,7 @@ class Policies:
 
 
 @dataclass(frozen=True, kw_only=True)
-class QualityRequest(Options):
+class QualityRequest(Parts):
     """Measure the ``cache_policies`` with a trained ``source`` model on the first
     ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the held-out
     part of the shipped prose corpora), prefilling ``prompt`` tokens (default an eighth).

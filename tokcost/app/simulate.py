@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import check_block_size
 from tokcost.memory.policies import POLICIES, PolicyName, policy_names
-from tokcost.memory.request import Composed, PlotSpec
+from tokcost.memory.request import PlotSpec
+from tokcost.parts import Parts
 from tokcost.units import parse_count, parse_size
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from tokcost.memory.report import PolicyReport
     from tokcost.memory.workload import Request
 
-__all__ = ["SimulationRequest", "SimulationResult", "simulate"]
+__all__ = ["SimulationRequest", "simulate"]
 
 DEFAULT_MAX_LEN = 2048  # when neither max_len nor the model's context window says
 
@@ -81,7 +82,7 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SimulationRequest(Composed):
+class SimulationRequest(Parts):
     """One ``kvmem simulate``: the ``policies`` (a comma list too) compared on one workload
     in one memory; ``block_size`` is the paged policy's block, 1 to ``max_len`` tokens."""
 

@@ -28,6 +28,7 @@ from tokcost.bpe import PatternName, TrainerConfig
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
+from tokcost.parts import Parts
 from tokcost.runner import LocalRunner
 from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
@@ -49,7 +50,7 @@ KNEE_RULE = ("the first size whose next step cuts tokens per byte by less than {
 
 
 @dataclass(frozen=True, kw_only=True)
-class BPESweepRequest:
+class BPESweepRequest(Parts):
     """Train once at the largest of ``vocab_sizes`` on ``files`` and measure every size on
     ``held_out`` (files, or one parallel folder such as corpora/prose/: one document per
     language). ``tokenizers`` are the reference points (``vs_reference`` divides by the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,9 +17,6 @@ from tokcost.cli.checkpoint_options import (
 )
 from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
-
-if TYPE_CHECKING:
-    from tokcost import AttentionResult
 
 EPILOG = """
 Examples:
@@ -73,7 +70,7 @@ def attention(
 ) -> None:
     """Score every attention head on PROMPT: entropy, distance, sinks, previous/duplicate tokens."""
     data, source = read_prompt(prompt, file)
-    request = tokcost.AttentionRequest.from_options(
+    request = tokcost.AttentionRequest.of(
         prompt=data, prompt_source=source, model=None if model_dir else model,
         model_dir=model_dir, weights=weights, seed=seed, catalog=catalog, plot=plot,
         heads=tuple(heads or ()), force=force)
@@ -89,7 +86,7 @@ def attention(
                   markup=False)
 
 
-def _render(result: AttentionResult) -> None:
+def _render(result: Any) -> None:
     t = len(result.prompt_ids)
     grid = table(title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
                        f"heads on {t} tokens")

@@ -125,7 +125,7 @@ def train_cmd(
         "--max-token-length",
         help="Longest token in bytes. The default is the longest token of o200k_base and "
         "cl100k_base (128 spaces); a value past the longest pre-token, such as 1M, lifts the "
-        "limit (HF's default).")] = tokcost.TrainerConfig.max_token_length,
+        "limit (HF's default).")] = tokcost.BPETrainRequest.default_max_token_length,
     jobs: JobsOpt = 1,
     max_pretokens: Annotated[int | None, _counts(
         "--max-pretokens", signed=False, show_default=False,
@@ -155,13 +155,11 @@ def train_cmd(
 
       cat corpus/*.txt | tokcost bpe train - -v 8192 -o tok.bpe
     """
-    trainer = tokcost.TrainerConfig(
-        vocab_size=vocab_size, pattern=pattern, special_tokens=tuple(special_tokens or ()),
-        min_frequency=min_frequency, max_token_length=max_token_length, jobs=jobs,
-        max_pretokens=max_pretokens)
-    request = tokcost.BPETrainRequest(files=tuple(files), trainer=trainer, output=output,
-                                      force=force, engine=engine, scheduler=scheduler,
-                                      timeout=timeout)
+    request = tokcost.BPETrainRequest.of(
+        files=tuple(files), vocab_size=vocab_size, pattern=pattern,
+        special_tokens=tuple(special_tokens or ()), min_frequency=min_frequency, jobs=jobs,
+        max_token_length=max_token_length, max_pretokens=max_pretokens, output=output,
+        force=force, engine=engine, scheduler=scheduler, timeout=timeout)
     with _progress() as callback:
         result = tokcost.train_bpe(request, callback)
     _warn(result.notes)

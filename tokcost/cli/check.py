@@ -6,7 +6,7 @@ import io
 import os
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -14,9 +14,6 @@ import tokcost
 from tokcost import units
 from tokcost.cli.console import err, error, make_console, out, print_fitted, table, warn
 from tokcost.errors import UsageError
-
-if TYPE_CHECKING:
-    from tokcost import CheckResult
 
 EPILOG = """
 Examples:
@@ -146,9 +143,9 @@ def check(
              f"{base}, the baseline file is not read")
     adhoc = _adhoc(paths or [], model, tokenizer, max_tokens=max_tokens, max_cost=max_cost,
                    max_window=max_window)
-    result = tokcost.check(tokcost.CheckRequest(
-        config=tuple(config or ()), under=Path(".") if under else None, adhoc=adhoc,
-        growth=tokcost.Growth(baseline=baseline, base=base, update_baseline=update_baseline),
+    result = tokcost.check(tokcost.CheckRequest.of(
+        config=tuple(config or ()), under=Path(".") if under else None, **adhoc,
+        baseline=baseline, base=base, update_baseline=update_baseline,
         strict=strict, catalog=catalog, jobs=jobs))
     for r in result.configs if update_baseline else ():
         n = sum(len(b.files) for b in r.budgets)
@@ -170,9 +167,9 @@ def check(
 
 
 def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
-           **flags: str | None) -> tokcost.AdhocBudget | None:
-    """The budget PATHS and the limit flags make, read by the parsers every config value
-    goes through (so ``10k``, ``$0.05``, ``5c``, ``80%`` mean what they mean there)."""
+           **flags: str | None) -> dict[str, Any]:
+    """The ad-hoc budget's options that PATHS and the limit flags make, read by the parsers
+    every config value goes through (``10k``, ``$0.05``, ``5c``, ``80%`` mean the same)."""
     given = [name for name, value in (*flags.items(), ("model", model),
                                       ("tokenizer", tokenizer)) if value is not None]
     if not paths:
@@ -180,7 +177,7 @@ def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
             raise UsageError(f"--{given[0].replace('_', '-')} applies to PATHS given on the "
                              "command line; add the files or globs to check (a config sets "
                              "its own limits and model)")
-        return None
+        return {}
     if not set(flags) & set(given):
         raise UsageError("PATHS need a limit: add --max-tokens N, --max-cost USD or "
                          "--max-window PCT (or drop PATHS to use tokcost.yaml)")
@@ -197,11 +194,10 @@ def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
     if flags["max_window"] is not None:
         limits["max_context_percent"] = units.parse_percent(flags["max_window"],
                                                             param="max_window")
-    return tokcost.AdhocBudget(paths=tuple(paths), limits=limits, model=model,
-                               tokenizer=tokenizer)
+    return {"paths": tuple(paths), "limits": limits, "model": model, "tokenizer": tokenizer}
 
 
-def _print_text(run: CheckResult, *, strict: bool, quiet: bool, hide_passed: bool) -> None:
+def _print_text(run: Any, *, strict: bool, quiet: bool, hide_passed: bool) -> None:
     """The terminal report: each config's warnings on stderr, the tables on stdout."""
     for result in _shown(run, quiet or hide_passed):
         for notice in result.notices:
@@ -217,12 +213,12 @@ def _print_text(run: CheckResult, *, strict: bool, quiet: bool, hide_passed: boo
               end="", markup=False, highlight=False, soft_wrap=True)
 
 
-def _shown(run: CheckResult, failing_only: bool) -> list[Any]:
+def _shown(run: Any, failing_only: bool) -> list[Any]:
     """The configs the report shows: of several, only the failing ones when asked."""
     return [r for r in run.configs if r.exit_code or not (failing_only and run.several)]
 
 
-def _append_summary(summary: str, run: CheckResult) -> bool:
+def _append_summary(summary: str, run: Any) -> bool:
     """Append the Markdown report to the runner's step summary; False (said on stderr)
     when the file cannot be written."""
     try:
@@ -236,7 +232,7 @@ def _append_summary(summary: str, run: CheckResult) -> bool:
     return True
 
 
-def render_text(run: CheckResult, *, width: int = 100, color: bool = False,
+def render_text(run: Any, *, width: int = 100, color: bool = False,
                 quiet: bool = False, hide_passed: bool = False) -> str:
     """The terminal report: per config (under a heading when there are several) the
     failures, one row per budget, the changes and a verdict; then the run's verdict.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,7 +23,7 @@ from tokcost.errors import UsageError
 from tokcost.units import spec_label
 
 if TYPE_CHECKING:
-    from tokcost import CompareRequest, CompareResult
+    from tokcost import CompareRequest
 
 EPILOG = """
 Examples:
@@ -52,7 +52,7 @@ _CHART_ROWS = 30  # past this many, the terminal chart would scroll away: --plot
 _COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 
 
-def _print_tables(result: CompareResult, chart: bool) -> None:
+def _print_tables(result: Any, chart: bool) -> None:
     from rich.text import Text
 
     for tables, bars in result.tables():
@@ -161,11 +161,10 @@ def compare(
     """
     if sum((json_out, csv_out, markdown)) > 1:
         raise UsageError("pick one of --json, --csv, --markdown")
-    corpus = tokcost.Corpus(sources=tuple(sources or ()), builtin=builtin, baseline=baseline,
-                            kinds=tuple(kinds or ()), split=split)
-    result = _compare(tokcost.CompareRequest(
-        corpus=corpus, tokenizers=tuple(tokenizers or ()), models=tuple(models or ()),
-        catalog=catalog, plot=plot, force=force))
+    result = _compare(tokcost.CompareRequest.of(
+        sources=tuple(sources or ()), builtin=builtin, baseline=baseline,
+        kinds=tuple(kinds or ()), split=split, tokenizers=tuple(tokenizers or ()),
+        models=tuple(models or ()), catalog=catalog, plot=plot, force=force))
     for message in result.warnings:
         warn(message)
     if result.plot is not None:
@@ -186,7 +185,7 @@ def compare(
         raise typer.Exit(code=1)
 
 
-def _compare(request: CompareRequest) -> CompareResult:
+def _compare(request: CompareRequest) -> Any:
     """``tokcost.compare``, with a progress bar on stderr when a person watches it."""
     if not progress_enabled():
         return tokcost.compare(request)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,7 +33,7 @@ from tokcost.errors import UsageError
 from tokcost.units import spec_label
 
 if TYPE_CHECKING:
-    from tokcost import ChatResult, CountResult, TokenizeRequest, TokensResult
+    from tokcost import TokenizeRequest
 
 ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
 
@@ -244,27 +244,24 @@ def count(
     refuse_conflicts(paths=list(paths or []), chat=chat, flags={
         "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
         "--truncate": truncate is not None})
-    selection = tokcost.TokenizerSelection(tokenizers=tokenizers or [], models=models or [],
-                                           catalog=catalog)
+    selection = {"tokenizers": tokenizers or [], "models": models or [], "catalog": catalog}
     if chat is not None:
-        _print_chat(tokcost.count_chat(tokcost.ChatRequest(chat=chat, tokenizers=selection)),
-                    json_out)
+        _print_chat(tokcost.count_chat(tokcost.ChatRequest.of(chat=chat, **selection)), json_out)
         return
-    inputs = tokcost.Inputs(paths=list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
-                            include=include or [], exclude=exclude or [],
-                            gitignore=not no_gitignore)
+    inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
+              "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore}
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
             raise UsageError(f"{'--tokens' if tokens else '--truncate'} takes one tokenizer, "
                              f"got {len(given)} ({', '.join(given)}); run it once per tokenizer")
-        _tokens(tokcost.TokenizeRequest(inputs=inputs, tokenizers=selection,
-                                        allow_special=allow_special, max_tokens=truncate),
+        _tokens(tokcost.TokenizeRequest.of(**inputs, **selection, allow_special=allow_special,
+                                           max_tokens=truncate),
                 json_out=json_out, verbose=verbose)
         return
-    request = tokcost.CountRequest(
-        inputs=inputs, tokenizers=selection, allow_special=allow_special,
-        run=tokcost.RunConfig(engine=engine, jobs=jobs, scheduler=scheduler, timeout=timeout))
+    request = tokcost.CountRequest.of(**inputs, **selection, allow_special=allow_special,
+                                      engine=engine, jobs=jobs, scheduler=scheduler,
+                                      timeout=timeout)
     result = _with_progress(lambda progress: tokcost.count(request, progress=progress))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
@@ -282,7 +279,7 @@ def count(
 
 def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
     """``--tokens`` and ``--truncate``: one tokenizer's tokens of each input."""
-    shown = tokcost.tokenize_paths(request)
+    shown = tokcost.tokenize(request)
     for note in shown.notes(verbose=verbose, hint=LIST_HINT):
         warn(note)
     shown.raise_for_empty()
@@ -295,7 +292,7 @@ def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
     _fail_if_unreadable(shown.unreadable)
 
 
-def _with_progress(run: Callable[[ProgressFn | None], CountResult]) -> CountResult:
+def _with_progress(run: Callable[[ProgressFn | None], Any]) -> Any:
     """``run(progress)`` with a progress bar on stderr when a person watches it."""
     if not progress_enabled():
         return run(None)
@@ -340,7 +337,7 @@ class _Rows:
             return len(row)
 
 
-def _print_csv(result: CountResult) -> None:
+def _print_csv(result: Any) -> None:
     cols = result.tokenizers
     rows = _Rows()
     writer = csv.writer(rows, lineterminator="\n")
@@ -355,7 +352,7 @@ def _print_csv(result: CountResult) -> None:
                      *[result.total_tokens(c) for c in cols]])
 
 
-def _print_table(result: CountResult) -> None:
+def _print_table(result: Any) -> None:
     from rich.text import Text
 
     files = result.files
@@ -385,13 +382,13 @@ def _print_table(result: CountResult) -> None:
                       f"{w.context_window:,}-token context window{mark}")
 
 
-def _header(result: TokensResult, path: str) -> None:
+def _header(result: Any, path: str) -> None:
     # As head(1) does: name each input when there are several.
     if len(result.files) > 1:
         out.print(f"==> {path} <==", markup=False, highlight=False)
 
 
-def _show_truncated(result: TokensResult) -> None:
+def _show_truncated(result: Any) -> None:
     # The cut text, and a newline when it lacks one (as ttok -t N): stdout always
     # ends a line, even when nothing is left of the text.
     for i, f in enumerate(result.files):
@@ -401,7 +398,7 @@ def _show_truncated(result: TokensResult) -> None:
     sys.stdout.flush()
 
 
-def _show_pieces(result: TokensResult) -> None:
+def _show_pieces(result: Any) -> None:
     for f in result.files:
         _header(result, f.path)
         if out.is_terminal:
@@ -422,7 +419,7 @@ def _show_pieces(result: TokensResult) -> None:
         out.print(str(list(f.ids)), style="dim", markup=False)
 
 
-def _print_chat(result: ChatResult, json_out: bool) -> None:
+def _print_chat(result: Any, json_out: bool) -> None:
     for note in result.warnings:
         warn(note)
     if json_out:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -21,9 +21,6 @@ from tokcost.cli.checkpoint_options import (
 )
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
-
-if TYPE_CHECKING:
-    from tokcost import GenerateResult
 
 # The notation of --explain (term, meaning), printed once above its steps and in --help.
 LEGEND = (
@@ -156,7 +153,7 @@ def generate(
         elif explain and not json_out:
             _print(_explain_step(step, n, block_size, cache))
 
-    request = tokcost.GenerateRequest.from_options(
+    request = tokcost.GenerateRequest.of(
         prompt=data, prompt_source=source, model=model, model_dir=model_dir, weights=weights,
         catalog=catalog, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
         top_p=top_p, seed=seed, n=n, cache=cache, block_size=block_size, explain=explain,
@@ -211,7 +208,7 @@ def _legend(start: Any, cache: str) -> list[str]:
     return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
 
 
-def _cache_line(result: GenerateResult, n: int, block_size: int) -> str:
+def _cache_line(result: Any, n: int, block_size: int) -> str:
     kv = result.kv_cache
     line = (f"KV cache: {kv.tokens} tokens x {n} sample(s), {kv.bytes:,} B held; "
             f"kvmem estimate {kv.estimate_bytes:,} B")

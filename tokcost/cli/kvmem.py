@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer._click.core import ParameterSource as Source
@@ -19,9 +19,6 @@ from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.units import format_bytes
-
-if TYPE_CHECKING:
-    from tokcost import KvResult
 
 kvmem_app = App(
     name="kvmem",
@@ -181,7 +178,7 @@ def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
     return spell
 
 
-def _render(r: KvResult, ctx: typer.Context) -> None:
+def _render(r: Any, ctx: typer.Context) -> None:
     words, lay, counts, e = current_words(), r.layout, r.layout.counts, r.engine
     kinds = [f"{counts['full']} full"] if counts["full"] else []
     kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
@@ -214,7 +211,7 @@ def _render(r: KvResult, ctx: typer.Context) -> None:
         err.print(f"note: {note.render(words)}", style="dim", highlight=False, markup=False)
 
 
-def _table(r: KvResult) -> Any:
+def _table(r: Any) -> Any:
     grid = table()
     for name in ("context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"):
         grid.add_column(name, justify="right")
@@ -278,7 +275,7 @@ def _limits(step: Any, lead: str, kv: str) -> str:
             f"= {_time(step.compute_seconds)}")
 
 
-def _render_roofline(r: KvResult) -> None:
+def _render_roofline(r: Any) -> None:
     """The decode step and the prefill of the last context, both limits shown."""
     row = r.rows[-1]
     if (d := row.decode) is not None:

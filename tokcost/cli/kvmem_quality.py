@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -14,9 +14,6 @@ from tokcost.cli.checkpoint_options import ModelDirOpt, count_option
 from tokcost.cli.console import err, out, print_json, progress_enabled, table
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.units import format_bytes
-
-if TYPE_CHECKING:
-    from tokcost import QualityResult
 
 EPILOG = """
 Examples:
@@ -86,7 +83,7 @@ def quality(
     full cache: perplexity, top-1 agreement, KL divergence, bytes held."""
     status: Any = err.status("full cache") if progress_enabled() else nullcontext()
     with status:
-        result = tokcost.kvmem_quality(tokcost.QualityRequest.from_options(
+        result = tokcost.kvmem_quality(tokcost.QualityRequest.of(
             model=None if model_dir else model, model_dir=model_dir, catalog=catalog, text=text,
             max_tokens=max_tokens, prompt=prompt, policies=policies, residual=residual,
             kv_group_size=kv_group_size, gpu=gpu, context=context, plot=plot, force=force,
@@ -100,7 +97,7 @@ def quality(
         err.print(f"wrote {plot}", highlight=False, markup=False)
 
 
-def _render(result: QualityResult) -> None:
+def _render(result: Any) -> None:
     grid = table(title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
                        f"{result.prompt:,}, then one token at a time")
     for col in ("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL"):

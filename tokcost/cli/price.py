@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -10,9 +10,6 @@ import tokcost
 from tokcost.cli.console import err, out, print_json, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 from tokcost.units import format_usd
-
-if TYPE_CHECKING:
-    from tokcost import PriceResult
 
 EPILOG = """
 Examples:
@@ -79,7 +76,7 @@ def price(
         _render(result)
 
 
-def _render(result: PriceResult) -> None:
+def _render(result: Any) -> None:
     """The breakdown on stdout; its notes (tier, discount, proxy, price date) on stderr."""
     b, exact = result.breakdown, result.exact
     rows = table()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,9 +12,6 @@ from tokcost.cli.console import err, out, print_json, table, warn
 from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.kvmem import given, kvmem_app
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
-
-if TYPE_CHECKING:
-    from tokcost import SimulationResult
 
 EPILOG = """
 Examples:
@@ -91,7 +88,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         err.print(f"wrote {plot}", highlight=False)
 
 
-def _render(result: SimulationResult) -> None:
+def _render(result: Any) -> None:
     n, head = result.samples_per_request, f"{result.requests} requests"
     where = f"{result.model}, " if result.model else ""
     grid = table(title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"

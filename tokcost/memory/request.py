@@ -13,9 +13,9 @@ A count or a size may be text (``"8k"``, ``"80GiB"``), read as the CLI reads it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import check_block_size
@@ -23,6 +23,7 @@ from tokcost.memory.cache_policy import Eviction, parse_evict
 from tokcost.memory.engines import engine_class, engine_classes
 from tokcost.memory.fit import DEFAULT_UTIL
 from tokcost.memory.kv import kv_dtype
+from tokcost.parts import Parts
 from tokcost.units import parse_context_list, parse_count, parse_fraction, parse_size, weight_bits
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ MAX_TP = 1024
 # first token of years.
 MIN_FLOPS, MAX_FLOPS = 10**9, 10**18
 
-R = TypeVar("R", bound="Composed")
 
 
 def _set(part: object, name: str, value: object) -> None:
@@ -68,36 +68,6 @@ def _shares(part: object, *names: str) -> None:
     for name in names:
         if isinstance(getattr(part, name), str):
             _set(part, name, float(parse_fraction(getattr(part, name), param=name)))
-
-
-class Composed:
-    """A request made of parts (fields whose default is a part's dataclass)."""
-
-    @classmethod
-    def of(cls: type[R], **values: Any) -> R:
-        """The request from flat field names: each goes to the part that has a field of that
-        name; names no part has go to the part that takes the rest (``rest``: the engine's
-        options)."""
-        kwargs: dict[str, Any] = {}
-        rest: tuple[str, Any, dict[str, Any]] | None = None
-        for f in fields(cls):  # type: ignore[arg-type]
-            part = f.default_factory
-            if not (isinstance(part, type) and is_dataclass(part)):
-                if f.name in values:
-                    kwargs[f.name] = values.pop(f.name)
-                continue
-            names = {p.name for p in fields(part) if p.init}
-            given = {k: values.pop(k) for k in list(values) if k in names}
-            if hasattr(part, "rest"):
-                rest = (f.name, part, given)
-            else:
-                kwargs[f.name] = part(**given)
-        if rest is not None:
-            name, part, given = rest
-            kwargs[name], values = part(**given, **{part.rest: values}), {}
-        if values:
-            raise TypeError(f"{cls.__name__} has no field {', '.join(values)}")
-        return cls(**kwargs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,7 +223,7 @@ class PlotSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class KvRequest(Composed):
+class KvRequest(Parts):
     """One ``kvmem estimate``: a model's KV cache for ``batch`` sequences at each of
     ``contexts`` (text such as ``"1k,8k"`` too; empty: the model's window), per GPU."""
 

@@ -1,26 +1,27 @@
 """What the reference path's requests are made of: checked values and the prompt.
 
 A request (``tokcost.GenerateRequest``...) is a frozen dataclass of small frozen parts,
-each checking itself on construction. ``Options.from_options`` builds one from the flat
+each checking itself on construction. ``Parts.of`` builds one from the flat
 names a command's options carry (``temperature=0.8`` goes to the sampling part), so the
 CLI and a library caller spell each option once:
 
 >>> from tokcost.reference.sampling import SamplingParams
 >>> from dataclasses import dataclass, field
 >>> @dataclass(frozen=True, kw_only=True)
-... class Demo(Options):
+... class Demo(Parts):
 ...     sampling: SamplingParams = field(default_factory=SamplingParams)
 ...     explain: bool = False
->>> Demo.from_options(temperature=0.5, n="2", explain=True).sampling.n
+>>> Demo.of(temperature=0.5, n="2", explain=True).sampling.n
 2
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tokcost.errors import InputError, UsageError, arg
+from tokcost.parts import Parts
 from tokcost.units import parse_count
 
 R = TypeVar("R")
@@ -55,32 +56,6 @@ def as_float(value: object, name: str) -> float:
     raise UsageError(f"{arg(name)} must be a number, got {value!r}", param=name, value=value)
 
 
-class Options:
-    """A request that can be built from flat option names (see the module's example)."""
-
-    @classmethod
-    def from_options(cls: type[R], **options: Any) -> R:
-        """``cls`` from ``options``: a field whose default is a part (a frozen dataclass)
-        takes the options named by its own fields (one name may feed several parts); the
-        other fields take their own name. A name no field takes is refused."""
-        given: dict[str, Any] = {}
-        used: set[str] = set()
-        for f in fields(cls):  # type: ignore[arg-type]
-            part = f.default_factory
-            if f.name in options or part is MISSING or not is_dataclass(part):
-                if f.name in options and f.init:
-                    given[f.name] = options[f.name]
-                    used.add(f.name)
-                continue
-            names = {g.name for g in fields(part) if g.init} & options.keys()
-            given[f.name] = part(**{name: options[name] for name in names})
-            used |= names
-        unknown = sorted(options.keys() - used)
-        if unknown:
-            raise UsageError(f"{cls.__name__} has no option {unknown[0]!r}")
-        return cls(**given)
-
-
 @dataclass(frozen=True)
 class PromptText:
     """A prompt read from bytes: its text, and how many bytes were not UTF-8."""
@@ -111,7 +86,7 @@ def decode_prompt(data: bytes, *, source: str = "stdin") -> PromptText:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PromptRequest(Options):
+class PromptRequest(Parts):
     """A request with a prompt: text, or bytes read by the input policy
     (``decode_prompt``; ``prompt_source`` names them in messages: stdin, a file)."""
 
