@@ -184,14 +184,7 @@ def cli_words(params: Sequence[Any]) -> Callable[[str, str | None], str]:
 
 def render_error(exc: TokcostError, params: Sequence[Any]) -> str:
     """The one line the user sees for ``exc`` (without the ``error:`` prefix)."""
-    if exc.param and "{" + exc.param not in exc.template:  # TRANSITIONAL (cli/errors.py)
-        from tokcost.cli.errors import to_flags
-
-        message = exc.template
-        for name in (exc.param, *exc.related):
-            message = to_flags(message, name, params)
-    else:
-        message = exc.render(cli_words(params))
+    message = exc.render(cli_words(params))
     for kind, hint in _LIST_HINTS:
         if isinstance(exc, kind) and hint not in message:
             message += f"; {hint}"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.atomic import atomic_path, ensure_writable
-from tokcost.errors import MissingDependency, UsageError
+from tokcost.errors import MissingDependency, UsageError, arg
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -19,10 +19,11 @@ FORMATS = (".png", ".svg", ".pdf")
 def check_plot_path(path: Path, *, force: bool = False) -> None:
     """Fail before any work when the picture could not be written."""
     if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"plot needs a .png, .svg or .pdf file name, got '{path.name}'",
-                         param="plot")
+        raise UsageError(f"{arg('plot')} needs a .png, .svg or .pdf file name, got "
+                         f"'{path.name}'", param="plot", value=path)
     if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass force=True to overwrite it", param="force")
+        raise UsageError(f"{path} exists; pass {arg('force', True)} to overwrite it",
+                         param="force")
     ensure_writable(path)  # a missing or read-only folder, tried by writing there
 
 
