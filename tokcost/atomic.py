@@ -1,17 +1,11 @@
 """Atomic file output: nothing half-written is ever left under the final name.
 
-Every file tokcost writes for the user goes through this module:
-
-* ``ensure_writable(path)`` checks, before any long work, that the file can be
-  written there, by creating and removing a temporary file beside it;
-* ``atomic_path`` (one file) and ``atomic_set`` (files that belong together, such
-  as a model and its ``.vocab``) give temporary files in the target folders, which
-  replace the targets with ``os.replace`` only once they are complete. Ctrl-C, a
-  full disk or a failed check leaves the old files (or none) and no temporary file.
-
-Temporary files are named ``.NAME.XXXXXXXX.tmp``, so a leftover (after a crash or
-``kill -9``) is hidden and easy to spot. A write that fails is an ``InputError``
-(exit code 1) in one line: ``cannot write PATH: REASON; what to do``.
+Every file tokcost writes goes through here: ``ensure_writable`` tries the folder before
+any long work; ``atomic_path`` (one file) and ``atomic_set`` (files that belong together,
+a model and its ``.vocab``) hand out temporary files beside the targets, moved into place
+with ``os.replace`` only once complete, so Ctrl-C, a full disk or a failed check leaves
+the old files and no temporary one (named ``.NAME.XXXXXXXX.tmp``). A failed write is one
+``InputError`` line: ``cannot write PATH: REASON; what to do``.
 """
 
 from __future__ import annotations
@@ -30,14 +24,8 @@ from typing import Any
 
 from tokcost.errors import InputError, UsageError
 
-__all__ = [
-    "atomic_path",
-    "atomic_set",
-    "ensure_writable",
-    "write_bytes_atomic",
-    "write_files_atomic",
-    "write_text_atomic",
-]
+__all__ = ["atomic_path", "atomic_set", "ensure_writable", "write_bytes_atomic",
+           "write_files_atomic", "write_text_atomic"]
 
 # An OSError with one of these while the temp file is written is about the writing,
 # even when it names no file (write(2) on a full disk does not).
@@ -83,15 +71,10 @@ def _nearest_existing(folder: Path) -> Path:
 
 
 def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
-    """Raise now, before any work, unless a file can be written at ``path``.
-
-    The check writes: a temp file is created in the folder and removed again,
-    because ``os.access`` says yes to root and is wrong on read-only mounts and
-    some network filesystems. A folder that does not exist is an ``InputError``
-    (exit 1, like a folder that refuses the file), unless ``create_folder`` (the
-    writer makes it: then its nearest existing parent is probed). A directory where
-    the file should be is a ``UsageError``: the path names no file. Whether an
-    existing file may be replaced is the caller's rule.
+    """Raise now, before any work, unless a file can be written at ``path``: by writing a
+    temp file there (``os.access`` says yes to root and is wrong on read-only mounts). A
+    missing folder is an InputError unless ``create_folder`` (then its nearest existing
+    parent is tried); a directory at ``path`` is a UsageError.
 
     >>> folder = Path(tempfile.mkdtemp())
     >>> ensure_writable(folder / "out.txt")
@@ -132,44 +115,10 @@ def _about_writing(exc: OSError, temps: Sequence[Path]) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it becomes ``path``.
-
-    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
-    >>> with atomic_path(target) as tmp:
-    ...     _ = tmp.write_text("done")
-    >>> target.read_text()
-    'done'
-    """
-    path = Path(path)
-    tmp = _reserve(path)
-    try:
-        try:
-            yield tmp
-        except OSError as exc:
-            if _about_writing(exc, [tmp]):
-                raise _cannot_write(path, exc) from None
-            raise
-        try:
-            # mkstemp makes the file 0600; the result should look like any other output.
-            os.chmod(tmp, _default_mode(path))
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise _cannot_write(path, exc) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-@contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (and SIGTERM) back for the few renames that complete a set.
-
-    A signal that arrives meanwhile is acted on when the block ends, so the
-    interrupted program stops with the whole set in place rather than half of it.
-    Python runs signal handlers in the main thread only, whichever thread the
-    signal reached, so swapping the handlers there is enough (and only possible there).
-    """
+    """Hold Ctrl-C (and SIGTERM) back for the renames that complete a set, and act on it
+    after, so an interrupted run stops with the whole set in place (handlers run in the
+    main thread only, so swapping them there is enough)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -247,14 +196,9 @@ def _commit(targets: Sequence[Path], temps: Sequence[Path]) -> None:
 
 @contextlib.contextmanager
 def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
-    """Yield one temporary path per target; when the block ends, every target is
-    replaced by its temporary file, or (on any error or Ctrl-C) none is.
-
-    Files that only make sense together (a model and its ``.vocab``, a rank file
-    and its ``.json``) are never left half old, half new: if one rename fails, the
-    targets already replaced get their previous versions back (or are removed when
-    they did not exist), and the previous versions are kept until the whole set is
-    in. The temporary files live beside their targets, so every rename is atomic.
+    """Yield one temporary path per target; when the block ends every target is replaced
+    by its temporary file, or (on any error or Ctrl-C) none is: a rename that fails puts
+    the targets already replaced back, so files that belong together are never half new.
 
     >>> folder = Path(tempfile.mkdtemp())
     >>> with atomic_set([folder / "a.txt", folder / "b.txt"]) as (a, b):
@@ -296,6 +240,20 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
         for tmp in temps:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it becomes ``path``.
+
+    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_path(target) as tmp:
+    ...     _ = tmp.write_text("done")
+    >>> target.read_text()
+    'done'
+    """
+    with atomic_set([path]) as (tmp,):
+        yield tmp
 
 
 def _write_synced(path: Path, data: bytes) -> None:

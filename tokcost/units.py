@@ -1,25 +1,11 @@
-"""Numbers as people write them: counts, sizes, money, percentages, and weight dtypes.
+"""Numbers as people write them: counts (``8k``, ``8Ki``, ``1.5M``), sizes (``80GB``,
+``80GiB``, ``7240417280B``), money (``$0.05``, ``5c``), percentages and shares; and the
+formatting of sizes, money and percentages that every command shares.
 
-The one rule every flag and every config file follows (README, "Numbers and sizes"):
-
-- **Counts** (tokens, lengths, requests): a whole number, optionally with a decimal
-  suffix ``k M B T`` (10^3, 10^6, 10^9, 10^12; any case) or a binary one ``Ki Mi Gi Ti``
-  (2^10 ... 2^40): ``8000``, ``8k``, ``8K``, ``8Ki`` (8192), ``1.5M``, ``1e6``, ``8_000``,
-  ``8,000``. ``1B`` is a billion.
-- **Sizes** (bytes): a number with a unit, decimal ``KB MB GB TB PB EB`` (powers of
-  1000) or binary ``KiB MiB GiB TiB PiB EiB`` (powers of 1024), as SI/IEC and
-  ``nvidia-smi`` mean them; ``B`` alone is bytes (``7240417280B``, as vLLM's
-  ``--kv-cache-memory`` takes them), and so is a bare integer of at least 2^20. A bare
-  ``G`` is refused as ambiguous (the mistake that makes capacity plans 7% wrong), and so
-  is a bare number below 1 MiB (a GPU of "80" is surely not 80 bytes).
-- **Money** (USD): ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``$2M``, or
-  cents ``5c`` / ``5¢``. Other currencies are refused: every catalog price is USD.
-- **Percentages**: ``10`` or ``10%`` for a key named ``*_percent`` (a bare number is
-  percent points); a **share** (``cached_share``) is ``0.5`` or ``50%``.
-
-Negative numbers, NaN and infinities are refused, and so are counts above 10^15 and
-sizes above 2^60 bytes (1 EiB): no corpus, model or GPU comes near, so such a value is
-a typo. Every refusal is one line that says what to write instead.
+One grammar for every flag and config file (docs/numbers.md): ``k M B T`` are powers of
+1000 (``B`` a billion on a count, bytes on a size), ``Ki Mi Gi Ti`` of 1024; a bare
+``G`` or a bare size below 1 MiB is refused as ambiguous; negative numbers, NaN, counts
+past 10^15 and sizes past 1 EiB are refused. Every refusal is one line saying what to write.
 """
 
 from __future__ import annotations
@@ -31,21 +17,9 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from tokcost.errors import UsageError, arg, suggest
 
 __all__ = [
-    "MAX_COUNT",
-    "MAX_SIZE",
-    "OutOfRange",
-    "format_bytes",
-    "format_percent",
-    "format_usd",
-    "parse_context_list",
-    "parse_count",
-    "parse_fraction",
-    "parse_money",
-    "parse_percent",
-    "parse_size",
-    "round_percent",
-    "spec_label",
-    "weight_bits",
+    "MAX_COUNT", "MAX_SIZE", "OutOfRange", "format_bytes", "format_percent", "format_usd",
+    "parse_context_list", "parse_count", "parse_fraction", "parse_money", "parse_percent",
+    "parse_size", "round_percent", "spec_label", "weight_bits",
 ]
 
 MAX_COUNT = 10**15  # tokens, lengths, requests: a million times the longest context window
@@ -53,33 +27,12 @@ MAX_SIZE = 2**60  # bytes: 1 EiB, thousands of the largest GPU clusters
 MAX_MONEY = Decimal(10**12)  # USD
 SIGNIFICANT_DIGITS = 3  # money under $1: enough decimals for this many significant digits
 
-SIZE_UNITS: dict[str, int] = {
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "pb": 10**15,
-    "eb": 10**18,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "pib": 2**50,
-    "eib": 2**60,
-}
+_DECIMAL, _BINARY = ("k", "m", "g", "t", "p", "e"), ("ki", "mi", "gi", "ti", "pi", "ei")
+SIZE_UNITS: dict[str, int] = {**{f"{p}b": 10 ** (3 * i) for i, p in enumerate(_DECIMAL, 1)},
+                              **{f"{p}b": 2 ** (10 * i) for i, p in enumerate(_BINARY, 1)}}
 _UNIT_SPELLING = ["KB", "MB", "GB", "TB", "PB", "EB", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-
-COUNT_SUFFIXES: dict[str, int] = {
-    "": 1,
-    "k": 10**3,
-    "m": 10**6,
-    "b": 10**9,
-    "t": 10**12,
-    "ki": 2**10,
-    "mi": 2**20,
-    "gi": 2**30,
-    "ti": 2**40,
-}
+COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12,
+                                  **{p: 2 ** (10 * i) for i, p in enumerate(_BINARY[:4], 1)}}
 
 # Patterns for the JSON Schemas (tokcost.catalog.validation, tokcost.budget.config): what the
 # parsers accept when a value is written as text. Looser than the parsers (no digit
@@ -93,14 +46,9 @@ PERCENT_PATTERN = rf"^\s*{_NUMBER_PATTERN}\s*%?\s*$"
 # Bytes per element of weights/activations. Quantized KV caches are described in
 # tokcost.memory.dtypes, which adds their per-group scale overhead.
 WEIGHT_DTYPE_BITS: dict[str, Decimal] = {
-    "fp32": Decimal(32),
-    "bf16": Decimal(16),
-    "fp16": Decimal(16),
-    "fp8": Decimal(8),
-    "int8": Decimal(8),
-    "int4": Decimal(4),
-    # OCP MX FP4: 4-bit elements plus one 8-bit shared exponent per 32 elements.
-    "mxfp4": Decimal("4.25"),
+    "fp32": Decimal(32), "bf16": Decimal(16), "fp16": Decimal(16), "fp8": Decimal(8),
+    "int8": Decimal(8), "int4": Decimal(4),
+    "mxfp4": Decimal("4.25"),  # OCP MX FP4: 4-bit elements, one 8-bit exponent per 32
 }
 
 # sign, number, unit; the number's digit grouping is checked by _split.
@@ -138,8 +86,7 @@ def _power(n: int | Decimal) -> str:
     return f"{value:,}"
 
 
-def _split(
-    text: str | int | float | Decimal, param: str, what: str
+def _split(text: str | int | float | Decimal, param: str, what: str
 ) -> tuple[bool, Decimal, str] | None:
     """``'-1.5 GiB'`` -> ``(True, Decimal('1.5'), 'GiB')``: negative?, magnitude, unit.
 
@@ -178,13 +125,8 @@ def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why:
     )
 
 
-def parse_count(
-    text: str | int | float | Decimal,
-    *,
-    param: str = "count",
-    minimum: int = 0,
-    maximum: int = MAX_COUNT,
-) -> int:
+def parse_count(text: str | int | float | Decimal, *, param: str = "count", minimum: int = 0,
+    maximum: int = MAX_COUNT) -> int:
     """A count such as ``128000``, ``128k``, ``8Ki``, ``8.03B`` or ``1e6``.
 
     ``k M B T`` are powers of 1000 (``B`` is a billion, never bytes), ``Ki Mi Gi Ti``
@@ -244,13 +186,8 @@ def _below(param: str, minimum: int, text: object) -> str:
     return f"{arg(param)} must be >= {minimum:,}, got {_q(text)}"
 
 
-def parse_size(
-    text: str | int | float | Decimal,
-    *,
-    param: str = "size",
-    allow_zero: bool = False,
-    maximum: int = MAX_SIZE,
-) -> int:
+def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_zero: bool = False,
+    maximum: int = MAX_SIZE) -> int:
     """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB`` (rounded down).
 
     >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB"), parse_size(2**30)
@@ -336,10 +273,8 @@ _MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
                    "c": Decimal("0.01"), "¢": Decimal("0.01")}
 
 
-def parse_money(
-    text: str | int | float | Decimal, *, param: str = "amount",
-    maximum: Decimal = MAX_MONEY,
-) -> Decimal:
+def parse_money(text: str | int | float | Decimal, *, param: str = "amount",
+    maximum: Decimal = MAX_MONEY) -> Decimal:
     """US dollars, exactly: ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``5c``.
 
     ``k`` and ``M`` multiply by a thousand and a million (a monthly budget of ``$5k``);
@@ -392,10 +327,8 @@ write $5 or 5
     return amount
 
 
-def parse_percent(
-    text: str | int | float | Decimal, *, param: str = "percent",
-    maximum: Decimal | None = None,
-) -> Decimal:
+def parse_percent(text: str | int | float | Decimal, *, param: str = "percent",
+    maximum: Decimal | None = None) -> Decimal:
     """Percent points: ``10`` and ``10%`` are both 10 (``0.8`` is 0.8 %, not 80 %).
 
     For keys whose name says percent (``max_growth_percent``); a share of a whole
@@ -418,9 +351,7 @@ def parse_percent(
     return value
 
 
-def parse_fraction(
-    text: str | int | float | Decimal, *, param: str = "share",
-) -> Decimal:
+def parse_fraction(text: str | int | float | Decimal, *, param: str = "share") -> Decimal:
     """A share of a whole in [0, 1]: ``0.5`` or ``50%`` (a bare ``50`` is refused).
 
     >>> parse_fraction("0.5"), parse_fraction("50%"), parse_fraction(1)
@@ -464,13 +395,8 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
 
 
 def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:
-    """Money for people, the one rule of every command (``--json`` keeps exact strings).
-
-    ``$`` and at least two decimals. From $1 up: to the cent, with thousands
-    separators. Under $1: three significant digits, so a positive amount never reads
-    as $0.00; an amount that needs fewer is shown exactly ($0.045, not $0.0450), so
-    a trailing zero is always a rounded digit. Halves round up. ``per_million``: a
-    rate per million tokens, ``$2.50/M``.
+    """Money for people (``--json`` keeps exact strings): to the cent from $1 up; under $1
+    three significant digits, never $0.00, exact amounts without padding zeros; halves up.
 
     >>> format_usd(Decimal("1234.5")), format_usd(Decimal("0.465")), format_usd(0.3)
     ('$1,234.50', '$0.465', '$0.30')
@@ -503,10 +429,11 @@ def _round(value: Decimal, places: int) -> Decimal:
     # A context wide enough for every digit kept: quantize fails past the default 28.
     prec = max(28, value.adjusted() + places + 2)
     return value.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP, Context(prec=prec))
+
+
 def format_percent(value: float, *, sign: bool = False) -> str:
-    """A share or a growth in percent for people: a value that is not zero never reads as
-    zero. One decimal from 0.1% up; under it, two significant digits (a 6-token prompt is
-    0.0047% of a 128k window, not "0.0%"). ``sign``: a growth.
+    """A percentage for people: one decimal from 0.1% up, two significant digits under it
+    (a value that is not zero never reads as zero); ``sign``: a growth.
 
     >>> format_percent(7.94), format_percent(0.0469), format_percent(0.0004)
     ('7.9%', '0.047%', '0.00040%')
@@ -521,8 +448,7 @@ def format_percent(value: float, *, sign: bool = False) -> str:
 
 
 def round_percent(value: float) -> float:
-    """``value`` rounded for JSON: two decimals, or two significant digits under 0.1, so a
-    positive share is never stored as 0.0.
+    """``value`` for JSON: two decimals, two significant digits under 0.1 (never 0.0).
 
     >>> round_percent(12.3456), round_percent(0.004712)
     (12.35, 0.0047)

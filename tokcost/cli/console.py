@@ -88,9 +88,8 @@ def table(*, title: str | None = None, footer: bool = False, header: bool = True
 
 
 def print_json(data: Any) -> None:
-    """Print JSON to stdout exactly (no rich markup, no wrapping). A string that stdout's
-    encoding cannot hold (a file name that is not UTF-8 keeps its bytes as surrogates)
-    makes the whole document ASCII with \\u escapes: still the same JSON."""
+    """JSON on stdout exactly; ASCII with \\u escapes when stdout's encoding cannot hold a
+    string (a file name that is not UTF-8): still the same JSON."""
     text = json.dumps(data, indent=2, ensure_ascii=False)
     try:
         text.encode(sys.stdout.encoding or "utf-8")
@@ -109,8 +108,7 @@ def error(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    """``warning: message`` on stderr, one line: a path in it with brackets is not
-    markup and one with a newline or ESC is shown escaped (``escape_controls``)."""
+    """``warning: message`` on stderr, one line, brackets and control characters escaped."""
     from rich.markup import escape
 
     err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True,
@@ -125,10 +123,8 @@ _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
 
 
 def escape_controls(text: str) -> str:
-    r"""``text`` with its control characters escaped as ``ls -b`` shows a file name, so
-    a name keeps to its table row and cannot drive the terminal: a newline shows as
-    ``\n``, ESC as ``\033``, an undecodable byte 0xff as ``\377``. A backslash stays as
-    it is (a Windows path is full of them)."""
+    r"""``text`` with control characters escaped as ``ls -b`` shows a name (``\n``, ESC as
+    ``\033``, a byte 0xff that is not UTF-8 as ``\377``), so it keeps to its row."""
     return _CONTROLS.sub(_escape_control, text)
 
 
@@ -147,9 +143,8 @@ def progress_enabled() -> bool:
 
 
 def print_wide(table: Any) -> None:
-    """Print a table at its natural width, even when stdout is a pipe (rich assumes 80):
-    ids, specs and numbers must not be cut or wrapped in a file or a CI log. On a
-    terminal the table is fitted to its width as ``print_fitted`` does."""
+    """Print a table at its natural width even into a pipe (rich assumes 80 columns), so a
+    file or a CI log never gets a cut cell; on a terminal, ``print_fitted``."""
     from rich.measure import Measurement
 
     console = cast("_LazyConsole", out).real()
@@ -185,14 +180,9 @@ def print_fitted(console: Console, table: Table) -> None:
 def fit_table(console: Console, table: Table) -> tuple[Table, int]:
     """``table`` laid out for ``console.width`` columns, and the width it then takes.
 
-    Rich fits a wide table by cutting cells with "…", numbers and headers included
-    ("o200k_b…", "2,458,7…"). Here only a column made with ``overflow="fold"`` (a
-    path) gives way: the widest such column first, its cells folded over several lines,
-    down to the width of its header and footer or ``FOLD_MIN``. Every other column keeps
-    its natural width, so numbers and labels are never cut or wrapped. When the table
-    cannot fit even so, it comes back at the width it needs (wider than the console).
-
-    A table that already fits, or one with a fixed width, comes back as it was.
+    Rich fits a wide table by cutting cells ("o200k_b…"); here only ``overflow="fold"``
+    columns (paths) give way, widest first, down to their header's width or ``FOLD_MIN``;
+    numbers and labels keep their width. A table that cannot fit comes back wider.
     """
     import copy
     from dataclasses import replace
