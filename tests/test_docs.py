@@ -411,3 +411,22 @@ def test_every_example_not_run_is_still_shown() -> None:
     """NOT_RUN names examples by their command: one no page shows any more goes."""
     shown = {c for page in PAGES for c in _console_commands(page)}
     assert sorted(set(NOT_RUN) - shown) == []
+
+
+@pytest.mark.skipif(not (ROOT / "docs").is_dir(), reason="docs/ is not shipped in the sdist")
+def test_the_library_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/api.md's ```pycon blocks are doctests, run from the checkout (README.md)."""
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```pycon\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 3
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    globs: dict[str, Any] = {}
+    for i, block in enumerate(blocks):  # one session: a block sees the names made before
+        test = parser.get_doctest(block, globs, f"api.md[{i}]", "docs/api.md", 0)
+        runner.run(test, clear_globs=False)
+        globs.update(test.globs)
+    assert runner.summarize(verbose=False).failed == 0
