@@ -15,7 +15,8 @@ CatalogOpt = Annotated[
         help="Model catalog YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (its keys: docs/, the command's page).")]
+JsonOpt = Annotated[bool, typer.Option("--json",
+                                       help="Print JSON (its keys: docs/, the command's page).")]
 PlotForceOpt = Annotated[
     bool, typer.Option("--force", help="Overwrite the --plot file if it exists.")
 ]
