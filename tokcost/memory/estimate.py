@@ -1,8 +1,5 @@
-"""One ``kvmem estimate``: a model's KV cache at a set of context lengths, optionally on a GPU.
-
-``KvResult`` carries every number the CLI prints; its ``to_dict`` is the ``--json``
-document (stable keys, documented in the README).
-"""
+"""One ``kvmem estimate``: a model's KV cache at a set of context lengths, optionally on a GPU;
+``KvResult.to_dict`` is the ``--json`` document (keys in docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -30,12 +27,9 @@ from tokcost.memory.roofline import (
 
 __all__ = ["ContextRow", "KvResult", "estimate_kv"]
 
-# Upper bound of the "largest context" search when the model states no window.
-_SEARCH_LIMIT = 10**8
-# Past this a context is a typo: the longest context windows are about 10^7 tokens.
-MAX_CONTEXT = 10**9
-# vLLM's kv_cache_dtype "auto" is the model's dtype; checkpoints quantized to fp8/int4 still
-# compute (and cache) in bf16 unless a KV dtype is given.
+_SEARCH_LIMIT = 10**8  # the "largest context" search when the model states no window
+MAX_CONTEXT = 10**9  # a typo: the longest context windows are about 10^7 tokens
+# kv_cache_dtype "auto" is the model's dtype; fp8/int4 checkpoints still cache in bf16.
 _AUTO_KV = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 
 
@@ -85,9 +79,8 @@ class KvResult:
     cache_policy: dict[str, Any] | None = None  # with evict/residual (tokcost.memory.policy_plan)
     budget_line: str | None = None  # the budget, in the engine's words (the table's line)
     plot: Path | None = None
-    # Where a config.json / hf: model's numbers came from: for the reader, not the JSON.
+    # Not in the JSON: where a config.json / hf: model's numbers came from; the engine's plan.
     source_notes: tuple[str, ...] = ()
-    # The engine's accounting, for sweeps (the plot); not part of the JSON document.
     plan: Plan | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -123,8 +116,8 @@ class KvResult:
 
 
 def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -> KvResult:
-    """Everything ``kvmem estimate`` reports for ``entry`` (numbers per GPU), on the GPU the
-    request names: ``gpu`` when the caller looked its name up in a catalog.
+    """Everything ``kvmem estimate`` reports for ``entry`` (per GPU); ``gpu``: the request's,
+    looked up.
 
     >>> from tokcost.catalog import load_catalog
     >>> llama = load_catalog().resolve("llama-3.1-8b")
@@ -157,12 +150,10 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         plan, notes = policy_plan(plan, fit, dep, cache, engine,
                                   layers=max(len(s) for s in stages), prompt=roof.input_tokens)
     notes += engine.budget_notes(dep)
-    # A decode step passes every pipeline stage in turn: per step the GPUs of one
-    # tensor-parallel group read all layers' weights between them (weights split tp ways).
+    # A decode step passes every pipeline stage: one tp group reads all layers' weights.
     roofline = None
     if peaks is not None:
-        roofline = Roofline(arch, dep.layout, peaks, tp=dep.layout.tp,
-                            weights_dtype=weights_dtype, model=entry.id)
+        roofline = Roofline(arch, dep.layout, peaks, weights_dtype=weights_dtype, model=entry.id)
         notes += roofline_notes(arch, peaks, batch=request.batch, gpu=gpu.name if gpu else None,
                                 weights_dtype=weights_dtype, model=entry.id)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
@@ -196,7 +187,6 @@ def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:
 
 def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
                 gpu: Gpu | None) -> Deployment:
-    """The model's per-GPU cache and the GPU's budget, from the request's parts."""
     cache, par, budget = request.cache, request.parallel, request.budget
     auto = str(cache.kv_dtype).lower() == "auto"
     dtype = _AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
@@ -204,9 +194,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     group = cache.kv_group_size
     if group is not None and head_dim is not None and group < head_dim and head_dim % group:
-        # Values are grouped over a head's channels (a group past head_dim is one group of
-        # them all); a cache stores whole groups, and the reference quantizer (tokcost kvmem
-        # quality) refuses a partial one the same way.
+        # Values are grouped over a head's channels: a cache stores whole groups (as kvmem quality).
         raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
                          f"{head_dim}", param="kv_group_size")
     memory = gpu.memory_bytes if gpu is not None else budget.gpu_memory

@@ -1,11 +1,4 @@
-"""KV-cache bytes from a catalog architecture (DESIGN §5).
-
-A full-attention layer caches ``2 (K, V) x kv_heads x head_dim x bytes`` per token
-(Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 128 KiB); an MLA layer ``(kv_lora_rank +
-qk_rope_head_dim) x bytes`` (DeepSeek-V3: 576 x 2 x 61 = 70,272 B); a sliding layer at most
-``window`` tokens; a linear layer a fixed state. Paged caches hold whole blocks, a sliding
-layer at most ``ceil((window - 1) / block) + 1`` of them.
-"""
+"""KV-cache bytes from a catalog architecture (DESIGN §5; the formulas: docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +19,8 @@ class ArchitectureIncomplete(UsageError):
 
 @dataclass(frozen=True)
 class KvDtype:
-    """Storage of one cached element. Quantized formats add a scale and zero point
-    (fp16 each) per ``group`` elements, as KIVI / HF QuantizedCache store them."""
+    """Storage of one cached element; int8/int4 add an fp16 scale and zero point per ``group``
+    elements (KIVI, HF QuantizedCache)."""
 
     name: str
     bits: int
@@ -50,8 +43,7 @@ KV_DTYPES: dict[str, KvDtype] = {
     "fp32": KvDtype("fp32", 32),
     "bf16": KvDtype("bf16", 16),
     "fp16": KvDtype("fp16", 16),
-    # vLLM's fp8 cache scales per tensor (one k_scale / v_scale per layer): no
-    # per-token overhead.
+    # vLLM's fp8 cache scales per tensor (k_scale / v_scale per layer): no per-token overhead.
     "fp8": KvDtype("fp8", 8),
     "fp8_e4m3": KvDtype("fp8_e4m3", 8),
     "fp8_e5m2": KvDtype("fp8_e5m2", 8),
@@ -78,8 +70,7 @@ class KvDtypeName(str, Enum):
 
 
 def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> KvDtype:
-    """Look up a KV dtype by name (or alias: ``bfloat16``, ``half``...); ``group``
-    overrides the quantization group size (``kv_group_size`` in ``kvmem estimate``).
+    """A KV dtype by name or alias (``bfloat16``, ``half``...), with another ``group`` size.
 
     >>> kv_dtype(KvDtypeName.INT8, group=32)
     KvDtype(name='int8', bits=8, group=32, group_overhead_bytes=4)
@@ -165,12 +156,8 @@ class KvLayout:
 
 
 def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
-    """``(kv_heads, head_dim)`` with Hugging Face's defaults for absent fields.
-
-    As in transformers' configs: no ``num_key_value_heads`` means one kv head per
-    attention head (MHA); no ``head_dim`` means ``hidden_size // num_attention_heads``.
-    A stated ``head_dim`` always wins (Qwen3-32B: 128, not 5120 / 64 = 80).
-    """
+    """``(kv_heads, head_dim)`` with transformers' defaults for absent fields (kv heads: the
+    attention heads; head_dim: ``hidden_size // num_attention_heads``, Qwen3-32B states 128)."""
     kv_heads = arch.kv_heads if arch.kv_heads is not None else arch.attention_heads
     head_dim = arch.head_dim
     if head_dim is None and arch.hidden_size is not None and arch.attention_heads:
@@ -191,10 +178,7 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
 
 
 def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
-    """Tensor parallelism splits kv heads; with more GPUs than heads they are replicated.
-
-    Matches vLLM: ``max(1, kv_heads // tp)``, with tp a divisor or a multiple of kv_heads.
-    """
+    """vLLM's ``max(1, kv_heads // tp)``: kv heads split, or replicated past ``kv_heads``."""
     _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
         raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a "
@@ -227,19 +211,14 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "
     state = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None
-        # Recurrent state stays in the model dtype (vLLM's mamba_ssm_cache_dtype=auto);
-        # TP splits its heads.
+        # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
 
 
 def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
                        tp: int = 1, group: int | None = None) -> int:
-    """Bytes one token adds to the cache, summed over layers (per GPU under TP).
-
-    For sliding-window models this is the cost of a token while the context is
-    shorter than the window; ``kv_cache_bytes`` applies the window.
-    """
+    """Bytes one token adds to the cache (per GPU), while the context is inside every window."""
     return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
 
 

@@ -1,16 +1,9 @@
 """KV allocation policies as objects: how each admits, grows, releases and measures requests.
 
-Memory is ``capacity`` token slots (a token's keys and values in every layer). The
-contiguous policies reserve one run of slots per sequence up front: ``max`` for the maximum
-length (Orca (Max), FasterTransformer), ``pow2`` for the next power of two of the final
-length (Orca (Pow2)), ``oracle`` for exactly the final length (an upper bound). ``paged``
-(vLLM) takes blocks on demand from the block allocator (tokcost.memory.blocks); samples of
-one request share the prompt's blocks, the partly filled last one copied on first write.
-
-Memory is measured in the PagedAttention paper's categories (§3, Figure 2): token states,
-slots reserved for tokens to come, internal fragmentation (reserved or allocated, never
-used), external fragmentation (free slots in gaps too small for the next reservation) and
-free slots nobody asked for.
+Memory is ``capacity`` token slots. ``max`` (Orca (Max), FasterTransformer), ``pow2`` (Orca
+(Pow2)) and ``oracle`` reserve one contiguous run per sequence up front; ``paged`` (vLLM)
+takes blocks on demand (tokcost.memory.blocks). Memory is measured in the PagedAttention
+paper's categories (§3, Figure 2); docs/kvmem.md tells them.
 """
 
 from __future__ import annotations
@@ -44,37 +37,24 @@ class PolicyName(str, Enum):
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
+
 def policy_names(names: Iterable[PolicyName | str], *,
                  param: str = "policies") -> tuple[PolicyName, ...]:
-    """Policies by name, in the order given.
-
-    >>> policy_names(["paged", "max"])
-    (<PolicyName.PAGED: 'paged'>, <PolicyName.MAX: 'max'>)
-    """
+    """Policies by name, in the order given, each once."""
     chosen = [str(n) for n in names]  # a PolicyName's str() is its value
     bad = [n for n in chosen if n not in POLICIES]
     if bad or not chosen:
-        raise UsageError(
-            f"unknown {arg(param)} '{','.join(bad)}'; use some of: {','.join(POLICIES)}",
-            param=param,
-        )
-    twice = sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index)
-    if twice:
-        # Two runs of one policy on one stream are the same run: a duplicate is a typo.
-        raise UsageError(
-            f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give each policy "
-            "once",
-            param=param,
-        )
+        raise UsageError(f"unknown {arg(param)} '{','.join(bad)}'; use some of: "
+                         f"{','.join(POLICIES)}", param=param)
+    # Two runs of one policy on one stream are the same run: a duplicate is a typo.
+    if twice := sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index):
+        raise UsageError(f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give "
+                         "each policy once", param=param)
     return tuple(PolicyName(n) for n in chosen)
 
 
 def next_pow2(n: int) -> int:
-    """Smallest power of two >= n.
-
-    >>> next_pow2(5), next_pow2(8)
-    (8, 8)
-    """
+    """Smallest power of two >= n."""
     return 1 << max(0, (n - 1).bit_length())
 
 
@@ -124,8 +104,7 @@ class Policy(ABC):
         return True
 
     @abstractmethod
-    def release(self, run: Running) -> None:
-        """Return a finished or preempted request's memory."""
+    def release(self, run: Running) -> None: ...
 
     @abstractmethod
     def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
@@ -143,8 +122,7 @@ class ContiguousPolicy(Policy):
     _intervals: list[tuple[int, int]] = field(default_factory=list)  # (start, end), sorted
 
     @abstractmethod
-    def reservation(self, r: Request) -> int:
-        """Slots reserved for each sample of ``r``."""
+    def reservation(self, r: Request) -> int: ...
 
     def admit_need(self, r: Request) -> int:
         return self.reservation(r) * r.n
@@ -307,7 +285,7 @@ _CLASSES: dict[PolicyName, type[Policy]] = {
 
 def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048,
                 block_size: int = 16, share_prefix: bool = True) -> Policy:
-    """A fresh policy (with empty memory) by name.
+    """A fresh policy (empty memory) by name.
 
     >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
     96

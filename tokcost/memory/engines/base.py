@@ -1,10 +1,5 @@
-"""What every engine profile is and answers (tokcost.memory.engines lists them).
-
-A profile (``Engine``) turns a ``Deployment`` (a model's per-layer cache sizes on one GPU
-and that GPU's budget) into a ``Plan``: how many tokens the engine's pool holds, how many
-requests of a length it admits at once, whether it starts at all, and the ``EngineReport``
-``kvmem estimate`` shows.
-"""
+"""What every engine profile is and answers: an ``Engine`` turns a ``Deployment`` (one GPU's
+cache and budget) into a ``Plan`` (pool, concurrency, start-up) and its ``EngineReport``."""
 
 from __future__ import annotations
 
@@ -76,8 +71,7 @@ class Deployment:
 
 
 def largest(holds: Callable[[int], bool | None], limit: int) -> int:
-    """The largest n in 0..``limit`` for which ``holds`` (true up to some n, false past it);
-    0 when it holds for none.
+    """The largest n in 0..``limit`` for which ``holds`` (monotone), 0 for none.
 
     >>> largest(lambda n: n * n <= 50, 100)
     7
@@ -90,8 +84,7 @@ def largest(holds: Callable[[int], bool | None], limit: int) -> int:
 
 
 def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
-    """Is ``max_model_len`` longer than the model's own context length? vLLM and SGLang both
-    refuse that at start-up (unless an environment variable overrides it), before memory."""
+    """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
     return model_max_len is not None and max_model_len > model_max_len
 
 
@@ -129,9 +122,7 @@ class EngineReport:
     lines: tuple[str, ...] = ()  # log lines as the engine prints them
     refusal: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # knobs and where defaults came from
-    # For the table and the plot, not the JSON document: the engine's name as written,
-    # whether it sets aside more than the bytes held, its line under the model's, the lines
-    # under the budget, and how to avoid a refusal.
+    # The rest is for the table and the plot, not the JSON document.
     title: str = ""
     sets_aside: bool = True
     header: Note
@@ -193,16 +184,14 @@ class Plan(ABC):
         return None
 
     def largest_context(self, batch: int, limit: int) -> int | None:
-        """Longest context (<= ``limit``) for which ``batch`` requests fit; None without a
-        budget, 0 when none does."""
+        """Longest context (<= ``limit``) for which ``batch`` requests fit (None: no budget)."""
         if self.fits(1, batch) is None:
             return None
         return largest(lambda n: self.fits(n, batch), limit)
 
 
 class Engine(ABC):
-    """An engine profile. Its options are the subclass's dataclass fields, each named as
-    the request parameter that sets it and with a default; ``__post_init__`` checks them."""
+    """An engine profile; its options are its dataclass fields, named as the request's."""
 
     name: ClassVar[str]  # the registry's name (tokcost.memory.engines)
     title: ClassVar[str]  # as the engine writes its own name
@@ -210,23 +199,22 @@ class Engine(ABC):
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
-        """The engine's options and their defaults (its dataclass fields)."""
         return {f.name: f.default for f in fields(cast(Any, cls))}
 
     @abstractmethod
     def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
-        """The engine's plan for ``dep`` and the GPU fit it implies (None without a budget)."""
+        """The plan for ``dep`` and the GPU fit it implies (None without a budget)."""
 
     def check(self, request: KvRequest) -> None:
         """Refuse what ``request`` gives that this engine does not read."""
-        return None  # an engine reads every part of a request unless it says otherwise
+        return None
 
     def gpu_knobs(self) -> dict[str, bool]:
-        """This engine's options that size its pool from a GPU's memory: whether each is given."""
+        """Whether each option that sizes the pool from a GPU's memory is given."""
         return {}
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
-        """The table's line for the budget: vLLM's, which tokcost's reserve stands in for."""
+        """The table's line for the budget."""
         if fit.memory_bytes is None or fit.util is None:
             return f"KV cache memory{dep.per_gpu}: {format_bytes(fit.available_bytes)} (given)"
         return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "

@@ -1,9 +1,5 @@
-"""The ``ideal`` profile: the bytes a paged cache truly holds, no engine's reserves.
-
-Every token-caching layer holds whole blocks of the context, a sliding layer only the blocks
-its window touches, a linear layer its fixed state (``KvLayout.sequence_bytes``): the
-steady state of a long request, and what tokcost printed before it had engine profiles.
-"""
+"""The ``ideal`` profile: the bytes a paged cache truly holds (``KvLayout.sequence_bytes``),
+no engine's reserves."""
 
 from __future__ import annotations
 
@@ -31,8 +27,8 @@ class IdealPlan(Plan):
         return self.layout.sequence_bytes(context, self.block_size)
 
     def max_concurrency(self, context: int) -> float | None:
-        """vLLM's "Maximum concurrency" for uniform models, ``num_blocks / ceil(context /
-        block)``; with sliding or linear layers, the budget over one request's bytes."""
+        """vLLM's ``num_blocks / ceil(context / block)`` where every layer caches every token,
+        else the budget over one request's bytes."""
         if self.fit is None:
             return None
         if self.layout.uniform:

@@ -1,13 +1,8 @@
 """SGLang's token pools, reproduced: token-granular pages, full and sliding-window pools.
 
-Read from sgl-project/sglang (v0.5), ``python/sglang/srt/``: the pool is ``memory x
-mem_fraction_static - weights`` over ``cell_size`` (a token in every layer), aligned to
-``page_size`` (``model_runner_kv_cache_mixin.py``; the default fraction in
-``server_args.py``). Hybrid sliding-window models (Llama-4, gpt-oss except on Blackwell,
-MiMo-V2, Step-3.5, Gemma-4) get ``full = tokens x (F + S) / (F + ratio x S)`` and ``swa =
-full x ratio`` (``swa_memory_pool.py``); Mamba hybrids give an fp32 state pool ``0.9 / 1.9``
-of the memory, requests at once at most states // 3. Log lines from ``memory_pool.py``
-(GB = 2^30 B) and ``scheduler.py``.
+Read from sgl-project/sglang v0.5, ``python/sglang/srt/`` (docs/kvmem.md tells the rules):
+the pool ``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the
+SWA pools ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``.
 """
 
 from __future__ import annotations
@@ -72,8 +67,6 @@ def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int) -> t
 
 @dataclass(frozen=True)
 class _Stage:
-    """One pipeline stage's layers by pool."""
-
     full: int  # full-attention (and MLA) layers, plus sliding ones kept in the full pool
     swa: int  # sliding layers in the SWA pool
     linear: int
@@ -81,12 +74,7 @@ class _Stage:
 
 @dataclass(frozen=True)
 class SglangPlan(Plan):
-    """SGLang's pools for one model; ``available`` is per GPU (None: no budget).
-
-    gpt-oss-120b on Hopper, 20 GiB, ratio 0.8: F = S = 2,048 B, 18 full + 18 SWA layers,
-    cell 73,728 B; tokens = 21,474,836,480 // 73,728 = 291,271; full = int(291,271 x 36 /
-    (18 + 0.8 x 18)) = 323,634; swa = int(0.8 x full) = 258,907.
-    """
+    """SGLang's pools for one model (worked example: docs/kvmem.md)."""
 
     full_bytes: int  # F: bytes per token of one full-pool layer
     swa_bytes: int  # S: bytes per token of one SWA-pool layer
@@ -97,11 +85,9 @@ class SglangPlan(Plan):
     swa_ratio: float
     hybrid_swa: bool
     mla: bool
-    available: int | None
+    available: int | None  # per GPU (None: no budget)
     settings: dict[str, object] = field(default_factory=dict)
-    # SGLang refuses a longer --context-length unless
-    # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1.
-    model_max_len: int | None = None
+    model_max_len: int | None = None  # the model's own: a longer context_length is refused
 
     @property
     def cell_size(self) -> int:
@@ -312,7 +298,6 @@ class Sglang(Engine):
 
     def pools(self, dep: Deployment, available: int | None,
               settings: dict[str, object] | None = None) -> SglangPlan:
-        """SGLang's pools for ``dep`` with ``available`` bytes per GPU."""
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
         hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
@@ -356,8 +341,7 @@ class Sglang(Engine):
                                f"{arg('mem_fraction_static')} (activations, CUDA graphs)")
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
-        # SGLang starts whatever the pool holds; its scheduler then takes prompts of at most
-        # max_total_num_tokens - 1 tokens (max_req_input_len) and aborts longer ones.
+        # SGLang starts; its scheduler aborts prompts past max_req_input_len
         pool = report.cache_tokens
         if report.refuses_to_start or not pool or context <= pool:
             return []
@@ -369,8 +353,7 @@ class Sglang(Engine):
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,
                 swa_full_tokens_ratio: float | None = None) -> SglangPlan:
-    """SGLang's pools for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU, for a
-    model of ``family`` on one stage with token-granular pages."""
+    """SGLang's pools for ``layout`` on one stage with token-granular pages."""
     engine = Sglang(swa_full_tokens_ratio=swa_full_tokens_ratio)
     return engine.pools(Deployment(layout=layout, family=family), available)
 
