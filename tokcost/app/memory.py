@@ -11,8 +11,7 @@ __all__ = ["KvRequest", "estimate_memory"]
 
 
 def estimate_memory(request: KvRequest) -> KvResult:
-    """Size the KV cache of the request's model at each context, per GPU, and draw it where
-    the request's ``plot`` says.
+    """Size the KV cache of the request's model at each context, per GPU (and plot it).
 
     >>> r = estimate_memory(KvRequest.of(model="llama-3.1-8b", contexts=[8192],
     ...                                  kv_memory="10GiB"))
@@ -37,5 +36,5 @@ def estimate_memory(request: KvRequest) -> KvResult:
     if out.plot is not None:
         from tokcost.plotting.memory import plot_memory
 
-        plot_memory(result, out.plot, force=out.force)
+        plot_memory(result, out.plot)
     return replace(result, plot=out.plot, source_notes=loaded.notes if loaded else ())

@@ -1,7 +1,4 @@
-"""Where KV memory goes under each allocation policy (``kvmem simulate``; matplotlib, optional).
-
-matplotlib is imported only when a plot is asked for; the file is written atomically.
-"""
+"""Where KV memory goes under each allocation policy (``kvmem simulate``; matplotlib, lazily)."""
 
 from __future__ import annotations
 
@@ -9,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tokcost.memory.report import PolicyReport
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.plotting import pyplot, save_figure
 
 __all__ = ["plot_policies"]
 
@@ -23,11 +20,8 @@ _PARTS = (
 )
 
 
-def plot_policies(reports: Sequence[PolicyReport], path: str | Path, *, force: bool = False,
-                  title: str = "") -> None:
+def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
     """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
-    path = Path(path)
-    check_plot_path(path, force=force)
     plt = pyplot()
     labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
