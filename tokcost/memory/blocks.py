@@ -16,16 +16,7 @@ class OutOfBlocks(TokcostError):
 
 
 class BlockAllocator:
-    """``num_blocks`` block ids, handed out lowest first, freed when no one holds them.
-
-    >>> a = BlockAllocator(3)
-    >>> b = a.allocate(); a.incref(b); a.refcount(b)
-    2
-    >>> a.copy_on_write(b) != b, a.refcount(b), a.num_free  # the writer gets its own copy
-    (True, 1, 1)
-    >>> a.decref(b); a.num_free
-    2
-    """
+    """``num_blocks`` block ids, handed out lowest first, freed when no one holds them."""
 
     def __init__(self, num_blocks: int) -> None:
         self.num_blocks = num_blocks
@@ -101,8 +92,6 @@ at most max_len=2048, the longest sequence (serving engines use 8 to 128)
     top = MAX_BLOCK_SIZE if max_len is None else max(1, min(max_len, MAX_BLOCK_SIZE))
     if block_size > top:
         why = f": at most {arg('max_len', max_len)}, the longest sequence" if top == max_len else ""
-        raise UsageError(
-            f"{arg('block_size', block_size)} is out of range; give 1 to {top:,} tokens{why} "
-            "(serving engines use 8 to 128)",
-            param="block_size", related=("max_len",) if why else (),
-        )
+        raise UsageError(f"{arg('block_size', block_size)} is out of range; give 1 to {top:,} "
+                         f"tokens{why} (serving engines use 8 to 128)",
+                         param="block_size", related=("max_len",) if why else ())

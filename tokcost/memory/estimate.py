@@ -117,14 +117,7 @@ class KvResult:
 
 def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -> KvResult:
     """Everything ``kvmem estimate`` reports for ``entry`` (per GPU); ``gpu``: the request's,
-    looked up.
-
-    >>> from tokcost.catalog import load_catalog
-    >>> llama = load_catalog().resolve("llama-3.1-8b")
-    >>> r = estimate_kv(llama, KvRequest.of(contexts=[8192], kv_memory="10GiB"))
-    >>> r.bytes_per_token, r.fit.num_blocks
-    (131072, 5120)
-    """
+    looked up (tokcost.estimate_memory does both)."""
     arch = entry.architecture
     if arch is None:
         raise ArchitectureIncomplete(

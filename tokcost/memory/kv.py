@@ -54,7 +54,7 @@ _DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "hal
 
 
 class KvDtypeName(str, Enum):
-    """The KV-cache dtypes by name (the keys of ``KV_DTYPES``)."""
+    """The keys of ``KV_DTYPES``."""
 
     FP32 = "fp32"
     BF16 = "bf16"
@@ -69,12 +69,8 @@ class KvDtypeName(str, Enum):
         return self.value
 
 
-def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> KvDtype:
-    """A KV dtype by name or alias (``bfloat16``, ``half``...), with another ``group`` size.
-
-    >>> kv_dtype(KvDtypeName.INT8, group=32)
-    KvDtype(name='int8', bits=8, group=32, group_overhead_bytes=4)
-    """
+def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
+    """A KV dtype by name or alias (``bfloat16``, ``half``...), with another ``group`` size."""
     if isinstance(name, KvDtype):
         found = name
     else:
@@ -139,17 +135,16 @@ class KvLayout:
         return blocks * block_size
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
-        """Bytes of one sequence of ``tokens`` on one GPU (all layers)."""
         return sum(self.by_kind(tokens, block_size).values())
 
     def subset(self, indices: range | Sequence[int]) -> KvLayout:
-        """The same cache restricted to some layers (one pipeline-parallel stage)."""
+        """The same cache on some layers (one pipeline stage)."""
         kinds = tuple(self.layers[i] for i in indices)
         return KvLayout(kinds, self.token_bytes, self.window, self.state_bytes,
                         self.kv_heads_per_gpu, self.dtype, self.tp)
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
-        """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
+        """Bytes per layer kind for one sequence."""
         return {kind: count * (self.state_bytes if kind == "linear" else
                                self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
                 for kind, count in self.counts.items()}
@@ -171,8 +166,7 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
         raise ArchitectureIncomplete(
             f"model '{model}' lacks architecture field{'s' if len(missing) > 1 else ''} "
             f"{', '.join(missing)} needed for KV-cache sizes; add them to its catalog "
-            f"entry (from the model's config.json)"
-        )
+            f"entry (from the model's config.json)")
     assert kv_heads is not None and head_dim is not None
     return kv_heads, head_dim
 
@@ -186,10 +180,10 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
-def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "bf16", *,
+def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *,
               tp: int = 1, group: int | None = None, state_dtype: str = "bf16",
               model: str = "?") -> KvLayout:
-    """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
+    """Per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
     att = arch.attention
@@ -216,14 +210,13 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
 
 
-def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtype = "bf16", *,
                        tp: int = 1, group: int | None = None) -> int:
     """Bytes one token adds to the cache (per GPU), while the context is inside every window."""
     return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
 
 
-def kv_cache_bytes(arch: Architecture, tokens: int,
-                   kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+def kv_cache_bytes(arch: Architecture, tokens: int, kv_dtype: str | KvDtype = "bf16", *,
                    block_size: int | None = None, tp: int = 1, batch: int = 1,
                    group: int | None = None) -> int:
     """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).

@@ -39,11 +39,7 @@ def _total_bytes(arch: Architecture, dtype: str | None, model: str) -> int:
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
     """Distinct experts ``tokens`` tokens touch in one MoE layer with uniform routing:
-    ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B at batch 16: 82.42).
-
-    >>> expected_experts(128, 8, 1), round(expected_experts(128, 8, 16), 2)
-    (8.0, 82.42)
-    """
+    ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B at batch 16: 82.42)."""
     if tokens <= 0:
         return 0.0
     if tokens == 1:  # exactly k, whatever the float rounding of k/E

@@ -64,13 +64,7 @@ class _Tally:
 def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: PolicyName | str,
              max_len: int = 2048, block_size: int = 16, share_prefix: bool = True,
              samples: list[StepSample] | None = None) -> PolicyReport:
-    """Serve ``requests`` under ``policy``; ``samples`` collects each step's memory split.
-
-    >>> reqs = [Request(10, 6)] * 4
-    >>> r = simulate(reqs, capacity_tokens=64, policy="paged", block_size=4)
-    >>> r.completed, r.peak_batch, r.reserved
-    (4, 4, 0.0)
-    """
+    """Serve ``requests`` under ``policy``; ``samples`` collects each step's memory split."""
     pol = make_policy(policy, capacity_tokens, max_len=max_len, block_size=block_size,
                       share_prefix=share_prefix)
     reqs = list(requests)

@@ -40,11 +40,7 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
                                rate: float | None = None) -> list[Request]:
     """``requests`` requests from ``sharegpt``, ``alpaca`` (exponential, the traces' means),
     ``uniform:LO-HI`` or ``fixed:P,O``, arriving at ``rate`` per step (Poisson; None: all at
-    step 0), clipped to ``max_len`` (None: as drawn).
-
-    >>> requests_from_distribution("fixed:10,5", 2, n=3)[0]
-    Request(prompt_tokens=10, output_tokens=5, n=3, arrival=0)
-    """
+    step 0), clipped to ``max_len`` (None: as drawn)."""
     if requests < 1:
         raise UsageError(f"{arg('requests')} must be >= 1, got {requests}", param="requests")
     if requests > MAX_REQUESTS:
