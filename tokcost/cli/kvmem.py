@@ -20,8 +20,7 @@ from tokcost.units import format_bytes
 kvmem_app = App(
     name="kvmem",
     help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
-    no_args_is_help=True,
-)
+    no_args_is_help=True)
 
 EPILOG = """
 Examples:

@@ -205,8 +205,7 @@ def _budget(number: str, text: str) -> float:
 
 
 def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
-                 quant: KvQuant | None = None, evict: Eviction | None = None,
-                 prompt: int | None = None) -> int:
+    quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None) -> int:
     """Bytes ``layers`` full-attention layers hold for one sequence that has seen ``tokens``.
 
     >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4,

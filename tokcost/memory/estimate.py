@@ -105,11 +105,9 @@ class KvResult:
                 "weights_bytes": f.weights_bytes, "reserve_bytes": f.reserve_bytes,
                 "available_kv_bytes": f.available_bytes, "page_bytes": f.page_bytes,
                 "num_blocks": f.num_blocks, "cache_tokens": f.cache_tokens,
-                "largest_context": self.largest_context,
-            },
+                "largest_context": self.largest_context},
             "engine": self.engine.to_dict(),
-            "notes": [str(n) for n in self.notes],
-        }
+            "notes": [str(n) for n in self.notes]}
         if self.cache_policy is not None:  # only with evict/residual: other documents unchanged
             data["cache_policy"] = self.cache_policy
         return {**data, "plot": str(self.plot) if self.plot else None}
@@ -161,8 +159,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                                              entry.context_window or _SEARCH_LIMIT),
         notes=(*notes, *engine.pool_notes(report, max(contexts))),
         cache_policy=plan.to_dict() if isinstance(plan, PolicyPlan) else None,
-        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan,
-    )
+        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan)
 
 
 def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:
@@ -199,8 +196,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
         layout=layout, gpu=gpu, memory_bytes=memory, kv_memory=budget.kv_memory, weights=weights,
         util=budget.gpu_util, reserve=DEFAULT_RESERVE if budget.reserve is None else budget.reserve,
         block_size=cache.block_size, head_dim=head_dim, pp=par.pp, model=entry.id,
-        model_max_len=entry.context_window, family=entry.family,
-    )
+        model_max_len=entry.context_window, family=entry.family)
 
 
 def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int,
@@ -247,6 +243,5 @@ def _rows(entry: ModelEntry, request: KvRequest, layout: KvLayout, plan: Plan,
             max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
             engine_blocks_per_request=plan.engine_blocks(ctx),
             decode=roofline.decode(ctx, batch) if roofline else None,
-            prefill=roofline.prefill(prompt or ctx) if roofline else None,
-        ))
+            prefill=roofline.prefill(prompt or ctx) if roofline else None))
     return tuple(rows)

@@ -48,8 +48,7 @@ KV_DTYPES: dict[str, KvDtype] = {
     "fp8_e4m3": KvDtype("fp8_e4m3", 8),
     "fp8_e5m2": KvDtype("fp8_e5m2", 8),
     "int8": KvDtype("int8", 8, group=64, group_overhead_bytes=4),
-    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4),
-}
+    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4)}
 _DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
@@ -180,9 +179,8 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
-def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *,
-              tp: int = 1, group: int | None = None, state_dtype: str = "bf16",
-              model: str = "?") -> KvLayout:
+def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: int = 1,
+    group: int | None = None, state_dtype: str = "bf16", model: str = "?") -> KvLayout:
     """Per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
@@ -217,8 +215,7 @@ def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtype = "bf16", *,
 
 
 def kv_cache_bytes(arch: Architecture, tokens: int, kv_dtype: str | KvDtype = "bf16", *,
-                   block_size: int | None = None, tp: int = 1, batch: int = 1,
-                   group: int | None = None) -> int:
+    block_size: int | None = None, tp: int = 1, batch: int = 1, group: int | None = None) -> int:
     """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
 
     >>> from tokcost.catalog import load_catalog

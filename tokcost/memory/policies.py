@@ -267,8 +267,7 @@ class PagedPolicy(Policy):
         # blocks still shared are the full prompt blocks: stored once, read n times.
         tokens = sum(
             sum(s.length for s in run.seqs) - (len(run.seqs) - 1) * run.shared_full * self.b
-            for run in running
-        )
+            for run in running)
         allocated = self.allocator.num_used * self.b
         free = self.capacity - allocated
         live = sum(len(r.seqs) for r in running)

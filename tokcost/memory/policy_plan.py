@@ -69,13 +69,11 @@ class PolicyPlan(Plan):
             "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
                                              "heavy": e.heavy, "budget": e.budget,
                                              "recent": e.recent},
-            "prompt": self.prompt if e is not None and e.kind == "snapkv" else None,
-        }
+            "prompt": self.prompt if e is not None and e.kind == "snapkv" else None}
 
 
-def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec,
-                engine: Engine, *, layers: int, prompt: int | None
-                ) -> tuple[PolicyPlan, list[Note]]:
+def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec, engine: Engine,
+    *, layers: int, prompt: int | None) -> tuple[PolicyPlan, list[Note]]:
     """The plan for ``cache``'s policy (``layers``: the fullest stage's), and its notes."""
     layout, residual, ev = dep.layout, cache.residual, cache.eviction
     kinds = [kind for kind, n in layout.counts.items() if n and kind != "full"]

@@ -251,8 +251,7 @@ class DecodeStep(_Limits):
             "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
             "efficiency": self.efficiency, **self._times(), "step_ms": _ms(self.step_seconds),
             "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
-            "tokens_per_s": round(self.tokens_per_s, 2),
-        }
+            "tokens_per_s": round(self.tokens_per_s, 2)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,8 +36,7 @@ class Request:
 
 
 def requests_from_distribution(distribution: str, requests: int, *, seed: int = 0,
-                               max_len: int | None = 2048, n: int = 1,
-                               rate: float | None = None) -> list[Request]:
+    max_len: int | None = 2048, n: int = 1, rate: float | None = None) -> list[Request]:
     """``requests`` requests from ``sharegpt``, ``alpaca`` (exponential, the traces' means),
     ``uniform:LO-HI`` or ``fixed:P,O``, arriving at ``rate`` per step (Poisson; None: all at
     step 0), clipped to ``max_len`` (None: as drawn)."""

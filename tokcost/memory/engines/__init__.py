@@ -18,8 +18,7 @@ __all__ = ["engine_class", "engine_classes", "engine_names", "plan_sglang", "pla
 _PROFILES = (
     ("vllm", "tokcost.memory.engines.vllm:Vllm"),
     ("sglang", "tokcost.memory.engines.sglang:Sglang"),
-    ("ideal", "tokcost.memory.engines.ideal:Ideal"),
-)
+    ("ideal", "tokcost.memory.engines.ideal:Ideal"))
 
 
 def _registry() -> dict[str, str]:

@@ -148,8 +148,7 @@ class EngineReport:
             "cache_tokens": self.cache_tokens, "max_concurrency": self.max_concurrency,
             "logged_lines": list(self.lines), "refuses_to_start": self.refuses_to_start,
             "refusal": self.refusal, "refusal_cause": self.refusal_cause,
-            **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()},
-        }
+            **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()}}
 
     def logs(self, lines: list[str]) -> tuple[str, ...]:
         """The heading and ``lines`` (indented) as the table shows the engine's log."""

@@ -47,13 +47,11 @@ class IdealPlan(Plan):
             EngineGroup(kind, counts[kind], counts[kind], block,
                         lay.state_bytes if kind == "linear" else block * lay.token_bytes[kind],
                         lay.window if kind == "sliding" else None)
-            for kind in ("full", "sliding", "mla", "linear") if counts[kind]
-        )
+            for kind in ("full", "sliding", "mla", "linear") if counts[kind])
         details = () if fit is None else (
             f"blocks: floor({fit.available_bytes:,} / {fit.page_bytes:,} B per block) = "
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
-            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),
-        )
+            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"))
         return EngineReport(
             name=Ideal.name, version=IDEAL_VERSION, block_size=block,
             block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
@@ -61,8 +59,7 @@ class IdealPlan(Plan):
             cache_tokens=None if fit is None else fit.cache_tokens,
             max_concurrency=self.max_concurrency(max_model_len), title=Ideal.title,
             sets_aside=False,
-            header=Note(f"block {block} (as given)"), details=details,
-        )
+            header=Note(f"block {block} (as given)"), details=details)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,8 +61,7 @@ def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int) -> t
         reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
-        f"and CUDA graphs) / {mib:,.0f} MiB"
-    )
+        f"and CUDA graphs) / {mib:,.0f} MiB")
 
 
 @dataclass(frozen=True)
@@ -231,8 +230,7 @@ class SglangPlan(Plan):
             header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
-                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"),
-        )
+                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 
 
@@ -325,8 +323,7 @@ class Sglang(Engine):
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
                       "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
-            model_max_len=dep.model_max_len,
-        )
+            model_max_len=dep.model_max_len)
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:

@@ -125,8 +125,7 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
         raise UsageError(
             "vLLM refuses to start: 'Hybrid KV cache manager is disabled but failed to convert "
             "the KV cache specs to one unified type' (linear-attention layers need the hybrid "
-            f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager",
-        )
+            f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager")
     # Without the hybrid manager a sliding layer beside full ones is a full-attention one
     # whose blocks are never freed (unify_hybrid_kv_cache_specs).
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
@@ -251,8 +250,7 @@ class VllmPlan(Plan):
                     f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
                     f"larger than the available KV cache memory ({self.available / GiB:.2f} "
                     f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
-                    f"`max_model_len` when initializing the engine."
-                )
+                    f"`max_model_len` when initializing the engine.")
         return None
 
     def logged_tokens(self, max_model_len: int) -> tuple[int, int] | None:
@@ -262,8 +260,7 @@ class VllmPlan(Plan):
             return None
         # Mamba specs carry block_size = mamba_block_size = max_model_len (no prefix caching).
         smallest = min(
-            max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups
-        )
+            max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups)
         conc = blocks / self.blocks_per_request(max_model_len)
         return blocks // len(self.groups) * smallest, int(conc * max_model_len)
 
@@ -304,8 +301,7 @@ class VllmPlan(Plan):
             f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups",
-            *report.logs(log),
-        )
+            *report.logs(log))
 
     def report(self, max_model_len: int) -> EngineReport:
         refusal = self._refusal(max_model_len)
@@ -332,14 +328,12 @@ class VllmPlan(Plan):
                 "pipeline_stages": [len(s) for s in self.stages],
                 "blocks_per_request": self.blocks_per_request(max_model_len),
                 "logged_tokens": None if tokens is None else {
-                    "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]},
-            },
+                    "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
                         f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
-                        f"{arg('gpu_memory_utilization')}"),
-        )
+                        f"{arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
 
 
@@ -390,8 +384,7 @@ class Vllm(Engine):
             page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
             max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
             hybrid_manager=self.hybrid_manager, available=available,
-            model_max_len=dep.model_max_len,
-        )
+            model_max_len=dep.model_max_len)
 
 
 def plan_vllm(layout: KvLayout, *, available: int | None,
