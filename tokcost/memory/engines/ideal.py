@@ -51,7 +51,7 @@ class IdealPlan(Plan):
         details = () if fit is None else (
             f"blocks: floor({fit.available_bytes:,} / {fit.page_bytes:,} B per block) = "
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
-            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"))
+            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),)
         return EngineReport(
             name=Ideal.name, version=IDEAL_VERSION, block_size=block,
             block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
