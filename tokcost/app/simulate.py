@@ -68,9 +68,7 @@ class WorkloadSpec:
                              f"token), got {self.max_len}", param="max_len")
 
     def draw(self) -> list[Request]:
-        """The requests, not yet cut to a length."""
         from tokcost.memory.workload import load_requests, requests_from_distribution
-
         if self.trace is None:
             return requests_from_distribution(self.distribution, self.requests, seed=self.seed,
                                               max_len=None, n=self.samples, rate=self.rate)
@@ -115,19 +113,16 @@ class SimulationResult:
     clipped_requests: int = 0  # cut to max_len (the CLI warns; not in the JSON document)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document ``kvmem simulate`` prints."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clipped_requests"}
         return {**data, "policies": [r.to_dict() for r in self.policies]}
 
 
 def _memory(request: SimulationRequest) -> SimulationResult:
-    """The memory in token slots and the longest sequence, from the model or the slots."""
     mem, max_len = request.memory, request.workload.max_len
     if mem.slots is not None:
         return SimulationResult(capacity_tokens=mem.slots, max_len=max_len or DEFAULT_MAX_LEN)
     from tokcost.memory import kv_bytes_per_token
     from tokcost.tokenizers import open_catalog
-
     entry = open_catalog(mem.catalog).resolve(mem.model) if isinstance(mem.model, str) \
         else mem.model
     if entry.architecture is None:
@@ -150,11 +145,9 @@ def simulate(request: SimulationRequest) -> SimulationResult:
     """
     from tokcost.memory import simulate as sim
     from tokcost.memory.workload import clip_requests
-
     out, work = request.output, request.workload
     if out.plot is not None:
         from tokcost.plotting import check_plot_path
-
         check_plot_path(out.plot, force=out.force)  # before any work
     pool = _memory(request)
     check_block_size(request.block_size, pool.max_len)  # before the trace is read
@@ -163,8 +156,7 @@ def simulate(request: SimulationRequest) -> SimulationResult:
                                    policies=request.policies, max_len=pool.max_len,
                                    block_size=request.block_size)
     if out.plot is not None:
-        from tokcost.plotting.simulate import plot_policies
-
+        from tokcost.plotting.memory import plot_policies
         what = (f"{pool.model}, {pool.kv_memory_bytes / 2**30:.1f} GiB of KV memory"
                 if pool.model and pool.kv_memory_bytes else f"{pool.capacity_tokens:,} token slots")
         source = (work.trace.name if work.trace is not None

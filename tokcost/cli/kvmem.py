@@ -141,7 +141,6 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
 
 
 def given(ctx: typer.Context) -> dict[str, Any]:
-    """The parameters the user gave, by name (a request's field of each name takes it)."""
     return {name: value for name, value in ctx.params.items()
             if name != "json_out" and ctx.get_parameter_source(name) is not Source.DEFAULT}
 
@@ -252,7 +251,6 @@ def _limits(step: Any, lead: str, kv: str) -> str:
 
 
 def _render_roofline(r: Any) -> None:
-    """The decode step and the prefill of the last context, both limits shown."""
     row = r.rows[-1]
     if (d := row.decode) is not None:
         out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "

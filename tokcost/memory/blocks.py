@@ -42,13 +42,11 @@ class BlockAllocator:
         return block
 
     def incref(self, block: int, count: int = 1) -> None:
-        """``count`` more holders of a live block."""
         if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is free")
         self._refs[block] += count
 
     def decref(self, block: int) -> None:
-        """One holder lets go; the last one frees the block."""
         if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is already free")
         self._refs[block] -= 1

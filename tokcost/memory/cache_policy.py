@@ -81,7 +81,6 @@ class KvQuant:
         return data + q * kv_heads * math.ceil(head_dim / self.group) * per_group
 
     def layer_bytes(self, tokens: int, *, kv_heads: int, head_dim: int, full_bytes: int) -> int:
-        """Bytes one layer holds for one sequence of ``tokens`` cached tokens."""
         q = self.quantized_tokens(tokens)
         full = (tokens - q) * 2 * kv_heads * head_dim * full_bytes
         return (full + self._half_bytes(q, self.keys, kv_heads, head_dim)

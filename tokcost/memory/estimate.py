@@ -51,11 +51,8 @@ class ContextRow:
     prefill: Prefill | None = None  # time to first token for the row's prompt
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
-
-
-def _json(value: Any) -> Any:
-    return value.to_dict() if hasattr(value, "to_dict") else value
+        return {f.name: v.to_dict() if hasattr(v := getattr(self, f.name), "to_dict") else v
+                for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,6 @@ class KvResult:
         return self.layout.bytes_per_token
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document ``kvmem estimate`` prints (keys in the README)."""
         lay, counts, f = self.layout, self.layout.counts, self.fit
         data: dict[str, Any] = {
             "model": self.model, "kv_dtype": self.kv_dtype, "block_size": self.block_size,

@@ -122,7 +122,6 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        """Token slots one layer of ``kind`` holds for a sequence of ``tokens``."""
         if kind == "linear":
             return 0
         held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
@@ -143,7 +142,6 @@ class KvLayout:
                         self.kv_heads_per_gpu, self.dtype, self.tp)
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
-        """Bytes per layer kind for one sequence."""
         return {kind: count * (self.state_bytes if kind == "linear" else
                                self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
                 for kind, count in self.counts.items()}
@@ -181,7 +179,6 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
 
 def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: int = 1,
     group: int | None = None, state_dtype: str = "bf16", model: str = "?") -> KvLayout:
-    """Per-layer cache sizes on one of ``tp`` GPUs."""
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
     att = arch.attention

@@ -40,7 +40,6 @@ POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
 def policy_names(names: Iterable[PolicyName | str], *,
                  param: str = "policies") -> tuple[PolicyName, ...]:
-    """Policies by name, in the order given, each once."""
     chosen = [str(n) for n in names]  # a PolicyName's str() is its value
     bad = [n for n in chosen if n not in POLICIES]
     if bad or not chosen:
@@ -54,7 +53,6 @@ def policy_names(names: Iterable[PolicyName | str], *,
 
 
 def next_pow2(n: int) -> int:
-    """Smallest power of two >= n."""
     return 1 << max(0, (n - 1).bit_length())
 
 
@@ -74,7 +72,6 @@ class Running:
     """A request admitted into memory: its samples run in lockstep."""
 
     index: int  # position in the request stream
-    prompt: int
     seqs: list[Seq]
     order: int  # admission order; the newest is preempted first
     shared_full: int = 0  # paged: full prompt blocks every sample reads (stored once)
@@ -96,8 +93,7 @@ class Policy(ABC):
         """Slots needed to admit ``r`` into empty memory (and to finish it, if contiguous)."""
 
     @abstractmethod
-    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
-        """Place ``r`` now, or None when it does not fit yet."""
+    def try_admit(self, r: Request, index: int, order: int) -> Running | None: ...
 
     def grow(self, run: Running) -> bool:
         """Give the token each sample just produced a slot; False if memory ran out."""
@@ -142,7 +138,7 @@ class ContiguousPolicy(Policy):
             self._intervals.sort()
             placed.append(iv)
             s.start, s.size = start, size
-        return Running(index, r.prompt_tokens, seqs, order)
+        return Running(index, seqs, order)
 
     def _first_fit(self, size: int) -> int | None:
         pos = 0
@@ -233,21 +229,20 @@ class PagedPolicy(Policy):
         if not shared:
             for s in seqs:
                 s.table = [alloc.allocate() for _ in range(prompt_blocks)]
-            return Running(index, r.prompt_tokens, seqs, order)
+            return Running(index, seqs, order)
         table = [alloc.allocate() for _ in range(prompt_blocks)]
         for block in table:
             alloc.incref(block, r.n - 1)  # one reference per sample
         for s in seqs:
             s.table = list(table)
-        return Running(index, r.prompt_tokens, seqs, order, shared_full=r.prompt_tokens // self.b)
+        return Running(index, seqs, order, shared_full=r.prompt_tokens // self.b)
 
     def grow(self, run: Running) -> bool:
         alloc, b = self.allocator, self.b
         for s in run.seqs:
             last = (s.length - 1) // b  # the block the new token goes into
             if last < len(s.table) and alloc.refcount(s.table[last]) > 1:
-                # First write into the shared, partly filled prompt block: copy-on-write,
-                # except for the last sample still sharing it, which keeps the original.
+                # First write into the shared prompt block: the last sharer keeps the original.
                 if alloc.num_free < 1:
                     return False
                 s.table[last] = alloc.copy_on_write(s.table[last])
@@ -263,11 +258,9 @@ class PagedPolicy(Policy):
                 self.allocator.decref(block)
 
     def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
-        # After a step's growth every sample has written past its prompt, so the only
-        # blocks still shared are the full prompt blocks: stored once, read n times.
-        tokens = sum(
-            sum(s.length for s in run.seqs) - (len(run.seqs) - 1) * run.shared_full * self.b
-            for run in running)
+        # After a step only the full prompt blocks are still shared: stored once, read n times.
+        tokens = sum(sum(s.length for s in run.seqs)
+                     - (len(run.seqs) - 1) * run.shared_full * self.b for run in running)
         allocated = self.allocator.num_used * self.b
         free = self.capacity - allocated
         live = sum(len(r.seqs) for r in running)

@@ -46,7 +46,6 @@ class PolicyReport:
         return self.policy if self.block_size is None else f"{self.policy}/{self.block_size}"
 
     def to_dict(self) -> dict[str, Any]:
-        """An entry of ``kvmem simulate --json``'s ``policies``: shares to 6 decimals."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         return {k: round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
                 for k, v in data.items()}

@@ -244,7 +244,6 @@ class DecodeStep(_Limits):
         return self.batch / self.seconds
 
     def to_dict(self) -> dict[str, object]:
-        """The ``decode`` object of a context in ``kvmem estimate --json``."""
         return {
             "weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
             "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
@@ -265,7 +264,6 @@ class Prefill(_Limits):
         return self.seconds
 
     def to_dict(self) -> dict[str, object]:
-        """The ``prefill`` object of a context in ``kvmem estimate --json``."""
         return {"prompt_tokens": self.prompt_tokens, "weights_bytes": self.weights_bytes,
                 "kv_bytes": self.kv_bytes, "flops": self.flops, **self._times(),
                 "ttft_ms": _ms(self.ttft_seconds)}
@@ -298,7 +296,6 @@ class Roofline:
         return params or 0
 
     def _pass(self, kind: type[_P], tokens: int, flops: int, kv_bytes: int, **own: int) -> _P:
-        """A pass over ``tokens`` tokens doing ``flops`` (whole model), per GPU."""
         read, p = read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype,
                                model=self.model), self.peaks
         tp = self.layout.tp
@@ -308,7 +305,6 @@ class Roofline:
                     experts_touched=read.experts_touched, **own)
 
     def decode(self, context: int, batch: int) -> DecodeStep:
-        """A step in which ``batch`` sequences of ``context`` tokens each add one."""
         per_token = 2 * self._active_params() + attention_flops(
             self.arch, new_tokens=1, past_tokens=context - 1)
         kv = batch * self.layout.sequence_bytes(context)
@@ -325,7 +321,6 @@ class Roofline:
 
 def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | None,
                    weights_dtype: str | None = None, model: str = "?") -> list[Note]:
-    """What the decode and prefill figures assume."""
     at = arg("efficiency", f"{peaks.efficiency:g}")
     notes = [Note(
         f"decode and prefill times are the roofline at {at} of the datasheet bandwidth and "

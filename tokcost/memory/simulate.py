@@ -109,7 +109,6 @@ def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: Polic
 
 
 def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
-    """Give every running sequence its next token; the preemptions that took."""
     preemptions = 0
     for run in list(running):
         if run not in running:
@@ -135,6 +134,5 @@ def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
 def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
                      policies: Sequence[PolicyName | str] = POLICIES, max_len: int = 2048,
                      block_size: int = 16) -> list[PolicyReport]:
-    """One report per policy on the same request stream."""
     return [simulate(requests, capacity_tokens=capacity_tokens, policy=p, max_len=max_len,
                      block_size=block_size) for p in policies]

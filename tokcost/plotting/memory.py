@@ -1,13 +1,16 @@
-"""KV memory against context length, for one ``kvmem estimate`` (matplotlib, imported lazily)."""
+"""The kvmem plots (matplotlib, imported lazily): KV memory against context length for
+``kvmem estimate``, where memory goes under each allocation policy for ``kvmem simulate``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tokcost.memory.estimate import KvResult
+from tokcost.memory.report import PolicyReport
 from tokcost.plotting import pyplot, save_figure
 
-__all__ = ["plot_memory"]
+__all__ = ["plot_memory", "plot_policies"]
 
 
 def plot_memory(result: KvResult, path: Path) -> None:
@@ -15,7 +18,6 @@ def plot_memory(result: KvResult, path: Path) -> None:
     checked ``path``)."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
-
     layout, batch, block, gib = result.layout, result.batch, result.block_size, 2**30
     top = max([*(r.context for r in result.rows), result.context_window or 0, 4096])
     xs = [256 << i for i in range(max(0, (top - 1).bit_length() - 8))] + [top]  # 256, 512... top
@@ -51,5 +53,39 @@ def plot_memory(result: KvResult, path: Path) -> None:
         lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="best", fontsize=8)  # "best" keeps it off the budget line
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+# (legend, PolicyReport attribute, colour), stacked left to right.
+_PARTS = (
+    ("token states", "token_states", "#2b7bba"),
+    ("reserved", "reserved", "#f0a030"),
+    ("internal frag.", "internal_fragmentation", "#d04040"),
+    ("external frag.", "external_fragmentation", "#8050a0"),
+    ("free", "free", "#cccccc"),
+)
+
+
+def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
+    """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
+    plt = pyplot()
+    labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
+    left = [0.0] * len(reports)
+    for name, attr, color in _PARTS:
+        values = [100 * float(getattr(r, attr)) for r in reports]
+        ax.barh(labels, values, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    for row, r in enumerate(reports):  # the number the figure is about, on each bar
+        share = 100 * float(r.token_states)
+        ax.text(min(share, 92) / 2, row, f"{share:.1f}%", va="center", ha="center",
+                color="white", fontsize=8, fontweight="bold")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of KV-cache memory (%)")
+    ax.invert_yaxis()
+    ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
+    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+              frameon=False)
     fig.tight_layout()
     save_figure(fig, path)

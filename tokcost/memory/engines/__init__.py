@@ -52,7 +52,6 @@ def engine_class(name: str) -> type[Engine]:
 
 
 def engine_classes() -> tuple[type[Engine], ...]:
-    """Every registered profile."""
     return tuple(engine_class(name) for name in _REGISTRY)
 
 

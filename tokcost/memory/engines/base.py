@@ -49,10 +49,6 @@ class Deployment:
         stages = pp_stages(len(self.layout.layers), self.pp)
         return max((self.layout.subset(s) for s in stages), key=lambda lay: lay.bytes_per_token)
 
-    @property
-    def per_gpu(self) -> str:
-        return " per GPU" if self.layout.tp > 1 or self.pp > 1 else ""
-
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""
         if self.memory_bytes is None and self.kv_memory is None:
@@ -151,7 +147,6 @@ class EngineReport:
             **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()}}
 
     def logs(self, lines: list[str]) -> tuple[str, ...]:
-        """The heading and ``lines`` (indented) as the table shows the engine's log."""
         if not lines:
             return ()
         return (f"{self.title} logs (max_model_len {self.max_model_len:,}):",
@@ -179,7 +174,6 @@ class Plan(ABC):
     def report(self, max_model_len: int) -> EngineReport: ...
 
     def engine_blocks(self, context: int) -> int | None:
-        """Blocks the engine gives one request, where it counts them (vLLM)."""
         return None
 
     def largest_context(self, batch: int, limit: int) -> int | None:
@@ -213,9 +207,9 @@ class Engine(ABC):
         return {}
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
-        """The table's line for the budget."""
         if fit.memory_bytes is None or fit.util is None:
-            return f"KV cache memory{dep.per_gpu}: {format_bytes(fit.available_bytes)} (given)"
+            per_gpu = " per GPU" if dep.layout.tp > 1 or dep.pp > 1 else ""
+            return f"KV cache memory{per_gpu}: {format_bytes(fit.available_bytes)} (given)"
         return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "
                 f"x {fit.util:g} - weights {format_bytes(fit.weights_bytes)} - reserve "
                 f"{format_bytes(fit.reserve_bytes)} = {format_bytes(fit.available_bytes)} for "

@@ -41,21 +41,17 @@ MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RAT
 HYBRID_SWA_FAMILIES = frozenset({"gpt-oss", "llama-4", "gemma-4", "mimo-v2", "step-3.5"})
 
 
-def _chunk_and_graph(mib: float, tp: int) -> tuple[int, int]:
-    """chunked_prefill_size and cuda_graph_max_bs by GPU memory (NVIDIA branches)."""
-    for below, chunk, small, large in ((20, 2048, 8, 8), (35, 2048, 24, 80),
-                                       (60, 4096, 32, 160), (160, 8192, 256, 512)):
-        if mib < below * 1024:
-            return chunk, small if tp < 4 else large
-    return 16384, 512
-
-
 def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU, and how it was reached."""
     if memory_bytes is None:
         return 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
-    chunk, graph_bs = _chunk_and_graph(mib, tp)
+    chunk, graph_bs = 16384, 512  # chunked_prefill_size, cuda_graph_max_bs (NVIDIA branches)
+    for below, size, small, large in ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160),
+                                      (160, 8192, 256, 512)):
+        if mib < below * 1024:
+            chunk, graph_bs = size, small if tp < 4 else large
+            break
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -168,7 +164,6 @@ class SglangPlan(Plan):
         return [*lines, f"max_total_num_tokens={total}"]
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
-        """The pools and the log, as the table shows them."""
         s = report.settings
         if s["full_pool_tokens"] is None:
             return ()

@@ -277,7 +277,6 @@ class VllmPlan(Plan):
         return lines
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
-        """The groups, the blocks and the log, as the table shows them."""
         if self.available is None:
             return ()
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
