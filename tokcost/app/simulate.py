@@ -61,8 +61,7 @@ class WorkloadSpec:
         if isinstance(self.trace, str):
             object.__setattr__(self, "trace", Path(self.trace))
         if self.samples < 1:
-            raise UsageError(f"{arg('samples')} must be >= 1, got {self.samples}",
-                             param="samples")
+            raise UsageError(f"{arg('samples')} must be >= 1, got {self.samples}", param="samples")
         if self.max_len is not None and self.max_len < 2:
             raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
                              f"token), got {self.max_len}", param="max_len")

@@ -98,9 +98,8 @@ def _render(result: Any) -> None:
     out.print(grid)
     for r in result.policies:
         if r.prefix_sharing_saved is not None:
-            out.print(f"prefix sharing: the {n} samples of each request share the prompt's "
-                      f"blocks, saving {r.prefix_sharing_saved:.1%} of the paged blocks",
-                      markup=False)
+            out.print(f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
+                      f"saving {r.prefix_sharing_saved:.1%} of the paged blocks", markup=False)
     # The notes and the legend explain the table; they are not data, so stderr.
     for r in result.policies:
         if r.saturated_steps == 0:

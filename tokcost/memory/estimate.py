@@ -94,15 +94,13 @@ class KvResult:
             "sliding_window": lay.window if counts["sliding"] else None,
             "kv_heads_per_gpu": lay.kv_heads_per_gpu, "bytes_per_token": self.bytes_per_token,
             "linear_state_bytes_per_layer": lay.state_bytes if counts["linear"] else None,
-            "context_window": self.context_window,
-            "contexts": [r.to_dict() for r in self.rows],
+            "context_window": self.context_window, "contexts": [r.to_dict() for r in self.rows],
             "gpu": None if f is None else {
                 "name": self.gpu, "memory_bytes": f.memory_bytes, "gpu_util": f.util,
                 "weights_bytes": f.weights_bytes, "reserve_bytes": f.reserve_bytes,
                 "available_kv_bytes": f.available_bytes, "page_bytes": f.page_bytes,
                 "num_blocks": f.num_blocks, "cache_tokens": f.cache_tokens,
-                "largest_context": self.largest_context},
-            "engine": self.engine.to_dict(),
+                "largest_context": self.largest_context}, "engine": self.engine.to_dict(),
             "notes": [str(n) for n in self.notes]}
         if self.cache_policy is not None:  # only with evict/residual: other documents unchanged
             data["cache_policy"] = self.cache_policy
@@ -151,8 +149,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         rows=_rows(entry, request, dep.layout, plan, roofline, contexts),
         context_window=entry.context_window, engine=report,
         gpu=gpu.name if gpu else ("custom" if dep.memory_bytes is not None else None), fit=fit,
-        largest_context=plan.largest_context(request.batch,
-                                             entry.context_window or _SEARCH_LIMIT),
+        largest_context=plan.largest_context(request.batch, entry.context_window or _SEARCH_LIMIT),
         notes=(*notes, *engine.pool_notes(report, max(contexts))),
         cache_policy=plan.to_dict() if isinstance(plan, PolicyPlan) else None,
         budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan)

@@ -13,9 +13,8 @@ def check_attention_heads(attention_heads: int | None, tp: int) -> None:
     """Refuse a tensor-parallel size that does not divide the query heads, as vLLM does."""
     if attention_heads is not None and tp > 1 and attention_heads % tp:
         raise UsageError(
-            f"{arg('tp', tp)} does not divide the model's {attention_heads} attention heads "
-            f"(vLLM and SGLang shard heads across GPUs); use a divisor of {attention_heads}",
-            param="tp")
+            f"{arg('tp', tp)} does not divide the model's {attention_heads} attention heads (vLLM "
+            f"and SGLang shard heads across GPUs); use a divisor of {attention_heads}", param="tp")
 
 
 def pp_stages(layers: int, pp: int) -> tuple[range, ...]:

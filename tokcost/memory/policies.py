@@ -290,6 +290,5 @@ def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 
     if key is PolicyName.PAGED:
         check_block_size(block_size, max_len)
     elif block_size < 1:
-        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}",
-                         param="block_size")
+        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}", param="block_size")
     return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)

@@ -61,10 +61,8 @@ class PolicyPlan(Plan):
         q, e = self.quant, self.evict
         grouped = q if q is not None and q.grouped else None
         return {
-            "kv_dtype": q.format if q is not None else None,
-            "keys": grouped and grouped.keys,
-            "values": grouped and grouped.values,
-            "group": grouped and grouped.group,
+            "kv_dtype": q.format if q is not None else None, "keys": grouped and grouped.keys,
+            "values": grouped and grouped.values, "group": grouped and grouped.group,
             "residual": grouped and grouped.residual,
             "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
                                              "heavy": e.heavy, "budget": e.budget,

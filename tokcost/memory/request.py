@@ -185,9 +185,8 @@ class RooflineSpec:
                 _set(self, "flops", float(parse_count(given.removesuffix("/s"), param="flops",
                                                       maximum=MAX_FLOPS)))
             if self.flops < MIN_FLOPS:
-                raise UsageError(f"{arg('flops', given)} is below 1e9: peak FLOP/s runs from "
-                                 "1e9 (1B, a CPU) to 1e18; write e.g. 989T or 989e12",
-                                 param="flops")
+                raise UsageError(f"{arg('flops', given)} is below 1e9: peak FLOP/s runs from 1e9 "
+                                 "(1B, a CPU) to 1e18; write e.g. 989T or 989e12", param="flops")
         if not 0 < self.efficiency <= 1:
             raise UsageError(
                 f"{arg('efficiency')} must be in (0, 1], got {self.efficiency}: the fraction "

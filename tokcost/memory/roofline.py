@@ -103,8 +103,7 @@ def read_weights(arch: Architecture, *, tokens: int, dtype: str | None = None,
     total = _total_bytes(arch, dtype, model)
     if arch.is_moe:
         assert arch.params_total is not None and arch.params_active is not None
-        return WeightsRead(math.ceil(Decimal(total) * arch.params_active / arch.params_total),
-                           None)
+        return WeightsRead(math.ceil(Decimal(total) * arch.params_active / arch.params_total), None)
     return WeightsRead(total, None)
 
 
@@ -346,7 +345,6 @@ def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | N
             f"{moe.touched(batch):,.1f} of {moe.experts} at batch {batch}"))
     elif arch.is_moe:
         notes.append(Note(
-            "decode reads only one token's share of the experts (the model states no "
-            "experts and experts_per_token); a batch touches more, so read it as an upper "
-            "bound"))
+            "decode reads only one token's share of the experts (the model states no experts and "
+            "experts_per_token); a batch touches more, so read it as an upper bound"))
     return notes

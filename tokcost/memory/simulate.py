@@ -35,8 +35,7 @@ class _Tally:
         self.steps += 1
         self.peak, self.batch_sum = max(self.peak, live), self.batch_sum + live
         sample = pol.measure(running, head)
-        row = (sample.token_states, sample.reserved, sample.internal, sample.external,
-               sample.free)
+        row = (sample.token_states, sample.reserved, sample.internal, sample.external, sample.free)
         for k, v in enumerate(row):
             self.busy_sums[k] += v
             self.saturated_sums[k] += v if head is not None else 0

@@ -108,8 +108,7 @@ Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
             continue
         cut += 1
         prompt = min(r.prompt_tokens, max_len - 1)
-        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n,
-                           r.arrival))
+        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n, r.arrival))
     return out, cut
 
 

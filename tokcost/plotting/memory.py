@@ -59,12 +59,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
 
 # (legend, PolicyReport attribute, colour), stacked left to right.
 _PARTS = (
-    ("token states", "token_states", "#2b7bba"),
-    ("reserved", "reserved", "#f0a030"),
+    ("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
     ("internal frag.", "internal_fragmentation", "#d04040"),
-    ("external frag.", "external_fragmentation", "#8050a0"),
-    ("free", "free", "#cccccc"),
-)
+    ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
 
 
 def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
@@ -85,7 +82,6 @@ def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "
     ax.set_xlabel("share of KV-cache memory (%)")
     ax.invert_yaxis()
     ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
-    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
-              frameon=False)
+    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     fig.tight_layout()
     save_figure(fig, path)

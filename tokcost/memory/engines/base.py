@@ -220,9 +220,8 @@ class Engine(ABC):
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
         return [Note(f"reserve of {dep.reserve / GiB:g} GiB per GPU for activations and runtime "
-                     f"overhead (vLLM profiles this; set {arg('reserve', 'SIZE')}, or pass "
-                     "vLLM's logged 'Available KV cache memory' as "
-                     f"{arg('kv_memory', 'SIZE')})"),
+                     f"overhead (vLLM profiles this; set {arg('reserve', 'SIZE')}, or pass vLLM's "
+                     f"logged 'Available KV cache memory' as {arg('kv_memory', 'SIZE')})"),
                 *dep.driver_note(f"the {arg('reserve')} absorbs")]
 
     def layout_note(self, dtype: KvDtype) -> Note | None:

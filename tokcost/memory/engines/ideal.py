@@ -58,8 +58,7 @@ class IdealPlan(Plan):
             groups=groups, num_blocks=None if fit is None else fit.num_blocks,
             cache_tokens=None if fit is None else fit.cache_tokens,
             max_concurrency=self.max_concurrency(max_model_len), title=Ideal.title,
-            sets_aside=False,
-            header=Note(f"block {block} (as given)"), details=details)
+            sets_aside=False, header=Note(f"block {block} (as given)"), details=details)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -214,15 +214,13 @@ class SglangPlan(Plan):
             cache_tokens=None if pools is None else pools[0],
             max_concurrency=self.max_concurrency(max_model_len) if starts else None,
             lines=tuple(self._lines(pools)) if pools is not None and starts else (),
-            refusal=refusal,
-            settings={**self.settings, "cell_size_bytes": self.cell_size,
+            refusal=refusal, settings={**self.settings, "cell_size_bytes": self.cell_size,
                       "hybrid_swa_pools": self.hybrid_swa,
                       "swa_full_tokens_ratio": self.swa_ratio if self.hybrid_swa else None,
                       "full_pool_tokens": None if pools is None else pools[1],
                       "swa_pool_tokens": pools[2] if pools and self.hybrid_swa else None,
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
-            title=Sglang.title,
-            header=Note(header),
+            title=Sglang.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
                         f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
@@ -270,8 +268,7 @@ class Sglang(Engine):
             if self.mem_fraction_static is not None:
                 mfs, source = self.mem_fraction_static, f"{arg('mem_fraction_static')} given"
             else:
-                mfs, source = default_mem_fraction_static(dep.memory_bytes, dep.layout.tp,
-                                                          dep.pp)
+                mfs, source = default_mem_fraction_static(dep.memory_bytes, dep.layout.tp, dep.pp)
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -294,8 +291,7 @@ class Sglang(Engine):
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
         hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
-            dep.family == "gpt-oss" and dep.gpu is not None
-            and dep.gpu.architecture == "blackwell")
+            dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
@@ -323,10 +319,9 @@ class Sglang(Engine):
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
             return super().budget_line(fit, dep)
-        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "
-                f"x {fit.util:g} (mem_fraction_static) - weights "
-                f"{format_bytes(fit.weights_bytes)} = {format_bytes(fit.available_bytes)} for "
-                "the KV pool")
+        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} x "
+                f"{fit.util:g} (mem_fraction_static) - weights {format_bytes(fit.weights_bytes)} = "
+                f"{format_bytes(fit.available_bytes)} for the KV pool")
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
         return dep.driver_note("comes out of the headroom SGLang keeps outside "

@@ -314,12 +314,10 @@ class VllmPlan(Plan):
             model_max_len=self.model_max_len,
             groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
                                      g.spec.block_size, g.spec.page_bytes, g.spec.window)
-                         for g in self.groups),
-            num_blocks=self.num_blocks,
+                         for g in self.groups), num_blocks=self.num_blocks,
             cache_tokens=None if tokens is None or refusal else tokens[0],
             max_concurrency=None if refusal else self.max_concurrency(max_model_len),
-            lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal,
-            settings={
+            lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal, settings={
                 "group_size": self.group_size,
                 "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_batched_tokens_source": self.batched_tokens_source,
