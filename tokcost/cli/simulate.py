@@ -106,11 +106,10 @@ def _render(result: Any) -> None:
             err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
                       "shares are averaged over every busy step, so 'free' is memory nobody "
                       "needed", markup=False, highlight=False)
-    err.print(
-        "tokens = token states; peak/mean = sequences running at once; shares of KV memory "
-        "averaged over the steps where requests waited for memory (PagedAttention paper, "
-        "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
-        markup=False, highlight=False, style="dim")
+    err.print("tokens = token states; peak/mean = sequences running at once; shares of KV memory "
+              "averaged over the steps where requests waited for memory (PagedAttention paper, "
+              "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
+              markup=False, highlight=False, style="dim")
 
 
 def register(app: typer.Typer) -> None:  # adds simulate to the kvmem sub-app

@@ -60,14 +60,13 @@ class PolicyPlan(Plan):
     def to_dict(self) -> dict[str, Any]:
         q, e = self.quant, self.evict
         grouped = q if q is not None and q.grouped else None
-        return {
-            "kv_dtype": q.format if q is not None else None, "keys": grouped and grouped.keys,
-            "values": grouped and grouped.values, "group": grouped and grouped.group,
-            "residual": grouped and grouped.residual,
-            "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
-                                             "heavy": e.heavy, "budget": e.budget,
-                                             "recent": e.recent},
-            "prompt": self.prompt if e is not None and e.kind == "snapkv" else None}
+        return {"kv_dtype": q.format if q is not None else None, "keys": grouped and grouped.keys,
+                "values": grouped and grouped.values, "group": grouped and grouped.group,
+                "residual": grouped and grouped.residual,
+                "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
+                                                 "heavy": e.heavy, "budget": e.budget,
+                                                 "recent": e.recent},
+                "prompt": self.prompt if e is not None and e.kind == "snapkv" else None}
 
 
 def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec, engine: Engine,

@@ -159,10 +159,9 @@ class EngineSpec:
             if owner is None:
                 raise TypeError(f"no engine has an option {name!r} (nor the request a field)")
             if value != owner.defaults()[name]:
-                raise UsageError(
-                    f"{arg(name)} is {owner.title}'s setting; use it with "
-                    f"{arg('engine', owner.name)} (the engine is {chosen.name})",
-                    param=name, related=("engine",))
+                raise UsageError(f"{arg(name)} is {owner.title}'s setting; use it with "
+                                 f"{arg('engine', owner.name)} (the engine is {chosen.name})",
+                                 param=name, related=("engine",))
         _set(self, "profile", chosen(**{k: v for k, v in self.options.items() if k in own}))
 
 

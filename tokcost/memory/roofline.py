@@ -243,13 +243,12 @@ class DecodeStep(_Limits):
         return self.batch / self.seconds
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
-            "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-            "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
-            "efficiency": self.efficiency, **self._times(), "step_ms": _ms(self.step_seconds),
-            "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
-            "tokens_per_s": round(self.tokens_per_s, 2)}
+        return {"weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
+                "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
+                "efficiency": self.efficiency, **self._times(), "step_ms": _ms(self.step_seconds),
+                "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
+                "tokens_per_s": round(self.tokens_per_s, 2)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -58,10 +58,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
 
 
 # (legend, PolicyReport attribute, colour), stacked left to right.
-_PARTS = (
-    ("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
-    ("internal frag.", "internal_fragmentation", "#d04040"),
-    ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
+_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
+          ("internal frag.", "internal_fragmentation", "#d04040"),
+          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
 
 
 def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:

@@ -15,10 +15,9 @@ if TYPE_CHECKING:
 __all__ = ["engine_class", "engine_classes", "engine_names", "plan_sglang", "plan_vllm"]
 
 # name -> "module:class", imported on first use (the registry of tiktoken's style).
-_PROFILES = (
-    ("vllm", "tokcost.memory.engines.vllm:Vllm"),
-    ("sglang", "tokcost.memory.engines.sglang:Sglang"),
-    ("ideal", "tokcost.memory.engines.ideal:Ideal"))
+_PROFILES = (("vllm", "tokcost.memory.engines.vllm:Vllm"),
+             ("sglang", "tokcost.memory.engines.sglang:Sglang"),
+             ("ideal", "tokcost.memory.engines.ideal:Ideal"))
 
 
 def _registry() -> dict[str, str]:

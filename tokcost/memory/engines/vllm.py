@@ -245,12 +245,11 @@ class VllmPlan(Plan):
                 est = largest(partial(self._fits_alone, stage=stage), max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
-                return (
-                    f"To serve at least one request with the models's max seq len "
-                    f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
-                    f"larger than the available KV cache memory ({self.available / GiB:.2f} "
-                    f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
-                    f"`max_model_len` when initializing the engine.")
+                return (f"To serve at least one request with the models's max seq len "
+                        f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
+                        f"larger than the available KV cache memory ({self.available / GiB:.2f} "
+                        f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
+                        f"`max_model_len` when initializing the engine.")
         return None
 
     def logged_tokens(self, max_model_len: int) -> tuple[int, int] | None:
@@ -375,13 +374,12 @@ class Vllm(Engine):
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
         specs = _specs(layout, block, self.hybrid_manager)
-        return VllmPlan(
-            groups=_groups(specs),
-            stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
-            page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
-            max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
-            hybrid_manager=self.hybrid_manager, available=available,
-            model_max_len=dep.model_max_len)
+        return VllmPlan(groups=_groups(specs),
+                        stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
+                        page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
+                        max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
+                        hybrid_manager=self.hybrid_manager, available=available,
+                        model_max_len=dep.model_max_len)
 
 
 def plan_vllm(layout: KvLayout, *, available: int | None,
