@@ -279,9 +279,8 @@ class VllmPlan(Plan):
         if self.available is None:
             return ()
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
-        layers = Counter[str]()
-        for g in self.groups:
-            layers[g.spec.kind] += len(g.layers)
+        layers = {kind: sum(len(g.layers) for g in self.groups if g.spec.kind == kind)
+                  for kind in groups}
         desc = [f"{n} {kind} ({layers[kind]} layers"
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
