@@ -11,8 +11,7 @@ __all__ = ["KvRequest", "estimate_memory"]
 
 
 def estimate_memory(request: KvRequest) -> KvResult:
-    """Size the KV cache of the request's model at each context, per GPU, and draw it where
-    the request's ``plot`` says.
+    """Size the KV cache of the request's model at each context, per GPU (and plot it).
 
     >>> r = estimate_memory(KvRequest.of(model="llama-3.1-8b", contexts=[8192],
     ...                                  kv_memory="10GiB"))
@@ -22,11 +21,9 @@ def estimate_memory(request: KvRequest) -> KvResult:
     from tokcost import memory
     from tokcost.app.models import resolve_model
     from tokcost.tokenizers import open_catalog
-
     out, ref = request.output, request.model_ref
     if out.plot is not None:
         from tokcost.plotting import check_plot_path
-
         check_plot_path(out.plot, force=out.force)  # before any work
     catalog = open_catalog(ref.catalog)
     gpu = request.budget.gpu
@@ -36,6 +33,5 @@ def estimate_memory(request: KvRequest) -> KvResult:
     result = memory.estimate_kv(entry, request, gpu)
     if out.plot is not None:
         from tokcost.plotting.memory import plot_memory
-
-        plot_memory(result, out.plot, force=out.force)
+        plot_memory(result, out.plot)
     return replace(result, plot=out.plot, source_notes=loaded.notes if loaded else ())

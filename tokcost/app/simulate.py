@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import check_block_size
@@ -25,8 +25,7 @@ DEFAULT_MAX_LEN = 2048  # when neither max_len nor the model's context window sa
 
 @dataclass(frozen=True, kw_only=True)
 class MemorySpec:
-    """The KV memory: ``kv_memory`` bytes of ``model``'s cache in ``kv_dtype`` (OPT-13B,
-    12 GB: the paper's setting), or ``slots`` token slots."""
+    """``kv_memory`` bytes of ``model``'s cache (OPT-13B, 12 GB: the paper's), or ``slots``."""
 
     model: str | ModelEntry = "opt-13b"
     catalog: CatalogSource = None
@@ -44,10 +43,8 @@ class MemorySpec:
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadSpec:
-    """The requests: ``requests`` draws from ``distribution`` (``sharegpt``, ``alpaca``,
-    ``uniform:LO-HI``, ``fixed:P,O``), all at once or as Poisson arrivals at ``rate`` per
-    decode step, or a JSONL ``trace``; ``samples`` parallel samples each; cut to ``max_len``
-    tokens (None: the model's context window)."""
+    """``requests`` drawn from ``distribution`` (at ``rate`` per step) or a JSONL ``trace``,
+    ``samples`` each, cut to ``max_len`` (None: the model's context window)."""
 
     distribution: str = "sharegpt"
     requests: int = 500
@@ -64,16 +61,13 @@ class WorkloadSpec:
         if isinstance(self.trace, str):
             object.__setattr__(self, "trace", Path(self.trace))
         if self.samples < 1:
-            raise UsageError(f"{arg('samples')} must be >= 1, got {self.samples}",
-                             param="samples")
+            raise UsageError(f"{arg('samples')} must be >= 1, got {self.samples}", param="samples")
         if self.max_len is not None and self.max_len < 2:
             raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
                              f"token), got {self.max_len}", param="max_len")
 
     def draw(self) -> list[Request]:
-        """The requests, as drawn or read (not yet cut to a length)."""
         from tokcost.memory.workload import load_requests, requests_from_distribution
-
         if self.trace is None:
             return requests_from_distribution(self.distribution, self.requests, seed=self.seed,
                                               max_len=None, n=self.samples, rate=self.rate)
@@ -83,8 +77,8 @@ class WorkloadSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class SimulationRequest(Parts):
-    """One ``kvmem simulate``: the ``policies`` (a comma list too) compared on one workload
-    in one memory; ``block_size`` is the paged policy's block, 1 to ``max_len`` tokens."""
+    """One ``kvmem simulate``: ``policies`` (a comma list too) on one workload in one memory;
+    ``block_size`` is the paged policy's."""
 
     memory: MemorySpec = field(default_factory=MemorySpec)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
@@ -100,59 +94,48 @@ class SimulationRequest(Parts):
         object.__setattr__(self, "block_size", parse_count(self.block_size, param="block_size"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SimulationResult:
     """One report per policy on the same requests, and the memory they shared."""
 
-    model: str | None  # None when the memory was given as token slots
-    kv_memory_bytes: int | None
-    kv_bytes_per_token: int | None
+    model: str | None = None  # None when the memory was given as token slots
+    kv_memory_bytes: int | None = None
+    kv_bytes_per_token: int | None = None
     capacity_tokens: int
     max_len: int
-    requests: int
-    samples_per_request: int
-    workload: str  # the distribution's name, or the trace's path
-    seed: int
-    rate: float | None
-    policies: tuple[PolicyReport, ...]
-    # Requests longer than max_len, cut to fit (the CLI warns; not in the JSON document).
-    clipped_requests: int = 0
+    requests: int = 0
+    samples_per_request: int = 1
+    workload: str = ""  # the distribution's name, or the trace's path
+    seed: int = 0
+    rate: float | None = None
+    policies: tuple[PolicyReport, ...] = ()
+    clipped_requests: int = 0  # cut to max_len (the CLI warns; not in the JSON document)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document ``kvmem simulate`` prints (keys in the README)."""
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clipped_requests"}
         return {**data, "policies": [r.to_dict() for r in self.policies]}
 
 
-class _Pool(NamedTuple):
-    model: str | None
-    memory: int | None
-    per_token: int | None
-    capacity: int
-    max_len: int
-
-
-def _pool(request: SimulationRequest) -> _Pool:
-    """The memory in token slots and the longest sequence, from the model or the slots."""
+def _memory(request: SimulationRequest) -> SimulationResult:
     mem, max_len = request.memory, request.workload.max_len
     if mem.slots is not None:
-        return _Pool(None, None, None, mem.slots, max_len or DEFAULT_MAX_LEN)
+        return SimulationResult(capacity_tokens=mem.slots, max_len=max_len or DEFAULT_MAX_LEN)
     from tokcost.memory import kv_bytes_per_token
     from tokcost.tokenizers import open_catalog
-
     entry = open_catalog(mem.catalog).resolve(mem.model) if isinstance(mem.model, str) \
         else mem.model
     if entry.architecture is None:
         raise UsageError(f"model '{entry.id}' has no architecture in the catalog; pick another "
                          f"model or give the memory as {arg('slots', 'N')}", param="slots")
     per_token = kv_bytes_per_token(entry.architecture, mem.kv_dtype)
-    return _Pool(entry.id, mem.kv_memory, per_token, mem.kv_memory // per_token,
-                 max_len or entry.context_window or DEFAULT_MAX_LEN)
+    return SimulationResult(
+        model=entry.id, kv_memory_bytes=mem.kv_memory, kv_bytes_per_token=per_token,
+        capacity_tokens=mem.kv_memory // per_token,
+        max_len=max_len or entry.context_window or DEFAULT_MAX_LEN)
 
 
 def simulate(request: SimulationRequest) -> SimulationResult:
-    """Where KV memory goes under each policy: PagedAttention's Figure 2 on your workload.
-    Requests longer than the max length are cut to it (``clipped_requests`` counts them).
+    """Where KV memory goes under each policy (PagedAttention's Figure 2) on your workload.
 
     >>> r = simulate(SimulationRequest.of(slots=600, distribution="fixed:40,20", requests=10,
     ...                                   policies="paged"))
@@ -161,31 +144,24 @@ def simulate(request: SimulationRequest) -> SimulationResult:
     """
     from tokcost.memory import simulate as sim
     from tokcost.memory.workload import clip_requests
-
     out, work = request.output, request.workload
     if out.plot is not None:
         from tokcost.plotting import check_plot_path
-
         check_plot_path(out.plot, force=out.force)  # before any work
-    pool = _pool(request)
+    pool = _memory(request)
     check_block_size(request.block_size, pool.max_len)  # before the trace is read
     reqs, clipped = clip_requests(work.draw(), pool.max_len)
-    reports = sim.compare_policies(reqs, capacity_tokens=pool.capacity,
+    reports = sim.compare_policies(reqs, capacity_tokens=pool.capacity_tokens,
                                    policies=request.policies, max_len=pool.max_len,
                                    block_size=request.block_size)
     if out.plot is not None:
-        from tokcost.plotting.simulate import plot_policies
-
-        what = (f"{pool.model}, {pool.memory / 2**30:.1f} GiB of KV memory"
-                if pool.model and pool.memory else f"{pool.capacity:,} token slots")
+        from tokcost.plotting.memory import plot_policies
+        what = (f"{pool.model}, {pool.kv_memory_bytes / 2**30:.1f} GiB of KV memory"
+                if pool.model and pool.kv_memory_bytes else f"{pool.capacity_tokens:,} token slots")
         source = (work.trace.name if work.trace is not None
                   else f"{work.requests} {work.distribution}-like requests")
-        plot_policies(reports, out.plot, force=out.force,
-                      title=f"Where KV-cache memory goes: {what}, {source}")
-    return SimulationResult(
-        model=pool.model, kv_memory_bytes=pool.memory, kv_bytes_per_token=pool.per_token,
-        capacity_tokens=pool.capacity, max_len=pool.max_len, requests=len(reqs),
-        samples_per_request=work.samples,
-        workload=str(work.trace) if work.trace is not None else work.distribution,
-        seed=work.seed, rate=work.rate, policies=tuple(reports), clipped_requests=clipped,
-    )
+        plot_policies(reports, out.plot, title=f"Where KV-cache memory goes: {what}, {source}")
+    return replace(pool, requests=len(reqs), samples_per_request=work.samples,
+                   workload=str(work.trace) if work.trace is not None else work.distribution,
+                   seed=work.seed, rate=work.rate, policies=tuple(reports),
+                   clipped_requests=clipped)

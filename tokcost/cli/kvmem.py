@@ -1,8 +1,5 @@
-"""``tokcost kvmem estimate``: KV-cache bytes, GPU fit and decode rate for a model.
-
-``kvmem_app`` is the ``kvmem`` sub-app; ``kvmem simulate`` is added to it by
-tokcost.cli.simulate.
-"""
+"""``tokcost kvmem estimate``: KV-cache bytes, GPU fit and decode rate for a model; the
+``kvmem`` sub-app (tokcost.cli.simulate adds ``simulate``)."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ from tokcost.units import format_bytes
 kvmem_app = App(
     name="kvmem",
     help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
-    no_args_is_help=True,
-)
+    no_args_is_help=True)
 
 EPILOG = """
 Examples:
@@ -61,61 +57,51 @@ Examples:
 
 def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", show_default=False, help="Model id, alias or dated id, or hf:ORG/REPO "
-        "(a Hugging Face model: the local cache first, else the hub).")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", metavar="PATH", show_default=False, help="A model's config.json, or its "
-        "folder (config.json + safetensors shards: weights from their headers), instead of -m.",
-    )] = None,
-    contexts: Annotated[str | None, typer.Option(
-        "--context", "--max-model-len", help="Context length(s): 8192, 8k, or a list "
-        "1k,8k,32k,128k (k = 1000, Ki = 1024); the largest is the engine's max_model_len. "
-        "Default: the model's context window.")] = None,
-    batch: Annotated[str, typer.Option(
-        "--batch", "-b", metavar="COUNT", help="Sequences served at once.")] = "1",
-    # A string, not an enum: the library also takes bfloat16/float16/half and answers a
-    # typo with one line and a "did you mean".
-    kv_dtype: Annotated[str, typer.Option(
-        "--kv-dtype", "--kv-cache-dtype", help="Cache dtype: auto (the model's), fp32, bf16, "
-        "fp16, fp8, int8, int4 (int8/int4 add per-group scales).")] = "bf16",
+    model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help="Model "
+        "id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: the local cache first, else "
+        "the hub).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", metavar="PATH", show_default=False,
+        help="A model's config.json, or its folder (config.json + safetensors shards: weights "
+        "from their headers), instead of -m.")] = None,
+    contexts: Annotated[str | None, typer.Option("--context", "--max-model-len", help="Context "
+        "length(s): 8192, 8k, or a list 1k,8k,32k,128k (k = 1000, Ki = 1024); the largest is the "
+        "engine's max_model_len. Default: the model's context window.")] = None,
+    batch: Annotated[str, typer.Option("--batch", "-b", metavar="COUNT",
+        help="Sequences served at once.")] = "1",
+    # A string: the library also takes bfloat16/half and answers a typo with "did you mean".
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
+        "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
+        "scales).")] = "bf16",
     kv_group_size: Annotated[int | None, typer.Option(
         "--kv-group-size", metavar=COUNT, parser=count_parser("--kv-group-size"),
         help="Quantization group of int8/int4 (64).")] = None,
-    evict: Annotated[str | None, typer.Option(
-        "--evict", metavar="SPEC", show_default=False, help="Size requests under an eviction "
-        "policy: window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW] (N a "
-        "count or a fraction of the context).")] = None,
-    residual: Annotated[int | None, typer.Option(
-        "--residual", metavar=COUNT, parser=count_parser("--residual"), show_default=False,
-        help="int8/int4 as KIVI stores them: keys per channel, the last COUNT tokens in "
-        "bf16.")] = None,
-    block_size: Annotated[str | None, typer.Option(
-        "--block-size", metavar="COUNT", show_default=False, help="Paged-cache block in "
-        "tokens, 1 to 4096 (default: the engine's: vLLM 16 or what its backend forces, "
-        "SGLang 1).")] = None,
-    tp: Annotated[int, typer.Option(
-        "--tp", "--tensor-parallel-size", help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
-    pp: Annotated[int, typer.Option(
-        "--pp", "--pipeline-parallel-size",
+    evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC", show_default=False,
+        help="Size requests under an eviction policy: window:N, streaming:SINKS+N, h2o:HEAVY+"
+        "RECENT, snapkv:BUDGET[+WINDOW] (N a count or a fraction of the context).")] = None,
+    residual: Annotated[int | None, typer.Option("--residual", metavar=COUNT,
+        parser=count_parser("--residual"), show_default=False, help="int8/int4 as KIVI stores "
+        "them: keys per channel, the last COUNT tokens in bf16.")] = None,
+    block_size: Annotated[str | None, typer.Option("--block-size", metavar="COUNT",
+        show_default=False, help="Paged-cache block in tokens, 1 to 4096 (default: the engine's: "
+        "vLLM 16 or what its backend forces, SGLang 1).")] = None,
+    tp: Annotated[int, typer.Option("--tp", "--tensor-parallel-size",
+        help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
+    pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="Whose accounting: vllm (vLLM v1's KV cache manager), sglang (its "
-        "token pools) or ideal (bytes truly held).")] = "vllm",
-    max_num_batched_tokens: Annotated[str | None, typer.Option(
-        "--max-num-batched-tokens", metavar="COUNT", show_default=False, help="vLLM's tokens "
-        "per scheduler step (default: vllm serve's, 8192 on GPUs of 70 GiB or more other than "
-        "A100, else 2048).")] = None,
-    hybrid_manager: Annotated[bool, typer.Option(
-        "--hybrid-manager/--no-hybrid-manager", " /--disable-hybrid-kv-cache-manager",
-        help="vLLM's hybrid KV cache manager (off: every layer caches the whole context, as "
-        "with --disable-hybrid-kv-cache-manager).")] = True,
-    mem_fraction_static: Annotated[float | None, typer.Option(
-        "--mem-fraction-static", show_default=False, help="SGLang's share of GPU memory for "
-        "weights and KV pool (default: SGLang's, from the GPU's memory).")] = None,
-    swa_full_tokens_ratio: Annotated[float | None, typer.Option(
-        "--swa-full-tokens-ratio", show_default=False,
-        help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
+        "cache manager), sglang (its token pools) or ideal (bytes truly held).")] = "vllm",
+    max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
+        metavar="COUNT", show_default=False, help="vLLM's tokens per scheduler step (default: "
+        "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
+    hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
+        " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
+        "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
+    mem_fraction_static: Annotated[float | None, typer.Option("--mem-fraction-static",
+        show_default=False, help="SGLang's share of GPU memory for weights and KV pool (default: "
+        "SGLang's, from the GPU's memory).")] = None,
+    swa_full_tokens_ratio: Annotated[float | None, typer.Option("--swa-full-tokens-ratio",
+        show_default=False, help="SGLang: sliding-window pool tokens per full-pool token "
+        "(0.8).")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
@@ -130,18 +116,14 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4...")] = None,
     bandwidth: Annotated[str | None, typer.Option(
         "--bandwidth", help="Memory bandwidth per second (default: the GPU's).")] = None,
-    flops: Annotated[str | None, typer.Option(
-        "--flops", metavar="COUNT", help="Peak FLOP/s: 989e12, 989T (default: the GPU's for "
-        "the weights dtype, fp8 or bf16).")] = None,
-    efficiency: Annotated[float, typer.Option(
-        "--efficiency", help="Fraction of the datasheet bandwidth and FLOP/s reached, in "
-        "(0, 1] (1 = the roofline bound).")] = 1.0,
-    input_tokens: Annotated[str | None, typer.Option(
-        "--input-tokens", "-i", metavar="COUNT",
+    flops: Annotated[str | None, typer.Option("--flops", metavar="COUNT", help="Peak FLOP/s: "
+        "989e12, 989T (default: the GPU's for the weights dtype, fp8 or bf16).")] = None,
+    efficiency: Annotated[float, typer.Option("--efficiency", help="Fraction of the datasheet "
+        "bandwidth and FLOP/s reached, in (0, 1] (1 = the roofline bound).")] = 1.0,
+    input_tokens: Annotated[str | None, typer.Option("--input-tokens", "-i", metavar="COUNT",
         help="Prompt tokens for the time to first token (default: each context).")] = None,
-    plot: Annotated[Path | None, typer.Option(
-        "--plot", help="Write memory vs context to PNG/SVG (needs: pip install "
-        "'tokcost\\[plot]').")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write memory vs context to "
+        "PNG/SVG (needs: pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
@@ -159,15 +141,12 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
 
 
 def given(ctx: typer.Context) -> dict[str, Any]:
-    """The parameters the user gave, by name: a request's field of each name takes it (the
-    request's defaults are the flags'). ``--json`` is the CLI's own."""
     return {name: value for name, value in ctx.params.items()
             if name != "json_out" and ctx.get_parameter_source(name) is not Source.DEFAULT}
 
 
 def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
-    """Flags for an engine's advice: its own settings (``max_model_len``) by the flags
-    spelled as they are, alias or not (``--max-model-len``); parameters as usual."""
+    """Flags for an engine's advice: its own settings by their flags (``--max-model-len``)."""
     words = cli_words(ctx.command.params)
     spelled = {opt for param in ctx.command.params for opt in getattr(param, "opts", ())}
 
@@ -213,18 +192,15 @@ def _render(r: Any, ctx: typer.Context) -> None:
 
 def _table(r: Any) -> Any:
     grid = table()
-    for name in ("context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"):
-        grid.add_column(name, justify="right")
-    if r.fit is not None:
-        grid.add_column("max concurrency", justify="right")
-        grid.add_column("fits", justify="center")
     decode = any(row.decode is not None for row in r.rows)
     prefill = any(row.prefill is not None for row in r.rows)
-    if decode:
-        grid.add_column("decode tok/s", justify="right")
-        grid.add_column("bound", justify="left")
-    if prefill:
-        grid.add_column("TTFT", justify="right")
+    names = ["context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"]
+    names += ["max concurrency", "fits"] if r.fit is not None else []
+    names += ["decode tok/s", "bound"] if decode else []
+    names += ["TTFT"] if prefill else []
+    for name in names:
+        grid.add_column(name, justify="center" if name == "fits" else "left" if name == "bound"
+                        else "right")
     for row in r.rows:
         cells = [f"{row.context:,}" + (" (>window)" if row.beyond_context_window else ""),
                  format_bytes(row.paged_sequence_bytes), format_bytes(row.batch_bytes),
@@ -260,8 +236,7 @@ def _si(value: float, unit: str) -> str:
 
 
 def _limits(step: Any, lead: str, kv: str) -> str:
-    """``X GiB <lead>(W weights + K <kv>) / 3,350 GB/s = 9.8 ms; Y TFLOP / 989 TFLOP/s =
-    0.04 ms`` for a decode step or a prefill (tokcost.memory.roofline)."""
+    """``X GiB <lead>(W weights + K <kv>) / B GB/s = T; F / P FLOP/s = T`` for a pass."""
     eff = "" if step.efficiency == 1 else f" x {step.efficiency:g}"
     experts = (f" with {step.experts_touched:,.1f} experts per layer"
                if step.experts_touched is not None else "")
@@ -276,7 +251,6 @@ def _limits(step: Any, lead: str, kv: str) -> str:
 
 
 def _render_roofline(r: Any) -> None:
-    """The decode step and the prefill of the last context, both limits shown."""
     row = r.rows[-1]
     if (d := row.decode) is not None:
         out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "

@@ -38,12 +38,10 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         "--kv-memory", help="KV-cache memory: 12GB, 20GiB...")] = "12GB",
     kv_dtype: Annotated[str, typer.Option(
         "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")] = "fp16",
-    slots: Annotated[str | None, typer.Option(
-        "--slots", metavar="COUNT",
-        help="Memory as token slots: 4096, 64k (skips --model/--kv-memory).")] = None,
-    distribution: Annotated[str, typer.Option(
-        "--dist", help="Lengths: sharegpt, alpaca, uniform:LO-HI, fixed:P,O (counts: "
-        "fixed:1k,200).")] = "sharegpt",
+    slots: Annotated[str | None, typer.Option("--slots", metavar="COUNT", help="Memory as token "
+        "slots: 4096, 64k (skips --model/--kv-memory).")] = None,
+    distribution: Annotated[str, typer.Option("--dist", help="Lengths: sharegpt, alpaca, "
+        "uniform:LO-HI, fixed:P,O (counts: fixed:1k,200).")] = "sharegpt",
     requests: Annotated[str, typer.Option(
         "--requests", metavar="COUNT", help="Requests to draw (500, 2k).")] = "500",
     rate: Annotated[float | None, typer.Option(
@@ -52,19 +50,16 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         "--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead.")] = None,
     policies: Annotated[str, typer.Option(
         "--policy", help="Comma list of max, pow2, oracle, paged.")] = "max,pow2,oracle,paged",
-    block_size: Annotated[str, typer.Option(
-        "--block-size", metavar="COUNT",
+    block_size: Annotated[str, typer.Option("--block-size", metavar="COUNT",
         help="Paged block in tokens, 1 to --max-len (vLLM: 16).")] = "16",
-    max_len: Annotated[str | None, typer.Option(
-        "--max-len", metavar="COUNT", help="Longest sequence: 2048, 8k, 8Ki (default: the "
-        "model's context); longer requests are cut to it, with a warning.")] = None,
-    samples: Annotated[int, typer.Option(
-        "--n", metavar=COUNT, parser=count_parser("--n"),
+    max_len: Annotated[str | None, typer.Option("--max-len", metavar="COUNT", help="Longest "
+        "sequence: 2048, 8k, 8Ki (default: the model's context); longer requests are cut to it, "
+        "with a warning.")] = None,
+    samples: Annotated[int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
         help="Parallel samples per request (shares prompt blocks).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
-    plot: Annotated[Path | None, typer.Option(
-        "--plot", help="Write a bar chart (PNG/SVG; needs: pip install 'tokcost\\[plot]').",
-    )] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: "
+        "pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
@@ -75,11 +70,9 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         cut, drawn = result.clipped_requests, result.requests
         limit = (f"--max-len {result.max_len:,}" if max_len is not None
                  else f"the max length {result.max_len:,} (set it with --max-len)")
-        warn(
-            f"{cut:,} of {drawn:,} request{'s' if drawn != 1 else ''} "
-            f"{'was' if cut == 1 else 'were'} longer than {limit} and cut to fit, prompt "
-            "first; raise the limit or give shorter lengths to simulate them whole"
-        )
+        warn(f"{cut:,} of {drawn:,} request{'s' if drawn != 1 else ''} "
+             f"{'was' if cut == 1 else 'were'} longer than {limit} and cut to fit, prompt "
+             "first; raise the limit or give shorter lengths to simulate them whole")
     if json_out:
         print_json(result.to_dict())
         return
@@ -105,22 +98,19 @@ def _render(result: Any) -> None:
     out.print(grid)
     for r in result.policies:
         if r.prefix_sharing_saved is not None:
-            out.print(f"prefix sharing: the {n} samples of each request share the prompt's "
-                      f"blocks, saving {r.prefix_sharing_saved:.1%} of the paged blocks",
-                      markup=False)
+            out.print(f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
+                      f"saving {r.prefix_sharing_saved:.1%} of the paged blocks", markup=False)
     # The notes and the legend explain the table; they are not data, so stderr.
     for r in result.policies:
         if r.saturated_steps == 0:
             err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
                       "shares are averaged over every busy step, so 'free' is memory nobody "
                       "needed", markup=False, highlight=False)
-    err.print(
-        "tokens = token states; peak/mean = sequences running at once; shares of KV memory "
-        "averaged over the steps where requests waited for memory (PagedAttention paper, "
-        "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
-        markup=False, highlight=False, style="dim")
+    err.print("tokens = token states; peak/mean = sequences running at once; shares of KV memory "
+              "averaged over the steps where requests waited for memory (PagedAttention paper, "
+              "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
+              markup=False, highlight=False, style="dim")
 
 
-def register(app: typer.Typer) -> None:
-    """Adds ``simulate`` to the ``kvmem`` sub-app (tokcost.cli.kvmem)."""
+def register(app: typer.Typer) -> None:  # adds simulate to the kvmem sub-app
     kvmem_app.command("simulate", epilog=EPILOG)(simulate)

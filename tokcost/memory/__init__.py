@@ -1,9 +1,5 @@
-"""KV-cache memory: the formulas (kv), the GPU fit (fit), engine profiles (engines), one
-estimate from a request (request, estimate), the roofline, and the serving simulation
-(workload, blocks, policies, simulate).
-
-Standard library and the catalog only; nothing here imports numpy or a tokenizer.
-"""
+"""KV-cache memory: formulas (kv), GPU fit (fit), engines, estimate, roofline, and the serving
+simulation (workload, blocks, policies, simulate). No numpy, no tokenizer."""
 
 from tokcost.memory.estimate import KvResult as KvResult
 from tokcost.memory.estimate import estimate_kv as estimate_kv

@@ -1,12 +1,6 @@
-"""The one paged-KV block allocator: a free list of block ids with reference counts.
-
-vLLM's block manager in miniature. A sequence's block table lists the ids it reads;
-parallel samples of one prompt list the same ids (one reference each), and a sample
-about to write into a block it shares gets a private copy first (copy-on-write).
-The reference cache (tokcost.reference.cache) stores real keys and values in these
-blocks; the serving simulation (tokcost.memory.simulate) only counts them. Pure
-Python, so ``kvmem`` never imports numpy through it.
-"""
+"""The one paged-KV block allocator (vLLM's block manager in miniature): block ids with
+reference counts and copy-on-write, for the reference cache (real keys and values) and the
+serving simulation (counts only). Pure Python."""
 
 from __future__ import annotations
 
@@ -22,32 +16,21 @@ class OutOfBlocks(TokcostError):
 
 
 class BlockAllocator:
-    """``num_blocks`` block ids, handed out lowest first, freed when no one holds them.
-
-    >>> a = BlockAllocator(3)
-    >>> b = a.allocate(); a.incref(b); a.refcount(b)
-    2
-    >>> a.copy_on_write(b) != b, a.refcount(b), a.num_free  # the writer gets its own copy
-    (True, 1, 1)
-    >>> a.decref(b); a.num_free
-    2
-    """
+    """``num_blocks`` block ids, handed out lowest first, freed when no one holds them."""
 
     def __init__(self, num_blocks: int) -> None:
         self.num_blocks = num_blocks
-        # Blocks never handed out are not listed: ids from ``_fresh`` up are free too, so a
-        # pool of a billion blocks costs what the blocks in use cost. A freed block is
-        # reused (last freed first) before a fresh one, lowest fresh id first.
+        # Ids from ``_fresh`` up are free and unlisted (a billion blocks cost nothing); freed
+        # ones are reused first, last freed first.
         self._free: list[int] = []
         self._fresh = 0
         self._refs: dict[int, int] = {}
 
     def _exhausted(self) -> TokcostError:
-        """The error ``allocate`` raises on an empty pool (a caller may speak its own words)."""
+        """The error of an empty pool (a subclass may speak its own words)."""
         return OutOfBlocks(f"all {self.num_blocks} KV blocks are in use")
 
     def allocate(self) -> int:
-        """A free block, now held once."""
         if self._free:
             block = self._free.pop()
         elif self._fresh < self.num_blocks:
@@ -59,13 +42,11 @@ class BlockAllocator:
         return block
 
     def incref(self, block: int, count: int = 1) -> None:
-        """``count`` more holders of a live block (e.g. the other samples of a fork)."""
         if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is free")
         self._refs[block] += count
 
     def decref(self, block: int) -> None:
-        """One holder lets go; the last one returns the block to the free list."""
         if self._refs.get(block, 0) < 1:
             raise ValueError(f"block {block} is already free")
         self._refs[block] -= 1
@@ -74,9 +55,8 @@ class BlockAllocator:
             self._free.append(block)
 
     def copy_on_write(self, block: int) -> int:
-        """The block a holder of ``block`` may write: ``block`` itself when it is the only
-        holder, else a newly allocated one (the caller copies the contents) while ``block``
-        keeps its other holders."""
+        """The block a holder of ``block`` may write: itself when held once, else a new one
+        (the caller copies the contents)."""
         if self._refs[block] < 2:
             return block
         fresh = self.allocate()
@@ -96,10 +76,8 @@ class BlockAllocator:
 
 
 def check_block_size(block_size: int, max_len: int | None = None) -> None:
-    """Refuse a paged block outside ``[1, min(max_len, MAX_BLOCK_SIZE)]``.
-
-    A block longer than the longest sequence only wastes its tail, and engines use
-    small ones (vLLM: 1 to 256 tokens); past ``MAX_BLOCK_SIZE`` the number is a typo.
+    """Refuse a paged block outside ``[1, min(max_len, MAX_BLOCK_SIZE)]`` (a longer one only
+    wastes its tail).
 
     >>> check_block_size(100000, max_len=2048)
     Traceback (most recent call last):
@@ -112,8 +90,6 @@ at most max_len=2048, the longest sequence (serving engines use 8 to 128)
     top = MAX_BLOCK_SIZE if max_len is None else max(1, min(max_len, MAX_BLOCK_SIZE))
     if block_size > top:
         why = f": at most {arg('max_len', max_len)}, the longest sequence" if top == max_len else ""
-        raise UsageError(
-            f"{arg('block_size', block_size)} is out of range; give 1 to {top:,} tokens{why} "
-            "(serving engines use 8 to 128)",
-            param="block_size", related=("max_len",) if why else (),
-        )
+        raise UsageError(f"{arg('block_size', block_size)} is out of range; give 1 to {top:,} "
+                         f"tokens{why} (serving engines use 8 to 128)",
+                         param="block_size", related=("max_len",) if why else ())

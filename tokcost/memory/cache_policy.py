@@ -1,19 +1,9 @@
 """Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
 
-Each is a small frozen object with the one formula for its bytes, which ``kvmem`` plans
-with and the reference caches (tokcost.reference.kvpolicy) are measured against:
-
-- ``KvQuant``: ``fp8`` (e4m3, one scale per tensor, as vLLM) or ``int8``/``int4`` with an
-  fp16 scale and zero point per group: keys per channel over ``group`` tokens, values per
-  token over ``group`` channels, the last ``residual`` tokens in full precision (KIVI, Liu
-  et al. 2024); past the residual, keys are quantized in whole groups of tokens.
-- ``Eviction``: ``window`` keeps the ``recent`` tokens; ``streaming`` (StreamingLLM) the
-  first ``sinks`` plus a window; ``h2o`` the ``heavy`` hitters plus ``recent`` ones;
-  ``snapkv`` ``budget`` prompt tokens chosen by the last ``window`` queries, then every
-  generated token.
-
-tiny-ref (4 layers, 2 kv heads of 32, fp32) holding 1,000 tokens in int4, residual 128:
-832 tokens quantized, 168 in full precision: 149,248 B per layer, 596,992 B in all.
+``KvQuant`` (fp8; int8/int4 as KIVI, Liu et al. 2024) and ``Eviction`` (window,
+StreamingLLM, H2O, SnapKV) each carry the one formula for their bytes, which ``kvmem`` plans
+with and the reference caches (tokcost.reference.kvpolicy) are measured against; docs/kvmem.md
+tells what each keeps.
 """
 
 from __future__ import annotations
@@ -34,15 +24,15 @@ EVICT_KINDS: tuple[str, ...] = ("window", "streaming", "h2o", "snapkv")
 SCALE_BYTES = 2  # fp16 scale ...
 ZERO_BYTES = 2  # ... and fp16 zero point per group (HF QuantizedCache, KIVI)
 
-__all__ = [
-    "EVICT_KINDS", "QUANT_FORMATS", "CachePolicy", "Eviction", "KvQuant", "parse_evict",
-    "parse_policy", "policy_bytes",
-]
+__all__ = ["EVICT_KINDS", "QUANT_FORMATS", "CachePolicy", "Eviction", "KvQuant", "parse_evict",
+           "parse_policy", "policy_bytes"]
 
 
 @dataclass(frozen=True)
 class KvQuant:
-    """A quantized cache format (see the module docstring).
+    """fp8 (e4m3, one scale per tensor) or int8/int4 with an fp16 scale and zero point per
+    group: keys per channel over ``group`` tokens, values per token over ``group`` channels,
+    the last ``residual`` tokens in full precision (KIVI).
 
     >>> KvQuant("int4").layer_bytes(1000, kv_heads=2, head_dim=32, full_bytes=4)
     149248
@@ -82,7 +72,6 @@ class KvQuant:
         return older
 
     def _half_bytes(self, q: int, axis: QuantAxis, kv_heads: int, head_dim: int) -> int:
-        """Bytes of ``q`` quantized tokens of one half (K or V) of one layer."""
         data = q * kv_heads * math.ceil(head_dim * self.bits / 8)
         if not self.grouped:
             return data
@@ -92,7 +81,6 @@ class KvQuant:
         return data + q * kv_heads * math.ceil(head_dim / self.group) * per_group
 
     def layer_bytes(self, tokens: int, *, kv_heads: int, head_dim: int, full_bytes: int) -> int:
-        """Bytes one layer holds for one sequence of ``tokens`` cached tokens."""
         q = self.quantized_tokens(tokens)
         full = (tokens - q) * 2 * kv_heads * head_dim * full_bytes
         return (full + self._half_bytes(q, self.keys, kv_heads, head_dim)
@@ -101,12 +89,9 @@ class KvQuant:
 
 @dataclass(frozen=True)
 class Eviction:
-    """An eviction policy and its budget (see the module docstring). A budget given as
-    a fraction (``0.25``) is that share of the sequence's length so far, rounded down, so
-    it grows by at most one token per token decoded.
+    """An eviction policy and its budget: a count, or a fraction (``0.25``) of the length so
+    far, rounded down (so it grows by at most one token per token decoded).
 
-    >>> Eviction("streaming", sinks=4, recent=1024).held(5000)
-    1028
     >>> Eviction("snapkv", budget=256, recent=32).held(3000, prompt=2000)
     1288
     """
@@ -137,9 +122,7 @@ class Eviction:
         return int(value * length) if 0 < value < 1 else int(value)
 
     def limits(self, length: int) -> tuple[int, int, int]:
-        """``(sinks, chosen, recent)`` token budgets for a sequence of ``length`` tokens:
-        kept from the start, kept by score (H2O's heavy hitters, SnapKV's selection) and
-        kept from the end."""
+        """Tokens kept from the start, by score (H2O, SnapKV) and from the end, at ``length``."""
         recent = self._tokens(self.recent, length)
         if self.kind == "window":
             return 0, 0, recent
@@ -147,16 +130,13 @@ class Eviction:
             return self.sinks, 0, recent
         if self.kind == "h2o":
             if 0 < self.heavy < 1 and 0 < self.recent < 1:
-                # Both shares: round their sum down once. Rounded apart, the budget could
-                # grow by two tokens in one step (0.1 x 30 + 0.2 x 30 after 2 + 5), and an
-                # evicted token never comes back, so the cache would hold one fewer.
+                # Round the sum once: rounded apart it could grow by two in a step (evicting one).
                 return 0, int((self.heavy + self.recent) * length) - recent, recent
             return 0, self._tokens(self.heavy, length), recent
         return 0, self._tokens(self.budget, length), recent
 
     def held(self, tokens: int, *, prompt: int | None = None) -> int:
-        """Tokens one layer holds for a sequence of ``tokens`` (``prompt``: SnapKV's prompt
-        length, which it compresses once; later tokens are all kept)."""
+        """Tokens one layer holds at ``tokens`` (SnapKV compresses the ``prompt`` once)."""
         if self.kind == "snapkv":
             p = tokens if prompt is None else min(prompt, tokens)
             sinks, chosen, recent = self.limits(p)
@@ -169,9 +149,8 @@ _EVICT = re.compile(r"^(?P<kind>[a-z0-9]+)(?::(?P<a>[0-9.]+)(?:\+(?P<b>[0-9.]+))
 
 
 def parse_evict(text: str) -> Eviction:
-    """An eviction policy from its spec: ``window:1024``, ``streaming:4+1024`` (sinks +
-    window), ``h2o:256+256`` (heavy + recent), ``snapkv:1024`` or ``snapkv:1024+32``
-    (budget + observation window, default 32). Budgets may be fractions (``h2o:0.1+0.1``).
+    """An eviction from its spec: ``window:N``, ``streaming:SINKS+N``, ``h2o:HEAVY+RECENT``,
+    ``snapkv:BUDGET[+WINDOW]`` (window 32); budgets may be fractions (``h2o:0.1+0.1``).
 
     >>> parse_evict("streaming:4+1024")
     Eviction(kind='streaming', recent=1024.0, sinks=4, heavy=0, budget=0)
@@ -180,9 +159,7 @@ def parse_evict(text: str) -> Eviction:
     if m is None or m["kind"] not in EVICT_KINDS or m["a"] is None:
         raise UsageError(
             f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
-            "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)",
-            param="evict",
-        )
+            "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)", param="evict")
     kind, a_text, b_text = m["kind"], m["a"], m["b"]
     a = _budget(a_text, text)
     b = None if b_text is None else _budget(b_text, text)
@@ -212,8 +189,7 @@ def parse_evict(text: str) -> Eviction:
 
 
 def _budget(number: str, text: str) -> float:
-    """One budget of a spec: a bare integer is a count of tokens; a number written with a
-    decimal point is a share of the sequence, in (0, 1), so ``1.0`` is not one token."""
+    """A count (``1024``), or with a decimal point a share in (0, 1): ``1.0`` is not a token."""
     if "." not in number:
         return float(int(number))
     try:
@@ -228,13 +204,9 @@ def _budget(number: str, text: str) -> float:
 
 
 def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
-                 quant: KvQuant | None = None, evict: Eviction | None = None,
-                 prompt: int | None = None) -> int:
-    """Bytes a cache of ``layers`` full-attention layers holds for one sequence that has
-    seen ``tokens`` tokens, under a quantization and/or an eviction policy.
+    quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None) -> int:
+    """Bytes ``layers`` full-attention layers hold for one sequence that has seen ``tokens``.
 
-    >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4)
-    2048000
     >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4,
     ...              quant=KvQuant("int4"))
     596992
@@ -250,7 +222,7 @@ def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full
 
 @dataclass(frozen=True)
 class CachePolicy:
-    """One named policy to evaluate: a quantization or an eviction (``parse_policy``)."""
+    """One named policy to evaluate (``parse_policy``)."""
 
     name: str
     quant: KvQuant | None = None
@@ -264,14 +236,11 @@ class CachePolicy:
 
 
 def parse_policy(text: str, *, residual: int = 128, group: int = 64) -> CachePolicy:
-    """A policy spec: ``fp8``, ``int8``, ``int4`` (keys per channel, values per token, as
-    KIVI), ``int4:per-token`` (keys per token too), or an eviction (``parse_evict``).
-    fp8 keeps no full-precision residual (vLLM's fp8 cache has none).
+    """``fp8`` (no residual, as vLLM's), ``int8``, ``int4`` (keys per channel, as KIVI),
+    ``int4:per-token`` (keys per token too), or an eviction (``parse_evict``).
 
     >>> parse_policy("int4:per-token").quant
     KvQuant(format='int4', group=64, keys='token', values='token', residual=128)
-    >>> parse_policy("window:256").evict.held(1000)
-    256
     """
     spec = text.strip().lower()
     head, _, tail = spec.partition(":")
@@ -289,7 +258,6 @@ def parse_policy(text: str, *, residual: int = 128, group: int = 64) -> CachePol
         except UsageError as exc:  # in the words of the parameter the spec came in
             why = str(exc).removeprefix(f"evict '{text}': ").removeprefix("evict ")
             raise UsageError(f"policy '{text}': {why}", param="policies") from None
-    raise UsageError(
-        f"unknown policy '{text}'; use fp8, int8, int4[:per-token], window:N, "
-        "streaming:SINKS+N, h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW]", param="policies",
-    )
+    raise UsageError(f"unknown policy '{text}'; use fp8, int8, int4[:per-token], window:N, "
+                     "streaming:SINKS+N, h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW]",
+                     param="policies")

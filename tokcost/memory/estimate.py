@@ -1,8 +1,5 @@
-"""One ``kvmem estimate``: a model's KV cache at a set of context lengths, optionally on a GPU.
-
-``KvResult`` carries every number the CLI prints; its ``to_dict`` is the ``--json``
-document (stable keys, documented in the README).
-"""
+"""One ``kvmem estimate``: a model's KV cache at a set of context lengths, optionally on a GPU;
+``KvResult.to_dict`` is the ``--json`` document (keys in docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -30,12 +27,9 @@ from tokcost.memory.roofline import (
 
 __all__ = ["ContextRow", "KvResult", "estimate_kv"]
 
-# Upper bound of the "largest context" search when the model states no window.
-_SEARCH_LIMIT = 10**8
-# Past this a context is a typo: the longest context windows are about 10^7 tokens.
-MAX_CONTEXT = 10**9
-# vLLM's kv_cache_dtype "auto" is the model's dtype; checkpoints quantized to fp8/int4 still
-# compute (and cache) in bf16 unless a KV dtype is given.
+_SEARCH_LIMIT = 10**8  # the "largest context" search when the model states no window
+MAX_CONTEXT = 10**9  # a typo: the longest context windows are about 10^7 tokens
+# kv_cache_dtype "auto" is the model's dtype; fp8/int4 checkpoints still cache in bf16.
 _AUTO_KV = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 
 
@@ -57,11 +51,8 @@ class ContextRow:
     prefill: Prefill | None = None  # time to first token for the row's prompt
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
-
-
-def _json(value: Any) -> Any:
-    return value.to_dict() if hasattr(value, "to_dict") else value
+        return {f.name: v.to_dict() if hasattr(v := getattr(self, f.name), "to_dict") else v
+                for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -85,9 +76,8 @@ class KvResult:
     cache_policy: dict[str, Any] | None = None  # with evict/residual (tokcost.memory.policy_plan)
     budget_line: str | None = None  # the budget, in the engine's words (the table's line)
     plot: Path | None = None
-    # Where a config.json / hf: model's numbers came from: for the reader, not the JSON.
+    # Not in the JSON: where a config.json / hf: model's numbers came from; the engine's plan.
     source_notes: tuple[str, ...] = ()
-    # The engine's accounting, for sweeps (the plot); not part of the JSON document.
     plan: Plan | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -95,7 +85,6 @@ class KvResult:
         return self.layout.bytes_per_token
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document ``kvmem estimate`` prints (keys in the README)."""
         lay, counts, f = self.layout, self.layout.counts, self.fit
         data: dict[str, Any] = {
             "model": self.model, "kv_dtype": self.kv_dtype, "block_size": self.block_size,
@@ -105,33 +94,22 @@ class KvResult:
             "sliding_window": lay.window if counts["sliding"] else None,
             "kv_heads_per_gpu": lay.kv_heads_per_gpu, "bytes_per_token": self.bytes_per_token,
             "linear_state_bytes_per_layer": lay.state_bytes if counts["linear"] else None,
-            "context_window": self.context_window,
-            "contexts": [r.to_dict() for r in self.rows],
+            "context_window": self.context_window, "contexts": [r.to_dict() for r in self.rows],
             "gpu": None if f is None else {
                 "name": self.gpu, "memory_bytes": f.memory_bytes, "gpu_util": f.util,
                 "weights_bytes": f.weights_bytes, "reserve_bytes": f.reserve_bytes,
                 "available_kv_bytes": f.available_bytes, "page_bytes": f.page_bytes,
                 "num_blocks": f.num_blocks, "cache_tokens": f.cache_tokens,
-                "largest_context": self.largest_context,
-            },
-            "engine": self.engine.to_dict(),
-            "notes": [str(n) for n in self.notes],
-        }
+                "largest_context": self.largest_context}, "engine": self.engine.to_dict(),
+            "notes": [str(n) for n in self.notes]}
         if self.cache_policy is not None:  # only with evict/residual: other documents unchanged
             data["cache_policy"] = self.cache_policy
         return {**data, "plot": str(self.plot) if self.plot else None}
 
 
 def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -> KvResult:
-    """Everything ``kvmem estimate`` reports for ``entry`` (numbers per GPU), on the GPU the
-    request names: ``gpu`` when the caller looked its name up in a catalog.
-
-    >>> from tokcost.catalog import load_catalog
-    >>> llama = load_catalog().resolve("llama-3.1-8b")
-    >>> r = estimate_kv(llama, KvRequest.of(contexts=[8192], kv_memory="10GiB"))
-    >>> r.bytes_per_token, r.fit.num_blocks
-    (131072, 5120)
-    """
+    """Everything ``kvmem estimate`` reports for ``entry`` (per GPU); ``gpu``: the request's,
+    looked up (tokcost.estimate_memory does both)."""
     arch = entry.architecture
     if arch is None:
         raise ArchitectureIncomplete(
@@ -157,12 +135,10 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         plan, notes = policy_plan(plan, fit, dep, cache, engine,
                                   layers=max(len(s) for s in stages), prompt=roof.input_tokens)
     notes += engine.budget_notes(dep)
-    # A decode step passes every pipeline stage in turn: per step the GPUs of one
-    # tensor-parallel group read all layers' weights between them (weights split tp ways).
+    # A decode step passes every pipeline stage: one tp group reads all layers' weights.
     roofline = None
     if peaks is not None:
-        roofline = Roofline(arch, dep.layout, peaks, tp=dep.layout.tp,
-                            weights_dtype=weights_dtype, model=entry.id)
+        roofline = Roofline(arch, dep.layout, peaks, weights_dtype=weights_dtype, model=entry.id)
         notes += roofline_notes(arch, peaks, batch=request.batch, gpu=gpu.name if gpu else None,
                                 weights_dtype=weights_dtype, model=entry.id)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
@@ -173,12 +149,10 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         rows=_rows(entry, request, dep.layout, plan, roofline, contexts),
         context_window=entry.context_window, engine=report,
         gpu=gpu.name if gpu else ("custom" if dep.memory_bytes is not None else None), fit=fit,
-        largest_context=plan.largest_context(request.batch,
-                                             entry.context_window or _SEARCH_LIMIT),
+        largest_context=plan.largest_context(request.batch, entry.context_window or _SEARCH_LIMIT),
         notes=(*notes, *engine.pool_notes(report, max(contexts))),
         cache_policy=plan.to_dict() if isinstance(plan, PolicyPlan) else None,
-        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan,
-    )
+        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan)
 
 
 def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:
@@ -196,7 +170,6 @@ def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:
 
 def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
                 gpu: Gpu | None) -> Deployment:
-    """The model's per-GPU cache and the GPU's budget, from the request's parts."""
     cache, par, budget = request.cache, request.parallel, request.budget
     auto = str(cache.kv_dtype).lower() == "auto"
     dtype = _AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
@@ -204,9 +177,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     group = cache.kv_group_size
     if group is not None and head_dim is not None and group < head_dim and head_dim % group:
-        # Values are grouped over a head's channels (a group past head_dim is one group of
-        # them all); a cache stores whole groups, and the reference quantizer (tokcost kvmem
-        # quality) refuses a partial one the same way.
+        # Values are grouped over a head's channels: a cache stores whole groups (as kvmem quality).
         raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
                          f"{head_dim}", param="kv_group_size")
     memory = gpu.memory_bytes if gpu is not None else budget.gpu_memory
@@ -218,8 +189,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
         layout=layout, gpu=gpu, memory_bytes=memory, kv_memory=budget.kv_memory, weights=weights,
         util=budget.gpu_util, reserve=DEFAULT_RESERVE if budget.reserve is None else budget.reserve,
         block_size=cache.block_size, head_dim=head_dim, pp=par.pp, model=entry.id,
-        model_max_len=entry.context_window, family=entry.family,
-    )
+        model_max_len=entry.context_window, family=entry.family)
 
 
 def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int,
@@ -266,6 +236,5 @@ def _rows(entry: ModelEntry, request: KvRequest, layout: KvLayout, plan: Plan,
             max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
             engine_blocks_per_request=plan.engine_blocks(ctx),
             decode=roofline.decode(ctx, batch) if roofline else None,
-            prefill=roofline.prefill(prompt or ctx) if roofline else None,
-        ))
+            prefill=roofline.prefill(prompt or ctx) if roofline else None))
     return tuple(rows)

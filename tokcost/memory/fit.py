@@ -1,14 +1,5 @@
-"""How much KV cache fits on a GPU, computed the way vLLM does it.
-
-vLLM sizes its cache after loading the weights and profiling one forward pass::
-
-    available = memory x gpu_memory_utilization - weights - activation/overhead peak
-    num_blocks = floor(available / (block_size x bytes_per_token_per_layer x layers))
-
-It logs ``available`` as "Available KV cache memory"; ``kv_memory`` takes that figure
-instead. tokcost cannot profile, so the activation peak is a stated ``reserve`` (2 GiB per
-GPU by default). Under tensor parallelism every number is per GPU.
-"""
+"""How much KV cache fits on a GPU, the way vLLM computes it (docs/kvmem.md: the budget),
+with a stated ``reserve`` for the activation peak vLLM profiles. Numbers per GPU."""
 
 from __future__ import annotations
 
@@ -47,12 +38,7 @@ class GpuFit:
 def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = DEFAULT_UTIL,
             weights: int = 0, reserve: int = DEFAULT_RESERVE, kv_memory: int | None = None,
             block_size: int = DEFAULT_BLOCK) -> GpuFit:
-    """Blocks of ``block_size`` tokens that fit, as vLLM's ``determine_num_available_blocks``.
-
-    Llama-3.1-8B, bf16, one 80 GiB GPU at 0.9, 2 GiB reserve: 77,309,411,328 - 16.06e9
-    weights - 2,147,483,648 = 59,101,927,680 B; a block is 16 x 131,072 B = 2 MiB, so
-    28,181 blocks hold 450,896 tokens.
-    """
+    """Blocks of ``block_size`` tokens that fit, as vLLM's ``determine_num_available_blocks``."""
     if kv_memory is not None:
         available, mem, used_util = kv_memory, None, None
     else:
@@ -70,10 +56,8 @@ def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = 
                 f"nothing is left for the KV cache: {memory_bytes * util / GiB:.1f} GiB usable "
                 f"({util:g} of {memory_bytes / GiB:.1f} GiB) minus {weights / GiB:.1f} GiB "
                 f"weights and {reserve / GiB:.1f} GiB reserve; use more GPUs ({arg('tp')}), "
-                "a smaller weights dtype, or a larger GPU", param="tp"
-            )
-    # One page = a block of tokens in every layer that caches tokens (vLLM v0's
-    # cache_block_size; v1 gets the same count from per-layer pages).
+                "a smaller weights dtype, or a larger GPU", param="tp")
+    # A page: a block in every token-caching layer (v0's cache_block_size; v1 counts the same).
     page = block_size * layout.bytes_per_token
     if page <= 0:
         raise UsageError("this model caches no tokens (only fixed-state layers)")

@@ -1,11 +1,4 @@
-"""KV-cache bytes from a catalog architecture (DESIGN §5).
-
-A full-attention layer caches ``2 (K, V) x kv_heads x head_dim x bytes`` per token
-(Llama-3.1-8B: 2 x 8 x 128 x 2 B x 32 layers = 128 KiB); an MLA layer ``(kv_lora_rank +
-qk_rope_head_dim) x bytes`` (DeepSeek-V3: 576 x 2 x 61 = 70,272 B); a sliding layer at most
-``window`` tokens; a linear layer a fixed state. Paged caches hold whole blocks, a sliding
-layer at most ``ceil((window - 1) / block) + 1`` of them.
-"""
+"""KV-cache bytes from a catalog architecture (DESIGN §5; the formulas: docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +19,8 @@ class ArchitectureIncomplete(UsageError):
 
 @dataclass(frozen=True)
 class KvDtype:
-    """Storage of one cached element. Quantized formats add a scale and zero point
-    (fp16 each) per ``group`` elements, as KIVI / HF QuantizedCache store them."""
+    """Storage of one cached element; int8/int4 add an fp16 scale and zero point per ``group``
+    elements (KIVI, HF QuantizedCache)."""
 
     name: str
     bits: int
@@ -50,19 +43,17 @@ KV_DTYPES: dict[str, KvDtype] = {
     "fp32": KvDtype("fp32", 32),
     "bf16": KvDtype("bf16", 16),
     "fp16": KvDtype("fp16", 16),
-    # vLLM's fp8 cache scales per tensor (one k_scale / v_scale per layer): no
-    # per-token overhead.
+    # vLLM's fp8 cache scales per tensor (k_scale / v_scale per layer): no per-token overhead.
     "fp8": KvDtype("fp8", 8),
     "fp8_e4m3": KvDtype("fp8_e4m3", 8),
     "fp8_e5m2": KvDtype("fp8_e5m2", 8),
     "int8": KvDtype("int8", 8, group=64, group_overhead_bytes=4),
-    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4),
-}
+    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4)}
 _DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
 class KvDtypeName(str, Enum):
-    """The KV-cache dtypes by name (the keys of ``KV_DTYPES``)."""
+    """The keys of ``KV_DTYPES``."""
 
     FP32 = "fp32"
     BF16 = "bf16"
@@ -77,13 +68,8 @@ class KvDtypeName(str, Enum):
         return self.value
 
 
-def kv_dtype(name: str | KvDtypeName | KvDtype, *, group: int | None = None) -> KvDtype:
-    """Look up a KV dtype by name (or alias: ``bfloat16``, ``half``...); ``group``
-    overrides the quantization group size (``kv_group_size`` in ``kvmem estimate``).
-
-    >>> kv_dtype(KvDtypeName.INT8, group=32)
-    KvDtype(name='int8', bits=8, group=32, group_overhead_bytes=4)
-    """
+def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
+    """A KV dtype by name or alias (``bfloat16``, ``half``...), with another ``group`` size."""
     if isinstance(name, KvDtype):
         found = name
     else:
@@ -136,7 +122,6 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        """Token slots one layer of ``kind`` holds for a sequence of ``tokens``."""
         if kind == "linear":
             return 0
         held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
@@ -148,29 +133,23 @@ class KvLayout:
         return blocks * block_size
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
-        """Bytes of one sequence of ``tokens`` on one GPU (all layers)."""
         return sum(self.by_kind(tokens, block_size).values())
 
     def subset(self, indices: range | Sequence[int]) -> KvLayout:
-        """The same cache restricted to some layers (one pipeline-parallel stage)."""
+        """The same cache on some layers (one pipeline stage)."""
         kinds = tuple(self.layers[i] for i in indices)
         return KvLayout(kinds, self.token_bytes, self.window, self.state_bytes,
                         self.kv_heads_per_gpu, self.dtype, self.tp)
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
-        """Bytes per layer kind for one sequence, e.g. ``{'sliding': ..., 'full': ...}``."""
         return {kind: count * (self.state_bytes if kind == "linear" else
                                self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
                 for kind, count in self.counts.items()}
 
 
 def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
-    """``(kv_heads, head_dim)`` with Hugging Face's defaults for absent fields.
-
-    As in transformers' configs: no ``num_key_value_heads`` means one kv head per
-    attention head (MHA); no ``head_dim`` means ``hidden_size // num_attention_heads``.
-    A stated ``head_dim`` always wins (Qwen3-32B: 128, not 5120 / 64 = 80).
-    """
+    """``(kv_heads, head_dim)`` with transformers' defaults for absent fields (kv heads: the
+    attention heads; head_dim: ``hidden_size // num_attention_heads``, Qwen3-32B states 128)."""
     kv_heads = arch.kv_heads if arch.kv_heads is not None else arch.attention_heads
     head_dim = arch.head_dim
     if head_dim is None and arch.hidden_size is not None and arch.attention_heads:
@@ -184,17 +163,13 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
         raise ArchitectureIncomplete(
             f"model '{model}' lacks architecture field{'s' if len(missing) > 1 else ''} "
             f"{', '.join(missing)} needed for KV-cache sizes; add them to its catalog "
-            f"entry (from the model's config.json)"
-        )
+            f"entry (from the model's config.json)")
     assert kv_heads is not None and head_dim is not None
     return kv_heads, head_dim
 
 
 def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
-    """Tensor parallelism splits kv heads; with more GPUs than heads they are replicated.
-
-    Matches vLLM: ``max(1, kv_heads // tp)``, with tp a divisor or a multiple of kv_heads.
-    """
+    """vLLM's ``max(1, kv_heads // tp)``: kv heads split, or replicated past ``kv_heads``."""
     _positive(tp, "tp")
     if kv_heads % tp and tp % kv_heads:
         raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a "
@@ -202,10 +177,8 @@ def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
-def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "bf16", *,
-              tp: int = 1, group: int | None = None, state_dtype: str = "bf16",
-              model: str = "?") -> KvLayout:
-    """Resolve an architecture into per-layer cache sizes on one of ``tp`` GPUs."""
+def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: int = 1,
+    group: int | None = None, state_dtype: str = "bf16", model: str = "?") -> KvLayout:
     dtype = kv_dtype(kv_dtype_name, group=group)
     _positive(tp, "tp")
     att = arch.attention
@@ -227,26 +200,19 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtypeName | KvDtype = "
     state = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None
-        # Recurrent state stays in the model dtype (vLLM's mamba_ssm_cache_dtype=auto);
-        # TP splits its heads.
+        # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
 
 
-def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
+def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtype = "bf16", *,
                        tp: int = 1, group: int | None = None) -> int:
-    """Bytes one token adds to the cache, summed over layers (per GPU under TP).
-
-    For sliding-window models this is the cost of a token while the context is
-    shorter than the window; ``kv_cache_bytes`` applies the window.
-    """
+    """Bytes one token adds to the cache (per GPU), while the context is inside every window."""
     return kv_layout(arch, kv_dtype, tp=tp, group=group).bytes_per_token
 
 
-def kv_cache_bytes(arch: Architecture, tokens: int,
-                   kv_dtype: str | KvDtypeName | KvDtype = "bf16", *,
-                   block_size: int | None = None, tp: int = 1, batch: int = 1,
-                   group: int | None = None) -> int:
+def kv_cache_bytes(arch: Architecture, tokens: int, kv_dtype: str | KvDtype = "bf16", *,
+    block_size: int | None = None, tp: int = 1, batch: int = 1, group: int | None = None) -> int:
     """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
 
     >>> from tokcost.catalog import load_catalog

@@ -10,9 +10,8 @@ _NAME = re.compile(r"\{([A-Za-z_]\w*)(?:=[^{}]*)?\}")
 
 
 class Note(str):
-    """A text whose placeholders (``tokcost.errors.arg``) name parameters. As a string it
-    spells them as the API does; ``render(words)`` spells them as a caller does (the CLI:
-    its flags).
+    """A text whose placeholders (``tokcost.errors.arg``) name parameters: spelled as the API
+    does, or by ``render(words)`` as a caller does (the CLI: its flags).
 
     >>> note = Note("set {reserve=SIZE}")
     >>> note, note.render(lambda name, value: f"--{name} {value}")

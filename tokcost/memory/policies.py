@@ -1,16 +1,9 @@
 """KV allocation policies as objects: how each admits, grows, releases and measures requests.
 
-Memory is ``capacity`` token slots (a token's keys and values in every layer). The
-contiguous policies reserve one run of slots per sequence up front: ``max`` for the maximum
-length (Orca (Max), FasterTransformer), ``pow2`` for the next power of two of the final
-length (Orca (Pow2)), ``oracle`` for exactly the final length (an upper bound). ``paged``
-(vLLM) takes blocks on demand from the block allocator (tokcost.memory.blocks); samples of
-one request share the prompt's blocks, the partly filled last one copied on first write.
-
-Memory is measured in the PagedAttention paper's categories (§3, Figure 2): token states,
-slots reserved for tokens to come, internal fragmentation (reserved or allocated, never
-used), external fragmentation (free slots in gaps too small for the next reservation) and
-free slots nobody asked for.
+Memory is ``capacity`` token slots. ``max`` (Orca (Max), FasterTransformer), ``pow2`` (Orca
+(Pow2)) and ``oracle`` reserve one contiguous run per sequence up front; ``paged`` (vLLM)
+takes blocks on demand (tokcost.memory.blocks). Memory is measured in the PagedAttention
+paper's categories (§3, Figure 2); docs/kvmem.md tells them.
 """
 
 from __future__ import annotations
@@ -44,37 +37,22 @@ class PolicyName(str, Enum):
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in PolicyName)
 
+
 def policy_names(names: Iterable[PolicyName | str], *,
                  param: str = "policies") -> tuple[PolicyName, ...]:
-    """Policies by name, in the order given.
-
-    >>> policy_names(["paged", "max"])
-    (<PolicyName.PAGED: 'paged'>, <PolicyName.MAX: 'max'>)
-    """
     chosen = [str(n) for n in names]  # a PolicyName's str() is its value
     bad = [n for n in chosen if n not in POLICIES]
     if bad or not chosen:
-        raise UsageError(
-            f"unknown {arg(param)} '{','.join(bad)}'; use some of: {','.join(POLICIES)}",
-            param=param,
-        )
-    twice = sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index)
-    if twice:
-        # Two runs of one policy on one stream are the same run: a duplicate is a typo.
-        raise UsageError(
-            f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give each policy "
-            "once",
-            param=param,
-        )
+        raise UsageError(f"unknown {arg(param)} '{','.join(bad)}'; use some of: "
+                         f"{','.join(POLICIES)}", param=param)
+    # Two runs of one policy on one stream are the same run: a duplicate is a typo.
+    if twice := sorted({n for n in chosen if chosen.count(n) > 1}, key=chosen.index):
+        raise UsageError(f"{arg(param)} names {', '.join(repr(n) for n in twice)} twice; give "
+                         "each policy once", param=param)
     return tuple(PolicyName(n) for n in chosen)
 
 
 def next_pow2(n: int) -> int:
-    """Smallest power of two >= n.
-
-    >>> next_pow2(5), next_pow2(8)
-    (8, 8)
-    """
     return 1 << max(0, (n - 1).bit_length())
 
 
@@ -94,7 +72,6 @@ class Running:
     """A request admitted into memory: its samples run in lockstep."""
 
     index: int  # position in the request stream
-    prompt: int
     seqs: list[Seq]
     order: int  # admission order; the newest is preempted first
     shared_full: int = 0  # paged: full prompt blocks every sample reads (stored once)
@@ -116,16 +93,14 @@ class Policy(ABC):
         """Slots needed to admit ``r`` into empty memory (and to finish it, if contiguous)."""
 
     @abstractmethod
-    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
-        """Place ``r`` now, or None when it does not fit yet."""
+    def try_admit(self, r: Request, index: int, order: int) -> Running | None: ...
 
     def grow(self, run: Running) -> bool:
         """Give the token each sample just produced a slot; False if memory ran out."""
         return True
 
     @abstractmethod
-    def release(self, run: Running) -> None:
-        """Return a finished or preempted request's memory."""
+    def release(self, run: Running) -> None: ...
 
     @abstractmethod
     def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
@@ -143,8 +118,7 @@ class ContiguousPolicy(Policy):
     _intervals: list[tuple[int, int]] = field(default_factory=list)  # (start, end), sorted
 
     @abstractmethod
-    def reservation(self, r: Request) -> int:
-        """Slots reserved for each sample of ``r``."""
+    def reservation(self, r: Request) -> int: ...
 
     def admit_need(self, r: Request) -> int:
         return self.reservation(r) * r.n
@@ -164,7 +138,7 @@ class ContiguousPolicy(Policy):
             self._intervals.sort()
             placed.append(iv)
             s.start, s.size = start, size
-        return Running(index, r.prompt_tokens, seqs, order)
+        return Running(index, seqs, order)
 
     def _first_fit(self, size: int) -> int | None:
         pos = 0
@@ -255,21 +229,20 @@ class PagedPolicy(Policy):
         if not shared:
             for s in seqs:
                 s.table = [alloc.allocate() for _ in range(prompt_blocks)]
-            return Running(index, r.prompt_tokens, seqs, order)
+            return Running(index, seqs, order)
         table = [alloc.allocate() for _ in range(prompt_blocks)]
         for block in table:
             alloc.incref(block, r.n - 1)  # one reference per sample
         for s in seqs:
             s.table = list(table)
-        return Running(index, r.prompt_tokens, seqs, order, shared_full=r.prompt_tokens // self.b)
+        return Running(index, seqs, order, shared_full=r.prompt_tokens // self.b)
 
     def grow(self, run: Running) -> bool:
         alloc, b = self.allocator, self.b
         for s in run.seqs:
             last = (s.length - 1) // b  # the block the new token goes into
             if last < len(s.table) and alloc.refcount(s.table[last]) > 1:
-                # First write into the shared, partly filled prompt block: copy-on-write,
-                # except for the last sample still sharing it, which keeps the original.
+                # First write into the shared prompt block: the last sharer keeps the original.
                 if alloc.num_free < 1:
                     return False
                 s.table[last] = alloc.copy_on_write(s.table[last])
@@ -285,12 +258,9 @@ class PagedPolicy(Policy):
                 self.allocator.decref(block)
 
     def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
-        # After a step's growth every sample has written past its prompt, so the only
-        # blocks still shared are the full prompt blocks: stored once, read n times.
-        tokens = sum(
-            sum(s.length for s in run.seqs) - (len(run.seqs) - 1) * run.shared_full * self.b
-            for run in running
-        )
+        # After a step only the full prompt blocks are still shared: stored once, read n times.
+        tokens = sum(sum(s.length for s in run.seqs)
+                     - (len(run.seqs) - 1) * run.shared_full * self.b for run in running)
         allocated = self.allocator.num_used * self.b
         free = self.capacity - allocated
         live = sum(len(r.seqs) for r in running)
@@ -307,7 +277,7 @@ _CLASSES: dict[PolicyName, type[Policy]] = {
 
 def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048,
                 block_size: int = 16, share_prefix: bool = True) -> Policy:
-    """A fresh policy (with empty memory) by name.
+    """A fresh policy (empty memory) by name.
 
     >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
     96
@@ -320,6 +290,5 @@ def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 
     if key is PolicyName.PAGED:
         check_block_size(block_size, max_len)
     elif block_size < 1:
-        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}",
-                         param="block_size")
+        raise UsageError(f"{arg('block_size')} must be >= 1, got {block_size}", param="block_size")
     return _CLASSES[key](capacity_tokens, max_len, block_size, share_prefix)

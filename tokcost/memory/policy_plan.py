@@ -1,11 +1,5 @@
-"""``kvmem estimate`` with a cache policy: eviction (``evict``) or a KIVI-style quantized
-cache with a full-precision residual (``residual``), planned with the one bytes formula
-(``tokcost.memory.cache_policy.policy_bytes``) that the reference caches' arrays match.
-
-The policy replaces the engine's per-request bytes; the KV memory stays the engine's.
-Full-attention models only: a sliding, MLA or linear layer holds something else, which
-this formula does not describe.
-"""
+"""``kvmem estimate`` with a cache policy (``evict``, ``residual``): ``policy_bytes`` replaces
+the engine's per-request bytes in the engine's KV memory. Full-attention models only."""
 
 from __future__ import annotations
 
@@ -64,27 +58,20 @@ class PolicyPlan(Plan):
         return self.inner.report(max_model_len)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``cache_policy`` object of ``kvmem estimate --json``."""
         q, e = self.quant, self.evict
         grouped = q if q is not None and q.grouped else None
-        return {
-            "kv_dtype": q.format if q is not None else None,
-            "keys": grouped and grouped.keys,
-            "values": grouped and grouped.values,
-            "group": grouped and grouped.group,
-            "residual": grouped and grouped.residual,
-            "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
-                                             "heavy": e.heavy, "budget": e.budget,
-                                             "recent": e.recent},
-            "prompt": self.prompt if e is not None and e.kind == "snapkv" else None,
-        }
+        return {"kv_dtype": q.format if q is not None else None, "keys": grouped and grouped.keys,
+                "values": grouped and grouped.values, "group": grouped and grouped.group,
+                "residual": grouped and grouped.residual,
+                "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
+                                                 "heavy": e.heavy, "budget": e.budget,
+                                                 "recent": e.recent},
+                "prompt": self.prompt if e is not None and e.kind == "snapkv" else None}
 
 
-def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec,
-                engine: Engine, *, layers: int, prompt: int | None
-                ) -> tuple[PolicyPlan, list[Note]]:
-    """The plan for ``cache``'s policy on ``dep`` (``layers`` full layers on the fullest
-    pipeline stage), and the notes it needs."""
+def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSpec, engine: Engine,
+    *, layers: int, prompt: int | None) -> tuple[PolicyPlan, list[Note]]:
+    """The plan for ``cache``'s policy (``layers``: the fullest stage's), and its notes."""
     layout, residual, ev = dep.layout, cache.residual, cache.eviction
     kinds = [kind for kind, n in layout.counts.items() if n and kind != "full"]
     if kinds or dep.head_dim is None or layout.kv_heads_per_gpu is None:
@@ -102,8 +89,7 @@ def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSp
         quant = KvQuant("fp8", residual=0)
     elif dtype.group is not None:
         fmt: QuantFormat = "int8" if dtype.name == "int8" else "int4"
-        # Without a residual, keys per token as kv_layout sizes them (the same bytes);
-        # with one, KIVI's layout: keys per channel, the recent tokens in full precision.
+        # Without a residual, keys per token as kv_layout sizes them; with one, KIVI's layout.
         quant = KvQuant(fmt, group=dtype.group, keys="token" if residual is None else "channel",
                         residual=residual or 0)
         full_bytes = _RESIDUAL_BYTES

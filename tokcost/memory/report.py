@@ -46,8 +46,6 @@ class PolicyReport:
         return self.policy if self.block_size is None else f"{self.policy}/{self.block_size}"
 
     def to_dict(self) -> dict[str, Any]:
-        """One entry of the ``policies`` list in ``kvmem simulate``'s JSON document: the
-        fields, shares to 6 decimals and the mean batch to 3."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         return {k: round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
                 for k, v in data.items()}

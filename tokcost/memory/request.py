@@ -1,9 +1,6 @@
-"""What ``kvmem estimate`` is asked: one frozen ``KvRequest`` made of small frozen parts.
-
-Each part checks its own fields when it is made and the request checks how they go
-together; an error's ``param`` is the field's name, which is also the CLI parameter's.
-A count or a size may be text (``"8k"``, ``"80GiB"``), read as the CLI reads it.
-``KvRequest.of`` builds a request from flat field names, each going to its part.
+"""What ``kvmem estimate`` is asked: one frozen ``KvRequest`` of small frozen parts, each
+checking its fields (an error's ``param`` is the field's, and the CLI parameter's, name);
+counts and sizes may be text. ``KvRequest.of`` takes flat field names.
 
 >>> r = KvRequest.of(model="llama-3.1-8b", contexts="1k,8k", gpu_memory="80GiB")
 >>> r.contexts, r.budget.gpu_memory, r.engine_spec.profile.name
@@ -33,14 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["CacheSpec", "EngineSpec", "GpuBudget", "KvRequest", "ModelRef", "Parallelism",
            "PlotSpec", "RooflineSpec"]
 
-# Past these a number is a typo, not a plan: engines run hundreds of sequences at once,
-# and tensor parallelism spans one NVLink domain (tens of GPUs, not thousands).
+# Past these a number is a typo: engines run hundreds of sequences, tp spans one NVLink domain.
 MAX_BATCH = 10**6
 MAX_TP = 1024
-# A CPU core does about 1 GFLOP/s; below that a typo (flops=1) would report a time to
-# first token of years.
-MIN_FLOPS, MAX_FLOPS = 10**9, 10**18
-
+MIN_FLOPS, MAX_FLOPS = 10**9, 10**18  # a CPU core does about 1 GFLOP/s
 
 
 def _set(part: object, name: str, value: object) -> None:
@@ -72,8 +65,7 @@ def _shares(part: object, *names: str) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRef:
-    """The model: a catalog id or alias, an entry or ``hf:ORG/REPO``; or a ``config``
-    (a config.json or a model folder); looked up in ``catalog``."""
+    """A catalog id or alias, an entry or ``hf:ORG/REPO``; or a ``config`` (its folder)."""
 
     model: str | ModelEntry | None = None
     config: Path | None = None
@@ -86,9 +78,8 @@ class ModelRef:
 
 @dataclass(frozen=True, kw_only=True)
 class CacheSpec:
-    """How the cache stores tokens: its dtype (``auto``: the model's), the int8/int4 group,
-    the paged block (None: the engine's), and a cache policy (``evict``, a spec such as
-    ``streaming:4+1024``; ``residual``, tokens KIVI keeps in full precision)."""
+    """How the cache stores tokens (``auto``: the model's dtype; ``block_size`` None: the
+    engine's) and a cache policy (``evict`` spec; ``residual`` tokens KIVI keeps whole)."""
 
     kv_dtype: str = "bf16"
     kv_group_size: int | None = None
@@ -127,9 +118,8 @@ class Parallelism:
 
 @dataclass(frozen=True, kw_only=True)
 class GpuBudget:
-    """One GPU's memory: a catalog ``gpu`` or its ``gpu_memory``, of which an engine takes
-    ``gpu_util`` less the weights and a ``reserve`` (None: 2 GiB); or the ``kv_memory`` an
-    engine logged. ``weights_dtype`` (None: the checkpoint's) sizes the weights."""
+    """A catalog ``gpu`` or its ``gpu_memory`` (x ``gpu_util``, less the weights and a
+    ``reserve``, None: 2 GiB), or the ``kv_memory`` an engine logged."""
 
     gpu: str | Gpu | None = None
     gpu_memory: int | None = None
@@ -151,9 +141,8 @@ class GpuBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class EngineSpec:
-    """Whose accounting the numbers follow (tokcost.memory.engines) and that engine's own
-    options by name; ``profile`` is the engine with them. Another engine's option, given a
-    value other than its default, is refused."""
+    """The engine and its ``options`` by name (``profile``: the engine made with them);
+    another engine's option, off its default, is refused."""
 
     engine: str = "vllm"
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -170,18 +159,16 @@ class EngineSpec:
             if owner is None:
                 raise TypeError(f"no engine has an option {name!r} (nor the request a field)")
             if value != owner.defaults()[name]:
-                raise UsageError(
-                    f"{arg(name)} is {owner.title}'s setting; use it with "
-                    f"{arg('engine', owner.name)} (the engine is {chosen.name})",
-                    param=name, related=("engine",))
+                raise UsageError(f"{arg(name)} is {owner.title}'s setting; use it with "
+                                 f"{arg('engine', owner.name)} (the engine is {chosen.name})",
+                                 param=name, related=("engine",))
         _set(self, "profile", chosen(**{k: v for k, v in self.options.items() if k in own}))
 
 
 @dataclass(frozen=True, kw_only=True)
 class RooflineSpec:
-    """Decode and prefill speed: the memory ``bandwidth`` per second and peak ``flops``
-    (None: the GPU's), the ``efficiency`` reached (1: the datasheet bound), and the prompt
-    the time to first token is for (``input_tokens``; None: each context)."""
+    """Decode and prefill: ``bandwidth`` and peak ``flops`` (None: the GPU's), the
+    ``efficiency`` reached, and the prompt of the time to first token (None: each context)."""
 
     bandwidth: int | None = None
     flops: float | None = None
@@ -197,9 +184,8 @@ class RooflineSpec:
                 _set(self, "flops", float(parse_count(given.removesuffix("/s"), param="flops",
                                                       maximum=MAX_FLOPS)))
             if self.flops < MIN_FLOPS:
-                raise UsageError(f"{arg('flops', given)} is below 1e9: peak FLOP/s runs from "
-                                 "1e9 (1B, a CPU) to 1e18; write e.g. 989T or 989e12",
-                                 param="flops")
+                raise UsageError(f"{arg('flops', given)} is below 1e9: peak FLOP/s runs from 1e9 "
+                                 "(1B, a CPU) to 1e18; write e.g. 989T or 989e12", param="flops")
         if not 0 < self.efficiency <= 1:
             raise UsageError(
                 f"{arg('efficiency')} must be in (0, 1], got {self.efficiency}: the fraction "
@@ -211,8 +197,7 @@ class RooflineSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class PlotSpec:
-    """Where to draw the result (``.png``, ``.svg``, ``.pdf``; None: no plot), and whether
-    an existing file may be replaced."""
+    """Where to draw the result (None: no plot), and whether to replace a file."""
 
     plot: Path | None = None
     force: bool = False
@@ -224,8 +209,8 @@ class PlotSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class KvRequest(Parts):
-    """One ``kvmem estimate``: a model's KV cache for ``batch`` sequences at each of
-    ``contexts`` (text such as ``"1k,8k"`` too; empty: the model's window), per GPU."""
+    """One ``kvmem estimate``: ``batch`` sequences at each of ``contexts`` (``"1k,8k"`` too;
+    empty: the model's window), per GPU."""
 
     model_ref: ModelRef = field(default_factory=ModelRef)
     contexts: tuple[int, ...] = ()
@@ -250,8 +235,7 @@ class KvRequest(Parts):
         if budget.kv_memory is not None and (budget.gpu_memory is not None or any(knobs.values())):
             raise UsageError(f"{arg('kv_memory')} replaces the estimate from GPU memory, "
                              "utilization and reserve; give it without them", param="kv_memory")
-        # Without a GPU (or a bandwidth) nothing reads these: say so rather than print an
-        # estimate they did not change.
+        # Without a GPU (or a bandwidth) nothing reads these: refuse rather than ignore them.
         no_gpu = budget.gpu is None and budget.gpu_memory is None and budget.kv_memory is None
         _unused([k for k, given in knobs.items() if given and no_gpu], "applies to a GPU's "
                 "memory", ("gpu", "gpu_memory"))
@@ -262,8 +246,7 @@ class KvRequest(Parts):
                 "applies to the decode and prefill roofline", ("gpu", "bandwidth"))
 
     @property
-    def needs_weights(self) -> bool:
-        """Whether the estimate sizes the model's weights (a GPU fit or a roofline)."""
+    def needs_weights(self) -> bool:  # for a GPU fit or a roofline
         b = self.budget
         return (b.gpu is not None or self.roofline.bandwidth is not None
                 or (b.gpu_memory is not None and b.kv_memory is None))
@@ -276,7 +259,6 @@ def _unused(names: list[str], what: str, instead: tuple[str, str]) -> None:
 
 
 def _contexts(given: Any) -> tuple[int, ...]:
-    """``"1k,8k"``, one length or several; an empty item (``1k,,2k``) is a typo."""
     if isinstance(given, str):
         if any(not part.strip() for part in given.split(",")):
             raise UsageError(f"{arg('contexts', repr(given))} has an empty item; separate "

@@ -1,22 +1,8 @@
 """How fast a model runs on a GPU: a roofline for a decode step and for prefill.
 
-A pass takes the longer of ``bytes moved / (bandwidth x efficiency)`` and ``FLOPs /
-(peak FLOP/s x efficiency)``; that limit *binds*. Numbers are per GPU (weights, FLOPs and
-heads split ``tp`` ways). ``efficiency`` 1.0 gives the datasheet bound no engine beats.
-
-**Bytes.** A pass reads every dense weight once (the embedding table whole: the catalog
-does not say whether it is tied) and the experts its tokens route to: with ``E`` experts,
-``k`` per token and ``n`` tokens routed uniformly, one layer touches ``D(n) = E x (1 - (1 -
-k/E)^n)`` experts (``D(1) = k``), each ``expert_weights_bytes / E``, which is exact for
-mixed-dtype checkpoints (gpt-oss: mxfp4 experts, bf16 attention). A decode step also reads
-every sequence's cache (the tokens held, not the last block's padding); prefill writes it.
-
-**FLOPs.** 2 x active parameters per token, plus attention per layer, query and key:
-``4 x heads x head_dim`` (full, sliding), ``2 x heads x (2 x kv_lora_rank + rope dim)``
-(MLA, absorbed as vLLM decodes; a conservative prefill bound), ``6 x state`` per token
-(linear). A decode token attends to its context (the window on a sliding layer); a causal
-prompt of P tokens to ``P (P + 1) / 2`` keys. The peak is the weights dtype's: fp8 weights
-run fp8 matmuls where the GPU has them; other dtypes compute in bf16.
+A pass takes the longer of bytes moved over bandwidth and FLOPs over peak FLOP/s (each x
+``efficiency``), per GPU; the bytes, the FLOPs and the experts a batch reads are told in
+docs/kvmem.md.
 """
 
 from __future__ import annotations
@@ -25,11 +11,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tokcost.catalog.schema import Architecture, Gpu
 from tokcost.errors import UsageError, arg
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.kv import KvLayout, attention_shape
 from tokcost.memory.note import Note
 from tokcost.units import weight_bits
 
@@ -40,29 +26,20 @@ __all__ = ["DecodeStep", "ExpertWeights", "Peaks", "Prefill", "Roofline", "Weigh
            "attention_flops", "decode_step", "expected_experts", "expert_weights", "gpu_peaks",
            "read_weights", "roofline_notes", "weights_bytes"]
 
-# Weights dtypes that run fp8 matmuls (W8A8) on a GPU with fp8 tensor cores.
-_FP8_COMPUTE = frozenset({"fp8"})
-
 
 def _total_bytes(arch: Architecture, dtype: str | None, model: str) -> int:
     if arch.params_total is None:
         raise UsageError(
             f"model '{model}' lacks architecture field params needed for the weights' size; "
-            f"add it to its catalog entry, or pass {arg('kv_memory', 'SIZE')}", param="kv_memory"
-        )
+            f"add it to its catalog entry, or pass {arg('kv_memory', 'SIZE')}", param="kv_memory")
     if arch.weights_bytes is not None and dtype is None:
         return arch.weights_bytes
     return math.ceil(Decimal(arch.params_total) * weight_bits(dtype or arch.weights_dtype) / 8)
 
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
-    """Distinct experts ``tokens`` tokens touch in one MoE layer, on average, when each
-    picks ``per_token`` of ``experts`` uniformly: ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B,
-    a batch of 16: 128 x (1 - (120/128)^16) = 82.42).
-
-    >>> expected_experts(128, 8, 1), round(expected_experts(128, 8, 16), 2)
-    (8.0, 82.42)
-    """
+    """Distinct experts ``tokens`` tokens touch in one MoE layer with uniform routing:
+    ``E x (1 - (1 - k/E)^n)`` (Qwen3-30B-A3B at batch 16: 82.42)."""
     if tokens <= 0:
         return 0.0
     if tokens == 1:  # exactly k, whatever the float rounding of k/E
@@ -82,25 +59,18 @@ class ExpertWeights:
     def touched(self, tokens: int) -> float:
         return expected_experts(self.experts, self.per_token, tokens)
 
-    def bytes_read(self, tokens: int) -> int:
-        return math.ceil(self.dense_bytes + self.touched(tokens) * self.expert_bytes)
-
 
 def expert_weights(arch: Architecture, *, dtype: str | None = None,
                    model: str = "?") -> ExpertWeights | None:
-    """The dense / routed split of a MoE model, or None (dense, or experts not stated):
-    the catalog's ``expert_weights_bytes`` in the checkpoint's dtype, else from ``params``
-    (total - active = (E - k) experts' worth). gpt-oss-120b: 60,993,699,840 of its
-    65,248,815,744 B are mxfp4 experts, 476,513,280 B each over its 36 layers.
-    """
+    """The dense / routed split of a MoE model (None: dense, or experts not stated): the
+    catalog's ``expert_weights_bytes``, else from ``params`` (total - active = (E - k) experts)."""
     e, k = arch.experts, arch.experts_per_token
     if not arch.is_moe or e is None or k is None:
         return None
     if k >= e:
         raise UsageError(
             f"model '{model}' states experts_per_token {k} of only {e} experts; fix its "
-            "catalog entry from config.json (num_experts_per_tok, num_experts)"
-        )
+            "catalog entry from config.json (num_experts_per_tok, num_experts)")
     total = _total_bytes(arch, dtype, model)
     if arch.expert_weights_bytes is not None and dtype is None:
         routed = arch.expert_weights_bytes
@@ -111,8 +81,7 @@ def expert_weights(arch: Architecture, *, dtype: str | None = None,
     if not 0 < routed < total:
         raise UsageError(
             f"model '{model}' states {routed:,} B of experts' weights against {total:,} B "
-            "in all; fix expert_weights_bytes or params in its catalog entry"
-        )
+            "in all; fix expert_weights_bytes or params in its catalog entry")
     return ExpertWeights(total - routed, routed / e, e, k)
 
 
@@ -126,39 +95,29 @@ class WeightsRead:
 
 def read_weights(arch: Architecture, *, tokens: int, dtype: str | None = None,
                  model: str = "?") -> WeightsRead:
-    """What a pass over ``tokens`` tokens (a decode batch, or a prompt) reads; a MoE model
-    that states no experts reads one token's share (a lower bound on bytes)."""
+    """What a pass over ``tokens`` tokens reads (a MoE without experts: one token's share)."""
     moe = expert_weights(arch, dtype=dtype, model=model)
     if moe is not None:
-        return WeightsRead(moe.bytes_read(tokens), moe.touched(tokens))
+        touched = moe.touched(tokens)
+        return WeightsRead(math.ceil(moe.dense_bytes + touched * moe.expert_bytes), touched)
     total = _total_bytes(arch, dtype, model)
     if arch.is_moe:
         assert arch.params_total is not None and arch.params_active is not None
-        return WeightsRead(math.ceil(Decimal(total) * arch.params_active / arch.params_total),
-                           None)
+        return WeightsRead(math.ceil(Decimal(total) * arch.params_active / arch.params_total), None)
     return WeightsRead(total, None)
 
 
 def weights_bytes(arch: Architecture, *, dtype: str | None = None, active: bool = False,
                   model: str = "?") -> int:
-    """Bytes of the weights, or of the ``active`` ones one token reads; the checkpoint's
-    ``weights_bytes`` wins over params x dtype unless another ``dtype`` is asked for."""
+    """Bytes of the weights, or of the ``active`` ones one token reads (the checkpoint's own
+    unless another ``dtype`` is asked for)."""
     if active:
         return read_weights(arch, tokens=1, dtype=dtype, model=model).bytes
     return _total_bytes(arch, dtype, model)
 
 
-def _head_dim(arch: Architecture) -> int:
-    if arch.head_dim is not None:
-        return arch.head_dim
-    if arch.hidden_size is not None and arch.attention_heads:
-        return arch.hidden_size // arch.attention_heads
-    return 0
-
-
 def _keys(new: int, past: int, window: int | None) -> int:
-    """Keys ``new`` causal query tokens at positions past+1..past+new attend to in all;
-    the token at position t sees ``min(t, window)`` of them."""
+    """Keys ``new`` causal queries after ``past`` attend to, ``min(t, window)`` at position t."""
     lo, hi = past + 1, past + new
     if window is None or hi <= window:
         return (lo + hi) * new // 2
@@ -168,9 +127,8 @@ def _keys(new: int, past: int, window: int | None) -> int:
 
 
 def attention_flops(arch: Architecture, *, new_tokens: int, past_tokens: int = 0) -> int:
-    """FLOPs of attention (scores and the weighted sum, all layers, whole model) for
-    ``new_tokens`` query tokens after ``past_tokens`` cached ones (Llama-3.1-8B, one token
-    at 8,192: 32 layers x 4 x 32 heads x 128 x 8,192 keys = 4,294,967,296)."""
+    """FLOPs of attention (scores and weighted sum, whole model) for ``new_tokens`` queries
+    after ``past_tokens`` cached ones."""
     att = arch.attention
     heads = arch.attention_heads or arch.kv_heads or 0
     total = 0
@@ -182,7 +140,7 @@ def attention_flops(arch: Architecture, *, new_tokens: int, past_tokens: int = 0
             total += count * 2 * heads * (2 * rank + rope) * _keys(new_tokens, past_tokens, None)
         else:
             window = att.window if kind == "sliding" else None
-            per_key = 4 * heads * _head_dim(arch)
+            per_key = 4 * heads * attention_shape(arch)[1]
             total += count * per_key * _keys(new_tokens, past_tokens, window)
     return total
 
@@ -200,13 +158,13 @@ class Peaks:
 
 def gpu_peaks(gpu: Gpu | None, spec: RooflineSpec | None = None, *,
               weights_dtype: str) -> Peaks | None:
-    """The GPU's bandwidth and the peak FLOP/s of ``weights_dtype``, or the ``spec``'s
-    bandwidth and flops where it gives them; None when no bandwidth is known."""
+    """The GPU's (or the ``spec``'s) bandwidth and peak FLOP/s for ``weights_dtype``; None
+    without a bandwidth."""
     bandwidth, flops = (spec.bandwidth, spec.flops) if spec is not None else (None, None)
     bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
     if bw is None:
         return None
-    fp8 = weights_dtype.lower() in _FP8_COMPUTE
+    fp8 = weights_dtype.lower() == "fp8"  # fp8 matmuls (W8A8) where the GPU has them
     dtype, peak, fallback = "bf16", flops, False
     if peak is None and gpu is not None:
         if fp8 and gpu.fp8_flops:
@@ -223,16 +181,17 @@ def _ms(seconds: float | None, digits: int = 4) -> float | None:
     return None if seconds is None else round(seconds * 1000, digits)
 
 
+@dataclass(frozen=True, kw_only=True)
 class _Limits:
-    """The two times of one pass and which binds (fields of the dataclasses below)."""
+    """One pass's two times (bandwidth, compute) and which binds."""
 
     weights_bytes: int
-    kv_bytes: int
+    kv_bytes: int  # decode: every sequence's cache, read; prefill: the prompt's, written
     bandwidth_bytes_per_s: int
-    flops: int
-    peak_flops_per_s: float | None
-    efficiency: float
-    experts_touched: float | None
+    flops: int = 0
+    peak_flops_per_s: float | None = None
+    efficiency: float = 1.0
+    experts_touched: float | None = None  # per MoE layer, for the pass's tokens
 
     @property
     def step_bytes(self) -> int:
@@ -254,7 +213,6 @@ class _Limits:
 
     @property
     def bound(self) -> str:
-        """``"compute"`` or ``"bandwidth"``: the limit that sets the time."""
         compute = self.compute_seconds
         return "compute" if compute is not None and compute > self.bandwidth_seconds \
             else "bandwidth"
@@ -266,18 +224,11 @@ class _Limits:
                 "compute_ms": _ms(self.compute_seconds), "bound": self.bound}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DecodeStep(_Limits):
     """One decode step on one GPU: ``batch`` sequences each produce a token."""
 
-    weights_bytes: int
-    kv_bytes: int  # every sequence's cache, read once
-    bandwidth_bytes_per_s: int
     batch: int
-    flops: int = 0
-    peak_flops_per_s: float | None = None
-    efficiency: float = 1.0
-    experts_touched: float | None = None  # per MoE layer, for the batch
 
     @property
     def step_seconds(self) -> float:
@@ -292,58 +243,47 @@ class DecodeStep(_Limits):
         return self.batch / self.seconds
 
     def to_dict(self) -> dict[str, object]:
-        """The ``decode`` object of a context in ``kvmem estimate --json``."""
-        times = self._times()
-        return {
-            "weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
-            "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-            "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
-            "efficiency": self.efficiency, **times, "step_ms": _ms(self.step_seconds),
-            "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
-            "tokens_per_s": round(self.tokens_per_s, 2),
-        }
+        return {"weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
+                "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
+                "efficiency": self.efficiency, **self._times(), "step_ms": _ms(self.step_seconds),
+                "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
+                "tokens_per_s": round(self.tokens_per_s, 2)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Prefill(_Limits):
     """The prompt's forward pass on one GPU: its time is the time to first token."""
 
     prompt_tokens: int
-    weights_bytes: int
-    kv_bytes: int  # the prompt's cache, written
-    bandwidth_bytes_per_s: int
-    flops: int
-    peak_flops_per_s: float | None
-    efficiency: float = 1.0
-    experts_touched: float | None = None
 
     @property
     def ttft_seconds(self) -> float:
         return self.seconds
 
     def to_dict(self) -> dict[str, object]:
-        """The ``prefill`` object of a context in ``kvmem estimate --json``."""
         return {"prompt_tokens": self.prompt_tokens, "weights_bytes": self.weights_bytes,
                 "kv_bytes": self.kv_bytes, "flops": self.flops, **self._times(),
                 "ttft_ms": _ms(self.ttft_seconds)}
 
 
+_P = TypeVar("_P", bound=_Limits)
+
+
 def decode_step(layout: KvLayout, *, active_weights: int, context: int, batch: int,
                 bandwidth: int) -> DecodeStep:
-    """A bandwidth-bound decode step: ``active_weights`` read once plus every sequence's
-    cache of ``context`` tokens (Llama-3.1-8B on an H100 SXM at 8,192: 16.06e9 + 8,192 x
-    131,072 B / 3.35e12 B/s = 5.115 ms)."""
-    return DecodeStep(active_weights, batch * layout.sequence_bytes(context), bandwidth, batch)
+    """A bandwidth-bound decode step: ``active_weights`` and every sequence's cache, read once."""
+    return DecodeStep(weights_bytes=active_weights, kv_bytes=batch * layout.sequence_bytes(context),
+                      bandwidth_bytes_per_s=bandwidth, batch=batch)
 
 
 @dataclass(frozen=True)
 class Roofline:
-    """One model on one GPU: decode steps and prefill (numbers per GPU under ``tp``)."""
+    """One model on one GPU: decode steps and prefill (numbers per GPU under the layout's tp)."""
 
     arch: Architecture
     layout: KvLayout
     peaks: Peaks
-    tp: int = 1
     weights_dtype: str | None = None  # None: the checkpoint's own
     model: str = "?"
 
@@ -353,35 +293,32 @@ class Roofline:
             _total_bytes(self.arch, None, self.model)
         return params or 0
 
-    def _read(self, tokens: int) -> WeightsRead:
-        return read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype, model=self.model)
+    def _pass(self, kind: type[_P], tokens: int, flops: int, kv_bytes: int, **own: int) -> _P:
+        read, p = read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype,
+                               model=self.model), self.peaks
+        tp = self.layout.tp
+        return kind(weights_bytes=-(-read.bytes // tp), kv_bytes=kv_bytes,
+                    bandwidth_bytes_per_s=p.bandwidth_bytes_per_s, flops=-(-flops // tp),
+                    peak_flops_per_s=p.flops_per_s, efficiency=p.efficiency,
+                    experts_touched=read.experts_touched, **own)
 
     def decode(self, context: int, batch: int) -> DecodeStep:
-        """A step in which ``batch`` sequences of ``context`` tokens each add one (512 at
-        16 tokens on Llama-3.1-8B, H100 SXM: 8.2e15 FLOPs -> 8.32 ms, compute binds)."""
-        read, p = self._read(batch), self.peaks
         per_token = 2 * self._active_params() + attention_flops(
             self.arch, new_tokens=1, past_tokens=context - 1)
-        return DecodeStep(-(-read.bytes // self.tp), batch * self.layout.sequence_bytes(context),
-                          p.bandwidth_bytes_per_s, batch, -(-batch * per_token // self.tp),
-                          p.flops_per_s, p.efficiency, read.experts_touched)
+        kv = batch * self.layout.sequence_bytes(context)
+        return self._pass(DecodeStep, batch, batch * per_token, kv, batch=batch)
 
     def prefill(self, prompt: int) -> Prefill | None:
-        """The forward pass over a ``prompt``-token prompt; None when no peak FLOP/s is
-        known (prefill is compute bound: bandwidth alone would not bound it)."""
-        p = self.peaks
-        if p.flops_per_s is None:
+        """The pass over a ``prompt``-token prompt; None without a peak FLOP/s (compute binds)."""
+        if self.peaks.flops_per_s is None:
             return None
-        read = self._read(prompt)
         flops = 2 * self._active_params() * prompt + attention_flops(self.arch, new_tokens=prompt)
-        return Prefill(prompt, -(-read.bytes // self.tp), self.layout.sequence_bytes(prompt),
-                       p.bandwidth_bytes_per_s, -(-flops // self.tp), p.flops_per_s,
-                       p.efficiency, read.experts_touched)
+        kv = self.layout.sequence_bytes(prompt)
+        return self._pass(Prefill, prompt, flops, kv, prompt_tokens=prompt)
 
 
 def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | None,
                    weights_dtype: str | None = None, model: str = "?") -> list[Note]:
-    """What the decode and prefill figures assume."""
     at = arg("efficiency", f"{peaks.efficiency:g}")
     notes = [Note(
         f"decode and prefill times are the roofline at {at} of the datasheet bandwidth and "
@@ -407,7 +344,6 @@ def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | N
             f"{moe.touched(batch):,.1f} of {moe.experts} at batch {batch}"))
     elif arch.is_moe:
         notes.append(Note(
-            "decode reads only one token's share of the experts (the model states no "
-            "experts and experts_per_token); a batch touches more, so read it as an upper "
-            "bound"))
+            "decode reads only one token's share of the experts (the model states no experts and "
+            "experts_per_token); a batch touches more, so read it as an upper bound"))
     return notes

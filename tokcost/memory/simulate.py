@@ -1,14 +1,6 @@
-"""Serving a stream of requests from a fixed KV memory: paged vs contiguous allocation.
-
-A discrete-time simulation in the spirit of the PagedAttention paper (Kwon et al., SOSP
-2023, §3 and Figure 2). Requests (tokcost.memory.workload) wait in a FCFS queue; each step
-every running sequence produces one token; a finished request frees its memory. Where the
-memory goes is the policy's business (tokcost.memory.policies).
-
-The shares of memory are averaged over the saturated steps, those in which requests were
-waiting for memory (over every busy step when memory never saturates), so a run's idle
-tail does not count as waste. Pure Python (no numpy), cheap to import.
-"""
+"""Serving a stream of requests from a fixed KV memory, step by step (PagedAttention, Kwon et
+al., SOSP 2023, §3 and Figure 2): FCFS admission, one token per running sequence per step,
+memory shares averaged over the saturated steps (docs/kvmem.md). Pure Python."""
 
 from __future__ import annotations
 
@@ -26,8 +18,6 @@ __all__ = ["compare_policies", "simulate"]
 
 @dataclass
 class _Tally:
-    """What a run has measured so far."""
-
     saturated_sums: list[int] = field(default_factory=lambda: [0] * 5)  # requests waited
     busy_sums: list[int] = field(default_factory=lambda: [0] * 5)  # every busy step
     saturated: int = 0
@@ -45,8 +35,7 @@ class _Tally:
         self.steps += 1
         self.peak, self.batch_sum = max(self.peak, live), self.batch_sum + live
         sample = pol.measure(running, head)
-        row = (sample.token_states, sample.reserved, sample.internal, sample.external,
-               sample.free)
+        row = (sample.token_states, sample.reserved, sample.internal, sample.external, sample.free)
         for k, v in enumerate(row):
             self.busy_sums[k] += v
             self.saturated_sums[k] += v if head is not None else 0
@@ -56,8 +45,7 @@ class _Tally:
         return sample
 
     def report(self, pol: Policy, shared: bool) -> PolicyReport:
-        # The paper's question is how well memory is used while requests wait for it;
-        # a run that never saturates memory falls back to every busy step.
+        # How memory is used while requests wait for it; else over every busy step.
         sums, steps = ((self.saturated_sums, self.saturated) if self.saturated
                        else (self.busy_sums, max(1, self.steps)))
         tokens, reserved, internal, external, free = (s / (steps * pol.capacity) for s in sums)
@@ -75,13 +63,7 @@ class _Tally:
 def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: PolicyName | str,
              max_len: int = 2048, block_size: int = 16, share_prefix: bool = True,
              samples: list[StepSample] | None = None) -> PolicyReport:
-    """Serve ``requests`` under ``policy``; ``samples`` collects every step's memory split.
-
-    >>> reqs = [Request(10, 6)] * 4
-    >>> r = simulate(reqs, capacity_tokens=64, policy="paged", block_size=4)
-    >>> r.completed, r.peak_batch, r.reserved
-    (4, 4, 0.0)
-    """
+    """Serve ``requests`` under ``policy``; ``samples`` collects each step's memory split."""
     pol = make_policy(policy, capacity_tokens, max_len=max_len, block_size=block_size,
                       share_prefix=share_prefix)
     reqs = list(requests)
@@ -126,7 +108,6 @@ def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: Polic
 
 
 def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
-    """Give every running sequence its next token; the preemptions that took."""
     preemptions = 0
     for run in list(running):
         if run not in running:
@@ -136,9 +117,7 @@ def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
         if pol.grow(run):
             continue
         preemptions += 1
-        # As vLLM's scheduler does, preempt the newest running request, which may be the
-        # one growing: the oldest then always makes progress, so two requests can never
-        # take turns evicting each other forever.
+        # Preempt the newest, as vLLM does (maybe this one): the oldest always progresses.
         while not pol.grow(run):
             victim = max(running, key=lambda r: r.order)
             if victim is run and len(running) == 1:
@@ -154,6 +133,5 @@ def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
 def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
                      policies: Sequence[PolicyName | str] = POLICIES, max_len: int = 2048,
                      block_size: int = 16) -> list[PolicyReport]:
-    """One report per policy on the same request stream."""
     return [simulate(requests, capacity_tokens=capacity_tokens, policy=p, max_len=max_len,
                      block_size=block_size) for p in policies]

@@ -15,12 +15,8 @@ from tokcost.units import parse_count
 __all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "Request", "clip_requests", "load_requests",
            "requests_from_distribution"]
 
-# Every request is held in memory and replayed under each policy: past a million the
-# run takes hours, and the shares it reports stopped moving long before.
-MAX_REQUESTS = 10**6
-
-# Request length distributions: (prompt mean, output mean) in tokens. ShareGPT and
-# Alpaca means are the ones the PagedAttention paper reports for its traces (§6.1).
+MAX_REQUESTS = 10**6  # replayed under each policy: past a million a run takes hours
+# (prompt mean, output mean) in tokens, as the PagedAttention paper reports its traces (§6.1).
 DISTRIBUTIONS: dict[str, tuple[float, float]] = {"sharegpt": (161.0, 338.0),
                                                   "alpaca": (19.31, 58.45)}
 
@@ -40,27 +36,17 @@ class Request:
 
 
 def requests_from_distribution(distribution: str, requests: int, *, seed: int = 0,
-                               max_len: int | None = 2048, n: int = 1,
-                               rate: float | None = None) -> list[Request]:
-    """``requests`` requests drawn from a named distribution, clipped to ``max_len``
-    (None: as drawn; ``clip_requests`` clips them and says how many it cut).
-
-    Names: ``sharegpt``, ``alpaca`` (exponential lengths with the traces' means),
-    ``uniform:LO-HI`` (prompt and output each uniform in [LO, HI]), ``fixed:P,O``;
-    lengths are counts (``fixed:1k,200``). ``rate``: Poisson arrivals, that many
-    requests per decode step on average (None: all requests wait at step 0).
-
-    >>> requests_from_distribution("fixed:10,5", 2, n=3)[0]
-    Request(prompt_tokens=10, output_tokens=5, n=3, arrival=0)
-    """
+    max_len: int | None = 2048, n: int = 1, rate: float | None = None) -> list[Request]:
+    """``requests`` requests from ``sharegpt``, ``alpaca`` (exponential, the traces' means),
+    ``uniform:LO-HI`` or ``fixed:P,O``, arriving at ``rate`` per step (Poisson; None: all at
+    step 0), clipped to ``max_len`` (None: as drawn)."""
     if requests < 1:
         raise UsageError(f"{arg('requests')} must be >= 1, got {requests}", param="requests")
     if requests > MAX_REQUESTS:
         raise UsageError(
             f"{arg('requests', f'{requests:,}')} is more than the simulation replays (at most "
             f"{MAX_REQUESTS:,}); draw fewer, the shares settle within a few thousand",
-            param="requests",
-        )
+            param="requests")
     if rate is not None and not (rate > 0 and math.isfinite(rate)):
         raise UsageError(f"{arg('rate')} must be > 0 and finite, got {rate}", param="rate")
     rng = random.Random(seed)
@@ -83,10 +69,8 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
             raise UsageError(f"distribution '{distribution}' needs positive lengths")
         out = [(p, o)] * requests
     else:
-        raise UsageError(
-            f"unknown distribution '{distribution}'; use sharegpt, alpaca, uniform:LO-HI or "
-            "fixed:P,O"
-        )
+        raise UsageError(f"unknown distribution '{distribution}'; use sharegpt, alpaca, "
+                         "uniform:LO-HI or fixed:P,O")
     arrivals, t = [], 0.0
     for _ in out:
         arrivals.append(int(t))
@@ -101,26 +85,21 @@ def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
         return (parse_count(parts[0], param="distribution"),
                 parse_count(parts[1], param="distribution"))
     except UsageError:
-        raise UsageError(
-            f"{arg('distribution')} '{name}' needs whole-number lengths such as 100 or 1k",
-            param="distribution",
-        ) from None
+        raise UsageError(f"{arg('distribution')} '{name}' needs whole-number lengths such as "
+                         "100 or 1k", param="distribution") from None
 
 
 def clip_requests(requests: Sequence[Request], max_len: int) -> tuple[list[Request], int]:
-    """Each request cut to ``max_len`` tokens (prompt first, at least one output token),
-    and how many had to be cut.
+    """Each request cut to ``max_len`` tokens (prompt first, at least one output token), and
+    how many were cut.
 
     >>> clip_requests([Request(10, 5), Request(3000, 5)], 2048)
     ([Request(prompt_tokens=10, output_tokens=5, n=1, arrival=0), \
 Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
     """
     if max_len < 2:
-        raise UsageError(
-            f"{arg('max_len')} must be >= 2 (one prompt token and one output token), got "
-            f"{max_len}",
-            param="max_len",
-        )
+        raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
+                         f"token), got {max_len}", param="max_len")
     out: list[Request] = []
     cut = 0
     for r in requests:
@@ -129,26 +108,21 @@ Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
             continue
         cut += 1
         prompt = min(r.prompt_tokens, max_len - 1)
-        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n,
-                           r.arrival))
+        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n, r.arrival))
     return out, cut
 
 
 def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Request]:
-    """Requests from a JSONL file, one ``{"prompt_tokens": P, "output_tokens": O}`` a line
-    (``prompt``/``output`` also accepted; optional ``n`` for parallel samples and
-    ``arrival``, the decode step at which the request arrives), clipped to ``max_len``
-    (None: as written)."""
+    """Requests from JSONL, ``{"prompt_tokens": P, "output_tokens": O}`` a line (or ``prompt``,
+    ``output``; optional ``n`` samples, ``arrival`` step), clipped to ``max_len``."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise UsageError(f"requests file not found: {path}") from None
     except UnicodeDecodeError:
-        raise InputError(
-            f"{path} is not UTF-8 text; a requests trace is JSONL, one "
-            '{"prompt_tokens": P, "output_tokens": O} per line'
-        ) from None
+        raise InputError(f"{path} is not UTF-8 text; a requests trace is JSONL, one "
+                         '{"prompt_tokens": P, "output_tokens": O} per line') from None
     except OSError as exc:
         raise InputError(f"cannot read requests file {path}: {exc.strerror}") from None
     out = []
@@ -162,9 +136,8 @@ def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Reque
             n = int(row.get("n", 1))
             arrival = int(row.get("arrival", 0))
         except (ValueError, TypeError, AttributeError):
-            raise InputError(
-                f"{path}:{no}: expected a JSON object with integer prompt_tokens and output_tokens"
-            ) from None
+            raise InputError(f"{path}:{no}: expected a JSON object with integer prompt_tokens and "
+                             "output_tokens") from None
         if p < 1 or o < 1 or n < 1 or arrival < 0:
             raise InputError(f"{path}:{no}: lengths and n must be >= 1, arrival >= 0")
         out.append(Request(p, o, n, arrival))

@@ -1,84 +1,86 @@
-"""KV memory against context length, for one ``kvmem estimate`` (matplotlib, optional).
-
-matplotlib is imported only when a plot is asked for; the file is written atomically.
-"""
+"""The kvmem plots (matplotlib, imported lazily): KV memory against context length for
+``kvmem estimate``, where memory goes under each allocation policy for ``kvmem simulate``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tokcost.memory.estimate import KvResult
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.memory.report import PolicyReport
+from tokcost.plotting import pyplot, save_figure
 
-__all__ = ["plot_memory"]
-
-
-def _sweep(limit: int) -> list[int]:
-    """Context lengths 256, 512, ... up to ``limit``, plus ``limit`` itself."""
-    points, n = [], 256
-    while n < limit:
-        points.append(n)
-        n *= 2
-    points.append(limit)
-    return points
+__all__ = ["plot_memory", "plot_policies"]
 
 
-def plot_memory(result: KvResult, path: str | Path, *, force: bool = False) -> None:
-    """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
-    path = Path(path)
-    check_plot_path(path, force=force)
+def plot_memory(result: KvResult, path: Path) -> None:
+    """Plot the batch's KV bytes (paged) against context; mark the GPU budget (the caller
+    checked ``path``)."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
-
-    layout = result.layout
+    layout, batch, block, gib = result.layout, result.batch, result.block_size, 2**30
     top = max([*(r.context for r in result.rows), result.context_window or 0, 4096])
-    xs = _sweep(top)
-    gib = 2**30
+    xs = [256 << i for i in range(max(0, (top - 1).bit_length() - 8))] + [top]  # 256, 512... top
     fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
-    total = [result.batch * layout.sequence_bytes(x, result.block_size) / gib for x in xs]
-    ax.plot(
-        xs, total, marker="o", markersize=3, linewidth=2, label=f"KV cache, batch {result.batch}"
-    )
+    total = [batch * layout.sequence_bytes(x, block) / gib for x in xs]
+    ax.plot(xs, total, marker="o", markersize=3, linewidth=2, label=f"KV cache, batch {batch}")
     if result.plan is not None and result.engine.sets_aside:
-        # What the engine sets aside per request (vLLM: padding and the sliding in-flight
-        # reserve) is what meets the budget line, not the bytes held.
-        held = [result.batch * result.plan.request_bytes(x) / gib for x in xs]
+        # What the engine sets aside (vLLM: padding, the sliding in-flight reserve) meets the
+        # budget line, not the bytes held.
+        held = [batch * result.plan.request_bytes(x) / gib for x in xs]
         ax.plot(xs, held, linewidth=1.5, color="tab:purple",
-                label=f"{result.engine.title} sets aside, batch {result.batch}")
-    by_kind = {kind: [] for kind in layout.counts}  # type: dict[str, list[float]]
+                label=f"{result.engine.title} sets aside, batch {batch}")
+    by_kind: dict[str, list[float]] = {kind: [] for kind in layout.counts}
     for x in xs:
-        for kind, value in layout.by_kind(x, result.block_size).items():
-            by_kind[kind].append(result.batch * value / gib)
+        for kind, value in layout.by_kind(x, block).items():
+            by_kind[kind].append(batch * value / gib)
     if len(by_kind) > 1:
         for kind, ys in by_kind.items():
             ax.plot(xs, ys, linestyle="--", linewidth=1, label=f"{kind} layers")
     if result.fit is not None:
-        ax.axhline(
-            result.fit.available_bytes / gib,
-            color="tab:red",
-            linewidth=1.2,
-            label=(
-                "available KV memory"
-                + (f" on {result.gpu}" if result.gpu not in (None, "custom") else "")
-                + f" ({result.fit.available_bytes / gib:.1f} GiB)"
-            ),
-        )
+        on = f" on {result.gpu}" if result.gpu not in (None, "custom") else ""
+        available = result.fit.available_bytes / gib
+        ax.axhline(available, color="tab:red", linewidth=1.2,
+                   label=f"available KV memory{on} ({available:.1f} GiB)")
     for row in result.rows:
         ax.axvline(row.context, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("GiB" + (" per GPU" if result.tp > 1 else ""))
-    ax.set_title(
-        f"{result.model}: KV cache ({result.kv_dtype}, blocks of {result.block_size}"
-        + (f", TP {result.tp}" if result.tp > 1 else "")
-        + ")"
-    )
-    ax.xaxis.set_major_formatter(
-        FuncFormatter(
-            lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"
-        )
-    )
+    tp = f", TP {result.tp}" if result.tp > 1 else ""
+    ax.set_title(f"{result.model}: KV cache ({result.kv_dtype}, blocks of {block}{tp})")
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="best", fontsize=8)  # "best" keeps it off the budget line
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+# (legend, PolicyReport attribute, colour), stacked left to right.
+_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
+          ("internal frag.", "internal_fragmentation", "#d04040"),
+          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
+
+
+def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
+    """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
+    plt = pyplot()
+    labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
+    left = [0.0] * len(reports)
+    for name, attr, color in _PARTS:
+        values = [100 * float(getattr(r, attr)) for r in reports]
+        ax.barh(labels, values, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    for row, r in enumerate(reports):  # the number the figure is about, on each bar
+        share = 100 * float(r.token_states)
+        ax.text(min(share, 92) / 2, row, f"{share:.1f}%", va="center", ha="center",
+                color="white", fontsize=8, fontweight="bold")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of KV-cache memory (%)")
+    ax.invert_yaxis()
+    ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
+    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     fig.tight_layout()
     save_figure(fig, path)

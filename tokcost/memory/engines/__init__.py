@@ -1,20 +1,5 @@
-"""Engine profiles: how serving engines account for KV memory, one module per engine.
-
-``vllm`` (the default) and ``sglang`` reproduce those engines' start-up arithmetic, read
-from their source (cited in each module); ``ideal`` is the bytes truly held. A profile is
-found by name here, imported on first use; no other module compares an engine's name.
-
-Adding an engine takes one new file and one line:
-
-1. ``tokcost/memory/engines/NAME.py``: a frozen ``kw_only`` dataclass subclassing ``Engine``
-   (engines/base.py) with ``name``, ``title`` and ``version``; its options as fields with
-   defaults, each named as the request parameter (and CLI flag) that sets it, checked in
-   ``__post_init__``; ``plan`` (a ``Deployment`` -> its ``Plan`` and the GPU fit); and the
-   notes it owns (``check``, ``budget_notes``, ``pool_notes``...). It imports nothing from
-   the other engine modules (an import-linter contract checks it).
-2. Its line in ``_PROFILES`` below. An option that is new to the CLI is also a parameter
-   of ``kvmem estimate`` (tokcost/cli/kvmem.py) of the same name; the request hands every
-   engine option to the chosen profile, which refuses another engine's.
+"""Engine profiles, one module per engine (vllm, sglang, ideal), found by name here and
+imported on first use; no other module compares an engine's name. Adding one: docs/kvmem.md.
 """
 
 from __future__ import annotations
@@ -30,11 +15,9 @@ if TYPE_CHECKING:
 __all__ = ["engine_class", "engine_classes", "engine_names", "plan_sglang", "plan_vllm"]
 
 # name -> "module:class", imported on first use (the registry of tiktoken's style).
-_PROFILES = (
-    ("vllm", "tokcost.memory.engines.vllm:Vllm"),
-    ("sglang", "tokcost.memory.engines.sglang:Sglang"),
-    ("ideal", "tokcost.memory.engines.ideal:Ideal"),
-)
+_PROFILES = (("vllm", "tokcost.memory.engines.vllm:Vllm"),
+             ("sglang", "tokcost.memory.engines.sglang:Sglang"),
+             ("ideal", "tokcost.memory.engines.ideal:Ideal"))
 
 
 def _registry() -> dict[str, str]:
@@ -64,18 +47,15 @@ def engine_class(name: str) -> type[Engine]:
         raise UsageError(f"unknown {arg('engine')} '{name}'{suggest(key, _REGISTRY)}; use one "
                          f"of {', '.join(_REGISTRY)}", param="engine")
     module, _, attr = _REGISTRY[key].partition(":")
-    profile: type[Engine] = getattr(import_module(module), attr)
-    return profile
+    return getattr(import_module(module), attr)  # type: ignore[no-any-return]
 
 
 def engine_classes() -> tuple[type[Engine], ...]:
-    """Every registered profile (to name the owner of an option another engine was given)."""
     return tuple(engine_class(name) for name in _REGISTRY)
 
 
 def __getattr__(name: str) -> Any:
-    """``plan_vllm`` and ``plan_sglang``, each engine's plan from a layout and its KV
-    memory alone, imported on first use like the profiles."""
+    """``plan_vllm`` and ``plan_sglang`` (a plan from a layout and KV memory), imported lazily."""
     if name in ("plan_vllm", "plan_sglang"):
         return getattr(import_module(f"{__name__}.{name.removeprefix('plan_')}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,5 @@
-"""What every engine profile is and answers (tokcost.memory.engines lists them).
-
-A profile (``Engine``) turns a ``Deployment`` (a model's per-layer cache sizes on one GPU
-and that GPU's budget) into a ``Plan``: how many tokens the engine's pool holds, how many
-requests of a length it admits at once, whether it starts at all, and the ``EngineReport``
-``kvmem estimate`` shows.
-"""
+"""What every engine profile is and answers: an ``Engine`` turns a ``Deployment`` (one GPU's
+cache and budget) into a ``Plan`` (pool, concurrency, start-up) and its ``EngineReport``."""
 
 from __future__ import annotations
 
@@ -54,10 +49,6 @@ class Deployment:
         stages = pp_stages(len(self.layout.layers), self.pp)
         return max((self.layout.subset(s) for s in stages), key=lambda lay: lay.bytes_per_token)
 
-    @property
-    def per_gpu(self) -> str:
-        return " per GPU" if self.layout.tp > 1 or self.pp > 1 else ""
-
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""
         if self.memory_bytes is None and self.kv_memory is None:
@@ -76,8 +67,7 @@ class Deployment:
 
 
 def largest(holds: Callable[[int], bool | None], limit: int) -> int:
-    """The largest n in 0..``limit`` for which ``holds`` (true up to some n, false past it);
-    0 when it holds for none.
+    """The largest n in 0..``limit`` for which ``holds`` (monotone), 0 for none.
 
     >>> largest(lambda n: n * n <= 50, 100)
     7
@@ -90,8 +80,7 @@ def largest(holds: Callable[[int], bool | None], limit: int) -> int:
 
 
 def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
-    """Is ``max_model_len`` longer than the model's own context length? vLLM and SGLang both
-    refuse that at start-up (unless an environment variable overrides it), before memory."""
+    """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
     return model_max_len is not None and max_model_len > model_max_len
 
 
@@ -129,9 +118,7 @@ class EngineReport:
     lines: tuple[str, ...] = ()  # log lines as the engine prints them
     refusal: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # knobs and where defaults came from
-    # For the table and the plot, not the JSON document: the engine's name as written,
-    # whether it sets aside more than the bytes held, its line under the model's, the lines
-    # under the budget, and how to avoid a refusal.
+    # The rest is for the table and the plot, not the JSON document.
     title: str = ""
     sets_aside: bool = True
     header: Note
@@ -157,11 +144,9 @@ class EngineReport:
             "cache_tokens": self.cache_tokens, "max_concurrency": self.max_concurrency,
             "logged_lines": list(self.lines), "refuses_to_start": self.refuses_to_start,
             "refusal": self.refusal, "refusal_cause": self.refusal_cause,
-            **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()},
-        }
+            **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()}}
 
     def logs(self, lines: list[str]) -> tuple[str, ...]:
-        """The heading and ``lines`` (indented) as the table shows the engine's log."""
         if not lines:
             return ()
         return (f"{self.title} logs (max_model_len {self.max_model_len:,}):",
@@ -189,20 +174,17 @@ class Plan(ABC):
     def report(self, max_model_len: int) -> EngineReport: ...
 
     def engine_blocks(self, context: int) -> int | None:
-        """Blocks the engine gives one request, where it counts them (vLLM)."""
         return None
 
     def largest_context(self, batch: int, limit: int) -> int | None:
-        """Longest context (<= ``limit``) for which ``batch`` requests fit; None without a
-        budget, 0 when none does."""
+        """Longest context (<= ``limit``) for which ``batch`` requests fit (None: no budget)."""
         if self.fits(1, batch) is None:
             return None
         return largest(lambda n: self.fits(n, batch), limit)
 
 
 class Engine(ABC):
-    """An engine profile. Its options are the subclass's dataclass fields, each named as
-    the request parameter that sets it and with a default; ``__post_init__`` checks them."""
+    """An engine profile; its options are its dataclass fields, named as the request's."""
 
     name: ClassVar[str]  # the registry's name (tokcost.memory.engines)
     title: ClassVar[str]  # as the engine writes its own name
@@ -210,25 +192,24 @@ class Engine(ABC):
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
-        """The engine's options and their defaults (its dataclass fields)."""
         return {f.name: f.default for f in fields(cast(Any, cls))}
 
     @abstractmethod
     def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
-        """The engine's plan for ``dep`` and the GPU fit it implies (None without a budget)."""
+        """The plan for ``dep`` and the GPU fit it implies (None without a budget)."""
 
     def check(self, request: KvRequest) -> None:
         """Refuse what ``request`` gives that this engine does not read."""
-        return None  # an engine reads every part of a request unless it says otherwise
+        return None
 
     def gpu_knobs(self) -> dict[str, bool]:
-        """This engine's options that size its pool from a GPU's memory: whether each is given."""
+        """Whether each option that sizes the pool from a GPU's memory is given."""
         return {}
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
-        """The table's line for the budget: vLLM's, which tokcost's reserve stands in for."""
         if fit.memory_bytes is None or fit.util is None:
-            return f"KV cache memory{dep.per_gpu}: {format_bytes(fit.available_bytes)} (given)"
+            per_gpu = " per GPU" if dep.layout.tp > 1 or dep.pp > 1 else ""
+            return f"KV cache memory{per_gpu}: {format_bytes(fit.available_bytes)} (given)"
         return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "
                 f"x {fit.util:g} - weights {format_bytes(fit.weights_bytes)} - reserve "
                 f"{format_bytes(fit.reserve_bytes)} = {format_bytes(fit.available_bytes)} for "
@@ -239,9 +220,8 @@ class Engine(ABC):
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
         return [Note(f"reserve of {dep.reserve / GiB:g} GiB per GPU for activations and runtime "
-                     f"overhead (vLLM profiles this; set {arg('reserve', 'SIZE')}, or pass "
-                     "vLLM's logged 'Available KV cache memory' as "
-                     f"{arg('kv_memory', 'SIZE')})"),
+                     f"overhead (vLLM profiles this; set {arg('reserve', 'SIZE')}, or pass vLLM's "
+                     f"logged 'Available KV cache memory' as {arg('kv_memory', 'SIZE')})"),
                 *dep.driver_note(f"the {arg('reserve')} absorbs")]
 
     def layout_note(self, dtype: KvDtype) -> Note | None:

@@ -1,9 +1,5 @@
-"""The ``ideal`` profile: the bytes a paged cache truly holds, no engine's reserves.
-
-Every token-caching layer holds whole blocks of the context, a sliding layer only the blocks
-its window touches, a linear layer its fixed state (``KvLayout.sequence_bytes``): the
-steady state of a long request, and what tokcost printed before it had engine profiles.
-"""
+"""The ``ideal`` profile: the bytes a paged cache truly holds (``KvLayout.sequence_bytes``),
+no engine's reserves."""
 
 from __future__ import annotations
 
@@ -31,8 +27,8 @@ class IdealPlan(Plan):
         return self.layout.sequence_bytes(context, self.block_size)
 
     def max_concurrency(self, context: int) -> float | None:
-        """vLLM's "Maximum concurrency" for uniform models, ``num_blocks / ceil(context /
-        block)``; with sliding or linear layers, the budget over one request's bytes."""
+        """vLLM's ``num_blocks / ceil(context / block)`` where every layer caches every token,
+        else the budget over one request's bytes."""
         if self.fit is None:
             return None
         if self.layout.uniform:
@@ -51,22 +47,18 @@ class IdealPlan(Plan):
             EngineGroup(kind, counts[kind], counts[kind], block,
                         lay.state_bytes if kind == "linear" else block * lay.token_bytes[kind],
                         lay.window if kind == "sliding" else None)
-            for kind in ("full", "sliding", "mla", "linear") if counts[kind]
-        )
+            for kind in ("full", "sliding", "mla", "linear") if counts[kind])
         details = () if fit is None else (
             f"blocks: floor({fit.available_bytes:,} / {fit.page_bytes:,} B per block) = "
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
-            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),
-        )
+            + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),)
         return EngineReport(
             name=Ideal.name, version=IDEAL_VERSION, block_size=block,
             block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
             groups=groups, num_blocks=None if fit is None else fit.num_blocks,
             cache_tokens=None if fit is None else fit.cache_tokens,
             max_concurrency=self.max_concurrency(max_model_len), title=Ideal.title,
-            sets_aside=False,
-            header=Note(f"block {block} (as given)"), details=details,
-        )
+            sets_aside=False, header=Note(f"block {block} (as given)"), details=details)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,13 +1,8 @@
 """SGLang's token pools, reproduced: token-granular pages, full and sliding-window pools.
 
-Read from sgl-project/sglang (v0.5), ``python/sglang/srt/``: the pool is ``memory x
-mem_fraction_static - weights`` over ``cell_size`` (a token in every layer), aligned to
-``page_size`` (``model_runner_kv_cache_mixin.py``; the default fraction in
-``server_args.py``). Hybrid sliding-window models (Llama-4, gpt-oss except on Blackwell,
-MiMo-V2, Step-3.5, Gemma-4) get ``full = tokens x (F + S) / (F + ratio x S)`` and ``swa =
-full x ratio`` (``swa_memory_pool.py``); Mamba hybrids give an fp32 state pool ``0.9 / 1.9``
-of the memory, requests at once at most states // 3. Log lines from ``memory_pool.py``
-(GB = 2^30 B) and ``scheduler.py``.
+Read from sgl-project/sglang v0.5, ``python/sglang/srt/`` (docs/kvmem.md tells the rules):
+the pool ``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the
+SWA pools ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``.
 """
 
 from __future__ import annotations
@@ -46,34 +41,27 @@ MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RAT
 HYBRID_SWA_FAMILIES = frozenset({"gpt-oss", "llama-4", "gemma-4", "mimo-v2", "step-3.5"})
 
 
-def _chunk_and_graph(mib: float, tp: int) -> tuple[int, int]:
-    """chunked_prefill_size and cuda_graph_max_bs by GPU memory (NVIDIA branches)."""
-    for below, chunk, small, large in ((20, 2048, 8, 8), (35, 2048, 24, 80),
-                                       (60, 4096, 32, 160), (160, 8192, 256, 512)):
-        if mib < below * 1024:
-            return chunk, small if tp < 4 else large
-    return 16384, 512
-
-
 def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU, and how it was reached."""
     if memory_bytes is None:
         return 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
-    chunk, graph_bs = _chunk_and_graph(mib, tp)
+    chunk, graph_bs = 16384, 512  # chunked_prefill_size, cuda_graph_max_bs (NVIDIA branches)
+    for below, size, small, large in ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160),
+                                      (160, 8192, 256, 512)):
+        if mib < below * 1024:
+            chunk, graph_bs = size, small if tp < 4 else large
+            break
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
-        f"and CUDA graphs) / {mib:,.0f} MiB"
-    )
+        f"and CUDA graphs) / {mib:,.0f} MiB")
 
 
 @dataclass(frozen=True)
 class _Stage:
-    """One pipeline stage's layers by pool."""
-
     full: int  # full-attention (and MLA) layers, plus sliding ones kept in the full pool
     swa: int  # sliding layers in the SWA pool
     linear: int
@@ -81,12 +69,7 @@ class _Stage:
 
 @dataclass(frozen=True)
 class SglangPlan(Plan):
-    """SGLang's pools for one model; ``available`` is per GPU (None: no budget).
-
-    gpt-oss-120b on Hopper, 20 GiB, ratio 0.8: F = S = 2,048 B, 18 full + 18 SWA layers,
-    cell 73,728 B; tokens = 21,474,836,480 // 73,728 = 291,271; full = int(291,271 x 36 /
-    (18 + 0.8 x 18)) = 323,634; swa = int(0.8 x full) = 258,907.
-    """
+    """SGLang's pools for one model (worked example: docs/kvmem.md)."""
 
     full_bytes: int  # F: bytes per token of one full-pool layer
     swa_bytes: int  # S: bytes per token of one SWA-pool layer
@@ -97,11 +80,9 @@ class SglangPlan(Plan):
     swa_ratio: float
     hybrid_swa: bool
     mla: bool
-    available: int | None
+    available: int | None  # per GPU (None: no budget)
     settings: dict[str, object] = field(default_factory=dict)
-    # SGLang refuses a longer --context-length unless
-    # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1.
-    model_max_len: int | None = None
+    model_max_len: int | None = None  # the model's own: a longer context_length is refused
 
     @property
     def cell_size(self) -> int:
@@ -183,7 +164,6 @@ class SglangPlan(Plan):
         return [*lines, f"max_total_num_tokens={total}"]
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
-        """The pools and the log, as the table shows them."""
         s = report.settings
         if s["full_pool_tokens"] is None:
             return ()
@@ -234,19 +214,16 @@ class SglangPlan(Plan):
             cache_tokens=None if pools is None else pools[0],
             max_concurrency=self.max_concurrency(max_model_len) if starts else None,
             lines=tuple(self._lines(pools)) if pools is not None and starts else (),
-            refusal=refusal,
-            settings={**self.settings, "cell_size_bytes": self.cell_size,
+            refusal=refusal, settings={**self.settings, "cell_size_bytes": self.cell_size,
                       "hybrid_swa_pools": self.hybrid_swa,
                       "swa_full_tokens_ratio": self.swa_ratio if self.hybrid_swa else None,
                       "full_pool_tokens": None if pools is None else pools[1],
                       "swa_pool_tokens": pools[2] if pools and self.hybrid_swa else None,
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
-            title=Sglang.title,
-            header=Note(header),
+            title=Sglang.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
-                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"),
-        )
+                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 
 
@@ -291,8 +268,7 @@ class Sglang(Engine):
             if self.mem_fraction_static is not None:
                 mfs, source = self.mem_fraction_static, f"{arg('mem_fraction_static')} given"
             else:
-                mfs, source = default_mem_fraction_static(dep.memory_bytes, dep.layout.tp,
-                                                          dep.pp)
+                mfs, source = default_mem_fraction_static(dep.memory_bytes, dep.layout.tp, dep.pp)
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -312,12 +288,10 @@ class Sglang(Engine):
 
     def pools(self, dep: Deployment, available: int | None,
               settings: dict[str, object] | None = None) -> SglangPlan:
-        """SGLang's pools for ``dep`` with ``available`` bytes per GPU."""
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
         hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
-            dep.family == "gpt-oss" and dep.gpu is not None
-            and dep.gpu.architecture == "blackwell")
+            dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
@@ -340,24 +314,21 @@ class Sglang(Engine):
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
                       "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
-            model_max_len=dep.model_max_len,
-        )
+            model_max_len=dep.model_max_len)
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
             return super().budget_line(fit, dep)
-        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} "
-                f"x {fit.util:g} (mem_fraction_static) - weights "
-                f"{format_bytes(fit.weights_bytes)} = {format_bytes(fit.available_bytes)} for "
-                "the KV pool")
+        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} x "
+                f"{fit.util:g} (mem_fraction_static) - weights {format_bytes(fit.weights_bytes)} = "
+                f"{format_bytes(fit.available_bytes)} for the KV pool")
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
         return dep.driver_note("comes out of the headroom SGLang keeps outside "
                                f"{arg('mem_fraction_static')} (activations, CUDA graphs)")
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
-        # SGLang starts whatever the pool holds; its scheduler then takes prompts of at most
-        # max_total_num_tokens - 1 tokens (max_req_input_len) and aborts longer ones.
+        # SGLang starts; its scheduler aborts prompts past max_req_input_len
         pool = report.cache_tokens
         if report.refuses_to_start or not pool or context <= pool:
             return []
@@ -369,8 +340,7 @@ class Sglang(Engine):
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,
                 swa_full_tokens_ratio: float | None = None) -> SglangPlan:
-    """SGLang's pools for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU, for a
-    model of ``family`` on one stage with token-granular pages."""
+    """SGLang's pools for ``layout`` on one stage with token-granular pages."""
     engine = Sglang(swa_full_tokens_ratio=swa_full_tokens_ratio)
     return engine.pools(Deployment(layout=layout, family=family), available)
 

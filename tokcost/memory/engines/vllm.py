@@ -1,19 +1,10 @@
 """vLLM v1's KV cache manager, reproduced: groups, pages, blocks, the start-up check, the log.
 
-Read from vllm-project/vllm (v0.11 to v0.20), ``vllm/`` below:
-
-- ``v1/kv_cache_interface.py``: a page is one block of one layer; one request of L tokens
-  needs ``cdiv(L, block)`` pages of a full/MLA layer, ``cdiv(min(window - 1 +
-  max_num_batched_tokens, L), block) + 1`` of a sliding one, one (the state) of a Mamba one.
-- ``v1/core/kv_cache_utils.py``: mixed models split into padded groups of the smallest
-  kind's count (the largest when under 1.5 x it); ``num_blocks = available // page //
-  group_size``, the smallest of the pipeline stages'; concurrency is num_blocks over one
-  request's blocks; one request of max_model_len must fit or vLLM refuses to start.
-  "GPU KV cache size" is ``num_blocks // groups x block`` to v0.20, ``int(concurrency x
-  L)`` later (issues #40691, #43308).
-- Block sizes: ``platforms/cuda.py`` (FlashMLA 64, CUTLASS MLA 128) and
-  ``model_executor/models/config.py`` (a Mamba hybrid's page covers the state); the
-  scheduler's tokens per step: ``engine/arg_utils.py``.
+Read from vllm-project/vllm v0.11-v0.20 (docs/kvmem.md tells the rules): pages
+``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the check and the log
+``vllm/v1/core/kv_cache_utils.py`` (newer log: issues #40691, #43308); block sizes
+``vllm/platforms/cuda.py``, ``vllm/model_executor/models/config.py``; tokens per step
+``vllm/engine/arg_utils.py``.
 """
 
 from __future__ import annotations
@@ -59,13 +50,11 @@ def default_max_num_batched_tokens(gpu_name: str | None,
     if memory_bytes is None:
         return SERVE_BATCHED_TOKENS_LARGE, (
             "vllm serve default for GPUs of 70 GiB or more but A100; no GPU given, smaller "
-            f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}"
-        )
+            f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}")
     a100 = "a100" in (gpu_name or "").lower()
     if memory_bytes >= 70 * GiB and not a100:
         return SERVE_BATCHED_TOKENS_LARGE, (
-            f"vllm serve default: {memory_bytes / GiB:.1f} GiB >= 70 GiB and not an A100"
-        )
+            f"vllm serve default: {memory_bytes / GiB:.1f} GiB >= 70 GiB and not an A100")
     why = "an A100" if a100 else f"{memory_bytes / GiB:.1f} GiB < 70 GiB"
     return SERVE_BATCHED_TOKENS_SMALL, f"vllm serve default: {why}"
 
@@ -136,8 +125,7 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
         raise UsageError(
             "vLLM refuses to start: 'Hybrid KV cache manager is disabled but failed to convert "
             "the KV cache specs to one unified type' (linear-attention layers need the hybrid "
-            f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager",
-        )
+            f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager")
     # Without the hybrid manager a sliding layer beside full ones is a full-attention one
     # whose blocks are never freed (unify_hybrid_kv_cache_specs).
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
@@ -179,12 +167,7 @@ def _groups(specs: list[Spec]) -> tuple[Group, ...]:
 
 @dataclass(frozen=True)
 class VllmPlan(Plan):
-    """vLLM's KV cache config for one model; ``available`` is per GPU (None: no budget).
-
-    Gemma-3-27B, bf16, 20 GiB, max_model_len 131,072, 8,192 batched tokens: pages of
-    131,072 B; 6 sliding groups + 1 full of 10 layer slots; 16,384 blocks; a request holds
-    6 x 577 + 8,192 = 11,654 of them: 1.41x; GPU KV cache size 16,384 // 7 x 16 = 37,440.
-    """
+    """vLLM's KV cache config for one model (worked example: docs/kvmem.md)."""
 
     groups: tuple[Group, ...]
     stages: tuple[frozenset[int], ...]
@@ -194,10 +177,8 @@ class VllmPlan(Plan):
     max_num_batched_tokens: int
     batched_tokens_source: Note
     hybrid_manager: bool
-    available: int | None
-    # The model's max_position_embeddings: vLLM refuses a longer max_model_len unless
-    # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (None: the model states none).
-    model_max_len: int | None = None
+    available: int | None  # per GPU (None: no budget)
+    model_max_len: int | None = None  # the model's own: a longer max_model_len is refused
 
     @property
     def group_size(self) -> int:
@@ -249,8 +230,7 @@ class VllmPlan(Plan):
 
     def _refusal(self, max_model_len: int) -> str | None:
         if past_model_len(max_model_len, self.model_max_len):
-            # vLLM's words (config/model.py): "User-specified max_model_len (N) is greater
-            # than the derived max_model_len (max_position_embeddings=M ...)"; before memory.
+            # vLLM's words (config/model.py), checked before memory
             return (f"max_model_len {max_model_len:,} is greater than the model's "
                     f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
         if self.available is None:
@@ -265,13 +245,11 @@ class VllmPlan(Plan):
                 est = largest(partial(self._fits_alone, stage=stage), max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
-                return (
-                    f"To serve at least one request with the models's max seq len "
-                    f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
-                    f"larger than the available KV cache memory ({self.available / GiB:.2f} "
-                    f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
-                    f"`max_model_len` when initializing the engine."
-                )
+                return (f"To serve at least one request with the models's max seq len "
+                        f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
+                        f"larger than the available KV cache memory ({self.available / GiB:.2f} "
+                        f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
+                        f"`max_model_len` when initializing the engine.")
         return None
 
     def logged_tokens(self, max_model_len: int) -> tuple[int, int] | None:
@@ -281,8 +259,7 @@ class VllmPlan(Plan):
             return None
         # Mamba specs carry block_size = mamba_block_size = max_model_len (no prefix caching).
         smallest = min(
-            max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups
-        )
+            max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups)
         conc = blocks / self.blocks_per_request(max_model_len)
         return blocks // len(self.groups) * smallest, int(conc * max_model_len)
 
@@ -299,13 +276,11 @@ class VllmPlan(Plan):
         return lines
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
-        """The groups, the blocks and the log, as the table shows them."""
         if self.available is None:
             return ()
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
-        layers = Counter[str]()
-        for g in self.groups:
-            layers[g.spec.kind] += len(g.layers)
+        layers = {kind: sum(len(g.layers) for g in self.groups if g.spec.kind == kind)
+                  for kind in groups}
         desc = [f"{n} {kind} ({layers[kind]} layers"
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
@@ -323,8 +298,7 @@ class VllmPlan(Plan):
             f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups",
-            *report.logs(log),
-        )
+            *report.logs(log))
 
     def report(self, max_model_len: int) -> EngineReport:
         refusal = self._refusal(max_model_len)
@@ -338,12 +312,10 @@ class VllmPlan(Plan):
             model_max_len=self.model_max_len,
             groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
                                      g.spec.block_size, g.spec.page_bytes, g.spec.window)
-                         for g in self.groups),
-            num_blocks=self.num_blocks,
+                         for g in self.groups), num_blocks=self.num_blocks,
             cache_tokens=None if tokens is None or refusal else tokens[0],
             max_concurrency=None if refusal else self.max_concurrency(max_model_len),
-            lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal,
-            settings={
+            lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal, settings={
                 "group_size": self.group_size,
                 "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_batched_tokens_source": self.batched_tokens_source,
@@ -351,15 +323,12 @@ class VllmPlan(Plan):
                 "pipeline_stages": [len(s) for s in self.stages],
                 "blocks_per_request": self.blocks_per_request(max_model_len),
                 "logged_tokens": None if tokens is None else {
-                    "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]},
-            },
+                    "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
-            # vLLM's own settings, and the parameter tokcost sets max_model_len with
             advice=Note(f"lower {arg('contexts')} to the model's context window"
                         if past_model_len(max_model_len, self.model_max_len) else
                         f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
-                        f"{arg('gpu_memory_utilization')}"),
-        )
+                        f"{arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
 
 
@@ -394,7 +363,6 @@ class Vllm(Engine):
                              cache_tokens=plan.num_blocks // len(plan.groups) * plan.block_size)
 
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
-        """vLLM's KV cache config for ``dep`` with ``available`` bytes per GPU."""
         layout = dep.layout
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
@@ -405,14 +373,12 @@ class Vllm(Engine):
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
         specs = _specs(layout, block, self.hybrid_manager)
-        return VllmPlan(
-            groups=_groups(specs),
-            stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
-            page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
-            max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
-            hybrid_manager=self.hybrid_manager, available=available,
-            model_max_len=dep.model_max_len,
-        )
+        return VllmPlan(groups=_groups(specs),
+                        stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
+                        page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
+                        max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
+                        hybrid_manager=self.hybrid_manager, available=available,
+                        model_max_len=dep.model_max_len)
 
 
 def plan_vllm(layout: KvLayout, *, available: int | None,
