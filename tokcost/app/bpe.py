@@ -347,12 +347,7 @@ class BPEInspectResult:
 
 def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
     """Sizes, pattern and special tokens of any tokenizer; of a BPE tokcost reads whole,
-    also the ``top`` first merges and longest tokens.
-
-    >>> info = inspect_bpe(BPEInspectRequest(tokenizer="cl100k_base", top=0))
-    >>> info.pattern, info.vocab_size, list(info.special_tokens)[:2]
-    ('cl100k', 100277, ['<|endoftext|>', '<|fim_prefix|>'])
-    """
+    also the ``top`` first merges and longest tokens."""
     choice, tok, m = _load(request, whole=True)
     top = request.top
     if m is None:

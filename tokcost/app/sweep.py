@@ -35,6 +35,10 @@ DEFAULT_HIDDEN = 4096
 MAX_HIDDEN = 1 << 20  # a typo guard: the widest models are ~25k
 KNEE_RULE = ("the first size whose next step cuts tokens per byte by less than {gain:g}% "
              "per doubling")
+_FORMULAS = {  # the cost formulas, per cost scope
+    "layer": "attention FLOPs = 4 x hidden x P(P+1)/2; KV bytes = 2 x hidden x 2 x P (MHA, bf16), "
+             "per layer",
+    "model": "tokcost.memory: attention_flops of the causal document; kv_cache_bytes in bf16"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,15 +107,10 @@ class _Width:
     arch: Architecture | None
 
     def to_dict(self) -> dict[str, Any]:
-        if self.arch is None:
-            scope, formula = "layer", ("attention FLOPs = 4 x hidden x P(P+1)/2; KV bytes = "
-                                       "2 x hidden x 2 x P (MHA, bf16), per layer")
-        else:
-            scope, formula = "model", ("tokcost.memory: attention_flops of the causal "
-                                       "document; kv_cache_bytes in bf16")
+        scope = "layer" if self.arch is None else "model"
         return {"hidden_size": self.hidden, "tied": self.tied, "model": self.model,
                 "layers": self.arch.layers if self.arch else None, "cost_scope": scope,
-                "cost_formula": formula}
+                "cost_formula": _FORMULAS[scope]}
 
     # A document's cost (0 for an empty one): per layer without a catalog model.
     def attention_flops(self, tokens: int) -> int:
@@ -313,6 +312,8 @@ def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, 
 
 @dataclass(frozen=True)
 class _Ruler:
+    """What every point is measured with."""
+
     docs: tuple[SweepDocument, ...]
     width: _Width
     ref_total: int
@@ -359,10 +360,10 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
                  request.knee_gain)
     skipped = list(trained.skipped) + skipped
     warnings = input_warnings(skipped, trained.invalid_utf8_bytes.items()) + tuple(notes)
-    ran_out = []
+    all_notes = list(map(TokcostError, warnings))
     if trained.exhausted:
         same = ", ".join(str(p.requested_vocab_size) for p in points if p.exhausted)
-        ran_out.append(TokcostError(
+        all_notes.append(TokcostError(
             f"the corpus ran out of pairs at {trained.model.n_tokens} tokens: "
             f"{arg('vocab_sizes')} {same} are that vocabulary; train on more text",
             related=("vocab_sizes",)))
@@ -373,20 +374,14 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         distinct_pretokens=trained.distinct_pretokens, total_pretokens=trained.total_pretokens,
         seconds_train=trained.seconds_pretokenize + trained.seconds_merge,
         seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
-        notes=tuple(map(TokcostError, warnings)) + tuple(ran_out))
+        notes=tuple(all_notes))
     if request.plot is not None:
-        _plot(result, distinct or points[:1], request.plot, request.force)
+        from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
+
+        curve, dots = ([SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
+                                       p.embedding_params + p.output_params, p.exact)
+                        for p in group] for group in (distinct or points[:1], references))
+        plot_sweep(curve, dots, request.plot, knee=result.knee, force=request.force,
+                   knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
+                   width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")
     return result
-
-
-def _plot(result: BPESweepResult, sizes: list[BPESweepPoint], path: Path, force: bool) -> None:
-    from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-
-    def dot(p: BPESweepPoint) -> SweepPlotPoint:
-        return SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
-                              p.embedding_params + p.output_params, p.exact)
-
-    width = result.width
-    plot_sweep([dot(p) for p in sizes], [dot(p) for p in result.references], path,
-               knee=result.knee, knee_rule=KNEE_RULE.format(gain=result.knee_gain * 100),
-               width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}", force=force)

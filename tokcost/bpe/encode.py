@@ -1,7 +1,5 @@
-"""The pure-Python reference encoder and decoder: tiktoken's algorithm (the lowest-ranked
-pair joins first, the leftmost on a tie), a pair scan for short pre-tokens, a priority
-queue for long ones, as tiktoken switches to a heap.
-"""
+"""The pure-Python reference encoder: tiktoken's algorithm (the lowest rank joins first, the
+leftmost on a tie), a pair scan for short pre-tokens, a priority queue for long ones."""
 
 from __future__ import annotations
 
@@ -37,11 +35,7 @@ def bpe_merge(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
 
 
 def merge_scan(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """BPE by scanning every pair for the lowest rank, once per merge: O(n^2).
-
-    >>> merge_scan(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3})
-    [2, 1]
-    """
+    """BPE by scanning every pair for the lowest rank, once per merge: O(n^2)."""
     parts = [piece[i : i + 1] for i in range(len(piece))]
     get = ranks.get
     while len(parts) > 1:
@@ -58,11 +52,9 @@ def merge_scan(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
 
 
 def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """BPE with a priority queue: O(n log n), as tiktoken's ``_byte_pair_merge_large``, the
-    same ids as ``merge_scan``. ``live[i]``: the rank of part ``i`` joined with the next
-    (-1: none); ``buckets[r]``: the starts of rank ``r``, worked left to right, so a run of
-    one pair (``"x" * n``) costs a sort, not a push per pair.
-    """
+    """BPE in O(n log n), as tiktoken's ``_byte_pair_merge_large``: ``live[i]`` is the rank of
+    part ``i`` joined with the next (-1: none), ``buckets[r]`` the starts of rank ``r``, worked
+    left to right, so a run of one pair (``"x" * n``) costs a sort, not a push per pair."""
     n = len(piece)
     get = ranks.get
     end = list(range(1, n + 1))
@@ -167,13 +159,7 @@ class _PieceCache(dict[str, tuple[int, ...]]):
 
 
 class Encoder:
-    """Encode and decode with a ``BPEModel``, in pure Python.
-
-    >>> from tokcost.bpe.model import BPEModel
-    >>> m = BPEModel(pattern=r"\\S+|\\s+", ranks={bytes([b]): b for b in range(256)} | {b"hi": 256})
-    >>> Encoder(m).encode("hi hi")
-    [256, 32, 256]
-    """
+    """Encode and decode with a ``BPEModel``, in pure Python."""
 
     def __init__(self, model: BPEModel) -> None:
         self.model = model
@@ -186,9 +172,7 @@ class Encoder:
         self._special_re = special_regex(specials) if specials else None
 
     def find_special(self, text: str) -> str | None:
-        if self._special_re is None:
-            return None
-        m = self._special_re.search(text)
+        m = None if self._special_re is None else self._special_re.search(text)
         return None if m is None else str(m.group())
 
     def _pieces(self, text: str) -> list[str]:
@@ -247,10 +231,10 @@ class Encoder:
         if self._special_re is None:
             return self.encode_ordinary(text)
         if not allow_special:
-            m = self._special_re.search(text)
-            if m is not None:
+            found = self.find_special(text)
+            if found is not None:
                 raise DisallowedSpecial(
-                    f"text contains the special token {m.group()!r}; pass "
+                    f"text contains the special token {found!r}; pass "
                     f"{arg('allow_special', True)} to encode it as one token, or use "
                     f"encode_ordinary to encode it as plain text", param="allow_special")
             return self.encode_ordinary(text)

@@ -8,7 +8,6 @@ import base64
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from tokcost.atomic import write_files_atomic
 from tokcost.bpe.io import check_writable
@@ -68,8 +67,10 @@ _BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": T
                "use_regex": False}
 
 
-def tokenizer_json(model: BPEModel) -> dict[str, Any]:
-    """The ``tokenizer.json`` document for ``tokenizers.Tokenizer.from_str``."""
+def export_hf(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
+    """Write a Hugging Face ``tokenizer.json``, atomically."""
+    p = Path(path)
+    check_writable([p], force)
     decoder = {i: to_byte_level(b) for b, i in model.ranks.items()}
     vocab: dict[str, int] = {s: i for i, s in sorted(decoder.items())}
     for text, i in model.special_tokens.items():
@@ -79,7 +80,7 @@ def tokenizer_json(model: BPEModel) -> dict[str, Any]:
              for text, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])]
     split = {"type": "Split", "pattern": {"Regex": hf_pattern(model.pattern)},
              "behavior": "Isolated", "invert": False}
-    return {
+    doc = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, _BYTE_LEVEL]},
@@ -91,11 +92,5 @@ def tokenizer_json(model: BPEModel) -> dict[str, Any]:
             "merges": [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)],
         },
     }
-
-
-def export_hf(model: BPEModel, path: str | Path, *, force: bool = False) -> list[Path]:
-    """Write a Hugging Face ``tokenizer.json``, atomically."""
-    p = Path(path)
-    check_writable([p], force)
-    write_files_atomic({p: json.dumps(tokenizer_json(model), ensure_ascii=False) + "\n"})
+    write_files_atomic({p: json.dumps(doc, ensure_ascii=False) + "\n"})
     return [p]

@@ -37,24 +37,9 @@ def check_writable(paths: list[Path], force: bool) -> None:
 
 
 def render_token(data: bytes) -> str:
-    """Bytes shown readably: UTF-8 where it decodes, control characters escaped.
-
-    >>> render_token(b"hi\\n\\xff")
-    'hi\\\\u000a\\\\xff'
-    """
-    text = data.decode("utf-8", "backslashreplace")
-    return "".join(
-        ch if unicodedata.category(ch)[0] != "C" or ch == "\\" else f"\\u{ord(ch):04x}"
-        for ch in text
-    )
-
-
-def model_to_dict(model: BPEModel) -> dict[str, Any]:
-    vocab = sorted(model.ranks.items(), key=lambda kv: kv[1])
-    return {"format": FORMAT, "version": VERSION, "pattern_name": model.pattern_name,
-            "pattern": model.pattern, "special_tokens": model.special_tokens,
-            "merges": [list(m) for m in model.merges],
-            "vocab": [[i, base64.b64encode(b).decode("ascii")] for b, i in vocab]}
+    """Bytes shown readably: UTF-8 where it decodes, ``\\xNN`` else, controls as ``\\uNNNN``."""
+    return "".join(ch if unicodedata.category(ch)[0] != "C" or ch == "\\" else f"\\u{ord(ch):04x}"
+                   for ch in data.decode("utf-8", "backslashreplace"))
 
 
 def vocab_lines(model: BPEModel) -> Iterator[str]:
@@ -80,12 +65,27 @@ def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tup
         raise UsageError(f"{mp}: name the model file something other than *.vocab, e.g. tok.bpe")
     vp = vocab_path(mp)
     check_writable([mp, vp], force)
-    write_files_atomic({mp: json.dumps(model_to_dict(model), ensure_ascii=False) + "\n",
+    vocab = sorted(model.ranks.items(), key=lambda kv: kv[1])
+    doc = {"format": FORMAT, "version": VERSION, "pattern_name": model.pattern_name,
+           "pattern": model.pattern, "special_tokens": model.special_tokens,
+           "merges": [list(m) for m in model.merges],
+           "vocab": [[i, base64.b64encode(b).decode("ascii")] for b, i in vocab]}
+    write_files_atomic({mp: json.dumps(doc, ensure_ascii=False) + "\n",
                         vp: "".join(vocab_lines(model))})
     return mp, vp
 
 
-def model_from_dict(data: Any, source: str) -> BPEModel:
+def load_model(path: str | Path) -> BPEModel:
+    p = Path(path).expanduser()
+    source = str(p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BPEError(f"cannot read BPE model {p}: {exc}") from exc
+    except ValueError:
+        raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BPEError(f'{source} is not a tokcost BPE model (no "format": "{FORMAT}")')
     version = data.get("version")
@@ -105,34 +105,6 @@ def model_from_dict(data: Any, source: str) -> BPEModel:
                     pattern_name=name if isinstance(name, str) else None, source=source)
 
 
-def load_model(path: str | Path) -> BPEModel:
-    p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BPEError(f"cannot read BPE model {p}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
-    return model_from_dict(data, str(p))
-
-
-def _tiktoken_sidecar(path: Path) -> tuple[str | None, dict[str, int]]:
-    meta = path.with_name(path.name + ".json")
-    if not meta.is_file():
-        return None, {}
-    try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
-        specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
-        return str(info["pattern"]), specials
-    except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
-                       f"({exc})") from exc
-
-
 def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:
     """A tiktoken rank file; its pattern from ``pattern``, else from ``PATH.json`` beside it."""
     from tiktoken.load import load_tiktoken_bpe
@@ -140,8 +112,18 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
     p = Path(path).expanduser()
     if not p.is_file():
         raise UsageError(f"tiktoken rank file not found: {p}")
-    side_pattern, specials = _tiktoken_sidecar(p)
-    pattern = pattern or side_pattern
+    meta = p.with_name(p.name + ".json")
+    side: str | None = None
+    specials: dict[str, int] = {}
+    if meta.is_file():
+        try:
+            info = json.loads(meta.read_text(encoding="utf-8"))
+            specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+            side = str(info["pattern"])
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+            raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
+                           f"({exc})") from exc
+    pattern = pattern or side
     if pattern is None:
         raise UsageError(f"{p}: no pre-tokenization regex known; pass {arg('pattern')} (gpt2, "
                          f"cl100k, o200k or a regex) or write {p.name}.json beside it, as "
@@ -164,16 +146,12 @@ def model_from_encoding(encoding: Any, source: str) -> BPEModel:
     regex, name = resolve_pattern(pat)
     specials = special_tokens_by_id(
         (s, encoding.encode_single_token(s)) for s in encoding.special_tokens_set)
-    return BPEModel(pattern=regex, ranks=_encoding_ranks(encoding), special_tokens=specials,
-                    pattern_name=name, source=source)
-
-
-def _encoding_ranks(encoding: Any) -> dict[bytes, int]:
-    """Bytes -> rank; tiktoken's private dict when it has one (copied in C, not 200k calls)."""
-    held = getattr(encoding, "_mergeable_ranks", None)
-    if isinstance(held, dict) and len(held) == len(encoding.token_byte_values()):
-        return dict(held)
-    return {data: encoding.encode_single_token(data) for data in encoding.token_byte_values()}
+    # tiktoken's own dict, when it has one, is copied in C, not asked 200k times.
+    held, values = getattr(encoding, "_mergeable_ranks", None), encoding.token_byte_values()
+    ranks = dict(held) if isinstance(held, dict) and len(held) == len(values) else {
+        data: encoding.encode_single_token(data) for data in values}
+    return BPEModel(pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name,
+                    source=source)
 
 
 def load_any(source: str | Path, *, pattern: PatternName | str | None = None) -> BPEModel:

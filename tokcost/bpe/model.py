@@ -21,16 +21,12 @@ class DisallowedSpecial(TokcostError):
     """Text holds a special token's text and the caller did not allow specials."""
 
 
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-level alphabet: printable Latin-1 bytes as themselves, the other 68 from
-    U+0100 on, in byte order (``b" "`` -> ``"Ġ"``)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    others = [b for b in range(256) if b not in printable]
-    return {b: chr(b) for b in printable} | {b: chr(256 + n) for n, b in enumerate(others)}
-
-
-BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
+_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+              *range(ord("®"), ord("ÿ") + 1)]
+#: GPT-2's byte-level alphabet: printable Latin-1 bytes as themselves, the other 68 from
+#: U+0100 on, in byte order (``b" "`` -> ``"Ġ"``).
+BYTE_TO_CHAR: dict[int, str] = {b: chr(b) for b in _PRINTABLE} | {
+    b: chr(256 + n) for n, b in enumerate(x for x in range(256) if x not in _PRINTABLE)}
 
 #: The 256 bytes in Hugging Face's alphabet order (sorted by byte-level character).
 ALPHABET_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_CHAR[b])))

@@ -1,8 +1,5 @@
-"""Pre-tokenization: split text into the pieces BPE merges within, and count them in files.
-
-Files are cut only at ``"\\n"``, as Hugging Face reads them; each line is split on its own,
-its special tokens first. The named patterns are tiktoken's regexes, on ``regex``; ASCII
-text takes a stdlib-``re`` path that cuts it the same way (tests check both).
+"""Pre-tokenization: split text into the pieces BPE merges within, and count them in files
+(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first).
 """
 
 from __future__ import annotations
@@ -47,12 +44,7 @@ class PatternName(str, Enum):
 @dataclass(frozen=True)
 class PretokenizeSpec:
     """How a reader pre-tokenizes: the pattern (a name is read as its regex), the special
-    tokens split out first, the cap on distinct pre-tokens a table keeps (docs/bpe.md).
-
-    >>> spec = PretokenizeSpec("gpt2", ("<s>", "<s>"), max_pretokens=10)
-    >>> spec.pattern == PATTERNS["gpt2"], spec.special_tokens, spec.counting_cap
-    (True, ('<s>',), 11)
-    """
+    tokens split out first, the cap on distinct pre-tokens a table keeps (docs/bpe.md)."""
 
     pattern: str = PATTERNS["o200k"]
     special_tokens: tuple[str, ...] = ()
@@ -81,12 +73,7 @@ class PretokenizeSpec:
 
 
 def prune_counts(counts: dict[str, int], max_pretokens: int) -> bool:
-    """Keep the ``max_pretokens`` most frequent (ties: the first entered); True if any went.
-
-    >>> c = Counter({"a": 1, "b": 3, "c": 1, "d": 2})
-    >>> prune_counts(c, 3), dict(c)
-    (True, {'a': 1, 'b': 3, 'd': 2})
-    """
+    """Keep the ``max_pretokens`` most frequent (ties: the first entered); True if any went."""
     if len(counts) <= max_pretokens:
         return False
     if max_pretokens <= 0:
@@ -221,11 +208,7 @@ def splitter(pattern: str) -> Callable[[str], list[str]]:
 
 
 def split_text(text: str, pattern: str) -> list[str]:
-    """The matches and, like HF's ``Split(..., "isolated")``, the gaps between them.
-
-    >>> split_text("Hello world!!", PATTERNS["gpt2"])
-    ['Hello', ' world', '!!']
-    """
+    """The matches and, like HF's ``Split(..., "isolated")``, the gaps between them."""
     pat = compile_pattern(pattern)
     pieces: list[str] = pat.findall(text)
     if sum(map(len, pieces)) == len(text):
@@ -282,11 +265,7 @@ def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str])
 
 
 def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
-    """Pre-token counts of a block of whole lines, each line split on its own.
-
-    >>> sorted(count_block("a a\\na\\n", PretokenizeSpec("gpt2")).items())
-    [('\\n', 2), (' a', 1), ('a', 2)]
-    """
+    """Pre-token counts of a block of whole lines, each line split on its own."""
     lines = _lines(block)
     counts: Counter[str] = Counter()
     pattern = spec.pattern

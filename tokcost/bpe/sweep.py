@@ -19,13 +19,7 @@ KNEE_GAIN = 0.05
 
 def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
     """The model a run to ``vocab_size`` would have made: a tokcost-trained ``model``'s first
-    merges (all of them when it ran out of pairs first).
-
-    >>> from tokcost.bpe.train import TrainerConfig, train_from_texts
-    >>> big = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
-    >>> [big.model.decoder[i] for _, _, i in prefix_model(big.model, 257).merges]
-    [b'aa']
-    """
+    merges (all of them when it ran out of pairs first)."""
     check_sizes([vocab_size], len(model.special_tokens))
     if model.merges == () and model.n_tokens > 256 + len(model.special_tokens):
         raise UsageError(f"{arg('model')} must be one tokcost trained (this one has no merges: "
@@ -57,13 +51,7 @@ class Usage:
 
 
 def usage(model: BPEModel, texts: Iterable[str]) -> Usage:
-    """Encode ``texts`` with tokcost's encoder, special-token text as plain text.
-
-    >>> ranks = {bytes([b]): b for b in range(256)} | {b"aa": 256}
-    >>> u = usage(BPEModel(pattern=r"\\S+|\\s+", ranks=ranks), ["aaa", "b"])
-    >>> u.tokens, u.unused, u.unused_learned
-    ((2, 1), 254, 0)
-    """
+    """Encode ``texts`` with tokcost's encoder, special-token text as plain text."""
     encoder = Encoder(model)
     seen: Counter[int] = Counter()
     tokens = []
