@@ -34,10 +34,8 @@ if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
     from tokcost.runner import Runner
 
-__all__ = [
-    "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
-    "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe",
-]
+__all__ = ["BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
+           "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,25 +98,23 @@ def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> B
     """Train and write the model; ``progress(stage, done, total)`` hears ``"pretokenize"``
     (bytes) and ``"merge"`` (tokens). The outputs are checked before training starts."""
     t0 = time.perf_counter()
-    out, config = request.output, request.trainer
+    out = request.output
     bpe.check_writable([out, bpe.vocab_path(out)], request.force)
     runner = runner_for(request.run, threads=False)
-    trained = train_inputs(request.files, config, runner, progress, stdin=request.stdin)
+    trained = train_inputs(request.files, request.trainer, runner, progress, stdin=request.stdin)
     outputs = bpe.save_model(trained.model, out, force=request.force)
     return replace(trained, outputs=outputs, seconds=time.perf_counter() - t0)
 
 
-def train_inputs(
-    files: Sequence[str], config: TrainerConfig, runner: Runner,
-    progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None,
-) -> BPETrainResult:
+def train_inputs(files: Sequence[str], config: TrainerConfig, runner: Runner,
+                 progress: ProgressFn | None = None, *,
+                 stdin: BinaryIO | None = None) -> BPETrainResult:
     """Pre-tokenize ``files`` on ``runner`` under the input policy, then learn the merges."""
     inputs = TrainingInputs.scan(files, stdin, runner)
     started = time.perf_counter()
     counts = (inputs.count_words(inputs.paths, config.reader_spec(), progress=progress)
               if inputs.paths else Counter[str]())
-    trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (),
-                                started=started)
+    trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (), started=started)
     invalid = inputs.invalid_utf8_bytes()
     notes = tuple(map(TokcostError, input_warnings(inputs.skipped, invalid.items())))
     return BPETrainResult(**{**vars(trained), "notes": notes + trained.notes},
@@ -337,7 +333,7 @@ class BPEInspectResult:
     special_tokens: Mapping[str, int]
     max_token_bytes: int | None
     longest_tokens: tuple[str, ...] = ()
-    first_merges: tuple[BPEMerge, ...] = field(default=())
+    first_merges: tuple[BPEMerge, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "special_tokens": dict(self.special_tokens),  # fields in order
@@ -349,7 +345,6 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
     """Sizes, pattern and special tokens of any tokenizer; of a BPE tokcost reads whole,
     also the ``top`` first merges and longest tokens."""
     choice, tok, m = _load(request, whole=True)
-    top = request.top
     if m is None:
         regex_text = tok.pattern() if isinstance(tok, Describable) else None
         return BPEInspectResult(
@@ -359,7 +354,7 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
             special_tokens=_special_tokens(tok), max_token_bytes=None,
         )
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
-    longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:top]
+    longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     return BPEInspectResult(
         source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
         pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
@@ -368,7 +363,7 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
         max_token_bytes=max(len(b) for b in ranks),
         longest_tokens=tuple(show(b) for b in longest),
         first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)
-                           for a, b, c in m.merges[:top]),
+                           for a, b, c in m.merges[:request.top]),
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from tokcost.bpe.model import BPEModel, DisallowedSpecial
-from tokcost.bpe.pretokenize import compile_pattern, special_regex, splitter
+from tokcost.bpe.pretokenize import compile_pattern, cut, special_regex, splitter
 from tokcost.errors import arg
 
 CACHE_LIMIT = 1 << 20  # the pre-token cache is cleared at this many entries
@@ -239,13 +239,9 @@ class Encoder:
                     f"encode_ordinary to encode it as plain text", param="allow_special")
             return self.encode_ordinary(text)
         out: list[int] = []
-        pos = 0
         specials = self.model.special_tokens
-        for m in self._special_re.finditer(text):
-            out += self.encode_ordinary(text[pos : m.start()])
-            out.append(specials[m.group()])
-            pos = m.end()
-        out += self.encode_ordinary(text[pos:])
+        for k, part in enumerate(cut(text, self._special_re.finditer(text))):
+            out += [specials[part]] if k % 2 else self.encode_ordinary(part)
         return out
 
     def count(self, text: str, *, allow_special: bool = False) -> int:

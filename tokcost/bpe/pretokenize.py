@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache, partial
-from itertools import accumulate, chain
+from itertools import accumulate, chain, pairwise
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -213,18 +213,13 @@ def split_text(text: str, pattern: str) -> list[str]:
     pieces: list[str] = pat.findall(text)
     if sum(map(len, pieces)) == len(text):
         return pieces
-    pieces = []
-    pos = 0
-    for m in pat.finditer(text):
-        start, end = m.span()
-        if start > pos:
-            pieces.append(text[pos:start])
-        if end > start:
-            pieces.append(text[start:end])
-        pos = end
-    if pos < len(text):
-        pieces.append(text[pos:])
-    return pieces
+    return [piece for piece in cut(text, pat.finditer(text)) if piece]
+
+
+def cut(text: str, matches: Iterable[regex.Match[str]]) -> list[str]:
+    """``text`` cut at ``matches``: gap, match, gap, ... (any of them may be empty)."""
+    bounds = [0, *chain.from_iterable(m.span() for m in matches), len(text)]
+    return [text[a:b] for a, b in pairwise(bounds)]
 
 
 def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
@@ -240,14 +235,11 @@ def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     split: Callable[[str], list[str]] = (
         splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
     pieces: list[str] = []
-    pos = 0
-    for m in special_regex(specials).finditer(text):
-        if m.start() > pos:
-            pieces += split(text[pos : m.start()])
-        pieces.append(m.group())
-        pos = m.end()
-    if pos < len(text):
-        pieces += split(text[pos:])
+    for k, part in enumerate(cut(text, special_regex(specials).finditer(text))):
+        if k % 2:
+            pieces.append(part)  # a special token
+        elif part:
+            pieces += split(part)
     return pieces
 
 

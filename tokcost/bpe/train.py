@@ -1,9 +1,6 @@
-"""Byte-level BPE training with Hugging Face ``tokenizers``' BpeTrainer's merges, in order.
-
-The rule is HF's (``trainer.rs``, ``impl Ord for Merge``): the highest count merges first,
-ties to the smaller ``(left id, right id)``; in ``"aaabdaaabac"``, ``a a`` (4), then ``a b``
-beats ``aa a``. The HF setup it matches and how the loop runs: docs/bpe.md.
-"""
+"""Byte-level BPE training with Hugging Face ``tokenizers``' BpeTrainer's merges, in order:
+the highest count first, ties to the smaller ``(left id, right id)`` (HF ``trainer.rs``, ``impl
+Ord for Merge``). The HF setup it matches and how the loop runs: docs/bpe.md."""
 
 from __future__ import annotations
 
@@ -33,11 +30,8 @@ _COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_preto
 
 @dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train (as HF's ``BpeTrainer(...)``); a count may be text (``"32k"``).
-
-    ``max_token_length`` is in bytes (None: HF's no limit); ``max_pretokens`` caps the
-    distinct pre-tokens held (None: all, as HF; the rule: docs/bpe.md, "Memory").
-    """
+    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``). The
+    ``max_pretokens`` rule: docs/bpe.md, "Memory"."""
 
     vocab_size: int
     pattern: pre.PatternName | str = pre.PatternName.O200K
@@ -196,8 +190,7 @@ class _Corpus:
     total: int
 
 
-def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
-            consume: bool) -> _Corpus:
+def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...], consume: bool) -> _Corpus:
     keys = list(specials)
     key_to_id = {tok: i for i, tok in enumerate(keys)}
     byte_id = [0] * 256
@@ -208,8 +201,8 @@ def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
             keys.append(ch)
         byte_id[b] = key_to_id[ch]
     table = {b: chr(byte_id[b]) for b in range(256)}  # bytes -> chr(id) through latin-1
-    corpus = _Corpus(keys, key_to_id, byte_id, [], [], 0)
-    words, counts = corpus.words, corpus.counts
+    words: list[str] = []
+    counts: list[int] = []
     items: Iterable[tuple[str, int]] = word_counts.items()
     if consume and isinstance(word_counts, dict):
         # Emptied as read: the two forms of the table never sit in memory together.
@@ -217,8 +210,7 @@ def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
     for word, n in items:
         words.append(word.encode("utf-8").decode("latin-1").translate(table))
         counts.append(n)
-    corpus.total = sum(counts)
-    return corpus
+    return _Corpus(keys, key_to_id, byte_id, words, counts, sum(counts))
 
 
 def _initial_pairs(words: list[str], counts: list[int],
