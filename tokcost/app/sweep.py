@@ -263,7 +263,18 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     docs: list[SweepDocument] = []
     notes: list[str] = []
     if len(sources) == 1 and Path(sources[0]).is_dir():
-        for group in _load_folder(Path(sources[0]), skipped):
+        from tokcost.inflation import load_dir
+
+        folder = Path(sources[0])
+        try:
+            groups = load_dir(folder, skipped=skipped)
+        except (UsageError, InputError) as exc:
+            # A sweep needs no baseline: a folder without en takes its first language.
+            stems = sorted(p.stem for p in folder.glob("*.txt"))
+            if exc.param != "baseline" or not stems:
+                raise
+            groups = load_dir(folder, baseline=stems[0], skipped=skipped)
+        for group in groups:
             notes += [w for w in group.warnings if not w.startswith("not parallel")]
             docs += [SweepDocument(s.code, len(s.text.encode("utf-8", "surrogatepass")),
                                    len(s.text), s.text) for s in group.samples]
@@ -282,19 +293,6 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     if not docs:
         raise InputError("no held-out text to measure on: every eval input was empty or skipped")
     return docs, notes
-
-
-def _load_folder(folder: Path, skipped: list[Skipped]) -> list[Any]:
-    """A parallel folder; one without ``en`` takes its first language as the baseline."""
-    from tokcost.inflation import load_dir
-
-    try:
-        return load_dir(folder, skipped=skipped)
-    except (UsageError, InputError) as exc:
-        stems = sorted(p.stem for p in folder.glob("*.txt"))
-        if exc.param != "baseline" or not stems:
-            raise
-    return load_dir(folder, baseline=stems[0], skipped=skipped)
 
 
 def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, width: _Width,

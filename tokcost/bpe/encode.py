@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from tokcost.bpe.model import BPEModel, DisallowedSpecial
-from tokcost.bpe.pretokenize import compile_pattern, cut, special_regex, splitter
+from tokcost.bpe.pretokenize import compile_pattern, cut, special_regex, split_text, splitter
 from tokcost.errors import arg
 
 CACHE_LIMIT = 1 << 20  # the pre-token cache is cleared at this many entries
@@ -179,8 +179,6 @@ class Encoder:
         pieces: list[str] = self._split(text)
         if self._full_cover or sum(map(len, pieces)) == len(text):
             return pieces
-        from tokcost.bpe.pretokenize import split_text
-
         return split_text(text, self.model.pattern)
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:

@@ -90,8 +90,7 @@ def knee(sizes: Sequence[int], tokens_per_byte: Sequence[float],
     if not 0 < gain < 1:
         raise UsageError(f"{arg('knee_gain', gain)} must be between 0 and 1 (0.05: 5% per "
                          f"doubling)", param="knee_gain")
-    points = list(zip(sizes, tokens_per_byte, strict=True))
-    for (s0, t0), (s1, t1) in itertools.pairwise(points):
+    for (s0, t0), (s1, t1) in itertools.pairwise(zip(sizes, tokens_per_byte, strict=True)):
         if t0 <= 0 or s1 <= s0:
             continue
         cut = (t0 - t1) / t0 / math.log2(s1 / s0)

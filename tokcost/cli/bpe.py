@@ -269,8 +269,6 @@ def decode_cmd(
 
 
 SHOWN_SPECIALS = 12  # special tokens the table shows (--json has all)
-_SUMMARY = ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens", "merges",
-            "max_token_bytes")
 
 
 @bpe_app.command("inspect")
@@ -306,7 +304,8 @@ def inspect_cmd(
         print_json(info)
         return
     rows = table(header=False)
-    for key in _SUMMARY:
+    for key in ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens",
+                "merges", "max_token_bytes"):
         value = info[key]
         shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
         rows.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup

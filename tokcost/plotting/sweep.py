@@ -21,10 +21,9 @@ class SweepPlotPoint:
     exact: bool = True
 
 
-def plot_sweep(
-    sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint], path: str | Path,
-    *, knee: int | None = None, knee_rule: str = "", width: str = "", force: bool = False,
-) -> None:
+def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint],
+               path: str | Path, *, knee: int | None = None, knee_rule: str = "", width: str = "",
+               force: bool = False) -> None:
     """Draw the curve (log2 x axis), the knee dashed, the references as labelled points."""
     path = Path(path)
     check_plot_path(path, force=force)
