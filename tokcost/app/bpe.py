@@ -191,13 +191,9 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     return choice, tok if choice.exact else Approximate(tok), model
 
 
-def _special_tokens(tok: Tokenizer) -> dict[str, int]:
-    return tok.special_tokens() if isinstance(tok, Describable) else {}
-
-
 def _check_special(name: str, tok: Tokenizer, text: str) -> None:
     """tiktoken's rule: text the tokenizer would read as a special token raises."""
-    specials = tuple(_special_tokens(tok))
+    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
     found = special_regex(specials).search(text) if specials else None
     if found is None:
         return
@@ -351,7 +347,8 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
             source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
             pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
             vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
-            special_tokens=_special_tokens(tok), max_token_bytes=None,
+            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {},
+            max_token_bytes=None,
         )
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]

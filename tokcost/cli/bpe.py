@@ -163,17 +163,12 @@ def _tokenizer(argument: str | None, option: str | None) -> str:
     return name
 
 
-def _shift(first: str | None, option: str | None, rest: list[str]) -> tuple[str | None, list[str]]:
-    # With -t, the first positional is not the tokenizer but the first of the rest.
-    if option is not None and first is not None:
-        return None, [first, *rest]
-    return first, rest
-
-
 def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | None,
                   file: str | None) -> tuple[str, str | None, str | None]:
     """encode's tokenizer, and its text or the path to read it from (stdin when piped)."""
-    model, words = _shift(model, tokenizer, list(text or []))
+    words = list(text or [])
+    if tokenizer is not None and model is not None:  # with -t, the first positional is text
+        words, model = [model, *words], None
     if tokenizer is not None and len(words) == 2:  # TOKENIZER TEXT, and -t as well
         _tokenizer(words[0], tokenizer)
     if len(words) > 1:
@@ -253,7 +248,9 @@ def decode_cmd(
 
       tokcost bpe encode tok.bpe "hi" | tokcost bpe decode tok.bpe
     """
-    model, raw = _shift(model, tokenizer, list(ids or []))
+    raw = list(ids or [])
+    if tokenizer is not None and model is not None:  # with -t, the first positional is an id
+        raw, model = [model, *raw], None
     if not raw or raw == ["-"]:
         raw = sys.stdin.buffer.read().decode("utf-8", "replace").replace(",", " ").split()
     try:
