@@ -1,10 +1,5 @@
-"""The BPE use cases: train and export tokcost's own byte-level BPE (``tok.bpe``, a
-``.tiktoken`` rank file, ``tiktoken:NAME``); encode, decode and inspect with any
-tokenizer. Each takes one frozen request, checked on construction, and returns a frozen
-result whose ``to_dict()`` is the ``tokcost bpe ...`` command's ``--json`` document.
-
->>> encode_bpe(BPEEncodeRequest(tokenizer="cl100k_base", text="hello world")).ids
-(15339, 1917)
+"""The BPE use cases: train and export tokcost's own BPE; encode, decode and inspect with any
+tokenizer. Each takes one frozen request; a result's ``to_dict()`` is the ``--json`` document.
 """
 
 from __future__ import annotations
@@ -21,17 +16,11 @@ from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
-from tokcost.bpe import (
-    DEFAULT_MAX_TOKEN_LENGTH,
-    BPEModel,
-    ExportFormat,
-    PatternName,
-    TrainerConfig,
-    TrainResult,
-)
+from tokcost.bpe import BPEModel, ExportFormat, PatternName
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
+from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, TrainerConfig, TrainResult
 from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
 from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.parts import Parts
@@ -45,26 +34,16 @@ if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource
     from tokcost.runner import Runner
 
-__all__ = [
-    "BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
-    "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe",
-]
+__all__ = ["BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
+           "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class BPETrainRequest(Parts):
-    """Train ``trainer`` on ``files`` and write ``output`` and its ``.vocab`` beside it.
+    """Train ``trainer`` on ``files`` (``-``: ``stdin``) and write ``output`` and its
+    ``.vocab``; ``engine`` pre-tokenizes, local or Dask (``RunConfig``), the same merges."""
 
-    ``files`` follow every command's input policy: ``-`` is ``stdin`` (default: the
-    process's standard input), binary files are skipped, invalid UTF-8 is read as
-    U+FFFD. ``engine`` pre-tokenizes: ``local`` (``trainer.jobs`` processes) or ``dask``
-    (the cluster at ``scheduler``, else ``trainer.jobs`` local workers, waiting
-    ``timeout`` seconds at most: ``tokcost.runner.RunConfig``); the merges are the same
-    on every engine.
-    """
-
-    #: The trainer's longest token by default (``--max-token-length``'s default).
-    default_max_token_length: ClassVar[int] = DEFAULT_MAX_TOKEN_LENGTH
+    default_max_token_length: ClassVar[int] = DEFAULT_MAX_TOKEN_LENGTH  # the CLI's default
 
     files: tuple[str, ...]
     trainer: TrainerConfig
@@ -80,8 +59,9 @@ class BPETrainRequest(Parts):
         object.__setattr__(self, "files", _names(self.files))
         object.__setattr__(self, "output", Path(self.output))
         jobs = self.trainer.jobs if self.trainer.jobs > 1 else None
-        object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=jobs,
-                                                  scheduler=self.scheduler, timeout=self.timeout))
+        run = RunConfig(engine=self.engine, jobs=jobs, scheduler=self.scheduler,
+                        timeout=self.timeout)
+        object.__setattr__(self, "run", run)
 
 
 def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
@@ -91,8 +71,7 @@ def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class BPETrainResult(TrainResult):
-    """A trained model, the files it was written to, and what training saw. ``seconds``
-    is the whole call (checks, training, writing); ``skipped``: inputs left out."""
+    """A trained model, the files written, and what training saw; ``seconds``: the whole call."""
 
     requested_vocab_size: int
     seconds: float = 0.0
@@ -103,48 +82,39 @@ class BPETrainResult(TrainResult):
     def to_dict(self) -> dict[str, Any]:
         model = self.model
         return {
-            "vocab_size": model.n_tokens,
-            "requested_vocab_size": self.requested_vocab_size,
-            "merges": len(model.merges),
-            "special_tokens": dict(model.special_tokens),
+            "vocab_size": model.n_tokens, "requested_vocab_size": self.requested_vocab_size,
+            "merges": len(model.merges), "special_tokens": dict(model.special_tokens),
             "pattern": model.pattern_name or model.pattern,
-            "distinct_pretokens": self.distinct_pretokens,
-            "total_pretokens": self.total_pretokens,
+            "distinct_pretokens": self.distinct_pretokens, "total_pretokens": self.total_pretokens,
             "seconds": round(self.seconds, 3),
             "seconds_pretokenize": round(self.seconds_pretokenize, 3),
-            "seconds_merge": round(self.seconds_merge, 3),
-            "exhausted": self.exhausted,
-            "outputs": [str(p) for p in self.outputs],
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "seconds_merge": round(self.seconds_merge, 3), "exhausted": self.exhausted,
+            "outputs": [str(p) for p in self.outputs], "skipped": list(map(asdict, self.skipped)),
             "invalid_utf8_bytes": dict(self.invalid_utf8_bytes),
         }
 
 
 def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> BPETrainResult:
-    """Train and write the model. ``progress(stage, done, total)`` hears
-    ``"pretokenize"`` (bytes) and ``"merge"`` (tokens). The output files are checked
-    before training starts, so a long run never ends on "already exists"."""
+    """Train and write the model; ``progress(stage, done, total)`` hears ``"pretokenize"``
+    (bytes) and ``"merge"`` (tokens). The outputs are checked before training starts."""
     t0 = time.perf_counter()
-    out, config = request.output, request.trainer
+    out = request.output
     bpe.check_writable([out, bpe.vocab_path(out)], request.force)
     runner = runner_for(request.run, threads=False)
-    trained = train_inputs(request.files, config, runner, progress, stdin=request.stdin)
+    trained = train_inputs(request.files, request.trainer, runner, progress, stdin=request.stdin)
     outputs = bpe.save_model(trained.model, out, force=request.force)
     return replace(trained, outputs=outputs, seconds=time.perf_counter() - t0)
 
 
-def train_inputs(
-    files: Sequence[str], config: TrainerConfig, runner: Runner,
-    progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None,
-) -> BPETrainResult:
-    """Pre-tokenize ``files`` on ``runner`` under the input policy, then learn the merges
-    here (``tokcost.bpe``); the input policy's notes come first in the result's."""
+def train_inputs(files: Sequence[str], config: TrainerConfig, runner: Runner,
+                 progress: ProgressFn | None = None, *,
+                 stdin: BinaryIO | None = None) -> BPETrainResult:
+    """Pre-tokenize ``files`` on ``runner`` under the input policy, then learn the merges."""
     inputs = TrainingInputs.scan(files, stdin, runner)
     started = time.perf_counter()
     counts = (inputs.count_words(inputs.paths, config.reader_spec(), progress=progress)
               if inputs.paths else Counter[str]())
-    trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (),
-                                started=started)
+    trained = bpe.train_counted(counts, config, progress, texts=inputs.stdin or (), started=started)
     invalid = inputs.invalid_utf8_bytes()
     notes = tuple(map(TokcostError, input_warnings(inputs.skipped, invalid.items())))
     return BPETrainResult(**{**vars(trained), "notes": notes + trained.notes},
@@ -152,12 +122,8 @@ def train_inputs(
                           skipped=tuple(inputs.skipped), invalid_utf8_bytes=invalid)
 
 
-# --- any tokenizer: encode, decode, inspect ---------------------------------------------
-
-
 def tokenizer_spec(tokenizer: str) -> str:
-    """The spec a ``tokcost bpe encode|decode|inspect`` argument names: any tokenizer
-    spec as it is (``o200k_base`` made ``tiktoken:o200k_base``), a path by its kind.
+    """The spec a ``bpe encode|decode|inspect`` argument names: a spec, or a path by its kind.
 
     >>> [tokenizer_spec(t) for t in ("o200k_base", "tok.bpe", "x.tiktoken", "m.model")]
     ['tiktoken:o200k_base', 'bpe:tok.bpe', 'tiktoken:x.tiktoken', 'sp:m.model']
@@ -180,38 +146,28 @@ def tokenizer_spec(tokenizer: str) -> str:
     return text  # not a path: the registry says what is wrong with it
 
 
-def _readable_as_bpe(spec: str) -> bool:
-    # Specs whose ranks tokcost's own BPE reads whole (bpe.load_any).
-    return spec.startswith(("bpe:", "tiktoken:"))
+_WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
 
 
 def _rank_file(spec: str) -> bool:
     # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
     family, _, rest = spec.partition(":")
-    return _readable_as_bpe(spec) and (
-        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest)
-    )
+    return spec.startswith(_WHOLE) and (
+        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest))
 
 
 @dataclass(frozen=True, kw_only=True)
 class _TokenizerRequest:
-    """Which tokenizer: any spec ``resolve_tokenizers`` reads (``o200k_base``, ``hf:...``,
-    ``sp:...``, ``model:ID``, which ``catalog`` resolves) or a tokenizer file's path;
-    ``pattern`` for a ``.tiktoken`` rank file with no ``PATH.json`` beside it."""
+    """Any tokenizer spec (``model:ID`` through ``catalog``) or file; ``pattern``: for a
+    ``.tiktoken`` rank file with no ``PATH.json`` beside it."""
 
     tokenizer: str
     pattern: PatternName | str | None = None
     catalog: CatalogSource = None
 
 
-@dataclass(frozen=True)
-class _Loaded:
-    choice: TokenizerChoice
-    tokenizer: Tokenizer
-    model: BPEModel | None  # the ranks, when tokcost's own BPE can read them
-
-
-def _load(request: _TokenizerRequest, *, reference: bool = False, whole: bool = False) -> _Loaded:
+def _load(request: _TokenizerRequest, *, reference: bool = False,
+          whole: bool = False) -> tuple[TokenizerChoice, Tokenizer, BPEModel | None]:
     """The tokenizer asked for; with ``whole``, also its BPE ranks where they can be read."""
     from tokcost.adapters.bpe import BPETokenizer
     from tokcost.adapters.proxy import Approximate
@@ -221,28 +177,23 @@ def _load(request: _TokenizerRequest, *, reference: bool = False, whole: bool = 
     if pattern is not None and not _rank_file(choice.spec):
         raise UsageError(f"{arg('pattern')} is for a .tiktoken rank file; {choice.spec} has "
                          f"its own", param="pattern")
-    if not _readable_as_bpe(choice.spec):
+    if not choice.spec.startswith(_WHOLE):
         if reference:
             raise UsageError(f"{arg('reference', True)} runs tokcost's own encoder, on a BPE it "
                              f"can read (bpe:PATH, a .tiktoken file, tiktoken:NAME), not "
                              f"{choice.spec}", param="reference")
-        return _Loaded(choice, choice.load(), None)
+        return choice, choice.load(), None
     if not (whole or reference or pattern is not None or choice.spec.startswith("bpe:")):
-        return _Loaded(choice, choice.load(), None)  # tiktoken's own, built once per process
+        return choice, choice.load(), None  # tiktoken's own, built once per process
     # Read afresh (a model retrained in place is not served from a cache).
     model = bpe.load_any(choice.spec, pattern=pattern)
     tok: Tokenizer = BPETokenizer(model, request.tokenizer, use_tiktoken=not reference)
-    return _Loaded(choice, tok if choice.exact else Approximate(tok), model)
-
-
-def _special_tokens(tok: Tokenizer) -> dict[str, int]:
-    return tok.special_tokens() if isinstance(tok, Describable) else {}
+    return choice, tok if choice.exact else Approximate(tok), model
 
 
 def _check_special(name: str, tok: Tokenizer, text: str) -> None:
-    """tiktoken's rule: special-token text that the tokenizer would read as a special
-    token raises unless allowed (a tokenizer that never reads it, SentencePiece, passes)."""
-    specials = tuple(_special_tokens(tok))
+    """tiktoken's rule: text the tokenizer would read as a special token raises."""
+    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
     found = special_regex(specials).search(text) if specials else None
     if found is None:
         return
@@ -255,10 +206,8 @@ def _check_special(name: str, tok: Tokenizer, text: str) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class BPEEncodeRequest(_TokenizerRequest):
-    """Encode ``text``, or the file at ``path`` (``-``: ``stdin``, read by the input
-    policy: invalid UTF-8 replaced and counted, a binary file refused). Special-token
-    text raises unless ``allow_special`` (tiktoken's rule). ``reference``: tokcost's
-    pure-Python encoder, not tiktoken's core (same ids; tokcost BPE and rank files)."""
+    """Encode ``text``, or the file at ``path`` (``-``: ``stdin``); ``reference``: tokcost's
+    pure-Python encoder, not tiktoken's core (the same ids)."""
 
     text: str | None = None
     path: str | Path | None = None
@@ -274,12 +223,7 @@ class BPEEncodeRequest(_TokenizerRequest):
 
 @dataclass(frozen=True)
 class BPEEncodeResult:
-    """The ids of a text under ``model`` (the tokenizer as given; ``tokenizer``: its spec).
-
-    >>> BPEEncodeResult(model="tok.bpe", tokenizer="bpe:tok.bpe", ids=(71, 1917)).to_dict()
-    {'model': 'tok.bpe', 'tokenizer': 'bpe:tok.bpe', 'exact': True, 'count': 2, \
-'ids': [71, 1917], 'invalid_utf8_bytes': 0}
-    """
+    """The ids of a text under ``model`` (the tokenizer as given; ``tokenizer``: its spec)."""
 
     model: str
     tokenizer: str
@@ -299,23 +243,18 @@ class BPEEncodeResult:
 
 
 def encode_bpe(request: BPEEncodeRequest) -> BPEEncodeResult:
-    """The ids of the request's text with any tokenizer (see ``BPEEncodeRequest``)."""
-    loaded = _load(request, reference=request.reference)
-    path = request.path
-    read = read_input(path, stdin=request.stdin) if path is not None else None
+    choice, tok, _ = _load(request, reference=request.reference)
+    read = read_input(request.path, stdin=request.stdin) if request.path is not None else None
     body = read.text if read is not None else str(request.text)
     if not request.allow_special:
-        _check_special(request.tokenizer, loaded.tokenizer, body)
-    ids = loaded.tokenizer.encode(body, allow_special=request.allow_special)
-    return BPEEncodeResult(request.tokenizer, loaded.choice.spec, tuple(ids),
-                           loaded.choice.exact, read.invalid_bytes if read else 0,
-                           read.name if read else None)
+        _check_special(request.tokenizer, tok, body)
+    ids = tok.encode(body, allow_special=request.allow_special)
+    return BPEEncodeResult(request.tokenizer, choice.spec, tuple(ids), choice.exact,
+                           read.invalid_bytes if read else 0, read.name if read else None)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BPEDecodeRequest(_TokenizerRequest):
-    """Decode ``ids`` with any tokenizer."""
-
     ids: tuple[int, ...]
 
     def __post_init__(self) -> None:
@@ -328,30 +267,27 @@ class BPEDecodeResult:
 
     model: str
     tokenizer: str
+    exact: bool
     text: str
     count: int
-    exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "tokenizer": self.tokenizer, "exact": self.exact,
-                "text": self.text, "count": self.count}
+        return asdict(self)
 
 
 def decode_bpe(request: BPEDecodeRequest) -> BPEDecodeResult:
-    """The text of ``ids``; an id outside the vocabulary raises ``InvalidTokenId``.
+    """The text of ``ids`` (``InvalidTokenId`` for one outside the vocabulary).
 
     >>> decode_bpe(BPEDecodeRequest(tokenizer="cl100k_base", ids=(15339, 1917))).text
     'hello world'
     """
-    loaded = _load(request)
-    size = loaded.tokenizer.vocab_size
-    bad = next((i for i in request.ids if not 0 <= i < size), None)
+    choice, tok, _ = _load(request)
+    bad = next((i for i in request.ids if not 0 <= i < tok.vocab_size), None)
     if bad is not None:
         raise InvalidTokenId(f"token id {bad} is not in this vocabulary ({arg('ids')} run "
-                             f"0..{size - 1})", param="ids")
-    text = loaded.tokenizer.decode(list(request.ids))
-    return BPEDecodeResult(request.tokenizer, loaded.choice.spec, text, len(request.ids),
-                           loaded.choice.exact)
+                             f"0..{tok.vocab_size - 1})", param="ids")
+    return BPEDecodeResult(request.tokenizer, choice.spec, choice.exact,
+                           tok.decode(list(request.ids)), len(request.ids))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -379,12 +315,8 @@ class BPEMerge:
 
 @dataclass(frozen=True)
 class BPEInspectResult:
-    """A tokenizer's sizes, pattern, special tokens, first merges and longest tokens.
-
-    What only a BPE that tokcost reads whole can tell (tokcost models, tiktoken
-    encodings and rank files) is None, or empty, for other tokenizers. Special
-    tokens are ordered by id, then text, so the document is the same on every run.
-    """
+    """A tokenizer's sizes, pattern, special tokens (by id, then text), first merges and
+    longest tokens; what only a BPE tokcost reads whole can tell is None for others."""
 
     source: str
     tokenizer: str
@@ -397,37 +329,29 @@ class BPEInspectResult:
     special_tokens: Mapping[str, int]
     max_token_bytes: int | None
     longest_tokens: tuple[str, ...] = ()
-    first_merges: tuple[BPEMerge, ...] = field(default=())
+    first_merges: tuple[BPEMerge, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {  # the fields in order; the tuples as JSON's lists
-            **asdict(self),
-            "special_tokens": dict(self.special_tokens),
-            "longest_tokens": list(self.longest_tokens),
-            "first_merges": [asdict(m) for m in self.first_merges],
-        }
+        return {**asdict(self), "special_tokens": dict(self.special_tokens),  # fields in order
+                "longest_tokens": list(self.longest_tokens),
+                "first_merges": [asdict(m) for m in self.first_merges]}
 
 
 def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
-    """Sizes, pattern and special tokens of any tokenizer; for a BPE that tokcost reads
-    whole, also the ``top`` first merges and longest tokens (longest first).
-
-    >>> info = inspect_bpe(BPEInspectRequest(tokenizer="cl100k_base", top=0))
-    >>> info.pattern, info.vocab_size, list(info.special_tokens)[:2]
-    ('cl100k', 100277, ['<|endoftext|>', '<|fim_prefix|>'])
-    """
-    loaded = _load(request, whole=True)
-    choice, tok, m, top = loaded.choice, loaded.tokenizer, loaded.model, request.top
+    """Sizes, pattern and special tokens of any tokenizer; of a BPE tokcost reads whole,
+    also the ``top`` first merges and longest tokens."""
+    choice, tok, m = _load(request, whole=True)
     if m is None:
         regex_text = tok.pattern() if isinstance(tok, Describable) else None
         return BPEInspectResult(
             source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
             pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
             vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
-            special_tokens=_special_tokens(tok), max_token_bytes=None,
+            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {},
+            max_token_bytes=None,
         )
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
-    longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:top]
+    longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     return BPEInspectResult(
         source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
         pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
@@ -436,17 +360,14 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
         max_token_bytes=max(len(b) for b in ranks),
         longest_tokens=tuple(show(b) for b in longest),
         first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)
-                           for a, b, c in m.merges[:top]),
+                           for a, b, c in m.merges[:request.top]),
     )
-
-
-# --- export ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class BPEExportRequest:
-    """Write ``model`` (tokcost's ``tok.bpe``, a ``.tiktoken`` rank file, ``tiktoken:NAME``)
-    as a Hugging Face ``tokenizer.json`` or a tiktoken rank file (same ids)."""
+    """Write ``model`` (``tok.bpe``, a ``.tiktoken`` file, ``tiktoken:NAME``) as a Hugging Face
+    ``tokenizer.json`` or a tiktoken rank file (the same ids)."""
 
     model: str
     output: Path
@@ -465,8 +386,6 @@ class BPEExportRequest:
 
 @dataclass(frozen=True)
 class BPEExportResult:
-    """The files an export wrote (tiktoken: the rank file and its ``PATH.json``)."""
-
     format: ExportFormat
     outputs: tuple[Path, ...]
     vocab_size: int
@@ -477,7 +396,7 @@ class BPEExportResult:
 
 
 def export_bpe(request: BPEExportRequest) -> BPEExportResult:
-    """Export the model; the outputs are checked before a large model is loaded."""
+    """Export the model; the outputs are checked before the model is loaded."""
     fmt, output, force = ExportFormat(request.format), request.output, request.force
     bpe.check_writable(export_paths(fmt, output), force)
     loaded = bpe.load_any(request.model, pattern=request.pattern)

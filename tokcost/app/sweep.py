@@ -1,31 +1,21 @@
-"""Use case ``bpe sweep``: which vocabulary size for this corpus and this model width?
-
-One training at the largest size gives every smaller vocabulary (``tokcost.bpe.sweep``).
-Each size, and each reference tokenizer, is measured on held-out text: tokens per byte
-and per character (per document), the sequence length against a reference, the
-embedding and output-layer parameters at a width, the attention FLOPs and KV bytes of a
-document, and the share of the vocabulary never used.
-
-Costs per document of ``P`` tokens: with a catalog ``model``, ``attention_flops`` of the
-causal document and ``kv_cache_bytes`` in bf16 (``tokcost.memory``, whole model); with
-only ``hidden``, per layer for multi-head attention in bf16: ``4 x hidden x P (P + 1) / 2``
-FLOPs (QK^T and PV, a multiply-add each) and ``2 x hidden x 2 x P`` bytes (K and V).
-Embedding parameters are ``vocab x hidden``; the output layer as many again, or none
-when ``tied``.
+"""Use case ``bpe sweep``: which vocabulary size for this corpus and this model width? One
+training gives every size; each, and each reference tokenizer, is measured on held-out text
+(the costs' formulas: docs/bpe.md).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.app.bpe import _names, train_inputs
-from tokcost.bpe import PatternName, TrainerConfig
+from tokcost.bpe.pretokenize import PatternName
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
+from tokcost.bpe.train import TrainerConfig
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
@@ -41,23 +31,21 @@ if TYPE_CHECKING:
 
 __all__ = ["BPESweepRequest", "sweep_bpe"]
 
-#: The model width when neither ``hidden`` nor ``model`` is given.
 DEFAULT_HIDDEN = 4096
-#: The widest ``hidden`` accepted (a typo guard; the widest models are ~25k).
-MAX_HIDDEN = 1 << 20
+MAX_HIDDEN = 1 << 20  # a typo guard: the widest models are ~25k
 KNEE_RULE = ("the first size whose next step cuts tokens per byte by less than {gain:g}% "
              "per doubling")
+_FORMULAS = {  # the cost formulas, per cost scope
+    "layer": "attention FLOPs = 4 x hidden x P(P+1)/2; KV bytes = 2 x hidden x 2 x P (MHA, bf16), "
+             "per layer",
+    "model": "tokcost.memory: attention_flops of the causal document; kv_cache_bytes in bf16"}
 
 
 @dataclass(frozen=True, kw_only=True)
 class BPESweepRequest(Parts):
-    """Train once at the largest of ``vocab_sizes`` on ``files`` and measure every size on
-    ``held_out`` (files, or one parallel folder such as corpora/prose/: one document per
-    language). ``tokenizers`` are the reference points (``vs_reference`` divides by the
-    first); ``model``'s own tokenizer joins them. The width is ``hidden`` or ``model``'s
-    hidden size (default 4096); ``tied``: the output layer shares the embedding's
-    parameters. ``plot`` (.png/.svg/.pdf, the ``plot`` extra) is checked before training.
-    Sizes and ``hidden`` may be given as text (``"4Ki"``).
+    """Train once at the largest of ``vocab_sizes`` on ``files``, measure every size on
+    ``held_out`` (files, or one parallel folder: a document per language) beside the
+    reference ``tokenizers`` (and ``model``'s). The width: ``hidden`` or ``model``'s.
     """
 
     files: tuple[str, ...]
@@ -94,27 +82,17 @@ class BPESweepRequest(Parts):
 
     @cached_property
     def sizes(self) -> tuple[int, ...]:
-        """The vocabulary sizes, sorted, each once."""
-        sizes = check_sizes([parse_count(s, param="vocab_sizes", minimum=1, maximum=0x110000)
-                             for s in self.vocab_sizes])
-        floor = 256 + len(dict.fromkeys(self.special_tokens))
-        if sizes[0] < floor:
-            raise UsageError(f"{arg('vocab_sizes', sizes[0])} is too small: the 256 byte tokens "
-                             f"and {floor - 256} special token(s) need at least {floor}",
-                             param="vocab_sizes")
-        return sizes
+        return check_sizes([parse_count(s, param="vocab_sizes", minimum=1, maximum=0x110000)
+                            for s in self.vocab_sizes], len(dict.fromkeys(self.special_tokens)))
 
     @cached_property
     def trainer(self) -> TrainerConfig:
-        """The one training run: at the largest size."""
         return TrainerConfig(vocab_size=self.sizes[-1], pattern=self.pattern,
                              special_tokens=self.special_tokens, jobs=self.jobs)
 
 
 @dataclass(frozen=True)
 class SweepDocument:
-    """One held-out text: a language of a parallel folder, or a file."""
-
     name: str
     bytes: int
     chars: int
@@ -129,15 +107,10 @@ class _Width:
     arch: Architecture | None
 
     def to_dict(self) -> dict[str, Any]:
-        if self.arch is None:
-            scope, formula = "layer", ("attention FLOPs = 4 x hidden x P(P+1)/2; KV bytes = "
-                                       "2 x hidden x 2 x P (MHA, bf16), per layer")
-        else:
-            scope, formula = "model", ("tokcost.memory: attention_flops of the causal "
-                                       "document; kv_cache_bytes in bf16")
+        scope = "layer" if self.arch is None else "model"
         return {"hidden_size": self.hidden, "tied": self.tied, "model": self.model,
                 "layers": self.arch.layers if self.arch else None, "cost_scope": scope,
-                "cost_formula": formula}
+                "cost_formula": _FORMULAS[scope]}
 
     # A document's cost (0 for an empty one): per layer without a catalog model.
     def attention_flops(self, tokens: int) -> int:
@@ -157,13 +130,8 @@ class _Width:
 
 @dataclass(frozen=True)
 class BPESweepPoint:
-    """One vocabulary on the held-out text: a size of the sweep, or a reference tokenizer.
-
-    ``tokens`` are per document (the result's ``documents`` order). ``unused`` and
-    ``unused_learned`` (tokens no document used: of all mergeable ones, of those made
-    by a merge) are None for a reference tokenizer. ``exhausted``: the corpus ran out
-    of pairs below this size, so this is the whole trained vocabulary.
-    """
+    """One vocabulary on the held-out text, a size or a reference tokenizer (no ``unused``);
+    ``tokens`` per document; ``exhausted``: the corpus ran out of pairs below this size."""
 
     label: str
     vocab_size: int
@@ -213,8 +181,7 @@ class BPESweepPoint:
         return {
             "label": self.label, "spec": self.spec, "exact": self.exact,
             "vocab_size": self.vocab_size, "requested_vocab_size": self.requested_vocab_size,
-            "merges": self.merges, "exhausted": self.exhausted,
-            "tokens": self.total_tokens,
+            "merges": self.merges, "exhausted": self.exhausted, "tokens": self.total_tokens,
             "tokens_per_byte": ratio(self.tokens_per_byte),
             "tokens_per_char": ratio(self.tokens_per_char),
             "vs_reference": ratio(self.vs_reference),
@@ -234,12 +201,8 @@ class BPESweepPoint:
 
 @dataclass(frozen=True, kw_only=True)
 class BPESweepResult:
-    """The sweep: one point per vocabulary size, the reference tokenizers, and the knee.
-
-    ``sizes[i].vs_reference`` is tokens over ``references[0]``'s on the same text.
-    ``knee`` is a size of the sweep or None (``knee_gain``: the rule's threshold).
-    ``notes`` name parameters through placeholders (``warnings``: in the API's words).
-    """
+    """A point per size (``vs_reference``: over ``references[0]``), the references, the knee
+    (a size or None); ``notes`` name parameters through placeholders."""
 
     sizes: tuple[BPESweepPoint, ...]
     references: tuple[BPESweepPoint, ...]
@@ -264,10 +227,8 @@ class BPESweepResult:
         docs = self.documents
         return {
             "trained_vocab_size": self.trained_vocab_size,
-            "distinct_pretokens": self.distinct_pretokens,
-            "total_pretokens": self.total_pretokens,
-            "seconds_train": round(self.seconds_train, 3),
-            "seconds": round(self.seconds, 3),
+            "distinct_pretokens": self.distinct_pretokens, "total_pretokens": self.total_pretokens,
+            "seconds_train": round(self.seconds_train, 3), "seconds": round(self.seconds, 3),
             "eval": {"documents": [{"name": d.name, "bytes": d.bytes, "chars": d.chars}
                                    for d in docs],
                      "bytes": sum(d.bytes for d in docs), "chars": sum(d.chars for d in docs)},
@@ -278,8 +239,7 @@ class BPESweepResult:
             "knee": {"vocab_size": self.knee, "gain": self.knee_gain,
                      "rule": KNEE_RULE.format(gain=self.knee_gain * 100)},
             "plot": str(self.plot) if self.plot else None,
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
-            "warnings": list(self.warnings),
+            "skipped": list(map(asdict, self.skipped)), "warnings": list(self.warnings),
         }
 
 
@@ -297,14 +257,24 @@ def _width(request: BPESweepRequest) -> _Width:
 
 def _documents(sources: Sequence[str], stdin: BinaryIO | None,
                skipped: list[Skipped]) -> tuple[list[SweepDocument], list[str]]:
-    """The held-out texts: a parallel folder's samples (one per language), or files."""
     if not sources:
         raise UsageError(f"give held-out text to measure on ({arg('held_out')}): files or a "
                          f"parallel folder", param="held_out")
     docs: list[SweepDocument] = []
     notes: list[str] = []
     if len(sources) == 1 and Path(sources[0]).is_dir():
-        for group in _load_folder(Path(sources[0]), skipped):
+        from tokcost.inflation import load_dir
+
+        folder = Path(sources[0])
+        try:
+            groups = load_dir(folder, skipped=skipped)
+        except (UsageError, InputError) as exc:
+            # A sweep needs no baseline: a folder without en takes its first language.
+            stems = sorted(p.stem for p in folder.glob("*.txt"))
+            if exc.param != "baseline" or not stems:
+                raise
+            groups = load_dir(folder, baseline=stems[0], skipped=skipped)
+        for group in groups:
             notes += [w for w in group.warnings if not w.startswith("not parallel")]
             docs += [SweepDocument(s.code, len(s.text.encode("utf-8", "surrogatepass")),
                                    len(s.text), s.text) for s in group.samples]
@@ -325,24 +295,9 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     return docs, notes
 
 
-def _load_folder(folder: Path, skipped: list[Skipped]) -> list[Any]:
-    """A parallel folder through ``tokcost.inflation``'s loaders. A sweep needs no
-    baseline, so a folder without ``en`` is read with its first language as one."""
-    from tokcost.inflation import load_dir
-
-    try:
-        return load_dir(folder, skipped=skipped)
-    except (UsageError, InputError) as exc:
-        stems = sorted(p.stem for p in folder.glob("*.txt"))
-        if exc.param != "baseline" or not stems:
-            raise
-    return load_dir(folder, baseline=stems[0], skipped=skipped)
-
-
 def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, width: _Width,
                       texts: list[str], notes: list[str]) -> list[tuple[Any, int, list[int]]]:
-    """Each reference tokenizer's vocabulary size and tokens per document; the model's
-    own tokenizer joins them when this machine has it (else a note says why not)."""
+    """Each reference's vocabulary size and tokens per document, the model's if it loads."""
     loaded = [(choice, choice.load()) for choice in choices]
     if width.model is not None and all(c.label != width.model for c in choices):
         mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
@@ -355,7 +310,7 @@ def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, 
 
 @dataclass(frozen=True)
 class _Ruler:
-    """What every point is measured with: the documents, the width, the reference total."""
+    """What every point is measured with."""
 
     docs: tuple[SweepDocument, ...]
     width: _Width
@@ -381,8 +336,7 @@ class _Ruler:
 
 
 def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> BPESweepResult:
-    """Train once, then measure every size and every reference tokenizer on the held-out
-    text (see ``BPESweepRequest``; the costs: this module's docstring)."""
+    """Train once, then measure every size and reference tokenizer on the held-out text."""
     t0 = time.perf_counter()
     width = _width(request)
     if request.plot is not None:
@@ -392,10 +346,8 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
     choices = resolve_tokenizers(list(request.tokenizers), catalog=request.catalog, default=None)
     skipped: list[Skipped] = []
     docs, notes = _documents(request.held_out, request.stdin, skipped)
-    # Training as train_bpe does it (the input policy, one engine), without writing a model.
     runner = LocalRunner(request.jobs, processes=True)
-    trained = train_inputs(request.files, request.trainer, runner, progress,
-                           stdin=request.stdin)
+    trained = train_inputs(request.files, request.trainer, runner, progress, stdin=request.stdin)
     refs = _reference_counts(choices, request, width, [d.text for d in docs], notes)
     ruler = _Ruler(tuple(docs), width, sum(refs[0][2]) if refs else 0)
     references = tuple(ruler.point(c.label, v, counts, spec=c.spec, exact=c.exact)
@@ -406,10 +358,10 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
                  request.knee_gain)
     skipped = list(trained.skipped) + skipped
     warnings = input_warnings(skipped, trained.invalid_utf8_bytes.items()) + tuple(notes)
-    ran_out = []
+    all_notes = list(map(TokcostError, warnings))
     if trained.exhausted:
         same = ", ".join(str(p.requested_vocab_size) for p in points if p.exhausted)
-        ran_out.append(TokcostError(
+        all_notes.append(TokcostError(
             f"the corpus ran out of pairs at {trained.model.n_tokens} tokens: "
             f"{arg('vocab_sizes')} {same} are that vocabulary; train on more text",
             related=("vocab_sizes",)))
@@ -420,20 +372,14 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         distinct_pretokens=trained.distinct_pretokens, total_pretokens=trained.total_pretokens,
         seconds_train=trained.seconds_pretokenize + trained.seconds_merge,
         seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
-        notes=tuple(map(TokcostError, warnings)) + tuple(ran_out))
+        notes=tuple(all_notes))
     if request.plot is not None:
-        _plot(result, distinct or points[:1], request.plot, request.force)
+        from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
+
+        curve, dots = ([SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
+                                       p.embedding_params + p.output_params, p.exact)
+                        for p in group] for group in (distinct or points[:1], references))
+        plot_sweep(curve, dots, request.plot, knee=result.knee, force=request.force,
+                   knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
+                   width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")
     return result
-
-
-def _plot(result: BPESweepResult, sizes: list[BPESweepPoint], path: Path, force: bool) -> None:
-    from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-
-    def dot(p: BPESweepPoint) -> SweepPlotPoint:
-        return SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
-                              p.embedding_params + p.output_params, p.exact)
-
-    width = result.width
-    plot_sweep([dot(p) for p in sizes], [dot(p) for p in result.references], path,
-               knee=result.knee, knee_rule=KNEE_RULE.format(gain=result.knee_gain * 100),
-               width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}", force=force)

@@ -1,8 +1,4 @@
-"""tokcost's own byte-level BPE: pre-tokenize, train, encode/decode, save/load, export.
-
-This is the public API of ``tokcost.bpe``. Training reproduces Hugging Face
-``tokenizers``' BpeTrainer merge for merge (see ``tokcost.bpe.train``).
-"""
+"""tokcost's own byte-level BPE (HF BpeTrainer's merges): train, encode, save, load, export."""
 
 from tokcost.bpe.encode import Encoder as Encoder
 from tokcost.bpe.export import ExportFormat as ExportFormat

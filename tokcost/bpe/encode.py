@@ -1,11 +1,5 @@
-"""The pure-Python reference encoder and decoder (tiktoken's algorithm, no Rust).
-
-Text is cut into pre-tokens by the model's pattern; each pre-token's UTF-8 bytes are
-looked up whole, else merged pairwise: join the adjacent pair whose joined bytes have
-the lowest rank (the leftmost on a tie) until no joined pair is a token. Short pieces
-are merged by scanning the pairs (``merge_scan``), long ones through a priority queue
-(``merge_queue``), as tiktoken switches to a heap; both give the same ids.
-"""
+"""The pure-Python reference encoder: tiktoken's algorithm (the lowest rank joins first, the
+leftmost on a tie), a pair scan for short pre-tokens, a priority queue for long ones."""
 
 from __future__ import annotations
 
@@ -14,21 +8,14 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from tokcost.bpe.model import BPEModel, DisallowedSpecial
-from tokcost.bpe.pretokenize import compile_pattern, special_regex, splitter
+from tokcost.bpe.pretokenize import compile_pattern, cut, special_regex, split_text, splitter
 from tokcost.errors import arg
 
-#: The per-pre-token cache is cleared when it holds this many entries (bounded memory).
-CACHE_LIMIT = 1 << 20
-
-#: Pre-tokens of this many bytes or more are merged through the queue (tiktoken switches
-#: at 100 bytes; in Python the queue is 1.3x quicker at 16-24 bytes, 4x at 64-100).
+CACHE_LIMIT = 1 << 20  # the pre-token cache is cleared at this many entries
+#: From this many bytes a pre-token merges through the queue (tiktoken: 100; in Python the
+#: queue is 1.3x quicker at 16-24 bytes, 4x at 64-100).
 LARGE_PIECE = 16
-
-#: Pre-tokens of this many bytes or more are not cached: a long run is rarely seen
-#: twice, and a cache of long keys would not be bounded by ``CACHE_LIMIT`` alone.
-CACHED_BELOW = 100
-
-#: Bytes that tiktoken's ``_encode_bytes`` treats as whitespace at the end of the text.
+CACHED_BELOW = 100  # longer pre-tokens are rarely seen twice and would unbound the cache
 _SPACE = frozenset(b" \n\t")
 
 
@@ -48,11 +35,7 @@ def bpe_merge(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
 
 
 def merge_scan(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """BPE by scanning every adjacent pair for the lowest rank, once per merge: O(n^2).
-
-    >>> merge_scan(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3})
-    [2, 1]
-    """
+    """BPE by scanning every pair for the lowest rank, once per merge: O(n^2)."""
     parts = [piece[i : i + 1] for i in range(len(piece))]
     get = ranks.get
     while len(parts) > 1:
@@ -69,20 +52,9 @@ def merge_scan(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
 
 
 def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """BPE with a priority queue of candidate pairs: O(n log n), like tiktoken's
-    ``_byte_pair_merge_large``, and the same ids as ``merge_scan``.
-
-    The parts are a linked list over byte offsets (``end[i]``, ``prev[i]``); ``live[i]``
-    is the rank of joining part ``i`` with the next (-1: not a token). ``buckets[r]``
-    holds the starts of the pairs of rank ``r`` and a heap of ranks picks the next
-    bucket, so a run of one pair (``"x" * n``) costs a sort, not a heap push per pair.
-    A bucket is worked left to right (``merge_scan``'s order: a merge makes only longer
-    pairs, of other ranks); a pair of a lower rank made meanwhile stops the round and
-    the rest waits in the queue. A start whose ``live`` rank changed is a pair gone.
-
-    >>> merge_queue(b"aab", {b"a": 0, b"b": 1, b"aa": 2, b"ab": 3})
-    [2, 1]
-    """
+    """BPE in O(n log n), as tiktoken's ``_byte_pair_merge_large``: ``live[i]`` is the rank of
+    part ``i`` joined with the next (-1: none), ``buckets[r]`` the starts of rank ``r``, worked
+    left to right, so a run of one pair (``"x" * n``) costs a sort, not a push per pair."""
     n = len(piece)
     get = ranks.get
     end = list(range(1, n + 1))
@@ -108,8 +80,7 @@ def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
             continue  # a rank pushed twice
         starts.sort()
         lowest = rank + 1  # the lowest rank of a pair made in this round
-        # The two neighbour updates are written out on purpose: a helper call per
-        # merge costs more than the update itself (this loop is the encoder's hot path).
+        # Hot loop: the neighbour updates are written out, a call per merge costs more.
         for k, i in enumerate(starts):
             if live[i] != rank:
                 continue  # the pair it stood for is gone
@@ -188,13 +159,7 @@ class _PieceCache(dict[str, tuple[int, ...]]):
 
 
 class Encoder:
-    """Encode and decode with a ``BPEModel``, in pure Python.
-
-    >>> from tokcost.bpe.model import BPEModel
-    >>> m = BPEModel(pattern=r"\\S+|\\s+", ranks={bytes([b]): b for b in range(256)} | {b"hi": 256})
-    >>> Encoder(m).encode("hi hi")
-    [256, 32, 256]
-    """
+    """Encode and decode with a ``BPEModel``, in pure Python."""
 
     def __init__(self, model: BPEModel) -> None:
         self.model = model
@@ -207,29 +172,21 @@ class Encoder:
         self._special_re = special_regex(specials) if specials else None
 
     def find_special(self, text: str) -> str | None:
-        """The first special token's text found in ``text``, or None."""
-        if self._special_re is None:
-            return None
-        m = self._special_re.search(text)
+        m = None if self._special_re is None else self._special_re.search(text)
         return None if m is None else str(m.group())
 
     def _pieces(self, text: str) -> list[str]:
         pieces: list[str] = self._split(text)
         if self._full_cover or sum(map(len, pieces)) == len(text):
             return pieces
-        from tokcost.bpe.pretokenize import split_text
-
         return split_text(text, self.model.pattern)
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:
-        # map/chain run in C; only a cache miss calls back into Python (_PieceCache.__missing__).
+        # map/chain run in C; only a cache miss calls back into Python.
         return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 
     def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of ``text``; special-token text is encoded as plain text.
-
-        Lone surrogates (not UTF-8-encodable) become U+FFFD, as in tiktoken.
-        """
+        """Ids of ``text``, special-token text as plain text; lone surrogates become U+FFFD."""
         try:
             return self._encode_pieces(self._pieces(text))
         except UnicodeEncodeError:
@@ -237,14 +194,8 @@ class Encoder:
             return self._encode_pieces(self._pieces(text))
 
     def encode_bytes(self, data: bytes) -> list[int]:
-        """Ids of any byte string (invalid UTF-8 included); ``decode_bytes`` gives it back.
-
-        As tiktoken's ``Encoding._encode_bytes``: valid UTF-8 is ``encode_ordinary``.
-        Otherwise the text before the first invalid byte is encoded, and its last
-        pre-token (with the whitespace-only tokens before it, when it is whitespace)
-        is merged again together with all the bytes from the invalid one on, as one
-        piece: truncated UTF-8 then ends the way a model saw it in training.
-        """
+        """Ids of any bytes, as tiktoken's ``_encode_bytes``: the last pre-token before invalid
+        UTF-8 (and whitespace tokens before it) merges again with the rest, as one piece."""
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -263,8 +214,7 @@ class Encoder:
         def blank(token: int) -> bool:
             return all(b in _SPACE for b in decoder[token])
 
-        # tiktoken's guard for cl100k's \s*[\r\n]+: a split that may vanish once more
-        # bytes follow is not stable, so trailing whitespace tokens are merged again too.
+        # tiktoken's guard for cl100k's \s*[\r\n]+: a whitespace split is not stable.
         if n_last and blank(out[-n_last]):
             while n_last < len(out) and blank(out[-n_last - 1]):
                 n_last += 1
@@ -275,29 +225,21 @@ class Encoder:
         return out + bpe_merge(rest, self._ranks)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids of ``text``. Special-token text raises unless ``allow_special``.
-
-        Like tiktoken's ``encode`` with ``disallowed_special="all"``: an
-        ``<|endoftext|>`` in user data is an error, not a silent control token.
-        """
+        """Ids of ``text``; special-token text raises unless allowed (tiktoken's rule)."""
         if self._special_re is None:
             return self.encode_ordinary(text)
         if not allow_special:
-            m = self._special_re.search(text)
-            if m is not None:
+            found = self.find_special(text)
+            if found is not None:
                 raise DisallowedSpecial(
-                    f"text contains the special token {m.group()!r}; pass "
+                    f"text contains the special token {found!r}; pass "
                     f"{arg('allow_special', True)} to encode it as one token, or use "
                     f"encode_ordinary to encode it as plain text", param="allow_special")
             return self.encode_ordinary(text)
         out: list[int] = []
-        pos = 0
         specials = self.model.special_tokens
-        for m in self._special_re.finditer(text):
-            out += self.encode_ordinary(text[pos : m.start()])
-            out.append(specials[m.group()])
-            pos = m.end()
-        out += self.encode_ordinary(text[pos:])
+        for k, part in enumerate(cut(text, self._special_re.finditer(text))):
+            out += [specials[part]] if k % 2 else self.encode_ordinary(part)
         return out
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
@@ -318,7 +260,7 @@ class Encoder:
             raise self.model.invalid(bad) from None
 
     def decode(self, ids: Sequence[int], errors: str = "replace") -> str:
-        """Text of ``ids``; bytes that are not UTF-8 become U+FFFD (``errors="replace"``)."""
+        """Text of ``ids``; bytes that are not UTF-8 become U+FFFD."""
         return self.decode_bytes(ids).decode("utf-8", errors)
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:

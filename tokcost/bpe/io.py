@@ -1,10 +1,5 @@
-"""Saving and loading BPE models: a versioned JSON file plus a readable ``.vocab``.
-
-``save_model(model, "tok.bpe")`` writes ``tok.bpe`` (``{"format": "tokcost-bpe",
-"version": 1, ...}``) and ``tok.vocab`` beside it (one line per id: the token shown
-readably and, for a learned token, the two it was merged from): both files or neither,
-even on Ctrl-C, and never over an existing file unless ``force``.
-"""
+"""Saving and loading BPE models: a versioned JSON file (``"format": "tokcost-bpe"``) and a
+readable ``.vocab`` beside it, both or neither; and loading tiktoken rank files."""
 
 from __future__ import annotations
 
@@ -26,14 +21,12 @@ VERSION = 1
 
 
 def vocab_path(model_path: str | Path) -> Path:
-    """``tok.bpe`` -> ``tok.vocab``."""
     p = Path(model_path)
     return p.with_suffix(".vocab") if p.suffix else p.with_name(p.name + ".vocab")
 
 
 def check_writable(paths: list[Path], force: bool) -> None:
-    """Fail now unless every one of ``paths`` can be written: an existing file
-    without ``force``, a missing folder or one that refuses files (tried by writing)."""
+    """Fail now unless every one of ``paths`` can be written (an existing one: with ``force``)."""
     for p in paths:
         if p.is_dir():
             raise UsageError(f"{p} is a directory; give a file name")
@@ -44,68 +37,55 @@ def check_writable(paths: list[Path], force: bool) -> None:
 
 
 def render_token(data: bytes) -> str:
-    """Bytes shown readably: UTF-8 where it decodes, control characters escaped.
-
-    >>> render_token(b"hi\\n\\xff")
-    'hi\\\\u000a\\\\xff'
-    """
-    text = data.decode("utf-8", "backslashreplace")
-    return "".join(
-        ch if unicodedata.category(ch)[0] != "C" or ch == "\\" else f"\\u{ord(ch):04x}"
-        for ch in text
-    )
-
-
-def model_to_dict(model: BPEModel) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "pattern_name": model.pattern_name,
-        "pattern": model.pattern,
-        "special_tokens": model.special_tokens,
-        "merges": [list(m) for m in model.merges],
-        "vocab": [
-            [i, base64.b64encode(b).decode("ascii")]
-            for b, i in sorted(model.ranks.items(), key=lambda kv: kv[1])
-        ],
-    }
+    """Bytes shown readably: UTF-8 where it decodes, ``\\xNN`` else, controls as ``\\uNNNN``."""
+    return "".join(ch if unicodedata.category(ch)[0] != "C" or ch == "\\" else f"\\u{ord(ch):04x}"
+                   for ch in data.decode("utf-8", "backslashreplace"))
 
 
 def vocab_lines(model: BPEModel) -> Iterator[str]:
     """The ``.vocab`` companion: ``id<TAB>token[<TAB>left + right]``."""
-    made_from: dict[int, tuple[int, int]] = {}
-    for a, b, new in model.merges:
-        made_from.setdefault(new, (a, b))
+    made_from = {new: (a, b) for a, b, new in reversed(model.merges)}  # the first merge wins
     yield f"# tokcost-bpe v{VERSION} vocabulary: id, token, [the merge that made it]\n"
     special = model.special_ids
     for i in sorted(model.decoder):
-        data = model.decoder[i]
+        token = render_token(model.decoder[i])
         if i in special:
             yield f"{i}\t{special[i]}\t(special)\n"
         elif i in made_from:
-            a, b = made_from[i]
-            left = render_token(model.decoder[a])
-            right = render_token(model.decoder[b])
-            yield f"{i}\t[{render_token(data)}]\t[{left}] + [{right}]\n"
+            left, right = (render_token(model.decoder[t]) for t in made_from[i])
+            yield f"{i}\t[{token}]\t[{left}] + [{right}]\n"
         else:
-            yield f"{i}\t[{render_token(data)}]\n"
+            yield f"{i}\t[{token}]\n"
 
 
 def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tuple[Path, Path]:
-    """Write the model and its ``.vocab``, both or neither; returns both paths."""
+    """Write the model and its ``.vocab``, both or neither."""
     mp = Path(path)
     if mp.suffix == ".vocab":
         raise UsageError(f"{mp}: name the model file something other than *.vocab, e.g. tok.bpe")
     vp = vocab_path(mp)
     check_writable([mp, vp], force)
-    write_files_atomic({
-        mp: json.dumps(model_to_dict(model), ensure_ascii=False) + "\n",
-        vp: "".join(vocab_lines(model)),
-    })
+    vocab = sorted(model.ranks.items(), key=lambda kv: kv[1])
+    doc = {"format": FORMAT, "version": VERSION, "pattern_name": model.pattern_name,
+           "pattern": model.pattern, "special_tokens": model.special_tokens,
+           "merges": [list(m) for m in model.merges],
+           "vocab": [[i, base64.b64encode(b).decode("ascii")] for b, i in vocab]}
+    write_files_atomic({mp: json.dumps(doc, ensure_ascii=False) + "\n",
+                        vp: "".join(vocab_lines(model))})
     return mp, vp
 
 
-def model_from_dict(data: Any, source: str) -> BPEModel:
+def load_model(path: str | Path) -> BPEModel:
+    p = Path(path).expanduser()
+    source = str(p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BPEError(f"cannot read BPE model {p}: {exc}") from exc
+    except ValueError:
+        raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BPEError(f'{source} is not a tokcost BPE model (no "format": "{FORMAT}")')
     version = data.get("version")
@@ -125,45 +105,25 @@ def model_from_dict(data: Any, source: str) -> BPEModel:
                     pattern_name=name if isinstance(name, str) else None, source=source)
 
 
-def load_model(path: str | Path) -> BPEModel:
-    """Read a model written by ``save_model``."""
-    p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BPEError(f"cannot read BPE model {p}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
-    return model_from_dict(data, str(p))
-
-
-def _tiktoken_sidecar(path: Path) -> tuple[str | None, dict[str, int]]:
-    meta = path.with_name(path.name + ".json")
-    if not meta.is_file():
-        return None, {}
-    try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
-        specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
-        return str(info["pattern"]), specials
-    except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
-                       f"({exc})") from exc
-
-
 def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:
-    """A local tiktoken rank file (``base64 rank`` lines); the pattern comes from
-    ``pattern``, else from ``PATH.json`` beside it (as ``export_tiktoken`` writes)."""
+    """A tiktoken rank file; its pattern from ``pattern``, else from ``PATH.json`` beside it."""
     from tiktoken.load import load_tiktoken_bpe
 
     p = Path(path).expanduser()
     if not p.is_file():
         raise UsageError(f"tiktoken rank file not found: {p}")
-    side_pattern, specials = _tiktoken_sidecar(p)
-    pattern = pattern or side_pattern
+    meta = p.with_name(p.name + ".json")
+    side: str | None = None
+    specials: dict[str, int] = {}
+    if meta.is_file():
+        try:
+            info = json.loads(meta.read_text(encoding="utf-8"))
+            specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+            side = str(info["pattern"])
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+            raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
+                           f"({exc})") from exc
+    pattern = pattern or side
     if pattern is None:
         raise UsageError(f"{p}: no pre-tokenization regex known; pass {arg('pattern')} (gpt2, "
                          f"cl100k, o200k or a regex) or write {p.name}.json beside it, as "
@@ -178,40 +138,25 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
 
 
 def model_from_encoding(encoding: Any, source: str) -> BPEModel:
-    """A ``BPEModel`` from a ``tiktoken.Encoding``: its ranks and its special tokens
-    by id, then text (``special_tokens_by_id``), so an export is the same on every run
-    (the encoding keeps them in a set, and o200k_harmony gives two of them one id)."""
+    """A ``BPEModel`` from a ``tiktoken.Encoding``, its special tokens by id, then text (a set
+    there, and o200k_harmony gives two one id), so an export is the same on every run."""
     pat = getattr(encoding, "_pat_str", None)
     if not isinstance(pat, str):
         raise BPEError(f"{source}: cannot read the encoding's pre-tokenization pattern")
     regex, name = resolve_pattern(pat)
     specials = special_tokens_by_id(
         (s, encoding.encode_single_token(s)) for s in encoding.special_tokens_set)
-    return BPEModel(pattern=regex, ranks=_encoding_ranks(encoding), special_tokens=specials,
-                    pattern_name=name, source=source)
-
-
-def _encoding_ranks(encoding: Any) -> dict[bytes, int]:
-    """Bytes -> rank of an encoding's mergeable tokens.
-
-    tiktoken keeps them as a dict (``_mergeable_ranks``): copied, that is one pass in C
-    over 200k entries, where asking ``encode_single_token`` for each token is a Python
-    call apiece. Another object is read through the public API.
-    """
-    held = getattr(encoding, "_mergeable_ranks", None)
-    if isinstance(held, dict) and len(held) == len(encoding.token_byte_values()):
-        return dict(held)
-    return {data: encoding.encode_single_token(data) for data in encoding.token_byte_values()}
+    # tiktoken's own dict, when it has one, is copied in C, not asked 200k times.
+    held, values = getattr(encoding, "_mergeable_ranks", None), encoding.token_byte_values()
+    ranks = dict(held) if isinstance(held, dict) and len(held) == len(values) else {
+        data: encoding.encode_single_token(data) for data in values}
+    return BPEModel(pattern=regex, ranks=ranks, special_tokens=specials, pattern_name=name,
+                    source=source)
 
 
 def load_any(source: str | Path, *, pattern: PatternName | str | None = None) -> BPEModel:
-    """A model from a tokcost file, a ``.tiktoken`` rank file or a ``tiktoken:NAME`` spec.
-
-    ``bpe:PATH`` is the same as ``PATH``.
-    """
-    source = str(source)
-    if source.startswith("bpe:"):
-        source = source[4:]
+    """A model from a tokcost file (``bpe:`` optional), a ``.tiktoken`` or ``tiktoken:NAME``."""
+    source = str(source).removeprefix("bpe:")
     if source.startswith("tiktoken:"):
         arg = source.split(":", 1)[1]
         if arg.endswith(".tiktoken") or Path(arg).is_file():

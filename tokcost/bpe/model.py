@@ -1,10 +1,5 @@
-"""The BPE model: token bytes and their ids, special tokens, the pattern.
-
-A model is what tiktoken calls an encoding: ``ranks`` maps each mergeable token's bytes
-to its id, which is also its merge priority (lower merges first). A model tokcost trained
-has Hugging Face's ids (special tokens, the 256 bytes in byte-level alphabet order, then
-one per new token in merge order), so it and ``tokenizers``' BpeTrainer agree id for id.
-"""
+"""The BPE model, tiktoken's encoding: ``ranks`` maps each token's bytes to its id, which is
+also its merge priority; a trained one has Hugging Face's ids (docs/bpe.md)."""
 
 from __future__ import annotations
 
@@ -26,22 +21,12 @@ class DisallowedSpecial(TokcostError):
     """Text holds a special token's text and the caller did not allow specials."""
 
 
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-level alphabet: every byte -> one printable character.
-
-    Printable Latin-1 bytes map to themselves; the other 68 bytes map to
-    U+0100 and up, in byte order (``b" "`` -> ``"Ġ"``).
-
-    >>> bytes_to_unicode()[ord(" ")]
-    'Ġ'
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    others = [b for b in range(256) if b not in printable]
-    return {b: chr(b) for b in printable} | {b: chr(256 + n) for n, b in enumerate(others)}
-
-
-BYTE_TO_CHAR: dict[int, str] = bytes_to_unicode()
+_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+              *range(ord("®"), ord("ÿ") + 1)]
+#: GPT-2's byte-level alphabet: printable Latin-1 bytes as themselves, the other 68 from
+#: U+0100 on, in byte order (``b" "`` -> ``"Ġ"``).
+BYTE_TO_CHAR: dict[int, str] = {b: chr(b) for b in _PRINTABLE} | {
+    b: chr(256 + n) for n, b in enumerate(x for x in range(256) if x not in _PRINTABLE)}
 
 #: The 256 bytes in Hugging Face's alphabet order (sorted by byte-level character).
 ALPHABET_ORDER: tuple[int, ...] = tuple(sorted(range(256), key=lambda b: ord(BYTE_TO_CHAR[b])))
@@ -54,9 +39,8 @@ def to_byte_level(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class BPEModel:
-    """A byte-level BPE vocabulary. ``ranks`` holds the 256 single bytes at least;
-    ``merges`` are ``(left id, right id, new id)`` in training order (none for an
-    imported rank file); ``pattern_name`` is gpt2, cl100k, o200k or None (a regex)."""
+    """A byte-level BPE vocabulary of the 256 bytes at least; ``merges``: ``(left, right,
+    new id)`` in training order (none for an imported rank file)."""
 
     pattern: str
     ranks: dict[bytes, int]
@@ -73,7 +57,6 @@ class BPEModel:
 
     @cached_property
     def decoder(self) -> dict[int, bytes]:
-        """id -> token bytes, special tokens included."""
         dec = {i: b for b, i in self.ranks.items()}
         for text, i in self.special_tokens.items():
             dec.setdefault(i, text.encode("utf-8"))
@@ -86,7 +69,7 @@ class BPEModel:
 
     @property
     def n_tokens(self) -> int:
-        """Number of distinct ids (mergeable + special)."""
+        """Distinct ids (mergeable + special)."""
         return len(self.decoder)
 
     @cached_property
@@ -100,6 +83,5 @@ class BPEModel:
             raise self.invalid(token_id) from None
 
     def invalid(self, token_id: object) -> InvalidTokenId:
-        """The error for an id this vocabulary does not have."""
         return InvalidTokenId(f"token id {token_id!r} is not in this vocabulary "
                               f"(ids run 0..{self.vocab_size - 1})")

@@ -1,16 +1,5 @@
-"""Pre-tokenization: split text into the pieces BPE merges within.
-
-The named patterns are tiktoken's own regexes, character for character (a test checks
-them against tiktoken's). They run on the ``regex`` package, which knows ``\\p{L}`` and
-possessive quantifiers; ASCII text takes a faster stdlib-``re`` path that cuts it the
-same way (a property test checks that).
-
-Files are read as bytes and cut only at ``"\\n"`` (each line keeps it), as Hugging Face
-``tokenizers`` reads training files: CRLF survives, and ``str.splitlines`` (which also
-cuts at ``\\x0b``, ``\\u2028`` ...) never changes the corpus. A line is the unit the
-pattern runs over. Special tokens are split out of each line first, as HF's
-``AddedVocabulary`` splits its added tokens (leftmost, then longest), so no pre-token
-crosses one. What a reader needs travels as one frozen ``PretokenizeSpec``.
+"""Pre-tokenization: split text into the pieces BPE merges within, and count them in files
+(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first).
 """
 
 from __future__ import annotations
@@ -26,12 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache, partial
-from itertools import accumulate, chain
+from itertools import accumulate, chain, pairwise
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-# The named patterns are tiktoken's own regexes, kept in one place beside the
-# encodings they belong to.
 from tokcost.adapters.openai_encodings import PATTERNS as PATTERNS
 from tokcost.errors import InputError, UsageError, suggest
 from tokcost.runner import LocalRunner, Piece, Runner, plan_shards
@@ -39,22 +26,15 @@ from tokcost.runner import LocalRunner, Piece, Runner, plan_shards
 if TYPE_CHECKING:
     import regex
 
-#: Files are read in pieces of this many bytes (cut after the last newline).
-BLOCK_CHARS = 1 << 20
+BLOCK_CHARS = 1 << 20  # files are read in pieces of this many bytes, cut after a newline
 SCAN_BYTES = 4096  # read size while looking for the next line start
-
-# A line with its "\n", or the last line without one.
 _LINE_SPLIT = r"[^\n]*\n|[^\n]+"
 
 ProgressFn = Callable[[str, int, int], None]
 
 
 class PatternName(str, Enum):
-    """The named pre-tokenization patterns (tiktoken's regexes); any other regex is a ``str``.
-
-    >>> sorted(name.value for name in PatternName) == sorted(PATTERNS)
-    True
-    """
+    """The named pre-tokenization patterns (tiktoken's regexes); any other regex is a ``str``."""
 
     GPT2 = "gpt2"
     CL100K = "cl100k"
@@ -63,14 +43,8 @@ class PatternName(str, Enum):
 
 @dataclass(frozen=True)
 class PretokenizeSpec:
-    """How a reader pre-tokenizes: the ``pattern`` (a name is read as its regex), the
-    ``special_tokens`` split out first, and ``max_pretokens``, the cap on distinct
-    pre-tokens a table keeps (``tokcost.bpe.train.TrainerConfig`` states the rule).
-
-    >>> spec = PretokenizeSpec("gpt2", ("<s>", "<s>"), max_pretokens=10)
-    >>> spec.pattern == PATTERNS["gpt2"], spec.special_tokens, spec.counting_cap
-    (True, ('<s>',), 11)
-    """
+    """How a reader pre-tokenizes: the pattern (a name is read as its regex), the special
+    tokens split out first, the cap on distinct pre-tokens a table keeps (docs/bpe.md)."""
 
     pattern: str = PATTERNS["o200k"]
     special_tokens: tuple[str, ...] = ()
@@ -82,10 +56,9 @@ class PretokenizeSpec:
 
     @property
     def counting_cap(self) -> int | None:
-        """The cap while counting: the special tokens' occurrences are counted as
-        pre-tokens, then taken out before training, so they take no learned one's place."""
-        return None if self.max_pretokens is None else self.max_pretokens + len(
-            self.special_tokens)
+        """The cap raised by the special tokens, counted now and taken out before training."""
+        cap = self.max_pretokens
+        return None if cap is None else cap + len(self.special_tokens)
 
     def merge(self, counts: dict[str, int], part: Mapping[str, int]) -> None:
         """Add a reader's table into ``counts``, bounded as the readers are."""
@@ -94,19 +67,13 @@ class PretokenizeSpec:
         _cap_while_counting(counts, self.counting_cap)
 
     def prune(self, counts: dict[str, int]) -> None:
-        """A table's last prune, to ``counting_cap`` (a reader's end, the merged table's)."""
+        """A table's last prune (a reader's end, the merged table's)."""
         if self.counting_cap is not None:
             prune_counts(counts, self.counting_cap)
 
 
 def prune_counts(counts: dict[str, int], max_pretokens: int) -> bool:
-    """Keep the ``max_pretokens`` most frequent pre-tokens of ``counts`` (in place);
-    among equal counts, those that entered the table first. True if any was dropped.
-
-    >>> c = Counter({"a": 1, "b": 3, "c": 1, "d": 2})
-    >>> prune_counts(c, 3), dict(c)
-    (True, {'a': 1, 'b': 3, 'd': 2})
-    """
+    """Keep the ``max_pretokens`` most frequent (ties: the first entered); True if any went."""
     if len(counts) <= max_pretokens:
         return False
     if max_pretokens <= 0:
@@ -126,8 +93,7 @@ def prune_counts(counts: dict[str, int], max_pretokens: int) -> bool:
 
 
 def _cap_while_counting(counts: dict[str, int], max_pretokens: int | None) -> None:
-    """While a table still grows, cut it to the cap once it holds twice the cap:
-    memory stays bounded by 2 x max_pretokens entries plus one block's pieces."""
+    """Cut a growing table to the cap once it holds twice the cap."""
     if max_pretokens is not None and len(counts) > 2 * max_pretokens:
         prune_counts(counts, max_pretokens)
 
@@ -142,11 +108,7 @@ def special_regex(special_tokens: tuple[str, ...]) -> regex.Pattern[str]:
 
 
 def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
-    """``"cl100k"`` -> (tiktoken's regex, ``"cl100k"``); a regex -> (regex, None).
-
-    >>> resolve_pattern("gpt2")[1], resolve_pattern(PatternName.O200K)[1]
-    ('gpt2', 'o200k')
-    """
+    """``"cl100k"`` -> (tiktoken's regex, ``"cl100k"``); a regex -> (regex, None)."""
     if isinstance(pattern, PatternName):
         pattern = pattern.value
     if pattern in PATTERNS:
@@ -156,10 +118,8 @@ def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
             return pat, name
     if re.fullmatch(r"[a-z][a-z0-9_]*", pattern):
         # A bare lowercase word is a mistyped name far more often than a regex.
-        raise UsageError(
-            f"unknown pattern name '{pattern}'{suggest(pattern, PATTERNS)}; use gpt2, cl100k, "
-            "o200k or a regular expression"
-        )
+        raise UsageError(f"unknown pattern name '{pattern}'{suggest(pattern, PATTERNS)}; use "
+                         "gpt2, cl100k, o200k or a regular expression")
     compile_pattern(pattern)  # fail early with a clear message
     return pattern, None
 
@@ -171,16 +131,13 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     try:
         return regex.compile(pattern)
     except regex.error as exc:
-        raise UsageError(
-            f"invalid pre-tokenization regex {pattern!r}: {exc}; "
-            f"use gpt2, cl100k, o200k or a valid regex"
-        ) from exc
+        raise UsageError(f"invalid pre-tokenization regex {pattern!r}: {exc}; "
+                         f"use gpt2, cl100k, o200k or a valid regex") from exc
 
 
 def _ascii_translate(pattern: str) -> str:
-    """Rewrite ``pattern`` for the stdlib ``re`` engine, valid on ASCII text only:
-    ``\\p{X}`` and ``\\s`` become the ASCII characters they match (read from
-    ``regex`` itself, so both engines agree)."""
+    """``pattern`` for stdlib ``re`` on ASCII text: ``\\p{X}`` and ``\\s`` become the ASCII
+    characters ``regex`` matches with them."""
     import re
 
     import regex
@@ -227,11 +184,8 @@ def _ascii_translate(pattern: str) -> str:
 
 @lru_cache(maxsize=8)
 def _ascii_fast(pattern: str) -> Callable[[str], list[str]] | None:
-    """A stdlib-``re`` splitter for ASCII text (about 2.5x faster than ``regex``).
-
-    Only for the named patterns (tests prove the two engines cut ASCII text the
-    same way) and on Python 3.11+ (possessive quantifiers in ``re``).
-    """
+    """A stdlib-``re`` splitter for ASCII text, 2.5x faster than ``regex``: for the named
+    patterns (tested) on Python 3.11+ (possessive quantifiers)."""
     if sys.version_info < (3, 11) or pattern not in PATTERNS.values():
         return None
     import re
@@ -241,8 +195,7 @@ def _ascii_fast(pattern: str) -> Callable[[str], list[str]] | None:
 
 
 def splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> pieces`` for a pattern known to match every character (the named
-    patterns); ASCII text takes the fast stdlib-``re`` path."""
+    """``text -> pieces`` for a pattern that matches every character (the named ones)."""
     slow: Callable[[str], list[str]] = compile_pattern(pattern).findall
     fast = _ascii_fast(pattern)
     if fast is None:
@@ -255,33 +208,22 @@ def splitter(pattern: str) -> Callable[[str], list[str]]:
 
 
 def split_text(text: str, pattern: str) -> list[str]:
-    """All pieces of ``text``: the matches and, like HF's ``Split(..., "isolated")``,
-    the gaps between them (tiktoken's patterns leave no gaps).
-
-    >>> split_text("Hello world!!", PATTERNS["gpt2"])
-    ['Hello', ' world', '!!']
-    """
+    """The matches and, like HF's ``Split(..., "isolated")``, the gaps between them."""
     pat = compile_pattern(pattern)
     pieces: list[str] = pat.findall(text)
     if sum(map(len, pieces)) == len(text):
         return pieces
-    pieces = []
-    pos = 0
-    for m in pat.finditer(text):
-        start, end = m.span()
-        if start > pos:
-            pieces.append(text[pos:start])
-        if end > start:
-            pieces.append(text[start:end])
-        pos = end
-    if pos < len(text):
-        pieces.append(text[pos:])
-    return pieces
+    return [piece for piece in cut(text, pat.finditer(text)) if piece]
+
+
+def cut(text: str, matches: Iterable[regex.Match[str]]) -> list[str]:
+    """``text`` cut at ``matches``: gap, match, gap, ... (any of them may be empty)."""
+    bounds = [0, *chain.from_iterable(m.span() for m in matches), len(text)]
+    return [text[a:b] for a, b in pairwise(bounds)]
 
 
 def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
-    """The pre-tokens of one sequence as HF's trainer sees them: the special tokens
-    split out first (each one a pre-token), the text between them split by the pattern.
+    """The pre-tokens of one sequence: the special tokens split out first, each one piece.
 
     >>> pretokenize("end<|endoftext|> of", PretokenizeSpec("gpt2", ("<|endoftext|>",)))
     ['end', '<|endoftext|>', ' of']
@@ -289,28 +231,21 @@ def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     pattern, specials = spec.pattern, spec.special_tokens
     if not specials:
         return split_text(text, pattern)
-    # tiktoken's patterns leave no gaps: their splitter (ASCII fast path) does.
+    # tiktoken's patterns leave no gaps: their splitter has the ASCII fast path.
     split: Callable[[str], list[str]] = (
         splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
     pieces: list[str] = []
-    pos = 0
-    for m in special_regex(specials).finditer(text):
-        if m.start() > pos:
-            pieces += split(text[pos : m.start()])
-        pieces.append(m.group())
-        pos = m.end()
-    if pos < len(text):
-        pieces += split(text[pos:])
+    for k, part in enumerate(cut(text, special_regex(specials).finditer(text))):
+        if k % 2:
+            pieces.append(part)  # a special token
+        elif part:
+            pieces += split(part)
     return pieces
 
 
 def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str]) -> set[int]:
-    """The indices of the ``lines`` of ``block`` that a special token's match touches.
-
-    Found in the whole block at once (a search per line costs more than the split);
-    a match that runs across a line break only selects lines, which ``pretokenize``
-    then reads one by one, so no match is taken across lines, as HF reads them.
-    """
+    """The lines a special token's match touches, found in the whole block at once (cheaper
+    than a search per line); ``pretokenize`` then reads each line alone, as HF does."""
     spans = [m.span() for m in find.finditer(block)]
     if not spans:
         return set()
@@ -322,12 +257,7 @@ def _lines_with_specials(block: str, lines: list[str], find: regex.Pattern[str])
 
 
 def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
-    """Pre-token frequencies of a block of whole lines, each line split on its own
-    (as ``pretokenize`` splits it).
-
-    >>> sorted(count_block("a a\\na\\n", PretokenizeSpec("gpt2")).items())
-    [('\\n', 2), (' a', 1), ('a', 2)]
-    """
+    """Pre-token counts of a block of whole lines, each line split on its own."""
     lines = _lines(block)
     counts: Counter[str] = Counter()
     pattern = spec.pattern
@@ -348,13 +278,12 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
     return counts
 
 
-# The line breaks of str.splitlines other than "\n"; a block without them splits at
-# "\n" alone, so splitlines (a C loop) cuts it as _LINE_SPLIT does, 5-7x faster.
+# str.splitlines' other breaks: without them it cuts as _LINE_SPLIT does, 5-7x faster.
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def _lines(block: str) -> list[str]:
-    """The lines of ``block``, each with its ``"\n"`` (the last one may lack it)."""
+    """The lines of ``block``, each with its ``"\n"``."""
     if not any(ch in block for ch in _OTHER_BREAKS):
         return block.splitlines(keepends=True)
     import regex
@@ -363,15 +292,10 @@ def _lines(block: str) -> list[str]:
     return found
 
 
-def _count_pieces(
-    lines: list[str], split: Callable[[str], list[str]], counts: Counter[str]
-) -> None:
-    """Add the pieces of ``lines`` to ``counts``, splitting each distinct line once.
-
-    Text repeats lines (blank ones, braces, licence headers, the same file twice):
-    in the benchmark corpus 44% of a block's lines are repeats. The lines seen n
-    times are split together and their pieces added n times over.
-    """
+def _count_pieces(lines: list[str], split: Callable[[str], list[str]],
+                  counts: Counter[str]) -> None:
+    """Add the pieces of ``lines`` to ``counts``, splitting each distinct line once (44% of
+    a block's lines repeat in the benchmark corpus): lines seen n times count n times."""
     seen = Counter(lines)
     if len(seen) == len(lines):
         counts.update(chain.from_iterable(map(split, lines)))
@@ -402,10 +326,7 @@ def count_blocks(blocks: Iterable[str], spec: PretokenizeSpec,
 
 
 def line_start(fh: IO[bytes], offset: int, size: int) -> int:
-    """The first byte offset ``>= offset`` that starts a line (follows ``"\\n"``), or ``size``.
-
-    Scans in blocks, so a line longer than memory costs no more than a short one.
-    """
+    """The first byte offset ``>= offset`` that starts a line, or ``size``; scans in blocks."""
     if offset <= 0:
         return 0
     if offset >= size:
@@ -424,15 +345,13 @@ def line_start(fh: IO[bytes], offset: int, size: int) -> int:
 
 
 def line_range(fh: IO[bytes], piece: Piece) -> tuple[int, int]:
-    """The bytes of the lines that *start* inside ``piece``: readers of adjacent pieces
-    agree on the line across their border without talking."""
+    """The bytes of the lines that *start* inside ``piece`` (neighbours need not talk)."""
     size = fh.seek(0, os.SEEK_END)  # as the file is now
     return line_start(fh, piece.start, size), line_start(fh, piece.end, size)
 
 
 def _line_blocks(fh: IO[bytes], begin: int, stop: int) -> Iterator[str]:
-    """Bytes ``[begin, stop)`` in blocks cut after ``b"\\n"`` (never inside a character),
-    invalid UTF-8 read as U+FFFD: each block replaces what the whole file would."""
+    """Bytes ``[begin, stop)`` as text in blocks cut after ``b"\\n"`` (bad UTF-8: U+FFFD)."""
     fh.seek(begin)
     left, carry = stop - begin, b""
     while left > 0 or carry:
@@ -460,9 +379,8 @@ def training_file(path: str) -> Iterator[None]:
 
 def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec,
                  into: Counter[str] | None = None) -> Counter[str]:
-    """Map: the pre-tokens of the lines that start in each piece of local files (any split
-    of a file gives the counts of the whole); one reader, pruned at its end (unless it
-    counts ``into`` a table that goes on)."""
+    """Map: the pre-tokens of the lines that start in each piece of local files; one
+    reader, pruned at its end unless it counts ``into`` a table that goes on."""
     counts: Counter[str] = Counter() if into is None else into
     for piece in shard:
         with training_file(piece.path), open(piece.path, "rb") as fh:
@@ -472,15 +390,12 @@ def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec,
     return counts
 
 
-def pretokenize_files(
-    files: Sequence[tuple[str, int]], spec: PretokenizeSpec, runner: Runner, *,
-    read: Callable[..., Counter[str]] = count_pieces, progress: ProgressFn | None = None,
-    into: Counter[str] | None = None,
-) -> Counter[str]:
-    """Map ``read(shard, spec=spec)`` over shards of ``(path, size)`` files on ``runner``,
-    merging the tables (and the notes of tables that carry them: ``add_notes``) into
-    ``into``; one worker here reads straight into it, as one reader (no tables to merge).
-    ``progress("pretokenize", bytes_done, bytes_total)`` as shards end."""
+def pretokenize_files(files: Sequence[tuple[str, int]], spec: PretokenizeSpec, runner: Runner, *,
+                      read: Callable[..., Counter[str]] = count_pieces,
+                      progress: ProgressFn | None = None,
+                      into: Counter[str] | None = None) -> Counter[str]:
+    """Map ``read`` over shards of ``(path, size)`` files on ``runner`` and merge the tables
+    (and their notes: ``add_notes``) into ``into``; one worker here reads straight into it."""
     counts: Counter[str] = Counter() if into is None else into
     notes = getattr(counts, "add_notes", None)
     total = sum(size for _, size in files)
@@ -500,16 +415,13 @@ def pretokenize_files(
     return counts
 
 
-def count_words(
-    paths: Iterable[str | Path], spec: PretokenizeSpec, *, jobs: int = 1,
-    progress: ProgressFn | None = None,
-) -> Counter[str]:
-    """Frequency of every distinct pre-token in local files, read by ``jobs`` processes
-    (the counts are the same for any number; with a cap, see ``PretokenizeSpec``)."""
+def count_words(paths: Iterable[str | Path], spec: PretokenizeSpec, *, jobs: int = 1,
+                progress: ProgressFn | None = None) -> Counter[str]:
+    """Count every distinct pre-token in local files, read by ``jobs`` processes."""
     files: list[tuple[str, int]] = []
-    for p in paths:
-        with training_file(str(p)):
+    for p in map(str, paths):
+        with training_file(p):
             if Path(p).is_dir():
                 raise IsADirectoryError
-            files.append((str(p), os.stat(p).st_size))
+            files.append((p, os.stat(p).st_size))
     return pretokenize_files(files, spec, LocalRunner(jobs, processes=True), progress=progress)

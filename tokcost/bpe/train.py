@@ -1,22 +1,6 @@
-"""Byte-level BPE training that reproduces Hugging Face ``tokenizers``' BpeTrainer:
-the same merges in the same order as BpeTrainer with the pre-tokenizer
-``Sequence([Split(Regex(pattern), "isolated"), ByteLevel(add_prefix_space=False,
-use_regex=False)])``, ``min_frequency=0``, ``initial_alphabet=ByteLevel.alphabet()`` and
-``max_token_length`` one more than tokcost's (HF keeps tokens strictly shorter).
-Special tokens are split out of each line first, as HF does for tokens added to its
-tokenizer; HF then learns merges inside them (``<|``, ``<|en``...), tokcost does not.
-
-The merge rule (HF ``trainer.rs``, ``impl Ord for Merge``): ids are the special tokens,
-the 256 byte-level characters by code point, then one per new token; the pair with the
-highest count merges first, ties to the smaller ``(left id, right id)``. In
-``"aaabdaaabac"``: ``a a`` (4), then ``a b`` beats ``aa a`` (2 each; ``a`` < ``aa``).
-Two merges that spell the same bytes share one id, as in HF.
-
-How it runs: each distinct pre-token is held once as a ``str`` of ``chr(id)``, so
-finding a pair is ``str.find`` and merging it ``str.replace`` (HF's ``Word::merge``
-scan); a heap of ``(-count, pair, seq, words)`` with lazy deletion, as HF's, picks the
-next pair, and a merge visits only the words that hold it.
-"""
+"""Byte-level BPE training with Hugging Face ``tokenizers``' BpeTrainer's merges, in order:
+the highest count first, ties to the smaller ``(left id, right id)`` (HF ``trainer.rs``, ``impl
+Ord for Merge``). The HF setup it matches and how the loop runs: docs/bpe.md."""
 
 from __future__ import annotations
 
@@ -25,53 +9,32 @@ import heapq
 import time
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import TypeAlias
 
+import tokcost.bpe.pretokenize as pre
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
-from tokcost.bpe.pretokenize import (
-    PatternName,
-    PretokenizeSpec,
-    count_block,
-    count_words,
-    pretokenize,
-    prune_counts,
-    resolve_pattern,
-)
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.units import parse_count
 
 ProgressFn = Callable[[str, int, int], None]
 
-#: The longest token, in bytes, unless told otherwise: that of tiktoken's o200k_base and
-#: cl100k_base (128 spaces). Without a limit, a corpus that is one long run of a letter
-#: learns tokens of 2, 4, 8, ... bytes up to the run's length (a model of megabytes).
+#: o200k_base's and cl100k_base's longest token (128 spaces); unlimited, a long run of one
+#: letter learns tokens of 2, 4, 8, ... bytes up to its length.
 DEFAULT_MAX_TOKEN_LENGTH = 128
 _COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_pretokens")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train (as HF's ``BpeTrainer(...)``), checked on construction; a count
-    may be given as text (``"32k"``).
-
-    ``pattern``: gpt2, cl100k, o200k or a regex. ``special_tokens`` get the first ids; their
-    text in the corpus is split out, not learned from. ``max_token_length`` is in bytes
-    (None: no limit, HF's default). ``jobs`` processes pre-tokenize here.
-
-    ``max_pretokens`` caps the distinct pre-tokens held (None: all, as HF). A table pruned
-    to N keeps its N highest counts, ties by first entry (``prune_counts``); each reader
-    (a process's byte range, a Dask shard, stdin) and the merged table prune to N' (N plus
-    the special tokens, taken out later) whenever they hold more than 2N'. A pruned
-    pre-token seen again counts from 0. With at most N distinct pre-tokens the merges
-    are HF's; above, the late merges can differ and depend on how the files are split.
-    """
+    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``). The
+    ``max_pretokens`` rule: docs/bpe.md, "Memory"."""
 
     vocab_size: int
-    pattern: PatternName | str = PatternName.O200K
+    pattern: pre.PatternName | str = pre.PatternName.O200K
     special_tokens: tuple[str, ...] = ()
     min_frequency: int = 0
     max_token_length: int | None = DEFAULT_MAX_TOKEN_LENGTH
@@ -103,17 +66,15 @@ class TrainerConfig:
         ):
             if failed:
                 raise UsageError(message, param=param, value=getattr(self, param))
-        resolve_pattern(self.pattern)  # an unknown name or a bad regex fails here
+        pre.resolve_pattern(self.pattern)  # an unknown name or a bad regex fails here
 
-    def reader_spec(self) -> PretokenizeSpec:
-        """What the readers of the corpus get: the pattern, the special tokens, the cap."""
-        return PretokenizeSpec(self.pattern, self.special_tokens, self.max_pretokens)
+    def reader_spec(self) -> pre.PretokenizeSpec:
+        return pre.PretokenizeSpec(self.pattern, self.special_tokens, self.max_pretokens)
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainResult:
-    """A trained model and what training saw. ``exhausted``: the corpus ran out of pairs
-    (above ``min_frequency``) before ``vocab_size``; the model holds the merges it made.
+    """A trained model and what training saw; ``exhausted``: the pairs ran out first.
     ``notes`` name parameters through placeholders (``warnings``: in the API's words)."""
 
     model: BPEModel
@@ -129,46 +90,31 @@ class TrainResult:
         return tuple(map(str, self.notes))
 
 
-def train(
-    paths: Iterable[str | Path], config: TrainerConfig, progress: ProgressFn | None = None,
-    *, texts: Iterable[str] = (),
-) -> TrainResult:
-    """Train on text files, pre-tokenized here in ``config.jobs`` processes (streamed,
-    each line on its own), and on ``texts``: blocks of whole lines, as
-    ``tokcost.counting.LineBlocks`` reads a stream. (``tokcost.train_bpe`` pre-tokenizes
-    on any engine, Dask too, then calls ``train_counted``.)
-    """
+def train(paths: Iterable[str | Path], config: TrainerConfig, progress: ProgressFn | None = None,
+          *, texts: Iterable[str] = ()) -> TrainResult:
+    """Train on text files (read in ``config.jobs`` processes) and ``texts``, blocks of
+    whole lines."""
     started = time.perf_counter()
-    counts = count_words(list(paths), config.reader_spec(), jobs=config.jobs, progress=progress)
+    spec = config.reader_spec()
+    counts = pre.count_words(list(paths), spec, jobs=config.jobs, progress=progress)
     return train_counted(counts, config, progress, texts=texts, started=started)
 
 
-def train_counted(
-    counts: Counter[str], config: TrainerConfig, progress: ProgressFn | None = None,
-    *, texts: Iterable[str] = (), started: float | None = None,
-) -> TrainResult:
-    """Learn from a corpus whose files a reader pre-tokenized with ``config.reader_spec()``
-    (``counts``, emptied here), plus ``texts`` (as ``train``). The special tokens'
-    occurrences are dropped: learning from them would spend merges rebuilding them (HF
-    does). ``started``: when pre-tokenizing began (``time.perf_counter()``).
-    """
-    spec = config.reader_spec()
-    cap = spec.counting_cap
-    for block in texts:
-        counts.update(count_block(block, spec))
-        if cap is not None and len(counts) > 2 * cap:
-            prune_counts(counts, cap)
+def train_counted(counts: Counter[str], config: TrainerConfig, progress: ProgressFn | None = None,
+                  *, texts: Iterable[str] = (), started: float | None = None) -> TrainResult:
+    """Learn from ``counts`` (pre-tokenized with ``config.reader_spec()``, emptied here)
+    plus ``texts`` (as ``train``); ``started``: when pre-tokenizing began."""
+    pre.count_blocks(texts, config.reader_spec(), counts)
+    # Learning from the special tokens would spend merges rebuilding them (HF does).
     for token in config.special_tokens:
         counts.pop(token, None)
     seconds = 0.0 if started is None else time.perf_counter() - started
     return train_from_counts(counts, config, progress, seconds_pretokenize=seconds, consume=True)
 
 
-def train_from_texts(
-    texts: Iterable[str], config: TrainerConfig, progress: ProgressFn | None = None
-) -> TrainResult:
-    """Train on in-memory texts; each text is one sequence for the pattern (special
-    tokens split out first, as ``train`` does).
+def train_from_texts(texts: Iterable[str], config: TrainerConfig,
+                     progress: ProgressFn | None = None) -> TrainResult:
+    """Train on in-memory texts, each one sequence for the pattern.
 
     >>> r = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
     >>> [r.model.decoder[i] for a, b, i in r.model.merges]
@@ -177,50 +123,64 @@ def train_from_texts(
     spec = config.reader_spec()
     started = time.perf_counter()
     counts: Counter[str] = Counter()
-    cap = spec.counting_cap
     for text in texts:
-        counts.update(pretokenize(text, spec))
-        if cap is not None and len(counts) > 2 * cap:
-            prune_counts(counts, cap)
+        spec.merge(counts, Counter(pre.pretokenize(text, spec)))
     return train_counted(counts, config, progress, started=started)
 
 
-def train_from_counts(
-    word_counts: Mapping[str, int], config: TrainerConfig, progress: ProgressFn | None = None,
-    *, seconds_pretokenize: float = 0.0, consume: bool = False,
-) -> TrainResult:
-    """Learn merges from pre-token frequencies (``{" the": 1234, ...}``), each learned
-    from as given (one equal to a special token too, as HF's trainer does).
-
-    ``consume=True`` empties ``word_counts`` (a dict) while reading it, to save memory.
-    ``config.max_pretokens`` prunes the table first (ties: the mapping's order). Counts
-    are Python integers: exact at any size (HF's pair counts are 32-bit and wrap).
+def train_from_counts(word_counts: Mapping[str, int], config: TrainerConfig,
+                      progress: ProgressFn | None = None, *, seconds_pretokenize: float = 0.0,
+                      consume: bool = False) -> TrainResult:
+    """Learn merges from pre-token counts (``{" the": 1234, ...}``) as given; ``consume``
+    empties the dict while reading it. Counts are exact at any size (HF's wrap at 2^31).
     """
-    # The merge loop allocates millions of small lists and tuples, none of them in a
-    # reference cycle; the cyclic collector's passes over them cost 15-25% of its time.
+    if not word_counts:
+        raise InputError("no text to train on: the corpus is empty")
+    t0 = time.perf_counter()
+    cap = config.max_pretokens
+    # The loop's millions of small objects hold no cycles; the collector cost 15-25%.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _learn(word_counts, config, progress, seconds_pretokenize, consume)
+        if cap is not None and len(word_counts) > cap:
+            table = word_counts if consume and isinstance(word_counts, dict) else dict(word_counts)
+            pre.prune_counts(table, cap)
+            word_counts, consume = table, True
+        corpus = _corpus(word_counts, config.special_tokens, consume)
+        pair_counts, heap = _initial_pairs(corpus.words, corpus.counts, corpus.total)
+        merges, exhausted = _merge(corpus, pair_counts, heap, config, progress)
+        model = _model(corpus, merges, config)
     finally:
         if paused:
             gc.enable()
+    notes = []
+    if cap is not None and len(corpus.words) >= cap:
+        notes.append(TokcostError(
+            f"the corpus reached {arg('max_pretokens', cap)} distinct pre-tokens: the rarer "
+            f"ones were dropped, so the late merges can differ from an uncapped run; raise "
+            f"it if memory allows", related=("max_pretokens",)))
+    if exhausted:
+        above = f" above {arg('min_frequency')}" if config.min_frequency > 1 else ""
+        notes.append(TokcostError(
+            f"the corpus ran out of pairs{above}: vocabulary has {len(corpus.keys)} tokens, "
+            f"not {config.vocab_size}; train on more text or ask for a smaller "
+            f"{arg('vocab_size')}", related=("min_frequency", "vocab_size")))
+    return TrainResult(model=model, distinct_pretokens=len(corpus.words),
+                       total_pretokens=corpus.total, seconds_pretokenize=seconds_pretokenize,
+                       seconds_merge=time.perf_counter() - t0, exhausted=exhausted,
+                       notes=tuple(notes))
 
 
 #: The words (indices, ascending) that hold a pair: C arrays from the first count, lists after.
 Owners: TypeAlias = "list[int] | array[int]"
 
-#: Above this total count the numpy pair counting (int64) could overflow; Python ints then.
-_INT64_SAFE = 1 << 62
-#: numpy counts the pairs of this many characters of words at a time: its arrays stay a
-#: few MB whatever the table's size.
-_PAIR_CHUNK_CHARS = 1 << 18
+_INT64_SAFE = 1 << 62  # above it numpy's int64 pair counts could overflow: Python ints
+_PAIR_CHUNK_CHARS = 1 << 18  # numpy counts this many characters at a time (a few MB)
 
 
 @dataclass
 class _Corpus:
-    """The table in the merge loop's terms: ``keys`` is HF's id_to_word (byte-level
-    strings, specials as given), ``words`` the pre-tokens as strings of ``chr(id)``."""
+    """``keys``: HF's id_to_word (byte-level); ``words``: pre-tokens as strings of ``chr(id)``."""
 
     keys: list[str]
     key_to_id: dict[str, int]
@@ -230,9 +190,7 @@ class _Corpus:
     total: int
 
 
-def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
-            consume: bool) -> _Corpus:
-    """Ids in HF's order, and the words as strings of id characters."""
+def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...], consume: bool) -> _Corpus:
     keys = list(specials)
     key_to_id = {tok: i for i, tok in enumerate(keys)}
     byte_id = [0] * 256
@@ -243,35 +201,22 @@ def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...],
             keys.append(ch)
         byte_id[b] = key_to_id[ch]
     table = {b: chr(byte_id[b]) for b in range(256)}  # bytes -> chr(id) through latin-1
-    corpus = _Corpus(keys, key_to_id, byte_id, [], [], 0)
-    words, counts = corpus.words, corpus.counts
+    words: list[str] = []
+    counts: list[int] = []
     items: Iterable[tuple[str, int]] = word_counts.items()
     if consume and isinstance(word_counts, dict):
-        items = _drain(word_counts)
+        # Emptied as read: the two forms of the table never sit in memory together.
+        items = (word_counts.popitem() for _ in range(len(word_counts)))
     for word, n in items:
         words.append(word.encode("utf-8").decode("latin-1").translate(table))
         counts.append(n)
-    corpus.total = sum(counts)
-    return corpus
+    return _Corpus(keys, key_to_id, byte_id, words, counts, sum(counts))
 
 
-def _drain(table: dict[str, int]) -> Iterator[tuple[str, int]]:
-    # Empty the caller's dict as we go, so the two forms of the corpus never sit in
-    # memory together (the word order does not change the merges).
-    while table:
-        yield table.popitem()
-
-
-def _initial_pairs(
-    words: list[str], counts: list[int], total: int
-) -> tuple[defaultdict[str, int], list[tuple[int, str, int, Owners]]]:
-    """Every adjacent pair's count and the heap entries ``(-count, pair, seq, words)``,
-    the words (indices, ascending, each once) that hold the pair.
-
-    numpy counts them, a chunk of words at a time (an array of their id characters):
-    about 5x faster than a Python loop over every pair of every word. The loop remains
-    for counts past int64's reach (the sums stay exact either way).
-    """
+def _initial_pairs(words: list[str], counts: list[int],
+                   total: int) -> tuple[defaultdict[str, int], list[tuple[int, str, int, Owners]]]:
+    """Every pair's count and heap entries ``(-count, pair, seq, words holding it)``; numpy
+    (5x faster) unless the counts pass int64's reach."""
     pair_counts: defaultdict[str, int] = defaultdict(int)
     where: dict[str, Owners] = {}
     if total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE:
@@ -299,11 +244,9 @@ def _initial_pairs(
     return pair_counts, heap
 
 
-def _count_pairs(
-    words: list[str], counts: list[int], lens: object, start: int, stop: int,
-    pair_counts: defaultdict[str, int], where: dict[str, Owners],
-) -> None:
-    """Add the pairs of ``words[start:stop]`` (in order, so each list stays ascending)."""
+def _count_pairs(words: list[str], counts: list[int], lens: object, start: int, stop: int,
+                 pair_counts: defaultdict[str, int], where: dict[str, Owners]) -> None:
+    """Add the pairs of ``words[start:stop]``, in order, so each list stays ascending."""
     import numpy as np
 
     n_chars = np.asarray(lens)[start:stop]
@@ -314,7 +257,7 @@ def _count_pairs(
     ok = np.ones(len(flat) - 1, dtype=bool)
     ends = np.cumsum(n_chars)
     ok[ends[(ends > 0) & (ends < len(flat))] - 1] = False
-    # One int64 per pair: ids are below 2**21 (vocab_size <= 0x110000).
+    # ids < 2**21 (vocab_size <= 0x110000): one int64 per pair
     code = (flat[:-1].astype(np.int64) << 21 | flat[1:])[ok]
     if not len(code):
         return
@@ -328,10 +271,9 @@ def _count_pairs(
     first = np.flatnonzero(new_pair)
     sums = np.add.reduceat(weight, first).tolist()
     keys = code[first].tolist()
-    # The words of each pair, each once (a word holding the pair twice is listed once).
     once = new_pair.copy()
     once[1:] |= word[1:] != word[:-1]
-    # As a C array of 4-byte ints (``array``): a list would hold an int object per entry.
+    # A C array: a list would hold an int object per entry.
     owner = array("i", word[once].astype(np.int32).tobytes())
     cut = np.flatnonzero(new_pair[once]).tolist()
     cut.append(len(owner))
@@ -346,62 +288,16 @@ def _count_pairs(
             lst.extend(owner[cut[j] : cut[j + 1]])
 
 
-def _learn(
-    word_counts: Mapping[str, int],
-    config: TrainerConfig,
-    progress: ProgressFn | None,
-    seconds_pretokenize: float,
-    consume: bool,
-) -> TrainResult:
-    if not word_counts:
-        raise InputError("no text to train on: the corpus is empty")
-    t0 = time.perf_counter()
-    cap = config.max_pretokens
-    if cap is not None and len(word_counts) > cap:
-        table = word_counts if consume and isinstance(word_counts, dict) else dict(word_counts)
-        prune_counts(table, cap)
-        word_counts, consume = table, True
-    corpus = _corpus(word_counts, config.special_tokens, consume)
-    pair_counts, heap = _initial_pairs(corpus.words, corpus.counts, corpus.total)
-    merges, exhausted = _merge(corpus, pair_counts, heap, config, progress)
-    notes = []
-    if cap is not None and len(corpus.words) >= cap:
-        notes.append(TokcostError(
-            f"the corpus reached {arg('max_pretokens', cap)} distinct pre-tokens: the rarer "
-            f"ones were dropped, so the late merges can differ from an uncapped run; raise "
-            f"it if memory allows", related=("max_pretokens",)))
-    if exhausted:
-        above = f" above {arg('min_frequency')}" if config.min_frequency > 1 else ""
-        notes.append(TokcostError(
-            f"the corpus ran out of pairs{above}: vocabulary has {len(corpus.keys)} tokens, "
-            f"not {config.vocab_size}; train on more text or ask for a smaller "
-            f"{arg('vocab_size')}", related=("min_frequency", "vocab_size")))
-    return TrainResult(
-        model=_model(corpus, merges, config), distinct_pretokens=len(corpus.words),
-        total_pretokens=corpus.total, seconds_pretokenize=seconds_pretokenize,
-        seconds_merge=time.perf_counter() - t0, exhausted=exhausted, notes=tuple(notes),
-    )
-
-
-def _merge(
-    corpus: _Corpus,
-    pair_counts: defaultdict[str, int],
-    heap: list[tuple[int, str, int, Owners]],
-    config: TrainerConfig,
-    progress: ProgressFn | None,
-) -> tuple[list[tuple[int, int, int]], bool]:
-    """The merges in order, and whether the pairs ran out first.
-
-    The trainer's hot loop, kept whole on purpose: every name in it is a local, and a
-    helper called per merge or per occurrence would cost more than the work it holds.
-    """
+def _merge(corpus: _Corpus, pair_counts: defaultdict[str, int],
+           heap: list[tuple[int, str, int, Owners]], config: TrainerConfig,
+           progress: ProgressFn | None) -> tuple[list[tuple[int, int, int]], bool]:
+    """The merges in order, and whether the pairs ran out first. The hot loop, kept whole:
+    a helper called per merge or occurrence would cost more than its work."""
     keys, key_to_id, words, counts = corpus.keys, corpus.key_to_id, corpus.words, corpus.counts
     seq = len(heap)
     heapq.heapify(heap)
     merges: list[tuple[int, int, int]] = []
-    # A token's length in bytes is its length in byte-level characters (one per byte),
-    # special tokens too: a merge can only reach one whose text spells bytes
-    # ("Ġa" is b" a", 2 bytes, not the 3 of its UTF-8), and HF counts it so.
+    # Bytes = byte-level characters ("Ġa" is b" a": 2, not its UTF-8's 3), as HF counts.
     token_len: list[int] = [len(k) for k in keys]
     longest = max(token_len)
     max_len = config.max_token_length
@@ -439,8 +335,7 @@ def _merge(
         r_len = token_len[new_id]
         if r_len > longest:
             longest = r_len
-        # No neighbour can make a token too long unless the longest one can: then
-        # (most merges) the per-occurrence length test is skipped.
+        # Unless the longest token could pass the limit, skip the per-occurrence test.
         limit = None if max_len is None or r_len + longest <= max_len else max_len
         added: dict[str, list[int]] = {}
         added_get = added.get
@@ -452,9 +347,7 @@ def _merge(
             c = counts[iw]
             last = len(w) - 2
             prev_end = -1
-            # The left and right neighbour updates below are written out twice on
-            # purpose: this is the trainer's innermost loop, and a helper call per
-            # occurrence costs more than the whole update.
+            # Left and right updates written out: a call per occurrence costs more (hot loop).
             while i >= 0:
                 if i > 0:
                     prev = r if i == prev_end else w[i - 1]
@@ -498,9 +391,7 @@ def _merge(
     return merges, exhausted
 
 
-def _model(corpus: _Corpus, merges: list[tuple[int, int, int]],
-           config: TrainerConfig) -> BPEModel:
-    """The vocabulary the merges made: each new id's bytes are its two parts'."""
+def _model(corpus: _Corpus, merges: list[tuple[int, int, int]], config: TrainerConfig) -> BPEModel:
     ranks: dict[bytes, int] = {bytes([x]): corpus.byte_id[x] for x in range(256)}
     token_bytes: dict[int, bytes] = {i: t for t, i in ranks.items()}
     for ia, ib, new_id in merges:
@@ -508,7 +399,7 @@ def _model(corpus: _Corpus, merges: list[tuple[int, int, int]],
             data = token_bytes[ia] + token_bytes[ib]
             token_bytes[new_id] = data
             ranks.setdefault(data, new_id)
-    pattern, pattern_name = resolve_pattern(config.pattern)
+    pattern, pattern_name = pre.resolve_pattern(config.pattern)
     specials = {tok: corpus.key_to_id[tok] for tok in config.special_tokens}
     return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials,
                     merges=tuple(merges), pattern_name=pattern_name)

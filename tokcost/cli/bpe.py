@@ -12,41 +12,27 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
+from tokcost.cli import options as opt
 from tokcost.cli.base import App, current_words
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
 from tokcost.cli.counts import COUNT, count_parser
-from tokcost.cli.options import (
-    CatalogOpt,
-    DaskTimeoutOpt,
-    ForceOpt,
-    JsonOpt,
-    SchedulerOpt,
-    TokenizersOpt,
-)
 from tokcost.errors import TokcostError, UsageError
 
 if TYPE_CHECKING:
     from rich.progress import Task
 
-bpe_app = App(
-    name="bpe",
-    help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); encode, "
-    "decode and inspect with any tokenizer.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-)
+bpe_app = App(name="bpe", no_args_is_help=True, rich_markup_mode="rich",
+              help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); "
+              "encode, decode and inspect with any tokenizer.")
 
-ModelArg = Annotated[str, typer.Argument(
-    metavar="MODEL", show_default=False,
-    help="A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base.")]
-TokenizerArg = Annotated[str | None, typer.Argument(
-    metavar="TOKENIZER", show_default=False,
-    help="Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec "
-    "(o200k_base, hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC.")]
-TokenizerOpt = Annotated[str | None, typer.Option(
-    "--tokenizer", "-t", show_default=False,
-    help="The tokenizer as a spec, in place of the TOKENIZER argument "
-    "(o200k_base, hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID).")]
+ModelArg = Annotated[str, typer.Argument(metavar="MODEL", show_default=False, help=(
+    "A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base."))]
+TokenizerArg = Annotated[str | None, typer.Argument(metavar="TOKENIZER", show_default=False, help=(
+    "Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec (o200k_base, "
+    "hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC."))]
+TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", "-t", show_default=False, help=(
+    "The tokenizer as a spec, in place of the TOKENIZER argument (o200k_base, "
+    "hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID)."))]
 PatternOpt = Annotated[str | None, typer.Option(
     "--pattern", help="Pattern for a .tiktoken file without PATH.json beside it.")]
 TrainPatternOpt = Annotated[str, typer.Option(
@@ -56,7 +42,7 @@ JobsOpt = Annotated[int, typer.Option(
 
 
 def _counts(*flags: str, signed: bool = True, **option: Any) -> Any:
-    """A count flag (``32k``, ``8Ki``...) read by ``tokcost.units.parse_count``."""
+    """A count flag (``32k``, ``8Ki``...)."""
     return typer.Option(*flags, metavar=COUNT, parser=count_parser(flags[0], signed=signed),
                         **option)
 
@@ -92,7 +78,6 @@ def _progress() -> Iterator[Any]:
 
 
 def _warn(notes: Iterable[TokcostError]) -> None:
-    """The library's notes, their parameters said as this command's flags."""
     words = current_words()
     for note in notes:
         warn(note.render(words) if words else str(note))
@@ -104,42 +89,38 @@ def _wrote(paths: Iterable[object]) -> None:
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(
-        metavar="FILES...", show_default=False,
-        help="UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and "
-        "fsspec URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as "
-        "U+FFFD; both are reported.")],
-    vocab_size: Annotated[int, _counts(
-        "--vocab-size", "-v", signed=False,
-        help="Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki).")],
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", show_default=False, help=(
+        "UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and fsspec "
+        "URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as U+FFFD; both "
+        "are reported."))],
+    vocab_size: Annotated[int, _counts("--vocab-size", "-v", signed=False, help=(
+        "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
         "--output", "-o", help="Model file to write (and OUT.vocab beside it).")],
     pattern: TrainPatternOpt = "o200k",
-    special_tokens: Annotated[list[str] | None, typer.Option(
-        "--special", "-s",
-        help="A special token (repeatable), e.g. '<|endoftext|>'. Its text in the corpus is "
-        "split out of the lines, as HF does for added tokens, and not learned from.")] = None,
+    special_tokens: Annotated[list[str] | None, typer.Option("--special", "-s", help=(
+        "A special token (repeatable), e.g. '<|endoftext|>'. Its text in the corpus is split out "
+        "of the lines, as HF does for added tokens, and not learned from."))] = None,
     min_frequency: Annotated[int, _counts(
         "--min-frequency", signed=False, help="Stop when the best pair is rarer.")] = 0,
-    max_token_length: Annotated[int | None, _counts(
-        "--max-token-length",
-        help="Longest token in bytes. The default is the longest token of o200k_base and "
-        "cl100k_base (128 spaces); a value past the longest pre-token, such as 1M, lifts the "
-        "limit (HF's default).")] = tokcost.BPETrainRequest.default_max_token_length,
+    max_token_length: Annotated[int | None, _counts("--max-token-length", help=(
+        "Longest token in bytes. The default is the longest token of o200k_base and cl100k_base "
+        "(128 spaces); a value past the longest pre-token, such as 1M, lifts the limit (HF's "
+        "default)."))] = tokcost.BPETrainRequest.default_max_token_length,
     jobs: JobsOpt = 1,
     max_pretokens: Annotated[int | None, _counts(
-        "--max-pretokens", signed=False, show_default=False,
-        help="Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties "
-        "by first seen; for corpora whose distinct words alone exceed memory. Default: all of "
-        "them, as HF does. Once it prunes, the merges depend on how the files are split "
-        "(--jobs, the engine).")] = None,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="local, or dask: pre-tokenize on a Dask cluster (--scheduler ADDRESS, "
-        "else --jobs local worker processes); the merges are identical.")] = "local",
-    scheduler: SchedulerOpt = None,
-    timeout: DaskTimeoutOpt = None,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
+        "--max-pretokens", signed=False, show_default=False, help=(
+            "Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties by "
+            "first seen; for corpora whose distinct words alone exceed memory. Default: all of "
+            "them, as HF does. Once it prunes, the merges depend on how the files are split "
+            "(--jobs, the engine)."))] = None,
+    engine: Annotated[str, typer.Option("--engine", help=(
+        "local, or dask: pre-tokenize on a Dask cluster (--scheduler ADDRESS, else --jobs local "
+        "worker processes); the merges are identical."))] = "local",
+    scheduler: opt.SchedulerOpt = None,
+    timeout: opt.DaskTimeoutOpt = None,
+    force: opt.ForceOpt = False,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Train a BPE vocabulary; the merges equal Hugging Face BpeTrainer's.
 
@@ -182,17 +163,12 @@ def _tokenizer(argument: str | None, option: str | None) -> str:
     return name
 
 
-def _shift(first: str | None, option: str | None, rest: list[str]) -> tuple[str | None, list[str]]:
-    # With -t, the first positional is not the tokenizer but the first of the rest.
-    if option is not None and first is not None:
-        return None, [first, *rest]
-    return first, rest
-
-
 def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | None,
                   file: str | None) -> tuple[str, str | None, str | None]:
     """encode's tokenizer, and its text or the path to read it from (stdin when piped)."""
-    model, words = _shift(model, tokenizer, list(text or []))
+    words = list(text or [])
+    if tokenizer is not None and model is not None:  # with -t, the first positional is text
+        words, model = [model, *words], None
     if tokenizer is not None and len(words) == 2:  # TOKENIZER TEXT, and -t as well
         _tokenizer(words[0], tokenizer)
     if len(words) > 1:
@@ -210,20 +186,19 @@ def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | No
 @bpe_app.command("encode")
 def encode_cmd(
     model: TokenizerArg = None,
-    text: Annotated[list[str] | None, typer.Argument(
-        metavar="[TEXT]", show_default=False,
-        help="Text to encode; '-' reads stdin (default: --file, else stdin).")] = None,
+    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]", show_default=False, help=(
+        "Text to encode; '-' reads stdin (default: --file, else stdin)."))] = None,
     tokenizer: TokenizerOpt = None,
     file: Annotated[str | None, typer.Option(
         "--file", show_default=False, help="Read the text from a file ('-' = stdin).")] = None,
     allow_special: Annotated[bool, typer.Option(
         "--allow-special", help="Encode special-token text as the special token.")] = False,
-    reference: Annotated[bool, typer.Option(
-        "--reference", help="Use the pure-Python encoder, not tiktoken's core "
-        "(tokcost BPE and .tiktoken files).")] = False,
+    reference: Annotated[bool, typer.Option("--reference", help=(
+        "Use the pure-Python encoder, not tiktoken's core (tokcost BPE and .tiktoken "
+        "files)."))] = False,
     pattern: PatternOpt = None,
-    catalog: CatalogOpt = None,
-    json_out: JsonOpt = False,
+    catalog: opt.CatalogOpt = None,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Print the token ids of a text, with any tokenizer.
 
@@ -254,13 +229,12 @@ def encode_cmd(
 @bpe_app.command("decode")
 def decode_cmd(
     model: TokenizerArg = None,
-    ids: Annotated[list[str] | None, typer.Argument(
-        metavar="IDS...", show_default=False,
-        help="Token ids; '-' or none reads them from stdin.")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(metavar="IDS...", show_default=False, help=(
+        "Token ids; '-' or none reads them from stdin."))] = None,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
-    catalog: CatalogOpt = None,
-    json_out: JsonOpt = False,
+    catalog: opt.CatalogOpt = None,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Print the text of token ids, with any tokenizer (bytes that are not UTF-8 show as U+FFFD).
 
@@ -274,7 +248,9 @@ def decode_cmd(
 
       tokcost bpe encode tok.bpe "hi" | tokcost bpe decode tok.bpe
     """
-    model, raw = _shift(model, tokenizer, list(ids or []))
+    raw = list(ids or [])
+    if tokenizer is not None and model is not None:  # with -t, the first positional is an id
+        raw, model = [model, *raw], None
     if not raw or raw == ["-"]:
         raw = sys.stdin.buffer.read().decode("utf-8", "replace").replace(",", " ").split()
     try:
@@ -289,8 +265,7 @@ def decode_cmd(
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
 
 
-#: Special tokens the table shows before it says how many more there are (--json has all).
-SHOWN_SPECIALS = 12
+SHOWN_SPECIALS = 12  # special tokens the table shows (--json has all)
 
 
 @bpe_app.command("inspect")
@@ -300,8 +275,8 @@ def inspect_cmd(
         "--top", help="How many merges and long tokens to show (0: none).")] = 10,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
-    catalog: CatalogOpt = None,
-    json_out: JsonOpt = False,
+    catalog: opt.CatalogOpt = None,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Summarize any tokenizer: sizes, pattern, special tokens; for tokcost BPE and tiktoken
     also the first merges and longest tokens.
@@ -336,11 +311,10 @@ def inspect_cmd(
         specials[SHOWN_SPECIALS:] = [f"... ({len(specials)} in all; --json lists them)"]
     rows.add_row("special_tokens", Text(", ".join(specials) or "-"))
     out.print(rows)
-    if info["first_merges"]:
-        out.print("first merges:")
-        for m in info["first_merges"]:
-            out.print(f"  {m['id']:>6}  [{m['left']}] + [{m['right']}] -> [{m['token']}]",
-                      markup=False)
+    merges = [f"  {m['id']:>6}  [{m['left']}] + [{m['right']}] -> [{m['token']}]"
+              for m in info["first_merges"]]
+    if merges:
+        out.print("\n".join(["first merges:", *merges]), markup=False)
     if info["longest_tokens"]:
         out.print("longest tokens: " + "  ".join(f"[{t}]" for t in info["longest_tokens"]),
                   markup=False)
@@ -350,12 +324,11 @@ def inspect_cmd(
 def export_cmd(
     model: ModelArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
-    format: Annotated[str, typer.Option(
-        "--format", "-f", metavar="<hf|tiktoken>",
-        help="tiktoken (rank file + OUT.json) or hf (tokenizer.json).")] = "hf",
+    format: Annotated[str, typer.Option("--format", "-f", metavar="<hf|tiktoken>", help=(
+        "tiktoken (rank file + OUT.json) or hf (tokenizer.json)."))] = "hf",
     pattern: PatternOpt = None,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
+    force: opt.ForceOpt = False,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Export to a tiktoken rank file or a Hugging Face tokenizer.json (same ids).
 
@@ -373,11 +346,8 @@ def export_cmd(
         _wrote(result.outputs)
 
 
-# --- bpe sweep ---------------------------------------------------------------------------
-
-
 def _si(n: float) -> str:
-    """``1.5e9`` -> ``1.5G``: the table's FLOPs, bytes and parameters at a glance."""
+    """``1.5e9`` -> ``1.5G``."""
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.3g}{unit}"
@@ -386,43 +356,36 @@ def _si(n: float) -> str:
 
 @bpe_app.command("sweep")
 def sweep_cmd(
-    files: Annotated[list[str], typer.Argument(
-        metavar="CORPUS...", show_default=False,
-        help="UTF-8 text files to train on ('-' reads stdin), as bpe train.")],
+    files: Annotated[list[str], typer.Argument(metavar="CORPUS...", show_default=False, help=(
+        "UTF-8 text files to train on ('-' reads stdin), as bpe train."))],
     held_out: Annotated[list[str], typer.Option(
-        "--eval", metavar="HELD_OUT", show_default=False,
-        help="Held-out text (repeatable): files, or one parallel folder such as "
-        "corpora/prose/ (one row per language in --json).")],
-    vocab_sizes: Annotated[str, typer.Option(
-        "--vocab-sizes", metavar="COUNT,...",
-        help="Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at "
-        "the largest gives them all.")] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
-    tokenizers: TokenizersOpt = None,
-    hidden: Annotated[int | None, _counts(
-        "--hidden", show_default=False,
-        help="Model width for the embedding, output-layer, attention and KV numbers "
-        "(default 4096, or -m's hidden_size).")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", show_default=False,
-        help="A catalog model: its hidden_size, layers and heads give the costs (whole "
-        "model), its tokenizer joins the references.")] = None,
+        "--eval", metavar="HELD_OUT", show_default=False, help="Held-out text (repeatable): "
+        "files, or one parallel folder such as corpora/prose/ (one row per language in --json).")],
+    vocab_sizes: Annotated[str, typer.Option("--vocab-sizes", metavar="COUNT,...", help=(
+        "Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at the "
+        "largest gives them all."))] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
+    tokenizers: opt.TokenizersOpt = None,
+    hidden: Annotated[int | None, _counts("--hidden", show_default=False, help=(
+        "Model width for the embedding, output-layer, attention and KV numbers (default 4096, or "
+        "-m's hidden_size)."))] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help=(
+        "A catalog model: its hidden_size, layers and heads give the costs (whole model), its "
+        "tokenizer joins the references."))] = None,
     tied: Annotated[bool, typer.Option(
         "--tied", help="The output layer shares the embedding's parameters.")] = False,
     pattern: TrainPatternOpt = "o200k",
     special_tokens: Annotated[list[str] | None, typer.Option(
         "--special", "-s", help="A special token (repeatable), as bpe train.")] = None,
-    knee_gain: Annotated[float, typer.Option(
-        "--knee-gain", metavar="SHARE",
-        help="The knee is the first size whose next doubling cuts tokens per byte by less "
-        "than this share.")] = tokcost.BPESweepRequest.knee_gain,
+    knee_gain: Annotated[float, typer.Option("--knee-gain", metavar="SHARE", help=(
+        "The knee is the first size whose next doubling cuts tokens per byte by less than this "
+        "share."))] = tokcost.BPESweepRequest.knee_gain,
     jobs: JobsOpt = 1,
-    plot: Annotated[Path | None, typer.Option(
-        "--plot", show_default=False,
-        help="Write the curve with the knee and the references (.png/.svg/.pdf; "
-        "pip install 'tokcost[plot]').")] = None,
-    force: ForceOpt = False,
-    catalog: CatalogOpt = None,
-    json_out: JsonOpt = False,
+    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help=(
+        "Write the curve with the knee and the references (.png/.svg/.pdf; pip install "
+        "'tokcost[plot]')."))] = None,
+    force: opt.ForceOpt = False,
+    catalog: opt.CatalogOpt = None,
+    json_out: opt.JsonOpt = False,
 ) -> None:
     """Choose a vocabulary size: train once at the largest size, measure every smaller one.
 

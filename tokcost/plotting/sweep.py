@@ -1,7 +1,5 @@
-"""The ``bpe sweep`` figure: tokens per byte against vocabulary size, the knee marked,
-reference tokenizers as points on the same axes, and the embedding + output parameters
-the size costs on a second axis (matplotlib, optional; the file is written atomically).
-"""
+"""The ``bpe sweep`` figure: tokens per byte against vocabulary size, the knee, the reference
+tokenizers as points, and the embedding + output parameters on a second axis."""
 
 from __future__ import annotations
 
@@ -16,8 +14,6 @@ __all__ = ["SweepPlotPoint", "plot_sweep"]
 
 @dataclass(frozen=True)
 class SweepPlotPoint:
-    """One vocabulary on the plot: its size, tokens per byte and parameters at the width."""
-
     label: str
     vocab_size: int
     tokens_per_byte: float
@@ -25,12 +21,10 @@ class SweepPlotPoint:
     exact: bool = True
 
 
-def plot_sweep(
-    sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint], path: str | Path,
-    *, knee: int | None = None, knee_rule: str = "", width: str = "", force: bool = False,
-) -> None:
-    """Draw the sweep's curve (log2 x axis), the knee as a dashed line, the references as
-    labelled points (≈ before a proxy's name), and the parameters as a dotted line."""
+def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint],
+               path: str | Path, *, knee: int | None = None, knee_rule: str = "", width: str = "",
+               force: bool = False) -> None:
+    """Draw the curve (log2 x axis), the knee dashed, the references as labelled points."""
     path = Path(path)
     check_plot_path(path, force=force)
     plt = pyplot()
