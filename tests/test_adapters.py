@@ -299,3 +299,26 @@ def test_hf_hub_id_from_local_cache(tiny_hf_tokenizer: Path, tmp_path: Path,
     tok = hf.load("tokcost-test/tiny")
     assert tok.encode("The cat slept.") == get_tokenizer(f"hf:{tiny_hf_tokenizer}").encode(
         "The cat slept.")
+
+
+def test_a_relative_file_spec_is_the_file_seen_from_here(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bpe:tok.bpe`` from two folders is two tokenizers, and a file rewritten in place is
+    read again: the cache is keyed by the file (its path, time and size), not the spec's text
+    (a library caller that changes folder got the first folder's model)."""
+    from tokcost.bpe import TrainerConfig, save_model, train_from_texts
+
+    def trained(folder: Path, text: str, vocab: int) -> None:
+        model = train_from_texts([text * 20], TrainerConfig(vocab_size=vocab)).model
+        save_model(model, folder / "tok.bpe", force=True)
+
+    for name, vocab in (("a", 265), ("b", 280)):
+        (tmp_path / name).mkdir()
+        trained(tmp_path / name, "the quick brown fox jumps over the lazy dog ", vocab)
+    seen = {}
+    for name in ("a", "b"):
+        monkeypatch.chdir(tmp_path / name)
+        seen[name] = get_tokenizer("bpe:tok.bpe").vocab_size
+    assert seen == {"a": 265, "b": 280}
+    trained(tmp_path / "b", "a different corpus entirely, with other pairs ", 275)
+    assert get_tokenizer("bpe:tok.bpe").vocab_size == 275

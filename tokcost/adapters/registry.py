@@ -140,11 +140,25 @@ def get_tokenizer(spec: str) -> Tokenizer:
     >>> get_tokenizer("tiktoken:cl100k_base").encode("hello world")
     [15339, 1917]
     """
-    return _get_tokenizer(check_spec(spec))
+    spec = check_spec(spec)
+    return _get_tokenizer(spec, _file_key(spec))
+
+
+def _file_key(spec: str) -> tuple[str, int, int] | None:
+    """The file a spec names, as (absolute path, mtime, size): a relative ``bpe:tok.bpe``
+    seen from another folder, or the same file rewritten, is another tokenizer."""
+    from pathlib import Path
+
+    try:
+        path = Path(spec.partition(":")[2]).expanduser().resolve()
+        stat = path.stat()
+    except (OSError, ValueError, RuntimeError):
+        return None  # an encoding name, a hub repo
+    return str(path), stat.st_mtime_ns, stat.st_size
 
 
 @lru_cache(maxsize=32)
-def _get_tokenizer(spec: str) -> Tokenizer:
+def _get_tokenizer(spec: str, file: tuple[str, int, int] | None) -> Tokenizer:
     family, _, arg = spec.partition(":")
     if family == MODEL_FAMILY:
         # Adapters read no catalog: model ids resolve one layer up, with the caller's catalog.
