@@ -1,19 +1,19 @@
 """Read models.yaml into checked, frozen objects (``tokcost.catalog.schema``).
 
-Validation collects every problem; each names the file, the line, the model id,
-the field and what was expected::
+Validation collects every problem, each as ``file:line: model 'id': field: expected``::
 
     models.yaml:41: model 'gpt-4o': pricing.input: expected a number >= 0 (USD per
     million tokens), got 'cheap'
 
-A file that validated once is read back from ``tokcost.catalog.cache`` (its bytes
-are the key), which skips both the YAML parser and pydantic.
+A file that validated once is read back from ``tokcost.catalog.cache`` (its bytes are the
+key), which skips both the YAML parser and pydantic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +68,8 @@ class ParsedFile:
 
 
 def read_file(path: Path) -> ParsedFile:
-    """One catalog file, checked; from the cache when these bytes validated before.
-
-    A missing file raises ``FileNotFoundError`` (the caller knows who named it);
-    a malformed one ``CatalogInvalid`` with every problem.
-    """
+    """One catalog file, checked (from the cache when these bytes validated before); a
+    missing file raises ``FileNotFoundError``, a malformed one ``CatalogInvalid``."""
     data = _read_bytes(path)
     hit = cache.load(path, data)
     if isinstance(hit, tuple) and len(hit) == 3:
@@ -86,12 +83,9 @@ def read_file(path: Path) -> ParsedFile:
 
 def check_file(path: Path, *, whole: bool = False,
                judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
-    """Everything wrong with one catalog file, without the cache.
-
-    ``whole`` (``tokcost models validate``) also checks keys written twice, ``model:``
-    tokenizers that name no entry, names that clash with the shipped catalog a file
-    extends, and each tokenizer spec by ``judge`` (specs are judged one layer up).
-    """
+    """Everything wrong with one catalog file, without the cache. ``whole`` (``models
+    validate``) also checks keys written twice, ``model:`` tokenizers that name no entry,
+    names that clash with the shipped catalog a file extends, and each spec by ``judge``."""
     return _check(path, _read_bytes(path), whole=whole, judge=judge)
 
 
@@ -106,28 +100,30 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
 
 
+@dataclass
 class _Locator:
-    """Turns paths into problems: the line (from the node tree, composed on first
-    need) and the model id an entry's problems are about."""
+    """Turns paths into problems: the line (the node tree is composed on first need) and
+    the model id an entry's problems are about."""
 
-    def __init__(self, name: str, text: str, data: Any) -> None:
-        self.name, self.text, self.data = name, text, data
-        self._root: Any = None
-        self._composed = False
+    name: str
+    text: str
+    data: Any
 
-    @property
+    @cached_property
     def root(self) -> Any:
-        if not self._composed:
-            self._root, self._composed = yamltext.compose(self.text), True
-        return self._root
+        return yamltext.compose(self.text)
 
     def line(self, loc: PathKey) -> int | None:
         return yamltext.line_of(self.root, loc)
 
     def problem(self, loc: PathKey, message: str) -> Problem:
-        model = None
-        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(self.data, dict):
-            model = _model_id(self.data.get("models"), loc[1])
+        models = self.data.get("models") if isinstance(self.data, dict) else None
+        entry = None
+        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(models, list):
+            index = loc[1]
+            entry = models[index] if isinstance(index, int) and index < len(models) else None
+        model = entry.get("id") if isinstance(entry, dict) else None
+        model = model if isinstance(model, str) else None
         # Inside a model the id already says which entry: show "pricing.tiers[0].input".
         shown = loc[2:] if model is not None else loc
         return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
@@ -155,11 +151,10 @@ def _check(path: Path, raw: bytes, *, whole: bool = False,
     where = _Locator(name, text, data)
     problems = [where.problem(i.loc, i.message) for i in issues]
     flagged = {i.loc for i in issues}
-    if isinstance(data, dict):
-        for clash in _rules(path, data, where.line, whole, judge):
-            loc = (*(clash.entry.loc or ()), *clash.at)
-            if clash.entry.loc is not None and loc not in flagged:  # one problem per place
-                problems.append(where.problem(loc, clash.message))
+    for clash in _rules(path, data, where.line, whole, judge) if isinstance(data, dict) else ():
+        loc = (*(clash.entry.loc or ()), *clash.at)
+        if clash.entry.loc is not None and loc not in flagged:  # one problem per place
+            problems.append(where.problem(loc, clash.message))
     if whole:
         problems.extend(_duplicate_keys(name, where.root))
     if problems or doc is None:
@@ -171,49 +166,31 @@ def _check(path: Path, raw: bytes, *, whole: bool = False,
 
 def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
            judge: Judge | None) -> list[rules.Clash]:
-    """The rules across entries (``tokcost.catalog.rules``), on the data as written."""
+    """The rules across entries (``tokcost.catalog.rules``), on the data as written; with
+    ``whole``, against the shipped entries a file that ``extends: shipped`` keeps."""
     models = rules.from_data(data.get("models"), "models", "id")
     gpus = rules.from_data(data.get("gpus"), "gpus", "name")
-    base_models, base_gpus = _shipped_base(path, data, models, gpus) if whole else ([], [])
-    clashes = [*rules.name_clashes([*base_models, *models], line),
-               *rules.gpu_clashes([*base_gpus, *gpus], line)]
+    shipped = shipped_path("models.yaml")
+    if whole and data.get("extends") == "shipped" and path.resolve() != shipped.resolve():
+        base = read_file(shipped)
+        ids = {e.id.strip().lower() for e in models if e.id}
+        gpu_names = {rules.gpu_key(e.id) for e in gpus if e.id}
+        models = [*(rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
+                    if m.id.strip().lower() not in ids), *models]
+        gpus = [*(rules.from_gpu(g, origin=SHIPPED_ORIGIN) for g in base.gpus
+                  if rules.gpu_key(g.name) not in gpu_names), *gpus]
+    clashes = [*rules.name_clashes(models, line), *rules.gpu_clashes(gpus, line)]
     if whole:
-        clashes.extend(rules.tokenizer_targets([*base_models, *models], line)[1])
+        clashes.extend(rules.tokenizer_targets(models, line)[1])
         for entry in models:
             spec = (entry.tokenizer or "").strip()
-            if judge is None or not spec or spec.startswith(rules.MODEL_REF):
+            if judge is None or entry.loc is None or not spec or spec.startswith(rules.MODEL_REF):
                 continue  # a model: reference is judged above, against the entries
             try:
                 judge(spec)
             except TokcostError as exc:
                 clashes.append(rules.Clash(entry, ("tokenizer",), str(exc)))
     return clashes
-
-
-def _shipped_base(path: Path, data: dict[Any, Any], models: list[rules.Entry],
-                  gpus: list[rules.Entry]) -> tuple[list[rules.Entry], list[rules.Entry]]:
-    """The shipped entries a file that says ``extends: shipped`` is checked against:
-    those it does not replace (same model id, same GPU name)."""
-    shipped = shipped_path("models.yaml")
-    if data.get("extends") != "shipped" or path.resolve() == shipped.resolve():
-        return [], []
-    base = read_file(shipped)
-    replaced = {e.id.strip().lower() for e in models if e.id}
-    replaced_gpus = {rules.gpu_key(e.id) for e in gpus if e.id}
-    return (
-        [rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
-         if m.id.strip().lower() not in replaced],
-        [rules.from_gpu(g, origin=SHIPPED_ORIGIN) for g in base.gpus
-         if rules.gpu_key(g.name) not in replaced_gpus],
-    )
-
-
-def _model_id(models: object, index: str | int) -> str | None:
-    if isinstance(models, list) and isinstance(index, int) and index < len(models):
-        entry = models[index]
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            return str(entry["id"])
-    return None
 
 
 def _duplicate_keys(name: str, root: Any) -> list[Problem]:

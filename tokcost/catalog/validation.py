@@ -2,10 +2,9 @@
 and pydantic's errors worded for people.
 
 A field's type says how it is written: ``Annotated[int, count(cap=10**9, unit="tokens")]``
-reads ``128k`` with ``tokcost.units`` and refuses anything else in one sentence,
-and gives the JSON Schema of the text form. ``check`` validates a document and turns
-pydantic's errors into ``(location, message)`` issues. pydantic costs ~0.1 s to import,
-so only validation imports this module (a validated catalog is read back from a cache).
+reads ``128k`` with ``tokcost.units``, refuses anything else in one sentence, and gives the
+JSON Schema of the text form. ``check`` turns pydantic's errors into ``(location, message)``
+issues. pydantic costs ~0.1 s to import, so only validation imports this module.
 
 >>> count(cap=10**9, unit="tokens").parse("128k")
 128000
@@ -71,24 +70,18 @@ class Issue(NamedTuple):
     missing: bool = False  # a required key is absent (loc names it)
 
 
-def show(value: Any) -> str:
-    """``repr`` cut to 60 characters, for "got ..." in messages."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def expect(what: str, value: Any) -> NoReturn:
-    raise Invalid(f"expected {what}, got {show(value)}")
+    """Refuse ``value``, shown as its ``repr`` cut to 60 characters."""
+    shown = repr(value)
+    raise Invalid(f"expected {what}, got {shown if len(shown) <= 60 else shown[:57] + '...'}")
 
 
 class Strict(BaseModel):
     """A mapping of a YAML file: unknown keys are refused and ``null`` means absent."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    # What to say when a required key is absent, by key.
-    missing: ClassVar[Mapping[str, str]] = {}
-    # Keys older files may still carry that mean nothing now: read and ignored.
-    retired: ClassVar[frozenset[str]] = frozenset()
+    missing: ClassVar[Mapping[str, str]] = {}  # what to say when a required key is absent
+    retired: ClassVar[frozenset[str]] = frozenset()  # keys of older files, read and ignored
 
     @model_validator(mode="before")
     @classmethod
@@ -117,7 +110,11 @@ def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, Invalid):
         return [Issue((*loc, *at), message) for at, message in cause.issues]
-    model = _model_at(root, loc[:-1])
+    model: type[Strict] | None = root  # the model the location lies in
+    for part in loc[:-1]:
+        if isinstance(part, str) and model is not None:
+            field = model.model_fields.get(part)
+            model = _inner(field.annotation) if field is not None else None
     if error["type"] == "missing" and model is not None:
         return [Issue(loc, model.missing.get(str(loc[-1]), "required"), missing=True)]
     if error["type"] == "extra_forbidden" and model is not None:
@@ -126,16 +123,6 @@ def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
         return [Issue(loc, f"unknown {noun}{hint}" if hint
                       else f"unknown {noun}; expected one of {', '.join(known)}")]
     return [Issue(loc, str(error["msg"]))]  # pragma: no cover - every leaf words its own
-
-
-def _model_at(root: type[Strict], loc: PathKey) -> type[Strict] | None:
-    """The model a location lies in, following the field types from ``root``."""
-    model: type[Strict] | None = root
-    for part in loc:
-        if isinstance(part, str) and model is not None:
-            field = model.model_fields.get(part)
-            model = _inner(field.annotation) if field is not None else None
-    return model
 
 
 def _inner(hint: Any) -> type[Strict] | None:
@@ -164,9 +151,13 @@ def _text_or(number: dict[str, Any], pattern: str) -> dict[str, Any]:
 
 
 def _capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
-    # Past the sanity bound: a typo (`context_window: 1e30`), and every estimate from it nonsense.
-    if cap is not None and number > cap:
-        raise Invalid(f"expected at most {cap_text}, got {show(value)}")
+    if cap is not None and number > cap:  # a typo such as `context_window: 1e30`
+        expect(f"at most {cap_text}", value)
+
+
+def _scalar(value: Any, what: str, kinds: tuple[type, ...] = (int, float, Decimal, str)) -> None:
+    if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
+        expect(what, value)
 
 
 def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str = "") -> Reads:
@@ -174,8 +165,7 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
     expected = what or f"an integer >= {minimum}"
 
     def parse(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
-            expect(expected, value)
+        _scalar(value, expected)
         try:
             number = parse_count(value)
         except OutOfRange:
@@ -223,8 +213,7 @@ def size(*, cap: int, cap_text: str) -> Reads:
     expected = "a size such as 80GB or 80GiB"
 
     def parse(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            expect(expected, value)
+        _scalar(value, expected, (str, int, float))
         try:
             found = parse_size(value, param="size")
         except OutOfRange:
@@ -243,8 +232,7 @@ def flops(*, cap: float) -> Reads:
     expected = "FLOP/s (a number >= 0) such as 989e12"
 
     def parse(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            expect(expected, value)
+        _scalar(value, expected, (int, float, str))
         try:
             found = float(value)
         except (ValueError, OverflowError):
@@ -286,8 +274,8 @@ def strings(what: str = "a list of strings", *, nonempty: bool = False, strip: b
             expect(what, value)
         return tuple(v.strip() if strip else v for v in items)
 
-    item: dict[str, Any] = {"enum": list(choices)} if choices else {"type": "string",
-                                                                      "pattern": r"\S"}
+    item: dict[str, Any] = ({"enum": list(choices)} if choices
+                            else {"type": "string", "pattern": r"\S"})
     array: dict[str, Any] = {"type": "array", "items": item}
     if nonempty:
         array["minItems"] = 1
@@ -303,7 +291,7 @@ def choice(values: tuple[Any, ...], what: str = "", *, lower: bool = False,
         key = str(value).lower() if lower else value
         if isinstance(value, bool) or key not in values:
             close = suggest(str(key), [str(v) for v in values]) if hint else ""
-            raise Invalid(f"expected {expected}{close}, got {show(value)}")
+            expect(f"{expected}{close}", value)
         return key
 
     return Reads(parse, {"enum": list(values)})
@@ -331,8 +319,8 @@ DAY = Reads(_day, {"type": "string", "format": "date"})
 
 
 def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
-    """A list of mappings (``models``, ``budgets``): says so when it is not a list; pydantic
-    then checks each item."""
+    """A list of mappings (``models``, ``budgets``): refused unless a list; pydantic then
+    checks each item."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, list) or (nonempty and not value):
@@ -347,12 +335,11 @@ def _units(reader: Callable[..., Any], expected: str, pattern: str, top: dict[st
     """A value ``tokcost.units`` reads (money, percentages, shares)."""
 
     def parse(value: Any) -> Any:
-        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
-            try:
-                return cast(reader(value))
-            except TokcostError:
-                pass
-        expect(expected, value)
+        _scalar(value, expected)
+        try:
+            return cast(reader(value))
+        except TokcostError:
+            expect(expected, value)
 
     return Reads(parse, _text_or({"type": "number", "minimum": 0, **top}, pattern))
 

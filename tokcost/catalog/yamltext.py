@@ -1,8 +1,7 @@
 """YAML text for tokcost's files: parse it safely, and find the line of a key path.
 
-Parsing is ``yaml.safe_load`` semantics (the C-accelerated ``CSafeLoader`` when
-libyaml is present: same safe constructors, ~10x faster). Lines are looked up only
-when there is a problem to report, from the node tree ``yaml.compose`` builds, so a
+``yaml.safe_load`` semantics (libyaml's ``CSafeLoader`` when present: the same safe types,
+~10x faster); lines are looked up from the node tree only when a problem is reported, so a
 good file loads at full speed.
 """
 
@@ -27,9 +26,8 @@ def dotted(path: PathKey) -> str:
 
 
 def loader() -> type[yaml.SafeLoader]:
-    import yaml  # imported on first use, so `import tokcost` stays light
+    import yaml  # on first use, so `import tokcost` stays light
 
-    # CSafeLoader builds exactly the safe types SafeLoader does, in C.
     return cast(type["yaml.SafeLoader"], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
@@ -39,7 +37,6 @@ class SyntaxProblem(Exception):
     def __init__(self, line: int | None, reason: str) -> None:
         super().__init__(f"not valid YAML: {reason}")
         self.line = line
-        self.reason = reason
 
 
 def load(text: str) -> Any:
@@ -74,10 +71,8 @@ def compose(text: str) -> yaml.Node | None:
 
 
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
-    """1-based line of the deepest node along ``path``.
-
-    A key whose value is a scalar points at the key (so an unknown field's line is
-    its own); a mapping or a list points at where its value starts.
+    """1-based line of the deepest node along ``path``: a key whose value is a scalar
+    points at the key, a mapping or a list at where its value starts.
 
     >>> line_of(compose("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n"), ("b", 1, "c"))
     4
@@ -87,19 +82,14 @@ def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
     if root is None:
         return None
     node = root
-    line: int | None = node.start_mark.line + 1
     for part in path:
         child: yaml.Node | None = None
         if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            for key, value in node.value:
-                if getattr(key, "value", None) == part:
-                    child = key if isinstance(value, yaml.ScalarNode) else value
-                    break
-        elif (isinstance(node, yaml.SequenceNode) and isinstance(part, int)
-              and part < len(node.value)):
-            child = node.value[part]
+            child = next((k if isinstance(v, yaml.ScalarNode) else v for k, v in node.value
+                          if getattr(k, "value", None) == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            child = node.value[part] if part < len(node.value) else None
         if child is None:
             break
         node = child
-        line = node.start_mark.line + 1
-    return line
+    return int(node.start_mark.line) + 1
