@@ -1,33 +1,15 @@
 """Token counts -> money, in ``Decimal`` from end to end (prices are USD per million).
 
-The rules, per request:
-
-* ``input_tokens`` is the whole prompt. ``cached_tokens`` (cache hits) and
-  ``cache_write_tokens`` (tokens written to the cache) are parts of it, billed at
-  their own rates; the rest is billed at the input rate. A model without a
-  cached-input (or cache-write) price bills those tokens as ordinary input.
-* ``output_tokens`` is the visible answer; ``reasoning_tokens`` come on top and are
-  billed at the output rate unless the model prices them apart.
-* Long-context tiers look at the prompt of each request. ``applies_to: all``
-  (Anthropic, Google): once the prompt exceeds the threshold every token of that
-  request, output included, is billed at the tier's rates. ``applies_to: excess``:
-  only the uncached prompt tokens above the threshold get the tier input rate.
-* ``batch`` takes the model's batch discount off input, output and reasoning, and
-  off cache reads/writes only where the provider says so (Anthropic yes; OpenAI
-  and Google keep cached input at the standard rate). Cache reads/writes of a model
-  that does not price them are ordinary input, so they take the discount too.
-
-Example: gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
+The billing rules (cache reads and writes inside the prompt, reasoning on top of the
+output, long-context tiers per request, the batch discount) are docs/price.md's. Example:
+gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
 
     600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.0015 + $0.0005 + $0.002 = $0.004
-
-Every amount a person reads goes through ``tokcost.units.format_usd`` (one rule, every
-command); JSON keeps the exact decimal strings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -61,7 +43,7 @@ class CostBreakdown:
     batch: bool
     lines: tuple[CostLine, ...]
     tier: PriceTier | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     as_of: str | None = None
     source: str | None = None
 
@@ -75,64 +57,38 @@ class CostBreakdown:
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON keys; money as decimal strings so no cent is lost to floats."""
+        tier = self.tier
         return {
-            "model": self.model,
-            "requests": self.requests,
-            "batch": self.batch,
-            "tier": (
-                {
-                    "above_input_tokens": self.tier.above_input_tokens,
-                    "applies_to": self.tier.applies_to,
-                }
-                if self.tier
-                else None
-            ),
-            "lines": [
-                {
-                    "kind": line.kind,
-                    "tokens": line.tokens,
-                    "usd_per_million": str(line.usd_per_million),
-                    "cost_usd": str(line.cost),
-                }
-                for line in self.lines
-            ],
-            "per_request_usd": str(self.per_request),
-            "total_usd": str(self.total),
-            "notes": list(self.notes),
-            "as_of": self.as_of,
-            "source": self.source,
+            "model": self.model, "requests": self.requests, "batch": self.batch,
+            "tier": {"above_input_tokens": tier.above_input_tokens,
+                     "applies_to": tier.applies_to} if tier else None,
+            "lines": [{"kind": line.kind, "tokens": line.tokens,
+                       "usd_per_million": str(line.usd_per_million), "cost_usd": str(line.cost)}
+                      for line in self.lines],
+            "per_request_usd": str(self.per_request), "total_usd": str(self.total),
+            "notes": list(self.notes), "as_of": self.as_of, "source": self.source,
         }
 
 
 def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
-    """The entry's prices, or NoPrice: a model without a price costs an error, never $0.
-
-    Callers that count files first ask here before they count.
-    """
+    """The entry's prices, or NoPrice (asked before any file is counted)."""
     pricing = entry.pricing
     if pricing is None:
         raise NoPrice(
             f"model '{entry.id}' has no price in the catalog; add a pricing section "
             f"(USD per million tokens) to it in your own catalog ({arg('catalog', 'FILE')} "
-            "with 'extends: shipped')",
-            param="catalog",
-        )
+            "with 'extends: shipped')", param="catalog")
     if batch and pricing.batch_discount is None:
         raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop "
                       f"{arg('batch', True)}", param="batch")
     return pricing
 
 
-def limit_warnings(
-    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, reasoning_tokens: int = 0,
-    exact: bool = True,
-) -> tuple[str, ...]:
-    """What in one request the model would not take: a prompt longer than its context
-    window, an output (reasoning included) longer than its maximum output tokens.
-
-    A price is still given (the tokens are counted as asked), with these as warnings;
-    a model whose catalog entry states no limit is not checked against it. ``exact``
-    False: the prompt was counted with a proxy tokenizer, so its size is approximate.
+def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
+                   reasoning_tokens: int = 0, exact: bool = True) -> tuple[str, ...]:
+    """What one request asks beyond the model's stated limits (context window, maximum
+    output tokens): warnings, the price is still given. ``exact`` False: the prompt was
+    counted with a proxy tokenizer.
 
     >>> from tokcost.catalog import ModelEntry
     >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
@@ -162,30 +118,14 @@ def limit_warnings(
     if limit is not None and answer > limit:
         what = (f"the output plus reasoning ({output_tokens:,} + {reasoning_tokens:,} = "
                 f"{answer:,} tokens)" if reasoning_tokens else f"the output ({answer:,} tokens)")
-        found.append(
-            f"{what} exceeds {entry.id}'s maximum of {limit:,} output tokens: a request "
-            f"stops there; ask for fewer output tokens"
-        )
+        found.append(f"{what} exceeds {entry.id}'s maximum of {limit:,} output tokens: a "
+                     "request stops there; ask for fewer output tokens")
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class _Rates:
-    """The rates one request is billed at (tier and batch applied), and why."""
-
-    parts: list[tuple[str, int, Decimal]]  # (kind, tokens per request, USD per million)
-    notes: list[str]
-
-
 def estimate_cost(
-    entry: ModelEntry,
-    *,
-    input_tokens: int,
-    output_tokens: int = 0,
-    cached_tokens: int = 0,
-    cache_write_tokens: int = 0,
-    reasoning_tokens: int = 0,
-    batch: bool = False,
+    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, cached_tokens: int = 0,
+    cache_write_tokens: int = 0, reasoning_tokens: int = 0, batch: bool = False,
     requests: int = 1,
 ) -> CostBreakdown:
     """The cost of ``requests`` identical requests of the given token counts.
@@ -211,42 +151,31 @@ def estimate_cost(
             f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
             f"the prompt's {input_tokens} input tokens; {arg('input_tokens')} is the whole "
             "prompt", param="input_tokens")
-    tier = _tier_for(pricing, input_tokens)
-    billed = _rates(pricing, tier, counts, batch)
-    lines = tuple(
-        CostLine(kind, tokens * requests, usd, Decimal(tokens * requests) * usd / MILLION)
-        for kind, tokens, usd in billed.parts
-    )
+    # The highest tier whose threshold the prompt exceeds (tiers are sorted when loaded).
+    tier = next((t for t in reversed(pricing.tiers) if input_tokens > t.above_input_tokens), None)
+    parts, notes = _rates(pricing, tier, counts, batch)
+    lines = tuple(CostLine(kind, n * requests, usd, Decimal(n * requests) * usd / MILLION)
+                  for kind, n, usd in parts)
     if tier is not None:
         scope = ("every token of the request" if tier.applies_to == "all"
                  else "prompt tokens above it")
-        billed.notes.append(
-            f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
-            f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates")
+        notes.append(f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
+                     f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates")
     if batch:
         discount = (pricing.batch_discount or Decimal(0)) * 100
-        billed.notes.append(f"batch discount {discount.normalize():f}% applied")
+        notes.append(f"batch discount {discount.normalize():f}% applied")
     return CostBreakdown(
         model=entry.id, requests=requests, batch=batch, lines=lines, tier=tier,
-        notes=tuple(billed.notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
-        source=pricing.source,
-    )
-
-
-def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
-    """The highest tier whose threshold the prompt exceeds (strictly)."""
-    chosen = None
-    for tier in pricing.tiers:  # sorted by threshold when loaded
-        if prompt_tokens > tier.above_input_tokens:
-            chosen = tier
-    return chosen
+        notes=tuple(notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
+        source=pricing.source)
 
 
 def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
-           batch: bool) -> _Rates:
-    """Each kind of token of one request with its rate: the tier's where it bills the
-    whole request, a cache read or write the model does not price at the input rate,
-    reasoning at the output rate unless priced apart; the batch discount taken off."""
+           batch: bool) -> tuple[list[tuple[str, int, Decimal]], list[str]]:
+    """Each kind of token of one request with its rate (kind, tokens, USD per million),
+    and the notes that say why: the tier's rate where it bills the whole request, a cache
+    read or write the model does not price at the input rate, reasoning at the output rate
+    unless priced apart; the batch discount taken off."""
     notes: list[str] = []
 
     def rate(kind: str, base: Decimal | None) -> Decimal | None:
@@ -260,10 +189,10 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
     assert input_rate is not None and output_rate is not None
     # A cache read or write the model does not price is ordinary input, in every rule:
     # at the input rate, and under the batch discount like the rest of the prompt.
-    cached_rate, write_rate = rate("cached_input", pricing.cached_input), rate(
-        "cache_write", pricing.cache_write)
-    cached_as_input, write_as_input = bool(cached) and cached_rate is None, bool(
-        written) and write_rate is None
+    cached_rate = rate("cached_input", pricing.cached_input)
+    write_rate = rate("cache_write", pricing.cache_write)
+    cached_as_input = bool(cached) and cached_rate is None
+    write_as_input = bool(written) and write_rate is None
     if cached_as_input:
         notes.append("no cached-input price: cached tokens billed as input")
     if write_as_input:
@@ -301,4 +230,4 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
     if reasoning:
         parts.append(("reasoning", reasoning,
                       (output_rate if reasoning_rate is None else reasoning_rate) * keep))
-    return _Rates(parts, notes)
+    return parts, notes

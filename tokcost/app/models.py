@@ -1,7 +1,6 @@
 """The catalog's use cases (``tokcost models``): list, show, validate, sync prices,
-import a Hugging Face model; and the one place a model argument is resolved.
-
-Each returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
+import a Hugging Face model; and the one place a model argument is resolved. Each
+returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
 
 >>> [m.id for m in list_models(provider="openai").models][:2]
 ['gpt-4o', 'gpt-4o-2024-05-13']
@@ -33,8 +32,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelRow:
-    """A model as ``models list`` shows it: the entry and its tokenizer's short label
-    (``o200k_base``; ``≈`` marks a proxy; ``mistral-common v1`` for a packaged file)."""
+    """A model as ``models list`` shows it: the entry and its tokenizer's short label."""
 
     entry: ModelEntry
     tokenizer: str
@@ -79,11 +77,8 @@ class ModelDetails:
 
 @dataclass(frozen=True)
 class CatalogCheck:
-    """The problems of one catalog file, one line each (``file:line: model: field: ...``).
-
-    ``models`` and ``gpus`` count the catalog the file makes (with the shipped one
-    when it says ``extends: shipped``); they are 0 when the file has problems.
-    """
+    """The problems of one catalog file, one line each; ``models`` and ``gpus`` count the
+    catalog it makes (with the shipped one if it extends it), 0 when it has problems."""
 
     file: str
     problems: tuple[str, ...]
@@ -101,7 +96,6 @@ class CatalogCheck:
 def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -> ModelList:
     """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
     cat = open_catalog(catalog)
-    # Provider names compare as model ids do: "OpenAI" is "openai".
     wanted = provider.strip().lower() if provider is not None else None
     entries = [m for m in cat.models
                if wanted is None or (m.provider or "").strip().lower() == wanted]
@@ -125,11 +119,9 @@ def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
-    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
-
-    Placeholders never show: ``show`` gives the file itself (the package's folder
-    expanded), ``list`` the package and the file's version (``mistral-common v1``). A
-    tiktoken encoding is its real name (``o200k`` shows as ``o200k_base``).
+    """How ``models show`` names an entry's tokenizer (its file, the package's folder
+    expanded) and ``models list`` (``short``: the package and the file's version); a
+    tiktoken encoding by its real name.
 
     >>> from tokcost.catalog import load_catalog
     >>> cat = load_catalog()
@@ -158,8 +150,8 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
 
 
 def _expanded(spec: str, model_id: str) -> str:
-    """A spec with its package placeholders expanded; when the package is missing,
-    the spec as written and the pip command that installs it."""
+    """A spec with its package placeholders expanded, else as written with the pip
+    command that installs the package."""
     from tokcost.catalog.schema import expand_package_paths
 
     try:
@@ -169,16 +161,10 @@ def _expanded(spec: str, model_id: str) -> str:
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
-
-    Unlike loading, this reads the file afresh (no cache) and also reports keys
-    written twice (YAML would silently keep the last), each tokenizer spec that
-    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
-    ``model:`` ids of the catalog; a path only for its form), and names that clash
-    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
-    empty is a problem like any other; one that cannot be opened raises
-    ``CatalogError`` (there is nothing to check).
-    """
+    """Every problem of a catalog file (default: the one in use), read afresh: also keys
+    written twice, tokenizer specs ``tokenizers=SPEC`` would refuse (judged offline) and
+    names that clash with the shipped catalog a file extends. A file that cannot be opened
+    raises ``CatalogError`` (there is nothing to check)."""
     from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
     from tokcost.catalog.lookup import catalog_file
@@ -191,9 +177,6 @@ def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
     return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
 
 
-# --- sync-prices -----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, kw_only=True)
 class SyncPricesRequest:
     """Compare ``catalog``'s prices (a file; default: the one in use) with genai-prices as
@@ -202,12 +185,6 @@ class SyncPricesRequest:
     catalog: str | Path | None = None
     write: bool = False
     when: _dt.datetime | None = None
-
-    @property
-    def file(self) -> Path:
-        from tokcost.catalog.lookup import catalog_file
-
-        return catalog_file(self.catalog)
 
 
 @dataclass(frozen=True)
@@ -230,47 +207,31 @@ class PriceSync:
         return not self.differences
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": str(self.file),
-            "database": f"genai-prices {self.database_version}",
-            "matched": list(self.matched),
-            "unmatched": list(self.unmatched),
-            "differences": [d.to_dict() for d in self.differences],
-            "written": self.written,
-            "dated": list(self.dated),
-        }
+        return {"file": str(self.file), "database": f"genai-prices {self.database_version}",
+                "matched": list(self.matched), "unmatched": list(self.unmatched),
+                "differences": [d.to_dict() for d in self.differences],
+                "written": self.written, "dated": list(self.dated)}
 
 
 def sync_prices(request: SyncPricesRequest) -> PriceSync:
-    """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``).
-
-    With ``write``, the differences that are plain values are written into the
-    catalog file, in place (comments and layout kept), checked, then atomically
-    replaced; a whole new tier is left to a hand edit. Each entry brought up to date
-    gets a new ``as_of``: the database's start date for its prices, or the UTC day of
-    ``when`` where the database has none. ``current`` on the result says whether there
-    was nothing to change (what ``models sync-prices --check`` exits on).
-    """
+    """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``);
+    with ``write``, write the plain values into the file in place (checked, atomic) and
+    date each entry brought up to date (docs/models.md)."""
     from tokcost.atomic import ensure_writable
     from tokcost.catalog import load_catalog
+    from tokcost.catalog.lookup import catalog_file
     from tokcost.catalog.sync import apply_diffs, compare_prices
     from tokcost.resources import shipped_path
 
-    path = request.file
+    path = catalog_file(request.catalog)
     if request.write:
         ensure_writable(path)  # before the database is read and compared
     report = compare_prices(list(load_catalog(path).models), when=request.when)
     done = apply_diffs(path, list(report.diffs)) if request.write and report.diffs else None
     return PriceSync(
-        file=path, database_version=report.database_version, matched=report.matched,
-        unmatched=report.unmatched, differences=report.diffs,
-        written=done.changes if done is not None else 0, write=request.write,
-        shipped=path.resolve() == shipped_path("models.yaml").resolve(),
-        dated=done.dated if done is not None else (),
-    )
-
-
-# --- a model from Hugging Face ---------------------------------------------------------------
+        path, report.database_version, report.matched, report.unmatched, report.diffs,
+        done.changes if done else 0, request.write,
+        path.resolve() == shipped_path("models.yaml").resolve(), done.dated if done else ())
 
 
 def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
@@ -283,18 +244,12 @@ def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfM
     return load_config(source, model_id=model_id)
 
 
-def resolve_model(
-    model: str | ModelEntry | None,
-    *,
-    config: str | Path | None = None,
-    catalog: Catalog,
-    needs_weights: bool = False,
-) -> tuple[ModelEntry, HfModel | None]:
-    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``,
-    or the ``config`` (a config.json or model folder); and, for the latter two, what
-    was read to make it. ``needs_weights``: the caller sizes the weights, which a
-    config without safetensors headers cannot tell.
-    """
+def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
+                  catalog: Catalog, needs_weights: bool = False
+                  ) -> tuple[ModelEntry, HfModel | None]:
+    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``, or
+    ``config`` (a config.json or model folder), with what was read to make the latter two.
+    ``needs_weights``: the caller sizes the weights, which need safetensors headers."""
     if config is not None and model is not None:
         raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
                          param="config", related=("model",))
@@ -302,8 +257,9 @@ def resolve_model(
         raise UsageError(f"give {arg('model', 'ID')} (a catalog id or hf:ORG/REPO) or "
                          f"{arg('config', 'PATH')} (a model's config.json or its folder)",
                          param="model", related=("config",))
-    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
-    if model is not None and not (isinstance(model, str) and _is_hf(model)):
+    # hf_model.is_hf_spec without importing it: kvmem's start stays that of a catalog lookup.
+    hf = isinstance(model, str) and model.strip().lower().startswith("hf:")
+    if model is not None and not hf:
         return (catalog.resolve(model) if isinstance(model, str) else model), None
     loaded = load_model_source(config if config is not None else str(model))
     arch = loaded.entry.architecture
@@ -312,20 +268,15 @@ def resolve_model(
             f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
             f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
             f"without {arg('gpu')} and {arg('bandwidth')}",
-            param="kv_memory", related=("gpu", "bandwidth"),
-        )
+            param="kv_memory", related=("gpu", "bandwidth"))
     return loaded.entry, loaded
-
-
-def _is_hf(model: str) -> bool:
-    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
 class ImportModelRequest:
     """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
-    named ``model_id`` (default: the repo's or folder's name), written to ``output``
-    when given (an existing file only with ``force``)."""
+    named ``model_id`` (default: the repo's or folder's name), written to ``output`` when
+    given (an existing file only with ``force``)."""
 
     source: str | Path
     model_id: str | None = None
@@ -354,22 +305,14 @@ class ModelImport:
     file: Path | None = None  # where the YAML was written, if asked
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entry": self.entry.to_dict(),
-            "yaml": self.yaml,
-            "config": self.config_file,
-            "origin": self.origin,
-            "shards": self.shards,
-            "header_bytes": self.header_bytes,
-            "notes": list(self.notes),
-            "file": str(self.file) if self.file is not None else None,
-        }
+        return {"entry": self.entry.to_dict(), "yaml": self.yaml, "config": self.config_file,
+                "origin": self.origin, "shards": self.shards, "header_bytes": self.header_bytes,
+                "notes": list(self.notes), "file": str(self.file) if self.file else None}
 
 
 def import_model(request: ImportModelRequest) -> ModelImport:
-    """The entry ``request`` asks for, as YAML that loads as a catalog (``catalog=FILE``)
-    beside the shipped one; written atomically to ``output`` when given (the file is
-    checked before anything is read)."""
+    """The entry ``request`` asks for, as YAML that loads as a catalog beside the shipped
+    one; written atomically to ``output`` (checked before anything is read)."""
     from tokcost.atomic import ensure_writable, write_text_atomic
     from tokcost.catalog.entry_yaml import catalog_text
 
@@ -393,16 +336,14 @@ def import_model(request: ImportModelRequest) -> ModelImport:
 
 
 def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
-    """``entry`` fitted to extend the shipped catalog: aliases another shipped model
-    already has are left out; an id that names another shipped model (an alias or a
-    dated id of it) makes the file stand alone instead."""
+    """``entry`` fitted to extend the shipped catalog: aliases another shipped model has
+    left out; an id that names another shipped model makes the file stand alone."""
     from tokcost.catalog import Catalog, load_catalog
     from tokcost.errors import CatalogError
     from tokcost.resources import shipped_path
 
     shipped = load_catalog(shipped_path("models.yaml"))
-    key = entry.id.lower()
-    others = [m for m in shipped.models if m.id.lower() != key]
+    others = [m for m in shipped.models if m.id.lower() != entry.id.lower()]
     taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
     notes = [f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
              for a in entry.aliases if a.lower() in taken]

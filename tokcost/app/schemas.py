@@ -1,10 +1,8 @@
 """JSON Schemas of tokcost's YAML files, for editors: completion, hover help, checks.
 
 Generated from the pydantic models the validator uses (``tokcost.catalog.document``,
-``tokcost.budget.config``) and shipped in ``tokcost/schemas/`` (a test keeps them equal
-to a fresh generation). Point an editor at one with a first line such as
-``# yaml-language-server: $schema=tokcost/schemas/models.schema.json``; regenerate them
-after changing a model: ``python -m tokcost.app.schemas``.
+``tokcost.budget.config``) and shipped in ``tokcost/schemas/`` (a test keeps them equal to
+a fresh generation: after changing a model, run ``python -m tokcost.app.schemas``).
 
 >>> json_schema(SchemaDocument.CATALOG)["title"]
 'tokcost catalog (models.yaml)'
@@ -62,7 +60,6 @@ if __name__ == "__main__":  # python -m tokcost.app.schemas [FOLDER]: write them
 
     for document in SchemaDocument:
         path = schema_path(document)
-        if len(sys.argv) > 1:
-            path = Path(sys.argv[1]) / path.name
+        path = Path(sys.argv[1]) / path.name if len(sys.argv) > 1 else path
         write_text_atomic(path, render(document))
         print(path)
