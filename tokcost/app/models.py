@@ -1,6 +1,5 @@
-"""The catalog's use cases (``tokcost models``): list, show, validate, sync prices,
-import a Hugging Face model; and the one place a model argument is resolved. Each
-returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
+"""The catalog's use cases (``tokcost models``), each returning a frozen result whose
+``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved.
 
 >>> [m.id for m in list_models(provider="openai").models][:2]
 ['gpt-4o', 'gpt-4o-2024-05-13']
@@ -119,15 +118,11 @@ def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
-    """How ``models show`` names an entry's tokenizer (its file, the package's folder
-    expanded) and ``models list`` (``short``: the package and the file's version); a
-    tiktoken encoding by its real name.
+    """An entry's tokenizer as ``models show`` names it (the file, package folder expanded)
+    or ``models list`` (``short``: the package and the file's version; ``≈``: a proxy).
 
     >>> from tokcost.catalog import load_catalog
-    >>> cat = load_catalog()
-    >>> [_tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
-    ['o200k_base', '≈o200k_base']
-    >>> _tokenizer_label(cat.resolve("mistral-nemo"), short=True)
+    >>> _tokenizer_label(load_catalog().resolve("mistral-nemo"), short=True)
     'mistral-common tekken_240718'
     """
     from tokcost.adapters.registry import normalize_spec
@@ -161,10 +156,8 @@ def _expanded(spec: str, model_id: str) -> str:
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use), read afresh: also keys
-    written twice, tokenizer specs ``tokenizers=SPEC`` would refuse (judged offline) and
-    names that clash with the shipped catalog a file extends. A file that cannot be opened
-    raises ``CatalogError`` (there is nothing to check)."""
+    """Every problem of a catalog file (default: the one in use), read afresh, with the
+    checks loading skips (docs/models.md, Validation)."""
     from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
     from tokcost.catalog.lookup import catalog_file

@@ -51,17 +51,7 @@ def load_hf_model(spec: str, *, model_id: str | None = None) -> HfModel:
         return load_config(rest, model_id=model_id)
     from tokcost.catalog.hf_repo import fetch_repo
 
-    files = fetch_repo(rest)
-    repo, checkpoint, where = files.repo, files.checkpoint, f"hf:{files.repo} config.json"
-    weights, notes = _weights(files.config, checkpoint, where)
-    model_id = model_id or repo.rsplit("/", 1)[1].lower()
-    url = f"https://huggingface.co/{repo}"
-    entry = _entry(files.config, where, model_id, weights, f"{url}/blob/main/config.json",
-                   f"hf:{repo}" if files.has_tokenizer else None, (repo,), url)
-    return HfModel(entry, str(files.config_file), files.origin, weights,
-                   len(checkpoint.files) if checkpoint else 0,
-                   (checkpoint.bytes_read or None) if checkpoint else None,
-                   (*files.notes, *notes))
+    return fetch_repo(rest, model_id=model_id)
 
 
 def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
@@ -81,17 +71,17 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     config = read_config_json(config_file, str(config_file))
     names = shard_names(folder)
     checkpoint = read_checkpoint(folder, names) if names else None
-    weights, notes = _weights(config, checkpoint, str(config_file))
+    weights, notes = read_weights(config, checkpoint, str(config_file))
     tokenizer = folder / "tokenizer.json"
-    entry = _entry(config, str(config_file), model_id or (folder.resolve().name or "model").lower(),
-                   weights, str(config_file.resolve()),
-                   f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None)
+    model_id = model_id or (folder.resolve().name or "model").lower()
+    entry = make_entry(config, str(config_file), model_id, weights, str(config_file.resolve()),
+                       f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None)
     return HfModel(entry, str(config_file), str(folder), weights,
                    len(checkpoint.files) if checkpoint else 0,
                    checkpoint.bytes_read if checkpoint else None, notes)
 
 
-def _weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
+def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
              ) -> tuple[WeightsSummary | None, tuple[str, ...]]:
     if checkpoint is None:
         return None, ("no safetensors headers beside the config: the weights' size and "
@@ -113,7 +103,7 @@ def _weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
     return summary, tuple(notes)
 
 
-def _entry(config: dict[str, Any], where: str, model_id: str, weights: WeightsSummary | None,
+def make_entry(config: dict[str, Any], where: str, model_id: str, weights: WeightsSummary | None,
            arch_source: str, tokenizer: str | None, aliases: tuple[str, ...] = (),
            source: str | None = None) -> ModelEntry:
     arch = architecture_from_config(config, where=where, weights=weights, source=arch_source)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokcost.catalog.hf_model import HfModel, make_entry, read_weights
 from tokcost.catalog.safetensors_meta import Checkpoint, TensorMeta, read_checkpoint, shard_names
 from tokcost.errors import InputError, UsageError
 
@@ -24,21 +24,8 @@ HUB = "the Hugging Face hub"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-@dataclass(frozen=True)
-class RepoFiles:
-    """What ``hf:ORG/REPO`` gave: its config and, when found, its checkpoint's headers."""
-
-    repo: str
-    config: dict[str, Any]
-    config_file: Path  # in the cache (a hub download lands there too)
-    checkpoint: Checkpoint | None
-    origin: str  # CACHE, or HUB when anything came from the hub
-    has_tokenizer: bool
-    notes: tuple[str, ...] = ()
-
-
-def fetch_repo(repo: str) -> RepoFiles:
-    """The config and headers of ``repo``: from the cache, else from the hub."""
+def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
+    """The entry of ``repo`` from its config and headers: from the cache, else the hub."""
     repo = repo.strip()
     if not _REPO_ID.match(repo) or ".." in repo:
         raise UsageError(f"'hf:{repo}' is neither a Hugging Face model id (hf:ORG/REPO) nor an "
@@ -69,8 +56,16 @@ def fetch_repo(repo: str) -> RepoFiles:
                              "model folder")
         config_file, checkpoint, origin = download_config(repo), hub_checkpoint(repo), HUB
         tokenizer = hub_has_file(repo, "tokenizer.json")
-    config = read_config_json(config_file, f"hf:{repo} config.json")
-    return RepoFiles(repo, config, config_file, checkpoint, origin, tokenizer, tuple(notes))
+    where = f"hf:{repo} config.json"
+    config = read_config_json(config_file, where)
+    weights, more = read_weights(config, checkpoint, where)
+    model_id = model_id or repo.rsplit("/", 1)[1].lower()
+    url = f"https://huggingface.co/{repo}"
+    entry = make_entry(config, where, model_id, weights, f"{url}/blob/main/config.json",
+                       f"hf:{repo}" if tokenizer else None, (repo,), url)
+    return HfModel(entry, str(config_file), origin, weights,
+                   len(checkpoint.files) if checkpoint else 0,
+                   (checkpoint.bytes_read or None) if checkpoint else None, (*notes, *more))
 
 
 def read_config_json(path: Path, where: str) -> dict[str, Any]:

@@ -111,7 +111,7 @@ class _Locator:
 
     @cached_property
     def root(self) -> Any:
-        return yamltext.compose(self.text)
+        return yamltext.load(self.text, nodes=True)
 
     def line(self, loc: PathKey) -> int | None:
         return yamltext.line_of(self.root, loc)

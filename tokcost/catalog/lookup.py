@@ -26,18 +26,12 @@ from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, arg, sugges
 from tokcost.resources import shipped_path
 
 ENV_VAR = "TOKCOST_CATALOG"
+# -2024-08-06, -20250514, @20240620, -2411, -latest, -v2:1
 _DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
-
-
-def is_dated_suffix(rest: str) -> bool:
-    """``-2024-08-06``, ``-20250514``, ``@20240620``, ``-2411``, ``-latest`` are dated ids."""
-    return bool(_DATED_SUFFIX.match(rest))
 
 
 @dataclass(frozen=True)
 class _Index:
-    """The lookup tables of a catalog, built once by ``Catalog.build``."""
-
     names: Mapping[str, ModelEntry]
     aliases: Mapping[str, ModelEntry]
     prefixes: tuple[tuple[str, bool, ModelEntry], ...]  # longest first
@@ -58,8 +52,8 @@ class Catalog:
     def build(
         cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
-        """Index entries; a name claimed twice raises ``CatalogError`` (every one, the
-        first in full), and ``tokenizer: model:ID`` becomes that entry's tokenizer."""
+        """A name claimed twice raises ``CatalogError``; ``tokenizer: model:ID`` becomes
+        that entry's tokenizer."""
         models, gpus, files = tuple(models), tuple(gpus), tuple(files)
         entries = [rules.from_model(m) for m in models]
         targets, bad_refs = rules.tokenizer_targets(entries)
@@ -101,7 +95,7 @@ class Catalog:
         if entry is not None:
             return entry
         for prefix, explicit, candidate in self._index.prefixes:
-            if key.startswith(prefix) and (explicit or is_dated_suffix(key[len(prefix) :])):
+            if key.startswith(prefix) and (explicit or _DATED_SUFFIX.match(key[len(prefix) :])):
                 return candidate
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
@@ -115,10 +109,8 @@ class Catalog:
             return None
 
     def resolve_gpu(self, name: str) -> Gpu:
-        """A GPU by name or alias, ignoring case, spaces, dashes and underscores.
-
-        Only an exact name or alias resolves: a prefix of several GPUs' names (``a100``) is
-        an error listing them, since their memory and bandwidth differ.
+        """A GPU by name or alias, ignoring case, spaces, dashes and underscores; never a
+        prefix (``a100``: their memory and bandwidth differ).
 
         >>> load_catalog().resolve_gpu("h100").name
         'H100-SXM'
@@ -141,8 +133,7 @@ class Catalog:
                           param="gpu_memory")
 
     def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
-        """The GPUs whose name or an alias begins with ``name`` (as lookup compares), in
-        catalog order; an empty ``name`` matches none."""
+        """The GPUs whose name or an alias begins with ``name`` (none for ``""``)."""
         key = gpu_key(name)
         return tuple(g for g in self.gpus if key and any(
             gpu_key(n).startswith(key) for n in (g.name, *g.aliases)))
@@ -163,11 +154,8 @@ def catalog_file(path: str | Path | None = None) -> Path:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load a catalog: ``path``, else ``$TOKCOST_CATALOG``, else the shipped models.yaml.
-
-    A user file replaces the shipped catalog, unless it says ``extends: shipped``: then its
-    models are added to the shipped ones (same id: the user's wins).
-    """
+    """The catalog of ``catalog_file(path)``; a file that says ``extends: shipped`` adds its
+    models to the shipped ones (same id: the user's wins)."""
     file = catalog_file(path)
     try:
         st = file.stat()
@@ -203,12 +191,8 @@ def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
 
 
 def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
-    """Every problem of one catalog file (empty when it is valid), for ``models validate``.
-
-    ``judge`` judges each tokenizer spec (``tokcost.adapters`` is beside the catalog, not
-    below, so ``validate_catalog`` passes it); a file that cannot be opened raises
-    ``CatalogError``: there is nothing to check.
-    """
+    """Every problem of one catalog file, for ``models validate``; ``judge`` (from
+    ``tokcost.adapters``, beside the catalog) judges each tokenizer spec."""
     target = Path(path)
     try:
         return check_file(target, whole=True, judge=judge)[1]

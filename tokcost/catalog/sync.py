@@ -201,7 +201,7 @@ def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
     """Write the writable differences into the catalog file, and the ``as_of`` of each
     entry they bring up to date."""
     text = path.read_text(encoding="utf-8")
-    root = yamltext.compose(text)
+    root = yamltext.load(text, nodes=True)
     models = _child(root, "models") if root is not None else None
     if models is None or not isinstance(models[1], yaml.SequenceNode):
         raise CatalogError(f"{path}: no models list to write prices into")

@@ -15,14 +15,13 @@ issues. pydantic costs ~0.1 s to import, so only validation imports this module.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import math
 import re
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, ClassVar, NamedTuple, NoReturn, TypeVar
 
 from annotated_types import GroupedMetadata
@@ -146,8 +145,22 @@ class Reads(GroupedMetadata):
         yield WithJsonSchema(self.schema)
 
 
-def _text_or(number: dict[str, Any], pattern: str) -> dict[str, Any]:
-    return {"anyOf": [number, {"type": "string", "pattern": pattern}]}
+def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
+            kinds: tuple[type, ...] = (int, float, Decimal, str)) -> Reads:
+    """A scalar written as a number or as text (``pattern``), which ``read`` parses; a
+    ``ValueError`` or ``TokcostError`` from it refuses the value in one sentence."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
+            expect(expected, value)
+        try:
+            return read(value)
+        except Invalid:
+            raise
+        except (TokcostError, ValueError, ArithmeticError):
+            expect(expected, value)
+
+    return Reads(parse, {"anyOf": [number, {"type": "string", "pattern": pattern}]})
 
 
 def _capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
@@ -155,25 +168,17 @@ def _capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
         expect(f"at most {cap_text}", value)
 
 
-def _scalar(value: Any, what: str, kinds: tuple[type, ...] = (int, float, Decimal, str)) -> None:
-    if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
-        expect(what, value)
-
-
 def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str = "") -> Reads:
     """A count: ``128000``, ``128k``, ``8.03B``, ``1e6``; ``cap`` the largest sane one."""
     expected = what or f"an integer >= {minimum}"
 
-    def parse(value: Any) -> int:
-        _scalar(value, expected)
+    def read(value: Any) -> int:
         try:
             number = parse_count(value)
         except OutOfRange:
             if cap is None:
                 expect(f"a whole number from {minimum} to 10^15", value)
             number = cap + 1
-        except TokcostError:
-            expect(expected, value)
         if number < minimum:
             expect(expected, value)
         if cap is not None:
@@ -181,22 +186,18 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
         return number
 
     top = MAX_COUNT if cap is None else cap
-    return Reads(parse, _text_or({"type": "integer", "minimum": minimum, "maximum": top},
-                                 COUNT_PATTERN))
+    return _reader(read, expected, {"type": "integer", "minimum": minimum, "maximum": top},
+                   COUNT_PATTERN)
 
 
 def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
            cap_text: str = "") -> Reads:
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
 
-    def parse(value: Any) -> Decimal:
-        found: Decimal | None = None
-        if not isinstance(value, bool) and isinstance(value, (int, float, str)):
-            with contextlib.suppress(InvalidOperation):
-                found = Decimal(str(value).strip())
-        if (found is None or not found.is_finite() or found < 0
-                or (below is not None and found >= below)):
-            expect(text, value)
+    def read(value: Any) -> Decimal:
+        found = Decimal(str(value).strip())
+        if not found.is_finite() or found < 0 or (below is not None and found >= below):
+            raise ValueError(value)
         _capped(found, value, cap, cap_text)
         return found
 
@@ -205,15 +206,14 @@ def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = Non
         bound["exclusiveMaximum"] = float(below)
     if cap is not None:
         bound["maximum"] = float(cap)
-    return Reads(parse, _text_or(bound, DECIMAL_PATTERN))
+    return _reader(read, text, bound, DECIMAL_PATTERN, (int, float, str))
 
 
 def size(*, cap: int, cap_text: str) -> Reads:
     """Bytes with a unit: ``80GB`` (10^9) or ``80GiB`` (2^30)."""
     expected = "a size such as 80GB or 80GiB"
 
-    def parse(value: Any) -> int:
-        _scalar(value, expected, (str, int, float))
+    def read(value: Any) -> int:
         try:
             found = parse_size(value, param="size")
         except OutOfRange:
@@ -223,27 +223,23 @@ def size(*, cap: int, cap_text: str) -> Reads:
         _capped(found, value, cap, cap_text)
         return found
 
-    return Reads(parse, _text_or({"type": "number", "exclusiveMinimum": 0, "maximum": cap},
-                                 SIZE_PATTERN))
+    return _reader(read, expected, {"type": "number", "exclusiveMinimum": 0, "maximum": cap},
+                   SIZE_PATTERN, (str, int, float))
 
 
 def flops(*, cap: float) -> Reads:
     """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
-    expected = "FLOP/s (a number >= 0) such as 989e12"
 
-    def parse(value: Any) -> float:
-        _scalar(value, expected, (int, float, str))
-        try:
-            found = float(value)
-        except (ValueError, OverflowError):
-            expect(expected, value)
+    def read(value: Any) -> float:
+        found = float(value)
         if not math.isfinite(found) or found < 0:
-            expect(expected, value)
+            raise ValueError(value)
         _capped(found, value, cap, f"{cap:g} FLOP/s")
         return found
 
-    return Reads(parse, _text_or({"type": "number", "minimum": 0, "maximum": cap},
-                                 DECIMAL_PATTERN))
+    return _reader(read, "FLOP/s (a number >= 0) such as 989e12",
+                   {"type": "number", "minimum": 0, "maximum": cap}, DECIMAL_PATTERN,
+                   (int, float, str))
 
 
 def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
@@ -333,15 +329,8 @@ def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
 def _units(reader: Callable[..., Any], expected: str, pattern: str, top: dict[str, Any],
            cast: Callable[[Any], Any] = lambda v: v) -> Reads:
     """A value ``tokcost.units`` reads (money, percentages, shares)."""
-
-    def parse(value: Any) -> Any:
-        _scalar(value, expected)
-        try:
-            return cast(reader(value))
-        except TokcostError:
-            expect(expected, value)
-
-    return Reads(parse, _text_or({"type": "number", "minimum": 0, **top}, pattern))
+    return _reader(lambda value: cast(reader(value)), expected,
+                   {"type": "number", "minimum": 0, **top}, pattern)
 
 
 def usd(what: str = "") -> Reads:

@@ -1,13 +1,12 @@
 """YAML text for tokcost's files: parse it safely, and find the line of a key path.
 
 ``yaml.safe_load`` semantics (libyaml's ``CSafeLoader`` when present: the same safe types,
-~10x faster); lines are looked up from the node tree only when a problem is reported, so a
-good file loads at full speed.
+~10x faster); lines come from the node tree, composed only when a problem is reported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import TokcostError
 
@@ -25,12 +24,6 @@ def dotted(path: PathKey) -> str:
     return text
 
 
-def loader() -> type[yaml.SafeLoader]:
-    import yaml  # on first use, so `import tokcost` stays light
-
-    return cast(type["yaml.SafeLoader"], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 class SyntaxProblem(Exception):
     """A text that is not YAML: where (1-based line, when known) and why."""
 
@@ -39,12 +32,14 @@ class SyntaxProblem(Exception):
         self.line = line
 
 
-def load(text: str) -> Any:
-    """The data of a YAML text, or ``SyntaxProblem``."""
-    import yaml
+def load(text: str, *, nodes: bool = False) -> Any:
+    """The data of a YAML text (with ``nodes``, its node tree; None when empty), or
+    ``SyntaxProblem``."""
+    import yaml  # on first use, so `import tokcost` stays light
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader())
+        return yaml.compose(text, Loader=loader) if nodes else yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -60,21 +55,11 @@ def parse(text: str, name: str, error: type[TokcostError]) -> Any:
         raise error(f"{name}{line}: {exc}") from None
 
 
-def compose(text: str) -> yaml.Node | None:
-    """The node tree of an already parsed text (None when empty)."""
-    import yaml
-
-    try:
-        return yaml.compose(text, Loader=loader())
-    except yaml.YAMLError:  # pragma: no cover - the text parsed once already
-        return None
-
-
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
     """1-based line of the deepest node along ``path``: a key whose value is a scalar
     points at the key, a mapping or a list at where its value starts.
 
-    >>> line_of(compose("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n"), ("b", 1, "c"))
+    >>> line_of(load("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n", nodes=True), ("b", 1, "c"))
     4
     """
     import yaml
