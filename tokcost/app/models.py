@@ -220,11 +220,11 @@ def sync_prices(request: SyncPricesRequest) -> PriceSync:
     if request.write:
         ensure_writable(path)  # before the database is read and compared
     report = compare_prices(list(load_catalog(path).models), when=request.when)
-    done = apply_diffs(path, list(report.diffs)) if request.write and report.diffs else None
-    return PriceSync(
-        path, report.database_version, report.matched, report.unmatched, report.diffs,
-        done.changes if done else 0, request.write,
-        path.resolve() == shipped_path("models.yaml").resolve(), done.dated if done else ())
+    written, dated = (apply_diffs(path, list(report.diffs)) if request.write and report.diffs
+                      else (0, ()))
+    return PriceSync(path, report.database_version, report.matched, report.unmatched,
+                     report.diffs, written, request.write,
+                     path.resolve() == shipped_path("models.yaml").resolve(), dated)
 
 
 def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:

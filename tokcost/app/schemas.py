@@ -33,14 +33,15 @@ _TITLES = {
 
 
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
-    """The JSON Schema (draft-07) of ``document``, from its pydantic model."""
+    """The JSON Schema of ``document``, from its pydantic model, declared as draft-07 (what
+    YAML editors read)."""
     from tokcost.budget.config import ConfigDocument
     from tokcost.catalog.document import CatalogDocument
-    from tokcost.catalog.validation import json_schema as generate
 
     document = SchemaDocument(document)
-    schema = generate(CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument)
-    return {**schema, "title": _TITLES[document]}
+    model = CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument
+    return {"$schema": "http://json-schema.org/draft-07/schema#",
+            **model.model_json_schema(mode="validation"), "title": _TITLES[document]}
 
 
 def schema_path(document: SchemaDocument | str) -> Path:

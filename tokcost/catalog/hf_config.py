@@ -11,19 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tokcost.catalog import schema as s
 from tokcost.catalog.hf_weights import WeightsSummary, quant_bits
-from tokcost.catalog.schema import (
-    MAX_EXPERTS,
-    MAX_LAYERS,
-    MAX_STATE_ELEMENTS,
-    MAX_TOKENS,
-    MAX_VOCAB,
-    MAX_WIDTH,
-    Architecture,
-    Attention,
-    AttentionType,
-    LayerKind,
-)
+from tokcost.catalog.schema import Architecture, Attention, AttentionType, LayerKind
 from tokcost.errors import InputError
 
 # Class defaults real configs leave out: google/gemma-3-27b-it states none of Gemma3TextConfig's
@@ -81,7 +71,7 @@ class ConfigFields:
                 return self.text[name]
         return self.defaults.get(key)
 
-    def count(self, key: str, what: str, *, cap: int = MAX_WIDTH, minimum: int = 1) -> int | None:
+    def count(self, key: str, what: str, *, cap: int = s.MAX_WIDTH, minimum: int = 1) -> int | None:
         value = self.raw(key)
         if value is None:
             return None
@@ -90,7 +80,7 @@ class ConfigFields:
                              f"number from {minimum} to {cap:,}")
         return value
 
-    def need(self, key: str, what: str, *, cap: int = MAX_WIDTH, minimum: int = 1) -> int:
+    def need(self, key: str, what: str, *, cap: int = s.MAX_WIDTH, minimum: int = 1) -> int:
         value = self.count(key, what, cap=cap, minimum=minimum)
         if value is None:
             raise InputError(f"{self.where} has no {key} ({what}), which KV-cache sizes "
@@ -116,7 +106,7 @@ def architecture_from_config(
     if f.text.get("is_encoder_decoder") is True:
         raise InputError(f"{where}: an encoder-decoder model; tokcost sizes decoder-only "
                          "models' KV caches")
-    kinds = layer_kinds(f, f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
+    kinds = layer_kinds(f, f.need("num_hidden_layers", "the number of layers", cap=s.MAX_LAYERS))
     attention = _attention(f, kinds)
     heads = f.count("num_attention_heads", "the number of attention heads")
     hidden = f.count("hidden_size", "the hidden size")
@@ -142,7 +132,7 @@ def architecture_from_config(
     w = weights
     return Architecture(
         layers=len(kinds), hidden_size=hidden, attention_heads=heads, kv_heads=kv_heads,
-        head_dim=head_dim, vocab_size=f.count("vocab_size", "the vocabulary size", cap=MAX_VOCAB),
+        head_dim=head_dim, vocab_size=f.count("vocab_size", "the vocabulary size", cap=s.MAX_VOCAB),
         params_total=(w.params or None) if w else None,
         params_active=(w.active_params(experts, per_token) or None) if w else None,
         weights_dtype=weights_dtype(f.dtype, f.quantization),
@@ -160,7 +150,7 @@ def context_window(config: Mapping[str, Any], *, where: str) -> int | None:
     131072
     """
     return ConfigFields(config, where).count(
-        "max_position_embeddings", "the context window in tokens", cap=MAX_TOKENS)
+        "max_position_embeddings", "the context window in tokens", cap=s.MAX_TOKENS)
 
 
 def model_type(config: Mapping[str, Any]) -> str | None:
@@ -169,7 +159,7 @@ def model_type(config: Mapping[str, Any]) -> str | None:
 
 
 def _first_count(f: ConfigFields, keys: Sequence[str]) -> int | None:
-    found = (f.count(k, "a number of experts", cap=MAX_EXPERTS, minimum=0) for k in keys)
+    found = (f.count(k, "a number of experts", cap=s.MAX_EXPERTS, minimum=0) for k in keys)
     return next((v for v in found if v is not None), None)
 
 
@@ -186,12 +176,12 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
             raise InputError(f"{f.where}: hybrid_override_pattern has {len(pattern)} "
                              f"characters for {layers} layers; check the config")
         return tuple(LINEAR if c == "M" else FULL for c in pattern if c in "M*")
-    period = f.count("attn_layer_period", "the attention layer period", cap=MAX_LAYERS)
+    period = f.count("attn_layer_period", "the attention layer period", cap=s.MAX_LAYERS)
     if period is not None:
-        offset = f.count("attn_layer_offset", "the attention layer offset", cap=MAX_LAYERS,
+        offset = f.count("attn_layer_offset", "the attention layer offset", cap=s.MAX_LAYERS,
                          minimum=0) or 0
         return tuple(FULL if i % period == offset else LINEAR for i in range(layers))
-    interval = f.count("full_attention_interval", "the full attention interval", cap=MAX_LAYERS)
+    interval = f.count("full_attention_interval", "the full attention interval", cap=s.MAX_LAYERS)
     if interval is not None:
         return tuple(LINEAR if (i + 1) % interval else FULL for i in range(layers))
     return _sliding(f, layers)
@@ -218,10 +208,10 @@ def _sliding(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     if "use_sliding_window" in f.text:  # Qwen2/Qwen3: off unless asked, then from a layer on
         if f.text.get("use_sliding_window") is not True:
             return (FULL,) * layers
-        start = f.count("max_window_layers", "the first sliding layer", cap=MAX_LAYERS,
+        start = f.count("max_window_layers", "the first sliding layer", cap=s.MAX_LAYERS,
                         minimum=0) or 0
         return tuple(SLIDING if i >= start else FULL for i in range(layers))
-    every = f.count("sliding_window_pattern", "the sliding pattern", cap=MAX_LAYERS)
+    every = f.count("sliding_window_pattern", "the sliding pattern", cap=s.MAX_LAYERS)
     if every is None and f.model_type in _ALTERNATING:
         every = 2
     if every is not None:
@@ -236,7 +226,7 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                          qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"))
     window = None
     if "sliding" in present:
-        window = f.need("sliding_window", "the sliding window in tokens", cap=MAX_TOKENS)
+        window = f.need("sliding_window", "the sliding window in tokens", cap=s.MAX_TOKENS)
     state = linear_state_elements(f) if "linear" in present else None
     if not kinds:
         raise InputError(f"{f.where}: no layer holds a KV cache or state; check the config")
@@ -282,9 +272,9 @@ def linear_state_elements(f: ConfigFields) -> int:
     else:
         raise InputError(f"{f.where} has linear layers but no state size (linear_num_value_heads"
                          ", mamba_num_heads or mamba_d_state); check the config")
-    if total > MAX_STATE_ELEMENTS:
+    if total > s.MAX_STATE_ELEMENTS:
         raise InputError(f"{f.where}: a linear layer's state of {total:,} elements is beyond "
-                         f"{MAX_STATE_ELEMENTS:,}; check the config")
+                         f"{s.MAX_STATE_ELEMENTS:,}; check the config")
     return total
 
 

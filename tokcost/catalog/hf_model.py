@@ -11,12 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokcost.catalog.hf_config import (
-    ConfigFields,
-    architecture_from_config,
-    context_window,
-    model_type,
-)
+from tokcost.catalog import hf_config
 from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
@@ -86,7 +81,7 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
     if checkpoint is None:
         return None, ("no safetensors headers beside the config: the weights' size and "
                       "parameters are unknown (give the folder with its shards)",)
-    f = ConfigFields(config, where)
+    f = hf_config.ConfigFields(config, where)
     summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
                         layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
     experts = (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"
@@ -106,8 +101,10 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
 def make_entry(config: dict[str, Any], where: str, model_id: str, weights: WeightsSummary | None,
            arch_source: str, tokenizer: str | None, aliases: tuple[str, ...] = (),
            source: str | None = None) -> ModelEntry:
-    arch = architecture_from_config(config, where=where, weights=weights, source=arch_source)
+    arch = hf_config.architecture_from_config(config, where=where, weights=weights,
+                                              source=arch_source)
     return ModelEntry(
         id=model_id, aliases=tuple(a for a in aliases if a.lower() != model_id.lower()),
-        family=model_type(config), tokenizer_spec=tokenizer,
-        context_window=context_window(config, where=where), architecture=arch, source=source)
+        family=hf_config.model_type(config), tokenizer_spec=tokenizer,
+        context_window=hf_config.context_window(config, where=where), architecture=arch,
+        source=source)

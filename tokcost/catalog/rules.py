@@ -56,17 +56,13 @@ class Clash:
     message: str
 
 
-def _indexed(names: Iterable[str], key: str) -> tuple[tuple[str, PathKey], ...]:
-    return tuple((n, (key, i)) for i, n in enumerate(names))
-
-
 def from_model(model: ModelEntry, *, origin: str = "") -> Entry:
-    return Entry(model.id, _indexed(model.aliases, "aliases"),
-                 _indexed(model.prefixes, "prefixes"), model.tokenizer_spec, None, origin)
+    return Entry(model.id, _names(model.aliases, "aliases"), _names(model.prefixes, "prefixes"),
+                 model.tokenizer_spec, None, origin)
 
 
 def from_gpu(gpu: Gpu, *, origin: str = "") -> Entry:
-    return Entry(gpu.name, _indexed(gpu.aliases, "aliases"), origin=origin)
+    return Entry(gpu.name, _names(gpu.aliases, "aliases"), origin=origin)
 
 
 def from_data(items: Any, section: str, key: str) -> list[Entry]:
@@ -87,7 +83,7 @@ def from_data(items: Any, section: str, key: str) -> list[Entry]:
 def _names(value: Any, key: str) -> tuple[tuple[str, PathKey], ...]:
     if isinstance(value, str):  # one string stands for a list of one
         return ((value, (key,)),)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return tuple((v, (key, i)) for i, v in enumerate(value) if isinstance(v, str))
     return ()
 
@@ -162,28 +158,24 @@ def tokenizer_targets(entries: Sequence[Entry], line: Line = _no_line
     for start, entry in enumerate(entries):
         if not _is_ref(entry.tokenizer):
             continue
-        spec = str(entry.tokenizer).strip()
-        seen = [start]
-        problem = ""
-        while _is_ref(entries[seen[-1]].tokenizer):
+        spec, seen, problem = str(entry.tokenizer).strip(), [start], ""
+        while not problem and _is_ref(entries[seen[-1]].tokenizer):
             ref = str(entries[seen[-1]].tokenizer).strip()[len(MODEL_REF):].strip()
             nxt = index.get(ref.lower())
             if nxt is None:
                 known = [n for e in entries for n in (e.id, *(a for a, _ in e.aliases)) if n]
                 problem = (f"'{spec}' names no model of the catalog"
                            f"{suggest(ref, known)}; name one by its id or an alias")
-                break
-            if nxt in seen:
+            elif nxt in seen:
                 chain = " -> ".join(str(entries[i].id) for i in [*seen, nxt])
                 problem = (f"'{spec}' goes round in a circle ({chain}); "
                            "let one of them name a tokenizer spec")
-                break
-            seen.append(nxt)
-        else:
-            end = entries[seen[-1]]
-            if end.tokenizer is None:
-                problem = (f"'{spec}' leads to model '{end.id}'"
-                           f"{_where((end, ('id',), ''), line)}, which names no tokenizer")
+            else:
+                seen.append(nxt)
+        end = entries[seen[-1]]
+        if not problem and end.tokenizer is None:
+            problem = (f"'{spec}' leads to model '{end.id}'"
+                       f"{_where((end, ('id',), ''), line)}, which names no tokenizer")
         if problem:
             clashes.append(Clash(entry, ("tokenizer",), problem))
         else:

@@ -22,6 +22,7 @@ from tokcost.atomic import atomic_path
 from tokcost.catalog import yamltext
 from tokcost.catalog.loader import CatalogInvalid, check_file
 from tokcost.catalog.schema import ModelEntry, Pricing
+from tokcost.catalog.yamltext import child
 from tokcost.errors import CatalogError, MissingDependency
 
 PROVIDERS = frozenset({"openai", "anthropic", "google", "mistral", "deepseek"})  # same ids there
@@ -181,33 +182,17 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
 # --- writing ---------------------------------------------------------------------------
 
 
-def _child(node: yaml.Node, key: str) -> tuple[yaml.Node, yaml.Node] | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if getattr(k, "value", None) == key:
-                return cast(yaml.Node, k), cast(yaml.Node, v)
-    return None
-
-
-@dataclass(frozen=True)
-class Written:
-    """What ``apply_diffs`` changed in the file."""
-
-    changes: int  # differences written
-    dated: tuple[str, ...]  # models whose ``as_of`` was set (all their differences written)
-
-
-def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
+def apply_diffs(path: Path, diffs: list[PriceDiff]) -> tuple[int, tuple[str, ...]]:
     """Write the writable differences into the catalog file, and the ``as_of`` of each
-    entry they bring up to date."""
+    entry they bring up to date: how many were written, and the models dated."""
     text = path.read_text(encoding="utf-8")
     root = yamltext.load(text, nodes=True)
-    models = _child(root, "models") if root is not None else None
+    models = child(root, "models") if root is not None else None
     if models is None or not isinstance(models[1], yaml.SequenceNode):
         raise CatalogError(f"{path}: no models list to write prices into")
     pricing_nodes: dict[str, yaml.Node] = {}
     for item in models[1].value:
-        found, pricing = _child(item, "id"), _child(item, "pricing")
+        found, pricing = child(item, "id"), child(item, "pricing")
         if found is not None and pricing is not None:
             pricing_nodes[str(found[1].value)] = pricing[1]
     edits: list[Edit] = []
@@ -235,7 +220,7 @@ def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
             problems = check_file(tmp)[1]
             if problems:
                 raise CatalogInvalid(problems)
-    return Written(written, tuple(dated))
+    return written, tuple(dated)
 
 
 def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> Edit | None:
@@ -244,7 +229,7 @@ def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> Edit | None:
         return None
     field = diff.field
     if field.startswith("tiers["):
-        tiers = _child(node, "tiers")
+        tiers = child(node, "tiers")
         if tiers is None or not isinstance(tiers[1], yaml.SequenceNode):
             return None
         node = tiers[1].value[int(field[6 : field.index("]")])]
@@ -256,7 +241,7 @@ def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> Edit | None:
 
 def _set_edit(target: yaml.Node, field: str, value: str) -> Edit | None:
     """Replace ``field``'s value in a mapping node, or add the key (first, in its style)."""
-    existing = _child(target, field)
+    existing = child(target, field)
     if existing is not None:
         return existing[1].start_mark.index, existing[1].end_mark.index, value
     if isinstance(target, yaml.MappingNode) and target.flow_style:

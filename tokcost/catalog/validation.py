@@ -24,32 +24,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, NamedTuple, NoReturn, TypeVar
 
+import pydantic
 from annotated_types import GroupedMetadata
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    PlainValidator,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
 
+from tokcost import units
 from tokcost.catalog.yamltext import PathKey
 from tokcost.errors import TokcostError, suggest
-from tokcost.units import (
-    COUNT_PATTERN,
-    MAX_COUNT,
-    MONEY_PATTERN,
-    PERCENT_PATTERN,
-    SIZE_PATTERN,
-    OutOfRange,
-    parse_count,
-    parse_fraction,
-    parse_money,
-    parse_percent,
-    parse_size,
-)
 
 M = TypeVar("M", bound="Strict")
 DECIMAL_PATTERN = r"^\s*[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?\s*$"
@@ -75,14 +55,14 @@ def expect(what: str, value: Any) -> NoReturn:
     raise Invalid(f"expected {what}, got {shown if len(shown) <= 60 else shown[:57] + '...'}")
 
 
-class Strict(BaseModel):
+class Strict(pydantic.BaseModel):
     """A mapping of a YAML file: unknown keys are refused and ``null`` means absent."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
     missing: ClassVar[Mapping[str, str]] = {}  # what to say when a required key is absent
     retired: ClassVar[frozenset[str]] = frozenset()  # keys of older files, read and ignored
 
-    @model_validator(mode="before")
+    @pydantic.model_validator(mode="before")
     @classmethod
     def _given(cls, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -94,14 +74,8 @@ def check(model: type[M], data: Any, *, noun: str = "field") -> tuple[M | None, 
     """The validated document, or None and every problem (``noun``: "unknown field/key")."""
     try:
         return model.model_validate(data), []
-    except ValidationError as exc:
+    except pydantic.ValidationError as exc:
         return None, [i for e in exc.errors(include_url=False) for i in _issues(model, e, noun)]
-
-
-def json_schema(model: type[Strict]) -> dict[str, Any]:
-    """The JSON Schema of a document, declared as draft-07 (what YAML editors read)."""
-    schema = model.model_json_schema(mode="validation")
-    return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
 
 def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
@@ -141,8 +115,8 @@ class Reads(GroupedMetadata):
     schema: dict[str, Any]
 
     def __iter__(self) -> Iterator[object]:
-        yield PlainValidator(self.parse)
-        yield WithJsonSchema(self.schema)
+        yield pydantic.PlainValidator(self.parse)
+        yield pydantic.WithJsonSchema(self.schema)
 
 
 def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
@@ -174,8 +148,8 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
 
     def read(value: Any) -> int:
         try:
-            number = parse_count(value)
-        except OutOfRange:
+            number = units.parse_count(value)
+        except units.OutOfRange:
             if cap is None:
                 expect(f"a whole number from {minimum} to 10^15", value)
             number = cap + 1
@@ -185,9 +159,9 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
             _capped(number, value, cap, f"{cap:,} {unit}".rstrip())
         return number
 
-    top = MAX_COUNT if cap is None else cap
+    top = units.MAX_COUNT if cap is None else cap
     return _reader(read, expected, {"type": "integer", "minimum": minimum, "maximum": top},
-                   COUNT_PATTERN)
+                   units.COUNT_PATTERN)
 
 
 def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
@@ -215,8 +189,8 @@ def size(*, cap: int, cap_text: str) -> Reads:
 
     def read(value: Any) -> int:
         try:
-            found = parse_size(value, param="size")
-        except OutOfRange:
+            found = units.parse_size(value, param="size")
+        except units.OutOfRange:
             found = cap + 1
         except TokcostError as exc:
             raise Invalid(f"expected {expected}: {exc}") from None
@@ -224,7 +198,7 @@ def size(*, cap: int, cap_text: str) -> Reads:
         return found
 
     return _reader(read, expected, {"type": "number", "exclusiveMinimum": 0, "maximum": cap},
-                   SIZE_PATTERN, (str, int, float))
+                   units.SIZE_PATTERN, (str, int, float))
 
 
 def flops(*, cap: float) -> Reads:
@@ -314,7 +288,7 @@ FLAG = Reads(_flag, {"type": "boolean"})
 DAY = Reads(_day, {"type": "string", "format": "date"})
 
 
-def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
+def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
     """A list of mappings (``models``, ``budgets``): refused unless a list; pydantic then
     checks each item."""
 
@@ -323,24 +297,18 @@ def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
             expect(what, value)
         return value
 
-    return BeforeValidator(parse)
-
-
-def _units(reader: Callable[..., Any], expected: str, pattern: str, top: dict[str, Any],
-           cast: Callable[[Any], Any] = lambda v: v) -> Reads:
-    """A value ``tokcost.units`` reads (money, percentages, shares)."""
-    return _reader(lambda value: cast(reader(value)), expected,
-                   {"type": "number", "minimum": 0, **top}, pattern)
+    return pydantic.BeforeValidator(parse)
 
 
 def usd(what: str = "") -> Reads:
     """US dollars: ``0.05``, ``$0.05``, ``5c``, ``$1.2k`` (other currencies refused)."""
     tail = f" {what}" if what else ""
-    return _units(parse_money, f"an amount in USD >= 0{tail} such as 0.05 or $0.05",
-                  MONEY_PATTERN, {})
+    return _reader(units.parse_money, f"an amount in USD >= 0{tail} such as 0.05 or $0.05",
+                   {"type": "number", "minimum": 0}, units.MONEY_PATTERN)
 
 
-PERCENT = _units(parse_percent, "a percentage >= 0 such as 10 or 10%", PERCENT_PATTERN, {},
-                 float)
-SHARE = _units(parse_fraction, "a fraction in [0, 1] such as 0.5", PERCENT_PATTERN,
-               {"maximum": 1})
+PERCENT = _reader(lambda value: float(units.parse_percent(value)),
+                  "a percentage >= 0 such as 10 or 10%", {"type": "number", "minimum": 0},
+                  units.PERCENT_PATTERN)
+SHARE = _reader(units.parse_fraction, "a fraction in [0, 1] such as 0.5",
+                {"type": "number", "minimum": 0, "maximum": 1}, units.PERCENT_PATTERN)

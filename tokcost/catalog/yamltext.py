@@ -55,6 +55,15 @@ def parse(text: str, name: str, error: type[TokcostError]) -> Any:
         raise error(f"{name}{line}: {exc}") from None
 
 
+def child(node: Any, key: str) -> tuple[yaml.Node, yaml.Node] | None:
+    """The (key, value) nodes of ``key`` in a mapping node, or None."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+    return None
+
+
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
     """1-based line of the deepest node along ``path``: a key whose value is a scalar
     points at the key, a mapping or a list at where its value starts.
@@ -68,13 +77,12 @@ def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
         return None
     node = root
     for part in path:
-        child: yaml.Node | None = None
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            child = next((k if isinstance(v, yaml.ScalarNode) else v for k, v in node.value
-                          if getattr(k, "value", None) == part), None)
+        found: yaml.Node | None = None
+        if isinstance(part, str) and (pair := child(node, part)) is not None:
+            found = pair[0] if isinstance(pair[1], yaml.ScalarNode) else pair[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            child = node.value[part] if part < len(node.value) else None
-        if child is None:
+            found = node.value[part] if part < len(node.value) else None
+        if found is None:
             break
-        node = child
+        node = found
     return int(node.start_mark.line) + 1
