@@ -1,10 +1,6 @@
-"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million).
-
-The billing rules (cache reads and writes inside the prompt, reasoning on top of the
-output, long-context tiers per request, the batch discount) are docs/price.md's. Example:
-gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
-
-    600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.0015 + $0.0005 + $0.002 = $0.004
+"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million); the
+billing rules are docs/price.md's. gpt-4o, 1,000 prompt tokens (400 cached), 200 output:
+600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.004.
 """
 
 from __future__ import annotations

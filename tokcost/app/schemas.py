@@ -1,8 +1,6 @@
-"""JSON Schemas of tokcost's YAML files, for editors: completion, hover help, checks.
-
-Generated from the pydantic models the validator uses (``tokcost.catalog.document``,
-``tokcost.budget.config``) and shipped in ``tokcost/schemas/`` (a test keeps them equal to
-a fresh generation: after changing a model, run ``python -m tokcost.app.schemas``).
+"""JSON Schemas of tokcost's YAML files, for editors, generated from the validator's pydantic
+models and shipped in ``tokcost/schemas/`` (a test keeps them fresh: after changing a
+model, run ``python -m tokcost.app.schemas``).
 
 >>> json_schema(SchemaDocument.CATALOG)["title"]
 'tokcost catalog (models.yaml)'

@@ -1,11 +1,7 @@
-"""A cache of validated catalog files, so commands skip YAML parsing and pydantic.
-
-Validating models.yaml imports pydantic and builds its validator, about 0.25 s: more than the
-whole of ``tokcost price``. A file that validated once is kept here (its frozen records,
-pickled), keyed by the sha256 of its bytes and of the modules that declare and parse the
-fields, so an entry only ever stands for what validation produced. The cache lives in
-``$TOKCOST_CACHE_DIR`` (default ``~/.cache/tokcost``); when it cannot be read or written
-tokcost validates again.
+"""A cache of validated catalog files: validating models.yaml (pydantic) takes ~0.25 s, more
+than the whole of ``tokcost price``. Entries are keyed by the sha256 of the file's bytes and
+of the modules that declare and parse the fields, and live in ``$TOKCOST_CACHE_DIR``
+(default ``~/.cache/tokcost``); one that cannot be read or written costs a validation.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""models.yaml as pydantic models: what a catalog file may hold, and what each value means.
-
-Field names are the YAML keys. ``validation.check`` validates a file into these (every
-problem at its location), ``build()`` makes the light frozen objects of ``schema``, and the
-JSON Schema shipped in ``tokcost/schemas/`` is generated from them.
+"""models.yaml as pydantic models (field names are the YAML keys): what a catalog file may
+hold, what each value means, and the shipped JSON Schema (``tokcost/schemas/``).
 """
 
 from __future__ import annotations
@@ -40,16 +37,16 @@ Kinds = Annotated[tuple[str, ...], v.strings(
 
 
 class Built(v.Strict):
-    """A mapping that becomes ``runtime``: the keys given, under their attribute names."""
+    """A mapping that becomes the ``schema`` class of its name: the keys given, under their
+    attribute names."""
 
-    runtime: ClassVar[type[Any]]
     renamed: ClassVar[Mapping[str, str]] = {}  # YAML key -> attribute
 
     def values(self) -> dict[str, Any]:
         return {self.renamed.get(k, k): _built(getattr(self, k)) for k in self.model_fields_set}
 
     def build(self) -> Any:
-        return self.runtime(**self.values())
+        return getattr(s, type(self).__name__)(**self.values())
 
 
 def _built(value: Any) -> Any:
@@ -61,7 +58,6 @@ def _built(value: Any) -> Any:
 class ChatOverhead(Built):
     """Tokens a chat template adds around messages (OpenAI cookbook: 3 / +1 / +3)."""
 
-    runtime = s.ChatOverhead
     per_message: Template = Field(0, description="tokens around each message")
     per_name: Template = Field(0, description="extra tokens when a message has a name")
     reply_priming: Template = Field(0, description="tokens that open the reply")
@@ -70,7 +66,6 @@ class ChatOverhead(Built):
 class Attention(Built):
     """How layers attend, which decides what the KV cache holds per token."""
 
-    runtime = s.Attention
     type: Annotated[str, v.choice(("full", "sliding", "mla", "hybrid"))] = Field(
         "full", description="full, sliding window, multi-head latent (MLA) or hybrid")
     pattern: Kinds | None = Field(
@@ -145,7 +140,6 @@ Params = Annotated[tuple[Any, ...], v.Reads(_params, {"anyOf": [_COUNT, {
 class Architecture(Built):
     """Shape numbers from the model's own config.json (head_dim as stated there)."""
 
-    runtime = s.Architecture
     missing: ClassVar[Mapping[str, str]] = {
         "layers": "expected the number of layers (num_hidden_layers)"}
     layers: Annotated[int, count(cap=s.MAX_LAYERS, unit="layers")] = Field(
@@ -185,7 +179,6 @@ class Architecture(Built):
 class PriceTier(Built):
     """Prices that apply once a request's prompt exceeds ``above_input_tokens``."""
 
-    runtime = s.PriceTier
     missing: ClassVar[Mapping[str, str]] = {
         "above_input_tokens": "expected an integer >= 1, got None",
         "applies_to": "expected 'all' or 'excess', got None"}
@@ -206,7 +199,6 @@ _NEEDED = "expected a price (USD per million tokens); omit pricing if unknown"
 class Pricing(Built):
     """USD per million tokens."""
 
-    runtime = s.Pricing
     missing: ClassVar[Mapping[str, str]] = {"input": _NEEDED, "output": _NEEDED}
     input: Price = Field(description="prompt tokens")
     cached_input: Price | None = Field(None, description="prompt tokens read from the cache")
@@ -233,7 +225,6 @@ class Pricing(Built):
 class ModelEntry(Built):
     """One model of the catalog. Everything but ``id`` is optional."""
 
-    runtime = s.ModelEntry
     renamed: ClassVar[Mapping[str, str]] = {"tokenizer": "tokenizer_spec",
                                             "weights": "weights_spec"}
     missing: ClassVar[Mapping[str, str]] = {"id": "expected a non-empty string, got None"}
@@ -267,7 +258,6 @@ class ModelEntry(Built):
 class Gpu(Built):
     """An accelerator: memory in bytes, HBM bandwidth in bytes/s, dense peak FLOP/s."""
 
-    runtime = s.Gpu
     renamed: ClassVar[Mapping[str, str]] = {"memory": "memory_bytes",
                                             "bandwidth": "bandwidth_bytes_per_s"}
     missing: ClassVar[Mapping[str, str]] = {

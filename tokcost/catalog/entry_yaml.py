@@ -1,8 +1,5 @@
-"""A model entry written as catalog YAML, in models.yaml's own style (``models import``).
-
-Keys in models.yaml's order, strings double-quoted (JSON strings are YAML), exact integers
-for bytes and parameters with the human figure in a comment, and a catalog document around
-the entry, so the text loads as it is (``--catalog FILE``) or pastes under ``models:``.
+"""A model entry as catalog YAML in models.yaml's style (``models import``): a document that
+loads as it is (``--catalog FILE``), exact integers with the human figure in a comment.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A Hugging Face ``config.json`` read into the catalog's ``Architecture`` (DESIGN §4, §5).
 
-Fields mean what transformers' configuration classes say
-(src/transformers/models/<family>/configuration_<family>.py); docs/models.md ("Reading a
-Hugging Face model") lists the rules and their sources. tokcost never guesses a shape: a
-field the estimate needs that no cited class default supplies is an ``InputError`` naming it.
+Fields mean what transformers' configuration classes say; the rules and their sources are
+in docs/models.md. A field the estimate needs that no cited class default supplies is an
+``InputError`` naming it: tokcost never guesses a shape.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """A catalog ``ModelEntry`` for any Hugging Face model: a config.json, a model folder
-(config.json + safetensors shards), or ``hf:ORG/REPO`` (the local cache, else the hub).
-
-The architecture comes from the config (``hf_config``), the weights from the safetensors
-headers beside it (``safetensors_meta``, ``hf_weights``); no tensor data is ever read.
+(config.json + safetensors shards), or ``hf:ORG/REPO``; no tensor data is ever read.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""``hf:ORG/REPO``: a model's config.json and safetensors headers, cache first.
-
-The local Hugging Face cache is read first through ``huggingface_hub.try_to_load_from_cache``
-(its layout and ``HF_HUB_CACHE``/``HF_HOME``, as ``hf:`` tokenizers find theirs). The hub is
-asked only for what the cache lacks, and only when it answers within seconds (never
-huggingface_hub's minute of retries); shards' headers come by HTTP range requests
-(``HfApi.get_safetensors_metadata``): kilobytes for any checkpoint.
+"""``hf:ORG/REPO``: a model's config.json and safetensors headers from the local Hugging Face
+cache, else from the hub when it answers within seconds (headers by HTTP range requests).
 """
 
 from __future__ import annotations

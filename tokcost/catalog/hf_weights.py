@@ -1,10 +1,8 @@
-"""A checkpoint's tensors as a serving engine holds them: bytes, parameters, experts.
+"""A checkpoint's tensors as a serving engine holds them: bytes, parameters, routed experts.
 
-Bytes are the headers' own (``safetensors_meta``) with vLLM's two load-time changes: the
-speculative-decoding (MTP) layers are skipped (vllm/model_executor/models/deepseek_v2.py and
-qwen3_next.py ``load_weights``) and float32 is served in 16 bits (vllm/config/model.py
-``_get_and_verify_dtype``). Routed experts' bytes are kept apart; packed formats count
-their logical parameters. Details and examples: docs/models.md ("Reading a Hugging Face model").
+The headers' bytes with vLLM's two load-time changes: no speculative-decoding (MTP) layers
+(vllm/model_executor/models/deepseek_v2.py, qwen3_next.py ``load_weights``), float32 in
+16 bits (vllm/config/model.py ``_get_and_verify_dtype``); details in docs/models.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Read models.yaml into checked, frozen objects (``tokcost.catalog.schema``).
-
-Validation collects every problem, each as ``file:line: model 'id': field: expected``::
-
-    models.yaml:41: model 'gpt-4o': pricing.input: expected a number >= 0 (USD per
-    million tokens), got 'cheap'
-
-A file that validated once is read back from ``tokcost.catalog.cache`` (its bytes are the
-key), which skips both the YAML parser and pydantic.
+"""Read models.yaml into checked, frozen objects (``schema``), every problem as
+``file:line: model 'id': field: expected``; a file that validated once comes back from
+``cache`` (its bytes are the key) without the YAML parser or pydantic.
 """
 
 from __future__ import annotations
@@ -59,8 +53,6 @@ class CatalogInvalid(CatalogError):
 
 @dataclass(frozen=True)
 class ParsedFile:
-    """The checked content of one catalog file."""
-
     path: Path
     models: tuple[ModelEntry, ...]
     gpus: tuple[Gpu, ...]
@@ -72,21 +64,13 @@ def read_file(path: Path) -> ParsedFile:
     missing file raises ``FileNotFoundError``, a malformed one ``CatalogInvalid``."""
     data = _read_bytes(path)
     hit = cache.load(path, data)
-    if isinstance(hit, tuple) and len(hit) == 3:
+    if hit is not None:
         return ParsedFile(path, *hit)
-    parsed, problems = _check(path, data)
+    parsed, problems = check_file(path, raw=data)
     if parsed is None:
         raise CatalogInvalid(problems)
     cache.store(path, data, (parsed.models, parsed.gpus, parsed.extends))
     return parsed
-
-
-def check_file(path: Path, *, whole: bool = False,
-               judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
-    """Everything wrong with one catalog file, without the cache. ``whole`` (``models
-    validate``) also checks keys written twice, ``model:`` tokenizers that name no entry,
-    names that clash with the shipped catalog a file extends, and each spec by ``judge``."""
-    return _check(path, _read_bytes(path), whole=whole, judge=judge)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -117,24 +101,26 @@ class _Locator:
         return yamltext.line_of(self.root, loc)
 
     def problem(self, loc: PathKey, message: str) -> Problem:
-        models = self.data.get("models") if isinstance(self.data, dict) else None
-        entry = None
-        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(models, list):
-            index = loc[1]
-            entry = models[index] if isinstance(index, int) and index < len(models) else None
-        model = entry.get("id") if isinstance(entry, dict) else None
+        try:
+            model = self.data["models"][loc[1]]["id"] if loc[0] == "models" else None
+        except (LookupError, TypeError):  # not a models entry, or not one written as a mapping
+            model = None
         model = model if isinstance(model, str) else None
         # Inside a model the id already says which entry: show "pricing.tiers[0].input".
         shown = loc[2:] if model is not None else loc
         return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
 
 
-def _check(path: Path, raw: bytes, *, whole: bool = False,
-           judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
+               raw: bytes | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+    """Everything wrong with one catalog file (its bytes: ``raw``), without the cache.
+    ``whole`` (``models validate``) also checks keys written twice, ``model:`` tokenizers
+    that name no entry, names that clash with the shipped catalog a file extends, and each
+    spec by ``judge``."""
     from tokcost.catalog.document import CatalogDocument  # pydantic: only when validating
     from tokcost.catalog.validation import check
 
-    name = str(path)
+    name, raw = str(path), _read_bytes(path) if raw is None else raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,10 +1,6 @@
-"""The loaded catalog and its lookups: exact id, then alias, then a prefix table.
-
-As tiktoken's ``MODEL_TO_ENCODING`` then ``MODEL_PREFIX_TO_ENCODING``: a dated id
-(``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``) resolves to the entry whose id it
-extends by a date/version suffix, an entry's explicit ``prefixes`` match anything after
-them, and the longest prefix wins (``gpt-4o-mini-2024-07-18`` is ``gpt-4o-mini``). A name
-two entries claim is an error, never a silent pick (``tokcost.catalog.rules``).
+"""The loaded catalog and its lookups, as tiktoken's: exact id, then alias, then the longest
+prefix (a dated id such as ``gpt-4o-2024-08-06``, or an entry's explicit ``prefixes``).
+A name two entries claim is an error, never a silent pick.
 """
 
 from __future__ import annotations

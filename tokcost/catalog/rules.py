@@ -1,9 +1,7 @@
 """Rules across a catalog's entries: a name claimed twice, a tokenizer that names a model.
 
-Checking a file (every problem, at its line) and ``Catalog.build`` (the merged catalog)
-ask the same functions, so they never disagree. Names compare as lookup compares them:
-model ids, aliases and prefixes ignoring case; GPU names ignoring case, spaces, dashes and
-underscores.
+Checking a file and ``Catalog.build`` ask the same functions, so they never disagree;
+names compare as lookup compares them.
 
 >>> a = Entry("gpt-x", aliases=(("x", ("aliases", 0)),))
 >>> [c.message for c in name_clashes([a, Entry("X"), Entry("gpt-X")])]

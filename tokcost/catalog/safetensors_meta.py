@@ -1,11 +1,7 @@
 """What a safetensors checkpoint holds, read from its headers alone (never the tensor data).
 
-A ``.safetensors`` file is an 8-byte little-endian length N, N bytes of JSON (``{"name":
-{"dtype", "shape", "data_offsets": [b, e]}, "__metadata__": ...}``), then the tensor bytes
-(https://huggingface.co/docs/safetensors/index#format); ``e - b`` is a tensor's exact size
-whatever its dtype. Parsed here rather than with the optional ``safetensors`` package: a 100 GB,
-21-shard checkpoint's headers take 6 ms and 59,640 bytes, ``safe_open`` ~200 ms and 2.9 MB
-(benchmarks/bench_kvmem.py).
+The format and why tokcost parses it rather than the optional ``safetensors`` package (6 ms
+against ~200 ms for a 100 GB checkpoint): docs/models.md ("Reading a Hugging Face model").
 """
 
 from __future__ import annotations

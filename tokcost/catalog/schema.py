@@ -1,8 +1,7 @@
 """The catalog's typed objects: one frozen dataclass per mapping of models.yaml (DESIGN §4).
 
-Standard library only, since every command reads a catalog; ``document`` (pydantic, loaded
-only to check a file) validates a file and builds these. Prices are ``Decimal`` (USD per
-million tokens), so money never goes through floats.
+Standard library only, since every command reads a catalog (``document`` validates a file
+into these); prices are ``Decimal`` USD per million tokens, never floats.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Compare catalog prices with the genai-prices database and write the differences.
-
-genai-prices (an optional extra: ``pip install 'tokcost[prices]'``) is imported only here,
-inside functions. Writing edits the YAML text in place at the positions the parser reports,
-so comments and layout survive, and the loader checks the result before it atomically
-replaces the file. An entry whose differences are all written gets the database's start
-date for its prices as ``as_of`` (the same file on any day), else the UTC day of the
-comparison; one left with a hand edit (a new tier) keeps its ``as_of``.
+"""Compare catalog prices with the genai-prices database (an optional extra, imported here
+only) and write the differences: in place at the parser's positions, so comments and
+layout survive, checked by the loader, atomic; each entry brought up to date gets an
+``as_of`` (docs/models.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""pydantic for tokcost's YAML files (models.yaml, tokcost.yaml): the values they share,
-and pydantic's errors worded for people.
+"""pydantic for tokcost's YAML files (models.yaml, tokcost.yaml): the values they share, read
+as people write them (``count(cap=10**9, unit="tokens")`` reads ``128k``) with the JSON
+Schema of their text form, and pydantic's errors worded as ``(location, message)`` issues.
+pydantic costs ~0.1 s to import: only validation imports this module.
 
-A field's type says how it is written: ``Annotated[int, count(cap=10**9, unit="tokens")]``
-reads ``128k`` with ``tokcost.units``, refuses anything else in one sentence, and gives the
-JSON Schema of the text form. ``check`` turns pydantic's errors into ``(location, message)``
-issues. pydantic costs ~0.1 s to import, so only validation imports this module.
-
->>> count(cap=10**9, unit="tokens").parse("128k")
-128000
 >>> from tokcost.catalog.document import Pricing
 >>> [i.message for i in check(Pricing, {"input": "cheap", "output": 1})[1]]
 ["expected a number >= 0 (USD per million tokens), got 'cheap'"]
