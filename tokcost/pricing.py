@@ -82,16 +82,12 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
 
 def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
                    reasoning_tokens: int = 0, exact: bool = True) -> tuple[str, ...]:
-    """What one request asks beyond the model's stated limits (context window, maximum
-    output tokens): warnings, the price is still given. ``exact`` False: the prompt was
-    counted with a proxy tokenizer.
+    """What one request asks beyond the model's context window or maximum output tokens
+    (``exact`` False: a proxy counted the prompt).
 
     >>> from tokcost.catalog import ModelEntry
     >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
-    >>> limit_warnings(gpt4, input_tokens=8192, output_tokens=8192)
-    ()
-    >>> (warning,) = limit_warnings(gpt4, input_tokens=100_000)
-    >>> warning.split(":")[0]
+    >>> limit_warnings(gpt4, input_tokens=100_000)[0].split(":")[0]
     "the prompt (100,000 tokens) exceeds gpt-4's context window of 8,192 tokens"
     """
     found: list[str] = []
@@ -168,10 +164,8 @@ def estimate_cost(
 
 def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
            batch: bool) -> tuple[list[tuple[str, int, Decimal]], list[str]]:
-    """Each kind of token of one request with its rate (kind, tokens, USD per million),
-    and the notes that say why: the tier's rate where it bills the whole request, a cache
-    read or write the model does not price at the input rate, reasoning at the output rate
-    unless priced apart; the batch discount taken off."""
+    """Each kind of token of one request with its rate (tier, batch discount, unpriced cache
+    and reasoning applied), and the notes that say why."""
     notes: list[str] = []
 
     def rate(kind: str, base: Decimal | None) -> Decimal | None:

@@ -63,8 +63,7 @@ class GpuList:
 
 @dataclass(frozen=True)
 class ModelDetails:
-    """Everything the catalog knows about one model; ``tokenizer`` and ``weights`` name
-    the files themselves (placeholders expanded, or the package to install)."""
+    """A model's entry; ``tokenizer`` and ``weights`` name the files (or the package to install)."""
 
     entry: ModelEntry
     tokenizer: str
@@ -76,8 +75,7 @@ class ModelDetails:
 
 @dataclass(frozen=True)
 class CatalogCheck:
-    """The problems of one catalog file, one line each; ``models`` and ``gpus`` count the
-    catalog it makes (with the shipped one if it extends it), 0 when it has problems."""
+    """A catalog file's problems; ``models``/``gpus`` count the catalog it makes when valid."""
 
     file: str
     problems: tuple[str, ...]
@@ -145,8 +143,7 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
 
 
 def _expanded(spec: str, model_id: str) -> str:
-    """A spec with its package placeholders expanded, else as written with the pip
-    command that installs the package."""
+    """A spec, placeholders expanded, else as written with the pip command it needs."""
     from tokcost.catalog.schema import expand_package_paths
 
     try:
@@ -156,8 +153,7 @@ def _expanded(spec: str, model_id: str) -> str:
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use), read afresh, with the
-    checks loading skips (docs/models.md, Validation)."""
+    """Every problem of a catalog file (default: the one in use), read afresh."""
     from tokcost.adapters.registry import check_spec
     from tokcost.catalog import load_catalog, validate_file
     from tokcost.catalog.lookup import catalog_file
@@ -172,8 +168,7 @@ def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
 
 @dataclass(frozen=True, kw_only=True)
 class SyncPricesRequest:
-    """Compare ``catalog``'s prices (a file; default: the one in use) with genai-prices as
-    of ``when`` (default: now); ``write`` the differences into the file."""
+    """``catalog``'s prices against genai-prices as of ``when``; ``write`` the differences."""
 
     catalog: str | Path | None = None
     write: bool = False
@@ -207,9 +202,7 @@ class PriceSync:
 
 
 def sync_prices(request: SyncPricesRequest) -> PriceSync:
-    """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``);
-    with ``write``, write the plain values into the file in place (checked, atomic) and
-    date each entry brought up to date (docs/models.md)."""
+    """Compare the catalog's prices with genai-prices; ``write`` them in place (docs/models.md)."""
     from tokcost.atomic import ensure_writable
     from tokcost.catalog import load_catalog
     from tokcost.catalog.lookup import catalog_file
@@ -228,8 +221,7 @@ def sync_prices(request: SyncPricesRequest) -> PriceSync:
 
 
 def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
-    """A Hugging Face model by ``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``,
-    or a path: a config.json or a model folder (config.json + safetensors shards)."""
+    """``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``, a config.json or a folder."""
     from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
 
     if isinstance(source, str) and is_hf_spec(source):
@@ -240,9 +232,8 @@ def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfM
 def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
                   catalog: Catalog, needs_weights: bool = False
                   ) -> tuple[ModelEntry, HfModel | None]:
-    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``, or
-    ``config`` (a config.json or model folder), with what was read to make the latter two.
-    ``needs_weights``: the caller sizes the weights, which need safetensors headers."""
+    """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
+    and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
     if config is not None and model is not None:
         raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
                          param="config", related=("model",))
@@ -268,8 +259,7 @@ def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None =
 @dataclass(frozen=True, kw_only=True)
 class ImportModelRequest:
     """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
-    named ``model_id`` (default: the repo's or folder's name), written to ``output`` when
-    given (an existing file only with ``force``)."""
+    written to ``output`` when given (an existing file only with ``force``)."""
 
     source: str | Path
     model_id: str | None = None
@@ -304,8 +294,7 @@ class ModelImport:
 
 
 def import_model(request: ImportModelRequest) -> ModelImport:
-    """The entry ``request`` asks for, as YAML that loads as a catalog beside the shipped
-    one; written atomically to ``output`` (checked before anything is read)."""
+    """The entry as catalog YAML beside the shipped one, written atomically to ``output``."""
     from tokcost.atomic import ensure_writable, write_text_atomic
     from tokcost.catalog.entry_yaml import catalog_text
 
@@ -329,8 +318,8 @@ def import_model(request: ImportModelRequest) -> ModelImport:
 
 
 def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
-    """``entry`` fitted to extend the shipped catalog: aliases another shipped model has
-    left out; an id that names another shipped model makes the file stand alone."""
+    """``entry`` fitted to extend the shipped catalog: without the aliases other shipped
+    models have, standing alone when its id names another."""
     from tokcost.catalog import Catalog, load_catalog
     from tokcost.errors import CatalogError
     from tokcost.resources import shipped_path

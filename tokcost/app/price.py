@@ -29,11 +29,8 @@ _COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens
 
 @dataclass(frozen=True, kw_only=True)
 class PriceRequest:
-    """``requests`` identical requests of ``model``. The prompt is ``input_tokens`` or the
-    text of ``paths`` (files or folders; ``-`` is stdin, a bare string one path), counted
-    with the model's tokenizer; cached and cache-write tokens are parts of it, reasoning
-    tokens come on top of the output. Counts may be written as people write them (``"12k"``).
-    """
+    """``requests`` identical requests of ``model``, the prompt given as ``input_tokens`` or as
+    ``paths`` (``-``: stdin); counts as people write them (``"12k"``)."""
 
     model: str
     input_tokens: int | None = None
@@ -69,9 +66,8 @@ class PriceRequest:
 
 @dataclass(frozen=True)
 class PriceResult:
-    """A cost breakdown, how its prompt was counted, and ``warnings``: the input policy's
-    (files skipped, invalid UTF-8 replaced, as ``count`` gives them), then what the model
-    would not take (``tokcost.pricing.limit_warnings``)."""
+    """A cost breakdown, how its prompt was counted, and the input policy's and
+    ``limit_warnings``' warnings."""
 
     breakdown: CostBreakdown
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
@@ -104,8 +100,7 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
 
 def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
            ) -> tuple[int, bool, tuple[str, ...]]:
-    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy), whether
-    exact, and the input policy's warnings."""
+    """Prompt tokens of files/stdin by the model's tokenizer, whether exact, and warnings."""
     from tokcost.counting import Inputs, count_paths
 
     if not entry.tokenizer:

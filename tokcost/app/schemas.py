@@ -31,8 +31,7 @@ _TITLES = {
 
 
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
-    """The JSON Schema of ``document``, from its pydantic model, declared as draft-07 (what
-    YAML editors read)."""
+    """The draft-07 JSON Schema of ``document`` (what YAML editors read), from its model."""
     from tokcost.budget.config import ConfigDocument
     from tokcost.catalog.document import CatalogDocument
 

@@ -37,8 +37,7 @@ Kinds = Annotated[tuple[str, ...], v.strings(
 
 
 class Built(v.Strict):
-    """A mapping that becomes the ``schema`` class of its name: the keys given, under their
-    attribute names."""
+    """A mapping that becomes the ``schema`` class of its name, YAML keys ``renamed``."""
 
     renamed: ClassVar[Mapping[str, str]] = {}  # YAML key -> attribute
 
@@ -107,8 +106,7 @@ class Attention(Built):
 
 
 def _params(value: Any) -> tuple[int | None, int | None]:
-    """``8.03B``, or ``{total: 46.7B, active: 12.9B}`` for a mixture of experts; ``active``
-    defaults to ``total``."""
+    """``8.03B``, or ``{total, active}`` for a mixture of experts (active defaults to total)."""
     if not isinstance(value, dict):
         n = count(cap=s.MAX_PARAMS, unit="parameters", what=_PARAMS).parse(value)
         return n, n

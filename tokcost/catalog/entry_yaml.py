@@ -14,8 +14,7 @@ from tokcost.units import format_bytes
 
 
 def catalog_text(entry: ModelEntry, *, header: Iterable[str] = (), extends: bool = True) -> str:
-    """A catalog file holding ``entry`` alone, ``header`` lines as comments on top;
-    ``extends`` adds it to the shipped catalog (its GPUs and models) when loaded."""
+    """``entry`` alone as a catalog file (``extends``: beside the shipped one), ``header`` atop."""
     lines = [*(f"# {line}" for line in header), f"version: {SCHEMA_VERSION}"]
     lines += ["extends: shipped"] if extends else []
     lines += ["models:", f"  - id: {_str(entry.id)}"]
@@ -68,8 +67,7 @@ def _str(text: str) -> str:
 
 
 def _size(n: int) -> str:
-    """Bytes as the catalog's size parser reads them back exactly: a bare count from
-    1 MiB up (smaller bare numbers are refused as sizes), else exact KiB."""
+    """Bytes the size parser reads back exactly: a bare count from 1 MiB up, else KiB."""
     return str(n) if n >= 2**20 else f"{Decimal(n) / 1024:f}KiB"
 
 

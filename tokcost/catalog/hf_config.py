@@ -96,8 +96,7 @@ def architecture_from_config(
     config: Mapping[str, Any], *, where: str, weights: WeightsSummary | None = None,
     source: str | None = None,
 ) -> Architecture:
-    """The ``Architecture`` a config.json describes; ``weights`` (the safetensors headers)
-    gives the exact bytes and parameter counts."""
+    """The ``Architecture`` a config.json describes; ``weights``: exact bytes and parameters."""
     f = ConfigFields(config, where)
     if f.model_type in _UNSUPPORTED:
         raise InputError(f"{where}: model_type {f.model_type} {_UNSUPPORTED[f.model_type]}, "
@@ -143,11 +142,7 @@ def architecture_from_config(
 
 
 def context_window(config: Mapping[str, Any], *, where: str) -> int | None:
-    """``max_position_embeddings`` of the (text) config: the longest context it serves.
-
-    >>> context_window({"max_position_embeddings": 131072}, where="config.json")
-    131072
-    """
+    """``max_position_embeddings`` of the (text) config: the longest context it serves."""
     return ConfigFields(config, where).count(
         "max_position_embeddings", "the context window in tokens", cap=s.MAX_TOKENS)
 
@@ -278,11 +273,10 @@ def linear_state_elements(f: ConfigFields) -> int:
 
 
 def weights_dtype(dtype: str | None, quantization: Mapping[str, Any] | None) -> str:
-    """The catalog's dtype name for the weights: the quantization's, else ``torch_dtype``'s
-    (float32 reads ``bf16``: vLLM serves it in 16 bits, see hf_weights).
+    """The catalog's dtype of the weights: the quantization's, else ``torch_dtype``'s.
 
-    >>> weights_dtype("bfloat16", {"quant_method": "mxfp4"}), weights_dtype("float16", None)
-    ('mxfp4', 'fp16')
+    >>> weights_dtype("bfloat16", {"quant_method": "mxfp4"}), weights_dtype("float32", None)
+    ('mxfp4', 'bf16')
     """
     if quantization:
         method = str(quantization.get("quant_method", "")).lower()

@@ -41,11 +41,7 @@ class WeightsSummary:
     cast_float32: bool = False  # float32 tensors counted at 2 bytes (vLLM's auto dtype)
 
     def active_params(self, experts: int | None, per_token: int | None) -> int:
-        """Parameters one token uses: all but the routed experts, and ``per_token`` of them.
-
-        >>> WeightsSummary(0, 100, 0, 80, 1).active_params(8, 2)
-        40
-        """
+        """Parameters one token uses: all but the routed experts, and ``per_token`` of them."""
         if not experts or not per_token or not self.expert_params:
             return self.params
         return self.params - self.expert_params + self.expert_params * per_token // experts
@@ -53,8 +49,7 @@ class WeightsSummary:
 
 def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str | None,
               quantization: Mapping[str, Any] | None = None) -> WeightsSummary:
-    """What the engine loads of ``tensors`` for a model of ``layers`` layers, given the
-    config's ``torch_dtype`` and ``quantization_config``.
+    """What the engine loads of ``tensors`` (the config's ``torch_dtype`` and quantization).
 
     >>> t = [TensorMeta("model.layers.0.mlp.experts.0.w1.weight", "BF16", (4, 8), 64),
     ...      TensorMeta("model.layers.0.self_attn.q_proj.weight", "BF16", (8, 8), 128),
@@ -115,8 +110,7 @@ def _params(t: TensorMeta, int32_bits: int | None, nibbles: bool) -> int:
 
 
 def quant_bits(quantization: Mapping[str, Any]) -> tuple[Any, Any]:
-    """Bits per weight (GPTQ/AWQ ``bits``, else compressed-tensors' first group's
-    ``num_bits``) and that group's number ``type`` (``float``: fp8)."""
+    """Bits per weight (``bits``, else compressed-tensors' first group's) and its ``type``."""
     bits = quantization.get("bits") or quantization.get("w_bit")
     groups = quantization.get("config_groups")
     if bits is None and isinstance(groups, Mapping):

@@ -60,8 +60,7 @@ class ParsedFile:
 
 
 def read_file(path: Path) -> ParsedFile:
-    """One catalog file, checked (from the cache when these bytes validated before); a
-    missing file raises ``FileNotFoundError``, a malformed one ``CatalogInvalid``."""
+    """One catalog file, checked, or from the cache when these bytes validated before."""
     data = _read_bytes(path)
     hit = cache.load(path, data)
     if hit is not None:
@@ -86,8 +85,7 @@ def _read_bytes(path: Path) -> bytes:
 
 @dataclass
 class _Locator:
-    """Turns paths into problems: the line (the node tree is composed on first need) and
-    the model id an entry's problems are about."""
+    """Turns paths into problems: the line (nodes composed on first need) and the model id."""
 
     name: str
     text: str
@@ -113,10 +111,8 @@ class _Locator:
 
 def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
                raw: bytes | None = None) -> tuple[ParsedFile | None, list[Problem]]:
-    """Everything wrong with one catalog file (its bytes: ``raw``), without the cache.
-    ``whole`` (``models validate``) also checks keys written twice, ``model:`` tokenizers
-    that name no entry, names that clash with the shipped catalog a file extends, and each
-    spec by ``judge``."""
+    """Everything wrong with one catalog file (its bytes: ``raw``), without the cache; ``whole``
+    (``models validate``) adds the checks of docs/models.md, tokenizer specs by ``judge``."""
     from tokcost.catalog.document import CatalogDocument  # pydantic: only when validating
     from tokcost.catalog.validation import check
 
@@ -152,8 +148,7 @@ def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
 
 def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
            judge: Judge | None) -> list[rules.Clash]:
-    """The rules across entries (``tokcost.catalog.rules``), on the data as written; with
-    ``whole``, against the shipped entries a file that ``extends: shipped`` keeps."""
+    """The rules across entries, on the data as written (``whole``: with the shipped ones)."""
     models = rules.from_data(data.get("models"), "models", "id")
     gpus = rules.from_data(data.get("gpus"), "gpus", "name")
     shipped = shipped_path("models.yaml")

@@ -36,8 +36,7 @@ class _Index:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Models and GPUs from one or more catalog files (later files extend earlier ones);
-    made by ``Catalog.build``, which checks the entries and indexes them."""
+    """Models and GPUs from one or more catalog files, checked and indexed by ``build``."""
 
     models: tuple[ModelEntry, ...]
     gpus: tuple[Gpu, ...]
@@ -48,8 +47,7 @@ class Catalog:
     def build(
         cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
-        """A name claimed twice raises ``CatalogError``; ``tokenizer: model:ID`` becomes
-        that entry's tokenizer."""
+        """Raises ``CatalogError`` on a name claimed twice; lends ``tokenizer: model:ID``."""
         models, gpus, files = tuple(models), tuple(gpus), tuple(files)
         entries = [rules.from_model(m) for m in models]
         targets, bad_refs = rules.tokenizer_targets(entries)
@@ -105,12 +103,7 @@ class Catalog:
             return None
 
     def resolve_gpu(self, name: str) -> Gpu:
-        """A GPU by name or alias, ignoring case, spaces, dashes and underscores; never a
-        prefix (``a100``: their memory and bandwidth differ).
-
-        >>> load_catalog().resolve_gpu("h100").name
-        'H100-SXM'
-        """
+        """A GPU by name or alias (as ``gpu_key`` compares), never by a prefix of several."""
         gpu = self._index.gpus.get(gpu_key(name))
         if gpu is not None:
             return gpu
@@ -150,8 +143,7 @@ def catalog_file(path: str | Path | None = None) -> Path:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """The catalog of ``catalog_file(path)``; a file that says ``extends: shipped`` adds its
-    models to the shipped ones (same id: the user's wins)."""
+    """The catalog of ``catalog_file(path)``, the shipped one under it if it ``extends`` it."""
     file = catalog_file(path)
     try:
         st = file.stat()
@@ -171,8 +163,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
 
 @lru_cache(maxsize=8)
 def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
-    """Later files replace same-id models (and same-name GPUs) of earlier ones; ``stamp``
-    only keys the cache."""
+    """Later files replace same-id models and same-name GPUs; ``stamp`` keys the cache."""
     user = read_file(Path(name))
     shipped = shipped_path("models.yaml").resolve()
     models: dict[str, ModelEntry] = {}
@@ -187,8 +178,7 @@ def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
 
 
 def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
-    """Every problem of one catalog file, for ``models validate``; ``judge`` (from
-    ``tokcost.adapters``, beside the catalog) judges each tokenizer spec."""
+    """Every problem of one catalog file; ``judge`` (from ``tokcost.adapters``) judges specs."""
     target = Path(path)
     try:
         return check_file(target, whole=True, judge=judge)[1]

@@ -33,9 +33,8 @@ def _no_line(loc: PathKey) -> int | None:
 
 @dataclass(frozen=True)
 class Entry:
-    """What one model entry (or GPU) claims, each name with its path below the entry
-    (``("aliases", 2)``). ``loc``: the entry's path in the file checked (``("models", 3)``),
-    None for an entry from elsewhere, which ``origin`` names ("the shipped catalog")."""
+    """What a model entry (or GPU) claims, each name with its path below it; ``loc`` is the
+    entry's in the file checked, None for one from elsewhere (``origin`` names it)."""
 
     id: str | None
     aliases: tuple[tuple[str, PathKey], ...] = ()
@@ -64,8 +63,7 @@ def from_gpu(gpu: Gpu, *, origin: str = "") -> Entry:
 
 
 def from_data(items: Any, section: str, key: str) -> list[Entry]:
-    """Entries of a section (``models`` by ``id``, ``gpus`` by ``name``) as written,
-    whatever else is wrong with them: a value of the wrong type claims nothing."""
+    """A section's entries as written: a value of the wrong type claims nothing."""
     entries = []
     for index, item in enumerate(items if isinstance(items, list) else ()):
         if isinstance(item, dict):
@@ -87,11 +85,8 @@ def _names(value: Any, key: str) -> tuple[tuple[str, PathKey], ...]:
 
 
 def name_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
-    """Every model id, alias or prefix claimed by two entries, ignoring case.
-
-    Entries from elsewhere claim first; then, as ``Catalog.build`` indexes, the ids of a
-    group before its aliases: the later claim is the one to fix.
-    """
+    """Every model id, alias or prefix two entries claim, ignoring case: entries from
+    elsewhere claim first, then ids before aliases, as ``Catalog.build`` indexes."""
     out: list[Clash] = []
     names: dict[str, Claim] = {}
     prefixes: dict[str, Claim] = {}
@@ -143,9 +138,8 @@ def gpu_key(name: str) -> str:
 
 def tokenizer_targets(entries: Sequence[Entry], line: Line = _no_line
                       ) -> tuple[dict[int, int], list[Clash]]:
-    """Follow each ``tokenizer: model:ID``: (index of the entry -> index of the entry with
-    the real spec), and a clash for each reference that names no entry, an entry without
-    a tokenizer, or leads back round to itself."""
+    """Where each ``tokenizer: model:ID`` leads (entry index -> index with the spec), and a
+    clash for each that names no entry, ends without a tokenizer or goes round."""
     index: dict[str, int] = {}
     for i, entry in enumerate(entries):
         for name in (entry.id, *(a for a, _ in entry.aliases)):
@@ -196,8 +190,7 @@ _GPU_SAME = "case, spaces and dashes are ignored"
 
 
 def _first(first: Claim, name: str, line: Line, rule: str) -> str:
-    """`` (first at line 2)``, or `` ('a' at line 2; case is ignored)`` when the two
-    are written differently."""
+    """`` (first at line 2)``, or `` ('a' at line 2; case is ignored)`` when written differently."""
     entry, at, written = first
     number = line((*entry.loc, *at)) if entry.loc is not None else None
     place = f"at line {number}" if number else (f"in {entry.origin}" if entry.origin else "")

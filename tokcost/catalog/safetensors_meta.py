@@ -137,8 +137,7 @@ def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
 
 
 def shard_names(folder: Path) -> tuple[str, ...] | None:
-    """The checkpoint files of a model folder (the index's, else ``model.safetensors``,
-    else Mistral's ``consolidated.safetensors``, the same weights), or None."""
+    """A model folder's checkpoint files (Mistral's ``consolidated`` file last), or None."""
     index = folder / INDEX_FILE
     if index.is_file():
         return index_shards(index.read_bytes(), str(index))
@@ -164,8 +163,7 @@ def index_shards(raw: bytes, where: str) -> tuple[str, ...]:
 
 
 def read_checkpoint(folder: Path, names: tuple[str, ...]) -> Checkpoint | None:
-    """The headers of every shard in ``folder``; None when none of them is there (a
-    folder with the JSON files only), an error when some are (a download cut short)."""
+    """Every shard's headers; None when none is there, an error when only some are."""
     files = tuple(folder / n for n in names)
     missing = [f.name for f in files if not f.is_file()]
     if len(missing) == len(files):

@@ -48,8 +48,7 @@ GPU_ARCHITECTURES: tuple[str, ...] = (
 
 
 class Record:
-    """``to_dict()``: the JSON form (``models show --json``), each field under its YAML key
-    (``shown``; None: left out)."""
+    """``to_dict()``: the JSON form, each field under its YAML key (``shown``; None: left out)."""
 
     shown: ClassVar[Mapping[str, str | None]] = {}
 
@@ -193,8 +192,7 @@ class ModelEntry(Record):
 
     @property
     def tokenizer(self) -> str | None:
-        """The spec with ``{package}`` placeholders expanded (``MissingDependency`` names the
-        pip extra when that package is not installed)."""
+        """The spec with ``{package}`` placeholders expanded (or ``MissingDependency``)."""
         return expand_package_paths(self.tokenizer_spec, self.id)
 
 

@@ -78,8 +78,7 @@ def _flatten(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
 
 def _database_prices(model: Any, when: _dt.datetime
                      ) -> tuple[dict[str, Any], dict[str, Any], _dt.date | None]:
-    """Standard prices, the batch variant's (empty when none), and the latest start date
-    of the two (None when the database dates neither)."""
+    """Standard and batch prices, and the latest start date of the two (None: undated)."""
     standard = model.get_prices(when)
     std = {k: getattr(standard, k, None) for k in FIELDS}
     constraint = None  # of the conditional price get_prices picks: it tries them last to first
@@ -179,8 +178,7 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
 
 
 def apply_diffs(path: Path, diffs: list[PriceDiff]) -> tuple[int, tuple[str, ...]]:
-    """Write the writable differences into the catalog file, and the ``as_of`` of each
-    entry they bring up to date: how many were written, and the models dated."""
+    """Write the writable differences and the ``as_of`` of each entry they complete."""
     text = path.read_text(encoding="utf-8")
     root = yamltext.load(text, nodes=True)
     models = child(root, "models") if root is not None else None

@@ -116,8 +116,7 @@ class Reads(GroupedMetadata):
 
 def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
             kinds: tuple[type, ...] = (int, float, Decimal, str)) -> Reads:
-    """A scalar written as a number or as text (``pattern``), which ``read`` parses; a
-    ``ValueError`` or ``TokcostError`` from it refuses the value in one sentence."""
+    """A scalar as a number or text (``pattern``) ``read`` parses, its errors in one sentence."""
 
     def parse(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
@@ -284,8 +283,7 @@ DAY = Reads(_day, {"type": "string", "format": "date"})
 
 
 def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
-    """A list of mappings (``models``, ``budgets``): refused unless a list; pydantic then
-    checks each item."""
+    """A list of mappings (``models``, ``budgets``), whose items pydantic then checks."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, list) or (nonempty and not value):

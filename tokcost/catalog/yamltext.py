@@ -33,8 +33,7 @@ class SyntaxProblem(Exception):
 
 
 def load(text: str, *, nodes: bool = False) -> Any:
-    """The data of a YAML text (with ``nodes``, its node tree; None when empty), or
-    ``SyntaxProblem``."""
+    """The data of a YAML text (``nodes``: its node tree), or ``SyntaxProblem``."""
     import yaml  # on first use, so `import tokcost` stays light
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -65,8 +64,7 @@ def child(node: Any, key: str) -> tuple[yaml.Node, yaml.Node] | None:
 
 
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
-    """1-based line of the deepest node along ``path``: a key whose value is a scalar
-    points at the key, a mapping or a list at where its value starts.
+    """1-based line of the deepest node along ``path`` (a scalar's key, else the value).
 
     >>> line_of(load("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n", nodes=True), ("b", 1, "c"))
     4
