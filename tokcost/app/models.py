@@ -15,11 +15,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import MissingDependency, UsageError, arg
+from tokcost.catalog import Catalog, load_catalog, validate_file
+from tokcost.catalog.lookup import catalog_file
+from tokcost.errors import CatalogError, MissingDependency, UsageError, arg
+from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry
+    from tokcost.catalog import CatalogSource, Gpu, ModelEntry
     from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
@@ -155,8 +158,6 @@ def _expanded(spec: str, model_id: str) -> str:
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
     """Every problem of a catalog file (default: the one in use), read afresh."""
     from tokcost.adapters.registry import check_spec
-    from tokcost.catalog import load_catalog, validate_file
-    from tokcost.catalog.lookup import catalog_file
 
     path = str(file if file is not None else catalog_file())
     problems = tuple(str(p) for p in validate_file(path, judge=check_spec))
@@ -204,10 +205,7 @@ class PriceSync:
 def sync_prices(request: SyncPricesRequest) -> PriceSync:
     """Compare the catalog's prices with genai-prices; ``write`` them in place (docs/models.md)."""
     from tokcost.atomic import ensure_writable
-    from tokcost.catalog import load_catalog
-    from tokcost.catalog.lookup import catalog_file
     from tokcost.catalog.sync import apply_diffs, compare_prices
-    from tokcost.resources import shipped_path
 
     path = catalog_file(request.catalog)
     if request.write:
@@ -320,10 +318,6 @@ def import_model(request: ImportModelRequest) -> ModelImport:
 def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
     """``entry`` fitted to extend the shipped catalog: without the aliases other shipped
     models have, standing alone when its id names another."""
-    from tokcost.catalog import Catalog, load_catalog
-    from tokcost.errors import CatalogError
-    from tokcost.resources import shipped_path
-
     shipped = load_catalog(shipped_path("models.yaml"))
     others = [m for m in shipped.models if m.id.lower() != entry.id.lower()]
     taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}

@@ -19,8 +19,7 @@ from tokcost.catalog import schema
 
 _FORMAT = "catalog-v3"
 # What the validated objects depend on besides the file's bytes.
-_SOURCES = ("document.py", "validation.py", "schema.py", "rules.py", "loader.py",
-            "../units.py")
+_SOURCES = ("document.py", "validation.py", "schema.py", "rules.py", "loader.py", "../units.py")
 # A cache file is data: it may name the records, Decimal and date, and nothing else.
 _CLASSES = {"decimal": {"Decimal"}, "datetime": {"date"}, schema.__name__: {
     n for n, c in vars(schema).items() if isinstance(c, type) and issubclass(c, schema.Record)}}

@@ -91,8 +91,7 @@ class Attention(Built):
         if kind == "mla" and missing:
             raise Invalid(f"type mla needs {' and '.join(missing)}")
         if "sliding" in pattern and self.window is None:
-            raise Invalid("expected the sliding window in tokens (layers use sliding)",
-                          ("window",))
+            raise Invalid("expected the sliding window in tokens (layers use sliding)", ("window",))
         if kind == "full" and pattern != ("full",):
             raise Invalid("type full has only full layers; use type sliding or hybrid",
                           ("pattern",))

@@ -72,8 +72,7 @@ def read_config_json(path: Path, where: str) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where} is not JSON ({exc}); download it again") from None
     if not isinstance(data, dict):
-        raise InputError(f"{where} is not a JSON object; a config.json maps field names "
-                         "to values")
+        raise InputError(f"{where} is not a JSON object; a config.json maps field names to values")
     return data
 
 

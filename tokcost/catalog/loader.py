@@ -174,29 +174,22 @@ def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
     return clashes
 
 
-def _duplicate_keys(name: str, root: Any) -> list[Problem]:
+def _duplicate_keys(name: str, node: Any, model: str | None = None) -> list[Problem]:
     """Keys written twice in one mapping (YAML keeps the last one silently)."""
     import yaml
 
-    problems: list[Problem] = []
-
-    def walk(node: yaml.Node | None, model: str | None) -> None:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key, value in node.value:
-                key_name = str(getattr(key, "value", ""))
-                if key_name == "id" and isinstance(value, yaml.ScalarNode):
-                    model = str(value.value)
-                if key_name in seen:
-                    problems.append(Problem(
-                        name, (), model, key_name, "key written twice in one mapping; YAML "
-                        "would keep only the last", key.start_mark.line + 1))
-                seen.add(key_name)
-            for _, value in node.value:
-                walk(value, model)
-        elif isinstance(node, yaml.SequenceNode):
-            for item in node.value:
-                walk(item, model)
-
-    walk(root, None)
-    return problems
+    found: list[Problem] = []
+    children = node.value if isinstance(node, yaml.SequenceNode) else []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            key_name = str(getattr(key, "value", ""))
+            if key_name == "id" and isinstance(value, yaml.ScalarNode):
+                model = str(value.value)
+            if key_name in seen:
+                found.append(Problem(name, (), model, key_name, "key written twice in one "
+                                     "mapping; YAML would keep only the last",
+                                     key.start_mark.line + 1))
+            seen.add(key_name)
+        children = [value for _, value in node.value]
+    return found + [p for child in children for p in _duplicate_keys(name, child, model)]

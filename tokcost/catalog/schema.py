@@ -20,14 +20,12 @@ SCHEMA_VERSION = 1
 LayerKind = Literal["full", "sliding", "linear", "mla"]
 AttentionType = Literal["full", "sliding", "mla", "hybrid"]
 
-# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
-PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
-    "mistral_common": ("mistral-common", "mistral"),
-    "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
-}
+# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages
+# (tokcost's own: the tiny-ref files).
+PACKAGE_PLACEHOLDERS = {"mistral_common": ("mistral-common", "mistral"),
+                        "tokcost": ("tokcost", "test")}
 
-# Sanity bounds far beyond every real model and GPU: only a typo (`context_window: 1e30`)
-# meets them, which would otherwise validate and make every estimate nonsense.
+# Sanity bounds far beyond every real model and GPU, met only by a typo (`1e30`).
 MAX_TOKENS = 10**9  # context windows, outputs, sliding windows, tier thresholds
 MAX_TEMPLATE_TOKENS = 10**4  # a chat template's tokens around one message
 MAX_LAYERS = 10**4
@@ -42,9 +40,8 @@ MAX_BANDWIDTH = 10**15  # 1 PB/s
 MAX_FLOPS = 1e18
 
 # NVIDIA (Volta..Blackwell) and AMD Instinct (CDNA) generations, oldest first.
-GPU_ARCHITECTURES: tuple[str, ...] = (
-    "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4",
-)
+GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3",
+                     "cdna4")
 
 
 class Record:
@@ -87,8 +84,7 @@ class Attention(Record):
     window: int | None = None
     kv_lora_rank: int | None = None  # MLA
     qk_rope_head_dim: int | None = None  # MLA
-    # One linear-attention/SSM layer's state for one sequence, in elements (any length).
-    linear_state_elements: int | None = None
+    linear_state_elements: int | None = None  # of one linear layer, for one sequence
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers.
@@ -117,7 +113,6 @@ class Architecture(Record):
     params_active: int | None = None  # MoE: parameters used per token
     weights_dtype: str = "bf16"
     weights_bytes: int | None = None
-    # MoE: a decode batch touches more distinct experts than one token.
     experts: int | None = None
     experts_per_token: int | None = None
     expert_weights_bytes: int | None = None
@@ -223,7 +218,6 @@ class Gpu(Record):
     bandwidth_bytes_per_s: int
     bf16_flops: float | None = None
     fp8_flops: float | None = None
-    # Engines pick attention kernels, and with them KV block sizes, by generation: vLLM's
-    # FlashMLA needs 64-token blocks on Hopper, CUTLASS MLA 128 on Blackwell (mla/ backends).
+    # The engines' attention kernels, and so KV block sizes, follow it (vLLM's mla/ backends).
     architecture: str | None = None
     source: str | None = None

@@ -84,8 +84,7 @@ def price(
     for note in b.notes:
         err.print(f"note: {note}", highlight=False, markup=False)
     if approx:
-        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)",
-                  highlight=False)
+        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)", highlight=False)
     if b.as_of or b.source:
         err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
                   markup=False)
