@@ -60,8 +60,13 @@ class Catalog:
             tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
             where = ", ".join(str(f) for f in files) or "the catalog"
             raise CatalogError(f"{where}: {who}{first.message}{tail}")
-        models = tuple(_borrow_tokenizer(m, models[targets[i]]) if i in targets else m
-                       for i, m in enumerate(models))
+        lent = list(models)
+        for i, t in targets.items():  # that entry's tokenizer, still a proxy if either says so
+            lent[i] = dataclasses.replace(
+                models[i], tokenizer_spec=models[t].tokenizer_spec,
+                tokenizer_exact=models[i].tokenizer_exact and models[t].tokenizer_exact,
+                tokenizer_note=models[i].tokenizer_note or models[t].tokenizer_note)
+        models = tuple(lent)
         names = {m.id.lower(): m for m in models}
         aliases = {a.lower(): m for m in models for a in m.aliases if a.lower() not in names}
         # Dated ids extend the id only: an alias such as "mistral-large" names a family,
@@ -126,14 +131,6 @@ class Catalog:
         key = gpu_key(name)
         return tuple(g for g in self.gpus if key and any(
             gpu_key(n).startswith(key) for n in (g.name, *g.aliases)))
-
-
-def _borrow_tokenizer(entry: ModelEntry, source: ModelEntry) -> ModelEntry:
-    """``tokenizer: model:ID``: ``source``'s tokenizer, still a proxy if either says so."""
-    return dataclasses.replace(
-        entry, tokenizer_spec=source.tokenizer_spec,
-        tokenizer_exact=entry.tokenizer_exact and source.tokenizer_exact,
-        tokenizer_note=entry.tokenizer_note or source.tokenizer_note)
 
 
 def catalog_file(path: str | Path | None = None) -> Path:

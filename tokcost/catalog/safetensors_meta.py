@@ -22,11 +22,9 @@ MAX_HEADER_BYTES = 100_000_000
 # Bits per element (safetensors/src/tensor.rs, Dtype::bitsize): offsets that disagree with
 # shape x bits are corrupt; an unknown dtype keeps its exact bytes and counts no parameters.
 DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+    "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+    "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
 _DAMAGED = "the file is damaged or not safetensors: download it again"
 
@@ -52,10 +50,6 @@ class Checkpoint:
     files: tuple[Path, ...]
     tensors: tuple[TensorMeta, ...]
     bytes_read: int  # header bytes read from the shards (8 + N each)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
 
 
 def parse_header(data: bytes, where: str, *, data_bytes: int | None = None
@@ -138,24 +132,19 @@ def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
 
 def shard_names(folder: Path) -> tuple[str, ...] | None:
     """A model folder's checkpoint files (Mistral's ``consolidated`` file last), or None."""
-    index = folder / INDEX_FILE
-    if index.is_file():
-        return index_shards(index.read_bytes(), str(index))
-    return next(((n,) for n in (SINGLE_FILE, "consolidated.safetensors")
-                 if (folder / n).is_file()), None)
-
-
-def index_shards(raw: bytes, where: str) -> tuple[str, ...]:
-    """The shard files an index's ``weight_map`` names, in first-named order."""
+    where = folder / INDEX_FILE
+    if not where.is_file():
+        return next(((n,) for n in (SINGLE_FILE, "consolidated.safetensors")
+                     if (folder / n).is_file()), None)
     try:
-        index = json.loads(raw)
+        index = json.loads(where.read_bytes())
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where} is not JSON ({exc}); download it again") from None
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise InputError(f"{where} has no weight_map of tensor names to shard files; "
                          "download it again")
-    names = tuple(dict.fromkeys(weight_map.values()))
+    names = tuple(dict.fromkeys(weight_map.values()))  # in first-named order
     for name in names:
         if "/" in name or "\\" in name or name in ("", ".", ".."):
             raise InputError(f"{where} names a shard outside its folder ({name!r})")
