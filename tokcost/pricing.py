@@ -168,39 +168,15 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
     and reasoning applied), and the notes that say why."""
     notes: list[str] = []
 
-    def rate(kind: str, base: Decimal | None) -> Decimal | None:
+    def rate(kind: str) -> Decimal | None:
         if tier is not None and tier.applies_to == "all" and getattr(tier, kind) is not None:
             return getattr(tier, kind)  # type: ignore[no-any-return]
-        return base
+        return getattr(pricing, kind)  # type: ignore[no-any-return]
 
-    cached, written = counts["cached_tokens"], counts["cache_write_tokens"]
-    reasoning, fresh = counts["reasoning_tokens"], counts["input_tokens"] - cached - written
-    input_rate, output_rate = rate("input", pricing.input), rate("output", pricing.output)
+    fresh = counts["input_tokens"] - counts["cached_tokens"] - counts["cache_write_tokens"]
+    input_rate, output_rate, reasoning_rate = rate("input"), rate("output"), rate("reasoning")
     assert input_rate is not None and output_rate is not None
-    # A cache read or write the model does not price is ordinary input, in every rule:
-    # at the input rate, and under the batch discount like the rest of the prompt.
-    cached_rate = rate("cached_input", pricing.cached_input)
-    write_rate = rate("cache_write", pricing.cache_write)
-    cached_as_input = bool(cached) and cached_rate is None
-    write_as_input = bool(written) and write_rate is None
-    if cached_as_input:
-        notes.append("no cached-input price: cached tokens billed as input")
-    if write_as_input:
-        notes.append("no cache-write price: cache writes billed as input")
-    reasoning_rate = rate("reasoning", pricing.reasoning)
-    if reasoning and reasoning_rate is None:
-        notes.append("reasoning tokens billed as output")
     keep = Decimal(1) - (pricing.batch_discount or Decimal(0)) if batch else Decimal(1)
-    keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
-    if batch and not pricing.batch_discount_cache:
-        # Only the cache tokens with a price of their own keep it; those billed as input
-        # take the input's discount (and the note names only what stays undiscounted).
-        kept = [what for what, tokens, as_input in (
-            ("cache reads", cached, cached_as_input),
-            ("cache writes", written, write_as_input)) if tokens and not as_input]
-        if kept:
-            notes.append(f"the batch discount does not apply to {' and '.join(kept)} "
-                         "for this model")
     parts: list[tuple[str, int, Decimal]] = []
     if tier is not None and tier.applies_to == "excess":
         above = max(0, min(fresh, counts["input_tokens"] - tier.above_input_tokens))
@@ -210,14 +186,28 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
             parts.append((f"input above {tier.above_input_tokens:,}", above, tier_input * keep))
     else:
         parts.append(("input", fresh, input_rate * keep))
-    if cached:
-        parts.append(("cached input", cached, (input_rate if cached_rate is None else cached_rate)
-                      * (keep if cached_as_input else keep_cache)))
-    if written:
-        parts.append(("cache write", written, (input_rate if write_rate is None else write_rate)
-                      * (keep if write_as_input else keep_cache)))
+    kept: list[str] = []  # cache tokens whose own price the batch discount leaves alone
+    for kind, price, tokens, missing, noun in (
+            ("cached input", rate("cached_input"), counts["cached_tokens"],
+             "cached-input price: cached tokens", "cache reads"),
+            ("cache write", rate("cache_write"), counts["cache_write_tokens"],
+             "cache-write price: cache writes", "cache writes")):
+        if not tokens:
+            continue
+        if price is None:  # ordinary input, in every rule: the input's rate and discount
+            notes.append(f"no {missing} billed as input")
+            parts.append((kind, tokens, input_rate * keep))
+        else:
+            if batch and not pricing.batch_discount_cache:
+                kept.append(noun)
+            parts.append((kind, tokens, price * (keep if pricing.batch_discount_cache
+                                                 else Decimal(1))))
+    if counts["reasoning_tokens"] and reasoning_rate is None:
+        notes.append("reasoning tokens billed as output")
+    if kept:
+        notes.append(f"the batch discount does not apply to {' and '.join(kept)} for this model")
     parts.append(("output", counts["output_tokens"], output_rate * keep))
-    if reasoning:
-        parts.append(("reasoning", reasoning,
+    if counts["reasoning_tokens"]:
+        parts.append(("reasoning", counts["reasoning_tokens"],
                       (output_rate if reasoning_rate is None else reasoning_rate) * keep))
     return parts, notes

@@ -99,8 +99,8 @@ def name_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]
                 continue  # the first claim, or an entry naming itself twice: no lookup misled
             other, other_at = first[0], first[1]
             if what == "id" and other_at == ("id",):
-                message = (f"duplicate model id '{name}'{_first(first, name, line, _CASE)}; "
-                           "ids must be unique")
+                same = _first(first, name, line, "case is ignored")
+                message = f"duplicate model id '{name}'{same}; ids must be unique"
             else:
                 role = "the id" if other_at == ("id",) else "an alias"
                 message = f"{what} '{name}' is already {role} of '{other.id}'{_where(first, line)}"
@@ -125,9 +125,9 @@ def gpu_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
                     continue
                 first = names.setdefault(gpu_key(name), (entry, at, name))
                 if first[0] is not entry:
-                    out.append(Clash(entry, at, f"duplicate GPU name '{name}'"
-                                     f"{_first(first, name, line, _GPU_SAME)}; "
-                                     "GPU names must be unique"))
+                    same = _first(first, name, line, "case, spaces and dashes are ignored")
+                    out.append(Clash(entry, at, f"duplicate GPU name '{name}'{same}; GPU names "
+                                                "must be unique"))
     return out
 
 
@@ -183,10 +183,6 @@ def _groups(entries: Sequence[Entry]) -> Iterable[list[Entry]]:
     """Entries from elsewhere first, then the file's own, each group in file order."""
     yield [e for e in entries if e.loc is None]
     yield [e for e in entries if e.loc is not None]
-
-
-_CASE = "case is ignored"
-_GPU_SAME = "case, spaces and dashes are ignored"
 
 
 def _first(first: Claim, name: str, line: Line, rule: str) -> str:
