@@ -6,6 +6,7 @@ of the modules that declare and parse the fields, and live in ``$TOKCOST_CACHE_D
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -33,11 +34,8 @@ class _Unpickler(pickle.Unpickler):
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("TOKCOST_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tokcost"
+    return Path(os.environ.get("TOKCOST_CACHE_DIR") or Path(base) / "tokcost")
 
 
 @functools.cache
@@ -76,9 +74,7 @@ def load(path: Path, data: bytes) -> Any | None:
 
 def store(path: Path, data: bytes, value: Any) -> None:
     """Write atomically; a read-only or missing cache folder only costs the next validation."""
-    try:
+    with contextlib.suppress(OSError):
         entry = _entry(path)
         entry.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(entry, pickle.dumps((_key(data), value), pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        pass

@@ -174,9 +174,6 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
     return SyncReport(tuple(diffs), tuple(matched), tuple(unmatched), version("genai-prices"))
 
 
-# --- writing ---------------------------------------------------------------------------
-
-
 def apply_diffs(path: Path, diffs: list[PriceDiff]) -> tuple[int, tuple[str, ...]]:
     """Write the writable differences and the ``as_of`` of each entry they complete."""
     text = path.read_text(encoding="utf-8")

@@ -99,9 +99,6 @@ def _inner(hint: Any) -> type[Strict] | None:
     return next((m for m in map(_inner, typing.get_args(hint)) if m is not None), None)
 
 
-# --- values as people write them -----------------------------------------------------------
-
-
 @dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes Annotated metadata
 class Reads(GroupedMetadata):
     """A field's reader: pydantic's validator and the JSON Schema of what may be written."""

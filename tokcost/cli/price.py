@@ -27,8 +27,8 @@ Examples:
 """
 
 
-def _count(*flags: str, help: str) -> Any:
-    """A count option, kept as typed ("12k"): the request reads it."""
+def _count(help: str, *flags: str) -> Any:
+    """A count option (flag from the parameter's name), kept as typed ("12k")."""
     return typer.Option(*flags, metavar="COUNT", help=help)
 
 
@@ -37,18 +37,14 @@ def price(
         help="Files or folders whose text is the prompt ('-' for stdin).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")] = "",
     input_tokens: Annotated[str | None, _count(
-        "--input-tokens", "-i", help="Prompt tokens per request (12k).")] = None,
-    output_tokens: Annotated[str, _count(
-        "--output-tokens", help="Output tokens per request.")] = "0",
-    cached_tokens: Annotated[str, _count(
-        "--cached-tokens", help="Prompt tokens read from the cache.")] = "0",
-    cache_write_tokens: Annotated[str, _count(
-        "--cache-write-tokens", help="Prompt tokens written to the cache.")] = "0",
-    reasoning_tokens: Annotated[str, _count(
-        "--reasoning-tokens", help="Reasoning tokens on top of the output.")] = "0",
+        "Prompt tokens per request (12k).", "--input-tokens", "-i")] = None,
+    output_tokens: Annotated[str, _count("Output tokens per request.")] = "0",
+    cached_tokens: Annotated[str, _count("Prompt tokens read from the cache.")] = "0",
+    cache_write_tokens: Annotated[str, _count("Prompt tokens written to the cache.")] = "0",
+    reasoning_tokens: Annotated[str, _count("Reasoning tokens on top of the output.")] = "0",
     batch: Annotated[bool, typer.Option(
         "--batch-api", help="Apply the provider's batch API discount.")] = False,
-    requests: Annotated[str, _count("--requests", help="Number of identical requests.")] = "1",
+    requests: Annotated[str, _count("Number of identical requests.")] = "1",
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
