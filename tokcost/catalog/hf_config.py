@@ -38,7 +38,7 @@ _ALIASES = {
     "hidden_size": ("n_embd", "d_model"),
     "max_position_embeddings": ("n_positions", "max_sequence_length", "seq_length"),
 }
-_LAYER_TYPES: dict[str, LayerKind | None] = {
+_LAYER_TYPES: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "global": "full",
     "sliding_attention": "sliding", "local": "sliding",
     "linear_attention": "linear", "mamba": "linear", "mamba2": "linear",
@@ -163,7 +163,15 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
         return (MLA,) * layers
     listed = f.text.get("layer_types")
     if listed is not None:
-        return _listed(f, listed, layers)
+        if not isinstance(listed, list) or len(listed) != layers:
+            size = len(listed) if isinstance(listed, list) else "no"
+            raise InputError(f"{f.where}: layer_types has {size} entries for {layers} layers "
+                             "(num_hidden_layers); check the config")
+        unknown = [v for v in listed if _LAYER_TYPES.get(str(v)) is None]
+        if unknown:
+            raise InputError(f"{f.where}: layer_types holds {unknown[0]!r}, a layer kind tokcost "
+                             f"does not model (it knows {', '.join(_LAYER_TYPES)})")
+        return tuple(_LAYER_TYPES[str(v)] for v in listed)
     pattern = f.text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         if len(pattern) != layers:
@@ -178,25 +186,6 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     interval = f.count("full_attention_interval", "the full attention interval", cap=s.MAX_LAYERS)
     if interval is not None:
         return tuple(LINEAR if (i + 1) % interval else FULL for i in range(layers))
-    return _sliding(f, layers)
-
-
-def _listed(f: ConfigFields, listed: object, layers: int) -> tuple[LayerKind, ...]:
-    if not isinstance(listed, list) or len(listed) != layers:
-        size = len(listed) if isinstance(listed, list) else "no"
-        raise InputError(f"{f.where}: layer_types has {size} entries for {layers} layers "
-                         "(num_hidden_layers); check the config")
-    kinds: list[LayerKind] = []
-    for value in listed:
-        kind = _LAYER_TYPES.get(str(value))
-        if kind is None:
-            raise InputError(f"{f.where}: layer_types holds {value!r}, a layer kind tokcost "
-                             f"does not model (it knows {', '.join(_LAYER_TYPES)})")
-        kinds.append(kind)
-    return tuple(kinds)
-
-
-def _sliding(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     if f.raw("sliding_window") is None:
         return (FULL,) * layers
     if "use_sliding_window" in f.text:  # Qwen2/Qwen3: off unless asked, then from a layer on

@@ -27,10 +27,6 @@ Line = Callable[[PathKey], "int | None"]
 Claim = tuple["Entry", PathKey, str]  # who claimed a name first, where, and as written
 
 
-def _no_line(loc: PathKey) -> int | None:
-    return None
-
-
 @dataclass(frozen=True)
 class Entry:
     """What a model entry (or GPU) claims, each name with its path below it; ``loc`` is the
@@ -84,7 +80,7 @@ def _names(value: Any, key: str) -> tuple[tuple[str, PathKey], ...]:
     return ()
 
 
-def name_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
+def name_clashes(entries: Sequence[Entry], line: Line | None = None) -> list[Clash]:
     """Every model id, alias or prefix two entries claim, ignoring case: entries from
     elsewhere claim first, then ids before aliases, as ``Catalog.build`` indexes."""
     out: list[Clash] = []
@@ -114,7 +110,7 @@ def name_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]
     return out
 
 
-def gpu_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
+def gpu_clashes(entries: Sequence[Entry], line: Line | None = None) -> list[Clash]:
     """Every GPU name or alias claimed twice, compared as ``resolve_gpu`` compares."""
     out: list[Clash] = []
     names: dict[str, Claim] = {}
@@ -136,7 +132,7 @@ def gpu_key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def tokenizer_targets(entries: Sequence[Entry], line: Line = _no_line
+def tokenizer_targets(entries: Sequence[Entry], line: Line | None = None
                       ) -> tuple[dict[int, int], list[Clash]]:
     """Where each ``tokenizer: model:ID`` leads (entry index -> index with the spec), and a
     clash for each that names no entry, ends without a tokenizer or goes round."""
@@ -185,19 +181,19 @@ def _groups(entries: Sequence[Entry]) -> Iterable[list[Entry]]:
     yield [e for e in entries if e.loc is not None]
 
 
-def _first(first: Claim, name: str, line: Line, rule: str) -> str:
+def _first(first: Claim, name: str, line: Line | None, rule: str) -> str:
     """`` (first at line 2)``, or `` ('a' at line 2; case is ignored)`` when written differently."""
     entry, at, written = first
-    number = line((*entry.loc, *at)) if entry.loc is not None else None
+    number = line((*entry.loc, *at)) if entry.loc is not None and line else None
     place = f"at line {number}" if number else (f"in {entry.origin}" if entry.origin else "")
     if written == name:
         return f" (first {place})" if place else ""
     return f" ('{written}'{' ' + place if place else ''}; {rule})"
 
 
-def _where(first: Claim, line: Line) -> str:
+def _where(first: Claim, line: Line | None) -> str:
     entry, at = first[0], first[1]
     if entry.loc is None:
         return f" in {entry.origin}" if entry.origin else ""
-    number = line((*entry.loc, *at))
+    number = line((*entry.loc, *at)) if line else None
     return f" (line {number})" if number else ""
