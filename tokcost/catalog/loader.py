@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -83,32 +83,6 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
 
 
-@dataclass
-class _Locator:
-    """Turns paths into problems: the line (nodes composed on first need) and the model id."""
-
-    name: str
-    text: str
-    data: Any
-
-    @cached_property
-    def root(self) -> Any:
-        return yamltext.load(self.text, nodes=True)
-
-    def line(self, loc: PathKey) -> int | None:
-        return yamltext.line_of(self.root, loc)
-
-    def problem(self, loc: PathKey, message: str) -> Problem:
-        try:
-            model = self.data["models"][loc[1]]["id"] if loc[0] == "models" else None
-        except (LookupError, TypeError):  # not a models entry, or not one written as a mapping
-            model = None
-        model = model if isinstance(model, str) else None
-        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
-        shown = loc[2:] if model is not None else loc
-        return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
-
-
 def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
                raw: bytes | None = None) -> tuple[ParsedFile | None, list[Problem]]:
     """Everything wrong with one catalog file (its bytes: ``raw``), without the cache; ``whole``
@@ -120,25 +94,39 @@ def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        at = raw[: exc.start].count(b"\n") + 1
         return None, [Problem(name, (), None, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                              f"at offset {exc.start}); save the file as UTF-8", line)]
+                              f"at offset {exc.start}); save the file as UTF-8", at)]
     try:
         data = yamltext.load(text)
     except yamltext.SyntaxProblem as exc:
         return None, [Problem(name, (), None, "", str(exc), exc.line)]
     if data is None:  # nothing but blanks and comments
         return None, [Problem(name, (), None, "", EMPTY)]
+    nodes = functools.cache(functools.partial(yamltext.load, text, nodes=True))  # on first need
+
+    def line(loc: PathKey) -> int | None:
+        return yamltext.line_of(nodes(), loc)
+
+    def problem(loc: PathKey, message: str) -> Problem:
+        try:
+            model = data["models"][loc[1]]["id"] if loc[0] == "models" else None
+        except (LookupError, TypeError):  # not a models entry, or not one written as a mapping
+            model = None
+        model = model if isinstance(model, str) else None
+        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
+        shown = loc[2:] if model is not None else loc
+        return Problem(name, loc, model, dotted(shown), message, line(loc))
+
     doc, issues = check(CatalogDocument, data)
-    where = _Locator(name, text, data)
-    problems = [where.problem(i.loc, i.message) for i in issues]
+    problems = [problem(i.loc, i.message) for i in issues]
     flagged = {i.loc for i in issues}
-    for clash in _rules(path, data, where.line, whole, judge) if isinstance(data, dict) else ():
+    for clash in _rules(path, data, line, whole, judge) if isinstance(data, dict) else ():
         loc = (*(clash.entry.loc or ()), *clash.at)
         if clash.entry.loc is not None and loc not in flagged:  # one problem per place
-            problems.append(where.problem(loc, clash.message))
+            problems.append(problem(loc, clash.message))
     if whole:
-        problems.extend(_duplicate_keys(name, where.root))
+        problems.extend(_duplicate_keys(name, nodes()))
     if problems or doc is None:
         problems.sort(key=lambda p: p.line or 0)  # file order, as an editor shows them
         return None, problems
