@@ -33,25 +33,15 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ModelRow:
-    """A model as ``models list`` shows it: the entry and its tokenizer's short label."""
-
-    entry: ModelEntry
-    tokenizer: str
-
-
-@dataclass(frozen=True)
 class ModelList:
-    """The catalog's models (those of one provider when asked)."""
+    """The catalog's models (one provider's when asked), with their tokenizers as ``models
+    list`` names them (``≈``: a proxy)."""
 
-    rows: tuple[ModelRow, ...]
-
-    @property
-    def models(self) -> tuple[ModelEntry, ...]:
-        return tuple(r.entry for r in self.rows)
+    models: tuple[ModelEntry, ...]
+    tokenizers: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": [r.entry.to_dict() for r in self.rows]}
+        return {"models": [m.to_dict() for m in self.models]}
 
 
 @dataclass(frozen=True)
@@ -103,7 +93,7 @@ def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -
         known = sorted({m.provider for m in cat.models if m.provider})
         raise UsageError(f"{arg('provider', repr(provider))} matches no model; known: "
                          f"{', '.join(known)}", param="provider")
-    return ModelList(tuple(ModelRow(m, _tokenizer_label(m, short=True)) for m in entries))
+    return ModelList(tuple(entries), tuple(_tokenizer_label(m, short=True) for m in entries))
 
 
 def list_gpus(*, catalog: CatalogSource = None) -> GpuList:

@@ -76,27 +76,6 @@ def _flatten(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
     return cast(Decimal, value.base), {int(t.start): cast(Decimal, t.price) for t in value.tiers}
 
 
-def _database_prices(model: Any, when: _dt.datetime
-                     ) -> tuple[dict[str, Any], dict[str, Any], _dt.date | None]:
-    """Standard and batch prices, and the latest start date of the two (None: undated)."""
-    standard = model.get_prices(when)
-    std = {k: getattr(standard, k, None) for k in FIELDS}
-    constraint = None  # of the conditional price get_prices picks: it tries them last to first
-    if isinstance(model.prices, list):
-        constraint = next((c.constraint for c in reversed(model.prices)
-                           if c.constraint is None or c.constraint.active(when)), None)
-    constraints = [constraint]
-    batch: dict[str, Any] = {}
-    for variant in model.price_variants or ():
-        if variant.when == {"processing": "batch"} and (
-                variant.constraint is None or variant.constraint.active(when)):
-            batch = {k: getattr(variant.prices, k, None) for k in FIELDS}
-            constraints.append(variant.constraint)
-    # A start-date constraint dates a price; none, or a time-of-day window, does not.
-    dates = [d for c in constraints if isinstance(d := getattr(c, "start_date", None), _dt.date)]
-    return std, batch, max(dates, default=None)
-
-
 def _compare(entry: ModelEntry, pricing: Pricing, db_id: str, std: dict[str, Any],
              batch: dict[str, Any]) -> list[PriceDiff]:
     """The entry's differences (``as_of`` not yet set)."""
@@ -168,8 +147,21 @@ def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = Non
             unmatched.append(entry.id)
             continue
         matched.append(entry.id)
-        std, batch, dated = _database_prices(model, when)
-        diffs.extend(replace(d, as_of=dated or _utc_day(when))
+        std = {k: getattr(model.get_prices(when), k, None) for k in FIELDS}
+        constraints: list[Any] = [None]  # of the price get_prices picks (tried last to first)
+        if isinstance(model.prices, list):
+            constraints = [next((c.constraint for c in reversed(model.prices)
+                                 if c.constraint is None or c.constraint.active(when)), None)]
+        batch: dict[str, Any] = {}
+        for variant in model.price_variants or ():
+            if variant.when == {"processing": "batch"} and (
+                    variant.constraint is None or variant.constraint.active(when)):
+                batch = {k: getattr(variant.prices, k, None) for k in FIELDS}
+                constraints.append(variant.constraint)
+        # A start-date constraint dates a price; none, or a time-of-day window, does not.
+        dates = [d for c in constraints
+                 if isinstance(d := getattr(c, "start_date", None), _dt.date)]
+        diffs.extend(replace(d, as_of=max(dates, default=None) or _utc_day(when))
                      for d in _compare(entry, entry.pricing, model.id, std, batch))
     return SyncReport(tuple(diffs), tuple(matched), tuple(unmatched), version("genai-prices"))
 

@@ -63,9 +63,9 @@ def list_models(
     for col in ("context", "input", "output"):
         rows.add_column(col, justify="right")
     rows.add_column("kv")
-    for row in result.rows:
-        m, p = row.entry, row.entry.pricing
-        rows.add_row(m.id, m.provider or "", row.tokenizer,
+    for m, tokenizer in zip(result.models, result.tokenizers, strict=True):
+        p = m.pricing
+        rows.add_row(m.id, m.provider or "", tokenizer,
                      f"{m.context_window:,}" if m.context_window else "",
                      _rate(p.input) if p else "", _rate(p.output) if p else "",
                      "yes" if m.architecture else "")
