@@ -293,8 +293,25 @@ def import_model(request: ImportModelRequest) -> ModelImport:
                              param="force")
         ensure_writable(target)
     loaded = load_model_source(request.source, model_id=request.model_id)
-    entry, extends, fitted = _beside_shipped(loaded.entry)
-    notes = (*loaded.notes, *fitted)
+    # Fitted to extend the shipped catalog: without the aliases other shipped models have,
+    # standing alone when its id names another.
+    shipped = load_catalog(shipped_path("models.yaml"))
+    entry = loaded.entry
+    others = [m for m in shipped.models if m.id.lower() != entry.id.lower()]
+    taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
+    notes = [*loaded.notes, *(f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
+                              for a in entry.aliases if a.lower() in taken)]
+    entry = replace(entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken))
+    if len(others) < len(shipped.models):
+        notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
+    try:
+        Catalog.build([*others, entry], shipped.gpus)
+        extends = True
+    except CatalogError:
+        notes.append(f"the id {entry.id} names another model of the shipped catalog, so the "
+                     "file stands alone (no extends: shipped); choose another model_id to "
+                     "add it to the shipped models")
+        extends = False
     header = [f"tokcost models import {request.source}"]
     if loaded.origin != str(Path(loaded.config_file).parent):  # the cache or the hub
         header.append(f"config: {loaded.config_file} ({loaded.origin})")
@@ -302,25 +319,4 @@ def import_model(request: ImportModelRequest) -> ModelImport:
     if target is not None:
         write_text_atomic(target, text)
     return ModelImport(entry, text, loaded.config_file, loaded.origin, loaded.shards,
-                       loaded.header_bytes, notes, target)
-
-
-def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
-    """``entry`` fitted to extend the shipped catalog: without the aliases other shipped
-    models have, standing alone when its id names another."""
-    shipped = load_catalog(shipped_path("models.yaml"))
-    others = [m for m in shipped.models if m.id.lower() != entry.id.lower()]
-    taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
-    notes = [f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
-             for a in entry.aliases if a.lower() in taken]
-    entry = replace(entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken))
-    if len(others) < len(shipped.models):
-        notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
-    try:
-        Catalog.build([*others, entry], shipped.gpus)
-    except CatalogError:
-        notes.append(f"the id {entry.id} names another model of the shipped catalog, so the "
-                     "file stands alone (no extends: shipped); choose another model_id to "
-                     "add it to the shipped models")
-        return entry, False, tuple(notes)
-    return entry, True, tuple(notes)
+                       loaded.header_bytes, tuple(notes), target)
