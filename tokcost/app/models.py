@@ -46,8 +46,6 @@ class ModelList:
 
 @dataclass(frozen=True)
 class GpuList:
-    """The GPUs the catalog knows (kvmem's ``gpu=NAME``)."""
-
     gpus: tuple[Gpu, ...]
 
     def to_dict(self) -> dict[str, Any]:

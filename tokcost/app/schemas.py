@@ -14,6 +14,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from tokcost.resources import shipped_path
+
 __all__ = ["SchemaDocument", "json_schema", "schema_path"]
 
 
@@ -43,8 +45,6 @@ def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
 
 def schema_path(document: SchemaDocument | str) -> Path:
     """The shipped schema file of ``document`` (what ``$schema=`` can point at)."""
-    from tokcost.resources import shipped_path
-
     return shipped_path("schemas") / f"{SchemaDocument(document).value}.schema.json"
 
 

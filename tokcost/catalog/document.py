@@ -29,7 +29,6 @@ Text = Annotated[str, v.text()]
 Names = Annotated[tuple[str, ...], v.strings()]
 Flag = Annotated[bool, v.FLAG]
 _PLACES = tuple(s.PACKAGE_PLACEHOLDERS)
-_PARAMS = "a parameter count such as 8.03B or {total, active}"
 _LAYER_KINDS = ("full", "sliding", "linear")
 Kinds = Annotated[tuple[str, ...], v.strings(
     f"a list of layer kinds ({', '.join(_LAYER_KINDS)})", nonempty=True, single=False,
@@ -107,7 +106,8 @@ class Attention(Built):
 def _params(value: Any) -> tuple[int | None, int | None]:
     """``8.03B``, or ``{total, active}`` for a mixture of experts (active defaults to total)."""
     if not isinstance(value, dict):
-        n = count(cap=s.MAX_PARAMS, unit="parameters", what=_PARAMS).parse(value)
+        n = count(cap=s.MAX_PARAMS, unit="parameters",
+                  what="a parameter count such as 8.03B or {total, active}").parse(value)
         return n, n
     for key in value:
         if key not in ("total", "active"):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from tokcost.catalog import hf_config
 from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
-from tokcost.errors import UsageError
+from tokcost.errors import InputError, UsageError
 from tokcost.units import format_bytes
 
 HF_PREFIX = "hf:"
@@ -48,8 +49,6 @@ def load_hf_model(spec: str, *, model_id: str | None = None) -> HfModel:
 
 def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     """A config.json, or a model folder holding one (and, best, its safetensors shards)."""
-    from tokcost.catalog.hf_repo import read_config_json
-
     given = Path(path).expanduser()
     if given.is_dir():
         folder, config_file = given, given / "config.json"
@@ -71,6 +70,19 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     return HfModel(entry, str(config_file), str(folder), weights,
                    len(checkpoint.files) if checkpoint else 0,
                    checkpoint.bytes_read if checkpoint else None, notes)
+
+
+def read_config_json(path: Path, where: str) -> dict[str, Any]:
+    """A config.json as a mapping, or one line saying why it is not one."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{where} is not JSON ({exc}); download it again") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where} is not a JSON object; a config.json maps field names to values")
+    return data
 
 
 def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str

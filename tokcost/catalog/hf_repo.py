@@ -4,13 +4,15 @@ cache, else from the hub when it answers within seconds (headers by HTTP range r
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import socket
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlparse
 
-from tokcost.catalog.hf_model import HfModel, make_entry, read_weights
+import huggingface_hub
+
+from tokcost.catalog.hf_model import HfModel, make_entry, read_config_json, read_weights
 from tokcost.catalog.safetensors_meta import Checkpoint, TensorMeta, read_checkpoint, shard_names
 from tokcost.errors import InputError, UsageError
 
@@ -25,9 +27,7 @@ def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
     if not _REPO_ID.match(repo) or ".." in repo:
         raise UsageError(f"'hf:{repo}' is neither a Hugging Face model id (hf:ORG/REPO) nor an "
                          "existing folder or config.json")
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(repo, "config.json")
+    cached = huggingface_hub.try_to_load_from_cache(repo, "config.json")
     notes: list[str] = []
     origin = CACHE
     if isinstance(cached, str):
@@ -63,26 +63,9 @@ def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
                    (checkpoint.bytes_read or None) if checkpoint else None, (*notes, *more))
 
 
-def read_config_json(path: Path, where: str) -> dict[str, Any]:
-    """A config.json as a mapping, or one line saying why it is not one."""
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{where} is not JSON ({exc}); download it again") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{where} is not a JSON object; a config.json maps field names to values")
-    return data
-
-
 def _hub_answers() -> str | None:
     """None when the hub can be asked; else why not, in words."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
+    constants = huggingface_hub.constants
     flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
     if constants.HF_HUB_OFFLINE or flag in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
@@ -108,21 +91,16 @@ def _hub_error(repo: str, what: str, exc: Exception) -> InputError:
 
 
 def download_config(repo: str) -> Path:
-    """config.json of ``repo``, downloaded into the cache."""
-    from huggingface_hub import hf_hub_download
-
     try:
-        return Path(hf_hub_download(repo, "config.json"))
+        return Path(huggingface_hub.hf_hub_download(repo, "config.json"))
     except Exception as exc:  # gated, missing repo or file, HTTP errors
         raise _hub_error(repo, "config.json", exc) from exc
 
 
 def hub_checkpoint(repo: str) -> Checkpoint | None:
     """The shards' headers of ``repo`` from the hub, or None when it has no safetensors."""
-    from huggingface_hub import HfApi
-
     try:
-        meta = HfApi().get_safetensors_metadata(repo)
+        meta = huggingface_hub.HfApi().get_safetensors_metadata(repo)
     except Exception as exc:
         if "NotASafetensors" in type(exc).__name__:
             return None
@@ -136,9 +114,7 @@ def hub_checkpoint(repo: str) -> Checkpoint | None:
 
 def hub_has_file(repo: str, filename: str) -> bool:
     """Whether the hub holds ``filename`` in ``repo`` (False when it cannot say)."""
-    from huggingface_hub import HfApi
-
     try:
-        return bool(HfApi().file_exists(repo, filename))
+        return bool(huggingface_hub.HfApi().file_exists(repo, filename))
     except Exception:  # a failed check leaves the tokenizer out, nothing worse
         return False

@@ -31,8 +31,6 @@ _DAMAGED = "the file is damaged or not safetensors: download it again"
 
 @dataclass(frozen=True)
 class TensorMeta:
-    """One tensor as its header describes it."""
-
     name: str
     dtype: str  # as safetensors writes it: BF16, F32, U8, F8_E4M3...
     shape: tuple[int, ...]

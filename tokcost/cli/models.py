@@ -24,7 +24,6 @@ models_app = App(
 
 
 def _note(text: str, **style: Any) -> None:
-    """A line on stderr, as written (no highlighting)."""
     err.print(text, highlight=False, **style)
 
 
