@@ -57,12 +57,15 @@ class ConfigFields:
     def __init__(self, config: Mapping[str, Any], where: str) -> None:
         self.where = where
         text = config.get("text_config")
-        self.top = config
         self.text: Mapping[str, Any] = text if isinstance(text, Mapping) else config
         self.model_type = str(self.text.get("model_type") or config.get("model_type") or "")
         self.defaults = _DEFAULTS.get(self.model_type, {})
-        self.dtype: str | None = self.first(("torch_dtype", "dtype"), str)
-        self.quantization: Mapping[str, Any] | None = self.first(("quantization_config",), Mapping)
+        both = (config, self.text)  # torch_dtype and quantization_config may be at the top
+        self.dtype: str | None = next((c[k] for c in both for k in ("torch_dtype", "dtype")
+                                       if isinstance(c.get(k), str)), None)
+        self.quantization: Mapping[str, Any] | None = next(
+            (c["quantization_config"] for c in both
+             if isinstance(c.get("quantization_config"), Mapping)), None)
 
     def raw(self, key: str) -> Any:
         for name in (key, *_ALIASES.get(key, ())):
@@ -85,11 +88,6 @@ class ConfigFields:
             raise InputError(f"{self.where} has no {key} ({what}), which KV-cache sizes "
                              "need; add it to the config")
         return value
-
-    def first(self, keys: tuple[str, ...], kind: type) -> Any:
-        """The first of ``keys`` holding a ``kind``: at the top, then in the text config."""
-        found = (c.get(k) for c in (self.top, self.text) for k in keys)
-        return next((v for v in found if isinstance(v, kind)), None)
 
 
 def architecture_from_config(

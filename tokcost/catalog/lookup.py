@@ -101,12 +101,6 @@ class Catalog:
         raise ModelNotFound(f"unknown model '{model_id}'{hint}; to add one, pass a models YAML "
                             f"as {arg('catalog', 'PATH')}", param="catalog")
 
-    def get(self, model_id: str) -> ModelEntry | None:
-        try:
-            return self.resolve(model_id)
-        except ModelNotFound:
-            return None
-
     def resolve_gpu(self, name: str) -> Gpu:
         """A GPU by name or alias (as ``gpu_key`` compares), never by a prefix of several."""
         gpu = self._index.gpus.get(gpu_key(name))
