@@ -12,9 +12,6 @@ from typing import Any
 from tokcost.catalog.schema import ModelEntry, PriceTier, Pricing
 from tokcost.errors import TokcostError, UsageError, arg
 
-__all__ = ["MILLION", "CostBreakdown", "CostLine", "NoPrice", "estimate_cost", "limit_warnings",
-           "require_price"]
-
 MILLION = Decimal(1_000_000)
 
 

@@ -41,9 +41,7 @@ class PriceDiff:
     as_of: _dt.date | None = None  # the date writing gives the entry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "field": self.field, "catalog": _text(self.catalog),
-                "database": _text(self.database), "database_model": self.database_model,
-                "writable": self.writable,
+        return {**vars(self), "catalog": _text(self.catalog), "database": _text(self.database),
                 "as_of": self.as_of.isoformat() if self.as_of is not None else None}
 
     def describe(self) -> str:

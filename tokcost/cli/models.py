@@ -123,8 +123,7 @@ def show(
     out.print(f"  tokenizer: {details.tokenizer}{note}", markup=False)
     if details.weights:
         out.print(f"  weights: {details.weights}", markup=False)
-    if entry.chat:
-        c = entry.chat
+    if c := entry.chat:
         out.print(f"  chat overhead: {c.per_message}/message, +{c.per_name}/name, "
                   f"+{c.reply_priming} reply priming")
     if data["architecture"]:
