@@ -82,7 +82,6 @@ def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int =
     """What one request asks beyond the model's context window or maximum output tokens
     (``exact`` False: a proxy counted the prompt).
 
-    >>> from tokcost.catalog import ModelEntry
     >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
     >>> limit_warnings(gpt4, input_tokens=100_000)[0].split(":")[0]
     "the prompt (100,000 tokens) exceeds gpt-4's context window of 8,192 tokens"
@@ -119,7 +118,6 @@ def estimate_cost(
 ) -> CostBreakdown:
     """The cost of ``requests`` identical requests of the given token counts.
 
-    >>> from tokcost.catalog import ModelEntry, Pricing
     >>> rates = Pricing(input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal(10))
     >>> entry = ModelEntry(id="gpt-4o-like", pricing=rates)
     >>> estimate_cost(entry, input_tokens=1000, cached_tokens=400, output_tokens=200).total

@@ -1,8 +1,6 @@
 """The catalog's use cases (``tokcost models``), each returning a frozen result whose
 ``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved.
 
->>> [m.id for m in list_models(provider="openai").models][:2]
-['gpt-4o', 'gpt-4o-2024-05-13']
 >>> show_model("gpt-4o-2024-08-06").to_dict()["id"]
 'gpt-4o'
 """
@@ -110,7 +108,6 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
     """An entry's tokenizer as ``models show`` names it (the file, package folder expanded)
     or ``models list`` (``short``: the package and the file's version; ``≈``: a proxy).
 
-    >>> from tokcost.catalog import load_catalog
     >>> _tokenizer_label(load_catalog().resolve("mistral-nemo"), short=True)
     'mistral-common tekken_240718'
     """

@@ -1,9 +1,6 @@
 """JSON Schemas of tokcost's YAML files, for editors, generated from the validator's pydantic
 models and shipped in ``tokcost/schemas/`` (a test keeps them fresh: after changing a
 model, run ``python -m tokcost.app.schemas``).
-
->>> json_schema(SchemaDocument.CATALOG)["title"]
-'tokcost catalog (models.yaml)'
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4).
-
-Standard library only: PyYAML and pydantic load when a file is validated, which the cache
-of validated files makes rare. ``load_catalog().resolve("gpt-4o-mini-2024-07-18")``.
+"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4), with
+the standard library only (pydantic and PyYAML load to validate a file, rarely: cached).
 """
 
 from pathlib import Path

@@ -1,7 +1,6 @@
-"""A cache of validated catalog files: validating models.yaml (pydantic) takes ~0.25 s, more
-than the whole of ``tokcost price``. Entries are keyed by the sha256 of the file's bytes and
-of the modules that declare and parse the fields, and live in ``$TOKCOST_CACHE_DIR``
-(default ``~/.cache/tokcost``); one that cannot be read or written costs a validation.
+"""A cache of validated catalog files (validating models.yaml takes ~0.25 s, more than all of
+``tokcost price``), keyed by the sha256 of the file's bytes and of the modules that declare
+the fields; in ``$TOKCOST_CACHE_DIR`` (``~/.cache/tokcost``), skipped when unwritable.
 """
 
 from __future__ import annotations

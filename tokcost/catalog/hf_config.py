@@ -1,8 +1,6 @@
-"""A Hugging Face ``config.json`` read into the catalog's ``Architecture`` (DESIGN §4, §5).
-
-Fields mean what transformers' configuration classes say; the rules and their sources are
-in docs/models.md. A field the estimate needs that no cited class default supplies is an
-``InputError`` naming it: tokcost never guesses a shape.
+"""A Hugging Face ``config.json`` read into the catalog's ``Architecture`` (DESIGN §4, §5), as
+transformers' configuration classes define its fields (rules and sources: docs/models.md).
+A field the estimate needs that no cited class default supplies is an error naming it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""A checkpoint's tensors as a serving engine holds them: bytes, parameters, routed experts.
-
-The headers' bytes with vLLM's two load-time changes: no speculative-decoding (MTP) layers
-(vllm/model_executor/models/deepseek_v2.py, qwen3_next.py ``load_weights``), float32 in
-16 bits (vllm/config/model.py ``_get_and_verify_dtype``); details in docs/models.md.
+"""A checkpoint's tensors as a serving engine holds them: bytes, parameters, routed experts,
+with vLLM's load-time changes (no MTP layers: models/deepseek_v2.py, qwen3_next.py
+``load_weights``; float32 in 16 bits: config/model.py ``_get_and_verify_dtype``).
 """
 
 from __future__ import annotations

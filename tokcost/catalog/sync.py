@@ -1,7 +1,6 @@
 """Compare catalog prices with the genai-prices database (an optional extra, imported here
-only) and write the differences: in place at the parser's positions, so comments and
-layout survive, checked by the loader, atomic; each entry brought up to date gets an
-``as_of`` (docs/models.md).
+only) and write the differences in place, comments and layout kept, checked, atomic, each
+entry brought up to date dated by ``as_of`` (docs/models.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""pydantic for tokcost's YAML files (models.yaml, tokcost.yaml): the values they share, read
-as people write them (``count(cap=10**9, unit="tokens")`` reads ``128k``) with the JSON
-Schema of their text form, and pydantic's errors worded as ``(location, message)`` issues.
-pydantic costs ~0.1 s to import: only validation imports this module.
+"""pydantic for tokcost's YAML files: the values they share, read as people write them
+(``128k``) with the JSON Schema of their text form, and pydantic's errors worded as
+``(location, message)`` issues. Only validation imports pydantic (~0.1 s).
 
 >>> from tokcost.catalog.document import Pricing
 >>> [i.message for i in check(Pricing, {"input": "cheap", "output": 1})[1]]

@@ -1,7 +1,5 @@
-"""YAML text for tokcost's files: parse it safely, and find the line of a key path.
-
-``yaml.safe_load`` semantics (libyaml's ``CSafeLoader`` when present: the same safe types,
-~10x faster); lines come from the node tree, composed only when a problem is reported.
+"""YAML text for tokcost's files: ``yaml.safe_load`` semantics (libyaml when present), and
+the line of a key path, from the node tree composed only when a problem is reported.
 """
 
 from __future__ import annotations
