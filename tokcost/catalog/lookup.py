@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import NamedTuple
 
 from tokcost.catalog import rules
 from tokcost.catalog.loader import Judge, Problem, check_file, read_file
@@ -26,8 +27,7 @@ ENV_VAR = "TOKCOST_CATALOG"
 _DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
 
 
-@dataclass(frozen=True)
-class _Index:
+class _Index(NamedTuple):
     names: Mapping[str, ModelEntry]
     aliases: Mapping[str, ModelEntry]
     prefixes: tuple[tuple[str, bool, ModelEntry], ...]  # longest first

@@ -144,10 +144,10 @@ def tokenizer_targets(entries: Sequence[Entry], line: Line | None = None
     targets: dict[int, int] = {}
     clashes: list[Clash] = []
     for start, entry in enumerate(entries):
-        if not _is_ref(entry.tokenizer):
+        if not (entry.tokenizer or "").strip().startswith(MODEL_REF):
             continue
         spec, seen, problem = str(entry.tokenizer).strip(), [start], ""
-        while not problem and _is_ref(entries[seen[-1]].tokenizer):
+        while not problem and (entries[seen[-1]].tokenizer or "").strip().startswith(MODEL_REF):
             ref = str(entries[seen[-1]].tokenizer).strip()[len(MODEL_REF):].strip()
             nxt = index.get(ref.lower())
             if nxt is None:
@@ -169,10 +169,6 @@ def tokenizer_targets(entries: Sequence[Entry], line: Line | None = None
         else:
             targets[start] = seen[-1]
     return targets, clashes
-
-
-def _is_ref(spec: str | None) -> bool:
-    return spec is not None and spec.strip().startswith(MODEL_REF)
 
 
 def _groups(entries: Sequence[Entry]) -> Iterable[list[Entry]]:

@@ -16,10 +16,7 @@ PathKey = tuple[str | int, ...]  # where a value lies: ("models", 3, "pricing", 
 
 def dotted(path: PathKey) -> str:
     """``("pricing", "tiers", 0, "input")`` -> ``"pricing.tiers[0].input"``."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
-    return text
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).removeprefix(".")
 
 
 class SyntaxProblem(Exception):

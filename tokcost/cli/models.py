@@ -333,8 +333,7 @@ def import_model(
         _note(f"wrote {result.file}", markup=False)
 
 
-def _rate(usd_per_million: Decimal | str) -> str:
-    """A catalog price as every command shows one: ``$2.50/M`` (USD per million tokens)."""
+def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command shows a price
     return format_usd(usd_per_million, per_million=True)
 
 
