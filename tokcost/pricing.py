@@ -50,17 +50,14 @@ class CostBreakdown:
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON keys; money as decimal strings so no cent is lost to floats."""
-        tier = self.tier
-        return {
-            "model": self.model, "requests": self.requests, "batch": self.batch,
-            "tier": {"above_input_tokens": tier.above_input_tokens,
-                     "applies_to": tier.applies_to} if tier else None,
-            "lines": [{"kind": line.kind, "tokens": line.tokens,
-                       "usd_per_million": str(line.usd_per_million), "cost_usd": str(line.cost)}
-                      for line in self.lines],
-            "per_request_usd": str(self.per_request), "total_usd": str(self.total),
-            "notes": list(self.notes), "as_of": self.as_of, "source": self.source,
-        }
+        tier = {"above_input_tokens": self.tier.above_input_tokens,
+                "applies_to": self.tier.applies_to} if self.tier else None
+        return {"model": self.model, "requests": self.requests, "batch": self.batch, "tier": tier,
+                "lines": [{"kind": line.kind, "tokens": line.tokens,
+                           "usd_per_million": str(line.usd_per_million), "cost_usd": str(line.cost)}
+                          for line in self.lines],
+                "per_request_usd": str(self.per_request), "total_usd": str(self.total),
+                "notes": list(self.notes), "as_of": self.as_of, "source": self.source}
 
 
 def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:

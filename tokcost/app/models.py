@@ -13,14 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.catalog import Catalog, load_catalog, validate_file
+from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry, load_catalog, validate_file
 from tokcost.catalog.lookup import catalog_file
 from tokcost.errors import CatalogError, MissingDependency, UsageError, arg
 from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog import CatalogSource, Gpu, ModelEntry
     from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
@@ -93,12 +92,10 @@ def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -
 
 
 def list_gpus(*, catalog: CatalogSource = None) -> GpuList:
-    """The catalog's GPUs, in file order."""
     return GpuList(open_catalog(catalog).gpus)
 
 
 def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
-    """The entry of a model id, alias or dated id (``gpt-4o-2024-08-06``)."""
     entry = open_catalog(catalog).resolve(model)
     weights = _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
     return ModelDetails(entry, _tokenizer_label(entry), weights)
@@ -259,8 +256,6 @@ class ImportModelRequest:
 
 @dataclass(frozen=True)
 class ModelImport:
-    """A catalog entry made from a Hugging Face model (``tokcost models import``)."""
-
     entry: ModelEntry
     yaml: str  # a catalog document holding the entry
     config_file: str  # the config.json read

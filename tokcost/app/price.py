@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
+from tokcost.catalog import CatalogSource, ModelEntry
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
 from tokcost.tokenizers import model_choice, open_catalog
 from tokcost.units import parse_count
-
-if TYPE_CHECKING:
-    from tokcost.catalog import CatalogSource, ModelEntry
 
 __all__ = ["PriceRequest", "price"]
 

@@ -31,15 +31,13 @@ _UNSUPPORTED = {
 }
 # GPT-2-style names (transformers' attribute_map).
 _ALIASES = {
-    "num_hidden_layers": ("n_layer", "num_layers"),
-    "num_attention_heads": ("n_head",),
+    "num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
     "hidden_size": ("n_embd", "d_model"),
     "max_position_embeddings": ("n_positions", "max_sequence_length", "seq_length"),
 }
 _LAYER_TYPES: dict[str, LayerKind] = {
-    "full_attention": "full", "attention": "full", "global": "full",
-    "sliding_attention": "sliding", "local": "sliding",
-    "linear_attention": "linear", "mamba": "linear", "mamba2": "linear",
+    "full_attention": "full", "attention": "full", "global": "full", "sliding_attention": "sliding",
+    "local": "sliding", "linear_attention": "linear", "mamba": "linear", "mamba2": "linear",
 }
 FULL: LayerKind = "full"
 SLIDING: LayerKind = "sliding"
@@ -141,11 +139,6 @@ def context_window(config: Mapping[str, Any], *, where: str) -> int | None:
     """``max_position_embeddings`` of the (text) config: the longest context it serves."""
     return ConfigFields(config, where).count(
         "max_position_embeddings", "the context window in tokens", cap=s.MAX_TOKENS)
-
-
-def model_type(config: Mapping[str, Any]) -> str | None:
-    """The (text) config's ``model_type``: ``llama``, ``gemma3_text``, ``deepseek_v3``..."""
-    return ConfigFields(config, "").model_type or None
 
 
 def _first_count(f: ConfigFields, keys: Sequence[str]) -> int | None:

@@ -33,7 +33,6 @@ class HfModel:
 
 
 def is_hf_spec(model: str) -> bool:
-    """Does ``model`` name a Hugging Face model (``hf:ORG/REPO`` or ``hf:PATH``)?"""
     return model.strip().lower().startswith(HF_PREFIX)
 
 
@@ -114,6 +113,6 @@ def make_entry(config: dict[str, Any], where: str, model_id: str, weights: Weigh
                                               source=arch_source)
     return ModelEntry(
         id=model_id, aliases=tuple(a for a in aliases if a.lower() != model_id.lower()),
-        family=hf_config.model_type(config), tokenizer_spec=tokenizer,
+        family=hf_config.ConfigFields(config, where).model_type or None, tokenizer_spec=tokenizer,
         context_window=hf_config.context_window(config, where=where), architecture=arch,
         source=source)

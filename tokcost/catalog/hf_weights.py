@@ -14,7 +14,6 @@ from tokcost.catalog.safetensors_meta import TensorMeta
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _EXPERT = re.compile(r"(?:^|\.)experts(?:\.|$)")  # not shared_expert(s): those run every token
-_FLOATS_CAST = frozenset({"F32", "F64"})
 # Quantization side tensors (the last part of their name): memory, not model parameters.
 _NOT_WEIGHTS = frozenset({
     "scales", "qzeros", "g_idx", "weight_scale", "weight_scale_inv", "weight_scale_2",
@@ -22,7 +21,6 @@ _NOT_WEIGHTS = frozenset({
     "k_scale", "v_scale", "q_scale", "weight_zero_point", "weight_g_idx", "weight_shape",
     "absmax", "quant_map", "nested_absmax", "nested_quant_map", "SCB",
 })
-_PACKED_INT32 = frozenset({"qweight", "weight_packed"})
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,9 @@ def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str |
             skipped += 1
             skipped_bytes += t.nbytes
             continue
-        nbytes = t.nbytes
-        if cast and t.dtype in _FLOATS_CAST:
-            nbytes = t.elements * 2
-            cast_any = True
+        cast_this = cast and t.dtype in ("F32", "F64")
+        nbytes = t.elements * 2 if cast_this else t.nbytes
+        cast_any = cast_any or cast_this
         n = _params(t, int32_bits, nibbles)
         count += 1
         total += nbytes
@@ -100,7 +97,7 @@ def _params(t: TensorMeta, int32_bits: int | None, nibbles: bool) -> int:
         return 0
     if last.endswith("_blocks") and t.dtype == "U8":  # mxfp4: two 4-bit values a byte
         return t.elements * 2
-    if last in _PACKED_INT32 and t.dtype == "I32" and int32_bits:
+    if last in ("qweight", "weight_packed") and t.dtype == "I32" and int32_bits:
         return t.elements * (32 // int32_bits)
     if nibbles and last == "weight" and t.dtype == "U8":  # bitsandbytes 4-bit
         return t.elements * 2

@@ -12,8 +12,6 @@ from pathlib import Path
 
 from tokcost.errors import InputError
 
-INDEX_FILE = "model.safetensors.index.json"  # weight_map: tensor name -> shard file
-SINGLE_FILE = "model.safetensors"
 # The safetensors library refuses longer headers (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
 
@@ -128,9 +126,9 @@ def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
 
 def shard_names(folder: Path) -> tuple[str, ...] | None:
     """A model folder's checkpoint files (Mistral's ``consolidated`` file last), or None."""
-    where = folder / INDEX_FILE
+    where = folder / "model.safetensors.index.json"  # weight_map: tensor name -> shard file
     if not where.is_file():
-        return next(((n,) for n in (SINGLE_FILE, "consolidated.safetensors")
+        return next(((n,) for n in ("model.safetensors", "consolidated.safetensors")
                      if (folder / n).is_file()), None)
     try:
         index = json.loads(where.read_bytes())

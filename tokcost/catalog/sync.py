@@ -9,7 +9,7 @@ import datetime as _dt
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import yaml
 
@@ -58,8 +58,7 @@ def _text(value: Decimal | bool | None) -> str | None:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-@dataclass(frozen=True)
-class SyncReport:
+class SyncReport(NamedTuple):
     diffs: tuple[PriceDiff, ...]
     matched: tuple[str, ...]  # catalog ids found in the database
     unmatched: tuple[str, ...]  # priced catalog ids the database does not know
