@@ -16,11 +16,10 @@ _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _EXPERT = re.compile(r"(?:^|\.)experts(?:\.|$)")  # not shared_expert(s): those run every token
 # Quantization side tensors (the last part of their name): memory, not model parameters.
 _NOT_WEIGHTS = frozenset({
-    "scales", "qzeros", "g_idx", "weight_scale", "weight_scale_inv", "weight_scale_2",
-    "weight_global_scale", "input_scale", "input_scale_inv", "input_global_scale",
-    "k_scale", "v_scale", "q_scale", "weight_zero_point", "weight_g_idx", "weight_shape",
-    "absmax", "quant_map", "nested_absmax", "nested_quant_map", "SCB",
-})
+    "scales", "qzeros", "g_idx", "weight_scale", "weight_scale_inv", "weight_scale_2", "k_scale",
+    "weight_global_scale", "input_scale", "input_scale_inv", "input_global_scale", "v_scale",
+    "q_scale", "weight_zero_point", "weight_g_idx", "weight_shape", "absmax", "quant_map",
+    "nested_absmax", "nested_quant_map", "SCB"})
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,8 @@ def show(
     out.print(f"[bold]{entry.id}[/bold]{aliases}", markup=True)
     for key in ("provider", "family", "context_window", "max_output_tokens", "source", "notes"):
         if data[key] is not None:
-            out.print(f"  {key}: {f'{data[key]:,}' if isinstance(data[key], int) else data[key]}")
+            value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
+            out.print(f"  {key}: {value}")
     note = f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""
     # "pip install 'tokcost[mistral]'" is text, not a style
     out.print(f"  tokenizer: {details.tokenizer}{note}", markup=False)
