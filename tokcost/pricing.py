@@ -1,41 +1,16 @@
-"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million).
-
-The rules, per request:
-
-* ``input_tokens`` is the whole prompt. ``cached_tokens`` (cache hits) and
-  ``cache_write_tokens`` (tokens written to the cache) are parts of it, billed at
-  their own rates; the rest is billed at the input rate. A model without a
-  cached-input (or cache-write) price bills those tokens as ordinary input.
-* ``output_tokens`` is the visible answer; ``reasoning_tokens`` come on top and are
-  billed at the output rate unless the model prices them apart.
-* Long-context tiers look at the prompt of each request. ``applies_to: all``
-  (Anthropic, Google): once the prompt exceeds the threshold every token of that
-  request, output included, is billed at the tier's rates. ``applies_to: excess``:
-  only the uncached prompt tokens above the threshold get the tier input rate.
-* ``batch`` takes the model's batch discount off input, output and reasoning, and
-  off cache reads/writes only where the provider says so (Anthropic yes; OpenAI
-  and Google keep cached input at the standard rate). Cache reads/writes of a model
-  that does not price them are ordinary input, so they take the discount too.
-
-Example: gpt-4o, 1,000 prompt tokens of which 400 cached, 200 output::
-
-    600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.0015 + $0.0005 + $0.002 = $0.004
-
-Every amount a person reads goes through ``tokcost.units.format_usd`` (one rule, every
-command); JSON keeps the exact decimal strings.
+"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million); the
+billing rules are docs/price.md's. gpt-4o, 1,000 prompt tokens (400 cached), 200 output:
+600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.004.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from tokcost.catalog.schema import ModelEntry, PriceTier, Pricing
 from tokcost.errors import TokcostError, UsageError, arg
-
-__all__ = ["MILLION", "CostBreakdown", "CostLine", "NoPrice", "estimate_cost", "limit_warnings",
-           "require_price"]
 
 MILLION = Decimal(1_000_000)
 
@@ -61,7 +36,7 @@ class CostBreakdown:
     batch: bool
     lines: tuple[CostLine, ...]
     tier: PriceTier | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     as_of: str | None = None
     source: str | None = None
 
@@ -75,71 +50,37 @@ class CostBreakdown:
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON keys; money as decimal strings so no cent is lost to floats."""
-        return {
-            "model": self.model,
-            "requests": self.requests,
-            "batch": self.batch,
-            "tier": (
-                {
-                    "above_input_tokens": self.tier.above_input_tokens,
-                    "applies_to": self.tier.applies_to,
-                }
-                if self.tier
-                else None
-            ),
-            "lines": [
-                {
-                    "kind": line.kind,
-                    "tokens": line.tokens,
-                    "usd_per_million": str(line.usd_per_million),
-                    "cost_usd": str(line.cost),
-                }
-                for line in self.lines
-            ],
-            "per_request_usd": str(self.per_request),
-            "total_usd": str(self.total),
-            "notes": list(self.notes),
-            "as_of": self.as_of,
-            "source": self.source,
-        }
+        tier = {"above_input_tokens": self.tier.above_input_tokens,
+                "applies_to": self.tier.applies_to} if self.tier else None
+        return {"model": self.model, "requests": self.requests, "batch": self.batch, "tier": tier,
+                "lines": [{"kind": line.kind, "tokens": line.tokens,
+                           "usd_per_million": str(line.usd_per_million), "cost_usd": str(line.cost)}
+                          for line in self.lines],
+                "per_request_usd": str(self.per_request), "total_usd": str(self.total),
+                "notes": list(self.notes), "as_of": self.as_of, "source": self.source}
 
 
 def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
-    """The entry's prices, or NoPrice: a model without a price costs an error, never $0.
-
-    Callers that count files first ask here before they count.
-    """
+    """The entry's prices, or NoPrice (asked before any file is counted)."""
     pricing = entry.pricing
     if pricing is None:
         raise NoPrice(
             f"model '{entry.id}' has no price in the catalog; add a pricing section "
             f"(USD per million tokens) to it in your own catalog ({arg('catalog', 'FILE')} "
-            "with 'extends: shipped')",
-            param="catalog",
-        )
+            "with 'extends: shipped')", param="catalog")
     if batch and pricing.batch_discount is None:
         raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop "
                       f"{arg('batch', True)}", param="batch")
     return pricing
 
 
-def limit_warnings(
-    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, reasoning_tokens: int = 0,
-    exact: bool = True,
-) -> tuple[str, ...]:
-    """What in one request the model would not take: a prompt longer than its context
-    window, an output (reasoning included) longer than its maximum output tokens.
+def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
+                   reasoning_tokens: int = 0, exact: bool = True) -> tuple[str, ...]:
+    """What one request asks beyond the model's context window or maximum output tokens
+    (``exact`` False: a proxy counted the prompt).
 
-    A price is still given (the tokens are counted as asked), with these as warnings;
-    a model whose catalog entry states no limit is not checked against it. ``exact``
-    False: the prompt was counted with a proxy tokenizer, so its size is approximate.
-
-    >>> from tokcost.catalog import ModelEntry
     >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
-    >>> limit_warnings(gpt4, input_tokens=8192, output_tokens=8192)
-    ()
-    >>> (warning,) = limit_warnings(gpt4, input_tokens=100_000)
-    >>> warning.split(":")[0]
+    >>> limit_warnings(gpt4, input_tokens=100_000)[0].split(":")[0]
     "the prompt (100,000 tokens) exceeds gpt-4's context window of 8,192 tokens"
     """
     found: list[str] = []
@@ -162,35 +103,18 @@ def limit_warnings(
     if limit is not None and answer > limit:
         what = (f"the output plus reasoning ({output_tokens:,} + {reasoning_tokens:,} = "
                 f"{answer:,} tokens)" if reasoning_tokens else f"the output ({answer:,} tokens)")
-        found.append(
-            f"{what} exceeds {entry.id}'s maximum of {limit:,} output tokens: a request "
-            f"stops there; ask for fewer output tokens"
-        )
+        found.append(f"{what} exceeds {entry.id}'s maximum of {limit:,} output tokens: a "
+                     "request stops there; ask for fewer output tokens")
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class _Rates:
-    """The rates one request is billed at (tier and batch applied), and why."""
-
-    parts: list[tuple[str, int, Decimal]]  # (kind, tokens per request, USD per million)
-    notes: list[str]
-
-
 def estimate_cost(
-    entry: ModelEntry,
-    *,
-    input_tokens: int,
-    output_tokens: int = 0,
-    cached_tokens: int = 0,
-    cache_write_tokens: int = 0,
-    reasoning_tokens: int = 0,
-    batch: bool = False,
+    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, cached_tokens: int = 0,
+    cache_write_tokens: int = 0, reasoning_tokens: int = 0, batch: bool = False,
     requests: int = 1,
 ) -> CostBreakdown:
     """The cost of ``requests`` identical requests of the given token counts.
 
-    >>> from tokcost.catalog import ModelEntry, Pricing
     >>> rates = Pricing(input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal(10))
     >>> entry = ModelEntry(id="gpt-4o-like", pricing=rates)
     >>> estimate_cost(entry, input_tokens=1000, cached_tokens=400, output_tokens=200).total
@@ -211,77 +135,40 @@ def estimate_cost(
             f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
             f"the prompt's {input_tokens} input tokens; {arg('input_tokens')} is the whole "
             "prompt", param="input_tokens")
-    tier = _tier_for(pricing, input_tokens)
-    billed = _rates(pricing, tier, counts, batch)
-    lines = tuple(
-        CostLine(kind, tokens * requests, usd, Decimal(tokens * requests) * usd / MILLION)
-        for kind, tokens, usd in billed.parts
-    )
+    # The highest tier whose threshold the prompt exceeds (tiers are sorted when loaded).
+    tier = next((t for t in reversed(pricing.tiers) if input_tokens > t.above_input_tokens), None)
+    parts, notes = _rates(pricing, tier, counts, batch)
+    lines = tuple(CostLine(kind, n * requests, usd, Decimal(n * requests) * usd / MILLION)
+                  for kind, n, usd in parts)
     if tier is not None:
         scope = ("every token of the request" if tier.applies_to == "all"
                  else "prompt tokens above it")
-        billed.notes.append(
-            f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
-            f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates")
+        notes.append(f"long-context tier: prompt of {input_tokens:,} tokens exceeds "
+                     f"{tier.above_input_tokens:,}, so {scope} is billed at the tier rates")
     if batch:
         discount = (pricing.batch_discount or Decimal(0)) * 100
-        billed.notes.append(f"batch discount {discount.normalize():f}% applied")
+        notes.append(f"batch discount {discount.normalize():f}% applied")
     return CostBreakdown(
         model=entry.id, requests=requests, batch=batch, lines=lines, tier=tier,
-        notes=tuple(billed.notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
-        source=pricing.source,
-    )
-
-
-def _tier_for(pricing: Pricing, prompt_tokens: int) -> PriceTier | None:
-    """The highest tier whose threshold the prompt exceeds (strictly)."""
-    chosen = None
-    for tier in pricing.tiers:  # sorted by threshold when loaded
-        if prompt_tokens > tier.above_input_tokens:
-            chosen = tier
-    return chosen
+        notes=tuple(notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
+        source=pricing.source)
 
 
 def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
-           batch: bool) -> _Rates:
-    """Each kind of token of one request with its rate: the tier's where it bills the
-    whole request, a cache read or write the model does not price at the input rate,
-    reasoning at the output rate unless priced apart; the batch discount taken off."""
+           batch: bool) -> tuple[list[tuple[str, int, Decimal]], list[str]]:
+    """Each kind of token of one request with its rate (tier, batch discount, unpriced cache
+    and reasoning applied), and the notes that say why."""
     notes: list[str] = []
 
-    def rate(kind: str, base: Decimal | None) -> Decimal | None:
+    def rate(kind: str) -> Decimal | None:
         if tier is not None and tier.applies_to == "all" and getattr(tier, kind) is not None:
             return getattr(tier, kind)  # type: ignore[no-any-return]
-        return base
+        return getattr(pricing, kind)  # type: ignore[no-any-return]
 
-    cached, written = counts["cached_tokens"], counts["cache_write_tokens"]
-    reasoning, fresh = counts["reasoning_tokens"], counts["input_tokens"] - cached - written
-    input_rate, output_rate = rate("input", pricing.input), rate("output", pricing.output)
+    fresh = counts["input_tokens"] - counts["cached_tokens"] - counts["cache_write_tokens"]
+    input_rate, output_rate, reasoning_rate = rate("input"), rate("output"), rate("reasoning")
     assert input_rate is not None and output_rate is not None
-    # A cache read or write the model does not price is ordinary input, in every rule:
-    # at the input rate, and under the batch discount like the rest of the prompt.
-    cached_rate, write_rate = rate("cached_input", pricing.cached_input), rate(
-        "cache_write", pricing.cache_write)
-    cached_as_input, write_as_input = bool(cached) and cached_rate is None, bool(
-        written) and write_rate is None
-    if cached_as_input:
-        notes.append("no cached-input price: cached tokens billed as input")
-    if write_as_input:
-        notes.append("no cache-write price: cache writes billed as input")
-    reasoning_rate = rate("reasoning", pricing.reasoning)
-    if reasoning and reasoning_rate is None:
-        notes.append("reasoning tokens billed as output")
     keep = Decimal(1) - (pricing.batch_discount or Decimal(0)) if batch else Decimal(1)
-    keep_cache = keep if pricing.batch_discount_cache else Decimal(1)
-    if batch and not pricing.batch_discount_cache:
-        # Only the cache tokens with a price of their own keep it; those billed as input
-        # take the input's discount (and the note names only what stays undiscounted).
-        kept = [what for what, tokens, as_input in (
-            ("cache reads", cached, cached_as_input),
-            ("cache writes", written, write_as_input)) if tokens and not as_input]
-        if kept:
-            notes.append(f"the batch discount does not apply to {' and '.join(kept)} "
-                         "for this model")
     parts: list[tuple[str, int, Decimal]] = []
     if tier is not None and tier.applies_to == "excess":
         above = max(0, min(fresh, counts["input_tokens"] - tier.above_input_tokens))
@@ -291,14 +178,28 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
             parts.append((f"input above {tier.above_input_tokens:,}", above, tier_input * keep))
     else:
         parts.append(("input", fresh, input_rate * keep))
-    if cached:
-        parts.append(("cached input", cached, (input_rate if cached_rate is None else cached_rate)
-                      * (keep if cached_as_input else keep_cache)))
-    if written:
-        parts.append(("cache write", written, (input_rate if write_rate is None else write_rate)
-                      * (keep if write_as_input else keep_cache)))
+    kept: list[str] = []  # cache tokens whose own price the batch discount leaves alone
+    for kind, price, tokens, missing, noun in (
+            ("cached input", rate("cached_input"), counts["cached_tokens"],
+             "cached-input price: cached tokens", "cache reads"),
+            ("cache write", rate("cache_write"), counts["cache_write_tokens"],
+             "cache-write price: cache writes", "cache writes")):
+        if not tokens:
+            continue
+        if price is None:  # ordinary input, in every rule: the input's rate and discount
+            notes.append(f"no {missing} billed as input")
+            parts.append((kind, tokens, input_rate * keep))
+        else:
+            if batch and not pricing.batch_discount_cache:
+                kept.append(noun)
+            parts.append((kind, tokens, price * (keep if pricing.batch_discount_cache
+                                                 else Decimal(1))))
+    if counts["reasoning_tokens"] and reasoning_rate is None:
+        notes.append("reasoning tokens billed as output")
+    if kept:
+        notes.append(f"the batch discount does not apply to {' and '.join(kept)} for this model")
     parts.append(("output", counts["output_tokens"], output_rate * keep))
-    if reasoning:
-        parts.append(("reasoning", reasoning,
+    if counts["reasoning_tokens"]:
+        parts.append(("reasoning", counts["reasoning_tokens"],
                       (output_rate if reasoning_rate is None else reasoning_rate) * keep))
-    return _Rates(parts, notes)
+    return parts, notes

@@ -1,10 +1,6 @@
-"""The catalog's use cases (``tokcost models``): list, show, validate, sync prices,
-import a Hugging Face model; and the one place a model argument is resolved.
+"""The catalog's use cases (``tokcost models``), each returning a frozen result whose
+``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved.
 
-Each returns a frozen result whose ``to_dict()`` is the command's ``--json`` document.
-
->>> [m.id for m in list_models(provider="openai").models][:2]
-['gpt-4o', 'gpt-4o-2024-05-13']
 >>> show_model("gpt-4o-2024-08-06").to_dict()["id"]
 'gpt-4o'
 """
@@ -17,11 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost.errors import MissingDependency, UsageError, arg
+from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry, load_catalog, validate_file
+from tokcost.catalog.lookup import catalog_file
+from tokcost.errors import CatalogError, MissingDependency, UsageError, arg
+from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry
     from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
@@ -32,32 +30,19 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ModelRow:
-    """A model as ``models list`` shows it: the entry and its tokenizer's short label
-    (``o200k_base``; ``≈`` marks a proxy; ``mistral-common v1`` for a packaged file)."""
-
-    entry: ModelEntry
-    tokenizer: str
-
-
-@dataclass(frozen=True)
 class ModelList:
-    """The catalog's models (those of one provider when asked)."""
+    """The catalog's models (one provider's when asked), with their tokenizers as ``models
+    list`` names them (``≈``: a proxy)."""
 
-    rows: tuple[ModelRow, ...]
-
-    @property
-    def models(self) -> tuple[ModelEntry, ...]:
-        return tuple(r.entry for r in self.rows)
+    models: tuple[ModelEntry, ...]
+    tokenizers: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": [r.entry.to_dict() for r in self.rows]}
+        return {"models": [m.to_dict() for m in self.models]}
 
 
 @dataclass(frozen=True)
 class GpuList:
-    """The GPUs the catalog knows (kvmem's ``gpu=NAME``)."""
-
     gpus: tuple[Gpu, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,8 +51,7 @@ class GpuList:
 
 @dataclass(frozen=True)
 class ModelDetails:
-    """Everything the catalog knows about one model; ``tokenizer`` and ``weights`` name
-    the files themselves (placeholders expanded, or the package to install)."""
+    """A model's entry; ``tokenizer`` and ``weights`` name the files (or the package to install)."""
 
     entry: ModelEntry
     tokenizer: str
@@ -79,11 +63,7 @@ class ModelDetails:
 
 @dataclass(frozen=True)
 class CatalogCheck:
-    """The problems of one catalog file, one line each (``file:line: model: field: ...``).
-
-    ``models`` and ``gpus`` count the catalog the file makes (with the shipped one
-    when it says ``extends: shipped``); they are 0 when the file has problems.
-    """
+    """A catalog file's problems; ``models``/``gpus`` count the catalog it makes when valid."""
 
     file: str
     problems: tuple[str, ...]
@@ -101,7 +81,6 @@ class CatalogCheck:
 def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -> ModelList:
     """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
     cat = open_catalog(catalog)
-    # Provider names compare as model ids do: "OpenAI" is "openai".
     wanted = provider.strip().lower() if provider is not None else None
     entries = [m for m in cat.models
                if wanted is None or (m.provider or "").strip().lower() == wanted]
@@ -109,33 +88,24 @@ def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -
         known = sorted({m.provider for m in cat.models if m.provider})
         raise UsageError(f"{arg('provider', repr(provider))} matches no model; known: "
                          f"{', '.join(known)}", param="provider")
-    return ModelList(tuple(ModelRow(m, _tokenizer_label(m, short=True)) for m in entries))
+    return ModelList(tuple(entries), tuple(_tokenizer_label(m, short=True) for m in entries))
 
 
 def list_gpus(*, catalog: CatalogSource = None) -> GpuList:
-    """The catalog's GPUs, in file order."""
     return GpuList(open_catalog(catalog).gpus)
 
 
 def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
-    """The entry of a model id, alias or dated id (``gpt-4o-2024-08-06``)."""
     entry = open_catalog(catalog).resolve(model)
     weights = _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
     return ModelDetails(entry, _tokenizer_label(entry), weights)
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
-    """How ``models list`` (``short``) and ``models show`` name an entry's tokenizer.
+    """An entry's tokenizer as ``models show`` names it (the file, package folder expanded)
+    or ``models list`` (``short``: the package and the file's version; ``≈``: a proxy).
 
-    Placeholders never show: ``show`` gives the file itself (the package's folder
-    expanded), ``list`` the package and the file's version (``mistral-common v1``). A
-    tiktoken encoding is its real name (``o200k`` shows as ``o200k_base``).
-
-    >>> from tokcost.catalog import load_catalog
-    >>> cat = load_catalog()
-    >>> [_tokenizer_label(cat.resolve(m), short=True) for m in ("gpt-4o", "claude-sonnet-4-5")]
-    ['o200k_base', '≈o200k_base']
-    >>> _tokenizer_label(cat.resolve("mistral-nemo"), short=True)
+    >>> _tokenizer_label(load_catalog().resolve("mistral-nemo"), short=True)
     'mistral-common tekken_240718'
     """
     from tokcost.adapters.registry import normalize_spec
@@ -158,8 +128,7 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
 
 
 def _expanded(spec: str, model_id: str) -> str:
-    """A spec with its package placeholders expanded; when the package is missing,
-    the spec as written and the pip command that installs it."""
+    """A spec, placeholders expanded, else as written with the pip command it needs."""
     from tokcost.catalog.schema import expand_package_paths
 
     try:
@@ -169,19 +138,8 @@ def _expanded(spec: str, model_id: str) -> str:
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
-    """Every problem of a catalog file (default: the one in use), each ``file:line: ...``.
-
-    Unlike loading, this reads the file afresh (no cache) and also reports keys
-    written twice (YAML would silently keep the last), each tokenizer spec that
-    ``tokenizers=SPEC`` would refuse (judged offline: known encodings and families,
-    ``model:`` ids of the catalog; a path only for its form), and names that clash
-    with the shipped catalog a file extends. A file that is not YAML, not UTF-8 or
-    empty is a problem like any other; one that cannot be opened raises
-    ``CatalogError`` (there is nothing to check).
-    """
+    """Every problem of a catalog file (default: the one in use), read afresh."""
     from tokcost.adapters.registry import check_spec
-    from tokcost.catalog import load_catalog, validate_file
-    from tokcost.catalog.lookup import catalog_file
 
     path = str(file if file is not None else catalog_file())
     problems = tuple(str(p) for p in validate_file(path, judge=check_spec))
@@ -191,23 +149,13 @@ def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
     return CatalogCheck(path, (), len(cat.models), len(cat.gpus))
 
 
-# --- sync-prices -----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, kw_only=True)
 class SyncPricesRequest:
-    """Compare ``catalog``'s prices (a file; default: the one in use) with genai-prices as
-    of ``when`` (default: now); ``write`` the differences into the file."""
+    """``catalog``'s prices against genai-prices as of ``when``; ``write`` the differences."""
 
     catalog: str | Path | None = None
     write: bool = False
     when: _dt.datetime | None = None
-
-    @property
-    def file(self) -> Path:
-        from tokcost.catalog.lookup import catalog_file
-
-        return catalog_file(self.catalog)
 
 
 @dataclass(frozen=True)
@@ -230,52 +178,30 @@ class PriceSync:
         return not self.differences
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": str(self.file),
-            "database": f"genai-prices {self.database_version}",
-            "matched": list(self.matched),
-            "unmatched": list(self.unmatched),
-            "differences": [d.to_dict() for d in self.differences],
-            "written": self.written,
-            "dated": list(self.dated),
-        }
+        return {"file": str(self.file), "database": f"genai-prices {self.database_version}",
+                "matched": list(self.matched), "unmatched": list(self.unmatched),
+                "differences": [d.to_dict() for d in self.differences],
+                "written": self.written, "dated": list(self.dated)}
 
 
 def sync_prices(request: SyncPricesRequest) -> PriceSync:
-    """Compare the catalog's prices with genai-prices (``pip install 'tokcost[prices]'``).
-
-    With ``write``, the differences that are plain values are written into the
-    catalog file, in place (comments and layout kept), checked, then atomically
-    replaced; a whole new tier is left to a hand edit. Each entry brought up to date
-    gets a new ``as_of``: the database's start date for its prices, or the UTC day of
-    ``when`` where the database has none. ``current`` on the result says whether there
-    was nothing to change (what ``models sync-prices --check`` exits on).
-    """
+    """Compare the catalog's prices with genai-prices; ``write`` them in place (docs/models.md)."""
     from tokcost.atomic import ensure_writable
-    from tokcost.catalog import load_catalog
     from tokcost.catalog.sync import apply_diffs, compare_prices
-    from tokcost.resources import shipped_path
 
-    path = request.file
+    path = catalog_file(request.catalog)
     if request.write:
         ensure_writable(path)  # before the database is read and compared
     report = compare_prices(list(load_catalog(path).models), when=request.when)
-    done = apply_diffs(path, list(report.diffs)) if request.write and report.diffs else None
-    return PriceSync(
-        file=path, database_version=report.database_version, matched=report.matched,
-        unmatched=report.unmatched, differences=report.diffs,
-        written=done.changes if done is not None else 0, write=request.write,
-        shipped=path.resolve() == shipped_path("models.yaml").resolve(),
-        dated=done.dated if done is not None else (),
-    )
-
-
-# --- a model from Hugging Face ---------------------------------------------------------------
+    written, dated = (apply_diffs(path, list(report.diffs)) if request.write and report.diffs
+                      else (0, ()))
+    return PriceSync(path, report.database_version, report.matched, report.unmatched,
+                     report.diffs, written, request.write,
+                     path.resolve() == shipped_path("models.yaml").resolve(), dated)
 
 
 def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
-    """A Hugging Face model by ``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``,
-    or a path: a config.json or a model folder (config.json + safetensors shards)."""
+    """``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``, a config.json or a folder."""
     from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
 
     if isinstance(source, str) and is_hf_spec(source):
@@ -283,18 +209,11 @@ def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfM
     return load_config(source, model_id=model_id)
 
 
-def resolve_model(
-    model: str | ModelEntry | None,
-    *,
-    config: str | Path | None = None,
-    catalog: Catalog,
-    needs_weights: bool = False,
-) -> tuple[ModelEntry, HfModel | None]:
-    """The entry a use case works on: a catalog id or alias, an entry, ``hf:ORG/REPO``,
-    or the ``config`` (a config.json or model folder); and, for the latter two, what
-    was read to make it. ``needs_weights``: the caller sizes the weights, which a
-    config without safetensors headers cannot tell.
-    """
+def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
+                  catalog: Catalog, needs_weights: bool = False
+                  ) -> tuple[ModelEntry, HfModel | None]:
+    """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
+    and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
     if config is not None and model is not None:
         raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
                          param="config", related=("model",))
@@ -302,8 +221,9 @@ def resolve_model(
         raise UsageError(f"give {arg('model', 'ID')} (a catalog id or hf:ORG/REPO) or "
                          f"{arg('config', 'PATH')} (a model's config.json or its folder)",
                          param="model", related=("config",))
-    # A catalog model imports nothing more: kvmem's start stays that of a catalog lookup.
-    if model is not None and not (isinstance(model, str) and _is_hf(model)):
+    # hf_model.is_hf_spec without importing it: kvmem's start stays that of a catalog lookup.
+    hf = isinstance(model, str) and model.strip().lower().startswith("hf:")
+    if model is not None and not hf:
         return (catalog.resolve(model) if isinstance(model, str) else model), None
     loaded = load_model_source(config if config is not None else str(model))
     arch = loaded.entry.architecture
@@ -312,20 +232,14 @@ def resolve_model(
             f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
             f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
             f"without {arg('gpu')} and {arg('bandwidth')}",
-            param="kv_memory", related=("gpu", "bandwidth"),
-        )
+            param="kv_memory", related=("gpu", "bandwidth"))
     return loaded.entry, loaded
-
-
-def _is_hf(model: str) -> bool:
-    return model.strip().lower().startswith("hf:")  # tokcost.catalog.hf_model.HF_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
 class ImportModelRequest:
     """A catalog entry for ``source`` (``hf:ORG/REPO``, a config.json or a model folder),
-    named ``model_id`` (default: the repo's or folder's name), written to ``output``
-    when given (an existing file only with ``force``)."""
+    written to ``output`` when given (an existing file only with ``force``)."""
 
     source: str | Path
     model_id: str | None = None
@@ -342,8 +256,6 @@ class ImportModelRequest:
 
 @dataclass(frozen=True)
 class ModelImport:
-    """A catalog entry made from a Hugging Face model (``tokcost models import``)."""
-
     entry: ModelEntry
     yaml: str  # a catalog document holding the entry
     config_file: str  # the config.json read
@@ -354,22 +266,13 @@ class ModelImport:
     file: Path | None = None  # where the YAML was written, if asked
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "entry": self.entry.to_dict(),
-            "yaml": self.yaml,
-            "config": self.config_file,
-            "origin": self.origin,
-            "shards": self.shards,
-            "header_bytes": self.header_bytes,
-            "notes": list(self.notes),
-            "file": str(self.file) if self.file is not None else None,
-        }
+        return {"entry": self.entry.to_dict(), "yaml": self.yaml, "config": self.config_file,
+                "origin": self.origin, "shards": self.shards, "header_bytes": self.header_bytes,
+                "notes": list(self.notes), "file": str(self.file) if self.file else None}
 
 
 def import_model(request: ImportModelRequest) -> ModelImport:
-    """The entry ``request`` asks for, as YAML that loads as a catalog (``catalog=FILE``)
-    beside the shipped one; written atomically to ``output`` when given (the file is
-    checked before anything is read)."""
+    """The entry as catalog YAML beside the shipped one, written atomically to ``output``."""
     from tokcost.atomic import ensure_writable, write_text_atomic
     from tokcost.catalog.entry_yaml import catalog_text
 
@@ -380,8 +283,25 @@ def import_model(request: ImportModelRequest) -> ModelImport:
                              param="force")
         ensure_writable(target)
     loaded = load_model_source(request.source, model_id=request.model_id)
-    entry, extends, fitted = _beside_shipped(loaded.entry)
-    notes = (*loaded.notes, *fitted)
+    # Fitted to extend the shipped catalog: without the aliases other shipped models have,
+    # standing alone when its id names another.
+    shipped = load_catalog(shipped_path("models.yaml"))
+    entry = loaded.entry
+    others = [m for m in shipped.models if m.id.lower() != entry.id.lower()]
+    taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
+    notes = [*loaded.notes, *(f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
+                              for a in entry.aliases if a.lower() in taken)]
+    entry = replace(entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken))
+    if len(others) < len(shipped.models):
+        notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
+    try:
+        Catalog.build([*others, entry], shipped.gpus)
+        extends = True
+    except CatalogError:
+        notes.append(f"the id {entry.id} names another model of the shipped catalog, so the "
+                     "file stands alone (no extends: shipped); choose another model_id to "
+                     "add it to the shipped models")
+        extends = False
     header = [f"tokcost models import {request.source}"]
     if loaded.origin != str(Path(loaded.config_file).parent):  # the cache or the hub
         header.append(f"config: {loaded.config_file} ({loaded.origin})")
@@ -389,31 +309,4 @@ def import_model(request: ImportModelRequest) -> ModelImport:
     if target is not None:
         write_text_atomic(target, text)
     return ModelImport(entry, text, loaded.config_file, loaded.origin, loaded.shards,
-                       loaded.header_bytes, notes, target)
-
-
-def _beside_shipped(entry: ModelEntry) -> tuple[ModelEntry, bool, tuple[str, ...]]:
-    """``entry`` fitted to extend the shipped catalog: aliases another shipped model
-    already has are left out; an id that names another shipped model (an alias or a
-    dated id of it) makes the file stand alone instead."""
-    from tokcost.catalog import Catalog, load_catalog
-    from tokcost.errors import CatalogError
-    from tokcost.resources import shipped_path
-
-    shipped = load_catalog(shipped_path("models.yaml"))
-    key = entry.id.lower()
-    others = [m for m in shipped.models if m.id.lower() != key]
-    taken = {n.lower(): m.id for m in others for n in (m.id, *m.aliases)}
-    notes = [f"alias {a} left out: the shipped catalog's {taken[a.lower()]} has it"
-             for a in entry.aliases if a.lower() in taken]
-    entry = replace(entry, aliases=tuple(a for a in entry.aliases if a.lower() not in taken))
-    if len(others) < len(shipped.models):
-        notes.append(f"loaded beside the shipped catalog, this entry replaces its {entry.id}")
-    try:
-        Catalog.build([*others, entry], shipped.gpus)
-    except CatalogError:
-        notes.append(f"the id {entry.id} names another model of the shipped catalog, so the "
-                     "file stands alone (no extends: shipped); choose another model_id to "
-                     "add it to the shipped models")
-        return entry, False, tuple(notes)
-    return entry, True, tuple(notes)
+                       loaded.header_bytes, tuple(notes), target)

@@ -1,9 +1,5 @@
 """``tokcost price``: what a request (or many identical ones) costs on a catalog model.
 
-The prompt is given as a count (``input_tokens``) or as files whose text is counted
-with the model's own tokenizer (or the catalog's proxy for it, then ``exact`` is
-False). The result's ``to_dict()`` is ``tokcost price --json``.
-
 >>> import tokcost
 >>> request = tokcost.PriceRequest(model="gpt-4o", input_tokens="1k", output_tokens=200)
 >>> tokcost.price(request).breakdown.lines[0].tokens
@@ -15,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
+from tokcost.catalog import CatalogSource, ModelEntry
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
 from tokcost.tokenizers import model_choice, open_catalog
 from tokcost.units import parse_count
-
-if TYPE_CHECKING:
-    from tokcost.catalog import CatalogSource, ModelEntry
 
 __all__ = ["PriceRequest", "price"]
 
@@ -33,13 +27,8 @@ _COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens
 
 @dataclass(frozen=True, kw_only=True)
 class PriceRequest:
-    """What to price: ``requests`` identical requests of ``model``.
-
-    The prompt is ``input_tokens`` or the text of ``paths`` (files or folders; ``-`` is
-    stdin). ``cached_tokens`` and ``cache_write_tokens`` are parts of the prompt;
-    ``reasoning_tokens`` come on top of ``output_tokens``. Counts may be written as
-    people write them (``"12k"``); a bare string is one path.
-    """
+    """``requests`` identical requests of ``model``, the prompt given as ``input_tokens`` or as
+    ``paths`` (``-``: stdin); counts as people write them (``"12k"``)."""
 
     model: str
     input_tokens: int | None = None
@@ -75,14 +64,8 @@ class PriceRequest:
 
 @dataclass(frozen=True)
 class PriceResult:
-    """A cost breakdown, and how its prompt was counted.
-
-    ``warnings``: first the input policy's, as ``count`` reports them (the prompt files
-    skipped, binary or unreadable, and those whose invalid UTF-8 was replaced); then
-    what the model would not take (``tokcost.pricing.limit_warnings``): a prompt past
-    its context window, an output past its maximum output tokens. The price is given
-    either way.
-    """
+    """A cost breakdown, how its prompt was counted, and the input policy's and
+    ``limit_warnings``' warnings."""
 
     breakdown: CostBreakdown
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
@@ -90,8 +73,6 @@ class PriceResult:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The breakdown's keys, then ``input_counted_from_files``, ``exact`` and
-        ``warnings``."""
         return {**self.breakdown.to_dict(), "input_counted_from_files":
                 self.input_counted_from_files, "exact": self.exact,
                 "warnings": list(self.warnings)}
@@ -115,11 +96,9 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
     return PriceResult(breakdown, exact, bool(r.paths), warnings)
 
 
-def _count(
-    entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
-) -> tuple[int, bool, tuple[str, ...]]:
-    """Prompt tokens of files/stdin with the model's own tokenizer (or its proxy), and
-    the input policy's warnings (as ``count`` gives them)."""
+def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
+           ) -> tuple[int, bool, tuple[str, ...]]:
+    """Prompt tokens of files/stdin by the model's tokenizer, whether exact, and warnings."""
     from tokcost.counting import Inputs, count_paths
 
     if not entry.tokenizer:
@@ -128,8 +107,7 @@ def _count(
     choice = model_choice(entry)
     tokenizer = choice.load()
     report = count_paths(Inputs(paths=paths, stdin=stdin), {choice.spec: tokenizer})
-    if not report.files and report.skipped:
-        # As count says it: the inputs were there, the policy left them all out.
+    if not report.files and report.skipped:  # as count says it: the policy left them all out
         notes = "; ".join(s.note for s in report.skipped[:3])
         more = len(report.skipped) - 3
         raise InputError("nothing to count: every input was skipped (" + notes

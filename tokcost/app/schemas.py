@@ -1,13 +1,6 @@
-"""JSON Schemas of tokcost's YAML files, for editors: completion, hover help, checks.
-
-Generated from the pydantic models the validator uses (``tokcost.catalog.document``,
-``tokcost.budget.config``) and shipped in ``tokcost/schemas/`` (a test keeps them equal
-to a fresh generation). Point an editor at one with a first line such as
-``# yaml-language-server: $schema=tokcost/schemas/models.schema.json``; regenerate them
-after changing a model: ``python -m tokcost.app.schemas``.
-
->>> json_schema(SchemaDocument.CATALOG)["title"]
-'tokcost catalog (models.yaml)'
+"""JSON Schemas of tokcost's YAML files, for editors, generated from the validator's pydantic
+models and shipped in ``tokcost/schemas/`` (a test keeps them fresh: after changing a
+model, run ``python -m tokcost.app.schemas``).
 """
 
 from __future__ import annotations
@@ -17,6 +10,8 @@ import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from tokcost.resources import shipped_path
 
 __all__ = ["SchemaDocument", "json_schema", "schema_path"]
 
@@ -35,20 +30,18 @@ _TITLES = {
 
 
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
-    """The JSON Schema (draft-07) of ``document``, from its pydantic model."""
+    """The draft-07 JSON Schema of ``document`` (what YAML editors read), from its model."""
     from tokcost.budget.config import ConfigDocument
     from tokcost.catalog.document import CatalogDocument
-    from tokcost.catalog.validation import json_schema as generate
 
     document = SchemaDocument(document)
-    schema = generate(CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument)
-    return {**schema, "title": _TITLES[document]}
+    model = CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument
+    return {"$schema": "http://json-schema.org/draft-07/schema#",
+            **model.model_json_schema(mode="validation"), "title": _TITLES[document]}
 
 
 def schema_path(document: SchemaDocument | str) -> Path:
     """The shipped schema file of ``document`` (what ``$schema=`` can point at)."""
-    from tokcost.resources import shipped_path
-
     return shipped_path("schemas") / f"{SchemaDocument(document).value}.schema.json"
 
 
@@ -62,7 +55,6 @@ if __name__ == "__main__":  # python -m tokcost.app.schemas [FOLDER]: write them
 
     for document in SchemaDocument:
         path = schema_path(document)
-        if len(sys.argv) > 1:
-            path = Path(sys.argv[1]) / path.name
+        path = Path(sys.argv[1]) / path.name if len(sys.argv) > 1 else path
         write_text_atomic(path, render(document))
         print(path)

@@ -340,7 +340,7 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
         raise BudgetConfigError(f"cannot read config file '{name}': {exc}") from None
     if file.suffix != ".toml":
         data = yamltext.parse(text, name, BudgetConfigError)
-        root = yamltext.compose(text) if text.strip() else None
+        root = yamltext.load(text, nodes=True) if text.strip() else None
         return data, lambda key: yamltext.line_of(root, key)
     from tokcost.budget.toml_lines import key_lines, nearest
 

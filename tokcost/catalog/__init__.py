@@ -1,11 +1,5 @@
-"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4).
-
-Light to import: the standard library only. PyYAML and pydantic are imported when a
-catalog file is validated, which a cache of validated files makes rare.
-
->>> from tokcost.catalog import load_catalog
->>> load_catalog().resolve("gpt-4o-mini-2024-07-18").id
-'gpt-4o-mini'
+"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4), with
+the standard library only (pydantic and PyYAML load to validate a file, rarely: cached).
 """
 
 from pathlib import Path
@@ -25,6 +19,5 @@ from tokcost.catalog.schema import PriceTier as PriceTier
 from tokcost.catalog.schema import Pricing as Pricing
 from tokcost.errors import GpuNotFound as GpuNotFound
 
-# What a request names as its catalog: a YAML path, a loaded Catalog, or None for
-# $TOKCOST_CATALOG, else the shipped models.yaml (tokcost.tokenizers.open_catalog).
+# A YAML path, a loaded Catalog, or None: $TOKCOST_CATALOG, else the shipped models.yaml.
 CatalogSource: TypeAlias = "str | Path | Catalog | None"

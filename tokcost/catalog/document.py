@@ -1,9 +1,5 @@
-"""models.yaml as pydantic models: what a catalog file may hold, and what each value means.
-
-Checking a file validates it into these models (every problem with its location,
-``tokcost.catalog.validation.check``), then ``build()`` makes the light frozen objects of
-``tokcost.catalog.schema`` that the library uses; the JSON Schema shipped in
-``tokcost/schemas/`` is generated from these models. Field names are the YAML keys.
+"""models.yaml as pydantic models (field names are the YAML keys): what a catalog file may
+hold, what each value means, and the shipped JSON Schema (``tokcost/schemas/``).
 """
 
 from __future__ import annotations
@@ -16,21 +12,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, model_validator
 
 from tokcost.catalog import schema as s
-from tokcost.catalog.validation import (
-    DAY,
-    FLAG,
-    Invalid,
-    Reads,
-    Strict,
-    choice,
-    count,
-    flops,
-    listed,
-    number,
-    size,
-    strings,
-    text,
-)
+from tokcost.catalog import validation as v
+from tokcost.catalog.validation import Invalid, count
 from tokcost.errors import suggest
 from tokcost.units import WEIGHT_DTYPE_BITS
 
@@ -38,31 +21,30 @@ Tokens = Annotated[int, count(cap=s.MAX_TOKENS, unit="tokens")]
 Template = Annotated[int, count(0, cap=s.MAX_TEMPLATE_TOKENS, unit="tokens")]
 Width = Annotated[int, count(cap=s.MAX_WIDTH)]
 Experts = Annotated[int, count(cap=s.MAX_EXPERTS, unit="experts")]
-Price = Annotated[Decimal, number("a number >= 0 (USD per million tokens)", cap=s.MAX_PRICE,
-                                  cap_text=f"{s.MAX_PRICE:,} (USD per million tokens)")]
-Bytes = Annotated[int, size(cap=s.MAX_BYTES, cap_text="1 PiB")]
-Flops = Annotated[float, flops(cap=s.MAX_FLOPS)]
-Text = Annotated[str, text()]
-Names = Annotated[tuple[str, ...], strings()]
-Flag = Annotated[bool, FLAG]
+Price = Annotated[Decimal, v.number("a number >= 0 (USD per million tokens)", cap=s.MAX_PRICE,
+                                    cap_text=f"{s.MAX_PRICE:,} (USD per million tokens)")]
+Bytes = Annotated[int, v.size(cap=s.MAX_BYTES, cap_text="1 PiB")]
+Flops = Annotated[float, v.flops(cap=s.MAX_FLOPS)]
+Text = Annotated[str, v.text()]
+Names = Annotated[tuple[str, ...], v.strings()]
+Flag = Annotated[bool, v.FLAG]
 _PLACES = tuple(s.PACKAGE_PLACEHOLDERS)
-_PARAMS = "a parameter count such as 8.03B or {total, active}"
 _LAYER_KINDS = ("full", "sliding", "linear")
-Kinds = Annotated[tuple[str, ...], strings(f"a list of layer kinds ({', '.join(_LAYER_KINDS)})",
-                                           nonempty=True, single=False, choices=_LAYER_KINDS)]
+Kinds = Annotated[tuple[str, ...], v.strings(
+    f"a list of layer kinds ({', '.join(_LAYER_KINDS)})", nonempty=True, single=False,
+    choices=_LAYER_KINDS)]
 
 
-class Built(Strict):
-    """A mapping that becomes ``runtime``: the keys given, under their attribute names."""
+class Built(v.Strict):
+    """A mapping that becomes the ``schema`` class of its name, YAML keys ``renamed``."""
 
-    runtime: ClassVar[type[Any]]
     renamed: ClassVar[Mapping[str, str]] = {}  # YAML key -> attribute
 
     def values(self) -> dict[str, Any]:
         return {self.renamed.get(k, k): _built(getattr(self, k)) for k in self.model_fields_set}
 
     def build(self) -> Any:
-        return self.runtime(**self.values())
+        return getattr(s, type(self).__name__)(**self.values())
 
 
 def _built(value: Any) -> Any:
@@ -74,7 +56,6 @@ def _built(value: Any) -> Any:
 class ChatOverhead(Built):
     """Tokens a chat template adds around messages (OpenAI cookbook: 3 / +1 / +3)."""
 
-    runtime = s.ChatOverhead
     per_message: Template = Field(0, description="tokens around each message")
     per_name: Template = Field(0, description="extra tokens when a message has a name")
     reply_priming: Template = Field(0, description="tokens that open the reply")
@@ -83,8 +64,7 @@ class ChatOverhead(Built):
 class Attention(Built):
     """How layers attend, which decides what the KV cache holds per token."""
 
-    runtime = s.Attention
-    type: Annotated[str, choice(("full", "sliding", "mla", "hybrid"))] = Field(
+    type: Annotated[str, v.choice(("full", "sliding", "mla", "hybrid"))] = Field(
         "full", description="full, sliding window, multi-head latent (MLA) or hybrid")
     pattern: Kinds | None = Field(
         None, description="layer kinds repeated from layer 0 (default: all of the type's kind)")
@@ -110,8 +90,7 @@ class Attention(Built):
         if kind == "mla" and missing:
             raise Invalid(f"type mla needs {' and '.join(missing)}")
         if "sliding" in pattern and self.window is None:
-            raise Invalid("expected the sliding window in tokens (layers use sliding)",
-                          ("window",))
+            raise Invalid("expected the sliding window in tokens (layers use sliding)", ("window",))
         if kind == "full" and pattern != ("full",):
             raise Invalid("type full has only full layers; use type sliding or hybrid",
                           ("pattern",))
@@ -125,10 +104,10 @@ class Attention(Built):
 
 
 def _params(value: Any) -> tuple[int | None, int | None]:
-    """``8.03B``, or ``{total: 46.7B, active: 12.9B}`` for a mixture of experts; ``active``
-    defaults to ``total``."""
+    """``8.03B``, or ``{total, active}`` for a mixture of experts (active defaults to total)."""
     if not isinstance(value, dict):
-        n = count(cap=s.MAX_PARAMS, unit="parameters", what=_PARAMS).parse(value)
+        n = count(cap=s.MAX_PARAMS, unit="parameters",
+                  what="a parameter count such as 8.03B or {total, active}").parse(value)
         return n, n
     for key in value:
         if key not in ("total", "active"):
@@ -142,15 +121,15 @@ def _params(value: Any) -> tuple[int | None, int | None]:
                 cap=s.MAX_PARAMS, unit="parameters").parse(value[key])
         except Invalid as exc:
             raise Invalid(str(exc), (key,)) from None
-    total, active = found["total"], found["active"]
-    active = total if active is None else active
+    total = found["total"]
+    active = total if found["active"] is None else found["active"]
     if active is not None and total is not None and active > total:
         raise Invalid(f"expected at most params.total ({total}), got {active}", ("active",))
     return total, active
 
 
 _COUNT = count(cap=s.MAX_PARAMS).schema
-Params = Annotated[tuple[Any, ...], Reads(_params, {"anyOf": [_COUNT, {
+Params = Annotated[tuple[Any, ...], v.Reads(_params, {"anyOf": [_COUNT, {
     "type": "object", "additionalProperties": False,
     "properties": {"total": _COUNT, "active": _COUNT}}]})]
 
@@ -158,10 +137,8 @@ Params = Annotated[tuple[Any, ...], Reads(_params, {"anyOf": [_COUNT, {
 class Architecture(Built):
     """Shape numbers from the model's own config.json (head_dim as stated there)."""
 
-    runtime = s.Architecture
     missing: ClassVar[Mapping[str, str]] = {
-        "layers": "expected the number of layers (num_hidden_layers)",
-    }
+        "layers": "expected the number of layers (num_hidden_layers)"}
     layers: Annotated[int, count(cap=s.MAX_LAYERS, unit="layers")] = Field(
         description="number of layers (num_hidden_layers)")
     hidden_size: Width | None = None
@@ -170,7 +147,7 @@ class Architecture(Built):
     head_dim: Width | None = None
     vocab_size: Annotated[int, count(cap=s.MAX_VOCAB, unit="tokens")] | None = None
     params: Params | None = Field(None, description="parameters (MoE: total and active)")
-    weights_dtype: Annotated[str, choice(tuple(WEIGHT_DTYPE_BITS), lower=True, hint=True)] = \
+    weights_dtype: Annotated[str, v.choice(tuple(WEIGHT_DTYPE_BITS), lower=True, hint=True)] = \
         Field("bf16", description="dtype of the weights")
     weights_bytes: Bytes | None = Field(
         None, description="checkpoint size, when dtype x params is not exact")
@@ -199,13 +176,11 @@ class Architecture(Built):
 class PriceTier(Built):
     """Prices that apply once a request's prompt exceeds ``above_input_tokens``."""
 
-    runtime = s.PriceTier
     missing: ClassVar[Mapping[str, str]] = {
         "above_input_tokens": "expected an integer >= 1, got None",
-        "applies_to": "expected 'all' or 'excess', got None",
-    }
+        "applies_to": "expected 'all' or 'excess', got None"}
     above_input_tokens: Tokens = Field(description="the prompt size where the tier starts")
-    applies_to: Annotated[str, choice(("all", "excess"), (
+    applies_to: Annotated[str, v.choice(("all", "excess"), (
         "'all' (the whole request is billed at the tier price) or 'excess' (only tokens "
         "above the threshold)"))]
     input: Price | None = None
@@ -221,7 +196,6 @@ _NEEDED = "expected a price (USD per million tokens); omit pricing if unknown"
 class Pricing(Built):
     """USD per million tokens."""
 
-    runtime = s.Pricing
     missing: ClassVar[Mapping[str, str]] = {"input": _NEEDED, "output": _NEEDED}
     input: Price = Field(description="prompt tokens")
     cached_input: Price | None = Field(None, description="prompt tokens read from the cache")
@@ -229,14 +203,14 @@ class Pricing(Built):
     output: Price = Field(description="output tokens")
     reasoning: Price | None = Field(
         None, description="reasoning tokens (default: billed as output)")
-    batch_discount: Annotated[Decimal, number("a fraction in [0, 1) such as 0.5",
-                                              below=Decimal(1))] | None = Field(
+    batch_discount: Annotated[Decimal, v.number("a fraction in [0, 1) such as 0.5",
+                                                below=Decimal(1))] | None = Field(
         None, description="fraction off with the Batch API")
     batch_discount_cache: Flag = Field(
         False, description="does the batch discount also cover cache reads/writes?")
-    tiers: Annotated[tuple[PriceTier, ...], listed("a list of tiers")] = Field(
+    tiers: Annotated[tuple[PriceTier, ...], v.listed("a list of tiers")] = Field(
         (), description="long-context price tiers")
-    as_of: Annotated[_dt.date, DAY] | None = Field(None, description="when prices were checked")
+    as_of: Annotated[_dt.date, v.DAY] | None = Field(None, description="when prices were checked")
     source: Text | None = Field(None, description="the price page")
 
     def values(self) -> dict[str, Any]:
@@ -248,14 +222,10 @@ class Pricing(Built):
 class ModelEntry(Built):
     """One model of the catalog. Everything but ``id`` is optional."""
 
-    runtime = s.ModelEntry
-    renamed: ClassVar[Mapping[str, str]] = {
-        "tokenizer": "tokenizer_spec",
-        "weights": "weights_spec",
-    }
+    renamed: ClassVar[Mapping[str, str]] = {"tokenizer": "tokenizer_spec",
+                                            "weights": "weights_spec"}
     missing: ClassVar[Mapping[str, str]] = {"id": "expected a non-empty string, got None"}
-    # tokenizer_package named the pip extra shipping a tokenizer file; the
-    # {mistral_common} placeholder in the spec says it now.
+    # 0.1's tokenizer_package named the pip extra; the {mistral_common} placeholder says it now.
     retired: ClassVar[frozenset[str]] = frozenset({"tokenizer_package"})
     id: Text = Field(description="the model id")
     aliases: Names = Field((), description="other names that resolve here")
@@ -263,7 +233,7 @@ class ModelEntry(Built):
     family: Text | None = None
     # Only the spec's form is checked here; what it names is judged one layer up
     # (tokcost.adapters.registry.check_spec), by `models validate` and every use.
-    tokenizer: Annotated[str, text(placeholders=_PLACES, what=(
+    tokenizer: Annotated[str, v.text(placeholders=_PLACES, what=(
         "a tokenizer spec such as tiktoken:o200k_base or hf:ORG/REPO"))] | None = Field(
         None, description="tokenizer spec, e.g. tiktoken:o200k_base; {mistral_common} names "
         "that package")
@@ -278,42 +248,38 @@ class ModelEntry(Built):
     prefixes: Names = Field((), description="dated ids starting with these resolve here")
     source: Text | None = Field(None, description="the model's page")
     notes: Text | None = None
-    weights: Annotated[str, text(placeholders=_PLACES)] | None = Field(
+    weights: Annotated[str, v.text(placeholders=_PLACES)] | None = Field(
         None, description="reference weights file (tokcost generate)")
 
 
 class Gpu(Built):
     """An accelerator: memory in bytes, HBM bandwidth in bytes/s, dense peak FLOP/s."""
 
-    runtime = s.Gpu
-    renamed: ClassVar[Mapping[str, str]] = {
-        "memory": "memory_bytes",
-        "bandwidth": "bandwidth_bytes_per_s",
-    }
+    renamed: ClassVar[Mapping[str, str]] = {"memory": "memory_bytes",
+                                            "bandwidth": "bandwidth_bytes_per_s"}
     missing: ClassVar[Mapping[str, str]] = {
         "name": "expected a non-empty string, got None",
         "memory": "expected the GPU's memory (e.g. 80GiB)",
-        "bandwidth": "expected the GPU's bandwidth (e.g. 3.35TB per second)",
-    }
+        "bandwidth": "expected the GPU's bandwidth (e.g. 3.35TB per second)"}
     name: Text = Field(description="the GPU's name")
     aliases: Names = ()
     memory: Bytes = Field(description="memory, e.g. 80GiB")
-    bandwidth: Annotated[int, size(cap=s.MAX_BANDWIDTH, cap_text="1PB per second")] = Field(
+    bandwidth: Annotated[int, v.size(cap=s.MAX_BANDWIDTH, cap_text="1PB per second")] = Field(
         description="HBM bandwidth per second, e.g. 3.35TB")
     bf16_flops: Flops | None = Field(None, description="dense bf16 peak FLOP/s")
     fp8_flops: Flops | None = Field(None, description="dense fp8 peak FLOP/s")
-    architecture: Annotated[str, choice(s.GPU_ARCHITECTURES, lower=True, hint=True)] | None = \
+    architecture: Annotated[str, v.choice(s.GPU_ARCHITECTURES, lower=True, hint=True)] | None = \
         Field(None, description="GPU generation: " + ", ".join(s.GPU_ARCHITECTURES))
     source: Text | None = None
 
 
-class CatalogDocument(Strict):
+class CatalogDocument(v.Strict):
     """A catalog file (models.yaml): models and GPUs."""
 
-    version: Annotated[int, choice((s.SCHEMA_VERSION,),
-                                   f"catalog schema version {s.SCHEMA_VERSION}")] = 1
-    extends: Annotated[str, choice(("shipped",), "'shipped' (add to the shipped catalog)")] | \
+    version: Annotated[int, v.choice((s.SCHEMA_VERSION,),
+                                     f"catalog schema version {s.SCHEMA_VERSION}")] = 1
+    extends: Annotated[str, v.choice(("shipped",), "'shipped' (add to the shipped catalog)")] | \
         None = Field(None, description="'shipped': add these models to the shipped catalog "
                      "instead of replacing it")
-    models: Annotated[tuple[ModelEntry, ...], listed("a list of model entries")] = ()
-    gpus: Annotated[tuple[Gpu, ...], listed("a list of GPUs")] = ()
+    models: Annotated[tuple[ModelEntry, ...], v.listed("a list of model entries")] = ()
+    gpus: Annotated[tuple[Gpu, ...], v.listed("a list of GPUs")] = ()

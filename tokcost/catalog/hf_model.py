@@ -1,22 +1,19 @@
 """A catalog ``ModelEntry`` for any Hugging Face model: a config.json, a model folder
-(config.json + safetensors shards), or ``hf:ORG/REPO`` (the local cache, else the hub).
-
-The architecture comes from the config (tokcost.catalog.hf_config), the weights'
-bytes, parameters and experts from the safetensors headers beside it
-(tokcost.catalog.safetensors_meta, hf_weights); no tensor data is ever read.
+(config.json + safetensors shards), or ``hf:ORG/REPO``; no tensor data is ever read.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokcost.catalog.hf_config import architecture_from_config, context_window, model_type
+from tokcost.catalog import hf_config
 from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
-from tokcost.catalog.schema import ModelEntry
-from tokcost.errors import UsageError
+from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
+from tokcost.errors import InputError, UsageError
 from tokcost.units import format_bytes
 
 HF_PREFIX = "hf:"
@@ -36,7 +33,6 @@ class HfModel:
 
 
 def is_hf_spec(model: str) -> bool:
-    """Does ``model`` name a Hugging Face model (``hf:ORG/REPO`` or ``hf:PATH``)?"""
     return model.strip().lower().startswith(HF_PREFIX)
 
 
@@ -47,32 +43,11 @@ def load_hf_model(spec: str, *, model_id: str | None = None) -> HfModel:
         return load_config(rest, model_id=model_id)
     from tokcost.catalog.hf_repo import fetch_repo
 
-    files = fetch_repo(rest)
-    repo = files.repo
-    weights, notes = _weights(files.config, files.checkpoint, f"hf:{repo} config.json")
-    entry = _entry(
-        files.config,
-        where=f"hf:{repo} config.json",
-        model_id=model_id or repo.rsplit("/", 1)[1].lower(),
-        aliases=(repo,),
-        weights=weights,
-        arch_source=f"https://huggingface.co/{repo}/blob/main/config.json",
-        source=f"https://huggingface.co/{repo}",
-        tokenizer=f"hf:{repo}" if files.has_tokenizer else None,
-    )
-    checkpoint = files.checkpoint
-    return HfModel(
-        entry, str(files.config_file), files.origin, weights,
-        len(checkpoint.files) if checkpoint else 0,
-        (checkpoint.bytes_read or None) if checkpoint else None,
-        (*files.notes, *notes),
-    )
+    return fetch_repo(rest, model_id=model_id)
 
 
 def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     """A config.json, or a model folder holding one (and, best, its safetensors shards)."""
-    from tokcost.catalog.hf_repo import read_config_json
-
     given = Path(path).expanduser()
     if given.is_dir():
         folder, config_file = given, given / "config.json"
@@ -86,67 +61,58 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     config = read_config_json(config_file, str(config_file))
     names = shard_names(folder)
     checkpoint = read_checkpoint(folder, names) if names else None
-    weights, notes = _weights(config, checkpoint, str(config_file))
-    name = folder.resolve().name or "model"
+    weights, notes = read_weights(config, checkpoint, str(config_file))
     tokenizer = folder / "tokenizer.json"
-    entry = _entry(
-        config,
-        where=str(config_file),
-        model_id=model_id or name.lower(),
-        aliases=(),
-        weights=weights,
-        arch_source=str(config_file.resolve()),
-        source=None,
-        tokenizer=f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None,
-    )
+    model_id = model_id or (folder.resolve().name or "model").lower()
+    entry = make_entry(config, str(config_file), model_id, weights, str(config_file.resolve()),
+                       f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None)
     return HfModel(entry, str(config_file), str(folder), weights,
                    len(checkpoint.files) if checkpoint else 0,
                    checkpoint.bytes_read if checkpoint else None, notes)
 
 
-def _weights(
-    config: dict[str, Any], checkpoint: Checkpoint | None, where: str
-) -> tuple[WeightsSummary | None, tuple[str, ...]]:
+def read_config_json(path: Path, where: str) -> dict[str, Any]:
+    """A config.json as a mapping, or one line saying why it is not one."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{where} is not JSON ({exc}); download it again") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where} is not a JSON object; a config.json maps field names to values")
+    return data
+
+
+def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
+             ) -> tuple[WeightsSummary | None, tuple[str, ...]]:
     if checkpoint is None:
         return None, ("no safetensors headers beside the config: the weights' size and "
                       "parameters are unknown (give the folder with its shards)",)
-    from tokcost.catalog.hf_config import ConfigFields
-    from tokcost.catalog.schema import MAX_LAYERS
-
-    fields = ConfigFields(config, where)
-    layers = fields.need("num_hidden_layers", cap=MAX_LAYERS, what="the number of layers")
-    summary = summarize(checkpoint.tensors, layers=layers, config_dtype=fields.dtype(),
-                        quantization=fields.quantization())
-    notes = [
-        f"weights from {len(checkpoint.files)} safetensors header(s): {summary.tensors:,} "
-        f"tensors, {format_bytes(summary.bytes)}"
-        + (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"
-           if summary.expert_bytes else "")
-    ]
+    f = hf_config.ConfigFields(config, where)
+    summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
+                        layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
+    experts = (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"
+               if summary.expert_bytes else "")
+    notes = [f"weights from {len(checkpoint.files)} safetensors header(s): {summary.tensors:,} "
+             f"tensors, {format_bytes(summary.bytes)}{experts}"]
     if summary.skipped_tensors:
-        notes.append(
-            f"{summary.skipped_tensors:,} tensors ({format_bytes(summary.skipped_bytes)}) of "
-            "speculative-decoding (MTP) layers left out: engines load them only for "
-            "speculative decoding"
-        )
+        notes.append(f"{summary.skipped_tensors:,} tensors ({format_bytes(summary.skipped_bytes)})"
+                     " of speculative-decoding (MTP) layers left out: engines load them only "
+                     "for speculative decoding")
     if summary.cast_float32:
         notes.append("float32 tensors counted at 16 bits: vLLM serves float32 checkpoints "
                      "in bfloat16 (its dtype auto)")
     return summary, tuple(notes)
 
 
-def _entry(
-    config: dict[str, Any], *, where: str, model_id: str, aliases: tuple[str, ...],
-    weights: WeightsSummary | None, arch_source: str, source: str | None,
-    tokenizer: str | None,
-) -> ModelEntry:
-    arch = architecture_from_config(config, where=where, weights=weights, source=arch_source)
+def make_entry(config: dict[str, Any], where: str, model_id: str, weights: WeightsSummary | None,
+           arch_source: str, tokenizer: str | None, aliases: tuple[str, ...] = (),
+           source: str | None = None) -> ModelEntry:
+    arch = hf_config.architecture_from_config(config, where=where, weights=weights,
+                                              source=arch_source)
     return ModelEntry(
-        id=model_id,
-        aliases=tuple(a for a in aliases if a.lower() != model_id.lower()),
-        family=model_type(config),
-        tokenizer_spec=tokenizer,
-        context_window=context_window(config, where=where),
-        architecture=arch,
-        source=source,
-    )
+        id=model_id, aliases=tuple(a for a in aliases if a.lower() != model_id.lower()),
+        family=hf_config.ConfigFields(config, where).model_type or None, tokenizer_spec=tokenizer,
+        context_window=hf_config.context_window(config, where=where), architecture=arch,
+        source=source)

@@ -1,32 +1,19 @@
-"""``hf:ORG/REPO``: a model's config.json and safetensors headers, cache first.
-
-The local Hugging Face cache is read first, the way ``hf:`` tokenizers find their
-files (tokcost.adapters.hf): ``huggingface_hub.try_to_load_from_cache``, which knows
-the cache's layout (``models--ORG--REPO/refs/main`` -> ``snapshots/<commit>/``) and its
-environment variables (``HF_HUB_CACHE``, ``HF_HOME``). Only what the cache lacks is
-asked of the hub, and only when it answers: ``HF_HUB_OFFLINE`` or an endpoint that
-does not accept a connection within seconds is one line saying what to do, instead of
-huggingface_hub's minute of retries. From the hub, the config.json is downloaded (into
-the cache) and the shards' headers are read with HTTP range requests
-(``HfApi.get_safetensors_metadata``): a 100 GB checkpoint costs a few kilobytes.
-``huggingface_hub`` comes with ``tokenizers`` (a dependency) and is imported here only.
+"""``hf:ORG/REPO``: a model's config.json and safetensors headers from the local Hugging Face
+cache, else from the hub when it answers within seconds (headers by HTTP range requests).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from dataclasses import dataclass
+import socket
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlparse
 
-from tokcost.catalog.safetensors_meta import (
-    Checkpoint,
-    TensorMeta,
-    read_checkpoint,
-    shard_names,
-)
+import huggingface_hub
+
+from tokcost.catalog.hf_model import HfModel, make_entry, read_config_json, read_weights
+from tokcost.catalog.safetensors_meta import Checkpoint, TensorMeta, read_checkpoint, shard_names
 from tokcost.errors import InputError, UsageError
 
 CACHE = "the local Hugging Face cache"
@@ -34,102 +21,53 @@ HUB = "the Hugging Face hub"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-@dataclass(frozen=True)
-class RepoFiles:
-    """What ``hf:ORG/REPO`` gave: its config and, when found, its checkpoint's headers."""
-
-    repo: str
-    config: dict[str, Any]
-    config_file: Path  # in the cache (a hub download lands there too)
-    checkpoint: Checkpoint | None
-    origin: str  # CACHE, or HUB when anything came from the hub
-    has_tokenizer: bool
-    notes: tuple[str, ...] = ()
-
-
-def check_repo_id(repo: str) -> str:
-    """``ORG/REPO`` as the hub spells model ids, or a ``UsageError``."""
+def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
+    """The entry of ``repo`` from its config and headers: from the cache, else the hub."""
     repo = repo.strip()
     if not _REPO_ID.match(repo) or ".." in repo:
-        raise UsageError(
-            f"'hf:{repo}' is neither a Hugging Face model id (hf:ORG/REPO) nor an existing "
-            "folder or config.json"
-        )
-    return repo
-
-
-def fetch_repo(repo: str) -> RepoFiles:
-    """The config and headers of ``repo``: from the cache, else from the hub."""
-    repo = check_repo_id(repo)
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(repo, "config.json")
+        raise UsageError(f"'hf:{repo}' is neither a Hugging Face model id (hf:ORG/REPO) nor an "
+                         "existing folder or config.json")
+    cached = huggingface_hub.try_to_load_from_cache(repo, "config.json")
     notes: list[str] = []
+    origin = CACHE
     if isinstance(cached, str):
         config_file = Path(cached)
         folder = config_file.parent
-        checkpoint = _cached_checkpoint(folder)
-        origin = CACHE
-        if checkpoint is None:
-            if _hub_answers() is None:
-                checkpoint = hub_checkpoint(repo)
-                origin = HUB
-            else:
-                notes.append(f"the checkpoint's shards are not in {CACHE} and the hub does "
-                             "not answer: the weights' size is unknown")
+        names = shard_names(folder)
+        checkpoint = None
+        if names is not None and all((folder / n).is_file() for n in names):
+            checkpoint = read_checkpoint(folder, names)
+        elif _hub_answers() is None:
+            checkpoint, origin = hub_checkpoint(repo), HUB
+        else:
+            notes.append(f"the checkpoint's shards are not in {CACHE} and the hub does "
+                         "not answer: the weights' size is unknown")
         tokenizer = (folder / "tokenizer.json").is_file()
     else:
         why = _hub_answers()
         if why is not None:
-            raise InputError(
-                f"hf:{repo} is not in {CACHE} and {why}; run `hf download {repo}` on a "
-                "connected machine, or give the path of its config.json or model folder"
-            )
-        config_file = download_config(repo)
-        checkpoint = hub_checkpoint(repo)
-        origin = HUB
+            raise InputError(f"hf:{repo} is not in {CACHE} and {why}; run `hf download {repo}` "
+                             "on a connected machine, or give the path of its config.json or "
+                             "model folder")
+        config_file, checkpoint, origin = download_config(repo), hub_checkpoint(repo), HUB
         tokenizer = hub_has_file(repo, "tokenizer.json")
-    config = read_config_json(config_file, f"hf:{repo} config.json")
-    return RepoFiles(repo, config, config_file, checkpoint, origin, tokenizer, tuple(notes))
-
-
-def read_config_json(path: Path, where: str) -> dict[str, Any]:
-    """A config.json as a mapping, or one line saying why it is not one."""
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{where} is not JSON ({exc}); download it again") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{where} is not a JSON object; a config.json maps field names "
-                         "to values")
-    return data
-
-
-def _cached_checkpoint(folder: Path) -> Checkpoint | None:
-    """The headers of the cached shards when every one of them is in the cache."""
-    names = shard_names(folder)
-    if names is None or not all((folder / n).is_file() for n in names):
-        return None
-    return read_checkpoint(folder, names)
-
-
-def _offline() -> bool:
-    from huggingface_hub import constants
-
-    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
-    return bool(constants.HF_HUB_OFFLINE) or flag in ("1", "true", "yes", "on")
+    where = f"hf:{repo} config.json"
+    config = read_config_json(config_file, where)
+    weights, more = read_weights(config, checkpoint, where)
+    model_id = model_id or repo.rsplit("/", 1)[1].lower()
+    url = f"https://huggingface.co/{repo}"
+    entry = make_entry(config, where, model_id, weights, f"{url}/blob/main/config.json",
+                       f"hf:{repo}" if tokenizer else None, (repo,), url)
+    return HfModel(entry, str(config_file), origin, weights,
+                   len(checkpoint.files) if checkpoint else 0,
+                   (checkpoint.bytes_read or None) if checkpoint else None, (*notes, *more))
 
 
 def _hub_answers() -> str | None:
     """None when the hub can be asked; else why not, in words."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    if _offline():
+    constants = huggingface_hub.constants
+    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
+    if constants.HF_HUB_OFFLINE or flag in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
     url = urlparse(constants.ENDPOINT)
     host = url.hostname or ""
@@ -142,52 +80,41 @@ def _hub_answers() -> str | None:
 
 def _hub_error(repo: str, what: str, exc: Exception) -> InputError:
     name = type(exc).__name__
+    if "RepositoryNotFound" in name:
+        return InputError(f"hf:{repo}: no such model on the hub (or it is private: log in "
+                          "with hf auth login or set HF_TOKEN)")
+    why = f"{name}: {str(exc).splitlines()[0][:120] if str(exc) else 'no detail'}"
     if "Gated" in name:
         why = ("it is gated: accept its licence on the hub, then log in (hf auth login) or "
                "set HF_TOKEN")
-    elif "RepositoryNotFound" in name:
-        return InputError(f"hf:{repo}: no such model on the hub (or it is private: log in "
-                          "with hf auth login or set HF_TOKEN)")
-    else:
-        why = f"{name}: {str(exc).splitlines()[0][:120] if str(exc) else 'no detail'}"
     return InputError(f"cannot read {what} of hf:{repo} from the hub ({why})")
 
 
 def download_config(repo: str) -> Path:
-    """config.json of ``repo``, downloaded into the cache."""
-    from huggingface_hub import hf_hub_download
-
     try:
-        return Path(hf_hub_download(repo, "config.json"))
+        return Path(huggingface_hub.hf_hub_download(repo, "config.json"))
     except Exception as exc:  # gated, missing repo or file, HTTP errors
         raise _hub_error(repo, "config.json", exc) from exc
 
 
 def hub_checkpoint(repo: str) -> Checkpoint | None:
-    """The shards' headers of ``repo`` from the hub (range requests), or None when the
-    repo has no safetensors weights."""
-    from huggingface_hub import HfApi
-
+    """The shards' headers of ``repo`` from the hub, or None when it has no safetensors."""
     try:
-        meta = HfApi().get_safetensors_metadata(repo)
+        meta = huggingface_hub.HfApi().get_safetensors_metadata(repo)
     except Exception as exc:
         if "NotASafetensors" in type(exc).__name__:
             return None
         raise _hub_error(repo, "the safetensors headers", exc) from exc
-    tensors: list[TensorMeta] = []
-    for file_meta in meta.files_metadata.values():
-        for name, info in file_meta.tensors.items():
-            begin, end = info.data_offsets
-            tensors.append(TensorMeta(name, info.dtype, tuple(info.shape), end - begin))
-    files = tuple(Path(name) for name in meta.files_metadata)
-    return Checkpoint(files, tuple(tensors), 0)
+    tensors = [TensorMeta(name, info.dtype, tuple(info.shape),
+                          info.data_offsets[1] - info.data_offsets[0])
+               for file_meta in meta.files_metadata.values()
+               for name, info in file_meta.tensors.items()]
+    return Checkpoint(tuple(map(Path, meta.files_metadata)), tuple(tensors), 0)
 
 
 def hub_has_file(repo: str, filename: str) -> bool:
     """Whether the hub holds ``filename`` in ``repo`` (False when it cannot say)."""
-    from huggingface_hub import HfApi
-
     try:
-        return bool(HfApi().file_exists(repo, filename))
+        return bool(huggingface_hub.HfApi().file_exists(repo, filename))
     except Exception:  # a failed check leaves the tokenizer out, nothing worse
         return False

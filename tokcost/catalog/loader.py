@@ -1,17 +1,11 @@
-"""Read models.yaml into checked, frozen objects (``tokcost.catalog.schema``).
-
-Validation collects every problem; each names the file, the line, the model id,
-the field and what was expected::
-
-    models.yaml:41: model 'gpt-4o': pricing.input: expected a number >= 0 (USD per
-    million tokens), got 'cheap'
-
-A file that validated once is read back from ``tokcost.catalog.cache`` (its bytes
-are the key), which skips both the YAML parser and pydantic.
+"""Read models.yaml into checked, frozen objects (``schema``), every problem as
+``file:line: model 'id': field: expected``; a file that validated once comes back from
+``cache`` (its bytes are the key) without the YAML parser or pydantic.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,8 +53,6 @@ class CatalogInvalid(CatalogError):
 
 @dataclass(frozen=True)
 class ParsedFile:
-    """The checked content of one catalog file."""
-
     path: Path
     models: tuple[ModelEntry, ...]
     gpus: tuple[Gpu, ...]
@@ -68,31 +60,16 @@ class ParsedFile:
 
 
 def read_file(path: Path) -> ParsedFile:
-    """One catalog file, checked; from the cache when these bytes validated before.
-
-    A missing file raises ``FileNotFoundError`` (the caller knows who named it);
-    a malformed one ``CatalogInvalid`` with every problem.
-    """
+    """One catalog file, checked, or from the cache when these bytes validated before."""
     data = _read_bytes(path)
     hit = cache.load(path, data)
-    if isinstance(hit, tuple) and len(hit) == 3:
+    if hit is not None:
         return ParsedFile(path, *hit)
-    parsed, problems = _check(path, data)
+    parsed, problems = check_file(path, raw=data)
     if parsed is None:
         raise CatalogInvalid(problems)
     cache.store(path, data, (parsed.models, parsed.gpus, parsed.extends))
     return parsed
-
-
-def check_file(path: Path, *, whole: bool = False,
-               judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
-    """Everything wrong with one catalog file, without the cache.
-
-    ``whole`` (``tokcost models validate``) also checks keys written twice, ``model:``
-    tokenizers that name no entry, names that clash with the shipped catalog a file
-    extends, and each tokenizer spec by ``judge`` (specs are judged one layer up).
-    """
-    return _check(path, _read_bytes(path), whole=whole, judge=judge)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -106,62 +83,50 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"cannot read catalog file '{path}': {exc}") from None
 
 
-class _Locator:
-    """Turns paths into problems: the line (from the node tree, composed on first
-    need) and the model id an entry's problems are about."""
-
-    def __init__(self, name: str, text: str, data: Any) -> None:
-        self.name, self.text, self.data = name, text, data
-        self._root: Any = None
-        self._composed = False
-
-    @property
-    def root(self) -> Any:
-        if not self._composed:
-            self._root, self._composed = yamltext.compose(self.text), True
-        return self._root
-
-    def line(self, loc: PathKey) -> int | None:
-        return yamltext.line_of(self.root, loc)
-
-    def problem(self, loc: PathKey, message: str) -> Problem:
-        model = None
-        if loc[:1] == ("models",) and len(loc) > 1 and isinstance(self.data, dict):
-            model = _model_id(self.data.get("models"), loc[1])
-        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
-        shown = loc[2:] if model is not None else loc
-        return Problem(self.name, loc, model, dotted(shown), message, self.line(loc))
-
-
-def _check(path: Path, raw: bytes, *, whole: bool = False,
-           judge: Judge | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
+               raw: bytes | None = None) -> tuple[ParsedFile | None, list[Problem]]:
+    """Everything wrong with one catalog file (its bytes: ``raw``), without the cache; ``whole``
+    (``models validate``) adds the checks of docs/models.md, tokenizer specs by ``judge``."""
     from tokcost.catalog.document import CatalogDocument  # pydantic: only when validating
     from tokcost.catalog.validation import check
 
-    name = str(path)
+    name, raw = str(path), _read_bytes(path) if raw is None else raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        at = raw[: exc.start].count(b"\n") + 1
         return None, [Problem(name, (), None, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                              f"at offset {exc.start}); save the file as UTF-8", line)]
+                              f"at offset {exc.start}); save the file as UTF-8", at)]
     try:
         data = yamltext.load(text)
     except yamltext.SyntaxProblem as exc:
         return None, [Problem(name, (), None, "", str(exc), exc.line)]
     if data is None:  # nothing but blanks and comments
         return None, [Problem(name, (), None, "", EMPTY)]
+    nodes = functools.cache(functools.partial(yamltext.load, text, nodes=True))  # on first need
+
+    def line(loc: PathKey) -> int | None:
+        return yamltext.line_of(nodes(), loc)
+
+    def problem(loc: PathKey, message: str) -> Problem:
+        try:
+            model = data["models"][loc[1]]["id"] if loc[0] == "models" else None
+        except (LookupError, TypeError):  # not a models entry, or not one written as a mapping
+            model = None
+        model = model if isinstance(model, str) else None
+        # Inside a model the id already says which entry: show "pricing.tiers[0].input".
+        shown = loc[2:] if model is not None else loc
+        return Problem(name, loc, model, dotted(shown), message, line(loc))
+
     doc, issues = check(CatalogDocument, data)
-    where = _Locator(name, text, data)
-    problems = [where.problem(i.loc, i.message) for i in issues]
+    problems = [problem(i.loc, i.message) for i in issues]
     flagged = {i.loc for i in issues}
-    if isinstance(data, dict):
-        for clash in _rules(path, data, where.line, whole, judge):
-            loc = (*(clash.entry.loc or ()), *clash.at)
-            if clash.entry.loc is not None and loc not in flagged:  # one problem per place
-                problems.append(where.problem(loc, clash.message))
+    for clash in _rules(path, data, line, whole, judge) if isinstance(data, dict) else ():
+        loc = (*(clash.entry.loc or ()), *clash.at)
+        if clash.entry.loc is not None and loc not in flagged:  # one problem per place
+            problems.append(problem(loc, clash.message))
     if whole:
-        problems.extend(_duplicate_keys(name, where.root))
+        problems.extend(_duplicate_keys(name, nodes()))
     if problems or doc is None:
         problems.sort(key=lambda p: p.line or 0)  # file order, as an editor shows them
         return None, problems
@@ -171,17 +136,24 @@ def _check(path: Path, raw: bytes, *, whole: bool = False,
 
 def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
            judge: Judge | None) -> list[rules.Clash]:
-    """The rules across entries (``tokcost.catalog.rules``), on the data as written."""
+    """The rules across entries, on the data as written (``whole``: with the shipped ones)."""
     models = rules.from_data(data.get("models"), "models", "id")
     gpus = rules.from_data(data.get("gpus"), "gpus", "name")
-    base_models, base_gpus = _shipped_base(path, data, models, gpus) if whole else ([], [])
-    clashes = [*rules.name_clashes([*base_models, *models], line),
-               *rules.gpu_clashes([*base_gpus, *gpus], line)]
+    shipped = shipped_path("models.yaml")
+    if whole and data.get("extends") == "shipped" and path.resolve() != shipped.resolve():
+        base = read_file(shipped)
+        ids = {e.id.strip().lower() for e in models if e.id}
+        gpu_names = {rules.gpu_key(e.id) for e in gpus if e.id}
+        models = [*(rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
+                    if m.id.strip().lower() not in ids), *models]
+        gpus = [*(rules.from_gpu(g, origin=SHIPPED_ORIGIN) for g in base.gpus
+                  if rules.gpu_key(g.name) not in gpu_names), *gpus]
+    clashes = [*rules.name_clashes(models, line), *rules.gpu_clashes(gpus, line)]
     if whole:
-        clashes.extend(rules.tokenizer_targets([*base_models, *models], line)[1])
+        clashes.extend(rules.tokenizer_targets(models, line)[1])
         for entry in models:
             spec = (entry.tokenizer or "").strip()
-            if judge is None or not spec or spec.startswith(rules.MODEL_REF):
+            if judge is None or entry.loc is None or not spec or spec.startswith(rules.MODEL_REF):
                 continue  # a model: reference is judged above, against the entries
             try:
                 judge(spec)
@@ -190,55 +162,22 @@ def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
     return clashes
 
 
-def _shipped_base(path: Path, data: dict[Any, Any], models: list[rules.Entry],
-                  gpus: list[rules.Entry]) -> tuple[list[rules.Entry], list[rules.Entry]]:
-    """The shipped entries a file that says ``extends: shipped`` is checked against:
-    those it does not replace (same model id, same GPU name)."""
-    shipped = shipped_path("models.yaml")
-    if data.get("extends") != "shipped" or path.resolve() == shipped.resolve():
-        return [], []
-    base = read_file(shipped)
-    replaced = {e.id.strip().lower() for e in models if e.id}
-    replaced_gpus = {rules.gpu_key(e.id) for e in gpus if e.id}
-    return (
-        [rules.from_model(m, origin=SHIPPED_ORIGIN) for m in base.models
-         if m.id.strip().lower() not in replaced],
-        [rules.from_gpu(g, origin=SHIPPED_ORIGIN) for g in base.gpus
-         if rules.gpu_key(g.name) not in replaced_gpus],
-    )
-
-
-def _model_id(models: object, index: str | int) -> str | None:
-    if isinstance(models, list) and isinstance(index, int) and index < len(models):
-        entry = models[index]
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            return str(entry["id"])
-    return None
-
-
-def _duplicate_keys(name: str, root: Any) -> list[Problem]:
+def _duplicate_keys(name: str, node: Any, model: str | None = None) -> list[Problem]:
     """Keys written twice in one mapping (YAML keeps the last one silently)."""
     import yaml
 
-    problems: list[Problem] = []
-
-    def walk(node: yaml.Node | None, model: str | None) -> None:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for key, value in node.value:
-                key_name = str(getattr(key, "value", ""))
-                if key_name == "id" and isinstance(value, yaml.ScalarNode):
-                    model = str(value.value)
-                if key_name in seen:
-                    problems.append(Problem(
-                        name, (), model, key_name, "key written twice in one mapping; YAML "
-                        "would keep only the last", key.start_mark.line + 1))
-                seen.add(key_name)
-            for _, value in node.value:
-                walk(value, model)
-        elif isinstance(node, yaml.SequenceNode):
-            for item in node.value:
-                walk(item, model)
-
-    walk(root, None)
-    return problems
+    found: list[Problem] = []
+    children = node.value if isinstance(node, yaml.SequenceNode) else []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            key_name = str(getattr(key, "value", ""))
+            if key_name == "id" and isinstance(value, yaml.ScalarNode):
+                model = str(value.value)
+            if key_name in seen:
+                found.append(Problem(name, (), model, key_name, "key written twice in one "
+                                     "mapping; YAML would keep only the last",
+                                     key.start_mark.line + 1))
+            seen.add(key_name)
+        children = [value for _, value in node.value]
+    return found + [p for child in children for p in _duplicate_keys(name, child, model)]

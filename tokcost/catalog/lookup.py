@@ -1,16 +1,11 @@
-"""The loaded catalog and its lookups: exact id, then alias, then a prefix table.
-
-Mirrors tiktoken's ``MODEL_TO_ENCODING`` then ``MODEL_PREFIX_TO_ENCODING``: a dated
-id such as ``gpt-4o-2024-08-06`` or ``claude-sonnet-4-5-20250929`` resolves to the
-entry whose id or alias it extends by a date/version suffix; explicit ``prefixes``
-in an entry match anything after them. The longest prefix wins, so
-``gpt-4o-mini-2024-07-18`` goes to ``gpt-4o-mini``, not ``gpt-4o``. Two entries
-claiming the same id, alias or prefix is an error, never a silent pick
-(``tokcost.catalog.rules`` says which, as validation does).
+"""The loaded catalog and its lookups, as tiktoken's: exact id, then alias, then the longest
+prefix (a dated id such as ``gpt-4o-2024-08-06``, or an entry's explicit ``prefixes``).
+A name two entries claim is an error, never a silent pick.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -18,26 +13,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import NamedTuple
 
 from tokcost.catalog import rules
-from tokcost.catalog.loader import Judge, ParsedFile, Problem, check_file, read_file
+from tokcost.catalog.loader import Judge, Problem, check_file, read_file
+from tokcost.catalog.rules import gpu_key
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, arg, suggest
 from tokcost.resources import shipped_path
 
 ENV_VAR = "TOKCOST_CATALOG"
+# -2024-08-06, -20250514, @20240620, -2411, -latest, -v2:1
 _DATED_SUFFIX = re.compile(r"^[-@](\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|v\d+(:\d+)?)$")
 
 
-def is_dated_suffix(rest: str) -> bool:
-    """``-2024-08-06``, ``-20250514``, ``@20240620``, ``-2411``, ``-latest`` are dated ids."""
-    return bool(_DATED_SUFFIX.match(rest))
-
-
-@dataclass(frozen=True)
-class _Index:
-    """The lookup tables of a catalog, built once by ``Catalog.build``."""
-
+class _Index(NamedTuple):
     names: Mapping[str, ModelEntry]
     aliases: Mapping[str, ModelEntry]
     prefixes: tuple[tuple[str, bool, ModelEntry], ...]  # longest first
@@ -46,11 +36,7 @@ class _Index:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Models and GPUs from one or more catalog files (later files extend earlier ones).
-
-    Immutable: ``Catalog.build`` checks the entries and makes the lookup tables
-    before the object exists.
-    """
+    """Models and GPUs from one or more catalog files, checked and indexed by ``build``."""
 
     models: tuple[ModelEntry, ...]
     gpus: tuple[Gpu, ...]
@@ -61,10 +47,8 @@ class Catalog:
     def build(
         cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
-        """Index entries; a name claimed twice raises ``CatalogError`` (every one, the
-        first in full), and ``tokenizer: model:ID`` becomes that entry's tokenizer."""
+        """Raises ``CatalogError`` on a name claimed twice; lends ``tokenizer: model:ID``."""
         models, gpus, files = tuple(models), tuple(gpus), tuple(files)
-        where = ", ".join(str(f) for f in files) or "the catalog"
         entries = [rules.from_model(m) for m in models]
         targets, bad_refs = rules.tokenizer_targets(entries)
         clashes = [(f"model '{c.entry.id}': " if c.at != ("id",) else "", c)
@@ -72,26 +56,27 @@ class Catalog:
         clashes += [(f"GPU '{c.entry.id}': " if c.at != ("name",) else "", c)
                     for c in rules.gpu_clashes([rules.from_gpu(g) for g in gpus])]
         if clashes:
-            who, first = clashes[0]
-            more = len(clashes) - 1
+            (who, first), more = clashes[0], len(clashes) - 1
             tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            where = ", ".join(str(f) for f in files) or "the catalog"
             raise CatalogError(f"{where}: {who}{first.message}{tail}")
-        models = tuple(_borrow_tokenizer(m, models[targets[i]]) if i in targets else m
-                       for i, m in enumerate(models))
+        lent = list(models)
+        for i, t in targets.items():  # that entry's tokenizer, still a proxy if either says so
+            lent[i] = dataclasses.replace(
+                models[i], tokenizer_spec=models[t].tokenizer_spec,
+                tokenizer_exact=models[i].tokenizer_exact and models[t].tokenizer_exact,
+                tokenizer_note=models[i].tokenizer_note or models[t].tokenizer_note)
+        models = tuple(lent)
         names = {m.id.lower(): m for m in models}
         aliases = {a.lower(): m for m in models for a in m.aliases if a.lower() not in names}
-        prefixes: list[tuple[str, bool, ModelEntry]] = []
-        for entry in models:
-            prefixes.extend((p.lower(), True, entry) for p in entry.prefixes)
-            # Dated ids extend the id only: an alias such as "mistral-large" names a
-            # family, and "mistral-large-2407" is another version, not the aliased one.
-            prefixes.append((entry.id.lower(), False, entry))
+        # Dated ids extend the id only: an alias such as "mistral-large" names a family,
+        # and "mistral-large-2407" is another version, not the aliased one.
+        prefixes = [(p.lower(), True, m) for m in models for p in m.prefixes]
+        prefixes += [(m.id.lower(), False, m) for m in models]
         prefixes.sort(key=lambda item: -len(item[0]))
-        gpu_names = {rules.gpu_key(n): g for g in gpus for n in (g.name, *g.aliases)}
-        index = _Index(
-            MappingProxyType(names), MappingProxyType(aliases), tuple(prefixes),
-            MappingProxyType(gpu_names),
-        )
+        gpu_names = {gpu_key(n): g for g in gpus for n in (g.name, *g.aliases)}
+        index = _Index(MappingProxyType(names), MappingProxyType(aliases), tuple(prefixes),
+                       MappingProxyType(gpu_names))
         return cls(models, gpus, files, index)
 
     def __post_init__(self) -> None:
@@ -104,100 +89,42 @@ class Catalog:
         >>> load_catalog().resolve("gpt-4o-2024-08-06").id
         'gpt-4o'
         """
-        key = model_id.strip().lower()
-        if key.startswith("model:"):
-            key = key[len("model:") :]
-        index = self._index
-        entry = index.names.get(key) or index.aliases.get(key)
+        key = model_id.strip().lower().removeprefix("model:")
+        entry = self._index.names.get(key) or self._index.aliases.get(key)
         if entry is not None:
             return entry
-        for prefix, explicit, candidate in index.prefixes:
-            if key.startswith(prefix) and (explicit or is_dated_suffix(key[len(prefix) :])):
+        for prefix, explicit, candidate in self._index.prefixes:
+            if key.startswith(prefix) and (explicit or _DATED_SUFFIX.match(key[len(prefix) :])):
                 return candidate
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
-        raise ModelNotFound(
-            f"unknown model '{model_id}'{hint}; to add one, pass a models YAML as "
-            f"{arg('catalog', 'PATH')}",
-            param="catalog",
-        )
-
-    def get(self, model_id: str) -> ModelEntry | None:
-        try:
-            return self.resolve(model_id)
-        except ModelNotFound:
-            return None
+        raise ModelNotFound(f"unknown model '{model_id}'{hint}; to add one, pass a models YAML "
+                            f"as {arg('catalog', 'PATH')}", param="catalog")
 
     def resolve_gpu(self, name: str) -> Gpu:
-        """A GPU by name or alias, ignoring case, spaces, dashes and underscores.
-
-        Only an exact name or alias resolves. A name that begins several GPUs' names
-        or aliases (``a100``: A100-40GB, A100-80GB, A100-80GB-PCIe) is an error that
-        lists them, never a silent pick: their memory and bandwidth differ, and so
-        does every number an estimate makes from them.
-
-        >>> load_catalog().resolve_gpu("h100").name
-        'H100-SXM'
-        """
-        key = _gpu_key(name)
-        gpu = self._index.gpus.get(key)
+        """A GPU by name or alias (as ``gpu_key`` compares), never by a prefix of several."""
+        gpu = self._index.gpus.get(gpu_key(name))
         if gpu is not None:
             return gpu
         candidates = self.gpu_candidates(name)
         if len(candidates) > 1:
-            listed = ", ".join(g.name for g in candidates)
             raise GpuNotFound(
-                f"GPU '{name}' is ambiguous: it matches {listed}; name one of them, "
-                f"e.g. {arg('gpu', candidates[0].name)}",
-                param="gpu",
-            )
+                f"GPU '{name}' is ambiguous: it matches {', '.join(g.name for g in candidates)}; "
+                f"name one of them, e.g. {arg('gpu', candidates[0].name)}", param="gpu")
         names = [g.name for g in self.gpus]
         if candidates:  # one GPU begins so: the likely intent, but not its name
             hint = f" (did you mean: {candidates[0].name}?)"
         else:
-            hint = suggest(name, names) or suggest(key, {_gpu_key(n): n for n in names})
-        raise GpuNotFound(
-            f"unknown GPU '{name}'{hint}; name one the catalog lists, "
-            f"or give its memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)",
-            param="gpu_memory",
-        )
+            hint = suggest(name, names) or suggest(gpu_key(name), {gpu_key(n): n for n in names})
+        raise GpuNotFound(f"unknown GPU '{name}'{hint}; name one the catalog lists, or give its "
+                          f"memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)",
+                          param="gpu_memory")
 
     def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
-        """The GPUs whose name or an alias begins with ``name`` (compared as lookup
-        compares), in catalog order; an empty ``name`` matches none."""
-        key = _gpu_key(name)
-        if not key:
-            return ()
-        return tuple(g for g in self.gpus
-                     if any(_gpu_key(n).startswith(key) for n in (g.name, *g.aliases)))
-
-
-_gpu_key = rules.gpu_key
-
-
-def _borrow_tokenizer(entry: ModelEntry, source: ModelEntry) -> ModelEntry:
-    """``tokenizer: model:ID``: ``source``'s tokenizer, still a proxy if either says so."""
-    import dataclasses
-
-    return dataclasses.replace(
-        entry,
-        tokenizer_spec=source.tokenizer_spec,
-        tokenizer_exact=entry.tokenizer_exact and source.tokenizer_exact,
-        tokenizer_note=entry.tokenizer_note or source.tokenizer_note,
-    )
-
-
-def _merge(files: list[ParsedFile]) -> Catalog:
-    """Later files replace same-id models (and same-name GPUs) of earlier ones; a file
-    that validated names no id twice."""
-    models: dict[str, ModelEntry] = {}
-    gpus: dict[str, Gpu] = {}
-    for parsed in files:
-        for entry in parsed.models:
-            models.pop(entry.id.lower(), None)  # re-insert so the override keeps file order
-            models[entry.id.lower()] = entry
-        gpus.update((_gpu_key(g.name), g) for g in parsed.gpus)
-    return Catalog.build(models.values(), gpus.values(), [p.path for p in files])
+        """The GPUs whose name or an alias begins with ``name`` (none for ``""``)."""
+        key = gpu_key(name)
+        return tuple(g for g in self.gpus if key and any(
+            gpu_key(n).startswith(key) for n in (g.name, *g.aliases)))
 
 
 def catalog_file(path: str | Path | None = None) -> Path:
@@ -207,14 +134,15 @@ def catalog_file(path: str | Path | None = None) -> Path:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load a catalog: ``path``, else ``$TOKCOST_CATALOG``, else the shipped models.yaml.
-
-    A user file replaces the shipped catalog, unless it says ``extends: shipped``,
-    in which case its models are added to the shipped ones (same id: the user's wins).
-    """
+    """The catalog of ``catalog_file(path)``, the shipped one under it if it ``extends`` it."""
     file = catalog_file(path)
     try:
-        return _load_cached(str(file.resolve()), _stat_key(file))
+        st = file.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)  # what makes a cached load stale
+    except OSError:
+        stamp = (-1, -1, -1)
+    try:
+        return _load_cached(str(file.resolve()), stamp)
     except FileNotFoundError as exc:
         missing = f"'{exc.filename or file}'"
         if path is not None:
@@ -224,31 +152,24 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
                            ) from None
 
 
-def _stat_key(path: Path) -> tuple[int, int, int]:
-    """What makes a cached load stale: modification time, size and inode."""
-    try:
-        st = path.stat()
-    except OSError:
-        return (-1, -1, -1)
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 @lru_cache(maxsize=8)
 def _load_cached(name: str, stamp: tuple[int, int, int]) -> Catalog:
+    """Later files replace same-id models and same-name GPUs; ``stamp`` keys the cache."""
     user = read_file(Path(name))
     shipped = shipped_path("models.yaml").resolve()
-    base = [read_file(shipped)] if user.extends and shipped != Path(name) else []
-    return _merge([*base, user])
+    models: dict[str, ModelEntry] = {}
+    gpus: dict[str, Gpu] = {}
+    files = [read_file(shipped)] if user.extends and shipped != Path(name) else []
+    for parsed in [*files, user]:
+        for entry in parsed.models:
+            models.pop(entry.id.lower(), None)  # re-inserted: the override keeps file order
+            models[entry.id.lower()] = entry
+        gpus.update((gpu_key(g.name), g) for g in parsed.gpus)
+    return Catalog.build(models.values(), gpus.values(), [p.path for p in [*files, user]])
 
 
 def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Problem]:
-    """Every problem of one catalog file (empty when it is valid), for ``models validate``.
-
-    ``judge`` judges each tokenizer spec (raising a ``TokcostError``); the catalog
-    cannot judge them itself (``tokcost.adapters`` is beside it, not below), so
-    ``tokcost.validate_catalog`` passes the judge ``tokenizers=SPEC`` answers to.
-    A file that cannot be opened raises ``CatalogError``: there is nothing to check.
-    """
+    """Every problem of one catalog file; ``judge`` (from ``tokcost.adapters``) judges specs."""
     target = Path(path)
     try:
         return check_file(target, whole=True, judge=judge)[1]

@@ -1,10 +1,7 @@
 """Rules across a catalog's entries: a name claimed twice, a tokenizer that names a model.
 
-No field breaks these alone; two entries together do. Checking a file (every
-problem, each at its line) and ``Catalog.build`` (the merged catalog in use) ask the
-same functions, so the two never disagree and say the same words. Names compare
-the way lookup compares them: model ids, aliases and prefixes ignoring case, GPU
-names ignoring case, spaces, dashes and underscores.
+Checking a file and ``Catalog.build`` ask the same functions, so they never disagree;
+names compare as lookup compares them.
 
 >>> a = Entry("gpt-x", aliases=(("x", ("aliases", 0)),))
 >>> [c.message for c in name_clashes([a, Entry("X"), Entry("gpt-X")])]
@@ -27,21 +24,13 @@ if TYPE_CHECKING:
 MODEL_REF = "model:"  # a tokenizer spec naming another entry: use that one's tokenizer
 
 Line = Callable[[PathKey], "int | None"]
-
-
-def _no_line(loc: PathKey) -> int | None:
-    return None
+Claim = tuple["Entry", PathKey, str]  # who claimed a name first, where, and as written
 
 
 @dataclass(frozen=True)
 class Entry:
-    """What one model entry (or GPU) claims, and where it was written.
-
-    ``aliases`` and ``prefixes`` pair each name with its path below the entry
-    (``("aliases", 2)``), so a problem points at the very line. ``loc`` is the
-    entry's path in the file being checked (``("models", 3)``); None for an entry
-    from elsewhere, which ``origin`` then names ("the shipped catalog").
-    """
+    """What a model entry (or GPU) claims, each name with its path below it; ``loc`` is the
+    entry's in the file checked, None for one from elsewhere (``origin`` names it)."""
 
     id: str | None
     aliases: tuple[tuple[str, PathKey], ...] = ()
@@ -60,99 +49,81 @@ class Clash:
     message: str
 
 
-# --- entries from checked objects or from raw YAML data -------------------------------------
+def from_model(model: ModelEntry, *, origin: str = "") -> Entry:
+    return Entry(model.id, _names(model.aliases, "aliases"), _names(model.prefixes, "prefixes"),
+                 model.tokenizer_spec, None, origin)
 
 
-def from_model(model: ModelEntry, *, loc: PathKey | None = None, origin: str = "") -> Entry:
-    return Entry(
-        model.id,
-        tuple((a, ("aliases", i)) for i, a in enumerate(model.aliases)),
-        tuple((p, ("prefixes", i)) for i, p in enumerate(model.prefixes)),
-        model.tokenizer_spec,
-        loc,
-        origin,
-    )
-
-
-def from_gpu(gpu: Gpu, *, loc: PathKey | None = None, origin: str = "") -> Entry:
-    return Entry(gpu.name, tuple((a, ("aliases", i)) for i, a in enumerate(gpu.aliases)),
-                 loc=loc, origin=origin)
+def from_gpu(gpu: Gpu, *, origin: str = "") -> Entry:
+    return Entry(gpu.name, _names(gpu.aliases, "aliases"), origin=origin)
 
 
 def from_data(items: Any, section: str, key: str) -> list[Entry]:
-    """Entries of a section (``models`` by ``id``, ``gpus`` by ``name``) as written,
-    whatever else is wrong with them: a value of the wrong type claims nothing."""
-    if not isinstance(items, list):
-        return []
+    """A section's entries as written: a value of the wrong type claims nothing."""
     entries = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            continue
-        name = item.get(key)
-        tokenizer = item.get("tokenizer")
-        entries.append(
-            Entry(
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, dict):
+            name, tokenizer = item.get(key), item.get("tokenizer")
+            entries.append(Entry(
                 name if isinstance(name, str) and name.strip() else None,
                 _names(item.get("aliases"), "aliases"),
                 _names(item.get("prefixes"), "prefixes") if section == "models" else (),
-                tokenizer if isinstance(tokenizer, str) else None,
-                (section, index),
-            )
-        )
+                tokenizer if isinstance(tokenizer, str) else None, (section, index)))
     return entries
 
 
 def _names(value: Any, key: str) -> tuple[tuple[str, PathKey], ...]:
     if isinstance(value, str):  # one string stands for a list of one
         return ((value, (key,)),)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return tuple((v, (key, i)) for i, v in enumerate(value) if isinstance(v, str))
     return ()
 
 
-# --- the rules ----------------------------------------------------------------------------
-
-
-def name_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
-    """Every model id, alias or prefix claimed by two entries, ignoring case.
-
-    Entries from elsewhere (``loc`` None) claim first; then, as ``Catalog.build``
-    indexes, the ids of an origin before its aliases: the later claim is the one
-    to fix, and the message says where the earlier one is.
-    """
+def name_clashes(entries: Sequence[Entry], line: Line | None = None) -> list[Clash]:
+    """Every model id, alias or prefix two entries claim, ignoring case: entries from
+    elsewhere claim first, then ids before aliases, as ``Catalog.build`` indexes."""
     out: list[Clash] = []
-    names: dict[str, tuple[Entry, PathKey, str]] = {}  # lower name -> first claim
-    prefixes: dict[str, tuple[Entry, PathKey, str]] = {}
+    names: dict[str, Claim] = {}
+    prefixes: dict[str, Claim] = {}
     for group in _groups(entries):
-        for entry in group:
-            if entry.id is not None:
-                _claim(names, entry, ("id",), entry.id, "id", out, line)
-        for entry in group:
-            for alias, at in entry.aliases:
-                _claim(names, entry, at, alias, "alias", out, line)
+        ids = [(e, ("id",), e.id, "id") for e in group if e.id is not None]
+        aliases = [(e, at, a, "alias") for e in group for a, at in e.aliases]
+        for entry, at, name, what in [*ids, *aliases]:
+            first = names.setdefault(name.strip().lower(), (entry, at, name))
+            if first[0] is entry:
+                continue  # the first claim, or an entry naming itself twice: no lookup misled
+            other, other_at = first[0], first[1]
+            if what == "id" and other_at == ("id",):
+                same = _first(first, name, line, "case is ignored")
+                message = f"duplicate model id '{name}'{same}; ids must be unique"
+            else:
+                role = "the id" if other_at == ("id",) else "an alias"
+                message = f"{what} '{name}' is already {role} of '{other.id}'{_where(first, line)}"
+            out.append(Clash(entry, at, message))
         for entry in group:
             for prefix, at in entry.prefixes:
-                _claim(prefixes, entry, at, prefix, "prefix", out, line)
+                first = prefixes.setdefault(prefix.strip().lower(), (entry, at, prefix))
+                if first[0] is not entry:
+                    out.append(Clash(entry, at, f"prefix '{prefix}' is already claimed by "
+                                                f"'{first[0].id}'{_where(first, line)}"))
     return out
 
 
-def gpu_clashes(entries: Sequence[Entry], line: Line = _no_line) -> list[Clash]:
+def gpu_clashes(entries: Sequence[Entry], line: Line | None = None) -> list[Clash]:
     """Every GPU name or alias claimed twice, compared as ``resolve_gpu`` compares."""
     out: list[Clash] = []
-    names: dict[str, tuple[Entry, PathKey, str]] = {}
+    names: dict[str, Claim] = {}
     for group in _groups(entries):
         for entry in group:
             for name, at in ((entry.id, ("name",)), *entry.aliases):
                 if name is None:
                     continue
-                key = gpu_key(name)
-                first = names.get(key)
-                if first is None:
-                    names[key] = (entry, at, name)
-                elif first[0] is not entry:
-                    out.append(Clash(entry, at, f"duplicate GPU name '{name}'"
-                                     f"{_first(first, name, line, _GPU_SAME)}; "
-                                     "GPU names must be unique"))
+                first = names.setdefault(gpu_key(name), (entry, at, name))
+                if first[0] is not entry:
+                    same = _first(first, name, line, "case, spaces and dashes are ignored")
+                    out.append(Clash(entry, at, f"duplicate GPU name '{name}'{same}; GPU names "
+                                                "must be unique"))
     return out
 
 
@@ -161,15 +132,10 @@ def gpu_key(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def tokenizer_targets(
-    entries: Sequence[Entry], line: Line = _no_line
-) -> tuple[dict[int, int], list[Clash]]:
-    """Follow each ``tokenizer: model:ID`` to the entry whose tokenizer it borrows.
-
-    Returns (index of the entry -> index of the entry with the real spec) and a
-    clash for each reference that names no entry, an entry without a tokenizer,
-    or leads back round to itself.
-    """
+def tokenizer_targets(entries: Sequence[Entry], line: Line | None = None
+                      ) -> tuple[dict[int, int], list[Clash]]:
+    """Where each ``tokenizer: model:ID`` leads (entry index -> index with the spec), and a
+    clash for each that names no entry, ends without a tokenizer or goes round."""
     index: dict[str, int] = {}
     for i, entry in enumerate(entries):
         for name in (entry.id, *(a for a, _ in entry.aliases)):
@@ -178,41 +144,31 @@ def tokenizer_targets(
     targets: dict[int, int] = {}
     clashes: list[Clash] = []
     for start, entry in enumerate(entries):
-        if not _is_ref(entry.tokenizer):
+        if not (entry.tokenizer or "").strip().startswith(MODEL_REF):
             continue
-        spec = str(entry.tokenizer).strip()
-        seen = [start]
-        current = start
-        problem = ""
-        while _is_ref(entries[current].tokenizer):
-            ref = str(entries[current].tokenizer).strip()[len(MODEL_REF):].strip()
+        spec, seen, problem = str(entry.tokenizer).strip(), [start], ""
+        while not problem and (entries[seen[-1]].tokenizer or "").strip().startswith(MODEL_REF):
+            ref = str(entries[seen[-1]].tokenizer).strip()[len(MODEL_REF):].strip()
             nxt = index.get(ref.lower())
             if nxt is None:
                 known = [n for e in entries for n in (e.id, *(a for a, _ in e.aliases)) if n]
                 problem = (f"'{spec}' names no model of the catalog"
                            f"{suggest(ref, known)}; name one by its id or an alias")
-                break
-            if nxt in seen:
+            elif nxt in seen:
                 chain = " -> ".join(str(entries[i].id) for i in [*seen, nxt])
                 problem = (f"'{spec}' goes round in a circle ({chain}); "
                            "let one of them name a tokenizer spec")
-                break
-            seen.append(nxt)
-            current = nxt
-        else:
-            if entries[current].tokenizer is None:
-                problem = (f"'{spec}' leads to model '{entries[current].id}'"
-                           f"{_where((entries[current], ('id',), ''), line)}, "
-                           "which names no tokenizer")
+            else:
+                seen.append(nxt)
+        end = entries[seen[-1]]
+        if not problem and end.tokenizer is None:
+            problem = (f"'{spec}' leads to model '{end.id}'"
+                       f"{_where((end, ('id',), ''), line)}, which names no tokenizer")
         if problem:
             clashes.append(Clash(entry, ("tokenizer",), problem))
         else:
-            targets[start] = current
+            targets[start] = seen[-1]
     return targets, clashes
-
-
-def _is_ref(spec: str | None) -> bool:
-    return spec is not None and spec.strip().startswith(MODEL_REF)
 
 
 def _groups(entries: Sequence[Entry]) -> Iterable[list[Entry]]:
@@ -221,48 +177,19 @@ def _groups(entries: Sequence[Entry]) -> Iterable[list[Entry]]:
     yield [e for e in entries if e.loc is not None]
 
 
-def _claim(
-    table: dict[str, tuple[Entry, PathKey, str]], entry: Entry, at: PathKey, name: str,
-    what: str, out: list[Clash], line: Line,
-) -> None:
-    key = name.strip().lower()
-    first = table.get(key)
-    if first is None:
-        table[key] = (entry, at, name)
-        return
-    other, other_at, _ = first
-    if other is entry:
-        return  # an entry naming itself twice misleads no lookup
-    where = _where(first, line)
-    if what == "prefix":
-        message = f"prefix '{name}' is already claimed by '{other.id}'{where}"
-    elif what == "id" and other_at == ("id",):
-        message = (f"duplicate model id '{name}'{_first(first, name, line, _CASE)}; "
-                   "ids must be unique")
-    else:
-        role = "the id" if other_at == ("id",) else "an alias"
-        message = f"{what} '{name}' is already {role} of '{other.id}'{where}"
-    out.append(Clash(entry, at, message))
-
-
-_CASE = "case is ignored"
-_GPU_SAME = "case, spaces and dashes are ignored"
-
-
-def _first(first: tuple[Entry, PathKey, str], name: str, line: Line, rule: str) -> str:
-    """`` (first at line 2)``, or `` ('a' at line 2; case is ignored)`` when the two
-    are written differently."""
+def _first(first: Claim, name: str, line: Line | None, rule: str) -> str:
+    """`` (first at line 2)``, or `` ('a' at line 2; case is ignored)`` when written differently."""
     entry, at, written = first
-    number = line((*entry.loc, *at)) if entry.loc is not None else None
+    number = line((*entry.loc, *at)) if entry.loc is not None and line else None
     place = f"at line {number}" if number else (f"in {entry.origin}" if entry.origin else "")
     if written == name:
         return f" (first {place})" if place else ""
     return f" ('{written}'{' ' + place if place else ''}; {rule})"
 
 
-def _where(first: tuple[Entry, PathKey, str], line: Line) -> str:
+def _where(first: Claim, line: Line | None) -> str:
     entry, at = first[0], first[1]
     if entry.loc is None:
         return f" in {entry.origin}" if entry.origin else ""
-    number = line((*entry.loc, *at))
+    number = line((*entry.loc, *at)) if line else None
     return f" (line {number})" if number else ""

@@ -1,20 +1,5 @@
-"""What a safetensors checkpoint holds, read from its headers alone (never the tensor data).
-
-A ``.safetensors`` file is an 8-byte little-endian header length N, N bytes of JSON
-(``{"name": {"dtype": "BF16", "shape": [4096, 4096], "data_offsets": [b, e]}, ...}``,
-plus an optional ``"__metadata__"`` map of strings), then the tensor bytes
-(https://huggingface.co/docs/safetensors/index#format). ``e - b`` is a tensor's size on
-disk exactly, whatever its dtype: mxfp4 blocks stored as ``U8``, fp8 weights and their
-``F32`` scales, ``BF16`` attention. A sharded checkpoint lists its shards in
-``model.safetensors.index.json`` (``weight_map``: tensor name -> shard file).
-
-The header is parsed here rather than with the ``safetensors`` package, by need and by
-measurement. Need: ``safetensors`` is an optional extra (``tokcost[safetensors]``), and a
-config folder must size without it. Measurement (benchmarks/bench_kvmem.py: a 100 GB,
-21-shard checkpoint, a fresh process each run, as a CLI run is): two unbuffered reads and
-one ``json.loads`` per shard take 6 ms and read exactly the headers' 59,640 bytes;
-``safe_open`` with ``get_slice`` per tensor for dtype and shape takes ~200 ms (its first
-file loads numpy) and reads 2.9 MB.
+"""What a safetensors checkpoint holds, read from its headers alone (never the tensor data),
+without the optional ``safetensors`` package: 6 ms, not ~200 ms (docs/models.md).
 """
 
 from __future__ import annotations
@@ -27,27 +12,21 @@ from pathlib import Path
 
 from tokcost.errors import InputError
 
-INDEX_FILE = "model.safetensors.index.json"
-SINGLE_FILE = "model.safetensors"
 # The safetensors library refuses longer headers (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
 
-# Bits per element of each safetensors dtype (safetensors/src/tensor.rs, Dtype::bitsize).
-# A header whose offsets disagree with shape x bits is corrupt; an unknown dtype is
-# kept as it is written (its bytes are still exact) and counts no parameters.
+# Bits per element (safetensors/src/tensor.rs, Dtype::bitsize): offsets that disagree with
+# shape x bits are corrupt; an unknown dtype keeps its exact bytes and counts no parameters.
 DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+    "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+    "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
+_DAMAGED = "the file is damaged or not safetensors: download it again"
 
 
 @dataclass(frozen=True)
 class TensorMeta:
-    """One tensor as its header describes it."""
-
     name: str
     dtype: str  # as safetensors writes it: BF16, F32, U8, F8_E4M3...
     shape: tuple[int, ...]
@@ -66,17 +45,10 @@ class Checkpoint:
     tensors: tuple[TensorMeta, ...]
     bytes_read: int  # header bytes read from the shards (8 + N each)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
 
-
-def parse_header(
-    data: bytes, where: str, *, data_bytes: int | None = None
-) -> tuple[TensorMeta, ...]:
-    """The tensors of a header's JSON text (the N bytes after the length).
-
-    ``data_bytes`` (the file's size less the header) bounds every offset when known.
+def parse_header(data: bytes, where: str, *, data_bytes: int | None = None
+                 ) -> tuple[TensorMeta, ...]:
+    """The tensors of a header's JSON; ``data_bytes`` (when known) bounds every offset.
 
     >>> raw = b'{"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}'
     >>> parse_header(raw, "x.safetensors")
@@ -86,16 +58,11 @@ def parse_header(
         header = json.loads(data)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where}: the safetensors header is not JSON ({exc}); "
-                         "the file is damaged or not safetensors: download it again") from None
+                         f"{_DAMAGED}") from None
     if not isinstance(header, dict):
-        raise InputError(f"{where}: the safetensors header is not a JSON object; "
-                         "the file is damaged or not safetensors: download it again")
-    tensors = []
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        tensors.append(_tensor(name, info, where, data_bytes))
-    return tuple(tensors)
+        raise InputError(f"{where}: the safetensors header is not a JSON object; {_DAMAGED}")
+    return tuple(_tensor(name, info, where, data_bytes) for name, info in header.items()
+                 if name != "__metadata__")
 
 
 def _tensor(name: str, info: object, where: str, data_bytes: int | None) -> TensorMeta:
@@ -108,7 +75,7 @@ def _tensor(name: str, info: object, where: str, data_bytes: int | None) -> Tens
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str):
         raise bad("has no dtype")
-    if not isinstance(shape, list) or not all(_natural(d) for d in shape):
+    if not isinstance(shape, list) or not all(map(_natural, shape)):
         raise bad("has no valid shape")
     if (not isinstance(offsets, list) or len(offsets) != 2 or not all(map(_natural, offsets))
             or offsets[0] > offsets[1]):
@@ -130,8 +97,7 @@ def _natural(value: object) -> bool:
 def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
     """The tensors of one ``.safetensors`` file, and the bytes read to learn them."""
     try:
-        # Unbuffered: a buffered file would read ahead 8 KiB (or far more on some
-        # filesystems) past the 8 bytes asked for.
+        # Unbuffered: a buffered file would read ahead 8 KiB (or far more) past the 8 bytes.
         with open(path, "rb", buffering=0) as f:
             size = f.seek(0, 2)
             f.seek(0)
@@ -141,12 +107,13 @@ def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
                                  "download it again")
             (length,) = struct.unpack("<Q", head)
             if length > MAX_HEADER_BYTES or 8 + length > size:
-                raise InputError(
-                    f"{path}: the safetensors header claims {length:,} bytes in a "
-                    f"{size:,}-byte file; the file is damaged or not safetensors: download "
-                    "it again"
-                )
-            data = _read_exactly(f, length)
+                raise InputError(f"{path}: the safetensors header claims {length:,} bytes in a "
+                                 f"{size:,}-byte file; {_DAMAGED}")
+            chunks: list[bytes] = []
+            left = length
+            while left and (chunk := f.read(left)):  # a raw read may return fewer bytes
+                chunks.append(chunk)
+                left -= len(chunk)
     except FileNotFoundError:
         raise InputError(f"{path} does not exist; download the checkpoint's shards "
                          "(or give a folder without them)") from None
@@ -154,48 +121,24 @@ def read_header(path: Path) -> tuple[tuple[TensorMeta, ...], int]:
         raise InputError(f"{path} is a folder, not a safetensors file") from None
     except PermissionError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    return parse_header(data, str(path), data_bytes=size - 8 - length), 8 + length
-
-
-def _read_exactly(f: object, n: int) -> bytes:
-    chunks = []
-    left = n
-    while left:
-        chunk = f.read(left)  # type: ignore[attr-defined]
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    return parse_header(b"".join(chunks), str(path), data_bytes=size - 8 - length), 8 + length
 
 
 def shard_names(folder: Path) -> tuple[str, ...] | None:
-    """The checkpoint files a model folder's weights are in, or None when it has none.
-
-    ``model.safetensors.index.json`` names the shards; without it a single
-    ``model.safetensors``. Mistral's repositories also carry ``consolidated.safetensors``,
-    the same weights in another layout: it is read only when nothing else is there.
-    """
-    index = folder / INDEX_FILE
-    if index.is_file():
-        return index_shards(index.read_bytes(), str(index))
-    for name in (SINGLE_FILE, "consolidated.safetensors"):
-        if (folder / name).is_file():
-            return (name,)
-    return None
-
-
-def index_shards(raw: bytes, where: str) -> tuple[str, ...]:
-    """The shard files an index's ``weight_map`` names, in first-named order."""
+    """A model folder's checkpoint files (Mistral's ``consolidated`` file last), or None."""
+    where = folder / "model.safetensors.index.json"  # weight_map: tensor name -> shard file
+    if not where.is_file():
+        return next(((n,) for n in ("model.safetensors", "consolidated.safetensors")
+                     if (folder / n).is_file()), None)
     try:
-        index = json.loads(raw)
+        index = json.loads(where.read_bytes())
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where} is not JSON ({exc}); download it again") from None
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise InputError(f"{where} has no weight_map of tensor names to shard files; "
                          "download it again")
-    names = tuple(dict.fromkeys(weight_map.values()))
+    names = tuple(dict.fromkeys(weight_map.values()))  # in first-named order
     for name in names:
         if "/" in name or "\\" in name or name in ("", ".", ".."):
             raise InputError(f"{where} names a shard outside its folder ({name!r})")
@@ -203,22 +146,15 @@ def index_shards(raw: bytes, where: str) -> tuple[str, ...]:
 
 
 def read_checkpoint(folder: Path, names: tuple[str, ...]) -> Checkpoint | None:
-    """The headers of every shard in ``folder``; None when none of them is there (a
-    folder with the JSON files only), an error when some are (a download cut short)."""
+    """Every shard's headers; None when none is there, an error when only some are."""
     files = tuple(folder / n for n in names)
     missing = [f.name for f in files if not f.is_file()]
     if len(missing) == len(files):
         return None
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        raise InputError(
-            f"{folder}: shard {missing[0]}{more} of the checkpoint is missing; download every "
-            "shard of it"
-        )
-    tensors: list[TensorMeta] = []
-    read = 0
-    for path in files:
-        found, n = read_header(path)
-        tensors.extend(found)
-        read += n
-    return Checkpoint(files, tuple(tensors), read)
+        raise InputError(f"{folder}: shard {missing[0]}{more} of the checkpoint is missing; "
+                         "download every shard of it")
+    headers = [read_header(path) for path in files]
+    return Checkpoint(files, tuple(t for found, _ in headers for t in found),
+                      sum(n for _, n in headers))

@@ -1,9 +1,5 @@
-"""The catalog's typed objects: one frozen dataclass per mapping of models.yaml (DESIGN §4).
-
-These are what the library uses: light to import (the standard library only), since
-every command reads a catalog. ``tokcost.catalog.document`` (pydantic, imported only to
-check a file) validates a file and builds them; every value here is already checked.
-Prices are ``Decimal`` (USD per million tokens), so money never goes through floats.
+"""The catalog's typed objects, one frozen dataclass per mapping of models.yaml (DESIGN §4):
+standard library only, since every command reads a catalog; prices in ``Decimal``.
 """
 
 from __future__ import annotations
@@ -22,15 +18,12 @@ SCHEMA_VERSION = 1
 LayerKind = Literal["full", "sliding", "linear", "mla"]
 AttentionType = Literal["full", "sliding", "mla", "hybrid"]
 
-# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages.
-PACKAGE_PLACEHOLDERS: dict[str, tuple[str, str]] = {
-    "mistral_common": ("mistral-common", "mistral"),
-    "tokcost": ("tokcost", "test"),  # files shipped with tokcost itself (tiny-ref)
-}
+# Placeholder -> (pip distribution, tokcost extra) for tokenizer files inside packages
+# (tokcost's own: the tiny-ref files).
+PACKAGE_PLACEHOLDERS = {"mistral_common": ("mistral-common", "mistral"),
+                        "tokcost": ("tokcost", "test")}
 
-# Sanity bounds: far beyond every real model and GPU, so only a typo (a missing
-# unit, an extra exponent: `context_window: 1e30`) meets them. Without them such a
-# value validates and every estimate made from it is nonsense.
+# Sanity bounds far beyond every real model and GPU, met only by a typo (`1e30`).
 MAX_TOKENS = 10**9  # context windows, outputs, sliding windows, tier thresholds
 MAX_TEMPLATE_TOKENS = 10**4  # a chat template's tokens around one message
 MAX_LAYERS = 10**4
@@ -45,24 +38,19 @@ MAX_BANDWIDTH = 10**15  # 1 PB/s
 MAX_FLOPS = 1e18
 
 # NVIDIA (Volta..Blackwell) and AMD Instinct (CDNA) generations, oldest first.
-GPU_ARCHITECTURES: tuple[str, ...] = (
-    "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4",
-)
+GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3",
+                     "cdna4")
 
 
 class Record:
-    """``to_dict()``, the JSON form (``tokcost models show --json``): prices as exact
-    strings, dates ISO, each field under its YAML key (``shown``; None: left out)."""
+    """``to_dict()``: the JSON form, each field under its YAML key (``shown``; None: left out)."""
 
     shown: ClassVar[Mapping[str, str | None]] = {}
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            key = self.shown.get(f.name, f.name)
-            if key is not None:
-                out[key] = jsonable(getattr(self, f.name))
-        return out
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        named = {self.shown.get(f.name, f.name): getattr(self, f.name) for f in fields}
+        return {k: jsonable(v) for k, v in named.items() if k is not None}
 
 
 def jsonable(value: Any) -> Any:
@@ -73,9 +61,7 @@ def jsonable(value: Any) -> Any:
         return f"{value.normalize():f}"
     if isinstance(value, _dt.date):
         return value.isoformat()
-    if isinstance(value, tuple):
-        return [jsonable(v) for v in value]
-    return value
+    return [jsonable(v) for v in value] if isinstance(value, tuple) else value
 
 
 @dataclass(frozen=True)
@@ -89,20 +75,14 @@ class ChatOverhead(Record):
 
 @dataclass(frozen=True)
 class Attention(Record):
-    """How layers attend, which decides what the KV cache holds per token.
-
-    ``pattern`` repeats over the layers from layer 0: Gemma-2's ``(sliding, full)``
-    makes layers 0, 2, 4... sliding-window and 1, 3, 5... global.
-    """
+    """How layers attend; ``pattern`` repeats from layer 0 (Gemma-2's ``(sliding, full)``)."""
 
     type: AttentionType = "full"
     pattern: tuple[LayerKind, ...] = ("full",)
     window: int | None = None
-    kv_lora_rank: int | None = None  # MLA: the compressed KV rank
-    qk_rope_head_dim: int | None = None  # MLA: the rotary head dimension
-    # Fixed recurrent state of one linear-attention/SSM layer for one sequence, in
-    # elements of the state dtype (independent of the sequence length).
-    linear_state_elements: int | None = None
+    kv_lora_rank: int | None = None  # MLA
+    qk_rope_head_dim: int | None = None  # MLA
+    linear_state_elements: int | None = None  # of one linear layer, for one sequence
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers.
@@ -110,11 +90,8 @@ class Attention(Record):
         >>> Attention("sliding", ("sliding", "full"), 4096).layer_kinds(4)
         ('sliding', 'full', 'sliding', 'full')
         """
-        if self.type == "mla":
-            mla: LayerKind = "mla"
-            return (mla,) * layers
-        n = len(self.pattern)
-        return tuple(self.pattern[i % n] for i in range(layers))
+        pattern: tuple[LayerKind, ...] = ("mla",) if self.type == "mla" else self.pattern
+        return tuple(pattern[i % len(pattern)] for i in range(layers))
 
 
 @dataclass(frozen=True)
@@ -133,14 +110,12 @@ class Architecture(Record):
     params_total: int | None = None
     params_active: int | None = None  # MoE: parameters used per token
     weights_dtype: str = "bf16"
-    weights_bytes: int | None = None  # the checkpoint's size, when dtype x params is not exact
-    # Mixture of experts: routed experts per MoE layer and how many each token uses. A
-    # decode batch touches more distinct experts than one token.
+    weights_bytes: int | None = None
     experts: int | None = None
     experts_per_token: int | None = None
-    expert_weights_bytes: int | None = None  # all routed experts (mxfp4 beside bf16...)
+    expert_weights_bytes: int | None = None
     attention: Attention = field(default_factory=Attention)
-    source: str | None = None  # the config.json the numbers come from
+    source: str | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -149,12 +124,8 @@ class Architecture(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class PriceTier(Record):
-    """Prices that apply once a request's prompt exceeds ``above_input_tokens``.
-
-    ``applies_to`` is ``"all"`` when the whole request is billed at the tier price
-    (Gemini 2.5 Pro, Claude Sonnet 1M context: a 300k-token prompt is billed entirely
-    at the higher rate), ``"excess"`` when only the tokens above the threshold are.
-    """
+    """Prices once a request's prompt exceeds ``above_input_tokens``: for the whole request
+    (``applies_to`` all: Gemini 2.5 Pro, Claude 1M context) or the tokens above (excess)."""
 
     above_input_tokens: int
     applies_to: Literal["all", "excess"]
@@ -178,7 +149,7 @@ class Pricing(Record):
     output: Decimal
     reasoning: Decimal | None = None  # None: billed as output
     batch_discount: Decimal | None = None  # the fraction off with the Batch API
-    batch_discount_cache: bool = False  # does it cover cache reads/writes too?
+    batch_discount_cache: bool = False
     tiers: tuple[PriceTier, ...] = ()
     as_of: _dt.date | None = None
     source: str | None = None
@@ -195,8 +166,7 @@ class ModelEntry(Record):
     aliases: tuple[str, ...] = ()
     provider: str | None = None
     family: str | None = None
-    # The spec as written; may hold a {package} placeholder (see ``tokenizer``).
-    tokenizer_spec: str | None = None
+    tokenizer_spec: str | None = None  # as written: may hold a {package} placeholder
     tokenizer_exact: bool = True  # False: a proxy, counts approximate
     tokenizer_note: str | None = None
     context_window: int | None = None
@@ -211,17 +181,11 @@ class ModelEntry(Record):
 
     @property
     def weights(self) -> str | None:
-        """Path of the model's weights file, placeholders such as ``{tokcost}`` expanded."""
         return expand_package_paths(self.weights_spec, self.id)
 
     @property
     def tokenizer(self) -> str | None:
-        """The tokenizer spec, with package placeholders expanded.
-
-        ``sp:{mistral_common}/data/tokenizer.model.v1`` names a file shipped inside
-        the mistral-common package; when that package is not installed this raises
-        ``MissingDependency`` naming the pip extra, instead of a file-not-found.
-        """
+        """The spec with ``{package}`` placeholders expanded (or ``MissingDependency``)."""
         return expand_package_paths(self.tokenizer_spec, self.id)
 
 
@@ -233,13 +197,12 @@ def expand_package_paths(spec: str | None, model_id: str) -> str | None:
 
     for module, (dist, extra) in PACKAGE_PLACEHOLDERS.items():
         token = "{" + module + "}"
-        if token not in spec:
-            continue
-        found = importlib.util.find_spec(module)
-        folders = list(found.submodule_search_locations or []) if found else []
-        if not folders:
-            raise MissingDependency(dist, extra, f"the tokenizer of '{model_id}'")
-        spec = spec.replace(token, folders[0])
+        if token in spec:
+            found = importlib.util.find_spec(module)
+            folders = list(found.submodule_search_locations or []) if found else []
+            if not folders:
+                raise MissingDependency(dist, extra, f"the tokenizer of '{model_id}'")
+            spec = spec.replace(token, folders[0])
     return spec
 
 
@@ -253,14 +216,6 @@ class Gpu(Record):
     bandwidth_bytes_per_s: int
     bf16_flops: float | None = None
     fp8_flops: float | None = None
-    # The engines pick attention kernels (and with them KV block sizes) by GPU
-    # generation: vLLM's FlashMLA needs 64-token blocks on Hopper, CUTLASS MLA 128 on
-    # Blackwell (vllm/v1/attention/backends/mla/).
+    # The engines' attention kernels, and so KV block sizes, follow it (vLLM's mla/ backends).
     architecture: str | None = None
     source: str | None = None
-
-
-# By name, for the cache of validated files (tokcost.catalog.cache).
-RECORDS: dict[str, type[Record]] = {
-    c.__name__: c for c in (ChatOverhead, Attention, Architecture, PriceTier, Pricing,
-                            ModelEntry, Gpu)}

@@ -1,19 +1,6 @@
-"""Compare catalog prices with the genai-prices database and write the differences.
-
-genai-prices (pydantic's maintained price database, an optional extra:
-``pip install 'tokcost[prices]'``) is imported only here, inside functions.
-
-Writing edits the YAML text in place, value by value, at the positions the YAML
-parser reports, so comments and layout survive; the result is checked by the
-loader before it atomically replaces the file.
-
-An entry whose differences are all written gets a new ``as_of``: the database's
-date for the prices it was compared with (the latest start date of the standard
-price and of the batch variant in use), or, when the database dates neither, the
-day of the comparison (today, UTC). A start date is a fact about the price, so a
-re-run on another day writes the same file; "today" only stands in where the
-database says nothing. An entry left with a difference to edit by hand (a whole
-new tier) keeps its ``as_of``: its prices are not yet the database's.
+"""Compare catalog prices with the genai-prices database (an optional extra, imported here
+only) and write the differences in place, comments and layout kept, checked, atomic, each
+entry brought up to date dated by ``as_of`` (docs/models.md).
 """
 
 from __future__ import annotations
@@ -22,7 +9,7 @@ import datetime as _dt
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import yaml
 
@@ -30,23 +17,14 @@ from tokcost.atomic import atomic_path
 from tokcost.catalog import yamltext
 from tokcost.catalog.loader import CatalogInvalid, check_file
 from tokcost.catalog.schema import ModelEntry, Pricing
+from tokcost.catalog.yamltext import child
 from tokcost.errors import CatalogError, MissingDependency
 
-# catalog provider -> genai-prices provider id
-PROVIDERS = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "google": "google",
-    "mistral": "mistral",
-    "deepseek": "deepseek",
-}
+PROVIDERS = frozenset({"openai", "anthropic", "google", "mistral", "deepseek"})  # same ids there
 # genai-prices price field -> catalog pricing field
-FIELDS = {
-    "input_mtok": "input",
-    "cache_read_mtok": "cached_input",
-    "cache_write_mtok": "cache_write",
-    "output_mtok": "output",
-}
+FIELDS = {"input_mtok": "input", "cache_read_mtok": "cached_input",
+          "cache_write_mtok": "cache_write", "output_mtok": "output"}
+Edit = tuple[int, int, str]  # (start, end, replacement) in the YAML text
 
 
 @dataclass(frozen=True)
@@ -59,12 +37,10 @@ class PriceDiff:
     database: Decimal | bool | None
     database_model: str
     writable: bool = True  # False: needs a hand edit (e.g. a whole new tier)
-    as_of: _dt.date | None = None  # the date writing gives the entry (see the module doc)
+    as_of: _dt.date | None = None  # the date writing gives the entry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "field": self.field, "catalog": _text(self.catalog),
-                "database": _text(self.database), "database_model": self.database_model,
-                "writable": self.writable,
+        return {**vars(self), "catalog": _text(self.catalog), "database": _text(self.database),
                 "as_of": self.as_of.isoformat() if self.as_of is not None else None}
 
     def describe(self) -> str:
@@ -82,73 +58,22 @@ def _text(value: Decimal | bool | None) -> str | None:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-@dataclass(frozen=True)
-class SyncReport:
+class SyncReport(NamedTuple):
     diffs: tuple[PriceDiff, ...]
     matched: tuple[str, ...]  # catalog ids found in the database
     unmatched: tuple[str, ...]  # priced catalog ids the database does not know
     database_version: str
 
 
-def _providers() -> tuple[list[Any], str]:
-    try:
-        from importlib.metadata import version
-
-        from genai_prices.data import providers
-    except ImportError:
-        raise MissingDependency("genai-prices", "prices", "models sync-prices") from None
-    return cast(list[Any], providers), version("genai-prices")
-
-
 def _flatten(value: Any) -> tuple[Decimal | None, dict[int, Decimal]]:
     """A genai-prices price (Decimal or TieredPrices) -> (base, {threshold: price})."""
-    if value is None:
-        return None, {}
-    if isinstance(value, Decimal):
+    if value is None or isinstance(value, Decimal):
         return value, {}
-    base = cast(Decimal, value.base)
-    return base, {int(t.start): cast(Decimal, t.price) for t in value.tiers}
+    return cast(Decimal, value.base), {int(t.start): cast(Decimal, t.price) for t in value.tiers}
 
 
-def _database_prices(
-    model: Any, when: _dt.datetime
-) -> tuple[dict[str, Any], dict[str, Any], _dt.date | None]:
-    """Standard prices, the batch variant's prices (empty when none), and the latest
-    start date of the two (None when the database dates neither)."""
-    standard = model.get_prices(when)
-    std = {k: getattr(standard, k, None) for k in FIELDS}
-    dates = [_start(_standard_constraint(model, when))]
-    batch: dict[str, Any] = {}
-    for variant in model.price_variants or ():
-        if variant.when == {"processing": "batch"} and (
-            variant.constraint is None or variant.constraint.active(when)
-        ):
-            batch = {k: getattr(variant.prices, k, None) for k in FIELDS}
-            dates.append(_start(variant.constraint))
-    known = [d for d in dates if d is not None]
-    return std, batch, max(known) if known else None
-
-
-def _standard_constraint(model: Any, when: _dt.datetime) -> Any:
-    """The constraint of the conditional price ``model.get_prices(when)`` picks, if any
-    (genai-prices tries them last to first; the first one when none is active)."""
-    if not isinstance(model.prices, list):
-        return None
-    for conditional in reversed(model.prices):
-        if conditional.constraint is None or conditional.constraint.active(when):
-            return conditional.constraint
-    return None  # the fallback price is not active at ``when``: it dates nothing
-
-
-def _start(constraint: Any) -> _dt.date | None:
-    """A start-date constraint's date; None for none or a time-of-day window."""
-    start = getattr(constraint, "start_date", None)
-    return start if isinstance(start, _dt.date) else None
-
-
-def _compare(
-    entry: ModelEntry, pricing: Pricing, db_id: str, std: dict[str, Any], batch: dict[str, Any]
-) -> list[PriceDiff]:
+def _compare(entry: ModelEntry, pricing: Pricing, db_id: str, std: dict[str, Any],
+             batch: dict[str, Any]) -> list[PriceDiff]:
     """The entry's differences (``as_of`` not yet set)."""
     diffs: list[PriceDiff] = []
     tiers_db: dict[int, dict[str, Decimal]] = {}
@@ -166,20 +91,18 @@ def _compare(
                                    None, db_id, writable=False))
             continue
         index, tier = ours_tiers[start]
-        for name, price in prices.items():
-            ours = getattr(tier, name)
-            if ours != price:
-                diffs.append(PriceDiff(entry.id, f"tiers[{index}].{name}", ours, price, db_id))
+        diffs.extend(PriceDiff(entry.id, f"tiers[{index}].{name}", getattr(tier, name), price,
+                               db_id) for name, price in prices.items()
+                     if getattr(tier, name) != price)
     # Batch: the discount is 1 - batch input / standard input.
-    b_input, _ = _flatten(batch.get("input_mtok"))
-    s_input, _ = _flatten(std["input_mtok"])
+    b_input, s_input = _flatten(batch.get("input_mtok"))[0], _flatten(std["input_mtok"])[0]
     if b_input is not None and s_input:
         discount = (Decimal(1) - b_input / s_input).normalize()
         if pricing.batch_discount is None or pricing.batch_discount.normalize() != discount:
             diffs.append(PriceDiff(entry.id, "batch_discount", pricing.batch_discount,
                                    discount, db_id))
-        b_cache, _ = _flatten(batch.get("cache_read_mtok"))
-        s_cache, _ = _flatten(std["cache_read_mtok"])
+        b_cache = _flatten(batch.get("cache_read_mtok"))[0]
+        s_cache = _flatten(std["cache_read_mtok"])[0]
         cache_discounted = b_cache is not None and s_cache is not None and b_cache < s_cache
         if s_cache is not None and cache_discounted != pricing.batch_discount_cache:
             diffs.append(PriceDiff(entry.id, "batch_discount_cache",
@@ -194,82 +117,71 @@ def _utc_day(when: _dt.datetime) -> _dt.date:
 
 def compare_prices(entries: list[ModelEntry], *, when: _dt.datetime | None = None) -> SyncReport:
     """Every difference between catalog prices and genai-prices, for models it knows."""
-    providers, db_version = _providers()
+    try:
+        from importlib.metadata import version
+
+        from genai_prices.data import providers
+    except ImportError:
+        raise MissingDependency("genai-prices", "prices", "models sync-prices") from None
     by_id = {p.id: p for p in providers}
     when = when or _dt.datetime.now(tz=_dt.timezone.utc)
     diffs: list[PriceDiff] = []
     matched: list[str] = []
     unmatched: list[str] = []
     for entry in entries:
-        # Provider names ignore case, as everywhere in tokcost ("OpenAI" is "openai").
-        provider = by_id.get(PROVIDERS.get((entry.provider or "").strip().lower(), ""))
         if entry.pricing is None:
             continue
+        # Provider names ignore case, as everywhere in tokcost ("OpenAI" is "openai").
+        name = (entry.provider or "").strip().lower()
+        provider = by_id.get(name) if name in PROVIDERS else None
         model = None
         if provider is not None:
-            for ref in (entry.id, *entry.aliases):
-                model = provider.find_model(ref, all_providers=providers)
-                if model is not None:
-                    break
+            refs = (entry.id, *entry.aliases)
+            found = (provider.find_model(ref, all_providers=providers) for ref in refs)
+            model = next((m for m in found if m is not None), None)
         if model is None:
             unmatched.append(entry.id)
             continue
         matched.append(entry.id)
-        std, batch, dated = _database_prices(model, when)
-        as_of = dated or _utc_day(when)
-        diffs.extend(replace(d, as_of=as_of)
+        std = {k: getattr(model.get_prices(when), k, None) for k in FIELDS}
+        constraints: list[Any] = [None]  # of the price get_prices picks (tried last to first)
+        if isinstance(model.prices, list):
+            constraints = [next((c.constraint for c in reversed(model.prices)
+                                 if c.constraint is None or c.constraint.active(when)), None)]
+        batch: dict[str, Any] = {}
+        for variant in model.price_variants or ():
+            if variant.when == {"processing": "batch"} and (
+                    variant.constraint is None or variant.constraint.active(when)):
+                batch = {k: getattr(variant.prices, k, None) for k in FIELDS}
+                constraints.append(variant.constraint)
+        # A start-date constraint dates a price; none, or a time-of-day window, does not.
+        dates = [d for c in constraints
+                 if isinstance(d := getattr(c, "start_date", None), _dt.date)]
+        diffs.extend(replace(d, as_of=max(dates, default=None) or _utc_day(when))
                      for d in _compare(entry, entry.pricing, model.id, std, batch))
-    return SyncReport(tuple(diffs), tuple(matched), tuple(unmatched), db_version)
+    return SyncReport(tuple(diffs), tuple(matched), tuple(unmatched), version("genai-prices"))
 
 
-# --- writing ---------------------------------------------------------------------------
-
-
-def _scalar(value: Decimal | bool) -> str:
-    return str(value).lower() if isinstance(value, bool) else format(value.normalize(), "f")
-
-
-def _child(node: yaml.Node, key: str) -> tuple[yaml.Node, yaml.Node] | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if getattr(k, "value", None) == key:
-                return cast(yaml.Node, k), cast(yaml.Node, v)
-    return None
-
-
-@dataclass(frozen=True)
-class Written:
-    """What ``apply_diffs`` changed in the file."""
-
-    changes: int  # differences written
-    dated: tuple[str, ...]  # models whose ``as_of`` was set (all their differences written)
-
-
-def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
-    """Write the writable differences into the catalog file, and the ``as_of`` of each
-    entry they bring up to date (see the module doc)."""
+def apply_diffs(path: Path, diffs: list[PriceDiff]) -> tuple[int, tuple[str, ...]]:
+    """Write the writable differences and the ``as_of`` of each entry they complete."""
     text = path.read_text(encoding="utf-8")
-    root = yamltext.compose(text)
-    models = _child(root, "models") if root is not None else None
+    root = yamltext.load(text, nodes=True)
+    models = child(root, "models") if root is not None else None
     if models is None or not isinstance(models[1], yaml.SequenceNode):
         raise CatalogError(f"{path}: no models list to write prices into")
     pricing_nodes: dict[str, yaml.Node] = {}
     for item in models[1].value:
-        found = _child(item, "id")
-        pricing = _child(item, "pricing")
+        found, pricing = child(item, "id"), child(item, "pricing")
         if found is not None and pricing is not None:
             pricing_nodes[str(found[1].value)] = pricing[1]
-    edits: list[tuple[int, int, str]] = []  # (start, end, replacement)
-    written = 0
+    edits: list[Edit] = []
     pending: dict[str, int] = {}  # model -> its differences not written
     for diff in diffs:
-        pending.setdefault(diff.model, 0)
         edit = _price_edit(pricing_nodes.get(diff.model), diff)
-        if edit is None:
-            pending[diff.model] += 1
-            continue
-        edits.append(edit)
-        written += 1
+        pending[diff.model] = pending.get(diff.model, 0) + (edit is None)
+        if edit is not None:
+            edits.append(edit)
+    written = len(edits)
     dated: list[str] = []
     for model, left in pending.items():
         node = pricing_nodes.get(model)
@@ -282,47 +194,40 @@ def apply_diffs(path: Path, diffs: list[PriceDiff]) -> Written:
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
     if written:
-        _write_checked(path, text)
-    return Written(written, tuple(dated))
+        with atomic_path(path) as tmp:  # checked by the loader: the original stays if not
+            tmp.write_text(text, encoding="utf-8")
+            problems = check_file(tmp)[1]
+            if problems:
+                raise CatalogInvalid(problems)
+    return written, tuple(dated)
 
 
-def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> tuple[int, int, str] | None:
+def _price_edit(node: yaml.Node | None, diff: PriceDiff) -> Edit | None:
     """The text edit that writes ``diff`` into its entry's pricing node, if it can be."""
     if not diff.writable or node is None or diff.database is None:
         return None
-    target: yaml.Node = node
     field = diff.field
     if field.startswith("tiers["):
-        index = int(field[6 : field.index("]")])
-        field = field.split(".", 1)[1]
-        tiers = _child(node, "tiers")
+        tiers = child(node, "tiers")
         if tiers is None or not isinstance(tiers[1], yaml.SequenceNode):
             return None
-        target = tiers[1].value[index]
-    return _set_edit(target, field, _scalar(diff.database))
+        node = tiers[1].value[int(field[6 : field.index("]")])]
+        field = field.split(".", 1)[1]
+    value = diff.database
+    text = str(value).lower() if isinstance(value, bool) else format(value.normalize(), "f")
+    return _set_edit(node, field, text)
 
 
-def _set_edit(target: yaml.Node, field: str, value: str) -> tuple[int, int, str] | None:
+def _set_edit(target: yaml.Node, field: str, value: str) -> Edit | None:
     """Replace ``field``'s value in a mapping node, or add the key (first, in its style)."""
-    existing = _child(target, field)
+    existing = child(target, field)
     if existing is not None:
-        v = existing[1]
-        return v.start_mark.index, v.end_mark.index, value
+        return existing[1].start_mark.index, existing[1].end_mark.index, value
     if isinstance(target, yaml.MappingNode) and target.flow_style:
         at = target.start_mark.index + 1
         return at, at, f"{field}: {value}, "
     if isinstance(target, yaml.MappingNode) and target.value:
         first = target.value[0][0]
         at = first.start_mark.index
-        indent = " " * first.start_mark.column
-        return at, at, f"{field}: {value}\n{indent}"
+        return at, at, f"{field}: {value}\n{' ' * first.start_mark.column}"
     return None
-
-
-def _write_checked(path: Path, text: str) -> None:
-    """Validate the new text with the loader, then replace the file atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-        problems = check_file(tmp)[1]
-        if problems:  # the original stays untouched
-            raise CatalogInvalid(problems)

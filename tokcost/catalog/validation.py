@@ -1,14 +1,7 @@
-"""pydantic for tokcost's YAML files (models.yaml, tokcost.yaml): the values they share,
-and pydantic's errors worded for people.
+"""pydantic for tokcost's YAML files: the values they share, read as people write them
+(``128k``) with the JSON Schema of their text form, and pydantic's errors worded as
+``(location, message)`` issues. Only validation imports pydantic (~0.1 s).
 
-A field's type says how it is written: ``Annotated[int, count(cap=10**9, unit="tokens")]``
-reads ``128k`` with ``tokcost.units`` and refuses anything else in one sentence,
-and gives the JSON Schema of the text form. ``check`` validates a document and turns
-pydantic's errors into ``(location, message)`` issues. pydantic costs ~0.1 s to import,
-so only validation imports this module (a validated catalog is read back from a cache).
-
->>> count(cap=10**9, unit="tokens").parse("128k")
-128000
 >>> from tokcost.catalog.document import Pricing
 >>> [i.message for i in check(Pricing, {"input": "cheap", "output": 1})[1]]
 ["expected a number >= 0 (USD per million tokens), got 'cheap'"]
@@ -16,42 +9,21 @@ so only validation imports this module (a validated catalog is read back from a 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import math
 import re
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, ClassVar, NamedTuple, NoReturn, TypeVar
 
+import pydantic
 from annotated_types import GroupedMetadata
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    PlainValidator,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
 
+from tokcost import units
 from tokcost.catalog.yamltext import PathKey
 from tokcost.errors import TokcostError, suggest
-from tokcost.units import (
-    COUNT_PATTERN,
-    MAX_COUNT,
-    MONEY_PATTERN,
-    PERCENT_PATTERN,
-    SIZE_PATTERN,
-    OutOfRange,
-    parse_count,
-    parse_fraction,
-    parse_money,
-    parse_percent,
-    parse_size,
-)
 
 M = TypeVar("M", bound="Strict")
 DECIMAL_PATTERN = r"^\s*[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?\s*$"
@@ -71,26 +43,20 @@ class Issue(NamedTuple):
     missing: bool = False  # a required key is absent (loc names it)
 
 
-def show(value: Any) -> str:
-    """``repr`` cut to 60 characters, for "got ..." in messages."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def expect(what: str, value: Any) -> NoReturn:
-    raise Invalid(f"expected {what}, got {show(value)}")
+    """Refuse ``value``, shown as its ``repr`` cut to 60 characters."""
+    shown = repr(value)
+    raise Invalid(f"expected {what}, got {shown if len(shown) <= 60 else shown[:57] + '...'}")
 
 
-class Strict(BaseModel):
+class Strict(pydantic.BaseModel):
     """A mapping of a YAML file: unknown keys are refused and ``null`` means absent."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    # What to say when a required key is absent, by key.
-    missing: ClassVar[Mapping[str, str]] = {}
-    # Keys older files may still carry that mean nothing now: read and ignored.
-    retired: ClassVar[frozenset[str]] = frozenset()
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    missing: ClassVar[Mapping[str, str]] = {}  # what to say when a required key is absent
+    retired: ClassVar[frozenset[str]] = frozenset()  # keys of older files, read and ignored
 
-    @model_validator(mode="before")
+    @pydantic.model_validator(mode="before")
     @classmethod
     def _given(cls, data: Any) -> Any:
         if not isinstance(data, dict):
@@ -102,14 +68,8 @@ def check(model: type[M], data: Any, *, noun: str = "field") -> tuple[M | None, 
     """The validated document, or None and every problem (``noun``: "unknown field/key")."""
     try:
         return model.model_validate(data), []
-    except ValidationError as exc:
+    except pydantic.ValidationError as exc:
         return None, [i for e in exc.errors(include_url=False) for i in _issues(model, e, noun)]
-
-
-def json_schema(model: type[Strict]) -> dict[str, Any]:
-    """The JSON Schema of a document, declared as draft-07 (what YAML editors read)."""
-    schema = model.model_json_schema(mode="validation")
-    return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
 
 def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
@@ -117,7 +77,11 @@ def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, Invalid):
         return [Issue((*loc, *at), message) for at, message in cause.issues]
-    model = _model_at(root, loc[:-1])
+    model: type[Strict] | None = root  # the model the location lies in
+    for part in loc[:-1]:
+        if isinstance(part, str) and model is not None:
+            field = model.model_fields.get(part)
+            model = _inner(field.annotation) if field is not None else None
     if error["type"] == "missing" and model is not None:
         return [Issue(loc, model.missing.get(str(loc[-1]), "required"), missing=True)]
     if error["type"] == "extra_forbidden" and model is not None:
@@ -128,23 +92,10 @@ def _issues(root: type[Strict], error: Any, noun: str) -> list[Issue]:
     return [Issue(loc, str(error["msg"]))]  # pragma: no cover - every leaf words its own
 
 
-def _model_at(root: type[Strict], loc: PathKey) -> type[Strict] | None:
-    """The model a location lies in, following the field types from ``root``."""
-    model: type[Strict] | None = root
-    for part in loc:
-        if isinstance(part, str) and model is not None:
-            field = model.model_fields.get(part)
-            model = _inner(field.annotation) if field is not None else None
-    return model
-
-
 def _inner(hint: Any) -> type[Strict] | None:
     if isinstance(hint, type) and issubclass(hint, Strict):
         return hint
     return next((m for m in map(_inner, typing.get_args(hint)) if m is not None), None)
-
-
-# --- values as people write them -----------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: typing hashes Annotated metadata
@@ -155,58 +106,62 @@ class Reads(GroupedMetadata):
     schema: dict[str, Any]
 
     def __iter__(self) -> Iterator[object]:
-        yield PlainValidator(self.parse)
-        yield WithJsonSchema(self.schema)
+        yield pydantic.PlainValidator(self.parse)
+        yield pydantic.WithJsonSchema(self.schema)
 
 
-def _text_or(number: dict[str, Any], pattern: str) -> dict[str, Any]:
-    return {"anyOf": [number, {"type": "string", "pattern": pattern}]}
+def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
+            kinds: tuple[type, ...] = (int, float, Decimal, str)) -> Reads:
+    """A scalar as a number or text (``pattern``) ``read`` parses, its errors in one sentence."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
+            expect(expected, value)
+        try:
+            return read(value)
+        except Invalid:
+            raise
+        except (TokcostError, ValueError, ArithmeticError):
+            expect(expected, value)
+
+    return Reads(parse, {"anyOf": [number, {"type": "string", "pattern": pattern}]})
 
 
 def _capped(number: Any, value: Any, cap: Any, cap_text: str) -> None:
-    # Past the sanity bound: a typo (`context_window: 1e30`), and every estimate from it nonsense.
-    if cap is not None and number > cap:
-        raise Invalid(f"expected at most {cap_text}, got {show(value)}")
+    if cap is not None and number > cap:  # a typo such as `context_window: 1e30`
+        expect(f"at most {cap_text}", value)
 
 
 def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str = "") -> Reads:
     """A count: ``128000``, ``128k``, ``8.03B``, ``1e6``; ``cap`` the largest sane one."""
     expected = what or f"an integer >= {minimum}"
 
-    def parse(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
-            expect(expected, value)
+    def read(value: Any) -> int:
         try:
-            number = parse_count(value)
-        except OutOfRange:
+            number = units.parse_count(value)
+        except units.OutOfRange:
             if cap is None:
                 expect(f"a whole number from {minimum} to 10^15", value)
             number = cap + 1
-        except TokcostError:
-            expect(expected, value)
         if number < minimum:
             expect(expected, value)
         if cap is not None:
             _capped(number, value, cap, f"{cap:,} {unit}".rstrip())
         return number
 
-    top = MAX_COUNT if cap is None else cap
-    return Reads(parse, _text_or({"type": "integer", "minimum": minimum, "maximum": top},
-                                 COUNT_PATTERN))
+    top = units.MAX_COUNT if cap is None else cap
+    return _reader(read, expected, {"type": "integer", "minimum": minimum, "maximum": top},
+                   units.COUNT_PATTERN)
 
 
 def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
            cap_text: str = "") -> Reads:
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
 
-    def parse(value: Any) -> Decimal:
-        found: Decimal | None = None
-        if not isinstance(value, bool) and isinstance(value, (int, float, str)):
-            with contextlib.suppress(InvalidOperation):
-                found = Decimal(str(value).strip())
-        if (found is None or not found.is_finite() or found < 0
-                or (below is not None and found >= below)):
-            expect(text, value)
+    def read(value: Any) -> Decimal:
+        found = Decimal(str(value).strip())
+        if not found.is_finite() or found < 0 or (below is not None and found >= below):
+            raise ValueError(value)
         _capped(found, value, cap, cap_text)
         return found
 
@@ -215,47 +170,40 @@ def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = Non
         bound["exclusiveMaximum"] = float(below)
     if cap is not None:
         bound["maximum"] = float(cap)
-    return Reads(parse, _text_or(bound, DECIMAL_PATTERN))
+    return _reader(read, text, bound, DECIMAL_PATTERN, (int, float, str))
 
 
 def size(*, cap: int, cap_text: str) -> Reads:
     """Bytes with a unit: ``80GB`` (10^9) or ``80GiB`` (2^30)."""
     expected = "a size such as 80GB or 80GiB"
 
-    def parse(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            expect(expected, value)
+    def read(value: Any) -> int:
         try:
-            found = parse_size(value, param="size")
-        except OutOfRange:
+            found = units.parse_size(value, param="size")
+        except units.OutOfRange:
             found = cap + 1
         except TokcostError as exc:
             raise Invalid(f"expected {expected}: {exc}") from None
         _capped(found, value, cap, cap_text)
         return found
 
-    return Reads(parse, _text_or({"type": "number", "exclusiveMinimum": 0, "maximum": cap},
-                                 SIZE_PATTERN))
+    return _reader(read, expected, {"type": "number", "exclusiveMinimum": 0, "maximum": cap},
+                   units.SIZE_PATTERN, (str, int, float))
 
 
 def flops(*, cap: float) -> Reads:
     """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
-    expected = "FLOP/s (a number >= 0) such as 989e12"
 
-    def parse(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            expect(expected, value)
-        try:
-            found = float(value)
-        except (ValueError, OverflowError):
-            expect(expected, value)
+    def read(value: Any) -> float:
+        found = float(value)
         if not math.isfinite(found) or found < 0:
-            expect(expected, value)
+            raise ValueError(value)
         _capped(found, value, cap, f"{cap:g} FLOP/s")
         return found
 
-    return Reads(parse, _text_or({"type": "number", "minimum": 0, "maximum": cap},
-                                 DECIMAL_PATTERN))
+    return _reader(read, "FLOP/s (a number >= 0) such as 989e12",
+                   {"type": "number", "minimum": 0, "maximum": cap}, DECIMAL_PATTERN,
+                   (int, float, str))
 
 
 def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
@@ -286,8 +234,8 @@ def strings(what: str = "a list of strings", *, nonempty: bool = False, strip: b
             expect(what, value)
         return tuple(v.strip() if strip else v for v in items)
 
-    item: dict[str, Any] = {"enum": list(choices)} if choices else {"type": "string",
-                                                                      "pattern": r"\S"}
+    item: dict[str, Any] = ({"enum": list(choices)} if choices
+                            else {"type": "string", "pattern": r"\S"})
     array: dict[str, Any] = {"type": "array", "items": item}
     if nonempty:
         array["minItems"] = 1
@@ -303,7 +251,7 @@ def choice(values: tuple[Any, ...], what: str = "", *, lower: bool = False,
         key = str(value).lower() if lower else value
         if isinstance(value, bool) or key not in values:
             close = suggest(str(key), [str(v) for v in values]) if hint else ""
-            raise Invalid(f"expected {expected}{close}, got {show(value)}")
+            expect(f"{expected}{close}", value)
         return key
 
     return Reads(parse, {"enum": list(values)})
@@ -330,41 +278,26 @@ FLAG = Reads(_flag, {"type": "boolean"})
 DAY = Reads(_day, {"type": "string", "format": "date"})
 
 
-def listed(what: str, *, nonempty: bool = False) -> BeforeValidator:
-    """A list of mappings (``models``, ``budgets``): says so when it is not a list; pydantic
-    then checks each item."""
+def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
+    """A list of mappings (``models``, ``budgets``), whose items pydantic then checks."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, list) or (nonempty and not value):
             expect(what, value)
         return value
 
-    return BeforeValidator(parse)
-
-
-def _units(reader: Callable[..., Any], expected: str, pattern: str, top: dict[str, Any],
-           cast: Callable[[Any], Any] = lambda v: v) -> Reads:
-    """A value ``tokcost.units`` reads (money, percentages, shares)."""
-
-    def parse(value: Any) -> Any:
-        if isinstance(value, (int, float, Decimal, str)) and not isinstance(value, bool):
-            try:
-                return cast(reader(value))
-            except TokcostError:
-                pass
-        expect(expected, value)
-
-    return Reads(parse, _text_or({"type": "number", "minimum": 0, **top}, pattern))
+    return pydantic.BeforeValidator(parse)
 
 
 def usd(what: str = "") -> Reads:
     """US dollars: ``0.05``, ``$0.05``, ``5c``, ``$1.2k`` (other currencies refused)."""
     tail = f" {what}" if what else ""
-    return _units(parse_money, f"an amount in USD >= 0{tail} such as 0.05 or $0.05",
-                  MONEY_PATTERN, {})
+    return _reader(units.parse_money, f"an amount in USD >= 0{tail} such as 0.05 or $0.05",
+                   {"type": "number", "minimum": 0}, units.MONEY_PATTERN)
 
 
-PERCENT = _units(parse_percent, "a percentage >= 0 such as 10 or 10%", PERCENT_PATTERN, {},
-                 float)
-SHARE = _units(parse_fraction, "a fraction in [0, 1] such as 0.5", PERCENT_PATTERN,
-               {"maximum": 1})
+PERCENT = _reader(lambda value: float(units.parse_percent(value)),
+                  "a percentage >= 0 such as 10 or 10%", {"type": "number", "minimum": 0},
+                  units.PERCENT_PATTERN)
+SHARE = _reader(units.parse_fraction, "a fraction in [0, 1] such as 0.5",
+                {"type": "number", "minimum": 0, "maximum": 1}, units.PERCENT_PATTERN)

@@ -1,14 +1,10 @@
-"""YAML text for tokcost's files: parse it safely, and find the line of a key path.
-
-Parsing is ``yaml.safe_load`` semantics (the C-accelerated ``CSafeLoader`` when
-libyaml is present: same safe constructors, ~10x faster). Lines are looked up only
-when there is a problem to report, from the node tree ``yaml.compose`` builds, so a
-good file loads at full speed.
+"""YAML text for tokcost's files: ``yaml.safe_load`` semantics (libyaml when present), and
+the line of a key path, from the node tree composed only when a problem is reported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import TokcostError
 
@@ -20,17 +16,7 @@ PathKey = tuple[str | int, ...]  # where a value lies: ("models", 3, "pricing", 
 
 def dotted(path: PathKey) -> str:
     """``("pricing", "tiers", 0, "input")`` -> ``"pricing.tiers[0].input"``."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
-    return text
-
-
-def loader() -> type[yaml.SafeLoader]:
-    import yaml  # imported on first use, so `import tokcost` stays light
-
-    # CSafeLoader builds exactly the safe types SafeLoader does, in C.
-    return cast(type["yaml.SafeLoader"], getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).removeprefix(".")
 
 
 class SyntaxProblem(Exception):
@@ -39,15 +25,15 @@ class SyntaxProblem(Exception):
     def __init__(self, line: int | None, reason: str) -> None:
         super().__init__(f"not valid YAML: {reason}")
         self.line = line
-        self.reason = reason
 
 
-def load(text: str) -> Any:
-    """The data of a YAML text, or ``SyntaxProblem``."""
-    import yaml
+def load(text: str, *, nodes: bool = False) -> Any:
+    """The data of a YAML text (``nodes``: its node tree), or ``SyntaxProblem``."""
+    import yaml  # on first use, so `import tokcost` stays light
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader())
+        return yaml.compose(text, Loader=loader) if nodes else yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -63,23 +49,19 @@ def parse(text: str, name: str, error: type[TokcostError]) -> Any:
         raise error(f"{name}{line}: {exc}") from None
 
 
-def compose(text: str) -> yaml.Node | None:
-    """The node tree of an already parsed text (None when empty)."""
+def child(node: Any, key: str) -> tuple[yaml.Node, yaml.Node] | None:
+    """The (key, value) nodes of ``key`` in a mapping node, or None."""
     import yaml
 
-    try:
-        return yaml.compose(text, Loader=loader())
-    except yaml.YAMLError:  # pragma: no cover - the text parsed once already
-        return None
+    if isinstance(node, yaml.MappingNode):
+        return next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+    return None
 
 
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
-    """1-based line of the deepest node along ``path``.
+    """1-based line of the deepest node along ``path`` (a scalar's key, else the value).
 
-    A key whose value is a scalar points at the key (so an unknown field's line is
-    its own); a mapping or a list points at where its value starts.
-
-    >>> line_of(compose("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n"), ("b", 1, "c"))
+    >>> line_of(load("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n", nodes=True), ("b", 1, "c"))
     4
     """
     import yaml
@@ -87,19 +69,13 @@ def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
     if root is None:
         return None
     node = root
-    line: int | None = node.start_mark.line + 1
     for part in path:
-        child: yaml.Node | None = None
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            for key, value in node.value:
-                if getattr(key, "value", None) == part:
-                    child = key if isinstance(value, yaml.ScalarNode) else value
-                    break
-        elif (isinstance(node, yaml.SequenceNode) and isinstance(part, int)
-              and part < len(node.value)):
-            child = node.value[part]
-        if child is None:
+        found: yaml.Node | None = None
+        if isinstance(part, str) and (pair := child(node, part)) is not None:
+            found = pair[0] if isinstance(pair[1], yaml.ScalarNode) else pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            found = node.value[part] if part < len(node.value) else None
+        if found is None:
             break
-        node = child
-        line = node.start_mark.line + 1
-    return line
+        node = found
+    return int(node.start_mark.line) + 1

@@ -23,6 +23,10 @@ models_app = App(
 )
 
 
+def _note(text: str, **style: Any) -> None:
+    err.print(text, highlight=False, **style)
+
+
 LIST_EPILOG = """
 Examples:
 
@@ -37,9 +41,8 @@ Examples:
 
 @models_app.command("list", epilog=LIST_EPILOG)
 def list_models(
-    provider: Annotated[
-        str | None, typer.Option("--provider", "-p", help="Only this provider.")
-    ] = None,
+    provider: Annotated[str | None, typer.Option(
+        "--provider", "-p", help="Only this provider.")] = None,
     gpus: Annotated[bool, typer.Option("--gpus", help="List GPUs instead of models.")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
@@ -59,22 +62,16 @@ def list_models(
     for col in ("context", "input", "output"):
         rows.add_column(col, justify="right")
     rows.add_column("kv")
-    for row in result.rows:
-        m = row.entry
-        rows.add_row(
-            m.id, m.provider or "", row.tokenizer,
-            f"{m.context_window:,}" if m.context_window else "",
-            _rate(m.pricing.input) if m.pricing else "",
-            _rate(m.pricing.output) if m.pricing else "",
-            "yes" if m.architecture else "",
-        )
+    for m, tokenizer in zip(result.models, result.tokenizers, strict=True):
+        p = m.pricing
+        rows.add_row(m.id, m.provider or "", tokenizer,
+                     f"{m.context_window:,}" if m.context_window else "",
+                     _rate(p.input) if p else "", _rate(p.output) if p else "",
+                     "yes" if m.architecture else "")
     print_wide(rows)
     # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
-    err.print(
-        f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
-        "kv = architecture known",
-        highlight=False,
-    )
+    _note(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
+          "kv = architecture known")
 
 
 def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
@@ -87,12 +84,10 @@ def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
     for col in ("memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
         rows.add_column(col, justify="right")
     for g in result.gpus:
-        rows.add_row(
-            g.name, g.architecture or "", format_bytes(g.memory_bytes),
-            f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
-            f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
-            f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "",
-        )
+        rows.add_row(g.name, g.architecture or "", format_bytes(g.memory_bytes),
+                     f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
+                     f"{g.bf16_flops / 1e12:,.0f}" if g.bf16_flops else "",
+                     f"{g.fp8_flops / 1e12:,.0f}" if g.fp8_flops else "")
     out.print(rows)
 
 
@@ -118,28 +113,20 @@ def show(
     if json_out:
         print_json(data)
         return
-    out.print(
-        f"[bold]{entry.id}[/bold]"
-        + (f"  (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""),
-        markup=True,
-    )
+    aliases = f"  (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""
+    out.print(f"[bold]{entry.id}[/bold]{aliases}", markup=True)
     for key in ("provider", "family", "context_window", "max_output_tokens", "source", "notes"):
         if data[key] is not None:
             value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
             out.print(f"  {key}: {value}")
-    out.print(
-        f"  tokenizer: {details.tokenizer}"
-        + (f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""),
-        markup=False,  # "pip install 'tokcost[mistral]'" is text, not a style
-    )
+    note = f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""
+    # "pip install 'tokcost[mistral]'" is text, not a style
+    out.print(f"  tokenizer: {details.tokenizer}{note}", markup=False)
     if details.weights:
         out.print(f"  weights: {details.weights}", markup=False)
-    if entry.chat:
-        c = entry.chat
-        out.print(
-            f"  chat overhead: {c.per_message}/message, +{c.per_name}/name, "
-            f"+{c.reply_priming} reply priming"
-        )
+    if c := entry.chat:
+        out.print(f"  chat overhead: {c.per_message}/message, +{c.per_name}/name, "
+                  f"+{c.reply_priming} reply priming")
     if data["architecture"]:
         _show_architecture(data["architecture"])
     if data["pricing"]:
@@ -151,28 +138,23 @@ def show(
 def _show_architecture(arch: dict[str, Any]) -> None:
     """``models show``'s lines about the shape (read from the JSON document)."""
     att = arch["attention"]
-    shape = (
-        f"{arch['layers']} layers, hidden {arch['hidden_size']}, "
-        f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}"
-        + (f", head_dim {arch['head_dim']}" if arch["head_dim"] is not None else "")
-        + f", vocab {arch['vocab_size']}"
-    )
-    out.print(f"  architecture: {shape}")
-    params = arch["params_total"]
+    head_dim = f", head_dim {arch['head_dim']}" if arch["head_dim"] is not None else ""
+    out.print(f"  architecture: {arch['layers']} layers, hidden {arch['hidden_size']}, "
+              f"heads {arch['attention_heads']}, kv heads {arch['kv_heads']}{head_dim}"
+              f", vocab {arch['vocab_size']}")
+    params, active = arch["params_total"], arch["params_active"]
     if params:
-        active = arch["params_active"]
         moe = f" ({_params(active)} active)" if active and active != params else ""
         out.print(f"  params: {_params(params)}{moe}, weights {arch['weights_dtype']}")
     detail = att["type"]
     if att["window"]:
         detail += f", window {att['window']:,}, pattern {'/'.join(att['pattern'])}"
     if att["kv_lora_rank"]:
-        detail += (
-            f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim {att['qk_rope_head_dim']}"
-        )
+        detail += (f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim "
+                   f"{att['qk_rope_head_dim']}")
     if att["linear_state_elements"]:
-        state = att["linear_state_elements"]
-        detail += f", pattern {'/'.join(att['pattern'])}, state {state:,} elements"
+        detail += (f", pattern {'/'.join(att['pattern'])}, state "
+                   f"{att['linear_state_elements']:,} elements")
     out.print(f"  attention: {detail}")
     if arch["source"]:
         out.print(f"  architecture source: {arch['source']}")
@@ -181,23 +163,18 @@ def _show_architecture(arch: dict[str, Any]) -> None:
 def _show_pricing(p: dict[str, Any]) -> None:
     """``models show``'s lines about the prices (read from the JSON document)."""
     parts = [f"input {_rate(p['input'])}", f"output {_rate(p['output'])}"]
-    for k in ("cached_input", "cache_write", "reasoning"):
-        if p[k]:
-            parts.append(f"{k.replace('_', ' ')} {_rate(p[k])}")
+    parts += [f"{k.replace('_', ' ')} {_rate(p[k])}"
+              for k in ("cached_input", "cache_write", "reasoning") if p[k]]
     out.print(f"  pricing: {', '.join(parts)}")
     if p["batch_discount"]:
         scope = " (cache included)" if p["batch_discount_cache"] else ""
-        pct = (Decimal(p["batch_discount"]) * 100).normalize()
-        out.print(f"  batch discount: {pct:f}%{scope}")
+        out.print(f"  batch discount: {(Decimal(p['batch_discount']) * 100).normalize():f}%"
+                  f"{scope}")
     for t in p["tiers"]:
-        rates = ", ".join(
-            f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
-            if k not in ("above_input_tokens", "applies_to") and v is not None
-        )
-        out.print(
-            f"  tier above {t['above_input_tokens']:,} prompt tokens "
-            f"({t['applies_to']} tokens): {rates}"
-        )
+        rates = ", ".join(f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
+                          if k not in ("above_input_tokens", "applies_to") and v is not None)
+        out.print(f"  tier above {t['above_input_tokens']:,} prompt tokens "
+                  f"({t['applies_to']} tokens): {rates}")
     out.print(f"  prices as of {p['as_of']}: {p['source']}")
 
 
@@ -220,25 +197,22 @@ Exit codes, one rule for every kind of problem:
 
 @models_app.command("validate", epilog=VALIDATE_EPILOG)
 def validate(
-    file: Annotated[
-        str | None,
-        typer.Argument(metavar="FILE", help="Catalog YAML (default: the one in use)."),
-    ] = None,
+    file: Annotated[str | None, typer.Argument(
+        metavar="FILE", help="Catalog YAML (default: the one in use).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Check a catalog file; print every problem (exit 1 if any, 2 if FILE cannot be opened)."""
     result = tokcost.validate_catalog(file)
+    count = len(result.problems)
     if json_out:
         print_json(result.to_dict())
-    elif result.problems:
+    elif count:
         for problem in result.problems:
-            err.print(problem, highlight=False, markup=False)
-        count = len(result.problems)
-        err.print(f"{result.file}: {count} problem{'s' if count > 1 else ''}",
-                  highlight=False, markup=False)
+            _note(problem, markup=False)
+        _note(f"{result.file}: {count} problem{'s' if count > 1 else ''}", markup=False)
     else:
         out.print(f"{result.file}: ok ({result.models} models, {result.gpus} GPUs)")
-    if result.problems:
+    if count:
         raise typer.Exit(code=1)
 
 
@@ -263,13 +237,10 @@ Needs the genai-prices package: pip install 'tokcost\\[prices]'.
 
 @models_app.command("sync-prices", epilog=SYNC_EPILOG)
 def sync_prices(
-    write: Annotated[
-        bool, typer.Option("--write", help="Write the differences to the file.")
-    ] = False,
-    check: Annotated[
-        bool,
-        typer.Option("--check", help="Exit 1 if any price differs from the database (for CI)."),
-    ] = False,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Write the differences to the file.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 1 if any price differs from the database (for CI).")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
@@ -278,40 +249,46 @@ def sync_prices(
         raise UsageError("--check only reports the differences and --write writes them: "
                          "give one of them")
     result = tokcost.sync_prices(tokcost.SyncPricesRequest(catalog=catalog, write=write))
+    tally = (f"compared {len(result.matched)} priced models with genai-prices "
+             f"{result.database_version}")
     if json_out:
         print_json(result.to_dict())
-        if check and not result.current:
-            raise typer.Exit(code=1)
-        return
-    if check:
-        _report_stale(result)
-        return
-    out.print(
-        f"compared {len(result.matched)} priced models with genai-prices "
-        f"{result.database_version}; {len(result.differences)} difference(s)"
-    )
+    elif check:  # each difference a line on stdout (a CI log greps them), the rest on stderr
+        for diff in result.differences:
+            out.print(diff.describe(), markup=False)
+        if result.unmatched:
+            _note(f"not in the database: {', '.join(result.unmatched)}")
+        if result.current:
+            _note(f"{tally}: the catalog is current")
+        else:
+            _note(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
+                  "to update them: tokcost models sync-prices --write")
+    else:
+        _report_sync(result, tally)
+    if check and not result.current:
+        raise typer.Exit(code=1)
+
+
+def _report_sync(result: tokcost.PriceSync, tally: str) -> None:
+    out.print(f"{tally}; {len(result.differences)} difference(s)")
     if result.differences:
         rows = table()
         for col in ("model", "field", "catalog", "genai-prices"):
             rows.add_column(col)
         for d in result.differences:
-            show_c = "" if d.catalog is None else str(d.catalog).lower()
-            show_d = "(add by hand)" if not d.writable else str(d.database).lower()
-            rows.add_row(d.model, d.field, show_c, show_d)
+            rows.add_row(d.model, d.field, "" if d.catalog is None else str(d.catalog).lower(),
+                         str(d.database).lower() if d.writable else "(add by hand)")
         out.print(rows)
     if result.unmatched:
-        err.print(f"not in the database: {', '.join(result.unmatched)}", highlight=False,
-                  markup=False)
-    if write:
-        err.print(f"wrote {result.written} change(s) to {result.file}", highlight=False,
-                  markup=False)
+        _note(f"not in the database: {', '.join(result.unmatched)}", markup=False)
+    if result.write:
+        _note(f"wrote {result.written} change(s) to {result.file}", markup=False)
     elif result.differences:
-        err.print("run with --write to apply them", highlight=False)
-    if result.shipped and write and result.written:
-        err.print("note: you updated the shipped catalog", highlight=False)
+        _note("run with --write to apply them")
+    if result.shipped and result.write and result.written:
+        _note("note: you updated the shipped catalog")
     if result.dated:
-        err.print(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}",
-                  highlight=False)
+        _note(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}")
 
 
 IMPORT_EPILOG = """
@@ -334,22 +311,12 @@ paste under another catalog's models:.
 
 @models_app.command("import", epilog=IMPORT_EPILOG)
 def import_model(
-    source: Annotated[
-        str,
-        typer.Argument(metavar="SOURCE",
-                       help="hf:ORG/REPO, a model folder (config.json + safetensors) or a "
-                       "config.json."),
-    ],
-    model_id: Annotated[
-        str | None,
-        typer.Option("--id", show_default=False,
-                     help="The entry's id (default: the repo's or folder's name, lowercased)."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", show_default=False,
-                     help="Write the YAML to this file (atomically) instead of stdout."),
-    ] = None,
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help=(
+        "hf:ORG/REPO, a model folder (config.json + safetensors) or a config.json."))],
+    model_id: Annotated[str | None, typer.Option("--id", show_default=False, help=(
+        "The entry's id (default: the repo's or folder's name, lowercased)."))] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", show_default=False, help=(
+        "Write the YAML to this file (atomically) instead of stdout."))] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -362,30 +329,12 @@ def import_model(
         sys.stdout.write(result.yaml)  # exactly the YAML: no rich markup or wrapping
         sys.stdout.flush()
     for note in result.notes:
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+        _note(f"note: {note}", style="dim", markup=False)
     if result.file is not None:
-        err.print(f"wrote {result.file}", highlight=False, markup=False)
+        _note(f"wrote {result.file}", markup=False)
 
 
-def _report_stale(result: tokcost.PriceSync) -> None:
-    """``sync-prices --check``: each difference one line on stdout (a CI log greps them),
-    the tally and what to run on stderr; exit 1 while any difference is left."""
-    for diff in result.differences:
-        out.print(diff.describe(), markup=False)
-    tally = (f"compared {len(result.matched)} priced models with genai-prices "
-             f"{result.database_version}")
-    if result.unmatched:
-        err.print(f"not in the database: {', '.join(result.unmatched)}", highlight=False)
-    if result.current:
-        err.print(f"{tally}: the catalog is current", highlight=False)
-        return
-    err.print(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
-              "to update them: tokcost models sync-prices --write", highlight=False)
-    raise typer.Exit(code=1)
-
-
-def _rate(usd_per_million: Decimal | str) -> str:
-    """A catalog price as every command shows one: ``$2.50/M`` (USD per million tokens)."""
+def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command shows a price
     return format_usd(usd_per_million, per_million=True)
 
 

@@ -27,37 +27,24 @@ Examples:
 """
 
 
+def _count(help: str, *flags: str) -> Any:
+    """A count option (flag from the parameter's name), kept as typed ("12k")."""
+    return typer.Option(*flags, metavar="COUNT", help=help)
+
+
 def price(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(help="Files or folders whose text is the prompt ('-' for stdin)."),
-    ] = None,
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="Files or folders whose text is the prompt ('-' for stdin).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")] = "",
-    input_tokens: Annotated[
-        str | None, typer.Option("--input-tokens", "-i", metavar="COUNT",
-                                 help="Prompt tokens per request (12k).")
-    ] = None,
-    output_tokens: Annotated[
-        str, typer.Option("--output-tokens", metavar="COUNT", help="Output tokens per request.")
-    ] = "0",
-    cached_tokens: Annotated[
-        str, typer.Option("--cached-tokens", metavar="COUNT",
-                          help="Prompt tokens read from the cache.")
-    ] = "0",
-    cache_write_tokens: Annotated[
-        str, typer.Option("--cache-write-tokens", metavar="COUNT",
-                          help="Prompt tokens written to the cache.")
-    ] = "0",
-    reasoning_tokens: Annotated[
-        str, typer.Option("--reasoning-tokens", metavar="COUNT",
-                          help="Reasoning tokens on top of the output.")
-    ] = "0",
-    batch: Annotated[
-        bool, typer.Option("--batch-api", help="Apply the provider's batch API discount.")
-    ] = False,
-    requests: Annotated[
-        str, typer.Option("--requests", metavar="COUNT", help="Number of identical requests.")
-    ] = "1",
+    input_tokens: Annotated[str | None, _count(
+        "Prompt tokens per request (12k).", "--input-tokens", "-i")] = None,
+    output_tokens: Annotated[str, _count("Output tokens per request.")] = "0",
+    cached_tokens: Annotated[str, _count("Prompt tokens read from the cache.")] = "0",
+    cache_write_tokens: Annotated[str, _count("Prompt tokens written to the cache.")] = "0",
+    reasoning_tokens: Annotated[str, _count("Reasoning tokens on top of the output.")] = "0",
+    batch: Annotated[bool, typer.Option(
+        "--batch-api", help="Apply the provider's batch API discount.")] = False,
+    requests: Annotated[str, _count("Number of identical requests.")] = "1",
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
@@ -72,35 +59,28 @@ def price(
         warn(note)
     if json_out:
         print_json(result.to_dict())
-    else:
-        _render(result)
-
-
-def _render(result: Any) -> None:
-    """The breakdown on stdout; its notes (tier, discount, proxy, price date) on stderr."""
-    b, exact = result.breakdown, result.exact
+        return
+    b, approx = result.breakdown, "" if result.exact else "≈"
     rows = table()
     rows.add_column("tokens")
     for name in ("count", "rate", "cost"):
         rows.add_column(name, justify="right")
-    approx = "" if exact else "≈"
     for line in b.lines:
         mark = approx if line.kind.startswith("input") else ""  # the counted prompt
         rows.add_row(line.kind, f"{mark}{line.tokens:,}",
                      format_usd(line.usd_per_million, per_million=True),
                      f"{mark}{format_usd(line.cost)}")
-    title = f"[bold]{b.model}[/bold]" + (f" x {b.requests:,} requests" if b.requests > 1 else "")
-    title += " (batch)" if b.batch else ""
-    out.print(title, markup=True)
+    many = f" x {b.requests:,} requests" if b.requests > 1 else ""
+    out.print(f"[bold]{b.model}[/bold]{many}{' (batch)' if b.batch else ''}", markup=True)
     out.print(rows)
     if b.requests > 1:
         out.print(f"per request: {approx}{format_usd(b.per_request)}")
     out.print(f"[bold]total: {approx}{format_usd(b.total)}[/bold]", markup=True)
+    # The notes (tier, discount, proxy, price date) go to stderr.
     for note in b.notes:
         err.print(f"note: {note}", highlight=False, markup=False)
-    if not exact:
-        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)",
-                  highlight=False)
+    if approx:
+        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)", highlight=False)
     if b.as_of or b.source:
         err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
                   markup=False)

@@ -261,7 +261,7 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
 
 def read_config(folder: Path) -> dict[str, Any]:
     """The folder's config.json, one line saying why when it cannot be read."""
-    from tokcost.catalog.hf_repo import read_config_json
+    from tokcost.catalog.hf_model import read_config_json
 
     config_file = folder / "config.json"
     if not config_file.is_file():
