@@ -25,11 +25,9 @@ __version__ = "0.2.0"
 # The API, one line per module: each module's __all__ holds the same names (a test keeps
 # them equal), which is what type checkers read through the imports at the bottom.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "tokcost.errors": ("TokcostError", "UsageError"),
-    "tokcost.adapters": ("get_tokenizer",),
+    "tokcost.errors": ("TokcostError", "UsageError"), "tokcost.adapters": ("get_tokenizer",),
     "tokcost.app.count": ("count", "CountRequest", "tokenize", "TokenizeRequest", "count_chat",
-                          "ChatRequest"),
-    "tokcost.app.compare": ("compare", "CompareRequest"),
+                          "ChatRequest"), "tokcost.app.compare": ("compare", "CompareRequest"),
     "tokcost.app.price": ("price", "PriceRequest"),
     "tokcost.app.memory": ("estimate_memory", "KvRequest"),
     "tokcost.app.simulate": ("simulate", "SimulationRequest"),
@@ -43,8 +41,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "tokcost.app.attention": ("attention", "AttentionRequest"),
     "tokcost.app.models": ("list_models", "list_gpus", "show_model", "validate_catalog",
                            "sync_prices", "SyncPricesRequest", "import_model",
-                           "ImportModelRequest"),
-}
+                           "ImportModelRequest")}
 
 _API: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -44,9 +44,7 @@ def _cannot_write(path: Path, exc: OSError) -> InputError:
 def _no_folder(path: Path) -> InputError:
     # Exit 1 like any output that cannot be written (a read-only folder, a full disk):
     # the flag was well formed, the filesystem refuses it.
-    return InputError(
-        f"cannot write {path}: folder {path.parent} does not exist; create it first"
-    )
+    return InputError(f"cannot write {path}: folder {path.parent} does not exist; create it first" )
 
 
 def _reserve(path: Path, folder: Path | None = None) -> Path:

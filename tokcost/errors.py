@@ -110,10 +110,8 @@ class MissingDependency(TokcostError):
     """An optional package is needed for this feature."""
 
     def __init__(self, package: str, extra: str, feature: str, *, param: str | None = None) -> None:
-        super().__init__(
-            f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'",
-            param=param,
-        )
+        super().__init__(f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'",
+                         param=param)
         self.package = package
         self.extra = extra
 

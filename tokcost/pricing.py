@@ -64,10 +64,9 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
     """The entry's prices, or NoPrice (asked before any file is counted)."""
     pricing = entry.pricing
     if pricing is None:
-        raise NoPrice(
-            f"model '{entry.id}' has no price in the catalog; add a pricing section "
-            f"(USD per million tokens) to it in your own catalog ({arg('catalog', 'FILE')} "
-            "with 'extends: shipped')", param="catalog")
+        raise NoPrice(f"model '{entry.id}' has no price in the catalog; add a pricing section (USD "
+                      f"per million tokens) to it in your own catalog ({arg('catalog', 'FILE')} "
+                      "with 'extends: shipped')", param="catalog")
     if batch and pricing.batch_discount is None:
         raise NoPrice(f"model '{entry.id}' has no batch price in the catalog; drop "
                       f"{arg('batch', True)}", param="batch")
@@ -108,11 +107,9 @@ def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int =
     return tuple(found)
 
 
-def estimate_cost(
-    entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0, cached_tokens: int = 0,
-    cache_write_tokens: int = 0, reasoning_tokens: int = 0, batch: bool = False,
-    requests: int = 1,
-) -> CostBreakdown:
+def estimate_cost(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
+    cached_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
+    batch: bool = False, requests: int = 1) -> CostBreakdown:
     """The cost of ``requests`` identical requests of the given token counts.
 
     >>> rates = Pricing(input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal(10))

@@ -16,11 +16,9 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 
 from tokcost.errors import UsageError, arg, suggest
 
-__all__ = [
-    "MAX_COUNT", "MAX_SIZE", "OutOfRange", "format_bytes", "format_percent", "format_usd",
-    "parse_context_list", "parse_count", "parse_fraction", "parse_money", "parse_percent",
-    "parse_size", "round_percent", "spec_label", "weight_bits",
-]
+__all__ = ["MAX_COUNT", "MAX_SIZE", "OutOfRange", "format_bytes", "format_percent", "format_usd",
+           "parse_context_list", "parse_count", "parse_fraction", "parse_money", "parse_percent",
+           "parse_size", "round_percent", "spec_label", "weight_bits"]
 
 MAX_COUNT = 10**15  # tokens, lengths, requests: a million times the longest context window
 MAX_SIZE = 2**60  # bytes: 1 EiB, thousands of the largest GPU clusters
@@ -52,10 +50,8 @@ WEIGHT_DTYPE_BITS: dict[str, Decimal] = {
 }
 
 # sign, number, unit; the number's digit grouping is checked by _split.
-_TEXT = re.compile(
-    r"^\s*(?P<sign>[-+]?)\s*(?P<number>(?:[0-9][0-9_,]*(?:\.[0-9]*)?|\.[0-9]+)"
-    r"(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z%¢]*)\s*$"
-)
+_TEXT = re.compile(r"^\s*(?P<sign>[-+]?)\s*(?P<number>(?:[0-9][0-9_,]*(?:\.[0-9]*)?|\.[0-9]+)"
+                   r"(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z%¢]*)\s*$")
 # 8,000 and 8_000 group digits; 1,5 (one and a half in half the world) does not.
 _GROUPED = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)$")
 _NOT_FINITE = re.compile(r"^\s*[-+]?\s*(?:nan|inf|infinity)\s*$", re.IGNORECASE)
@@ -120,9 +116,7 @@ class OutOfRange(UsageError):
 def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why: str) -> UsageError:
     return OutOfRange(
         f"{arg(param)} {_q(text)} is beyond {_power(maximum)}{unit}, more than {why}; check the "
-        "number and its suffix",
-        param=param,
-    )
+        "number and its suffix", param=param)
 
 
 def parse_count(text: str | int | float | Decimal, *, param: str = "count", minimum: int = 0,
@@ -145,22 +139,17 @@ def parse_count(text: str | int | float | Decimal, *, param: str = "count", mini
     if parts is None:
         raise UsageError(
             f"{arg(param)} {_q(text)} is not a count; write a whole number such as 8000, 8k "
-            "(10^3), 8Ki (2^10), 1.5M or 1e6",
-            param=param,
-        )
+            "(10^3), 8Ki (2^10), 1.5M or 1e6", param=param)
     negative, value, suffix = parts
     key = suffix.lower()
     if key not in COUNT_SUFFIXES:
         if key in SIZE_UNITS:
             raise UsageError(
                 f"{arg(param)} {_q(text)} is a size; {arg(param)} is a count such as 8k or 8Ki",
-                param=param,
-            )
+                param=param)
         raise UsageError(
             f"{arg(param)} {_q(text)} has an unknown suffix '{suffix}'; use k, M, B, T (powers of "
-            "1000) or Ki, Mi, Gi, Ti (powers of 1024), or none",
-            param=param,
-        )
+            "1000) or Ki, Mi, Gi, Ti (powers of 1024), or none", param=param)
     try:
         value *= COUNT_SUFFIXES[key]
     except ArithmeticError:  # an exponent beyond Decimal's range
@@ -205,8 +194,7 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
     if parts is None:
         raise UsageError(
             f"{arg(param)} {_q(text)} is not a size; write a number with a unit such as {example}",
-            param=param,
-        )
+            param=param)
     negative, value, unit = parts
     shown = str(text).strip()
     number = shown[: len(shown) - len(unit)].strip() if unit else shown
@@ -220,22 +208,18 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
         # A GPU memory of "80" is surely not 80 bytes: ask instead of computing nonsense.
         raise UsageError(
             f"{arg(param)} {_q(shown)} has no unit; write {number}GB (10^9 bytes) or {number}GiB "
-            "(2^30 bytes); a bare number is a byte count only from 1048576 (1 MiB) up",
-            param=param,
+            "(2^30 bytes); a bare number is a byte count only from 1048576 (1 MiB) up", param=param,
         )
     if key in ("k", "m", "g", "t", "p", "e"):
         up = key.upper()
         raise UsageError(
             f"{arg(param)} {_q(shown)} is ambiguous; write {number}{up}B (powers of 1000) or "
-            f"{number}{up}iB (powers of 1024)",
-            param=param,
-        )
+            f"{number}{up}iB (powers of 1024)", param=param)
     if key and key not in SIZE_UNITS:
         hint = suggest(key, [u.lower() for u in _UNIT_SPELLING])
         raise UsageError(
             f"{arg(param)} has unknown unit '{unit}'{hint}; use one of {', '.join(_UNIT_SPELLING)}",
-            param=param,
-        )
+            param=param)
     try:
         exact = value * SIZE_UNITS.get(key, 1)
     except ArithmeticError:
@@ -264,11 +248,8 @@ def parse_context_list(text: str, *, param: str = "context") -> list[int]:
 
 
 _CURRENCY = re.compile(r"[€£¥₹]|\b(?:EUR|GBP|JPY|CHF|CNY|INR)\b", re.IGNORECASE)
-_MONEY = re.compile(
-    r"^\s*(?P<sign>[-+]?)\s*(?P<dollar>US\$|\$)?\s*(?P<sign2>[-+]?)\s*(?P<rest>.*?)"
-    r"\s*(?:USD)?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
+_MONEY = re.compile(r"^\s*(?P<sign>[-+]?)\s*(?P<dollar>US\$|\$)?\s*(?P<sign2>[-+]?)\s*(?P<rest>.*?)"
+                    r"\s*(?:USD)?\s*$", re.IGNORECASE | re.DOTALL)
 _MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
                    "c": Decimal("0.01"), "¢": Decimal("0.01")}
 
@@ -295,9 +276,7 @@ write $5 or 5
             number = re.sub(r"[^0-9.,_]", "", shown) or "5"
             raise UsageError(
                 f"{arg(param)} {_q(shown)} is not in US dollars; tokcost prices are USD: write "
-                f"${number} or {number}",
-                param=param,
-            )
+                f"${number} or {number}", param=param)
         match = _MONEY.match(shown)
         assert match is not None  # the pattern matches any text
         if match.group("dollar") and match.group("rest")[-1:] in ("c", "C", "¢"):
@@ -312,9 +291,7 @@ write $5 or 5
     if parts is None or parts[2].lower() not in _MONEY_SUFFIXES:
         raise UsageError(
             f"{arg(param)} {_q(shown)} is not an amount; write US dollars such as 0.05, $0.05, "
-            "$1.2k or 5c (cents)",
-            param=param,
-        )
+            "$1.2k or 5c (cents)", param=param)
     negative, value, suffix = parts
     if negative and value:
         raise UsageError(f"{arg(param)} must not be negative, got {_q(shown)}", param=param)
@@ -377,11 +354,8 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     >>> format_bytes(131072), format_bytes(819200, binary=False), format_bytes(2**60)
     ('128 KiB', '819.2 KB', '1 EiB')
     """
-    base, units = (
-        (1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"])
-        if binary
-        else (1000, ["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"])
-    )
+    base, units = ((1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]) if binary
+                   else (1000, ["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"]))
     value = float(n)
     for unit in units:
         # Switch units at 1000 so a table never shows "1000 MiB" for 0.98 GiB.
@@ -473,10 +447,8 @@ def weight_bits(dtype: str) -> Decimal:
     """Bits per parameter of a weights dtype (``bf16`` -> 16, ``mxfp4`` -> 4.25)."""
     key = dtype.lower()
     if key not in WEIGHT_DTYPE_BITS:
-        raise UsageError(
-            f"unknown weights dtype '{dtype}'{suggest(key, WEIGHT_DTYPE_BITS)}; "
-            f"use one of {', '.join(WEIGHT_DTYPE_BITS)}"
-        )
+        raise UsageError(f"unknown weights dtype '{dtype}'{suggest(key, WEIGHT_DTYPE_BITS)}; use "
+                         f"one of {', '.join(WEIGHT_DTYPE_BITS)}")
     return WEIGHT_DTYPE_BITS[key]
 
 

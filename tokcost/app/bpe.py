@@ -90,8 +90,7 @@ class BPETrainResult(TrainResult):
             "seconds_pretokenize": round(self.seconds_pretokenize, 3),
             "seconds_merge": round(self.seconds_merge, 3), "exhausted": self.exhausted,
             "outputs": [str(p) for p in self.outputs], "skipped": list(map(asdict, self.skipped)),
-            "invalid_utf8_bytes": dict(self.invalid_utf8_bytes),
-        }
+            "invalid_utf8_bytes": dict(self.invalid_utf8_bytes)}
 
 
 def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> BPETrainResult:
@@ -107,8 +106,7 @@ def train_bpe(request: BPETrainRequest, progress: ProgressFn | None = None) -> B
 
 
 def train_inputs(files: Sequence[str], config: TrainerConfig, runner: Runner,
-                 progress: ProgressFn | None = None, *,
-                 stdin: BinaryIO | None = None) -> BPETrainResult:
+    progress: ProgressFn | None = None, *, stdin: BinaryIO | None = None) -> BPETrainResult:
     """Pre-tokenize ``files`` on ``runner`` under the input policy, then learn the merges."""
     inputs = TrainingInputs.scan(files, stdin, runner)
     started = time.perf_counter()
@@ -348,8 +346,7 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
             pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
             vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
             special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {},
-            max_token_bytes=None,
-        )
+            max_token_bytes=None)
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     return BPEInspectResult(
@@ -357,11 +354,9 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
         pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
         mergeable_tokens=len(ranks), merges=len(m.merges),
         special_tokens=special_tokens_by_id(m.special_tokens.items()),
-        max_token_bytes=max(len(b) for b in ranks),
-        longest_tokens=tuple(show(b) for b in longest),
+        max_token_bytes=max(len(b) for b in ranks), longest_tokens=tuple(show(b) for b in longest),
         first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)
-                           for a, b, c in m.merges[:request.top]),
-    )
+                           for a, b, c in m.merges[:request.top]))
 
 
 @dataclass(frozen=True, kw_only=True)

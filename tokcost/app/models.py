@@ -23,10 +23,8 @@ if TYPE_CHECKING:
     from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
-__all__ = [
-    "ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus", "list_models",
-    "show_model", "sync_prices", "validate_catalog",
-]
+__all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus", "list_models",
+           "show_model", "sync_prices", "validate_catalog"]
 
 
 @dataclass(frozen=True)
@@ -210,8 +208,7 @@ def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfM
 
 
 def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
-                  catalog: Catalog, needs_weights: bool = False
-                  ) -> tuple[ModelEntry, HfModel | None]:
+    catalog: Catalog, needs_weights: bool = False) -> tuple[ModelEntry, HfModel | None]:
     """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
     and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
     if config is not None and model is not None:

@@ -74,8 +74,7 @@ class PriceResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.breakdown.to_dict(), "input_counted_from_files":
-                self.input_counted_from_files, "exact": self.exact,
-                "warnings": list(self.warnings)}
+                self.input_counted_from_files, "exact": self.exact, "warnings": list(self.warnings)}
 
 
 def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResult:

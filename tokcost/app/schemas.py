@@ -25,8 +25,7 @@ class SchemaDocument(str, Enum):
 
 _TITLES = {
     SchemaDocument.CATALOG: "tokcost catalog (models.yaml)",
-    SchemaDocument.BUDGETS: "tokcost budgets (tokcost.yaml, or [tool.tokcost] in pyproject.toml)",
-}
+    SchemaDocument.BUDGETS: "tokcost budgets (tokcost.yaml, or [tool.tokcost] in pyproject.toml)"}
 
 
 def json_schema(document: SchemaDocument | str) -> dict[str, Any]:

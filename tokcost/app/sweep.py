@@ -178,25 +178,21 @@ class BPESweepPoint:
         def ratio(x: float | None) -> float | None:
             return None if x is None else round(x, 6)
 
-        return {
-            "label": self.label, "spec": self.spec, "exact": self.exact,
-            "vocab_size": self.vocab_size, "requested_vocab_size": self.requested_vocab_size,
-            "merges": self.merges, "exhausted": self.exhausted, "tokens": self.total_tokens,
-            "tokens_per_byte": ratio(self.tokens_per_byte),
-            "tokens_per_char": ratio(self.tokens_per_char),
-            "vs_reference": ratio(self.vs_reference),
-            "embedding_params": self.embedding_params, "output_params": self.output_params,
-            "attention_flops_per_document": round(self.attention_flops_per_document),
-            "kv_bytes_per_document": round(self.kv_bytes_per_document),
-            "unused": self.unused, "unused_share": ratio(self.unused_share),
-            "unused_learned_share": ratio(self.unused_learned_share),
-            "documents": [
-                {"name": d.name, "tokens": n,
-                 "tokens_per_byte": ratio(n / d.bytes if d.bytes else 0.0),
-                 "tokens_per_char": ratio(n / d.chars if d.chars else 0.0)}
-                for d, n in zip(documents, self.tokens, strict=True)
-            ],
-        }
+        return {"label": self.label, "spec": self.spec, "exact": self.exact,
+                "vocab_size": self.vocab_size, "requested_vocab_size": self.requested_vocab_size,
+                "merges": self.merges, "exhausted": self.exhausted, "tokens": self.total_tokens,
+                "tokens_per_byte": ratio(self.tokens_per_byte),
+                "tokens_per_char": ratio(self.tokens_per_char),
+                "vs_reference": ratio(self.vs_reference),
+                "embedding_params": self.embedding_params, "output_params": self.output_params,
+                "attention_flops_per_document": round(self.attention_flops_per_document),
+                "kv_bytes_per_document": round(self.kv_bytes_per_document),
+                "unused": self.unused, "unused_share": ratio(self.unused_share),
+                "unused_learned_share": ratio(self.unused_learned_share), "documents": [
+                    {"name": d.name, "tokens": n,
+                     "tokens_per_byte": ratio(n / d.bytes if d.bytes else 0.0),
+                     "tokens_per_char": ratio(n / d.chars if d.chars else 0.0)}
+                    for d, n in zip(documents, self.tokens, strict=True)]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,8 +235,7 @@ class BPESweepResult:
             "knee": {"vocab_size": self.knee, "gain": self.knee_gain,
                      "rule": KNEE_RULE.format(gain=self.knee_gain * 100)},
             "plot": str(self.plot) if self.plot else None,
-            "skipped": list(map(asdict, self.skipped)), "warnings": list(self.warnings),
-        }
+            "skipped": list(map(asdict, self.skipped)), "warnings": list(self.warnings)}
 
 
 def _width(request: BPESweepRequest) -> _Width:
@@ -362,9 +357,8 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
     if trained.exhausted:
         same = ", ".join(str(p.requested_vocab_size) for p in points if p.exhausted)
         all_notes.append(TokcostError(
-            f"the corpus ran out of pairs at {trained.model.n_tokens} tokens: "
-            f"{arg('vocab_sizes')} {same} are that vocabulary; train on more text",
-            related=("vocab_sizes",)))
+            f"the corpus ran out of pairs at {trained.model.n_tokens} tokens: {arg('vocab_sizes')} "
+            f"{same} are that vocabulary; train on more text", related=("vocab_sizes",)))
     result = BPESweepResult(
         sizes=tuple(points), references=references, documents=tuple(docs), width=width,
         knee=next((p.requested_vocab_size for p in distinct if p.vocab_size == found), None),

@@ -80,17 +80,13 @@ def export_hf(model: BPEModel, path: str | Path, *, force: bool = False) -> list
              for text, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])]
     split = {"type": "Split", "pattern": {"Regex": hf_pattern(model.pattern)},
              "behavior": "Isolated", "invert": False}
-    doc = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, _BYTE_LEVEL]},
-        "post_processor": None, "decoder": _BYTE_LEVEL,
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": True, "vocab": vocab,
-            "merges": [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)],
-        },
-    }
+    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None,
+           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, _BYTE_LEVEL]},
+           "post_processor": None, "decoder": _BYTE_LEVEL, "model": {
+               "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+               "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+               "ignore_merges": True, "vocab": vocab,
+               "merges": [[decoder[a], decoder[b]] for _, a, b in hf_merges(model)]}}
     write_files_atomic({p: json.dumps(doc, ensure_ascii=False) + "\n"})
     return [p]

@@ -391,9 +391,8 @@ def count_pieces(shard: Sequence[Piece], spec: PretokenizeSpec,
 
 
 def pretokenize_files(files: Sequence[tuple[str, int]], spec: PretokenizeSpec, runner: Runner, *,
-                      read: Callable[..., Counter[str]] = count_pieces,
-                      progress: ProgressFn | None = None,
-                      into: Counter[str] | None = None) -> Counter[str]:
+    read: Callable[..., Counter[str]] = count_pieces, progress: ProgressFn | None = None,
+    into: Counter[str] | None = None) -> Counter[str]:
     """Map ``read`` over shards of ``(path, size)`` files on ``runner`` and merge the tables
     (and their notes: ``add_notes``) into ``into``; one worker here reads straight into it."""
     counts: Counter[str] = Counter() if into is None else into

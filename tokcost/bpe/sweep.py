@@ -22,9 +22,8 @@ def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
     merges (all of them when it ran out of pairs first)."""
     check_sizes([vocab_size], len(model.special_tokens))
     if model.merges == () and model.n_tokens > 256 + len(model.special_tokens):
-        raise UsageError(f"{arg('model')} must be one tokcost trained (this one has no merges: "
-                         f"an imported rank file); train one with tokcost.train_bpe",
-                         param="model")
+        raise UsageError(f"{arg('model')} must be one tokcost trained (this one has no merges: an "
+                         "imported rank file); train one with tokcost.train_bpe", param="model")
     if vocab_size >= model.n_tokens:
         return model
     cut = 0

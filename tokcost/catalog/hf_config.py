@@ -17,28 +17,21 @@ from tokcost.errors import InputError
 # three; MistralConfig.sliding_window, Qwen3NextConfig.full_attention_interval.
 _DEFAULTS: dict[str, dict[str, int]] = {
     "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072,
-                    "sliding_window_pattern": 6},
-    "mistral": {"sliding_window": 4096},
-    "qwen3_next": {"full_attention_interval": 4},
-}
+                    "sliding_window_pattern": 6}, "mistral": {"sliding_window": 4096},
+    "qwen3_next": {"full_attention_interval": 4}}
 # Sliding and full layers alternate, layer 0 sliding (Gemma2Config, GptOssConfig).
 _ALTERNATING = frozenset({"gemma2", "gpt_oss"})
 # Attention tokcost cannot describe: a wrong estimate is worse than none.
-_UNSUPPORTED = {
-    "falcon_h1": "runs attention and Mamba side by side in every layer",
-    "llama4": "uses chunked local attention (attention_chunk_size)",
-    "llama4_text": "uses chunked local attention (attention_chunk_size)",
-}
+_UNSUPPORTED = {"falcon_h1": "runs attention and Mamba side by side in every layer",
+                "llama4": "uses chunked local attention (attention_chunk_size)",
+                "llama4_text": "uses chunked local attention (attention_chunk_size)"}
 # GPT-2-style names (transformers' attribute_map).
-_ALIASES = {
-    "num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
-    "hidden_size": ("n_embd", "d_model"),
-    "max_position_embeddings": ("n_positions", "max_sequence_length", "seq_length"),
-}
+_ALIASES = {"num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
+            "hidden_size": ("n_embd", "d_model"),
+            "max_position_embeddings": ("n_positions", "max_sequence_length", "seq_length")}
 _LAYER_TYPES: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "global": "full", "sliding_attention": "sliding",
-    "local": "sliding", "linear_attention": "linear", "mamba": "linear", "mamba2": "linear",
-}
+    "local": "sliding", "linear_attention": "linear", "mamba": "linear", "mamba2": "linear"}
 FULL: LayerKind = "full"
 SLIDING: LayerKind = "sliding"
 LINEAR: LayerKind = "linear"
@@ -86,10 +79,8 @@ class ConfigFields:
         return value
 
 
-def architecture_from_config(
-    config: Mapping[str, Any], *, where: str, weights: WeightsSummary | None = None,
-    source: str | None = None,
-) -> Architecture:
+def architecture_from_config(config: Mapping[str, Any], *, where: str,
+    weights: WeightsSummary | None = None, source: str | None = None) -> Architecture:
     """The ``Architecture`` a config.json describes; ``weights``: exact bytes and parameters."""
     f = ConfigFields(config, where)
     if f.model_type in _UNSUPPORTED:
@@ -131,8 +122,7 @@ def architecture_from_config(
         weights_bytes=(w.bytes or None) if w else None, experts=experts,
         experts_per_token=per_token,
         expert_weights_bytes=w.expert_bytes if w and experts and w.expert_bytes else None,
-        attention=attention, source=source,
-    )
+        attention=attention, source=source)
 
 
 def context_window(config: Mapping[str, Any], *, where: str) -> int | None:

@@ -175,9 +175,8 @@ def _duplicate_keys(name: str, node: Any, model: str | None = None) -> list[Prob
             if key_name == "id" and isinstance(value, yaml.ScalarNode):
                 model = str(value.value)
             if key_name in seen:
-                found.append(Problem(name, (), model, key_name, "key written twice in one "
-                                     "mapping; YAML would keep only the last",
-                                     key.start_mark.line + 1))
+                found.append(Problem(name, (), model, key_name, "key written twice in one mapping; "
+                                     "YAML would keep only the last", key.start_mark.line + 1))
             seen.add(key_name)
         children = [value for _, value in node.value]
     return found + [p for child in children for p in _duplicate_keys(name, child, model)]

@@ -44,8 +44,7 @@ class Catalog:
     _index: _Index = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @classmethod
-    def build(
-        cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
+    def build(cls, models: Iterable[ModelEntry], gpus: Iterable[Gpu], files: Iterable[Path] = ()
     ) -> Catalog:
         """Raises ``CatalogError`` on a name claimed twice; lends ``tokenizer: model:ID``."""
         models, gpus, files = tuple(models), tuple(gpus), tuple(files)
@@ -117,8 +116,7 @@ class Catalog:
         else:
             hint = suggest(name, names) or suggest(gpu_key(name), {gpu_key(n): n for n in names})
         raise GpuNotFound(f"unknown GPU '{name}'{hint}; name one the catalog lists, or give its "
-                          f"memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)",
-                          param="gpu_memory")
+                          f"memory as {arg('gpu_memory', 'SIZE')} (e.g. 80GiB)", param="gpu_memory")
 
     def gpu_candidates(self, name: str) -> tuple[Gpu, ...]:
         """The GPUs whose name or an alias begins with ``name`` (none for ``""``)."""

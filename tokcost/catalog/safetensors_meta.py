@@ -20,8 +20,7 @@ MAX_HEADER_BYTES = 100_000_000
 DTYPE_BITS: dict[str, int] = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
     "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
-    "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
-}
+    "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
 _DAMAGED = "the file is damaged or not safetensors: download it again"
 
 

@@ -159,15 +159,13 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
     "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate", "tokcost.cli.kvmem_quality"),
               "KV-cache memory: estimate per engine and GPU, simulate paging, measure cache "
-              "policies."),
-    "models": (("tokcost.cli.models",),
+              "policies."), "models": (("tokcost.cli.models",),
                "The model catalog: list, show, validate, sync prices, import a model."),
     "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),
     "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
     "generate": (("tokcost.cli.generate",),
                  "Run the numpy reference transformer with a real KV cache."),
-    "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt."),
-}
+    "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
 
 # Loaded commands, per process: registering twice would add `kvmem simulate` twice.
 _loaded: dict[str, Any] = {}

@@ -36,8 +36,7 @@ HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # Hints only a CLI can give: the command that lists what the user can choose from.
 _LIST_HINTS: tuple[tuple[type[TokcostError], str], ...] = (
     (ModelNotFound, "`tokcost models list` shows the ids"),
-    (GpuNotFound, "`tokcost models list --gpus` lists them"),
-)
+    (GpuNotFound, "`tokcost models list --gpus` lists them"))
 
 
 class StdoutFailed(TokcostError):
@@ -157,8 +156,7 @@ def _flag(param: Any) -> tuple[str, str | None]:
         # "IDS..." in usage; in a sentence, the name alone ("(IDS run 0..N)")
         return str(param.human_readable_name).removesuffix("..."), None
     longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
-    negative = next((o for o in getattr(param, "secondary_opts", []) if o.startswith("--")),
-                    None)
+    negative = next((o for o in getattr(param, "secondary_opts", []) if o.startswith("--")), None)
     return longs[0], negative
 
 

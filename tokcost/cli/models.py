@@ -19,8 +19,7 @@ from tokcost.units import format_bytes, format_usd
 models_app = App(
     name="models",
     help="The model catalog: list, show, validate, sync prices, import a Hugging Face model.",
-    no_args_is_help=True,
-)
+    no_args_is_help=True)
 
 
 def _note(text: str, **style: Any) -> None:
@@ -104,9 +103,7 @@ Examples:
 @models_app.command("show", epilog=SHOW_EPILOG)
 def show(
     model: Annotated[str, typer.Argument(metavar="MODEL", help="Model id, alias or dated id.")],
-    json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    json_out: JsonOpt = False, catalog: CatalogOpt = None) -> None:
     """Everything the catalog knows about one model."""
     details = tokcost.show_model(model, catalog=catalog)
     entry, data = details.entry, details.to_dict()
@@ -168,8 +165,7 @@ def _show_pricing(p: dict[str, Any]) -> None:
     out.print(f"  pricing: {', '.join(parts)}")
     if p["batch_discount"]:
         scope = " (cache included)" if p["batch_discount_cache"] else ""
-        out.print(f"  batch discount: {(Decimal(p['batch_discount']) * 100).normalize():f}%"
-                  f"{scope}")
+        out.print(f"  batch discount: {(Decimal(p['batch_discount']) * 100).normalize():f}%{scope}")
     for t in p["tiers"]:
         rates = ", ".join(f"{k.replace('_', ' ')} {_rate(v)}" for k, v in t.items()
                           if k not in ("above_input_tokens", "applies_to") and v is not None)

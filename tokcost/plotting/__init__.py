@@ -22,8 +22,7 @@ def check_plot_path(path: Path, *, force: bool = False) -> None:
         raise UsageError(f"{arg('plot')} needs a .png, .svg or .pdf file name, got "
                          f"'{path.name}'", param="plot", value=path)
     if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass {arg('force', True)} to overwrite it",
-                         param="force")
+        raise UsageError(f"{path} exists; pass {arg('force', True)} to overwrite it", param="force")
     ensure_writable(path)  # a missing or read-only folder, tried by writing there
 
 
