@@ -1,10 +1,5 @@
-"""The attention use case: run a prompt through the reference model and score every head.
-
-One forward pass over the prompt with the full attention matrices kept (every layer,
-every query head, every query position); ``tokcost.reference.attention_stats`` turns each
-layer's (heads, T, T) weights into its scores and names the heads that pass its
-thresholds. A plot draws chosen heads as heat maps (matplotlib, optional). Nothing is
-printed; the result's ``to_dict()`` is the ``--json`` document.
+"""The attention use case: one forward pass over a prompt with the full attention matrices
+kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads plotted.
 
 >>> parse_head("L3H5", layers=4, heads=8)
 (3, 5)
@@ -33,9 +28,8 @@ MAX_PLOTTED = 16
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionRequest(PromptRequest):
-    """Score every head of the ``source`` model on ``prompt`` (at least 2 tokens, at most
-    the context window). ``plot`` writes heat maps of ``heads`` (``L3H5``; none named:
-    every head of a model with at most 16, else the notable ones)."""
+    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads``
+    (``L3H5``; none named: every head of a small model, else the notable ones)."""
 
     source: ModelSource = field(default_factory=ModelSource)
     plot: str | Path | None = None
@@ -65,13 +59,8 @@ class NotableHead:
 
 @dataclass(frozen=True)
 class AttentionResult:
-    """Every head's scores for one prompt, the notable heads, and what was plotted.
-
-    ``tokens`` is each prompt id decoded alone (position i is ``tokens[i]``); ``maps``
-    holds the attention weights, per layer (heads, T, T), for plots and callers (not in
-    ``to_dict``); ``layer_kinds`` says per layer ``full`` or ``sliding`` (a sliding layer
-    sees its window's newest keys only, and its scores are over that window).
-    """
+    """Every head's scores for one prompt, the notable heads, and what was plotted;
+    ``tokens``: each id decoded alone; ``maps``: per layer (heads, T, T), not in ``to_dict``."""
 
     model: str
     weights: str
@@ -168,8 +157,8 @@ def attention(request: AttentionRequest) -> AttentionResult:
 
 def _plotted(result: AttentionResult, chosen: list[tuple[int, int]], plot: Path,
              force: bool) -> AttentionResult:
-    """``result`` with its heads drawn to ``plot``: the ``chosen`` ones, else every head
-    of a small model, else the notable ones (at most ``MAX_PLOTTED``)."""
+    """``result`` with its ``chosen`` heads (else every head of a small model, else the
+    notable ones) drawn to ``plot``."""
     from tokcost.plotting.attention import plot_attention
 
     if not chosen:

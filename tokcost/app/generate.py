@@ -1,9 +1,5 @@
-"""The generate use case: continue a prompt with the numpy reference transformer.
-
-``generate`` loads the request's model, tokenizes the prompt, runs the loop with a real
-KV cache and sets what the cache holds beside what ``kvmem estimate`` predicts. The
-request's ``on_start`` (the prompt tokenized) and ``on_step`` (every new token, decoded)
-let a caller watch; nothing is printed.
+"""The generate use case: continue a prompt with the numpy reference transformer and set
+what its real KV cache holds beside what ``kvmem estimate`` predicts.
 
 >>> r = generate(GenerateRequest.of(prompt="The baker", max_new_tokens=2))
 >>> r.cache, len(r.samples[0].token_ids), r.kv_cache.matches
@@ -35,8 +31,7 @@ Estimate = Callable[..., int]  # tokens, block_size=..., batch=... -> bytes (kvm
 
 @dataclass(frozen=True)
 class GenerationStart:
-    """The model and prompt, once tokenized and before the first token: ``prompt_tokens``
-    each id decoded alone, ``prompt_text`` all of them (what a stream echoes first)."""
+    """The model and the tokenized prompt (each id decoded alone, and all of them)."""
 
     model: str
     weights: str
@@ -52,11 +47,9 @@ class GenerationStart:
 
 @dataclass(frozen=True, kw_only=True)
 class GenerateRequest(PromptRequest):
-    """Continue ``prompt`` with the ``source`` model: ``sampling`` (``n`` samples of
-    ``max_new_tokens``), the KV cache ``kv``. ``explain`` keeps every step with its
-    ``top_candidates`` and where each head attends; ``chat`` sends the prompt as one user
-    message through the checkpoint's chat template. The sampling seed also seeds random
-    weights unless the source has its own.
+    """Continue ``prompt`` with the ``source`` model; ``explain`` keeps every step, ``chat``
+    sends the prompt through the checkpoint's chat template, and the sampling seed seeds
+    random weights too. ``on_start`` and ``on_step`` let a caller watch.
 
     >>> r = GenerateRequest.of(prompt="Hi", temperature="0.8", max_new_tokens="1k")
     >>> r.sampling.max_new_tokens, r.sampling.temperature
@@ -99,11 +92,9 @@ class GeneratedSample:
 
 @dataclass(frozen=True, kw_only=True)
 class KVCacheUse:
-    """What the cache held at the end, beside what ``kvmem estimate`` predicts for all
-    samples without sharing. Contiguous caches add ``tokens_reserved`` (prompt + new - 1
-    slots per sample); paged ones ``estimate_bytes_per_sample`` and ``saved_by_sharing``."""
+    """What the cache held at the end, beside ``kvmem estimate`` for all samples unshared;
+    the last three fields are one cache kind's (in the --json document's order)."""
 
-    # In the --json document's order; the three fields of one cache kind only appear there.
     tokens: int
     bytes: int
     bytes_per_sample: int
@@ -123,7 +114,7 @@ class KVCacheUse:
 
 @dataclass(frozen=True)
 class GenerateResult:
-    """A finished generation: the samples, the cache they filled, and (explain) every step."""
+    """The samples, the cache they filled, and (explain) every step."""
 
     model: str
     weights: str
@@ -193,7 +184,6 @@ def generate(request: GenerateRequest) -> GenerateResult:
 
 
 def _templated(request: GenerateRequest, loaded: Loaded) -> str:
-    """The prompt, through the checkpoint's chat template when the request asks."""
     if not request.chat:
         return request.text
     from tokcost.reference.chat_template import read_template, render
@@ -205,14 +195,12 @@ def _templated(request: GenerateRequest, loaded: Loaded) -> str:
 
 def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: Estimate,
            kept: list[Step]) -> Callable[[Step], None]:
-    """The loop's ``on_step``: each step decoded, beside the estimate for the cache it
-    filled, for the request's ``on_step`` and (explain) kept in ``kept``."""
+    """The loop's ``on_step``: each step decoded with its estimate, (explain) kept in ``kept``."""
     kv, n = request.kv, request.sampling.n
     reserved = len(ids) + request.sampling.max_new_tokens - 1
     seqs = [list(ids) for _ in range(n)]  # each sample's ids before its newest token
 
     def predict(tokens: int) -> int:
-        """kvmem estimate for what the cache holds after ``tokens`` tokens, all samples."""
         if kv.cache is CacheMode.NONE:
             return 0
         if kv.cache is CacheMode.CONTIGUOUS:
@@ -234,7 +222,7 @@ def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: E
 
 def _decoded(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate: int
              ) -> Step:
-    """``step`` with its tokens decoded; ``seq`` is the sample's ids before this one."""
+    """``step`` decoded; ``seq`` is the sample's ids before it."""
     def piece(position: int) -> str | None:
         return tok.decode([seq[position]]) if position < len(seq) else None
 
@@ -247,7 +235,6 @@ def _decoded(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estima
 
 
 def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheUse:
-    """What the cache holds at the end, beside what ``kvmem estimate`` predicts for it."""
     tokens, mode = result.cache_tokens, result.kv.cache
     held = KVCacheUse(tokens=tokens, bytes=result.cache_bytes,
                       bytes_per_sample=result.cache_bytes_per_sample,
@@ -256,16 +243,14 @@ def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheU
     if mode is CacheMode.NONE or tokens == 0:
         return held
     if mode is CacheMode.CONTIGUOUS:
-        # The contiguous cache reserves prompt + new tokens for every sample.
         reserved = result.cache_reserved_tokens
         predicted = int(estimate(reserved, batch=n))
         return replace(held, estimate_bytes=predicted,
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
     per_sample = int(estimate(tokens, block_size=result.kv.block_size))
     own = result.cache_bytes_per_sample
-    # One sample's blocks: exactly the estimate; with sliding layers at most it (the
-    # estimate counts the window's worst alignment on blocks). n samples hold less than
-    # n of them, by the shared prompt blocks.
+    # One sample's blocks: the estimate; with sliding layers at most it (the estimate
+    # counts the window's worst alignment); n samples hold less, by the shared blocks.
     fits = own <= per_sample if result.sliding_window is not None else own == per_sample
     return replace(held, estimate_bytes=per_sample * n, estimate_bytes_per_sample=per_sample,
                    matches=fits and result.cache_bytes <= own * n,

@@ -1,9 +1,5 @@
-"""``kvmem quality``: what quantizing or evicting the KV cache costs a running model.
-
-Teacher-forced decoding of a held-out text on the reference model, once with the full
-float32 cache and once per policy: perplexity, top-1 agreement and KL divergence against
-the full cache, the bytes each cache really held (checked against the memory model's
-``policy_bytes``) and, on a GPU, the sequences the saving lets the memory model fit.
+"""``kvmem quality``: what quantizing or evicting the KV cache costs a running model, scored
+against the full cache (``tokcost.reference.quality``) and, on a GPU, what it lets fit.
 """
 
 from __future__ import annotations
@@ -38,8 +34,8 @@ HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each 
 
 @dataclass(frozen=True, kw_only=True)
 class Policies:
-    """The cache policies to measure (``tokcost.memory.cache_policy.parse_policy`` specs,
-    a comma list or several; None: ``DEFAULT_POLICIES``) and the quantizers' settings."""
+    """The cache policies to measure (``parse_policy`` specs, comma lists; None: the
+    defaults) and the quantizers' settings."""
 
     policies: Sequence[str] | None = None
     residual: int = 128
@@ -69,11 +65,9 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Parts):
-    """Measure the ``cache_policies`` with a trained ``source`` model on the first
-    ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the held-out
-    part of the shipped prose corpora), prefilling ``prompt`` tokens (default an eighth).
-    With ``gpu`` (full-attention models only), the sequences of ``context`` tokens
-    (default: the model's window) each policy lets the memory model fit."""
+    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (a
+    path, ``-`` for ``stdin``; None: the held-out corpora), prefilling ``prompt`` tokens;
+    with ``gpu``, the sequences of ``context`` tokens each policy fits."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)
@@ -110,7 +104,6 @@ class QualityRequest(Parts):
 
 @dataclass(frozen=True)
 class QualityRow:
-    """One policy's quality and memory."""
 
     policy: str
     quality: PolicyQuality
@@ -127,14 +120,10 @@ class QualityRow:
         }
 
 
-_NOTE_PARAMS = ("residual",)  # what the notes name (placeholders, as errors write them)
-
-
 @dataclass(frozen=True)
 class QualityResult:
-    """Every policy against the full cache. ``note_templates`` name parameters through
-    placeholders: ``notes`` spells them as the API does, ``render_notes`` as a caller's
-    ``words`` do (the CLI's flags)."""
+    """Every policy against the full cache; ``note_templates`` name parameters through
+    placeholders, which ``render_notes`` spells in a caller's ``words``."""
 
     model: str
     text: str  # where the text came from
@@ -154,11 +143,10 @@ class QualityResult:
         return tuple(self.render_notes())
 
     def render_notes(self, words: Words | None = None) -> list[str]:
-        errors = (TokcostError(t, related=_NOTE_PARAMS) for t in self.note_templates)
+        errors = (TokcostError(t, related=("residual",)) for t in self.note_templates)
         return [e.render(words) if words else e.render() for e in errors]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``kvmem quality --json`` document (keys in the README)."""
         concurrency = self.baseline_concurrency
         return {
             "model": self.model, "text": self.text, "tokens": self.tokens,
@@ -173,8 +161,7 @@ class QualityResult:
 
 
 def held_out_text() -> str:
-    """The text no tiny-ref weight has seen: the last 10% of the lines of every shipped
-    prose corpus (scripts/train_tiny_ref.py trained on the rest), English first."""
+    """The last 10% of the lines of every shipped prose corpus, English first."""
     from tokcost.inflation import builtin_dir
 
     files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
@@ -186,7 +173,7 @@ def held_out_text() -> str:
 
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:
-    """Measure ``request``'s policies against the full cache (and plot the frontier)."""
+    """Measure ``request``'s policies against the full cache (and plot them)."""
     from tokcost.reference.quality import teacher_forced
     from tokcost.tokenizers import open_catalog
 
@@ -223,30 +210,26 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
 
 
 def _load(request: QualityRequest) -> Loaded:
-    """The model, refused early when it cannot give what the request asks."""
     loaded = request.source.load()
     entry, cfg = loaded.entry, loaded.model.cfg
     if not loaded.trained:
         raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
                            "weights (tiny-ref ships them)")
     if request.gpu is not None and cfg.slides:
-        # The reference caches handle sliding layers (each holds at most its window); the
-        # GPU planner sizes full-attention layers only.
         raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
                          f"sizes full-attention layers only; leave out {arg('gpu')}",
                          param="gpu")
     group = request.cache_policies.kv_group_size
     grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
     if grouped and group < cfg.head_dim and cfg.head_dim % group:
-        # Values are grouped over a head's channels (a group past head_dim is one group of
-        # them all); refused here, before any model work, not in the quantizer.
+        # Values are grouped over a head's channels (a larger group is one group of all).
         raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
                          f"{cfg.head_dim}", param="kv_group_size", value=group)
     return loaded
 
 
 def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:
-    """The first ``max_tokens`` ids of the request's text, and where the text came from."""
+    """The first ``max_tokens`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
 
@@ -272,7 +255,6 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
 
 def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
              policy: CachePolicy, base: TeacherForced) -> PolicyQuality:
-    """One policy's quality, its bytes checked against the memory model's."""
     from tokcost.reference.quality import evaluate
 
     if request.on_progress:
@@ -286,8 +268,7 @@ def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
 
 
 def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
-    """Why a quantized policy's row equals the full cache: every token it held was in the
-    full-precision residual, or in a key group not yet whole."""
+    """Why a quantized policy's row equals the full cache."""
     quant = policy.quant
     assert quant is not None
     return (f"{policy.name}: none of the {tokens:,} tokens were quantized (the last "
@@ -297,8 +278,8 @@ def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
 
 @dataclass(frozen=True)
 class _Planner:
-    """Sequences of ``context`` tokens that fit the KV memory ``gpu`` leaves, per policy
-    (None: the full cache), for a served model's bf16 cache of this shape."""
+    """Sequences of ``context`` tokens a policy (None: the full cache) fits in the KV memory
+    ``gpu`` leaves, for a served model's bf16 cache of this shape."""
 
     gpu: str
     context: int
@@ -322,7 +303,7 @@ def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> 
                          f"policies plan full-attention layers only", param="gpu")
     ctx = context or entry.context_window or 8192
     gpu_entry = cat.resolve_gpu(gpu)
-    # The reference cache holds float32; a served model would hold its weights' dtype.
+    # A served model holds its weights' dtype, not the reference's float32.
     est = estimate_kv(entry, KvRequest.of(contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16"))
     assert est.fit is not None
     kv_heads, head_dim = attention_shape(arch, entry.id)

@@ -10,19 +10,11 @@ from typing import Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli.checkpoint_options import (
-    MODEL_HELP,
-    ModelDirOpt,
-    WeightsOpt,
-    count_option,
-    read_prompt,
-    warn_replaced,
-    warn_untrained,
-)
+from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
-# The notation of --explain (term, meaning), printed once above its steps and in --help.
+# The notation of --explain, printed once above its steps and in --help.
 LEGEND = (
     ("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
      "--top-p, or its probability rounds to 0)"),
@@ -46,9 +38,7 @@ HEADS_HELP = (
 
 
 def _legend_lines(extra: str, cache: str | None = None) -> list[str]:
-    """LEGEND and a heads line, wrapped for an 80-column terminal; with ``cache``, only
-    the entries that run shows (no block events without the paged cache, no cache line
-    without a cache)."""
+    """LEGEND and a heads line, wrapped for 80 columns; with ``cache``, only what it shows."""
     drop = {"none": {"cache", "paged"}, "contiguous": {"paged"}}.get(cache or "", set())
     entries = [*(e for e in LEGEND if e[0] not in drop), ("heads", extra)]
     return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
@@ -82,55 +72,40 @@ Reading --explain:
 BAR = 20
 
 
-PromptArg = Annotated[
-    str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
-]
-# "[default: tiny-ref]" is rich markup, so the help shows no default (--model-dir may
-# replace the model).
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]", show_default=False)]
-MaxNewOpt = Annotated[
-    int, count_option("--max-new-tokens", "Tokens to generate per sample (32, 1k).")]
-TemperatureOpt = Annotated[
-    float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")]
-TopKOpt = Annotated[int, count_option("--top-k", "Keep the k likeliest (0 = off).")]
-TopPOpt = Annotated[
-    float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed for repeatable sampling.")]
-CacheOpt = Annotated[
-    str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")]
-BlockOpt = Annotated[int, count_option("--block-size", "Tokens per block of the paged cache.")]
-NOpt = Annotated[int, count_option("--n", "Parallel samples sharing the prompt's cache blocks.")]
-ExplainOpt = Annotated[bool, typer.Option(
-    "--explain", help="Show every step: the distribution sampled from, cache blocks, "
-    "attention (notation below).")]
-TopOpt = Annotated[int, count_option("--top", "Candidates shown by --explain.")]
-ChatOpt = Annotated[bool, typer.Option(
-    "--chat-template", help="Send PROMPT as a user message through the checkpoint's chat "
-    "template (tokenizer_config.json).")]
-
-
 def generate(
-    prompt: PromptArg,
-    model: ModelOpt = None,
-    max_new_tokens: MaxNewOpt = 32,
-    temperature: TemperatureOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
-    cache: CacheOpt = "paged",
-    block_size: BlockOpt = 16,
-    n: NOpt = 1,
-    explain: ExplainOpt = False,
-    top_candidates: TopOpt = 5,
-    weights: WeightsOpt = None,
-    model_dir: ModelDirOpt = None,
-    chat: ChatOpt = False,
+    prompt: Annotated[str, typer.Argument(
+        metavar="PROMPT", help="Text to continue ('-' reads stdin).")],
+    # "[default: tiny-ref]" is written out: --model-dir may replace the model.
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]", show_default=False)] = None,
+    max_new_tokens: Annotated[int, ck.count_option(
+        "--max-new-tokens", "Tokens to generate per sample (32, 1k).")] = 32,
+    temperature: Annotated[float, typer.Option(
+        "--temperature", "-T", help="0 = greedy; higher = more random.")] = 0.0,
+    top_k: Annotated[int, ck.count_option("--top-k", "Keep the k likeliest (0 = off).")] = 0,
+    top_p: Annotated[float, typer.Option(
+        "--top-p", help="Keep the smallest set with this mass (1 = off).")] = 1.0,
+    seed: Annotated[int | None, typer.Option(help="Seed for repeatable sampling.")] = None,
+    cache: Annotated[str, typer.Option(
+        help="KV cache: none (recompute), contiguous, paged.")] = "paged",
+    block_size: Annotated[int, ck.count_option(
+        "--block-size", "Tokens per block of the paged cache.")] = 16,
+    n: Annotated[int, ck.count_option(
+        "--n", "Parallel samples sharing the prompt's cache blocks.")] = 1,
+    explain: Annotated[bool, typer.Option("--explain", help="Show every step: the distribution "
+                                          "sampled from, cache blocks, attention (notation "
+                                          "below).")] = False,
+    top_candidates: Annotated[int, ck.count_option("--top", "Candidates shown by --explain.")] = 5,
+    weights: ck.WeightsOpt = None,
+    model_dir: ck.ModelDirOpt = None,
+    chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
+                                       "through the checkpoint's chat template "
+                                       "(tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    data, source = read_prompt(prompt)
+    data, source = ck.read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
 
     def on_start(start: Any) -> None:
@@ -138,7 +113,7 @@ def generate(
         _warn_sampling(n, temperature, top_k, top_p)
         if json_out:
             return
-        warn_untrained(start, "so text is noise")
+        ck.warn_untrained(start, "so text is noise")
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
@@ -158,7 +133,7 @@ def generate(
         catalog=catalog, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
         top_p=top_p, seed=seed, n=n, cache=cache, block_size=block_size, explain=explain,
         top_candidates=top_candidates, chat=chat, on_start=on_start, on_step=on_step)
-    warn_replaced(request)
+    ck.warn_replaced(request)
     result = tokcost.generate(request)
     if json_out:
         print_json(result.to_dict())
@@ -179,7 +154,6 @@ def _print(lines: list[str]) -> None:
 
 
 def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None:
-    """Settings that run but cannot do what they seem to ask: each said once."""
     if temperature == 0 and (top_k or top_p < 1):
         warn("--top-k and --top-p have no effect with greedy decoding (--temperature 0); "
              "set --temperature above 0 to sample")
@@ -263,7 +237,7 @@ def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
 
 
 def _p(p: float) -> str:
-    """A probability in 5 characters; one that can be drawn never reads 0.000."""
+    """A probability in 5 characters; a drawable one never reads 0.000."""
     return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
 
 
@@ -272,10 +246,8 @@ def _s(count: int) -> str:
 
 
 def _event_lines(step: Any, n: int, block: int) -> list[str]:
-    """The paged cache's block events behind this step, one line per kind and holder, in
-    the order they happened: allocations, the prompt's drops (a prompt longer than the
-    window drops old blocks while it is prefilled), shares, copies, the samples' drops.
-    Sliding layers keep their own block table (a KV cache group): their lines say so."""
+    """The step's block events, one line per kind and holder: allocations, the prompt's
+    drops (while it is prefilled), shares, copies, the samples' drops."""
     def span(e: Any) -> str:
         return f"positions {e.block * block}-{e.block * block + block - 1}"
 
@@ -330,7 +302,6 @@ class _Streamer:
         self.shown = 0
 
     def push(self, text: str) -> None:
-        """``text``: the sample's new text so far."""
         if not self.started:
             # The prompt is echoed with the first token, after every input check passed.
             self.started = True

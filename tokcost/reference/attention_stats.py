@@ -1,21 +1,6 @@
-"""What each attention head looks at: a few numbers per head, and names for the clear cases.
-
-The input is one layer's attention weights ``att`` (heads, T, T): row i is the softmax of
-query position i over key positions j <= i (causal). Row 0 only sees itself, so every
-score is the mean over rows i = 1..T-1 (T >= 2):
-
-- ``entropy``: -sum_j a_ij ln a_ij, in nats (0: one key; ln(i+1): uniform);
-  ``entropy_norm`` divides it by ln(i+1), so 1 is an even spread over everything before;
-- ``mean_distance``: sum_j a_ij (i - j), how far back in tokens (1 for a previous-token
-  head); ``relative_distance`` divides it by i (1: all on the first token, 0: on itself);
-- ``first_token`` (a_i0, StreamingLLM's "attention sink"), ``previous_token``
-  (a_i,i-1), ``self_token`` (a_ii);
-- ``duplicate_token``: the mass on earlier positions holding the query's own token id,
-  over the rows that have one (None when no token repeats or no ids were given).
-
-A head earns a label when a score passes its threshold (``THRESHOLDS``): sink,
-previous-token, self, duplicate-token, broad (entropy_norm >= 0.9); a head none of those
-fit is local (mean_distance <= 2) or long-range (relative_distance >= 0.5). Pure numpy.
+"""What each attention head looks at: scores per head over one layer's causal weights
+(heads, T, T), averaged over query rows 1..T-1 (docs/generate.md defines each), and a
+label for each score past its threshold.
 
 >>> import numpy as np
 >>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
@@ -51,7 +36,6 @@ _LABELS = (("sink", "first_token"), ("previous-token", "previous_token"),
            ("self", "self_token"), ("duplicate-token", "duplicate_token"),
            ("broad", "entropy_norm"))
 
-# label -> the words the table uses
 LABEL_TEXT: dict[str, str] = {
     "sink": "sink (most attention on the first token)",
     "previous-token": "previous-token head",
@@ -67,7 +51,7 @@ TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
 
 @dataclass(frozen=True)
 class HeadStats:
-    """The scores of one head (the module docstring defines each), and its labels."""
+    """The scores of one head, and its labels."""
 
     layer: int
     head: int
@@ -95,7 +79,7 @@ class HeadStats:
 
 
 def check_attention(att: NDArray[Any]) -> NDArray[np.float64]:
-    """``att`` as float64 (heads, T, T), or InputError saying what is wrong with it."""
+    """``att`` as float64 (heads, T, T), or InputError saying what is wrong."""
     a = np.asarray(att, dtype=np.float64)
     if a.ndim != 3 or a.shape[1] != a.shape[2]:
         raise InputError(f"attention must have shape (heads, T, T), got {a.shape}")
@@ -121,10 +105,8 @@ def row_entropy(att: NDArray[Any]) -> NDArray[np.float64]:
 
 def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None,
                 window: int | None = None) -> list[HeadStats]:
-    """The scores and labels of every head of one layer; ``ids`` (T token ids) enable
-    ``duplicate_token``. On a sliding-window layer (``window``) query i sees its
-    n_i = min(i + 1, window) newest keys: ``entropy_norm`` is H_i / ln(n_i) and
-    ``relative_distance`` divides by n_i - 1 (a uniform row still scores 1 and 0.5)."""
+    """The scores and labels of every head of one layer; ``ids`` enable ``duplicate_token``.
+    On a sliding layer the norms are over the n_i = min(i + 1, window) keys row i sees."""
     a = check_attention(att)
     t = a.shape[1]
     if ids is not None and len(ids) != t:
@@ -161,8 +143,7 @@ def _ratio(x: NDArray[np.float64], top: NDArray[Any]) -> NDArray[np.float64]:
 
 
 def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | None:
-    """(T-1, T): True where j < i holds the same id as i, for rows i = 1..T-1; None if no
-    token repeats."""
+    """(T-1, T): True where j < i holds row i's id; None if no token repeats."""
     if ids is None:
         return None
     v = np.asarray(ids)
@@ -171,7 +152,7 @@ def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | No
 
 
 def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str, ...]:
-    """The labels ``THRESHOLDS`` give a head with these scores, strongest evidence first."""
+    """The labels ``THRESHOLDS`` give these scores, strongest evidence first."""
     th, given = THRESHOLDS, {**scores, "duplicate_token": duplicate}
     labels = [label for label, score in _LABELS
               if (value := given[score]) is not None and value >= th[score]]

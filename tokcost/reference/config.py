@@ -16,9 +16,7 @@ MAX_PARAMS = 200_000_000
 
 
 class CacheMode(str, Enum):
-    """How generation keeps keys and values: ``none`` recomputes them every step,
-    ``contiguous`` reserves prompt + new tokens per sequence up front, ``paged``
-    allocates blocks on demand and shares the prompt's blocks between samples.
+    """How generation keeps keys and values (docs/generate.md, "Three caches, one answer").
 
     >>> CacheMode.parse("paged") is CacheMode.PAGED
     True
@@ -56,10 +54,8 @@ class CacheSpec:
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """How a checkpoint stretches RoPE past its training length (transformers'
-    ``rope_scaling``): ``linear`` divides every frequency by ``factor``; ``llama3``
-    divides only the low frequencies, blending between ``low_freq_factor`` and
-    ``high_freq_factor`` wavelengths of ``original_max_position_embeddings``."""
+    """transformers' ``rope_scaling``: ``linear`` divides every frequency by ``factor``;
+    ``llama3`` only the low ones, blending between the two wavelength bounds."""
 
     kind: str = "linear"  # "linear" or "llama3"
     factor: float = 1.0
@@ -74,10 +70,8 @@ _SIZES = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "v
 
 @dataclass(frozen=True)
 class RefConfig:
-    """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU.
-
-    The switches after ``kv_dtype`` describe the Hugging Face families
-    (tokcost.reference.hf_checkpoint); their defaults are tiny-ref's plain LLaMA.
+    """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU; the
+    switches after ``kv_dtype`` describe the Hugging Face families (hf_checkpoint.py).
 
     >>> cfg = RefConfig(layers=4, hidden_size=128, attention_heads=4, kv_heads=2,
     ...                 head_dim=32, vocab_size=512, context_window=1024)
@@ -96,8 +90,7 @@ class RefConfig:
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
     tie_embeddings: bool = True
-    # The cache holds float32 keys and values: the dtype `kvmem estimate` must use.
-    kv_dtype: str = "fp32"
+    kv_dtype: str = "fp32"  # the cache holds float32: the dtype `kvmem estimate` must use
     qkv_bias: bool = False  # Qwen2: biases on the q, k and v projections
     qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head's q and k before RoPE
     post_norms: bool = False  # Gemma-2/3: norms after attention and after the MLP too
@@ -108,8 +101,7 @@ class RefConfig:
     sliding_window: int | None = None
     rope_local_theta: float | None = None  # Gemma-3: RoPE base of the sliding layers
     rope_scaling: RopeScaling | None = None
-    # Gemma-2: tanh soft-capping of attention scores and of the final logits.
-    attn_softcap: float | None = None
+    attn_softcap: float | None = None  # Gemma-2: tanh soft-capping of scores and logits
     final_softcap: float | None = None
     # Gemma: embeddings times sqrt(hidden_size); scores times query_scale (None: hs^-0.5).
     embed_scale: float | None = None
@@ -169,8 +161,7 @@ class RefConfig:
 
     @classmethod
     def from_architecture(cls, model_id: str, arch: Any, context_window: int | None) -> RefConfig:
-        """Build from a catalog ``Architecture``; ModelTooLarge (naming ``kvmem estimate``)
-        for a model numpy cannot run."""
+        """Build from a catalog ``Architecture``; ModelTooLarge for one numpy cannot run."""
         heads, hidden = arch.attention_heads, arch.hidden_size
         head_dim: int = arch.head_dim or (hidden // heads if hidden and heads else 0)
         shape = {"layers": arch.layers, "hidden_size": hidden, "attention_heads": heads,

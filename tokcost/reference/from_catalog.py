@@ -1,8 +1,5 @@
-"""From a model source to a runnable reference model, its tokenizer and its KV estimate.
-
-A catalog entry names the shape and the tokenizer; its weights are ``data/<id>.npz``
-beside this module unless the entry or the caller names a file, else seeded random ones
-(output is noise, the cache is real). A Hugging Face checkpoint brings its own.
+"""From a model source to a runnable reference model, its tokenizer and its KV estimate:
+a catalog entry's weights are ``data/<id>.npz`` unless named, else seeded random ones.
 """
 
 from __future__ import annotations
@@ -29,8 +26,8 @@ DEFAULT_MODEL = "tiny-ref"
 
 @dataclass
 class Loaded:
-    """A model ready to run, with its catalog entry (tokenizer, ``kvmem estimate``), the
-    weights read (a file, or "random (seed N)") and a checkpoint's folder."""
+    """A model ready to run, its catalog entry, the weights read (a file, or "random (seed
+    N)") and a checkpoint's folder."""
 
     entry: ModelEntry
     model: Transformer
@@ -41,9 +38,8 @@ class Loaded:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSource:
-    """Which model a request runs: a catalog ``model`` (tiny-ref when none is named) or
-    ``hf:ORG/REPO``, or a Hugging Face ``model_dir``; ``weights`` and ``seed`` (random
-    weights) for a catalog model."""
+    """Which model a request runs: a catalog ``model`` (tiny-ref by default) or
+    ``hf:ORG/REPO``, or a Hugging Face ``model_dir``."""
 
     model: str | None = None
     model_dir: str | Path | None = None
@@ -66,19 +62,17 @@ class ModelSource:
 
     @property
     def checkpoint(self) -> bool:
-        """Does the source name a Hugging Face checkpoint (it brings its own weights)?"""
+        """Does the source name a Hugging Face checkpoint?"""
         from tokcost.catalog.hf_model import is_hf_spec
 
         return self.model_dir is not None or is_hf_spec(self.model or "")
 
     def entry(self) -> ModelEntry:
-        """The catalog entry of a catalog model."""
         from tokcost.tokenizers import open_catalog
 
         return open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
 
     def load(self) -> Loaded:
-        """The model, from its checkpoint, its weights file or its seed."""
         if self.checkpoint:
             return load_checkpoint(self.model_dir if self.model_dir is not None
                                    else str(self.model))
@@ -86,7 +80,7 @@ class ModelSource:
 
 
 def config_for(entry: ModelEntry) -> RefConfig:
-    """The reference shape of a catalog entry; ModelTooLarge names ``kvmem estimate``."""
+    """The reference shape of a catalog entry."""
     arch = entry.architecture
     if arch is None:
         raise ModelTooLarge(
@@ -110,7 +104,7 @@ def shipped_weights(model_id: str) -> Path:
 
 
 def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: int = 0) -> Loaded:
-    """Build the entry's model from ``weights``, its shipped file, or a seed."""
+    """The entry's model from ``weights``, its shipped file, or a seed."""
     cfg = config_for(entry)
     path = Path(weights or entry.weights or DATA_DIR / f"{entry.id}.npz")
     if weights is not None or path.exists():
@@ -120,8 +114,7 @@ def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: in
 
 
 def load_checkpoint(source: str | Path) -> Loaded:
-    """``hf:ORG/REPO`` (the local cache, the hub only for what is not there) or a model
-    folder: its config refused early when the reference path cannot run the family."""
+    """``hf:ORG/REPO`` or a model folder, its family refused before its tensors are read."""
     from tokcost.catalog.hf_model import is_hf_spec, load_hf_model
     from tokcost.reference.hf_checkpoint import load_weights as load_hf_weights
     from tokcost.reference.hf_checkpoint import open_checkpoint
@@ -156,9 +149,8 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
 
 
 def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
-    """The ids a model is given for ``text``, as transformers gives them: with what the
-    tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered template writes
-    them as text (special tokens' text parsed back into their ids)."""
+    """``text``'s ids as transformers gives them: with the post-processor's BOS, except a
+    rendered chat template, which writes special tokens as text."""
     if chat:
         return tok.encode(text, allow_special=True)
     as_input = getattr(tok, "encode_as_input", None)

@@ -1,14 +1,6 @@
-"""A Hugging Face model folder as a reference model: config.json to ``RefConfig``,
-safetensors tensors to the reference's weight names.
-
-Families, as transformers' modeling files define them: ``llama`` (SmolLM2, Llama-3.2 with
-``llama3`` RoPE scaling) and ``mistral`` (RMSNorm, RoPE, GQA, SwiGLU); ``qwen2`` (q/k/v
-biases); ``qwen3`` (q/k norms); ``gemma2`` and ``gemma3_text`` (norms ``1 + w``, folded
-into the weights here; four norms per layer, GeGLU, scaled embeddings, sliding layers with
-their own RoPE base, soft-capping, q/k norms). Any other ``model_type`` is refused by name.
-Tensors are read one at a time from a memory map and widened to float32 on their own, so
-the file is never held twice in float32. Both config formats are read: transformers v4
-(``rope_theta``, ``rope_scaling``) and v5 (``rope_parameters``, per layer type).
+"""A Hugging Face model folder as a reference model: config.json (transformers v4 or v5)
+to ``RefConfig``, safetensors tensors (one at a time, from a memory map) to the reference's
+weight names. The families, as transformers defines them, are in docs/generate.md.
 """
 
 from __future__ import annotations
@@ -64,24 +56,18 @@ _SKIPPED = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
 
 @dataclass(frozen=True)
 class HfCheckpoint:
-    """What a folder holds: its family, the reference shape and the config read."""
+    """What a folder holds: its family and the reference shape."""
 
     folder: Path
     model_type: str
     cfg: RefConfig
-    config: Mapping[str, Any]
-
-
-def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The language model's fields: ``text_config`` of a multimodal config, else all."""
-    text = config.get("text_config")
-    return text if isinstance(text, Mapping) else config
 
 
 def family(config: Mapping[str, Any], where: str) -> str:
-    """The config's ``model_type`` if the reference path runs it, else a UsageError."""
-    text = text_config(config)
-    kind = str(text.get("model_type") or config.get("model_type") or "")
+    """The config's ``model_type`` if the reference path runs it."""
+    from tokcost.catalog.hf_config import ConfigFields
+
+    kind = ConfigFields(config, where).model_type
     if kind == "gemma3":  # a text_config without its own model_type
         kind = "gemma3_text"
     if kind not in FAMILIES:
@@ -93,11 +79,10 @@ def family(config: Mapping[str, Any], where: str) -> str:
 
 
 def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> RefConfig:
-    """The ``RefConfig`` of a supported family's config.json."""
     from tokcost.catalog.hf_config import ConfigFields, layer_kinds
 
-    kind = family(config, where)
-    c = text_config(config)
+    kind, fields = family(config, where), ConfigFields(config, where)
+    c = fields.text
 
     def need(key: str) -> Any:
         value = c.get(key)
@@ -117,7 +102,7 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
     if c.get("mlp_bias") or (kind != "qwen2" and c.get("attention_bias")):
         raise UsageError(f"{where}: attention_bias/mlp_bias biases are not implemented by "
                          "the reference path")
-    kinds = layer_kinds(ConfigFields(config, where), layers)
+    kinds = layer_kinds(fields, layers)
     sliding = tuple("sliding" if k == "sliding" else "full" for k in kinds)
     window = c.get("sliding_window") if "sliding" in sliding else None
     theta, scaling, local_theta = _rope(c, kind, where)
@@ -178,7 +163,7 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
 
 
 def shard_files(folder: Path) -> list[Path]:
-    """The folder's safetensors shards: its index's, else its one ``*.safetensors`` file."""
+    """The folder's safetensors shards: its index's, else its one file."""
     from tokcost.catalog.safetensors_meta import shard_names
 
     names = shard_names(folder)
@@ -194,7 +179,6 @@ def shard_files(folder: Path) -> list[Path]:
 
 
 def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
-    """Each tensor of a shard in float32, one at a time from a memory map."""
     try:
         with open(path, "rb") as f:
             n = int.from_bytes(f.read(8), "little")
@@ -243,7 +227,7 @@ def reference_name(name: str, kind: str) -> str | None:
 
 
 def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
-    """The checkpoint's tensors under the reference's names, each converted on its own."""
+    """The checkpoint's tensors under the reference's names."""
     weights: dict[str, Array] = {}
     for path in shard_files(folder):
         for name, tensor in read_tensors(path):
@@ -260,7 +244,6 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    """The folder's config.json, one line saying why when it cannot be read."""
     from tokcost.catalog.hf_repo import read_config_json
 
     config_file = folder / "config.json"
@@ -270,11 +253,11 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 def open_checkpoint(folder: str | Path) -> HfCheckpoint:
-    """The folder's family and shape, refused early (before any tensor) if unsupported."""
+    """The folder's family and shape, refused before any tensor is read."""
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise UsageError(f"'{path}' is not a folder; give a Hugging Face model folder "
                          "(config.json, *.safetensors, tokenizer.json)")
     config = read_config(path)
     where = str(path / "config.json")
-    return HfCheckpoint(path, family(config, where), config_from_hf(config, where), config)
+    return HfCheckpoint(path, family(config, where), config_from_hf(config, where))

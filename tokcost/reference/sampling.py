@@ -1,11 +1,5 @@
-"""The sampler: the distribution a token is drawn from, then the draw.
-
-The two are apart so that what ``explain`` shows is exactly what the draw saw.
-``distribution`` divides the logits by the temperature, keeps the ``top_k``
-likeliest tokens and the smallest prefix whose mass reaches ``top_p`` (both
-measured on the same tempered distribution, so the kept set is their
-intersection), and renormalizes what is left to sum to 1; ``draw`` picks from
-that. Temperature 0 is greedy: the likeliest token is taken and nothing is drawn.
+"""The sampler: the distribution a token is drawn from (docs/generate.md, "--explain"), then
+the draw, apart so that what ``explain`` shows is exactly what the draw saw.
 
 >>> import numpy as np
 >>> d = distribution(np.array([2.0, 1.0, 0.0, -1.0], dtype=np.float32),
@@ -29,10 +23,8 @@ from tokcost.reference.request import as_float, as_int
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Why a token cannot be drawn: greedy takes only the likeliest; top_k and top_p cut
-# the ranking; "zero" is a token whose tempered probability rounds to 0 (a low temperature).
+# Why a token cannot be drawn ("zero": its tempered probability rounds to 0).
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
-
 
 # Samples are chosen one by one in Python; past this a run takes minutes per token.
 MAX_SAMPLES = 1024
@@ -81,19 +73,12 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        """No draw at all: every run and every sample takes the same tokens."""
         return self.temperature == 0.0
-
-    @property
-    def deterministic(self) -> bool:
-        """Greedy, or a filter that leaves one candidate (top_k 1): parallel samples agree."""
-        return self.greedy or self.top_k == 1
 
 
 @dataclass(frozen=True, eq=False)
 class Distribution:
-    """What one step samples from, over the whole vocabulary (V,). ``top_k_kept`` and
-    ``top_p_kept`` are how many tokens of the ranking each filter keeps (V when off)."""
+    """What one step samples from (V,); ``top_k_kept``/``top_p_kept``: the ranking each keeps."""
 
     probs: NDArray[np.float64]  # (V,) what the draw uses: sums to 1 over what it can pick
     model_probs: NDArray[np.float64]  # (V,) the softmax of the raw logits
@@ -105,8 +90,7 @@ class Distribution:
 
     @property
     def kept(self) -> NDArray[np.bool_]:
-        """(V,) True for the tokens the draw can pick."""
-        return self.probs > 0
+        return self.probs > 0  # (V,)
 
     @property
     def size(self) -> int:

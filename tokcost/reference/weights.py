@@ -1,13 +1,5 @@
-"""Weights: named arrays, made from a seed or read from / written to a .npz file.
-
-Names (i = layer): ``tok_emb`` (V, C); ``layers.i.attn_norm`` (C,), ``layers.i.wq``
-(C, nh*hs), ``layers.i.wk`` and ``layers.i.wv`` (C, nkv*hs), ``layers.i.wo`` (nh*hs, C),
-``layers.i.mlp_norm`` (C,), ``layers.i.w_gate`` and ``layers.i.w_up`` (C, F),
-``layers.i.w_down`` (F, C); ``norm`` (C,); ``lm_head`` (C, V) unless tied to ``tok_emb``.
-Switches of the config add ``layers.i.bq`` (nh*hs,), ``bk``/``bv`` (nkv*hs,) (qkv_bias);
-``layers.i.q_norm``/``k_norm`` (hs,) (qk_norm); ``layers.i.post_attn_norm``/``post_mlp_norm``
-(C,) (post_norms). Norm weights multiply as stored (Gemma's ``1 + w`` is folded in on load).
-The file also carries ``__format__`` = "tokcost-ref v1".
+"""Weights: named arrays (``expected_shapes`` lists them), made from a seed or read from /
+written to a .npz file that carries ``__format__`` = "tokcost-ref v1".
 """
 
 from __future__ import annotations
@@ -32,7 +24,7 @@ FORMAT = "tokcost-ref v1"
 
 
 def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
-    """Every weight's name and shape for ``cfg``."""
+    """Every weight's name and shape for ``cfg``; norms multiply as stored (x @ W layout)."""
     c, f, v = cfg.hidden_size, cfg.ffn_hidden, cfg.vocab_size
     q, kv = cfg.attention_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
     shapes: dict[str, tuple[int, ...]] = {"tok_emb": (v, c)}
@@ -82,8 +74,7 @@ def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weig
 
 
 def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
-    """Read a .npz written by ``save_weights`` (or a .safetensors file with the same
-    array names) and check it against ``cfg``."""
+    """Read a .npz written by ``save_weights`` (or a .safetensors file), checked against ``cfg``."""
     path = Path(path)
     if path.suffix == ".safetensors":
         return _load_safetensors(path, cfg)
@@ -123,7 +114,7 @@ def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
 
 
 def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "float16") -> None:
-    """Write weights atomically (temp file + rename), stored as ``dtype`` to stay small."""
+    """Write weights atomically, stored as ``dtype`` to stay small."""
     path = Path(path)
     arrays = {k: np.asarray(a).astype(dtype) for k, a in weights.items()}
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
