@@ -152,20 +152,14 @@ def attention(request: AttentionRequest) -> AttentionResult:
         layer_kinds=tuple("sliding" if cfg.sliding(i) else "full" for i in range(cfg.layers)),
         sliding_window=window if cfg.slides else None,
     )
-    return result if plot is None else _plotted(result, chosen, plot, request.force)
-
-
-def _plotted(result: AttentionResult, chosen: list[tuple[int, int]], plot: Path,
-             force: bool) -> AttentionResult:
-    """``result`` with its ``chosen`` heads (else every head of a small model, else the
-    notable ones) drawn to ``plot``."""
+    if plot is None:
+        return result
     from tokcost.plotting.attention import plot_attention
 
-    if not chosen:
-        everyone = [(s.layer, s.head) for s in result.heads]
-        named = [(s.layer, s.head) for s in result.heads if s.labels]
+    if not chosen:  # every head of a small model, else the notable ones
+        everyone = [(s.layer, s.head) for s in stats]
+        named = [(s.layer, s.head) for s in stats if s.labels]
         chosen = (everyone if len(everyone) <= MAX_PLOTTED else named or everyone)[:MAX_PLOTTED]
     chosen = list(dict.fromkeys(chosen))  # a head named twice is drawn once
-    plot_attention(result, chosen, plot, force=force)
-    return replace(result, plot=str(plot),
-                   plotted=tuple(f"L{layer}H{head}" for layer, head in chosen))
+    plot_attention(result, chosen, plot, force=request.force)
+    return replace(result, plot=str(plot), plotted=tuple(f"L{la}H{h}" for la, h in chosen))

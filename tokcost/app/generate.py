@@ -21,7 +21,6 @@ from tokcost.reference.sampling import SamplingParams
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
-    from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.generate import GenerationResult, Step
 
 __all__ = ["GenerateRequest", "generate"]
@@ -154,7 +153,13 @@ def generate(request: GenerateRequest) -> GenerateResult:
     from tokcost.reference.generate import generate as run
 
     loaded = request.source.load()
-    prompt = _templated(request, loaded)
+    prompt = request.text
+    if request.chat:  # the request refused chat without a checkpoint
+        from tokcost.reference.chat_template import read_template, render
+
+        assert loaded.folder is not None
+        template, specials = read_template(loaded.folder)
+        prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)
     cfg = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
     ids = input_ids(tok, prompt, chat=request.chat)
@@ -183,16 +188,6 @@ def generate(request: GenerateRequest) -> GenerateResult:
     )
 
 
-def _templated(request: GenerateRequest, loaded: Loaded) -> str:
-    if not request.chat:
-        return request.text
-    from tokcost.reference.chat_template import read_template, render
-
-    assert loaded.folder is not None  # the request refused chat without a checkpoint
-    template, specials = read_template(loaded.folder)
-    return render(template, [{"role": "user", "content": request.text}], specials=specials)
-
-
 def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: Estimate,
            kept: list[Step]) -> Callable[[Step], None]:
     """The loop's ``on_step``: each step decoded with its estimate, (explain) kept in ``kept``."""
@@ -200,17 +195,21 @@ def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: E
     reserved = len(ids) + request.sampling.max_new_tokens - 1
     seqs = [list(ids) for _ in range(n)]  # each sample's ids before its newest token
 
-    def predict(tokens: int) -> int:
-        if kv.cache is CacheMode.NONE:
-            return 0
-        if kv.cache is CacheMode.CONTIGUOUS:
-            return int(estimate(reserved, batch=n))
-        return int(estimate(tokens, block_size=kv.block_size, batch=n))
-
     def watch(step: Step) -> None:
         seq = seqs[step.sample]
         if request.on_step is not None or request.explain:
-            shown = _decoded(step, tok, seq, len(ids), predict(step.cache_tokens))
+            # What the cache holds after this step, all samples (contiguous: all it reserved).
+            tokens = reserved if kv.cache is CacheMode.CONTIGUOUS else step.cache_tokens
+            block = kv.block_size if kv.cache is CacheMode.PAGED else None
+            shown = replace(
+                step, token=tok.decode([step.token_id]),
+                top=tuple(replace(c, token=tok.decode([c.token_id])) for c in step.top),
+                attention=tuple(replace(f, token=tok.decode([seq[f.position]])
+                                        if f.position < len(seq) else None)
+                                for f in step.attention),
+                text=tok.decode([*seq[len(ids):], step.token_id]),
+                estimate_bytes=0 if kv.cache is CacheMode.NONE
+                else int(estimate(tokens, block_size=block, batch=n)))
             if request.explain:
                 kept.append(shown)
             if request.on_step is not None:
@@ -218,20 +217,6 @@ def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: E
         seq.append(step.token_id)
 
     return watch
-
-
-def _decoded(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate: int
-             ) -> Step:
-    """``step`` decoded; ``seq`` is the sample's ids before it."""
-    def piece(position: int) -> str | None:
-        return tok.decode([seq[position]]) if position < len(seq) else None
-
-    return replace(
-        step, token=tok.decode([step.token_id]),
-        top=tuple(replace(c, token=tok.decode([c.token_id])) for c in step.top),
-        attention=tuple(replace(f, token=piece(f.position)) for f in step.attention),
-        text=tok.decode([*seq[prompt_len:], step.token_id]), estimate_bytes=estimate,
-    )
 
 
 def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheUse:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tokcost.memory.cache_policy import CachePolicy
     from tokcost.reference.config import RefConfig
     from tokcost.reference.from_catalog import Loaded
-    from tokcost.reference.quality import PolicyQuality, TeacherForced
+    from tokcost.reference.quality import PolicyQuality
 
 __all__ = ["QualityRequest", "kvmem_quality"]
 
@@ -104,7 +104,6 @@ class QualityRequest(Parts):
 
 @dataclass(frozen=True)
 class QualityRow:
-
     policy: str
     quality: PolicyQuality
     concurrency: float | None = None  # sequences of `context` tokens on the GPU
@@ -174,7 +173,7 @@ def held_out_text() -> str:
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:
     """Measure ``request``'s policies against the full cache (and plot them)."""
-    from tokcost.reference.quality import teacher_forced
+    from tokcost.reference.quality import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
 
     target = Path(request.plot) if request.plot is not None else None
@@ -190,17 +189,29 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     if request.on_progress:
         request.on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
-    chosen = request.cache_policies.chosen
-    rows = tuple(QualityRow(p.name, _measure(request, loaded.model, ids, first, p, base),
-                            plan(p) if plan else None) for p in chosen)
+    chosen, rows = request.cache_policies.chosen, []
+    for p in chosen:
+        if request.on_progress:
+            request.on_progress(p.name)
+        try:
+            q = evaluate(loaded.model, ids, prompt=first, quant=p.quant, evict=p.evict,
+                         baseline=base)
+        except TokcostError as exc:  # the memory model and the cache disagree: say which
+            raise type(exc)(f"policy {p.name}: {exc.template}", param=exc.param,
+                            related=exc.related, value=exc.value) from None
+        rows.append(QualityRow(p.name, q, plan(p) if plan else None))
     held = len(ids) - 1
     result = QualityResult(
         model=loaded.entry.id, text=source, tokens=len(ids), prompt=first,
-        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=rows,
+        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
         gpu=plan.gpu if plan else None, context=plan.context if plan else None,
         baseline_concurrency=plan(None) if plan else None, plot=target,
-        note_templates=tuple(_unquantized_note(c, held) for c in chosen
-                             if c.quant is not None and c.quant.quantized_tokens(held) == 0),
+        # A quantized policy whose every token stayed in full precision equals the full cache.
+        note_templates=tuple(
+            f"{c.name}: none of the {held:,} tokens were quantized (the last "
+            f"{arg('residual', c.quant.residual)} stay in full precision; groups of "
+            f"{c.quant.group}): its row equals the full cache"
+            for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0),
     )
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
@@ -251,29 +262,6 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
         raise UsageError(f"{source} has {len(ids)} token(s); give a longer {arg('text')}",
                          param="text")
     return ids, source
-
-
-def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
-             policy: CachePolicy, base: TeacherForced) -> PolicyQuality:
-    from tokcost.reference.quality import evaluate
-
-    if request.on_progress:
-        request.on_progress(policy.name)
-    try:
-        return evaluate(model, ids, prompt=prompt, quant=policy.quant, evict=policy.evict,
-                        baseline=base)
-    except TokcostError as exc:  # the memory model and the cache disagree: say which policy
-        raise type(exc)(f"policy {policy.name}: {exc.template}", param=exc.param,
-                        related=exc.related, value=exc.value) from None
-
-
-def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
-    """Why a quantized policy's row equals the full cache."""
-    quant = policy.quant
-    assert quant is not None
-    return (f"{policy.name}: none of the {tokens:,} tokens were quantized (the last "
-            f"{arg('residual', quant.residual)} stay in full precision; groups of "
-            f"{quant.group}): its row equals the full cache")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -255,42 +254,35 @@ def _event_lines(step: Any, n: int, block: int) -> list[str]:
         return "the prompt" if sample is None else (
             f"sample {sample + 1}" if n > 1 else "the sequence")
 
-    def paged(group: str) -> str:
-        return "  paged (sliding layers):" if group == "sliding" else "  paged:"
-
     by: dict[tuple[str, str, int | None], list[Any]] = {}
     for e in step.events:
         by.setdefault((e.kind, e.group, None if e.kind == "share" else e.sample), []).append(e)
-
-    def lines(kind: str, line: Callable[[str, int | None, list[Any]], str],
-              keep: Callable[[int | None], bool] = lambda _: True) -> list[str]:
-        return [line(g, s, es) for (k, g, s), es in by.items() if k == kind and keep(s)]
-
-    def allocated(group: str, sample: int | None, events: list[Any]) -> str:
-        blocks = ", ".join(f"#{e.physical} ({span(e)})" for e in events)
-        return f"{paged(group)} allocated block{_s(len(events))} {blocks} for {owner(sample)}"
-
-    def drops(group: str, sample: int | None, events: list[Any]) -> str:
-        blocks = ", ".join(f"#{e.physical} ({span(e)}" + (")" if e.holders == 0 else
-                           f"; {e.holders} holder{_s(e.holders)} left)") for e in events)
-        back = "; back in the pool" if all(e.holders == 0 for e in events) else ""
-        return (f"{paged(group)} {owner(sample)} drops block{_s(len(events))} {blocks}: "
-                f"outside the window of position {events[-1].position}{back}")
-
-    def shared(group: str, _: int | None, events: list[Any]) -> str:
-        ids, holders = " ".join(f"#{e.physical}" for e in events), events[0].holders
-        return (f"{paged(group)} {holders} samples share the prompt's block{_s(len(events))} "
-                f"{ids} (reference count {holders}; nothing copied)")
-
-    def copied(group: str, _: int | None, events: list[Any]) -> str:
-        return "\n".join(
-            f"{paged(group)} copy-on-write: {owner(e.sample)} writes position {e.position} "
-            f"into shared block #{e.source} ({span(e)}), so it gets a copy, #{e.physical}; "
-            f"#{e.source} keeps {e.holders} holder{_s(e.holders)}" for e in events)
-
-    return [*lines("allocate", allocated), *lines("free", drops, lambda s: s is None),
-            *lines("share", shared), *lines("copy_on_write", copied),
-            *lines("free", drops, lambda s: s is not None)]
+    lines: list[str] = []
+    for kind, prompt in (("allocate", None), ("free", True), ("share", None),
+                         ("copy_on_write", None), ("free", False)):
+        for (k, group, sample), es in by.items():
+            if k != kind or (prompt is not None and prompt != (sample is None)):
+                continue
+            head = "  paged (sliding layers):" if group == "sliding" else "  paged:"
+            if kind == "allocate":
+                blocks = ", ".join(f"#{e.physical} ({span(e)})" for e in es)
+                lines.append(f"{head} allocated block{_s(len(es))} {blocks} for {owner(sample)}")
+            elif kind == "free":
+                blocks = ", ".join(f"#{e.physical} ({span(e)}" + (")" if e.holders == 0 else
+                                   f"; {e.holders} holder{_s(e.holders)} left)") for e in es)
+                back = "; back in the pool" if all(e.holders == 0 for e in es) else ""
+                lines.append(f"{head} {owner(sample)} drops block{_s(len(es))} {blocks}: "
+                             f"outside the window of position {es[-1].position}{back}")
+            elif kind == "share":
+                ids, holders = " ".join(f"#{e.physical}" for e in es), es[0].holders
+                lines.append(f"{head} {holders} samples share the prompt's block{_s(len(es))} "
+                             f"{ids} (reference count {holders}; nothing copied)")
+            else:
+                lines += [f"{head} copy-on-write: {owner(e.sample)} writes position {e.position} "
+                          f"into shared block #{e.source} ({span(e)}), so it gets a copy, "
+                          f"#{e.physical}; #{e.source} keeps {e.holders} holder{_s(e.holders)}"
+                          for e in es]
+    return lines
 
 
 class _Streamer:

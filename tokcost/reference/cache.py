@@ -77,21 +77,13 @@ class KVCache(ABC):
         """Bytes of key/value storage held right now."""
 
     def _broadcast(self, pos: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
-        """Key positions (S,) as ``positions`` returns them, (B, nkv, S)."""
         return None if pos is None else np.broadcast_to(
             pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
 
 class ContiguousCache(KVCache):
     """One slab per sequence and layer, reserved up front: ``capacity`` tokens, or on a
-    sliding layer a ring of ``min(capacity, window)`` (position p in slot p mod window).
-
-    >>> from tokcost.reference.config import RefConfig
-    >>> cfg = RefConfig(layers=2, hidden_size=16, attention_heads=2, kv_heads=1,
-    ...                 head_dim=8, vocab_size=10, context_window=64)
-    >>> ContiguousCache(cfg, capacity=10).nbytes  # 2 x 2 layers x 1 head x 10 x 8 x 4 B
-    1280
-    """
+    sliding layer a ring of ``min(capacity, window)`` (position p in slot p mod window)."""
 
     def __init__(self, cfg: RefConfig, capacity: int, batch: int = 1) -> None:
         super().__init__(cfg, batch)
@@ -153,14 +145,7 @@ class ContiguousCache(KVCache):
 
 
 class BlockAllocator(blocks.BlockAllocator):
-    """tokcost.memory.blocks' allocator, out of blocks in the reference's words.
-
-    >>> a = BlockAllocator(3)
-    >>> b = a.allocate(); a.incref(b); a.refcount(b)
-    2
-    >>> a.decref(b); a.decref(b); a.num_free
-    3
-    """
+    """tokcost.memory.blocks' allocator, out of blocks in the reference's words."""
 
     def _exhausted(self) -> TokcostError:
         return CacheFull(f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
@@ -186,10 +171,6 @@ class _Group:
         self.tables: list[list[int]] = [[]]
         self.block_bytes = 2 * len(self.layers) * cfg.kv_heads * block_size * cfg.head_dim * 4
 
-    def first_held(self) -> int:
-        return next((i for i, b in enumerate(self.tables[0]) if b != FREED),
-                    len(self.tables[0]))
-
 
 class PagedCache(KVCache):
     """vLLM's PagedAttention: blocks of ``block_size`` tokens from a pool, a block table per
@@ -211,7 +192,7 @@ class PagedCache(KVCache):
 
     @property
     def allocator(self) -> BlockAllocator:
-        return self.groups[0].allocator
+        return self.groups[0].allocator  # the only one unless some layers slide
 
     def _prepare(self, tokens: int) -> None:
         """Give every sequence a private, writable block for each new position."""
@@ -264,7 +245,8 @@ class PagedCache(KVCache):
         group, j = self._where[layer]
         pos = np.arange(self.length, self.length + t)  # (T,)
         end = self.length + t
-        first = group.first_held()
+        first = next((i for i, b in enumerate(group.tables[0]) if b != FREED),
+                     len(group.tables[0]))  # the first block still held (every sequence's)
         self._pos[layer] = np.arange(first * bs, end, dtype=np.int64) if first else None
         ks, vs = [], []
         for b, table in enumerate(group.tables):

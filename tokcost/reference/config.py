@@ -16,11 +16,7 @@ MAX_PARAMS = 200_000_000
 
 
 class CacheMode(str, Enum):
-    """How generation keeps keys and values (docs/generate.md, "Three caches, one answer").
-
-    >>> CacheMode.parse("paged") is CacheMode.PAGED
-    True
-    """
+    """How generation keeps keys and values (docs/generate.md, "Three caches, one answer")."""
 
     NONE = "none"
     CONTIGUOUS = "contiguous"
@@ -90,7 +86,7 @@ class RefConfig:
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
     tie_embeddings: bool = True
-    kv_dtype: str = "fp32"  # the cache holds float32: the dtype `kvmem estimate` must use
+    kv_dtype: str = "fp32"  # the cache's float32, as `kvmem estimate` must count it
     qkv_bias: bool = False  # Qwen2: biases on the q, k and v projections
     qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head's q and k before RoPE
     post_norms: bool = False  # Gemma-2/3: norms after attention and after the MLP too
@@ -125,12 +121,10 @@ class RefConfig:
             raise ValueError("sliding layers need a sliding_window >= 1")
 
     def sliding(self, layer: int) -> bool:
-        """Does ``layer`` attend to a window of recent positions only?"""
         return self.layer_types is not None and self.layer_types[layer] == "sliding"
 
     @property
     def slides(self) -> bool:
-        """Does any layer attend to a sliding window?"""
         return self.layer_types is not None and "sliding" in self.layer_types
 
     @property
@@ -145,7 +139,6 @@ class RefConfig:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """2 (K and V) x layers x kv_heads x head_dim x 4 bytes (float32)."""
         return 2 * self.layers * self.kv_heads * self.head_dim * 4
 
     @property

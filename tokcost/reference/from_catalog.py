@@ -67,16 +67,14 @@ class ModelSource:
 
         return self.model_dir is not None or is_hf_spec(self.model or "")
 
-    def entry(self) -> ModelEntry:
+    def load(self) -> Loaded:
         from tokcost.tokenizers import open_catalog
 
-        return open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
-
-    def load(self) -> Loaded:
         if self.checkpoint:
             return load_checkpoint(self.model_dir if self.model_dir is not None
                                    else str(self.model))
-        return load_model(self.entry(), weights=self.weights, seed=self.seed or 0)
+        entry = open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
+        return load_model(entry, weights=self.weights, seed=self.seed or 0)
 
 
 def config_for(entry: ModelEntry) -> RefConfig:

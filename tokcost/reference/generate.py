@@ -114,16 +114,6 @@ class GenerationResult:
     sliding_window: int | None = None
 
 
-def make_cache(cfg: RefConfig, kv: CacheSpec, *, capacity: int, n: int) -> KVCache | None:
-    """The cache ``kv`` names, sized for ``n`` samples of ``capacity`` tokens."""
-    if kv.cache is CacheMode.NONE:
-        return None
-    if kv.cache is CacheMode.CONTIGUOUS:
-        return ContiguousCache(cfg, capacity=capacity)
-    return PagedCache(cfg, block_size=kv.block_size,
-                      num_blocks=-(-capacity // kv.block_size) * n)
-
-
 def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
               kv: CacheSpec) -> None:
     """Refuse what the model cannot run, before anything is allocated or printed."""
@@ -173,26 +163,19 @@ def generate(
     on_step: Callable[[Step], None] | None = None,
 ) -> GenerationResult:
     """``sampling.n`` samples after the prompt; ``explain`` records where each head attends
-    and the paged cache's block events.
-
-    >>> from tokcost.reference.config import RefConfig
-    >>> from tokcost.reference.model import Transformer
-    >>> from tokcost.reference.weights import init_weights
-    >>> cfg = RefConfig(layers=1, hidden_size=16, attention_heads=2, kv_heads=1,
-    ...                 head_dim=8, vocab_size=11, context_window=32)
-    >>> m = Transformer(cfg, init_weights(cfg, seed=0))
-    >>> r = generate(m, [1, 2, 3], SamplingParams(max_new_tokens=4), CacheSpec(block_size=4))
-    >>> len(r.samples[0]), r.cache_tokens, r.cache_blocks
-    (4, 6, 2)
-    """
+    and the paged cache's block events."""
     sampling, kv = sampling or SamplingParams(), kv or CacheSpec()
     prompt = [int(t) for t in prompt_ids]
     check_fit(model.cfg, prompt, sampling, kv)
     n, new = sampling.n, sampling.max_new_tokens
     # The last token is predicted but never fed back, so the cache holds prompt + new - 1.
-    cache = make_cache(model.cfg, kv, capacity=len(prompt) + new - 1, n=n)
-    if isinstance(cache, PagedCache) and explain:
-        cache.events = []
+    capacity = len(prompt) + new - 1
+    cache: ContiguousCache | PagedCache | None = None
+    if kv.cache is CacheMode.CONTIGUOUS:
+        cache = ContiguousCache(model.cfg, capacity=capacity)
+    elif kv.cache is CacheMode.PAGED:
+        cache = PagedCache(model.cfg, kv.block_size, -(-capacity // kv.block_size) * n)
+        cache.events = [] if explain else None
     rng = np.random.default_rng(sampling.seed)
     seqs = [list(prompt) for _ in range(n)]
     steps: list[Step] = []
@@ -218,8 +201,19 @@ def generate(
         ids = np.asarray(seqs if cache is None else [q[-1:] for q in seqs], dtype=np.int64)
         out = model.forward(ids, cache, attention=explain, logits="last")
         last, maps, events = out.logits[:, -1], out.attention, _drain(cache)
-    return _result(model.cfg, kv, cache, prompt, [q[len(prompt):] for q in seqs], steps,
-                   logits)
+    paged = cache if isinstance(cache, PagedCache) else None
+    length = cache.length if cache is not None else 0
+    return GenerationResult(
+        prompt_ids=prompt, samples=[q[len(prompt):] for q in seqs], steps=steps, kv=kv,
+        cache_tokens=length,
+        cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
+        cache_bytes=cache.nbytes if cache is not None else 0,
+        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0,
+        cache_blocks=paged.blocks_used if paged else None,
+        logical_blocks=paged.logical_blocks if paged else None,
+        copy_on_write=paged.copies if paged else None, logits=logits,
+        sliding_window=model.cfg.sliding_window if model.cfg.slides else None,
+    )
 
 
 def _prefill(model: Transformer, prompt: list[int], cache: KVCache | None, n: int, *,
@@ -272,21 +266,3 @@ def _focus(maps: list[NDArray[np.float32]] | None, sample: int) -> tuple[HeadFoc
 def _drain(cache: KVCache | None) -> list[BlockEvent]:
     return cache.drain_events() if isinstance(cache, PagedCache) else []
 
-
-def _result(cfg: RefConfig, kv: CacheSpec, cache: KVCache | None, prompt: list[int],
-            samples: list[list[int]], steps: list[Step], logits: list[NDArray[np.float32]]
-            ) -> GenerationResult:
-    paged = cache if isinstance(cache, PagedCache) else None
-    length = cache.length if cache is not None else 0
-    return GenerationResult(
-        prompt_ids=prompt, samples=samples, steps=steps, kv=kv, cache_tokens=length,
-        cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
-        cache_bytes=cache.nbytes if cache is not None else 0,
-        cache_bytes_per_sample=(cache.sequence_bytes if isinstance(cache, PagedCache
-                                                                    | ContiguousCache) else 0),
-        cache_blocks=paged.blocks_used if paged else None,
-        logical_blocks=paged.logical_blocks if paged else None,
-        copy_on_write=paged.copies if paged else None,
-        logits=logits,
-        sliding_window=cfg.sliding_window if cfg.slides else None,
-    )

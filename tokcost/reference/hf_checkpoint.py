@@ -197,8 +197,7 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
 
 def _float32(raw: NDArray[np.uint8], dtype: str, shape: tuple[int, ...], where: str) -> Array:
     if dtype == "BF16":  # bfloat16 is float32's top 16 bits
-        out: Array = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-        return out
+        return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
     if dtype == "F16":
         return raw.view("<f2").astype(np.float32).reshape(shape)
     if dtype == "F32":
@@ -243,21 +242,16 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
     return weights
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    from tokcost.catalog.hf_repo import read_config_json
-
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise UsageError(f"'{folder}' has no config.json; give a Hugging Face model folder")
-    return read_config_json(config_file, str(config_file))
-
-
 def open_checkpoint(folder: str | Path) -> HfCheckpoint:
     """The folder's family and shape, refused before any tensor is read."""
+    from tokcost.catalog.hf_repo import read_config_json
+
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise UsageError(f"'{path}' is not a folder; give a Hugging Face model folder "
                          "(config.json, *.safetensors, tokenizer.json)")
-    config = read_config(path)
     where = str(path / "config.json")
+    if not (path / "config.json").is_file():
+        raise UsageError(f"'{path}' has no config.json; give a Hugging Face model folder")
+    config = read_config_json(path / "config.json", where)
     return HfCheckpoint(path, family(config, where), config_from_hf(config, where))

@@ -38,8 +38,7 @@ class QuantizedCache(KVCache):
         self.full_k: list[Array] = [empty] * cfg.layers
         self.full_v: list[Array] = [empty] * cfg.layers
         self.blocks: list[list[tuple[Block, Block]]] = [[] for _ in range(cfg.layers)]
-        # Position of each layer's oldest token held (> 0 once a sliding layer let go).
-        self.start = [0] * cfg.layers
+        self.start = [0] * cfg.layers  # each layer's oldest position held
         self._held = [0] * cfg.layers  # keys the last update returned, per layer
 
     def _encode(self, x: Array, axis: str) -> Block:
@@ -76,9 +75,12 @@ class QuantizedCache(KVCache):
             while done < target:
                 # A group starts where the last one ended; after a drop it may be short.
                 n = min(chunk, target - done) if chunk else target - done
-                fk, fv = self.full_k[layer], self.full_v[layer]
-                self._store(layer, self._encode(fk[:, :, :n], q.keys),
-                            self._encode(fv[:, :, :n], q.values), join=chunk is None)
+                fk, fv, blocks = self.full_k[layer], self.full_v[layer], self.blocks[layer]
+                bk, bv = self._encode(fk[:, :, :n], q.keys), self._encode(fv[:, :, :n], q.values)
+                if blocks and chunk is None:  # per-token blocks join: a few arrays, not one a token
+                    blocks[-1] = (blocks[-1][0].join(bk), blocks[-1][1].join(bv))
+                else:
+                    blocks.append((bk, bv))
                 self.full_k[layer], self.full_v[layer] = fk[:, :, n:], fv[:, :, n:]
                 done += n
 
@@ -101,14 +103,6 @@ class QuantizedCache(KVCache):
             self.full_v[layer] = self.full_v[layer][:, :, cut:]
             start += cut
         self.start[layer] = start
-
-    def _store(self, layer: int, bk: Block, bv: Block, *, join: bool) -> None:
-        """Keep a new block; per-token ones ``join`` the last, not one block per token."""
-        blocks = self.blocks[layer]
-        if blocks and join:
-            blocks[-1] = (blocks[-1][0].join(bk), blocks[-1][1].join(bv))
-        else:
-            blocks.append((bk, bv))
 
     def fork(self, n: int) -> None:
         raise UsageError("a quantized cache runs one sequence; sample with cache=contiguous")
@@ -165,23 +159,16 @@ class EvictingCache(KVCache):
                 limits = None
             else:
                 self.compressed = True
+        window = self.cfg.sliding_window or 0
         for layer in range(self.cfg.layers):
             if limits is not None:
                 self._keep(layer, *limits)
-            if self.cfg.sliding(layer):
-                self._window(layer)
-
-    def _window(self, layer: int) -> None:
-        """Keep a sliding layer's ``window`` newest keys per head (the heads stay one array)."""
-        window = self.cfg.sliding_window
-        assert window is not None
-        s = self.k[layer].shape[2]
-        if s <= window:
-            return
-        self.k[layer] = self.k[layer][:, :, s - window:]
-        self.v[layer] = self.v[layer][:, :, s - window:]
-        self.pos[layer] = self.pos[layer][:, :, s - window:]
-        self.score[layer] = self.score[layer][:, :, s - window:]
+            # A sliding layer keeps its `window` newest keys per head (one array for all).
+            if self.cfg.sliding(layer) and (cut := self.k[layer].shape[2] - window) > 0:
+                self.k[layer] = self.k[layer][:, :, cut:]
+                self.v[layer] = self.v[layer][:, :, cut:]
+                self.pos[layer] = self.pos[layer][:, :, cut:]
+                self.score[layer] = self.score[layer][:, :, cut:]
 
     def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
         s = self.k[layer].shape[2]

@@ -61,8 +61,7 @@ def rope_frequencies(head_dim: int, theta: float, scaling: RopeScaling | None = 
     smooth = (old / wavelen - low) / (high - low)
     smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
     medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
-    out: Array = np.where(medium, smoothed, scaled).astype(np.float32)
-    return out
+    return np.where(medium, smoothed, scaled).astype(np.float32)
 
 
 def rope_at(inv: Array, positions: NDArray[np.int64]) -> tuple[Array, Array]:

@@ -43,13 +43,6 @@ class TeacherForced:
         return math.exp(self.nll)
 
 
-def _log_softmax(logits: NDArray[np.float32]) -> NDArray[np.float64]:
-    x = logits.astype(np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    out: NDArray[np.float64] = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-    return out
-
-
 def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
                    cache: KVCache | None = None) -> TeacherForced:
     """Predict ``ids[prompt:]`` one token at a time after the prefill (no ``cache``: the
@@ -68,7 +61,10 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
     for i in range(prompt, n - 1):
         rows.append(model.forward(arr[None, i : i + 1], cache).logits[0, -1])
-    return TeacherForced(_log_softmax(np.stack(rows)), arr[prompt:], cache.nbytes, cache.length)
+    x = np.stack(rows).astype(np.float64)  # (N, V)
+    x = x - x.max(axis=-1, keepdims=True)
+    logprobs = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))  # log-softmax
+    return TeacherForced(logprobs, arr[prompt:], cache.nbytes, cache.length)
 
 
 @dataclass(frozen=True)

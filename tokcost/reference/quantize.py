@@ -56,8 +56,7 @@ def fp8_encode(x: Array) -> NDArray[np.uint8]:
 
 
 def fp8_decode(codes: NDArray[np.uint8]) -> Array:
-    out: Array = E4M3_VALUES[codes]
-    return out
+    return E4M3_VALUES[codes]
 
 
 @dataclass(frozen=True)
@@ -156,8 +155,6 @@ def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
     >>> b = int_encode(x, bits=4, axis=-1, group=16)
     >>> b.nbytes  # 4 tokens x 16 nibbles = 32 B of codes, 4 groups x (2 + 2) B
     48
-    >>> float(np.abs(int_decode(b) - x).max()) <= float(b.scale.max()) / 2 + 1e-3
-    True
     """
     levels = (1 << bits) - 1
     g = _grouped(x.astype(np.float32), axis, group)
@@ -181,5 +178,4 @@ def int_decode(block: IntBlock) -> Array:
         codes = codes[..., : block.shape[-1]]
     g = _grouped(codes.astype(np.float32), block.axis, block.group)
     out = g * block.scale.astype(np.float32) + block.zero.astype(np.float32)
-    result: Array = out.reshape(block.shape).astype(np.float32)
-    return result
+    return out.reshape(block.shape).astype(np.float32)

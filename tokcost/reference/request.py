@@ -39,8 +39,6 @@ def as_float(value: object, name: str) -> float:
 
 @dataclass(frozen=True)
 class PromptText:
-    """A prompt read from bytes: its text, and how many bytes were not UTF-8."""
-
     text: str
     invalid_utf8_bytes: int = 0
 
@@ -51,17 +49,12 @@ def decode_prompt(data: bytes, *, source: str = "stdin") -> PromptText:
     >>> decode_prompt("café ".encode() + bytes([255])).invalid_utf8_bytes
     1
     """
-    from tokcost.counting import SNIFF_BYTES, sniff_binary
+    from tokcost.counting import SNIFF_BYTES, decode_utf8, sniff_binary
 
     binary = sniff_binary(data[:SNIFF_BYTES])
     if binary is not None:
         raise InputError(f"{source} is {binary}, not text; give the prompt as text")
-    text = data.decode("utf-8", errors="replace")
-    if "\ufffd" not in text:
-        return PromptText(text)
-    # "replace" gives one U+FFFD per bad sequence; surrogateescape one per bad byte.
-    escaped = data.decode("utf-8", errors="surrogateescape")
-    return PromptText(text, sum(1 for c in escaped if "\udc80" <= c <= "\udcff"))
+    return PromptText(*decode_utf8(data))
 
 
 @dataclass(frozen=True, kw_only=True)

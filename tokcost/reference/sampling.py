@@ -111,17 +111,6 @@ class Distribution:
         return "zero"
 
 
-def _tempered(logits: NDArray[np.float32], temperature: float) -> NDArray[np.float64]:
-    """softmax(logits / temperature), (V,)."""
-    with np.errstate(all="ignore"):
-        scaled = (logits / temperature).astype(np.float64)  # (V,) divided in float32
-        if not np.isfinite(scaled).all():
-            # A temperature so low that logits / T overflows: shift first, so the likeliest
-            # token scores 0 and the others -inf at worst (never inf - inf).
-            scaled = (logits.astype(np.float64) - float(np.max(logits))) / temperature
-    return softmax(scaled).astype(np.float64)
-
-
 def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distribution:
     """The distribution a token of logits (V,) is drawn from under ``params``."""
     model = softmax(logits.astype(np.float64)).astype(np.float64)
@@ -131,7 +120,14 @@ def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distrib
         probs = np.zeros(vocab, dtype=np.float64)
         probs[int(np.argmax(logits))] = 1.0
         return Distribution(probs, model, order, _ranks(order), True, vocab, vocab)
-    p = _tempered(logits, params.temperature)  # (V,)
+    t = params.temperature
+    with np.errstate(all="ignore"):
+        scaled = (logits / t).astype(np.float64)  # (V,) divided in float32
+        if not np.isfinite(scaled).all():
+            # A temperature so low that logits / T overflows: shift first, so the likeliest
+            # token scores 0 and the others -inf at worst (never inf - inf).
+            scaled = (logits.astype(np.float64) - float(np.max(logits))) / t
+    p = softmax(scaled).astype(np.float64)  # (V,)
     order = np.argsort(-p, kind="stable").astype(np.int64)  # (V,) most likely first
     k_kept = min(vocab, params.top_k) if params.top_k else vocab
     p_kept = vocab
