@@ -21,10 +21,8 @@ __all__ = ["plot_attention"]
 MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions instead
 
 
-def plot_attention(
-    result: AttentionResult, heads: Sequence[tuple[int, int]], path: str | Path, *,
-    force: bool = False,
-) -> None:
+def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], path: str | Path, *,
+    force: bool = False) -> None:
     """One heat map per (layer, head) of ``result``'s attention weights."""
     import numpy as np
 

@@ -155,9 +155,8 @@ def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
     return list(as_input(text)) if as_input is not None else tok.encode(text)
 
 
-def estimate_cache_bytes(
-    entry: ModelEntry, tokens: int, *, block_size: int | None = None, batch: int = 1
-) -> int:
+def estimate_cache_bytes(entry: ModelEntry, tokens: int, *, block_size: int | None = None,
+    batch: int = 1) -> int:
     """What ``kvmem estimate`` predicts for this model's float32 reference cache."""
     from tokcost.memory import kv_cache_bytes
 

@@ -114,10 +114,8 @@ class Transformer:
         self.inv_freq_local = self.inv_freq if cfg.rope_local_theta is None else (
             rope_frequencies(cfg.head_dim, cfg.rope_local_theta))
 
-    def forward(
-        self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
-        attention: bool | Literal["full"] = False,
-        logits: Literal["all", "last"] = "all",
+    def forward(self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
+        attention: bool | Literal["full"] = False, logits: Literal["all", "last"] = "all"
     ) -> ForwardOutput:
         """Logits for ``ids`` (B, T) after the ``cache.length`` tokens cached; ``"last"``:
         (B, 1, V), all a prefill needs ((T, V) rows are 100 MB at 512 tokens of 49k)."""
@@ -165,9 +163,8 @@ class Transformer:
         out = soft_cap((x @ head).astype(np.float32), cfg.final_softcap)  # (B, T, V)
         return ForwardOutput(logits=out, attention=maps if attention else None)
 
-    def _attention(
-        self, layer: int, h: Array, cos: Array, sin: Array, start: int, cache: KVCache | None
-    ) -> tuple[Array, Array, NDArray[np.int64] | None]:
+    def _attention(self, layer: int, h: Array, cos: Array, sin: Array, start: int,
+        cache: KVCache | None) -> tuple[Array, Array, NDArray[np.int64] | None]:
         """Output (B, T, C'), weights (B, nh, T, S), key positions (B, nkv, S) or None."""
         cfg, w = self.cfg, self.w
         p = f"layers.{layer}."

@@ -100,9 +100,8 @@ def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality
                          bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
 
 
-def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int,
-             quant: KvQuant | None = None, evict: Eviction | None = None,
-             baseline: TeacherForced | None = None) -> PolicyQuality:
+def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int, quant: KvQuant | None = None,
+    evict: Eviction | None = None, baseline: TeacherForced | None = None) -> PolicyQuality:
     """One policy's quality on ``ids``, its bytes checked against the memory model's."""
     base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
     cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)

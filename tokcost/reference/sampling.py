@@ -162,8 +162,7 @@ def draw(dist: Distribution, rng: np.random.Generator) -> int:
     return int(kept[min(choice, np.count_nonzero(w) - 1)])
 
 
-def sample(
-    logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
+def sample(logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
 ) -> tuple[int, Distribution]:
     """A token drawn from ``logits`` (V,) under ``params``, and the distribution it came from."""
     dist = distribution(logits, params)
