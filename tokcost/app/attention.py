@@ -161,5 +161,5 @@ def attention(request: AttentionRequest) -> AttentionResult:
         named = [(s.layer, s.head) for s in stats if s.labels]
         chosen = (everyone if len(everyone) <= MAX_PLOTTED else named or everyone)[:MAX_PLOTTED]
     chosen = list(dict.fromkeys(chosen))  # a head named twice is drawn once
-    plot_attention(result, chosen, plot, force=request.force)
+    plot_attention(result, chosen, plot)
     return replace(result, plot=str(plot), plotted=tuple(f"L{la}H{h}" for la, h in chosen))

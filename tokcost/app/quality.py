@@ -216,7 +216,7 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
 
-        plot_frontier(result, target, force=request.force)
+        plot_frontier(result, target)
     return result
 
 

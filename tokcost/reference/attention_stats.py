@@ -114,7 +114,11 @@ def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = No
     rows = np.arange(1, t)  # query rows 1..T-1
     seen = rows + 1 if window is None else np.minimum(rows + 1, window)  # keys row i sees
     back = np.maximum(rows[:, None] - np.arange(t)[None, :], 0)  # (T-1, T): i - j
-    dup = _duplicate_mask(ids, t)
+    dup = None  # (T-1, T): True where j < i holds row i's id
+    if ids is not None:
+        v = np.asarray(ids)
+        same = (v[1:, None] == v[None, :]) & (np.arange(t)[None, :] < rows[:, None])
+        dup = same if same.any() else None
     stats = []
     for h in range(a.shape[0]):
         m = a[h, 1:, :]  # (T-1, T)
@@ -140,15 +144,6 @@ def _ratio(x: NDArray[np.float64], top: NDArray[Any]) -> NDArray[np.float64]:
     top = np.asarray(top, dtype=np.float64)
     out: NDArray[np.float64] = np.divide(x, top, out=np.zeros_like(x), where=top > 0)
     return out
-
-
-def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | None:
-    """(T-1, T): True where j < i holds row i's id; None if no token repeats."""
-    if ids is None:
-        return None
-    v = np.asarray(ids)
-    same = (v[1:, None] == v[None, :]) & (np.arange(t)[None, :] < np.arange(1, t)[:, None])
-    return same if same.any() else None
 
 
 def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str, ...]:

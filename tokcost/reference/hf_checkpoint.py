@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 _GEMMA = frozenset({"gemma2", "gemma3_text"})
-# transformers' defaults where real configs of the family leave the field out.
-_TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 _ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
                 "gelu_tanh": "gelu_tanh"}
 # Linear layers are stored (out, in); the reference multiplies x @ W, so they turn.
@@ -42,11 +40,9 @@ _TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm
 # In Llama-style layers "post_attention_layernorm" is the norm before the MLP; in
 # Gemma's it normalizes the attention output, and "pre_feedforward_layernorm" is the MLP's.
 _LLAMA_NORMS = {"post_attention_layernorm.weight": "mlp_norm"}
-_GEMMA_NORMS = {
-    "post_attention_layernorm.weight": "post_attn_norm",
-    "pre_feedforward_layernorm.weight": "mlp_norm",
-    "post_feedforward_layernorm.weight": "post_mlp_norm",
-}
+_GEMMA_NORMS = {"post_attention_layernorm.weight": "post_attn_norm",
+                "pre_feedforward_layernorm.weight": "mlp_norm",
+                "post_feedforward_layernorm.weight": "post_mlp_norm"}
 # Multimodal checkpoints keep the language model under a prefix (v4 and v5 layouts).
 _PREFIXES = (("model.language_model.", "model."), ("language_model.model.", "model."),
              ("language_model.lm_head.", "lm_head."))
@@ -107,8 +103,8 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
     window = c.get("sliding_window") if "sliding" in sliding else None
     theta, scaling, local_theta = _rope(c, kind, where)
     scalar = c.get("query_pre_attn_scalar")
-    tied = config.get("tie_word_embeddings",
-                      c.get("tie_word_embeddings", _TIED_DEFAULT.get(kind, False)))
+    # transformers' default, where a config leaves it out, ties only Gemma's embeddings.
+    tied = config.get("tie_word_embeddings", c.get("tie_word_embeddings", kind in _GEMMA))
     return RefConfig(
         layers=layers, hidden_size=hidden, attention_heads=heads,
         kv_heads=int(c.get("num_key_value_heads") or heads),
@@ -162,22 +158,6 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
     return theta, scaling, local
 
 
-def shard_files(folder: Path) -> list[Path]:
-    """The folder's safetensors shards: its index's, else its one file."""
-    from tokcost.catalog.safetensors_meta import shard_names
-
-    names = shard_names(folder)
-    if not names:
-        raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
-                         "with the checkpoint's safetensors shards")
-    files = [folder / n for n in names]
-    missing = [f.name for f in files if not f.is_file()]
-    if missing:
-        raise InputError(f"'{folder}' lacks shard {missing[0]} that its index names; "
-                         "download the checkpoint again")
-    return files
-
-
 def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
     try:
         with open(path, "rb") as f:
@@ -226,9 +206,19 @@ def reference_name(name: str, kind: str) -> str | None:
 
 
 def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
-    """The checkpoint's tensors under the reference's names."""
+    """The checkpoint's tensors (its index's shards, else its one file), reference names."""
+    from tokcost.catalog.safetensors_meta import shard_names
+
+    names = shard_names(folder)
+    if not names:
+        raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
+                         "with the checkpoint's safetensors shards")
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise InputError(f"'{folder}' lacks shard {missing[0]} that its index names; "
+                         "download the checkpoint again")
     weights: dict[str, Array] = {}
-    for path in shard_files(folder):
+    for path in (folder / n for n in names):
         for name, tensor in read_tensors(path):
             short = reference_name(name, kind)
             if short is None or (short == "lm_head" and cfg.tie_embeddings):

@@ -77,26 +77,28 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
     """Read a .npz written by ``save_weights`` (or a .safetensors file), checked against ``cfg``."""
     path = Path(path)
     if path.suffix == ".safetensors":
-        return _load_safetensors(path, cfg)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise UsageError(f"weights file not found: {path} (give an existing .npz or "
-                         ".safetensors file, or fix the catalog entry's weights field)") from None
-    except (OSError, ValueError) as exc:
-        reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
-        raise InputError(f"cannot read weights file {path} as tokcost .npz weights ({reason})"
-                         ) from None
-    fmt = arrays.pop("__format__", None)
-    if fmt is None or str(fmt) != FORMAT:
-        raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
-    weights = {k: a.astype(np.float32) for k, a in arrays.items()}
+        weights = _read_safetensors(path)
+    else:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except FileNotFoundError:
+            raise UsageError(f"weights file not found: {path} (give an existing .npz or "
+                             ".safetensors file, or fix the catalog entry's weights field)"
+                             ) from None
+        except (OSError, ValueError) as exc:
+            reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
+            raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
+                             f"({reason})") from None
+        fmt = arrays.pop("__format__", None)
+        if fmt is None or str(fmt) != FORMAT:
+            raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
+        weights = {k: a.astype(np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
     return weights
 
 
-def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
+def _read_safetensors(path: Path) -> dict[str, Array]:
     try:
         from safetensors.numpy import load_file
     except ImportError:
@@ -108,9 +110,7 @@ def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
         arrays = load_file(str(path))
     except Exception as exc:  # safetensors raises its own SafetensorError
         raise InputError(f"cannot read weights file {path} as safetensors ({exc})") from None
-    weights = {k: np.asarray(a, dtype=np.float32) for k, a in arrays.items()}
-    check_weights(cfg, weights, source=str(path))
-    return weights
+    return {k: np.asarray(a, dtype=np.float32) for k, a in arrays.items()}
 
 
 def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "float16") -> None:
