@@ -47,8 +47,6 @@ class AttentionRequest(PromptRequest):
 
 @dataclass(frozen=True)
 class NotableHead:
-    """A head that passed a threshold: ``L3H5`` and its labels, in words."""
-
     head: str
     labels: tuple[str, ...]
     text: str

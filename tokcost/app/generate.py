@@ -80,8 +80,6 @@ class GenerateRequest(PromptRequest):
 
 @dataclass(frozen=True)
 class GeneratedSample:
-    """The new text and ids of one sample."""
-
     text: str
     token_ids: tuple[int, ...]
 

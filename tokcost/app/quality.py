@@ -1,6 +1,5 @@
 """``kvmem quality``: what quantizing or evicting the KV cache costs a running model, scored
-against the full cache (``tokcost.reference.quality``) and, on a GPU, what it lets fit.
-"""
+against the full cache (``tokcost.reference.quality``) and, on a GPU, what it lets fit."""
 
 from __future__ import annotations
 

@@ -56,7 +56,6 @@ def read_prompt(prompt: str | None, file: str | None = None) -> tuple[bytes, str
 
 
 def warn_replaced(request: GenerateRequest | AttentionRequest) -> None:
-    """Say how many bytes of the prompt were not UTF-8."""
     bad = request.invalid_utf8_bytes
     if bad:
         warn(f"{request.prompt_source}: {bad} {'byte' if bad == 1 else 'bytes'} of invalid "

@@ -51,8 +51,6 @@ TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
 
 @dataclass(frozen=True)
 class HeadStats:
-    """The scores of one head, and its labels."""
-
     layer: int
     head: int
     entropy: float

@@ -1,8 +1,7 @@
 """Key/Value caches behind one surface (``update`` then ``advance``): a contiguous slab per
 sequence, or vLLM-style paged blocks with reference counts and copy-on-write. A cache holds
 a batch of sequences advancing in lockstep; sliding layers keep only their window
-(docs/generate.md, "Real checkpoints"), and ``positions`` says where the kept keys sit.
-"""
+(docs/generate.md, "Real checkpoints"), and ``positions`` says where the kept keys sit."""
 
 from __future__ import annotations
 
@@ -174,9 +173,8 @@ class _Group:
 
 class PagedCache(KVCache):
     """vLLM's PagedAttention: blocks of ``block_size`` tokens from a pool, a block table per
-    sequence. Each group has its own pool of ``num_blocks`` (their blocks differ in bytes);
-    a sliding group frees a block once no later query sees it (``SlidingWindowManager``).
-    """
+    sequence. Each group has its own pool of ``num_blocks`` (their blocks differ in bytes); a
+    sliding group frees a block once no later query sees it (``SlidingWindowManager``)."""
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
         super().__init__(cfg, batch=1)
@@ -279,7 +277,6 @@ class PagedCache(KVCache):
             self.events.append(event)
 
     def drain_events(self) -> list[BlockEvent]:
-        """The events recorded since the last call."""
         if self.events is None:
             return []
         taken, self.events = self.events, []

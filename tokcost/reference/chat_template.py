@@ -1,7 +1,6 @@
 """A checkpoint's chat template, rendered as transformers' ``apply_chat_template`` does
 (src/transformers/utils/chat_template_utils.py: a sandboxed jinja2 environment, the special
-tokens of tokenizer_config.json as variables).
-"""
+tokens of tokenizer_config.json as variables)."""
 
 from __future__ import annotations
 

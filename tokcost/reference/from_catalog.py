@@ -1,6 +1,5 @@
 """From a model source to a runnable reference model, its tokenizer and its KV estimate:
-a catalog entry's weights are ``data/<id>.npz`` unless named, else seeded random ones.
-"""
+a catalog entry's weights are ``data/<id>.npz`` unless named, else seeded random ones."""
 
 from __future__ import annotations
 
@@ -62,7 +61,6 @@ class ModelSource:
 
     @property
     def checkpoint(self) -> bool:
-        """Does the source name a Hugging Face checkpoint?"""
         from tokcost.catalog.hf_model import is_hf_spec
 
         return self.model_dir is not None or is_hf_spec(self.model or "")
@@ -78,7 +76,6 @@ class ModelSource:
 
 
 def config_for(entry: ModelEntry) -> RefConfig:
-    """The reference shape of a catalog entry."""
     arch = entry.architecture
     if arch is None:
         raise ModelTooLarge(

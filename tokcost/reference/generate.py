@@ -1,6 +1,5 @@
 """The generation loop: prefill the prompt once, fork the cache for ``n`` samples, then
-predict, sample, append, repeat in lockstep; ``on_step`` sees each ``Step`` as it happens.
-"""
+predict, sample, append, repeat in lockstep; ``on_step`` sees each ``Step`` as it happens."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A Hugging Face model folder as a reference model: config.json (transformers v4 or v5)
 to ``RefConfig``, safetensors tensors (one at a time, from a memory map) to the reference's
-weight names. The families, as transformers defines them, are in docs/generate.md.
-"""
+weight names. The families, as transformers defines them, are in docs/generate.md."""
 
 from __future__ import annotations
 
@@ -52,8 +51,6 @@ _SKIPPED = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
 
 @dataclass(frozen=True)
 class HfCheckpoint:
-    """What a folder holds: its family and the reference shape."""
-
     folder: Path
     model_type: str
     cfg: RefConfig

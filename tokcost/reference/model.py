@@ -1,8 +1,7 @@
 """A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU.
 
 Shapes (nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query
-heads, nkv KV heads, g = nh / nkv, hs head size, V vocabulary.
-"""
+heads, nkv KV heads, g = nh / nkv, hs head size, V vocabulary."""
 
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ class ForwardOutput:
 
 
 def rms_norm(x: Array, weight: Array, eps: float) -> Array:
-    """x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
     ms = np.mean(x * x, axis=-1, keepdims=True)  # (..., 1)
     out: Array = (x / np.sqrt(ms + eps) * weight).astype(np.float32)
     return out
@@ -72,7 +70,6 @@ def rope_at(inv: Array, positions: NDArray[np.int64]) -> tuple[Array, Array]:
 
 
 def rope_tables(head_dim: int, length: int, theta: float) -> tuple[Array, Array]:
-    """cos and sin, each (length, hs/2), for rotating pairs (i, i + hs/2)."""
     return rope_at(rope_frequencies(head_dim, theta), np.arange(length, dtype=np.int64))
 
 

@@ -1,7 +1,6 @@
 """What a cache policy costs in quality: teacher-forced decoding against the full float32
 cache, scored by perplexity, top-1 agreement and mean KL(baseline || policy) (the protocol
-is in docs/kvmem.md, "kvmem quality").
-"""
+is in docs/kvmem.md, "kvmem quality")."""
 
 from __future__ import annotations
 

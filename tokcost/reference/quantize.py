@@ -4,8 +4,7 @@
 - fp8 e4m3 (OCP "E4M3FN", vLLM's fp8 cache): bias 7, no infinities, largest 448; scale 1.0
   (vLLM's default without calibration), so larger values saturate.
 - intN, asymmetric (KIVI): per group fp16 ``scale = (max - min) / (2^N - 1)`` and
-  ``zero = min``; int4 codes are packed two to a byte.
-"""
+  ``zero = min``; int4 codes are packed two to a byte."""
 
 from __future__ import annotations
 

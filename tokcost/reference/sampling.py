@@ -94,11 +94,9 @@ class Distribution:
 
     @property
     def size(self) -> int:
-        """How many tokens the draw can pick."""
         return int(np.count_nonzero(self.probs))
 
     def excluded_by(self, token: int) -> Exclusion | None:
-        """Why ``token`` cannot be drawn, or None if it can."""
         if self.probs[token] > 0:
             return None
         if self.greedy:

@@ -1,6 +1,5 @@
 """Weights: named arrays (``expected_shapes`` lists them), made from a seed or read from /
-written to a .npz file that carries ``__format__`` = "tokcost-ref v1".
-"""
+written to a .npz file that carries ``__format__`` = "tokcost-ref v1"."""
 
 from __future__ import annotations
 
