@@ -90,8 +90,7 @@ class AttentionResult:
             "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
             "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
             "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
-            "sliding_window": self.sliding_window,
-        }
+            "sliding_window": self.sliding_window}
 
 
 _HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
@@ -148,8 +147,7 @@ def attention(request: AttentionRequest) -> AttentionResult:
         heads=stats, thresholds=dict(THRESHOLDS), maps=maps,
         notable=tuple(NotableHead(s.name, s.labels, describe(s)) for s in stats if s.labels),
         layer_kinds=tuple("sliding" if cfg.sliding(i) else "full" for i in range(cfg.layers)),
-        sliding_window=window if cfg.slides else None,
-    )
+        sliding_window=window if cfg.slides else None)
     if plot is None:
         return result
     from tokcost.plotting.attention import plot_attention

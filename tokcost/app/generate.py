@@ -137,8 +137,7 @@ class GenerateResult:
             "sampling": {"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
                          "seed": s.seed},
             "samples": [x.to_dict() for x in self.samples],
-            "kv_cache": self.kv_cache.to_dict(),
-        }
+            "kv_cache": self.kv_cache.to_dict()}
         if self.explain:
             data["steps"] = [step.to_dict() for step in self.steps]
         return data
@@ -167,8 +166,7 @@ def generate(request: GenerateRequest) -> GenerateResult:
             model=loaded.entry.id, weights=loaded.weights, trained=loaded.trained,
             tokenizer=tok.name, prompt_ids=tuple(ids),
             prompt_tokens=tuple(tok.decode([i]) for i in ids), prompt_text=tok.decode(ids),
-            layers=cfg.layers, attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads,
-        ))
+            layers=cfg.layers, attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads))
     estimate = partial(estimate_cache_bytes, loaded.entry)
     steps: list[Step] = []
     result = run(loaded.model, ids, request.sampling, request.kv, explain=request.explain,
@@ -182,8 +180,7 @@ def generate(request: GenerateRequest) -> GenerateResult:
         sampling=request.sampling,
         samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
         kv_cache=_cache_use(result, request.sampling.n, estimate), explain=request.explain,
-        steps=tuple(steps),
-    )
+        steps=tuple(steps))
 
 
 def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: Estimate,

@@ -26,8 +26,7 @@ __all__ = ["QualityRequest", "kvmem_quality"]
 # Every family of policy once; eviction budgets are fractions of the text's length.
 DEFAULT_POLICIES: tuple[str, ...] = (
     "fp8", "int8", "int4", "int4:per-token", "window:0.25", "streaming:4+0.25",
-    "h2o:0.125+0.125", "snapkv:0.25+0.05",
-)
+    "h2o:0.125+0.125", "snapkv:0.25+0.05")
 HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each file's lines
 
 
@@ -114,8 +113,7 @@ class QualityRow:
             "perplexity_change": round(q.perplexity_change, 6),
             "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
             "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
-            "concurrency": None if self.concurrency is None else round(self.concurrency, 2),
-        }
+            "concurrency": None if self.concurrency is None else round(self.concurrency, 2)}
 
 
 @dataclass(frozen=True)
@@ -154,8 +152,7 @@ class QualityResult:
                          "concurrency": None if concurrency is None else round(concurrency, 2)},
             "gpu": self.gpu, "context": self.context,
             "policies": [r.to_dict() for r in self.rows],
-            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes),
-        }
+            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes)}
 
 
 def held_out_text() -> str:
@@ -210,8 +207,7 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
             f"{c.name}: none of the {held:,} tokens were quantized (the last "
             f"{arg('residual', c.quant.residual)} stay in full precision; groups of "
             f"{c.quant.group}): its row equals the full cache"
-            for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0),
-    )
+            for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0))
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
 

@@ -28,12 +28,10 @@ LEGEND = (
      "samples, copied on write, dropped once outside a sliding window (#N: a physical "
      "block, with the positions it holds; sliding layers keep their own block table)"),
     ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
-     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"),
-)
+     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"))
 HEADS_HELP = (
     "query heads share KV heads under grouped-query attention (the cache holds KV heads "
-    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1"
-)
+    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1")
 
 
 def _legend_lines(extra: str, cache: str | None = None) -> list[str]:
@@ -65,8 +63,7 @@ Reading --explain:
 
 """
     + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
-    + "\n"
-)
+    + "\n")
 
 BAR = 20
 

@@ -15,5 +15,4 @@ __all__ = [
     "Distribution", "GenerationResult", "KVCache", "ModelTooLarge", "PagedCache",
     "PromptTooLong", "RefConfig", "SamplingParams", "Step", "StepCandidate", "Transformer",
     "WeightsMismatch", "distribution", "draw", "generate", "init_weights", "load_weights",
-    "save_weights",
-]
+    "save_weights"]

@@ -29,8 +29,7 @@ __all__ = ["LABEL_TEXT", "THRESHOLDS", "HeadStats", "check_attention", "describe
 # score -> the value a head must reach for its label (local: at most this distance).
 THRESHOLDS: dict[str, float] = {
     "first_token": 0.5, "previous_token": 0.5, "self_token": 0.5, "duplicate_token": 0.5,
-    "entropy_norm": 0.9, "mean_distance": 2.0, "relative_distance": 0.5,
-}
+    "entropy_norm": 0.9, "mean_distance": 2.0, "relative_distance": 0.5}
 # The labels a score at or past its threshold gives, strongest evidence first.
 _LABELS = (("sink", "first_token"), ("previous-token", "previous_token"),
            ("self", "self_token"), ("duplicate-token", "duplicate_token"),
@@ -43,8 +42,7 @@ LABEL_TEXT: dict[str, str] = {
     "duplicate-token": "duplicate-token head (earlier copies of the same token)",
     "broad": "broad (close to uniform over the context)",
     "local": "local (within 2 tokens back)",
-    "long-range": "long-range (looks far back)",
-}
+    "long-range": "long-range (looks far back)"}
 
 TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
 
@@ -130,8 +128,7 @@ def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = No
             "relative_distance": float(_ratio(distance, seen - 1).mean()),
             "first_token": float(m[:, 0].mean()),
             "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
-            "self_token": float(m[np.arange(t - 1), rows].mean()),
-        }
+            "self_token": float(m[np.arange(t - 1), rows].mean())}
         stats.append(HeadStats(layer=layer, head=h, **scores, duplicate_token=dup_score,
                                labels=head_labels(scores, dup_score)))
     return stats

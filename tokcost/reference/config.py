@@ -163,8 +163,7 @@ class RefConfig:
         if missing:
             raise ModelTooLarge(
                 f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "
-                "reference path cannot build it; use tiny-ref instead or add the fields"
-            )
+                "reference path cannot build it; use tiny-ref instead or add the fields")
         cfg = cls(layers=int(arch.layers), hidden_size=int(hidden), attention_heads=int(heads),
                   kv_heads=int(arch.kv_heads or heads), head_dim=head_dim,
                   vocab_size=int(arch.vocab_size), context_window=int(context_window or 2048),
@@ -174,6 +173,5 @@ class RefConfig:
             raise ModelTooLarge(
                 f"model '{model_id}' has about {total / 1e9:.1f}B parameters; the numpy "
                 f"reference path runs models up to {MAX_PARAMS / 1e6:.0f}M. Size its KV "
-                f"cache instead: tokcost kvmem estimate -m {model_id}"
-            )
+                f"cache instead: tokcost kvmem estimate -m {model_id}")
         return cfg

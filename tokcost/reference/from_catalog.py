@@ -80,13 +80,11 @@ def config_for(entry: ModelEntry) -> RefConfig:
     if arch is None:
         raise ModelTooLarge(
             f"model '{entry.id}' has no architecture in the catalog, so there is nothing to "
-            "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size"
-        )
+            "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size")
     if arch.attention.type != "full":
         raise ModelTooLarge(
             f"model '{entry.id}' uses {arch.attention.type} attention, which the reference "
-            f"path does not implement; size its cache with: tokcost kvmem estimate -m {entry.id}"
-        )
+            f"path does not implement; size its cache with: tokcost kvmem estimate -m {entry.id}")
     return RefConfig.from_architecture(entry.id, arch, entry.context_window)
 
 
@@ -138,8 +136,7 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     if tok.vocab_size > cfg.vocab_size:
         raise WeightsMismatch(
             f"tokenizer {entry.tokenizer} has {tok.vocab_size} tokens but model '{entry.id}' "
-            f"has a vocabulary of {cfg.vocab_size}; fix vocab_size or the tokenizer in the catalog"
-        )
+            f"has a vocabulary of {cfg.vocab_size}; fix vocab_size or the tokenizer in the catalog")
     return tok
 
 

@@ -122,8 +122,7 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
         raise UsageError(
             f"{arg('block_size', kv.block_size)} is larger than the context window of "
             f"{cfg.context_window} tokens; use a block of at most {cfg.context_window}",
-            param="block_size", value=kv.block_size,
-        )
+            param="block_size", value=kv.block_size)
     bad = next((t for t in prompt if not 0 <= t < cfg.vocab_size), None)
     if bad is not None:
         raise UsageError(f"token id {bad} is outside the vocabulary of {cfg.vocab_size}")
@@ -134,8 +133,7 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
             f"the prompt ({len(prompt)} token{'s' if len(prompt) != 1 else ''}) plus "
             f"{arg('max_new_tokens', new)} needs {total} positions, but the context window "
             f"is {cfg.context_window}; shorten the prompt or lower {arg('max_new_tokens')}",
-            param="max_new_tokens", value=new,
-        )
+            param="max_new_tokens", value=new)
     if kv.cache is CacheMode.NONE:
         return
     n, capacity = sampling.n, total - 1
@@ -146,8 +144,7 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
             f"{arg('n', n)} sample{'s' if n != 1 else ''} of {capacity:,} positions need "
             f"{format_bytes(need)} of KV cache, more than the {format_bytes(MAX_CACHE_BYTES)} "
             f"the numpy reference path allocates; lower {arg('n')} or {arg('max_new_tokens')}",
-            param="n", related=("max_new_tokens",), value=n,
-        )
+            param="n", related=("max_new_tokens",), value=n)
 
 
 def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingParams | None = None,
@@ -203,8 +200,7 @@ def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingPa
         cache_blocks=paged.blocks_used if paged else None,
         logical_blocks=paged.logical_blocks if paged else None,
         copy_on_write=paged.copies if paged else None, logits=logits,
-        sliding_window=model.cfg.sliding_window if model.cfg.slides else None,
-    )
+        sliding_window=model.cfg.sliding_window if model.cfg.slides else None)
 
 
 def _prefill(model: Transformer, prompt: list[int], cache: KVCache | None, n: int, *,
@@ -239,8 +235,7 @@ def _step(index: int, s: int, token: int, dist: Distribution, cache: KVCache | N
         cache_bytes=cache.nbytes if cache is not None else 0,
         cache_blocks=paged.blocks_used if paged else None,
         logical_blocks=paged.logical_blocks if paged else None,
-        attention=focus, events=events,
-    )
+        attention=focus, events=events)
 
 
 def _focus(maps: list[NDArray[np.float32]] | None, sample: int) -> tuple[HeadFocus, ...]:

@@ -32,8 +32,7 @@ _LAYER_NAMES = {
     **{f"self_attn.{x}_proj.weight": f"w{x}" for x in "qkv"},
     **{f"self_attn.{x}_proj.bias": f"b{x}" for x in "qkv"},
     **{f"self_attn.{x}_norm.weight": f"{x}_norm" for x in "qk"},
-    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")},
-}
+    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")}}
 _TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm",
               "lm_head.weight": "lm_head"}
 # In Llama-style layers "post_attention_layernorm" is the norm before the MLP; in
@@ -66,8 +65,7 @@ def family(config: Mapping[str, Any], where: str) -> str:
     if kind not in FAMILIES:
         raise UsageError(
             f"{where}: model_type '{kind or '(none)'}' is not one the reference path runs; "
-            f"it runs {', '.join(FAMILIES)} (size other models with kvmem estimate)"
-        )
+            f"it runs {', '.join(FAMILIES)} (size other models with kvmem estimate)")
     return kind
 
 
@@ -115,8 +113,7 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
         rope_scaling=scaling, attn_softcap=_float(c.get("attn_logit_softcapping")),
         final_softcap=_float(c.get("final_logit_softcapping")),
         embed_scale=math.sqrt(hidden) if gemma else None,
-        query_scale=float(scalar) ** -0.5 if gemma and scalar else None,
-    )
+        query_scale=float(scalar) ** -0.5 if gemma and scalar else None)
 
 
 def _float(value: Any) -> float | None:

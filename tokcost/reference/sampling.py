@@ -58,8 +58,7 @@ class SamplingParams:
             raise UsageError(
                 f"{arg('n', self.n)} samples are more than the {MAX_SAMPLES} the reference "
                 f"path runs; lower {arg('n')} (kvmem simulate sizes larger batches)",
-                param="n", value=self.n,
-            )
+                param="n", value=self.n)
 
     def _limits(self) -> tuple[tuple[str, bool, str], ...]:
         # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
