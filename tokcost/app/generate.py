@@ -229,8 +229,7 @@ def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheU
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
     per_sample = int(estimate(tokens, block_size=result.kv.block_size))
     own = result.cache_bytes_per_sample
-    # One sample's blocks: the estimate; with sliding layers at most it (the estimate
-    # counts the window's worst alignment); n samples hold less, by the shared blocks.
+    # A sample holds the estimate (sliding layers: at most, the worst alignment counted).
     fits = own <= per_sample if result.sliding_window is not None else own == per_sample
     return replace(held, estimate_bytes=per_sample * n, estimate_bytes_per_sample=per_sample,
                    matches=fits and result.cache_bytes <= own * n,

@@ -215,8 +215,7 @@ def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
             mark, bar = "×", f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
         lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
     lines += _event_lines(step, n, block)
-    # The samples advance in one forward pass, so the cache has one state per step: it is
-    # shown once, after the last sample's events, not as if each sample had its own.
+    # The samples share one forward pass, so one cache state per step, after the last sample.
     if mode != "none" and step.sample == n - 1:
         blocks = ("" if step.cache_blocks is None else
                   f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)")

@@ -106,13 +106,11 @@ class ContiguousCache(KVCache):
             self._pos[layer] = None
             return ks[:, :, :end], vs[:, :, :end]  # (B, nkv, S, hs)
         if t == 1:
-            # One new token overwrites position start - window, which its query (at
-            # `start`) no longer sees: attend to the slab in slot order, as it lies.
+            # The token overwrites start - window, which its query no longer sees.
             ks[:, :, start % slots], vs[:, :, start % slots] = k[:, :, 0], v[:, :, 0]
             self._pos[layer] = start - (start - np.arange(slots)) % slots  # slot's position
             return ks, vs
-        # Several new tokens: the first of them still needs keys the last ones would
-        # overwrite, so attend to the held ones (oldest first) and the new ones joined.
+        # Several: the first still needs keys the last ones overwrite, so attend to a copy.
         held = min(start, slots)
         ring = np.arange(start - held, start) % slots
         out_k = np.concatenate([ks[:, :, ring], k], axis=2)
@@ -129,7 +127,6 @@ class ContiguousCache(KVCache):
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
-        # A slab cannot be shared: each sample gets its own copy of the prompt.
         self.k = [np.repeat(k, n, axis=0) for k in self.k]  # (n, nkv, slots, hs)
         self.v = [np.repeat(v, n, axis=0) for v in self.v]
         self.batch = n
@@ -204,8 +201,7 @@ class PagedCache(KVCache):
                         table.append(group.allocator.allocate())
                         self._record(BlockEvent("allocate", seq, i, table[i], at, group=group.name))
                         continue
-                    # Copy-on-write: a sequence about to write into a shared block gets
-                    # its own copy; the old block keeps its other holders.
+                    # Copy-on-write: a writer into a shared block gets its own copy.
                     old = table[i]
                     new = table[i] = group.allocator.copy_on_write(old)
                     if new != old:
@@ -232,8 +228,7 @@ class PagedCache(KVCache):
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
-        # Between steps a sliding group keeps what the last query saw, as the memory model
-        # counts it; the next _prepare frees one more position's worth first.
+        # Between steps a sliding group keeps what the last query saw, as the model counts.
         self._release(self.length - 1)
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:

@@ -10,8 +10,7 @@ from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import ModelTooLarge
 from tokcost.reference.request import as_int
 
-# numpy runs a forward pass of a model this size in well under a second per token
-# on a laptop core; beyond it the reference path is the wrong tool.
+# numpy runs a model this size at well under a second per token on a laptop core.
 MAX_PARAMS = 200_000_000
 
 
@@ -91,8 +90,7 @@ class RefConfig:
     qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head's q and k before RoPE
     post_norms: bool = False  # Gemma-2/3: norms after attention and after the MLP too
     activation: str = "silu"  # SwiGLU, or "gelu_tanh" (Gemma's GeGLU)
-    # Per layer "full" or "sliding" (None: all full); a sliding layer's query sees
-    # the ``sliding_window`` newest positions, itself included.
+    # Per layer "full" or "sliding" (a query sees its `sliding_window` newest positions).
     layer_types: tuple[str, ...] | None = None
     sliding_window: int | None = None
     rope_local_theta: float | None = None  # Gemma-3: RoPE base of the sliding layers

@@ -35,8 +35,7 @@ _LAYER_NAMES = {
     **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")}}
 _TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm",
               "lm_head.weight": "lm_head"}
-# In Llama-style layers "post_attention_layernorm" is the norm before the MLP; in
-# Gemma's it normalizes the attention output, and "pre_feedforward_layernorm" is the MLP's.
+# Llama's post_attention_layernorm is the MLP's norm; Gemma's normalizes attention's output.
 _LLAMA_NORMS = {"post_attention_layernorm.weight": "mlp_norm"}
 _GEMMA_NORMS = {"post_attention_layernorm.weight": "post_attn_norm",
                 "pre_feedforward_layernorm.weight": "mlp_norm",

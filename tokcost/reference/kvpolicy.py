@@ -61,8 +61,7 @@ class QuantizedCache(KVCache):
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
-        # Quantize the oldest full-precision tokens down to KvQuant.quantized_tokens; a
-        # per-channel group spans `group` whole tokens, per-token formats any count.
+        # A per-channel group spans `group` whole tokens; per-token formats take any count.
         q = self.quant
         target = q.quantized_tokens(self.length)
         chunk = q.group if q.grouped and "channel" in (q.keys, q.values) else None
@@ -141,8 +140,7 @@ class EvictingCache(KVCache):
         return self.pos[layer]
 
     def observe(self, layer: int, att: Array) -> None:
-        # H2O adds up the attention each key receives; SnapKV scores the prompt's keys
-        # by its last `window` queries, once.
+        # H2O sums the attention each key receives; SnapKV scores the prompt by its end, once.
         kind = self.evict.kind
         if kind == "h2o":
             self.score[layer] += att.sum(axis=(2, 3))
@@ -173,8 +171,7 @@ class EvictingCache(KVCache):
         s = self.k[layer].shape[2]
         if s <= sinks + chosen + recent:
             return
-        # Kept: the first `sinks` and the last `recent` by index (keys stay in position
-        # order), then the `chosen` highest-scoring of those in between, per head.
+        # Kept: the first `sinks`, the last `recent`, the `chosen` best between, per head.
         keep_edges = np.zeros(s, dtype=bool)
         keep_edges[:sinks] = True
         if recent:

@@ -191,8 +191,7 @@ class Transformer:
         qg = q.reshape(b, nkv, g, t, hs)  # (B, nkv, g, T, hs)
         scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) * np.float32(scale)  # (B,nkv,g,T,S)
         scores = soft_cap(scores, cfg.attn_softcap)
-        # Causal, and on a sliding layer q - k < window (transformers' mask); a cache that
-        # let keys go reports where the keys it returned sit, per kv head.
+        # Causal, and on a sliding layer q - k < window (transformers' mask), by key position.
         keys = kpos[None, :] if positions is None else positions[:, :, None, None, :]
         hidden = keys > qpos[:, None]  # (T, S), or (B, nkv, 1, T, S) with positions
         if cfg.sliding(layer):

@@ -121,8 +121,7 @@ def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distrib
     with np.errstate(all="ignore"):
         scaled = (logits / t).astype(np.float64)  # (V,) divided in float32
         if not np.isfinite(scaled).all():
-            # A temperature so low that logits / T overflows: shift first, so the likeliest
-            # token scores 0 and the others -inf at worst (never inf - inf).
+            # logits / T overflowed: shift first, so the worst is -inf (never inf - inf).
             scaled = (logits.astype(np.float64) - float(np.max(logits))) / t
     p = softmax(scaled).astype(np.float64)  # (V,)
     order = np.argsort(-p, kind="stable").astype(np.int64)  # (V,) most likely first
@@ -154,8 +153,7 @@ def draw(dist: Distribution, rng: np.random.Generator) -> int:
     kept = dist.order[:n]  # (n,) most likely first
     w = dist.probs[kept]  # (n,) sums to 1; any zeros are at the end
     choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
-    # Past the last cumulative sum (it may round to just under 1): the last token with
-    # mass, never a zero-probability one.
+    # Past the last sum (it may round to under 1): the last token with mass, never a zero.
     return int(kept[min(choice, np.count_nonzero(w) - 1)])
 
 
