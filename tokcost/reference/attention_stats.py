@@ -1,6 +1,5 @@
-"""What each attention head looks at: scores per head over one layer's causal weights
-(heads, T, T), averaged over query rows 1..T-1 (docs/generate.md defines each), and a
-label for each score past its threshold.
+"""What each attention head looks at: scores per head over one layer's causal weights (heads,
+T, T) and a label for each score past its threshold (docs/generate.md defines each).
 
 >>> import numpy as np
 >>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1

@@ -1,7 +1,5 @@
 """Key/Value caches behind one surface (``update`` then ``advance``): a contiguous slab per
-sequence, or vLLM-style paged blocks with reference counts and copy-on-write. A cache holds
-a batch of sequences advancing in lockstep; sliding layers keep only their window
-(docs/generate.md, "Real checkpoints"), and ``positions`` says where the kept keys sit."""
+sequence, or vLLM-style paged blocks (docs/generate.md, "Inside the reference path")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A Hugging Face model folder as a reference model: config.json (transformers v4 or v5)
-to ``RefConfig``, safetensors tensors (one at a time, from a memory map) to the reference's
-weight names. The families, as transformers defines them, are in docs/generate.md."""
+"""A Hugging Face model folder as a reference model: config.json to ``RefConfig``, safetensors
+tensors to the reference's weight names (docs/generate.md, "Real checkpoints")."""
 
 from __future__ import annotations
 

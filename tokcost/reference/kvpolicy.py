@@ -1,7 +1,5 @@
-"""A KV cache under a policy (docs/kvmem.md, "kvmem quality"): quantized (fp8, int8, int4
-as KIVI stores them) or evicting (window, StreamingLLM, H2O, SnapKV), holding the bytes
-``tokcost.memory.cache_policy.policy_bytes`` counts. Evicted keys keep their rotary
-position, so the model masks by the positions the cache reports."""
+"""A KV cache under a policy, quantized or evicting, holding the bytes ``policy_bytes`` counts
+(docs/generate.md, "Inside the reference path"; the policies: docs/kvmem.md)."""
 
 from __future__ import annotations
 

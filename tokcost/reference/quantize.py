@@ -1,10 +1,5 @@
-"""Low-precision storage for cached keys and values, in the bytes
-``tokcost.memory.cache_policy`` counts; a block holds some tokens (..., T, C) of one tensor.
-
-- fp8 e4m3 (OCP "E4M3FN", vLLM's fp8 cache): bias 7, no infinities, largest 448; scale 1.0
-  (vLLM's default without calibration), so larger values saturate.
-- intN, asymmetric (KIVI): per group fp16 ``scale = (max - min) / (2^N - 1)`` and
-  ``zero = min``; int4 codes are packed two to a byte."""
+"""Low-precision storage for cached keys and values: fp8 e4m3 and KIVI's asymmetric intN, in the
+bytes ``tokcost.memory.cache_policy`` counts (docs/generate.md, "Inside the reference path")."""
 
 from __future__ import annotations
 

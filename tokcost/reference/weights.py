@@ -1,5 +1,4 @@
-"""Weights: named arrays (``expected_shapes`` lists them), made from a seed or read from /
-written to a .npz file that carries ``__format__`` = "tokcost-ref v1"."""
+"""Weights: named arrays made from a seed, or read from / written to a .npz file."""
 
 from __future__ import annotations
 
