@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError, arg
@@ -20,13 +19,10 @@ from tokcost.reference.request import PromptRequest, as_int
 from tokcost.reference.sampling import SamplingParams
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
+    from tokcost.catalog.schema import ModelEntry
     from tokcost.reference.generate import GenerationResult, Step
 
 __all__ = ["GenerateRequest", "generate"]
-
-Estimate = Callable[..., int]  # tokens, block_size=..., batch=... -> bytes (kvmem estimate)
-
 
 @dataclass(frozen=True)
 class GenerationStart:
@@ -167,33 +163,13 @@ def generate(request: GenerateRequest) -> GenerateResult:
             tokenizer=tok.name, prompt_ids=tuple(ids),
             prompt_tokens=tuple(tok.decode([i]) for i in ids), prompt_text=tok.decode(ids),
             layers=cfg.layers, attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads))
-    estimate = partial(estimate_cache_bytes, loaded.entry)
-    steps: list[Step] = []
-    result = run(loaded.model, ids, request.sampling, request.kv, explain=request.explain,
-                 top_candidates=request.top_candidates,
-                 on_step=_watch(request, tok, ids, estimate, steps))
-    kv = request.kv
-    return GenerateResult(
-        model=loaded.entry.id, weights=loaded.weights, trained=loaded.trained,
-        tokenizer=tok.name, prompt=prompt, prompt_ids=tuple(result.prompt_ids),
-        cache=kv.cache, block_size=kv.block_size if kv.cache is CacheMode.PAGED else None,
-        sampling=request.sampling,
-        samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
-        kv_cache=_cache_use(result, request.sampling.n, estimate), explain=request.explain,
-        steps=tuple(steps))
-
-
-def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: Estimate,
-           kept: list[Step]) -> Callable[[Step], None]:
-    """The loop's ``on_step``: each step decoded with its estimate, (explain) kept in ``kept``."""
-    kv, n = request.kv, request.sampling.n
+    kv, n, steps = request.kv, request.sampling.n, []
     reserved = len(ids) + request.sampling.max_new_tokens - 1
     seqs = [list(ids) for _ in range(n)]  # each sample's ids before its newest token
 
-    def watch(step: Step) -> None:
+    def watch(step: Step) -> None:  # each step decoded, beside kvmem estimate for its cache
         seq = seqs[step.sample]
         if request.on_step is not None or request.explain:
-            # What the cache holds after this step, all samples (contiguous: all it reserved).
             tokens = reserved if kv.cache is CacheMode.CONTIGUOUS else step.cache_tokens
             block = kv.block_size if kv.cache is CacheMode.PAGED else None
             shown = replace(
@@ -204,17 +180,28 @@ def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: E
                                 for f in step.attention),
                 text=tok.decode([*seq[len(ids):], step.token_id]),
                 estimate_bytes=0 if kv.cache is CacheMode.NONE
-                else int(estimate(tokens, block_size=block, batch=n)))
+                else estimate_cache_bytes(loaded.entry, tokens, block_size=block, batch=n))
             if request.explain:
-                kept.append(shown)
+                steps.append(shown)
             if request.on_step is not None:
                 request.on_step(shown)
         seq.append(step.token_id)
 
-    return watch
+    result = run(loaded.model, ids, request.sampling, kv, explain=request.explain,
+                 top_candidates=request.top_candidates, on_step=watch)
+    return GenerateResult(
+        model=loaded.entry.id, weights=loaded.weights, trained=loaded.trained,
+        tokenizer=tok.name, prompt=prompt, prompt_ids=tuple(result.prompt_ids),
+        cache=kv.cache, block_size=kv.block_size if kv.cache is CacheMode.PAGED else None,
+        sampling=request.sampling,
+        samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
+        kv_cache=_cache_use(result, n, loaded.entry), explain=request.explain,
+        steps=tuple(steps))
 
 
-def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheUse:
+def _cache_use(result: GenerationResult, n: int, entry: ModelEntry) -> KVCacheUse:
+    from tokcost.reference.from_catalog import estimate_cache_bytes as estimate
+
     tokens, mode = result.cache_tokens, result.kv.cache
     held = KVCacheUse(tokens=tokens, bytes=result.cache_bytes,
                       bytes_per_sample=result.cache_bytes_per_sample,
@@ -224,10 +211,10 @@ def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheU
         return held
     if mode is CacheMode.CONTIGUOUS:
         reserved = result.cache_reserved_tokens
-        predicted = int(estimate(reserved, batch=n))
+        predicted = estimate(entry, reserved, batch=n)
         return replace(held, estimate_bytes=predicted,
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
-    per_sample = int(estimate(tokens, block_size=result.kv.block_size))
+    per_sample = estimate(entry, tokens, block_size=result.kv.block_size)
     own = result.cache_bytes_per_sample
     # A sample holds the estimate (sliding layers: at most, the worst alignment counted).
     fits = own <= per_sample if result.sliding_window is not None else own == per_sample

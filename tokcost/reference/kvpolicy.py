@@ -172,8 +172,7 @@ class EvictingCache(KVCache):
         # Kept: the first `sinks`, the last `recent`, the `chosen` best between, per head.
         keep_edges = np.zeros(s, dtype=bool)
         keep_edges[:sinks] = True
-        if recent:
-            keep_edges[s - recent:] = True
+        keep_edges[s - recent:] = True  # recent 0: [s:], nothing
         middle = np.flatnonzero(~keep_edges)
         window = self.cfg.sliding_window if self.cfg.sliding(layer) else None
         too_old = None if window is None else self.pos[layer] < self.length - window
