@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError, arg
@@ -19,7 +20,6 @@ from tokcost.reference.request import PromptRequest, as_int
 from tokcost.reference.sampling import SamplingParams
 
 if TYPE_CHECKING:
-    from tokcost.catalog.schema import ModelEntry
     from tokcost.reference.generate import GenerationResult, Step
 
 __all__ = ["GenerateRequest", "generate"]
@@ -195,13 +195,12 @@ def generate(request: GenerateRequest) -> GenerateResult:
         cache=kv.cache, block_size=kv.block_size if kv.cache is CacheMode.PAGED else None,
         sampling=request.sampling,
         samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
-        kv_cache=_cache_use(result, n, loaded.entry), explain=request.explain,
+        kv_cache=_cache_use(result, n, partial(estimate_cache_bytes, loaded.entry)),
+        explain=request.explain,
         steps=tuple(steps))
 
 
-def _cache_use(result: GenerationResult, n: int, entry: ModelEntry) -> KVCacheUse:
-    from tokcost.reference.from_catalog import estimate_cache_bytes as estimate
-
+def _cache_use(result: GenerationResult, n: int, estimate: Callable[..., int]) -> KVCacheUse:
     tokens, mode = result.cache_tokens, result.kv.cache
     held = KVCacheUse(tokens=tokens, bytes=result.cache_bytes,
                       bytes_per_sample=result.cache_bytes_per_sample,
@@ -211,10 +210,10 @@ def _cache_use(result: GenerationResult, n: int, entry: ModelEntry) -> KVCacheUs
         return held
     if mode is CacheMode.CONTIGUOUS:
         reserved = result.cache_reserved_tokens
-        predicted = estimate(entry, reserved, batch=n)
+        predicted = estimate(reserved, batch=n)
         return replace(held, estimate_bytes=predicted,
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
-    per_sample = estimate(entry, tokens, block_size=result.kv.block_size)
+    per_sample = estimate(tokens, block_size=result.kv.block_size)
     own = result.cache_bytes_per_sample
     # A sample holds the estimate (sliding layers: at most, the worst alignment counted).
     fits = own <= per_sample if result.sliding_window is not None else own == per_sample

@@ -135,7 +135,7 @@ def generate(
         print_json(result.to_dict())
         return
     if stream is not None:
-        stream.finish(result.samples[0].text)
+        stream.push(result.samples[0].text, end="\n")
     else:
         for s, sample in enumerate(result.samples):
             label = f"[sample {s + 1}] " if n > 1 else ""
@@ -285,26 +285,18 @@ class _Streamer:
     """Print text as tokens arrive; hold back bytes of a half-decoded character."""
 
     def __init__(self) -> None:
-        self.prompt = ""
-        self.started = False
+        self.prompt: str | None = ""  # echoed with the first token, once every check passed
         self.shown = 0
 
-    def push(self, text: str) -> None:
-        if not self.started:
-            # The prompt is echoed with the first token, after every input check passed.
-            self.started = True
+    def push(self, text: str, end: str = "") -> None:
+        if self.prompt is not None:
             sys.stdout.write(self.prompt)
-        if text.endswith("\ufffd"):
+            self.prompt = None
+        if text.endswith("\ufffd") and not end:
             return  # a multi-byte character is not complete yet
-        sys.stdout.write(text[self.shown :])
+        sys.stdout.write(text[self.shown :] + end)
         sys.stdout.flush()
         self.shown = len(text)
-
-    def finish(self, text: str) -> None:
-        if not self.started:
-            sys.stdout.write(self.prompt)
-        sys.stdout.write(text[self.shown :] + "\n")
-        sys.stdout.flush()
 
 
 def register(app: typer.Typer) -> None:
