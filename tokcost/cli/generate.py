@@ -35,11 +35,11 @@ HEADS_HELP = (
 
 
 def _legend_lines(extra: str, cache: str | None = None) -> list[str]:
-    """LEGEND and a heads line, wrapped for 80 columns; with ``cache``, only what it shows."""
+    """LEGEND and a heads line, indented, wrapped for 80 columns; with ``cache``, what it shows."""
     drop = {"none": {"cache", "paged"}, "contiguous": {"paged"}}.get(cache or "", set())
     entries = [*(e for e in LEGEND if e[0] not in drop), ("heads", extra)]
-    return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
-            for term, text in entries]
+    return [textwrap.fill(f"{term}  {text}", width=78, initial_indent="  ",
+                          subsequent_indent="      ") for term, text in entries]
 
 
 EPILOG = (
@@ -62,7 +62,7 @@ Examples:
 Reading --explain:
 
 """
-    + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
+    + "\n".join(_legend_lines(HEADS_HELP))
     + "\n")
 
 BAR = 20
@@ -174,8 +174,7 @@ def _legend(start: Any, cache: str) -> list[str]:
             heads = (f"{start.model}'s {nh} query heads share {nkv} KV head"
                      f"{'s' if nkv != 1 else ''} (grouped-query attention; the cache holds "
                      f"KV heads only): {reads}")
-    lines = _legend_lines(heads, cache)
-    return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
+    return ["legend (also in --help):", *_legend_lines(heads, cache)]
 
 
 def _cache_line(result: Any, n: int, block_size: int) -> str:
