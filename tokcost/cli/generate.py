@@ -113,16 +113,16 @@ def generate(
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
-            _print([*_legend(start, cache), f"\nprompt: {len(start.prompt_ids)} tokens "
-                    f"{list(start.prompt_ids)}", "  " + " ".join(
-                        f"{i}:{t!r}" for i, t in zip(start.prompt_ids, start.prompt_tokens,
-                                                     strict=True))])
+            pairs = zip(start.prompt_ids, start.prompt_tokens, strict=True)
+            out.print("\n".join([*_legend(start, cache), f"\nprompt: {len(start.prompt_ids)} "
+                                 f"tokens {list(start.prompt_ids)}",
+                                 "  " + " ".join(f"{i}:{t!r}" for i, t in pairs)]), markup=False)
 
     def on_step(step: Any) -> None:
         if stream is not None:
             stream.push(step.text)
         elif explain and not json_out:
-            _print(_explain_step(step, n, block_size, cache))
+            out.print("\n".join(_explain_step(step, n, block_size, cache)), markup=False)
 
     request = tokcost.GenerateRequest.of(
         prompt=data, prompt_source=source, model=model, model_dir=model_dir, weights=weights,
@@ -142,11 +142,6 @@ def generate(
             out.print(label + request.text + sample.text, markup=False)
     if result.cache.value != "none":
         (out if explain else err).print(_cache_line(result, n, block_size), markup=False)
-
-
-def _print(lines: list[str]) -> None:
-    for line in lines:
-        out.print(line, markup=False)
 
 
 def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None:

@@ -21,15 +21,6 @@ class CacheMode(str, Enum):
     CONTIGUOUS = "contiguous"
     PAGED = "paged"
 
-    @classmethod
-    def parse(cls, value: CacheMode | str) -> CacheMode:
-        try:
-            return cls(value)
-        except ValueError:
-            choices = ", ".join(m.value for m in cls)
-            raise UsageError(f"unknown {arg('cache')} {value!r}; use one of: {choices}",
-                             param="cache", value=value) from None
-
 
 @dataclass(frozen=True, kw_only=True)
 class CacheSpec:
@@ -39,7 +30,12 @@ class CacheSpec:
     block_size: int = 16
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cache", CacheMode.parse(self.cache))
+        try:
+            object.__setattr__(self, "cache", CacheMode(self.cache))
+        except ValueError:
+            choices = ", ".join(m.value for m in CacheMode)
+            raise UsageError(f"unknown {arg('cache')} {self.cache!r}; use one of: {choices}",
+                             param="cache", value=self.cache) from None
         block = as_int(self.block_size, "block_size")
         if block < 1:
             raise UsageError(f"{arg('block_size')} must be >= 1, got {block}",

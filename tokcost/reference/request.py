@@ -27,9 +27,7 @@ def as_int(value: object, name: str) -> int:
 
 def as_float(value: object, name: str) -> float:
     """A number, or one as text (``"0.8"``)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
         try:
             return float(value)
         except ValueError:
