@@ -1,10 +1,5 @@
-"""The attention use case: run a prompt through the reference model and score every head.
-
-One forward pass over the prompt with the full attention matrices kept (every layer,
-every query head, every query position); ``tokcost.reference.attention_stats`` turns each
-layer's (heads, T, T) weights into its scores and names the heads that pass its
-thresholds. A plot draws chosen heads as heat maps (matplotlib, optional). Nothing is
-printed; the result's ``to_dict()`` is the ``--json`` document.
+"""The attention use case: one forward pass over a prompt with the full attention matrices
+kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads plotted.
 
 >>> parse_head("L3H5", layers=4, heads=8)
 (3, 5)
@@ -33,9 +28,8 @@ MAX_PLOTTED = 16
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionRequest(PromptRequest):
-    """Score every head of the ``source`` model on ``prompt`` (at least 2 tokens, at most
-    the context window). ``plot`` writes heat maps of ``heads`` (``L3H5``; none named:
-    every head of a model with at most 16, else the notable ones)."""
+    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads``
+    (``L3H5``; none named: every head of a small model, else the notable ones)."""
 
     source: ModelSource = field(default_factory=ModelSource)
     plot: str | Path | None = None
@@ -53,8 +47,6 @@ class AttentionRequest(PromptRequest):
 
 @dataclass(frozen=True)
 class NotableHead:
-    """A head that passed a threshold: ``L3H5`` and its labels, in words."""
-
     head: str
     labels: tuple[str, ...]
     text: str
@@ -65,13 +57,8 @@ class NotableHead:
 
 @dataclass(frozen=True)
 class AttentionResult:
-    """Every head's scores for one prompt, the notable heads, and what was plotted.
-
-    ``tokens`` is each prompt id decoded alone (position i is ``tokens[i]``); ``maps``
-    holds the attention weights, per layer (heads, T, T), for plots and callers (not in
-    ``to_dict``); ``layer_kinds`` says per layer ``full`` or ``sliding`` (a sliding layer
-    sees its window's newest keys only, and its scores are over that window).
-    """
+    """Every head's scores for one prompt, the notable heads, and what was plotted;
+    ``tokens``: each id decoded alone; ``maps``: per layer (heads, T, T), not in ``to_dict``."""
 
     model: str
     weights: str
@@ -103,8 +90,7 @@ class AttentionResult:
             "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
             "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
             "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
-            "sliding_window": self.sliding_window,
-        }
+            "sliding_window": self.sliding_window}
 
 
 _HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
@@ -161,22 +147,15 @@ def attention(request: AttentionRequest) -> AttentionResult:
         heads=stats, thresholds=dict(THRESHOLDS), maps=maps,
         notable=tuple(NotableHead(s.name, s.labels, describe(s)) for s in stats if s.labels),
         layer_kinds=tuple("sliding" if cfg.sliding(i) else "full" for i in range(cfg.layers)),
-        sliding_window=window if cfg.slides else None,
-    )
-    return result if plot is None else _plotted(result, chosen, plot, request.force)
-
-
-def _plotted(result: AttentionResult, chosen: list[tuple[int, int]], plot: Path,
-             force: bool) -> AttentionResult:
-    """``result`` with its heads drawn to ``plot``: the ``chosen`` ones, else every head
-    of a small model, else the notable ones (at most ``MAX_PLOTTED``)."""
+        sliding_window=window if cfg.slides else None)
+    if plot is None:
+        return result
     from tokcost.plotting.attention import plot_attention
 
-    if not chosen:
-        everyone = [(s.layer, s.head) for s in result.heads]
-        named = [(s.layer, s.head) for s in result.heads if s.labels]
+    if not chosen:  # every head of a small model, else the notable ones
+        everyone = [(s.layer, s.head) for s in stats]
+        named = [(s.layer, s.head) for s in stats if s.labels]
         chosen = (everyone if len(everyone) <= MAX_PLOTTED else named or everyone)[:MAX_PLOTTED]
     chosen = list(dict.fromkeys(chosen))  # a head named twice is drawn once
-    plot_attention(result, chosen, plot, force=force)
-    return replace(result, plot=str(plot),
-                   plotted=tuple(f"L{layer}H{head}" for layer, head in chosen))
+    plot_attention(result, chosen, plot)
+    return replace(result, plot=str(plot), plotted=tuple(f"L{la}H{h}" for la, h in chosen))

@@ -1,9 +1,5 @@
-"""The generate use case: continue a prompt with the numpy reference transformer.
-
-``generate`` loads the request's model, tokenizes the prompt, runs the loop with a real
-KV cache and sets what the cache holds beside what ``kvmem estimate`` predicts. The
-request's ``on_start`` (the prompt tokenized) and ``on_step`` (every new token, decoded)
-let a caller watch; nothing is printed.
+"""The generate use case: continue a prompt with the numpy reference transformer and set
+what its real KV cache holds beside what ``kvmem estimate`` predicts.
 
 >>> r = generate(GenerateRequest.of(prompt="The baker", max_new_tokens=2))
 >>> r.cache, len(r.samples[0].token_ids), r.kv_cache.matches
@@ -24,19 +20,13 @@ from tokcost.reference.request import PromptRequest, as_int
 from tokcost.reference.sampling import SamplingParams
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
-    from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.generate import GenerationResult, Step
 
 __all__ = ["GenerateRequest", "generate"]
 
-Estimate = Callable[..., int]  # tokens, block_size=..., batch=... -> bytes (kvmem estimate)
-
-
 @dataclass(frozen=True)
 class GenerationStart:
-    """The model and prompt, once tokenized and before the first token: ``prompt_tokens``
-    each id decoded alone, ``prompt_text`` all of them (what a stream echoes first)."""
+    """The model and the tokenized prompt (each id decoded alone, and all of them)."""
 
     model: str
     weights: str
@@ -52,11 +42,9 @@ class GenerationStart:
 
 @dataclass(frozen=True, kw_only=True)
 class GenerateRequest(PromptRequest):
-    """Continue ``prompt`` with the ``source`` model: ``sampling`` (``n`` samples of
-    ``max_new_tokens``), the KV cache ``kv``. ``explain`` keeps every step with its
-    ``top_candidates`` and where each head attends; ``chat`` sends the prompt as one user
-    message through the checkpoint's chat template. The sampling seed also seeds random
-    weights unless the source has its own.
+    """Continue ``prompt`` with the ``source`` model; ``explain`` keeps every step, ``chat``
+    sends the prompt through the checkpoint's chat template, and the sampling seed seeds
+    random weights too. ``on_start`` and ``on_step`` let a caller watch.
 
     >>> r = GenerateRequest.of(prompt="Hi", temperature="0.8", max_new_tokens="1k")
     >>> r.sampling.max_new_tokens, r.sampling.temperature
@@ -88,8 +76,6 @@ class GenerateRequest(PromptRequest):
 
 @dataclass(frozen=True)
 class GeneratedSample:
-    """The new text and ids of one sample."""
-
     text: str
     token_ids: tuple[int, ...]
 
@@ -99,11 +85,9 @@ class GeneratedSample:
 
 @dataclass(frozen=True, kw_only=True)
 class KVCacheUse:
-    """What the cache held at the end, beside what ``kvmem estimate`` predicts for all
-    samples without sharing. Contiguous caches add ``tokens_reserved`` (prompt + new - 1
-    slots per sample); paged ones ``estimate_bytes_per_sample`` and ``saved_by_sharing``."""
+    """What the cache held at the end, beside ``kvmem estimate`` for all samples unshared;
+    the last three fields are one cache kind's (in the --json document's order)."""
 
-    # In the --json document's order; the three fields of one cache kind only appear there.
     tokens: int
     bytes: int
     bytes_per_sample: int
@@ -123,7 +107,7 @@ class KVCacheUse:
 
 @dataclass(frozen=True)
 class GenerateResult:
-    """A finished generation: the samples, the cache they filled, and (explain) every step."""
+    """The samples, the cache they filled, and (explain) every step."""
 
     model: str
     weights: str
@@ -149,8 +133,7 @@ class GenerateResult:
             "sampling": {"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
                          "seed": s.seed},
             "samples": [x.to_dict() for x in self.samples],
-            "kv_cache": self.kv_cache.to_dict(),
-        }
+            "kv_cache": self.kv_cache.to_dict()}
         if self.explain:
             data["steps"] = [step.to_dict() for step in self.steps]
         return data
@@ -163,7 +146,13 @@ def generate(request: GenerateRequest) -> GenerateResult:
     from tokcost.reference.generate import generate as run
 
     loaded = request.source.load()
-    prompt = _templated(request, loaded)
+    prompt = request.text
+    if request.chat:  # the request refused chat without a checkpoint
+        from tokcost.reference.chat_template import read_template, render
+
+        assert loaded.folder is not None
+        template, specials = read_template(loaded.folder)
+        prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)
     cfg = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
     ids = input_ids(tok, prompt, chat=request.chat)
@@ -173,81 +162,45 @@ def generate(request: GenerateRequest) -> GenerateResult:
             model=loaded.entry.id, weights=loaded.weights, trained=loaded.trained,
             tokenizer=tok.name, prompt_ids=tuple(ids),
             prompt_tokens=tuple(tok.decode([i]) for i in ids), prompt_text=tok.decode(ids),
-            layers=cfg.layers, attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads,
-        ))
-    estimate = partial(estimate_cache_bytes, loaded.entry)
-    steps: list[Step] = []
-    result = run(loaded.model, ids, request.sampling, request.kv, explain=request.explain,
-                 top_candidates=request.top_candidates,
-                 on_step=_watch(request, tok, ids, estimate, steps))
-    kv = request.kv
+            layers=cfg.layers, attention_heads=cfg.attention_heads, kv_heads=cfg.kv_heads))
+    kv, n, steps = request.kv, request.sampling.n, []
+    reserved = len(ids) + request.sampling.max_new_tokens - 1
+    seqs = [list(ids) for _ in range(n)]  # each sample's ids before its newest token
+
+    def watch(step: Step) -> None:  # each step decoded, beside kvmem estimate for its cache
+        seq = seqs[step.sample]
+        if request.on_step is not None or request.explain:
+            tokens = reserved if kv.cache is CacheMode.CONTIGUOUS else step.cache_tokens
+            block = kv.block_size if kv.cache is CacheMode.PAGED else None
+            shown = replace(
+                step, token=tok.decode([step.token_id]),
+                top=tuple(replace(c, token=tok.decode([c.token_id])) for c in step.top),
+                attention=tuple(replace(f, token=tok.decode([seq[f.position]])
+                                        if f.position < len(seq) else None)
+                                for f in step.attention),
+                text=tok.decode([*seq[len(ids):], step.token_id]),
+                estimate_bytes=0 if kv.cache is CacheMode.NONE
+                else estimate_cache_bytes(loaded.entry, tokens, block_size=block, batch=n))
+            if request.explain:
+                steps.append(shown)
+            if request.on_step is not None:
+                request.on_step(shown)
+        seq.append(step.token_id)
+
+    result = run(loaded.model, ids, request.sampling, kv, explain=request.explain,
+                 top_candidates=request.top_candidates, on_step=watch)
     return GenerateResult(
         model=loaded.entry.id, weights=loaded.weights, trained=loaded.trained,
         tokenizer=tok.name, prompt=prompt, prompt_ids=tuple(result.prompt_ids),
         cache=kv.cache, block_size=kv.block_size if kv.cache is CacheMode.PAGED else None,
         sampling=request.sampling,
         samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
-        kv_cache=_cache_use(result, request.sampling.n, estimate), explain=request.explain,
-        steps=tuple(steps),
-    )
+        kv_cache=_cache_use(result, n, partial(estimate_cache_bytes, loaded.entry)),
+        explain=request.explain,
+        steps=tuple(steps))
 
 
-def _templated(request: GenerateRequest, loaded: Loaded) -> str:
-    """The prompt, through the checkpoint's chat template when the request asks."""
-    if not request.chat:
-        return request.text
-    from tokcost.reference.chat_template import read_template, render
-
-    assert loaded.folder is not None  # the request refused chat without a checkpoint
-    template, specials = read_template(loaded.folder)
-    return render(template, [{"role": "user", "content": request.text}], specials=specials)
-
-
-def _watch(request: GenerateRequest, tok: Tokenizer, ids: list[int], estimate: Estimate,
-           kept: list[Step]) -> Callable[[Step], None]:
-    """The loop's ``on_step``: each step decoded, beside the estimate for the cache it
-    filled, for the request's ``on_step`` and (explain) kept in ``kept``."""
-    kv, n = request.kv, request.sampling.n
-    reserved = len(ids) + request.sampling.max_new_tokens - 1
-    seqs = [list(ids) for _ in range(n)]  # each sample's ids before its newest token
-
-    def predict(tokens: int) -> int:
-        """kvmem estimate for what the cache holds after ``tokens`` tokens, all samples."""
-        if kv.cache is CacheMode.NONE:
-            return 0
-        if kv.cache is CacheMode.CONTIGUOUS:
-            return int(estimate(reserved, batch=n))
-        return int(estimate(tokens, block_size=kv.block_size, batch=n))
-
-    def watch(step: Step) -> None:
-        seq = seqs[step.sample]
-        if request.on_step is not None or request.explain:
-            shown = _decoded(step, tok, seq, len(ids), predict(step.cache_tokens))
-            if request.explain:
-                kept.append(shown)
-            if request.on_step is not None:
-                request.on_step(shown)
-        seq.append(step.token_id)
-
-    return watch
-
-
-def _decoded(step: Step, tok: Tokenizer, seq: list[int], prompt_len: int, estimate: int
-             ) -> Step:
-    """``step`` with its tokens decoded; ``seq`` is the sample's ids before this one."""
-    def piece(position: int) -> str | None:
-        return tok.decode([seq[position]]) if position < len(seq) else None
-
-    return replace(
-        step, token=tok.decode([step.token_id]),
-        top=tuple(replace(c, token=tok.decode([c.token_id])) for c in step.top),
-        attention=tuple(replace(f, token=piece(f.position)) for f in step.attention),
-        text=tok.decode([*seq[prompt_len:], step.token_id]), estimate_bytes=estimate,
-    )
-
-
-def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheUse:
-    """What the cache holds at the end, beside what ``kvmem estimate`` predicts for it."""
+def _cache_use(result: GenerationResult, n: int, estimate: Callable[..., int]) -> KVCacheUse:
     tokens, mode = result.cache_tokens, result.kv.cache
     held = KVCacheUse(tokens=tokens, bytes=result.cache_bytes,
                       bytes_per_sample=result.cache_bytes_per_sample,
@@ -256,16 +209,13 @@ def _cache_use(result: GenerationResult, n: int, estimate: Estimate) -> KVCacheU
     if mode is CacheMode.NONE or tokens == 0:
         return held
     if mode is CacheMode.CONTIGUOUS:
-        # The contiguous cache reserves prompt + new tokens for every sample.
         reserved = result.cache_reserved_tokens
-        predicted = int(estimate(reserved, batch=n))
+        predicted = estimate(reserved, batch=n)
         return replace(held, estimate_bytes=predicted,
                        matches=predicted == result.cache_bytes, tokens_reserved=reserved)
-    per_sample = int(estimate(tokens, block_size=result.kv.block_size))
+    per_sample = estimate(tokens, block_size=result.kv.block_size)
     own = result.cache_bytes_per_sample
-    # One sample's blocks: exactly the estimate; with sliding layers at most it (the
-    # estimate counts the window's worst alignment on blocks). n samples hold less than
-    # n of them, by the shared prompt blocks.
+    # A sample holds the estimate (sliding layers: at most, the worst alignment counted).
     fits = own <= per_sample if result.sliding_window is not None else own == per_sample
     return replace(held, estimate_bytes=per_sample * n, estimate_bytes_per_sample=per_sample,
                    matches=fits and result.cache_bytes <= own * n,

@@ -1,10 +1,5 @@
-"""``kvmem quality``: what quantizing or evicting the KV cache costs a running model.
-
-Teacher-forced decoding of a held-out text on the reference model, once with the full
-float32 cache and once per policy: perplexity, top-1 agreement and KL divergence against
-the full cache, the bytes each cache really held (checked against the memory model's
-``policy_bytes``) and, on a GPU, the sequences the saving lets the memory model fit.
-"""
+"""``kvmem quality``: what quantizing or evicting the KV cache costs a running model, scored
+against the full cache (``tokcost.reference.quality``) and, on a GPU, what it lets fit."""
 
 from __future__ import annotations
 
@@ -24,22 +19,21 @@ if TYPE_CHECKING:
     from tokcost.memory.cache_policy import CachePolicy
     from tokcost.reference.config import RefConfig
     from tokcost.reference.from_catalog import Loaded
-    from tokcost.reference.quality import PolicyQuality, TeacherForced
+    from tokcost.reference.quality import PolicyQuality
 
 __all__ = ["QualityRequest", "kvmem_quality"]
 
 # Every family of policy once; eviction budgets are fractions of the text's length.
 DEFAULT_POLICIES: tuple[str, ...] = (
     "fp8", "int8", "int4", "int4:per-token", "window:0.25", "streaming:4+0.25",
-    "h2o:0.125+0.125", "snapkv:0.25+0.05",
-)
+    "h2o:0.125+0.125", "snapkv:0.25+0.05")
 HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each file's lines
 
 
 @dataclass(frozen=True, kw_only=True)
 class Policies:
-    """The cache policies to measure (``tokcost.memory.cache_policy.parse_policy`` specs,
-    a comma list or several; None: ``DEFAULT_POLICIES``) and the quantizers' settings."""
+    """The cache policies to measure (``parse_policy`` specs, comma lists; None: the
+    defaults) and the quantizers' settings."""
 
     policies: Sequence[str] | None = None
     residual: int = 128
@@ -69,11 +63,9 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Parts):
-    """Measure the ``cache_policies`` with a trained ``source`` model on the first
-    ``max_tokens`` tokens of ``text`` (a path, ``-`` for ``stdin``; default: the held-out
-    part of the shipped prose corpora), prefilling ``prompt`` tokens (default an eighth).
-    With ``gpu`` (full-attention models only), the sequences of ``context`` tokens
-    (default: the model's window) each policy lets the memory model fit."""
+    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (a
+    path, ``-`` for ``stdin``; None: the held-out corpora), prefilling ``prompt`` tokens;
+    with ``gpu``, the sequences of ``context`` tokens each policy fits."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)
@@ -110,8 +102,6 @@ class QualityRequest(Parts):
 
 @dataclass(frozen=True)
 class QualityRow:
-    """One policy's quality and memory."""
-
     policy: str
     quality: PolicyQuality
     concurrency: float | None = None  # sequences of `context` tokens on the GPU
@@ -123,18 +113,13 @@ class QualityRow:
             "perplexity_change": round(q.perplexity_change, 6),
             "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
             "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
-            "concurrency": None if self.concurrency is None else round(self.concurrency, 2),
-        }
-
-
-_NOTE_PARAMS = ("residual",)  # what the notes name (placeholders, as errors write them)
+            "concurrency": None if self.concurrency is None else round(self.concurrency, 2)}
 
 
 @dataclass(frozen=True)
 class QualityResult:
-    """Every policy against the full cache. ``note_templates`` name parameters through
-    placeholders: ``notes`` spells them as the API does, ``render_notes`` as a caller's
-    ``words`` do (the CLI's flags)."""
+    """Every policy against the full cache; ``note_templates`` name parameters through
+    placeholders, which ``render_notes`` spells in a caller's ``words``."""
 
     model: str
     text: str  # where the text came from
@@ -154,11 +139,10 @@ class QualityResult:
         return tuple(self.render_notes())
 
     def render_notes(self, words: Words | None = None) -> list[str]:
-        errors = (TokcostError(t, related=_NOTE_PARAMS) for t in self.note_templates)
+        errors = (TokcostError(t, related=("residual",)) for t in self.note_templates)
         return [e.render(words) if words else e.render() for e in errors]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``kvmem quality --json`` document (keys in the README)."""
         concurrency = self.baseline_concurrency
         return {
             "model": self.model, "text": self.text, "tokens": self.tokens,
@@ -168,13 +152,11 @@ class QualityResult:
                          "concurrency": None if concurrency is None else round(concurrency, 2)},
             "gpu": self.gpu, "context": self.context,
             "policies": [r.to_dict() for r in self.rows],
-            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes),
-        }
+            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes)}
 
 
 def held_out_text() -> str:
-    """The text no tiny-ref weight has seen: the last 10% of the lines of every shipped
-    prose corpus (scripts/train_tiny_ref.py trained on the rest), English first."""
+    """The last 10% of the lines of every shipped prose corpus, English first."""
     from tokcost.inflation import builtin_dir
 
     files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
@@ -186,8 +168,8 @@ def held_out_text() -> str:
 
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:
-    """Measure ``request``'s policies against the full cache (and plot the frontier)."""
-    from tokcost.reference.quality import teacher_forced
+    """Measure ``request``'s policies against the full cache (and plot them)."""
+    from tokcost.reference.quality import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
 
     target = Path(request.plot) if request.plot is not None else None
@@ -203,50 +185,57 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     if request.on_progress:
         request.on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
-    chosen = request.cache_policies.chosen
-    rows = tuple(QualityRow(p.name, _measure(request, loaded.model, ids, first, p, base),
-                            plan(p) if plan else None) for p in chosen)
+    chosen, rows = request.cache_policies.chosen, []
+    for p in chosen:
+        if request.on_progress:
+            request.on_progress(p.name)
+        try:
+            q = evaluate(loaded.model, ids, prompt=first, quant=p.quant, evict=p.evict,
+                         baseline=base)
+        except TokcostError as exc:  # the memory model and the cache disagree: say which
+            raise type(exc)(f"policy {p.name}: {exc.template}", param=exc.param,
+                            related=exc.related, value=exc.value) from None
+        rows.append(QualityRow(p.name, q, plan(p) if plan else None))
     held = len(ids) - 1
     result = QualityResult(
         model=loaded.entry.id, text=source, tokens=len(ids), prompt=first,
-        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=rows,
+        baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
         gpu=plan.gpu if plan else None, context=plan.context if plan else None,
         baseline_concurrency=plan(None) if plan else None, plot=target,
-        note_templates=tuple(_unquantized_note(c, held) for c in chosen
-                             if c.quant is not None and c.quant.quantized_tokens(held) == 0),
-    )
+        # A quantized policy whose every token stayed in full precision equals the full cache.
+        note_templates=tuple(
+            f"{c.name}: none of the {held:,} tokens were quantized (the last "
+            f"{arg('residual', c.quant.residual)} stay in full precision; groups of "
+            f"{c.quant.group}): its row equals the full cache"
+            for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0))
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
 
-        plot_frontier(result, target, force=request.force)
+        plot_frontier(result, target)
     return result
 
 
 def _load(request: QualityRequest) -> Loaded:
-    """The model, refused early when it cannot give what the request asks."""
     loaded = request.source.load()
     entry, cfg = loaded.entry, loaded.model.cfg
     if not loaded.trained:
         raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
                            "weights (tiny-ref ships them)")
     if request.gpu is not None and cfg.slides:
-        # The reference caches handle sliding layers (each holds at most its window); the
-        # GPU planner sizes full-attention layers only.
         raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
                          f"sizes full-attention layers only; leave out {arg('gpu')}",
                          param="gpu")
     group = request.cache_policies.kv_group_size
     grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
     if grouped and group < cfg.head_dim and cfg.head_dim % group:
-        # Values are grouped over a head's channels (a group past head_dim is one group of
-        # them all); refused here, before any model work, not in the quantizer.
+        # Values are grouped over a head's channels (a larger group is one group of all).
         raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
                          f"{cfg.head_dim}", param="kv_group_size", value=group)
     return loaded
 
 
 def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:
-    """The first ``max_tokens`` ids of the request's text, and where the text came from."""
+    """The first ``max_tokens`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
 
@@ -270,35 +259,10 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
     return ids, source
 
 
-def _measure(request: QualityRequest, model: Any, ids: list[int], prompt: int,
-             policy: CachePolicy, base: TeacherForced) -> PolicyQuality:
-    """One policy's quality, its bytes checked against the memory model's."""
-    from tokcost.reference.quality import evaluate
-
-    if request.on_progress:
-        request.on_progress(policy.name)
-    try:
-        return evaluate(model, ids, prompt=prompt, quant=policy.quant, evict=policy.evict,
-                        baseline=base)
-    except TokcostError as exc:  # the memory model and the cache disagree: say which policy
-        raise type(exc)(f"policy {policy.name}: {exc.template}", param=exc.param,
-                        related=exc.related, value=exc.value) from None
-
-
-def _unquantized_note(policy: CachePolicy, tokens: int) -> str:
-    """Why a quantized policy's row equals the full cache: every token it held was in the
-    full-precision residual, or in a key group not yet whole."""
-    quant = policy.quant
-    assert quant is not None
-    return (f"{policy.name}: none of the {tokens:,} tokens were quantized (the last "
-            f"{arg('residual', quant.residual)} stay in full precision; groups of "
-            f"{quant.group}): its row equals the full cache")
-
-
 @dataclass(frozen=True)
 class _Planner:
-    """Sequences of ``context`` tokens that fit the KV memory ``gpu`` leaves, per policy
-    (None: the full cache), for a served model's bf16 cache of this shape."""
+    """Sequences of ``context`` tokens a policy (None: the full cache) fits in the KV memory
+    ``gpu`` leaves, for a served model's bf16 cache of this shape."""
 
     gpu: str
     context: int
@@ -322,7 +286,7 @@ def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> 
                          f"policies plan full-attention layers only", param="gpu")
     ctx = context or entry.context_window or 8192
     gpu_entry = cat.resolve_gpu(gpu)
-    # The reference cache holds float32; a served model would hold its weights' dtype.
+    # A served model holds its weights' dtype, not the reference's float32.
     est = estimate_kv(entry, KvRequest.of(contexts=[ctx], gpu=gpu_entry, kv_dtype="bf16"))
     assert est.fit is not None
     kv_heads, head_dim = attention_shape(arch, entry.id)

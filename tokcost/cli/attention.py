@@ -7,14 +7,7 @@ from typing import Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli.checkpoint_options import (
-    MODEL_HELP,
-    ModelDirOpt,
-    WeightsOpt,
-    read_prompt,
-    warn_replaced,
-    warn_untrained,
-)
+from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 
@@ -40,46 +33,40 @@ Scores, per head, averaged over query positions 1..T-1 (0 sees only itself):
 A head is named when a score passes its threshold (printed under the table).
 """
 
-PromptArg = Annotated[str | None, typer.Argument(
-    metavar="PROMPT", show_default=False, help="Text to run ('-' reads stdin; or --file).")]
-FileOpt = Annotated[str | None, typer.Option(
-    "--file", show_default=False, help="Read the prompt from a file ('-' = stdin).")]
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
-SeedOpt = Annotated[int | None, typer.Option(
-    "--seed", help="Seed for random weights (a model without any).")]
-PlotOpt = Annotated[str | None, typer.Option(
-    "--plot", show_default=False, help="Write heat maps of the heads to PNG/SVG/PDF "
-    "(needs: pip install 'tokcost\\[plot]').")]
-HeadsOpt = Annotated[list[str] | None, typer.Option(
-    "--head", show_default=False, help="A head to plot, L<layer>H<head> (repeatable; "
-    "default: every head of a small model, else the named ones).")]
-
 
 def attention(
-    prompt: PromptArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = "tiny-ref",
-    model_dir: ModelDirOpt = None,
-    weights: WeightsOpt = None,
-    seed: SeedOpt = None,
-    plot: PlotOpt = None,
-    heads: HeadsOpt = None,
+    prompt: Annotated[str | None, typer.Argument(
+        metavar="PROMPT", show_default=False,
+        help="Text to run ('-' reads stdin; or --file).")] = None,
+    file: Annotated[str | None, typer.Option(
+        "--file", show_default=False, help="Read the prompt from a file ('-' = stdin).")] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help=ck.MODEL_HELP)] = "tiny-ref",
+    model_dir: ck.ModelDirOpt = None,
+    weights: ck.WeightsOpt = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Seed for random weights (a model without any).")] = None,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", show_default=False, help="Write heat maps of the heads to PNG/SVG/PDF "
+        "(needs: pip install 'tokcost\\[plot]').")] = None,
+    heads: Annotated[list[str] | None, typer.Option(
+        "--head", show_default=False, help="A head to plot, L<layer>H<head> (repeatable; "
+        "default: every head of a small model, else the named ones).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Score every attention head on PROMPT: entropy, distance, sinks, previous/duplicate tokens."""
-    data, source = read_prompt(prompt, file)
+    data, source = ck.read_prompt(prompt, file)
     request = tokcost.AttentionRequest.of(
         prompt=data, prompt_source=source, model=None if model_dir else model,
         model_dir=model_dir, weights=weights, seed=seed, catalog=catalog, plot=plot,
         heads=tuple(heads or ()), force=force)
-    warn_replaced(request)
+    ck.warn_replaced(request)
     result = tokcost.attention(request)
     if json_out:
         print_json(result.to_dict())
     else:
-        warn_untrained(result, "so the heads show a random model")
+        ck.warn_untrained(result, "so the heads show a random model")
         _render(result)
     if result.plot is not None:
         err.print(f"wrote {result.plot} ({len(result.plotted)} heads)", highlight=False,

@@ -1,5 +1,4 @@
-"""What the reference-path commands (generate, attention, kvmem quality) share: the
-options that point them at a model, and reading a prompt."""
+"""What generate, attention and kvmem quality share: model options, reading a prompt."""
 
 from __future__ import annotations
 
@@ -18,25 +17,21 @@ if TYPE_CHECKING:
 
 MODEL_HELP = ("Catalog model to run (tiny-ref ships weights), or hf:ORG/REPO from the local "
               "Hugging Face cache.")
-ModelDirOpt = Annotated[
-    str | None,
-    typer.Option("--model-dir", help="A Hugging Face model folder (config.json, "
-                 "*.safetensors, tokenizer.json) instead of --model."),
-]
+ModelDirOpt = Annotated[str | None, typer.Option("--model-dir", help="A Hugging Face model "
+                                                "folder (config.json, *.safetensors, "
+                                                "tokenizer.json) instead of --model.")]
+WeightsOpt = Annotated[str | None, typer.Option(
+    "--weights", help="Weights .npz or .safetensors instead of the shipped ones.")]
+
+
 def count_option(flag: str, text: str, **more: Any) -> Any:
     """A count flag (8k, 1.5M...) read by the one count parser."""
     return typer.Option(flag, metavar=COUNT, parser=count_parser(flag), help=text, **more)
 
 
-WeightsOpt = Annotated[
-    str | None,
-    typer.Option("--weights", help="Weights .npz or .safetensors instead of the shipped ones."),
-]
-
 
 def read_prompt(prompt: str | None, file: str | None = None) -> tuple[bytes, str]:
-    """The prompt's bytes and what to call them: PROMPT, stdin ('-', or piped when neither
-    PROMPT nor --file is given) or --file. The library decodes them by the input policy."""
+    """The prompt's bytes and what to call them: PROMPT, stdin ('-', or piped) or --file."""
     if prompt is not None and file is not None:
         raise UsageError("give PROMPT or --file, not both")
     source = file if file is not None else prompt
@@ -61,7 +56,6 @@ def read_prompt(prompt: str | None, file: str | None = None) -> tuple[bytes, str
 
 
 def warn_replaced(request: GenerateRequest | AttentionRequest) -> None:
-    """Say how many bytes of the prompt were not UTF-8 (they read as U+FFFD)."""
     bad = request.invalid_utf8_bytes
     if bad:
         warn(f"{request.prompt_source}: {bad} {'byte' if bad == 1 else 'bytes'} of invalid "
@@ -69,6 +63,5 @@ def warn_replaced(request: GenerateRequest | AttentionRequest) -> None:
 
 
 def warn_untrained(result: Any, shows: str) -> None:
-    """Random weights: what the output ``shows`` is noise."""
     if not result.trained:
         warn(f"no trained weights for '{result.model}': using {result.weights}, {shows}")

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 import tokcost
-from tokcost.cli.checkpoint_options import (
-    MODEL_HELP,
-    ModelDirOpt,
-    WeightsOpt,
-    count_option,
-    read_prompt,
-    warn_replaced,
-    warn_untrained,
-)
+from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
-# The notation of --explain (term, meaning), printed once above its steps and in --help.
+# The notation of --explain, printed once above its steps and in --help.
 LEGEND = (
     ("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
      "--top-p, or its probability rounds to 0)"),
@@ -37,22 +28,18 @@ LEGEND = (
      "samples, copied on write, dropped once outside a sliding window (#N: a physical "
      "block, with the positions it holds; sliding layers keep their own block table)"),
     ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
-     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"),
-)
+     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"))
 HEADS_HELP = (
     "query heads share KV heads under grouped-query attention (the cache holds KV heads "
-    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1"
-)
+    "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1")
 
 
 def _legend_lines(extra: str, cache: str | None = None) -> list[str]:
-    """LEGEND and a heads line, wrapped for an 80-column terminal; with ``cache``, only
-    the entries that run shows (no block events without the paged cache, no cache line
-    without a cache)."""
+    """LEGEND and a heads line, indented, wrapped for 80 columns; with ``cache``, what it shows."""
     drop = {"none": {"cache", "paged"}, "contiguous": {"paged"}}.get(cache or "", set())
     entries = [*(e for e in LEGEND if e[0] not in drop), ("heads", extra)]
-    return [textwrap.fill(f"{term}  {text}", width=76, subsequent_indent="    ")
-            for term, text in entries]
+    return [textwrap.fill(f"{term}  {text}", width=78, initial_indent="  ",
+                          subsequent_indent="      ") for term, text in entries]
 
 
 EPILOG = (
@@ -75,62 +62,46 @@ Examples:
 Reading --explain:
 
 """
-    + "\n".join(textwrap.indent(line, "  ") for line in _legend_lines(HEADS_HELP))
-    + "\n"
-)
+    + "\n".join(_legend_lines(HEADS_HELP))
+    + "\n")
 
 BAR = 20
 
 
-PromptArg = Annotated[
-    str, typer.Argument(metavar="PROMPT", help="Text to continue ('-' reads stdin).")
-]
-# "[default: tiny-ref]" is rich markup, so the help shows no default (--model-dir may
-# replace the model).
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]", show_default=False)]
-MaxNewOpt = Annotated[
-    int, count_option("--max-new-tokens", "Tokens to generate per sample (32, 1k).")]
-TemperatureOpt = Annotated[
-    float, typer.Option("--temperature", "-T", help="0 = greedy; higher = more random.")]
-TopKOpt = Annotated[int, count_option("--top-k", "Keep the k likeliest (0 = off).")]
-TopPOpt = Annotated[
-    float, typer.Option("--top-p", help="Keep the smallest set with this mass (1 = off).")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed for repeatable sampling.")]
-CacheOpt = Annotated[
-    str, typer.Option("--cache", help="KV cache: none (recompute), contiguous, paged.")]
-BlockOpt = Annotated[int, count_option("--block-size", "Tokens per block of the paged cache.")]
-NOpt = Annotated[int, count_option("--n", "Parallel samples sharing the prompt's cache blocks.")]
-ExplainOpt = Annotated[bool, typer.Option(
-    "--explain", help="Show every step: the distribution sampled from, cache blocks, "
-    "attention (notation below).")]
-TopOpt = Annotated[int, count_option("--top", "Candidates shown by --explain.")]
-ChatOpt = Annotated[bool, typer.Option(
-    "--chat-template", help="Send PROMPT as a user message through the checkpoint's chat "
-    "template (tokenizer_config.json).")]
-
-
 def generate(
-    prompt: PromptArg,
-    model: ModelOpt = None,
-    max_new_tokens: MaxNewOpt = 32,
-    temperature: TemperatureOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
-    cache: CacheOpt = "paged",
-    block_size: BlockOpt = 16,
-    n: NOpt = 1,
-    explain: ExplainOpt = False,
-    top_candidates: TopOpt = 5,
-    weights: WeightsOpt = None,
-    model_dir: ModelDirOpt = None,
-    chat: ChatOpt = False,
+    prompt: Annotated[str, typer.Argument(
+        metavar="PROMPT", help="Text to continue ('-' reads stdin).")],
+    # "[default: tiny-ref]" is written out: --model-dir may replace the model.
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]", show_default=False)] = None,
+    max_new_tokens: Annotated[int, ck.count_option(
+        "--max-new-tokens", "Tokens to generate per sample (32, 1k).")] = 32,
+    temperature: Annotated[float, typer.Option(
+        "--temperature", "-T", help="0 = greedy; higher = more random.")] = 0.0,
+    top_k: Annotated[int, ck.count_option("--top-k", "Keep the k likeliest (0 = off).")] = 0,
+    top_p: Annotated[float, typer.Option(
+        "--top-p", help="Keep the smallest set with this mass (1 = off).")] = 1.0,
+    seed: Annotated[int | None, typer.Option(help="Seed for repeatable sampling.")] = None,
+    cache: Annotated[str, typer.Option(
+        help="KV cache: none (recompute), contiguous, paged.")] = "paged",
+    block_size: Annotated[int, ck.count_option(
+        "--block-size", "Tokens per block of the paged cache.")] = 16,
+    n: Annotated[int, ck.count_option(
+        "--n", "Parallel samples sharing the prompt's cache blocks.")] = 1,
+    explain: Annotated[bool, typer.Option("--explain", help="Show every step: the distribution "
+                                          "sampled from, cache blocks, attention (notation "
+                                          "below).")] = False,
+    top_candidates: Annotated[int, ck.count_option("--top", "Candidates shown by --explain.")] = 5,
+    weights: ck.WeightsOpt = None,
+    model_dir: ck.ModelDirOpt = None,
+    chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
+                                       "through the checkpoint's chat template "
+                                       "(tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    data, source = read_prompt(prompt)
+    data, source = ck.read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
 
     def on_start(start: Any) -> None:
@@ -138,33 +109,33 @@ def generate(
         _warn_sampling(n, temperature, top_k, top_p)
         if json_out:
             return
-        warn_untrained(start, "so text is noise")
+        ck.warn_untrained(start, "so text is noise")
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
-            _print([*_legend(start, cache), f"\nprompt: {len(start.prompt_ids)} tokens "
-                    f"{list(start.prompt_ids)}", "  " + " ".join(
-                        f"{i}:{t!r}" for i, t in zip(start.prompt_ids, start.prompt_tokens,
-                                                     strict=True))])
+            pairs = zip(start.prompt_ids, start.prompt_tokens, strict=True)
+            out.print("\n".join([*_legend(start, cache), f"\nprompt: {len(start.prompt_ids)} "
+                                 f"tokens {list(start.prompt_ids)}",
+                                 "  " + " ".join(f"{i}:{t!r}" for i, t in pairs)]), markup=False)
 
     def on_step(step: Any) -> None:
         if stream is not None:
             stream.push(step.text)
         elif explain and not json_out:
-            _print(_explain_step(step, n, block_size, cache))
+            out.print("\n".join(_explain_step(step, n, block_size, cache)), markup=False)
 
     request = tokcost.GenerateRequest.of(
         prompt=data, prompt_source=source, model=model, model_dir=model_dir, weights=weights,
         catalog=catalog, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
         top_p=top_p, seed=seed, n=n, cache=cache, block_size=block_size, explain=explain,
         top_candidates=top_candidates, chat=chat, on_start=on_start, on_step=on_step)
-    warn_replaced(request)
+    ck.warn_replaced(request)
     result = tokcost.generate(request)
     if json_out:
         print_json(result.to_dict())
         return
     if stream is not None:
-        stream.finish(result.samples[0].text)
+        stream.push(result.samples[0].text, end="\n")
     else:
         for s, sample in enumerate(result.samples):
             label = f"[sample {s + 1}] " if n > 1 else ""
@@ -173,13 +144,7 @@ def generate(
         (out if explain else err).print(_cache_line(result, n, block_size), markup=False)
 
 
-def _print(lines: list[str]) -> None:
-    for line in lines:
-        out.print(line, markup=False)
-
-
 def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None:
-    """Settings that run but cannot do what they seem to ask: each said once."""
     if temperature == 0 and (top_k or top_p < 1):
         warn("--top-k and --top-p have no effect with greedy decoding (--temperature 0); "
              "set --temperature above 0 to sample")
@@ -204,8 +169,7 @@ def _legend(start: Any, cache: str) -> list[str]:
             heads = (f"{start.model}'s {nh} query heads share {nkv} KV head"
                      f"{'s' if nkv != 1 else ''} (grouped-query attention; the cache holds "
                      f"KV heads only): {reads}")
-    lines = _legend_lines(heads, cache)
-    return ["legend (also in --help):", *(textwrap.indent(line, "  ") for line in lines)]
+    return ["legend (also in --help):", *_legend_lines(heads, cache)]
 
 
 def _cache_line(result: Any, n: int, block_size: int) -> str:
@@ -245,8 +209,7 @@ def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
             mark, bar = "×", f"{_EXCLUDED.get(c.excluded, c.excluded):<{BAR + 6}}"
         lines.append(f"  {mark} {c.token_id:>6} {c.token!r:<16} {bar}{model}")
     lines += _event_lines(step, n, block)
-    # The samples advance in one forward pass, so the cache has one state per step: it is
-    # shown once, after the last sample's events, not as if each sample had its own.
+    # The samples share one forward pass, so one cache state per step, after the last sample.
     if mode != "none" and step.sample == n - 1:
         blocks = ("" if step.cache_blocks is None else
                   f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)")
@@ -263,7 +226,7 @@ def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
 
 
 def _p(p: float) -> str:
-    """A probability in 5 characters; one that can be drawn never reads 0.000."""
+    """A probability in 5 characters; a drawable one never reads 0.000."""
     return f"{p:.3f}" if p >= 0.0005 or p == 0 else f"{p:.0e}"
 
 
@@ -272,10 +235,8 @@ def _s(count: int) -> str:
 
 
 def _event_lines(step: Any, n: int, block: int) -> list[str]:
-    """The paged cache's block events behind this step, one line per kind and holder, in
-    the order they happened: allocations, the prompt's drops (a prompt longer than the
-    window drops old blocks while it is prefilled), shares, copies, the samples' drops.
-    Sliding layers keep their own block table (a KV cache group): their lines say so."""
+    """The step's block events, one line per kind and holder: allocations, the prompt's
+    drops (while it is prefilled), shares, copies, the samples' drops."""
     def span(e: Any) -> str:
         return f"positions {e.block * block}-{e.block * block + block - 1}"
 
@@ -283,69 +244,53 @@ def _event_lines(step: Any, n: int, block: int) -> list[str]:
         return "the prompt" if sample is None else (
             f"sample {sample + 1}" if n > 1 else "the sequence")
 
-    def paged(group: str) -> str:
-        return "  paged (sliding layers):" if group == "sliding" else "  paged:"
-
     by: dict[tuple[str, str, int | None], list[Any]] = {}
     for e in step.events:
         by.setdefault((e.kind, e.group, None if e.kind == "share" else e.sample), []).append(e)
-
-    def lines(kind: str, line: Callable[[str, int | None, list[Any]], str],
-              keep: Callable[[int | None], bool] = lambda _: True) -> list[str]:
-        return [line(g, s, es) for (k, g, s), es in by.items() if k == kind and keep(s)]
-
-    def allocated(group: str, sample: int | None, events: list[Any]) -> str:
-        blocks = ", ".join(f"#{e.physical} ({span(e)})" for e in events)
-        return f"{paged(group)} allocated block{_s(len(events))} {blocks} for {owner(sample)}"
-
-    def drops(group: str, sample: int | None, events: list[Any]) -> str:
-        blocks = ", ".join(f"#{e.physical} ({span(e)}" + (")" if e.holders == 0 else
-                           f"; {e.holders} holder{_s(e.holders)} left)") for e in events)
-        back = "; back in the pool" if all(e.holders == 0 for e in events) else ""
-        return (f"{paged(group)} {owner(sample)} drops block{_s(len(events))} {blocks}: "
-                f"outside the window of position {events[-1].position}{back}")
-
-    def shared(group: str, _: int | None, events: list[Any]) -> str:
-        ids, holders = " ".join(f"#{e.physical}" for e in events), events[0].holders
-        return (f"{paged(group)} {holders} samples share the prompt's block{_s(len(events))} "
-                f"{ids} (reference count {holders}; nothing copied)")
-
-    def copied(group: str, _: int | None, events: list[Any]) -> str:
-        return "\n".join(
-            f"{paged(group)} copy-on-write: {owner(e.sample)} writes position {e.position} "
-            f"into shared block #{e.source} ({span(e)}), so it gets a copy, #{e.physical}; "
-            f"#{e.source} keeps {e.holders} holder{_s(e.holders)}" for e in events)
-
-    return [*lines("allocate", allocated), *lines("free", drops, lambda s: s is None),
-            *lines("share", shared), *lines("copy_on_write", copied),
-            *lines("free", drops, lambda s: s is not None)]
+    lines: list[str] = []
+    for kind, prompt in (("allocate", None), ("free", True), ("share", None),
+                         ("copy_on_write", None), ("free", False)):
+        for (k, group, sample), es in by.items():
+            if k != kind or (prompt is not None and prompt != (sample is None)):
+                continue
+            head = "  paged (sliding layers):" if group == "sliding" else "  paged:"
+            if kind == "allocate":
+                blocks = ", ".join(f"#{e.physical} ({span(e)})" for e in es)
+                lines.append(f"{head} allocated block{_s(len(es))} {blocks} for {owner(sample)}")
+            elif kind == "free":
+                blocks = ", ".join(f"#{e.physical} ({span(e)}" + (")" if e.holders == 0 else
+                                   f"; {e.holders} holder{_s(e.holders)} left)") for e in es)
+                back = "; back in the pool" if all(e.holders == 0 for e in es) else ""
+                lines.append(f"{head} {owner(sample)} drops block{_s(len(es))} {blocks}: "
+                             f"outside the window of position {es[-1].position}{back}")
+            elif kind == "share":
+                ids, holders = " ".join(f"#{e.physical}" for e in es), es[0].holders
+                lines.append(f"{head} {holders} samples share the prompt's block{_s(len(es))} "
+                             f"{ids} (reference count {holders}; nothing copied)")
+            else:
+                lines += [f"{head} copy-on-write: {owner(e.sample)} writes position {e.position} "
+                          f"into shared block #{e.source} ({span(e)}), so it gets a copy, "
+                          f"#{e.physical}; #{e.source} keeps {e.holders} holder{_s(e.holders)}"
+                          for e in es]
+    return lines
 
 
 class _Streamer:
     """Print text as tokens arrive; hold back bytes of a half-decoded character."""
 
     def __init__(self) -> None:
-        self.prompt = ""
-        self.started = False
+        self.prompt: str | None = ""  # echoed with the first token, once every check passed
         self.shown = 0
 
-    def push(self, text: str) -> None:
-        """``text``: the sample's new text so far."""
-        if not self.started:
-            # The prompt is echoed with the first token, after every input check passed.
-            self.started = True
+    def push(self, text: str, end: str = "") -> None:
+        if self.prompt is not None:
             sys.stdout.write(self.prompt)
-        if text.endswith("\ufffd"):
+            self.prompt = None
+        if text.endswith("\ufffd") and not end:
             return  # a multi-byte character is not complete yet
-        sys.stdout.write(text[self.shown :])
+        sys.stdout.write(text[self.shown :] + end)
         sys.stdout.flush()
         self.shown = len(text)
-
-    def finish(self, text: str) -> None:
-        if not self.started:
-            sys.stdout.write(self.prompt)
-        sys.stdout.write(text[self.shown :] + "\n")
-        sys.stdout.flush()
 
 
 def register(app: typer.Typer) -> None:

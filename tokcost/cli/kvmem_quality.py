@@ -30,51 +30,39 @@ Examples:
 """
 
 
-ModelOpt = Annotated[str, typer.Option(
-    "--model", "-m", help="Catalog model with weights (tiny-ref ships them), or hf:ORG/REPO.")]
-TextOpt = Annotated[str | None, typer.Option(
-    "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - for "
-    "stdin (default: the held-out last 10% of the shipped prose corpora).")]
-MaxTokensOpt = Annotated[int, count_option(
-    "--max-tokens", "Evaluate the text's first COUNT tokens (at most the model's context "
-    "window).")]
-PromptOpt = Annotated[int | None, count_option(
-    "--prompt", "Tokens prefilled at once before token-by-token decoding (default: an eighth "
-    "of the text); SnapKV compresses them.", show_default=False)]
-# Policies, with their budgets: a count of tokens or a fraction of the text (0.25).
-PoliciesOpt = Annotated[list[str] | None, typer.Option(
-    "--policy", show_default=False, help="Cache policy (repeatable, or a comma list): fp8, "
-    "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
-    "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
-    "family).")]
-ResidualOpt = Annotated[int, count_option(
-    "--residual", "Most recent tokens int8/int4 keep in full precision (KIVI's R).")]
-GroupOpt = Annotated[int, count_option(
-    "--kv-group-size", "Quantization group of int8/int4: channels per token for values and "
-    "per-token keys, tokens per channel for keys.")]
-GpuOpt = Annotated[str | None, typer.Option(
-    "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
-    "policy fits (bf16 cache, the model's weights).")]
-ContextOpt = Annotated[int | None, count_option(
-    "--context", "Tokens per sequence for --gpu's concurrency (default: the model's context "
-    "window).", show_default=False)]
-PlotOpt = Annotated[Path | None, typer.Option(
-    "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "
-    "'tokcost\\[plot]').")]
-
-
 def quality(
-    model: ModelOpt = "tiny-ref",
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model with weights "
+                                       "(tiny-ref ships them), or hf:ORG/REPO.")] = "tiny-ref",
     model_dir: ModelDirOpt = None,
-    text: TextOpt = None,
-    max_tokens: MaxTokensOpt = 512,
-    prompt: PromptOpt = None,
-    policies: PoliciesOpt = None,
-    residual: ResidualOpt = 128,
-    kv_group_size: GroupOpt = 64,
-    gpu: GpuOpt = None,
-    context: ContextOpt = None,
-    plot: PlotOpt = None,
+    text: Annotated[str | None, typer.Option(
+        "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - "
+        "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
+    max_tokens: Annotated[int, count_option(
+        "--max-tokens", "Evaluate the text's first COUNT tokens (at most the model's context "
+        "window).")] = 512,
+    prompt: Annotated[int | None, count_option(
+        "--prompt", "Tokens prefilled at once before token-by-token decoding (default: an "
+        "eighth of the text); SnapKV compresses them.", show_default=False)] = None,
+    # Budgets are a count of tokens or a fraction of the text (0.25).
+    policies: Annotated[list[str] | None, typer.Option(
+        "--policy", show_default=False, help="Cache policy (repeatable, or a comma list): fp8, "
+        "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
+        "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
+        "family).")] = None,
+    residual: Annotated[int, count_option(
+        "--residual", "Most recent tokens int8/int4 keep in full precision (KIVI's R).")] = 128,
+    kv_group_size: Annotated[int, count_option(
+        "--kv-group-size", "Quantization group of int8/int4: channels per token for values "
+        "and per-token keys, tokens per channel for keys.")] = 64,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
+        "policy fits (bf16 cache, the model's weights).")] = None,
+    context: Annotated[int | None, count_option(
+        "--context", "Tokens per sequence for --gpu's concurrency (default: the model's "
+        "context window).", show_default=False)] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "
+        "'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None,
@@ -125,7 +113,6 @@ def _render(result: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Adds ``quality`` to the ``kvmem`` sub-app (tokcost.cli.kvmem)."""
     from tokcost.cli.kvmem import kvmem_app
 
     kvmem_app.command("quality", epilog=EPILOG)(quality)

@@ -1,8 +1,4 @@
-"""Heat maps of chosen attention heads (``tokcost attention --plot``; matplotlib, optional).
-
-One panel per head: query positions down, key positions across, the prompt's tokens on
-both axes when they fit; the causal upper triangle stays empty. Written atomically.
-"""
+"""Heat maps of chosen attention heads (``tokcost attention --plot``; matplotlib, optional)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.plotting import pyplot, save_figure
 
 if TYPE_CHECKING:
     from tokcost.app.attention import AttentionResult
@@ -21,15 +17,11 @@ __all__ = ["plot_attention"]
 MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions instead
 
 
-def plot_attention(
-    result: AttentionResult, heads: Sequence[tuple[int, int]], path: str | Path, *,
-    force: bool = False,
-) -> None:
-    """One heat map per (layer, head) of ``result``'s attention weights."""
+def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], path: Path) -> None:
+    """One panel per (layer, head): queries down, keys across, the causal half left blank (the
+    app checked ``path``)."""
     import numpy as np
 
-    path = Path(path)
-    check_plot_path(path, force=force)
     plt = pyplot()
     n = len(heads)
     cols = min(n, 4)

@@ -5,17 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.plotting import pyplot, save_figure
 
 if TYPE_CHECKING:
     from tokcost.app.quality import QualityResult
 
 
-def plot_frontier(result: QualityResult, path: Path, *, force: bool = False) -> None:
+def plot_frontier(result: QualityResult, path: Path) -> None:
     """Bytes held (share of the full cache) against the mean KL divergence from it, one
     labelled point per policy, the full cache at (1, 0); the points no other policy beats
     on both axes (the frontier) joined by a line. matplotlib is imported here only."""
-    check_plot_path(path, force=force)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=130)
     points = [(r.quality.bytes_ratio, r.quality.mean_kl, r.policy) for r in result.rows]

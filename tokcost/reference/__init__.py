@@ -1,10 +1,6 @@
-"""The reference generation path: a small numpy transformer with a real KV cache.
-
-It runs the word-chain loop for real (tokenize, predict, embed, attend over the
-Key/Value notes kept in a cache, repeat) so the memory model in ``tokcost.memory``
-can be checked against a cache that exists. Importing this package imports numpy,
-so ``import tokcost`` never imports it.
-"""
+"""The reference generation path: a small numpy transformer with a real KV cache, which runs
+the word-chain loop for real so the memory model (``tokcost.memory``) can be checked against a
+cache that exists. It imports numpy, so ``import tokcost`` never imports it."""
 
 from tokcost.reference.cache import BlockAllocator, BlockEvent, ContiguousCache, KVCache, PagedCache
 from tokcost.reference.config import CacheMode, CacheSpec, RefConfig
@@ -19,5 +15,4 @@ __all__ = [
     "Distribution", "GenerationResult", "KVCache", "ModelTooLarge", "PagedCache",
     "PromptTooLong", "RefConfig", "SamplingParams", "Step", "StepCandidate", "Transformer",
     "WeightsMismatch", "distribution", "draw", "generate", "init_weights", "load_weights",
-    "save_weights",
-]
+    "save_weights"]

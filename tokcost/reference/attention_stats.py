@@ -1,21 +1,5 @@
-"""What each attention head looks at: a few numbers per head, and names for the clear cases.
-
-The input is one layer's attention weights ``att`` (heads, T, T): row i is the softmax of
-query position i over key positions j <= i (causal). Row 0 only sees itself, so every
-score is the mean over rows i = 1..T-1 (T >= 2):
-
-- ``entropy``: -sum_j a_ij ln a_ij, in nats (0: one key; ln(i+1): uniform);
-  ``entropy_norm`` divides it by ln(i+1), so 1 is an even spread over everything before;
-- ``mean_distance``: sum_j a_ij (i - j), how far back in tokens (1 for a previous-token
-  head); ``relative_distance`` divides it by i (1: all on the first token, 0: on itself);
-- ``first_token`` (a_i0, StreamingLLM's "attention sink"), ``previous_token``
-  (a_i,i-1), ``self_token`` (a_ii);
-- ``duplicate_token``: the mass on earlier positions holding the query's own token id,
-  over the rows that have one (None when no token repeats or no ids were given).
-
-A head earns a label when a score passes its threshold (``THRESHOLDS``): sink,
-previous-token, self, duplicate-token, broad (entropy_norm >= 0.9); a head none of those
-fit is local (mean_distance <= 2) or long-range (relative_distance >= 0.5). Pure numpy.
+"""What each attention head looks at: scores per head over one layer's causal weights (heads,
+T, T) and a label for each score past its threshold (docs/generate.md defines each).
 
 >>> import numpy as np
 >>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
@@ -44,14 +28,12 @@ __all__ = ["LABEL_TEXT", "THRESHOLDS", "HeadStats", "check_attention", "describe
 # score -> the value a head must reach for its label (local: at most this distance).
 THRESHOLDS: dict[str, float] = {
     "first_token": 0.5, "previous_token": 0.5, "self_token": 0.5, "duplicate_token": 0.5,
-    "entropy_norm": 0.9, "mean_distance": 2.0, "relative_distance": 0.5,
-}
+    "entropy_norm": 0.9, "mean_distance": 2.0, "relative_distance": 0.5}
 # The labels a score at or past its threshold gives, strongest evidence first.
 _LABELS = (("sink", "first_token"), ("previous-token", "previous_token"),
            ("self", "self_token"), ("duplicate-token", "duplicate_token"),
            ("broad", "entropy_norm"))
 
-# label -> the words the table uses
 LABEL_TEXT: dict[str, str] = {
     "sink": "sink (most attention on the first token)",
     "previous-token": "previous-token head",
@@ -59,16 +41,13 @@ LABEL_TEXT: dict[str, str] = {
     "duplicate-token": "duplicate-token head (earlier copies of the same token)",
     "broad": "broad (close to uniform over the context)",
     "local": "local (within 2 tokens back)",
-    "long-range": "long-range (looks far back)",
-}
+    "long-range": "long-range (looks far back)"}
 
 TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
 
 
 @dataclass(frozen=True)
 class HeadStats:
-    """The scores of one head (the module docstring defines each), and its labels."""
-
     layer: int
     head: int
     entropy: float
@@ -95,7 +74,7 @@ class HeadStats:
 
 
 def check_attention(att: NDArray[Any]) -> NDArray[np.float64]:
-    """``att`` as float64 (heads, T, T), or InputError saying what is wrong with it."""
+    """``att`` as float64 (heads, T, T), or InputError saying what is wrong."""
     a = np.asarray(att, dtype=np.float64)
     if a.ndim != 3 or a.shape[1] != a.shape[2]:
         raise InputError(f"attention must have shape (heads, T, T), got {a.shape}")
@@ -121,10 +100,8 @@ def row_entropy(att: NDArray[Any]) -> NDArray[np.float64]:
 
 def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = None,
                 window: int | None = None) -> list[HeadStats]:
-    """The scores and labels of every head of one layer; ``ids`` (T token ids) enable
-    ``duplicate_token``. On a sliding-window layer (``window``) query i sees its
-    n_i = min(i + 1, window) newest keys: ``entropy_norm`` is H_i / ln(n_i) and
-    ``relative_distance`` divides by n_i - 1 (a uniform row still scores 1 and 0.5)."""
+    """The scores and labels of every head of one layer; ``ids`` enable ``duplicate_token``.
+    On a sliding layer the norms are over the n_i = min(i + 1, window) keys row i sees."""
     a = check_attention(att)
     t = a.shape[1]
     if ids is not None and len(ids) != t:
@@ -132,7 +109,11 @@ def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = No
     rows = np.arange(1, t)  # query rows 1..T-1
     seen = rows + 1 if window is None else np.minimum(rows + 1, window)  # keys row i sees
     back = np.maximum(rows[:, None] - np.arange(t)[None, :], 0)  # (T-1, T): i - j
-    dup = _duplicate_mask(ids, t)
+    dup = None  # (T-1, T): True where j < i holds row i's id
+    if ids is not None:
+        v = np.asarray(ids)
+        same = (v[1:, None] == v[None, :]) & (np.arange(t)[None, :] < rows[:, None])
+        dup = same if same.any() else None
     stats = []
     for h in range(a.shape[0]):
         m = a[h, 1:, :]  # (T-1, T)
@@ -146,8 +127,7 @@ def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = No
             "relative_distance": float(_ratio(distance, seen - 1).mean()),
             "first_token": float(m[:, 0].mean()),
             "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
-            "self_token": float(m[np.arange(t - 1), rows].mean()),
-        }
+            "self_token": float(m[np.arange(t - 1), rows].mean())}
         stats.append(HeadStats(layer=layer, head=h, **scores, duplicate_token=dup_score,
                                labels=head_labels(scores, dup_score)))
     return stats
@@ -160,18 +140,8 @@ def _ratio(x: NDArray[np.float64], top: NDArray[Any]) -> NDArray[np.float64]:
     return out
 
 
-def _duplicate_mask(ids: Sequence[int] | None, t: int) -> NDArray[np.bool_] | None:
-    """(T-1, T): True where j < i holds the same id as i, for rows i = 1..T-1; None if no
-    token repeats."""
-    if ids is None:
-        return None
-    v = np.asarray(ids)
-    same = (v[1:, None] == v[None, :]) & (np.arange(t)[None, :] < np.arange(1, t)[:, None])
-    return same if same.any() else None
-
-
 def head_labels(scores: dict[str, float], duplicate: float | None) -> tuple[str, ...]:
-    """The labels ``THRESHOLDS`` give a head with these scores, strongest evidence first."""
+    """The labels ``THRESHOLDS`` give these scores, strongest evidence first."""
     th, given = THRESHOLDS, {**scores, "duplicate_token": duplicate}
     labels = [label for label, score in _LABELS
               if (value := given[score]) is not None and value >= th[score]]

@@ -1,18 +1,5 @@
-"""Key/Value caches: the notes each layer keeps about tokens it has already seen.
-
-Three ways to keep them, all behind one small surface (``update`` then ``advance``):
-no cache (the model recomputes every key and value each step); ``ContiguousCache``, one
-slab per sequence reserved for the longest length it may reach (serving before
-PagedAttention); ``PagedCache``, fixed-size blocks from a pool with a block table per
-sequence, reference counts (tokcost.memory.blocks) and copy-on-write, so parallel samples
-share the prompt's blocks until one of them writes. Every cache holds a batch of
-sequences that advance in lockstep (the ``n`` samples of one prompt).
-
-Sliding-window layers keep only what their window still shows (the memory model's
-``KvLayout.layer_slots``): a ring of ``window`` slots in the contiguous cache, a KV cache
-group of their own in the paged cache whose blocks go back to the pool once wholly before
-the window. ``positions`` then tells the model where the returned keys sit.
-"""
+"""Key/Value caches behind one surface (``update`` then ``advance``): a contiguous slab per
+sequence, or vLLM-style paged blocks (docs/generate.md, "Inside the reference path")."""
 
 from __future__ import annotations
 
@@ -33,26 +20,15 @@ if TYPE_CHECKING:
 
     Array = NDArray[np.float32]
 
-EventKind = Literal["allocate", "share", "copy_on_write", "free"]
 Group = Literal["full", "sliding"]
 
 
 @dataclass(frozen=True)
 class BlockEvent:
-    """One change to the paged cache's block tables, in the order it happened.
+    """One change to the paged cache's block tables, in order (``generate --explain`` shows
+    each kind). ``sample`` None: the prompt's blocks; ``holders``: references left after."""
 
-    ``allocate``: a fresh block from the pool enters ``sample``'s table at logical
-    ``block`` (positions block x block_size ...). ``share``: after the prompt is
-    prefilled, the samples fork and every table refers to ``physical``; ``holders`` is
-    its reference count. ``copy_on_write``: ``sample`` is about to write ``position``
-    into the shared block ``source``, so it gets ``physical``, a copy, and ``source``
-    keeps ``holders`` holders. ``free``: the block lies wholly before the window of the
-    query at ``position``, so ``sample`` drops it; ``holders`` references are left (0:
-    back in the pool). ``sample`` None is the prompt's blocks, shared by all samples;
-    ``group`` the KV cache group whose table changed (``full`` or ``sliding`` layers).
-    """
-
-    kind: EventKind
+    kind: Literal["allocate", "share", "copy_on_write", "free"]
     sample: int | None
     block: int
     physical: int
@@ -66,7 +42,7 @@ class BlockEvent:
 
 
 class KVCache(ABC):
-    """What the model needs from a cache. ``length`` tokens are held per sequence."""
+    """What the model needs from a cache; ``length`` tokens are held per sequence."""
 
     def __init__(self, cfg: RefConfig, batch: int = 1) -> None:
         self.cfg = cfg
@@ -75,16 +51,14 @@ class KVCache(ABC):
 
     @abstractmethod
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
-        """Store k, v (B, nkv, T, hs) at positions length..length+T-1 of ``layer``;
-        return all keys and values so far, each (B, nkv, length+T, hs)."""
+        """Store k, v (B, nkv, T, hs); return the keys and values held, (B, nkv, S, hs)."""
 
     def advance(self, tokens: int) -> None:
-        """Called once after every layer has stored ``tokens`` new positions."""
+        """Called once every layer has stored ``tokens`` new positions."""
         self.length += tokens
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
-        """Positions of the keys ``update`` returned (B, nkv, S), when they are not simply
-        0..S-1: a sliding layer's keys once its window moved on, an evicting cache's."""
+        """Positions (B, nkv, S) of the keys ``update`` returned, None when 0..S-1."""
         return None
 
     def observe(self, layer: int, att: Array) -> None:  # noqa: B027 (a hook: most ignore it)
@@ -97,25 +71,16 @@ class KVCache(ABC):
     @property
     @abstractmethod
     def nbytes(self) -> int:
-        """Bytes of key/value storage the cache holds for its sequences right now."""
+        """Bytes of key/value storage held right now."""
 
     def _broadcast(self, pos: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
-        """Key positions (S,) as ``positions`` returns them, (B, nkv, S)."""
         return None if pos is None else np.broadcast_to(
             pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))
 
 
 class ContiguousCache(KVCache):
-    """One slab per sequence and layer, reserved up front: ``capacity`` tokens on a full
-    layer, ``min(capacity, sliding_window)`` on a sliding one, used as a ring buffer
-    (position p in slot p mod window), so the slab holds what ``kvmem estimate`` counts.
-
-    >>> from tokcost.reference.config import RefConfig
-    >>> cfg = RefConfig(layers=2, hidden_size=16, attention_heads=2, kv_heads=1,
-    ...                 head_dim=8, vocab_size=10, context_window=64)
-    >>> ContiguousCache(cfg, capacity=10).nbytes  # 2 x 2 layers x 1 head x 10 x 8 x 4 B
-    1280
-    """
+    """One slab per sequence and layer, reserved up front: ``capacity`` tokens, or on a
+    sliding layer a ring of ``min(capacity, window)`` (position p in slot p mod window)."""
 
     def __init__(self, cfg: RefConfig, capacity: int, batch: int = 1) -> None:
         super().__init__(cfg, batch)
@@ -139,13 +104,11 @@ class ContiguousCache(KVCache):
             self._pos[layer] = None
             return ks[:, :, :end], vs[:, :, :end]  # (B, nkv, S, hs)
         if t == 1:
-            # One new token overwrites position start - window, which its query (at
-            # `start`) no longer sees: attend to the slab in slot order, as it lies.
+            # The token overwrites start - window, which its query no longer sees.
             ks[:, :, start % slots], vs[:, :, start % slots] = k[:, :, 0], v[:, :, 0]
             self._pos[layer] = start - (start - np.arange(slots)) % slots  # slot's position
             return ks, vs
-        # Several new tokens: the first of them still needs keys the last ones would
-        # overwrite, so attend to the held ones (oldest first) and the new ones joined.
+        # Several: the first still needs keys the last ones overwrite, so attend to a copy.
         held = min(start, slots)
         ring = np.arange(start - held, start) % slots
         out_k = np.concatenate([ks[:, :, ring], k], axis=2)
@@ -162,7 +125,6 @@ class ContiguousCache(KVCache):
     def fork(self, n: int) -> None:
         if self.batch != 1:
             raise ValueError("fork() needs a one-sequence cache")
-        # A contiguous slab cannot be shared: each sample gets its own copy of the prompt.
         self.k = [np.repeat(k, n, axis=0) for k in self.k]  # (n, nkv, slots, hs)
         self.v = [np.repeat(v, n, axis=0) for v in self.v]
         self.batch = n
@@ -173,19 +135,11 @@ class ContiguousCache(KVCache):
 
     @property
     def sequence_bytes(self) -> int:
-        """Bytes one sequence's slabs hold."""
         return self.nbytes // self.batch
 
 
 class BlockAllocator(blocks.BlockAllocator):
-    """The one block allocator (tokcost.memory.blocks), out of blocks in the reference's words.
-
-    >>> a = BlockAllocator(3)
-    >>> b = a.allocate(); a.incref(b); a.refcount(b)
-    2
-    >>> a.decref(b); a.decref(b); a.num_free
-    3
-    """
+    """tokcost.memory.blocks' allocator, out of blocks in the reference's words."""
 
     def _exhausted(self) -> TokcostError:
         return CacheFull(f"all {self.num_blocks} KV blocks are in use; allocate a larger pool "
@@ -196,9 +150,8 @@ FREED = -1  # a block table entry whose block went back to the pool (vLLM's null
 
 
 class _Group:
-    """One KV cache group (vLLM's ``KVCacheGroupSpec``): the layers that share a block
-    table, with their own pool and allocator. Full layers are one group, sliding layers
-    another, since a sliding layer lets go of blocks that a full layer keeps."""
+    """vLLM's ``KVCacheGroupSpec``: the full or the sliding layers, with their own block
+    tables, pool and allocator (a sliding layer lets go of blocks a full one keeps)."""
 
     def __init__(self, cfg: RefConfig, name: Group, block_size: int, num_blocks: int) -> None:
         self.name = name
@@ -212,23 +165,11 @@ class _Group:
         self.tables: list[list[int]] = [[]]
         self.block_bytes = 2 * len(self.layers) * cfg.kv_heads * block_size * cfg.head_dim * 4
 
-    def first_held(self) -> int:
-        """The first logical block still held (the same for every sequence)."""
-        return next((i for i, b in enumerate(self.tables[0]) if b != FREED),
-                    len(self.tables[0]))
-
 
 class PagedCache(KVCache):
-    """Blocks of ``block_size`` tokens from a pool; a block table maps each sequence's
-    logical block i to a physical block id (vLLM's PagedAttention).
-
-    Layers come in KV cache groups as in vLLM, full-attention and sliding-window ones,
-    each with its own block tables, pool and allocator (``num_blocks`` each: the groups'
-    blocks differ in bytes, and one shared pool would need vLLM's equal-size pages). A
-    sliding group returns a block once it lies wholly before the window of every query
-    still to come (vLLM's ``SlidingWindowManager``), so it holds at most
-    ``ceil((window - 1) / block_size) + 1`` blocks per sequence.
-    """
+    """vLLM's PagedAttention: blocks of ``block_size`` tokens from a pool, a block table per
+    sequence. Each group has its own pool of ``num_blocks`` (their blocks differ in bytes); a
+    sliding group frees a block once no later query sees it (``SlidingWindowManager``)."""
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
         super().__init__(cfg, batch=1)
@@ -237,17 +178,14 @@ class PagedCache(KVCache):
         self.block_size = block_size
         groups = (_Group(cfg, name, block_size, num_blocks) for name in ("full", "sliding"))
         self.groups = [g for g in groups if g.layers]
-        # Layer -> (its group, its index in the group's pool).
         self._where = {layer: (g, j) for g in self.groups for j, layer in enumerate(g.layers)}
         self._pos: dict[int, NDArray[np.int64] | None] = {}
-        self.copies = 0  # copy-on-write events
-        # Set to a list to record every BlockEvent (generate's explain drains it).
-        self.events: list[BlockEvent] | None = None
+        self.copies = 0
+        self.events: list[BlockEvent] | None = None  # a list records every event
 
     @property
     def allocator(self) -> BlockAllocator:
-        """The first group's allocator (the only one unless some layers slide)."""
-        return self.groups[0].allocator
+        return self.groups[0].allocator  # the only one unless some layers slide
 
     def _prepare(self, tokens: int) -> None:
         """Give every sequence a private, writable block for each new position."""
@@ -259,22 +197,20 @@ class PagedCache(KVCache):
                     at = max(self.length, i * bs)  # first position written
                     if i == len(table):
                         table.append(group.allocator.allocate())
-                        self._record("allocate", seq, i, table[i], at, group=group.name)
+                        self._record(BlockEvent("allocate", seq, i, table[i], at, group=group.name))
                         continue
-                    # Copy-on-write: a sequence about to write into a shared block gets
-                    # its own copy; the old block keeps its other holders.
+                    # Copy-on-write: a writer into a shared block gets its own copy.
                     old = table[i]
                     new = table[i] = group.allocator.copy_on_write(old)
                     if new != old:
                         group.k_pool[:, new], group.v_pool[:, new] = (group.k_pool[:, old],
                                                                       group.v_pool[:, old])
                         self.copies += 1
-                        self._record("copy_on_write", seq, i, new, at, source=old,
-                                     holders=group.allocator.refcount(old), group=group.name)
+                        self._record(BlockEvent("copy_on_write", seq, i, new, at, old,
+                                                group.allocator.refcount(old), group.name))
 
     def _release(self, query: int) -> None:
-        """Return the sliding groups' blocks that the query at position ``query`` (and
-        every later one) cannot see: those ending before ``query - window + 1``."""
+        """Free the sliding groups' blocks that ``query`` and later queries cannot see."""
         for group in self.groups:
             if group.window is None:
                 continue
@@ -285,14 +221,12 @@ class PagedCache(KVCache):
                     if block != FREED:
                         group.allocator.decref(block)
                         table[i] = FREED
-                        self._record("free", seq, i, block, query,
-                                     holders=group.allocator.refcount(block), group=group.name)
+                        self._record(BlockEvent("free", seq, i, block, query, None,
+                                                group.allocator.refcount(block), group.name))
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
-        # Between steps a sliding group keeps what the last query saw (its window's
-        # blocks, as the memory model counts them); the next _prepare lets go of one
-        # more position's worth before it allocates.
+        # Between steps a sliding group keeps what the last query saw, as the model counts.
         self._release(self.length - 1)
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
@@ -302,7 +236,8 @@ class PagedCache(KVCache):
         group, j = self._where[layer]
         pos = np.arange(self.length, self.length + t)  # (T,)
         end = self.length + t
-        first = group.first_held()
+        first = next((i for i, b in enumerate(group.tables[0]) if b != FREED),
+                     len(group.tables[0]))  # the first block still held (every sequence's)
         self._pos[layer] = np.arange(first * bs, end, dtype=np.int64) if first else None
         ks, vs = [], []
         for b, table in enumerate(group.tables):
@@ -325,27 +260,22 @@ class PagedCache(KVCache):
             for i, block in enumerate(group.tables[0]):
                 if block != FREED:
                     group.allocator.incref(block, n - 1)
-                    self._record("share", None, i, block, self.length, holders=n,
-                                 group=group.name)
+                    self._record(BlockEvent("share", None, i, block, self.length, None, n,
+                                                group.name))
             group.tables = [list(group.tables[0]) for _ in range(n)]
         self.batch = n
 
-    def _record(self, kind: EventKind, sample: int | None, block: int, physical: int,
-                position: int, *, source: int | None = None, holders: int = 1,
-                group: Group = "full") -> None:
+    def _record(self, event: BlockEvent) -> None:
         if self.events is not None:
-            self.events.append(
-                BlockEvent(kind, sample, block, physical, position, source, holders, group))
+            self.events.append(event)
 
     def drain_events(self) -> list[BlockEvent]:
-        """The events recorded since the last call (none unless ``events`` is a list)."""
         if self.events is None:
             return []
         taken, self.events = self.events, []
         return taken
 
     def free(self) -> None:
-        """Return every block to the pool."""
         for group in self.groups:
             for table in group.tables:
                 for block in table:
@@ -355,7 +285,6 @@ class PagedCache(KVCache):
 
     @property
     def blocks_used(self) -> int:
-        """Physical blocks in use, all groups (shared blocks counted once)."""
         return sum(g.allocator.num_used for g in self.groups)
 
     @property
@@ -365,7 +294,6 @@ class PagedCache(KVCache):
 
     @property
     def sequence_bytes(self) -> int:
-        """Bytes of the blocks one sequence's tables refer to (shared ones in full)."""
         return sum(sum(b != FREED for b in g.tables[0]) * g.block_bytes for g in self.groups)
 
     @property
@@ -374,8 +302,7 @@ class PagedCache(KVCache):
 
 
 def _gather(pool: Array, ids: list[int], end: int) -> Array:
-    """A sequence's keys (or values) from its blocks ``ids`` of ``pool`` (nb, nkv, bs, hs):
-    (nkv, S, hs), the first ``end`` positions."""
+    """The first ``end`` positions (nkv, S, hs) of blocks ``ids`` of ``pool`` (nb, nkv, bs, hs)."""
     g = pool[ids]  # (nblk, nkv, bs, hs)
     out: Array = g.transpose(1, 0, 2, 3).reshape(g.shape[1], -1, g.shape[3])[:, :end]
     return out

@@ -1,13 +1,6 @@
-"""A checkpoint's chat template, rendered as transformers' ``apply_chat_template`` does.
-
-The template is ``tokenizer_config.json``'s ``chat_template`` (a string, or a list of
-named templates of which ``default`` is used) or, in newer checkpoints, the file
-``chat_template.jinja``. transformers renders it (src/transformers/utils/chat_template_utils.py)
-in jinja2's ``ImmutableSandboxedEnvironment`` with ``trim_blocks`` and ``lstrip_blocks``,
-the ``loopcontrols`` extension, a ``tojson`` filter that keeps non-ASCII, and the globals
-``raise_exception`` and ``strftime_now``; the special tokens of tokenizer_config.json
-(``bos_token``...) are variables. The text is then encoded with no special tokens added.
-"""
+"""A checkpoint's chat template, rendered as transformers' ``apply_chat_template`` does
+(src/transformers/utils/chat_template_utils.py: a sandboxed jinja2 environment, the special
+tokens of tokenizer_config.json as variables)."""
 
 from __future__ import annotations
 
@@ -24,7 +17,8 @@ _SPECIALS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "c
 
 
 def read_template(folder: Path) -> tuple[str, dict[str, str]]:
-    """The folder's chat template and its special tokens' texts."""
+    """The folder's chat template (tokenizer_config.json's ``default``, or
+    chat_template.jinja) and its special tokens' texts."""
     config_file = folder / "tokenizer_config.json"
     config: dict[str, Any] = {}
     if config_file.is_file():
@@ -77,11 +71,10 @@ def render(template: str, messages: Sequence[Mapping[str, str]], *,
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[loopcontrols])
     env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
     try:
-        compiled = env.from_string(template)
-        return compiled.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
-                               **dict(specials or {}))
+        return env.from_string(template).render(
+            messages=list(messages), add_generation_prompt=add_generation_prompt,
+            **dict(specials or {}))
     except TemplateError as exc:
         raise InputError(f"the chat template failed: {exc}") from None

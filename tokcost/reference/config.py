@@ -10,32 +10,16 @@ from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import ModelTooLarge
 from tokcost.reference.request import as_int
 
-# numpy runs a forward pass of a model this size in well under a second per token
-# on a laptop core; beyond it the reference path is the wrong tool.
+# numpy runs a model this size at well under a second per token on a laptop core.
 MAX_PARAMS = 200_000_000
 
 
 class CacheMode(str, Enum):
-    """How generation keeps keys and values: ``none`` recomputes them every step,
-    ``contiguous`` reserves prompt + new tokens per sequence up front, ``paged``
-    allocates blocks on demand and shares the prompt's blocks between samples.
-
-    >>> CacheMode.parse("paged") is CacheMode.PAGED
-    True
-    """
+    """How generation keeps keys and values (docs/generate.md, "Three caches, one answer")."""
 
     NONE = "none"
     CONTIGUOUS = "contiguous"
     PAGED = "paged"
-
-    @classmethod
-    def parse(cls, value: CacheMode | str) -> CacheMode:
-        try:
-            return cls(value)
-        except ValueError:
-            choices = ", ".join(m.value for m in cls)
-            raise UsageError(f"unknown {arg('cache')} {value!r}; use one of: {choices}",
-                             param="cache", value=value) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +30,12 @@ class CacheSpec:
     block_size: int = 16
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cache", CacheMode.parse(self.cache))
+        try:
+            object.__setattr__(self, "cache", CacheMode(self.cache))
+        except ValueError:
+            choices = ", ".join(m.value for m in CacheMode)
+            raise UsageError(f"unknown {arg('cache')} {self.cache!r}; use one of: {choices}",
+                             param="cache", value=self.cache) from None
         block = as_int(self.block_size, "block_size")
         if block < 1:
             raise UsageError(f"{arg('block_size')} must be >= 1, got {block}",
@@ -56,10 +45,8 @@ class CacheSpec:
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """How a checkpoint stretches RoPE past its training length (transformers'
-    ``rope_scaling``): ``linear`` divides every frequency by ``factor``; ``llama3``
-    divides only the low frequencies, blending between ``low_freq_factor`` and
-    ``high_freq_factor`` wavelengths of ``original_max_position_embeddings``."""
+    """transformers' ``rope_scaling``: ``linear`` divides every frequency by ``factor``;
+    ``llama3`` only the low ones, blending between the two wavelength bounds."""
 
     kind: str = "linear"  # "linear" or "llama3"
     factor: float = 1.0
@@ -74,10 +61,8 @@ _SIZES = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "v
 
 @dataclass(frozen=True)
 class RefConfig:
-    """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU.
-
-    The switches after ``kv_dtype`` describe the Hugging Face families
-    (tokcost.reference.hf_checkpoint); their defaults are tiny-ref's plain LLaMA.
+    """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU; the
+    switches after ``kv_dtype`` describe the Hugging Face families (hf_checkpoint.py).
 
     >>> cfg = RefConfig(layers=4, hidden_size=128, attention_heads=4, kv_heads=2,
     ...                 head_dim=32, vocab_size=512, context_window=1024)
@@ -96,20 +81,17 @@ class RefConfig:
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
     tie_embeddings: bool = True
-    # The cache holds float32 keys and values: the dtype `kvmem estimate` must use.
-    kv_dtype: str = "fp32"
+    kv_dtype: str = "fp32"  # the cache's float32, as `kvmem estimate` must count it
     qkv_bias: bool = False  # Qwen2: biases on the q, k and v projections
     qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head's q and k before RoPE
     post_norms: bool = False  # Gemma-2/3: norms after attention and after the MLP too
     activation: str = "silu"  # SwiGLU, or "gelu_tanh" (Gemma's GeGLU)
-    # Per layer "full" or "sliding" (None: all full); a sliding layer's query sees
-    # the ``sliding_window`` newest positions, itself included.
+    # Per layer "full" or "sliding" (a query sees its `sliding_window` newest positions).
     layer_types: tuple[str, ...] | None = None
     sliding_window: int | None = None
     rope_local_theta: float | None = None  # Gemma-3: RoPE base of the sliding layers
     rope_scaling: RopeScaling | None = None
-    # Gemma-2: tanh soft-capping of attention scores and of the final logits.
-    attn_softcap: float | None = None
+    attn_softcap: float | None = None  # Gemma-2: tanh soft-capping of scores and logits
     final_softcap: float | None = None
     # Gemma: embeddings times sqrt(hidden_size); scores times query_scale (None: hs^-0.5).
     embed_scale: float | None = None
@@ -133,12 +115,10 @@ class RefConfig:
             raise ValueError("sliding layers need a sliding_window >= 1")
 
     def sliding(self, layer: int) -> bool:
-        """Does ``layer`` attend to a window of recent positions only?"""
         return self.layer_types is not None and self.layer_types[layer] == "sliding"
 
     @property
     def slides(self) -> bool:
-        """Does any layer attend to a sliding window?"""
         return self.layer_types is not None and "sliding" in self.layer_types
 
     @property
@@ -153,7 +133,6 @@ class RefConfig:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """2 (K and V) x layers x kv_heads x head_dim x 4 bytes (float32)."""
         return 2 * self.layers * self.kv_heads * self.head_dim * 4
 
     @property
@@ -169,8 +148,7 @@ class RefConfig:
 
     @classmethod
     def from_architecture(cls, model_id: str, arch: Any, context_window: int | None) -> RefConfig:
-        """Build from a catalog ``Architecture``; ModelTooLarge (naming ``kvmem estimate``)
-        for a model numpy cannot run."""
+        """Build from a catalog ``Architecture``; ModelTooLarge for one numpy cannot run."""
         heads, hidden = arch.attention_heads, arch.hidden_size
         head_dim: int = arch.head_dim or (hidden // heads if hidden and heads else 0)
         shape = {"layers": arch.layers, "hidden_size": hidden, "attention_heads": heads,
@@ -179,8 +157,7 @@ class RefConfig:
         if missing:
             raise ModelTooLarge(
                 f"model '{model_id}' has no {', '.join(missing)} in the catalog, so the "
-                "reference path cannot build it; use tiny-ref instead or add the fields"
-            )
+                "reference path cannot build it; use tiny-ref instead or add the fields")
         cfg = cls(layers=int(arch.layers), hidden_size=int(hidden), attention_heads=int(heads),
                   kv_heads=int(arch.kv_heads or heads), head_dim=head_dim,
                   vocab_size=int(arch.vocab_size), context_window=int(context_window or 2048),
@@ -190,6 +167,5 @@ class RefConfig:
             raise ModelTooLarge(
                 f"model '{model_id}' has about {total / 1e9:.1f}B parameters; the numpy "
                 f"reference path runs models up to {MAX_PARAMS / 1e6:.0f}M. Size its KV "
-                f"cache instead: tokcost kvmem estimate -m {model_id}"
-            )
+                f"cache instead: tokcost kvmem estimate -m {model_id}")
         return cfg

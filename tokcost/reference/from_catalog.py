@@ -1,9 +1,5 @@
-"""From a model source to a runnable reference model, its tokenizer and its KV estimate.
-
-A catalog entry names the shape and the tokenizer; its weights are ``data/<id>.npz``
-beside this module unless the entry or the caller names a file, else seeded random ones
-(output is noise, the cache is real). A Hugging Face checkpoint brings its own.
-"""
+"""From a model source to a runnable reference model, its tokenizer and its KV estimate:
+a catalog entry's weights are ``data/<id>.npz`` unless named, else seeded random ones."""
 
 from __future__ import annotations
 
@@ -29,8 +25,8 @@ DEFAULT_MODEL = "tiny-ref"
 
 @dataclass
 class Loaded:
-    """A model ready to run, with its catalog entry (tokenizer, ``kvmem estimate``), the
-    weights read (a file, or "random (seed N)") and a checkpoint's folder."""
+    """A model ready to run, its catalog entry, the weights read (a file, or "random (seed
+    N)") and a checkpoint's folder."""
 
     entry: ModelEntry
     model: Transformer
@@ -41,9 +37,8 @@ class Loaded:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSource:
-    """Which model a request runs: a catalog ``model`` (tiny-ref when none is named) or
-    ``hf:ORG/REPO``, or a Hugging Face ``model_dir``; ``weights`` and ``seed`` (random
-    weights) for a catalog model."""
+    """Which model a request runs: a catalog ``model`` (tiny-ref by default) or
+    ``hf:ORG/REPO``, or a Hugging Face ``model_dir``."""
 
     model: str | None = None
     model_dir: str | Path | None = None
@@ -66,38 +61,30 @@ class ModelSource:
 
     @property
     def checkpoint(self) -> bool:
-        """Does the source name a Hugging Face checkpoint (it brings its own weights)?"""
         from tokcost.catalog.hf_model import is_hf_spec
 
         return self.model_dir is not None or is_hf_spec(self.model or "")
 
-    def entry(self) -> ModelEntry:
-        """The catalog entry of a catalog model."""
+    def load(self) -> Loaded:
         from tokcost.tokenizers import open_catalog
 
-        return open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
-
-    def load(self) -> Loaded:
-        """The model, from its checkpoint, its weights file or its seed."""
         if self.checkpoint:
             return load_checkpoint(self.model_dir if self.model_dir is not None
                                    else str(self.model))
-        return load_model(self.entry(), weights=self.weights, seed=self.seed or 0)
+        entry = open_catalog(self.catalog).resolve(self.model or DEFAULT_MODEL)
+        return load_model(entry, weights=self.weights, seed=self.seed or 0)
 
 
 def config_for(entry: ModelEntry) -> RefConfig:
-    """The reference shape of a catalog entry; ModelTooLarge names ``kvmem estimate``."""
     arch = entry.architecture
     if arch is None:
         raise ModelTooLarge(
             f"model '{entry.id}' has no architecture in the catalog, so there is nothing to "
-            "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size"
-        )
+            "run; use tiny-ref instead, or add layers/hidden_size/heads/head_dim/vocab_size")
     if arch.attention.type != "full":
         raise ModelTooLarge(
             f"model '{entry.id}' uses {arch.attention.type} attention, which the reference "
-            f"path does not implement; size its cache with: tokcost kvmem estimate -m {entry.id}"
-        )
+            f"path does not implement; size its cache with: tokcost kvmem estimate -m {entry.id}")
     return RefConfig.from_architecture(entry.id, arch, entry.context_window)
 
 
@@ -110,7 +97,7 @@ def shipped_weights(model_id: str) -> Path:
 
 
 def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: int = 0) -> Loaded:
-    """Build the entry's model from ``weights``, its shipped file, or a seed."""
+    """The entry's model from ``weights``, its shipped file, or a seed."""
     cfg = config_for(entry)
     path = Path(weights or entry.weights or DATA_DIR / f"{entry.id}.npz")
     if weights is not None or path.exists():
@@ -120,8 +107,7 @@ def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: in
 
 
 def load_checkpoint(source: str | Path) -> Loaded:
-    """``hf:ORG/REPO`` (the local cache, the hub only for what is not there) or a model
-    folder: its config refused early when the reference path cannot run the family."""
+    """``hf:ORG/REPO`` or a model folder, its family refused before its tensors are read."""
     from tokcost.catalog.hf_model import is_hf_spec, load_hf_model
     from tokcost.reference.hf_checkpoint import load_weights as load_hf_weights
     from tokcost.reference.hf_checkpoint import open_checkpoint
@@ -150,24 +136,21 @@ def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     if tok.vocab_size > cfg.vocab_size:
         raise WeightsMismatch(
             f"tokenizer {entry.tokenizer} has {tok.vocab_size} tokens but model '{entry.id}' "
-            f"has a vocabulary of {cfg.vocab_size}; fix vocab_size or the tokenizer in the catalog"
-        )
+            f"has a vocabulary of {cfg.vocab_size}; fix vocab_size or the tokenizer in the catalog")
     return tok
 
 
 def input_ids(tok: Tokenizer, text: str, *, chat: bool = False) -> list[int]:
-    """The ids a model is given for ``text``, as transformers gives them: with what the
-    tokenizer's post-processor adds (BOS) unless ``chat``, whose rendered template writes
-    them as text (special tokens' text parsed back into their ids)."""
+    """``text``'s ids as transformers gives them: with the post-processor's BOS, except a
+    rendered chat template, which writes special tokens as text."""
     if chat:
         return tok.encode(text, allow_special=True)
     as_input = getattr(tok, "encode_as_input", None)
     return list(as_input(text)) if as_input is not None else tok.encode(text)
 
 
-def estimate_cache_bytes(
-    entry: ModelEntry, tokens: int, *, block_size: int | None = None, batch: int = 1
-) -> int:
+def estimate_cache_bytes(entry: ModelEntry, tokens: int, *, block_size: int | None = None,
+    batch: int = 1) -> int:
     """What ``kvmem estimate`` predicts for this model's float32 reference cache."""
     from tokcost.memory import kv_cache_bytes
 

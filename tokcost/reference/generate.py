@@ -1,11 +1,5 @@
-"""The generation loop: prefill the prompt, then predict, sample, append, repeat.
-
-``generate`` runs ``n`` parallel samples of one prompt in lockstep. The prompt is
-prefilled once; the samples then fork the cache (the paged cache shares the prompt's
-blocks by reference count and copies a block only when a sample writes into it). A
-callback receives each ``Step`` as it happens, so a caller can stream text while the
-library prints nothing.
-"""
+"""The generation loop: prefill the prompt once, fork the cache for ``n`` samples, then
+predict, sample, append, repeat in lockstep; ``on_step`` sees each ``Step`` as it happens."""
 
 from __future__ import annotations
 
@@ -28,20 +22,15 @@ if TYPE_CHECKING:
     from tokcost.reference.config import RefConfig
     from tokcost.reference.model import ForwardOutput, Transformer
 
-# numpy allocates every cache up front (contiguous slabs, the paged pool): past this the
-# reference path would swap or die with MemoryError instead of saying why.
+# numpy allocates every cache up front: past this it would swap or die of MemoryError.
 MAX_CACHE_BYTES = 1 << 30
-#: Prompt tokens per forward pass of a cached prefill. A pass of T queries over S keys
-#: holds a few (heads, T, S) float32 score arrays at once; in chunks (as vLLM's chunked
-#: prefill) they stay (heads, 256, S), which keeps the peak memory of a long prompt near
-#: the weights' (1,024 tokens of a 135M model: about 3x less than in one pass).
+# Prompt tokens per cached prefill pass (vLLM's chunked prefill): scores (heads, 256, S).
 PREFILL_CHUNK = 256
 
 
 @dataclass(frozen=True)
 class HeadFocus:
-    """Where one query head of one layer looked hardest from the newest position;
-    ``token`` is the text there (filled in by a caller that decodes, else None)."""
+    """Where one head looked hardest from the newest position (``token``: set by a decoder)."""
 
     layer: int
     head: int
@@ -56,8 +45,7 @@ class HeadFocus:
 
 @dataclass(frozen=True)
 class StepCandidate:
-    """A likely next token: its probability in the distribution the step sampled from
-    (0 when it could not be drawn, and ``excluded`` says why) and in the model's softmax."""
+    """A likely next token: ``prob`` where it was drawn from (0: ``excluded`` says why)."""
 
     token_id: int
     prob: float
@@ -72,15 +60,8 @@ class StepCandidate:
 
 @dataclass(frozen=True)
 class Step:
-    """One new token of one sample, with what the loop knew when it chose it.
-
-    ``prob`` is the chosen token's probability in the distribution it was drawn from
-    (greedy: 1), never 0; ``model_prob`` its probability in the model's softmax.
-    ``events`` are the paged cache's block events of the forward pass behind this step.
-    A caller that decodes fills in ``token``, ``text`` (the sample's new text so far; it
-    ends in U+FFFD while a character is incomplete) and ``estimate_bytes`` (what
-    ``kvmem estimate`` predicts for the cache at this step).
-    """
+    """One new token of one sample and what the loop knew when it chose it (the ``--json``
+    keys in docs/generate.md). A decoding caller fills in the fields after ``events``."""
 
     index: int  # 0 for the first new token
     sample: int
@@ -112,7 +93,8 @@ class Step:
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """The samples' new ids, every step, and what the cache held at the end."""
+    """The samples' new ids, every step, and what the cache held at the end (all samples,
+    shared blocks once; ``cache_bytes_per_sample``: one sample's own sequence)."""
 
     prompt_ids: list[int]
     samples: list[list[int]]
@@ -120,39 +102,25 @@ class GenerationResult:
     kv: CacheSpec
     cache_tokens: int  # tokens the cache held per sample at the end
     cache_reserved_tokens: int  # slots reserved per sample (contiguous: prompt + new - 1)
-    cache_bytes: int  # bytes held at the end (all samples, shared blocks once)
-    cache_bytes_per_sample: int  # bytes one sample's sequence holds on its own
+    cache_bytes: int
+    cache_bytes_per_sample: int
     cache_blocks: int | None
     logical_blocks: int | None
     copy_on_write: int | None
     logits: list[NDArray[np.float32]] = field(default_factory=list)  # (n, V) per step
-    # The window of the sliding layers, if any: a paged cache then holds at most the
-    # memory model's worst case (equal to it when the window starts mid-block).
     sliding_window: int | None = None
-
-
-def make_cache(cfg: RefConfig, kv: CacheSpec, *, capacity: int, n: int) -> KVCache | None:
-    """The cache ``kv`` names, sized for ``n`` samples of ``capacity`` tokens."""
-    if kv.cache is CacheMode.NONE:
-        return None
-    if kv.cache is CacheMode.CONTIGUOUS:
-        return ContiguousCache(cfg, capacity=capacity)
-    return PagedCache(cfg, block_size=kv.block_size,
-                      num_blocks=-(-capacity // kv.block_size) * n)
 
 
 def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
               kv: CacheSpec) -> None:
-    """What the model must fit before anything is allocated or computed, so a caller can
-    check it before it prints (a UsageError names the parameter)."""
+    """Refuse what the model cannot run, before anything is allocated or printed."""
     if not prompt:
         raise UsageError("the prompt is empty; give at least one token of text")
     if kv.cache is CacheMode.PAGED and kv.block_size > cfg.context_window:
         raise UsageError(
             f"{arg('block_size', kv.block_size)} is larger than the context window of "
             f"{cfg.context_window} tokens; use a block of at most {cfg.context_window}",
-            param="block_size", value=kv.block_size,
-        )
+            param="block_size", value=kv.block_size)
     bad = next((t for t in prompt if not 0 <= t < cfg.vocab_size), None)
     if bad is not None:
         raise UsageError(f"token id {bad} is outside the vocabulary of {cfg.vocab_size}")
@@ -163,58 +131,37 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
             f"the prompt ({len(prompt)} token{'s' if len(prompt) != 1 else ''}) plus "
             f"{arg('max_new_tokens', new)} needs {total} positions, but the context window "
             f"is {cfg.context_window}; shorten the prompt or lower {arg('max_new_tokens')}",
-            param="max_new_tokens", value=new,
-        )
-    _check_cache_size(cfg.kv_bytes_per_token, kv, total - 1, sampling.n)
-
-
-def _check_cache_size(per_token: int, kv: CacheSpec, capacity: int, n: int) -> None:
-    """Refuse a cache numpy could not allocate, before allocating it."""
+            param="max_new_tokens", value=new)
     if kv.cache is CacheMode.NONE:
         return
+    n, capacity = sampling.n, total - 1
     block = kv.block_size if kv.cache is CacheMode.PAGED else 1
-    need = -(-capacity // block) * block * n * per_token
+    need = -(-capacity // block) * block * n * cfg.kv_bytes_per_token
     if need > MAX_CACHE_BYTES:
         raise UsageError(
             f"{arg('n', n)} sample{'s' if n != 1 else ''} of {capacity:,} positions need "
             f"{format_bytes(need)} of KV cache, more than the {format_bytes(MAX_CACHE_BYTES)} "
             f"the numpy reference path allocates; lower {arg('n')} or {arg('max_new_tokens')}",
-            param="n", related=("max_new_tokens",), value=n,
-        )
+            param="n", related=("max_new_tokens",), value=n)
 
 
-def generate(
-    model: Transformer,
-    prompt_ids: Sequence[int],
-    sampling: SamplingParams | None = None,
-    kv: CacheSpec | None = None,
-    *,
-    explain: bool = False,
-    top_candidates: int = 5,
-    keep_logits: bool = False,
-    on_step: Callable[[Step], None] | None = None,
-) -> GenerationResult:
-    """``sampling.n`` samples of ``sampling.max_new_tokens`` new tokens after the prompt.
-    ``explain`` records where each head attends and the paged cache's block events.
-
-    >>> from tokcost.reference.config import RefConfig
-    >>> from tokcost.reference.model import Transformer
-    >>> from tokcost.reference.weights import init_weights
-    >>> cfg = RefConfig(layers=1, hidden_size=16, attention_heads=2, kv_heads=1,
-    ...                 head_dim=8, vocab_size=11, context_window=32)
-    >>> m = Transformer(cfg, init_weights(cfg, seed=0))
-    >>> r = generate(m, [1, 2, 3], SamplingParams(max_new_tokens=4), CacheSpec(block_size=4))
-    >>> len(r.samples[0]), r.cache_tokens, r.cache_blocks
-    (4, 6, 2)
-    """
+def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingParams | None = None,
+    kv: CacheSpec | None = None, *, explain: bool = False, top_candidates: int = 5,
+    keep_logits: bool = False, on_step: Callable[[Step], None] | None = None) -> GenerationResult:
+    """``sampling.n`` samples after the prompt; ``explain`` records where each head attends
+    and the paged cache's block events."""
     sampling, kv = sampling or SamplingParams(), kv or CacheSpec()
     prompt = [int(t) for t in prompt_ids]
     check_fit(model.cfg, prompt, sampling, kv)
     n, new = sampling.n, sampling.max_new_tokens
     # The last token is predicted but never fed back, so the cache holds prompt + new - 1.
-    cache = make_cache(model.cfg, kv, capacity=len(prompt) + new - 1, n=n)
-    if isinstance(cache, PagedCache) and explain:
-        cache.events = []
+    capacity = len(prompt) + new - 1
+    cache: ContiguousCache | PagedCache | None = None
+    if kv.cache is CacheMode.CONTIGUOUS:
+        cache = ContiguousCache(model.cfg, capacity=capacity)
+    elif kv.cache is CacheMode.PAGED:
+        cache = PagedCache(model.cfg, kv.block_size, -(-capacity // kv.block_size) * n)
+        cache.events = [] if explain else None
     rng = np.random.default_rng(sampling.seed)
     seqs = [list(prompt) for _ in range(n)]
     steps: list[Step] = []
@@ -240,15 +187,24 @@ def generate(
         ids = np.asarray(seqs if cache is None else [q[-1:] for q in seqs], dtype=np.int64)
         out = model.forward(ids, cache, attention=explain, logits="last")
         last, maps, events = out.logits[:, -1], out.attention, _drain(cache)
-    return _result(model.cfg, kv, cache, prompt, [q[len(prompt):] for q in seqs], steps,
-                   logits)
+    paged = cache if isinstance(cache, PagedCache) else None
+    length = cache.length if cache is not None else 0
+    return GenerationResult(
+        prompt_ids=prompt, samples=[q[len(prompt):] for q in seqs], steps=steps, kv=kv,
+        cache_tokens=length,
+        cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
+        cache_bytes=cache.nbytes if cache is not None else 0,
+        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0,
+        cache_blocks=paged.blocks_used if paged else None,
+        logical_blocks=paged.logical_blocks if paged else None,
+        copy_on_write=paged.copies if paged else None, logits=logits,
+        sliding_window=model.cfg.sliding_window if model.cfg.slides else None)
 
 
 def _prefill(model: Transformer, prompt: list[int], cache: KVCache | None, n: int, *,
              explain: bool) -> tuple[ForwardOutput, list[BlockEvent]]:
-    """The prompt through the model, in chunks when a cache carries the keys between them
-    (no cache: one pass, the only way without one), then the cache forked for ``n``
-    samples: the last chunk's output and the block events."""
+    """The prompt through the model (in chunks when a cache carries keys between them),
+    then the cache forked for ``n`` samples: the last chunk's output and block events."""
     ids = np.asarray([prompt], dtype=np.int64)  # (1, T)
     step = len(prompt) if cache is None else PREFILL_CHUNK
     starts = range(0, len(prompt), step)  # check_fit refused an empty prompt
@@ -265,7 +221,6 @@ def _prefill(model: Transformer, prompt: list[int], cache: KVCache | None, n: in
 
 def _step(index: int, s: int, token: int, dist: Distribution, cache: KVCache | None,
           focus: tuple[HeadFocus, ...], events: tuple[BlockEvent, ...], top: int) -> Step:
-    """Sample ``s``'s step: the ``top`` likeliest tokens (and the chosen one) and the cache."""
     ids = [int(i) for i in dist.order[:top]]
     ids += [] if token in ids else [token]
     paged = cache if isinstance(cache, PagedCache) else None
@@ -278,8 +233,7 @@ def _step(index: int, s: int, token: int, dist: Distribution, cache: KVCache | N
         cache_bytes=cache.nbytes if cache is not None else 0,
         cache_blocks=paged.blocks_used if paged else None,
         logical_blocks=paged.logical_blocks if paged else None,
-        attention=focus, events=events,
-    )
+        attention=focus, events=events)
 
 
 def _focus(maps: list[NDArray[np.float32]] | None, sample: int) -> tuple[HeadFocus, ...]:
@@ -296,22 +250,3 @@ def _focus(maps: list[NDArray[np.float32]] | None, sample: int) -> tuple[HeadFoc
 def _drain(cache: KVCache | None) -> list[BlockEvent]:
     return cache.drain_events() if isinstance(cache, PagedCache) else []
 
-
-def _result(cfg: RefConfig, kv: CacheSpec, cache: KVCache | None, prompt: list[int],
-            samples: list[list[int]], steps: list[Step], logits: list[NDArray[np.float32]]
-            ) -> GenerationResult:
-    paged = cache if isinstance(cache, PagedCache) else None
-    length = cache.length if cache is not None else 0
-    return GenerationResult(
-        prompt_ids=prompt, samples=samples, steps=steps, kv=kv, cache_tokens=length,
-        cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
-        cache_bytes=cache.nbytes if cache is not None else 0,
-        # Sliding layers hold their window only: the caches count what they hold.
-        cache_bytes_per_sample=(cache.sequence_bytes if isinstance(cache, PagedCache
-                                                                    | ContiguousCache) else 0),
-        cache_blocks=paged.blocks_used if paged else None,
-        logical_blocks=paged.logical_blocks if paged else None,
-        copy_on_write=paged.copies if paged else None,
-        logits=logits,
-        sliding_window=cfg.sliding_window if cfg.slides else None,
-    )

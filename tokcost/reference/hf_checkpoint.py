@@ -1,15 +1,5 @@
-"""A Hugging Face model folder as a reference model: config.json to ``RefConfig``,
-safetensors tensors to the reference's weight names.
-
-Families, as transformers' modeling files define them: ``llama`` (SmolLM2, Llama-3.2 with
-``llama3`` RoPE scaling) and ``mistral`` (RMSNorm, RoPE, GQA, SwiGLU); ``qwen2`` (q/k/v
-biases); ``qwen3`` (q/k norms); ``gemma2`` and ``gemma3_text`` (norms ``1 + w``, folded
-into the weights here; four norms per layer, GeGLU, scaled embeddings, sliding layers with
-their own RoPE base, soft-capping, q/k norms). Any other ``model_type`` is refused by name.
-Tensors are read one at a time from a memory map and widened to float32 on their own, so
-the file is never held twice in float32. Both config formats are read: transformers v4
-(``rope_theta``, ``rope_scaling``) and v5 (``rope_parameters``, per layer type).
-"""
+"""A Hugging Face model folder as a reference model: config.json to ``RefConfig``, safetensors
+tensors to the reference's weight names (docs/generate.md, "Real checkpoints")."""
 
 from __future__ import annotations
 
@@ -33,8 +23,6 @@ if TYPE_CHECKING:
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 _GEMMA = frozenset({"gemma2", "gemma3_text"})
-# transformers' defaults where real configs of the family leave the field out.
-_TIED_DEFAULT = {"gemma2": True, "gemma3_text": True}
 _ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
                 "gelu_tanh": "gelu_tanh"}
 # Linear layers are stored (out, in); the reference multiplies x @ W, so they turn.
@@ -43,18 +31,14 @@ _LAYER_NAMES = {
     **{f"self_attn.{x}_proj.weight": f"w{x}" for x in "qkv"},
     **{f"self_attn.{x}_proj.bias": f"b{x}" for x in "qkv"},
     **{f"self_attn.{x}_norm.weight": f"{x}_norm" for x in "qk"},
-    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")},
-}
+    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")}}
 _TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm",
               "lm_head.weight": "lm_head"}
-# In Llama-style layers "post_attention_layernorm" is the norm before the MLP; in
-# Gemma's it normalizes the attention output, and "pre_feedforward_layernorm" is the MLP's.
+# Llama's post_attention_layernorm is the MLP's norm; Gemma's normalizes attention's output.
 _LLAMA_NORMS = {"post_attention_layernorm.weight": "mlp_norm"}
-_GEMMA_NORMS = {
-    "post_attention_layernorm.weight": "post_attn_norm",
-    "pre_feedforward_layernorm.weight": "mlp_norm",
-    "post_feedforward_layernorm.weight": "post_mlp_norm",
-}
+_GEMMA_NORMS = {"post_attention_layernorm.weight": "post_attn_norm",
+                "pre_feedforward_layernorm.weight": "mlp_norm",
+                "post_feedforward_layernorm.weight": "post_mlp_norm"}
 # Multimodal checkpoints keep the language model under a prefix (v4 and v5 layouts).
 _PREFIXES = (("model.language_model.", "model."), ("language_model.model.", "model."),
              ("language_model.lm_head.", "lm_head."))
@@ -64,40 +48,30 @@ _SKIPPED = ("vision_tower.", "model.vision_tower.", "multi_modal_projector.",
 
 @dataclass(frozen=True)
 class HfCheckpoint:
-    """What a folder holds: its family, the reference shape and the config read."""
-
     folder: Path
     model_type: str
     cfg: RefConfig
-    config: Mapping[str, Any]
-
-
-def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The language model's fields: ``text_config`` of a multimodal config, else all."""
-    text = config.get("text_config")
-    return text if isinstance(text, Mapping) else config
 
 
 def family(config: Mapping[str, Any], where: str) -> str:
-    """The config's ``model_type`` if the reference path runs it, else a UsageError."""
-    text = text_config(config)
-    kind = str(text.get("model_type") or config.get("model_type") or "")
+    """The config's ``model_type`` if the reference path runs it."""
+    from tokcost.catalog.hf_config import ConfigFields
+
+    kind = ConfigFields(config, where).model_type
     if kind == "gemma3":  # a text_config without its own model_type
         kind = "gemma3_text"
     if kind not in FAMILIES:
         raise UsageError(
             f"{where}: model_type '{kind or '(none)'}' is not one the reference path runs; "
-            f"it runs {', '.join(FAMILIES)} (size other models with kvmem estimate)"
-        )
+            f"it runs {', '.join(FAMILIES)} (size other models with kvmem estimate)")
     return kind
 
 
 def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> RefConfig:
-    """The ``RefConfig`` of a supported family's config.json."""
     from tokcost.catalog.hf_config import ConfigFields, layer_kinds
 
-    kind = family(config, where)
-    c = text_config(config)
+    kind, fields = family(config, where), ConfigFields(config, where)
+    c = fields.text
 
     def need(key: str) -> Any:
         value = c.get(key)
@@ -117,13 +91,13 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
     if c.get("mlp_bias") or (kind != "qwen2" and c.get("attention_bias")):
         raise UsageError(f"{where}: attention_bias/mlp_bias biases are not implemented by "
                          "the reference path")
-    kinds = layer_kinds(ConfigFields(config, where), layers)
+    kinds = layer_kinds(fields, layers)
     sliding = tuple("sliding" if k == "sliding" else "full" for k in kinds)
     window = c.get("sliding_window") if "sliding" in sliding else None
     theta, scaling, local_theta = _rope(c, kind, where)
     scalar = c.get("query_pre_attn_scalar")
-    tied = config.get("tie_word_embeddings",
-                      c.get("tie_word_embeddings", _TIED_DEFAULT.get(kind, False)))
+    # transformers' default, where a config leaves it out, ties only Gemma's embeddings.
+    tied = config.get("tie_word_embeddings", c.get("tie_word_embeddings", kind in _GEMMA))
     return RefConfig(
         layers=layers, hidden_size=hidden, attention_heads=heads,
         kv_heads=int(c.get("num_key_value_heads") or heads),
@@ -137,8 +111,7 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
         rope_scaling=scaling, attn_softcap=_float(c.get("attn_logit_softcapping")),
         final_softcap=_float(c.get("final_logit_softcapping")),
         embed_scale=math.sqrt(hidden) if gemma else None,
-        query_scale=float(scalar) ** -0.5 if gemma and scalar else None,
-    )
+        query_scale=float(scalar) ** -0.5 if gemma and scalar else None)
 
 
 def _float(value: Any) -> float | None:
@@ -177,24 +150,7 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
     return theta, scaling, local
 
 
-def shard_files(folder: Path) -> list[Path]:
-    """The folder's safetensors shards: its index's, else its one ``*.safetensors`` file."""
-    from tokcost.catalog.safetensors_meta import shard_names
-
-    names = shard_names(folder)
-    if not names:
-        raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
-                         "with the checkpoint's safetensors shards")
-    files = [folder / n for n in names]
-    missing = [f.name for f in files if not f.is_file()]
-    if missing:
-        raise InputError(f"'{folder}' lacks shard {missing[0]} that its index names; "
-                         "download the checkpoint again")
-    return files
-
-
 def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
-    """Each tensor of a shard in float32, one at a time from a memory map."""
     try:
         with open(path, "rb") as f:
             n = int.from_bytes(f.read(8), "little")
@@ -213,8 +169,7 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
 
 def _float32(raw: NDArray[np.uint8], dtype: str, shape: tuple[int, ...], where: str) -> Array:
     if dtype == "BF16":  # bfloat16 is float32's top 16 bits
-        out: Array = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-        return out
+        return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
     if dtype == "F16":
         return raw.view("<f2").astype(np.float32).reshape(shape)
     if dtype == "F32":
@@ -243,9 +198,19 @@ def reference_name(name: str, kind: str) -> str | None:
 
 
 def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
-    """The checkpoint's tensors under the reference's names, each converted on its own."""
+    """The checkpoint's tensors (its index's shards, else its one file), reference names."""
+    from tokcost.catalog.safetensors_meta import shard_names
+
+    names = shard_names(folder)
+    if not names:
+        raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
+                         "with the checkpoint's safetensors shards")
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise InputError(f"'{folder}' lacks shard {missing[0]} that its index names; "
+                         "download the checkpoint again")
     weights: dict[str, Array] = {}
-    for path in shard_files(folder):
+    for path in (folder / n for n in names):
         for name, tensor in read_tensors(path):
             short = reference_name(name, kind)
             if short is None or (short == "lm_head" and cfg.tie_embeddings):
@@ -259,22 +224,16 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
     return weights
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    """The folder's config.json, one line saying why when it cannot be read."""
+def open_checkpoint(folder: str | Path) -> HfCheckpoint:
+    """The folder's family and shape, refused before any tensor is read."""
     from tokcost.catalog.hf_model import read_config_json
 
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise UsageError(f"'{folder}' has no config.json; give a Hugging Face model folder")
-    return read_config_json(config_file, str(config_file))
-
-
-def open_checkpoint(folder: str | Path) -> HfCheckpoint:
-    """The folder's family and shape, refused early (before any tensor) if unsupported."""
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise UsageError(f"'{path}' is not a folder; give a Hugging Face model folder "
                          "(config.json, *.safetensors, tokenizer.json)")
-    config = read_config(path)
     where = str(path / "config.json")
-    return HfCheckpoint(path, family(config, where), config_from_hf(config, where), config)
+    if not (path / "config.json").is_file():
+        raise UsageError(f"'{path}' has no config.json; give a Hugging Face model folder")
+    config = read_config_json(path / "config.json", where)
+    return HfCheckpoint(path, family(config, where), config_from_hf(config, where))

@@ -1,14 +1,5 @@
-"""A KV cache under a policy: quantized (fp8, int8, int4 as KIVI stores them) or evicting
-(a window, StreamingLLM, H2O, SnapKV), behind the plain caches' ``update``/``advance``, so
-the same model runs on it. The bytes it holds (``nbytes``, measured from its arrays) equal
-``tokcost.memory.cache_policy.policy_bytes`` for the same policy and length.
-
-Evicted keys keep the rotary position they were cached with (as H2O and SnapKV do), so
-the model masks by the positions the cache reports, not by index. Quantization with
-eviction is not implemented yet. Sliding-window layers let go of what their window left,
-as the plain caches do (a per-channel key group only once all its tokens are out);
-``policy_cache_bytes`` is what ``policy_bytes`` says layer by layer for such a model.
-"""
+"""A KV cache under a policy, quantized or evicting, holding the bytes ``policy_bytes`` counts
+(docs/generate.md, "Inside the reference path"; the policies: docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -34,9 +25,8 @@ Block = Fp8Block | IntBlock
 
 
 class QuantizedCache(KVCache):
-    """Keys and values of the tokens past the ``residual`` most recent ones, stored in
-    ``quant``'s format in blocks of ``group`` tokens (one token for fp8); the rest in
-    float32. Each step dequantizes the blocks for attention, as a fused kernel would."""
+    """Tokens before the ``residual`` newest in ``quant``'s blocks, the rest in float32;
+    each step dequantizes the blocks for attention, as a fused kernel would."""
 
     def __init__(self, cfg: RefConfig, quant: KvQuant, batch: int = 1) -> None:
         super().__init__(cfg, batch)
@@ -45,8 +35,7 @@ class QuantizedCache(KVCache):
         self.full_k: list[Array] = [empty] * cfg.layers
         self.full_v: list[Array] = [empty] * cfg.layers
         self.blocks: list[list[tuple[Block, Block]]] = [[] for _ in range(cfg.layers)]
-        # Position of each layer's oldest token held (> 0 once a sliding layer let go).
-        self.start = [0] * cfg.layers
+        self.start = [0] * cfg.layers  # each layer's oldest position held
         self._held = [0] * cfg.layers  # keys the last update returned, per layer
 
     def _encode(self, x: Array, axis: str) -> Block:
@@ -70,31 +59,29 @@ class QuantizedCache(KVCache):
 
     def advance(self, tokens: int) -> None:
         super().advance(tokens)
-        # Move the oldest full-precision tokens into quantized blocks until only what
-        # the policy keeps in full precision is left (KvQuant.quantized_tokens). A
-        # per-channel group spans `group` whole tokens; per-token formats take any count.
+        # A per-channel group spans `group` whole tokens; per-token formats take any count.
         q = self.quant
         target = q.quantized_tokens(self.length)
         chunk = q.group if q.grouped and "channel" in (q.keys, q.values) else None
         window = self.cfg.sliding_window
         for layer in range(self.cfg.layers):
             if self.cfg.sliding(layer) and window is not None:
-                # What the last query saw stays (the newest `window`), as in the plain caches.
                 self._drop(layer, self.length - window)
-            # Tokens before the full-precision ones: quantized, or dropped unquantized.
             done = self.length - self.full_k[layer].shape[2]
             while done < target:
                 # A group starts where the last one ended; after a drop it may be short.
                 n = min(chunk, target - done) if chunk else target - done
-                fk, fv = self.full_k[layer], self.full_v[layer]
-                self._store(layer, self._encode(fk[:, :, :n], q.keys),
-                            self._encode(fv[:, :, :n], q.values), join=chunk is None)
+                fk, fv, blocks = self.full_k[layer], self.full_v[layer], self.blocks[layer]
+                bk, bv = self._encode(fk[:, :, :n], q.keys), self._encode(fv[:, :, :n], q.values)
+                if blocks and chunk is None:  # per-token blocks join: a few arrays, not one a token
+                    blocks[-1] = (blocks[-1][0].join(bk), blocks[-1][1].join(bv))
+                else:
+                    blocks.append((bk, bv))
                 self.full_k[layer], self.full_v[layer] = fk[:, :, n:], fv[:, :, n:]
                 done += n
 
     def _drop(self, layer: int, before: int) -> None:
-        """Let go of positions < ``before``: whole blocks, per-token blocks in part (a
-        per-channel group stays until all its tokens are out), then full-precision ones."""
+        """Let go of positions < ``before`` (a per-channel group only once wholly out)."""
         start, blocks = self.start[layer], self.blocks[layer]
         while blocks and start < before:
             bk, bv = blocks[0]
@@ -113,15 +100,6 @@ class QuantizedCache(KVCache):
             start += cut
         self.start[layer] = start
 
-    def _store(self, layer: int, bk: Block, bv: Block, *, join: bool) -> None:
-        """Keep a new block; per-token blocks (and fp8 codes) ``join`` the last one, so a
-        long sequence is a few arrays, not one block per decoded token."""
-        blocks = self.blocks[layer]
-        if blocks and join:
-            blocks[-1] = (blocks[-1][0].join(bk), blocks[-1][1].join(bv))
-        else:
-            blocks.append((bk, bv))
-
     def fork(self, n: int) -> None:
         raise UsageError("a quantized cache runs one sequence; sample with cache=contiguous")
 
@@ -133,9 +111,7 @@ class QuantizedCache(KVCache):
 
 
 class EvictingCache(KVCache):
-    """Keeps, per layer and kv head, the tokens ``evict`` chooses; positions travel with
-    them. H2O adds up the attention each kept key receives; SnapKV scores the prompt's
-    keys by its last ``window`` queries once, at the end of the prompt."""
+    """Keeps, per layer and kv head, the tokens ``evict`` chooses, with their positions."""
 
     def __init__(self, cfg: RefConfig, evict: Eviction, *, prompt: int | None = None,
                  batch: int = 1) -> None:
@@ -162,7 +138,7 @@ class EvictingCache(KVCache):
         return self.pos[layer]
 
     def observe(self, layer: int, att: Array) -> None:
-        """This step's attention (B, nkv, g, T, S) over the keys ``update`` returned."""
+        # H2O sums the attention each key receives; SnapKV scores the prompt by its end, once.
         kind = self.evict.kind
         if kind == "h2o":
             self.score[layer] += att.sum(axis=(2, 3))
@@ -178,37 +154,25 @@ class EvictingCache(KVCache):
                 limits = None
             else:
                 self.compressed = True
+        window = self.cfg.sliding_window or 0
         for layer in range(self.cfg.layers):
             if limits is not None:
                 self._keep(layer, *limits)
-            if self.cfg.sliding(layer):
-                self._window(layer)
-
-    def _window(self, layer: int) -> None:
-        """A sliding layer keeps at most its ``window`` newest kept keys per head: every
-        one its next query may see, and masked older ones where eviction left a head
-        fewer than that (so the heads stay one array)."""
-        window = self.cfg.sliding_window
-        assert window is not None
-        s = self.k[layer].shape[2]
-        if s <= window:
-            return
-        # Keys are in position order: the newest `window` are the last `window`.
-        self.k[layer] = self.k[layer][:, :, s - window:]
-        self.v[layer] = self.v[layer][:, :, s - window:]
-        self.pos[layer] = self.pos[layer][:, :, s - window:]
-        self.score[layer] = self.score[layer][:, :, s - window:]
+            # A sliding layer keeps its `window` newest keys per head (one array for all).
+            if self.cfg.sliding(layer) and (cut := self.k[layer].shape[2] - window) > 0:
+                self.k[layer] = self.k[layer][:, :, cut:]
+                self.v[layer] = self.v[layer][:, :, cut:]
+                self.pos[layer] = self.pos[layer][:, :, cut:]
+                self.score[layer] = self.score[layer][:, :, cut:]
 
     def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
         s = self.k[layer].shape[2]
         if s <= sinks + chosen + recent:
             return
-        # Kept: the first `sinks` and the last `recent` by index (keys stay in position
-        # order), then the `chosen` highest-scoring of those in between, per head.
+        # Kept: the first `sinks`, the last `recent`, the `chosen` best between, per head.
         keep_edges = np.zeros(s, dtype=bool)
         keep_edges[:sinks] = True
-        if recent:
-            keep_edges[s - recent:] = True
+        keep_edges[s - recent:] = True  # recent 0: [s:], nothing
         middle = np.flatnonzero(~keep_edges)
         window = self.cfg.sliding_window if self.cfg.sliding(layer) else None
         too_old = None if window is None else self.pos[layer] < self.length - window
@@ -233,16 +197,14 @@ class EvictingCache(KVCache):
 
     @property
     def nbytes(self) -> int:
-        """Key and value bytes held (positions and scores are bookkeeping, not cache)."""
+        """Key and value bytes held (positions and scores are bookkeeping)."""
         return sum(int(k.nbytes + v.nbytes) for k, v in zip(self.k, self.v, strict=True))
 
 
 def policy_cache_bytes(cfg: RefConfig, tokens: int, *, quant: KvQuant | None = None,
                        evict: Eviction | None = None, prompt: int | None = None) -> int | None:
-    """Bytes ``policy_cache`` holds after ``tokens`` tokens: the memory model's
-    ``policy_bytes`` per layer kind, a sliding layer's at most ``sliding_window`` tokens
-    (an eviction's choice cut to the window; a quantized layer with the window's tokens).
-    None where the bytes depend on where per-channel key groups fall on the window."""
+    """``policy_bytes`` per layer kind after ``tokens`` (a sliding layer holds at most its
+    window); None where per-channel key groups straddle the window's edge."""
     window = cfg.sliding_window
     sliding = sum(cfg.sliding(i) for i in range(cfg.layers))
 

@@ -1,9 +1,7 @@
 """A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU.
 
-Shapes follow nanoGPT's notation: B batch, T new tokens, S tokens attended to
-(cached + new), C hidden size, nh query heads, nkv key/value heads, g = nh / nkv
-query heads per KV head, hs head size, V vocabulary.
-"""
+Shapes (nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query
+heads, nkv KV heads, g = nh / nkv, hs head size, V vocabulary."""
 
 from __future__ import annotations
 
@@ -26,16 +24,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class ForwardOutput:
-    """Logits for every new position (``logits="last"``: the last one only), and (if asked)
-    what the last position attended to (``attention=True``) or every new position
-    (``attention="full"``)."""
+    """Logits of the new positions, and (if asked) their attention weights."""
 
     logits: Array  # (B, T, V); logits="last": (B, 1, V)
     attention: list[Array] | None  # per layer (B, nh, S) last query; "full": (B, nh, T, S)
 
 
 def rms_norm(x: Array, weight: Array, eps: float) -> Array:
-    """x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
     ms = np.mean(x * x, axis=-1, keepdims=True)  # (..., 1)
     out: Array = (x / np.sqrt(ms + eps) * weight).astype(np.float32)
     return out
@@ -48,8 +43,7 @@ def softmax(x: NDArray[Any], axis: int = -1) -> Array:
 
 
 def rope_frequencies(head_dim: int, theta: float, scaling: RopeScaling | None = None) -> Array:
-    """RoPE's inverse frequencies (hs/2,), in float32 as transformers computes them,
-    stretched by ``scaling`` (``linear``, or ``llama3``'s
+    """RoPE's inverse frequencies (hs/2,) in float32, stretched by ``scaling`` (llama3: as
     ``_compute_llama3_parameters`` in transformers' modeling_rope_utils.py)."""
     exponent = np.arange(0, head_dim, 2, dtype=np.float32) / head_dim  # (hs/2,)
     inv: Array = (1.0 / theta**exponent).astype(np.float32)
@@ -65,25 +59,22 @@ def rope_frequencies(head_dim: int, theta: float, scaling: RopeScaling | None = 
     smooth = (old / wavelen - low) / (high - low)
     smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
     medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
-    out: Array = np.where(medium, smoothed, scaled).astype(np.float32)
-    return out
+    return np.where(medium, smoothed, scaled).astype(np.float32)
 
 
 def rope_at(inv: Array, positions: NDArray[np.int64]) -> tuple[Array, Array]:
-    """cos and sin, each (T, hs/2), of ``positions`` (T,): computed per call, since a
-    real model's window (131k positions x 256 dims) is too large to tabulate."""
+    """cos and sin, each (T, hs/2), of ``positions`` (T,); per call, as a real model's
+    window (131k positions x 256 dims) is too large to tabulate."""
     angles = positions.astype(np.float32)[:, None] * inv[None, :]  # (T, hs/2)
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
 def rope_tables(head_dim: int, length: int, theta: float) -> tuple[Array, Array]:
-    """cos and sin, each (length, hs/2), for rotating pairs (i, i + hs/2)."""
     return rope_at(rope_frequencies(head_dim, theta), np.arange(length, dtype=np.int64))
 
 
 def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
-    """Rotate x (B, h, T, hs) by its positions' angles; cos/sin are (T, hs/2). LLaMA's
-    "rotate half" layout in transformers: each head's first half pairs with its second."""
+    """Rotate x (B, h, T, hs) by cos/sin (T, hs/2), LLaMA's "rotate half" layout."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]  # (B, h, T, hs/2)
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
@@ -101,7 +92,7 @@ def soft_cap(x: Array, cap: float | None) -> Array:
 
 
 class Transformer:
-    """The model: weights plus a forward pass that reads and writes a KV cache.
+    """Weights plus a forward pass that reads and writes a KV cache.
 
     >>> from tokcost.reference.config import RefConfig
     >>> from tokcost.reference.weights import init_weights
@@ -120,15 +111,11 @@ class Transformer:
         self.inv_freq_local = self.inv_freq if cfg.rope_local_theta is None else (
             rope_frequencies(cfg.head_dim, cfg.rope_local_theta))
 
-    def forward(
-        self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
-        attention: bool | Literal["full"] = False,
-        logits: Literal["all", "last"] = "all",
+    def forward(self, ids: NDArray[np.int64], cache: KVCache | None = None, *,
+        attention: bool | Literal["full"] = False, logits: Literal["all", "last"] = "all"
     ) -> ForwardOutput:
-        """Logits for ``ids`` (B, T), which follow the ``cache.length`` tokens cached;
-        ``logits="last"`` computes the last position's only, (B, 1, V): a prefill needs no
-        more, and (T, V) float32 rows are most of its memory (100 MB at 512 tokens of a
-        49k vocabulary)."""
+        """Logits for ``ids`` (B, T) after the ``cache.length`` tokens cached; ``"last"``:
+        (B, 1, V), all a prefill needs ((T, V) rows are 100 MB at 512 tokens of 49k)."""
         if logits not in ("all", "last"):
             raise UsageError(f"{arg('logits', repr(logits))} must be 'all' or 'last'",
                              param="logits", value=logits)
@@ -173,11 +160,9 @@ class Transformer:
         out = soft_cap((x @ head).astype(np.float32), cfg.final_softcap)  # (B, T, V)
         return ForwardOutput(logits=out, attention=maps if attention else None)
 
-    def _attention(
-        self, layer: int, h: Array, cos: Array, sin: Array, start: int, cache: KVCache | None
-    ) -> tuple[Array, Array, NDArray[np.int64] | None]:
-        """The attention output (B, T, C'), its weights (B, nh, T, S) over the keys the
-        cache returned, and those keys' positions (B, nkv, S) when they are not 0..S-1."""
+    def _attention(self, layer: int, h: Array, cos: Array, sin: Array, start: int,
+        cache: KVCache | None) -> tuple[Array, Array, NDArray[np.int64] | None]:
+        """Output (B, T, C'), weights (B, nh, T, S), key positions (B, nkv, S) or None."""
         cfg, w = self.cfg, self.w
         p = f"layers.{layer}."
         b, t, _ = h.shape
@@ -199,7 +184,6 @@ class Transformer:
             k, v = cache.update(layer, k, v)  # (B, nkv, S, hs)
             positions = cache.positions(layer)  # (B, nkv, S) when keys were evicted
         s = k.shape[2]
-        # Positions of the keys held (every position so far) and of the new queries.
         kpos = np.arange(s)  # (S,)
         qpos = start + np.arange(t)  # (T,)
         scale = cfg.query_scale if cfg.query_scale is not None else 1.0 / np.sqrt(hs)
@@ -207,10 +191,7 @@ class Transformer:
         qg = q.reshape(b, nkv, g, t, hs)  # (B, nkv, g, T, hs)
         scores = qg @ k[:, :, None].transpose(0, 1, 2, 4, 3) * np.float32(scale)  # (B,nkv,g,T,S)
         scores = soft_cap(scores, cfg.attn_softcap)
-        # Query at position q sees keys at positions <= q; on a sliding layer only the
-        # sliding_window newest of them (q - k < window, transformers' sliding mask). A
-        # cache that let keys go (a sliding layer's ring or freed blocks, an evicting
-        # policy) reports where the keys it returned sit, per kv head.
+        # Causal, and on a sliding layer q - k < window (transformers' mask), by key position.
         keys = kpos[None, :] if positions is None else positions[:, :, None, None, :]
         hidden = keys > qpos[:, None]  # (T, S), or (B, nkv, 1, T, S) with positions
         if cfg.sliding(layer):
@@ -226,8 +207,7 @@ class Transformer:
 
 
 def _by_position(att: Array, positions: NDArray[np.int64], length: int) -> Array:
-    """Attention weights (B, nh, T, S) over keys at ``positions`` (B, nkv, S), spread over
-    every position 0..length-1 (B, nh, T, length): keys the cache let go got none."""
+    """Weights (B, nh, T, S) over keys at ``positions`` (B, nkv, S) as (B, nh, T, length)."""
     b, nh, t, _ = att.shape
     nkv = positions.shape[1]
     out = np.zeros((b, nh, t, length), dtype=att.dtype)

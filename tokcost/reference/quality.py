@@ -1,15 +1,6 @@
-"""What a cache policy costs in quality: teacher-forced decoding against the full cache.
-
-The protocol, the same for every policy: prefill the first ``prompt`` tokens of a text in
-one forward pass, then feed the rest one token at a time, each step predicting the next
-token from the cache. The full-precision full cache (a contiguous one) is the baseline;
-each policy is scored on the same predictions:
-
-- perplexity: ``exp(mean negative log-likelihood)`` of the true next tokens;
-- top-1 agreement: how often the policy's most likely token is the baseline's;
-- KL divergence ``KL(baseline || policy)`` of the next-token distributions, averaged;
-- bytes held: the cache's arrays after the last token (``KVCache.nbytes``).
-"""
+"""What a cache policy costs in quality: teacher-forced decoding against the full float32
+cache, scored by perplexity, top-1 agreement and mean KL(baseline || policy) (the protocol
+is in docs/kvmem.md, "kvmem quality")."""
 
 from __future__ import annotations
 
@@ -51,17 +42,10 @@ class TeacherForced:
         return math.exp(self.nll)
 
 
-def _log_softmax(logits: NDArray[np.float32]) -> NDArray[np.float64]:
-    x = logits.astype(np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    out: NDArray[np.float64] = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-    return out
-
-
 def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
                    cache: KVCache | None = None) -> TeacherForced:
-    """Predict ``ids[prompt:]`` from the cache, one token at a time after the prefill;
-    ``cache`` None is the full contiguous cache (the baseline)."""
+    """Predict ``ids[prompt:]`` one token at a time after the prefill (no ``cache``: the
+    full contiguous one, the baseline)."""
     n = len(ids)
     if not 1 <= prompt < n:
         raise UsageError(f"{arg('prompt', prompt)} must leave at least one token to predict "
@@ -76,7 +60,10 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
     for i in range(prompt, n - 1):
         rows.append(model.forward(arr[None, i : i + 1], cache).logits[0, -1])
-    return TeacherForced(_log_softmax(np.stack(rows)), arr[prompt:], cache.nbytes, cache.length)
+    x = np.stack(rows).astype(np.float64)  # (N, V)
+    x = x - x.max(axis=-1, keepdims=True)
+    logprobs = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))  # log-softmax
+    return TeacherForced(logprobs, arr[prompt:], cache.nbytes, cache.length)
 
 
 @dataclass(frozen=True)
@@ -112,16 +99,12 @@ def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality
                          bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
 
 
-def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int,
-             quant: KvQuant | None = None, evict: Eviction | None = None,
-             baseline: TeacherForced | None = None) -> PolicyQuality:
-    """One policy's quality on ``ids`` (the baseline is computed unless given), the bytes
-    its cache held checked against the memory model's (``policy_cache_bytes``)."""
+def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int, quant: KvQuant | None = None,
+    evict: Eviction | None = None, baseline: TeacherForced | None = None) -> PolicyQuality:
+    """One policy's quality on ``ids``, its bytes checked against the memory model's."""
     base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
     cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
     quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
-    # The memory model's bytes per layer kind (a sliding layer holds at most its window);
-    # None only where per-channel key groups straddle the window's edge.
     expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict,
                                   prompt=prompt)
     if expected is not None and expected != quality.bytes_held:  # they must agree

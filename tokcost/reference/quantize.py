@@ -1,15 +1,5 @@
-"""Low-precision storage for cached keys and values: fp8 e4m3 (emulated) and int8/int4.
-
-- fp8 e4m3 (OCP "E4M3FN", vLLM's fp8 cache): 1 sign, 4 exponent and 3 mantissa bits,
-  bias 7, no infinities, largest finite value 448; one scale per tensor (1.0, vLLM's
-  default without calibration), so larger values saturate. uint8 codes, read back
-  through a 256-entry table.
-- intN, asymmetric: per group ``scale = (max - min) / (2^N - 1)`` and ``zero = min``,
-  both fp16; ``code = round((x - zero) / scale)``. int4 codes are packed two to a byte.
-
-The bytes these arrays hold are what ``tokcost.memory.cache_policy`` counts. A block
-(``Fp8Block``, ``IntBlock``) holds the codes of some tokens (..., T, C) of one tensor.
-"""
+"""Low-precision storage for cached keys and values: fp8 e4m3 and KIVI's asymmetric intN, in the
+bytes ``tokcost.memory.cache_policy`` counts (docs/generate.md, "Inside the reference path")."""
 
 from __future__ import annotations
 
@@ -60,13 +50,12 @@ def fp8_encode(x: Array) -> NDArray[np.uint8]:
 
 
 def fp8_decode(codes: NDArray[np.uint8]) -> Array:
-    out: Array = E4M3_VALUES[codes]
-    return out
+    return E4M3_VALUES[codes]
 
 
 @dataclass(frozen=True)
 class Fp8Block:
-    """fp8 codes of some tokens, (..., T, C): any run of them can be dropped or joined."""
+    """fp8 codes of some tokens (..., T, C): any run of them can be dropped or joined."""
 
     codes: NDArray[np.uint8]
     per_token = True
@@ -92,11 +81,8 @@ class Fp8Block:
 
 @dataclass(frozen=True)
 class IntBlock:
-    """intN codes of a block with their per-group fp16 scales and zero points.
-
-    ``codes`` keeps the block's shape, packed two to a byte for int4; ``scale`` and
-    ``zero`` broadcast against the unpacked, grouped shape (``_grouped``).
-    """
+    """intN codes (the block's shape, int4 packed) with per-group fp16 scales and zeros,
+    which broadcast against the unpacked, grouped shape (``_grouped``)."""
 
     codes: NDArray[np.uint8]
     scale: NDArray[np.float16]
@@ -112,7 +98,6 @@ class IntBlock:
 
     @property
     def per_token(self) -> bool:
-        """Can the block lose or gain tokens alone (groups along channels)?"""
         return self.axis == -1
 
     @property
@@ -123,15 +108,13 @@ class IntBlock:
         return int_decode(self)
 
     def skip(self, n: int) -> IntBlock:
-        """A per-token block without its first ``n`` tokens."""
         # codes (..., T, C'), scale and zero (..., T, groups, 1): tokens are axis -2 / -3.
         shape = (*self.shape[:-2], self.shape[-2] - n, self.shape[-1])
         return IntBlock(self.codes[..., n:, :], self.scale[..., n:, :, :],
                         self.zero[..., n:, :, :], self.bits, shape, self.axis, self.group)
 
     def join(self, more: Fp8Block | IntBlock) -> IntBlock:
-        """Two per-token blocks as one, ``more``'s tokens after these: a growing per-token
-        cache stays one array instead of a block per step.
+        """Two per-token blocks as one, ``more``'s tokens after these.
 
         >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
         >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
@@ -148,8 +131,7 @@ class IntBlock:
 
 
 def _grouped(x: Array, axis: int, group: int) -> Array:
-    """``x`` with the grouped axis split into (groups, group): along tokens (axis -2) one
-    group takes the block's tokens whole; along channels, runs of ``group``."""
+    """``x`` with the grouped axis split: one group of all the tokens, or runs of channels."""
     if axis == -2:
         return x[..., None, :, :]  # (..., 1, T, C): one group over the block's T tokens
     c = x.shape[-1]
@@ -160,16 +142,13 @@ def _grouped(x: Array, axis: int, group: int) -> Array:
 
 
 def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
-    """Quantize a block (..., T, C) per group: along tokens (``axis=-2``: one group per
-    channel over the T tokens, KIVI's keys) or along channels (``axis=-1``: groups of
-    ``group`` channels per token, KIVI's values).
+    """Quantize a block (..., T, C) per channel over its tokens (``axis=-2``, KIVI's keys)
+    or per ``group`` channels of each token (``axis=-1``, KIVI's values).
 
     >>> x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 4, 16)
     >>> b = int_encode(x, bits=4, axis=-1, group=16)
     >>> b.nbytes  # 4 tokens x 16 nibbles = 32 B of codes, 4 groups x (2 + 2) B
     48
-    >>> float(np.abs(int_decode(b) - x).max()) <= float(b.scale.max()) / 2 + 1e-3
-    True
     """
     levels = (1 << bits) - 1
     g = _grouped(x.astype(np.float32), axis, group)
@@ -193,5 +172,4 @@ def int_decode(block: IntBlock) -> Array:
         codes = codes[..., : block.shape[-1]]
     g = _grouped(codes.astype(np.float32), block.axis, block.group)
     out = g * block.scale.astype(np.float32) + block.zero.astype(np.float32)
-    result: Array = out.reshape(block.shape).astype(np.float32)
-    return result
+    return out.reshape(block.shape).astype(np.float32)

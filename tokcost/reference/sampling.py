@@ -1,11 +1,5 @@
-"""The sampler: the distribution a token is drawn from, then the draw.
-
-The two are apart so that what ``explain`` shows is exactly what the draw saw.
-``distribution`` divides the logits by the temperature, keeps the ``top_k``
-likeliest tokens and the smallest prefix whose mass reaches ``top_p`` (both
-measured on the same tempered distribution, so the kept set is their
-intersection), and renormalizes what is left to sum to 1; ``draw`` picks from
-that. Temperature 0 is greedy: the likeliest token is taken and nothing is drawn.
+"""The sampler: the distribution a token is drawn from (docs/generate.md, "--explain"), then
+the draw, apart so that what ``explain`` shows is exactly what the draw saw.
 
 >>> import numpy as np
 >>> d = distribution(np.array([2.0, 1.0, 0.0, -1.0], dtype=np.float32),
@@ -29,10 +23,8 @@ from tokcost.reference.request import as_float, as_int
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Why a token cannot be drawn: greedy takes only the likeliest; top_k and top_p cut
-# the ranking; "zero" is a token whose tempered probability rounds to 0 (a low temperature).
+# Why a token cannot be drawn ("zero": its tempered probability rounds to 0).
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
-
 
 # Samples are chosen one by one in Python; past this a run takes minutes per token.
 MAX_SAMPLES = 1024
@@ -66,8 +58,7 @@ class SamplingParams:
             raise UsageError(
                 f"{arg('n', self.n)} samples are more than the {MAX_SAMPLES} the reference "
                 f"path runs; lower {arg('n')} (kvmem simulate sizes larger batches)",
-                param="n", value=self.n,
-            )
+                param="n", value=self.n)
 
     def _limits(self) -> tuple[tuple[str, bool, str], ...]:
         # NaN passes `< 0`, and infinity flattens every distribution to uniform: refuse both.
@@ -81,19 +72,12 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        """No draw at all: every run and every sample takes the same tokens."""
         return self.temperature == 0.0
-
-    @property
-    def deterministic(self) -> bool:
-        """Greedy, or a filter that leaves one candidate (top_k 1): parallel samples agree."""
-        return self.greedy or self.top_k == 1
 
 
 @dataclass(frozen=True, eq=False)
 class Distribution:
-    """What one step samples from, over the whole vocabulary (V,). ``top_k_kept`` and
-    ``top_p_kept`` are how many tokens of the ranking each filter keeps (V when off)."""
+    """What one step samples from (V,); ``top_k_kept``/``top_p_kept``: the ranking each keeps."""
 
     probs: NDArray[np.float64]  # (V,) what the draw uses: sums to 1 over what it can pick
     model_probs: NDArray[np.float64]  # (V,) the softmax of the raw logits
@@ -105,16 +89,13 @@ class Distribution:
 
     @property
     def kept(self) -> NDArray[np.bool_]:
-        """(V,) True for the tokens the draw can pick."""
-        return self.probs > 0
+        return self.probs > 0  # (V,)
 
     @property
     def size(self) -> int:
-        """How many tokens the draw can pick."""
         return int(np.count_nonzero(self.probs))
 
     def excluded_by(self, token: int) -> Exclusion | None:
-        """Why ``token`` cannot be drawn, or None if it can."""
         if self.probs[token] > 0:
             return None
         if self.greedy:
@@ -127,17 +108,6 @@ class Distribution:
         return "zero"
 
 
-def _tempered(logits: NDArray[np.float32], temperature: float) -> NDArray[np.float64]:
-    """softmax(logits / temperature), (V,)."""
-    with np.errstate(all="ignore"):
-        scaled = (logits / temperature).astype(np.float64)  # (V,) divided in float32
-        if not np.isfinite(scaled).all():
-            # A temperature so low that logits / T overflows: shift first, so the likeliest
-            # token scores 0 and the others -inf at worst (never inf - inf).
-            scaled = (logits.astype(np.float64) - float(np.max(logits))) / temperature
-    return softmax(scaled).astype(np.float64)
-
-
 def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distribution:
     """The distribution a token of logits (V,) is drawn from under ``params``."""
     model = softmax(logits.astype(np.float64)).astype(np.float64)
@@ -147,7 +117,13 @@ def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distrib
         probs = np.zeros(vocab, dtype=np.float64)
         probs[int(np.argmax(logits))] = 1.0
         return Distribution(probs, model, order, _ranks(order), True, vocab, vocab)
-    p = _tempered(logits, params.temperature)  # (V,)
+    t = params.temperature
+    with np.errstate(all="ignore"):
+        scaled = (logits / t).astype(np.float64)  # (V,) divided in float32
+        if not np.isfinite(scaled).all():
+            # logits / T overflowed: shift first, so the worst is -inf (never inf - inf).
+            scaled = (logits.astype(np.float64) - float(np.max(logits))) / t
+    p = softmax(scaled).astype(np.float64)  # (V,)
     order = np.argsort(-p, kind="stable").astype(np.int64)  # (V,) most likely first
     k_kept = min(vocab, params.top_k) if params.top_k else vocab
     p_kept = vocab
@@ -177,13 +153,11 @@ def draw(dist: Distribution, rng: np.random.Generator) -> int:
     kept = dist.order[:n]  # (n,) most likely first
     w = dist.probs[kept]  # (n,) sums to 1; any zeros are at the end
     choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
-    # Past the last cumulative sum (it may round to just under 1): the last token with
-    # mass, never a zero-probability one.
+    # Past the last sum (it may round to under 1): the last token with mass, never a zero.
     return int(kept[min(choice, np.count_nonzero(w) - 1)])
 
 
-def sample(
-    logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
+def sample(logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
 ) -> tuple[int, Distribution]:
     """A token drawn from ``logits`` (V,) under ``params``, and the distribution it came from."""
     dist = distribution(logits, params)

@@ -1,14 +1,4 @@
-"""Weights: named arrays, made from a seed or read from / written to a .npz file.
-
-Names (i = layer): ``tok_emb`` (V, C); ``layers.i.attn_norm`` (C,), ``layers.i.wq``
-(C, nh*hs), ``layers.i.wk`` and ``layers.i.wv`` (C, nkv*hs), ``layers.i.wo`` (nh*hs, C),
-``layers.i.mlp_norm`` (C,), ``layers.i.w_gate`` and ``layers.i.w_up`` (C, F),
-``layers.i.w_down`` (F, C); ``norm`` (C,); ``lm_head`` (C, V) unless tied to ``tok_emb``.
-Switches of the config add ``layers.i.bq`` (nh*hs,), ``bk``/``bv`` (nkv*hs,) (qkv_bias);
-``layers.i.q_norm``/``k_norm`` (hs,) (qk_norm); ``layers.i.post_attn_norm``/``post_mlp_norm``
-(C,) (post_norms). Norm weights multiply as stored (Gemma's ``1 + w`` is folded in on load).
-The file also carries ``__format__`` = "tokcost-ref v1".
-"""
+"""Weights: named arrays made from a seed, or read from / written to a .npz file."""
 
 from __future__ import annotations
 
@@ -32,7 +22,7 @@ FORMAT = "tokcost-ref v1"
 
 
 def expected_shapes(cfg: RefConfig) -> dict[str, tuple[int, ...]]:
-    """Every weight's name and shape for ``cfg``."""
+    """Every weight's name and shape for ``cfg``; norms multiply as stored (x @ W layout)."""
     c, f, v = cfg.hidden_size, cfg.ffn_hidden, cfg.vocab_size
     q, kv = cfg.attention_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
     shapes: dict[str, tuple[int, ...]] = {"tok_emb": (v, c)}
@@ -82,30 +72,31 @@ def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weig
 
 
 def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
-    """Read a .npz written by ``save_weights`` (or a .safetensors file with the same
-    array names) and check it against ``cfg``."""
+    """Read a .npz written by ``save_weights`` (or a .safetensors file), checked against ``cfg``."""
     path = Path(path)
     if path.suffix == ".safetensors":
-        return _load_safetensors(path, cfg)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise UsageError(f"weights file not found: {path} (give an existing .npz or "
-                         ".safetensors file, or fix the catalog entry's weights field)") from None
-    except (OSError, ValueError) as exc:
-        reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
-        raise InputError(f"cannot read weights file {path} as tokcost .npz weights ({reason})"
-                         ) from None
-    fmt = arrays.pop("__format__", None)
-    if fmt is None or str(fmt) != FORMAT:
-        raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
-    weights = {k: a.astype(np.float32) for k, a in arrays.items()}
+        weights = _read_safetensors(path)
+    else:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except FileNotFoundError:
+            raise UsageError(f"weights file not found: {path} (give an existing .npz or "
+                             ".safetensors file, or fix the catalog entry's weights field)"
+                             ) from None
+        except (OSError, ValueError) as exc:
+            reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
+            raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
+                             f"({reason})") from None
+        fmt = arrays.pop("__format__", None)
+        if fmt is None or str(fmt) != FORMAT:
+            raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
+        weights = {k: a.astype(np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
     return weights
 
 
-def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
+def _read_safetensors(path: Path) -> dict[str, Array]:
     try:
         from safetensors.numpy import load_file
     except ImportError:
@@ -117,13 +108,11 @@ def _load_safetensors(path: Path, cfg: RefConfig) -> dict[str, Array]:
         arrays = load_file(str(path))
     except Exception as exc:  # safetensors raises its own SafetensorError
         raise InputError(f"cannot read weights file {path} as safetensors ({exc})") from None
-    weights = {k: np.asarray(a, dtype=np.float32) for k, a in arrays.items()}
-    check_weights(cfg, weights, source=str(path))
-    return weights
+    return {k: np.asarray(a, dtype=np.float32) for k, a in arrays.items()}
 
 
 def save_weights(path: str | Path, weights: dict[str, Array], *, dtype: str = "float16") -> None:
-    """Write weights atomically (temp file + rename), stored as ``dtype`` to stay small."""
+    """Write weights atomically, stored as ``dtype`` to stay small."""
     path = Path(path)
     arrays = {k: np.asarray(a).astype(dtype) for k, a in weights.items()}
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
