@@ -1,19 +1,19 @@
-"""The one protocol every tokenizer family implements: an adapter wraps a real tokenizer
-(tiktoken, Hugging Face ``tokenizers``, SentencePiece, tokcost's own BPE) behind the same
-small surface, so counting, comparing, pricing and budgets never care which it is."""
+"""The one protocol every tokenizer adapter implements (tiktoken, Hugging Face ``tokenizers``,
+SentencePiece, tokcost's BPE), so the rest of tokcost never cares which it is."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from tokcost.errors import TokcostError
+
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """What tokcost needs from a tokenizer. ``streamable`` promises that its
-    pre-tokenization never joins text across the cuts ``tokcost.counting.find_boundary``
-    picks, so a large text counts chunk by chunk exactly as whole; ``releases_gil`` says
-    threads give real parallelism (a Rust/C++ core)."""
+    """What tokcost needs from a tokenizer. ``streamable``: no piece spans a cut of
+    ``tokcost.counting.find_boundary`` (chunks count as the whole); ``releases_gil``:
+    threads run it in parallel."""
 
     name: str
     exact: bool
@@ -36,25 +36,24 @@ class Tokenizer(Protocol):
 class Describable(Protocol):
     """What a tokenizer may also tell about itself (``tokcost.inspect_bpe`` shows it)."""
 
-    def special_tokens(self) -> dict[str, int]:
-        """Special-token text -> id, ordered by id then text (``special_tokens_by_id``)."""
-        ...
+    def special_tokens(self) -> dict[str, int]: ...  # text -> id, by id then text
 
-    def pattern(self) -> str | None:
-        """The pre-tokenization regex, when the tokenizer has one that it can show."""
-        ...
+    def pattern(self) -> str | None: ...  # the pre-tokenization regex, if it can show one
 
 
 def special_tokens_by_id(specials: Iterable[tuple[str, int]]) -> dict[str, int]:
-    """``(text, id)`` pairs as a dict in one order on every run: by id, then text (two
-    texts may share an id; a set's order changes with the hash seed)."""
+    """``(text, id)`` pairs as a dict ordered by id, then text (the same on every run)."""
     return dict(sorted(specials, key=lambda item: (item[1], item[0])))
 
 
+def check_ids(name: str, ids: Sequence[int], vocab_size: int) -> None:
+    bad = [i for i in ids if not 0 <= i < vocab_size]
+    if bad:
+        raise TokcostError(f"{name}: invalid token id {bad[0]}; ids run 0..{vocab_size - 1}")
+
+
 def count_backend(tokenizer: Tokenizer) -> str:
-    """Which engine counts for ``tokenizer`` (``count --json`` reports it): its
-    ``count_backend`` when it names one, else ``tiktoken`` for an adapter on a tiktoken
-    ``encoding``, else ``python``."""
+    """Which engine counts for ``tokenizer`` (``count --json`` reports it)."""
     backend = getattr(tokenizer, "count_backend", None)
     if isinstance(backend, str):
         return backend
@@ -63,9 +62,8 @@ def count_backend(tokenizer: Tokenizer) -> str:
 
 def count_many(tokenizer: Tokenizer, texts: Sequence[str], *, allow_special: bool = False,
                threads: int = 1) -> list[int]:
-    """``[tokenizer.count(t) for t in texts]`` in one call where the tokenizer has
-    ``count_many`` (the fast backend): one GIL release for a batch, not one per text
-    (each costing up to the 5 ms switch interval while a reading thread holds it)."""
+    """``[tokenizer.count(t) for t in texts]``, in one call (one GIL release) where the
+    tokenizer has ``count_many``."""
     many = getattr(tokenizer, "count_many", None)
     if many is not None and len(texts) > 1:
         return list(many(texts, allow_special=allow_special, threads=threads))
@@ -73,8 +71,8 @@ def count_many(tokenizer: Tokenizer, texts: Sequence[str], *, allow_special: boo
 
 
 def plan_run(tokenizer: Tokenizer, chars: int | None) -> None:
-    """Tell ``tokenizer`` the size of the count run about to start (None: unknown), where
-    it chooses a backend by it (the OpenAI encodings: ``fast_count.SMALL_RUN_CHARS``)."""
+    """Tell ``tokenizer`` the size of the count run about to start (None: unknown), if it
+    picks a backend by it."""
     plan = getattr(tokenizer, "plan_run", None)
     if plan is not None:
         plan(chars)

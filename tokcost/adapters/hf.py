@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.adapters.base import special_tokens_by_id
-from tokcost.errors import TokcostError, TokenizerDataError, UsageError
+from tokcost.adapters.base import check_ids, special_tokens_by_id
+from tokcost.errors import TokenizerDataError, UsageError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
@@ -22,9 +22,7 @@ class HFTokenizerAdapter:
     count_backend = "tokenizers"
 
     def __init__(self, name: str, tokenizer: HFTokenizer, *, exact: bool = True) -> None:
-        self.name = name
-        self.tokenizer = tokenizer
-        self.exact = exact
+        self.name, self.tokenizer, self.exact = name, tokenizer, exact
 
     @property
     def vocab_size(self) -> int:
@@ -34,9 +32,8 @@ class HFTokenizerAdapter:
         return self._encode(text, allow_special=allow_special, post_process=False)
 
     def encode_as_input(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """``encode`` plus what the tokenizer's post-processor adds (Llama's and Gemma's
-        BOS): a model's prompt as transformers' ``tokenizer(text)`` gives it. Counts leave
-        them out; a model run without its BOS sees text it was never trained on."""
+        """``encode`` plus the post-processor's additions (a BOS), as transformers'
+        ``tokenizer(text)`` gives a model its prompt (counts leave them out)."""
         return self._encode(text, allow_special=allow_special, post_process=True)
 
     def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
@@ -48,16 +45,11 @@ class HFTokenizerAdapter:
         return len(self.encode(text, allow_special=allow_special))
 
     def decode(self, ids: Sequence[int]) -> str:
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise TokcostError(
-                f"{self.name}: invalid token id {bad[0]}; ids run 0..{self.vocab_size - 1}"
-            )
+        check_ids(self.name, ids, self.vocab_size)
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
-        # Decode one id at a time: byte-level vocabularies store pieces as mapped
-        # characters, and decode() undoes that mapping.
+        # One id at a time: decode() undoes the byte-level vocabularies' character mapping.
         return [self.decode([i]).encode("utf-8") for i in ids]
 
     def special_tokens(self) -> dict[str, int]:
@@ -86,7 +78,6 @@ class HFTokenizerAdapter:
 
 
 def load(arg: str) -> HFTokenizerAdapter:
-    """Constructor for the ``hf:`` family (see tokcost.adapters.registry)."""
     from tokenizers import Tokenizer
 
     path = Path(arg).expanduser()
@@ -98,23 +89,18 @@ def load(arg: str) -> HFTokenizerAdapter:
         try:
             return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(str(path)))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
-            raise TokenizerDataError(
-                f"{path} is not a valid Hugging Face tokenizer.json ({str(exc)[:120]})"
-            ) from exc
+            raise TokenizerDataError(f"{path} is not a valid Hugging Face tokenizer.json "
+                                     f"({str(exc)[:120]})") from exc
     return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(_hub_file(arg)))
 
 
-_OFFLINE_FIX = (
-    "on a connected machine save the repo's tokenizer.json and pass hf:PATH/tokenizer.json"
-)
+_OFFLINE_FIX = ("on a connected machine save the repo's tokenizer.json and pass "
+                "hf:PATH/tokenizer.json")
 
 
 def _hub_file(repo: str) -> str:
-    """tokenizer.json of a hub repo: from the local Hugging Face cache, else downloaded.
-
-    Offline first: the cache is tried before any network, and an unreachable hub
-    fails in seconds instead of huggingface_hub's minute of retries.
-    """
+    """tokenizer.json of a hub repo: from the local cache, else downloaded (an unreachable
+    hub fails in seconds, not huggingface_hub's minute of retries)."""
     import socket
     from urllib.parse import urlparse
 
@@ -125,26 +111,18 @@ def _hub_file(repo: str) -> str:
         return cached
     offline_env = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     if constants.HF_HUB_OFFLINE or offline_env:
-        raise TokenizerDataError(
-            f"hf:{repo} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
-            + _OFFLINE_FIX
-        )
+        raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and "
+                                 f"HF_HUB_OFFLINE is set; {_OFFLINE_FIX}")
     host = urlparse(constants.ENDPOINT).hostname or ""
     try:
         socket.create_connection((host, 443), timeout=3).close()
     except OSError:
-        raise TokenizerDataError(
-            f"hf:{repo} is not in the local Hugging Face cache and the hub is unreachable; "
-            + _OFFLINE_FIX
-        ) from None
+        raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and the "
+                                 f"hub is unreachable; {_OFFLINE_FIX}") from None
     try:
         return str(hf_hub_download(repo, "tokenizer.json"))
     except Exception as exc:  # gated, missing repo, no tokenizer.json, HTTP errors
         name = type(exc).__name__
-        hint = (
-            "it is gated: accept its licence on the hub, then log in (hf auth login) or set "
-            "HF_TOKEN"
-            if "Gated" in name
-            else f"{name}: {str(exc).splitlines()[0][:120]}"
-        )
+        hint = ("it is gated: accept its licence on the hub, then log in (hf auth login) or "
+                "set HF_TOKEN" if "Gated" in name else f"{name}: {str(exc).splitlines()[0][:120]}")
         raise TokenizerDataError(f"cannot download hf:{repo} tokenizer.json ({hint})") from exc

