@@ -1,9 +1,6 @@
-"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), for
-every command that tokenizes, so ``-t model:ID`` and ``-m ID`` read the same catalog
-everywhere (the adapter registry knows tokenizer families only).
+"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), so
+``-t model:ID`` and ``-m ID`` read the same catalog in every command.
 
->>> [c.label for c in resolve_tokenizers(["cl100k_base"], ["gpt-4o"])]
-['cl100k_base', 'gpt-4o']
 >>> resolve_tokenizers(["model:gpt-4o"])[0].spec
 'tiktoken:o200k_base'
 """
@@ -11,7 +8,7 @@ everywhere (the adapter registry knows tokenizer families only).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import count_backend
@@ -27,8 +24,8 @@ MODEL_PREFIX = "model:"
 
 
 def open_catalog(catalog: CatalogSource = None) -> Catalog:
-    """The catalog a ``catalog`` argument names: a YAML path, a loaded Catalog, or
-    None for ``$TOKCOST_CATALOG``, else the shipped models.yaml (loaded once per mtime)."""
+    """The catalog ``catalog`` names: a YAML path, a Catalog, or None (``$TOKCOST_CATALOG``,
+    else the shipped models.yaml)."""
     from tokcost.catalog import Catalog, load_catalog
 
     if isinstance(catalog, Catalog):
@@ -38,13 +35,9 @@ def open_catalog(catalog: CatalogSource = None) -> Catalog:
 
 @dataclass(frozen=True)
 class TokenizerChoice:
-    """One resolved tokenizer: what to call it, which spec builds it, whether it is exact.
-
-    ``model`` is the catalog entry when the choice came from a model id (its context
-    window, chat overhead and prices then apply); ``written_spec`` is the spec as the
-    catalog wrote it (``{mistral_common}/...`` unexpanded), which keys baselines so
-    they match across machines.
-    """
+    """One resolved tokenizer: its label, the spec that builds it, whether it is exact;
+    ``model``, the catalog entry it came from; ``written_spec``, the spec as the catalog
+    wrote it (placeholders unexpanded: baselines match across machines)."""
 
     label: str
     spec: str
@@ -53,7 +46,7 @@ class TokenizerChoice:
     written_spec: str | None = None
 
     def load(self) -> Tokenizer:
-        """The tokenizer (built once per process); a catalog proxy is marked approximate."""
+        """The tokenizer (built once per process); a proxy is marked approximate."""
         tok = get_tokenizer(self.spec)
         if not self.exact and tok.exact:
             from tokcost.adapters.proxy import Approximate
@@ -63,53 +56,34 @@ class TokenizerChoice:
 
     @property
     def backend(self) -> str:
-        """Which engine counts for this choice (``toktok-rs``, ``tiktoken``, ...; see
-        tokcost.adapters.fast_count); loads the tokenizer, once per process."""
+        """Which engine counts for this choice (it loads the tokenizer)."""
         return count_backend(self.load())
 
 
 def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:
-    """The tokenizer a catalog entry names, or ``tokenizer`` in its place.
-
-    ``tokenizer`` overrides the catalog's spec (``-t`` with ``--chat``); the entry
-    still supplies window, chat overhead and prices.
-    """
+    """The tokenizer a catalog entry names, or ``tokenizer`` in its place (the entry still
+    gives window, chat overhead and prices)."""
     if tokenizer is not None:
         spec = check_spec(tokenizer, param="tokenizers")
         return TokenizerChoice(entry.id, spec, True, entry, spec)
     if not entry.tokenizer_spec:
-        raise TokenizerNotFound(
-            f"model '{entry.id}' names no tokenizer in the catalog; pass "
-            f"{arg('tokenizers', 'SPEC')}",
-            param="tokenizers",
-        )
-    # The catalog's spec obeys the same rules as tokenizers=SPEC: judged as written
-    # (placeholders unexpanded), before expanding may ask for a package.
+        raise TokenizerNotFound(f"model '{entry.id}' names no tokenizer in the catalog; pass "
+                                f"{arg('tokenizers', 'SPEC')}", param="tokenizers")
+    # Judged as written, before expanding a placeholder may ask for a package.
     try:
         written = check_spec(entry.tokenizer_spec)
     except TokenizerNotFound as exc:
-        raise CatalogError(
-            f"model '{entry.id}' in the catalog: tokenizer: {exc} "
-            "(tokcost models validate FILE lists every problem of a catalog)"
-        ) from None
+        raise CatalogError(f"model '{entry.id}' in the catalog: tokenizer: {exc} (tokcost "
+                           "models validate FILE lists every problem of a catalog)") from None
     spec = normalize_spec(entry.tokenizer or written)
     return TokenizerChoice(entry.id, spec, entry.tokenizer_exact, entry, written)
 
 
-def resolve_tokenizers(
-    tokenizers: Sequence[str] = (),
-    models: Sequence[str] = (),
-    *,
-    catalog: CatalogSource = None,
-    default: str | None = DEFAULT_SPEC,
-    unique: bool = False,
-) -> list[TokenizerChoice]:
-    """Tokenizer specs and model ids -> choices: ``tokenizers`` in their order, then ``models``.
-
-    ``model:ID`` among ``tokenizers`` is the same as ``ID`` in ``models``: both go
-    through ``catalog``. With nothing given, ``default`` (None: an empty list).
-    ``unique`` refuses a label given twice (a comparison would show it twice).
-    """
+def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (), *,
+                       catalog: CatalogSource = None, default: str | None = DEFAULT_SPEC,
+                       unique: bool = False) -> list[TokenizerChoice]:
+    """Specs (``model:ID`` is a model) then model ids -> choices; ``default`` when none is
+    given; ``unique`` refuses a label given twice."""
     choices: list[TokenizerChoice] = []
     cat: Catalog | None = None
     wanted = [(t, False) for t in tokenizers] + [(m, True) for m in models]
@@ -137,7 +111,7 @@ def resolve_tokenizers(
 
 
 def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
-    """spec -> tokenizer for every distinct spec (counting keys its columns by spec)."""
+    """spec -> tokenizer for every distinct spec."""
     toks: dict[str, Tokenizer] = {}
     for choice in choices:
         if choice.spec not in toks:
@@ -147,10 +121,8 @@ def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizerSelection:
-    """The part of a request that picks tokenizers: ``tokenizers`` (specs, also
-    ``model:ID``) and ``models`` (catalog ids: each model's own tokenizer), read through
-    ``catalog`` (a YAML path, a loaded Catalog, or None: ``$TOKCOST_CATALOG``, else the
-    shipped one). A bare string is one spec or id.
+    """The part of a request that picks tokenizers: ``tokenizers`` (specs) and ``models``
+    (catalog ids) through ``catalog``; a bare string is one.
 
     >>> [c.label for c in TokenizerSelection(tokenizers="cl100k_base", models=["gpt-4o"]).resolve()]
     ['cl100k_base', 'gpt-4o']
@@ -167,9 +139,13 @@ class TokenizerSelection:
 
     def resolve(self, *, default: str | None = DEFAULT_SPEC,
                 unique: bool = False) -> list[TokenizerChoice]:
-        """See ``resolve_tokenizers``."""
         return resolve_tokenizers(self.tokenizers, self.models, catalog=self.catalog,
                                   default=default, unique=unique)
+
+    def columns(self) -> list[TokenizerChoice]:
+        """Plain specs, then ``model:ID`` specs, then models, each in the order given."""
+        ordered = sorted(self.tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
+        return replace(self, tokenizers=ordered).resolve(unique=True)
 
     def open_catalog(self) -> Catalog:
         return open_catalog(self.catalog)

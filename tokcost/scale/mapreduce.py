@@ -2,8 +2,6 @@
 count or pre-tokenize part of a corpus, merge the parts in any order. Tokenizers travel as
 specs, built once per worker process. ``count_paths`` is the remote runner's count.
 
->>> count_texts_partial(["hello world", "hi"], ["tiktoken:cl100k_base"]).tokens
-{'tiktoken:cl100k_base': 3}
 >>> from tokcost.bpe.pretokenize import PretokenizeSpec
 >>> sorted(pretokenize_texts(["a a\\na\\n"], PretokenizeSpec("gpt2")).items())
 [('\\n', 2), (' a', 1), ('a', 2)]
@@ -148,9 +146,7 @@ def merge_shard_counts(partials: Iterable[ShardCounts],
     merged: ShardCounts = {} if into is None else into
     for part in partials:
         for path, fp in part.items():
-            if path not in merged:
-                merged[path] = FilePartial(tokens={})
-            merged[path].add(fp)
+            merged.setdefault(path, FilePartial(tokens={})).add(fp)
     return merged
 
 
@@ -184,8 +180,7 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Run
             report.skipped.append(Skipped(display, fp.skipped))
             continue
         tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
-        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
-                                      fp.invalid_utf8_bytes))
+        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens, fp.invalid_utf8_bytes))
     return report
 
 
@@ -221,12 +216,9 @@ class WordCounts(Counter[str]):
     def in_order(self, paths: Iterable[str]) -> WordCounts:
         """The notes ordered as ``paths``; returns self."""
         rank = {p: i for i, p in enumerate(dict.fromkeys(paths))}
-
-        def key(item: tuple[str, Any]) -> int:
-            return rank.get(item[0], len(rank))
-
-        self.invalid_utf8_bytes = dict(sorted(self.invalid_utf8_bytes.items(), key=key))
-        self.skipped = dict(sorted(self.skipped.items(), key=key))
+        for name in ("invalid_utf8_bytes", "skipped"):
+            notes = getattr(self, name).items()
+            setattr(self, name, dict(sorted(notes, key=lambda kv: rank.get(kv[0], len(rank)))))
         return self
 
     @property
