@@ -1,10 +1,6 @@
 """One execution interface for counting and BPE pre-tokenization: a ``Runner`` maps a pure
 function over shards and yields ``(shard, result)`` pairs to reduce (``LocalRunner`` here,
-``tokcost.scale.DaskRunner`` on Dask); ``RunConfig`` is the request part that picks one.
-
->>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
-[2, 1]
-"""
+``tokcost.scale.DaskRunner`` on Dask); ``RunConfig`` is the request part that picks one."""
 
 from __future__ import annotations
 
@@ -78,24 +74,17 @@ class RunConfig:
 
 
 class Runner(Protocol):
-    """Runs ``fn`` over shards (a context manager). ``fn`` and the shards must pickle unless
-    ``in_process``; a ``remote`` runner's workers read the inputs themselves."""
+    """Runs ``fn`` over shards; ``fn`` and the shards must pickle unless ``in_process``."""
 
     @property
     def workers(self) -> int: ...
-
     @property
     def in_process(self) -> bool: ...
-
     @property
     def remote(self) -> bool: ...
-
     def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]: ...
-
     def shard_bytes(self, total: int) -> int: ...
-
     def __enter__(self) -> Runner: ...
-
     def __exit__(self, *exc: object) -> None: ...
 
 
@@ -120,8 +109,7 @@ def _ignore_sigint() -> None:
 
 @dataclass(frozen=True)
 class LocalRunner:
-    """``jobs`` workers here: inline for one, else threads (for work that releases the GIL)
-    or ``processes``; at most 4 x jobs shards in flight, results in order."""
+    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order."""
 
     jobs: int = 1
     processes: bool = False
@@ -210,8 +198,7 @@ def plan_shards(files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES
 
 @dataclass(frozen=True)
 class Piece:
-    """Bytes ``[start, end)`` of ``path`` (a path or URL) of ``size`` bytes; its reader moves
-    both ends forward to a cut."""
+    """Bytes ``[start, end)`` of ``path`` of ``size`` bytes; its reader moves both to a cut."""
 
     path: str
     start: int

@@ -24,8 +24,7 @@ MODEL_PREFIX = "model:"
 
 
 def open_catalog(catalog: CatalogSource = None) -> Catalog:
-    """The catalog ``catalog`` names: a YAML path, a Catalog, or None (``$TOKCOST_CATALOG``,
-    else the shipped models.yaml)."""
+    """The catalog ``catalog`` names (None: ``$TOKCOST_CATALOG``, else the shipped one)."""
     from tokcost.catalog import Catalog, load_catalog
 
     if isinstance(catalog, Catalog):
@@ -61,8 +60,7 @@ class TokenizerChoice:
 
 
 def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:
-    """The tokenizer a catalog entry names, or ``tokenizer`` in its place (the entry still
-    gives window, chat overhead and prices)."""
+    """The tokenizer a catalog entry names, or ``tokenizer`` in its place."""
     if tokenizer is not None:
         spec = check_spec(tokenizer, param="tokenizers")
         return TokenizerChoice(entry.id, spec, True, entry, spec)
@@ -82,8 +80,7 @@ def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> Tokenize
 def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (), *,
                        catalog: CatalogSource = None, default: str | None = DEFAULT_SPEC,
                        unique: bool = False) -> list[TokenizerChoice]:
-    """Specs (``model:ID`` is a model) then model ids -> choices; ``default`` when none is
-    given; ``unique`` refuses a label given twice."""
+    """Specs (``model:ID`` is a model), then model ids -> choices; ``default`` for none."""
     choices: list[TokenizerChoice] = []
     cat: Catalog | None = None
     wanted = [(t, False) for t in tokenizers] + [(m, True) for m in models]

@@ -11,9 +11,7 @@ from tokcost.errors import TokcostError
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """What tokcost needs from a tokenizer. ``streamable``: no piece spans a cut of
-    ``tokcost.counting.find_boundary`` (chunks count as the whole); ``releases_gil``:
-    threads run it in parallel."""
+    """What tokcost needs from a tokenizer (``streamable``: chunks count as the whole)."""
 
     name: str
     exact: bool
@@ -22,13 +20,9 @@ class Tokenizer(Protocol):
 
     @property
     def vocab_size(self) -> int: ...
-
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]: ...
-
     def decode(self, ids: Sequence[int]) -> str: ...
-
     def count(self, text: str, *, allow_special: bool = False) -> int: ...
-
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]: ...
 
 
@@ -37,7 +31,6 @@ class Describable(Protocol):
     """What a tokenizer may also tell about itself (``tokcost.inspect_bpe`` shows it)."""
 
     def special_tokens(self) -> dict[str, int]: ...  # text -> id, by id then text
-
     def pattern(self) -> str | None: ...  # the pre-tokenization regex, if it can show one
 
 
@@ -62,8 +55,7 @@ def count_backend(tokenizer: Tokenizer) -> str:
 
 def count_many(tokenizer: Tokenizer, texts: Sequence[str], *, allow_special: bool = False,
                threads: int = 1) -> list[int]:
-    """``[tokenizer.count(t) for t in texts]``, in one call (one GIL release) where the
-    tokenizer has ``count_many``."""
+    """``[tokenizer.count(t) for t in texts]``, in one call where it has ``count_many``."""
     many = getattr(tokenizer, "count_many", None)
     if many is not None and len(texts) > 1:
         return list(many(texts, allow_special=allow_special, threads=threads))
@@ -71,8 +63,7 @@ def count_many(tokenizer: Tokenizer, texts: Sequence[str], *, allow_special: boo
 
 
 def plan_run(tokenizer: Tokenizer, chars: int | None) -> None:
-    """Tell ``tokenizer`` the size of the count run about to start (None: unknown), if it
-    picks a backend by it."""
+    """Tell ``tokenizer`` the size of the count run about to start (None: unknown)."""
     plan = getattr(tokenizer, "plan_run", None)
     if plan is not None:
         plan(chars)

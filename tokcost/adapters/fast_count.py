@@ -63,9 +63,7 @@ def _toktok_module() -> Any | None:
 
 
 class ToktokCounter:
-    """One encoding's counts from toktok-rs, its encoder built on the first count. With
-    ``allow_special``, only the text between specials goes to toktok-rs (its own
-    ``with_special`` is quadratic in the number of specials)."""
+    """One encoding's counts from toktok-rs, its encoder built on the first count."""
 
     name = TOKTOK_BACKEND
 

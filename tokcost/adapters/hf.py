@@ -32,8 +32,7 @@ class HFTokenizerAdapter:
         return self._encode(text, allow_special=allow_special, post_process=False)
 
     def encode_as_input(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """``encode`` plus the post-processor's additions (a BOS), as transformers'
-        ``tokenizer(text)`` gives a model its prompt (counts leave them out)."""
+        """``encode`` plus the post-processor's BOS: a model's prompt, as transformers gives it."""
         return self._encode(text, allow_special=allow_special, post_process=True)
 
     def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
@@ -99,8 +98,7 @@ _OFFLINE_FIX = ("on a connected machine save the repo's tokenizer.json and pass 
 
 
 def _hub_file(repo: str) -> str:
-    """tokenizer.json of a hub repo: from the local cache, else downloaded (an unreachable
-    hub fails in seconds, not huggingface_hub's minute of retries)."""
+    """tokenizer.json of a hub repo: from the local cache, else downloaded (fast to fail)."""
     import socket
     from urllib.parse import urlparse
 

@@ -153,11 +153,7 @@ def read_rank_bytes(path: Path) -> bytes:
 
 
 def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
-    """tiktoken's format: one ``base64(token) rank`` per line.
-
-    >>> parse_ranks(b"YQ== 0\\nYg== 1\\n", "example")
-    {b'a': 0, b'b': 1}
-    """
+    """tiktoken's format: one ``base64(token) rank`` per line."""
     ranks: dict[bytes, int] = {}
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line:
@@ -172,8 +168,7 @@ def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
 
 
 def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
-    """Ranks from the first local file with the sha256 tiktoken expects (others passed
-    over; if every one found is wrong, the error names them)."""
+    """Ranks from the first local file with the sha256 tiktoken expects, or None."""
     wrong: list[str] = []
     for path in candidate_files(enc):
         if not path.is_file():

@@ -41,11 +41,7 @@ MODEL_FAMILY = "model"  # model:ID, resolved through a catalog one layer up
 
 
 def normalize_spec(spec: str) -> str:
-    """The spec's canonical form, without judging it.
-
-    >>> normalize_spec("o200k"), normalize_spec("tiktoken:cl100k"), normalize_spec(" hf:x ")
-    ('tiktoken:o200k_base', 'tiktoken:cl100k_base', 'hf:x')
-    """
+    """The spec's canonical form, without judging it (``o200k`` -> ``tiktoken:o200k_base``)."""
     spec = spec.strip()
     family, sep, arg = spec.partition(":")
     if not sep:
@@ -62,11 +58,6 @@ def check_spec(spec: str, *, param: str | None = None) -> str:
 
     >>> check_spec("cl100k")
     'tiktoken:cl100k_base'
-    >>> try:
-    ...     check_spec("tiktoken:o200k_bas")
-    ... except TokenizerNotFound as exc:
-    ...     print(str(exc).split(";")[0])
-    unknown tiktoken encoding 'o200k_bas' (did you mean: o200k_base?)
     """
     text = normalize_spec(spec)
     family, sep, arg = text.partition(":")
@@ -96,11 +87,7 @@ def check_spec(spec: str, *, param: str | None = None) -> str:
 
 
 def get_tokenizer(spec: str) -> Tokenizer:
-    """The tokenizer a spec names (built once per process).
-
-    >>> get_tokenizer("tiktoken:cl100k_base").encode("hello world")
-    [15339, 1917]
-    """
+    """The tokenizer a spec names (built once per process)."""
     return _get_tokenizer(check_spec(spec))
 
 

@@ -32,9 +32,7 @@ _build_lock = threading.Lock()  # counting threads may ask for a lazy encoding a
 
 
 class TiktokenTokenizer:
-    """A ``tiktoken.Encoding`` behind the tokcost protocol (given as a function, built on
-    first use: the fast ``counter`` never needs it); ``count_backend`` names the latest
-    run's backend."""
+    """A ``tiktoken.Encoding`` (or a function building it on first use) behind the protocol."""
 
     releases_gil = True
 
@@ -57,8 +55,7 @@ class TiktokenTokenizer:
         return self.counter.name if self._fast and self.counter is not None else "tiktoken"
 
     def plan_run(self, chars: int | None) -> None:
-        """A count run of ``chars`` characters is about to start (None: large or unknown):
-        a small one is tiktoken's unless the fast encoder is built or was asked for."""
+        """A run of ``chars`` (None: large or unknown) starts: a small one is tiktoken's."""
         counter = self.counter
         if counter is None:
             return
@@ -145,8 +142,7 @@ def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
 
 
 def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int | None]:
-    """Pattern and special tokens for a local rank file: from ``PATH.json`` beside it (as
-    ``tokcost bpe export`` writes), else a known OpenAI file's, by sha256."""
+    """Pattern and specials of a rank file: from ``PATH.json`` beside it, else by sha256."""
     meta = path.with_name(path.name + ".json")
     if meta.is_file():
         try:

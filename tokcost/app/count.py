@@ -1,6 +1,5 @@
 """``tokcost count`` as library calls: tokens in files, folders and stdin, in a chat request,
-and the tokens themselves; each takes one request, or paths (``tokcost.count("README.md")``).
-"""
+and the tokens themselves; each takes one request, or paths (``tokcost.count("README.md")``)."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ class _ManyInputs:
 
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
-        """The warnings (``skip_notes``'s summaries unless ``verbose``), and why nothing was
-        found (``LeftOut.note``, in the words of ``names``)."""
+        """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
         notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
                                verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
@@ -151,8 +149,7 @@ class CountResult(_ManyInputs):
 
 @dataclass(frozen=True, kw_only=True)
 class CountRequest(Parts):
-    """Count the files under ``inputs`` (each once) with every tokenizer of ``tokenizers``
-    (default o200k_base), on ``run``."""
+    """Count the files under ``inputs`` with every tokenizer (default o200k_base), on ``run``."""
 
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
@@ -261,8 +258,7 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
 
 @dataclass(frozen=True)
 class TokenizeResult:
-    """One input's token ids, each token's text, and the text they make up (with
-    ``max_tokens``, the first ones, whole characters only); ``input_tokens``: all of it."""
+    """One input's token ids, their texts and the text (cut to ``max_tokens``, whole characters)."""
 
     tokenizer: TokenizerChoice
     ids: tuple[int, ...]
@@ -328,8 +324,7 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizeRequest(Parts):
-    """The tokens of the inputs under one tokenizer (default o200k_base); with
-    ``max_tokens`` (``"8k"`` will do), only the first ones, the text cut to them."""
+    """The tokens of the inputs under one tokenizer; ``max_tokens``: only the first ones."""
 
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)

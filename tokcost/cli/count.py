@@ -244,8 +244,7 @@ def _count(request: CountRequest) -> CountResult:
 
 
 class _Rows:
-    """stdout for csv rows, one write each (a closed pipe is met at once); a row the encoding
-    refuses (a non-UTF-8 file name's surrogates) goes out as its bytes."""
+    """stdout for csv rows, one write each; a row the encoding refuses goes out as its bytes."""
 
     def write(self, row: str) -> int:
         try:

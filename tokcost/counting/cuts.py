@@ -148,8 +148,7 @@ class Specials:
         return f"Specials({list(self.texts)!r})"
 
     def mask(self, text: str) -> str:
-        """``text`` with the cut points inside most specials removed (every other cut
-        stays; ``outside`` still checks those left)."""
+        """``text`` with the cuts inside most specials masked (``outside`` checks the rest)."""
         for special, masked in self._masks:
             text = text.replace(special, masked)
         return text
@@ -201,16 +200,14 @@ def specials_of(texts: Iterable[str]) -> Specials | None:
 
 @dataclass(frozen=True)
 class CutRule:
-    """Where one reading may cut: ``find_boundary``'s points (``punct=False``: only the
-    spaces), never inside one of ``specials``."""
+    """Where one reading may cut: ``find_boundary``'s points, never inside ``specials``."""
 
     punct: bool = True
     specials: Specials | None = None
 
     @classmethod
     def for_tokenizers(cls, tokenizers: Iterable[Tokenizer], *, allow_special: bool) -> CutRule:
-        """The rule for all ``tokenizers``: with ``allow_special`` their specials stay whole,
-        and one that cannot list them keeps the space cuts only (never inside <|...|>)."""
+        """The rule for all ``tokenizers`` (one that cannot list its specials: spaces only)."""
         if not allow_special:
             return cls()
         from tokcost.adapters.base import Describable
@@ -268,11 +265,7 @@ def find_boundary(
 
 def find_boundary_forward(text: str, start: int, *, punct: bool = True, stop: int | None = None,
                           specials: Specials | None = None) -> int:
-    """The first boundary in ``[start, stop)`` (see find_boundary), or -1.
-
-    >>> find_boundary_forward("one two three", 4)
-    7
-    """
+    """The first boundary in ``[start, stop)`` (see find_boundary), or -1."""
     end = len(text) if stop is None else min(stop, len(text))
     return CutRule(punct, specials).first(text, start, end)
 

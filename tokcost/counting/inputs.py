@@ -109,11 +109,7 @@ class Utf8Decoder:
 
 
 def decode_utf8(data: bytes) -> tuple[str, int]:
-    """``data`` as text under the input policy, and the bytes replaced.
-
-    >>> decode_utf8(b"ok \\xe2\\x82 done") == ("ok \\ufffd done", 2)
-    True
-    """
+    """``data`` as text under the input policy, and the bytes replaced."""
     decoder = Utf8Decoder()
     return decoder.decode(data, final=True), decoder.invalid_bytes
 
@@ -219,8 +215,7 @@ class InputText:
 
 
 def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """The whole text of one input (``-``: stdin), or why it is skipped; a missing path or
-    a folder raises UsageError."""
+    """The whole text of one input (``-``: stdin), or why it is skipped."""
     raw = name = str(path)
     if raw == STDIN:
         name, data = STDIN_NAME, stdin_source(stdin).read()

@@ -77,8 +77,7 @@ BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or o
 
 def _count_batch(tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[str, str]],
                  allow_special: bool) -> list[int]:
-    """The tokens of each ``(spec, text)``, one backend call per tokenizer; ``tokenizers``
-    None: built from their specs, once per worker process."""
+    """The tokens of each ``(spec, text)`` (``tokenizers`` None: built once per process)."""
     if tokenizers is None:
         from tokcost.adapters.registry import get_tokenizer
 
@@ -99,8 +98,7 @@ def _count_batch(tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[s
 
 
 def runner_for(run: RunConfig, *, threads: bool) -> Runner:
-    """The runner ``run`` asks for; without ``jobs``, a thread per CPU when ``threads`` (the
-    cores release the GIL), else inline (processes cost more than they win unless asked)."""
+    """The runner ``run`` asks for; by default a thread per CPU when ``threads``, else inline."""
     if run.dask:
         from tokcost.scale import DaskRunner
 
@@ -155,8 +153,7 @@ _GREW = _Grew()
 
 @dataclass
 class _Reading:
-    """The reading thread of a local count: each source read once, its texts handed out in
-    batches, the files and skips recorded in ``report`` in input order."""
+    """A local count's reading thread: each source read once, its texts handed out in batches."""
 
     reader: Reader
     report: CountReport
@@ -165,8 +162,7 @@ class _Reading:
     owners: dict[int, list[FileCount]] = field(default_factory=dict)  # id(batch) -> files
 
     def batches(self, sources: Iterable[Source]) -> Iterator[list[tuple[str, str]]]:
-        """``(spec, text)`` batches of about ``BATCH_CHARS``; the first waits for
-        SMALL_RUN_CHARS of text (or the end), so ``plan_run`` knows a small run."""
+        """``(spec, text)`` batches; the first waits to tell ``plan_run`` if the run is small."""
         toks = self.reader.tokenizers
         batch: list[tuple[str, str]] = []
         owners: list[FileCount] = []
@@ -247,8 +243,7 @@ class _Reading:
         self.report.files.append(counted)
 
     def small(self, source: Source) -> list[tuple[FileCount, str, str]] | _Grew:
-        """A file smaller than a block, read in one system call (no buffered reader, peek and
-        stream per file), counted as ``_stream`` would; ``_GREW`` when it has grown."""
+        """A file smaller than a block, read in one system call; ``_GREW`` when it has grown."""
         data = self._read_small(source)
         if not isinstance(data, bytes):
             return data or []

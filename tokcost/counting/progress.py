@@ -30,8 +30,7 @@ def total_bytes(sources: Sequence[Source]) -> int:
 
 
 class ByteMeter:
-    """Bytes dealt with over every input, told to ``progress``: ``wrap`` reports each block
-    read; ``finish`` moves past what was not read (a binary file), so ``done`` ends at ``total``."""
+    """Bytes dealt with over every input, told to ``progress`` as blocks are read."""
 
     def __init__(self, progress: ProgressFn | None, total: int = 0) -> None:
         self.progress, self.total = progress, total

@@ -5,8 +5,6 @@ summed up in one line each.
 >>> bins = [Skipped(f"m{i}.pyc", "binary (NUL byte at offset 0)") for i in range(3)]
 >>> skip_notes([*bins, Skipped("logo.png", "binary (NUL byte at offset 6)")])
 ('skipped 4 binary files: 3 .pyc, 1 .png',)
->>> skip_notes(bins[:1])
-('skipped m0.pyc: binary (NUL byte at offset 0)',)
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ def special_file_reason(mode: int) -> str:
 
 
 def is_unreadable(skip: Skipped) -> bool:
-    """Whether ``skip`` could not be read (a count then fails, as ``wc`` fails), rather than
-    being left out by policy (binary, a FIFO in a folder, counted already)."""
+    """Whether ``skip`` could not be read, rather than being left out by policy."""
     return skip.reason.startswith(UNREADABLE)
 
 
@@ -78,8 +75,7 @@ def _same_file_line(skips: Sequence[Skipped]) -> str:
 
 def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
                hint: str = "") -> tuple[str, ...]:
-    """One warning per skip, but two or more binary files (or paths counted already) make one
-    line each, last, ending ``; {hint}``; ``verbose`` lists each one."""
+    """One warning per skip, but binary files (or paths counted already) summed up in one line."""
     skipped = list(skipped)
     if verbose:
         return tuple(s.note for s in skipped)

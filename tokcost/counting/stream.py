@@ -16,8 +16,7 @@ MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole tex
 
 @dataclass
 class LineBlocks:
-    """A byte stream's text in blocks of whole lines, decoded under the input policy (the
-    BPE trainer's stdin)."""
+    """A byte stream's text in blocks of whole lines, under the input policy."""
 
     source: ByteSource
     block_bytes: int = BLOCK_BYTES
@@ -100,8 +99,7 @@ class TextStream:
 
 @dataclass(frozen=True)
 class Reader:
-    """Reads byte streams once for several tokenizers (spec -> tokenizer): streamable ones
-    see boundary-safe chunks, the others the whole text; decided once, for many files."""
+    """Reads byte streams once for several tokenizers (spec -> tokenizer)."""
 
     tokenizers: Mapping[str, Tokenizer]
     block_bytes: int = BLOCK_BYTES
@@ -124,8 +122,7 @@ class Reader:
         return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
 
     def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
-        """``(spec, text)`` to count: each chunk per streamable tokenizer, then the whole
-        text for the others (``name``: the input, in an error)."""
+        """``(spec, text)``: each chunk per streamable tokenizer, then the whole text for others."""
         streamable, whole_specs = self.streamable, self.whole_specs
         whole: list[str] = []
         whole_chars = 0

@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class TrainingInputs:
-    """The training inputs, and the trainer's pre-tokenizer (``count_words``), which keeps
-    the notes: ``skipped`` and ``invalid`` (input -> bytes replaced)."""
+    """The training inputs, and the trainer's pre-tokenizer (``count_words``) with the notes."""
 
     runner: Runner
     paths: list[str] = field(default_factory=list)

@@ -47,8 +47,7 @@ class Visited:
 
 @dataclass
 class LeftOut:
-    """What a walk's rules left out (a folder .gitignore excludes counts once), so that an
-    empty result can say why."""
+    """What a walk's rules left out, so that an empty result can say why."""
 
     gitignored_files: int = 0
     gitignored_folders: int = 0
@@ -260,8 +259,7 @@ def _ancestor_gitignores(root: Path) -> list[_Rules]:
 
 
 class _Ignores:
-    """The ``.gitignore`` files that apply in the folder being walked: those above it in the
-    work tree, then each one met on the way down."""
+    """The ``.gitignore`` files that apply in the folder being walked."""
 
     def __init__(self, root: Path, on: bool) -> None:
         self.on = on

@@ -36,8 +36,7 @@ def _import_distributed() -> Any:
 @contextmanager
 def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
-    """A ``distributed.Client`` on ``scheduler``, else on a new loopback LocalCluster of
-    ``workers`` single-threaded processes; its workers checked before it is handed out."""
+    """A ``distributed.Client`` on ``scheduler`` or a new loopback cluster, workers checked."""
     distributed = _import_distributed()
     with ExitStack() as stack:
         if scheduler:
@@ -84,8 +83,7 @@ def _named(items: Sequence[str]) -> str:
 
 
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise ``ClusterError`` unless a worker comes within ``timeout`` seconds and every
-    worker imports this process's tokcost version."""
+    """Raise ``ClusterError`` unless a worker comes and every worker imports our tokcost."""
     import tokcost
 
     address = client.scheduler.address
@@ -124,8 +122,7 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
 
 
 class _Watch(threading.Thread):
-    """Watches the cluster while work is pending: after ``timeout`` seconds without a worker
-    (or a scheduler that stops answering) it sets ``reason`` and cancels the work."""
+    """Cancels the work once the cluster has had no worker for ``timeout`` seconds."""
 
     def __init__(self, client: Any, futures: list[Any], timeout: float,
                  own_cluster: bool) -> None:
@@ -192,8 +189,7 @@ def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
 
 
 class DaskRunner:
-    """A ``Runner`` on Dask: the cluster at ``scheduler``, or a LocalCluster of ``jobs``
-    processes, or ``client``; connected on first use. ``timeout`` seconds bound every wait."""
+    """A ``Runner`` on Dask, connected on first use; ``timeout`` seconds bound every wait."""
 
     in_process = False
     remote = True

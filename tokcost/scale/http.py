@@ -105,8 +105,7 @@ def _ask(url: str, timeout: float) -> int:
 
 
 def probe(url: str, timeout: float = READ_TIMEOUT) -> int:
-    """The size of ``url`` (``_ask``), nothing there (404, 410) a ``UsageError`` and a
-    server that cannot be reached an ``InputError``."""
+    """The size of ``url``: 404 a ``UsageError``, a server out of reach an ``InputError``."""
     try:
         return _ask(url, timeout)
     except FileNotFoundError as exc:

@@ -87,8 +87,7 @@ ShardCounts = dict[str, FilePartial]
 
 def count_shard(shard: Sequence[Piece], specs: Sequence[str], *,
                 allow_special: bool = False) -> ShardCounts:
-    """Map: count every piece of a shard with every tokenizer spec (one that must see whole
-    texts needs ``plan_shards(..., split=False)``)."""
+    """Map: count every piece of a shard with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
     from tokcost.counting import Reader
 
@@ -136,13 +135,7 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
 
 def merge_shard_counts(partials: Iterable[ShardCounts],
                        into: ShardCounts | None = None) -> ShardCounts:
-    """Reduce: per-file sums of shard counts, added ``into`` a table.
-
-    >>> a = {"x.txt": FilePartial(bytes=3, tokens={"s": 1})}
-    >>> b = {"x.txt": FilePartial(bytes=4, tokens={"s": 2})}
-    >>> merge_shard_counts([a, b])["x.txt"].tokens
-    {'s': 3}
-    """
+    """Reduce: per-file sums of shard counts, added ``into`` a table."""
     merged: ShardCounts = {} if into is None else into
     for part in partials:
         for path, fp in part.items():
@@ -153,8 +146,7 @@ def merge_shard_counts(partials: Iterable[ShardCounts],
 def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
                 allow_special: bool = False, progress: ProgressFn | None = None,
                 unique: bool = False) -> CountReport:
-    """``tokcost.counting.count_paths`` on a remote runner: files and URLs in byte-range
-    shards, each read and counted by a worker."""
+    """``tokcost.counting.count_paths`` on a remote runner, its workers reading the shards."""
     from tokcost.counting import CountReport, FileCount, Skipped
 
     report = CountReport(specs=list(tokenizers))
@@ -238,8 +230,7 @@ def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[st
 
 def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
                       into: WordCounts | None = None) -> WordCounts:
-    """Map: pre-token frequencies of the lines that *start* inside each piece, under the
-    input policy (every piece sniffs its file's head)."""
+    """Map: pre-token frequencies of the lines that *start* inside each piece."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
 
@@ -262,11 +253,7 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
 
 
 def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
-    """Reduce: the sum of pre-token frequency tables, with their notes.
-
-    >>> merge_word_counts([{"a": 1}, {"a": 2, "b": 1}])
-    WordCounts({'a': 3, 'b': 1})
-    """
+    """Reduce: the sum of pre-token frequency tables, with their notes."""
     merged = WordCounts()
     for part in partials:
         merged.update(part)

@@ -30,8 +30,7 @@ def _has_glob(path: str) -> bool:
 
 
 def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int, str]]:
-    """``(url, size, name relative to it)`` of every file a URL names: a file, a folder
-    (recursively) or a glob; other than http(s), through fsspec."""
+    """``(url, size, name relative to it)`` of every file a URL names (a file, folder or glob)."""
     if is_http(url):
         name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
         return [(url, probe(url, timeout), name)]
@@ -79,8 +78,7 @@ def expand_local(pattern: str) -> list[str]:
 
 def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
                 unique: bool = False) -> list[tuple[str, str, int]]:
-    """``(path, display, size)`` of every input file, in a stable order: local paths walked
-    as the local count walks them, quoted globs expanded, URLs listed."""
+    """``(path, display, size)`` of every input file: paths walked, globs expanded, URLs listed."""
     from tokcost.counting.inputs import STDIN, Skipped
     from tokcost.counting.skips import same_file_reason
     from tokcost.counting.walk import Visited, globs, walk
@@ -117,8 +115,7 @@ def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
 
 
 def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tuple[str, int]]:
-    """``(path, size)`` of every training file: quoted globs expanded, URLs listed (remote
-    runners only); a folder or a missing file is refused."""
+    """``(path, size)`` of every training file; a folder or a missing file is refused."""
     from tokcost.bpe.pretokenize import training_file
     from tokcost.counting.inputs import refuse_urls
 
