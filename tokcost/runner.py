@@ -89,7 +89,6 @@ class Runner(Protocol):
 
 
 def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -1,9 +1,5 @@
 """Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), so
-``-t model:ID`` and ``-m ID`` read the same catalog in every command.
-
->>> resolve_tokenizers(["model:gpt-4o"])[0].spec
-'tiktoken:o200k_base'
-"""
+``-t model:ID`` and ``-m ID`` read the same catalog in every command."""
 
 from __future__ import annotations
 
@@ -55,7 +51,6 @@ class TokenizerChoice:
 
     @property
     def backend(self) -> str:
-        """Which engine counts for this choice (it loads the tokenizer)."""
         return count_backend(self.load())
 
 
@@ -108,7 +103,6 @@ def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (
 
 
 def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
-    """spec -> tokenizer for every distinct spec."""
     toks: dict[str, Tokenizer] = {}
     for choice in choices:
         if choice.spec not in toks:

@@ -46,7 +46,6 @@ def check_ids(name: str, ids: Sequence[int], vocab_size: int) -> None:
 
 
 def count_backend(tokenizer: Tokenizer) -> str:
-    """Which engine counts for ``tokenizer`` (``count --json`` reports it)."""
     backend = getattr(tokenizer, "count_backend", None)
     if isinstance(backend, str):
         return backend

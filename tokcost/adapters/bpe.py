@@ -49,7 +49,6 @@ class BPETokenizer:
         return self.model.vocab_size
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids of ``text``; special-token text is plain text unless ``allow_special``."""
         if self.encoding is None:
             if allow_special:
                 return self.reference.encode(text, allow_special=True)

@@ -138,7 +138,6 @@ def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
 
 
 def read_rank_bytes(path: Path) -> bytes:
-    """The raw rank-file bytes, gunzipped when the file is gzip."""
     try:
         data = path.read_bytes()
     except OSError as exc:

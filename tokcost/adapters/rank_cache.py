@@ -30,7 +30,6 @@ def load(sha256: str) -> dict[bytes, int] | None:
 
 
 def store(sha256: str, ranks: dict[bytes, int]) -> None:
-    """Write atomically (temp file + rename)."""
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -87,7 +87,6 @@ def check_spec(spec: str, *, param: str | None = None) -> str:
 
 
 def get_tokenizer(spec: str) -> Tokenizer:
-    """The tokenizer a spec names (built once per process)."""
     return _get_tokenizer(check_spec(spec))
 
 

@@ -88,7 +88,6 @@ class TiktokenTokenizer:
 
     def count_many(self, texts: Sequence[str], *, allow_special: bool = False,
                    threads: int = 1) -> list[int]:
-        """``[count(t) for t in texts]``, in one call to the fast backend when it counts."""
         if self._fast and self.counter is not None:
             return self.counter.count_many(texts, allow_special, threads)
         return [self.count(t, allow_special=allow_special) for t in texts]

@@ -121,7 +121,6 @@ class CountResult(_ManyInputs):
         return sum(f.chars for f in self.files)
 
     def total_tokens(self, tokenizer: TokenizerChoice | None = None) -> int:
-        """Tokens over all files for ``tokenizer`` (default: the first)."""
         spec = (tokenizer or self.tokenizers[0]).spec
         return sum(f.tokens[spec] for f in self.files)
 
@@ -232,7 +231,6 @@ class ChatRequest(Parts):
 
 
 def count_chat(request: ChatRequest | str | Path) -> ChatResult:
-    """A chat request's tokens under each model's template."""
     if not isinstance(request, ChatRequest):
         request = ChatRequest(chat=request)
     messages, read = load_messages(str(request.chat), stdin=request.stdin)

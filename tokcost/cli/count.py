@@ -209,7 +209,6 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
 
 
 def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
-    """``--tokens`` and ``--truncate``: one tokenizer's tokens of each input."""
     shown = tokcost.tokenize(request)
     for note in shown.notes(verbose=verbose, hint=LIST_HINT):
         warn(note)

@@ -80,14 +80,7 @@ _utf8_decode = codecs.utf_8_decode  # (text, bytes used); the core of every UTF-
 
 
 class Utf8Decoder:
-    """An incremental UTF-8 decoder that replaces invalid bytes with U+FFFD (as
-    ``errors="replace"``) and counts them; only a block that fails strict decoding pays.
-
-    >>> d = Utf8Decoder()
-    >>> text = d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff!", final=True)
-    >>> text == "caf\\u00e9 \\ufffd!", d.invalid_bytes
-    (True, 1)
-    """
+    """An incremental UTF-8 decoder that puts U+FFFD for invalid bytes and counts them."""
 
     def __init__(self) -> None:
         self._carry = b""  # the start of a character cut off at the end of the last block
@@ -109,23 +102,17 @@ class Utf8Decoder:
 
 
 def decode_utf8(data: bytes) -> tuple[str, int]:
-    """``data`` as text under the input policy, and the bytes replaced."""
     decoder = Utf8Decoder()
     return decoder.decode(data, final=True), decoder.invalid_bytes
 
 
 def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
-    """The one warning for replaced bytes, in every command."""
     unit = "byte" if invalid_bytes == 1 else "bytes"
     return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
 
 
 def sniff_binary(head: bytes) -> str | None:
-    """Why a file starting with ``head`` is skipped (a NUL byte, as git decides), or None.
-
-    >>> sniff_binary(b"GIF89a\\x00\\x01"), sniff_binary(b"plain text")
-    ('binary (NUL byte at offset 6)', None)
-    """
+    """Why a file starting with ``head`` is skipped (a NUL byte, as git decides), or None."""
     nul = head.find(b"\x00", 0, SNIFF_BYTES)
     return None if nul < 0 else f"binary (NUL byte at offset {nul})"
 
@@ -150,8 +137,6 @@ def input_warnings(skipped: Iterable[Skipped],
 
 
 class _Prefixed:
-    """A byte source whose first bytes were already read (to sniff them)."""
-
     def __init__(self, head: bytes, rest: ByteSource) -> None:
         self.head, self.rest = head, rest
 
@@ -202,8 +187,6 @@ def not_a_folder(raw: str) -> str:
 
 @dataclass(frozen=True)
 class InputText:
-    """One input read whole under the input policy."""
-
     name: str  # the path as given, or <stdin>
     text: str
     bytes: int

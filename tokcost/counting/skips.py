@@ -90,6 +90,5 @@ def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
 
 def count_warnings(skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = (), *,
                    verbose: bool = False, hint: str = "") -> tuple[str, ...]:
-    """``input_warnings`` with the skips summed up as ``skip_notes`` sums them."""
     return (*skip_notes(skipped, verbose=verbose, hint=hint),
             *(invalid_utf8_note(name, n) for name, n in invalid if n))

@@ -144,7 +144,6 @@ class Reader:
 
     def read(self, source: ByteSource, count: Callable[[str, str], None], *,
              name: str) -> TextStream:
-        """``count(spec, text)`` for each of ``texts``; the stream holds the totals."""
         stream = self.stream(source)
         for spec, text in self.texts(stream, name=name):
             count(spec, text)

@@ -25,8 +25,6 @@ SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts 
 
 @dataclass(frozen=True)
 class Source:
-    """One input: a file path, or ``-`` for standard input."""
-
     path: str
     display: str
     size: int | None = None  # a regular file's size when walked; None for a stream (stdin, a FIFO)
@@ -329,7 +327,6 @@ def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitI
 
 def _globbed_out(file: str, root: Path, inc: pathspec.GitIgnoreSpec | None,
                  exc: pathspec.GitIgnoreSpec | None, left_out: LeftOut) -> bool:
-    """Whether ``include``/``exclude`` leave ``file`` out (counted)."""
     if inc is None and exc is None:
         return False
     rel = Path(file).relative_to(root).as_posix()

@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
@@ -76,12 +76,6 @@ def _tokcost_probe() -> Callable[[], str]:
     return tokcost_version
 
 
-def _named(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:NAMED_WORKERS])
-    more = len(items) - NAMED_WORKERS
-    return f"{shown} and {more} more" if more > 0 else shown
-
-
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
     """Raise ``ClusterError`` unless a worker comes and every worker imports our tokcost."""
     import tokcost
@@ -90,10 +84,8 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
     try:
         client.wait_for_workers(1, timeout=timeout)
     except (OSError, TimeoutError):
-        raise ClusterError(
-            f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
-            f"start some with `dask worker {address}`"
-        ) from None
+        raise ClusterError(f"the Dask scheduler at {address} has no workers after {timeout:g} "
+                           f"s; start some with `dask worker {address}`") from None
     probe = _tokcost_probe()
     run_async = getattr(client, "_run", None)  # Client.run itself has no timeout
     try:
@@ -101,11 +93,9 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
             client.run(probe, on_error="return") if run_async is None else
             client.sync(run_async, probe, on_error="return", callback_timeout=timeout))
     except (OSError, TimeoutError):
-        raise ClusterError(
-            f"the Dask workers of {address} did not answer within {timeout:g} s; see "
-            f"the workers' logs, or allow more time with {arg('timeout', 'SECONDS')}",
-            param="timeout",
-        ) from None
+        raise ClusterError(f"the Dask workers of {address} did not answer within {timeout:g} s; "
+                           "see the workers' logs, or allow more time with "
+                           f"{arg('timeout', 'SECONDS')}", param="timeout") from None
     want = str(tokcost.__version__)
     bad: list[str] = []
     for worker, answer in sorted(answers.items()):
@@ -115,10 +105,10 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
         elif answer != want:
             bad.append(f"{worker} has {answer}")
     if bad:
-        raise ClusterError(
-            f"the Dask workers must import tokcost {want}, as this machine does: "
-            f"{_named(bad)}; install tokcost=={want} on every worker"
-        )
+        more = f" and {len(bad) - NAMED_WORKERS} more" if len(bad) > NAMED_WORKERS else ""
+        raise ClusterError(f"the Dask workers must import tokcost {want}, as this machine does: "
+                           f"{', '.join(bad[:NAMED_WORKERS])}{more}; install tokcost=={want} "
+                           "on every worker")
 
 
 class _Watch(threading.Thread):
@@ -128,8 +118,7 @@ class _Watch(threading.Thread):
                  own_cluster: bool) -> None:
         super().__init__(name="tokcost-dask-watch", daemon=True)
         self.client, self.futures, self.timeout = client, futures, timeout
-        self.own_cluster = own_cluster
-        self.done = 0
+        self.own_cluster, self.done = own_cluster, 0
         self.reason: str | None = None
         self.stopped = threading.Event()
 
@@ -149,9 +138,8 @@ class _Watch(threading.Thread):
             if threads:
                 alone_since = None
                 continue
-            now = time.monotonic()
-            alone_since = now if alone_since is None else alone_since
-            if now - alone_since >= self.timeout:
+            alone_since = time.monotonic() if alone_since is None else alone_since
+            if time.monotonic() - alone_since >= self.timeout:
                 why = ("the local workers died and did not come back" if self.own_cluster
                        else f"the workers died or left the scheduler at {address} (one that "
                        "cannot import tokcost leaves at its first task: see the workers' "
@@ -164,8 +152,6 @@ class _Watch(threading.Thread):
         if self.reason is not None and not self.stopped.is_set():
             self.client.cancel(self.futures)
 
-    def stop(self) -> None:
-        self.stopped.set()
 
 
 def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
@@ -173,19 +159,15 @@ def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
     try:
         return fut.result()
     except distributed.KilledWorker as exc:
-        raise ClusterError(
-            f"workers kept dying on one shard ({exc}); give them more memory "
-            "or use smaller shards"
-        ) from None
+        raise ClusterError(f"workers kept dying on one shard ({exc}); give them more memory "
+                           "or use smaller shards") from None
     except CancelledError as exc:  # by the watch, the scheduler or a remote client
         if watch.reason is not None:
             raise ClusterError(watch.reason, param="timeout") from None
         raise ClusterError(f"the cluster dropped the work: {exc}") from None
     except ImportError as exc:  # s3fs, say, on this machine but not on the workers
-        raise ClusterError(
-            f"a Dask worker cannot import what the work needs ({exc}); install the "
-            "same packages on the workers as on this machine"
-        ) from None
+        raise ClusterError(f"a Dask worker cannot import what the work needs ({exc}); install "
+                           "the same packages on the workers as on this machine") from None
 
 
 class DaskRunner:
@@ -232,7 +214,6 @@ class DaskRunner:
         return self._shard_bytes or shard_size(total, self.workers)
 
     def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]:
-        """``fn(shard)`` on the cluster, yielded as each ends."""
         distributed = _import_distributed()
         client, shards = self.client, list(shards)
         futures = client.map(fn, shards, pure=False)
@@ -247,5 +228,5 @@ class DaskRunner:
                 yield shard_of[fut.key], result
                 fut.release()
         finally:
-            watch.stop()
+            watch.stopped.set()
             client.cancel(futures)

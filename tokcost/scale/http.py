@@ -36,11 +36,9 @@ class NotATextFile(UsageError):
 
 
 def no_range_support(url: str, status: int, asked: str = "bytes=0-0") -> InputError:
-    return InputError(
-        f"the server of {url} does not support range requests (it answered {status} to "
-        f"'Range: {asked}'), which workers need to read parts of a file; download the "
-        "file first and count the local copy"
-    )
+    return InputError(f"the server of {url} does not support range requests (it answered "
+                      f"{status} to 'Range: {asked}'), which workers need to read parts of a "
+                      "file; download the file first and count the local copy")
 
 
 class _Empty(Exception):
@@ -48,10 +46,8 @@ class _Empty(Exception):
 
 
 def _get(url: str, start: int, stop: int, timeout: float) -> http.client.HTTPResponse:
-    """``GET`` bytes ``[start, stop]`` (inclusive)."""
-    request = urllib.request.Request(
-        url, headers={"Range": f"bytes={start}-{stop}", "Accept-Encoding": "identity",
-                      "User-Agent": "tokcost"})
+    request = urllib.request.Request(url, headers={
+        "Range": f"bytes={start}-{stop}", "Accept-Encoding": "identity", "User-Agent": "tokcost"})
     try:
         return cast(http.client.HTTPResponse, urllib.request.urlopen(request, timeout=timeout))
     except urllib.error.HTTPError as exc:
@@ -74,14 +70,11 @@ def _content_range(header: str | None) -> tuple[int, int | None] | None:
     match = _CONTENT_RANGE.fullmatch((header or "").strip())
     if match is None:
         return None
-    total = match.group(3)
-    return int(match.group(1)), None if total == "*" else int(total)
+    return int(match.group(1)), None if match.group(3) == "*" else int(match.group(3))
 
 
 def _ask(url: str, timeout: float) -> int:
-    """The size of ``url``, from its byte 0: ``NotATextFile`` for an HTML page,
-    ``InputError`` for a server that ignores ``Range`` or hides the size, ``OSError``
-    (``FileNotFoundError`` for 404) for one that cannot be read."""
+    """The size of ``url``, from its byte 0 (``NotATextFile`` for an HTML page)."""
     try:
         with _get(url, 0, 0, timeout) as resp:
             status = resp.status
@@ -93,14 +86,13 @@ def _ask(url: str, timeout: float) -> int:
         return 0
     if kind in _HTML_TYPES and not urlsplit(final).path.lower().endswith(_HTML_NAMES):
         raise NotATextFile(f"{url} is {HTML_PAGE}")
-    if status != 206 and length == "0":
-        return 0  # empty: no range to ask for
     if status != 206:
+        if length == "0":
+            return 0  # empty: no range to ask for
         raise no_range_support(url, status)
     if ranged is None or ranged[1] is None:
-        raise InputError(
-            f"the server of {url} does not say how big the file is (no size in "
-            "Content-Range); download the file first and count the local copy")
+        raise InputError(f"the server of {url} does not say how big the file is (no size in "
+                         "Content-Range); download the file first and count the local copy")
     return ranged[1]
 
 
@@ -127,9 +119,6 @@ class RangeFile(io.RawIOBase):
 
     def seekable(self) -> bool:
         return True
-
-    def tell(self) -> int:
-        return self.pos
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.size}[whence]

@@ -36,10 +36,9 @@ class TextCounts:
     tokens: Mapping[str, int] = field(default_factory=dict)
 
     def __add__(self, other: TextCounts) -> TextCounts:
-        tokens = dict(self.tokens)
-        for spec, n in other.tokens.items():
-            tokens[spec] = tokens.get(spec, 0) + n
-        return TextCounts(self.texts + other.texts, self.chars + other.chars, tokens)
+        tokens = Counter(self.tokens)
+        tokens.update(other.tokens)
+        return TextCounts(self.texts + other.texts, self.chars + other.chars, dict(tokens))
 
 
 def count_texts_partial(texts: Iterable[str], specs: Sequence[str], *,
@@ -103,11 +102,9 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
 
     toks, allow_special = reader.tokenizers, reader.allow_special
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
-    whole_specs = [s for s, t in toks.items() if not t.streamable]
-    if whole_specs and not piece.whole:
-        raise UsageError(
-            f"{', '.join(whole_specs)} must see whole files: plan shards with split=False"
-        )
+    if reader.whole_specs and not piece.whole:
+        raise UsageError(f"{', '.join(reader.whole_specs)} must see whole files: plan shards "
+                         "with split=False")
 
     def count(spec: str, text: str) -> None:
         part.tokens[spec] += toks[spec].count(text, allow_special=allow_special)
@@ -122,11 +119,9 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
             begin, stop = (next_cut(fh, at, piece.size, punct=rule.punct,
                                     specials=rule.specials) for at in (piece.start, piece.end))
             stream = reader.read(Window(fh, begin, stop), count, name=piece.path)
-    except IsADirectoryError:
-        part.skipped = "a folder"
-        return part
     except OSError as err:
-        part.skipped = f"unreadable ({err.strerror or err})"
+        part.skipped = ("a folder" if isinstance(err, IsADirectoryError)
+                        else f"unreadable ({err.strerror or err})")
         return part
     part.bytes, part.chars, part.invalid_utf8_bytes = (
         stream.bytes, stream.chars, stream.invalid_bytes)
@@ -181,9 +176,8 @@ class WordCounts(Counter[str]):
     and ``skipped`` (they merge, and survive pickling).
 
     >>> import pickle
-    >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
-    >>> w == {"a": 2}, w.warnings
-    (True, ('x.txt: 1 byte of invalid UTF-8 replaced with U+FFFD',))
+    >>> pickle.loads(pickle.dumps(WordCounts({"a": 2}, skipped={"x": "binary"}))).skipped
+    {'x': 'binary'}
     """
 
     def __init__(self, words: Mapping[str, int] | Iterable[str] = (), *,
@@ -206,7 +200,6 @@ class WordCounts(Counter[str]):
             self.skipped.setdefault(path, why)
 
     def in_order(self, paths: Iterable[str]) -> WordCounts:
-        """The notes ordered as ``paths``; returns self."""
         rank = {p: i for i, p in enumerate(dict.fromkeys(paths))}
         for name in ("invalid_utf8_bytes", "skipped"):
             notes = getattr(self, name).items()

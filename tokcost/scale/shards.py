@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from tokcost.errors import InputError, UsageError, arg
+from tokcost.errors import InputError, MissingDependency, UsageError, arg
 from tokcost.scale.http import HTML_PAGE, READ_TIMEOUT, NotATextFile, is_http, open_http, probe
 
 if TYPE_CHECKING:
@@ -37,8 +37,6 @@ def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int,
     try:
         import fsspec
     except ImportError:
-        from tokcost.errors import MissingDependency
-
         raise MissingDependency("fsspec", "dask", f"reading {url}") from None
     try:
         fs, root = fsspec.core.url_to_fs(url)
@@ -135,21 +133,15 @@ def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tup
     return files
 
 
-@contextmanager
-def open_binary(path: str) -> Iterator[IO[bytes]]:
-    """A local path, an http(s) URL or an fsspec URL, open for seekable binary reading."""
+def open_binary(path: str) -> AbstractContextManager[IO[bytes]]:
+    """A local path, an http(s) URL or an fsspec URL, to open for seekable binary reading."""
     if not is_url(path):
-        with open(path, "rb") as fh:
-            yield fh
-        return
+        return open(path, "rb")
     if is_http(path):
-        with open_http(path) as web:
-            yield web
-        return
+        return open_http(path)
     import fsspec
 
-    with fsspec.open(path, "rb") as fh:
-        yield cast(IO[bytes], fh)
+    return cast(AbstractContextManager[IO[bytes]], fsspec.open(path, "rb"))
 
 
 class Window:
