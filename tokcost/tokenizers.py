@@ -23,9 +23,7 @@ def open_catalog(catalog: CatalogSource = None) -> Catalog:
     """The catalog ``catalog`` names (None: ``$TOKCOST_CATALOG``, else the shipped one)."""
     from tokcost.catalog import Catalog, load_catalog
 
-    if isinstance(catalog, Catalog):
-        return catalog
-    return load_catalog(catalog)
+    return catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,7 @@ def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (
     choices: list[TokenizerChoice] = []
     cat: Catalog | None = None
     wanted = [(t, False) for t in tokenizers] + [(m, True) for m in models]
-    for text, is_model in wanted:
+    for text, is_model in wanted or ([(default, False)] if default is not None else []):
         if not is_model and text.startswith(MODEL_PREFIX):
             text, is_model = text[len(MODEL_PREFIX):], True
         if is_model:
@@ -89,8 +87,6 @@ def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (
         else:
             spec = check_spec(text, param="tokenizers")
             choices.append(TokenizerChoice(spec_label(spec), spec, True, None, spec))
-    if not choices and default is not None:
-        choices.append(TokenizerChoice(spec_label(default), default, True, None, default))
     if unique:
         labels = [c.label for c in choices]
         dupes = sorted({x for x in labels if labels.count(x) > 1})

@@ -8,21 +8,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
+from tokcost import counting
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
-from tokcost.counting import (
-    STDIN_NAME,
-    FileCount,
-    Inputs,
-    InputText,
-    LeftOut,
-    ProgressFn,
-    Skipped,
-    count_paths,
-    input_warnings,
-    load_input,
-    walk,
-)
+from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
 from tokcost.counting.skips import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
@@ -173,8 +162,9 @@ def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) 
     if not isinstance(request, CountRequest):
         request = CountRequest(inputs=_inputs(request))
     choices = request.tokenizers.columns()
-    report = count_paths(request.inputs, load_tokenizers(choices), run=request.run,
-                         allow_special=request.allow_special, progress=progress, unique=True)
+    report = counting.count_paths(request.inputs, load_tokenizers(choices), run=request.run,
+                                  allow_special=request.allow_special, progress=progress,
+                                  unique=True)
     return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped),
                        report.left_out)
 
@@ -207,7 +197,7 @@ class ChatResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        notes = list(input_warnings((), [(self.chat, self.invalid_utf8_bytes)]))
+        notes = list(counting.input_warnings((), [(self.chat, self.invalid_utf8_bytes)]))
         skipped = self.models[0].counted.skipped_parts if self.models else 0
         if skipped:
             notes.append(f"{skipped} non-text parts (images, audio, tool calls) not counted")
@@ -262,7 +252,7 @@ class TokenizeResult:
     ids: tuple[int, ...]
     pieces: tuple[str, ...]  # each token's bytes as text (a split character: \\x escapes)
     text: str
-    path: str = STDIN_NAME  # the file as given, or <stdin>
+    path: str = counting.STDIN_NAME  # the file as given, or <stdin>
     input_tokens: int = 0
     max_tokens: int | None = None
     invalid_utf8_bytes: int = 0
@@ -273,7 +263,7 @@ class TokenizeResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "tokenizer": _choice_dict(self.tokenizer),
@@ -362,9 +352,9 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
     inputs = request.inputs
     skipped: list[Skipped] = []
     results = []
-    for source in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                       gitignore=inputs.gitignore, skipped=skipped, unique=True):
-        read = load_input(source.path, stdin=inputs.stdin)
+    for source in counting.walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                                gitignore=inputs.gitignore, skipped=skipped, unique=True):
+        read = counting.load_input(source.path, stdin=inputs.stdin)
         if isinstance(read, Skipped):
             skipped.append(read)
             continue

@@ -15,7 +15,6 @@ from tokcost.cli.console import error, out, print_json, progress_enabled, table,
 from tokcost.cli.counts import count_parser
 from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, JsonOpt, SchedulerOpt, TokenizersOpt
 from tokcost.errors import UsageError
-from tokcost.units import spec_label
 
 if TYPE_CHECKING:
     from tokcost import CountRequest, CountResult, TokenizeRequest
@@ -47,21 +46,17 @@ Examples:
 """
 
 
-def _fmt_share(share: float, exact: bool) -> str:
-    return _pct(share) if exact else f"≈{_pct(share)}"
-
-
 def _pct(share: float) -> str:
     """0.0213 -> '2.13%'; under 1% the shares rule (a positive share never reads 0%)."""
     return f"{share:.2%}" if share >= 0.01 else units.format_percent(share * 100)
 
 
+def _approx(text: str, exact: bool) -> str:
+    return text if exact else f"≈{text}"  # ≈ marks a proxy tokenizer's figures
+
+
 def _fmt(n: int, exact: bool) -> str:
-    return f"{n:,}" if exact else f"≈{n:,}"
-
-
-def _name(label: str, exact: bool) -> str:
-    return label if exact else f"≈{label}"
+    return _approx(f"{n:,}", exact)
 
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
@@ -280,7 +275,7 @@ def _print_table(result: Any) -> None:
     shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     shown.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
-        shown.add_column(_name(c.label, c.exact), justify="right", style="bold",
+        shown.add_column(_approx(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
         # Text, not markup: 'a[red]b.txt' keeps its brackets; a newline would split the row.
@@ -289,10 +284,9 @@ def _print_table(result: Any) -> None:
     out.print(shown)
     for w in result.windows:
         if w.context_window and w.context_share is not None:
-            mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
-            if not w.fits:
-                mark += " — does not fit"
-            share = _fmt_share(w.context_share, w.exact)
+            mark = (("" if w.exact else " (≈: approximate, proxy tokenizer)")
+                    + ("" if w.fits else " — does not fit"))
+            share = _approx(_pct(w.context_share), w.exact)
             out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = {share} of its "
                       f"{w.context_window:,}-token context window{mark}")
 
@@ -315,15 +309,12 @@ def _show_pieces(result: Any) -> None:
             from rich.text import Text
 
             colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
-            shown = Text()
-            for i, piece in enumerate(f.pieces):
-                shown.append(piece, style=colors[i % 4])
-            out.print(shown)
+            out.print(Text.assemble(*((p, colors[i % 4]) for i, p in enumerate(f.pieces))))
         else:
             out.print(repr(list(f.pieces)), markup=False)
         choice = f.tokenizer
-        out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
-                  + ("" if choice.exact else f", proxy {spec_label(choice.spec)}") + ")",
+        out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_approx(choice.label, choice.exact)}"
+                  + ("" if choice.exact else f", proxy {units.spec_label(choice.spec)}") + ")",
                   style="dim", markup=False)
         out.print(str(list(f.ids)), style="dim", markup=False)
 
@@ -339,7 +330,7 @@ def _print_chat(result: Any, json_out: bool) -> None:
         shown.add_column(name, justify="left" if name == "model" else "right")
     for m in result.models:
         c = m.counted
-        share = "-" if m.context_share is None else _fmt_share(m.context_share, m.exact)
+        share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)
         shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(shown)

@@ -198,13 +198,16 @@ class _Reading:
     def _skip(self, source: Source, reason: str) -> None:
         self.report.skipped.append(Skipped(source.display, reason))
 
+    def _piped(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
+        reason, piped = sniff_source(handle)  # a pipe cannot be peeked at
+        if reason is None:
+            yield from self._stream(source, piped)
+        else:
+            self._skip(source, reason)
+
     def _source(self, source: Source) -> Iterator[tuple[FileCount, str, str]]:
         if source.path == STDIN:
-            reason, piped = sniff_source(stdin_source(self.stdin))
-            if reason is None:
-                yield from self._stream(source, piped)
-            else:
-                self._skip(source, reason)
+            yield from self._piped(source, stdin_source(self.stdin))
             return
         if source.size is not None and source.size < self.reader.block_bytes:
             small = self.small(source)
@@ -213,13 +216,10 @@ class _Reading:
                 return
         try:
             with open(source.path, "rb") as handle:
-                if source.size is None:  # a FIFO named directly: sniffed as stdin is
-                    reason, piped = sniff_source(handle)
-                    if reason is None:
-                        yield from self._stream(source, piped)
-                        return
-                else:
-                    reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                if source.size is None:  # a FIFO named directly
+                    yield from self._piped(source, handle)
+                    return
+                reason = sniff_binary(handle.peek(SNIFF_BYTES))
                 if reason is None:  # read errors past this point are caught as such
                     yield from self._stream(source, handle)
                     return

@@ -62,21 +62,19 @@ class LeftOut:
         >>> LeftOut(gitignored_files=12, folders=["src"]).note()
         'no files matched: 12 files excluded by .gitignore (gitignore=False counts them)'
         """
-        def word(api: str) -> str:
-            return (names or {}).get(api, api)
-
+        word = {w: w for w in ("include", "exclude", "gitignore=False")} | dict(names or {})
         parts = []
         ignored = _entries(self.gitignored_files, self.gitignored_folders)
         if ignored:
-            parts.append(f"{ignored} excluded by .gitignore ({word('gitignore=False')} "
+            parts.append(f"{ignored} excluded by .gitignore ({word['gitignore=False']} "
                          "counts them)")
         if self.not_included:
             verb = "does" if self.not_included == 1 else "do"
-            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word('include')}")
+            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word['include']}")
         excluded = _entries(self.excluded_files, self.excluded_folders)
         if excluded:
             verb = "matches" if self.excluded_files + self.excluded_folders == 1 else "match"
-            parts.append(f"{excluded} {verb} {word('exclude')}")
+            parts.append(f"{excluded} {verb} {word['exclude']}")
         if parts:
             return "no files matched: " + ", ".join(parts)
         if not self.folders:
