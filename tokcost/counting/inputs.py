@@ -22,9 +22,7 @@ STDIN = "-"
 STDIN_NAME = "<stdin>"
 
 
-class ByteSource(Protocol):
-    """What the streaming reader reads from: a binary file, or any ``read(n)``."""
-
+class ByteSource(Protocol):  # what the streaming reader reads: a binary file, any read(n)
     def read(self, n: int = -1, /) -> bytes: ...
 
 

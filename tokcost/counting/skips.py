@@ -26,16 +26,17 @@ def same_file_reason(first: str) -> str:
     return f"{SAME_FILE} {first} (counted once)"
 
 
+_NAME_IT = ": name it directly to read it"
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)", _NAME_IT), (stat.S_ISSOCK, "a socket", ""),
+            (stat.S_ISCHR, "a character device", _NAME_IT),
+            (stat.S_ISBLK, "a block device", _NAME_IT))
+
+
 def special_file_reason(mode: int) -> str:
     """Why a FIFO, socket or device inside a folder is not read (it may never end)."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe), not a regular file: name it directly to read it"
-    if stat.S_ISSOCK(mode):
-        return "a socket, not a regular file"
-    if stat.S_ISCHR(mode):
-        return "a character device, not a regular file: name it directly to read it"
-    if stat.S_ISBLK(mode):
-        return "a block device, not a regular file: name it directly to read it"
+    for test, kind, hint in _SPECIAL:
+        if test(mode):
+            return f"{kind}, not a regular file{hint}"
     return "not a regular file"
 
 

@@ -132,19 +132,6 @@ def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     return _spec(patterns) if patterns else None
 
 
-def _stat_named(raw: str) -> os.stat_result:
-    """The status of a path named directly, or the usage error that names what is wrong."""
-    # os.stat, not Path.stat: pathlib drops a trailing "/" and reads "" as "."; cat refuses both.
-    if not raw:  # an unset shell variable: not this folder
-        raise UsageError("no such file or folder: ''")
-    try:
-        return os.stat(raw)
-    except FileNotFoundError:
-        raise UsageError(f"no such file or folder: {raw}") from None
-    except NotADirectoryError:
-        raise UsageError(not_a_folder(raw)) from None
-
-
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
          gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
          visited: Visited | None = None, left_out: LeftOut | None = None) -> Iterator[Source]:
@@ -167,8 +154,14 @@ def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence
                 state.stdin = True
             yield Source(STDIN, STDIN_NAME)
             continue
-        try:
-            st = _stat_named(raw)
+        if not raw:  # an unset shell variable: not this folder
+            raise UsageError("no such file or folder: ''")
+        try:  # os.stat, not Path.stat: pathlib drops a trailing "/" and reads "" as "."
+            st = os.stat(raw)
+        except FileNotFoundError:
+            raise UsageError(f"no such file or folder: {raw}") from None
+        except NotADirectoryError:
+            raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise InputError(f"{raw}: symlink loop; point at the real file") from None
@@ -289,6 +282,7 @@ def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitI
               gitignore: bool, skipped: list[Skipped], seen: Seen | None,
               left_out: LeftOut) -> Iterator[Source]:
     ignores = _Ignores(root, gitignore)
+    globbed = inc is not None or exc is not None
 
     def onerror(err: OSError) -> None:
         skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
@@ -317,24 +311,14 @@ def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitI
             file = prefix + name
             if ignores.rules and ignores.ignored(Path(file), False):
                 left_out.gitignored_files += 1
-            elif _globbed_out(file, root, inc, exc, left_out):
                 continue
+            rel = Path(file).relative_to(root).as_posix() if globbed else file
+            if inc is not None and not inc.match_file(rel):
+                left_out.not_included += 1
+            elif exc is not None and exc.match_file(rel):
+                left_out.excluded_files += 1
             else:
                 yield from _regular(file, seen, skipped)
-
-
-def _globbed_out(file: str, root: Path, inc: pathspec.GitIgnoreSpec | None,
-                 exc: pathspec.GitIgnoreSpec | None, left_out: LeftOut) -> bool:
-    if inc is None and exc is None:
-        return False
-    rel = Path(file).relative_to(root).as_posix()
-    if inc is not None and not inc.match_file(rel):
-        left_out.not_included += 1
-        return True
-    if exc is not None and exc.match_file(rel):
-        left_out.excluded_files += 1
-        return True
-    return False
 
 
 def _regular(file: str, seen: Seen | None, skipped: list[Skipped]) -> Iterator[Source]:
