@@ -102,7 +102,6 @@ def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
 
 def _ignore_sigint() -> None:
     import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
@@ -161,7 +160,6 @@ class LocalRunner:
 
             return ThreadPoolExecutor(self.workers)
         from concurrent.futures import ProcessPoolExecutor
-
         return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
 

@@ -22,7 +22,6 @@ MODEL_PREFIX = "model:"
 def open_catalog(catalog: CatalogSource = None) -> Catalog:
     """The catalog ``catalog`` names (None: ``$TOKCOST_CATALOG``, else the shipped one)."""
     from tokcost.catalog import Catalog, load_catalog
-
     return catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
 
 

@@ -60,7 +60,6 @@ class HFTokenizerAdapter:
         import json
 
         from tokcost.adapters.openai_encodings import PATTERNS
-
         def find(node: object) -> str | None:
             if isinstance(node, list):
                 return next((p for p in map(find, node) if p), None)
@@ -78,7 +77,6 @@ class HFTokenizerAdapter:
 
 def load(arg: str) -> HFTokenizerAdapter:
     from tokenizers import Tokenizer
-
     path = Path(arg).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -103,7 +101,6 @@ def _hub_file(repo: str) -> str:
     from urllib.parse import urlparse
 
     from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
-
     cached = try_to_load_from_cache(repo, "tokenizer.json")
     if isinstance(cached, str):
         return cached

@@ -59,7 +59,6 @@ class SentencePieceAdapter:
 
 def load(arg: str) -> SentencePieceAdapter:
     import sentencepiece
-
     path = Path(arg).expanduser()
     if not path.is_file():
         raise UsageError(f"SentencePiece model not found: {path}")

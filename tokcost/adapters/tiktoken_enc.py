@@ -107,8 +107,7 @@ class TiktokenTokenizer:
 
     def special_tokens(self) -> dict[str, int]:
         enc = self.encoding
-        return special_tokens_by_id((s, enc.encode_single_token(s))
-                                    for s in enc.special_tokens_set)
+        return special_tokens_by_id((s, enc.encode_single_token(s)) for s in enc.special_tokens_set)
 
     def pattern(self) -> str | None:
         return self._pattern
@@ -117,7 +116,6 @@ class TiktokenTokenizer:
 def _encoding_from_ranks(name: str, ranks: dict[bytes, int], pattern: str,
                          specials: dict[str, int], n_vocab: int | None) -> tiktoken.Encoding:
     import tiktoken
-
     try:
         return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
                                  special_tokens=specials, explicit_n_vocab=n_vocab)
@@ -132,7 +130,6 @@ def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
         return _encoding_from_ranks(enc.name, ranks, enc.pattern, enc.special_tokens,
                                     enc.explicit_n_vocab)
     import tiktoken
-
     try:
         return tiktoken.get_encoding(enc.name)
     except Exception as exc:  # tiktoken raises requests/urllib errors when offline

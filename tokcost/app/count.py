@@ -165,8 +165,7 @@ def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) 
     report = counting.count_paths(request.inputs, load_tokenizers(choices), run=request.run,
                                   allow_special=request.allow_special, progress=progress,
                                   unique=True)
-    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped),
-                       report.left_out)
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out)
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,6 @@ def _count(request: CountRequest) -> CountResult:
     if not progress_enabled():
         return tokcost.count(request)
     import rich.progress as rp
-
     with rp.Progress(rp.SpinnerColumn(), rp.TextColumn("{task.description}"), rp.BarColumn(),
                      rp.DownloadColumn(), rp.TransferSpeedColumn(), rp.TimeRemainingColumn(),
                      console=console.err, transient=True) as bar:
@@ -266,7 +265,6 @@ def _print_csv(result: Any) -> None:
 
 def _print_table(result: Any) -> None:
     from rich.text import Text
-
     files = result.files
     if not files:  # the warning says why; a header over no rows would say nothing
         return

@@ -206,7 +206,6 @@ class CutRule:
         if not allow_special:
             return cls()
         from tokcost.adapters.base import Describable
-
         texts: set[str] = set()
         punct = True
         for tok in tokenizers:

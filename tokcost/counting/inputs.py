@@ -130,8 +130,7 @@ class Skipped:
 def input_warnings(skipped: Iterable[Skipped],
                    invalid: Iterable[tuple[str, int]] = ()) -> tuple[str, ...]:
     """The input policy's warnings: each input skipped, then each ``(name, bytes replaced)``."""
-    return (*(s.note for s in skipped),
-            *(invalid_utf8_note(name, n) for name, n in invalid if n))
+    return (*(s.note for s in skipped), *(invalid_utf8_note(name, n) for name, n in invalid if n))
 
 
 class _Prefixed:

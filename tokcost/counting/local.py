@@ -144,13 +144,6 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
         return report
 
 
-class _Grew:
-    """A small file found a block or more long when read: it grew since it was listed."""
-
-
-_GREW = _Grew()
-
-
 @dataclass
 class _Reading:
     """A local count's reading thread: each source read once, its texts handed out in batches."""
@@ -211,7 +204,7 @@ class _Reading:
             return
         if source.size is not None and source.size < self.reader.block_bytes:
             small = self.small(source)
-            if not isinstance(small, _Grew):
+            if small is not None:
                 yield from small
                 return
         try:
@@ -242,11 +235,30 @@ class _Reading:
         counted.invalid_utf8_bytes = stream.invalid_bytes
         self.report.files.append(counted)
 
-    def small(self, source: Source) -> list[tuple[FileCount, str, str]] | _Grew:
-        """A file smaller than a block, read in one system call; ``_GREW`` when it has grown."""
-        data = self._read_small(source)
-        if not isinstance(data, bytes):
-            return data or []
+    def small(self, source: Source) -> list[tuple[FileCount, str, str]] | None:
+        """A file smaller than a block, read in one system call; None when it has grown."""
+        block = self.reader.block_bytes
+        try:
+            fd = os.open(source.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as err:
+            if not isinstance(err, IsADirectoryError):
+                self._skip(source, f"unreadable ({err.strerror})")
+            return []
+        parts: list[bytes] = []
+        got = 0
+        try:
+            while got < block and (part := os.read(fd, block - got)):
+                parts.append(part)
+                got += len(part)
+        except OSError as err:
+            if not isinstance(err, IsADirectoryError):
+                self._skip(source, f"read error ({err.strerror})")
+            return []
+        finally:
+            os.close(fd)
+        if got >= block:
+            return None  # it grew since it was listed: the stream reads it
+        data = b"".join(parts)
         self.meter.add(len(data))
         reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
         if reason is not None:
@@ -257,27 +269,3 @@ class _Reading:
         counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0), invalid)
         self.report.files.append(counted)
         return [(counted, spec, text) for spec in toks] if text else []
-
-    def _read_small(self, source: Source) -> bytes | _Grew | None:
-        block = self.reader.block_bytes
-        try:
-            fd = os.open(source.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except IsADirectoryError:
-            return None
-        except OSError as err:
-            self._skip(source, f"unreadable ({err.strerror})")
-            return None
-        parts: list[bytes] = []
-        got = 0
-        try:
-            while got < block and (part := os.read(fd, block - got)):
-                parts.append(part)
-                got += len(part)
-        except IsADirectoryError:
-            return None
-        except OSError as err:
-            self._skip(source, f"read error ({err.strerror})")
-            return None
-        finally:
-            os.close(fd)
-        return _GREW if got >= block else b"".join(parts)

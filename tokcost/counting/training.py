@@ -57,7 +57,6 @@ class TrainingInputs:
         from tokcost.bpe.pretokenize import pretokenize_files
         from tokcost.scale.mapreduce import WordCounts, pretokenize_shard
         from tokcost.scale.shards import list_training_files
-
         counts = WordCounts()
         with self.runner as runner:
             files = list_training_files(paths, runner)

@@ -258,8 +258,7 @@ class _Ignores:
         if not self.on:
             return
         here_abs = Path(os.path.abspath(here))
-        self.rules[:] = [r for r in self.rules
-                         if here_abs == r.base or r.base in here_abs.parents]
+        self.rules[:] = [r for r in self.rules if here_abs == r.base or r.base in here_abs.parents]
         spec = _gitignore_spec(here)
         if spec is not None:
             self.rules.append(_Rules(here_abs, spec))

@@ -70,7 +70,6 @@ def _tokcost_probe() -> Callable[[], str]:
 
     def tokcost_version() -> str:
         import tokcost
-
         return str(tokcost.__version__)
 
     return tokcost_version
@@ -79,7 +78,6 @@ def _tokcost_probe() -> Callable[[], str]:
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
     """Raise ``ClusterError`` unless a worker comes and every worker imports our tokcost."""
     import tokcost
-
     address = client.scheduler.address
     try:
         client.wait_for_workers(1, timeout=timeout)
@@ -114,8 +112,7 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
 class _Watch(threading.Thread):
     """Cancels the work once the cluster has had no worker for ``timeout`` seconds."""
 
-    def __init__(self, client: Any, futures: list[Any], timeout: float,
-                 own_cluster: bool) -> None:
+    def __init__(self, client: Any, futures: list[Any], timeout: float, own_cluster: bool) -> None:
         super().__init__(name="tokcost-dask-watch", daemon=True)
         self.client, self.futures, self.timeout = client, futures, timeout
         self.own_cluster, self.done = own_cluster, 0

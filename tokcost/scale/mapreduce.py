@@ -45,7 +45,6 @@ def count_texts_partial(texts: Iterable[str], specs: Sequence[str], *,
                         allow_special: bool = False) -> TextCounts:
     """Map: count each text (a document of its own) with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
-
     toks = {spec: get_tokenizer(spec) for spec in specs}
     totals = dict.fromkeys(specs, 0)
     n = chars = 0
@@ -99,7 +98,6 @@ def count_shard(shard: Sequence[Piece], specs: Sequence[str], *,
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     """One piece, read as the local count reads a file, between the cuts after its ends."""
     from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
-
     toks, allow_special = reader.tokenizers, reader.allow_special
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
     if reader.whole_specs and not piece.whole:
@@ -143,7 +141,6 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Run
                 unique: bool = False) -> CountReport:
     """``tokcost.counting.count_paths`` on a remote runner, its workers reading the shards."""
     from tokcost.counting import CountReport, FileCount, Skipped
-
     report = CountReport(specs=list(tokenizers))
     files = list_inputs(inputs, report.skipped, unique=unique,
                         timeout=getattr(runner, "timeout", READ_TIMEOUT))
@@ -209,7 +206,6 @@ class WordCounts(Counter[str]):
     @property
     def warnings(self) -> tuple[str, ...]:
         from tokcost.counting import Skipped, input_warnings
-
         return input_warnings((Skipped(p, why) for p, why in self.skipped.items()),
                               self.invalid_utf8_bytes.items())
 
@@ -217,7 +213,6 @@ class WordCounts(Counter[str]):
 def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[str]:
     """Map: pre-token frequencies of texts, split into lines as the BPE trainer reads."""
     from tokcost.bpe.pretokenize import count_blocks
-
     return count_blocks(texts, spec)
 
 
@@ -226,7 +221,6 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
     """Map: pre-token frequencies of the lines that *start* inside each piece."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
     from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
-
     counts = WordCounts() if into is None else into
     for piece in shard:
         path = piece.path

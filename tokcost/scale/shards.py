@@ -80,7 +80,6 @@ def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
     from tokcost.counting.inputs import STDIN, Skipped
     from tokcost.counting.skips import same_file_reason
     from tokcost.counting.walk import Visited, globs, walk
-
     found: list[tuple[str, str, int]] = []
     inc, exc = globs(inputs.include), globs(inputs.exclude)
     visited = Visited()  # shared by every argument's walk, as one local walk shares it
@@ -116,7 +115,6 @@ def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tup
     """``(path, size)`` of every training file; a folder or a missing file is refused."""
     from tokcost.bpe.pretokenize import training_file
     from tokcost.counting.inputs import refuse_urls
-
     files: list[tuple[str, int]] = []
     for path in map(str, paths):
         if is_url(path) and not os.path.exists(path):
@@ -140,7 +138,6 @@ def open_binary(path: str) -> AbstractContextManager[IO[bytes]]:
     if is_http(path):
         return open_http(path)
     import fsspec
-
     return cast(AbstractContextManager[IO[bytes]], fsspec.open(path, "rb"))
 
 
