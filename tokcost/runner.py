@@ -54,10 +54,9 @@ class RunConfig:
         object.__setattr__(self, "engine", EngineKind.DASK if self.scheduler else engine)
         if self.jobs is not None:  # 0, as None: the caller's default
             object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs") or None)
-        if self.timeout is not None:
-            self._check_timeout(float(self.timeout))
-
-    def _check_timeout(self, timeout: float) -> None:
+        if self.timeout is None:
+            return
+        timeout = float(self.timeout)
         given = arg("timeout", f"{timeout:g}")
         if not self.dask:
             raise UsageError(f"{given} is for {arg('engine', 'dask')} only: add "
@@ -157,7 +156,6 @@ class LocalRunner:
     def _pool(self) -> Any:
         if not self.processes:
             from concurrent.futures import ThreadPoolExecutor
-
             return ThreadPoolExecutor(self.workers)
         from concurrent.futures import ProcessPoolExecutor
         return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)

@@ -42,7 +42,6 @@ class TokenizerChoice:
         tok = get_tokenizer(self.spec)
         if not self.exact and tok.exact:
             from tokcost.adapters.proxy import Approximate
-
             return Approximate(tok)
         return tok
 

@@ -24,7 +24,6 @@ def _tiktoken_encoding(model: BPEModel, name: str) -> tiktoken.Encoding | None:
         return None  # tiktoken needs special ids apart from mergeable ones
     try:
         import tiktoken
-
         return tiktoken.Encoding(name=name, pat_str=model.pattern, mergeable_ranks=model.ranks,
                                  special_tokens=model.special_tokens)
     except Exception:  # a pattern tiktoken cannot compile, an old tiktoken: use Python

@@ -119,7 +119,6 @@ def fast_counter(encoding: str) -> ToktokCounter | None:
     if module is None and wanted == TOKTOK:
         try:
             import toktok
-
             version = getattr(toktok, "__version__", "of unknown version")
             found = f"toktok-rs {version} is installed, a release the tests have not proven"
         except ImportError:

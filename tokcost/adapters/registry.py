@@ -78,7 +78,6 @@ def check_spec(spec: str, *, param: str | None = None) -> str:
                                 f"write e.g. {example}", param=param)
     if family == "tiktoken" and arg not in TIKTOKEN_NAMES:
         from tokcost.adapters.tiktoken_enc import is_rank_file
-
         if not is_rank_file(arg):
             raise TokenizerNotFound(f"unknown tiktoken encoding '{arg}'"
                                     f"{suggest(arg, names, n=1)}; known: {', '.join(names)}, "

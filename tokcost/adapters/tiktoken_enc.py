@@ -150,9 +150,8 @@ def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int
                                      "o200k or a regex) and optional 'special_tokens'") from exc
         return pattern, specials, None
     digest = hashlib.sha256(data).hexdigest()
-    for enc in ENCODINGS.values():
-        if enc.sha256 == digest:
-            return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
+    for enc in (e for e in ENCODINGS.values() if e.sha256 == digest):
+        return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
     raise TokenizerDataError(f"{path}: no pre-tokenization pattern known for this rank file; "
                              f'write {meta.name} beside it with {{"pattern": "o200k"}} (or '
                              "cl100k, gpt2, or a regex)")
@@ -188,7 +187,6 @@ def load(arg: str) -> TiktokenTokenizer:
     if arg == "gpt2":
         # gpt2 ships as vocab.bpe + encoder.json; its ranks equal r50k_base's.
         import tiktoken
-
         try:
             return TiktokenTokenizer("tiktoken:gpt2", tiktoken.get_encoding("gpt2"))
         except Exception as exc:

@@ -305,7 +305,6 @@ def _show_pieces(result: Any) -> None:
         if out.is_terminal:
             # Alternating backgrounds show where each token ends.
             from rich.text import Text
-
             colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
             out.print(Text.assemble(*((p, colors[i % 4]) for i, p in enumerate(f.pieces))))
         else:

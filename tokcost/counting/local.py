@@ -80,7 +80,6 @@ def _count_batch(tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[s
     """The tokens of each ``(spec, text)`` (``tokenizers`` None: built once per process)."""
     if tokenizers is None:
         from tokcost.adapters.registry import get_tokenizer
-
         tokenizers = {spec: get_tokenizer(spec) for spec in {s for s, _ in items}}
     if len(items) == 1:
         spec, text = items[0]
@@ -101,7 +100,6 @@ def runner_for(run: RunConfig, *, threads: bool) -> Runner:
     """The runner ``run`` asks for; by default a thread per CPU when ``threads``, else inline."""
     if run.dask:
         from tokcost.scale import DaskRunner
-
         return DaskRunner(run.scheduler, jobs=run.jobs, timeout=run.timeout or CONNECT_TIMEOUT)
     if run.jobs:
         return LocalRunner(run.jobs, processes=not threads)
@@ -123,7 +121,6 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
     with runner:
         if runner.remote:
             from tokcost.scale import count_paths as on_workers
-
             return on_workers(inputs, tokenizers, runner, allow_special=allow_special,
                               progress=progress, unique=unique)
         report = CountReport(specs=list(tokenizers))
