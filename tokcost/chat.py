@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.counting import STDIN, InputText, read_input
 from tokcost.errors import InputError, UsageError, arg
+
+if TYPE_CHECKING:
+    from tokcost.catalog.schema import ChatOverhead
 
 
 @dataclass(frozen=True)
@@ -26,18 +29,15 @@ class ChatCount:
         return self.content_tokens + self.overhead_tokens
 
 
-def load_messages(
-    path: str, *, stdin: BinaryIO | None = None
-) -> tuple[list[dict[str, Any]], InputText]:
+def load_messages(path: str, *,
+                  stdin: BinaryIO | None = None) -> tuple[list[dict[str, Any]], InputText]:
     """Messages from a JSON file (``-``: ``stdin``), and the input as read."""
     if path != STDIN:
-        if not path:  # Path("") is the current folder
-            raise UsageError(f"{arg('chat')} file not found: ''", param="chat")
-        if Path(path).is_dir():
+        if path and Path(path).is_dir():  # Path("") is the current folder
             raise UsageError(f"{path} is a folder; {arg('chat', 'PATH')} takes a JSON file of "
                              "messages", param="chat")
-        if not Path(path).exists():
-            raise UsageError(f"{arg('chat')} file not found: {path}", param="chat")
+        if not path or not Path(path).exists():
+            raise UsageError(f"{arg('chat')} file not found: {path or repr(path)}", param="chat")
     read = read_input(path, stdin=stdin)
     return parse_messages(read.text, read.name), read
 
@@ -62,12 +62,12 @@ def parse_messages(raw: str, name: str) -> list[dict[str, Any]]:
     return data
 
 
-def count_chat(messages: list[dict[str, Any]], tokenizer: Tokenizer, *, per_message: int,
-               per_name: int, reply_priming: int) -> ChatCount:
+def count_chat(messages: list[dict[str, Any]], tokenizer: Tokenizer,
+               template: ChatOverhead) -> ChatCount:
     """Tokens a chat request takes; parts other than text (images) go to ``skipped_parts``."""
     content = overhead = skipped = 0
     for message in messages:
-        overhead += per_message
+        overhead += template.per_message
         for key, value in message.items():
             if isinstance(value, str):
                 content += tokenizer.count(value)
@@ -80,6 +80,6 @@ def count_chat(messages: list[dict[str, Any]], tokenizer: Tokenizer, *, per_mess
                     else:
                         skipped += 1
             if key == "name":
-                overhead += per_name
-    overhead += reply_priming
+                overhead += template.per_name
+    overhead += template.reply_priming
     return ChatCount(len(messages), content, overhead, skipped)

@@ -196,11 +196,10 @@ class ChatResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        notes = list(counting.input_warnings((), [(self.chat, self.invalid_utf8_bytes)]))
         skipped = self.models[0].counted.skipped_parts if self.models else 0
-        if skipped:
-            notes.append(f"{skipped} non-text parts (images, audio, tool calls) not counted")
-        return tuple(notes)
+        parts = f"{skipped} non-text parts (images, audio, tool calls) not counted"
+        return (*counting.input_warnings((), [(self.chat, self.invalid_utf8_bytes)]),
+                *((parts,) if skipped else ()))
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --chat --json`` document."""
@@ -235,9 +234,7 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
                              "choose a model that has one (tokcost models show ID)")
         choice = (replace(override[0], label=entry.id, model=entry) if override
                   else model_choice(entry))
-        counted = count_messages(messages, choice.load(), per_message=entry.chat.per_message,
-                                 per_name=entry.chat.per_name,
-                                 reply_priming=entry.chat.reply_priming)
+        counted = count_messages(messages, choice.load(), entry.chat)
         rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
                                    entry.context_window))
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)

@@ -236,25 +236,14 @@ def _count(request: CountRequest) -> CountResult:
         return tokcost.count(request, progress=on_progress)
 
 
-class _Rows:
-    """stdout for csv rows, one write each; a row the encoding refuses goes out as its bytes."""
-
-    def write(self, row: str) -> int:
-        try:
-            return sys.stdout.write(row)
-        except UnicodeEncodeError:  # raised before a byte of the row is written
-            sys.stdout.flush()
-            sys.stdout.buffer.write(row.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
-            sys.stdout.buffer.flush()
-            return len(row)
-
-
 def _print_csv(result: Any) -> None:
     cols = result.tokenizers
-    rows = _Rows()
-    writer = csv.writer(rows, lineterminator="\n")
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # a non-UTF-8 file name goes out as its bytes, as it was
+        reconfigure(errors="surrogateescape")
+    writer = csv.writer(sys.stdout, lineterminator="\n")
     # csv does not quote a lone "\r", which readers take for a line end: quote its row.
-    quoted = csv.writer(rows, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
     for f in result.files:
         (quoted if "\r" in f.path else writer).writerow(
