@@ -28,8 +28,6 @@ class Tokenizer(Protocol):
 
 @runtime_checkable
 class Describable(Protocol):
-    """What a tokenizer may also tell about itself (``tokcost.inspect_bpe`` shows it)."""
-
     def special_tokens(self) -> dict[str, int]: ...  # text -> id, by id then text
     def pattern(self) -> str | None: ...  # the pre-tokenization regex, if it can show one
 

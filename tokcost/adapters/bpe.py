@@ -31,8 +31,6 @@ def _tiktoken_encoding(model: BPEModel, name: str) -> tiktoken.Encoding | None:
 
 
 class BPETokenizer:
-    """A ``BPEModel`` behind the tokcost ``Tokenizer`` protocol."""
-
     exact = True
 
     def __init__(self, model: BPEModel, name: str, *, use_tiktoken: bool = True) -> None:

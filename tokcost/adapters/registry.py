@@ -28,7 +28,6 @@ DEFAULT_SPEC = "tiktoken:o200k_base"
 
 
 def known_specs() -> list[str]:
-    """Examples of every family, for error messages and ``--help``."""
     return [*(f"tiktoken:{n}" for n in TIKTOKEN_NAMES), "tiktoken:PATH.tiktoken",
             "hf:PATH/tokenizer.json", "hf:ORG/REPO", "sp:PATH.model", "tekken:PATH.json",
             "bpe:PATH", "model:ID"]

@@ -38,8 +38,6 @@ def _inputs(given: Paths) -> Inputs:
 
 
 class _ManyInputs:
-    """What a result over many inputs says about them: skips, invalid UTF-8, why nothing."""
-
     files: tuple[Any, ...]
     skipped: tuple[Skipped, ...]
     NOTHING: ClassVar[str] = "nothing to count"
@@ -72,8 +70,6 @@ class _ManyInputs:
 
 @dataclass(frozen=True)
 class WindowShare:
-    """A model's share of its context window taken by the total."""
-
     id: str
     tokenizer: str
     exact: bool
@@ -274,8 +270,6 @@ _SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not 
 
 @dataclass(frozen=True)
 class TokensResult(_ManyInputs):
-    """The tokens of each input (in input order) under one tokenizer, and the skips."""
-
     tokenizer: TokenizerChoice
     files: tuple[TokenizeResult, ...]
     skipped: tuple[Skipped, ...] = ()

@@ -64,7 +64,6 @@ FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False":
 
 
 def _fail_if_unreadable(message: str | None) -> None:
-    """Exit 1 after the output when an input could not be read, as wc does."""
     if message:
         error(message)
         raise typer.Exit(code=1)
@@ -72,8 +71,7 @@ def _fail_if_unreadable(message: str | None) -> None:
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:  # each program says its name
-        name = ctx.find_root().info_name
-        label = "tokcount (tokcost)" if name == "tokcount" else "tokcost"
+        label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
         typer.echo(f"{label} {tokcost.__version__}")
         raise typer.Exit()
 
@@ -185,10 +183,9 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
                                            max_tokens=truncate),
                 json_out=json_out, verbose=verbose)
         return
-    request = tokcost.CountRequest.of(**inputs, **selection, allow_special=allow_special,
-                                      engine=engine, jobs=jobs, scheduler=scheduler,
-                                      timeout=timeout)
-    result = _count(request)
+    result = _count(tokcost.CountRequest.of(**inputs, **selection, allow_special=allow_special,
+                                            engine=engine, jobs=jobs, scheduler=scheduler,
+                                            timeout=timeout))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
@@ -218,7 +215,6 @@ def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
 
 
 def _count(request: CountRequest) -> CountResult:
-    """The count, with a progress bar in bytes on stderr when a person watches it."""
     if not progress_enabled():
         return tokcost.count(request)
     import rich.progress as rp

@@ -57,7 +57,6 @@ class Inputs:
 
 
 def refuse_urls(paths: Iterable[str]) -> None:
-    """Refuse URLs (``s3://...``): only a remote runner's workers read them."""
     for raw in paths:
         if "://" in raw and not os.path.exists(raw):
             raise UsageError(f"{raw} is a URL: URLs need {arg('engine', 'dask')} (this engine "

@@ -94,7 +94,6 @@ def _entries(files: int, folders: int) -> str:
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
                 skipped: list[Skipped]) -> bool:
-    """Whether this is the first path to the file ``st`` (always, without ``seen``)."""
     if seen is None:
         return True
     key = (st.st_dev, st.st_ino)
@@ -248,8 +247,6 @@ def _ancestor_gitignores(root: Path) -> list[_Rules]:
 
 
 class _Ignores:
-    """The ``.gitignore`` files that apply in the folder being walked."""
-
     def __init__(self, root: Path, on: bool) -> None:
         self.on = on
         self.rules: list[_Rules] = _ancestor_gitignores(root) if on else []

@@ -152,7 +152,6 @@ class _Watch(threading.Thread):
 
 
 def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
-    """The result of a finished future, or the one-line reason the work stopped."""
     try:
         return fut.result()
     except distributed.KilledWorker as exc:

@@ -150,5 +150,4 @@ class RangeFile(io.RawIOBase):
 
 
 def open_http(url: str, timeout: float = READ_TIMEOUT) -> io.BufferedReader:
-    """``RangeFile`` behind a small buffer (``MIN_REQUEST``); large reads go straight through."""
     return io.BufferedReader(RangeFile(url, timeout), buffer_size=MIN_REQUEST)

@@ -190,7 +190,6 @@ class WordCounts(Counter[str]):
                 {"invalid_utf8_bytes": self.invalid_utf8_bytes, "skipped": self.skipped})
 
     def add_notes(self, other: Mapping[str, int]) -> None:
-        """Take ``other``'s notes in (replaced bytes add up, a skip is kept once)."""
         for path, n in getattr(other, "invalid_utf8_bytes", {}).items():
             self.invalid_utf8_bytes[path] = self.invalid_utf8_bytes.get(path, 0) + n
         for path, why in getattr(other, "skipped", {}).items():
