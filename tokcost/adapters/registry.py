@@ -14,12 +14,9 @@ if TYPE_CHECKING:
 
 # family -> "module:function", which takes the part after the colon
 FAMILIES: dict[str, str] = {
-    "tiktoken": "tokcost.adapters.tiktoken_enc:load",
-    "hf": "tokcost.adapters.hf:load",
-    "sp": "tokcost.adapters.sp:load",
-    "bpe": "tokcost.adapters.bpe:load",
-    "tekken": "tokcost.adapters.tekken:load",
-}
+    "tiktoken": "tokcost.adapters.tiktoken_enc:load", "hf": "tokcost.adapters.hf:load",
+    "sp": "tokcost.adapters.sp:load", "bpe": "tokcost.adapters.bpe:load",
+    "tekken": "tokcost.adapters.tekken:load"}
 
 TIKTOKEN_NAMES = ("o200k_base", "o200k_harmony", "cl100k_base", "p50k_base", "p50k_edit",
                   "r50k_base", "gpt2")

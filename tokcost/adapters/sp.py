@@ -38,10 +38,8 @@ class SentencePieceAdapter:
     def special_tokens(self) -> dict[str, int]:
         """Control and unknown pieces (<s>, </s>, <unk>): never read from text."""
         p = self.processor
-        return special_tokens_by_id(
-            (str(p.id_to_piece(i)), i) for i in range(self.vocab_size)
-            if p.is_control(i) or p.is_unknown(i)
-        )
+        return special_tokens_by_id((str(p.id_to_piece(i)), i) for i in range(self.vocab_size)
+                                    if p.is_control(i) or p.is_unknown(i))
 
     def pattern(self) -> str | None:
         return None  # SentencePiece splits on its own rules, not a regex

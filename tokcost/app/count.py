@@ -317,10 +317,10 @@ class TokenizeRequest(Parts):
                              param="paths")
         given = [*self.tokenizers.tokenizers, *self.tokenizers.models]
         if len(given) > 1:
-            raise UsageError(
-                f"tokens are shown for one tokenizer at a time, got {len(given)} "
-                f"({', '.join(given)}); give one of {arg('tokenizers')} or {arg('models')}, "
-                "and call once per tokenizer", param="tokenizers", related=("models",))
+            raise UsageError(f"tokens are shown for one tokenizer at a time, got {len(given)} "
+                             f"({', '.join(given)}); give one of {arg('tokenizers')} or "
+                             f"{arg('models')}, and call once per tokenizer",
+                             param="tokenizers", related=("models",))
 
     def load(self) -> tuple[TokenizerChoice, Tokenizer]:
         choice = self.tokenizers.columns()[0]

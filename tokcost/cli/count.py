@@ -103,9 +103,8 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
                 raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
-PathsArg = Annotated[list[str] | None, typer.Argument(
-    help="Files or folders to count; '-' (or a pipe) reads stdin.", metavar="PATH...",
-    show_default=False)]
+PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...", show_default=False,
+    help="Files or folders to count; '-' (or a pipe) reads stdin.")]
 ModelsOpt = Annotated[list[str] | None, typer.Option(
     "--model", "-m", metavar="ID", show_default=False, help="Model id from the catalog "
     "(repeatable): counts with its tokenizer and shows the share of its context window.")]
@@ -121,12 +120,10 @@ EngineOpt = Annotated[str, typer.Option(
     "--engine", help="local (this process, --jobs workers) or dask (a Dask cluster: "
     "--scheduler ADDRESS, else --jobs local worker processes; inputs may be globs or fsspec "
     "URLs such as s3://...).")]
-IncludeOpt = Annotated[list[str] | None, typer.Option(
-    "--include", metavar="GLOB", help="Only files matching this glob (repeatable).",
-    show_default=False)]
-ExcludeOpt = Annotated[list[str] | None, typer.Option(
-    "--exclude", metavar="GLOB", help="Leave out files matching this glob (repeatable).",
-    show_default=False)]
+IncludeOpt = Annotated[list[str] | None, typer.Option("--include", metavar="GLOB",
+    show_default=False, help="Only files matching this glob (repeatable).")]
+ExcludeOpt = Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
+    show_default=False, help="Leave out files matching this glob (repeatable).")]
 NoGitignoreOpt = Annotated[bool, typer.Option(
     "--no-gitignore", help="Also count files .gitignore excludes.")]
 AllowSpecialOpt = Annotated[bool, typer.Option(
@@ -139,16 +136,14 @@ TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
     "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
-TruncateOpt = Annotated[int | None, typer.Option(
-    "--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
-    show_default=False, help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
-    "--json: the --tokens document, text cut to COUNT tokens).")]
+TruncateOpt = Annotated[int | None, typer.Option("--truncate", metavar="COUNT", show_default=False,
+    parser=count_parser("--truncate", signed=False), help="Print each input cut to its first "
+    "COUNT tokens (100, 8k, 8Ki; --json: the --tokens document, text cut to COUNT tokens).")]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", help="List every skipped file. By default several binary files, or several "
     "paths to files already counted, are summed up in one line.")]
-VersionOpt = Annotated[bool, typer.Option(
-    "--version", callback=_version, is_eager=True, expose_value=False,
-    help="Show the version.")]
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+    expose_value=False, help="Show the version.")]
 
 
 def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,

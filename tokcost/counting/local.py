@@ -60,10 +60,6 @@ class CountReport:
     def total_bytes(self) -> int:
         return sum(f.bytes for f in self.files)
 
-    @property
-    def total_chars(self) -> int:
-        return sum(f.chars for f in self.files)
-
     def total_tokens(self, spec: str) -> int:
         return sum(f.tokens.get(spec, 0) for f in self.files)
 
