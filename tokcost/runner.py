@@ -8,6 +8,7 @@ import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, TypeVar
@@ -105,7 +106,7 @@ def _ignore_sigint() -> None:
 
 
 @dataclass(frozen=True)
-class LocalRunner:
+class LocalRunner(AbstractContextManager["LocalRunner"]):
     """``jobs`` workers here: inline for one, else threads or ``processes``; results in order."""
 
     jobs: int = 1
@@ -123,9 +124,6 @@ class LocalRunner:
     def shard_bytes(self, total: int) -> int:
         # Inline, shards only pace the progress; a worker's table is pickled and merged.
         return shard_size(total, self.workers, per_worker=16 if self.workers == 1 else 2)
-
-    def __enter__(self) -> LocalRunner:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         return None

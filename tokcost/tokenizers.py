@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -85,14 +86,12 @@ def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (
         else:
             spec = check_spec(text, param="tokenizers")
             choices.append(TokenizerChoice(spec_label(spec), spec, True, None, spec))
-    if unique:
-        labels = [c.label for c in choices]
-        dupes = sorted({x for x in labels if labels.count(x) > 1})
-        if dupes:
-            models_only = all(c.model is not None for c in choices if c.label in dupes)
-            what = "model" if models_only else "tokenizer"
-            raise UsageError(f"{what} given twice: {', '.join(dupes)}; pass each once",
-                             param="models" if models_only else "tokenizers")
+    dupes = sorted(label for label, n in Counter(c.label for c in choices).items() if n > 1)
+    if unique and dupes:
+        models_only = all(c.model is not None for c in choices if c.label in dupes)
+        what = "model" if models_only else "tokenizer"
+        raise UsageError(f"{what} given twice: {', '.join(dupes)}; pass each once",
+                         param="models" if models_only else "tokenizers")
     return choices
 
 

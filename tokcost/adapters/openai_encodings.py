@@ -39,13 +39,12 @@ O200K_PATTERN = "|".join([
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 
 
-def _harmony_specials() -> dict[str, int]:
-    named = {"<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,
-             "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006,
-             "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}
-    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
-    tail = {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
-    return {ENDOFPROMPT: 200018, **named, **reserved, **tail}
+_HARMONY_SPECIALS = {
+    ENDOFPROMPT: 200018, "<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,
+    "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
+    "<|message|>": 200008, "<|call|>": 200012,
+    **{f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)},
+    **{f"<|reserved_{i}|>": i for i in range(200013, 201088)}}
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ ENCODINGS: dict[str, OpenAIEncoding] = {e.name: e for e in (
                    O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
     OpenAIEncoding("o200k_harmony", "o200k_base.tiktoken",
                    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-                   O200K_PATTERN, _harmony_specials()),
+                   O200K_PATTERN, _HARMONY_SPECIALS),
 )}
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}

@@ -40,11 +40,8 @@ class TiktokenTokenizer:
                  *, exact: bool = True, pattern: str | None = None,
                  counter: ToktokCounter | None = None) -> None:
         self.name, self.exact = name, exact
-        if callable(encoding):
-            self._encoding: tiktoken.Encoding | None = None
-            self._build: Callable[[], tiktoken.Encoding] | None = encoding
-        else:
-            self._encoding, self._build = encoding, None
+        self._build = encoding if callable(encoding) else None
+        self._encoding = None if callable(encoding) else encoding
         self._pattern = str(self.encoding._pat_str) if pattern is None else pattern
         self.streamable = self._pattern in _STREAMABLE_PATTERNS
         self.counter = counter

@@ -139,20 +139,15 @@ class _Prefixed:
     def read(self, n: int = -1, /) -> bytes:
         if not self.head:
             return self.rest.read(n)
-        if n < 0:
-            data, self.head = self.head + self.rest.read(), b""
-            return data
-        data, self.head = self.head[:n], self.head[n:]
-        return data
+        cut = len(self.head) if n < 0 else n
+        data, self.head = self.head[:cut], self.head[cut:]
+        return data + self.rest.read() if n < 0 else data
 
 
 def sniff_source(source: ByteSource) -> tuple[str | None, ByteSource]:
     """Why a stream is skipped, or None, and the stream with its sniffed bytes put back."""
-    head = b""
-    while len(head) < SNIFF_BYTES:  # a pipe may hand over less than asked
-        more = source.read(SNIFF_BYTES - len(head))
-        if not more:
-            break
+    head = b""  # a pipe may hand over less than asked
+    while len(head) < SNIFF_BYTES and (more := source.read(SNIFF_BYTES - len(head))):
         head += more
     return sniff_binary(head), _Prefixed(head, source)
 

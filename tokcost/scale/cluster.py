@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from tokcost.errors import MissingDependency, TokcostError, UsageError, arg
@@ -166,7 +166,7 @@ def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
                            "the same packages on the workers as on this machine") from None
 
 
-class DaskRunner:
+class DaskRunner(AbstractContextManager["DaskRunner"]):
     """A ``Runner`` on Dask, connected on first use; ``timeout`` seconds bound every wait."""
 
     in_process = False
@@ -184,9 +184,6 @@ class DaskRunner:
     def __repr__(self) -> str:
         return (f"DaskRunner(scheduler={self.scheduler!r}, jobs={self.jobs}, "
                 f"timeout={self.timeout:g})")
-
-    def __enter__(self) -> DaskRunner:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
