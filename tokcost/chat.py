@@ -1,6 +1,5 @@
-"""Counting an OpenAI-style chat by the cookbook's rule ("How to count tokens with tiktoken"):
-each message costs ``per_message`` plus its string fields' tokens, a ``name`` ``per_name``
-more, and the reply ``reply_priming``; the numbers per model live in the catalog."""
+"""Counting an OpenAI-style chat by the cookbook's rule ("How to count tokens with tiktoken"),
+with each model's ``per_message``, ``per_name`` and ``reply_priming`` from the catalog."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""One execution interface for counting and BPE pre-tokenization: a ``Runner`` maps a pure
-function over shards and yields ``(shard, result)`` pairs to reduce (``LocalRunner`` here,
+"""One execution interface: a ``Runner`` maps a pure function over shards (``LocalRunner`` here,
 ``tokcost.scale.DaskRunner`` on Dask); ``RunConfig`` is the request part that picks one."""
 
 from __future__ import annotations

@@ -28,9 +28,7 @@ def open_catalog(catalog: CatalogSource = None) -> Catalog:
 
 @dataclass(frozen=True)
 class TokenizerChoice:
-    """One resolved tokenizer: its label, the spec that builds it, whether it is exact;
-    ``model``, the catalog entry it came from; ``written_spec``, the spec as the catalog
-    wrote it (placeholders unexpanded: baselines match across machines)."""
+    """One resolved tokenizer (``written_spec``: as the catalog wrote it, for baselines)."""
 
     label: str
     spec: str

@@ -1,6 +1,5 @@
-"""``bpe:PATH``: a tokcost-trained BPE model (or a ``.tiktoken`` rank file), on tiktoken's
-Rust core for the named patterns (a user regex may leave gaps tiktoken drops). Known
-difference: letters new in Unicode 17 are letters to ``regex``, not yet to tiktoken."""
+"""``bpe:PATH``: a tokcost-trained BPE model (or ``.tiktoken`` file), on tiktoken's Rust core for
+the named patterns (Unicode 17's new letters are not yet letters to tiktoken's regex)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Exact counts without ids for the OpenAI encodings: toktok-rs (``tokcost[fast]``), about
-ten times faster than tiktoken's ids (docs/count.md#counting-backends, counting-speed.md).
-``TOKCOST_COUNT_BACKEND``: ``auto`` (toktok-rs, but tiktoken for a small run), ``tiktoken``,
-or ``toktok`` (an error when missing)."""
+"""Exact counts without ids for the OpenAI encodings, from toktok-rs (``tokcost[fast]``), chosen
+by ``TOKCOST_COUNT_BACKEND``: ``auto``, ``tiktoken`` or ``toktok`` (docs/count.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The facts behind tiktoken's OpenAI encodings (those of tiktoken's
-``tiktoken_ext/openai_public.py``; a test compares), so tokcost builds the same encoding
-from a rank file found on disk, its sha256 checked, without the network."""
+"""tiktoken's OpenAI encodings (as ``tiktoken_ext/openai_public.py`` has them; a test compares),
+built offline from a rank file found on disk, its sha256 checked."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Parsed rank files in ``marshal`` (o200k_base's base64 lines take 0.5 s to parse), keyed by
-the sha256 just verified, in ``$TOKCOST_CACHE_DIR`` (default ``~/.cache/tokcost``); a cache
-that cannot be read or written only costs a parse."""
+"""Parsed rank files in ``marshal`` (parsing o200k_base takes 0.5 s), keyed by the sha256 just
+verified, in ``$TOKCOST_CACHE_DIR`` (default ``~/.cache/tokcost``); failing costs a parse."""
 
 from __future__ import annotations
 

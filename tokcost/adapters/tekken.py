@@ -1,6 +1,5 @@
-"""``tekken:PATH.json``: Mistral's Tekken files (base64 token bytes in rank order, the
-pattern, the ids reserved for specials), run by tiktoken with ids shifted up by that reserve
-as mistral-common's Tekkenizer does; specials are never parsed out of user text."""
+"""``tekken:PATH.json``: Mistral's Tekken files on tiktoken, ids shifted up by the specials'
+reserve as mistral-common's Tekkenizer does; specials are never parsed out of user text."""
 
 from __future__ import annotations
 

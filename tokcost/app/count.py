@@ -205,9 +205,7 @@ class ChatResult:
 
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest(Parts):
-    """Count the JSON message list in the file ``chat`` (``-``: ``stdin``) for each of
-    ``tokenizers.models`` (default gpt-4o), with its catalog overhead; the first of
-    ``tokenizers.tokenizers`` replaces each model's own tokenizer."""
+    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o)."""
 
     chat: str | Path
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)

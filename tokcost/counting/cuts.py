@@ -1,7 +1,5 @@
-"""The one cut rule: where text (or a file's bytes) may be cut so that chunk counts add up
-exactly to the whole text's count. ``_is_cut`` defines it per character; the finders give
-the same answers in bulk (a byte class table for ASCII, a superset regex checked by the rule
-for other text; tests/test_cut_speed.py compares them)."""
+"""The one cut rule: where text (or a file's bytes) may be cut so that chunk counts add up to the
+whole's; ``_is_cut`` defines it, the finders apply it in bulk (tests/test_cut_speed.py)."""
 
 from __future__ import annotations
 
@@ -274,8 +272,7 @@ def _width(ch: str) -> int:
 
 def next_cut(fh: IO[bytes], offset: int, size: int, *, punct: bool = True,
              specials: Specials | None = None) -> int:
-    """The first byte offset ``>= offset`` where a file of ``size`` bytes may be cut, or
-    ``size``; it depends only on the bytes near ``offset``, so readers agree on it."""
+    """The first byte offset ``>= offset`` where a file may be cut, from nearby bytes only."""
     if offset <= 0:
         return 0
     if offset >= size:

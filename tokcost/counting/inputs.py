@@ -1,6 +1,5 @@
-"""The input policy every command reads under: invalid UTF-8 becomes U+FFFD and is reported,
-a binary file (a NUL byte early on, as git decides) is skipped with the reason, ``-`` is
-stdin. ``Inputs`` is the part of a request that says what to read."""
+"""The input policy every command reads under: invalid UTF-8 becomes U+FFFD and is reported, a
+binary file is skipped with the reason, ``-`` is stdin; ``Inputs`` says what to read."""
 
 from __future__ import annotations
 

@@ -106,9 +106,7 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
                 run: RunConfig | Runner | None = None, allow_special: bool = False,
                 progress: ProgressFn | None = None, unique: bool = False,
                 block_bytes: int = BLOCK_BYTES) -> CountReport:
-    """Count every file under ``inputs`` with each tokenizer (spec -> tokenizer), exactly,
-    on ``run`` (default: inline). ``progress`` hears ``("walk", files_found, 0)`` on a long
-    walk, then ``("count", bytes_done, bytes_total or 0)``; ``unique``: each file once."""
+    """Count every file under ``inputs`` with each tokenizer, exactly, on ``run``."""
     threads = all(t.releases_gil for t in tokenizers.values())
     runner = (LocalRunner() if run is None else runner_for(run, threads=threads)
               if isinstance(run, RunConfig) else run)

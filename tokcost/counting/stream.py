@@ -42,9 +42,7 @@ class LineBlocks:
 
 @dataclass
 class TextStream:
-    """Boundary-safe text chunks of a byte stream, with running byte/char totals. Each
-    block is searched once for its last cut (linear time); the text after it waits in
-    ``pending`` (memory: a block plus the longest stretch without a cut)."""
+    """Boundary-safe text chunks of a byte stream, with running byte/char totals."""
 
     source: ByteSource
     block_bytes: int = BLOCK_BYTES

@@ -188,17 +188,14 @@ def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence
 
 @dataclass(frozen=True)
 class _Rules:
-    """One ``.gitignore``: its folder (absolute) and patterns. ``lifted`` >= 0 for one above
-    the folder named that matches it: the length of its relative path, within which a
-    folder match is left out of the verdict (a folder named directly is walked)."""
+    """One ``.gitignore``; ``lifted``: the length of the folder named, when it matches it."""
 
     base: Path
     spec: pathspec.GitIgnoreSpec
     lifted: int = -1
 
     def verdict(self, rel: str) -> bool | None:
-        """Whether ``rel`` (a folder ends in "/") is ignored, or None, as git decides: the last
-        match wins, but a file pattern's verdict stands against a folder's re-inclusion."""
+        """Whether ``rel`` is ignored, or None, as git decides (the last match wins)."""
         if self.lifted < 0:
             return self.spec.check_file(rel).include
         verdict: bool | None = None

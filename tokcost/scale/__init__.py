@@ -1,6 +1,5 @@
 """Past one machine: the Dask runner, and counting and BPE pre-tokenization as pure map/reduce
-functions any runner can run (docs/scale-out.md). Nothing here imports dask until a runner
-starts."""
+functions any runner can run (docs/scale-out.md); dask is imported when a runner starts."""
 
 from tokcost.runner import Piece as Piece
 from tokcost.runner import plan_shards as plan_shards

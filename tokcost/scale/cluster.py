@@ -1,6 +1,5 @@
-"""The Dask runner: a loopback ``LocalCluster``, or the cluster at a scheduler address. Nothing
-waits forever: every worker must import this process's tokcost first, and a cluster left
-without workers for ``timeout`` seconds is an error. Dask is imported inside functions."""
+"""The Dask runner: a loopback ``LocalCluster``, or the cluster at a scheduler address; nothing
+waits forever (every worker checked first, no worker for ``timeout`` seconds an error)."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
 
 
 def _tokcost_probe() -> Callable[[], str]:
-    """The function each worker runs to say which tokcost it imports: nested, so cloudpickle
-    sends it by value and a worker without tokcost can still run it."""
+    """Which tokcost a worker imports (nested: cloudpickle sends it by value)."""
 
     def tokcost_version() -> str:
         import tokcost

@@ -1,6 +1,5 @@
-"""``http(s)://`` inputs, read in byte ranges with the standard library: the server must
-answer ``Range`` requests (the driver asks once, ``probe``; ``RangeFile`` checks every
-answer again), and an HTML page at a URL naming no ``.html`` file is not a text file."""
+"""``http(s)://`` inputs read in byte ranges with the standard library (the server must answer
+``Range``); an HTML page at a URL naming no ``.html`` file is not a text file."""
 
 from __future__ import annotations
 
