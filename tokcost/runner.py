@@ -34,11 +34,7 @@ class EngineKind(str, Enum):
 class RunConfig:
     """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default)
     or dask (at ``scheduler``, which implies it, else ``jobs`` local processes; every wait
-    bounded by ``timeout`` seconds).
-
-    >>> RunConfig(scheduler="tcp://10.0.0.5:8786").engine.value, RunConfig(jobs="2").jobs
-    ('dask', 2)
-    """
+    bounded by ``timeout`` seconds)."""
 
     engine: EngineKind | str = EngineKind.LOCAL
     jobs: int | None = None
@@ -95,7 +91,11 @@ def available_cpus() -> int:
 
 
 def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
-    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES]."""
+    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES].
+
+    >>> shard_size(200_000_000, 2) == 6_250_000, shard_size(10**12, 100) == MAX_SHARD_BYTES
+    (True, True)
+    """
     return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total // (per_worker * max(1, workers))))
 
 
@@ -106,7 +106,11 @@ def _ignore_sigint() -> None:
 
 @dataclass(frozen=True)
 class LocalRunner(AbstractContextManager["LocalRunner"]):
-    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order."""
+    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order.
+
+    >>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
+    [2, 1]
+    """
 
     jobs: int = 1
     processes: bool = False

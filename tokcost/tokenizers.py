@@ -104,11 +104,7 @@ def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
 @dataclass(frozen=True, kw_only=True)
 class TokenizerSelection:
     """The part of a request that picks tokenizers: ``tokenizers`` (specs) and ``models``
-    (catalog ids) through ``catalog``; a bare string is one.
-
-    >>> [c.label for c in TokenizerSelection(tokenizers="cl100k_base", models=["gpt-4o"]).resolve()]
-    ['cl100k_base', 'gpt-4o']
-    """
+    (catalog ids) through ``catalog``; a bare string is one."""
 
     tokenizers: Sequence[str] = ()
     models: Sequence[str] = ()

@@ -37,7 +37,11 @@ MODEL_FAMILY = "model"  # model:ID, resolved through a catalog one layer up
 
 
 def normalize_spec(spec: str) -> str:
-    """The spec's canonical form, without judging it (``o200k`` -> ``tiktoken:o200k_base``)."""
+    """The spec's canonical form, without judging it.
+
+    >>> normalize_spec("o200k"), normalize_spec("tiktoken:cl100k"), normalize_spec(" hf:x ")
+    ('tiktoken:o200k_base', 'tiktoken:cl100k_base', 'hf:x')
+    """
     spec = spec.strip()
     family, sep, arg = spec.partition(":")
     if not sep:
@@ -50,11 +54,7 @@ def normalize_spec(spec: str) -> str:
 
 def check_spec(spec: str, *, param: str | None = None) -> str:
     """The canonical form of a spec tokcost can load, or ``TokenizerNotFound`` saying why
-    not (offline: a path or a model id is checked for form only).
-
-    >>> check_spec("cl100k")
-    'tiktoken:cl100k_base'
-    """
+    not (offline: a path or a model id is checked for form only)."""
     text = normalize_spec(spec)
     family, sep, arg = text.partition(":")
     names = list(TIKTOKEN_NAMES)

@@ -81,12 +81,7 @@ _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
 def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool]) -> None:
-    """One usage error for output options that cannot all be honoured (``flags``: given?).
-
-    >>> refuse_conflicts(paths=["a"], chat=None, flags={"--json": True, "--csv": True})
-    Traceback (most recent call last):
-    tokcost.errors.UsageError: --json and --csv cannot be combined: pick one output
-    """
+    """One usage error for output options that cannot all be honoured (``flags``: given?)."""
     given = [flag for flag, on in flags.items() if on]
     if chat is not None:
         if paths:

@@ -22,12 +22,7 @@ class CountError(typer.BadParameter):
 
 def count_parser(flag: str, *, signed: bool = True) -> Callable[[str | int], int]:
     """A Typer ``parser=`` for ``flag``: its value as a count, sign kept (``signed=False``
-    refuses a negative here, for a flag named otherwise in the library: ``--truncate``).
-
-    >>> parse = count_parser("--top")
-    >>> parse("8k"), parse("8Ki"), parse("1.5M"), parse(10), parse("-1")
-    (8000, 8192, 1500000, 10, -1)
-    """
+    refuses a negative here, for a flag named otherwise in the library: ``--truncate``)."""
 
     def count(text: str | int) -> int:
         magnitude: str | int = text.strip() if isinstance(text, str) else abs(text)

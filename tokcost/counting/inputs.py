@@ -38,11 +38,7 @@ def _strings(value: object, name: str) -> tuple[str, ...]:
 @dataclass(frozen=True, kw_only=True)
 class Inputs:
     """What to read: ``paths`` (files, folders, ``-`` for ``stdin``; a bare string is one
-    path), folders walked with the ``include``/``exclude`` globs and ``.gitignore``.
-
-    >>> Inputs(paths="README.md", include="*.md").paths
-    ('README.md',)
-    """
+    path), folders walked with the ``include``/``exclude`` globs and ``.gitignore``."""
 
     paths: Sequence[str] = ()
     include: Sequence[str] = ()

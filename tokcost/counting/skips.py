@@ -1,11 +1,5 @@
 """Skipped inputs in few lines: one per input, but binary files and files already counted
-summed up in one line each.
-
->>> from tokcost.counting.inputs import Skipped
->>> bins = [Skipped(f"m{i}.pyc", "binary (NUL byte at offset 0)") for i in range(3)]
->>> skip_notes([*bins, Skipped("logo.png", "binary (NUL byte at offset 6)")])
-('skipped 4 binary files: 3 .pyc, 1 .png',)
-"""
+summed up in one line each."""
 
 from __future__ import annotations
 

@@ -57,11 +57,7 @@ class LeftOut:
 
     def note(self, *, names: Mapping[str, str] | None = None) -> str:
         """Why a walk found nothing, in one line; ``names`` maps the API's words to the
-        caller's (``{"gitignore=False": "--no-gitignore"}``).
-
-        >>> LeftOut(gitignored_files=12, folders=["src"]).note()
-        'no files matched: 12 files excluded by .gitignore (gitignore=False counts them)'
-        """
+        caller's (``{"gitignore=False": "--no-gitignore"}``)."""
         word = {w: w for w in ("include", "exclude", "gitignore=False")} | dict(names or {})
         parts = []
         ignored = _entries(self.gitignored_files, self.gitignored_folders)

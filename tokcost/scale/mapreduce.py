@@ -170,12 +170,7 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Run
 
 class WordCounts(Counter[str]):
     """Pre-token frequencies, with the input policy's notes per file: ``invalid_utf8_bytes``
-    and ``skipped`` (they merge, and survive pickling).
-
-    >>> import pickle
-    >>> pickle.loads(pickle.dumps(WordCounts({"a": 2}, skipped={"x": "binary"}))).skipped
-    {'x': 'binary'}
-    """
+    and ``skipped`` (they merge, and survive pickling)."""
 
     def __init__(self, words: Mapping[str, int] | Iterable[str] = (), *,
                  invalid_utf8_bytes: Mapping[str, int] | None = None,
