@@ -20,8 +20,7 @@ TOKTOK_BACKEND = "toktok-rs"  # the name ``count --json`` reports
 FAST_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
 PROVEN_VERSIONS = frozenset({(0, 3)})  # (major, minor) the tests prove; others go unused
 FAST_EXTRA_HINT = "pip install 'tokcost[fast]' (toktok-rs, Python 3.11+)"
-# A run known to be shorter is tiktoken's under auto: toktok-rs's encoder takes 0.2 s more to
-# build than tiktoken's ranks to load, more than it saves below ~3 MB (bench_count.py).
+# Shorter runs are tiktoken's under auto: its ranks load 0.2 s sooner (bench_count.py).
 SMALL_RUN_CHARS = 1 << 20
 
 _build_lock = threading.Lock()

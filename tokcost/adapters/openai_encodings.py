@@ -86,7 +86,6 @@ ENCODINGS: dict[str, OpenAIEncoding] = {e.name: e for e in (
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
-# Rank files that the bpe-openai package ships (its data folder).
 _IN_BPE_OPENAI = frozenset({"cl100k_base.tiktoken", "o200k_base.tiktoken"})
 
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from tokcost.adapters.base import Tokenizer
 from tokcost.errors import TokenizerNotFound, suggest
-
-if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
 
 # family -> "module:function", which takes the part after the colon
 FAMILIES: dict[str, str] = {

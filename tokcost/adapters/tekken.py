@@ -12,8 +12,7 @@ from typing import Any
 from tokcost.adapters.tiktoken_enc import TiktokenTokenizer, _encoding_from_ranks
 from tokcost.errors import TokcostError, TokenizerDataError, UsageError
 
-# Tekken v3's pre-tokenizer (o200k's without contractions, one digit a piece): no piece
-# spans tokcost.counting's cuts (a property test checks), so counts stream.
+# Tekken v3's (o200k's, no contractions, one digit a piece): its counts stream (a test checks).
 TEKKEN_PATTERN = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from tokcost import counting
+from tokcost.adapters.base import Tokenizer
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
@@ -18,9 +19,6 @@ from tokcost.parts import Parts
 from tokcost.runner import RunConfig
 from tokcost.tokenizers import TokenizerChoice, TokenizerSelection, load_tokenizers, model_choice
 from tokcost.units import parse_count
-
-if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
 
 __all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize"]
 

@@ -17,7 +17,7 @@ from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, JsonOpt, SchedulerOp
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from tokcost import CountRequest, CountResult, TokenizeRequest
+    from tokcost import CountRequest
 
 EPILOG = """
 Examples:
@@ -63,12 +63,6 @@ LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
 FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
 
 
-def _fail_if_unreadable(message: str | None) -> None:
-    if message:
-        error(message)
-        raise typer.Exit(code=1)
-
-
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:  # each program says its name
         label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
@@ -76,7 +70,6 @@ def _version(ctx: typer.Context, value: bool) -> None:
         raise typer.Exit()
 
 
-# Of the output modes, only --json goes with --tokens or --truncate.
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
@@ -164,47 +157,39 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
         return
     inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
               "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore}
+    result: Any  # the tokens (TokensResult) or the counts (CountResult)
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
             raise UsageError(f"{'--tokens' if tokens else '--truncate'} takes one tokenizer, "
                              f"got {len(given)} ({', '.join(given)}); run it once per tokenizer")
-        _tokens(tokcost.TokenizeRequest.of(**inputs, **selection, allow_special=allow_special,
-                                           max_tokens=truncate),
-                json_out=json_out, verbose=verbose)
-        return
-    result = _count(tokcost.CountRequest.of(**inputs, **selection, allow_special=allow_special,
-                                            engine=engine, jobs=jobs, scheduler=scheduler,
-                                            timeout=timeout))
+        result = tokcost.tokenize(tokcost.TokenizeRequest.of(
+            **inputs, **selection, allow_special=allow_special, max_tokens=truncate))
+    else:
+        result = _count(tokcost.CountRequest.of(
+            **inputs, **selection, allow_special=allow_special, engine=engine, jobs=jobs,
+            scheduler=scheduler, timeout=timeout))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
-    if total_only:
-        out.print(str(result.total_tokens()))
-    elif json_out:
+    if json_out:  # the output modes exclude each other (refuse_conflicts)
         print_json(result.to_dict())
+    elif truncate is not None:
+        _show_truncated(result)
+    elif tokens:
+        _show_pieces(result)
+    elif total_only:
+        out.print(str(result.total_tokens()))
     elif csv_out:
         _print_csv(result)
     else:
         _print_table(result)
-    _fail_if_unreadable(result.unreadable)
+    if result.unreadable:  # exit 1 after the output, as wc does
+        error(result.unreadable)
+        raise typer.Exit(code=1)
 
 
-def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
-    shown = tokcost.tokenize(request)
-    for note in shown.notes(verbose=verbose, hint=LIST_HINT):
-        warn(note)
-    shown.raise_for_empty()
-    if json_out:
-        print_json(shown.to_dict())
-    elif request.max_tokens is not None:
-        _show_truncated(shown)
-    else:
-        _show_pieces(shown)
-    _fail_if_unreadable(shown.unreadable)
-
-
-def _count(request: CountRequest) -> CountResult:
+def _count(request: CountRequest) -> Any:
     if not progress_enabled():
         return tokcost.count(request)
     import rich.progress as rp
