@@ -34,8 +34,7 @@ class ByteMeter:
 
     def __init__(self, progress: ProgressFn | None, total: int = 0) -> None:
         self.progress, self.total = progress, total
-        self.done = 0
-        self._start = 0  # done when the current input began
+        self.done = self._start = 0  # _start: done when the current input began
 
     def add(self, n: int) -> None:
         if n and self.progress is not None:

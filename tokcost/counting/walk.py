@@ -254,17 +254,12 @@ class _Ignores:
             self.rules.append(_Rules(here_abs, spec))
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        # The last match wins: a deeper .gitignore's "!keep.txt" re-includes.
         if not self.rules:
             return False
-        verdict: bool | None = None
-        full = Path(os.path.abspath(path))
-        for rules in self.rules:
-            result = rules.verdict(full.relative_to(rules.base).as_posix()
-                                   + ("/" if is_dir else ""))
-            if result is not None:
-                verdict = result
-        return bool(verdict)
+        full, suffix = Path(os.path.abspath(path)), "/" if is_dir else ""
+        found = [v for r in self.rules
+                 if (v := r.verdict(full.relative_to(r.base).as_posix() + suffix)) is not None]
+        return bool(found and found[-1])  # the last wins: a deeper "!keep.txt" re-includes
 
 
 def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitIgnoreSpec | None,

@@ -18,15 +18,12 @@ if TYPE_CHECKING:
     from tokcost.counting.inputs import Inputs, Skipped
     from tokcost.runner import Runner
 
-_GLOB_CHARS = frozenset("*?[")
-
-
 def is_url(path: str) -> bool:
     return "://" in path
 
 
 def _has_glob(path: str) -> bool:
-    return any(c in _GLOB_CHARS for c in path)
+    return any(c in "*?[" for c in path)
 
 
 def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int, str]]:
