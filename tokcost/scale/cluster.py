@@ -139,14 +139,12 @@ class _Watch(threading.Thread):
                        else f"the workers died or left the scheduler at {address} (one that "
                        "cannot import tokcost leaves at its first task: see the workers' "
                        f"logs); start workers with `dask worker {address}`")
-                self.reason = (
-                    f"no Dask worker to run the work for {self.timeout:g} s ({self.done} of "
-                    f"{len(self.futures)} shards done): {why}, or allow more time with "
-                    f"{arg('timeout', 'SECONDS')}")
+                self.reason = (f"no Dask worker to run the work for {self.timeout:g} s "
+                               f"({self.done} of {len(self.futures)} shards done): {why}, or "
+                               f"allow more time with {arg('timeout', 'SECONDS')}")
                 break
         if self.reason is not None and not self.stopped.is_set():
             self.client.cancel(self.futures)
-
 
 
 def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
