@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokcost.adapters import rank_cache
 from tokcost.errors import TokenizerDataError
 
 ENDOFTEXT = "<|endoftext|>"
@@ -169,12 +170,10 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
         if hashlib.sha256(data).hexdigest() != enc.sha256:
             wrong.append(str(path))
             continue
-        from tokcost.adapters import rank_cache
-        cached = rank_cache.load(enc.sha256)
-        if cached is not None:
-            return cached
-        ranks = parse_ranks(data, str(path))
-        rank_cache.store(enc.sha256, ranks)
+        ranks = rank_cache.load(enc.sha256)
+        if ranks is None:
+            ranks = parse_ranks(data, str(path))
+            rank_cache.store(enc.sha256, ranks)
         return ranks
     if wrong:
         raise TokenizerDataError(f"rank file for {enc.name} has the wrong sha256 (corrupt or "

@@ -45,14 +45,9 @@ class SentencePieceAdapter:
         return None  # SentencePiece splits on its own rules, not a regex
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
-        out: list[bytes] = []
-        for i in ids:
-            piece = str(self.processor.id_to_piece(i))
-            if self.processor.is_byte(i):  # byte-fallback pieces look like <0xE3>
-                out.append(bytes([int(piece[3:5], 16)]))
-            else:
-                out.append(piece.replace("\u2581", " ").encode("utf-8"))
-        return out
+        p = self.processor  # a byte-fallback piece looks like <0xE3>
+        return [bytes([int(str(p.id_to_piece(i))[3:5], 16)]) if p.is_byte(i)
+                else str(p.id_to_piece(i)).replace("\u2581", " ").encode("utf-8") for i in ids]
 
 
 def load(arg: str) -> SentencePieceAdapter:

@@ -318,10 +318,6 @@ class TokenizeRequest(Parts):
                              f"{arg('models')}, and call once per tokenizer",
                              param="tokenizers", related=("models",))
 
-    def load(self) -> tuple[TokenizerChoice, Tokenizer]:
-        choice = self.tokenizers.columns()[0]
-        return choice, choice.load()
-
 
 def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
     """The tokens of every file under the request's paths, walked as ``count`` walks them.
@@ -334,7 +330,8 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
     """
     if not isinstance(request, TokenizeRequest):
         request = TokenizeRequest(inputs=_inputs(request))
-    choice, tok = request.load()
+    choice = request.tokenizers.columns()[0]
+    tok = choice.load()
     inputs = request.inputs
     skipped: list[Skipped] = []
     results = []

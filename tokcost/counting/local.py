@@ -77,9 +77,6 @@ def _count_batch(tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[s
     if tokenizers is None:
         from tokcost.adapters.registry import get_tokenizer
         tokenizers = {spec: get_tokenizer(spec) for spec in {s for s, _ in items}}
-    if len(items) == 1:
-        spec, text = items[0]
-        return [tokenizers[spec].count(text, allow_special=allow_special)]
     by_spec: dict[str, list[int]] = {}
     for i, (spec, _) in enumerate(items):
         by_spec.setdefault(spec, []).append(i)

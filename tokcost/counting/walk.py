@@ -71,10 +71,8 @@ class LeftOut:
         if excluded:
             verb = "matches" if self.excluded_files + self.excluded_folders == 1 else "match"
             parts.append(f"{excluded} {verb} {word['exclude']}")
-        if parts:
-            return "no files matched: " + ", ".join(parts)
-        if not self.folders:
-            return "no files matched"
+        if parts or not self.folders:
+            return "no files matched" + (": " + ", ".join(parts) if parts else "")
         named = [f if f.endswith("/") else f + "/" for f in self.folders]
         where = (", ".join(named) if len(named) <= SHOWN_FOLDERS
                  else f"the {len(named):,} folders given")
@@ -231,12 +229,8 @@ def _ancestor_gitignores(root: Path) -> list[_Rules]:
             break
     else:
         return []  # not inside a git work tree: only the folders walked count
-    found = []
-    for folder in reversed(chain):
-        spec = _gitignore_spec(folder)
-        if spec is not None:
-            found.append(_Rules(folder, spec, _lifted(spec, folder, start)))
-    return found
+    return [_Rules(folder, spec, _lifted(spec, folder, start)) for folder in reversed(chain)
+            if (spec := _gitignore_spec(folder)) is not None]
 
 
 class _Ignores:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 from typing import TYPE_CHECKING, Any
 
+from tokcost import counting
 from tokcost.errors import UsageError
 from tokcost.runner import Piece, Runner, plan_shards
 from tokcost.scale.http import READ_TIMEOUT
@@ -87,17 +88,16 @@ def count_shard(shard: Sequence[Piece], specs: Sequence[str], *,
                 allow_special: bool = False) -> ShardCounts:
     """Map: count every piece of a shard with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
-    from tokcost.counting import Reader
 
     # One reader: with allow_special, no cut inside any tokenizer's special, ends included.
-    reader = Reader({spec: get_tokenizer(spec) for spec in specs}, allow_special=allow_special)
+    reader = counting.Reader({spec: get_tokenizer(spec) for spec in specs},
+                             allow_special=allow_special)
     return merge_shard_counts([{piece.path: _count_piece(piece, reader)} for piece in shard],
                               into={})
 
 
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     """One piece, read as the local count reads a file, between the cuts after its ends."""
-    from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
     toks, allow_special = reader.tokenizers, reader.allow_special
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
     if reader.whole_specs and not piece.whole:
@@ -111,11 +111,12 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     try:
         with open_binary(piece.path) as fh:
             if piece.start == 0:
-                part.skipped = sniff_binary(fh.read(SNIFF_BYTES))
+                part.skipped = counting.sniff_binary(fh.read(counting.SNIFF_BYTES))
                 if part.skipped is not None:
                     return part
-            begin, stop = (next_cut(fh, at, piece.size, punct=rule.punct,
-                                    specials=rule.specials) for at in (piece.start, piece.end))
+            begin, stop = (counting.next_cut(fh, at, piece.size, punct=rule.punct,
+                                             specials=rule.specials)
+                           for at in (piece.start, piece.end))
             stream = reader.read(Window(fh, begin, stop), count, name=piece.path)
     except OSError as err:
         part.skipped = ("a folder" if isinstance(err, IsADirectoryError)
@@ -140,8 +141,7 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Run
                 allow_special: bool = False, progress: ProgressFn | None = None,
                 unique: bool = False) -> CountReport:
     """``tokcost.counting.count_paths`` on a remote runner, its workers reading the shards."""
-    from tokcost.counting import CountReport, FileCount, Skipped
-    report = CountReport(specs=list(tokenizers))
+    report = counting.CountReport(specs=list(tokenizers))
     files = list_inputs(inputs, report.skipped, unique=unique,
                         timeout=getattr(runner, "timeout", READ_TIMEOUT))
     # Without unique, a file named twice is read once and reported twice, as locally.
@@ -161,10 +161,11 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Run
     for path, display, _ in files:
         fp = merged[path]
         if fp.skipped:
-            report.skipped.append(Skipped(display, fp.skipped))
+            report.skipped.append(counting.Skipped(display, fp.skipped))
             continue
         tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
-        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens, fp.invalid_utf8_bytes))
+        report.files.append(counting.FileCount(display, fp.bytes, fp.chars, tokens,
+                                               fp.invalid_utf8_bytes))
     return report
 
 
@@ -199,9 +200,8 @@ class WordCounts(Counter[str]):
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        from tokcost.counting import Skipped, input_warnings
-        return input_warnings((Skipped(p, why) for p, why in self.skipped.items()),
-                              self.invalid_utf8_bytes.items())
+        skipped = (counting.Skipped(p, why) for p, why in self.skipped.items())
+        return counting.input_warnings(skipped, self.invalid_utf8_bytes.items())
 
 
 def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[str]:
@@ -214,16 +214,15 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
                       into: WordCounts | None = None) -> WordCounts:
     """Map: pre-token frequencies of the lines that *start* inside each piece."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
-    from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
     counts = WordCounts() if into is None else into
     for piece in shard:
         path = piece.path
         with training_file(path), open_binary(path) as fh:
-            reason = sniff_binary(fh.read(SNIFF_BYTES))
+            reason = counting.sniff_binary(fh.read(counting.SNIFF_BYTES))
             if reason is not None:
                 counts.skipped.setdefault(path, reason)
                 continue
-            blocks = LineBlocks(Window(fh, *line_range(fh, piece)))
+            blocks = counting.LineBlocks(Window(fh, *line_range(fh, piece)))
             count_blocks(blocks, spec, counts)
         if blocks.invalid_bytes:
             counts.invalid_utf8_bytes[path] = (counts.invalid_utf8_bytes.get(path, 0)
