@@ -49,11 +49,8 @@ class TokenizerChoice:
         return count_backend(self.load())
 
 
-def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:
-    """The tokenizer a catalog entry names, or ``tokenizer`` in its place."""
-    if tokenizer is not None:
-        spec = check_spec(tokenizer, param="tokenizers")
-        return TokenizerChoice(entry.id, spec, True, entry, spec)
+def model_choice(entry: ModelEntry) -> TokenizerChoice:
+    """The tokenizer a catalog entry names."""
     if not entry.tokenizer_spec:
         raise TokenizerNotFound(f"model '{entry.id}' names no tokenizer in the catalog; pass "
                                 f"{arg('tokenizers', 'SPEC')}", param="tokenizers")

@@ -142,8 +142,7 @@ class RangeFile(io.RawIOBase):
                 raise OSError(f"a broken answer ({type(exc).__name__})") from None
         if not data:  # a short file would count short without a word
             raise OSError(f"the server sent no bytes at offset {self.pos}")
-        view = memoryview(buffer).cast("B")
-        view[:len(data)] = data
+        memoryview(buffer).cast("B")[:len(data)] = data
         self.pos += len(data)
         return len(data)
 
