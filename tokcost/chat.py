@@ -1,21 +1,19 @@
-"""Counting an OpenAI-style chat: message contents plus the template's overhead.
-
-The overhead rule is OpenAI's cookbook recipe ("How to count tokens with
-tiktoken"): every message costs ``per_message`` tokens plus the tokens of each of
-its string fields, a ``name`` field costs ``per_name`` more, and the reply is
-primed with ``reply_priming`` tokens. The numbers per model live in the catalog.
-"""
+"""Counting an OpenAI-style chat by the cookbook's rule ("How to count tokens with tiktoken"),
+with each model's ``per_message``, ``per_name`` and ``reply_priming`` from the catalog."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.counting import STDIN, InputText, read_input
 from tokcost.errors import InputError, UsageError, arg
+
+if TYPE_CHECKING:
+    from tokcost.catalog.schema import ChatOverhead
 
 
 @dataclass(frozen=True)
@@ -30,40 +28,31 @@ class ChatCount:
         return self.content_tokens + self.overhead_tokens
 
 
-def load_messages(
-    path: str, *, stdin: BinaryIO | None = None
-) -> tuple[list[dict[str, Any]], InputText]:
-    """Messages from a JSON file (``-``: ``stdin``): a list of messages or
-    ``{"messages": [...]}``; and the input as read (its invalid UTF-8 is replaced
-    and counted, as for every input)."""
+def load_messages(path: str, *,
+                  stdin: BinaryIO | None = None) -> tuple[list[dict[str, Any]], InputText]:
+    """Messages from a JSON file (``-``: ``stdin``), and the input as read."""
     if path != STDIN:
-        if not path:  # Path("") is the current folder
-            raise UsageError(f"{arg('chat')} file not found: ''", param="chat")
-        if Path(path).is_dir():
+        if path and Path(path).is_dir():  # Path("") is the current folder
             raise UsageError(f"{path} is a folder; {arg('chat', 'PATH')} takes a JSON file of "
-                             "messages",
-                             param="chat")
-        if not Path(path).exists():
-            raise UsageError(f"{arg('chat')} file not found: {path}", param="chat")
+                             "messages", param="chat")
+        if not path or not Path(path).exists():
+            raise UsageError(f"{arg('chat')} file not found: {path or repr(path)}", param="chat")
     read = read_input(path, stdin=stdin)
     return parse_messages(read.text, read.name), read
 
 
 def parse_messages(raw: str, name: str) -> list[dict[str, Any]]:
-    """Messages from JSON text (``name`` says where it came from, in errors)."""
+    """Messages from JSON text: a list, or ``{"messages": [...]}`` (``name``: the source)."""
     try:
         data = json.loads(raw.removeprefix("\ufeff"))  # a BOM is not JSON, but editors write it
     except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{name}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
-            '{"role": ..., "content": ...} messages'
-        ) from None
+        raise InputError(f"{name}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
+                         '{"role": ..., "content": ...} messages') from None
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
-        raise InputError(
-            f"{name}: expected a JSON list of messages (objects with 'role' and 'content')"
-        )
+        raise InputError(f"{name}: expected a JSON list of messages (objects with 'role' and "
+                         "'content')")
     for i, message in enumerate(data):
         if "role" not in message:
             raise InputError(f"{name}: message {i} has no 'role'")
@@ -72,22 +61,12 @@ def parse_messages(raw: str, name: str) -> list[dict[str, Any]]:
     return data
 
 
-def count_chat(
-    messages: list[dict[str, Any]],
-    tokenizer: Tokenizer,
-    *,
-    per_message: int,
-    per_name: int,
-    reply_priming: int,
-) -> ChatCount:
-    """Tokens a chat request takes, by the cookbook rule.
-
-    Content may be a string or a list of parts; text parts are counted,
-    other parts (images) are reported in ``skipped_parts``.
-    """
+def count_chat(messages: list[dict[str, Any]], tokenizer: Tokenizer,
+               template: ChatOverhead) -> ChatCount:
+    """Tokens a chat request takes; parts other than text (images) go to ``skipped_parts``."""
     content = overhead = skipped = 0
     for message in messages:
-        overhead += per_message
+        overhead += template.per_message
         for key, value in message.items():
             if isinstance(value, str):
                 content += tokenizer.count(value)
@@ -100,6 +79,6 @@ def count_chat(
                     else:
                         skipped += 1
             if key == "name":
-                overhead += per_name
-    overhead += reply_priming
+                overhead += template.per_name
+    overhead += template.reply_priming
     return ChatCount(len(messages), content, overhead, skipped)

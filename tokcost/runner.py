@@ -1,13 +1,5 @@
-"""One execution interface: map a pure function over shards, reduce the results.
-
-A ``Runner`` runs ``fn(shard)`` for each shard and yields ``(shard, result)`` pairs for
-the caller to reduce: ``LocalRunner`` here (inline, threads or processes),
-``tokcost.scale.DaskRunner`` on a Dask cluster. Counting and BPE pre-tokenization use
-it; ``RunConfig`` is the part of a request that says where work runs.
-
->>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
-[2, 1]
-"""
+"""One execution interface: a ``Runner`` maps a pure function over shards (``LocalRunner`` here,
+``tokcost.scale.DaskRunner`` on Dask); ``RunConfig`` is the request part that picks one."""
 
 from __future__ import annotations
 
@@ -15,6 +7,7 @@ import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, TypeVar
@@ -25,32 +18,23 @@ from tokcost.units import parse_count
 S = TypeVar("S")
 R = TypeVar("R")
 
-#: Bytes per shard: ``shard_size`` picks about 16 per worker (few idle workers in the
-#: last round) within these bounds (a task's millisecond of overhead never shows).
+# Bytes per shard: ``shard_size`` picks about 16 per worker, within these bounds.
 SHARD_BYTES = 32 << 20
 MIN_SHARD_BYTES = 1 << 20
 MAX_SHARD_BYTES = 64 << 20
-#: Seconds a Dask run waits for a scheduler, its workers, an http(s) server, or a
-#: worker to come back, unless ``RunConfig.timeout`` says otherwise.
-CONNECT_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 10.0  # seconds a Dask run waits for a scheduler, a worker, a server
 
 
 class EngineKind(str, Enum):
-    """``local``: this machine; ``dask``: a Dask cluster."""
-
     LOCAL = "local"
     DASK = "dask"
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Where work runs: ``engine`` local (``jobs`` workers here; None or 0: the caller's
-    default) or dask (the cluster at ``scheduler``, which implies dask, else ``jobs``
-    local worker processes), each wait on the cluster bounded by ``timeout`` seconds.
-
-    >>> RunConfig(scheduler="tcp://10.0.0.5:8786").engine.value, RunConfig(jobs="2").jobs
-    ('dask', 2)
-    """
+    """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default)
+    or dask (at ``scheduler``, which implies it, else ``jobs`` local processes; every wait
+    bounded by ``timeout`` seconds)."""
 
     engine: EngineKind | str = EngineKind.LOCAL
     jobs: int | None = None
@@ -66,10 +50,9 @@ class RunConfig:
         object.__setattr__(self, "engine", EngineKind.DASK if self.scheduler else engine)
         if self.jobs is not None:  # 0, as None: the caller's default
             object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs") or None)
-        if self.timeout is not None:
-            self._check_timeout(float(self.timeout))
-
-    def _check_timeout(self, timeout: float) -> None:
+        if self.timeout is None:
+            return
+        timeout = float(self.timeout)
         given = arg("timeout", f"{timeout:g}")
         if not self.dask:
             raise UsageError(f"{given} is for {arg('engine', 'dask')} only: add "
@@ -86,30 +69,21 @@ class RunConfig:
 
 
 class Runner(Protocol):
-    """Runs ``fn`` over shards. ``fn`` and the shards must pickle unless ``in_process``
-    (inline or threads: ``fn`` may then hold this process's objects); ``remote`` runners'
-    workers read inputs themselves, by path or URL. Use it as a context manager."""
+    """Runs ``fn`` over shards; ``fn`` and the shards must pickle unless ``in_process``."""
 
     @property
     def workers(self) -> int: ...
-
     @property
     def in_process(self) -> bool: ...
-
     @property
     def remote(self) -> bool: ...
-
     def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]: ...
-
     def shard_bytes(self, total: int) -> int: ...
-
     def __enter__(self) -> Runner: ...
-
     def __exit__(self, *exc: object) -> None: ...
 
 
 def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, as ``taskset`` sets it)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -127,16 +101,16 @@ def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
 
 def _ignore_sigint() -> None:
     import signal
-
-    # Ctrl-C is the parent's to handle: workers must not print their own tracebacks.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
 @dataclass(frozen=True)
-class LocalRunner:
-    """``jobs`` workers on this machine: inline for one, else threads (for work that
-    releases the GIL: tiktoken, toktok-rs, tokenizers) or ``processes``. Shards are
-    taken as ``map`` needs them: at most 4 x jobs are in flight, results in order."""
+class LocalRunner(AbstractContextManager["LocalRunner"]):
+    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order.
+
+    >>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
+    [2, 1]
+    """
 
     jobs: int = 1
     processes: bool = False
@@ -153,9 +127,6 @@ class LocalRunner:
     def shard_bytes(self, total: int) -> int:
         # Inline, shards only pace the progress; a worker's table is pickled and merged.
         return shard_size(total, self.workers, per_worker=16 if self.workers == 1 else 2)
-
-    def __enter__(self) -> LocalRunner:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         return None
@@ -184,22 +155,17 @@ class LocalRunner:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _pool(self) -> Any:
-        # Imported here: most runs are inline, and threads are the rule past that.
         if not self.processes:
             from concurrent.futures import ThreadPoolExecutor
-
             return ThreadPoolExecutor(self.workers)
         from concurrent.futures import ProcessPoolExecutor
-
         return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
 
-def plan_shards(
-    files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *, split: bool = True
-) -> list[tuple[Piece, ...]]:
-    """Pack ``(path, size)`` files into shards of about ``shard_bytes`` each; large files
-    are cut into pieces (``split=False``: every file whole), small ones share a shard.
-    Every file appears, empty ones too, in order.
+def plan_shards(files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *,
+                split: bool = True) -> list[tuple[Piece, ...]]:
+    """Pack ``(path, size)`` files, in order, into shards of about ``shard_bytes``; large files
+    are cut into pieces (unless not ``split``), small ones share a shard.
 
     >>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
     [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
@@ -228,8 +194,7 @@ def plan_shards(
 
 @dataclass(frozen=True)
 class Piece:
-    """Bytes ``[start, end)`` of ``path`` (a local path or a URL) of ``size`` bytes; its
-    reader moves both ends forward to a cut (``end == size``: to the end of the file)."""
+    """Bytes ``[start, end)`` of ``path`` of ``size`` bytes; its reader moves both to a cut."""
 
     path: str
     start: int

@@ -1,17 +1,11 @@
-"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), for
-every command that tokenizes, so ``-t model:ID`` and ``-m ID`` read the same catalog
-everywhere (the adapter registry knows tokenizer families only).
-
->>> [c.label for c in resolve_tokenizers(["cl100k_base"], ["gpt-4o"])]
-['cl100k_base', 'gpt-4o']
->>> resolve_tokenizers(["model:gpt-4o"])[0].spec
-'tiktoken:o200k_base'
-"""
+"""Which tokenizer for this spec, model and catalog: the one resolution (DESIGN §2), so
+``-t model:ID`` and ``-m ID`` read the same catalog in every command."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import count_backend
@@ -27,24 +21,14 @@ MODEL_PREFIX = "model:"
 
 
 def open_catalog(catalog: CatalogSource = None) -> Catalog:
-    """The catalog a ``catalog`` argument names: a YAML path, a loaded Catalog, or
-    None for ``$TOKCOST_CATALOG``, else the shipped models.yaml (loaded once per mtime)."""
+    """The catalog ``catalog`` names (None: ``$TOKCOST_CATALOG``, else the shipped one)."""
     from tokcost.catalog import Catalog, load_catalog
-
-    if isinstance(catalog, Catalog):
-        return catalog
-    return load_catalog(catalog)
+    return catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
 
 
 @dataclass(frozen=True)
 class TokenizerChoice:
-    """One resolved tokenizer: what to call it, which spec builds it, whether it is exact.
-
-    ``model`` is the catalog entry when the choice came from a model id (its context
-    window, chat overhead and prices then apply); ``written_spec`` is the spec as the
-    catalog wrote it (``{mistral_common}/...`` unexpanded), which keys baselines so
-    they match across machines.
-    """
+    """One resolved tokenizer (``written_spec``: as the catalog wrote it, for baselines)."""
 
     label: str
     spec: str
@@ -53,67 +37,41 @@ class TokenizerChoice:
     written_spec: str | None = None
 
     def load(self) -> Tokenizer:
-        """The tokenizer (built once per process); a catalog proxy is marked approximate."""
+        """The tokenizer (built once per process); a proxy is marked approximate."""
         tok = get_tokenizer(self.spec)
         if not self.exact and tok.exact:
             from tokcost.adapters.proxy import Approximate
-
             return Approximate(tok)
         return tok
 
     @property
     def backend(self) -> str:
-        """Which engine counts for this choice (``toktok-rs``, ``tiktoken``, ...; see
-        tokcost.adapters.fast_count); loads the tokenizer, once per process."""
         return count_backend(self.load())
 
 
-def model_choice(entry: ModelEntry, *, tokenizer: str | None = None) -> TokenizerChoice:
-    """The tokenizer a catalog entry names, or ``tokenizer`` in its place.
-
-    ``tokenizer`` overrides the catalog's spec (``-t`` with ``--chat``); the entry
-    still supplies window, chat overhead and prices.
-    """
-    if tokenizer is not None:
-        spec = check_spec(tokenizer, param="tokenizers")
-        return TokenizerChoice(entry.id, spec, True, entry, spec)
+def model_choice(entry: ModelEntry) -> TokenizerChoice:
+    """The tokenizer a catalog entry names."""
     if not entry.tokenizer_spec:
-        raise TokenizerNotFound(
-            f"model '{entry.id}' names no tokenizer in the catalog; pass "
-            f"{arg('tokenizers', 'SPEC')}",
-            param="tokenizers",
-        )
-    # The catalog's spec obeys the same rules as tokenizers=SPEC: judged as written
-    # (placeholders unexpanded), before expanding may ask for a package.
+        raise TokenizerNotFound(f"model '{entry.id}' names no tokenizer in the catalog; pass "
+                                f"{arg('tokenizers', 'SPEC')}", param="tokenizers")
+    # Judged as written, before expanding a placeholder may ask for a package.
     try:
         written = check_spec(entry.tokenizer_spec)
     except TokenizerNotFound as exc:
-        raise CatalogError(
-            f"model '{entry.id}' in the catalog: tokenizer: {exc} "
-            "(tokcost models validate FILE lists every problem of a catalog)"
-        ) from None
+        raise CatalogError(f"model '{entry.id}' in the catalog: tokenizer: {exc} (tokcost "
+                           "models validate FILE lists every problem of a catalog)") from None
     spec = normalize_spec(entry.tokenizer or written)
     return TokenizerChoice(entry.id, spec, entry.tokenizer_exact, entry, written)
 
 
-def resolve_tokenizers(
-    tokenizers: Sequence[str] = (),
-    models: Sequence[str] = (),
-    *,
-    catalog: CatalogSource = None,
-    default: str | None = DEFAULT_SPEC,
-    unique: bool = False,
-) -> list[TokenizerChoice]:
-    """Tokenizer specs and model ids -> choices: ``tokenizers`` in their order, then ``models``.
-
-    ``model:ID`` among ``tokenizers`` is the same as ``ID`` in ``models``: both go
-    through ``catalog``. With nothing given, ``default`` (None: an empty list).
-    ``unique`` refuses a label given twice (a comparison would show it twice).
-    """
+def resolve_tokenizers(tokenizers: Sequence[str] = (), models: Sequence[str] = (), *,
+                       catalog: CatalogSource = None, default: str | None = DEFAULT_SPEC,
+                       unique: bool = False) -> list[TokenizerChoice]:
+    """Specs (``model:ID`` is a model), then model ids -> choices; ``default`` for none."""
     choices: list[TokenizerChoice] = []
     cat: Catalog | None = None
     wanted = [(t, False) for t in tokenizers] + [(m, True) for m in models]
-    for text, is_model in wanted:
+    for text, is_model in wanted or ([(default, False)] if default is not None else []):
         if not is_model and text.startswith(MODEL_PREFIX):
             text, is_model = text[len(MODEL_PREFIX):], True
         if is_model:
@@ -123,21 +81,16 @@ def resolve_tokenizers(
         else:
             spec = check_spec(text, param="tokenizers")
             choices.append(TokenizerChoice(spec_label(spec), spec, True, None, spec))
-    if not choices and default is not None:
-        choices.append(TokenizerChoice(spec_label(default), default, True, None, default))
-    if unique:
-        labels = [c.label for c in choices]
-        dupes = sorted({x for x in labels if labels.count(x) > 1})
-        if dupes:
-            models_only = all(c.model is not None for c in choices if c.label in dupes)
-            what = "model" if models_only else "tokenizer"
-            raise UsageError(f"{what} given twice: {', '.join(dupes)}; pass each once",
-                             param="models" if models_only else "tokenizers")
+    dupes = sorted(label for label, n in Counter(c.label for c in choices).items() if n > 1)
+    if unique and dupes:
+        models_only = all(c.model is not None for c in choices if c.label in dupes)
+        what = "model" if models_only else "tokenizer"
+        raise UsageError(f"{what} given twice: {', '.join(dupes)}; pass each once",
+                         param="models" if models_only else "tokenizers")
     return choices
 
 
 def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
-    """spec -> tokenizer for every distinct spec (counting keys its columns by spec)."""
     toks: dict[str, Tokenizer] = {}
     for choice in choices:
         if choice.spec not in toks:
@@ -147,14 +100,8 @@ def load_tokenizers(choices: Sequence[TokenizerChoice]) -> dict[str, Tokenizer]:
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizerSelection:
-    """The part of a request that picks tokenizers: ``tokenizers`` (specs, also
-    ``model:ID``) and ``models`` (catalog ids: each model's own tokenizer), read through
-    ``catalog`` (a YAML path, a loaded Catalog, or None: ``$TOKCOST_CATALOG``, else the
-    shipped one). A bare string is one spec or id.
-
-    >>> [c.label for c in TokenizerSelection(tokenizers="cl100k_base", models=["gpt-4o"]).resolve()]
-    ['cl100k_base', 'gpt-4o']
-    """
+    """The part of a request that picks tokenizers: ``tokenizers`` (specs) and ``models``
+    (catalog ids) through ``catalog``; a bare string is one."""
 
     tokenizers: Sequence[str] = ()
     models: Sequence[str] = ()
@@ -167,9 +114,13 @@ class TokenizerSelection:
 
     def resolve(self, *, default: str | None = DEFAULT_SPEC,
                 unique: bool = False) -> list[TokenizerChoice]:
-        """See ``resolve_tokenizers``."""
         return resolve_tokenizers(self.tokenizers, self.models, catalog=self.catalog,
                                   default=default, unique=unique)
+
+    def columns(self) -> list[TokenizerChoice]:
+        """Plain specs, then ``model:ID`` specs, then models, each in the order given."""
+        ordered = sorted(self.tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
+        return replace(self, tokenizers=ordered).resolve(unique=True)
 
     def open_catalog(self) -> Catalog:
         return open_catalog(self.catalog)

@@ -1,10 +1,5 @@
-"""``bpe:PATH``: a tokcost-trained BPE model (or a ``.tiktoken`` rank file).
-
-The model runs on tiktoken's Rust core when that gives the reference encoder's ids: for
-the named patterns (a user regex may leave gaps, which HF keeps and tiktoken drops, or
-not compile there). One known difference: letters new in Unicode 17 are letters to the
-``regex`` package but not yet to tiktoken's Rust regex.
-"""
+"""``bpe:PATH``: a tokcost-trained BPE model (or ``.tiktoken`` file), on tiktoken's Rust core for
+the named patterns (Unicode 17's new letters are not yet letters to tiktoken's regex)."""
 
 from __future__ import annotations
 
@@ -28,25 +23,17 @@ def _tiktoken_encoding(model: BPEModel, name: str) -> tiktoken.Encoding | None:
         return None  # tiktoken needs special ids apart from mergeable ones
     try:
         import tiktoken
-
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=model.pattern,
-            mergeable_ranks=model.ranks,
-            special_tokens=model.special_tokens,
-        )
+        return tiktoken.Encoding(name=name, pat_str=model.pattern, mergeable_ranks=model.ranks,
+                                 special_tokens=model.special_tokens)
     except Exception:  # a pattern tiktoken cannot compile, an old tiktoken: use Python
         return None
 
 
 class BPETokenizer:
-    """A ``BPEModel`` behind the tokcost ``Tokenizer`` protocol."""
-
     exact = True
 
     def __init__(self, model: BPEModel, name: str, *, use_tiktoken: bool = True) -> None:
-        self.model = model
-        self.name = name
+        self.model, self.name = model, name
         self.reference = Encoder(model)
         self.encoding = _tiktoken_encoding(model, name) if use_tiktoken else None
         self.releases_gil = self.encoding is not None
@@ -57,18 +44,7 @@ class BPETokenizer:
     def vocab_size(self) -> int:
         return self.model.vocab_size
 
-    def _check_special(self, text: str) -> None:
-        found = self.reference.find_special(text)
-        if found is not None:
-            raise DisallowedSpecial(
-                f"{self.name}: text contains the special token {found!r}; pass "
-                f"{arg('allow_special', True)} to encode it as one token",
-                param="allow_special",
-            )
-
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids of ``text``. As for every tokcost tokenizer, special-token text is plain
-        text unless ``allow_special``: counting and showing tokens never stop on user data."""
         if self.encoding is None:
             if allow_special:
                 return self.reference.encode(text, allow_special=True)
@@ -78,13 +54,15 @@ class BPETokenizer:
         return self.encoding.encode_ordinary(text)
 
     def encode_strict(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """tiktoken's rule (``encode_bpe``): special-token text raises unless allowed."""
-        if not allow_special:
-            self._check_special(text)
+        """tiktoken's rule: special-token text raises unless allowed."""
+        found = None if allow_special else self.reference.find_special(text)
+        if found is not None:
+            raise DisallowedSpecial(f"{self.name}: text contains the special token {found!r}; "
+                                    f"pass {arg('allow_special', True)} to encode it as one token",
+                                    param="allow_special")
         return self.encode(text, allow_special=allow_special)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
-        """Special-token text counts as plain text unless ``allow_special``."""
         if self.encoding is None:
             return self.reference.count(text, allow_special=allow_special)
         if allow_special:
@@ -105,9 +83,7 @@ class BPETokenizer:
 
 
 def load(arg: str) -> BPETokenizer:
-    """``bpe:PATH`` -> tokenizer (``PATH`` is a tokcost model or a ``.tiktoken`` file)."""
-    model = load_any(arg)
-    return BPETokenizer(model, f"bpe:{arg}")
+    return BPETokenizer(load_any(arg), f"bpe:{arg}")
 
 
 __all__ = ["BPETokenizer", "InvalidTokenId", "load"]

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.adapters.base import special_tokens_by_id
-from tokcost.errors import TokcostError, TokenizerDataError, UsageError
+from tokcost.adapters.base import check_ids, special_tokens_by_id
+from tokcost.errors import TokenizerDataError, UsageError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
@@ -22,9 +22,7 @@ class HFTokenizerAdapter:
     count_backend = "tokenizers"
 
     def __init__(self, name: str, tokenizer: HFTokenizer, *, exact: bool = True) -> None:
-        self.name = name
-        self.tokenizer = tokenizer
-        self.exact = exact
+        self.name, self.tokenizer, self.exact = name, tokenizer, exact
 
     @property
     def vocab_size(self) -> int:
@@ -34,9 +32,7 @@ class HFTokenizerAdapter:
         return self._encode(text, allow_special=allow_special, post_process=False)
 
     def encode_as_input(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """``encode`` plus what the tokenizer's post-processor adds (Llama's and Gemma's
-        BOS): a model's prompt as transformers' ``tokenizer(text)`` gives it. Counts leave
-        them out; a model run without its BOS sees text it was never trained on."""
+        """``encode`` plus the post-processor's BOS: a model's prompt, as transformers gives it."""
         return self._encode(text, allow_special=allow_special, post_process=True)
 
     def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
@@ -48,16 +44,11 @@ class HFTokenizerAdapter:
         return len(self.encode(text, allow_special=allow_special))
 
     def decode(self, ids: Sequence[int]) -> str:
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise TokcostError(
-                f"{self.name}: invalid token id {bad[0]}; ids run 0..{self.vocab_size - 1}"
-            )
+        check_ids(self.name, ids, self.vocab_size)
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
-        # Decode one id at a time: byte-level vocabularies store pieces as mapped
-        # characters, and decode() undoes that mapping.
+        # One id at a time: decode() undoes the byte-level vocabularies' character mapping.
         return [self.decode([i]).encode("utf-8") for i in ids]
 
     def special_tokens(self) -> dict[str, int]:
@@ -69,7 +60,6 @@ class HFTokenizerAdapter:
         import json
 
         from tokcost.adapters.openai_encodings import PATTERNS
-
         def find(node: object) -> str | None:
             if isinstance(node, list):
                 return next((p for p in map(find, node) if p), None)
@@ -86,9 +76,7 @@ class HFTokenizerAdapter:
 
 
 def load(arg: str) -> HFTokenizerAdapter:
-    """Constructor for the ``hf:`` family (see tokcost.adapters.registry)."""
     from tokenizers import Tokenizer
-
     path = Path(arg).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -98,53 +86,38 @@ def load(arg: str) -> HFTokenizerAdapter:
         try:
             return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(str(path)))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
-            raise TokenizerDataError(
-                f"{path} is not a valid Hugging Face tokenizer.json ({str(exc)[:120]})"
-            ) from exc
+            raise TokenizerDataError(f"{path} is not a valid Hugging Face tokenizer.json "
+                                     f"({str(exc)[:120]})") from exc
     return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(_hub_file(arg)))
 
 
-_OFFLINE_FIX = (
-    "on a connected machine save the repo's tokenizer.json and pass hf:PATH/tokenizer.json"
-)
+_OFFLINE_FIX = ("on a connected machine save the repo's tokenizer.json and pass "
+                "hf:PATH/tokenizer.json")
 
 
 def _hub_file(repo: str) -> str:
-    """tokenizer.json of a hub repo: from the local Hugging Face cache, else downloaded.
-
-    Offline first: the cache is tried before any network, and an unreachable hub
-    fails in seconds instead of huggingface_hub's minute of retries.
-    """
+    """tokenizer.json of a hub repo: from the local cache, else downloaded (fast to fail)."""
     import socket
     from urllib.parse import urlparse
 
     from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
-
     cached = try_to_load_from_cache(repo, "tokenizer.json")
     if isinstance(cached, str):
         return cached
     offline_env = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     if constants.HF_HUB_OFFLINE or offline_env:
-        raise TokenizerDataError(
-            f"hf:{repo} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
-            + _OFFLINE_FIX
-        )
+        raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and "
+                                 f"HF_HUB_OFFLINE is set; {_OFFLINE_FIX}")
     host = urlparse(constants.ENDPOINT).hostname or ""
     try:
         socket.create_connection((host, 443), timeout=3).close()
     except OSError:
-        raise TokenizerDataError(
-            f"hf:{repo} is not in the local Hugging Face cache and the hub is unreachable; "
-            + _OFFLINE_FIX
-        ) from None
+        raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and the "
+                                 f"hub is unreachable; {_OFFLINE_FIX}") from None
     try:
         return str(hf_hub_download(repo, "tokenizer.json"))
     except Exception as exc:  # gated, missing repo, no tokenizer.json, HTTP errors
         name = type(exc).__name__
-        hint = (
-            "it is gated: accept its licence on the hub, then log in (hf auth login) or set "
-            "HF_TOKEN"
-            if "Gated" in name
-            else f"{name}: {str(exc).splitlines()[0][:120]}"
-        )
+        hint = ("it is gated: accept its licence on the hub, then log in (hf auth login) or "
+                "set HF_TOKEN" if "Gated" in name else f"{name}: {str(exc).splitlines()[0][:120]}")
         raise TokenizerDataError(f"cannot download hf:{repo} tokenizer.json ({hint})") from exc

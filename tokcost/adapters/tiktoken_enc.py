@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.adapters.base import special_tokens_by_id
-from tokcost.adapters.fast_count import SMALL_RUN_CHARS, Counter, fast_counter
+from tokcost.adapters.fast_count import SMALL_RUN_CHARS, ToktokCounter, fast_counter
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
@@ -25,53 +25,34 @@ from tokcost.errors import TokcostError, TokenizerDataError, TokenizerNotFound, 
 if TYPE_CHECKING:
     import tiktoken
 
-# Patterns whose pre-tokenization never joins text across the split points that
-# tokcost.counting uses, so their counts can be streamed chunk by chunk.
+# Patterns whose pieces never span tokcost.counting's cuts: counts stream chunk by chunk.
 _STREAMABLE_PATTERNS = frozenset(PATTERNS.values())
 
 _build_lock = threading.Lock()  # counting threads may ask for a lazy encoding at once
 
 
 class TiktokenTokenizer:
-    """A ``tiktoken.Encoding`` behind the tokcost protocol; given as a function, it is
-    built on first use, so a count served by the fast ``counter`` never loads tiktoken's
-    ranks. ``plan_run`` hears a run's size before it counts (a small run is tiktoken's:
-    fast_count.SMALL_RUN_CHARS); ``count_backend`` names the latest run's backend."""
+    """A ``tiktoken.Encoding`` (or a function building it on first use) behind the protocol."""
 
     releases_gil = True
 
-    def __init__(
-        self,
-        name: str,
-        encoding: tiktoken.Encoding | Callable[[], tiktoken.Encoding],
-        *,
-        exact: bool = True,
-        pattern: str | None = None,
-        counter: Counter | None = None,
-    ) -> None:
-        self.name = name
-        self.exact = exact
-        if callable(encoding):
-            self._encoding: tiktoken.Encoding | None = None
-            self._build: Callable[[], tiktoken.Encoding] | None = encoding
-        else:
-            self._encoding, self._build = encoding, None
-        if pattern is None:
-            pattern = str(self.encoding._pat_str)
-        self._pattern = pattern
-        self.streamable = pattern in _STREAMABLE_PATTERNS
+    def __init__(self, name: str, encoding: tiktoken.Encoding | Callable[[], tiktoken.Encoding],
+                 *, exact: bool = True, pattern: str | None = None,
+                 counter: ToktokCounter | None = None) -> None:
+        self.name, self.exact = name, exact
+        self._build = encoding if callable(encoding) else None
+        self._encoding = None if callable(encoding) else encoding
+        self._pattern = str(self.encoding._pat_str) if pattern is None else pattern
+        self.streamable = self._pattern in _STREAMABLE_PATTERNS
         self.counter = counter
         self._fast = counter is not None  # counts go to ``counter`` (this run)
 
     @property
     def count_backend(self) -> str:
-        """Which backend counts (the latest run's, after ``plan_run``)."""
         return self.counter.name if self._fast and self.counter is not None else "tiktoken"
 
     def plan_run(self, chars: int | None) -> None:
-        """A count run of ``chars`` characters in all is about to start (None: more than
-        SMALL_RUN_CHARS, or not known yet). A small one is counted by tiktoken, unless
-        the fast encoder is built already or was asked for by name; else the fast one."""
+        """A run of ``chars`` (None: large or unknown) starts: a small one is tiktoken's."""
         counter = self.counter
         if counter is None:
             return
@@ -92,8 +73,7 @@ class TiktokenTokenizer:
         return int(self.encoding.n_vocab)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        # Special-token text in user data is plain text unless asked otherwise:
-        # a count must never crash on a file that mentions <|endoftext|>.
+        # Special-token text is plain text unless asked: a count never fails on user data.
         if allow_special:
             return self.encoding.encode(text, allowed_special="all")
         return self.encoding.encode_ordinary(text)
@@ -103,11 +83,8 @@ class TiktokenTokenizer:
             return self.counter.count(text, allow_special)
         return len(self.encode(text, allow_special=allow_special))
 
-    def count_many(
-        self, texts: Sequence[str], *, allow_special: bool = False, threads: int = 1
-    ) -> list[int]:
-        """``[count(t) for t in texts]``, on the fast backend's own ``threads`` when it
-        counts (one call for many small files costs one hand-off, not one per file)."""
+    def count_many(self, texts: Sequence[str], *, allow_special: bool = False,
+                   threads: int = 1) -> list[int]:
         if self._fast and self.counter is not None:
             return self.counter.count_many(texts, allow_special, threads)
         return [self.count(t, allow_special=allow_special) for t in texts]
@@ -116,10 +93,8 @@ class TiktokenTokenizer:
         try:
             return self.encoding.decode(list(ids))
         except (KeyError, ValueError, OverflowError) as exc:
-            raise TokcostError(
-                f"{self.name}: invalid token id among {list(ids)[:8]}; "
-                f"ids run 0..{self.vocab_size - 1}"
-            ) from exc
+            raise TokcostError(f"{self.name}: invalid token id among {list(ids)[:8]}; "
+                               f"ids run 0..{self.vocab_size - 1}") from exc
 
     def token_bytes(self, ids: Sequence[int]) -> list[bytes]:
         try:
@@ -129,26 +104,18 @@ class TiktokenTokenizer:
 
     def special_tokens(self) -> dict[str, int]:
         enc = self.encoding
-        return special_tokens_by_id((s, enc.encode_single_token(s))
-                                    for s in enc.special_tokens_set)
+        return special_tokens_by_id((s, enc.encode_single_token(s)) for s in enc.special_tokens_set)
 
     def pattern(self) -> str | None:
         return self._pattern
 
 
-def _encoding_from_ranks(
-    name: str, ranks: dict[bytes, int], pattern: str, specials: dict[str, int], n_vocab: int | None
-) -> tiktoken.Encoding:
+def _encoding_from_ranks(name: str, ranks: dict[bytes, int], pattern: str,
+                         specials: dict[str, int], n_vocab: int | None) -> tiktoken.Encoding:
     import tiktoken
-
     try:
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=pattern,
-            mergeable_ranks=ranks,
-            special_tokens=specials,
-            explicit_n_vocab=n_vocab,
-        )
+        return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
+                                 special_tokens=specials, explicit_n_vocab=n_vocab)
     except (ValueError, AssertionError) as exc:
         raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {exc}") from exc
 
@@ -157,27 +124,18 @@ def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
     """The encoding from a verified local rank file, else from tiktoken (which may download)."""
     ranks = find_verified_ranks(enc)
     if ranks is not None:
-        return _encoding_from_ranks(
-            enc.name, ranks, enc.pattern, enc.special_tokens, enc.explicit_n_vocab
-        )
+        return _encoding_from_ranks(enc.name, ranks, enc.pattern, enc.special_tokens,
+                                    enc.explicit_n_vocab)
     import tiktoken
-
     try:
         return tiktoken.get_encoding(enc.name)
     except Exception as exc:  # tiktoken raises requests/urllib errors when offline
-        raise TokenizerDataError(
-            f"tiktoken:{enc.name} needs its rank file and none is on this machine "
-            f"({type(exc).__name__}); {offline_hint(enc)}"
-        ) from exc
+        raise TokenizerDataError(f"tiktoken:{enc.name} needs its rank file and none is on this "
+                                 f"machine ({type(exc).__name__}); {offline_hint(enc)}") from exc
 
 
 def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int | None]:
-    """Pattern and special tokens for a local rank file.
-
-    In order: a tokcost metadata file beside it (``PATH.json`` with ``pattern``
-    and ``special_tokens``, as ``tokcost bpe export`` writes), then a known
-    OpenAI file recognised by its sha256.
-    """
+    """Pattern and specials of a rank file: from ``PATH.json`` beside it, else by sha256."""
     meta = path.with_name(path.name + ".json")
     if meta.is_file():
         try:
@@ -185,19 +143,15 @@ def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int
             pattern = PATTERNS.get(info["pattern"], info["pattern"])
             specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenizerDataError(
-                f"{meta}: expected JSON with a 'pattern' (gpt2, cl100k, o200k or a regex) "
-                f"and optional 'special_tokens'"
-            ) from exc
+            raise TokenizerDataError(f"{meta}: expected JSON with a 'pattern' (gpt2, cl100k, "
+                                     "o200k or a regex) and optional 'special_tokens'") from exc
         return pattern, specials, None
     digest = hashlib.sha256(data).hexdigest()
-    for enc in ENCODINGS.values():
-        if enc.sha256 == digest:
-            return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
-    raise TokenizerDataError(
-        f"{path}: no pre-tokenization pattern known for this rank file; write {meta.name} "
-        f'beside it with {{"pattern": "o200k"}} (or cl100k, gpt2, or a regex)'
-    )
+    for enc in (e for e in ENCODINGS.values() if e.sha256 == digest):
+        return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
+    raise TokenizerDataError(f"{path}: no pre-tokenization pattern known for this rank file; "
+                             f'write {meta.name} beside it with {{"pattern": "o200k"}} (or '
+                             "cl100k, gpt2, or a regex)")
 
 
 def load_file(path_str: str) -> TiktokenTokenizer:
@@ -213,30 +167,30 @@ def load_file(path_str: str) -> TiktokenTokenizer:
     return TiktokenTokenizer(f"tiktoken:{path}", encoding)
 
 
+def is_rank_file(arg: str) -> bool:
+    """Whether ``tiktoken:ARG`` names a file rather than an encoding."""
+    return arg.endswith((".tiktoken", ".tiktoken.gz")) or "/" in arg or Path(arg).exists()
+
+
 def load(arg: str) -> TiktokenTokenizer:
-    """Constructor for the ``tiktoken:`` family (see tokcost.adapters.registry)."""
     if arg in ENCODINGS:
         enc = ENCODINGS[arg]
         counter = fast_counter(arg)
         if counter is None:
             return TiktokenTokenizer(f"tiktoken:{arg}", load_named(enc))
-        # Counting never needs tiktoken here: build its encoding only when ids are asked for.
+        # Counting never needs tiktoken here: its encoding is built when ids are asked for.
         return TiktokenTokenizer(f"tiktoken:{arg}", lambda: load_named(enc),
                                  pattern=enc.pattern, counter=counter)
     if arg == "gpt2":
         # gpt2 ships as vocab.bpe + encoder.json; its ranks equal r50k_base's.
         import tiktoken
-
         try:
             return TiktokenTokenizer("tiktoken:gpt2", tiktoken.get_encoding("gpt2"))
         except Exception as exc:
-            raise TokenizerDataError(
-                "tiktoken:gpt2 needs its files from the network; offline, use tiktoken:r50k_base "
-                f"(the same ranks) with its rank file: {offline_hint(ENCODINGS['r50k_base'])}"
-            ) from exc
-    if arg.endswith((".tiktoken", ".tiktoken.gz")) or "/" in arg or Path(arg).exists():
+            raise TokenizerDataError("tiktoken:gpt2 needs its files from the network; offline, use "
+                                     "tiktoken:r50k_base (the same ranks) with its rank file: "
+                                     f"{offline_hint(ENCODINGS['r50k_base'])}") from exc
+    if is_rank_file(arg):
         return load_file(arg)
-    raise TokenizerNotFound(
-        f"unknown tiktoken encoding '{arg}'; known: {', '.join([*ENCODINGS, 'gpt2'])} "
-        "or tiktoken:PATH.tiktoken"
-    )
+    raise TokenizerNotFound(f"unknown tiktoken encoding '{arg}'; known: "
+                            f"{', '.join([*ENCODINGS, 'gpt2'])} or tiktoken:PATH.tiktoken")

@@ -1,57 +1,29 @@
-"""``tokcost count`` as library calls: tokens in files, folders and stdin, in a chat
-request, and the tokens themselves. Each takes one request; a path (or a list of them)
-will do, as in ``tokcost.count("README.md")``.
-
->>> import io, tokcost
->>> request = tokcost.TokenizeRequest.of(paths="-", stdin=io.BytesIO(b"hello world"))
->>> tokcost.tokenize(request).files[0].ids
-(24912, 2375)
-"""
+"""``tokcost count`` as library calls: tokens in files, folders and stdin, in a chat request,
+and the tokens themselves; each takes one request, or paths (``tokcost.count("README.md")``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
+from tokcost import counting
+from tokcost.adapters.base import Tokenizer
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
-from tokcost.counting import (
-    STDIN_NAME,
-    FileCount,
-    Inputs,
-    InputText,
-    LeftOut,
-    ProgressFn,
-    Skipped,
-    count_paths,
-    input_warnings,
-    load_input,
-    walk,
-)
+from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
 from tokcost.counting.skips import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
 from tokcost.runner import RunConfig
-from tokcost.tokenizers import (
-    MODEL_PREFIX,
-    TokenizerChoice,
-    TokenizerSelection,
-    load_tokenizers,
-    model_choice,
-)
+from tokcost.tokenizers import TokenizerChoice, TokenizerSelection, load_tokenizers, model_choice
 from tokcost.units import parse_count
 
-if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
+__all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize"]
 
-__all__ = [
-    "ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize",
-]
-
-#: The model whose chat template ``count_chat`` applies when none is named.
-DEFAULT_CHAT_MODEL = "gpt-4o"
+DEFAULT_CHAT_MODEL = "gpt-4o"  # whose chat template ``count_chat`` applies when none is named
+Paths = Inputs | str | Path | Sequence[str | Path]
 
 
 def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
@@ -59,30 +31,18 @@ def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
             "model": choice.model.id if choice.model else None}
 
 
-def _choices(selection: TokenizerSelection) -> list[TokenizerChoice]:
-    # Columns: plain specs first, then model:ID specs, then models, each in the order
-    # given (as count has always shown them; model:ID is the same as a model id).
-    ordered = sorted(selection.tokenizers, key=lambda t: t.startswith(MODEL_PREFIX))
-    return replace(selection, tokenizers=ordered).resolve(unique=True)
-
-
-def _paths(given: object) -> Inputs:
-    """What a use case reads when given paths in place of a request."""
+def _inputs(given: Paths) -> Inputs:
     return given if isinstance(given, Inputs) else Inputs(paths=given)  # type: ignore[arg-type]
 
 
 class _ManyInputs:
-    """What a result over many inputs says about them: the skips, invalid UTF-8, and
-    why nothing was found (``left_out``, where the result has one)."""
-
     files: tuple[Any, ...]
     skipped: tuple[Skipped, ...]
     NOTHING: ClassVar[str] = "nothing to count"
 
     @property
     def unreadable(self) -> str | None:
-        """The one error line when an input could not be read (the result is short by it:
-        exit code 1 once the rest is shown), else None."""
+        """The one error line when an input could not be read (exit 1 after the output)."""
         return unreadable_message(self.skipped)
 
     @property
@@ -91,12 +51,8 @@ class _ManyInputs:
 
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
-        """The warnings: one per input skipped, but several binary files (or paths to
-        files counted already) summed up in one line ending ``; {hint}`` unless
-        ``verbose``; invalid UTF-8 replaced; nothing found and why (``LeftOut.note``,
-        its API words mapped by ``names``)."""
-        notes = count_warnings(self.skipped,
-                               ((f.path, f.invalid_utf8_bytes) for f in self.files),
+        """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
+        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
                                verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
         if left_out is not None and not self.files and not self.skipped:
@@ -104,20 +60,14 @@ class _ManyInputs:
         return notes
 
     def raise_for_empty(self) -> None:
-        """Raise InputError when every input was skipped (the reasons are ``warnings``);
-        no input at all (``no files matched``) is not an error."""
+        """Raise InputError when every input was skipped (no input at all is no error)."""
         if not self.files and self.skipped:
             raise InputError(f"{self.NOTHING}: every input was skipped ({len(self.skipped)}, "
                              "reasons above)")
 
 
-# --- count ------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class WindowShare:
-    """A model's share of its context window taken by the total."""
-
     id: str
     tokenizer: str
     exact: bool
@@ -126,26 +76,19 @@ class WindowShare:
 
     @property
     def context_share(self) -> float | None:
-        """``tokens / context_window``, rounded to 6 places (None without a window)."""
         return round(self.tokens / self.context_window, 6) if self.context_window else None
 
     @property
     def fits(self) -> bool:
-        share = self.context_share
-        return share is None or share <= 1
+        return self.context_share is None or self.context_share <= 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "tokenizer": self.tokenizer, "exact": self.exact,
-            "tokens": self.tokens, "context_window": self.context_window,
-            "context_share": self.context_share,
-        }
+        return {**asdict(self), "context_share": self.context_share}
 
 
 @dataclass(frozen=True)
 class CountResult(_ManyInputs):
-    """Per-file counts (in input order) for each tokenizer, and what was skipped;
-    ``files[i].tokens`` is keyed by tokenizer spec (``tokenizers[j].spec``)."""
+    """Per-file counts (in input order), ``tokens`` keyed by spec, and what was skipped."""
 
     tokenizers: tuple[TokenizerChoice, ...]
     files: tuple[FileCount, ...]
@@ -161,45 +104,34 @@ class CountResult(_ManyInputs):
         return sum(f.chars for f in self.files)
 
     def total_tokens(self, tokenizer: TokenizerChoice | None = None) -> int:
-        """Tokens over all files for ``tokenizer`` (default: the first one)."""
         spec = (tokenizer or self.tokenizers[0]).spec
         return sum(f.tokens[spec] for f in self.files)
 
     @property
     def windows(self) -> tuple[WindowShare, ...]:
-        """One per tokenizer that came from a model, in column order."""
-        return tuple(
-            WindowShare(c.label, c.spec, c.exact, self.total_tokens(c), c.model.context_window)
-            for c in self.tokenizers if c.model is not None
-        )
+        return tuple(WindowShare(c.label, c.spec, c.exact, self.total_tokens(c),
+                                 c.model.context_window)
+                     for c in self.tokenizers if c.model is not None)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {
-            # backend: which engine counted (toktok-rs or tiktoken; the counts are equal)
             "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
-            "files": [
-                {"path": f.path, "bytes": f.bytes, "chars": f.chars,
-                 "tokens": {c.label: f.tokens[c.spec] for c in cols},
-                 "invalid_utf8_bytes": f.invalid_utf8_bytes}
-                for f in self.files
-            ],
-            "total": {
-                "files": len(self.files), "bytes": self.total_bytes, "chars": self.total_chars,
-                "tokens": {c.label: self.total_tokens(c) for c in cols},
-            },
+            "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
+                       "tokens": {c.label: f.tokens[c.spec] for c in cols},
+                       "invalid_utf8_bytes": f.invalid_utf8_bytes} for f in self.files],
+            "total": {"files": len(self.files), "bytes": self.total_bytes,
+                      "chars": self.total_chars,
+                      "tokens": {c.label: self.total_tokens(c) for c in cols}},
             "models": [w.to_dict() for w in self.windows],
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "skipped": [asdict(s) for s in self.skipped],
         }
 
 
 @dataclass(frozen=True, kw_only=True)
 class CountRequest(Parts):
-    """Count the files under ``inputs`` with every tokenizer of ``tokenizers`` (default
-    o200k_base), on ``run``. A file named twice (directly, through a folder, a symlink or
-    a hard link) is counted once, as ``du`` counts it; a FIFO, socket or device inside a
-    folder is skipped with the reason (named directly, a FIFO is read)."""
+    """Count the files under ``inputs`` with every tokenizer (default o200k_base), on ``run``."""
 
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
@@ -212,10 +144,8 @@ class CountRequest(Parts):
                              param="paths")
 
 
-def count(request: CountRequest | Inputs | str | Path | Sequence[str | Path], *,
-          progress: ProgressFn | None = None) -> CountResult:
-    """Count as ``request`` asks (paths alone: with o200k_base, here).
-    ``progress(stage, done, total)``: see ``tokcost.counting.count_paths``.
+def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) -> CountResult:
+    """Count as ``request`` asks (``progress``: see ``tokcost.counting.count_paths``).
 
     >>> import io, tokcost
     >>> r = tokcost.count(tokcost.CountRequest.of(paths="-", stdin=io.BytesIO(b"hello world"),
@@ -224,21 +154,16 @@ def count(request: CountRequest | Inputs | str | Path | Sequence[str | Path], *,
     (2, {'cl100k_base': 2})
     """
     if not isinstance(request, CountRequest):
-        request = CountRequest(inputs=_paths(request))
-    choices = _choices(request.tokenizers)
-    report = count_paths(request.inputs, load_tokenizers(choices), run=request.run,
-                         allow_special=request.allow_special, progress=progress, unique=True)
-    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped),
-                       report.left_out)
-
-
-# --- count a chat -----------------------------------------------------------------------
+        request = CountRequest(inputs=_inputs(request))
+    choices = request.tokenizers.columns()
+    report = counting.count_paths(request.inputs, load_tokenizers(choices), run=request.run,
+                                  allow_special=request.allow_special, progress=progress,
+                                  unique=True)
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out)
 
 
 @dataclass(frozen=True)
 class ChatModelCount:
-    """A chat request's tokens under one model's template and tokenizer."""
-
     id: str
     tokenizer: str
     exact: bool
@@ -251,29 +176,24 @@ class ChatModelCount:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.counted
-        return {
-            "id": self.id, "tokenizer": self.tokenizer, "exact": self.exact,
-            "messages": c.messages, "content_tokens": c.content_tokens,
-            "overhead_tokens": c.overhead_tokens, "total": c.total,
-            "context_window": self.context_window,
-        }
+        return {"id": self.id, "tokenizer": self.tokenizer, "exact": self.exact,
+                "messages": c.messages, "content_tokens": c.content_tokens,
+                "overhead_tokens": c.overhead_tokens, "total": c.total,
+                "context_window": self.context_window}
 
 
 @dataclass(frozen=True)
 class ChatResult:
-    """A chat request counted for each model, in the order asked."""
-
     chat: str  # the file, or <stdin>
     models: tuple[ChatModelCount, ...]
     invalid_utf8_bytes: int = 0
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        notes = list(input_warnings((), [(self.chat, self.invalid_utf8_bytes)]))
         skipped = self.models[0].counted.skipped_parts if self.models else 0
-        if skipped:
-            notes.append(f"{skipped} non-text parts (images, audio, tool calls) not counted")
-        return tuple(notes)
+        parts = f"{skipped} non-text parts (images, audio, tool calls) not counted"
+        return (*counting.input_warnings((), [(self.chat, self.invalid_utf8_bytes)]),
+                *((parts,) if skipped else ()))
 
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --chat --json`` document."""
@@ -283,11 +203,7 @@ class ChatResult:
 
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest(Parts):
-    """Count the OpenAI-style JSON message list in the file ``chat`` (``-``: ``stdin``,
-    default the process's standard input) for each of ``tokenizers.models`` (default
-    gpt-4o), with its per-message overhead from the catalog; the first of
-    ``tokenizers.tokenizers`` replaces each model's own tokenizer (the model still
-    supplies overhead and window)."""
+    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o)."""
 
     chat: str | Path
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
@@ -295,7 +211,6 @@ class ChatRequest(Parts):
 
 
 def count_chat(request: ChatRequest | str | Path) -> ChatResult:
-    """A chat request's tokens under each model's template (see ``ChatRequest``)."""
     if not isinstance(request, ChatRequest):
         request = ChatRequest(chat=request)
     messages, read = load_messages(str(request.chat), stdin=request.stdin)
@@ -311,54 +226,39 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
                              "choose a model that has one (tokcost models show ID)")
         choice = (replace(override[0], label=entry.id, model=entry) if override
                   else model_choice(entry))
-        tok = load_tokenizers([choice])[choice.spec]
-        counted = count_messages(messages, tok, per_message=entry.chat.per_message,
-                                 per_name=entry.chat.per_name,
-                                 reply_priming=entry.chat.reply_priming)
+        counted = count_messages(messages, choice.load(), entry.chat)
         rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
                                    entry.context_window))
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)
 
 
-# --- the tokens themselves --------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TokenizeResult:
-    """One input's token ids, each token's text, and the text they make up.
-
-    With ``max_tokens``, ``ids`` and ``pieces`` are the first ones and ``text`` is
-    the whole characters they decode to (a character the cut splits is left out);
-    ``input_tokens`` always counts the whole input.
-    """
+    """One input's token ids, their texts and the text (cut to ``max_tokens``, whole characters)."""
 
     tokenizer: TokenizerChoice
     ids: tuple[int, ...]
     pieces: tuple[str, ...]  # each token's bytes as text (a split character: \\x escapes)
     text: str
-    path: str = STDIN_NAME  # the file as given, or <stdin>
+    path: str = counting.STDIN_NAME  # the file as given, or <stdin>
     input_tokens: int = 0
     max_tokens: int | None = None
     invalid_utf8_bytes: int = 0
 
     @property
     def truncated(self) -> bool:
-        """Whether ``max_tokens`` cut the input short."""
         return self.input_tokens > len(self.ids)
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes)])
 
     def to_dict(self) -> dict[str, Any]:
-        """One input's document in ``tokcost count --tokens|--truncate N --json``."""
-        return {
-            "path": self.path, "tokenizer": _choice_dict(self.tokenizer),
-            "count": len(self.ids), "input_tokens": self.input_tokens,
-            "max_tokens": self.max_tokens, "truncated": self.truncated,
-            "ids": list(self.ids), "pieces": list(self.pieces), "text": self.text,
-            "invalid_utf8_bytes": self.invalid_utf8_bytes,
-        }
+        return {"path": self.path, "tokenizer": _choice_dict(self.tokenizer),
+                "count": len(self.ids), "input_tokens": self.input_tokens,
+                "max_tokens": self.max_tokens, "truncated": self.truncated,
+                "ids": list(self.ids), "pieces": list(self.pieces), "text": self.text,
+                "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
 _SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
@@ -366,8 +266,6 @@ _SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not 
 
 @dataclass(frozen=True)
 class TokensResult(_ManyInputs):
-    """The tokens of each input (in input order) under one tokenizer, and what was skipped."""
-
     tokenizer: TokenizerChoice
     files: tuple[TokenizeResult, ...]
     skipped: tuple[Skipped, ...] = ()
@@ -375,15 +273,11 @@ class TokensResult(_ManyInputs):
     NOTHING: ClassVar[str] = "no text to show"
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost count --tokens --json`` (and ``--truncate N --json``) document:
-        the tokenizer and max_tokens once, then each file's ``TokenizeResult.to_dict()``."""
-        return {
-            "tokenizer": _choice_dict(self.tokenizer),
-            "max_tokens": self.max_tokens,
-            "files": [{k: v for k, v in f.to_dict().items() if k not in _SHARED}
-                      for f in self.files],
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
-        }
+        """The ``tokcost count --tokens --json`` (and ``--truncate N``) document."""
+        return {"tokenizer": _choice_dict(self.tokenizer), "max_tokens": self.max_tokens,
+                "files": [{k: v for k, v in f.to_dict().items() if k not in _SHARED}
+                          for f in self.files],
+                "skipped": [asdict(s) for s in self.skipped]}
 
 
 def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
@@ -394,8 +288,7 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
     if max_tokens is not None and total > max_tokens:
         ids = ids[:max_tokens]
         text = tok.decode(ids)
-        # A character split across tokens (byte-level BPE spends 2-4 on a rare one) decodes,
-        # cut, to U+FFFD: drop what the input does not have there, keep whole characters.
+        # A character split by the cut decodes to U+FFFD: keep whole characters only.
         while text.endswith("\ufffd") and not read.text.startswith(text):
             text = text[:-1]
     pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
@@ -405,9 +298,7 @@ def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizeRequest(Parts):
-    """The tokens of the inputs under one tokenizer (default o200k_base; several are
-    refused: two tokenizers' tokens are two documents); with ``max_tokens`` (a count:
-    ``"8k"`` will do), only the first ones, and the text cut to them."""
+    """The tokens of the inputs under one tokenizer; ``max_tokens``: only the first ones."""
 
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
@@ -416,35 +307,20 @@ class TokenizeRequest(Parts):
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None:
-            object.__setattr__(self, "max_tokens",
-                               parse_count(self.max_tokens, param="max_tokens"))
+            object.__setattr__(self, "max_tokens", parse_count(self.max_tokens, param="max_tokens"))
         if not self.inputs.paths:
             raise UsageError("nothing to show: give files or folders, or '-' to read stdin",
                              param="paths")
         given = [*self.tokenizers.tokenizers, *self.tokenizers.models]
         if len(given) > 1:
-            raise UsageError(
-                f"tokens are shown for one tokenizer at a time, got {len(given)} "
-                f"({', '.join(given)}); give one of {arg('tokenizers')} or {arg('models')}, "
-                "and call once per tokenizer", param="tokenizers", related=("models",))
-
-    def load(self) -> tuple[TokenizerChoice, Tokenizer]:
-        choice = _choices(self.tokenizers)[0]
-        return choice, load_tokenizers([choice])[choice.spec]
+            raise UsageError(f"tokens are shown for one tokenizer at a time, got {len(given)} "
+                             f"({', '.join(given)}); give one of {arg('tokenizers')} or "
+                             f"{arg('models')}, and call once per tokenizer",
+                             param="tokenizers", related=("models",))
 
 
-def _request(request: TokenizeRequest | Inputs | str | Path | Sequence[str | Path]
-             ) -> TokenizeRequest:
-    return request if isinstance(request, TokenizeRequest) else TokenizeRequest(
-        inputs=_paths(request))
-
-
-def tokenize(
-    request: TokenizeRequest | Inputs | str | Path | Sequence[str | Path],
-) -> TokensResult:
-    """The tokens of every file under the request's paths (walked as ``count`` walks
-    them; ``-`` is stdin): binary and unreadable files are skipped and reported, invalid
-    UTF-8 is replaced (each file's ``warnings`` say so).
+def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
+    """The tokens of every file under the request's paths, walked as ``count`` walks them.
 
     >>> import io, tokcost
     >>> stdin = io.BytesIO(b"hello world")
@@ -452,14 +328,16 @@ def tokenize(
     >>> r.files[0].text, r.files[0].input_tokens, r.to_dict()["files"][0]["truncated"]
     ('hello', 2, True)
     """
-    request = _request(request)
-    choice, tok = request.load()
+    if not isinstance(request, TokenizeRequest):
+        request = TokenizeRequest(inputs=_inputs(request))
+    choice = request.tokenizers.columns()[0]
+    tok = choice.load()
     inputs = request.inputs
     skipped: list[Skipped] = []
     results = []
-    for source in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                       gitignore=inputs.gitignore, skipped=skipped, unique=True):
-        read = load_input(source.path, stdin=inputs.stdin)
+    for source in counting.walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                                gitignore=inputs.gitignore, skipped=skipped, unique=True):
+        read = counting.load_input(source.path, stdin=inputs.stdin)
         if isinstance(read, Skipped):
             skipped.append(read)
             continue

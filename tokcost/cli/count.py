@@ -4,38 +4,20 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import tokcost
 from tokcost import units
-from tokcost.cli.console import (
-    err,
-    error,
-    escape_controls,
-    out,
-    print_json,
-    progress_enabled,
-    table,
-    warn,
-)
+from tokcost.cli import console
+from tokcost.cli.console import error, out, print_json, progress_enabled, table, warn
 from tokcost.cli.counts import count_parser
-from tokcost.cli.options import (
-    CatalogOpt,
-    DaskTimeoutOpt,
-    JsonOpt,
-    SchedulerOpt,
-    TokenizersOpt,
-)
+from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, JsonOpt, SchedulerOpt, TokenizersOpt
 from tokcost.errors import UsageError
-from tokcost.units import spec_label
 
 if TYPE_CHECKING:
-    from tokcost import TokenizeRequest
-
-ProgressFn = Callable[[str, int, int], None]  # progress(stage, done, total or 0)
+    from tokcost import CountRequest
 
 EPILOG = """
 Examples:
@@ -64,60 +46,35 @@ Examples:
 """
 
 
-def _fmt_share(share: float, exact: bool) -> str:
-    return _pct(share) if exact else f"≈{_pct(share)}"
-
-
 def _pct(share: float) -> str:
     """0.0213 -> '2.13%'; under 1% the shares rule (a positive share never reads 0%)."""
     return f"{share:.2%}" if share >= 0.01 else units.format_percent(share * 100)
 
 
+def _approx(text: str, exact: bool) -> str:
+    return text if exact else f"≈{text}"  # ≈ marks a proxy tokenizer's figures
+
+
 def _fmt(n: int, exact: bool) -> str:
-    return f"{n:,}" if exact else f"≈{n:,}"
-
-
-def _name(label: str, exact: bool) -> str:
-    """A tokenizer's name in a header: ≈ marks a proxy, as on its numbers."""
-    return label if exact else f"≈{label}"
+    return _approx(f"{n:,}", exact)
 
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
-# The API's words in "no files matched: ..." as this command's user types them.
 FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
 
 
-def _fail_if_unreadable(message: str | None) -> None:
-    """Exit 1 after the output when an input could not be read, as wc and du do."""
-    if message:
-        error(message)
-        raise typer.Exit(code=1)
-
-
 def _version(ctx: typer.Context, value: bool) -> None:
-    # `tokcount --version` as `tokcost --version`: each program says its name.
-    if value:
-        name = ctx.find_root().info_name
-        label = "tokcount (tokcost)" if name == "tokcount" else "tokcost"
+    if value:  # each program says its name
+        label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
         typer.echo(f"{label} {tokcost.__version__}")
         raise typer.Exit()
 
 
-# Output modes of count; only --json with --tokens or --truncate go together (the
-# --json document of the pieces). Anything else given twice would print one of them
-# and silently drop the other.
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
 def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool]) -> None:
-    """One usage error for options that cannot all be honoured: ``flags`` maps each
-    output option to whether it was given.
-
-    >>> refuse_conflicts(paths=[], chat=None, flags={"--json": True, "--tokens": True})
-    >>> refuse_conflicts(paths=["a"], chat=None, flags={"--json": True, "--csv": True})
-    Traceback (most recent call last):
-    tokcost.errors.UsageError: --json and --csv cannot be combined: pick one output
-    """
+    """One usage error for output options that cannot all be honoured (``flags``: given?)."""
     given = [flag for flag, on in flags.items() if on]
     if chat is not None:
         if paths:
@@ -134,107 +91,57 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
                 raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
-PathsArg = Annotated[
-    list[str] | None,
-    typer.Argument(help="Files or folders to count; '-' (or a pipe) reads stdin.",
-                   metavar="PATH...", show_default=False),
-]
-ModelsOpt = Annotated[
-    list[str] | None,
-    typer.Option("--model", "-m", metavar="ID", help="Model id from the catalog "
-                 "(repeatable): counts with its tokenizer and shows the share of its "
-                 "context window.",
-                 show_default=False),
-]
+PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...", show_default=False,
+    help="Files or folders to count; '-' (or a pipe) reads stdin.")]
+ModelsOpt = Annotated[list[str] | None, typer.Option(
+    "--model", "-m", metavar="ID", show_default=False, help="Model id from the catalog "
+    "(repeatable): counts with its tokenizer and shows the share of its context window.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")]
-TotalOpt = Annotated[
-    bool, typer.Option("--total", help="Print only the total token count (first tokenizer).")
-]
-JobsOpt = Annotated[
-    int | None,
-    typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
-                 help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, "
-                 "whose cores release the GIL, else processes (default: a thread per "
-                 "CPU when they all release it, else 1); with --engine dask, one "
-                 "worker per CPU."),
-]
-EngineOpt = Annotated[
-    str, typer.Option("--engine", help="local (this process, --jobs workers) or dask "
-                      "(a Dask cluster: --scheduler ADDRESS, else --jobs local worker "
-                      "processes; inputs may be globs or fsspec URLs such as s3://...).")
-]
-IncludeOpt = Annotated[
-    list[str] | None,
-    typer.Option("--include", metavar="GLOB",
-                 help="Only files matching this glob (repeatable).",
-                 show_default=False),
-]
-ExcludeOpt = Annotated[
-    list[str] | None,
-    typer.Option("--exclude", metavar="GLOB",
-                 help="Leave out files matching this glob (repeatable).",
-                 show_default=False),
-]
-NoGitignoreOpt = Annotated[
-    bool, typer.Option("--no-gitignore", help="Also count files .gitignore excludes.")
-]
-AllowSpecialOpt = Annotated[
-    bool, typer.Option("--allow-special", help="Encode special-token text such as "
-                       "<|endoftext|> as the special token (default: plain text).")
-]
-ChatOpt = Annotated[
-    str | None,
-    typer.Option("--chat", metavar="FILE", help="Count an OpenAI-style JSON message list "
-                 "('-': stdin), with the model's per-message overhead (default model "
-                 "gpt-4o).",
-                 show_default=False),
-]
-TokensOpt = Annotated[
-    bool, typer.Option("--tokens", help="Show the token pieces of each input (one "
-                       "tokenizer: -t or -m once). With --json: {tokenizer, max_tokens, "
-                       "files: [{path, count, input_tokens, truncated, ids, pieces, text, "
-                       "invalid_utf8_bytes}], skipped}.")
-]
-TruncateOpt = Annotated[
-    int | None,
-    typer.Option("--truncate", metavar="COUNT", parser=count_parser("--truncate", signed=False),
-                 help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; "
-                 "--json: the --tokens document, text cut to COUNT tokens).",
-                 show_default=False),
-]
-VerboseOpt = Annotated[
-    bool, typer.Option("--verbose", help="List every skipped file. By default several "
-                       "binary files, or several paths to files already counted, are "
-                       "summed up in one line.")
-]
-VersionOpt = Annotated[
-    bool, typer.Option("--version", callback=_version, is_eager=True, expose_value=False,
-                       help="Show the version.")
-]
+TotalOpt = Annotated[bool, typer.Option(
+    "--total", help="Print only the total token count (first tokenizer).")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, metavar="N", show_default=False,
+    help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, whose cores release "
+    "the GIL, else processes (default: a thread per CPU when they all release it, else 1); "
+    "with --engine dask, one worker per CPU.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="local (this process, --jobs workers) or dask (a Dask cluster: "
+    "--scheduler ADDRESS, else --jobs local worker processes; inputs may be globs or fsspec "
+    "URLs such as s3://...).")]
+IncludeOpt = Annotated[list[str] | None, typer.Option("--include", metavar="GLOB",
+    show_default=False, help="Only files matching this glob (repeatable).")]
+ExcludeOpt = Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
+    show_default=False, help="Leave out files matching this glob (repeatable).")]
+NoGitignoreOpt = Annotated[bool, typer.Option(
+    "--no-gitignore", help="Also count files .gitignore excludes.")]
+AllowSpecialOpt = Annotated[bool, typer.Option(
+    "--allow-special", help="Encode special-token text such as <|endoftext|> as the special "
+    "token (default: plain text).")]
+ChatOpt = Annotated[str | None, typer.Option(
+    "--chat", metavar="FILE", show_default=False, help="Count an OpenAI-style JSON message "
+    "list ('-': stdin), with the model's per-message overhead (default model gpt-4o).")]
+TokensOpt = Annotated[bool, typer.Option(
+    "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
+    "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
+    "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
+TruncateOpt = Annotated[int | None, typer.Option("--truncate", metavar="COUNT", show_default=False,
+    parser=count_parser("--truncate", signed=False), help="Print each input cut to its first "
+    "COUNT tokens (100, 8k, 8Ki; --json: the --tokens document, text cut to COUNT tokens).")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", help="List every skipped file. By default several binary files, or several "
+    "paths to files already counted, are summed up in one line.")]
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+    expose_value=False, help="Show the version.")]
 
 
-def count(
-    paths: PathsArg = None,
-    tokenizers: TokenizersOpt = None,
-    models: ModelsOpt = None,
-    json_out: JsonOpt = False,
-    csv_out: CsvOpt = False,
-    total_only: TotalOpt = False,
-    jobs: JobsOpt = None,
-    engine: EngineOpt = "local",
-    scheduler: SchedulerOpt = None,
-    timeout: DaskTimeoutOpt = None,
-    include: IncludeOpt = None,
-    exclude: ExcludeOpt = None,
-    no_gitignore: NoGitignoreOpt = False,
-    allow_special: AllowSpecialOpt = False,
-    chat: ChatOpt = None,
-    tokens: TokensOpt = False,
-    truncate: TruncateOpt = None,
-    catalog: CatalogOpt = None,
-    verbose: VerboseOpt = False,
-    version: VersionOpt = False,
-) -> None:
+def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,
+          json_out: JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
+          jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: SchedulerOpt = None,
+          timeout: DaskTimeoutOpt = None, include: IncludeOpt = None,
+          exclude: ExcludeOpt = None, no_gitignore: NoGitignoreOpt = False,
+          allow_special: AllowSpecialOpt = False, chat: ChatOpt = None,
+          tokens: TokensOpt = False, truncate: TruncateOpt = None, catalog: CatalogOpt = None,
+          verbose: VerboseOpt = False, version: VersionOpt = False) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du
@@ -250,67 +157,45 @@ def count(
         return
     inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
               "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore}
+    result: Any  # the tokens (TokensResult) or the counts (CountResult)
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]
         if len(given) > 1:  # one tokenizer's tokens, or the first would pass for all
             raise UsageError(f"{'--tokens' if tokens else '--truncate'} takes one tokenizer, "
                              f"got {len(given)} ({', '.join(given)}); run it once per tokenizer")
-        _tokens(tokcost.TokenizeRequest.of(**inputs, **selection, allow_special=allow_special,
-                                           max_tokens=truncate),
-                json_out=json_out, verbose=verbose)
-        return
-    request = tokcost.CountRequest.of(**inputs, **selection, allow_special=allow_special,
-                                      engine=engine, jobs=jobs, scheduler=scheduler,
-                                      timeout=timeout)
-    result = _with_progress(lambda progress: tokcost.count(request, progress=progress))
+        result = tokcost.tokenize(tokcost.TokenizeRequest.of(
+            **inputs, **selection, allow_special=allow_special, max_tokens=truncate))
+    else:
+        result = _count(tokcost.CountRequest.of(
+            **inputs, **selection, allow_special=allow_special, engine=engine, jobs=jobs,
+            scheduler=scheduler, timeout=timeout))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
-    if total_only:
-        out.print(str(result.total_tokens()))
-    elif json_out:
+    if json_out:  # the output modes exclude each other (refuse_conflicts)
         print_json(result.to_dict())
+    elif truncate is not None:
+        _show_truncated(result)
+    elif tokens:
+        _show_pieces(result)
+    elif total_only:
+        out.print(str(result.total_tokens()))
     elif csv_out:
         _print_csv(result)
     else:
         _print_table(result)
-    _fail_if_unreadable(result.unreadable)
+    if result.unreadable:  # exit 1 after the output, as wc does
+        error(result.unreadable)
+        raise typer.Exit(code=1)
 
 
-def _tokens(request: TokenizeRequest, *, json_out: bool, verbose: bool) -> None:
-    """``--tokens`` and ``--truncate``: one tokenizer's tokens of each input."""
-    shown = tokcost.tokenize(request)
-    for note in shown.notes(verbose=verbose, hint=LIST_HINT):
-        warn(note)
-    shown.raise_for_empty()
-    if json_out:
-        print_json(shown.to_dict())
-    elif request.max_tokens is not None:
-        _show_truncated(shown)
-    else:
-        _show_pieces(shown)
-    _fail_if_unreadable(shown.unreadable)
-
-
-def _with_progress(run: Callable[[ProgressFn | None], Any]) -> Any:
-    """``run(progress)`` with a progress bar on stderr when a person watches it."""
+def _count(request: CountRequest) -> Any:
     if not progress_enabled():
-        return run(None)
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    # The library reports bytes as each block is read, so one large file moves the
-    # bar too; a long walk first reports the files it finds.
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                  console=err, transient=True) as bar:
+        return tokcost.count(request)
+    import rich.progress as rp
+    with rp.Progress(rp.SpinnerColumn(), rp.TextColumn("{task.description}"), rp.BarColumn(),
+                     rp.DownloadColumn(), rp.TransferSpeedColumn(), rp.TimeRemainingColumn(),
+                     console=console.err, transient=True) as bar:
         task = bar.add_task("counting", total=None)
 
         def on_progress(stage: str, done: int, total: int) -> None:
@@ -319,31 +204,17 @@ def _with_progress(run: Callable[[ProgressFn | None], Any]) -> Any:
             else:
                 bar.update(task, description="counting", completed=done, total=total or None)
 
-        return run(on_progress)
-
-
-class _Rows:
-    """stdout for csv rows, one write each (a closed pipe is then met at once): a row
-    stdout's encoding refuses (a file name that is not UTF-8 holds its bytes as
-    surrogates; strict under en_US.UTF-8) goes out as those bytes, as they were."""
-
-    def write(self, row: str) -> int:
-        try:
-            return sys.stdout.write(row)
-        except UnicodeEncodeError:  # raised before a byte of the row is written
-            sys.stdout.flush()
-            sys.stdout.buffer.write(row.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
-            sys.stdout.buffer.flush()
-            return len(row)
+        return tokcost.count(request, progress=on_progress)
 
 
 def _print_csv(result: Any) -> None:
     cols = result.tokenizers
-    rows = _Rows()
-    writer = csv.writer(rows, lineterminator="\n")
-    # csv quotes a field holding the line terminator ("\n") but not a lone "\r", which
-    # readers take for a line end: a row whose path holds one is quoted whole.
-    quoted = csv.writer(rows, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:  # a non-UTF-8 file name goes out as its bytes, as it was
+        reconfigure(errors="surrogateescape")
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    # csv does not quote a lone "\r", which readers take for a line end: quote its row.
+    quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
     for f in result.files:
         (quoted if "\r" in f.path else writer).writerow(
@@ -354,43 +225,32 @@ def _print_csv(result: Any) -> None:
 
 def _print_table(result: Any) -> None:
     from rich.text import Text
-
     files = result.files
     if not files:  # the warning says why; a header over no rows would say nothing
         return
     shown = table(footer=len(files) > 1)
-    # A long path folds onto more lines on a narrow terminal; the numbers never give way.
     shown.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
     shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     shown.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
-        shown.add_column(_name(c.label, c.exact), justify="right", style="bold",
+        shown.add_column(_approx(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
     for f in files:
-        # Text, not markup: 'a[red]b.txt' keeps its brackets. A newline in a name
-        # would split its row (CSV and JSON quote it instead).
-        shown.add_row(Text(escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
+        # Text, not markup: 'a[red]b.txt' keeps its brackets; a newline would split the row.
+        shown.add_row(Text(console.escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
                       *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
     out.print(shown)
     for w in result.windows:
         if w.context_window and w.context_share is not None:
-            mark = "" if w.exact else " (≈: approximate, proxy tokenizer)"
-            if not w.fits:
-                mark += " — does not fit"
-            share = _fmt_share(w.context_share, w.exact)
+            mark = (("" if w.exact else " (≈: approximate, proxy tokenizer)")
+                    + ("" if w.fits else " — does not fit"))
+            share = _approx(_pct(w.context_share), w.exact)
             out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = {share} of its "
                       f"{w.context_window:,}-token context window{mark}")
 
 
-def _header(result: Any, path: str) -> None:
-    # As head(1) does: name each input when there are several.
-    if len(result.files) > 1:
-        out.print(f"==> {path} <==", markup=False, highlight=False)
-
-
 def _show_truncated(result: Any) -> None:
-    # The cut text, and a newline when it lacks one (as ttok -t N): stdout always
-    # ends a line, even when nothing is left of the text.
+    # The cut text, ending a line even when it does not (as ttok -t N).
     for i, f in enumerate(result.files):
         if len(result.files) > 1:
             sys.stdout.write(("\n" if i else "") + f"==> {f.path} <==\n")
@@ -400,21 +260,18 @@ def _show_truncated(result: Any) -> None:
 
 def _show_pieces(result: Any) -> None:
     for f in result.files:
-        _header(result, f.path)
+        if len(result.files) > 1:  # as head(1) names each input
+            out.print(f"==> {f.path} <==", markup=False, highlight=False)
         if out.is_terminal:
-            # Alternating backgrounds show where one token ends and the next begins.
+            # Alternating backgrounds show where each token ends.
             from rich.text import Text
-
             colors = ("on grey23", "on dark_blue", "on dark_green", "on dark_red")
-            shown = Text()
-            for i, piece in enumerate(f.pieces):
-                shown.append(piece, style=colors[i % 4])
-            out.print(shown)
+            out.print(Text.assemble(*((p, colors[i % 4]) for i, p in enumerate(f.pieces))))
         else:
             out.print(repr(list(f.pieces)), markup=False)
         choice = f.tokenizer
-        out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_name(choice.label, choice.exact)}"
-                  + ("" if choice.exact else f", proxy {spec_label(choice.spec)}") + ")",
+        out.print(f"{_fmt(len(f.ids), choice.exact)} tokens ({_approx(choice.label, choice.exact)}"
+                  + ("" if choice.exact else f", proxy {units.spec_label(choice.spec)}") + ")",
                   style="dim", markup=False)
         out.print(str(list(f.ids)), style="dim", markup=False)
 
@@ -430,7 +287,7 @@ def _print_chat(result: Any, json_out: bool) -> None:
         shown.add_column(name, justify="left" if name == "model" else "right")
     for m in result.models:
         c = m.counted
-        share = "-" if m.context_share is None else _fmt_share(m.context_share, m.exact)
+        share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)
         shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(shown)

@@ -1,13 +1,5 @@
-"""The one cut rule: where text (or a file's bytes) may be cut so that chunk counts add up
-exactly to the whole text's count (a hypothesis test checks this for every tokenizer).
-
-The rule is defined one character at a time (``_is_cut``); the finders below give the
-same answers at C speed: they check the characters near the end (or the start) one by
-one, where ordinary text has its cut, and scan longer stretches in bulk, ASCII through a
-byte class table, other text through a regular expression that finds a superset of the
-cut points, each then checked by the rule itself (tests/test_cut_speed.py compares them
-with the per-character rule on random text, and the superset on every code point).
-"""
+"""The one cut rule: where text (or a file's bytes) may be cut so that chunk counts add up to the
+whole's; ``_is_cut`` defines it, the finders apply it in bulk (tests/test_cut_speed.py)."""
 
 from __future__ import annotations
 
@@ -38,16 +30,9 @@ def _is_number(ch: str) -> bool:
 
 
 def _is_splittable_punct(ch: str) -> bool:
-    # Punctuation or a symbol starts a new piece after a letter or a digit in the
-    # gpt2, cl100k, o200k and Tekken patterns; an apostrophe does not (o200k glues 's
-    # to the word), a combining mark does not (o200k counts marks as part of the
-    # word), and neither does an unassigned code point (category C): a newer regex
-    # engine may know it as a letter.
-    return (
-        ch not in "'\r\n"
-        and not ch.isspace()
-        and unicodedata.category(ch)[0] not in "LMNC"
-    )
+    # Starts a piece after a letter or digit in gpt2/cl100k/o200k/Tekken; not an apostrophe
+    # (o200k's 's), a mark (part of o200k's word), or category C (a newer regex: a letter?).
+    return ch not in "'\r\n" and not ch.isspace() and unicodedata.category(ch)[0] not in "LMNC"
 
 
 def _is_cut(text: str, i: int, *, punct: bool = True) -> bool:
@@ -61,14 +46,8 @@ def _is_cut(text: str, i: int, *, punct: bool = True) -> bool:
     return punct and _is_splittable_punct(ch) and (_is_letter(prev) or _is_number(prev))
 
 
-# --- the rule in bulk ------------------------------------------------------------------
-#
-# ASCII text: each byte becomes its class (a letter, 0 digit, space, . punctuation that
-# cuts, x anything else), computed from the rule itself, and a bytes pattern finds each
-# cut: cutting punctuation after a letter or digit, a space between two letters or two
-# digits.
-
-
+# ASCII in bulk: each byte becomes its class (a letter, 0 digit, space, . cutting
+# punctuation, x other), computed from the rule itself; a bytes pattern finds the cuts.
 def _ascii_class(ch: str) -> int:
     if _is_letter(ch):
         return ord("a")
@@ -84,19 +63,16 @@ _ASCII_CUTS = {  # each alternative starts with its cut character: a fast scan f
     True: re.compile(rb"\.(?<=[a0]\.)| (?<=a )(?=a)| (?<=0 )(?=0)"),
     False: re.compile(rb" (?<=a )(?=a)| (?<=0 )(?=0)"),
 }
-# Other text: \w holds every letter and number (and more), \s is str.isspace, so these
-# find every cut point and some others; each one found is then checked by _is_cut.
+# Other text: a superset of the cut points (\w holds every letter and digit), each checked.
 _CANDIDATES = {
     True: re.compile(r"(?<=\w)(?:[^\w\s']|_| (?=\w))"),
     False: re.compile(r"(?<=\w) (?=\w)"),
 }
 
 
-def _window_cuts(
-    text: str, a: int, b: int, punct: bool, mask: Callable[[str], str] | None = None
-) -> list[int]:
-    """Every cut point ``i`` with ``1 <= a <= i < b``, in order (``mask``: fewer, see
-    ``Specials.mask``)."""
+def _window_cuts(text: str, a: int, b: int, punct: bool,
+                 mask: Callable[[str], str] | None = None) -> list[int]:
+    """Every cut point ``i`` with ``1 <= a <= i < b``, in order."""
     seg = text[a - 1 : b + 1]  # the character before the first, and after the last
     if mask is not None:
         seg = mask(seg)
@@ -112,10 +88,9 @@ def _window_cuts(
             if (j := m.start()) <= b - a and _is_cut(seg, j, punct=punct)]
 
 
-def _cuts_backward(
-    text: str, lo: int, hi: int, punct: bool, mask: Callable[[str], str] | None = None
-) -> Iterator[list[int]]:
-    """The cut points ``i`` with ``lo <= i < hi``, in groups (each in order), last group first."""
+def _cuts_backward(text: str, lo: int, hi: int, punct: bool,
+                   mask: Callable[[str], str] | None = None) -> Iterator[list[int]]:
+    """The cut points in ``[lo, hi)``, in ordered groups, last group first."""
     lo = max(lo, 1)
     near = max(lo, hi - _NEAR)
     for i in range(hi - 1, near - 1, -1):
@@ -128,10 +103,9 @@ def _cuts_backward(
         b, size = a, min(2 * size, _MAX_WINDOW)
 
 
-def _cuts_forward(
-    text: str, lo: int, hi: int, punct: bool, mask: Callable[[str], str] | None = None
-) -> Iterator[list[int]]:
-    """The cut points ``i`` with ``lo <= i < hi``, in groups (each in order), first group first."""
+def _cuts_forward(text: str, lo: int, hi: int, punct: bool,
+                  mask: Callable[[str], str] | None = None) -> Iterator[list[int]]:
+    """The cut points in ``[lo, hi)``, in ordered groups, first group first."""
     lo = max(lo, 1)
     near = min(hi, lo + _NEAR)
     for i in range(lo, near):
@@ -144,17 +118,8 @@ def _cuts_forward(
         a, size = b, min(2 * size, _MAX_WINDOW)
 
 
-# --- special tokens --------------------------------------------------------------------
-
-
 class Specials:
-    """Special-token texts that a cut must never fall inside (for ``allow_special``: each
-    is one token, and ``"<|im start|>"`` has a cut point between ``m`` and ``s``).
-
-    >>> s = Specials(["<|im start|>"])
-    >>> s.inside("a<|im start|>", 5), s.inside("a<|im start|>", 1)
-    (True, False)
-    """
+    """Special-token texts a cut must never fall inside (``allow_special``)."""
 
     def __init__(self, texts: Iterable[str]) -> None:
         # Longest first: at each start the longest special that occurs there is found.
@@ -162,8 +127,7 @@ class Specials:
         self.longest = len(self.texts[0]) if self.texts else 0
         alternatives = "|".join(re.escape(t) for t in self.texts)
         self._starts = re.compile(f"(?=({alternatives}))") if self.texts else None
-        # Each special with a cut point inside, and the same text with those points
-        # made plain ("\x01" is no letter, digit, space or punctuation): see mask.
+        # Each special with a cut inside, and its text with those cuts masked by "\x01".
         masks = [(t, t[0] + "".join("\x01" if c == " " or _is_splittable_punct(c) else c
                                     for c in t[1:])) for t in self.texts]
         self._masks = [(t, m) for t, m in masks if t != m]
@@ -177,17 +141,13 @@ class Specials:
         return f"Specials({list(self.texts)!r})"
 
     def mask(self, text: str) -> str:
-        """``text`` with the cut points inside (most) occurrences of a special removed, in
-        bulk: the rule's answer at every other index stays the same (a masked character
-        was a space or punctuation, which neither precedes nor follows a cut as a letter
-        or digit), so the cuts found in it are the rule's, less some that ``outside``
-        would drop; those left are still checked by it (overlapping occurrences)."""
+        """``text`` with the cuts inside most specials masked (``outside`` checks the rest)."""
         for special, masked in self._masks:
             text = text.replace(special, masked)
         return text
 
     def inside(self, text: str, i: int) -> bool:
-        """Whether a special occurs in ``text`` across index ``i`` (starts before, ends after)."""
+        """Whether a special in ``text`` starts before index ``i`` and ends after it."""
         if self._starts is None:
             return False
         end = min(len(text), i + self.longest - 1)
@@ -199,7 +159,7 @@ class Specials:
         return False
 
     def outside(self, text: str, cuts: list[int]) -> list[int]:
-        """The ``cuts`` (in order) that no occurrence of a special in ``text`` lies across."""
+        """The ``cuts`` that no special in ``text`` lies across."""
         if self._starts is None or not cuts:
             return cuts
         if 2 * self.longest * len(cuts) < cuts[-1] - cuts[0]:  # a few, far apart
@@ -226,32 +186,24 @@ def _specials(texts: frozenset[str]) -> Specials:
 
 
 def specials_of(texts: Iterable[str]) -> Specials | None:
-    """``Specials`` for these texts (built once per set), or None when none can hold a cut."""
+    """``Specials`` for these texts (cached), or None when there are none."""
     found = _specials(frozenset(texts))
     return found if found else None
 
 
 @dataclass(frozen=True)
 class CutRule:
-    """Where one reading may cut: ``find_boundary``'s points (``punct=False``: only the
-    spaces), never inside one of ``specials``.
-
-    ``for_tokenizers`` picks it: special-token text is ordinary text unless
-    ``allow_special``; then each tokenizer's specials are kept whole, and a
-    tokenizer that cannot list its specials keeps the space cuts only (which never
-    fall inside ``<|...|>``).
-    """
+    """Where one reading may cut: ``find_boundary``'s points, never inside ``specials``."""
 
     punct: bool = True
     specials: Specials | None = None
 
     @classmethod
     def for_tokenizers(cls, tokenizers: Iterable[Tokenizer], *, allow_special: bool) -> CutRule:
-        """The rule for reading once for all ``tokenizers`` (only streamable ones see chunks)."""
+        """The rule for all ``tokenizers`` (one that cannot list its specials: spaces only)."""
         if not allow_special:
             return cls()
         from tokcost.adapters.base import Describable
-
         texts: set[str] = set()
         punct = True
         for tok in tokenizers:
@@ -265,8 +217,7 @@ class CutRule:
 
     @property
     def reach(self) -> int:
-        """Characters past a cut that must be known before taking it (beyond the rule's
-        one): a special that starts before the cut may end that far after it."""
+        """Characters past a cut that must be known before taking it (a special's tail)."""
         return self.specials.longest - 1 if self.specials else 0
 
     def last(self, text: str, lo: int, hi: int) -> int:
@@ -293,11 +244,9 @@ class CutRule:
 def find_boundary(
     text: str, start: int = 0, *, punct: bool = True, specials: Specials | None = None
 ) -> int:
-    """The last index ``i > start`` where ``text`` may be cut for exact streaming, or -1:
-    before a space between two letters or two digits, or before punctuation after a
-    letter or digit (no piece of the gpt2, cl100k, o200k or Tekken pre-tokenizers spans
-    one). ``punct=False`` keeps only the space rule (never inside ``<|endoftext|>``);
-    ``specials`` are never cut inside.
+    """The last index ``i > start`` where ``text`` may be cut, or -1: before a space between
+    two letters or two digits, or before punctuation after a letter or digit (no gpt2,
+    cl100k, o200k or Tekken piece spans one); ``punct=False``: the space rule only.
 
     >>> text = "one two"
     >>> text[:find_boundary(text)], text[find_boundary(text):]
@@ -306,25 +255,14 @@ def find_boundary(
     return CutRule(punct, specials).last(text, start + 1, len(text))
 
 
-def find_boundary_forward(
-    text: str,
-    start: int,
-    *,
-    punct: bool = True,
-    stop: int | None = None,
-    specials: Specials | None = None,
-) -> int:
-    """The first boundary at or after ``start`` and before ``stop`` (see find_boundary), or -1.
-
-    >>> find_boundary_forward("one two three", 4)
-    7
-    """
+def find_boundary_forward(text: str, start: int, *, punct: bool = True, stop: int | None = None,
+                          specials: Specials | None = None) -> int:
+    """The first boundary in ``[start, stop)`` (see find_boundary), or -1."""
     end = len(text) if stop is None else min(stop, len(text))
     return CutRule(punct, specials).first(text, start, end)
 
 
-# surrogateescape's stand-ins for undecodable bytes read as the U+FFFD that the
-# streaming decoder puts in their place, so bytes and text obey the same rule.
+# Undecodable bytes read as the stream decoder's U+FFFD: bytes and text cut alike.
 _UNDECODABLE = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
 
 
@@ -332,30 +270,15 @@ def _width(ch: str) -> int:
     return len(ch.encode("utf-8", "surrogateescape"))
 
 
-def next_cut(
-    fh: IO[bytes],
-    offset: int,
-    size: int,
-    *,
-    punct: bool = True,
-    specials: Specials | None = None,
-) -> int:
-    """The first byte offset ``>= offset`` where a file of ``size`` bytes may be cut (by
-    ``find_boundary``'s rule, an undecodable byte read as U+FFFD), or ``size``. It depends
-    only on the bytes near ``offset``, so two readers agree on it without talking.
-
-    >>> import io
-    >>> data = "one two".encode()
-    >>> next_cut(io.BytesIO(data), 1, len(data))
-    3
-    """
+def next_cut(fh: IO[bytes], offset: int, size: int, *, punct: bool = True,
+             specials: Specials | None = None) -> int:
+    """The first byte offset ``>= offset`` where a file may be cut, from nearby bytes only."""
     if offset <= 0:
         return 0
     if offset >= size:
         return size
     rule = CutRule(punct, specials)
-    # Start early: the character that ends at `offset` starts up to 4 bytes before it,
-    # and a special across the cut up to `reach` characters before that.
+    # The character ending at `offset` starts up to 4 bytes back; a special, `reach` more.
     lo = max(0, offset - 4 - 4 * rule.reach)
     scan = SCAN_BYTES
     while True:
@@ -367,8 +290,7 @@ def next_cut(
         while pos < offset and first < len(raw):
             pos += _width(raw[first])
             first += 1
-        # Unless at the end, the last 3 characters may be a cut-off character's bytes,
-        # the rule looks one character ahead, and a special `reach` more.
+        # Short of the end: a cut-off character, the rule's look-ahead, a special's reach.
         stop = len(raw) if eof else len(raw) - 4 - rule.reach
         cut = rule.first(raw.translate(_UNDECODABLE), max(first, 1), stop)
         if cut >= 0:

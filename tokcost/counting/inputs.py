@@ -1,8 +1,5 @@
-"""The input policy every command reads user input under, so they all behave alike:
-invalid UTF-8 becomes U+FFFD and is reported (the input and the bytes replaced); a
-binary file (a NUL byte early on, as git decides) is skipped with the reason; ``-`` is
-standard input, wherever a file can be. ``Inputs`` is the part of a request that says
-what to read."""
+"""The input policy every command reads under: invalid UTF-8 becomes U+FFFD and is reported, a
+binary file is skipped with the reason, ``-`` is stdin; ``Inputs`` says what to read."""
 
 from __future__ import annotations
 
@@ -20,16 +17,12 @@ from tokcost.errors import InputError, UsageError, arg
 
 BLOCK_BYTES = 1 << 20  # read size; chunks handed to the tokenizer are about this big
 SNIFF_BYTES = 8000  # like git: a NUL byte in the first 8000 bytes means binary
-
-
-class ByteSource(Protocol):
-    """What the streaming reader reads from: a binary file, or any ``read(n)``."""
-
-    def read(self, n: int = -1, /) -> bytes: ...
-
-
 STDIN = "-"
 STDIN_NAME = "<stdin>"
+
+
+class ByteSource(Protocol):  # what the streaming reader reads: a binary file, any read(n)
+    def read(self, n: int = -1, /) -> bytes: ...
 
 
 def _strings(value: object, name: str) -> tuple[str, ...]:
@@ -44,14 +37,8 @@ def _strings(value: object, name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class Inputs:
-    """What to read: ``paths`` (files and folders; ``-`` is ``stdin``, default the
-    process's standard input; a bare string is one path), folders walked with the
-    ``include``/``exclude`` globs (gitignore-style) and ``.gitignore`` unless
-    ``gitignore=False``.
-
-    >>> Inputs(paths="README.md", include="*.md").paths
-    ('README.md',)
-    """
+    """What to read: ``paths`` (files, folders, ``-`` for ``stdin``; a bare string is one
+    path), folders walked with the ``include``/``exclude`` globs and ``.gitignore``."""
 
     paths: Sequence[str] = ()
     include: Sequence[str] = ()
@@ -65,11 +52,11 @@ class Inputs:
 
 
 def refuse_urls(paths: Iterable[str]) -> None:
-    """URLs (``s3://...``, ``https://...``) are read by a remote runner's workers only."""
     for raw in paths:
         if "://" in raw and not os.path.exists(raw):
             raise UsageError(f"{raw} is a URL: URLs need {arg('engine', 'dask')} (this engine "
                              "reads files, folders and stdin)", param="engine")
+
 
 _invalid = threading.local()
 
@@ -85,15 +72,7 @@ _utf8_decode = codecs.utf_8_decode  # (text, bytes used); the core of every UTF-
 
 
 class Utf8Decoder:
-    """An incremental UTF-8 decoder that puts U+FFFD for each invalid sequence (as
-    ``errors="replace"`` does) and counts the bytes it replaced. Valid UTF-8 decodes in
-    one strict pass; only a block that fails it is decoded again, replacing and counting.
-
-    >>> d = Utf8Decoder()
-    >>> text = d.decode(b"caf\\xc3") + d.decode(b"\\xa9 \\xff!", final=True)
-    >>> text == "caf\\u00e9 \\ufffd!", d.invalid_bytes
-    (True, 1)
-    """
+    """An incremental UTF-8 decoder that puts U+FFFD for invalid bytes and counts them."""
 
     def __init__(self) -> None:
         self._carry = b""  # the start of a character cut off at the end of the last block
@@ -115,28 +94,17 @@ class Utf8Decoder:
 
 
 def decode_utf8(data: bytes) -> tuple[str, int]:
-    """``data`` as text under the input policy, and how many bytes were replaced.
-
-    >>> decode_utf8(b"ok \\xe2\\x82 done") == ("ok \\ufffd done", 2)
-    True
-    """
     decoder = Utf8Decoder()
     return decoder.decode(data, final=True), decoder.invalid_bytes
 
 
 def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
-    """The one warning for replaced bytes, in every command."""
     unit = "byte" if invalid_bytes == 1 else "bytes"
     return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
 
 
 def sniff_binary(head: bytes) -> str | None:
-    """Why a file starting with ``head`` is skipped, or None: as git decides, a NUL
-    byte in the first ``SNIFF_BYTES`` bytes makes it binary.
-
-    >>> sniff_binary(b"GIF89a\\x00\\x01"), sniff_binary(b"plain text")
-    ('binary (NUL byte at offset 6)', None)
-    """
+    """Why a file starting with ``head`` is skipped (a NUL byte, as git decides), or None."""
     nul = head.find(b"\x00", 0, SNIFF_BYTES)
     return None if nul < 0 else f"binary (NUL byte at offset {nul})"
 
@@ -150,56 +118,41 @@ class Skipped:
 
     @property
     def note(self) -> str:
-        """The one warning for a skipped input, in every command."""
         return f"skipped {self.path}: {self.reason}"
 
 
-def input_warnings(
-    skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = ()
-) -> tuple[str, ...]:
-    """The input policy's warnings: each input skipped, then each one whose invalid
-    UTF-8 was replaced (``invalid``: ``(name, bytes replaced)`` pairs; zeros are left out)."""
-    notes = [s.note for s in skipped]
-    notes += [invalid_utf8_note(name, n) for name, n in invalid if n]
-    return tuple(notes)
+def input_warnings(skipped: Iterable[Skipped],
+                   invalid: Iterable[tuple[str, int]] = ()) -> tuple[str, ...]:
+    """The input policy's warnings: each input skipped, then each ``(name, bytes replaced)``."""
+    return (*(s.note for s in skipped), *(invalid_utf8_note(name, n) for name, n in invalid if n))
 
 
 class _Prefixed:
-    """A byte source whose first bytes were already read (to sniff them)."""
-
     def __init__(self, head: bytes, rest: ByteSource) -> None:
         self.head, self.rest = head, rest
 
     def read(self, n: int = -1, /) -> bytes:
         if not self.head:
             return self.rest.read(n)
-        if n < 0:
-            data, self.head = self.head + self.rest.read(), b""
-            return data
-        data, self.head = self.head[:n], self.head[n:]
-        return data
+        cut = len(self.head) if n < 0 else n
+        data, self.head = self.head[:cut], self.head[cut:]
+        return data + self.rest.read() if n < 0 else data
 
 
 def sniff_source(source: ByteSource) -> tuple[str | None, ByteSource]:
-    """Why a stream is skipped (``sniff_binary``) or None, and the stream to read it from,
-    its first bytes put back (a pipe cannot seek)."""
-    head = b""
-    while len(head) < SNIFF_BYTES:  # a pipe may hand over less than asked
-        more = source.read(SNIFF_BYTES - len(head))
-        if not more:
-            break
+    """Why a stream is skipped, or None, and the stream with its sniffed bytes put back."""
+    head = b""  # a pipe may hand over less than asked
+    while len(head) < SNIFF_BYTES and (more := source.read(SNIFF_BYTES - len(head))):
         head += more
     return sniff_binary(head), _Prefixed(head, source)
 
 
 def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
-    """``stdin`` or the process's standard input, as bytes."""
     return stdin if stdin is not None else sys.stdin.buffer
 
 
 def stdin_size(stdin: BinaryIO | None = None) -> int | None:
-    """The bytes left to read on ``stdin`` (default the process's) when it is a regular
-    file (``tokcount - < big.txt``), else None: a pipe or a terminal has no size."""
+    """The bytes left on ``stdin`` when it is a regular file (``tokcount - < big.txt``)."""
     source = stdin_source(stdin)
     try:
         info = os.fstat(source.fileno())  # type: ignore[attr-defined]
@@ -212,8 +165,7 @@ def stdin_size(stdin: BinaryIO | None = None) -> int | None:
 
 
 def not_a_folder(raw: str) -> str:
-    """The usage error for a path that goes through a file as if it were a folder:
-    ``notes.txt/`` (as ``cat`` fails with "Not a directory"), or ``notes.txt/x``."""
+    """The usage error for a path through a file as if a folder (``notes.txt/``)."""
     if raw.endswith("/") and os.path.lexists(raw.rstrip("/")):
         return f"{raw} is not a folder; drop the trailing '/' to read the file"
     return f"no such file or folder: {raw}"
@@ -221,8 +173,6 @@ def not_a_folder(raw: str) -> str:
 
 @dataclass(frozen=True)
 class InputText:
-    """One input read whole under the input policy (``read_input``)."""
-
     name: str  # the path as given, or <stdin>
     text: str
     bytes: int
@@ -234,14 +184,11 @@ class InputText:
 
 
 def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """The whole text of one input (``-``: ``stdin``, default the process's) under the
-    input policy, or why it is skipped (binary, unreadable). A missing path or a folder
-    raises UsageError: that is the caller's mistake, not the input's."""
-    raw = str(path)
+    """The whole text of one input (``-``: stdin), or why it is skipped."""
+    raw = name = str(path)
     if raw == STDIN:
         name, data = STDIN_NAME, stdin_source(stdin).read()
     else:
-        name = raw
         try:
             # open(), not Path.read_bytes(): pathlib would read "notes.txt/" as notes.txt
             with open(raw, "rb") as handle:
@@ -262,7 +209,7 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
 
 
 def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:
-    """``load_input`` for a command that reads one input: a skipped one raises InputError.
+    """``load_input``, a skipped input raising InputError.
 
     >>> import io
     >>> got = read_input("-", stdin=io.BytesIO(b"hi \\xff"))

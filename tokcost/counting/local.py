@@ -1,6 +1,5 @@
-"""Counting paths: every file read once for all tokenizers, on this process's reading
-thread, its text counted on a runner (inline, threads or processes); or, on a remote
-runner (Dask), read and counted by the workers themselves (``tokcost.scale``)."""
+"""Counting paths: each file read once for all tokenizers on this thread, its text counted on
+a runner (inline, threads, processes); on a remote runner the workers read (tokcost.scale)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from tokcost.counting.inputs import (
     ByteSource,
     Inputs,
     Skipped,
-    Utf8Decoder,
+    decode_utf8,
     input_warnings,
     refuse_urls,
     sniff_binary,
@@ -31,13 +30,7 @@ from tokcost.counting.progress import ByteMeter, ProgressFn, listed, total_bytes
 from tokcost.counting.skips import unreadable
 from tokcost.counting.stream import Reader
 from tokcost.counting.walk import LeftOut, Source, walk
-from tokcost.runner import (
-    CONNECT_TIMEOUT,
-    LocalRunner,
-    RunConfig,
-    Runner,
-    available_cpus,
-)
+from tokcost.runner import CONNECT_TIMEOUT, LocalRunner, RunConfig, Runner, available_cpus
 
 
 @dataclass
@@ -56,48 +49,34 @@ class CountReport:
     specs: list[str]
     files: list[FileCount] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    # what the walk's rules left out (.gitignore, include/exclude): why nothing matched
-    left_out: LeftOut = field(default_factory=LeftOut)
+    left_out: LeftOut = field(default_factory=LeftOut)  # what .gitignore and globs left out
 
     @property
     def unreadable(self) -> tuple[Skipped, ...]:
-        """The inputs that could not be read (permission denied, a read error): the
-        count is short by them, so a caller fails once the rest is shown (exit code 1)."""
+        """The inputs that could not be read: a caller fails (exit 1) once the rest is shown."""
         return unreadable(self.skipped)
 
     @property
     def total_bytes(self) -> int:
         return sum(f.bytes for f in self.files)
 
-    @property
-    def total_chars(self) -> int:
-        return sum(f.chars for f in self.files)
-
     def total_tokens(self, spec: str) -> int:
         return sum(f.tokens.get(spec, 0) for f in self.files)
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the input policy reports: inputs skipped, invalid UTF-8 replaced."""
         return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files))
 
 
 BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
 
 
-def _count_batch(
-    tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[str, str]],
-    allow_special: bool,
-) -> list[int]:
-    """The tokens of each ``(spec, text)``, a backend call per tokenizer (``count_many``);
-    ``tokenizers`` None: built from their specs, once per worker process."""
+def _count_batch(tokenizers: Mapping[str, Tokenizer] | None, items: list[tuple[str, str]],
+                 allow_special: bool) -> list[int]:
+    """The tokens of each ``(spec, text)`` (``tokenizers`` None: built once per process)."""
     if tokenizers is None:
         from tokcost.adapters.registry import get_tokenizer
-
         tokenizers = {spec: get_tokenizer(spec) for spec in {s for s, _ in items}}
-    if len(items) == 1:
-        spec, text = items[0]
-        return [tokenizers[spec].count(text, allow_special=allow_special)]
     by_spec: dict[str, list[int]] = {}
     for i, (spec, _) in enumerate(items):
         by_spec.setdefault(spec, []).append(i)
@@ -111,37 +90,20 @@ def _count_batch(
 
 
 def runner_for(run: RunConfig, *, threads: bool) -> Runner:
-    """The runner ``run`` asks for. Without ``jobs``, work that ``threads`` can share
-    (every tokenizer's core releases the GIL) runs on a thread per CPU, so a plain
-    ``tokcount DIR`` uses every core; other work runs inline (worker processes cost more
-    than they win unless asked for)."""
+    """The runner ``run`` asks for; by default a thread per CPU when ``threads``, else inline."""
     if run.dask:
         from tokcost.scale import DaskRunner
-
         return DaskRunner(run.scheduler, jobs=run.jobs, timeout=run.timeout or CONNECT_TIMEOUT)
     if run.jobs:
         return LocalRunner(run.jobs, processes=not threads)
     return LocalRunner(available_cpus() if threads else 1)
 
 
-def count_paths(
-    inputs: Inputs,
-    tokenizers: Mapping[str, Tokenizer],
-    *,
-    run: RunConfig | Runner | None = None,
-    allow_special: bool = False,
-    progress: ProgressFn | None = None,
-    unique: bool = False,
-    block_bytes: int = BLOCK_BYTES,
-) -> CountReport:
-    """Count every file under ``inputs`` with each tokenizer (spec -> tokenizer), each
-    file read once for all, exactly for any size, on ``run`` (a runner, or the
-    ``RunConfig`` of one: ``runner_for``; default: inline).
-
-    ``progress("count", bytes_done, bytes_total or 0)`` as blocks are read (shards end,
-    on a remote runner), after ``progress("walk", files_found, 0)`` on a long walk.
-    ``unique``: a file named twice (a link, a folder) is counted once, as ``du`` does.
-    """
+def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
+                run: RunConfig | Runner | None = None, allow_special: bool = False,
+                progress: ProgressFn | None = None, unique: bool = False,
+                block_bytes: int = BLOCK_BYTES) -> CountReport:
+    """Count every file under ``inputs`` with each tokenizer, exactly, on ``run``."""
     threads = all(t.releases_gil for t in tokenizers.values())
     runner = (LocalRunner() if run is None else runner_for(run, threads=threads)
               if isinstance(run, RunConfig) else run)
@@ -150,15 +112,13 @@ def count_paths(
     with runner:
         if runner.remote:
             from tokcost.scale import count_paths as on_workers
-
             return on_workers(inputs, tokenizers, runner, allow_special=allow_special,
                               progress=progress, unique=unique)
         report = CountReport(specs=list(tokenizers))
-        # Listed first so the progress bar has a total: bytes are reported as read.
+        # Listed first so the progress bar has a total.
         sources = listed(walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
                               gitignore=inputs.gitignore, skipped=report.skipped,
                               unique=unique, left_out=report.left_out), progress)
-        # stdin redirected from a file has a size: the bar then has a total too
         sources = [replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s
                    for s in sources]
         reading = _Reading(Reader(tokenizers, block_bytes, allow_special), report,
@@ -172,18 +132,9 @@ def count_paths(
         return report
 
 
-class _Grew:
-    """A small file found a block or more long when read (see ``_Reading.small``)."""
-
-
-_GREW = _Grew()
-
-
 @dataclass
 class _Reading:
-    """The reading thread of a local count: each source read once for all tokenizers,
-    its texts handed out in batches (``batches``), the files and skips recorded in
-    ``report`` in input order."""
+    """A local count's reading thread: each source read once, its texts handed out in batches."""
 
     reader: Reader
     report: CountReport
@@ -192,10 +143,7 @@ class _Reading:
     owners: dict[int, list[FileCount]] = field(default_factory=dict)  # id(batch) -> files
 
     def batches(self, sources: Iterable[Source]) -> Iterator[list[tuple[str, str]]]:
-        """``(spec, text)`` batches of about ``BATCH_CHARS``. The first is held until the
-        run has SMALL_RUN_CHARS of text or ends: then each tokenizer that chooses its
-        backend by the run's size (``plan_run``: the OpenAI encodings) has chosen before
-        its first count."""
+        """``(spec, text)`` batches; the first waits to tell ``plan_run`` if the run is small."""
         toks = self.reader.tokenizers
         batch: list[tuple[str, str]] = []
         owners: list[FileCount] = []
@@ -231,28 +179,28 @@ class _Reading:
     def _skip(self, source: Source, reason: str) -> None:
         self.report.skipped.append(Skipped(source.display, reason))
 
+    def _piped(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
+        reason, piped = sniff_source(handle)  # a pipe cannot be peeked at
+        if reason is None:
+            yield from self._stream(source, piped)
+        else:
+            self._skip(source, reason)
+
     def _source(self, source: Source) -> Iterator[tuple[FileCount, str, str]]:
         if source.path == STDIN:
-            reason, piped = sniff_source(stdin_source(self.stdin))
-            if reason is None:
-                yield from self._stream(source, piped)
-            else:
-                self._skip(source, reason)
+            yield from self._piped(source, stdin_source(self.stdin))
             return
         if source.size is not None and source.size < self.reader.block_bytes:
             small = self.small(source)
-            if not isinstance(small, _Grew):
+            if small is not None:
                 yield from small
                 return
         try:
             with open(source.path, "rb") as handle:
-                if source.size is None:  # a FIFO named directly: sniffed as stdin is
-                    reason, piped = sniff_source(handle)
-                    if reason is None:
-                        yield from self._stream(source, piped)
-                        return
-                else:
-                    reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                if source.size is None:  # a FIFO named directly
+                    yield from self._piped(source, handle)
+                    return
+                reason = sniff_binary(handle.peek(SNIFF_BYTES))
                 if reason is None:  # read errors past this point are caught as such
                     yield from self._stream(source, handle)
                     return
@@ -275,48 +223,37 @@ class _Reading:
         counted.invalid_utf8_bytes = stream.invalid_bytes
         self.report.files.append(counted)
 
-    def small(self, source: Source) -> list[tuple[FileCount, str, str]] | _Grew:
-        """A file smaller than a block, read whole in one system call: what ``_stream``
-        counts (one chunk, the whole text), without a buffered reader, a peek and a
-        stream per file, which a folder of thousands of small files pays thousands of
-        times. ``_GREW`` when it is a block or more by now (it grew since it was listed):
-        the streaming path reads it then."""
-        data = self._read_small(source)
-        if data is None or isinstance(data, _Grew):
-            return [] if data is None else data
-        self.meter.add(len(data))
-        reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
-        if reason is not None:
-            self._skip(source, reason)
-            return []
-        toks = self.reader.tokenizers
-        decoder = Utf8Decoder()
-        text = decoder.decode(data, final=True)
-        counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0),
-                            decoder.invalid_bytes)
-        self.report.files.append(counted)
-        return [(counted, spec, text) for spec in toks] if text else []
-
-    def _read_small(self, source: Source) -> bytes | _Grew | None:
+    def small(self, source: Source) -> list[tuple[FileCount, str, str]] | None:
+        """A file smaller than a block, read in one system call; None when it has grown."""
         block = self.reader.block_bytes
         try:
             fd = os.open(source.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except IsADirectoryError:
-            return None
         except OSError as err:
-            self._skip(source, f"unreadable ({err.strerror})")
-            return None
+            if not isinstance(err, IsADirectoryError):
+                self._skip(source, f"unreadable ({err.strerror})")
+            return []
         parts: list[bytes] = []
         got = 0
         try:
             while got < block and (part := os.read(fd, block - got)):
                 parts.append(part)
                 got += len(part)
-        except IsADirectoryError:
-            return None
         except OSError as err:
-            self._skip(source, f"read error ({err.strerror})")
-            return None
+            if not isinstance(err, IsADirectoryError):
+                self._skip(source, f"read error ({err.strerror})")
+            return []
         finally:
             os.close(fd)
-        return _GREW if got >= block else b"".join(parts)
+        if got >= block:
+            return None  # it grew since it was listed: the stream reads it
+        data = b"".join(parts)
+        self.meter.add(len(data))
+        reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
+        if reason is not None:
+            self._skip(source, reason)
+            return []
+        toks = self.reader.tokenizers
+        text, invalid = decode_utf8(data)
+        counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0), invalid)
+        self.report.files.append(counted)
+        return [(counted, spec, text) for spec in toks] if text else []

@@ -1,5 +1,4 @@
-"""Progress in bytes, reported as each block is read: a large file moves the bar while it
-is read, not only when it ends."""
+"""Progress in bytes, reported as each block is read (a large file moves the bar too)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ LISTED_EVERY = 256  # files found between two reports while a walk lists them
 
 
 def listed(sources: Iterable[Source], progress: ProgressFn | None) -> list[Source]:
-    """Every source, walked before counting starts so the total is known; a long walk
-    reports ``progress("walk", files_found, 0)`` as it goes."""
+    """Every source, walked first so the total is known (a long walk reports its progress)."""
     found: list[Source] = []
     for source in sources:
         found.append(source)
@@ -32,15 +30,11 @@ def total_bytes(sources: Sequence[Source]) -> int:
 
 
 class ByteMeter:
-    """Bytes dealt with so far, over every input, told to ``progress`` as they come:
-    ``wrap(source)`` reports each block read through it; ``finish(source)`` moves
-    ``done`` past what was not read (a binary file is only sniffed), so ``done`` reaches
-    ``total`` at the end. ``done`` never goes back."""
+    """Bytes dealt with over every input, told to ``progress`` as blocks are read."""
 
     def __init__(self, progress: ProgressFn | None, total: int = 0) -> None:
         self.progress, self.total = progress, total
-        self.done = 0
-        self._start = 0  # done when the current input began
+        self.done = self._start = 0  # _start: done when the current input began
 
     def add(self, n: int) -> None:
         if n and self.progress is not None:

@@ -1,13 +1,5 @@
-"""How skipped inputs are reported: one line per input, except the kinds that come by the
-hundred (binary files, files already counted), which are summed up in one line each.
-
->>> from tokcost.counting.inputs import Skipped
->>> bins = [Skipped(f"m{i}.pyc", "binary (NUL byte at offset 0)") for i in range(3)]
->>> skip_notes([*bins, Skipped("logo.png", "binary (NUL byte at offset 6)")])
-('skipped 4 binary files: 3 .pyc, 1 .png',)
->>> skip_notes(bins[:1])
-('skipped m0.pyc: binary (NUL byte at offset 0)',)
-"""
+"""Skipped inputs in few lines: one per input, but binary files and files already counted
+summed up in one line each."""
 
 from __future__ import annotations
 
@@ -21,50 +13,43 @@ from tokcost.counting.inputs import Skipped, invalid_utf8_note
 BINARY = "binary"  # how sniff_binary's reasons begin
 SAME_FILE = "the same file as"  # a path to a file already counted (walk with unique=True)
 SHOWN_KINDS = 3  # the commonest extensions a binary summary names; the rest are "others"
-# How the reasons of inputs that could not be read begin: a file or folder the system
-# refused (permission denied), or a read that failed part way (an I/O error).
 UNREADABLE = ("unreadable", "read error")
 
 
 def same_file_reason(first: str) -> str:
-    """Why a path to a file already counted is left out, as ``du`` leaves it out."""
     return f"{SAME_FILE} {first} (counted once)"
 
 
+_NAME_IT = ": name it directly to read it"
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)", _NAME_IT), (stat.S_ISSOCK, "a socket", ""),
+            (stat.S_ISCHR, "a character device", _NAME_IT),
+            (stat.S_ISBLK, "a block device", _NAME_IT))
+
+
 def special_file_reason(mode: int) -> str:
-    """Why a FIFO, socket or device met inside a folder is not read: reading a FIFO
-    waits for a writer that may never come, a device may never end."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe), not a regular file: name it directly to read it"
-    if stat.S_ISSOCK(mode):
-        return "a socket, not a regular file"
-    if stat.S_ISCHR(mode):
-        return "a character device, not a regular file: name it directly to read it"
-    if stat.S_ISBLK(mode):
-        return "a block device, not a regular file: name it directly to read it"
+    """Why a FIFO, socket or device inside a folder is not read (it may never end)."""
+    for test, kind, hint in _SPECIAL:
+        if test(mode):
+            return f"{kind}, not a regular file{hint}"
     return "not a regular file"
 
 
 def is_unreadable(skip: Skipped) -> bool:
-    """Whether ``skip`` is an input that could not be read, which fails a count (exit
-    code 1, as ``wc`` and ``du`` fail) once the rest is counted; a binary file, a FIFO
-    inside a folder, a broken symlink or a path already counted is left out by policy."""
+    """Whether ``skip`` could not be read, rather than being left out by policy."""
     return skip.reason.startswith(UNREADABLE)
 
 
 def unreadable(skipped: Iterable[Skipped]) -> tuple[Skipped, ...]:
-    """The inputs of ``skipped`` that could not be read (``is_unreadable``), in order."""
     return tuple(s for s in skipped if is_unreadable(s))
 
 
 def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
-    """The one error line for the inputs that could not be read (said after the counts:
-    each one already has its warning), or None when all could."""
+    """The one error line, after the counts, for the inputs that could not be read, or None."""
     failed = len(unreadable(skipped))
     if not failed:
         return None
-    return (f"{failed:,} input{'' if failed == 1 else 's'} could not be read "
-            "(see the warnings above)")
+    inputs = "input" if failed == 1 else "inputs"
+    return f"{failed:,} {inputs} could not be read (see the warnings above)"
 
 
 def _binary_line(skips: Sequence[Skipped]) -> str:
@@ -83,12 +68,9 @@ def _same_file_line(skips: Sequence[Skipped]) -> str:
             "inode, as du counts)")
 
 
-def skip_notes(
-    skipped: Iterable[Skipped], *, verbose: bool = False, hint: str = ""
-) -> tuple[str, ...]:
-    """One warning per skip, in order; but two or more binary files, and two or more
-    paths to files already counted, make one summary line each (after the others),
-    ending ``; {hint}`` (the CLI's says how to list them). ``verbose`` lists each one."""
+def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
+               hint: str = "") -> tuple[str, ...]:
+    """One warning per skip, but binary files (or paths counted already) summed up in one line."""
     skipped = list(skipped)
     if verbose:
         return tuple(s.note for s in skipped)
@@ -101,14 +83,7 @@ def skip_notes(
     return (*(s.note for s in skipped), *summaries)
 
 
-def count_warnings(
-    skipped: Iterable[Skipped],
-    invalid: Iterable[tuple[str, int]] = (),
-    *,
-    verbose: bool = False,
-    hint: str = "",
-) -> tuple[str, ...]:
-    """``input_warnings`` with the skips summed up as ``skip_notes`` sums them."""
-    notes = list(skip_notes(skipped, verbose=verbose, hint=hint))
-    notes += [invalid_utf8_note(name, n) for name, n in invalid if n]
-    return tuple(notes)
+def count_warnings(skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = (), *,
+                   verbose: bool = False, hint: str = "") -> tuple[str, ...]:
+    return (*skip_notes(skipped, verbose=verbose, hint=hint),
+            *(invalid_utf8_note(name, n) for name, n in invalid if n))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.counting.cuts import CutRule, Specials
-from tokcost.counting.inputs import (
-    BLOCK_BYTES,
-    ByteSource,
-    Utf8Decoder,
-)
+from tokcost.counting.inputs import BLOCK_BYTES, ByteSource, Utf8Decoder
 from tokcost.errors import InputError
 
 MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole text at once
@@ -20,9 +16,7 @@ MAX_WHOLE_CHARS = 256 << 20  # a non-streamable tokenizer must see the whole tex
 
 @dataclass
 class LineBlocks:
-    """The text of a byte stream in blocks of whole lines (cut after ``"\\n"``, never
-    inside a character), decoded under the input policy: for readers that split text
-    into lines, such as the BPE trainer reading standard input."""
+    """A byte stream's text in blocks of whole lines, under the input policy."""
 
     source: ByteSource
     block_bytes: int = BLOCK_BYTES
@@ -48,14 +42,7 @@ class LineBlocks:
 
 @dataclass
 class TextStream:
-    """Boundary-safe text chunks of a byte stream, with running byte/char totals.
-
-    Each block read is searched once, for its last cut point, so time stays linear
-    even without any; the text after the last cut is held (``pending``) until a later
-    block brings one. So the memory it takes is about one block, plus the longest
-    stretch without a cut point (once, as a str: 1, 2 or 4 bytes a character) — the
-    one-letter file is a single pre-token, which the tokenizer must see whole.
-    """
+    """Boundary-safe text chunks of a byte stream, with running byte/char totals."""
 
     source: ByteSource
     block_bytes: int = BLOCK_BYTES
@@ -80,13 +67,11 @@ class TextStream:
             if not block:
                 break
             old = len(pending)
-            # Look for a cut once a block is full (a small file is one chunk) or a
-            # block's worth of text has come in short reads (a pipe).
+            # Search once a block is full, or a block's worth came in short reads (a pipe).
             if len(block) < self.block_bytes and old + len(text) - judged < self.block_bytes:
                 pending += text
                 continue
-            # Search only what was not judged before, in pending + text without joining
-            # them: the characters before it that the rule (and a special) looks at.
+            # Search only what was not judged before (plus the rule's look-back), unjoined.
             ctx = max(0, judged - back)
             buf, base = (pending[ctx:] + text, ctx) if ctx < old else (text, old)
             hi = len(buf) - reach  # a cut needs `reach` characters after it
@@ -112,10 +97,7 @@ class TextStream:
 
 @dataclass(frozen=True)
 class Reader:
-    """Reads byte streams once for a set of tokenizers (spec -> tokenizer): streamable
-    ones see boundary-safe chunks, the others the whole text; with ``allow_special`` no
-    chunk ends inside a special token of any of them (``CutRule.for_tokenizers``). The
-    choices (which tokenizers stream, where to cut) are made once, for many files."""
+    """Reads byte streams once for several tokenizers (spec -> tokenizer)."""
 
     tokenizers: Mapping[str, Tokenizer]
     block_bytes: int = BLOCK_BYTES
@@ -134,13 +116,11 @@ class Reader:
         return CutRule.for_tokenizers(self.tokenizers.values(), allow_special=self.allow_special)
 
     def stream(self, source: ByteSource) -> TextStream:
-        """``source`` as boundary-safe chunks under this reading's cut rule."""
         rule = self.rule
         return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
 
     def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
-        """``(spec, text)`` to count: every chunk for each streamable tokenizer, then the
-        whole text for the others (at most ``MAX_WHOLE_CHARS``: ``name`` is the input)."""
+        """``(spec, text)``: each chunk per streamable tokenizer, then the whole text for others."""
         streamable, whole_specs = self.streamable, self.whole_specs
         whole: list[str] = []
         whole_chars = 0
@@ -162,8 +142,6 @@ class Reader:
 
     def read(self, source: ByteSource, count: Callable[[str, str], None], *,
              name: str) -> TextStream:
-        """``count(spec, text)`` for each text ``texts`` yields; the stream returned holds
-        the byte, character and invalid-byte totals."""
         stream = self.stream(source)
         for spec, text in self.texts(stream, name=name):
             count(spec, text)
@@ -171,18 +149,17 @@ class Reader:
 
 
 def split_text(text: str, chunk_chars: int) -> list[str]:
-    """Cut an in-memory text at boundary-safe points into pieces of about chunk_chars."""
+    """``text`` cut at boundary-safe points into pieces of about ``chunk_chars``."""
     rule = CutRule()
     pieces: list[str] = []
     start = 0
     while len(text) - start > chunk_chars:
         window_end = start + chunk_chars
-        # The window ends at window_end: a space there has no next character to judge by.
         cut = rule.last(text[: window_end], start + chunk_chars // 2 + 1, window_end)
         if cut < 0:
             cut = rule.last(text[: window_end], start + 1, window_end)
         if cut <= start:
-            # No safe point in this window: look further on, never split unsafely.
+            # No safe point in this window: look further on.
             nxt = rule.first(text, window_end, len(text))
             if nxt < 0:
                 break
@@ -192,12 +169,3 @@ def split_text(text: str, chunk_chars: int) -> list[str]:
     pieces.append(text[start:])
     return pieces
 
-
-def count_text(text: str, tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
-    """Tokens in one text, as the tokenizer counts the whole of it."""
-    return tokenizer.count(text, allow_special=allow_special)
-
-
-def count_texts(texts: Iterable[str], tokenizer: Tokenizer, *, allow_special: bool = False) -> int:
-    """Total tokens over texts counted one by one (each text is a document of its own)."""
-    return sum(tokenizer.count(t, allow_special=allow_special) for t in texts)

@@ -1,8 +1,5 @@
-"""What ``bpe train`` (and ``bpe sweep``) read, under the input policy of every command:
-``-`` is standard input (read here, as blocks of whole lines), binary files are left out
-and invalid UTF-8 is read as U+FFFD, each said in a note; files, quoted globs and (on a
-remote runner) URLs are pre-tokenized on the runner by readers that sniff and decode
-them as they go, so no file is read twice."""
+"""What ``bpe train`` and ``bpe sweep`` read, under the input policy: stdin here, as blocks of
+whole lines; files, globs and (remote) URLs pre-tokenized on the runner, each read once."""
 
 from __future__ import annotations
 
@@ -23,9 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class TrainingInputs:
-    """The training inputs after the input policy, and the pre-tokenizer the trainer
-    calls (``count_words``: ``tokcost.bpe.train``'s ``engine``), which keeps the notes:
-    ``skipped`` (each input once) and ``invalid`` (input -> bytes replaced)."""
+    """The training inputs, and the trainer's pre-tokenizer (``count_words``) with the notes."""
 
     runner: Runner
     paths: list[str] = field(default_factory=list)
@@ -59,11 +54,9 @@ class TrainingInputs:
 
     def count_words(self, paths: Sequence[str | Path], spec: PretokenizeSpec, *,
                     progress: ProgressFn | None = None) -> Counter[str]:
-        """The pre-token frequencies of ``paths`` on the runner, the notes kept."""
         from tokcost.bpe.pretokenize import pretokenize_files
         from tokcost.scale.mapreduce import WordCounts, pretokenize_shard
         from tokcost.scale.shards import list_training_files
-
         counts = WordCounts()
         with self.runner as runner:
             files = list_training_files(paths, runner)
@@ -79,7 +72,7 @@ class TrainingInputs:
         return counts
 
     def invalid_utf8_bytes(self) -> dict[str, int]:
-        """Bytes replaced per input (stdin's are known once it has been read)."""
+        """Bytes replaced per input (stdin's once it has been read)."""
         if self.stdin is not None and self.stdin.invalid_bytes:
             return {**self.invalid, STDIN_NAME: self.stdin.invalid_bytes}
         return dict(self.invalid)

@@ -10,23 +10,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.counting.inputs import (
-    STDIN,
-    STDIN_NAME,
-    Skipped,
-    not_a_folder,
-)
+from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder
 from tokcost.counting.skips import same_file_reason, special_file_reason
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import pathspec
 
+GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that points at it)
+GIT_FOLDER_REASON = "git's own folder, never read"
+DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
+SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
+
 
 @dataclass(frozen=True)
 class Source:
-    """One input: a file path, or ``-`` for standard input."""
-
     path: str
     display: str
     size: int | None = None  # a regular file's size when walked; None for a stream (stdin, a FIFO)
@@ -38,8 +36,7 @@ Seen = dict[tuple[int, int], str]
 
 @dataclass
 class Visited:
-    """What ``walk(..., unique=True)`` has met: pass one to several ``walk`` calls (one
-    per argument, as the Dask engine lists them) and each file is still taken once."""
+    """What ``walk(..., unique=True)`` has met, shared by several calls (the Dask engine's)."""
 
     files: Seen = field(default_factory=dict)
     folders: Seen = field(default_factory=dict)  # a folder named twice is walked once
@@ -48,9 +45,7 @@ class Visited:
 
 @dataclass
 class LeftOut:
-    """What a walk left out by rule (a fault of the input is ``Skipped``), counted where
-    a rule stops the walk (a folder ``.gitignore`` excludes is one folder), so that an
-    empty result can say why."""
+    """What a walk's rules left out, so that an empty result can say why."""
 
     gitignored_files: int = 0
     gitignored_folders: int = 0
@@ -61,36 +56,23 @@ class LeftOut:
     folders: list[str] = field(default_factory=list)  # the folders walked, as named
 
     def note(self, *, names: Mapping[str, str] | None = None) -> str:
-        """Why a walk found nothing to count, in one line, in the API's words:
-        ``include``, ``exclude``, ``gitignore=False``; ``names`` maps each to the
-        caller's own (the CLI's flags: ``{"gitignore=False": "--no-gitignore"}``).
-
-        >>> LeftOut(gitignored_files=12, folders=["src"]).note()
-        'no files matched: 12 files excluded by .gitignore (gitignore=False counts them)'
-        >>> LeftOut(not_included=3, excluded_folders=1, folders=["src"]).note()
-        'no files matched: 3 files do not match include, 1 folder matches exclude'
-        >>> LeftOut(folders=["e/"]).note(), LeftOut(git_folders=1, folders=["repo"]).note()
-        ('no files in e/', 'no files in repo/ (only .git/, which is never read)')
-        """
-        def word(api: str) -> str:
-            return (names or {}).get(api, api)
-
+        """Why a walk found nothing, in one line; ``names`` maps the API's words to the
+        caller's (``{"gitignore=False": "--no-gitignore"}``)."""
+        word = {w: w for w in ("include", "exclude", "gitignore=False")} | dict(names or {})
         parts = []
         ignored = _entries(self.gitignored_files, self.gitignored_folders)
         if ignored:
-            parts.append(f"{ignored} excluded by .gitignore ({word('gitignore=False')} "
+            parts.append(f"{ignored} excluded by .gitignore ({word['gitignore=False']} "
                          "counts them)")
         if self.not_included:
             verb = "does" if self.not_included == 1 else "do"
-            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word('include')}")
+            parts.append(f"{_entries(self.not_included, 0)} {verb} not match {word['include']}")
         excluded = _entries(self.excluded_files, self.excluded_folders)
         if excluded:
             verb = "matches" if self.excluded_files + self.excluded_folders == 1 else "match"
-            parts.append(f"{excluded} {verb} {word('exclude')}")
-        if parts:
-            return "no files matched: " + ", ".join(parts)
-        if not self.folders:
-            return "no files matched"
+            parts.append(f"{excluded} {verb} {word['exclude']}")
+        if parts or not self.folders:
+            return "no files matched" + (": " + ", ".join(parts) if parts else "")
         named = [f if f.endswith("/") else f + "/" for f in self.folders]
         where = (", ".join(named) if len(named) <= SHOWN_FOLDERS
                  else f"the {len(named):,} folders given")
@@ -98,27 +80,21 @@ class LeftOut:
                                          if self.git_folders else "")
 
 
-SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
-
-
 def _entries(files: int, folders: int) -> str:
-    """``3 files and 1 folder``; ``""`` for none."""
     words = [f"{n:,} {kind}{'' if n == 1 else 's'}"
              for n, kind in ((files, "file"), (folders, "folder")) if n]
     return " and ".join(words)
 
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
-                skipped: list[Skipped] | None) -> bool:
-    """Whether this is the first path to the file ``st`` (always, when not deduplicating)."""
+                skipped: list[Skipped]) -> bool:
     if seen is None:
         return True
     key = (st.st_dev, st.st_ino)
     if key not in seen:
         seen[key] = display
         return True
-    if skipped is not None:
-        skipped.append(Skipped(display, same_file_reason(seen[key])))
+    skipped.append(Skipped(display, same_file_reason(seen[key])))
     return False
 
 
@@ -134,78 +110,31 @@ def _gitignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
 
 
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
-    # Imported on the first .gitignore or glob: a walk without either (most counts of
-    # a folder outside git) does not pay pathspec's import (about 20 ms).
+    # Imported on the first .gitignore or glob: pathspec costs about 20 ms.
     import warnings
 
     import pathspec
 
-    # A glob such as '[[]red]*' is valid gitignore syntax; Python's re warns that a
-    # future version may read '[[' as a nested set, which the user can do nothing about.
+    # '[[]red]*' is valid gitignore; re warns of a future nested set, not the user's fault.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
-    if not patterns:
-        return None
-    return _spec(patterns)
+    return _spec(patterns) if patterns else None
 
 
-GIT_FOLDER_REASON = "git's own folder, never read"
-
-
-def _shown(raw: str) -> str:
-    """A path as an error names it: the empty one as ``''``, so the message still reads."""
-    return raw or "''"
-
-
-def _stat_named(raw: str) -> os.stat_result:
-    """The status of a path named directly, or the usage error that names what is wrong.
-
-    ``os.stat(raw)``, not ``Path(raw).stat()``: pathlib drops a trailing ``/`` and reads
-    ``''`` as ``.``, and both must fail as ``cat`` fails on them.
-    """
-    if not raw:  # an empty argument, as an unset shell variable gives: not this folder
-        raise UsageError(f"no such file or folder: {_shown(raw)}")
-    try:
-        return os.stat(raw)
-    except FileNotFoundError:
-        raise UsageError(f"no such file or folder: {raw}") from None
-    except NotADirectoryError:
-        raise UsageError(not_a_folder(raw)) from None
-
-
-def walk(
-    paths: Sequence[str],
-    *,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
-    skipped: list[Skipped] | None = None,
-    unique: bool = False,
-    visited: Visited | None = None,
-    left_out: LeftOut | None = None,
-) -> Iterator[Source]:
-    """Files to count, in a stable order; a missing path (also ``''``, and ``file/``)
-    raises UsageError, one that cannot be stat'ed is skipped as unreadable (into
-    ``skipped``; without it, InputError).
-
-    Folders are walked without following symlinked folders; ``.git`` is never read,
-    ``.gitignore``d paths are left out (unless ``gitignore=False``), ``include`` and
-    ``exclude`` are gitignore-style globs on the path relative to the folder given;
-    only regular files are taken (a FIFO, socket or device is skipped with the reason:
-    reading one may never end). A path named directly is taken whatever it is, as
-    ripgrep takes it: a FIFO such as ``<(cmd)``, a file ``.gitignore`` excludes, a
-    folder a ``.gitignore`` above excludes (only that exclusion is lifted).
-
-    ``unique`` yields each file once however it is named (directly, through a folder,
-    a symlink or a hard link: by device and inode, as ``du`` counts); later paths are
-    skipped with the reason, ``-`` is read once; ``visited`` carries that across calls.
-    ``left_out`` counts what the rules left out (``LeftOut.note`` says it).
-    """
+def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+         gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
+         visited: Visited | None = None, left_out: LeftOut | None = None) -> Iterator[Source]:
+    """Files to count, in a stable order (the rules: docs/count.md#inputs). A missing path
+    raises UsageError; one that cannot be stat'ed goes to ``skipped`` (else InputError).
+    ``unique``: each file once, by device and inode (``visited`` carries it across calls);
+    ``left_out`` counts what the rules left out."""
     inc, exc = globs(include), globs(exclude)
+    strict, skipped = skipped is None, [] if skipped is None else skipped
+    left_out = LeftOut() if left_out is None else left_out
     state = (visited if visited is not None else Visited()) if unique else None
     seen: Seen | None = state.files if state is not None else None
     folders: Seen = state.folders if state is not None else {}
@@ -213,18 +142,23 @@ def walk(
         if raw == STDIN:
             if state is not None:
                 if state.stdin:
-                    if skipped is not None:
-                        skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
+                    skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
                     continue
                 state.stdin = True
             yield Source(STDIN, STDIN_NAME)
             continue
-        try:
-            st = _stat_named(raw)
+        if not raw:  # an unset shell variable: not this folder
+            raise UsageError("no such file or folder: ''")
+        try:  # os.stat, not Path.stat: pathlib drops a trailing "/" and reads "" as "."
+            st = os.stat(raw)
+        except FileNotFoundError:
+            raise UsageError(f"no such file or folder: {raw}") from None
+        except NotADirectoryError:
+            raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise InputError(f"{raw}: symlink loop; point at the real file") from None
-            if skipped is None:
+            if strict:
                 raise InputError(f"cannot read {raw}: {err.strerror}") from None
             skipped.append(Skipped(raw, f"unreadable ({err.strerror})"))
             continue
@@ -234,44 +168,28 @@ def walk(
                 yield Source(str(path), raw, st.st_size if stat.S_ISREG(st.st_mode) else None)
             continue
         if os.path.basename(os.path.abspath(raw)) == GIT:
-            if skipped is not None:
-                skipped.append(Skipped(raw, GIT_FOLDER_REASON))
+            skipped.append(Skipped(raw, GIT_FOLDER_REASON))
             continue
         if seen is not None:
             key = (st.st_dev, st.st_ino)
             if key in folders:
-                if skipped is not None:
-                    skipped.append(Skipped(raw, f"the same folder as {folders[key]} "
-                                                "(counted once)"))
+                skipped.append(Skipped(raw, f"the same folder as {folders[key]} (counted once)"))
                 continue
             folders[key] = raw
-        if left_out is not None:
-            left_out.folders.append(raw)
-        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen,
-                             left_out if left_out is not None else LeftOut())
-
-
-GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that points at it)
-DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
+        left_out.folders.append(raw)
+        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen, left_out)
 
 
 @dataclass(frozen=True)
 class _Rules:
-    """One ``.gitignore``: the folder it is in (absolute) and its patterns.
-
-    ``lifted`` >= 0 for a file above the folder named, whose patterns match that folder
-    or one above it: the length of that folder's path relative to ``base``; a match of a
-    folder no longer than that (the named one or one above it) is left out of the verdict.
-    """
+    """One ``.gitignore``; ``lifted``: the length of the folder named, when it matches it."""
 
     base: Path
     spec: pathspec.GitIgnoreSpec
     lifted: int = -1
 
     def verdict(self, rel: str) -> bool | None:
-        """Whether ``rel`` (relative to ``base``; a folder ends in "/") is ignored, or
-        None when no pattern decides, as git decides: the last match wins, but a file
-        pattern's verdict stands against a later folder pattern's re-inclusion."""
+        """Whether ``rel`` is ignored, or None, as git decides (the last match wins)."""
         if self.lifted < 0:
             return self.spec.check_file(rel).include
         verdict: bool | None = None
@@ -302,7 +220,7 @@ def _lifted(spec: pathspec.GitIgnoreSpec, base: Path, root: Path) -> int:
 
 
 def _ancestor_gitignores(root: Path) -> list[_Rules]:
-    """The .gitignore files above ``root`` up to its git work tree's top, outermost first."""
+    """The .gitignore files above ``root`` up to its work tree's top, outermost first."""
     start = Path(os.path.abspath(root))
     chain: list[Path] = []
     for folder in start.parents:
@@ -311,62 +229,41 @@ def _ancestor_gitignores(root: Path) -> list[_Rules]:
             break
     else:
         return []  # not inside a git work tree: only the folders walked count
-    found = []
-    for folder in reversed(chain):
-        spec = _gitignore_spec(folder)
-        if spec is not None:
-            found.append(_Rules(folder, spec, _lifted(spec, folder, start)))
-    return found
+    return [_Rules(folder, spec, _lifted(spec, folder, start)) for folder in reversed(chain)
+            if (spec := _gitignore_spec(folder)) is not None]
 
 
 class _Ignores:
-    """The ``.gitignore`` files that apply in the folder being walked: those above the
-    folder named inside the same git work tree, then each one met on the way down."""
-
     def __init__(self, root: Path, on: bool) -> None:
         self.on = on
         self.rules: list[_Rules] = _ancestor_gitignores(root) if on else []
 
     def enter(self, here: Path) -> None:
-        """Keep the files that apply below ``here``, and add ``here``'s own."""
         if not self.on:
             return
         here_abs = Path(os.path.abspath(here))
-        self.rules[:] = [r for r in self.rules
-                         if here_abs == r.base or r.base in here_abs.parents]
+        self.rules[:] = [r for r in self.rules if here_abs == r.base or r.base in here_abs.parents]
         spec = _gitignore_spec(here)
         if spec is not None:
             self.rules.append(_Rules(here_abs, spec))
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        # As git decides: the last matching pattern wins, and a deeper .gitignore
-        # comes later, so its "!keep.txt" can re-include what an outer one ignores.
         if not self.rules:
             return False
-        verdict: bool | None = None
-        full = Path(os.path.abspath(path))
-        for rules in self.rules:
-            result = rules.verdict(full.relative_to(rules.base).as_posix()
-                                   + ("/" if is_dir else ""))
-            if result is not None:
-                verdict = result
-        return bool(verdict)
+        full, suffix = Path(os.path.abspath(path)), "/" if is_dir else ""
+        found = [v for r in self.rules
+                 if (v := r.verdict(full.relative_to(r.base).as_posix() + suffix)) is not None]
+        return bool(found and found[-1])  # the last wins: a deeper "!keep.txt" re-includes
 
 
-def _walk_dir(
-    root: Path,
-    inc: pathspec.GitIgnoreSpec | None,
-    exc: pathspec.GitIgnoreSpec | None,
-    gitignore: bool,
-    skipped: list[Skipped] | None,
-    seen: Seen | None,
-    left_out: LeftOut,
-) -> Iterator[Source]:
+def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitIgnoreSpec | None,
+              gitignore: bool, skipped: list[Skipped], seen: Seen | None,
+              left_out: LeftOut) -> Iterator[Source]:
     ignores = _Ignores(root, gitignore)
+    globbed = inc is not None or exc is not None
 
     def onerror(err: OSError) -> None:
-        if skipped is not None:
-            skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
+        skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
         here = Path(dirpath)
@@ -383,9 +280,7 @@ def _walk_dir(
             else:
                 keep.append(d)
         dirnames[:] = keep
-        # String paths, spelled as Path spells them ("./a" is "a"): on thousands of
-        # files the Path objects, relative paths and empty gitignore checks were
-        # most of the walk's time.
+        # Strings, spelled as Path spells them ("./a" is "a"): Path objects were most of the time.
         shown = str(here)
         prefix = "" if shown == "." else os.path.join(shown, "")
         for name in sorted(filenames):
@@ -394,48 +289,32 @@ def _walk_dir(
             file = prefix + name
             if ignores.rules and ignores.ignored(Path(file), False):
                 left_out.gitignored_files += 1
-            elif _globbed_out(file, root, inc, exc, left_out):
                 continue
+            rel = Path(file).relative_to(root).as_posix() if globbed else file
+            if inc is not None and not inc.match_file(rel):
+                left_out.not_included += 1
+            elif exc is not None and exc.match_file(rel):
+                left_out.excluded_files += 1
             else:
                 yield from _regular(file, seen, skipped)
 
 
-def _globbed_out(file: str, root: Path, inc: pathspec.GitIgnoreSpec | None,
-                 exc: pathspec.GitIgnoreSpec | None, left_out: LeftOut) -> bool:
-    """Whether ``include``/``exclude`` leave ``file`` out (counted in ``left_out``)."""
-    if inc is None and exc is None:
-        return False
-    rel = Path(file).relative_to(root).as_posix()
-    if inc is not None and not inc.match_file(rel):
-        left_out.not_included += 1
-        return True
-    if exc is not None and exc.match_file(rel):
-        left_out.excluded_files += 1
-        return True
-    return False
-
-
-def _regular(file: str, seen: Seen | None, skipped: list[Skipped] | None) -> Iterator[Source]:
-    """``file`` met in a folder, if it is a regular file (or a symlink to one) seen first:
-    one stat (through symlinks) tells that, its size and its identity."""
-
-    def skip(reason: str) -> None:
-        if skipped is not None:
-            skipped.append(Skipped(file, reason))
-
+def _regular(file: str, seen: Seen | None, skipped: list[Skipped]) -> Iterator[Source]:
+    """``file`` met in a folder, if a regular file (or a link to one) seen first: one stat."""
     try:
         st = os.stat(file)
     except OSError as err:
         if err.errno == errno.ELOOP:
-            skip("symlink loop")
+            reason = "symlink loop"
         elif err.errno == errno.ENOENT and os.path.islink(file):
-            skip("broken symlink")
+            reason = "broken symlink"
         else:
-            skip(f"unreadable ({err.strerror})")
+            reason = f"unreadable ({err.strerror})"
+        skipped.append(Skipped(file, reason))
         return
     if not stat.S_ISREG(st.st_mode):
         if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
-            skip(special_file_reason(st.st_mode))
+            skipped.append(Skipped(file, special_file_reason(st.st_mode)))
         return
     if _first_time(st, file, seen, skipped):
         yield Source(file, file, st.st_size)

@@ -1,14 +1,6 @@
-"""Past one machine: the Dask runner, and counting and BPE pre-tokenization as map/reduce.
+"""Past one machine: the Dask runner, and counting and BPE pre-tokenization as pure map/reduce
+functions any runner can run (docs/scale-out.md); dask is imported when a runner starts."""
 
-The map functions count or pre-tokenize texts or byte-range shards of files with
-counting's and the BPE trainer's own readers; the reduce functions merge their partial
-results in any order. They are pure, so Spark, Ray or a process pool can run them as
-well as ``DaskRunner`` (pass one as ``run=`` to ``tokcost.counting.count_paths``, or as
-the runner of ``tokcost.counting.TrainingInputs``). Nothing here imports dask until a
-runner starts.
-"""
-
-from tokcost.runner import SHARD_BYTES as SHARD_BYTES
 from tokcost.runner import Piece as Piece
 from tokcost.runner import plan_shards as plan_shards
 from tokcost.scale.cluster import ClusterError as ClusterError

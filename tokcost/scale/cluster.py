@@ -1,9 +1,5 @@
-"""The Dask runner: a ``LocalCluster`` of worker processes here (loopback only), or the
-cluster at a scheduler address, whose workers must have tokcost and open the inputs
-(the same paths, or URLs). A worker that dies mid-task is replaced and the pure task
-run again. Nothing waits forever: every worker must import this process's tokcost
-first, and a cluster left without workers for ``timeout`` seconds is an error. Dask is
-imported inside the functions."""
+"""The Dask runner: a loopback ``LocalCluster``, or the cluster at a scheduler address; nothing
+waits forever (every worker checked first, no worker for ``timeout`` seconds an error)."""
 
 from __future__ import annotations
 
@@ -11,9 +7,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from tokcost.errors import MissingDependency, TokcostError, UsageError, arg
@@ -21,8 +17,7 @@ from tokcost.runner import CONNECT_TIMEOUT, EngineKind, RunConfig, shard_size
 
 S = TypeVar("S")
 R = TypeVar("R")
-#: Bad workers named in an error before "and N more".
-NAMED_WORKERS = 3
+NAMED_WORKERS = 3  # bad workers named in an error before "and N more"
 
 
 class ClusterError(TokcostError):
@@ -33,94 +28,60 @@ def _import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        # the CLI shows its flag: --engine dask
         raise MissingDependency("dask", "dask", arg("engine", "dask"), param="engine") from None
     return distributed
 
 
 @contextmanager
-def dask_client(
-    scheduler: str | None = None,
-    *,
-    workers: int | None = None,
-    timeout: float = CONNECT_TIMEOUT,
-) -> Iterator[Any]:
-    """A ``distributed.Client``: on ``scheduler`` (``tcp://host:8786``), else on a new
-    LocalCluster of ``workers`` single-threaded processes bound to 127.0.0.1; its
-    workers checked by ``check_workers`` before it is handed out."""
+def dask_client(scheduler: str | None = None, *, workers: int | None = None,
+                timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
+    """A ``distributed.Client`` on ``scheduler`` or a new loopback cluster, workers checked."""
     distributed = _import_distributed()
-    if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout=f"{timeout}s")
-        except (OSError, TimeoutError):
-            raise ClusterError(
-                f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
-                "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
-                f"or leave out {arg('scheduler', 'ADDRESS')} to run on this machine",
-                param="scheduler") from None
-        except ValueError as exc:
-            raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
-                             param="scheduler") from None
-        try:
-            check_workers(client, timeout)  # a worker within timeout, running our tokcost
-            yield client
-        finally:
-            client.close()
-        return
-    cluster = distributed.LocalCluster(
-        n_workers=max(1, workers or os.cpu_count() or 1),
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",  # loopback, any free port (8787 may be taken)
-        silence_logs=logging.CRITICAL,  # task errors reach the user once, as a TokcostError
-    )
-    try:
-        client = distributed.Client(cluster)
-        try:
-            check_workers(client, timeout)
-            yield client
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with ExitStack() as stack:
+        if scheduler:
+            try:
+                client = distributed.Client(scheduler, timeout=f"{timeout}s")
+            except (OSError, TimeoutError):
+                raise ClusterError(
+                    f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
+                    "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
+                    f"or leave out {arg('scheduler', 'ADDRESS')} to run on this machine",
+                    param="scheduler") from None
+            except ValueError as exc:
+                raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
+                                 param="scheduler") from None
+        else:
+            cluster = distributed.LocalCluster(
+                n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
+                processes=True, host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
+                silence_logs=logging.CRITICAL)  # task errors reach the user once
+            stack.callback(cluster.close)
+            client = distributed.Client(cluster)
+        stack.callback(client.close)
+        check_workers(client, timeout)  # a worker within timeout, running our tokcost
+        yield client
 
 
 def _tokcost_probe() -> Callable[[], str]:
-    """The function each worker runs to say which tokcost it imports.
-
-    It is made here, nested, so cloudpickle sends its code by value: a worker
-    without tokcost can still run it (a module-level function would be sent by
-    name, and fail to load there with the error only in the worker's log).
-    """
+    """Which tokcost a worker imports (nested: cloudpickle sends it by value)."""
 
     def tokcost_version() -> str:
         import tokcost
-
         return str(tokcost.__version__)
 
     return tokcost_version
 
 
-def _named(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:NAMED_WORKERS])
-    more = len(items) - NAMED_WORKERS
-    return f"{shown} and {more} more" if more > 0 else shown
-
-
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
-    """Raise ``ClusterError`` unless the cluster has a worker within ``timeout``
-    seconds and every worker imports this process's tokcost version."""
+    """Raise ``ClusterError`` unless a worker comes and every worker imports our tokcost."""
     import tokcost
-
     address = client.scheduler.address
     try:
         client.wait_for_workers(1, timeout=timeout)
     except (OSError, TimeoutError):
-        raise ClusterError(
-            f"the Dask scheduler at {address} has no workers after {timeout:g} s; "
-            f"start some with `dask worker {address}`"
-        ) from None
+        raise ClusterError(f"the Dask scheduler at {address} has no workers after {timeout:g} "
+                           f"s; start some with `dask worker {address}`") from None
     probe = _tokcost_probe()
     run_async = getattr(client, "_run", None)  # Client.run itself has no timeout
     try:
@@ -128,11 +89,9 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
             client.run(probe, on_error="return") if run_async is None else
             client.sync(run_async, probe, on_error="return", callback_timeout=timeout))
     except (OSError, TimeoutError):
-        raise ClusterError(
-            f"the Dask workers of {address} did not answer within {timeout:g} s; see "
-            f"the workers' logs, or allow more time with {arg('timeout', 'SECONDS')}",
-            param="timeout",
-        ) from None
+        raise ClusterError(f"the Dask workers of {address} did not answer within {timeout:g} s; "
+                           "see the workers' logs, or allow more time with "
+                           f"{arg('timeout', 'SECONDS')}", param="timeout") from None
     want = str(tokcost.__version__)
     bad: list[str] = []
     for worker, answer in sorted(answers.items()):
@@ -142,25 +101,19 @@ def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
         elif answer != want:
             bad.append(f"{worker} has {answer}")
     if bad:
-        raise ClusterError(
-            f"the Dask workers must import tokcost {want}, as this machine does: "
-            f"{_named(bad)}; install tokcost=={want} on every worker"
-        )
+        more = f" and {len(bad) - NAMED_WORKERS} more" if len(bad) > NAMED_WORKERS else ""
+        raise ClusterError(f"the Dask workers must import tokcost {want}, as this machine does: "
+                           f"{', '.join(bad[:NAMED_WORKERS])}{more}; install tokcost=={want} "
+                           "on every worker")
 
 
 class _Watch(threading.Thread):
-    """Looks at the cluster while work is pending: when it has had no worker for
-    ``timeout`` seconds (or its scheduler stops answering) it says why in
-    ``reason`` and cancels the work, so the driver's wait ends."""
+    """Cancels the work once the cluster has had no worker for ``timeout`` seconds."""
 
-    def __init__(self, client: Any, futures: list[Any], timeout: float,
-                 own_cluster: bool) -> None:
+    def __init__(self, client: Any, futures: list[Any], timeout: float, own_cluster: bool) -> None:
         super().__init__(name="tokcost-dask-watch", daemon=True)
-        self.client = client
-        self.futures = futures
-        self.timeout = timeout
-        self.own_cluster = own_cluster
-        self.done = 0
+        self.client, self.futures, self.timeout = client, futures, timeout
+        self.own_cluster, self.done = own_cluster, 0
         self.reason: str | None = None
         self.stopped = threading.Event()
 
@@ -180,53 +133,37 @@ class _Watch(threading.Thread):
             if threads:
                 alone_since = None
                 continue
-            now = time.monotonic()
-            alone_since = now if alone_since is None else alone_since
-            if now - alone_since >= self.timeout:
+            alone_since = time.monotonic() if alone_since is None else alone_since
+            if time.monotonic() - alone_since >= self.timeout:
                 why = ("the local workers died and did not come back" if self.own_cluster
                        else f"the workers died or left the scheduler at {address} (one that "
                        "cannot import tokcost leaves at its first task: see the workers' "
                        f"logs); start workers with `dask worker {address}`")
-                self.reason = (
-                    f"no Dask worker to run the work for {self.timeout:g} s ({self.done} of "
-                    f"{len(self.futures)} shards done): {why}, or allow more time with "
-                    f"{arg('timeout', 'SECONDS')}")
+                self.reason = (f"no Dask worker to run the work for {self.timeout:g} s "
+                               f"({self.done} of {len(self.futures)} shards done): {why}, or "
+                               f"allow more time with {arg('timeout', 'SECONDS')}")
                 break
         if self.reason is not None and not self.stopped.is_set():
             self.client.cancel(self.futures)
 
-    def stop(self) -> None:
-        self.stopped.set()
-
 
 def _result(fut: Any, watch: _Watch, distributed: Any) -> Any:
-    """The result of a finished future, or the one-line reason the work stopped."""
     try:
         return fut.result()
     except distributed.KilledWorker as exc:
-        raise ClusterError(
-            f"workers kept dying on one shard ({exc}); give them more memory "
-            "or use smaller shards"
-        ) from None
+        raise ClusterError(f"workers kept dying on one shard ({exc}); give them more memory "
+                           "or use smaller shards") from None
     except CancelledError as exc:  # by the watch, the scheduler or a remote client
         if watch.reason is not None:
             raise ClusterError(watch.reason, param="timeout") from None
         raise ClusterError(f"the cluster dropped the work: {exc}") from None
     except ImportError as exc:  # s3fs, say, on this machine but not on the workers
-        raise ClusterError(
-            f"a Dask worker cannot import what the work needs ({exc}); install the "
-            "same packages on the workers as on this machine"
-        ) from None
+        raise ClusterError(f"a Dask worker cannot import what the work needs ({exc}); install "
+                           "the same packages on the workers as on this machine") from None
 
 
-class DaskRunner:
-    """``tokcost.runner.Runner`` on Dask: the cluster at ``scheduler`` (``tcp://HOST:8786``),
-    or a LocalCluster of ``jobs`` processes here (one per CPU), or ``client`` (an existing
-    ``distributed.Client``), connected on first use within a ``with`` block. Shards are
-    ``shard_bytes`` (default: ``tokcost.runner.shard_size``). ``timeout`` seconds bound
-    every wait: the scheduler, its first worker, the version check, an http(s) server,
-    and a worker to come back when none is left mid-run.
-    """
+class DaskRunner(AbstractContextManager["DaskRunner"]):
+    """A ``Runner`` on Dask, connected on first use; ``timeout`` seconds bound every wait."""
 
     in_process = False
     remote = True
@@ -244,16 +181,12 @@ class DaskRunner:
         return (f"DaskRunner(scheduler={self.scheduler!r}, jobs={self.jobs}, "
                 f"timeout={self.timeout:g})")
 
-    def __enter__(self) -> DaskRunner:
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
         self._client, self._checked = self._given, False
 
     @property
     def client(self) -> Any:
-        """The client, connected (and its workers checked) on first use."""
         if self._client is None:
             self._client = self._stack.enter_context(
                 dask_client(self.scheduler, workers=self.jobs, timeout=self.timeout))
@@ -270,8 +203,6 @@ class DaskRunner:
         return self._shard_bytes or shard_size(total, self.workers)
 
     def map(self, fn: Callable[[S], R], shards: Iterable[S]) -> Iterator[tuple[S, R]]:
-        """``fn(shard)`` on the cluster, yielded as each ends; a ``ClusterError`` when
-        no worker is left for ``timeout`` seconds."""
         distributed = _import_distributed()
         client, shards = self.client, list(shards)
         futures = client.map(fn, shards, pure=False)
@@ -286,5 +217,5 @@ class DaskRunner:
                 yield shard_of[fut.key], result
                 fut.release()
         finally:
-            watch.stop()
+            watch.stopped.set()
             client.cancel(futures)

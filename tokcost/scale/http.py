@@ -1,10 +1,5 @@
-"""``http://`` and ``https://`` inputs, read in byte ranges with the standard library.
-
-A worker reads only its shard, so the server must answer ``Range`` requests (206). The
-driver asks once (``probe``): a server that ignores ``Range`` is an error saying to
-download the file, and an HTML page at a URL naming no ``.html`` file is not a text file.
-Workers read through ``RangeFile``, which checks every answer again (no aiohttp).
-"""
+"""``http(s)://`` inputs read in byte ranges with the standard library (the server must answer
+``Range``); an HTML page at a URL naming no ``.html`` file is not a text file."""
 
 from __future__ import annotations
 
@@ -14,17 +9,13 @@ import os
 import re
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
 
 from tokcost.errors import InputError, UsageError
 
-#: Seconds a worker waits for one answer of the server.
-READ_TIMEOUT = 60.0
-#: What a worker asks for at once when the reader wants less (a few small reads
-#: around each cut would otherwise each cost a request).
-MIN_REQUEST = 64 << 10
+READ_TIMEOUT = 60.0  # seconds a worker waits for one answer
+MIN_REQUEST = 64 << 10  # asked for at once: the small reads around a cut cost one request
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _HTML_NAMES = (".html", ".htm", ".xhtml", ".shtml")
@@ -32,22 +23,10 @@ _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
 def is_http(path: str) -> bool:
-    """``http://`` and ``https://`` URLs, which tokcost reads itself."""
     return path.lower().startswith(("http://", "https://"))
 
 
-@dataclass(frozen=True)
-class Probe:
-    """What the server says about a URL: its size and whether it is an HTML page
-    that no file name asks for (``html_page``)."""
-
-    url: str
-    size: int
-    content_type: str
-    html_page: bool
-
-
-#: Why an HTML page is left out (``count`` reports it as skipped; ``bpe train`` refuses it).
+# Why an HTML page is left out (``count`` reports it as skipped; ``bpe train`` refuses it).
 HTML_PAGE = "an HTML page (text/html), not a text file: pass the URLs of the files it links to"
 
 
@@ -56,11 +35,9 @@ class NotATextFile(UsageError):
 
 
 def no_range_support(url: str, status: int, asked: str = "bytes=0-0") -> InputError:
-    return InputError(
-        f"the server of {url} does not support range requests (it answered {status} to "
-        f"'Range: {asked}'), which workers need to read parts of a file; download the "
-        "file first and count the local copy"
-    )
+    return InputError(f"the server of {url} does not support range requests (it answered "
+                      f"{status} to 'Range: {asked}'), which workers need to read parts of a "
+                      "file; download the file first and count the local copy")
 
 
 class _Empty(Exception):
@@ -68,10 +45,8 @@ class _Empty(Exception):
 
 
 def _get(url: str, start: int, stop: int, timeout: float) -> http.client.HTTPResponse:
-    """``GET`` bytes ``[start, stop]`` (inclusive, as HTTP counts)."""
-    request = urllib.request.Request(
-        url, headers={"Range": f"bytes={start}-{stop}", "Accept-Encoding": "identity",
-                      "User-Agent": "tokcost"})
+    request = urllib.request.Request(url, headers={
+        "Range": f"bytes={start}-{stop}", "Accept-Encoding": "identity", "User-Agent": "tokcost"})
     try:
         return cast(http.client.HTTPResponse, urllib.request.urlopen(request, timeout=timeout))
     except urllib.error.HTTPError as exc:
@@ -94,14 +69,11 @@ def _content_range(header: str | None) -> tuple[int, int | None] | None:
     match = _CONTENT_RANGE.fullmatch((header or "").strip())
     if match is None:
         return None
-    total = match.group(3)
-    return int(match.group(1)), None if total == "*" else int(total)
+    return int(match.group(1)), None if match.group(3) == "*" else int(match.group(3))
 
 
-def _ask(url: str, timeout: float) -> Probe:
-    """Byte 0 of ``url``: its size and type. A server that ignores ``Range`` or
-    hides the size is an ``InputError``; one that cannot be read, an ``OSError``
-    (``FileNotFoundError`` for 404), as a local file that cannot be read."""
+def _ask(url: str, timeout: float) -> int:
+    """The size of ``url``, from its byte 0 (``NotATextFile`` for an HTML page)."""
     try:
         with _get(url, 0, 0, timeout) as resp:
             status = resp.status
@@ -110,29 +82,21 @@ def _ask(url: str, timeout: float) -> Probe:
             ranged = _content_range(resp.headers.get("Content-Range"))
             length = resp.headers.get("Content-Length")
     except _Empty:
-        return Probe(url, 0, "", html_page=False)
-    path = urlsplit(final).path.lower()
-    if kind in _HTML_TYPES and not path.endswith(_HTML_NAMES):
-        return Probe(url, 0, kind, html_page=True)
-    if status != 206 and length == "0":
-        return Probe(url, 0, kind, html_page=False)  # empty: no range to ask for
+        return 0
+    if kind in _HTML_TYPES and not urlsplit(final).path.lower().endswith(_HTML_NAMES):
+        raise NotATextFile(f"{url} is {HTML_PAGE}")
     if status != 206:
+        if length == "0":
+            return 0  # empty: no range to ask for
         raise no_range_support(url, status)
     if ranged is None or ranged[1] is None:
-        raise InputError(
-            f"the server of {url} does not say how big the file is (no size in "
-            "Content-Range); download the file first and count the local copy")
-    return Probe(url, ranged[1], kind, html_page=False)
+        raise InputError(f"the server of {url} does not say how big the file is (no size in "
+                         "Content-Range); download the file first and count the local copy")
+    return ranged[1]
 
 
-def probe(url: str, timeout: float = READ_TIMEOUT) -> Probe:
-    """Ask for byte 0 of ``url``: its size, its type, and whether ranges work.
-
-    Raises ``InputError`` when the server ignores ``Range``, hides the size or
-    cannot be reached, ``UsageError`` when nothing is there (404, 410).
-    """
-    if not is_http(url):
-        raise UsageError(f"not an http(s) URL: {url}")
+def probe(url: str, timeout: float = READ_TIMEOUT) -> int:
+    """The size of ``url``: 404 a ``UsageError``, a server out of reach an ``InputError``."""
     try:
         return _ask(url, timeout)
     except FileNotFoundError as exc:
@@ -146,22 +110,14 @@ class RangeFile(io.RawIOBase):
 
     def __init__(self, url: str, timeout: float = READ_TIMEOUT) -> None:
         super().__init__()
-        self.url = url
-        self.timeout = timeout
-        found = _ask(url, timeout)
-        if found.html_page:
-            raise NotATextFile(f"{url} is {HTML_PAGE}")
-        self.size = found.size
-        self.pos = 0
+        self.url, self.timeout = url, timeout
+        self.size, self.pos = _ask(url, timeout), 0
 
     def readable(self) -> bool:
         return True
 
     def seekable(self) -> bool:
         return True
-
-    def tell(self) -> int:
-        return self.pos
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.size}[whence]
@@ -186,13 +142,10 @@ class RangeFile(io.RawIOBase):
                 raise OSError(f"a broken answer ({type(exc).__name__})") from None
         if not data:  # a short file would count short without a word
             raise OSError(f"the server sent no bytes at offset {self.pos}")
-        view = memoryview(buffer).cast("B")
-        view[:len(data)] = data
+        memoryview(buffer).cast("B")[:len(data)] = data
         self.pos += len(data)
         return len(data)
 
 
 def open_http(url: str, timeout: float = READ_TIMEOUT) -> io.BufferedReader:
-    """``RangeFile`` behind a small buffer: the few bytes read around each cut cost
-    one request, large block reads go straight through."""
     return io.BufferedReader(RangeFile(url, timeout), buffer_size=MIN_REQUEST)

@@ -1,13 +1,7 @@
-"""Pure map and reduce functions: count or pre-tokenize a part of a corpus, merge the parts.
+"""Pure map and reduce functions (any runner: Dask, Spark, Ray, a pool; docs/scale-out.md):
+count or pre-tokenize part of a corpus, merge the parts in any order. Tokenizers travel as
+specs, built once per worker process. ``count_paths`` is the remote runner's count.
 
-They hold no state and talk to no cluster, so any runner can run them: Dask
-(``tokcost.scale.DaskRunner``), Spark's ``mapPartitions``, Ray tasks, a process pool.
-Tokenizers travel as *specs* (``"tiktoken:o200k_base"``), built once per worker process;
-results are small, picklable and merge in any order. ``count_paths`` is the remote
-runner's count: its workers read byte-range shards of the files themselves.
-
->>> count_texts_partial(["hello world", "hi"], ["tiktoken:cl100k_base"]).tokens
-{'tiktoken:cl100k_base': 3}
 >>> from tokcost.bpe.pretokenize import PretokenizeSpec
 >>> sorted(pretokenize_texts(["a a\\na\\n"], PretokenizeSpec("gpt2")).items())
 [('\\n', 2), (' a', 1), ('a', 2)]
@@ -22,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 from typing import TYPE_CHECKING, Any
 
+from tokcost import counting
 from tokcost.errors import UsageError
 from tokcost.runner import Piece, Runner, plan_shards
 from tokcost.scale.http import READ_TIMEOUT
@@ -33,9 +28,6 @@ if TYPE_CHECKING:
     from tokcost.counting import CountReport, Inputs, ProgressFn, Reader
 
 
-# --- counting ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TextCounts:
     """Token totals of some texts, per tokenizer spec. ``a + b`` merges two partials."""
@@ -45,18 +37,15 @@ class TextCounts:
     tokens: Mapping[str, int] = field(default_factory=dict)
 
     def __add__(self, other: TextCounts) -> TextCounts:
-        tokens = dict(self.tokens)
-        for spec, n in other.tokens.items():
-            tokens[spec] = tokens.get(spec, 0) + n
-        return TextCounts(self.texts + other.texts, self.chars + other.chars, tokens)
+        tokens = Counter(self.tokens)
+        tokens.update(other.tokens)
+        return TextCounts(self.texts + other.texts, self.chars + other.chars, dict(tokens))
 
 
-def count_texts_partial(
-    texts: Iterable[str], specs: Sequence[str], *, allow_special: bool = False
-) -> TextCounts:
+def count_texts_partial(texts: Iterable[str], specs: Sequence[str], *,
+                        allow_special: bool = False) -> TextCounts:
     """Map: count each text (a document of its own) with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
-
     toks = {spec: get_tokenizer(spec) for spec in specs}
     totals = dict.fromkeys(specs, 0)
     n = chars = 0
@@ -92,37 +81,28 @@ class FilePartial:
         self.skipped = self.skipped or other.skipped
 
 
-#: A shard's counts: file path -> what its pieces in the shard counted.
 ShardCounts = dict[str, FilePartial]
 
 
-def count_shard(
-    shard: Sequence[Piece], specs: Sequence[str], *, allow_special: bool = False
-) -> ShardCounts:
-    """Map: count every piece of a shard with every tokenizer spec. Tokenizers that must
-    see a whole text need whole-file pieces (``plan_shards(..., split=False)``)."""
+def count_shard(shard: Sequence[Piece], specs: Sequence[str], *,
+                allow_special: bool = False) -> ShardCounts:
+    """Map: count every piece of a shard with every tokenizer spec."""
     from tokcost.adapters.registry import get_tokenizer
-    from tokcost.counting import Reader
 
-    # One reader for the shard: with allow_special, it never cuts inside a special
-    # token of any of the tokenizers, here or at a piece's two ends.
-    reader = Reader({spec: get_tokenizer(spec) for spec in specs}, allow_special=allow_special)
+    # One reader: with allow_special, no cut inside any tokenizer's special, ends included.
+    reader = counting.Reader({spec: get_tokenizer(spec) for spec in specs},
+                             allow_special=allow_special)
     return merge_shard_counts([{piece.path: _count_piece(piece, reader)} for piece in shard],
                               into={})
 
 
 def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
-    """One piece, read as the local count reads a file, between the cuts at or after
-    its two ends."""
-    from tokcost.counting import SNIFF_BYTES, next_cut, sniff_binary
-
+    """One piece, read as the local count reads a file, between the cuts after its ends."""
     toks, allow_special = reader.tokenizers, reader.allow_special
     part = FilePartial(tokens=dict.fromkeys(toks, 0))
-    whole_specs = [s for s, t in toks.items() if not t.streamable]
-    if whole_specs and not piece.whole:
-        raise UsageError(
-            f"{', '.join(whole_specs)} must see whole files: plan shards with split=False"
-        )
+    if reader.whole_specs and not piece.whole:
+        raise UsageError(f"{', '.join(reader.whole_specs)} must see whole files: plan shards "
+                         "with split=False")
 
     def count(spec: str, text: str) -> None:
         part.tokens[spec] += toks[spec].count(text, allow_special=allow_special)
@@ -131,52 +111,37 @@ def _count_piece(piece: Piece, reader: Reader) -> FilePartial:
     try:
         with open_binary(piece.path) as fh:
             if piece.start == 0:
-                part.skipped = sniff_binary(fh.read(SNIFF_BYTES))
+                part.skipped = counting.sniff_binary(fh.read(counting.SNIFF_BYTES))
                 if part.skipped is not None:
                     return part
-            begin, stop = (next_cut(fh, at, piece.size, punct=rule.punct,
-                                    specials=rule.specials) for at in (piece.start, piece.end))
+            begin, stop = (counting.next_cut(fh, at, piece.size, punct=rule.punct,
+                                             specials=rule.specials)
+                           for at in (piece.start, piece.end))
             stream = reader.read(Window(fh, begin, stop), count, name=piece.path)
-    except IsADirectoryError:
-        part.skipped = "a folder"
-        return part
     except OSError as err:
-        part.skipped = f"unreadable ({err.strerror or err})"
+        part.skipped = ("a folder" if isinstance(err, IsADirectoryError)
+                        else f"unreadable ({err.strerror or err})")
         return part
     part.bytes, part.chars, part.invalid_utf8_bytes = (
         stream.bytes, stream.chars, stream.invalid_bytes)
     return part
 
 
-def merge_shard_counts(
-    partials: Iterable[ShardCounts], into: ShardCounts | None = None
-) -> ShardCounts:
-    """Reduce: per-file sums of shard counts (in any order), added ``into`` a table.
-
-    >>> a = {"x.txt": FilePartial(bytes=3, tokens={"s": 1})}
-    >>> b = {"x.txt": FilePartial(bytes=4, tokens={"s": 2})}
-    >>> merge_shard_counts([a, b])["x.txt"].tokens
-    {'s': 3}
-    """
+def merge_shard_counts(partials: Iterable[ShardCounts],
+                       into: ShardCounts | None = None) -> ShardCounts:
+    """Reduce: per-file sums of shard counts, added ``into`` a table."""
     merged: ShardCounts = {} if into is None else into
     for part in partials:
         for path, fp in part.items():
-            if path not in merged:
-                merged[path] = FilePartial(tokens={})
-            merged[path].add(fp)
+            merged.setdefault(path, FilePartial(tokens={})).add(fp)
     return merged
 
 
-def count_paths(
-    inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
-    allow_special: bool = False, progress: ProgressFn | None = None, unique: bool = False,
-) -> CountReport:
-    """``tokcost.counting.count_paths`` on a remote runner: files and URLs (not stdin) in
-    byte-range shards, each read and counted by a worker (tokenizers built from their
-    specs; one that must see whole texts keeps every file whole)."""
-    from tokcost.counting import CountReport, FileCount, Skipped
-
-    report = CountReport(specs=list(tokenizers))
+def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], runner: Runner, *,
+                allow_special: bool = False, progress: ProgressFn | None = None,
+                unique: bool = False) -> CountReport:
+    """``tokcost.counting.count_paths`` on a remote runner, its workers reading the shards."""
+    report = counting.CountReport(specs=list(tokenizers))
     files = list_inputs(inputs, report.skipped, unique=unique,
                         timeout=getattr(runner, "timeout", READ_TIMEOUT))
     # Without unique, a file named twice is read once and reported twice, as locally.
@@ -196,35 +161,21 @@ def count_paths(
     for path, display, _ in files:
         fp = merged[path]
         if fp.skipped:
-            report.skipped.append(Skipped(display, fp.skipped))
+            report.skipped.append(counting.Skipped(display, fp.skipped))
             continue
         tokens = {spec: fp.tokens.get(spec, 0) for spec in tokenizers}
-        report.files.append(FileCount(display, fp.bytes, fp.chars, tokens,
-                                      fp.invalid_utf8_bytes))
+        report.files.append(counting.FileCount(display, fp.bytes, fp.chars, tokens,
+                                               fp.invalid_utf8_bytes))
     return report
 
 
-# --- BPE pre-tokenization ---------------------------------------------------------------
-
-
 class WordCounts(Counter[str]):
-    """Pre-token frequencies (a ``Counter``), and the input policy's notes on the files
-    they come from: ``invalid_utf8_bytes`` (file -> bytes read as U+FFFD) and ``skipped``
-    (file -> why it was left out). The notes merge and survive pickling.
+    """Pre-token frequencies, with the input policy's notes per file: ``invalid_utf8_bytes``
+    and ``skipped`` (they merge, and survive pickling)."""
 
-    >>> import pickle
-    >>> w = pickle.loads(pickle.dumps(WordCounts({"a": 2}, invalid_utf8_bytes={"x.txt": 1})))
-    >>> w == {"a": 2}, w.warnings
-    (True, ('x.txt: 1 byte of invalid UTF-8 replaced with U+FFFD',))
-    """
-
-    def __init__(
-        self,
-        words: Mapping[str, int] | Iterable[str] = (),
-        *,
-        invalid_utf8_bytes: Mapping[str, int] | None = None,
-        skipped: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, words: Mapping[str, int] | Iterable[str] = (), *,
+                 invalid_utf8_bytes: Mapping[str, int] | None = None,
+                 skipped: Mapping[str, str] | None = None) -> None:
         super().__init__(words)
         self.invalid_utf8_bytes: dict[str, int] = dict(invalid_utf8_bytes or {})
         self.skipped: dict[str, str] = dict(skipped or {})
@@ -235,57 +186,43 @@ class WordCounts(Counter[str]):
                 {"invalid_utf8_bytes": self.invalid_utf8_bytes, "skipped": self.skipped})
 
     def add_notes(self, other: Mapping[str, int]) -> None:
-        """Take ``other``'s notes in: replaced bytes add up per file, a skip is kept once."""
         for path, n in getattr(other, "invalid_utf8_bytes", {}).items():
             self.invalid_utf8_bytes[path] = self.invalid_utf8_bytes.get(path, 0) + n
         for path, why in getattr(other, "skipped", {}).items():
             self.skipped.setdefault(path, why)
 
     def in_order(self, paths: Iterable[str]) -> WordCounts:
-        """The notes ordered as ``paths`` (partials arrive in any order); returns self."""
         rank = {p: i for i, p in enumerate(dict.fromkeys(paths))}
-
-        def key(item: tuple[str, Any]) -> int:
-            return rank.get(item[0], len(rank))
-
-        self.invalid_utf8_bytes = dict(sorted(self.invalid_utf8_bytes.items(), key=key))
-        self.skipped = dict(sorted(self.skipped.items(), key=key))
+        for name in ("invalid_utf8_bytes", "skipped"):
+            notes = getattr(self, name).items()
+            setattr(self, name, dict(sorted(notes, key=lambda kv: rank.get(kv[0], len(rank)))))
         return self
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """The notes in the input policy's words, as every command gives them."""
-        from tokcost.counting import Skipped, input_warnings
-
-        return input_warnings((Skipped(p, why) for p, why in self.skipped.items()),
-                              self.invalid_utf8_bytes.items())
+        skipped = (counting.Skipped(p, why) for p, why in self.skipped.items())
+        return counting.input_warnings(skipped, self.invalid_utf8_bytes.items())
 
 
 def pretokenize_texts(texts: Iterable[str], spec: PretokenizeSpec) -> Counter[str]:
-    """Map: pre-token frequencies of texts, each split into lines at ``"\\n"`` first,
-    as the BPE trainer reads its files."""
+    """Map: pre-token frequencies of texts, split into lines as the BPE trainer reads."""
     from tokcost.bpe.pretokenize import count_blocks
-
     return count_blocks(texts, spec)
 
 
 def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
                       into: WordCounts | None = None) -> WordCounts:
-    """Map: pre-token frequencies of the lines that *start* inside each piece (so pieces'
-    counts add up to the file's), under the input policy: every piece sniffs its file's
-    head (all pieces of a binary file skip it), the bytes read as U+FFFD are counted."""
+    """Map: pre-token frequencies of the lines that *start* inside each piece."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
-    from tokcost.counting import SNIFF_BYTES, LineBlocks, sniff_binary
-
     counts = WordCounts() if into is None else into
     for piece in shard:
         path = piece.path
         with training_file(path), open_binary(path) as fh:
-            reason = sniff_binary(fh.read(SNIFF_BYTES))
+            reason = counting.sniff_binary(fh.read(counting.SNIFF_BYTES))
             if reason is not None:
                 counts.skipped.setdefault(path, reason)
                 continue
-            blocks = LineBlocks(Window(fh, *line_range(fh, piece)))
+            blocks = counting.LineBlocks(Window(fh, *line_range(fh, piece)))
             count_blocks(blocks, spec, counts)
         if blocks.invalid_bytes:
             counts.invalid_utf8_bytes[path] = (counts.invalid_utf8_bytes.get(path, 0)
@@ -296,11 +233,7 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
 
 
 def merge_word_counts(partials: Iterable[Mapping[str, int]]) -> WordCounts:
-    """Reduce: the sum of pre-token frequency tables (in any order), with their notes.
-
-    >>> merge_word_counts([{"a": 1}, {"a": 2, "b": 1}])
-    WordCounts({'a': 3, 'b': 1})
-    """
+    """Reduce: the sum of pre-token frequency tables, with their notes."""
     merged = WordCounts()
     for part in partials:
         merged.update(part)

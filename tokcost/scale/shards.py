@@ -1,64 +1,39 @@
-"""Where the remote runner's inputs come from: local paths, quoted globs and URLs
-(``s3://``, ``https://``), listed with their sizes, and opened seekable by the workers.
-
-A shard (``tokcost.runner.plan_shards``) is a short list of byte ranges of these files,
-planned from their sizes alone, so the driver never reads the data; the worker that
-takes a piece moves both ends forward to a cut found from the bytes there alone
-(``tokcost.counting.next_cut``, or the next line start for BPE pre-tokenization), so
-neighbouring pieces agree without talking and their counts add up to the whole file's.
-"""
+"""The remote runner's inputs: local paths, quoted globs and URLs (``s3://``, ``https://``),
+listed with their sizes (shards are planned from sizes alone) and opened by the workers."""
 
 from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
-from tokcost.errors import InputError, UsageError, arg
+from tokcost.errors import InputError, MissingDependency, UsageError, arg
 from tokcost.scale.http import HTML_PAGE, READ_TIMEOUT, NotATextFile, is_http, open_http, probe
 
 if TYPE_CHECKING:
     from tokcost.counting.inputs import Inputs, Skipped
     from tokcost.runner import Runner
 
-_GLOB_CHARS = frozenset("*?[")
-
-
 def is_url(path: str) -> bool:
-    """``s3://bucket/x.txt`` and other fsspec URLs, as opposed to local paths."""
     return "://" in path
 
 
 def _has_glob(path: str) -> bool:
-    return any(c in _GLOB_CHARS for c in path)
-
-
-# --- listing inputs -------------------------------------------------------------------
+    return any(c in "*?[" for c in path)
 
 
 def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int, str]]:
-    """``(url, size, relative name)`` of every file a URL names: one file, a folder
-    (recursively; names relative to it, for ``include``/``exclude``) or a glob.
-
-    An ``http(s)://`` URL is one file, asked for its size within ``timeout``
-    seconds (``tokcost.scale.http.probe``; an HTML page raises ``NotATextFile``).
-    Others need ``fsspec`` and the filesystem's own package (s3fs, gcsfs, ...).
-    """
+    """``(url, size, name relative to it)`` of every file a URL names (a file, folder or glob)."""
     if is_http(url):
-        answer = probe(url, timeout)
-        if answer.html_page:
-            raise NotATextFile(f"{url} is {HTML_PAGE}")
         name = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or url
-        return [(url, answer.size, name)]
+        return [(url, probe(url, timeout), name)]
     try:
         import fsspec
     except ImportError:
-        from tokcost.errors import MissingDependency
-
         raise MissingDependency("fsspec", "dask", f"reading {url}") from None
     try:
         fs, root = fsspec.core.url_to_fs(url)
@@ -96,16 +71,12 @@ def expand_local(pattern: str) -> list[str]:
     return matches
 
 
-def list_inputs(
-    inputs: Inputs, skipped: list[Skipped], *, timeout: float, unique: bool = False
-) -> list[tuple[str, str, int]]:
-    """``(path, display, size)`` of every input file, in a stable order: local paths
-    walked as the local count walks them (``unique``: each file once, as ``du`` counts),
-    quoted globs expanded, URLs listed (an HTML page is skipped, with the reason)."""
+def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
+                unique: bool = False) -> list[tuple[str, str, int]]:
+    """``(path, display, size)`` of every input file: paths walked, globs expanded, URLs listed."""
     from tokcost.counting.inputs import STDIN, Skipped
     from tokcost.counting.skips import same_file_reason
     from tokcost.counting.walk import Visited, globs, walk
-
     found: list[tuple[str, str, int]] = []
     inc, exc = globs(inputs.include), globs(inputs.exclude)
     visited = Visited()  # shared by every argument's walk, as one local walk shares it
@@ -118,7 +89,6 @@ def list_inputs(
             walked = walk(expand_local(raw), include=inputs.include, exclude=inputs.exclude,
                           gitignore=inputs.gitignore, skipped=skipped, unique=unique,
                           visited=visited)
-            # A FIFO named directly is read as it is, as the local count reads it.
             found += [(s.path, s.display, s.size or 0) for s in walked]
             continue
         try:
@@ -139,17 +109,14 @@ def list_inputs(
 
 
 def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tuple[str, int]]:
-    """``(path, size)`` of every training file: quoted globs expanded, URLs listed (for a
-    remote runner's workers only); a folder or a missing file is refused."""
+    """``(path, size)`` of every training file; a folder or a missing file is refused."""
     from tokcost.bpe.pretokenize import training_file
     from tokcost.counting.inputs import refuse_urls
-
     files: list[tuple[str, int]] = []
     for path in map(str, paths):
         if is_url(path) and not os.path.exists(path):
             if not runner.remote:
                 refuse_urls([path])
-            # An HTML page raises: it is not a text file to train on.
             listed = list_url(path, timeout=getattr(runner, "timeout", READ_TIMEOUT))
             files += [(url, size) for url, size, _ in listed]
             continue
@@ -161,24 +128,14 @@ def list_training_files(paths: Iterable[str | Path], runner: Runner) -> list[tup
     return files
 
 
-# --- reading --------------------------------------------------------------------------
-
-
-@contextmanager
-def open_binary(path: str) -> Iterator[IO[bytes]]:
-    """Open a local path, an http(s) URL or an fsspec URL for binary reading (seekable)."""
+def open_binary(path: str) -> AbstractContextManager[IO[bytes]]:
+    """A local path, an http(s) URL or an fsspec URL, to open for seekable binary reading."""
     if not is_url(path):
-        with open(path, "rb") as fh:
-            yield fh
-        return
+        return open(path, "rb")
     if is_http(path):
-        with open_http(path) as web:
-            yield web
-        return
+        return open_http(path)
     import fsspec
-
-    with fsspec.open(path, "rb") as fh:
-        yield cast(IO[bytes], fh)
+    return cast(AbstractContextManager[IO[bytes]], fsspec.open(path, "rb"))
 
 
 class Window:
