@@ -1,14 +1,8 @@
 """Budget evaluation: match files, count them once per tokenizer, judge every limit.
 
-Two steps, so ``update_baseline`` can write the counts before judging growth:
-``measure(config)`` finds and counts the files of every budget; ``judge(measured,
-baseline)`` applies the limits and returns a ``ConfigResult`` whose order is
-deterministic (budgets in config order, files by path, rules in the order of ``RULES``).
-Rules (their names appear in every report format): each file's tokens, the budget's
-total, one call's cost (the file, or with ``combine`` all files, as input plus
-``output_tokens``), prompt + reserved output as a share of the model's window (at most
-``max_context_percent``, default 100), the total's and each file's growth against the
-baseline.
+``measure(config)`` counts the files of every budget and ``judge(measured, baseline)``
+applies the limits (two steps, so ``update_baseline`` writes the counts before growth is
+judged). Results are in a fixed order: budgets as configured, files by path, ``RULES``.
 """
 
 from __future__ import annotations
@@ -25,28 +19,16 @@ from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef, growth_per
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
 from tokcost.budget.report import ReportTables, render, render_json, tables, update_hint
 from tokcost.errors import InputError, TokcostError
-from tokcost.tokenizers import (
-    TokenizerChoice,
-    model_choice,
-    open_catalog,
-    resolve_tokenizers,
-    spec_label,
-)
-from tokcost.units import format_percent, format_usd, round_percent
+from tokcost.tokenizers import TokenizerChoice, model_choice, open_catalog, resolve_tokenizers
+from tokcost.units import format_percent, format_usd, round_percent, spec_label
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.catalog import CatalogSource, ModelEntry
     from tokcost.runner import RunConfig, Runner
 
-RULES = (
-    "max_tokens_per_file",
-    "max_total_tokens",
-    "max_cost_per_call",
-    "context_window",
-    "max_growth_percent",
-    "max_file_growth_percent",
-)
+RULES = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call", "context_window",
+         "max_growth_percent", "max_file_growth_percent")
 _RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
 
 
@@ -132,15 +114,13 @@ class BudgetResult:
         return not self.failures
 
     def changes(self) -> list[tuple[str, int | None, int | None]]:
-        """Files whose count differs from the baseline: (path, before, now), by path;
-        ``before`` is None for a new file, ``now`` for a removed one (none without a
-        baseline)."""
+        """(path, before, now) of the files whose count differs from the baseline, by path
+        (``before`` None: new; ``now`` None: removed)."""
         if self.baseline_total is None:
             return []
         rows: list[tuple[str, int | None, int | None]] = [
             (f.path, f.baseline_tokens, f.tokens) for f in self.files
-            if f.baseline_tokens != f.tokens
-        ]
+            if f.baseline_tokens != f.tokens]
         rows += [(path, before, None) for path, before in self.removed]
         return sorted(rows)
 
@@ -175,7 +155,7 @@ class ConfigResult:
         return 0 if self.passed else 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON report (``tokcost check --json``; keys in the README)."""
+        """The JSON report (``tokcost check --json``)."""
         return render_json(self)
 
     def render(self, fmt: str) -> str:
@@ -201,34 +181,24 @@ def list_files(root: Path) -> list[str]:
     """Every file below ``root`` (``.gitignore``d paths and ``.git`` left out), sorted."""
     from tokcost.counting import walk
 
-    rel = [Path(s.path).relative_to(root).as_posix() for s in walk([str(root)])]
-    return sorted(rel)
+    return sorted(Path(s.path).relative_to(root).as_posix() for s in walk([str(root)]))
 
 
 def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]:
-    """The files a budget covers, and its (non-negated) globs that matched nothing.
-
-    Globs are gitignore-style (pathspec): ``*.md`` matches at any depth,
-    ``/README.md`` only at the top, ``prompts/**`` everything below prompts/.
-    """
+    """The files a budget covers (its gitignore-style globs), and its (non-negated) globs
+    that matched nothing."""
     spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
     excluded = pathspec.GitIgnoreSpec.from_lines(budget.exclude) if budget.exclude else None
     chosen = [
-        f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))
-    ]
-    unmatched = []
-    for glob in budget.paths:
-        if glob.startswith("!"):
-            continue
-        one = pathspec.GitIgnoreSpec.from_lines([glob])
-        if not any(one.match_file(f) for f in files):
-            unmatched.append(glob)
+        f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))]
+    unmatched = [glob for glob in budget.paths if not glob.startswith("!") and not any(
+        pathspec.GitIgnoreSpec.from_lines([glob]).match_file(f) for f in files)]
     return chosen, unmatched
 
 
 def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
-    """The catalog for the budgets: a broken one is its own error, and one the config
-    names is blamed on the config's ``catalog`` key, not on a parameter never passed."""
+    """The catalog for the budgets; a broken one the config names is blamed on its
+    ``catalog`` key, not on a parameter never passed."""
     if catalog is not None or config.catalog is None:
         return open_catalog(catalog)
     try:
@@ -245,19 +215,17 @@ _Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
 
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer).
-
-    ``catalog`` replaces the config's ``catalog`` key (None: the key, else
-    ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
-    ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
-    """
+    """Find and count the files of every budget (each file once per tokenizer) on
+    ``engine``; ``catalog`` replaces the config's own for models and ``model:ID`` specs."""
     notices: list[Notice] = []
     plans: list[_Plan] = []
     tokenizers: dict[str, Tokenizer] = {}
     all_files = list_files(config.root) if files is None else files
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
-        key = _key(choice)
+        # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
+        # recorded in the baseline, which must not depend on this machine.
+        key = choice.written_spec or choice.spec
         tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
         notices += [Notice(f"budget '{budget.name}': glob '{glob}' matches no file",
@@ -268,8 +236,7 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
         Measured(budget, entry, key, exact, tuple(
             FileResult(path=f, bytes=counts[key, f][0], tokens=counts[key, f][1])
             for f in chosen if (key, f) in counts))
-        for budget, entry, key, exact, chosen in plans
-    )
+        for budget, entry, key, exact, chosen in plans)
     return Measurement(config, measured, (*notices, *file_notices))
 
 
@@ -278,25 +245,17 @@ def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
     """A budget's model and tokenizer; a problem is the config's, at the budget's line."""
     where = f"{config.where(budget)}: budget '{budget.name}'"
     model_id = budget.model or config.model
-    entry = None
-    if model_id is not None:
-        cat = _open(config, catalog)
-        try:
-            entry = cat.resolve(model_id)
-        except TokcostError as exc:
-            raise _at(where, exc) from None
-    _require(where, budget, entry)
+    cat = None if model_id is None else _open(config, catalog)
     try:
+        entry = None if cat is None else cat.resolve(model_id)
+        _require(where, budget, entry)
         choice = _tokenizer(config, budget, entry, catalog)
         return entry, choice, choice.load()
+    except BudgetConfigError:
+        raise  # _require's own, already placed
     except TokcostError as exc:
-        raise _at(where, exc) from None
-
-
-def _at(where: str, exc: TokcostError) -> BudgetConfigError:
-    """``exc`` as a problem of the config at ``where``, its fields kept."""
-    return BudgetConfigError(f"{where}: {exc.template}", param=exc.param, related=exc.related,
-                             value=exc.value)
+        raise BudgetConfigError(f"{where}: {exc.template}", param=exc.param,
+                                related=exc.related, value=exc.value) from None
 
 
 def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
@@ -329,8 +288,8 @@ def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Token
         for skip in report.skipped:
             rel = _relative(skip.path, config.root)
             # The input policy's words, as count says them: "skipped logo.png: binary (...)"
-            notices.setdefault(Skipped(rel, skip.reason).note,
-                               Notice(Skipped(rel, skip.reason).note, rel))
+            note = Skipped(rel, skip.reason).note
+            notices.setdefault(note, Notice(note, rel))
     return counts, list(notices.values())
 
 
@@ -344,12 +303,6 @@ def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
     source = catalog if catalog is not None else config.catalog
     [choice] = resolve_tokenizers([spec] if spec else [], catalog=source)
     return choice
-
-
-def _key(choice: TokenizerChoice) -> str:
-    # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
-    # recorded in the baseline, which must not depend on this machine.
-    return choice.written_spec or choice.spec
 
 
 def _relative(path: str, root: Path) -> str:
@@ -437,9 +390,10 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
     priced = entry if (entry is not None and entry.pricing is not None
                        and budget.max_cost_per_call is not None) else None
     each = not budget.combine  # a call per file, not one call with all of them
+    known = base.files if base is not None else {}
     files = tuple(FileResult(
         path=f.path, bytes=f.bytes, tokens=f.tokens,
-        baseline_tokens=base.files.get(f.path) if base is not None else None,
+        baseline_tokens=known.get(f.path),
         cost=_call_cost(priced, budget, f.tokens) if priced and each else None,
         context_percent=_share(f.tokens + budget.reserve, window) if each else None,
     ) for f in m.files)
@@ -451,13 +405,12 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
         cost = max((f.cost for f in files if f.cost is not None), default=None)
         context = max((f.context_percent for f in files if f.context_percent is not None),
                       default=None)
+    now = {f.path for f in files}
     return BudgetResult(
         budget=budget, model=entry.id if entry is not None else None, tokenizer=m.tokenizer,
         exact=m.exact, files=files, baseline_total=base.total_tokens if base is not None else None,
         cost=cost, context_percent=context, context_window=window,
-        removed=tuple(sorted((p, n) for p, n in (base.files.items() if base is not None else ())
-                             if p not in {f.path for f in files})),
-    )
+        removed=tuple(sorted((p, n) for p, n in known.items() if p not in now)))
 
 
 def _file_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
@@ -523,10 +476,8 @@ def _budget_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
 
 def baseline_from(measurement: Measurement) -> Baseline:
     """The baseline that records the measured counts."""
-    return Baseline({
-        m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
-        for m in measurement.budgets
-    })
+    return Baseline({m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
+                     for m in measurement.budgets})
 
 
 def _share(tokens: int, window: int | None) -> float | None:
