@@ -1,11 +1,8 @@
 """Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML.
 
-Each is a pure function of the results, deterministic (budgets in config order, failing
-ones first in the tables, files by path, rules in a fixed order, no timestamps), so it can
-be kept as a golden file. A run of several configs keeps them apart: a list in JSON, a
-heading per config in Markdown, a testsuite per config in JUnit, and each config's own
-verdict line in GitHub's. The terminal table is the CLI's: it draws the cells of
-``tables(result)``, the cells the Markdown report shows.
+Each is a pure, deterministic function of the results (no timestamps), so it can be kept
+as a golden file; a run of several configs keeps each config apart in every format. The
+terminal table is the CLI's: it draws ``tables(result)``, the cells the Markdown shows.
 """
 
 from __future__ import annotations
@@ -22,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
 from tokcost.errors import UsageError, arg
-from tokcost.tokenizers import spec_label
-from tokcost.units import format_percent, format_usd, round_percent
+from tokcost.units import format_percent, format_usd, round_percent, spec_label
 
 if TYPE_CHECKING:
     from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding
@@ -58,11 +54,9 @@ def _plural(n: int, word: str) -> str:
 class ReportTables:
     """A report's tables as formatted cells, so every renderer shows the same values.
 
-    ``failures``: (budget, file or None for the whole budget, rule, actual, limit), the
-    file as ``path:line`` where the line it crosses its limit on is known;
-    ``budgets``: (passed, budget, model, files, tokens, growth, cost/call, window),
-    failing budgets first; ``changes``: (budget, file, before, now, growth), a renamed
-    file as ``path (renamed from old)``.
+    ``failures``: (budget, ``path:line`` or None for the whole budget, rule, actual,
+    limit); ``budgets``: (passed, budget, model, files, tokens, growth, cost/call,
+    window), failing budgets first; ``changes``: (budget, file, before, now, growth).
     """
 
     failures: tuple[tuple[str, str | None, str, str, str], ...]
@@ -80,20 +74,16 @@ def tables(result: ConfigResult) -> ReportTables:
     failures = tuple(
         (f.budget, f"{f.path}:{f.line}" if f.path is not None and f.line else f.path, f.rule,
          approx.get(f.budget, "") + _value(f, f.actual), _value(f, f.limit))
-        for f in result.failures
-    )
+        for f in result.failures)
     ordered = [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
     budgets = tuple(
         (b.passed, b.name, _model(b), str(len(b.files)), _marked(b, f"{b.total_tokens:,}"),
          _marked(b, _growth(b.growth_percent)),
          _marked(b, "–" if b.cost is None else format_usd(b.cost)),
          _marked(b, "–" if b.context_percent is None else format_percent(b.context_percent)))
-        for b in ordered
-    )
-    changes = tuple(
-        (b.name, path, *_marked_cells(b, _change_cells(before, now)))
-        for b in result.budgets for path, before, now in _changes(b)
-    )
+        for b in ordered)
+    changes = tuple((b.name, path, *_change_cells(b, before, now))
+                    for b in result.budgets for path, before, now in _changes(b))
     grown = any(f.rule.endswith("growth_percent") for f in result.failures)
     against = f"vs {result.base.label}" if result.base is not None else None
     return ReportTables(
@@ -135,12 +125,11 @@ def run_headline(results: Sequence[ConfigResult]) -> str:
 
 
 def _strict_line(result: ConfigResult) -> str | None:
-    if result.strict and result.notices:
-        k = len(result.notices)
-        s = "s" if k != 1 else ""
-        # The report's own wording for its strict mode (it names the CLI's option).
-        return f"{k} warning{s} treated as error{s} (--strict)"
-    return None
+    if not (result.strict and result.notices):
+        return None
+    s = "s" if len(result.notices) != 1 else ""
+    # The report's own wording for its strict mode (it names the CLI's option).
+    return f"{len(result.notices)} warning{s} treated as error{s} (--strict)"
 
 
 def _model(b: BudgetResult) -> str:
@@ -167,17 +156,14 @@ def _marked(b: BudgetResult, cell: str) -> str:
     return cell if b.exact or cell in ("–", "new", "removed") else f"≈{cell}"
 
 
-def _marked_cells(b: BudgetResult, cells: tuple[str, str, str]) -> tuple[str, str, str]:
-    before, now, growth = cells
-    return _marked(b, before), _marked(b, now), _marked(b, growth)
-
-
-def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
+def _change_cells(b: BudgetResult, before: int | None, now: int | None) -> tuple[str, str, str]:
     if before is None:
-        return "–", f"{now:,}", "new"
-    if now is None:
-        return f"{before:,}", "–", "removed"
-    return f"{before:,}", f"{now:,}", _growth(growth_percent(now, before))
+        cells = ("–", f"{now:,}", "new")
+    elif now is None:
+        cells = (f"{before:,}", "–", "removed")
+    else:
+        cells = (f"{before:,}", f"{now:,}", _growth(growth_percent(now, before)))
+    return _marked(b, cells[0]), _marked(b, cells[1]), _marked(b, cells[2])
 
 
 # --- JSON ----------------------------------------------------------------------------------
@@ -192,7 +178,7 @@ def _json_value(value: Any) -> Any:
 
 
 def render_json(result: ConfigResult) -> dict[str, Any]:
-    """The JSON report (keys documented in the README, section tokcost check)."""
+    """The JSON report (its keys: docs/check.md)."""
     base = result.base
     return {
         "version": JSON_VERSION,
@@ -213,11 +199,9 @@ def render_json(result: ConfigResult) -> dict[str, Any]:
         "failures": [
             {"budget": f.budget, "rule": f.rule, "path": f.path, "actual": _json_value(f.actual),
              "limit": _json_value(f.limit), "line": f.line, "message": f.message}
-            for f in result.failures
-        ],
-        "warnings": [
-            {"message": n.message, "file": n.file, "line": n.line} for n in result.notices
-        ],
+            for f in result.failures],
+        "warnings": [{"message": n.message, "file": n.file, "line": n.line}
+                     for n in result.notices],
         "budgets": [_budget_json(b) for b in result.budgets],
     }
 
@@ -239,14 +223,11 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
         "context_percent": _json_value(b.context_percent),
         "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
         "renamed_files": [{"path": p, "from": old} for p, old in b.renamed],
-        "files": [
-            {"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
-             "baseline_tokens": f.baseline_tokens,
-             "growth_percent": _json_value(f.growth_percent),
-             "cost_per_call_usd": _json_value(f.cost),
-             "context_percent": _json_value(f.context_percent)}
-            for f in b.files
-        ],
+        "files": [{"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
+                   "baseline_tokens": f.baseline_tokens,
+                   "growth_percent": _json_value(f.growth_percent),
+                   "cost_per_call_usd": _json_value(f.cost),
+                   "context_percent": _json_value(f.context_percent)} for f in b.files],
     }
 
 
@@ -258,17 +239,13 @@ def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_prop(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def _command(level: str, message: str, *, file: str | None = None, line: int | None = None,
              title: str | None = None) -> str:
-    props = [f"file={_escape_prop(file)}"] if file else []
+    props = [f"file={file}"] if file else []
     props += [f"line={line}"] if line else []
-    props += [f"title={_escape_prop(title)}"] if title else []
-    joined = (" " + ",".join(props)) if props else ""
-    return f"::{level}{joined}::{_escape_data(message)}"
+    props += [f"title={title}"] if title else []
+    joined = ",".join(_escape_data(p).replace(":", "%3A").replace(",", "%2C") for p in props)
+    return f"::{level}{' ' + joined if props else ''}::{_escape_data(message)}"
 
 
 def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
@@ -286,8 +263,7 @@ def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
 def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
     """Workflow commands: an annotation on the offending file for each failure (at the
     line where it crosses its limit, when known), budget-wide failures at the budget's
-    line in the config file. Paths are relative to ``workspace`` (None:
-    ``$GITHUB_WORKSPACE``), else the git work tree's top, else the current folder."""
+    line in the config file; paths relative to ``_workspace_base``."""
     base = _workspace_base(result, workspace)
     here = Path(os.path.realpath(Path.cwd()))
 
@@ -302,13 +278,10 @@ def render_github(result: ConfigResult, *, workspace: str | Path | None = None) 
 
     full = here / result.config
     config = rel(Path(os.path.realpath(full.parent)) / full.name)
-    lines = []
-    for b in result.budgets:
-        for f in b.failures:
-            title = f"tokcost: {f.rule} (budget {f.budget})"
-            lines.append(_command("error", f.message, title=title,
-                                  file=config if f.path is None else where(f.path),
-                                  line=b.budget.line if f.path is None else f.line))
+    lines = [_command("error", f.message, title=f"tokcost: {f.rule} (budget {f.budget})",
+                      file=config if f.path is None else where(f.path),
+                      line=b.budget.line if f.path is None else f.line)
+             for b in result.budgets for f in b.failures]
     level = "error" if result.strict else "warning"
     for n in result.notices:
         file = (config if n.file == result.config else where(n.file)) if n.file else None
@@ -332,9 +305,8 @@ def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
 
 def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: bool = False,
                     heading: str | None = None) -> str:
-    """A Markdown report for a PR comment or a GitHub job summary: ``quiet`` keeps the
-    verdict and the failures only, ``hide_passed`` leaves the budgets that hold out of
-    the budget table; a ``heading`` (one config of several) replaces the marker and title."""
+    """A Markdown report for a PR comment or a job summary (``quiet``, ``hide_passed``: see
+    ``render``); a ``heading`` (one config of several) replaces the marker and title."""
     cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
     out = [heading] if heading else [MARKER, f"### {icon} tokcost check: {cells.headline}"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,89 +55,60 @@ class Format(str, Enum):
     junit = "junit"
 
 
+# PATHS' limits: flag -> (budget key, the parser every config value goes through)
+_LIMITS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "max_tokens": ("max_tokens_per_file", partial(units.parse_count, minimum=1)),
+    "max_cost": ("max_cost_per_call", units.parse_money),
+    "max_window": ("max_context_percent", units.parse_percent)}
+
+
 def check(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(help="Files, folders or globs to check against the limits given here "
-                       "(--max-tokens, --max-cost, --max-window), without a config file.",
-                       show_default=False),
-    ] = None,
-    config: Annotated[
-        list[Path] | None,
-        typer.Option("--config", "-c", help="Budget config (repeatable: several in one run): "
-                     "a tokcost.yaml or a pyproject.toml with \\[tool.tokcost] (default: the "
-                     "first found walking up from here to the git work tree root).",
-                     show_default=False),
-    ] = None,
-    under: Annotated[
-        bool, typer.Option("--all", help="Check every tokcost.yaml (or \\[tool.tokcost]) at or "
-                           "below the current folder, .gitignored folders left out.")
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="Files, folders or globs to check against the limits given here (--max-tokens, "
+        "--max-cost, --max-window), without a config file.", show_default=False)] = None,
+    config: Annotated[list[Path] | None, typer.Option(
+        "--config", "-c", help="Budget config (repeatable: several in one run): a tokcost.yaml "
+        "or a pyproject.toml with \\[tool.tokcost] (default: the first found walking up from "
+        "here to the git work tree root).", show_default=False)] = None,
+    under: Annotated[bool, typer.Option("--all", help="Check every tokcost.yaml (or "
+        "\\[tool.tokcost]) at or below the current folder, .gitignored folders left out.")
     ] = False,
-    max_tokens: Annotated[
-        str | None, typer.Option("--max-tokens", help="With PATHS: tokens per file, e.g. 10k.",
-                                 show_default=False)
+    max_tokens: Annotated[str | None, typer.Option(
+        "--max-tokens", help="With PATHS: tokens per file, e.g. 10k.", show_default=False)] = None,
+    max_cost: Annotated[str | None, typer.Option("--max-cost", help="With PATHS: USD per call "
+        "with the file as the prompt, e.g. '$0.05' or 5c (needs -m).", show_default=False)
     ] = None,
-    max_cost: Annotated[
-        str | None, typer.Option("--max-cost", help="With PATHS: USD per call with the file as "
-                                 "the prompt, e.g. '$0.05' or 5c (needs -m).", show_default=False)
+    max_window: Annotated[str | None, typer.Option("--max-window", help="With PATHS: share of "
+        "the model's context window per file, e.g. 80% (needs -m).", show_default=False)
     ] = None,
-    max_window: Annotated[
-        str | None, typer.Option("--max-window", help="With PATHS: share of the model's context "
-                                 "window per file, e.g. 80% (needs -m).", show_default=False)
+    model: Annotated[str | None, typer.Option("--model", "-m", help="With PATHS: catalog model "
+        "for the tokenizer, prices and context window.", show_default=False)] = None,
+    tokenizer: Annotated[str | None, typer.Option("--tokenizer", "-t", help="With PATHS: "
+        "tokenizer spec to count with (default: the model's).", show_default=False)] = None,
+    fmt: Annotated[Format, typer.Option(
+        "--format", "-f", help="Report format.", case_sensitive=False)] = Format.text,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the "
+        "failures and the verdict.")] = False,
+    hide_passed: Annotated[bool, typer.Option("--hide-passed", help="Text and Markdown: leave "
+        "out the budgets (and configs) that hold.")] = False,
+    update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the current "
+        "counts to the baseline JSON (atomically), then check against it.")] = False,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline JSON (default: "
+        "the config's 'baseline' key, else .tokcost-baseline.json beside the config).",
+        show_default=False)] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Measure growth "
+        "against the budgeted files as they are at git REF (a branch, tag or commit; read with "
+        "git, no checkout) instead of the baseline file; wins over --baseline.",
+        show_default=False)] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (a glob matching "
+        "nothing, a missing baseline) as errors: exit code 2.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N",
+        show_default=False, help="Parallel workers (default: a thread per CPU, as count).")
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="With PATHS: catalog model for the "
-                                 "tokenizer, prices and context window.", show_default=False)
-    ] = None,
-    tokenizer: Annotated[
-        str | None, typer.Option("--tokenizer", "-t", help="With PATHS: tokenizer spec to count "
-                                 "with (default: the model's).", show_default=False)
-    ] = None,
-    fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
-    ] = Format.text,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Same as --format json.")
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the failures and "
-                           "the verdict.")
-    ] = False,
-    hide_passed: Annotated[
-        bool, typer.Option("--hide-passed", help="Text and Markdown: leave out the budgets "
-                           "(and configs) that hold.")
-    ] = False,
-    update_baseline: Annotated[
-        bool, typer.Option("--update-baseline", help="Write the current counts to the baseline "
-                           "JSON (atomically), then check against it.")
-    ] = False,
-    baseline: Annotated[
-        Path | None,
-        typer.Option("--baseline", help="Baseline JSON (default: the config's 'baseline' key, "
-                     "else .tokcost-baseline.json beside the config).", show_default=False),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option("--base", metavar="REF", help="Measure growth against the budgeted files "
-                     "as they are at git REF (a branch, tag or commit; read with git, no "
-                     "checkout) instead of the baseline file; wins over --baseline.",
-                     show_default=False),
-    ] = None,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
-                           "missing baseline) as errors: exit code 2.")
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
-                     help="Parallel workers (default: a thread per CPU, as count)."),
-    ] = None,
-    catalog: Annotated[
-        str | None,
-        typer.Option("--catalog", metavar="FILE", help="Model catalog YAML (default: the "
-                     "config's 'catalog' "
-                     "key, $TOKCOST_CATALOG, or the shipped models.yaml).", show_default=False),
-    ] = None,
+    catalog: Annotated[str | None, typer.Option("--catalog", metavar="FILE", help="Model "
+        "catalog YAML (default: the config's 'catalog' key, $TOKCOST_CATALOG, or the shipped "
+        "models.yaml).", show_default=False)] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
     if base is not None and baseline is not None:
@@ -168,8 +141,7 @@ def check(
 
 def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
            **flags: str | None) -> dict[str, Any]:
-    """The ad-hoc budget's options that PATHS and the limit flags make, read by the parsers
-    every config value goes through (``10k``, ``$0.05``, ``5c``, ``80%`` mean the same)."""
+    """The ad-hoc budget's options that PATHS and the limit flags make."""
     given = [name for name, value in (*flags.items(), ("model", model),
                                       ("tokenizer", tokenizer)) if value is not None]
     if not paths:
@@ -185,15 +157,8 @@ def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
         if name in given and model is None:
             raise UsageError(f"--{name.replace('_', '-')} needs a model for its {what}; add "
                              "-m MODEL, e.g. -m gpt-4o")
-    limits: dict[str, Any] = {}
-    if flags["max_tokens"] is not None:
-        limits["max_tokens_per_file"] = units.parse_count(flags["max_tokens"],
-                                                          param="max_tokens", minimum=1)
-    if flags["max_cost"] is not None:
-        limits["max_cost_per_call"] = units.parse_money(flags["max_cost"], param="max_cost")
-    if flags["max_window"] is not None:
-        limits["max_context_percent"] = units.parse_percent(flags["max_window"],
-                                                            param="max_window")
+    limits = {key: parse(value, param=name) for name, (key, parse) in _LIMITS.items()
+              if (value := flags[name]) is not None}
     return {"paths": tuple(paths), "limits": limits, "model": model, "tokenizer": tokenizer}
 
 
@@ -235,9 +200,7 @@ def _append_summary(summary: str, run: Any) -> bool:
 def render_text(run: Any, *, width: int = 100, color: bool = False,
                 quiet: bool = False, hide_passed: bool = False) -> str:
     """The terminal report: per config (under a heading when there are several) the
-    failures, one row per budget, the changes and a verdict; then the run's verdict.
-    ``quiet`` keeps the failures and the verdicts; ``hide_passed`` leaves the budgets
-    (and configs) that hold out."""
+    failures, one row per budget, the changes and a verdict; then the run's verdict."""
     from rich.text import Text
 
     buf = io.StringIO()
@@ -290,8 +253,7 @@ def _table(title: str, *columns: str, numbers: int) -> Any:
     path or budget name folds onto more lines, numbers are never cut."""
     grid = table(title=title)
     for i, name in enumerate(columns):
-        numeric = i >= len(columns) - numbers
-        grid.add_column(name, justify="right" if numeric else "left",
+        grid.add_column(name, justify="right" if i >= len(columns) - numbers else "left",
                         overflow="fold" if name in ("budget", "file") else "ellipsis")
     return grid
 

@@ -9,15 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli.console import (
-    err,
-    escape_controls,
-    out,
-    print_json,
-    progress_enabled,
-    table,
-    warn,
-)
+from tokcost.cli.console import err, escape_controls, out, print_json, progress_enabled, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
 from tokcost.units import spec_label
@@ -103,53 +95,35 @@ def _print_chart(title: str, legend: tuple[str, ...],
 
 
 def compare(
-    sources: Annotated[
-        list[Path] | None,
-        typer.Argument(help="A folder of parallel <lang>.txt files (or FLORES-200, or UDHR in "
-                       "Unicode's data/txt, as distributed), or files (en.txt hi.txt ...; '-' "
-                       "reads stdin). Default: the built-in corpora.",
-                       show_default=False),
-    ] = None,
-    builtin: Annotated[
-        bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
-    ] = False,
+    sources: Annotated[list[Path] | None, typer.Argument(
+        help="A folder of parallel <lang>.txt files (or FLORES-200, or UDHR in Unicode's "
+        "data/txt, as distributed), or files (en.txt hi.txt ...; '-' reads stdin). Default: "
+        "the built-in corpora.", show_default=False)] = None,
+    builtin: Annotated[bool, typer.Option(
+        "--builtin", help="Use the corpora shipped with tokcost.")] = False,
     tokenizers: TokenizersOpt = None,
-    models: Annotated[
-        list[str] | None,
-        typer.Option("--model", "-m", help="Catalog model (repeatable): its tokenizer, and "
-                     "the cost of each version as input at its price.", show_default=False),
-    ] = None,
-    baseline: Annotated[
-        str, typer.Option("--baseline", help="Language code the premium is relative to.")
-    ] = "en",
-    kinds: Annotated[
-        list[str] | None,
-        typer.Option("--kind", "-k", metavar="<kind>",
-                     help="prose, code or data (repeatable; built-in corpora or a folder "
-                     "with index.yaml). Default: all.", show_default=False),
-    ] = None,
-    split: Annotated[
-        str,
-        typer.Option("--split", metavar="<dev|devtest|both>", help="FLORES-200 folders: the "
-                     "dev or devtest sentences, or both (as Petrov et al. 2023)."),
-    ] = "both",
+    models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Catalog model "
+        "(repeatable): its tokenizer, and the cost of each version as input at its price.",
+        show_default=False)] = None,
+    baseline: Annotated[str, typer.Option(
+        "--baseline", help="Language code the premium is relative to.")] = "en",
+    kinds: Annotated[list[str] | None, typer.Option("--kind", "-k", metavar="<kind>",
+        help="prose, code or data (repeatable; built-in corpora or a folder with index.yaml). "
+        "Default: all.", show_default=False)] = None,
+    split: Annotated[str, typer.Option("--split", metavar="<dev|devtest|both>", help="FLORES-200 "
+        "folders: the dev or devtest sentences, or both (as Petrov et al. 2023).")] = "both",
     json_out: JsonOpt = False,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
-                                          "tokenizer.")] = False,
+    csv_out: Annotated[bool, typer.Option(
+        "--csv", help="Print CSV: one row per text and tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Write a bar chart of the premiums to a .png or .svg file "
-                     "(needs: pip install 'tokcost\\[plot]').", show_default=False),
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart of the premiums "
+        "to a .png or .svg file (needs: pip install 'tokcost\\[plot]').", show_default=False)
     ] = None,
     force: PlotForceOpt = False,
-    no_chart: Annotated[
-        bool, typer.Option("--no-chart", help="Tables only, no terminal bar chart.")
-    ] = False,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Exit 1 on any warning: texts not parallel, empty, "
-                           "skipped as binary, or with invalid UTF-8.")
-    ] = False,
+    no_chart: Annotated[bool, typer.Option(
+        "--no-chart", help="Tables only, no terminal bar chart.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on any warning: texts not "
+        "parallel, empty, skipped as binary, or with invalid UTF-8.")] = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Token inflation across languages, scripts, code and data formats.
@@ -172,8 +146,7 @@ def compare(
     for m in () if json_out else result.report.meters:
         if not m.exact:
             err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
-                      f"({spec_label(m.spec)}); its numbers are approximate",
-                      highlight=False)
+                      f"({spec_label(m.spec)}); its numbers are approximate", highlight=False)
     if json_out:
         print_json(result.to_dict())
     elif csv_out or markdown:
