@@ -4,13 +4,10 @@ The configs (or the one budget that paths and limits make) are read, the files c
 on one engine, growth measured against the baseline file or a git ref, and the limits
 applied; ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
 
->>> request = CheckRequest(growth=Growth(base="origin/main"), strict=True)
->>> # tokcost.check(request).render("github")
 >>> adhoc = AdhocBudget(paths="prompts/**/*.md", limits={"max_tokens_per_file": "10k"})
 >>> adhoc.budget_config.budgets[0].max_tokens_per_file
 10000
->>> # tokcost.check(CheckRequest(adhoc=adhoc)).passed
->>> # tokcost.check(CheckRequest(under=".")).exit_code  # every tokcost.yaml below here
+>>> # tokcost.check(CheckRequest(growth=Growth(base="origin/main"), strict=True)).render("github")
 """
 
 from __future__ import annotations
@@ -21,26 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost import budget
 from tokcost.atomic import ensure_writable
-from tokcost.budget import (
-    BudgetConfig,
-    BudgetResult,
-    ConfigResult,
-    Finding,
-    Notice,
-    baseline_from,
-    judge,
-    load_config,
-    measure,
-    read_baseline,
-    write_baseline,
-)
-from tokcost.budget.config import (
-    adhoc_config,
-    display_path,
-    find_configs,
-    shadow_notice,
-)
+from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
 from tokcost.budget.crossing import locate
 from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
@@ -50,6 +30,7 @@ from tokcost.runner import EngineKind, RunConfig
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
+    from tokcost.budget import BudgetConfig, BudgetResult, ConfigResult, Finding
     from tokcost.catalog import CatalogSource
 
 __all__ = ["CheckRequest", "check"]
@@ -157,11 +138,7 @@ class CheckRequest(Parts):
 @dataclass(frozen=True)
 class CheckResult:
     """Every config checked, in order; the exit code is the worst of theirs. Unless
-    ``several``, it reports as its one config does.
-
-    >>> CheckResult(()).exit_code, CheckResult(()).headline
-    (0, 'no configs')
-    """
+    ``several``, it reports as its one config does."""
 
     configs: tuple[ConfigResult, ...]
     several: bool = False
@@ -177,7 +154,6 @@ class CheckResult:
 
     @property
     def failed(self) -> list[ConfigResult]:
-        """The configs whose check failed, in run order."""
         return [r for r in self.configs if r.exit_code]
 
     @property
@@ -193,19 +169,15 @@ class CheckResult:
         """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
         return run_headline(self.configs)
 
-    def _several(self) -> bool:
-        return self.several or len(self.configs) != 1
-
     def to_dict(self) -> dict[str, Any] | list[dict[str, Any]]:
         """The ``tokcost check --json`` document: the config's, or a list of them."""
         docs = [r.to_dict() for r in self.configs]
-        return docs if self._several() else docs[0]
+        return docs if self.several or len(docs) != 1 else docs[0]
 
     def render(self, fmt: str, *, quiet: bool = False, hide_passed: bool = False) -> str:
-        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text (``quiet``,
-        ``hide_passed``: see ``tokcost.budget.report.render``)."""
-        return render(self.configs, fmt, several=self._several(), quiet=quiet,
-                      hide_passed=hide_passed)
+        """The report in one of ``tokcost.budget.FORMATS`` (see ``report.render``)."""
+        return render(self.configs, fmt, several=self.several or len(self.configs) != 1,
+                      quiet=quiet, hide_passed=hide_passed)
 
 
 def check(request: CheckRequest) -> CheckResult:
@@ -217,7 +189,7 @@ def check(request: CheckRequest) -> CheckResult:
     if growth.update_baseline:  # before counting, not after
         for c in configs:
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
-    return CheckResult(tuple(_check_one(c, tree, request, request.run)
+    return CheckResult(tuple(_check_one(c, tree, request)
                              for c, tree in zip(configs, trees, strict=True)),
                        several=request.several)
 
@@ -226,8 +198,8 @@ def _configs(request: CheckRequest) -> list[BudgetConfig]:
     if request.adhoc is not None:
         return [request.adhoc.budget_config]
     if request.under is None:
-        return [load_config(c) for c in request.config] or [load_config(None)]
-    found = [replace(load_config(path), shadowed=shadowed)
+        return [budget.load_config(c) for c in request.config] or [budget.load_config(None)]
+    found = [replace(budget.load_config(path), shadowed=shadowed)
              for path, shadowed in find_configs(request.under)]
     if not found:
         raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
@@ -237,28 +209,28 @@ def _configs(request: CheckRequest) -> list[BudgetConfig]:
 
 
 def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
-               engine: RunConfig) -> ConfigResult:
+               ) -> ConfigResult:
     """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline
-    measured = measure(loaded, catalog=request.catalog, engine=engine)
-    known = baseline_from(measured) if update else None
+    measured = budget.measure(loaded, catalog=request.catalog, engine=request.run)
+    known = budget.baseline_from(measured) if update else None
     if known is not None:
-        write_baseline(path, known)
+        budget.write_baseline(path, known)
     if tree is not None:
         at_base = baseline_at(measured, tree, catalog=request.catalog)
-        result = against_base(judge(measured, at_base, strict=request.strict,
-                                    baseline_display=tree.ref.label), at_base, tree.ref)
+        result = against_base(budget.judge(measured, at_base, strict=request.strict,
+                                           baseline_display=tree.ref.label), at_base, tree.ref)
     else:
         if request.adhoc is None and not update:
-            known = read_baseline(path)
+            known = budget.read_baseline(path)
         # A baseline given here is shown as given; the config's, relative to the cwd.
         shown = str(given) if given is not None else _shown(loaded.baseline)
-        result = judge(measured, known, strict=request.strict, baseline_display=shown)
+        result = budget.judge(measured, known, strict=request.strict, baseline_display=shown)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
-        result = replace(result, notices=(Notice(shadow, loaded.shadowed[0].name),
+        result = replace(result, notices=(budget.Notice(shadow, loaded.shadowed[0].name),
                                           *result.notices))
     if update:
         result = replace(result, written=str(given) if given is not None

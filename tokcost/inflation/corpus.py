@@ -1,10 +1,9 @@
 """Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
 
-A *group* holds parallel texts of one kind (prose in several languages, programs in
-several languages, records in several data formats). A folder with an ``index.yaml``
-names each file's code, language, script and kind; a plain folder holds one
-``<lang>.txt`` per language; a list of files is grouped by suffix. Texts are read under
-the input policy of every command (``tokcost.counting``); ``-`` is standard input.
+A *group* holds parallel texts of one kind (prose in several languages, programs, data
+formats). The layouts (an ``index.yaml``, ``<lang>.txt`` files, a list of files grouped
+by suffix) are in docs/compare.md; texts are read under the input policy of every
+command (``tokcost.counting``), ``-`` being standard input.
 """
 
 from __future__ import annotations
@@ -53,9 +52,7 @@ SUFFIX_KINDS = {
 }
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
-
-#: The code of the sample read from standard input (``-`` in a list of files).
-STDIN_CODE = "stdin"
+STDIN_CODE = "stdin"  # the code of the sample read from standard input
 
 
 def paragraphs(text: str) -> list[str]:
@@ -68,11 +65,7 @@ def paragraphs(text: str) -> list[str]:
 
 
 def corpus_kinds(kinds: Iterable[CorpusKind | str]) -> tuple[str, ...]:
-    """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``.
-
-    >>> corpus_kinds(["code", CorpusKind.DATA])
-    ('code', 'data')
-    """
+    """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``."""
     names = []
     for kind in kinds:
         try:
@@ -106,11 +99,7 @@ class Sample:
 
     @property
     def display_name(self) -> str:
-        """'Hindi (hi)', but 'Python' rather than 'Python (python)'.
-
-        >>> Sample("hi", "").display_name, Sample("python", "", name="Python").display_name
-        ('Hindi (hi)', 'Python')
-        """
+        """'Hindi (hi)', but 'Python' rather than 'Python (python)'."""
         label = self.label
         return label if label.lower() == self.code.lower() else f"{label} ({self.code})"
 
@@ -119,9 +108,8 @@ class Sample:
         """Words are whitespace-delimited (not zh, ja, th, ...) and the text is prose."""
         if self.kind != "prose":
             return False
-        if self.whitespace_words is not None:
-            return self.whitespace_words
-        return whitespace_words(self.code)
+        return whitespace_words(self.code) if self.whitespace_words is None else (
+            self.whitespace_words)
 
 
 @dataclass(frozen=True)
@@ -174,9 +162,8 @@ class Corpus:
                              param="builtin")
 
     def load(self, skipped: list[Skipped] | None = None) -> list[Group]:
-        """The groups the sources hold: none, the shipped corpora; one folder, its texts
-        (``load_dir``); otherwise a list of files (``load_files``). Binary files go to
-        ``skipped`` (an error without it)."""
+        """The groups the sources hold (binary files go to ``skipped``, an error without
+        it): the shipped corpora, one folder's texts, or a list of files."""
         sources, wanted, baseline = self.sources, self.kinds, self.baseline
         if not sources:
             return load_builtin(kinds=wanted, baseline=baseline)
@@ -188,11 +175,9 @@ class Corpus:
 
 
 def read_text_file(path: Path, skipped: list[Skipped] | None,
-          stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """One text under the input policy (a UTF-8 BOM dropped, as ``utf-8-sig`` reads it).
-
-    A skipped input goes to ``skipped``; without that list it is an error, never lost.
-    """
+                   stdin: BinaryIO | None = None) -> InputText | Skipped:
+    """One text under the input policy, a UTF-8 BOM dropped; a skipped input goes to
+    ``skipped`` (without that list it is an error, never lost)."""
     read = load_input(path, stdin=stdin)
     if isinstance(read, Skipped):
         if skipped is None:
@@ -212,8 +197,7 @@ def builtin_dir() -> Path:
 def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
                baseline: str | None = None,
                skipped: list[Skipped] | None = None) -> list[Group]:
-    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora); binary
-    files it names go to ``skipped``."""
+    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
     import yaml
 
     index_path = folder / "index.yaml"
@@ -247,14 +231,11 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
             script=entry.get("script"), path=str(path), invalid_utf8_bytes=read.invalid_bytes,
             whitespace_words=entry.get("whitespace_words")))
     groups = []
-    for kind in wanted:
-        if not by_kind[kind]:
-            continue
+    for kind in (k for k in wanted if by_kind[k]):
         base = (declared.get(kind) or {}).get("baseline") or DEFAULT_BASELINES.get(kind, "")
-        if kind == "prose" and baseline:
-            base = baseline
+        base = baseline if kind == "prose" and baseline else base
         groups.append(checked_group(kind, str(base), by_kind[kind], where=str(folder),
-                                     left_out=left_out[kind]))
+                                    left_out=left_out[kind]))
     if not groups:
         raise UsageError(f"no files of kind {', '.join(wanted)} in {index_path}; kinds are "
                          f"{', '.join(KINDS)}")
@@ -276,9 +257,7 @@ def load_dir(
     skipped: list[Skipped] | None = None, split: str = "both",
 ) -> list[Group]:
     """A folder of parallel ``<lang>.txt`` files, a folder with an index.yaml, or a
-    benchmark set as distributed (FLORES-200 with its ``split``: dev, devtest or both;
-    UDHR in Unicode's ``udhr_<id>.txt``, see ``tokcost.inflation.benchmarks``); binary
-    files go to ``skipped``."""
+    benchmark set as distributed (``tokcost.inflation.benchmarks``)."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     if (folder / "index.yaml").is_file():
@@ -295,10 +274,8 @@ def load_dir(
         return [benchmarks.load_udhr(folder, baseline=baseline, skipped=skipped)]
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
     if not files:
-        raise UsageError(
-            f"no <lang>.txt files in {folder}; put one file per language there "
-            f"(en.txt, de.txt, ...) or pass files"
-        )
+        raise UsageError(f"no <lang>.txt files in {folder}; put one file per language there "
+                         f"(en.txt, de.txt, ...) or pass files")
     return load_files(files, baseline=baseline, skipped=skipped)
 
 
@@ -306,11 +283,8 @@ def _kind_and_code(path: Path) -> tuple[str, str]:
     """What a file in a list holds, from its name: ``hi.txt`` is prose in ``hi``."""
     if str(path) == STDIN:
         return "prose", STDIN_CODE
-    suffix = path.suffix.lower()
-    if suffix in SUFFIX_KINDS:
-        kind, code = SUFFIX_KINDS[suffix]
-        return kind, "json-min" if path.name.endswith(".min.json") else code
-    return "prose", path.stem
+    kind, code = SUFFIX_KINDS.get(path.suffix.lower(), ("prose", path.stem))
+    return kind, "json-min" if path.name.endswith(".min.json") else code
 
 
 def load_files(
@@ -319,10 +293,8 @@ def load_files(
 ) -> list[Group]:
     """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...);
     ``-`` is ``stdin`` (default the process's), a prose text with the code ``stdin``.
-
-    Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart: the
-    second is shown as ``en@b``. Binary files go to ``skipped`` (an error without it).
-    """
+    Two files with the same code (``a/en.txt``, ``b/en.txt``) are kept apart: the second
+    is ``en@b``."""
     by_kind: dict[str, list[Sample]] = {}
     left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
@@ -336,18 +308,18 @@ def load_files(
         if isinstance(read, Skipped):
             left_out.setdefault(kind, {})[code] = read
             continue
-        sample = Sample(code=code, text=read.text, kind=kind,
-                        script=guess_script(read.text) if kind == "prose" else None,
-                        path=STDIN_NAME if str(path) == STDIN else str(path),
-                        invalid_utf8_bytes=read.invalid_bytes)
-        by_kind.setdefault(sample.kind, []).append(sample)
+        by_kind.setdefault(kind, []).append(Sample(
+            code=code, text=read.text, kind=kind,
+            script=guess_script(read.text) if kind == "prose" else None,
+            path=STDIN_NAME if str(path) == STDIN else str(path),
+            invalid_utf8_bytes=read.invalid_bytes))
     groups = []
     for kind in KINDS:
         samples = by_kind.get(kind)
         if not samples:
             if kind == "prose" and baseline in left_out.get(kind, {}):  # say why it is missing
                 checked_group(kind, baseline, [], where="the files given",
-                               left_out=left_out[kind])
+                              left_out=left_out[kind])
             continue
         seen: set[str] = set()
         for i, s in enumerate(samples):
@@ -359,52 +331,40 @@ def load_files(
         if kind != "prose" and base not in {s.code for s in samples}:
             base = samples[0].code  # code/data lists: compare with the first file given
         groups.append(checked_group(kind, base, samples, where="the files given",
-                                     left_out=left_out.get(kind, {})))
+                                    left_out=left_out.get(kind, {})))
     return groups
 
 
 def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
                   left_out: Mapping[str, Skipped] | None = None,
                   parallel_paragraphs: bool = True) -> Group:
-    """Drop empty files (with a warning), require the baseline, warn on misalignment
-    (paragraph counts, unless ``parallel_paragraphs`` is False: translations laid out
-    differently, as UDHR's are) and on replaced UTF-8. ``left_out``: the group's
-    skipped files, by code."""
+    """Drop empty files (with a warning), require the baseline (``left_out``: the group's
+    skipped files, by code), warn on replaced UTF-8 and on paragraph counts that differ
+    (unless not ``parallel_paragraphs``: translations laid out differently, as UDHR's)."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]
-    kept = []
-    for s in samples:
-        if not s.text.strip():
-            warnings.append(f"{s.path or s.code} is empty; skipped")
-        else:
-            kept.append(s)
+    warnings += [f"{s.path or s.code} is empty; skipped" for s in samples if not s.text.strip()]
+    kept = [s for s in samples if s.text.strip()]
     codes = [s.code for s in kept]
     if baseline not in codes:
-        empty = any(s.code == baseline for s in samples)
         found = ", ".join(codes) or "none"
         code = arg("baseline", "CODE")
         if left_out and baseline in left_out:
             raise InputError(f"the baseline '{baseline}' was skipped in {where} "
                              f"({left_out[baseline].note}); give it as a text file or pass "
                              f"{code} (found: {found})", param="baseline")
-        if empty:
+        if any(s.code == baseline for s in samples):
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"{code} (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
         if not parallel_paragraphs or any(s.units is not None for s in samples):
             expected = f"text in '{baseline}'"  # a benchmark set: its files are not <lang>.txt
-        raise UsageError(
-            f"no baseline {expected} in {where}; add it or pass {code} (found: {found})",
-            param="baseline"
-        )
+        raise UsageError(f"no baseline {expected} in {where}; add it or pass {code} (found: "
+                         f"{found})", param="baseline")
     if kind == "prose" and parallel_paragraphs and not any(s.units for s in kept):
         base = next(s for s in kept if s.code == baseline)
         n_base = len(paragraphs(base.text))
-        for s in kept:
-            n = len(paragraphs(s.text))
-            if n != n_base:
-                warnings.append(
-                    f"not parallel: {s.path or s.code} has {n} paragraphs, the baseline "
-                    f"{base.path or baseline} has {n_base}; its premium compares different content"
-                )
+        warnings += [f"not parallel: {s.path or s.code} has {n} paragraphs, the baseline "
+                     f"{base.path or baseline} has {n_base}; its premium compares different "
+                     "content" for s in kept if (n := len(paragraphs(s.text))) != n_base]
     return Group(kind, baseline, tuple(kept), tuple(warnings))

@@ -1,12 +1,9 @@
 """Measuring: every sample of a group counted with every meter, and the metrics.
 
-The tokenization premium of language X (Petrov et al. 2023, "Language Model
-Tokenizers Introduce Unfairness Between Languages") is, on parallel text::
-
-    premium(X) = tokens(X) / tokens(baseline)
-
-so a premium of 2.0 means the same meaning costs twice the tokens (and, at a
-per-token price, twice the money) and fills the context window twice as fast.
+The tokenization premium of language X on parallel text is tokens(X) / tokens(baseline)
+(Petrov et al. 2023, "Language Model Tokenizers Introduce Unfairness Between
+Languages"): at 2.0 the same meaning costs twice the tokens and fills the window twice
+as fast.
 """
 
 from __future__ import annotations
@@ -25,6 +22,10 @@ if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
     from tokcost.catalog.schema import ModelEntry
     from tokcost.tokenizers import TokenizerChoice
+
+# The ratios a JSON report rounds to four digits, in its key order.
+_ROUNDED = ("bytes_per_token", "chars_per_token", "words_per_token", "tokens_per_word",
+            "tokens_per_line", "premium")
 
 
 @dataclass(frozen=True)
@@ -64,34 +65,26 @@ class SentencePremiums:
 
     sentences: int  # sentences with a non-empty baseline
     median: float
-    p95: float
+    p95: float  # interpolated between neighbours (numpy's "linear" method)
     over_2x: float  # share of sentences whose premium exceeds 2
 
     @classmethod
     def of(cls, counts: Sequence[int], baseline: Sequence[int]) -> SentencePremiums | None:
         """Statistics of ``counts[i] / baseline[i]``, or None without a sentence to compare.
 
-        Ratios 1, 1.5, 3, 4: the median lies between 1.5 and 3, the 95th percentile
-        85% of the way from 3 to 4 (position 0.95 x 3 = 2.85), and two of four exceed 2.
-
-        >>> p = SentencePremiums.of([2, 3, 9, 4], [2, 2, 3, 1])
+        >>> p = SentencePremiums.of([2, 3, 9, 4], [2, 2, 3, 1])  # ratios 1, 1.5, 3, 4
         >>> p.sentences, p.median, round(p.p95, 6), p.over_2x
         (4, 2.25, 3.85, 0.5)
         """
         ratios = sorted(c / b for c, b in zip(counts, baseline, strict=True) if b)
         if not ratios:
             return None
-        return cls(len(ratios), statistics.median(ratios), _percentile(ratios, 0.95),
+        at = 0.95 * (len(ratios) - 1)
+        lo = int(at)
+        hi = min(lo + 1, len(ratios) - 1)
+        p95 = ratios[lo] + (ratios[hi] - ratios[lo]) * (at - lo)
+        return cls(len(ratios), statistics.median(ratios), p95,
                    sum(r > 2 for r in ratios) / len(ratios))
-
-
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted data, interpolated between neighbours (numpy's default,
-    "linear", and statistics.quantiles' "inclusive" method)."""
-    at = q * (len(ordered) - 1)
-    lo = int(at)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (at - lo)
 
 
 @dataclass(frozen=True)
@@ -157,69 +150,31 @@ class Report:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` document (keys documented in the README)."""
-        return {
-            "tokenizers": [
-                {
-                    "label": m.label,
-                    "spec": m.spec,
-                    "exact": m.exact,
-                    "model": m.model.id if m.model else None,
-                    "priced": m.priced,
-                    # which engine counted (toktok-rs or tiktoken...; the counts are equal)
-                    "backend": count_backend(m.tokenizer),
-                }
-                for m in self.meters
-            ],
-            "groups": [
-                {
-                    "kind": g.kind,
-                    "baseline": g.baseline,
-                    "warnings": list(g.warnings),
-                    "samples": [_row_dict(row) for row in g.rows],
-                }
-                for g in self.groups
-            ],
-            "warnings": list(self.warnings),
-        }
+        """The ``--json`` document (its keys: docs/compare.md)."""
+        # backend: which engine counted (toktok-rs or tiktoken...; the counts are equal)
+        meters = [{"label": m.label, "spec": m.spec, "exact": m.exact,
+                   "model": m.model.id if m.model else None, "priced": m.priced,
+                   "backend": count_backend(m.tokenizer)} for m in self.meters]
+        groups = [{"kind": g.kind, "baseline": g.baseline, "warnings": list(g.warnings),
+                   "samples": [_row_dict(row) for row in g.rows]} for g in self.groups]
+        return {"tokenizers": meters, "groups": groups, "warnings": list(self.warnings)}
 
 
-def _round(x: float | None, digits: int = 4) -> float | None:
-    return None if x is None else round(x, digits)
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
 
 
 def _row_dict(row: Row) -> dict[str, Any]:
     s = row.sample
-    return {
-        "code": s.code,
-        "name": s.label,
-        "script": s.script,
-        "kind": s.kind,
-        "path": s.path,
-        "bytes": row.bytes,
-        "chars": row.chars,
-        "words": row.words,
-        "lines": row.lines,
-        "paragraphs": row.paragraphs,
-        "invalid_utf8_bytes": s.invalid_utf8_bytes,
-        "results": [
-            {
-                "tokenizer": r.meter,
-                "tokens": r.tokens,
-                "exact": r.exact,
-                "bytes_per_token": _round(r.bytes_per_token),
-                "chars_per_token": _round(r.chars_per_token),
-                "words_per_token": _round(r.words_per_token),
-                "tokens_per_word": _round(r.tokens_per_word),
-                "tokens_per_line": _round(r.tokens_per_line),
-                "premium": _round(r.premium),
+    results = [{"tokenizer": r.meter, "tokens": r.tokens, "exact": r.exact,
+                **{key: _round(getattr(r, key)) for key in _ROUNDED},
                 "cost_usd": None if r.cost_usd is None else str(r.cost_usd),
                 "cost_ratio": _round(r.cost_ratio),
-                "sentence_premium": _sentences_dict(r.sentence_premiums),
-            }
-            for r in row.results
-        ],
-    }
+                "sentence_premium": _sentences_dict(r.sentence_premiums)} for r in row.results]
+    return {"code": s.code, "name": s.label, "script": s.script, "kind": s.kind, "path": s.path,
+            "bytes": row.bytes, "chars": row.chars, "words": row.words, "lines": row.lines,
+            "paragraphs": row.paragraphs, "invalid_utf8_bytes": s.invalid_utf8_bytes,
+            "results": results}
 
 
 def _sentences_dict(p: SentencePremiums | None) -> dict[str, Any] | None:
@@ -241,15 +196,6 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
     return estimate_cost(meter.model, input_tokens=tokens).total
 
 
-def _plan_runs(groups: Sequence[Group], meters: Sequence[Meter]) -> None:
-    """Tell each tokenizer that can choose a backend (``plan_run``) how much text it
-    is about to count: all of it is in hand, so a small comparison goes to the one
-    that starts sooner (tokcost.adapters.fast_count.SMALL_RUN_CHARS)."""
-    chars = sum(len(s.text) + sum(map(len, s.units or ())) for g in groups for s in g.samples)
-    for tokenizer in {id(m.tokenizer): m.tokenizer for m in meters}.values():
-        plan_run(tokenizer, chars)
-
-
 # (group index, sample code, meter label) -> tokens, or the tokens of each aligned sentence
 _Counts = dict[tuple[int, str, str], int]
 _Units = dict[tuple[int, str, str], list[int]]
@@ -260,7 +206,11 @@ def _count(groups: Sequence[Group], meters: Sequence[Meter],
     """Every sample counted once per tokenizer (``-t o200k_base -m gpt-4o``: once), and
     the sentences of the samples aligned with their baseline's."""
     total = sum(len(g.samples) for g in groups) * len(meters)
-    _plan_runs(groups, meters)
+    # All the text is in hand: a tokenizer that can choose a backend starts the one that
+    # suits its size (tokcost.adapters.fast_count.SMALL_RUN_CHARS).
+    chars = sum(len(s.text) + sum(map(len, s.units or ())) for g in groups for s in g.samples)
+    for tokenizer in {id(m.tokenizer): m.tokenizer for m in meters}.values():
+        plan_run(tokenizer, chars)
     counts: _Counts = {}
     units: _Units = {}
     seen: dict[tuple[int, int, str], int] = {}
@@ -284,12 +234,8 @@ def _count(groups: Sequence[Group], meters: Sequence[Meter],
     return counts, units
 
 
-def measure(
-    groups: Sequence[Group],
-    meters: Sequence[Meter],
-    *,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> Report:
+def measure(groups: Sequence[Group], meters: Sequence[Meter], *,
+            on_progress: Callable[[int, int], None] | None = None) -> Report:
     """Count every sample with every meter and derive the per-language metrics;
     ``on_progress(done, total)`` is called after each count."""
     if not meters:
@@ -307,7 +253,6 @@ def measure(
 
 def _row(sample: Sample, group: Group, meters: Sequence[Meter], counts: _Counts,
          units: _Units, gi: int) -> Row:
-    """One sample's sizes and its measurement with each meter."""
     n_bytes = len(sample.text.encode("utf-8"))
     n_chars = len(sample.text)
     words = len(sample.text.split()) if sample.has_words else None
@@ -347,11 +292,7 @@ def _aligned_codes(group: Group) -> set[str]:
 
 
 def premium(tokens: int, baseline_tokens: int) -> float:
-    """Petrov et al.'s tokenization premium: ``tokens / baseline_tokens``.
-
-    >>> premium(410, 100)
-    4.1
-    """
+    """Petrov et al.'s tokenization premium: ``tokens / baseline_tokens``."""
     if baseline_tokens <= 0:
         raise UsageError("the baseline has no tokens; a premium needs a non-empty baseline")
     return tokens / baseline_tokens
