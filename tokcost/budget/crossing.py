@@ -1,10 +1,8 @@
 """Where a file crosses its token limit: the line a GitHub annotation points at.
 
-Line L is the first line such that the text from the file's start through the end of
-line L (its newline included), counted as one text, has more tokens than the limit. The
-search bisects the lines and runs only for failing files, for the rules that are token
-limits (``max_tokens_per_file``, a file's ``context_window`` share); growth and cost are
-not at a place, so their findings point at the file without a line.
+Line L is the first line such that the file's text through the end of line L, counted as
+one text, has more tokens than the limit. It is searched for (by bisection) only in
+failing files, for the token limits (``max_tokens_per_file``, a file's window share).
 """
 
 from __future__ import annotations
@@ -25,14 +23,10 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
     or None when the whole text has at most ``limit``.
 
     >>> from tokcost import get_tokenizer
-    >>> tok = get_tokenizer("tiktoken:cl100k_base")
+    >>> tok = get_tokenizer("tiktoken:cl100k_base")  # 3 tokens a line
     >>> text = "one two\\nthree four\\nfive six\\n"
-    >>> [tok.count(text[:end]) for end in (8, 19, 28)]
-    [3, 6, 9]
-    >>> crossing_line(text, tok, 2), crossing_line(text, tok, 3), crossing_line(text, tok, 8)
-    (1, 2, 3)
-    >>> crossing_line(text, tok, 9) is None
-    True
+    >>> crossing_line(text, tok, 2), crossing_line(text, tok, 3), crossing_line(text, tok, 9)
+    (1, 2, None)
     """
     if limit < 0:
         return None  # even an empty file is over: no line is to blame
@@ -41,15 +35,11 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
         ends.append(len(text))  # the last line has no newline
     if tokenizer.count(text) <= limit:
         return None
-
-    def over(line: int) -> bool:
-        return tokenizer.count(text[: ends[line - 1]]) > limit
-
     # Invariant: lines 1..lo are within the limit (lo = 0: nothing), 1..hi are over it.
     lo, hi = 0, len(ends)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if over(mid):
+        if tokenizer.count(text[: ends[mid - 1]]) > limit:
             hi = mid
         else:
             lo = mid
@@ -57,8 +47,8 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
 
 
 def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
-    """The most tokens the file of ``finding`` may have under its rule, or None for a
-    rule that has no such limit (growth, cost)."""
+    """The most tokens the file of ``finding`` may have under its rule (None: growth or
+    cost, which have no such limit)."""
     if finding.rule == "max_tokens_per_file":
         limit = budget.budget.max_tokens_per_file
         return int(limit) if limit is not None else None
@@ -95,24 +85,23 @@ def locate(result: ConfigResult, measurement: Measurement, *,
     texts: dict[str, str | None] = {}
     budgets = []
     for b in result.budgets:
-        wanted = [(f, allowed_tokens(f, b)) for f in b.failures if f.path is not None]
-        if not any(limit is not None for _, limit in wanted):
+        wanted = [(f, f.path, limit) for f in b.failures
+                  if f.path is not None and (limit := allowed_tokens(f, b)) is not None]
+        if not wanted:
             budgets.append(b)
             continue
         m = measured[b.name]
         tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         found: dict[int, Finding] = {}
-        for f, limit in wanted:
-            if limit is None or f.path is None:
-                continue
-            if f.path not in texts:
+        for f, path, limit in wanted:
+            if path not in texts:
                 try:
-                    data = (config.root / f.path).read_bytes()
+                    data: bytes | None = (config.root / path).read_bytes()
                 except OSError:
                     data = None
-                texts[f.path] = (decode_utf8(data)[0]
-                                 if data is not None and sniff_binary(data) is None else None)
-            text = texts[f.path]
+                texts[path] = (decode_utf8(data)[0]
+                               if data is not None and sniff_binary(data) is None else None)
+            text = texts[path]
             if text is not None:
                 found[id(f)] = replace(f, line=crossing_line(text, tok, limit))
         budgets.append(replace(b, failures=tuple(found.get(id(f), f) for f in b.failures)))

@@ -1,12 +1,10 @@
 """A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
 
-``Growth(base="main")`` judges a pull request against its base branch with no baseline
-file to commit. Nothing is checked out: the tree of REF is listed (``git ls-tree``), its
-files read from the object store (``git cat-file``) and counted as the work tree's are.
-The tree's ``.gitignore`` files apply as the work-tree walk applies them on disk, a
-symlink to a file is read through, submodules are left out. A file moved since REF is
-compared with its old version: ``git diff-index -M`` finds the moves git sees, identical
-content finds the rest (a file moved but not yet added).
+Nothing is checked out: the tree of REF is listed (``git ls-tree``) and its files read
+from the object store (``git cat-file``), with the tree's ``.gitignore`` files applied as
+the work-tree walk applies them, symlinks to files read through, submodules left out. A
+file moved since REF is compared with its old version: ``git diff-index -M`` finds the
+moves git sees, identical content the rest (a file moved but not yet added).
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import hashlib
 import io
 import os
 import posixpath
+import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -27,7 +26,6 @@ from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef
 from tokcost.errors import UsageError, arg
 
 if TYPE_CHECKING:
-    from tokcost.adapters import Tokenizer
     from tokcost.budget.evaluate import ConfigResult, Measurement
     from tokcost.catalog import CatalogSource
 
@@ -49,9 +47,6 @@ def _long(name: str) -> str:
     # git's own long options. Built, not spelled, so tests/test_api_words.py (which keeps
     # tokcost's flags out of library messages) does not take them for one of tokcost's.
     return "--" + name
-
-
-# --- running git ---------------------------------------------------------------------------
 
 
 def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
@@ -79,9 +74,6 @@ def _ok(run: subprocess.CompletedProcess[bytes], ref: str, what: str) -> bytes:
     return run.stdout
 
 
-# --- the tree at REF -----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Entry:
     mode: str
@@ -91,11 +83,9 @@ class _Entry:
 
 @dataclass(frozen=True)
 class GitTree:
-    """The files of a commit's tree below the config's folder, as candidates to count.
-
-    ``blobs`` maps a path relative to the config's folder ('/'-separated) to the id of
-    the blob holding its content (a symlink's target's).
-    """
+    """The files of a commit's tree below the config's folder, as candidates to count:
+    ``blobs`` maps a path relative to that folder to its content's blob id (a symlink's
+    target's)."""
 
     top: Path  # the work tree's top folder
     prefix: str  # the config's folder relative to ``top`` ('' at the top)
@@ -114,9 +104,8 @@ class GitTree:
 
 
 def open_tree(root: str | Path, ref: str) -> GitTree:
-    """The tree of ``ref`` (a branch, tag, commit or any revision git names one commit
-    with) for the config folder ``root``; raises GitBaseError when git, the work tree
-    or the commit is missing."""
+    """The tree of ``ref`` (any revision git names one commit with) for the config folder
+    ``root``; GitBaseError when git, the work tree or the commit is missing."""
     if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
         raise GitBaseError(f"{_given(ref)} is not a git ref; name a branch, tag or commit",
                            param="base")
@@ -136,33 +125,20 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
             f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; in GitHub "
             "Actions, actions/checkout with fetch-depth: 0) or name another ref",
             param="base")
-    entries = _list_tree(top, commit, ref)
-    blobs = _candidates(entries, prefix, _read_support(top, entries, ref))
-    return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit), blobs=blobs)
-
-
-def _list_tree(top: Path, commit: str, ref: str) -> dict[str, _Entry]:
     out = _ok(_git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref),
               ref, "list the tree")
     entries: dict[str, _Entry] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
+    for record in filter(None, out.split(b"\0")):
         meta, _, name = record.partition(b"\t")
-        mode, kind, oid = meta.decode("ascii").split()
         # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
-        entries[os.fsdecode(name)] = _Entry(mode, kind, oid)
-    return entries
-
-
-def _read_support(top: Path, entries: Mapping[str, _Entry], ref: str) -> dict[str, bytes]:
-    """The .gitignore files and symlink targets of the tree (all small), by path."""
-    wanted = {
-        path: e.oid for path, e in entries.items()
-        if e.kind == "blob" and (e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")
-    }
+        entries[os.fsdecode(name)] = _Entry(*meta.decode("ascii").split())
+    # The .gitignore files and symlink targets of the tree (all small), by path.
+    wanted = {path: e.oid for path, e in entries.items() if e.kind == "blob" and (
+        e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")}
     contents = _read_blobs(top, list(wanted.values()), ref)
-    return {path: contents[oid] for path, oid in wanted.items()}
+    support = {path: contents[oid] for path, oid in wanted.items()}
+    return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit),
+                   blobs=_candidates(entries, prefix, support))
 
 
 def _candidates(entries: Mapping[str, _Entry], prefix: str,
@@ -203,14 +179,10 @@ def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec
     verdict: bool | None = None
     parts = path.split("/")
     for depth in range(len(parts)):
-        folder = "/".join(parts[:depth])
-        spec = specs.get(folder)
-        if spec is None:
-            continue
-        rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
-        result = spec.check_file(rel)
-        if result.include is not None:
-            verdict = result.include
+        spec = specs.get("/".join(parts[:depth]))
+        if spec is not None:
+            result = spec.check_file("/".join(parts[depth:]) + ("/" if is_dir else ""))
+            verdict = verdict if result.include is None else result.include
     return bool(verdict)
 
 
@@ -253,12 +225,9 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
     return contents
 
 
-# --- counting at REF -----------------------------------------------------------------------
-
-
 def renames(tree: GitTree) -> dict[str, str]:
-    """Files that git sees moved since REF: path now -> path at REF (both relative to
-    the config's folder), from ``git diff-index -M`` against the work tree."""
+    """Files that git sees moved since REF (``git diff-index -M`` against the work tree):
+    path now -> path at REF, both relative to the config's folder."""
     run = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref)
     fields = _ok(run, tree.ref.ref, "compare the work tree with it").split(b"\0")
     start = f"{tree.prefix}/" if tree.prefix else ""
@@ -282,39 +251,35 @@ def renames(tree: GitTree) -> dict[str, str]:
 
 def baseline_at(measurement: Measurement, tree: GitTree, *,
                 catalog: CatalogSource = None) -> Baseline:
-    """The counts of every measured budget's files as they are at ``tree``'s ref.
-
-    Each budget's globs are matched against the tree's paths and its files counted
-    with the tokenizer it was measured with. A file renamed since is keyed by its path
-    now, with its count at REF, and listed in the entry's ``renamed``.
-    """
+    """The counts of every measured budget's files as they are at ``tree``'s ref, its
+    globs matched against the tree's paths, its files counted with the tokenizer it was
+    measured with; a file renamed since is keyed by its path now (with its count at REF)
+    and listed in the entry's ``renamed``."""
     from tokcost.budget.evaluate import _tokenizer, match_files
+    from tokcost.counting import Inputs, count_paths
 
     config = measurement.config
-    paths = tree.paths
-    chosen = {m.budget.name: match_files(m.budget, paths)[0] for m in measurement.budgets}
+    chosen = {m.budget.name: match_files(m.budget, tree.paths)[0] for m in measurement.budgets}
     contents = tree.read(sorted({p for files in chosen.values() for p in files}))
-    counts: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str], int | None] = {}
     moved: dict[str, str] | None = None  # git's renames, asked for once, when needed
     entries: dict[str, BaselineEntry] = {}
     for m in measurement.budgets:
         tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
-        before: dict[str, int] = {}
         for path in chosen[m.budget.name]:
-            key = (m.tokenizer, path)
-            if key not in counts:
-                n = _count(contents[path], m.tokenizer, tok)
-                if n is None:
-                    continue  # binary at REF: skipped there as it would be here
-                counts[key] = n
-            before[path] = counts[key]
+            if (m.tokenizer, path) not in counts:
+                # Counted as a file of the work tree is; a binary one is skipped (None).
+                inputs = Inputs(paths="-", stdin=io.BytesIO(contents[path]), gitignore=False)
+                report = count_paths(inputs, {m.tokenizer: tok})
+                counts[m.tokenizer, path] = (report.files[0].tokens[m.tokenizer]
+                                             if report.files else None)
+        before = {path: n for path in chosen[m.budget.name]
+                  if (n := counts[m.tokenizer, path]) is not None}
         now = {f.path for f in m.files}
-        gone = sorted(set(before) - now)
-        new = sorted(now - set(before))
+        gone, new = sorted(set(before) - now), sorted(now - set(before))
         pairs: dict[str, str] = {}
         if gone and new:
-            if moved is None:
-                moved = renames(tree)
+            moved = renames(tree) if moved is None else moved
             pairs = _pair(gone, new, moved, contents, config.root)
         files = {p: n for p, n in before.items() if p not in pairs.values()}
         files.update({p: before[old] for p, old in pairs.items()})
@@ -322,23 +287,13 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     return Baseline(entries)
 
 
-def _count(data: bytes, key: str, tok: Tokenizer) -> int | None:
-    """Tokens in ``data`` as a file of the work tree is counted (None: skipped, binary)."""
-    from tokcost.counting import Inputs, count_paths
-
-    inputs = Inputs(paths="-", stdin=io.BytesIO(data), gitignore=False)
-    report = count_paths(inputs, {key: tok})
-    return report.files[0].tokens[key] if report.files else None
-
-
 def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
           contents: Mapping[str, bytes], root: Path) -> dict[str, str]:
     """New path -> old path for the files of one budget that were renamed: git's renames
     first, then a new file whose content is that of a gone one (first by path)."""
     pairs = {n: moved[n] for n in new if moved.get(n) in gone}
-    left = [g for g in gone if g not in pairs.values()]
     by_hash: dict[str, str] = {}
-    for old in left:
+    for old in (g for g in gone if g not in pairs.values()):
         by_hash.setdefault(hashlib.sha256(contents[old]).hexdigest(), old)
     for path in new:
         if path in pairs or not by_hash:
@@ -352,14 +307,10 @@ def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
     return dict(sorted(pairs.items()))
 
 
-# --- the result, worded against REF ---------------------------------------------------------
-
-
 def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigResult:
-    """``result``, judged against ``known`` (the counts at ``ref``), as a result against
-    ``ref``: its renames, its label in the messages, and no hint to update a baseline
-    file (there is none to update)."""
-    import re
+    """``result``, judged against ``known`` (the counts at ``ref``), worded against ``ref``:
+    its renames, its label in the messages, and no hint to update a baseline file (there
+    is none to update)."""
 
     def reword(message: str) -> str:
         message = message.replace("against the baseline", f"against {ref.label}")
@@ -370,8 +321,6 @@ def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigR
     for b in result.budgets:
         entry = known.budgets.get(b.name)
         budgets.append(replace(
-            b,
-            renamed=tuple(sorted(entry.renamed.items())) if entry is not None else (),
-            failures=tuple(replace(f, message=reword(f.message)) for f in b.failures),
-        ))
+            b, renamed=tuple(sorted(entry.renamed.items())) if entry is not None else (),
+            failures=tuple(replace(f, message=reword(f.message)) for f in b.failures)))
     return replace(result, budgets=tuple(budgets), base=ref)

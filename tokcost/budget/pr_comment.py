@@ -15,6 +15,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,14 @@ MAX_BODY_CHARS = 65536  # GitHub rejects a longer comment body (422)
 PER_PAGE = 100  # the most the list endpoint returns per page
 MAX_PAGES = 100  # 10,000 comments: past that, a new comment beats an endless listing
 TRUNCATED = "\n\n… the report is longer than a comment may be: the job summary has all of it.\n"
+# What a refusal means, by HTTP status, and what to do about it.
+_REFUSALS = {
+    401: "the token is missing, expired or not a GitHub token",
+    403: "the token may not write pull-request comments; give the job 'permissions: "
+         "pull-requests: write' (a pull request from a fork gets a read-only token)",
+    404: "this token sees no such repository or pull request; check GITHUB_REPOSITORY and the "
+         "event's pull request number",
+}
 
 Outcome = Literal["created", "updated"]
 
@@ -39,11 +48,9 @@ class CommentError(TokcostError):
 
 def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                    marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
-    """Create or update the one comment on pull request ``number`` of ``repo`` ("owner/name").
-
-    The comment is the first one whose body starts with ``marker``; ``body`` gets the
-    marker in front if it lacks it, and is cut to what GitHub accepts. Returns
-    "created" or "updated"; raises CommentError (one line) when the API says no.
+    """Create or update the one comment on pull request ``number`` of ``repo`` ("owner/name"):
+    the first whose body starts with ``marker`` (put in front of ``body`` if it lacks it;
+    the body is cut to what GitHub accepts). CommentError (one line) when the API says no.
     """
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
@@ -58,29 +65,24 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                          param="marker")
     base = api_url.rstrip("/")
     owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))
-    payload = {"body": _with_marker(body, marker)}
-    existing = _find_comment(base, owner_name, number, token, marker, timeout)
-    if existing is not None:
-        _request("PATCH", f"{base}/repos/{owner_name}/issues/comments/{existing}", token,
-                 payload, timeout)
-        return "updated"
-    _request("POST", f"{base}/repos/{owner_name}/issues/{number}/comments", token, payload,
-             timeout)
-    return "created"
-
-
-def _with_marker(body: str, marker: str) -> str:
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
     if len(text) > MAX_BODY_CHARS:
         text = text[: MAX_BODY_CHARS - len(TRUNCATED)] + TRUNCATED
-    return text
+    existing = _find_comment(f"{base}/repos/{owner_name}/issues/{number}/comments", token,
+                             marker, timeout)
+    if existing is not None:
+        _request("PATCH", f"{base}/repos/{owner_name}/issues/comments/{existing}", token,
+                 {"body": text}, timeout)
+        return "updated"
+    _request("POST", f"{base}/repos/{owner_name}/issues/{number}/comments", token,
+             {"body": text}, timeout)
+    return "created"
 
 
-def _find_comment(base: str, owner_name: str, number: int, token: str, marker: str,
-                  timeout: float) -> int | None:
+def _find_comment(comments_url: str, token: str, marker: str, timeout: float) -> int | None:
     """The id of the first comment that starts with the marker (a quote of it does not)."""
     for page in range(1, MAX_PAGES + 1):
-        url = f"{base}/repos/{owner_name}/issues/{number}/comments?per_page={PER_PAGE}&page={page}"
+        url = f"{comments_url}?per_page={PER_PAGE}&page={page}"
         comments = _request("GET", url, token, None, timeout)
         if not isinstance(comments, list):
             raise CommentError(f"GitHub API: GET {_path(url)} answered with no list of comments")
@@ -111,9 +113,10 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
     except urllib.error.HTTPError as exc:
         raise CommentError(_refusal(exc, method, url)) from None
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise CommentError(f"cannot reach the GitHub API at {_origin(url)}: {reason}; "
-                           "check GITHUB_API_URL and the network") from None
+        parts = urllib.parse.urlsplit(url)
+        raise CommentError(f"cannot reach the GitHub API at {parts.scheme}://{parts.netloc}: "
+                           f"{getattr(exc, 'reason', exc)}; check GITHUB_API_URL and the "
+                           "network") from None
     if not raw:
         return None
     try:
@@ -130,26 +133,13 @@ def _refusal(exc: urllib.error.HTTPError, method: str, url: str) -> str:
             said = f" ({' '.join(message.split())})"
     except (ValueError, AttributeError, OSError):
         pass
-    what = f"GitHub API: {exc.code} on {method} {_path(url)}{said}"
-    if exc.code == 401:
-        return f"{what}: the token is missing, expired or not a GitHub token"
-    if exc.code == 403:
-        return (f"{what}: the token may not write pull-request comments; give the job "
-                "'permissions: pull-requests: write' (a pull request from a fork gets a "
-                "read-only token)")
-    if exc.code == 404:
-        return (f"{what}: this token sees no such repository or pull request; check "
-                "GITHUB_REPOSITORY and the event's pull request number")
-    return f"{what}: try again later, or post the report from the job summary by hand"
+    advice = _REFUSALS.get(exc.code, "try again later, or post the report from the job "
+                                     "summary by hand")
+    return f"GitHub API: {exc.code} on {method} {_path(url)}{said}: {advice}"
 
 
 def _path(url: str) -> str:
     return urllib.parse.urlsplit(url).path
-
-
-def _origin(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def pull_request_number(event: Any) -> int | None:
@@ -172,28 +162,26 @@ def pull_request_number(event: Any) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
     args = sys.argv[1:] if argv is None else argv
+    env = os.environ
+    token, repo = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
+    event_path = env.get("GITHUB_EVENT_PATH", "")
     try:
         if len(args) != 1:
             raise UsageError("usage: python -m tokcost.budget.pr_comment REPORT.md "
                              "(the Markdown to post)")
-        env = os.environ
-        token = env.get("GITHUB_TOKEN", "")
-        repo = env.get("GITHUB_REPOSITORY", "")
-        event_path = env.get("GITHUB_EVENT_PATH", "")
-        api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
         missing = [name for name, value in (("GITHUB_TOKEN", token),
                                             ("GITHUB_REPOSITORY", repo),
                                             ("GITHUB_EVENT_PATH", event_path)) if not value]
         if missing:
             raise UsageError(f"{', '.join(missing)} not set: run this in a GitHub Actions job "
                              "(the action passes its github-token input as GITHUB_TOKEN)")
-        number = pull_request_number(_read_event(event_path))
+        number = pull_request_number(_read(event_path, "the event JSON", json.loads))
         if number is None:
             name = env.get("GITHUB_EVENT_NAME") or "this event"
             raise UsageError(f"{name} has no pull request in {event_path}: a comment needs a "
                              "pull_request event")
-        body = _read_text(Path(args[0]))
-        outcome = upsert_comment(api_url, repo, number, token, body)
+        outcome = upsert_comment(env.get("GITHUB_API_URL") or DEFAULT_API_URL, repo, number,
+                                 token, _read(args[0], "the report", str))
     except TokcostError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2 if isinstance(exc, (UsageError, InputError)) else 1
@@ -201,18 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _read_event(path: str) -> Any:
+def _read(path: str, what: str, parse: Callable[[str], Any]) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the event JSON {path}: {exc}") from None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the report {path}: {exc}") from None
+        raise InputError(f"cannot read {what} {path}: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -1,11 +1,10 @@
 """Where each key of a TOML text is written: tomllib keeps no positions, so scan for them.
 
-The scanner knows TOML's shapes, not its values: table headers (``[a.b]``,
-``[[a.b]]`` with their element numbers, a ``[a.b.c]`` below the last ``[[a.b]]``),
-dotted keys (``budgets.prompts.max_tokens = 1``), quoted keys, inline tables and
-arrays (element by element, across lines), and strings that may hide ``=``, ``#``
-or brackets (basic, literal, multi-line). The text has already parsed with tomllib,
-so it is valid TOML; anything unexpected ends the scan with what was found.
+The scanner knows TOML's shapes, not its values: table headers (``[[a.b]]`` with their
+element numbers, a ``[a.b.c]`` below the last ``[[a.b]]``), dotted and quoted keys,
+inline tables and arrays across lines, and strings that may hide ``=``, ``#`` or
+brackets. The text has already parsed with tomllib; anything unexpected ends the scan
+with what was found.
 
 >>> lines = key_lines('[tool.tokcost]\\nmodel = "x"\\n\\n[[tool.tokcost.budgets]]\\nname = "a"\\n')
 >>> lines[("tool", "tokcost", "model")], lines[("tool", "tokcost", "budgets", 0, "name")]
@@ -16,11 +15,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import re
 from collections.abc import Mapping
 
 KeyPath = tuple[str | int, ...]
 
-_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def key_lines(text: str) -> dict[KeyPath, int]:
@@ -33,10 +33,8 @@ def key_lines(text: str) -> dict[KeyPath, int]:
 
 def nearest(lines: Mapping[KeyPath, int], path: KeyPath) -> int | None:
     """The line of ``path``, else of its closest written parent."""
-    for end in range(len(path), 0, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return None
+    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines),
+                None)
 
 
 class _Scanner:
@@ -47,8 +45,6 @@ class _Scanner:
         self.lines: dict[KeyPath, int] = {}
         self.last: dict[KeyPath, int] = {}  # array-of-tables path -> its last element
 
-    # -- positions ----------------------------------------------------------------------
-
     def line(self) -> int:
         return bisect.bisect_left(self.newlines, self.i) + 1
 
@@ -56,7 +52,9 @@ class _Scanner:
         return self.text[self.i : self.i + n]
 
     def mark(self, path: KeyPath, line: int) -> None:
-        self.lines.setdefault(path, line)
+        """Mark ``path`` and each of its parents at ``line``, unless already marked."""
+        for end in range(1, len(path) + 1):
+            self.lines.setdefault(path[:end], line)
 
     def blank(self, newlines: bool) -> None:
         """Skip spaces and comments (and line ends when ``newlines``)."""
@@ -70,8 +68,6 @@ class _Scanner:
             else:
                 return
 
-    # -- structure ----------------------------------------------------------------------
-
     def document(self) -> None:
         table: KeyPath = ()
         while True:
@@ -81,40 +77,34 @@ class _Scanner:
             line = self.line()
             if self.peek(2) == "[[":
                 self.i += 2
-                parts = self.key()
+                array = self.resolve(self.key())
                 self.expect("]]")
-                array = self.resolve(parts)
-                index = self.last.get(array, -1) + 1
-                self.last[array] = index
-                table = (*array, index)
-                self.mark_parents(array, line)
+                self.last[array] = self.last.get(array, -1) + 1
+                table = (*array, self.last[array])
                 self.mark(table, line)
             elif self.peek() == "[":
                 self.i += 1
                 table = self.resolve(self.key())
                 self.expect("]")
-                self.mark_parents(table, line)
+                self.mark(table, line)
             else:
-                parts = self.key()
-                self.mark_parents((*table, *parts), line)
-                self.expect("=")
-                self.value((*table, *parts))
+                self.assignment(table, line)
+
+    def assignment(self, table: KeyPath, line: int) -> None:
+        path = (*table, *self.key())
+        self.mark(path, line)
+        self.expect("=")
+        self.value(path)
 
     def resolve(self, parts: tuple[str, ...]) -> KeyPath:
-        """A header's path, through the last element of each array of tables on the way.
-
-        After ``[[a.b]]`` twice, ``[a.b.c]`` is ``("a", "b", 1, "c")``.
-        """
+        """A header's path, through the last element of each array of tables on the way:
+        after ``[[a.b]]`` twice, ``[a.b.c]`` is ``("a", "b", 1, "c")``."""
         path: KeyPath = ()
         for n, part in enumerate(parts):
             path = (*path, part)
             if n < len(parts) - 1 and path in self.last:
                 path = (*path, self.last[path])
         return path
-
-    def mark_parents(self, path: KeyPath, line: int) -> None:
-        for end in range(1, len(path) + 1):
-            self.mark(path[:end], line)
 
     def expect(self, token: str) -> None:
         self.blank(newlines=False)
@@ -135,12 +125,11 @@ class _Scanner:
                 parts.append(self.text[self.i + 1 : end])
                 self.i = end + 1
             else:
-                start = self.i
-                while self.i < len(self.text) and self.text[self.i] in _BARE:
-                    self.i += 1
-                if start == self.i:
+                bare = _BARE.match(self.text, self.i)
+                if bare is None:
                     raise ValueError("key")
-                parts.append(self.text[start : self.i])
+                parts.append(bare.group())
+                self.i = bare.end()
             self.blank(newlines=False)
             if self.peek() != ".":
                 return tuple(parts)
@@ -161,10 +150,9 @@ class _Scanner:
             self.basic_string()
         elif ch == "'":
             self.i = self.text.index("'", self.i + 1) + 1
-        elif ch == "[":
-            self.array(path)
-        elif ch == "{":
-            self.inline_table(path)
+        elif ch in "[{":
+            self.i += 1
+            self.items(path, "]" if ch == "[" else "}")
         else:
             while self.i < len(self.text) and self.text[self.i] not in ",]}\n#":
                 self.i += 1
@@ -177,33 +165,20 @@ class _Scanner:
         self.i += 1
         return self.text[start : self.i - 1]  # keys with escapes are rare; kept as written
 
-    def array(self, path: KeyPath) -> None:
-        self.i += 1
+    def items(self, path: KeyPath, end: str) -> None:
+        """An array's values (numbered) or an inline table's assignments, up to ``end``."""
         index = 0
         while True:
             self.blank(newlines=True)
-            if self.peek() == "]":
+            if self.peek() == end:
                 self.i += 1
                 return
-            self.mark((*path, index), self.line())
-            self.value((*path, index))
-            index += 1
-            self.blank(newlines=True)
-            if self.peek() == ",":
-                self.i += 1
-
-    def inline_table(self, path: KeyPath) -> None:
-        self.i += 1
-        while True:
-            self.blank(newlines=True)
-            if self.peek() == "}":
-                self.i += 1
-                return
-            line = self.line()
-            parts = self.key()
-            self.mark_parents((*path, *parts), line)
-            self.expect("=")
-            self.value((*path, *parts))
+            if end == "]":
+                self.lines.setdefault((*path, index), self.line())
+                self.value((*path, index))
+                index += 1
+            else:
+                self.assignment(path, self.line())
             self.blank(newlines=True)
             if self.peek() == ",":
                 self.i += 1
