@@ -23,8 +23,8 @@ CSV_HEADER = (
 )
 
 
-def _num(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "–" if x is None else fmt.format(x)
+def _num(x: float | Decimal | None, fmt: str = "{:.2f}", none: str = "–") -> str:
+    return none if x is None else fmt.format(x)
 
 
 def _mark(r: Measurement, cell: str) -> str:
@@ -157,10 +157,6 @@ def markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
-def _four(x: float | Decimal | None) -> str:
-    return "" if x is None else f"{x:.4f}"
-
-
 def to_csv(report: Report) -> str:
     """One row per text and meter: each meter's rows by its own premium."""
     out = io.StringIO()
@@ -175,7 +171,9 @@ def to_csv(report: Report) -> str:
                     r.tokens, r.exact, row.bytes, row.chars,
                     "" if row.words is None else row.words, row.lines,
                     _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
-                    _four(r.words_per_token), _four(r.tokens_per_line), _four(r.premium),
-                    "" if r.cost_usd is None else str(r.cost_usd), _four(r.cost_ratio),
+                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line,
+                                                      r.premium)),
+                    "" if r.cost_usd is None else str(r.cost_usd),
+                    _num(r.cost_ratio, "{:.4f}", ""),
                 ])
     return out.getvalue()

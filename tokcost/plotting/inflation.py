@@ -12,13 +12,9 @@ if TYPE_CHECKING:
 
 
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
-    """Draw the premium of every sample, one horizontal bar per tokenizer, to PNG/SVG/PDF.
-
-    One panel per group, rows by premium on the first tokenizer, largest at the top, a
-    dashed line at the baseline (1.0). A proxy tokenizer is marked ≈ in the legend (shown
-    whenever there is one) and on its values. matplotlib is imported here only
-    (``pip install 'tokcost[plot]'``); the file is written atomically.
-    """
+    """Draw one panel per group, rows by premium on the first tokenizer (largest on top), a
+    dashed line at the baseline (1.0); a proxy tokenizer is marked ≈ in the legend and on
+    its values. The file is written atomically."""
     check_plot_path(path, force=force)
     plt = pyplot()
 
