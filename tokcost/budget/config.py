@@ -1,10 +1,8 @@
 """Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``.
 
-A config names a default model and budgets: gitignore-style globs (relative to the
-config's folder) and the limits their files must keep (the keys: docs/check.md). Every
-problem names the file, the line and the key (``tokcost.yaml:7: budgets[0] 'system
-prompts': max_tokens_per_file: expected a whole number >= 1, got 'lots'``); all are
-collected and the first is raised with a count.
+Budgets are globs and the limits their files must keep (docs/check.md). Every problem
+names the file, line and key (``tokcost.yaml:7: budgets[0] 'a': max_tokens_per_file:
+expected ...``); all are collected and the first is raised with a count.
 """
 
 from __future__ import annotations
@@ -154,12 +152,8 @@ class BudgetConfig:
         return f"{name}:{budget.line}" if budget is not None and budget.line else name
 
 
-# --- discovery ------------------------------------------------------------------------
-
-
 def work_tree_root(start: Path | None = None) -> Path | None:
-    """The nearest folder at or above ``start`` (default: cwd) with a ``.git`` (a folder,
-    or a file in a worktree or submodule); None outside git."""
+    """The nearest folder at or above ``start`` (default: cwd) with a ``.git``, or None."""
     here = Path(os.path.abspath(start or Path.cwd()))
     return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()),
                 None)
@@ -202,18 +196,15 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
         found = configs_in(folder)
         if found:
             return found
-    where = f"{here} or a folder above it up to {top}" if top is not None and top != here else (
-        str(here))
-    raise BudgetConfigError(
-        f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
-        f"create one (see README: tokcost check) or pass {arg('config', 'PATH')}",
-        param="config",
-    )
+    where = f"{here} or a folder above it up to {top}" if top not in (None, here) else here
+    raise BudgetConfigError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
+                            f"create one (see README: tokcost check) or pass "
+                            f"{arg('config', 'PATH')}", param="config")
 
 
 def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, ...]]]:
-    """Every config at or below ``directory`` (default: cwd), one per folder, with the
-    ones it shadows; ``.gitignore``d folders are left out. Sorted by folder."""
+    """Every config at or below ``directory`` (default: cwd), one per folder (see
+    ``configs_in``), sorted by folder; ``.gitignore``d folders are left out."""
     from tokcost.counting import walk
 
     here = Path(os.path.abspath(directory or Path.cwd()))
@@ -259,16 +250,10 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         raise BudgetConfigError(problems[0] + tail)
     root = file.resolve().parent
     return BudgetConfig(
-        path=file,
-        root=root,
+        path=file, root=root, model=checked.model, tokenizer=checked.tokenizer,
         budgets=tuple(_placed(b, locate(("budgets", i))) for i, b in enumerate(checked.budgets)),
-        model=checked.model,
-        tokenizer=checked.tokenizer,
         catalog=(root / checked.catalog) if checked.catalog else None,
-        baseline=root / (checked.baseline or DEFAULT_BASELINE),
-        display=name,
-        shadowed=shadowed,
-    )
+        baseline=root / (checked.baseline or DEFAULT_BASELINE), display=name, shadowed=shadowed)
 
 
 Locate = Callable[[PathKey], "int | None"]
@@ -306,14 +291,9 @@ _GROWTH_KEYS = ("max_growth_percent", "max_file_growth_percent")
 _NEEDS_MODEL = {"max_cost_per_call": "price", "max_context_percent": "context window"}
 
 
-def adhoc_config(
-    paths: Sequence[str | Path],
-    limits: Mapping[str, Any],
-    *,
-    model: str | None = None,
-    tokenizer: str | None = None,
-    root: str | Path | None = None,
-) -> BudgetConfig:
+def adhoc_config(paths: Sequence[str | Path], limits: Mapping[str, Any], *,
+                 model: str | None = None, tokenizer: str | None = None,
+                 root: str | Path | None = None) -> BudgetConfig:
     """The config a tokcost.yaml with one budget would give: ``paths`` (files, folders or
     globs relative to ``root``, default cwd) under ``limits`` (budget keys valued as in a
     file), checked by the same models, so a value means here what it means there."""
@@ -395,9 +375,8 @@ def _adhoc_glob(typed: str, root: Path) -> str:
 
 
 def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
-    """Each ``tokenizer:`` (the config's, each budget's) that names nothing tokcost can
-    load, judged at load by ``check_spec`` (the judge of ``-t``); a value that is not
-    text is the schema's to report."""
+    """Each ``tokenizer:`` that names nothing tokcost can load, as ``check_spec`` judges
+    it (a value that is not text is the schema's to report)."""
     if not isinstance(data, dict):
         return
     from tokcost.adapters.registry import check_spec
@@ -433,8 +412,7 @@ def _problem(name: str, key: PathKey, message: str, data: Any, locate: Locate) -
 
 
 def display_path(file: Path) -> str:
-    """A path relative to cwd when it lies below it, ``../x`` when it lies in a folder
-    above it (a config found walking up), else as given (stable in reports)."""
+    """A path relative to cwd below it, ``../x`` in a folder above it, else as given."""
     here = Path.cwd().resolve()
     full = file.resolve()
     try:

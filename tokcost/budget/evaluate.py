@@ -32,9 +32,6 @@ RULES = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call", "contex
 _RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
 
 
-# --- results ------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Finding:
     """A limit a budget exceeds. ``path`` is None for budget-wide rules."""
@@ -114,8 +111,7 @@ class BudgetResult:
         return not self.failures
 
     def changes(self) -> list[tuple[str, int | None, int | None]]:
-        """(path, before, now) of the files whose count differs from the baseline, by path
-        (``before`` None: new; ``now`` None: removed)."""
+        """(path, before, now) of each file whose count changed, by path (None: new, gone)."""
         if self.baseline_total is None:
             return []
         rows: list[tuple[str, int | None, int | None]] = [
@@ -174,9 +170,6 @@ class Measurement:
     notices: tuple[Notice, ...]
 
 
-# --- measuring ------------------------------------------------------------------------------
-
-
 def list_files(root: Path) -> list[str]:
     """Every file below ``root`` (``.gitignore``d paths and ``.git`` left out), sorted."""
     from tokcost.counting import walk
@@ -185,8 +178,7 @@ def list_files(root: Path) -> list[str]:
 
 
 def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]:
-    """The files a budget covers (its gitignore-style globs), and its (non-negated) globs
-    that matched nothing."""
+    """The files a budget's gitignore-style globs cover, and its globs that match none."""
     spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
     excluded = pathspec.GitIgnoreSpec.from_lines(budget.exclude) if budget.exclude else None
     chosen = [
@@ -197,8 +189,7 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
 
 
 def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
-    """The catalog for the budgets; a broken one the config names is blamed on its
-    ``catalog`` key, not on a parameter never passed."""
+    """The catalog for the budgets; a broken one the config names is the config's error."""
     if catalog is not None or config.catalog is None:
         return open_catalog(catalog)
     try:
@@ -215,8 +206,7 @@ _Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
 
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer) on
-    ``engine``; ``catalog`` replaces the config's own for models and ``model:ID`` specs."""
+    """Find and count the files of every budget (each file once per tokenizer)."""
     notices: list[Notice] = []
     plans: list[_Plan] = []
     tokenizers: dict[str, Tokenizer] = {}
@@ -261,8 +251,8 @@ def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
 def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
            engine: RunConfig | Runner | None,
            ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
-    """(tokenizer key, file) -> (bytes, tokens), and a notice per file skipped or with
-    invalid UTF-8 (one, however many tokenizers read it)."""
+    """(tokenizer key, file) -> (bytes, tokens), and one notice per file skipped or with
+    invalid UTF-8, however many tokenizers read it."""
     from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
 
     counts: dict[tuple[str, str], tuple[int, int]] = {}
@@ -295,8 +285,7 @@ def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Token
 
 def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
                catalog: CatalogSource) -> TokenizerChoice:
-    """The budget's own tokenizer, else its model's, else the config's, else the default;
-    a ``model:ID`` spec through the same catalog (None: the config's key)."""
+    """The budget's own tokenizer, else its model's, else the config's, else the default."""
     if budget.tokenizer is None and entry is not None and entry.tokenizer:
         return model_choice(entry)
     spec = budget.tokenizer or config.tokenizer
@@ -331,9 +320,6 @@ def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
                                     + what.format(key=key))
 
 
-# --- judging ------------------------------------------------------------------------------
-
-
 def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
     from tokcost.pricing import estimate_cost
@@ -354,36 +340,29 @@ def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool =
     for m in measurement.budgets:
         name = m.budget.name
         base = baseline.budgets.get(name) if baseline is not None else None
-        wants_growth = (m.budget.max_growth_percent is not None
-                        or m.budget.max_file_growth_percent is not None)
         if base is not None and base.tokenizer != m.tokenizer:
             notices.append(Notice(
                 f"budget '{name}': baseline counted with {base.tokenizer}, now "
                 f"{m.tokenizer}; growth not checked; {hint}", config.display, m.budget.line))
             base = None
-        elif base is None and wants_growth:
+        elif base is None and (m.budget.max_growth_percent is not None
+                               or m.budget.max_file_growth_percent is not None):
             why = "no baseline file" if baseline is None else "not in the baseline"
             notices.append(Notice(f"budget '{name}': {why}, growth not checked; {hint}",
                                   config.display, m.budget.line))
         judged = _measured_result(m, base)
-        found = sorted([*_file_findings(judged, hint), *_budget_findings(judged, hint)],
+        found = sorted(_findings(judged, hint),
                        key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
         results.append(replace(judged, failures=tuple(found)))
     here = Path.cwd().resolve()
     return ConfigResult(
-        config=config.display,
-        baseline=baseline_display or _relative(str(config.baseline), here),
-        baseline_found=baseline is not None,
-        budgets=tuple(results),
-        notices=tuple(notices),
-        strict=strict,
-        root=_relative(str(config.root), here) or ".",
-    )
+        config=config.display, baseline=baseline_display or _relative(str(config.baseline), here),
+        baseline_found=baseline is not None, budgets=tuple(results), notices=tuple(notices),
+        strict=strict, root=_relative(str(config.root), here) or ".")
 
 
 def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
-    """A budget's files with their baseline counts, costs and window shares: its result
-    before any limit is applied."""
+    """A budget's result before any limit is applied: baseline counts, costs, shares."""
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
     # The model whose price a cost limit uses (None: no cost to compute).
@@ -413,65 +392,50 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
         removed=tuple(sorted((p, n) for p, n in known.items() if p not in now)))
 
 
-def _file_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
-    """The limits each file exceeds; ≈ before every number a proxy gave, and its name."""
+def _findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
+    """The limits the budget and its files exceed; ≈ before every number a proxy gave."""
     budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
-    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
-    for f in b.files:
-        per_file = budget.max_tokens_per_file
-        if per_file is not None and f.tokens > per_file:
-            yield Finding(name, "max_tokens_per_file", f.path, f.tokens, per_file,
-                          f"{f.path}: {a}{f.tokens:,} tokens ({a}{spec_label(b.tokenizer)}), "
-                          f"over the {per_file:,}-token per-file limit of budget '{name}'")
-        most = budget.max_cost_per_call
-        if most is not None and f.cost is not None and f.cost > most:
-            yield Finding(name, "max_cost_per_call", f.path, f.cost, most,
-                          f"{f.path}: {a}{format_usd(f.cost)} per call on {model} "
-                          f"({a}{f.tokens:,} input + {budget.output_tokens:,} output tokens), "
-                          f"over the {format_usd(most)} limit of budget '{name}'")
-        if f.context_percent is not None and f.context_percent > window_limit:
-            yield Finding(name, "context_window", f.path, round_percent(f.context_percent),
-                          window_limit,
-                          f"{f.path}: {a}{f.tokens:,} prompt + {budget.reserve:,} reserved "
-                          f"output tokens = {a}{format_percent(f.context_percent)} of {model}'s "
-                          f"{b.context_window:,}-token window, over {_pct(window_limit)}% "
-                          f"(budget '{name}')")
-        g, most_growth = f.growth_percent, budget.max_file_growth_percent
-        if most_growth is not None and g is not None and g > most_growth:
-            yield Finding(name, "max_file_growth_percent", f.path, round_percent(g), most_growth,
-                          f"{f.path}: {a}{f.tokens:,} tokens, {a}{format_percent(g, sign=True)} "
-                          f"against the baseline ({a}{f.baseline_tokens:,}), over the "
-                          f"+{_pct(most_growth)}% limit of budget '{name}'; if intended, {hint}")
-
-
-def _budget_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
-    """The limits the budget as a whole exceeds (the combined call, with ``combine``)."""
-    budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
-    total, n = b.total_tokens, len(b.files)
-    if budget.max_total_tokens is not None and total > budget.max_total_tokens:
-        yield Finding(name, "max_total_tokens", None, total, budget.max_total_tokens,
+    total, most = b.total_tokens, budget.max_total_tokens
+    if most is not None and total > most:
+        n = len(b.files)
+        yield Finding(name, "max_total_tokens", None, total, most,
                       f"budget '{name}': {a}{total:,} tokens in {n} file{'' if n == 1 else 's'} "
-                      f"({a}{spec_label(b.tokenizer)}), over the "
-                      f"{budget.max_total_tokens:,}-token total limit")
-    most = budget.max_cost_per_call
-    if budget.combine and b.cost is not None and most is not None and b.cost > most:
-        yield Finding(name, "max_cost_per_call", None, b.cost, most,
-                      f"budget '{name}': {a}{format_usd(b.cost)} per call on {model} "
-                      f"({a}{total:,} input + {budget.output_tokens:,} output tokens, all files "
-                      f"in one prompt), over the {format_usd(most)} limit")
-    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
-    if budget.combine and b.context_percent is not None and b.context_percent > window_limit:
-        yield Finding(name, "context_window", None, round_percent(b.context_percent),
-                      window_limit,
-                      f"budget '{name}': {a}{total:,} prompt + {budget.reserve:,} reserved "
-                      f"output tokens = {a}{format_percent(b.context_percent)} of {model}'s "
-                      f"{b.context_window:,}-token window, over {_pct(window_limit)}%")
-    g, most_growth = b.growth_percent, budget.max_growth_percent
-    if most_growth is not None and g is not None and g > most_growth:
-        yield Finding(name, "max_growth_percent", None, round_percent(g), most_growth,
-                      f"budget '{name}': {a}{total:,} tokens, {a}{format_percent(g, sign=True)} "
-                      f"against the baseline ({a}{b.baseline_total:,}), over the "
-                      f"+{_pct(most_growth)}% limit; if intended, {hint}")
+                      f"({a}{spec_label(b.tokenizer)}), over the {most:,}-token total limit")
+    window = 100.0 if budget.max_context_percent is None else budget.max_context_percent
+    # The whole budget (path None), then each file: a cost and a window share are the
+    # whole budget's only with combine.
+    whole = (None, total, b.cost if budget.combine else None,
+             b.context_percent if budget.combine else None, b.growth_percent, b.baseline_total)
+    for path, tokens, cost, share, growth, before in [whole, *(
+            (f.path, f.tokens, f.cost, f.context_percent, f.growth_percent, f.baseline_tokens)
+            for f in b.files)]:
+        where = f"budget '{name}': " if path is None else f"{path}: "
+        of = "" if path is None else f" of budget '{name}'"
+        per_file = budget.max_tokens_per_file
+        if path is not None and per_file is not None and tokens > per_file:
+            yield Finding(name, "max_tokens_per_file", path, tokens, per_file,
+                          f"{where}{a}{tokens:,} tokens ({a}{spec_label(b.tokenizer)}), over "
+                          f"the {per_file:,}-token per-file limit{of}")
+        most_cost = budget.max_cost_per_call
+        if most_cost is not None and cost is not None and cost > most_cost:
+            one = ", all files in one prompt" if path is None else ""
+            yield Finding(name, "max_cost_per_call", path, cost, most_cost,
+                          f"{where}{a}{format_usd(cost)} per call on {model} ({a}{tokens:,} "
+                          f"input + {budget.output_tokens:,} output tokens{one}), over the "
+                          f"{format_usd(most_cost)} limit{of}")
+        if share is not None and share > window:
+            yield Finding(name, "context_window", path, round_percent(share), window,
+                          f"{where}{a}{tokens:,} prompt + {budget.reserve:,} reserved output "
+                          f"tokens = {a}{format_percent(share)} of {model}'s "
+                          f"{b.context_window:,}-token window, over {_pct(window)}%"
+                          + ("" if path is None else f" (budget '{name}')"))
+        rule = "max_growth_percent" if path is None else "max_file_growth_percent"
+        most_growth = getattr(budget, rule)
+        if most_growth is not None and growth is not None and growth > most_growth:
+            yield Finding(name, rule, path, round_percent(growth), most_growth,
+                          f"{where}{a}{tokens:,} tokens, {a}{format_percent(growth, sign=True)} "
+                          f"against the baseline ({a}{before:,}), over the "
+                          f"+{_pct(most_growth)}% limit{of}; if intended, {hint}")
 
 
 def baseline_from(measurement: Measurement) -> Baseline:

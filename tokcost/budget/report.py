@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
+from tokcost.budget.config import work_tree_root
 from tokcost.errors import UsageError, arg
 from tokcost.units import format_percent, format_usd, round_percent, spec_label
 
@@ -45,9 +46,6 @@ def update_hint(config_display: str) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-# --- the cells the text and Markdown reports share -------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -166,9 +164,6 @@ def _change_cells(b: BudgetResult, before: int | None, now: int | None) -> tuple
     return _marked(b, cells[0]), _marked(b, cells[1]), _marked(b, cells[2])
 
 
-# --- JSON ----------------------------------------------------------------------------------
-
-
 def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
@@ -190,12 +185,9 @@ def render_json(result: ConfigResult) -> dict[str, Any]:
         "base": None if base is None else {"ref": base.ref, "commit": base.commit,
                                            "label": base.label},
         "strict": result.strict,
-        "summary": {
-            "budgets": len(result.budgets),
-            "failed_budgets": sum(not b.passed for b in result.budgets),
-            "failures": len(result.failures),
-            "warnings": len(result.notices),
-        },
+        "summary": {"budgets": len(result.budgets),
+                    "failed_budgets": sum(not b.passed for b in result.budgets),
+                    "failures": len(result.failures), "warnings": len(result.notices)},
         "failures": [
             {"budget": f.budget, "rule": f.rule, "path": f.path, "actual": _json_value(f.actual),
              "limit": _json_value(f.limit), "line": f.line, "message": f.message}
@@ -231,9 +223,6 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
     }
 
 
-# --- GitHub Actions --------------------------------------------------------------------------
-
-
 def _escape_data(text: str) -> str:
     # Workflow-command escaping (actions/toolkit: command.ts escapeData / escapeProperty).
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -256,14 +245,13 @@ def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
     candidates = [Path(os.path.realpath(given))] if given else []
-    candidates += [d for d in (root, *root.parents) if (d / ".git").exists()][:1]
+    candidates += [top] if (top := work_tree_root(root)) is not None else []
     return next((f for f in candidates if f == root or f in root.parents), here)
 
 
 def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation on the offending file for each failure (at the
-    line where it crosses its limit, when known), budget-wide failures at the budget's
-    line in the config file; paths relative to ``_workspace_base``."""
+    """Workflow commands: an annotation per failure on its file (at its crossing line) or,
+    budget-wide, at the budget's line in the config; paths as ``_workspace_base`` says."""
     base = _workspace_base(result, workspace)
     here = Path(os.path.realpath(Path.cwd()))
 
@@ -290,9 +278,6 @@ def render_github(result: ConfigResult, *, workspace: str | Path | None = None) 
     strict = _strict_line(result)
     lines += [f"{_VERDICT}FAIL: {strict}"] if strict else []
     return "\n".join(lines) + "\n"
-
-
-# --- Markdown ------------------------------------------------------------------------------
 
 
 def _cell(text: str) -> str:
@@ -342,9 +327,6 @@ def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: b
             against = f" · baseline `{result.baseline}`{found}" if result.baseline else ""
         out.append(f"<sub>config `{result.config}`{against}</sub>")
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-# --- JUnit XML -------------------------------------------------------------------------------
 
 
 # What XML 1.0 cannot hold at all, even escaped: C0 controls but tab, newline and return;
@@ -425,9 +407,6 @@ def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> s
         root.set(key, str(value))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-# --- a run: one config or several -----------------------------------------------------------
 
 
 def render(results: ConfigResult | Sequence[ConfigResult], fmt: str, *, several: bool = False,

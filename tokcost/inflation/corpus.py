@@ -125,9 +125,6 @@ class Group:
         return next((s for s in self.samples if s.code == code), None)
 
 
-# --------------------------------------------------------------------------- loading
-
-
 @dataclass(frozen=True, kw_only=True)
 class Corpus:
     """Which parallel texts to compare: ``sources`` (one folder, or files; none: the
