@@ -87,6 +87,5 @@ def compare(request: CompareRequest, *,
         report = replace(report, warnings=tuple(s.note for s in skipped) + report.warnings)
     if request.plot is not None:
         from tokcost.plotting.inflation import plot_premiums
-
         plot_premiums(report, request.plot, force=request.force)
     return CompareResult(report, request.plot, tuple(skipped))

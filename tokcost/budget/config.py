@@ -206,7 +206,6 @@ def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, 
     """Every config at or below ``directory`` (default: cwd), one per folder (see
     ``configs_in``), sorted by folder; ``.gitignore``d folders are left out."""
     from tokcost.counting import walk
-
     here = Path(os.path.abspath(directory or Path.cwd()))
     names = [*CONFIG_NAMES, "pyproject.toml"]
     folders = {Path(s.path).parent for s in walk([str(here)], include=names)}
@@ -274,7 +273,6 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
         root = yamltext.compose(text) if text.strip() else None
         return data, lambda key: yamltext.line_of(root, key)
     from tokcost.budget.toml_lines import key_lines, nearest
-
     tool = _load_toml(text, name).get("tool")
     if not isinstance(tool, dict) or "tokcost" not in tool:
         raise BudgetConfigError(f"{name}: no [tool.tokcost] table; add one or pass "
@@ -380,7 +378,6 @@ def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
     if not isinstance(data, dict):
         return
     from tokcost.adapters.registry import check_spec
-
     budgets = data.get("budgets")
     places: list[tuple[PathKey, Any]] = [(("tokenizer",), data.get("tokenizer"))]
     if isinstance(budgets, list):

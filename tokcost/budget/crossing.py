@@ -79,7 +79,6 @@ def locate(result: ConfigResult, measurement: Measurement, *,
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
     from tokcost.counting import decode_utf8, sniff_binary
-
     config = measurement.config
     measured = {m.budget.name: m for m in measurement.budgets}
     texts: dict[str, str | None] = {}

@@ -170,13 +170,6 @@ class Measurement:
     notices: tuple[Notice, ...]
 
 
-def list_files(root: Path) -> list[str]:
-    """Every file below ``root`` (``.gitignore``d paths and ``.git`` left out), sorted."""
-    from tokcost.counting import walk
-
-    return sorted(Path(s.path).relative_to(root).as_posix() for s in walk([str(root)]))
-
-
 def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]:
     """The files a budget's gitignore-style globs cover, and its globs that match none."""
     spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
@@ -206,11 +199,14 @@ _Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
 
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer)."""
+    """Find and count the files of every budget (each file once per tokenizer); ``files``:
+    the candidates (default: every file below the config's folder but ``.gitignore``d)."""
+    from tokcost.counting import walk
     notices: list[Notice] = []
     plans: list[_Plan] = []
     tokenizers: dict[str, Tokenizer] = {}
-    all_files = list_files(config.root) if files is None else files
+    all_files = files if files is not None else sorted(
+        Path(s.path).relative_to(config.root).as_posix() for s in walk([str(config.root)]))
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
         # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
@@ -251,10 +247,8 @@ def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
 def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
            engine: RunConfig | Runner | None,
            ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
-    """(tokenizer key, file) -> (bytes, tokens), and one notice per file skipped or with
-    invalid UTF-8, however many tokenizers read it."""
+    """(tokenizer key, file) -> (bytes, tokens), and one notice per file skipped or not UTF-8."""
     from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
-
     counts: dict[tuple[str, str], tuple[int, int]] = {}
     notices: dict[str, Notice] = {}
     for key, tok in tokenizers.items():
@@ -323,7 +317,6 @@ def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
 def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
     from tokcost.pricing import estimate_cost
-
     cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
     # Long-context tiers, cached rates and the rest are the price model's business.
     return estimate_cost(entry, input_tokens=input_tokens, output_tokens=budget.output_tokens,

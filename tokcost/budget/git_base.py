@@ -257,7 +257,6 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     and listed in the entry's ``renamed``."""
     from tokcost.budget.evaluate import _tokenizer, match_files
     from tokcost.counting import Inputs, count_paths
-
     config = measurement.config
     chosen = {m.budget.name: match_files(m.budget, tree.paths)[0] for m in measurement.budgets}
     contents = tree.read(sorted({p for files in chosen.values() for p in files}))

@@ -1,8 +1,7 @@
 """Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML.
 
-Each is a pure, deterministic function of the results (no timestamps), so it can be kept
-as a golden file; a run of several configs keeps each config apart in every format. The
-terminal table is the CLI's: it draws ``tables(result)``, the cells the Markdown shows.
+Each is a pure, deterministic function of the results (no timestamps), kept as a golden
+file; the CLI's terminal table draws ``tables(result)``, the cells the Markdown shows.
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ _VERDICT = "tokcost check: "  # how a GitHub report's own verdict lines begin
 
 
 def update_hint(config_display: str) -> str:
-    """The command that accepts grown files for this config: a config a bare
-    ``tokcost check`` would not find here is named, or the wrong baseline is updated."""
+    """The command that accepts grown files: it names a config a bare check would not find."""
     if config_display in _FOUND_HERE:
         return UPDATE_HINT
     return f"run: tokcost check -c {config_display} --update-baseline"
@@ -50,12 +48,10 @@ def _plural(n: int, word: str) -> str:
 
 @dataclass(frozen=True)
 class ReportTables:
-    """A report's tables as formatted cells, so every renderer shows the same values.
-
-    ``failures``: (budget, ``path:line`` or None for the whole budget, rule, actual,
-    limit); ``budgets``: (passed, budget, model, files, tokens, growth, cost/call,
-    window), failing budgets first; ``changes``: (budget, file, before, now, growth).
-    """
+    """A report's tables as formatted cells, so every renderer shows the same values:
+    ``failures`` (budget, ``path:line`` or None, rule, actual, limit), ``budgets`` (passed,
+    budget, model, files, tokens, growth, cost/call, window; failing first) and ``changes``
+    (budget, file, before, now, growth)."""
 
     failures: tuple[tuple[str, str | None, str, str, str], ...]
     budgets: tuple[tuple[bool, str, str, str, str, str, str, str], ...]
@@ -75,11 +71,12 @@ def tables(result: ConfigResult) -> ReportTables:
         for f in result.failures)
     ordered = [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
     budgets = tuple(
-        (b.passed, b.name, _model(b), str(len(b.files)), _marked(b, f"{b.total_tokens:,}"),
+        (b.passed, b.name, f"{b.model} ({tok})" if b.model else tok, str(len(b.files)),
+         _marked(b, f"{b.total_tokens:,}"),
          _marked(b, _growth(b.growth_percent)),
          _marked(b, "–" if b.cost is None else format_usd(b.cost)),
          _marked(b, "–" if b.context_percent is None else format_percent(b.context_percent)))
-        for b in ordered)
+        for b in ordered for tok in [approx[b.name] + spec_label(b.tokenizer)])
     changes = tuple((b.name, path, *_change_cells(b, before, now))
                     for b in result.budgets for path, before, now in _changes(b))
     grown = any(f.rule.endswith("growth_percent") for f in result.failures)
@@ -91,8 +88,7 @@ def tables(result: ConfigResult) -> ReportTables:
 
 
 def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
-    """``b.changes()``, with each renamed file shown (as ``new (renamed from old)``)
-    even when its count did not change."""
+    """``b.changes()`` and every renamed file, as ``new (renamed from old)``."""
     old = dict(b.renamed)
     rows = [(path, before, now) for path, before, now in b.changes() if path not in old]
     counts = {f.path: (f.baseline_tokens, f.tokens) for f in b.files}
@@ -128,11 +124,6 @@ def _strict_line(result: ConfigResult) -> str | None:
     s = "s" if len(result.notices) != 1 else ""
     # The report's own wording for its strict mode (it names the CLI's option).
     return f"{len(result.notices)} warning{s} treated as error{s} (--strict)"
-
-
-def _model(b: BudgetResult) -> str:
-    tok = ("" if b.exact else "≈") + spec_label(b.tokenizer)
-    return f"{b.model} ({tok})" if b.model else tok
 
 
 def _growth(value: float | None) -> str:
@@ -230,17 +221,16 @@ def _escape_data(text: str) -> str:
 
 def _command(level: str, message: str, *, file: str | None = None, line: int | None = None,
              title: str | None = None) -> str:
-    props = [f"file={file}"] if file else []
-    props += [f"line={line}"] if line else []
-    props += [f"title={title}"] if title else []
+    props = [f"{key}={value}" for key, value in (("file", file), ("line", line), ("title", title))
+             if value]
     joined = ",".join(_escape_data(p).replace(":", "%3A").replace(",", "%2C") for p in props)
     return f"::{level}{' ' + joined if props else ''}::{_escape_data(message)}"
 
 
 def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
     """What annotation paths are relative to: GitHub resolves them against the workspace,
-    whatever folder the step ran in (``working-directory: svc``), so ``$GITHUB_WORKSPACE``
-    when the files are inside it, else the git work tree's top, else the current folder."""
+    whatever folder the step ran in, so ``$GITHUB_WORKSPACE`` when the files are in it,
+    else the git work tree's top, else the current folder."""
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
@@ -352,9 +342,8 @@ def xml_text(text: str) -> str:
 
 
 def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
-    """(suite name, testcases): per budget a testcase for the whole budget and one per
-    file, each with one <failure> for all its findings (JUnit readers count failed
-    testcases); then the warnings, skipped (an error under strict)."""
+    """(suite name, testcases): per budget one for the budget and one per file, each with
+    one <failure> for all its findings; then the warnings, skipped (errors under strict)."""
     for b in result.budgets:
         cases = []
         for name, path in [("(budget)", None), *((f.path, f.path) for f in b.files)]:
@@ -381,9 +370,8 @@ def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
 
 
 def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> str:
-    """JUnit XML: a testsuite per budget (``several``: per config), a testcase per file
-    and one for the whole budget. It follows Jenkins xunit's ``junit-10.xsd`` (no
-    ``file`` attribute: a testcase's name is the file's path), which GitLab reads too."""
+    """JUnit XML, a testsuite per budget (``several``: per config), valid against Jenkins
+    xunit's ``junit-10.xsd`` (no ``file`` attribute: a testcase is named by its path)."""
     if several:
         name = "tokcost check"
         groups = [(r.config, [c for _, cases in _suites(r) for c in cases]) for r in results]
@@ -392,28 +380,21 @@ def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> s
         name = "tokcost check" + (f" vs {result.base.label}" if result.base is not None else "")
         groups = list(_suites(result))
     root = ET.Element("testsuites", name=xml_text(name))
-    totals = dict.fromkeys(("tests", "failures", "errors"), 0)
     for suite_name, cases in groups:
-        suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name))
-        suite.extend(cases)
-        counts = {"tests": len(cases)}
+        suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name), tests=str(len(cases)))
         for key, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
-            counts[key] = sum(c.find(tag) is not None for c in cases)
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            if key in totals:
-                totals[key] += value
-    for key, value in totals.items():
-        root.set(key, str(value))
+            suite.set(key, str(sum(c.find(tag) is not None for c in cases)))
+        suite.extend(cases)
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(sum(int(suite.get(key, 0)) for suite in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def render(results: ConfigResult | Sequence[ConfigResult], fmt: str, *, several: bool = False,
            quiet: bool = False, hide_passed: bool = False) -> str:
-    """The report of one config, or of several (``several``), in one of FORMATS. ``quiet``
-    and ``hide_passed`` shorten Markdown (only failing configs' failures and the verdicts;
-    no budgets that hold); the machine formats are always complete."""
+    """The report of one config, or of ``several``, in one of FORMATS. ``quiet`` (failures
+    and verdicts) and ``hide_passed`` shorten Markdown; the machine formats are complete."""
     one = not isinstance(results, Sequence)
     runs: Sequence[ConfigResult] = (results,) if one else results  # type: ignore[assignment]
     several = several and not one

@@ -202,7 +202,6 @@ def render_text(run: Any, *, width: int = 100, color: bool = False,
     """The terminal report: per config (under a heading when there are several) the
     failures, one row per budget, the changes and a verdict; then the run's verdict."""
     from rich.text import Text
-
     buf = io.StringIO()
     # markup=False: budget names and paths are shown as they are ("a[bold]b.txt")
     console = make_console(file=buf, width=width, color_system="standard" if color else None,
@@ -243,7 +242,6 @@ def render_text(run: Any, *, width: int = 100, color: bool = False,
 
 def _verdict(passed: bool, headline: str) -> Any:
     from rich.text import Text
-
     return Text.assemble(("ok " if passed else "FAIL ",
                           "bold green" if passed else "bold red"), headline)
 

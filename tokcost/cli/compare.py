@@ -46,7 +46,6 @@ _COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 
 def _print_tables(result: Any, chart: bool) -> None:
     from rich.text import Text
-
     for tables, bars in result.tables():
         for view in tables:
             grid = table()
@@ -77,7 +76,6 @@ def _print_chart(title: str, legend: tuple[str, ...],
     """Bars of every tokenizer side by side, rows by premium on the first one."""
     from rich.cells import cell_len
     from rich.text import Text
-
     top = max((p for _, bars in rows for p, _ in bars), default=0.0) or 1.0
     names = [escape_controls(name) for name, _ in rows]  # a file name, never markup
     width = max(map(cell_len, names), default=0)
@@ -163,7 +161,6 @@ def _compare(request: CompareRequest) -> Any:
     if not progress_enabled():
         return tokcost.compare(request)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
                   transient=True) as progress:
         task = progress.add_task("count", total=None)

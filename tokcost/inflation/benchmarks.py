@@ -115,7 +115,6 @@ def load_flores(
 def _udhr_tags(folder: Path) -> dict[str, str]:
     """File id -> BCP 47 tag from the folder's index.xml (empty without one)."""
     import xml.etree.ElementTree as ET
-
     index = folder / "index.xml"
     if not index.is_file():
         return {}

@@ -187,7 +187,6 @@ def read_text_file(path: Path, skipped: list[Skipped] | None,
 def builtin_dir() -> Path:
     """The shipped corpora folder (inside the wheel, or at the top of a checkout)."""
     from tokcost.resources import shipped_path
-
     return shipped_path("corpora")
 
 
@@ -196,7 +195,6 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
                skipped: list[Skipped] | None = None) -> list[Group]:
     """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
     import yaml
-
     index_path = folder / "index.yaml"
     try:
         doc = yaml.safe_load(index_path.read_text(encoding="utf-8"))
@@ -260,7 +258,6 @@ def load_dir(
     if (folder / "index.yaml").is_file():
         return load_index(folder, kinds=kinds, baseline=baseline, skipped=skipped)
     from tokcost.inflation import benchmarks
-
     if benchmarks.is_flores(folder) or benchmarks.is_udhr(folder):
         if kinds and "prose" not in corpus_kinds(kinds):
             raise UsageError(f"{folder} holds prose only (a benchmark set); leave out "

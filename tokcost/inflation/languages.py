@@ -17,7 +17,6 @@ def _language(code: str) -> Any | None:
     """The langcodes ``Language`` a code names (``en``, ``eng``, ``eng_Latn``, ``zh-Hant``,
     ``cmn_hans``), or None when it is not a language tag (``stdin``, ``en@b``)."""
     import langcodes  # imported on first use: its name data takes ~0.1 s to load
-
     try:
         found = langcodes.Language.get(code.replace("_", "-"))
     except (ValueError, LookupError):
@@ -58,7 +57,6 @@ def language_script(code: str) -> str | None:
 def script_name(script: str) -> str:
     """The English name of an ISO 15924 script code (``Deva`` -> ``Devanagari``)."""
     import langcodes
-
     if script in ("Hans", "Hant"):  # CLDR's short names are "Simplified", "Traditional"
         return f"{'Simplified' if script == 'Hans' else 'Traditional'} Han"
     try:
@@ -84,7 +82,6 @@ def guess_script(text: str, *, sample: int = 4000) -> str | None:
     """
     import unicodedata
     from collections import Counter
-
     counts: Counter[str] = Counter()
     for ch in text[:sample]:
         if ch.isalpha():

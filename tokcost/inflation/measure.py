@@ -42,7 +42,6 @@ class Meter:
     def of(cls, spec: str, label: str | None = None) -> Meter:
         """A meter for a tokenizer spec, labelled ``label`` (default: the spec)."""
         from tokcost.adapters.registry import get_tokenizer, normalize_spec
-
         spec = normalize_spec(spec)
         tok = get_tokenizer(spec)
         return cls(label or spec, spec, tok, exact=tok.exact)
@@ -192,7 +191,6 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
     if not meter.priced or meter.model is None:
         return None
     from tokcost.pricing import estimate_cost
-
     return estimate_cost(meter.model, input_tokens=tokens).total
 
 
