@@ -1,13 +1,9 @@
-"""Use case ``check``: count every budget's files, record the baseline if asked, judge.
-
-The configs (or the one budget that paths and limits make) are read, the files counted
-on one engine, growth measured against the baseline file or a git ref, and the limits
-applied; ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
+"""Use case ``check``: count every budget's files, record the baseline if asked, judge
+growth against the baseline file or a git ref, and render the reports.
 
 >>> adhoc = AdhocBudget(paths="prompts/**/*.md", limits={"max_tokens_per_file": "10k"})
 >>> adhoc.budget_config.budgets[0].max_tokens_per_file
 10000
->>> # tokcost.check(CheckRequest(growth=Growth(base="origin/main"), strict=True)).render("github")
 """
 
 from __future__ import annotations
@@ -38,9 +34,8 @@ __all__ = ["CheckRequest", "check"]
 
 @dataclass(frozen=True, kw_only=True)
 class AdhocBudget:
-    """``paths`` (files, folders, globs) checked without a config file against ``limits``
-    (budget keys valued as in tokcost.yaml), priced and windowed by ``model``, counted
-    with ``tokenizer``: the config a tokcost.yaml with that one budget would give."""
+    """``paths`` checked without a config file against ``limits`` (budget keys valued as in
+    tokcost.yaml), as a tokcost.yaml with that one budget would check them."""
 
     paths: tuple[str, ...] = ()
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -62,9 +57,8 @@ class AdhocBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class Growth:
-    """What growth is measured against: the ``baseline`` file (None: the config's), or
-    the files at the git ref ``base`` (no baseline file is read then); ``update_baseline``
-    writes today's counts to the baseline file first."""
+    """Growth against the ``baseline`` file (None: the config's) or the git ref ``base``;
+    ``update_baseline`` writes today's counts to the baseline file first."""
 
     baseline: Path | None = None
     base: str | None = None
@@ -77,10 +71,9 @@ class Growth:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest(Parts):
-    """The ``config`` files (none: the one found walking up to the git work tree root),
-    every config ``under`` a folder, or an ``adhoc`` budget; ``strict``: warnings fail
-    (exit code 2); ``catalog`` replaces the configs' own; ``engine``, ``jobs`` and
-    ``scheduler`` choose where counting runs (as ``count`` does)."""
+    """The ``config`` files (none: the one found walking up), every config ``under`` a
+    folder, or an ``adhoc`` budget; ``strict``: warnings fail (exit code 2); ``catalog``
+    replaces the configs' own; ``engine``, ``jobs``, ``scheduler``: as ``count``'s."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None
@@ -137,8 +130,7 @@ class CheckRequest(Parts):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Every config checked, in order; the exit code is the worst of theirs. Unless
-    ``several``, it reports as its one config does."""
+    """Every config checked, in order; unless ``several``, it reports as its one config."""
 
     configs: tuple[ConfigResult, ...]
     several: bool = False
@@ -181,17 +173,15 @@ class CheckResult:
 
 
 def check(request: CheckRequest) -> CheckResult:
-    """Check the request's budgets. Every config is read and every git ref resolved
-    before any file is counted, so a broken one fails the run at once."""
+    """Check the request's budgets (every config read, every git ref resolved first)."""
     configs = _configs(request)
     growth = request.growth
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
     if growth.update_baseline:  # before counting, not after
         for c in configs:
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
-    return CheckResult(tuple(_check_one(c, tree, request)
-                             for c, tree in zip(configs, trees, strict=True)),
-                       several=request.several)
+    results = tuple(_check_one(c, tree, request) for c, tree in zip(configs, trees, strict=True))
+    return CheckResult(results, several=request.several)
 
 
 def _configs(request: CheckRequest) -> list[BudgetConfig]:
@@ -244,8 +234,7 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
 
 
 def _shown(path: Path) -> str | None:
-    """The config's baseline as reports show it: relative to the cwd, or ``../x`` for a
-    config found in a folder above (None: the report's own default)."""
+    """A baseline as reports show it: relative to the cwd (None: the report's default)."""
     try:
         shown = display_path(path)
     except (OSError, ValueError):  # another drive on Windows

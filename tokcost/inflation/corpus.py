@@ -1,9 +1,7 @@
 """Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
 
-A *group* holds parallel texts of one kind (prose in several languages, programs, data
-formats). The layouts (an ``index.yaml``, ``<lang>.txt`` files, a list of files grouped
-by suffix) are in docs/compare.md; texts are read under the input policy of every
-command (``tokcost.counting``), ``-`` being standard input.
+A *group* holds parallel texts of one kind (prose, programs, data formats); the layouts
+are in docs/compare.md. Texts are read under the input policy of every command.
 """
 
 from __future__ import annotations
@@ -93,9 +91,7 @@ class Sample:
 
     @property
     def label(self) -> str:
-        if self.name:
-            return self.name
-        return language_name(self.code) if self.kind == "prose" else self.code
+        return self.name or (language_name(self.code) if self.kind == "prose" else self.code)
 
     @property
     def display_name(self) -> str:
@@ -106,10 +102,8 @@ class Sample:
     @property
     def has_words(self) -> bool:
         """Words are whitespace-delimited (not zh, ja, th, ...) and the text is prose."""
-        if self.kind != "prose":
-            return False
-        return whitespace_words(self.code) if self.whitespace_words is None else (
-            self.whitespace_words)
+        own = self.whitespace_words
+        return self.kind == "prose" and (whitespace_words(self.code) if own is None else own)
 
 
 @dataclass(frozen=True)
@@ -143,9 +137,8 @@ class Corpus:
     stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        given = self.sources
-        if isinstance(given, (str, Path)):  # one folder, not a sequence of its letters
-            given = (given,)
+        # One folder, not a sequence of its letters.
+        given = (self.sources,) if isinstance(self.sources, (str, Path)) else self.sources
         object.__setattr__(self, "sources", tuple(Path(s) for s in given))
         object.__setattr__(self, "kinds", corpus_kinds(self.kinds))
         try:
@@ -159,8 +152,7 @@ class Corpus:
                              param="builtin")
 
     def load(self, skipped: list[Skipped] | None = None) -> list[Group]:
-        """The groups the sources hold (binary files go to ``skipped``, an error without
-        it): the shipped corpora, one folder's texts, or a list of files."""
+        """The groups the sources hold; binary files go to ``skipped`` (an error without it)."""
         sources, wanted, baseline = self.sources, self.kinds, self.baseline
         if not sources:
             return load_builtin(kinds=wanted, baseline=baseline)
@@ -173,8 +165,8 @@ class Corpus:
 
 def read_text_file(path: Path, skipped: list[Skipped] | None,
                    stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """One text under the input policy, a UTF-8 BOM dropped; a skipped input goes to
-    ``skipped`` (without that list it is an error, never lost)."""
+    """One text under the input policy, a UTF-8 BOM dropped; a skipped one goes to
+    ``skipped`` (an error without that list)."""
     read = load_input(path, stdin=stdin)
     if isinstance(read, Skipped):
         if skipped is None:
@@ -191,8 +183,7 @@ def builtin_dir() -> Path:
 
 
 def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
-               baseline: str | None = None,
-               skipped: list[Skipped] | None = None) -> list[Group]:
+               baseline: str | None = None, skipped: list[Skipped] | None = None) -> list[Group]:
     """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
     import yaml
     index_path = folder / "index.yaml"
@@ -247,12 +238,9 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
     return load_index(folder, kinds=kinds, baseline=baseline)
 
 
-def load_dir(
-    folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
-    skipped: list[Skipped] | None = None, split: str = "both",
-) -> list[Group]:
-    """A folder of parallel ``<lang>.txt`` files, a folder with an index.yaml, or a
-    benchmark set as distributed (``tokcost.inflation.benchmarks``)."""
+def load_dir(folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
+             skipped: list[Skipped] | None = None, split: str = "both") -> list[Group]:
+    """A folder of ``<lang>.txt`` files, with an index.yaml, or a benchmark set."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     if (folder / "index.yaml").is_file():
@@ -281,14 +269,10 @@ def _kind_and_code(path: Path) -> tuple[str, str]:
     return kind, "json-min" if path.name.endswith(".min.json") else code
 
 
-def load_files(
-    paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
-    skipped: list[Skipped] | None = None,
-) -> list[Group]:
-    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...);
-    ``-`` is ``stdin`` (default the process's), a prose text with the code ``stdin``.
-    Two files with the same code (``a/en.txt``, ``b/en.txt``) are kept apart: the second
-    is ``en@b``."""
+def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
+               skipped: list[Skipped] | None = None) -> list[Group]:
+    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...), ``-``
+    being ``stdin``; of two with one code (``a/en.txt``, ``b/en.txt``) the second is ``en@b``."""
     by_kind: dict[str, list[Sample]] = {}
     left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
@@ -332,9 +316,8 @@ def load_files(
 def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
                   left_out: Mapping[str, Skipped] | None = None,
                   parallel_paragraphs: bool = True) -> Group:
-    """Drop empty files (with a warning), require the baseline (``left_out``: the group's
-    skipped files, by code), warn on replaced UTF-8 and on paragraph counts that differ
-    (unless not ``parallel_paragraphs``: translations laid out differently, as UDHR's)."""
+    """Drop empty files, require the baseline (``left_out``: skipped files by code), warn on
+    replaced UTF-8 and on paragraph counts that differ (if ``parallel_paragraphs``)."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]
     warnings += [f"{s.path or s.code} is empty; skipped" for s in samples if not s.text.strip()]
