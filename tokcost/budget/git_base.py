@@ -15,7 +15,7 @@ import os
 import posixpath
 import re
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,29 +49,26 @@ def _long(name: str) -> str:
     return "--" + name
 
 
-def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
+def _git(args: list[str], cwd: Path, ref: str, what: str = "", stdin: bytes | None = None,
          ) -> subprocess.CompletedProcess[bytes]:
+    """git's answer; a failure is an error when there is ``what`` it could not do."""
     try:
-        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True,
-                              check=False)
+        run = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True)
     except FileNotFoundError:
         raise GitBaseError(f"{_given(ref)} needs git, and there is no 'git' program on PATH; "
                            f"install git or leave out {_given(ref)}", param="base") from None
     except OSError as exc:
         raise GitBaseError(f"{_given(ref)}: cannot run git ({exc.strerror or exc}); "
                            f"install git or leave out {_given(ref)}", param="base") from None
+    if what and run.returncode != 0:
+        raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
+    return run
 
 
 def _why(run: subprocess.CompletedProcess[bytes]) -> str:
     """git's own first line of complaint, for the one-line error."""
     lines = run.stderr.decode("utf-8", errors="replace").strip().splitlines()
     return lines[0].removeprefix("fatal: ") if lines else f"git exited with {run.returncode}"
-
-
-def _ok(run: subprocess.CompletedProcess[bytes], ref: str, what: str) -> bytes:
-    if run.returncode != 0:
-        raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
-    return run.stdout
 
 
 @dataclass(frozen=True)
@@ -84,28 +81,17 @@ class _Entry:
 @dataclass(frozen=True)
 class GitTree:
     """The files of a commit's tree below the config's folder, as candidates to count:
-    ``blobs`` maps a path relative to that folder to its content's blob id (a symlink's
-    target's)."""
+    ``blobs`` maps a path relative to that folder to its content's (a link's target's)."""
 
     top: Path  # the work tree's top folder
     prefix: str  # the config's folder relative to ``top`` ('' at the top)
     ref: BaseRef
     blobs: Mapping[str, str]
 
-    @property
-    def paths(self) -> list[str]:
-        return sorted(self.blobs)
-
-    def read(self, paths: Iterable[str]) -> dict[str, bytes]:
-        """The content at REF of each of ``paths`` (read in one ``git cat-file`` call)."""
-        wanted = list(paths)
-        contents = _read_blobs(self.top, [self.blobs[p] for p in wanted], self.ref.ref)
-        return {p: contents[self.blobs[p]] for p in wanted}
 
 
 def open_tree(root: str | Path, ref: str) -> GitTree:
-    """The tree of ``ref`` (any revision git names one commit with) for the config folder
-    ``root``; GitBaseError when git, the work tree or the commit is missing."""
+    """The tree of ``ref`` (a branch, tag, commit...) for the config folder ``root``."""
     if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
         raise GitBaseError(f"{_given(ref)} is not a git ref; name a branch, tag or commit",
                            param="base")
@@ -125,8 +111,8 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
             f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; in GitHub "
             "Actions, actions/checkout with fetch-depth: 0) or name another ref",
             param="base")
-    out = _ok(_git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref),
-              ref, "list the tree")
+    out = _git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref,
+               "list the tree").stdout
     entries: dict[str, _Entry] = {}
     for record in filter(None, out.split(b"\0")):
         meta, _, name = record.partition(b"\t")
@@ -208,9 +194,8 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
     unique = sorted(set(oids))
     if not unique:
         return {}
-    out = _ok(_git(["cat-file", _long("batch")], top, ref,
-                   stdin="".join(f"{oid}\n" for oid in unique).encode("ascii")),
-              ref, "read the files")
+    out = _git(["cat-file", _long("batch")], top, ref, "read the files",
+               "".join(f"{oid}\n" for oid in unique).encode("ascii")).stdout
     contents: dict[str, bytes] = {}
     at = 0
     for oid in unique:
@@ -228,8 +213,8 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
 def renames(tree: GitTree) -> dict[str, str]:
     """Files that git sees moved since REF (``git diff-index -M`` against the work tree):
     path now -> path at REF, both relative to the config's folder."""
-    run = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref)
-    fields = _ok(run, tree.ref.ref, "compare the work tree with it").split(b"\0")
+    fields = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref,
+                  "compare the work tree with it").stdout.split(b"\0")
     start = f"{tree.prefix}/" if tree.prefix else ""
     moved: dict[str, str] = {}
     i = 0
@@ -258,8 +243,11 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     from tokcost.budget.evaluate import _tokenizer, match_files
     from tokcost.counting import Inputs, count_paths
     config = measurement.config
-    chosen = {m.budget.name: match_files(m.budget, tree.paths)[0] for m in measurement.budgets}
-    contents = tree.read(sorted({p for files in chosen.values() for p in files}))
+    chosen = {m.budget.name: match_files(m.budget, sorted(tree.blobs))[0]
+              for m in measurement.budgets}
+    blobs = _read_blobs(tree.top, [tree.blobs[p] for files in chosen.values() for p in files],
+                        tree.ref.ref)
+    contents = {p: blobs[tree.blobs[p]] for files in chosen.values() for p in files}
     counts: dict[tuple[str, str], int | None] = {}
     moved: dict[str, str] | None = None  # git's renames, asked for once, when needed
     entries: dict[str, BaselineEntry] = {}

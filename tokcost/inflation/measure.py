@@ -194,15 +194,15 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
     return estimate_cost(meter.model, input_tokens=tokens).total
 
 
-# (group index, sample code, meter label) -> tokens, or the tokens of each aligned sentence
-_Counts = dict[tuple[int, str, str], int]
-_Units = dict[tuple[int, str, str], list[int]]
+# (tokenizer id, group index, sample code) -> tokens, or the tokens of each aligned sentence
+_Counts = dict[tuple[int, int, str], int]
+_Units = dict[tuple[int, int, str], list[int]]
 
 
 def _count(groups: Sequence[Group], meters: Sequence[Meter],
            on_progress: Callable[[int, int], None] | None) -> tuple[_Counts, _Units]:
     """Every sample counted once per tokenizer (``-t o200k_base -m gpt-4o``: once), and
-    the sentences of the samples aligned with their baseline's."""
+    the sentences of the samples aligned one for one with their baseline's."""
     total = sum(len(g.samples) for g in groups) * len(meters)
     # All the text is in hand: a tokenizer that can choose a backend starts the one that
     # suits its size (tokcost.adapters.fast_count.SMALL_RUN_CHARS).
@@ -211,21 +211,17 @@ def _count(groups: Sequence[Group], meters: Sequence[Meter],
         plan_run(tokenizer, chars)
     counts: _Counts = {}
     units: _Units = {}
-    seen: dict[tuple[int, int, str], int] = {}
-    seen_units: dict[tuple[int, int, str], list[int]] = {}
     done = 0
     for gi, group in enumerate(groups):
-        aligned = _aligned_codes(group)
+        base = group.sample(group.baseline)
+        n = None if base is None or base.units is None else len(base.units)
         for sample in group.samples:
             for meter in meters:
                 key = (id(meter.tokenizer), gi, sample.code)
-                if key not in seen:
-                    seen[key] = meter.tokenizer.count(sample.text)
-                    if sample.code in aligned and sample.units is not None:
-                        seen_units[key] = count_many(meter.tokenizer, sample.units)
-                counts[gi, sample.code, meter.label] = seen[key]
-                if key in seen_units:
-                    units[gi, sample.code, meter.label] = seen_units[key]
+                if key not in counts:
+                    counts[key] = meter.tokenizer.count(sample.text)
+                    if n is not None and sample.units is not None and len(sample.units) == n:
+                        units[key] = count_many(meter.tokenizer, sample.units)
                 done += 1
                 if on_progress:
                     on_progress(done, total)
@@ -241,52 +237,36 @@ def measure(groups: Sequence[Group], meters: Sequence[Meter], *,
                          param="meters")
     counts, units = _count(groups, meters, on_progress)
     reports = []
-    for gi, group in enumerate(groups):
-        rows = [_row(sample, group, meters, counts, units, gi) for sample in group.samples]
-        reports.append(GroupReport(group.kind, group.baseline,
-                                   by_premium(rows, meters[0].label), group.warnings))
-    warnings = tuple(w for g in groups for w in g.warnings)
-    return Report(tuple(meters), tuple(reports), warnings)
+    for gi, g in enumerate(groups):
+        rows = [_row(sample, g, meters, counts, units, gi) for sample in g.samples]
+        reports.append(GroupReport(g.kind, g.baseline, by_premium(rows, meters[0].label),
+                                   g.warnings))
+    return Report(tuple(meters), tuple(reports), tuple(w for g in groups for w in g.warnings))
 
 
 def _row(sample: Sample, group: Group, meters: Sequence[Meter], counts: _Counts,
          units: _Units, gi: int) -> Row:
-    n_bytes = len(sample.text.encode("utf-8"))
-    n_chars = len(sample.text)
+    n_bytes, n_chars = len(sample.text.encode("utf-8")), len(sample.text)
     words = len(sample.text.split()) if sample.has_words else None
     lines = sum(1 for line in sample.text.splitlines() if line.strip())
     results = []
     for meter in meters:
-        tokens = counts[gi, sample.code, meter.label]
-        base_tokens = counts[gi, group.baseline, meter.label]
+        key, base_key = ((id(meter.tokenizer), gi, c) for c in (sample.code, group.baseline))
+        tokens, base_tokens = counts[key], counts[base_key]
         cost, base_cost = _cost(meter, tokens), _cost(meter, base_tokens)
-        mine, base = (units.get((gi, c, meter.label)) for c in (sample.code, group.baseline))
+        mine, base = units.get(key), units.get(base_key)
         results.append(Measurement(
-            meter=meter.label,
-            tokens=tokens,
-            exact=meter.exact,
-            bytes_per_token=_ratio(n_bytes, tokens),
-            chars_per_token=_ratio(n_chars, tokens),
+            meter=meter.label, tokens=tokens, exact=meter.exact,
+            bytes_per_token=_ratio(n_bytes, tokens), chars_per_token=_ratio(n_chars, tokens),
             words_per_token=None if words is None else _ratio(words, tokens),
             tokens_per_word=None if words is None else _ratio(tokens, words),
             tokens_per_line=_ratio(tokens, lines) if sample.kind != "prose" else None,
-            premium=_ratio(tokens, base_tokens),
-            cost_usd=cost,
+            premium=_ratio(tokens, base_tokens), cost_usd=cost,
             cost_ratio=float(cost / base_cost) if cost is not None and base_cost else None,
             sentence_premiums=(SentencePremiums.of(mine, base)
-                               if mine is not None and base is not None else None),
-        ))
+                               if mine is not None and base is not None else None)))
     return Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
                tuple(results))
-
-
-def _aligned_codes(group: Group) -> set[str]:
-    """The samples whose sentences line up with the baseline's, one for one."""
-    base = group.sample(group.baseline)
-    if base is None or base.units is None:
-        return set()
-    n = len(base.units)
-    return {s.code for s in group.samples if s.units is not None and len(s.units) == n}
 
 
 def premium(tokens: int, baseline_tokens: int) -> float:
