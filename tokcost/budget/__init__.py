@@ -1,9 +1,7 @@
 """CI budgets: token, cost, context-window and growth limits on a repository's prompts.
 
-``config`` reads tokcost.yaml, ``baseline`` the JSON counts, ``evaluate`` measures and
-judges, ``crossing`` finds the line a file crosses its limit on, ``git_base`` makes a git
-ref the baseline, ``report`` renders every format, ``pr_comment`` posts the GitHub comment;
-``tokcost.check`` chains them (docs/check.md).
+``config`` reads tokcost.yaml, ``evaluate`` measures and judges, ``report`` renders;
+``tokcost.check`` chains the modules (docs/check.md).
 """
 
 from tokcost.budget.baseline import Baseline, BaselineError, read_baseline, write_baseline

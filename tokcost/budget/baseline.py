@@ -1,9 +1,6 @@
-"""The baseline: per-budget, per-file token counts that growth is measured against.
-
-Versioned JSON, sorted and without timestamps so it diffs cleanly, written atomically:
-``{"version": 1, "generator": "tokcost", "budgets": {NAME: {"tokenizer": SPEC,
-"total_tokens": N, "files": {PATH: N}}}}``.
-"""
+"""The baseline: per-budget, per-file token counts that growth is measured against, as
+sorted JSON without timestamps (``{"version": 1, "generator": "tokcost", "budgets": {NAME:
+{"tokenizer": SPEC, "total_tokens": N, "files": {PATH: N}}}}``), so it diffs cleanly."""
 
 from __future__ import annotations
 

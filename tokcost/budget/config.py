@@ -1,9 +1,5 @@
-"""Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``.
-
-Budgets are globs and the limits their files must keep (docs/check.md). Every problem
-names the file, line and key (``tokcost.yaml:7: budgets[0] 'a': max_tokens_per_file:
-expected ...``); all are collected and the first is raised with a count.
-"""
+"""Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``
+(docs/check.md); every problem names the file, line and key, the first raised with a count."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Where a file crosses its token limit: the line a GitHub annotation points at.
-
-Line L is the first line such that the file's text through the end of line L, counted as
-one text, has more tokens than the limit. It is searched for (by bisection) only in
-failing files, for the token limits (``max_tokens_per_file``, a file's window share).
-"""
+"""Where a file crosses its token limit: the first line L such that the text through the
+end of L, counted as one text, is over the limit (the line a GitHub annotation points at)."""
 
 from __future__ import annotations
 

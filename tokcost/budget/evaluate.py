@@ -1,9 +1,5 @@
-"""Budget evaluation: match files, count them once per tokenizer, judge every limit.
-
-``measure(config)`` counts the files of every budget and ``judge(measured, baseline)``
-applies the limits (two steps, so ``update_baseline`` writes the counts before growth is
-judged). Results are in a fixed order: budgets as configured, files by path, ``RULES``.
-"""
+"""Budget evaluation: ``measure`` counts every budget's files (once per tokenizer), ``judge``
+applies the limits (two steps, so ``update_baseline`` writes the counts before judging)."""
 
 from __future__ import annotations
 

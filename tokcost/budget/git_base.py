@@ -1,11 +1,6 @@
-"""A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
-
-Nothing is checked out: the tree of REF is listed (``git ls-tree``) and its files read
-from the object store (``git cat-file``), with the tree's ``.gitignore`` files applied as
-the work-tree walk applies them, symlinks to files read through, submodules left out. A
-file moved since REF is compared with its old version: ``git diff-index -M`` finds the
-moves git sees, identical content the rest (a file moved but not yet added).
-"""
+"""A git ref as the baseline: the budgeted files at REF, read from git's object store (no
+checkout) and counted as the work tree's are; renames found by ``git diff-index -M``, then by
+identical content."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""One pull-request comment per pull request, found again by a hidden marker.
-
-The GitHub Action (``action.yml``) posts ``tokcost check``'s Markdown report and, on the
-next push, edits that comment (as size-limit's action does), with urllib only. As the
-action's step, ``python -m tokcost.budget.pr_comment REPORT.md`` reads ``GITHUB_TOKEN``,
-``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and ``GITHUB_EVENT_PATH``; exit codes: 0 done,
-1 the API refused or could not be reached, 2 the environment or the event is incomplete.
+"""One pull-request comment per pull request, found again by a hidden marker and edited
+on the next push (as size-limit's action does), with urllib only: the GitHub Action's step
+``python -m tokcost.budget.pr_comment REPORT.md`` (its variables and exit codes: docs/check.md).
 """
 
 from __future__ import annotations

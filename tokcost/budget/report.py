@@ -1,8 +1,5 @@
-"""Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML.
-
-Each is a pure, deterministic function of the results (no timestamps), kept as a golden
-file; the CLI's terminal table draws ``tables(result)``, the cells the Markdown shows.
-"""
+"""Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML;
+each a pure, deterministic function of the results (no timestamps), kept as golden files."""
 
 from __future__ import annotations
 

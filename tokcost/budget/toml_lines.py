@@ -1,12 +1,8 @@
-"""Where each key of a TOML text is written: tomllib keeps no positions, so scan for them.
+"""Where each key of a TOML text is written (tomllib keeps no positions): a scanner of
+TOML's shapes (headers, dotted and quoted keys, arrays and inline tables across lines,
+strings that hide ``=`` or brackets) run on text tomllib has already accepted.
 
-The scanner knows TOML's shapes, not its values: table headers (``[[a.b]]`` with their
-element numbers, a ``[a.b.c]`` below the last ``[[a.b]]``), dotted and quoted keys,
-inline tables and arrays across lines, and strings that may hide ``=``, ``#`` or
-brackets. The text has already parsed with tomllib; anything unexpected ends the scan
-with what was found.
-
->>> lines = key_lines('[tool.tokcost]\\nmodel = "x"\\n\\n[[tool.tokcost.budgets]]\\nname = "a"\\n')
+>>> lines = key_lines('[tool.tokcost]\nmodel = "x"\n\n[[tool.tokcost.budgets]]\nname = "a"\n')
 >>> lines[("tool", "tokcost", "model")], lines[("tool", "tokcost", "budgets", 0, "name")]
 (2, 5)
 """

@@ -1,8 +1,6 @@
-"""Token inflation: the same content, counted in many languages, scripts and formats.
-
-``corpus`` and ``benchmarks`` read the parallel texts into groups, each with a baseline;
-``languages`` names languages and scripts; ``measure`` derives the premium, tokens(X) /
-tokens(baseline) on the same content; ``view`` lays the report out for people.
+"""Token inflation: the same content, counted in many languages, scripts and formats;
+``corpus`` and ``benchmarks`` read the texts, ``measure`` derives the premium, ``view``
+lays the report out.
 
 >>> en, de = Sample("en", "hello world, how are you?"), Sample("de", "hallo Welt, wie geht es?")
 >>> report = measure([Group("prose", "en", (en, de))], [Meter.of("tiktoken:cl100k_base")])

@@ -1,11 +1,6 @@
-"""Benchmark sets in the layouts they are distributed in: FLORES-200 and UDHR in Unicode.
-
-FLORES-200 (``dev/eng_Latn.dev``, ``devtest/eng_Latn.devtest``: one sentence a line,
-aligned across languages): a sample joins its sentences, as Petrov et al. (2023) measured
-dev and devtest together, and keeps them apart for per-sentence premiums. UDHR in Unicode
-(``data/txt/udhr_<id>.txt``, a header up to a ``---`` line, BCP 47 tags in ``index.xml``)
-is not aligned by line: its translations are compared as whole texts.
-"""
+"""Benchmark sets as distributed: FLORES-200 (aligned sentences, dev and devtest joined as
+Petrov et al. 2023 measured them) and UDHR in Unicode (whole texts, a header to a ``---`` line,
+BCP 47 tags in ``index.xml``)."""
 
 from __future__ import annotations
 

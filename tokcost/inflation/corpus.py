@@ -1,8 +1,5 @@
-"""Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
-
-A *group* holds parallel texts of one kind (prose, programs, data formats); the layouts
-are in docs/compare.md. Texts are read under the input policy of every command.
-"""
+"""Corpora: groups of parallel texts of one kind (prose, code, data) read from a folder, a
+list of files or the shipped corpora (the layouts: docs/compare.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Measuring: every sample of a group counted with every meter, and the metrics.
-
-The tokenization premium of language X on parallel text is tokens(X) / tokens(baseline)
-(Petrov et al. 2023, "Language Model Tokenizers Introduce Unfairness Between
-Languages"): at 2.0 the same meaning costs twice the tokens and fills the window twice
-as fast.
-"""
+"""Measuring: every sample counted with every meter, and the premium tokens(X) /
+tokens(baseline) on the same content (Petrov et al. 2023, "Language Model Tokenizers
+Introduce Unfairness Between Languages")."""
 
 from __future__ import annotations
 

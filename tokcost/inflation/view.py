@@ -1,8 +1,5 @@
-"""A report as people read it: the cells of the terminal tables and chart, Markdown, CSV.
-
-Every renderer takes its numbers from here, so a table, the Markdown and the chart show
-the same values; ≈ marks every number a proxy tokenizer gave (its name too).
-"""
+"""A report as people read it: the cells of the terminal tables and chart, Markdown, CSV,
+all from one place (≈ marks every number a proxy tokenizer gave)."""
 
 from __future__ import annotations
 
