@@ -2,7 +2,7 @@
 TOML's shapes (headers, dotted and quoted keys, arrays and inline tables across lines,
 strings that hide ``=`` or brackets) run on text tomllib has already accepted.
 
->>> lines = key_lines('[tool.tokcost]\nmodel = "x"\n\n[[tool.tokcost.budgets]]\nname = "a"\n')
+>>> lines = key_lines('[tool.tokcost]\\nmodel = "x"\\n\\n[[tool.tokcost.budgets]]\\nname = "a"\\n')
 >>> lines[("tool", "tokcost", "model")], lines[("tool", "tokcost", "budgets", 0, "name")]
 (2, 5)
 """
