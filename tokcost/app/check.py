@@ -34,8 +34,7 @@ __all__ = ["CheckRequest", "check"]
 
 @dataclass(frozen=True, kw_only=True)
 class AdhocBudget:
-    """``paths`` checked without a config file against ``limits`` (budget keys valued as in
-    tokcost.yaml), as a tokcost.yaml with that one budget would check them."""
+    """``paths`` checked without a config file, as a tokcost.yaml with one budget would."""
 
     paths: tuple[str, ...] = ()
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -57,8 +56,7 @@ class AdhocBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class Growth:
-    """Growth against the ``baseline`` file (None: the config's) or the git ref ``base``;
-    ``update_baseline`` writes today's counts to the baseline file first."""
+    """Growth against the ``baseline`` file (None: the config's) or the git ref ``base``."""
 
     baseline: Path | None = None
     base: str | None = None
@@ -72,8 +70,7 @@ class Growth:
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest(Parts):
     """The ``config`` files (none: the one found walking up), every config ``under`` a
-    folder, or an ``adhoc`` budget; ``strict``: warnings fail (exit code 2); ``catalog``
-    replaces the configs' own; ``engine``, ``jobs``, ``scheduler``: as ``count``'s."""
+    folder, or an ``adhoc`` budget; the rest as ``tokcost check``'s options say."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None

@@ -26,9 +26,8 @@ __all__ = ["CompareRequest", "compare"]
 
 @dataclass(frozen=True, kw_only=True)
 class CompareRequest(Parts):
-    """What to compare: the ``corpus``, the ``tokenizers`` (specs, ``model:ID`` too) and
-    ``models`` (catalog ids, which also price each text as input; none given: o200k_base),
-    and the ``plot`` to write, refused here if it cannot be written (``force`` overwrites)."""
+    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) to measure it with, and the
+    ``plot`` to write, refused here if it cannot be written."""
 
     corpus: Corpus = field(default_factory=Corpus)
     tokenizers: tuple[str, ...] = ()
@@ -75,9 +74,7 @@ class CompareResult:
 
 def compare(request: CompareRequest, *,
             on_progress: Callable[[int, int], None] | None = None) -> CompareResult:
-    """Token inflation of the request's texts, measured with each tokenizer and model;
-    ``on_progress(done, total)`` is called after each count. Binary files are skipped
-    and invalid UTF-8 replaced, both named in the warnings."""
+    """Token inflation of the request's texts, measured with each tokenizer and model."""
     skipped: list[Skipped] = []
     groups = request.corpus.load(skipped)
     choices = resolve_tokenizers(request.tokenizers, request.models, catalog=request.catalog,

@@ -22,11 +22,7 @@ class BaselineError(UsageError):
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One budget's counts: the tokenizer they were made with and tokens per file.
-
-    ``renamed`` (path now -> path at a git base, never written): a moved file is keyed by
-    its new path in ``files``, with its old count.
-    """
+    """One budget's counts; ``renamed`` (never written): path now -> path at a git base."""
 
     tokenizer: str
     files: Mapping[str, int] = field(default_factory=dict)

@@ -156,8 +156,7 @@ def work_tree_root(start: Path | None = None) -> Path | None:
 
 
 def configs_in(folder: Path) -> tuple[Path, tuple[Path, ...]] | None:
-    """The config used in ``folder`` (tokcost.yaml, its other names, then a pyproject.toml
-    with ``[tool.tokcost]``) and the others there that it shadows; None without one."""
+    """The config used in ``folder`` and the others there it shadows; None without one."""
     found = [folder / name for name in CONFIG_NAMES if (folder / name).is_file()]
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file() and _has_tool_table(pyproject):
@@ -180,9 +179,8 @@ def _has_tool_table(pyproject: Path) -> bool:
 
 
 def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ...]]:
-    """The config that applies in ``directory`` (default: cwd), and the ones it shadows:
-    the first found walking up to the git work tree's root (outside a work tree only
-    ``directory`` is searched, so a stray file in a home folder is never picked up)."""
+    """The config that applies in ``directory`` and the ones it shadows: the first found
+    walking up to the git work tree's root (outside one, ``directory`` only)."""
     here = Path(os.path.abspath(directory or Path.cwd()))
     top = work_tree_root(here)
     folders = [here]
@@ -199,8 +197,7 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
 
 
 def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, ...]]]:
-    """Every config at or below ``directory`` (default: cwd), one per folder (see
-    ``configs_in``), sorted by folder; ``.gitignore``d folders are left out."""
+    """Every config at or below ``directory``, one per folder, ``.gitignore``d ones left out."""
     from tokcost.counting import walk
     here = Path(os.path.abspath(directory or Path.cwd()))
     names = [*CONFIG_NAMES, "pyproject.toml"]
@@ -288,9 +285,7 @@ _NEEDS_MODEL = {"max_cost_per_call": "price", "max_context_percent": "context wi
 def adhoc_config(paths: Sequence[str | Path], limits: Mapping[str, Any], *,
                  model: str | None = None, tokenizer: str | None = None,
                  root: str | Path | None = None) -> BudgetConfig:
-    """The config a tokcost.yaml with one budget would give: ``paths`` (files, folders or
-    globs relative to ``root``, default cwd) under ``limits`` (budget keys valued as in a
-    file), checked by the same models, so a value means here what it means there."""
+    """The config a tokcost.yaml with one budget on ``paths`` under ``limits`` would give."""
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
     given = [str(p) for p in paths]
     if not given:
@@ -346,9 +341,8 @@ def _check_limits(limits: Mapping[str, Any], model: str | None) -> None:
 
 
 def _adhoc_glob(typed: str, root: Path) -> str:
-    """A path from the command line as a budget glob relative to ``root``: an existing
-    file or folder means exactly that one (anchored, its glob characters escaped); other
-    text is a glob with the budget's gitignore rules."""
+    """A path from the command line as a budget glob: an existing file or folder exactly
+    (anchored, escaped), other text as a gitignore-style glob."""
     text = typed.strip()
     path = Path(text)
     full = Path(os.path.abspath(path if path.is_absolute() else root / path))
@@ -369,8 +363,7 @@ def _adhoc_glob(typed: str, root: Path) -> str:
 
 
 def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
-    """Each ``tokenizer:`` that names nothing tokcost can load, as ``check_spec`` judges
-    it (a value that is not text is the schema's to report)."""
+    """Each ``tokenizer:`` that names nothing tokcost can load, as ``check_spec`` judges it."""
     if not isinstance(data, dict):
         return
     from tokcost.adapters.registry import check_spec

@@ -43,8 +43,7 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
 
 
 def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
-    """The most tokens the file of ``finding`` may have under its rule (None: growth or
-    cost, which have no such limit)."""
+    """The most tokens the file of ``finding`` may have (None: growth or cost)."""
     if finding.rule == "max_tokens_per_file":
         limit = budget.budget.max_tokens_per_file
         return int(limit) if limit is not None else None
@@ -55,9 +54,8 @@ def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
 
 
 def window_allowance(share: float, window: int, reserve: int) -> int:
-    """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens,
-    stays within ``share`` percent, computed as the judge computes the share (in floats);
-    negative when the reserve alone is over.
+    """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens, stays
+    within ``share`` percent, in the judge's floats (negative when the reserve alone is over).
 
     >>> window_allowance(100.0, 1000, 100), window_allowance(5.0, 128_000, 4096)
     (900, 2304)

@@ -195,8 +195,7 @@ _Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
 
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer); ``files``:
-    the candidates (default: every file below the config's folder but ``.gitignore``d)."""
+    """Find and count every budget's ``files`` (default: all but ``.gitignore``d ones)."""
     from tokcost.counting import walk
     notices: list[Notice] = []
     plans: list[_Plan] = []

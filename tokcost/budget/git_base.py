@@ -75,8 +75,7 @@ class _Entry:
 
 @dataclass(frozen=True)
 class GitTree:
-    """The files of a commit's tree below the config's folder, as candidates to count:
-    ``blobs`` maps a path relative to that folder to its content's (a link's target's)."""
+    """A commit's files below the config's folder: path -> blob id (a link's target's)."""
 
     top: Path  # the work tree's top folder
     prefix: str  # the config's folder relative to ``top`` ('' at the top)
@@ -155,8 +154,7 @@ def _candidates(entries: Mapping[str, _Entry], prefix: str,
 
 
 def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec]) -> bool:
-    """As git and the work-tree walk decide: each .gitignore applies below its folder,
-    outermost first, and the last pattern that matches wins."""
+    """As git decides: each .gitignore below its folder, outermost first, last match wins."""
     verdict: bool | None = None
     parts = path.split("/")
     for depth in range(len(parts)):
@@ -169,8 +167,7 @@ def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec
 
 def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes],
              ) -> str | None:
-    """The blob a symlink leads to inside the tree; None for a folder, a target outside
-    the tree, a broken link or a loop (the work-tree walk counts none of those)."""
+    """The blob a symlink leads to in the tree (None: a folder, outside, broken, a loop)."""
     for _ in range(_LINK_HOPS):
         target = os.fsdecode(support.get(path, b""))
         if not target or target.startswith("/"):
@@ -206,8 +203,7 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
 
 
 def renames(tree: GitTree) -> dict[str, str]:
-    """Files that git sees moved since REF (``git diff-index -M`` against the work tree):
-    path now -> path at REF, both relative to the config's folder."""
+    """Files git sees moved since REF: path now -> path at REF (in the config's folder)."""
     fields = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref,
                   "compare the work tree with it").stdout.split(b"\0")
     start = f"{tree.prefix}/" if tree.prefix else ""
@@ -231,10 +227,8 @@ def renames(tree: GitTree) -> dict[str, str]:
 
 def baseline_at(measurement: Measurement, tree: GitTree, *,
                 catalog: CatalogSource = None) -> Baseline:
-    """The counts of every measured budget's files as they are at ``tree``'s ref, its
-    globs matched against the tree's paths, its files counted with the tokenizer it was
-    measured with; a file renamed since is keyed by its path now (with its count at REF)
-    and listed in the entry's ``renamed``."""
+    """The counts of every measured budget's files at ``tree``'s ref, counted as measured; a
+    file renamed since is keyed by its path now and listed in ``renamed``."""
     from tokcost.budget.evaluate import _tokenizer, match_files
     from tokcost.counting import Inputs, count_paths
     config = measurement.config
@@ -271,8 +265,7 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
 
 def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
           contents: Mapping[str, bytes], root: Path) -> dict[str, str]:
-    """New path -> old path for the files of one budget that were renamed: git's renames
-    first, then a new file whose content is that of a gone one (first by path)."""
+    """New path -> old path of renamed files: git's renames, then identical contents."""
     pairs = {n: moved[n] for n in new if moved.get(n) in gone}
     by_hash: dict[str, str] = {}
     for old in (g for g in gone if g not in pairs.values()):
@@ -290,9 +283,7 @@ def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
 
 
 def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigResult:
-    """``result``, judged against ``known`` (the counts at ``ref``), worded against ``ref``:
-    its renames, its label in the messages, and no hint to update a baseline file (there
-    is none to update)."""
+    """``result`` worded against ``ref``: its renames, its label, no hint to update a file."""
 
     def reword(message: str) -> str:
         message = message.replace("against the baseline", f"against {ref.label}")

@@ -44,10 +44,8 @@ class CommentError(TokcostError):
 
 def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                    marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
-    """Create or update the one comment on pull request ``number`` of ``repo`` ("owner/name"):
-    the first whose body starts with ``marker`` (put in front of ``body`` if it lacks it;
-    the body is cut to what GitHub accepts). CommentError (one line) when the API says no.
-    """
+    """Create or update the one comment on pull request ``number`` of ``repo`` (owner/name)
+    that starts with ``marker``; the body is cut to what GitHub accepts."""
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
     if number < 1:

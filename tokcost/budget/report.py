@@ -225,9 +225,8 @@ def _command(level: str, message: str, *, file: str | None = None, line: int | N
 
 
 def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
-    """What annotation paths are relative to: GitHub resolves them against the workspace,
-    whatever folder the step ran in, so ``$GITHUB_WORKSPACE`` when the files are in it,
-    else the git work tree's top, else the current folder."""
+    """What annotation paths are relative to, as GitHub resolves them: ``$GITHUB_WORKSPACE``
+    when the files are in it, else the git work tree's top, else the current folder."""
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
@@ -237,8 +236,7 @@ def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
 
 
 def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation per failure on its file (at its crossing line) or,
-    budget-wide, at the budget's line in the config; paths as ``_workspace_base`` says."""
+    """Workflow commands: an annotation per failure (a budget's at its line in the config)."""
     base = _workspace_base(result, workspace)
     here = Path(os.path.realpath(Path.cwd()))
 
@@ -277,8 +275,7 @@ def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
 
 def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: bool = False,
                     heading: str | None = None) -> str:
-    """A Markdown report for a PR comment or a job summary (``quiet``, ``hide_passed``: see
-    ``render``); a ``heading`` (one config of several) replaces the marker and title."""
+    """A Markdown report; a ``heading`` (one config of several) replaces the title."""
     cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
     out = [heading] if heading else [MARKER, f"### {icon} tokcost check: {cells.headline}"]
@@ -339,8 +336,7 @@ def xml_text(text: str) -> str:
 
 
 def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
-    """(suite name, testcases): per budget one for the budget and one per file, each with
-    one <failure> for all its findings; then the warnings, skipped (errors under strict)."""
+    """(suite, testcases): per budget one for it and one per file, then the warnings."""
     for b in result.budgets:
         cases = []
         for name, path in [("(budget)", None), *((f.path, f.path) for f in b.files)]:
@@ -367,8 +363,7 @@ def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
 
 
 def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> str:
-    """JUnit XML, a testsuite per budget (``several``: per config), valid against Jenkins
-    xunit's ``junit-10.xsd`` (no ``file`` attribute: a testcase is named by its path)."""
+    """JUnit XML valid against Jenkins xunit's ``junit-10.xsd`` (a testcase names its file)."""
     if several:
         name = "tokcost check"
         groups = [(r.config, [c for _, cases in _suites(r) for c in cases]) for r in results]

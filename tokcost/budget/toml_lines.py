@@ -93,8 +93,7 @@ class _Scanner:
         self.value(path)
 
     def resolve(self, parts: tuple[str, ...]) -> KeyPath:
-        """A header's path, through the last element of each array of tables on the way:
-        after ``[[a.b]]`` twice, ``[a.b.c]`` is ``("a", "b", 1, "c")``."""
+        """A header's path, through the last element of each array of tables on the way."""
         path: KeyPath = ()
         for n, part in enumerate(parts):
             path = (*path, part)

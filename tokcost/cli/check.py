@@ -184,8 +184,7 @@ def _shown(run: Any, failing_only: bool) -> list[Any]:
 
 
 def _append_summary(summary: str, run: Any) -> bool:
-    """Append the Markdown report to the runner's step summary; False (said on stderr)
-    when the file cannot be written."""
+    """Append the Markdown report to the step summary; False when it cannot be written."""
     try:
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
             handle.write(run.render("markdown"))
@@ -199,8 +198,7 @@ def _append_summary(summary: str, run: Any) -> bool:
 
 def render_text(run: Any, *, width: int = 100, color: bool = False,
                 quiet: bool = False, hide_passed: bool = False) -> str:
-    """The terminal report: per config (under a heading when there are several) the
-    failures, one row per budget, the changes and a verdict; then the run's verdict."""
+    """The terminal report: per config its failures, budgets, changes and verdict."""
     from rich.text import Text
     buf = io.StringIO()
     # markup=False: budget names and paths are shown as they are ("a[bold]b.txt")
@@ -247,8 +245,7 @@ def _verdict(passed: bool, headline: str) -> Any:
 
 
 def _table(title: str, *columns: str, numbers: int) -> Any:
-    """A table in the one style: text columns, then ``numbers`` right-aligned ones; a long
-    path or budget name folds onto more lines, numbers are never cut."""
+    """A table in the one style: text columns, then ``numbers`` right-aligned ones."""
     grid = table(title=title)
     for i, name in enumerate(columns):
         grid.add_column(name, justify="right" if i >= len(columns) - numbers else "left",

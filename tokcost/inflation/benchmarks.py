@@ -39,8 +39,7 @@ def is_udhr(folder: Path) -> bool:
 
 
 def match_baseline(baseline: str, codes: Sequence[str], *, where: str) -> str:
-    """The code in ``codes`` that ``baseline`` names: itself, or the one code of the same
-    language (``en`` -> ``eng_Latn``; ``zh-Hant`` -> ``zho_Hant``)."""
+    """The code ``baseline`` names: itself, or the one of its language (``en``: ``eng_Latn``)."""
     wanted = None if baseline in codes else _language(baseline)
     if wanted is None:
         return baseline  # itself, or the group's check says that it is missing

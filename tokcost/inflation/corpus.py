@@ -162,8 +162,7 @@ class Corpus:
 
 def read_text_file(path: Path, skipped: list[Skipped] | None,
                    stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """One text under the input policy, a UTF-8 BOM dropped; a skipped one goes to
-    ``skipped`` (an error without that list)."""
+    """One text under the input policy, BOM dropped; skipped into ``skipped``, else an error."""
     read = load_input(path, stdin=stdin)
     if isinstance(read, Skipped):
         if skipped is None:
@@ -268,8 +267,8 @@ def _kind_and_code(path: Path) -> tuple[str, str]:
 
 def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
                skipped: list[Skipped] | None = None) -> list[Group]:
-    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...), ``-``
-    being ``stdin``; of two with one code (``a/en.txt``, ``b/en.txt``) the second is ``en@b``."""
+    """Files named ``<lang>.txt`` or by their format, ``-`` being ``stdin``; of two with one
+    code (``a/en.txt``, ``b/en.txt``) the second is ``en@b``."""
     by_kind: dict[str, list[Sample]] = {}
     left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
@@ -313,8 +312,7 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
 def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
                   left_out: Mapping[str, Skipped] | None = None,
                   parallel_paragraphs: bool = True) -> Group:
-    """Drop empty files, require the baseline (``left_out``: skipped files by code), warn on
-    replaced UTF-8 and on paragraph counts that differ (if ``parallel_paragraphs``)."""
+    """The group, its empty files dropped and its baseline required, with its warnings."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]
     warnings += [f"{s.path or s.code} is empty; skipped" for s in samples if not s.text.strip()]

@@ -14,8 +14,7 @@ NO_SPACE_SCRIPTS = frozenset(
 
 @functools.lru_cache(maxsize=4096)
 def _language(code: str) -> Any | None:
-    """The langcodes ``Language`` a code names (``en``, ``eng``, ``eng_Latn``, ``zh-Hant``,
-    ``cmn_hans``), or None when it is not a language tag (``stdin``, ``en@b``)."""
+    """The langcodes ``Language`` a code names (``eng_Latn``, ``zh-Hant``), else None."""
     import langcodes  # imported on first use: its name data takes ~0.1 s to load
     try:
         found = langcodes.Language.get(code.replace("_", "-"))
@@ -45,8 +44,7 @@ def language_name(code: str) -> str:
 
 
 def language_script(code: str) -> str | None:
-    """The ISO 15924 script a code states, else its language's usual one (CLDR's likely
-    subtags); None for a code that names no language."""
+    """The ISO 15924 script a code states, else its language's usual one, else None."""
     found = _language(code)
     if found is None:
         return None

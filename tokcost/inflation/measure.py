@@ -55,8 +55,7 @@ class Meter:
 
 @dataclass(frozen=True)
 class SentencePremiums:
-    """The premium read sentence by sentence on aligned text (FLORES-200): a language's
-    premium is a distribution, and its tail is what long prompts pay."""
+    """The premium read sentence by sentence on aligned text (FLORES-200): its tail."""
 
     sentences: int  # sentences with a non-empty baseline
     median: float
@@ -121,8 +120,7 @@ class Row:
 
 
 def by_premium(rows: Sequence[Row], meter: str) -> tuple[Row, ...]:
-    """``rows`` by their premium on ``meter``, largest first; ties (and rows without a
-    premium, last) in code order, so every table has one order on every run."""
+    """``rows`` by premium on ``meter``, largest first, ties (and no premium, last) by code."""
     return tuple(sorted(rows, key=lambda r: (-(r.result(meter).premium or 0.0), r.code)))
 
 
@@ -197,8 +195,7 @@ _Units = dict[tuple[int, int, str], list[int]]
 
 def _count(groups: Sequence[Group], meters: Sequence[Meter],
            on_progress: Callable[[int, int], None] | None) -> tuple[_Counts, _Units]:
-    """Every sample counted once per tokenizer (``-t o200k_base -m gpt-4o``: once), and
-    the sentences of the samples aligned one for one with their baseline's."""
+    """Every sample counted once per tokenizer, and its sentences where they are aligned."""
     total = sum(len(g.samples) for g in groups) * len(meters)
     # All the text is in hand: a tokenizer that can choose a backend starts the one that
     # suits its size (tokcost.adapters.fast_count.SMALL_RUN_CHARS).
@@ -226,8 +223,7 @@ def _count(groups: Sequence[Group], meters: Sequence[Meter],
 
 def measure(groups: Sequence[Group], meters: Sequence[Meter], *,
             on_progress: Callable[[int, int], None] | None = None) -> Report:
-    """Count every sample with every meter and derive the per-language metrics;
-    ``on_progress(done, total)`` is called after each count."""
+    """Count every sample with every meter; ``on_progress(done, total)`` after each count."""
     if not meters:
         raise UsageError(f"no tokenizer to compare with; pass at least one {arg('meters')}",
                          param="meters")

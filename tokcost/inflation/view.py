@@ -39,9 +39,8 @@ def name(meter: Meter) -> str:
 
 @dataclass(frozen=True)
 class TableView:
-    """One group measured with one meter: ``sections`` of rows, each (is the baseline,
-    cells), under an optional heading (a script, past 30 texts); the first
-    ``text_columns`` cells are text, the rest numbers; ``note``: the cost sentence."""
+    """One group on one meter: ``sections`` of (is the baseline, cells) rows under an
+    optional heading; the first ``text_columns`` cells are text; ``note``: the cost."""
 
     title: str
     header: tuple[str, ...]
@@ -94,8 +93,7 @@ def table(group: GroupReport, meter: Meter) -> TableView:
 
 def _sections(rows: tuple[Row, ...], meter: Meter,
               by_script: bool) -> list[tuple[str | None, tuple[Row, ...]]]:
-    """One run by premium, or, past ``_SECTION_ROWS`` texts (FLORES-200 has 204), one
-    section per script, the scripts by their median premium, largest first."""
+    """One run by premium, or past ``_SECTION_ROWS`` texts one section per script."""
     if not by_script or len(rows) <= _SECTION_ROWS:
         return [(None, rows)]
     scripts: dict[str, list[Row]] = {}

@@ -12,9 +12,7 @@ if TYPE_CHECKING:
 
 
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
-    """Draw one panel per group, rows by premium on the first tokenizer (largest on top), a
-    dashed line at the baseline (1.0); a proxy tokenizer is marked ≈ in the legend and on
-    its values. The file is written atomically."""
+    """One panel per group, bars by premium on the first tokenizer, a line at 1.0."""
     check_plot_path(path, force=force)
     plt = pyplot()
 
