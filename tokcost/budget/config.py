@@ -399,12 +399,9 @@ def _problem(name: str, key: PathKey, message: str, data: Any, locate: Locate) -
 
 def display_path(file: Path) -> str:
     """A path relative to cwd below it, ``../x`` in a folder above it, else as given."""
-    here = Path.cwd().resolve()
-    full = file.resolve()
-    try:
+    here, full = Path.cwd().resolve(), file.resolve()
+    if full == here or here in full.parents:
         return full.relative_to(here).as_posix() or "."
-    except ValueError:
-        pass
     if full in here.parents or full.parent in here.parents:
         return Path(os.path.relpath(full, here)).as_posix()
     return str(file)

@@ -189,19 +189,16 @@ def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
         raise BudgetConfigError(f"{config.display}: catalog: {text}") from None
 
 
-# (budget, its model, the key of its tokenizer, exact, the files it covers)
-_Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
-
-
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count every budget's ``files`` (default: all but ``.gitignore``d ones)."""
-    from tokcost.counting import walk
-    notices: list[Notice] = []
-    plans: list[_Plan] = []
-    tokenizers: dict[str, Tokenizer] = {}
+    """Find and count every budget's ``files`` (default: all but ``.gitignore``d ones), each
+    once per tokenizer, with one notice per file skipped or not UTF-8."""
+    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note, walk
     all_files = files if files is not None else sorted(
         Path(s.path).relative_to(config.root).as_posix() for s in walk([str(config.root)]))
+    notices: list[Notice] = []
+    plans: list[tuple[Budget, ModelEntry | None, str, bool, list[str]]] = []
+    tokenizers: dict[str, Tokenizer] = {}
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
         # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
@@ -212,13 +209,37 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
         notices += [Notice(f"budget '{budget.name}': glob '{glob}' matches no file",
                            config.display, budget.line) for glob in unmatched]
         plans.append((budget, entry, key, bool(tok.exact), chosen))
-    counts, file_notices = _count(config, plans, tokenizers, engine)
+    counts: dict[tuple[str, str], tuple[int, int]] = {}  # (tokenizer, file) -> (bytes, tokens)
+    file_notices: dict[str, Notice] = {}
+    for key, tok in tokenizers.items():
+        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
+        if not wanted:
+            continue
+        report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
+                                    gitignore=False), {key: tok}, run=engine)
+        if report.unreadable:
+            # A budget over a file it cannot read would pass short of that file's tokens.
+            first, n = report.unreadable[0], len(report.unreadable)
+            more = f" (and {n - 1} more)" if n > 1 else ""
+            raise InputError(f"{_relative(first.path, config.root)}: {first.reason}{more}; "
+                             "the budgets cannot be checked without it")
+        for fc in report.files:
+            rel = _relative(fc.path, config.root)
+            counts[key, rel] = (fc.bytes, fc.tokens[key])
+            if fc.invalid_utf8_bytes:
+                note = invalid_utf8_note(rel, fc.invalid_utf8_bytes)
+                file_notices.setdefault(note, Notice(note, rel))
+        for skip in report.skipped:
+            rel = _relative(skip.path, config.root)
+            # The input policy's words, as count says them: "skipped logo.png: binary (...)"
+            note = Skipped(rel, skip.reason).note
+            file_notices.setdefault(note, Notice(note, rel))
     measured = tuple(
         Measured(budget, entry, key, exact, tuple(
             FileResult(path=f, bytes=counts[key, f][0], tokens=counts[key, f][1])
             for f in chosen if (key, f) in counts))
         for budget, entry, key, exact, chosen in plans)
-    return Measurement(config, measured, (*notices, *file_notices))
+    return Measurement(config, measured, (*notices, *file_notices.values()))
 
 
 def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
@@ -237,39 +258,6 @@ def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
     except TokcostError as exc:
         raise BudgetConfigError(f"{where}: {exc.template}", param=exc.param,
                                 related=exc.related, value=exc.value) from None
-
-
-def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
-           engine: RunConfig | Runner | None,
-           ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
-    """(tokenizer key, file) -> (bytes, tokens), and one notice per file skipped or not UTF-8."""
-    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
-    counts: dict[tuple[str, str], tuple[int, int]] = {}
-    notices: dict[str, Notice] = {}
-    for key, tok in tokenizers.items():
-        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
-        if not wanted:
-            continue
-        report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
-                                    gitignore=False), {key: tok}, run=engine)
-        if report.unreadable:
-            # A budget over a file it cannot read would pass short of that file's tokens.
-            first, n = report.unreadable[0], len(report.unreadable)
-            more = f" (and {n - 1} more)" if n > 1 else ""
-            raise InputError(f"{_relative(first.path, config.root)}: {first.reason}{more}; "
-                             "the budgets cannot be checked without it")
-        for fc in report.files:
-            rel = _relative(fc.path, config.root)
-            counts[key, rel] = (fc.bytes, fc.tokens[key])
-            if fc.invalid_utf8_bytes:
-                note = invalid_utf8_note(rel, fc.invalid_utf8_bytes)
-                notices.setdefault(note, Notice(note, rel))
-        for skip in report.skipped:
-            rel = _relative(skip.path, config.root)
-            # The input policy's words, as count says them: "skipped logo.png: binary (...)"
-            note = Skipped(rel, skip.reason).note
-            notices.setdefault(note, Notice(note, rel))
-    return counts, list(notices.values())
 
 
 def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,

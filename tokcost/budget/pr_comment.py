@@ -5,6 +5,7 @@ on the next push (as size-limit's action does), with urllib only: the GitHub Act
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -120,13 +121,10 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
 
 
 def _refusal(exc: urllib.error.HTTPError, method: str, url: str) -> str:
-    said = ""
-    try:
+    message = None
+    with contextlib.suppress(ValueError, AttributeError, OSError):
         message = json.loads(exc.read() or b"{}").get("message")
-        if isinstance(message, str) and message:
-            said = f" ({' '.join(message.split())})"
-    except (ValueError, AttributeError, OSError):
-        pass
+    said = f" ({' '.join(message.split())})" if isinstance(message, str) and message else ""
     advice = _REFUSALS.get(exc.code, "try again later, or post the report from the job "
                                      "summary by hand")
     return f"GitHub API: {exc.code} on {method} {_path(url)}{said}: {advice}"
