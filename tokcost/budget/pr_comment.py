@@ -58,20 +58,17 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     if not marker:
         raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
                          param="marker")
-    base = api_url.rstrip("/")
-    owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))
+    issues = api_url.rstrip("/") + "/repos/" + "/".join(
+        urllib.parse.quote(part, safe="") for part in repo.split("/")) + "/issues"
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
     if len(text) > MAX_BODY_CHARS:
         text = text[: MAX_BODY_CHARS - len(TRUNCATED)] + TRUNCATED
-    existing = _find_comment(f"{base}/repos/{owner_name}/issues/{number}/comments", token,
-                             marker, timeout)
-    if existing is not None:
-        _request("PATCH", f"{base}/repos/{owner_name}/issues/comments/{existing}", token,
-                 {"body": text}, timeout)
-        return "updated"
-    _request("POST", f"{base}/repos/{owner_name}/issues/{number}/comments", token,
-             {"body": text}, timeout)
-    return "created"
+    existing = _find_comment(f"{issues}/{number}/comments", token, marker, timeout)
+    if existing is None:
+        _request("POST", f"{issues}/{number}/comments", token, {"body": text}, timeout)
+        return "created"
+    _request("PATCH", f"{issues}/comments/{existing}", token, {"body": text}, timeout)
+    return "updated"
 
 
 def _find_comment(comments_url: str, token: str, marker: str, timeout: float) -> int | None:
@@ -155,15 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
-    token, repo = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
-    event_path = env.get("GITHUB_EVENT_PATH", "")
+    names = ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")
+    token, repo, event_path = (env.get(name, "") for name in names)
     try:
         if len(args) != 1:
             raise UsageError("usage: python -m tokcost.budget.pr_comment REPORT.md "
                              "(the Markdown to post)")
-        missing = [name for name, value in (("GITHUB_TOKEN", token),
-                                            ("GITHUB_REPOSITORY", repo),
-                                            ("GITHUB_EVENT_PATH", event_path)) if not value]
+        missing = [name for name in names if not env.get(name)]
         if missing:
             raise UsageError(f"{', '.join(missing)} not set: run this in a GitHub Actions job "
                              "(the action passes its github-token input as GITHUB_TOKEN)")

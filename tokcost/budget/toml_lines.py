@@ -16,7 +16,14 @@ from collections.abc import Mapping
 
 KeyPath = tuple[str | int, ...]
 
-_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_SPACE = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")  # spaces and a comment, within the line
+_BLANK = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")  # ... and line ends
+# One part of a dotted key: bare, "basic" (kept as written) or 'literal'.
+_KEY = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:\\.|[^"\\])*)"|'([^']*)')[ \t]*""")
+# A value that is not an array or inline table: a string (up to two quotes may end the
+# content of a multi-line one), else whatever runs to the next delimiter.
+_SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])*"' r"|'[^']*'"
+                     r"|[^,\]}\n#]*", re.DOTALL)
 
 
 def key_lines(text: str) -> dict[KeyPath, int]:
@@ -44,53 +51,38 @@ class _Scanner:
     def line(self) -> int:
         return bisect.bisect_left(self.newlines, self.i) + 1
 
-    def peek(self, n: int = 1) -> str:
-        return self.text[self.i : self.i + n]
+    def skip(self, pattern: re.Pattern[str]) -> str:
+        """Move past ``pattern``; the character then under the cursor ('' at the end)."""
+        # Each pattern may match nothing, so it always matches.
+        self.i = pattern.match(self.text, self.i).end()  # type: ignore[union-attr]
+        return self.text[self.i : self.i + 1]
+
+    def expect(self, token: str) -> None:
+        self.skip(_SPACE)
+        if not self.text.startswith(token, self.i):
+            raise ValueError(token)
+        self.i += len(token)
 
     def mark(self, path: KeyPath, line: int) -> None:
         """Mark ``path`` and each of its parents at ``line``, unless already marked."""
         for end in range(1, len(path) + 1):
             self.lines.setdefault(path[:end], line)
 
-    def blank(self, newlines: bool) -> None:
-        """Skip spaces and comments (and line ends when ``newlines``)."""
-        while self.i < len(self.text):
-            ch = self.text[self.i]
-            if ch in " \t\r" or (newlines and ch == "\n"):
-                self.i += 1
-            elif ch == "#":
-                end = self.text.find("\n", self.i)
-                self.i = len(self.text) if end < 0 else end
-            else:
-                return
-
     def document(self) -> None:
         table: KeyPath = ()
-        while True:
-            self.blank(newlines=True)
-            if self.i >= len(self.text):
-                return
+        while self.skip(_BLANK):
             line = self.line()
-            if self.peek(2) == "[[":
-                self.i += 2
-                array = self.resolve(self.key())
-                self.expect("]]")
-                self.last[array] = self.last.get(array, -1) + 1
-                table = (*array, self.last[array])
-                self.mark(table, line)
-            elif self.peek() == "[":
-                self.i += 1
+            if self.text.startswith("[", self.i):
+                double = self.text.startswith("[[", self.i)
+                self.i += 2 if double else 1
                 table = self.resolve(self.key())
-                self.expect("]")
+                self.expect("]]" if double else "]")
+                if double:
+                    self.last[table] = self.last.get(table, -1) + 1
+                    table = (*table, self.last[table])
                 self.mark(table, line)
             else:
                 self.assignment(table, line)
-
-    def assignment(self, table: KeyPath, line: int) -> None:
-        path = (*table, *self.key())
-        self.mark(path, line)
-        self.expect("=")
-        self.value(path)
 
     def resolve(self, parts: tuple[str, ...]) -> KeyPath:
         """A header's path, through the last element of each array of tables on the way."""
@@ -101,79 +93,45 @@ class _Scanner:
                 path = (*path, self.last[path])
         return path
 
-    def expect(self, token: str) -> None:
-        self.blank(newlines=False)
-        if self.peek(len(token)) != token:
-            raise ValueError(token)
-        self.i += len(token)
-
     def key(self) -> tuple[str, ...]:
         """A dotted key: ``a``, ``"a.b"``, ``a . 'b' . c``."""
         parts: list[str] = []
         while True:
-            self.blank(newlines=False)
-            ch = self.peek()
-            if ch == '"':
-                parts.append(self.basic_string())
-            elif ch == "'":
-                end = self.text.index("'", self.i + 1)
-                parts.append(self.text[self.i + 1 : end])
-                self.i = end + 1
-            else:
-                bare = _BARE.match(self.text, self.i)
-                if bare is None:
-                    raise ValueError("key")
-                parts.append(bare.group())
-                self.i = bare.end()
-            self.blank(newlines=False)
-            if self.peek() != ".":
+            found = _KEY.match(self.text, self.i)
+            if found is None:
+                raise ValueError("key")
+            parts.append(next(g for g in found.groups() if g is not None))
+            self.i = found.end()
+            if not self.text.startswith(".", self.i):
                 return tuple(parts)
             self.i += 1
 
-    def value(self, path: KeyPath) -> None:
-        self.blank(newlines=False)
-        ch = self.peek()
-        if self.peek(3) in ('"""', "'''"):
-            quote = self.peek(3)
-            self.i += 3
-            while self.peek(3) != quote:
-                self.i += 2 if quote == '"""' and self.peek() == "\\" else 1
-            self.i += 3
-            while self.peek() == quote[0]:  # up to two quotes may end the content
-                self.i += 1
-        elif ch == '"':
-            self.basic_string()
-        elif ch == "'":
-            self.i = self.text.index("'", self.i + 1) + 1
-        elif ch in "[{":
-            self.i += 1
-            self.items(path, "]" if ch == "[" else "}")
-        else:
-            while self.i < len(self.text) and self.text[self.i] not in ",]}\n#":
-                self.i += 1
+    def assignment(self, table: KeyPath, line: int) -> None:
+        path = (*table, *self.key())
+        self.mark(path, line)
+        self.expect("=")
+        self.value(path)
 
-    def basic_string(self) -> str:
-        start = self.i + 1
-        self.i = start
-        while self.text[self.i] != '"':
-            self.i += 2 if self.text[self.i] == "\\" else 1
-        self.i += 1
-        return self.text[start : self.i - 1]  # keys with escapes are rare; kept as written
+    def value(self, path: KeyPath) -> None:
+        opening = self.skip(_SPACE)
+        if opening in ("[", "{"):
+            self.i += 1
+            self.items(path, "]" if opening == "[" else "}")
+        else:
+            self.skip(_SCALAR)
 
     def items(self, path: KeyPath, end: str) -> None:
         """An array's values (numbered) or an inline table's assignments, up to ``end``."""
         index = 0
-        while True:
-            self.blank(newlines=True)
-            if self.peek() == end:
-                self.i += 1
-                return
+        while (ahead := self.skip(_BLANK)) != end:
+            if not ahead:
+                raise ValueError(end)
             if end == "]":
                 self.lines.setdefault((*path, index), self.line())
                 self.value((*path, index))
                 index += 1
             else:
                 self.assignment(path, self.line())
-            self.blank(newlines=True)
-            if self.peek() == ",":
+            if self.skip(_BLANK) == ",":
                 self.i += 1
+        self.i += 1

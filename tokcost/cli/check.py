@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -209,26 +209,20 @@ def render_text(run: Any, *, width: int = 100, color: bool = False,
             console.print(f"── {result.config}")
         cells = result.tables()
         if cells.failures:
-            grid = _table("Failures", "budget", "file", "rule", "actual", "limit", numbers=2)
-            for budget, path, rule, actual, limit in cells.failures:
-                grid.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
-            print_fitted(console, grid)
+            _print_table(console, "Failures", ("budget", "file", "rule", "actual", "limit"), 2,
+                         [(b, path or "(all files)", *rest) for b, path, *rest in cells.failures],
+                         style="red")
             if cells.hint:  # the other formats carry it in each growth failure's message
                 console.print(Text(cells.hint))
         rows = [row for row in cells.budgets if not (hide_passed and row[0])]
         if rows and not quiet:
-            grid = _table("Budgets", "", "budget", "model", "files", "tokens", "growth",
-                          "cost/call", "window", numbers=5)
-            for passed, *row in rows:
-                mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
-                grid.add_row(mark, *row)
-            print_fitted(console, grid)
+            _print_table(console, "Budgets", ("", "budget", "model", "files", "tokens", "growth",
+                                              "cost/call", "window"), 5, [
+                (Text("ok", style="green") if passed else Text("FAIL", style="bold red"), *row)
+                for passed, *row in rows])
         if cells.changes and not quiet:
-            grid = _table(cells.changes_title, "budget", "file", "before", "now", "growth",
-                          numbers=3)
-            for change in cells.changes:
-                grid.add_row(*change)
-            print_fitted(console, grid)
+            _print_table(console, cells.changes_title, ("budget", "file", "before", "now",
+                                                        "growth"), 3, cells.changes)
         console.print(_verdict(result.passed, cells.headline))
         if cells.strict:
             console.print(Text("FAIL ", style="bold red") + Text(cells.strict))
@@ -244,13 +238,16 @@ def _verdict(passed: bool, headline: str) -> Any:
                           "bold green" if passed else "bold red"), headline)
 
 
-def _table(title: str, *columns: str, numbers: int) -> Any:
+def _print_table(console: Any, title: str, columns: tuple[str, ...], numbers: int,
+                 rows: Sequence[Sequence[Any]], style: str | None = None) -> None:
     """A table in the one style: text columns, then ``numbers`` right-aligned ones."""
     grid = table(title=title)
     for i, name in enumerate(columns):
         grid.add_column(name, justify="right" if i >= len(columns) - numbers else "left",
                         overflow="fold" if name in ("budget", "file") else "ellipsis")
-    return grid
+    for row in rows:
+        grid.add_row(*row, style=style)
+    print_fitted(console, grid)
 
 
 def register(app: typer.Typer) -> None:
