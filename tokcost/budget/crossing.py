@@ -11,8 +11,6 @@ if TYPE_CHECKING:
     from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding, Measurement
     from tokcost.catalog import CatalogSource
 
-__all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
-
 
 def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
     """The first line (1-based) through which ``text`` has more than ``limit`` tokens,

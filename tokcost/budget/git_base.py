@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from tokcost.budget.evaluate import ConfigResult, Measurement
     from tokcost.catalog import CatalogSource
 
-__all__ = ["GitBaseError", "GitTree", "against_base", "baseline_at", "open_tree"]
-
 _SYMLINK = "120000"
 _LINK_HOPS = 8  # a symlink chain longer than this is left out, as a loop would be
 
@@ -81,7 +79,6 @@ class GitTree:
     prefix: str  # the config's folder relative to ``top`` ('' at the top)
     ref: BaseRef
     blobs: Mapping[str, str]
-
 
 
 def open_tree(root: str | Path, ref: str) -> GitTree:

@@ -19,8 +19,6 @@ from typing import Any, Literal
 from tokcost.budget.report import MARKER
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 
-__all__ = ["MAX_BODY_CHARS", "CommentError", "pull_request_number", "upsert_comment"]
-
 API_VERSION = "2022-11-28"  # the REST API version these calls are written against
 DEFAULT_API_URL = "https://api.github.com"
 MAX_BODY_CHARS = 65536  # GitHub rejects a longer comment body (422)

@@ -13,10 +13,6 @@ from tokcost.errors import InputError, UsageError, arg
 from tokcost.inflation.corpus import FloresSplit, Group, Sample, checked_group, read_text_file
 from tokcost.inflation.languages import _language, language_name, language_script, script_name
 
-__all__ = [
-    "FloresSplit", "is_flores", "is_udhr", "load_flores", "load_udhr", "match_baseline",
-]
-
 # FLORES-200 file stems: an ISO 639-3 code and an ISO 15924 script (eng_Latn, zho_Hant).
 _FLORES_STEM = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 _UDHR_FILE = re.compile(r"^udhr_(.+)\.txt$")
