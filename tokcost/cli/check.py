@@ -5,10 +5,9 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Sequence
-from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -46,15 +45,6 @@ Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config er
 (or a warning under --strict).
 """
 
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    github = "github"
-    markdown = "markdown"
-    junit = "junit"
-
-
 # PATHS' limits: flag -> (budget key, the parser every config value goes through)
 _LIMITS: dict[str, tuple[str, Callable[..., Any]]] = {
     "max_tokens": ("max_tokens_per_file", partial(units.parse_count, minimum=1)),
@@ -85,8 +75,8 @@ def check(
         "for the tokenizer, prices and context window.", show_default=False)] = None,
     tokenizer: Annotated[str | None, typer.Option("--tokenizer", "-t", help="With PATHS: "
         "tokenizer spec to count with (default: the model's).", show_default=False)] = None,
-    fmt: Annotated[Format, typer.Option(
-        "--format", "-f", help="Report format.", case_sensitive=False)] = Format.text,
+    fmt: Annotated[Literal["text", "json", "github", "markdown", "junit"], typer.Option(
+        "--format", "-f", help="Report format.", case_sensitive=False)] = "text",
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the "
         "failures and the verdict.")] = False,
@@ -124,14 +114,14 @@ def check(
         n = sum(len(b.files) for b in r.budgets)
         err.print(f"wrote baseline {r.written} ({n} files in {len(r.budgets)} budgets)",
                   highlight=False)
-    fmt = Format.json if json_out else fmt
-    if fmt is Format.text:
+    fmt = "json" if json_out else fmt
+    if fmt == "text":
         _print_text(result, strict=strict, quiet=quiet, hide_passed=hide_passed)
     else:
         # Warnings are inside the machine-readable report; stdout stays parseable.
-        typer.echo(result.render(fmt.value, quiet=quiet, hide_passed=hide_passed), nl=False)
+        typer.echo(result.render(fmt, quiet=quiet, hide_passed=hide_passed), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt is Format.github and summary and not _append_summary(summary, result):
+    if fmt == "github" and summary and not _append_summary(summary, result):
         # The annotations above are the report and are complete; the summary is its copy,
         # so it is written (and can fail) last: an exceeded budget keeps its exit code.
         raise typer.Exit(code=result.exit_code or 1)
