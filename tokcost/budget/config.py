@@ -172,8 +172,7 @@ def _has_tool_table(pyproject: Path) -> bool:
     try:
         data = _load_toml(text, str(pyproject))
     except BudgetConfigError:
-        # Broken TOML that mentions tokcost is meant as a config: load_config reports
-        # its line. Any other broken pyproject.toml (a neighbour's package) is not ours.
+        # Broken TOML that mentions tokcost is meant as one (load_config reports its line).
         return "tokcost" in text
     return isinstance(data.get("tool"), dict) and "tokcost" in data["tool"]
 
@@ -273,8 +272,6 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
     lines = key_lines(text)
     return tool["tokcost"], lambda key: nearest(lines, ("tool", "tokcost", *key))
 
-
-# --- ad-hoc budgets: paths and limits without a config file ---------------------------------
 
 ADHOC = "(command line)"  # what reports show as the config of an ad-hoc check
 # Growth is measured against a baseline, and a baseline belongs to a config file.

@@ -201,8 +201,7 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
     tokenizers: dict[str, Tokenizer] = {}
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
-        # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
-        # recorded in the baseline, which must not depend on this machine.
+        # The spec as written ({mistral_common}/... unexpanded): the baseline is portable.
         key = choice.written_spec or choice.spec
         tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
@@ -378,8 +377,7 @@ def _findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
                       f"budget '{name}': {a}{total:,} tokens in {n} file{'' if n == 1 else 's'} "
                       f"({a}{spec_label(b.tokenizer)}), over the {most:,}-token total limit")
     window = 100.0 if budget.max_context_percent is None else budget.max_context_percent
-    # The whole budget (path None), then each file: a cost and a window share are the
-    # whole budget's only with combine.
+    # The whole budget (path None), whose cost and window share count only with combine.
     whole = (None, total, b.cost if budget.combine else None,
              b.context_percent if budget.combine else None, b.growth_percent, b.baseline_total)
     for path, tokens, cost, share, growth, before in [whole, *(

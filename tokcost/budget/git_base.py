@@ -37,8 +37,7 @@ def _given(ref: str) -> str:
 
 
 def _long(name: str) -> str:
-    # git's own long options. Built, not spelled, so tests/test_api_words.py (which keeps
-    # tokcost's flags out of library messages) does not take them for one of tokcost's.
+    # Built, not spelled, so tests/test_api_words.py does not take git's for tokcost's flags.
     return "--" + name
 
 

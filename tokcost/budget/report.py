@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 FORMATS = ("json", "github", "markdown", "junit")
 JSON_VERSION = 1
 MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its comment
-# Reports are read in CI logs and PR comments, where the way to accept growth is the
-# command, so findings and warnings name it (exceptions speak the API instead).
+# Reports are read in CI logs and PR comments, so they name the command that accepts growth.
 UPDATE_HINT = "run: tokcost check --update-baseline"
 # The config files a bare `tokcost check` finds in the folder it runs in.
 _FOUND_HERE = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml", "pyproject.toml")
@@ -313,8 +312,7 @@ def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: b
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-# What XML 1.0 cannot hold at all, even escaped: C0 controls but tab, newline and return;
-# surrogates (a file name that is not UTF-8 decodes to them); U+FFFE and U+FFFF.
+# What XML 1.0 cannot hold even escaped: C0 controls but \t\n\r, surrogates, U+FFFE/U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 

@@ -20,8 +20,7 @@ _SPACE = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")  # spaces and a comment, within th
 _BLANK = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")  # ... and line ends
 # One part of a dotted key: bare, "basic" (kept as written) or 'literal'.
 _KEY = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:\\.|[^"\\])*)"|'([^']*)')[ \t]*""")
-# A value that is not an array or inline table: a string (up to two quotes may end the
-# content of a multi-line one), else whatever runs to the next delimiter.
+# A string (a multi-line one may end in up to five quotes), else all up to a delimiter.
 _SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])*"' r"|'[^']*'"
                      r"|[^,\]}\n#]*", re.DOTALL)
 

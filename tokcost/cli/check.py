@@ -122,8 +122,7 @@ def check(
         typer.echo(result.render(fmt, quiet=quiet, hide_passed=hide_passed), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if fmt == "github" and summary and not _append_summary(summary, result):
-        # The annotations above are the report and are complete; the summary is its copy,
-        # so it is written (and can fail) last: an exceeded budget keeps its exit code.
+        # The summary copies the complete report, so it fails last: a budget keeps its code.
         raise typer.Exit(code=result.exit_code or 1)
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)

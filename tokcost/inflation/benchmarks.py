@@ -55,8 +55,7 @@ def load_flores(
     """Every language of a FLORES-200 folder, its sentences of ``split`` in order."""
     chosen = FloresSplit(split)
     splits: tuple[str, ...] = _SPLITS if chosen is FloresSplit.BOTH else (chosen.value,)
-    # The folder of one split holds its files directly (flores200_dataset/dev): "both"
-    # then means the split that is there.
+    # "both" in one split's folder (flores200_dataset/dev) means the split that is there.
     here = tuple(s for s in _SPLITS if _flores_files(folder, s))
     if here and chosen is FloresSplit.BOTH:
         splits = here
@@ -128,8 +127,7 @@ def load_udhr(folder: Path, *, baseline: str = "en",
         read = read_text_file(path, skipped)
         if isinstance(read, Skipped):
             continue
-        # The translation's name is the header's first line, after " - "; the text
-        # follows the "---" line.
+        # The header's first line names the translation after " - "; "---" ends the header.
         head, sep, body = read.text.partition("\n---\n")
         first = head.strip().splitlines()[0] if sep and head.strip() else ""
         header_name = first.partition(" - ")[2].strip() or None

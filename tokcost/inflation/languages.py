@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-# Writing systems that do not separate words with spaces (ISO 15924): there,
-# words/token is meaningless. Han in all its forms, Japanese, Thai, Lao, Khmer, Burmese, Tibetan.
+# Scripts without spaces between words (ISO 15924), where words/token means nothing.
 NO_SPACE_SCRIPTS = frozenset(
     {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
 
@@ -32,8 +31,7 @@ def language_name(code: str) -> str:
     found = _language(code)
     if found is None:
         return code
-    # FLORES codes state the script of every language (eng_Latn); name it only where it
-    # tells two texts apart (zho_Hans / zho_Hant), as the code's default script does not.
+    # A script every FLORES code states (eng_Latn) is named only where not the default.
     if found.script:
         bare = _language(found.language)
         if bare is not None and found.script == bare.maximize().script:

@@ -197,8 +197,7 @@ def _count(groups: Sequence[Group], meters: Sequence[Meter],
            on_progress: Callable[[int, int], None] | None) -> tuple[_Counts, _Units]:
     """Every sample counted once per tokenizer, and its sentences where they are aligned."""
     total = sum(len(g.samples) for g in groups) * len(meters)
-    # All the text is in hand: a tokenizer that can choose a backend starts the one that
-    # suits its size (tokcost.adapters.fast_count.SMALL_RUN_CHARS).
+    # All the text is in hand: a tokenizer may pick the backend for its size (plan_run).
     chars = sum(len(s.text) + sum(map(len, s.units or ())) for g in groups for s in g.samples)
     for tokenizer in {id(m.tokenizer): m.tokenizer for m in meters}.values():
         plan_run(tokenizer, chars)
