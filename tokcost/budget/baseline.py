@@ -118,6 +118,4 @@ def growth_percent(now: int, before: int | None) -> float | None:
     >>> growth_percent(110, 100), growth_percent(5, 0)
     (10.0, None)
     """
-    if before is None or before <= 0:
-        return None
-    return (now - before) * 100.0 / before
+    return None if before is None or before <= 0 else (now - before) * 100.0 / before

@@ -151,8 +151,7 @@ class BudgetConfig:
 def work_tree_root(start: Path | None = None) -> Path | None:
     """The nearest folder at or above ``start`` (default: cwd) with a ``.git``, or None."""
     here = Path(os.path.abspath(start or Path.cwd()))
-    return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()),
-                None)
+    return next((f for f in (here, *here.parents) if (f / ".git").exists()), None)
 
 
 def configs_in(folder: Path) -> tuple[Path, tuple[Path, ...]] | None:
@@ -328,8 +327,7 @@ def _check_limits(limits: Mapping[str, Any], model: str | None) -> None:
                              "config file; write the budget into tokcost.yaml", param="limits")
     if not any(key in LIMIT_KEYS for key in limits):
         wanted = ", ".join(k for k in LIMIT_KEYS if k not in _GROWTH_KEYS)
-        raise UsageError(f"{arg('limits')} sets no limit; give one of {wanted}",
-                         param="limits")
+        raise UsageError(f"{arg('limits')} sets no limit; give one of {wanted}", param="limits")
     for key, what in _NEEDS_MODEL.items():
         if key in limits and model is None and limits.get("model") is None:
             raise UsageError(f"limits '{key}' needs a model for its {what}; pass "

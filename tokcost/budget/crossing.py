@@ -46,8 +46,8 @@ def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
         limit = budget.budget.max_tokens_per_file
         return int(limit) if limit is not None else None
     if finding.rule == "context_window" and budget.context_window:
-        return window_allowance(float(finding.limit), budget.context_window,
-                                budget.budget.reserve)
+        window, reserve = budget.context_window, budget.budget.reserve
+        return window_allowance(float(finding.limit), window, reserve)
     return None
 
 

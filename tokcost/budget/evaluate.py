@@ -142,9 +142,7 @@ class ConfigResult:
     @property
     def exit_code(self) -> int:
         """0 every budget holds, 1 a budget is exceeded, 2 warnings under ``strict``."""
-        if self.strict and self.notices:
-            return 2
-        return 0 if self.passed else 1
+        return 2 if self.strict and self.notices else 0 if self.passed else 1
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (``tokcost check --json``)."""
@@ -170,8 +168,7 @@ def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]
     """The files a budget's gitignore-style globs cover, and its globs that match none."""
     spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
     excluded = pathspec.GitIgnoreSpec.from_lines(budget.exclude) if budget.exclude else None
-    chosen = [
-        f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))]
+    chosen = [f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))]
     unmatched = [glob for glob in budget.paths if not glob.startswith("!") and not any(
         pathspec.GitIgnoreSpec.from_lines([glob]).match_file(f) for f in files)]
     return chosen, unmatched

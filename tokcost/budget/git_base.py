@@ -97,10 +97,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
     run = _git(["rev-parse", "-q", _long("verify"), f"{ref}^{{commit}}"], top, ref)
     commit = run.stdout.decode("ascii", errors="replace").strip()
     if run.returncode != 0 or not commit:
-        raise GitBaseError(
-            f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; in GitHub "
-            "Actions, actions/checkout with fetch-depth: 0) or name another ref",
-            param="base")
+        raise GitBaseError(f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; "
+                           "in GitHub Actions, actions/checkout with fetch-depth: 0) or name "
+                           "another ref", param="base")
     out = _git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref,
                "list the tree").stdout
     entries: dict[str, _Entry] = {}

@@ -33,9 +33,8 @@ _VERDICT = "tokcost check: "  # how a GitHub report's own verdict lines begin
 
 def update_hint(config_display: str) -> str:
     """The command that accepts grown files: it names a config a bare check would not find."""
-    if config_display in _FOUND_HERE:
-        return UPDATE_HINT
-    return f"run: tokcost check -c {config_display} --update-baseline"
+    found = config_display in _FOUND_HERE
+    return UPDATE_HINT if found else f"run: tokcost check -c {config_display} --update-baseline"
 
 
 def _plural(n: int, word: str) -> str:
@@ -131,9 +130,7 @@ def _value(f: Finding, which: Any) -> str:
         return format_usd(which)
     if f.rule == "context_window":
         return format_percent(which)
-    if f.rule.endswith("growth_percent"):
-        return format_percent(which, sign=True)
-    return f"{which:,}"
+    return format_percent(which, sign=True) if f.rule.endswith("growth_percent") else f"{which:,}"
 
 
 def _marked(b: BudgetResult, cell: str) -> str:

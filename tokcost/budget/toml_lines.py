@@ -35,8 +35,7 @@ def key_lines(text: str) -> dict[KeyPath, int]:
 
 def nearest(lines: Mapping[KeyPath, int], path: KeyPath) -> int | None:
     """The line of ``path``, else of its closest written parent."""
-    return next((lines[path[:end]] for end in range(len(path), 0, -1) if path[:end] in lines),
-                None)
+    return next((lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in lines), None)
 
 
 class _Scanner:

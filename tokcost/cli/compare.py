@@ -87,9 +87,8 @@ def _print_chart(title: str, legend: tuple[str, ...],
         for i, (premium, label) in enumerate(bars):
             name = shown if i == 0 else ""
             line = Text(name + " " * (width - cell_len(name)) + " ")
-            line.append("█" * max(1, round(premium / top * _BAR)),
-                        style=_COLORS[i % len(_COLORS)])
-            out.print(line.append(f" {label}"))
+            bar = "█" * max(1, round(premium / top * _BAR))
+            out.print(line.append(bar, style=_COLORS[i % len(_COLORS)]).append(f" {label}"))
 
 
 def compare(

@@ -247,8 +247,7 @@ def load_dir(folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind |
             raise UsageError(f"{folder} holds prose only (a benchmark set); leave out "
                              f"{arg('kinds')}", param="kinds")
         if benchmarks.is_flores(folder):
-            return [benchmarks.load_flores(folder, baseline=baseline, split=split,
-                                           skipped=skipped)]
+            return [benchmarks.load_flores(folder, baseline=baseline, split=split, skipped=skipped)]
         return [benchmarks.load_udhr(folder, baseline=baseline, skipped=skipped)]
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
     if not files:
@@ -292,8 +291,7 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
         samples = by_kind.get(kind)
         if not samples:
             if kind == "prose" and baseline in left_out.get(kind, {}):  # say why it is missing
-                checked_group(kind, baseline, [], where="the files given",
-                              left_out=left_out[kind])
+                checked_group(kind, baseline, [], where="the files given", left_out=left_out[kind])
             continue
         seen: set[str] = set()
         for i, s in enumerate(samples):

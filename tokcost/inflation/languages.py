@@ -44,9 +44,7 @@ def language_name(code: str) -> str:
 def language_script(code: str) -> str | None:
     """The ISO 15924 script a code states, else its language's usual one, else None."""
     found = _language(code)
-    if found is None:
-        return None
-    script = found.script or found.maximize().script
+    script = None if found is None else found.script or found.maximize().script
     return str(script) if script else None
 
 
@@ -78,11 +76,8 @@ def guess_script(text: str, *, sample: int = 4000) -> str | None:
     """
     import unicodedata
     from collections import Counter
-    counts: Counter[str] = Counter()
-    for ch in text[:sample]:
-        if ch.isalpha():
-            word = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
-            counts[_SCRIPT_NAMES.get(word, word.title())] += 1
+    words = (unicodedata.name(ch, "UNKNOWN").split(" ")[0] for ch in text[:sample] if ch.isalpha())
+    counts = Counter(_SCRIPT_NAMES.get(word, word.title()) for word in words)
     if not counts:
         return None
     total = sum(counts.values())

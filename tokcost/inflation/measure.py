@@ -256,8 +256,7 @@ def _row(sample: Sample, group: Group, meters: Sequence[Meter], counts: _Counts,
             cost_ratio=float(cost / base_cost) if cost is not None and base_cost else None,
             sentence_premiums=(SentencePremiums.of(mine, base)
                                if mine is not None and base is not None else None)))
-    return Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)),
-               tuple(results))
+    return Row(sample, n_bytes, n_chars, words, lines, len(paragraphs(sample.text)), tuple(results))
 
 
 def premium(tokens: int, baseline_tokens: int) -> float:

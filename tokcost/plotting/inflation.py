@@ -33,8 +33,7 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
             offset = ((len(meters) - 1) / 2 - mi) * bar  # first tokenizer on top
             ys = [i + offset for i in range(len(rows))]
             values = [r.result(meter).premium or 0.0 for r in rows]
-            ax.barh(ys, values, height=bar * 0.92, color=colors[mi % len(colors)],
-                    label=names[mi])
+            ax.barh(ys, values, height=bar * 0.92, color=colors[mi % len(colors)], label=names[mi])
             if len(meters) <= 3:
                 for y, v in zip(ys, values, strict=True):
                     ax.text(v, y, f" {marks[mi]}{v:.2f}", va="center",
