@@ -46,12 +46,7 @@ class Baseline:
 
 @dataclass(frozen=True)
 class BaseRef:
-    """A git ref that growth is measured against instead of a baseline file.
-
-    >>> commit = "0123456789abcdef" * 2 + "01234567"
-    >>> BaseRef("main", commit).label, BaseRef(commit, commit).label
-    ('main', '0123456')
-    """
+    """A git ref that growth is measured against instead of a baseline file."""
 
     ref: str  # as given: main, origin/main, v1.2, a commit id
     commit: str  # the commit it names, in full
@@ -113,9 +108,5 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
 
 
 def growth_percent(now: int, before: int | None) -> float | None:
-    """Growth in percent, or None when there is nothing to compare with.
-
-    >>> growth_percent(110, 100), growth_percent(5, 0)
-    (10.0, None)
-    """
+    """Growth in percent, or None when there is nothing to compare with."""
     return None if before is None or before <= 0 else (now - before) * 100.0 / before

@@ -53,11 +53,7 @@ def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
 
 def window_allowance(share: float, window: int, reserve: int) -> int:
     """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens, stays
-    within ``share`` percent, in the judge's floats (negative when the reserve alone is over).
-
-    >>> window_allowance(100.0, 1000, 100), window_allowance(5.0, 128_000, 4096)
-    (900, 2304)
-    """
+    within ``share`` percent, in the judge's floats (negative when the reserve alone is over)."""
     most = int(share * window / 100) - reserve
     while most >= -reserve and (most + reserve) * 100.0 / window > share:
         most -= 1

@@ -130,11 +130,7 @@ def _path(url: str) -> str:
 
 
 def pull_request_number(event: Any) -> int | None:
-    """The pull request's number in a webhook event, or None when the event has none.
-
-    >>> pull_request_number({"pull_request": {"number": 7}}), pull_request_number({"ref": "x"})
-    (7, None)
-    """
+    """The pull request's number in a webhook event, or None when the event has none."""
     if not isinstance(event, dict):
         return None
     pr = event.get("pull_request")

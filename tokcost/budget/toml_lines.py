@@ -1,11 +1,6 @@
 """Where each key of a TOML text is written (tomllib keeps no positions): a scanner of
 TOML's shapes (headers, dotted and quoted keys, arrays and inline tables across lines,
-strings that hide ``=`` or brackets) run on text tomllib has already accepted.
-
->>> lines = key_lines('[tool.tokcost]\\nmodel = "x"\\n\\n[[tool.tokcost.budgets]]\\nname = "a"\\n')
->>> lines[("tool", "tokcost", "model")], lines[("tool", "tokcost", "budgets", 0, "name")]
-(2, 5)
-"""
+strings that hide ``=`` or brackets) run on text tomllib has already accepted."""
 
 from __future__ import annotations
 

@@ -51,11 +51,7 @@ STDIN_CODE = "stdin"  # the code of the sample read from standard input
 
 
 def paragraphs(text: str) -> list[str]:
-    """Blocks of text separated by blank lines.
-
-    >>> paragraphs("one\\ntwo\\n\\nthree\\n")
-    ['one\\ntwo', 'three']
-    """
+    """Blocks of text separated by blank lines."""
     return [p.strip() for p in _BLANK_LINE.split(text.replace("\r\n", "\n")) if p.strip()]
 
 
@@ -119,12 +115,8 @@ class Group:
 @dataclass(frozen=True, kw_only=True)
 class Corpus:
     """Which parallel texts to compare: ``sources`` (one folder, or files; none: the
-    shipped corpora), the ``baseline`` text, the corpus ``kinds`` to keep (none: all) and
-    the FLORES-200 ``split``; ``-`` among the files reads ``stdin`` (default the process's).
-
-    >>> [g.kind for g in Corpus(kinds=["code", "data"]).load()]
-    ['code', 'data']
-    """
+    shipped corpora), the ``baseline``, the ``kinds`` to keep (none: all), the FLORES ``split``;
+    ``-`` among the files reads ``stdin`` (default the process's)."""
 
     sources: tuple[Path, ...] = ()
     builtin: bool = False  # the shipped corpora, said outright (the default without sources)

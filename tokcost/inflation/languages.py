@@ -23,11 +23,7 @@ def _language(code: str) -> Any | None:
 
 
 def language_name(code: str) -> str:
-    """The English name (CLDR's) of the language a code names, else the code itself.
-
-    >>> language_name("arb_Arab"), language_name("zho_Hant"), language_name("stdin")
-    ('Standard Arabic', 'Chinese (Traditional)', 'stdin')
-    """
+    """The English name (CLDR's) of the language a code names, else the code itself."""
     found = _language(code)
     if found is None:
         return code
