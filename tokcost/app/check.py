@@ -99,25 +99,21 @@ class CheckRequest(Parts):
             raise UsageError(f"{arg('under')} finds every config below a folder; drop "
                              f"{arg('config')}, or drop {arg('under')} and repeat {arg('config')}",
                              param="under", related=("config",))
-        if self.adhoc is not None:
-            self._adhoc_alone()
-        if self.several and self.growth.baseline is not None:
-            raise UsageError(f"{arg('baseline')} names one file, and each of several configs "
-                             f"has its own baseline; drop {arg('baseline')}", param="baseline")
-
-    def _adhoc_alone(self) -> None:
-        """Paths with limits are the whole check: no config, and no baseline."""
-        if self.config or self.under is not None:
+        # Paths with limits are the whole check: no config, and no baseline.
+        if self.adhoc is not None and (self.config or self.under is not None):
             raise UsageError(f"give {arg('paths')} with limits, or {arg('config')}/"
                              f"{arg('under')}, not both: {arg('paths')} are checked without a "
                              "config file", param="paths", related=("config", "under"))
         g = self.growth
         for name, given in (("update_baseline", g.update_baseline),
                             ("baseline", g.baseline is not None), ("base", g.base is not None)):
-            if given:
+            if self.adhoc is not None and given:
                 raise UsageError(f"{arg(name)} needs a config file; {arg('paths')} with limits "
                                  "have no baseline (write a tokcost.yaml to track growth)",
                                  param=name, related=("paths",))
+        if self.several and self.growth.baseline is not None:
+            raise UsageError(f"{arg('baseline')} names one file, and each of several configs "
+                             f"has its own baseline; drop {arg('baseline')}", param="baseline")
 
     @property
     def several(self) -> bool:

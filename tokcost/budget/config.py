@@ -84,8 +84,8 @@ class Budget(Strict):
     @property
     def reserve(self) -> int:
         """Output tokens kept free in the context window (default: ``output_tokens``)."""
-        return self.output_tokens if self.reserve_output_tokens is None else (
-            self.reserve_output_tokens)
+        own = self.reserve_output_tokens
+        return self.output_tokens if own is None else own
 
     @model_validator(mode="after")
     def _a_limit(self) -> Budget:
