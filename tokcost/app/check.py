@@ -18,7 +18,7 @@ from tokcost import budget
 from tokcost.atomic import ensure_writable
 from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
 from tokcost.budget.crossing import locate
-from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
+from tokcost.budget.git_base import GitTree, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
 from tokcost.parts import Parts
@@ -105,9 +105,9 @@ class CheckRequest(Parts):
                              f"{arg('under')}, not both: {arg('paths')} are checked without a "
                              "config file", param="paths", related=("config", "under"))
         g = self.growth
-        for name, given in (("update_baseline", g.update_baseline),
-                            ("baseline", g.baseline is not None), ("base", g.base is not None)):
-            if self.adhoc is not None and given:
+        for name, is_set in (("update_baseline", g.update_baseline),
+                             ("baseline", g.baseline is not None), ("base", g.base is not None)):
+            if self.adhoc is not None and is_set:
                 raise UsageError(f"{arg(name)} needs a config file; {arg('paths')} with limits "
                                  "have no baseline (write a tokcost.yaml to track growth)",
                                  param=name, related=("paths",))
@@ -202,8 +202,8 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
         budget.write_baseline(path, known)
     if tree is not None:
         at_base = baseline_at(measured, tree, catalog=request.catalog)
-        result = against_base(budget.judge(measured, at_base, strict=request.strict,
-                                           baseline_display=tree.ref.label), at_base, tree.ref)
+        result = budget.judge(measured, at_base, strict=request.strict,
+                              baseline_display=tree.ref.label, base=tree.ref)
     else:
         if request.adhoc is None and not update:
             known = budget.read_baseline(path)

@@ -303,34 +303,36 @@ def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
 
 
 def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool = False,
-          baseline_display: str | None = None) -> ConfigResult:
-    """Apply every budget's limits to its counted files."""
+          baseline_display: str | None = None, base: BaseRef | None = None) -> ConfigResult:
+    """Apply every budget's limits to its counted files; growth against the ``baseline``
+    file, or against the counts at the git ref ``base`` (no file to update then)."""
     config = measurement.config
     hint = update_hint(config.display)
+    vs, accept = ("the baseline", f"; if intended, {hint}") if base is None else (base.label, "")
     notices = list(measurement.notices)
     results = []
     for m in measurement.budgets:
         name = m.budget.name
-        base = baseline.budgets.get(name) if baseline is not None else None
-        if base is not None and base.tokenizer != m.tokenizer:
+        entry = baseline.budgets.get(name) if baseline is not None else None
+        if entry is not None and entry.tokenizer != m.tokenizer:
             notices.append(Notice(
-                f"budget '{name}': baseline counted with {base.tokenizer}, now "
+                f"budget '{name}': baseline counted with {entry.tokenizer}, now "
                 f"{m.tokenizer}; growth not checked; {hint}", config.display, m.budget.line))
-            base = None
-        elif base is None and (m.budget.max_growth_percent is not None
-                               or m.budget.max_file_growth_percent is not None):
+            entry = None
+        elif entry is None and (m.budget.max_growth_percent is not None
+                                or m.budget.max_file_growth_percent is not None):
             why = "no baseline file" if baseline is None else "not in the baseline"
             notices.append(Notice(f"budget '{name}': {why}, growth not checked; {hint}",
                                   config.display, m.budget.line))
-        judged = _measured_result(m, base)
-        found = sorted(_findings(judged, hint),
+        judged = _measured_result(m, entry)
+        found = sorted(_findings(judged, vs, accept),
                        key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
         results.append(replace(judged, failures=tuple(found)))
     here = Path.cwd().resolve()
     return ConfigResult(
         config=config.display, baseline=baseline_display or _relative(str(config.baseline), here),
         baseline_found=baseline is not None, budgets=tuple(results), notices=tuple(notices),
-        strict=strict, root=_relative(str(config.root), here) or ".")
+        strict=strict, root=_relative(str(config.root), here) or ".", base=base)
 
 
 def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
@@ -361,11 +363,13 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
         budget=budget, model=entry.id if entry is not None else None, tokenizer=m.tokenizer,
         exact=m.exact, files=files, baseline_total=base.total_tokens if base is not None else None,
         cost=cost, context_percent=context, context_window=window,
-        removed=tuple(sorted((p, n) for p, n in known.items() if p not in now)))
+        removed=tuple(sorted((p, n) for p, n in known.items() if p not in now)),
+        renamed=tuple(sorted(base.renamed.items())) if base is not None else ())
 
 
-def _findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
-    """The limits the budget and its files exceed; ≈ before every number a proxy gave."""
+def _findings(b: BudgetResult, vs: str, accept: str) -> Iterator[Finding]:
+    """The limits the budget and its files exceed; ≈ before every number a proxy gave;
+    growth is ``vs`` the baseline, ``accept`` says how to accept it."""
     budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
     total, most = b.total_tokens, budget.max_total_tokens
     if most is not None and total > most:
@@ -405,8 +409,8 @@ def _findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
         if most_growth is not None and growth is not None and growth > most_growth:
             yield Finding(name, rule, path, round_percent(growth), most_growth,
                           f"{where}{a}{tokens:,} tokens, {a}{format_percent(growth, sign=True)} "
-                          f"against the baseline ({a}{before:,}), over the "
-                          f"+{_pct(most_growth)}% limit{of}; if intended, {hint}")
+                          f"against {vs} ({a}{before:,}), over the "
+                          f"+{_pct(most_growth)}% limit{of}{accept}")
 
 
 def baseline_from(measurement: Measurement) -> Baseline:

@@ -8,10 +8,9 @@ import hashlib
 import io
 import os
 import posixpath
-import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef
 from tokcost.errors import UsageError, arg
 
 if TYPE_CHECKING:
-    from tokcost.budget.evaluate import ConfigResult, Measurement
+    from tokcost.budget.evaluate import Measurement
     from tokcost.catalog import CatalogSource
 
 _SYMLINK = "120000"
@@ -275,20 +274,3 @@ def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
         if digest in by_hash:
             pairs[path] = by_hash.pop(digest)
     return dict(sorted(pairs.items()))
-
-
-def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigResult:
-    """``result`` worded against ``ref``: its renames, its label, no hint to update a file."""
-
-    def reword(message: str) -> str:
-        message = message.replace("against the baseline", f"against {ref.label}")
-        # the update-baseline hint ends the message: there is no file to update
-        return re.sub(r"; if intended, run: tokcost check [^;]*$", "", message)
-
-    budgets = []
-    for b in result.budgets:
-        entry = known.budgets.get(b.name)
-        budgets.append(replace(
-            b, renamed=tuple(sorted(entry.renamed.items())) if entry is not None else (),
-            failures=tuple(replace(f, message=reword(f.message)) for f in b.failures)))
-    return replace(result, budgets=tuple(budgets), base=ref)
