@@ -237,10 +237,7 @@ def render_github(result: ConfigResult, *, workspace: str | Path | None = None) 
     here = Path(os.path.realpath(Path.cwd()))
 
     def rel(full: Path) -> str:
-        try:
-            return full.relative_to(base).as_posix()
-        except ValueError:
-            return Path(os.path.relpath(full, base)).as_posix()
+        return Path(os.path.relpath(full, base)).as_posix()
 
     def where(path: str) -> str:  # a path relative to the config's folder
         return rel(Path(os.path.realpath(here / result.root)) / path)

@@ -163,11 +163,8 @@ def _compare(request: CompareRequest) -> Any:
     with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
                   transient=True) as progress:
         task = progress.add_task("count", total=None)
-
-        def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        return tokcost.compare(request, on_progress=on_progress)
+        return tokcost.compare(request, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
 
 
 def register(app: typer.Typer) -> None:
