@@ -181,9 +181,7 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
     walking up to the git work tree's root (outside one, ``directory`` only)."""
     here = Path(os.path.abspath(directory or Path.cwd()))
     top = work_tree_root(here)
-    folders = [here]
-    if top is not None:
-        folders += [f for f in here.parents if f == top or top in f.parents]
+    folders = [here, *(f for f in here.parents if top is not None and top in (f, *f.parents))]
     for folder in folders:
         found = configs_in(folder)
         if found:
@@ -210,13 +208,10 @@ def shadow_notice(config: BudgetConfig) -> str | None:
         return None
     shown = display_path(config.root)
     folder = "this folder" if shown == "." else shown.rstrip("/") + "/"
-    others = " and ".join(_config_label(p) for p in config.shadowed)
-    return (f"both {_config_label(config.path)} and {others} in {folder}; using "
-            f"{config.path.name}, the other is ignored; remove one")
-
-
-def _config_label(path: Path) -> str:
-    return "[tool.tokcost] in pyproject.toml" if path.suffix == ".toml" else path.name
+    labels = ["[tool.tokcost] in pyproject.toml" if p.suffix == ".toml" else p.name
+              for p in (config.path, *config.shadowed)]
+    return (f"both {' and '.join(labels)} in {folder}; using {config.path.name}, the other is "
+            "ignored; remove one")
 
 
 def _at(issue: Issue) -> PathKey:
