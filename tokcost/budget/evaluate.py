@@ -371,26 +371,24 @@ def _findings(b: BudgetResult, vs: str, accept: str) -> Iterator[Finding]:
     """The limits the budget and its files exceed; ≈ before every number a proxy gave;
     growth is ``vs`` the baseline, ``accept`` says how to accept it."""
     budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
-    total, most = b.total_tokens, budget.max_total_tokens
-    if most is not None and total > most:
-        n = len(b.files)
-        yield Finding(name, "max_total_tokens", None, total, most,
-                      f"budget '{name}': {a}{total:,} tokens in {n} file{'' if n == 1 else 's'} "
-                      f"({a}{spec_label(b.tokenizer)}), over the {most:,}-token total limit")
     window = 100.0 if budget.max_context_percent is None else budget.max_context_percent
+    n = len(b.files)
     # The whole budget (path None), whose cost and window share count only with combine.
-    whole = (None, total, b.cost if budget.combine else None,
+    whole = (None, b.total_tokens, b.cost if budget.combine else None,
              b.context_percent if budget.combine else None, b.growth_percent, b.baseline_total)
     for path, tokens, cost, share, growth, before in [whole, *(
             (f.path, f.tokens, f.cost, f.context_percent, f.growth_percent, f.baseline_tokens)
             for f in b.files)]:
-        where = f"budget '{name}': " if path is None else f"{path}: "
-        of = "" if path is None else f" of budget '{name}'"
-        per_file = budget.max_tokens_per_file
-        if path is not None and per_file is not None and tokens > per_file:
-            yield Finding(name, "max_tokens_per_file", path, tokens, per_file,
-                          f"{where}{a}{tokens:,} tokens ({a}{spec_label(b.tokenizer)}), over "
-                          f"the {per_file:,}-token per-file limit{of}")
+        where, of = (f"budget '{name}': ", "") if path is None else (
+            f"{path}: ", f" of budget '{name}'")
+        rule, kind = ("max_total_tokens", "total") if path is None else (
+            "max_tokens_per_file", "per-file")
+        most = getattr(budget, rule)
+        if most is not None and tokens > most:
+            files = f" in {n} file{'' if n == 1 else 's'}" if path is None else ""
+            yield Finding(name, rule, path, tokens, most,
+                          f"{where}{a}{tokens:,} tokens{files} ({a}{spec_label(b.tokenizer)}), "
+                          f"over the {most:,}-token {kind} limit{of}")
         most_cost = budget.max_cost_per_call
         if most_cost is not None and cost is not None and cost > most_cost:
             one = ", all files in one prompt" if path is None else ""
