@@ -160,10 +160,8 @@ def render_json(result: ConfigResult) -> dict[str, Any]:
     """The JSON report (its keys: docs/check.md)."""
     base = result.base
     return {
-        "version": JSON_VERSION,
-        "passed": result.passed and not (result.strict and result.notices),
-        "exit_code": result.exit_code,
-        "config": result.config,
+        "version": JSON_VERSION, "passed": result.passed and not (result.strict and result.notices),
+        "exit_code": result.exit_code, "config": result.config,
         "baseline": result.baseline if base is None else None,  # no file is read
         "baseline_found": result.baseline_found,
         "base": None if base is None else {"ref": base.ref, "commit": base.commit,

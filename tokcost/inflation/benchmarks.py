@@ -48,10 +48,8 @@ def match_baseline(baseline: str, codes: Sequence[str], *, where: str) -> str:
     return same[0] if same else baseline
 
 
-def load_flores(
-    folder: Path, *, baseline: str = "en", split: FloresSplit | str = FloresSplit.BOTH,
-    skipped: list[Skipped] | None = None,
-) -> Group:
+def load_flores(folder: Path, *, baseline: str = "en", split: FloresSplit | str = FloresSplit.BOTH,
+                skipped: list[Skipped] | None = None) -> Group:
     """Every language of a FLORES-200 folder, its sentences of ``split`` in order."""
     chosen = FloresSplit(split)
     splits: tuple[str, ...] = _SPLITS if chosen is FloresSplit.BOTH else (chosen.value,)
@@ -65,10 +63,9 @@ def load_flores(
              for s in splits}
     codes = sorted(set().union(*(set(f) for f in files.values())))
     if not codes:
-        raise UsageError(
-            f"no FLORES-200 {'/'.join(splits)} files in {folder} (e.g. "
-            f"{folder / splits[0] / ('eng_Latn.' + splits[0])}); choose {arg('split', 'dev')} "
-            "or devtest", param="split")
+        example = folder / splits[0] / f"eng_Latn.{splits[0]}"
+        raise UsageError(f"no FLORES-200 {'/'.join(splits)} files in {folder} (e.g. {example}); "
+                         f"choose {arg('split', 'dev')} or devtest", param="split")
     samples: list[Sample] = []
     warnings: list[str] = []
     for code in codes:

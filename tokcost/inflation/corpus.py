@@ -57,14 +57,17 @@ def paragraphs(text: str) -> list[str]:
 
 def corpus_kinds(kinds: Iterable[CorpusKind | str]) -> tuple[str, ...]:
     """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``."""
-    names = []
-    for kind in kinds:
-        try:
-            names.append(CorpusKind(kind).value)
-        except ValueError:
-            raise UsageError(f"unknown {arg('kinds', repr(str(kind)))}; use one of "
-                             f"{', '.join(KINDS)}", param="kinds", value=kind) from None
-    return tuple(names)
+    return tuple(_member(CorpusKind, kind, "kinds") for kind in kinds)
+
+
+def _member(choices: type[Enum], value: object, param: str) -> str:
+    """The value of the member of ``choices`` that ``value`` names (a UsageError if none)."""
+    try:
+        return str(choices(value).value)
+    except ValueError:
+        raise UsageError(f"unknown {arg(param, repr(str(value)))}; use one of "
+                         f"{', '.join(str(c.value) for c in choices)}", param=param,
+                         value=value) from None
 
 
 @dataclass(frozen=True)
@@ -130,12 +133,7 @@ class Corpus:
         given = (self.sources,) if isinstance(self.sources, (str, Path)) else self.sources
         object.__setattr__(self, "sources", tuple(Path(s) for s in given))
         object.__setattr__(self, "kinds", corpus_kinds(self.kinds))
-        try:
-            object.__setattr__(self, "split", FloresSplit(self.split).value)
-        except ValueError:
-            raise UsageError(f"unknown {arg('split', repr(str(self.split)))}; use one of "
-                             f"{', '.join(s.value for s in FloresSplit)}", param="split",
-                             value=self.split) from None
+        object.__setattr__(self, "split", _member(FloresSplit, self.split, "split"))
         if self.builtin and self.sources:
             raise UsageError(f"pass either {arg('builtin')} or folders/files, not both",
                              param="builtin")

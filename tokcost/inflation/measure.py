@@ -163,18 +163,13 @@ def _row_dict(row: Row) -> dict[str, Any]:
                 **{key: _round(getattr(r, key)) for key in _ROUNDED},
                 "cost_usd": None if r.cost_usd is None else str(r.cost_usd),
                 "cost_ratio": _round(r.cost_ratio),
-                "sentence_premium": _sentences_dict(r.sentence_premiums)} for r in row.results]
+                "sentence_premium": None if (p := r.sentence_premiums) is None else {
+                    "sentences": p.sentences, "median": _round(p.median), "p95": _round(p.p95),
+                    "share_over_2x": _round(p.over_2x)}} for r in row.results]
     return {"code": s.code, "name": s.label, "script": s.script, "kind": s.kind, "path": s.path,
             "bytes": row.bytes, "chars": row.chars, "words": row.words, "lines": row.lines,
             "paragraphs": row.paragraphs, "invalid_utf8_bytes": s.invalid_utf8_bytes,
             "results": results}
-
-
-def _sentences_dict(p: SentencePremiums | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {"sentences": p.sentences, "median": _round(p.median), "p95": _round(p.p95),
-            "share_over_2x": _round(p.over_2x)}
 
 
 def _ratio(a: float, b: float) -> float | None:
