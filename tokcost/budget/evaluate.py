@@ -348,12 +348,12 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
         path=f.path, bytes=f.bytes, tokens=f.tokens,
         baseline_tokens=known.get(f.path),
         cost=_call_cost(priced, budget, f.tokens) if priced and each else None,
-        context_percent=_share(f.tokens + budget.reserve, window) if each else None,
+        context_percent=(f.tokens + budget.reserve) * 100.0 / window if each and window else None,
     ) for f in m.files)
     total = sum(f.tokens for f in files)
     if budget.combine:
         cost = _call_cost(priced, budget, total) if priced else None
-        context = _share(total + budget.reserve, window)
+        context = (total + budget.reserve) * 100.0 / window if window else None
     else:
         cost = max((f.cost for f in files if f.cost is not None), default=None)
         context = max((f.context_percent for f in files if f.context_percent is not None),
@@ -415,10 +415,6 @@ def baseline_from(measurement: Measurement) -> Baseline:
     """The baseline that records the measured counts."""
     return Baseline({m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
                      for m in measurement.budgets})
-
-
-def _share(tokens: int, window: int | None) -> float | None:
-    return None if not window else tokens * 100.0 / window
 
 
 def _pct(value: float) -> str:
