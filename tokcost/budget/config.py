@@ -278,10 +278,7 @@ def adhoc_config(paths: Sequence[str | Path], limits: Mapping[str, Any], *,
                  root: str | Path | None = None) -> BudgetConfig:
     """The config a tokcost.yaml with one budget on ``paths`` under ``limits`` would give."""
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
-    given = [str(p) for p in paths]
-    if not given:
-        raise UsageError(f"{arg('paths')} is empty; give the files, folders or globs to check",
-                         param="paths")
+    given = [str(p) for p in paths]  # AdhocBudget makes sure there are some
     _check_limits(limits, model)
     # The budget's name: the paths as typed (a shell-expanded glob can be long).
     name = " ".join(given) if len(given) <= 3 else (
