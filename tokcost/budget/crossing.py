@@ -66,7 +66,7 @@ def locate(result: ConfigResult, measurement: Measurement, *,
            catalog: CatalogSource = None) -> ConfigResult:
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
-    from tokcost.counting import decode_utf8, sniff_binary
+    from tokcost.counting import Skipped, load_input
     config = measurement.config
     measured = {m.budget.name: m for m in measurement.budgets}
     texts: dict[str, str | None] = {}
@@ -81,13 +81,9 @@ def locate(result: ConfigResult, measurement: Measurement, *,
         tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         found: dict[int, Finding] = {}
         for f, path, limit in wanted:
-            if path not in texts:
-                try:
-                    data: bytes | None = (config.root / path).read_bytes()
-                except OSError:
-                    data = None
-                texts[path] = (decode_utf8(data)[0]
-                               if data is not None and sniff_binary(data) is None else None)
+            if path not in texts:  # read as it was counted: a skipped file has no line
+                read = load_input(config.root / path)
+                texts[path] = None if isinstance(read, Skipped) else read.text
             text = texts[path]
             if text is not None:
                 found[id(f)] = replace(f, line=crossing_line(text, tok, limit))
