@@ -70,8 +70,7 @@ class Budget(Strict):
     max_context_percent: Percent | None = Field(
         None, description="share of the model's context window")
     reserve_output_tokens: Reserve | None = Field(
-        None, description="output tokens kept free in the context window (default: "
-        "output_tokens)")
+        None, description="output tokens kept free in the context window (default: output_tokens)")
     combine: Annotated[bool, validation.FLAG] = Field(
         False, description="the files are sent together as one prompt")
     _line: int | None = PrivateAttr(None)

@@ -15,16 +15,13 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
     """One panel per group, bars by premium on the first tokenizer, a line at 1.0."""
     check_plot_path(path, force=force)
     plt = pyplot()
-
     groups = [g for g in report.groups if g.rows]
     meters = [m.label for m in report.meters]
     names = [m.label if m.exact else f"≈{m.label} (proxy tokenizer)" for m in report.meters]
     marks = ["" if m.exact else "≈" for m in report.meters]
     heights = [max(2.0, 0.24 * len(g.rows) * max(1, len(meters)) ** 0.5 + 1.0) for g in groups]
-    fig, axes = plt.subplots(
-        len(groups), 1, figsize=(9, sum(heights)), dpi=130, squeeze=False,
-        gridspec_kw={"height_ratios": heights},
-    )
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, sum(heights)), dpi=130, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     bar = 0.8 / len(meters)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, group in zip((a[0] for a in axes), groups, strict=True):
