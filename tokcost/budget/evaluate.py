@@ -345,11 +345,10 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
     each = not budget.combine  # a call per file, not one call with all of them
     known = base.files if base is not None else {}
     files = tuple(FileResult(
-        path=f.path, bytes=f.bytes, tokens=f.tokens,
-        baseline_tokens=known.get(f.path),
+        path=f.path, bytes=f.bytes, tokens=f.tokens, baseline_tokens=known.get(f.path),
         cost=_call_cost(priced, budget, f.tokens) if priced and each else None,
-        context_percent=(f.tokens + budget.reserve) * 100.0 / window if each and window else None,
-    ) for f in m.files)
+        context_percent=(f.tokens + budget.reserve) * 100.0 / window if each and window else None)
+        for f in m.files)
     total = sum(f.tokens for f in files)
     if budget.combine:
         cost = _call_cost(priced, budget, total) if priced else None

@@ -118,12 +118,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
 def _candidates(entries: Mapping[str, _Entry], prefix: str,
                 support: Mapping[str, bytes]) -> dict[str, str]:
     """Path below ``prefix`` (relative to it) -> blob id, for the files the walk would count."""
-    specs = {
-        posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
-            data.decode("utf-8", errors="replace").splitlines())
-        for path, data in support.items()
-        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK
-    }
+    specs = {posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
+        data.decode("utf-8", errors="replace").splitlines()) for path, data in support.items()
+        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK}
     hidden: dict[str, bool] = {}  # folder -> whether it (or one above it) is ignored
 
     def folder_hidden(folder: str) -> bool:

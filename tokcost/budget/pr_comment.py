@@ -91,12 +91,10 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
              timeout: float) -> Any:
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method, headers={
-        "Accept": "application/vnd.github+json",
-        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
         "User-Agent": "tokcost-check",  # GitHub refuses requests without one
         "X-GitHub-Api-Version": API_VERSION,
-        **({"Content-Type": "application/json"} if data is not None else {}),
-    })
+        **({"Content-Type": "application/json"} if data is not None else {})})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()

@@ -163,11 +163,9 @@ def render_json(result: ConfigResult) -> dict[str, Any]:
         "version": JSON_VERSION, "passed": result.passed and not (result.strict and result.notices),
         "exit_code": result.exit_code, "config": result.config,
         "baseline": result.baseline if base is None else None,  # no file is read
-        "baseline_found": result.baseline_found,
-        "base": None if base is None else {"ref": base.ref, "commit": base.commit,
-                                           "label": base.label},
-        "strict": result.strict,
-        "summary": {"budgets": len(result.budgets),
+        "baseline_found": result.baseline_found, "base": None if base is None else {
+            "ref": base.ref, "commit": base.commit, "label": base.label},
+        "strict": result.strict, "summary": {"budgets": len(result.budgets),
                     "failed_budgets": sum(not b.passed for b in result.budgets),
                     "failures": len(result.failures), "warnings": len(result.notices)},
         "failures": [
@@ -176,8 +174,7 @@ def render_json(result: ConfigResult) -> dict[str, Any]:
             for f in result.failures],
         "warnings": [{"message": n.message, "file": n.file, "line": n.line}
                      for n in result.notices],
-        "budgets": [_budget_json(b) for b in result.budgets],
-    }
+        "budgets": [_budget_json(b) for b in result.budgets]}
 
 
 def _budget_json(b: BudgetResult) -> dict[str, Any]:
@@ -192,17 +189,15 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
         "name": b.name, "passed": b.passed, "model": b.model, "tokenizer": b.tokenizer,
         "exact": b.exact, "paths": list(budget.paths), "limits": limits,
         "total_tokens": b.total_tokens, "baseline_total_tokens": b.baseline_total,
-        "growth_percent": _json_value(b.growth_percent),
-        "cost_per_call_usd": _json_value(b.cost), "context_window": b.context_window,
-        "context_percent": _json_value(b.context_percent),
+        "growth_percent": _json_value(b.growth_percent), "cost_per_call_usd": _json_value(b.cost),
+        "context_window": b.context_window, "context_percent": _json_value(b.context_percent),
         "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
         "renamed_files": [{"path": p, "from": old} for p, old in b.renamed],
         "files": [{"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
                    "baseline_tokens": f.baseline_tokens,
                    "growth_percent": _json_value(f.growth_percent),
                    "cost_per_call_usd": _json_value(f.cost),
-                   "context_percent": _json_value(f.context_percent)} for f in b.files],
-    }
+                   "context_percent": _json_value(f.context_percent)} for f in b.files]}
 
 
 def _escape_data(text: str) -> str:

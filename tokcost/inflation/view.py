@@ -82,13 +82,11 @@ def table(group: GroupReport, meter: Meter) -> TableView:
         shown += [_cost(r)] if meter.priced else []
         return row.code == group.baseline, tuple(shown)
 
-    return TableView(
-        f"{group.kind} · {name(meter)} · premium vs {group.baseline}", header,
-        2 if per_line else 3,
-        tuple((title, tuple(cells(r) for r in part))
-              for title, part in _sections(rows, meter, by_script=not per_line)),
-        _cost_sentence(group, meter) if meter.priced else None,
-    )
+    sections = tuple((title, tuple(cells(r) for r in part))
+                     for title, part in _sections(rows, meter, by_script=not per_line))
+    return TableView(f"{group.kind} · {name(meter)} · premium vs {group.baseline}", header,
+                     2 if per_line else 3, sections,
+                     _cost_sentence(group, meter) if meter.priced else None)
 
 
 def _sections(rows: tuple[Row, ...], meter: Meter,
@@ -121,13 +119,11 @@ def _cost_sentence(group: GroupReport, meter: Meter) -> str | None:
 
 def chart(group: GroupReport, meters: tuple[Meter, ...]) -> ChartView:
     """The terminal chart of ``group``: rows by premium on the first meter."""
-    return ChartView(
-        f"{group.kind}: premium vs {group.baseline}", tuple(name(m) for m in meters),
-        tuple((row.sample.display_name,
-               tuple((r.premium or 0.0, _mark(r, f"{r.premium or 0.0:.2f}x"))
-                     for r in (row.result(m.label) for m in meters)))
-              for row in group.rows),
-    )
+    bars = tuple((row.sample.display_name, tuple(
+        (r.premium or 0.0, _mark(r, f"{r.premium or 0.0:.2f}x"))
+        for r in (row.result(m.label) for m in meters))) for row in group.rows)
+    return ChartView(f"{group.kind}: premium vs {group.baseline}",
+                     tuple(name(m) for m in meters), bars)
 
 
 def markdown(report: Report) -> str:
