@@ -53,23 +53,22 @@ _LIMITS: dict[str, tuple[str, Callable[..., Any]]] = {
 
 
 def check(
-    paths: Annotated[list[str] | None, typer.Argument(
-        help="Files, folders or globs to check against the limits given here (--max-tokens, "
-        "--max-cost, --max-window), without a config file.", show_default=False)] = None,
-    config: Annotated[list[Path] | None, typer.Option(
-        "--config", "-c", help="Budget config (repeatable: several in one run): a tokcost.yaml "
-        "or a pyproject.toml with \\[tool.tokcost] (default: the first found walking up from "
-        "here to the git work tree root).", show_default=False)] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="Files, folders or globs to check "
+        "against the limits given here (--max-tokens, --max-cost, --max-window), without a "
+        "config file.", show_default=False)] = None,
+    config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="Budget config "
+        "(repeatable: several in one run): a tokcost.yaml or a pyproject.toml with "
+        "\\[tool.tokcost] (default: the first found walking up from here to the git work tree "
+        "root).", show_default=False)] = None,
     under: Annotated[bool, typer.Option("--all", help="Check every tokcost.yaml (or "
         "\\[tool.tokcost]) at or below the current folder, .gitignored folders left out.")
     ] = False,
     max_tokens: Annotated[str | None, typer.Option(
         "--max-tokens", help="With PATHS: tokens per file, e.g. 10k.", show_default=False)] = None,
-    max_cost: Annotated[str | None, typer.Option("--max-cost", help="With PATHS: USD per call "
-        "with the file as the prompt, e.g. '$0.05' or 5c (needs -m).", show_default=False)
-    ] = None,
-    max_window: Annotated[str | None, typer.Option("--max-window", help="With PATHS: share of "
-        "the model's context window per file, e.g. 80% (needs -m).", show_default=False)
+    max_cost: Annotated[str | None, typer.Option("--max-cost", show_default=False, help="With "
+        "PATHS: USD per call with the file as the prompt, e.g. '$0.05' or 5c (needs -m).")] = None,
+    max_window: Annotated[str | None, typer.Option("--max-window", show_default=False,
+        help="With PATHS: share of the model's context window per file, e.g. 80% (needs -m).")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="With PATHS: catalog model "
         "for the tokenizer, prices and context window.", show_default=False)] = None,
@@ -84,18 +83,17 @@ def check(
         "out the budgets (and configs) that hold.")] = False,
     update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the current "
         "counts to the baseline JSON (atomically), then check against it.")] = False,
-    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline JSON (default: "
-        "the config's 'baseline' key, else .tokcost-baseline.json beside the config).",
-        show_default=False)] = None,
-    base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Measure growth "
-        "against the budgeted files as they are at git REF (a branch, tag or commit; read with "
-        "git, no checkout) instead of the baseline file; wins over --baseline.",
-        show_default=False)] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", show_default=False,
+        help="Baseline JSON (default: the config's 'baseline' key, else .tokcost-baseline.json "
+        "beside the config).")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", show_default=False,
+        help="Measure growth against the budgeted files as they are at git REF (a branch, tag or "
+        "commit; read with git, no checkout) instead of the baseline file; wins over "
+        "--baseline.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (a glob matching "
         "nothing, a missing baseline) as errors: exit code 2.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N",
-        show_default=False, help="Parallel workers (default: a thread per CPU, as count).")
-    ] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+        help="Parallel workers (default: a thread per CPU, as count).")] = None,
     catalog: Annotated[str | None, typer.Option("--catalog", metavar="FILE", help="Model "
         "catalog YAML (default: the config's 'catalog' key, $TOKCOST_CATALOG, or the shipped "
         "models.yaml).", show_default=False)] = None,
