@@ -14,14 +14,7 @@ if TYPE_CHECKING:
 
 def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
     """The first line (1-based) through which ``text`` has more than ``limit`` tokens,
-    or None when the whole text has at most ``limit``.
-
-    >>> from tokcost import get_tokenizer
-    >>> tok = get_tokenizer("tiktoken:cl100k_base")  # 3 tokens a line
-    >>> text = "one two\\nthree four\\nfive six\\n"
-    >>> crossing_line(text, tok, 2), crossing_line(text, tok, 3), crossing_line(text, tok, 9)
-    (1, 2, None)
-    """
+    or None when the whole text has at most ``limit``."""
     if limit < 0:
         return None  # even an empty file is over: no line is to blame
     ends = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
