@@ -200,16 +200,15 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
     known = budget.baseline_from(measured) if update else None
     if known is not None:
         budget.write_baseline(path, known)
-    if tree is not None:
-        at_base = baseline_at(measured, tree, catalog=request.catalog)
-        result = budget.judge(measured, at_base, strict=request.strict,
-                              baseline_display=tree.ref.label, base=tree.ref)
-    else:
+    if tree is None:
         if request.adhoc is None and not update:
             known = budget.read_baseline(path)
         # A baseline given here is shown as given; the config's, relative to the cwd.
         shown = str(given) if given is not None else _shown(loaded.baseline)
-        result = budget.judge(measured, known, strict=request.strict, baseline_display=shown)
+    else:
+        known, shown = baseline_at(measured, tree, catalog=request.catalog), tree.ref.label
+    result = budget.judge(measured, known, strict=request.strict, baseline_display=shown,
+                          base=tree.ref if tree is not None else None)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
