@@ -92,10 +92,9 @@ def _print_chart(title: str, legend: tuple[str, ...],
 
 
 def compare(
-    sources: Annotated[list[Path] | None, typer.Argument(
-        help="A folder of parallel <lang>.txt files (or FLORES-200, or UDHR in Unicode's "
-        "data/txt, as distributed), or files (en.txt hi.txt ...; '-' reads stdin). Default: "
-        "the built-in corpora.", show_default=False)] = None,
+    sources: Annotated[list[Path] | None, typer.Argument(help="A folder of parallel <lang>.txt "
+        "files (or FLORES-200, or UDHR in Unicode's data/txt, as distributed), or files (en.txt "
+        "hi.txt ...; '-' reads stdin). Default: the built-in corpora.", show_default=False)] = None,
     builtin: Annotated[bool, typer.Option(
         "--builtin", help="Use the corpora shipped with tokcost.")] = False,
     tokenizers: TokenizersOpt = None,
@@ -113,8 +112,8 @@ def compare(
     csv_out: Annotated[bool, typer.Option(
         "--csv", help="Print CSV: one row per text and tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart of the premiums "
-        "to a .png or .svg file (needs: pip install 'tokcost\\[plot]').", show_default=False)
+    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help="Write a bar "
+        "chart of the premiums to a .png or .svg file (needs: pip install 'tokcost\\[plot]').")
     ] = None,
     force: PlotForceOpt = False,
     no_chart: Annotated[bool, typer.Option(
