@@ -35,16 +35,14 @@ KINDS = tuple(k.value for k in CorpusKind)
 DEFAULT_BASELINES = {"prose": "en", "code": "python", "data": "json"}
 
 # File suffix -> (kind, code) for lists of files that are not <lang>.txt.
-SUFFIX_KINDS = {
-    ".py": ("code", "python"), ".js": ("code", "javascript"), ".ts": ("code", "typescript"),
-    ".java": ("code", "java"), ".go": ("code", "go"), ".rs": ("code", "rust"),
-    ".c": ("code", "c"), ".h": ("code", "c"), ".cpp": ("code", "cpp"), ".cs": ("code", "csharp"),
-    ".rb": ("code", "ruby"), ".php": ("code", "php"), ".swift": ("code", "swift"),
-    ".kt": ("code", "kotlin"), ".sql": ("code", "sql"), ".sh": ("code", "shell"),
-    ".json": ("data", "json"), ".yaml": ("data", "yaml"), ".yml": ("data", "yaml"),
-    ".csv": ("data", "csv"), ".html": ("data", "html"), ".md": ("data", "markdown"),
-    ".xml": ("data", "xml"), ".toml": ("data", "toml"),
-}
+SUFFIX_KINDS = {suffix: (kind, code) for kind, codes in {
+    "code": {".py": "python", ".js": "javascript", ".ts": "typescript", ".java": "java",
+             ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cpp": "cpp", ".cs": "csharp",
+             ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".sql": "sql",
+             ".sh": "shell"},
+    "data": {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv", ".html": "html",
+             ".md": "markdown", ".xml": "xml", ".toml": "toml"},
+}.items() for suffix, code in codes.items()}
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 STDIN_CODE = "stdin"  # the code of the sample read from standard input

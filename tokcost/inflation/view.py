@@ -13,11 +13,9 @@ from tokcost.inflation.measure import GroupReport, Measurement, Meter, Report, R
 from tokcost.units import format_usd
 
 _SECTION_ROWS = 30  # past this many texts, a table groups its rows by script
-CSV_HEADER = (
-    "kind", "code", "name", "script", "tokenizer", "tokens", "exact", "bytes", "chars",
-    "words", "lines", "bytes_per_token", "chars_per_token", "words_per_token",
-    "tokens_per_line", "premium", "cost_usd", "cost_ratio",
-)
+CSV_HEADER = ("kind", "code", "name", "script", "tokenizer", "tokens", "exact", "bytes", "chars",
+              "words", "lines", "bytes_per_token", "chars_per_token", "words_per_token",
+              "tokens_per_line", "premium", "cost_usd", "cost_ratio")
 
 
 def _num(x: float | Decimal | None, fmt: str = "{:.2f}", none: str = "–") -> str:
