@@ -282,13 +282,9 @@ def adhoc_config(paths: Sequence[str | Path], limits: Mapping[str, Any], *,
     # The budget's name: the paths as typed (a shell-expanded glob can be long).
     name = " ".join(given) if len(given) <= 3 else (
         f"{given[0]} {given[1]} (+{len(given) - 2} more)")
-    budget: dict[str, Any] = {"name": name, "paths": [_adhoc_glob(p, base) for p in given],
-                              **limits}
-    if tokenizer is not None:
-        budget["tokenizer"] = tokenizer
-    data: dict[str, Any] = {"budgets": [budget]}
-    if model is not None:
-        data["model"] = model
+    budget = {"name": name, "paths": [_adhoc_glob(p, base) for p in given], **limits,
+              **({} if tokenizer is None else {"tokenizer": tokenizer})}
+    data = {"budgets": [budget], **({} if model is None else {"model": model})}
     checked, issues = check(ConfigDocument, data, noun="key")
     if checked is None:
         loc = _at(issues[0])
@@ -359,10 +355,9 @@ def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
         places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
                       for i, item in enumerate(budgets) if isinstance(item, dict))
     for key, spec in places:
-        if not isinstance(spec, str) or not spec.strip():
-            continue
         try:
-            check_spec(spec)
+            if isinstance(spec, str) and spec.strip():  # else the schema's to report
+                check_spec(spec)
         except TokcostError as exc:
             yield key, str(exc)
 
@@ -397,8 +392,7 @@ def _load_toml(text: str, name: str) -> dict[str, Any]:
     # tomllib is in the standard library from 3.11; tomli is the same parser for 3.10.
     tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-        return data
+        return dict(tomllib.loads(text))
     except tomllib.TOMLDecodeError as exc:
         # The message ends with "(at line N, column M)": show it as name:N like YAML.
         msg = str(exc)
