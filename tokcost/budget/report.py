@@ -213,37 +213,29 @@ def _command(level: str, message: str, *, file: str | None = None, line: int | N
     return f"::{level}{' ' + joined if props else ''}::{_escape_data(message)}"
 
 
-def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
-    """What annotation paths are relative to, as GitHub resolves them: ``$GITHUB_WORKSPACE``
-    when the files are in it, else the git work tree's top, else the current folder."""
+def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
+    """Workflow commands: an annotation per failure (a budget's at its line in the config),
+    paths relative to where GitHub resolves them whatever folder the step ran in:
+    ``$GITHUB_WORKSPACE`` when the files are in it, else the git work tree's top, else cwd."""
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
     candidates = [Path(os.path.realpath(given))] if given else []
     candidates += [top] if (top := work_tree_root(root)) is not None else []
-    return next((f for f in candidates if f == root or f in root.parents), here)
-
-
-def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation per failure (a budget's at its line in the config)."""
-    base = _workspace_base(result, workspace)
-    here = Path(os.path.realpath(Path.cwd()))
+    base = next((f for f in candidates if f == root or f in root.parents), here)
 
     def rel(full: Path) -> str:
         return Path(os.path.relpath(full, base)).as_posix()
 
-    def where(path: str) -> str:  # a path relative to the config's folder
-        return rel(Path(os.path.realpath(here / result.root)) / path)
-
     full = here / result.config
     config = rel(Path(os.path.realpath(full.parent)) / full.name)
     lines = [_command("error", f.message, title=f"tokcost: {f.rule} (budget {f.budget})",
-                      file=config if f.path is None else where(f.path),
+                      file=config if f.path is None else rel(root / f.path),
                       line=b.budget.line if f.path is None else f.line)
              for b in result.budgets for f in b.failures]
     level = "error" if result.strict else "warning"
     for n in result.notices:
-        file = (config if n.file == result.config else where(n.file)) if n.file else None
+        file = (config if n.file == result.config else rel(root / n.file)) if n.file else None
         lines.append(_command(level, n.message, file=file, line=n.line, title="tokcost check"))
     lines.append(f"{_VERDICT}{'FAIL' if result.exit_code else 'ok'}: {headline(result)}")
     strict = _strict_line(result)
