@@ -200,19 +200,13 @@ def renames(tree: GitTree) -> dict[str, str]:
     start = f"{tree.prefix}/" if tree.prefix else ""
     moved: dict[str, str] = {}
     i = 0
-    while i < len(fields):
-        header = fields[i].decode("ascii", errors="replace")
-        if not header.startswith(":"):
-            i += 1
-            continue
-        status = header.split()[-1]
-        if status.startswith(("R", "C")):
-            old, new = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2])
-            if status.startswith("R") and old.startswith(start) and new.startswith(start):
-                moved[new[len(start):]] = old[len(start):]
-            i += 3
-        else:
-            i += 2
+    while i < len(fields) - 1:  # ":<modes> <ids> <status>", then one path, or two (R, C)
+        status = fields[i].decode("ascii", errors="replace").split()[-1]
+        paths = 2 if status.startswith(("R", "C")) else 1
+        old, new = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + paths])
+        if status.startswith("R") and old.startswith(start) and new.startswith(start):
+            moved[new[len(start):]] = old[len(start):]
+        i += 1 + paths
     return moved
 
 

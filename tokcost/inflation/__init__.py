@@ -1,12 +1,6 @@
 """Token inflation: the same content, counted in many languages, scripts and formats;
 ``corpus`` and ``benchmarks`` read the texts, ``measure`` derives the premium, ``view``
-lays the report out.
-
->>> en, de = Sample("en", "hello world, how are you?"), Sample("de", "hallo Welt, wie geht es?")
->>> report = measure([Group("prose", "en", (en, de))], [Meter.of("tiktoken:cl100k_base")])
->>> report.groups[0].rows[1].results[0].premium is not None
-True
-"""
+lays the report out (``tokcost.compare`` chains them)."""
 
 from tokcost.inflation.benchmarks import load_flores, load_udhr
 from tokcost.inflation.corpus import (
