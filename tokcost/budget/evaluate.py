@@ -194,7 +194,7 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
     all_files = files if files is not None else sorted(
         Path(s.path).relative_to(config.root).as_posix() for s in walk([str(config.root)]))
     notices: list[Notice] = []
-    plans: list[tuple[Budget, ModelEntry | None, str, bool, list[str]]] = []
+    plans: list[tuple[Measured, list[str]]] = []  # each budget and the files it covers
     tokenizers: dict[str, Tokenizer] = {}
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
@@ -204,11 +204,11 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
         chosen, unmatched = match_files(budget, all_files)
         notices += [Notice(f"budget '{budget.name}': glob '{glob}' matches no file",
                            config.display, budget.line) for glob in unmatched]
-        plans.append((budget, entry, key, bool(tok.exact), chosen))
+        plans.append((Measured(budget, entry, key, bool(tok.exact), ()), chosen))
     counts: dict[tuple[str, str], tuple[int, int]] = {}  # (tokenizer, file) -> (bytes, tokens)
     file_notices: dict[str, Notice] = {}
     for key, tok in tokenizers.items():
-        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
+        wanted = sorted({f for m, chosen in plans if m.tokenizer == key for f in chosen})
         if not wanted:
             continue
         report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
@@ -230,11 +230,8 @@ def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             # The input policy's words, as count says them: "skipped logo.png: binary (...)"
             note = Skipped(rel, skip.reason).note
             file_notices.setdefault(note, Notice(note, rel))
-    measured = tuple(
-        Measured(budget, entry, key, exact, tuple(
-            FileResult(path=f, bytes=counts[key, f][0], tokens=counts[key, f][1])
-            for f in chosen if (key, f) in counts))
-        for budget, entry, key, exact, chosen in plans)
+    measured = tuple(replace(m, files=tuple(FileResult(f, *counts[m.tokenizer, f]) for f in chosen
+                                            if (m.tokenizer, f) in counts)) for m, chosen in plans)
     return Measurement(config, measured, (*notices, *file_notices.values()))
 
 
