@@ -65,17 +65,17 @@ def _print_tables(result: Any, chart: bool) -> None:
             if view.note:
                 out.print(view.note, markup=False)
         if chart and len(bars.rows) <= _CHART_ROWS:
-            _print_chart(bars.title, bars.legend, bars.rows)
+            _print_chart(bars)
         elif chart:
             err.print(f"no terminal chart for {len(bars.rows)} texts; --plot FILE draws them "
                       "all", highlight=False)
 
 
-def _print_chart(title: str, legend: tuple[str, ...],
-                 rows: tuple[tuple[str, tuple[tuple[float, str], ...]], ...]) -> None:
+def _print_chart(chart: Any) -> None:
     """Bars of every tokenizer side by side, rows by premium on the first one."""
     from rich.cells import cell_len
     from rich.text import Text
+    title, legend, rows = chart.title, chart.legend, chart.rows
     top = max((p for _, bars in rows for p, _ in bars), default=0.0) or 1.0
     names = [escape_controls(name) for name, _ in rows]  # a file name, never markup
     width = max(map(cell_len, names), default=0)

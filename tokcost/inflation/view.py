@@ -129,9 +129,8 @@ def markdown(report: Report) -> str:
     lines: list[str] = []
     for g in report.groups:
         head = ["code", "language" if g.kind == "prose" else "format", "script"]
-        for m in report.meters:
-            head += [f"{name(m)} tokens", f"{name(m)} premium"]
-            head += [f"{name(m)} input cost"] if m.priced else []
+        head += [f"{name(m)} {column}" for m in report.meters
+                 for column in ("tokens", "premium", "input cost")[:3 if m.priced else 2]]
         lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "",
                   "| " + " | ".join(head) + " |",
                   "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
