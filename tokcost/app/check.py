@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokcost import budget
 from tokcost.atomic import ensure_writable
+from tokcost.budget import baseline_from, judge, load_config, measure, read_baseline, write_baseline
 from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
 from tokcost.budget.crossing import locate
+from tokcost.budget.evaluate import Notice
 from tokcost.budget.git_base import GitTree, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
@@ -181,8 +182,8 @@ def _configs(request: CheckRequest) -> list[BudgetConfig]:
     if request.adhoc is not None:
         return [request.adhoc.budget_config]
     if request.under is None:
-        return [budget.load_config(c) for c in request.config] or [budget.load_config(None)]
-    found = [replace(budget.load_config(path), shadowed=shadowed)
+        return [load_config(c) for c in request.config] or [load_config(None)]
+    found = [replace(load_config(path), shadowed=shadowed)
              for path, shadowed in find_configs(request.under)]
     if not found:
         raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
@@ -196,23 +197,23 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
     """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline
-    measured = budget.measure(loaded, catalog=request.catalog, engine=request.run)
-    known = budget.baseline_from(measured) if update else None
+    measured = measure(loaded, catalog=request.catalog, engine=request.run)
+    known = baseline_from(measured) if update else None
     if known is not None:
-        budget.write_baseline(path, known)
+        write_baseline(path, known)
     if tree is None:
         if request.adhoc is None and not update:
-            known = budget.read_baseline(path)
+            known = read_baseline(path)
         # A baseline given here is shown as given; the config's, relative to the cwd.
         shown = str(given) if given is not None else _shown(loaded.baseline)
     else:
         known, shown = baseline_at(measured, tree, catalog=request.catalog), tree.ref.label
-    result = budget.judge(measured, known, strict=request.strict, baseline_display=shown,
+    result = judge(measured, known, strict=request.strict, baseline_display=shown,
                           base=tree.ref if tree is not None else None)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
-        result = replace(result, notices=(budget.Notice(shadow, loaded.shadowed[0].name),
+        result = replace(result, notices=(Notice(shadow, loaded.shadowed[0].name),
                                           *result.notices))
     if update:
         result = replace(result, written=str(given) if given is not None
