@@ -15,6 +15,7 @@ _SPACE = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")  # spaces and a comment, within th
 _BLANK = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")  # ... and line ends
 # One part of a dotted key: bare, "basic" (kept as written) or 'literal'.
 _KEY = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:\\.|[^"\\])*)"|'([^']*)')[ \t]*""")
+_DOTTED = re.compile(rf"{_KEY.pattern}(?:\.{_KEY.pattern})*")
 # A string (a multi-line one may end in up to five quotes), else all up to a delimiter.
 _SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])*"' r"|'[^']*'"
                      r"|[^,\]}\n#]*", re.DOTALL)
@@ -88,16 +89,12 @@ class _Scanner:
 
     def key(self) -> tuple[str, ...]:
         """A dotted key: ``a``, ``"a.b"``, ``a . 'b' . c``."""
-        parts: list[str] = []
-        while True:
-            found = _KEY.match(self.text, self.i)
-            if found is None:
-                raise ValueError("key")
-            parts.append(next(g for g in found.groups() if g is not None))
-            self.i = found.end()
-            if not self.text.startswith(".", self.i):
-                return tuple(parts)
-            self.i += 1
+        found = _DOTTED.match(self.text, self.i)
+        if found is None:
+            raise ValueError("key")
+        self.i = found.end()
+        return tuple(next(g for g in part.groups() if g is not None)
+                     for part in _KEY.finditer(found.group()))
 
     def assignment(self, table: KeyPath, line: int) -> None:
         path = (*table, *self.key())
