@@ -1,8 +1,5 @@
-"""CI budgets: token, cost, context-window and growth limits on a repository's prompts.
-
-``config`` reads tokcost.yaml, ``evaluate`` measures and judges, ``report`` renders;
-``tokcost.check`` chains the modules (docs/check.md).
-"""
+"""CI budgets: token, cost, context-window and growth limits on a repository's prompts;
+``tokcost.check`` chains the modules (docs/check.md)."""
 
 from tokcost.budget.baseline import Baseline, BaselineError, read_baseline, write_baseline
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError, load_config

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -119,21 +119,16 @@ class Row:
         return next(r for r in self.results if r.meter == meter)
 
 
-def by_premium(rows: Sequence[Row], meter: str) -> tuple[Row, ...]:
-    """``rows`` by premium on ``meter``, largest first, ties (and no premium, last) by code."""
-    return tuple(sorted(rows, key=lambda r: (-(r.result(meter).premium or 0.0), r.code)))
-
-
 @dataclass(frozen=True)
 class GroupReport:
     kind: str
     baseline: str
-    rows: tuple[Row, ...]  # by premium on the first meter, largest first (``by_premium``)
+    rows: tuple[Row, ...]  # by premium on the first meter (``rows_by``)
     warnings: tuple[str, ...] = ()
 
     def rows_by(self, meter: str) -> tuple[Row, ...]:
-        """The rows by premium on ``meter`` (the order of that meter's table)."""
-        return by_premium(self.rows, meter)
+        """The rows by premium on ``meter``, largest first, ties (and none, last) by code."""
+        return tuple(sorted(self.rows, key=lambda r: (-(r.result(meter).premium or 0.0), r.code)))
 
 
 @dataclass(frozen=True)
@@ -224,9 +219,9 @@ def measure(groups: Sequence[Group], meters: Sequence[Meter], *,
     counts, units = _count(groups, meters, on_progress)
     reports = []
     for gi, g in enumerate(groups):
-        rows = [_row(sample, g, meters, counts, units, gi) for sample in g.samples]
-        reports.append(GroupReport(g.kind, g.baseline, by_premium(rows, meters[0].label),
-                                   g.warnings))
+        rows = tuple(_row(sample, g, meters, counts, units, gi) for sample in g.samples)
+        report = GroupReport(g.kind, g.baseline, rows, g.warnings)
+        reports.append(replace(report, rows=report.rows_by(meters[0].label)))
     return Report(tuple(meters), tuple(reports), tuple(w for g in groups for w in g.warnings))
 
 
