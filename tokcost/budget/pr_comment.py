@@ -78,10 +78,9 @@ def _find_comment(comments_url: str, token: str, marker: str, timeout: float) ->
             raise CommentError(f"GitHub API: GET {_path(url)} answered with no list of comments")
         for comment in comments:
             text = comment.get("body") if isinstance(comment, dict) else None
-            if isinstance(text, str) and text.lstrip().startswith(marker):
-                found = comment.get("id")
-                if isinstance(found, int):
-                    return found
+            if isinstance(text, str) and text.lstrip().startswith(marker) and isinstance(
+                    comment.get("id"), int):
+                return int(comment["id"])
         if len(comments) < PER_PAGE:
             break
     return None

@@ -106,11 +106,9 @@ def headline(result: ConfigResult) -> str:
 def run_headline(results: Sequence[ConfigResult]) -> str:
     """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
     failed = [r.config for r in results if r.exit_code]
-    if not results:
-        return "no configs"
     if failed:
         return f"{len(failed)} of {_plural(len(results), 'config')} failed ({', '.join(failed)})"
-    return f"all {_plural(len(results), 'config')} hold"
+    return f"all {_plural(len(results), 'config')} hold" if results else "no configs"
 
 
 def _strict_line(result: ConfigResult) -> str | None:

@@ -105,9 +105,8 @@ def check(
     adhoc = _adhoc(paths or [], model, tokenizer, max_tokens=max_tokens, max_cost=max_cost,
                    max_window=max_window)
     result = tokcost.check(tokcost.CheckRequest.of(
-        config=tuple(config or ()), under=Path(".") if under else None, **adhoc,
-        baseline=baseline, base=base, update_baseline=update_baseline,
-        strict=strict, catalog=catalog, jobs=jobs))
+        config=tuple(config or ()), under=Path(".") if under else None, **adhoc, baseline=baseline,
+        base=base, update_baseline=update_baseline, strict=strict, catalog=catalog, jobs=jobs))
     for r in result.configs if update_baseline else ():
         n = sum(len(b.files) for b in r.budgets)
         err.print(f"wrote baseline {r.written} ({n} files in {len(r.budgets)} budgets)",

@@ -139,10 +139,9 @@ def compare(
         warn(message)
     if result.plot is not None:
         err.print(f"wrote {result.plot}", highlight=False)
-    for m in () if json_out else result.report.meters:
-        if not m.exact:
-            err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
-                      f"({spec_label(m.spec)}); its numbers are approximate", highlight=False)
+    for m in () if json_out else (m for m in result.report.meters if not m.exact):
+        err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer ({spec_label(m.spec)}); "
+                  "its numbers are approximate", highlight=False)
     if json_out:
         print_json(result.to_dict())
     elif csv_out or markdown:
