@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 RULES = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call", "context_window",
          "max_growth_percent", "max_file_growth_percent")
-_RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
 
 
 @dataclass(frozen=True)
@@ -323,7 +322,7 @@ def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool =
                                   config.display, m.budget.line))
         judged = _measured_result(m, entry)
         found = sorted(_findings(judged, vs, accept),
-                       key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
+                       key=lambda x: (x.path is not None, x.path or "", RULES.index(x.rule)))
         results.append(replace(judged, failures=tuple(found)))
     here = Path.cwd().resolve()
     return ConfigResult(
