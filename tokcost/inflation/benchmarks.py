@@ -14,14 +14,13 @@ from tokcost.inflation.corpus import FloresSplit, Group, Sample, checked_group, 
 from tokcost.inflation.languages import _language, language_name, language_script, script_name
 
 # FLORES-200 file stems: an ISO 639-3 code and an ISO 15924 script (eng_Latn, zho_Hant).
-_FLORES_STEM = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
+_FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 _UDHR_FILE = re.compile(r"^udhr_(.+)\.txt$")
 _SPLITS = ("dev", "devtest")
 
 
 def _flores_files(folder: Path, split: str) -> list[Path]:
-    return sorted(p for p in folder.glob(f"*.{split}")
-                  if p.is_file() and _FLORES_STEM.match(p.stem))
+    return sorted(p for p in folder.glob(f"*.{split}") if _FLORES.match(p.stem) and p.is_file())
 
 
 def is_flores(folder: Path) -> bool:
@@ -112,8 +111,7 @@ def _udhr_tags(folder: Path) -> dict[str, str]:
             if e.get("f") and e.get("bcp47") not in (None, "", "und")}
 
 
-def load_udhr(folder: Path, *, baseline: str = "en",
-              skipped: list[Skipped] | None = None) -> Group:
+def load_udhr(folder: Path, *, baseline: str = "en", skipped: list[Skipped] | None = None) -> Group:
     """Every translation in a UDHR in Unicode ``data/txt`` folder, its header removed."""
     tags = _udhr_tags(folder)
     samples: list[Sample] = []
@@ -134,10 +132,9 @@ def load_udhr(folder: Path, *, baseline: str = "en",
         script = language_script(code)
         samples.append(Sample(
             code=code if code not in {s.code for s in samples} else f"{code}@{file_id}",
-            text=body if sep else read.text, kind="prose",
+            text=body if sep else read.text, kind="prose", path=str(path),
             name=header_name if named == code and header_name else named,
-            script=script_name(script) if script else None,
-            path=str(path), invalid_utf8_bytes=read.invalid_bytes))
+            script=script_name(script) if script else None, invalid_utf8_bytes=read.invalid_bytes))
     if not samples:
         raise UsageError(f"no udhr_<id>.txt files in {folder}")
     base = match_baseline(baseline, [s.code for s in samples], where=str(folder))
