@@ -168,7 +168,17 @@ class CheckResult:
 
 def check(request: CheckRequest) -> CheckResult:
     """Check the request's budgets (every config read, every git ref resolved first)."""
-    configs = _configs(request)
+    if request.adhoc is not None:
+        configs = [request.adhoc.budget_config]
+    elif request.under is None:
+        configs = [load_config(c) for c in request.config] or [load_config(None)]
+    else:
+        configs = [replace(load_config(path), shadowed=shadowed)
+                   for path, shadowed in find_configs(request.under)]
+        if not configs:
+            raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
+                             f"'{display_path(request.under)}' ({arg('under')}); create one or "
+                             f"pass {arg('config')}", param="under", related=("config",))
     growth = request.growth
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
     if growth.update_baseline:  # before counting, not after
@@ -176,20 +186,6 @@ def check(request: CheckRequest) -> CheckResult:
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
     results = tuple(_check_one(c, tree, request) for c, tree in zip(configs, trees, strict=True))
     return CheckResult(results, several=request.several)
-
-
-def _configs(request: CheckRequest) -> list[BudgetConfig]:
-    if request.adhoc is not None:
-        return [request.adhoc.budget_config]
-    if request.under is None:
-        return [load_config(c) for c in request.config] or [load_config(None)]
-    found = [replace(load_config(path), shadowed=shadowed)
-             for path, shadowed in find_configs(request.under)]
-    if not found:
-        raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
-                         f"'{display_path(request.under)}' ({arg('under')}); create one or "
-                         f"pass {arg('config')}", param="under", related=("config",))
-    return found
 
 
 def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
