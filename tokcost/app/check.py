@@ -1,16 +1,9 @@
-"""Use case ``check``: count every budget's files, record the baseline if asked, judge.
+"""Use case ``check``: count every budget's files, record the baseline if asked, judge
+growth against the baseline file or a git ref, and render the reports.
 
-The configs (or the one budget that paths and limits make) are read, the files counted
-on one engine, growth measured against the baseline file or a git ref, and the limits
-applied; ``render(fmt)`` gives the JSON, GitHub, Markdown and JUnit reports.
-
->>> request = CheckRequest(growth=Growth(base="origin/main"), strict=True)
->>> # tokcost.check(request).render("github")
 >>> adhoc = AdhocBudget(paths="prompts/**/*.md", limits={"max_tokens_per_file": "10k"})
 >>> adhoc.budget_config.budgets[0].max_tokens_per_file
 10000
->>> # tokcost.check(CheckRequest(adhoc=adhoc)).passed
->>> # tokcost.check(CheckRequest(under=".")).exit_code  # every tokcost.yaml below here
 """
 
 from __future__ import annotations
@@ -22,27 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.atomic import ensure_writable
-from tokcost.budget import (
-    BudgetConfig,
-    BudgetResult,
-    ConfigResult,
-    Finding,
-    Notice,
-    baseline_from,
-    judge,
-    load_config,
-    measure,
-    read_baseline,
-    write_baseline,
-)
-from tokcost.budget.config import (
-    adhoc_config,
-    display_path,
-    find_configs,
-    shadow_notice,
-)
+from tokcost.budget import baseline_from, judge, load_config, measure, read_baseline, write_baseline
+from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
 from tokcost.budget.crossing import locate
-from tokcost.budget.git_base import GitTree, against_base, baseline_at, open_tree
+from tokcost.budget.evaluate import Notice
+from tokcost.budget.git_base import GitTree, baseline_at, open_tree
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
 from tokcost.parts import Parts
@@ -50,6 +27,7 @@ from tokcost.runner import EngineKind, RunConfig
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
+    from tokcost.budget import BudgetConfig, BudgetResult, ConfigResult, Finding
     from tokcost.catalog import CatalogSource
 
 __all__ = ["CheckRequest", "check"]
@@ -57,9 +35,7 @@ __all__ = ["CheckRequest", "check"]
 
 @dataclass(frozen=True, kw_only=True)
 class AdhocBudget:
-    """``paths`` (files, folders, globs) checked without a config file against ``limits``
-    (budget keys valued as in tokcost.yaml), priced and windowed by ``model``, counted
-    with ``tokenizer``: the config a tokcost.yaml with that one budget would give."""
+    """``paths`` checked without a config file, as a tokcost.yaml with one budget would."""
 
     paths: tuple[str, ...] = ()
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -81,9 +57,7 @@ class AdhocBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class Growth:
-    """What growth is measured against: the ``baseline`` file (None: the config's), or
-    the files at the git ref ``base`` (no baseline file is read then); ``update_baseline``
-    writes today's counts to the baseline file first."""
+    """Growth against the ``baseline`` file (None: the config's) or the git ref ``base``."""
 
     baseline: Path | None = None
     base: str | None = None
@@ -96,10 +70,8 @@ class Growth:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest(Parts):
-    """The ``config`` files (none: the one found walking up to the git work tree root),
-    every config ``under`` a folder, or an ``adhoc`` budget; ``strict``: warnings fail
-    (exit code 2); ``catalog`` replaces the configs' own; ``engine``, ``jobs`` and
-    ``scheduler`` choose where counting runs (as ``count`` does)."""
+    """The ``config`` files (none: the one found walking up), every config ``under`` a
+    folder, or an ``adhoc`` budget; the rest as ``tokcost check``'s options say."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None
@@ -128,25 +100,21 @@ class CheckRequest(Parts):
             raise UsageError(f"{arg('under')} finds every config below a folder; drop "
                              f"{arg('config')}, or drop {arg('under')} and repeat {arg('config')}",
                              param="under", related=("config",))
-        if self.adhoc is not None:
-            self._adhoc_alone()
-        if self.several and self.growth.baseline is not None:
-            raise UsageError(f"{arg('baseline')} names one file, and each of several configs "
-                             f"has its own baseline; drop {arg('baseline')}", param="baseline")
-
-    def _adhoc_alone(self) -> None:
-        """Paths with limits are the whole check: no config, and no baseline."""
-        if self.config or self.under is not None:
+        # Paths with limits are the whole check: no config, and no baseline.
+        if self.adhoc is not None and (self.config or self.under is not None):
             raise UsageError(f"give {arg('paths')} with limits, or {arg('config')}/"
                              f"{arg('under')}, not both: {arg('paths')} are checked without a "
                              "config file", param="paths", related=("config", "under"))
         g = self.growth
-        for name, given in (("update_baseline", g.update_baseline),
-                            ("baseline", g.baseline is not None), ("base", g.base is not None)):
-            if given:
+        for name, is_set in (("update_baseline", g.update_baseline),
+                             ("baseline", g.baseline is not None), ("base", g.base is not None)):
+            if self.adhoc is not None and is_set:
                 raise UsageError(f"{arg(name)} needs a config file; {arg('paths')} with limits "
                                  "have no baseline (write a tokcost.yaml to track growth)",
                                  param=name, related=("paths",))
+        if self.several and self.growth.baseline is not None:
+            raise UsageError(f"{arg('baseline')} names one file, and each of several configs "
+                             f"has its own baseline; drop {arg('baseline')}", param="baseline")
 
     @property
     def several(self) -> bool:
@@ -156,12 +124,7 @@ class CheckRequest(Parts):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Every config checked, in order; the exit code is the worst of theirs. Unless
-    ``several``, it reports as its one config does.
-
-    >>> CheckResult(()).exit_code, CheckResult(()).headline
-    (0, 'no configs')
-    """
+    """Every config checked, in order; unless ``several``, it reports as its one config."""
 
     configs: tuple[ConfigResult, ...]
     several: bool = False
@@ -177,7 +140,6 @@ class CheckResult:
 
     @property
     def failed(self) -> list[ConfigResult]:
-        """The configs whose check failed, in run order."""
         return [r for r in self.configs if r.exit_code]
 
     @property
@@ -193,68 +155,57 @@ class CheckResult:
         """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
         return run_headline(self.configs)
 
-    def _several(self) -> bool:
-        return self.several or len(self.configs) != 1
-
     def to_dict(self) -> dict[str, Any] | list[dict[str, Any]]:
         """The ``tokcost check --json`` document: the config's, or a list of them."""
         docs = [r.to_dict() for r in self.configs]
-        return docs if self._several() else docs[0]
+        return docs if self.several or len(docs) != 1 else docs[0]
 
     def render(self, fmt: str, *, quiet: bool = False, hide_passed: bool = False) -> str:
-        """The report as ``json``, ``github``, ``markdown`` or ``junit`` text (``quiet``,
-        ``hide_passed``: see ``tokcost.budget.report.render``)."""
-        return render(self.configs, fmt, several=self._several(), quiet=quiet,
-                      hide_passed=hide_passed)
+        """The report in one of ``tokcost.budget.FORMATS`` (see ``report.render``)."""
+        return render(self.configs, fmt, several=self.several or len(self.configs) != 1,
+                      quiet=quiet, hide_passed=hide_passed)
 
 
 def check(request: CheckRequest) -> CheckResult:
-    """Check the request's budgets. Every config is read and every git ref resolved
-    before any file is counted, so a broken one fails the run at once."""
-    configs = _configs(request)
+    """Check the request's budgets (every config read, every git ref resolved first)."""
+    if request.adhoc is not None:
+        configs = [request.adhoc.budget_config]
+    elif request.under is None:
+        configs = [load_config(c) for c in request.config] or [load_config(None)]
+    else:
+        configs = [replace(load_config(path), shadowed=shadowed)
+                   for path, shadowed in find_configs(request.under)]
+        if not configs:
+            raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
+                             f"'{display_path(request.under)}' ({arg('under')}); create one or "
+                             f"pass {arg('config')}", param="under", related=("config",))
     growth = request.growth
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
     if growth.update_baseline:  # before counting, not after
         for c in configs:
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
-    return CheckResult(tuple(_check_one(c, tree, request, request.run)
-                             for c, tree in zip(configs, trees, strict=True)),
-                       several=request.several)
-
-
-def _configs(request: CheckRequest) -> list[BudgetConfig]:
-    if request.adhoc is not None:
-        return [request.adhoc.budget_config]
-    if request.under is None:
-        return [load_config(c) for c in request.config] or [load_config(None)]
-    found = [replace(load_config(path), shadowed=shadowed)
-             for path, shadowed in find_configs(request.under)]
-    if not found:
-        raise UsageError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) at or below "
-                         f"'{display_path(request.under)}' ({arg('under')}); create one or "
-                         f"pass {arg('config')}", param="under", related=("config",))
-    return found
+    results = tuple(_check_one(c, tree, request) for c, tree in zip(configs, trees, strict=True))
+    return CheckResult(results, several=request.several)
 
 
 def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
-               engine: RunConfig) -> ConfigResult:
+               ) -> ConfigResult:
     """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline
-    measured = measure(loaded, catalog=request.catalog, engine=engine)
+    measured = measure(loaded, catalog=request.catalog, engine=request.run)
     known = baseline_from(measured) if update else None
     if known is not None:
         write_baseline(path, known)
-    if tree is not None:
-        at_base = baseline_at(measured, tree, catalog=request.catalog)
-        result = against_base(judge(measured, at_base, strict=request.strict,
-                                    baseline_display=tree.ref.label), at_base, tree.ref)
-    else:
+    if tree is None:
         if request.adhoc is None and not update:
             known = read_baseline(path)
         # A baseline given here is shown as given; the config's, relative to the cwd.
         shown = str(given) if given is not None else _shown(loaded.baseline)
-        result = judge(measured, known, strict=request.strict, baseline_display=shown)
+    else:
+        known, shown = baseline_at(measured, tree, catalog=request.catalog), tree.ref.label
+    result = judge(measured, known, strict=request.strict, baseline_display=shown,
+                          base=tree.ref if tree is not None else None)
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
@@ -272,8 +223,7 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
 
 
 def _shown(path: Path) -> str | None:
-    """The config's baseline as reports show it: relative to the cwd, or ``../x`` for a
-    config found in a folder above (None: the report's own default)."""
+    """A baseline as reports show it: relative to the cwd (None: the report's default)."""
     try:
         shown = display_path(path)
     except (OSError, ValueError):  # another drive on Windows

@@ -1,7 +1,4 @@
-"""Use case ``compare``: who pays more tokens for the same meaning.
-
-Parallel texts (a folder, files, or the shipped corpora) are counted with each
-tokenizer, and each text's premium over the baseline's is derived (``tokcost.inflation``).
+"""Use case ``compare``: who pays more tokens for the same meaning (``tokcost.inflation``).
 
 >>> result = compare(CompareRequest(corpus=Corpus(kinds=["code"]), tokenizers=["cl100k_base"]))
 >>> [(g.kind, g.baseline) for g in result.report.groups]
@@ -29,10 +26,8 @@ __all__ = ["CompareRequest", "compare"]
 
 @dataclass(frozen=True, kw_only=True)
 class CompareRequest(Parts):
-    """What to compare: the ``corpus``, the ``tokenizers`` (specs, ``model:ID`` too) and
-    ``models`` (catalog ids, which also price each text as input) through ``catalog``
-    (none given: o200k_base), and the ``plot`` to write (.png/.svg/.pdf; ``force``
-    overwrites it). A plot that could not be written is refused here, before any work."""
+    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) to measure it with, and the
+    ``plot`` to write, refused here if it cannot be written."""
 
     corpus: Corpus = field(default_factory=Corpus)
     tokenizers: tuple[str, ...] = ()
@@ -52,8 +47,7 @@ class CompareRequest(Parts):
 
 @dataclass(frozen=True)
 class CompareResult:
-    """The report (tokenizers, one group per corpus kind, its rows sorted by premium, and
-    the warnings about the texts), the picture written, and the inputs skipped."""
+    """The report (one group per corpus kind, rows by premium), the plot, the inputs skipped."""
 
     report: Report
     plot: Path | None = None
@@ -64,7 +58,7 @@ class CompareResult:
         return self.report.warnings
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost compare --json`` document (its ``warnings`` name what was skipped)."""
+        """The ``tokcost compare --json`` document."""
         return self.report.to_dict()
 
     def render(self, fmt: Literal["csv", "markdown"]) -> str:
@@ -80,13 +74,7 @@ class CompareResult:
 
 def compare(request: CompareRequest, *,
             on_progress: Callable[[int, int], None] | None = None) -> CompareResult:
-    """Token inflation of the request's texts, measured with each tokenizer and model;
-    ``on_progress(done, total)`` is called after each count.
-
-    The texts are read under the input policy of every command: invalid UTF-8 is
-    replaced (and named in ``warnings``), binary files are skipped (``skipped``, and
-    ``warnings``).
-    """
+    """Token inflation of the request's texts, measured with each tokenizer and model."""
     skipped: list[Skipped] = []
     groups = request.corpus.load(skipped)
     choices = resolve_tokenizers(request.tokenizers, request.models, catalog=request.catalog,
@@ -96,6 +84,5 @@ def compare(request: CompareRequest, *,
         report = replace(report, warnings=tuple(s.note for s in skipped) + report.warnings)
     if request.plot is not None:
         from tokcost.plotting.inflation import plot_premiums
-
         plot_premiums(report, request.plot, force=request.force)
     return CompareResult(report, request.plot, tuple(skipped))

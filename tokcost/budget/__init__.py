@@ -1,14 +1,5 @@
-"""CI budgets: token, cost, context-window and growth limits on a repository's prompts.
-
->>> from tokcost.budget import load_config, measure, judge, read_baseline
->>> # config = load_config("tokcost.yaml"); m = measure(config)
->>> # result = judge(m, read_baseline(config.baseline)); print(result.render("markdown"))
-
-Modules: ``config`` (tokcost.yaml / [tool.tokcost], discovery, ad-hoc budgets),
-``baseline`` (JSON counts), ``evaluate`` (measure + judge), ``crossing`` (the line a file
-crosses its limit on), ``git_base`` (a git ref as the baseline), ``report`` (every format),
-``pr_comment`` (the GitHub Action's comment). ``tokcost.check`` chains them.
-"""
+"""CI budgets: token, cost, context-window and growth limits on a repository's prompts;
+``tokcost.check`` chains the modules (docs/check.md)."""
 
 from tokcost.budget.baseline import Baseline, BaselineError, read_baseline, write_baseline
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError, load_config

@@ -1,9 +1,6 @@
-"""The baseline: per-budget, per-file token counts that growth is measured against.
-
-A versioned JSON file, sorted and without timestamps so it diffs cleanly in review
-(``{"version": 1, "generator": "tokcost", "budgets": {NAME: {"tokenizer": SPEC,
-"total_tokens": N, "files": {PATH: N}}}}``), written atomically.
-"""
+"""The baseline: per-budget, per-file token counts that growth is measured against, as
+sorted JSON without timestamps (``{"version": 1, "generator": "tokcost", "budgets": {NAME:
+{"tokenizer": SPEC, "total_tokens": N, "files": {PATH: N}}}}``), so it diffs cleanly."""
 
 from __future__ import annotations
 
@@ -25,12 +22,7 @@ class BaselineError(UsageError):
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One budget's counts: the tokenizer they were made with and tokens per file.
-
-    ``renamed`` maps a file's path now to its path in the baseline, for files that moved
-    since (known only when the baseline is a git ref, ``tokcost.budget.git_base``): such
-    a file is keyed by its new path in ``files``, with its old count. It is never written.
-    """
+    """One budget's counts; ``renamed`` (never written): path now -> path at a git base."""
 
     tokenizer: str
     files: Mapping[str, int] = field(default_factory=dict)
@@ -54,14 +46,7 @@ class Baseline:
 
 @dataclass(frozen=True)
 class BaseRef:
-    """A git ref that growth is measured against instead of a baseline file.
-
-    >>> commit = "0123456789abcdef" * 2 + "01234567"
-    >>> BaseRef("main", commit).label, BaseRef("0123456", commit).label
-    ('main', '0123456')
-    >>> BaseRef(commit, commit).label
-    '0123456'
-    """
+    """A git ref that growth is measured against instead of a baseline file."""
 
     ref: str  # as given: main, origin/main, v1.2, a commit id
     commit: str  # the commit it names, in full
@@ -113,7 +98,7 @@ def read_baseline(path: Path) -> Baseline | None:
 
 def write_baseline(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` to ``path`` atomically (temp file + rename), making its folder."""
-    text = json.dumps(baseline.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    text = json.dumps(baseline.to_json(), indent=2, ensure_ascii=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -123,15 +108,5 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
 
 
 def growth_percent(now: int, before: int | None) -> float | None:
-    """Growth in percent, or None when there is nothing to compare with.
-
-    >>> growth_percent(110, 100)
-    10.0
-    >>> growth_percent(5, 0) is None
-    True
-    """
-    if before is None or before <= 0:
-        return None
-    return (now - before) * 100.0 / before
-
-
+    """Growth in percent, or None when there is nothing to compare with."""
+    return None if before is None or before <= 0 else (now - before) * 100.0 / before

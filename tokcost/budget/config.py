@@ -1,22 +1,5 @@
-"""Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``.
-
-A config names a default model and a list of budgets; each budget is a set of
-gitignore-style path globs (relative to the config file's folder) and the limits
-its files must keep::
-
-    model: gpt-4o-mini
-    budgets:
-      - name: system prompts
-        paths: ["prompts/**/*.md"]
-        max_tokens_per_file: 2k      # counts as everywhere: 2000, 2k, 2Ki, 1.5M
-        max_cost_per_call: $0.01     # USD, the file as one call's prompt (0.01 or 1c too)
-        output_tokens: 500
-        max_growth_percent: 10%      # against the baseline JSON (10 alike)
-
-Every problem names the file, the line and the key, e.g.
-``tokcost.yaml:7: budgets[0] 'system prompts': max_tokens_per_file: expected a whole
-number >= 1, got 'lots'``. All problems are collected; the first is raised with a count.
-"""
+"""Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``
+(docs/check.md); every problem names the file, line and key, the first raised with a count."""
 
 from __future__ import annotations
 
@@ -32,44 +15,24 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from tokcost.catalog import yamltext
-from tokcost.catalog.validation import (
-    FLAG,
-    PERCENT,
-    SHARE,
-    Invalid,
-    Strict,
-    check,
-    choice,
-    count,
-    listed,
-    strings,
-    text,
-    usd,
-)
+from tokcost.catalog import validation, yamltext
+from tokcost.catalog.validation import Invalid, Issue, Strict, check
 from tokcost.catalog.yamltext import PathKey, dotted
 from tokcost.errors import TokcostError, UsageError, arg, suggest
 
 CONFIG_NAMES = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml")
 DEFAULT_BASELINE = ".tokcost-baseline.json"
 CONFIG_VERSION = 1
-
 # A budget must set at least one of these (the context-window check is implicit).
-LIMIT_KEYS = (
-    "max_tokens_per_file",
-    "max_total_tokens",
-    "max_cost_per_call",
-    "max_growth_percent",
-    "max_file_growth_percent",
-    "max_context_percent",
-)
+LIMIT_KEYS = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call",
+              "max_growth_percent", "max_file_growth_percent", "max_context_percent")
 
-Name = Annotated[str, text(strip=True)]
-Globs = Annotated[tuple[str, ...], strings("a glob or a list of globs", nonempty=True,
-                                           strip=True)]
-Tokens = Annotated[int, count(what="a whole number >= 1")]
-Reserve = Annotated[int, count(0, what="a whole number >= 0")]
-Percent = Annotated[float, PERCENT]
+Name = Annotated[str, validation.text(strip=True)]
+Globs = Annotated[tuple[str, ...], validation.strings("a glob or a list of globs",
+                                                      nonempty=True, strip=True)]
+Tokens = Annotated[int, validation.count(what="a whole number >= 1")]
+Reserve = Annotated[int, validation.count(0, what="a whole number >= 0")]
+Percent = Annotated[float, validation.PERCENT]
 _TOKENS = "tokens, e.g. 2000 or 10k"
 
 
@@ -95,10 +58,10 @@ class Budget(Strict):
     tokenizer: Name | None = Field(None, description="tokenizer spec (default: the model's)")
     max_tokens_per_file: Tokens | None = Field(None, description=_TOKENS)
     max_total_tokens: Tokens | None = Field(None, description=_TOKENS)
-    max_cost_per_call: Annotated[Decimal, usd("per call")] | None = Field(
+    max_cost_per_call: Annotated[Decimal, validation.usd("per call")] | None = Field(
         None, description="USD, each file (or, with combine, all of them) as one call's prompt")
     output_tokens: Reserve = Field(0, description="output tokens priced with each call")
-    cached_share: Annotated[Decimal, SHARE] = Field(
+    cached_share: Annotated[Decimal, validation.SHARE] = Field(
         Decimal(0), description="share of the prompt read from the cache (0.5 or 50%)")
     max_growth_percent: Percent | None = Field(
         None, description="growth of the total against the baseline")
@@ -107,9 +70,8 @@ class Budget(Strict):
     max_context_percent: Percent | None = Field(
         None, description="share of the model's context window")
     reserve_output_tokens: Reserve | None = Field(
-        None, description="output tokens kept free in the context window (default: "
-        "output_tokens)")
-    combine: Annotated[bool, FLAG] = Field(
+        None, description="output tokens kept free in the context window (default: output_tokens)")
+    combine: Annotated[bool, validation.FLAG] = Field(
         False, description="the files are sent together as one prompt")
     _line: int | None = PrivateAttr(None)
 
@@ -121,8 +83,8 @@ class Budget(Strict):
     @property
     def reserve(self) -> int:
         """Output tokens kept free in the context window (default: ``output_tokens``)."""
-        return self.output_tokens if self.reserve_output_tokens is None else (
-            self.reserve_output_tokens)
+        own = self.reserve_output_tokens
+        return self.output_tokens if own is None else own
 
     @model_validator(mode="after")
     def _a_limit(self) -> Budget:
@@ -137,26 +99,23 @@ class ConfigDocument(Strict):
     missing: ClassVar[Mapping[str, str]] = {
         "budgets": "expected a non-empty list under 'budgets', got None",
     }
-    version: Annotated[int, choice((CONFIG_VERSION,), f"config version {CONFIG_VERSION}")] = \
-        CONFIG_VERSION
+    version: Annotated[int, validation.choice((CONFIG_VERSION,),
+                                              f"config version {CONFIG_VERSION}")] = CONFIG_VERSION
     model: Name | None = Field(None, description="default catalog model of the budgets")
     tokenizer: Name | None = Field(None, description="default tokenizer spec")
     catalog: Name | None = Field(None, description="models YAML, relative to this file")
     baseline: Name | None = Field(
         None, description=f"baseline JSON, relative to this file (default {DEFAULT_BASELINE})")
-    budgets: Annotated[tuple[Budget, ...], listed("a non-empty list under 'budgets'",
-                                                  nonempty=True)] = Field(
+    budgets: Annotated[tuple[Budget, ...], validation.listed(
+        "a non-empty list under 'budgets'", nonempty=True)] = Field(
         json_schema_extra={"minItems": 1})
 
     @model_validator(mode="after")
     def _unique_names(self) -> ConfigDocument:
-        seen: dict[str, int] = {}
-        twice: list[tuple[PathKey, str]] = []
-        for i, budget in enumerate(self.budgets):
-            if budget.name in seen:
-                twice.append((("budgets", i, "name"), f"duplicate budget name (also "
-                               f"budgets[{seen[budget.name]}]); names must be unique"))
-            seen.setdefault(budget.name, i)
+        first: dict[str, int] = {}
+        twice = [(("budgets", i, "name"), f"duplicate budget name (also budgets["
+                  f"{first[b.name]}]); names must be unique")
+                 for i, b in enumerate(self.budgets) if first.setdefault(b.name, i) != i]
         if twice:
             raise Invalid(twice[0][1], twice[0][0], *twice[1:])
         return self
@@ -185,32 +144,22 @@ class BudgetConfig:
     def where(self, budget: Budget | None = None) -> str:
         """``tokcost.yaml:12`` for a budget, ``tokcost.yaml`` for the file."""
         name = self.display or str(self.path)
-        if budget is not None and budget.line:
-            return f"{name}:{budget.line}"
-        return name
-
-
-# --- discovery ------------------------------------------------------------------------
+        return f"{name}:{budget.line}" if budget is not None and budget.line else name
 
 
 def work_tree_root(start: Path | None = None) -> Path | None:
-    """The git work tree holding ``start`` (default: cwd): the nearest folder with a
-    ``.git`` (a folder, or a file in a worktree or submodule); None outside git."""
+    """The nearest folder at or above ``start`` (default: cwd) with a ``.git``, or None."""
     here = Path(os.path.abspath(start or Path.cwd()))
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
+    return next((f for f in (here, *here.parents) if (f / ".git").exists()), None)
 
 
-def configs_in(folder: Path) -> list[Path]:
-    """The configs in one folder, the one used first: tokcost.yaml (then its other
-    names), then a pyproject.toml with ``[tool.tokcost]``."""
+def configs_in(folder: Path) -> tuple[Path, tuple[Path, ...]] | None:
+    """The config used in ``folder`` and the others there it shadows; None without one."""
     found = [folder / name for name in CONFIG_NAMES if (folder / name).is_file()]
     pyproject = folder / "pyproject.toml"
     if pyproject.is_file() and _has_tool_table(pyproject):
         found.append(pyproject)
-    return found
+    return (found[0], tuple(found[1:])) if found else None
 
 
 def _has_tool_table(pyproject: Path) -> bool:
@@ -221,58 +170,35 @@ def _has_tool_table(pyproject: Path) -> bool:
     try:
         data = _load_toml(text, str(pyproject))
     except BudgetConfigError:
-        # Broken TOML that mentions tokcost is meant as a config: load_config reports
-        # its line. Any other broken pyproject.toml (a neighbour's package) is not ours.
+        # Broken TOML that mentions tokcost is meant as one (load_config reports its line).
         return "tokcost" in text
     return isinstance(data.get("tool"), dict) and "tokcost" in data["tool"]
 
 
 def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ...]]:
-    """The config that applies in ``directory`` (default: cwd), and the others in its
-    folder that it shadows.
-
-    The search walks up from ``directory`` to the root of its git work tree and takes
-    the first folder that holds a config (outside a work tree only ``directory`` is
-    searched, so a stray file in a home folder is never picked up).
-    """
+    """The config that applies in ``directory`` and the ones it shadows: the first found
+    walking up to the git work tree's root (outside one, ``directory`` only)."""
     here = Path(os.path.abspath(directory or Path.cwd()))
     top = work_tree_root(here)
-    folders = [here]
-    if top is not None:
-        folders += [f for f in here.parents if f == top or top in f.parents]
+    folders = [here, *(f for f in here.parents if top is not None and top in (f, *f.parents))]
     for folder in folders:
         found = configs_in(folder)
         if found:
-            return found[0], tuple(found[1:])
-    where = f"{here} or a folder above it up to {top}" if top is not None and top != here else (
-        str(here))
-    raise BudgetConfigError(
-        f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
-        f"create one (see README: tokcost check) or pass {arg('config', 'PATH')}",
-        param="config",
-    )
-
-
-def find_config(directory: Path | None = None) -> Path:
-    """The config that applies in ``directory`` (default: cwd): the first tokcost.yaml
-    or ``[tool.tokcost]`` found walking up to the git work tree root."""
-    return discover_config(directory)[0]
+            return found
+    where = f"{here} or a folder above it up to {top}" if top not in (None, here) else here
+    raise BudgetConfigError(f"no tokcost.yaml (or [tool.tokcost] in pyproject.toml) in {where}; "
+                            f"create one (see README: tokcost check) or pass "
+                            f"{arg('config', 'PATH')}", param="config")
 
 
 def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, ...]]]:
-    """Every config at or below ``directory`` (default: cwd), one per folder, with the
-    ones it shadows; ``.gitignore``d folders are left out. Sorted by folder."""
+    """Every config at or below ``directory``, one per folder, ``.gitignore``d ones left out."""
     from tokcost.counting import walk
-
     here = Path(os.path.abspath(directory or Path.cwd()))
     names = [*CONFIG_NAMES, "pyproject.toml"]
     folders = {Path(s.path).parent for s in walk([str(here)], include=names)}
-    found = []
-    for folder in sorted(folders, key=lambda f: f.relative_to(here).parts):
-        configs = configs_in(folder)
-        if configs:
-            found.append((configs[0], tuple(configs[1:])))
-    return found
+    found = [configs_in(f) for f in sorted(folders, key=lambda f: f.relative_to(here).parts)]
+    return [config for config in found if config is not None]
 
 
 def shadow_notice(config: BudgetConfig) -> str | None:
@@ -281,28 +207,24 @@ def shadow_notice(config: BudgetConfig) -> str | None:
         return None
     shown = display_path(config.root)
     folder = "this folder" if shown == "." else shown.rstrip("/") + "/"
-    others = " and ".join(_config_label(p) for p in config.shadowed)
-    return (f"both {_config_label(config.path)} and {others} in {folder}; using "
-            f"{config.path.name}, the other is ignored; remove one")
+    labels = ["[tool.tokcost] in pyproject.toml" if p.suffix == ".toml" else p.name
+              for p in (config.path, *config.shadowed)]
+    return (f"both {' and '.join(labels)} in {folder}; using {config.path.name}, the other is "
+            "ignored; remove one")
 
 
-def _config_label(path: Path) -> str:
-    return "[tool.tokcost] in pyproject.toml" if path.suffix == ".toml" else path.name
+def _at(issue: Issue) -> PathKey:
+    # A missing key is shown at its mapping: "budgets[0] 'a': missing key 'paths'".
+    return issue.loc[:-1] if issue.missing else issue.loc
 
 
 def load_config(path: str | Path | None = None) -> BudgetConfig:
     """Read and check a config file; ``None`` finds it (``discover_config``)."""
-    shadowed: tuple[Path, ...] = ()
-    if path is None:
-        file, shadowed = discover_config()
-    else:
-        file = Path(path)
+    file, shadowed = discover_config() if path is None else (Path(path), ())
     name = display_path(file)
     data, locate = _read(file, name)
     checked, issues = check(ConfigDocument, {} if data is None else data, noun="key")
-    # A missing key is shown at its mapping: "budgets[0] 'a': missing key 'paths'".
-    located = [(issue.loc[:-1] if issue.missing else issue.loc, issue.message)
-               for issue in issues]
+    located = [(_at(issue), issue.message) for issue in issues]
     located.extend(_spec_problems(data))
     if checked is None or located:
         located.sort(key=lambda item: locate(item[0]) or 0)  # file order
@@ -312,24 +234,17 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         raise BudgetConfigError(problems[0] + tail)
     root = file.resolve().parent
     return BudgetConfig(
-        path=file,
-        root=root,
+        path=file, root=root, model=checked.model, tokenizer=checked.tokenizer,
         budgets=tuple(_placed(b, locate(("budgets", i))) for i, b in enumerate(checked.budgets)),
-        model=checked.model,
-        tokenizer=checked.tokenizer,
         catalog=(root / checked.catalog) if checked.catalog else None,
-        baseline=root / (checked.baseline or DEFAULT_BASELINE),
-        display=name,
-        shadowed=shadowed,
-    )
+        baseline=root / (checked.baseline or DEFAULT_BASELINE), display=name, shadowed=shadowed)
 
 
 Locate = Callable[[PathKey], "int | None"]
 
 
 def _read(file: Path, name: str) -> tuple[Any, Locate]:
-    """A config's data (the ``[tool.tokcost]`` table of a pyproject.toml) and the line of
-    each key path in it."""
+    """A config's data (a pyproject.toml's ``[tool.tokcost]``) and the line of each key."""
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -343,7 +258,6 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
         root = yamltext.load(text, nodes=True) if text.strip() else None
         return data, lambda key: yamltext.line_of(root, key)
     from tokcost.budget.toml_lines import key_lines, nearest
-
     tool = _load_toml(text, name).get("tool")
     if not isinstance(tool, dict) or "tokcost" not in tool:
         raise BudgetConfigError(f"{name}: no [tool.tokcost] table; add one or pass "
@@ -352,57 +266,33 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
     return tool["tokcost"], lambda key: nearest(lines, ("tool", "tokcost", *key))
 
 
-# --- ad-hoc budgets: paths and limits without a config file ---------------------------------
-
 ADHOC = "(command line)"  # what reports show as the config of an ad-hoc check
 # Growth is measured against a baseline, and a baseline belongs to a config file.
 _GROWTH_KEYS = ("max_growth_percent", "max_file_growth_percent")
 _NEEDS_MODEL = {"max_cost_per_call": "price", "max_context_percent": "context window"}
-_GLOB_CHARS = frozenset("*?[")
 
 
-def adhoc_config(
-    paths: Sequence[str | Path],
-    limits: Mapping[str, Any],
-    *,
-    model: str | None = None,
-    tokenizer: str | None = None,
-    root: str | Path | None = None,
-) -> BudgetConfig:
-    """The config a tokcost.yaml with one budget would give, built in memory.
-
-    ``paths`` are files, folders or gitignore-style globs, relative to ``root``
-    (default: cwd); ``limits`` are budget keys with values as a config takes them
-    (``{"max_tokens_per_file": "10k", "max_cost_per_call": "$0.05"}``); ``model`` is
-    the config's model and ``tokenizer`` the budget's (it overrides the model's). The
-    same models check it all, so a value means here what it means in a file.
-
-    >>> c = adhoc_config(["prompts/**/*.md"], {"max_tokens_per_file": "10k"})
-    >>> c.budgets[0].paths, c.budgets[0].max_tokens_per_file, c.display
-    (('prompts/**/*.md',), 10000, '(command line)')
-    """
+def adhoc_config(paths: Sequence[str | Path], limits: Mapping[str, Any], *,
+                 model: str | None = None, tokenizer: str | None = None,
+                 root: str | Path | None = None) -> BudgetConfig:
+    """The config a tokcost.yaml with one budget on ``paths`` under ``limits`` would give."""
     base = Path(os.path.abspath(root if root is not None else Path.cwd()))
-    given = [str(p) for p in paths]
-    if not given:
-        raise UsageError(f"{arg('paths')} is empty; give the files, folders or globs to check",
-                         param="paths")
+    given = [str(p) for p in paths]  # AdhocBudget makes sure there are some
     _check_limits(limits, model)
-    budget: dict[str, Any] = {"name": _adhoc_name(given),
-                              "paths": [_adhoc_glob(p, base) for p in given], **limits}
-    if tokenizer is not None:
-        budget["tokenizer"] = tokenizer
-    data: dict[str, Any] = {"budgets": [budget]}
-    if model is not None:
-        data["model"] = model
+    # The budget's name: the paths as typed (a shell-expanded glob can be long).
+    name = " ".join(given) if len(given) <= 3 else (
+        f"{given[0]} {given[1]} (+{len(given) - 2} more)")
+    budget = {"name": name, "paths": [_adhoc_glob(p, base) for p in given], **limits,
+              **({} if tokenizer is None else {"tokenizer": tokenizer})}
+    data = {"budgets": [budget], **({} if model is None else {"model": model})}
     checked, issues = check(ConfigDocument, data, noun="key")
     if checked is None:
-        issue = issues[0]
-        loc = issue.loc[:-1] if issue.missing else issue.loc
+        loc = _at(issues[0])
         if loc[:2] == ("budgets", 0):
             loc = loc[2:]
         param = str(loc[0]) if loc and loc[0] in ("model", "tokenizer") else "limits"
         label = f"{dotted(loc)}: " if loc and param == "limits" else ""
-        raise UsageError(f"{arg(param)}: {label}{issue.message}", param=param)
+        raise UsageError(f"{arg(param)}: {label}{issues[0].message}", param=param)
     return BudgetConfig(path=Path(ADHOC), root=base, budgets=checked.budgets,
                         model=checked.model, tokenizer=checked.tokenizer,
                         baseline=base / DEFAULT_BASELINE, display=ADHOC)
@@ -424,8 +314,7 @@ def _check_limits(limits: Mapping[str, Any], model: str | None) -> None:
                              "config file; write the budget into tokcost.yaml", param="limits")
     if not any(key in LIMIT_KEYS for key in limits):
         wanted = ", ".join(k for k in LIMIT_KEYS if k not in _GROWTH_KEYS)
-        raise UsageError(f"{arg('limits')} sets no limit; give one of {wanted}",
-                         param="limits")
+        raise UsageError(f"{arg('limits')} sets no limit; give one of {wanted}", param="limits")
     for key, what in _NEEDS_MODEL.items():
         if key in limits and model is None and limits.get("model") is None:
             raise UsageError(f"limits '{key}' needs a model for its {what}; pass "
@@ -433,19 +322,9 @@ def _check_limits(limits: Mapping[str, Any], model: str | None) -> None:
                              param="model")
 
 
-def _adhoc_name(given: list[str]) -> str:
-    """The budget's name: the paths as typed (a shell-expanded glob can be long)."""
-    if len(given) <= 3:
-        return " ".join(given)
-    return f"{given[0]} {given[1]} (+{len(given) - 2} more)"
-
-
 def _adhoc_glob(typed: str, root: Path) -> str:
-    """A path from the command line as a budget glob relative to ``root``.
-
-    An existing file or folder means exactly that one (anchored, its special
-    characters escaped); other text is a glob with the budget's gitignore rules.
-    """
+    """A path from the command line as a budget glob: an existing file or folder exactly
+    (anchored, escaped), other text as a gitignore-style glob."""
     text = typed.strip()
     path = Path(text)
     full = Path(os.path.abspath(path if path.is_absolute() else root / path))
@@ -456,78 +335,54 @@ def _adhoc_glob(typed: str, root: Path) -> str:
     if full.exists():
         if rel in ("", "."):
             return "**"
-        return "/" + _escape_glob(rel) + ("/" if full.is_dir() else "")
-    if not _GLOB_CHARS & set(text):
+        escaped = "".join("\\" + c if c in "\\*?[" else c for c in rel)
+        escaped = "\\" + escaped if escaped[:1] in ("!", "#") else escaped
+        return "/" + escaped + ("/" if full.is_dir() else "")
+    if not set("*?[") & set(text):
         raise UsageError(f"no such file or folder: '{typed}'", param="paths")
     # Keep the glob as typed (relative to root), only normalised: ./a/*.md is a/*.md.
-    return rel if path.is_absolute() else _strip_dot(text)
-
-
-def _strip_dot(glob: str) -> str:
-    while glob.startswith("./"):
-        glob = glob[2:]
-    return glob
-
-
-def _escape_glob(rel: str) -> str:
-    escaped = "".join("\\" + c if c in "\\*?[" else c for c in rel)
-    return "\\" + escaped if escaped[:1] in ("!", "#") else escaped
+    return rel if path.is_absolute() else re.sub(r"^(\./)+", "", text)
 
 
 def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
-    """Each ``tokenizer:`` (the config's, each budget's) that names nothing tokcost can
-    load, judged at load by ``check_spec``, the judge of ``-t`` and of catalog entries,
-    rather than when the budget is first counted. A value that is not text at all is
-    the schema's to report."""
+    """Each ``tokenizer:`` that names nothing tokcost can load, as ``check_spec`` judges it."""
     if not isinstance(data, dict):
         return
     from tokcost.adapters.registry import check_spec
-
     budgets = data.get("budgets")
     places: list[tuple[PathKey, Any]] = [(("tokenizer",), data.get("tokenizer"))]
     if isinstance(budgets, list):
         places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
                       for i, item in enumerate(budgets) if isinstance(item, dict))
     for key, spec in places:
-        if not isinstance(spec, str) or not spec.strip():
-            continue
         try:
-            check_spec(spec)
+            if isinstance(spec, str) and spec.strip():  # else the schema's to report
+                check_spec(spec)
         except TokcostError as exc:
             yield key, str(exc)
 
 
-def _problem(
-    name: str, key: PathKey, message: str, data: Any, locate: Callable[[PathKey], int | None]
-) -> str:
+def _problem(name: str, key: PathKey, message: str, data: Any, locate: Locate) -> str:
     """``tokcost.yaml:4: budgets[0] 'a': max_tokens_per_file: expected ...``."""
     line = locate(key)
     where = f"{name}:{line}" if line else name
     label = dotted(key)
     if len(key) >= 2 and key[0] == "budgets" and isinstance(key[1], int):
-        head = f"budgets[{key[1]}] '{_budget_name(data, key[1])}'"
+        # A broken budget is shown by its own name, else by its number.
+        budgets = data.get("budgets") if isinstance(data, dict) else None
+        item = budgets[key[1]] if isinstance(budgets, list) and key[1] < len(budgets) else None
+        raw = item.get("name") if isinstance(item, dict) else None
+        shown = raw.strip() if isinstance(raw, str) and raw.strip() else f"#{key[1]}"
         rest = dotted(key[2:])
-        label = f"{head}: {rest}" if rest else head
+        label = f"budgets[{key[1]}] '{shown}'" + (f": {rest}" if rest else "")
     return f"{where}: {label}: {message}" if label else f"{where}: {message}"
 
 
-def _budget_name(data: Any, index: int) -> str:
-    """The name a broken budget is shown by: its own, else its number."""
-    budgets = data.get("budgets") if isinstance(data, dict) else None
-    item = budgets[index] if isinstance(budgets, list) and index < len(budgets) else None
-    raw = item.get("name") if isinstance(item, dict) else None
-    return raw.strip() if isinstance(raw, str) and raw.strip() else f"#{index}"
-
-
 def display_path(file: Path) -> str:
-    """A path relative to cwd when it lies below it, ``../x`` when it lies in a folder
-    above it (a config found walking up), else as given (stable in reports)."""
-    here = Path.cwd().resolve()
-    full = file.resolve()
-    try:
+    """A path relative to cwd below it, ``../x`` in a folder above it, else as given."""
+    here, full = Path.cwd().resolve(), file.resolve()
+    if full == here or here in full.parents:
         return full.relative_to(here).as_posix() or "."
-    except ValueError:
-        pass
     if full in here.parents or full.parent in here.parents:
         return Path(os.path.relpath(full, here)).as_posix()
     return str(file)
@@ -537,8 +392,7 @@ def _load_toml(text: str, name: str) -> dict[str, Any]:
     # tomllib is in the standard library from 3.11; tomli is the same parser for 3.10.
     tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-        return data
+        return dict(tomllib.loads(text))
     except tomllib.TOMLDecodeError as exc:
         # The message ends with "(at line N, column M)": show it as name:N like YAML.
         msg = str(exc)

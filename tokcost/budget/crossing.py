@@ -1,11 +1,5 @@
-"""Where a file crosses its token limit: the line a GitHub annotation points at.
-
-Line L is the first line such that the text from the file's start through the end of
-line L (its newline included), counted as one text, has more tokens than the limit. The
-search bisects the lines and runs only for failing files, for the rules that are token
-limits (``max_tokens_per_file``, a file's ``context_window`` share); growth and cost are
-not at a place, so their findings point at the file without a line.
-"""
+"""Where a file crosses its token limit: the first line L such that the text through the
+end of L, counted as one text, is over the limit (the line a GitHub annotation points at)."""
 
 from __future__ import annotations
 
@@ -17,23 +11,10 @@ if TYPE_CHECKING:
     from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding, Measurement
     from tokcost.catalog import CatalogSource
 
-__all__ = ["allowed_tokens", "crossing_line", "locate", "window_allowance"]
-
 
 def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
     """The first line (1-based) through which ``text`` has more than ``limit`` tokens,
-    or None when the whole text has at most ``limit``.
-
-    >>> from tokcost import get_tokenizer
-    >>> tok = get_tokenizer("tiktoken:cl100k_base")
-    >>> text = "one two\\nthree four\\nfive six\\n"
-    >>> [tok.count(text[:end]) for end in (8, 19, 28)]
-    [3, 6, 9]
-    >>> crossing_line(text, tok, 2), crossing_line(text, tok, 3), crossing_line(text, tok, 8)
-    (1, 2, 3)
-    >>> crossing_line(text, tok, 9) is None
-    True
-    """
+    or None when the whole text has at most ``limit``."""
     if limit < 0:
         return None  # even an empty file is over: no line is to blame
     ends = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
@@ -41,15 +22,11 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
         ends.append(len(text))  # the last line has no newline
     if tokenizer.count(text) <= limit:
         return None
-
-    def over(line: int) -> bool:
-        return tokenizer.count(text[: ends[line - 1]]) > limit
-
     # Invariant: lines 1..lo are within the limit (lo = 0: nothing), 1..hi are over it.
     lo, hi = 0, len(ends)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if over(mid):
+        if tokenizer.count(text[: ends[mid - 1]]) > limit:
             hi = mid
         else:
             lo = mid
@@ -57,25 +34,19 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
 
 
 def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
-    """The most tokens the file of ``finding`` may have under its rule, or None for a
-    rule that has no such limit (growth, cost)."""
+    """The most tokens the file of ``finding`` may have (None: growth or cost)."""
     if finding.rule == "max_tokens_per_file":
         limit = budget.budget.max_tokens_per_file
         return int(limit) if limit is not None else None
     if finding.rule == "context_window" and budget.context_window:
-        return window_allowance(float(finding.limit), budget.context_window,
-                                budget.budget.reserve)
+        window, reserve = budget.context_window, budget.budget.reserve
+        return window_allowance(float(finding.limit), window, reserve)
     return None
 
 
 def window_allowance(share: float, window: int, reserve: int) -> int:
-    """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens,
-    stays within ``share`` percent, computed as the judge computes the share (in floats);
-    negative when the reserve alone is over.
-
-    >>> window_allowance(100.0, 1000, 100), window_allowance(5.0, 128_000, 4096)
-    (900, 2304)
-    """
+    """The most prompt tokens whose share of ``window``, with ``reserve`` output tokens, stays
+    within ``share`` percent, in the judge's floats (negative when the reserve alone is over)."""
     most = int(share * window / 100) - reserve
     while most >= -reserve and (most + reserve) * 100.0 / window > share:
         most -= 1
@@ -88,31 +59,25 @@ def locate(result: ConfigResult, measurement: Measurement, *,
            catalog: CatalogSource = None) -> ConfigResult:
     """``result`` with ``line`` set on each failing file's finding that has one."""
     from tokcost.budget.evaluate import _tokenizer
-    from tokcost.counting import decode_utf8, sniff_binary
-
+    from tokcost.counting import Skipped, load_input
     config = measurement.config
     measured = {m.budget.name: m for m in measurement.budgets}
     texts: dict[str, str | None] = {}
     budgets = []
     for b in result.budgets:
-        wanted = [(f, allowed_tokens(f, b)) for f in b.failures if f.path is not None]
-        if not any(limit is not None for _, limit in wanted):
+        wanted = [(f, f.path, limit) for f in b.failures
+                  if f.path is not None and (limit := allowed_tokens(f, b)) is not None]
+        if not wanted:
             budgets.append(b)
             continue
         m = measured[b.name]
         tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
         found: dict[int, Finding] = {}
-        for f, limit in wanted:
-            if limit is None or f.path is None:
-                continue
-            if f.path not in texts:
-                try:
-                    data = (config.root / f.path).read_bytes()
-                except OSError:
-                    data = None
-                texts[f.path] = (decode_utf8(data)[0]
-                                 if data is not None and sniff_binary(data) is None else None)
-            text = texts[f.path]
+        for f, path, limit in wanted:
+            if path not in texts:  # read as it was counted: a skipped file has no line
+                read = load_input(config.root / path)
+                texts[path] = None if isinstance(read, Skipped) else read.text
+            text = texts[path]
             if text is not None:
                 found[id(f)] = replace(f, line=crossing_line(text, tok, limit))
         budgets.append(replace(b, failures=tuple(found.get(id(f), f) for f in b.failures)))

@@ -1,15 +1,5 @@
-"""Budget evaluation: match files, count them once per tokenizer, judge every limit.
-
-Two steps, so ``update_baseline`` can write the counts before judging growth:
-``measure(config)`` finds and counts the files of every budget; ``judge(measured,
-baseline)`` applies the limits and returns a ``ConfigResult`` whose order is
-deterministic (budgets in config order, files by path, rules in the order of ``RULES``).
-Rules (their names appear in every report format): each file's tokens, the budget's
-total, one call's cost (the file, or with ``combine`` all files, as input plus
-``output_tokens``), prompt + reserved output as a share of the model's window (at most
-``max_context_percent``, default 100), the total's and each file's growth against the
-baseline.
-"""
+"""Budget evaluation: ``measure`` counts every budget's files (once per tokenizer), ``judge``
+applies the limits (two steps, so ``update_baseline`` writes the counts before judging)."""
 
 from __future__ import annotations
 
@@ -25,32 +15,16 @@ from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef, growth_per
 from tokcost.budget.config import Budget, BudgetConfig, BudgetConfigError
 from tokcost.budget.report import ReportTables, render, render_json, tables, update_hint
 from tokcost.errors import InputError, TokcostError
-from tokcost.tokenizers import (
-    TokenizerChoice,
-    model_choice,
-    open_catalog,
-    resolve_tokenizers,
-    spec_label,
-)
-from tokcost.units import format_percent, format_usd, round_percent
+from tokcost.tokenizers import TokenizerChoice, model_choice, open_catalog, resolve_tokenizers
+from tokcost.units import format_percent, format_usd, round_percent, spec_label
 
 if TYPE_CHECKING:
     from tokcost.adapters import Tokenizer
     from tokcost.catalog import CatalogSource, ModelEntry
     from tokcost.runner import RunConfig, Runner
 
-RULES = (
-    "max_tokens_per_file",
-    "max_total_tokens",
-    "max_cost_per_call",
-    "context_window",
-    "max_growth_percent",
-    "max_file_growth_percent",
-)
-_RULE_ORDER = {rule: i for i, rule in enumerate(RULES)}
-
-
-# --- results ------------------------------------------------------------------------------
+RULES = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call", "context_window",
+         "max_growth_percent", "max_file_growth_percent")
 
 
 @dataclass(frozen=True)
@@ -132,15 +106,12 @@ class BudgetResult:
         return not self.failures
 
     def changes(self) -> list[tuple[str, int | None, int | None]]:
-        """Files whose count differs from the baseline: (path, before, now), by path;
-        ``before`` is None for a new file, ``now`` for a removed one (none without a
-        baseline)."""
+        """(path, before, now) of each file whose count changed, by path (None: new, gone)."""
         if self.baseline_total is None:
             return []
         rows: list[tuple[str, int | None, int | None]] = [
             (f.path, f.baseline_tokens, f.tokens) for f in self.files
-            if f.baseline_tokens != f.tokens
-        ]
+            if f.baseline_tokens != f.tokens]
         rows += [(path, before, None) for path, before in self.removed]
         return sorted(rows)
 
@@ -170,12 +141,10 @@ class ConfigResult:
     @property
     def exit_code(self) -> int:
         """0 every budget holds, 1 a budget is exceeded, 2 warnings under ``strict``."""
-        if self.strict and self.notices:
-            return 2
-        return 0 if self.passed else 1
+        return 2 if self.strict and self.notices else 0 if self.passed else 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON report (``tokcost check --json``; keys in the README)."""
+        """The JSON report (``tokcost check --json``)."""
         return render_json(self)
 
     def render(self, fmt: str) -> str:
@@ -194,41 +163,18 @@ class Measurement:
     notices: tuple[Notice, ...]
 
 
-# --- measuring ------------------------------------------------------------------------------
-
-
-def list_files(root: Path) -> list[str]:
-    """Every file below ``root`` (``.gitignore``d paths and ``.git`` left out), sorted."""
-    from tokcost.counting import walk
-
-    rel = [Path(s.path).relative_to(root).as_posix() for s in walk([str(root)])]
-    return sorted(rel)
-
-
 def match_files(budget: Budget, files: list[str]) -> tuple[list[str], list[str]]:
-    """The files a budget covers, and its (non-negated) globs that matched nothing.
-
-    Globs are gitignore-style (pathspec): ``*.md`` matches at any depth,
-    ``/README.md`` only at the top, ``prompts/**`` everything below prompts/.
-    """
+    """The files a budget's gitignore-style globs cover, and its globs that match none."""
     spec = pathspec.GitIgnoreSpec.from_lines(budget.paths)
     excluded = pathspec.GitIgnoreSpec.from_lines(budget.exclude) if budget.exclude else None
-    chosen = [
-        f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))
-    ]
-    unmatched = []
-    for glob in budget.paths:
-        if glob.startswith("!"):
-            continue
-        one = pathspec.GitIgnoreSpec.from_lines([glob])
-        if not any(one.match_file(f) for f in files):
-            unmatched.append(glob)
+    chosen = [f for f in files if spec.match_file(f) and not (excluded and excluded.match_file(f))]
+    unmatched = [glob for glob in budget.paths if not glob.startswith("!") and not any(
+        pathspec.GitIgnoreSpec.from_lines([glob]).match_file(f) for f in files)]
     return chosen, unmatched
 
 
 def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
-    """The catalog for the budgets: a broken one is its own error, and one the config
-    names is blamed on the config's ``catalog`` key, not on a parameter never passed."""
+    """The catalog for the budgets; a broken one the config names is the config's error."""
     if catalog is not None or config.catalog is None:
         return open_catalog(catalog)
     try:
@@ -239,77 +185,29 @@ def _open(config: BudgetConfig, catalog: CatalogSource) -> Any:
         raise BudgetConfigError(f"{config.display}: catalog: {text}") from None
 
 
-# (budget, its model, the key of its tokenizer, exact, the files it covers)
-_Plan = tuple[Budget, "ModelEntry | None", str, bool, list[str]]
-
-
 def measure(config: BudgetConfig, *, engine: RunConfig | Runner | None = None,
             catalog: CatalogSource = None, files: list[str] | None = None) -> Measurement:
-    """Find and count the files of every budget (each file once per tokenizer).
-
-    ``catalog`` replaces the config's ``catalog`` key (None: the key, else
-    ``$TOKCOST_CATALOG`` or the shipped models.yaml); it resolves models and
-    ``model:ID`` tokenizer specs alike. ``engine`` runs the counting (default: here).
-    """
+    """Find and count every budget's ``files`` (default: all but ``.gitignore``d ones), each
+    once per tokenizer, with one notice per file skipped or not UTF-8."""
+    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note, walk
+    all_files = files if files is not None else sorted(
+        Path(s.path).relative_to(config.root).as_posix() for s in walk([str(config.root)]))
     notices: list[Notice] = []
-    plans: list[_Plan] = []
+    plans: list[tuple[Measured, list[str]]] = []  # each budget and the files it covers
     tokenizers: dict[str, Tokenizer] = {}
-    all_files = list_files(config.root) if files is None else files
     for budget in config.budgets:
         entry, choice, tok = _resolve(config, budget, catalog)
-        key = _key(choice)
+        # The spec as written ({mistral_common}/... unexpanded): the baseline is portable.
+        key = choice.written_spec or choice.spec
         tokenizers.setdefault(key, tok)
         chosen, unmatched = match_files(budget, all_files)
         notices += [Notice(f"budget '{budget.name}': glob '{glob}' matches no file",
                            config.display, budget.line) for glob in unmatched]
-        plans.append((budget, entry, key, bool(tok.exact), chosen))
-    counts, file_notices = _count(config, plans, tokenizers, engine)
-    measured = tuple(
-        Measured(budget, entry, key, exact, tuple(
-            FileResult(path=f, bytes=counts[key, f][0], tokens=counts[key, f][1])
-            for f in chosen if (key, f) in counts))
-        for budget, entry, key, exact, chosen in plans
-    )
-    return Measurement(config, measured, (*notices, *file_notices))
-
-
-def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
-             ) -> tuple[ModelEntry | None, TokenizerChoice, Tokenizer]:
-    """A budget's model and tokenizer; a problem is the config's, at the budget's line."""
-    where = f"{config.where(budget)}: budget '{budget.name}'"
-    model_id = budget.model or config.model
-    entry = None
-    if model_id is not None:
-        cat = _open(config, catalog)
-        try:
-            entry = cat.resolve(model_id)
-        except TokcostError as exc:
-            raise _at(where, exc) from None
-    _require(where, budget, entry)
-    try:
-        choice = _tokenizer(config, budget, entry, catalog)
-        return entry, choice, choice.load()
-    except TokcostError as exc:
-        raise _at(where, exc) from None
-
-
-def _at(where: str, exc: TokcostError) -> BudgetConfigError:
-    """``exc`` as a problem of the config at ``where``, its fields kept."""
-    return BudgetConfigError(f"{where}: {exc.template}", param=exc.param, related=exc.related,
-                             value=exc.value)
-
-
-def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Tokenizer],
-           engine: RunConfig | Runner | None,
-           ) -> tuple[dict[tuple[str, str], tuple[int, int]], list[Notice]]:
-    """(tokenizer key, file) -> (bytes, tokens), and a notice per file skipped or with
-    invalid UTF-8 (one, however many tokenizers read it)."""
-    from tokcost.counting import Inputs, Skipped, count_paths, invalid_utf8_note
-
-    counts: dict[tuple[str, str], tuple[int, int]] = {}
-    notices: dict[str, Notice] = {}
+        plans.append((Measured(budget, entry, key, bool(tok.exact), ()), chosen))
+    counts: dict[tuple[str, str], tuple[int, int]] = {}  # (tokenizer, file) -> (bytes, tokens)
+    file_notices: dict[str, Notice] = {}
     for key, tok in tokenizers.items():
-        wanted = sorted({f for _, _, k, _, chosen in plans if k == key for f in chosen})
+        wanted = sorted({f for m, chosen in plans if m.tokenizer == key for f in chosen})
         if not wanted:
             continue
         report = count_paths(Inputs(paths=[str(config.root / f) for f in wanted],
@@ -325,31 +223,44 @@ def _count(config: BudgetConfig, plans: list[_Plan], tokenizers: dict[str, Token
             counts[key, rel] = (fc.bytes, fc.tokens[key])
             if fc.invalid_utf8_bytes:
                 note = invalid_utf8_note(rel, fc.invalid_utf8_bytes)
-                notices.setdefault(note, Notice(note, rel))
+                file_notices.setdefault(note, Notice(note, rel))
         for skip in report.skipped:
             rel = _relative(skip.path, config.root)
             # The input policy's words, as count says them: "skipped logo.png: binary (...)"
-            notices.setdefault(Skipped(rel, skip.reason).note,
-                               Notice(Skipped(rel, skip.reason).note, rel))
-    return counts, list(notices.values())
+            note = Skipped(rel, skip.reason).note
+            file_notices.setdefault(note, Notice(note, rel))
+    measured = tuple(replace(m, files=tuple(FileResult(f, *counts[m.tokenizer, f]) for f in chosen
+                                            if (m.tokenizer, f) in counts)) for m, chosen in plans)
+    return Measurement(config, measured, (*notices, *file_notices.values()))
+
+
+def _resolve(config: BudgetConfig, budget: Budget, catalog: CatalogSource,
+             ) -> tuple[ModelEntry | None, TokenizerChoice, Tokenizer]:
+    """A budget's model and tokenizer; a problem is the config's, at the budget's line."""
+    where = f"{config.where(budget)}: budget '{budget.name}'"
+    model_id = budget.model or config.model
+    cat = None if model_id is None else _open(config, catalog)
+    try:
+        entry = None if cat is None else cat.resolve(model_id)
+        _require(where, budget, entry)
+        choice = _tokenizer(config, budget, entry, catalog)
+        return entry, choice, choice.load()
+    except BudgetConfigError:
+        raise  # _require's own, already placed
+    except TokcostError as exc:
+        raise BudgetConfigError(f"{where}: {exc.template}", param=exc.param,
+                                related=exc.related, value=exc.value) from None
 
 
 def _tokenizer(config: BudgetConfig, budget: Budget, entry: ModelEntry | None,
                catalog: CatalogSource) -> TokenizerChoice:
-    """The budget's own tokenizer, else its model's, else the config's, else the default;
-    a ``model:ID`` spec through the same catalog (None: the config's key)."""
+    """The budget's own tokenizer, else its model's, else the config's, else the default."""
     if budget.tokenizer is None and entry is not None and entry.tokenizer:
         return model_choice(entry)
     spec = budget.tokenizer or config.tokenizer
     source = catalog if catalog is not None else config.catalog
     [choice] = resolve_tokenizers([spec] if spec else [], catalog=source)
     return choice
-
-
-def _key(choice: TokenizerChoice) -> str:
-    # The spec as written ({mistral_common}/... unexpanded) keys the counts and is
-    # recorded in the baseline, which must not depend on this machine.
-    return choice.written_spec or choice.spec
 
 
 def _relative(path: str, root: Path) -> str:
@@ -378,13 +289,9 @@ def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
                                     + what.format(key=key))
 
 
-# --- judging ------------------------------------------------------------------------------
-
-
 def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
     from tokcost.pricing import estimate_cost
-
     cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
     # Long-context tiers, cached rates and the rest are the price model's business.
     return estimate_cost(entry, input_tokens=input_tokens, output_tokens=budget.output_tokens,
@@ -392,145 +299,117 @@ def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
 
 
 def judge(measurement: Measurement, baseline: Baseline | None, *, strict: bool = False,
-          baseline_display: str | None = None) -> ConfigResult:
-    """Apply every budget's limits to its counted files."""
+          baseline_display: str | None = None, base: BaseRef | None = None) -> ConfigResult:
+    """Apply every budget's limits to its counted files; growth against the ``baseline``
+    file, or against the counts at the git ref ``base`` (no file to update then)."""
     config = measurement.config
     hint = update_hint(config.display)
+    vs, accept = ("the baseline", f"; if intended, {hint}") if base is None else (base.label, "")
     notices = list(measurement.notices)
     results = []
     for m in measurement.budgets:
         name = m.budget.name
-        base = baseline.budgets.get(name) if baseline is not None else None
-        wants_growth = (m.budget.max_growth_percent is not None
-                        or m.budget.max_file_growth_percent is not None)
-        if base is not None and base.tokenizer != m.tokenizer:
+        entry = baseline.budgets.get(name) if baseline is not None else None
+        if entry is not None and entry.tokenizer != m.tokenizer:
             notices.append(Notice(
-                f"budget '{name}': baseline counted with {base.tokenizer}, now "
+                f"budget '{name}': baseline counted with {entry.tokenizer}, now "
                 f"{m.tokenizer}; growth not checked; {hint}", config.display, m.budget.line))
-            base = None
-        elif base is None and wants_growth:
+            entry = None
+        elif entry is None and (m.budget.max_growth_percent is not None
+                                or m.budget.max_file_growth_percent is not None):
             why = "no baseline file" if baseline is None else "not in the baseline"
             notices.append(Notice(f"budget '{name}': {why}, growth not checked; {hint}",
                                   config.display, m.budget.line))
-        judged = _measured_result(m, base)
-        found = sorted([*_file_findings(judged, hint), *_budget_findings(judged, hint)],
-                       key=lambda x: (x.path is not None, x.path or "", _RULE_ORDER[x.rule]))
+        judged = _measured_result(m, entry)
+        found = sorted(_findings(judged, vs, accept),
+                       key=lambda x: (x.path is not None, x.path or "", RULES.index(x.rule)))
         results.append(replace(judged, failures=tuple(found)))
     here = Path.cwd().resolve()
     return ConfigResult(
-        config=config.display,
-        baseline=baseline_display or _relative(str(config.baseline), here),
-        baseline_found=baseline is not None,
-        budgets=tuple(results),
-        notices=tuple(notices),
-        strict=strict,
-        root=_relative(str(config.root), here) or ".",
-    )
+        config=config.display, baseline=baseline_display or _relative(str(config.baseline), here),
+        baseline_found=baseline is not None, budgets=tuple(results), notices=tuple(notices),
+        strict=strict, root=_relative(str(config.root), here) or ".", base=base)
 
 
 def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
-    """A budget's files with their baseline counts, costs and window shares: its result
-    before any limit is applied."""
+    """A budget's result before any limit is applied: baseline counts, costs, shares."""
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
     # The model whose price a cost limit uses (None: no cost to compute).
     priced = entry if (entry is not None and entry.pricing is not None
                        and budget.max_cost_per_call is not None) else None
     each = not budget.combine  # a call per file, not one call with all of them
+    known = base.files if base is not None else {}
     files = tuple(FileResult(
-        path=f.path, bytes=f.bytes, tokens=f.tokens,
-        baseline_tokens=base.files.get(f.path) if base is not None else None,
+        path=f.path, bytes=f.bytes, tokens=f.tokens, baseline_tokens=known.get(f.path),
         cost=_call_cost(priced, budget, f.tokens) if priced and each else None,
-        context_percent=_share(f.tokens + budget.reserve, window) if each else None,
-    ) for f in m.files)
+        context_percent=(f.tokens + budget.reserve) * 100.0 / window if each and window else None)
+        for f in m.files)
     total = sum(f.tokens for f in files)
     if budget.combine:
         cost = _call_cost(priced, budget, total) if priced else None
-        context = _share(total + budget.reserve, window)
+        context = (total + budget.reserve) * 100.0 / window if window else None
     else:
         cost = max((f.cost for f in files if f.cost is not None), default=None)
         context = max((f.context_percent for f in files if f.context_percent is not None),
                       default=None)
+    now = {f.path for f in files}
     return BudgetResult(
         budget=budget, model=entry.id if entry is not None else None, tokenizer=m.tokenizer,
         exact=m.exact, files=files, baseline_total=base.total_tokens if base is not None else None,
         cost=cost, context_percent=context, context_window=window,
-        removed=tuple(sorted((p, n) for p, n in (base.files.items() if base is not None else ())
-                             if p not in {f.path for f in files})),
-    )
+        removed=tuple(sorted((p, n) for p, n in known.items() if p not in now)),
+        renamed=tuple(sorted(base.renamed.items())) if base is not None else ())
 
 
-def _file_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
-    """The limits each file exceeds; ≈ before every number a proxy gave, and its name."""
+def _findings(b: BudgetResult, vs: str, accept: str) -> Iterator[Finding]:
+    """The limits the budget and its files exceed; ≈ before every number a proxy gave;
+    growth is ``vs`` the baseline, ``accept`` says how to accept it."""
     budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
-    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
-    for f in b.files:
-        per_file = budget.max_tokens_per_file
-        if per_file is not None and f.tokens > per_file:
-            yield Finding(name, "max_tokens_per_file", f.path, f.tokens, per_file,
-                          f"{f.path}: {a}{f.tokens:,} tokens ({a}{spec_label(b.tokenizer)}), "
-                          f"over the {per_file:,}-token per-file limit of budget '{name}'")
-        most = budget.max_cost_per_call
-        if most is not None and f.cost is not None and f.cost > most:
-            yield Finding(name, "max_cost_per_call", f.path, f.cost, most,
-                          f"{f.path}: {a}{format_usd(f.cost)} per call on {model} "
-                          f"({a}{f.tokens:,} input + {budget.output_tokens:,} output tokens), "
-                          f"over the {format_usd(most)} limit of budget '{name}'")
-        if f.context_percent is not None and f.context_percent > window_limit:
-            yield Finding(name, "context_window", f.path, round_percent(f.context_percent),
-                          window_limit,
-                          f"{f.path}: {a}{f.tokens:,} prompt + {budget.reserve:,} reserved "
-                          f"output tokens = {a}{format_percent(f.context_percent)} of {model}'s "
-                          f"{b.context_window:,}-token window, over {_pct(window_limit)}% "
-                          f"(budget '{name}')")
-        g, most_growth = f.growth_percent, budget.max_file_growth_percent
-        if most_growth is not None and g is not None and g > most_growth:
-            yield Finding(name, "max_file_growth_percent", f.path, round_percent(g), most_growth,
-                          f"{f.path}: {a}{f.tokens:,} tokens, {a}{format_percent(g, sign=True)} "
-                          f"against the baseline ({a}{f.baseline_tokens:,}), over the "
-                          f"+{_pct(most_growth)}% limit of budget '{name}'; if intended, {hint}")
-
-
-def _budget_findings(b: BudgetResult, hint: str) -> Iterator[Finding]:
-    """The limits the budget as a whole exceeds (the combined call, with ``combine``)."""
-    budget, name, model, a = b.budget, b.name, b.model, "" if b.exact else "≈"
-    total, n = b.total_tokens, len(b.files)
-    if budget.max_total_tokens is not None and total > budget.max_total_tokens:
-        yield Finding(name, "max_total_tokens", None, total, budget.max_total_tokens,
-                      f"budget '{name}': {a}{total:,} tokens in {n} file{'' if n == 1 else 's'} "
-                      f"({a}{spec_label(b.tokenizer)}), over the "
-                      f"{budget.max_total_tokens:,}-token total limit")
-    most = budget.max_cost_per_call
-    if budget.combine and b.cost is not None and most is not None and b.cost > most:
-        yield Finding(name, "max_cost_per_call", None, b.cost, most,
-                      f"budget '{name}': {a}{format_usd(b.cost)} per call on {model} "
-                      f"({a}{total:,} input + {budget.output_tokens:,} output tokens, all files "
-                      f"in one prompt), over the {format_usd(most)} limit")
-    window_limit = 100.0 if budget.max_context_percent is None else budget.max_context_percent
-    if budget.combine and b.context_percent is not None and b.context_percent > window_limit:
-        yield Finding(name, "context_window", None, round_percent(b.context_percent),
-                      window_limit,
-                      f"budget '{name}': {a}{total:,} prompt + {budget.reserve:,} reserved "
-                      f"output tokens = {a}{format_percent(b.context_percent)} of {model}'s "
-                      f"{b.context_window:,}-token window, over {_pct(window_limit)}%")
-    g, most_growth = b.growth_percent, budget.max_growth_percent
-    if most_growth is not None and g is not None and g > most_growth:
-        yield Finding(name, "max_growth_percent", None, round_percent(g), most_growth,
-                      f"budget '{name}': {a}{total:,} tokens, {a}{format_percent(g, sign=True)} "
-                      f"against the baseline ({a}{b.baseline_total:,}), over the "
-                      f"+{_pct(most_growth)}% limit; if intended, {hint}")
+    window = 100.0 if budget.max_context_percent is None else budget.max_context_percent
+    n = len(b.files)
+    # The whole budget (path None), whose cost and window share count only with combine.
+    whole = (None, b.total_tokens, b.cost if budget.combine else None,
+             b.context_percent if budget.combine else None, b.growth_percent, b.baseline_total)
+    for path, tokens, cost, share, growth, before in [whole, *(
+            (f.path, f.tokens, f.cost, f.context_percent, f.growth_percent, f.baseline_tokens)
+            for f in b.files)]:
+        where, of = (f"budget '{name}': ", "") if path is None else (
+            f"{path}: ", f" of budget '{name}'")
+        rule, kind = ("max_total_tokens", "total") if path is None else (
+            "max_tokens_per_file", "per-file")
+        most = getattr(budget, rule)
+        if most is not None and tokens > most:
+            files = f" in {n} file{'' if n == 1 else 's'}" if path is None else ""
+            yield Finding(name, rule, path, tokens, most,
+                          f"{where}{a}{tokens:,} tokens{files} ({a}{spec_label(b.tokenizer)}), "
+                          f"over the {most:,}-token {kind} limit{of}")
+        most_cost = budget.max_cost_per_call
+        if most_cost is not None and cost is not None and cost > most_cost:
+            one = ", all files in one prompt" if path is None else ""
+            yield Finding(name, "max_cost_per_call", path, cost, most_cost,
+                          f"{where}{a}{format_usd(cost)} per call on {model} ({a}{tokens:,} "
+                          f"input + {budget.output_tokens:,} output tokens{one}), over the "
+                          f"{format_usd(most_cost)} limit{of}")
+        if share is not None and share > window:
+            yield Finding(name, "context_window", path, round_percent(share), window,
+                          f"{where}{a}{tokens:,} prompt + {budget.reserve:,} reserved output "
+                          f"tokens = {a}{format_percent(share)} of {model}'s "
+                          f"{b.context_window:,}-token window, over {_pct(window)}%"
+                          + ("" if path is None else f" (budget '{name}')"))
+        rule = "max_growth_percent" if path is None else "max_file_growth_percent"
+        most_growth = getattr(budget, rule)
+        if most_growth is not None and growth is not None and growth > most_growth:
+            yield Finding(name, rule, path, round_percent(growth), most_growth,
+                          f"{where}{a}{tokens:,} tokens, {a}{format_percent(growth, sign=True)} "
+                          f"against {vs} ({a}{before:,}), over the "
+                          f"+{_pct(most_growth)}% limit{of}{accept}")
 
 
 def baseline_from(measurement: Measurement) -> Baseline:
     """The baseline that records the measured counts."""
-    return Baseline({
-        m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
-        for m in measurement.budgets
-    })
-
-
-def _share(tokens: int, window: int | None) -> float | None:
-    return None if not window else tokens * 100.0 / window
+    return Baseline({m.budget.name: BaselineEntry(m.tokenizer, {f.path: f.tokens for f in m.files})
+                     for m in measurement.budgets})
 
 
 def _pct(value: float) -> str:

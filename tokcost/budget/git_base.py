@@ -1,13 +1,6 @@
-"""A git ref as the baseline: the budgeted files as they are at REF, counted as they are now.
-
-``Growth(base="main")`` judges a pull request against its base branch with no baseline
-file to commit. Nothing is checked out: the tree of REF is listed (``git ls-tree``), its
-files read from the object store (``git cat-file``) and counted as the work tree's are.
-The tree's ``.gitignore`` files apply as the work-tree walk applies them on disk, a
-symlink to a file is read through, submodules are left out. A file moved since REF is
-compared with its old version: ``git diff-index -M`` finds the moves git sees, identical
-content finds the rest (a file moved but not yet added).
-"""
+"""A git ref as the baseline: the budgeted files at REF, read from git's object store (no
+checkout) and counted as the work tree's are; renames found by ``git diff-index -M``, then by
+identical content."""
 
 from __future__ import annotations
 
@@ -16,8 +9,8 @@ import io
 import os
 import posixpath
 import subprocess
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +20,8 @@ from tokcost.budget.baseline import Baseline, BaselineEntry, BaseRef
 from tokcost.errors import UsageError, arg
 
 if TYPE_CHECKING:
-    from tokcost.adapters import Tokenizer
-    from tokcost.budget.evaluate import ConfigResult, Measurement
+    from tokcost.budget.evaluate import Measurement
     from tokcost.catalog import CatalogSource
-
-__all__ = ["GitBaseError", "GitTree", "against_base", "baseline_at", "open_tree"]
 
 _SYMLINK = "120000"
 _LINK_HOPS = 8  # a symlink chain longer than this is left out, as a loop would be
@@ -46,40 +36,30 @@ def _given(ref: str) -> str:
 
 
 def _long(name: str) -> str:
-    # git's own long options. Built, not spelled, so tests/test_api_words.py (which keeps
-    # tokcost's flags out of library messages) does not take them for one of tokcost's.
+    # Built, not spelled, so tests/test_api_words.py does not take git's for tokcost's flags.
     return "--" + name
 
 
-# --- running git ---------------------------------------------------------------------------
-
-
-def _git(args: list[str], cwd: Path, ref: str, stdin: bytes | None = None,
+def _git(args: list[str], cwd: Path, ref: str, what: str = "", stdin: bytes | None = None,
          ) -> subprocess.CompletedProcess[bytes]:
+    """git's answer; a failure is an error when there is ``what`` it could not do."""
     try:
-        return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True,
-                              check=False)
+        run = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True)
     except FileNotFoundError:
         raise GitBaseError(f"{_given(ref)} needs git, and there is no 'git' program on PATH; "
                            f"install git or leave out {_given(ref)}", param="base") from None
     except OSError as exc:
         raise GitBaseError(f"{_given(ref)}: cannot run git ({exc.strerror or exc}); "
                            f"install git or leave out {_given(ref)}", param="base") from None
+    if what and run.returncode != 0:
+        raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
+    return run
 
 
 def _why(run: subprocess.CompletedProcess[bytes]) -> str:
     """git's own first line of complaint, for the one-line error."""
     lines = run.stderr.decode("utf-8", errors="replace").strip().splitlines()
     return lines[0].removeprefix("fatal: ") if lines else f"git exited with {run.returncode}"
-
-
-def _ok(run: subprocess.CompletedProcess[bytes], ref: str, what: str) -> bytes:
-    if run.returncode != 0:
-        raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
-    return run.stdout
-
-
-# --- the tree at REF -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -91,32 +71,16 @@ class _Entry:
 
 @dataclass(frozen=True)
 class GitTree:
-    """The files of a commit's tree below the config's folder, as candidates to count.
-
-    ``blobs`` maps a path relative to the config's folder ('/'-separated) to the id of
-    the blob holding its content (a symlink's target's).
-    """
+    """A commit's files below the config's folder: path -> blob id (a link's target's)."""
 
     top: Path  # the work tree's top folder
     prefix: str  # the config's folder relative to ``top`` ('' at the top)
     ref: BaseRef
     blobs: Mapping[str, str]
 
-    @property
-    def paths(self) -> list[str]:
-        return sorted(self.blobs)
-
-    def read(self, paths: Iterable[str]) -> dict[str, bytes]:
-        """The content at REF of each of ``paths`` (read in one ``git cat-file`` call)."""
-        wanted = list(paths)
-        contents = _read_blobs(self.top, [self.blobs[p] for p in wanted], self.ref.ref)
-        return {p: contents[self.blobs[p]] for p in wanted}
-
 
 def open_tree(root: str | Path, ref: str) -> GitTree:
-    """The tree of ``ref`` (a branch, tag, commit or any revision git names one commit
-    with) for the config folder ``root``; raises GitBaseError when git, the work tree
-    or the commit is missing."""
+    """The tree of ``ref`` (a branch, tag, commit...) for the config folder ``root``."""
     if not ref or ref.startswith("-") or any(c.isspace() for c in ref):
         raise GitBaseError(f"{_given(ref)} is not a git ref; name a branch, tag or commit",
                            param="base")
@@ -132,48 +96,31 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
     run = _git(["rev-parse", "-q", _long("verify"), f"{ref}^{{commit}}"], top, ref)
     commit = run.stdout.decode("ascii", errors="replace").strip()
     if run.returncode != 0 or not commit:
-        raise GitBaseError(
-            f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; in GitHub "
-            "Actions, actions/checkout with fetch-depth: 0) or name another ref",
-            param="base")
-    entries = _list_tree(top, commit, ref)
-    blobs = _candidates(entries, prefix, _read_support(top, entries, ref))
-    return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit), blobs=blobs)
-
-
-def _list_tree(top: Path, commit: str, ref: str) -> dict[str, _Entry]:
-    out = _ok(_git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref),
-              ref, "list the tree")
+        raise GitBaseError(f"{_given(ref)} names no commit in {top}; fetch it first (git fetch; "
+                           "in GitHub Actions, actions/checkout with fetch-depth: 0) or name "
+                           "another ref", param="base")
+    out = _git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref,
+               "list the tree").stdout
     entries: dict[str, _Entry] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
+    for record in filter(None, out.split(b"\0")):
         meta, _, name = record.partition(b"\t")
-        mode, kind, oid = meta.decode("ascii").split()
         # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
-        entries[os.fsdecode(name)] = _Entry(mode, kind, oid)
-    return entries
-
-
-def _read_support(top: Path, entries: Mapping[str, _Entry], ref: str) -> dict[str, bytes]:
-    """The .gitignore files and symlink targets of the tree (all small), by path."""
-    wanted = {
-        path: e.oid for path, e in entries.items()
-        if e.kind == "blob" and (e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")
-    }
+        entries[os.fsdecode(name)] = _Entry(*meta.decode("ascii").split())
+    # The .gitignore files and symlink targets of the tree (all small), by path.
+    wanted = {path: e.oid for path, e in entries.items() if e.kind == "blob" and (
+        e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")}
     contents = _read_blobs(top, list(wanted.values()), ref)
-    return {path: contents[oid] for path, oid in wanted.items()}
+    support = {path: contents[oid] for path, oid in wanted.items()}
+    return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit),
+                   blobs=_candidates(entries, prefix, support))
 
 
 def _candidates(entries: Mapping[str, _Entry], prefix: str,
                 support: Mapping[str, bytes]) -> dict[str, str]:
     """Path below ``prefix`` (relative to it) -> blob id, for the files the walk would count."""
-    specs = {
-        posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
-            data.decode("utf-8", errors="replace").splitlines())
-        for path, data in support.items()
-        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK
-    }
+    specs = {posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
+        data.decode("utf-8", errors="replace").splitlines()) for path, data in support.items()
+        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK}
     hidden: dict[str, bool] = {}  # folder -> whether it (or one above it) is ignored
 
     def folder_hidden(folder: str) -> bool:
@@ -198,26 +145,20 @@ def _candidates(entries: Mapping[str, _Entry], prefix: str,
 
 
 def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec]) -> bool:
-    """As git and the work-tree walk decide: each .gitignore applies below its folder,
-    outermost first, and the last pattern that matches wins."""
+    """As git decides: each .gitignore below its folder, outermost first, last match wins."""
     verdict: bool | None = None
     parts = path.split("/")
     for depth in range(len(parts)):
-        folder = "/".join(parts[:depth])
-        spec = specs.get(folder)
-        if spec is None:
-            continue
-        rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
-        result = spec.check_file(rel)
-        if result.include is not None:
-            verdict = result.include
+        spec = specs.get("/".join(parts[:depth]))
+        if spec is not None:
+            result = spec.check_file("/".join(parts[depth:]) + ("/" if is_dir else ""))
+            verdict = verdict if result.include is None else result.include
     return bool(verdict)
 
 
 def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes],
              ) -> str | None:
-    """The blob a symlink leads to inside the tree; None for a folder, a target outside
-    the tree, a broken link or a loop (the work-tree walk counts none of those)."""
+    """The blob a symlink leads to in the tree (None: a folder, outside, broken, a loop)."""
     for _ in range(_LINK_HOPS):
         target = os.fsdecode(support.get(path, b""))
         if not target or target.startswith("/"):
@@ -236,9 +177,8 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
     unique = sorted(set(oids))
     if not unique:
         return {}
-    out = _ok(_git(["cat-file", _long("batch")], top, ref,
-                   stdin="".join(f"{oid}\n" for oid in unique).encode("ascii")),
-              ref, "read the files")
+    out = _git(["cat-file", _long("batch")], top, ref, "read the files",
+               "".join(f"{oid}\n" for oid in unique).encode("ascii")).stdout
     contents: dict[str, bytes] = {}
     at = 0
     for oid in unique:
@@ -253,68 +193,54 @@ def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:
     return contents
 
 
-# --- counting at REF -----------------------------------------------------------------------
-
-
 def renames(tree: GitTree) -> dict[str, str]:
-    """Files that git sees moved since REF: path now -> path at REF (both relative to
-    the config's folder), from ``git diff-index -M`` against the work tree."""
-    run = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref)
-    fields = _ok(run, tree.ref.ref, "compare the work tree with it").split(b"\0")
+    """Files git sees moved since REF: path now -> path at REF (in the config's folder)."""
+    fields = _git(["diff-index", "-M", "-z", tree.ref.commit], tree.top, tree.ref.ref,
+                  "compare the work tree with it").stdout.split(b"\0")
     start = f"{tree.prefix}/" if tree.prefix else ""
     moved: dict[str, str] = {}
     i = 0
-    while i < len(fields):
-        header = fields[i].decode("ascii", errors="replace")
-        if not header.startswith(":"):
-            i += 1
-            continue
-        status = header.split()[-1]
-        if status.startswith(("R", "C")):
-            old, new = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2])
-            if status.startswith("R") and old.startswith(start) and new.startswith(start):
-                moved[new[len(start):]] = old[len(start):]
-            i += 3
-        else:
-            i += 2
+    while i < len(fields) - 1:  # ":<modes> <ids> <status>", then one path, or two (R, C)
+        status = fields[i].decode("ascii", errors="replace").split()[-1]
+        paths = 2 if status.startswith(("R", "C")) else 1
+        old, new = os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + paths])
+        if status.startswith("R") and old.startswith(start) and new.startswith(start):
+            moved[new[len(start):]] = old[len(start):]
+        i += 1 + paths
     return moved
 
 
 def baseline_at(measurement: Measurement, tree: GitTree, *,
                 catalog: CatalogSource = None) -> Baseline:
-    """The counts of every measured budget's files as they are at ``tree``'s ref.
-
-    Each budget's globs are matched against the tree's paths and its files counted
-    with the tokenizer it was measured with. A file renamed since is keyed by its path
-    now, with its count at REF, and listed in the entry's ``renamed``.
-    """
+    """The counts of every measured budget's files at ``tree``'s ref, counted as measured; a
+    file renamed since is keyed by its path now and listed in ``renamed``."""
     from tokcost.budget.evaluate import _tokenizer, match_files
-
+    from tokcost.counting import Inputs, count_paths
     config = measurement.config
-    paths = tree.paths
-    chosen = {m.budget.name: match_files(m.budget, paths)[0] for m in measurement.budgets}
-    contents = tree.read(sorted({p for files in chosen.values() for p in files}))
-    counts: dict[tuple[str, str], int] = {}
+    chosen = {m.budget.name: match_files(m.budget, sorted(tree.blobs))[0]
+              for m in measurement.budgets}
+    blobs = _read_blobs(tree.top, [tree.blobs[p] for files in chosen.values() for p in files],
+                        tree.ref.ref)
+    contents = {p: blobs[tree.blobs[p]] for files in chosen.values() for p in files}
+    counts: dict[tuple[str, str], int | None] = {}
     moved: dict[str, str] | None = None  # git's renames, asked for once, when needed
     entries: dict[str, BaselineEntry] = {}
     for m in measurement.budgets:
         tok = _tokenizer(config, m.budget, m.model, catalog).load()  # built once per process
-        before: dict[str, int] = {}
         for path in chosen[m.budget.name]:
-            key = (m.tokenizer, path)
-            if key not in counts:
-                n = _count(contents[path], m.tokenizer, tok)
-                if n is None:
-                    continue  # binary at REF: skipped there as it would be here
-                counts[key] = n
-            before[path] = counts[key]
+            if (m.tokenizer, path) not in counts:
+                # Counted as a file of the work tree is; a binary one is skipped (None).
+                inputs = Inputs(paths="-", stdin=io.BytesIO(contents[path]), gitignore=False)
+                report = count_paths(inputs, {m.tokenizer: tok})
+                counts[m.tokenizer, path] = (report.files[0].tokens[m.tokenizer]
+                                             if report.files else None)
+        before = {path: n for path in chosen[m.budget.name]
+                  if (n := counts[m.tokenizer, path]) is not None}
         now = {f.path for f in m.files}
-        gone = sorted(set(before) - now)
-        new = sorted(now - set(before))
+        gone, new = sorted(set(before) - now), sorted(now - set(before))
         pairs: dict[str, str] = {}
         if gone and new:
-            if moved is None:
-                moved = renames(tree)
+            moved = renames(tree) if moved is None else moved
             pairs = _pair(gone, new, moved, contents, config.root)
         files = {p: n for p, n in before.items() if p not in pairs.values()}
         files.update({p: before[old] for p, old in pairs.items()})
@@ -322,23 +248,12 @@ def baseline_at(measurement: Measurement, tree: GitTree, *,
     return Baseline(entries)
 
 
-def _count(data: bytes, key: str, tok: Tokenizer) -> int | None:
-    """Tokens in ``data`` as a file of the work tree is counted (None: skipped, binary)."""
-    from tokcost.counting import Inputs, count_paths
-
-    inputs = Inputs(paths="-", stdin=io.BytesIO(data), gitignore=False)
-    report = count_paths(inputs, {key: tok})
-    return report.files[0].tokens[key] if report.files else None
-
-
 def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
           contents: Mapping[str, bytes], root: Path) -> dict[str, str]:
-    """New path -> old path for the files of one budget that were renamed: git's renames
-    first, then a new file whose content is that of a gone one (first by path)."""
+    """New path -> old path of renamed files: git's renames, then identical contents."""
     pairs = {n: moved[n] for n in new if moved.get(n) in gone}
-    left = [g for g in gone if g not in pairs.values()]
     by_hash: dict[str, str] = {}
-    for old in left:
+    for old in (g for g in gone if g not in pairs.values()):
         by_hash.setdefault(hashlib.sha256(contents[old]).hexdigest(), old)
     for path in new:
         if path in pairs or not by_hash:
@@ -350,28 +265,3 @@ def _pair(gone: list[str], new: list[str], moved: Mapping[str, str],
         if digest in by_hash:
             pairs[path] = by_hash.pop(digest)
     return dict(sorted(pairs.items()))
-
-
-# --- the result, worded against REF ---------------------------------------------------------
-
-
-def against_base(result: ConfigResult, known: Baseline, ref: BaseRef) -> ConfigResult:
-    """``result``, judged against ``known`` (the counts at ``ref``), as a result against
-    ``ref``: its renames, its label in the messages, and no hint to update a baseline
-    file (there is none to update)."""
-    import re
-
-    def reword(message: str) -> str:
-        message = message.replace("against the baseline", f"against {ref.label}")
-        # the update-baseline hint ends the message: there is no file to update
-        return re.sub(r"; if intended, run: tokcost check [^;]*$", "", message)
-
-    budgets = []
-    for b in result.budgets:
-        entry = known.budgets.get(b.name)
-        budgets.append(replace(
-            b,
-            renamed=tuple(sorted(entry.renamed.items())) if entry is not None else (),
-            failures=tuple(replace(f, message=reword(f.message)) for f in b.failures),
-        ))
-    return replace(result, budgets=tuple(budgets), base=ref)

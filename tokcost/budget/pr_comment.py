@@ -1,27 +1,23 @@
-"""One pull-request comment per pull request, found again by a hidden marker.
-
-The GitHub Action (``action.yml``) posts ``tokcost check``'s Markdown report and, on the
-next push, edits that comment (as size-limit's action does), with urllib only. As the
-action's step, ``python -m tokcost.budget.pr_comment REPORT.md`` reads ``GITHUB_TOKEN``,
-``GITHUB_REPOSITORY``, ``GITHUB_API_URL`` and ``GITHUB_EVENT_PATH``; exit codes: 0 done,
-1 the API refused or could not be reached, 2 the environment or the event is incomplete.
+"""One pull-request comment per pull request, found again by a hidden marker and edited
+on the next push (as size-limit's action does), with urllib only: the GitHub Action's step
+``python -m tokcost.budget.pr_comment REPORT.md`` (its variables and exit codes: docs/check.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from tokcost.budget.report import MARKER
 from tokcost.errors import InputError, TokcostError, UsageError, arg
-
-__all__ = ["MAX_BODY_CHARS", "CommentError", "pull_request_number", "upsert_comment"]
 
 API_VERSION = "2022-11-28"  # the REST API version these calls are written against
 DEFAULT_API_URL = "https://api.github.com"
@@ -29,6 +25,14 @@ MAX_BODY_CHARS = 65536  # GitHub rejects a longer comment body (422)
 PER_PAGE = 100  # the most the list endpoint returns per page
 MAX_PAGES = 100  # 10,000 comments: past that, a new comment beats an endless listing
 TRUNCATED = "\n\n… the report is longer than a comment may be: the job summary has all of it.\n"
+# What a refusal means, by HTTP status, and what to do about it.
+_REFUSALS = {
+    401: "the token is missing, expired or not a GitHub token",
+    403: "the token may not write pull-request comments; give the job 'permissions: "
+         "pull-requests: write' (a pull request from a fork gets a read-only token)",
+    404: "this token sees no such repository or pull request; check GITHUB_REPOSITORY and the "
+         "event's pull request number",
+}
 
 Outcome = Literal["created", "updated"]
 
@@ -39,12 +43,8 @@ class CommentError(TokcostError):
 
 def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                    marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
-    """Create or update the one comment on pull request ``number`` of ``repo`` ("owner/name").
-
-    The comment is the first one whose body starts with ``marker``; ``body`` gets the
-    marker in front if it lacks it, and is cut to what GitHub accepts. Returns
-    "created" or "updated"; raises CommentError (one line) when the API says no.
-    """
+    """Create or update the one comment on pull request ``number`` of ``repo`` (owner/name)
+    that starts with ``marker``; the body is cut to what GitHub accepts."""
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
     if number < 1:
@@ -56,40 +56,31 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     if not marker:
         raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
                          param="marker")
-    base = api_url.rstrip("/")
-    owner_name = "/".join(urllib.parse.quote(part, safe="") for part in repo.split("/"))
-    payload = {"body": _with_marker(body, marker)}
-    existing = _find_comment(base, owner_name, number, token, marker, timeout)
-    if existing is not None:
-        _request("PATCH", f"{base}/repos/{owner_name}/issues/comments/{existing}", token,
-                 payload, timeout)
-        return "updated"
-    _request("POST", f"{base}/repos/{owner_name}/issues/{number}/comments", token, payload,
-             timeout)
-    return "created"
-
-
-def _with_marker(body: str, marker: str) -> str:
+    issues = api_url.rstrip("/") + "/repos/" + "/".join(
+        urllib.parse.quote(part, safe="") for part in repo.split("/")) + "/issues"
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
     if len(text) > MAX_BODY_CHARS:
         text = text[: MAX_BODY_CHARS - len(TRUNCATED)] + TRUNCATED
-    return text
+    existing = _find_comment(f"{issues}/{number}/comments", token, marker, timeout)
+    if existing is None:
+        _request("POST", f"{issues}/{number}/comments", token, {"body": text}, timeout)
+        return "created"
+    _request("PATCH", f"{issues}/comments/{existing}", token, {"body": text}, timeout)
+    return "updated"
 
 
-def _find_comment(base: str, owner_name: str, number: int, token: str, marker: str,
-                  timeout: float) -> int | None:
+def _find_comment(comments_url: str, token: str, marker: str, timeout: float) -> int | None:
     """The id of the first comment that starts with the marker (a quote of it does not)."""
     for page in range(1, MAX_PAGES + 1):
-        url = f"{base}/repos/{owner_name}/issues/{number}/comments?per_page={PER_PAGE}&page={page}"
+        url = f"{comments_url}?per_page={PER_PAGE}&page={page}"
         comments = _request("GET", url, token, None, timeout)
         if not isinstance(comments, list):
             raise CommentError(f"GitHub API: GET {_path(url)} answered with no list of comments")
         for comment in comments:
             text = comment.get("body") if isinstance(comment, dict) else None
-            if isinstance(text, str) and text.lstrip().startswith(marker):
-                found = comment.get("id")
-                if isinstance(found, int):
-                    return found
+            if isinstance(text, str) and text.lstrip().startswith(marker) and isinstance(
+                    comment.get("id"), int):
+                return int(comment["id"])
         if len(comments) < PER_PAGE:
             break
     return None
@@ -99,21 +90,20 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
              timeout: float) -> Any:
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(url, data=data, method=method, headers={
-        "Accept": "application/vnd.github+json",
-        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
         "User-Agent": "tokcost-check",  # GitHub refuses requests without one
         "X-GitHub-Api-Version": API_VERSION,
-        **({"Content-Type": "application/json"} if data is not None else {}),
-    })
+        **({"Content-Type": "application/json"} if data is not None else {})})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         raise CommentError(_refusal(exc, method, url)) from None
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise CommentError(f"cannot reach the GitHub API at {_origin(url)}: {reason}; "
-                           "check GITHUB_API_URL and the network") from None
+        parts = urllib.parse.urlsplit(url)
+        raise CommentError(f"cannot reach the GitHub API at {parts.scheme}://{parts.netloc}: "
+                           f"{getattr(exc, 'reason', exc)}; check GITHUB_API_URL and the "
+                           "network") from None
     if not raw:
         return None
     try:
@@ -123,41 +113,21 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None,
 
 
 def _refusal(exc: urllib.error.HTTPError, method: str, url: str) -> str:
-    said = ""
-    try:
+    message = None
+    with contextlib.suppress(ValueError, AttributeError, OSError):
         message = json.loads(exc.read() or b"{}").get("message")
-        if isinstance(message, str) and message:
-            said = f" ({' '.join(message.split())})"
-    except (ValueError, AttributeError, OSError):
-        pass
-    what = f"GitHub API: {exc.code} on {method} {_path(url)}{said}"
-    if exc.code == 401:
-        return f"{what}: the token is missing, expired or not a GitHub token"
-    if exc.code == 403:
-        return (f"{what}: the token may not write pull-request comments; give the job "
-                "'permissions: pull-requests: write' (a pull request from a fork gets a "
-                "read-only token)")
-    if exc.code == 404:
-        return (f"{what}: this token sees no such repository or pull request; check "
-                "GITHUB_REPOSITORY and the event's pull request number")
-    return f"{what}: try again later, or post the report from the job summary by hand"
+    said = f" ({' '.join(message.split())})" if isinstance(message, str) and message else ""
+    advice = _REFUSALS.get(exc.code, "try again later, or post the report from the job "
+                                     "summary by hand")
+    return f"GitHub API: {exc.code} on {method} {_path(url)}{said}: {advice}"
 
 
 def _path(url: str) -> str:
     return urllib.parse.urlsplit(url).path
 
 
-def _origin(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def pull_request_number(event: Any) -> int | None:
-    """The pull request's number in a webhook event, or None when the event has none.
-
-    >>> pull_request_number({"pull_request": {"number": 7}}), pull_request_number({"ref": "x"})
-    (7, None)
-    """
+    """The pull request's number in a webhook event, or None when the event has none."""
     if not isinstance(event, dict):
         return None
     pr = event.get("pull_request")
@@ -172,28 +142,24 @@ def pull_request_number(event: Any) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
     args = sys.argv[1:] if argv is None else argv
+    env = os.environ
+    names = ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")
+    token, repo, event_path = (env.get(name, "") for name in names)
     try:
         if len(args) != 1:
             raise UsageError("usage: python -m tokcost.budget.pr_comment REPORT.md "
                              "(the Markdown to post)")
-        env = os.environ
-        token = env.get("GITHUB_TOKEN", "")
-        repo = env.get("GITHUB_REPOSITORY", "")
-        event_path = env.get("GITHUB_EVENT_PATH", "")
-        api_url = env.get("GITHUB_API_URL") or DEFAULT_API_URL
-        missing = [name for name, value in (("GITHUB_TOKEN", token),
-                                            ("GITHUB_REPOSITORY", repo),
-                                            ("GITHUB_EVENT_PATH", event_path)) if not value]
+        missing = [name for name in names if not env.get(name)]
         if missing:
             raise UsageError(f"{', '.join(missing)} not set: run this in a GitHub Actions job "
                              "(the action passes its github-token input as GITHUB_TOKEN)")
-        number = pull_request_number(_read_event(event_path))
+        number = pull_request_number(_read(event_path, "the event JSON", json.loads))
         if number is None:
             name = env.get("GITHUB_EVENT_NAME") or "this event"
             raise UsageError(f"{name} has no pull request in {event_path}: a comment needs a "
                              "pull_request event")
-        body = _read_text(Path(args[0]))
-        outcome = upsert_comment(api_url, repo, number, token, body)
+        outcome = upsert_comment(env.get("GITHUB_API_URL") or DEFAULT_API_URL, repo, number,
+                                 token, _read(args[0], "the report", str))
     except TokcostError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2 if isinstance(exc, (UsageError, InputError)) else 1
@@ -201,18 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _read_event(path: str) -> Any:
+def _read(path: str, what: str, parse: Callable[[str], Any]) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the event JSON {path}: {exc}") from None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the report {path}: {exc}") from None
+        raise InputError(f"cannot read {what} {path}: {exc}") from None
 
 
 if __name__ == "__main__":

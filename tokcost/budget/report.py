@@ -1,12 +1,5 @@
-"""Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML.
-
-Each is a pure function of the results, deterministic (budgets in config order, failing
-ones first in the tables, files by path, rules in a fixed order, no timestamps), so it can
-be kept as a golden file. A run of several configs keeps them apart: a list in JSON, a
-heading per config in Markdown, a testsuite per config in JUnit, and each config's own
-verdict line in GitHub's. The terminal table is the CLI's: it draws the cells of
-``tables(result)``, the cells the Markdown report shows.
-"""
+"""Reports of a check: the cells of its tables, JSON, GitHub annotations, Markdown, JUnit XML;
+each a pure, deterministic function of the results (no timestamps), kept as golden files."""
 
 from __future__ import annotations
 
@@ -21,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.budget.baseline import growth_percent
+from tokcost.budget.config import work_tree_root
 from tokcost.errors import UsageError, arg
-from tokcost.tokenizers import spec_label
-from tokcost.units import format_percent, format_usd, round_percent
+from tokcost.units import format_percent, format_usd, round_percent, spec_label
 
 if TYPE_CHECKING:
     from tokcost.budget.evaluate import BudgetResult, ConfigResult, Finding
@@ -31,8 +24,7 @@ if TYPE_CHECKING:
 FORMATS = ("json", "github", "markdown", "junit")
 JSON_VERSION = 1
 MARKER = "<!-- tokcost-check -->"  # lets a PR-comment bot find and update its comment
-# Reports are read in CI logs and PR comments, where the way to accept growth is the
-# command, so findings and warnings name it (exceptions speak the API instead).
+# Reports are read in CI logs and PR comments, so they name the command that accepts growth.
 UPDATE_HINT = "run: tokcost check --update-baseline"
 # The config files a bare `tokcost check` finds in the folder it runs in.
 _FOUND_HERE = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml", "pyproject.toml")
@@ -40,30 +32,21 @@ _VERDICT = "tokcost check: "  # how a GitHub report's own verdict lines begin
 
 
 def update_hint(config_display: str) -> str:
-    """The command that accepts grown files for this config: a config a bare
-    ``tokcost check`` would not find here is named, or the wrong baseline is updated."""
-    if config_display in _FOUND_HERE:
-        return UPDATE_HINT
-    return f"run: tokcost check -c {config_display} --update-baseline"
+    """The command that accepts grown files: it names a config a bare check would not find."""
+    found = config_display in _FOUND_HERE
+    return UPDATE_HINT if found else f"run: tokcost check -c {config_display} --update-baseline"
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-# --- the cells the text and Markdown reports share -------------------------------------------
-
-
 @dataclass(frozen=True)
 class ReportTables:
-    """A report's tables as formatted cells, so every renderer shows the same values.
-
-    ``failures``: (budget, file or None for the whole budget, rule, actual, limit), the
-    file as ``path:line`` where the line it crosses its limit on is known;
-    ``budgets``: (passed, budget, model, files, tokens, growth, cost/call, window),
-    failing budgets first; ``changes``: (budget, file, before, now, growth), a renamed
-    file as ``path (renamed from old)``.
-    """
+    """A report's tables as formatted cells, so every renderer shows the same values:
+    ``failures`` (budget, ``path:line`` or None, rule, actual, limit), ``budgets`` (passed,
+    budget, model, files, tokens, growth, cost/call, window; failing first) and ``changes``
+    (budget, file, before, now, growth)."""
 
     failures: tuple[tuple[str, str | None, str, str, str], ...]
     budgets: tuple[tuple[bool, str, str, str, str, str, str, str], ...]
@@ -80,20 +63,17 @@ def tables(result: ConfigResult) -> ReportTables:
     failures = tuple(
         (f.budget, f"{f.path}:{f.line}" if f.path is not None and f.line else f.path, f.rule,
          approx.get(f.budget, "") + _value(f, f.actual), _value(f, f.limit))
-        for f in result.failures
-    )
+        for f in result.failures)
     ordered = [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
     budgets = tuple(
-        (b.passed, b.name, _model(b), str(len(b.files)), _marked(b, f"{b.total_tokens:,}"),
+        (b.passed, b.name, f"{b.model} ({tok})" if b.model else tok, str(len(b.files)),
+         _marked(b, f"{b.total_tokens:,}"),
          _marked(b, _growth(b.growth_percent)),
          _marked(b, "–" if b.cost is None else format_usd(b.cost)),
          _marked(b, "–" if b.context_percent is None else format_percent(b.context_percent)))
-        for b in ordered
-    )
-    changes = tuple(
-        (b.name, path, *_marked_cells(b, _change_cells(before, now)))
-        for b in result.budgets for path, before, now in _changes(b)
-    )
+        for b in ordered for tok in [approx[b.name] + spec_label(b.tokenizer)])
+    changes = tuple((b.name, path, *_change_cells(b, before, now))
+                    for b in result.budgets for path, before, now in _changes(b))
     grown = any(f.rule.endswith("growth_percent") for f in result.failures)
     against = f"vs {result.base.label}" if result.base is not None else None
     return ReportTables(
@@ -103,8 +83,7 @@ def tables(result: ConfigResult) -> ReportTables:
 
 
 def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
-    """``b.changes()``, with each renamed file shown (as ``new (renamed from old)``)
-    even when its count did not change."""
+    """``b.changes()`` and every renamed file, as ``new (renamed from old)``."""
     old = dict(b.renamed)
     rows = [(path, before, now) for path, before, now in b.changes() if path not in old]
     counts = {f.path: (f.baseline_tokens, f.tokens) for f in b.files}
@@ -127,25 +106,17 @@ def headline(result: ConfigResult) -> str:
 def run_headline(results: Sequence[ConfigResult]) -> str:
     """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
     failed = [r.config for r in results if r.exit_code]
-    if not results:
-        return "no configs"
     if failed:
         return f"{len(failed)} of {_plural(len(results), 'config')} failed ({', '.join(failed)})"
-    return f"all {_plural(len(results), 'config')} hold"
+    return f"all {_plural(len(results), 'config')} hold" if results else "no configs"
 
 
 def _strict_line(result: ConfigResult) -> str | None:
-    if result.strict and result.notices:
-        k = len(result.notices)
-        s = "s" if k != 1 else ""
-        # The report's own wording for its strict mode (it names the CLI's option).
-        return f"{k} warning{s} treated as error{s} (--strict)"
-    return None
-
-
-def _model(b: BudgetResult) -> str:
-    tok = ("" if b.exact else "≈") + spec_label(b.tokenizer)
-    return f"{b.model} ({tok})" if b.model else tok
+    if not (result.strict and result.notices):
+        return None
+    s = "s" if len(result.notices) != 1 else ""
+    # The report's own wording for its strict mode (it names the CLI's option).
+    return f"{len(result.notices)} warning{s} treated as error{s} (--strict)"
 
 
 def _growth(value: float | None) -> str:
@@ -157,9 +128,7 @@ def _value(f: Finding, which: Any) -> str:
         return format_usd(which)
     if f.rule == "context_window":
         return format_percent(which)
-    if f.rule.endswith("growth_percent"):
-        return format_percent(which, sign=True)
-    return f"{which:,}"
+    return format_percent(which, sign=True) if f.rule.endswith("growth_percent") else f"{which:,}"
 
 
 def _marked(b: BudgetResult, cell: str) -> str:
@@ -167,20 +136,14 @@ def _marked(b: BudgetResult, cell: str) -> str:
     return cell if b.exact or cell in ("–", "new", "removed") else f"≈{cell}"
 
 
-def _marked_cells(b: BudgetResult, cells: tuple[str, str, str]) -> tuple[str, str, str]:
-    before, now, growth = cells
-    return _marked(b, before), _marked(b, now), _marked(b, growth)
-
-
-def _change_cells(before: int | None, now: int | None) -> tuple[str, str, str]:
+def _change_cells(b: BudgetResult, before: int | None, now: int | None) -> tuple[str, str, str]:
     if before is None:
-        return "–", f"{now:,}", "new"
-    if now is None:
-        return f"{before:,}", "–", "removed"
-    return f"{before:,}", f"{now:,}", _growth(growth_percent(now, before))
-
-
-# --- JSON ----------------------------------------------------------------------------------
+        cells = ("–", f"{now:,}", "new")
+    elif now is None:
+        cells = (f"{before:,}", "–", "removed")
+    else:
+        cells = (f"{before:,}", f"{now:,}", _growth(growth_percent(now, before)))
+    return _marked(b, cells[0]), _marked(b, cells[1]), _marked(b, cells[2])
 
 
 def _json_value(value: Any) -> Any:
@@ -192,34 +155,24 @@ def _json_value(value: Any) -> Any:
 
 
 def render_json(result: ConfigResult) -> dict[str, Any]:
-    """The JSON report (keys documented in the README, section tokcost check)."""
+    """The JSON report (its keys: docs/check.md)."""
     base = result.base
     return {
-        "version": JSON_VERSION,
-        "passed": result.passed and not (result.strict and result.notices),
-        "exit_code": result.exit_code,
-        "config": result.config,
+        "version": JSON_VERSION, "passed": result.passed and not (result.strict and result.notices),
+        "exit_code": result.exit_code, "config": result.config,
         "baseline": result.baseline if base is None else None,  # no file is read
-        "baseline_found": result.baseline_found,
-        "base": None if base is None else {"ref": base.ref, "commit": base.commit,
-                                           "label": base.label},
-        "strict": result.strict,
-        "summary": {
-            "budgets": len(result.budgets),
-            "failed_budgets": sum(not b.passed for b in result.budgets),
-            "failures": len(result.failures),
-            "warnings": len(result.notices),
-        },
+        "baseline_found": result.baseline_found, "base": None if base is None else {
+            "ref": base.ref, "commit": base.commit, "label": base.label},
+        "strict": result.strict, "summary": {"budgets": len(result.budgets),
+                    "failed_budgets": sum(not b.passed for b in result.budgets),
+                    "failures": len(result.failures), "warnings": len(result.notices)},
         "failures": [
             {"budget": f.budget, "rule": f.rule, "path": f.path, "actual": _json_value(f.actual),
              "limit": _json_value(f.limit), "line": f.line, "message": f.message}
-            for f in result.failures
-        ],
-        "warnings": [
-            {"message": n.message, "file": n.file, "line": n.line} for n in result.notices
-        ],
-        "budgets": [_budget_json(b) for b in result.budgets],
-    }
+            for f in result.failures],
+        "warnings": [{"message": n.message, "file": n.file, "line": n.line}
+                     for n in result.notices],
+        "budgets": [_budget_json(b) for b in result.budgets]}
 
 
 def _budget_json(b: BudgetResult) -> dict[str, Any]:
@@ -234,23 +187,15 @@ def _budget_json(b: BudgetResult) -> dict[str, Any]:
         "name": b.name, "passed": b.passed, "model": b.model, "tokenizer": b.tokenizer,
         "exact": b.exact, "paths": list(budget.paths), "limits": limits,
         "total_tokens": b.total_tokens, "baseline_total_tokens": b.baseline_total,
-        "growth_percent": _json_value(b.growth_percent),
-        "cost_per_call_usd": _json_value(b.cost), "context_window": b.context_window,
-        "context_percent": _json_value(b.context_percent),
+        "growth_percent": _json_value(b.growth_percent), "cost_per_call_usd": _json_value(b.cost),
+        "context_window": b.context_window, "context_percent": _json_value(b.context_percent),
         "removed_files": [{"path": p, "baseline_tokens": n} for p, n in b.removed],
         "renamed_files": [{"path": p, "from": old} for p, old in b.renamed],
-        "files": [
-            {"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
-             "baseline_tokens": f.baseline_tokens,
-             "growth_percent": _json_value(f.growth_percent),
-             "cost_per_call_usd": _json_value(f.cost),
-             "context_percent": _json_value(f.context_percent)}
-            for f in b.files
-        ],
-    }
-
-
-# --- GitHub Actions --------------------------------------------------------------------------
+        "files": [{"path": f.path, "bytes": f.bytes, "tokens": f.tokens,
+                   "baseline_tokens": f.baseline_tokens,
+                   "growth_percent": _json_value(f.growth_percent),
+                   "cost_per_call_usd": _json_value(f.cost),
+                   "context_percent": _json_value(f.context_percent)} for f in b.files]}
 
 
 def _escape_data(text: str) -> str:
@@ -258,68 +203,42 @@ def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_prop(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def _command(level: str, message: str, *, file: str | None = None, line: int | None = None,
              title: str | None = None) -> str:
-    props = [f"file={_escape_prop(file)}"] if file else []
-    props += [f"line={line}"] if line else []
-    props += [f"title={_escape_prop(title)}"] if title else []
-    joined = (" " + ",".join(props)) if props else ""
-    return f"::{level}{joined}::{_escape_data(message)}"
+    props = [f"{key}={value}" for key, value in (("file", file), ("line", line), ("title", title))
+             if value]
+    joined = ",".join(_escape_data(p).replace(":", "%3A").replace(",", "%2C") for p in props)
+    return f"::{level}{' ' + joined if props else ''}::{_escape_data(message)}"
 
 
-def _workspace_base(result: ConfigResult, workspace: str | Path | None) -> Path:
-    """What annotation paths are relative to: GitHub resolves them against the workspace,
-    whatever folder the step ran in (``working-directory: svc``), so ``$GITHUB_WORKSPACE``
-    when the files are inside it, else the git work tree's top, else the current folder."""
+def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
+    """Workflow commands: an annotation per failure (a budget's at its line in the config),
+    paths relative to where GitHub resolves them whatever folder the step ran in:
+    ``$GITHUB_WORKSPACE`` when the files are in it, else the git work tree's top, else cwd."""
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")
     candidates = [Path(os.path.realpath(given))] if given else []
-    candidates += [d for d in (root, *root.parents) if (d / ".git").exists()][:1]
-    return next((f for f in candidates if f == root or f in root.parents), here)
-
-
-def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation on the offending file for each failure (at the
-    line where it crosses its limit, when known), budget-wide failures at the budget's
-    line in the config file. Paths are relative to ``workspace`` (None:
-    ``$GITHUB_WORKSPACE``), else the git work tree's top, else the current folder."""
-    base = _workspace_base(result, workspace)
-    here = Path(os.path.realpath(Path.cwd()))
+    candidates += [top] if (top := work_tree_root(root)) is not None else []
+    base = next((f for f in candidates if f == root or f in root.parents), here)
 
     def rel(full: Path) -> str:
-        try:
-            return full.relative_to(base).as_posix()
-        except ValueError:
-            return Path(os.path.relpath(full, base)).as_posix()
-
-    def where(path: str) -> str:  # a path relative to the config's folder
-        return rel(Path(os.path.realpath(here / result.root)) / path)
+        return Path(os.path.relpath(full, base)).as_posix()
 
     full = here / result.config
     config = rel(Path(os.path.realpath(full.parent)) / full.name)
-    lines = []
-    for b in result.budgets:
-        for f in b.failures:
-            title = f"tokcost: {f.rule} (budget {f.budget})"
-            lines.append(_command("error", f.message, title=title,
-                                  file=config if f.path is None else where(f.path),
-                                  line=b.budget.line if f.path is None else f.line))
+    lines = [_command("error", f.message, title=f"tokcost: {f.rule} (budget {f.budget})",
+                      file=config if f.path is None else rel(root / f.path),
+                      line=b.budget.line if f.path is None else f.line)
+             for b in result.budgets for f in b.failures]
     level = "error" if result.strict else "warning"
     for n in result.notices:
-        file = (config if n.file == result.config else where(n.file)) if n.file else None
+        file = (config if n.file == result.config else rel(root / n.file)) if n.file else None
         lines.append(_command(level, n.message, file=file, line=n.line, title="tokcost check"))
     lines.append(f"{_VERDICT}{'FAIL' if result.exit_code else 'ok'}: {headline(result)}")
     strict = _strict_line(result)
     lines += [f"{_VERDICT}FAIL: {strict}"] if strict else []
     return "\n".join(lines) + "\n"
-
-
-# --- Markdown ------------------------------------------------------------------------------
 
 
 def _cell(text: str) -> str:
@@ -332,9 +251,7 @@ def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
 
 def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: bool = False,
                     heading: str | None = None) -> str:
-    """A Markdown report for a PR comment or a GitHub job summary: ``quiet`` keeps the
-    verdict and the failures only, ``hide_passed`` leaves the budgets that hold out of
-    the budget table; a ``heading`` (one config of several) replaces the marker and title."""
+    """A Markdown report; a ``heading`` (one config of several) replaces the title."""
     cells = tables(result)
     icon = "❌" if result.exit_code else "✅"
     out = [heading] if heading else [MARKER, f"### {icon} tokcost check: {cells.headline}"]
@@ -372,11 +289,7 @@ def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: b
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-# --- JUnit XML -------------------------------------------------------------------------------
-
-
-# What XML 1.0 cannot hold at all, even escaped: C0 controls but tab, newline and return;
-# surrogates (a file name that is not UTF-8 decodes to them); U+FFFE and U+FFFF.
+# What XML 1.0 cannot hold even escaped: C0 controls but \t\n\r, surrogates, U+FFFE/U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -388,19 +301,13 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def xml_text(text: str) -> str:
-    r"""``text`` with what XML 1.0 forbids written as a visible escape, so the report
-    stays well-formed and still names the file.
-
-    >>> xml_text("prompts/a\x01b.md"), xml_text("ok\tstill ok")
-    ('prompts/a\\x01b.md', 'ok\tstill ok')
-    """
+    r"""``text`` with what XML 1.0 forbids written as a visible escape (``\x01``), so the
+    report stays well-formed and still names the file."""
     return _NOT_XML.sub(_visible, text)
 
 
 def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
-    """(suite name, testcases): per budget a testcase for the whole budget and one per
-    file, each with one <failure> for all its findings (JUnit readers count failed
-    testcases); then the warnings, skipped (an error under strict)."""
+    """(suite, testcases): per budget one for it and one per file, then the warnings."""
     for b in result.budgets:
         cases = []
         for name, path in [("(budget)", None), *((f.path, f.path) for f in b.files)]:
@@ -427,9 +334,7 @@ def _suites(result: ConfigResult) -> Iterator[tuple[str, list[ET.Element]]]:
 
 
 def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> str:
-    """JUnit XML: a testsuite per budget (``several``: per config), a testcase per file
-    and one for the whole budget. It follows Jenkins xunit's ``junit-10.xsd`` (no
-    ``file`` attribute: a testcase's name is the file's path), which GitLab reads too."""
+    """JUnit XML valid against Jenkins xunit's ``junit-10.xsd`` (a testcase names its file)."""
     if several:
         name = "tokcost check"
         groups = [(r.config, [c for _, cases in _suites(r) for c in cases]) for r in results]
@@ -438,31 +343,21 @@ def render_junit(results: Sequence[ConfigResult], *, several: bool = False) -> s
         name = "tokcost check" + (f" vs {result.base.label}" if result.base is not None else "")
         groups = list(_suites(result))
     root = ET.Element("testsuites", name=xml_text(name))
-    totals = dict.fromkeys(("tests", "failures", "errors"), 0)
     for suite_name, cases in groups:
-        suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name))
-        suite.extend(cases)
-        counts = {"tests": len(cases)}
+        suite = ET.SubElement(root, "testsuite", name=xml_text(suite_name), tests=str(len(cases)))
         for key, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
-            counts[key] = sum(c.find(tag) is not None for c in cases)
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            if key in totals:
-                totals[key] += value
-    for key, value in totals.items():
-        root.set(key, str(value))
+            suite.set(key, str(sum(c.find(tag) is not None for c in cases)))
+        suite.extend(cases)
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(sum(int(suite.get(key, 0)) for suite in root)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-# --- a run: one config or several -----------------------------------------------------------
-
-
 def render(results: ConfigResult | Sequence[ConfigResult], fmt: str, *, several: bool = False,
            quiet: bool = False, hide_passed: bool = False) -> str:
-    """The report of one config, or of several (``several``), in one of FORMATS. ``quiet``
-    and ``hide_passed`` shorten Markdown (only failing configs' failures and the verdicts;
-    no budgets that hold); the machine formats are always complete."""
+    """The report of one config, or of ``several``, in one of FORMATS. ``quiet`` (failures
+    and verdicts) and ``hide_passed`` shorten Markdown; the machine formats are complete."""
     one = not isinstance(results, Sequence)
     runs: Sequence[ConfigResult] = (results,) if one else results  # type: ignore[assignment]
     several = several and not one

@@ -1,26 +1,24 @@
-"""Where each key of a TOML text is written: tomllib keeps no positions, so scan for them.
-
-The scanner knows TOML's shapes, not its values: table headers (``[a.b]``,
-``[[a.b]]`` with their element numbers, a ``[a.b.c]`` below the last ``[[a.b]]``),
-dotted keys (``budgets.prompts.max_tokens = 1``), quoted keys, inline tables and
-arrays (element by element, across lines), and strings that may hide ``=``, ``#``
-or brackets (basic, literal, multi-line). The text has already parsed with tomllib,
-so it is valid TOML; anything unexpected ends the scan with what was found.
-
->>> lines = key_lines('[tool.tokcost]\\nmodel = "x"\\n\\n[[tool.tokcost.budgets]]\\nname = "a"\\n')
->>> lines[("tool", "tokcost", "model")], lines[("tool", "tokcost", "budgets", 0, "name")]
-(2, 5)
-"""
+"""Where each key of a TOML text is written (tomllib keeps no positions): a scanner of
+TOML's shapes (headers, dotted and quoted keys, arrays and inline tables across lines,
+strings that hide ``=`` or brackets) run on text tomllib has already accepted."""
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import re
 from collections.abc import Mapping
 
 KeyPath = tuple[str | int, ...]
 
-_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_SPACE = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")  # spaces and a comment, within the line
+_BLANK = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")  # ... and line ends
+# One part of a dotted key: bare, "basic" (kept as written) or 'literal'.
+_KEY = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:\\.|[^"\\])*)"|'([^']*)')[ \t]*""")
+_DOTTED = re.compile(rf"{_KEY.pattern}(?:\.{_KEY.pattern})*")
+# A string (a multi-line one may end in up to five quotes), else all up to a delimiter.
+_SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])*"' r"|'[^']*'"
+                     r"|[^,\]}\n#]*", re.DOTALL)
 
 
 def key_lines(text: str) -> dict[KeyPath, int]:
@@ -33,10 +31,7 @@ def key_lines(text: str) -> dict[KeyPath, int]:
 
 def nearest(lines: Mapping[KeyPath, int], path: KeyPath) -> int | None:
     """The line of ``path``, else of its closest written parent."""
-    for end in range(len(path), 0, -1):
-        if path[:end] in lines:
-            return lines[path[:end]]
-    return None
+    return next((lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in lines), None)
 
 
 class _Scanner:
@@ -47,64 +42,44 @@ class _Scanner:
         self.lines: dict[KeyPath, int] = {}
         self.last: dict[KeyPath, int] = {}  # array-of-tables path -> its last element
 
-    # -- positions ----------------------------------------------------------------------
-
     def line(self) -> int:
         return bisect.bisect_left(self.newlines, self.i) + 1
 
-    def peek(self, n: int = 1) -> str:
-        return self.text[self.i : self.i + n]
+    def skip(self, pattern: re.Pattern[str]) -> str:
+        """Move past ``pattern``; the character then under the cursor ('' at the end)."""
+        # Each pattern may match nothing, so it always matches.
+        self.i = pattern.match(self.text, self.i).end()  # type: ignore[union-attr]
+        return self.text[self.i : self.i + 1]
+
+    def expect(self, token: str) -> None:
+        self.skip(_SPACE)
+        if not self.text.startswith(token, self.i):
+            raise ValueError(token)
+        self.i += len(token)
 
     def mark(self, path: KeyPath, line: int) -> None:
-        self.lines.setdefault(path, line)
-
-    def blank(self, newlines: bool) -> None:
-        """Skip spaces and comments (and line ends when ``newlines``)."""
-        while self.i < len(self.text):
-            ch = self.text[self.i]
-            if ch in " \t\r" or (newlines and ch == "\n"):
-                self.i += 1
-            elif ch == "#":
-                end = self.text.find("\n", self.i)
-                self.i = len(self.text) if end < 0 else end
-            else:
-                return
-
-    # -- structure ----------------------------------------------------------------------
+        """Mark ``path`` and each of its parents at ``line``, unless already marked."""
+        for end in range(1, len(path) + 1):
+            self.lines.setdefault(path[:end], line)
 
     def document(self) -> None:
         table: KeyPath = ()
-        while True:
-            self.blank(newlines=True)
-            if self.i >= len(self.text):
-                return
+        while self.skip(_BLANK):
             line = self.line()
-            if self.peek(2) == "[[":
-                self.i += 2
-                parts = self.key()
-                self.expect("]]")
-                array = self.resolve(parts)
-                index = self.last.get(array, -1) + 1
-                self.last[array] = index
-                table = (*array, index)
-                self.mark_parents(array, line)
-                self.mark(table, line)
-            elif self.peek() == "[":
-                self.i += 1
+            if self.text.startswith("[", self.i):
+                double = self.text.startswith("[[", self.i)
+                self.i += 2 if double else 1
                 table = self.resolve(self.key())
-                self.expect("]")
-                self.mark_parents(table, line)
+                self.expect("]]" if double else "]")
+                if double:
+                    self.last[table] = self.last.get(table, -1) + 1
+                    table = (*table, self.last[table])
+                self.mark(table, line)
             else:
-                parts = self.key()
-                self.mark_parents((*table, *parts), line)
-                self.expect("=")
-                self.value((*table, *parts))
+                self.assignment(table, line)
 
     def resolve(self, parts: tuple[str, ...]) -> KeyPath:
-        """A header's path, through the last element of each array of tables on the way.
-
-        After ``[[a.b]]`` twice, ``[a.b.c]`` is ``("a", "b", 1, "c")``.
-        """
+        """A header's path, through the last element of each array of tables on the way."""
         path: KeyPath = ()
         for n, part in enumerate(parts):
             path = (*path, part)
@@ -112,98 +87,41 @@ class _Scanner:
                 path = (*path, self.last[path])
         return path
 
-    def mark_parents(self, path: KeyPath, line: int) -> None:
-        for end in range(1, len(path) + 1):
-            self.mark(path[:end], line)
-
-    def expect(self, token: str) -> None:
-        self.blank(newlines=False)
-        if self.peek(len(token)) != token:
-            raise ValueError(token)
-        self.i += len(token)
-
     def key(self) -> tuple[str, ...]:
         """A dotted key: ``a``, ``"a.b"``, ``a . 'b' . c``."""
-        parts: list[str] = []
-        while True:
-            self.blank(newlines=False)
-            ch = self.peek()
-            if ch == '"':
-                parts.append(self.basic_string())
-            elif ch == "'":
-                end = self.text.index("'", self.i + 1)
-                parts.append(self.text[self.i + 1 : end])
-                self.i = end + 1
-            else:
-                start = self.i
-                while self.i < len(self.text) and self.text[self.i] in _BARE:
-                    self.i += 1
-                if start == self.i:
-                    raise ValueError("key")
-                parts.append(self.text[start : self.i])
-            self.blank(newlines=False)
-            if self.peek() != ".":
-                return tuple(parts)
-            self.i += 1
+        found = _DOTTED.match(self.text, self.i)
+        if found is None:
+            raise ValueError("key")
+        self.i = found.end()
+        return tuple(next(g for g in part.groups() if g is not None)
+                     for part in _KEY.finditer(found.group()))
+
+    def assignment(self, table: KeyPath, line: int) -> None:
+        path = (*table, *self.key())
+        self.mark(path, line)
+        self.expect("=")
+        self.value(path)
 
     def value(self, path: KeyPath) -> None:
-        self.blank(newlines=False)
-        ch = self.peek()
-        if self.peek(3) in ('"""', "'''"):
-            quote = self.peek(3)
-            self.i += 3
-            while self.peek(3) != quote:
-                self.i += 2 if quote == '"""' and self.peek() == "\\" else 1
-            self.i += 3
-            while self.peek() == quote[0]:  # up to two quotes may end the content
-                self.i += 1
-        elif ch == '"':
-            self.basic_string()
-        elif ch == "'":
-            self.i = self.text.index("'", self.i + 1) + 1
-        elif ch == "[":
-            self.array(path)
-        elif ch == "{":
-            self.inline_table(path)
+        opening = self.skip(_SPACE)
+        if opening in ("[", "{"):
+            self.i += 1
+            self.items(path, "]" if opening == "[" else "}")
         else:
-            while self.i < len(self.text) and self.text[self.i] not in ",]}\n#":
-                self.i += 1
+            self.skip(_SCALAR)
 
-    def basic_string(self) -> str:
-        start = self.i + 1
-        self.i = start
-        while self.text[self.i] != '"':
-            self.i += 2 if self.text[self.i] == "\\" else 1
-        self.i += 1
-        return self.text[start : self.i - 1]  # keys with escapes are rare; kept as written
-
-    def array(self, path: KeyPath) -> None:
-        self.i += 1
+    def items(self, path: KeyPath, end: str) -> None:
+        """An array's values (numbered) or an inline table's assignments, up to ``end``."""
         index = 0
-        while True:
-            self.blank(newlines=True)
-            if self.peek() == "]":
+        while (ahead := self.skip(_BLANK)) != end:
+            if not ahead:
+                raise ValueError(end)
+            if end == "]":
+                self.lines.setdefault((*path, index), self.line())
+                self.value((*path, index))
+                index += 1
+            else:
+                self.assignment(path, self.line())
+            if self.skip(_BLANK) == ",":
                 self.i += 1
-                return
-            self.mark((*path, index), self.line())
-            self.value((*path, index))
-            index += 1
-            self.blank(newlines=True)
-            if self.peek() == ",":
-                self.i += 1
-
-    def inline_table(self, path: KeyPath) -> None:
         self.i += 1
-        while True:
-            self.blank(newlines=True)
-            if self.peek() == "}":
-                self.i += 1
-                return
-            line = self.line()
-            parts = self.key()
-            self.mark_parents((*path, *parts), line)
-            self.expect("=")
-            self.value((*path, *parts))
-            self.blank(newlines=True)
-            if self.peek() == ",":
-                self.i += 1

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 import os
-from enum import Enum
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -44,98 +45,58 @@ Exit codes: 0 every budget holds, 1 a budget is exceeded, 2 a usage or config er
 (or a warning under --strict).
 """
 
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-    github = "github"
-    markdown = "markdown"
-    junit = "junit"
+# PATHS' limits: flag -> (budget key, the parser every config value goes through)
+_LIMITS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "max_tokens": ("max_tokens_per_file", partial(units.parse_count, minimum=1)),
+    "max_cost": ("max_cost_per_call", units.parse_money),
+    "max_window": ("max_context_percent", units.parse_percent)}
 
 
 def check(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(help="Files, folders or globs to check against the limits given here "
-                       "(--max-tokens, --max-cost, --max-window), without a config file.",
-                       show_default=False),
-    ] = None,
-    config: Annotated[
-        list[Path] | None,
-        typer.Option("--config", "-c", help="Budget config (repeatable: several in one run): "
-                     "a tokcost.yaml or a pyproject.toml with \\[tool.tokcost] (default: the "
-                     "first found walking up from here to the git work tree root).",
-                     show_default=False),
-    ] = None,
-    under: Annotated[
-        bool, typer.Option("--all", help="Check every tokcost.yaml (or \\[tool.tokcost]) at or "
-                           "below the current folder, .gitignored folders left out.")
+    paths: Annotated[list[str] | None, typer.Argument(help="Files, folders or globs to check "
+        "against the limits given here (--max-tokens, --max-cost, --max-window), without a "
+        "config file.", show_default=False)] = None,
+    config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="Budget config "
+        "(repeatable: several in one run): a tokcost.yaml or a pyproject.toml with "
+        "\\[tool.tokcost] (default: the first found walking up from here to the git work tree "
+        "root).", show_default=False)] = None,
+    under: Annotated[bool, typer.Option("--all", help="Check every tokcost.yaml (or "
+        "\\[tool.tokcost]) at or below the current folder, .gitignored folders left out.")
     ] = False,
-    max_tokens: Annotated[
-        str | None, typer.Option("--max-tokens", help="With PATHS: tokens per file, e.g. 10k.",
-                                 show_default=False)
+    max_tokens: Annotated[str | None, typer.Option(
+        "--max-tokens", help="With PATHS: tokens per file, e.g. 10k.", show_default=False)] = None,
+    max_cost: Annotated[str | None, typer.Option("--max-cost", show_default=False, help="With "
+        "PATHS: USD per call with the file as the prompt, e.g. '$0.05' or 5c (needs -m).")] = None,
+    max_window: Annotated[str | None, typer.Option("--max-window", show_default=False,
+        help="With PATHS: share of the model's context window per file, e.g. 80% (needs -m).")
     ] = None,
-    max_cost: Annotated[
-        str | None, typer.Option("--max-cost", help="With PATHS: USD per call with the file as "
-                                 "the prompt, e.g. '$0.05' or 5c (needs -m).", show_default=False)
-    ] = None,
-    max_window: Annotated[
-        str | None, typer.Option("--max-window", help="With PATHS: share of the model's context "
-                                 "window per file, e.g. 80% (needs -m).", show_default=False)
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="With PATHS: catalog model for the "
-                                 "tokenizer, prices and context window.", show_default=False)
-    ] = None,
-    tokenizer: Annotated[
-        str | None, typer.Option("--tokenizer", "-t", help="With PATHS: tokenizer spec to count "
-                                 "with (default: the model's).", show_default=False)
-    ] = None,
-    fmt: Annotated[
-        Format, typer.Option("--format", "-f", help="Report format.", case_sensitive=False)
-    ] = Format.text,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Same as --format json.")
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the failures and "
-                           "the verdict.")
-    ] = False,
-    hide_passed: Annotated[
-        bool, typer.Option("--hide-passed", help="Text and Markdown: leave out the budgets "
-                           "(and configs) that hold.")
-    ] = False,
-    update_baseline: Annotated[
-        bool, typer.Option("--update-baseline", help="Write the current counts to the baseline "
-                           "JSON (atomically), then check against it.")
-    ] = False,
-    baseline: Annotated[
-        Path | None,
-        typer.Option("--baseline", help="Baseline JSON (default: the config's 'baseline' key, "
-                     "else .tokcost-baseline.json beside the config).", show_default=False),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option("--base", metavar="REF", help="Measure growth against the budgeted files "
-                     "as they are at git REF (a branch, tag or commit; read with git, no "
-                     "checkout) instead of the baseline file; wins over --baseline.",
-                     show_default=False),
-    ] = None,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Treat warnings (a glob matching nothing, a "
-                           "missing baseline) as errors: exit code 2.")
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
-                     help="Parallel workers (default: a thread per CPU, as count)."),
-    ] = None,
-    catalog: Annotated[
-        str | None,
-        typer.Option("--catalog", metavar="FILE", help="Model catalog YAML (default: the "
-                     "config's 'catalog' "
-                     "key, $TOKCOST_CATALOG, or the shipped models.yaml).", show_default=False),
-    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="With PATHS: catalog model "
+        "for the tokenizer, prices and context window.", show_default=False)] = None,
+    tokenizer: Annotated[str | None, typer.Option("--tokenizer", "-t", help="With PATHS: "
+        "tokenizer spec to count with (default: the model's).", show_default=False)] = None,
+    fmt: Annotated[Literal["text", "json", "github", "markdown", "junit"], typer.Option(
+        "--format", "-f", help="Report format.", case_sensitive=False)] = "text",
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Text and Markdown: only the "
+        "failures and the verdict.")] = False,
+    hide_passed: Annotated[bool, typer.Option("--hide-passed", help="Text and Markdown: leave "
+        "out the budgets (and configs) that hold.")] = False,
+    update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the current "
+        "counts to the baseline JSON (atomically), then check against it.")] = False,
+    baseline: Annotated[Path | None, typer.Option("--baseline", show_default=False,
+        help="Baseline JSON (default: the config's 'baseline' key, else .tokcost-baseline.json "
+        "beside the config).")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", show_default=False,
+        help="Measure growth against the budgeted files as they are at git REF (a branch, tag or "
+        "commit; read with git, no checkout) instead of the baseline file; wins over "
+        "--baseline.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (a glob matching "
+        "nothing, a missing baseline) as errors: exit code 2.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+        help="Parallel workers (default: a thread per CPU, as count).")] = None,
+    catalog: Annotated[str | None, typer.Option("--catalog", metavar="FILE", help="Model "
+        "catalog YAML (default: the config's 'catalog' key, $TOKCOST_CATALOG, or the shipped "
+        "models.yaml).", show_default=False)] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
     if base is not None and baseline is not None:
@@ -144,23 +105,21 @@ def check(
     adhoc = _adhoc(paths or [], model, tokenizer, max_tokens=max_tokens, max_cost=max_cost,
                    max_window=max_window)
     result = tokcost.check(tokcost.CheckRequest.of(
-        config=tuple(config or ()), under=Path(".") if under else None, **adhoc,
-        baseline=baseline, base=base, update_baseline=update_baseline,
-        strict=strict, catalog=catalog, jobs=jobs))
+        config=tuple(config or ()), under=Path(".") if under else None, **adhoc, baseline=baseline,
+        base=base, update_baseline=update_baseline, strict=strict, catalog=catalog, jobs=jobs))
     for r in result.configs if update_baseline else ():
         n = sum(len(b.files) for b in r.budgets)
         err.print(f"wrote baseline {r.written} ({n} files in {len(r.budgets)} budgets)",
                   highlight=False)
-    fmt = Format.json if json_out else fmt
-    if fmt is Format.text:
+    fmt = "json" if json_out else fmt
+    if fmt == "text":
         _print_text(result, strict=strict, quiet=quiet, hide_passed=hide_passed)
     else:
         # Warnings are inside the machine-readable report; stdout stays parseable.
-        typer.echo(result.render(fmt.value, quiet=quiet, hide_passed=hide_passed), nl=False)
+        typer.echo(result.render(fmt, quiet=quiet, hide_passed=hide_passed), nl=False)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt is Format.github and summary and not _append_summary(summary, result):
-        # The annotations above are the report and are complete; the summary is its copy,
-        # so it is written (and can fail) last: an exceeded budget keeps its exit code.
+    if fmt == "github" and summary and not _append_summary(summary, result):
+        # The summary copies the complete report, so it fails last: a budget keeps its code.
         raise typer.Exit(code=result.exit_code or 1)
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)
@@ -168,8 +127,7 @@ def check(
 
 def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
            **flags: str | None) -> dict[str, Any]:
-    """The ad-hoc budget's options that PATHS and the limit flags make, read by the parsers
-    every config value goes through (``10k``, ``$0.05``, ``5c``, ``80%`` mean the same)."""
+    """The ad-hoc budget's options that PATHS and the limit flags make."""
     given = [name for name, value in (*flags.items(), ("model", model),
                                       ("tokenizer", tokenizer)) if value is not None]
     if not paths:
@@ -185,15 +143,8 @@ def _adhoc(paths: list[str], model: str | None, tokenizer: str | None,
         if name in given and model is None:
             raise UsageError(f"--{name.replace('_', '-')} needs a model for its {what}; add "
                              "-m MODEL, e.g. -m gpt-4o")
-    limits: dict[str, Any] = {}
-    if flags["max_tokens"] is not None:
-        limits["max_tokens_per_file"] = units.parse_count(flags["max_tokens"],
-                                                          param="max_tokens", minimum=1)
-    if flags["max_cost"] is not None:
-        limits["max_cost_per_call"] = units.parse_money(flags["max_cost"], param="max_cost")
-    if flags["max_window"] is not None:
-        limits["max_context_percent"] = units.parse_percent(flags["max_window"],
-                                                            param="max_window")
+    limits = {key: parse(value, param=name) for name, (key, parse) in _LIMITS.items()
+              if (value := flags[name]) is not None}
     return {"paths": tuple(paths), "limits": limits, "model": model, "tokenizer": tokenizer}
 
 
@@ -219,8 +170,7 @@ def _shown(run: Any, failing_only: bool) -> list[Any]:
 
 
 def _append_summary(summary: str, run: Any) -> bool:
-    """Append the Markdown report to the runner's step summary; False (said on stderr)
-    when the file cannot be written."""
+    """Append the Markdown report to the step summary; False when it cannot be written."""
     try:
         with open(summary, "a", encoding="utf-8") as handle:  # the runner's protocol: append
             handle.write(run.render("markdown"))
@@ -234,12 +184,8 @@ def _append_summary(summary: str, run: Any) -> bool:
 
 def render_text(run: Any, *, width: int = 100, color: bool = False,
                 quiet: bool = False, hide_passed: bool = False) -> str:
-    """The terminal report: per config (under a heading when there are several) the
-    failures, one row per budget, the changes and a verdict; then the run's verdict.
-    ``quiet`` keeps the failures and the verdicts; ``hide_passed`` leaves the budgets
-    (and configs) that hold out."""
+    """The terminal report: per config its failures, budgets, changes and verdict."""
     from rich.text import Text
-
     buf = io.StringIO()
     # markup=False: budget names and paths are shown as they are ("a[bold]b.txt")
     console = make_console(file=buf, width=width, color_system="standard" if color else None,
@@ -249,26 +195,20 @@ def render_text(run: Any, *, width: int = 100, color: bool = False,
             console.print(f"── {result.config}")
         cells = result.tables()
         if cells.failures:
-            grid = _table("Failures", "budget", "file", "rule", "actual", "limit", numbers=2)
-            for budget, path, rule, actual, limit in cells.failures:
-                grid.add_row(budget, path or "(all files)", rule, actual, limit, style="red")
-            print_fitted(console, grid)
+            _print_table(console, "Failures", ("budget", "file", "rule", "actual", "limit"), 2,
+                         [(b, path or "(all files)", *rest) for b, path, *rest in cells.failures],
+                         style="red")
             if cells.hint:  # the other formats carry it in each growth failure's message
                 console.print(Text(cells.hint))
         rows = [row for row in cells.budgets if not (hide_passed and row[0])]
         if rows and not quiet:
-            grid = _table("Budgets", "", "budget", "model", "files", "tokens", "growth",
-                          "cost/call", "window", numbers=5)
-            for passed, *row in rows:
-                mark = Text("ok", style="green") if passed else Text("FAIL", style="bold red")
-                grid.add_row(mark, *row)
-            print_fitted(console, grid)
+            _print_table(console, "Budgets", ("", "budget", "model", "files", "tokens", "growth",
+                                              "cost/call", "window"), 5, [
+                (Text("ok", style="green") if passed else Text("FAIL", style="bold red"), *row)
+                for passed, *row in rows])
         if cells.changes and not quiet:
-            grid = _table(cells.changes_title, "budget", "file", "before", "now", "growth",
-                          numbers=3)
-            for change in cells.changes:
-                grid.add_row(*change)
-            print_fitted(console, grid)
+            _print_table(console, cells.changes_title, ("budget", "file", "before", "now",
+                                                        "growth"), 3, cells.changes)
         console.print(_verdict(result.passed, cells.headline))
         if cells.strict:
             console.print(Text("FAIL ", style="bold red") + Text(cells.strict))
@@ -280,20 +220,20 @@ def render_text(run: Any, *, width: int = 100, color: bool = False,
 
 def _verdict(passed: bool, headline: str) -> Any:
     from rich.text import Text
-
     return Text.assemble(("ok " if passed else "FAIL ",
                           "bold green" if passed else "bold red"), headline)
 
 
-def _table(title: str, *columns: str, numbers: int) -> Any:
-    """A table in the one style: text columns, then ``numbers`` right-aligned ones; a long
-    path or budget name folds onto more lines, numbers are never cut."""
+def _print_table(console: Any, title: str, columns: tuple[str, ...], numbers: int,
+                 rows: Sequence[Sequence[Any]], style: str | None = None) -> None:
+    """A table in the one style: text columns, then ``numbers`` right-aligned ones."""
     grid = table(title=title)
     for i, name in enumerate(columns):
-        numeric = i >= len(columns) - numbers
-        grid.add_column(name, justify="right" if numeric else "left",
+        grid.add_column(name, justify="right" if i >= len(columns) - numbers else "left",
                         overflow="fold" if name in ("budget", "file") else "ellipsis")
-    return grid
+    for row in rows:
+        grid.add_row(*row, style=style)
+    print_fitted(console, grid)
 
 
 def register(app: typer.Typer) -> None:

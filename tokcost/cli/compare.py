@@ -9,15 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli.console import (
-    err,
-    escape_controls,
-    out,
-    print_json,
-    progress_enabled,
-    table,
-    warn,
-)
+from tokcost.cli.console import err, escape_controls, out, print_json, progress_enabled, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError
 from tokcost.units import spec_label
@@ -54,7 +46,6 @@ _COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 
 def _print_tables(result: Any, chart: bool) -> None:
     from rich.text import Text
-
     for tables, bars in result.tables():
         for view in tables:
             grid = table()
@@ -74,18 +65,17 @@ def _print_tables(result: Any, chart: bool) -> None:
             if view.note:
                 out.print(view.note, markup=False)
         if chart and len(bars.rows) <= _CHART_ROWS:
-            _print_chart(bars.title, bars.legend, bars.rows)
+            _print_chart(bars)
         elif chart:
             err.print(f"no terminal chart for {len(bars.rows)} texts; --plot FILE draws them "
                       "all", highlight=False)
 
 
-def _print_chart(title: str, legend: tuple[str, ...],
-                 rows: tuple[tuple[str, tuple[tuple[float, str], ...]], ...]) -> None:
+def _print_chart(chart: Any) -> None:
     """Bars of every tokenizer side by side, rows by premium on the first one."""
     from rich.cells import cell_len
     from rich.text import Text
-
+    title, legend, rows = chart.title, chart.legend, chart.rows
     top = max((p for _, bars in rows for p, _ in bars), default=0.0) or 1.0
     names = [escape_controls(name) for name, _ in rows]  # a file name, never markup
     width = max(map(cell_len, names), default=0)
@@ -97,59 +87,39 @@ def _print_chart(title: str, legend: tuple[str, ...],
         for i, (premium, label) in enumerate(bars):
             name = shown if i == 0 else ""
             line = Text(name + " " * (width - cell_len(name)) + " ")
-            line.append("█" * max(1, round(premium / top * _BAR)),
-                        style=_COLORS[i % len(_COLORS)])
-            out.print(line.append(f" {label}"))
+            bar = "█" * max(1, round(premium / top * _BAR))
+            out.print(line.append(bar, style=_COLORS[i % len(_COLORS)]).append(f" {label}"))
 
 
 def compare(
-    sources: Annotated[
-        list[Path] | None,
-        typer.Argument(help="A folder of parallel <lang>.txt files (or FLORES-200, or UDHR in "
-                       "Unicode's data/txt, as distributed), or files (en.txt hi.txt ...; '-' "
-                       "reads stdin). Default: the built-in corpora.",
-                       show_default=False),
-    ] = None,
-    builtin: Annotated[
-        bool, typer.Option("--builtin", help="Use the corpora shipped with tokcost.")
-    ] = False,
+    sources: Annotated[list[Path] | None, typer.Argument(help="A folder of parallel <lang>.txt "
+        "files (or FLORES-200, or UDHR in Unicode's data/txt, as distributed), or files (en.txt "
+        "hi.txt ...; '-' reads stdin). Default: the built-in corpora.", show_default=False)] = None,
+    builtin: Annotated[bool, typer.Option(
+        "--builtin", help="Use the corpora shipped with tokcost.")] = False,
     tokenizers: TokenizersOpt = None,
-    models: Annotated[
-        list[str] | None,
-        typer.Option("--model", "-m", help="Catalog model (repeatable): its tokenizer, and "
-                     "the cost of each version as input at its price.", show_default=False),
-    ] = None,
-    baseline: Annotated[
-        str, typer.Option("--baseline", help="Language code the premium is relative to.")
-    ] = "en",
-    kinds: Annotated[
-        list[str] | None,
-        typer.Option("--kind", "-k", metavar="<kind>",
-                     help="prose, code or data (repeatable; built-in corpora or a folder "
-                     "with index.yaml). Default: all.", show_default=False),
-    ] = None,
-    split: Annotated[
-        str,
-        typer.Option("--split", metavar="<dev|devtest|both>", help="FLORES-200 folders: the "
-                     "dev or devtest sentences, or both (as Petrov et al. 2023)."),
-    ] = "both",
+    models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Catalog model "
+        "(repeatable): its tokenizer, and the cost of each version as input at its price.",
+        show_default=False)] = None,
+    baseline: Annotated[str, typer.Option(
+        "--baseline", help="Language code the premium is relative to.")] = "en",
+    kinds: Annotated[list[str] | None, typer.Option("--kind", "-k", metavar="<kind>",
+        help="prose, code or data (repeatable; built-in corpora or a folder with index.yaml). "
+        "Default: all.", show_default=False)] = None,
+    split: Annotated[str, typer.Option("--split", metavar="<dev|devtest|both>", help="FLORES-200 "
+        "folders: the dev or devtest sentences, or both (as Petrov et al. 2023).")] = "both",
     json_out: JsonOpt = False,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV: one row per text and "
-                                          "tokenizer.")] = False,
+    csv_out: Annotated[bool, typer.Option(
+        "--csv", help="Print CSV: one row per text and tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Write a bar chart of the premiums to a .png or .svg file "
-                     "(needs: pip install 'tokcost\\[plot]').", show_default=False),
+    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help="Write a bar "
+        "chart of the premiums to a .png or .svg file (needs: pip install 'tokcost\\[plot]').")
     ] = None,
     force: PlotForceOpt = False,
-    no_chart: Annotated[
-        bool, typer.Option("--no-chart", help="Tables only, no terminal bar chart.")
-    ] = False,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Exit 1 on any warning: texts not parallel, empty, "
-                           "skipped as binary, or with invalid UTF-8.")
-    ] = False,
+    no_chart: Annotated[bool, typer.Option(
+        "--no-chart", help="Tables only, no terminal bar chart.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on any warning: texts not "
+        "parallel, empty, skipped as binary, or with invalid UTF-8.")] = False,
     catalog: CatalogOpt = None,
 ) -> None:
     """Token inflation across languages, scripts, code and data formats.
@@ -169,11 +139,9 @@ def compare(
         warn(message)
     if result.plot is not None:
         err.print(f"wrote {result.plot}", highlight=False)
-    for m in () if json_out else result.report.meters:
-        if not m.exact:
-            err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer "
-                      f"({spec_label(m.spec)}); its numbers are approximate",
-                      highlight=False)
+    for m in () if json_out else (m for m in result.report.meters if not m.exact):
+        err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer ({spec_label(m.spec)}); "
+                  "its numbers are approximate", highlight=False)
     if json_out:
         print_json(result.to_dict())
     elif csv_out or markdown:
@@ -190,15 +158,11 @@ def _compare(request: CompareRequest) -> Any:
     if not progress_enabled():
         return tokcost.compare(request)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
                   transient=True) as progress:
         task = progress.add_task("count", total=None)
-
-        def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        return tokcost.compare(request, on_progress=on_progress)
+        return tokcost.compare(request, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,17 +1,6 @@
-"""Token inflation: the same content, counted in many languages, scripts and formats.
-
-``corpus`` reads the parallel texts (a folder, a list of files, the shipped corpora,
-``benchmarks``' FLORES-200 and UDHR layouts) into groups, each with a *baseline* (``en``
-for prose by default); ``languages`` names languages and guesses scripts; ``measure``
-counts every text with every tokenizer and derives the premium, tokens(X) /
-tokens(baseline) on the same content; ``view`` lays the report out for people.
-
->>> en = Sample("en", "hello world, how are you?", kind="prose")
->>> de = Sample("de", "hallo Welt, wie geht es dir?", kind="prose")
->>> report = measure([Group("prose", "en", (en, de))], [Meter.of("tiktoken:cl100k_base")])
->>> report.groups[0].rows[1].results[0].premium is not None
-True
-"""
+"""Token inflation: the same content, counted in many languages, scripts and formats;
+``corpus`` and ``benchmarks`` read the texts, ``measure`` derives the premium, ``view``
+lays the report out (``tokcost.compare`` chains them)."""
 
 from tokcost.inflation.benchmarks import load_flores, load_udhr
 from tokcost.inflation.corpus import (

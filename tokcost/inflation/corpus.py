@@ -1,11 +1,5 @@
-"""Corpora: parallel texts read from a folder, a list of files or the shipped corpora.
-
-A *group* holds parallel texts of one kind (prose in several languages, programs in
-several languages, records in several data formats). A folder with an ``index.yaml``
-names each file's code, language, script and kind; a plain folder holds one
-``<lang>.txt`` per language; a list of files is grouped by suffix. Texts are read under
-the input policy of every command (``tokcost.counting``); ``-`` is standard input.
-"""
+"""Corpora: groups of parallel texts of one kind (prose, code, data) read from a folder, a
+list of files or the shipped corpora (the layouts: docs/compare.md)."""
 
 from __future__ import annotations
 
@@ -41,46 +35,37 @@ KINDS = tuple(k.value for k in CorpusKind)
 DEFAULT_BASELINES = {"prose": "en", "code": "python", "data": "json"}
 
 # File suffix -> (kind, code) for lists of files that are not <lang>.txt.
-SUFFIX_KINDS = {
-    ".py": ("code", "python"), ".js": ("code", "javascript"), ".ts": ("code", "typescript"),
-    ".java": ("code", "java"), ".go": ("code", "go"), ".rs": ("code", "rust"),
-    ".c": ("code", "c"), ".h": ("code", "c"), ".cpp": ("code", "cpp"), ".cs": ("code", "csharp"),
-    ".rb": ("code", "ruby"), ".php": ("code", "php"), ".swift": ("code", "swift"),
-    ".kt": ("code", "kotlin"), ".sql": ("code", "sql"), ".sh": ("code", "shell"),
-    ".json": ("data", "json"), ".yaml": ("data", "yaml"), ".yml": ("data", "yaml"),
-    ".csv": ("data", "csv"), ".html": ("data", "html"), ".md": ("data", "markdown"),
-    ".xml": ("data", "xml"), ".toml": ("data", "toml"),
-}
+SUFFIX_KINDS = {suffix: (kind, code) for kind, codes in {
+    "code": {".py": "python", ".js": "javascript", ".ts": "typescript", ".java": "java",
+             ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cpp": "cpp", ".cs": "csharp",
+             ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".sql": "sql",
+             ".sh": "shell"},
+    "data": {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv", ".html": "html",
+             ".md": "markdown", ".xml": "xml", ".toml": "toml"},
+}.items() for suffix, code in codes.items()}
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
-
-#: The code of the sample read from standard input (``-`` in a list of files).
-STDIN_CODE = "stdin"
+STDIN_CODE = "stdin"  # the code of the sample read from standard input
 
 
 def paragraphs(text: str) -> list[str]:
-    """Blocks of text separated by blank lines.
-
-    >>> paragraphs("one\\ntwo\\n\\nthree\\n")
-    ['one\\ntwo', 'three']
-    """
+    """Blocks of text separated by blank lines."""
     return [p.strip() for p in _BLANK_LINE.split(text.replace("\r\n", "\n")) if p.strip()]
 
 
 def corpus_kinds(kinds: Iterable[CorpusKind | str]) -> tuple[str, ...]:
-    """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``.
+    """Kind names, checked: ``["code", CorpusKind.DATA]`` -> ``("code", "data")``."""
+    return tuple(_member(CorpusKind, kind, "kinds") for kind in kinds)
 
-    >>> corpus_kinds(["code", CorpusKind.DATA])
-    ('code', 'data')
-    """
-    names = []
-    for kind in kinds:
-        try:
-            names.append(CorpusKind(kind).value)
-        except ValueError:
-            raise UsageError(f"unknown {arg('kinds', repr(str(kind)))}; use one of "
-                             f"{', '.join(KINDS)}", param="kinds", value=kind) from None
-    return tuple(names)
+
+def _member(choices: type[Enum], value: object, param: str) -> str:
+    """The value of the member of ``choices`` that ``value`` names (a UsageError if none)."""
+    try:
+        return str(choices(value).value)
+    except ValueError:
+        raise UsageError(f"unknown {arg(param, repr(str(value)))}; use one of "
+                         f"{', '.join(str(c.value) for c in choices)}", param=param,
+                         value=value) from None
 
 
 @dataclass(frozen=True)
@@ -100,28 +85,19 @@ class Sample:
 
     @property
     def label(self) -> str:
-        if self.name:
-            return self.name
-        return language_name(self.code) if self.kind == "prose" else self.code
+        return self.name or (language_name(self.code) if self.kind == "prose" else self.code)
 
     @property
     def display_name(self) -> str:
-        """'Hindi (hi)', but 'Python' rather than 'Python (python)'.
-
-        >>> Sample("hi", "").display_name, Sample("python", "", name="Python").display_name
-        ('Hindi (hi)', 'Python')
-        """
+        """'Hindi (hi)', but 'Python' rather than 'Python (python)'."""
         label = self.label
         return label if label.lower() == self.code.lower() else f"{label} ({self.code})"
 
     @property
     def has_words(self) -> bool:
         """Words are whitespace-delimited (not zh, ja, th, ...) and the text is prose."""
-        if self.kind != "prose":
-            return False
-        if self.whitespace_words is not None:
-            return self.whitespace_words
-        return whitespace_words(self.code)
+        own = self.whitespace_words
+        return self.kind == "prose" and (whitespace_words(self.code) if own is None else own)
 
 
 @dataclass(frozen=True)
@@ -137,18 +113,11 @@ class Group:
         return next((s for s in self.samples if s.code == code), None)
 
 
-# --------------------------------------------------------------------------- loading
-
-
 @dataclass(frozen=True, kw_only=True)
 class Corpus:
     """Which parallel texts to compare: ``sources`` (one folder, or files; none: the
-    shipped corpora), the ``baseline`` text, the corpus ``kinds`` to keep (none: all) and
-    the FLORES-200 ``split``; ``-`` among the files reads ``stdin`` (default the process's).
-
-    >>> [g.kind for g in Corpus(kinds=["code", "data"]).load()]
-    ['code', 'data']
-    """
+    shipped corpora), the ``baseline``, the ``kinds`` to keep (none: all), the FLORES ``split``;
+    ``-`` among the files reads ``stdin`` (default the process's)."""
 
     sources: tuple[Path, ...] = ()
     builtin: bool = False  # the shipped corpora, said outright (the default without sources)
@@ -158,25 +127,17 @@ class Corpus:
     stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        given = self.sources
-        if isinstance(given, (str, Path)):  # one folder, not a sequence of its letters
-            given = (given,)
+        # One folder, not a sequence of its letters.
+        given = (self.sources,) if isinstance(self.sources, (str, Path)) else self.sources
         object.__setattr__(self, "sources", tuple(Path(s) for s in given))
         object.__setattr__(self, "kinds", corpus_kinds(self.kinds))
-        try:
-            object.__setattr__(self, "split", FloresSplit(self.split).value)
-        except ValueError:
-            raise UsageError(f"unknown {arg('split', repr(str(self.split)))}; use one of "
-                             f"{', '.join(s.value for s in FloresSplit)}", param="split",
-                             value=self.split) from None
+        object.__setattr__(self, "split", _member(FloresSplit, self.split, "split"))
         if self.builtin and self.sources:
             raise UsageError(f"pass either {arg('builtin')} or folders/files, not both",
                              param="builtin")
 
     def load(self, skipped: list[Skipped] | None = None) -> list[Group]:
-        """The groups the sources hold: none, the shipped corpora; one folder, its texts
-        (``load_dir``); otherwise a list of files (``load_files``). Binary files go to
-        ``skipped`` (an error without it)."""
+        """The groups the sources hold; binary files go to ``skipped`` (an error without it)."""
         sources, wanted, baseline = self.sources, self.kinds, self.baseline
         if not sources:
             return load_builtin(kinds=wanted, baseline=baseline)
@@ -188,11 +149,8 @@ class Corpus:
 
 
 def read_text_file(path: Path, skipped: list[Skipped] | None,
-          stdin: BinaryIO | None = None) -> InputText | Skipped:
-    """One text under the input policy (a UTF-8 BOM dropped, as ``utf-8-sig`` reads it).
-
-    A skipped input goes to ``skipped``; without that list it is an error, never lost.
-    """
+                   stdin: BinaryIO | None = None) -> InputText | Skipped:
+    """One text under the input policy, BOM dropped; skipped into ``skipped``, else an error."""
     read = load_input(path, stdin=stdin)
     if isinstance(read, Skipped):
         if skipped is None:
@@ -205,17 +163,13 @@ def read_text_file(path: Path, skipped: list[Skipped] | None,
 def builtin_dir() -> Path:
     """The shipped corpora folder (inside the wheel, or at the top of a checkout)."""
     from tokcost.resources import shipped_path
-
     return shipped_path("corpora")
 
 
 def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
-               baseline: str | None = None,
-               skipped: list[Skipped] | None = None) -> list[Group]:
-    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora); binary
-    files it names go to ``skipped``."""
+               baseline: str | None = None, skipped: list[Skipped] | None = None) -> list[Group]:
+    """Groups from ``folder/index.yaml`` (the layout of the shipped corpora)."""
     import yaml
-
     index_path = folder / "index.yaml"
     try:
         doc = yaml.safe_load(index_path.read_text(encoding="utf-8"))
@@ -247,14 +201,11 @@ def load_index(folder: Path, *, kinds: Sequence[CorpusKind | str] | None = None,
             script=entry.get("script"), path=str(path), invalid_utf8_bytes=read.invalid_bytes,
             whitespace_words=entry.get("whitespace_words")))
     groups = []
-    for kind in wanted:
-        if not by_kind[kind]:
-            continue
+    for kind in (k for k in wanted if by_kind[k]):
         base = (declared.get(kind) or {}).get("baseline") or DEFAULT_BASELINES.get(kind, "")
-        if kind == "prose" and baseline:
-            base = baseline
+        base = baseline if kind == "prose" and baseline else base
         groups.append(checked_group(kind, str(base), by_kind[kind], where=str(folder),
-                                     left_out=left_out[kind]))
+                                    left_out=left_out[kind]))
     if not groups:
         raise UsageError(f"no files of kind {', '.join(wanted)} in {index_path}; kinds are "
                          f"{', '.join(KINDS)}")
@@ -271,34 +222,25 @@ def load_builtin(*, kinds: Sequence[CorpusKind | str] | None = None,
     return load_index(folder, kinds=kinds, baseline=baseline)
 
 
-def load_dir(
-    folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
-    skipped: list[Skipped] | None = None, split: str = "both",
-) -> list[Group]:
-    """A folder of parallel ``<lang>.txt`` files, a folder with an index.yaml, or a
-    benchmark set as distributed (FLORES-200 with its ``split``: dev, devtest or both;
-    UDHR in Unicode's ``udhr_<id>.txt``, see ``tokcost.inflation.benchmarks``); binary
-    files go to ``skipped``."""
+def load_dir(folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind | str] | None = None,
+             skipped: list[Skipped] | None = None, split: str = "both") -> list[Group]:
+    """A folder of ``<lang>.txt`` files, with an index.yaml, or a benchmark set."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder")
     if (folder / "index.yaml").is_file():
         return load_index(folder, kinds=kinds, baseline=baseline, skipped=skipped)
     from tokcost.inflation import benchmarks
-
     if benchmarks.is_flores(folder) or benchmarks.is_udhr(folder):
         if kinds and "prose" not in corpus_kinds(kinds):
             raise UsageError(f"{folder} holds prose only (a benchmark set); leave out "
                              f"{arg('kinds')}", param="kinds")
         if benchmarks.is_flores(folder):
-            return [benchmarks.load_flores(folder, baseline=baseline, split=split,
-                                           skipped=skipped)]
+            return [benchmarks.load_flores(folder, baseline=baseline, split=split, skipped=skipped)]
         return [benchmarks.load_udhr(folder, baseline=baseline, skipped=skipped)]
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix == ".txt")
     if not files:
-        raise UsageError(
-            f"no <lang>.txt files in {folder}; put one file per language there "
-            f"(en.txt, de.txt, ...) or pass files"
-        )
+        raise UsageError(f"no <lang>.txt files in {folder}; put one file per language there "
+                         f"(en.txt, de.txt, ...) or pass files")
     return load_files(files, baseline=baseline, skipped=skipped)
 
 
@@ -306,23 +248,14 @@ def _kind_and_code(path: Path) -> tuple[str, str]:
     """What a file in a list holds, from its name: ``hi.txt`` is prose in ``hi``."""
     if str(path) == STDIN:
         return "prose", STDIN_CODE
-    suffix = path.suffix.lower()
-    if suffix in SUFFIX_KINDS:
-        kind, code = SUFFIX_KINDS[suffix]
-        return kind, "json-min" if path.name.endswith(".min.json") else code
-    return "prose", path.stem
+    kind, code = SUFFIX_KINDS.get(path.suffix.lower(), ("prose", path.stem))
+    return kind, "json-min" if path.name.endswith(".min.json") else code
 
 
-def load_files(
-    paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
-    skipped: list[Skipped] | None = None,
-) -> list[Group]:
-    """Files named ``<lang>.txt`` (prose) or by their format (``.py``, ``.json``, ...);
-    ``-`` is ``stdin`` (default the process's), a prose text with the code ``stdin``.
-
-    Two files with the same code (``a/en.txt`` and ``b/en.txt``) are kept apart: the
-    second is shown as ``en@b``. Binary files go to ``skipped`` (an error without it).
-    """
+def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
+               skipped: list[Skipped] | None = None) -> list[Group]:
+    """Files named ``<lang>.txt`` or by their format, ``-`` being ``stdin``; of two with one
+    code (``a/en.txt``, ``b/en.txt``) the second is ``en@b``."""
     by_kind: dict[str, list[Sample]] = {}
     left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
@@ -336,18 +269,17 @@ def load_files(
         if isinstance(read, Skipped):
             left_out.setdefault(kind, {})[code] = read
             continue
-        sample = Sample(code=code, text=read.text, kind=kind,
-                        script=guess_script(read.text) if kind == "prose" else None,
-                        path=STDIN_NAME if str(path) == STDIN else str(path),
-                        invalid_utf8_bytes=read.invalid_bytes)
-        by_kind.setdefault(sample.kind, []).append(sample)
+        by_kind.setdefault(kind, []).append(Sample(
+            code=code, text=read.text, kind=kind,
+            script=guess_script(read.text) if kind == "prose" else None,
+            path=STDIN_NAME if str(path) == STDIN else str(path),
+            invalid_utf8_bytes=read.invalid_bytes))
     groups = []
     for kind in KINDS:
         samples = by_kind.get(kind)
         if not samples:
             if kind == "prose" and baseline in left_out.get(kind, {}):  # say why it is missing
-                checked_group(kind, baseline, [], where="the files given",
-                               left_out=left_out[kind])
+                checked_group(kind, baseline, [], where="the files given", left_out=left_out[kind])
             continue
         seen: set[str] = set()
         for i, s in enumerate(samples):
@@ -359,52 +291,38 @@ def load_files(
         if kind != "prose" and base not in {s.code for s in samples}:
             base = samples[0].code  # code/data lists: compare with the first file given
         groups.append(checked_group(kind, base, samples, where="the files given",
-                                     left_out=left_out.get(kind, {})))
+                                    left_out=left_out.get(kind, {})))
     return groups
 
 
 def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
                   left_out: Mapping[str, Skipped] | None = None,
                   parallel_paragraphs: bool = True) -> Group:
-    """Drop empty files (with a warning), require the baseline, warn on misalignment
-    (paragraph counts, unless ``parallel_paragraphs`` is False: translations laid out
-    differently, as UDHR's are) and on replaced UTF-8. ``left_out``: the group's
-    skipped files, by code."""
+    """The group, its empty files dropped and its baseline required, with its warnings."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]
-    kept = []
-    for s in samples:
-        if not s.text.strip():
-            warnings.append(f"{s.path or s.code} is empty; skipped")
-        else:
-            kept.append(s)
+    warnings += [f"{s.path or s.code} is empty; skipped" for s in samples if not s.text.strip()]
+    kept = [s for s in samples if s.text.strip()]
     codes = [s.code for s in kept]
     if baseline not in codes:
-        empty = any(s.code == baseline for s in samples)
         found = ", ".join(codes) or "none"
         code = arg("baseline", "CODE")
         if left_out and baseline in left_out:
             raise InputError(f"the baseline '{baseline}' was skipped in {where} "
                              f"({left_out[baseline].note}); give it as a text file or pass "
                              f"{code} (found: {found})", param="baseline")
-        if empty:
+        if any(s.code == baseline for s in samples):
             raise InputError(f"the baseline '{baseline}' is empty in {where}; fill it or pass "
                              f"{code} (found: {found})", param="baseline")
         expected = f"{baseline}.txt" if kind == "prose" else f"a '{baseline}' file"
         if not parallel_paragraphs or any(s.units is not None for s in samples):
             expected = f"text in '{baseline}'"  # a benchmark set: its files are not <lang>.txt
-        raise UsageError(
-            f"no baseline {expected} in {where}; add it or pass {code} (found: {found})",
-            param="baseline"
-        )
+        raise UsageError(f"no baseline {expected} in {where}; add it or pass {code} (found: "
+                         f"{found})", param="baseline")
     if kind == "prose" and parallel_paragraphs and not any(s.units for s in kept):
         base = next(s for s in kept if s.code == baseline)
         n_base = len(paragraphs(base.text))
-        for s in kept:
-            n = len(paragraphs(s.text))
-            if n != n_base:
-                warnings.append(
-                    f"not parallel: {s.path or s.code} has {n} paragraphs, the baseline "
-                    f"{base.path or baseline} has {n_base}; its premium compares different content"
-                )
+        warnings += [f"not parallel: {s.path or s.code} has {n} paragraphs, the baseline "
+                     f"{base.path or baseline} has {n_base}; its premium compares different "
+                     "content" for s in kept if (n := len(paragraphs(s.text))) != n_base]
     return Group(kind, baseline, tuple(kept), tuple(warnings))

@@ -6,20 +6,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-# Writing systems that do not separate words with spaces (ISO 15924 codes): there,
-# words/token is meaningless. Han in all its forms, Japanese, Thai, Lao, Khmer,
-# Burmese and Tibetan.
+# Scripts without spaces between words (ISO 15924), where words/token means nothing.
 NO_SPACE_SCRIPTS = frozenset(
-    {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
-)
+    {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
 
 
 @functools.lru_cache(maxsize=4096)
 def _language(code: str) -> Any | None:
-    """The langcodes ``Language`` a code names (``en``, ``eng``, ``eng_Latn``, ``zh-Hant``,
-    ``cmn_hans``), or None when it is not a language tag (``stdin``, ``en@b``)."""
+    """The langcodes ``Language`` a code names (``eng_Latn``, ``zh-Hant``), else None."""
     import langcodes  # imported on first use: its name data takes ~0.1 s to load
-
     try:
         found = langcodes.Language.get(code.replace("_", "-"))
     except (ValueError, LookupError):
@@ -28,19 +23,11 @@ def _language(code: str) -> Any | None:
 
 
 def language_name(code: str) -> str:
-    """The English name of the language a code names, from CLDR through ``langcodes``;
-    the code itself when it names none.
-
-    >>> language_name("hi"), language_name("arb_Arab"), language_name("zho_Hant")
-    ('Hindi', 'Standard Arabic', 'Chinese (Traditional)')
-    >>> language_name("stdin")
-    'stdin'
-    """
+    """The English name (CLDR's) of the language a code names, else the code itself."""
     found = _language(code)
     if found is None:
         return code
-    # FLORES codes state the script of every language (eng_Latn); name it only where it
-    # tells two texts apart (zho_Hans / zho_Hant), as the code's default script does not.
+    # A script every FLORES code states (eng_Latn) is named only where not the default.
     if found.script:
         bare = _language(found.language)
         if bare is not None and found.script == bare.maximize().script:
@@ -51,27 +38,15 @@ def language_name(code: str) -> str:
 
 
 def language_script(code: str) -> str | None:
-    """The ISO 15924 script a code states, or its language's usual script (CLDR's likely
-    subtags), or None for a code that names no language.
-
-    >>> language_script("eng_Latn"), language_script("ja"), language_script("stdin")
-    ('Latn', 'Jpan', None)
-    """
+    """The ISO 15924 script a code states, else its language's usual one, else None."""
     found = _language(code)
-    if found is None:
-        return None
-    script = found.script or found.maximize().script
+    script = None if found is None else found.script or found.maximize().script
     return str(script) if script else None
 
 
 def script_name(script: str) -> str:
-    """The English name of an ISO 15924 script code (``Deva`` -> ``Devanagari``).
-
-    >>> script_name("Deva"), script_name("Hant")
-    ('Devanagari', 'Traditional Han')
-    """
+    """The English name of an ISO 15924 script code (``Deva`` -> ``Devanagari``)."""
     import langcodes
-
     if script in ("Hans", "Hant"):  # CLDR's short names are "Simplified", "Traditional"
         return f"{'Simplified' if script == 'Hans' else 'Traditional'} Han"
     try:
@@ -81,11 +56,7 @@ def script_name(script: str) -> str:
 
 
 def whitespace_words(code: str) -> bool:
-    """Whether a language's words are separated by spaces (not Chinese, Japanese, Thai...).
-
-    >>> whitespace_words("de"), whitespace_words("zh"), whitespace_words("tha_Thai")
-    (True, False, False)
-    """
+    """Whether a language's words are separated by spaces (not Chinese, Japanese, Thai...)."""
     return language_script(code) not in NO_SPACE_SCRIPTS
 
 
@@ -94,19 +65,12 @@ _SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
 
 
 def guess_script(text: str, *, sample: int = 4000) -> str | None:
-    """The writing system most letters belong to, from their Unicode names.
-
-    >>> guess_script("Привет, мир"), guess_script("東京は晴れです"), guess_script("123")
-    ('Cyrillic', 'Han+Kana', None)
-    """
+    """The writing system most letters belong to, from their Unicode names (``Han+Kana``
+    when Japanese mixes them)."""
     import unicodedata
     from collections import Counter
-
-    counts: Counter[str] = Counter()
-    for ch in text[:sample]:
-        if ch.isalpha():
-            word = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
-            counts[_SCRIPT_NAMES.get(word, word.title())] += 1
+    words = (unicodedata.name(ch, "UNKNOWN").split(" ")[0] for ch in text[:sample] if ch.isalpha())
+    counts = Counter(_SCRIPT_NAMES.get(word, word.title()) for word in words)
     if not counts:
         return None
     total = sum(counts.values())

@@ -1,8 +1,5 @@
-"""A report as people read it: the cells of the terminal tables and chart, Markdown, CSV.
-
-Every renderer takes its numbers from here, so a table, the Markdown and the chart show
-the same values; ≈ marks every number a proxy tokenizer gave (its name too).
-"""
+"""A report as people read it: the cells of the terminal tables and chart, Markdown, CSV,
+all from one place (≈ marks every number a proxy tokenizer gave)."""
 
 from __future__ import annotations
 
@@ -16,15 +13,13 @@ from tokcost.inflation.measure import GroupReport, Measurement, Meter, Report, R
 from tokcost.units import format_usd
 
 _SECTION_ROWS = 30  # past this many texts, a table groups its rows by script
-CSV_HEADER = (
-    "kind", "code", "name", "script", "tokenizer", "tokens", "exact", "bytes", "chars",
-    "words", "lines", "bytes_per_token", "chars_per_token", "words_per_token",
-    "tokens_per_line", "premium", "cost_usd", "cost_ratio",
-)
+CSV_HEADER = ("kind", "code", "name", "script", "tokenizer", "tokens", "exact", "bytes", "chars",
+              "words", "lines", "bytes_per_token", "chars_per_token", "words_per_token",
+              "tokens_per_line", "premium", "cost_usd", "cost_ratio")
 
 
-def _num(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "–" if x is None else fmt.format(x)
+def _num(x: float | Decimal | None, fmt: str = "{:.2f}", none: str = "–") -> str:
+    return none if x is None else fmt.format(x)
 
 
 def _mark(r: Measurement, cell: str) -> str:
@@ -42,9 +37,8 @@ def name(meter: Meter) -> str:
 
 @dataclass(frozen=True)
 class TableView:
-    """One group measured with one meter: ``sections`` of rows, each (is the baseline,
-    cells), under an optional heading (a script, past 30 texts); the first
-    ``text_columns`` cells are text, the rest numbers; ``note``: the cost sentence."""
+    """One group on one meter: ``sections`` of (is the baseline, cells) rows under an
+    optional heading; the first ``text_columns`` cells are text; ``note``: the cost."""
 
     title: str
     header: tuple[str, ...]
@@ -86,19 +80,16 @@ def table(group: GroupReport, meter: Meter) -> TableView:
         shown += [_cost(r)] if meter.priced else []
         return row.code == group.baseline, tuple(shown)
 
-    return TableView(
-        f"{group.kind} · {name(meter)} · premium vs {group.baseline}", header,
-        2 if per_line else 3,
-        tuple((title, tuple(cells(r) for r in part))
-              for title, part in _sections(rows, meter, by_script=not per_line)),
-        _cost_sentence(group, meter) if meter.priced else None,
-    )
+    sections = tuple((title, tuple(cells(r) for r in part))
+                     for title, part in _sections(rows, meter, by_script=not per_line))
+    return TableView(f"{group.kind} · {name(meter)} · premium vs {group.baseline}", header,
+                     2 if per_line else 3, sections,
+                     _cost_sentence(group, meter) if meter.priced else None)
 
 
 def _sections(rows: tuple[Row, ...], meter: Meter,
               by_script: bool) -> list[tuple[str | None, tuple[Row, ...]]]:
-    """One run by premium, or, past ``_SECTION_ROWS`` texts (FLORES-200 has 204), one
-    section per script, the scripts by their median premium, largest first."""
+    """One run by premium, or past ``_SECTION_ROWS`` texts one section per script."""
     if not by_script or len(rows) <= _SECTION_ROWS:
         return [(None, rows)]
     scripts: dict[str, list[Row]] = {}
@@ -126,13 +117,11 @@ def _cost_sentence(group: GroupReport, meter: Meter) -> str | None:
 
 def chart(group: GroupReport, meters: tuple[Meter, ...]) -> ChartView:
     """The terminal chart of ``group``: rows by premium on the first meter."""
-    return ChartView(
-        f"{group.kind}: premium vs {group.baseline}", tuple(name(m) for m in meters),
-        tuple((row.sample.display_name,
-               tuple((r.premium or 0.0, _mark(r, f"{r.premium or 0.0:.2f}x"))
-                     for r in (row.result(m.label) for m in meters)))
-              for row in group.rows),
-    )
+    bars = tuple((row.sample.display_name, tuple(
+        (r.premium or 0.0, _mark(r, f"{r.premium or 0.0:.2f}x"))
+        for r in (row.result(m.label) for m in meters))) for row in group.rows)
+    return ChartView(f"{group.kind}: premium vs {group.baseline}",
+                     tuple(name(m) for m in meters), bars)
 
 
 def markdown(report: Report) -> str:
@@ -140,9 +129,8 @@ def markdown(report: Report) -> str:
     lines: list[str] = []
     for g in report.groups:
         head = ["code", "language" if g.kind == "prose" else "format", "script"]
-        for m in report.meters:
-            head += [f"{name(m)} tokens", f"{name(m)} premium"]
-            head += [f"{name(m)} input cost"] if m.priced else []
+        head += [f"{name(m)} {column}" for m in report.meters
+                 for column in ("tokens", "premium", "input cost")[:3 if m.priced else 2]]
         lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "",
                   "| " + " | ".join(head) + " |",
                   "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
@@ -155,10 +143,6 @@ def markdown(report: Report) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
-
-
-def _four(x: float | Decimal | None) -> str:
-    return "" if x is None else f"{x:.4f}"
 
 
 def to_csv(report: Report) -> str:
@@ -175,7 +159,9 @@ def to_csv(report: Report) -> str:
                     r.tokens, r.exact, row.bytes, row.chars,
                     "" if row.words is None else row.words, row.lines,
                     _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
-                    _four(r.words_per_token), _four(r.tokens_per_line), _four(r.premium),
-                    "" if r.cost_usd is None else str(r.cost_usd), _four(r.cost_ratio),
+                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line,
+                                                      r.premium)),
+                    "" if r.cost_usd is None else str(r.cost_usd),
+                    _num(r.cost_ratio, "{:.4f}", ""),
                 ])
     return out.getvalue()

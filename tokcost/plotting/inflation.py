@@ -12,25 +12,16 @@ if TYPE_CHECKING:
 
 
 def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
-    """Draw the premium of every sample, one horizontal bar per tokenizer, to PNG/SVG/PDF.
-
-    One panel per group, rows by premium on the first tokenizer, largest at the top, a
-    dashed line at the baseline (1.0). A proxy tokenizer is marked ≈ in the legend (shown
-    whenever there is one) and on its values. matplotlib is imported here only
-    (``pip install 'tokcost[plot]'``); the file is written atomically.
-    """
+    """One panel per group, bars by premium on the first tokenizer, a line at 1.0."""
     check_plot_path(path, force=force)
     plt = pyplot()
-
     groups = [g for g in report.groups if g.rows]
     meters = [m.label for m in report.meters]
     names = [m.label if m.exact else f"≈{m.label} (proxy tokenizer)" for m in report.meters]
     marks = ["" if m.exact else "≈" for m in report.meters]
     heights = [max(2.0, 0.24 * len(g.rows) * max(1, len(meters)) ** 0.5 + 1.0) for g in groups]
-    fig, axes = plt.subplots(
-        len(groups), 1, figsize=(9, sum(heights)), dpi=130, squeeze=False,
-        gridspec_kw={"height_ratios": heights},
-    )
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, sum(heights)), dpi=130, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     bar = 0.8 / len(meters)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, group in zip((a[0] for a in axes), groups, strict=True):
@@ -39,8 +30,7 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
             offset = ((len(meters) - 1) / 2 - mi) * bar  # first tokenizer on top
             ys = [i + offset for i in range(len(rows))]
             values = [r.result(meter).premium or 0.0 for r in rows]
-            ax.barh(ys, values, height=bar * 0.92, color=colors[mi % len(colors)],
-                    label=names[mi])
+            ax.barh(ys, values, height=bar * 0.92, color=colors[mi % len(colors)], label=names[mi])
             if len(meters) <= 3:
                 for y, v in zip(ys, values, strict=True):
                     ax.text(v, y, f" {marks[mi]}{v:.2f}", va="center",
