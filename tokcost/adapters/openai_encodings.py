@@ -69,21 +69,18 @@ ENCODINGS: dict[str, OpenAIEncoding] = {e.name: e for e in (
                    "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
                    R50K_PATTERN, {ENDOFTEXT: 50256}, 50281),
     OpenAIEncoding("p50k_edit", "p50k_base.tiktoken",
-                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
-                   R50K_PATTERN,
+                   "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069", R50K_PATTERN,
                    {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283}),
     OpenAIEncoding("cl100k_base", "cl100k_base.tiktoken",
                    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
                    CL100K_PATTERN,
                    {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
-                    ENDOFPROMPT: 100276}),
-    OpenAIEncoding("o200k_base", "o200k_base.tiktoken",
+                    ENDOFPROMPT: 100276}), OpenAIEncoding("o200k_base", "o200k_base.tiktoken",
                    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
                    O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
     OpenAIEncoding("o200k_harmony", "o200k_base.tiktoken",
                    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-                   O200K_PATTERN, _HARMONY_SPECIALS),
-)}
+                   O200K_PATTERN, _HARMONY_SPECIALS))}
 
 PATTERNS: dict[str, str] = {"gpt2": R50K_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 

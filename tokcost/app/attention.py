@@ -82,15 +82,14 @@ class AttentionResult:
         return self.heads[layer * self.attention_heads + head]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "weights": self.weights, "tokenizer": self.tokenizer,
-            "prompt_tokens": len(self.prompt_ids), "prompt_ids": list(self.prompt_ids),
-            "tokens": list(self.tokens), "layers": self.layers,
-            "attention_heads": self.attention_heads, "kv_heads": self.kv_heads,
-            "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
-            "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
-            "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
-            "sliding_window": self.sliding_window}
+        return {"model": self.model, "weights": self.weights, "tokenizer": self.tokenizer,
+                "prompt_tokens": len(self.prompt_ids), "prompt_ids": list(self.prompt_ids),
+                "tokens": list(self.tokens), "layers": self.layers,
+                "attention_heads": self.attention_heads, "kv_heads": self.kv_heads,
+                "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
+                "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
+                "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
+                "sliding_window": self.sliding_window}
 
 
 _HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
@@ -123,17 +122,15 @@ def attention(request: AttentionRequest) -> AttentionResult:
         check_plot_path(plot, force=request.force)  # before any work
     loaded = request.source.load()
     cfg = loaded.model.cfg
-    chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads)
-              for h in request.heads]
+    chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads) for h in request.heads]
     tok = load_tokenizer(loaded.entry, cfg)
     ids = input_ids(tok, request.text)
     if len(ids) < 2:
         raise UsageError(f"the {arg('prompt')} is {len(ids)} token(s); attention needs at "
                          "least 2 (the first token can only attend to itself)", param="prompt")
     if len(ids) > cfg.context_window:
-        raise PromptTooLong(f"the {arg('prompt')} is {len(ids):,} tokens, over "
-                            f"{loaded.entry.id}'s context window of {cfg.context_window:,}; "
-                            "shorten it", param="prompt")
+        raise PromptTooLong(f"the {arg('prompt')} is {len(ids):,} tokens, over {loaded.entry.id}'s "
+                            f"context window of {cfg.context_window:,}; shorten it", param="prompt")
     out = loaded.model.forward(np.asarray([ids], dtype=np.int64), attention="full")
     assert out.attention is not None
     maps = tuple(np.asarray(a[0], dtype=np.float32) for a in out.attention)  # (nh, T, T) each

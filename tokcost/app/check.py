@@ -188,8 +188,7 @@ def check(request: CheckRequest) -> CheckResult:
     return CheckResult(results, several=request.several)
 
 
-def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest,
-               ) -> ConfigResult:
+def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest) -> ConfigResult:
     """Measure, record or read the baseline (or count the files at the ref), judge."""
     given, update = request.growth.baseline, request.growth.update_baseline
     path = given if given is not None else loaded.baseline
@@ -209,8 +208,7 @@ def _check_one(loaded: BudgetConfig, tree: GitTree | None, request: CheckRequest
     shadow = shadow_notice(loaded)
     if shadow is not None:
         # The other file is named relative to the config's folder, like every file noted.
-        result = replace(result, notices=(Notice(shadow, loaded.shadowed[0].name),
-                                          *result.notices))
+        result = replace(result, notices=(Notice(shadow, loaded.shadowed[0].name), *result.notices))
     if update:
         result = replace(result, written=str(given) if given is not None
                          else _shown(path) or str(path))

@@ -116,17 +116,15 @@ class CountResult(_ManyInputs):
     def to_dict(self) -> dict[str, Any]:
         """The ``tokcost count --json`` document."""
         cols = self.tokenizers
-        return {
-            "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
-            "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
-                       "tokens": {c.label: f.tokens[c.spec] for c in cols},
-                       "invalid_utf8_bytes": f.invalid_utf8_bytes} for f in self.files],
-            "total": {"files": len(self.files), "bytes": self.total_bytes,
-                      "chars": self.total_chars,
-                      "tokens": {c.label: self.total_tokens(c) for c in cols}},
-            "models": [w.to_dict() for w in self.windows],
-            "skipped": [asdict(s) for s in self.skipped],
-        }
+        return {"tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
+                "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
+                           "tokens": {c.label: f.tokens[c.spec] for c in cols},
+                           "invalid_utf8_bytes": f.invalid_utf8_bytes} for f in self.files],
+                "total": {"files": len(self.files), "bytes": self.total_bytes,
+                          "chars": self.total_chars,
+                          "tokens": {c.label: self.total_tokens(c) for c in cols}},
+                "models": [w.to_dict() for w in self.windows],
+                "skipped": [asdict(s) for s in self.skipped]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,8 +274,7 @@ class TokensResult(_ManyInputs):
         """The ``tokcost count --tokens --json`` (and ``--truncate N``) document."""
         return {"tokenizer": _choice_dict(self.tokenizer), "max_tokens": self.max_tokens,
                 "files": [{k: v for k, v in f.to_dict().items() if k not in _SHARED}
-                          for f in self.files],
-                "skipped": [asdict(s) for s in self.skipped]}
+                          for f in self.files], "skipped": [asdict(s) for s in self.skipped]}
 
 
 def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,

@@ -131,8 +131,7 @@ class GenerateResult:
             "prompt_ids": list(self.prompt_ids), "cache": self.cache.value,
             "block_size": self.block_size,
             "sampling": {"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
-                         "seed": s.seed},
-            "samples": [x.to_dict() for x in self.samples],
+                         "seed": s.seed}, "samples": [x.to_dict() for x in self.samples],
             "kv_cache": self.kv_cache.to_dict()}
         if self.explain:
             data["steps"] = [step.to_dict() for step in self.steps]
@@ -196,8 +195,7 @@ def generate(request: GenerateRequest) -> GenerateResult:
         sampling=request.sampling,
         samples=tuple(GeneratedSample(tok.decode(s), tuple(s)) for s in result.samples),
         kv_cache=_cache_use(result, n, partial(estimate_cache_bytes, loaded.entry)),
-        explain=request.explain,
-        steps=tuple(steps))
+        explain=request.explain, steps=tuple(steps))
 
 
 def _cache_use(result: GenerationResult, n: int, estimate: Callable[..., int]) -> KVCacheUse:

@@ -108,12 +108,11 @@ class QualityRow:
 
     def to_dict(self) -> dict[str, Any]:
         q = self.quality
-        return {
-            "policy": self.policy, "perplexity": round(q.perplexity, 4),
-            "perplexity_change": round(q.perplexity_change, 6),
-            "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
-            "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
-            "concurrency": None if self.concurrency is None else round(self.concurrency, 2)}
+        return {"policy": self.policy, "perplexity": round(q.perplexity, 4),
+                "perplexity_change": round(q.perplexity_change, 6),
+                "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
+                "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
+                "concurrency": None if self.concurrency is None else round(self.concurrency, 2)}
 
 
 @dataclass(frozen=True)
@@ -145,13 +144,11 @@ class QualityResult:
     def to_dict(self) -> dict[str, Any]:
         concurrency = self.baseline_concurrency
         return {
-            "model": self.model, "text": self.text, "tokens": self.tokens,
-            "prompt": self.prompt,
+            "model": self.model, "text": self.text, "tokens": self.tokens, "prompt": self.prompt,
             "baseline": {"perplexity": round(self.baseline_perplexity, 4),
                          "bytes_held": self.baseline_bytes,
                          "concurrency": None if concurrency is None else round(concurrency, 2)},
-            "gpu": self.gpu, "context": self.context,
-            "policies": [r.to_dict() for r in self.rows],
+            "gpu": self.gpu, "context": self.context, "policies": [r.to_dict() for r in self.rows],
             "plot": str(self.plot) if self.plot else None, "notes": list(self.notes)}
 
 
@@ -222,9 +219,8 @@ def _load(request: QualityRequest) -> Loaded:
         raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
                            "weights (tiny-ref ships them)")
     if request.gpu is not None and cfg.slides:
-        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU "
-                         f"sizes full-attention layers only; leave out {arg('gpu')}",
-                         param="gpu")
+        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU sizes "
+                         f"full-attention layers only; leave out {arg('gpu')}", param="gpu")
     group = request.cache_policies.kv_group_size
     grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
     if grouped and group < cfg.head_dim and cfg.head_dim % group:

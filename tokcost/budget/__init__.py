@@ -16,9 +16,7 @@ from tokcost.budget.evaluate import (
 )
 from tokcost.budget.report import FORMATS, ReportTables, render
 
-__all__ = [
-    "FORMATS", "RULES", "Baseline", "BaselineError", "Budget", "BudgetConfig",
-    "BudgetConfigError", "BudgetResult", "ConfigResult", "Finding", "Measurement", "Notice",
-    "ReportTables", "baseline_from", "judge", "load_config", "measure",
-    "read_baseline", "render", "write_baseline",
-]
+__all__ = ["FORMATS", "RULES", "Baseline", "BaselineError", "Budget", "BudgetConfig",
+           "BudgetConfigError", "BudgetResult", "ConfigResult", "Finding", "Measurement", "Notice",
+           "ReportTables", "baseline_from", "judge", "load_config", "measure",
+           "read_baseline", "render", "write_baseline"]

@@ -49,8 +49,7 @@ class Budget(Strict):
 
     missing: ClassVar[Mapping[str, str]] = {
         "name": "missing key 'name'; give every budget a unique name",
-        "paths": "missing key 'paths'; list the globs of the files to check",
-    }
+        "paths": "missing key 'paths'; list the globs of the files to check"}
     name: Name = Field(description="unique name of the budget")
     paths: Globs = Field(description="gitignore-style globs, relative to the config's folder")
     exclude: Globs = Field((), description="globs of files to leave out")
@@ -97,8 +96,7 @@ class ConfigDocument(Strict):
     """A budget config (tokcost.yaml, or [tool.tokcost] in pyproject.toml)."""
 
     missing: ClassVar[Mapping[str, str]] = {
-        "budgets": "expected a non-empty list under 'budgets', got None",
-    }
+        "budgets": "expected a non-empty list under 'budgets', got None"}
     version: Annotated[int, validation.choice((CONFIG_VERSION,),
                                               f"config version {CONFIG_VERSION}")] = CONFIG_VERSION
     model: Name | None = Field(None, description="default catalog model of the budgets")

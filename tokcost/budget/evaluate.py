@@ -285,8 +285,7 @@ def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
             raise BudgetConfigError(f"{where}: {key} needs a model; set 'model' in the budget "
                                     "or at the top")
         if missing:
-            raise BudgetConfigError(f"{where}: model '{entry.id}' has "
-                                    + what.format(key=key))
+            raise BudgetConfigError(f"{where}: model '{entry.id}' has " + what.format(key=key))
 
 
 def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:

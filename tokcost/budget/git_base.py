@@ -156,8 +156,7 @@ def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec
     return bool(verdict)
 
 
-def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes],
-             ) -> str | None:
+def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes]) -> str | None:
     """The blob a symlink leads to in the tree (None: a folder, outside, broken, a loop)."""
     for _ in range(_LINK_HOPS):
         target = os.fsdecode(support.get(path, b""))

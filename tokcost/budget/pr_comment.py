@@ -28,11 +28,10 @@ TRUNCATED = "\n\n… the report is longer than a comment may be: the job summary
 # What a refusal means, by HTTP status, and what to do about it.
 _REFUSALS = {
     401: "the token is missing, expired or not a GitHub token",
-    403: "the token may not write pull-request comments; give the job 'permissions: "
-         "pull-requests: write' (a pull request from a fork gets a read-only token)",
+    403: "the token may not write pull-request comments; give the job 'permissions: pull-requests: "
+         "write' (a pull request from a fork gets a read-only token)",
     404: "this token sees no such repository or pull request; check GITHUB_REPOSITORY and the "
-         "event's pull request number",
-}
+         "event's pull request number"}
 
 Outcome = Literal["created", "updated"]
 

@@ -67,8 +67,7 @@ def tables(result: ConfigResult) -> ReportTables:
     ordered = [b for b in result.budgets if not b.passed] + [b for b in result.budgets if b.passed]
     budgets = tuple(
         (b.passed, b.name, f"{b.model} ({tok})" if b.model else tok, str(len(b.files)),
-         _marked(b, f"{b.total_tokens:,}"),
-         _marked(b, _growth(b.growth_percent)),
+         _marked(b, f"{b.total_tokens:,}"), _marked(b, _growth(b.growth_percent)),
          _marked(b, "–" if b.cost is None else format_usd(b.cost)),
          _marked(b, "–" if b.context_percent is None else format_percent(b.context_percent)))
         for b in ordered for tok in [approx[b.name] + spec_label(b.tokenizer)])
@@ -258,9 +257,8 @@ def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: b
     out += ["", f"**{cells.strict}**", ""] if cells.strict else [""]
     if cells.failures:
         out += _md_table("budget | file | rule | actual | limit", "---|---|---|--:|--:", [
-            f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} "
-            f"| `{rule}` | {actual} | {limit} |"
-            for budget, path, rule, actual, limit in cells.failures])
+            f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} | `{rule}` | "
+            f"{actual} | {limit} |" for budget, path, rule, actual, limit in cells.failures])
     rows = [row for row in cells.budgets if not (hide_passed and row[0])]
     if rows and not quiet:
         out += _md_table("| budget | model | files | tokens | growth | cost/call | window",

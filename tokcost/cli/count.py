@@ -135,13 +135,12 @@ VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eag
 
 
 def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,
-          json_out: JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
-          jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: SchedulerOpt = None,
-          timeout: DaskTimeoutOpt = None, include: IncludeOpt = None,
-          exclude: ExcludeOpt = None, no_gitignore: NoGitignoreOpt = False,
-          allow_special: AllowSpecialOpt = False, chat: ChatOpt = None,
-          tokens: TokensOpt = False, truncate: TruncateOpt = None, catalog: CatalogOpt = None,
-          verbose: VerboseOpt = False, version: VersionOpt = False) -> None:
+    json_out: JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
+    jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: SchedulerOpt = None,
+    timeout: DaskTimeoutOpt = None, include: IncludeOpt = None, exclude: ExcludeOpt = None,
+    no_gitignore: NoGitignoreOpt = False, allow_special: AllowSpecialOpt = False,
+    chat: ChatOpt = None, tokens: TokensOpt = False, truncate: TruncateOpt = None,
+    catalog: CatalogOpt = None, verbose: VerboseOpt = False, version: VersionOpt = False) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du

@@ -14,21 +14,20 @@ from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
 
 # The notation of --explain, printed once above its steps and in --help.
-LEGEND = (
-    ("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
-     "--top-p, or its probability rounds to 0)"),
-    ("p", "the distribution drawn from: softmax(logits / temperature), cut by --top-k and "
-     "--top-p, renormalized to sum to 1; model = the softmax of the raw logits"),
-    ("greedy", "--temperature 0: the likeliest token is taken and nothing is drawn; the bars "
-     "show the model's probabilities"),
-    ("cache", "after each step (with --n, once the last sample's events are shown): tokens "
-     "held per sample, bytes held by all samples, physical blocks (logical: without "
-     "sharing), beside kvmem estimate"),
-    ("paged", "block events as they happen: allocated from the pool, shared by the --n "
-     "samples, copied on write, dropped once outside a sliding window (#N: a physical "
-     "block, with the positions it holds; sliding layers keep their own block table)"),
-    ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
-     "largest attention weight W on 'tok', at position P (0 = the first prompt token)"))
+LEGEND = (("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
+           "--top-p, or its probability rounds to 0)"),
+          ("p", "the distribution drawn from: softmax(logits / temperature), cut by --top-k and "
+           "--top-p, renormalized to sum to 1; model = the softmax of the raw logits"),
+          ("greedy", "--temperature 0: the likeliest token is taken and nothing is drawn; the bars "
+           "show the model's probabilities"),
+          ("cache", "after each step (with --n, once the last sample's events are shown): tokens "
+           "held per sample, bytes held by all samples, physical blocks (logical: without "
+           "sharing), beside kvmem estimate"),
+          ("paged", "block events as they happen: allocated from the pool, shared by the --n "
+           "samples, copied on write, dropped once outside a sliding window (#N: a physical block, "
+           "with the positions it holds; sliding layers keep their own block table)"),
+          ("attention Ll: hH→'tok'@P W", "in layer l, query head H of the newest token puts its "
+           "largest attention weight W on 'tok', at position P (0 = the first prompt token)"))
 HEADS_HELP = (
     "query heads share KV heads under grouped-query attention (the cache holds KV heads "
     "only): tiny-ref's 4 query heads h0-h3 read 2 KV heads, h0-h1 KV head 0, h2-h3 KV head 1")

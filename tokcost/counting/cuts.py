@@ -65,9 +65,7 @@ _ASCII_CUTS = {  # each alternative starts with its cut character: a fast scan f
 }
 # Other text: a superset of the cut points (\w holds every letter and digit), each checked.
 _CANDIDATES = {
-    True: re.compile(r"(?<=\w)(?:[^\w\s']|_| (?=\w))"),
-    False: re.compile(r"(?<=\w) (?=\w)"),
-}
+    True: re.compile(r"(?<=\w)(?:[^\w\s']|_| (?=\w))"), False: re.compile(r"(?<=\w) (?=\w)")}
 
 
 def _window_cuts(text: str, a: int, b: int, punct: bool,
@@ -84,8 +82,7 @@ def _window_cuts(text: str, a: int, b: int, punct: bool,
         return [a - 1 + j for m in _ASCII_CUTS[punct].finditer(classes, 1)
                 if (j := m.start()) <= b - a]
     found = _CANDIDATES[punct].finditer(seg, 1)
-    return [a - 1 + j for m in found
-            if (j := m.start()) <= b - a and _is_cut(seg, j, punct=punct)]
+    return [a - 1 + j for m in found if (j := m.start()) <= b - a and _is_cut(seg, j, punct=punct)]
 
 
 def _cuts_backward(text: str, lo: int, hi: int, punct: bool,
@@ -241,8 +238,7 @@ class CutRule:
         return -1
 
 
-def find_boundary(
-    text: str, start: int = 0, *, punct: bool = True, specials: Specials | None = None
+def find_boundary(text: str, start: int = 0, *, punct: bool = True, specials: Specials | None = None
 ) -> int:
     """The last index ``i > start`` where ``text`` may be cut, or -1: before a space between
     two letters or two digits, or before punctuation after a letter or digit (no gpt2,

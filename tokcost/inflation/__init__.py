@@ -28,9 +28,7 @@ from tokcost.inflation.measure import (
     premium,
 )
 
-__all__ = [
-    "Corpus", "CorpusKind", "FloresSplit", "Group", "GroupReport", "Measurement", "Meter",
-    "Report", "Row", "Sample", "SentencePremiums", "builtin_dir", "corpus_kinds",
-    "guess_script", "load_builtin", "load_dir", "load_files", "load_flores", "load_udhr",
-    "measure", "paragraphs", "premium",
-]
+__all__ = ["Corpus", "CorpusKind", "FloresSplit", "Group", "GroupReport", "Measurement", "Meter",
+           "Report", "Row", "Sample", "SentencePremiums", "builtin_dir", "corpus_kinds",
+           "guess_script", "load_builtin", "load_dir", "load_files", "load_flores", "load_udhr",
+           "measure", "paragraphs", "premium"]

@@ -296,8 +296,7 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
 
 
 def checked_group(kind: str, baseline: str, samples: list[Sample], *, where: str,
-                  left_out: Mapping[str, Skipped] | None = None,
-                  parallel_paragraphs: bool = True) -> Group:
+    left_out: Mapping[str, Skipped] | None = None, parallel_paragraphs: bool = True) -> Group:
     """The group, its empty files dropped and its baseline required, with its warnings."""
     warnings = [invalid_utf8_note(s.path or s.code, s.invalid_utf8_bytes)
                 for s in samples if s.invalid_utf8_bytes]

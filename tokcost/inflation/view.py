@@ -131,8 +131,7 @@ def markdown(report: Report) -> str:
         head = ["code", "language" if g.kind == "prose" else "format", "script"]
         head += [f"{name(m)} {column}" for m in report.meters
                  for column in ("tokens", "premium", "input cost")[:3 if m.priced else 2]]
-        lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "",
-                  "| " + " | ".join(head) + " |",
+        lines += [f"### {g.kind} (premium vs `{g.baseline}`)", "", "| " + " | ".join(head) + " |",
                   "|" + "|".join("---" if i < 3 else "---:" for i in range(len(head))) + "|"]
         for row in g.rows:
             cells = [f"`{row.code}`", row.sample.label, row.sample.script or ""]
@@ -161,7 +160,6 @@ def to_csv(report: Report) -> str:
                     _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
                     *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line,
                                                       r.premium)),
-                    "" if r.cost_usd is None else str(r.cost_usd),
-                    _num(r.cost_ratio, "{:.4f}", ""),
+                    "" if r.cost_usd is None else str(r.cost_usd), _num(r.cost_ratio, "{:.4f}", ""),
                 ])
     return out.getvalue()

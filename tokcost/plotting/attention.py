@@ -29,8 +29,7 @@ def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], pa
     t = len(result.tokens)
     side = 3.2 if t <= 16 else 4.2
     fig, axes = plt.subplots(rows, cols, figsize=(side * cols, side * rows + 0.6), dpi=110,
-                             layout="constrained",
-                             squeeze=False)
+                             layout="constrained", squeeze=False)
     labels = [repr(tok)[1:-1] or "∅" for tok in result.tokens]
     image = None
     for k, ax in enumerate(axes.flat):

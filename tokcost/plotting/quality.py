@@ -22,8 +22,7 @@ def plot_frontier(result: QualityResult, path: Path) -> None:
         ax.scatter([x], [y], s=28, zorder=3)
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
     ax.scatter([1.0], [0.0], marker="*", s=90, color="black", zorder=3)
-    ax.annotate("full cache", (1.0, 0.0), textcoords="offset points", xytext=(-50, 6),
-                fontsize=7)
+    ax.annotate("full cache", (1.0, 0.0), textcoords="offset points", xytext=(-50, 6), fontsize=7)
     frontier = sorted((x, y) for x, y, _ in [*points, (1.0, 0.0, "full")])
     best: list[tuple[float, float]] = []
     for x, y in frontier:  # by memory ascending: keep each point better than all cheaper ones

@@ -10,9 +10,8 @@ from tokcost.reference.model import Transformer
 from tokcost.reference.sampling import Distribution, SamplingParams, distribution, draw
 from tokcost.reference.weights import init_weights, load_weights, save_weights
 
-__all__ = [
-    "BlockAllocator", "BlockEvent", "CacheMode", "CacheSpec", "ContiguousCache",
-    "Distribution", "GenerationResult", "KVCache", "ModelTooLarge", "PagedCache",
-    "PromptTooLong", "RefConfig", "SamplingParams", "Step", "StepCandidate", "Transformer",
-    "WeightsMismatch", "distribution", "draw", "generate", "init_weights", "load_weights",
-    "save_weights"]
+__all__ = ["BlockAllocator", "BlockEvent", "CacheMode", "CacheSpec", "ContiguousCache",
+           "Distribution", "GenerationResult", "KVCache", "ModelTooLarge", "PagedCache",
+           "PromptTooLong", "RefConfig", "SamplingParams", "Step", "StepCandidate", "Transformer",
+           "WeightsMismatch", "distribution", "draw", "generate", "init_weights", "load_weights",
+           "save_weights"]

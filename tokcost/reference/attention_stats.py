@@ -35,12 +35,10 @@ _LABELS = (("sink", "first_token"), ("previous-token", "previous_token"),
            ("broad", "entropy_norm"))
 
 LABEL_TEXT: dict[str, str] = {
-    "sink": "sink (most attention on the first token)",
-    "previous-token": "previous-token head",
+    "sink": "sink (most attention on the first token)", "previous-token": "previous-token head",
     "self": "attends to its own position",
     "duplicate-token": "duplicate-token head (earlier copies of the same token)",
-    "broad": "broad (close to uniform over the context)",
-    "local": "local (within 2 tokens back)",
+    "broad": "broad (close to uniform over the context)", "local": "local (within 2 tokens back)",
     "long-range": "long-range (looks far back)"}
 
 TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within this
@@ -120,14 +118,13 @@ def layer_stats(att: NDArray[Any], *, layer: int, ids: Sequence[int] | None = No
         entropy = row_entropy(m[None])[0]  # (T-1,)
         distance = (m * back).sum(axis=-1)  # (T-1,)
         dup_score = None if dup is None else float((m * dup).sum(axis=-1)[dup.any(-1)].mean())
-        scores = {
-            "entropy": float(entropy.mean()),
-            "entropy_norm": float(_ratio(entropy, np.log(seen)).mean()),
-            "mean_distance": float(distance.mean()),
-            "relative_distance": float(_ratio(distance, seen - 1).mean()),
-            "first_token": float(m[:, 0].mean()),
-            "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
-            "self_token": float(m[np.arange(t - 1), rows].mean())}
+        scores = {"entropy": float(entropy.mean()),
+                  "entropy_norm": float(_ratio(entropy, np.log(seen)).mean()),
+                  "mean_distance": float(distance.mean()),
+                  "relative_distance": float(_ratio(distance, seen - 1).mean()),
+                  "first_token": float(m[:, 0].mean()),
+                  "previous_token": float(m[np.arange(t - 1), rows - 1].mean()),
+                  "self_token": float(m[np.arange(t - 1), rows].mean())}
         stats.append(HeadStats(layer=layer, head=h, **scores, duplicate_token=dup_score,
                                labels=head_labels(scores, dup_score)))
     return stats

@@ -35,8 +35,7 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
         template = jinja_file.read_text(encoding="utf-8")
     if not isinstance(template, str) or not template:
         raise UsageError(f"{arg('chat')} needs a template, and '{folder}' has none "
-                         "(tokenizer_config.json chat_template, chat_template.jinja)",
-                         param="chat")
+                         "(tokenizer_config.json chat_template, chat_template.jinja)", param="chat")
     specials: dict[str, str] = {}
     for name in _SPECIALS:
         value = config.get(name)

@@ -102,8 +102,7 @@ def load_model(entry: ModelEntry, *, weights: str | Path | None = None, seed: in
     path = Path(weights or entry.weights or DATA_DIR / f"{entry.id}.npz")
     if weights is not None or path.exists():
         return Loaded(entry, Transformer(cfg, load_weights(path, cfg)), str(path), True)
-    return Loaded(entry, Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})",
-                  False)
+    return Loaded(entry, Transformer(cfg, init_weights(cfg, seed)), f"random (seed {seed})", False)
 
 
 def load_checkpoint(source: str | Path) -> Loaded:

@@ -232,8 +232,7 @@ def _step(index: int, s: int, token: int, dist: Distribution, cache: KVCache | N
         cache_tokens=cache.length if cache is not None else 0,
         cache_bytes=cache.nbytes if cache is not None else 0,
         cache_blocks=paged.blocks_used if paged else None,
-        logical_blocks=paged.logical_blocks if paged else None,
-        attention=focus, events=events)
+        logical_blocks=paged.logical_blocks if paged else None, attention=focus, events=events)
 
 
 def _focus(maps: list[NDArray[np.float32]] | None, sample: int) -> tuple[HeadFocus, ...]:

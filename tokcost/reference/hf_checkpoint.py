@@ -26,12 +26,11 @@ _GEMMA = frozenset({"gemma2", "gemma3_text"})
 _ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
                 "gelu_tanh": "gelu_tanh"}
 # Linear layers are stored (out, in); the reference multiplies x @ W, so they turn.
-_LAYER_NAMES = {
-    "input_layernorm.weight": "attn_norm", "self_attn.o_proj.weight": "wo",
-    **{f"self_attn.{x}_proj.weight": f"w{x}" for x in "qkv"},
-    **{f"self_attn.{x}_proj.bias": f"b{x}" for x in "qkv"},
-    **{f"self_attn.{x}_norm.weight": f"{x}_norm" for x in "qk"},
-    **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")}}
+_LAYER_NAMES = {"input_layernorm.weight": "attn_norm", "self_attn.o_proj.weight": "wo",
+                **{f"self_attn.{x}_proj.weight": f"w{x}" for x in "qkv"},
+                **{f"self_attn.{x}_proj.bias": f"b{x}" for x in "qkv"},
+                **{f"self_attn.{x}_norm.weight": f"{x}_norm" for x in "qk"},
+                **{f"mlp.{x}_proj.weight": f"w_{x}" for x in ("gate", "up", "down")}}
 _TOP_NAMES = {"model.embed_tokens.weight": "tok_emb", "model.norm.weight": "norm",
               "lm_head.weight": "lm_head"}
 # Llama's post_attention_layernorm is the MLP's norm; Gemma's normalizes attention's output.
@@ -145,8 +144,7 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
         kind=rope_type, factor=float(full.get("factor") or 1.0),
         low_freq_factor=float(full.get("low_freq_factor") or 1.0),
         high_freq_factor=float(full.get("high_freq_factor") or 4.0),
-        original_max_position_embeddings=int(full.get("original_max_position_embeddings")
-                                             or 8192))
+        original_max_position_embeddings=int(full.get("original_max_position_embeddings") or 8192))
     return theta, scaling, local
 
 
@@ -157,8 +155,7 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
             header = json.loads(f.read(n))
         data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path} as safetensors ({exc}); download it again"
-                         ) from None
+        raise InputError(f"cannot read {path} as safetensors ({exc}); download it again") from None
     for name, info in header.items():
         if name == "__metadata__":
             continue

@@ -210,8 +210,7 @@ def policy_cache_bytes(cfg: RefConfig, tokens: int, *, quant: KvQuant | None = N
 
     def model(held: int, layers: int, *, cut: bool = False) -> int:
         return policy_bytes(held, layers=layers, kv_heads=cfg.kv_heads, head_dim=cfg.head_dim,
-                            full_bytes=4, quant=quant, evict=None if cut else evict,
-                            prompt=prompt)
+                            full_bytes=4, quant=quant, evict=None if cut else evict, prompt=prompt)
 
     full = model(tokens, cfg.layers - sliding)
     if not sliding or window is None or tokens <= window:

@@ -105,8 +105,7 @@ def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int, quant: KvQu
     base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
     cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
     quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
-    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict,
-                                  prompt=prompt)
+    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict, prompt=prompt)
     if expected is not None and expected != quality.bytes_held:  # they must agree
         raise TokcostError(f"the cache held {quality.bytes_held:,} B but the memory model "
                            f"says {expected:,} B; please report it")

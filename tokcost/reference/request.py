@@ -21,8 +21,7 @@ def as_int(value: object, name: str) -> int:
         text = str(value).strip()
         magnitude = parse_count(text.removeprefix("-"), param=name)
         return -magnitude if text.startswith("-") else magnitude
-    raise UsageError(f"{arg(name)} must be a whole number, got {value!r}", param=name,
-                     value=value)
+    raise UsageError(f"{arg(name)} must be a whole number, got {value!r}", param=name, value=value)
 
 
 def as_float(value: object, name: str) -> float:
@@ -72,9 +71,8 @@ class PromptRequest(Parts):
             self.text.encode("utf-8")
         except UnicodeEncodeError as exc:  # lone surrogates, as from undecodable bytes
             raise InputError(
-                f"the prompt is not valid text (a lone surrogate at character {exc.start}); "
-                "give bytes, which are read with invalid UTF-8 replaced"
-            ) from None
+                f"the prompt is not valid text (a lone surrogate at character {exc.start}); give "
+                "bytes, which are read with invalid UTF-8 replaced") from None
 
     @property
     def text(self) -> str:

@@ -67,8 +67,7 @@ class SamplingParams:
                 ("top_k", self.top_k < 0, ">= 0"),
                 ("top_p", not 0.0 < self.top_p <= 1.0, "in (0, 1]"),
                 ("seed", self.seed is not None and self.seed < 0, ">= 0"),
-                ("n", self.n < 1, ">= 1"),
-                ("max_new_tokens", self.max_new_tokens < 1, ">= 1"))
+                ("n", self.n < 1, ">= 1"), ("max_new_tokens", self.max_new_tokens < 1, ">= 1"))
 
     @property
     def greedy(self) -> bool:
