@@ -135,7 +135,9 @@ class LocalRunner(AbstractContextManager["LocalRunner"]):
         if self.workers == 1:
             yield from ((shard, fn(shard)) for shard in shards)
             return
-        pool = self._pool()
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+        pool = (ProcessPoolExecutor(self.workers, initializer=_ignore_sigint) if self.processes
+                else ThreadPoolExecutor(self.workers))
         inflight: deque[tuple[S, Any]] = deque()
         try:
             for shard in shards:
@@ -153,13 +155,6 @@ class LocalRunner(AbstractContextManager["LocalRunner"]):
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _pool(self) -> Any:
-        if not self.processes:
-            from concurrent.futures import ThreadPoolExecutor
-            return ThreadPoolExecutor(self.workers)
-        from concurrent.futures import ProcessPoolExecutor
-        return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
 
 def plan_shards(files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *,
