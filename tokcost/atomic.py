@@ -88,10 +88,6 @@ def _default_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def _about_writing(exc: OSError, temps: Sequence[Path]) -> bool:
-    return exc.errno in _WRITE_ERRNOS or exc.filename in {*temps, *map(str, temps)}
-
-
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold Ctrl-C (and SIGTERM) back for the renames that complete a set, and act on it
@@ -202,10 +198,10 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
         try:
             yield list(temps)
         except OSError as exc:
-            if not _about_writing(exc, temps):
-                raise
             named = [t for t, tmp in zip(targets, temps, strict=True)
                      if exc.filename in (tmp, str(tmp))]
+            if exc.errno not in _WRITE_ERRNOS and not named:
+                raise
             raise _cannot_write(named[0] if named else targets[0], exc) from None
         for target, tmp in zip(targets, temps, strict=True):
             try:

@@ -32,9 +32,8 @@ class EngineKind(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default)
-    or dask (at ``scheduler``, which implies it, else ``jobs`` local processes; every wait
-    bounded by ``timeout`` seconds)."""
+    """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default) or
+    dask (at ``scheduler``, which implies it, else ``jobs`` processes; waits of ``timeout`` s)."""
 
     engine: EngineKind | str = EngineKind.LOCAL
     jobs: int | None = None

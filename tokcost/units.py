@@ -118,10 +118,6 @@ def parse_count(text: str | int | float | Decimal, *, param: str = "count", mini
     (128000, 8192, 8030000000, 1000000)
     >>> parse_count("8_000"), parse_count("1.5M"), parse_count(1000)
     (8000, 1500000, 1000)
-    >>> parse_count("-5", param="tokens")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: tokens must not be negative, got '-5'
     """
     parts = _split(text, param, "a count such as 8000 or 8k")
     if parts is None:
@@ -171,11 +167,6 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
     (80000000000, 1073741824, 2048, 1073741824)
     >>> parse_size("7240417280B"), parse_size("512 B")
     (7240417280, 512)
-    >>> parse_size("80G", param="gpu_memory")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: gpu_memory '80G' is ambiguous; write 80GB (powers of 1000) or \
-80GiB (powers of 1024)
     """
     example = "80GB (10^9 bytes) or 80GiB (2^30 bytes)"
     parts = _split(text, param, f"a size such as {example}")
@@ -247,11 +238,6 @@ def parse_money(text: str | int | float | Decimal, *, param: str = "amount",
 
     >>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
     (Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
-    >>> parse_money("€5", param="max_cost")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: max_cost '€5' is not in US dollars; tokcost prices are USD: \
-write $5 or 5
     """
     if isinstance(text, str):
         shown = text.strip()
