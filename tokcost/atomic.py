@@ -90,9 +90,8 @@ def _default_mode(path: Path) -> int:
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (and SIGTERM) back for the renames that complete a set, and act on it
-    after, so an interrupted run stops with the whole set in place (handlers run in the
-    main thread only, so swapping them there is enough)."""
+    """Hold Ctrl-C and SIGTERM back for the renames that complete a set, and act on them after
+    (handlers run in the main thread only, so swapping them there is enough)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -326,12 +326,11 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     for unit in units:
         # Switch units at 1000 so a table never shows "1000 MiB" for 0.98 GiB.
         if abs(value) < 1000 or unit == units[-1]:
-            if unit == "B":
-                return f"{int(value)} B"
-            text = f"{value:.2f}".rstrip("0").rstrip(".")
-            return f"{text} {unit}"
+            break
         value /= base
-    return f"{value} {units[-1]}"  # pragma: no cover
+    if unit == "B":
+        return f"{int(value)} B"
+    return f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:
