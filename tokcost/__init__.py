@@ -1,14 +1,7 @@
-"""tokcost: count tokens, price them, and size the KV cache that serves them.
-
-This is the public API: each use case (one function per command) and the frozen
-request it takes, and the errors. A request is built from its fields, or from the flat
-options a command line has (``CountRequest.of(paths=..., jobs=2)`` builds its parts);
-a use case returns a frozen result whose ``to_dict()`` is the command's ``--json``
-document (the result types live beside their use case, in ``tokcost.app``). Every
-other part stays importable from its own package (``tokcost.memory``, ``tokcost.bpe``...).
-
-Names resolve on first use (PEP 562), so ``import tokcost`` loads none of numpy,
-tokenizers, sentencepiece, matplotlib or dask.
+"""tokcost: count tokens, price them, and size the KV cache that serves them. The public API
+(docs/api.md): one use case per command, the frozen request it takes, and the errors. Names
+resolve on first use (PEP 562): ``import tokcost`` loads none of numpy, tokenizers,
+sentencepiece, matplotlib or dask.
 
 >>> import tokcost
 >>> tokcost.get_tokenizer("cl100k_base").count("hello world")

@@ -1,11 +1,5 @@
-"""Atomic file output: nothing half-written is ever left under the final name.
-
-Every file tokcost writes goes through here: ``ensure_writable`` tries the folder before
-any long work; ``atomic_path`` (one file) and ``atomic_set`` (files that belong together,
-a model and its ``.vocab``) hand out temporary files beside the targets, moved into place
-with ``os.replace`` only once complete, so Ctrl-C, a full disk or a failed check leaves
-the old files and no temporary one (named ``.NAME.XXXXXXXX.tmp``). A failed write is one
-``InputError`` line: ``cannot write PATH: REASON; what to do``.
+"""Atomic file output for every file tokcost writes: nothing half-written is ever left under
+the final name, Ctrl-C or a full disk leaves the old files (docs/api.md, "Writing files").
 """
 
 from __future__ import annotations
@@ -33,18 +27,14 @@ _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
 
 
 def _cannot_write(path: Path, exc: OSError) -> InputError:
-    reason = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        advice = "free some space or choose another folder"
-    else:
-        advice = "choose a folder you can write to"
-    return InputError(f"cannot write {path}: {reason}; {advice}")
+    advice = ("free some space or choose another folder"
+              if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "choose a folder you can write to")
+    return InputError(f"cannot write {path}: {exc.strerror or exc}; {advice}")
 
 
 def _no_folder(path: Path) -> InputError:
-    # Exit 1 like any output that cannot be written (a read-only folder, a full disk):
-    # the flag was well formed, the filesystem refuses it.
-    return InputError(f"cannot write {path}: folder {path.parent} does not exist; create it first" )
+    # Exit 1 as any unwritable output: the flag was well formed, the filesystem refuses it.
+    return InputError(f"cannot write {path}: folder {path.parent} does not exist; create it first")
 
 
 def _reserve(path: Path, folder: Path | None = None) -> Path:
@@ -60,19 +50,9 @@ def _reserve(path: Path, folder: Path | None = None) -> Path:
     return Path(name)
 
 
-def _nearest_existing(folder: Path) -> Path:
-    """``folder`` or the closest of its parents that exists (``a/b/c`` -> ``a``)."""
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            return candidate
-    return Path(".")
-
-
 def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
-    """Raise now, before any work, unless a file can be written at ``path``: by writing a
-    temp file there (``os.access`` says yes to root and is wrong on read-only mounts). A
-    missing folder is an InputError unless ``create_folder`` (then its nearest existing
-    parent is tried); a directory at ``path`` is a UsageError.
+    """Raise now, before any work, unless a temp file can be written beside ``path`` (``os.access``
+    is wrong for root and read-only mounts); ``create_folder``: try the nearest existing parent.
 
     >>> folder = Path(tempfile.mkdtemp())
     >>> ensure_writable(folder / "out.txt")
@@ -92,7 +72,7 @@ def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     if not folder.exists():
         if not create_folder:
             raise _no_folder(path)
-        folder = _nearest_existing(folder)
+        folder = next((p for p in folder.parents if p.exists()), Path("."))
     probe = _reserve(path, folder)
     with contextlib.suppress(FileNotFoundError):
         probe.unlink()
@@ -108,15 +88,10 @@ def _default_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def _about_writing(exc: OSError, temps: Sequence[Path]) -> bool:
-    return exc.errno in _WRITE_ERRNOS or exc.filename in {*temps, *map(str, temps)}
-
-
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (and SIGTERM) back for the renames that complete a set, and act on it
-    after, so an interrupted run stops with the whole set in place (handlers run in the
-    main thread only, so swapping them there is enough)."""
+    """Hold Ctrl-C and SIGTERM back for the renames that complete a set, and act on them after
+    (handlers run in the main thread only, so swapping them there is enough)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -222,10 +197,10 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
         try:
             yield list(temps)
         except OSError as exc:
-            if not _about_writing(exc, temps):
-                raise
             named = [t for t, tmp in zip(targets, temps, strict=True)
                      if exc.filename in (tmp, str(tmp))]
+            if exc.errno not in _WRITE_ERRNOS and not named:
+                raise
             raise _cannot_write(named[0] if named else targets[0], exc) from None
         for target, tmp in zip(targets, temps, strict=True):
             try:
@@ -273,10 +248,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 
 def write_files_atomic(files: Mapping[Path, bytes | str]) -> None:
-    """Write several files as one set (``atomic_set``): all of them, or none.
-
-    ``str`` content is written as UTF-8; each file is on disk before any is renamed.
-    """
+    """Write several files as one set (``atomic_set``; ``str`` as UTF-8): all of them, or none."""
     targets = list(files)
     with atomic_set(targets) as temps:
         for target, tmp in zip(targets, temps, strict=True):

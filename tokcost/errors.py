@@ -1,12 +1,6 @@
-"""Typed errors. Every message says what went wrong and what to do next.
-
-The library raises these; the CLI turns them into one line on stderr and an exit
-code in a single place (``tokcost.cli.base``). An error carries structured fields:
-``param`` (the API parameter at fault), ``value`` (what was given) and ``expected``
-(what would do), and its message names parameters through placeholders written with
-``arg``: ``{tp}`` or ``{tp=3}``. A library caller reads them as the API spells them
-(``tp=3``); the CLI renders the same placeholders as the flags the user typed
-(``--tp 3``), so no message is edited after the fact and no module spells a flag.
+"""Typed errors, each message saying what went wrong and what to do next (docs/api.md); the CLI
+turns them into one line on stderr in one place (``tokcost.cli.base``). Messages name
+parameters through ``arg`` placeholders (``{tp=3}``), which the CLI renders as flags.
 
 >>> e = UsageError(f"{arg('tp', 3)} does not divide kv_heads=8", param="tp", value=3)
 >>> (e.param, e.exit_code, str(e))
@@ -42,12 +36,8 @@ def _api_words(name: str, value: str | None) -> str:
 
 
 class TokcostError(Exception):
-    """Base class. ``exit_code`` follows DESIGN §3: 1 for a failure, 2 for bad usage.
-
-    ``message`` may hold placeholders (``arg``) for ``param`` and the parameters in
-    ``related``; any other braces are text. ``value`` and ``expected`` say what was given
-    and what would do, for a caller that reports them apart (``--json``'s error object).
-    """
+    """Base class; ``exit_code`` 1 for a failure, 2 for bad usage (DESIGN §3). ``message`` may
+    hold ``arg`` placeholders for ``param`` and ``related``; any other braces are text."""
 
     exit_code: int = 1
 

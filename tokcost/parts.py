@@ -1,11 +1,6 @@
-"""Requests made of frozen parts, built from the flat options a command line gives.
-
-A use case takes one frozen request composed of small frozen parts (the inputs, the
-tokenizers, where work runs...). ``Request.of(**options)`` builds one from flat names,
-as a CLI has them: each option goes to the request's own field of that name, else to
-every part with a field of that name (``seed`` feeds both the sampler and the model
-source), else to the part that takes the rest (one whose class names a ``rest`` field:
-an engine's own options). A name that nothing takes is a UsageError.
+"""Frozen requests made of frozen parts; ``Request.of(**options)`` gives each flat option to the
+request's field of that name, else to every part with one (``seed``), else to the part naming
+a ``rest`` field (an engine's own options); a name nothing takes is a UsageError.
 
 >>> from dataclasses import dataclass, field
 >>> @dataclass(frozen=True)
@@ -70,8 +65,7 @@ class Parts:
 
 
 def _part(cls: type, f: Field[Any]) -> type | None:
-    """The part class of field ``f``: its default factory, or the dataclass its annotation
-    names (``Inputs``, ``AdhocBudget | None``) in the request's module; None for a value."""
+    """The dataclass of field ``f``'s default factory or annotation (``Inputs | None``), or None."""
     if isinstance(f.default_factory, type) and is_dataclass(f.default_factory):
         return f.default_factory
     names = str(f.type).replace("None", "").split("|")

@@ -1,7 +1,5 @@
-"""Token counts -> money, in ``Decimal`` from end to end (prices are USD per million); the
-billing rules are docs/price.md's. gpt-4o, 1,000 prompt tokens (400 cached), 200 output:
-600 x $2.50/M + 400 x $1.25/M + 200 x $10/M = $0.004.
-"""
+"""Token counts -> money, in ``Decimal`` from end to end (USD per million), by docs/price.md's
+billing rules: 600 x $2.50/M + 400 cached x $1.25/M + 200 output x $10/M = $0.004."""
 
 from __future__ import annotations
 
@@ -186,11 +184,10 @@ def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
         if price is None:  # ordinary input, in every rule: the input's rate and discount
             notes.append(f"no {missing} billed as input")
             parts.append((kind, tokens, input_rate * keep))
-        else:
-            if batch and not pricing.batch_discount_cache:
-                kept.append(noun)
-            parts.append((kind, tokens, price * (keep if pricing.batch_discount_cache
-                                                 else Decimal(1))))
+            continue
+        if batch and not pricing.batch_discount_cache:
+            kept.append(noun)
+        parts.append((kind, tokens, price * (keep if pricing.batch_discount_cache else Decimal(1))))
     if counts["reasoning_tokens"] and reasoning_rate is None:
         notes.append("reasoning tokens billed as output")
     if kept:

@@ -1,8 +1,5 @@
-"""Where the shipped data lives: inside the wheel, or beside the package in a checkout.
-
-The wheel force-includes ``models.yaml`` and ``corpora/`` into ``tokcost/``; an
-editable install or a plain checkout keeps them at the repository's top level.
-"""
+"""Where the shipped data lives: inside the wheel (force-included into ``tokcost/``), or at the
+repository's top level in a checkout or editable install."""
 
 from __future__ import annotations
 
@@ -14,6 +11,4 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 def shipped_path(name: str) -> Path:
     """Path of a shipped data file or folder (``models.yaml``, ``corpora``)."""
     inside = _PACKAGE_DIR / name
-    if inside.exists():
-        return inside
-    return _PACKAGE_DIR.parent / name
+    return inside if inside.exists() else _PACKAGE_DIR.parent / name

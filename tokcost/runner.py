@@ -32,9 +32,8 @@ class EngineKind(str, Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default)
-    or dask (at ``scheduler``, which implies it, else ``jobs`` local processes; every wait
-    bounded by ``timeout`` seconds)."""
+    """Where work runs: ``engine`` local (``jobs`` workers; 0 or None: the caller's default) or
+    dask (at ``scheduler``, which implies it, else ``jobs`` processes; waits of ``timeout`` s)."""
 
     engine: EngineKind | str = EngineKind.LOCAL
     jobs: int | None = None
@@ -135,7 +134,9 @@ class LocalRunner(AbstractContextManager["LocalRunner"]):
         if self.workers == 1:
             yield from ((shard, fn(shard)) for shard in shards)
             return
-        pool = self._pool()
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+        pool = (ProcessPoolExecutor(self.workers, initializer=_ignore_sigint) if self.processes
+                else ThreadPoolExecutor(self.workers))
         inflight: deque[tuple[S, Any]] = deque()
         try:
             for shard in shards:
@@ -153,13 +154,6 @@ class LocalRunner(AbstractContextManager["LocalRunner"]):
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _pool(self) -> Any:
-        if not self.processes:
-            from concurrent.futures import ThreadPoolExecutor
-            return ThreadPoolExecutor(self.workers)
-        from concurrent.futures import ProcessPoolExecutor
-        return ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
 
 def plan_shards(files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *,

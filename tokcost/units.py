@@ -1,11 +1,6 @@
-"""Numbers as people write them: counts (``8k``, ``8Ki``, ``1.5M``), sizes (``80GB``,
-``80GiB``, ``7240417280B``), money (``$0.05``, ``5c``), percentages and shares; and the
-formatting of sizes, money and percentages that every command shares.
-
-One grammar for every flag and config file (docs/numbers.md): ``k M B T`` are powers of
-1000 (``B`` a billion on a count, bytes on a size), ``Ki Mi Gi Ti`` of 1024; a bare
-``G`` or a bare size below 1 MiB is refused as ambiguous; negative numbers, NaN, counts
-past 10^15 and sizes past 1 EiB are refused. Every refusal is one line saying what to write.
+"""Numbers as people write them (counts ``8k``, sizes ``80GiB``, money ``$0.05``, percentages
+and shares), one grammar for every flag and config file (docs/numbers.md), and the formatting
+of sizes, money and percentages that every command shares.
 """
 
 from __future__ import annotations
@@ -58,8 +53,7 @@ _NOT_FINITE = re.compile(r"^\s*[-+]?\s*(?:nan|inf|infinity)\s*$", re.IGNORECASE)
 
 
 def _q(text: object) -> str:
-    """The value as the message quotes it: ``'8q'``; ``repr`` when it holds a newline or
-    another control character, so the message stays one line.
+    """The value as the message quotes it: ``'8q'``; ``repr`` when not printable (one line).
 
     >>> _q(" 8q "), _q("8\\n0")
     ("'8q'", "'8\\\\n0'")
@@ -84,11 +78,8 @@ def _power(n: int | Decimal) -> str:
 
 def _split(text: str | int | float | Decimal, param: str, what: str
 ) -> tuple[bool, Decimal, str] | None:
-    """``'-1.5 GiB'`` -> ``(True, Decimal('1.5'), 'GiB')``: negative?, magnitude, unit.
-
-    None when the text is no number at all. NaN and infinities (``nan``, ``inf``,
-    ``float('inf')``) and booleans (YAML's ``yes``) raise: no parser takes them.
-    """
+    """``'-1.5 GiB'`` -> ``(True, Decimal('1.5'), 'GiB')``, None for no number; NaN, infinities
+    and booleans (YAML's ``yes``) raise: no parser takes them."""
     if isinstance(text, bool):
         raise UsageError(f"{arg(param)} must be {what}, got {text!r}", param=param)
     if isinstance(text, (int, float, Decimal)):
@@ -121,19 +112,12 @@ def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why:
 
 def parse_count(text: str | int | float | Decimal, *, param: str = "count", minimum: int = 0,
     maximum: int = MAX_COUNT) -> int:
-    """A count such as ``128000``, ``128k``, ``8Ki``, ``8.03B`` or ``1e6``.
-
-    ``k M B T`` are powers of 1000 (``B`` is a billion, never bytes), ``Ki Mi Gi Ti``
-    powers of 1024; the result must be a whole number in ``[minimum, maximum]``.
+    """A whole number in ``[minimum, maximum]`` such as ``128000``, ``128k``, ``8Ki``, ``8.03B``.
 
     >>> parse_count("128k"), parse_count("8Ki"), parse_count("8.03B"), parse_count("1e6")
     (128000, 8192, 8030000000, 1000000)
     >>> parse_count("8_000"), parse_count("1.5M"), parse_count(1000)
     (8000, 1500000, 1000)
-    >>> parse_count("-5", param="tokens")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: tokens must not be negative, got '-5'
     """
     parts = _split(text, param, "a count such as 8000 or 8k")
     if parts is None:
@@ -183,11 +167,6 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
     (80000000000, 1073741824, 2048, 1073741824)
     >>> parse_size("7240417280B"), parse_size("512 B")
     (7240417280, 512)
-    >>> parse_size("80G", param="gpu_memory")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: gpu_memory '80G' is ambiguous; write 80GB (powers of 1000) or \
-80GiB (powers of 1024)
     """
     example = "80GB (10^9 bytes) or 80GiB (2^30 bytes)"
     parts = _split(text, param, f"a size such as {example}")
@@ -233,9 +212,7 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
 
 
 def parse_context_list(text: str, *, param: str = "context") -> list[int]:
-    """``"1k,8k,32k,128k"`` -> ``[1000, 8000, 32000, 128000]``; ``128Ki`` is 131072.
-
-    Each length is a count (``parse_count``) of at least one token.
+    """Comma-separated counts of at least one token (``parse_count``).
 
     >>> parse_context_list("1k, 8Ki")
     [1000, 8192]
@@ -256,19 +233,11 @@ _MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
 
 def parse_money(text: str | int | float | Decimal, *, param: str = "amount",
     maximum: Decimal = MAX_MONEY) -> Decimal:
-    """US dollars, exactly: ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``5c``.
-
-    ``k`` and ``M`` multiply by a thousand and a million (a monthly budget of ``$5k``);
-    ``c`` or ``¢`` are cents. Every catalog price is USD, so another currency is refused
-    rather than converted.
+    """US dollars, exactly: ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``5c``;
+    another currency is refused, not converted (every catalog price is USD).
 
     >>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
     (Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
-    >>> parse_money("€5", param="max_cost")
-    Traceback (most recent call last):
-    ...
-    tokcost.errors.UsageError: max_cost '€5' is not in US dollars; tokcost prices are USD: \
-write $5 or 5
     """
     if isinstance(text, str):
         shown = text.strip()
@@ -306,10 +275,7 @@ write $5 or 5
 
 def parse_percent(text: str | int | float | Decimal, *, param: str = "percent",
     maximum: Decimal | None = None) -> Decimal:
-    """Percent points: ``10`` and ``10%`` are both 10 (``0.8`` is 0.8 %, not 80 %).
-
-    For keys whose name says percent (``max_growth_percent``); a share of a whole
-    (``cached_share``) is read by ``parse_fraction`` instead.
+    """Percent points: ``10`` and ``10%`` are both 10 (a share is ``parse_fraction``'s).
 
     >>> parse_percent("80%"), parse_percent(10), parse_percent("12.5 %")
     (Decimal('80'), Decimal('10'), Decimal('12.5'))
@@ -360,12 +326,11 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     for unit in units:
         # Switch units at 1000 so a table never shows "1000 MiB" for 0.98 GiB.
         if abs(value) < 1000 or unit == units[-1]:
-            if unit == "B":
-                return f"{int(value)} B"
-            text = f"{value:.2f}".rstrip("0").rstrip(".")
-            return f"{text} {unit}"
+            break
         value /= base
-    return f"{value} {units[-1]}"  # pragma: no cover
+    if unit == "B":
+        return f"{int(value)} B"
+    return f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:

@@ -1,6 +1,5 @@
-"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4), with
-the standard library only (pydantic and PyYAML load to validate a file, rarely: cached).
-"""
+"""The model catalog (models.yaml): typed entries, validation and lookup (DESIGN §4), with the
+standard library only (pydantic and PyYAML load to validate a file, rarely: cached)."""
 
 from pathlib import Path
 from typing import TypeAlias

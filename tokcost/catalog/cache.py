@@ -1,7 +1,5 @@
-"""A cache of validated catalog files (validating models.yaml takes ~0.25 s, more than all of
-``tokcost price``), keyed by the sha256 of the file's bytes and of the modules that declare
-the fields; in ``$TOKCOST_CACHE_DIR`` (``~/.cache/tokcost``), skipped when unwritable.
-"""
+"""Validated catalog files (validating takes ~0.25 s, more than all of ``tokcost price``) by the
+sha256 of their bytes and of the field modules, in ``$TOKCOST_CACHE_DIR`` (``~/.cache/tokcost``)."""
 
 from __future__ import annotations
 

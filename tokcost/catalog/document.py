@@ -1,6 +1,5 @@
-"""models.yaml as pydantic models (field names are the YAML keys): what a catalog file may
-hold, what each value means, and the shipped JSON Schema (``tokcost/schemas/``).
-"""
+"""models.yaml as pydantic models (field names are the YAML keys): what a catalog file may hold,
+what each value means, and the shipped JSON Schema (``tokcost/schemas/``)."""
 
 from __future__ import annotations
 

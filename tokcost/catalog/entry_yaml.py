@@ -1,6 +1,5 @@
-"""A model entry as catalog YAML in models.yaml's style (``models import``): a document that
-loads as it is (``--catalog FILE``), exact integers with the human figure in a comment.
-"""
+"""A model entry as a catalog file in models.yaml's style (``models import``): it loads as it is,
+exact integers with the human figure in a comment."""
 
 from __future__ import annotations
 

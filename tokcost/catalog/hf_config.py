@@ -1,7 +1,5 @@
 """A Hugging Face ``config.json`` read into the catalog's ``Architecture`` (DESIGN §4, §5), as
-transformers' configuration classes define its fields (rules and sources: docs/models.md).
-A field the estimate needs that no cited class default supplies is an error naming it.
-"""
+transformers' configuration classes define its fields (rules and sources: docs/models.md)."""
 
 from __future__ import annotations
 

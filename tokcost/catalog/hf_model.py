@@ -1,6 +1,5 @@
-"""A catalog ``ModelEntry`` for any Hugging Face model: a config.json, a model folder
-(config.json + safetensors shards), or ``hf:ORG/REPO``; no tensor data is ever read.
-"""
+"""A catalog ``ModelEntry`` for a Hugging Face config.json, model folder (with safetensors
+shards) or ``hf:ORG/REPO``; no tensor data is ever read."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``hf:ORG/REPO``: a model's config.json and safetensors headers from the local Hugging Face
-cache, else from the hub when it answers within seconds (headers by HTTP range requests).
-"""
+"""``hf:ORG/REPO``: config.json and safetensors headers from the local Hugging Face cache, else
+from the hub when it answers within seconds (headers by HTTP range requests)."""
 
 from __future__ import annotations
 

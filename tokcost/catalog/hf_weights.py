@@ -1,7 +1,5 @@
-"""A checkpoint's tensors as a serving engine holds them: bytes, parameters, routed experts,
-with vLLM's load-time changes (no MTP layers: models/deepseek_v2.py, qwen3_next.py
-``load_weights``; float32 in 16 bits: config/model.py ``_get_and_verify_dtype``).
-"""
+"""A checkpoint's tensors as a serving engine holds them, with vLLM's load-time changes (no MTP
+layers: models/deepseek_v2.py, qwen3_next.py; float32 in 16 bits: config/model.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Read models.yaml into checked, frozen objects (``schema``), every problem as
-``file:line: model 'id': field: expected``; a file that validated once comes back from
-``cache`` (its bytes are the key) without the YAML parser or pydantic.
-"""
+"""Read models.yaml into checked, frozen objects (``schema``), every problem as ``file:line:
+model 'id': field: expected``; a file validated once comes back from ``cache``."""
 
 from __future__ import annotations
 

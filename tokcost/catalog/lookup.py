@@ -1,7 +1,5 @@
-"""The loaded catalog and its lookups, as tiktoken's: exact id, then alias, then the longest
-prefix (a dated id such as ``gpt-4o-2024-08-06``, or an entry's explicit ``prefixes``).
-A name two entries claim is an error, never a silent pick.
-"""
+"""The loaded catalog and its lookups, as tiktoken's: exact id, alias, then the longest prefix
+(a dated id ``gpt-4o-2024-08-06``, or explicit ``prefixes``); a name claimed twice is an error."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Rules across a catalog's entries: a name claimed twice, a tokenizer that names a model.
-
-Checking a file and ``Catalog.build`` ask the same functions, so they never disagree;
-names compare as lookup compares them.
+"""Rules across a catalog's entries (a name claimed twice, a tokenizer naming a model), asked
+by both file checks and ``Catalog.build``, so they never disagree.
 
 >>> a = Entry("gpt-x", aliases=(("x", ("aliases", 0)),))
 >>> [c.message for c in name_clashes([a, Entry("X"), Entry("gpt-X")])]

@@ -1,6 +1,5 @@
-"""What a safetensors checkpoint holds, read from its headers alone (never the tensor data),
-without the optional ``safetensors`` package: 6 ms, not ~200 ms (docs/models.md).
-"""
+"""A safetensors checkpoint's tensors from its headers alone, without the optional
+``safetensors`` package: 6 ms, not ~200 ms (docs/models.md)."""
 
 from __future__ import annotations
 

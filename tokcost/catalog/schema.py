@@ -1,6 +1,5 @@
 """The catalog's typed objects, one frozen dataclass per mapping of models.yaml (DESIGN §4):
-standard library only, since every command reads a catalog; prices in ``Decimal``.
-"""
+standard library only, since every command reads a catalog; prices in ``Decimal``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Compare catalog prices with the genai-prices database (an optional extra, imported here
-only) and write the differences in place, comments and layout kept, checked, atomic, each
-entry brought up to date dated by ``as_of`` (docs/models.md).
-"""
+"""Compare catalog prices with genai-prices (an optional extra) and write the differences in
+place, comments and layout kept, checked, atomic, dated by ``as_of`` (docs/models.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +50,6 @@ class PriceDiff:
 
 
 def _text(value: Decimal | bool | None) -> str | None:
-    """``true``/``false`` for a flag, the exact decimal for a price."""
     if value is None:
         return None
     return str(value).lower() if isinstance(value, bool) else str(value)

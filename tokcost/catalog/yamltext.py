@@ -1,6 +1,5 @@
-"""YAML text for tokcost's files: ``yaml.safe_load`` semantics (libyaml when present), and
-the line of a key path, from the node tree composed only when a problem is reported.
-"""
+"""YAML text for tokcost's files: ``yaml.safe_load`` semantics (libyaml when present), and the
+line of a key path, from a node tree composed only when a problem is reported."""
 
 from __future__ import annotations
 
