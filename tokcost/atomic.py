@@ -9,6 +9,7 @@ import errno
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,6 +51,22 @@ def _reserve(path: Path, folder: Path | None = None) -> Path:
     return Path(name)
 
 
+def _landing(path: Path) -> Path:
+    """Where writing ``path`` lands: through a symlink to its target (the link stays), and
+    only onto a regular file: never a directory, device, FIFO or socket."""
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:  # a new file; a folder that is missing or unreadable is reported later
+        return real
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{path} is a directory; give a file name")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{path} is not a regular file (a device, FIFO or socket); "
+                         "give a file name")
+    return real
+
+
 def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     """Raise now, before any work, unless a temp file can be written beside ``path`` (``os.access``
     is wrong for root and read-only mounts); ``create_folder``: try the nearest existing parent.
@@ -65,9 +82,7 @@ def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     ...     print(str(exc).replace(str(folder), "F"))
     cannot write F/no/out.txt: folder F/no does not exist; create it first
     """
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory; give a file name")
+    path = _landing(Path(path))
     folder = path.parent
     if not folder.exists():
         if not create_folder:
@@ -187,7 +202,7 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
     >>> sorted(p.name for p in folder.iterdir()), (folder / "a.txt").read_text()
     (['a.txt', 'b.txt'], 'A')
     """
-    targets = [Path(p) for p in paths]
+    targets = [_landing(Path(p)) for p in paths]
     if len({os.path.abspath(p) for p in targets}) != len(targets):
         raise ValueError(f"atomic_set: a path is given twice in {[str(p) for p in targets]}")
     temps: list[Path] = []

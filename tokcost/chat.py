@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.adapters.base import Tokenizer
 from tokcost.counting import STDIN, InputText, read_input
 from tokcost.errors import InputError, UsageError, arg
+from tokcost.limits import TooNested, loads_json
 
 if TYPE_CHECKING:
     from tokcost.catalog.schema import ChatOverhead
@@ -44,10 +45,12 @@ def load_messages(path: str, *,
 def parse_messages(raw: str, name: str) -> list[dict[str, Any]]:
     """Messages from JSON text: a list, or ``{"messages": [...]}`` (``name``: the source)."""
     try:
-        data = json.loads(raw.removeprefix("\ufeff"))  # a BOM is not JSON, but editors write it
+        data = loads_json(raw.removeprefix("\ufeff"))  # a BOM is not JSON, but editors write it
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}:{exc.lineno}: not JSON ({exc.msg}); expected a list of "
                          '{"role": ..., "content": ...} messages') from None
+    except TooNested as exc:
+        raise InputError(f"{name}: not read: {exc}") from None
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):

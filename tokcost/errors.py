@@ -106,6 +106,11 @@ class MissingDependency(TokcostError):
         self.extra = extra
 
 
+class TokcostWarning(UserWarning):
+    """Something the user should know that did not stop the work (the CLI prints one
+    ``warning:`` line)."""
+
+
 def suggest(word: str, choices: Iterable[str], n: int = 3) -> str:
     """Return a ' (did you mean: a, b?)' hint, or '' when nothing is close.
 

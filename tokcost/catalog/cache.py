@@ -1,18 +1,17 @@
 """Validated catalog files (validating takes ~0.25 s, more than all of ``tokcost price``) by the
-sha256 of their bytes and of the field modules, in ``$TOKCOST_CACHE_DIR`` (``~/.cache/tokcost``)."""
+sha256 of their bytes and of the field modules, as checksummed entries (``tokcost.cachefile``)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import os
+import io
 import pickle
 import sys
 from pathlib import Path
 from typing import Any
 
-from tokcost.atomic import write_bytes_atomic
+from tokcost import cachefile
 from tokcost.catalog import schema
 
 _FORMAT = "catalog-v3"
@@ -28,11 +27,6 @@ class _Unpickler(pickle.Unpickler):
         if name not in _CLASSES.get(module, ()):
             raise pickle.UnpicklingError(f"{module}.{name} is not a catalog value")
         return super().find_class(module, name)
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(os.environ.get("TOKCOST_CACHE_DIR") or Path(base) / "tokcost")
 
 
 @functools.cache
@@ -56,22 +50,21 @@ def _key(data: bytes) -> bytes:
 def _entry(path: Path) -> Path:
     # One entry per catalog file, replaced when it changes: the edits of a file never pile up.
     name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-    return cache_dir() / f"{name}.{_FORMAT}"
+    return cachefile.cache_dir() / f"{name}.{_FORMAT}"
 
 
 def load(path: Path, data: bytes) -> Any | None:
     """What validating ``data`` (the bytes of ``path``) gave, or None when not cached."""
+    payload = cachefile.read(_entry(path))
+    if payload is None:
+        return None
     try:
-        with _entry(path).open("rb") as f:
-            key, value = _Unpickler(f).load()
-    except Exception:  # missing, unreadable, damaged or foreign: validate again
+        key, value = _Unpickler(io.BytesIO(payload)).load()
+    except Exception:  # a payload this version did not write: validate again
         return None
     return value if key == _key(data) else None
 
 
 def store(path: Path, data: bytes, value: Any) -> None:
     """Write atomically; a read-only or missing cache folder only costs the next validation."""
-    with contextlib.suppress(OSError):
-        entry = _entry(path)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(entry, pickle.dumps((_key(data), value), pickle.HIGHEST_PROTOCOL))
+    cachefile.write(_entry(path), pickle.dumps((_key(data), value), pickle.HIGHEST_PROTOCOL))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import TokcostError
+from tokcost.limits import MAX_YAML_NODES
 
 if TYPE_CHECKING:
     import yaml
@@ -30,13 +31,32 @@ def load(text: str, *, nodes: bool = False) -> Any:
     """The data of a YAML text (``nodes``: its node tree), or ``SyntaxProblem``."""
     import yaml  # on first use, so `import tokcost` stays light
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
-        return yaml.compose(text, Loader=loader) if nodes else yaml.load(text, Loader=loader)
+        root = loader.get_single_node()
+        _bounded(root)
+        return root if nodes or root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SyntaxProblem(mark.line + 1 if mark is not None else None, reason) from None
+    finally:
+        loader.dispose()
+
+
+def _bounded(root: yaml.Node | None) -> None:
+    """Refuse a document whose aliases expand past MAX_YAML_NODES (a "billion laughs"):
+    every reader walks the expanded data, so a few hundred bytes could take minutes."""
+    seen, stack = 0, [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_YAML_NODES:
+            raise SyntaxProblem(None, f"its aliases expand to more than {MAX_YAML_NODES:,} "
+                                      "values (an alias bomb?)")
+        if isinstance(node.value, list):
+            for item in node.value:
+                stack.extend(item) if isinstance(item, tuple) else stack.append(item)
 
 
 def parse(text: str, name: str, error: type[TokcostError]) -> Any:
