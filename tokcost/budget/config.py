@@ -41,11 +41,8 @@ class BudgetConfigError(UsageError):
 
 
 class Budget(Strict):
-    """One budget: which files, counted how, and the limits they must keep.
-
-    ``combine`` means the matched files are sent together as one prompt, so the
-    cost per call and the context-window share apply to their sum.
-    """
+    """One budget: which files, counted how, the limits they keep (``combine``: the files are
+    one prompt, so the cost per call and the context-window share apply to their sum)."""
 
     missing: ClassVar[Mapping[str, str]] = {
         "name": "missing key 'name'; give every budget a unique name",
@@ -163,10 +160,9 @@ def configs_in(folder: Path) -> tuple[Path, tuple[Path, ...]] | None:
 def _has_tool_table(pyproject: Path) -> bool:
     try:
         text = pyproject.read_text(encoding="utf-8")
+        data = _load_toml(text, str(pyproject))
     except (OSError, UnicodeDecodeError):
         return False
-    try:
-        data = _load_toml(text, str(pyproject))
     except BudgetConfigError:
         # Broken TOML that mentions tokcost is meant as one (load_config reports its line).
         return "tokcost" in text
@@ -179,8 +175,7 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
     here = Path(os.path.abspath(directory or Path.cwd()))
     top = work_tree_root(here)
     folders = [here, *(f for f in here.parents if top is not None and top in (f, *f.parents))]
-    for folder in folders:
-        found = configs_in(folder)
+    for found in map(configs_in, folders):
         if found:
             return found
     where = f"{here} or a folder above it up to {top}" if top not in (None, here) else here
@@ -195,8 +190,8 @@ def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, 
     here = Path(os.path.abspath(directory or Path.cwd()))
     names = [*CONFIG_NAMES, "pyproject.toml"]
     folders = {Path(s.path).parent for s in walk([str(here)], include=names)}
-    found = [configs_in(f) for f in sorted(folders, key=lambda f: f.relative_to(here).parts)]
-    return [config for config in found if config is not None]
+    ordered = sorted(folders, key=lambda f: f.relative_to(here).parts)
+    return [found for found in map(configs_in, ordered) if found is not None]
 
 
 def shadow_notice(config: BudgetConfig) -> str | None:
@@ -352,7 +347,9 @@ def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
     if isinstance(budgets, list):
         places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
                       for i, item in enumerate(budgets) if isinstance(item, dict))
+
     for key, spec in places:
+
         try:
             if isinstance(spec, str) and spec.strip():  # else the schema's to report
                 check_spec(spec)

@@ -20,9 +20,9 @@ from tokcost.counting.inputs import read_input as read_input
 from tokcost.counting.inputs import sniff_binary as sniff_binary
 from tokcost.counting.local import CountReport as CountReport
 from tokcost.counting.local import FileCount as FileCount
+from tokcost.counting.local import ProgressFn as ProgressFn
 from tokcost.counting.local import count_paths as count_paths
 from tokcost.counting.local import runner_for as runner_for
-from tokcost.counting.progress import ProgressFn as ProgressFn
 from tokcost.counting.stream import LineBlocks as LineBlocks
 from tokcost.counting.stream import Reader as Reader
 from tokcost.counting.stream import TextStream as TextStream
