@@ -26,8 +26,8 @@ from tokcost.counting.inputs import (
     sniff_source,
     stdin_size,
     stdin_source,
+    unreadable,
 )
-from tokcost.counting.skips import unreadable
 from tokcost.counting.stream import Reader
 from tokcost.counting.walk import LeftOut, Source, walk
 from tokcost.runner import CONNECT_TIMEOUT, LocalRunner, RunConfig, Runner, available_cpus

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder
-from tokcost.counting.skips import same_file_reason, special_file_reason
+from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder, same_file_reason
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -21,6 +20,20 @@ GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that 
 GIT_FOLDER_REASON = "git's own folder, never read"
 DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
 SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
+
+
+_NAME_IT = ": name it directly to read it"
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)", _NAME_IT), (stat.S_ISSOCK, "a socket", ""),
+            (stat.S_ISCHR, "a character device", _NAME_IT),
+            (stat.S_ISBLK, "a block device", _NAME_IT))
+
+
+def special_file_reason(mode: int) -> str:
+    """Why a FIFO, socket or device inside a folder is not read (it may never end)."""
+    for test, kind, hint in _SPECIAL:
+        if test(mode):
+            return f"{kind}, not a regular file{hint}"
+    return "not a regular file"
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,7 @@ def expand_local(pattern: str) -> list[str]:
 def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
                 unique: bool = False) -> list[tuple[str, str, int]]:
     """``(path, display, size)`` of every input file: paths walked, globs expanded, URLs listed."""
-    from tokcost.counting.inputs import STDIN, Skipped
-    from tokcost.counting.skips import same_file_reason
+    from tokcost.counting.inputs import STDIN, Skipped, same_file_reason
     from tokcost.counting.walk import Visited, globs, walk
     found: list[tuple[str, str, int]] = []
     inc, exc = globs(inputs.include), globs(inputs.exclude)
