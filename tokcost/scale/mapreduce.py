@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tokcost import counting
 from tokcost.errors import UsageError
 from tokcost.runner import Piece, Runner, plan_shards
-from tokcost.scale.http import READ_TIMEOUT
-from tokcost.scale.shards import Window, list_inputs, open_binary
+from tokcost.scale.shards import READ_TIMEOUT, Window, list_inputs, open_binary
 
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
