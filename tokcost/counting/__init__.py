@@ -26,7 +26,7 @@ from tokcost.counting.local import runner_for as runner_for
 from tokcost.counting.stream import LineBlocks as LineBlocks
 from tokcost.counting.stream import Reader as Reader
 from tokcost.counting.stream import TextStream as TextStream
+from tokcost.counting.stream import TrainingInputs as TrainingInputs
 from tokcost.counting.stream import split_text as split_text
-from tokcost.counting.training import TrainingInputs as TrainingInputs
 from tokcost.counting.walk import LeftOut as LeftOut
 from tokcost.counting.walk import walk as walk
