@@ -13,7 +13,7 @@ from tokcost.errors import TokenizerNotFound, suggest
 FAMILIES: dict[str, str] = {
     "tiktoken": "tokcost.adapters.tiktoken_enc:load", "hf": "tokcost.adapters.hf:load",
     "sp": "tokcost.adapters.sp:load", "bpe": "tokcost.adapters.bpe:load",
-    "tekken": "tokcost.adapters.tekken:load"}
+    "tekken": "tokcost.adapters.tiktoken_enc:load_tekken"}
 
 TIKTOKEN_NAMES = ("o200k_base", "o200k_harmony", "cl100k_base", "p50k_base", "p50k_edit",
                   "r50k_base", "gpt2")
