@@ -120,12 +120,6 @@ class ConfigDocument(Strict):
         return self
 
 
-def _placed(budget: Budget, line: int | None) -> Budget:
-    placed = budget.model_copy()
-    placed._line = line
-    return placed
-
-
 @dataclass(frozen=True)
 class BudgetConfig:
     """A loaded config: its file, the folder globs are relative to, and the budgets."""
@@ -229,11 +223,12 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise BudgetConfigError(problems[0] + tail)
+    for i, budget in enumerate(checked.budgets):
+        budget._line = locate(("budgets", i))
     root = file.resolve().parent
     return BudgetConfig(
         path=file, root=root, model=checked.model, tokenizer=checked.tokenizer,
-        budgets=tuple(_placed(b, locate(("budgets", i))) for i, b in enumerate(checked.budgets)),
-        catalog=(root / checked.catalog) if checked.catalog else None,
+        budgets=checked.budgets, catalog=(root / checked.catalog) if checked.catalog else None,
         baseline=root / (checked.baseline or DEFAULT_BASELINE), display=name, shadowed=shadowed)
 
 

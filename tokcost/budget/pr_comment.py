@@ -1,7 +1,7 @@
-"""One pull-request comment per pull request, found again by a hidden marker and edited
-on the next push (as size-limit's action does), with urllib only: the GitHub Action's step
-``python -m tokcost.budget.pr_comment REPORT.md`` (its variables and exit codes: docs/check.md).
-"""
+"""One pull-request comment per pull request, found by a hidden marker and edited on the next
+push as size-limit's action does: ``python -m tokcost.budget.pr_comment REPORT.md``."""
+
+
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def pull_request_number(event: Any) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
+    """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (docs/check.md)."""
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
     names = ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")

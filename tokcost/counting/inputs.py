@@ -190,8 +190,8 @@ def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
 
 def count_warnings(skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = (), *,
                    verbose: bool = False, hint: str = "") -> tuple[str, ...]:
-    return (*skip_notes(skipped, verbose=verbose, hint=hint),
-            *(invalid_utf8_note(name, n) for name, n in invalid if n))
+    return (*skip_notes(skipped, verbose=verbose, hint=hint), *input_warnings((), invalid))
+
 
 
 class _Prefixed:

@@ -141,10 +141,10 @@ def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
          gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
          visited: Visited | None = None, left_out: LeftOut | None = None) -> Iterator[Source]:
-    """Files to count, in a stable order (the rules: docs/count.md#inputs). A missing path
-    raises UsageError; one that cannot be stat'ed goes to ``skipped`` (else InputError).
-    ``unique``: each file once, by device and inode (``visited`` carries it across calls);
-    ``left_out`` counts what the rules left out."""
+    """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
+    UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``unique``: each file
+    once by device and inode (``visited`` carries it across calls)."""
+
     inc, exc = globs(include), globs(exclude)
     strict, skipped = skipped is None, [] if skipped is None else skipped
     left_out = LeftOut() if left_out is None else left_out

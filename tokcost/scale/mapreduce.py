@@ -1,6 +1,6 @@
-"""Pure map and reduce functions (any runner: Dask, Spark, Ray, a pool; docs/scale-out.md):
-count or pre-tokenize part of a corpus, merge the parts in any order. Tokenizers travel as
-specs, built once per worker process. ``count_paths`` is the remote runner's count.
+"""Pure map and reduce functions for any runner (docs/scale-out.md), tokenizers sent as specs;
+``count_paths`` is the remote runner's count.
+
 
 >>> from tokcost.bpe.pretokenize import PretokenizeSpec
 >>> sorted(pretokenize_texts(["a a\\na\\n"], PretokenizeSpec("gpt2")).items())
