@@ -1,7 +1,6 @@
 """tiktoken's OpenAI encodings (as ``tiktoken_ext/openai_public.py`` has them; a test compares),
-built offline from a rank file found on disk, its sha256 checked; parsed ranks cached in
-``marshal`` (parsing o200k_base takes 0.5 s) under that sha256 in ``$TOKCOST_CACHE_DIR`` (default
-``~/.cache/tokcost``), a failing cache costing a parse."""
+built offline from a rank file on disk, its sha256 checked, parsed ranks cached (docs/count.md)."""
+
 
 from __future__ import annotations
 

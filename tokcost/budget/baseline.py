@@ -1,8 +1,6 @@
-"""The baseline: per-budget, per-file token counts that growth is measured against, as
-sorted JSON without timestamps (``{"version": 1, "generator": "tokcost", "budgets": {NAME:
-{"tokenizer": SPEC, "total_tokens": N, "files": {PATH: N}}}}``), so it diffs cleanly; or a git
-ref: the budgeted files at REF, read from git's object store (no checkout) and counted as the work
-tree's are, renames found by ``git diff-index -M``, then by identical content."""
+"""What growth is measured against (docs/check.md): the baseline file of per-file counts, or the
+budgeted files at a git ref, read from git's object store and counted as the work tree's are."""
+
 
 from __future__ import annotations
 

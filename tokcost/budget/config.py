@@ -1,7 +1,6 @@
 """Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``
-(docs/check.md); every problem names the file, line and key, the first raised with a count.
-tomllib keeps no positions, so ``key_lines`` scans TOML's shapes (headers, dotted and quoted keys,
-arrays and inline tables across lines, strings that hide ``=`` or brackets) on accepted text."""
+(docs/check.md); every problem names the file, line and key, the first raised with a count."""
+
 
 from __future__ import annotations
 
@@ -406,7 +405,9 @@ _SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])
 
 
 def key_lines(text: str) -> dict[PathKey, int]:
-    """1-based line of every table, array element and key, by its full path."""
+    """1-based line of every table, array element and key, by its full path (tomllib keeps no
+    positions): a scan of TOML's shapes (multi-line arrays, strings hiding ``=``) on valid text."""
+
     scanner = _Scanner(text)
     with contextlib.suppress(IndexError, ValueError):  # tomllib accepted the text already
         scanner.document()

@@ -1,7 +1,6 @@
-"""The remote runner's inputs: local paths, quoted globs and URLs (``s3://``, ``https://``),
-listed with their sizes (shards are planned from sizes alone) and opened by the workers;
-``http(s)://`` read in byte ranges with the standard library (the server must answer ``Range``),
-an HTML page at a URL naming no ``.html`` file not a text file."""
+"""The remote runner's inputs: local paths, quoted globs and URLs (``s3://``, ``https://``, read
+in ``Range`` requests), listed with their sizes to plan shards, opened by the workers."""
+
 
 from __future__ import annotations
 
