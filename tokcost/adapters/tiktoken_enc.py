@@ -56,11 +56,11 @@ class TiktokenTokenizer:
 
     def plan_run(self, chars: int | None) -> None:
         """A run of ``chars`` (None: large or unknown) starts: a small one is tiktoken's."""
-        counter = self.counter
-        if counter is None:
-            return
-        small = chars is not None and chars < SMALL_RUN_CHARS
-        self._fast = not small or counter.ready or counter.forced
+        if (counter := self.counter) is not None:
+            small = chars is not None and chars < SMALL_RUN_CHARS
+            self._fast = not small or counter.ready or counter.forced
+
+
 
     @property
     def encoding(self) -> tiktoken.Encoding:

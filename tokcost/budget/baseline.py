@@ -145,12 +145,12 @@ def _git(args: list[str], cwd: Path, ref: str, what: str = "", stdin: bytes | No
     """git's answer; a failure is an error when there is ``what`` it could not do."""
     try:
         run = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True)
-    except FileNotFoundError:
-        raise GitBaseError(f"{_given(ref)} needs git, and there is no 'git' program on PATH; "
-                           f"install git or leave out {_given(ref)}", param="base") from None
     except OSError as exc:
-        raise GitBaseError(f"{_given(ref)}: cannot run git ({exc.strerror or exc}); "
-                           f"install git or leave out {_given(ref)}", param="base") from None
+        why = (" needs git, and there is no 'git' program on PATH" if isinstance(
+            exc, FileNotFoundError) else f": cannot run git ({exc.strerror or exc})")
+        raise GitBaseError(f"{_given(ref)}{why}; install git or leave out {_given(ref)}",
+                           param="base") from None
+
     if what and run.returncode != 0:
         raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
     return run

@@ -44,17 +44,17 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                    marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
     """Create or update the one comment on pull request ``number`` of ``repo`` (owner/name)
     that starts with ``marker``; the body is cut to what GitHub accepts."""
-    if repo.count("/") != 1 or not all(repo.split("/")):
-        raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
-    if number < 1:
-        raise UsageError(f"{arg('number', number)} must be a pull request number >= 1",
-                         param="number")
-    if not token:
-        raise UsageError(f"{arg('token')} is empty: pass a token allowed to write pull-request "
-                         "comments", param="token")
-    if not marker:
-        raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
-                         param="marker")
+    for bad, param, shown, problem in (
+            (repo.count("/") != 1 or not all(repo.split("/")), "repo", repr(repo),
+             "is not 'owner/name'"),
+            (number < 1, "number", number, "must be a pull request number >= 1"),
+            (not token, "token", None,
+             "is empty: pass a token allowed to write pull-request comments"),
+
+            (not marker, "marker", None, "is empty: pass the text that identifies the comment")):
+        if bad:
+            raise UsageError(f"{arg(param, shown)} {problem}", param=param)
+
     issues = api_url.rstrip("/") + "/repos/" + "/".join(
         urllib.parse.quote(part, safe="") for part in repo.split("/")) + "/issues"
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"

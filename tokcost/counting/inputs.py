@@ -157,6 +157,8 @@ def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
     return f"{failed:,} {inputs} could not be read (see the warnings above)"
 
 
+
+
 def _binary_line(skips: Sequence[Skipped]) -> str:
     kinds = Counter(PurePath(s.path).suffix.lower() for s in skips)
     ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], not kv[0], kv[0]))
