@@ -204,7 +204,6 @@ def store_ranks(sha256: str, ranks: dict[bytes, int]) -> None:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(marshal.dumps(ranks))
             os.replace(tmp, path)
-
         except BaseException:
             os.unlink(tmp)
             raise

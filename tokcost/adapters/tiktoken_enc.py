@@ -60,8 +60,6 @@ class TiktokenTokenizer:
             small = chars is not None and chars < SMALL_RUN_CHARS
             self._fast = not small or counter.ready or counter.forced
 
-
-
     @property
     def encoding(self) -> tiktoken.Encoding:
         if self._encoding is None:

@@ -150,7 +150,6 @@ def _git(args: list[str], cwd: Path, ref: str, what: str = "", stdin: bytes | No
             exc, FileNotFoundError) else f": cannot run git ({exc.strerror or exc})")
         raise GitBaseError(f"{_given(ref)}{why}; install git or leave out {_given(ref)}",
                            param="base") from None
-
     if what and run.returncode != 0:
         raise GitBaseError(f"{_given(ref)}: git cannot {what} ({_why(run)})", param="base")
     return run

@@ -344,9 +344,7 @@ def _spec_problems(data: Any) -> Iterable[tuple[PathKey, str]]:
     if isinstance(budgets, list):
         places.extend((("budgets", i, "tokenizer"), item.get("tokenizer"))
                       for i, item in enumerate(budgets) if isinstance(item, dict))
-
     for key, spec in places:
-
         try:
             if isinstance(spec, str) and spec.strip():  # else the schema's to report
                 check_spec(spec)
@@ -407,7 +405,6 @@ _SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])
 def key_lines(text: str) -> dict[PathKey, int]:
     """1-based line of every table, array element and key, by its full path (tomllib keeps no
     positions): a scan of TOML's shapes (multi-line arrays, strings hiding ``=``) on valid text."""
-
     scanner = _Scanner(text)
     with contextlib.suppress(IndexError, ValueError):  # tomllib accepted the text already
         scanner.document()

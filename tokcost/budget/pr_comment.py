@@ -2,7 +2,6 @@
 push as size-limit's action does: ``python -m tokcost.budget.pr_comment REPORT.md``."""
 
 
-
 from __future__ import annotations
 
 import contextlib
@@ -50,11 +49,9 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
             (number < 1, "number", number, "must be a pull request number >= 1"),
             (not token, "token", None,
              "is empty: pass a token allowed to write pull-request comments"),
-
             (not marker, "marker", None, "is empty: pass the text that identifies the comment")):
         if bad:
             raise UsageError(f"{arg(param, shown)} {problem}", param=param)
-
     issues = api_url.rstrip("/") + "/repos/" + "/".join(
         urllib.parse.quote(part, safe="") for part in repo.split("/")) + "/issues"
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"

@@ -213,7 +213,6 @@ def _command(level: str, message: str, *, file: str | None = None, line: int | N
 def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
     """Workflow commands, an annotation per failure; paths relative to where GitHub resolves
     them: ``$GITHUB_WORKSPACE`` when the files are in it, else the work tree's top, else cwd."""
-
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")

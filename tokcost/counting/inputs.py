@@ -157,8 +157,6 @@ def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
     return f"{failed:,} {inputs} could not be read (see the warnings above)"
 
 
-
-
 def _binary_line(skips: Sequence[Skipped]) -> str:
     kinds = Counter(PurePath(s.path).suffix.lower() for s in skips)
     ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], not kv[0], kv[0]))
@@ -193,7 +191,6 @@ def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
 def count_warnings(skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = (), *,
                    verbose: bool = False, hint: str = "") -> tuple[str, ...]:
     return (*skip_notes(skipped, verbose=verbose, hint=hint), *input_warnings((), invalid))
-
 
 
 class _Prefixed:

@@ -144,7 +144,6 @@ def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence
     """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
     UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``unique``: each file
     once by device and inode (``visited`` carries it across calls)."""
-
     inc, exc = globs(include), globs(exclude)
     strict, skipped = skipped is None, [] if skipped is None else skipped
     left_out = LeftOut() if left_out is None else left_out
