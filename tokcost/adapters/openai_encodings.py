@@ -1,7 +1,6 @@
 """tiktoken's OpenAI encodings (as ``tiktoken_ext/openai_public.py`` has them; a test compares),
 built offline from a rank file on disk, its sha256 checked, parsed ranks cached (docs/count.md)."""
 
-
 from __future__ import annotations
 
 import base64
@@ -38,7 +37,6 @@ O200K_PATTERN = "|".join([
 ])
 
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
-
 
 _HARMONY_SPECIALS = {
     ENDOFPROMPT: 200018, "<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,

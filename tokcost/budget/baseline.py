@@ -1,7 +1,6 @@
 """What growth is measured against (docs/check.md): the baseline file of per-file counts, or the
 budgeted files at a git ref, read from git's object store and counted as the work tree's are."""
 
-
 from __future__ import annotations
 
 import hashlib

@@ -1,7 +1,6 @@
 """Budget configuration: ``tokcost.yaml`` or ``[tool.tokcost]`` in ``pyproject.toml``
 (docs/check.md); every problem names the file, line and key, the first raised with a count."""
 
-
 from __future__ import annotations
 
 import bisect

@@ -1,7 +1,6 @@
 """One pull-request comment per pull request, found by a hidden marker and edited on the next
 push as size-limit's action does: ``python -m tokcost.budget.pr_comment REPORT.md``."""
 
-
 from __future__ import annotations
 
 import contextlib

@@ -1,7 +1,6 @@
 """Counting paths: each file read once for all tokenizers on this thread (progress in bytes as
 blocks are read), its text counted on a runner; on a remote runner the workers read (scale)."""
 
-
 from __future__ import annotations
 
 import os

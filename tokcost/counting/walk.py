@@ -20,8 +20,6 @@ GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that 
 GIT_FOLDER_REASON = "git's own folder, never read"
 DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
 SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
-
-
 _NAME_IT = ": name it directly to read it"
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)", _NAME_IT), (stat.S_ISSOCK, "a socket", ""),
             (stat.S_ISCHR, "a character device", _NAME_IT),

@@ -1,7 +1,6 @@
 """The remote runner's inputs: local paths, quoted globs and URLs (``s3://``, ``https://``, read
 in ``Range`` requests), listed with their sizes to plan shards, opened by the workers."""
 
-
 from __future__ import annotations
 
 import glob
