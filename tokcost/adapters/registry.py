@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
+from typing import cast
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.errors import TokenizerNotFound, suggest
@@ -104,6 +105,5 @@ def _get_tokenizer(spec: str, file: tuple[str, int, int] | None) -> Tokenizer:
         raise TokenizerNotFound(f"'{spec}' names a catalog model; resolve it with "
                                 "tokcost.resolve_tokenizers([spec], catalog=...)")
     module_name, func_name = FAMILIES[family].split(":")
-    tok: Tokenizer = getattr(importlib.import_module(module_name), func_name)(arg)
-    return tok
+    return cast(Tokenizer, getattr(importlib.import_module(module_name), func_name)(arg))
 

@@ -92,9 +92,8 @@ class LeftOut:
 
 
 def _entries(files: int, folders: int) -> str:
-    words = [f"{n:,} {kind}{'' if n == 1 else 's'}"
-             for n, kind in ((files, "file"), (folders, "folder")) if n]
-    return " and ".join(words)
+    return " and ".join(f"{n:,} {kind}{'' if n == 1 else 's'}"
+                        for n, kind in ((files, "file"), (folders, "folder")) if n)
 
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
