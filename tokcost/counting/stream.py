@@ -225,8 +225,7 @@ class TrainingInputs:
     def count_words(self, paths: Sequence[str | Path], spec: PretokenizeSpec, *,
                     progress: ProgressFn | None = None) -> Counter[str]:
         from tokcost.bpe.pretokenize import pretokenize_files
-        from tokcost.scale.mapreduce import WordCounts, pretokenize_shard
-        from tokcost.scale.shards import list_training_files
+        from tokcost.scale.mapreduce import WordCounts, list_training_files, pretokenize_shard
         counts = WordCounts()
         with self.runner as runner:
             files = list_training_files(paths, runner)
