@@ -33,8 +33,7 @@ from tokcost.runner import Piece, Runner, plan_shards
 if TYPE_CHECKING:
     from tokcost.adapters.base import Tokenizer
     from tokcost.bpe.pretokenize import PretokenizeSpec
-    from tokcost.counting import CountReport, Inputs, ProgressFn, Reader
-    from tokcost.counting.inputs import Skipped
+    from tokcost.counting import CountReport, Inputs, ProgressFn, Reader, Skipped
 
 
 READ_TIMEOUT = 60.0  # seconds a worker waits for one answer
