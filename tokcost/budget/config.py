@@ -43,8 +43,11 @@ class BudgetConfigError(UsageError):
 
 
 class Budget(Strict):
-    """One budget: which files, counted how, the limits they keep (``combine``: the files are
-    one prompt, so the cost per call and the context-window share apply to their sum)."""
+    """One budget: which files, counted how, and the limits they must keep.
+
+    ``combine`` means the matched files are sent together as one prompt, so the
+    cost per call and the context-window share apply to their sum.
+    """
 
     missing: ClassVar[Mapping[str, str]] = {
         "name": "missing key 'name'; give every budget a unique name",
