@@ -73,16 +73,6 @@ ProgressFn = Callable[[str, int, int], None]
 LISTED_EVERY = 256  # files found between two reports while a walk lists them
 
 
-def listed(sources: Iterable[Source], progress: ProgressFn | None) -> list[Source]:
-    """Every source, walked first so the total is known (a long walk reports its progress)."""
-    found: list[Source] = []
-    for source in sources:
-        found.append(source)
-        if progress is not None and len(found) % LISTED_EVERY == 0:
-            progress("walk", len(found), 0)
-    return found
-
-
 def total_bytes(sources: Sequence[Source]) -> int:
     """The bytes ``sources`` hold, or 0 (unknown) when one is a stream (stdin, a FIFO)."""
     sizes = [s.size for s in sources]
@@ -167,12 +157,14 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
             return on_workers(inputs, tokenizers, runner, allow_special=allow_special,
                               progress=progress, unique=unique)
         report = CountReport(specs=list(tokenizers))
-        # Listed first so the progress bar has a total.
-        sources = listed(walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                              gitignore=inputs.gitignore, skipped=report.skipped,
-                              unique=unique, left_out=report.left_out), progress)
-        sources = [replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s
-                   for s in sources]
+        # Listed first so the progress bar has a total (a long walk reports its progress).
+        sources: list[Source] = []
+        for s in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                      gitignore=inputs.gitignore, skipped=report.skipped, unique=unique,
+                      left_out=report.left_out):
+            sources.append(replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s)
+            if progress is not None and len(sources) % LISTED_EVERY == 0:
+                progress("walk", len(sources), 0)
         reading = _Reading(Reader(tokenizers, block_bytes, allow_special), report,
                            ByteMeter(progress, total_bytes(sources)), inputs.stdin)
         fn = partial(_count_batch, tokenizers if runner.in_process else None,
