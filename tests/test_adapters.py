@@ -270,16 +270,16 @@ def test_tekken_bad_file(tmp_path: Path) -> None:
 
 def test_rank_cache_round_trip_and_corruption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Parsed ranks are cached under the verified sha256; a corrupt entry is ignored."""
-    from tokcost.adapters import rank_cache
+    from tokcost.adapters.openai_encodings import load_cached_ranks
 
     monkeypatch.setenv("TOKCOST_CACHE_DIR", str(tmp_path / "cache"))
     enc = ENCODINGS["cl100k_base"]
     first = openai_encodings.find_verified_ranks(enc)
     entry = tmp_path / "cache" / f"{enc.sha256}.ranks-v1"
     assert first is not None and entry.is_file()
-    assert rank_cache.load(enc.sha256) == first
+    assert load_cached_ranks(enc.sha256) == first
     entry.write_bytes(b"\x00not marshal")
-    assert rank_cache.load(enc.sha256) is None
+    assert load_cached_ranks(enc.sha256) is None
     assert openai_encodings.find_verified_ranks(enc) == first
 
 

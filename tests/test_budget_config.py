@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokcost.budget import BudgetConfigError, load_config
-from tokcost.budget.toml_lines import key_lines, nearest
+from tokcost.budget.config import key_lines, nearest
 
 # the standard library's parser from 3.11; tomli, the same parser, before
 tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import tokcost
 from tokcost import get_tokenizer
 from tokcost.app.check import CheckResult, Growth
-from tokcost.budget.crossing import crossing_line, window_allowance
+from tokcost.budget.evaluate import crossing_line, window_allowance
 from tokcost.budget.report import render_github
 from tokcost.cli.app import app
 from tokcost.cli.check import render_text
@@ -365,7 +365,7 @@ def test_window_share_annotations_have_a_line(tmp_path: Path, monkeypatch: pytes
 
 def test_lines_cost_nothing_when_every_file_passes(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import tokcost.budget.crossing as crossing
+    import tokcost.budget.evaluate as crossing
 
     def boom(*_: Any, **__: Any) -> Any:
         raise AssertionError("a passing check looked for a line")

@@ -16,7 +16,7 @@ from tokcost.counting import Inputs, count_paths, walk
 from tokcost.counting import local as local_mod
 from tokcost.runner import LocalRunner, RunConfig
 from tokcost.scale import DaskRunner, plan_shards, pretokenize_shard
-from tokcost.scale.shards import list_inputs
+from tokcost.scale.mapreduce import list_inputs
 
 SPEC = "tiktoken:o200k_base"
 

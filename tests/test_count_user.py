@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 import tokcost
 from tokcost import get_tokenizer
 from tokcost.counting import Inputs, Skipped, count_paths, walk
-from tokcost.counting.progress import LISTED_EVERY
-from tokcost.counting.skips import same_file_reason, skip_notes
+from tokcost.counting.inputs import same_file_reason, skip_notes
+from tokcost.counting.local import LISTED_EVERY
 
 posix = pytest.mark.skipif(os.name != "posix", reason="FIFOs, sockets and /dev/null")
 

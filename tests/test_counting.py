@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tokcost import get_tokenizer
 from tokcost.adapters.openai_encodings import PATTERNS
-from tokcost.adapters.tekken import TEKKEN_PATTERN
+from tokcost.adapters.tiktoken_enc import TEKKEN_PATTERN
 from tokcost.counting import Inputs, TextStream, count_paths, find_boundary, split_text, walk
 from tokcost.errors import InputError, UsageError
 from tokcost.runner import RunConfig

@@ -321,7 +321,7 @@ def test_cli_bpe_train_engine_dask_writes_the_same_model(
 
 def test_fsspec_urls_are_listed_and_read_in_shards() -> None:
     fsspec = pytest.importorskip("fsspec")
-    from tokcost.scale.shards import list_url
+    from tokcost.scale.mapreduce import list_url
 
     fs = fsspec.filesystem("memory")
     fs.pipe("/tokcost-test/a.txt", PROSE.encode() * 20)

@@ -323,7 +323,7 @@ def test_http_urls_count_and_pretokenize_like_local_files(
 def test_a_missing_url_and_a_server_that_is_not_there(
     tmp_path: Path, serve: Callable[..., str]
 ) -> None:
-    from tokcost.scale.shards import list_url
+    from tokcost.scale.mapreduce import list_url
 
     base = serve({})
     with pytest.raises(UsageError, match=rf"no such file or folder: {base}/nope.txt \("):
@@ -338,7 +338,7 @@ def test_a_missing_url_and_a_server_that_is_not_there(
 
 
 def test_range_file_reads_what_the_file_holds(tmp_path: Path, serve: Callable[..., str]) -> None:
-    from tokcost.scale.http import open_http
+    from tokcost.scale.mapreduce import open_http
 
     data = os.urandom(3000) + PROSE.encode() * 20
     base = serve({"/blob": ("application/octet-stream", data)})

@@ -434,7 +434,7 @@ def test_plan_run_keeps_a_backend_asked_for_by_name(monkeypatch: pytest.MonkeyPa
 
 
 def test_an_approximate_proxy_passes_the_plan_and_the_batches_on() -> None:
-    from tokcost.adapters.proxy import Approximate
+    from tokcost.adapters.base import Approximate
 
     inner = tiktoken_enc.load("o200k_base")
     proxy = Approximate(inner)

@@ -25,8 +25,7 @@ from tokcost.adapters.base import Tokenizer
 from tokcost.app.count import CountResult
 from tokcost.cli.app import app
 from tokcost.counting import Inputs, LeftOut, Skipped, count_paths, load_input, walk
-from tokcost.counting.inputs import stdin_size
-from tokcost.counting.skips import is_unreadable, unreadable, unreadable_message
+from tokcost.counting.inputs import is_unreadable, stdin_size, unreadable, unreadable_message
 from tokcost.counting.walk import GIT_FOLDER_REASON
 from tokcost.errors import InputError, UsageError
 

@@ -40,7 +40,7 @@ class TokenizerChoice:
         """The tokenizer (built once per process); a proxy is marked approximate."""
         tok = get_tokenizer(self.spec)
         if not self.exact and tok.exact:
-            from tokcost.adapters.proxy import Approximate
+            from tokcost.adapters.base import Approximate
             return Approximate(tok)
         return tok
 

@@ -1,5 +1,6 @@
 """The one protocol every tokenizer adapter implements (tiktoken, Hugging Face ``tokenizers``,
-SentencePiece, tokcost's BPE), so the rest of tokcost never cares which it is."""
+SentencePiece, tokcost's BPE), so the rest of tokcost never cares which it is; ``Approximate``:
+a real tokenizer standing in for a model whose own tokenizer is not public."""
 
 from __future__ import annotations
 
@@ -64,3 +65,36 @@ def plan_run(tokenizer: Tokenizer, chars: int | None) -> None:
     plan = getattr(tokenizer, "plan_run", None)
     if plan is not None:
         plan(chars)
+
+
+class Approximate:
+    """Delegates everything to ``inner`` but reports ``exact = False`` (shown as ≈)."""
+
+    exact = False
+
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner, self.name = inner, inner.name
+        self.streamable, self.releases_gil = inner.streamable, inner.releases_gil
+        self.encode, self.decode, self.count = inner.encode, inner.decode, inner.count
+        self.token_bytes = inner.token_bytes
+
+    @property
+    def count_backend(self) -> str:
+        return count_backend(self.inner)
+
+    def plan_run(self, chars: int | None) -> None:
+        plan_run(self.inner, chars)
+
+    def count_many(self, texts: Sequence[str], *, allow_special: bool = False,
+                   threads: int = 1) -> list[int]:
+        return count_many(self.inner, texts, allow_special=allow_special, threads=threads)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.inner.vocab_size
+
+    def special_tokens(self) -> dict[str, int]:
+        return self.inner.special_tokens() if isinstance(self.inner, Describable) else {}
+
+    def pattern(self) -> str | None:
+        return self.inner.pattern() if isinstance(self.inner, Describable) else None

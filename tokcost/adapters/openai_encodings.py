@@ -1,5 +1,5 @@
 """tiktoken's OpenAI encodings (as ``tiktoken_ext/openai_public.py`` has them; a test compares),
-built offline from a rank file found on disk, its sha256 checked."""
+built offline from a rank file on disk, its sha256 checked, parsed ranks cached (docs/count.md)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import marshal
 import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokcost.adapters import rank_cache
 from tokcost.errors import TokenizerDataError
 
 ENDOFTEXT = "<|endoftext|>"
@@ -37,7 +37,6 @@ O200K_PATTERN = "|".join([
 ])
 
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
-
 
 _HARMONY_SPECIALS = {
     ENDOFPROMPT: 200018, "<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002,
@@ -167,13 +166,44 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
         if hashlib.sha256(data).hexdigest() != enc.sha256:
             wrong.append(str(path))
             continue
-        ranks = rank_cache.load(enc.sha256)
+        ranks = load_cached_ranks(enc.sha256)
         if ranks is None:
             ranks = parse_ranks(data, str(path))
-            rank_cache.store(enc.sha256, ranks)
+            store_ranks(enc.sha256, ranks)
         return ranks
     if wrong:
         raise TokenizerDataError(f"rank file for {enc.name} has the wrong sha256 (corrupt or "
                                  f"another file): {', '.join(wrong)}; delete it, then "
                                  f"{offline_hint(enc)}")
     return None
+
+
+def _cached_ranks_path(sha256: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.environ.get("TOKCOST_CACHE_DIR") or os.path.join(base, "tokcost")
+    return Path(folder) / f"{sha256}.ranks-v1"
+
+
+def load_cached_ranks(sha256: str) -> dict[bytes, int] | None:
+    path = _cached_ranks_path(sha256)
+    try:
+        data = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def store_ranks(sha256: str, ranks: dict[bytes, int]) -> None:
+    path = _cached_ranks_path(sha256)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ranks-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(marshal.dumps(ranks))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

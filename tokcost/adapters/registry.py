@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
+from typing import cast
 
 from tokcost.adapters.base import Tokenizer
 from tokcost.errors import TokenizerNotFound, suggest
@@ -13,7 +14,7 @@ from tokcost.errors import TokenizerNotFound, suggest
 FAMILIES: dict[str, str] = {
     "tiktoken": "tokcost.adapters.tiktoken_enc:load", "hf": "tokcost.adapters.hf:load",
     "sp": "tokcost.adapters.sp:load", "bpe": "tokcost.adapters.bpe:load",
-    "tekken": "tokcost.adapters.tekken:load"}
+    "tekken": "tokcost.adapters.tiktoken_enc:load_tekken"}
 
 TIKTOKEN_NAMES = ("o200k_base", "o200k_harmony", "cl100k_base", "p50k_base", "p50k_edit",
                   "r50k_base", "gpt2")
@@ -104,6 +105,5 @@ def _get_tokenizer(spec: str, file: tuple[str, int, int] | None) -> Tokenizer:
         raise TokenizerNotFound(f"'{spec}' names a catalog model; resolve it with "
                                 "tokcost.resolve_tokenizers([spec], catalog=...)")
     module_name, func_name = FAMILIES[family].split(":")
-    tok: Tokenizer = getattr(importlib.import_module(module_name), func_name)(arg)
-    return tok
+    return cast(Tokenizer, getattr(importlib.import_module(module_name), func_name)(arg))
 

@@ -167,8 +167,8 @@ class _TokenizerRequest:
 def _load(request: _TokenizerRequest, *, reference: bool = False,
           whole: bool = False) -> tuple[TokenizerChoice, Tokenizer, BPEModel | None]:
     """The tokenizer asked for; with ``whole``, also its BPE ranks where they can be read."""
+    from tokcost.adapters.base import Approximate
     from tokcost.adapters.bpe import BPETokenizer
-    from tokcost.adapters.proxy import Approximate
 
     choice = resolve_tokenizers([tokenizer_spec(request.tokenizer)], catalog=request.catalog)[0]
     pattern = request.pattern

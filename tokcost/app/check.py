@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost.atomic import ensure_writable
 from tokcost.budget import baseline_from, judge, load_config, measure, read_baseline, write_baseline
+from tokcost.budget.baseline import GitTree, baseline_at, open_tree
 from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
-from tokcost.budget.crossing import locate
-from tokcost.budget.evaluate import Notice
-from tokcost.budget.git_base import GitTree, baseline_at, open_tree
+from tokcost.budget.evaluate import Notice, locate
 from tokcost.budget.report import render, run_headline
 from tokcost.errors import UsageError, arg
 from tokcost.parts import Parts

@@ -13,7 +13,7 @@ from tokcost.adapters.base import Tokenizer
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
-from tokcost.counting.skips import count_warnings, unreadable_message
+from tokcost.counting.inputs import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
 from tokcost.runner import RunConfig

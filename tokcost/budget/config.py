@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import importlib
 import os
 import re
@@ -119,12 +121,6 @@ class ConfigDocument(Strict):
         return self
 
 
-def _placed(budget: Budget, line: int | None) -> Budget:
-    placed = budget.model_copy()
-    placed._line = line
-    return placed
-
-
 @dataclass(frozen=True)
 class BudgetConfig:
     """A loaded config: its file, the folder globs are relative to, and the budgets."""
@@ -163,10 +159,9 @@ def configs_in(folder: Path) -> tuple[Path, tuple[Path, ...]] | None:
 def _has_tool_table(pyproject: Path) -> bool:
     try:
         text = pyproject.read_text(encoding="utf-8")
+        data = _load_toml(text, str(pyproject))
     except (OSError, UnicodeDecodeError):
         return False
-    try:
-        data = _load_toml(text, str(pyproject))
     except BudgetConfigError:
         # Broken TOML that mentions tokcost is meant as one (load_config reports its line).
         return "tokcost" in text
@@ -179,8 +174,7 @@ def discover_config(directory: Path | None = None) -> tuple[Path, tuple[Path, ..
     here = Path(os.path.abspath(directory or Path.cwd()))
     top = work_tree_root(here)
     folders = [here, *(f for f in here.parents if top is not None and top in (f, *f.parents))]
-    for folder in folders:
-        found = configs_in(folder)
+    for found in map(configs_in, folders):
         if found:
             return found
     where = f"{here} or a folder above it up to {top}" if top not in (None, here) else here
@@ -195,8 +189,8 @@ def find_configs(directory: Path | None = None) -> list[tuple[Path, tuple[Path, 
     here = Path(os.path.abspath(directory or Path.cwd()))
     names = [*CONFIG_NAMES, "pyproject.toml"]
     folders = {Path(s.path).parent for s in walk([str(here)], include=names)}
-    found = [configs_in(f) for f in sorted(folders, key=lambda f: f.relative_to(here).parts)]
-    return [config for config in found if config is not None]
+    ordered = sorted(folders, key=lambda f: f.relative_to(here).parts)
+    return [found for found in map(configs_in, ordered) if found is not None]
 
 
 def shadow_notice(config: BudgetConfig) -> str | None:
@@ -230,11 +224,12 @@ def load_config(path: str | Path | None = None) -> BudgetConfig:
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise BudgetConfigError(problems[0] + tail)
+    for i, budget in enumerate(checked.budgets):
+        budget._line = locate(("budgets", i))
     root = file.resolve().parent
     return BudgetConfig(
         path=file, root=root, model=checked.model, tokenizer=checked.tokenizer,
-        budgets=tuple(_placed(b, locate(("budgets", i))) for i, b in enumerate(checked.budgets)),
-        catalog=(root / checked.catalog) if checked.catalog else None,
+        budgets=checked.budgets, catalog=(root / checked.catalog) if checked.catalog else None,
         baseline=root / (checked.baseline or DEFAULT_BASELINE), display=name, shadowed=shadowed)
 
 
@@ -255,7 +250,6 @@ def _read(file: Path, name: str) -> tuple[Any, Locate]:
         data = yamltext.parse(text, name, BudgetConfigError)
         root = yamltext.load(text, nodes=True) if text.strip() else None
         return data, lambda key: yamltext.line_of(root, key)
-    from tokcost.budget.toml_lines import key_lines, nearest
     tool = _load_toml(text, name).get("tool")
     if not isinstance(tool, dict) or "tokcost" not in tool:
         raise BudgetConfigError(f"{name}: no [tool.tokcost] table; add one or pass "
@@ -398,3 +392,120 @@ def _load_toml(text: str, name: str) -> dict[str, Any]:
         line = f":{found.group(1)}" if found else ""
         reason = msg[: found.start()].strip() if found else msg
         raise BudgetConfigError(f"{name}{line}: not valid TOML: {reason}") from None
+
+
+_SPACE = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")  # spaces and a comment, within the line
+_BLANK = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")  # ... and line ends
+# One part of a dotted key: bare, "basic" (kept as written) or 'literal'.
+_KEY = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:\\.|[^"\\])*)"|'([^']*)')[ \t]*""")
+_DOTTED = re.compile(rf"{_KEY.pattern}(?:\.{_KEY.pattern})*")
+# A string (a multi-line one may end in up to five quotes), else all up to a delimiter.
+_SCALAR = re.compile(r'"""(?:\\.|[^\\])*?"""+' r"|'''.*?'''+" r'|"(?:\\.|[^"\\])*"' r"|'[^']*'"
+                     r"|[^,\]}\n#]*", re.DOTALL)
+
+
+def key_lines(text: str) -> dict[PathKey, int]:
+    """1-based line of every table, array element and key, by its full path (tomllib keeps no
+    positions): a scan of TOML's shapes (multi-line arrays, strings hiding ``=``) on valid text."""
+    scanner = _Scanner(text)
+    with contextlib.suppress(IndexError, ValueError):  # tomllib accepted the text already
+        scanner.document()
+    return scanner.lines
+
+
+def nearest(lines: Mapping[PathKey, int], path: PathKey) -> int | None:
+    """The line of ``path``, else of its closest written parent."""
+    return next((lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in lines), None)
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0
+        self.newlines = [n for n, ch in enumerate(text) if ch == "\n"]
+        self.lines: dict[PathKey, int] = {}
+        self.last: dict[PathKey, int] = {}  # array-of-tables path -> its last element
+
+    def line(self) -> int:
+        return bisect.bisect_left(self.newlines, self.i) + 1
+
+    def skip(self, pattern: re.Pattern[str]) -> str:
+        """Move past ``pattern``; the character then under the cursor ('' at the end)."""
+        # Each pattern may match nothing, so it always matches.
+        self.i = pattern.match(self.text, self.i).end()  # type: ignore[union-attr]
+        return self.text[self.i : self.i + 1]
+
+    def expect(self, token: str) -> None:
+        self.skip(_SPACE)
+        if not self.text.startswith(token, self.i):
+            raise ValueError(token)
+        self.i += len(token)
+
+    def mark(self, path: PathKey, line: int) -> None:
+        """Mark ``path`` and each of its parents at ``line``, unless already marked."""
+        for end in range(1, len(path) + 1):
+            self.lines.setdefault(path[:end], line)
+
+    def document(self) -> None:
+        table: PathKey = ()
+        while self.skip(_BLANK):
+            line = self.line()
+            if self.text.startswith("[", self.i):
+                double = self.text.startswith("[[", self.i)
+                self.i += 2 if double else 1
+                table = self.resolve(self.key())
+                self.expect("]]" if double else "]")
+                if double:
+                    self.last[table] = self.last.get(table, -1) + 1
+                    table = (*table, self.last[table])
+                self.mark(table, line)
+            else:
+                self.assignment(table, line)
+
+    def resolve(self, parts: tuple[str, ...]) -> PathKey:
+        """A header's path, through the last element of each array of tables on the way."""
+        path: PathKey = ()
+        for n, part in enumerate(parts):
+            path = (*path, part)
+            if n < len(parts) - 1 and path in self.last:
+                path = (*path, self.last[path])
+        return path
+
+    def key(self) -> tuple[str, ...]:
+        """A dotted key: ``a``, ``"a.b"``, ``a . 'b' . c``."""
+        found = _DOTTED.match(self.text, self.i)
+        if found is None:
+            raise ValueError("key")
+        self.i = found.end()
+        return tuple(next(g for g in part.groups() if g is not None)
+                     for part in _KEY.finditer(found.group()))
+
+    def assignment(self, table: PathKey, line: int) -> None:
+        path = (*table, *self.key())
+        self.mark(path, line)
+        self.expect("=")
+        self.value(path)
+
+    def value(self, path: PathKey) -> None:
+        opening = self.skip(_SPACE)
+        if opening in ("[", "{"):
+            self.i += 1
+            self.items(path, "]" if opening == "[" else "}")
+        else:
+            self.skip(_SCALAR)
+
+    def items(self, path: PathKey, end: str) -> None:
+        """An array's values (numbered) or an inline table's assignments, up to ``end``."""
+        index = 0
+        while (ahead := self.skip(_BLANK)) != end:
+            if not ahead:
+                raise ValueError(end)
+            if end == "]":
+                self.lines.setdefault((*path, index), self.line())
+                self.value((*path, index))
+                index += 1
+            else:
+                self.assignment(path, self.line())
+            if self.skip(_BLANK) == ",":
+                self.i += 1
+        self.i += 1

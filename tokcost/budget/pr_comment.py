@@ -1,7 +1,5 @@
-"""One pull-request comment per pull request, found again by a hidden marker and edited
-on the next push (as size-limit's action does), with urllib only: the GitHub Action's step
-``python -m tokcost.budget.pr_comment REPORT.md`` (its variables and exit codes: docs/check.md).
-"""
+"""One pull-request comment per pull request, found by a hidden marker and edited on the next
+push as size-limit's action does: ``python -m tokcost.budget.pr_comment REPORT.md``."""
 
 from __future__ import annotations
 
@@ -44,17 +42,15 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
                    marker: str = MARKER, *, timeout: float = 30.0) -> Outcome:
     """Create or update the one comment on pull request ``number`` of ``repo`` (owner/name)
     that starts with ``marker``; the body is cut to what GitHub accepts."""
-    if repo.count("/") != 1 or not all(repo.split("/")):
-        raise UsageError(f"{arg('repo', repr(repo))} is not 'owner/name'", param="repo")
-    if number < 1:
-        raise UsageError(f"{arg('number', number)} must be a pull request number >= 1",
-                         param="number")
-    if not token:
-        raise UsageError(f"{arg('token')} is empty: pass a token allowed to write pull-request "
-                         "comments", param="token")
-    if not marker:
-        raise UsageError(f"{arg('marker')} is empty: pass the text that identifies the comment",
-                         param="marker")
+    for bad, param, shown, problem in (
+            (repo.count("/") != 1 or not all(repo.split("/")), "repo", repr(repo),
+             "is not 'owner/name'"),
+            (number < 1, "number", number, "must be a pull request number >= 1"),
+            (not token, "token", None,
+             "is empty: pass a token allowed to write pull-request comments"),
+            (not marker, "marker", None, "is empty: pass the text that identifies the comment")):
+        if bad:
+            raise UsageError(f"{arg(param, shown)} {problem}", param=param)
     issues = api_url.rstrip("/") + "/repos/" + "/".join(
         urllib.parse.quote(part, safe="") for part in repo.split("/")) + "/issues"
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
@@ -139,7 +135,7 @@ def pull_request_number(event: Any) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (see the module doc)."""
+    """``python -m tokcost.budget.pr_comment REPORT.md``: the exit code (docs/check.md)."""
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
     names = ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH")

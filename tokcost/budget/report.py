@@ -211,9 +211,8 @@ def _command(level: str, message: str, *, file: str | None = None, line: int | N
 
 
 def render_github(result: ConfigResult, *, workspace: str | Path | None = None) -> str:
-    """Workflow commands: an annotation per failure (a budget's at its line in the config),
-    paths relative to where GitHub resolves them whatever folder the step ran in:
-    ``$GITHUB_WORKSPACE`` when the files are in it, else the git work tree's top, else cwd."""
+    """Workflow commands, an annotation per failure; paths relative to where GitHub resolves
+    them: ``$GITHUB_WORKSPACE`` when the files are in it, else the work tree's top, else cwd."""
     here = Path(os.path.realpath(Path.cwd()))
     root = Path(os.path.realpath(here / result.root))
     given = workspace if workspace is not None else os.environ.get("GITHUB_WORKSPACE")

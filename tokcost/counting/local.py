@@ -1,10 +1,10 @@
-"""Counting paths: each file read once for all tokenizers on this thread, its text counted on
-a runner (inline, threads, processes); on a remote runner the workers read (tokcost.scale)."""
+"""Counting paths: each file read once for all tokenizers on this thread (progress in bytes as
+blocks are read), its text counted on a runner; on a remote runner the workers read (scale)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import BinaryIO
@@ -25,9 +25,8 @@ from tokcost.counting.inputs import (
     sniff_source,
     stdin_size,
     stdin_source,
+    unreadable,
 )
-from tokcost.counting.progress import ByteMeter, ProgressFn, listed, total_bytes
-from tokcost.counting.skips import unreadable
 from tokcost.counting.stream import Reader
 from tokcost.counting.walk import LeftOut, Source, walk
 from tokcost.runner import CONNECT_TIMEOUT, LocalRunner, RunConfig, Runner, available_cpus
@@ -66,6 +65,49 @@ class CountReport:
     @property
     def warnings(self) -> tuple[str, ...]:
         return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files))
+
+
+# progress(stage, done, total): bytes done of total (0 while the total is unknown)
+ProgressFn = Callable[[str, int, int], None]
+
+LISTED_EVERY = 256  # files found between two reports while a walk lists them
+
+
+def total_bytes(sources: Sequence[Source]) -> int:
+    """The bytes ``sources`` hold, or 0 (unknown) when one is a stream (stdin, a FIFO)."""
+    sizes = [s.size for s in sources]
+    return 0 if None in sizes else sum(s for s in sizes if s is not None)
+
+
+class ByteMeter:
+    """Bytes dealt with over every input, told to ``progress`` as blocks are read."""
+
+    def __init__(self, progress: ProgressFn | None, total: int = 0) -> None:
+        self.progress, self.total = progress, total
+        self.done = self._start = 0  # _start: done when the current input began
+
+    def add(self, n: int) -> None:
+        if n and self.progress is not None:
+            self.done += n
+            self.progress("count", self.done, self.total)
+
+    def wrap(self, source: ByteSource) -> ByteSource:
+        return source if self.progress is None else _Metered(source, self)
+
+    def finish(self, source: Source) -> None:
+        if source.size is not None:
+            self.add(max(self._start + source.size - self.done, 0))
+        self._start = self.done
+
+
+class _Metered:
+    def __init__(self, source: ByteSource, meter: ByteMeter) -> None:
+        self.source, self.meter = source, meter
+
+    def read(self, n: int = -1, /) -> bytes:
+        data = self.source.read(n)
+        self.meter.add(len(data))
+        return data
 
 
 BATCH_CHARS = 1 << 20  # work handed to a worker at once: many small files, or one chunk
@@ -115,12 +157,14 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
             return on_workers(inputs, tokenizers, runner, allow_special=allow_special,
                               progress=progress, unique=unique)
         report = CountReport(specs=list(tokenizers))
-        # Listed first so the progress bar has a total.
-        sources = listed(walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                              gitignore=inputs.gitignore, skipped=report.skipped,
-                              unique=unique, left_out=report.left_out), progress)
-        sources = [replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s
-                   for s in sources]
+        # Listed first so the progress bar has a total (a long walk reports its progress).
+        sources: list[Source] = []
+        for s in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
+                      gitignore=inputs.gitignore, skipped=report.skipped, unique=unique,
+                      left_out=report.left_out):
+            sources.append(replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s)
+            if progress is not None and len(sources) % LISTED_EVERY == 0:
+                progress("walk", len(sources), 0)
         reading = _Reading(Reader(tokenizers, block_bytes, allow_special), report,
                            ByteMeter(progress, total_bytes(sources)), inputs.stdin)
         fn = partial(_count_batch, tokenizers if runner.in_process else None,

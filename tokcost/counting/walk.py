@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder
-from tokcost.counting.skips import same_file_reason, special_file_reason
+from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder, same_file_reason
 from tokcost.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -21,6 +20,18 @@ GIT = ".git"  # git's own folder (or, in a worktree or submodule, the file that 
 GIT_FOLDER_REASON = "git's own folder, never read"
 DIR_MARK = "ps_d"  # pathspec's name for the "/" after a folder a pattern matched
 SHOWN_FOLDERS = 3  # an empty result names up to this many folders, else counts them
+_NAME_IT = ": name it directly to read it"
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)", _NAME_IT), (stat.S_ISSOCK, "a socket", ""),
+            (stat.S_ISCHR, "a character device", _NAME_IT),
+            (stat.S_ISBLK, "a block device", _NAME_IT))
+
+
+def special_file_reason(mode: int) -> str:
+    """Why a FIFO, socket or device inside a folder is not read (it may never end)."""
+    for test, kind, hint in _SPECIAL:
+        if test(mode):
+            return f"{kind}, not a regular file{hint}"
+    return "not a regular file"
 
 
 @dataclass(frozen=True)
@@ -81,9 +92,8 @@ class LeftOut:
 
 
 def _entries(files: int, folders: int) -> str:
-    words = [f"{n:,} {kind}{'' if n == 1 else 's'}"
-             for n, kind in ((files, "file"), (folders, "folder")) if n]
-    return " and ".join(words)
+    return " and ".join(f"{n:,} {kind}{'' if n == 1 else 's'}"
+                        for n, kind in ((files, "file"), (folders, "folder")) if n)
 
 
 def _first_time(st: os.stat_result, display: str, seen: Seen | None,
@@ -128,10 +138,9 @@ def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
          gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
          visited: Visited | None = None, left_out: LeftOut | None = None) -> Iterator[Source]:
-    """Files to count, in a stable order (the rules: docs/count.md#inputs). A missing path
-    raises UsageError; one that cannot be stat'ed goes to ``skipped`` (else InputError).
-    ``unique``: each file once, by device and inode (``visited`` carries it across calls);
-    ``left_out`` counts what the rules left out."""
+    """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
+    UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``unique``: each file
+    once by device and inode (``visited`` carries it across calls)."""
     inc, exc = globs(include), globs(exclude)
     strict, skipped = skipped is None, [] if skipped is None else skipped
     left_out = LeftOut() if left_out is None else left_out

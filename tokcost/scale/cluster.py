@@ -3,6 +3,7 @@ waits forever (every worker checked first, no worker for ``timeout`` seconds an 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -64,13 +65,8 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
 
 
 def _tokcost_probe() -> Callable[[], str]:
-    """Which tokcost a worker imports (nested: cloudpickle sends it by value)."""
-
-    def tokcost_version() -> str:
-        import tokcost
-        return str(tokcost.__version__)
-
-    return tokcost_version
+    """Which tokcost a worker imports (a lambda: cloudpickle sends it by value)."""
+    return lambda: str(importlib.import_module("tokcost").__version__)
 
 
 def check_workers(client: Any, timeout: float = CONNECT_TIMEOUT) -> None:
