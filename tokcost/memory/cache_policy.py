@@ -1,10 +1,6 @@
-"""Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
-
-``KvQuant`` (fp8; int8/int4 as KIVI, Liu et al. 2024) and ``Eviction`` (window,
-StreamingLLM, H2O, SnapKV) each carry the one formula for their bytes, which ``kvmem`` plans
-with and the reference caches (tokcost.reference.kvpolicy) are measured against; docs/kvmem.md
-tells what each keeps.
-"""
+"""Cache policies: what a quantized (``KvQuant``: fp8; int8/int4 as KIVI, Liu et al. 2024) or
+evicting (``Eviction``: window, StreamingLLM, H2O, SnapKV) KV cache holds, one formula each, which
+``kvmem`` plans with and tokcost.reference.kvpolicy is measured against (docs/kvmem.md)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,14 @@ from tokcost.catalog.schema import Architecture, Gpu, ModelEntry
 from tokcost.errors import UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_RESERVE, GpuFit
-from tokcost.memory.kv import ArchitectureIncomplete, KvLayout, attention_shape, kv_layout
+from tokcost.memory.kv import (
+    ArchitectureIncomplete,
+    KvLayout,
+    attention_shape,
+    kv_layout,
+    pp_stages,
+)
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.memory.policy_plan import PolicyPlan, policy_plan
 from tokcost.memory.request import KvRequest
 from tokcost.memory.roofline import (

@@ -1,10 +1,6 @@
-"""KV allocation policies as objects: how each admits, grows, releases and measures requests.
-
-Memory is ``capacity`` token slots. ``max`` (Orca (Max), FasterTransformer), ``pow2`` (Orca
-(Pow2)) and ``oracle`` reserve one contiguous run per sequence up front; ``paged`` (vLLM)
-takes blocks on demand (tokcost.memory.blocks). Memory is measured in the PagedAttention
-paper's categories (§3, Figure 2); docs/kvmem.md tells them.
-"""
+"""KV allocation policies in ``capacity`` token slots: ``max`` (Orca (Max), FasterTransformer),
+``pow2`` (Orca (Pow2)) and ``oracle`` reserve one contiguous run per sequence up front, ``paged``
+(vLLM) takes blocks on demand; memory split as PagedAttention's §3, Fig. 2 (docs/kvmem.md)."""
 
 from __future__ import annotations
 

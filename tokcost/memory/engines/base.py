@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from tokcost.errors import arg
 from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GpuFit, gpu_fit
-from tokcost.memory.kv import KvDtype, KvLayout
+from tokcost.memory.kv import KvDtype, KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -46,8 +45,9 @@ class Deployment:
     @property
     def stage_layout(self) -> KvLayout:
         """The pipeline stage that caches the most per token (it sets every stage's pool)."""
-        stages = pp_stages(len(self.layout.layers), self.pp)
-        return max((self.layout.subset(s) for s in stages), key=lambda lay: lay.bytes_per_token)
+        lay = self.layout
+        return max((replace(lay, layers=tuple(lay.layers[i] for i in s))
+                    for s in pp_stages(len(lay.layers), self.pp)), key=lambda x: x.bytes_per_token)
 
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""

@@ -1,9 +1,7 @@
-"""SGLang's token pools, reproduced: token-granular pages, full and sliding-window pools.
-
-Read from sgl-project/sglang v0.5, ``python/sglang/srt/`` (docs/kvmem.md tells the rules):
-the pool ``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the
-SWA pools ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``.
-"""
+"""SGLang's token pools, reproduced (docs/kvmem.md): token-granular pages, full and sliding-window
+pools, from sgl-project/sglang v0.5 ``python/sglang/srt/``: the pool
+``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the SWA pools
+``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``."""
 
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ from tokcost.memory.engines.base import (
     past_model_len,
 )
 from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GpuFit
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -105,8 +102,7 @@ class SglangPlan(Plan):
             return tokens, tokens, 0, mamba
         if self.stage.full == 0:
             return tokens, 0, tokens, mamba
-        f_all = self.full_bytes * self.stage.full
-        s_all = self.swa_bytes * self.stage.swa
+        f_all, s_all = self.full_bytes * self.stage.full, self.swa_bytes * self.stage.swa
         full = self._align(int(tokens * (f_all + s_all) / (f_all + self.swa_ratio * s_all)))
         return full, full, self._align(int(full * self.swa_ratio)), mamba
 
@@ -114,8 +110,6 @@ class SglangPlan(Plan):
         return min(context, self.window) if self.window else context
 
     def request_bytes(self, context: int) -> int:
-        if not self.hybrid_swa:
-            return context * self.cell_size + self.state_bytes
         return (context * self.full_bytes * self.stage.full + self.state_bytes
                 + self._swa_tokens(context) * self.swa_bytes * self.stage.swa)
 

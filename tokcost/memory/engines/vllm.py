@@ -1,11 +1,8 @@
-"""vLLM v1's KV cache manager, reproduced: groups, pages, blocks, the start-up check, the log.
-
-Read from vllm-project/vllm v0.11-v0.20 (docs/kvmem.md tells the rules): pages
-``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the check and the log
+"""vLLM v1's KV cache manager, reproduced (docs/kvmem.md) from vllm-project/vllm v0.11-v0.20:
+pages ``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the start-up check and the log
 ``vllm/v1/core/kv_cache_utils.py`` (newer log: issues #40691, #43308); block sizes
 ``vllm/platforms/cuda.py``, ``vllm/model_executor/models/config.py``; tokens per step
-``vllm/engine/arg_utils.py``.
-"""
+``vllm/engine/arg_utils.py``."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ from tokcost.memory.engines.base import (
     past_model_len,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import parse_count
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
@@ -154,8 +150,7 @@ def _groups(specs: list[Spec]) -> tuple[Group, ...]:
     by_spec: dict[Spec, list[int]] = {}
     for i, spec in enumerate(specs):
         by_spec.setdefault(spec, []).append(i)
-    counts = [len(v) for v in by_spec.values()]
-    smallest, largest = min(counts), max(counts)
+    smallest, largest = min(map(len, by_spec.values())), max(map(len, by_spec.values()))
     size = largest if largest < smallest * 1.5 else smallest
     groups: list[Group] = []
     for spec, layers in by_spec.items():
