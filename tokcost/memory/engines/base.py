@@ -79,11 +79,6 @@ def largest(holds: Callable[[int], bool | None], limit: int) -> int:
     return lo
 
 
-def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
-    """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
-    return model_max_len is not None and max_model_len > model_max_len
-
-
 @dataclass(frozen=True)
 class EngineGroup:
     """One KV-cache group (vLLM) or pool (SGLang): layers that share a block table."""
@@ -134,7 +129,8 @@ class EngineReport:
         """Why it refuses: the model's length, else memory (advice names the right knob)."""
         if self.refusal is None:
             return None
-        return "model_len" if past_model_len(self.max_model_len, self.model_max_len) else "memory"
+        too_long = self.model_max_len is not None and self.max_model_len > self.model_max_len
+        return "model_len" if too_long else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -157,6 +153,7 @@ class Plan(ABC):
     """An engine's accounting for one deployment (numbers per GPU)."""
 
     block_size: int
+    model_max_len: int | None = None  # the model's own context window
 
     @abstractmethod
     def request_bytes(self, context: int) -> int:
@@ -172,6 +169,10 @@ class Plan(ABC):
 
     @abstractmethod
     def report(self, max_model_len: int) -> EngineReport: ...
+
+    def past_model_len(self, max_model_len: int) -> bool:
+        """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
+        return self.model_max_len is not None and max_model_len > self.model_max_len
 
     def engine_blocks(self, context: int) -> int | None:
         return None

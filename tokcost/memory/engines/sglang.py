@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tokcost.catalog.schema import LayerKind
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import (
-    Deployment,
-    Engine,
-    EngineGroup,
-    EngineReport,
-    Plan,
-    past_model_len,
-)
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
@@ -131,7 +124,7 @@ class SglangPlan(Plan):
         pools = self._pools()
         if pools is None:
             return None
-        if past_model_len(context, self.model_max_len):
+        if self.past_model_len(context):
             return False
         conc = self.max_concurrency(context)
         # A prompt past max_total_num_tokens - 1 is rejected (scheduler max_req_input_len).
@@ -185,7 +178,7 @@ class SglangPlan(Plan):
             groups.append(EngineGroup("swa", self.stage.swa, self.stage.swa, self.block_size,
                                       self.block_size * self.swa_bytes, self.window))
         refusal = None
-        if past_model_len(max_model_len, self.model_max_len):
+        if self.past_model_len(max_model_len):
             # SGLang's words (configs/model_config.py), raised before any memory is sized.
             refusal = (f"User-specified context_length ({max_model_len}) is greater than the "
                        f"derived context_length ({self.model_max_len}) (set "
@@ -216,7 +209,7 @@ class SglangPlan(Plan):
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
             title=Sglang.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if past_model_len(max_model_len, self.model_max_len) else
+                        if self.past_model_len(max_model_len) else
                         f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 

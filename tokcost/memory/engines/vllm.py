@@ -12,15 +12,7 @@ from functools import partial
 from typing import ClassVar, Literal
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import (
-    Deployment,
-    Engine,
-    EngineGroup,
-    EngineReport,
-    Plan,
-    largest,
-    past_model_len,
-)
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
 from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
@@ -219,12 +211,12 @@ class VllmPlan(Plan):
         blocks = self.num_blocks
         if blocks is None or self.available is None:
             return None
-        starts = not past_model_len(context, self.model_max_len) and self.available > 0 and all(
+        starts = not self.past_model_len(context) and self.available > 0 and all(
             self._fits_alone(context, s) for s in self.stages if self._stage_group_size(s))
         return starts and batch * self.blocks_per_request(context) <= blocks
 
     def _refusal(self, max_model_len: int) -> str | None:
-        if past_model_len(max_model_len, self.model_max_len):
+        if self.past_model_len(max_model_len):
             # vLLM's words (config/model.py), checked before memory
             return (f"max_model_len {max_model_len:,} is greater than the model's "
                     f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
@@ -321,7 +313,7 @@ class VllmPlan(Plan):
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if past_model_len(max_model_len, self.model_max_len) else
+                        if self.past_model_len(max_model_len) else
                         f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
                         f"{arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
