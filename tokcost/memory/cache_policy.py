@@ -209,11 +209,9 @@ def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full
     """
     held = evict.held(tokens, prompt=prompt) if evict is not None else tokens
     if quant is None:
-        per_layer = held * 2 * kv_heads * head_dim * full_bytes
-    else:
-        per_layer = quant.layer_bytes(held, kv_heads=kv_heads, head_dim=head_dim,
+        return layers * held * 2 * kv_heads * head_dim * full_bytes
+    return layers * quant.layer_bytes(held, kv_heads=kv_heads, head_dim=head_dim,
                                       full_bytes=full_bytes)
-    return layers * per_layer
 
 
 @dataclass(frozen=True)

@@ -4,31 +4,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog.schema import Architecture, Gpu, ModelEntry
 from tokcost.errors import UsageError, arg
 from tokcost.memory.cache_policy import Eviction, KvQuant, QuantFormat, policy_bytes
 from tokcost.memory.engines.base import Deployment, Engine, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_RESERVE, GpuFit
-from tokcost.memory.kv import (
-    ArchitectureIncomplete,
-    KvLayout,
-    attention_shape,
-    kv_layout,
-    pp_stages,
-)
+from tokcost.memory.kv import ArchitectureIncomplete, attention_shape, kv_layout, pp_stages
 from tokcost.memory.note import Note
 from tokcost.memory.request import CacheSpec, KvRequest
-from tokcost.memory.roofline import (
-    DecodeStep,
-    Prefill,
-    Roofline,
-    gpu_peaks,
-    roofline_notes,
-    weights_bytes,
-)
+from tokcost.memory.roofline import Roofline, gpu_peaks, roofline_notes, weights_bytes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tokcost.memory.kv import KvLayout
+    from tokcost.memory.roofline import DecodeStep, Prefill
 
 __all__ = ["ContextRow", "KvResult", "PolicyPlan", "estimate_kv", "policy_plan"]
 

@@ -259,8 +259,7 @@ class PagedPolicy(Policy):
                      - (len(run.seqs) - 1) * run.shared_full * self.b for run in running)
         allocated = self.allocator.num_used * self.b
         free = self.capacity - allocated
-        live = sum(len(r.seqs) for r in running)
-        return StepSample(tokens, 0, allocated - tokens, 0, free, live)
+        return StepSample(tokens, 0, allocated - tokens, 0, free, sum(len(r.seqs) for r in running))
 
     def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
         logical = sum(len(s.table) for run in running for s in run.seqs)

@@ -69,12 +69,11 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
     else:
         raise UsageError(f"unknown distribution '{distribution}'; use sharegpt, alpaca, "
                          "uniform:LO-HI or fixed:P,O")
-    arrivals, t = [], 0.0
-    for _ in out:
-        arrivals.append(int(t))
+    drawn, t = [], 0.0
+    for p, o in out:
+        drawn.append(Request(p, o, n, int(t)))
         if rate is not None:
             t += rng.expovariate(rate)
-    drawn = [Request(p, o, n, a) for (p, o), a in zip(out, arrivals, strict=True)]
     return drawn if max_len is None else clip_requests(drawn, max_len)[0]
 
 

@@ -143,10 +143,8 @@ class EngineReport:
             **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()}}
 
     def logs(self, lines: list[str]) -> tuple[str, ...]:
-        if not lines:
-            return ()
         return (f"{self.title} logs (max_model_len {self.max_model_len:,}):",
-                *(f"  {line}" for line in lines))
+                *(f"  {line}" for line in lines)) if lines else ()
 
 
 class Plan(ABC):

@@ -195,8 +195,8 @@ class SglangPlan(Plan):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
         report = EngineReport(
             name=Sglang.name, version=SGLANG_VERSION, block_size=self.block_size,
-            block_size_reason=Note(reason),
-            max_model_len=max_model_len, model_max_len=self.model_max_len, groups=tuple(groups),
+            block_size_reason=Note(reason), max_model_len=max_model_len,
+            model_max_len=self.model_max_len, groups=tuple(groups),
             num_blocks=None if pools is None else pools[0] // self.block_size,
             cache_tokens=None if pools is None else pools[0],
             max_concurrency=self.max_concurrency(max_model_len) if starts else None,
