@@ -157,8 +157,7 @@ def parse_evict(text: str) -> Eviction:
             f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)", param="evict")
     kind, a_text, b_text = m["kind"], m["a"], m["b"]
-    a = _budget(a_text, text)
-    b = None if b_text is None else _budget(b_text, text)
+    a, b = _budget(a_text, text), None if b_text is None else _budget(b_text, text)
     try:
         if kind == "window":
             if b is not None:

@@ -122,8 +122,6 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        if kind == "linear":
-            return 0
         held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
         if block_size is None:
             return held

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from tokcost.errors import arg
-from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GpuFit, gpu_fit
+from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GiB, GpuFit, gpu_fit
 from tokcost.memory.kv import KvDtype, KvLayout, pp_stages
 from tokcost.memory.note import Note
 from tokcost.units import format_bytes
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan"]
 
-GiB = 2**30
 RefusalCause = Literal["model_len", "memory"]
 
 

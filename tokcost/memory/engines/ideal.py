@@ -41,8 +41,7 @@ class IdealPlan(Plan):
         return batch * self.request_bytes(context) <= self.fit.available_bytes
 
     def report(self, max_model_len: int) -> EngineReport:
-        lay, fit, block = self.layout, self.fit, self.block_size
-        counts = lay.counts
+        lay, fit, block, counts = self.layout, self.fit, self.block_size, self.layout.counts
         groups = tuple(
             EngineGroup(kind, counts[kind], counts[kind], block,
                         lay.state_bytes if kind == "linear" else block * lay.token_bytes[kind],

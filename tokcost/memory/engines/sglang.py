@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from tokcost.catalog.schema import LayerKind
 from tokcost.errors import UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
-from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GpuFit
+from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
 from tokcost.units import format_bytes
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
 
 SGLANG_VERSION = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
-GiB = 2**30
 MiB = 2**20
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9

@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from tokcost.errors import UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
-from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
+from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
 from tokcost.units import parse_count
@@ -21,7 +21,6 @@ from tokcost.units import parse_count
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
 
 VLLM_VERSION = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
-GiB = 2**30
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
