@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
 
-SGLANG_VERSION = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
 MiB = 2**20
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -193,7 +192,7 @@ class SglangPlan(Plan):
         if isinstance(mfs, float) and isinstance(source, Note):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
         report = EngineReport(
-            name=Sglang.name, version=SGLANG_VERSION, block_size=self.block_size,
+            name=Sglang.name, version=Sglang.version, block_size=self.block_size,
             block_size_reason=Note(reason), max_model_len=max_model_len,
             model_max_len=self.model_max_len, groups=tuple(groups),
             num_blocks=None if pools is None else pools[0] // self.block_size,
@@ -219,7 +218,7 @@ class Sglang(Engine):
 
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
-    version: ClassVar[str] = SGLANG_VERSION
+    version: ClassVar[str] = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8

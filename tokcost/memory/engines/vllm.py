@@ -20,7 +20,6 @@ from tokcost.units import parse_count
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
 
-VLLM_VERSION = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
@@ -293,7 +292,7 @@ class VllmPlan(Plan):
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
                   + ("" if self.hybrid_manager else "; hybrid KV cache manager off"))
         report = EngineReport(
-            name=Vllm.name, version=VLLM_VERSION, block_size=self.block_size,
+            name=Vllm.name, version=Vllm.version, block_size=self.block_size,
             block_size_reason=self.block_size_reason, max_model_len=max_model_len,
             model_max_len=self.model_max_len,
             groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
@@ -324,7 +323,7 @@ class Vllm(Engine):
 
     name: ClassVar[str] = "vllm"
     title: ClassVar[str] = "vLLM"
-    version: ClassVar[str] = VLLM_VERSION
+    version: ClassVar[str] = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
