@@ -112,8 +112,7 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
             "vLLM refuses to start: 'Hybrid KV cache manager is disabled but failed to convert "
             "the KV cache specs to one unified type' (linear-attention layers need the hybrid "
             f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager")
-    # Without the hybrid manager a sliding layer beside full ones is a full-attention one
-    # whose blocks are never freed (unify_hybrid_kv_cache_specs).
+    # Hybrid manager off: a sliding layer beside full ones is full (unify_hybrid_kv_cache_specs).
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
     pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
     top_attn = max(pages.values()) if pages else layout.state_bytes
