@@ -20,8 +20,7 @@ class BlockAllocator:
 
     def __init__(self, num_blocks: int) -> None:
         self.num_blocks = num_blocks
-        # Ids from ``_fresh`` up are free and unlisted (a billion blocks cost nothing); freed
-        # ones are reused first, last freed first.
+        # Ids from _fresh up are free, unlisted (a billion cost nothing); freed ones reused first.
         self._free: list[int] = []
         self._fresh = 0
         self._refs: dict[int, int] = {}

@@ -1,10 +1,6 @@
-"""Cache policies: what a quantized or evicting KV cache holds, in tokens and bytes.
-
-``KvQuant`` (fp8; int8/int4 as KIVI, Liu et al. 2024) and ``Eviction`` (window,
-StreamingLLM, H2O, SnapKV) each carry the one formula for their bytes, which ``kvmem`` plans
-with and the reference caches (tokcost.reference.kvpolicy) are measured against; docs/kvmem.md
-tells what each keeps.
-"""
+"""Cache policies: what a quantized (``KvQuant``: fp8; int8/int4 as KIVI, Liu et al. 2024) or
+evicting (``Eviction``: window, StreamingLLM, H2O, SnapKV) KV cache holds, one formula each, which
+``kvmem`` plans with and tokcost.reference.kvpolicy is measured against (docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -161,8 +157,7 @@ def parse_evict(text: str) -> Eviction:
             f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)", param="evict")
     kind, a_text, b_text = m["kind"], m["a"], m["b"]
-    a = _budget(a_text, text)
-    b = None if b_text is None else _budget(b_text, text)
+    a, b = _budget(a_text, text), None if b_text is None else _budget(b_text, text)
     try:
         if kind == "window":
             if b is not None:
@@ -213,11 +208,9 @@ def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full
     """
     held = evict.held(tokens, prompt=prompt) if evict is not None else tokens
     if quant is None:
-        per_layer = held * 2 * kv_heads * head_dim * full_bytes
-    else:
-        per_layer = quant.layer_bytes(held, kv_heads=kv_heads, head_dim=head_dim,
+        return layers * held * 2 * kv_heads * head_dim * full_bytes
+    return layers * quant.layer_bytes(held, kv_heads=kv_heads, head_dim=head_dim,
                                       full_bytes=full_bytes)
-    return layers * per_layer
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
-"""KV-cache bytes from a catalog architecture (DESIGN §5; the formulas: docs/kvmem.md)."""
+"""KV-cache bytes from a catalog architecture (DESIGN §5; the formulas: docs/kvmem.md), and how
+vLLM (and SGLang) split a model over GPUs."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import accumulate
 
 from tokcost.catalog.schema import Architecture, LayerKind
 from tokcost.errors import UsageError, arg, suggest
-from tokcost.memory.parallel import check_attention_heads
 
 
 class ArchitectureIncomplete(UsageError):
@@ -122,8 +122,6 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        if kind == "linear":
-            return 0
         held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
         if block_size is None:
             return held
@@ -134,12 +132,6 @@ class KvLayout:
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
         return sum(self.by_kind(tokens, block_size).values())
-
-    def subset(self, indices: range | Sequence[int]) -> KvLayout:
-        """The same cache on some layers (one pipeline stage)."""
-        kinds = tuple(self.layers[i] for i in indices)
-        return KvLayout(kinds, self.token_bytes, self.window, self.state_bytes,
-                        self.kv_heads_per_gpu, self.dtype, self.tp)
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
         return {kind: count * (self.state_bytes if kind == "linear" else
@@ -154,11 +146,8 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
     head_dim = arch.head_dim
     if head_dim is None and arch.hidden_size is not None and arch.attention_heads:
         head_dim = arch.hidden_size // arch.attention_heads
-    missing = []
-    if kv_heads is None:
-        missing.append("kv_heads (or attention_heads)")
-    if head_dim is None:
-        missing.append("head_dim (or hidden_size and attention_heads)")
+    missing = [field for field, value in (("kv_heads (or attention_heads)", kv_heads),
+               ("head_dim (or hidden_size and attention_heads)", head_dim)) if value is None]
     if missing:
         raise ArchitectureIncomplete(
             f"model '{model}' lacks architecture field{'s' if len(missing) > 1 else ''} "
@@ -166,6 +155,25 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
             f"entry (from the model's config.json)")
     assert kv_heads is not None and head_dim is not None
     return kv_heads, head_dim
+
+
+def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
+    """The layers of each of ``pp`` stages: ``layers // pp``, the rest one by one backwards
+    over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices).
+
+    >>> [len(s) for s in pp_stages(61, 4)]
+    [15, 15, 16, 15]
+    """
+    if pp <= 0:
+        raise UsageError(f"{arg('pp')} must be a positive integer, got {pp}", param="pp")
+    if pp > layers:
+        raise UsageError(f"{arg('pp', pp)} pipeline stages exceed the model's {layers} layers; "
+                         f"use at most {layers}", param="pp")
+    sizes = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        sizes[-i] += 1
+    ends = list(accumulate(sizes))
+    return tuple(range(end - size, end) for size, end in zip(sizes, ends, strict=True))
 
 
 def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
@@ -193,10 +201,12 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         kv_heads, head_dim = attention_shape(arch, model)
         heads = kv_heads_per_gpu(kv_heads, tp)
         per_layer = 2 * heads * dtype.vector_bytes(head_dim)
-        for kind in ("full", "sliding"):
-            if kind in kinds:
-                token_bytes[kind] = per_layer
-    check_attention_heads(arch.attention_heads, tp)
+        token_bytes.update({kind: per_layer for kind in ("full", "sliding") if kind in kinds})
+    heads_q = arch.attention_heads  # vLLM shards them (vllm/config/model.py)
+    if heads_q is not None and tp > 1 and heads_q % tp:
+        raise UsageError(f"{arg('tp', tp)} does not divide the model's {heads_q} attention heads "
+                         f"(vLLM and SGLang shard heads across GPUs); use a divisor of {heads_q}",
+                         param="tp")
     state = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None

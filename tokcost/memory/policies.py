@@ -1,15 +1,11 @@
-"""KV allocation policies as objects: how each admits, grows, releases and measures requests.
-
-Memory is ``capacity`` token slots. ``max`` (Orca (Max), FasterTransformer), ``pow2`` (Orca
-(Pow2)) and ``oracle`` reserve one contiguous run per sequence up front; ``paged`` (vLLM)
-takes blocks on demand (tokcost.memory.blocks). Memory is measured in the PagedAttention
-paper's categories (§3, Figure 2); docs/kvmem.md tells them.
-"""
+"""KV allocation policies in ``capacity`` token slots: ``max`` (Orca (Max), FasterTransformer),
+``pow2`` (Orca (Pow2)) and ``oracle`` reserve one contiguous run per sequence up front, ``paged``
+(vLLM) takes blocks on demand; memory split as PagedAttention's §3, Fig. 2 (docs/kvmem.md)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
@@ -128,7 +124,7 @@ class ContiguousPolicy(Policy):
         seqs = [Seq(r.prompt_tokens, r.total) for _ in range(r.n)]
         placed: list[tuple[int, int]] = []
         for s in seqs:
-            start = self._first_fit(size)
+            start = next((pos for pos, gap in self._gaps() if gap >= size), None)  # first fit
             if start is None:
                 for iv in placed:
                     self._intervals.remove(iv)
@@ -140,20 +136,13 @@ class ContiguousPolicy(Policy):
             s.start, s.size = start, size
         return Running(index, seqs, order)
 
-    def _first_fit(self, size: int) -> int | None:
+    def _gaps(self) -> Iterator[tuple[int, int]]:
+        """(start, size) of each free run, in slot order."""
         pos = 0
         for start, end in self._intervals:
-            if start - pos >= size:
-                return pos
+            yield pos, start - pos
             pos = max(pos, end)
-        return pos if self.capacity - pos >= size else None
-
-    def _largest_gap(self) -> int:
-        pos, best = 0, 0
-        for start, end in self._intervals:
-            best = max(best, start - pos)
-            pos = max(pos, end)
-        return max(best, self.capacity - pos)
+        yield pos, self.capacity - pos
 
     def release(self, run: Running) -> None:
         for s in run.seqs:
@@ -171,7 +160,7 @@ class ContiguousPolicy(Policy):
         if head is not None:
             need = self.reservation(head)
             # Enough free slots in total, but no gap large enough: external fragmentation.
-            if free >= need * head.n and self._largest_gap() < need:
+            if free >= need * head.n and max(gap for _, gap in self._gaps()) < need:
                 external, free = free, 0
         live = sum(len(r.seqs) for r in running)
         return StepSample(tokens, reserved, internal, external, free, live)
@@ -263,8 +252,7 @@ class PagedPolicy(Policy):
                      - (len(run.seqs) - 1) * run.shared_full * self.b for run in running)
         allocated = self.allocator.num_used * self.b
         free = self.capacity - allocated
-        live = sum(len(r.seqs) for r in running)
-        return StepSample(tokens, 0, allocated - tokens, 0, free, live)
+        return StepSample(tokens, 0, allocated - tokens, 0, free, sum(len(r.seqs) for r in running))
 
     def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
         logical = sum(len(s.table) for run in running for s in run.seqs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = ["PolicyReport", "StepSample"]
@@ -46,6 +46,5 @@ class PolicyReport:
         return self.policy if self.block_size is None else f"{self.policy}/{self.block_size}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
         return {k: round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
-                for k, v in data.items()}
+                for k, v in asdict(self).items()}

@@ -1,9 +1,5 @@
-"""How fast a model runs on a GPU: a roofline for a decode step and for prefill.
-
-A pass takes the longer of bytes moved over bandwidth and FLOPs over peak FLOP/s (each x
-``efficiency``), per GPU; the bytes, the FLOPs and the experts a batch reads are told in
-docs/kvmem.md.
-"""
+"""How fast a model runs on a GPU, per GPU: a pass (a decode step, prefill) takes the longer of
+bytes over bandwidth and FLOPs over peak FLOP/s, each x ``efficiency`` (docs/kvmem.md)."""
 
 from __future__ import annotations
 
@@ -213,9 +209,7 @@ class _Limits:
 
     @property
     def bound(self) -> str:
-        compute = self.compute_seconds
-        return "compute" if compute is not None and compute > self.bandwidth_seconds \
-            else "bandwidth"
+        return "compute" if (self.compute_seconds or 0.0) > self.bandwidth_seconds else "bandwidth"
 
     def _times(self) -> dict[str, object]:
         touched = self.experts_touched

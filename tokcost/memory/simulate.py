@@ -49,9 +49,8 @@ class _Tally:
         sums, steps = ((self.saturated_sums, self.saturated) if self.saturated
                        else (self.busy_sums, max(1, self.steps)))
         tokens, reserved, internal, external, free = (s / (steps * pol.capacity) for s in sums)
-        saved = None
-        if pol.paged and shared:
-            saved = 1 - self.physical / self.logical if self.logical else 0.0
+        saved = None if not (pol.paged and shared) else (
+            1 - self.physical / self.logical if self.logical else 0.0)
         return PolicyReport(
             pol.name.value, pol.block_size if pol.paged else None, pol.capacity, tokens,
             reserved, internal, external, free, peak_batch=self.peak,

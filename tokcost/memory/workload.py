@@ -54,10 +54,8 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
     out: list[tuple[int, int]] = []
     if kind in DISTRIBUTIONS and not spec:
         p_mean, o_mean = DISTRIBUTIONS[kind]
-        for _ in range(requests):
-            p = max(1, round(rng.expovariate(1 / p_mean)))
-            o = max(1, round(rng.expovariate(1 / o_mean)))
-            out.append((p, o))
+        out = [(max(1, round(rng.expovariate(1 / p_mean))),
+                max(1, round(rng.expovariate(1 / o_mean)))) for _ in range(requests)]
     elif kind == "uniform" and "-" in spec:
         lo, hi = _ints(spec.split("-", 1), distribution)
         if not 1 <= lo <= hi:
@@ -71,12 +69,11 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
     else:
         raise UsageError(f"unknown distribution '{distribution}'; use sharegpt, alpaca, "
                          "uniform:LO-HI or fixed:P,O")
-    arrivals, t = [], 0.0
-    for _ in out:
-        arrivals.append(int(t))
+    drawn, t = [], 0.0
+    for p, o in out:
+        drawn.append(Request(p, o, n, int(t)))
         if rate is not None:
             t += rng.expovariate(rate)
-    drawn = [Request(p, o, n, a) for (p, o), a in zip(out, arrivals, strict=True)]
     return drawn if max_len is None else clip_requests(drawn, max_len)[0]
 
 
@@ -100,16 +97,12 @@ Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
     if max_len < 2:
         raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
                          f"token), got {max_len}", param="max_len")
-    out: list[Request] = []
-    cut = 0
+    out = []
     for r in requests:
-        if r.total <= max_len:
-            out.append(r)
-            continue
-        cut += 1
         prompt = min(r.prompt_tokens, max_len - 1)
-        out.append(Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n, r.arrival))
-    return out, cut
+        out.append(r if r.total <= max_len else
+                   Request(prompt, max(1, min(r.output_tokens, max_len - prompt)), r.n, r.arrival))
+    return out, sum(r.total > max_len for r in requests)
 
 
 def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Request]:

@@ -1,6 +1,5 @@
 """Engine profiles, one module per engine (vllm, sglang, ideal), found by name here and
-imported on first use; no other module compares an engine's name. Adding one: docs/kvmem.md.
-"""
+imported on first use; no other module compares an engine's name. Adding one: docs/kvmem.md."""
 
 from __future__ import annotations
 

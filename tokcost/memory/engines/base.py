@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from tokcost.errors import arg
-from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GpuFit, gpu_fit
-from tokcost.memory.kv import KvDtype, KvLayout
+from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GiB, GpuFit, gpu_fit
+from tokcost.memory.kv import KvDtype, KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan"]
 
-GiB = 2**30
 RefusalCause = Literal["model_len", "memory"]
 
 
@@ -46,8 +44,9 @@ class Deployment:
     @property
     def stage_layout(self) -> KvLayout:
         """The pipeline stage that caches the most per token (it sets every stage's pool)."""
-        stages = pp_stages(len(self.layout.layers), self.pp)
-        return max((self.layout.subset(s) for s in stages), key=lambda lay: lay.bytes_per_token)
+        lay = self.layout
+        return max((replace(lay, layers=tuple(lay.layers[i] for i in s))
+                    for s in pp_stages(len(lay.layers), self.pp)), key=lambda x: x.bytes_per_token)
 
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""
@@ -77,11 +76,6 @@ def largest(holds: Callable[[int], bool | None], limit: int) -> int:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if holds(mid) else (lo, mid - 1)
     return lo
-
-
-def past_model_len(max_model_len: int, model_max_len: int | None) -> bool:
-    """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
-    return model_max_len is not None and max_model_len > model_max_len
 
 
 @dataclass(frozen=True)
@@ -134,7 +128,8 @@ class EngineReport:
         """Why it refuses: the model's length, else memory (advice names the right knob)."""
         if self.refusal is None:
             return None
-        return "model_len" if past_model_len(self.max_model_len, self.model_max_len) else "memory"
+        too_long = self.model_max_len is not None and self.max_model_len > self.model_max_len
+        return "model_len" if too_long else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,16 +142,15 @@ class EngineReport:
             **{k: str(v) if isinstance(v, Note) else v for k, v in self.settings.items()}}
 
     def logs(self, lines: list[str]) -> tuple[str, ...]:
-        if not lines:
-            return ()
         return (f"{self.title} logs (max_model_len {self.max_model_len:,}):",
-                *(f"  {line}" for line in lines))
+                *(f"  {line}" for line in lines)) if lines else ()
 
 
 class Plan(ABC):
     """An engine's accounting for one deployment (numbers per GPU)."""
 
     block_size: int
+    model_max_len: int | None = None  # the model's own context window
 
     @abstractmethod
     def request_bytes(self, context: int) -> int:
@@ -172,6 +166,10 @@ class Plan(ABC):
 
     @abstractmethod
     def report(self, max_model_len: int) -> EngineReport: ...
+
+    def past_model_len(self, max_model_len: int) -> bool:
+        """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
+        return self.model_max_len is not None and max_model_len > self.model_max_len
 
     def engine_blocks(self, context: int) -> int | None:
         return None

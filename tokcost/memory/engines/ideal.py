@@ -14,8 +14,6 @@ from tokcost.memory.note import Note
 
 __all__ = ["Ideal", "IdealPlan"]
 
-IDEAL_VERSION = "tokcost steady state (bytes held, whole blocks)"
-
 
 @dataclass(frozen=True)
 class IdealPlan(Plan):
@@ -41,8 +39,7 @@ class IdealPlan(Plan):
         return batch * self.request_bytes(context) <= self.fit.available_bytes
 
     def report(self, max_model_len: int) -> EngineReport:
-        lay, fit, block = self.layout, self.fit, self.block_size
-        counts = lay.counts
+        lay, fit, block, counts = self.layout, self.fit, self.block_size, self.layout.counts
         groups = tuple(
             EngineGroup(kind, counts[kind], counts[kind], block,
                         lay.state_bytes if kind == "linear" else block * lay.token_bytes[kind],
@@ -53,7 +50,7 @@ class IdealPlan(Plan):
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
             + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),)
         return EngineReport(
-            name=Ideal.name, version=IDEAL_VERSION, block_size=block,
+            name=Ideal.name, version=Ideal.version, block_size=block,
             block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
             groups=groups, num_blocks=None if fit is None else fit.num_blocks,
             cache_tokens=None if fit is None else fit.cache_tokens,
@@ -67,7 +64,7 @@ class Ideal(Engine):
 
     name: ClassVar[str] = "ideal"
     title: ClassVar[str] = "ideal"
-    version: ClassVar[str] = IDEAL_VERSION
+    version: ClassVar[str] = "tokcost steady state (bytes held, whole blocks)"
 
     def plan(self, dep: Deployment) -> tuple[IdealPlan, GpuFit | None]:
         block = DEFAULT_BLOCK if dep.block_size is None else dep.block_size

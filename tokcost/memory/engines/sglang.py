@@ -1,9 +1,7 @@
-"""SGLang's token pools, reproduced: token-granular pages, full and sliding-window pools.
-
-Read from sgl-project/sglang v0.5, ``python/sglang/srt/`` (docs/kvmem.md tells the rules):
-the pool ``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the
-SWA pools ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``.
-"""
+"""SGLang's token pools, reproduced (docs/kvmem.md): token-granular pages, full and sliding-window
+pools, from sgl-project/sglang v0.5 ``python/sglang/srt/``: the pool
+``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the SWA pools
+``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``."""
 
 from __future__ import annotations
 
@@ -12,18 +10,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tokcost.catalog.schema import LayerKind
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import (
-    Deployment,
-    Engine,
-    EngineGroup,
-    EngineReport,
-    Plan,
-    past_model_len,
-)
-from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GpuFit
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
+from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GiB, GpuFit
+from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -31,8 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
 
-SGLANG_VERSION = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
-GiB = 2**30
 MiB = 2**20
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -105,8 +93,7 @@ class SglangPlan(Plan):
             return tokens, tokens, 0, mamba
         if self.stage.full == 0:
             return tokens, 0, tokens, mamba
-        f_all = self.full_bytes * self.stage.full
-        s_all = self.swa_bytes * self.stage.swa
+        f_all, s_all = self.full_bytes * self.stage.full, self.swa_bytes * self.stage.swa
         full = self._align(int(tokens * (f_all + s_all) / (f_all + self.swa_ratio * s_all)))
         return full, full, self._align(int(full * self.swa_ratio)), mamba
 
@@ -114,8 +101,6 @@ class SglangPlan(Plan):
         return min(context, self.window) if self.window else context
 
     def request_bytes(self, context: int) -> int:
-        if not self.hybrid_swa:
-            return context * self.cell_size + self.state_bytes
         return (context * self.full_bytes * self.stage.full + self.state_bytes
                 + self._swa_tokens(context) * self.swa_bytes * self.stage.swa)
 
@@ -137,7 +122,7 @@ class SglangPlan(Plan):
         pools = self._pools()
         if pools is None:
             return None
-        if past_model_len(context, self.model_max_len):
+        if self.past_model_len(context):
             return False
         conc = self.max_concurrency(context)
         # A prompt past max_total_num_tokens - 1 is rejected (scheduler max_req_input_len).
@@ -191,7 +176,7 @@ class SglangPlan(Plan):
             groups.append(EngineGroup("swa", self.stage.swa, self.stage.swa, self.block_size,
                                       self.block_size * self.swa_bytes, self.window))
         refusal = None
-        if past_model_len(max_model_len, self.model_max_len):
+        if self.past_model_len(max_model_len):
             # SGLang's words (configs/model_config.py), raised before any memory is sized.
             refusal = (f"User-specified context_length ({max_model_len}) is greater than the "
                        f"derived context_length ({self.model_max_len}) (set "
@@ -207,9 +192,9 @@ class SglangPlan(Plan):
         if isinstance(mfs, float) and isinstance(source, Note):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
         report = EngineReport(
-            name=Sglang.name, version=SGLANG_VERSION, block_size=self.block_size,
-            block_size_reason=Note(reason),
-            max_model_len=max_model_len, model_max_len=self.model_max_len, groups=tuple(groups),
+            name=Sglang.name, version=Sglang.version, block_size=self.block_size,
+            block_size_reason=Note(reason), max_model_len=max_model_len,
+            model_max_len=self.model_max_len, groups=tuple(groups),
             num_blocks=None if pools is None else pools[0] // self.block_size,
             cache_tokens=None if pools is None else pools[0],
             max_concurrency=self.max_concurrency(max_model_len) if starts else None,
@@ -222,7 +207,7 @@ class SglangPlan(Plan):
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
             title=Sglang.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if past_model_len(max_model_len, self.model_max_len) else
+                        if self.past_model_len(max_model_len) else
                         f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 
@@ -233,7 +218,7 @@ class Sglang(Engine):
 
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
-    version: ClassVar[str] = SGLANG_VERSION
+    version: ClassVar[str] = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8

@@ -1,11 +1,8 @@
-"""vLLM v1's KV cache manager, reproduced: groups, pages, blocks, the start-up check, the log.
-
-Read from vllm-project/vllm v0.11-v0.20 (docs/kvmem.md tells the rules): pages
-``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the check and the log
+"""vLLM v1's KV cache manager, reproduced (docs/kvmem.md) from vllm-project/vllm v0.11-v0.20:
+pages ``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the start-up check and the log
 ``vllm/v1/core/kv_cache_utils.py`` (newer log: issues #40691, #43308); block sizes
 ``vllm/platforms/cuda.py``, ``vllm/model_executor/models/config.py``; tokens per step
-``vllm/engine/arg_utils.py``.
-"""
+``vllm/engine/arg_utils.py``."""
 
 from __future__ import annotations
 
@@ -15,25 +12,14 @@ from functools import partial
 from typing import ClassVar, Literal
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import (
-    Deployment,
-    Engine,
-    EngineGroup,
-    EngineReport,
-    Plan,
-    largest,
-    past_model_len,
-)
-from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
+from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
+from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.memory.note import Note
-from tokcost.memory.parallel import pp_stages
 from tokcost.units import parse_count
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
 
-VLLM_VERSION = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
-GiB = 2**30
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
@@ -126,8 +112,7 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
             "vLLM refuses to start: 'Hybrid KV cache manager is disabled but failed to convert "
             "the KV cache specs to one unified type' (linear-attention layers need the hybrid "
             f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager")
-    # Without the hybrid manager a sliding layer beside full ones is a full-attention one
-    # whose blocks are never freed (unify_hybrid_kv_cache_specs).
+    # Hybrid manager off: a sliding layer beside full ones is full (unify_hybrid_kv_cache_specs).
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
     pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
     top_attn = max(pages.values()) if pages else layout.state_bytes
@@ -154,8 +139,7 @@ def _groups(specs: list[Spec]) -> tuple[Group, ...]:
     by_spec: dict[Spec, list[int]] = {}
     for i, spec in enumerate(specs):
         by_spec.setdefault(spec, []).append(i)
-    counts = [len(v) for v in by_spec.values()]
-    smallest, largest = min(counts), max(counts)
+    smallest, largest = min(map(len, by_spec.values())), max(map(len, by_spec.values()))
     size = largest if largest < smallest * 1.5 else smallest
     groups: list[Group] = []
     for spec, layers in by_spec.items():
@@ -224,12 +208,12 @@ class VllmPlan(Plan):
         blocks = self.num_blocks
         if blocks is None or self.available is None:
             return None
-        starts = not past_model_len(context, self.model_max_len) and self.available > 0 and all(
+        starts = not self.past_model_len(context) and self.available > 0 and all(
             self._fits_alone(context, s) for s in self.stages if self._stage_group_size(s))
         return starts and batch * self.blocks_per_request(context) <= blocks
 
     def _refusal(self, max_model_len: int) -> str | None:
-        if past_model_len(max_model_len, self.model_max_len):
+        if self.past_model_len(max_model_len):
             # vLLM's words (config/model.py), checked before memory
             return (f"max_model_len {max_model_len:,} is greater than the model's "
                     f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
@@ -307,7 +291,7 @@ class VllmPlan(Plan):
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
                   + ("" if self.hybrid_manager else "; hybrid KV cache manager off"))
         report = EngineReport(
-            name=Vllm.name, version=VLLM_VERSION, block_size=self.block_size,
+            name=Vllm.name, version=Vllm.version, block_size=self.block_size,
             block_size_reason=self.block_size_reason, max_model_len=max_model_len,
             model_max_len=self.model_max_len,
             groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
@@ -326,7 +310,7 @@ class VllmPlan(Plan):
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
             advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if past_model_len(max_model_len, self.model_max_len) else
+                        if self.past_model_len(max_model_len) else
                         f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
                         f"{arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
@@ -338,7 +322,7 @@ class Vllm(Engine):
 
     name: ClassVar[str] = "vllm"
     title: ClassVar[str] = "vLLM"
-    version: ClassVar[str] = VLLM_VERSION
+    version: ClassVar[str] = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
