@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from pathlib import Path
 
 import pytest
@@ -269,18 +270,26 @@ def test_tekken_bad_file(tmp_path: Path) -> None:
 
 
 def test_rank_cache_round_trip_and_corruption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Parsed ranks are cached under the verified sha256; a corrupt entry is ignored."""
+    """Parsed ranks are cached under the verified sha256, with a checksum of their own: junk is
+    ignored, a changed entry is rebuilt with a warning."""
     from tokcost.adapters.openai_encodings import load_cached_ranks
+    from tokcost.errors import TokcostWarning
 
     monkeypatch.setenv("TOKCOST_CACHE_DIR", str(tmp_path / "cache"))
     enc = ENCODINGS["cl100k_base"]
     first = openai_encodings.find_verified_ranks(enc)
-    entry = tmp_path / "cache" / f"{enc.sha256}.ranks-v1"
+    entry = tmp_path / "cache" / f"{enc.sha256}.ranks-v2"
     assert first is not None and entry.is_file()
     assert load_cached_ranks(enc.sha256) == first
+    header, _, payload = entry.read_bytes().partition(b"\n")
+    tampered = marshal.dumps({**first, b"hello": 0})
+    entry.write_bytes(header + b"\n" + tampered)
+    with pytest.warns(TokcostWarning, match="damaged or was changed"):
+        assert load_cached_ranks(enc.sha256) is None
     entry.write_bytes(b"\x00not marshal")
     assert load_cached_ranks(enc.sha256) is None
     assert openai_encodings.find_verified_ranks(enc) == first
+    assert entry.read_bytes().partition(b"\n")[2] == payload
 
 
 def test_hf_hub_id_from_local_cache(tiny_hf_tokenizer: Path, tmp_path: Path,

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokcost import cachefile
 from tokcost.errors import TokenizerDataError
 
 ENDOFTEXT = "<|endoftext|>"
@@ -179,31 +180,14 @@ def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
 
 
 def _cached_ranks_path(sha256: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.environ.get("TOKCOST_CACHE_DIR") or os.path.join(base, "tokcost")
-    return Path(folder) / f"{sha256}.ranks-v1"
+    return cachefile.cache_dir() / f"{sha256}.ranks-v2"
 
 
 def load_cached_ranks(sha256: str) -> dict[bytes, int] | None:
-    path = _cached_ranks_path(sha256)
-    try:
-        data = marshal.loads(path.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
+    payload = cachefile.read(_cached_ranks_path(sha256))  # checksummed before marshal sees it
+    data = None if payload is None else marshal.loads(payload)
     return data if isinstance(data, dict) else None
 
 
 def store_ranks(sha256: str, ranks: dict[bytes, int]) -> None:
-    path = _cached_ranks_path(sha256)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ranks-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(marshal.dumps(ranks))
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    cachefile.write(_cached_ranks_path(sha256), marshal.dumps(ranks))
