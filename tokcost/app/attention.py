@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.app import names
 from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import PromptTooLong
 from tokcost.reference.from_catalog import ModelSource
@@ -38,10 +39,9 @@ class AttentionRequest(PromptRequest):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        heads = (self.heads,) if isinstance(self.heads, str) else tuple(self.heads)
-        object.__setattr__(self, "heads", heads)
-        if heads and self.plot is None:
-            raise UsageError(f"{arg('heads', heads[0])} chooses a head to draw; add "
+        object.__setattr__(self, "heads", names(self.heads))
+        if self.heads and self.plot is None:
+            raise UsageError(f"{arg('heads', self.heads[0])} chooses a head to draw; add "
                              f"{arg('plot', 'FILE')}", param="heads", related=("plot",))
 
 
@@ -112,14 +112,11 @@ def attention(request: AttentionRequest) -> AttentionResult:
     """Score every head on ``request``'s prompt (and plot the heads it names)."""
     import numpy as np
 
+    from tokcost.plotting import check_plot_path
     from tokcost.reference.attention_stats import THRESHOLDS, describe, layer_stats
     from tokcost.reference.from_catalog import input_ids, load_tokenizer
-
     plot = Path(request.plot) if request.plot is not None else None
-    if plot is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(plot, force=request.force)  # before any work
+    check_plot_path(plot, force=request.force)  # before any work
     loaded = request.source.load()
     cfg = loaded.model.cfg
     chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads) for h in request.heads]
@@ -148,7 +145,6 @@ def attention(request: AttentionRequest) -> AttentionResult:
     if plot is None:
         return result
     from tokcost.plotting.attention import plot_attention
-
     if not chosen:  # every head of a small model, else the notable ones
         everyone = [(s.layer, s.head) for s in stats]
         named = [(s.layer, s.head) for s in stats if s.labels]

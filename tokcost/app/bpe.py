@@ -16,6 +16,7 @@ from tokcost import bpe
 from tokcost.adapters.base import Describable, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
+from tokcost.app import names
 from tokcost.bpe import BPEModel, ExportFormat, PatternName
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
@@ -56,17 +57,11 @@ class BPETrainRequest(Parts):
     run: RunConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "files", _names(self.files))
+        object.__setattr__(self, "files", names(self.files))
         object.__setattr__(self, "output", Path(self.output))
         jobs = self.trainer.jobs if self.trainer.jobs > 1 else None
-        run = RunConfig(engine=self.engine, jobs=jobs, scheduler=self.scheduler,
-                        timeout=self.timeout)
-        object.__setattr__(self, "run", run)
-
-
-def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
-    """A bare string or path is one input, not its characters."""
-    return (str(paths),) if isinstance(paths, (str, Path)) else tuple(map(str, paths))
+        object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=jobs,
+                                                  scheduler=self.scheduler, timeout=self.timeout))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,7 +164,6 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     """The tokenizer asked for; with ``whole``, also its BPE ranks where they can be read."""
     from tokcost.adapters.bpe import BPETokenizer
     from tokcost.adapters.proxy import Approximate
-
     choice = resolve_tokenizers([tokenizer_spec(request.tokenizer)], catalog=request.catalog)[0]
     pattern = request.pattern
     if pattern is not None and not _rank_file(choice.spec):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tokcost.app import names
 from tokcost.counting import Skipped
 from tokcost.inflation import Corpus, Meter, Report, measure, view
 from tokcost.parts import Parts
@@ -37,9 +38,8 @@ class CompareRequest(Parts):
     force: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("tokenizers", "models"):
-            given = getattr(self, name)
-            object.__setattr__(self, name, (given,) if isinstance(given, str) else tuple(given))
+        object.__setattr__(self, "tokenizers", names(self.tokenizers))
+        object.__setattr__(self, "models", names(self.models))
         if self.plot is not None:
             object.__setattr__(self, "plot", Path(self.plot))
             check_plot_path(self.plot, force=self.force)

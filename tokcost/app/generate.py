@@ -143,12 +143,10 @@ def generate(request: GenerateRequest) -> GenerateResult:
     from tokcost.reference.from_catalog import estimate_cache_bytes, input_ids, load_tokenizer
     from tokcost.reference.generate import check_fit
     from tokcost.reference.generate import generate as run
-
     loaded = request.source.load()
     prompt = request.text
     if request.chat:  # the request refused chat without a checkpoint
         from tokcost.reference.chat_template import read_template, render
-
         assert loaded.folder is not None
         template, specials = read_template(loaded.folder)
         prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tokcost.app import names
 from tokcost.catalog import CatalogSource, ModelEntry
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
@@ -52,8 +53,7 @@ class PriceRequest:
         if self.requests < 1:
             raise UsageError(f"{arg('requests')} must be a positive integer, got "
                              f"{self.requests}", param="requests")
-        given = [self.paths] if isinstance(self.paths, (str, Path)) else self.paths
-        object.__setattr__(self, "paths", tuple(str(p) for p in given))
+        object.__setattr__(self, "paths", names(self.paths))
         if self.paths and self.input_tokens is not None:
             raise UsageError(f"give the prompt as files or as {arg('input_tokens')}, not both",
                              param="input_tokens")
@@ -99,7 +99,6 @@ def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
            ) -> tuple[int, bool, tuple[str, ...]]:
     """Prompt tokens of files/stdin by the model's tokenizer, whether exact, and warnings."""
     from tokcost.counting import Inputs, count_paths
-
     if not entry.tokenizer:
         raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; "
                          f"pass {arg('input_tokens', 'N')}", param="input_tokens")

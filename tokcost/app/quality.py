@@ -42,7 +42,6 @@ class Policies:
 
     def __post_init__(self) -> None:
         from tokcost.memory.cache_policy import parse_policy
-
         given = [self.policies] if isinstance(self.policies, str) else self.policies or []
         specs = tuple(p.strip() for spec in given for p in spec.split(",") if p.strip())
         if self.policies is None or (given and not specs):  # None, or only commas: the default
@@ -155,7 +154,6 @@ class QualityResult:
 def held_out_text() -> str:
     """The last 10% of the lines of every shipped prose corpus, English first."""
     from tokcost.inflation import builtin_dir
-
     files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
     parts = []
     for path in files:
@@ -166,14 +164,11 @@ def held_out_text() -> str:
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:
     """Measure ``request``'s policies against the full cache (and plot them)."""
+    from tokcost.plotting import check_plot_path
     from tokcost.reference.quality import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
-
     target = Path(request.plot) if request.plot is not None else None
-    if target is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(target, force=request.force)  # before any work
+    check_plot_path(target, force=request.force)  # before any work
     loaded = _load(request)
     ids, source = _token_ids(request, loaded)
     first = request.prompt if request.prompt is not None else max(1, len(ids) // 8)
@@ -207,7 +202,6 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
             for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0))
     if target is not None:
         from tokcost.plotting.quality import plot_frontier
-
         plot_frontier(result, target)
     return result
 
@@ -234,7 +228,6 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
     """The first ``max_tokens`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
-
     cfg: RefConfig = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
     source = "held-out corpora (last 10% of each prose file)"
@@ -274,7 +267,6 @@ class _Planner:
 def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> _Planner:
     from tokcost.memory import KvRequest, estimate_kv
     from tokcost.memory.kv import attention_shape
-
     arch = entry.architecture
     assert arch is not None
     if arch.attention.type != "full":

@@ -32,7 +32,6 @@ def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
     """The draft-07 JSON Schema of ``document`` (what YAML editors read), from its model."""
     from tokcost.budget.config import ConfigDocument
     from tokcost.catalog.document import CatalogDocument
-
     document = SchemaDocument(document)
     model = CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument
     return {"$schema": "http://json-schema.org/draft-07/schema#",

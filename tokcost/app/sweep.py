@@ -12,13 +12,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost.app.bpe import _names, train_inputs
+from tokcost.app import names
+from tokcost.app.bpe import train_inputs
 from tokcost.bpe.pretokenize import PatternName
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
 from tokcost.bpe.train import TrainerConfig
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
+from tokcost.plotting import check_plot_path
 from tokcost.runner import LocalRunner
 from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
@@ -66,7 +68,7 @@ class BPESweepRequest(Parts):
 
     def __post_init__(self) -> None:
         for name in ("files", "held_out", "tokenizers"):
-            object.__setattr__(self, name, _names(getattr(self, name)))
+            object.__setattr__(self, name, names(getattr(self, name)))
         if self.plot is not None:
             object.__setattr__(self, "plot", Path(self.plot))
         if isinstance(self.hidden, str):
@@ -117,14 +119,12 @@ class _Width:
         if self.arch is None or not tokens:
             return 2 * self.hidden * tokens * (tokens + 1)
         from tokcost.memory.roofline import attention_flops
-
         return attention_flops(self.arch, new_tokens=tokens)
 
     def kv_bytes(self, tokens: int) -> int:
         if self.arch is None or not tokens:
             return 4 * self.hidden * tokens
         from tokcost.memory import kv_cache_bytes
-
         return kv_cache_bytes(self.arch, tokens, "bf16")
 
 
@@ -259,7 +259,6 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     notes: list[str] = []
     if len(sources) == 1 and Path(sources[0]).is_dir():
         from tokcost.inflation import load_dir
-
         folder = Path(sources[0])
         try:
             groups = load_dir(folder, skipped=skipped)
@@ -334,10 +333,7 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
     """Train once, then measure every size and reference tokenizer on the held-out text."""
     t0 = time.perf_counter()
     width = _width(request)
-    if request.plot is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(request.plot, force=request.force)
+    check_plot_path(request.plot, force=request.force)
     choices = resolve_tokenizers(list(request.tokenizers), catalog=request.catalog, default=None)
     skipped: list[Skipped] = []
     docs, notes = _documents(request.held_out, request.stdin, skipped)
@@ -369,11 +365,10 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         notes=tuple(all_notes))
     if request.plot is not None:
         from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-
         curve, dots = ([SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
                                        p.embedding_params + p.output_params, p.exact)
                         for p in group] for group in (distinct or points[:1], references))
-        plot_sweep(curve, dots, request.plot, knee=result.knee, force=request.force,
+        plot_sweep(curve, dots, request.plot, knee=result.knee,
                    knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
                    width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")
     return result

@@ -21,7 +21,6 @@ def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], pa
     """One panel per (layer, head): queries down, keys across, the causal half left blank (the
     app checked ``path``)."""
     import numpy as np
-
     plt = pyplot()
     n = len(heads)
     cols = min(n, 4)

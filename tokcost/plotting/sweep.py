@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.plotting import pyplot, save_figure
 
 __all__ = ["SweepPlotPoint", "plot_sweep"]
 
@@ -21,12 +21,9 @@ class SweepPlotPoint:
     exact: bool = True
 
 
-def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint],
-               path: str | Path, *, knee: int | None = None, knee_rule: str = "", width: str = "",
-               force: bool = False) -> None:
+def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint], path: Path,
+               *, knee: int | None = None, knee_rule: str = "", width: str = "") -> None:
     """Draw the curve (log2 x axis), the knee dashed, the references as labelled points."""
-    path = Path(path)
-    check_plot_path(path, force=force)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 5), dpi=130)
     xs = [p.vocab_size for p in sizes]
