@@ -1,6 +1,5 @@
 """The BPE use cases: train and export tokcost's own BPE; encode, decode and inspect with any
-tokenizer. Each takes one frozen request; a result's ``to_dict()`` is the ``--json`` document.
-"""
+tokenizer."""
 
 from __future__ import annotations
 
@@ -187,10 +186,8 @@ def _check_special(name: str, tok: Tokenizer, text: str) -> None:
     """tiktoken's rule: text the tokenizer would read as a special token raises."""
     specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
     found = special_regex(specials).search(text) if specials else None
-    if found is None:
-        return
-    token = str(found.group())
-    if tok.encode(token, allow_special=True) != tok.encode(token):
+    token = str(found.group()) if found else ""
+    if found and tok.encode(token, allow_special=True) != tok.encode(token):
         raise DisallowedSpecial(f"{name}: text contains the special token {token!r}; pass "
                                 f"{arg('allow_special', True)} to encode it as one token",
                                 param="allow_special")
@@ -305,7 +302,7 @@ class BPEMerge:
     id: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BPEInspectResult:
     """A tokenizer's sizes, pattern, special tokens (by id, then text), first merges and
     longest tokens; what only a BPE tokcost reads whole can tell is None for others."""
@@ -315,11 +312,11 @@ class BPEInspectResult:
     exact: bool
     pattern: str | None
     vocab_size: int
-    tokens: int | None
-    mergeable_tokens: int | None
-    merges: int | None
+    tokens: int | None = None
+    mergeable_tokens: int | None = None
+    merges: int | None = None
     special_tokens: Mapping[str, int]
-    max_token_bytes: int | None
+    max_token_bytes: int | None = None
     longest_tokens: tuple[str, ...] = ()
     first_merges: tuple[BPEMerge, ...] = ()
 
@@ -338,9 +335,8 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
         return BPEInspectResult(
             source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
             pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
-            vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
-            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {},
-            max_token_bytes=None)
+            vocab_size=tok.vocab_size,
+            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {})
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     return BPEInspectResult(

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from tokcost import counting
-from tokcost.adapters.base import Tokenizer
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
-from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
+from tokcost.counting import FileCount, Inputs, LeftOut, ProgressFn, Skipped
 from tokcost.counting.skips import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
@@ -277,22 +276,6 @@ class TokensResult(_ManyInputs):
                           for f in self.files], "skipped": [asdict(s) for s in self.skipped]}
 
 
-def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
-               request: TokenizeRequest) -> TokenizeResult:
-    text, max_tokens = read.text, request.max_tokens
-    ids = tok.encode(text, allow_special=request.allow_special)
-    total = len(ids)
-    if max_tokens is not None and total > max_tokens:
-        ids = ids[:max_tokens]
-        text = tok.decode(ids)
-        # A character split by the cut decodes to U+FFFD: keep whole characters only.
-        while text.endswith("\ufffd") and not read.text.startswith(text):
-            text = text[:-1]
-    pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
-    return TokenizeResult(choice, tuple(ids), pieces, text, read.name, total, max_tokens,
-                          read.invalid_bytes)
-
-
 @dataclass(frozen=True, kw_only=True)
 class TokenizeRequest(Parts):
     """The tokens of the inputs under one tokenizer; ``max_tokens``: only the first ones."""
@@ -329,7 +312,7 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
         request = TokenizeRequest(inputs=_inputs(request))
     choice = request.tokenizers.columns()[0]
     tok = choice.load()
-    inputs = request.inputs
+    inputs, top = request.inputs, request.max_tokens
     skipped: list[Skipped] = []
     results = []
     for source in counting.walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
@@ -338,5 +321,13 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
         if isinstance(read, Skipped):
             skipped.append(read)
             continue
-        results.append(_tokens_of(read, choice, tok, request))
-    return TokensResult(choice, tuple(results), tuple(skipped), request.max_tokens)
+        ids = tok.encode(read.text, allow_special=request.allow_special)
+        cut = top is not None and len(ids) > top
+        shown, text = (ids[:top], tok.decode(ids[:top])) if cut else (ids, read.text)
+        # A character split by the cut decodes to U+FFFD: keep whole characters only.
+        while text.endswith("\ufffd") and not read.text.startswith(text):
+            text = text[:-1]
+        pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(shown))
+        results.append(TokenizeResult(choice, tuple(shown), pieces, text, read.name, len(ids), top,
+                                      read.invalid_bytes))
+    return TokensResult(choice, tuple(results), tuple(skipped), top)

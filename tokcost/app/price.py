@@ -82,10 +82,8 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
     r = request
     entry = open_catalog(r.catalog).resolve(r.model)
     require_price(entry, batch=r.batch)  # before counting any file
-    warnings: tuple[str, ...] = ()
-    exact, prompt = True, r.input_tokens
-    if prompt is None:
-        prompt, exact, warnings = _count(entry, [str(p) for p in r.paths], stdin)
+    prompt, exact, warnings = ((r.input_tokens, True, ()) if r.input_tokens is not None
+                               else _count(entry, [str(p) for p in r.paths], stdin))
     breakdown = estimate_cost(
         entry, input_tokens=prompt, output_tokens=r.output_tokens, cached_tokens=r.cached_tokens,
         cache_write_tokens=r.cache_write_tokens, reasoning_tokens=r.reasoning_tokens,

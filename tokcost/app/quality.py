@@ -201,7 +201,7 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
             f"{c.quant.group}): its row equals the full cache"
             for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0))
     if target is not None:
-        from tokcost.plotting.quality import plot_frontier
+        from tokcost.plotting.memory import plot_frontier
         plot_frontier(result, target)
     return result
 
