@@ -182,17 +182,6 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     return choice, tok if choice.exact else Approximate(tok), model
 
 
-def _check_special(name: str, tok: Tokenizer, text: str) -> None:
-    """tiktoken's rule: text the tokenizer would read as a special token raises."""
-    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
-    found = special_regex(specials).search(text) if specials else None
-    token = str(found.group()) if found else ""
-    if found and tok.encode(token, allow_special=True) != tok.encode(token):
-        raise DisallowedSpecial(f"{name}: text contains the special token {token!r}; pass "
-                                f"{arg('allow_special', True)} to encode it as one token",
-                                param="allow_special")
-
-
 @dataclass(frozen=True, kw_only=True)
 class BPEEncodeRequest(_TokenizerRequest):
     """Encode ``text``, or the file at ``path`` (``-``: ``stdin``); ``reference``: tokcost's
@@ -235,8 +224,14 @@ def encode_bpe(request: BPEEncodeRequest) -> BPEEncodeResult:
     choice, tok, _ = _load(request, reference=request.reference)
     read = read_input(request.path, stdin=request.stdin) if request.path is not None else None
     body = read.text if read is not None else str(request.text)
-    if not request.allow_special:
-        _check_special(request.tokenizer, tok, body)
+    # tiktoken's rule: text the tokenizer would read as a special token raises.
+    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
+    found = special_regex(specials).search(body) if specials and not request.allow_special else None
+    token = str(found.group()) if found else ""
+    if found and tok.encode(token, allow_special=True) != tok.encode(token):
+        raise DisallowedSpecial(f"{request.tokenizer}: text contains the special token {token!r}; "
+                                f"pass {arg('allow_special', True)} to encode it as one token",
+                                param="allow_special")
     ids = tok.encode(body, allow_special=request.allow_special)
     return BPEEncodeResult(request.tokenizer, choice.spec, tuple(ids), choice.exact,
                            read.invalid_bytes if read else 0, read.name if read else None)
@@ -327,8 +322,7 @@ class BPEInspectResult:
 
 
 def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
-    """Sizes, pattern and special tokens of any tokenizer; of a BPE tokcost reads whole,
-    also the ``top`` first merges and longest tokens."""
+    """Sizes, pattern, special tokens; of a BPE read whole, its ``top`` merges, longest tokens."""
     choice, tok, m = _load(request, whole=True)
     if m is None:
         regex_text = tok.pattern() if isinstance(tok, Describable) else None

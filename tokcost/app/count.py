@@ -103,8 +103,7 @@ class CountResult(_ManyInputs):
         return sum(f.chars for f in self.files)
 
     def total_tokens(self, tokenizer: TokenizerChoice | None = None) -> int:
-        spec = (tokenizer or self.tokenizers[0]).spec
-        return sum(f.tokens[spec] for f in self.files)
+        return sum(f.tokens[(tokenizer or self.tokenizers[0]).spec] for f in self.files)
 
     @property
     def windows(self) -> tuple[WindowShare, ...]:

@@ -29,8 +29,7 @@ __all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus
 
 @dataclass(frozen=True)
 class ModelList:
-    """The catalog's models (one provider's when asked), with their tokenizers as ``models
-    list`` names them (``≈``: a proxy)."""
+    """The catalog's models (one provider's when asked) and their tokenizers' short labels."""
 
     models: tuple[ModelEntry, ...]
     tokenizers: tuple[str, ...]

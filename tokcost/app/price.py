@@ -64,8 +64,7 @@ class PriceRequest:
 
 @dataclass(frozen=True)
 class PriceResult:
-    """A cost breakdown, how its prompt was counted, and the input policy's and
-    ``limit_warnings``' warnings."""
+    """A cost breakdown, how its prompt was counted, and the input and limit warnings."""
 
     breakdown: CostBreakdown
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer

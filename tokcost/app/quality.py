@@ -32,8 +32,7 @@ HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each 
 
 @dataclass(frozen=True, kw_only=True)
 class Policies:
-    """The cache policies to measure (``parse_policy`` specs, comma lists; None: the
-    defaults) and the quantizers' settings."""
+    """The cache policies (``parse_policy`` specs; None: the defaults) and quantizer settings."""
 
     policies: Sequence[str] | None = None
     residual: int = 128
@@ -62,9 +61,8 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Parts):
-    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (a
-    path, ``-`` for ``stdin``; None: the held-out corpora), prefilling ``prompt`` tokens;
-    with ``gpu``, the sequences of ``context`` tokens each policy fits."""
+    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (None: the
+    held-out corpora) after ``prompt``; with ``gpu``, the ``context``-token sequences that fit."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)

@@ -1,7 +1,5 @@
-"""JSON Schemas of tokcost's YAML files, for editors, generated from the validator's pydantic
-models and shipped in ``tokcost/schemas/`` (a test keeps them fresh: after changing a
-model, run ``python -m tokcost.app.schemas``).
-"""
+"""JSON Schemas of tokcost's YAML files for editors, from the pydantic models, shipped in
+``tokcost/schemas/`` (a test keeps them fresh: ``python -m tokcost.app.schemas`` rewrites them)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Use case ``bpe sweep``: which vocabulary size for this corpus and this model width? One
-training gives every size; each, and each reference tokenizer, is measured on held-out text
-(the costs' formulas: docs/bpe.md).
-"""
+"""Use case ``bpe sweep``: one training gives every vocabulary size, each measured beside the
+reference tokenizers on held-out text (the costs' formulas: docs/bpe.md)."""
 
 from __future__ import annotations
 
@@ -45,10 +43,8 @@ _FORMULAS = {  # the cost formulas, per cost scope
 
 @dataclass(frozen=True, kw_only=True)
 class BPESweepRequest(Parts):
-    """Train once at the largest of ``vocab_sizes`` on ``files``, measure every size on
-    ``held_out`` (files, or one parallel folder: a document per language) beside the
-    reference ``tokenizers`` (and ``model``'s). The width: ``hidden`` or ``model``'s.
-    """
+    """Train once at the largest of ``vocab_sizes``, measure every size on ``held_out`` (files,
+    or a parallel folder) beside ``tokenizers``; the width: ``hidden`` or ``model``'s."""
 
     files: tuple[str, ...]
     vocab_sizes: tuple[int | str, ...]
@@ -364,11 +360,8 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
         notes=tuple(all_notes))
     if request.plot is not None:
-        from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-        curve, dots = ([SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
-                                       p.embedding_params + p.output_params, p.exact)
-                        for p in group] for group in (distinct or points[:1], references))
-        plot_sweep(curve, dots, request.plot, knee=result.knee,
+        from tokcost.plotting.sweep import plot_sweep
+        plot_sweep(distinct or points[:1], references, request.plot, knee=result.knee,
                    knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
                    width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")
     return result

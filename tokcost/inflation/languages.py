@@ -65,8 +65,7 @@ _SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
 
 
 def guess_script(text: str, *, sample: int = 4000) -> str | None:
-    """The writing system most letters belong to, from their Unicode names (``Han+Kana``
-    when Japanese mixes them)."""
+    """The script most letters belong to, by Unicode name (``Han+Kana``: Japanese mixes them)."""
     import unicodedata
     from collections import Counter
     words = (unicodedata.name(ch, "UNKNOWN").split(" ")[0] for ch in text[:sample] if ch.isalpha())

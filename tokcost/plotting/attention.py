@@ -18,8 +18,7 @@ MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions in
 
 
 def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], path: Path) -> None:
-    """One panel per (layer, head): queries down, keys across, the causal half left blank (the
-    app checked ``path``)."""
+    """One panel per (layer, head): queries down, keys across, the causal half left blank."""
     import numpy as np
     plt = pyplot()
     n = len(heads)
@@ -41,8 +40,7 @@ def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], pa
         masked = np.where(np.triu(np.ones_like(weights), k=1) > 0, np.nan, weights)
         image = ax.imshow(masked, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
         stats = result.head(layer, head)
-        words = ", ".join(stats.labels) or "no label"
-        ax.set_title(f"{stats.name}: {words}", fontsize=8)
+        ax.set_title(f"{stats.name}: {', '.join(stats.labels) or 'no label'}", fontsize=8)
         if t <= MAX_TICKS:
             ax.set_xticks(range(t), labels, rotation=90, fontsize=6)
             ax.set_yticks(range(t), labels, fontsize=6)

@@ -1,6 +1,5 @@
-"""The kvmem plots (matplotlib, imported lazily): KV memory against context length for
-``kvmem estimate``, where memory goes under each allocation policy for ``kvmem simulate``, each
-cache policy's memory against its quality cost for ``kvmem quality``."""
+"""The kvmem plots: KV memory against context (``estimate``), where memory goes per allocation
+policy (``simulate``), each cache policy's memory against its quality cost (``quality``)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ __all__ = ["plot_frontier", "plot_memory", "plot_policies"]
 
 
 def plot_memory(result: KvResult, path: Path) -> None:
-    """Plot the batch's KV bytes (paged) against context; mark the GPU budget (the caller
-    checked ``path``)."""
+    """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
     layout, batch, block, gib = result.layout, result.batch, result.block_size, 2**30
@@ -50,10 +48,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
     for row in result.rows:
         ax.axvline(row.context, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("GiB" + (" per GPU" if result.tp > 1 else ""))
     tp = f", TP {result.tp}" if result.tp > 1 else ""
-    ax.set_title(f"{result.model}: KV cache ({result.kv_dtype}, blocks of {block}{tp})")
+    ax.set(xlabel="context length (tokens)", ylabel="GiB" + (" per GPU" if result.tp > 1 else ""),
+           title=f"{result.model}: KV cache ({result.kv_dtype}, blocks of {block}{tp})")
     ax.xaxis.set_major_formatter(FuncFormatter(
         lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"))
     ax.grid(True, which="major", alpha=0.3)
@@ -70,9 +67,8 @@ _PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", 
 
 def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
     """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
-    plt = pyplot()
     labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
+    fig, ax = pyplot().subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
     left = [0.0] * len(reports)
     for name, attr, color in _PARTS:
         values = [100 * float(getattr(r, attr)) for r in reports]
@@ -82,8 +78,7 @@ def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "
         share = 100 * float(r.token_states)
         ax.text(min(share, 92) / 2, row, f"{share:.1f}%", va="center", ha="center",
                 color="white", fontsize=8, fontweight="bold")
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of KV-cache memory (%)")
+    ax.set(xlim=(0, 100), xlabel="share of KV-cache memory (%)")
     ax.invert_yaxis()
     ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
     ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
@@ -92,11 +87,9 @@ def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "
 
 
 def plot_frontier(result: QualityResult, path: Path) -> None:
-    """Bytes held (share of the full cache) against the mean KL divergence from it, one
-    labelled point per policy, the full cache at (1, 0); the points no other policy beats
-    on both axes (the frontier) joined by a line. matplotlib is imported here only."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=130)
+    """Bytes held against mean KL from the full cache (at (1, 0)), a point per policy, the
+    frontier (points no other beats on both axes) joined by a line."""
+    fig, ax = pyplot().subplots(figsize=(7.5, 4.8), dpi=130)
     points = [(r.quality.bytes_ratio, r.quality.mean_kl, r.policy) for r in result.rows]
     for x, y, name in points:
         ax.scatter([x], [y], s=28, zorder=3)
@@ -110,13 +103,12 @@ def plot_frontier(result: QualityResult, path: Path) -> None:
             best.append((x, y))
     ax.plot([x for x, _ in best], [y for _, y in best], color="gray", linewidth=0.8,
             linestyle="--", zorder=2)
-    ax.set_xlabel("KV bytes held / full float32 cache")
-    ax.set_ylabel("mean KL(full || policy) per next token")
+    ax.set(xlabel="KV bytes held / full float32 cache",
+           ylabel="mean KL(full || policy) per next token")
     ax.set_title(f"{result.model}: cache policies on {result.tokens:,} tokens "
                  f"(prompt {result.prompt:,}); full-cache perplexity "
                  f"{result.baseline_perplexity:.2f}", fontsize=9)
     ax.grid(linewidth=0.4, alpha=0.5)
-    ax.set_xlim(0, 1.08)
-    ax.set_ylim(bottom=0)
+    ax.set(xlim=(0, 1.08), ylim=(0, None))
     fig.tight_layout()
     save_figure(fig, path)
