@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 # Through the package, not its names: a test replaces ``tokcost.bpe.train_counted``.
 from tokcost import bpe
-from tokcost.adapters.base import Describable, special_tokens_by_id
+from tokcost.adapters.base import Describable, Tokenizer, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
 from tokcost.app import names
@@ -20,19 +20,16 @@ from tokcost.bpe import BPEModel, ExportFormat, PatternName
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
-from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, TrainerConfig, TrainResult
+from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, ProgressFn, TrainerConfig, TrainResult
 from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
 from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.parts import Parts
-from tokcost.runner import EngineKind, RunConfig
+from tokcost.runner import EngineKind, RunConfig, Runner
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
-    from tokcost.runner import Runner
 
 __all__ = ["BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
            "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe"]

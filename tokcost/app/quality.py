@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import TokcostError, UsageError, Words, arg
 from tokcost.parts import Parts
-from tokcost.reference.from_catalog import ModelSource
+from tokcost.reference.from_catalog import Loaded, ModelSource
 from tokcost.reference.request import as_int
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, ModelEntry
     from tokcost.memory.cache_policy import CachePolicy
-    from tokcost.reference.config import RefConfig
-    from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.quality import PolicyQuality
 
 __all__ = ["QualityRequest", "kvmem_quality"]
@@ -226,7 +224,7 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
     """The first ``max_tokens`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
-    cfg: RefConfig = loaded.model.cfg
+    cfg = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
     source = "held-out corpora (last 10% of each prose file)"
     if request.text is None:

@@ -14,7 +14,7 @@ from tokcost.app import names
 from tokcost.app.bpe import train_inputs
 from tokcost.bpe.pretokenize import PatternName
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.bpe.train import TrainerConfig
+from tokcost.bpe.train import ProgressFn, TrainerConfig
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
@@ -25,7 +25,6 @@ from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.bpe.model import BPEModel
-    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import Architecture
 
@@ -234,18 +233,6 @@ class BPESweepResult:
             "skipped": list(map(asdict, self.skipped)), "warnings": list(self.warnings)}
 
 
-def _width(request: BPESweepRequest) -> _Width:
-    if request.model is None:
-        return _Width(request.hidden or DEFAULT_HIDDEN, request.tied, None, None)
-    entry = open_catalog(request.catalog).resolve(request.model)
-    arch = entry.architecture
-    if arch is None or arch.hidden_size is None:
-        raise UsageError(f"{arg('model')} '{entry.id}' has no architecture.hidden_size in the "
-                         f"catalog; give {arg('hidden', 'N')} instead", param="model",
-                         related=("hidden",))
-    return _Width(arch.hidden_size, request.tied, entry.id, arch)
-
-
 def _documents(sources: Sequence[str], stdin: BinaryIO | None,
                skipped: list[Skipped]) -> tuple[list[SweepDocument], list[str]]:
     if not sources:
@@ -328,7 +315,15 @@ class _Ruler:
 def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> BPESweepResult:
     """Train once, then measure every size and reference tokenizer on the held-out text."""
     t0 = time.perf_counter()
-    width = _width(request)
+    width = _Width(request.hidden or DEFAULT_HIDDEN, request.tied, None, None)
+    if request.model is not None:
+        entry = open_catalog(request.catalog).resolve(request.model)
+        arch = entry.architecture
+        if arch is None or arch.hidden_size is None:
+            raise UsageError(f"{arg('model')} '{entry.id}' has no architecture.hidden_size in the "
+                             f"catalog; give {arg('hidden', 'N')} instead", param="model",
+                             related=("hidden",))
+        width = _Width(arch.hidden_size, request.tied, entry.id, arch)
     check_plot_path(request.plot, force=request.force)
     choices = resolve_tokenizers(list(request.tokenizers), catalog=request.catalog, default=None)
     skipped: list[Skipped] = []

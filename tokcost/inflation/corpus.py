@@ -279,8 +279,7 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
         seen: set[str] = set()
         for i, s in enumerate(samples):
             if s.code in seen:  # a second en.txt: keep it apart as en@<its folder>
-                parent = Path(s.path).parent.name if s.path else str(i)
-                samples[i] = replace(s, code=f"{s.code}@{parent or i}")
+                samples[i] = replace(s, code=f"{s.code}@{Path(s.path or '').parent.name or i}")
             seen.add(samples[i].code)
         base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
         if kind != "prose" and base not in {s.code for s in samples}:

@@ -10,12 +10,11 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from tokcost.adapters.base import count_backend, count_many, plan_run
+from tokcost.adapters.base import Tokenizer, count_backend, count_many, plan_run
 from tokcost.errors import UsageError, arg
 from tokcost.inflation.corpus import Group, Sample, paragraphs
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
     from tokcost.catalog.schema import ModelEntry
     from tokcost.tokenizers import TokenizerChoice
 

@@ -154,12 +154,10 @@ def to_csv(report: Report) -> str:
             for row in g.rows_by(m.label):
                 r = row.result(m.label)
                 writer.writerow([
-                    g.kind, row.code, row.sample.label, row.sample.script or "", r.meter,
-                    r.tokens, r.exact, row.bytes, row.chars,
-                    "" if row.words is None else row.words, row.lines,
-                    _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
-                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line,
-                                                      r.premium)),
-                    "" if r.cost_usd is None else str(r.cost_usd), _num(r.cost_ratio, "{:.4f}", ""),
-                ])
+                    g.kind, row.code, row.sample.label, row.sample.script or "", r.meter, r.tokens,
+                    r.exact, row.bytes, row.chars, "" if row.words is None else row.words,
+                    row.lines, _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
+                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line)),
+                    _num(r.premium, "{:.4f}", ""), "" if r.cost_usd is None else str(r.cost_usd),
+                    _num(r.cost_ratio, "{:.4f}", "")])
     return out.getvalue()

@@ -12,8 +12,6 @@ from tokcost.plotting import pyplot, save_figure
 if TYPE_CHECKING:
     from tokcost.app.attention import AttentionResult
 
-__all__ = ["plot_attention"]
-
 MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions instead
 
 

@@ -14,8 +14,6 @@ from tokcost.plotting import pyplot, save_figure
 if TYPE_CHECKING:
     from tokcost.app.quality import QualityResult
 
-__all__ = ["plot_frontier", "plot_memory", "plot_policies"]
-
 
 def plot_memory(result: KvResult, path: Path) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""

@@ -12,8 +12,6 @@ from tokcost.plotting import pyplot, save_figure
 if TYPE_CHECKING:
     from tokcost.app.sweep import BPESweepPoint
 
-__all__ = ["plot_sweep"]
-
 
 def plot_sweep(sizes: Sequence[BPESweepPoint], references: Sequence[BPESweepPoint], path: Path,
                *, knee: int | None = None, knee_rule: str = "", width: str = "") -> None:
