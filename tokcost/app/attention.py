@@ -8,7 +8,7 @@ kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,9 +51,6 @@ class NotableHead:
     labels: tuple[str, ...]
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"head": self.head, "labels": list(self.labels), "text": self.text}
-
 
 @dataclass(frozen=True)
 class AttentionResult:
@@ -87,7 +84,7 @@ class AttentionResult:
                 "tokens": list(self.tokens), "layers": self.layers,
                 "attention_heads": self.attention_heads, "kv_heads": self.kv_heads,
                 "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
-                "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
+                "notable": list(map(asdict, self.notable)), "plot": self.plot,
                 "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
                 "sliding_window": self.sliding_window}
 

@@ -138,13 +138,6 @@ def tokenizer_spec(tokenizer: str) -> str:
 _WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
 
 
-def _rank_file(spec: str) -> bool:
-    # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
-    family, _, rest = spec.partition(":")
-    return spec.startswith(_WHOLE) and (
-        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest))
-
-
 @dataclass(frozen=True, kw_only=True)
 class _TokenizerRequest:
     """Any tokenizer spec (``model:ID`` through ``catalog``) or file; ``pattern``: for a
@@ -162,7 +155,11 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     from tokcost.adapters.proxy import Approximate
     choice = resolve_tokenizers([tokenizer_spec(request.tokenizer)], catalog=request.catalog)[0]
     pattern = request.pattern
-    if pattern is not None and not _rank_file(choice.spec):
+    family, _, rest = choice.spec.partition(":")
+    # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
+    rank_file = choice.spec.startswith(_WHOLE) and (
+        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest))
+    if pattern is not None and not rank_file:
         raise UsageError(f"{arg('pattern')} is for a .tiktoken rank file; {choice.spec} has "
                          f"its own", param="pattern")
     if not choice.spec.startswith(_WHOLE):

@@ -58,7 +58,6 @@ class CompareResult:
         return self.report.warnings
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost compare --json`` document."""
         return self.report.to_dict()
 
     def render(self, fmt: Literal["csv", "markdown"]) -> str:

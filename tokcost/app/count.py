@@ -112,7 +112,6 @@ class CountResult(_ManyInputs):
                      for c in self.tokenizers if c.model is not None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {"tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
                 "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
@@ -192,7 +191,6 @@ class ChatResult:
                 *((parts,) if skipped else ()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost count --chat --json`` document."""
         return {"chat": self.chat, "models": [m.to_dict() for m in self.models],
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
@@ -222,9 +220,8 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
                              "choose a model that has one (tokcost models show ID)")
         choice = (replace(override[0], label=entry.id, model=entry) if override
                   else model_choice(entry))
-        counted = count_messages(messages, choice.load(), entry.chat)
-        rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
-                                   entry.context_window))
+        rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, count_messages(
+            messages, choice.load(), entry.chat), entry.context_window))
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)
 
 

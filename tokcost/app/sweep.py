@@ -287,8 +287,6 @@ def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, 
 
 @dataclass(frozen=True)
 class _Ruler:
-    """What every point is measured with."""
-
     docs: tuple[SweepDocument, ...]
     width: _Width
     ref_total: int

@@ -31,12 +31,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
         held = [batch * result.plan.request_bytes(x) / gib for x in xs]
         ax.plot(xs, held, linewidth=1.5, color="tab:purple",
                 label=f"{result.engine.title} sets aside, batch {batch}")
-    by_kind: dict[str, list[float]] = {kind: [] for kind in layout.counts}
-    for x in xs:
-        for kind, value in layout.by_kind(x, block).items():
-            by_kind[kind].append(batch * value / gib)
-    if len(by_kind) > 1:
-        for kind, ys in by_kind.items():
+    if len(layout.counts) > 1:
+        for kind in layout.counts:
+            ys = [batch * layout.by_kind(x, block)[kind] / gib for x in xs]
             ax.plot(xs, ys, linestyle="--", linewidth=1, label=f"{kind} layers")
     if result.fit is not None:
         on = f" on {result.gpu}" if result.gpu not in (None, "custom") else ""
