@@ -25,6 +25,7 @@ __all__ = ["AttentionRequest", "attention"]
 
 # A plot with no heads named draws every head of a model this small, else the notable ones.
 MAX_PLOTTED = 16
+_HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,9 +88,6 @@ class AttentionResult:
                 "notable": list(map(asdict, self.notable)), "plot": self.plot,
                 "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
                 "sliding_window": self.sliding_window}
-
-
-_HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
 
 
 def parse_head(text: str, *, layers: int, heads: int) -> tuple[int, int]:

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
            "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe"]
 
+_WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
+
 
 @dataclass(frozen=True, kw_only=True)
 class BPETrainRequest(Parts):
@@ -133,9 +135,6 @@ def tokenizer_spec(tokenizer: str) -> str:
     if path.suffix == ".bpe" or path.is_file():
         return f"bpe:{text}"
     return text  # not a path: the registry says what is wrong with it
-
-
-_WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,6 +23,7 @@ __all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_cha
 
 DEFAULT_CHAT_MODEL = "gpt-4o"  # whose chat template ``count_chat`` applies when none is named
 Paths = Inputs | str | Path | Sequence[str | Path]
+_SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
 
 
 def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
@@ -252,9 +253,6 @@ class TokenizeResult:
                 "max_tokens": self.max_tokens, "truncated": self.truncated,
                 "ids": list(self.ids), "pieces": list(self.pieces), "text": self.text,
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
-
-
-_SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,20 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     from tokcost.tokenizers import open_catalog
     target = Path(request.plot) if request.plot is not None else None
     check_plot_path(target, force=request.force)  # before any work
-    loaded = _load(request)
+    loaded = request.source.load()
+    entry, cfg = loaded.entry, loaded.model.cfg
+    if not loaded.trained:
+        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
+                           "weights (tiny-ref ships them)")
+    if request.gpu is not None and cfg.slides:
+        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU sizes "
+                         f"full-attention layers only; leave out {arg('gpu')}", param="gpu")
+    group = request.cache_policies.kv_group_size
+    grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
+    if grouped and group < cfg.head_dim and cfg.head_dim % group:
+        # Values are grouped over a head's channels (a larger group is one group of all).
+        raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
+                         f"{cfg.head_dim}", param="kv_group_size", value=group)
     ids, source = _token_ids(request, loaded)
     first = request.prompt if request.prompt is not None else max(1, len(ids) // 8)
     plan = (_planner(loaded.entry, open_catalog(request.source.catalog), request.gpu,
@@ -200,24 +213,6 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
         from tokcost.plotting.memory import plot_frontier
         plot_frontier(result, target)
     return result
-
-
-def _load(request: QualityRequest) -> Loaded:
-    loaded = request.source.load()
-    entry, cfg = loaded.entry, loaded.model.cfg
-    if not loaded.trained:
-        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
-                           "weights (tiny-ref ships them)")
-    if request.gpu is not None and cfg.slides:
-        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU sizes "
-                         f"full-attention layers only; leave out {arg('gpu')}", param="gpu")
-    group = request.cache_policies.kv_group_size
-    grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
-    if grouped and group < cfg.head_dim and cfg.head_dim % group:
-        # Values are grouped over a head's channels (a larger group is one group of all).
-        raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
-                         f"{cfg.head_dim}", param="kv_group_size", value=group)
-    return loaded
 
 
 def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:

@@ -20,7 +20,7 @@ from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
 from tokcost.plotting import check_plot_path
 from tokcost.runner import LocalRunner
-from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
+from tokcost.tokenizers import open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
@@ -272,19 +272,6 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     return docs, notes
 
 
-def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, width: _Width,
-                      texts: list[str], notes: list[str]) -> list[tuple[Any, int, list[int]]]:
-    """Each reference's vocabulary size and tokens per document, the model's if it loads."""
-    loaded = [(choice, choice.load()) for choice in choices]
-    if width.model is not None and all(c.label != width.model for c in choices):
-        mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
-        try:
-            loaded.append((mine, mine.load()))
-        except TokcostError as exc:
-            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
-    return [(c, tok.vocab_size, [tok.count(t) for t in texts]) for c, tok in loaded]
-
-
 @dataclass(frozen=True)
 class _Ruler:
     docs: tuple[SweepDocument, ...]
@@ -328,7 +315,15 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
     docs, notes = _documents(request.held_out, request.stdin, skipped)
     runner = LocalRunner(request.jobs, processes=True)
     trained = train_inputs(request.files, request.trainer, runner, progress, stdin=request.stdin)
-    refs = _reference_counts(choices, request, width, [d.text for d in docs], notes)
+    # The reference tokenizers (and the model's, where it loads), counted on every document.
+    loaded = [(choice, choice.load()) for choice in choices]
+    if width.model is not None and all(c.label != width.model for c in choices):
+        mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
+        try:
+            loaded.append((mine, mine.load()))
+        except TokcostError as exc:
+            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
+    refs = [(c, tok.vocab_size, [tok.count(d.text) for d in docs]) for c, tok in loaded]
     ruler = _Ruler(tuple(docs), width, sum(refs[0][2]) if refs else 0)
     references = tuple(ruler.point(c.label, v, counts, spec=c.spec, exact=c.exact)
                        for c, v, counts in refs)

@@ -9,6 +9,8 @@ from typing import Any
 # Scripts without spaces between words (ISO 15924), where words/token means nothing.
 NO_SPACE_SCRIPTS = frozenset(
     {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
+# Unicode name prefixes that are not the script's usual name.
+_SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -58,10 +60,6 @@ def script_name(script: str) -> str:
 def whitespace_words(code: str) -> bool:
     """Whether a language's words are separated by spaces (not Chinese, Japanese, Thai...)."""
     return language_script(code) not in NO_SPACE_SCRIPTS
-
-
-# Unicode name prefixes that are not the script's usual name.
-_SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
 
 
 def guess_script(text: str, *, sample: int = 4000) -> str | None:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 # The ratios a JSON report rounds to four digits, in its key order.
 _ROUNDED = ("bytes_per_token", "chars_per_token", "words_per_token", "tokens_per_word",
             "tokens_per_line", "premium")
+# (tokenizer id, group index, sample code) -> tokens, or the tokens of each aligned sentence
+_Counts = dict[tuple[int, int, str], int]
+_Units = dict[tuple[int, int, str], list[int]]
 
 
 @dataclass(frozen=True)
@@ -175,11 +178,6 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
         return None
     from tokcost.pricing import estimate_cost
     return estimate_cost(meter.model, input_tokens=tokens).total
-
-
-# (tokenizer id, group index, sample code) -> tokens, or the tokens of each aligned sentence
-_Counts = dict[tuple[int, int, str], int]
-_Units = dict[tuple[int, int, str], list[int]]
 
 
 def _count(groups: Sequence[Group], meters: Sequence[Meter],

@@ -14,6 +14,11 @@ from tokcost.plotting import pyplot, save_figure
 if TYPE_CHECKING:
     from tokcost.app.quality import QualityResult
 
+# (legend, PolicyReport attribute, colour), stacked left to right.
+_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
+          ("internal frag.", "internal_fragmentation", "#d04040"),
+          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
+
 
 def plot_memory(result: KvResult, path: Path) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
@@ -52,12 +57,6 @@ def plot_memory(result: KvResult, path: Path) -> None:
     ax.legend(loc="best", fontsize=8)  # "best" keeps it off the budget line
     fig.tight_layout()
     save_figure(fig, path)
-
-
-# (legend, PolicyReport attribute, colour), stacked left to right.
-_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
-          ("internal frag.", "internal_fragmentation", "#d04040"),
-          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
 
 
 def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
