@@ -30,8 +30,7 @@ _HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionRequest(PromptRequest):
-    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads``
-    (``L3H5``; none named: every head of a small model, else the notable ones)."""
+    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads`` (L3H5)."""
 
     source: ModelSource = field(default_factory=ModelSource)
     plot: str | Path | None = None

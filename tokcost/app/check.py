@@ -70,8 +70,7 @@ class Growth:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest(Parts):
-    """The ``config`` files (none: the one found walking up), every config ``under`` a
-    folder, or an ``adhoc`` budget; the rest as ``tokcost check``'s options say."""
+    """``config`` files (none: found walking up), every config ``under`` a folder, or ``adhoc``."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None

@@ -27,8 +27,7 @@ __all__ = ["CompareRequest", "compare"]
 
 @dataclass(frozen=True, kw_only=True)
 class CompareRequest(Parts):
-    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) to measure it with, and the
-    ``plot`` to write, refused here if it cannot be written."""
+    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) measuring it, the ``plot``."""
 
     corpus: Corpus = field(default_factory=Corpus)
     tokenizers: tuple[str, ...] = ()

@@ -151,11 +151,8 @@ def held_out_text() -> str:
     """The last 10% of the lines of every shipped prose corpus, English first."""
     from tokcost.inflation import builtin_dir
     files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
-    parts = []
-    for path in files:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        parts.append("".join(lines[max(1, int(len(lines) * (1 - HELD_OUT_SHARE))):]))
-    return "".join(parts)
+    texts = [path.read_text(encoding="utf-8").splitlines(keepends=True) for path in files]
+    return "".join("".join(ls[max(1, int(len(ls) * (1 - HELD_OUT_SHARE))):]) for ls in texts)
 
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:

@@ -95,13 +95,11 @@ def _sections(rows: tuple[Row, ...], meter: Meter,
     scripts: dict[str, list[Row]] = {}
     for row in rows:
         scripts.setdefault(row.sample.script or "unknown script", []).append(row)
-
-    def median(items: list[Row]) -> float:
-        return statistics.median(r.result(meter.label).premium or 0.0 for r in items)
-
-    ordered = sorted(scripts.items(), key=lambda kv: (-median(kv[1]), kv[0]))
+    median = {script: statistics.median(r.result(meter.label).premium or 0.0 for r in items)
+              for script, items in scripts.items()}
+    ordered = sorted(scripts.items(), key=lambda kv: (-median[kv[0]], kv[0]))
     return [(f"{script}: {len(items)} text{'s' if len(items) > 1 else ''}, median "
-             f"{median(items):.2f}x", tuple(items)) for script, items in ordered]
+             f"{median[script]:.2f}x", tuple(items)) for script, items in ordered]
 
 
 def _cost_sentence(group: GroupReport, meter: Meter) -> str | None:
