@@ -1,8 +1,13 @@
-"""The application layer: one module per use case, between the CLI and the parts.
+"""The application layer: one module per use case, between the CLI and the parts; each takes a
+frozen request and returns a frozen result whose ``to_dict()`` is the command's ``--json``
+document (re-exported by ``tokcost/__init__.py``: the public API the CLI imports)."""
 
-Each use case takes a frozen request (or plain typed arguments, never a mirror of
-the CLI's flags), resolves tokenizers, models and engines once, calls the parts,
-and returns a frozen result whose ``to_dict()`` is the command's ``--json``
-document. ``tokcost/__init__.py`` re-exports them: that is the public API, and
-the CLI imports nothing else from the package but ``tokcost.errors``.
-"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def names(given: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
+    """A bare string or path is one name, not its characters."""
+    return (str(given),) if isinstance(given, (str, Path)) else tuple(map(str, given))

@@ -8,10 +8,11 @@ kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.app import names
 from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import PromptTooLong
 from tokcost.reference.from_catalog import ModelSource
@@ -24,12 +25,12 @@ __all__ = ["AttentionRequest", "attention"]
 
 # A plot with no heads named draws every head of a model this small, else the notable ones.
 MAX_PLOTTED = 16
+_HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionRequest(PromptRequest):
-    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads``
-    (``L3H5``; none named: every head of a small model, else the notable ones)."""
+    """Score every head of the ``source`` model on ``prompt``; ``plot`` draws ``heads`` (L3H5)."""
 
     source: ModelSource = field(default_factory=ModelSource)
     plot: str | Path | None = None
@@ -38,10 +39,9 @@ class AttentionRequest(PromptRequest):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        heads = (self.heads,) if isinstance(self.heads, str) else tuple(self.heads)
-        object.__setattr__(self, "heads", heads)
-        if heads and self.plot is None:
-            raise UsageError(f"{arg('heads', heads[0])} chooses a head to draw; add "
+        object.__setattr__(self, "heads", names(self.heads))
+        if self.heads and self.plot is None:
+            raise UsageError(f"{arg('heads', self.heads[0])} chooses a head to draw; add "
                              f"{arg('plot', 'FILE')}", param="heads", related=("plot",))
 
 
@@ -50,9 +50,6 @@ class NotableHead:
     head: str
     labels: tuple[str, ...]
     text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"head": self.head, "labels": list(self.labels), "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -87,12 +84,9 @@ class AttentionResult:
                 "tokens": list(self.tokens), "layers": self.layers,
                 "attention_heads": self.attention_heads, "kv_heads": self.kv_heads,
                 "thresholds": dict(self.thresholds), "heads": [h.to_dict() for h in self.heads],
-                "notable": [n.to_dict() for n in self.notable], "plot": self.plot,
+                "notable": list(map(asdict, self.notable)), "plot": self.plot,
                 "plotted": list(self.plotted), "layer_kinds": list(self.layer_kinds),
                 "sliding_window": self.sliding_window}
-
-
-_HEAD = re.compile(r"L(\d+)H(\d+)", re.IGNORECASE)
 
 
 def parse_head(text: str, *, layers: int, heads: int) -> tuple[int, int]:
@@ -112,14 +106,11 @@ def attention(request: AttentionRequest) -> AttentionResult:
     """Score every head on ``request``'s prompt (and plot the heads it names)."""
     import numpy as np
 
+    from tokcost.plotting import check_plot_path
     from tokcost.reference.attention_stats import THRESHOLDS, describe, layer_stats
     from tokcost.reference.from_catalog import input_ids, load_tokenizer
-
     plot = Path(request.plot) if request.plot is not None else None
-    if plot is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(plot, force=request.force)  # before any work
+    check_plot_path(plot, force=request.force)  # before any work
     loaded = request.source.load()
     cfg = loaded.model.cfg
     chosen = [parse_head(h, layers=cfg.layers, heads=cfg.attention_heads) for h in request.heads]
@@ -148,7 +139,6 @@ def attention(request: AttentionRequest) -> AttentionResult:
     if plot is None:
         return result
     from tokcost.plotting.attention import plot_attention
-
     if not chosen:  # every head of a small model, else the notable ones
         everyone = [(s.layer, s.head) for s in stats]
         named = [(s.layer, s.head) for s in stats if s.labels]

@@ -1,6 +1,5 @@
 """The BPE use cases: train and export tokcost's own BPE; encode, decode and inspect with any
-tokenizer. Each takes one frozen request; a result's ``to_dict()`` is the ``--json`` document.
-"""
+tokenizer."""
 
 from __future__ import annotations
 
@@ -13,29 +12,29 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 # Through the package, not its names: a test replaces ``tokcost.bpe.train_counted``.
 from tokcost import bpe
-from tokcost.adapters.base import Describable, special_tokens_by_id
+from tokcost.adapters.base import Describable, Tokenizer, special_tokens_by_id
 from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
+from tokcost.app import names
 from tokcost.bpe import BPEModel, ExportFormat, PatternName
 from tokcost.bpe.export import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
-from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, TrainerConfig, TrainResult
+from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, ProgressFn, TrainerConfig, TrainResult
 from tokcost.counting import Skipped, TrainingInputs, input_warnings, read_input, runner_for
 from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.parts import Parts
-from tokcost.runner import EngineKind, RunConfig
+from tokcost.runner import EngineKind, RunConfig, Runner
 from tokcost.tokenizers import MODEL_PREFIX, TokenizerChoice, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
-    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
-    from tokcost.runner import Runner
 
 __all__ = ["BPEDecodeRequest", "BPEEncodeRequest", "BPEExportRequest", "BPEInspectRequest",
            "BPETrainRequest", "decode_bpe", "encode_bpe", "export_bpe", "inspect_bpe", "train_bpe"]
+
+_WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,17 +55,11 @@ class BPETrainRequest(Parts):
     run: RunConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "files", _names(self.files))
+        object.__setattr__(self, "files", names(self.files))
         object.__setattr__(self, "output", Path(self.output))
         jobs = self.trainer.jobs if self.trainer.jobs > 1 else None
-        run = RunConfig(engine=self.engine, jobs=jobs, scheduler=self.scheduler,
-                        timeout=self.timeout)
-        object.__setattr__(self, "run", run)
-
-
-def _names(paths: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
-    """A bare string or path is one input, not its characters."""
-    return (str(paths),) if isinstance(paths, (str, Path)) else tuple(map(str, paths))
+        object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=jobs,
+                                                  scheduler=self.scheduler, timeout=self.timeout))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,16 +137,6 @@ def tokenizer_spec(tokenizer: str) -> str:
     return text  # not a path: the registry says what is wrong with it
 
 
-_WHOLE = ("bpe:", "tiktoken:")  # the specs whose ranks tokcost's own BPE reads (load_any)
-
-
-def _rank_file(spec: str) -> bool:
-    # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
-    family, _, rest = spec.partition(":")
-    return spec.startswith(_WHOLE) and (
-        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest))
-
-
 @dataclass(frozen=True, kw_only=True)
 class _TokenizerRequest:
     """Any tokenizer spec (``model:ID`` through ``catalog``) or file; ``pattern``: for a
@@ -169,10 +152,13 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     """The tokenizer asked for; with ``whole``, also its BPE ranks where they can be read."""
     from tokcost.adapters.base import Approximate
     from tokcost.adapters.bpe import BPETokenizer
-
     choice = resolve_tokenizers([tokenizer_spec(request.tokenizer)], catalog=request.catalog)[0]
     pattern = request.pattern
-    if pattern is not None and not _rank_file(choice.spec):
+    family, _, rest = choice.spec.partition(":")
+    # A .tiktoken rank file: the one kind of tokenizer that may need a pattern given.
+    rank_file = choice.spec.startswith(_WHOLE) and (
+        rest.endswith((".tiktoken", ".tiktoken.gz")) or (family == "tiktoken" and "/" in rest))
+    if pattern is not None and not rank_file:
         raise UsageError(f"{arg('pattern')} is for a .tiktoken rank file; {choice.spec} has "
                          f"its own", param="pattern")
     if not choice.spec.startswith(_WHOLE):
@@ -187,19 +173,6 @@ def _load(request: _TokenizerRequest, *, reference: bool = False,
     model = bpe.load_any(choice.spec, pattern=pattern)
     tok: Tokenizer = BPETokenizer(model, request.tokenizer, use_tiktoken=not reference)
     return choice, tok if choice.exact else Approximate(tok), model
-
-
-def _check_special(name: str, tok: Tokenizer, text: str) -> None:
-    """tiktoken's rule: text the tokenizer would read as a special token raises."""
-    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
-    found = special_regex(specials).search(text) if specials else None
-    if found is None:
-        return
-    token = str(found.group())
-    if tok.encode(token, allow_special=True) != tok.encode(token):
-        raise DisallowedSpecial(f"{name}: text contains the special token {token!r}; pass "
-                                f"{arg('allow_special', True)} to encode it as one token",
-                                param="allow_special")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,8 +217,14 @@ def encode_bpe(request: BPEEncodeRequest) -> BPEEncodeResult:
     choice, tok, _ = _load(request, reference=request.reference)
     read = read_input(request.path, stdin=request.stdin) if request.path is not None else None
     body = read.text if read is not None else str(request.text)
-    if not request.allow_special:
-        _check_special(request.tokenizer, tok, body)
+    # tiktoken's rule: text the tokenizer would read as a special token raises.
+    specials = tuple(tok.special_tokens()) if isinstance(tok, Describable) else ()
+    found = special_regex(specials).search(body) if specials and not request.allow_special else None
+    token = str(found.group()) if found else ""
+    if found and tok.encode(token, allow_special=True) != tok.encode(token):
+        raise DisallowedSpecial(f"{request.tokenizer}: text contains the special token {token!r}; "
+                                f"pass {arg('allow_special', True)} to encode it as one token",
+                                param="allow_special")
     ids = tok.encode(body, allow_special=request.allow_special)
     return BPEEncodeResult(request.tokenizer, choice.spec, tuple(ids), choice.exact,
                            read.invalid_bytes if read else 0, read.name if read else None)
@@ -311,7 +290,7 @@ class BPEMerge:
     id: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BPEInspectResult:
     """A tokenizer's sizes, pattern, special tokens (by id, then text), first merges and
     longest tokens; what only a BPE tokcost reads whole can tell is None for others."""
@@ -321,11 +300,11 @@ class BPEInspectResult:
     exact: bool
     pattern: str | None
     vocab_size: int
-    tokens: int | None
-    mergeable_tokens: int | None
-    merges: int | None
+    tokens: int | None = None
+    mergeable_tokens: int | None = None
+    merges: int | None = None
     special_tokens: Mapping[str, int]
-    max_token_bytes: int | None
+    max_token_bytes: int | None = None
     longest_tokens: tuple[str, ...] = ()
     first_merges: tuple[BPEMerge, ...] = ()
 
@@ -336,17 +315,15 @@ class BPEInspectResult:
 
 
 def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
-    """Sizes, pattern and special tokens of any tokenizer; of a BPE tokcost reads whole,
-    also the ``top`` first merges and longest tokens."""
+    """Sizes, pattern, special tokens; of a BPE read whole, its ``top`` merges, longest tokens."""
     choice, tok, m = _load(request, whole=True)
     if m is None:
         regex_text = tok.pattern() if isinstance(tok, Describable) else None
         return BPEInspectResult(
             source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
             pattern=next((n for n, p in PATTERNS.items() if p == regex_text), regex_text),
-            vocab_size=tok.vocab_size, tokens=None, mergeable_tokens=None, merges=None,
-            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {},
-            max_token_bytes=None)
+            vocab_size=tok.vocab_size,
+            special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {})
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     return BPEInspectResult(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokcost.app import names
 from tokcost.atomic import ensure_writable
 from tokcost.budget import baseline_from, judge, load_config, measure, read_baseline, write_baseline
 from tokcost.budget.baseline import GitTree, baseline_at, open_tree
@@ -43,8 +44,7 @@ class AdhocBudget:
     budget_config: BudgetConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        paths = (self.paths,) if isinstance(self.paths, (str, Path)) else self.paths
-        object.__setattr__(self, "paths", tuple(str(p) for p in paths))
+        object.__setattr__(self, "paths", names(self.paths))
         object.__setattr__(self, "limits", dict(self.limits))
         if not self.paths:
             raise UsageError(f"{arg('limits')} apply to files checked without a config; pass "
@@ -69,8 +69,7 @@ class Growth:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckRequest(Parts):
-    """The ``config`` files (none: the one found walking up), every config ``under`` a
-    folder, or an ``adhoc`` budget; the rest as ``tokcost check``'s options say."""
+    """``config`` files (none: found walking up), every config ``under`` a folder, or ``adhoc``."""
 
     config: tuple[Path, ...] = ()
     under: Path | None = None
@@ -84,8 +83,7 @@ class CheckRequest(Parts):
     run: RunConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        given = (self.config,) if isinstance(self.config, (str, Path)) else self.config
-        object.__setattr__(self, "config", tuple(Path(c) for c in given))
+        object.__setattr__(self, "config", tuple(map(Path, names(self.config))))
         if self.jobs is not None:
             object.__setattr__(self, "jobs", parse_count(self.jobs, param="jobs", minimum=1))
         object.__setattr__(self, "run", RunConfig(engine=self.engine, jobs=self.jobs,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tokcost.app import names
 from tokcost.counting import Skipped
 from tokcost.inflation import Corpus, Meter, Report, measure, view
 from tokcost.parts import Parts
@@ -26,8 +27,7 @@ __all__ = ["CompareRequest", "compare"]
 
 @dataclass(frozen=True, kw_only=True)
 class CompareRequest(Parts):
-    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) to measure it with, and the
-    ``plot`` to write, refused here if it cannot be written."""
+    """The ``corpus``, the ``tokenizers`` and ``models`` (priced) measuring it, the ``plot``."""
 
     corpus: Corpus = field(default_factory=Corpus)
     tokenizers: tuple[str, ...] = ()
@@ -37,9 +37,8 @@ class CompareRequest(Parts):
     force: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("tokenizers", "models"):
-            given = getattr(self, name)
-            object.__setattr__(self, name, (given,) if isinstance(given, str) else tuple(given))
+        object.__setattr__(self, "tokenizers", names(self.tokenizers))
+        object.__setattr__(self, "models", names(self.models))
         if self.plot is not None:
             object.__setattr__(self, "plot", Path(self.plot))
             check_plot_path(self.plot, force=self.force)
@@ -58,7 +57,6 @@ class CompareResult:
         return self.report.warnings
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost compare --json`` document."""
         return self.report.to_dict()
 
     def render(self, fmt: Literal["csv", "markdown"]) -> str:

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from tokcost import counting
-from tokcost.adapters.base import Tokenizer
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
-from tokcost.counting import FileCount, Inputs, InputText, LeftOut, ProgressFn, Skipped
+from tokcost.counting import FileCount, Inputs, LeftOut, ProgressFn, Skipped
 from tokcost.counting.inputs import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
@@ -24,6 +23,7 @@ __all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_cha
 
 DEFAULT_CHAT_MODEL = "gpt-4o"  # whose chat template ``count_chat`` applies when none is named
 Paths = Inputs | str | Path | Sequence[str | Path]
+_SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
 
 
 def _choice_dict(choice: TokenizerChoice) -> dict[str, Any]:
@@ -104,8 +104,7 @@ class CountResult(_ManyInputs):
         return sum(f.chars for f in self.files)
 
     def total_tokens(self, tokenizer: TokenizerChoice | None = None) -> int:
-        spec = (tokenizer or self.tokenizers[0]).spec
-        return sum(f.tokens[spec] for f in self.files)
+        return sum(f.tokens[(tokenizer or self.tokenizers[0]).spec] for f in self.files)
 
     @property
     def windows(self) -> tuple[WindowShare, ...]:
@@ -114,7 +113,6 @@ class CountResult(_ManyInputs):
                      for c in self.tokenizers if c.model is not None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost count --json`` document."""
         cols = self.tokenizers
         return {"tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
                 "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
@@ -194,7 +192,6 @@ class ChatResult:
                 *((parts,) if skipped else ()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``tokcost count --chat --json`` document."""
         return {"chat": self.chat, "models": [m.to_dict() for m in self.models],
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
@@ -224,9 +221,8 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
                              "choose a model that has one (tokcost models show ID)")
         choice = (replace(override[0], label=entry.id, model=entry) if override
                   else model_choice(entry))
-        counted = count_messages(messages, choice.load(), entry.chat)
-        rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, counted,
-                                   entry.context_window))
+        rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, count_messages(
+            messages, choice.load(), entry.chat), entry.context_window))
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)
 
 
@@ -259,9 +255,6 @@ class TokenizeResult:
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
-_SHARED = ("tokenizer", "max_tokens")  # said once in TokensResult.to_dict, not per file
-
-
 @dataclass(frozen=True)
 class TokensResult(_ManyInputs):
     tokenizer: TokenizerChoice
@@ -275,22 +268,6 @@ class TokensResult(_ManyInputs):
         return {"tokenizer": _choice_dict(self.tokenizer), "max_tokens": self.max_tokens,
                 "files": [{k: v for k, v in f.to_dict().items() if k not in _SHARED}
                           for f in self.files], "skipped": [asdict(s) for s in self.skipped]}
-
-
-def _tokens_of(read: InputText, choice: TokenizerChoice, tok: Tokenizer,
-               request: TokenizeRequest) -> TokenizeResult:
-    text, max_tokens = read.text, request.max_tokens
-    ids = tok.encode(text, allow_special=request.allow_special)
-    total = len(ids)
-    if max_tokens is not None and total > max_tokens:
-        ids = ids[:max_tokens]
-        text = tok.decode(ids)
-        # A character split by the cut decodes to U+FFFD: keep whole characters only.
-        while text.endswith("\ufffd") and not read.text.startswith(text):
-            text = text[:-1]
-    pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(ids))
-    return TokenizeResult(choice, tuple(ids), pieces, text, read.name, total, max_tokens,
-                          read.invalid_bytes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,7 +306,7 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
         request = TokenizeRequest(inputs=_inputs(request))
     choice = request.tokenizers.columns()[0]
     tok = choice.load()
-    inputs = request.inputs
+    inputs, top = request.inputs, request.max_tokens
     skipped: list[Skipped] = []
     results = []
     for source in counting.walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
@@ -338,5 +315,13 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
         if isinstance(read, Skipped):
             skipped.append(read)
             continue
-        results.append(_tokens_of(read, choice, tok, request))
-    return TokensResult(choice, tuple(results), tuple(skipped), request.max_tokens)
+        ids = tok.encode(read.text, allow_special=request.allow_special)
+        cut = top is not None and len(ids) > top
+        shown, text = (ids[:top], tok.decode(ids[:top])) if cut else (ids, read.text)
+        # A character split by the cut decodes to U+FFFD: keep whole characters only.
+        while text.endswith("\ufffd") and not read.text.startswith(text):
+            text = text[:-1]
+        pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(shown))
+        results.append(TokenizeResult(choice, tuple(shown), pieces, text, read.name, len(ids), top,
+                                      read.invalid_bytes))
+    return TokensResult(choice, tuple(results), tuple(skipped), top)

@@ -79,9 +79,6 @@ class GeneratedSample:
     text: str
     token_ids: tuple[int, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "token_ids": list(self.token_ids)}
-
 
 @dataclass(frozen=True, kw_only=True)
 class KVCacheUse:
@@ -131,7 +128,7 @@ class GenerateResult:
             "prompt_ids": list(self.prompt_ids), "cache": self.cache.value,
             "block_size": self.block_size,
             "sampling": {"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
-                         "seed": s.seed}, "samples": [x.to_dict() for x in self.samples],
+                         "seed": s.seed}, "samples": list(map(asdict, self.samples)),
             "kv_cache": self.kv_cache.to_dict()}
         if self.explain:
             data["steps"] = [step.to_dict() for step in self.steps]
@@ -143,12 +140,10 @@ def generate(request: GenerateRequest) -> GenerateResult:
     from tokcost.reference.from_catalog import estimate_cache_bytes, input_ids, load_tokenizer
     from tokcost.reference.generate import check_fit
     from tokcost.reference.generate import generate as run
-
     loaded = request.source.load()
     prompt = request.text
     if request.chat:  # the request refused chat without a checkpoint
         from tokcost.reference.chat_template import read_template, render
-
         assert loaded.folder is not None
         template, specials = read_template(loaded.folder)
         prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)

@@ -20,11 +20,10 @@ def estimate_memory(request: KvRequest) -> KvResult:
     """
     from tokcost import memory
     from tokcost.app.models import resolve_model
+    from tokcost.plotting import check_plot_path
     from tokcost.tokenizers import open_catalog
     out, ref = request.output, request.model_ref
-    if out.plot is not None:
-        from tokcost.plotting import check_plot_path
-        check_plot_path(out.plot, force=out.force)  # before any work
+    check_plot_path(out.plot, force=out.force)  # before any work
     catalog = open_catalog(ref.catalog)
     gpu = request.budget.gpu
     gpu = catalog.resolve_gpu(gpu) if isinstance(gpu, str) else gpu  # before reading a model

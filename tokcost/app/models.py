@@ -29,8 +29,7 @@ __all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus
 
 @dataclass(frozen=True)
 class ModelList:
-    """The catalog's models (one provider's when asked), with their tokenizers as ``models
-    list`` names them (``≈``: a proxy)."""
+    """The catalog's models (one provider's when asked) and their tokenizers' short labels."""
 
     models: tuple[ModelEntry, ...]
     tokenizers: tuple[str, ...]
@@ -109,7 +108,6 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
     from tokcost.adapters.registry import normalize_spec
     from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
     from tokcost.units import spec_label
-
     written = normalize_spec(entry.tokenizer_spec or "")
     if not written:
         return ""
@@ -128,7 +126,6 @@ def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
 def _expanded(spec: str, model_id: str) -> str:
     """A spec, placeholders expanded, else as written with the pip command it needs."""
     from tokcost.catalog.schema import expand_package_paths
-
     try:
         return expand_package_paths(spec, model_id) or spec
     except MissingDependency as exc:
@@ -138,7 +135,6 @@ def _expanded(spec: str, model_id: str) -> str:
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:
     """Every problem of a catalog file (default: the one in use), read afresh."""
     from tokcost.adapters.registry import check_spec
-
     path = str(file if file is not None else catalog_file())
     problems = tuple(str(p) for p in validate_file(path, judge=check_spec))
     if problems:
@@ -186,7 +182,6 @@ def sync_prices(request: SyncPricesRequest) -> PriceSync:
     """Compare the catalog's prices with genai-prices; ``write`` them in place (docs/models.md)."""
     from tokcost.atomic import ensure_writable
     from tokcost.catalog.sync import apply_diffs, compare_prices
-
     path = catalog_file(request.catalog)
     if request.write:
         ensure_writable(path)  # before the database is read and compared
@@ -201,7 +196,6 @@ def sync_prices(request: SyncPricesRequest) -> PriceSync:
 def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
     """``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``, a config.json or a folder."""
     from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
-
     if isinstance(source, str) and is_hf_spec(source):
         return load_hf_model(source, model_id=model_id)
     return load_config(source, model_id=model_id)
@@ -272,7 +266,6 @@ def import_model(request: ImportModelRequest) -> ModelImport:
     """The entry as catalog YAML beside the shipped one, written atomically to ``output``."""
     from tokcost.atomic import ensure_writable, write_text_atomic
     from tokcost.catalog.entry_yaml import catalog_text
-
     target = request.output
     if target is not None:
         if target.exists() and not target.is_dir() and not request.force:

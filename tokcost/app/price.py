@@ -13,16 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tokcost.catalog import CatalogSource, ModelEntry
+from tokcost.app import names
+from tokcost.catalog import CatalogSource
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, require_price
 from tokcost.tokenizers import model_choice, open_catalog
 from tokcost.units import parse_count
 
 __all__ = ["PriceRequest", "price"]
-
-_COUNTS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
-           "reasoning_tokens", "requests")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,15 +43,15 @@ class PriceRequest:
         if not self.model:
             raise UsageError(f"price needs a model: {arg('model', 'ID')} (see `tokcost models "
                              "list`)", param="model")
-        for name in _COUNTS:
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
+                     "reasoning_tokens", "requests"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, parse_count(value, param=name))
         if self.requests < 1:
             raise UsageError(f"{arg('requests')} must be a positive integer, got "
                              f"{self.requests}", param="requests")
-        given = [self.paths] if isinstance(self.paths, (str, Path)) else self.paths
-        object.__setattr__(self, "paths", tuple(str(p) for p in given))
+        object.__setattr__(self, "paths", names(self.paths))
         if self.paths and self.input_tokens is not None:
             raise UsageError(f"give the prompt as files or as {arg('input_tokens')}, not both",
                              param="input_tokens")
@@ -64,8 +62,7 @@ class PriceRequest:
 
 @dataclass(frozen=True)
 class PriceResult:
-    """A cost breakdown, how its prompt was counted, and the input policy's and
-    ``limit_warnings``' warnings."""
+    """A cost breakdown, how its prompt was counted, and the input and limit warnings."""
 
     breakdown: CostBreakdown
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
@@ -84,8 +81,24 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
     require_price(entry, batch=r.batch)  # before counting any file
     warnings: tuple[str, ...] = ()
     exact, prompt = True, r.input_tokens
-    if prompt is None:
-        prompt, exact, warnings = _count(entry, [str(p) for p in r.paths], stdin)
+    if prompt is None:  # counted in the files by the model's tokenizer
+        from tokcost.counting import Inputs, count_paths
+        if not entry.tokenizer:
+            raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; "
+                             f"pass {arg('input_tokens', 'N')}", param="input_tokens")
+        choice = model_choice(entry)
+        tokenizer = choice.load()
+        report = count_paths(Inputs(paths=list(map(str, r.paths)), stdin=stdin),
+                             {choice.spec: tokenizer})
+        if not report.files and report.skipped:  # as count says it: the policy left them all out
+            notes = "; ".join(s.note for s in report.skipped[:3])
+            more = len(report.skipped) - 3
+            raise InputError("nothing to count: every input was skipped (" + notes
+                             + (f"; and {more} more" if more > 0 else "") + ")")
+        if not report.files:
+            raise UsageError(f"no text to count in {', '.join(map(str, r.paths))}; give text "
+                             f"files, or {arg('input_tokens', 'N')}", param="input_tokens")
+        prompt, exact, warnings = report.total_tokens(choice.spec), tokenizer.exact, report.warnings
     breakdown = estimate_cost(
         entry, input_tokens=prompt, output_tokens=r.output_tokens, cached_tokens=r.cached_tokens,
         cache_write_tokens=r.cache_write_tokens, reasoning_tokens=r.reasoning_tokens,
@@ -93,25 +106,3 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
     warnings += limit_warnings(entry, input_tokens=prompt, output_tokens=r.output_tokens,
                                reasoning_tokens=r.reasoning_tokens, exact=exact)
     return PriceResult(breakdown, exact, bool(r.paths), warnings)
-
-
-def _count(entry: ModelEntry, paths: list[str], stdin: BinaryIO | None
-           ) -> tuple[int, bool, tuple[str, ...]]:
-    """Prompt tokens of files/stdin by the model's tokenizer, whether exact, and warnings."""
-    from tokcost.counting import Inputs, count_paths
-
-    if not entry.tokenizer:
-        raise UsageError(f"model '{entry.id}' names no tokenizer in the catalog; "
-                         f"pass {arg('input_tokens', 'N')}", param="input_tokens")
-    choice = model_choice(entry)
-    tokenizer = choice.load()
-    report = count_paths(Inputs(paths=paths, stdin=stdin), {choice.spec: tokenizer})
-    if not report.files and report.skipped:  # as count says it: the policy left them all out
-        notes = "; ".join(s.note for s in report.skipped[:3])
-        more = len(report.skipped) - 3
-        raise InputError("nothing to count: every input was skipped (" + notes
-                         + (f"; and {more} more" if more > 0 else "") + ")")
-    if not report.files:
-        raise UsageError(f"no text to count in {', '.join(paths)}; give text files, or "
-                         f"{arg('input_tokens', 'N')}", param="input_tokens")
-    return report.total_tokens(choice.spec), bool(tokenizer.exact), report.warnings

@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.errors import TokcostError, UsageError, Words, arg
 from tokcost.parts import Parts
-from tokcost.reference.from_catalog import ModelSource
+from tokcost.reference.from_catalog import Loaded, ModelSource
 from tokcost.reference.request import as_int
 
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, ModelEntry
     from tokcost.memory.cache_policy import CachePolicy
-    from tokcost.reference.config import RefConfig
-    from tokcost.reference.from_catalog import Loaded
     from tokcost.reference.quality import PolicyQuality
 
 __all__ = ["QualityRequest", "kvmem_quality"]
@@ -32,8 +30,7 @@ HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each 
 
 @dataclass(frozen=True, kw_only=True)
 class Policies:
-    """The cache policies to measure (``parse_policy`` specs, comma lists; None: the
-    defaults) and the quantizers' settings."""
+    """The cache policies (``parse_policy`` specs; None: the defaults) and quantizer settings."""
 
     policies: Sequence[str] | None = None
     residual: int = 128
@@ -42,7 +39,6 @@ class Policies:
 
     def __post_init__(self) -> None:
         from tokcost.memory.cache_policy import parse_policy
-
         given = [self.policies] if isinstance(self.policies, str) else self.policies or []
         specs = tuple(p.strip() for spec in given for p in spec.split(",") if p.strip())
         if self.policies is None or (given and not specs):  # None, or only commas: the default
@@ -63,9 +59,8 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Parts):
-    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (a
-    path, ``-`` for ``stdin``; None: the held-out corpora), prefilling ``prompt`` tokens;
-    with ``gpu``, the sequences of ``context`` tokens each policy fits."""
+    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (None: the
+    held-out corpora) after ``prompt``; with ``gpu``, the ``context``-token sequences that fit."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)
@@ -155,26 +150,32 @@ class QualityResult:
 def held_out_text() -> str:
     """The last 10% of the lines of every shipped prose corpus, English first."""
     from tokcost.inflation import builtin_dir
-
     files = sorted((builtin_dir() / "prose").glob("*.txt"), key=lambda p: (p.stem != "en", p.stem))
-    parts = []
-    for path in files:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        parts.append("".join(lines[max(1, int(len(lines) * (1 - HELD_OUT_SHARE))):]))
-    return "".join(parts)
+    texts = [path.read_text(encoding="utf-8").splitlines(keepends=True) for path in files]
+    return "".join("".join(ls[max(1, int(len(ls) * (1 - HELD_OUT_SHARE))):]) for ls in texts)
 
 
 def kvmem_quality(request: QualityRequest) -> QualityResult:
     """Measure ``request``'s policies against the full cache (and plot them)."""
+    from tokcost.plotting import check_plot_path
     from tokcost.reference.quality import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
-
     target = Path(request.plot) if request.plot is not None else None
-    if target is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(target, force=request.force)  # before any work
-    loaded = _load(request)
+    check_plot_path(target, force=request.force)  # before any work
+    loaded = request.source.load()
+    entry, cfg = loaded.entry, loaded.model.cfg
+    if not loaded.trained:
+        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
+                           "weights (tiny-ref ships them)")
+    if request.gpu is not None and cfg.slides:
+        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU sizes "
+                         f"full-attention layers only; leave out {arg('gpu')}", param="gpu")
+    group = request.cache_policies.kv_group_size
+    grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
+    if grouped and group < cfg.head_dim and cfg.head_dim % group:
+        # Values are grouped over a head's channels (a larger group is one group of all).
+        raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
+                         f"{cfg.head_dim}", param="kv_group_size", value=group)
     ids, source = _token_ids(request, loaded)
     first = request.prompt if request.prompt is not None else max(1, len(ids) // 8)
     plan = (_planner(loaded.entry, open_catalog(request.source.catalog), request.gpu,
@@ -206,36 +207,16 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
             f"{c.quant.group}): its row equals the full cache"
             for c in chosen if c.quant is not None and c.quant.quantized_tokens(held) == 0))
     if target is not None:
-        from tokcost.plotting.quality import plot_frontier
-
+        from tokcost.plotting.memory import plot_frontier
         plot_frontier(result, target)
     return result
-
-
-def _load(request: QualityRequest) -> Loaded:
-    loaded = request.source.load()
-    entry, cfg = loaded.entry, loaded.model.cfg
-    if not loaded.trained:
-        raise TokcostError(f"model '{entry.id}' has no weights file; quality needs trained "
-                           "weights (tiny-ref ships them)")
-    if request.gpu is not None and cfg.slides:
-        raise UsageError(f"model '{entry.id}' has sliding-window layers, and planning a GPU sizes "
-                         f"full-attention layers only; leave out {arg('gpu')}", param="gpu")
-    group = request.cache_policies.kv_group_size
-    grouped = any(c.quant is not None and c.quant.grouped for c in request.cache_policies.chosen)
-    if grouped and group < cfg.head_dim and cfg.head_dim % group:
-        # Values are grouped over a head's channels (a larger group is one group of all).
-        raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
-                         f"{cfg.head_dim}", param="kv_group_size", value=group)
-    return loaded
 
 
 def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:
     """The first ``max_tokens`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
-
-    cfg: RefConfig = loaded.model.cfg
+    cfg = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
     source = "held-out corpora (last 10% of each prose file)"
     if request.text is None:
@@ -274,7 +255,6 @@ class _Planner:
 def _planner(entry: ModelEntry, cat: Catalog, gpu: str, context: int | None) -> _Planner:
     from tokcost.memory import KvRequest, estimate_kv
     from tokcost.memory.kv import attention_shape
-
     arch = entry.architecture
     assert arch is not None
     if arch.attention.type != "full":

@@ -1,7 +1,5 @@
-"""JSON Schemas of tokcost's YAML files, for editors, generated from the validator's pydantic
-models and shipped in ``tokcost/schemas/`` (a test keeps them fresh: after changing a
-model, run ``python -m tokcost.app.schemas``).
-"""
+"""JSON Schemas of tokcost's YAML files for editors, from the pydantic models, shipped in
+``tokcost/schemas/`` (a test keeps them fresh: ``python -m tokcost.app.schemas`` rewrites them)."""
 
 from __future__ import annotations
 
@@ -32,7 +30,6 @@ def json_schema(document: SchemaDocument | str) -> dict[str, Any]:
     """The draft-07 JSON Schema of ``document`` (what YAML editors read), from its model."""
     from tokcost.budget.config import ConfigDocument
     from tokcost.catalog.document import CatalogDocument
-
     document = SchemaDocument(document)
     model = CatalogDocument if document is SchemaDocument.CATALOG else ConfigDocument
     return {"$schema": "http://json-schema.org/draft-07/schema#",

@@ -144,10 +144,9 @@ def simulate(request: SimulationRequest) -> SimulationResult:
     """
     from tokcost.memory import simulate as sim
     from tokcost.memory.workload import clip_requests
+    from tokcost.plotting import check_plot_path
     out, work = request.output, request.workload
-    if out.plot is not None:
-        from tokcost.plotting import check_plot_path
-        check_plot_path(out.plot, force=out.force)  # before any work
+    check_plot_path(out.plot, force=out.force)  # before any work
     pool = _memory(request)
     check_block_size(request.block_size, pool.max_len)  # before the trace is read
     reqs, clipped = clip_requests(work.draw(), pool.max_len)

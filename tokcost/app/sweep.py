@@ -1,7 +1,5 @@
-"""Use case ``bpe sweep``: which vocabulary size for this corpus and this model width? One
-training gives every size; each, and each reference tokenizer, is measured on held-out text
-(the costs' formulas: docs/bpe.md).
-"""
+"""Use case ``bpe sweep``: one training gives every vocabulary size, each measured beside the
+reference tokenizers on held-out text (the costs' formulas: docs/bpe.md)."""
 
 from __future__ import annotations
 
@@ -12,20 +10,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tokcost.app.bpe import _names, train_inputs
+from tokcost.app import names
+from tokcost.app.bpe import train_inputs
 from tokcost.bpe.pretokenize import PatternName
 from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.bpe.train import TrainerConfig
+from tokcost.bpe.train import ProgressFn, TrainerConfig
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
+from tokcost.plotting import check_plot_path
 from tokcost.runner import LocalRunner
-from tokcost.tokenizers import TokenizerChoice, open_catalog, resolve_tokenizers
+from tokcost.tokenizers import open_catalog, resolve_tokenizers
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.bpe.model import BPEModel
-    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import Architecture
 
@@ -43,10 +42,8 @@ _FORMULAS = {  # the cost formulas, per cost scope
 
 @dataclass(frozen=True, kw_only=True)
 class BPESweepRequest(Parts):
-    """Train once at the largest of ``vocab_sizes`` on ``files``, measure every size on
-    ``held_out`` (files, or one parallel folder: a document per language) beside the
-    reference ``tokenizers`` (and ``model``'s). The width: ``hidden`` or ``model``'s.
-    """
+    """Train once at the largest of ``vocab_sizes``, measure every size on ``held_out`` (files,
+    or a parallel folder) beside ``tokenizers``; the width: ``hidden`` or ``model``'s."""
 
     files: tuple[str, ...]
     vocab_sizes: tuple[int | str, ...]
@@ -66,7 +63,7 @@ class BPESweepRequest(Parts):
 
     def __post_init__(self) -> None:
         for name in ("files", "held_out", "tokenizers"):
-            object.__setattr__(self, name, _names(getattr(self, name)))
+            object.__setattr__(self, name, names(getattr(self, name)))
         if self.plot is not None:
             object.__setattr__(self, "plot", Path(self.plot))
         if isinstance(self.hidden, str):
@@ -117,14 +114,12 @@ class _Width:
         if self.arch is None or not tokens:
             return 2 * self.hidden * tokens * (tokens + 1)
         from tokcost.memory.roofline import attention_flops
-
         return attention_flops(self.arch, new_tokens=tokens)
 
     def kv_bytes(self, tokens: int) -> int:
         if self.arch is None or not tokens:
             return 4 * self.hidden * tokens
         from tokcost.memory import kv_cache_bytes
-
         return kv_cache_bytes(self.arch, tokens, "bf16")
 
 
@@ -238,18 +233,6 @@ class BPESweepResult:
             "skipped": list(map(asdict, self.skipped)), "warnings": list(self.warnings)}
 
 
-def _width(request: BPESweepRequest) -> _Width:
-    if request.model is None:
-        return _Width(request.hidden or DEFAULT_HIDDEN, request.tied, None, None)
-    entry = open_catalog(request.catalog).resolve(request.model)
-    arch = entry.architecture
-    if arch is None or arch.hidden_size is None:
-        raise UsageError(f"{arg('model')} '{entry.id}' has no architecture.hidden_size in the "
-                         f"catalog; give {arg('hidden', 'N')} instead", param="model",
-                         related=("hidden",))
-    return _Width(arch.hidden_size, request.tied, entry.id, arch)
-
-
 def _documents(sources: Sequence[str], stdin: BinaryIO | None,
                skipped: list[Skipped]) -> tuple[list[SweepDocument], list[str]]:
     if not sources:
@@ -259,7 +242,6 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     notes: list[str] = []
     if len(sources) == 1 and Path(sources[0]).is_dir():
         from tokcost.inflation import load_dir
-
         folder = Path(sources[0])
         try:
             groups = load_dir(folder, skipped=skipped)
@@ -290,23 +272,8 @@ def _documents(sources: Sequence[str], stdin: BinaryIO | None,
     return docs, notes
 
 
-def _reference_counts(choices: list[TokenizerChoice], request: BPESweepRequest, width: _Width,
-                      texts: list[str], notes: list[str]) -> list[tuple[Any, int, list[int]]]:
-    """Each reference's vocabulary size and tokens per document, the model's if it loads."""
-    loaded = [(choice, choice.load()) for choice in choices]
-    if width.model is not None and all(c.label != width.model for c in choices):
-        mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
-        try:
-            loaded.append((mine, mine.load()))
-        except TokcostError as exc:
-            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
-    return [(c, tok.vocab_size, [tok.count(t) for t in texts]) for c, tok in loaded]
-
-
 @dataclass(frozen=True)
 class _Ruler:
-    """What every point is measured with."""
-
     docs: tuple[SweepDocument, ...]
     width: _Width
     ref_total: int
@@ -333,17 +300,30 @@ class _Ruler:
 def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> BPESweepResult:
     """Train once, then measure every size and reference tokenizer on the held-out text."""
     t0 = time.perf_counter()
-    width = _width(request)
-    if request.plot is not None:
-        from tokcost.plotting import check_plot_path
-
-        check_plot_path(request.plot, force=request.force)
+    width = _Width(request.hidden or DEFAULT_HIDDEN, request.tied, None, None)
+    if request.model is not None:
+        entry = open_catalog(request.catalog).resolve(request.model)
+        arch = entry.architecture
+        if arch is None or arch.hidden_size is None:
+            raise UsageError(f"{arg('model')} '{entry.id}' has no architecture.hidden_size in the "
+                             f"catalog; give {arg('hidden', 'N')} instead", param="model",
+                             related=("hidden",))
+        width = _Width(arch.hidden_size, request.tied, entry.id, arch)
+    check_plot_path(request.plot, force=request.force)
     choices = resolve_tokenizers(list(request.tokenizers), catalog=request.catalog, default=None)
     skipped: list[Skipped] = []
     docs, notes = _documents(request.held_out, request.stdin, skipped)
     runner = LocalRunner(request.jobs, processes=True)
     trained = train_inputs(request.files, request.trainer, runner, progress, stdin=request.stdin)
-    refs = _reference_counts(choices, request, width, [d.text for d in docs], notes)
+    # The reference tokenizers (and the model's, where it loads), counted on every document.
+    loaded = [(choice, choice.load()) for choice in choices]
+    if width.model is not None and all(c.label != width.model for c in choices):
+        mine = resolve_tokenizers([f"model:{width.model}"], catalog=request.catalog)[0]
+        try:
+            loaded.append((mine, mine.load()))
+        except TokcostError as exc:
+            notes.append(f"{width.model}'s tokenizer is left out of the references: {exc}")
+    refs = [(c, tok.vocab_size, [tok.count(d.text) for d in docs]) for c, tok in loaded]
     ruler = _Ruler(tuple(docs), width, sum(refs[0][2]) if refs else 0)
     references = tuple(ruler.point(c.label, v, counts, spec=c.spec, exact=c.exact)
                        for c, v, counts in refs)
@@ -368,12 +348,8 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
         notes=tuple(all_notes))
     if request.plot is not None:
-        from tokcost.plotting.sweep import SweepPlotPoint, plot_sweep
-
-        curve, dots = ([SweepPlotPoint(p.label, p.vocab_size, p.tokens_per_byte,
-                                       p.embedding_params + p.output_params, p.exact)
-                        for p in group] for group in (distinct or points[:1], references))
-        plot_sweep(curve, dots, request.plot, knee=result.knee, force=request.force,
+        from tokcost.plotting.sweep import plot_sweep
+        plot_sweep(distinct or points[:1], references, request.plot, knee=result.knee,
                    knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
                    width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")
     return result

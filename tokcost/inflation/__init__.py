@@ -1,6 +1,5 @@
-"""Token inflation: the same content, counted in many languages, scripts and formats;
-``corpus`` and ``benchmarks`` read the texts, ``measure`` derives the premium, ``view``
-lays the report out (``tokcost.compare`` chains them)."""
+"""Token inflation: the same content in many languages and formats; ``corpus`` and ``benchmarks``
+read it, ``measure`` derives the premium, ``view`` lays it out (``tokcost.compare`` chains them)."""
 
 from tokcost.inflation.benchmarks import load_flores, load_udhr
 from tokcost.inflation.corpus import (

@@ -52,12 +52,9 @@ def load_flores(folder: Path, *, baseline: str = "en", split: FloresSplit | str 
     """Every language of a FLORES-200 folder, its sentences of ``split`` in order."""
     chosen = FloresSplit(split)
     splits: tuple[str, ...] = _SPLITS if chosen is FloresSplit.BOTH else (chosen.value,)
-    # "both" in one split's folder (flores200_dataset/dev) means the split that is there.
     here = tuple(s for s in _SPLITS if _flores_files(folder, s))
-    if here and chosen is FloresSplit.BOTH:
-        splits = here
-    elif chosen is FloresSplit.BOTH:  # a copy with only one split's folder: read that one
-        splits = tuple(s for s in splits if _flores_files(folder / s, s)) or splits
+    if chosen is FloresSplit.BOTH:  # in one split's folder, or beside only one: that split
+        splits = here or tuple(s for s in _SPLITS if _flores_files(folder / s, s)) or _SPLITS
     files = {s: {p.stem: p for p in _flores_files(folder if s in here else folder / s, s)}
              for s in splits}
     codes = sorted(set().union(*(set(f) for f in files.values())))

@@ -115,9 +115,8 @@ class Group:
 
 @dataclass(frozen=True, kw_only=True)
 class Corpus:
-    """Which parallel texts to compare: ``sources`` (one folder, or files; none: the
-    shipped corpora), the ``baseline``, the ``kinds`` to keep (none: all), the FLORES ``split``;
-    ``-`` among the files reads ``stdin`` (default the process's)."""
+    """Which parallel texts: ``sources`` (a folder, or files, ``-``: ``stdin``; none: the shipped
+    corpora), the ``baseline``, the ``kinds`` to keep (none: all), the FLORES ``split``."""
 
     sources: tuple[Path, ...] = ()
     builtin: bool = False  # the shipped corpora, said outright (the default without sources)
@@ -244,14 +243,6 @@ def load_dir(folder: Path, *, baseline: str = "en", kinds: Sequence[CorpusKind |
     return load_files(files, baseline=baseline, skipped=skipped)
 
 
-def _kind_and_code(path: Path) -> tuple[str, str]:
-    """What a file in a list holds, from its name: ``hi.txt`` is prose in ``hi``."""
-    if str(path) == STDIN:
-        return "prose", STDIN_CODE
-    kind, code = SUFFIX_KINDS.get(path.suffix.lower(), ("prose", path.stem))
-    return kind, "json-min" if path.name.endswith(".min.json") else code
-
-
 def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO | None = None,
                skipped: list[Skipped] | None = None) -> list[Group]:
     """Files named ``<lang>.txt`` or by their format, ``-`` being ``stdin``; of two with one
@@ -259,12 +250,16 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
     by_kind: dict[str, list[Sample]] = {}
     left_out: dict[str, dict[str, Skipped]] = {}
     for path in paths:
-        kind, code = _kind_and_code(path)
-        if str(path) != STDIN:
-            if not path.exists():
-                raise UsageError(f"{path} does not exist")
-            if path.is_dir():
-                raise UsageError(f"{path} is a folder; pass it alone, or pass files")
+        # What a file holds, from its name: hi.txt is prose in hi, x.py is python code.
+        kind, code = SUFFIX_KINDS.get(path.suffix.lower(), ("prose", path.stem))
+        if str(path) == STDIN:
+            kind, code = "prose", STDIN_CODE
+        elif not path.exists():
+            raise UsageError(f"{path} does not exist")
+        elif path.is_dir():
+            raise UsageError(f"{path} is a folder; pass it alone, or pass files")
+        elif path.name.endswith(".min.json"):
+            code = "json-min"
         read = read_text_file(path, skipped, stdin)
         if isinstance(read, Skipped):
             left_out.setdefault(kind, {})[code] = read
@@ -284,8 +279,7 @@ def load_files(paths: Iterable[Path], *, baseline: str = "en", stdin: BinaryIO |
         seen: set[str] = set()
         for i, s in enumerate(samples):
             if s.code in seen:  # a second en.txt: keep it apart as en@<its folder>
-                parent = Path(s.path).parent.name if s.path else str(i)
-                samples[i] = replace(s, code=f"{s.code}@{parent or i}")
+                samples[i] = replace(s, code=f"{s.code}@{Path(s.path or '').parent.name or i}")
             seen.add(samples[i].code)
         base = baseline if kind == "prose" else DEFAULT_BASELINES[kind]
         if kind != "prose" and base not in {s.code for s in samples}:

@@ -9,6 +9,8 @@ from typing import Any
 # Scripts without spaces between words (ISO 15924), where words/token means nothing.
 NO_SPACE_SCRIPTS = frozenset(
     {"Hani", "Hans", "Hant", "Hira", "Kana", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
+# Unicode name prefixes that are not the script's usual name.
+_SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -60,13 +62,8 @@ def whitespace_words(code: str) -> bool:
     return language_script(code) not in NO_SPACE_SCRIPTS
 
 
-# Unicode name prefixes that are not the script's usual name.
-_SCRIPT_NAMES = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana"}
-
-
 def guess_script(text: str, *, sample: int = 4000) -> str | None:
-    """The writing system most letters belong to, from their Unicode names (``Han+Kana``
-    when Japanese mixes them)."""
+    """The script most letters belong to, by Unicode name (``Han+Kana``: Japanese mixes them)."""
     import unicodedata
     from collections import Counter
     words = (unicodedata.name(ch, "UNKNOWN").split(" ")[0] for ch in text[:sample] if ch.isalpha())

@@ -10,18 +10,20 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from tokcost.adapters.base import count_backend, count_many, plan_run
+from tokcost.adapters.base import Tokenizer, count_backend, count_many, plan_run
 from tokcost.errors import UsageError, arg
 from tokcost.inflation.corpus import Group, Sample, paragraphs
 
 if TYPE_CHECKING:
-    from tokcost.adapters.base import Tokenizer
     from tokcost.catalog.schema import ModelEntry
     from tokcost.tokenizers import TokenizerChoice
 
 # The ratios a JSON report rounds to four digits, in its key order.
 _ROUNDED = ("bytes_per_token", "chars_per_token", "words_per_token", "tokens_per_word",
             "tokens_per_line", "premium")
+# (tokenizer id, group index, sample code) -> tokens, or the tokens of each aligned sentence
+_Counts = dict[tuple[int, int, str], int]
+_Units = dict[tuple[int, int, str], list[int]]
 
 
 @dataclass(frozen=True)
@@ -176,11 +178,6 @@ def _cost(meter: Meter, tokens: int) -> Decimal | None:
         return None
     from tokcost.pricing import estimate_cost
     return estimate_cost(meter.model, input_tokens=tokens).total
-
-
-# (tokenizer id, group index, sample code) -> tokens, or the tokens of each aligned sentence
-_Counts = dict[tuple[int, int, str], int]
-_Units = dict[tuple[int, int, str], list[int]]
 
 
 def _count(groups: Sequence[Group], meters: Sequence[Meter],

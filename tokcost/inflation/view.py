@@ -95,13 +95,11 @@ def _sections(rows: tuple[Row, ...], meter: Meter,
     scripts: dict[str, list[Row]] = {}
     for row in rows:
         scripts.setdefault(row.sample.script or "unknown script", []).append(row)
-
-    def median(items: list[Row]) -> float:
-        return statistics.median(r.result(meter.label).premium or 0.0 for r in items)
-
-    ordered = sorted(scripts.items(), key=lambda kv: (-median(kv[1]), kv[0]))
+    median = {script: statistics.median(r.result(meter.label).premium or 0.0 for r in items)
+              for script, items in scripts.items()}
+    ordered = sorted(scripts.items(), key=lambda kv: (-median[kv[0]], kv[0]))
     return [(f"{script}: {len(items)} text{'s' if len(items) > 1 else ''}, median "
-             f"{median(items):.2f}x", tuple(items)) for script, items in ordered]
+             f"{median[script]:.2f}x", tuple(items)) for script, items in ordered]
 
 
 def _cost_sentence(group: GroupReport, meter: Meter) -> str | None:
@@ -154,12 +152,10 @@ def to_csv(report: Report) -> str:
             for row in g.rows_by(m.label):
                 r = row.result(m.label)
                 writer.writerow([
-                    g.kind, row.code, row.sample.label, row.sample.script or "", r.meter,
-                    r.tokens, r.exact, row.bytes, row.chars,
-                    "" if row.words is None else row.words, row.lines,
-                    _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
-                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line,
-                                                      r.premium)),
-                    "" if r.cost_usd is None else str(r.cost_usd), _num(r.cost_ratio, "{:.4f}", ""),
-                ])
+                    g.kind, row.code, row.sample.label, row.sample.script or "", r.meter, r.tokens,
+                    r.exact, row.bytes, row.chars, "" if row.words is None else row.words,
+                    row.lines, _num(r.bytes_per_token, "{:.4f}"), _num(r.chars_per_token, "{:.4f}"),
+                    *(_num(x, "{:.4f}", "") for x in (r.words_per_token, r.tokens_per_line)),
+                    _num(r.premium, "{:.4f}", ""), "" if r.cost_usd is None else str(r.cost_usd),
+                    _num(r.cost_ratio, "{:.4f}", "")])
     return out.getvalue()

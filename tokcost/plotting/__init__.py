@@ -1,9 +1,5 @@
-"""Every plot in one place: this module holds what all plots share (path checks, lazy
-matplotlib, atomic save); one module per figure family beside it.
-
-matplotlib is an optional extra (``pip install 'tokcost[plot]'``), imported only here
-and only when a picture is asked for.
-"""
+"""What every plot shares (path checks, lazy matplotlib, atomic save); one module per figure
+family beside it. matplotlib is an optional extra (``tokcost[plot]``), imported only here."""
 
 from __future__ import annotations
 
@@ -16,8 +12,10 @@ from tokcost.errors import MissingDependency, UsageError, arg
 FORMATS = (".png", ".svg", ".pdf")
 
 
-def check_plot_path(path: Path, *, force: bool = False) -> None:
-    """Fail before any work when the picture could not be written."""
+def check_plot_path(path: Path | None, *, force: bool = False) -> None:
+    """Fail before any work when the picture (if any) could not be written."""
+    if path is None:
+        return
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"{arg('plot')} needs a .png, .svg or .pdf file name, got "
                          f"'{path.name}'", param="plot", value=path)
@@ -30,7 +28,6 @@ def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend (no display needed)."""
     try:
         import matplotlib
-
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

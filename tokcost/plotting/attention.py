@@ -12,16 +12,12 @@ from tokcost.plotting import pyplot, save_figure
 if TYPE_CHECKING:
     from tokcost.app.attention import AttentionResult
 
-__all__ = ["plot_attention"]
-
 MAX_TICKS = 40  # past this many tokens, labels would overlap: show positions instead
 
 
 def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], path: Path) -> None:
-    """One panel per (layer, head): queries down, keys across, the causal half left blank (the
-    app checked ``path``)."""
+    """One panel per (layer, head): queries down, keys across, the causal half left blank."""
     import numpy as np
-
     plt = pyplot()
     n = len(heads)
     cols = min(n, 4)
@@ -42,8 +38,7 @@ def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], pa
         masked = np.where(np.triu(np.ones_like(weights), k=1) > 0, np.nan, weights)
         image = ax.imshow(masked, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
         stats = result.head(layer, head)
-        words = ", ".join(stats.labels) or "no label"
-        ax.set_title(f"{stats.name}: {words}", fontsize=8)
+        ax.set_title(f"{stats.name}: {', '.join(stats.labels) or 'no label'}", fontsize=8)
         if t <= MAX_TICKS:
             ax.set_xticks(range(t), labels, rotation=90, fontsize=6)
             ax.set_yticks(range(t), labels, fontsize=6)

@@ -35,13 +35,11 @@ def plot_premiums(report: Report, path: Path, *, force: bool = False) -> None:
                 for y, v in zip(ys, values, strict=True):
                     ax.text(v, y, f" {marks[mi]}{v:.2f}", va="center",
                             fontsize=6 if len(meters) > 1 else 7)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([r.sample.display_name for r in rows], fontsize=8)
+        ax.set_yticks(range(len(rows)), [r.sample.display_name for r in rows], fontsize=8)
         ax.axvline(1.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xlim(0, max((r.result(m).premium or 0.0) for r in rows for m in meters) * 1.12)
-        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set(xlim=(0, max((r.result(m).premium or 0.0) for r in rows for m in meters) * 1.12),
+               ylim=(-0.6, len(rows) - 0.4), axisbelow=True)
         ax.grid(axis="x", linewidth=0.4, alpha=0.5)
-        ax.set_axisbelow(True)
         ax.set_title(f"{group.kind}: tokens relative to {group.baseline} (premium, lower is "
                      f"cheaper)", fontsize=10)
         ax.set_xlabel("premium = tokens(X) / tokens(baseline) on the same content", fontsize=8)

@@ -1,21 +1,27 @@
-"""The kvmem plots (matplotlib, imported lazily): KV memory against context length for
-``kvmem estimate``, where memory goes under each allocation policy for ``kvmem simulate``."""
+"""The kvmem plots: KV memory against context (``estimate``), where memory goes per allocation
+policy (``simulate``), each cache policy's memory against its quality cost (``quality``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokcost.memory.estimate import KvResult
 from tokcost.memory.report import PolicyReport
 from tokcost.plotting import pyplot, save_figure
 
-__all__ = ["plot_memory", "plot_policies"]
+if TYPE_CHECKING:
+    from tokcost.app.quality import QualityResult
+
+# (legend, PolicyReport attribute, colour), stacked left to right.
+_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
+          ("internal frag.", "internal_fragmentation", "#d04040"),
+          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
 
 
 def plot_memory(result: KvResult, path: Path) -> None:
-    """Plot the batch's KV bytes (paged) against context; mark the GPU budget (the caller
-    checked ``path``)."""
+    """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
     layout, batch, block, gib = result.layout, result.batch, result.block_size, 2**30
@@ -30,12 +36,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
         held = [batch * result.plan.request_bytes(x) / gib for x in xs]
         ax.plot(xs, held, linewidth=1.5, color="tab:purple",
                 label=f"{result.engine.title} sets aside, batch {batch}")
-    by_kind: dict[str, list[float]] = {kind: [] for kind in layout.counts}
-    for x in xs:
-        for kind, value in layout.by_kind(x, block).items():
-            by_kind[kind].append(batch * value / gib)
-    if len(by_kind) > 1:
-        for kind, ys in by_kind.items():
+    if len(layout.counts) > 1:
+        for kind in layout.counts:
+            ys = [batch * layout.by_kind(x, block)[kind] / gib for x in xs]
             ax.plot(xs, ys, linestyle="--", linewidth=1, label=f"{kind} layers")
     if result.fit is not None:
         on = f" on {result.gpu}" if result.gpu not in (None, "custom") else ""
@@ -45,10 +48,9 @@ def plot_memory(result: KvResult, path: Path) -> None:
     for row in result.rows:
         ax.axvline(row.context, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("GiB" + (" per GPU" if result.tp > 1 else ""))
     tp = f", TP {result.tp}" if result.tp > 1 else ""
-    ax.set_title(f"{result.model}: KV cache ({result.kv_dtype}, blocks of {block}{tp})")
+    ax.set(xlabel="context length (tokens)", ylabel="GiB" + (" per GPU" if result.tp > 1 else ""),
+           title=f"{result.model}: KV cache ({result.kv_dtype}, blocks of {block}{tp})")
     ax.xaxis.set_major_formatter(FuncFormatter(
         lambda v, _: f"{int(v) // 1024}Ki" if v >= 1024 else f"{int(v)}"))
     ax.grid(True, which="major", alpha=0.3)
@@ -57,17 +59,10 @@ def plot_memory(result: KvResult, path: Path) -> None:
     save_figure(fig, path)
 
 
-# (legend, PolicyReport attribute, colour), stacked left to right.
-_PARTS = (("token states", "token_states", "#2b7bba"), ("reserved", "reserved", "#f0a030"),
-          ("internal frag.", "internal_fragmentation", "#d04040"),
-          ("external frag.", "external_fragmentation", "#8050a0"), ("free", "free", "#cccccc"))
-
-
 def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "") -> None:
     """Stacked bars of the memory categories per policy (PagedAttention Figure 2 style)."""
-    plt = pyplot()
     labels = [r.policy if r.block_size is None else f"paged (b={r.block_size})" for r in reports]
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
+    fig, ax = pyplot().subplots(figsize=(8, 0.6 * len(reports) + 1.6), dpi=120)
     left = [0.0] * len(reports)
     for name, attr, color in _PARTS:
         values = [100 * float(getattr(r, attr)) for r in reports]
@@ -77,10 +72,37 @@ def plot_policies(reports: Sequence[PolicyReport], path: Path, *, title: str = "
         share = 100 * float(r.token_states)
         ax.text(min(share, 92) / 2, row, f"{share:.1f}%", va="center", ha="center",
                 color="white", fontsize=8, fontweight="bold")
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of KV-cache memory (%)")
+    ax.set(xlim=(0, 100), xlabel="share of KV-cache memory (%)")
     ax.invert_yaxis()
     ax.set_title(title or "Where KV-cache memory goes, per allocation policy", fontsize=10)
     ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def plot_frontier(result: QualityResult, path: Path) -> None:
+    """Bytes held against mean KL from the full cache (at (1, 0)), a point per policy, the
+    frontier (points no other beats on both axes) joined by a line."""
+    fig, ax = pyplot().subplots(figsize=(7.5, 4.8), dpi=130)
+    points = [(r.quality.bytes_ratio, r.quality.mean_kl, r.policy) for r in result.rows]
+    for x, y, name in points:
+        ax.scatter([x], [y], s=28, zorder=3)
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
+    ax.scatter([1.0], [0.0], marker="*", s=90, color="black", zorder=3)
+    ax.annotate("full cache", (1.0, 0.0), textcoords="offset points", xytext=(-50, 6), fontsize=7)
+    frontier = sorted((x, y) for x, y, _ in [*points, (1.0, 0.0, "full")])
+    best: list[tuple[float, float]] = []
+    for x, y in frontier:  # by memory ascending: keep each point better than all cheaper ones
+        if not best or y < best[-1][1]:
+            best.append((x, y))
+    ax.plot([x for x, _ in best], [y for _, y in best], color="gray", linewidth=0.8,
+            linestyle="--", zorder=2)
+    ax.set(xlabel="KV bytes held / full float32 cache",
+           ylabel="mean KL(full || policy) per next token")
+    ax.set_title(f"{result.model}: cache policies on {result.tokens:,} tokens "
+                 f"(prompt {result.prompt:,}); full-cache perplexity "
+                 f"{result.baseline_perplexity:.2f}", fontsize=9)
+    ax.grid(linewidth=0.4, alpha=0.5)
+    ax.set(xlim=(0, 1.08), ylim=(0, None))
     fig.tight_layout()
     save_figure(fig, path)

@@ -4,38 +4,25 @@ tokenizers as points, and the embedding + output parameters on a second axis."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokcost.plotting import check_plot_path, pyplot, save_figure
+from tokcost.plotting import pyplot, save_figure
 
-__all__ = ["SweepPlotPoint", "plot_sweep"]
-
-
-@dataclass(frozen=True)
-class SweepPlotPoint:
-    label: str
-    vocab_size: int
-    tokens_per_byte: float
-    params: int  # embedding + output layer
-    exact: bool = True
+if TYPE_CHECKING:
+    from tokcost.app.sweep import BPESweepPoint
 
 
-def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPoint],
-               path: str | Path, *, knee: int | None = None, knee_rule: str = "", width: str = "",
-               force: bool = False) -> None:
+def plot_sweep(sizes: Sequence[BPESweepPoint], references: Sequence[BPESweepPoint], path: Path,
+               *, knee: int | None = None, knee_rule: str = "", width: str = "") -> None:
     """Draw the curve (log2 x axis), the knee dashed, the references as labelled points."""
-    path = Path(path)
-    check_plot_path(path, force=force)
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8.5, 5), dpi=130)
+    fig, ax = pyplot().subplots(figsize=(8.5, 5), dpi=130)
     xs = [p.vocab_size for p in sizes]
     ax.plot(xs, [p.tokens_per_byte for p in sizes], marker="o", color="#2b7bba",
             label="BPE trained on the corpus (one run, prefixes)")
     ax.set_xscale("log", base=2)
     ax.margins(x=0.12)  # room for the references' labels
-    ax.set_xlabel("vocabulary size (tokens)")
-    ax.set_ylabel("held-out tokens per byte (lower is shorter)")
+    ax.set(xlabel="vocabulary size (tokens)", ylabel="held-out tokens per byte (lower is shorter)")
     for p in references:
         name = p.label if p.exact else f"≈{p.label}"
         ax.scatter([p.vocab_size], [p.tokens_per_byte], marker="s", color="#d04040", zorder=3)
@@ -48,7 +35,8 @@ def plot_sweep(sizes: Sequence[SweepPlotPoint], references: Sequence[SweepPlotPo
                     arrowprops={"arrowstyle": "->", "linewidth": 0.6})
     right = ax.twinx()
     points = sorted([*sizes, *references], key=lambda p: p.vocab_size)
-    right.plot([p.vocab_size for p in points], [p.params / 1e6 for p in points], linestyle=":",
+    right.plot([p.vocab_size for p in points],
+               [(p.embedding_params + p.output_params) / 1e6 for p in points], linestyle=":",
                color="#808080", label="embedding + output parameters")
     right.set_ylabel(f"embedding + output parameters (M){f', {width}' if width else ''}",
                      fontsize=8)
