@@ -16,16 +16,14 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
+from github_fake import BOT, COMMENTS, PR, REPO, TOKEN, FakeGitHub, serve
 
 import tokcost
 from tokcost.budget.pr_comment import (
@@ -45,93 +43,11 @@ ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 STEPS: list[dict[str, Any]] = ACTION["runs"]["steps"]
 INPUTS = {"config", "working-directory", "base-ref", "strict", "python-version", "github-token",
           "comment"}
-REPO = "o/r"
-PR = 7
-TOKEN = "test-token"
-COMMENTS = f"/repos/{REPO}/issues/{PR}/comments"
-
-# --- a stand-in for the GitHub API -----------------------------------------------------------
-
-
-@dataclass
-class Seen:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]  # names lower-cased
-    body: Any
-
-
-@dataclass
-class FakeGitHub:
-    """Serves one pull request's comments; ``refuse`` answers every request with an error."""
-
-    url: str = ""
-    comments: list[dict[str, Any]] = field(default_factory=list)
-    requests: list[Seen] = field(default_factory=list)
-    refuse: tuple[int, str] | None = None
-    next_id: int = 1000
-
-    def answer(self, method: str, path: str, query: dict[str, list[str]],
-               body: Any) -> tuple[int, Any]:
-        if self.refuse is not None:
-            return self.refuse[0], {"message": self.refuse[1]}
-        if method == "GET" and path == COMMENTS:
-            per_page = int(query.get("per_page", ["30"])[0])
-            page = int(query.get("page", ["1"])[0])
-            return 200, self.comments[(page - 1) * per_page: page * per_page]
-        if method == "POST" and path == COMMENTS:
-            self.next_id += 1
-            self.comments.append({"id": self.next_id, "body": body["body"]})
-            return 201, self.comments[-1]
-        match = re.fullmatch(rf"/repos/{REPO}/issues/comments/(\d+)", path)
-        if method == "PATCH" and match:
-            for comment in self.comments:
-                if comment["id"] == int(match.group(1)):
-                    comment["body"] = body["body"]
-                    return 200, comment
-        return 404, {"message": "Not Found"}
-
-    def calls(self) -> list[tuple[str, str]]:
-        return [(r.method, r.path) for r in self.requests]
-
 
 @pytest.fixture
 def github_api() -> Iterator[FakeGitHub]:
-    api = FakeGitHub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _serve(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            url = urlsplit(self.path)
-            query = parse_qs(url.query)
-            body = json.loads(raw) if raw else None
-            api.requests.append(Seen(self.command, url.path, query,
-                                     {k.lower(): v for k, v in self.headers.items()}, body))
-            status, payload = api.answer(self.command, url.path, query, body)
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PATCH = _serve
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep pytest's output clean
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serve() as api:
         yield api
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture(autouse=True)
@@ -402,9 +318,10 @@ def test_pull_request_gets_the_report_as_one_new_comment(
     assert "tokcost check: 1 of 2 budgets exceeded (1 failure)" in run.summary
     assert "`long.md`" in run.summary or "long.md" in run.summary
     assert Path(run.outputs["check"]["report"]).read_text(encoding="utf-8") == run.summary
-    # One list request, then one new comment holding the report.
-    assert github_api.calls() == [("GET", COMMENTS), ("POST", COMMENTS)]
-    listed, posted = github_api.requests
+    # Who am I (an Actions token may not ask: it is github-actions[bot]), one list request,
+    # then one new comment holding the report.
+    assert github_api.calls() == [("GET", "/user"), ("GET", COMMENTS), ("POST", COMMENTS)]
+    _, listed, posted = github_api.requests
     assert listed.query == {"per_page": [str(PER_PAGE)], "page": ["1"]}
     for request in github_api.requests:
         assert request.headers["authorization"] == f"Bearer {TOKEN}"
@@ -420,11 +337,9 @@ def test_next_push_updates_the_marked_comment(
         tmp_path: Path, workspace: Path, github_api: FakeGitHub) -> None:
     # The long example is cut back under its budget: the check passes now.
     (workspace / "svc" / "prompts" / "examples" / "long.md").write_text(SHORT, encoding="utf-8")
-    github_api.comments = [
-        {"id": 5, "body": "Looks good to me"},
-        {"id": 6, "body": f"> {MARKER}\n> quoting the bot is no bot comment"},
-        {"id": 42, "body": f"{MARKER}\n### ❌ tokcost check: 1 of 2 budgets exceeded"},
-    ]
+    github_api.plant(5, "Looks good to me", "reviewer")
+    github_api.plant(6, f"> {MARKER}\n> quoting the bot is no bot comment", BOT)
+    github_api.plant(42, f"{MARKER}\n### ❌ tokcost check: 1 of 2 budgets exceeded", BOT)
     run = run_action(tmp_path / "runner", workspace,
                      {"working-directory": "svc", "github-token": TOKEN}, api_url=github_api.url)
     request = tokcost.CheckRequest(config=workspace / "svc" / "tokcost.yaml")
@@ -433,9 +348,9 @@ def test_next_push_updates_the_marked_comment(
     assert run.code == expected
     assert "tokcost check: all 2 budgets hold" in run.summary
     patch = f"/repos/{REPO}/issues/comments/42"
-    assert github_api.calls() == [("GET", COMMENTS), ("PATCH", patch)]
-    assert github_api.requests[1].body == {"body": run.summary}
-    assert github_api.requests[1].headers["authorization"] == f"Bearer {TOKEN}"
+    assert github_api.calls() == [("GET", "/user"), ("GET", COMMENTS), ("PATCH", patch)]
+    assert github_api.requests[2].body == {"body": run.summary}
+    assert github_api.requests[2].headers["authorization"] == f"Bearer {TOKEN}"
     assert [c["id"] for c in github_api.comments] == [5, 6, 42]  # no second comment
     assert f"updated the report comment on {REPO}#{PR}" in run.step("comment").stdout
 
@@ -495,7 +410,7 @@ def test_the_step_fails_with_the_checks_exit_code(
     assert run.code == code
     assert run.outputs["check"]["exit-code"] == str(code)
     assert [(s.id, s.code) for s in run.steps] == [("check", 0), ("comment", 0), ("verdict", code)]
-    assert github_api.calls() == [("GET", COMMENTS), ("POST", COMMENTS)]
+    assert github_api.calls() == [("GET", "/user"), ("GET", COMMENTS), ("POST", COMMENTS)]
 
 
 @pytest.mark.parametrize(
@@ -555,20 +470,23 @@ def test_upsert_creates_then_updates(github_api: FakeGitHub) -> None:
     first = upsert_comment(github_api.url, REPO, PR, TOKEN, f"{MARKER}\nfirst", MARKER)
     second = upsert_comment(github_api.url, REPO, PR, TOKEN, f"{MARKER}\nsecond", MARKER)
     assert (first, second) == ("created", "updated")
-    assert github_api.comments == [{"id": 1001, "body": f"{MARKER}\nsecond"}]
-    assert github_api.calls() == [("GET", COMMENTS), ("POST", COMMENTS), ("GET", COMMENTS),
+    assert github_api.comments == [{"id": 1001, "body": f"{MARKER}\nsecond",
+                                    "user": {"login": BOT}}]
+    assert github_api.calls() == [("GET", "/user"), ("GET", COMMENTS), ("POST", COMMENTS),
+                                  ("GET", "/user"), ("GET", COMMENTS),
                                   ("PATCH", f"/repos/{REPO}/issues/comments/1001")]
 
 
 def test_upsert_reads_every_page_of_comments(github_api: FakeGitHub) -> None:
-    github_api.comments = [{"id": i, "body": f"comment {i}"} for i in range(1, PER_PAGE + 1)]
-    github_api.comments.append({"id": 777, "body": f"\n{MARKER}\nold report"})
+    for i in range(1, PER_PAGE + 1):
+        github_api.plant(i, f"comment {i}", "someone")
+    github_api.plant(777, f"\n{MARKER}\nold report", BOT)
     assert upsert_comment(github_api.url, REPO, PR, TOKEN, "new report") == "updated"
-    assert github_api.calls() == [("GET", COMMENTS), ("GET", COMMENTS),
+    assert github_api.calls() == [("GET", "/user"), ("GET", COMMENTS), ("GET", COMMENTS),
                                   ("PATCH", f"/repos/{REPO}/issues/comments/777")]
-    assert [r.query["page"] for r in github_api.requests[:2]] == [["1"], ["2"]]
+    assert [r.query["page"] for r in github_api.requests[1:3]] == [["1"], ["2"]]
     # A body without the marker gets it, so the next run finds the comment again.
-    assert github_api.requests[2].body == {"body": f"{MARKER}\nnew report"}
+    assert github_api.requests[3].body == {"body": f"{MARKER}\nnew report"}
 
 
 def test_upsert_cuts_a_body_github_would_refuse(github_api: FakeGitHub) -> None:

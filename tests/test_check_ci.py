@@ -169,7 +169,7 @@ def test_base_reports_carry_the_label(history: dict[str, Any]) -> None:
     assert budget["removed_files"] == [{"path": "prompts/gone.md",
                                         "baseline_tokens": count(lines_of(2, "gone"))}]
     markdown = result.render("markdown")
-    assert "vs main" in markdown.splitlines()[1]
+    assert "vs `main`" in markdown.splitlines()[1]
     assert f"vs `main` (`{history['main'][:7]}`)" in markdown
     assert "<summary>Changes vs main</summary>" in markdown
     assert "prompts/sub/moved.md (renamed from prompts/moved.md)" in markdown

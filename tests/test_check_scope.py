@@ -558,7 +558,7 @@ def test_quiet_shows_failures_and_the_verdict(two_budgets: Path, runner: Any) ->
     strict = invoke(runner, "--quiet", "--strict")
     assert strict.exit_code == 2 and "error: budget 'unmatched'" in strict.stderr
     md = invoke(runner, "-q", "-f", "markdown").stdout
-    assert "| breaks | `prompts/sub/big.md:1` |" in md and "| budget | model |" not in md
+    assert "| `breaks` | `prompts/sub/big.md:1` |" in md and "| budget | model |" not in md
     assert "**Warnings**" not in md and "<sub>" not in md
 
 
@@ -570,7 +570,7 @@ def test_hide_passed_leaves_out_budgets_that_hold(two_budgets: Path, runner: Any
     assert "holds" not in result.stdout and "breaks" in result.stdout
     assert "Budgets" in result.stdout
     md = invoke(runner, "--hide-passed", "-f", "markdown").stdout
-    assert "| ❌ | breaks |" in md and "| ✅ |" not in md
+    assert "| ❌ | `breaks` |" in md and "| ✅ |" not in md
     # Machine formats stay complete.
     data = json.loads(invoke(runner, "--hide-passed", "-q", "--json").stdout)
     assert [b["name"] for b in data["budgets"]] == ["holds", "breaks", "unmatched"]

@@ -32,6 +32,7 @@ _REFUSALS = {
          "event's pull request number"}
 
 Outcome = Literal["created", "updated"]
+ACTIONS_BOT = "github-actions[bot]"  # the login behind an Actions job's GITHUB_TOKEN
 
 
 class CommentError(TokcostError):
@@ -56,7 +57,8 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
     if len(text) > MAX_BODY_CHARS:
         text = text[: MAX_BODY_CHARS - len(TRUNCATED)] + TRUNCATED
-    existing = _find_comment(f"{issues}/{number}/comments", token, marker, timeout)
+    authors = _own_logins(api_url.rstrip("/"), token, timeout)
+    existing = _find_comment(f"{issues}/{number}/comments", token, (marker, authors), timeout)
     if existing is None:
         _request("POST", f"{issues}/{number}/comments", token, {"body": text}, timeout)
         return "created"
@@ -64,17 +66,34 @@ def upsert_comment(api_url: str, repo: str, number: int, token: str, body: str,
     return "updated"
 
 
-def _find_comment(comments_url: str, token: str, marker: str, timeout: float) -> int | None:
-    """The id of the first comment that starts with the marker (a quote of it does not)."""
+def _own_logins(api: str, token: str, timeout: float) -> frozenset[str]:
+    """Who the token comments as: ``GET /user`` answers for a personal or app-user token; an
+    Actions ``GITHUB_TOKEN`` is refused there and comments as github-actions[bot]."""
+    try:
+        me = _request("GET", f"{api}/user", token, None, timeout)
+    except CommentError:
+        me = None
+    login = me.get("login") if isinstance(me, dict) else None
+    return frozenset({ACTIONS_BOT, *([login] if isinstance(login, str) else [])})
+
+
+def _find_comment(comments_url: str, token: str, mine: tuple[str, frozenset[str]],
+                  timeout: float) -> int | None:
+    """The id of the first comment that starts with the marker (a quote of it does not) and
+    was written by the token's identity: one planted by anyone else is never edited."""
+    marker, authors = mine
     for page in range(1, MAX_PAGES + 1):
         url = f"{comments_url}?per_page={PER_PAGE}&page={page}"
         comments = _request("GET", url, token, None, timeout)
         if not isinstance(comments, list):
             raise CommentError(f"GitHub API: GET {_path(url)} answered with no list of comments")
         for comment in comments:
-            text = comment.get("body") if isinstance(comment, dict) else None
+            if not isinstance(comment, dict):
+                continue
+            text, user = comment.get("body"), comment.get("user")
+            login = user.get("login") if isinstance(user, dict) else None
             if isinstance(text, str) and text.lstrip().startswith(marker) and isinstance(
-                    comment.get("id"), int):
+                    comment.get("id"), int) and login in authors:
                 return int(comment["id"])
         if len(comments) < PER_PAGE:
             break

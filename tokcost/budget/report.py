@@ -3,11 +3,12 @@ each a pure, deterministic function of the results (no timestamps), kept as gold
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -91,20 +92,21 @@ def _changes(b: BudgetResult) -> list[tuple[str, int | None, int | None]]:
             for path, before, now in sorted(rows)]
 
 
-def headline(result: ConfigResult) -> str:
-    """``2 of 3 budgets exceeded (8 failures)``, ``all 3 budgets hold vs main``."""
+def headline(result: ConfigResult, show: Callable[[str], str] = str) -> str:
+    """``2 of 3 budgets exceeded (8 failures)``, ``all 3 budgets hold vs main``; ``show``
+    writes the names (Markdown shows them as code)."""
     n = len(result.budgets)
     failed = sum(not b.passed for b in result.budgets)
-    against = f" vs {result.base.label}" if result.base is not None else ""
+    against = f" vs {show(result.base.label)}" if result.base is not None else ""
     if failed:
         return (f"{failed} of {_plural(n, 'budget')} exceeded "
                 f"({_plural(len(result.failures), 'failure')}){against}")
     return f"all {n} budgets hold{against}" if n != 1 else f"the budget holds{against}"
 
 
-def run_headline(results: Sequence[ConfigResult]) -> str:
+def run_headline(results: Sequence[ConfigResult], show: Callable[[str], str] = str) -> str:
     """``1 of 3 configs failed (svc/tokcost.yaml)``, ``all 3 configs hold``."""
-    failed = [r.config for r in results if r.exit_code]
+    failed = [show(r.config) for r in results if r.exit_code]
     if failed:
         return f"{len(failed)} of {_plural(len(results), 'config')} failed ({', '.join(failed)})"
     return f"all {_plural(len(results), 'config')} hold" if results else "no configs"
@@ -239,8 +241,24 @@ def render_github(result: ConfigResult, *, workspace: str | Path | None = None) 
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# What must not reach Markdown raw: controls (\r and \n start new blocks), line separators,
+# and os.fsdecode's stand-ins for undecodable bytes.
+_NOT_MARKDOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _code(text: str, *, cell: bool = True) -> str:
+    """``text`` as a code span: whatever a pull request named a file or a budget, it shows as
+    written and does nothing (no HTML, link, @mention or heading); in a table ``cell`` its
+    pipes are escaped (GFM unescapes them before reading the span)."""
+    text = _NOT_MARKDOWN.sub(_visible, text)
+    text = text.replace("|", "\\|") if cell else text
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _inline(text: str) -> str:
+    return _code(text, cell=False)
 
 
 def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
@@ -250,39 +268,43 @@ def _md_table(head: str, align: str, rows: list[str]) -> list[str]:
 def render_markdown(result: ConfigResult, *, quiet: bool = False, hide_passed: bool = False,
                     heading: str | None = None) -> str:
     """A Markdown report; a ``heading`` (one config of several) replaces the title."""
-    cells = tables(result)
+    cells, base = tables(result), result.base
     icon = "❌" if result.exit_code else "✅"
-    out = [heading] if heading else [MARKER, f"### {icon} tokcost check: {cells.headline}"]
+    out = [heading] if heading else [MARKER, f"### {icon} tokcost check: "
+                                               f"{headline(result, _inline)}"]
     out += ["", f"**{cells.strict}**", ""] if cells.strict else [""]
     if cells.failures:
         out += _md_table("budget | file | rule | actual | limit", "---|---|---|--:|--:", [
-            f"| {_cell(budget)} | {_cell(f'`{path}`' if path else '(all files)')} | `{rule}` | "
+            f"| {_code(budget)} | {_code(path) if path else '(all files)'} | `{rule}` | "
             f"{actual} | {limit} |" for budget, path, rule, actual, limit in cells.failures])
     rows = [row for row in cells.budgets if not (hide_passed and row[0])]
     if rows and not quiet:
         out += _md_table("| budget | model | files | tokens | growth | cost/call | window",
                          "---|---|---|--:|--:|--:|--:|--:", [
-            f"| {'✅' if passed else '❌'} | {_cell(name)} | {_cell(model)} | "
+            f"| {'✅' if passed else '❌'} | {_code(name)} | {_code(model)} | "
             + " | ".join(numbers) + " |" for passed, name, model, *numbers in rows])
     if cells.changes and not quiet:
-        out += [f"<details><summary>{cells.changes_title}</summary>", ""]
+        out += [f"<details><summary>{html.escape(cells.changes_title)}</summary>", ""]
         out += _md_table("budget | file | before | now | growth", "---|---|--:|--:|--:", [
-            f"| {_cell(name)} | `{_cell(path)}` | {' | '.join(counts)} |"
+            f"| {_code(name)} | {_code(path)} | {' | '.join(counts)} |"
             for name, path, *counts in cells.changes])
         out += ["</details>", ""]
     if result.failures:
         out += ["<details><summary>Messages</summary>", ""]
-        out += [f"- {_cell(f.message)}" for f in result.failures] + ["", "</details>", ""]
+        out += [f"- {_inline(f.message)}" for f in result.failures]
+        out += ["", "</details>", ""]
     if result.notices and not (quiet and not result.strict):
-        out += ["**Warnings**", "", *(f"- {_cell(n.message)}" for n in result.notices), ""]
+        out += ["**Warnings**", ""]
+        out += [f"- {_inline(n.message)}" for n in result.notices] + [""]
     if not quiet:
-        if result.base is not None:
-            against = f" · vs `{result.base.label}` (`{result.base.short}`)"
+        if base is not None:
+            against = f" · vs {_inline(base.label)} ({_inline(base.short)})"
         else:
             found = "" if result.baseline_found else " (not found)"
             # Limits given with paths have no config file and no baseline.
-            against = f" · baseline `{result.baseline}`{found}" if result.baseline else ""
-        out.append(f"<sub>config `{result.config}`{against}</sub>")
+            baseline = _inline(str(result.baseline))
+            against = f" · baseline {baseline}{found}" if result.baseline else ""
+        out.append(f"<sub>config {_inline(str(result.config))}{against}</sub>")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -374,9 +396,11 @@ def render(results: ConfigResult | Sequence[ConfigResult], fmt: str, *, several:
         if not several:
             return render_markdown(runs[0], quiet=quiet, hide_passed=hide_passed)
         failed = any(r.exit_code for r in runs)
-        out = [MARKER, f"### {'❌' if failed else '✅'} tokcost check: {run_headline(runs)}", ""]
+        out = [MARKER, f"### {'❌' if failed else '✅'} tokcost check: "
+                       f"{run_headline(runs, _inline)}", ""]
         out += [render_markdown(r, quiet=quiet, hide_passed=hide_passed, heading=(
-            f"#### {'❌' if r.exit_code else '✅'} `{r.config}`: {headline(r)}"))
+            f"#### {'❌' if r.exit_code else '✅'} {_inline(str(r.config))}: "
+            f"{headline(r, _inline)}"))
             for r in runs if r.exit_code or not (quiet or hide_passed)]
         return "\n".join(out).rstrip("\n") + "\n"
     raise UsageError(f"unknown report format {arg('fmt', repr(fmt))}; use one of "
