@@ -49,13 +49,8 @@ class TokcostGroup(Group):
 
 
 def run_command(main: Any, args: Any, *, prog_name: str) -> None:
-    """Run a click ``main`` so that usage errors are one line and pipes close quietly.
-
-    Click's standalone mode prints usage errors as a block (or a Rich box) and
-    turns a closed pipe into exit 1; here a usage error is one ``error:`` line with
-    a "did you mean" where one fits, and ``| head`` ends the process the way it ends
-    ``cat``: by SIGPIPE, with no message.
-    """
+    """Run a click ``main``: a usage error is one ``error:`` line (Click's standalone mode
+    prints a block), and ``| head`` ends the process by SIGPIPE as it ends ``cat``."""
     argv = list(sys.argv[1:] if args is None else args)
     guard_stdout()
     try:
@@ -77,10 +72,8 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
         err.print("interrupted", highlight=False)
         sys.exit(130)
-    except BrokenPipeError:
-        die_of_sigpipe()
     except OSError as exc:
-        if exc.errno != errno.EPIPE:
+        if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
             raise
         die_of_sigpipe()
     finish_stdout()
@@ -89,8 +82,8 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
 
 
 def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
-    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad``: the command whose
-    help to point at when Click's error carries no context."""
+    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad``, when Click's error has
+    no context."""
     command = getattr(main, "__self__", None)
     path = [prog_name or "tokcost"]
     for arg in argv:
@@ -105,8 +98,7 @@ def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    """``--json``, ``--format json`` or ``-f json`` (any case, joined or not) in argv: a
-    usage error is raised before the command's own parameters say so."""
+    """``--json``, ``--format json`` or ``-f json`` (any case, joined or not) in argv."""
     words = [a.lower() for a in argv]
     if "--json" in words or any(w in ("--format=json", "-fjson", "-f=json") for w in words):
         return True
@@ -172,9 +164,8 @@ _loaded: dict[str, Any] = {}
 
 
 def reflow_help(command: Any) -> None:
-    """Join the lines of each paragraph of every command's help into one: typer keeps a
-    docstring's line breaks, which a narrow terminal then wraps raggedly ("as du" /
-    "counts it"). A paragraph with an indented line, or marked with \\b, stays as written."""
+    """Join each paragraph of every command's help into one line (typer keeps a docstring's
+    line breaks); a paragraph with an indented line, or marked with \\b, stays as written."""
     for sub in (getattr(command, "commands", None) or {}).values():
         reflow_help(sub)
     if not command.help:
@@ -197,8 +188,6 @@ def _load_command(name: str) -> Any:
         sub = getattr(built, "commands", {}).get(name)
         _loaded[name] = sub if sub is not None else built
     return _loaded[name]
-
-
 
 
 def main() -> None:

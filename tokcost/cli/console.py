@@ -1,11 +1,9 @@
-"""Consoles and small rendering helpers shared by every command module.
-
-The consoles are created on first use: importing rich costs tens of
-milliseconds that ``tokcost --help`` should not pay.
-"""
+"""Consoles and rendering helpers shared by every command; the consoles are made on first
+use, so ``tokcost --help`` does not pay for importing rich."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -17,8 +15,7 @@ if TYPE_CHECKING:
 
 
 def make_console(**options: Any) -> Console:
-    """A rich Console whose closed pipe reaches tokcost's handler (death by SIGPIPE,
-    like ``cat``): rich would swallow the BrokenPipeError and exit 1 by itself."""
+    """A rich Console that lets a BrokenPipeError through to tokcost's handler (SIGPIPE)."""
     from rich.console import Console
 
     class _PipeConsole(Console):
@@ -75,11 +72,8 @@ err = cast("Console", _LazyConsole(stderr=True))
 
 
 def table(*, title: str | None = None, footer: bool = False, header: bool = True) -> Table:
-    """A table in tokcost's one style, for every command: no box, a bold header, two
-    spaces between columns, nothing before the first column or after the last (a
-    piped table has no padding at either end). Numbers are added right-justified, a
-    path or a long spec with ``overflow="fold"`` (the column that gives way on a narrow
-    terminal); a title is a plain line above it."""
+    """A table in tokcost's one style: no box, a bold header, no padding at either end;
+    callers right-justify numbers and fold paths (``overflow="fold"``)."""
     from rich.table import Table
 
     return Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
@@ -88,8 +82,7 @@ def table(*, title: str | None = None, footer: bool = False, header: bool = True
 
 
 def print_json(data: Any) -> None:
-    """JSON on stdout exactly; ASCII with \\u escapes when stdout's encoding cannot hold a
-    string (a file name that is not UTF-8): still the same JSON."""
+    """JSON on stdout; ASCII with \\u escapes where stdout's encoding cannot hold a string."""
     text = json.dumps(data, indent=2, ensure_ascii=False)
     try:
         text.encode(sys.stdout.encoding or "utf-8")
@@ -123,8 +116,7 @@ _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
 
 
 def escape_controls(text: str) -> str:
-    r"""``text`` with control characters escaped as ``ls -b`` shows a name (``\n``, ESC as
-    ``\033``, a byte 0xff that is not UTF-8 as ``\377``), so it keeps to its row."""
+    r"""``text`` with control characters escaped as ``ls -b`` does (``\n``, ``\033``, ``\377``)."""
     return _CONTROLS.sub(_escape_control, text)
 
 
@@ -143,8 +135,7 @@ def progress_enabled() -> bool:
 
 
 def print_wide(table: Any) -> None:
-    """Print a table at its natural width even into a pipe (rich assumes 80 columns), so a
-    file or a CI log never gets a cut cell; on a terminal, ``print_fitted``."""
+    """Print a table at its natural width even into a pipe (rich assumes 80 columns)."""
     from rich.measure import Measurement
 
     console = cast("_LazyConsole", out).real()
@@ -153,8 +144,6 @@ def print_wide(table: Any) -> None:
         return
     needed = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
     # Rich pads every line to the table's width: a file gets them without the padding.
-    import io
-
     buffer = io.StringIO()
     make_console(file=buffer, width=max(needed, console.width), highlight=False, soft_wrap=True,
                  force_terminal=False, no_color=console.no_color,
@@ -178,12 +167,8 @@ def print_fitted(console: Console, table: Table) -> None:
 
 
 def fit_table(console: Console, table: Table) -> tuple[Table, int]:
-    """``table`` laid out for ``console.width`` columns, and the width it then takes.
-
-    Rich fits a wide table by cutting cells ("o200k_b…"); here only ``overflow="fold"``
-    columns (paths) give way, widest first, down to their header's width or ``FOLD_MIN``;
-    numbers and labels keep their width. A table that cannot fit comes back wider.
-    """
+    """``table`` laid out for ``console.width`` columns, and the width it then takes: only
+    ``overflow="fold"`` columns give way, widest first, down to their header or ``FOLD_MIN``."""
     import copy
     from dataclasses import replace
 
@@ -234,8 +219,7 @@ def fit_table(console: Console, table: Table) -> tuple[Table, int]:
 
 
 def _natural_width(console: Console, options: Any, cell: Any) -> int:
-    """The width ``cell`` takes unwrapped; plain text by its lines' cell length, which
-    is what rich measures, many times faster."""
+    """The width ``cell`` takes unwrapped (plain text measured many times faster than rich)."""
     from rich.cells import cell_len
     from rich.measure import Measurement
     from rich.text import Text
@@ -248,9 +232,7 @@ def _natural_width(console: Console, options: Any, cell: Any) -> int:
 
 
 def _print_at(console: Console, table: Table, width: int) -> None:
-    """Print on a console like ``console`` but ``width`` columns wide (rich cuts a
-    renderable to its console's width)."""
-    wide = make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
-                        force_terminal=console.is_terminal, no_color=console.no_color,
-                        color_system=console.color_system)
-    wide.print(table)
+    """Print on a console like ``console`` but ``width`` columns wide."""
+    make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
+                 force_terminal=console.is_terminal, no_color=console.no_color,
+                 color_system=console.color_system).print(table)
