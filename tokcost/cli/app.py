@@ -143,7 +143,7 @@ def _root(
 
 # Commands are imported only when used: `tokcost --help` lists them from this
 # table, so start-up does not pay for the catalog, YAML, pricing or tokenizers.
-# name -> (modules whose register() adds the command, in order; one-line help)
+# name -> (modules to import, in order; one-line help)
 COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
     "compare": (("tokcost.cli.compare",),
@@ -159,7 +159,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
                  "Run the numpy reference transformer with a real KV cache."),
     "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
 
-# Loaded commands, per process: registering twice would add `kvmem simulate` twice.
+# Loaded commands, per process.
 _loaded: dict[str, Any] = {}
 
 
@@ -180,8 +180,12 @@ def _load_command(name: str) -> Any:
     if name not in _loaded:
         modules, _ = COMMANDS[name]
         holder = App()
-        for module in modules:
-            importlib.import_module(module).register(holder)
+        first, *_ = [importlib.import_module(module) for module in modules]
+        group = getattr(first, f"{name}_app", None)
+        if group is not None:  # the others add their commands to it as they are imported
+            holder.add_typer(group, name=name)
+        else:  # one command: the module's function of that name, with its EPILOG
+            holder.command(name, epilog=first.EPILOG)(getattr(first, name))
         built = typer.main.get_command(holder)
         reflow_help(built)
         # A holder with one plain command becomes that command; otherwise a group.

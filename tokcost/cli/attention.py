@@ -103,7 +103,3 @@ def _render(result: Any) -> None:
         "other label fits)")
     for line in lines:
         out.print(line, markup=False, soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("attention", epilog=EPILOG)(attention)

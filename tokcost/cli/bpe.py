@@ -448,7 +448,3 @@ def _sweep_table(doc: dict[str, Any]) -> Any:
                      f"{mark}{_si(row['kv_bytes_per_document'])}",
                      "-" if unused is None else f"{100 * unused:.1f}%")
     return rows
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(bpe_app, name="bpe")

@@ -234,7 +234,3 @@ def _print_table(console: Any, title: str, columns: tuple[str, ...], numbers: in
     for row in rows:
         grid.add_row(*row, style=style)
     print_fitted(console, grid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("check", epilog=EPILOG)(check)

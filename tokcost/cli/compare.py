@@ -163,7 +163,3 @@ def _compare(request: CompareRequest) -> Any:
         task = progress.add_task("count", total=None)
         return tokcost.compare(request, on_progress=lambda done, total: progress.update(
             task, completed=done, total=total))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("compare", epilog=EPILOG)(compare)

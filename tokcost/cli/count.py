@@ -290,7 +290,3 @@ def _print_chat(result: Any, json_out: bool) -> None:
         shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(shown)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("count", epilog=EPILOG)(count)

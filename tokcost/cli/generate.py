@@ -290,7 +290,3 @@ class _Streamer:
         sys.stdout.write(text[self.shown :] + end)
         sys.stdout.flush()
         self.shown = len(text)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("generate", epilog=EPILOG)(generate)

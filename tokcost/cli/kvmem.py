@@ -55,6 +55,7 @@ Examples:
 """
 
 
+@kvmem_app.command("estimate", epilog=EPILOG)
 def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help="Model "
@@ -259,10 +260,3 @@ def _render_roofline(r: Any) -> None:
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
                   f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}")
-
-
-kvmem_app.command("estimate", epilog=EPILOG)(estimate)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(kvmem_app, name="kvmem")

@@ -12,6 +12,7 @@ import tokcost
 from tokcost.cli.base import current_words
 from tokcost.cli.checkpoint_options import ModelDirOpt, count_option
 from tokcost.cli.console import err, out, print_json, progress_enabled, table
+from tokcost.cli.kvmem import kvmem_app
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.units import format_bytes
 
@@ -30,6 +31,7 @@ Examples:
 """
 
 
+@kvmem_app.command("quality", epilog=EPILOG)
 def quality(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog model with weights "
                                        "(tiny-ref ships them), or hf:ORG/REPO.")] = "tiny-ref",
@@ -110,9 +112,3 @@ def _render(result: Any) -> None:
                      f"the memory {result.model}'s weights leave on {result.gpu}")
     for note in [*notes, *result.render_notes(current_words())]:
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    from tokcost.cli.kvmem import kvmem_app
-
-    kvmem_app.command("quality", epilog=EPILOG)(quality)

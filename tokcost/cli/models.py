@@ -337,7 +337,3 @@ def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command s
 def _params(n: int) -> str:
     """918656 -> '0.92M'; 8030261248 -> '8.03B'."""
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(models_app, name="models")

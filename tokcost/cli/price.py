@@ -84,7 +84,3 @@ def price(
     if b.as_of or b.source:
         err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
                   markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("price", epilog=EPILOG)(price)

@@ -30,6 +30,7 @@ Examples:
 """
 
 
+@kvmem_app.command("simulate", epilog=EPILOG)
 def simulate(  # each parameter is the field of tokcost.SimulationRequest of its name
     ctx: typer.Context,
     model: Annotated[str, typer.Option(
@@ -110,7 +111,3 @@ def _render(result: Any) -> None:
               "averaged over the steps where requests waited for memory (PagedAttention paper, "
               "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
               markup=False, highlight=False, style="dim")
-
-
-def register(app: typer.Typer) -> None:  # adds simulate to the kvmem sub-app
-    kvmem_app.command("simulate", epilog=EPILOG)(simulate)
