@@ -15,7 +15,6 @@ import tokcost
 from tokcost.cli import options as opt
 from tokcost.cli.base import App, current_words
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.errors import TokcostError, UsageError
 
 if TYPE_CHECKING:
@@ -39,12 +38,6 @@ TrainPatternOpt = Annotated[str, typer.Option(
     "--pattern", help="gpt2, cl100k, o200k (tiktoken's regexes) or a regex.")]
 JobsOpt = Annotated[int, typer.Option(
     "--jobs", "-j", help="Processes that pre-tokenize in parallel.")]
-
-
-def _counts(*flags: str, signed: bool = True, **option: Any) -> Any:
-    """A count flag (``32k``, ``8Ki``...)."""
-    return typer.Option(*flags, metavar=COUNT, parser=count_parser(flags[0], signed=signed),
-                        **option)
 
 
 @contextmanager
@@ -93,7 +86,7 @@ def train_cmd(
         "UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and fsspec "
         "URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as U+FFFD; both "
         "are reported."))],
-    vocab_size: Annotated[int, _counts("--vocab-size", "-v", signed=False, help=(
+    vocab_size: Annotated[int, opt.count_option("--vocab-size", "-v", signed=False, help=(
         "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
         "--output", "-o", help="Model file to write (and OUT.vocab beside it).")],
@@ -101,14 +94,14 @@ def train_cmd(
     special_tokens: Annotated[list[str] | None, typer.Option("--special", "-s", help=(
         "A special token (repeatable), e.g. '<|endoftext|>'. Its text in the corpus is split out "
         "of the lines, as HF does for added tokens, and not learned from."))] = None,
-    min_frequency: Annotated[int, _counts(
+    min_frequency: Annotated[int, opt.count_option(
         "--min-frequency", signed=False, help="Stop when the best pair is rarer.")] = 0,
-    max_token_length: Annotated[int | None, _counts("--max-token-length", help=(
+    max_token_length: Annotated[int | None, opt.count_option("--max-token-length", help=(
         "Longest token in bytes. The default is the longest token of o200k_base and cl100k_base "
         "(128 spaces); a value past the longest pre-token, such as 1M, lifts the limit (HF's "
         "default)."))] = tokcost.BPETrainRequest.default_max_token_length,
     jobs: JobsOpt = 1,
-    max_pretokens: Annotated[int | None, _counts(
+    max_pretokens: Annotated[int | None, opt.count_option(
         "--max-pretokens", signed=False, show_default=False, help=(
             "Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties by "
             "first seen; for corpora whose distinct words alone exceed memory. Default: all of "
@@ -271,7 +264,7 @@ SHOWN_SPECIALS = 12  # special tokens the table shows (--json has all)
 @bpe_app.command("inspect")
 def inspect_cmd(
     model: TokenizerArg = None,
-    top: Annotated[int, _counts(
+    top: Annotated[int, opt.count_option(
         "--top", help="How many merges and long tokens to show (0: none).")] = 10,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
@@ -365,7 +358,7 @@ def sweep_cmd(
         "Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at the "
         "largest gives them all."))] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
     tokenizers: opt.TokenizersOpt = None,
-    hidden: Annotated[int | None, _counts("--hidden", show_default=False, help=(
+    hidden: Annotated[int | None, opt.count_option("--hidden", show_default=False, help=(
         "Model width for the embedding, output-layer, attention and KV numbers (default 4096, or "
         "-m's hidden_size)."))] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help=(

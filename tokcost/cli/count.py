@@ -12,8 +12,14 @@ import tokcost
 from tokcost import units
 from tokcost.cli import console
 from tokcost.cli.console import error, out, print_json, progress_enabled, table, warn
-from tokcost.cli.counts import count_parser
-from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, JsonOpt, SchedulerOpt, TokenizersOpt
+from tokcost.cli.options import (
+    CatalogOpt,
+    DaskTimeoutOpt,
+    JsonOpt,
+    SchedulerOpt,
+    TokenizersOpt,
+    count_option,
+)
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -124,9 +130,9 @@ TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
     "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
-TruncateOpt = Annotated[int | None, typer.Option("--truncate", metavar="COUNT", show_default=False,
-    parser=count_parser("--truncate", signed=False), help="Print each input cut to its first "
-    "COUNT tokens (100, 8k, 8Ki; --json: the --tokens document, text cut to COUNT tokens).")]
+TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False, show_default=False,
+    help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
+    "document, text cut to COUNT tokens).")]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", help="List every skipped file. By default several binary files, or several "
     "paths to files already counted, are summed up in one line.")]

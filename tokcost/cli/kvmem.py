@@ -13,8 +13,7 @@ from typer._click.core import ParameterSource as Source
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
 from tokcost.cli.console import err, out, print_json, table
-from tokcost.cli.counts import COUNT, count_parser
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.units import format_bytes
 
 kvmem_app = App(
@@ -73,15 +72,13 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
         "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
         "scales).")] = "bf16",
-    kv_group_size: Annotated[int | None, typer.Option(
-        "--kv-group-size", metavar=COUNT, parser=count_parser("--kv-group-size"),
-        help="Quantization group of int8/int4 (64).")] = None,
+    kv_group_size: Annotated[int | None, count_option(
+        "--kv-group-size", help="Quantization group of int8/int4 (64).")] = None,
     evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC", show_default=False,
         help="Size requests under an eviction policy: window:N, streaming:SINKS+N, h2o:HEAVY+"
         "RECENT, snapkv:BUDGET[+WINDOW] (N a count or a fraction of the context).")] = None,
-    residual: Annotated[int | None, typer.Option("--residual", metavar=COUNT,
-        parser=count_parser("--residual"), show_default=False, help="int8/int4 as KIVI stores "
-        "them: keys per channel, the last COUNT tokens in bf16.")] = None,
+    residual: Annotated[int | None, count_option("--residual", show_default=False, help="int8/"
+        "int4 as KIVI stores them: keys per channel, the last COUNT tokens in bf16.")] = None,
     block_size: Annotated[str | None, typer.Option("--block-size", metavar="COUNT",
         show_default=False, help="Paged-cache block in tokens, 1 to 4096 (default: the engine's: "
         "vLLM 16 or what its backend forces, SGLang 1).")] = None,

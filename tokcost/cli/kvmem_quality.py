@@ -10,10 +10,10 @@ import typer
 
 import tokcost
 from tokcost.cli.base import current_words
-from tokcost.cli.checkpoint_options import ModelDirOpt, count_option
+from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, out, print_json, progress_enabled, table
 from tokcost.cli.kvmem import kvmem_app
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.units import format_bytes
 
 EPILOG = """
@@ -40,10 +40,10 @@ def quality(
         "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - "
         "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
     max_tokens: Annotated[int, count_option(
-        "--max-tokens", "Evaluate the text's first COUNT tokens (at most the model's context "
+        "--max-tokens", help="Evaluate the text's first COUNT tokens (at most the model's context "
         "window).")] = 512,
     prompt: Annotated[int | None, count_option(
-        "--prompt", "Tokens prefilled at once before token-by-token decoding (default: an "
+        "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
         "eighth of the text); SnapKV compresses them.", show_default=False)] = None,
     # Budgets are a count of tokens or a fraction of the text (0.25).
     policies: Annotated[list[str] | None, typer.Option(
@@ -51,16 +51,16 @@ def quality(
         "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
         "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
         "family).")] = None,
-    residual: Annotated[int, count_option(
-        "--residual", "Most recent tokens int8/int4 keep in full precision (KIVI's R).")] = 128,
+    residual: Annotated[int, count_option("--residual", help="Most recent tokens int8/int4 keep "
+        "in full precision (KIVI's R).")] = 128,
     kv_group_size: Annotated[int, count_option(
-        "--kv-group-size", "Quantization group of int8/int4: channels per token for values "
+        "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
         "policy fits (bf16 cache, the model's weights).")] = None,
     context: Annotated[int | None, count_option(
-        "--context", "Tokens per sequence for --gpu's concurrency (default: the model's "
+        "--context", help="Tokens per sequence for --gpu's concurrency (default: the model's "
         "context window).", show_default=False)] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "

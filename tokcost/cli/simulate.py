@@ -9,9 +9,8 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, table, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.kvmem import given, kvmem_app
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 
 EPILOG = """
 Examples:
@@ -56,8 +55,8 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     max_len: Annotated[str | None, typer.Option("--max-len", metavar="COUNT", help="Longest "
         "sequence: 2048, 8k, 8Ki (default: the model's context); longer requests are cut to it, "
         "with a warning.")] = None,
-    samples: Annotated[int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
-        help="Parallel samples per request (shares prompt blocks).")] = 1,
+    samples: Annotated[int, count_option(
+        "--n", help="Parallel samples per request (shares prompt blocks).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: "
         "pip install 'tokcost\\[plot]').")] = None,
