@@ -8,7 +8,7 @@ import inspect
 import itertools
 import os
 import sys
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -22,6 +22,7 @@ from tokcost.cli.base import (
     usage_line,
 )
 from tokcost.cli.console import err
+from tokcost.cli.options import VersionOpt
 
 
 class TokcostGroup(Group):
@@ -108,10 +109,8 @@ def _wants_json(argv: list[str]) -> bool:
 app = App(
     name="tokcost",
     cls=TokcostGroup,
-    help=(
-        "How many tokens is this, what will it cost, and how much GPU memory does "
-        "serving it take?"
-    ),
+    help="How many tokens is this, what will it cost, and how much GPU memory does serving it "
+    "take?",
     no_args_is_help=True,
     # Completion lives at the root only (--install-completion / --show-completion):
     # typer registers its bash/zsh/fish/powershell protocol classes with it.
@@ -120,25 +119,9 @@ app = App(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        from tokcost import __version__
-
-        typer.echo(f"tokcost {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = False,
-) -> None:
-    """How many tokens is this, what will it cost, and how much GPU memory does serving it take?
-
-    Every command has --help with examples and --json for scripts.
-    """
+def _root(version: VersionOpt = False) -> None:
+    """The root's options (its help is the app's; every command has --help and --json)."""
 
 
 # Commands are imported only when used: `tokcost --help` lists them from this

@@ -48,7 +48,6 @@ class Command(TyperCommand):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tokcost.cli.help import render_help
-
         formatter.write(render_help(ctx))
 
 
@@ -63,14 +62,12 @@ class Group(TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tokcost.cli.help import render_help
-
         formatter.write(render_help(ctx, self.command_rows(ctx)))
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             import difflib
-
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=2)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             raise click_errors.UsageError(f"no such command '{name}'{hint}", ctx)
@@ -217,7 +214,6 @@ def handled_errors(ctx: Any) -> Iterator[None]:
 def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
     """One line on stderr and, for ``--json``, a JSON error object on stdout."""
     from tokcost.cli.console import error, print_json
-
     if wants_json:
         print_json({"error": {"type": kind, "message": line, "exit_code": code}})
     error(line)  # escaped: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
@@ -227,7 +223,6 @@ def usage_line(exc: Any, command_path: str) -> str:
     """A Click usage error as one line from its fields, ending ``see 'tokcost count -h'``."""
     if isinstance(exc, click_errors.NoSuchOption):
         import difflib
-
         typed = exc.option_name
         # closest first: "--jsn" is nearer "--json" than "--csv"
         options = sorted(exc.possibilities or (),
@@ -292,7 +287,6 @@ def finish_stdout() -> None:
         sys.stdout.flush()
     except StdoutFailed as exc:
         from tokcost.cli.console import error
-
         error(str(exc))
         _silence_stdout()
         sys.exit(1)
@@ -311,7 +305,6 @@ def _silence_stdout() -> None:
 def die_of_sigpipe() -> None:
     """Die of SIGPIPE as ``cat`` does (exit status 141); without SIGPIPE (Windows), exit 1."""
     import signal
-
     _silence_stdout()
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -48,7 +48,6 @@ def _progress() -> Iterator[Any]:
         return
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
-
     class Rate(ProgressColumn):
         def render(self, task: Task) -> Text:
             unit, speed = task.fields.get("unit", ""), task.speed
@@ -286,7 +285,6 @@ def inspect_cmd(
       tokcost bpe inspect -t hf:tokenizer.json
     """
     from rich.text import Text
-
     info = tokcost.inspect_bpe(tokcost.BPEInspectRequest(
         tokenizer=_tokenizer(model, tokenizer), top=top, pattern=pattern,
         catalog=catalog)).to_dict()

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 def make_console(**options: Any) -> Console:
     """A rich Console that lets a BrokenPipeError through to tokcost's handler (SIGPIPE)."""
     from rich.console import Console
-
     class _PipeConsole(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
@@ -48,7 +47,6 @@ class _LazyConsole:
         console = self.real()
         if len(objects) == 1 and not kwargs and (console.is_terminal or not self._stderr):
             from rich.table import Table
-
             if isinstance(objects[0], Table):
                 if console.is_terminal:
                     print_fitted(console, objects[0])
@@ -75,7 +73,6 @@ def table(*, title: str | None = None, footer: bool = False, header: bool = True
     """A table in tokcost's one style: no box, a bold header, no padding at either end;
     callers right-justify numbers and fold paths (``overflow="fold"``)."""
     from rich.table import Table
-
     return Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                  title=title, title_justify="left", title_style="", show_footer=footer,
                  show_header=header, footer_style="", padding=(0, 1))
@@ -95,7 +92,6 @@ def print_json(data: Any) -> None:
 def error(message: str) -> None:
     """``error: message`` on stderr, one line, as ``warn`` prints a warning (escaped)."""
     from rich.markup import escape
-
     err.print(f"[bold red]error:[/bold red] {escape(escape_controls(message))}", markup=True,
               highlight=False)
 
@@ -103,7 +99,6 @@ def error(message: str) -> None:
 def warn(message: str) -> None:
     """``warning: message`` on stderr, one line, brackets and control characters escaped."""
     from rich.markup import escape
-
     err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True,
               highlight=False)
 
@@ -137,7 +132,6 @@ def progress_enabled() -> bool:
 def print_wide(table: Any) -> None:
     """Print a table at its natural width even into a pipe (rich assumes 80 columns)."""
     from rich.measure import Measurement
-
     console = cast("_LazyConsole", out).real()
     if console.is_terminal:
         print_fitted(console, table)
@@ -173,7 +167,6 @@ def fit_table(console: Console, table: Table) -> tuple[Table, int]:
     from dataclasses import replace
 
     from rich.measure import Measurement
-
     if table.width is not None:
         return table, console.width
     options = console.options.update_width(_UNBOUNDED)
@@ -223,7 +216,6 @@ def _natural_width(console: Console, options: Any, cell: Any) -> int:
     from rich.cells import cell_len
     from rich.measure import Measurement
     from rich.text import Text
-
     plain = cell.plain if isinstance(cell, Text) else cell
     markup = isinstance(cell, str) and "[" in cell
     if isinstance(plain, str) and "\t" not in plain and not markup:

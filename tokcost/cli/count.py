@@ -18,6 +18,7 @@ from tokcost.cli.options import (
     JsonOpt,
     SchedulerOpt,
     TokenizersOpt,
+    VersionOpt,
     count_option,
 )
 from tokcost.errors import UsageError
@@ -67,13 +68,6 @@ def _fmt(n: int, exact: bool) -> str:
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
 FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
-
-
-def _version(ctx: typer.Context, value: bool) -> None:
-    if value:  # each program says its name
-        label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
-        typer.echo(f"{label} {tokcost.__version__}")
-        raise typer.Exit()
 
 
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
@@ -136,8 +130,6 @@ TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False, sho
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", help="List every skipped file. By default several binary files, or several "
     "paths to files already counted, are summed up in one line.")]
-VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-    expose_value=False, help="Show the version.")]
 
 
 def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,

@@ -22,7 +22,6 @@ def render_help(ctx: Any, commands: Sequence[tuple[str, str]] = ()) -> str:
     from rich.padding import Padding
     from rich.panel import Panel
     from rich.text import Text
-
     command = ctx.command
     usage = " ".join([ctx.command_path, *command.collect_usage_pieces(ctx)])
     parts: list[Any] = [Text(f"Usage: {usage}", style="bold")]
@@ -50,7 +49,6 @@ def render_help(ctx: Any, commands: Sequence[tuple[str, str]] = ()) -> str:
 def _panel(title: str, rows: list[tuple[str, Any]]) -> Any:
     from rich.panel import Panel
     from rich.table import Table
-
     table = Table(box=None, show_header=False, pad_edge=False, expand=True, padding=(0, 2, 0, 0))
     table.add_column(no_wrap=True, style="bold cyan")
     table.add_column(ratio=1, overflow="fold")
@@ -86,7 +84,6 @@ def _help(param: Any, text: str) -> Any:
 def _plain(text: str) -> Any:
     """Help text as written, unescaping typer's Rich markup (``tokcost\\[plot]``)."""
     from rich.text import Text
-
     return Text(text.replace("\\[", "[").replace("\b\n", ""))
 
 

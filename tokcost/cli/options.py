@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 from tokcost.errors import UsageError
-from tokcost.units import parse_count
 
 CatalogOpt = Annotated[
     str | None, typer.Option(
@@ -38,6 +37,20 @@ DaskTimeoutOpt = Annotated[
         "for a worker when none is left mid-run, before it gives up (default 10).")]
 
 
+
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value:  # each program says its name
+        from tokcost import __version__
+
+        label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
+        typer.echo(f"{label} {__version__}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          expose_value=False, help="Show the version.")]
+
+
 class CountError(typer.BadParameter):
     """A value ``parse_count`` refused, in its words (which name the flag already)."""
 
@@ -48,8 +61,8 @@ class CountError(typer.BadParameter):
 def count_parser(flag: str, *, signed: bool = True) -> Callable[[str | int], int]:
     """A Typer ``parser=`` for ``flag``: its value as a count, sign kept (``signed=False``
     refuses a negative here, for a flag named otherwise in the library: ``--truncate``)."""
-
     def count(text: str | int) -> int:
+        from tokcost.units import parse_count  # not at start-up: the root imports this module
         magnitude: str | int = text.strip() if isinstance(text, str) else abs(text)
         negative = isinstance(text, int) and text < 0
         if isinstance(magnitude, str) and magnitude.startswith("-"):
