@@ -24,12 +24,12 @@ bpe_app = App(name="bpe", no_args_is_help=True, rich_markup_mode="rich",
               help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); "
               "encode, decode and inspect with any tokenizer.")
 
-ModelArg = Annotated[str, typer.Argument(metavar="MODEL", show_default=False, help=(
+ModelArg = Annotated[str, typer.Argument(metavar="MODEL", help=(
     "A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base."))]
-TokenizerArg = Annotated[str | None, typer.Argument(metavar="TOKENIZER", show_default=False, help=(
+TokenizerArg = Annotated[str | None, typer.Argument(metavar="TOKENIZER", help=(
     "Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec (o200k_base, "
     "hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC."))]
-TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", "-t", show_default=False, help=(
+TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", "-t", help=(
     "The tokenizer as a spec, in place of the TOKENIZER argument (o200k_base, "
     "hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID)."))]
 PatternOpt = Annotated[str | None, typer.Option(
@@ -81,7 +81,7 @@ def _wrote(paths: Iterable[object]) -> None:
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILES...", show_default=False, help=(
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", help=(
         "UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and fsspec "
         "URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as U+FFFD; both "
         "are reported."))],
@@ -101,7 +101,7 @@ def train_cmd(
         "default)."))] = tokcost.BPETrainRequest.default_max_token_length,
     jobs: JobsOpt = 1,
     max_pretokens: Annotated[int | None, opt.count_option(
-        "--max-pretokens", signed=False, show_default=False, help=(
+        "--max-pretokens", signed=False, help=(
             "Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties by "
             "first seen; for corpora whose distinct words alone exceed memory. Default: all of "
             "them, as HF does. Once it prunes, the merges depend on how the files are split "
@@ -178,11 +178,11 @@ def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | No
 @bpe_app.command("encode")
 def encode_cmd(
     model: TokenizerArg = None,
-    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]", show_default=False, help=(
+    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]", help=(
         "Text to encode; '-' reads stdin (default: --file, else stdin)."))] = None,
     tokenizer: TokenizerOpt = None,
     file: Annotated[str | None, typer.Option(
-        "--file", show_default=False, help="Read the text from a file ('-' = stdin).")] = None,
+        "--file", help="Read the text from a file ('-' = stdin).")] = None,
     allow_special: Annotated[bool, typer.Option(
         "--allow-special", help="Encode special-token text as the special token.")] = False,
     reference: Annotated[bool, typer.Option("--reference", help=(
@@ -221,7 +221,7 @@ def encode_cmd(
 @bpe_app.command("decode")
 def decode_cmd(
     model: TokenizerArg = None,
-    ids: Annotated[list[str] | None, typer.Argument(metavar="IDS...", show_default=False, help=(
+    ids: Annotated[list[str] | None, typer.Argument(metavar="IDS...", help=(
         "Token ids; '-' or none reads them from stdin."))] = None,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
@@ -347,19 +347,19 @@ def _si(n: float) -> str:
 
 @bpe_app.command("sweep")
 def sweep_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="CORPUS...", show_default=False, help=(
+    files: Annotated[list[str], typer.Argument(metavar="CORPUS...", help=(
         "UTF-8 text files to train on ('-' reads stdin), as bpe train."))],
     held_out: Annotated[list[str], typer.Option(
-        "--eval", metavar="HELD_OUT", show_default=False, help="Held-out text (repeatable): "
+        "--eval", metavar="HELD_OUT", help="Held-out text (repeatable): "
         "files, or one parallel folder such as corpora/prose/ (one row per language in --json).")],
     vocab_sizes: Annotated[str, typer.Option("--vocab-sizes", metavar="COUNT,...", help=(
         "Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at the "
         "largest gives them all."))] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
     tokenizers: opt.TokenizersOpt = None,
-    hidden: Annotated[int | None, opt.count_option("--hidden", show_default=False, help=(
+    hidden: Annotated[int | None, opt.count_option("--hidden", help=(
         "Model width for the embedding, output-layer, attention and KV numbers (default 4096, or "
         "-m's hidden_size)."))] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help=(
+    model: Annotated[str | None, typer.Option("--model", "-m", help=(
         "A catalog model: its hidden_size, layers and heads give the costs (whole model), its "
         "tokenizer joins the references."))] = None,
     tied: Annotated[bool, typer.Option(
@@ -371,7 +371,7 @@ def sweep_cmd(
         "The knee is the first size whose next doubling cuts tokens per byte by less than this "
         "share."))] = tokcost.BPESweepRequest.knee_gain,
     jobs: JobsOpt = 1,
-    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help=(
+    plot: Annotated[Path | None, typer.Option("--plot", help=(
         "Write the curve with the knee and the references (.png/.svg/.pdf; pip install "
         "'tokcost[plot]')."))] = None,
     force: opt.ForceOpt = False,

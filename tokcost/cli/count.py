@@ -91,16 +91,16 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
                 raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
-PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...", show_default=False,
+PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...",
     help="Files or folders to count; '-' (or a pipe) reads stdin.")]
 ModelsOpt = Annotated[list[str] | None, typer.Option(
-    "--model", "-m", metavar="ID", show_default=False, help="Model id from the catalog "
+    "--model", "-m", metavar="ID", help="Model id from the catalog "
     "(repeatable): counts with its tokenizer and shows the share of its context window.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")]
 TotalOpt = Annotated[bool, typer.Option(
     "--total", help="Print only the total token count (first tokenizer).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1, metavar="N", show_default=False,
+    "--jobs", "-j", min=1, metavar="N",
     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, whose cores release "
     "the GIL, else processes (default: a thread per CPU when they all release it, else 1); "
     "with --engine dask, one worker per CPU.")]
@@ -109,22 +109,22 @@ EngineOpt = Annotated[str, typer.Option(
     "--scheduler ADDRESS, else --jobs local worker processes; inputs may be globs or fsspec "
     "URLs such as s3://...).")]
 IncludeOpt = Annotated[list[str] | None, typer.Option("--include", metavar="GLOB",
-    show_default=False, help="Only files matching this glob (repeatable).")]
+    help="Only files matching this glob (repeatable).")]
 ExcludeOpt = Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
-    show_default=False, help="Leave out files matching this glob (repeatable).")]
+    help="Leave out files matching this glob (repeatable).")]
 NoGitignoreOpt = Annotated[bool, typer.Option(
     "--no-gitignore", help="Also count files .gitignore excludes.")]
 AllowSpecialOpt = Annotated[bool, typer.Option(
     "--allow-special", help="Encode special-token text such as <|endoftext|> as the special "
     "token (default: plain text).")]
 ChatOpt = Annotated[str | None, typer.Option(
-    "--chat", metavar="FILE", show_default=False, help="Count an OpenAI-style JSON message "
+    "--chat", metavar="FILE", help="Count an OpenAI-style JSON message "
     "list ('-': stdin), with the model's per-message overhead (default model gpt-4o).")]
 TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
     "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
-TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False, show_default=False,
+TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False,
     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
     "document, text cut to COUNT tokens).")]
 VerboseOpt = Annotated[bool, typer.Option(

@@ -72,7 +72,7 @@ def generate(
         metavar="PROMPT", help="Text to continue ('-' reads stdin).")],
     # "[default: tiny-ref]" is written out: --model-dir may replace the model.
     model: Annotated[str | None, typer.Option(
-        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]", show_default=False)] = None,
+        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]")] = None,
     max_new_tokens: Annotated[int, count_option(
         "--max-new-tokens", help="Tokens to generate per sample (32, 1k).")] = 32,
     temperature: Annotated[float, typer.Option(

@@ -37,31 +37,30 @@ def quality(
                                        "(tiny-ref ships them), or hf:ORG/REPO.")] = "tiny-ref",
     model_dir: ModelDirOpt = None,
     text: Annotated[str | None, typer.Option(
-        "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - "
+        "--text", metavar="FILE", help="Held-out text to evaluate, or - "
         "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
     max_tokens: Annotated[int, count_option(
         "--max-tokens", help="Evaluate the text's first COUNT tokens (at most the model's context "
         "window).")] = 512,
     prompt: Annotated[int | None, count_option(
         "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
-        "eighth of the text); SnapKV compresses them.", show_default=False)] = None,
+        "eighth of the text); SnapKV compresses them.")] = None,
     # Budgets are a count of tokens or a fraction of the text (0.25).
     policies: Annotated[list[str] | None, typer.Option(
-        "--policy", show_default=False, help="Cache policy (repeatable, or a comma list): fp8, "
-        "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
-        "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
-        "family).")] = None,
+        "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
+        "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
+        "a count or a fraction of the text (default: one of each family).")] = None,
     residual: Annotated[int, count_option("--residual", help="Most recent tokens int8/int4 keep "
         "in full precision (KIVI's R).")] = 128,
     kv_group_size: Annotated[int, count_option(
         "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
+        "--gpu", help="GPU from the catalog: show how many sequences each "
         "policy fits (bf16 cache, the model's weights).")] = None,
     context: Annotated[int | None, count_option(
         "--context", help="Tokens per sequence for --gpu's concurrency (default: the model's "
-        "context window).", show_default=False)] = None,
+        "context window).")] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "
         "'tokcost\\[plot]').")] = None,

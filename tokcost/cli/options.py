@@ -15,7 +15,7 @@ from tokcost.errors import UsageError
 
 CatalogOpt = Annotated[
     str | None, typer.Option(
-        "--catalog", metavar="FILE", show_default=False,
+        "--catalog", metavar="FILE",
         help="Model catalog YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml).")]
 JsonOpt = Annotated[bool, typer.Option("--json",
                                        help="Print JSON (its keys: docs/, the command's page).")]
@@ -23,16 +23,16 @@ PlotForceOpt = Annotated[
     bool, typer.Option("--force", help="Overwrite the --plot file if it exists.")]
 TokenizersOpt = Annotated[
     list[str] | None, typer.Option(
-        "--tokenizer", "-t", metavar="SPEC", show_default=False,
+        "--tokenizer", "-t", metavar="SPEC",
         help="Tokenizer spec (repeatable): o200k_base, cl100k_base, hf:PATH/tokenizer.json, "
         "hf:ORG/REPO, sp:PATH.model, tekken:PATH.json, bpe:PATH, model:ID.")]
 SchedulerOpt = Annotated[str | None, typer.Option(
-                             "--scheduler", show_default=False,
+                             "--scheduler",
                              help="Dask scheduler address (tcp://HOST:8786) for --engine dask.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
 DaskTimeoutOpt = Annotated[
     float | None, typer.Option(
-        "--timeout", show_default=False,
+        "--timeout",
         help="Seconds --engine dask waits for the scheduler, its workers and http(s) servers, and "
         "for a worker when none is left mid-run, before it gives up (default 10).")]
 
