@@ -83,8 +83,7 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
 
 
 def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
-    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad``, when Click's error has
-    no context."""
+    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad`` (Click gave no context)."""
     command = getattr(main, "__self__", None)
     path = [prog_name or "tokcost"]
     for arg in argv:
@@ -112,8 +111,7 @@ app = App(
     help="How many tokens is this, what will it cost, and how much GPU memory does serving it "
     "take?",
     no_args_is_help=True,
-    # Completion lives at the root only (--install-completion / --show-completion):
-    # typer registers its bash/zsh/fish/powershell protocol classes with it.
+    # completion lives at the root only: typer registers its shells' protocol classes with it
     add_completion=True,
     pretty_exceptions_enable=False,
 )
@@ -124,9 +122,8 @@ def _root(version: VersionOpt = False) -> None:
     """The root's options (its help is the app's; every command has --help and --json)."""
 
 
-# Commands are imported only when used: `tokcost --help` lists them from this
-# table, so start-up does not pay for the catalog, YAML, pricing or tokenizers.
-# name -> (modules to import, in order; one-line help)
+# name -> (modules to import, in order; one-line help): commands are imported only when used,
+# `tokcost --help` lists them from this table.
 COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
     "compare": (("tokcost.cli.compare",),

@@ -272,8 +272,7 @@ class _Stdout:
 
 
 def guard_stdout() -> None:
-    """Route stdout's failures to ``StdoutFailed``. A closed descriptor 1 is held on
-    /dev/null, so no file tokcost opens (or a child process inherits) becomes stdout."""
+    """Route stdout's failures to ``StdoutFailed``; a closed descriptor 1 is held on /dev/null."""
     if sys.stdout is None:
         with contextlib.suppress(OSError):
             os.open(os.devnull, os.O_WRONLY)  # the lowest free descriptor: 1

@@ -380,12 +380,11 @@ def sweep_cmd(
 ) -> None:
     """Choose a vocabulary size: train once at the largest size, measure every smaller one.
 
-    Per size, on the held-out text: tokens per byte and per character, the sequence
-    length against the first -t (default o200k_base), the embedding and output-layer
-    parameters at the model width, attention FLOPs and KV bytes per document (whole
-    model with -m; per layer, MHA in bf16, with --hidden), and the share of the
-    vocabulary the held-out text never uses. The -t tokenizers (and -m's) are shown
-    on the same axes. --json keys are in the README.
+    Per size, on the held-out text: tokens per byte and per character, the sequence length against
+    the first -t (default o200k_base), the embedding and output-layer parameters at the model width,
+    attention FLOPs and KV bytes per document (whole model with -m; per layer, MHA in bf16, with
+    --hidden), and the share of the vocabulary the held-out text never uses. The -t tokenizers (and
+    -m's) are shown on the same axes. --json keys are in the README.
 
     Examples:
 

@@ -55,8 +55,7 @@ class _LazyConsole:
                 return
         console.print(*objects, **kwargs)
 
-    # rich's Live display (progress bars) enters the console as a context manager;
-    # special methods are looked up on the type, so __getattr__ does not forward them.
+    # rich's progress bars enter the console: special methods are not found by __getattr__
     def __enter__(self) -> Any:
         return self.__getattr__("__enter__")()
 
@@ -103,8 +102,7 @@ def warn(message: str) -> None:
               highlight=False)
 
 
-# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for bytes that
-# are not UTF-8).
+# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for non-UTF-8 bytes).
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
               "\f": "\\f", "\r": "\\r"}
@@ -145,8 +143,7 @@ def print_wide(table: Any) -> None:
     console.file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
-#: A column that folds (a path) keeps at least this many characters on a line; a
-#: narrower terminal gets a table wider than itself, which it wraps.
+#: A column that folds (a path) keeps this many characters a line, even past the terminal.
 FOLD_MIN = 12
 _UNBOUNDED = 100_000
 
@@ -156,8 +153,11 @@ def print_fitted(console: Console, table: Table) -> None:
     fitted, width = fit_table(console, table)
     if width <= console.width:
         console.print(fitted)
-    else:
-        _print_at(console, fitted, width)
+        return
+    # rich cuts a renderable to its console's width: print on a console ``width`` wide
+    make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
+                 force_terminal=console.is_terminal, no_color=console.no_color,
+                 color_system=console.color_system).print(fitted)
 
 
 def fit_table(console: Console, table: Table) -> tuple[Table, int]:
@@ -170,18 +170,14 @@ def fit_table(console: Console, table: Table) -> tuple[Table, int]:
     if table.width is not None:
         return table, console.width
     options = console.options.update_width(_UNBOUNDED)
-
-    def widest(cell: Any) -> int:
-        return _natural_width(console, options, cell)
-
     naturals: list[int] = []
     floors: list[int] = []
     for column in table.columns:
         labels = [column.header] if table.show_header else []
         labels += [column.footer] if table.show_footer else []
-        label = max((widest(c) for c in labels), default=0)
-        natural = (column.width if column.width is not None
-                   else max([label, *(widest(c) for c in column.cells)], default=0))
+        label = max((_natural_width(console, options, c) for c in labels), default=0)
+        cells = (_natural_width(console, options, c) for c in column.cells)
+        natural = column.width if column.width is not None else max([label, *cells], default=0)
         natural = max(natural, 1)  # rich gives an empty column one character too
         naturals.append(natural)
         foldable = column.overflow == "fold" and column.width is None and not column.no_wrap
@@ -222,9 +218,3 @@ def _natural_width(console: Console, options: Any, cell: Any) -> int:
         return max(cell_len(line) for line in plain.split("\n"))
     return Measurement.get(console, options, cell).maximum
 
-
-def _print_at(console: Console, table: Table, width: int) -> None:
-    """Print on a console like ``console`` but ``width`` columns wide."""
-    make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
-                 force_terminal=console.is_terminal, no_color=console.no_color,
-                 color_system=console.color_system).print(table)

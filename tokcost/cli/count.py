@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -68,8 +69,6 @@ def _fmt(n: int, exact: bool) -> str:
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
 FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
-
-
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
@@ -84,11 +83,9 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
         if shown:
             raise UsageError(f"--chat prints its own table or --json; drop {shown[0]}")
         return
-    for i, first in enumerate(given):
-        for second in given[i + 1:]:
-            if not ("--json" in (first, second)
-                    and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
-                raise UsageError(f"{first} and {second} cannot be combined: pick one output")
+    for first, second in itertools.combinations(given, 2):
+        if not ("--json" in (first, second) and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
+            raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
 PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...",
