@@ -74,11 +74,10 @@ def attention(
 
 def _render(result: Any) -> None:
     t = len(result.prompt_ids)
-    grid = table(title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
-                       f"heads on {t} tokens")
-    for col in ("head", "entropy", "ent/max", "dist", "rel", "first", "prev", "self", "dup",
-                "label"):
-        grid.add_column(col, justify="left" if col in ("head", "label") else "right")
+    grid = table("head", "entropy", "ent/max", "dist", "rel", "first", "prev", "self", "dup",
+                 title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
+                 f"heads on {t} tokens")
+    grid.add_column("label")
     for s in result.heads:
         dup = "-" if s.duplicate_token is None else f"{s.duplicate_token:.2f}"
         grid.add_row(s.name, f"{s.entropy:.2f}", f"{s.entropy_norm:.2f}",

@@ -418,10 +418,8 @@ def sweep_cmd(
 
 def _sweep_table(doc: dict[str, Any]) -> Any:
     scope = doc["width"]["cost_scope"]
-    rows = table()
-    for name in ("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
-                 "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused"):
-        rows.add_column(name, justify="left" if name == "vocab" else "right")
+    rows = table("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
+                 "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused")
     knee = doc["knee"]["vocab_size"]
     for row in doc["sizes"] + doc["references"]:
         vs, unused = row["vs_reference"], row["unused_share"]

@@ -68,13 +68,17 @@ out = cast("Console", _LazyConsole(stderr=False))
 err = cast("Console", _LazyConsole(stderr=True))
 
 
-def table(*, title: str | None = None, footer: bool = False, header: bool = True) -> Table:
-    """A table in tokcost's one style: no box, a bold header, no padding at either end;
-    callers right-justify numbers and fold paths (``overflow="fold"``)."""
+def table(*columns: str, title: str | None = None, footer: bool = False,
+          header: bool = True) -> Table:
+    """A table in tokcost's one style: no box, a bold header, no padding at either end; of
+    ``columns``, the first is left-justified, the others (numbers) right; callers fold paths."""
     from rich.table import Table
-    return Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                  title=title, title_justify="left", title_style="", show_footer=footer,
                  show_header=header, footer_style="", padding=(0, 1))
+    for i, name in enumerate(columns):
+        grid.add_column(name, justify="right" if i else "left")
+    return grid
 
 
 def print_json(data: Any) -> None:

@@ -276,9 +276,7 @@ def _print_chat(result: Any, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    shown = table()
-    for name in ("model", "messages", "content", "overhead", "total", "window"):
-        shown.add_column(name, justify="left" if name == "model" else "right")
+    shown = table("model", "messages", "content", "overhead", "total", "window")
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)

@@ -87,10 +87,9 @@ def quality(
 
 
 def _render(result: Any) -> None:
-    grid = table(title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
-                       f"{result.prompt:,}, then one token at a time")
-    for col in ("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL"):
-        grid.add_column(col, justify="left" if col == "policy" else "right")
+    grid = table("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL",
+                 title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
+                 f"{result.prompt:,}, then one token at a time")
     planned = result.gpu is not None
     if planned:
         grid.add_column(f"seqs on {result.gpu}", justify="right")

@@ -84,12 +84,10 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
 def _render(result: Any) -> None:
     n, head = result.samples_per_request, f"{result.requests} requests"
     where = f"{result.model}, " if result.model else ""
-    grid = table(title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
+    grid = table("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
+                 "steps", "preempt", title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
                  f"{result.capacity_tokens:,} token slots of KV memory, max length "
                  f"{result.max_len:,}")
-    for col in ("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
-                "steps", "preempt"):
-        grid.add_column(col, justify="left" if col == "policy" else "right")
     for r in result.policies:
         grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
                      f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
