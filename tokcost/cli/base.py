@@ -1,9 +1,7 @@
-"""How tokcost runs a command: Click's classes extended in one place (DESIGN §3).
+"""How tokcost runs a command (DESIGN §3): every error one ``error:`` line in the command's
+flags (``{tp=3}`` -> ``--tp 3``), a closed pipe ends it as it ends ``cat``.
 
-Every error is one ``error:`` line in the command's own flags (``{tp=3}`` -> ``--tp 3``), a
-repeated single-valued option is a usage error, a closed pipe ends the process as it ends
-``cat``. ``TOKCOST_DEBUG=1`` lets tracebacks through.
-"""
+``TOKCOST_DEBUG=1`` lets tracebacks through."""
 
 from __future__ import annotations
 

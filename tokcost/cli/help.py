@@ -1,8 +1,5 @@
-"""``--help`` for the root and every command, laid out from Click's help records.
-
-Typer's Rich help cuts long flags (``--max-num-batched-…``) on a narrow terminal and imports
-every command to list them; here each spelling has a column that never shrinks.
-"""
+"""``--help`` from Click's help records: unlike typer's, it never cuts a long flag
+(``--max-num-batched-…``) and lists a group's commands without importing them."""
 
 from __future__ import annotations
 

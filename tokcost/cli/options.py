@@ -1,8 +1,5 @@
-"""Options several commands share, so their flags and help read the same everywhere.
-
-Count flags (``8k``, ``8Ki``, ``1.5M``, ``1e6``) are read by ``tokcost.units.parse_count``
-while Click parses; a sign is passed on for the library to judge (``--top-k -1``).
-"""
+"""Options several commands share; count flags (``8k``, ``8Ki``, ``1e6``) are read by
+``tokcost.units.parse_count`` as Click parses, a sign passed on (``--top-k -1``)."""
 
 from __future__ import annotations
 
