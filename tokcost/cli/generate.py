@@ -149,10 +149,8 @@ def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None
         warn("--top-k and --top-p have no effect with greedy decoding (--temperature 0); "
              "set --temperature above 0 to sample")
     if n > 1 and (temperature == 0 or top_k == 1):
-        if temperature == 0:
-            why, fix = "greedy decoding (--temperature 0)", "set --temperature above 0"
-        else:
-            why, fix = "--top-k 1", "set --top-k 0 (off) or above 1"
+        why, fix = (("greedy decoding (--temperature 0)", "set --temperature above 0")
+                    if temperature == 0 else ("--top-k 1", "set --top-k 0 (off) or above 1"))
         warn(f"--n {n} with {why} gives {n} identical samples; {fix} to sample")
 
 
