@@ -24,7 +24,7 @@ import tokcost
 import tokcost.units
 from tokcost.budget import BudgetConfigError, load_config
 from tokcost.cli.app import app
-from tokcost.cli.counts import CountError, count_parser
+from tokcost.cli.options import CountError, count_parser
 from tokcost.errors import UsageError
 from tokcost.units import MAX_COUNT
 

@@ -8,7 +8,7 @@ import inspect
 import itertools
 import os
 import sys
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -22,6 +22,7 @@ from tokcost.cli.base import (
     usage_line,
 )
 from tokcost.cli.console import err
+from tokcost.cli.options import VersionOpt
 
 
 class TokcostGroup(Group):
@@ -49,13 +50,8 @@ class TokcostGroup(Group):
 
 
 def run_command(main: Any, args: Any, *, prog_name: str) -> None:
-    """Run a click ``main`` so that usage errors are one line and pipes close quietly.
-
-    Click's standalone mode prints usage errors as a block (or a Rich box) and
-    turns a closed pipe into exit 1; here a usage error is one ``error:`` line with
-    a "did you mean" where one fits, and ``| head`` ends the process the way it ends
-    ``cat``: by SIGPIPE, with no message.
-    """
+    """Run a click ``main``: a usage error is one ``error:`` line (Click's standalone mode
+    prints a block), and ``| head`` ends the process by SIGPIPE as it ends ``cat``."""
     argv = list(sys.argv[1:] if args is None else args)
     guard_stdout()
     try:
@@ -77,10 +73,8 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
         err.print("interrupted", highlight=False)
         sys.exit(130)
-    except BrokenPipeError:
-        die_of_sigpipe()
     except OSError as exc:
-        if exc.errno != errno.EPIPE:
+        if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
             raise
         die_of_sigpipe()
     finish_stdout()
@@ -89,8 +83,7 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
 
 
 def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
-    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad``: the command whose
-    help to point at when Click's error carries no context."""
+    """``tokcost kvmem estimate`` for argv ``kvmem estimate --bad`` (Click gave no context)."""
     command = getattr(main, "__self__", None)
     path = [prog_name or "tokcost"]
     for arg in argv:
@@ -105,8 +98,7 @@ def _command_path(main: Any, prog_name: str | None, argv: list[str]) -> str:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    """``--json``, ``--format json`` or ``-f json`` (any case, joined or not) in argv: a
-    usage error is raised before the command's own parameters say so."""
+    """``--json``, ``--format json`` or ``-f json`` (any case, joined or not) in argv."""
     words = [a.lower() for a in argv]
     if "--json" in words or any(w in ("--format=json", "-fjson", "-f=json") for w in words):
         return True
@@ -116,42 +108,22 @@ def _wants_json(argv: list[str]) -> bool:
 app = App(
     name="tokcost",
     cls=TokcostGroup,
-    help=(
-        "How many tokens is this, what will it cost, and how much GPU memory does "
-        "serving it take?"
-    ),
+    help="How many tokens is this, what will it cost, and how much GPU memory does serving it "
+    "take?",
     no_args_is_help=True,
-    # Completion lives at the root only (--install-completion / --show-completion):
-    # typer registers its bash/zsh/fish/powershell protocol classes with it.
+    # completion lives at the root only: typer registers its shells' protocol classes with it
     add_completion=True,
     pretty_exceptions_enable=False,
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        from tokcost import __version__
-
-        typer.echo(f"tokcost {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = False,
-) -> None:
-    """How many tokens is this, what will it cost, and how much GPU memory does serving it take?
-
-    Every command has --help with examples and --json for scripts.
-    """
+def _root(version: VersionOpt = False) -> None:
+    """The root's options (its help is the app's; every command has --help and --json)."""
 
 
-# Commands are imported only when used: `tokcost --help` lists them from this
-# table, so start-up does not pay for the catalog, YAML, pricing or tokenizers.
-# name -> (modules whose register() adds the command, in order; one-line help)
+# name -> (modules to import, in order; one-line help): commands are imported only when used,
+# `tokcost --help` lists them from this table.
 COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
     "compare": (("tokcost.cli.compare",),
@@ -167,14 +139,13 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
                  "Run the numpy reference transformer with a real KV cache."),
     "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
 
-# Loaded commands, per process: registering twice would add `kvmem simulate` twice.
+# Loaded commands, per process.
 _loaded: dict[str, Any] = {}
 
 
 def reflow_help(command: Any) -> None:
-    """Join the lines of each paragraph of every command's help into one: typer keeps a
-    docstring's line breaks, which a narrow terminal then wraps raggedly ("as du" /
-    "counts it"). A paragraph with an indented line, or marked with \\b, stays as written."""
+    """Join each paragraph of every command's help into one line (typer keeps a docstring's
+    line breaks); a paragraph with an indented line, or marked with \\b, stays as written."""
     for sub in (getattr(command, "commands", None) or {}).values():
         reflow_help(sub)
     if not command.help:
@@ -189,16 +160,18 @@ def _load_command(name: str) -> Any:
     if name not in _loaded:
         modules, _ = COMMANDS[name]
         holder = App()
-        for module in modules:
-            importlib.import_module(module).register(holder)
+        first, *_ = [importlib.import_module(module) for module in modules]
+        group = getattr(first, f"{name}_app", None)
+        if group is not None:  # the others add their commands to it as they are imported
+            holder.add_typer(group, name=name)
+        else:  # one command: the module's function of that name, with its EPILOG
+            holder.command(name, epilog=first.EPILOG)(getattr(first, name))
         built = typer.main.get_command(holder)
         reflow_help(built)
         # A holder with one plain command becomes that command; otherwise a group.
         sub = getattr(built, "commands", {}).get(name)
         _loaded[name] = sub if sub is not None else built
     return _loaded[name]
-
-
 
 
 def main() -> None:

@@ -36,20 +36,19 @@ A head is named when a score passes its threshold (printed under the table).
 
 def attention(
     prompt: Annotated[str | None, typer.Argument(
-        metavar="PROMPT", show_default=False,
-        help="Text to run ('-' reads stdin; or --file).")] = None,
+        metavar="PROMPT", help="Text to run ('-' reads stdin; or --file).")] = None,
     file: Annotated[str | None, typer.Option(
-        "--file", show_default=False, help="Read the prompt from a file ('-' = stdin).")] = None,
+        "--file", help="Read the prompt from a file ('-' = stdin).")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help=ck.MODEL_HELP)] = "tiny-ref",
     model_dir: ck.ModelDirOpt = None,
     weights: ck.WeightsOpt = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Seed for random weights (a model without any).")] = None,
     plot: Annotated[str | None, typer.Option(
-        "--plot", show_default=False, help="Write heat maps of the heads to PNG/SVG/PDF "
+        "--plot", help="Write heat maps of the heads to PNG/SVG/PDF "
         "(needs: pip install 'tokcost\\[plot]').")] = None,
     heads: Annotated[list[str] | None, typer.Option(
-        "--head", show_default=False, help="A head to plot, L<layer>H<head> (repeatable; "
+        "--head", help="A head to plot, L<layer>H<head> (repeatable; "
         "default: every head of a small model, else the named ones).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
@@ -75,11 +74,10 @@ def attention(
 
 def _render(result: Any) -> None:
     t = len(result.prompt_ids)
-    grid = table(title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
-                       f"heads on {t} tokens")
-    for col in ("head", "entropy", "ent/max", "dist", "rel", "first", "prev", "self", "dup",
-                "label"):
-        grid.add_column(col, justify="left" if col in ("head", "label") else "right")
+    grid = table("head", "entropy", "ent/max", "dist", "rel", "first", "prev", "self", "dup",
+                 title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
+                 f"heads on {t} tokens")
+    grid.add_column("label")
     for s in result.heads:
         dup = "-" if s.duplicate_token is None else f"{s.duplicate_token:.2f}"
         grid.add_row(s.name, f"{s.entropy:.2f}", f"{s.entropy_norm:.2f}",
@@ -103,7 +101,3 @@ def _render(result: Any) -> None:
         "other label fits)")
     for line in lines:
         out.print(line, markup=False, soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("attention", epilog=EPILOG)(attention)

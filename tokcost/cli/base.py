@@ -1,17 +1,7 @@
-"""How tokcost runs a command: Click's documented classes, extended in one place.
+"""How tokcost runs a command (DESIGN §3): every error one ``error:`` line in the command's
+flags (``{tp=3}`` -> ``--tp 3``), a closed pipe ends it as it ends ``cat``.
 
-- ``Command`` and ``Group`` (through ``App``, a ``typer.Typer`` whose commands and
-  groups are these) turn every error into one ``error:`` line on stderr and its exit
-  code (DESIGN §3): a library ``TokcostError`` is rendered in the command's own flags
-  (its placeholders, ``{tp=3}`` -> ``--tp 3``), a Click usage error is worded from the
-  exception's fields, never from its English text.
-- A single-valued option given twice is a usage error naming both values
-  (``Command.parse_args``), as Click's parser reports each occurrence.
-- ``main`` runs the root: a closed pipe ends the process as it ends ``cat`` (SIGPIPE),
-  and a failed write to stdout (a full disk, a closed descriptor) is one line and exit 1.
-
-``TOKCOST_DEBUG=1`` lets tracebacks through.
-"""
+``TOKCOST_DEBUG=1`` lets tracebacks through."""
 
 from __future__ import annotations
 
@@ -56,33 +46,26 @@ class Command(TyperCommand):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tokcost.cli.help import render_help
-
         formatter.write(render_help(ctx))
 
 
 class Group(TyperGroup):
-    """A command group: an unknown subcommand gets a "did you mean"; its help lists
-    ``command_rows``."""
+    """A command group: an unknown subcommand gets a "did you mean"."""
 
     def command_rows(self, ctx: Any) -> list[tuple[str, str]]:
         """(name, one line of help) for each subcommand, in the help's order."""
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=200)))
-        return rows
+        commands = [(name, self.get_command(ctx, name)) for name in self.list_commands(ctx)]
+        return [(name, command.get_short_help_str(limit=200)) for name, command in commands
+                if command is not None and not command.hidden]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tokcost.cli.help import render_help
-
         formatter.write(render_help(ctx, self.command_rows(ctx)))
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             import difflib
-
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=2)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             raise click_errors.UsageError(f"no such command '{name}'{hint}", ctx)
@@ -161,9 +144,8 @@ def _flag(param: Any) -> tuple[str, str | None]:
 
 
 def cli_words(params: Sequence[Any]) -> Callable[[str, str | None], str]:
-    """Spell an API parameter as the command's flag: ``tp`` -> ``--tp``, ``(tp, 3)`` ->
-    ``--tp 3``, ``(batch, True)`` -> ``--batch``, ``(batch, False)`` -> ``--no-batch``.
-    A name the command has no flag for keeps the API's spelling."""
+    """Spell an API parameter as the command's flag: ``(tp, 3)`` -> ``--tp 3``, ``(batch,
+    False)`` -> ``--no-batch``; a name without a flag keeps the API's spelling."""
     by_name = {p.name: p for p in params}
 
     def words(name: str, value: str | None) -> str:
@@ -197,14 +179,10 @@ def current_words() -> Callable[[str, str | None], str] | None:
 
 def json_requested(ctx: Any) -> bool:
     """Whether the running command was asked for JSON (``--json`` or ``--format json``)."""
-    if ctx is None:
-        return False
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if "--json" in getattr(param, "opts", ()) and value:
-            return True
+    for param in ctx.command.params if ctx is not None else ():
+        value, opts = ctx.params.get(param.name), getattr(param, "opts", ())
         chosen = str(getattr(value, "value", value))  # an Enum choice or a plain string
-        if "--format" in getattr(param, "opts", ()) and chosen == "json":
+        if ("--json" in opts and value) or ("--format" in opts and chosen == "json"):
             return True
     return False
 
@@ -232,21 +210,17 @@ def handled_errors(ctx: Any) -> Iterator[None]:
 
 
 def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
-    """An error as the user sees it: one line on stderr and, when the command was
-    asked for ``--json``, a JSON error object on stdout so scripts get a document."""
+    """One line on stderr and, for ``--json``, a JSON error object on stdout."""
     from tokcost.cli.console import error, print_json
-
     if wants_json:
         print_json({"error": {"type": kind, "message": line, "exit_code": code}})
     error(line)  # escaped: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
 
 
 def usage_line(exc: Any, command_path: str) -> str:
-    """A Click usage error as one line, worded from its fields: the problem, a "did you
-    mean" where one fits, and where to look (``see 'tokcost count -h'``)."""
+    """A Click usage error as one line from its fields, ending ``see 'tokcost count -h'``."""
     if isinstance(exc, click_errors.NoSuchOption):
         import difflib
-
         typed = exc.option_name
         # closest first: "--jsn" is nearer "--json" than "--csv"
         options = sorted(exc.possibilities or (),
@@ -267,8 +241,7 @@ def usage_line(exc: Any, command_path: str) -> str:
 # -- running ----------------------------------------------------------------------------
 
 class _Stdout:
-    """``sys.stdout`` whose failed writes are a ``StdoutFailed`` (a closed pipe stays a
-    BrokenPipeError: it ends the process quietly, as for ``cat``)."""
+    """``sys.stdout`` whose failed writes (but a closed pipe) are a ``StdoutFailed``."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -293,14 +266,11 @@ class _Stdout:
         return self._stream is not None and bool(self._stream.isatty())
 
     def __getattr__(self, name: str) -> Any:
-        if self._stream is None:
-            raise StdoutFailed("cannot write to standard output: it is closed")
-        return getattr(self._stream, name)
+        return self._guard(lambda: getattr(self._stream, name))
 
 
 def guard_stdout() -> None:
-    """Route stdout's failures to ``StdoutFailed``. A closed descriptor 1 is held on
-    /dev/null, so no file tokcost opens (or a child process inherits) becomes stdout."""
+    """Route stdout's failures to ``StdoutFailed``; a closed descriptor 1 is held on /dev/null."""
     if sys.stdout is None:
         with contextlib.suppress(OSError):
             os.open(os.devnull, os.O_WRONLY)  # the lowest free descriptor: 1
@@ -314,7 +284,6 @@ def finish_stdout() -> None:
         sys.stdout.flush()
     except StdoutFailed as exc:
         from tokcost.cli.console import error
-
         error(str(exc))
         _silence_stdout()
         sys.exit(1)
@@ -331,10 +300,8 @@ def _silence_stdout() -> None:
 
 
 def die_of_sigpipe() -> None:
-    """Leave as ``cat`` does when its reader goes away: killed by SIGPIPE (the shell's
-    exit status 141), no message. Where there is no SIGPIPE (Windows), exit 1 quietly."""
+    """Die of SIGPIPE as ``cat`` does (exit status 141); without SIGPIPE (Windows), exit 1."""
     import signal
-
     _silence_stdout()
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -15,7 +15,6 @@ import tokcost
 from tokcost.cli import options as opt
 from tokcost.cli.base import App, current_words
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.errors import TokcostError, UsageError
 
 if TYPE_CHECKING:
@@ -25,12 +24,12 @@ bpe_app = App(name="bpe", no_args_is_help=True, rich_markup_mode="rich",
               help="Train and export tokcost's own byte-level BPE (matches HF BpeTrainer); "
               "encode, decode and inspect with any tokenizer.")
 
-ModelArg = Annotated[str, typer.Argument(metavar="MODEL", show_default=False, help=(
+ModelArg = Annotated[str, typer.Argument(metavar="MODEL", help=(
     "A model: tok.bpe, bpe:tok.bpe, a .tiktoken rank file or tiktoken:cl100k_base."))]
-TokenizerArg = Annotated[str | None, typer.Argument(metavar="TOKENIZER", show_default=False, help=(
+TokenizerArg = Annotated[str | None, typer.Argument(metavar="TOKENIZER", help=(
     "Any tokenizer: tok.bpe, a .tiktoken, .model or tokenizer.json file, or a spec (o200k_base, "
     "hf:ORG/REPO, sp:PATH.model, model:ID); or give it as -t SPEC."))]
-TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", "-t", show_default=False, help=(
+TokenizerOpt = Annotated[str | None, typer.Option("--tokenizer", "-t", help=(
     "The tokenizer as a spec, in place of the TOKENIZER argument (o200k_base, "
     "hf:PATH/tokenizer.json, sp:PATH.model, bpe:PATH, model:ID)."))]
 PatternOpt = Annotated[str | None, typer.Option(
@@ -41,12 +40,6 @@ JobsOpt = Annotated[int, typer.Option(
     "--jobs", "-j", help="Processes that pre-tokenize in parallel.")]
 
 
-def _counts(*flags: str, signed: bool = True, **option: Any) -> Any:
-    """A count flag (``32k``, ``8Ki``...)."""
-    return typer.Option(*flags, metavar=COUNT, parser=count_parser(flags[0], signed=signed),
-                        **option)
-
-
 @contextmanager
 def _progress() -> Iterator[Any]:
     """A rich progress callback on stderr when a person watches; else None."""
@@ -55,7 +48,6 @@ def _progress() -> Iterator[Any]:
         return
     from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
-
     class Rate(ProgressColumn):
         def render(self, task: Task) -> Text:
             unit, speed = task.fields.get("unit", ""), task.speed
@@ -89,11 +81,11 @@ def _wrote(paths: Iterable[object]) -> None:
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILES...", show_default=False, help=(
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", help=(
         "UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and fsspec "
         "URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as U+FFFD; both "
         "are reported."))],
-    vocab_size: Annotated[int, _counts("--vocab-size", "-v", signed=False, help=(
+    vocab_size: Annotated[int, opt.count_option("--vocab-size", "-v", signed=False, help=(
         "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
         "--output", "-o", help="Model file to write (and OUT.vocab beside it).")],
@@ -101,15 +93,15 @@ def train_cmd(
     special_tokens: Annotated[list[str] | None, typer.Option("--special", "-s", help=(
         "A special token (repeatable), e.g. '<|endoftext|>'. Its text in the corpus is split out "
         "of the lines, as HF does for added tokens, and not learned from."))] = None,
-    min_frequency: Annotated[int, _counts(
+    min_frequency: Annotated[int, opt.count_option(
         "--min-frequency", signed=False, help="Stop when the best pair is rarer.")] = 0,
-    max_token_length: Annotated[int | None, _counts("--max-token-length", help=(
+    max_token_length: Annotated[int | None, opt.count_option("--max-token-length", help=(
         "Longest token in bytes. The default is the longest token of o200k_base and cl100k_base "
         "(128 spaces); a value past the longest pre-token, such as 1M, lifts the limit (HF's "
         "default)."))] = tokcost.BPETrainRequest.default_max_token_length,
     jobs: JobsOpt = 1,
-    max_pretokens: Annotated[int | None, _counts(
-        "--max-pretokens", signed=False, show_default=False, help=(
+    max_pretokens: Annotated[int | None, opt.count_option(
+        "--max-pretokens", signed=False, help=(
             "Hold at most this many distinct pre-tokens (10M, 2Mi): the most frequent, ties by "
             "first seen; for corpora whose distinct words alone exceed memory. Default: all of "
             "them, as HF does. Once it prunes, the merges depend on how the files are split "
@@ -186,11 +178,11 @@ def _text_or_path(model: str | None, tokenizer: str | None, text: list[str] | No
 @bpe_app.command("encode")
 def encode_cmd(
     model: TokenizerArg = None,
-    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]", show_default=False, help=(
+    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]", help=(
         "Text to encode; '-' reads stdin (default: --file, else stdin)."))] = None,
     tokenizer: TokenizerOpt = None,
     file: Annotated[str | None, typer.Option(
-        "--file", show_default=False, help="Read the text from a file ('-' = stdin).")] = None,
+        "--file", help="Read the text from a file ('-' = stdin).")] = None,
     allow_special: Annotated[bool, typer.Option(
         "--allow-special", help="Encode special-token text as the special token.")] = False,
     reference: Annotated[bool, typer.Option("--reference", help=(
@@ -229,7 +221,7 @@ def encode_cmd(
 @bpe_app.command("decode")
 def decode_cmd(
     model: TokenizerArg = None,
-    ids: Annotated[list[str] | None, typer.Argument(metavar="IDS...", show_default=False, help=(
+    ids: Annotated[list[str] | None, typer.Argument(metavar="IDS...", help=(
         "Token ids; '-' or none reads them from stdin."))] = None,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
@@ -271,7 +263,7 @@ SHOWN_SPECIALS = 12  # special tokens the table shows (--json has all)
 @bpe_app.command("inspect")
 def inspect_cmd(
     model: TokenizerArg = None,
-    top: Annotated[int, _counts(
+    top: Annotated[int, opt.count_option(
         "--top", help="How many merges and long tokens to show (0: none).")] = 10,
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
@@ -293,7 +285,6 @@ def inspect_cmd(
       tokcost bpe inspect -t hf:tokenizer.json
     """
     from rich.text import Text
-
     info = tokcost.inspect_bpe(tokcost.BPEInspectRequest(
         tokenizer=_tokenizer(model, tokenizer), top=top, pattern=pattern,
         catalog=catalog)).to_dict()
@@ -356,19 +347,19 @@ def _si(n: float) -> str:
 
 @bpe_app.command("sweep")
 def sweep_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="CORPUS...", show_default=False, help=(
+    files: Annotated[list[str], typer.Argument(metavar="CORPUS...", help=(
         "UTF-8 text files to train on ('-' reads stdin), as bpe train."))],
     held_out: Annotated[list[str], typer.Option(
-        "--eval", metavar="HELD_OUT", show_default=False, help="Held-out text (repeatable): "
+        "--eval", metavar="HELD_OUT", help="Held-out text (repeatable): "
         "files, or one parallel folder such as corpora/prose/ (one row per language in --json).")],
     vocab_sizes: Annotated[str, typer.Option("--vocab-sizes", metavar="COUNT,...", help=(
         "Vocabulary sizes, comma-separated (1Ki,2Ki,4Ki or 1k,2k,4k); one training at the "
         "largest gives them all."))] = "1Ki,2Ki,4Ki,8Ki,16Ki,32Ki,64Ki,128Ki",
     tokenizers: opt.TokenizersOpt = None,
-    hidden: Annotated[int | None, _counts("--hidden", show_default=False, help=(
+    hidden: Annotated[int | None, opt.count_option("--hidden", help=(
         "Model width for the embedding, output-layer, attention and KV numbers (default 4096, or "
         "-m's hidden_size)."))] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help=(
+    model: Annotated[str | None, typer.Option("--model", "-m", help=(
         "A catalog model: its hidden_size, layers and heads give the costs (whole model), its "
         "tokenizer joins the references."))] = None,
     tied: Annotated[bool, typer.Option(
@@ -380,7 +371,7 @@ def sweep_cmd(
         "The knee is the first size whose next doubling cuts tokens per byte by less than this "
         "share."))] = tokcost.BPESweepRequest.knee_gain,
     jobs: JobsOpt = 1,
-    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help=(
+    plot: Annotated[Path | None, typer.Option("--plot", help=(
         "Write the curve with the knee and the references (.png/.svg/.pdf; pip install "
         "'tokcost[plot]')."))] = None,
     force: opt.ForceOpt = False,
@@ -389,12 +380,11 @@ def sweep_cmd(
 ) -> None:
     """Choose a vocabulary size: train once at the largest size, measure every smaller one.
 
-    Per size, on the held-out text: tokens per byte and per character, the sequence
-    length against the first -t (default o200k_base), the embedding and output-layer
-    parameters at the model width, attention FLOPs and KV bytes per document (whole
-    model with -m; per layer, MHA in bf16, with --hidden), and the share of the
-    vocabulary the held-out text never uses. The -t tokenizers (and -m's) are shown
-    on the same axes. --json keys are in the README.
+    Per size, on the held-out text: tokens per byte and per character, the sequence length against
+    the first -t (default o200k_base), the embedding and output-layer parameters at the model width,
+    attention FLOPs and KV bytes per document (whole model with -m; per layer, MHA in bf16, with
+    --hidden), and the share of the vocabulary the held-out text never uses. The -t tokenizers (and
+    -m's) are shown on the same axes. --json keys are in the README.
 
     Examples:
 
@@ -428,10 +418,8 @@ def sweep_cmd(
 
 def _sweep_table(doc: dict[str, Any]) -> Any:
     scope = doc["width"]["cost_scope"]
-    rows = table()
-    for name in ("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
-                 "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused"):
-        rows.add_column(name, justify="left" if name == "vocab" else "right")
+    rows = table("vocab", "tokens", "tok/byte", "tok/char", f"vs {doc['reference'] or '-'}",
+                 "emb+out params", f"attn FLOPs/doc/{scope}", f"KV bytes/doc/{scope}", "unused")
     knee = doc["knee"]["vocab_size"]
     for row in doc["sizes"] + doc["references"]:
         vs, unused = row["vs_reference"], row["unused_share"]
@@ -448,7 +436,3 @@ def _sweep_table(doc: dict[str, Any]) -> Any:
                      f"{mark}{_si(row['kv_bytes_per_document'])}",
                      "-" if unused is None else f"{100 * unused:.1f}%")
     return rows
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(bpe_app, name="bpe")

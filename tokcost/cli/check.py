@@ -55,25 +55,25 @@ _LIMITS: dict[str, tuple[str, Callable[..., Any]]] = {
 def check(
     paths: Annotated[list[str] | None, typer.Argument(help="Files, folders or globs to check "
         "against the limits given here (--max-tokens, --max-cost, --max-window), without a "
-        "config file.", show_default=False)] = None,
+        "config file.")] = None,
     config: Annotated[list[Path] | None, typer.Option("--config", "-c", help="Budget config "
         "(repeatable: several in one run): a tokcost.yaml or a pyproject.toml with "
         "\\[tool.tokcost] (default: the first found walking up from here to the git work tree "
-        "root).", show_default=False)] = None,
+        "root).")] = None,
     under: Annotated[bool, typer.Option("--all", help="Check every tokcost.yaml (or "
         "\\[tool.tokcost]) at or below the current folder, .gitignored folders left out.")
     ] = False,
     max_tokens: Annotated[str | None, typer.Option(
-        "--max-tokens", help="With PATHS: tokens per file, e.g. 10k.", show_default=False)] = None,
-    max_cost: Annotated[str | None, typer.Option("--max-cost", show_default=False, help="With "
+        "--max-tokens", help="With PATHS: tokens per file, e.g. 10k.")] = None,
+    max_cost: Annotated[str | None, typer.Option("--max-cost", help="With "
         "PATHS: USD per call with the file as the prompt, e.g. '$0.05' or 5c (needs -m).")] = None,
-    max_window: Annotated[str | None, typer.Option("--max-window", show_default=False,
+    max_window: Annotated[str | None, typer.Option("--max-window",
         help="With PATHS: share of the model's context window per file, e.g. 80% (needs -m).")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="With PATHS: catalog model "
-        "for the tokenizer, prices and context window.", show_default=False)] = None,
+        "for the tokenizer, prices and context window.")] = None,
     tokenizer: Annotated[str | None, typer.Option("--tokenizer", "-t", help="With PATHS: "
-        "tokenizer spec to count with (default: the model's).", show_default=False)] = None,
+        "tokenizer spec to count with (default: the model's).")] = None,
     fmt: Annotated[Literal["text", "json", "github", "markdown", "junit"], typer.Option(
         "--format", "-f", help="Report format.", case_sensitive=False)] = "text",
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -83,20 +83,20 @@ def check(
         "out the budgets (and configs) that hold.")] = False,
     update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the current "
         "counts to the baseline JSON (atomically), then check against it.")] = False,
-    baseline: Annotated[Path | None, typer.Option("--baseline", show_default=False,
+    baseline: Annotated[Path | None, typer.Option("--baseline",
         help="Baseline JSON (default: the config's 'baseline' key, else .tokcost-baseline.json "
         "beside the config).")] = None,
-    base: Annotated[str | None, typer.Option("--base", metavar="REF", show_default=False,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF",
         help="Measure growth against the budgeted files as they are at git REF (a branch, tag or "
         "commit; read with git, no checkout) instead of the baseline file; wins over "
         "--baseline.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (a glob matching "
         "nothing, a missing baseline) as errors: exit code 2.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N", show_default=False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, metavar="N",
         help="Parallel workers (default: a thread per CPU, as count).")] = None,
     catalog: Annotated[str | None, typer.Option("--catalog", metavar="FILE", help="Model "
         "catalog YAML (default: the config's 'catalog' key, $TOKCOST_CATALOG, or the shipped "
-        "models.yaml).", show_default=False)] = None,
+        "models.yaml).")] = None,
 ) -> None:
     """Fail the build when prompts outgrow their token, cost or context budgets."""
     if base is not None and baseline is not None:
@@ -234,7 +234,3 @@ def _print_table(console: Any, title: str, columns: tuple[str, ...], numbers: in
     for row in rows:
         grid.add_row(*row, style=style)
     print_fitted(console, grid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("check", epilog=EPILOG)(check)

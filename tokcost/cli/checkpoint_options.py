@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tokcost.cli.console import warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -22,12 +21,6 @@ ModelDirOpt = Annotated[str | None, typer.Option("--model-dir", help="A Hugging 
                                                 "tokenizer.json) instead of --model.")]
 WeightsOpt = Annotated[str | None, typer.Option(
     "--weights", help="Weights .npz or .safetensors instead of the shipped ones.")]
-
-
-def count_option(flag: str, text: str, **more: Any) -> Any:
-    """A count flag (8k, 1.5M...) read by the one count parser."""
-    return typer.Option(flag, metavar=COUNT, parser=count_parser(flag), help=text, **more)
-
 
 
 def read_prompt(prompt: str | None, file: str | None = None) -> tuple[bytes, str]:

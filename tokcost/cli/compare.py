@@ -94,27 +94,25 @@ def _print_chart(chart: Any) -> None:
 def compare(
     sources: Annotated[list[Path] | None, typer.Argument(help="A folder of parallel <lang>.txt "
         "files (or FLORES-200, or UDHR in Unicode's data/txt, as distributed), or files (en.txt "
-        "hi.txt ...; '-' reads stdin). Default: the built-in corpora.", show_default=False)] = None,
+        "hi.txt ...; '-' reads stdin). Default: the built-in corpora.")] = None,
     builtin: Annotated[bool, typer.Option(
         "--builtin", help="Use the corpora shipped with tokcost.")] = False,
     tokenizers: TokenizersOpt = None,
     models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Catalog model "
-        "(repeatable): its tokenizer, and the cost of each version as input at its price.",
-        show_default=False)] = None,
+        "(repeatable): its tokenizer, and the cost of each version as input at its price.")] = None,
     baseline: Annotated[str, typer.Option(
         "--baseline", help="Language code the premium is relative to.")] = "en",
     kinds: Annotated[list[str] | None, typer.Option("--kind", "-k", metavar="<kind>",
         help="prose, code or data (repeatable; built-in corpora or a folder with index.yaml). "
-        "Default: all.", show_default=False)] = None,
+        "Default: all.")] = None,
     split: Annotated[str, typer.Option("--split", metavar="<dev|devtest|both>", help="FLORES-200 "
         "folders: the dev or devtest sentences, or both (as Petrov et al. 2023).")] = "both",
     json_out: JsonOpt = False,
     csv_out: Annotated[bool, typer.Option(
         "--csv", help="Print CSV: one row per text and tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
-    plot: Annotated[Path | None, typer.Option("--plot", show_default=False, help="Write a bar "
-        "chart of the premiums to a .png or .svg file (needs: pip install 'tokcost\\[plot]').")
-    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart of the premiums to "
+        "a .png or .svg file (needs: pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     no_chart: Annotated[bool, typer.Option(
         "--no-chart", help="Tables only, no terminal bar chart.")] = False,
@@ -163,7 +161,3 @@ def _compare(request: CompareRequest) -> Any:
         task = progress.add_task("count", total=None)
         return tokcost.compare(request, on_progress=lambda done, total: progress.update(
             task, completed=done, total=total))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("compare", epilog=EPILOG)(compare)

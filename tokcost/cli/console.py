@@ -1,11 +1,9 @@
-"""Consoles and small rendering helpers shared by every command module.
-
-The consoles are created on first use: importing rich costs tens of
-milliseconds that ``tokcost --help`` should not pay.
-"""
+"""Consoles and rendering helpers shared by every command; the consoles are made on first
+use, so ``tokcost --help`` does not pay for importing rich."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -17,10 +15,8 @@ if TYPE_CHECKING:
 
 
 def make_console(**options: Any) -> Console:
-    """A rich Console whose closed pipe reaches tokcost's handler (death by SIGPIPE,
-    like ``cat``): rich would swallow the BrokenPipeError and exit 1 by itself."""
+    """A rich Console that lets a BrokenPipeError through to tokcost's handler (SIGPIPE)."""
     from rich.console import Console
-
     class _PipeConsole(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
@@ -51,7 +47,6 @@ class _LazyConsole:
         console = self.real()
         if len(objects) == 1 and not kwargs and (console.is_terminal or not self._stderr):
             from rich.table import Table
-
             if isinstance(objects[0], Table):
                 if console.is_terminal:
                     print_fitted(console, objects[0])
@@ -60,8 +55,7 @@ class _LazyConsole:
                 return
         console.print(*objects, **kwargs)
 
-    # rich's Live display (progress bars) enters the console as a context manager;
-    # special methods are looked up on the type, so __getattr__ does not forward them.
+    # rich's progress bars enter the console: special methods are not found by __getattr__
     def __enter__(self) -> Any:
         return self.__getattr__("__enter__")()
 
@@ -74,22 +68,21 @@ out = cast("Console", _LazyConsole(stderr=False))
 err = cast("Console", _LazyConsole(stderr=True))
 
 
-def table(*, title: str | None = None, footer: bool = False, header: bool = True) -> Table:
-    """A table in tokcost's one style, for every command: no box, a bold header, two
-    spaces between columns, nothing before the first column or after the last (a
-    piped table has no padding at either end). Numbers are added right-justified, a
-    path or a long spec with ``overflow="fold"`` (the column that gives way on a narrow
-    terminal); a title is a plain line above it."""
+def table(*columns: str, title: str | None = None, footer: bool = False,
+          header: bool = True) -> Table:
+    """A table in tokcost's one style: no box, a bold header, no padding at either end; of
+    ``columns``, the first is left-justified, the others (numbers) right; callers fold paths."""
     from rich.table import Table
-
-    return Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
+    grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                  title=title, title_justify="left", title_style="", show_footer=footer,
                  show_header=header, footer_style="", padding=(0, 1))
+    for i, name in enumerate(columns):
+        grid.add_column(name, justify="right" if i else "left")
+    return grid
 
 
 def print_json(data: Any) -> None:
-    """JSON on stdout exactly; ASCII with \\u escapes when stdout's encoding cannot hold a
-    string (a file name that is not UTF-8): still the same JSON."""
+    """JSON on stdout; ASCII with \\u escapes where stdout's encoding cannot hold a string."""
     text = json.dumps(data, indent=2, ensure_ascii=False)
     try:
         text.encode(sys.stdout.encoding or "utf-8")
@@ -102,7 +95,6 @@ def print_json(data: Any) -> None:
 def error(message: str) -> None:
     """``error: message`` on stderr, one line, as ``warn`` prints a warning (escaped)."""
     from rich.markup import escape
-
     err.print(f"[bold red]error:[/bold red] {escape(escape_controls(message))}", markup=True,
               highlight=False)
 
@@ -110,21 +102,18 @@ def error(message: str) -> None:
 def warn(message: str) -> None:
     """``warning: message`` on stderr, one line, brackets and control characters escaped."""
     from rich.markup import escape
-
     err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True,
               highlight=False)
 
 
-# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for bytes that
-# are not UTF-8).
+# C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for non-UTF-8 bytes).
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
               "\f": "\\f", "\r": "\\r"}
 
 
 def escape_controls(text: str) -> str:
-    r"""``text`` with control characters escaped as ``ls -b`` shows a name (``\n``, ESC as
-    ``\033``, a byte 0xff that is not UTF-8 as ``\377``), so it keeps to its row."""
+    r"""``text`` with control characters escaped as ``ls -b`` does (``\n``, ``\033``, ``\377``)."""
     return _CONTROLS.sub(_escape_control, text)
 
 
@@ -143,18 +132,14 @@ def progress_enabled() -> bool:
 
 
 def print_wide(table: Any) -> None:
-    """Print a table at its natural width even into a pipe (rich assumes 80 columns), so a
-    file or a CI log never gets a cut cell; on a terminal, ``print_fitted``."""
+    """Print a table at its natural width even into a pipe (rich assumes 80 columns)."""
     from rich.measure import Measurement
-
     console = cast("_LazyConsole", out).real()
     if console.is_terminal:
         print_fitted(console, table)
         return
     needed = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
     # Rich pads every line to the table's width: a file gets them without the padding.
-    import io
-
     buffer = io.StringIO()
     make_console(file=buffer, width=max(needed, console.width), highlight=False, soft_wrap=True,
                  force_terminal=False, no_color=console.no_color,
@@ -162,8 +147,7 @@ def print_wide(table: Any) -> None:
     console.file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
-#: A column that folds (a path) keeps at least this many characters on a line; a
-#: narrower terminal gets a table wider than itself, which it wraps.
+#: A column that folds (a path) keeps this many characters a line, even past the terminal.
 FOLD_MIN = 12
 _UNBOUNDED = 100_000
 
@@ -173,37 +157,31 @@ def print_fitted(console: Console, table: Table) -> None:
     fitted, width = fit_table(console, table)
     if width <= console.width:
         console.print(fitted)
-    else:
-        _print_at(console, fitted, width)
+        return
+    # rich cuts a renderable to its console's width: print on a console ``width`` wide
+    make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
+                 force_terminal=console.is_terminal, no_color=console.no_color,
+                 color_system=console.color_system).print(fitted)
 
 
 def fit_table(console: Console, table: Table) -> tuple[Table, int]:
-    """``table`` laid out for ``console.width`` columns, and the width it then takes.
-
-    Rich fits a wide table by cutting cells ("o200k_b…"); here only ``overflow="fold"``
-    columns (paths) give way, widest first, down to their header's width or ``FOLD_MIN``;
-    numbers and labels keep their width. A table that cannot fit comes back wider.
-    """
+    """``table`` laid out for ``console.width`` columns, and the width it then takes: only
+    ``overflow="fold"`` columns give way, widest first, down to their header or ``FOLD_MIN``."""
     import copy
     from dataclasses import replace
 
     from rich.measure import Measurement
-
     if table.width is not None:
         return table, console.width
     options = console.options.update_width(_UNBOUNDED)
-
-    def widest(cell: Any) -> int:
-        return _natural_width(console, options, cell)
-
     naturals: list[int] = []
     floors: list[int] = []
     for column in table.columns:
         labels = [column.header] if table.show_header else []
         labels += [column.footer] if table.show_footer else []
-        label = max((widest(c) for c in labels), default=0)
-        natural = (column.width if column.width is not None
-                   else max([label, *(widest(c) for c in column.cells)], default=0))
+        label = max((_natural_width(console, options, c) for c in labels), default=0)
+        cells = (_natural_width(console, options, c) for c in column.cells)
+        natural = column.width if column.width is not None else max([label, *cells], default=0)
         natural = max(natural, 1)  # rich gives an empty column one character too
         naturals.append(natural)
         foldable = column.overflow == "fold" and column.width is None and not column.no_wrap
@@ -234,23 +212,13 @@ def fit_table(console: Console, table: Table) -> tuple[Table, int]:
 
 
 def _natural_width(console: Console, options: Any, cell: Any) -> int:
-    """The width ``cell`` takes unwrapped; plain text by its lines' cell length, which
-    is what rich measures, many times faster."""
+    """The width ``cell`` takes unwrapped (plain text measured many times faster than rich)."""
     from rich.cells import cell_len
     from rich.measure import Measurement
     from rich.text import Text
-
     plain = cell.plain if isinstance(cell, Text) else cell
     markup = isinstance(cell, str) and "[" in cell
     if isinstance(plain, str) and "\t" not in plain and not markup:
         return max(cell_len(line) for line in plain.split("\n"))
     return Measurement.get(console, options, cell).maximum
 
-
-def _print_at(console: Console, table: Table, width: int) -> None:
-    """Print on a console like ``console`` but ``width`` columns wide (rich cuts a
-    renderable to its console's width)."""
-    wide = make_console(file=console.file, width=width, highlight=False, soft_wrap=True,
-                        force_terminal=console.is_terminal, no_color=console.no_color,
-                        color_system=console.color_system)
-    wide.print(table)

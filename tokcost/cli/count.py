@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,8 +13,15 @@ import tokcost
 from tokcost import units
 from tokcost.cli import console
 from tokcost.cli.console import error, out, print_json, progress_enabled, table, warn
-from tokcost.cli.counts import count_parser
-from tokcost.cli.options import CatalogOpt, DaskTimeoutOpt, JsonOpt, SchedulerOpt, TokenizersOpt
+from tokcost.cli.options import (
+    CatalogOpt,
+    DaskTimeoutOpt,
+    JsonOpt,
+    SchedulerOpt,
+    TokenizersOpt,
+    VersionOpt,
+    count_option,
+)
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -61,15 +69,6 @@ def _fmt(n: int, exact: bool) -> str:
 
 LIST_HINT = "--verbose lists them"  # ends a line that sums skipped files up
 FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False": "--no-gitignore"}
-
-
-def _version(ctx: typer.Context, value: bool) -> None:
-    if value:  # each program says its name
-        label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
-        typer.echo(f"{label} {tokcost.__version__}")
-        raise typer.Exit()
-
-
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
@@ -84,23 +83,21 @@ def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, boo
         if shown:
             raise UsageError(f"--chat prints its own table or --json; drop {shown[0]}")
         return
-    for i, first in enumerate(given):
-        for second in given[i + 1:]:
-            if not ("--json" in (first, second)
-                    and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
-                raise UsageError(f"{first} and {second} cannot be combined: pick one output")
+    for first, second in itertools.combinations(given, 2):
+        if not ("--json" in (first, second) and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
+            raise UsageError(f"{first} and {second} cannot be combined: pick one output")
 
 
-PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...", show_default=False,
+PathsArg = Annotated[list[str] | None, typer.Argument(metavar="PATH...",
     help="Files or folders to count; '-' (or a pipe) reads stdin.")]
 ModelsOpt = Annotated[list[str] | None, typer.Option(
-    "--model", "-m", metavar="ID", show_default=False, help="Model id from the catalog "
+    "--model", "-m", metavar="ID", help="Model id from the catalog "
     "(repeatable): counts with its tokenizer and shows the share of its context window.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV: one row per file.")]
 TotalOpt = Annotated[bool, typer.Option(
     "--total", help="Print only the total token count (first tokenizer).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1, metavar="N", show_default=False,
+    "--jobs", "-j", min=1, metavar="N",
     help="Parallel workers: threads for tiktoken/toktok-rs/tokenizers, whose cores release "
     "the GIL, else processes (default: a thread per CPU when they all release it, else 1); "
     "with --engine dask, one worker per CPU.")]
@@ -109,29 +106,27 @@ EngineOpt = Annotated[str, typer.Option(
     "--scheduler ADDRESS, else --jobs local worker processes; inputs may be globs or fsspec "
     "URLs such as s3://...).")]
 IncludeOpt = Annotated[list[str] | None, typer.Option("--include", metavar="GLOB",
-    show_default=False, help="Only files matching this glob (repeatable).")]
+    help="Only files matching this glob (repeatable).")]
 ExcludeOpt = Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
-    show_default=False, help="Leave out files matching this glob (repeatable).")]
+    help="Leave out files matching this glob (repeatable).")]
 NoGitignoreOpt = Annotated[bool, typer.Option(
     "--no-gitignore", help="Also count files .gitignore excludes.")]
 AllowSpecialOpt = Annotated[bool, typer.Option(
     "--allow-special", help="Encode special-token text such as <|endoftext|> as the special "
     "token (default: plain text).")]
 ChatOpt = Annotated[str | None, typer.Option(
-    "--chat", metavar="FILE", show_default=False, help="Count an OpenAI-style JSON message "
+    "--chat", metavar="FILE", help="Count an OpenAI-style JSON message "
     "list ('-': stdin), with the model's per-message overhead (default model gpt-4o).")]
 TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
     "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
-TruncateOpt = Annotated[int | None, typer.Option("--truncate", metavar="COUNT", show_default=False,
-    parser=count_parser("--truncate", signed=False), help="Print each input cut to its first "
-    "COUNT tokens (100, 8k, 8Ki; --json: the --tokens document, text cut to COUNT tokens).")]
+TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False,
+    help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
+    "document, text cut to COUNT tokens).")]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", help="List every skipped file. By default several binary files, or several "
     "paths to files already counted, are summed up in one line.")]
-VersionOpt = Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-    expose_value=False, help="Show the version.")]
 
 
 def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,
@@ -281,16 +276,10 @@ def _print_chat(result: Any, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    shown = table()
-    for name in ("model", "messages", "content", "overhead", "total", "window"):
-        shown.add_column(name, justify="left" if name == "model" else "right")
+    shown = table("model", "messages", "content", "overhead", "total", "window")
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)
         shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
                       str(c.overhead_tokens), _fmt(c.total, m.exact), share)
     out.print(shown)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("count", epilog=EPILOG)(count)

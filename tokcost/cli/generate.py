@@ -11,7 +11,7 @@ import typer
 import tokcost
 from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, warn
-from tokcost.cli.options import CatalogOpt, JsonOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, count_option
 
 # The notation of --explain, printed once above its steps and in --help.
 LEGEND = (("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
@@ -72,25 +72,26 @@ def generate(
         metavar="PROMPT", help="Text to continue ('-' reads stdin).")],
     # "[default: tiny-ref]" is written out: --model-dir may replace the model.
     model: Annotated[str | None, typer.Option(
-        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]", show_default=False)] = None,
-    max_new_tokens: Annotated[int, ck.count_option(
-        "--max-new-tokens", "Tokens to generate per sample (32, 1k).")] = 32,
+        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]")] = None,
+    max_new_tokens: Annotated[int, count_option(
+        "--max-new-tokens", help="Tokens to generate per sample (32, 1k).")] = 32,
     temperature: Annotated[float, typer.Option(
         "--temperature", "-T", help="0 = greedy; higher = more random.")] = 0.0,
-    top_k: Annotated[int, ck.count_option("--top-k", "Keep the k likeliest (0 = off).")] = 0,
+    top_k: Annotated[int, count_option("--top-k", help="Keep the k likeliest (0 = off).")] = 0,
     top_p: Annotated[float, typer.Option(
         "--top-p", help="Keep the smallest set with this mass (1 = off).")] = 1.0,
     seed: Annotated[int | None, typer.Option(help="Seed for repeatable sampling.")] = None,
     cache: Annotated[str, typer.Option(
         help="KV cache: none (recompute), contiguous, paged.")] = "paged",
-    block_size: Annotated[int, ck.count_option(
-        "--block-size", "Tokens per block of the paged cache.")] = 16,
-    n: Annotated[int, ck.count_option(
-        "--n", "Parallel samples sharing the prompt's cache blocks.")] = 1,
+    block_size: Annotated[int, count_option(
+        "--block-size", help="Tokens per block of the paged cache.")] = 16,
+    n: Annotated[int, count_option(
+        "--n", help="Parallel samples sharing the prompt's cache blocks.")] = 1,
     explain: Annotated[bool, typer.Option("--explain", help="Show every step: the distribution "
                                           "sampled from, cache blocks, attention (notation "
                                           "below).")] = False,
-    top_candidates: Annotated[int, ck.count_option("--top", "Candidates shown by --explain.")] = 5,
+    top_candidates: Annotated[int, count_option(
+        "--top", help="Candidates shown by --explain.")] = 5,
     weights: ck.WeightsOpt = None,
     model_dir: ck.ModelDirOpt = None,
     chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
@@ -148,10 +149,8 @@ def _warn_sampling(n: int, temperature: float, top_k: int, top_p: float) -> None
         warn("--top-k and --top-p have no effect with greedy decoding (--temperature 0); "
              "set --temperature above 0 to sample")
     if n > 1 and (temperature == 0 or top_k == 1):
-        if temperature == 0:
-            why, fix = "greedy decoding (--temperature 0)", "set --temperature above 0"
-        else:
-            why, fix = "--top-k 1", "set --top-k 0 (off) or above 1"
+        why, fix = (("greedy decoding (--temperature 0)", "set --temperature above 0")
+                    if temperature == 0 else ("--top-k 1", "set --top-k 0 (off) or above 1"))
         warn(f"--n {n} with {why} gives {n} identical samples; {fix} to sample")
 
 
@@ -290,7 +289,3 @@ class _Streamer:
         sys.stdout.write(text[self.shown :] + end)
         sys.stdout.flush()
         self.shown = len(text)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("generate", epilog=EPILOG)(generate)

@@ -1,17 +1,11 @@
-"""``--help`` for the root and every command, in one style.
-
-Typer's own Rich help gives every spelling of an option an equal share of a narrow
-terminal and cuts the long ones (``--max-num-batched-…``), and its root help would
-import every command to list them. Here the help is laid out from Click's documented
-help records (``Parameter.get_help_record``): each spelling of a flag on its own line in
-a column that never shrinks, the help text wrapped beside it, options that repeat marked
-``(repeatable)``, and a group's commands listed from what the group says it has.
-"""
+"""``--help`` from Click's help records: unlike typer's, it never cuts a long flag
+(``--max-num-batched-…``) and lists a group's commands without importing them."""
 
 from __future__ import annotations
 
 import io
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +19,6 @@ def render_help(ctx: Any, commands: Sequence[tuple[str, str]] = ()) -> str:
     from rich.padding import Padding
     from rich.panel import Panel
     from rich.text import Text
-
     command = ctx.command
     usage = " ".join([ctx.command_path, *command.collect_usage_pieces(ctx)])
     parts: list[Any] = [Text(f"Usage: {usage}", style="bold")]
@@ -53,7 +46,6 @@ def render_help(ctx: Any, commands: Sequence[tuple[str, str]] = ()) -> str:
 def _panel(title: str, rows: list[tuple[str, Any]]) -> Any:
     from rich.panel import Panel
     from rich.table import Table
-
     table = Table(box=None, show_header=False, pad_edge=False, expand=True, padding=(0, 2, 0, 0))
     table.add_column(no_wrap=True, style="bold cyan")
     table.add_column(ratio=1, overflow="fold")
@@ -63,8 +55,7 @@ def _panel(title: str, rows: list[tuple[str, Any]]) -> Any:
 
 
 def _spellings(opts: str) -> str:
-    """Click's ``--hybrid-manager / --no-hybrid-manager, --disable-...`` as lines that
-    each fit the column: the secondary (``--no-``) spellings apart, long lists split."""
+    """Click's ``--a / --no-a, --disable-a`` as lines that fit the column, ``--no-`` apart."""
     lines: list[str] = []
     for group in opts.split(" / "):
         words = group.split(", ")
@@ -88,10 +79,8 @@ def _help(param: Any, text: str) -> Any:
 
 
 def _plain(text: str) -> Any:
-    """Help text as written: its brackets are escaped (``tokcost\\[plot]``) for typer's
-    Rich markup, and Click's ``[default: 1]`` is text too."""
+    """Help text as written, unescaping typer's Rich markup (``tokcost\\[plot]``)."""
     from rich.text import Text
-
     return Text(text.replace("\\[", "[").replace("\b\n", ""))
 
 
@@ -103,8 +92,6 @@ def _width() -> int:
 
 
 def _stdout_is_terminal() -> bool:
-    import sys
-
     try:
         return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
     except (AttributeError, ValueError):

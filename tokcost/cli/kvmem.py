@@ -13,8 +13,7 @@ from typer._click.core import ParameterSource as Source
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
 from tokcost.cli.console import err, out, print_json, table
-from tokcost.cli.counts import COUNT, count_parser
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.units import format_bytes
 
 kvmem_app = App(
@@ -55,12 +54,12 @@ Examples:
 """
 
 
+@kvmem_app.command("estimate", epilog=EPILOG)
 def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", show_default=False, help="Model "
-        "id, alias or dated id, or hf:ORG/REPO (a Hugging Face model: the local cache first, else "
-        "the hub).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", metavar="PATH", show_default=False,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model id, alias or dated id, "
+        "or hf:ORG/REPO (a Hugging Face model: the local cache first, else the hub).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", metavar="PATH",
         help="A model's config.json, or its folder (config.json + safetensors shards: weights "
         "from their headers), instead of -m.")] = None,
     contexts: Annotated[str | None, typer.Option("--context", "--max-model-len", help="Context "
@@ -72,17 +71,15 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
         "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
         "scales).")] = "bf16",
-    kv_group_size: Annotated[int | None, typer.Option(
-        "--kv-group-size", metavar=COUNT, parser=count_parser("--kv-group-size"),
-        help="Quantization group of int8/int4 (64).")] = None,
-    evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC", show_default=False,
+    kv_group_size: Annotated[int | None, count_option(
+        "--kv-group-size", help="Quantization group of int8/int4 (64).")] = None,
+    evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC",
         help="Size requests under an eviction policy: window:N, streaming:SINKS+N, h2o:HEAVY+"
         "RECENT, snapkv:BUDGET[+WINDOW] (N a count or a fraction of the context).")] = None,
-    residual: Annotated[int | None, typer.Option("--residual", metavar=COUNT,
-        parser=count_parser("--residual"), show_default=False, help="int8/int4 as KIVI stores "
-        "them: keys per channel, the last COUNT tokens in bf16.")] = None,
+    residual: Annotated[int | None, count_option("--residual", help="int8/"
+        "int4 as KIVI stores them: keys per channel, the last COUNT tokens in bf16.")] = None,
     block_size: Annotated[str | None, typer.Option("--block-size", metavar="COUNT",
-        show_default=False, help="Paged-cache block in tokens, 1 to 4096 (default: the engine's: "
+        help="Paged-cache block in tokens, 1 to 4096 (default: the engine's: "
         "vLLM 16 or what its backend forces, SGLang 1).")] = None,
     tp: Annotated[int, typer.Option("--tp", "--tensor-parallel-size",
         help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
@@ -91,17 +88,16 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
         "cache manager), sglang (its token pools) or ideal (bytes truly held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
-        metavar="COUNT", show_default=False, help="vLLM's tokens per scheduler step (default: "
+        metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
         "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
     hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
         " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
         "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
     mem_fraction_static: Annotated[float | None, typer.Option("--mem-fraction-static",
-        show_default=False, help="SGLang's share of GPU memory for weights and KV pool (default: "
+        help="SGLang's share of GPU memory for weights and KV pool (default: "
         "SGLang's, from the GPU's memory).")] = None,
     swa_full_tokens_ratio: Annotated[float | None, typer.Option("--swa-full-tokens-ratio",
-        show_default=False, help="SGLang: sliding-window pool tokens per full-pool token "
-        "(0.8).")] = None,
+        help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
@@ -259,10 +255,3 @@ def _render_roofline(r: Any) -> None:
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
                   f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}")
-
-
-kvmem_app.command("estimate", epilog=EPILOG)(estimate)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(kvmem_app, name="kvmem")

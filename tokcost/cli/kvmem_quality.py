@@ -10,9 +10,10 @@ import typer
 
 import tokcost
 from tokcost.cli.base import current_words
-from tokcost.cli.checkpoint_options import ModelDirOpt, count_option
+from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, out, print_json, progress_enabled, table
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.kvmem import kvmem_app
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.units import format_bytes
 
 EPILOG = """
@@ -30,36 +31,36 @@ Examples:
 """
 
 
+@kvmem_app.command("quality", epilog=EPILOG)
 def quality(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog model with weights "
                                        "(tiny-ref ships them), or hf:ORG/REPO.")] = "tiny-ref",
     model_dir: ModelDirOpt = None,
     text: Annotated[str | None, typer.Option(
-        "--text", metavar="FILE", show_default=False, help="Held-out text to evaluate, or - "
+        "--text", metavar="FILE", help="Held-out text to evaluate, or - "
         "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
     max_tokens: Annotated[int, count_option(
-        "--max-tokens", "Evaluate the text's first COUNT tokens (at most the model's context "
+        "--max-tokens", help="Evaluate the text's first COUNT tokens (at most the model's context "
         "window).")] = 512,
     prompt: Annotated[int | None, count_option(
-        "--prompt", "Tokens prefilled at once before token-by-token decoding (default: an "
-        "eighth of the text); SnapKV compresses them.", show_default=False)] = None,
+        "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
+        "eighth of the text); SnapKV compresses them.")] = None,
     # Budgets are a count of tokens or a fraction of the text (0.25).
     policies: Annotated[list[str] | None, typer.Option(
-        "--policy", show_default=False, help="Cache policy (repeatable, or a comma list): fp8, "
-        "int8, int4, int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, "
-        "snapkv:BUDGET[+WINDOW]; N a count or a fraction of the text (default: one of each "
-        "family).")] = None,
-    residual: Annotated[int, count_option(
-        "--residual", "Most recent tokens int8/int4 keep in full precision (KIVI's R).")] = 128,
+        "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
+        "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
+        "a count or a fraction of the text (default: one of each family).")] = None,
+    residual: Annotated[int, count_option("--residual", help="Most recent tokens int8/int4 keep "
+        "in full precision (KIVI's R).")] = 128,
     kv_group_size: Annotated[int, count_option(
-        "--kv-group-size", "Quantization group of int8/int4: channels per token for values "
+        "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,
     gpu: Annotated[str | None, typer.Option(
-        "--gpu", show_default=False, help="GPU from the catalog: show how many sequences each "
+        "--gpu", help="GPU from the catalog: show how many sequences each "
         "policy fits (bf16 cache, the model's weights).")] = None,
     context: Annotated[int | None, count_option(
-        "--context", "Tokens per sequence for --gpu's concurrency (default: the model's "
-        "context window).", show_default=False)] = None,
+        "--context", help="Tokens per sequence for --gpu's concurrency (default: the model's "
+        "context window).")] = None,
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "
         "'tokcost\\[plot]').")] = None,
@@ -86,10 +87,9 @@ def quality(
 
 
 def _render(result: Any) -> None:
-    grid = table(title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
-                       f"{result.prompt:,}, then one token at a time")
-    for col in ("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL"):
-        grid.add_column(col, justify="left" if col == "policy" else "right")
+    grid = table("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL",
+                 title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
+                 f"{result.prompt:,}, then one token at a time")
     planned = result.gpu is not None
     if planned:
         grid.add_column(f"seqs on {result.gpu}", justify="right")
@@ -110,9 +110,3 @@ def _render(result: Any) -> None:
                      f"the memory {result.model}'s weights leave on {result.gpu}")
     for note in [*notes, *result.render_notes(current_words())]:
         err.print(f"note: {note}", style="dim", highlight=False, markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    from tokcost.cli.kvmem import kvmem_app
-
-    kvmem_app.command("quality", epilog=EPILOG)(quality)

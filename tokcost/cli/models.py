@@ -309,9 +309,9 @@ paste under another catalog's models:.
 def import_model(
     source: Annotated[str, typer.Argument(metavar="SOURCE", help=(
         "hf:ORG/REPO, a model folder (config.json + safetensors) or a config.json."))],
-    model_id: Annotated[str | None, typer.Option("--id", show_default=False, help=(
+    model_id: Annotated[str | None, typer.Option("--id", help=(
         "The entry's id (default: the repo's or folder's name, lowercased)."))] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", show_default=False, help=(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help=(
         "Write the YAML to this file (atomically) instead of stdout."))] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -337,7 +337,3 @@ def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command s
 def _params(n: int) -> str:
     """918656 -> '0.92M'; 8030261248 -> '8.03B'."""
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(models_app, name="models")

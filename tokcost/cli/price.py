@@ -61,10 +61,7 @@ def price(
         print_json(result.to_dict())
         return
     b, approx = result.breakdown, "" if result.exact else "≈"
-    rows = table()
-    rows.add_column("tokens")
-    for name in ("count", "rate", "cost"):
-        rows.add_column(name, justify="right")
+    rows = table("tokens", "count", "rate", "cost")
     for line in b.lines:
         mark = approx if line.kind.startswith("input") else ""  # the counted prompt
         rows.add_row(line.kind, f"{mark}{line.tokens:,}",
@@ -84,7 +81,3 @@ def price(
     if b.as_of or b.source:
         err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
                   markup=False)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("price", epilog=EPILOG)(price)

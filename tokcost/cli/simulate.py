@@ -9,9 +9,8 @@ import typer
 
 import tokcost
 from tokcost.cli.console import err, out, print_json, table, warn
-from tokcost.cli.counts import COUNT, count_parser
 from tokcost.cli.kvmem import given, kvmem_app
-from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 
 EPILOG = """
 Examples:
@@ -30,6 +29,7 @@ Examples:
 """
 
 
+@kvmem_app.command("simulate", epilog=EPILOG)
 def simulate(  # each parameter is the field of tokcost.SimulationRequest of its name
     ctx: typer.Context,
     model: Annotated[str, typer.Option(
@@ -55,8 +55,8 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     max_len: Annotated[str | None, typer.Option("--max-len", metavar="COUNT", help="Longest "
         "sequence: 2048, 8k, 8Ki (default: the model's context); longer requests are cut to it, "
         "with a warning.")] = None,
-    samples: Annotated[int, typer.Option("--n", metavar=COUNT, parser=count_parser("--n"),
-        help="Parallel samples per request (shares prompt blocks).")] = 1,
+    samples: Annotated[int, count_option(
+        "--n", help="Parallel samples per request (shares prompt blocks).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: "
         "pip install 'tokcost\\[plot]').")] = None,
@@ -84,12 +84,10 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
 def _render(result: Any) -> None:
     n, head = result.samples_per_request, f"{result.requests} requests"
     where = f"{result.model}, " if result.model else ""
-    grid = table(title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
+    grid = table("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
+                 "steps", "preempt", title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
                  f"{result.capacity_tokens:,} token slots of KV memory, max length "
                  f"{result.max_len:,}")
-    for col in ("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
-                "steps", "preempt"):
-        grid.add_column(col, justify="left" if col == "policy" else "right")
     for r in result.policies:
         grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
                      f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
@@ -110,7 +108,3 @@ def _render(result: Any) -> None:
               "averaged over the steps where requests waited for memory (PagedAttention paper, "
               "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
               markup=False, highlight=False, style="dim")
-
-
-def register(app: typer.Typer) -> None:  # adds simulate to the kvmem sub-app
-    kvmem_app.command("simulate", epilog=EPILOG)(simulate)
