@@ -1,6 +1,5 @@
 """Pre-tokenization: split text into the pieces BPE merges within, and count them in files
-(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first).
-"""
+(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first)."""
 
 from __future__ import annotations
 
@@ -138,8 +137,6 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 def _ascii_translate(pattern: str) -> str:
     """``pattern`` for stdlib ``re`` on ASCII text: ``\\p{X}`` and ``\\s`` become the ASCII
     characters ``regex`` matches with them."""
-    import re
-
     import regex
 
     ascii_chars = "".join(map(chr, range(128)))
@@ -188,14 +185,13 @@ def _ascii_fast(pattern: str) -> Callable[[str], list[str]] | None:
     patterns (tested) on Python 3.11+ (possessive quantifiers)."""
     if sys.version_info < (3, 11) or pattern not in PATTERNS.values():
         return None
-    import re
-
-    findall: Callable[[str], list[str]] = re.compile(_ascii_translate(pattern)).findall
-    return findall
+    return re.compile(_ascii_translate(pattern)).findall
 
 
 def splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> pieces`` for a pattern that matches every character (the named ones)."""
+    """``text -> pieces`` as ``split_text``; the named patterns leave no gaps to look for."""
+    if pattern not in PATTERNS.values():
+        return partial(split_text, pattern=pattern)
     slow: Callable[[str], list[str]] = compile_pattern(pattern).findall
     fast = _ascii_fast(pattern)
     if fast is None:
@@ -231,9 +227,7 @@ def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     pattern, specials = spec.pattern, spec.special_tokens
     if not specials:
         return split_text(text, pattern)
-    # tiktoken's patterns leave no gaps: their splitter has the ASCII fast path.
-    split: Callable[[str], list[str]] = (
-        splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
+    split = splitter(pattern)  # the ASCII fast path for the named patterns
     pieces: list[str] = []
     for k, part in enumerate(cut(text, special_regex(specials).finditer(text))):
         if k % 2:
@@ -260,7 +254,6 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
     """Pre-token counts of a block of whole lines, each line split on its own."""
     lines = _lines(block)
     counts: Counter[str] = Counter()
-    pattern = spec.pattern
     if spec.special_tokens:
         held = _lines_with_specials(block, lines, special_regex(spec.special_tokens))
         if held:
@@ -268,13 +261,9 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
             for i in held:
                 counts.update(pretokenize(lines[i], spec))
             lines = [line for i, line in enumerate(lines) if i not in held]
-    if pattern in PATTERNS.values():
-        # tiktoken's patterns match every character: no gaps to look for.
-        fast = _ascii_fast(pattern)
-        _count_pieces(lines, fast if fast is not None and block.isascii() else splitter(pattern),
-                      counts)
-        return counts
-    _count_pieces(lines, lambda line: split_text(line, pattern), counts)
+    fast = _ascii_fast(spec.pattern)  # an ASCII block skips the per-line check
+    split = fast if fast is not None and block.isascii() else splitter(spec.pattern)
+    _count_pieces(lines, split, counts)
     return counts
 
 
@@ -286,10 +275,7 @@ def _lines(block: str) -> list[str]:
     """The lines of ``block``, each with its ``"\n"``."""
     if not any(ch in block for ch in _OTHER_BREAKS):
         return block.splitlines(keepends=True)
-    import regex
-
-    found: list[str] = regex.findall(_LINE_SPLIT, block)
-    return found
+    return re.findall(_LINE_SPLIT, block)
 
 
 def _count_pieces(lines: list[str], split: Callable[[str], list[str]],
@@ -302,11 +288,7 @@ def _count_pieces(lines: list[str], split: Callable[[str], list[str]],
         return
     by_times: dict[int, list[str]] = {}
     for line, n in seen.items():
-        group = by_times.get(n)
-        if group is None:
-            by_times[n] = [line]
-        else:
-            group.append(line)
+        by_times.setdefault(n, []).append(line)
     for n, group in by_times.items():
         if n == 1:
             counts.update(chain.from_iterable(map(split, group)))
@@ -333,10 +315,7 @@ def line_start(fh: IO[bytes], offset: int, size: int) -> int:
         return size
     pos = offset - 1
     fh.seek(pos)
-    while pos < size:
-        block = fh.read(SCAN_BYTES)
-        if not block:
-            break
+    while pos < size and (block := fh.read(SCAN_BYTES)):
         nl = block.find(b"\n")
         if nl >= 0:
             return pos + nl + 1
