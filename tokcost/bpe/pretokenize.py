@@ -140,43 +140,27 @@ def _ascii_translate(pattern: str) -> str:
     import regex
 
     ascii_chars = "".join(map(chr, range(128)))
-
-    def chars(prop: str) -> str:
-        return "".join(re.escape(c) for c in regex.findall(prop, ascii_chars))
-
-    out: list[str] = []
-    i = 0
     in_class = False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            nxt = pattern[i + 1]
-            if nxt == "p":
-                j = pattern.index("}", i)
-                body = chars(pattern[i : j + 1])
-                out.append(body if in_class else (f"[{body}]" if body else "(?!)"))
-                i = j + 1
-                continue
-            if nxt in "sS":
-                body = chars(r"\s")
-                if in_class:
-                    if nxt == "S":
-                        raise ValueError("\\S inside a class")
-                    out.append(body)
-                else:
-                    out.append(f"[{'^' if nxt == 'S' else ''}{body}]")
-                i += 2
-                continue
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
+
+    def swap(m: regex.Match[str]) -> str:
+        nonlocal in_class
+        tok = m.group()
+        if tok in ("[", "]"):
+            in_class = tok == "["
+            return tok
+        if tok[1] not in "psS":
+            return tok  # any other escape stays as it is
+        body = "".join(re.escape(c) for c in regex.findall(tok if tok[1] == "p" else r"\s",
+                                                           ascii_chars))
+        if in_class:
+            if tok == "\\S":
+                raise ValueError("\\S inside a class")
+            return body
+        if tok[1] == "p":
+            return f"[{body}]" if body else "(?!)"
+        return ("[^" if tok == "\\S" else "[") + body + "]"
+
+    return str(regex.sub(r"\\p\{[^}]*\}|\\[\s\S]|[\[\]]", swap, pattern))
 
 
 @lru_cache(maxsize=8)
