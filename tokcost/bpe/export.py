@@ -1,6 +1,5 @@
 """Export a BPE model to a tiktoken rank file (and ``PATH.json`` with the pattern and special
-tokens) or a Hugging Face ``tokenizer.json``, both with tokcost's ids (how: docs/bpe.md).
-"""
+tokens) or a Hugging Face ``tokenizer.json``, both with tokcost's ids (how: docs/bpe.md)."""
 
 from __future__ import annotations
 

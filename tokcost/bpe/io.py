@@ -77,7 +77,6 @@ def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tup
 
 def load_model(path: str | Path) -> BPEModel:
     p = Path(path).expanduser()
-    source = str(p)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -87,10 +86,10 @@ def load_model(path: str | Path) -> BPEModel:
     except ValueError:
         raise BPEError(f"{p} is not a tokcost BPE model (not JSON)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise BPEError(f'{source} is not a tokcost BPE model (no "format": "{FORMAT}")')
+        raise BPEError(f'{p} is not a tokcost BPE model (no "format": "{FORMAT}")')
     version = data.get("version")
     if version != VERSION:
-        raise BPEError(f"{source} is tokcost-bpe version {version}; this tokcost reads version "
+        raise BPEError(f"{p} is tokcost-bpe version {version}; this tokcost reads version "
                        f"{VERSION}, upgrade tokcost or retrain")
     try:
         ranks = {base64.b64decode(b64): int(i) for i, b64 in data["vocab"]}
@@ -99,10 +98,10 @@ def load_model(path: str | Path) -> BPEModel:
         pattern = str(data["pattern"])
         name = data.get("pattern_name")
     except (KeyError, TypeError, ValueError) as exc:
-        raise BPEError(f"{source}: malformed tokcost BPE model ({exc}); retrain or re-export "
+        raise BPEError(f"{p}: malformed tokcost BPE model ({exc}); retrain or re-export "
                        f"it") from exc
     return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials, merges=merges,
-                    pattern_name=name if isinstance(name, str) else None, source=source)
+                    pattern_name=name if isinstance(name, str) else None, source=str(p))
 
 
 def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:

@@ -1,6 +1,5 @@
 """Every smaller vocabulary from one training run (a run to N learns the first merges of any
-larger run, ids in merge order), their use of held-out text, and the knee (docs/bpe.md).
-"""
+larger run, ids in merge order), their use of held-out text, and the knee (docs/bpe.md)."""
 
 from __future__ import annotations
 

@@ -92,11 +92,9 @@ class TrainResult:
 
 def train(paths: Iterable[str | Path], config: TrainerConfig, progress: ProgressFn | None = None,
           *, texts: Iterable[str] = ()) -> TrainResult:
-    """Train on text files (read in ``config.jobs`` processes) and ``texts``, blocks of
-    whole lines."""
+    """Train on text files (read in ``config.jobs`` processes) and ``texts`` (whole lines)."""
     started = time.perf_counter()
-    spec = config.reader_spec()
-    counts = pre.count_words(list(paths), spec, jobs=config.jobs, progress=progress)
+    counts = pre.count_words(list(paths), config.reader_spec(), jobs=config.jobs, progress=progress)
     return train_counted(counts, config, progress, texts=texts, started=started)
 
 
@@ -132,8 +130,7 @@ def train_from_counts(word_counts: Mapping[str, int], config: TrainerConfig,
                       progress: ProgressFn | None = None, *, seconds_pretokenize: float = 0.0,
                       consume: bool = False) -> TrainResult:
     """Learn merges from pre-token counts (``{" the": 1234, ...}``) as given; ``consume``
-    empties the dict while reading it. Counts are exact at any size (HF's wrap at 2^31).
-    """
+    empties the dict while reading it. Counts are exact at any size (HF's wrap at 2^31)."""
     if not word_counts:
         raise InputError("no text to train on: the corpus is empty")
     t0 = time.perf_counter()

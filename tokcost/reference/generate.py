@@ -13,7 +13,7 @@ from tokcost.errors import UsageError, arg
 from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
 from tokcost.reference.config import CacheMode, CacheSpec
 from tokcost.reference.errors import PromptTooLong
-from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, sample
+from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, distribution, draw
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -173,7 +173,8 @@ def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingPa
         if keep_logits:
             logits.append(last.copy())
         for s in range(n):
-            token, dist = sample(last[s], sampling, rng)
+            dist = distribution(last[s], sampling)
+            token = draw(dist, rng)
             seqs[s].append(token)
             # The prompt's blocks (sample None) are shown with the first sample's step.
             mine = tuple(e for e in events if e.sample == s or (e.sample is None and s == 0))

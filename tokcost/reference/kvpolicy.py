@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -123,15 +123,15 @@ class EvictingCache(KVCache):
         self.v: list[Array] = [np.zeros((*shape, cfg.head_dim), np.float32)] * cfg.layers
         self.pos: list[NDArray[np.int64]] = [np.zeros(shape, np.int64)] * cfg.layers
         self.score: list[NDArray[np.float64]] = [np.zeros(shape, np.float64)] * cfg.layers
+        # Each layer's keys, values, positions and scores: cut and kept together.
+        self._tables: tuple[list[NDArray[Any]], ...] = (self.k, self.v, self.pos, self.score)
         self.compressed = False  # SnapKV: the prompt has been compressed
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         b, h, t, _ = k.shape
         new_pos = np.broadcast_to(np.arange(self.length, self.length + t), (b, h, t))
-        self.k[layer] = np.concatenate([self.k[layer], k], axis=2)
-        self.v[layer] = np.concatenate([self.v[layer], v], axis=2)
-        self.pos[layer] = np.concatenate([self.pos[layer], new_pos], axis=2)
-        self.score[layer] = np.concatenate([self.score[layer], np.zeros((b, h, t))], axis=2)
+        for table, new in zip(self._tables, (k, v, new_pos, np.zeros((b, h, t))), strict=True):
+            table[layer] = np.concatenate([table[layer], new], axis=2)
         return self.k[layer], self.v[layer]
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
@@ -160,10 +160,8 @@ class EvictingCache(KVCache):
                 self._keep(layer, *limits)
             # A sliding layer keeps its `window` newest keys per head (one array for all).
             if self.cfg.sliding(layer) and (cut := self.k[layer].shape[2] - window) > 0:
-                self.k[layer] = self.k[layer][:, :, cut:]
-                self.v[layer] = self.v[layer][:, :, cut:]
-                self.pos[layer] = self.pos[layer][:, :, cut:]
-                self.score[layer] = self.score[layer][:, :, cut:]
+                for table in self._tables:
+                    table[layer] = table[layer][:, :, cut:]
 
     def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
         s = self.k[layer].shape[2]
@@ -186,11 +184,9 @@ class EvictingCache(KVCache):
                 # Highest score first; equal scores keep the earlier key (stable).
                 top = middle[np.argsort(-scores, kind="stable")[:chosen]] if chosen else middle[:0]
                 idx[bi, hi] = np.sort(np.concatenate([np.flatnonzero(keep_edges), top]))
-        take = idx[..., None]
-        self.k[layer] = np.take_along_axis(self.k[layer], take, axis=2)
-        self.v[layer] = np.take_along_axis(self.v[layer], take, axis=2)
-        self.pos[layer] = np.take_along_axis(self.pos[layer], idx, axis=2)
-        self.score[layer] = np.take_along_axis(self.score[layer], idx, axis=2)
+        for table, index in zip(self._tables, (idx[..., None], idx[..., None], idx, idx),
+                                strict=True):
+            table[layer] = np.take_along_axis(table[layer], index, axis=2)
 
     def fork(self, n: int) -> None:
         raise UsageError("an evicting cache runs one sequence; sample with cache=contiguous")

@@ -154,10 +154,3 @@ def draw(dist: Distribution, rng: np.random.Generator) -> int:
     choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
     # Past the last sum (it may round to under 1): the last token with mass, never a zero.
     return int(kept[min(choice, np.count_nonzero(w) - 1)])
-
-
-def sample(logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
-) -> tuple[int, Distribution]:
-    """A token drawn from ``logits`` (V,) under ``params``, and the distribution it came from."""
-    dist = distribution(logits, params)
-    return draw(dist, rng), dist
