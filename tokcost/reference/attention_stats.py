@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-__all__ = ["LABEL_TEXT", "THRESHOLDS", "HeadStats", "check_attention", "describe",
-           "head_labels", "layer_stats", "row_entropy"]
-
 # score -> the value a head must reach for its label (local: at most this distance).
 THRESHOLDS: dict[str, float] = {
     "first_token": 0.5, "previous_token": 0.5, "self_token": 0.5, "duplicate_token": 0.5,

@@ -16,9 +16,7 @@ from tokcost.reference.errors import CacheFull
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from tokcost.reference.config import RefConfig
-
-    Array = NDArray[np.float32]
+    from tokcost.reference.config import Array, RefConfig
 
 Group = Literal["full", "sliding"]
 
@@ -173,8 +171,6 @@ class PagedCache(KVCache):
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
         super().__init__(cfg, batch=1)
-        if block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.block_size = block_size
         groups = (_Group(cfg, name, block_size, num_blocks) for name in ("full", "sliding"))
         self.groups = [g for g in groups if g.layers]

@@ -36,14 +36,9 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
     if not isinstance(template, str) or not template:
         raise UsageError(f"{arg('chat')} needs a template, and '{folder}' has none "
                          "(tokenizer_config.json chat_template, chat_template.jinja)", param="chat")
-    specials: dict[str, str] = {}
-    for name in _SPECIALS:
-        value = config.get(name)
-        if isinstance(value, dict):  # an AddedToken written out
-            value = value.get("content")
-        if isinstance(value, str):
-            specials[name] = value
-    return template, specials
+    # An AddedToken is written out as a dict with its "content".
+    found = {k: v.get("content") if isinstance(v := config.get(k), dict) else v for k in _SPECIALS}
+    return template, {k: v for k, v in found.items() if isinstance(v, str)}
 
 
 def render(template: str, messages: Sequence[Mapping[str, str]], *,

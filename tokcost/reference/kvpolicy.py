@@ -15,11 +15,7 @@ from tokcost.reference.quantize import Fp8Block, IntBlock, fp8_encode, int_encod
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from tokcost.reference.config import RefConfig
-
-    Array = NDArray[np.float32]
-
-__all__ = ["EvictingCache", "QuantizedCache", "policy_cache", "policy_cache_bytes"]
+    from tokcost.reference.config import Array, RefConfig
 
 Block = Fp8Block | IntBlock
 

@@ -1,7 +1,6 @@
-"""A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU.
-
-Shapes (nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query
-heads, nkv KV heads, g = nh / nkv, hs head size, V vocabulary."""
+"""A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU. Shapes
+(nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query heads, nkv KV
+heads, g = nh / nkv, hs head size, V vocabulary."""
 
 from __future__ import annotations
 
@@ -17,9 +16,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from tokcost.reference.cache import KVCache
-    from tokcost.reference.config import RefConfig, RopeScaling
-
-    Array = NDArray[np.float32]
+    from tokcost.reference.config import Array, RefConfig, RopeScaling
 
 
 @dataclass

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from tokcost.memory.cache_policy import Eviction, KvQuant
     from tokcost.reference.model import Transformer
 
-__all__ = ["PolicyQuality", "TeacherForced", "compare_policy", "evaluate", "teacher_forced"]
-
 
 @dataclass(frozen=True)
 class TeacherForced:
@@ -58,8 +56,7 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
     arr = np.asarray(ids, dtype=np.int64)
     rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
-    for i in range(prompt, n - 1):
-        rows.append(model.forward(arr[None, i : i + 1], cache).logits[0, -1])
+    rows += [model.forward(arr[None, i : i + 1], cache).logits[0, -1] for i in range(prompt, n - 1)]
     x = np.stack(rows).astype(np.float64)  # (N, V)
     x = x - x.max(axis=-1, keepdims=True)
     logprobs = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))  # log-softmax

@@ -12,11 +12,7 @@ from tokcost.errors import InputError, MissingDependency, UsageError
 from tokcost.reference.errors import WeightsMismatch
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import RefConfig
-
-    Array = NDArray[np.float32]
+    from tokcost.reference.config import Array, RefConfig
 
 FORMAT = "tokcost-ref v1"
 
