@@ -174,9 +174,9 @@ def _ascii_fast(pattern: str) -> Callable[[str], list[str]] | None:
 
 def splitter(pattern: str) -> Callable[[str], list[str]]:
     """``text -> pieces`` as ``split_text``; the named patterns leave no gaps to look for."""
+    slow: Callable[[str], list[str]] = compile_pattern(pattern).findall  # a bad regex fails here
     if pattern not in PATTERNS.values():
         return partial(split_text, pattern=pattern)
-    slow: Callable[[str], list[str]] = compile_pattern(pattern).findall
     fast = _ascii_fast(pattern)
     if fast is None:
         return slow
