@@ -208,16 +208,12 @@ def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     >>> pretokenize("end<|endoftext|> of", PretokenizeSpec("gpt2", ("<|endoftext|>",)))
     ['end', '<|endoftext|>', ' of']
     """
-    pattern, specials = spec.pattern, spec.special_tokens
-    if not specials:
-        return split_text(text, pattern)
-    split = splitter(pattern)  # the ASCII fast path for the named patterns
+    split = splitter(spec.pattern)
+    if not spec.special_tokens:
+        return split(text)
     pieces: list[str] = []
-    for k, part in enumerate(cut(text, special_regex(specials).finditer(text))):
-        if k % 2:
-            pieces.append(part)  # a special token
-        elif part:
-            pieces += split(part)
+    for k, part in enumerate(cut(text, special_regex(spec.special_tokens).finditer(text))):
+        pieces += [part] if k % 2 else split(part)  # odd parts: the special tokens
     return pieces
 
 
