@@ -29,7 +29,6 @@ def hf_pattern(pattern: str) -> str:
     '(?>\\\\p{N}{1,3})|\\\\s'
     """
     import regex
-
     return regex.sub(_POSSESSIVE_INTERVAL, lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
 
 

@@ -107,7 +107,6 @@ def load_model(path: str | Path) -> BPEModel:
 def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = None) -> BPEModel:
     """A tiktoken rank file; its pattern from ``pattern``, else from ``PATH.json`` beside it."""
     from tiktoken.load import load_tiktoken_bpe
-
     p = Path(path).expanduser()
     if not p.is_file():
         raise UsageError(f"tiktoken rank file not found: {p}")

@@ -101,7 +101,6 @@ def _cap_while_counting(counts: dict[str, int], max_pretokens: int | None) -> No
 def special_regex(special_tokens: tuple[str, ...]) -> regex.Pattern[str]:
     """Finds special tokens as HF's ``AddedVocabulary`` does: leftmost, then longest."""
     import regex
-
     ordered = sorted(special_tokens, key=len, reverse=True)
     return regex.compile("|".join(regex.escape(s) for s in ordered))
 
@@ -126,7 +125,6 @@ def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
 @lru_cache(maxsize=16)
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     import regex
-
     try:
         return regex.compile(pattern)
     except regex.error as exc:
@@ -138,7 +136,6 @@ def _ascii_translate(pattern: str) -> str:
     """``pattern`` for stdlib ``re`` on ASCII text: ``\\p{X}`` and ``\\s`` become the ASCII
     characters ``regex`` matches with them."""
     import regex
-
     ascii_chars = "".join(map(chr, range(128)))
     in_class = False
 

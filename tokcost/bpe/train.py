@@ -215,7 +215,6 @@ def _initial_pairs(words: list[str], counts: list[int],
     """Every pair's count and heap entries ``(-count, pair, seq, words holding it)``, counted
     by numpy (5x faster than a Python loop); past int64's reach as Python ints."""
     import numpy as np
-
     pair_counts: defaultdict[str, int] = defaultdict(int)
     where: dict[str, Owners] = {}
     big = total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE
@@ -232,7 +231,6 @@ def _count_pairs(words: list[str], counts: list[int], lens: object, start: int, 
                  pair_counts: defaultdict[str, int], where: dict[str, Owners], big: bool) -> None:
     """Add the pairs of ``words[start:stop]``, in order, so each list stays ascending."""
     import numpy as np
-
     n_chars = np.asarray(lens)[start:stop]
     flat = np.frombuffer("".join(words[start:stop]).encode("utf-32-le"), dtype=np.uint32)
     if len(flat) < 2:

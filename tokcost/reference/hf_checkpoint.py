@@ -55,7 +55,6 @@ class HfCheckpoint:
 def family(config: Mapping[str, Any], where: str) -> str:
     """The config's ``model_type`` if the reference path runs it."""
     from tokcost.catalog.hf_config import ConfigFields
-
     kind = ConfigFields(config, where).model_type
     if kind == "gemma3":  # a text_config without its own model_type
         kind = "gemma3_text"
@@ -68,7 +67,6 @@ def family(config: Mapping[str, Any], where: str) -> str:
 
 def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> RefConfig:
     from tokcost.catalog.hf_config import ConfigFields, layer_kinds
-
     kind, fields = family(config, where), ConfigFields(config, where)
     c = fields.text
 
@@ -197,7 +195,6 @@ def reference_name(name: str, kind: str) -> str | None:
 def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
     """The checkpoint's tensors (its index's shards, else its one file), reference names."""
     from tokcost.catalog.safetensors_meta import shard_names
-
     names = shard_names(folder)
     if not names:
         raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
@@ -224,7 +221,6 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
 def open_checkpoint(folder: str | Path) -> HfCheckpoint:
     """The folder's family and shape, refused before any tensor is read."""
     from tokcost.catalog.hf_model import read_config_json
-
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise UsageError(f"'{path}' is not a folder; give a Hugging Face model folder "

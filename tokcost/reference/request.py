@@ -47,7 +47,6 @@ def decode_prompt(data: bytes, *, source: str = "stdin") -> PromptText:
     1
     """
     from tokcost.counting import SNIFF_BYTES, decode_utf8, sniff_binary
-
     binary = sniff_binary(data[:SNIFF_BYTES])
     if binary is not None:
         raise InputError(f"{source} is {binary}, not text; give the prompt as text")
