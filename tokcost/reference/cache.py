@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import TokcostError
 from tokcost.memory import blocks
+from tokcost.reference.config import Array, RefConfig
 from tokcost.reference.errors import CacheFull
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import Array, RefConfig
 
 Group = Literal["full", "sliding"]
 

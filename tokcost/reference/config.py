@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.errors import ModelTooLarge
 from tokcost.reference.request import as_int
 
-if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-
-    Array = NDArray[np.float32]  # the reference's tensors
+Array = NDArray[np.float32]  # the reference's tensors
 
 # numpy runs a model this size at well under a second per token on a laptop core.
 MAX_PARAMS = 200_000_000

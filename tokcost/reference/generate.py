@@ -5,22 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CacheMode, CacheSpec
+from tokcost.reference.config import CacheMode, CacheSpec, RefConfig
 from tokcost.reference.errors import PromptTooLong
+from tokcost.reference.model import ForwardOutput, Transformer
 from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, distribution, draw
 from tokcost.units import format_bytes
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import RefConfig
-    from tokcost.reference.model import ForwardOutput, Transformer
 
 # numpy allocates every cache up front: past this it would swap or die of MemoryError.
 MAX_CACHE_BYTES = 1 << 30

@@ -8,18 +8,14 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import InputError, UsageError
-from tokcost.reference.config import RefConfig, RopeScaling
+from tokcost.reference.config import Array, RefConfig, RopeScaling
 from tokcost.reference.errors import WeightsMismatch
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    Array = NDArray[np.float32]
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 _GEMMA = frozenset({"gemma2", "gemma3_text"})

@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError
 from tokcost.memory.cache_policy import Eviction, KvQuant, policy_bytes
 from tokcost.reference.cache import KVCache
+from tokcost.reference.config import Array, RefConfig
 from tokcost.reference.quantize import Fp8Block, IntBlock, fp8_encode, int_encode
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import Array, RefConfig
 
 Block = Fp8Block | IntBlock
 

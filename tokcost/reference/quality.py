@@ -7,19 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import TokcostError, UsageError, arg
+from tokcost.memory.cache_policy import Eviction, KvQuant
 from tokcost.reference.cache import ContiguousCache, KVCache
 from tokcost.reference.kvpolicy import policy_cache, policy_cache_bytes
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.memory.cache_policy import Eviction, KvQuant
-    from tokcost.reference.model import Transformer
+from tokcost.reference.model import Transformer
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,11 @@ bytes ``tokcost.memory.cache_policy`` counts (docs/generate.md, "Inside the refe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    Array = NDArray[np.float32]
+from tokcost.reference.config import Array
 
 E4M3_MAX = 448.0
 

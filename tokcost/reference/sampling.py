@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.model import softmax
 from tokcost.reference.request import as_float, as_int
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
 
 # Why a token cannot be drawn ("zero": its tempered probability rounds to 0).
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]

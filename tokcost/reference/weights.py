@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, MissingDependency, UsageError
+from tokcost.reference.config import Array, RefConfig
 from tokcost.reference.errors import WeightsMismatch
-
-if TYPE_CHECKING:
-    from tokcost.reference.config import Array, RefConfig
 
 FORMAT = "tokcost-ref v1"
 
