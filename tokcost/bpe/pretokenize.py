@@ -56,8 +56,7 @@ class PretokenizeSpec:
     @property
     def counting_cap(self) -> int | None:
         """The cap raised by the special tokens, counted now and taken out before training."""
-        cap = self.max_pretokens
-        return None if cap is None else cap + len(self.special_tokens)
+        return None if self.max_pretokens is None else self.max_pretokens + len(self.special_tokens)
 
     def merge(self, counts: dict[str, int], part: Mapping[str, int]) -> None:
         """Add a reader's table into ``counts``, bounded as the readers are."""

@@ -188,13 +188,12 @@ def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingPa
     length = cache.length if cache is not None else 0
     return GenerationResult(
         prompt_ids=prompt, samples=[q[len(prompt):] for q in seqs], steps=steps, kv=kv,
-        cache_tokens=length,
+        cache_tokens=length, cache_bytes=cache.nbytes if cache is not None else 0,
         cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
-        cache_bytes=cache.nbytes if cache is not None else 0,
-        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0,
+        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0, logits=logits,
         cache_blocks=paged.blocks_used if paged else None,
         logical_blocks=paged.logical_blocks if paged else None,
-        copy_on_write=paged.copies if paged else None, logits=logits,
+        copy_on_write=paged.copies if paged else None,
         sliding_window=model.cfg.sliding_window if model.cfg.slides else None)
 
 
