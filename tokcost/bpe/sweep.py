@@ -38,8 +38,7 @@ def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens per text, and how many mergeable tokens no text used (``unused_learned``: of
-    those made by a merge)."""
+    """Tokens per text, and the mergeable (``unused_learned``: learned) tokens that no text used."""
 
     vocab_size: int
     tokens: tuple[int, ...]  # one per text

@@ -30,8 +30,7 @@ _COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_preto
 
 @dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``). The
-    ``max_pretokens`` rule: docs/bpe.md, "Memory"."""
+    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``; docs/bpe.md)."""
 
     vocab_size: int
     pattern: pre.PatternName | str = pre.PatternName.O200K
