@@ -1,8 +1,10 @@
 """tokcost's own byte-level BPE (HF BpeTrainer's merges): train, encode, save, load, export."""
 
 from tokcost.bpe.encode import Encoder
-from tokcost.bpe.export import ExportFormat, export_hf, export_tiktoken
-from tokcost.bpe.io import check_writable, load_any, load_model, render_token, save_model
+from tokcost.bpe.io import ExportFormat, check_writable, export_hf, export_tiktoken, load_any
+from tokcost.bpe.io import load_model as load_model
+from tokcost.bpe.io import render_token as render_token
+from tokcost.bpe.io import save_model as save_model
 from tokcost.bpe.io import vocab_path as vocab_path
 from tokcost.bpe.model import BPEModel
 from tokcost.bpe.pretokenize import PATTERNS, PatternName
