@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.errors import UsageError, arg
-from tokcost.reference.errors import PromptTooLong
+from tokcost.reference.config import PromptTooLong
 from tokcost.reference.from_catalog import ModelSource
 from tokcost.reference.request import PromptRequest
 

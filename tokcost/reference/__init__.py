@@ -2,8 +2,8 @@
 cache, to check ``tokcost.memory`` against; it imports numpy, so ``import tokcost`` never does."""
 
 from tokcost.reference.cache import BlockAllocator, BlockEvent, ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CacheMode, CacheSpec, RefConfig
-from tokcost.reference.errors import ModelTooLarge, PromptTooLong, WeightsMismatch
+from tokcost.reference.config import CacheMode, CacheSpec, ModelTooLarge, PromptTooLong, RefConfig
+from tokcost.reference.config import WeightsMismatch as WeightsMismatch
 from tokcost.reference.generate import GenerationResult, Step, StepCandidate, generate
 from tokcost.reference.model import Transformer
 from tokcost.reference.sampling import Distribution, SamplingParams, distribution, draw

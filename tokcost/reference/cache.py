@@ -12,8 +12,7 @@ from numpy.typing import NDArray
 
 from tokcost.errors import TokcostError
 from tokcost.memory import blocks
-from tokcost.reference.config import Array, RefConfig
-from tokcost.reference.errors import CacheFull
+from tokcost.reference.config import Array, CacheFull, RefConfig
 
 Group = Literal["full", "sliding"]
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.errors import UsageError, arg
-from tokcost.reference.config import RefConfig
-from tokcost.reference.errors import ModelTooLarge, WeightsMismatch
+from tokcost.reference.config import ModelTooLarge, RefConfig, WeightsMismatch
 from tokcost.reference.model import Transformer
 from tokcost.reference.request import as_int
 from tokcost.reference.weights import init_weights, load_weights

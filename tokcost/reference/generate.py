@@ -12,8 +12,7 @@ from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CacheMode, CacheSpec, RefConfig
-from tokcost.reference.errors import PromptTooLong
+from tokcost.reference.config import CacheMode, CacheSpec, PromptTooLong, RefConfig
 from tokcost.reference.model import ForwardOutput, Transformer
 from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, distribution, draw
 from tokcost.units import format_bytes

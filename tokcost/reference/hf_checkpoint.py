@@ -14,8 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tokcost.errors import InputError, UsageError
-from tokcost.reference.config import Array, RefConfig, RopeScaling
-from tokcost.reference.errors import WeightsMismatch
+from tokcost.reference.config import Array, RefConfig, RopeScaling, WeightsMismatch
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 _GEMMA = frozenset({"gemma2", "gemma3_text"})

@@ -8,8 +8,7 @@ import numpy as np
 
 from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, MissingDependency, UsageError
-from tokcost.reference.config import Array, RefConfig
-from tokcost.reference.errors import WeightsMismatch
+from tokcost.reference.config import Array, RefConfig, WeightsMismatch
 
 FORMAT = "tokcost-ref v1"
 
