@@ -116,8 +116,7 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
 
 def render(template: str, messages: Sequence[Mapping[str, str]], *,
            specials: Mapping[str, str] | None = None, add_generation_prompt: bool = True) -> str:
-    """``messages`` through ``template`` as transformers' ``apply_chat_template`` does
-    (docs/generate.md)."""
+    """``messages`` through ``template``, as ``apply_chat_template`` (docs/generate.md)."""
     try:
         from jinja2 import TemplateError
         from jinja2.ext import loopcontrols
