@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.app.bpe import _names, train_inputs
 from tokcost.bpe.pretokenize import PatternName
-from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.bpe.train import TrainerConfig
+from tokcost.bpe.train import KNEE_GAIN, TrainerConfig, check_sizes, knee, prefix_model, usage
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
