@@ -30,13 +30,15 @@ from tokcost.reference.kvpolicy import (
     E4M3_MAX,
     E4M3_VALUES,
     EvictingCache,
+    compare_policy,
+    evaluate,
     fp8_decode,
     fp8_encode,
     int_decode,
     int_encode,
     policy_cache,
+    teacher_forced,
 )
-from tokcost.reference.quality import compare_policy, evaluate, teacher_forced
 
 FINITE = E4M3_VALUES[~np.isnan(E4M3_VALUES)].astype(np.float64)
 
