@@ -160,12 +160,10 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
 def _float32(raw: NDArray[np.uint8], dtype: str, shape: tuple[int, ...], where: str) -> Array:
     if dtype == "BF16":  # bfloat16 is float32's top 16 bits
         return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    if dtype == "F16":
-        return raw.view("<f2").astype(np.float32).reshape(shape)
-    if dtype == "F32":
-        return np.array(raw.view("<f4"), dtype=np.float32).reshape(shape)
-    raise WeightsMismatch(f"{where} is {dtype}; the reference path reads BF16, F16 and F32 "
-                          "checkpoints (not quantized ones)")
+    if dtype not in ("F16", "F32"):
+        raise WeightsMismatch(f"{where} is {dtype}; the reference path reads BF16, F16 and F32 "
+                              "checkpoints (not quantized ones)")
+    return raw.view("<f2" if dtype == "F16" else "<f4").astype(np.float32).reshape(shape)
 
 
 def reference_name(name: str, kind: str) -> str | None:

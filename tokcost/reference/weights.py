@@ -80,8 +80,7 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
             reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
             raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
                              f"({reason})") from None
-        fmt = arrays.pop("__format__", None)
-        if fmt is None or str(fmt) != FORMAT:
+        if str(arrays.pop("__format__", None)) != FORMAT:
             raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
         weights = {k: a.astype(np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
