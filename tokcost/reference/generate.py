@@ -143,8 +143,7 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
 def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingParams | None = None,
     kv: CacheSpec | None = None, *, explain: bool = False, top_candidates: int = 5,
     keep_logits: bool = False, on_step: Callable[[Step], None] | None = None) -> GenerationResult:
-    """``sampling.n`` samples after the prompt; ``explain`` records where each head attends
-    and the paged cache's block events."""
+    """``sampling.n`` samples after the prompt; ``explain`` records attention and block events."""
     sampling, kv = sampling or SamplingParams(), kv or CacheSpec()
     prompt = [int(t) for t in prompt_ids]
     check_fit(model.cfg, prompt, sampling, kv)

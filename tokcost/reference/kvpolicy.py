@@ -412,8 +412,7 @@ class TeacherForced:
 
 def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
                    cache: KVCache | None = None) -> TeacherForced:
-    """Predict ``ids[prompt:]`` one token at a time after the prefill (no ``cache``: the
-    full contiguous one, the baseline)."""
+    """Predict ``ids[prompt:]`` token by token after the prefill (no ``cache``: the baseline)."""
     n = len(ids)
     if not 1 <= prompt < n:
         raise UsageError(f"{arg('prompt', prompt)} must leave at least one token to predict "
