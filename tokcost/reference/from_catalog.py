@@ -24,8 +24,7 @@ DEFAULT_MODEL = "tiny-ref"
 
 @dataclass
 class Loaded:
-    """A model ready to run, its catalog entry, the weights read (a file, or "random (seed
-    N)") and a checkpoint's folder."""
+    """A model ready to run: its entry, the weights read (a file or "random (seed N)"), a folder."""
 
     entry: ModelEntry
     model: Transformer

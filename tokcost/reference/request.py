@@ -90,8 +90,7 @@ _SPECIALS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "c
 
 
 def read_template(folder: Path) -> tuple[str, dict[str, str]]:
-    """The folder's chat template (tokenizer_config.json's ``default``, or
-    chat_template.jinja) and its special tokens' texts."""
+    """The folder's chat template (tokenizer_config.json or chat_template.jinja) and specials."""
     config_file = folder / "tokenizer_config.json"
     config: dict[str, Any] = {}
     if config_file.is_file():
