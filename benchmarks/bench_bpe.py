@@ -81,7 +81,7 @@ def train_hf(corpus: str, pattern: str, vocab: int, max_token_length: int | None
     minimum frequency); the vocabulary size it reached. Shared by bench_bpe_scale."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-    from tokcost.bpe.export import hf_pattern
+    from tokcost.bpe.io import hf_pattern
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(

@@ -19,8 +19,7 @@ def main() -> None:
     from tokcost.catalog import load_catalog
     from tokcost.memory.cache_policy import parse_policy
     from tokcost.reference.from_catalog import load_model, load_tokenizer
-    from tokcost.reference.kvpolicy import policy_cache
-    from tokcost.reference.quality import teacher_forced
+    from tokcost.reference.kvpolicy import policy_cache, teacher_forced
 
     tokens = int(sys.argv[1]) if len(sys.argv) > 1 else 512
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3

@@ -77,7 +77,7 @@ def test_freeing_a_free_block_is_an_error() -> None:
 def test_reference_cache_uses_the_same_allocator() -> None:
     pytest.importorskip("numpy")
     from tokcost.reference import BlockAllocator as RefAllocator
-    from tokcost.reference.errors import CacheFull
+    from tokcost.reference.config import CacheFull
 
     assert issubclass(RefAllocator, BlockAllocator)
     alloc = RefAllocator(1)

@@ -25,7 +25,7 @@ from tokcost.bpe import (
     train_from_texts,
 )
 from tokcost.bpe.encode import bpe_merge
-from tokcost.bpe.export import hf_pattern
+from tokcost.bpe.io import hf_pattern
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId, to_byte_level
 from tokcost.bpe.pretokenize import PretokenizeSpec, count_words, split_text, splitter
 from tokcost.errors import InputError, UsageError

@@ -28,7 +28,7 @@ from tokcost.bpe import (
     train_from_counts,
     train_from_texts,
 )
-from tokcost.bpe.export import hf_pattern
+from tokcost.bpe.io import hf_pattern
 from tokcost.bpe.model import to_byte_level
 from tokcost.bpe.pretokenize import (
     PretokenizeSpec,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.bpe import TrainerConfig, train_from_texts
-from tokcost.bpe.sweep import knee, prefix_model, usage
+from tokcost.bpe.train import knee, prefix_model, usage
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
 

@@ -18,7 +18,6 @@ from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.memory import kv_cache_bytes
 from tokcost.reference.cache import ContiguousCache, PagedCache
-from tokcost.reference.chat_template import read_template, render
 from tokcost.reference.config import RefConfig
 from tokcost.reference.hf_checkpoint import (
     FAMILIES,
@@ -28,6 +27,7 @@ from tokcost.reference.hf_checkpoint import (
     open_checkpoint,
 )
 from tokcost.reference.model import Transformer
+from tokcost.reference.request import read_template, render
 
 TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
 SLIDING = ("mistral", "gemma2", "gemma3_text")

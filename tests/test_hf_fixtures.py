@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tokcost.cli.app import app
-from tokcost.reference.chat_template import read_template, render
 from tokcost.reference.hf_checkpoint import FAMILIES
+from tokcost.reference.request import read_template, render
 
 TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
 ROOT = Path(__file__).parent.parent

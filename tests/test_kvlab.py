@@ -26,15 +26,18 @@ from tokcost.memory.cache_policy import (
     policy_bytes,
 )
 from tokcost.reference.config import RefConfig
-from tokcost.reference.kvpolicy import EvictingCache, policy_cache
-from tokcost.reference.quality import compare_policy, evaluate, teacher_forced
-from tokcost.reference.quantize import (
+from tokcost.reference.kvpolicy import (
     E4M3_MAX,
     E4M3_VALUES,
+    EvictingCache,
+    compare_policy,
+    evaluate,
     fp8_decode,
     fp8_encode,
     int_decode,
     int_encode,
+    policy_cache,
+    teacher_forced,
 )
 
 FINITE = E4M3_VALUES[~np.isnan(E4M3_VALUES)].astype(np.float64)

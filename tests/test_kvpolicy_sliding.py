@@ -23,8 +23,8 @@ from tokcost.reference.kvpolicy import (
     QuantizedCache,
     policy_cache,
     policy_cache_bytes,
+    teacher_forced,
 )
-from tokcost.reference.quality import teacher_forced
 
 TINY = Path(__file__).parent / "fixtures" / "hf_tiny"
 PROMPT = 12

@@ -34,7 +34,7 @@ from tokcost.reference import (
     load_weights,
     save_weights,
 )
-from tokcost.reference.errors import CacheFull
+from tokcost.reference.config import CacheFull
 from tokcost.reference.model import apply_rope, rope_tables
 
 CFG = RefConfig(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost.app import names
 from tokcost.errors import UsageError, arg
-from tokcost.reference.errors import PromptTooLong
+from tokcost.reference.config import PromptTooLong
 from tokcost.reference.from_catalog import ModelSource
 from tokcost.reference.request import PromptRequest
 

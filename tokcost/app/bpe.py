@@ -17,7 +17,7 @@ from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
 from tokcost.app import names
 from tokcost.bpe import BPEModel, ExportFormat, PatternName
-from tokcost.bpe.export import export_paths
+from tokcost.bpe.io import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
 from tokcost.bpe.train import DEFAULT_MAX_TOKEN_LENGTH, ProgressFn, TrainerConfig, TrainResult

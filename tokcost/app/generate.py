@@ -143,7 +143,7 @@ def generate(request: GenerateRequest) -> GenerateResult:
     loaded = request.source.load()
     prompt = request.text
     if request.chat:  # the request refused chat without a checkpoint
-        from tokcost.reference.chat_template import read_template, render
+        from tokcost.reference.request import read_template, render
         assert loaded.folder is not None
         template, specials = read_template(loaded.folder)
         prompt = render(template, [{"role": "user", "content": prompt}], specials=specials)

@@ -1,5 +1,5 @@
 """``kvmem quality``: what quantizing or evicting the KV cache costs a running model, scored
-against the full cache (``tokcost.reference.quality``) and, on a GPU, what it lets fit."""
+against the full cache (``tokcost.reference.kvpolicy``) and, on a GPU, what it lets fit."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tokcost.reference.request import as_int
 if TYPE_CHECKING:
     from tokcost.catalog import Catalog, ModelEntry
     from tokcost.memory.cache_policy import CachePolicy
-    from tokcost.reference.quality import PolicyQuality
+    from tokcost.reference.kvpolicy import PolicyQuality
 
 __all__ = ["QualityRequest", "kvmem_quality"]
 
@@ -158,7 +158,7 @@ def held_out_text() -> str:
 def kvmem_quality(request: QualityRequest) -> QualityResult:
     """Measure ``request``'s policies against the full cache (and plot them)."""
     from tokcost.plotting import check_plot_path
-    from tokcost.reference.quality import evaluate, teacher_forced
+    from tokcost.reference.kvpolicy import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
     target = Path(request.plot) if request.plot is not None else None
     check_plot_path(target, force=request.force)  # before any work

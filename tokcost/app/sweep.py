@@ -13,8 +13,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.app import names
 from tokcost.app.bpe import train_inputs
 from tokcost.bpe.pretokenize import PatternName
-from tokcost.bpe.sweep import KNEE_GAIN, check_sizes, knee, prefix_model, usage
-from tokcost.bpe.train import ProgressFn, TrainerConfig
+from tokcost.bpe.train import (
+    KNEE_GAIN,
+    ProgressFn,
+    TrainerConfig,
+    check_sizes,
+    knee,
+    prefix_model,
+    usage,
+)
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts

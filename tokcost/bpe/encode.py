@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from tokcost.bpe.model import BPEModel, DisallowedSpecial
-from tokcost.bpe.pretokenize import compile_pattern, cut, special_regex, split_text, splitter
+from tokcost.bpe.pretokenize import cut, special_regex, splitter
 from tokcost.errors import arg
 
 CACHE_LIMIT = 1 << 20  # the pre-token cache is cleared at this many entries
@@ -164,22 +164,14 @@ class Encoder:
     def __init__(self, model: BPEModel) -> None:
         self.model = model
         self._ranks = model.ranks
-        self._pattern = compile_pattern(model.pattern)
         self._cache = _PieceCache(model.ranks)
-        self._full_cover = model.pattern_name is not None
-        self._split = splitter(model.pattern) if self._full_cover else self._pattern.findall
+        self._split = splitter(model.pattern)  # gaps between matches included
         specials = tuple(model.special_tokens)
         self._special_re = special_regex(specials) if specials else None
 
     def find_special(self, text: str) -> str | None:
         m = None if self._special_re is None else self._special_re.search(text)
         return None if m is None else str(m.group())
-
-    def _pieces(self, text: str) -> list[str]:
-        pieces: list[str] = self._split(text)
-        if self._full_cover or sum(map(len, pieces)) == len(text):
-            return pieces
-        return split_text(text, self.model.pattern)
 
     def _encode_pieces(self, pieces: list[str]) -> list[int]:
         # map/chain run in C; only a cache miss calls back into Python.
@@ -188,10 +180,10 @@ class Encoder:
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text``, special-token text as plain text; lone surrogates become U+FFFD."""
         try:
-            return self._encode_pieces(self._pieces(text))
+            return self._encode_pieces(self._split(text))
         except UnicodeEncodeError:
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return self._encode_pieces(self._pieces(text))
+            return self._encode_pieces(self._split(text))
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Ids of any bytes, as tiktoken's ``_encode_bytes``: the last pre-token before invalid
@@ -205,7 +197,7 @@ class Encoder:
     def _encode_invalid(self, data: bytes, valid: int) -> list[int]:
         out: list[int] = []
         last: tuple[int, ...] = ()
-        for piece in self._pieces(data[:valid].decode("utf-8")):
+        for piece in self._split(data[:valid].decode("utf-8")):
             last = self._cache[piece]
             out += last
         n_last = len(last)
@@ -247,7 +239,7 @@ class Encoder:
         if allow_special and self._special_re is not None:
             return len(self.encode(text, allow_special=True))
         try:
-            return sum(map(len, map(self._cache.__getitem__, self._pieces(text))))
+            return sum(map(len, map(self._cache.__getitem__, self._split(text))))
         except UnicodeEncodeError:
             return len(self.encode_ordinary(text))
 

@@ -1,6 +1,5 @@
 """Pre-tokenization: split text into the pieces BPE merges within, and count them in files
-(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first).
-"""
+(cut only at ``"\\n"``, as Hugging Face reads them; each line alone, its special tokens first)."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class PretokenizeSpec:
     @property
     def counting_cap(self) -> int | None:
         """The cap raised by the special tokens, counted now and taken out before training."""
-        cap = self.max_pretokens
-        return None if cap is None else cap + len(self.special_tokens)
+        return None if self.max_pretokens is None else self.max_pretokens + len(self.special_tokens)
 
     def merge(self, counts: dict[str, int], part: Mapping[str, int]) -> None:
         """Add a reader's table into ``counts``, bounded as the readers are."""
@@ -102,7 +100,6 @@ def _cap_while_counting(counts: dict[str, int], max_pretokens: int | None) -> No
 def special_regex(special_tokens: tuple[str, ...]) -> regex.Pattern[str]:
     """Finds special tokens as HF's ``AddedVocabulary`` does: leftmost, then longest."""
     import regex
-
     ordered = sorted(special_tokens, key=len, reverse=True)
     return regex.compile("|".join(regex.escape(s) for s in ordered))
 
@@ -127,7 +124,6 @@ def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
 @lru_cache(maxsize=16)
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     import regex
-
     try:
         return regex.compile(pattern)
     except regex.error as exc:
@@ -138,48 +134,29 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 def _ascii_translate(pattern: str) -> str:
     """``pattern`` for stdlib ``re`` on ASCII text: ``\\p{X}`` and ``\\s`` become the ASCII
     characters ``regex`` matches with them."""
-    import re
-
     import regex
-
     ascii_chars = "".join(map(chr, range(128)))
-
-    def chars(prop: str) -> str:
-        return "".join(re.escape(c) for c in regex.findall(prop, ascii_chars))
-
-    out: list[str] = []
-    i = 0
     in_class = False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            nxt = pattern[i + 1]
-            if nxt == "p":
-                j = pattern.index("}", i)
-                body = chars(pattern[i : j + 1])
-                out.append(body if in_class else (f"[{body}]" if body else "(?!)"))
-                i = j + 1
-                continue
-            if nxt in "sS":
-                body = chars(r"\s")
-                if in_class:
-                    if nxt == "S":
-                        raise ValueError("\\S inside a class")
-                    out.append(body)
-                else:
-                    out.append(f"[{'^' if nxt == 'S' else ''}{body}]")
-                i += 2
-                continue
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
+
+    def swap(m: regex.Match[str]) -> str:
+        nonlocal in_class
+        tok = m.group()
+        if tok in ("[", "]"):
+            in_class = tok == "["
+            return tok
+        if tok[1] not in "psS":
+            return tok  # any other escape stays as it is
+        body = "".join(re.escape(c) for c in regex.findall(tok if tok[1] == "p" else r"\s",
+                                                           ascii_chars))
+        if in_class:
+            if tok == "\\S":
+                raise ValueError("\\S inside a class")
+            return body
+        if tok[1] == "p":
+            return f"[{body}]" if body else "(?!)"
+        return ("[^" if tok == "\\S" else "[") + body + "]"
+
+    return str(regex.sub(r"\\p\{[^}]*\}|\\[\s\S]|[\[\]]", swap, pattern))
 
 
 @lru_cache(maxsize=8)
@@ -188,15 +165,14 @@ def _ascii_fast(pattern: str) -> Callable[[str], list[str]] | None:
     patterns (tested) on Python 3.11+ (possessive quantifiers)."""
     if sys.version_info < (3, 11) or pattern not in PATTERNS.values():
         return None
-    import re
-
-    findall: Callable[[str], list[str]] = re.compile(_ascii_translate(pattern)).findall
-    return findall
+    return re.compile(_ascii_translate(pattern)).findall
 
 
 def splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> pieces`` for a pattern that matches every character (the named ones)."""
-    slow: Callable[[str], list[str]] = compile_pattern(pattern).findall
+    """``text -> pieces`` as ``split_text``; the named patterns leave no gaps to look for."""
+    slow: Callable[[str], list[str]] = compile_pattern(pattern).findall  # a bad regex fails here
+    if pattern not in PATTERNS.values():
+        return partial(split_text, pattern=pattern)
     fast = _ascii_fast(pattern)
     if fast is None:
         return slow
@@ -228,18 +204,12 @@ def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
     >>> pretokenize("end<|endoftext|> of", PretokenizeSpec("gpt2", ("<|endoftext|>",)))
     ['end', '<|endoftext|>', ' of']
     """
-    pattern, specials = spec.pattern, spec.special_tokens
-    if not specials:
-        return split_text(text, pattern)
-    # tiktoken's patterns leave no gaps: their splitter has the ASCII fast path.
-    split: Callable[[str], list[str]] = (
-        splitter(pattern) if pattern in PATTERNS.values() else lambda t: split_text(t, pattern))
+    split = splitter(spec.pattern)
+    if not spec.special_tokens:
+        return split(text)
     pieces: list[str] = []
-    for k, part in enumerate(cut(text, special_regex(specials).finditer(text))):
-        if k % 2:
-            pieces.append(part)  # a special token
-        elif part:
-            pieces += split(part)
+    for k, part in enumerate(cut(text, special_regex(spec.special_tokens).finditer(text))):
+        pieces += [part] if k % 2 else split(part)  # odd parts: the special tokens
     return pieces
 
 
@@ -260,7 +230,6 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
     """Pre-token counts of a block of whole lines, each line split on its own."""
     lines = _lines(block)
     counts: Counter[str] = Counter()
-    pattern = spec.pattern
     if spec.special_tokens:
         held = _lines_with_specials(block, lines, special_regex(spec.special_tokens))
         if held:
@@ -268,13 +237,9 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
             for i in held:
                 counts.update(pretokenize(lines[i], spec))
             lines = [line for i, line in enumerate(lines) if i not in held]
-    if pattern in PATTERNS.values():
-        # tiktoken's patterns match every character: no gaps to look for.
-        fast = _ascii_fast(pattern)
-        _count_pieces(lines, fast if fast is not None and block.isascii() else splitter(pattern),
-                      counts)
-        return counts
-    _count_pieces(lines, lambda line: split_text(line, pattern), counts)
+    fast = _ascii_fast(spec.pattern)  # an ASCII block skips the per-line check
+    split = fast if fast is not None and block.isascii() else splitter(spec.pattern)
+    _count_pieces(lines, split, counts)
     return counts
 
 
@@ -286,10 +251,7 @@ def _lines(block: str) -> list[str]:
     """The lines of ``block``, each with its ``"\n"``."""
     if not any(ch in block for ch in _OTHER_BREAKS):
         return block.splitlines(keepends=True)
-    import regex
-
-    found: list[str] = regex.findall(_LINE_SPLIT, block)
-    return found
+    return re.findall(_LINE_SPLIT, block)
 
 
 def _count_pieces(lines: list[str], split: Callable[[str], list[str]],
@@ -302,11 +264,7 @@ def _count_pieces(lines: list[str], split: Callable[[str], list[str]],
         return
     by_times: dict[int, list[str]] = {}
     for line, n in seen.items():
-        group = by_times.get(n)
-        if group is None:
-            by_times[n] = [line]
-        else:
-            group.append(line)
+        by_times.setdefault(n, []).append(line)
     for n, group in by_times.items():
         if n == 1:
             counts.update(chain.from_iterable(map(split, group)))
@@ -333,10 +291,7 @@ def line_start(fh: IO[bytes], offset: int, size: int) -> int:
         return size
     pos = offset - 1
     fh.seek(pos)
-    while pos < size:
-        block = fh.read(SCAN_BYTES)
-        if not block:
-            break
+    while pos < size and (block := fh.read(SCAN_BYTES)):
         nl = block.find(b"\n")
         if nl >= 0:
             return pos + nl + 1

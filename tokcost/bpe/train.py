@@ -1,21 +1,25 @@
 """Byte-level BPE training with Hugging Face ``tokenizers``' BpeTrainer's merges, in order:
 the highest count first, ties to the smaller ``(left id, right id)`` (HF ``trainer.rs``, ``impl
-Ord for Merge``). The HF setup it matches and how the loop runs: docs/bpe.md."""
+Ord for Merge``). The HF setup it matches and how the loop runs: docs/bpe.md. And every smaller
+vocabulary from one run (a run to N learns the first merges of any larger run, ids in merge
+order), their use of held-out text, and the knee (a sweep, docs/bpe.md)."""
 
 from __future__ import annotations
 
 import gc
 import heapq
+import math
 import time
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import TypeAlias
 
 import tokcost.bpe.pretokenize as pre
+from tokcost.bpe.encode import Encoder
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.units import parse_count
@@ -30,8 +34,7 @@ _COUNTS = ("vocab_size", "min_frequency", "max_token_length", "jobs", "max_preto
 
 @dataclass(frozen=True, kw_only=True)
 class TrainerConfig:
-    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``). The
-    ``max_pretokens`` rule: docs/bpe.md, "Memory"."""
+    """What to train, as HF's ``BpeTrainer(...)``; a count may be text (``"32k"``; docs/bpe.md)."""
 
     vocab_size: int
     pattern: pre.PatternName | str = pre.PatternName.O200K
@@ -92,11 +95,9 @@ class TrainResult:
 
 def train(paths: Iterable[str | Path], config: TrainerConfig, progress: ProgressFn | None = None,
           *, texts: Iterable[str] = ()) -> TrainResult:
-    """Train on text files (read in ``config.jobs`` processes) and ``texts``, blocks of
-    whole lines."""
+    """Train on text files (read in ``config.jobs`` processes) and ``texts`` (whole lines)."""
     started = time.perf_counter()
-    spec = config.reader_spec()
-    counts = pre.count_words(list(paths), spec, jobs=config.jobs, progress=progress)
+    counts = pre.count_words(list(paths), config.reader_spec(), jobs=config.jobs, progress=progress)
     return train_counted(counts, config, progress, texts=texts, started=started)
 
 
@@ -132,8 +133,7 @@ def train_from_counts(word_counts: Mapping[str, int], config: TrainerConfig,
                       progress: ProgressFn | None = None, *, seconds_pretokenize: float = 0.0,
                       consume: bool = False) -> TrainResult:
     """Learn merges from pre-token counts (``{" the": 1234, ...}``) as given; ``consume``
-    empties the dict while reading it. Counts are exact at any size (HF's wrap at 2^31).
-    """
+    empties the dict while reading it. Counts are exact at any size (HF's wrap at 2^31)."""
     if not word_counts:
         raise InputError("no text to train on: the corpus is empty")
     t0 = time.perf_counter()
@@ -215,40 +215,25 @@ def _corpus(word_counts: Mapping[str, int], specials: tuple[str, ...], consume: 
 
 def _initial_pairs(words: list[str], counts: list[int],
                    total: int) -> tuple[defaultdict[str, int], list[tuple[int, str, int, Owners]]]:
-    """Every pair's count and heap entries ``(-count, pair, seq, words holding it)``; numpy
-    (5x faster) unless the counts pass int64's reach."""
+    """Every pair's count and heap entries ``(-count, pair, seq, words holding it)``, counted
+    by numpy (5x faster than a Python loop); past int64's reach as Python ints."""
+    import numpy as np
     pair_counts: defaultdict[str, int] = defaultdict(int)
     where: dict[str, Owners] = {}
-    if total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE:
-        where_get = where.get
-        for iw, w in enumerate(words):
-            c = counts[iw]
-            for j in range(len(w) - 1):
-                p = w[j : j + 2]
-                pair_counts[p] += c
-                lst = where_get(p)
-                if lst is None:
-                    where[p] = [iw]
-                elif lst[-1] != iw:
-                    lst.append(iw)
-    else:
-        import numpy as np
-
-        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        cuts = np.searchsorted(np.cumsum(lens), np.arange(0, int(lens.sum()), _PAIR_CHUNK_CHARS),
-                               side="right").tolist()
-        bounds = sorted({0, *cuts, len(words)})
-        for start, stop in pairwise(bounds):
-            _count_pairs(words, counts, lens, start, stop, pair_counts, where)
+    big = total >= _INT64_SAFE or max(counts, default=0) >= _INT64_SAFE
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    cuts = np.searchsorted(np.cumsum(lens), np.arange(0, int(lens.sum()), _PAIR_CHUNK_CHARS),
+                           side="right").tolist()
+    for start, stop in pairwise(sorted({0, *cuts, len(words)})):
+        _count_pairs(words, counts, lens, start, stop, pair_counts, where, big)
     heap = [(-pair_counts[p], p, seq, lst) for seq, (p, lst) in enumerate(where.items())]
     return pair_counts, heap
 
 
 def _count_pairs(words: list[str], counts: list[int], lens: object, start: int, stop: int,
-                 pair_counts: defaultdict[str, int], where: dict[str, Owners]) -> None:
+                 pair_counts: defaultdict[str, int], where: dict[str, Owners], big: bool) -> None:
     """Add the pairs of ``words[start:stop]``, in order, so each list stays ascending."""
     import numpy as np
-
     n_chars = np.asarray(lens)[start:stop]
     flat = np.frombuffer("".join(words[start:stop]).encode("utf-32-le"), dtype=np.uint32)
     if len(flat) < 2:
@@ -264,7 +249,7 @@ def _count_pairs(words: list[str], counts: list[int], lens: object, start: int, 
     word = np.repeat(np.arange(start, stop, dtype=np.int64), n_chars)[:-1][ok]
     order = np.argsort(code, kind="stable")  # stable: each pair's words stay ascending
     code, word = code[order], word[order]
-    weight = np.asarray(counts[start:stop], dtype=np.int64)[word - start]
+    weight = np.asarray(counts[start:stop], dtype=object if big else np.int64)[word - start]
     new_pair = np.empty(len(code), dtype=bool)
     new_pair[0] = True
     np.not_equal(code[1:], code[:-1], out=new_pair[1:])
@@ -403,3 +388,86 @@ def _model(corpus: _Corpus, merges: list[tuple[int, int, int]], config: TrainerC
     specials = {tok: corpus.key_to_id[tok] for tok in config.special_tokens}
     return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials,
                     merges=tuple(merges), pattern_name=pattern_name)
+
+
+KNEE_GAIN = 0.05
+
+
+def prefix_model(model: BPEModel, vocab_size: int) -> BPEModel:
+    """The model a run to ``vocab_size`` would have made: a tokcost-trained ``model``'s first
+    merges (all of them when it ran out of pairs first)."""
+    check_sizes([vocab_size], len(model.special_tokens))
+    if model.merges == () and model.n_tokens > 256 + len(model.special_tokens):
+        raise UsageError(f"{arg('model')} must be one tokcost trained (this one has no merges: an "
+                         "imported rank file); train one with tokcost.train_bpe", param="model")
+    if vocab_size >= model.n_tokens:
+        return model
+    cut = 0
+    for i, (_, _, new_id) in enumerate(model.merges):
+        if new_id >= vocab_size:
+            break
+        cut = i + 1  # a merge that spells a known token (new id < vocab_size) is kept too
+        if new_id == vocab_size - 1:
+            break  # the smaller run stops as soon as its vocabulary is full
+    return replace(model, ranks={b: i for b, i in model.ranks.items() if i < vocab_size},
+                   special_tokens=dict(model.special_tokens), merges=model.merges[:cut])
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens per text, and the mergeable (``unused_learned``: learned) tokens that no text used."""
+
+    vocab_size: int
+    tokens: tuple[int, ...]  # one per text
+    unused: int
+    unused_learned: int
+    learned: int  # tokens made by a merge
+
+
+def usage(model: BPEModel, texts: Iterable[str]) -> Usage:
+    """Encode ``texts`` with tokcost's encoder, special-token text as plain text."""
+    encoder = Encoder(model)
+    seen: Counter[int] = Counter()
+    tokens = []
+    for text in texts:
+        ids = encoder.encode_ordinary(text)
+        tokens.append(len(ids))
+        seen.update(ids)
+    mergeable = set(model.ranks.values())
+    learned = {i for b, i in model.ranks.items() if len(b) > 1}
+    return Usage(vocab_size=model.n_tokens, tokens=tuple(tokens),
+                 unused=len(mergeable - seen.keys()), unused_learned=len(learned - seen.keys()),
+                 learned=len(learned))
+
+
+def check_sizes(sizes: Sequence[int], specials: int = 0) -> tuple[int, ...]:
+    """The sizes sorted, each once; at least one, none below the bytes and ``specials``."""
+    if not sizes:
+        raise UsageError("give at least one vocabulary size, e.g. "
+                         f"{arg('vocab_sizes', '1024,2048')}", param="vocab_sizes")
+    ordered = tuple(sorted(set(sizes)))
+    if ordered[0] < 256 + specials:
+        raise UsageError(f"{arg('vocab_sizes', ordered[0])} is too small: the 256 byte tokens "
+                         f"and {specials} special token(s) need at least {256 + specials}",
+                         param="vocab_sizes")
+    return ordered
+
+
+def knee(sizes: Sequence[int], tokens_per_byte: Sequence[float],
+         gain: float = KNEE_GAIN) -> int | None:
+    """The first size whose next step cuts tokens per byte by less than ``gain`` per
+    doubling; None when every step still pays.
+
+    >>> knee([1000, 2000, 4000, 8000], [0.50, 0.40, 0.37, 0.36])  # cuts 20%, 7.5%, 2.7%
+    4000
+    """
+    if not 0 < gain < 1:
+        raise UsageError(f"{arg('knee_gain', gain)} must be between 0 and 1 (0.05: 5% per "
+                         f"doubling)", param="knee_gain")
+    for (s0, t0), (s1, t1) in pairwise(zip(sizes, tokens_per_byte, strict=True)):
+        if t0 <= 0 or s1 <= s0:
+            continue
+        cut = (t0 - t1) / t0 / math.log2(s1 / s0)
+        if cut < gain:
+            return s0
+    return None

@@ -1,10 +1,9 @@
-"""The reference generation path: a small numpy transformer with a real KV cache, which runs
-the word-chain loop for real so the memory model (``tokcost.memory``) can be checked against a
-cache that exists. It imports numpy, so ``import tokcost`` never imports it."""
+"""The reference generation path: a numpy transformer running the word-chain loop with a real KV
+cache, to check ``tokcost.memory`` against; it imports numpy, so ``import tokcost`` never does."""
 
 from tokcost.reference.cache import BlockAllocator, BlockEvent, ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CacheMode, CacheSpec, RefConfig
-from tokcost.reference.errors import ModelTooLarge, PromptTooLong, WeightsMismatch
+from tokcost.reference.config import CacheMode, CacheSpec, ModelTooLarge, PromptTooLong, RefConfig
+from tokcost.reference.config import WeightsMismatch as WeightsMismatch
 from tokcost.reference.generate import GenerationResult, Step, StepCandidate, generate
 from tokcost.reference.model import Transformer
 from tokcost.reference.sampling import Distribution, SamplingParams, distribution, draw

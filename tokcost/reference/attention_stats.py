@@ -10,20 +10,14 @@ T, T) and a label for each score past its threshold (docs/generate.md defines ea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import InputError
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from numpy.typing import NDArray
-
-__all__ = ["LABEL_TEXT", "THRESHOLDS", "HeadStats", "check_attention", "describe",
-           "head_labels", "layer_stats", "row_entropy"]
 
 # score -> the value a head must reach for its label (local: at most this distance).
 THRESHOLDS: dict[str, float] = {

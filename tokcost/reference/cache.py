@@ -5,20 +5,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import TokcostError
 from tokcost.memory import blocks
-from tokcost.reference.errors import CacheFull
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import RefConfig
-
-    Array = NDArray[np.float32]
+from tokcost.reference.config import Array, CacheFull, RefConfig
 
 Group = Literal["full", "sliding"]
 
@@ -173,8 +167,6 @@ class PagedCache(KVCache):
 
     def __init__(self, cfg: RefConfig, block_size: int, num_blocks: int) -> None:
         super().__init__(cfg, batch=1)
-        if block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.block_size = block_size
         groups = (_Group(cfg, name, block_size, num_blocks) for name in ("full", "sliding"))
         self.groups = [g for g in groups if g.layers]

@@ -1,4 +1,5 @@
-"""The shape of a reference model (nanoGPT's ``GPTConfig``) and how it caches keys and values."""
+"""The shape of a reference model (nanoGPT's ``GPTConfig``), how it caches keys and values, and the
+reference path's errors (each says what to do next)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,30 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tokcost.errors import UsageError, arg
-from tokcost.reference.errors import ModelTooLarge
+import numpy as np
+from numpy.typing import NDArray
+
+from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.reference.request import as_int
+
+Array = NDArray[np.float32]  # the reference's tensors
+
+
+class ModelTooLarge(UsageError):
+    """The catalog model is far too large for a numpy reference run."""
+
+
+class PromptTooLong(UsageError):
+    """The prompt plus the new tokens do not fit the model's context window."""
+
+
+class WeightsMismatch(TokcostError):
+    """A weights file does not match the architecture the catalog describes."""
+
+
+class CacheFull(TokcostError):
+    """The paged cache's block pool ran out of free blocks."""
+
 
 # numpy runs a model this size at well under a second per token on a laptop core.
 MAX_PARAMS = 200_000_000

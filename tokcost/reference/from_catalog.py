@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.errors import UsageError, arg
-from tokcost.reference.config import RefConfig
-from tokcost.reference.errors import ModelTooLarge, WeightsMismatch
+from tokcost.reference.config import ModelTooLarge, RefConfig, WeightsMismatch
 from tokcost.reference.model import Transformer
 from tokcost.reference.request import as_int
 from tokcost.reference.weights import init_weights, load_weights
@@ -25,8 +24,7 @@ DEFAULT_MODEL = "tiny-ref"
 
 @dataclass
 class Loaded:
-    """A model ready to run, its catalog entry, the weights read (a file, or "random (seed
-    N)") and a checkpoint's folder."""
+    """A model ready to run: its entry, the weights read (a file or "random (seed N)"), a folder."""
 
     entry: ModelEntry
     model: Transformer
@@ -62,12 +60,10 @@ class ModelSource:
     @property
     def checkpoint(self) -> bool:
         from tokcost.catalog.hf_model import is_hf_spec
-
         return self.model_dir is not None or is_hf_spec(self.model or "")
 
     def load(self) -> Loaded:
         from tokcost.tokenizers import open_catalog
-
         if self.checkpoint:
             return load_checkpoint(self.model_dir if self.model_dir is not None
                                    else str(self.model))
@@ -91,7 +87,6 @@ def config_for(entry: ModelEntry) -> RefConfig:
 def shipped_weights(model_id: str) -> Path:
     """The weights file the catalog names for ``model_id`` (may not exist yet)."""
     from tokcost.catalog import load_catalog
-
     entry = load_catalog().resolve(model_id)
     return Path(entry.weights) if entry.weights else DATA_DIR / f"{entry.id}.npz"
 
@@ -110,7 +105,6 @@ def load_checkpoint(source: str | Path) -> Loaded:
     from tokcost.catalog.hf_model import is_hf_spec, load_hf_model
     from tokcost.reference.hf_checkpoint import load_weights as load_hf_weights
     from tokcost.reference.hf_checkpoint import open_checkpoint
-
     spec = str(source)
     if not is_hf_spec(spec) or Path(spec[3:]).expanduser().exists():
         folder = Path(spec[3:] if is_hf_spec(spec) else spec).expanduser()
@@ -127,7 +121,6 @@ def load_checkpoint(source: str | Path) -> Loaded:
 def load_tokenizer(entry: ModelEntry, cfg: RefConfig) -> Tokenizer:
     """The entry's tokenizer, checked to fit the model's vocabulary."""
     from tokcost.adapters.registry import get_tokenizer
-
     if not entry.tokenizer:
         raise UsageError(f"model '{entry.id}' has no tokenizer: add one to its catalog "
                          "entry, or tokenizer.json to its model folder")
@@ -152,6 +145,5 @@ def estimate_cache_bytes(entry: ModelEntry, tokens: int, *, block_size: int | No
     batch: int = 1) -> int:
     """What ``kvmem estimate`` predicts for this model's float32 reference cache."""
     from tokcost.memory import kv_cache_bytes
-
     assert entry.architecture is not None  # config_for() checked it
     return kv_cache_bytes(entry.architecture, tokens, "fp32", block_size=block_size, batch=batch)

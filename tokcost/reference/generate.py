@@ -5,22 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.cache import BlockEvent, ContiguousCache, KVCache, PagedCache
-from tokcost.reference.config import CacheMode, CacheSpec
-from tokcost.reference.errors import PromptTooLong
-from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, sample
+from tokcost.reference.config import CacheMode, CacheSpec, PromptTooLong, RefConfig
+from tokcost.reference.model import ForwardOutput, Transformer
+from tokcost.reference.sampling import Distribution, Exclusion, SamplingParams, distribution, draw
 from tokcost.units import format_bytes
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import RefConfig
-    from tokcost.reference.model import ForwardOutput, Transformer
 
 # numpy allocates every cache up front: past this it would swap or die of MemoryError.
 MAX_CACHE_BYTES = 1 << 30
@@ -148,8 +143,7 @@ def check_fit(cfg: RefConfig, prompt: Sequence[int], sampling: SamplingParams,
 def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingParams | None = None,
     kv: CacheSpec | None = None, *, explain: bool = False, top_candidates: int = 5,
     keep_logits: bool = False, on_step: Callable[[Step], None] | None = None) -> GenerationResult:
-    """``sampling.n`` samples after the prompt; ``explain`` records where each head attends
-    and the paged cache's block events."""
+    """``sampling.n`` samples after the prompt; ``explain`` records attention and block events."""
     sampling, kv = sampling or SamplingParams(), kv or CacheSpec()
     prompt = [int(t) for t in prompt_ids]
     check_fit(model.cfg, prompt, sampling, kv)
@@ -173,7 +167,8 @@ def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingPa
         if keep_logits:
             logits.append(last.copy())
         for s in range(n):
-            token, dist = sample(last[s], sampling, rng)
+            dist = distribution(last[s], sampling)
+            token = draw(dist, rng)
             seqs[s].append(token)
             # The prompt's blocks (sample None) are shown with the first sample's step.
             mine = tuple(e for e in events if e.sample == s or (e.sample is None and s == 0))
@@ -191,13 +186,12 @@ def generate(model: Transformer, prompt_ids: Sequence[int], sampling: SamplingPa
     length = cache.length if cache is not None else 0
     return GenerationResult(
         prompt_ids=prompt, samples=[q[len(prompt):] for q in seqs], steps=steps, kv=kv,
-        cache_tokens=length,
+        cache_tokens=length, cache_bytes=cache.nbytes if cache is not None else 0,
         cache_reserved_tokens=cache.capacity if isinstance(cache, ContiguousCache) else length,
-        cache_bytes=cache.nbytes if cache is not None else 0,
-        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0,
+        cache_bytes_per_sample=cache.sequence_bytes if cache is not None else 0, logits=logits,
         cache_blocks=paged.blocks_used if paged else None,
         logical_blocks=paged.logical_blocks if paged else None,
-        copy_on_write=paged.copies if paged else None, logits=logits,
+        copy_on_write=paged.copies if paged else None,
         sliding_window=model.cfg.sliding_window if model.cfg.slides else None)
 
 

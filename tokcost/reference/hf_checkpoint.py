@@ -8,18 +8,13 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import InputError, UsageError
-from tokcost.reference.config import RefConfig, RopeScaling
-from tokcost.reference.errors import WeightsMismatch
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    Array = NDArray[np.float32]
+from tokcost.reference.config import Array, RefConfig, RopeScaling, WeightsMismatch
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 _GEMMA = frozenset({"gemma2", "gemma3_text"})
@@ -55,7 +50,6 @@ class HfCheckpoint:
 def family(config: Mapping[str, Any], where: str) -> str:
     """The config's ``model_type`` if the reference path runs it."""
     from tokcost.catalog.hf_config import ConfigFields
-
     kind = ConfigFields(config, where).model_type
     if kind == "gemma3":  # a text_config without its own model_type
         kind = "gemma3_text"
@@ -68,7 +62,6 @@ def family(config: Mapping[str, Any], where: str) -> str:
 
 def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> RefConfig:
     from tokcost.catalog.hf_config import ConfigFields, layer_kinds
-
     kind, fields = family(config, where), ConfigFields(config, where)
     c = fields.text
 
@@ -167,12 +160,10 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
 def _float32(raw: NDArray[np.uint8], dtype: str, shape: tuple[int, ...], where: str) -> Array:
     if dtype == "BF16":  # bfloat16 is float32's top 16 bits
         return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    if dtype == "F16":
-        return raw.view("<f2").astype(np.float32).reshape(shape)
-    if dtype == "F32":
-        return np.array(raw.view("<f4"), dtype=np.float32).reshape(shape)
-    raise WeightsMismatch(f"{where} is {dtype}; the reference path reads BF16, F16 and F32 "
-                          "checkpoints (not quantized ones)")
+    if dtype not in ("F16", "F32"):
+        raise WeightsMismatch(f"{where} is {dtype}; the reference path reads BF16, F16 and F32 "
+                              "checkpoints (not quantized ones)")
+    return raw.view("<f2" if dtype == "F16" else "<f4").astype(np.float32).reshape(shape)
 
 
 def reference_name(name: str, kind: str) -> str | None:
@@ -197,7 +188,6 @@ def reference_name(name: str, kind: str) -> str | None:
 def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
     """The checkpoint's tensors (its index's shards, else its one file), reference names."""
     from tokcost.catalog.safetensors_meta import shard_names
-
     names = shard_names(folder)
     if not names:
         raise UsageError(f"'{folder}' has no model.safetensors (or index); give a folder "
@@ -224,7 +214,6 @@ def load_weights(folder: Path, kind: str, cfg: RefConfig) -> dict[str, Array]:
 def open_checkpoint(folder: str | Path) -> HfCheckpoint:
     """The folder's family and shape, refused before any tensor is read."""
     from tokcost.catalog.hf_model import read_config_json
-
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise UsageError(f"'{path}' is not a folder; give a Hugging Face model folder "

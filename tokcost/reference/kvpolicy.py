@@ -1,25 +1,186 @@
-"""A KV cache under a policy, quantized or evicting, holding the bytes ``policy_bytes`` counts
-(docs/generate.md, "Inside the reference path"; the policies: docs/kvmem.md)."""
+"""A KV cache under a policy, quantized (fp8 e4m3, KIVI's asymmetric intN) or evicting, holding
+the bytes ``policy_bytes`` counts (docs/generate.md, "Inside the reference path"; the policies:
+docs/kvmem.md), and what it costs in quality: teacher-forced decoding against the full float32
+cache, scored by perplexity, top-1 agreement and mean KL(baseline || policy) (docs/kvmem.md,
+"kvmem quality")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from tokcost.errors import UsageError
+from tokcost.errors import TokcostError, UsageError, arg
 from tokcost.memory.cache_policy import Eviction, KvQuant, policy_bytes
-from tokcost.reference.cache import KVCache
-from tokcost.reference.quantize import Fp8Block, IntBlock, fp8_encode, int_encode
+from tokcost.reference.cache import ContiguousCache, KVCache
+from tokcost.reference.config import Array, RefConfig
+from tokcost.reference.model import Transformer
 
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
+E4M3_MAX = 448.0
 
-    from tokcost.reference.config import RefConfig
 
-    Array = NDArray[np.float32]
+def _e4m3_table() -> NDArray[np.float32]:
+    codes = np.arange(256)
+    exp, man = (codes >> 3) & 0xF, codes & 0x7
+    value = np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * 2.0 ** (exp - 7.0))
+    value = np.where(codes & 0x80, -1.0, 1.0) * value
+    value[(exp == 0xF) & (man == 0x7)] = np.nan  # S.1111.111 is NaN; there is no infinity
+    table: NDArray[np.float32] = value.astype(np.float32)
+    return table
 
-__all__ = ["EvictingCache", "QuantizedCache", "policy_cache", "policy_cache_bytes"]
+
+E4M3_VALUES = _e4m3_table()
+# The finite non-negative values in code order (codes 0..126), increasing.
+_E4M3_POSITIVE = E4M3_VALUES[:127].astype(np.float64)
+
+
+def fp8_encode(x: Array) -> NDArray[np.uint8]:
+    """The e4m3 code nearest to each value (ties to the even code), saturating at 448.
+
+    >>> fp8_decode(fp8_encode(np.array([0.3, -1.0, 500.0, 1e-9], dtype=np.float32))).tolist()
+    [0.3125, -1.0, 448.0, 0.0]
+    """
+    mag = np.minimum(np.abs(x.astype(np.float64)), E4M3_MAX)
+    hi = np.clip(np.searchsorted(_E4M3_POSITIVE, mag), 1, 126)
+    lo = hi - 1
+    d_lo, d_hi = mag - _E4M3_POSITIVE[lo], _E4M3_POSITIVE[hi] - mag
+    # Nearest; on a tie the even code (its mantissa's last bit is 0), as IEEE rounds.
+    code = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+    code = np.where(mag <= 0, 0, code)
+    sign = np.where(np.signbit(x) & (code > 0), 0x80, 0)
+    signed: NDArray[np.uint8] = (code | sign).astype(np.uint8)
+    return signed
+
+
+def fp8_decode(codes: NDArray[np.uint8]) -> Array:
+    return E4M3_VALUES[codes]
+
+
+@dataclass(frozen=True)
+class Fp8Block:
+    """fp8 codes of some tokens (..., T, C): any run of them can be dropped or joined."""
+
+    codes: NDArray[np.uint8]
+    per_token = True
+
+    @property
+    def tokens(self) -> int:
+        return int(self.codes.shape[-2])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes)
+
+    def decode(self) -> Array:
+        return fp8_decode(self.codes)
+
+    def skip(self, n: int) -> Fp8Block:
+        return Fp8Block(self.codes[..., n:, :])
+
+    def join(self, more: Fp8Block | IntBlock) -> Fp8Block:
+        assert isinstance(more, Fp8Block)
+        return Fp8Block(np.concatenate([self.codes, more.codes], axis=-2))
+
+
+@dataclass(frozen=True)
+class IntBlock:
+    """intN codes (the block's shape, int4 packed) with per-group fp16 scales and zeros,
+    which broadcast against the unpacked, grouped shape (``_grouped``)."""
+
+    codes: NDArray[np.uint8]
+    scale: NDArray[np.float16]
+    zero: NDArray[np.float16]
+    bits: int
+    shape: tuple[int, ...]
+    axis: int  # the axis grouped: -2 (tokens, per channel) or -1 (channels, per token)
+    group: int
+
+    @property
+    def tokens(self) -> int:
+        return self.shape[-2]
+
+    @property
+    def per_token(self) -> bool:
+        return self.axis == -1
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes + self.scale.nbytes + self.zero.nbytes)
+
+    def decode(self) -> Array:
+        return int_decode(self)
+
+    def skip(self, n: int) -> IntBlock:
+        # codes (..., T, C'), scale and zero (..., T, groups, 1): tokens are axis -2 / -3.
+        shape = (*self.shape[:-2], self.shape[-2] - n, self.shape[-1])
+        return IntBlock(self.codes[..., n:, :], self.scale[..., n:, :, :],
+                        self.zero[..., n:, :, :], self.bits, shape, self.axis, self.group)
+
+    def join(self, more: Fp8Block | IntBlock) -> IntBlock:
+        """Two per-token blocks as one, ``more``'s tokens after these.
+
+        >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
+        >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
+        >>> bool(np.allclose(a.join(b).decode(), int_decode(int_encode(x, bits=8, axis=-1,
+        ...      group=16))))
+        True
+        """
+        assert isinstance(more, IntBlock) and self.per_token and more.per_token
+        return IntBlock(
+            np.concatenate([self.codes, more.codes], axis=-2),
+            np.concatenate([self.scale, more.scale], axis=-3),
+            np.concatenate([self.zero, more.zero], axis=-3), self.bits,
+            (*self.shape[:-2], self.tokens + more.tokens, self.shape[-1]), -1, self.group)
+
+
+def _grouped(x: Array, axis: int, group: int) -> Array:
+    """``x`` with the grouped axis split: one group of all the tokens, or runs of channels."""
+    if axis == -2:
+        return x[..., None, :, :]  # (..., 1, T, C): one group over the block's T tokens
+    c = x.shape[-1]
+    g = min(group, c)
+    if c % g:
+        raise ValueError(f"channels ({c}) must be a multiple of the group ({g})")
+    return x.reshape(*x.shape[:-1], c // g, g)
+
+
+def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
+    """Quantize a block (..., T, C) per channel over its tokens (``axis=-2``, KIVI's keys)
+    or per ``group`` channels of each token (``axis=-1``, KIVI's values).
+
+    >>> x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 4, 16)
+    >>> b = int_encode(x, bits=4, axis=-1, group=16)
+    >>> b.nbytes  # 4 tokens x 16 nibbles = 32 B of codes, 4 groups x (2 + 2) B
+    48
+    """
+    levels = (1 << bits) - 1
+    g = _grouped(x.astype(np.float32), axis, group)
+    lo, hi = g.min(axis=axis, keepdims=True), g.max(axis=axis, keepdims=True)
+    zero = lo.astype(np.float16)
+    scale = ((hi - lo) / levels).astype(np.float16)
+    scale = np.where(scale == 0, np.float16(1), scale).astype(np.float16)  # a constant group
+    codes = np.clip(np.rint((g - zero.astype(np.float32)) / scale.astype(np.float32)), 0, levels)
+    flat = codes.astype(np.uint8).reshape(x.shape)
+    if bits == 4:
+        if flat.shape[-1] % 2:
+            flat = np.concatenate([flat, np.zeros((*flat.shape[:-1], 1), np.uint8)], axis=-1)
+        flat = (flat[..., 0::2] | (flat[..., 1::2] << 4)).astype(np.uint8)
+    return IntBlock(flat, scale, zero, bits, tuple(x.shape), axis, group)
+
+
+def int_decode(block: IntBlock) -> Array:
+    codes = block.codes
+    if block.bits == 4:
+        codes = np.stack([codes & 0x0F, codes >> 4], axis=-1).reshape(*codes.shape[:-1], -1)
+        codes = codes[..., : block.shape[-1]]
+    g = _grouped(codes.astype(np.float32), block.axis, block.group)
+    out = g * block.scale.astype(np.float32) + block.zero.astype(np.float32)
+    return out.reshape(block.shape).astype(np.float32)
+
 
 Block = Fp8Block | IntBlock
 
@@ -123,15 +284,15 @@ class EvictingCache(KVCache):
         self.v: list[Array] = [np.zeros((*shape, cfg.head_dim), np.float32)] * cfg.layers
         self.pos: list[NDArray[np.int64]] = [np.zeros(shape, np.int64)] * cfg.layers
         self.score: list[NDArray[np.float64]] = [np.zeros(shape, np.float64)] * cfg.layers
+        # Each layer's keys, values, positions and scores: cut and kept together.
+        self._tables: tuple[list[NDArray[Any]], ...] = (self.k, self.v, self.pos, self.score)
         self.compressed = False  # SnapKV: the prompt has been compressed
 
     def update(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
         b, h, t, _ = k.shape
         new_pos = np.broadcast_to(np.arange(self.length, self.length + t), (b, h, t))
-        self.k[layer] = np.concatenate([self.k[layer], k], axis=2)
-        self.v[layer] = np.concatenate([self.v[layer], v], axis=2)
-        self.pos[layer] = np.concatenate([self.pos[layer], new_pos], axis=2)
-        self.score[layer] = np.concatenate([self.score[layer], np.zeros((b, h, t))], axis=2)
+        for table, new in zip(self._tables, (k, v, new_pos, np.zeros((b, h, t))), strict=True):
+            table[layer] = np.concatenate([table[layer], new], axis=2)
         return self.k[layer], self.v[layer]
 
     def positions(self, layer: int) -> NDArray[np.int64] | None:
@@ -160,10 +321,8 @@ class EvictingCache(KVCache):
                 self._keep(layer, *limits)
             # A sliding layer keeps its `window` newest keys per head (one array for all).
             if self.cfg.sliding(layer) and (cut := self.k[layer].shape[2] - window) > 0:
-                self.k[layer] = self.k[layer][:, :, cut:]
-                self.v[layer] = self.v[layer][:, :, cut:]
-                self.pos[layer] = self.pos[layer][:, :, cut:]
-                self.score[layer] = self.score[layer][:, :, cut:]
+                for table in self._tables:
+                    table[layer] = table[layer][:, :, cut:]
 
     def _keep(self, layer: int, sinks: int, chosen: int, recent: int) -> None:
         s = self.k[layer].shape[2]
@@ -186,11 +345,9 @@ class EvictingCache(KVCache):
                 # Highest score first; equal scores keep the earlier key (stable).
                 top = middle[np.argsort(-scores, kind="stable")[:chosen]] if chosen else middle[:0]
                 idx[bi, hi] = np.sort(np.concatenate([np.flatnonzero(keep_edges), top]))
-        take = idx[..., None]
-        self.k[layer] = np.take_along_axis(self.k[layer], take, axis=2)
-        self.v[layer] = np.take_along_axis(self.v[layer], take, axis=2)
-        self.pos[layer] = np.take_along_axis(self.pos[layer], idx, axis=2)
-        self.score[layer] = np.take_along_axis(self.score[layer], idx, axis=2)
+        for table, index in zip(self._tables, (idx[..., None], idx[..., None], idx, idx),
+                                strict=True):
+            table[layer] = np.take_along_axis(table[layer], index, axis=2)
 
     def fork(self, n: int) -> None:
         raise UsageError("an evicting cache runs one sequence; sample with cache=contiguous")
@@ -233,3 +390,89 @@ def policy_cache(cfg: RefConfig, *, quant: KvQuant | None = None,
     if evict is not None:
         return EvictingCache(cfg, evict, prompt=prompt)
     raise UsageError("give a quantization or an eviction policy", param="evict")
+
+
+@dataclass(frozen=True)
+class TeacherForced:
+    """One pass over a text: log-probabilities of every next token, and the cache."""
+
+    logprobs: NDArray[np.float64]  # (N, V): log-softmax of each prediction
+    targets: NDArray[np.int64]  # (N,): the true next tokens
+    cache_bytes: int  # bytes the cache held after the last token
+    cache_tokens: int  # tokens it had seen
+
+    @property
+    def nll(self) -> float:
+        return float(-self.logprobs[np.arange(len(self.targets)), self.targets].mean())
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.nll)
+
+
+def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
+                   cache: KVCache | None = None) -> TeacherForced:
+    """Predict ``ids[prompt:]`` token by token after the prefill (no ``cache``: the baseline)."""
+    n = len(ids)
+    if not 1 <= prompt < n:
+        raise UsageError(f"{arg('prompt', prompt)} must leave at least one token to predict "
+                         f"of the text's {n}", param="prompt", value=prompt)
+    if n > model.cfg.context_window:
+        raise UsageError(f"the text has {n:,} tokens, past the model's context window "
+                         f"({model.cfg.context_window:,}); give a shorter {arg('text')}",
+                         param="text")
+    # The last token is only ever a target: the cache sees n - 1 tokens.
+    cache = cache if cache is not None else ContiguousCache(model.cfg, capacity=n - 1)
+    arr = np.asarray(ids, dtype=np.int64)
+    rows = [model.forward(arr[None, :prompt], cache).logits[0, -1]]
+    rows += [model.forward(arr[None, i : i + 1], cache).logits[0, -1] for i in range(prompt, n - 1)]
+    x = np.stack(rows).astype(np.float64)  # (N, V)
+    x = x - x.max(axis=-1, keepdims=True)
+    logprobs = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))  # log-softmax
+    return TeacherForced(logprobs, arr[prompt:], cache.nbytes, cache.length)
+
+
+@dataclass(frozen=True)
+class PolicyQuality:
+    """A policy against the baseline on the same text and predictions."""
+
+    perplexity: float
+    baseline_perplexity: float
+    top1_agreement: float
+    mean_kl: float
+    bytes_held: int
+    baseline_bytes: int
+
+    @property
+    def perplexity_change(self) -> float:
+        """Relative change: 0.05 is 5% worse than the full cache."""
+        return self.perplexity / self.baseline_perplexity - 1
+
+    @property
+    def bytes_ratio(self) -> float:
+        return self.bytes_held / self.baseline_bytes
+
+
+def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality:
+    """Score ``run`` against ``baseline`` (the same text, prompt and model)."""
+    if run.targets.shape != baseline.targets.shape or not (run.targets == baseline.targets).all():
+        raise UsageError("compare a policy with the baseline on the same text and prompt")
+    p = np.exp(baseline.logprobs)
+    kl = (p * (baseline.logprobs - run.logprobs)).sum(axis=-1)
+    agree = run.logprobs.argmax(axis=-1) == baseline.logprobs.argmax(axis=-1)
+    return PolicyQuality(perplexity=run.perplexity, baseline_perplexity=baseline.perplexity,
+                         top1_agreement=float(agree.mean()), mean_kl=float(max(0.0, kl.mean())),
+                         bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
+
+
+def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int, quant: KvQuant | None = None,
+    evict: Eviction | None = None, baseline: TeacherForced | None = None) -> PolicyQuality:
+    """One policy's quality on ``ids``, its bytes checked against the memory model's."""
+    base = baseline if baseline is not None else teacher_forced(model, ids, prompt=prompt)
+    cache = policy_cache(model.cfg, quant=quant, evict=evict, prompt=prompt)
+    quality = compare_policy(teacher_forced(model, ids, prompt=prompt, cache=cache), base)
+    expected = policy_cache_bytes(model.cfg, len(ids) - 1, quant=quant, evict=evict, prompt=prompt)
+    if expected is not None and expected != quality.bytes_held:  # they must agree
+        raise TokcostError(f"the cache held {quality.bytes_held:,} B but the memory model "
+                           f"says {expected:,} B; please report it")
+    return quality

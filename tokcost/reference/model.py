@@ -1,25 +1,19 @@
-"""A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU.
-
-Shapes (nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query
-heads, nkv KV heads, g = nh / nkv, hs head size, V vocabulary."""
+"""A decoder-only transformer in numpy: RMSNorm, RoPE, grouped-query attention, SwiGLU. Shapes
+(nanoGPT's notation): B batch, T new tokens, S keys attended to, C hidden, nh query heads, nkv KV
+heads, g = nh / nkv, hs head size, V vocabulary."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
+from tokcost.reference.cache import KVCache
+from tokcost.reference.config import Array, RefConfig, RopeScaling
 from tokcost.reference.weights import check_weights
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.cache import KVCache
-    from tokcost.reference.config import RefConfig, RopeScaling
-
-    Array = NDArray[np.float32]
 
 
 @dataclass

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tokcost.errors import UsageError, arg
 from tokcost.reference.model import softmax
 from tokcost.reference.request import as_float, as_int
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
 
 # Why a token cannot be drawn ("zero": its tempered probability rounds to 0).
 Exclusion = Literal["greedy", "top_k", "top_p", "zero"]
@@ -154,10 +152,3 @@ def draw(dist: Distribution, rng: np.random.Generator) -> int:
     choice = int(np.searchsorted(np.cumsum(w), rng.random(), side="right"))
     # Past the last sum (it may round to under 1): the last token with mass, never a zero.
     return int(kept[min(choice, np.count_nonzero(w) - 1)])
-
-
-def sample(logits: NDArray[np.float32], params: SamplingParams, rng: np.random.Generator
-) -> tuple[int, Distribution]:
-    """A token drawn from ``logits`` (V,) under ``params``, and the distribution it came from."""
-    dist = distribution(logits, params)
-    return draw(dist, rng), dist

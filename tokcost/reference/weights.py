@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tokcost.atomic import atomic_path
 from tokcost.errors import InputError, MissingDependency, UsageError
-from tokcost.reference.errors import WeightsMismatch
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-    from tokcost.reference.config import RefConfig
-
-    Array = NDArray[np.float32]
+from tokcost.reference.config import Array, RefConfig, WeightsMismatch
 
 FORMAT = "tokcost-ref v1"
 
@@ -88,8 +80,7 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
             reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
             raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
                              f"({reason})") from None
-        fmt = arrays.pop("__format__", None)
-        if fmt is None or str(fmt) != FORMAT:
+        if str(arrays.pop("__format__", None)) != FORMAT:
             raise WeightsMismatch(f"{path} is not a '{FORMAT}' weights file")
         weights = {k: a.astype(np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
