@@ -79,8 +79,12 @@ def test_a_walk_skips_fifos_sockets_and_devices_with_the_reason(specials: Path) 
     assert {Path(s.path).name: s.reason for s in skipped} == {
         "pipe": FIFO_REASON,
         "s.sock": "a socket, not a regular file",
-        "null": "a character device, not a regular file: name it directly to read it",
+        "null": "a symlink, not followed: name it directly or pass --follow",
     }
+    followed: list[Skipped] = []
+    assert [s.path for s in walk([str(specials)], skipped=followed, follow=True)] == found
+    assert {Path(s.path).name: s.reason for s in followed}["null"] == (
+        "a character device, not a regular file: name it directly to read it")
 
 
 @posix
@@ -90,7 +94,7 @@ def test_count_goes_past_a_fifo_in_a_folder(specials: Path, extra: list[str]) ->
     proc = _cli("tokcount", str(specials), *extra)
     assert proc.returncode == 0, proc.stderr
     assert f"warning: skipped {specials / 'pipe'}: {FIFO_REASON}\n" in proc.stderr
-    assert "s.sock: a socket" in proc.stderr and "null: a character device" in proc.stderr
+    assert "s.sock: a socket" in proc.stderr and "null: a symlink, not followed" in proc.stderr
     assert "Traceback" not in proc.stderr
     if not extra:
         assert "a.txt" in proc.stdout and f" {_tokens(TEXT)}" in proc.stdout

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pathspec
 
 from tokcost.atomic import write_text_atomic
+from tokcost.counting.walk import gitignore_spec
 from tokcost.errors import InputError, UsageError, arg
 
 if TYPE_CHECKING:
@@ -123,7 +124,6 @@ def growth_percent(now: int, before: int | None) -> float | None:
 
 
 _SYMLINK = "120000"
-_LINK_HOPS = 8  # a symlink chain longer than this is left out, as a loop would be
 
 
 class GitBaseError(UsageError):
@@ -204,9 +204,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
         meta, _, name = record.partition(b"\t")
         # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
         entries[os.fsdecode(name)] = _Entry(*meta.decode("ascii").split())
-    # The .gitignore files and symlink targets of the tree (all small), by path.
-    wanted = {path: e.oid for path, e in entries.items() if e.kind == "blob" and (
-        e.mode == _SYMLINK or posixpath.basename(path) == ".gitignore")}
+    # The .gitignore files of the tree (all small), by path.
+    wanted = {path: e.oid for path, e in entries.items()
+              if e.kind == "blob" and posixpath.basename(path) == ".gitignore"}
     contents = _read_blobs(top, list(wanted.values()), ref)
     support = {path: contents[oid] for path, oid in wanted.items()}
     return GitTree(top=top, prefix=prefix, ref=BaseRef(ref, commit),
@@ -216,9 +216,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
 def _candidates(entries: Mapping[str, _Entry], prefix: str,
                 support: Mapping[str, bytes]) -> dict[str, str]:
     """Path below ``prefix`` (relative to it) -> blob id, for the files the walk would count."""
-    specs = {posixpath.dirname(path): pathspec.GitIgnoreSpec.from_lines(
-        data.decode("utf-8", errors="replace").splitlines()) for path, data in support.items()
-        if posixpath.basename(path) == ".gitignore" and entries[path].mode != _SYMLINK}
+    specs = {posixpath.dirname(path): gitignore_spec(
+        data.decode("utf-8", errors="replace").splitlines(), f"{path} at the base: ")
+        for path, data in support.items() if entries[path].mode != _SYMLINK}
     hidden: dict[str, bool] = {}  # folder -> whether it (or one above it) is ignored
 
     def folder_hidden(folder: str) -> bool:
@@ -236,9 +236,8 @@ def _candidates(entries: Mapping[str, _Entry], prefix: str,
             continue  # outside the config's folder, or a submodule
         if folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs):
             continue
-        oid = _resolve(path, entries, support) if entry.mode == _SYMLINK else entry.oid
-        if oid is not None:
-            blobs[path[len(start):]] = oid
+        if entry.mode != _SYMLINK:  # not followed, as the work tree's walk does not
+            blobs[path[len(start):]] = entry.oid
     return blobs
 
 
@@ -252,21 +251,6 @@ def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec
             result = spec.check_file("/".join(parts[depth:]) + ("/" if is_dir else ""))
             verdict = verdict if result.include is None else result.include
     return bool(verdict)
-
-
-def _resolve(path: str, entries: Mapping[str, _Entry], support: Mapping[str, bytes]) -> str | None:
-    """The blob a symlink leads to in the tree (None: a folder, outside, broken, a loop)."""
-    for _ in range(_LINK_HOPS):
-        target = os.fsdecode(support.get(path, b""))
-        if not target or target.startswith("/"):
-            return None
-        path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-        entry = entries.get(path)
-        if path.startswith("../") or entry is None or entry.kind != "blob":
-            return None
-        if entry.mode != _SYMLINK:
-            return entry.oid
-    return None
 
 
 def _read_blobs(top: Path, oids: list[str], ref: str) -> dict[str, bytes]:

@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import importlib
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from tokcost.catalog import validation, yamltext
 from tokcost.catalog.validation import Invalid, Issue, Strict, check
 from tokcost.catalog.yamltext import PathKey, dotted
 from tokcost.errors import TokcostError, UsageError, arg, suggest
+from tokcost.limits import glob_problem, loads_toml
 
 CONFIG_NAMES = ("tokcost.yaml", "tokcost.yml", ".tokcost.yaml")
 DEFAULT_BASELINE = ".tokcost-baseline.json"
@@ -30,8 +29,15 @@ LIMIT_KEYS = ("max_tokens_per_file", "max_total_tokens", "max_cost_per_call",
               "max_growth_percent", "max_file_growth_percent", "max_context_percent")
 
 Name = Annotated[str, validation.text(strip=True)]
-Globs = Annotated[tuple[str, ...], validation.strings("a glob or a list of globs",
-                                                      nonempty=True, strip=True)]
+def _bounded(globs: tuple[str, ...]) -> tuple[str, ...]:
+    for glob in globs:
+        if (problem := glob_problem(glob)) is not None:
+            raise Invalid(problem)
+    return globs
+
+
+Globs = Annotated[tuple[str, ...], validation.strings("a glob or a list of globs", nonempty=True,
+                                                      strip=True), AfterValidator(_bounded)]
 Tokens = Annotated[int, validation.count(what="a whole number >= 1")]
 Reserve = Annotated[int, validation.count(0, what="a whole number >= 0")]
 Percent = Annotated[float, validation.PERCENT]
@@ -381,11 +387,9 @@ def display_path(file: Path) -> str:
 
 
 def _load_toml(text: str, name: str) -> dict[str, Any]:
-    # tomllib is in the standard library from 3.11; tomli is the same parser for 3.10.
-    tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
     try:
-        return dict(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as exc:
+        return loads_toml(text)
+    except ValueError as exc:  # TOMLDecodeError, or TooNested
         # The message ends with "(at line N, column M)": show it as name:N like YAML.
         msg = str(exc)
         found = re.search(r"\(at line (\d+), column \d+\)", msg)

@@ -111,6 +111,9 @@ ExcludeOpt = Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB
     help="Leave out files matching this glob (repeatable).")]
 NoGitignoreOpt = Annotated[bool, typer.Option(
     "--no-gitignore", help="Also count files .gitignore excludes.")]
+FollowOpt = Annotated[bool, typer.Option(
+    "--follow", help="Read the symlinks met in folders (default: skipped; a link to a device or "
+    "FIFO never is).")]
 AllowSpecialOpt = Annotated[bool, typer.Option(
     "--allow-special", help="Encode special-token text such as <|endoftext|> as the special "
     "token (default: plain text).")]
@@ -133,13 +136,14 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
     json_out: JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
     jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: SchedulerOpt = None,
     timeout: DaskTimeoutOpt = None, include: IncludeOpt = None, exclude: ExcludeOpt = None,
-    no_gitignore: NoGitignoreOpt = False, allow_special: AllowSpecialOpt = False,
-    chat: ChatOpt = None, tokens: TokensOpt = False, truncate: TruncateOpt = None,
-    catalog: CatalogOpt = None, verbose: VerboseOpt = False, version: VersionOpt = False) -> None:
+    no_gitignore: NoGitignoreOpt = False, follow: FollowOpt = False,
+    allow_special: AllowSpecialOpt = False, chat: ChatOpt = None, tokens: TokensOpt = False,
+    truncate: TruncateOpt = None, catalog: CatalogOpt = None, verbose: VerboseOpt = False,
+    version: VersionOpt = False) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du
-    counts it; a FIFO, socket or device inside a folder is skipped with the reason
+    counts it; a symlink, FIFO, socket or device inside a folder is skipped with the reason
     (named directly, a FIFO such as <(cmd) is read).
     """
     refuse_conflicts(paths=list(paths or []), chat=chat, flags={
@@ -150,7 +154,8 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
         _print_chat(tokcost.count_chat(tokcost.ChatRequest.of(chat=chat, **selection)), json_out)
         return
     inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
-              "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore}
+              "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore,
+              "follow": follow}
     result: Any  # the tokens (TokensResult) or the counts (CountResult)
     if tokens or truncate is not None:
         given = [*(tokenizers or []), *(models or [])]

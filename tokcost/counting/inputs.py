@@ -40,12 +40,14 @@ def _strings(value: object, name: str) -> tuple[str, ...]:
 @dataclass(frozen=True, kw_only=True)
 class Inputs:
     """What to read: ``paths`` (files, folders, ``-`` for ``stdin``; a bare string is one
-    path), folders walked with the ``include``/``exclude`` globs and ``.gitignore``."""
+    path), folders walked with the ``include``/``exclude`` globs and ``.gitignore``, their
+    symlinks read only with ``follow``."""
 
     paths: Sequence[str] = ()
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     gitignore: bool = True
+    follow: bool = False
     stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -105,10 +107,15 @@ def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
     return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
 
 
-def sniff_binary(head: bytes) -> str | None:
-    """Why a file starting with ``head`` is skipped (a NUL byte, as git decides), or None."""
-    nul = head.find(b"\x00", 0, SNIFF_BYTES)
-    return None if nul < 0 else f"binary (NUL byte at offset {nul})"
+def sniff_binary(data: bytes, offset: int = 0) -> str | None:
+    """Why a file holding ``data`` at ``offset`` is skipped (a NUL byte, as git decides, but
+    anywhere: text that turns into zeros is not read whole), or None."""
+    nul = data.find(b"\x00")
+    return None if nul < 0 else f"binary (NUL byte at offset {offset + nul})"
+
+
+class LateBinary(InputError):
+    """A NUL byte past the sniffed head: the stream stops there (its count is dropped)."""
 
 
 @dataclass(frozen=True)
@@ -267,7 +274,7 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
             raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             return Skipped(name, f"unreadable ({err.strerror})")
-    reason = sniff_binary(data[:SNIFF_BYTES])
+    reason = sniff_binary(data)
     if reason is not None:
         return Skipped(name, reason)
     text, invalid = decode_utf8(data)

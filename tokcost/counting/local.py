@@ -17,6 +17,7 @@ from tokcost.counting.inputs import (
     STDIN,
     ByteSource,
     Inputs,
+    LateBinary,
     Skipped,
     decode_utf8,
     input_warnings,
@@ -161,7 +162,7 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
         sources: list[Source] = []
         for s in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
                       gitignore=inputs.gitignore, skipped=report.skipped, unique=unique,
-                      left_out=report.left_out):
+                      left_out=report.left_out, follow=inputs.follow):
             sources.append(replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s)
             if progress is not None and len(sources) % LISTED_EVERY == 0:
                 progress("walk", len(sources), 0)
@@ -263,6 +264,9 @@ class _Reading:
         except OSError as err:
             self._skip(source, f"read error ({err.strerror})")
             return
+        except LateBinary as late:
+            self._skip(source, str(late))
+            return
         counted.bytes, counted.chars = stream.bytes, stream.chars
         counted.invalid_utf8_bytes = stream.invalid_bytes
         self.report.files.append(counted)
@@ -292,7 +296,7 @@ class _Reading:
             return None  # it grew since it was listed: the stream reads it
         data = b"".join(parts)
         self.meter.add(len(data))
-        reason = sniff_binary(data)  # it looks at the first SNIFF_BYTES only
+        reason = sniff_binary(data)
         if reason is not None:
             self._skip(source, reason)
             return []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tokcost.counting.inputs import STDIN, STDIN_NAME, Skipped, not_a_folder, same_file_reason
 from tokcost.errors import InputError, UsageError
+from tokcost.limits import glob_problem
 
 if TYPE_CHECKING:
     import pathspec
@@ -116,14 +117,20 @@ def _gitignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
         lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return _spec(lines)
+    return gitignore_spec(lines, f"{ignore}: ")
 
 
-def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+def gitignore_spec(lines: Sequence[str], where: str = "") -> pathspec.GitIgnoreSpec:
+    """The patterns compiled, each first checked to match in bounded time (``where`` names
+    their file in the error)."""
     # Imported on the first .gitignore or glob: pathspec costs about 20 ms.
     import warnings
 
     import pathspec
+
+    for line in lines:
+        if (problem := glob_problem(line)) is not None:
+            raise UsageError(where + problem)
 
     # '[[]red]*' is valid gitignore; re warns of a future nested set, not the user's fault.
     with warnings.catch_warnings():
@@ -132,15 +139,17 @@ def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
 
 
 def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
-    return _spec(patterns) if patterns else None
+    return gitignore_spec(patterns) if patterns else None
 
 
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
          gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
-         visited: Visited | None = None, left_out: LeftOut | None = None) -> Iterator[Source]:
+         visited: Visited | None = None, left_out: LeftOut | None = None,
+         follow: bool = False) -> Iterator[Source]:
     """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
     UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``unique``: each file
-    once by device and inode (``visited`` carries it across calls)."""
+    once by device and inode (``visited`` carries it across calls); ``follow``: read the
+    symlinks met in folders (as ``rg -L``; never to a device or FIFO), else skip them."""
     inc, exc = globs(include), globs(exclude)
     strict, skipped = skipped is None, [] if skipped is None else skipped
     left_out = LeftOut() if left_out is None else left_out
@@ -186,7 +195,7 @@ def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence
                 continue
             folders[key] = raw
         left_out.folders.append(raw)
-        yield from _walk_dir(path, inc, exc, gitignore, skipped, seen, left_out)
+        yield from _walk_dir(path, (inc, exc), gitignore, skipped, seen, left_out, follow)
 
 
 @dataclass(frozen=True)
@@ -265,22 +274,27 @@ class _Ignores:
         return bool(found and found[-1])  # the last wins: a deeper "!keep.txt" re-includes
 
 
-def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitIgnoreSpec | None,
-              gitignore: bool, skipped: list[Skipped], seen: Seen | None,
-              left_out: LeftOut) -> Iterator[Source]:
+def _walk_dir(root: Path, globbed: tuple[pathspec.GitIgnoreSpec | None, ...], gitignore: bool,
+              skipped: list[Skipped], seen: Seen | None, left_out: LeftOut,
+              follow: bool) -> Iterator[Source]:
+    inc, exc = globbed
     ignores = _Ignores(root, gitignore)
-    globbed = inc is not None or exc is not None
+    entered: set[tuple[int, int]] = set()  # with follow: the folders walked, against link loops
 
     def onerror(err: OSError) -> None:
         skipped.append(Skipped(str(err.filename), f"unreadable folder ({err.strerror})"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=follow):
         here = Path(dirpath)
         ignores.enter(here)
+        if follow:
+            entered.add(_key(here))
         keep = []
         for d in sorted(dirnames):
             sub = here / d
-            if d == GIT:
+            if follow and sub.is_symlink() and _key(sub) in entered:
+                skipped.append(Skipped(str(sub), "symlink loop"))
+            elif d == GIT:
                 left_out.git_folders += 1
             elif ignores.ignored(sub, True):
                 left_out.gitignored_folders += 1
@@ -299,19 +313,26 @@ def _walk_dir(root: Path, inc: pathspec.GitIgnoreSpec | None, exc: pathspec.GitI
             if ignores.rules and ignores.ignored(Path(file), False):
                 left_out.gitignored_files += 1
                 continue
-            rel = Path(file).relative_to(root).as_posix() if globbed else file
+            rel = Path(file).relative_to(root).as_posix() if any(globbed) else file
             if inc is not None and not inc.match_file(rel):
                 left_out.not_included += 1
             elif exc is not None and exc.match_file(rel):
                 left_out.excluded_files += 1
             else:
-                yield from _regular(file, seen, skipped)
+                yield from _regular(file, seen, skipped, follow)
 
 
-def _regular(file: str, seen: Seen | None, skipped: list[Skipped]) -> Iterator[Source]:
-    """``file`` met in a folder, if a regular file (or a link to one) seen first: one stat."""
+def _key(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_dev, st.st_ino
+
+
+def _regular(file: str, seen: Seen | None, skipped: list[Skipped],
+             follow: bool) -> Iterator[Source]:
+    """``file`` met in a folder, if a regular file (with ``follow``, or a link to one) seen
+    first: one stat."""
     try:
-        st = os.stat(file)
+        st = os.stat(file) if follow else os.lstat(file)
     except OSError as err:
         if err.errno == errno.ELOOP:
             reason = "symlink loop"
@@ -321,9 +342,10 @@ def _regular(file: str, seen: Seen | None, skipped: list[Skipped]) -> Iterator[S
             reason = f"unreadable ({err.strerror})"
         skipped.append(Skipped(file, reason))
         return
-    if not stat.S_ISREG(st.st_mode):
+    if stat.S_ISLNK(st.st_mode):  # it may lead anywhere: /etc/passwd, /dev/zero
+        skipped.append(Skipped(file, "a symlink, not followed: name it directly or pass --follow"))
+    elif not stat.S_ISREG(st.st_mode):
         if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
             skipped.append(Skipped(file, special_file_reason(st.st_mode)))
-        return
-    if _first_time(st, file, seen, skipped):
+    elif _first_time(st, file, seen, skipped):
         yield Source(file, file, st.st_size)

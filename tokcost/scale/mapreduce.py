@@ -242,7 +242,7 @@ def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
         if not is_url(raw):
             walked = walk(expand_local(raw), include=inputs.include, exclude=inputs.exclude,
                           gitignore=inputs.gitignore, skipped=skipped, unique=unique,
-                          visited=visited)
+                          visited=visited, follow=inputs.follow)
             found += [(s.path, s.display, s.size or 0) for s in walked]
             continue
         try:
