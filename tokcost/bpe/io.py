@@ -18,6 +18,7 @@ from tokcost.atomic import ensure_writable, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel, to_byte_level
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
 from tokcost.errors import TokcostError, UsageError, arg
+from tokcost.limits import regex_problem
 
 FORMAT = "tokcost-bpe"
 VERSION = 1
@@ -103,6 +104,12 @@ def load_model(path: str | Path) -> BPEModel:
     except (KeyError, TypeError, ValueError) as exc:
         raise BPEError(f"{p}: malformed tokcost BPE model ({exc}); retrain or re-export "
                        f"it") from exc
+    ids = set(ranks.values())
+    unknown = next((m for m in merges if not ids.issuperset(m)), None)
+    problem = regex_problem(pattern) or (unknown and f"merge {list(unknown)} names a token id "
+                                                     "the vocabulary does not have")
+    if problem:
+        raise BPEError(f"{p}: {problem}; retrain or re-export it")
     return BPEModel(pattern=pattern, ranks=ranks, special_tokens=specials, merges=merges,
                     pattern_name=name if isinstance(name, str) else None, source=str(p))
 

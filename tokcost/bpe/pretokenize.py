@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from tokcost.adapters.openai_encodings import PATTERNS as PATTERNS
-from tokcost.errors import InputError, UsageError, suggest
+from tokcost.errors import InputError, UsageError, arg, suggest
+from tokcost.limits import regex_problem
 from tokcost.runner import LocalRunner, Piece, Runner, plan_shards
 
 if TYPE_CHECKING:
@@ -124,6 +125,9 @@ def resolve_pattern(pattern: PatternName | str) -> tuple[str, str | None]:
 @lru_cache(maxsize=16)
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     import regex
+    if (problem := regex_problem(pattern)) is not None:
+        raise UsageError(f"{arg('pattern')}: {problem}; use gpt2, cl100k, o200k or another "
+                         "regex", param="pattern")
     try:
         return regex.compile(pattern)
     except regex.error as exc:

@@ -3,14 +3,18 @@ rendered through a checkpoint's chat template."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tokcost.errors import InputError, MissingDependency, UsageError, arg
+from tokcost.limits import TEMPLATE_OUTPUT, TEMPLATE_RANGE, TEMPLATE_SECONDS
 from tokcost.parts import Parts
 from tokcost.units import parse_count
 
@@ -115,13 +119,29 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
 
 def render(template: str, messages: Sequence[Mapping[str, str]], *,
            specials: Mapping[str, str] | None = None, add_generation_prompt: bool = True) -> str:
-    """``messages`` through ``template``, as ``apply_chat_template`` (docs/generate.md)."""
+    """``messages`` through ``template``, as ``apply_chat_template`` (docs/generate.md), under
+    the limits of SECURITY.md: output, time, ``range`` and the numbers a call may take."""
     try:
         from jinja2 import TemplateError
+        from jinja2.exceptions import SecurityError
         from jinja2.ext import loopcontrols
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise MissingDependency("jinja2", "chat", "applying a chat template") from None
+
+    class Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            numbers = [n for n in (left, right) if isinstance(n, int)]
+            if numbers and max(map(abs, numbers)) > (256 if operator == "**" else TEMPLATE_OUTPUT):
+                raise SecurityError(f"'{operator}' on a number over the template's limits")
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if any(isinstance(a, int) and abs(a) > TEMPLATE_OUTPUT for a in args):
+                raise SecurityError(f"a call with a number over {TEMPLATE_OUTPUT:,}")
+            return super().call(__context, __obj, *args, **kwargs)
 
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
@@ -134,13 +154,52 @@ def render(template: str, messages: Sequence[Mapping[str, str]], *,
     def strftime_now(fmt: str) -> str:
         return datetime.now().strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[loopcontrols])
+    def bounded_range(*args: int) -> range:
+        if len(made := range(*args)) > TEMPLATE_RANGE:
+            raise SecurityError(f"range() of {len(made):,} numbers; at most {TEMPLATE_RANGE:,}")
+        return made
+
+    env = Bounded(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = tojson
-    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now,
+                       range=bounded_range)
+    out: list[str] = []
+    size = 0
     try:
-        return env.from_string(template).render(
-            messages=list(messages), add_generation_prompt=add_generation_prompt,
-            **dict(specials or {}))
+        with _deadline(TEMPLATE_SECONDS):
+            for piece in env.from_string(template).generate(
+                    messages=list(messages), add_generation_prompt=add_generation_prompt,
+                    **dict(specials or {})):
+                out.append(piece)
+                size += len(piece)
+                if size > TEMPLATE_OUTPUT:
+                    raise SecurityError(f"more than {TEMPLATE_OUTPUT:,} characters of output")
     except TemplateError as exc:
-        raise InputError(f"the chat template failed: {exc}") from None
+        raise InputError(f"the chat template failed: {' '.join(str(exc).split())}") from None
+    except (RecursionError, MemoryError, ArithmeticError, TypeError, ValueError,
+            LookupError, AttributeError) as exc:  # what a template's own code can raise
+        raise InputError(f"the chat template failed: {type(exc).__name__}: {exc}") from None
+    return "".join(out)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the render past ``seconds`` (a SIGALRM timer: the main thread only;
+    elsewhere the output and range limits still hold)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"the chat template rendered for more than {seconds:g} seconds")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except TimeoutError as exc:
+        raise InputError(str(exc)) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

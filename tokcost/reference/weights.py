@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +53,8 @@ def init_weights(cfg: RefConfig, seed: int = 0) -> dict[str, Array]:
     return out
 
 
-def check_weights(cfg: RefConfig, weights: dict[str, Array], source: str = "weights") -> None:
-    """Raise WeightsMismatch naming the first missing or misshapen array."""
+def check_weights(cfg: RefConfig, weights: Mapping[str, Any], source: str = "weights") -> None:
+    """Raise WeightsMismatch naming the first missing or misshapen array (or array header)."""
     for name, shape in expected_shapes(cfg).items():
         if name not in weights:
             raise WeightsMismatch(f"{source} has no array '{name}'; it was not written for this "
@@ -71,7 +75,13 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
     else:
         try:
             with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
+                # Every header checked before any array is inflated: a small file can hold
+                # gigabytes of zeros, or declare 10**12 of them.
+                heads = {k: _npy_header(data.zip, k) for k in data.files}
+                check_weights(cfg, heads, source=str(path))
+                if any(h.itemsize > (1024 if k == "__format__" else 8) for k, h in heads.items()):
+                    raise ValueError("an array of items over 8 bytes")
+                arrays = {k: data[k] for k in {*expected_shapes(cfg), "__format__"} & {*heads}}
         except FileNotFoundError:
             raise UsageError(f"weights file not found: {path} (give an existing .npz or "
                              ".safetensors file, or fix the catalog entry's weights field)"
@@ -85,6 +95,21 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
         weights = {k: a.astype(np.float32) for k, a in arrays.items()}
     check_weights(cfg, weights, source=str(path))
     return weights
+
+
+@dataclass(frozen=True)
+class _Head:
+    shape: tuple[int, ...]
+    itemsize: int
+
+
+def _npy_header(archive: zipfile.ZipFile, name: str) -> _Head:
+    with archive.open(f"{name}.npy") as f:
+        fmt = np.lib.format  # untyped: numpy's .npy header reader
+        read = (fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0)  # type: ignore[no-untyped-call]
+                else fmt.read_array_header_2_0)
+        shape, _, dtype = read(f)  # type: ignore[no-untyped-call]
+        return _Head(tuple(shape), dtype.itemsize)
 
 
 def _read_safetensors(path: Path) -> dict[str, Array]:

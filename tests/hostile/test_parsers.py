@@ -1,0 +1,165 @@
+"""Bounded work on any input (issue 26, parts 3 and 4): each file a stranger can write ends in
+one ``error:`` line and an exit code, within the harness's 10 s and 1 GiB."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import Sandbox
+
+TINY_LLAMA = Path(__file__).resolve().parents[1] / "fixtures" / "hf_tiny" / "llama"
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """A YAML document of a few hundred bytes that expands to 9**levels nodes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_in_tokcost_yaml(sandbox: Sandbox) -> None:
+    (sandbox.repo / "tokcost.yaml").write_text(
+        "version: 1\ntokenizer: cl100k_base\n" + alias_bomb() + "budgets: *a8\n")
+    line = sandbox.one_error("check", code=2)
+    assert "tokcost.yaml" in line and "alias" in line
+
+
+@pytest.mark.parametrize("command", [["models", "validate", "bomb.yaml"],
+                                     ["models", "list", "--catalog", "bomb.yaml"],
+                                     ["price", "-m", "m", "--catalog", "bomb.yaml", "1000"]])
+def test_an_alias_bomb_in_a_catalog(sandbox: Sandbox, command: list[str]) -> None:
+    (sandbox.repo / "bomb.yaml").write_text(alias_bomb() + "models: *a8\n")
+    line = sandbox.one_error(*command, code=2)
+    assert "bomb.yaml" in line and "alias" in line
+
+
+def test_deep_json_chat(sandbox: Sandbox) -> None:
+    (sandbox.repo / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    line = sandbox.one_error("count", "--chat", "deep.json", "-t", "cl100k_base", code=1)
+    assert "deep.json" in line and "nested" in line
+
+
+def test_deep_toml_pyproject(sandbox: Sandbox) -> None:
+    (sandbox.repo / "pyproject.toml").write_text(
+        "[tool.tokcost]\nversion = 1\nx = " + "[" * 5000 + "]" * 5000 + "\n")
+    line = sandbox.one_error("check", code=2)
+    assert "pyproject.toml" in line and "nested" in line
+
+
+@pytest.mark.parametrize("pattern", ["*a*a*a*a*a*b", "x/*a*a*a*a*a*a*b/y"])
+def test_a_glob_that_would_backtrack(sandbox: Sandbox, pattern: str) -> None:
+    (sandbox.repo / ("a" * 200 + ".txt")).write_text("hello\n")
+    (sandbox.repo / "tokcost.yaml").write_text(
+        "version: 1\ntokenizer: cl100k_base\nbudgets:\n"
+        f"  - name: b\n    paths: ['{pattern}']\n    max_tokens_per_file: 10\n")
+    line = sandbox.one_error("check", code=2)
+    assert "'*'" in line
+
+
+def test_a_gitignore_line_that_would_backtrack(sandbox: Sandbox) -> None:
+    (sandbox.repo / ("a" * 200 + ".txt")).write_text("hello\n")
+    (sandbox.repo / ".gitignore").write_text("*a*a*a*a*a*a*b\n")
+    line = sandbox.one_error("count", ".", "-t", "cl100k_base", code=2)
+    assert ".gitignore" in line and "'*'" in line
+
+
+def test_symlinks_in_a_walked_folder_are_not_followed(sandbox: Sandbox) -> None:
+    repo = sandbox.repo
+    (repo / "real.txt").write_text("hello world\n")
+    (repo / "zero.txt").symlink_to("/dev/zero")
+    (repo / "pw.txt").symlink_to(sandbox.outside / "victim.txt")
+    os.mkfifo(repo / "fifo.txt")
+    ran = sandbox.run("count", ".", "-t", "cl100k_base", "--json")
+    assert ran.code == 0, ran.stderr
+    counted = [f["path"] for f in json.loads(ran.stdout)["files"]]
+    assert counted == ["real.txt"]
+
+
+def test_follow_reads_links_to_files_never_to_devices(sandbox: Sandbox) -> None:
+    repo = sandbox.repo
+    (repo / "real.txt").write_text("hello world\n")
+    (repo / "zero.txt").symlink_to("/dev/zero")
+    (repo / "link.txt").symlink_to(repo / "real.txt")
+    ran = sandbox.run("count", ".", "-t", "cl100k_base", "--json", "--follow")
+    assert ran.code == 0, ran.stderr
+    counted = sorted(f["path"] for f in json.loads(ran.stdout)["files"])
+    assert counted == ["link.txt", "real.txt"]
+
+
+def test_a_nul_after_the_first_block_is_binary(sandbox: Sandbox) -> None:
+    with open(sandbox.repo / "late.txt", "wb") as f:
+        f.write(b"text " * 20_000)
+        f.truncate(600 * 1024 * 1024)  # sparse: 600 MiB of NUL bytes after the text
+    ran = sandbox.run("count", ".", "-t", "cl100k_base", "--json", "--verbose")
+    assert ran.code in (0, 1), ran.stderr
+    assert "late.txt" not in [f["path"] for f in json.loads(ran.stdout)["files"]]
+    assert "binary" in ran.stderr
+
+
+@pytest.mark.parametrize("pattern", ["(a|aa)+$", "(a+)+b", "(\\w+\\s?)*$"])
+def test_a_backtracking_pattern_is_refused(sandbox: Sandbox, pattern: str) -> None:
+    (sandbox.repo / "corpus.txt").write_text("a" * 5000 + "\n")
+    line = sandbox.one_error("bpe", "train", "corpus.txt", "--vocab-size", "260",
+                             "--pattern", pattern, "-o", "tok.bpe", code=2)
+    assert "--pattern" in line
+
+
+@pytest.mark.parametrize(("template", "word"), [
+    ("{{ 'a' * 4000000 }}", "limits"),
+    ("{% for i in range(9000) %}{{ 'x' * 900 }}{% endfor %}", "characters"),
+    ("{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}",
+     "seconds"),
+    ("{% include 'x.jinja' %}", "chat template"),
+    ("{% extends 'base.jinja' %}", "chat template"),
+    ("{{ 1 / 0 }}", "division by zero"),
+    ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "chat template"),
+    ("{% for i in range(10**6) %}x{% endfor %}", "chat template"),
+])
+def test_a_hostile_chat_template(sandbox: Sandbox, template: str, word: str) -> None:
+    pytest.importorskip("jinja2")
+    folder = sandbox.repo / "ckpt"
+    shutil.copytree(TINY_LLAMA, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["chat_template"] = template
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    line = sandbox.one_error("generate", "hello", "--model-dir", "ckpt", "--chat-template",
+                             "--max-new-tokens", "1", code=1)
+    assert word in line
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (127 - len(header) - 10) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+def test_an_npz_that_inflates_past_its_shapes(sandbox: Sandbox) -> None:
+    import zipfile
+
+    # 1.6 GB of zeros deflate to about 1.5 MB: written in chunks, never held whole.
+    with zipfile.ZipFile(sandbox.repo / "w.npz", "w", zipfile.ZIP_DEFLATED) as z, \
+            z.open("tok_emb.npy", "w", force_zip64=True) as f:
+        f.write(_npy_header((20_000, 20_000)))
+        chunk = bytes(1 << 24)
+        for _ in range(20_000 * 20_000 * 4 // len(chunk)):
+            f.write(chunk)
+    assert (sandbox.repo / "w.npz").stat().st_size < 3_000_000
+    line = sandbox.one_error("generate", "hello", "-m", "tiny-ref", "--weights", "w.npz",
+                             code=1)
+    assert "w.npz" in line
+
+
+def test_an_npz_header_declaring_a_huge_array(sandbox: Sandbox) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(sandbox.repo / "w.npz", "w") as z:
+        z.writestr("tok_emb.npy", _npy_header((1_000_000, 1_000_000)))
+    line = sandbox.one_error("generate", "hello", "-m", "tiny-ref", "--weights", "w.npz",
+                             code=1)
+    assert "w.npz" in line
