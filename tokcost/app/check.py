@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tokcost.app import names
 from tokcost.atomic import ensure_writable
 from tokcost.budget import baseline_from, judge, load_config, measure, read_baseline, write_baseline
-from tokcost.budget.baseline import GitTree, baseline_at, open_tree
+from tokcost.budget.baseline import GitTree, baseline_at, check_target, open_tree
 from tokcost.budget.config import adhoc_config, display_path, find_configs, shadow_notice
 from tokcost.budget.evaluate import Notice, locate
 from tokcost.budget.report import render, run_headline
@@ -61,6 +61,7 @@ class Growth:
     baseline: Path | None = None
     base: str | None = None
     update_baseline: bool = False
+    force: bool = False  # write the baseline anywhere, over any regular file
 
     def __post_init__(self) -> None:
         if self.baseline is not None:
@@ -180,6 +181,8 @@ def check(request: CheckRequest) -> CheckResult:
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
     if growth.update_baseline:  # before counting, not after
         for c in configs:
+            if not growth.force:
+                check_target(growth.baseline or c.baseline, c.root)
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
     results = tuple(_check_one(c, tree, request) for c, tree in zip(configs, trees, strict=True))
     return CheckResult(results, several=request.several)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pathspec
 
 from tokcost.atomic import write_text_atomic
+from tokcost.budget.config import work_tree_root
 from tokcost.counting.walk import gitignore_spec
 from tokcost.errors import InputError, UsageError, arg
 
@@ -105,6 +106,20 @@ def read_baseline(path: Path) -> Baseline | None:
             raise broken(f": budget '{name}' needs 'tokenizer' and 'files' (path -> tokens)")
         budgets[str(name)] = BaselineEntry(tokenizer, {str(k): int(v) for k, v in files.items()})
     return Baseline(budgets)
+
+
+def check_target(path: Path, root: Path) -> None:
+    """Refuse a baseline outside the repository of its config (``root``'s work tree) or over a
+    file that is not a baseline: a pull request's config may name any path."""
+    top = (work_tree_root(root) or root).resolve()
+    if not path.resolve().is_relative_to(top):
+        raise BaselineError(f"baseline '{path}' is outside the repository {top}; name a file in "
+                            f"it, or pass {arg('force')} to write there", param="force")
+    try:
+        read_baseline(path)
+    except BaselineError:
+        raise BaselineError(f"'{path}' is not a tokcost baseline: not replaced; name another file, "
+                            f"or pass {arg('force')}", param="force") from None
 
 
 def write_baseline(path: Path, baseline: Baseline) -> None:

@@ -83,6 +83,9 @@ def check(
         "out the budgets (and configs) that hold.")] = False,
     update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the current "
         "counts to the baseline JSON (atomically), then check against it.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --update-baseline: write the "
+        "baseline outside the config's repository, or over a file that is not a baseline.")
+    ] = False,
     baseline: Annotated[Path | None, typer.Option("--baseline",
         help="Baseline JSON (default: the config's 'baseline' key, else .tokcost-baseline.json "
         "beside the config).")] = None,
@@ -106,7 +109,8 @@ def check(
                    max_window=max_window)
     result = tokcost.check(tokcost.CheckRequest.of(
         config=tuple(config or ()), under=Path(".") if under else None, **adhoc, baseline=baseline,
-        base=base, update_baseline=update_baseline, strict=strict, catalog=catalog, jobs=jobs))
+        base=base, update_baseline=update_baseline, force=force, strict=strict, catalog=catalog,
+        jobs=jobs))
     for r in result.configs if update_baseline else ():
         n = sum(len(b.files) for b in r.budgets)
         err.print(f"wrote baseline {r.written} ({n} files in {len(r.budgets)} budgets)",
