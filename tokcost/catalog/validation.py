@@ -112,7 +112,6 @@ class Reads(GroupedMetadata):
 def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
             kinds: tuple[type, ...] = (int, float, Decimal, str)) -> Reads:
     """A scalar as a number or text (``pattern``) ``read`` parses, its errors in one sentence."""
-
     def parse(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
             expect(expected, value)
@@ -156,7 +155,6 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
 def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
            cap_text: str = "") -> Reads:
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
-
     def read(value: Any) -> Decimal:
         found = Decimal(str(value).strip())
         if not found.is_finite() or found < 0 or (below is not None and found >= below):
@@ -192,7 +190,6 @@ def size(*, cap: int, cap_text: str) -> Reads:
 
 def flops(*, cap: float) -> Reads:
     """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
-
     def read(value: Any) -> float:
         found = float(value)
         if not math.isfinite(found) or found < 0:
@@ -208,7 +205,6 @@ def flops(*, cap: float) -> Reads:
 def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
          what: str = "a non-empty string") -> Reads:
     """A non-empty string; ``placeholders``: the ``{package}`` names it may hold."""
-
     def parse(value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             expect(what, value)
@@ -224,7 +220,6 @@ def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
 def strings(what: str = "a list of strings", *, nonempty: bool = False, strip: bool = False,
             single: bool = True, choices: tuple[str, ...] = ()) -> Reads:
     """A list of non-empty strings; with ``single``, one string stands for a list of one."""
-
     def parse(value: Any) -> tuple[str, ...]:
         items = [value] if single and isinstance(value, str) else value
         if (not isinstance(items, (list, tuple)) or (nonempty and not items)
@@ -279,7 +274,6 @@ DAY = Reads(_day, {"type": "string", "format": "date"})
 
 def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
     """A list of mappings (``models``, ``budgets``), whose items pydantic then checks."""
-
     def parse(value: Any) -> Any:
         if not isinstance(value, list) or (nonempty and not value):
             expect(what, value)
