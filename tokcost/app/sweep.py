@@ -172,7 +172,6 @@ class BPESweepPoint:
     def to_dict(self, documents: Sequence[SweepDocument]) -> dict[str, Any]:
         def ratio(x: float | None) -> float | None:
             return None if x is None else round(x, 6)
-
         return {"label": self.label, "spec": self.spec, "exact": self.exact,
                 "vocab_size": self.vocab_size, "requested_vocab_size": self.requested_vocab_size,
                 "merges": self.merges, "exhausted": self.exhausted, "tokens": self.total_tokens,

@@ -121,7 +121,6 @@ def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], p
             raise
         except (TokcostError, ValueError, ArithmeticError):
             expect(expected, value)
-
     return Reads(parse, {"anyOf": [number, {"type": "string", "pattern": pattern}]})
 
 
@@ -183,7 +182,6 @@ def size(*, cap: int, cap_text: str) -> Reads:
             raise Invalid(f"expected {expected}: {exc}") from None
         _capped(found, value, cap, cap_text)
         return found
-
     return _reader(read, expected, {"type": "number", "exclusiveMinimum": 0, "maximum": cap},
                    units.SIZE_PATTERN, (str, int, float))
 
@@ -196,7 +194,6 @@ def flops(*, cap: float) -> Reads:
             raise ValueError(value)
         _capped(found, value, cap, f"{cap:g} FLOP/s")
         return found
-
     return _reader(read, "FLOP/s (a number >= 0) such as 989e12",
                    {"type": "number", "minimum": 0, "maximum": cap}, DECIMAL_PATTERN,
                    (int, float, str))
@@ -213,7 +210,6 @@ def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
                 known = ", ".join("{" + k + "}" for k in placeholders)
                 raise Invalid(f"unknown placeholder {{{name}}}; known: {known}")
         return value.strip() if strip else value
-
     return Reads(parse, {"type": "string", "pattern": r"\S"})
 
 
@@ -247,7 +243,6 @@ def choice(values: tuple[Any, ...], what: str = "", *, lower: bool = False,
             close = suggest(str(key), [str(v) for v in values]) if hint else ""
             expect(f"{expected}{close}", value)
         return key
-
     return Reads(parse, {"enum": list(values)})
 
 
@@ -278,7 +273,6 @@ def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
         if not isinstance(value, list) or (nonempty and not value):
             expect(what, value)
         return value
-
     return pydantic.BeforeValidator(parse)
 
 
