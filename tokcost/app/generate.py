@@ -121,15 +121,13 @@ class GenerateResult:
     steps: tuple[Step, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        s = self.sampling
         data: dict[str, Any] = {
             "model": self.model, "weights": self.weights, "tokenizer": self.tokenizer,
             "prompt": self.prompt, "prompt_tokens": len(self.prompt_ids),
             "prompt_ids": list(self.prompt_ids), "cache": self.cache.value,
-            "block_size": self.block_size,
-            "sampling": {"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
-                         "seed": s.seed}, "samples": list(map(asdict, self.samples)),
-            "kv_cache": self.kv_cache.to_dict()}
+            "block_size": self.block_size, "sampling": {
+                k: getattr(self.sampling, k) for k in ("temperature", "top_k", "top_p", "seed")},
+            "samples": list(map(asdict, self.samples)), "kv_cache": self.kv_cache.to_dict()}
         if self.explain:
             data["steps"] = [step.to_dict() for step in self.steps]
         return data

@@ -13,15 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tokcost.app import names
 from tokcost.app.bpe import train_inputs
 from tokcost.bpe.pretokenize import PatternName
-from tokcost.bpe.train import (
-    KNEE_GAIN,
-    ProgressFn,
-    TrainerConfig,
-    check_sizes,
-    knee,
-    prefix_model,
-    usage,
-)
+from tokcost.bpe.train import KNEE_GAIN, TrainerConfig, check_sizes, knee, prefix_model, usage
 from tokcost.counting import Skipped, input_warnings, load_input
 from tokcost.errors import InputError, TokcostError, UsageError, arg
 from tokcost.parts import Parts
@@ -32,6 +24,7 @@ from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from tokcost.bpe.model import BPEModel
+    from tokcost.bpe.train import ProgressFn
     from tokcost.catalog import CatalogSource
     from tokcost.catalog.schema import Architecture
 
@@ -179,7 +172,6 @@ class BPESweepPoint:
     def to_dict(self, documents: Sequence[SweepDocument]) -> dict[str, Any]:
         def ratio(x: float | None) -> float | None:
             return None if x is None else round(x, 6)
-
         return {"label": self.label, "spec": self.spec, "exact": self.exact,
                 "vocab_size": self.vocab_size, "requested_vocab_size": self.requested_vocab_size,
                 "merges": self.merges, "exhausted": self.exhausted, "tokens": self.total_tokens,

@@ -38,7 +38,6 @@ def _fingerprint() -> bytes:
             digest.update((here / name).read_bytes())
         except OSError:  # pragma: no cover - e.g. a zipped install: fall back to the version
             from importlib.metadata import version
-
             digest.update(version("tokcost").encode())
     return digest.digest()
 

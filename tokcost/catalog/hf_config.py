@@ -30,10 +30,6 @@ _ALIASES = {"num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads
 _LAYER_TYPES: dict[str, LayerKind] = {
     "full_attention": "full", "attention": "full", "global": "full", "sliding_attention": "sliding",
     "local": "sliding", "linear_attention": "linear", "mamba": "linear", "mamba2": "linear"}
-FULL: LayerKind = "full"
-SLIDING: LayerKind = "sliding"
-LINEAR: LayerKind = "linear"
-MLA: LayerKind = "mla"
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "bf16",
            "float": "bf16", "float8_e4m3fn": "fp8"}
 
@@ -137,7 +133,7 @@ def _first_count(f: ConfigFields, keys: Sequence[str]) -> int | None:
 def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     """The cache kind of each layer, by the first rule that applies (docs/models.md)."""
     if f.count("kv_lora_rank", "the MLA latent rank") is not None:
-        return (MLA,) * layers
+        return tuple("mla" for _ in range(layers))
     listed = f.text.get("layer_types")
     if listed is not None:
         if not isinstance(listed, list) or len(listed) != layers:
@@ -154,29 +150,29 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
         if len(pattern) != layers:
             raise InputError(f"{f.where}: hybrid_override_pattern has {len(pattern)} "
                              f"characters for {layers} layers; check the config")
-        return tuple(LINEAR if c == "M" else FULL for c in pattern if c in "M*")
+        return tuple("linear" if c == "M" else "full" for c in pattern if c in "M*")
     period = f.count("attn_layer_period", "the attention layer period", cap=s.MAX_LAYERS)
     if period is not None:
         offset = f.count("attn_layer_offset", "the attention layer offset", cap=s.MAX_LAYERS,
                          minimum=0) or 0
-        return tuple(FULL if i % period == offset else LINEAR for i in range(layers))
+        return tuple("full" if i % period == offset else "linear" for i in range(layers))
     interval = f.count("full_attention_interval", "the full attention interval", cap=s.MAX_LAYERS)
     if interval is not None:
-        return tuple(LINEAR if (i + 1) % interval else FULL for i in range(layers))
+        return tuple("linear" if (i + 1) % interval else "full" for i in range(layers))
     if f.raw("sliding_window") is None:
-        return (FULL,) * layers
+        return tuple("full" for _ in range(layers))
     if "use_sliding_window" in f.text:  # Qwen2/Qwen3: off unless asked, then from a layer on
         if f.text.get("use_sliding_window") is not True:
-            return (FULL,) * layers
+            return tuple("full" for _ in range(layers))
         start = f.count("max_window_layers", "the first sliding layer", cap=s.MAX_LAYERS,
                         minimum=0) or 0
-        return tuple(SLIDING if i >= start else FULL for i in range(layers))
+        return tuple("sliding" if i >= start else "full" for i in range(layers))
     every = f.count("sliding_window_pattern", "the sliding pattern", cap=s.MAX_LAYERS)
     if every is None and f.model_type in _ALTERNATING:
         every = 2
     if every is not None:
-        return tuple(SLIDING if (i + 1) % every else FULL for i in range(layers))
-    return (SLIDING,) * layers
+        return tuple("sliding" if (i + 1) % every else "full" for i in range(layers))
+    return tuple("sliding" for _ in range(layers))
 
 
 def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:

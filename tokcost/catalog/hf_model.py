@@ -41,7 +41,6 @@ def load_hf_model(spec: str, *, model_id: str | None = None) -> HfModel:
     if rest and Path(rest).expanduser().exists():
         return load_config(rest, model_id=model_id)
     from tokcost.catalog.hf_repo import fetch_repo
-
     return fetch_repo(rest, model_id=model_id)
 
 

@@ -87,7 +87,6 @@ def check_file(path: Path, *, whole: bool = False, judge: Judge | None = None,
     (``models validate``) adds the checks of docs/models.md, tokenizer specs by ``judge``."""
     from tokcost.catalog.document import CatalogDocument  # pydantic: only when validating
     from tokcost.catalog.validation import check
-
     name, raw = str(path), _read_bytes(path) if raw is None else raw
     try:
         text = raw.decode("utf-8")
@@ -163,7 +162,6 @@ def _rules(path: Path, data: dict[Any, Any], line: rules.Line, whole: bool,
 def _duplicate_keys(name: str, node: Any, model: str | None = None) -> list[Problem]:
     """Keys written twice in one mapping (YAML keeps the last one silently)."""
     import yaml
-
     found: list[Problem] = []
     children = node.value if isinstance(node, yaml.SequenceNode) else []
     if isinstance(node, yaml.MappingNode):

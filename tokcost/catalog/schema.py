@@ -193,7 +193,6 @@ def expand_package_paths(spec: str | None, model_id: str) -> str | None:
     if spec is None or "{" not in spec:
         return spec
     import importlib.util
-
     for module, (dist, extra) in PACKAGE_PLACEHOLDERS.items():
         token = "{" + module + "}"
         if token in spec:

@@ -112,7 +112,6 @@ class Reads(GroupedMetadata):
 def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], pattern: str,
             kinds: tuple[type, ...] = (int, float, Decimal, str)) -> Reads:
     """A scalar as a number or text (``pattern``) ``read`` parses, its errors in one sentence."""
-
     def parse(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, kinds):  # YAML's true is not 1
             expect(expected, value)
@@ -122,7 +121,6 @@ def _reader(read: Callable[[Any], Any], expected: str, number: dict[str, Any], p
             raise
         except (TokcostError, ValueError, ArithmeticError):
             expect(expected, value)
-
     return Reads(parse, {"anyOf": [number, {"type": "string", "pattern": pattern}]})
 
 
@@ -156,7 +154,6 @@ def count(minimum: int = 1, *, cap: int | None = None, unit: str = "", what: str
 def number(text: str, *, below: Decimal | None = None, cap: Decimal | None = None,
            cap_text: str = "") -> Reads:
     """A number >= 0 read as ``Decimal`` through ``str``, so 2.5 stays 2.5 exactly."""
-
     def read(value: Any) -> Decimal:
         found = Decimal(str(value).strip())
         if not found.is_finite() or found < 0 or (below is not None and found >= below):
@@ -185,21 +182,18 @@ def size(*, cap: int, cap_text: str) -> Reads:
             raise Invalid(f"expected {expected}: {exc}") from None
         _capped(found, value, cap, cap_text)
         return found
-
     return _reader(read, expected, {"type": "number", "exclusiveMinimum": 0, "maximum": cap},
                    units.SIZE_PATTERN, (str, int, float))
 
 
 def flops(*, cap: float) -> Reads:
     """FLOP/s: a number >= 0, or text YAML 1.1 leaves unparsed such as ``989e12``."""
-
     def read(value: Any) -> float:
         found = float(value)
         if not math.isfinite(found) or found < 0:
             raise ValueError(value)
         _capped(found, value, cap, f"{cap:g} FLOP/s")
         return found
-
     return _reader(read, "FLOP/s (a number >= 0) such as 989e12",
                    {"type": "number", "minimum": 0, "maximum": cap}, DECIMAL_PATTERN,
                    (int, float, str))
@@ -208,7 +202,6 @@ def flops(*, cap: float) -> Reads:
 def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
          what: str = "a non-empty string") -> Reads:
     """A non-empty string; ``placeholders``: the ``{package}`` names it may hold."""
-
     def parse(value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
             expect(what, value)
@@ -217,14 +210,12 @@ def text(*, strip: bool = False, placeholders: tuple[str, ...] = (),
                 known = ", ".join("{" + k + "}" for k in placeholders)
                 raise Invalid(f"unknown placeholder {{{name}}}; known: {known}")
         return value.strip() if strip else value
-
     return Reads(parse, {"type": "string", "pattern": r"\S"})
 
 
 def strings(what: str = "a list of strings", *, nonempty: bool = False, strip: bool = False,
             single: bool = True, choices: tuple[str, ...] = ()) -> Reads:
     """A list of non-empty strings; with ``single``, one string stands for a list of one."""
-
     def parse(value: Any) -> tuple[str, ...]:
         items = [value] if single and isinstance(value, str) else value
         if (not isinstance(items, (list, tuple)) or (nonempty and not items)
@@ -252,7 +243,6 @@ def choice(values: tuple[Any, ...], what: str = "", *, lower: bool = False,
             close = suggest(str(key), [str(v) for v in values]) if hint else ""
             expect(f"{expected}{close}", value)
         return key
-
     return Reads(parse, {"enum": list(values)})
 
 
@@ -279,12 +269,10 @@ DAY = Reads(_day, {"type": "string", "format": "date"})
 
 def listed(what: str, *, nonempty: bool = False) -> pydantic.BeforeValidator:
     """A list of mappings (``models``, ``budgets``), whose items pydantic then checks."""
-
     def parse(value: Any) -> Any:
         if not isinstance(value, list) or (nonempty and not value):
             expect(what, value)
         return value
-
     return pydantic.BeforeValidator(parse)
 
 

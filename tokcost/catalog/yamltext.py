@@ -30,7 +30,6 @@ class SyntaxProblem(Exception):
 def load(text: str, *, nodes: bool = False) -> Any:
     """The data of a YAML text (``nodes``: its node tree), or ``SyntaxProblem``."""
     import yaml  # on first use, so `import tokcost` stays light
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         root = loader.get_single_node()
@@ -71,7 +70,6 @@ def parse(text: str, name: str, error: type[TokcostError]) -> Any:
 def child(node: Any, key: str) -> tuple[yaml.Node, yaml.Node] | None:
     """The (key, value) nodes of ``key`` in a mapping node, or None."""
     import yaml
-
     if isinstance(node, yaml.MappingNode):
         return next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
     return None
@@ -84,7 +82,6 @@ def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
     4
     """
     import yaml
-
     if root is None:
         return None
     node = root
