@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import inspect
 import itertools
@@ -71,7 +72,7 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
         finish_stdout()
         sys.exit(code)
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
-        err.print("interrupted", highlight=False)
+        err.print("interrupted")
         sys.exit(130)
     except OSError as exc:
         if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
@@ -113,8 +114,7 @@ app = App(
     no_args_is_help=True,
     # completion lives at the root only: typer registers its shells' protocol classes with it
     add_completion=True,
-    pretty_exceptions_enable=False,
-)
+    pretty_exceptions_enable=False)
 
 
 @app.callback()
@@ -139,10 +139,6 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
                  "Run the numpy reference transformer with a real KV cache."),
     "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
 
-# Loaded commands, per process.
-_loaded: dict[str, Any] = {}
-
-
 def reflow_help(command: Any) -> None:
     """Join each paragraph of every command's help into one line (typer keeps a docstring's
     line breaks); a paragraph with an indented line, or marked with \\b, stays as written."""
@@ -156,22 +152,21 @@ def reflow_help(command: Any) -> None:
         else " ".join(p.split("\n")) for p in paragraphs)
 
 
+@functools.cache  # each command is built once per process
 def _load_command(name: str) -> Any:
-    if name not in _loaded:
-        modules, _ = COMMANDS[name]
-        holder = App()
-        first, *_ = [importlib.import_module(module) for module in modules]
-        group = getattr(first, f"{name}_app", None)
-        if group is not None:  # the others add their commands to it as they are imported
-            holder.add_typer(group, name=name)
-        else:  # one command: the module's function of that name, with its EPILOG
-            holder.command(name, epilog=first.EPILOG)(getattr(first, name))
-        built = typer.main.get_command(holder)
-        reflow_help(built)
-        # A holder with one plain command becomes that command; otherwise a group.
-        sub = getattr(built, "commands", {}).get(name)
-        _loaded[name] = sub if sub is not None else built
-    return _loaded[name]
+    modules, _ = COMMANDS[name]
+    holder = App()
+    first, *_ = [importlib.import_module(module) for module in modules]
+    group = getattr(first, f"{name}_app", None)
+    if group is not None:  # the others add their commands to it as they are imported
+        holder.add_typer(group, name=name)
+    else:  # one command: the module's function of that name, with its EPILOG
+        holder.command(name, epilog=first.EPILOG)(getattr(first, name))
+    built = typer.main.get_command(holder)
+    reflow_help(built)
+    # A holder with one plain command becomes that command; otherwise a group.
+    sub = getattr(built, "commands", {}).get(name)
+    return sub if sub is not None else built
 
 
 def main() -> None:

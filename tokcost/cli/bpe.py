@@ -76,7 +76,7 @@ def _warn(notes: Iterable[TokcostError]) -> None:
 
 
 def _wrote(paths: Iterable[object]) -> None:
-    err.print("wrote " + " and ".join(map(str, paths)), highlight=False, markup=False)
+    err.print("wrote " + " and ".join(map(str, paths)), markup=False)
 
 
 @bpe_app.command("train")
@@ -112,8 +112,7 @@ def train_cmd(
     scheduler: opt.SchedulerOpt = None,
     timeout: opt.DaskTimeoutOpt = None,
     force: opt.ForceOpt = False,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Train a BPE vocabulary; the merges equal Hugging Face BpeTrainer's.
 
     Examples:
@@ -190,8 +189,7 @@ def encode_cmd(
         "files)."))] = False,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Print the token ids of a text, with any tokenizer.
 
     A file or stdin is read as every command reads input: invalid UTF-8 is
@@ -226,8 +224,7 @@ def decode_cmd(
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Print the text of token ids, with any tokenizer (bytes that are not UTF-8 show as U+FFFD).
 
     --json prints {model, tokenizer, exact, text, count}.
@@ -268,8 +265,7 @@ def inspect_cmd(
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Summarize any tokenizer: sizes, pattern, special tokens; for tokcost BPE and tiktoken
     also the first merges and longest tokens.
 
@@ -319,8 +315,7 @@ def export_cmd(
         "tiktoken (rank file + OUT.json) or hf (tokenizer.json)."))] = "hf",
     pattern: PatternOpt = None,
     force: opt.ForceOpt = False,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Export to a tiktoken rank file or a Hugging Face tokenizer.json (same ids).
 
     Examples:
@@ -376,8 +371,7 @@ def sweep_cmd(
         "'tokcost[plot]')."))] = None,
     force: opt.ForceOpt = False,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Choose a vocabulary size: train once at the largest size, measure every smaller one.
 
     Per size, on the held-out text: tokens per byte and per character, the sequence length against

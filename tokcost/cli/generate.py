@@ -98,8 +98,7 @@ def generate(
                                        "through the checkpoint's chat template "
                                        "(tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
     data, source = ck.read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None

@@ -122,8 +122,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "PNG/SVG (needs: pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Size the KV cache of a model, and what fits on a GPU."""
     result = tokcost.estimate_memory(tokcost.KvRequest.of(**given(ctx)))
     if json_out:
@@ -131,9 +130,9 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         return
     _render(result, ctx)
     for note in result.source_notes:  # where a --config / hf: model's numbers came from
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+        err.print(f"note: {note}", style="dim", markup=False)
     if plot is not None:
-        err.print(f"wrote {plot}", highlight=False, markup=False)
+        err.print(f"wrote {plot}", markup=False)
 
 
 def given(ctx: typer.Context) -> dict[str, Any]:
@@ -167,23 +166,23 @@ def _render(r: Any, ctx: typer.Context) -> None:
         # The binary-unit form only when it says something the byte count does not.
         + (f" ({format_bytes(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
         + (" while the context is shorter than the window" if counts["sliding"] else ""))
-    out.print(f"engine {e.name}: {e.version}", highlight=False, markup=False)
-    out.print(e.header.render(words), highlight=False, markup=False)
+    out.print(f"engine {e.name}: {e.version}", markup=False)
+    out.print(e.header.render(words), markup=False)
     out.print(_table(r))
     if r.fit is not None:
         for line in (r.budget_line, *e.details):
-            out.print(line, highlight=False, markup=False)
+            out.print(line, markup=False)
         if e.refusal is not None and e.advice is not None:
             advice = e.advice.render(_engine_words(ctx))
             out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ",
-                      end="", markup=True, highlight=False)
-            out.print(e.refusal, highlight=False, markup=False)
+                      end="", markup=True)
+            out.print(e.refusal, markup=False)
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
-        err.print(f"note: {note.render(words)}", style="dim", highlight=False, markup=False)
+        err.print(f"note: {note.render(words)}", style="dim", markup=False)
 
 
 def _table(r: Any) -> Any:

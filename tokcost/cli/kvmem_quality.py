@@ -66,8 +66,7 @@ def quality(
         "'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Teacher-force a held-out text through each KV-cache policy and score it against the
     full cache: perplexity, top-1 agreement, KL divergence, bytes held."""
     status: Any = err.status("full cache") if progress_enabled() else nullcontext()
@@ -83,7 +82,7 @@ def quality(
         return
     _render(result)
     if plot is not None:
-        err.print(f"wrote {plot}", highlight=False, markup=False)
+        err.print(f"wrote {plot}", markup=False)
 
 
 def _render(result: Any) -> None:
@@ -109,4 +108,4 @@ def _render(result: Any) -> None:
         notes.append(f"seqs = sequences of {result.context:,} tokens whose bf16 KV cache fits "
                      f"the memory {result.model}'s weights leave on {result.gpu}")
     for note in [*notes, *result.render_notes(current_words())]:
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+        err.print(f"note: {note}", style="dim", markup=False)

@@ -23,7 +23,7 @@ models_app = App(
 
 
 def _note(text: str, **style: Any) -> None:
-    err.print(text, highlight=False, **style)
+    err.print(text, **style)
 
 
 LIST_EPILOG = """
@@ -44,8 +44,7 @@ def list_models(
         "--provider", "-p", help="Only this provider.")] = None,
     gpus: Annotated[bool, typer.Option("--gpus", help="List GPUs instead of models.")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
     if gpus:
         _list_gpus(tokcost.list_gpus(catalog=catalog), json_out)
@@ -77,11 +76,8 @@ def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    rows = table()
-    rows.add_column("gpu")
-    rows.add_column("architecture")
-    for col in ("memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
-        rows.add_column(col, justify="right")
+    rows = table("gpu", "architecture", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s",
+                 text=2)
     for g in result.gpus:
         rows.add_row(g.name, g.architecture or "", format_bytes(g.memory_bytes),
                      f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
@@ -195,8 +191,7 @@ Exit codes, one rule for every kind of problem:
 def validate(
     file: Annotated[str | None, typer.Argument(
         metavar="FILE", help="Catalog YAML (default: the one in use).")] = None,
-    json_out: JsonOpt = False,
-) -> None:
+    json_out: JsonOpt = False) -> None:
     """Check a catalog file; print every problem (exit 1 if any, 2 if FILE cannot be opened)."""
     result = tokcost.validate_catalog(file)
     count = len(result.problems)
@@ -238,8 +233,7 @@ def sync_prices(
     check: Annotated[bool, typer.Option(
         "--check", help="Exit 1 if any price differs from the database (for CI).")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Compare catalog prices with the genai-prices database (and optionally update)."""
     if check and write:
         raise UsageError("--check only reports the differences and --write writes them: "
@@ -268,9 +262,7 @@ def sync_prices(
 def _report_sync(result: tokcost.PriceSync, tally: str) -> None:
     out.print(f"{tally}; {len(result.differences)} difference(s)")
     if result.differences:
-        rows = table()
-        for col in ("model", "field", "catalog", "genai-prices"):
-            rows.add_column(col)
+        rows = table("model", "field", "catalog", "genai-prices", text=4)
         for d in result.differences:
             rows.add_row(d.model, d.field, "" if d.catalog is None else str(d.catalog).lower(),
                          str(d.database).lower() if d.writable else "(add by hand)")
@@ -314,8 +306,7 @@ def import_model(
     output: Annotated[Path | None, typer.Option("--output", "-o", help=(
         "Write the YAML to this file (atomically) instead of stdout."))] = None,
     force: ForceOpt = False,
-    json_out: JsonOpt = False,
-) -> None:
+    json_out: JsonOpt = False) -> None:
     """Print a catalog entry (YAML) for a Hugging Face model: config.json + safetensors headers."""
     result = tokcost.import_model(tokcost.ImportModelRequest(
         source=source, model_id=model_id, output=output, force=force))

@@ -62,8 +62,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         "pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
     result = tokcost.simulate(tokcost.SimulationRequest.of(**given(ctx)))
     if result.clipped_requests:
@@ -78,7 +77,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         return
     _render(result)
     if plot is not None:
-        err.print(f"wrote {plot}", highlight=False)
+        err.print(f"wrote {plot}")
 
 
 def _render(result: Any) -> None:
@@ -103,8 +102,8 @@ def _render(result: Any) -> None:
         if r.saturated_steps == 0:
             err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
                       "shares are averaged over every busy step, so 'free' is memory nobody "
-                      "needed", markup=False, highlight=False)
+                      "needed", markup=False)
     err.print("tokens = token states; peak/mean = sequences running at once; shares of KV memory "
               "averaged over the steps where requests waited for memory (PagedAttention paper, "
               "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
-              markup=False, highlight=False, style="dim")
+              markup=False, style="dim")
