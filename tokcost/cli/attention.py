@@ -44,9 +44,8 @@ def attention(
     weights: ck.WeightsOpt = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Seed for random weights (a model without any).")] = None,
-    plot: Annotated[str | None, typer.Option(
-        "--plot", help="Write heat maps of the heads to PNG/SVG/PDF "
-        "(needs: pip install 'tokcost\\[plot]').")] = None,
+    plot: Annotated[str | None, typer.Option("--plot", help="Write heat maps of the heads to "
+        "PNG/SVG/PDF (needs: pip install 'tokcost\\[plot]').")] = None,
     heads: Annotated[list[str] | None, typer.Option(
         "--head", help="A head to plot, L<layer>H<head> (repeatable; "
         "default: every head of a small model, else the named ones).")] = None,

@@ -88,15 +88,13 @@ def generate(
     n: Annotated[int, count_option(
         "--n", help="Parallel samples sharing the prompt's cache blocks.")] = 1,
     explain: Annotated[bool, typer.Option("--explain", help="Show every step: the distribution "
-                                          "sampled from, cache blocks, attention (notation "
-                                          "below).")] = False,
+        "sampled from, cache blocks, attention (notation below).")] = False,
     top_candidates: Annotated[int, count_option(
         "--top", help="Candidates shown by --explain.")] = 5,
     weights: ck.WeightsOpt = None,
     model_dir: ck.ModelDirOpt = None,
     chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
-                                       "through the checkpoint's chat template "
-                                       "(tokenizer_config.json).")] = False,
+        "through the checkpoint's chat template (tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""

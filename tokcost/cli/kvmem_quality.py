@@ -39,13 +39,11 @@ def quality(
     text: Annotated[str | None, typer.Option(
         "--text", metavar="FILE", help="Held-out text to evaluate, or - "
         "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
-    max_tokens: Annotated[int, count_option(
-        "--max-tokens", help="Evaluate the text's first COUNT tokens (at most the model's context "
-        "window).")] = 512,
+    max_tokens: Annotated[int, count_option("--max-tokens", help="Evaluate the text's first COUNT "
+        "tokens (at most the model's context window).")] = 512,
     prompt: Annotated[int | None, count_option(
         "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
         "eighth of the text); SnapKV compresses them.")] = None,
-    # Budgets are a count of tokens or a fraction of the text (0.25).
     policies: Annotated[list[str] | None, typer.Option(
         "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
         "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
@@ -55,15 +53,12 @@ def quality(
     kv_group_size: Annotated[int, count_option(
         "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,
-    gpu: Annotated[str | None, typer.Option(
-        "--gpu", help="GPU from the catalog: show how many sequences each "
-        "policy fits (bf16 cache, the model's weights).")] = None,
-    context: Annotated[int | None, count_option(
-        "--context", help="Tokens per sequence for --gpu's concurrency (default: the model's "
-        "context window).")] = None,
-    plot: Annotated[Path | None, typer.Option(
-        "--plot", help="Write the memory-quality frontier (PNG/SVG; needs: pip install "
-        "'tokcost\\[plot]').")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU from the catalog: show how many "
+        "sequences each policy fits (bf16 cache, the model's weights).")] = None,
+    context: Annotated[int | None, count_option("--context", help="Tokens per sequence for --gpu's "
+        "concurrency (default: the model's context window).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the memory-quality frontier "
+        "(PNG/SVG; needs: pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:

@@ -22,10 +22,6 @@ models_app = App(
     no_args_is_help=True)
 
 
-def _note(text: str, **style: Any) -> None:
-    err.print(text, **style)
-
-
 LIST_EPILOG = """
 Examples:
 
@@ -68,8 +64,8 @@ def list_models(
                      "yes" if m.architecture else "")
     print_wide(rows)
     # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
-    _note(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
-          "kv = architecture known")
+    err.print(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
+              "kv = architecture known")
 
 
 def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
@@ -199,8 +195,8 @@ def validate(
         print_json(result.to_dict())
     elif count:
         for problem in result.problems:
-            _note(problem, markup=False)
-        _note(f"{result.file}: {count} problem{'s' if count > 1 else ''}", markup=False)
+            err.print(problem, markup=False)
+        err.print(f"{result.file}: {count} problem{'s' if count > 1 else ''}", markup=False)
     else:
         out.print(f"{result.file}: ok ({result.models} models, {result.gpus} GPUs)")
     if count:
@@ -247,12 +243,12 @@ def sync_prices(
         for diff in result.differences:
             out.print(diff.describe(), markup=False)
         if result.unmatched:
-            _note(f"not in the database: {', '.join(result.unmatched)}")
+            err.print(f"not in the database: {', '.join(result.unmatched)}")
         if result.current:
-            _note(f"{tally}: the catalog is current")
+            err.print(f"{tally}: the catalog is current")
         else:
-            _note(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
-                  "to update them: tokcost models sync-prices --write")
+            err.print(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
+                      "to update them: tokcost models sync-prices --write")
     else:
         _report_sync(result, tally)
     if check and not result.current:
@@ -268,15 +264,15 @@ def _report_sync(result: tokcost.PriceSync, tally: str) -> None:
                          str(d.database).lower() if d.writable else "(add by hand)")
         out.print(rows)
     if result.unmatched:
-        _note(f"not in the database: {', '.join(result.unmatched)}", markup=False)
+        err.print(f"not in the database: {', '.join(result.unmatched)}", markup=False)
     if result.write:
-        _note(f"wrote {result.written} change(s) to {result.file}", markup=False)
+        err.print(f"wrote {result.written} change(s) to {result.file}", markup=False)
     elif result.differences:
-        _note("run with --write to apply them")
+        err.print("run with --write to apply them")
     if result.shipped and result.write and result.written:
-        _note("note: you updated the shipped catalog")
+        err.print("note: you updated the shipped catalog")
     if result.dated:
-        _note(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}")
+        err.print(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}")
 
 
 IMPORT_EPILOG = """
@@ -316,9 +312,9 @@ def import_model(
         sys.stdout.write(result.yaml)  # exactly the YAML: no rich markup or wrapping
         sys.stdout.flush()
     for note in result.notes:
-        _note(f"note: {note}", style="dim", markup=False)
+        err.print(f"note: {note}", style="dim", markup=False)
     if result.file is not None:
-        _note(f"wrote {result.file}", markup=False)
+        err.print(f"wrote {result.file}", markup=False)
 
 
 def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command shows a price

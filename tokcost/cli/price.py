@@ -72,7 +72,6 @@ def price(
     if b.requests > 1:
         out.print(f"per request: {approx}{format_usd(b.per_request)}")
     out.print(f"[bold]total: {approx}{format_usd(b.total)}[/bold]", markup=True)
-    # The notes (tier, discount, proxy, price date) go to stderr.
     for note in b.notes:
         err.print(f"note: {note}", markup=False)
     if approx:
