@@ -122,22 +122,22 @@ def _root(version: VersionOpt = False) -> None:
     """The root's options (its help is the app's; every command has --help and --json)."""
 
 
-# name -> (modules to import, in order; one-line help): commands are imported only when used,
-# `tokcost --help` lists them from this table.
-COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
-    "compare": (("tokcost.cli.compare",),
-                "Token inflation across languages, scripts, code and data."),
-    "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
-    "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate", "tokcost.cli.kvmem_quality"),
-              "KV-cache memory: estimate per engine and GPU, simulate paging, measure cache "
-              "policies."), "models": (("tokcost.cli.models",),
+# name -> (its module, one-line help): commands are imported only when used, `tokcost --help`
+# lists them from this table.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "count": ("tokcost.cli.count", "Count tokens in files, folders and stdin."),
+    "compare": ("tokcost.cli.compare", "Token inflation across languages, scripts, code and data."),
+    "price": ("tokcost.cli.price", "Price a request from token counts or files."),
+    "kvmem": ("tokcost.cli.kvmem", "KV-cache memory: estimate per engine and GPU, simulate paging, "
+              "measure cache policies."),
+    "models": ("tokcost.cli.models",
                "The model catalog: list, show, validate, sync prices, import a model."),
-    "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),
-    "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
-    "generate": (("tokcost.cli.generate",),
+    "check": ("tokcost.cli.check", "Fail the build when prompts outgrow token or cost budgets."),
+    "bpe": ("tokcost.cli.bpe", "Train, use, inspect and export tokcost's own byte-level BPE."),
+    "generate": ("tokcost.cli.generate",
                  "Run the numpy reference transformer with a real KV cache."),
-    "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
+    "attention": ("tokcost.cli.attention", "What each attention head looks at on a prompt.")}
+
 
 def reflow_help(command: Any) -> None:
     """Join each paragraph of every command's help into one line (typer keeps a docstring's
@@ -154,14 +154,13 @@ def reflow_help(command: Any) -> None:
 
 @functools.cache  # each command is built once per process
 def _load_command(name: str) -> Any:
-    modules, _ = COMMANDS[name]
+    module = importlib.import_module(COMMANDS[name][0])
     holder = App()
-    first, *_ = [importlib.import_module(module) for module in modules]
-    group = getattr(first, f"{name}_app", None)
-    if group is not None:  # the others add their commands to it as they are imported
+    group = getattr(module, f"{name}_app", None)
+    if group is not None:  # a group: the module's commands
         holder.add_typer(group, name=name)
     else:  # one command: the module's function of that name, with its EPILOG
-        holder.command(name, epilog=first.EPILOG)(getattr(first, name))
+        holder.command(name, epilog=module.EPILOG)(getattr(module, name))
     built = typer.main.get_command(holder)
     reflow_help(built)
     # A holder with one plain command becomes that command; otherwise a group.

@@ -20,7 +20,6 @@ def make_console(**options: Any) -> Console:
     class _PipeConsole(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
-
     return _PipeConsole(**options)
 
 
