@@ -234,7 +234,6 @@ def _event_lines(step: Any, n: int, block: int) -> list[str]:
     drops (while it is prefilled), shares, copies, the samples' drops."""
     def span(e: Any) -> str:
         return f"positions {e.block * block}-{e.block * block + block - 1}"
-
     def owner(sample: int | None) -> str:
         return "the prompt" if sample is None else (
             f"sample {sample + 1}" if n > 1 else "the sequence")

@@ -1,6 +1,5 @@
-"""``tokcost kvmem estimate|simulate|quality``: KV-cache bytes, GPU fit and decode rate for a
-model; paged vs contiguous allocation on a stream of requests; what quantizing or evicting the
-cache costs in quality."""
+"""``tokcost kvmem estimate|simulate|quality``: KV-cache bytes, GPU fit and decode rate; paged vs
+contiguous allocation on a stream of requests; what quantizing or evicting the cache costs."""
 
 from __future__ import annotations
 
