@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import inspect
 import itertools
@@ -71,7 +72,7 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
         finish_stdout()
         sys.exit(code)
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
-        err.print("interrupted", highlight=False)
+        err.print("interrupted")
         sys.exit(130)
     except OSError as exc:
         if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
@@ -113,8 +114,7 @@ app = App(
     no_args_is_help=True,
     # completion lives at the root only: typer registers its shells' protocol classes with it
     add_completion=True,
-    pretty_exceptions_enable=False,
-)
+    pretty_exceptions_enable=False)
 
 
 @app.callback()
@@ -122,25 +122,21 @@ def _root(version: VersionOpt = False) -> None:
     """The root's options (its help is the app's; every command has --help and --json)."""
 
 
-# name -> (modules to import, in order; one-line help): commands are imported only when used,
-# `tokcost --help` lists them from this table.
-COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "count": (("tokcost.cli.count",), "Count tokens in files, folders and stdin."),
-    "compare": (("tokcost.cli.compare",),
-                "Token inflation across languages, scripts, code and data."),
-    "price": (("tokcost.cli.price",), "Price a request from token counts or files."),
-    "kvmem": (("tokcost.cli.kvmem", "tokcost.cli.simulate", "tokcost.cli.kvmem_quality"),
-              "KV-cache memory: estimate per engine and GPU, simulate paging, measure cache "
-              "policies."), "models": (("tokcost.cli.models",),
+# name -> (its module, one-line help): commands are imported only when used, `tokcost --help`
+# lists them from this table.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "count": ("tokcost.cli.count", "Count tokens in files, folders and stdin."),
+    "compare": ("tokcost.cli.compare", "Token inflation across languages, scripts, code and data."),
+    "price": ("tokcost.cli.price", "Price a request from token counts or files."),
+    "kvmem": ("tokcost.cli.kvmem", "KV-cache memory: estimate per engine and GPU, simulate paging, "
+              "measure cache policies."),
+    "models": ("tokcost.cli.models",
                "The model catalog: list, show, validate, sync prices, import a model."),
-    "check": (("tokcost.cli.check",), "Fail the build when prompts outgrow token or cost budgets."),
-    "bpe": (("tokcost.cli.bpe",), "Train, use, inspect and export tokcost's own byte-level BPE."),
-    "generate": (("tokcost.cli.generate",),
+    "check": ("tokcost.cli.check", "Fail the build when prompts outgrow token or cost budgets."),
+    "bpe": ("tokcost.cli.bpe", "Train, use, inspect and export tokcost's own byte-level BPE."),
+    "generate": ("tokcost.cli.generate",
                  "Run the numpy reference transformer with a real KV cache."),
-    "attention": (("tokcost.cli.attention",), "What each attention head looks at on a prompt.")}
-
-# Loaded commands, per process.
-_loaded: dict[str, Any] = {}
+    "attention": ("tokcost.cli.attention", "What each attention head looks at on a prompt.")}
 
 
 def reflow_help(command: Any) -> None:
@@ -156,22 +152,20 @@ def reflow_help(command: Any) -> None:
         else " ".join(p.split("\n")) for p in paragraphs)
 
 
+@functools.cache  # each command is built once per process
 def _load_command(name: str) -> Any:
-    if name not in _loaded:
-        modules, _ = COMMANDS[name]
-        holder = App()
-        first, *_ = [importlib.import_module(module) for module in modules]
-        group = getattr(first, f"{name}_app", None)
-        if group is not None:  # the others add their commands to it as they are imported
-            holder.add_typer(group, name=name)
-        else:  # one command: the module's function of that name, with its EPILOG
-            holder.command(name, epilog=first.EPILOG)(getattr(first, name))
-        built = typer.main.get_command(holder)
-        reflow_help(built)
-        # A holder with one plain command becomes that command; otherwise a group.
-        sub = getattr(built, "commands", {}).get(name)
-        _loaded[name] = sub if sub is not None else built
-    return _loaded[name]
+    module = importlib.import_module(COMMANDS[name][0])
+    holder = App()
+    group = getattr(module, f"{name}_app", None)
+    if group is not None:  # a group: the module's commands
+        holder.add_typer(group, name=name)
+    else:  # one command: the module's function of that name, with its EPILOG
+        holder.command(name, epilog=module.EPILOG)(getattr(module, name))
+    built = typer.main.get_command(holder)
+    reflow_help(built)
+    # A holder with one plain command becomes that command; otherwise a group.
+    sub = getattr(built, "commands", {}).get(name)
+    return sub if sub is not None else built
 
 
 def main() -> None:

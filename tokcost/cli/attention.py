@@ -44,16 +44,14 @@ def attention(
     weights: ck.WeightsOpt = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Seed for random weights (a model without any).")] = None,
-    plot: Annotated[str | None, typer.Option(
-        "--plot", help="Write heat maps of the heads to PNG/SVG/PDF "
-        "(needs: pip install 'tokcost\\[plot]').")] = None,
+    plot: Annotated[str | None, typer.Option("--plot", help="Write heat maps of the heads to "
+        "PNG/SVG/PDF (needs: pip install 'tokcost\\[plot]').")] = None,
     heads: Annotated[list[str] | None, typer.Option(
         "--head", help="A head to plot, L<layer>H<head> (repeatable; "
         "default: every head of a small model, else the named ones).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Score every attention head on PROMPT: entropy, distance, sinks, previous/duplicate tokens."""
     data, source = ck.read_prompt(prompt, file)
     request = tokcost.AttentionRequest.of(
@@ -68,8 +66,7 @@ def attention(
         ck.warn_untrained(result, "so the heads show a random model")
         _render(result)
     if result.plot is not None:
-        err.print(f"wrote {result.plot} ({len(result.plotted)} heads)", highlight=False,
-                  markup=False)
+        err.print(f"wrote {result.plot} ({len(result.plotted)} heads)", markup=False)
 
 
 def _render(result: Any) -> None:

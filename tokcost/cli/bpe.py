@@ -54,18 +54,15 @@ def _progress() -> Iterator[Any]:
             if speed is None:
                 return Text("")
             return Text(f"{speed / 1e6:.1f} MB/s" if unit == "B" else f"{speed:,.0f} {unit}/s")
-
     bars: dict[str, Any] = {}
     with Progress(TextColumn("{task.description:<12}"), BarColumn(),
                   TextColumn("{task.completed:>,.0f}/{task.total:,.0f}"), Rate(),
                   TimeElapsedColumn(), console=err, transient=False) as progress:
-
         def callback(phase: str, done: int, total: int) -> None:
             if phase not in bars:
                 unit = "B" if phase == "pretokenize" else "merges"
                 bars[phase] = progress.add_task(phase, total=total, unit=unit)
             progress.update(bars[phase], completed=done, total=total)
-
         yield callback
 
 
@@ -76,15 +73,14 @@ def _warn(notes: Iterable[TokcostError]) -> None:
 
 
 def _wrote(paths: Iterable[object]) -> None:
-    err.print("wrote " + " and ".join(map(str, paths)), highlight=False, markup=False)
+    err.print("wrote " + " and ".join(map(str, paths)), markup=False)
 
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILES...", help=(
-        "UTF-8 text files to train on; '-' reads stdin (with --engine dask also globs and fsspec "
-        "URLs such as s3://...). Binary files are skipped, invalid UTF-8 is read as U+FFFD; both "
-        "are reported."))],
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", help="UTF-8 text files to train "
+        "on; '-' reads stdin (with --engine dask also globs and fsspec URLs such as s3://...). "
+        "Binary files are skipped, invalid UTF-8 is read as U+FFFD; both are reported.")],
     vocab_size: Annotated[int, opt.count_option("--vocab-size", "-v", signed=False, help=(
         "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
@@ -112,8 +108,7 @@ def train_cmd(
     scheduler: opt.SchedulerOpt = None,
     timeout: opt.DaskTimeoutOpt = None,
     force: opt.ForceOpt = False,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Train a BPE vocabulary; the merges equal Hugging Face BpeTrainer's.
 
     Examples:
@@ -185,13 +180,11 @@ def encode_cmd(
         "--file", help="Read the text from a file ('-' = stdin).")] = None,
     allow_special: Annotated[bool, typer.Option(
         "--allow-special", help="Encode special-token text as the special token.")] = False,
-    reference: Annotated[bool, typer.Option("--reference", help=(
-        "Use the pure-Python encoder, not tiktoken's core (tokcost BPE and .tiktoken "
-        "files)."))] = False,
+    reference: Annotated[bool, typer.Option("--reference", help="Use the pure-Python encoder, not "
+        "tiktoken's core (tokcost BPE and .tiktoken files).")] = False,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Print the token ids of a text, with any tokenizer.
 
     A file or stdin is read as every command reads input: invalid UTF-8 is
@@ -226,8 +219,7 @@ def decode_cmd(
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Print the text of token ids, with any tokenizer (bytes that are not UTF-8 show as U+FFFD).
 
     --json prints {model, tokenizer, exact, text, count}.
@@ -268,8 +260,7 @@ def inspect_cmd(
     tokenizer: TokenizerOpt = None,
     pattern: PatternOpt = None,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Summarize any tokenizer: sizes, pattern, special tokens; for tokcost BPE and tiktoken
     also the first merges and longest tokens.
 
@@ -319,8 +310,7 @@ def export_cmd(
         "tiktoken (rank file + OUT.json) or hf (tokenizer.json)."))] = "hf",
     pattern: PatternOpt = None,
     force: opt.ForceOpt = False,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Export to a tiktoken rank file or a Hugging Face tokenizer.json (same ids).
 
     Examples:
@@ -371,13 +361,11 @@ def sweep_cmd(
         "The knee is the first size whose next doubling cuts tokens per byte by less than this "
         "share."))] = tokcost.BPESweepRequest.knee_gain,
     jobs: JobsOpt = 1,
-    plot: Annotated[Path | None, typer.Option("--plot", help=(
-        "Write the curve with the knee and the references (.png/.svg/.pdf; pip install "
-        "'tokcost[plot]')."))] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the curve with the knee and "
+        "the references (.png/.svg/.pdf; pip install 'tokcost[plot]').")] = None,
     force: opt.ForceOpt = False,
     catalog: opt.CatalogOpt = None,
-    json_out: opt.JsonOpt = False,
-) -> None:
+    json_out: opt.JsonOpt = False) -> None:
     """Choose a vocabulary size: train once at the largest size, measure every smaller one.
 
     Per size, on the held-out text: tokens per byte and per character, the sequence length against
@@ -411,7 +399,7 @@ def sweep_cmd(
         f"hidden {width['hidden_size']:,}{' (' + width['model'] + ')' if width['model'] else ''}"
         f", output layer {'tied' if width['tied'] else 'untied'}; {width['cost_formula']}; "
         f"knee: {knee['rule']}" + ("" if knee["vocab_size"] is not None else " (none found)"),
-        highlight=False, markup=False)
+        markup=False)
     if result.plot is not None:
         _wrote([result.plot])
 

@@ -16,9 +16,8 @@ if TYPE_CHECKING:
 
 MODEL_HELP = ("Catalog model to run (tiny-ref ships weights), or hf:ORG/REPO from the local "
               "Hugging Face cache.")
-ModelDirOpt = Annotated[str | None, typer.Option("--model-dir", help="A Hugging Face model "
-                                                "folder (config.json, *.safetensors, "
-                                                "tokenizer.json) instead of --model.")]
+ModelDirOpt = Annotated[str | None, typer.Option("--model-dir", help="A Hugging Face model folder "
+    "(config.json, *.safetensors, tokenizer.json) instead of --model.")]
 WeightsOpt = Annotated[str | None, typer.Option(
     "--weights", help="Weights .npz or .safetensors instead of the shipped ones.")]
 

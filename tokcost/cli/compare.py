@@ -48,10 +48,8 @@ def _print_tables(result: Any, chart: bool) -> None:
     from rich.text import Text
     for tables, bars in result.tables():
         for view in tables:
-            grid = table()
+            grid = table(*view.header, text=view.text_columns)
             grid.title = Text(escape_controls(view.title))  # a file's code, never markup
-            for i, name in enumerate(view.header):
-                grid.add_column(name, justify="left" if i < view.text_columns else "right")
             for heading, rows in view.sections:
                 if heading is not None:
                     if grid.rows:
@@ -68,7 +66,7 @@ def _print_tables(result: Any, chart: bool) -> None:
             _print_chart(bars)
         elif chart:
             err.print(f"no terminal chart for {len(bars.rows)} texts; --plot FILE draws them "
-                      "all", highlight=False)
+                      "all")
 
 
 def _print_chart(chart: Any) -> None:
@@ -118,8 +116,7 @@ def compare(
         "--no-chart", help="Tables only, no terminal bar chart.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on any warning: texts not "
         "parallel, empty, skipped as binary, or with invalid UTF-8.")] = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Token inflation across languages, scripts, code and data formats.
 
     For every text: tokens, bytes/token, chars/token, words/token (where words are
@@ -136,10 +133,10 @@ def compare(
     for message in result.warnings:
         warn(message)
     if result.plot is not None:
-        err.print(f"wrote {result.plot}", highlight=False)
+        err.print(f"wrote {result.plot}")
     for m in () if json_out else (m for m in result.report.meters if not m.exact):
         err.print(f"note: ≈ {m.label} is counted with a proxy tokenizer ({spec_label(m.spec)}); "
-                  "its numbers are approximate", highlight=False)
+                  "its numbers are approximate")
     if json_out:
         print_json(result.to_dict())
     elif csv_out or markdown:
@@ -147,7 +144,7 @@ def compare(
     else:
         _print_tables(result, chart=not no_chart)
     if strict and result.warnings:
-        err.print(f"{len(result.warnings)} warning(s) with --strict", highlight=False)
+        err.print(f"{len(result.warnings)} warning(s) with --strict")
         raise typer.Exit(code=1)
 
 

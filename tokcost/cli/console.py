@@ -20,7 +20,6 @@ def make_console(**options: Any) -> Console:
     class _PipeConsole(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
-
     return _PipeConsole(**options)
 
 
@@ -30,14 +29,12 @@ class _LazyConsole:
         self._console: Console | None = None
 
     def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            self._console = make_console(stderr=self._stderr, highlight=False, soft_wrap=True)
-        return getattr(self._console, name)
+        return getattr(self.real(), name)
 
     def real(self) -> Console:
         """The rich Console itself, created on first use."""
-        self.__getattr__("print")
-        assert self._console is not None
+        if self._console is None:
+            self._console = make_console(stderr=self._stderr, highlight=False, soft_wrap=True)
         return self._console
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
@@ -48,10 +45,7 @@ class _LazyConsole:
         if len(objects) == 1 and not kwargs and (console.is_terminal or not self._stderr):
             from rich.table import Table
             if isinstance(objects[0], Table):
-                if console.is_terminal:
-                    print_fitted(console, objects[0])
-                else:
-                    print_wide(objects[0])
+                print_wide(objects[0], console)
                 return
         console.print(*objects, **kwargs)
 
@@ -68,16 +62,17 @@ out = cast("Console", _LazyConsole(stderr=False))
 err = cast("Console", _LazyConsole(stderr=True))
 
 
-def table(*columns: str, title: str | None = None, footer: bool = False,
-          header: bool = True) -> Table:
+def table(*columns: str, title: str | None = None, footer: bool = False, header: bool = True,
+          text: int = 1) -> Table:
     """A table in tokcost's one style: no box, a bold header, no padding at either end; of
-    ``columns``, the first is left-justified, the others (numbers) right; callers fold paths."""
+    ``columns``, the first ``text`` are left-justified, the others (numbers) right; callers
+    fold paths."""
     from rich.table import Table
     grid = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                  title=title, title_justify="left", title_style="", show_footer=footer,
                  show_header=header, footer_style="", padding=(0, 1))
     for i, name in enumerate(columns):
-        grid.add_column(name, justify="right" if i else "left")
+        grid.add_column(name, justify="right" if i >= text else "left")
     return grid
 
 
@@ -95,15 +90,13 @@ def print_json(data: Any) -> None:
 def error(message: str) -> None:
     """``error: message`` on stderr, one line, as ``warn`` prints a warning (escaped)."""
     from rich.markup import escape
-    err.print(f"[bold red]error:[/bold red] {escape(escape_controls(message))}", markup=True,
-              highlight=False)
+    err.print(f"[bold red]error:[/bold red] {escape(escape_controls(message))}", markup=True)
 
 
 def warn(message: str) -> None:
     """``warning: message`` on stderr, one line, brackets and control characters escaped."""
     from rich.markup import escape
-    err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True,
-              highlight=False)
+    err.print(f"[yellow]warning:[/yellow] {escape(escape_controls(message))}", markup=True)
 
 
 # C0 and C1 controls, DEL, and lone surrogates (os.fsdecode's stand-ins for non-UTF-8 bytes).
@@ -131,10 +124,10 @@ def progress_enabled() -> bool:
     return bool(err.is_terminal)
 
 
-def print_wide(table: Any) -> None:
+def print_wide(table: Any, console: Console | None = None) -> None:
     """Print a table at its natural width even into a pipe (rich assumes 80 columns)."""
     from rich.measure import Measurement
-    console = cast("_LazyConsole", out).real()
+    console = console or cast("_LazyConsole", out).real()
     if console.is_terminal:
         print_fitted(console, table)
         return

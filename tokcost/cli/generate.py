@@ -88,18 +88,15 @@ def generate(
     n: Annotated[int, count_option(
         "--n", help="Parallel samples sharing the prompt's cache blocks.")] = 1,
     explain: Annotated[bool, typer.Option("--explain", help="Show every step: the distribution "
-                                          "sampled from, cache blocks, attention (notation "
-                                          "below).")] = False,
+        "sampled from, cache blocks, attention (notation below).")] = False,
     top_candidates: Annotated[int, count_option(
         "--top", help="Candidates shown by --explain.")] = 5,
     weights: ck.WeightsOpt = None,
     model_dir: ck.ModelDirOpt = None,
     chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
-                                       "through the checkpoint's chat template "
-                                       "(tokenizer_config.json).")] = False,
+        "through the checkpoint's chat template (tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
     data, source = ck.read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
@@ -237,7 +234,6 @@ def _event_lines(step: Any, n: int, block: int) -> list[str]:
     drops (while it is prefilled), shares, copies, the samples' drops."""
     def span(e: Any) -> str:
         return f"positions {e.block * block}-{e.block * block + block - 1}"
-
     def owner(sample: int | None) -> str:
         return "the prompt" if sample is None else (
             f"sample {sample + 1}" if n > 1 else "the sequence")

@@ -58,9 +58,8 @@ def _spellings(opts: str) -> str:
     """Click's ``--a / --no-a, --disable-a`` as lines that fit the column, ``--no-`` apart."""
     lines: list[str] = []
     for group in opts.split(" / "):
-        words = group.split(", ")
         line = ""
-        for word in words:
+        for word in group.split(", "):
             joined = f"{line}, {word}" if line else word
             if line and len(joined) > _SPELLINGS_WIDTH:
                 lines.append(line + ",")

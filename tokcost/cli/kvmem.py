@@ -1,9 +1,10 @@
-"""``tokcost kvmem estimate``: KV-cache bytes, GPU fit and decode rate for a model; the
-``kvmem`` sub-app (tokcost.cli.simulate adds ``simulate``)."""
+"""``tokcost kvmem estimate|simulate|quality``: KV-cache bytes, GPU fit and decode rate; paged vs
+contiguous allocation on a stream of requests; what quantizing or evicting the cache costs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,8 @@ from typer._click.core import ParameterSource as Source
 
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
-from tokcost.cli.console import err, out, print_json, table
+from tokcost.cli.checkpoint_options import ModelDirOpt
+from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.units import format_bytes
 
@@ -21,7 +23,7 @@ kvmem_app = App(
     help="KV-cache memory: bytes per token, GPU fit the vLLM way, decode and prefill roofline.",
     no_args_is_help=True)
 
-EPILOG = """
+ESTIMATE_EPILOG = """
 Examples:
 
   tokcost kvmem estimate -m llama-3.1-8b
@@ -54,7 +56,7 @@ Examples:
 """
 
 
-@kvmem_app.command("estimate", epilog=EPILOG)
+@kvmem_app.command("estimate", epilog=ESTIMATE_EPILOG)
 def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model id, alias or dated id, "
@@ -122,8 +124,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "PNG/SVG (needs: pip install 'tokcost\\[plot]').")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Size the KV cache of a model, and what fits on a GPU."""
     result = tokcost.estimate_memory(tokcost.KvRequest.of(**given(ctx)))
     if json_out:
@@ -131,9 +132,9 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         return
     _render(result, ctx)
     for note in result.source_notes:  # where a --config / hf: model's numbers came from
-        err.print(f"note: {note}", style="dim", highlight=False, markup=False)
+        err.print(f"note: {note}", style="dim", markup=False)
     if plot is not None:
-        err.print(f"wrote {plot}", highlight=False, markup=False)
+        err.print(f"wrote {plot}", markup=False)
 
 
 def given(ctx: typer.Context) -> dict[str, Any]:
@@ -145,11 +146,9 @@ def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
     """Flags for an engine's advice: its own settings by their flags (``--max-model-len``)."""
     words = cli_words(ctx.command.params)
     spelled = {opt for param in ctx.command.params for opt in getattr(param, "opts", ())}
-
     def spell(name: str, value: str | None) -> str:
         flag = "--" + name.replace("_", "-")
         return flag if value is None and flag in spelled else words(name, value)
-
     return spell
 
 
@@ -167,23 +166,23 @@ def _render(r: Any, ctx: typer.Context) -> None:
         # The binary-unit form only when it says something the byte count does not.
         + (f" ({format_bytes(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
         + (" while the context is shorter than the window" if counts["sliding"] else ""))
-    out.print(f"engine {e.name}: {e.version}", highlight=False, markup=False)
-    out.print(e.header.render(words), highlight=False, markup=False)
+    out.print(f"engine {e.name}: {e.version}", markup=False)
+    out.print(e.header.render(words), markup=False)
     out.print(_table(r))
     if r.fit is not None:
         for line in (r.budget_line, *e.details):
-            out.print(line, highlight=False, markup=False)
+            out.print(line, markup=False)
         if e.refusal is not None and e.advice is not None:
             advice = e.advice.render(_engine_words(ctx))
             out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ",
-                      end="", markup=True, highlight=False)
-            out.print(e.refusal, highlight=False, markup=False)
+                      end="", markup=True)
+            out.print(e.refusal, markup=False)
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
-        err.print(f"note: {note.render(words)}", style="dim", highlight=False, markup=False)
+        err.print(f"note: {note.render(words)}", style="dim", markup=False)
 
 
 def _table(r: Any) -> Any:
@@ -255,3 +254,190 @@ def _render_roofline(r: Any) -> None:
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
                   f"{f.bound} bound: time to first token {_time(f.ttft_seconds)}")
+
+
+SIMULATE_EPILOG = """
+Examples:
+
+  tokcost kvmem simulate
+      OPT-13B, 12 GB of KV memory, ShareGPT-like
+  tokcost kvmem simulate --dist alpaca --requests 2000 --block-size 32
+  tokcost kvmem simulate --rate 0.05
+      Poisson arrivals, 1 per 20 decode steps
+  tokcost kvmem simulate -m llama-3.1-8b --kv-memory 20GiB --max-len 8192
+  tokcost kvmem simulate --n 4 --policy paged
+      parallel sampling: prefix-sharing savings
+  tokcost kvmem simulate --trace requests.jsonl --json
+      one {"prompt_tokens": P, "output_tokens": O} per line
+  tokcost kvmem simulate --slots 4096 --plot waste.png
+"""
+
+
+@kvmem_app.command("simulate", epilog=SIMULATE_EPILOG)
+def simulate(  # each parameter is the field of tokcost.SimulationRequest of its name
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="Catalog model (sets bytes per token).")] = "opt-13b",
+    kv_memory: Annotated[str, typer.Option(
+        "--kv-memory", help="KV-cache memory: 12GB, 20GiB...")] = "12GB",
+    kv_dtype: Annotated[str, typer.Option(
+        "--kv-dtype", help="Cache dtype: fp32, bf16, fp16, fp8, int8, int4.")] = "fp16",
+    slots: Annotated[str | None, typer.Option("--slots", metavar="COUNT", help="Memory as token "
+        "slots: 4096, 64k (skips --model/--kv-memory).")] = None,
+    distribution: Annotated[str, typer.Option("--dist", help="Lengths: sharegpt, alpaca, "
+        "uniform:LO-HI, fixed:P,O (counts: fixed:1k,200).")] = "sharegpt",
+    requests: Annotated[str, typer.Option(
+        "--requests", metavar="COUNT", help="Requests to draw (500, 2k).")] = "500",
+    rate: Annotated[float | None, typer.Option(
+        "--rate", help="Poisson arrivals per decode step (default: all at once).")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="JSONL of {prompt_tokens, output_tokens[, n]} instead.")] = None,
+    policies: Annotated[str, typer.Option(
+        "--policy", help="Comma list of max, pow2, oracle, paged.")] = "max,pow2,oracle,paged",
+    block_size: Annotated[str, typer.Option("--block-size", metavar="COUNT",
+        help="Paged block in tokens, 1 to --max-len (vLLM: 16).")] = "16",
+    max_len: Annotated[str | None, typer.Option("--max-len", metavar="COUNT", help="Longest "
+        "sequence: 2048, 8k, 8Ki (default: the model's context); longer requests are cut to it, "
+        "with a warning.")] = None,
+    samples: Annotated[int, count_option(
+        "--n", help="Parallel samples per request (shares prompt blocks).")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: "
+        "pip install 'tokcost\\[plot]').")] = None,
+    force: PlotForceOpt = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None) -> None:
+    """Serve a stream of requests under each allocation policy and show where memory goes."""
+    result = tokcost.simulate(tokcost.SimulationRequest.of(**given(ctx)))
+    if result.clipped_requests:
+        cut, drawn = result.clipped_requests, result.requests
+        limit = (f"--max-len {result.max_len:,}" if max_len is not None
+                 else f"the max length {result.max_len:,} (set it with --max-len)")
+        warn(f"{cut:,} of {drawn:,} request{'s' if drawn != 1 else ''} "
+             f"{'was' if cut == 1 else 'were'} longer than {limit} and cut to fit, prompt "
+             "first; raise the limit or give shorter lengths to simulate them whole")
+    if json_out:
+        print_json(result.to_dict())
+        return
+    _render_simulation(result)
+    if plot is not None:
+        err.print(f"wrote {plot}")
+
+
+def _render_simulation(result: Any) -> None:
+    n, head = result.samples_per_request, f"{result.requests} requests"
+    where = f"{result.model}, " if result.model else ""
+    grid = table("policy", "tokens", "reserved", "int.frag", "ext.frag", "free", "peak", "mean",
+                 "steps", "preempt", title=f"{head}{f' x {n} samples' if n > 1 else ''}; {where}"
+                 f"{result.capacity_tokens:,} token slots of KV memory, max length "
+                 f"{result.max_len:,}")
+    for r in result.policies:
+        grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
+                     f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
+                     f"{r.free:.1%}", str(r.peak_batch), f"{r.mean_batch:.1f}", f"{r.steps:,}",
+                     f"{r.preemptions:,}")
+    out.print(grid)
+    for r in result.policies:
+        if r.prefix_sharing_saved is not None:
+            out.print(f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
+                      f"saving {r.prefix_sharing_saved:.1%} of the paged blocks", markup=False)
+    # The notes and the legend explain the table; they are not data, so stderr.
+    for r in result.policies:
+        if r.saturated_steps == 0:
+            err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
+                      "shares are averaged over every busy step, so 'free' is memory nobody "
+                      "needed", markup=False)
+    err.print("tokens = token states; peak/mean = sequences running at once; shares of KV memory "
+              "averaged over the steps where requests waited for memory (PagedAttention paper, "
+              "Figure 2: 20.4-38.2% token states for existing systems, 96.3% for vLLM)",
+              markup=False, style="dim")
+
+
+QUALITY_EPILOG = """
+Examples:
+
+  tokcost kvmem quality
+      tiny-ref, held-out text, every policy family
+  tokcost kvmem quality --policy int4 --policy int4:per-token --residual 0
+  tokcost kvmem quality --policy window:64 --policy streaming:4+60 \\
+    --policy h2o:32+32
+  tokcost kvmem quality --text notes.txt --max-tokens 1k --prompt 64
+  tokcost kvmem quality --gpu H100 --context 1k
+      sequences each policy fits on the GPU
+  tokcost kvmem quality --json --plot frontier.png
+"""
+
+
+@kvmem_app.command("quality", epilog=QUALITY_EPILOG)
+def quality(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model with weights "
+                                       "(tiny-ref ships them), or hf:ORG/REPO.")] = "tiny-ref",
+    model_dir: ModelDirOpt = None,
+    text: Annotated[str | None, typer.Option(
+        "--text", metavar="FILE", help="Held-out text to evaluate, or - "
+        "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
+    max_tokens: Annotated[int, count_option("--max-tokens", help="Evaluate the text's first COUNT "
+        "tokens (at most the model's context window).")] = 512,
+    prompt: Annotated[int | None, count_option(
+        "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
+        "eighth of the text); SnapKV compresses them.")] = None,
+    policies: Annotated[list[str] | None, typer.Option(
+        "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
+        "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
+        "a count or a fraction of the text (default: one of each family).")] = None,
+    residual: Annotated[int, count_option("--residual", help="Most recent tokens int8/int4 keep "
+        "in full precision (KIVI's R).")] = 128,
+    kv_group_size: Annotated[int, count_option(
+        "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
+        "and per-token keys, tokens per channel for keys.")] = 64,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU from the catalog: show how many "
+        "sequences each policy fits (bf16 cache, the model's weights).")] = None,
+    context: Annotated[int | None, count_option("--context", help="Tokens per sequence for --gpu's "
+        "concurrency (default: the model's context window).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the memory-quality frontier "
+        "(PNG/SVG; needs: pip install 'tokcost\\[plot]').")] = None,
+    force: PlotForceOpt = False,
+    json_out: JsonOpt = False,
+    catalog: CatalogOpt = None) -> None:
+    """Teacher-force a held-out text through each KV-cache policy and score it against the
+    full cache: perplexity, top-1 agreement, KL divergence, bytes held."""
+    status: Any = err.status("full cache") if progress_enabled() else nullcontext()
+    with status:
+        result = tokcost.kvmem_quality(tokcost.QualityRequest.of(
+            model=None if model_dir else model, model_dir=model_dir, catalog=catalog, text=text,
+            max_tokens=max_tokens, prompt=prompt, policies=policies, residual=residual,
+            kv_group_size=kv_group_size, gpu=gpu, context=context, plot=plot, force=force,
+            on_progress=(lambda name: status.update(f"evaluating {name}"))
+            if progress_enabled() else None))
+    if json_out:
+        print_json(result.to_dict())
+        return
+    _render_quality(result)
+    if plot is not None:
+        err.print(f"wrote {plot}", markup=False)
+
+
+def _render_quality(result: Any) -> None:
+    grid = table("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL",
+                 title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
+                 f"{result.prompt:,}, then one token at a time")
+    planned = result.gpu is not None
+    if planned:
+        grid.add_column(f"seqs on {result.gpu}", justify="right")
+    full = ["full cache", format_bytes(result.baseline_bytes), "100%",
+            f"{result.baseline_perplexity:,.3f}", "", "", ""]
+    grid.add_row(*full, *([f"{result.baseline_concurrency or 0:,.1f}"] if planned else []))
+    for row in result.rows:
+        q = row.quality
+        grid.add_row(row.policy, format_bytes(q.bytes_held), f"{q.bytes_ratio:.1%}",
+                     f"{q.perplexity:,.3f}", f"{q.perplexity_change:+.2%}",
+                     f"{q.top1_agreement:.1%}", f"{q.mean_kl:.4f}",
+                     *([f"{row.concurrency or 0:,.1f}"] if planned else []))
+    out.print(grid)
+    notes = ["change = perplexity against the full cache; top-1 = the full cache's most likely "
+             "next token kept; KL = mean KL(full || policy) per predicted token"]
+    if planned:
+        notes.append(f"seqs = sequences of {result.context:,} tokens whose bf16 KV cache fits "
+                     f"the memory {result.model}'s weights leave on {result.gpu}")
+    for note in [*notes, *result.render_notes(current_words())]:
+        err.print(f"note: {note}", style="dim", markup=False)

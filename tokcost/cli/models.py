@@ -22,10 +22,6 @@ models_app = App(
     no_args_is_help=True)
 
 
-def _note(text: str, **style: Any) -> None:
-    err.print(text, highlight=False, **style)
-
-
 LIST_EPILOG = """
 Examples:
 
@@ -44,8 +40,7 @@ def list_models(
         "--provider", "-p", help="Only this provider.")] = None,
     gpus: Annotated[bool, typer.Option("--gpus", help="List GPUs instead of models.")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
     if gpus:
         _list_gpus(tokcost.list_gpus(catalog=catalog), json_out)
@@ -69,19 +64,16 @@ def list_models(
                      "yes" if m.architecture else "")
     print_wide(rows)
     # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
-    _note(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
-          "kv = architecture known")
+    err.print(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
+              "kv = architecture known")
 
 
 def _list_gpus(result: tokcost.GpuList, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    rows = table()
-    rows.add_column("gpu")
-    rows.add_column("architecture")
-    for col in ("memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s"):
-        rows.add_column(col, justify="right")
+    rows = table("gpu", "architecture", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s",
+                 text=2)
     for g in result.gpus:
         rows.add_row(g.name, g.architecture or "", format_bytes(g.memory_bytes),
                      f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s",
@@ -195,8 +187,7 @@ Exit codes, one rule for every kind of problem:
 def validate(
     file: Annotated[str | None, typer.Argument(
         metavar="FILE", help="Catalog YAML (default: the one in use).")] = None,
-    json_out: JsonOpt = False,
-) -> None:
+    json_out: JsonOpt = False) -> None:
     """Check a catalog file; print every problem (exit 1 if any, 2 if FILE cannot be opened)."""
     result = tokcost.validate_catalog(file)
     count = len(result.problems)
@@ -204,8 +195,8 @@ def validate(
         print_json(result.to_dict())
     elif count:
         for problem in result.problems:
-            _note(problem, markup=False)
-        _note(f"{result.file}: {count} problem{'s' if count > 1 else ''}", markup=False)
+            err.print(problem, markup=False)
+        err.print(f"{result.file}: {count} problem{'s' if count > 1 else ''}", markup=False)
     else:
         out.print(f"{result.file}: ok ({result.models} models, {result.gpus} GPUs)")
     if count:
@@ -238,8 +229,7 @@ def sync_prices(
     check: Annotated[bool, typer.Option(
         "--check", help="Exit 1 if any price differs from the database (for CI).")] = False,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Compare catalog prices with the genai-prices database (and optionally update)."""
     if check and write:
         raise UsageError("--check only reports the differences and --write writes them: "
@@ -253,12 +243,12 @@ def sync_prices(
         for diff in result.differences:
             out.print(diff.describe(), markup=False)
         if result.unmatched:
-            _note(f"not in the database: {', '.join(result.unmatched)}")
+            err.print(f"not in the database: {', '.join(result.unmatched)}")
         if result.current:
-            _note(f"{tally}: the catalog is current")
+            err.print(f"{tally}: the catalog is current")
         else:
-            _note(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
-                  "to update them: tokcost models sync-prices --write")
+            err.print(f"{tally}: {len(result.differences)} stale price(s) in {result.file}; "
+                      "to update them: tokcost models sync-prices --write")
     else:
         _report_sync(result, tally)
     if check and not result.current:
@@ -268,23 +258,21 @@ def sync_prices(
 def _report_sync(result: tokcost.PriceSync, tally: str) -> None:
     out.print(f"{tally}; {len(result.differences)} difference(s)")
     if result.differences:
-        rows = table()
-        for col in ("model", "field", "catalog", "genai-prices"):
-            rows.add_column(col)
+        rows = table("model", "field", "catalog", "genai-prices", text=4)
         for d in result.differences:
             rows.add_row(d.model, d.field, "" if d.catalog is None else str(d.catalog).lower(),
                          str(d.database).lower() if d.writable else "(add by hand)")
         out.print(rows)
     if result.unmatched:
-        _note(f"not in the database: {', '.join(result.unmatched)}", markup=False)
+        err.print(f"not in the database: {', '.join(result.unmatched)}", markup=False)
     if result.write:
-        _note(f"wrote {result.written} change(s) to {result.file}", markup=False)
+        err.print(f"wrote {result.written} change(s) to {result.file}", markup=False)
     elif result.differences:
-        _note("run with --write to apply them")
+        err.print("run with --write to apply them")
     if result.shipped and result.write and result.written:
-        _note("note: you updated the shipped catalog")
+        err.print("note: you updated the shipped catalog")
     if result.dated:
-        _note(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}")
+        err.print(f"as_of set on {len(result.dated)} model(s): {', '.join(result.dated)}")
 
 
 IMPORT_EPILOG = """
@@ -314,8 +302,7 @@ def import_model(
     output: Annotated[Path | None, typer.Option("--output", "-o", help=(
         "Write the YAML to this file (atomically) instead of stdout."))] = None,
     force: ForceOpt = False,
-    json_out: JsonOpt = False,
-) -> None:
+    json_out: JsonOpt = False) -> None:
     """Print a catalog entry (YAML) for a Hugging Face model: config.json + safetensors headers."""
     result = tokcost.import_model(tokcost.ImportModelRequest(
         source=source, model_id=model_id, output=output, force=force))
@@ -325,9 +312,9 @@ def import_model(
         sys.stdout.write(result.yaml)  # exactly the YAML: no rich markup or wrapping
         sys.stdout.flush()
     for note in result.notes:
-        _note(f"note: {note}", style="dim", markup=False)
+        err.print(f"note: {note}", style="dim", markup=False)
     if result.file is not None:
-        _note(f"wrote {result.file}", markup=False)
+        err.print(f"wrote {result.file}", markup=False)
 
 
 def _rate(usd_per_million: Decimal | str) -> str:  # $2.50/M, as every command shows a price

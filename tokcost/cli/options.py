@@ -10,35 +10,26 @@ import typer
 
 from tokcost.errors import UsageError
 
-CatalogOpt = Annotated[
-    str | None, typer.Option(
-        "--catalog", metavar="FILE",
-        help="Model catalog YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml).")]
-JsonOpt = Annotated[bool, typer.Option("--json",
-                                       help="Print JSON (its keys: docs/, the command's page).")]
-PlotForceOpt = Annotated[
-    bool, typer.Option("--force", help="Overwrite the --plot file if it exists.")]
-TokenizersOpt = Annotated[
-    list[str] | None, typer.Option(
-        "--tokenizer", "-t", metavar="SPEC",
-        help="Tokenizer spec (repeatable): o200k_base, cl100k_base, hf:PATH/tokenizer.json, "
-        "hf:ORG/REPO, sp:PATH.model, tekken:PATH.json, bpe:PATH, model:ID.")]
+CatalogOpt = Annotated[str | None, typer.Option("--catalog", metavar="FILE", help=(
+    "Model catalog YAML (default: $TOKCOST_CATALOG, else the shipped models.yaml)."))]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print JSON (its keys: docs/, the command's page).")]
+PlotForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Overwrite the --plot file if it exists.")]
+TokenizersOpt = Annotated[list[str] | None, typer.Option("--tokenizer", "-t", metavar="SPEC", help=(
+    "Tokenizer spec (repeatable): o200k_base, cl100k_base, hf:PATH/tokenizer.json, hf:ORG/REPO, "
+    "sp:PATH.model, tekken:PATH.json, bpe:PATH, model:ID."))]
 SchedulerOpt = Annotated[str | None, typer.Option(
-                             "--scheduler",
-                             help="Dask scheduler address (tcp://HOST:8786) for --engine dask.")]
+    "--scheduler", help="Dask scheduler address (tcp://HOST:8786) for --engine dask.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
-DaskTimeoutOpt = Annotated[
-    float | None, typer.Option(
-        "--timeout",
-        help="Seconds --engine dask waits for the scheduler, its workers and http(s) servers, and "
-        "for a worker when none is left mid-run, before it gives up (default 10).")]
-
+DaskTimeoutOpt = Annotated[float | None, typer.Option("--timeout", help=(
+    "Seconds --engine dask waits for the scheduler, its workers and http(s) servers, and for a "
+    "worker when none is left mid-run, before it gives up (default 10)."))]
 
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:  # each program says its name
         from tokcost import __version__
-
         label = "tokcount (tokcost)" if ctx.find_root().info_name == "tokcount" else "tokcost"
         typer.echo(f"{label} {__version__}")
         raise typer.Exit()
@@ -74,7 +65,6 @@ def count_parser(flag: str, *, signed: bool = True) -> Callable[[str | int], int
             message = exc.render(lambda _name, value: flag if value is None else f"{flag} {value}")
             raise CountError(message.replace(f"'{magnitude}'", typed, 1)) from None
         return -value if negative else value
-
     return count
 
 

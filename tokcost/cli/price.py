@@ -46,8 +46,7 @@ def price(
         "--batch-api", help="Apply the provider's batch API discount.")] = False,
     requests: Annotated[str, _count("Number of identical requests.")] = "1",
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None,
-) -> None:
+    catalog: CatalogOpt = None) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
     counts: dict[str, Any] = {  # as typed: the request reads them ("12k")
         "input_tokens": input_tokens, "output_tokens": output_tokens, "requests": requests,
@@ -73,11 +72,9 @@ def price(
     if b.requests > 1:
         out.print(f"per request: {approx}{format_usd(b.per_request)}")
     out.print(f"[bold]total: {approx}{format_usd(b.total)}[/bold]", markup=True)
-    # The notes (tier, discount, proxy, price date) go to stderr.
     for note in b.notes:
-        err.print(f"note: {note}", highlight=False, markup=False)
+        err.print(f"note: {note}", markup=False)
     if approx:
-        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)", highlight=False)
+        err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)")
     if b.as_of or b.source:
-        err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", highlight=False,
-                  markup=False)
+        err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", markup=False)
