@@ -206,9 +206,8 @@ class SglangPlan(Plan):
                       "swa_pool_tokens": pools[2] if pools and self.hybrid_swa else None,
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
             title=Sglang.title, header=Note(header),
-            advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if self.past_model_len(max_model_len) else
-                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
+            advice=self.advice(max_model_len,
+                               f"{arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 
 

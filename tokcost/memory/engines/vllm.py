@@ -309,10 +309,8 @@ class VllmPlan(Plan):
                 "logged_tokens": None if tokens is None else {
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
-            advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if self.past_model_len(max_model_len) else
-                        f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
-                        f"{arg('gpu_memory_utilization')}"))
+            advice=self.advice(max_model_len, f"{arg('max_model_len')} ({arg('contexts')}) or "
+                               f"raise {arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
 
 
