@@ -25,8 +25,7 @@ class IdealPlan(Plan):
         return self.layout.sequence_bytes(context, self.block_size)
 
     def max_concurrency(self, context: int) -> float | None:
-        """vLLM's ``num_blocks / ceil(context / block)`` where every layer caches every token,
-        else the budget over one request's bytes."""
+        """vLLM's ``num_blocks / ceil(context / block)`` if every layer caches every token."""
         if self.fit is not None and self.layout.uniform:
             return self.fit.num_blocks / math.ceil(context / self.block_size)
         return super().max_concurrency(context)

@@ -365,7 +365,6 @@ class Vllm(Engine):
 
 def plan_vllm(layout: KvLayout, *, available: int | None,
               max_num_batched_tokens: int | None = None, hybrid_manager: bool = True) -> VllmPlan:
-    """vLLM's KV cache config for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU,
-    on one stage with the default block and no GPU named."""
+    """vLLM's config for ``layout`` and ``available`` bytes (one stage, default block, no GPU)."""
     engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager)
     return engine.pool(Deployment(layout=layout), available)
