@@ -19,8 +19,8 @@ import yaml
 
 from tokcost.catalog import load_catalog
 from tokcost.catalog.schema import Architecture
-from tokcost.memory.engines import plan_sglang, plan_vllm
-from tokcost.memory.engines.vllm import VllmPlan
+from tokcost.memory.engines.sglang import plan_sglang
+from tokcost.memory.engines.vllm import VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
 
 GiB = 2**30

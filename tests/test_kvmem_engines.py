@@ -16,9 +16,8 @@ from tokcost.catalog import load_catalog
 from tokcost.catalog.schema import Architecture, Attention
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
-from tokcost.memory.engines import plan_sglang, plan_vllm
-from tokcost.memory.engines.sglang import default_mem_fraction_static
-from tokcost.memory.engines.vllm import default_max_num_batched_tokens
+from tokcost.memory.engines.sglang import default_mem_fraction_static, plan_sglang
+from tokcost.memory.engines.vllm import default_max_num_batched_tokens, plan_vllm
 from tokcost.memory.kv import kv_layout
 
 GiB = 2**30

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tokcost.errors import UsageError
-from tokcost.memory.report import StepSample
+from tokcost.memory.policies import StepSample
 from tokcost.memory.simulate import simulate
 from tokcost.memory.workload import Request, requests_from_distribution
 

@@ -14,9 +14,8 @@ from typer.testing import CliRunner
 
 from tokcost.cli.app import app
 from tokcost.errors import InputError, UsageError
-from tokcost.memory.policies import POLICIES, next_pow2
-from tokcost.memory.report import PolicyReport, StepSample
-from tokcost.memory.simulate import simulate
+from tokcost.memory.policies import POLICIES, StepSample, next_pow2
+from tokcost.memory.simulate import PolicyReport, simulate
 from tokcost.memory.workload import Request, load_requests, requests_from_distribution
 
 runner = CliRunner()

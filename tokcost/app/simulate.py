@@ -15,7 +15,7 @@ from tokcost.units import parse_count, parse_size
 
 if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource, ModelEntry
-    from tokcost.memory.report import PolicyReport
+    from tokcost.memory.simulate import PolicyReport
     from tokcost.memory.workload import Request
 
 __all__ = ["SimulationRequest", "simulate"]

@@ -54,8 +54,7 @@ class BlockAllocator:
             self._free.append(block)
 
     def copy_on_write(self, block: int) -> int:
-        """The block a holder of ``block`` may write: itself when held once, else a new one
-        (the caller copies the contents)."""
+        """The block a holder may write: itself if held once, else a new one (caller copies)."""
         if self._refs[block] < 2:
             return block
         fresh = self.allocate()

@@ -120,25 +120,18 @@ class Eviction:
     def limits(self, length: int) -> tuple[int, int, int]:
         """Tokens kept from the start, by score (H2O, SnapKV) and from the end, at ``length``."""
         recent = self._tokens(self.recent, length)
-        if self.kind == "window":
-            return 0, 0, recent
-        if self.kind == "streaming":
-            return self.sinks, 0, recent
-        if self.kind == "h2o":
-            if 0 < self.heavy < 1 and 0 < self.recent < 1:
-                # Round the sum once: rounded apart it could grow by two in a step (evicting one).
-                return 0, int((self.heavy + self.recent) * length) - recent, recent
-            return 0, self._tokens(self.heavy, length), recent
-        return 0, self._tokens(self.budget, length), recent
+        if self.kind == "h2o" and 0 < self.heavy < 1 and 0 < self.recent < 1:
+            # Round the sum once: rounded apart it could grow by two in a step (evicting one).
+            return 0, int((self.heavy + self.recent) * length) - recent, recent
+        scored = {"h2o": self.heavy, "snapkv": self.budget}.get(self.kind, 0)
+        return self.sinks if self.kind == "streaming" else 0, self._tokens(scored, length), recent
 
     def held(self, tokens: int, *, prompt: int | None = None) -> int:
         """Tokens one layer holds at ``tokens`` (SnapKV compresses the ``prompt`` once)."""
         if self.kind == "snapkv":
             p = tokens if prompt is None else min(prompt, tokens)
-            sinks, chosen, recent = self.limits(p)
-            return min(p, chosen + recent) + (tokens - p)
-        sinks, chosen, recent = self.limits(tokens)
-        return min(tokens, sinks + chosen + recent)
+            return min(p, sum(self.limits(p))) + (tokens - p)
+        return min(tokens, sum(self.limits(tokens)))
 
 
 _EVICT = re.compile(r"^(?P<kind>[a-z0-9]+)(?::(?P<a>[0-9.]+)(?:\+(?P<b>[0-9.]+))?)?$")

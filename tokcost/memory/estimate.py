@@ -262,16 +262,6 @@ class PolicyPlan(Plan):
                             head_dim=self.head_dim, full_bytes=self.full_bytes,
                             quant=self.quant, evict=self.evict, prompt=self.prompt)
 
-    def max_concurrency(self, context: int) -> float | None:
-        if self.fit is None:
-            return None
-        return self.fit.available_bytes / max(1, self.request_bytes(context))
-
-    def fits(self, context: int, batch: int) -> bool | None:
-        if self.fit is None:
-            return None
-        return batch * self.request_bytes(context) <= self.fit.available_bytes
-
     def largest_context(self, batch: int, limit: int) -> int | None:
         return super().largest_context(batch, limit) or None  # none at all: no answer
 

@@ -176,15 +176,6 @@ def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
     return tuple(range(end - size, end) for size, end in zip(sizes, ends, strict=True))
 
 
-def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
-    """vLLM's ``max(1, kv_heads // tp)``: kv heads split, or replicated past ``kv_heads``."""
-    _positive(tp, "tp")
-    if kv_heads % tp and tp % kv_heads:
-        raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be a "
-                         "multiple of it", param="tp")
-    return max(1, kv_heads // tp)
-
-
 def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: int = 1,
     group: int | None = None, state_dtype: str = "bf16", model: str = "?") -> KvLayout:
     dtype = kv_dtype(kv_dtype_name, group=group)
@@ -199,7 +190,10 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         token_bytes["mla"] = dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim)
     if any(k in ("full", "sliding") for k in kinds):
         kv_heads, head_dim = attention_shape(arch, model)
-        heads = kv_heads_per_gpu(kv_heads, tp)
+        if kv_heads % tp and tp % kv_heads:
+            raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be "
+                             "a multiple of it", param="tp")
+        heads = max(1, kv_heads // tp)  # vLLM: kv heads split, or replicated past kv_heads
         per_layer = 2 * heads * dtype.vector_bytes(head_dim)
         token_bytes.update({kind: per_layer for kind in ("full", "sliding") if kind in kinds})
     heads_q = arch.attention_heads  # vLLM shards them (vllm/config/model.py)

@@ -12,11 +12,10 @@ from typing import ClassVar
 
 from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import BlockAllocator, check_block_size
-from tokcost.memory.report import StepSample
 from tokcost.memory.workload import Request
 
 __all__ = ["POLICIES", "ContiguousPolicy", "MaxPolicy", "OraclePolicy", "PagedPolicy", "Policy",
-           "PolicyName", "Pow2Policy", "make_policy", "next_pow2", "policy_names"]
+           "PolicyName", "Pow2Policy", "StepSample", "make_policy", "next_pow2", "policy_names"]
 
 
 class PolicyName(str, Enum):
@@ -50,6 +49,18 @@ def policy_names(names: Iterable[PolicyName | str], *,
 
 def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class StepSample:
+    """Slots in each category at one step (for property tests and plots)."""
+
+    token_states: int
+    reserved: int
+    internal: int
+    external: int
+    free: int
+    live_sequences: int
 
 
 @dataclass(eq=False)

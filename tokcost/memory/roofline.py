@@ -123,8 +123,7 @@ def _keys(new: int, past: int, window: int | None) -> int:
 
 
 def attention_flops(arch: Architecture, *, new_tokens: int, past_tokens: int = 0) -> int:
-    """FLOPs of attention (scores and weighted sum, whole model) for ``new_tokens`` queries
-    after ``past_tokens`` cached ones."""
+    """Attention FLOPs (scores, weighted sum; whole model): ``new_tokens`` after ``past_tokens``."""
     att = arch.attention
     heads = arch.attention_heads or arch.kv_heads or 0
     total = 0
@@ -154,8 +153,7 @@ class Peaks:
 
 def gpu_peaks(gpu: Gpu | None, spec: RooflineSpec | None = None, *,
               weights_dtype: str) -> Peaks | None:
-    """The GPU's (or the ``spec``'s) bandwidth and peak FLOP/s for ``weights_dtype``; None
-    without a bandwidth."""
+    """The GPU's (or ``spec``'s) bandwidth, peak FLOP/s for ``weights_dtype``; None without one."""
     bandwidth, flops = (spec.bandwidth, spec.flops) if spec is not None else (None, None)
     bw = bandwidth or (gpu.bandwidth_bytes_per_s if gpu is not None else None)
     if bw is None:

@@ -51,7 +51,6 @@ def requests_from_distribution(distribution: str, requests: int, *, seed: int = 
         raise UsageError(f"{arg('rate')} must be > 0 and finite, got {rate}", param="rate")
     rng = random.Random(seed)
     kind, _, spec = distribution.partition(":")
-    out: list[tuple[int, int]] = []
     if kind in DISTRIBUTIONS and not spec:
         p_mean, o_mean = DISTRIBUTIONS[kind]
         out = [(max(1, round(rng.expovariate(1 / p_mean))),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokcost.memory.estimate import KvResult
-from tokcost.memory.report import PolicyReport
+from tokcost.memory.simulate import PolicyReport
 from tokcost.plotting import pyplot, save_figure
 
 if TYPE_CHECKING:

@@ -4,14 +4,14 @@ imported on first use; no other module compares an engine's name. Adding one: do
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tokcost.errors import UsageError, arg, suggest
 
 if TYPE_CHECKING:
     from tokcost.memory.engines.base import Engine
 
-__all__ = ["engine_class", "engine_classes", "engine_names", "plan_sglang", "plan_vllm"]
+__all__ = ["engine_class", "engine_classes", "engine_names"]
 
 # name -> "module:class", imported on first use (the registry of tiktoken's style).
 _PROFILES = (("vllm", "tokcost.memory.engines.vllm:Vllm"),
@@ -52,9 +52,3 @@ def engine_class(name: str) -> type[Engine]:
 def engine_classes() -> tuple[type[Engine], ...]:
     return tuple(engine_class(name) for name in _REGISTRY)
 
-
-def __getattr__(name: str) -> Any:
-    """``plan_vllm`` and ``plan_sglang`` (a plan from a layout and KV memory), imported lazily."""
-    if name in ("plan_vllm", "plan_sglang"):
-        return getattr(import_module(f"{__name__}.{name.removeprefix('plan_')}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

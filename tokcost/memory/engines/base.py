@@ -151,18 +151,23 @@ class Plan(ABC):
 
     block_size: int
     model_max_len: int | None = None  # the model's own context window
+    fit: GpuFit | None  # the budget the answers below divide (vLLM and SGLang override them)
 
     @abstractmethod
     def request_bytes(self, context: int) -> int:
         """Bytes the engine sets aside for one request of ``context`` tokens."""
 
-    @abstractmethod
     def max_concurrency(self, context: int) -> float | None:
         """Requests of ``context`` tokens served at once; None without a memory budget."""
+        if self.fit is None:
+            return None
+        return self.fit.available_bytes / max(1, self.request_bytes(context))
 
-    @abstractmethod
     def fits(self, context: int, batch: int) -> bool | None:
         """Whether ``batch`` such requests run at once (and the engine starts at all)."""
+        if self.fit is None:
+            return None
+        return batch * self.request_bytes(context) <= self.fit.available_bytes
 
     @abstractmethod
     def report(self, max_model_len: int) -> EngineReport: ...
@@ -170,6 +175,12 @@ class Plan(ABC):
     def past_model_len(self, max_model_len: int) -> bool:
         """Is ``max_model_len`` past the model's own (vLLM and SGLang refuse it at start-up)?"""
         return self.model_max_len is not None and max_model_len > self.model_max_len
+
+    def advice(self, max_model_len: int, knobs: str) -> Note:
+        """What to lower (or raise) when the engine refuses to start."""
+        if self.past_model_len(max_model_len):
+            return Note(f"lower {arg('contexts')} to the model's context window")
+        return Note(f"lower {knobs}")
 
     def engine_blocks(self, context: int) -> int | None:
         return None

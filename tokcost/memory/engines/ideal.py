@@ -25,18 +25,10 @@ class IdealPlan(Plan):
         return self.layout.sequence_bytes(context, self.block_size)
 
     def max_concurrency(self, context: int) -> float | None:
-        """vLLM's ``num_blocks / ceil(context / block)`` where every layer caches every token,
-        else the budget over one request's bytes."""
-        if self.fit is None:
-            return None
-        if self.layout.uniform:
+        """vLLM's ``num_blocks / ceil(context / block)`` if every layer caches every token."""
+        if self.fit is not None and self.layout.uniform:
             return self.fit.num_blocks / math.ceil(context / self.block_size)
-        return self.fit.available_bytes / self.request_bytes(context)
-
-    def fits(self, context: int, batch: int) -> bool | None:
-        if self.fit is None:
-            return None
-        return batch * self.request_bytes(context) <= self.fit.available_bytes
+        return super().max_concurrency(context)
 
     def report(self, max_model_len: int) -> EngineReport:
         lay, fit, block, counts = self.layout, self.fit, self.block_size, self.layout.counts

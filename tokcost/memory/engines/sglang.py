@@ -167,14 +167,10 @@ class SglangPlan(Plan):
 
     def report(self, max_model_len: int) -> EngineReport:
         pools = self._pools()
-        groups = []
-        if self.stage.full:
-            groups.append(EngineGroup("mla" if self.mla else "full", self.stage.full,
-                                      self.stage.full, self.block_size,
-                                      self.block_size * self.full_bytes))
-        if self.stage.swa:
-            groups.append(EngineGroup("swa", self.stage.swa, self.stage.swa, self.block_size,
-                                      self.block_size * self.swa_bytes, self.window))
+        kinds = (("mla" if self.mla else "full", self.stage.full, self.full_bytes, None),
+                 ("swa", self.stage.swa, self.swa_bytes, self.window))
+        groups = [EngineGroup(kind, n, n, self.block_size, self.block_size * per_token, window)
+                  for kind, n, per_token, window in kinds if n]
         refusal = None
         if self.past_model_len(max_model_len):
             # SGLang's words (configs/model_config.py), raised before any memory is sized.
@@ -205,10 +201,8 @@ class SglangPlan(Plan):
                       "full_pool_tokens": None if pools is None else pools[1],
                       "swa_pool_tokens": pools[2] if pools and self.hybrid_swa else None,
                       "max_mamba_cache_size": pools[3] if pools and self.stage.linear else None},
-            title=Sglang.title, header=Note(header),
-            advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if self.past_model_len(max_model_len) else
-                        f"lower {arg('contexts')} or raise {arg('mem_fraction_static')}"))
+            title=Sglang.title, header=Note(header), advice=self.advice(max_model_len,
+                               f"{arg('contexts')} or raise {arg('mem_fraction_static')}"))
         return replace(report, details=self._details(report))
 
 

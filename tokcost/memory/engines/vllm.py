@@ -309,10 +309,8 @@ class VllmPlan(Plan):
                 "logged_tokens": None if tokens is None else {
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
             title=Vllm.title, header=Note(header),
-            advice=Note(f"lower {arg('contexts')} to the model's context window"
-                        if self.past_model_len(max_model_len) else
-                        f"lower {arg('max_model_len')} ({arg('contexts')}) or raise "
-                        f"{arg('gpu_memory_utilization')}"))
+            advice=self.advice(max_model_len, f"{arg('max_model_len')} ({arg('contexts')}) or "
+                               f"raise {arg('gpu_memory_utilization')}"))
         return replace(report, details=self._details(report))
 
 
@@ -367,7 +365,6 @@ class Vllm(Engine):
 
 def plan_vllm(layout: KvLayout, *, available: int | None,
               max_num_batched_tokens: int | None = None, hybrid_manager: bool = True) -> VllmPlan:
-    """vLLM's KV cache config for ``layout`` (per-GPU sizes) and ``available`` bytes per GPU,
-    on one stage with the default block and no GPU named."""
+    """vLLM's config for ``layout`` and ``available`` bytes (one stage, default block, no GPU)."""
     engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager)
     return engine.pool(Deployment(layout=layout), available)
