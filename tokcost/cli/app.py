@@ -129,8 +129,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("tokcost.cli.compare", "Token inflation across languages, scripts, code and data."),
     "price": ("tokcost.cli.price", "Price a request from token counts or files."),
     "kvmem": ("tokcost.cli.kvmem", "KV-cache memory: estimate per engine and GPU, simulate paging, "
-              "measure cache policies."),
-    "models": ("tokcost.cli.models",
+              "measure cache policies."), "models": ("tokcost.cli.models",
                "The model catalog: list, show, validate, sync prices, import a model."),
     "check": ("tokcost.cli.check", "Fail the build when prompts outgrow token or cost budgets."),
     "bpe": ("tokcost.cli.bpe", "Train, use, inspect and export tokcost's own byte-level BPE."),

@@ -65,8 +65,7 @@ def _print_tables(result: Any, chart: bool) -> None:
         if chart and len(bars.rows) <= _CHART_ROWS:
             _print_chart(bars)
         elif chart:
-            err.print(f"no terminal chart for {len(bars.rows)} texts; --plot FILE draws them "
-                      "all")
+            err.print(f"no terminal chart for {len(bars.rows)} texts; --plot FILE draws them all")
 
 
 def _print_chart(chart: Any) -> None:

@@ -174,8 +174,7 @@ def _render(r: Any, ctx: typer.Context) -> None:
             out.print(line, markup=False)
         if e.refusal is not None and e.advice is not None:
             advice = e.advice.render(_engine_words(ctx))
-            out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ",
-                      end="", markup=True)
+            out.print(f"[red]{e.title} refuses to start[/red] ({advice}): ", end="", markup=True)
             out.print(e.refusal, markup=False)
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""

@@ -275,8 +275,7 @@ class _Ignores:
 
 
 def _walk_dir(root: Path, globbed: tuple[pathspec.GitIgnoreSpec | None, ...], gitignore: bool,
-              skipped: list[Skipped], seen: Seen | None, left_out: LeftOut,
-              follow: bool) -> Iterator[Source]:
+    skipped: list[Skipped], seen: Seen | None, left_out: LeftOut, follow: bool) -> Iterator[Source]:
     inc, exc = globbed
     ignores = _Ignores(root, gitignore)
     entered: set[tuple[int, int]] = set()  # with follow: the folders walked, against link loops
