@@ -202,7 +202,7 @@ def test_help_paragraphs_fill_the_terminal_width() -> None:
     # typer keeps a docstring's line breaks; tokcost joins a paragraph's lines, so a
     # narrow terminal does not break "as du" / "counts it" where the source did.
     wide = runner.invoke(app, ["count", "--help"], env={"COLUMNS": "200"}).output
-    assert "counted once, as du counts it; a FIFO, socket or device" in wide
+    assert "counted once, as du counts it; a symlink, FIFO, socket or" in wide
     narrow = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "80"}).output
     lines = [line.strip() for line in narrow.splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith("For every text"))

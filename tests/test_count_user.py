@@ -79,7 +79,7 @@ def test_a_walk_skips_fifos_sockets_and_devices_with_the_reason(specials: Path) 
     assert {Path(s.path).name: s.reason for s in skipped} == {
         "pipe": FIFO_REASON,
         "s.sock": "a socket, not a regular file",
-        "null": "a symlink, not followed: name it directly or pass --follow",
+        "null": "a symlink, not followed: name it directly to read it",
     }
     followed: list[Skipped] = []
     assert [s.path for s in walk([str(specials)], skipped=followed, follow=True)] == found

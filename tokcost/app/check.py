@@ -181,8 +181,8 @@ def check(request: CheckRequest) -> CheckResult:
     trees = [None if growth.base is None else open_tree(c.root, growth.base) for c in configs]
     if growth.update_baseline:  # before counting, not after
         for c in configs:
-            if not growth.force:
-                check_target(growth.baseline or c.baseline, c.root)
+            if not growth.force:  # a --baseline given here may lie anywhere
+                check_target(growth.baseline or c.baseline, None if growth.baseline else c.root)
             ensure_writable(growth.baseline or c.baseline, create_folder=True)
     results = tuple(_check_one(c, tree, request) for c, tree in zip(configs, trees, strict=True))
     return CheckResult(results, several=request.several)

@@ -108,15 +108,15 @@ def read_baseline(path: Path) -> Baseline | None:
     return Baseline(budgets)
 
 
-def check_target(path: Path, root: Path) -> None:
-    """Refuse a baseline outside the repository of its config (``root``'s work tree) or over a
-    file that is not a baseline: a pull request's config may name any path."""
-    top = (work_tree_root(root) or root).resolve()
-    if not path.resolve().is_relative_to(top):
+def check_target(path: Path, root: Path | None) -> None:
+    """Refuse to write a baseline over a file that is not one, or (a config's ``baseline:``
+    key, ``root`` its folder) outside the config's repository: a pull request may name any path."""
+    top = None if root is None else (work_tree_root(root) or root).resolve()
+    if top is not None and not path.resolve().is_relative_to(top):
         raise BaselineError(f"baseline '{path}' is outside the repository {top}; name a file in "
                             f"it, or pass {arg('force')} to write there", param="force")
     try:
-        read_baseline(path)
+        read_baseline(path) if path.is_file() else None
     except BaselineError:
         raise BaselineError(f"'{path}' is not a tokcost baseline: not replaced; name another file, "
                             f"or pass {arg('force')}", param="force") from None

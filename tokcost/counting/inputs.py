@@ -118,6 +118,22 @@ class LateBinary(InputError):
     """A NUL byte past the sniffed head: the stream stops there (its count is dropped)."""
 
 
+@dataclass
+class TextOnly:
+    """A byte source that raises LateBinary at its first NUL byte, so a file that turns
+    binary past its sniffed head (text, then gigabytes of zeros) is not read whole."""
+
+    source: ByteSource
+    offset: int = 0
+
+    def read(self, n: int = -1, /) -> bytes:
+        block = self.source.read(n)
+        if (binary := sniff_binary(block, self.offset)) is not None:
+            raise LateBinary(binary)
+        self.offset += len(block)
+        return block
+
+
 @dataclass(frozen=True)
 class Skipped:
     """An input left out, and why (``binary (NUL byte at offset 6)``)."""

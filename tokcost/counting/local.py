@@ -19,6 +19,7 @@ from tokcost.counting.inputs import (
     Inputs,
     LateBinary,
     Skipped,
+    TextOnly,
     decode_utf8,
     input_warnings,
     refuse_urls,
@@ -257,7 +258,7 @@ class _Reading:
 
     def _stream(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
         counted = FileCount(source.display, tokens=dict.fromkeys(self.reader.tokenizers, 0))
-        stream = self.reader.stream(self.meter.wrap(handle))
+        stream = self.reader.stream(TextOnly(self.meter.wrap(handle)))
         try:
             for spec, text in self.reader.texts(stream, name=source.display):
                 yield counted, spec, text

@@ -18,10 +18,8 @@ from tokcost.counting.inputs import (
     STDIN,
     STDIN_NAME,
     ByteSource,
-    LateBinary,
     Skipped,
     Utf8Decoder,
-    sniff_binary,
     sniff_source,
     stdin_source,
 )
@@ -48,8 +46,6 @@ class LineBlocks:
         carry = b""
         while True:
             block = self.source.read(self.block_bytes)
-            if (binary := sniff_binary(block, self.bytes)) is not None:
-                raise LateBinary(binary)
             self.bytes += len(block)
             data = carry + block
             cut = data.rfind(b"\n") + 1 if block else len(data)
@@ -83,8 +79,6 @@ class TextStream:
         judged = 1  # pending[1:judged] holds no cut point
         while True:
             block = self.source.read(self.block_bytes)
-            if (binary := sniff_binary(block, self.bytes)) is not None:
-                raise LateBinary(binary)
             self.bytes += len(block)
             text = decoder.decode(block, final=not block)
             self.chars += len(text)

@@ -342,7 +342,7 @@ def _regular(file: str, seen: Seen | None, skipped: list[Skipped],
         skipped.append(Skipped(file, reason))
         return
     if stat.S_ISLNK(st.st_mode):  # it may lead anywhere: /etc/passwd, /dev/zero
-        skipped.append(Skipped(file, "a symlink, not followed: name it directly or pass --follow"))
+        skipped.append(Skipped(file, "a symlink, not followed: name it directly to read it"))
     elif not stat.S_ISREG(st.st_mode):
         if not stat.S_ISDIR(st.st_mode):  # a folder here appeared after listing
             skipped.append(Skipped(file, special_file_reason(st.st_mode)))
