@@ -9,6 +9,7 @@ import inspect
 import itertools
 import os
 import sys
+import warnings
 from typing import Any
 
 import typer
@@ -22,8 +23,9 @@ from tokcost.cli.base import (
     report,
     usage_line,
 )
-from tokcost.cli.console import err
+from tokcost.cli.console import err, warn
 from tokcost.cli.options import VersionOpt
+from tokcost.errors import TokcostWarning
 
 
 class TokcostGroup(Group):
@@ -50,11 +52,20 @@ class TokcostGroup(Group):
         return None
 
 
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """The library's TokcostWarning as one ``warning:`` line, others as Python shows them."""
+    if issubclass(category, TokcostWarning):
+        warn(str(message))
+    else:
+        warnings._showwarning_orig(message, category, *args, **kwargs)  # type: ignore[attr-defined]
+
+
 def run_command(main: Any, args: Any, *, prog_name: str) -> None:
     """Run a click ``main``: a usage error is one ``error:`` line (Click's standalone mode
     prints a block), and ``| head`` ends the process by SIGPIPE as it ends ``cat``."""
     argv = list(sys.argv[1:] if args is None else args)
     guard_stdout()
+    warnings.showwarning = _show_warning
     try:
         result = main(args=argv, prog_name=prog_name, standalone_mode=False)
     except typer.TyperException as exc:  # typer's vendored click.ClickException family
