@@ -69,19 +69,7 @@ def _landing(path: Path) -> Path:
 
 def ensure_writable(path: str | Path, *, create_folder: bool = False) -> None:
     """Raise now, before any work, unless a temp file can be written beside ``path`` (``os.access``
-    is wrong for root and read-only mounts); ``create_folder``: try the nearest existing parent.
-
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> ensure_writable(folder / "out.txt")
-    >>> list(folder.iterdir())
-    []
-    >>> ensure_writable(folder / "new" / "out.txt", create_folder=True)
-    >>> try:
-    ...     ensure_writable(folder / "no" / "out.txt")
-    ... except InputError as exc:
-    ...     print(str(exc).replace(str(folder), "F"))
-    cannot write F/no/out.txt: folder F/no does not exist; create it first
-    """
+    is wrong for root and read-only mounts); ``create_folder``: try the nearest existing parent."""
     path = _landing(Path(path))
     folder = path.parent
     if not folder.exists():
@@ -186,22 +174,7 @@ def _commit(targets: Sequence[Path], temps: Sequence[Path]) -> None:
 def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
     """Yield one temporary path per target; when the block ends every target is replaced
     by its temporary file, or (on any error or Ctrl-C) none is: a rename that fails puts
-    the targets already replaced back, so files that belong together are never half new.
-
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> with atomic_set([folder / "a.txt", folder / "b.txt"]) as (a, b):
-    ...     _ = a.write_text("A")
-    ...     _ = b.write_text("B")
-    >>> sorted(p.name for p in folder.iterdir())
-    ['a.txt', 'b.txt']
-    >>> with atomic_set([folder / "a.txt", folder / "c.txt"]) as (a, c):
-    ...     _ = a.write_text("new A")
-    ...     raise RuntimeError("stopped before c.txt was written")
-    Traceback (most recent call last):
-    RuntimeError: stopped before c.txt was written
-    >>> sorted(p.name for p in folder.iterdir()), (folder / "a.txt").read_text()
-    (['a.txt', 'b.txt'], 'A')
-    """
+    the targets already replaced back, so files that belong together are never half new."""
     targets = [_landing(Path(p)) for p in paths]
     if len({os.path.abspath(p) for p in targets}) != len(targets):
         raise ValueError(f"atomic_set: a path is given twice in {[str(p) for p in targets]}")
@@ -232,14 +205,7 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it becomes ``path``.
-
-    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
-    >>> with atomic_path(target) as tmp:
-    ...     _ = tmp.write_text("done")
-    >>> target.read_text()
-    'done'
-    """
+    """Yield a temporary path beside ``path``; on success it becomes ``path``."""
     with atomic_set([path]) as (tmp,):
         yield tmp
 

@@ -1,13 +1,6 @@
 """Typed errors, each message saying what went wrong and what to do next (docs/api.md); the CLI
 turns them into one line on stderr in one place (``tokcost.cli.base``). Messages name
-parameters through ``arg`` placeholders (``{tp=3}``), which the CLI renders as flags.
-
->>> e = UsageError(f"{arg('tp', 3)} does not divide kv_heads=8", param="tp", value=3)
->>> (e.param, e.exit_code, str(e))
-('tp', 2, 'tp=3 does not divide kv_heads=8')
->>> e.render(lambda name, value: f"--{name} {value}" if value else f"--{name}")
-'--tp 3 does not divide kv_heads=8'
-"""
+parameters through ``arg`` placeholders (``{tp=3}``), which the CLI renders as flags."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
 """Frozen requests made of frozen parts; ``Request.of(**options)`` gives each flat option to the
 request's field of that name, else to every part with one (``seed``), else to the part naming
-a ``rest`` field (an engine's own options); a name nothing takes is a UsageError.
-
->>> from dataclasses import dataclass, field
->>> @dataclass(frozen=True)
-... class Where:
-...     jobs: int = 1
->>> @dataclass(frozen=True)
-... class Job(Parts):
-...     name: str = ""
-...     where: Where = field(default_factory=Where)
->>> Job.of(name="x", jobs=4)
-Job(name='x', where=Where(jobs=4))
-"""
+a ``rest`` field (an engine's own options); a name nothing takes is a UsageError."""
 
 from __future__ import annotations
 

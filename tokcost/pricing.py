@@ -74,12 +74,7 @@ def require_price(entry: ModelEntry, *, batch: bool = False) -> Pricing:
 def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
                    reasoning_tokens: int = 0, exact: bool = True) -> tuple[str, ...]:
     """What one request asks beyond the model's context window or maximum output tokens
-    (``exact`` False: a proxy counted the prompt).
-
-    >>> gpt4 = ModelEntry(id="gpt-4", context_window=8192, max_output_tokens=8192)
-    >>> limit_warnings(gpt4, input_tokens=100_000)[0].split(":")[0]
-    "the prompt (100,000 tokens) exceeds gpt-4's context window of 8,192 tokens"
-    """
+    (``exact`` False: a proxy counted the prompt)."""
     found: list[str] = []
     window = entry.context_window
     if window is not None and input_tokens > window:
@@ -108,13 +103,7 @@ def limit_warnings(entry: ModelEntry, *, input_tokens: int, output_tokens: int =
 def estimate_cost(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 0,
     cached_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
     batch: bool = False, requests: int = 1) -> CostBreakdown:
-    """The cost of ``requests`` identical requests of the given token counts.
-
-    >>> rates = Pricing(input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal(10))
-    >>> entry = ModelEntry(id="gpt-4o-like", pricing=rates)
-    >>> estimate_cost(entry, input_tokens=1000, cached_tokens=400, output_tokens=200).total
-    Decimal('0.0040')
-    """
+    """The cost of ``requests`` identical requests of the given token counts."""
     pricing = require_price(entry, batch=batch)
     counts = {"input_tokens": input_tokens, "output_tokens": output_tokens,
               "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,

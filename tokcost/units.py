@@ -112,13 +112,7 @@ def _too_large(param: str, text: object, maximum: int | Decimal, unit: str, why:
 
 def parse_count(text: str | int | float | Decimal, *, param: str = "count", minimum: int = 0,
     maximum: int = MAX_COUNT) -> int:
-    """A whole number in ``[minimum, maximum]`` such as ``128000``, ``128k``, ``8Ki``, ``8.03B``.
-
-    >>> parse_count("128k"), parse_count("8Ki"), parse_count("8.03B"), parse_count("1e6")
-    (128000, 8192, 8030000000, 1000000)
-    >>> parse_count("8_000"), parse_count("1.5M"), parse_count(1000)
-    (8000, 1500000, 1000)
-    """
+    """A whole number in ``[minimum, maximum]`` such as ``128000``, ``128k``, ``8Ki``, ``8.03B``."""
     parts = _split(text, param, "a count such as 8000 or 8k")
     if parts is None:
         raise UsageError(
@@ -161,13 +155,7 @@ def _below(param: str, minimum: int, text: object) -> str:
 
 def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_zero: bool = False,
     maximum: int = MAX_SIZE) -> int:
-    """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB`` (rounded down).
-
-    >>> parse_size("80GB"), parse_size("1GiB"), parse_size("2 KiB"), parse_size(2**30)
-    (80000000000, 1073741824, 2048, 1073741824)
-    >>> parse_size("7240417280B"), parse_size("512 B")
-    (7240417280, 512)
-    """
+    """Bytes in a size such as ``80GB``, ``80 GiB``, ``1.5e9`` or ``512MiB`` (rounded down)."""
     example = "80GB (10^9 bytes) or 80GiB (2^30 bytes)"
     parts = _split(text, param, f"a size such as {example}")
     if parts is None:
@@ -335,15 +323,7 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
 
 def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:
     """Money for people (``--json`` keeps exact strings): to the cent from $1 up; under $1
-    three significant digits, never $0.00, exact amounts without padding zeros; halves up.
-
-    >>> format_usd(Decimal("1234.5")), format_usd(Decimal("0.465")), format_usd(0.3)
-    ('$1,234.50', '$0.465', '$0.30')
-    >>> format_usd(Decimal("0.00026265")), format_usd(Decimal("0.0066025")), format_usd(0)
-    ('$0.000263', '$0.00660', '$0.00')
-    >>> format_usd(Decimal("0.075"), per_million=True)
-    '$0.075/M'
-    """
+    three significant digits, never $0.00, exact amounts without padding zeros; halves up."""
     value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
     if not value.is_finite():
         raise ValueError(f"not an amount of money: {amount!r}")
@@ -372,13 +352,7 @@ def _round(value: Decimal, places: int) -> Decimal:
 
 def format_percent(value: float, *, sign: bool = False) -> str:
     """A percentage for people: one decimal from 0.1% up, two significant digits under it
-    (a value that is not zero never reads as zero); ``sign``: a growth.
-
-    >>> format_percent(7.94), format_percent(0.0469), format_percent(0.0004)
-    ('7.9%', '0.047%', '0.00040%')
-    >>> format_percent(0.0996), format_percent(70.588, sign=True), format_percent(-0.004, sign=True)
-    ('0.10%', '+70.6%', '-0.0040%')
-    """
+    (a value that is not zero never reads as zero); ``sign``: a growth."""
     lead = ("+" if value >= 0 else "-") if sign else ("-" if value < 0 else "")
     magnitude = abs(value)
     if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:

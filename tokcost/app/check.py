@@ -1,10 +1,5 @@
 """Use case ``check``: count every budget's files, record the baseline if asked, judge
-growth against the baseline file or a git ref, and render the reports.
-
->>> adhoc = AdhocBudget(paths="prompts/**/*.md", limits={"max_tokens_per_file": "10k"})
->>> adhoc.budget_config.budgets[0].max_tokens_per_file
-10000
-"""
+growth against the baseline file or a git ref, and render the reports."""
 
 from __future__ import annotations
 

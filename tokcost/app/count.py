@@ -141,14 +141,7 @@ class CountRequest(Parts):
 
 
 def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) -> CountResult:
-    """Count as ``request`` asks (``progress``: see ``tokcost.counting.count_paths``).
-
-    >>> import io, tokcost
-    >>> r = tokcost.count(tokcost.CountRequest.of(paths="-", stdin=io.BytesIO(b"hello world"),
-    ...                                           tokenizers="cl100k_base"))
-    >>> r.total_tokens(), r.to_dict()["total"]["tokens"]
-    (2, {'cl100k_base': 2})
-    """
+    """Count as ``request`` asks (``progress``: see ``tokcost.counting.count_paths``)."""
     if not isinstance(request, CountRequest):
         request = CountRequest(inputs=_inputs(request))
     choices = request.tokenizers.columns()
@@ -294,14 +287,7 @@ class TokenizeRequest(Parts):
 
 
 def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
-    """The tokens of every file under the request's paths, walked as ``count`` walks them.
-
-    >>> import io, tokcost
-    >>> stdin = io.BytesIO(b"hello world")
-    >>> r = tokcost.tokenize(tokcost.TokenizeRequest.of(paths="-", stdin=stdin, max_tokens=1))
-    >>> r.files[0].text, r.files[0].input_tokens, r.to_dict()["files"][0]["truncated"]
-    ('hello', 2, True)
-    """
+    """The tokens of every file under the request's paths, walked as ``count`` walks them."""
     if not isinstance(request, TokenizeRequest):
         request = TokenizeRequest(inputs=_inputs(request))
     choice = request.tokenizers.columns()[0]

@@ -1,10 +1,5 @@
 """The generate use case: continue a prompt with the numpy reference transformer and set
-what its real KV cache holds beside what ``kvmem estimate`` predicts.
-
->>> r = generate(GenerateRequest.of(prompt="The baker", max_new_tokens=2))
->>> r.cache, len(r.samples[0].token_ids), r.kv_cache.matches
-(<CacheMode.PAGED: 'paged'>, 2, True)
-"""
+what its real KV cache holds beside what ``kvmem estimate`` predicts."""
 
 from __future__ import annotations
 
@@ -44,12 +39,7 @@ class GenerationStart:
 class GenerateRequest(PromptRequest):
     """Continue ``prompt`` with the ``source`` model; ``explain`` keeps every step, ``chat``
     sends the prompt through the checkpoint's chat template, and the sampling seed seeds
-    random weights too. ``on_start`` and ``on_step`` let a caller watch.
-
-    >>> r = GenerateRequest.of(prompt="Hi", temperature="0.8", max_new_tokens="1k")
-    >>> r.sampling.max_new_tokens, r.sampling.temperature
-    (1000, 0.8)
-    """
+    random weights too. ``on_start`` and ``on_step`` let a caller watch."""
 
     kv: CacheSpec = field(default_factory=CacheSpec)
     sampling: SamplingParams = field(default_factory=SamplingParams)

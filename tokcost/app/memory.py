@@ -11,13 +11,7 @@ __all__ = ["KvRequest", "estimate_memory"]
 
 
 def estimate_memory(request: KvRequest) -> KvResult:
-    """Size the KV cache of the request's model at each context, per GPU (and plot it).
-
-    >>> r = estimate_memory(KvRequest.of(model="llama-3.1-8b", contexts=[8192],
-    ...                                  kv_memory="10GiB"))
-    >>> r.bytes_per_token, r.fit.num_blocks
-    (131072, 5120)
-    """
+    """Size the KV cache of the request's model at each context, per GPU (and plot it)."""
     from tokcost import memory
     from tokcost.app.models import resolve_model
     from tokcost.plotting import check_plot_path

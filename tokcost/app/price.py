@@ -1,10 +1,4 @@
-"""``tokcost price``: what a request (or many identical ones) costs on a catalog model.
-
->>> import tokcost
->>> request = tokcost.PriceRequest(model="gpt-4o", input_tokens="1k", output_tokens=200)
->>> tokcost.price(request).breakdown.lines[0].tokens
-1000
-"""
+"""``tokcost price``: what a request (or many identical ones) costs on a catalog model."""
 
 from __future__ import annotations
 

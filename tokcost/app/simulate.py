@@ -135,13 +135,7 @@ def _memory(request: SimulationRequest) -> SimulationResult:
 
 
 def simulate(request: SimulationRequest) -> SimulationResult:
-    """Where KV memory goes under each policy (PagedAttention's Figure 2) on your workload.
-
-    >>> r = simulate(SimulationRequest.of(slots=600, distribution="fixed:40,20", requests=10,
-    ...                                   policies="paged"))
-    >>> r.policies[0].label, r.policies[0].completed
-    ('paged/16', 10)
-    """
+    """Where KV memory goes under each policy (PagedAttention's Figure 2) on your workload."""
     from tokcost.memory import simulate as sim
     from tokcost.memory.workload import clip_requests
     from tokcost.plotting import check_plot_path

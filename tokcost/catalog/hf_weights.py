@@ -42,15 +42,7 @@ class WeightsSummary:
 
 def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str | None,
               quantization: Mapping[str, Any] | None = None) -> WeightsSummary:
-    """What the engine loads of ``tensors`` (the config's ``torch_dtype`` and quantization).
-
-    >>> t = [TensorMeta("model.layers.0.mlp.experts.0.w1.weight", "BF16", (4, 8), 64),
-    ...      TensorMeta("model.layers.0.self_attn.q_proj.weight", "BF16", (8, 8), 128),
-    ...      TensorMeta("model.layers.1.eh_proj.weight", "BF16", (8, 8), 128)]
-    >>> s = summarize(t, layers=1, config_dtype="bfloat16")
-    >>> (s.bytes, s.params, s.expert_bytes, s.skipped_tensors)
-    (192, 96, 64, 1)
-    """
+    """What the engine loads of ``tensors`` (the config's ``torch_dtype`` and quantization)."""
     bits = quant_bits(quantization)[0] if quantization else None
     int32_bits = bits if isinstance(bits, int) and bits in (2, 3, 4, 8) else None
     nibbles = bool(quantization and quantization.get("quant_method") == "bitsandbytes"

@@ -1,11 +1,5 @@
 """Rules across a catalog's entries (a name claimed twice, a tokenizer naming a model), asked
-by both file checks and ``Catalog.build``, so they never disagree.
-
->>> a = Entry("gpt-x", aliases=(("x", ("aliases", 0)),))
->>> [c.message for c in name_clashes([a, Entry("X"), Entry("gpt-X")])]
-["duplicate model id 'gpt-X' ('gpt-x'; case is ignored); ids must be unique", \
-"alias 'x' is already the id of 'X'"]
-"""
+by both file checks and ``Catalog.build``, so they never disagree."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """pydantic (~0.1 s to import: only here) for tokcost's YAML files: values read as people write
-them (``128k``) with the JSON Schema of their text, errors as ``(location, message)`` issues.
-
->>> from tokcost.catalog.document import Pricing
->>> [i.message for i in check(Pricing, {"input": "cheap", "output": 1})[1]]
-["expected a number >= 0 (USD per million tokens), got 'cheap'"]
-"""
+them (``128k``) with the JSON Schema of their text, errors as ``(location, message)`` issues."""
 
 from __future__ import annotations
 

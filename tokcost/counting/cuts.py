@@ -242,12 +242,7 @@ def find_boundary(text: str, start: int = 0, *, punct: bool = True, specials: Sp
 ) -> int:
     """The last index ``i > start`` where ``text`` may be cut, or -1: before a space between
     two letters or two digits, or before punctuation after a letter or digit (no gpt2,
-    cl100k, o200k or Tekken piece spans one); ``punct=False``: the space rule only.
-
-    >>> text = "one two"
-    >>> text[:find_boundary(text)], text[find_boundary(text):]
-    ('one', ' two')
-    """
+    cl100k, o200k or Tekken piece spans one); ``punct=False``: the space rule only."""
     return CutRule(punct, specials).last(text, start + 1, len(text))
 
 

@@ -298,13 +298,7 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
 
 
 def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:
-    """``load_input``, a skipped input raising InputError.
-
-    >>> import io
-    >>> got = read_input("-", stdin=io.BytesIO(b"hi \\xff"))
-    >>> got.name, got.text == "hi \\ufffd", got.invalid_bytes, got.warnings
-    ('<stdin>', True, 1, ('<stdin>: 1 byte of invalid UTF-8 replaced with U+FFFD',))
-    """
+    """``load_input``, a skipped input raising InputError."""
     read = load_input(path, stdin=stdin)
     if isinstance(read, Skipped):
         raise InputError(f"{read.note}; give a text file")

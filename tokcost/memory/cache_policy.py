@@ -28,11 +28,7 @@ __all__ = ["EVICT_KINDS", "QUANT_FORMATS", "CachePolicy", "Eviction", "KvQuant",
 class KvQuant:
     """fp8 (e4m3, one scale per tensor) or int8/int4 with an fp16 scale and zero point per
     group: keys per channel over ``group`` tokens, values per token over ``group`` channels,
-    the last ``residual`` tokens in full precision (KIVI).
-
-    >>> KvQuant("int4").layer_bytes(1000, kv_heads=2, head_dim=32, full_bytes=4)
-    149248
-    """
+    the last ``residual`` tokens in full precision (KIVI)."""
 
     format: QuantFormat
     group: int = 64

@@ -217,13 +217,7 @@ def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtype = "bf16", *,
 
 def kv_cache_bytes(arch: Architecture, tokens: int, kv_dtype: str | KvDtype = "bf16", *,
     block_size: int | None = None, tp: int = 1, batch: int = 1, group: int | None = None) -> int:
-    """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU).
-
-    >>> from tokcost.catalog import load_catalog
-    >>> arch = load_catalog().resolve("opt-13b").architecture
-    >>> kv_cache_bytes(arch, 2048, "fp16")  # PagedAttention §3: ~1.6 GB
-    1677721600
-    """
+    """Bytes the cache holds for ``batch`` sequences of ``tokens`` (per GPU)."""
     _positive(tokens, "tokens")
     _positive(batch, "batch")
     if block_size is not None:

@@ -11,12 +11,7 @@ _NAME = re.compile(r"\{([A-Za-z_]\w*)(?:=[^{}]*)?\}")
 
 class Note(str):
     """A text whose placeholders (``tokcost.errors.arg``) name parameters: spelled as the API
-    does, or by ``render(words)`` as a caller does (the CLI: its flags).
-
-    >>> note = Note("set {reserve=SIZE}")
-    >>> note, note.render(lambda name, value: f"--{name} {value}")
-    ('set reserve=SIZE', 'set --reserve SIZE')
-    """
+    does, or by ``render(words)`` as a caller does (the CLI: its flags)."""
 
     template: str
 

@@ -1,11 +1,6 @@
 """What ``kvmem estimate`` is asked: one frozen ``KvRequest`` of small frozen parts, each
 checking its fields (an error's ``param`` is the field's, and the CLI parameter's, name);
-counts and sizes may be text. ``KvRequest.of`` takes flat field names.
-
->>> r = KvRequest.of(model="llama-3.1-8b", contexts="1k,8k", gpu_memory="80GiB")
->>> r.contexts, r.budget.gpu_memory, r.engine_spec.profile.name
-((1000, 8000), 85899345920, 'vllm')
-"""
+counts and sizes may be text. ``KvRequest.of`` takes flat field names."""
 
 from __future__ import annotations
 

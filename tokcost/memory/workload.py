@@ -87,12 +87,7 @@ def _ints(parts: Sequence[str], name: str) -> tuple[int, int]:
 
 def clip_requests(requests: Sequence[Request], max_len: int) -> tuple[list[Request], int]:
     """Each request cut to ``max_len`` tokens (prompt first, at least one output token), and
-    how many were cut.
-
-    >>> clip_requests([Request(10, 5), Request(3000, 5)], 2048)
-    ([Request(prompt_tokens=10, output_tokens=5, n=1, arrival=0), \
-Request(prompt_tokens=2047, output_tokens=1, n=1, arrival=0)], 1)
-    """
+    how many were cut."""
     if max_len < 2:
         raise UsageError(f"{arg('max_len')} must be >= 2 (one prompt token and one output "
                          f"token), got {max_len}", param="max_len")

@@ -1,12 +1,5 @@
 """What each attention head looks at: scores per head over one layer's causal weights (heads,
-T, T) and a label for each score past its threshold (docs/generate.md defines each).
-
->>> import numpy as np
->>> prev = np.zeros((1, 4, 4)); prev[0, 0, 0] = 1; prev[0, [1, 2, 3], [0, 1, 2]] = 1
->>> s = layer_stats(prev, layer=0)[0]
->>> s.name, s.previous_token, s.labels
-('L0H0', 1.0, ('previous-token',))
-"""
+T, T) and a label for each score past its threshold (docs/generate.md defines each)."""
 
 from __future__ import annotations
 

@@ -84,13 +84,7 @@ _SIZES = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "v
 @dataclass(frozen=True)
 class RefConfig:
     """Decoder-only transformer shape: RMSNorm, RoPE, grouped-query attention, SwiGLU; the
-    switches after ``kv_dtype`` describe the Hugging Face families (hf_checkpoint.py).
-
-    >>> cfg = RefConfig(layers=4, hidden_size=128, attention_heads=4, kv_heads=2,
-    ...                 head_dim=32, vocab_size=512, context_window=1024)
-    >>> cfg.group, cfg.ffn_hidden, cfg.kv_bytes_per_token
-    (2, 384, 2048)
-    """
+    switches after ``kv_dtype`` describe the Hugging Face families (hf_checkpoint.py)."""
 
     layers: int
     hidden_size: int

@@ -121,14 +121,7 @@ class IntBlock:
                         self.zero[..., n:, :, :], self.bits, shape, self.axis, self.group)
 
     def join(self, more: Fp8Block | IntBlock) -> IntBlock:
-        """Two per-token blocks as one, ``more``'s tokens after these.
-
-        >>> x = np.arange(32, dtype=np.float32).reshape(1, 1, 2, 16)
-        >>> a, b = (int_encode(x[:, :, i:i + 1], bits=8, axis=-1, group=16) for i in (0, 1))
-        >>> bool(np.allclose(a.join(b).decode(), int_decode(int_encode(x, bits=8, axis=-1,
-        ...      group=16))))
-        True
-        """
+        """Two per-token blocks as one, ``more``'s tokens after these."""
         assert isinstance(more, IntBlock) and self.per_token and more.per_token
         return IntBlock(
             np.concatenate([self.codes, more.codes], axis=-2),
@@ -150,13 +143,7 @@ def _grouped(x: Array, axis: int, group: int) -> Array:
 
 def int_encode(x: Array, *, bits: int, axis: int, group: int) -> IntBlock:
     """Quantize a block (..., T, C) per channel over its tokens (``axis=-2``, KIVI's keys)
-    or per ``group`` channels of each token (``axis=-1``, KIVI's values).
-
-    >>> x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 4, 16)
-    >>> b = int_encode(x, bits=4, axis=-1, group=16)
-    >>> b.nbytes  # 4 tokens x 16 nibbles = 32 B of codes, 4 groups x (2 + 2) B
-    48
-    """
+    or per ``group`` channels of each token (``axis=-1``, KIVI's values)."""
     levels = (1 << bits) - 1
     g = _grouped(x.astype(np.float32), axis, group)
     lo, hi = g.min(axis=axis, keepdims=True), g.max(axis=axis, keepdims=True)

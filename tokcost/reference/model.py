@@ -86,15 +86,7 @@ def soft_cap(x: Array, cap: float | None) -> Array:
 
 
 class Transformer:
-    """Weights plus a forward pass that reads and writes a KV cache.
-
-    >>> from tokcost.reference.config import RefConfig
-    >>> from tokcost.reference.weights import init_weights
-    >>> cfg = RefConfig(layers=1, hidden_size=16, attention_heads=2, kv_heads=1,
-    ...                 head_dim=8, vocab_size=11, context_window=32)
-    >>> Transformer(cfg, init_weights(cfg, seed=0)).forward(np.array([[1, 2, 3]])).logits.shape
-    (1, 3, 11)
-    """
+    """Weights plus a forward pass that reads and writes a KV cache."""
 
     def __init__(self, cfg: RefConfig, weights: dict[str, Array]) -> None:
         check_weights(cfg, weights)

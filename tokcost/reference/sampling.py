@@ -1,12 +1,5 @@
 """The sampler: the distribution a token is drawn from (docs/generate.md, "--explain"), then
-the draw, apart so that what ``explain`` shows is exactly what the draw saw.
-
->>> import numpy as np
->>> d = distribution(np.array([2.0, 1.0, 0.0, -1.0], dtype=np.float32),
-...                  SamplingParams(temperature=1.0, top_k=2, seed=0))
->>> [round(float(p), 3) for p in d.probs], d.excluded_by(2), d.size
-([0.731, 0.269, 0.0, 0.0], 'top_k', 2)
-"""
+the draw, apart so that what ``explain`` shows is exactly what the draw saw."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The remote runner's work (docs/scale-out.md): its inputs (local paths, quoted globs, URLs read
 in ``Range`` requests) listed with their sizes and opened by the workers; pure map and reduce
-functions for any runner, tokenizers sent as specs; ``count_paths``, the remote runner's count.
-
->>> from tokcost.bpe.pretokenize import PretokenizeSpec
->>> sorted(pretokenize_texts(["a a\\na\\n"], PretokenizeSpec("gpt2")).items())
-[('\\n', 2), (' a', 1), ('a', 2)]
-"""
+functions for any runner, tokenizers sent as specs; ``count_paths``, the remote runner's count."""
 
 from __future__ import annotations
 
