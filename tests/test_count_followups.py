@@ -12,7 +12,7 @@ import pytest
 
 from tokcost import get_tokenizer
 from tokcost.bpe.pretokenize import PATTERNS, PretokenizeSpec
-from tokcost.counting import Inputs, count_paths, walk
+from tokcost.counting import Inputs, Visited, count_paths, walk
 from tokcost.counting import local as local_mod
 from tokcost.runner import LocalRunner, RunConfig
 from tokcost.scale import DaskRunner, plan_shards, pretokenize_shard
@@ -77,7 +77,8 @@ def test_dask_listing_takes_each_file_once_as_the_local_walk(tmp_path: Path,
     skipped: list[Any] = []
     listed = list_inputs(Inputs(paths=_args(tmp_path)), skipped, timeout=10, unique=unique)
     local_skipped: list[Any] = []
-    local = list(walk(_args(tmp_path), skipped=local_skipped, unique=unique))
+    local = list(walk(_args(tmp_path), skipped=local_skipped,
+                      visited=Visited() if unique else None))
     assert [display for _, display, _ in listed] == [s.display for s in local]
     assert skipped == local_skipped
     if unique:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import tokcost
 from tokcost import get_tokenizer
-from tokcost.counting import Inputs, Skipped, count_paths, walk
+from tokcost.counting import Inputs, Skipped, Visited, count_paths, walk
 from tokcost.counting.inputs import same_file_reason, skip_notes
 from tokcost.counting.local import LISTED_EVERY
 
@@ -236,7 +236,7 @@ def test_walk_lists_every_path_unless_asked_for_unique(named: Path) -> None:
     a = str(named / "d" / "a.txt")
     assert [s.path for s in walk([a, a])] == [a, a]
     skipped: list[Skipped] = []
-    assert [s.path for s in walk([a, a], unique=True, skipped=skipped)] == [a]
+    assert [s.path for s in walk([a, a], visited=Visited(), skipped=skipped)] == [a]
     assert skipped == [Skipped(a, same_file_reason(a))]
     toks = {"o": get_tokenizer("o200k_base")}
     assert len(count_paths(Inputs(paths=[a, a]), toks).files) == 2

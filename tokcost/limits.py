@@ -13,6 +13,7 @@ MAX_STARS = 3  # '*' runs in one path segment of a glob: k of them cost O(len(na
 TEMPLATE_OUTPUT = 1_000_000  # characters a chat template may render
 TEMPLATE_SECONDS = 5.0  # wall-clock seconds a chat template may render for
 TEMPLATE_RANGE = 10_000  # the longest range() a chat template may build
+MAX_HTTP_BYTES = 1 << 40  # the largest file --engine dask reads over HTTP (1 TiB)
 
 
 class TooNested(ValueError):

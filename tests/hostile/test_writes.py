@@ -63,3 +63,17 @@ def test_a_baseline_is_replaced_by_a_baseline(corpus: Sandbox) -> None:
     (corpus.repo / "more.txt").write_text("more words\n")
     assert corpus.run("check", "--update-baseline").code == 0
     assert json.loads((corpus.repo / ".tokcost-baseline.json").read_text()) != first
+
+
+def test_models_import_escapes_its_source_in_the_header(sandbox: Sandbox) -> None:
+    import shutil
+    from pathlib import Path
+
+    import yaml
+
+    folder = sandbox.repo / "m\nevil: 1"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hf_tiny" / "llama", folder)
+    ran = sandbox.run("models", "import", "m\nevil: 1")
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout.startswith("# tokcost models import m\\nevil: 1\n")
+    assert "evil" not in yaml.safe_load(ran.stdout)

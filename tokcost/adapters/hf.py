@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokcost import net
 from tokcost.adapters.base import check_ids, special_tokens_by_id
 from tokcost.errors import TokenizerDataError, UsageError
 
@@ -97,9 +98,6 @@ _OFFLINE_FIX = ("on a connected machine save the repo's tokenizer.json and pass 
 
 def _hub_file(repo: str) -> str:
     """tokenizer.json of a hub repo: from the local cache, else downloaded (fast to fail)."""
-    import socket
-    from urllib.parse import urlparse
-
     from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
     cached = try_to_load_from_cache(repo, "tokenizer.json")
     if isinstance(cached, str):
@@ -108,12 +106,9 @@ def _hub_file(repo: str) -> str:
     if constants.HF_HUB_OFFLINE or offline_env:
         raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and "
                                  f"HF_HUB_OFFLINE is set; {_OFFLINE_FIX}")
-    host = urlparse(constants.ENDPOINT).hostname or ""
-    try:
-        socket.create_connection((host, 443), timeout=3).close()
-    except OSError:
+    if not net.reachable(constants.ENDPOINT):
         raise TokenizerDataError(f"hf:{repo} is not in the local Hugging Face cache and the "
-                                 f"hub is unreachable; {_OFFLINE_FIX}") from None
+                                 f"hub is unreachable; {_OFFLINE_FIX}")
     try:
         return str(hf_hub_download(repo, "tokenizer.json"))
     except Exception as exc:  # gated, missing repo, no tokenizer.json, HTTP errors

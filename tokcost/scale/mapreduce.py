@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from tokcost import counting
 from tokcost.errors import InputError, MissingDependency, UsageError, arg
+from tokcost.limits import MAX_HTTP_BYTES
 from tokcost.runner import Piece, Runner, plan_shards
 
 if TYPE_CHECKING:
@@ -109,6 +110,9 @@ def _ask(url: str, timeout: float) -> int:
     if ranged is None or ranged[1] is None:
         raise InputError(f"the server of {url} does not say how big the file is (no size in "
                          "Content-Range); download the file first and count the local copy")
+    if ranged[1] > MAX_HTTP_BYTES:  # the shard plan would not fit in memory
+        raise InputError(f"the server of {url} says it holds {ranged[1]:,} bytes, more than the "
+                         f"{MAX_HTTP_BYTES:,} tokcost reads over HTTP; download what you need")
     return ranged[1]
 
 
@@ -236,8 +240,8 @@ def list_inputs(inputs: Inputs, skipped: list[Skipped], *, timeout: float,
                              "drop '-'", param="engine")
         if not is_url(raw):
             walked = walk(expand_local(raw), include=inputs.include, exclude=inputs.exclude,
-                          gitignore=inputs.gitignore, skipped=skipped, unique=unique,
-                          visited=visited, follow=inputs.follow)
+                          gitignore=inputs.gitignore, skipped=skipped,
+                          visited=visited if unique else None, follow=inputs.follow)
             found += [(s.path, s.display, s.size or 0) for s in walked]
             continue
         try:
