@@ -1,4 +1,4 @@
-"""The longer examples of the library's functions, moved out of their docstrings (a
+"""The longer examples (six lines or more) of the library's functions, moved out of their docstrings (a
 docstring keeps what a reader needs; these pin behaviour): each runs as a doctest in its
 module's namespace, as pytest's --doctest-modules runs the ones left in place."""
 
@@ -251,6 +251,76 @@ True
 ('7.9%', '0.047%', '0.00040%')
 >>> format_percent(0.0996), format_percent(70.588, sign=True), format_percent(-0.004, sign=True)
 ('0.10%', '+70.6%', '-0.0040%')
+"""),
+    ("tokcost.app.attention", "<module>", r"""
+>>> parse_head("L3H5", layers=4, heads=8)
+(3, 5)
+"""),
+    ("tokcost.app.compare", "<module>", r"""
+>>> result = compare(CompareRequest(corpus=Corpus(kinds=["code"]), tokenizers=["cl100k_base"]))
+>>> [(g.kind, g.baseline) for g in result.report.groups]
+[('code', 'python')]
+"""),
+    ("tokcost.app.models", "<module>", r"""
+>>> show_model("gpt-4o-2024-08-06").to_dict()["id"]
+'gpt-4o'
+"""),
+    ("tokcost.app.models", "_tokenizer_label", r"""
+>>> _tokenizer_label(load_catalog().resolve("mistral-nemo"), short=True)
+'mistral-common tekken_240718'
+"""),
+    ("tokcost.bpe.encode", "bpe_merge", r"""
+>>> ranks = {bytes([b]): b for b in range(256)} | {b"aa": 256, b"ab": 257, b"aaab": 258}
+>>> bpe_merge(b"aaabdaaabac", ranks)
+[258, 100, 258, 97, 99]
+"""),
+    ("tokcost.bpe.train", "train_from_texts", r"""
+>>> r = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
+>>> [r.model.decoder[i] for a, b, i in r.model.merges]
+[b'aa', b'ab', b'aaab']
+"""),
+    ("tokcost.bpe.train", "knee", r"""
+>>> knee([1000, 2000, 4000, 8000], [0.50, 0.40, 0.37, 0.36])  # cuts 20%, 7.5%, 2.7%
+4000
+"""),
+    ("tokcost.catalog.safetensors_meta", "parse_header", r"""
+>>> raw = b'{"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}'
+>>> parse_header(raw, "x.safetensors")
+(TensorMeta(name='w', dtype='BF16', shape=(2, 3), nbytes=12),)
+"""),
+    ("tokcost.inflation.measure", "SentencePremiums.of", r"""
+>>> p = SentencePremiums.of([2, 3, 9, 4], [2, 2, 3, 1])  # ratios 1, 1.5, 3, 4
+>>> p.sentences, p.median, round(p.p95, 6), p.over_2x
+(4, 2.25, 3.85, 0.5)
+"""),
+    ("tokcost.memory.cache_policy", "Eviction", r"""
+>>> Eviction("snapkv", budget=256, recent=32).held(3000, prompt=2000)
+1288
+"""),
+    ("tokcost.memory.cache_policy", "parse_evict", r"""
+>>> parse_evict("streaming:4+1024")
+Eviction(kind='streaming', recent=1024.0, sinks=4, heavy=0, budget=0)
+"""),
+    ("tokcost.memory.cache_policy", "policy_bytes", r"""
+>>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4,
+...              quant=KvQuant("int4"))
+596992
+"""),
+    ("tokcost.memory.cache_policy", "parse_policy", r"""
+>>> parse_policy("int4:per-token").quant
+KvQuant(format='int4', group=64, keys='token', values='token', residual=128)
+"""),
+    ("tokcost.memory.kv", "pp_stages", r"""
+>>> [len(s) for s in pp_stages(61, 4)]
+[15, 15, 16, 15]
+"""),
+    ("tokcost.runner", "plan_shards", r"""
+>>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
+[[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
+"""),
+    ("tokcost.units", "parse_money", r"""
+>>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
+(Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
 """),
 ]
 

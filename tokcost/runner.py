@@ -159,11 +159,7 @@ class LocalRunner(AbstractContextManager["LocalRunner"]):
 def plan_shards(files: Sequence[tuple[str, int]], shard_bytes: int = SHARD_BYTES, *,
                 split: bool = True) -> list[tuple[Piece, ...]]:
     """Pack ``(path, size)`` files, in order, into shards of about ``shard_bytes``; large files
-    are cut into pieces (unless not ``split``), small ones share a shard.
-
-    >>> [[(p.path, p.start, p.end) for p in s] for s in plan_shards([("a", 10), ("b", 6)], 8)]
-    [[('a', 0, 8)], [('a', 8, 10), ('b', 0, 6)]]
-    """
+    are cut into pieces (unless not ``split``), small ones share a shard."""
     if shard_bytes < 1:
         raise UsageError("the shard size must be at least 1 byte")
     shards: list[tuple[Piece, ...]] = []

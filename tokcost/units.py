@@ -222,11 +222,7 @@ _MONEY_SUFFIXES = {"": Decimal(1), "k": Decimal(10**3), "m": Decimal(10**6),
 def parse_money(text: str | int | float | Decimal, *, param: str = "amount",
     maximum: Decimal = MAX_MONEY) -> Decimal:
     """US dollars, exactly: ``0.05``, ``$0.05``, ``0.05 USD``, ``$1,200``, ``$1.2k``, ``5c``;
-    another currency is refused, not converted (every catalog price is USD).
-
-    >>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
-    (Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
-    """
+    another currency is refused, not converted (every catalog price is USD)."""
     if isinstance(text, str):
         shown = text.strip()
         if _CURRENCY.search(shown):

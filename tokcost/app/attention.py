@@ -1,9 +1,5 @@
 """The attention use case: one forward pass over a prompt with the full attention matrices
-kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads plotted.
-
->>> parse_head("L3H5", layers=4, heads=8)
-(3, 5)
-"""
+kept, every head scored (``tokcost.reference.attention_stats``) and chosen heads plotted."""
 
 from __future__ import annotations
 

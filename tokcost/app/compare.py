@@ -1,9 +1,4 @@
-"""Use case ``compare``: who pays more tokens for the same meaning (``tokcost.inflation``).
-
->>> result = compare(CompareRequest(corpus=Corpus(kinds=["code"]), tokenizers=["cl100k_base"]))
->>> [(g.kind, g.baseline) for g in result.report.groups]
-[('code', 'python')]
-"""
+"""Use case ``compare``: who pays more tokens for the same meaning (``tokcost.inflation``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """The catalog's use cases (``tokcost models``), each returning a frozen result whose
-``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved.
-
->>> show_model("gpt-4o-2024-08-06").to_dict()["id"]
-'gpt-4o'
-"""
+``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved."""
 
 from __future__ import annotations
 
@@ -100,11 +96,7 @@ def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:
     """An entry's tokenizer as ``models show`` names it (the file, package folder expanded)
-    or ``models list`` (``short``: the package and the file's version; ``≈``: a proxy).
-
-    >>> _tokenizer_label(load_catalog().resolve("mistral-nemo"), short=True)
-    'mistral-common tekken_240718'
-    """
+    or ``models list`` (``short``: the package and the file's version; ``≈``: a proxy)."""
     from tokcost.adapters.registry import normalize_spec
     from tokcost.catalog.schema import PACKAGE_PLACEHOLDERS
     from tokcost.units import spec_label

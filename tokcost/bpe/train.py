@@ -115,12 +115,7 @@ def train_counted(counts: Counter[str], config: TrainerConfig, progress: Progres
 
 def train_from_texts(texts: Iterable[str], config: TrainerConfig,
                      progress: ProgressFn | None = None) -> TrainResult:
-    """Train on in-memory texts, each one sequence for the pattern.
-
-    >>> r = train_from_texts(["aaabdaaabac"], TrainerConfig(vocab_size=259, pattern="gpt2"))
-    >>> [r.model.decoder[i] for a, b, i in r.model.merges]
-    [b'aa', b'ab', b'aaab']
-    """
+    """Train on in-memory texts, each one sequence for the pattern."""
     spec = config.reader_spec()
     started = time.perf_counter()
     counts: Counter[str] = Counter()
@@ -456,11 +451,7 @@ def check_sizes(sizes: Sequence[int], specials: int = 0) -> tuple[int, ...]:
 def knee(sizes: Sequence[int], tokens_per_byte: Sequence[float],
          gain: float = KNEE_GAIN) -> int | None:
     """The first size whose next step cuts tokens per byte by less than ``gain`` per
-    doubling; None when every step still pays.
-
-    >>> knee([1000, 2000, 4000, 8000], [0.50, 0.40, 0.37, 0.36])  # cuts 20%, 7.5%, 2.7%
-    4000
-    """
+    doubling; None when every step still pays."""
     if not 0 < gain < 1:
         raise UsageError(f"{arg('knee_gain', gain)} must be between 0 and 1 (0.05: 5% per "
                          f"doubling)", param="knee_gain")

@@ -46,12 +46,7 @@ class Checkpoint:
 
 def parse_header(data: bytes, where: str, *, data_bytes: int | None = None
                  ) -> tuple[TensorMeta, ...]:
-    """The tensors of a header's JSON; ``data_bytes`` (when known) bounds every offset.
-
-    >>> raw = b'{"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}'
-    >>> parse_header(raw, "x.safetensors")
-    (TensorMeta(name='w', dtype='BF16', shape=(2, 3), nbytes=12),)
-    """
+    """The tensors of a header's JSON; ``data_bytes`` (when known) bounds every offset."""
     try:
         header = json.loads(data)
     except (UnicodeDecodeError, ValueError) as exc:

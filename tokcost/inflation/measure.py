@@ -66,12 +66,7 @@ class SentencePremiums:
 
     @classmethod
     def of(cls, counts: Sequence[int], baseline: Sequence[int]) -> SentencePremiums | None:
-        """Statistics of ``counts[i] / baseline[i]``, or None without a sentence to compare.
-
-        >>> p = SentencePremiums.of([2, 3, 9, 4], [2, 2, 3, 1])  # ratios 1, 1.5, 3, 4
-        >>> p.sentences, p.median, round(p.p95, 6), p.over_2x
-        (4, 2.25, 3.85, 0.5)
-        """
+        """Statistics of ``counts[i] / baseline[i]``, or None without a sentence to compare."""
         ratios = sorted(c / b for c, b in zip(counts, baseline, strict=True) if b)
         if not ratios:
             return None

@@ -82,11 +82,7 @@ class KvQuant:
 @dataclass(frozen=True)
 class Eviction:
     """An eviction policy and its budget: a count, or a fraction (``0.25``) of the length so
-    far, rounded down (so it grows by at most one token per token decoded).
-
-    >>> Eviction("snapkv", budget=256, recent=32).held(3000, prompt=2000)
-    1288
-    """
+    far, rounded down (so it grows by at most one token per token decoded)."""
 
     kind: EvictKind
     recent: float = 0
@@ -135,11 +131,7 @@ _EVICT = re.compile(r"^(?P<kind>[a-z0-9]+)(?::(?P<a>[0-9.]+)(?:\+(?P<b>[0-9.]+))
 
 def parse_evict(text: str) -> Eviction:
     """An eviction from its spec: ``window:N``, ``streaming:SINKS+N``, ``h2o:HEAVY+RECENT``,
-    ``snapkv:BUDGET[+WINDOW]`` (window 32); budgets may be fractions (``h2o:0.1+0.1``).
-
-    >>> parse_evict("streaming:4+1024")
-    Eviction(kind='streaming', recent=1024.0, sinks=4, heavy=0, budget=0)
-    """
+    ``snapkv:BUDGET[+WINDOW]`` (window 32); budgets may be fractions (``h2o:0.1+0.1``)."""
     m = _EVICT.match(text.strip().lower())
     if m is None or m["kind"] not in EVICT_KINDS or m["a"] is None:
         raise UsageError(
@@ -189,12 +181,7 @@ def _budget(number: str, text: str) -> float:
 
 def policy_bytes(tokens: int, *, layers: int, kv_heads: int, head_dim: int, full_bytes: int,
     quant: KvQuant | None = None, evict: Eviction | None = None, prompt: int | None = None) -> int:
-    """Bytes ``layers`` full-attention layers hold for one sequence that has seen ``tokens``.
-
-    >>> policy_bytes(1000, layers=4, kv_heads=2, head_dim=32, full_bytes=4,
-    ...              quant=KvQuant("int4"))
-    596992
-    """
+    """Bytes ``layers`` full-attention layers hold for one sequence that has seen ``tokens``."""
     held = evict.held(tokens, prompt=prompt) if evict is not None else tokens
     if quant is None:
         return layers * held * 2 * kv_heads * head_dim * full_bytes
@@ -219,11 +206,7 @@ class CachePolicy:
 
 def parse_policy(text: str, *, residual: int = 128, group: int = 64) -> CachePolicy:
     """``fp8`` (no residual, as vLLM's), ``int8``, ``int4`` (keys per channel, as KIVI),
-    ``int4:per-token`` (keys per token too), or an eviction (``parse_evict``).
-
-    >>> parse_policy("int4:per-token").quant
-    KvQuant(format='int4', group=64, keys='token', values='token', residual=128)
-    """
+    ``int4:per-token`` (keys per token too), or an eviction (``parse_evict``)."""
     spec = text.strip().lower()
     head, _, tail = spec.partition(":")
     if head in QUANT_FORMATS:

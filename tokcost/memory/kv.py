@@ -159,11 +159,7 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
 
 def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
     """The layers of each of ``pp`` stages: ``layers // pp``, the rest one by one backwards
-    over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices).
-
-    >>> [len(s) for s in pp_stages(61, 4)]
-    [15, 15, 16, 15]
-    """
+    over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices)."""
     if pp <= 0:
         raise UsageError(f"{arg('pp')} must be a positive integer, got {pp}", param="pp")
     if pp > layers:
