@@ -4,13 +4,19 @@ more than it reads."""
 from __future__ import annotations
 
 import http.server
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import Sandbox
+from .conftest import WALL_S, Sandbox
 
 
 class _Liar(http.server.BaseHTTPRequestHandler):
@@ -45,3 +51,42 @@ def test_a_server_claiming_an_exabyte(sandbox: Sandbox, liar: str) -> None:
         sandbox.env.pop(name, None)
     line = sandbox.one_error("count", liar, "--engine", "dask", "-t", "cl100k_base", code=1)
     assert "1,000,000,000,000,000,000 bytes" in line and "download" in line
+
+
+def _workers(pid: int) -> int:
+    """How many processes below ``pid`` run a multiprocessing child (Dask's workers)."""
+    found, stack = 0, [pid]
+    while stack:
+        here = stack.pop()
+        try:  # a child is listed under the thread that started it
+            children = [c for t in Path(f"/proc/{here}/task").iterdir()
+                        for c in (t / "children").read_text().split()]
+            found += "multiprocessing" in Path(f"/proc/{here}/cmdline").read_text()
+        except OSError:
+            continue
+        stack += map(int, children)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox) -> None:
+    pytest.importorskip("distributed")
+    words = " ".join(f"w{i * 7919 % 100_003}" for i in range(10_000)) + "\n"
+    for i in range(30):  # about 100 MB: the workers are still counting at Ctrl-C
+        (sandbox.repo / f"f{i}.txt").write_text(words * 50)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokcost", "count", ".", "--engine", "dask", "--jobs", "2",
+         "-t", "cl100k_base"], cwd=sandbox.repo, env=sandbox.env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for _ in range(600):  # until both workers run
+            if _workers(proc.pid) >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole process group
+        _, err = proc.communicate(timeout=WALL_S)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (130, "interrupted\n")
+    assert _workers(proc.pid) == 0

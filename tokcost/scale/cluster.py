@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -52,16 +53,30 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
                                  param="scheduler") from None
         else:
-            cluster = distributed.LocalCluster(
-                n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
-                processes=True, host="127.0.0.1",
-                dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
-                silence_logs=logging.CRITICAL)  # task errors reach the user once
+            with _ctrl_c_ignored():  # by the worker processes, which inherit it: on Ctrl-C
+                # this process alone stops, prints "interrupted" and closes the cluster
+                cluster = distributed.LocalCluster(
+                    n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
+                    processes=True, host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
+                    silence_logs=logging.CRITICAL)  # task errors reach the user once
             stack.callback(cluster.close)
             client = distributed.Client(cluster)
         stack.callback(client.close)
         check_workers(client, timeout)  # a worker within timeout, running our tokcost
         yield client
+
+
+@contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _tokcost_probe() -> Callable[[], str]:
