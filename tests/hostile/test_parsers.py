@@ -171,3 +171,14 @@ def test_an_npz_header_declaring_a_huge_array(sandbox: Sandbox) -> None:
     line = sandbox.one_error("generate", "hello", "-m", "tiny-ref", "--weights", "w.npz",
                              code=1)
     assert "w.npz" in line
+
+
+def test_a_tokenizer_json_whose_split_regex_backtracks(sandbox: Sandbox) -> None:
+    data = json.loads((TINY_LLAMA / "tokenizer.json").read_text())
+    data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(a|aa)+$"}, "behavior": "Isolated",
+         "invert": False}, data["pre_tokenizer"]]}
+    (sandbox.repo / "tokenizer.json").write_text(json.dumps(data))
+    (sandbox.repo / "a.txt").write_text("a" * 5000 + "!\n")
+    line = sandbox.one_error("count", "a.txt", "-t", "hf:tokenizer.json", code=1)
+    assert "(a|aa)+" in line and "exponential" in line

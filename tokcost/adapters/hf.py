@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tokcost import net
 from tokcost.adapters.base import check_ids, special_tokens_by_id
 from tokcost.errors import TokenizerDataError, UsageError
+from tokcost.limits import regex_problem
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
@@ -58,22 +60,33 @@ class HFTokenizerAdapter:
 
     def pattern(self) -> str | None:
         """The first ``Split`` regex of the pre-tokenizer (ByteLevel's own: GPT-2's)."""
-        import json
+        return next(_splits(self.tokenizer), None)
 
-        from tokcost.adapters.openai_encodings import PATTERNS
-        def find(node: object) -> str | None:
-            if isinstance(node, list):
-                return next((p for p in map(find, node) if p), None)
-            if not isinstance(node, dict):
-                return None
-            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
-                regex = node["pattern"].get("Regex")
-                return regex if isinstance(regex, str) else None
-            if node.get("type") == "ByteLevel" and node.get("use_regex", True):
-                return PATTERNS["gpt2"]
-            return find(node.get("pretokenizers"))
 
-        return find(json.loads(self.tokenizer.to_str()).get("pre_tokenizer"))
+def _splits(tokenizer: Any) -> Iterator[str]:
+    """The pre-tokenizer's ``Split`` regexes, in order (ByteLevel's own: GPT-2's)."""
+    from tokcost.adapters.openai_encodings import PATTERNS
+    pre = tokenizer.pre_tokenizer
+    nodes = [json.loads(pre.__getstate__())] if pre is not None else []
+    while nodes:
+        node = nodes.pop(0)
+        if isinstance(node, list):
+            nodes[:0] = node
+        elif isinstance(node, dict) and node.get("type") == "Split" and isinstance(
+                regex := (node.get("pattern") or {}).get("Regex"), str):
+            yield regex
+        elif isinstance(node, dict) and node.get("type") == "ByteLevel":
+            yield from [PATTERNS["gpt2"]] if node.get("use_regex", True) else []
+        elif isinstance(node, dict):
+            nodes[:0] = [node.get("pretokenizers")]
+
+
+def _checked(spec: str, tokenizer: Any) -> HFTokenizerAdapter:
+    """The adapter, once no pre-tokenizer regex can backtrack for ever (onig has no limit)."""
+    for regex in _splits(tokenizer):
+        if (problem := regex_problem(regex)) is not None:
+            raise TokenizerDataError(f"{spec}: its pre-tokenizer regex {problem}")
+    return HFTokenizerAdapter(spec, tokenizer)
 
 
 def load(arg: str) -> HFTokenizerAdapter:
@@ -85,11 +98,12 @@ def load(arg: str) -> HFTokenizerAdapter:
         if not path.is_file():
             raise UsageError(f"tokenizer file not found: {path}")
         try:
-            return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(str(path)))
+            tokenizer = Tokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
             raise TokenizerDataError(f"{path} is not a valid Hugging Face tokenizer.json "
                                      f"({str(exc)[:120]})") from exc
-    return HFTokenizerAdapter(f"hf:{arg}", Tokenizer.from_file(_hub_file(arg)))
+        return _checked(f"hf:{arg}", tokenizer)
+    return _checked(f"hf:{arg}", Tokenizer.from_file(_hub_file(arg)))
 
 
 _OFFLINE_FIX = ("on a connected machine save the repo's tokenizer.json and pass "
