@@ -25,6 +25,7 @@ from tokcost.adapters.openai_encodings import (
     read_rank_bytes,
 )
 from tokcost.errors import TokcostError, TokenizerDataError, TokenizerNotFound, UsageError
+from tokcost.limits import regex_problem
 
 if TYPE_CHECKING:
     import tiktoken
@@ -115,6 +116,14 @@ class TiktokenTokenizer:
 def _encoding_from_ranks(name: str, ranks: dict[bytes, int], pattern: str,
                          specials: dict[str, int], n_vocab: int | None) -> tiktoken.Encoding:
     import tiktoken
+    # tiktoken panics (a Rust PanicException, a BaseException) on a byte it cannot rank.
+    missing = next((b for b in range(256) if bytes([b]) not in ranks), None)
+    problem = regex_problem(pattern) or (
+        f"no rank for the byte {missing:#04x} (a rank file ranks all 256 single bytes)"
+        if missing is not None else len(set(ranks.values())) < len(ranks)
+        and "two tokens share a rank")
+    if problem:
+        raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {problem}")
     try:
         return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
                                  special_tokens=specials, explicit_n_vocab=n_vocab)

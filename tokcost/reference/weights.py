@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +87,7 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
             raise UsageError(f"weights file not found: {path} (give an existing .npz or "
                              ".safetensors file, or fix the catalog entry's weights field)"
                              ) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
             raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
                              f"({reason})") from None
