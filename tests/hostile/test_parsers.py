@@ -182,3 +182,10 @@ def test_a_tokenizer_json_whose_split_regex_backtracks(sandbox: Sandbox) -> None
     (sandbox.repo / "a.txt").write_text("a" * 5000 + "!\n")
     line = sandbox.one_error("count", "a.txt", "-t", "hf:tokenizer.json", code=1)
     assert "(a|aa)+" in line and "exponential" in line
+
+
+def test_a_deep_config_json(sandbox: Sandbox) -> None:
+    (sandbox.repo / "config.json").write_text('{"a": ' * 100_000 + "1" + "}" * 100_000)
+    line = sandbox.one_error("kvmem", "estimate", "--config", "config.json", "--gpu", "H100",
+                             code=1)
+    assert "config.json" in line and "nested" in line

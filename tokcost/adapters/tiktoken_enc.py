@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ from tokcost.adapters.openai_encodings import (
     read_rank_bytes,
 )
 from tokcost.errors import TokcostError, TokenizerDataError, TokenizerNotFound, UsageError
-from tokcost.limits import regex_problem
+from tokcost.limits import loads_json, regex_problem
 
 if TYPE_CHECKING:
     import tiktoken
@@ -144,7 +143,7 @@ def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int
     meta = path.with_name(path.name + ".json")
     if meta.is_file():
         try:
-            info = json.loads(meta.read_text(encoding="utf-8"))
+            info = loads_json(meta.read_text(encoding="utf-8"))
             pattern = PATTERNS.get(info["pattern"], info["pattern"])
             specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -244,7 +243,7 @@ def load_tekken(arg: str) -> TekkenTokenizer:
     if not path.is_file():
         raise UsageError(f"Tekken tokenizer file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
         config = data["config"]
         pattern = str(config["pattern"])
         reserve = int(config["default_num_special_tokens"])

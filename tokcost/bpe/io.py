@@ -18,7 +18,7 @@ from tokcost.atomic import ensure_writable, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel, to_byte_level
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
 from tokcost.errors import TokcostError, UsageError, arg
-from tokcost.limits import regex_problem
+from tokcost.limits import loads_json, regex_problem
 
 FORMAT = "tokcost-bpe"
 VERSION = 1
@@ -82,7 +82,7 @@ def save_model(model: BPEModel, path: str | Path, *, force: bool = False) -> tup
 def load_model(path: str | Path) -> BPEModel:
     p = Path(path).expanduser()
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = loads_json(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"BPE model not found: {p}; train one with `tokcost bpe train`") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -125,7 +125,7 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
     specials: dict[str, int] = {}
     if meta.is_file():
         try:
-            info = json.loads(meta.read_text(encoding="utf-8"))
+            info = loads_json(meta.read_text(encoding="utf-8"))
             specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
             side = str(info["pattern"])
         except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:

@@ -3,7 +3,6 @@ shards) or ``hf:ORG/REPO``; no tensor data is ever read."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
 from tokcost.errors import InputError, UsageError
+from tokcost.limits import loads_json
 from tokcost.units import format_bytes
 
 HF_PREFIX = "hf:"
@@ -72,7 +72,7 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
 def read_config_json(path: Path, where: str) -> dict[str, Any]:
     """A config.json as a mapping, or one line saying why it is not one."""
     try:
-        data = json.loads(path.read_bytes())
+        data = loads_json(path.read_bytes())
     except OSError as exc:
         raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from tokcost.errors import InputError
+from tokcost.limits import loads_json
 
 # The safetensors library refuses longer headers (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
@@ -48,7 +48,7 @@ def parse_header(data: bytes, where: str, *, data_bytes: int | None = None
                  ) -> tuple[TensorMeta, ...]:
     """The tensors of a header's JSON; ``data_bytes`` (when known) bounds every offset."""
     try:
-        header = json.loads(data)
+        header = loads_json(data)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where}: the safetensors header is not JSON ({exc}); "
                          f"{_DAMAGED}") from None
@@ -124,7 +124,7 @@ def shard_names(folder: Path) -> tuple[str, ...] | None:
         return next(((n,) for n in ("model.safetensors", "consolidated.safetensors")
                      if (folder / n).is_file()), None)
     try:
-        index = json.loads(where.read_bytes())
+        index = loads_json(where.read_bytes())
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where} is not JSON ({exc}); download it again") from None
     weight_map = index.get("weight_map") if isinstance(index, dict) else None

@@ -3,7 +3,6 @@ tensors to the reference's weight names (docs/generate.md, "Real checkpoints")."
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tokcost.errors import InputError, UsageError
+from tokcost.limits import loads_json
 from tokcost.reference.config import Array, RefConfig, RopeScaling, WeightsMismatch
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
@@ -145,7 +145,7 @@ def read_tensors(path: Path) -> Iterator[tuple[str, Array]]:
     try:
         with open(path, "rb") as f:
             n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n))
+            header = loads_json(f.read(n))
         data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read {path} as safetensors ({exc}); download it again") from None

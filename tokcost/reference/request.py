@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.errors import InputError, MissingDependency, UsageError, arg
-from tokcost.limits import TEMPLATE_OUTPUT, TEMPLATE_RANGE, TEMPLATE_SECONDS
+from tokcost.limits import TEMPLATE_OUTPUT, TEMPLATE_RANGE, TEMPLATE_SECONDS, loads_json
 from tokcost.parts import Parts
 from tokcost.units import parse_count
 
@@ -99,7 +99,7 @@ def read_template(folder: Path) -> tuple[str, dict[str, str]]:
     config: dict[str, Any] = {}
     if config_file.is_file():
         try:
-            config = json.loads(config_file.read_text(encoding="utf-8"))
+            config = loads_json(config_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read {config_file} ({exc})") from None
     template = config.get("chat_template")
