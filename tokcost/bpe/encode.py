@@ -50,6 +50,7 @@ def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     """BPE in O(n log n), as tiktoken's ``_byte_pair_merge_large``: ``live[i]`` is the rank of
     part ``i`` joined with the next (-1: none), ``buckets[r]`` the starts of rank ``r``, worked
     left to right, so a run of one pair (``"x" * n``) costs a sort, not a push per pair."""
+    # The hot loop of encoding, kept whole (86 lines): a helper call per merge costs more.
     n = len(piece)
     get = ranks.get
     end = list(range(1, n + 1))

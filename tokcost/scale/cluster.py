@@ -53,8 +53,11 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
                                  param="scheduler") from None
         else:
-            with _ctrl_c_ignored():  # by the worker processes, which inherit it: on Ctrl-C
-                # this process alone stops, prints "interrupted" and closes the cluster
+            # Ignored by the worker processes, which inherit it: on Ctrl-C this process alone
+            # stops, prints "interrupted" and closes the cluster (one pressed while the
+            # cluster starts, a second or two, is ignored too; SIGINT blocked instead would
+            # not reach the workers, as Python unblocks it when it starts them).
+            with _ctrl_c_ignored():
                 cluster = distributed.LocalCluster(
                     n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
                     processes=True, host="127.0.0.1",
