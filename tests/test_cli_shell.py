@@ -118,7 +118,7 @@ FULL = Path("/dev/full")
 @pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this platform")
 @pytest.mark.parametrize("args", [["count", "README.md"], ["kvmem", "estimate", "-m",
                                                              "llama-3.1-8b", "--json"],
-                                  ["models", "list"], ["count", "--help"]],
+                                  ["models", "list"], ["count", "--help"], ["--help"], ["-h"]],
                          ids=" ".join)
 def test_a_full_disk_on_stdout_is_one_error_line(args: list[str]) -> None:
     """`tokcount README.md > /dev/full` ended in an OSError traceback (issue 25)."""
@@ -131,8 +131,8 @@ def test_a_full_disk_on_stdout_is_one_error_line(args: list[str]) -> None:
 
 
 @pytest.mark.parametrize("args", [["count", "README.md"], ["kvmem", "estimate", "-m",
-                                                             "llama-3.1-8b", "--json"]],
-                         ids=" ".join)
+                                                             "llama-3.1-8b", "--json"],
+                                  ["--help"], ["-h"]], ids=" ".join)
 def test_a_closed_stdout_is_one_error_line(args: list[str]) -> None:
     """`tokcount README.md >&-` exited 0 with its output lost; `--json >&-` raised an
     AttributeError (issue 25)."""
@@ -142,6 +142,23 @@ def test_a_closed_stdout_is_one_error_line(args: list[str]) -> None:
                           preexec_fn=lambda: os.close(1))
     assert proc.returncode == 1
     assert proc.stderr == "error: cannot write to standard output: it is closed\n"
+
+
+def test_the_root_help_is_printed_from_its_cache_as_rendered(tmp_path: Path) -> None:
+    """`tokcost --help` prints the help rendered last time for this width without loading
+    Typer; the text is the same, and an entry changed on disk is rendered again."""
+    env = {**os.environ, "TOKCOST_CACHE_DIR": str(tmp_path), "COLUMNS": "93"}
+    first = subprocess.run([sys.executable, "-m", "tokcost", "--help"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    (entry,) = tmp_path.glob("help-93-*.txt")
+    second = subprocess.run([sys.executable, "-m", "tokcost", "-h"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert first.returncode == second.returncode == 0 and first.stderr == second.stderr == ""
+    assert second.stdout == first.stdout and "Usage: tokcost" in first.stdout
+    entry.write_bytes(entry.read_bytes().replace(b"Usage", b"Usagf"))  # checksum now fails
+    third = subprocess.run([sys.executable, "-m", "tokcost", "-h"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert (third.stdout, third.stderr) == (first.stdout, "")
 
 
 def test_no_arguments_prints_the_help() -> None:

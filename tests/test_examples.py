@@ -1,4 +1,4 @@
-"""The longer examples (six lines or more) of the library's functions, moved out of their docstrings (a
+"""The longer examples (five lines or more) of the library's functions, moved out of their docstrings (a
 docstring keeps what a reader needs; these pin behaviour): each runs as a doctest in its
 module's namespace, as pytest's --doctest-modules runs the ones left in place."""
 
@@ -321,6 +321,126 @@ KvQuant(format='int4', group=64, keys='token', values='token', residual=128)
     ("tokcost.units", "parse_money", r"""
 >>> parse_money("$0.05"), parse_money("5c"), parse_money("$1.2k"), parse_money(0.25)
 (Decimal('0.05'), Decimal('0.05'), Decimal('1200.0'), Decimal('0.25'))
+"""),
+    ("tokcost.adapters.openai_encodings", "parse_ranks", r"""
+>>> parse_ranks(b"YQ== 0\nYg== 1\n", "example")
+{b'a': 0, b'b': 1}
+"""),
+    ("tokcost.adapters.registry", "normalize_spec", r"""
+>>> normalize_spec("o200k"), normalize_spec("tiktoken:cl100k"), normalize_spec(" hf:x ")
+('tiktoken:o200k_base', 'tiktoken:cl100k_base', 'hf:x')
+"""),
+    ("tokcost.app.bpe", "tokenizer_spec", r"""
+>>> [tokenizer_spec(t) for t in ("o200k_base", "tok.bpe", "x.tiktoken", "m.model")]
+['tiktoken:o200k_base', 'bpe:tok.bpe', 'tiktoken:x.tiktoken', 'sp:m.model']
+"""),
+    ("tokcost.app.bpe", "decode_bpe", r"""
+>>> decode_bpe(BPEDecodeRequest(tokenizer="cl100k_base", ids=(15339, 1917))).text
+'hello world'
+"""),
+    ("tokcost.bpe.io", "hf_pattern", r"""
+>>> hf_pattern(r"\p{N}{1,3}+|\s")
+'(?>\\p{N}{1,3})|\\s'
+"""),
+    ("tokcost.bpe.pretokenize", "pretokenize", r"""
+>>> pretokenize("end<|endoftext|> of", PretokenizeSpec("gpt2", ("<|endoftext|>",)))
+['end', '<|endoftext|>', ' of']
+"""),
+    ("tokcost.catalog.hf_config", "shortest_period", r"""
+>>> shortest_period(["sliding"] * 5 + ["full"] + ["sliding"] * 5 + ["full", "sliding"])
+('sliding', 'sliding', 'sliding', 'sliding', 'sliding', 'full')
+"""),
+    ("tokcost.catalog.hf_config", "weights_dtype", r"""
+>>> weights_dtype("bfloat16", {"quant_method": "mxfp4"}), weights_dtype("float32", None)
+('mxfp4', 'bf16')
+"""),
+    ("tokcost.catalog.lookup", "Catalog.resolve", r"""
+>>> load_catalog().resolve("gpt-4o-2024-08-06").id
+'gpt-4o'
+"""),
+    ("tokcost.catalog.schema", "Attention.layer_kinds", r"""
+>>> Attention("sliding", ("sliding", "full"), 4096).layer_kinds(4)
+('sliding', 'full', 'sliding', 'full')
+"""),
+    ("tokcost.catalog.yamltext", "line_of", r"""
+>>> line_of(load("a: 1\nb:\n  - {c: 2}\n  - {c: 3}\n", nodes=True), ("b", 1, "c"))
+4
+"""),
+    ("tokcost.errors", "arg", r"""
+>>> arg("tp"), arg("tp", 3), arg("allow_special", True)
+('{tp}', '{tp=3}', '{allow_special=True}')
+"""),
+    ("tokcost.errors", "suggest", r"""
+>>> suggest("gpt-4p", ["gpt-4o", "gpt-4", "o3"])
+' (did you mean: gpt-4, gpt-4o?)'
+"""),
+    ("tokcost.memory.engines", "engine_class", r"""
+>>> engine_class("SGLang").title
+'SGLang'
+"""),
+    ("tokcost.memory.engines.base", "largest", r"""
+>>> largest(lambda n: n * n <= 50, 100)
+7
+"""),
+    ("tokcost.memory.kv", "KvDtype.vector_bytes", r"""
+>>> KV_DTYPES["int4"].vector_bytes(128)  # 64 B of nibbles + 2 groups x 4 B
+72
+"""),
+    ("tokcost.memory.policies", "make_policy", r"""
+>>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
+96
+"""),
+    ("tokcost.reference.kvpolicy", "fp8_encode", r"""
+>>> fp8_decode(fp8_encode(np.array([0.3, -1.0, 500.0, 1e-9], dtype=np.float32))).tolist()
+[0.3125, -1.0, 448.0, 0.0]
+"""),
+    ("tokcost.reference.request", "as_int", r"""
+>>> as_int("12k", "n"), as_int(-3, "n"), as_int("-1", "top_k")
+(12000, -3, -1)
+"""),
+    ("tokcost.reference.request", "decode_prompt", r"""
+>>> decode_prompt("café ".encode() + bytes([255])).invalid_utf8_bytes
+1
+"""),
+    ("tokcost.runner", "shard_size", r"""
+>>> shard_size(200_000_000, 2) == 6_250_000, shard_size(10**12, 100) == MAX_SHARD_BYTES
+(True, True)
+"""),
+    ("tokcost.runner", "LocalRunner", r"""
+>>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
+[2, 1]
+"""),
+    ("tokcost.units", "_q", r"""
+>>> _q(" 8q "), _q("8\n0")
+("'8q'", "'8\\n0'")
+"""),
+    ("tokcost.units", "_power", r"""
+>>> _power(10**15), _power(2**60), _power(2048)
+('10^15', '2^60', '2,048')
+"""),
+    ("tokcost.units", "parse_context_list", r"""
+>>> parse_context_list("1k, 8Ki")
+[1000, 8192]
+"""),
+    ("tokcost.units", "parse_percent", r"""
+>>> parse_percent("80%"), parse_percent(10), parse_percent("12.5 %")
+(Decimal('80'), Decimal('10'), Decimal('12.5'))
+"""),
+    ("tokcost.units", "parse_fraction", r"""
+>>> parse_fraction("0.5"), parse_fraction("50%"), parse_fraction(1)
+(Decimal('0.5'), Decimal('0.5'), Decimal('1'))
+"""),
+    ("tokcost.units", "format_bytes", r"""
+>>> format_bytes(131072), format_bytes(819200, binary=False), format_bytes(2**60)
+('128 KiB', '819.2 KB', '1 EiB')
+"""),
+    ("tokcost.units", "round_percent", r"""
+>>> round_percent(12.3456), round_percent(0.004712)
+(12.35, 0.0047)
+"""),
+    ("tokcost.units", "spec_label", r"""
+>>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
+('cl100k_base', 'hf:org/repo')
 """),
 ]
 

@@ -1,3 +1,3 @@
-from tokcost.cli.app import main
+from tokcost.cli import main
 
 main()

@@ -16,11 +16,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:=([^{}]*))?\}")
 
 
 def arg(name: str, value: object = None) -> str:
-    """The placeholder a message writes for parameter ``name`` (and the value given).
-
-    >>> arg("tp"), arg("tp", 3), arg("allow_special", True)
-    ('{tp}', '{tp=3}', '{allow_special=True}')
-    """
+    """The placeholder a message writes for parameter ``name`` (and the value given)."""
     return f"{{{name}}}" if value is None else f"{{{name}={value}}}"
 
 
@@ -105,11 +101,7 @@ class TokcostWarning(UserWarning):
 
 
 def suggest(word: str, choices: Iterable[str], n: int = 3) -> str:
-    """Return a ' (did you mean: a, b?)' hint, or '' when nothing is close.
-
-    >>> suggest("gpt-4p", ["gpt-4o", "gpt-4", "o3"])
-    ' (did you mean: gpt-4, gpt-4o?)'
-    """
+    """Return a ' (did you mean: a, b?)' hint, or '' when nothing is close."""
     import difflib  # only on the error path: keeps start-up light
 
     close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)

@@ -90,11 +90,7 @@ def available_cpus() -> int:
 
 
 def shard_size(total: int, workers: int, per_worker: int = 16) -> int:
-    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES].
-
-    >>> shard_size(200_000_000, 2) == 6_250_000, shard_size(10**12, 100) == MAX_SHARD_BYTES
-    (True, True)
-    """
+    """About ``per_worker`` shards per worker, within [MIN_SHARD_BYTES, MAX_SHARD_BYTES]."""
     return max(MIN_SHARD_BYTES, min(MAX_SHARD_BYTES, total // (per_worker * max(1, workers))))
 
 
@@ -105,11 +101,7 @@ def _ignore_sigint() -> None:
 
 @dataclass(frozen=True)
 class LocalRunner(AbstractContextManager["LocalRunner"]):
-    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order.
-
-    >>> [r for _, r in LocalRunner(2).map(len, ["ab", "c"])]
-    [2, 1]
-    """
+    """``jobs`` workers here: inline for one, else threads or ``processes``; results in order."""
 
     jobs: int = 1
     processes: bool = False

@@ -53,21 +53,13 @@ _NOT_FINITE = re.compile(r"^\s*[-+]?\s*(?:nan|inf|infinity)\s*$", re.IGNORECASE)
 
 
 def _q(text: object) -> str:
-    """The value as the message quotes it: ``'8q'``; ``repr`` when not printable (one line).
-
-    >>> _q(" 8q "), _q("8\\n0")
-    ("'8q'", "'8\\\\n0'")
-    """
+    """The value as the message quotes it: ``'8q'``; ``repr`` when not printable (one line)."""
     shown = str(text).strip()
     return f"'{shown}'" if shown.isprintable() else repr(shown)
 
 
 def _power(n: int | Decimal) -> str:
-    """``10**15`` -> ``'10^15'``, ``2**60`` -> ``'2^60'``, else ``'1,234'``.
-
-    >>> _power(10**15), _power(2**60), _power(2048)
-    ('10^15', '2^60', '2,048')
-    """
+    """``10**15`` -> ``'10^15'``, ``2**60`` -> ``'2^60'``, else ``'1,234'``."""
     value = int(n)
     if value > 10**4 and str(value).rstrip("0") == "1":
         return f"10^{len(str(value)) - 1}"
@@ -200,11 +192,7 @@ def parse_size(text: str | int | float | Decimal, *, param: str = "size", allow_
 
 
 def parse_context_list(text: str, *, param: str = "context") -> list[int]:
-    """Comma-separated counts of at least one token (``parse_count``).
-
-    >>> parse_context_list("1k, 8Ki")
-    [1000, 8192]
-    """
+    """Comma-separated counts of at least one token (``parse_count``)."""
     out = [parse_count(part, param=param, minimum=1) for part in text.split(",") if part.strip()]
     if not out:
         raise UsageError(f"{arg(param)} needs at least one length, e.g. {arg(param, '8k')} or "
@@ -259,11 +247,7 @@ def parse_money(text: str | int | float | Decimal, *, param: str = "amount",
 
 def parse_percent(text: str | int | float | Decimal, *, param: str = "percent",
     maximum: Decimal | None = None) -> Decimal:
-    """Percent points: ``10`` and ``10%`` are both 10 (a share is ``parse_fraction``'s).
-
-    >>> parse_percent("80%"), parse_percent(10), parse_percent("12.5 %")
-    (Decimal('80'), Decimal('10'), Decimal('12.5'))
-    """
+    """Percent points: ``10`` and ``10%`` are both 10 (a share is ``parse_fraction``'s)."""
     parts = _split(text, param, "a percentage such as 10 or 10%")
     if parts is None or parts[2] not in ("", "%"):
         raise UsageError(f"{arg(param)} {_q(text)} is not a percentage; write 10 or 10%",
@@ -279,11 +263,7 @@ def parse_percent(text: str | int | float | Decimal, *, param: str = "percent",
 
 
 def parse_fraction(text: str | int | float | Decimal, *, param: str = "share") -> Decimal:
-    """A share of a whole in [0, 1]: ``0.5`` or ``50%`` (a bare ``50`` is refused).
-
-    >>> parse_fraction("0.5"), parse_fraction("50%"), parse_fraction(1)
-    (Decimal('0.5'), Decimal('0.5'), Decimal('1'))
-    """
+    """A share of a whole in [0, 1]: ``0.5`` or ``50%`` (a bare ``50`` is refused)."""
     parts = _split(text, param, "a share such as 0.5 or 50%")
     if parts is None or parts[2] not in ("", "%"):
         raise UsageError(f"{arg(param)} {_q(text)} is not a share; write 0.5 or 50%", param=param)
@@ -299,11 +279,7 @@ def parse_fraction(text: str | int | float | Decimal, *, param: str = "share") -
 
 
 def format_bytes(n: float, *, binary: bool = True) -> str:
-    """``131072`` -> ``'128 KiB'``; decimal units with ``binary=False``.
-
-    >>> format_bytes(131072), format_bytes(819200, binary=False), format_bytes(2**60)
-    ('128 KiB', '819.2 KB', '1 EiB')
-    """
+    """``131072`` -> ``'128 KiB'``; decimal units with ``binary=False``."""
     base, units = ((1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"]) if binary
                    else (1000, ["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"]))
     value = float(n)
@@ -357,11 +333,7 @@ def format_percent(value: float, *, sign: bool = False) -> str:
 
 
 def round_percent(value: float) -> float:
-    """``value`` for JSON: two decimals, two significant digits under 0.1 (never 0.0).
-
-    >>> round_percent(12.3456), round_percent(0.004712)
-    (12.35, 0.0047)
-    """
+    """``value`` for JSON: two decimals, two significant digits under 0.1 (never 0.0)."""
     magnitude = abs(value)
     if not math.isfinite(magnitude) or magnitude == 0 or magnitude >= 0.1:
         return round(value, 2)
@@ -388,10 +360,6 @@ def weight_bits(dtype: str) -> Decimal:
 
 
 def spec_label(spec: str) -> str:
-    """A tokenizer spec as a column label: ``tiktoken:o200k_base`` -> ``o200k_base``.
-
-    >>> spec_label("tiktoken:cl100k_base"), spec_label("hf:org/repo")
-    ('cl100k_base', 'hf:org/repo')
-    """
+    """A tokenizer spec as a column label: ``tiktoken:o200k_base`` -> ``o200k_base``."""
     family, _, name = spec.partition(":")
     return name if family == "tiktoken" and "/" not in name else spec

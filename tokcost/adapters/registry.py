@@ -35,11 +35,7 @@ MODEL_FAMILY = "model"  # model:ID, resolved through a catalog one layer up
 
 
 def normalize_spec(spec: str) -> str:
-    """The spec's canonical form, without judging it.
-
-    >>> normalize_spec("o200k"), normalize_spec("tiktoken:cl100k"), normalize_spec(" hf:x ")
-    ('tiktoken:o200k_base', 'tiktoken:cl100k_base', 'hf:x')
-    """
+    """The spec's canonical form, without judging it."""
     spec = spec.strip()
     family, sep, arg = spec.partition(":")
     if not sep:

@@ -114,11 +114,7 @@ def train_inputs(files: Sequence[str], config: TrainerConfig, runner: Runner,
 
 
 def tokenizer_spec(tokenizer: str) -> str:
-    """The spec a ``bpe encode|decode|inspect`` argument names: a spec, or a path by its kind.
-
-    >>> [tokenizer_spec(t) for t in ("o200k_base", "tok.bpe", "x.tiktoken", "m.model")]
-    ['tiktoken:o200k_base', 'bpe:tok.bpe', 'tiktoken:x.tiktoken', 'sp:m.model']
-    """
+    """The spec a ``bpe encode|decode|inspect`` argument names: a spec, or a path by its kind."""
     text = tokenizer.strip()
     family, sep, _ = text.partition(":")
     if sep and (family in FAMILIES or text.startswith(MODEL_PREFIX)):
@@ -253,11 +249,7 @@ class BPEDecodeResult:
 
 
 def decode_bpe(request: BPEDecodeRequest) -> BPEDecodeResult:
-    """The text of ``ids`` (``InvalidTokenId`` for one outside the vocabulary).
-
-    >>> decode_bpe(BPEDecodeRequest(tokenizer="cl100k_base", ids=(15339, 1917))).text
-    'hello world'
-    """
+    """The text of ``ids`` (``InvalidTokenId`` for one outside the vocabulary)."""
     choice, tok, _ = _load(request)
     bad = next((i for i in request.ids if not 0 <= i < tok.vocab_size), None)
     if bad is not None:

@@ -193,11 +193,7 @@ _POSSESSIVE_INTERVAL = r"(\\p\{\w+\}|\\[dswDSW]|\[(?:\\.|[^\]\\])*\]|[^\\()|])(\
 
 
 def hf_pattern(pattern: str) -> str:
-    """The regex for Oniguruma, which reads ``{1,3}+`` as "one or more": atomic groups.
-
-    >>> hf_pattern(r"\\p{N}{1,3}+|\\s")
-    '(?>\\\\p{N}{1,3})|\\\\s'
-    """
+    """The regex for Oniguruma, which reads ``{1,3}+`` as "one or more": atomic groups."""
     import regex
     return regex.sub(_POSSESSIVE_INTERVAL, lambda m: f"(?>{m.group(1)}{m.group(2)})", pattern)
 

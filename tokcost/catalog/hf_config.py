@@ -193,11 +193,7 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
-    """The shortest pattern that, repeated from layer 0, gives ``kinds``.
-
-    >>> shortest_period(["sliding"] * 5 + ["full"] + ["sliding"] * 5 + ["full", "sliding"])
-    ('sliding', 'sliding', 'sliding', 'sliding', 'sliding', 'full')
-    """
+    """The shortest pattern that, repeated from layer 0, gives ``kinds``."""
     n = len(kinds)
     p = next(p for p in range(1, n + 1) if all(kinds[i] == kinds[i % p] for i in range(n)))
     return tuple(kinds[:p])
@@ -235,11 +231,7 @@ def linear_state_elements(f: ConfigFields) -> int:
 
 
 def weights_dtype(dtype: str | None, quantization: Mapping[str, Any] | None) -> str:
-    """The catalog's dtype of the weights: the quantization's, else ``torch_dtype``'s.
-
-    >>> weights_dtype("bfloat16", {"quant_method": "mxfp4"}), weights_dtype("float32", None)
-    ('mxfp4', 'bf16')
-    """
+    """The catalog's dtype of the weights: the quantization's, else ``torch_dtype``'s."""
     if quantization:
         method = str(quantization.get("quant_method", "")).lower()
         if method == "mxfp4":

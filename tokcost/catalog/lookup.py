@@ -81,11 +81,7 @@ class Catalog:
             raise TypeError("make a Catalog with Catalog.build(models, gpus, files)")
 
     def resolve(self, model_id: str) -> ModelEntry:
-        """The entry for an id, alias or dated id.
-
-        >>> load_catalog().resolve("gpt-4o-2024-08-06").id
-        'gpt-4o'
-        """
+        """The entry for an id, alias or dated id."""
         key = model_id.strip().lower().removeprefix("model:")
         entry = self._index.names.get(key) or self._index.aliases.get(key)
         if entry is not None:

@@ -84,11 +84,7 @@ class Attention(Record):
     linear_state_elements: int | None = None  # of one linear layer, for one sequence
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
-        """Kind of each of ``layers`` layers.
-
-        >>> Attention("sliding", ("sliding", "full"), 4096).layer_kinds(4)
-        ('sliding', 'full', 'sliding', 'full')
-        """
+        """Kind of each of ``layers`` layers."""
         pattern: tuple[LayerKind, ...] = ("mla",) if self.type == "mla" else self.pattern
         return tuple(pattern[i % len(pattern)] for i in range(layers))
 

@@ -76,11 +76,7 @@ def child(node: Any, key: str) -> tuple[yaml.Node, yaml.Node] | None:
 
 
 def line_of(root: yaml.Node | None, path: PathKey) -> int | None:
-    """1-based line of the deepest node along ``path`` (a scalar's key, else the value).
-
-    >>> line_of(load("a: 1\\nb:\\n  - {c: 2}\\n  - {c: 3}\\n", nodes=True), ("b", 1, "c"))
-    4
-    """
+    """1-based line of the deepest node along ``path`` (a scalar's key, else the value)."""
     import yaml
     if root is None:
         return None

@@ -17,6 +17,7 @@ import typer
 from tokcost.cli.base import (
     App,
     Group,
+    StdoutFailed,
     die_of_sigpipe,
     finish_stdout,
     guard_stdout,
@@ -42,6 +43,13 @@ class TokcostGroup(Group):
     def command_rows(self, ctx: Any) -> list[tuple[str, str]]:
         # from the table: listing them must not import every command
         return [(name, text) for name, (_, text) in COMMANDS.items()]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from tokcost import cachefile
+        from tokcost.cli.help import render_help, root_help_cache
+        text = render_help(ctx, self.command_rows(ctx))
+        cachefile.write(root_help_cache(), text.encode())  # what `tokcost -h` prints next
+        formatter.write(text)
 
     def main(self, args: Any = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True,
@@ -85,6 +93,10 @@ def run_command(main: Any, args: Any, *, prog_name: str) -> None:
     except typer.Abort:  # EOF on a prompt, or Ctrl-C inside click itself
         err.print("interrupted")
         sys.exit(130)
+    except StdoutFailed as exc:  # while parsing: --help, --version
+        report(str(exc), 1, wants_json=False, kind="InputError")
+        sys.stdout = None  # nothing more to write: no second complaint at exit
+        sys.exit(1)
     except OSError as exc:
         if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
             raise

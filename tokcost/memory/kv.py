@@ -28,11 +28,7 @@ class KvDtype:
     group_overhead_bytes: int = 0
 
     def vector_bytes(self, elements: int) -> int:
-        """Bytes of one cached vector of ``elements`` values (e.g. one head's K).
-
-        >>> KV_DTYPES["int4"].vector_bytes(128)  # 64 B of nibbles + 2 groups x 4 B
-        72
-        """
+        """Bytes of one cached vector of ``elements`` values (e.g. one head's K)."""
         data = math.ceil(elements * self.bits / 8)
         if self.group is None:
             return data

@@ -276,11 +276,7 @@ _CLASSES: dict[PolicyName, type[Policy]] = {
 
 def make_policy(name: PolicyName | str, capacity_tokens: int, *, max_len: int = 2048,
                 block_size: int = 16, share_prefix: bool = True) -> Policy:
-    """A fresh policy (empty memory) by name.
-
-    >>> make_policy("paged", 100, block_size=16).capacity  # whole blocks only
-    96
-    """
+    """A fresh policy (empty memory) by name."""
     try:
         key = PolicyName(name)
     except ValueError:

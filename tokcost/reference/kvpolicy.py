@@ -39,11 +39,7 @@ _E4M3_POSITIVE = E4M3_VALUES[:127].astype(np.float64)
 
 
 def fp8_encode(x: Array) -> NDArray[np.uint8]:
-    """The e4m3 code nearest to each value (ties to the even code), saturating at 448.
-
-    >>> fp8_decode(fp8_encode(np.array([0.3, -1.0, 500.0, 1e-9], dtype=np.float32))).tolist()
-    [0.3125, -1.0, 448.0, 0.0]
-    """
+    """The e4m3 code nearest to each value (ties to the even code), saturating at 448."""
     mag = np.minimum(np.abs(x.astype(np.float64)), E4M3_MAX)
     hi = np.clip(np.searchsorted(_E4M3_POSITIVE, mag), 1, 126)
     lo = hi - 1

@@ -20,11 +20,7 @@ from tokcost.units import parse_count
 
 
 def as_int(value: object, name: str) -> int:
-    """An int, or a count as text; the sign is kept for the field's own range check.
-
-    >>> as_int("12k", "n"), as_int(-3, "n"), as_int("-1", "top_k")
-    (12000, -3, -1)
-    """
+    """An int, or a count as text; the sign is kept for the field's own range check."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str | float):
@@ -51,11 +47,7 @@ class PromptText:
 
 
 def decode_prompt(data: bytes, *, source: str = "stdin") -> PromptText:
-    """Bytes as a prompt: invalid UTF-8 replaced by U+FFFD (and counted), binary refused.
-
-    >>> decode_prompt("café ".encode() + bytes([255])).invalid_utf8_bytes
-    1
-    """
+    """Bytes as a prompt: invalid UTF-8 replaced by U+FFFD (and counted), binary refused."""
     from tokcost.counting import SNIFF_BYTES, decode_utf8, sniff_binary
     binary = sniff_binary(data[:SNIFF_BYTES])
     if binary is not None:

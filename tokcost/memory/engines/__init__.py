@@ -36,11 +36,7 @@ def engine_names() -> tuple[str, ...]:
 
 
 def engine_class(name: str) -> type[Engine]:
-    """The profile registered as ``name`` (any case), or a one-line error with a suggestion.
-
-    >>> engine_class("SGLang").title
-    'SGLang'
-    """
+    """The profile registered as ``name`` (any case), or a one-line error with a suggestion."""
     key = str(name).lower()
     if key not in _REGISTRY:
         raise UsageError(f"unknown {arg('engine')} '{name}'{suggest(key, _REGISTRY)}; use one "

@@ -66,11 +66,7 @@ class Deployment:
 
 
 def largest(holds: Callable[[int], bool | None], limit: int) -> int:
-    """The largest n in 0..``limit`` for which ``holds`` (monotone), 0 for none.
-
-    >>> largest(lambda n: n * n <= 50, 100)
-    7
-    """
+    """The largest n in 0..``limit`` for which ``holds`` (monotone), 0 for none."""
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
