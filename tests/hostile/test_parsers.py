@@ -189,3 +189,19 @@ def test_a_deep_config_json(sandbox: Sandbox) -> None:
     line = sandbox.one_error("kvmem", "estimate", "--config", "config.json", "--gpu", "H100",
                              code=1)
     assert "config.json" in line and "nested" in line
+
+
+def test_a_sentencepiece_model_with_a_piece_that_is_not_utf8(sandbox: Sandbox) -> None:
+    spm = pytest.importorskip("sentencepiece")
+    (sandbox.repo / "c.txt").write_text("the ferry left at noon and the gulls followed it\n" * 200)
+    spm.SentencePieceTrainer.train(input=str(sandbox.repo / "c.txt"), vocab_size=40,
+                                   model_prefix=str(sandbox.repo / "m"), model_type="bpe",
+                                   minloglevel=2)
+    raw = (sandbox.repo / "m.model").read_bytes()
+    piece = spm.SentencePieceProcessor(model_file=str(sandbox.repo / "m.model")).id_to_piece(10)
+    field = b"\n" + bytes([len(piece.encode())]) + piece.encode()
+    assert field in raw
+    (sandbox.repo / "bad.model").write_bytes(raw.replace(field, field[:2] + b"\xff" * (
+        len(field) - 2), 1))
+    line = sandbox.one_error("count", "c.txt", "-t", "sp:bad.model", code=1)
+    assert "bad.model is not a valid SentencePiece .model file" in line

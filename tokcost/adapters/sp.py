@@ -58,7 +58,8 @@ def load(arg: str) -> SentencePieceAdapter:
     processor = sentencepiece.SentencePieceProcessor()
     try:
         processor.load(str(path))
-    except (OSError, RuntimeError) as exc:
+        processor.id_to_piece(list(range(processor.get_piece_size())))  # each piece UTF-8
+    except (OSError, RuntimeError, UnicodeDecodeError) as exc:
         raise TokenizerDataError(f"{path} is not a valid SentencePiece .model file "
                                  f"({str(exc)[:120]})") from exc
     return SentencePieceAdapter(f"sp:{arg}", processor)
