@@ -68,6 +68,12 @@ def _workers(pid: int) -> int:
     return found
 
 
+def _ignores_sigint(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn")), 16)
+    return bool(mask >> (signal.SIGINT - 1) & 1)
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox) -> None:
     pytest.importorskip("distributed")
@@ -79,18 +85,16 @@ def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox) -> None:
          "-t", "cl100k_base", "-t", "o200k_base", "-t", "o200k_harmony"], cwd=sandbox.repo, env=sandbox.env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        for _ in range(600):  # until both workers run
-            if _workers(proc.pid) >= 2 or proc.poll() is not None:
+        seen = None  # until both workers have run a second and the cluster has started,
+        # which ends the window where this process ignores SIGINT (/proc's SigIgn mask)
+        for _ in range(1200):
+            seen = seen or (time.monotonic() if _workers(proc.pid) >= 2 else None)
+            if proc.poll() is not None or (seen and time.monotonic() - seen > 1
+                                           and not _ignores_sigint(proc.pid)):
                 break
             time.sleep(0.05)
-        time.sleep(1.5)
-        for press in range(5):  # a Ctrl-C while the cluster still starts is ignored: press again
-            os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole process group
-            try:
-                _, err = proc.communicate(timeout=2 if press < 4 else WALL_S)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole process group
+        _, err = proc.communicate(timeout=WALL_S)
     finally:
         proc.kill()
     assert (proc.returncode, err) == (130, "interrupted\n")
