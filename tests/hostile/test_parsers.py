@@ -119,6 +119,7 @@ def test_a_backtracking_pattern_is_refused(sandbox: Sandbox, pattern: str) -> No
 
 @pytest.mark.parametrize(("template", "word"), [
     ("{{ 'a' * 4000000 }}", "limits"),
+    ("{{ 'a' * 999999 * 999999 }}", "limits"),
     ("{% for i in range(9000) %}{{ 'x' * 900 }}{% endfor %}", "characters"),
     ("{% for i in range(9999) %}{% for j in range(9999) %}{% for k in range(9999) %}"
      "{% endfor %}{% endfor %}{% endfor %}",

@@ -125,9 +125,11 @@ def render(template: str, messages: Sequence[Mapping[str, str]], *,
         intercepted_binops = frozenset({"*", "**"})
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            numbers = [n for n in (left, right) if isinstance(n, int)]
-            if numbers and max(map(abs, numbers)) > (256 if operator == "**" else TEMPLATE_OUTPUT):
-                raise SecurityError(f"'{operator}' on a number over the template's limits")
+            seq, n = (left, right) if isinstance(right, int) else (right, left)
+            size = len(seq) * n if isinstance(seq, (str, list, tuple)) else 0
+            power = abs(right) if operator == "**" and isinstance(right, int) else 0
+            if size > TEMPLATE_OUTPUT or power > 256:
+                raise SecurityError(f"'{operator}' past the template's limits")
             return super().call_binop(context, operator, left, right)
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
