@@ -285,8 +285,8 @@ def _walk_dir(root: Path, globbed: tuple[pathspec.GitIgnoreSpec | None, ...], gi
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=follow):
         here = Path(dirpath)
         ignores.enter(here)
-        if follow:
-            entered.add(_key(here))
+        if follow and (key := _key(here)) is not None:
+            entered.add(key)
         keep = []
         for d in sorted(dirnames):
             sub = here / d
@@ -320,8 +320,11 @@ def _walk_dir(root: Path, globbed: tuple[pathspec.GitIgnoreSpec | None, ...], gi
                 yield from _regular(file, seen, skipped, follow)
 
 
-def _key(path: Path) -> tuple[int, int]:
-    st = path.stat()
+def _key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:  # gone, or unreadable: the walk reports it when it gets there
+        return None
     return st.st_dev, st.st_ino
 
 
