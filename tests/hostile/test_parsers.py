@@ -206,3 +206,13 @@ def test_a_sentencepiece_model_with_a_piece_that_is_not_utf8(sandbox: Sandbox) -
         len(field) - 2), 1))
     line = sandbox.one_error("count", "c.txt", "-t", "sp:bad.model", code=1)
     assert "bad.model is not a valid SentencePiece .model file" in line
+
+
+def test_bpe_train_on_text_that_turns_to_zeros(sandbox: Sandbox) -> None:
+    with open(sandbox.repo / "late.txt", "wb") as f:
+        f.write(b"text more words here\n" * 5000)
+        f.truncate(600 * 1024 * 1024)  # sparse: 600 MiB of NUL bytes, no line end among them
+    (sandbox.repo / "ok.txt").write_text("the ferry left at noon and the gulls followed it\n" * 300)
+    ran = sandbox.run("bpe", "train", "late.txt", "ok.txt", "--vocab-size", "270", "-o", "t.bpe")
+    assert ran.code == 0, ran.stderr
+    assert "warning: skipped late.txt: binary (NUL byte at offset 105000)" in ran.stderr

@@ -495,16 +495,26 @@ def pretokenize_shard(shard: Sequence[Piece], spec: PretokenizeSpec,
                       into: WordCounts | None = None) -> WordCounts:
     """Map: pre-token frequencies of the lines that *start* inside each piece."""
     from tokcost.bpe.pretokenize import count_blocks, line_range, training_file
+    from tokcost.counting.inputs import LateBinary, TextOnly
     counts = WordCounts() if into is None else into
     for piece in shard:
         path = piece.path
         with training_file(path), open_binary(path) as fh:
+            # The file's head and the piece's: a piece inside zeros is not scanned for lines.
             reason = counting.sniff_binary(fh.read(counting.SNIFF_BYTES))
+            if reason is None and piece.start:
+                fh.seek(piece.start)
+                reason = counting.sniff_binary(fh.read(counting.SNIFF_BYTES), piece.start)
+            if reason is None:
+                start, stop = line_range(fh, piece)
+                blocks = counting.LineBlocks(TextOnly(Window(fh, start, stop), start))
+                try:
+                    count_blocks(blocks, spec, counts)
+                except LateBinary as late:  # a NUL further on: the read stops there
+                    reason = str(late)
             if reason is not None:
                 counts.skipped.setdefault(path, reason)
                 continue
-            blocks = counting.LineBlocks(Window(fh, *line_range(fh, piece)))
-            count_blocks(blocks, spec, counts)
         if blocks.invalid_bytes:
             counts.invalid_utf8_bytes[path] = (counts.invalid_utf8_bytes.get(path, 0)
                                                + blocks.invalid_bytes)
