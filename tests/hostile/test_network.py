@@ -99,3 +99,29 @@ def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox) -> None:
         proc.kill()
     assert (proc.returncode, err) == (130, "interrupted\n")
     assert _workers(proc.pid) == 0
+
+
+class _Silent(http.server.BaseHTTPRequestHandler):
+    """Accepts and never answers."""
+
+    def do_GET(self) -> None:
+        time.sleep(60)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_timeout_bounds_the_planning_of_a_url(sandbox: Sandbox) -> None:
+    pytest.importorskip("distributed")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    server.daemon_threads, server.block_on_close = True, False  # its handlers sleep on
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sandbox.env.update(NO_PROXY="127.0.0.1", no_proxy="127.0.0.1")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/a.txt"
+        line = sandbox.one_error("count", url, "--engine", "dask", "--timeout", "2", "-t",
+                                 "cl100k_base", code=1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert url in line and "2 s" in line
