@@ -171,3 +171,18 @@ def refuse_reads(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
         monkeypatch.setattr(builtins, "open", fake_open)
 
     return refuse
+
+
+@pytest.fixture(scope="session")
+def bpe_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small tokcost BPE model trained by ``tokcost bpe train`` (the fuzz tests' seed)."""
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    folder = tmp_path_factory.mktemp("bpe")
+    (folder / "c.txt").write_text("the cat sat on the mat; the dog sat on the log.\n" * 20)
+    result = CliRunner().invoke(app, ["bpe", "train", str(folder / "c.txt"), "--vocab-size",
+                                      "280", "-o", str(folder / "m.bpe")])
+    assert result.exit_code == 0, result.output
+    return folder / "m.bpe"

@@ -155,6 +155,10 @@ def test_the_root_help_is_printed_from_its_cache_as_rendered(tmp_path: Path) -> 
                             capture_output=True, text=True, timeout=120)
     assert first.returncode == second.returncode == 0 and first.stderr == second.stderr == ""
     assert second.stdout == first.stdout and "Usage: tokcost" in first.stdout
+    typer_path = subprocess.run(  # the CLI itself, which never reads the cache
+        [sys.executable, "-c", "import sys; from tokcost.cli.app import main; sys.argv[0] = "
+         "'tokcost'; main()", "--help"], env=env, capture_output=True, text=True, timeout=120)
+    assert typer_path.stdout == first.stdout
     entry.write_bytes(entry.read_bytes().replace(b"Usage", b"Usagf"))  # checksum now fails
     third = subprocess.run([sys.executable, "-m", "tokcost", "-h"], env=env,
                            capture_output=True, text=True, timeout=120)

@@ -97,16 +97,6 @@ def _argv(draw: st.DrawFn, command: Any, path: tuple[str, ...] = ()) -> list[str
     return [*FIXED.get(path, []), *argv]
 
 
-@pytest.fixture(scope="module")
-def bpe_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bpe")
-    (folder / "c.txt").write_text("the cat sat on the mat; the dog sat on the log.\n" * 20)
-    result = CliRunner().invoke(app, ["bpe", "train", str(folder / "c.txt"), "--vocab-size",
-                                      "280", "-o", str(folder / "m.bpe")])
-    assert result.exit_code == 0, result.output
-    return folder / "m.bpe"
-
-
 @pytest.mark.parametrize(("path", "command"), LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
 @settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

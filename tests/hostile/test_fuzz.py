@@ -12,7 +12,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,17 +140,5 @@ test_fuzz_chat_template = _case("chat_template", b"{% for m in messages %}<|{{ m
                                 b"{{ m.content }}{% endfor %}", _template)
 
 
-@pytest.fixture(scope="module")
-def bpe_seed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    from typer.testing import CliRunner
-
-    folder = tmp_path_factory.mktemp("bpe")
-    (folder / "c.txt").write_text("the ferry left at noon and the gulls followed it\n" * 40)
-    result = CliRunner().invoke(app, ["bpe", "train", str(folder / "c.txt"), "--vocab-size",
-                                      "270", "-o", str(folder / "t.bpe")])
-    assert result.exit_code == 0, result.output
-    return (folder / "t.bpe").read_bytes()
-
-
-def test_fuzz_bpe(bpe_seed: bytes) -> None:
-    _case("bpe", bpe_seed, _file("t.bpe", lambda p: ["bpe", "inspect", str(p)]))()
+def test_fuzz_bpe(bpe_model: Path) -> None:
+    _case("bpe", bpe_model.read_bytes(), _file("t.bpe", lambda p: ["bpe", "inspect", str(p)]))()

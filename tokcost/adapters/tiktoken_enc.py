@@ -115,19 +115,24 @@ class TiktokenTokenizer:
 def _encoding_from_ranks(name: str, ranks: dict[bytes, int], pattern: str,
                          specials: dict[str, int], n_vocab: int | None) -> tiktoken.Encoding:
     import tiktoken
-    # tiktoken panics (a Rust PanicException, a BaseException) on a byte it cannot rank.
+    try:
+        return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
+                                 special_tokens=specials, explicit_n_vocab=n_vocab)
+    except (ValueError, AssertionError) as exc:
+        raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {exc}") from exc
+
+
+def _check_untrusted(path: Path, ranks: dict[bytes, int], pattern: str) -> None:
+    """Refuse what would hang or panic tiktoken (a Rust PanicException, a BaseException): a
+    pattern that backtracks, a byte without a rank, two tokens on one rank. Named encodings,
+    checked by sha256, skip this (start-up)."""
     missing = next((b for b in range(256) if bytes([b]) not in ranks), None)
     problem = regex_problem(pattern) or (
         f"no rank for the byte {missing:#04x} (a rank file ranks all 256 single bytes)"
         if missing is not None else len(set(ranks.values())) < len(ranks)
         and "two tokens share a rank")
     if problem:
-        raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {problem}")
-    try:
-        return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
-                                 special_tokens=specials, explicit_n_vocab=n_vocab)
-    except (ValueError, AssertionError) as exc:
-        raise TokenizerDataError(f"cannot build tiktoken encoding {name}: {exc}") from exc
+        raise TokenizerDataError(f"{path}: {problem}")
 
 
 def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
@@ -167,6 +172,7 @@ def load_file(path_str: str) -> TiktokenTokenizer:
     ranks = parse_ranks(data, str(path))
     if not ranks:
         raise TokenizerDataError(f"{path}: the rank file is empty")
+    _check_untrusted(path, ranks, pattern)
     encoding = _encoding_from_ranks(path.stem, ranks, pattern, specials, n_vocab)
     return TiktokenTokenizer(f"tiktoken:{path}", encoding)
 
@@ -255,5 +261,6 @@ def load_tekken(arg: str) -> TekkenTokenizer:
                                  f"with 'config' and 'vocab'): {exc}") from exc
     if sorted(ranks.values()) != list(range(len(ranks))):
         raise TokenizerDataError(f"{path}: Tekken ranks are not 0..{len(ranks) - 1} in order")
+    _check_untrusted(path, ranks, pattern)
     encoding = _encoding_from_ranks(path.stem, ranks, pattern, {}, None)
     return TekkenTokenizer(f"tekken:{arg}", encoding, reserve, vocab_size)

@@ -44,13 +44,6 @@ class TokcostGroup(Group):
         # from the table: listing them must not import every command
         return [(name, text) for name, (_, text) in COMMANDS.items()]
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        from tokcost import cachefile
-        from tokcost.cli.help import render_help, root_help_cache
-        text = render_help(ctx, self.command_rows(ctx))
-        cachefile.write(root_help_cache(), text.encode())  # what `tokcost -h` prints next
-        formatter.write(text)
-
     def main(self, args: Any = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
@@ -191,8 +184,16 @@ def _load_command(name: str) -> Any:
 
 
 def main() -> None:
-    """Entry point of the ``tokcost`` console script and ``python -m tokcost``."""
+    """The ``tokcost`` command line (its entry point, ``tokcost.__main__``, may answer
+    ``--help`` first)."""
     app(prog_name="tokcost")
+
+
+def root_help() -> str:
+    """``tokcost --help`` as it prints here, rendered without running the command."""
+    command = typer.main.get_command(app)
+    with command.make_context("tokcost", [], resilient_parsing=True) as ctx:
+        return str(command.get_help(ctx)) + "\n"
 
 
 def count_main() -> None:

@@ -7,7 +7,6 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 #: A flag's spellings share a line while they fit in this many characters.
@@ -84,14 +83,9 @@ def _plain(text: str) -> Any:
     return Text(text.replace("\\[", "[").replace("\b\n", ""))
 
 
-def root_help_cache() -> Path:
-    """Where the root help rendered for this terminal is kept: it depends on the width, the
-    styling and the code that renders it (so an edited checkout never shows a stale one)."""
-    from tokcost.cachefile import cache_dir
-    here = Path(__file__).parent
-    stamp = sum(os.stat(here / name).st_mtime_ns for name in ("app.py", "help.py", "options.py"))
-    color = "NO_COLOR" in os.environ
-    return cache_dir() / f"help-{_width()}-{_stdout_is_terminal():d}{color:d}-{stamp}.txt"
+def root_key() -> str:
+    """What the root help's text depends on in this terminal: its width and its styling."""
+    return f"{_width()}-{_stdout_is_terminal():d}{'NO_COLOR' in os.environ:d}"
 
 
 def _width() -> int:
