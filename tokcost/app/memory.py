@@ -13,7 +13,7 @@ __all__ = ["KvRequest", "estimate_memory"]
 def estimate_memory(request: KvRequest) -> KvResult:
     """Size the KV cache of the request's model at each context, per GPU (and plot it)."""
     from tokcost import memory
-    from tokcost.app.models import resolve_model
+    from tokcost.catalog.lookup import resolve_model
     from tokcost.plotting import check_plot_path
     from tokcost.tokenizers import open_catalog
     out, ref = request.output, request.model_ref

@@ -1,5 +1,5 @@
 """The catalog's use cases (``tokcost models``), each returning a frozen result whose
-``to_dict()`` is the command's ``--json``; and the one place a model argument is resolved."""
+``to_dict()`` is the command's ``--json``."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry, load_catalog, validate_file
-from tokcost.catalog.lookup import catalog_file
+from tokcost.catalog.lookup import catalog_file, load_model_source
 from tokcost.errors import CatalogError, MissingDependency, UsageError, arg
 from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
-    from tokcost.catalog.hf_model import HfModel
     from tokcost.catalog.sync import PriceDiff
 
 __all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus", "list_models",
@@ -183,40 +182,6 @@ def sync_prices(request: SyncPricesRequest) -> PriceSync:
     return PriceSync(path, report.database_version, report.matched, report.unmatched,
                      report.diffs, written, request.write,
                      path.resolve() == shipped_path("models.yaml").resolve(), dated)
-
-
-def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
-    """``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``, a config.json or a folder."""
-    from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
-    if isinstance(source, str) and is_hf_spec(source):
-        return load_hf_model(source, model_id=model_id)
-    return load_config(source, model_id=model_id)
-
-
-def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
-    catalog: Catalog, needs_weights: bool = False) -> tuple[ModelEntry, HfModel | None]:
-    """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
-    and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
-    if config is not None and model is not None:
-        raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
-                         param="config", related=("model",))
-    if config is None and model is None:
-        raise UsageError(f"give {arg('model', 'ID')} (a catalog id or hf:ORG/REPO) or "
-                         f"{arg('config', 'PATH')} (a model's config.json or its folder)",
-                         param="model", related=("config",))
-    # hf_model.is_hf_spec without importing it: kvmem's start stays that of a catalog lookup.
-    hf = isinstance(model, str) and model.strip().lower().startswith("hf:")
-    if model is not None and not hf:
-        return (catalog.resolve(model) if isinstance(model, str) else model), None
-    loaded = load_model_source(config if config is not None else str(model))
-    arch = loaded.entry.architecture
-    if needs_weights and arch is not None and arch.params_total is None:
-        raise UsageError(
-            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
-            f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
-            f"without {arg('gpu')} and {arg('bandwidth')}",
-            param="kv_memory", related=("gpu", "bandwidth"))
-    return loaded.entry, loaded
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,6 @@
 """The loaded catalog and its lookups, as tiktoken's: exact id, alias, then the longest prefix
-(a dated id ``gpt-4o-2024-08-06``, or explicit ``prefixes``); a name claimed twice is an error."""
+(a dated id ``gpt-4o-2024-08-06``, or explicit ``prefixes``); a name claimed twice is an error.
+And the one place a model argument (an id, ``hf:ORG/REPO`` or a config) is resolved."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tokcost.catalog import rules
 from tokcost.catalog.loader import Judge, Problem, check_file, read_file
 from tokcost.catalog.rules import gpu_key
 from tokcost.catalog.schema import Gpu, ModelEntry
-from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, arg, suggest
+from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, UsageError, arg, suggest
 from tokcost.resources import shipped_path
+
+if TYPE_CHECKING:
+    from tokcost.catalog.hf_model import HfModel
 
 ENV_VAR = "TOKCOST_CATALOG"
 # -2024-08-06, -20250514, @20240620, -2411, -latest, -v2:1
@@ -168,3 +172,37 @@ def validate_file(path: str | Path, *, judge: Judge | None = None) -> list[Probl
     except FileNotFoundError:
         raise CatalogError(f"'{target}' does not exist; give the path of a models YAML "
                            f"{arg('file')}", param="file") from None
+
+
+def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfModel:
+    """``hf:ORG/REPO`` (the local cache, else the hub), ``hf:PATH``, a config.json or a folder."""
+    from tokcost.catalog.hf_model import is_hf_spec, load_config, load_hf_model
+    if isinstance(source, str) and is_hf_spec(source):
+        return load_hf_model(source, model_id=model_id)
+    return load_config(source, model_id=model_id)
+
+
+def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
+    catalog: Catalog, needs_weights: bool = False) -> tuple[ModelEntry, HfModel | None]:
+    """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
+    and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
+    if config is not None and model is not None:
+        raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
+                         param="config", related=("model",))
+    if config is None and model is None:
+        raise UsageError(f"give {arg('model', 'ID')} (a catalog id or hf:ORG/REPO) or "
+                         f"{arg('config', 'PATH')} (a model's config.json or its folder)",
+                         param="model", related=("config",))
+    # hf_model.is_hf_spec without importing it: kvmem's start stays that of a catalog lookup.
+    hf = isinstance(model, str) and model.strip().lower().startswith("hf:")
+    if model is not None and not hf:
+        return (catalog.resolve(model) if isinstance(model, str) else model), None
+    loaded = load_model_source(config if config is not None else str(model))
+    arch = loaded.entry.architecture
+    if needs_weights and arch is not None and arch.params_total is None:
+        raise UsageError(
+            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
+            f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
+            f"without {arg('gpu')} and {arg('bandwidth')}",
+            param="kv_memory", related=("gpu", "bandwidth"))
+    return loaded.entry, loaded

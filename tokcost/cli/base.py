@@ -11,7 +11,8 @@ import itertools
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import typer
@@ -50,7 +51,19 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """A command group: an unknown subcommand gets a "did you mean"."""
+    """A command group: an unknown subcommand gets a "did you mean"; ``pending`` commands are
+    built when first named."""
+
+    pending: Mapping[str, Callable[[], Any]] = MappingProxyType({})
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.pending, *(n for n in super().list_commands(ctx) if n not in self.pending)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        build = self.pending.get(cmd_name)
+        if build is not None and cmd_name not in self.commands:
+            self.commands[cmd_name] = build()
+        return super().get_command(ctx, cmd_name)
 
     def command_rows(self, ctx: Any) -> list[tuple[str, str]]:
         """(name, one line of help) for each subcommand, in the help's order."""
