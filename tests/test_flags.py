@@ -114,5 +114,5 @@ def _find(path: str) -> Any:
     words = path.split()[1:]
     command = _load_command(words[0])
     for word in words[1:]:
-        command = command.commands[word]
+        command = command.get_command(None, word)  # groups build their commands lazily
     return command

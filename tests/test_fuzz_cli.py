@@ -42,10 +42,9 @@ def _leaf_commands() -> list[tuple[list[str], Any]]:
     leaves: list[tuple[list[str], Any]] = []
 
     def walk(command: Any, path: list[str]) -> None:
-        subs = getattr(command, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, [*path, name])
+        if hasattr(command, "list_commands"):  # a group: its commands are built when named
+            for name in command.list_commands(None):
+                walk(command.get_command(None, name), [*path, name])
         else:
             leaves.append((path, command))
 
