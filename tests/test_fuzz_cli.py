@@ -66,8 +66,9 @@ def _options(command: Any) -> list[tuple[str, bool]]:
 
 
 # Arguments a command always gets, to keep each example short: kvmem quality evaluates
-# the first 24 tokens (the default is 512, nine teacher-forced passes).
-FIXED = {("kvmem", "quality"): ["--max-tokens", "24"]}
+# the first 24 tokens (the default is 512, nine teacher-forced passes), simulate serves 50
+# requests (the default is 1,000 under each policy).
+FIXED = {("kvmem", "quality"): ["--max-tokens", "24"], ("kvmem", "simulate"): ["--requests", "50"]}
 
 # Values that get past parsing, so the fuzz reaches the commands' own checks.
 GOOD = {"--model": ["llama-3.1-8b", "gpt-4o", "tiny-ref", "qwen2.5-7b"],

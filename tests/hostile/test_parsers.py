@@ -151,14 +151,15 @@ def _npy_header(shape: tuple[int, ...]) -> bytes:
 def test_an_npz_that_inflates_past_its_shapes(sandbox: Sandbox) -> None:
     import zipfile
 
-    # 1.6 GB of zeros deflate to about 1.5 MB: written in chunks, never held whole.
-    with zipfile.ZipFile(sandbox.repo / "w.npz", "w", zipfile.ZIP_DEFLATED) as z, \
+    # 1.6 GB of zeros deflate to about 7 MB (at level 1, three times quicker to write than
+    # the 1.5 MB of level 6): written in chunks, never held whole.
+    with zipfile.ZipFile(sandbox.repo / "w.npz", "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z, \
             z.open("tok_emb.npy", "w", force_zip64=True) as f:
         f.write(_npy_header((20_000, 20_000)))
         chunk = bytes(1 << 24)
         for _ in range(20_000 * 20_000 * 4 // len(chunk)):
             f.write(chunk)
-    assert (sandbox.repo / "w.npz").stat().st_size < 3_000_000
+    assert (sandbox.repo / "w.npz").stat().st_size < 8_000_000
     line = sandbox.one_error("generate", "hello", "-m", "tiny-ref", "--weights", "w.npz",
                              code=1)
     assert "w.npz" in line

@@ -39,11 +39,15 @@ def plot_attention(result: AttentionResult, heads: Sequence[tuple[int, int]], pa
         image = ax.imshow(masked, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
         stats = result.head(layer, head)
         ax.set_title(f"{stats.name}: {', '.join(stats.labels) or 'no label'}", fontsize=8)
+        # Every panel has the same tokens: only the left column and the bottom row name them
+        # (a 16-panel figure drew 500 tick labels, and took seconds to lay out).
         if t <= MAX_TICKS:
-            ax.set_xticks(range(t), labels, rotation=90, fontsize=6)
-            ax.set_yticks(range(t), labels, fontsize=6)
-        ax.set_xlabel("key (attended to)", fontsize=7)
-        ax.set_ylabel("query", fontsize=7)
+            ax.set_xticks(range(t), labels if k + cols >= n else [], rotation=90, fontsize=6)
+            ax.set_yticks(range(t), labels if k % cols == 0 else [], fontsize=6)
+        if k + cols >= n:
+            ax.set_xlabel("key (attended to)", fontsize=7)
+        if k % cols == 0:
+            ax.set_ylabel("query", fontsize=7)
     if image is not None:
         fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
     fig.suptitle(f"{result.model}: attention weights per head ({t} tokens)", fontsize=10)
