@@ -446,3 +446,34 @@ def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pyte
                                                        output=tmp_path / "m.bpe"))
     assert seen == [config.reader_spec()]
     assert result.model.n_tokens == 280 and result.requested_vocab_size == 280
+
+
+def test_tiktoken_export_loads_in_tiktoken_as_shipped(model: Path, tmp_path: Path) -> None:
+    """The sidecar holds tiktoken.Encoding's own arguments: the full regex, the specials."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    tt = tmp_path / "tok.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    meta = json.loads((tmp_path / "tok.tiktoken.json").read_text(encoding="utf-8"))
+    enc = tiktoken.Encoding(**meta, mergeable_ranks=load_tiktoken_bpe(str(tt)))
+    text = "the kettle sang, we counted 12345 bytes <|endoftext|> then stopped"
+    mine = runner.invoke(app, ["bpe", "encode", str(model), "--allow-special", text])
+    ids = enc.encode(text, allowed_special="all")
+    assert len(ids) > 10 and mine.stdout.split() == [str(i) for i in ids]
+    assert meta["special_tokens"] == {"<|endoftext|>": 0}
+
+
+def test_an_older_sidecar_that_names_its_pattern_still_reads(model: Path, tmp_path: Path) -> None:
+    tt = tmp_path / "old.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    (tmp_path / "old.tiktoken.json").write_text(
+        json.dumps({"pattern": "o200k", "special_tokens": {"<|endoftext|>": 0}}), encoding="utf-8")
+    want = runner.invoke(app, ["bpe", "encode", str(model), "the kettle sang"]).stdout
+    for spec in (str(tt), f"tiktoken:{tt}"):
+        assert runner.invoke(app, ["bpe", "encode", spec, "the kettle sang"]).stdout == want
+    counted = runner.invoke(app, ["count", "-", "-t", f"tiktoken:{tt}", "--json"],
+                            input="the kettle sang")
+    assert counted.exit_code == 0, counted.output
