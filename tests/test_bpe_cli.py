@@ -477,3 +477,34 @@ def test_an_older_sidecar_that_names_its_pattern_still_reads(model: Path, tmp_pa
     counted = runner.invoke(app, ["count", "-", "-t", f"tiktoken:{tt}", "--json"],
                             input="the kettle sang")
     assert counted.exit_code == 0, counted.output
+
+
+def test_inspect_derives_the_merges_of_a_rank_file(model: Path, tmp_path: Path) -> None:
+    """A rank file carries no merge list: each token's merge is the split byte-pair merging in
+    rank order makes of its bytes; for tokcost's own export that is the trained merge list."""
+    tt = tmp_path / "tok.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    trained = json.loads(runner.invoke(app, ["bpe", "inspect", str(model), "--json",
+                                             "--top", "100"]).stdout)
+    for spec in (str(tt), f"tiktoken:{tt}"):
+        info = json.loads(runner.invoke(app, ["bpe", "inspect", spec, "--json", "--top", "100"]
+                                        ).stdout)
+        assert info["merges"] == trained["merges"] == 300 - 1 - 256
+        assert info["first_merges"] == trained["first_merges"]
+        assert info["unmerged_tokens"] == trained["unmerged_tokens"] == 0
+
+
+def test_inspect_says_which_tokens_are_no_merge(tmp_path: Path) -> None:
+    import base64
+
+    ranks = [bytes([b]) for b in range(256)] + [b"bc", b"ab", b"cd", b"abcd"]
+    rows = "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks))
+    (tmp_path / "r.tiktoken").write_text(rows, encoding="ascii")
+    info = json.loads(runner.invoke(app, ["bpe", "inspect", str(tmp_path / "r.tiktoken"),
+                                          "--pattern", "o200k", "--json"]).stdout)
+    # "abcd": "bc" merges first, then no token joins a|bc or bc|d: not a merge of two.
+    assert (info["merges"], info["unmerged_tokens"]) == (3, 1)
+    assert [m["token"] for m in info["first_merges"]] == ["bc", "ab", "cd"]
+    table = runner.invoke(app, ["bpe", "inspect", str(tmp_path / "r.tiktoken"), "--pattern", "o200k"])
+    assert "unmerged_tokens   1" in table.stdout

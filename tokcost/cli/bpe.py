@@ -284,7 +284,7 @@ def inspect_cmd(
         return
     rows = table(header=False)
     for key in ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens",
-                "merges", "max_token_bytes"):
+                "merges", *["unmerged_tokens"][:bool(info["unmerged_tokens"])], "max_token_bytes"):
         value = info[key]
         shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
         rows.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
