@@ -508,3 +508,53 @@ def test_inspect_says_which_tokens_are_no_merge(tmp_path: Path) -> None:
     assert [m["token"] for m in info["first_merges"]] == ["bc", "ab", "cd"]
     table = runner.invoke(app, ["bpe", "inspect", str(tmp_path / "r.tiktoken"), "--pattern", "o200k"])
     assert "unmerged_tokens   1" in table.stdout
+
+
+def _folder(root: Path) -> Path:
+    """A corpus folder as count walks it: a .gitignore'd file, a binary one, a symlink and
+    .git/ are left out, a nested text file read."""
+    corpus = root / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text(TEXT, encoding="utf-8")
+    (corpus / "sub" / "b.md").write_text(TEXT.upper(), encoding="utf-8")
+    (corpus / "skip.log").write_text("zebra quagga " * 50, encoding="utf-8")
+    (corpus / ".gitignore").write_text("*.log\n", encoding="utf-8")
+    (corpus / "blob.bin").write_bytes(b"\x00\x01zebra" * 10)
+    (corpus / ".git").mkdir()
+    (corpus / ".git" / "HEAD").write_text("zebra quagga\n" * 50, encoding="utf-8")
+    (corpus / "link.txt").symlink_to(corpus / "a.txt")
+    return corpus
+
+
+def test_train_and_sweep_walk_a_folder_as_count_does(tmp_path: Path) -> None:
+    corpus = _folder(tmp_path)
+    (tmp_path / "held.txt").write_text("the kettle sang\n", encoding="utf-8")
+    files = [corpus / ".gitignore", corpus / "a.txt", corpus / "sub" / "b.md"]
+    listed = runner.invoke(app, ["count", str(corpus), "--json"])
+    assert sorted(f["path"] for f in json.loads(listed.stdout)["files"]) == sorted(map(str, files))
+
+    def train(inputs: list[Path], out: str) -> dict:  # type: ignore[type-arg]
+        done = runner.invoke(app, ["bpe", "train", *map(str, inputs), "-v", "320", "-o",
+                                   str(tmp_path / out), "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    walked, named = train([corpus], "d.bpe"), train(files, "f.bpe")
+    assert (tmp_path / "d.bpe").read_text() == (tmp_path / "f.bpe").read_text()
+    assert {s["path"] for s in walked["skipped"]} >= {str(corpus / "blob.bin"),
+                                                     str(corpus / "link.txt")}
+    assert walked["total_pretokens"] == named["total_pretokens"]
+    assert train([corpus, corpus / "a.txt"], "twice.bpe")["total_pretokens"] == named[
+        "total_pretokens"]  # a file named and walked is read once
+    sweep = runner.invoke(app, ["bpe", "sweep", str(corpus), "--eval", str(tmp_path / "held.txt"),
+                                "--vocab-sizes", "300", "-t", "cl100k_base", "--json"])
+    assert sweep.exit_code == 0, sweep.output
+    assert json.loads(sweep.stdout)["total_pretokens"] == named["total_pretokens"]
+
+
+def test_train_on_an_empty_folder_says_so(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = runner.invoke(app, ["bpe", "train", str(tmp_path / "empty"), "-v", "300", "-o",
+                               str(tmp_path / "x.bpe")])
+    assert done.exit_code == 1 and f"no files in {tmp_path / 'empty'}/" in done.output
+    assert done.output.count("error:") == 1 and "Traceback" not in done.output

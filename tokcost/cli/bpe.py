@@ -78,9 +78,10 @@ def _wrote(paths: Iterable[object]) -> None:
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILES...", help="UTF-8 text files to train "
-        "on; '-' reads stdin (with --engine dask also globs and fsspec URLs such as s3://...). "
-        "Binary files are skipped, invalid UTF-8 is read as U+FFFD; both are reported.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", help="UTF-8 text files or "
+        "folders (walked as count walks them) to train on; '-' reads stdin (with --engine dask "
+        "also globs and fsspec URLs such as s3://...). Binary files are skipped, invalid UTF-8 "
+        "is read as U+FFFD; both are reported.")],
     vocab_size: Annotated[int, opt.count_option("--vocab-size", "-v", signed=False, help=(
         "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
@@ -338,7 +339,7 @@ def _si(n: float) -> str:
 @bpe_app.command("sweep")
 def sweep_cmd(
     files: Annotated[list[str], typer.Argument(metavar="CORPUS...", help=(
-        "UTF-8 text files to train on ('-' reads stdin), as bpe train."))],
+        "UTF-8 text files or folders to train on ('-' reads stdin), as bpe train."))],
     held_out: Annotated[list[str], typer.Option(
         "--eval", metavar="HELD_OUT", help="Held-out text (repeatable): "
         "files, or one parallel folder such as corpora/prose/ (one row per language in --json).")],
