@@ -329,10 +329,11 @@ def export_cmd(
 
 
 def _si(n: float) -> str:
-    """``1.5e9`` -> ``1.5G``."""
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{unit}"
+    """``1.5e9`` -> ``1.5G``, ``2.5e15`` -> ``2.5P`` (rounded first: 999.6G is ``1T``)."""
+    n = float(f"{n:.3g}")
+    for power, unit in reversed(list(enumerate("kMGTPEZY", 1))):
+        if abs(n) >= 1000**power:
+            return f"{n / 1000**power:.3g}{unit}"
     return f"{n:.3g}"
 
 
