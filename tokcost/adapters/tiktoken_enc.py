@@ -151,9 +151,8 @@ def read_sidecar(meta: Path) -> tuple[str, dict[str, int]]:
         pattern = str(info["pat_str"] if "pat_str" in info else info["pattern"])
         specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
     except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        raise TokenizerDataError(f"{meta}: expected JSON with a 'pat_str' (a regex; or a "
-                                 "'pattern': gpt2, cl100k, o200k) and optional "
-                                 "'special_tokens'") from exc
+        raise TokenizerDataError(f"{meta}: expected JSON with a 'pat_str' (a regex; older: a "
+                                 "'pattern', o200k...) and optional 'special_tokens'") from exc
     return PATTERNS.get(pattern, pattern), specials
 
 

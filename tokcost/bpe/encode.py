@@ -151,10 +151,9 @@ def rank_merges(ranks: Mapping[bytes, int]) -> list[tuple[int, int, int]]:
                 pairs[i - 1] = get(data[cuts[i - 1] : cuts[i + 1]], rank)
             if i < len(pairs):
                 pairs[i] = get(data[cuts[i] : cuts[i + 2]], rank)
-        if len(pairs) == 1:
-            left, right = get(data[: cuts[1]], rank), get(data[cuts[1] :], rank)
-            if left < rank and right < rank:
-                merges.append((left, right, rank))
+        left, right = get(data[: cuts[1]], rank), get(data[cuts[1] :], rank)
+        if len(pairs) == 1 and left < rank and right < rank:  # one byte: left is itself
+            merges.append((left, right, rank))
     return merges
 
 
