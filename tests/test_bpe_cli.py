@@ -446,3 +446,115 @@ def test_training_runs_once_through_the_engine(tmp_path: Path, monkeypatch: pyte
                                                        output=tmp_path / "m.bpe"))
     assert seen == [config.reader_spec()]
     assert result.model.n_tokens == 280 and result.requested_vocab_size == 280
+
+
+def test_tiktoken_export_loads_in_tiktoken_as_shipped(model: Path, tmp_path: Path) -> None:
+    """The sidecar holds tiktoken.Encoding's own arguments: the full regex, the specials."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    tt = tmp_path / "tok.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    meta = json.loads((tmp_path / "tok.tiktoken.json").read_text(encoding="utf-8"))
+    enc = tiktoken.Encoding(**meta, mergeable_ranks=load_tiktoken_bpe(str(tt)))
+    text = "the kettle sang, we counted 12345 bytes <|endoftext|> then stopped"
+    mine = runner.invoke(app, ["bpe", "encode", str(model), "--allow-special", text])
+    ids = enc.encode(text, allowed_special="all")
+    assert len(ids) > 10 and mine.stdout.split() == [str(i) for i in ids]
+    assert meta["special_tokens"] == {"<|endoftext|>": 0}
+
+
+def test_an_older_sidecar_that_names_its_pattern_still_reads(model: Path, tmp_path: Path) -> None:
+    tt = tmp_path / "old.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    (tmp_path / "old.tiktoken.json").write_text(
+        json.dumps({"pattern": "o200k", "special_tokens": {"<|endoftext|>": 0}}), encoding="utf-8")
+    want = runner.invoke(app, ["bpe", "encode", str(model), "the kettle sang"]).stdout
+    for spec in (str(tt), f"tiktoken:{tt}"):
+        assert runner.invoke(app, ["bpe", "encode", spec, "the kettle sang"]).stdout == want
+    counted = runner.invoke(app, ["count", "-", "-t", f"tiktoken:{tt}", "--json"],
+                            input="the kettle sang")
+    assert counted.exit_code == 0, counted.output
+
+
+def test_inspect_derives_the_merges_of_a_rank_file(model: Path, tmp_path: Path) -> None:
+    """A rank file carries no merge list: each token's merge is the split byte-pair merging in
+    rank order makes of its bytes; for tokcost's own export that is the trained merge list."""
+    tt = tmp_path / "tok.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    trained = json.loads(runner.invoke(app, ["bpe", "inspect", str(model), "--json",
+                                             "--top", "100"]).stdout)
+    for spec in (str(tt), f"tiktoken:{tt}"):
+        info = json.loads(runner.invoke(app, ["bpe", "inspect", spec, "--json", "--top", "100"]
+                                        ).stdout)
+        assert info["merges"] == trained["merges"] == 300 - 1 - 256
+        assert info["first_merges"] == trained["first_merges"]
+        assert info["unmerged_tokens"] == trained["unmerged_tokens"] == 0
+
+
+def test_inspect_says_which_tokens_are_no_merge(tmp_path: Path) -> None:
+    import base64
+
+    ranks = [bytes([b]) for b in range(256)] + [b"bc", b"ab", b"cd", b"abcd"]
+    rows = "".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in enumerate(ranks))
+    (tmp_path / "r.tiktoken").write_text(rows, encoding="ascii")
+    info = json.loads(runner.invoke(app, ["bpe", "inspect", str(tmp_path / "r.tiktoken"),
+                                          "--pattern", "o200k", "--json"]).stdout)
+    # "abcd": "bc" merges first, then no token joins a|bc or bc|d: not a merge of two.
+    assert (info["merges"], info["unmerged_tokens"]) == (3, 1)
+    assert [m["token"] for m in info["first_merges"]] == ["bc", "ab", "cd"]
+    table = runner.invoke(app, ["bpe", "inspect", str(tmp_path / "r.tiktoken"), "--pattern", "o200k"])
+    assert "unmerged_tokens   1" in table.stdout
+
+
+def _folder(root: Path) -> Path:
+    """A corpus folder as count walks it: a .gitignore'd file, a binary one, a symlink and
+    .git/ are left out, a nested text file read."""
+    corpus = root / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text(TEXT, encoding="utf-8")
+    (corpus / "sub" / "b.md").write_text(TEXT.upper(), encoding="utf-8")
+    (corpus / "skip.log").write_text("zebra quagga " * 50, encoding="utf-8")
+    (corpus / ".gitignore").write_text("*.log\n", encoding="utf-8")
+    (corpus / "blob.bin").write_bytes(b"\x00\x01zebra" * 10)
+    (corpus / ".git").mkdir()
+    (corpus / ".git" / "HEAD").write_text("zebra quagga\n" * 50, encoding="utf-8")
+    (corpus / "link.txt").symlink_to(corpus / "a.txt")
+    return corpus
+
+
+def test_train_and_sweep_walk_a_folder_as_count_does(tmp_path: Path) -> None:
+    corpus = _folder(tmp_path)
+    (tmp_path / "held.txt").write_text("the kettle sang\n", encoding="utf-8")
+    files = [corpus / ".gitignore", corpus / "a.txt", corpus / "sub" / "b.md"]
+    listed = runner.invoke(app, ["count", str(corpus), "--json"])
+    assert sorted(f["path"] for f in json.loads(listed.stdout)["files"]) == sorted(map(str, files))
+
+    def train(inputs: list[Path], out: str) -> dict:  # type: ignore[type-arg]
+        done = runner.invoke(app, ["bpe", "train", *map(str, inputs), "-v", "320", "-o",
+                                   str(tmp_path / out), "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    walked, named = train([corpus], "d.bpe"), train(files, "f.bpe")
+    assert (tmp_path / "d.bpe").read_text() == (tmp_path / "f.bpe").read_text()
+    assert {s["path"] for s in walked["skipped"]} >= {str(corpus / "blob.bin"),
+                                                     str(corpus / "link.txt")}
+    assert walked["total_pretokens"] == named["total_pretokens"]
+    assert train([corpus, corpus / "a.txt"], "twice.bpe")["total_pretokens"] == named[
+        "total_pretokens"]  # a file named and walked is read once
+    sweep = runner.invoke(app, ["bpe", "sweep", str(corpus), "--eval", str(tmp_path / "held.txt"),
+                                "--vocab-sizes", "300", "-t", "cl100k_base", "--json"])
+    assert sweep.exit_code == 0, sweep.output
+    assert json.loads(sweep.stdout)["total_pretokens"] == named["total_pretokens"]
+
+
+def test_train_on_an_empty_folder_says_so(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = runner.invoke(app, ["bpe", "train", str(tmp_path / "empty"), "-v", "300", "-o",
+                               str(tmp_path / "x.bpe")])
+    assert done.exit_code == 1 and f"no files in {tmp_path / 'empty'}/" in done.output
+    assert done.output.count("error:") == 1 and "Traceback" not in done.output

@@ -199,3 +199,19 @@ def test_eval_missing_or_binary(corpus: dict[str, Path]) -> None:
     result = CliRunner().invoke(app, ["bpe", "sweep", str(corpus["train"]), "--eval",
                                       str(blob), "--vocab-sizes", "300"])
     assert result.exit_code == 1 and "no held-out text" in result.stderr
+
+
+def test_table_units_step_past_tera(corpus: dict[str, Path]) -> None:
+    """Past 999.5T the FLOPs read 1P, 1.23P, ... E, not 1e+03T."""
+    from tokcost.cli.bpe import _si
+
+    assert [_si(n) for n in (999, 1234, 999.4e9, 999.6e9, 1.234e15, 5e18, 7e21, 2e27)] == [
+        "999", "1.23k", "999G", "1T", "1.23P", "5E", "7Z", "2e+03Y"]
+    held = corpus["root"] / "long.txt"
+    held.write_text("x" * 200_000, encoding="utf-8")
+    result = CliRunner().invoke(app, ["bpe", "sweep", str(corpus["train"]), "--eval", str(held),
+                                      "--vocab-sizes", "256", "-t", "cl100k_base",
+                                      "--hidden", "1M"])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if line.startswith("256 "))
+    assert "e+" not in row and "P " in row  # 4 x 2^20 x 200k x 200,001 / 2: 83.9P

@@ -143,24 +143,30 @@ def load_named(enc: OpenAIEncoding) -> tiktoken.Encoding:
                                 enc.explicit_n_vocab)
 
 
+def read_sidecar(meta: Path) -> tuple[str, dict[str, int]]:
+    """The regex and special tokens in a rank file's ``PATH.json``: ``pat_str`` (tokcost's
+    export writes tiktoken.Encoding's own arguments) or an older export's ``pattern`` (a name)."""
+    try:
+        info = loads_json(meta.read_text(encoding="utf-8"))
+        pattern = str(info["pat_str"] if "pat_str" in info else info["pattern"])
+        specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        raise TokenizerDataError(f"{meta}: expected JSON with a 'pat_str' (a regex; older: a "
+                                 "'pattern', o200k...) and optional 'special_tokens'") from exc
+    return PATTERNS.get(pattern, pattern), specials
+
+
 def _pattern_for_file(path: Path, data: bytes) -> tuple[str, dict[str, int], int | None]:
     """Pattern and specials of a rank file: from ``PATH.json`` beside it, else by sha256."""
     meta = path.with_name(path.name + ".json")
     if meta.is_file():
-        try:
-            info = loads_json(meta.read_text(encoding="utf-8"))
-            pattern = PATTERNS.get(info["pattern"], info["pattern"])
-            specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise TokenizerDataError(f"{meta}: expected JSON with a 'pattern' (gpt2, cl100k, "
-                                     "o200k or a regex) and optional 'special_tokens'") from exc
-        return pattern, specials, None
+        return *read_sidecar(meta), None
     digest = hashlib.sha256(data).hexdigest()
     for enc in (e for e in ENCODINGS.values() if e.sha256 == digest):
         return enc.pattern, enc.special_tokens, enc.explicit_n_vocab
     raise TokenizerDataError(f"{path}: no pre-tokenization pattern known for this rank file; "
-                             f'write {meta.name} beside it with {{"pattern": "o200k"}} (or '
-                             "cl100k, gpt2, or a regex)")
+                             f'write {meta.name} beside it with {{"pat_str": REGEX}} (or '
+                             '{"pattern": "o200k"}, cl100k, gpt2)')
 
 
 def load_file(path_str: str) -> TiktokenTokenizer:

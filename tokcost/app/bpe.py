@@ -17,6 +17,7 @@ from tokcost.adapters.openai_encodings import PATTERNS
 from tokcost.adapters.registry import FAMILIES, normalize_spec
 from tokcost.app import names
 from tokcost.bpe import BPEModel, ExportFormat, PatternName
+from tokcost.bpe.encode import rank_merges
 from tokcost.bpe.io import export_paths
 from tokcost.bpe.model import DisallowedSpecial, InvalidTokenId
 from tokcost.bpe.pretokenize import special_regex
@@ -295,6 +296,7 @@ class BPEInspectResult:
     tokens: int | None = None
     mergeable_tokens: int | None = None
     merges: int | None = None
+    unmerged_tokens: int | None = None  # tokens of 2+ bytes that are no merge of two others
     special_tokens: Mapping[str, int]
     max_token_bytes: int | None = None
     longest_tokens: tuple[str, ...] = ()
@@ -318,14 +320,17 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
             special_tokens=tok.special_tokens() if isinstance(tok, Describable) else {})
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
+    merges = m.merges or rank_merges(ranks)  # a rank file carries no merge list
+    made = len(set(c for *_, c in merges))
     return BPEInspectResult(
         source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
         pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
-        mergeable_tokens=len(ranks), merges=len(m.merges),
+        mergeable_tokens=len(ranks), merges=len(merges),
+        unmerged_tokens=sum(len(b) > 1 for b in ranks) - made,
         special_tokens=special_tokens_by_id(m.special_tokens.items()),
         max_token_bytes=max(len(b) for b in ranks), longest_tokens=tuple(show(b) for b in longest),
         first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)
-                           for a, b, c in m.merges[:request.top]))
+                           for a, b, c in merges[:request.top]))
 
 
 @dataclass(frozen=True, kw_only=True)

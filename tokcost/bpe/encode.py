@@ -135,6 +135,28 @@ def merge_queue(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     return out
 
 
+def rank_merges(ranks: Mapping[bytes, int]) -> list[tuple[int, int, int]]:
+    """A rank file's merges, ``(left, right, rank)`` in rank order: the two tokens that byte-pair
+    merging a token's bytes in rank order (tiktoken's rule), with only the ranks below its own,
+    ends in. A token it leaves in three parts or more is no merge of two and is left out."""
+    get = ranks.get
+    merges: list[tuple[int, int, int]] = []
+    for data, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        cuts = list(range(len(data) + 1))  # the parts are data[cuts[i]:cuts[i + 1]]
+        pairs = [get(data[i : i + 2], rank) for i in range(len(data) - 1)]  # >= rank: no merge
+        while len(pairs) > 1 and (low := min(pairs)) < rank:
+            i = pairs.index(low)  # the leftmost of the lowest
+            del cuts[i + 1], pairs[i]
+            if i:
+                pairs[i - 1] = get(data[cuts[i - 1] : cuts[i + 1]], rank)
+            if i < len(pairs):
+                pairs[i] = get(data[cuts[i] : cuts[i + 2]], rank)
+        left, right = get(data[: cuts[1]], rank), get(data[cuts[1] :], rank)
+        if len(pairs) == 1 and left < rank and right < rank:  # one byte: left is itself
+            merges.append((left, right, rank))
+    return merges
+
+
 class _PieceCache(dict[str, tuple[int, ...]]):
     """pre-token -> ids, filled on a miss; cleared when it reaches ``CACHE_LIMIT``."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.adapters.base import special_tokens_by_id
+from tokcost.adapters.tiktoken_enc import read_sidecar
 from tokcost.atomic import ensure_writable, write_files_atomic
 from tokcost.bpe.model import BPEError, BPEModel, to_byte_level
 from tokcost.bpe.pretokenize import PatternName, resolve_pattern
@@ -121,16 +122,7 @@ def load_tiktoken_file(path: str | Path, pattern: PatternName | str | None = Non
     if not p.is_file():
         raise UsageError(f"tiktoken rank file not found: {p}")
     meta = p.with_name(p.name + ".json")
-    side: str | None = None
-    specials: dict[str, int] = {}
-    if meta.is_file():
-        try:
-            info = loads_json(meta.read_text(encoding="utf-8"))
-            specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
-            side = str(info["pattern"])
-        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-            raise BPEError(f"{meta}: expected JSON with 'pattern' and 'special_tokens' "
-                           f"({exc})") from exc
+    side, specials = read_sidecar(meta) if meta.is_file() else (None, {})
     pattern = pattern or side
     if pattern is None:
         raise UsageError(f"{p}: no pre-tokenization regex known; pass {arg('pattern')} (gpt2, "
@@ -210,8 +202,8 @@ def export_tiktoken(model: BPEModel, path: str | Path, *, force: bool = False) -
     """Write ``PATH`` and ``PATH.json``, both or neither."""
     p, meta = export_paths(ExportFormat.TIKTOKEN, path)
     check_writable([p, meta], force)
-    info = {"pattern": model.pattern_name or model.pattern,
-            "special_tokens": model.special_tokens, "tokcost": "tokcost.bpe.export_tiktoken"}
+    # tiktoken.Encoding's own arguments: tiktoken.Encoding(**info, mergeable_ranks=...)
+    info = {"name": p.stem, "pat_str": model.pattern, "special_tokens": model.special_tokens}
     ranks = sorted(model.ranks.items(), key=lambda kv: kv[1])
     lines = "".join(f"{base64.b64encode(b).decode('ascii')} {i}\n" for b, i in ranks)
     write_files_atomic({p: lines, meta: json.dumps(info, indent=2, ensure_ascii=False) + "\n"})

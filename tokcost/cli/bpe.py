@@ -78,9 +78,10 @@ def _wrote(paths: Iterable[object]) -> None:
 
 @bpe_app.command("train")
 def train_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILES...", help="UTF-8 text files to train "
-        "on; '-' reads stdin (with --engine dask also globs and fsspec URLs such as s3://...). "
-        "Binary files are skipped, invalid UTF-8 is read as U+FFFD; both are reported.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILES...", help="UTF-8 text files or "
+        "folders (walked as count walks them) to train on; '-' reads stdin (with --engine dask "
+        "also globs and fsspec URLs such as s3://...). Binary files are skipped, invalid UTF-8 "
+        "is read as U+FFFD; both are reported.")],
     vocab_size: Annotated[int, opt.count_option("--vocab-size", "-v", signed=False, help=(
         "Tokens in the vocabulary: specials + 256 bytes + merges (32000, 32k, 32Ki)."))],
     output: Annotated[Path, typer.Option(
@@ -284,7 +285,7 @@ def inspect_cmd(
         return
     rows = table(header=False)
     for key in ("source", "tokenizer", "pattern", "vocab_size", "tokens", "mergeable_tokens",
-                "merges", "max_token_bytes"):
+                "merges", *["unmerged_tokens"][:bool(info["unmerged_tokens"])], "max_token_bytes"):
         value = info[key]
         shown = "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
         rows.add_row(key, Text(shown))  # Text: a token such as [CLS] is not rich markup
@@ -328,17 +329,18 @@ def export_cmd(
 
 
 def _si(n: float) -> str:
-    """``1.5e9`` -> ``1.5G``."""
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g}{unit}"
+    """``1.5e9`` -> ``1.5G``, ``2.5e15`` -> ``2.5P`` (rounded first: 999.6G is ``1T``)."""
+    n = float(f"{n:.3g}")
+    for power, unit in reversed(list(enumerate("kMGTPEZY", 1))):
+        if abs(n) >= 1000**power:
+            return f"{n / 1000**power:.3g}{unit}"
     return f"{n:.3g}"
 
 
 @bpe_app.command("sweep")
 def sweep_cmd(
     files: Annotated[list[str], typer.Argument(metavar="CORPUS...", help=(
-        "UTF-8 text files to train on ('-' reads stdin), as bpe train."))],
+        "UTF-8 text files or folders to train on ('-' reads stdin), as bpe train."))],
     held_out: Annotated[list[str], typer.Option(
         "--eval", metavar="HELD_OUT", help="Held-out text (repeatable): "
         "files, or one parallel folder such as corpora/prose/ (one row per language in --json).")],

@@ -4,6 +4,7 @@ URLs pre-tokenized on the runner, each read once."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from tokcost.counting.inputs import (
     sniff_source,
     stdin_source,
 )
+from tokcost.counting.walk import LeftOut, Visited, walk
 from tokcost.errors import InputError, UsageError, arg
 
 if TYPE_CHECKING:
@@ -204,10 +206,11 @@ class TrainingInputs:
         if not files:
             raise UsageError(f"nothing to train on: give text {arg('files')}, or '-' for stdin",
                              param="files")
-        found = cls(runner)
+        found, visited, left_out = cls(runner), Visited(), LeftOut()
         for file in dict.fromkeys(map(str, files)):  # each input once
-            if file != STDIN:
-                found.paths.append(file)
+            if file != STDIN:  # files and folders as count walks them; a glob or URL as given
+                walked = walk([file], skipped=found.skipped, visited=visited, left_out=left_out)
+                found.paths += [s.display for s in walked] if os.path.exists(file) else [file]
                 continue
             reason, source = sniff_source(stdin_source(stdin))
             if reason is None:
@@ -215,12 +218,12 @@ class TrainingInputs:
             else:
                 found.skipped.append(Skipped(STDIN_NAME, reason))
         if not found.paths and found.stdin is None:
-            found._nothing_left()
+            found._nothing_left(left_out.note() if left_out.folders else "")
         return found
 
-    def _nothing_left(self) -> None:
-        raise InputError("nothing to train on: every input was skipped ("
-                         + "; ".join(s.note for s in self.skipped) + ")")
+    def _nothing_left(self, why: str = "") -> None:
+        notes = "; ".join(s.note for s in self.skipped)
+        raise InputError(f"nothing to train on: {why or f'every input was skipped ({notes})'}")
 
     def count_words(self, paths: Sequence[str | Path], spec: PretokenizeSpec, *,
                     progress: ProgressFn | None = None) -> Counter[str]:
