@@ -286,6 +286,7 @@ def _print_chat(result: Any, json_out: bool) -> None:
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)
-        shown.add_row(m.id, units.spec_label(m.tokenizer), str(c.messages), _fmt(c.content_tokens, m.exact),
-                      str(c.overhead_tokens), _fmt(c.total, m.exact), share)
+        shown.add_row(m.id, units.spec_label(m.tokenizer), str(c.messages),
+                      _fmt(c.content_tokens, m.exact), str(c.overhead_tokens),
+                      _fmt(c.total, m.exact), share)
     out.print(shown)
