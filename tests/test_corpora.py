@@ -55,6 +55,14 @@ def test_index_entry_is_complete(entry: dict[str, object]) -> None:
     assert entry["kind"] in INDEX["kinds"]
 
 
+def test_prose_names_are_cldrs_as_for_a_users_folder() -> None:
+    """One name per language everywhere: the built-in corpus says what a user's bn.txt
+    says (CLDR's "Bangla", not "Bengali")."""
+    from tokcost.inflation.languages import language_name
+    prose = [e for e in ENTRIES if e["kind"] == "prose"]
+    assert [e["name"] for e in prose] == [language_name(str(e["code"])) for e in prose]
+
+
 def test_every_kind_has_its_baseline_and_enough_members() -> None:
     kinds = Counter(e["kind"] for e in ENTRIES)
     assert kinds["prose"] >= 20 and kinds["code"] >= 8 and kinds["data"] >= 6

@@ -105,6 +105,17 @@ def test_chat_overhead_follows_cookbook_rule(runner, tmp_path: Path, o200k: Toke
     assert got["total"] == content + 10
 
 
+def test_a_chat_row_names_the_tokenizer_that_counted(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """-t cl100k_base counts with cl100k under gpt-4o's overhead: the row says both."""
+    path = tmp_path / "hichat.json"
+    path.write_text('[{"role": "user", "content": "hi"}]')
+    result = runner.invoke(app, ["count", "--chat", str(path), "-t", "cl100k_base"])
+    assert result.exit_code == 0, result.output
+    header, row = result.stdout.splitlines()[:2]
+    assert header.split()[:2] == ["model", "tokenizer"]
+    assert row.split()[:2] == ["gpt-4o", "cl100k_base"]
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

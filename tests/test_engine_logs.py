@@ -216,3 +216,20 @@ def test_published_log(entry: dict[str, Any]) -> None:
     check = CHECKS.get(_key(entry))
     assert check is not None, f"no check for {_key(entry)}: add one to CHECKS"
     check(entry)
+
+
+def test_gemma3_says_why_per_sequence_exceeds_what_decode_reads() -> None:
+    """13.99 GiB per sequence against 10.17 GiB of KV in the decode line (issue 30): vLLM
+    reserves window - 1 + max_num_batched_tokens per sliding layer (576 + 1 blocks of 16 for
+    1,023 + 8,192), the full layers all 128,000 tokens; decode reads 1,024 per sliding layer."""
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+    out = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--context", "128k",
+                                   "--gpu", "H100"]).stdout
+    page = 16 * 2 * 16 * 128 * 2  # 16 tokens of K and V, 16 kv heads of 128, bf16
+    reserved = (8000 + 6 * (math.ceil((1023 + 8192) / 16) + 1)) * page * 10  # 10-layer slots
+    read = (10 * 128_000 + 52 * 1024) * page // 16
+    assert f"{reserved / 2**30:.2f} GiB per sequence, vLLM's reserve" in out
+    assert f"{read / 2**30:.2f} GiB KV)" in out
+    assert "decode reads only the window" in out

@@ -152,6 +152,15 @@ def test_explain_greedy_says_so() -> None:
     assert "×" not in text.split("prompt:")[1]
 
 
+def test_explain_counts_agree_with_their_nouns() -> None:
+    """One block, one sample: no "1 blocks of 16" and no "sample(s)" (issue 30)."""
+    res = runner.invoke(app, ["generate", "Hi", "--explain", "--max-new-tokens", "1"])
+    assert res.exit_code == 0, res.output
+    assert "cache: 2 tokens, 32,768 B, 1 block of 16 (1 logical)" in res.stdout
+    assert "KV cache: 2 tokens x 1 sample, " in res.stdout
+    assert not re.search(r"\b1 (blocks|tokens|samples)\b|\(s\)", res.stdout)
+
+
 def test_explain_marks_what_top_p_and_top_k_exclude() -> None:
     text = explain("--max-new-tokens", "3", "--temperature", "1", "--top-p", "0.5",
                    "--seed", "4", "--top", "4")

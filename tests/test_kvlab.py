@@ -321,19 +321,55 @@ def test_cli_json_keys_and_plot(tmp_path: Path) -> None:
         "--context", "1k", "--json", "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert set(doc) == {"model", "text", "tokens", "prompt", "baseline", "gpu", "context",
-                        "policies", "plot", "notes"}
-    assert doc["notes"] == []  # int8 quantized 32 of the 47 tokens
-    assert set(doc["baseline"]) == {"perplexity", "bytes_held", "concurrency"}
+    assert set(doc) == {"model", "text", "tokens", "prompt", "trained_tokens", "cache_dtype",
+                        "baseline", "gpu", "context", "policies", "plot", "notes", "warnings"}
+    assert doc["notes"] == doc["warnings"] == []  # int8 quantized 32 of the 47 tokens
+    assert set(doc["baseline"]) == {"perplexity", "bytes_held", "bytes_in_dtype", "concurrency"}
     assert [p["policy"] for p in doc["policies"]] == ["int8", "fp8", "window:16"]
     assert set(doc["policies"][0]) == {"policy", "perplexity", "perplexity_change",
                                        "top1_agreement", "mean_kl", "bytes_held",
-                                       "bytes_ratio", "concurrency"}
+                                       "bytes_in_dtype", "bytes_ratio", "concurrency"}
     assert doc["tokens"] == 48 and doc["prompt"] == 8 and doc["context"] == 1000
     window = doc["policies"][2]
     assert window["bytes_held"] == 16 * 2048  # 16 tokens of float32 K and V, 4 layers
     assert window["concurrency"] > doc["baseline"]["concurrency"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_default_length_is_what_tiny_ref_trained_on() -> None:
+    """512 tokens on a model trained on 128 made forgetting look like a gain (issue 30)."""
+    result = tokcost.kvmem_quality(tokcost.QualityRequest.of(policies="fp8"))
+    assert result.tokens == result.trained_tokens == 128  # tiny_ref.json: training.seq
+    assert result.warnings == ()
+
+
+def test_a_length_past_training_is_warned_about_in_the_output() -> None:
+    args = ["kvmem", "quality", "--max-tokens", "160", "--policy", "fp8"]
+    shown = CliRunner().invoke(app, args)
+    assert shown.exit_code == 0, shown.output
+    assert ("warning: the 160 tokens evaluated are past the 128-token sequences tiny-ref "
+            "trained on") in shown.stderr
+    assert "--max-tokens 128 stays within them" in shown.stderr
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert doc["trained_tokens"] == 128 and "max_tokens=128" in doc["warnings"][0]
+
+
+def test_shares_are_of_the_models_own_cache_dtype() -> None:
+    """tiny-ref's weights are fp16, so is its served cache: fp8 holds half of it, not the
+    quarter of the float32 cache the reference computes in."""
+    result = tokcost.kvmem_quality(tokcost.QualityRequest.of(
+        max_tokens=64, policies="fp8,window:16,int8", residual=8, kv_group_size=8))
+    fp8, window, int8 = (r.quality for r in result.rows)
+    assert result.cache_dtype == "fp16" and fp8.bytes_ratio == 0.5
+    assert fp8.bytes_in_dtype == (fp8.bytes_held, result.baseline_bytes // 2)
+    assert window.bytes_ratio == window.bytes_held / result.baseline_bytes  # all full precision
+    # int8's 8 newest tokens stay in full precision: fp16 there, as the model would hold them.
+    held, full = int8.bytes_in_dtype
+    assert held == int8.bytes_held - int8.float32_bytes // 2 and full == result.baseline_bytes // 2
+    assert result.to_dict()["policies"][0]["bytes_ratio"] == 0.5
+    table = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", "--policy", "fp8"])
+    assert "fp16 bytes" in table.stdout and " 50.0% " in table.stdout
+    assert "held in tiny-ref's own fp16 cache" in table.stderr
 
 
 def test_cli_table_reads_a_text_from_stdin() -> None:

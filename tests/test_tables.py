@@ -375,7 +375,7 @@ OTHER_TABLES = [
     pytest.param(["models", "list"], "claude-sonnet-4-5", id="models-list"),
     pytest.param(["models", "list", "--gpus"], "bf16 TFLOP/s", id="models-gpus"),
     pytest.param(["compare", "--builtin", "-t", "o200k_base", "--kind", "prose", "--no-chart"],
-                 "Chinese (Simplified)", id="compare"),
+                 "Vietnamese", id="compare"),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -26,6 +26,7 @@ DEFAULT_POLICIES: tuple[str, ...] = (
     "fp8", "int8", "int4", "int4:per-token", "window:0.25", "streaming:4+0.25",
     "h2o:0.125+0.125", "snapkv:0.25+0.05")
 HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each file's lines
+DEFAULT_TOKENS = 512  # at most: a longer default than the model trained on misleads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,13 +60,14 @@ class Policies:
 
 @dataclass(frozen=True, kw_only=True)
 class QualityRequest(Parts):
-    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens of ``text`` (None: the
-    held-out corpora) after ``prompt``; with ``gpu``, the ``context``-token sequences that fit."""
+    """Measure the ``cache_policies`` on the first ``max_tokens`` tokens (None: the length the
+    model trained on, at most 512) of ``text`` (None: the held-out corpora) after ``prompt``;
+    with ``gpu``, the ``context``-token sequences that fit."""
 
     source: ModelSource = field(default_factory=ModelSource)
     cache_policies: Policies = field(default_factory=Policies)
     text: str | Path | None = None
-    max_tokens: int = 512
+    max_tokens: int | None = None
     prompt: int | None = None
     gpu: str | None = None
     context: int | None = None
@@ -75,15 +77,14 @@ class QualityRequest(Parts):
     on_progress: Callable[[str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        top = as_int(self.max_tokens, "max_tokens")
-        object.__setattr__(self, "max_tokens", top)
-        if top < 2:
-            raise UsageError(f"{arg('max_tokens', top)} must be at least 2 (a prompt and one "
-                             "prediction)", param="max_tokens", value=top)
-        for name in ("prompt", "context"):
+        for name in ("max_tokens", "prompt", "context"):
             value = getattr(self, name)
             object.__setattr__(self, name, None if value is None else as_int(value, name))
-        if self.prompt is not None and not 1 <= self.prompt < top:
+        top = self.max_tokens
+        if top is not None and top < 2:
+            raise UsageError(f"{arg('max_tokens', top)} must be at least 2 (a prompt and one "
+                             "prediction)", param="max_tokens", value=top)
+        if self.prompt is not None and not 1 <= self.prompt < (top or self.prompt + 1):
             raise UsageError(f"{arg('prompt', self.prompt)} must be at least 1 and below "
                              f"{arg('max_tokens', top)}, leaving a token to predict",
                              param="prompt", related=("max_tokens",), value=self.prompt)
@@ -106,7 +107,8 @@ class QualityRow:
         return {"policy": self.policy, "perplexity": round(q.perplexity, 4),
                 "perplexity_change": round(q.perplexity_change, 6),
                 "top1_agreement": round(q.top1_agreement, 6), "mean_kl": round(q.mean_kl, 6),
-                "bytes_held": q.bytes_held, "bytes_ratio": round(q.bytes_ratio, 6),
+                "bytes_held": q.bytes_held, "bytes_in_dtype": q.bytes_in_dtype[0],
+                "bytes_ratio": round(q.bytes_ratio, 6),
                 "concurrency": None if self.concurrency is None else round(self.concurrency, 2)}
 
 
@@ -120,31 +122,42 @@ class QualityResult:
     tokens: int
     prompt: int
     baseline_perplexity: float
-    baseline_bytes: int
+    baseline_bytes: int  # as run, in float32
     rows: tuple[QualityRow, ...]
+    cache_dtype: str = "fp32"  # the model's own, which bytes and shares are counted in
+    trained_tokens: int | None = None  # the sequence length the model trained on
     gpu: str | None = None
     context: int | None = None
     baseline_concurrency: float | None = None
     plot: Path | None = None
     note_templates: tuple[str, ...] = ()  # e.g. a quantized policy that quantized nothing
+    warning_templates: tuple[str, ...] = ()  # e.g. a text longer than the model trained on
 
     @property
     def notes(self) -> tuple[str, ...]:
         return tuple(self.render_notes())
 
-    def render_notes(self, words: Words | None = None) -> list[str]:
-        errors = (TokcostError(t, related=("residual",)) for t in self.note_templates)
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self.render_notes(warnings=True))
+
+    def render_notes(self, words: Words | None = None, *, warnings: bool = False) -> list[str]:
+        errors = (TokcostError(t, related=("residual", "max_tokens")) for t in
+                  (self.warning_templates if warnings else self.note_templates))
         return [e.render(words) if words else e.render() for e in errors]
 
     def to_dict(self) -> dict[str, Any]:
         concurrency = self.baseline_concurrency
         return {
             "model": self.model, "text": self.text, "tokens": self.tokens, "prompt": self.prompt,
+            "trained_tokens": self.trained_tokens, "cache_dtype": self.cache_dtype,
             "baseline": {"perplexity": round(self.baseline_perplexity, 4),
                          "bytes_held": self.baseline_bytes,
+                         "bytes_in_dtype": self.rows[0].quality.bytes_in_dtype[1],
                          "concurrency": None if concurrency is None else round(concurrency, 2)},
             "gpu": self.gpu, "context": self.context, "policies": [r.to_dict() for r in self.rows],
-            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes)}
+            "plot": str(self.plot) if self.plot else None, "notes": list(self.notes),
+            "warnings": list(self.warnings)}
 
 
 def held_out_text() -> str:
@@ -155,8 +168,24 @@ def held_out_text() -> str:
     return "".join("".join(ls[max(1, int(len(ls) * (1 - HELD_OUT_SHARE))):]) for ls in texts)
 
 
+def trained_length(loaded: Loaded) -> int:
+    """The sequence length the model trained on: the ``training.seq`` its weights' report
+    states (scripts/train_tiny_ref.py writes tiny_ref.json), else its context window (a
+    checkpoint's max_position_embeddings)."""
+    from tokcost.limits import loads_json
+    report = Path(loaded.weights).with_suffix(".json")
+    try:
+        seq = loads_json(report.read_bytes()[:1 << 16])["training"]["seq"]
+    except (OSError, ValueError, TypeError, KeyError):
+        seq = None
+    window = loaded.model.cfg.context_window
+    return seq if loaded.folder is None and type(seq) is int and 0 < seq <= window else window
+
+
 def kvmem_quality(request: QualityRequest) -> QualityResult:
     """Measure ``request``'s policies against the full cache (and plot them)."""
+    from tokcost.memory.estimate import AUTO_KV
+    from tokcost.memory.kv import KV_DTYPES
     from tokcost.plotting import check_plot_path
     from tokcost.reference.kvpolicy import evaluate, teacher_forced
     from tokcost.tokenizers import open_catalog
@@ -176,7 +205,9 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
         # Values are grouped over a head's channels (a larger group is one group of all).
         raise UsageError(f"{arg('kv_group_size', group)} must divide {entry.id}'s head_dim "
                          f"{cfg.head_dim}", param="kv_group_size", value=group)
-    ids, source = _token_ids(request, loaded)
+    trained = trained_length(loaded)
+    ids, source = _token_ids(request, loaded, request.max_tokens or min(DEFAULT_TOKENS, trained))
+    dtype = AUTO_KV.get(entry.architecture.weights_dtype if entry.architecture else "", "bf16")
     first = request.prompt if request.prompt is not None else max(1, len(ids) // 8)
     plan = (_planner(loaded.entry, open_catalog(request.source.catalog), request.gpu,
                      request.context) if request.gpu is not None else None)  # before the work
@@ -193,13 +224,19 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
         except TokcostError as exc:  # the memory model and the cache disagree: say which
             raise type(exc)(f"policy {p.name}: {exc.template}", param=exc.param,
                             related=exc.related, value=exc.value) from None
+        q = replace(q, dtype_bytes=KV_DTYPES[dtype].bits // 8)
         rows.append(QualityRow(p.name, q, plan(p) if plan else None))
     held = len(ids) - 1
+    past = (f"the {len(ids):,} tokens evaluated are past the {trained:,}-token sequences "
+            f"{entry.id} trained on: the full cache is out of distribution there, so a policy "
+            f"that forgets can score better; {arg('max_tokens', f'{trained:,}')} stays within "
+            "them",)
     result = QualityResult(
         model=loaded.entry.id, text=source, tokens=len(ids), prompt=first,
         baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
         gpu=plan.gpu if plan else None, context=plan.context if plan else None,
-        baseline_concurrency=plan(None) if plan else None, plot=target,
+        baseline_concurrency=plan(None) if plan else None, plot=target, cache_dtype=dtype,
+        trained_tokens=trained, warning_templates=past if len(ids) > trained else (),
         # A quantized policy whose every token stayed in full precision equals the full cache.
         note_templates=tuple(
             f"{c.name}: none of the {held:,} tokens were quantized (the last "
@@ -212,8 +249,8 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     return result
 
 
-def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]:
-    """The first ``max_tokens`` ids of the text, and where it came from."""
+def _token_ids(request: QualityRequest, loaded: Loaded, top: int) -> tuple[list[int], str]:
+    """The first ``top`` ids of the text, and where it came from."""
     from tokcost.counting import read_input
     from tokcost.reference.from_catalog import load_tokenizer
     cfg = loaded.model.cfg
@@ -224,7 +261,6 @@ def _token_ids(request: QualityRequest, loaded: Loaded) -> tuple[list[int], str]
     else:
         read = read_input(request.text, stdin=request.stdin)
         body, source = read.text, read.name
-    top = request.max_tokens
     if top > cfg.context_window:
         raise UsageError(f"{arg('max_tokens', f'{top:,}')} is past {loaded.entry.id}'s context "
                          f"window ({cfg.context_window:,} tokens); give at most that",

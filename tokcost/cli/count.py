@@ -281,10 +281,12 @@ def _print_chat(result: Any, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    shown = table("model", "messages", "content", "overhead", "total", "window")
+    # The model sets the per-message overhead; the tokenizer (its own, or -t) counted.
+    shown = table("model", "tokenizer", "messages", "content", "overhead", "total", "window")
     for m in result.models:
         c = m.counted
         share = "-" if m.context_share is None else _approx(_pct(m.context_share), m.exact)
-        shown.add_row(m.id, str(c.messages), _fmt(c.content_tokens, m.exact),
-                      str(c.overhead_tokens), _fmt(c.total, m.exact), share)
+        shown.add_row(m.id, units.spec_label(m.tokenizer), str(c.messages),
+                      _fmt(c.content_tokens, m.exact), str(c.overhead_tokens),
+                      _fmt(c.total, m.exact), share)
     out.print(shown)

@@ -169,8 +169,8 @@ def _legend(start: Any, cache: str) -> list[str]:
 
 def _cache_line(result: Any, n: int, block_size: int) -> str:
     kv = result.kv_cache
-    line = (f"KV cache: {kv.tokens} tokens x {n} sample(s), {kv.bytes:,} B held; "
-            f"kvmem estimate {kv.estimate_bytes:,} B")
+    line = (f"KV cache: {kv.tokens} token{_s(kv.tokens)} x {n} sample{_s(n)}, {kv.bytes:,} B "
+            f"held; kvmem estimate {kv.estimate_bytes:,} B")
     if kv.saved_by_sharing:
         line += f" unshared (sharing saved {kv.saved_by_sharing:,} B)"
     if kv.blocks is not None:
@@ -207,10 +207,12 @@ def _explain_step(step: Any, n: int, block: int, mode: str) -> list[str]:
     # The samples share one forward pass, so one cache state per step, after the last sample.
     if mode != "none" and step.sample == n - 1:
         blocks = ("" if step.cache_blocks is None else
-                  f", {step.cache_blocks} blocks of {block} ({step.logical_blocks} logical)")
+                  f", {step.cache_blocks} block{_s(step.cache_blocks)} of {block} "
+                  f"({step.logical_blocks} logical)")
         shared = " before sharing" if n > 1 and mode == "paged" else ""
         label = "cache" if n == 1 else f"cache after step {step.index + 1}, all {n} samples"
-        lines.append(f"  {label}: {step.cache_tokens} tokens, {step.cache_bytes:,} B{blocks}; "
+        lines.append(f"  {label}: {step.cache_tokens} token{_s(step.cache_tokens)}, "
+                     f"{step.cache_bytes:,} B{blocks}; "
                      f"kvmem estimate {step.estimate_bytes:,} B{shared}")
     layers: dict[int, list[str]] = {}
     for f in step.attention:

@@ -375,8 +375,9 @@ def quality(
     text: Annotated[str | None, typer.Option(
         "--text", metavar="FILE", help="Held-out text to evaluate, or - "
         "for stdin (default: the held-out last 10% of the shipped prose corpora).")] = None,
-    max_tokens: Annotated[int, count_option("--max-tokens", help="Evaluate the text's first COUNT "
-        "tokens (at most the model's context window).")] = 512,
+    max_tokens: Annotated[int | None, count_option("--max-tokens", help="Evaluate the text's "
+        "first COUNT tokens (default: the length the model trained on, at most 512; a longer one "
+        "is warned about).")] = None,
     prompt: Annotated[int | None, count_option(
         "--prompt", help="Tokens prefilled at once before token-by-token decoding (default: an "
         "eighth of the text); SnapKV compresses them.")] = None,
@@ -417,26 +418,32 @@ def quality(
 
 
 def _render_quality(result: Any) -> None:
-    grid = table("policy", "bytes held", "share", "perplexity", "change", "top-1", "KL",
+    dtype = result.cache_dtype
+    grid = table("policy", f"{dtype} bytes", "share", "perplexity", "change", "top-1", "KL",
                  title=f"{result.model}: {result.tokens:,} tokens of {result.text}, prompt "
                  f"{result.prompt:,}, then one token at a time")
     planned = result.gpu is not None
     if planned:
         grid.add_column(f"seqs on {result.gpu}", justify="right")
-    full = ["full cache", format_bytes(result.baseline_bytes), "100%",
+    base = result.rows[0].quality.bytes_in_dtype[1]
+    full = ["full cache", format_bytes(base), "100%",
             f"{result.baseline_perplexity:,.3f}", "", "", ""]
     grid.add_row(*full, *([f"{result.baseline_concurrency or 0:,.1f}"] if planned else []))
     for row in result.rows:
         q = row.quality
-        grid.add_row(row.policy, format_bytes(q.bytes_held), f"{q.bytes_ratio:.1%}",
+        grid.add_row(row.policy, format_bytes(q.bytes_in_dtype[0]), f"{q.bytes_ratio:.1%}",
                      f"{q.perplexity:,.3f}", f"{q.perplexity_change:+.2%}",
                      f"{q.top1_agreement:.1%}", f"{q.mean_kl:.4f}",
                      *([f"{row.concurrency or 0:,.1f}"] if planned else []))
     out.print(grid)
-    notes = ["change = perplexity against the full cache; top-1 = the full cache's most likely "
-             "next token kept; KL = mean KL(full || policy) per predicted token"]
+    notes = [f"{dtype} bytes, share = held in {result.model}'s own {dtype} cache, against its "
+             "full cache (the reference computes in float32: --json's bytes_held); change = "
+             "perplexity against the full cache; top-1 = the full cache's most likely next token "
+             "kept; KL = mean KL(full || policy) per predicted token"]
     if planned:
         notes.append(f"seqs = sequences of {result.context:,} tokens whose bf16 KV cache fits "
                      f"the memory {result.model}'s weights leave on {result.gpu}")
     for note in [*notes, *result.render_notes(current_words())]:
         err.print(f"note: {note}", style="dim", markup=False)
+    for line in result.render_notes(current_words(), warnings=True):
+        warn(line)

@@ -27,7 +27,7 @@ __all__ = ["ContextRow", "KvResult", "PolicyPlan", "estimate_kv", "policy_plan"]
 _SEARCH_LIMIT = 10**8  # the "largest context" search when the model states no window
 MAX_CONTEXT = 10**9  # a typo: the longest context windows are about 10^7 tokens
 # kv_cache_dtype "auto" is the model's dtype; fp8/int4 checkpoints still cache in bf16.
-_AUTO_KV = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+AUTO_KV = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
                 gpu: Gpu | None) -> Deployment:
     cache, par, budget = request.cache, request.parallel, request.budget
     auto = str(cache.kv_dtype).lower() == "auto"
-    dtype = _AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
+    dtype = AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
     layout = kv_layout(arch, dtype, tp=par.tp, group=cache.kv_group_size, model=entry.id)
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     group = cache.kv_group_size

@@ -97,7 +97,7 @@ def plot_frontier(result: QualityResult, path: Path) -> None:
             best.append((x, y))
     ax.plot([x for x, _ in best], [y for _, y in best], color="gray", linewidth=0.8,
             linestyle="--", zorder=2)
-    ax.set(xlabel="KV bytes held / full float32 cache",
+    ax.set(xlabel=f"KV bytes held / full {result.cache_dtype} cache",
            ylabel="mean KL(full || policy) per next token")
     ax.set_title(f"{result.model}: cache policies on {result.tokens:,} tokens "
                  f"(prompt {result.prompt:,}); full-cache perplexity "

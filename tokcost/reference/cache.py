@@ -67,6 +67,11 @@ class KVCache(ABC):
     def nbytes(self) -> int:
         """Bytes of key/value storage held right now."""
 
+    @property
+    def float32_bytes(self) -> int:
+        """Of ``nbytes``, those held as float32 (the rest quantized)."""
+        return self.nbytes
+
     def _broadcast(self, pos: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
         return None if pos is None else np.broadcast_to(
             pos, (self.batch, self.cfg.kv_heads, pos.shape[0]))

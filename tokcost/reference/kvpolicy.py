@@ -248,10 +248,13 @@ class QuantizedCache(KVCache):
         raise UsageError("a quantized cache runs one sequence; sample with cache=contiguous")
 
     @property
+    def float32_bytes(self) -> int:
+        return sum(int(k.nbytes + v.nbytes) for k, v in zip(self.full_k, self.full_v, strict=True))
+
+    @property
     def nbytes(self) -> int:
-        return sum(int(self.full_k[layer].nbytes + self.full_v[layer].nbytes)
-                   + sum(bk.nbytes + bv.nbytes for bk, bv in self.blocks[layer])
-                   for layer in range(self.cfg.layers))
+        return self.float32_bytes + sum(bk.nbytes + bv.nbytes for layer in self.blocks
+                                        for bk, bv in layer)
 
 
 class EvictingCache(KVCache):
@@ -383,6 +386,7 @@ class TeacherForced:
     targets: NDArray[np.int64]  # (N,): the true next tokens
     cache_bytes: int  # bytes the cache held after the last token
     cache_tokens: int  # tokens it had seen
+    float32_bytes: int  # of cache_bytes, those in float32 (the rest quantized)
 
     @property
     def nll(self) -> float:
@@ -412,7 +416,7 @@ def teacher_forced(model: Transformer, ids: Sequence[int], *, prompt: int,
     x = np.stack(rows).astype(np.float64)  # (N, V)
     x = x - x.max(axis=-1, keepdims=True)
     logprobs = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))  # log-softmax
-    return TeacherForced(logprobs, arr[prompt:], cache.nbytes, cache.length)
+    return TeacherForced(logprobs, arr[prompt:], cache.nbytes, cache.length, cache.float32_bytes)
 
 
 @dataclass(frozen=True)
@@ -423,8 +427,10 @@ class PolicyQuality:
     baseline_perplexity: float
     top1_agreement: float
     mean_kl: float
-    bytes_held: int
+    bytes_held: int  # as run: full precision in float32
     baseline_bytes: int
+    float32_bytes: int  # of bytes_held, those in full precision
+    dtype_bytes: int = 4  # bytes per value in the model's own cache: what shares compare in
 
     @property
     def perplexity_change(self) -> float:
@@ -432,8 +438,17 @@ class PolicyQuality:
         return self.perplexity / self.baseline_perplexity - 1
 
     @property
+    def bytes_in_dtype(self) -> tuple[int, int]:
+        """Bytes held and the full cache's, full precision stored in ``dtype_bytes`` a value."""
+        quantized = self.bytes_held - self.float32_bytes
+        return (quantized + self.float32_bytes // 4 * self.dtype_bytes,
+                self.baseline_bytes // 4 * self.dtype_bytes)
+
+    @property
     def bytes_ratio(self) -> float:
-        return self.bytes_held / self.baseline_bytes
+        """The share of the full cache, both in the model's own dtype."""
+        held, full = self.bytes_in_dtype
+        return held / full
 
 
 def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality:
@@ -445,7 +460,8 @@ def compare_policy(run: TeacherForced, baseline: TeacherForced) -> PolicyQuality
     agree = run.logprobs.argmax(axis=-1) == baseline.logprobs.argmax(axis=-1)
     return PolicyQuality(perplexity=run.perplexity, baseline_perplexity=baseline.perplexity,
                          top1_agreement=float(agree.mean()), mean_kl=float(max(0.0, kl.mean())),
-                         bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes)
+                         bytes_held=run.cache_bytes, baseline_bytes=baseline.cache_bytes,
+                         float32_bytes=run.float32_bytes)
 
 
 def evaluate(model: Transformer, ids: Sequence[int], *, prompt: int, quant: KvQuant | None = None,

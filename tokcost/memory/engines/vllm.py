@@ -281,7 +281,11 @@ class VllmPlan(Plan):
             f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
             f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
             f"per request of {report.max_model_len:,} tokens: "
-            f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups",
+            f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups"
+            + ("" if "sliding" not in groups else  # why per sequence is more than decode reads
+               f" = {self.request_bytes(report.max_model_len) / GiB:.2f} GiB per sequence, "
+               "vLLM's reserve: a sliding layer's window - 1 + max_num_batched_tokens, padding "
+               "slots too; decode reads only the window"),
             *report.logs(log))
 
     def report(self, max_model_len: int) -> EngineReport:
