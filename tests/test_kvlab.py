@@ -195,13 +195,22 @@ def test_quality_refuses_what_estimate_refuses(policy: str, fragment: str) -> No
     assert "Traceback" not in result.output
 
 
+def test_the_default_residual_leaves_a_short_text_something_to_quantize() -> None:
+    # KIVI's 128 would keep all 127 tokens of the default run in full precision: by default a
+    # quarter (32) stays, and the 64 before the last whole group of 64 are quantized
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--policy", "int8", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["policies"]
+    assert "none of the" not in result.stderr and row["bytes_ratio"] < 1
+
+
 @pytest.mark.parametrize(("args", "code", "fragment"), [
     # the reference quantizer cannot split 32 channels into 7s: refused before any model work
     (["--policy", "int8", "--kv-group-size", "7", "--residual", "0"], 2,
      "--kv-group-size 7 must divide tiny-ref's head_dim 32"),
     (["--policy", "window:8", "--kv-group-size", "7"], 0, ""),  # no grouped policy
-    # 63 tokens held, all in the residual of 128: the rows equal the full cache, and say so
-    (["--policy", "int8,int4,fp8"], 0,
+    # 63 tokens held, all in a residual of 128: the rows equal the full cache, and say so
+    (["--policy", "int8,int4,fp8", "--residual", "128"], 0,
      "note: int8: none of the 63 tokens were quantized (the last --residual 128 stay in full "
      "precision; groups of 64): its row equals the full cache"),
     (["--policy", "int4", "--residual", "0"], 0, "int4: none of the 63 tokens were quantized"),

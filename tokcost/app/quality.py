@@ -27,6 +27,7 @@ DEFAULT_POLICIES: tuple[str, ...] = (
     "h2o:0.125+0.125", "snapkv:0.25+0.05")
 HELD_OUT_SHARE = 0.1  # scripts/train_tiny_ref.py held out the last 10% of each file's lines
 DEFAULT_TOKENS = 512  # at most: a longer default than the model trained on misleads
+KIVI_RESIDUAL = 128  # KIVI's R (Liu et al. 2024, §4)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +35,7 @@ class Policies:
     """The cache policies (``parse_policy`` specs; None: the defaults) and quantizer settings."""
 
     policies: Sequence[str] | None = None
-    residual: int = 128
+    residual: int | None = None  # None: KIVI's 128, at most a quarter of the text evaluated
     kv_group_size: int = 64
     chosen: tuple[CachePolicy, ...] = field(default=(), init=False)
 
@@ -44,9 +45,10 @@ class Policies:
         specs = tuple(p.strip() for spec in given for p in spec.split(",") if p.strip())
         if self.policies is None or (given and not specs):  # None, or only commas: the default
             specs = DEFAULT_POLICIES
-        residual, group = as_int(self.residual, "residual"), as_int(self.kv_group_size,
-                                                                   "kv_group_size")
-        chosen = tuple(parse_policy(p, residual=residual, group=group) for p in specs)
+        residual = None if self.residual is None else as_int(self.residual, "residual")
+        group = as_int(self.kv_group_size, "kv_group_size")
+        chosen = tuple(parse_policy(p, residual=KIVI_RESIDUAL if residual is None else residual,
+                                    group=group) for p in specs)
         if not chosen:
             raise UsageError("give at least one policy", param="policies")
         names = [c.name for c in chosen]
@@ -215,6 +217,10 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
         request.on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
     chosen, rows = request.cache_policies.chosen, []
+    if request.cache_policies.residual is None:  # a short text would stay all in full precision
+        short = min(KIVI_RESIDUAL, len(ids) // 4)
+        chosen = tuple(replace(c, quant=replace(c.quant, residual=short))
+                       if c.quant is not None and c.quant.residual else c for c in chosen)
     for p in chosen:
         if request.on_progress:
             request.on_progress(p.name)
