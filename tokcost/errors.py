@@ -85,9 +85,8 @@ class GpuNotFound(UsageError):
     """No GPU in the catalog matches the name."""
 
 
-# The extras of pyproject.toml that messages name, as written there (tests/test_errors.py keeps
-# them equal). A hint names the packages, as the extra's name fails somewhere: `tokcost[plot]`
-# for a user who installed from a clone, `.[plot]` for one who installed from an index.
+# The extras of pyproject.toml that hints name, as written there (tests/test_install_hints.py
+# keeps them equal). A hint names packages: 'tokcost[plot]' fails from a clone, '.[plot]' elsewhere.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "chat": ("jinja2>=3.1",), "dask": ("dask[distributed]>=2024.1",),
     "fast": ("toktok-rs>=0.3,<0.4; python_version >= '3.11'",),
