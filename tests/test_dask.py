@@ -172,11 +172,11 @@ def test_missing_extra_says_how_to_install(
 ) -> None:
     (tmp_path / "a.txt").write_text("hello world")
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
-    with pytest.raises(MissingDependency, match=r"pip install 'tokcost\[dask\]'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'dask\[distributed\]>=2024.1'"):
         count_paths(Inputs(paths=[str(tmp_path)]), {s: get_tokenizer(s) for s in SPECS}, run=DaskRunner())
     result = runner.invoke(app, ["count", str(tmp_path), "--engine", "dask"])
     assert result.exit_code == 1
-    assert "--engine dask needs the 'dask' package: pip install 'tokcost[dask]'" in result.stderr
+    assert "--engine dask needs the 'dask' package: pip install 'dask[distributed]>=2024.1'" in result.stderr
 
 
 def test_stdin_and_unknown_engine_are_usage_errors(tmp_path: Path, runner: Any) -> None:

@@ -43,7 +43,7 @@ UPDATE = bool(os.environ.get("TOKCOST_UPDATE_DOCS"))
 _DASK = ("starts a Dask cluster, several seconds each: over this test's time "
          "(tests/test_dask.py runs the same on a local cluster)")
 NOT_RUN = {
-    "pip install 'tokcost[dask]'": "installs a package (network)",
+    "pip install '.[dask]'": "installs a package (network)",
     "tokcost count 'corpora/prose/[ejz]*.txt' --engine dask --jobs 2 -t cl100k_base "
     "-t o200k_base": _DASK,
     "diff <(tokcost count corpora/prose --json) <(tokcost count corpora/prose --json "

@@ -318,7 +318,7 @@ def test_forcing_toktok_without_it_says_how_to_get_it(
     no_toktok: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(fast_count.BACKEND_ENV, "toktok")
-    with pytest.raises(TokenizerNotFound, match=r"tokcost\[fast\]"):
+    with pytest.raises(TokenizerNotFound, match=r"pip install 'toktok-rs>=0.3,<0.4' \(Python 3.11\+\)"):
         fast_count.fast_counter("o200k_base")
 
 
@@ -363,7 +363,7 @@ def _cli_count(backend: str | None, hide: bool, text: str = SMALL_TEXT) -> Any:
     ("tiktoken", False, 0, '"backend": "tiktoken"'),
     (None, True, 0, '"backend": "tiktoken"'),
     ("bogus", False, 2, "TOKCOST_COUNT_BACKEND=bogus is not a counting backend"),
-    ("toktok", True, 2, "pip install 'tokcost[fast]'"),
+    ("toktok", True, 2, "pip install 'toktok-rs>=0.3,<0.4' (Python 3.11+)"),
 ])
 def test_cli_backend_choice(backend: str | None, hide: bool, code: int, fragment: str) -> None:
     result = _cli_count(backend, hide)

@@ -134,7 +134,7 @@ def test_sync_prices_without_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builtins, "__import__", fake_import)
     result = runner.invoke(app, ["models", "sync-prices"])
     assert result.exit_code == 1
-    assert "pip install 'tokcost[prices]'" in result.stderr
+    assert "needs the 'genai-prices' package: pip install 'genai-prices>=0.0.30'" in result.stderr
 
 
 # --- Mistral tokenizers through mistral-common ------------------------------------------
@@ -170,7 +170,7 @@ def test_missing_mistral_common_names_the_extra(monkeypatch: pytest.MonkeyPatch)
         lambda name, *a: None if name == "mistral_common" else real(name, *a),
     )
     entry = load_catalog().resolve("mixtral-8x7b")
-    with pytest.raises(MissingDependency, match=r"pip install 'tokcost\[mistral\]'"):
+    with pytest.raises(MissingDependency, match=r"pip install 'mistral-common>=1.5'"):
         _ = entry.tokenizer
     assert entry.tokenizer_spec is not None  # listing still works
 

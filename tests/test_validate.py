@@ -402,7 +402,7 @@ def test_show_without_the_package_says_what_to_install(monkeypatch: pytest.Monke
                         lambda name, *a: None if name == "mistral_common" else real(name, *a))
     shown = runner.invoke(app, ["models", "show", "mistral-nemo"])
     assert shown.exit_code == 0, shown.output
-    assert "(needs the 'mistral-common' package: pip install 'tokcost[mistral]')" in shown.stdout
+    assert "(needs the 'mistral-common' package: pip install 'mistral-common>=1.5')" in shown.stdout
     listed = runner.invoke(app, ["models", "list", "--provider", "mistral"])
     assert listed.exit_code == 0 and "{" not in listed.stdout
 

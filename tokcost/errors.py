@@ -85,11 +85,26 @@ class GpuNotFound(UsageError):
     """No GPU in the catalog matches the name."""
 
 
+# The extras of pyproject.toml that hints name, as written there (tests/test_install_hints.py
+# keeps them equal). A hint names packages: 'tokcost[plot]' fails from a clone, '.[plot]' elsewhere.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "chat": ("jinja2>=3.1",), "dask": ("dask[distributed]>=2024.1",),
+    "fast": ("toktok-rs>=0.3,<0.4; python_version >= '3.11'",),
+    "mistral": ("mistral-common>=1.5",), "plot": ("matplotlib>=3.7",),
+    "prices": ("genai-prices>=0.0.30",), "safetensors": ("safetensors>=0.4",)}
+
+
+def install_hint(extra: str) -> str:
+    """The pip command for an extra's packages (``pip install 'matplotlib>=3.7'``), markers
+    left out; it works wherever tokcost came from."""
+    return "pip install " + " ".join(f"'{req.split(';')[0].strip()}'" for req in EXTRAS[extra])
+
+
 class MissingDependency(TokcostError):
     """An optional package is needed for this feature."""
 
     def __init__(self, package: str, extra: str, feature: str, *, param: str | None = None) -> None:
-        super().__init__(f"{feature} needs the '{package}' package: pip install 'tokcost[{extra}]'",
+        super().__init__(f"{feature} needs the '{package}' package: {install_hint(extra)}",
                          param=param)
         self.package = package
         self.extra = extra

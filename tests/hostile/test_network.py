@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -125,3 +126,21 @@ def test_timeout_bounds_the_planning_of_a_url(sandbox: Sandbox) -> None:
         server.shutdown()
         server.server_close()
     assert url in line and "2 s" in line
+
+
+
+@pytest.mark.parametrize("listening", [False, True], ids=["nothing-listening", "never-answers"])
+def test_timeout_bounds_reaching_a_dask_scheduler(sandbox: Sandbox, listening: bool) -> None:
+    """Issue 30, part 7: a port that accepts and never answers hung Client() for ever."""
+    pytest.importorskip("distributed")
+    (sandbox.repo / "a.txt").write_text("hello\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+        if listening:  # the kernel accepts the connection; nothing ever reads or writes
+            sock.listen(8)
+        else:
+            sock.close()  # the port is free: connections are refused
+        line = sandbox.one_error("count", "a.txt", "--engine", "dask", "--scheduler", address,
+                                 "--timeout", "2", "-t", "cl100k_base", code=1)
+    assert line.startswith(f"error: cannot reach the Dask scheduler at {address} within 2 s;")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tokcost.adapters.openai_encodings import ENCODINGS
-from tokcost.errors import TokenizerNotFound, UsageError
+from tokcost.errors import TokenizerNotFound, UsageError, install_hint
 
 BACKEND_ENV = "TOKCOST_COUNT_BACKEND"
 AUTO, TIKTOKEN, TOKTOK = "auto", "tiktoken", "toktok"
@@ -19,7 +19,7 @@ TOKTOK_BACKEND = "toktok-rs"  # the name ``count --json`` reports
 # Vocabulary and specials equal tiktoken's (tests/test_fast_backend.py checks each entry).
 FAST_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
 PROVEN_VERSIONS = frozenset({(0, 3)})  # (major, minor) the tests prove; others go unused
-FAST_EXTRA_HINT = "pip install 'tokcost[fast]' (toktok-rs, Python 3.11+)"
+FAST_EXTRA_HINT = f"{install_hint('fast')} (Python 3.11+)"
 # Shorter runs are tiktoken's under auto: its ranks load 0.2 s sooner (bench_count.py).
 SMALL_RUN_CHARS = 1 << 20
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry, load_catalog, validate_file
 from tokcost.catalog.lookup import catalog_file, load_model_source
-from tokcost.errors import CatalogError, MissingDependency, UsageError, arg
+from tokcost.errors import CatalogError, MissingDependency, UsageError, arg, install_hint
 from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
@@ -120,7 +120,7 @@ def _expanded(spec: str, model_id: str) -> str:
     try:
         return expand_package_paths(spec, model_id) or spec
     except MissingDependency as exc:
-        return f"{spec} (needs the '{exc.package}' package: pip install 'tokcost[{exc.extra}]')"
+        return f"{spec} (needs the '{exc.package}' package: {install_hint(exc.extra)})"
 
 
 def validate_catalog(file: str | Path | None = None) -> CatalogCheck:

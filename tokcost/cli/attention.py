@@ -10,6 +10,7 @@ import tokcost
 from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
+from tokcost.errors import install_hint
 
 EPILOG = """
 Examples:
@@ -45,7 +46,7 @@ def attention(
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Seed for random weights (a model without any).")] = None,
     plot: Annotated[str | None, typer.Option("--plot", help="Write heat maps of the heads to "
-        "PNG/SVG/PDF (needs: pip install 'tokcost\\[plot]').")] = None,
+        f"PNG/SVG/PDF (needs: {install_hint('plot')}).")] = None,
     heads: Annotated[list[str] | None, typer.Option(
         "--head", help="A head to plot, L<layer>H<head> (repeatable; "
         "default: every head of a small model, else the named ones).")] = None,

@@ -227,7 +227,7 @@ def report(line: str, code: int, *, wants_json: bool, kind: str) -> None:
     from tokcost.cli.console import error, print_json
     if wants_json:
         print_json({"error": {"type": kind, "message": line, "exit_code": code}})
-    error(line)  # escaped: "pip install 'tokcost[dask]'" must not lose "[dask]" as markup
+    error(line)  # escaped: "pip install 'dask[distributed]>=2024.1'" keeps its "[distributed]"
 
 
 def usage_line(exc: Any, command_path: str) -> str:

@@ -15,7 +15,7 @@ import tokcost
 from tokcost.cli import options as opt
 from tokcost.cli.base import App, current_words
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
-from tokcost.errors import TokcostError, UsageError
+from tokcost.errors import TokcostError, UsageError, install_hint
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -364,7 +364,7 @@ def sweep_cmd(
         "share."))] = tokcost.BPESweepRequest.knee_gain,
     jobs: JobsOpt = 1,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the curve with the knee and "
-        "the references (.png/.svg/.pdf; pip install 'tokcost[plot]').")] = None,
+        f"the references (.png/.svg/.pdf; {install_hint('plot')}).")] = None,
     force: opt.ForceOpt = False,
     catalog: opt.CatalogOpt = None,
     json_out: opt.JsonOpt = False) -> None:

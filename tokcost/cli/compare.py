@@ -11,7 +11,7 @@ import typer
 import tokcost
 from tokcost.cli.console import err, escape_controls, out, print_json, progress_enabled, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, install_hint
 from tokcost.units import spec_label
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def compare(
         "--csv", help="Print CSV: one row per text and tokenizer.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print Markdown tables.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart of the premiums to "
-        "a .png or .svg file (needs: pip install 'tokcost\\[plot]').")] = None,
+        f"a .png or .svg file (needs: {install_hint('plot')}).")] = None,
     force: PlotForceOpt = False,
     no_chart: Annotated[bool, typer.Option(
         "--no-chart", help="Tables only, no terminal bar chart.")] = False,

@@ -16,6 +16,7 @@ from tokcost.cli.base import App, cli_words, current_words
 from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
+from tokcost.errors import install_hint
 from tokcost.units import format_bytes
 
 kvmem_app = App(
@@ -121,7 +122,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     input_tokens: Annotated[str | None, typer.Option("--input-tokens", "-i", metavar="COUNT",
         help="Prompt tokens for the time to first token (default: each context).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write memory vs context to "
-        "PNG/SVG (needs: pip install 'tokcost\\[plot]').")] = None,
+        f"PNG/SVG (needs: {install_hint('plot')}).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
@@ -302,7 +303,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         "--n", help="Parallel samples per request (shares prompt blocks).")] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the drawn lengths.")] = 0,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write a bar chart (PNG/SVG; needs: "
-        "pip install 'tokcost\\[plot]').")] = None,
+        f"{install_hint('plot')}).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
@@ -396,7 +397,7 @@ def quality(
     context: Annotated[int | None, count_option("--context", help="Tokens per sequence for --gpu's "
         "concurrency (default: the model's context window).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the memory-quality frontier "
-        "(PNG/SVG; needs: pip install 'tokcost\\[plot]').")] = None,
+        f"(PNG/SVG; needs: {install_hint('plot')}).")] = None,
     force: PlotForceOpt = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:

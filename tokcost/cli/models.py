@@ -13,7 +13,7 @@ import tokcost
 from tokcost.cli.base import App
 from tokcost.cli.console import err, out, print_json, print_wide, table
 from tokcost.cli.options import CatalogOpt, ForceOpt, JsonOpt
-from tokcost.errors import UsageError
+from tokcost.errors import UsageError, install_hint
 from tokcost.units import format_bytes, format_usd
 
 models_app = App(
@@ -109,7 +109,7 @@ def show(
             value = f"{data[key]:,}" if isinstance(data[key], int) else data[key]
             out.print(f"  {key}: {value}")
     note = f"  ({entry.tokenizer_note})" if entry.tokenizer_note else ""
-    # "pip install 'tokcost[mistral]'" is text, not a style
+    # the spec and its install hint are text, not styles
     out.print(f"  tokenizer: {details.tokenizer}{note}", markup=False)
     if details.weights:
         out.print(f"  weights: {details.weights}", markup=False)
@@ -218,8 +218,7 @@ Examples:
 database value) and exits 1 if there is any, 0 if none. --write also sets each \
 updated entry's as_of: the database's start date for its prices, else today (UTC).
 
-Needs the genai-prices package: pip install 'tokcost\\[prices]'.
-"""
+Needs the genai-prices package: """ + install_hint("prices") + "."
 
 
 @models_app.command("sync-prices", epilog=SYNC_EPILOG)

@@ -3,6 +3,7 @@ waits forever (every worker checked first, no worker for ``timeout`` seconds an 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
@@ -42,8 +43,11 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
     with ExitStack() as stack:
         if scheduler:
             try:
+                # distributed bounds the TCP connection, not the scheduler's handshake: a
+                # port that accepts and never answers would hang Client() for ever
+                asyncio.run(_handshake(distributed, scheduler, timeout))
                 client = distributed.Client(scheduler, timeout=f"{timeout}s")
-            except (OSError, TimeoutError):
+            except (OSError, TimeoutError, asyncio.TimeoutError):
                 raise ClusterError(
                     f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
                     "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
@@ -68,6 +72,12 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
         stack.callback(client.close)
         check_workers(client, timeout)  # a worker within timeout, running our tokcost
         yield client
+
+
+async def _handshake(distributed: Any, address: str, timeout: float) -> None:
+    """Connect to ``address`` and read its handshake within ``timeout`` seconds."""
+    comm = await asyncio.wait_for(distributed.comm.connect(address, timeout=timeout), timeout)
+    await comm.close()
 
 
 @contextmanager
