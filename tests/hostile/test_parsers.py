@@ -175,6 +175,19 @@ def test_an_npz_header_declaring_a_huge_array(sandbox: Sandbox) -> None:
     assert "w.npz" in line
 
 
+def test_an_npz_header_that_numpy_cannot_tokenize(sandbox: Sandbox) -> None:
+    import zipfile
+
+    # An unclosed bracket: numpy's fallback header filter raises tokenize.TokenError (found by
+    # tests/hostile/test_fuzz.py), which is neither a ValueError nor an OSError.
+    header = b"{'descr': ('<f4',".ljust(117) + b"\n"
+    with zipfile.ZipFile(sandbox.repo / "w.npz", "w") as z:
+        z.writestr("tok_emb.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    line = sandbox.one_error("generate", "hello", "-m", "tiny-ref", "--weights", "w.npz",
+                             code=1)
+    assert "w.npz" in line
+
+
 def test_a_tokenizer_json_whose_split_regex_backtracks(sandbox: Sandbox) -> None:
     data = json.loads((TINY_LLAMA / "tokenizer.json").read_text())
     data["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -87,7 +88,9 @@ def load_weights(path: str | Path, cfg: RefConfig) -> dict[str, Array]:
             raise UsageError(f"weights file not found: {path} (give an existing .npz or "
                              ".safetensors file, or fix the catalog entry's weights field)"
                              ) from None
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        # TokenError: numpy's fallback filter of an old-style header that does not parse
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error,
+                tokenize.TokenError) as exc:
             reason = "pickled objects are not accepted" if "pickle" in str(exc) else str(exc)
             raise InputError(f"cannot read weights file {path} as tokcost .npz weights "
                              f"({reason})") from None
