@@ -55,7 +55,8 @@ def test_a_server_claiming_an_exabyte(sandbox: Sandbox, liar: str) -> None:
 
 
 def _workers(pid: int) -> int:
-    """How many processes below ``pid`` run a multiprocessing child (Dask's workers)."""
+    """How many processes below ``pid`` run multiprocessing (the forkserver, its resource
+    tracker and the Dask workers it forks)."""
     found, stack = 0, [pid]
     while stack:
         here = stack.pop()
@@ -69,31 +70,27 @@ def _workers(pid: int) -> int:
     return found
 
 
-def _ignores_sigint(pid: int) -> bool:
-    status = Path(f"/proc/{pid}/status").read_text()
-    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn")), 16)
-    return bool(mask >> (signal.SIGINT - 1) & 1)
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
-def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("moment", [2, 4], ids=["while-the-cluster-starts", "while-counting"])
+def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox, moment: int) -> None:
     pytest.importorskip("distributed")
     words = " ".join(f"w{i * 7919 % 100_003}" for i in range(10_000)) + "\n"
     for i in range(30):  # about 100 MB: the workers are still counting at Ctrl-C
         (sandbox.repo / f"f{i}.txt").write_text(words * 50)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokcost", "count", ".", "--engine", "dask", "--jobs", "2",
-         "-t", "cl100k_base", "-t", "o200k_base", "-t", "o200k_harmony"], cwd=sandbox.repo, env=sandbox.env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True)
+         "-t", "cl100k_base", "-t", "o200k_base", "-t", "o200k_harmony"], cwd=sandbox.repo,
+        env=sandbox.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
     try:
-        seen = None  # until both workers have run a second and the cluster has started,
-        # which ends the window where this process ignores SIGINT (/proc's SigIgn mask)
+        # 2: the forkserver and its tracker, as the cluster starts (a Ctrl-C then waited until
+        # the cluster had started, or was lost); 4: the two workers too, a second on
+        seen = None
         for _ in range(1200):
-            seen = seen or (time.monotonic() if _workers(proc.pid) >= 2 else None)
-            if proc.poll() is not None or (seen and time.monotonic() - seen > 1
-                                           and not _ignores_sigint(proc.pid)):
+            seen = seen or (time.monotonic() if _workers(proc.pid) >= moment else None)
+            if proc.poll() is not None or (seen and time.monotonic() - seen > moment // 4):
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole process group
         _, err = proc.communicate(timeout=WALL_S)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import multiprocessing.forkserver
 import os
 import signal
 import threading
@@ -21,6 +22,7 @@ from tokcost.runner import CONNECT_TIMEOUT, EngineKind, RunConfig, shard_size
 S = TypeVar("S")
 R = TypeVar("R")
 NAMED_WORKERS = 3  # bad workers named in an error before "and N more"
+FORK_METHOD = "distributed.worker.multiprocessing-method"
 
 
 class ClusterError(TokcostError):
@@ -39,7 +41,10 @@ def _import_distributed() -> Any:
 def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
     """A ``distributed.Client`` on ``scheduler`` or a new loopback cluster, workers checked."""
+    if not scheduler:
+        _start_forkserver()
     distributed = _import_distributed()
+    import dask
     with ExitStack() as stack:
         if scheduler:
             try:
@@ -57,17 +62,19 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 raise UsageError(f"bad {arg('scheduler', repr(scheduler))}: {exc}",
                                  param="scheduler") from None
         else:
-            # Ignored by the worker processes, which inherit it: on Ctrl-C this process alone
-            # stops, prints "interrupted" and closes the cluster (one pressed while the
-            # cluster starts, a second or two, is ignored too; SIGINT blocked instead would
-            # not reach the workers, as Python unblocks it when it starts them).
-            with _ctrl_c_ignored():
+            # On Ctrl-C this process alone stops, prints "interrupted" and closes the cluster:
+            # the workers are forked by a forkserver started with SIGINT ignored, which they
+            # inherit (multiprocessing's forkserver restores the handlers it started with).
+            stack.enter_context(dask.config.set({FORK_METHOD: "forkserver"}))
+            with _ctrl_c_deferred() as deferred:
                 cluster = distributed.LocalCluster(
                     n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
                     processes=True, host="127.0.0.1",
                     dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
                     silence_logs=logging.CRITICAL)  # task errors reach the user once
-            stack.callback(cluster.close)
+                stack.callback(cluster.close)
+            if deferred:  # pressed while the cluster started: now it can close cleanly
+                raise KeyboardInterrupt
             client = distributed.Client(cluster)
         stack.callback(client.close)
         check_workers(client, timeout)  # a worker within timeout, running our tokcost
@@ -80,14 +87,34 @@ async def _handshake(distributed: Any, address: str, timeout: float) -> None:
     await comm.close()
 
 
-@contextmanager
-def _ctrl_c_ignored() -> Iterator[None]:
+def _start_forkserver() -> None:
+    """Start multiprocessing's forkserver (preloading distributed) with SIGINT ignored, which
+    the workers it forks inherit; before distributed starts its threads, so a Ctrl-C meanwhile
+    waits, blocked, for this thread (no other can take it and drop it), and then counts."""
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed"])
     if threading.current_thread() is not threading.main_thread():
-        yield
+        multiprocessing.forkserver.ensure_running()
         return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        yield
+        multiprocessing.forkserver.ensure_running()  # milliseconds: started, not awaited
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextmanager
+def _ctrl_c_deferred() -> Iterator[list[int]]:
+    """Ctrl-C recorded, not raised, inside: a LocalCluster interrupted while it starts its
+    workers cannot close them (distributed asserts on their state) and leaves them orphaned."""
+    pressed: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield pressed
     finally:
         signal.signal(signal.SIGINT, previous)
 
