@@ -288,9 +288,7 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
         if abs(value) < 1000 or unit == units[-1]:
             break
         value /= base
-    if unit == "B":
-        return f"{int(value)} B"
-    return f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{int(value)} B" if unit == "B" else f"{value:.2f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 def format_usd(amount: Decimal | int | float | str, *, per_million: bool = False) -> str:

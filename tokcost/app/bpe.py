@@ -321,12 +321,11 @@ def inspect_bpe(request: BPEInspectRequest) -> BPEInspectResult:
     dec, ranks, show = m.decoder, m.ranks, bpe.render_token
     longest = sorted(ranks, key=lambda b: (-len(b), ranks[b]))[:request.top]
     merges = m.merges or rank_merges(ranks)  # a rank file carries no merge list
-    made = len(set(c for *_, c in merges))
     return BPEInspectResult(
         source=request.tokenizer, tokenizer=choice.spec, exact=choice.exact,
         pattern=m.pattern_name or m.pattern, vocab_size=m.vocab_size, tokens=m.n_tokens,
         mergeable_tokens=len(ranks), merges=len(merges),
-        unmerged_tokens=sum(len(b) > 1 for b in ranks) - made,
+        unmerged_tokens=sum(len(b) > 1 for b in ranks) - len({c for *_, c in merges}),
         special_tokens=special_tokens_by_id(m.special_tokens.items()),
         max_token_bytes=max(len(b) for b in ranks), longest_tokens=tuple(show(b) for b in longest),
         first_merges=tuple(BPEMerge(show(dec[a]), show(dec[b]), show(dec[c]), c)

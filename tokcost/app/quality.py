@@ -234,9 +234,8 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
         rows.append(QualityRow(p.name, q, plan(p) if plan else None))
     held = len(ids) - 1
     past = (f"the {len(ids):,} tokens evaluated are past the {trained:,}-token sequences "
-            f"{entry.id} trained on: the full cache is out of distribution there, so a policy "
-            f"that forgets can score better; {arg('max_tokens', f'{trained:,}')} stays within "
-            "them",)
+            f"{entry.id} trained on: the full cache is out of distribution there, so a policy that "
+            f"forgets can score better; {arg('max_tokens', f'{trained:,}')} stays within them",)
     result = QualityResult(
         model=loaded.entry.id, text=source, tokens=len(ids), prompt=first,
         baseline_perplexity=base.perplexity, baseline_bytes=base.cache_bytes, rows=tuple(rows),
@@ -261,9 +260,8 @@ def _token_ids(request: QualityRequest, loaded: Loaded, top: int) -> tuple[list[
     from tokcost.reference.from_catalog import load_tokenizer
     cfg = loaded.model.cfg
     tok = load_tokenizer(loaded.entry, cfg)
-    source = "held-out corpora (last 10% of each prose file)"
     if request.text is None:
-        body = held_out_text()
+        body, source = held_out_text(), "held-out corpora (last 10% of each prose file)"
     else:
         read = read_input(request.text, stdin=request.stdin)
         body, source = read.text, read.name

@@ -163,16 +163,13 @@ def load_any(source: str | Path, *, pattern: PatternName | str | None = None) ->
             return load_tiktoken_file(arg, pattern)
         from tokcost.adapters.registry import get_tokenizer
 
-        tok = get_tokenizer(source)
-        encoding = getattr(tok, "encoding", None)
+        encoding = getattr(get_tokenizer(source), "encoding", None)
         if encoding is None:
             raise TokcostError(f"{source}: the tiktoken adapter exposes no encoding to read "
                                f"ranks from")
         return model_from_encoding(encoding, source)
     p = Path(source).expanduser()
-    if p.suffix == ".tiktoken":
-        return load_tiktoken_file(p, pattern)
-    return load_model(p)
+    return load_tiktoken_file(p, pattern) if p.suffix == ".tiktoken" else load_model(p)
 
 
 class ExportFormat(str, Enum):

@@ -71,10 +71,9 @@ def attention(
 
 
 def _render(result: Any) -> None:
-    t = len(result.prompt_ids)
     grid = table("head", "entropy", "ent/max", "dist", "rel", "first", "prev", "self", "dup",
                  title=f"{result.model}: {result.layers} layers x {result.attention_heads} "
-                 f"heads on {t} tokens")
+                 f"heads on {len(result.prompt_ids)} tokens")
     grid.add_column("label")
     for s in result.heads:
         dup = "-" if s.duplicate_token is None else f"{s.duplicate_token:.2f}"

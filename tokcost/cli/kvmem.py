@@ -427,8 +427,7 @@ def _render_quality(result: Any) -> None:
     planned = result.gpu is not None
     if planned:
         grid.add_column(f"seqs on {result.gpu}", justify="right")
-    base = result.rows[0].quality.bytes_in_dtype[1]
-    full = ["full cache", format_bytes(base), "100%",
+    full = ["full cache", format_bytes(result.rows[0].quality.bytes_in_dtype[1]), "100%",
             f"{result.baseline_perplexity:,.3f}", "", "", ""]
     grid.add_row(*full, *([f"{result.baseline_concurrency or 0:,.1f}"] if planned else []))
     for row in result.rows:

@@ -143,9 +143,8 @@ def globs(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
 
 
 def walk(paths: Sequence[str], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
-         gitignore: bool = True, skipped: list[Skipped] | None = None,
-         visited: Visited | None = None, left_out: LeftOut | None = None,
-         follow: bool = False) -> Iterator[Source]:
+    gitignore: bool = True, skipped: list[Skipped] | None = None, visited: Visited | None = None,
+    left_out: LeftOut | None = None, follow: bool = False) -> Iterator[Source]:
     """Files to count, in a stable order (docs/count.md#inputs); a missing path raises
     UsageError, an unstat'able one goes to ``skipped`` (else InputError); ``visited``: each file
     once by device and inode (the same Visited carries it across calls); ``follow``: read the

@@ -214,5 +214,4 @@ def kv_cache_bytes(arch: Architecture, tokens: int, kv_dtype: str | KvDtype = "b
     _positive(batch, "batch")
     if block_size is not None:
         _positive(block_size, "block_size")
-    layout = kv_layout(arch, kv_dtype, tp=tp, group=group)
-    return batch * layout.sequence_bytes(tokens, block_size)
+    return batch * kv_layout(arch, kv_dtype, tp=tp, group=group).sequence_bytes(tokens, block_size)

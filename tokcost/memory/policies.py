@@ -266,8 +266,7 @@ class PagedPolicy(Policy):
         return StepSample(tokens, 0, allocated - tokens, 0, free, sum(len(r.seqs) for r in running))
 
     def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
-        logical = sum(len(s.table) for run in running for s in run.seqs)
-        return self.allocator.num_used, logical
+        return self.allocator.num_used, sum(len(s.table) for run in running for s in run.seqs)
 
 
 _CLASSES: dict[PolicyName, type[Policy]] = {

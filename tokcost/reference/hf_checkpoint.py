@@ -83,8 +83,7 @@ def config_from_hf(config: Mapping[str, Any], where: str = "config.json") -> Ref
     if c.get("mlp_bias") or (kind != "qwen2" and c.get("attention_bias")):
         raise UsageError(f"{where}: attention_bias/mlp_bias biases are not implemented by "
                          "the reference path")
-    kinds = layer_kinds(fields, layers)
-    sliding = tuple("sliding" if k == "sliding" else "full" for k in kinds)
+    sliding = tuple("sliding" if k == "sliding" else "full" for k in layer_kinds(fields, layers))
     window = c.get("sliding_window") if "sliding" in sliding else None
     theta, scaling, local_theta = _rope(c, kind, where)
     scalar = c.get("query_pre_attn_scalar")
@@ -117,8 +116,7 @@ def _rope(c: Mapping[str, Any], kind: str, where: str
     local: float | None = None
     if isinstance(params, Mapping) and "full_attention" in params:  # v5, per layer type
         full = params["full_attention"]
-        sliding = params.get("sliding_attention") or {}
-        local = _float(sliding.get("rope_theta"))
+        local = _float((params.get("sliding_attention") or {}).get("rope_theta"))
     elif isinstance(params, Mapping):
         full = params
     else:

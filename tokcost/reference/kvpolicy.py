@@ -440,8 +440,7 @@ class PolicyQuality:
     @property
     def bytes_in_dtype(self) -> tuple[int, int]:
         """Bytes held and the full cache's, full precision stored in ``dtype_bytes`` a value."""
-        quantized = self.bytes_held - self.float32_bytes
-        return (quantized + self.float32_bytes // 4 * self.dtype_bytes,
+        return (self.bytes_held - self.float32_bytes + self.float32_bytes // 4 * self.dtype_bytes,
                 self.baseline_bytes // 4 * self.dtype_bytes)
 
     @property

@@ -121,8 +121,7 @@ def distribution(logits: NDArray[np.float32], params: SamplingParams) -> Distrib
         # Smallest prefix whose mass reaches top_p (always at least one token).
         cum = np.cumsum(p[order])  # (V,)
         p_kept = min(vocab, int(np.searchsorted(cum, params.top_p)) + 1)
-    keep = min(k_kept, p_kept)
-    kept = order[:keep]
+    kept = order[:min(k_kept, p_kept)]
     probs = np.zeros(vocab, dtype=np.float64)
     # Tokens whose tempered probability rounds to 0 stay at 0: they cannot be drawn.
     probs[kept] = p[kept] / p[kept].sum()

@@ -258,8 +258,7 @@ class DaskRunner(AbstractContextManager["DaskRunner"]):
         client, shards = self.client, list(shards)
         futures = client.map(fn, shards, pure=False)
         shard_of = {f.key: s for f, s in zip(futures, shards, strict=True)}
-        own = self._given is None and not self.scheduler
-        watch = _Watch(client, futures, self.timeout, own)
+        watch = _Watch(client, futures, self.timeout, self._given is None and not self.scheduler)
         watch.start()
         try:
             for fut in distributed.as_completed(futures):

@@ -302,8 +302,7 @@ class Window:
     def read(self, n: int = -1) -> bytes:
         if self.left <= 0:
             return b""
-        want = self.left if n < 0 else min(n, self.left)
-        data = self.fh.read(want)
+        data = self.fh.read(self.left if n < 0 else min(n, self.left))
         self.left -= len(data)
         return data
 
