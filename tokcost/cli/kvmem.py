@@ -13,8 +13,8 @@ from typer._click.core import ParameterSource as Source
 
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
-from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
+from tokcost.cli.generate import ModelDirOpt
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.errors import install_hint
 from tokcost.units import format_bytes
