@@ -386,9 +386,8 @@ def quality(
         "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
         "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
         "a count or a fraction of the text (default: one of each family).")] = None,
-    residual: Annotated[int | None, count_option("--residual", help="Most recent tokens int8/"
-        "int4 keep in full precision (default: KIVI's R, 128, at most a quarter of the text).")]
-        = None,
+    residual: Annotated[int | None, count_option("--residual", help="Most recent tokens int8/int4 "
+        "keep in full precision (default: KIVI's R, 128, at most a quarter of the text).")] = None,
     kv_group_size: Annotated[int, count_option(
         "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,
