@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tokcost.catalog import CatalogInvalid, load_catalog, validate_file
+from tokcost.catalog.loader import shipped_path
 from tokcost.errors import CatalogError, ModelNotFound
-from tokcost.resources import shipped_path
 
 
 @pytest.fixture(autouse=True)

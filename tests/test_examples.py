@@ -143,7 +143,7 @@ tokcost.errors.UsageError: block_size=100000 is out of range; give 1 to 2,048 to
 >>> kv_cache_bytes(arch, 2048, "fp16")  # PagedAttention §3: ~1.6 GB
 1677721600
 """),
-    ("tokcost.memory.note", "Note", r"""
+    ("tokcost.errors", "Note", r"""
 >>> note = Note("set {reserve=SIZE}")
 >>> note, note.render(lambda name, value: f"--{name} {value}")
 ('set reserve=SIZE', 'set --reserve SIZE')

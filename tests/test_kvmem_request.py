@@ -15,10 +15,9 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.cli.app import app
-from tokcost.errors import UsageError
+from tokcost.errors import Note, UsageError
 from tokcost.memory import engines
 from tokcost.memory.engines.ideal import Ideal
-from tokcost.memory.note import Note
 
 KvRequest, SimulationRequest = tokcost.KvRequest, tokcost.SimulationRequest
 GiB = 2**30

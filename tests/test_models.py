@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 import tokcost
 from tokcost.catalog import load_catalog
+from tokcost.catalog.loader import shipped_path
 from tokcost.cli.app import app
 from tokcost.errors import MissingDependency, UsageError
-from tokcost.resources import shipped_path
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ import yaml
 import tokcost
 from tokcost.app.schemas import SchemaDocument, json_schema, render, schema_path
 from tokcost.catalog import Catalog, CatalogInvalid, load_catalog
-from tokcost.resources import shipped_path
+from tokcost.catalog.loader import shipped_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -121,3 +121,23 @@ def suggest(word: str, choices: Iterable[str], n: int = 3) -> str:
 
     close = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
     return f" (did you mean: {', '.join(close)}?)" if close else ""
+
+
+class Note(str):
+    """A text for the user whose placeholders (``arg``) name parameters: spelled as the API
+    does, or by ``render(words)`` as a caller does (the CLI: its flags)."""
+
+    template: str
+
+    def __new__(cls, template: str) -> Note:
+        note = super().__new__(cls, _spell(template, _api_words))
+        note.template = template
+        return note
+
+    def render(self, words: Words | None = None) -> str:
+        return _spell(self.template, words or _api_words)
+
+
+def _spell(template: str, words: Words) -> str:
+    names = tuple(name for name, _ in _PLACEHOLDER.findall(template))
+    return TokcostError(template, related=names).render(words)

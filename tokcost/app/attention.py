@@ -134,7 +134,7 @@ def attention(request: AttentionRequest) -> AttentionResult:
         sliding_window=window if cfg.slides else None)
     if plot is None:
         return result
-    from tokcost.plotting.attention import plot_attention
+    from tokcost.plotting import plot_attention
     if not chosen:  # every head of a small model, else the notable ones
         everyone = [(s.layer, s.head) for s in stats]
         named = [(s.layer, s.head) for s in stats if s.labels]

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog import Catalog, CatalogSource, Gpu, ModelEntry, load_catalog, validate_file
+from tokcost.catalog.loader import shipped_path
 from tokcost.catalog.lookup import catalog_file, load_model_source
 from tokcost.errors import CatalogError, MissingDependency, UsageError, arg, install_hint
-from tokcost.resources import shipped_path
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:

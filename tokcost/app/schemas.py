@@ -9,7 +9,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from tokcost.resources import shipped_path
+from tokcost.catalog.loader import shipped_path
 
 __all__ = ["SchemaDocument", "json_schema", "schema_path"]
 

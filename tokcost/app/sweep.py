@@ -347,7 +347,7 @@ def sweep_bpe(request: BPESweepRequest, progress: ProgressFn | None = None) -> B
         seconds=time.perf_counter() - t0, plot=request.plot, skipped=tuple(skipped),
         notes=tuple(all_notes))
     if request.plot is not None:
-        from tokcost.plotting.sweep import plot_sweep
+        from tokcost.plotting import plot_sweep
         plot_sweep(distinct or points[:1], references, request.plot, knee=result.knee,
                    knee_rule=KNEE_RULE.format(gain=request.knee_gain * 100),
                    width=f"hidden {width.hidden:,}{', tied' if width.tied else ''}")

@@ -13,11 +13,17 @@ from tokcost.catalog import cache, rules, yamltext
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.catalog.yamltext import PathKey, dotted
 from tokcost.errors import CatalogError, TokcostError
-from tokcost.resources import shipped_path
 
 Judge = Callable[[str], object]  # judges a tokenizer spec: raises a TokcostError to refuse it
 EMPTY = "the file is empty; a catalog needs a 'models:' list of entries"
 SHIPPED_ORIGIN = "the shipped catalog"
+
+
+def shipped_path(name: str) -> Path:
+    """A shipped data file or folder (``models.yaml``, ``corpora``): inside the wheel
+    (force-included into ``tokcost/``), or at the top of a checkout or editable install."""
+    package = Path(__file__).resolve().parents[1]
+    return package / name if (package / name).exists() else package.parent / name
 
 
 @dataclass(frozen=True)

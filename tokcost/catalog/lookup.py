@@ -15,11 +15,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from tokcost.catalog import rules
-from tokcost.catalog.loader import Judge, Problem, check_file, read_file
+from tokcost.catalog.loader import Judge, Problem, check_file, read_file, shipped_path
 from tokcost.catalog.rules import gpu_key
 from tokcost.catalog.schema import Gpu, ModelEntry
 from tokcost.errors import CatalogError, GpuNotFound, ModelNotFound, UsageError, arg, suggest
-from tokcost.resources import shipped_path
 
 if TYPE_CHECKING:
     from tokcost.catalog.hf_model import HfModel

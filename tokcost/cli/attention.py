@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 import tokcost
-from tokcost.cli import checkpoint_options as ck
+from tokcost.cli import generate as gen
 from tokcost.cli.console import err, out, print_json, table
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt
 from tokcost.errors import install_hint
@@ -40,9 +40,9 @@ def attention(
         metavar="PROMPT", help="Text to run ('-' reads stdin; or --file).")] = None,
     file: Annotated[str | None, typer.Option(
         "--file", help="Read the prompt from a file ('-' = stdin).")] = None,
-    model: Annotated[str, typer.Option("--model", "-m", help=ck.MODEL_HELP)] = "tiny-ref",
-    model_dir: ck.ModelDirOpt = None,
-    weights: ck.WeightsOpt = None,
+    model: Annotated[str, typer.Option("--model", "-m", help=gen.MODEL_HELP)] = "tiny-ref",
+    model_dir: gen.ModelDirOpt = None,
+    weights: gen.WeightsOpt = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Seed for random weights (a model without any).")] = None,
     plot: Annotated[str | None, typer.Option("--plot", help="Write heat maps of the heads to "
@@ -54,17 +54,17 @@ def attention(
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Score every attention head on PROMPT: entropy, distance, sinks, previous/duplicate tokens."""
-    data, source = ck.read_prompt(prompt, file)
+    data, source = gen.read_prompt(prompt, file)
     request = tokcost.AttentionRequest.of(
         prompt=data, prompt_source=source, model=None if model_dir else model,
         model_dir=model_dir, weights=weights, seed=seed, catalog=catalog, plot=plot,
         heads=tuple(heads or ()), force=force)
-    ck.warn_replaced(request)
+    gen.warn_replaced(request)
     result = tokcost.attention(request)
     if json_out:
         print_json(result.to_dict())
     else:
-        ck.warn_untrained(result, "so the heads show a random model")
+        gen.warn_untrained(result, "so the heads show a random model")
         _render(result)
     if result.plot is not None:
         err.print(f"wrote {result.plot} ({len(result.plotted)} heads)", markup=False)

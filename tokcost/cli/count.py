@@ -174,7 +174,12 @@ def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: Mode
     if json_out:  # the output modes exclude each other (refuse_conflicts)
         print_json(result.to_dict())
     elif truncate is not None:
-        _show_truncated(result)
+        # The cut text, ending a line even when it does not (as ttok -t N).
+        for i, f in enumerate(result.files):
+            if len(result.files) > 1:
+                sys.stdout.write(("\n" if i else "") + f"==> {f.path} <==\n")
+            sys.stdout.write(f.text if f.text.endswith("\n") else f.text + "\n")
+        sys.stdout.flush()
     elif tokens:
         _show_pieces(result)
     elif total_only:
@@ -246,15 +251,6 @@ def _print_table(result: Any) -> None:
             share = _approx(_pct(w.context_share), w.exact)
             out.print(f"{w.id}: {_fmt(w.tokens, w.exact)} tokens = {share} of its "
                       f"{w.context_window:,}-token context window{mark}")
-
-
-def _show_truncated(result: Any) -> None:
-    # The cut text, ending a line even when it does not (as ttok -t N).
-    for i, f in enumerate(result.files):
-        if len(result.files) > 1:
-            sys.stdout.write(("\n" if i else "") + f"==> {f.path} <==\n")
-        sys.stdout.write(f.text if f.text.endswith("\n") else f.text + "\n")
-    sys.stdout.flush()
 
 
 def _show_pieces(result: Any) -> None:

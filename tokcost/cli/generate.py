@@ -2,16 +2,65 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import tokcost
-from tokcost.cli import checkpoint_options as ck
 from tokcost.cli.console import err, out, print_json, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt, count_option
+from tokcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from tokcost import AttentionRequest, GenerateRequest
+
+MODEL_HELP = ("Catalog model to run (tiny-ref ships weights), or hf:ORG/REPO from the local "
+              "Hugging Face cache.")
+ModelDirOpt = Annotated[str | None, typer.Option("--model-dir", help="A Hugging Face model folder "
+    "(config.json, *.safetensors, tokenizer.json) instead of --model.")]
+WeightsOpt = Annotated[str | None, typer.Option(
+    "--weights", help="Weights .npz or .safetensors instead of the shipped ones.")]
+
+
+def read_prompt(prompt: str | None, file: str | None = None) -> tuple[bytes, str]:
+    """The prompt's bytes and what to call them: PROMPT, stdin ('-', or piped) or --file."""
+    if prompt is not None and file is not None:
+        raise UsageError("give PROMPT or --file, not both")
+    source = file if file is not None else prompt
+    if source is None:
+        if sys.stdin.isatty():
+            raise UsageError("give PROMPT, --file PATH, or pipe text on stdin")
+        source = "-"
+    if source == "-":
+        return sys.stdin.buffer.read(), "stdin"
+    if file is None:
+        # argv holds undecodable bytes as surrogates (PEP 383); fsencode gives the bytes back.
+        return os.fsencode(source), "the prompt"
+    try:
+        with open(file, "rb") as fh:
+            return fh.read(), file
+    except IsADirectoryError:
+        raise UsageError(f"--file {file} is a folder; give a text file") from None
+    except FileNotFoundError:
+        raise UsageError(f"--file {file}: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"--file {file}: cannot read it ({exc.strerror})") from None
+
+
+def warn_replaced(request: GenerateRequest | AttentionRequest) -> None:
+    bad = request.invalid_utf8_bytes
+    if bad:
+        warn(f"{request.prompt_source}: {bad} {'byte' if bad == 1 else 'bytes'} of invalid "
+             "UTF-8, replaced with U+FFFD")
+
+
+def warn_untrained(result: Any, shows: str) -> None:
+    if not result.trained:
+        warn(f"no trained weights for '{result.model}': using {result.weights}, {shows}")
+
 
 # The notation of --explain, printed once above its steps and in --help.
 LEGEND = (("*", "the chosen token; × a candidate the draw could not pick (cut by --top-k or "
@@ -72,7 +121,7 @@ def generate(
         metavar="PROMPT", help="Text to continue ('-' reads stdin).")],
     # "[default: tiny-ref]" is written out: --model-dir may replace the model.
     model: Annotated[str | None, typer.Option(
-        "--model", "-m", help=f"{ck.MODEL_HELP} [default: tiny-ref]")] = None,
+        "--model", "-m", help=f"{MODEL_HELP} [default: tiny-ref]")] = None,
     max_new_tokens: Annotated[int, count_option(
         "--max-new-tokens", help="Tokens to generate per sample (32, 1k).")] = 32,
     temperature: Annotated[float, typer.Option(
@@ -91,14 +140,14 @@ def generate(
         "sampled from, cache blocks, attention (notation below).")] = False,
     top_candidates: Annotated[int, count_option(
         "--top", help="Candidates shown by --explain.")] = 5,
-    weights: ck.WeightsOpt = None,
-    model_dir: ck.ModelDirOpt = None,
+    weights: WeightsOpt = None,
+    model_dir: ModelDirOpt = None,
     chat: Annotated[bool, typer.Option("--chat-template", help="Send PROMPT as a user message "
         "through the checkpoint's chat template (tokenizer_config.json).")] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Continue PROMPT with the numpy reference transformer and its real KV cache."""
-    data, source = ck.read_prompt(prompt)
+    data, source = read_prompt(prompt)
     stream = _Streamer() if not json_out and not explain and n == 1 else None
 
     def on_start(start: Any) -> None:
@@ -106,7 +155,7 @@ def generate(
         _warn_sampling(n, temperature, top_k, top_p)
         if json_out:
             return
-        ck.warn_untrained(start, "so text is noise")
+        warn_untrained(start, "so text is noise")
         if stream is not None:
             stream.prompt = start.prompt_text
         elif explain:
@@ -126,7 +175,7 @@ def generate(
         catalog=catalog, max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k,
         top_p=top_p, seed=seed, n=n, cache=cache, block_size=block_size, explain=explain,
         top_candidates=top_candidates, chat=chat, on_start=on_start, on_step=on_step)
-    ck.warn_replaced(request)
+    warn_replaced(request)
     result = tokcost.generate(request)
     if json_out:
         print_json(result.to_dict())

@@ -13,8 +13,8 @@ from typer._click.core import ParameterSource as Source
 
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
-from tokcost.cli.checkpoint_options import ModelDirOpt
 from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
+from tokcost.cli.generate import ModelDirOpt
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.errors import install_hint
 from tokcost.units import format_bytes
@@ -386,9 +386,8 @@ def quality(
         "--policy", help="Cache policy (repeatable, or a comma list): fp8, int8, int4, "
         "int4:per-token, window:N, streaming:SINKS+N, h2o:HEAVY+RECENT, snapkv:BUDGET[+WINDOW]; N "
         "a count or a fraction of the text (default: one of each family).")] = None,
-    residual: Annotated[int | None, count_option("--residual", help="Most recent tokens int8/"
-        "int4 keep in full precision (default: KIVI's R, 128, at most a quarter of the text).")]
-        = None,
+    residual: Annotated[int | None, count_option("--residual", help="Most recent tokens int8/int4 "
+        "keep in full precision (default: KIVI's R, 128, at most a quarter of the text).")] = None,
     kv_group_size: Annotated[int, count_option(
         "--kv-group-size", help="Quantization group of int8/int4: channels per token for values "
         "and per-token keys, tokens per channel for keys.")] = 64,

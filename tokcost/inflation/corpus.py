@@ -161,7 +161,7 @@ def read_text_file(path: Path, skipped: list[Skipped] | None,
 
 def builtin_dir() -> Path:
     """The shipped corpora folder (inside the wheel, or at the top of a checkout)."""
-    from tokcost.resources import shipped_path
+    from tokcost.catalog.loader import shipped_path
     return shipped_path("corpora")
 
 

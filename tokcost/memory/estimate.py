@@ -7,12 +7,11 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog.schema import Architecture, Gpu, ModelEntry
-from tokcost.errors import UsageError, arg
+from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.cache_policy import Eviction, KvQuant, QuantFormat, policy_bytes
 from tokcost.memory.engines.base import Deployment, Engine, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_RESERVE, GpuFit
 from tokcost.memory.kv import ArchitectureIncomplete, attention_shape, kv_layout, pp_stages
-from tokcost.memory.note import Note
 from tokcost.memory.request import CacheSpec, KvRequest
 from tokcost.memory.roofline import Roofline, gpu_peaks, roofline_notes, weights_bytes
 

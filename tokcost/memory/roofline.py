@@ -10,9 +10,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, TypeVar
 
 from tokcost.catalog.schema import Architecture, Gpu
-from tokcost.errors import UsageError, arg
+from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.kv import KvLayout, attention_shape
-from tokcost.memory.note import Note
 from tokcost.units import weight_bits
 
 if TYPE_CHECKING:

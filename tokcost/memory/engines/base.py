@@ -8,10 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-from tokcost.errors import arg
+from tokcost.errors import Note, arg
 from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GiB, GpuFit, gpu_fit
 from tokcost.memory.kv import KvDtype, KvLayout, pp_stages
-from tokcost.memory.note import Note
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:

@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tokcost.errors import Note
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
 from tokcost.memory.kv import KvDtype, KvLayout
-from tokcost.memory.note import Note
 
 __all__ = ["Ideal", "IdealPlan"]
 

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from tokcost.catalog.schema import LayerKind
-from tokcost.errors import UsageError, arg
+from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
-from tokcost.memory.note import Note
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:

@@ -11,11 +11,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar, Literal
 
-from tokcost.errors import UsageError, arg
+from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
-from tokcost.memory.note import Note
 from tokcost.units import parse_count
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
