@@ -1,21 +1,28 @@
 """Every file format tokcost reads, mutated by hypothesis (issue 26): whatever the bytes, the
-command ends with exit code 0, 1 or 2, no traceback, and a failure says so in one ``error:``
-line (or, for a report command, in its report). In process, so that many inputs fit the
-suite's time; the subprocess cases beside this file hold the time and memory limits."""
+command ends within 10 s and 1 GiB of address space with exit code 0, 1 or 2, no traceback, a
+failure said in one ``error:`` line (or, for a report command, in its report), and no file
+beside its folder changed. The examples run in one worker process under those limits
+(fuzz_worker.py), so that many inputs fit the suite's time."""
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
+import os
+import select
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokcost.cli.app import app
+from .conftest import WALL_S, _digest, _limits
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "tests" / "fixtures" / "hf_tiny" / "llama"
@@ -44,19 +51,45 @@ def mutations(draw: st.DrawFn, seed: bytes) -> bytes:
     return bytes(data)
 
 
-def _run(args: list[str], *, report: bool = False) -> None:
-    from typer.testing import CliRunner
+class _Worker:
+    """fuzz_worker.py under the 1 GiB limit, started again after a job that outlived 10 s."""
 
-    result = CliRunner().invoke(app, args)
-    assert result.exception is None or isinstance(result.exception, SystemExit), (
-        args, repr(result.exception))
-    assert result.exit_code in (0, 1, 2), (args, result.exit_code, result.output)
-    out = result.stdout + result.stderr
+    proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def run(cls, cwd: Path, args: list[str]) -> dict[str, Any]:
+        if cls.proc is None or cls.proc.poll() is not None:
+            cls.proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("fuzz_worker.py"))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_limits,
+                env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(
+                    None, [os.environ.get("PYTHONPATH")])]), OPENBLAS_NUM_THREADS="1"))
+            atexit.register(cls.proc.kill)
+        proc = cls.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"cwd": str(cwd), "args": args}).encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], WALL_S)
+        answer = proc.stdout.readline() if ready else b""
+        if not answer:  # past the time limit, or killed by the memory limit
+            proc.kill()
+            raise AssertionError(f"{args}: no answer within {WALL_S} s under 1 GiB")
+        return dict(json.loads(answer))
+
+
+def _run(where: Path, args: list[str], *, report: bool = False) -> None:
+    outside = where.parent / "outside"
+    before = _digest(outside)
+    result = _Worker.run(where, args)
+    assert _digest(outside) == before, (args, "a file outside the folder changed")
+    assert result["exception"] is None, (args, result["exception"])
+    assert result["code"] in (0, 1, 2), (args, result["code"], result["stderr"])
+    out = result["stdout"] + result["stderr"]
     assert "Traceback" not in out, out
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) <= 1, result.stderr
-    if result.exit_code and not report:
-        assert errors, (args, result.exit_code, result.stderr)
+    errors = [line for line in result["stderr"].splitlines() if line.startswith("error:")]
+    assert len(errors) <= 1, result["stderr"]
+    if result["code"] and not report:
+        assert errors, (args, result["code"], result["stderr"])
 
 
 CONFIG = (b"version: 1\ntokenizer: cl100k_base\nbudgets:\n  - name: docs\n    paths: ['*.md']\n"
@@ -80,9 +113,12 @@ def _case(name: str, seed: bytes | Path, build: Callable[[Path, bytes], list[str
     @given(blob=mutations(data))
     def fuzz(blob: bytes) -> None:
         with tempfile.TemporaryDirectory() as folder:
-            where = Path(folder)
+            where, outside = Path(folder) / "repo", Path(folder) / "outside"
+            where.mkdir()
+            outside.mkdir()
+            (outside / "victim.txt").write_text("keep me\n")
             (where / "a.md").write_text("hello world\n")
-            _run(build(where, blob), report=report)
+            _run(where, build(where, blob), report=report)
 
     fuzz.__name__ = f"test_fuzz_{name}"
     return fuzz
