@@ -245,15 +245,10 @@ def _candidates(entries: Mapping[str, _Entry], prefix: str,
         return hidden[folder]
 
     start = f"{prefix}/" if prefix else ""
-    blobs: dict[str, str] = {}
-    for path, entry in entries.items():
-        if not path.startswith(start) or entry.kind != "blob":
-            continue  # outside the config's folder, or a submodule
-        if folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs):
-            continue
-        if entry.mode != _SYMLINK:  # not followed, as the work tree's walk does not
-            blobs[path[len(start):]] = entry.oid
-    return blobs
+    # Not a submodule (a commit), nor a link (not followed, as the work tree's walk does not).
+    return {path[len(start):]: entry.oid for path, entry in entries.items()
+            if path.startswith(start) and entry.kind == "blob" and entry.mode != _SYMLINK
+            and not (folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs))}
 
 
 def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec]) -> bool:
