@@ -214,11 +214,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
                            "another ref", param="base")
     out = _git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref,
                "list the tree").stdout
-    entries: dict[str, _Entry] = {}
-    for record in filter(None, out.split(b"\0")):
-        meta, _, name = record.partition(b"\t")
-        # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
-        entries[os.fsdecode(name)] = _Entry(*meta.decode("ascii").split())
+    # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
+    entries = {os.fsdecode(name): _Entry(*meta.decode("ascii").split()) for meta, _, name in (
+        record.partition(b"\t") for record in filter(None, out.split(b"\0")))}
     # The .gitignore files of the tree (all small), by path.
     wanted = {path: e.oid for path, e in entries.items()
               if e.kind == "blob" and posixpath.basename(path) == ".gitignore"}
