@@ -99,15 +99,11 @@ def _signals_deferred() -> Iterator[None]:
         yield
         return
     caught: list[tuple[int, FrameType | None]] = []
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        caught.append((signum, frame))
-
     previous: dict[int, Any] = {}
     for held in (signal.SIGINT, signal.SIGTERM):
         # An ignored signal stays ignored; one whose handler is not Python's is left alone.
         if callable(signal.getsignal(held)) or signal.getsignal(held) == signal.SIG_DFL:
-            previous[held] = signal.signal(held, hold)
+            previous[held] = signal.signal(held, lambda n, frame: caught.append((n, frame)))
     try:
         yield
     finally:

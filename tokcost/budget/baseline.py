@@ -214,11 +214,9 @@ def open_tree(root: str | Path, ref: str) -> GitTree:
                            "another ref", param="base")
     out = _git(["ls-tree", "-r", "-z", _long("full-tree"), commit], top, ref,
                "list the tree").stdout
-    entries: dict[str, _Entry] = {}
-    for record in filter(None, out.split(b"\0")):
-        meta, _, name = record.partition(b"\t")
-        # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
-        entries[os.fsdecode(name)] = _Entry(*meta.decode("ascii").split())
+    # os.fsdecode: a name that is not UTF-8 reads as the work-tree walk reads it.
+    entries = {os.fsdecode(name): _Entry(*meta.decode("ascii").split()) for meta, _, name in (
+        record.partition(b"\t") for record in filter(None, out.split(b"\0")))}
     # The .gitignore files of the tree (all small), by path.
     wanted = {path: e.oid for path, e in entries.items()
               if e.kind == "blob" and posixpath.basename(path) == ".gitignore"}
@@ -245,15 +243,10 @@ def _candidates(entries: Mapping[str, _Entry], prefix: str,
         return hidden[folder]
 
     start = f"{prefix}/" if prefix else ""
-    blobs: dict[str, str] = {}
-    for path, entry in entries.items():
-        if not path.startswith(start) or entry.kind != "blob":
-            continue  # outside the config's folder, or a submodule
-        if folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs):
-            continue
-        if entry.mode != _SYMLINK:  # not followed, as the work tree's walk does not
-            blobs[path[len(start):]] = entry.oid
-    return blobs
+    # Not a submodule (a commit), nor a link (not followed, as the work tree's walk does not).
+    return {path[len(start):]: entry.oid for path, entry in entries.items()
+            if path.startswith(start) and entry.kind == "blob" and entry.mode != _SYMLINK
+            and not (folder_hidden(posixpath.dirname(path)) or _ignored(path, False, specs))}
 
 
 def _ignored(path: str, is_dir: bool, specs: Mapping[str, pathspec.GitIgnoreSpec]) -> bool:

@@ -110,11 +110,9 @@ class BudgetResult:
         """(path, before, now) of each file whose count changed, by path (None: new, gone)."""
         if self.baseline_total is None:
             return []
-        rows: list[tuple[str, int | None, int | None]] = [
-            (f.path, f.baseline_tokens, f.tokens) for f in self.files
-            if f.baseline_tokens != f.tokens]
-        rows += [(path, before, None) for path, before in self.removed]
-        return sorted(rows)
+        return sorted([*((f.path, f.baseline_tokens, f.tokens) for f in self.files
+                         if f.baseline_tokens != f.tokens),
+                       *((path, before, None) for path, before in self.removed)])
 
 
 @dataclass(frozen=True)
@@ -442,11 +440,9 @@ def crossing_line(text: str, tokenizer: Tokenizer, limit: int) -> int | None:
 def allowed_tokens(finding: Finding, budget: BudgetResult) -> int | None:
     """The most tokens the file of ``finding`` may have (None: growth or cost)."""
     if finding.rule == "max_tokens_per_file":
-        limit = budget.budget.max_tokens_per_file
-        return int(limit) if limit is not None else None
+        return budget.budget.max_tokens_per_file
     if finding.rule == "context_window" and budget.context_window:
-        window, reserve = budget.context_window, budget.budget.reserve
-        return window_allowance(float(finding.limit), window, reserve)
+        return window_allowance(float(finding.limit), budget.context_window, budget.budget.reserve)
     return None
 
 

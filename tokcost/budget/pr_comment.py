@@ -144,12 +144,11 @@ def pull_request_number(event: Any) -> int | None:
     """The pull request's number in a webhook event, or None when the event has none."""
     if not isinstance(event, dict):
         return None
-    pr = event.get("pull_request")
-    if isinstance(pr, dict) and isinstance(pr.get("number"), int):
-        return int(pr["number"])
     issue = event.get("issue")  # issue_comment on a pull request
-    if isinstance(issue, dict) and "pull_request" in issue and isinstance(issue.get("number"), int):
-        return int(issue["number"])
+    for item in (event.get("pull_request"),
+                 issue if isinstance(issue, dict) and "pull_request" in issue else None):
+        if isinstance(item, dict) and isinstance(item.get("number"), int):
+            return int(item["number"])
     return None
 
 

@@ -219,22 +219,20 @@ class CutRule:
 
     def last(self, text: str, lo: int, hi: int) -> int:
         """The last cut ``i`` with ``lo <= i < hi`` in ``text``, or -1."""
-        mask = self.specials.mask if self.specials is not None else None
-        for group in _cuts_backward(text, lo, hi, self.punct, mask):
-            if self.specials is not None:
-                group = self.specials.outside(text, group)
-            if group:
-                return group[-1]
-        return -1
+        return self._find(_cuts_backward, -1, text, lo, hi)
 
     def first(self, text: str, lo: int, hi: int) -> int:
         """The first cut ``i`` with ``lo <= i < hi`` in ``text``, or -1."""
+        return self._find(_cuts_forward, 0, text, lo, hi)
+
+    def _find(self, cuts: Callable[..., Iterator[list[int]]], end: int, text: str, lo: int,
+              hi: int) -> int:
         mask = self.specials.mask if self.specials is not None else None
-        for group in _cuts_forward(text, lo, hi, self.punct, mask):
+        for group in cuts(text, lo, hi, self.punct, mask):
             if self.specials is not None:
                 group = self.specials.outside(text, group)
             if group:
-                return group[0]
+                return group[end]
         return -1
 
 

@@ -186,8 +186,7 @@ def _binary_line(skips: Sequence[Skipped]) -> str:
     parts = [f"{n:,} {ext}" if ext else f"{n:,} with no extension"
              for ext, n in ranked[:SHOWN_KINDS]]
     rest = sum(n for _, n in ranked[SHOWN_KINDS:])
-    if rest:
-        parts.append(f"{rest:,} others")
+    parts += [f"{rest:,} others"] if rest else []
     return f"skipped {len(skips):,} binary files: {', '.join(parts)}"
 
 

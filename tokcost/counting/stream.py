@@ -180,10 +180,9 @@ def split_text(text: str, chunk_chars: int) -> list[str]:
             cut = rule.last(text[: window_end], start + 1, window_end)
         if cut <= start:
             # No safe point in this window: look further on.
-            nxt = rule.first(text, window_end, len(text))
-            if nxt < 0:
+            cut = rule.first(text, window_end, len(text))
+            if cut < 0:
                 break
-            cut = nxt
         pieces.append(text[start:cut])
         start = cut
     pieces.append(text[start:])

@@ -334,13 +334,9 @@ def _regular(file: str, seen: Seen | None, skipped: list[Skipped],
     try:
         st = os.stat(file) if follow else os.lstat(file)
     except OSError as err:
-        if err.errno == errno.ELOOP:
-            reason = "symlink loop"
-        elif err.errno == errno.ENOENT and os.path.islink(file):
-            reason = "broken symlink"
-        else:
-            reason = f"unreadable ({err.strerror})"
-        skipped.append(Skipped(file, reason))
+        broken = err.errno == errno.ENOENT and os.path.islink(file)
+        skipped.append(Skipped(file, "symlink loop" if err.errno == errno.ELOOP else
+                               "broken symlink" if broken else f"unreadable ({err.strerror})"))
         return
     if stat.S_ISLNK(st.st_mode):  # it may lead anywhere: /etc/passwd, /dev/zero
         skipped.append(Skipped(file, "a symlink, not followed: name it directly to read it"))

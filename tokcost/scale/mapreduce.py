@@ -203,16 +203,11 @@ def list_url(url: str, *, timeout: float = READ_TIMEOUT) -> list[tuple[str, int,
         else:
             raise UsageError(f"no such file or folder: {url}")
         base = root.rstrip("/") + "/"
-        found: list[tuple[str, int, str]] = []
-        for name in names:
-            info = fs.info(name)
-            if info.get("type") == "directory":
-                continue
-            rel = name[len(base):] if name.startswith(base) else name.rsplit("/", 1)[-1]
-            found.append((fs.unstrip_protocol(name), int(info.get("size") or 0), rel))
+        return [(fs.unstrip_protocol(name), int(info.get("size") or 0),
+                 name[len(base):] if name.startswith(base) else name.rsplit("/", 1)[-1])
+                for name in names if (info := fs.info(name)).get("type") != "directory"]
     except OSError as exc:
         raise InputError(f"cannot list {url}: {exc}") from None
-    return found
 
 
 def expand_local(pattern: str) -> list[str]:
@@ -305,7 +300,6 @@ class Window:
         data = self.fh.read(self.left if n < 0 else min(n, self.left))
         self.left -= len(data)
         return data
-
 
 
 @dataclass(frozen=True)
