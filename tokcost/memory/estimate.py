@@ -303,12 +303,10 @@ def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSp
     if max(plan.request_bytes(1), plan.request_bytes(10**6)) == 0:
         raise UsageError(f"{arg('evict')} '{cache.evict}' keeps no tokens; give a budget of at "
                          "least one", param="evict")
-    what = []
-    if quant is not None and quant.grouped:
-        what.append(f"{quant.format} keys per {quant.keys}, values per {quant.values} in groups "
-                    f"of {quant.group}, the last {quant.residual:,} tokens in bf16")
-    if ev is not None:
-        what.append(f"{ev.kind} eviction")
+    what = ([f"{quant.format} keys per {quant.keys}, values per {quant.values} in groups of "
+             f"{quant.group}, the last {quant.residual:,} tokens in bf16"]
+            if quant is not None and quant.grouped else [])
+    what += [f"{ev.kind} eviction"] if ev is not None else []
     notes = [Note(f"cache policy: {'; '.join(what)} (tokcost.memory.cache_policy); per "
                   "sequence is the bytes it holds at each context")] if what else []
     kept = engine.eviction_note() if ev is not None else None
