@@ -12,16 +12,8 @@ import typer
 import tokcost
 from tokcost import units
 from tokcost.cli import console
+from tokcost.cli import options as opt
 from tokcost.cli.console import error, out, print_json, progress_enabled, table, warn
-from tokcost.cli.options import (
-    CatalogOpt,
-    DaskTimeoutOpt,
-    JsonOpt,
-    SchedulerOpt,
-    TokenizersOpt,
-    VersionOpt,
-    count_option,
-)
 from tokcost.errors import UsageError
 
 if TYPE_CHECKING:
@@ -124,7 +116,7 @@ TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
     "ids, pieces, text, invalid_utf8_bytes}], skipped}.")]
-TruncateOpt = Annotated[int | None, count_option("--truncate", signed=False,
+TruncateOpt = Annotated[int | None, opt.count_option("--truncate", signed=False,
     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
     "document, text cut to COUNT tokens).")]
 VerboseOpt = Annotated[bool, typer.Option(
@@ -132,14 +124,14 @@ VerboseOpt = Annotated[bool, typer.Option(
     "paths to files already counted, are summed up in one line.")]
 
 
-def count(paths: PathsArg = None, tokenizers: TokenizersOpt = None, models: ModelsOpt = None,
-    json_out: JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
-    jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: SchedulerOpt = None,
-    timeout: DaskTimeoutOpt = None, include: IncludeOpt = None, exclude: ExcludeOpt = None,
+def count(paths: PathsArg = None, tokenizers: opt.TokenizersOpt = None, models: ModelsOpt = None,
+    json_out: opt.JsonOpt = False, csv_out: CsvOpt = False, total_only: TotalOpt = False,
+    jobs: JobsOpt = None, engine: EngineOpt = "local", scheduler: opt.SchedulerOpt = None,
+    timeout: opt.DaskTimeoutOpt = None, include: IncludeOpt = None, exclude: ExcludeOpt = None,
     no_gitignore: NoGitignoreOpt = False, follow: FollowOpt = False,
     allow_special: AllowSpecialOpt = False, chat: ChatOpt = None, tokens: TokensOpt = False,
-    truncate: TruncateOpt = None, catalog: CatalogOpt = None, verbose: VerboseOpt = False,
-    version: VersionOpt = False) -> None:
+    truncate: TruncateOpt = None, catalog: opt.CatalogOpt = None, verbose: VerboseOpt = False,
+    version: opt.VersionOpt = False) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from tokcost.errors import UsageError, arg
 
@@ -137,30 +137,22 @@ def parse_evict(text: str) -> Eviction:
         raise UsageError(
             f"{arg('evict')} '{text}' is not a policy; write window:N, streaming:SINKS+N, "
             "h2o:HEAVY+RECENT or snapkv:BUDGET[+WINDOW] (N a count or a fraction)", param="evict")
-    kind, a_text, b_text = m["kind"], m["a"], m["b"]
+    kind, a_text, b_text = cast(EvictKind, m["kind"]), m["a"], m["b"]
     a, b = _budget(a_text, text), None if b_text is None else _budget(b_text, text)
+    usage = {"window": "window takes one number (window:1024)",
+             "streaming": "write streaming:SINKS+WINDOW (streaming:4+1024)",
+             "h2o": "write h2o:HEAVY+RECENT (h2o:256+256)"}
+    wrong = {"window": b is not None, "streaming": b is None or "." in a_text, "h2o": b is None}
+    if wrong.get(kind):
+        raise UsageError(f"{arg('evict')} '{text}': {usage[kind]}", param="evict")
+    b = 32.0 if b is None else b  # SnapKV's observation window
+    given: dict[str, dict[str, Any]] = {
+        "window": {"recent": a}, "streaming": {"sinks": int(a), "recent": b},
+        "h2o": {"heavy": a, "recent": b}, "snapkv": {"budget": a, "recent": b}}
     try:
-        if kind == "window":
-            if b is not None:
-                raise UsageError(f"{arg('evict')} '{text}': window takes one number (window:1024)",
-                                 param="evict")
-            return Eviction("window", recent=a)
-        if kind == "streaming":
-            if b is None or "." in a_text:
-                raise UsageError(f"{arg('evict')} '{text}': write streaming:SINKS+WINDOW "
-                                 "(streaming:4+1024)", param="evict")
-            return Eviction("streaming", sinks=int(a), recent=b)
-        if kind == "h2o":
-            if b is None:
-                raise UsageError(f"{arg('evict')} '{text}': write h2o:HEAVY+RECENT (h2o:256+256)",
-                                 param="evict")
-            return Eviction("h2o", heavy=a, recent=b)
-        return Eviction("snapkv", budget=a, recent=b if b is not None else 32.0)
+        return Eviction(kind, **given[kind])
     except UsageError as exc:  # Eviction's own checks, named by the spec they came in
-        why = str(exc)
-        if why.startswith(f"evict '{text}'"):
-            raise
-        raise UsageError(f"{arg('evict')} '{text}': {why.removeprefix('evict ')}",
+        raise UsageError(f"{arg('evict')} '{text}': {str(exc).removeprefix('evict ')}",
                          param="evict") from None
 
 

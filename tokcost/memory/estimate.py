@@ -220,20 +220,16 @@ def _rows(entry: ModelEntry, request: KvRequest, layout: KvLayout, plan: Plan,
           roofline: Roofline | None, contexts: tuple[int, ...]) -> tuple[ContextRow, ...]:
     batch, block, window = request.batch, plan.block_size, entry.context_window
     prompt, policy = request.roofline.input_tokens, isinstance(plan, PolicyPlan)
-    rows = []
-    for ctx in contexts:
-        paged = plan.request_bytes(ctx)
-        rows.append(ContextRow(
-            context=ctx, sequence_bytes=paged if policy else layout.sequence_bytes(ctx),
-            paged_sequence_bytes=paged, batch_bytes=batch * paged,
-            blocks_per_sequence=-(-ctx // block),
-            by_layer_kind={"full": paged} if policy else layout.by_kind(ctx, block),
-            beyond_context_window=bool(window and ctx > window),
-            max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
-            engine_blocks_per_request=plan.engine_blocks(ctx),
-            decode=roofline.decode(ctx, batch) if roofline else None,
-            prefill=roofline.prefill(prompt or ctx) if roofline else None))
-    return tuple(rows)
+    return tuple(ContextRow(
+        context=ctx, sequence_bytes=paged if policy else layout.sequence_bytes(ctx),
+        paged_sequence_bytes=paged, batch_bytes=batch * paged, blocks_per_sequence=-(-ctx // block),
+        by_layer_kind={"full": paged} if policy else layout.by_kind(ctx, block),
+        beyond_context_window=bool(window and ctx > window),
+        max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
+        engine_blocks_per_request=plan.engine_blocks(ctx),
+        decode=roofline.decode(ctx, batch) if roofline else None,
+        prefill=roofline.prefill(prompt or ctx) if roofline else None)
+        for ctx in contexts for paged in [plan.request_bytes(ctx)])
 
 
 # A quantized cache keeps its residual in the model's compute dtype (bf16/fp16).
@@ -273,9 +269,8 @@ class PolicyPlan(Plan):
         return {"kv_dtype": q.format if q is not None else None, "keys": grouped and grouped.keys,
                 "values": grouped and grouped.values, "group": grouped and grouped.group,
                 "residual": grouped and grouped.residual,
-                "evict": None if e is None else {"kind": e.kind, "sinks": e.sinks,
-                                                 "heavy": e.heavy, "budget": e.budget,
-                                                 "recent": e.recent},
+                "evict": None if e is None else {
+                    k: getattr(e, k) for k in ("kind", "sinks", "heavy", "budget", "recent")},
                 "prompt": self.prompt if e is not None and e.kind == "snapkv" else None}
 
 
@@ -308,12 +303,10 @@ def policy_plan(inner: Plan, fit: GpuFit | None, dep: Deployment, cache: CacheSp
     if max(plan.request_bytes(1), plan.request_bytes(10**6)) == 0:
         raise UsageError(f"{arg('evict')} '{cache.evict}' keeps no tokens; give a budget of at "
                          "least one", param="evict")
-    what = []
-    if quant is not None and quant.grouped:
-        what.append(f"{quant.format} keys per {quant.keys}, values per {quant.values} in groups "
-                    f"of {quant.group}, the last {quant.residual:,} tokens in bf16")
-    if ev is not None:
-        what.append(f"{ev.kind} eviction")
+    what = ([f"{quant.format} keys per {quant.keys}, values per {quant.values} in groups of "
+             f"{quant.group}, the last {quant.residual:,} tokens in bf16"]
+            if quant is not None and quant.grouped else [])
+    what += [f"{ev.kind} eviction"] if ev is not None else []
     notes = [Note(f"cache policy: {'; '.join(what)} (tokcost.memory.cache_policy); per "
                   "sequence is the bytes it holds at each context")] if what else []
     kept = engine.eviction_note() if ev is not None else None

@@ -156,8 +156,7 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
 def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
     """The layers of each of ``pp`` stages: ``layers // pp``, the rest one by one backwards
     over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices)."""
-    if pp <= 0:
-        raise UsageError(f"{arg('pp')} must be a positive integer, got {pp}", param="pp")
+    _positive(pp, "pp")
     if pp > layers:
         raise UsageError(f"{arg('pp', pp)} pipeline stages exceed the model's {layers} layers; "
                          f"use at most {layers}", param="pp")

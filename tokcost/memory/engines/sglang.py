@@ -108,13 +108,9 @@ class SglangPlan(Plan):
         if pools is None:
             return None
         _, full, swa, mamba = pools
-        limits: list[float] = []
-        if self.stage.full:
-            limits.append(full / context)
-        if self.hybrid_swa and self.stage.swa:
-            limits.append(swa / self._swa_tokens(context))
-        if self.stage.linear:
-            limits.append(mamba // MAMBA_CACHE_PER_RUNNING_REQUEST)
+        limits = [full / context] if self.stage.full else []
+        limits += [swa / self._swa_tokens(context)] if self.hybrid_swa and self.stage.swa else []
+        limits += [mamba // MAMBA_CACHE_PER_RUNNING_REQUEST] if self.stage.linear else []
         return min(limits) if limits else None
 
     def fits(self, context: int, batch: int) -> bool | None:

@@ -135,17 +135,12 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
 
 def _groups(specs: list[Spec]) -> tuple[Group, ...]:
     """``get_kv_cache_groups``: one group if all specs are equal, else the padded split."""
-    by_spec: dict[Spec, list[int]] = {}
-    for i, spec in enumerate(specs):
-        by_spec.setdefault(spec, []).append(i)
+    by_spec = {spec: [i for i, s in enumerate(specs) if s == spec] for spec in specs}
     smallest, largest = min(map(len, by_spec.values())), max(map(len, by_spec.values()))
     size = largest if largest < smallest * 1.5 else smallest
-    groups: list[Group] = []
-    for spec, layers in by_spec.items():
-        n = cdiv(len(layers), size)
-        # layers[i::n], not contiguous runs, so pipeline stages pad less.
-        groups.extend(Group(spec, tuple(layers[i::n])) for i in range(n))
-    return tuple(groups)
+    # layers[i::n], not contiguous runs, so pipeline stages pad less.
+    return tuple(Group(spec, tuple(layers[i::n])) for spec, layers in by_spec.items()
+                 for n in [cdiv(len(layers), size)] for i in range(n))
 
 
 @dataclass(frozen=True)
