@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import logging
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import signal
 import threading
@@ -41,12 +42,9 @@ def _import_distributed() -> Any:
 def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                 timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
     """A ``distributed.Client`` on ``scheduler`` or a new loopback cluster, workers checked."""
-    if not scheduler:
-        _start_forkserver()
-    distributed = _import_distributed()
-    import dask
     with ExitStack() as stack:
         if scheduler:
+            distributed = _import_distributed()
             try:
                 # distributed bounds the TCP connection, not the scheduler's handshake: a
                 # port that accepts and never answers would hang Client() for ever
@@ -65,8 +63,13 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
             # On Ctrl-C this process alone stops, prints "interrupted" and closes the cluster:
             # the workers are forked by a forkserver started with SIGINT ignored, which they
             # inherit (multiprocessing's forkserver restores the handlers it started with).
-            stack.enter_context(dask.config.set({FORK_METHOD: "forkserver"}))
+            # A Ctrl-C while it starts is held until it has (an import or a LocalCluster
+            # interrupted midway can lose it, or leave workers it cannot close).
             with _ctrl_c_deferred() as deferred:
+                _start_forkserver()
+                distributed = _import_distributed()
+                import dask
+                stack.enter_context(dask.config.set({FORK_METHOD: "forkserver"}))
                 cluster = distributed.LocalCluster(
                     n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
                     processes=True, host="127.0.0.1",
@@ -90,11 +93,12 @@ async def _handshake(distributed: Any, address: str, timeout: float) -> None:
 def _start_forkserver() -> None:
     """Start multiprocessing's forkserver (preloading distributed) with SIGINT ignored, which
     the workers it forks inherit; before distributed starts its threads, so a Ctrl-C meanwhile
-    waits, blocked, for this thread (no other can take it and drop it), and then counts."""
+    waits, blocked, for this thread (no other can take it and drop it)."""
     multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed"])
     if threading.current_thread() is not threading.main_thread():
         multiprocessing.forkserver.ensure_running()
         return
+    multiprocessing.resource_tracker.ensure_running()  # it unblocks SIGINT when it starts
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -106,8 +110,7 @@ def _start_forkserver() -> None:
 
 @contextmanager
 def _ctrl_c_deferred() -> Iterator[list[int]]:
-    """Ctrl-C recorded, not raised, inside: a LocalCluster interrupted while it starts its
-    workers cannot close them (distributed asserts on their state) and leaves them orphaned."""
+    """Ctrl-C recorded, not raised, inside."""
     pressed: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield pressed
