@@ -479,6 +479,19 @@ def test_an_older_sidecar_that_names_its_pattern_still_reads(model: Path, tmp_pa
     assert counted.exit_code == 0, counted.output
 
 
+@pytest.mark.parametrize("pattern", [None, 5, ["o200k"]])
+def test_a_sidecar_pattern_that_is_no_string_is_an_error(model: Path, tmp_path: Path,
+                                                         pattern: object) -> None:
+    # str() made null the regex "None": every text counted 0 tokens, the issue's own symptom
+    tt = tmp_path / "odd.tiktoken"
+    assert runner.invoke(app, ["bpe", "export", str(model), "-f", "tiktoken", "-o", str(tt)]
+                         ).exit_code == 0
+    (tmp_path / "odd.tiktoken.json").write_text(json.dumps({"pat_str": pattern}))
+    counted = runner.invoke(app, ["count", "-", "-t", f"tiktoken:{tt}"], input="the kettle")
+    assert counted.exit_code == 1 and "odd.tiktoken.json: expected JSON with a 'pat_str'" in (
+        counted.stderr), counted.output
+
+
 def test_inspect_derives_the_merges_of_a_rank_file(model: Path, tmp_path: Path) -> None:
     """A rank file carries no merge list: each token's merge is the split byte-pair merging in
     rank order makes of its bytes; for tokcost's own export that is the trained merge list."""

@@ -195,6 +195,15 @@ def test_quality_refuses_what_estimate_refuses(policy: str, fragment: str) -> No
     assert "Traceback" not in result.output
 
 
+def test_the_gpu_column_plans_kivis_residual_whatever_the_text() -> None:
+    # the quarter-of-the-text residual is for measuring a short text, not for --context 256
+    runs = [json.loads(CliRunner().invoke(app, ["kvmem", "quality", "--policy", "int4", "--gpu",
+                                                "h100", "--context", "256", "--json", *extra]
+                                          ).stdout)["policies"][0]["concurrency"]
+            for extra in ([], ["--residual", "128"])]
+    assert runs[0] == runs[1]
+
+
 def test_the_default_residual_leaves_a_short_text_something_to_quantize() -> None:
     # KIVI's 128 would keep all 127 tokens of the default run in full precision: by default a
     # quarter (32) stays, and the 64 before the last whole group of 64 are quantized

@@ -3,8 +3,10 @@ more than it reads."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -126,18 +128,61 @@ def test_timeout_bounds_the_planning_of_a_url(sandbox: Sandbox) -> None:
 
 
 
-@pytest.mark.parametrize("listening", [False, True], ids=["nothing-listening", "never-answers"])
-def test_timeout_bounds_reaching_a_dask_scheduler(sandbox: Sandbox, listening: bool) -> None:
-    """Issue 30, part 7: a port that accepts and never answers hung Client() for ever."""
+def _answer_as_http(sock: socket.socket) -> None:
+    conn, _ = sock.accept()
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")  # Dask reads 8 bytes as a frame length
+    time.sleep(5)
+    conn.close()
+
+
+@pytest.mark.parametrize("mode", ["refused", "silent", "http"])
+def test_timeout_bounds_reaching_a_dask_scheduler(sandbox: Sandbox, mode: str) -> None:
+    """Issue 30, part 7: a port that accepts and never answers hung Client() for ever; one that
+    answers as another server (an HTTP proxy, sshd) raised MemoryError (an exabyte frame)."""
     pytest.importorskip("distributed")
     (sandbox.repo / "a.txt").write_text("hello\n")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
-        if listening:  # the kernel accepts the connection; nothing ever reads or writes
-            sock.listen(8)
-        else:
+        if mode == "refused":
             sock.close()  # the port is free: connections are refused
+        else:  # the kernel accepts the connection; nothing reads, or an HTTP answer comes
+            sock.listen(8)
+        if mode == "http":
+            threading.Thread(target=_answer_as_http, args=(sock,), daemon=True).start()
         line = sandbox.one_error("count", "a.txt", "--engine", "dask", "--scheduler", address,
                                  "--timeout", "2", "-t", "cl100k_base", code=1)
     assert line.startswith(f"error: cannot reach the Dask scheduler at {address} within 2 s;")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes a certificate with openssl")
+def test_a_tls_scheduler_is_reached_with_dasks_tls_settings(sandbox: Sandbox) -> None:
+    pytest.importorskip("distributed")
+    (sandbox.repo / "a.txt").write_text("hello\n")
+    cert, key = sandbox.repo / "cert.pem", sandbox.repo / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "1", "-subj", "/CN=localhost"], check=True,
+                   capture_output=True)
+    sandbox.env.update(DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(cert),
+                       DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(cert),
+                       DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=str(key))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"tls://127.0.0.1:{sock.getsockname()[1]}"
+    line = sandbox.one_error("count", "a.txt", "--engine", "dask", "--scheduler", address,
+                             "--timeout", "2", "-t", "cl100k_base", code=1)  # a TypeError before
+    assert line.startswith(f"error: cannot reach the Dask scheduler at {address}")
+
+
+def test_a_scheduler_is_checked_from_inside_a_running_event_loop() -> None:
+    pytest.importorskip("distributed")
+    from tokcost.scale.cluster import ClusterError, dask_client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+
+    async def in_a_notebook() -> None:  # asyncio.run() inside one raised RuntimeError
+        with pytest.raises(ClusterError), dask_client(address, timeout=1):
+            pass
+    asyncio.run(in_a_notebook())

@@ -148,8 +148,10 @@ def read_sidecar(meta: Path) -> tuple[str, dict[str, int]]:
     export writes tiktoken.Encoding's own arguments) or an older export's ``pattern`` (a name)."""
     try:
         info = loads_json(meta.read_text(encoding="utf-8"))
-        pattern = str(info["pat_str"] if "pat_str" in info else info["pattern"])
+        pattern = info["pat_str"] if "pat_str" in info else info["pattern"]
         specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
+        if not isinstance(pattern, str):  # null or 5 read as the regex "None": 0 tokens
+            raise TypeError(pattern)
     except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
         raise TokenizerDataError(f"{meta}: expected JSON with a 'pat_str' (a regex; older: a "
                                  "'pattern', o200k...) and optional 'special_tokens'") from exc

@@ -216,12 +216,13 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
     if request.on_progress:
         request.on_progress("full cache")
     base = teacher_forced(loaded.model, ids, prompt=first)
-    chosen, rows = request.cache_policies.chosen, []
+    planned, rows = request.cache_policies.chosen, []
+    chosen = planned  # measured on the text; --gpu plans the policies as given (KIVI's 128)
     if request.cache_policies.residual is None:  # a short text would stay all in full precision
         short = min(KIVI_RESIDUAL, len(ids) // 4)
         chosen = tuple(replace(c, quant=replace(c.quant, residual=short))
                        if c.quant is not None and c.quant.residual else c for c in chosen)
-    for p in chosen:
+    for p, as_given in zip(chosen, planned, strict=True):
         if request.on_progress:
             request.on_progress(p.name)
         try:
@@ -231,7 +232,7 @@ def kvmem_quality(request: QualityRequest) -> QualityResult:
             raise type(exc)(f"policy {p.name}: {exc.template}", param=exc.param,
                             related=exc.related, value=exc.value) from None
         q = replace(q, dtype_bytes=KV_DTYPES[dtype].bits // 8)
-        rows.append(QualityRow(p.name, q, plan(p) if plan else None))
+        rows.append(QualityRow(p.name, q, plan(as_given) if plan else None))
     held = len(ids) - 1
     past = (f"the {len(ids):,} tokens evaluated are past the {trained:,}-token sequences "
             f"{entry.id} trained on: the full cache is out of distribution there, so a policy that "

@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -47,10 +47,12 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
             distributed = _import_distributed()
             try:
                 # distributed bounds the TCP connection, not the scheduler's handshake: a
-                # port that accepts and never answers would hang Client() for ever
-                asyncio.run(_handshake(distributed, scheduler, timeout))
+                # port that accepts and never answers would hang Client() for ever (in a thread:
+                # the caller may run an event loop; MemoryError: a server not Dask's answered)
+                with ThreadPoolExecutor(1) as pool:
+                    pool.submit(asyncio.run, _handshake(distributed, scheduler, timeout)).result()
                 client = distributed.Client(scheduler, timeout=f"{timeout}s")
-            except (OSError, TimeoutError, asyncio.TimeoutError):
+            except (OSError, TimeoutError, asyncio.TimeoutError, MemoryError):
                 raise ClusterError(
                     f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s; "
                     "check the address (tcp://HOST:8786), start one with `dask scheduler`, "
@@ -86,7 +88,9 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
 
 async def _handshake(distributed: Any, address: str, timeout: float) -> None:
     """Connect to ``address`` and read its handshake within ``timeout`` seconds."""
-    comm = await asyncio.wait_for(distributed.comm.connect(address, timeout=timeout), timeout)
+    tls = distributed.Security().get_connection_args("client")  # as Client() reads the config
+    comm = await asyncio.wait_for(distributed.comm.connect(address, timeout=timeout, **tls),
+                                  timeout)
     await comm.close()
 
 
