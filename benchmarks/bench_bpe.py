@@ -7,7 +7,7 @@
    never committed.
 2. Trains at each vocabulary size with tokcost (``--jobs`` pre-tokenizing
    processes), Hugging Face ``tokenizers`` BpeTrainer (configured as tokcost's
-   trainer documents), ``rustbpe`` and ``bpeasy`` (``pip install 'tokcost[bench]'``),
+   trainer documents), ``rustbpe`` and ``bpeasy`` (``pip install '.[bench]'`` in a clone),
    each in a fresh process; prints wall time, peak RSS and the ratios to HF.
 3. Encodes the corpus (in ~64 KB blocks cut at newlines, one thread) with
    tokcost's pure-Python encoder (cold cache), the tiktoken-backed ``bpe:``

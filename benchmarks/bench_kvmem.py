@@ -212,7 +212,7 @@ def main() -> None:
         try:
             import safetensors  # noqa: F401
         except ImportError:
-            print("safetensors not installed: pip install 'tokcost[safetensors]' to compare")
+            print("safetensors not installed: pip install 'safetensors>=0.4' to compare")
             return
         st_read, st_seconds = in_fresh_process(READ_SAFETENSORS, folder, args.repeat)
         print(f"safetensors safe_open: {int(st_read):,} B read in {st_seconds * 1000:.1f} ms "

@@ -20,7 +20,7 @@ our own; Qwen: ChatML; Gemma: turns; the base Mistral-7B-v0.1 has none), and
 ``chat_golden.json`` (the prompt as transformers' ``apply_chat_template`` renders it).
 ``--tokenizers-only`` rewrites the tokenizer files and leaves weights and goldens alone.
 
-    pip install 'tokcost[hf]'   # transformers, torch, jinja2
+    pip install 'jinja2>=3.1' 'transformers>=4.56' 'torch>=2.1' 'safetensors>=0.4'
     python scripts/make_hf_goldens.py [--out tests/fixtures/hf_tiny] [--tokenizers-only]
 """
 

@@ -59,12 +59,17 @@ class _Worker:
     @classmethod
     def run(cls, cwd: Path, args: list[str]) -> dict[str, Any]:
         if cls.proc is None or cls.proc.poll() is not None:
+            home = tempfile.mkdtemp(prefix="tokcost-fuzz-")  # as the sandbox fixture's env
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TOKCOST_"))}
+            env.update(HOME=home, TOKCOST_CACHE_DIR=os.path.join(home, "cache"), NO_COLOR="1",
+                       PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+                       OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
+                       MALLOC_ARENA_MAX="2")  # glibc's per-thread pools count against 1 GiB
             cls.proc = subprocess.Popen(
                 [sys.executable, str(Path(__file__).with_name("fuzz_worker.py"))],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_limits,
-                env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(
-                    None, [os.environ.get("PYTHONPATH")])]), OPENBLAS_NUM_THREADS="1"))
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_limits, env=env)
             atexit.register(cls.proc.kill)
+            atexit.register(shutil.rmtree, home, True)
         proc = cls.proc
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({"cwd": str(cwd), "args": args}).encode() + b"\n")

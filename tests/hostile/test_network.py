@@ -56,20 +56,29 @@ def test_a_server_claiming_an_exabyte(sandbox: Sandbox, liar: str) -> None:
     assert "1,000,000,000,000,000,000 bytes" in line and "download" in line
 
 
-def _workers(pid: int) -> int:
-    """How many processes below ``pid`` run multiprocessing (the forkserver, its resource
+def _workers(pid: int) -> list[int]:
+    """The processes below ``pid`` that run multiprocessing (the forkserver, its resource
     tracker and the Dask workers it forks)."""
-    found, stack = 0, [pid]
+    found, stack = [], [pid]
     while stack:
         here = stack.pop()
         try:  # a child is listed under the thread that started it
             children = [c for t in Path(f"/proc/{here}/task").iterdir()
                         for c in (t / "children").read_text().split()]
-            found += "multiprocessing" in Path(f"/proc/{here}/cmdline").read_text()
+            if "multiprocessing" in Path(f"/proc/{here}/cmdline").read_text():
+                found.append(here)
         except OSError:
             continue
         stack += map(int, children)
     return found
+
+
+def _running(pid: int) -> bool:
+    """Not gone, and not a zombie (a container without an init reaps no orphan)."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
@@ -89,16 +98,21 @@ def test_ctrl_c_on_the_dask_engine(sandbox: Sandbox, moment: int) -> None:
         # the cluster had started, or was lost); 4: the two workers too, a second on
         seen = None
         for _ in range(1200):
-            seen = seen or (time.monotonic() if _workers(proc.pid) >= moment else None)
+            seen = seen or (time.monotonic() if len(_workers(proc.pid)) >= moment else None)
             if proc.poll() is not None or (seen and time.monotonic() - seen > moment // 4):
                 break
             time.sleep(0.02)
+        workers = _workers(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole process group
         _, err = proc.communicate(timeout=WALL_S)
     finally:
         proc.kill()
     assert (proc.returncode, err) == (130, "interrupted\n")
-    assert _workers(proc.pid) == 0
+    for _ in range(100):  # the forkserver and tracker end when they see this process gone
+        if not any(map(_running, workers)):
+            break
+        time.sleep(0.05)
+    assert workers and not [p for p in workers if _running(p)]
 
 
 class _Silent(http.server.BaseHTTPRequestHandler):
