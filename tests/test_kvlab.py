@@ -539,3 +539,6 @@ def test_the_quality_request_checks_itself() -> None:
     result = CliRunner().invoke(app, ["kvmem", "quality", "--max-tokens", "64", "--prompt", "64"])
     assert result.exit_code == 2
     assert "--prompt 64 must be at least 1 and below --max-tokens 64" in result.stderr
+    # without --max-tokens, the message names no flag the user did not give
+    result = CliRunner().invoke(app, ["kvmem", "quality", "--prompt", "0"])
+    assert (result.exit_code, result.stderr) == (2, "error: --prompt 0 must be at least 1\n")

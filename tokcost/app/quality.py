@@ -87,8 +87,8 @@ class QualityRequest(Parts):
             raise UsageError(f"{arg('max_tokens', top)} must be at least 2 (a prompt and one "
                              "prediction)", param="max_tokens", value=top)
         if self.prompt is not None and not 1 <= self.prompt < (top or self.prompt + 1):
-            raise UsageError(f"{arg('prompt', self.prompt)} must be at least 1 and below "
-                             f"{arg('max_tokens', top)}, leaving a token to predict",
+            below = f" and below {arg('max_tokens', top)}, leaving one to predict" if top else ""
+            raise UsageError(f"{arg('prompt', self.prompt)} must be at least 1{below}",
                              param="prompt", related=("max_tokens",), value=self.prompt)
         if self.context is not None and self.context < 1:
             raise UsageError(f"{arg('context', self.context)} must be positive",
