@@ -180,6 +180,47 @@ def _tokie(encoding: str) -> tuple[Count, Batch | None]:
     return tok.count_tokens, tok.count_tokens_batch  # its batch uses every core (2 here)
 
 
+def _prepare_rank_file(encoding: str, cache: Path) -> None:
+    """The encoding's verified rank file, uncompressed, as ``{encoding}.tiktoken`` (gigatoken
+    and fastokens read a plain .tiktoken path; the one on this machine is gzipped)."""
+    from tokcost.adapters.openai_encodings import ENCODINGS, candidate_files, read_rank_bytes
+
+    path = next(p for p in candidate_files(ENCODINGS[encoding]) if p.is_file())
+    (cache / f"{encoding}.tiktoken").write_bytes(read_rank_bytes(path))
+
+
+def _gigatoken(encoding: str) -> tuple[Count, Batch | None]:
+    # Tokenizer.from_tiktoken(path, pretokenizer=...): the split scheme named, since the
+    # file name is ours; no special tokens, so "<|endoftext|>" is ordinary text, as in
+    # tiktoken's encode_ordinary. encode() returns a uint32 array; encode_batch an awkward
+    # Array, encoded on its own thread pool (every core: 2 here).
+    import awkward
+    import gigatoken
+
+    rank_file = Path(os.environ[CACHE_ENV]) / f"{encoding}.tiktoken"
+    tok = gigatoken.Tokenizer.from_tiktoken(rank_file, pretokenizer=encoding.split("_")[0])
+    return (lambda t: len(tok.encode(t)),
+            lambda ts: [int(n) for n in awkward.num(tok.encode_batch(ts), axis=1)])
+
+
+def _fastokens(encoding: str) -> tuple[Count, Batch | None]:
+    # Tokenizer.from_tiktoken(path, encoding=...) takes OpenAI's pattern and special
+    # tokens for the name; encode_ordinary ignores the specials. encode_batch_flat (its
+    # own pool) returns the ids and len+1 uint64 offsets: counts are their differences;
+    # split_special_tokens=True reads special-token text as ordinary text.
+    import numpy
+    from fastokens import Tokenizer
+
+    rank_file = Path(os.environ[CACHE_ENV]) / f"{encoding}.tiktoken"
+    tok = Tokenizer.from_tiktoken(str(rank_file), encoding=encoding)
+
+    def batch(ts: list[str]) -> list[int]:
+        _, offsets = tok.encode_batch_flat(ts, split_special_tokens=True)
+        return [int(n) for n in numpy.diff(numpy.frombuffer(offsets, numpy.uint64))]
+
+    return lambda t: len(tok.encode_ordinary(t).ids), batch
+
+
 CACHE_ENV = "TOKCOST_BENCH_CACHE"  # where prepare() leaves files for the workers
 
 CANDIDATES = [
@@ -191,6 +232,8 @@ CANDIDATES = [
     Candidate("rs-bpe", "rs-bpe", "rs_bpe", _rs_bpe),
     Candidate("kitoken", "kitoken", "kitoken", _kitoken),
     Candidate("tokie", "tokie", "tokie", _tokie, _prepare_tokie),
+    Candidate("gigatoken", "gigatoken", "gigatoken", _gigatoken, _prepare_rank_file),
+    Candidate("fastokens", "fastokens", "fastokens", _fastokens, _prepare_rank_file),
 ]
 
 # What no run measures, as the registry showed it (see the module doc for how).
@@ -213,10 +256,14 @@ FACTS: dict[str, dict[str, str]] = {
                 "wheels": "abi3 3.10+"},
     "tokie": {"licence": "MIT OR Apache-2.0", "latest": "0.1.4",
               "wheels": "3.10-3.14 (cp311 manylinux x86_64 used here)"},
+    # From the installed wheels' metadata (the registry's index was not reachable here).
+    "gigatoken": {"licence": "MIT", "latest": "0.10.0 (measured; history not checked)",
+                  "wheels": "abi3 3.10+ (manylinux x86_64 used here)"},
+    "fastokens": {"licence": "Apache-2.0", "latest": "0.3.5 (measured; history not checked)",
+                  "wheels": "abi3 3.9+ (manylinux x86_64 used here)"},
 }
 NOT_EVALUATED = {
     "wordchipper": "downloads its vocabularies at run time; offline it builds a 256-byte one",
-    "fastokens": "patches transformers' tokenizer.json loading; no tiktoken encodings",
     "tokendagger, runtoken, nanotok": "no wheel for CPython 3.11 on Linux x86_64",
 }
 
@@ -388,14 +435,28 @@ def main() -> None:
                 for cand in cands:  # alternate: every round runs every backend once
                     runs[cand.name].append(_run_worker(cand.name, encoding, folder,
                                                        args.timeout))
-            _report(encoding, mb, runs)
+            _report(encoding, mb, runs, sorted(p.name for p in folder.iterdir()))
     _facts([c.name for c in cands])
     print("\nnot evaluated:")
     for name, why in NOT_EVALUATED.items():
         print(f"  {name}: {why}")
 
 
-def _report(encoding: str, mb: float, runs: dict[str, list[dict[str, Any]]]) -> None:
+def _why_not_exact(r0: dict[str, Any], truth: dict[str, Any], files: list[str]) -> str:
+    """Why a backend is disqualified: its first count that differs from tiktoken's."""
+    for what, mine, theirs in (("file", r0["counts"], truth["counts"]),
+                               ("adversarial text", r0["adversarial"], truth["adversarial"])):
+        off = [i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
+        if off:
+            i = off[0]
+            name = files[i] if what == "file" else str(i)
+            return (f"{what} {name}: {mine[i]} tokens, tiktoken {theirs[i]}"
+                    + (f" ({len(off) - 1} more {what}s differ)" if len(off) > 1 else ""))
+    return "its 2-thread counts differ from its own 1-thread counts"
+
+
+def _report(encoding: str, mb: float, runs: dict[str, list[dict[str, Any]]],
+            files: list[str]) -> None:
     ok = {n: [r for r in rs if "counts" in r] for n, rs in runs.items()}
     truth = ok["tiktoken"][0] if ok.get("tiktoken") else None
     base1 = statistics.median(r["one_s"] for r in ok["tiktoken"]) if truth else None
@@ -433,6 +494,13 @@ def _report(encoding: str, mb: float, runs: dict[str, list[dict[str, Any]]]) -> 
           " 'Nf/Ma off': N files, M adversarial texts differ or crash; 2t: the backend's"
           " own pool where it has one, else 2 Python threads; adv s: time for the"
           " adversarial texts)")
+    for name, rs in ok.items():
+        if rs and truth is not None and name != "tiktoken":
+            r0 = rs[0]
+            if (r0["counts"] != truth["counts"] or r0["adversarial"] != truth["adversarial"]
+                    or not r0["same_two"]):
+                print(f"  {name} DISQUALIFIED (a count differs from tiktoken's):"
+                      f" {_why_not_exact(r0, truth, files)}")
     for name, rs in ok.items():
         if rs and rs[0]["raised"]:
             print(f"  {name} raised on {', '.join(rs[0]['raised'])} (counted after"
