@@ -76,9 +76,11 @@ def build_corpus(path: Path, mb: float) -> int:
 
 
 
-def train_hf(corpus: str, pattern: str, vocab: int, max_token_length: int | None = None) -> int:
+def train_hf(corpus: str, pattern: str, vocab: int, max_token_length: int | None = None,
+             merges_out: str | None = None) -> int:
     """HF's BpeTrainer set up as tokcost trains (the pattern split, byte-level alphabet, no
-    minimum frequency); the vocabulary size it reached. Shared by bench_bpe_scale."""
+    minimum frequency); the vocabulary size it reached. Shared by bench_bpe_scale, which
+    also has the merges written to ``merges_out`` (JSON, [left, right] pairs in order)."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     from tokcost.bpe.io import hf_pattern
@@ -98,6 +100,9 @@ def train_hf(corpus: str, pattern: str, vocab: int, max_token_length: int | None
         max_token_length=max_token_length,
     )
     tok.train([corpus], trainer)
+    if merges_out:
+        merges = json.loads(tok.to_str())["model"]["merges"]
+        Path(merges_out).write_text(json.dumps([list(m) for m in merges]))
     return int(tok.get_vocab_size())
 
 def _peak_rss_mb() -> float:

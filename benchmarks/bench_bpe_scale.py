@@ -1,8 +1,13 @@
-"""BPE training at scale: wall time and peak memory of four trainers at three corpus sizes,
+"""BPE training at scale: wall time and peak memory of five trainers at three corpus sizes,
 in one run (not a test).
 
     pip install '.[bench]' && python benchmarks/bench_bpe_scale.py [--mb 40 400 2000]
         [--vocab 32768] [--jobs 2] [--timeout 600] [--cap-gb 8] [--repeat 1]
+        [--pattern cl100k|o200k|gpt2] [--trainers tokcost hf gigabpe ...]
+
+    # issue 29's comparison: tokcost against gigabpe on the GPT-2 byte-level split
+    python benchmarks/bench_bpe_scale.py --mb 48 --pattern gpt2 --repeat 2 \
+        --trainers tokcost hf gigabpe
 
 1. Builds each corpus (at least MB megabytes) from text already on the machine (the
    Python standard library, /usr/share/doc, man pages: ``bench_bpe.build_corpus``; the
@@ -11,10 +16,18 @@ in one run (not a test).
    the 2 GB size needs about 2.5 GB free.
 2. Trains tokcost, Hugging Face ``tokenizers`` BpeTrainer, ``rustbpe`` and ``bpeasy``
    ONE AT A TIME (never two trainers at once: the figures are per tool, and the machine
-   may be shared), each in a fresh process, with the same vocabulary size and the cl100k
-   pattern. tokcost and HF are configured to learn the same merges (HF's
-   ``max_token_length`` = tokcost's + 1, as tokcost's trainer documents); rustbpe and
-   bpeasy learn their own (rustbpe has no token-length limit; bpeasy's is 128 bytes).
+   may be shared), each in a fresh process, with the same vocabulary size and the
+   ``--pattern`` split (cl100k unless named). tokcost and HF are configured to learn the
+   same merges (HF's ``max_token_length`` = tokcost's + 1, as tokcost's trainer
+   documents); rustbpe and bpeasy learn their own (rustbpe has no token-length limit;
+   bpeasy's is 128 bytes). ``gigabpe`` (``train_bpe``, Rust) offers only the GPT-2
+   byte-level and whitespace pre-tokenizers, so it runs with ``--pattern gpt2`` only
+   (``pretokenizer="bytelevel"``, HF's ``max_token_length``, no minimum frequency). Its
+   alphabet is the bytes the corpus holds, HF's here all 256 (as tokcost's), so it is
+   asked for ``vocab - 256 + distinct bytes`` tokens: the same number of merges.
+   tokcost's, HF's and gigabpe's merges are written and compared with HF's after the
+   runs (gigabpe's pairs as they are; tokcost's as the token each merge makes), and the
+   tokcost / gigabpe ratios of wall time and peak RSS are printed (issue 29's bar: 2.0).
 3. Each run is capped: ``prlimit --as`` (``--cap-gb`` of address space per process) and
    a watchdog that samples the resident memory of the run's whole process tree
    (``/proc``, every 0.2 s) and kills the tree when it passes ``--cap-gb`` or when the
@@ -49,28 +62,44 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_bpe import build_corpus, train_hf
 
-PATTERN_NAME = "cl100k"
-TRAINERS = ("tokcost", "hf", "rustbpe", "bpeasy")
+TRAINERS = ("tokcost", "hf", "gigabpe", "rustbpe", "bpeasy")
 MAX_TOKEN_LENGTH = 128  # tokcost's default; HF gets 129 (it keeps tokens strictly shorter)
 
 
-def run_trainer(name: str, corpus: str, vocab: int, jobs: int) -> dict[str, float]:
-    """Runs inside the capped child process; returns what it can say about the run."""
+def run_trainer(name: str, corpus: str, vocab: int, jobs: int, pattern_name: str,
+                merges_out: str, alphabet: int) -> dict[str, float]:
+    """Runs inside the capped child process; returns what it can say about the run. The
+    merges are written to ``merges_out`` after the clock stops (tokcost's, HF's, gigabpe's)."""
     from tokcost.bpe.pretokenize import PATTERNS
 
-    pattern = PATTERNS[PATTERN_NAME]
+    pattern = PATTERNS[pattern_name]
     info: dict[str, float] = {}
+    merges: list[list[str]] | None = None
     t0 = time.perf_counter()
     if name == "tokcost":
         from tokcost.bpe import TrainerConfig, train
 
-        result = train([corpus], TrainerConfig(vocab_size=vocab, pattern=PATTERN_NAME, jobs=jobs))
+        result = train([corpus], TrainerConfig(vocab_size=vocab, pattern=pattern_name, jobs=jobs))
         info["vocab"] = result.model.n_tokens
         info["distinct_pretokens"] = result.distinct_pretokens
         info["seconds_pretokenize"] = result.seconds_pretokenize
         info["seconds_merge"] = result.seconds_merge
     elif name == "hf":
-        info["vocab"] = train_hf(corpus, pattern, vocab, max_token_length=MAX_TOKEN_LENGTH + 1)
+        info["vocab"] = train_hf(corpus, pattern, vocab, max_token_length=MAX_TOKEN_LENGTH + 1,
+                                 merges_out=merges_out)
+    elif name == "gigabpe":
+        if pattern_name != "gpt2":
+            raise SystemExit("gigabpe offers only the GPT-2 byte-level split: --pattern gpt2")
+        import gigabpe
+
+        # Its README: train_bpe(files, vocab_size, ...) -> (vocab, merges), merges as HF
+        # serializes them; "bytelevel" is HF's ByteLevel pre-tokenizer (GPT-2's split).
+        gvocab, gmerges = gigabpe.train_bpe([corpus], vocab - 256 + alphabet,
+                                            pretokenizer="bytelevel",
+                                            min_frequency=0,
+                                            max_token_length=MAX_TOKEN_LENGTH + 1)
+        info["vocab"] = len(gvocab)
+        merges = [list(m) for m in gmerges]
     elif name in ("rustbpe", "bpeasy"):
 
         def lines() -> Iterator[str]:
@@ -90,6 +119,14 @@ def run_trainer(name: str, corpus: str, vocab: int, jobs: int) -> dict[str, floa
     else:
         raise SystemExit(f"unknown trainer {name}")
     info["seconds"] = time.perf_counter() - t0
+    if name == "tokcost":
+        from tokcost.bpe.model import to_byte_level
+
+        # Each merge as the token it makes, in rank order, in HF's byte-level spelling.
+        made = sorted((r, b) for b, r in result.model.ranks.items() if len(b) > 1)
+        merges = [[to_byte_level(b)] for _, b in made]
+    if merges is not None:  # HF's: train_hf wrote them
+        Path(merges_out).write_text(json.dumps(merges))
     return info
 
 
@@ -120,10 +157,13 @@ def _tree_rss(root: int) -> int:
 
 
 def time_trainer(
-    name: str, corpus: Path, vocab: int, jobs: int, timeout: float, cap: int
+    name: str, corpus: Path, args: argparse.Namespace, cap: int, merges_out: Path
 ) -> dict[str, float | str]:
+    timeout = args.timeout
     cmd = ["prlimit", f"--as={cap}", "--", sys.executable, __file__, "--worker", name]
-    cmd += ["--corpus", str(corpus), "--vocab", str(vocab), "--jobs", str(jobs)]
+    cmd += ["--corpus", str(corpus), "--vocab", str(args.vocab), "--jobs", str(args.jobs)]
+    cmd += ["--pattern", args.pattern, "--merges-out", str(merges_out)]
+    cmd += ["--alphabet", str(args.alphabet)]
     out = tempfile.TemporaryFile("w+")  # noqa: SIM115 (read back after the run)
     err = tempfile.TemporaryFile("w+")  # noqa: SIM115
     t0 = time.perf_counter()
@@ -192,6 +232,49 @@ def _row(name: str, runs: list[dict[str, float | str]], hf_wall: float | None,
     return f"{name:<10}{wall:>9.1f}{cpu:>8.1f}{rss:>13.0f}{maxrss:>11.0f}{rw:>9}{rr:>8}  {notes}"
 
 
+def _distinct_bytes(corpus: Path) -> int:
+    """How many of the 256 byte values the corpus holds (gigabpe's alphabet)."""
+    seen = bytearray(256)
+    with open(corpus, "rb") as fh:
+        while chunk := fh.read(1 << 24):
+            for b in set(chunk):
+                seen[b] = 1
+    return sum(seen)
+
+
+def _compare_merges(merges: dict[str, list[list[list[str]]]]) -> None:
+    """Every run's merges against HF's first run: gigabpe's (left, right) pairs as they are,
+    tokcost's as the tokens they make (HF's pairs joined)."""
+    if not merges.get("hf"):
+        return
+    hf = merges["hf"][0]
+    made = ["".join(pair) for pair in hf]
+    print(f"\nmerges against HF's ({len(hf):,}):")
+    for name, runs in merges.items():
+        for i, got in enumerate(runs, 1):
+            theirs = made if name == "tokcost" else hf
+            mine = ["".join(m) for m in got] if name == "tokcost" else got
+            first = next((k for k, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), None)
+            if first is None and len(mine) == len(theirs):
+                verdict = f"equal, all {len(mine):,}"
+            elif first is None:
+                verdict = f"{len(mine):,} merges, HF {len(theirs):,}; the shared prefix is equal"
+            else:
+                verdict = (f"DIFFER from merge {first + 1}: {mine[first]!r}, HF {theirs[first]!r}"
+                           f" ({sum(a != b for a, b in zip(mine, theirs, strict=False)):,} positions differ)")
+            print(f"  {name:<10} run {i}: {verdict}")
+
+
+def _ratios(ok: dict[str, list[dict[str, float | str]]]) -> None:
+    """tokcost / gigabpe on medians (issue 29's bar: at most 2.0 for wall and for RSS)."""
+    if not ok.get("tokcost") or not ok.get("gigabpe"):
+        return
+    wall = (_median(ok["tokcost"], "wall") or 0.0) / (_median(ok["gigabpe"], "wall") or 1.0)
+    rss = (_median(ok["tokcost"], "rss_mb") or 0.0) / (_median(ok["gigabpe"], "rss_mb") or 1.0)
+    met = "met" if wall <= 2.0 and rss <= 2.0 else "NOT met"
+    print(f"\ntokcost / gigabpe: wall {wall:.2f}x, peak RSS {rss:.2f}x (bar: both <= 2.0: {met})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -203,16 +286,21 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     ap.add_argument("--cap-gb", type=float, default=8.0, help="memory cap per run (GiB)")
     ap.add_argument("--trainers", nargs="+", default=list(TRAINERS))
+    ap.add_argument("--pattern", default="cl100k", choices=["cl100k", "o200k", "gpt2"],
+                    help="the pre-tokenizer split (gigabpe runs with gpt2 only)")
     ap.add_argument("--keep", action="store_true", help="keep the corpora")
     ap.add_argument(
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tokcost-bench-bpe-scale"
     )
     ap.add_argument("--worker")
     ap.add_argument("--corpus")
+    ap.add_argument("--merges-out")
+    ap.add_argument("--alphabet", type=int, default=256)
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if args.worker:
-        print(json.dumps(run_trainer(args.worker, args.corpus, args.vocab, args.jobs)))
+        print(json.dumps(run_trainer(args.worker, args.corpus, args.vocab, args.jobs,
+                                     args.pattern, args.merges_out, args.alphabet)))
         return
     cap = int(args.cap_gb * 2**30)
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -220,7 +308,7 @@ def main() -> None:
     need = int(max(args.mb) * 1e6 * 1.1)
     if free < need:
         raise SystemExit(f"{args.workdir}: {free / 1e9:.1f} GB free, the corpus needs {need / 1e9:.1f}")
-    print(f"{os.cpu_count()} CPUs; pattern {PATTERN_NAME}; vocab {args.vocab}; tokcost --jobs "
+    print(f"{os.cpu_count()} CPUs; pattern {args.pattern}; vocab {args.vocab}; tokcost --jobs "
           f"{args.jobs}; one trainer at a time; cap {args.cap_gb:g} GiB, {args.timeout:.0f} s a run")
     try:
         for mb in args.mb:
@@ -228,16 +316,22 @@ def main() -> None:
             if not corpus.exists() or corpus.stat().st_size < mb * 1e6:
                 build_corpus(corpus, mb)
             size = corpus.stat().st_size
+            args.alphabet = _distinct_bytes(corpus)
             rows: dict[str, list[dict[str, float | str]]] = {}
-            print(f"\ncorpus {size / 1e6:.0f} MB (each run as it ends; load = 1-min load average "
+            merges: dict[str, list[list[list[str]]]] = {}
+            print(f"\ncorpus {size / 1e6:.0f} MB, {args.alphabet} distinct bytes (each run as it ends; load = 1-min load average "
                   f"before it)")
             print(HEADER)
             for _ in range(args.repeat):
                 for name in args.trainers:
                     load = os.getloadavg()[0]
-                    got = time_trainer(name, corpus, args.vocab, args.jobs, args.timeout, cap)
+                    out = args.workdir / f"merges-{name}.json"
+                    out.unlink(missing_ok=True)
+                    got = time_trainer(name, corpus, args, cap, out)
                     got["load"] = load
                     rows.setdefault(name, []).append(got)
+                    if "failed" not in got and out.exists():
+                        merges.setdefault(name, []).append(json.loads(out.read_text()))
                     print(_row(name, [got], None, None) + f", load {load:.2f}")
             print(f"\ncorpus {size / 1e6:.0f} MB: medians of {args.repeat} run(s)")
             print(HEADER)
@@ -245,6 +339,8 @@ def main() -> None:
             hf_wall, hf_rss = _median(ok.get("hf", []), "wall"), _median(ok.get("hf", []), "rss_mb")
             for name, runs in rows.items():
                 print(_row(name, ok[name] or runs[-1:], hf_wall, hf_rss))
+            _compare_merges(merges)
+            _ratios(ok)
     finally:
         if not args.keep:
             shutil.rmtree(args.workdir, ignore_errors=True)
