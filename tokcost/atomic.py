@@ -92,9 +92,10 @@ def _default_mode(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM back for the renames that complete a set, and act on them after
-    (handlers run in the main thread only, so swapping them there is enough)."""
+def signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back for what must not be cut short (the renames that complete a
+    set, a Dask cluster's start), and act on them after (handlers run in the main thread only,
+    so swapping them there is enough)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -191,7 +192,7 @@ def atomic_set(paths: Sequence[str | Path]) -> Iterator[list[Path]]:
                 os.chmod(tmp, _default_mode(target))
             except OSError as exc:
                 raise _cannot_write(target, exc) from None
-        with _signals_deferred():
+        with signals_deferred():
             _commit(targets, temps)
     finally:
         for tmp in temps:

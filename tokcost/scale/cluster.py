@@ -17,6 +17,7 @@ from concurrent.futures import CancelledError, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
+from tokcost.atomic import signals_deferred
 from tokcost.errors import MissingDependency, TokcostError, UsageError, arg
 from tokcost.runner import CONNECT_TIMEOUT, EngineKind, RunConfig, shard_size
 
@@ -65,9 +66,9 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
             # On Ctrl-C this process alone stops, prints "interrupted" and closes the cluster:
             # the workers are forked by a forkserver started with SIGINT ignored, which they
             # inherit (multiprocessing's forkserver restores the handlers it started with).
-            # A Ctrl-C while it starts is held until it has (an import or a LocalCluster
-            # interrupted midway can lose it, or leave workers it cannot close).
-            with _ctrl_c_deferred() as deferred:
+            # A Ctrl-C while it starts is held until it has, then closes it (an import or a
+            # LocalCluster interrupted midway can lose it, or leave workers it cannot close).
+            with signals_deferred():
                 _start_forkserver()
                 distributed = _import_distributed()
                 import dask
@@ -78,8 +79,6 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None,
                     dashboard_address="127.0.0.1:0",  # any free loopback port (8787 may be taken)
                     silence_logs=logging.CRITICAL)  # task errors reach the user once
                 stack.callback(cluster.close)
-            if deferred:  # pressed while the cluster started: now it can close cleanly
-                raise KeyboardInterrupt
             client = distributed.Client(cluster)
         stack.callback(client.close)
         check_workers(client, timeout)  # a worker within timeout, running our tokcost
@@ -110,20 +109,6 @@ def _start_forkserver() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-@contextmanager
-def _ctrl_c_deferred() -> Iterator[list[int]]:
-    """Ctrl-C recorded, not raised, inside."""
-    pressed: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield pressed
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    try:
-        yield pressed
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _tokcost_probe() -> Callable[[], str]:
