@@ -40,9 +40,11 @@ class TrtLlmPlan(Plan):
 
     @property
     def num_blocks(self) -> int | None:
+        """``max_tokens = memory // bytes per token`` (KvCacheCreator, PR #5933), rounded up to
+        whole blocks when the pool is allocated (issue #224)."""
         if self.available is None:
             return None
-        return self.available // (self.token_bytes * self.block_size)
+        return -(-(self.available // self.token_bytes) // self.block_size)
 
     def _blocks(self, context: int) -> int:
         return -(-context // self.block_size)
@@ -78,8 +80,8 @@ class TrtLlmPlan(Plan):
         fraction = "" if fit is None or fit.util is None else (
             f"; free_gpu_memory_fraction {fit.util:g}")
         details = () if blocks is None else (
-            f"blocks: floor({self.available:,} / ({self.token_bytes:,} B per token x "
-            f"{self.block_size} tokens)) = {blocks:,} -> {blocks * self.block_size:,} tokens",
+            f"blocks: ceil(floor({self.available:,} / {self.token_bytes:,} B per token) / "
+            f"{self.block_size}) = {blocks:,} -> {blocks * self.block_size:,} tokens",
             f"TensorRT-LLM logs (max_seq_len {max_model_len:,}):",
             *(f"  {line.removeprefix(LOG)}" for line in lines))
         return EngineReport(
