@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from tokcost.catalog import load_catalog
-from tokcost.catalog.schema import Architecture
-from tokcost.catalog.schema import Attention
+from tokcost.catalog.schema import Architecture, Attention
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
 from tokcost.memory.engines.sglang import plan_sglang

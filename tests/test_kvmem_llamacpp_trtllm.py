@@ -116,14 +116,20 @@ def test_llama_cpp_on_a_gpu_refuses_a_cache_past_its_memory() -> None:
     assert big["contexts"][0]["fits"] is False
 
 
-def test_llama_cpp_slots_need_their_share_of_minus_c() -> None:
-    """-np 4 without -kvu: -c 32768 gives each slot 8,192 cells; a 32k request fits none, a
-    note says to give -c 131,072."""
-    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
-                                 "--engine", "llama.cpp", "-np", "4", "--context", "32768"])
-    assert result.exit_code == 0, result.output
-    assert "4 slots (-np given), a stream per slot: 8,192 cells per sequence" in result.stdout
-    assert "give --context 131,072 for 4 requests of 32,768 tokens" in result.output
+def test_llama_cpp_separate_slots_each_get_the_context() -> None:
+    """-np 4 without -kvu: each slot its own stream of the context, so -c is 4 x 32,768 =
+    131,072 cells (16 GiB) and 4 requests run at once; unified, the 4 slots share 32,768."""
+    e = estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "llama.cpp", "-np", "4",
+                 "--context", "32768")
+    assert e["engine"]["n_ctx"] == 131_072 and e["engine"]["n_ctx_seq"] == 32_768
+    assert e["engine"]["logged_lines"][0].startswith(
+        "llama_kv_cache: size = 16384.00 MiB ( 32768 cells,  32 layers,  4/4 seqs)")
+    assert e["contexts"][0]["max_concurrency"] == 4.0
+    shared = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
+                                 "--engine", "llama.cpp", "--context", "32768", "--batch", "2"])
+    assert "-c 32,768: n_ctx 32,768, 4 slots (-np auto: 4, unified)" in shared.stdout
+    assert "the 4 slots share one cache of -c cells" in shared.output
+    assert "--no-kv-unified" in shared.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

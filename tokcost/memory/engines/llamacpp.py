@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tokcost.errors import Note, UsageError, arg, suggest
-from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_UTIL, GpuFit
 from tokcost.units import format_bytes
 
@@ -111,13 +111,18 @@ class LlamaCppPlan(Plan):
         return ((context * self.kinds["full"] + held * self.kinds["sliding"])
                 * (self.k_bytes + self.v_bytes) + self.state_bytes * self.kinds["linear"])
 
-    def _starts(self, context: int) -> bool:
-        return self.free is None or self.kv_bytes(context) <= self.free
+    def minus_c(self, context: int) -> int:
+        """The ``-c`` for requests of ``context`` tokens: a unified cache is shared, so -c is
+        the context; separate streams split -c among the slots, so it is context x slots."""
+        return context if self.unified else context * self.slots
+
+    def _starts(self, n_ctx: int) -> bool:
+        return self.free is None or self.kv_bytes(n_ctx) <= self.free
 
     def max_concurrency(self, context: int) -> float | None:
-        """Requests of ``context`` tokens at once, llama-server started with ``-c context``."""
-        n_ctx, n_ctx_seq, _ = self.layout(context)
-        if context > n_ctx_seq or not self._starts(context):
+        """Requests of ``context`` tokens at once, llama-server started with its ``-c``."""
+        n_ctx = self.layout(self.minus_c(context))[0]
+        if not self._starts(n_ctx):
             return 0.0
         # A unified cache shares its n_ctx cells among the slots; separate ones give each slot
         # n_ctx_seq cells (the SWA cache holds every slot's window either way).
@@ -126,14 +131,6 @@ class LlamaCppPlan(Plan):
     def fits(self, context: int, batch: int) -> bool | None:
         conc = self.max_concurrency(context)
         return None if self.fit is None else bool(conc and conc >= batch)
-
-    def largest_context(self, batch: int, limit: int) -> int | None:
-        """The longest requests ``batch`` slots serve at once: -c of that many (unified) or
-        of one per slot (separate streams), allocated in the memory left."""
-        if self.fit is None:
-            return None
-        per = batch if self.unified else self.slots
-        return largest(lambda n: self._starts(n * per), limit) if batch <= self.slots else 0
 
     def _line(self, cache: _Cache) -> str:
         k, v = cache.size(cache.k_bytes), cache.size(cache.v_bytes)
@@ -159,17 +156,18 @@ class LlamaCppPlan(Plan):
         return out
 
     def report(self, max_model_len: int) -> EngineReport:
-        n_ctx, n_ctx_seq, caches = self.layout(max_model_len)
-        kv = self.kv_bytes(max_model_len)
-        refusal = None if self._starts(max_model_len) else (
+        minus_c = self.minus_c(max_model_len)
+        n_ctx, n_ctx_seq, caches = self.layout(minus_c)
+        kv = self.kv_bytes(minus_c)
+        refusal = None if self._starts(minus_c) else (
             f"failed to allocate buffer for kv cache: {format_bytes(kv)} of cells, "
             f"{format_bytes(max(self.free or 0, 0))} left after the weights and the reserve")
         t = self.engine
         mode = "unified" if self.unified else "a stream per slot"
-        header = (f"cells (block 1); -c {max_model_len:,}: n_ctx {n_ctx:,}, {self.slots} slots "
+        header = (f"cells (block 1); -c {minus_c:,}: n_ctx {n_ctx:,}, {self.slots} slots "
                   f"({self.settings.get('parallel_source', '')}), {mode}: {n_ctx_seq:,} cells "
                   f"per sequence; K {t.cache_type_k}, V {t.cache_type_v}")
-        lines = self.lines(max_model_len)
+        lines = self.lines(minus_c)
         cells = caches[0].cells * caches[0].streams
         return EngineReport(
             name=LlamaCpp.name, version=LlamaCpp.version, block_size=1,
@@ -186,7 +184,7 @@ class LlamaCppPlan(Plan):
                                        "cache_type_v": t.cache_type_v},
             title=LlamaCpp.title, header=Note(header),
             details=(f"llama.cpp allocates {format_bytes(kv)} of KV cells at start-up; "
-                     f"its log (-c {max_model_len:,}):", *(f"  {line}" for line in lines)),
+                     f"its log (-c {minus_c:,}):", *(f"  {line}" for line in lines)),
             advice=Note(f"lower {arg('contexts')} (-c), {arg('parallel')} or "
                         f"{arg('cache_type_k')}/{arg('cache_type_v')}"))
 
@@ -282,12 +280,11 @@ class LlamaCpp(Engine):
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
         s = report.settings
         notes = []
-        if context > s["n_ctx_seq"]:
-            slots = s["n_seq_max"]
+        if s["kv_unified"] and s["n_seq_max"] > 1:
             notes.append(Note(
-                f"llama.cpp's -c is the whole cache: -c {context:,} gives each of {slots} slots "
-                f"{s['n_ctx_seq']:,} cells; give {arg('contexts', f'{context * slots:,}')} for "
-                f"{slots} requests of {context:,} tokens"))
+                f"the {s['n_seq_max']} slots share one cache of -c cells (as many requests of the "
+                f"context as it holds); separate streams ({arg('kv_unified', False)}) give each "
+                "slot the context, -c being the context x slots"))
         if (s["cache_type_k"], s["cache_type_v"]) != ("f16", "f16"):
             notes.append(Note(f"bytes per token above are bf16's; llama.cpp's cells hold K "
                               f"{s['cache_type_k']} and V {s['cache_type_v']} (per sequence and "
