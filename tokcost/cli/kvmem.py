@@ -106,7 +106,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",
     cache_type_v: Annotated[str, typer.Option("--cache-type-v", "-ctv",
         help="llama.cpp's V cache type (as --cache-type-k).")] = "f16",
-    parallel: Annotated[int | None, typer.Option("--parallel", "-np", help="llama.cpp's slots "
+    parallel: Annotated[int | None, typer.Option("--parallel", "-np", metavar="COUNT", help="llama.cpp's slots "
         "(default: llama-server's auto, 4 sharing a unified cache).")] = None,
     kv_unified: Annotated[bool | None, typer.Option("--kv-unified/--no-kv-unified", "-kvu",
         help="llama.cpp: one cache shared by the slots (default: with the auto slots only).")
@@ -114,9 +114,9 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     swa_full: Annotated[bool, typer.Option("--swa-full",
         help="llama.cpp: sliding-window layers cache the whole context.")] = False,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(
-        "--free-gpu-memory-fraction", "--kv-cache-free-gpu-mem-fraction", help="TensorRT-LLM's "
-        "share of the memory left after weights and activations (0.9).")] = None,
-    tokens_per_block: Annotated[int | None, typer.Option("--tokens-per-block",
+        "--free-gpu-memory-fraction", metavar="SHARE", help="TensorRT-LLM's share of the "
+        "memory left after weights and activations (0.9).")] = None,
+    tokens_per_block: Annotated[int | None, typer.Option("--tokens-per-block", metavar="COUNT",
         help="TensorRT-LLM's block in tokens (32; engines built with 64 say so).")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
