@@ -106,8 +106,9 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",
     cache_type_v: Annotated[str, typer.Option("--cache-type-v", "-ctv",
         help="llama.cpp's V cache type (as --cache-type-k).")] = "f16",
-    parallel: Annotated[int | None, typer.Option("--parallel", "-np", metavar="COUNT", help="llama.cpp's slots "
-        "(default: llama-server's auto, 4 sharing a unified cache).")] = None,
+    parallel: Annotated[int | None, typer.Option("--parallel", "-np", metavar="COUNT",
+        help="llama.cpp's slots (default: llama-server's auto, 4 sharing a unified cache).")
+        ] = None,
     kv_unified: Annotated[bool | None, typer.Option("--kv-unified/--no-kv-unified", "-kvu",
         help="llama.cpp: one cache shared by the slots (default: with the auto slots only).")
         ] = None,
