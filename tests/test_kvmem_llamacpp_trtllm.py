@@ -190,3 +190,13 @@ def test_trtllm_refuses_what_it_does_not_read(args: list[str], message: str) -> 
     model = [] if "-m" in args else ["-m", "llama-3.1-8b"]
     result = runner.invoke(app, ["kvmem", "estimate", *model, "--engine", "trtllm", *args])
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_llama_cpp_caches_every_token_of_a_model_of_only_sliding_layers() -> None:
+    """Mistral-7B-v0.1's 4,096-token window: llama.cpp's llama architecture reads no sliding
+    window, so its 32 layers cache the whole context in one cache (no iSWA lines)."""
+    plan = llama("mistral-7b-v0.1", parallel=1)
+    assert plan.lines(32768) == [
+        "llama_kv_cache: size = 4096.00 MiB ( 32768 cells,  32 layers,  1/1 seqs), "
+        "K (f16): 2048.00 MiB, V (f16): 2048.00 MiB"]
+    assert plan.request_bytes(32768) == 32768 * 32 * 2 * 1024 * 2

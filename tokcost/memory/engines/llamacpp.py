@@ -243,13 +243,17 @@ class LlamaCpp(Engine):
         auto = self.parallel is None
         elements = layout.kv_heads_per_gpu * head_dim  # n_embd_k_gqa: one cell of one layer
         free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
+        kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")}, "all": len(layout.layers)}
+        iswa = bool(kinds["full"] and kinds["sliding"])
+        if not iswa:  # Mistral-7B-v0.1's window: LLM_ARCH_LLAMA's load_hparams reads none
+            kinds.update(full=kinds["full"] + kinds["sliding"], sliding=0)
         plan = LlamaCppPlan(
-            kinds={**{k: counts[k] for k in ("full", "sliding", "linear")},
-                   "all": len(layout.layers)},
+            kinds=kinds,
             k_bytes=_row_bytes(self.cache_type_k, elements),
             v_bytes=_row_bytes(self.cache_type_v, elements),
             # Recurrent states are f32 (create_memory: GGML_TYPE_F32), one cell per slot.
-            state_bytes=layout.state_bytes * 2, window=layout.window, engine=self,
+            state_bytes=layout.state_bytes * 2, window=layout.window if iswa else None,
+            engine=self,
             slots=AUTO_SLOTS if self.parallel is None else self.parallel,
             unified=auto if self.kv_unified is None else self.kv_unified, free=free,
             settings={"parallel_source": "-np auto: 4, unified" if auto else "-np given"},
