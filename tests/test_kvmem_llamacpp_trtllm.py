@@ -200,3 +200,11 @@ def test_llama_cpp_caches_every_token_of_a_model_of_only_sliding_layers() -> Non
         "llama_kv_cache: size = 4096.00 MiB ( 32768 cells,  32 layers,  1/1 seqs), "
         "K (f16): 2048.00 MiB, V (f16): 2048.00 MiB"]
     assert plan.request_bytes(32768) == 32768 * 32 * 2 * 1024 * 2
+
+
+def test_llama_cpp_slots_are_bounded() -> None:
+    """LLAMA_MAX_SEQ (256): llama_context refuses more sequences; tokcost refuses them too."""
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine",
+                                 "llama.cpp", "-np", "100000"])
+    assert result.exit_code == 2
+    assert "--parallel must be an integer from 1 to 256, got 100000" in result.output

@@ -23,6 +23,7 @@ __all__ = ["GGML_TYPES", "LlamaCpp", "LlamaCppPlan"]
 MiB = 2**20
 N_CTX_PAD = 256  # llama-context.cpp: n_ctx and n_ctx_seq padded to 256 (PR #17046)
 SWA_PAD = 256  # llama-kv-cache-iswa.cpp: the SWA cache too (issue #17037)
+MAX_SEQ = 256  # llama-cparams.h LLAMA_MAX_SEQ: llama_context refuses more sequences
 AUTO_SLOTS = 4  # server.cpp: -np auto (the default) is 4 slots with a unified cache (PR #16736)
 # ggml's type traits (ggml/src/ggml.c, blocks in ggml-common.h): values per block, bytes per
 # block, for the cache types common/arg.cpp accepts (kv_cache_types). q8_0 is an fp16 scale and
@@ -213,10 +214,10 @@ class LlamaCpp(Engine):
                                  f"{suggest(value, GGML_TYPES)}; llama.cpp takes "
                                  f"{', '.join(GGML_TYPES)}", param=name)
             object.__setattr__(self, name, value)
-        for name in ("parallel", "ubatch_size"):
+        for name, most in (("parallel", MAX_SEQ), ("ubatch_size", 1 << 20)):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise UsageError(f"{arg(name)} must be a positive integer, got {value}",
+            if value is not None and (not isinstance(value, int) or not 0 < value <= most):
+                raise UsageError(f"{arg(name)} must be an integer from 1 to {most}, got {value}",
                                  param=name)
 
     def check(self, request: KvRequest) -> None:
