@@ -208,3 +208,17 @@ def test_llama_cpp_slots_are_bounded() -> None:
                                  "llama.cpp", "-np", "100000"])
     assert result.exit_code == 2
     assert "--parallel must be an integer from 1 to 256, got 100000" in result.output
+
+
+def test_llama_cpp_largest_context_shares_the_cells_among_the_batch() -> None:
+    """Unified, 4 requests at once need -c = 4 x context: the largest n with pad(4n, 256)
+    cells of 128 KiB in the 62.69 GiB left on an H100; more requests than slots, none."""
+    e = estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "llama.cpp", "--batch", "4",
+                 "--context", "32k")
+    free = e["gpu"]["available_kv_bytes"]
+    n = free // (4 * 131_072)
+    while math.ceil(4 * n / 256) * 256 * 131_072 > free:
+        n -= 1
+    assert e["gpu"]["largest_context"] == n == 128_384
+    assert estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "llama.cpp", "--batch",
+                    "5")["gpu"]["largest_context"] == 0

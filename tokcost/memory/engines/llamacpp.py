@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tokcost.errors import Note, UsageError, arg, suggest
-from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
 from tokcost.memory.fit import DEFAULT_UTIL, GpuFit
 from tokcost.units import format_bytes
 
@@ -132,6 +132,14 @@ class LlamaCppPlan(Plan):
     def fits(self, context: int, batch: int) -> bool | None:
         conc = self.max_concurrency(context)
         return None if self.fit is None else bool(conc and conc >= batch)
+
+    def largest_context(self, batch: int, limit: int) -> int | None:
+        """The longest requests ``batch`` slots hold at once, -c being their sum (a unified
+        cache) or the context x slots (separate streams), in the memory left."""
+        if self.fit is None:
+            return None
+        per = batch if self.unified else self.slots
+        return largest(lambda n: self._starts(n * per), limit) if batch <= self.slots else 0
 
     def _line(self, cache: _Cache) -> str:
         k, v = cache.size(cache.k_bytes), cache.size(cache.v_bytes)
