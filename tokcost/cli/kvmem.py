@@ -89,7 +89,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager), sglang (its token pools) or ideal (bytes truly held).")] = "vllm",
+        "cache manager), sglang (its token pools), llama.cpp (its cells), trtllm (TensorRT-LLM's "
+        "blocks) or ideal (bytes truly held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
         metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
         "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
@@ -101,6 +102,23 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "SGLang's, from the GPU's memory).")] = None,
     swa_full_tokens_ratio: Annotated[float | None, typer.Option("--swa-full-tokens-ratio",
         help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
+    cache_type_k: Annotated[str, typer.Option("--cache-type-k", "-ctk", help="llama.cpp's K "
+        "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",
+    cache_type_v: Annotated[str, typer.Option("--cache-type-v", "-ctv",
+        help="llama.cpp's V cache type (as --cache-type-k).")] = "f16",
+    parallel: Annotated[int | None, typer.Option("--parallel", "-np", metavar="COUNT",
+        help="llama.cpp's slots (default: llama-server's auto, 4 sharing a unified cache).")
+        ] = None,
+    kv_unified: Annotated[bool | None, typer.Option("--kv-unified/--no-kv-unified", "-kvu",
+        help="llama.cpp: one cache shared by the slots (default: with the auto slots only).")
+        ] = None,
+    swa_full: Annotated[bool, typer.Option("--swa-full",
+        help="llama.cpp: sliding-window layers cache the whole context.")] = False,
+    free_gpu_memory_fraction: Annotated[float | None, typer.Option(
+        "--free-gpu-memory-fraction", metavar="SHARE", help="TensorRT-LLM's share of the "
+        "memory left after weights and activations (0.9).")] = None,
+    tokens_per_block: Annotated[int | None, typer.Option("--tokens-per-block", metavar="COUNT",
+        help="TensorRT-LLM's block in tokens (32; engines built with 64 say so).")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
