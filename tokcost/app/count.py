@@ -240,7 +240,7 @@ class ChatRequest(Parts):
         if self.body and self.tokenizers.tokenizers:
             raise UsageError(f"a request body is counted with each model's own tokenizer: give "
                              f"{arg('models', 'ID')}, not {arg('tokenizers')}",
-                             param="tokenizers")
+                             param="tokenizers", related=("models",))
 
 
 def count_chat(request: ChatRequest | str | Path) -> ChatResult | RequestResult:

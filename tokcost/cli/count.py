@@ -307,6 +307,8 @@ def _print_request(result: Any, json_out: bool) -> None:
         for p in m.counted.parts:
             shown.add_row(m.id, p.kind, _fmt(p.tokens, p.exact))
         share = "" if m.context_share is None else f" ({_pct(m.context_share)} of its window)"
+        if m.counted.unknown:  # the warnings say which and why
+            share += f", {m.counted.unknown} not counted"
         shown.add_row(f"[bold]{m.id}[/bold]", "[bold]total[/bold]",
                       f"[bold]{_fmt(m.counted.total, m.counted.exact)}[/bold]{share}")
     out.print(shown)

@@ -69,7 +69,8 @@ def _blocks(blocks: Any, ctx: Context, tally: Tally) -> int:
     for block in blocks if isinstance(blocks, list) else ():
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            tally.add("message text", ctx.count(str(block.get("text", ""))), exact=False)
+            tally.add("message text", ctx.count(str(block.get("text", ""))),
+                      exact=ctx.tokenizer.exact)
         elif kind == "image":
             unknown += _image(block.get("source"), ctx, tally)
         elif kind == "document":

@@ -36,7 +36,7 @@ def image_size(ref: str, base: Path) -> tuple[int, int] | str:
         return "a remote URL: not fetched, tokcost counts offline (give a data: URL or a file)"
     path = Path(ref) if Path(ref).is_absolute() else base / ref
     if not path.is_file():  # a regular file only: a FIFO or device would block or never end
-        return "not a data: URL, and no such local file"
+        return "neither a data: URL nor a local file"
     return _measure(path)
 
 
