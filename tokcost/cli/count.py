@@ -119,7 +119,7 @@ ChatOpt = Annotated[str | None, typer.Option(
 RequestOpt = Annotated[str | None, typer.Option(
     "--request", metavar="FILE", help="Count a whole request body ('-': stdin): OpenAI Chat "
     "Completions or Responses, Anthropic Messages, with tools, images and documents, by each "
-    "provider's published rules (default model: the body's). --json parts each part exact or "
+    "provider's published rules (default model: the body's); --json marks each part exact or "
     "approximate.")]
 TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
