@@ -166,7 +166,7 @@ def _format(data: dict[str, Any], name: str) -> str:
 
 def count_body(body: Body, model: ModelEntry, tokenizer: Tokenizer) -> BodyCount:
     """The input tokens ``model`` bills for ``body``, by the rules of the body's API."""
-    from tokcost.requestbody import anthropic, openai
+    from tokcost.requestbody import anthropic, openai  # they import this module's types
     ctx, tally = Context(model, tokenizer, body.base), Tally()
     counter = anthropic.count_messages if body.format == ANTHROPIC else openai.count_request
     unknown = counter(body, ctx, tally)

@@ -82,7 +82,7 @@ def _blocks(blocks: Any, ctx: Context, tally: Tally) -> int:
             content = block.get("content", "")
             if isinstance(content, str):
                 tally.add("tool calls", ctx.count(content), exact=False)
-            else:  # one level down only: a tool result holds text and images
+            elif isinstance(content, list):  # one level down only: text and images
                 unknown += _blocks([b for b in content if isinstance(b, dict)
                                     and b.get("type") != "tool_result"], ctx, tally)
         else:

@@ -90,6 +90,9 @@ def count_request(body: Body, ctx: Context, tally: Tally) -> int:
         tally.note("Responses API: message overhead as Chat Completions' (≈; none published)")
     unknown = sum(_content_parts(m, ctx, tally) for m in messages)
     _tool_definitions(body, ctx, tally, responses=responses)
+    if "response_format" in body.data or "text" in body.data:
+        tally.note("a structured-output schema (response_format, text.format) not counted: "
+                   "no published rule")
     return unknown
 
 
@@ -119,7 +122,8 @@ def _responses_messages(body: Body, ctx: Context, tally: Tally) -> list[dict[str
 def _content_parts(message: dict[str, Any], ctx: Context, tally: Tally) -> int:
     """Images, tool calls and other non-text parts of one message; returns the unknown ones."""
     unknown = 0
-    for call in message.get("tool_calls") or ():
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
         function = call.get("function", {}) if isinstance(call, dict) else {}
         # The template of a call is not published: its name and arguments, as text (≈).
         tally.add("tool calls", ctx.count(_text(function.get("name")))
