@@ -318,6 +318,17 @@ def test_request_conflicts_are_usage_errors(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 2 and message in result.stderr
 
 
+def test_without_pillow_an_image_asks_for_it(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": _data_url(2, 2)}}]}]}
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL raises ImportError
+    result = runner.invoke(app, ["count", "--request", _write(tmp_path / "b.json", body)])
+    assert result.exit_code == 1
+    assert result.stderr == ("error: counting an image's tokens needs the 'pillow' package: "
+                             "pip install 'pillow>=10.1'\n")
+
+
 def test_pillow_is_imported_only_for_an_image() -> None:
     code = ("import sys, tokcost.requestbody.openai, tokcost.requestbody.anthropic; "
             "print('PIL' in sys.modules)")
