@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from tokcost import counting
 from tokcost.chat import ChatCount, load_messages
@@ -18,6 +18,9 @@ from tokcost.parts import Parts
 from tokcost.runner import RunConfig
 from tokcost.tokenizers import TokenizerChoice, TokenizerSelection, load_tokenizers, model_choice
 from tokcost.units import parse_count
+
+if TYPE_CHECKING:
+    from tokcost.requestbody import BodyCount
 
 __all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize"]
 
@@ -189,18 +192,63 @@ class ChatResult:
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
+@dataclass(frozen=True)
+class RequestModelCount:
+    id: str
+    tokenizer: str
+    counted: BodyCount
+    context_window: int | None
+
+    @property
+    def context_share(self) -> float | None:
+        return self.counted.total / self.context_window if self.context_window else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "tokenizer": self.tokenizer, **self.counted.to_dict(),
+                "context_window": self.context_window}
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """A whole request body counted for each model, part by part (``count --request``)."""
+
+    request: str  # the file, or <stdin>
+    format: str
+    models: tuple[RequestModelCount, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for m in self.models for n in m.counted.notes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "format": self.format,
+                "models": [m.to_dict() for m in self.models]}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest(Parts):
-    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o)."""
+    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o);
+    ``body``: ``chat`` is a whole request body (OpenAI Chat Completions or Responses,
+    Anthropic Messages), counted by each provider's rules (default: the body's model)."""
 
     chat: str | Path
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
     stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+    body: bool = False
+
+    def __post_init__(self) -> None:
+        if self.body and self.tokenizers.tokenizers:
+            raise UsageError(f"a request body is counted with each model's own tokenizer: give "
+                             f"{arg('models', 'ID')}, not {arg('tokenizers')}",
+                             param="tokenizers", related=("models",))
 
 
-def count_chat(request: ChatRequest | str | Path) -> ChatResult:
+def count_chat(request: ChatRequest | str | Path) -> ChatResult | RequestResult:
+    """A message list per model (ChatResult), or a whole request body (RequestResult)."""
     if not isinstance(request, ChatRequest):
         request = ChatRequest(chat=request)
+    if request.body:
+        return _count_body(request)
     messages, read = load_messages(str(request.chat), stdin=request.stdin)
     selection = request.tokenizers
     cat = selection.open_catalog()
@@ -217,6 +265,19 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
         rows.append(ChatModelCount(entry.id, choice.spec, choice.exact, count_messages(
             messages, choice.load(), entry.chat), entry.context_window))
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)
+
+
+def _count_body(request: ChatRequest) -> RequestResult:
+    from tokcost.requestbody import count_body, load_body
+    body = load_body(str(request.chat), stdin=request.stdin)
+    cat = request.tokenizers.open_catalog()
+    rows = []
+    for model_id in request.tokenizers.models or [body.model or DEFAULT_CHAT_MODEL]:
+        entry = cat.resolve(model_id)
+        choice = model_choice(entry)
+        rows.append(RequestModelCount(entry.id, choice.spec, count_body(body, entry, choice.load()),
+                                      entry.context_window))
+    return RequestResult(body.name, body.format, tuple(rows))
 
 
 @dataclass(frozen=True)

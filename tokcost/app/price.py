@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tokcost.app import names
 from tokcost.catalog import CatalogSource
@@ -14,13 +14,17 @@ from tokcost.pricing import CostBreakdown, estimate_cost, limit_warnings, requir
 from tokcost.tokenizers import model_choice, open_catalog
 from tokcost.units import parse_count
 
+if TYPE_CHECKING:
+    from tokcost.requestbody import BodyCount
+
 __all__ = ["PriceRequest", "price"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class PriceRequest:
-    """``requests`` identical requests of ``model``, the prompt given as ``input_tokens`` or as
-    ``paths`` (``-``: stdin); counts as people write them (``"12k"``)."""
+    """``requests`` identical requests of ``model``, the prompt given as ``input_tokens``, as
+    ``paths`` (``-``: stdin) or as a whole ``request`` body (a JSON file, counted by the
+    provider's rules: ``count --request``); counts as people write them (``"12k"``)."""
 
     model: str
     input_tokens: int | None = None
@@ -32,6 +36,7 @@ class PriceRequest:
     batch: bool = False
     requests: int = 1
     catalog: CatalogSource = None
+    request: str | Path | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -46,12 +51,15 @@ class PriceRequest:
             raise UsageError(f"{arg('requests')} must be a positive integer, got "
                              f"{self.requests}", param="requests")
         object.__setattr__(self, "paths", names(self.paths))
-        if self.paths and self.input_tokens is not None:
-            raise UsageError(f"give the prompt as files or as {arg('input_tokens')}, not both",
-                             param="input_tokens")
-        if not self.paths and self.input_tokens is None:
-            raise UsageError(f"give the prompt: {arg('input_tokens', 'N')}, or files / '-' "
-                             "for stdin", param="input_tokens")
+        given = [what for what, on in (("files", bool(self.paths)), (arg("input_tokens"),
+                 self.input_tokens is not None), (arg("request"), self.request is not None)) if on]
+        if len(given) > 1:
+            raise UsageError(f"give the prompt as {given[0]} or as {given[1]}, not both",
+                             param="input_tokens", related=("request",))
+        if not given:
+            raise UsageError(f"give the prompt: {arg('input_tokens', 'N')}, files / '-' for "
+                             f"stdin, or {arg('request', 'FILE')}", param="input_tokens",
+                             related=("request",))
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,12 @@ class PriceResult:
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
     input_counted_from_files: bool = False
     warnings: tuple[str, ...] = ()
+    request: BodyCount | None = None  # the request body's parts (price --request)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.breakdown.to_dict(), "input_counted_from_files":
-                self.input_counted_from_files, "exact": self.exact, "warnings": list(self.warnings)}
+                self.input_counted_from_files, "exact": self.exact, "warnings": list(self.warnings),
+                **({"request": self.request.to_dict()} if self.request else {})}
 
 
 def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResult:
@@ -74,7 +84,12 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
     entry = open_catalog(r.catalog).resolve(r.model)
     require_price(entry, batch=r.batch)  # before counting any file
     warnings: tuple[str, ...] = ()
-    exact, prompt = True, r.input_tokens
+    exact, prompt, counted = True, r.input_tokens, None
+    if r.request is not None:  # a whole request body, by the provider's rules
+        from tokcost.requestbody import count_body, load_body
+        counted = count_body(load_body(str(r.request), stdin=stdin), entry,
+                             model_choice(entry).load())
+        prompt, exact, warnings = counted.total, counted.exact, counted.notes
     if prompt is None:  # counted in the files by the model's tokenizer
         from tokcost.counting import Inputs, count_paths
         if not entry.tokenizer:
@@ -99,4 +114,4 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResul
         batch=r.batch, requests=r.requests)
     warnings += limit_warnings(entry, input_tokens=prompt, output_tokens=r.output_tokens,
                                reasoning_tokens=r.reasoning_tokens, exact=exact)
-    return PriceResult(breakdown, exact, bool(r.paths), warnings)
+    return PriceResult(breakdown, exact, bool(r.paths), warnings, counted)

@@ -34,6 +34,8 @@ Examples:
       a chat request with its per-message overhead
   tokcost count --chat - -m gpt-4o < messages.json
       a chat request from stdin
+  tokcost count --request body.json -m gpt-4o -m claude-sonnet-4-5
+      a whole request body (messages, tools, images) as each provider bills it
   tokcount notes.txt --truncate 100
       print the text cut to its first 100 tokens
   tokcount a.txt b.txt --tokens --json
@@ -64,16 +66,18 @@ FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False":
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
-def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool]) -> None:
+def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool],
+                     chat_flag: str = "--chat") -> None:
     """One usage error for output options that cannot all be honoured (``flags``: given?)."""
     given = [flag for flag, on in flags.items() if on]
     if chat is not None:
+        what = "message list" if chat_flag == "--chat" else "request body"
         if paths:
-            raise UsageError(f"--chat counts one message list, not files too ({paths[0]}); "
+            raise UsageError(f"{chat_flag} counts one {what}, not files too ({paths[0]}); "
                              "count the files in a run of their own")
         shown = [f for f in given if f != "--json"]
         if shown:
-            raise UsageError(f"--chat prints its own table or --json; drop {shown[0]}")
+            raise UsageError(f"{chat_flag} prints its own table or --json; drop {shown[0]}")
         return
     for first, second in itertools.combinations(given, 2):
         if not ("--json" in (first, second) and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
@@ -112,6 +116,11 @@ AllowSpecialOpt = Annotated[bool, typer.Option(
 ChatOpt = Annotated[str | None, typer.Option(
     "--chat", metavar="FILE", help="Count an OpenAI-style JSON message "
     "list ('-': stdin), with the model's per-message overhead (default model gpt-4o).")]
+RequestOpt = Annotated[str | None, typer.Option(
+    "--request", metavar="FILE", help="Count a whole request body ('-': stdin): OpenAI Chat "
+    "Completions or Responses, Anthropic Messages, with tools, images and documents, by each "
+    "provider's published rules (default model: the body's); --json marks each part exact or "
+    "approximate.")]
 TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
@@ -131,19 +140,26 @@ def count(paths: PathsArg = None, tokenizers: opt.TokenizersOpt = None, models: 
     no_gitignore: NoGitignoreOpt = False, follow: FollowOpt = False,
     allow_special: AllowSpecialOpt = False, chat: ChatOpt = None, tokens: TokensOpt = False,
     truncate: TruncateOpt = None, catalog: opt.CatalogOpt = None, verbose: VerboseOpt = False,
-    version: opt.VersionOpt = False) -> None:
+    version: opt.VersionOpt = False, request: RequestOpt = None) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du
     counts it; a symlink, FIFO, socket or device inside a folder is skipped with the reason
     (named directly, a FIFO such as <(cmd) is read).
     """
-    refuse_conflicts(paths=list(paths or []), chat=chat, flags={
+    if chat is not None and request is not None:
+        raise UsageError("--chat and --request cannot be combined: a request body holds its "
+                         "messages; give one")
+    refuse_conflicts(paths=list(paths or []), chat=chat or request, flags={
         "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
-        "--truncate": truncate is not None})
+        "--truncate": truncate is not None}, chat_flag="--chat" if request is None else "--request")
     selection = {"tokenizers": tokenizers or [], "models": models or [], "catalog": catalog}
     if chat is not None:
         _print_chat(tokcost.count_chat(tokcost.ChatRequest.of(chat=chat, **selection)), json_out)
+        return
+    if request is not None:
+        _print_request(tokcost.count_chat(tokcost.ChatRequest.of(
+            chat=request, body=True, **selection)), json_out)
         return
     inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
               "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore,
@@ -277,4 +293,22 @@ def _print_chat(result: Any, json_out: bool) -> None:
         shown.add_row(m.id, units.spec_label(m.tokenizer), str(c.messages),
                       _fmt(c.content_tokens, m.exact), str(c.overhead_tokens),
                       _fmt(c.total, m.exact), share)
+    out.print(shown)
+
+
+def _print_request(result: Any, json_out: bool) -> None:
+    for note in result.warnings:
+        warn(note)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    shown = table("model", "part", "tokens")
+    for m in result.models:
+        for p in m.counted.parts:
+            shown.add_row(m.id, p.kind, _fmt(p.tokens, p.exact))
+        share = "" if m.context_share is None else f" ({_pct(m.context_share)} of its window)"
+        if m.counted.unknown:  # the warnings say which and why
+            share += f", {m.counted.unknown} not counted"
+        shown.add_row(f"[bold]{m.id}[/bold]", "[bold]total[/bold]",
+                      f"[bold]{_fmt(m.counted.total, m.counted.exact)}[/bold]{share}")
     out.print(shown)

@@ -22,6 +22,7 @@ Examples:
   cat prompt.txt | tokcost price -m gemini-2.5-pro - --output-tokens 1k --json
   tokcost price -m o3 --input-tokens 2k --output-tokens 300 \\
     --reasoning-tokens 4k
+  tokcost price -m claude-sonnet-4-5 --request body.json --output-tokens 1k
 
 --input-tokens is the whole prompt; --cached-tokens and --cache-write-tokens are parts of it.
 """
@@ -46,14 +47,19 @@ def price(
         "--batch-api", help="Apply the provider's batch API discount.")] = False,
     requests: Annotated[str, _count("Number of identical requests.")] = "1",
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None) -> None:
+    catalog: CatalogOpt = None,
+    request: Annotated[str | None, typer.Option(
+        "--request", metavar="FILE", help="The prompt as a whole request body ('-': stdin): "
+        "OpenAI Chat Completions or Responses, Anthropic Messages, counted as `count --request` "
+        "counts it.")] = None) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
     counts: dict[str, Any] = {  # as typed: the request reads them ("12k")
         "input_tokens": input_tokens, "output_tokens": output_tokens, "requests": requests,
         "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,
         "reasoning_tokens": reasoning_tokens}
     result = tokcost.price(tokcost.PriceRequest(model=model, paths=tuple(paths or ()),
-                                                batch=batch, catalog=catalog, **counts))
+                                                batch=batch, catalog=catalog, request=request,
+                                                **counts))
     for note in result.warnings:  # the input policy's, as count gives them
         warn(note)
     if json_out:
