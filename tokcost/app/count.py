@@ -54,8 +54,9 @@ class _ManyInputs:
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
-        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                               verbose=verbose, hint=hint)
+        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes,
+                                               getattr(f, "encoding", counting.UTF8))
+                                              for f in self.files), verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
         if left_out is not None and not self.files and not self.skipped:
             notes += (left_out.note(names=names),)
@@ -139,7 +140,7 @@ class CountResult(_ManyInputs):
             "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
             "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
                        "tokens": {c.label: f.tokens[c.spec] for c in cols},
-                       "invalid_utf8_bytes": f.invalid_utf8_bytes}
+                       "invalid_utf8_bytes": f.invalid_utf8_bytes, "encoding": f.encoding}
                       for f in (self.files if v.by else shown)]}
         if v.by:
             doc |= {"by": v.by, "groups": [g.to_dict(labels) for g in shown]}
