@@ -30,6 +30,8 @@ Examples:
       stdin, and the share of gpt-4o's context window
   tokcost count docs/ --include '*.md' --json
       machine-readable, Markdown files only
+  tokcost count . --by lang --top 5
+      the five languages with the most tokens (also --by ext, --by dir)
   tokcost count --chat messages.json -m gpt-4o
       a chat request with its per-message overhead
   tokcost count --chat - -m gpt-4o < messages.json
@@ -120,13 +122,13 @@ TruncateOpt = Annotated[int | None, opt.count_option("--truncate", signed=False,
     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
     "document, text cut to COUNT tokens).")]
 ByOpt = Annotated[str | None, typer.Option(
-    "--by", metavar="ext|lang|dir", help="One row per extension, language (the name "
-    "Pygments gives the file name: Python, Markdown, Text only) or folder (dir: the first path "
-    "component below each folder named, as du -d 1: src/app/, src/main.py), with files, bytes "
-    "and tokens; --json adds groups[].")]
+    "--by", metavar="KEY", help="One row per ext (extension), lang (language: the name "
+    "Pygments gives the file name, as pygmentize -N) or dir (the first path component below "
+    "each folder named, as du -d 1 lists it: src/app/, src/main.py), with files, bytes and "
+    "tokens; --json adds groups[].")]
 SortOpt = Annotated[str | None, typer.Option(
-    "--sort", metavar="tokens|name|bytes", help="Order the rows: most tokens (first tokenizer) "
-    "or bytes first, or by name (default: as read; --by and --top: by tokens).")]
+    "--sort", metavar="KEY", help="Order the rows: tokens (most first, first tokenizer), "
+    "bytes (most first) or name (default: as read; --by and --top: by tokens).")]
 TopOpt = Annotated[int | None, opt.count_option("--top", signed=False, help="Show the first "
     "COUNT rows (sorted by tokens unless --sort), the rest summed up in one '(N more)' row; "
     "--json: others.")]

@@ -16,45 +16,37 @@ from functools import cache
 
 UNKNOWN = "(unknown)"  # no lexer claims the name (Pygments' names hold no parentheses)
 _GLOB = frozenset("*?[")
+_resolved: dict[tuple[str, ...], str] = {}  # the patterns a name matched -> Pygments' pick
 
 
 @cache
-def _table() -> tuple[dict[str, list[str]], dict[str, list[str]], list[tuple[str, str]]]:
-    """(exact name -> lexers, ".ext" -> lexers, other globs): built once, about 25 ms."""
+def _table() -> tuple[dict[str, list[str]], list[str]]:
+    """(exact name or '*.ext' -> the lexers claiming it, the other globs): built once, ~25 ms."""
     from pygments.lexers import get_all_lexers
 
-    exact: dict[str, list[str]] = {}
-    suffix: dict[str, list[str]] = {}
-    other: list[tuple[str, str]] = []
+    claims: dict[str, list[str]] = {}
     for name, _aliases, patterns, _mimetypes in get_all_lexers(plugins=False):
         for pattern in patterns:
-            if not _GLOB & set(pattern):
-                exact.setdefault(pattern, []).append(name)
-            elif pattern.startswith("*.") and not _GLOB & set(pattern[1:]):
-                suffix.setdefault(pattern[1:], []).append(name)
-            else:
-                other.append((pattern, name))
-    return exact, suffix, other
-
-
-@cache
-def _resolve(name: str) -> str:
-    from pygments.lexers import find_lexer_class_for_filename
-
-    found = find_lexer_class_for_filename(name)
-    return found.name if found is not None else UNKNOWN
+            claims.setdefault(pattern, []).append(name)
+    other = [p for p in claims if _GLOB & set(p) and not (p.startswith("*.")
+                                                           and not _GLOB & set(p[1:]))]
+    return claims, other
 
 
 def language(path: str) -> str:
     """'src/app.py' -> 'Python', 'Makefile' -> 'Makefile', 'x.h' -> 'C'; else UNKNOWN."""
     base = os.path.basename(path)
-    exact, suffix, other = _table()
-    if base in exact:
-        names = exact[base]
-        return names[0] if len(names) == 1 else _resolve(base)
-    dots = [i for i, c in enumerate(base) if c == "."]
-    for i in dots:  # the longest suffix first: '.min.js' before '.js'
-        names = suffix.get(base[i:], [])
-        if names:
-            return names[0] if len(names) == 1 else _resolve("x" + base[i:])
-    return next((name for pattern, name in other if fnmatch.fnmatchcase(base, pattern)), UNKNOWN)
+    claims, other = _table()
+    matched = [base] if base in claims else []
+    matched += [p for i, c in enumerate(base) if c == "." and (p := "*" + base[i:]) in claims]
+    matched += [p for p in other if fnmatch.fnmatchcase(base, p)]
+    lexers = {name for p in matched for name in claims[p]}
+    if len(lexers) < 2:
+        return lexers.pop() if lexers else UNKNOWN
+    key = tuple(matched)  # Pygments' pick depends only on the patterns matched
+    if key not in _resolved:
+        from pygments.lexers import find_lexer_class_for_filename
+
+        found = find_lexer_class_for_filename(base)
+        _resolved[key] = found.name if found is not None else UNKNOWN
+    return _resolved[key]
