@@ -54,8 +54,7 @@ class _ManyInputs:
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
-        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes,
-                                               getattr(f, "encoding", counting.UTF8))
+        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes, f.encoding)
                                               for f in self.files), verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
         if left_out is not None and not self.files and not self.skipped:
@@ -264,6 +263,7 @@ class TokenizeResult:
     input_tokens: int = 0
     max_tokens: int | None = None
     invalid_utf8_bytes: int = 0
+    encoding: str = counting.UTF8  # or the UTF-16/32 its byte order mark names
 
     @property
     def truncated(self) -> bool:
@@ -271,7 +271,7 @@ class TokenizeResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes, self.encoding)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "tokenizer": _choice_dict(self.tokenizer),
@@ -343,5 +343,5 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
             text = text[:-1]
         pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(shown))
         results.append(TokenizeResult(choice, tuple(shown), pieces, text, read.name, len(ids), top,
-                                      read.invalid_bytes))
+                                      read.invalid_bytes, read.encoding))
     return TokensResult(choice, tuple(results), tuple(skipped), top)
