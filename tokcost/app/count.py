@@ -13,7 +13,7 @@ from tokcost import counting
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import FileCount, Inputs, LeftOut, ProgressFn, Skipped
-from tokcost.counting.groups import CountView, Group, cut, group
+from tokcost.counting.groups import CountView, Group, group
 from tokcost.counting.inputs import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
@@ -123,7 +123,7 @@ class CountResult(_ManyInputs):
         rows: list[Any] = (
             v.order(group(self.files, v.by, self.roots), spec, lambda g: g.name) if v.by
             else v.order(self.files, spec, lambda f: f.path))
-        shown, left = cut(rows, v.top)
+        shown, left = (rows, []) if v.top is None else (rows[:v.top], rows[v.top:])
         if not left:
             return shown, None
         rest = Group(f"({len(left):,} more)", rows=len(left))

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from tokcost.errors import UsageError, arg
 from tokcost.units import parse_count
@@ -15,16 +15,6 @@ from tokcost.units import parse_count
 BY = ("ext", "lang", "dir")
 SORTS = ("tokens", "name", "bytes")
 NO_EXT = "(none)"
-
-
-class Counted(Protocol):
-    @property
-    def bytes(self) -> int: ...
-    @property
-    def tokens(self) -> dict[str, int]: ...
-
-
-T = TypeVar("T", bound=Counted)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,16 +38,16 @@ class CountView:
                 raise UsageError(f"{arg('top', top)}: give 1 or more rows", param="top")
             object.__setattr__(self, "top", top)
 
-    def order(self, rows: Sequence[T], spec: str, name: Callable[[T], str]) -> list[T]:
-        """``rows`` sorted as asked (ties by name), or as given; --top alone sorts by tokens."""
+    def order(self, rows: Sequence[Any], spec: str, name: Callable[[Any], str]) -> list[Any]:
+        """``rows`` (files or groups) sorted as asked (ties by name), or as given; --by or --top
+        alone sort by tokens."""
         sort = self.sort or ("tokens" if self.by or self.top else None)
-        if sort is None:
-            return list(rows)
         if sort == "name":
             return sorted(rows, key=name)
-        size: Callable[[T], int] = ((lambda r: r.tokens[spec]) if sort == "tokens"
-                                    else (lambda r: r.bytes))
-        return sorted(rows, key=lambda r: (-size(r), name(r)))
+        if sort is None:
+            return list(rows)
+        return sorted(rows, key=lambda r: (-(r.tokens[spec] if sort == "tokens" else r.bytes),
+                                           name(r)))
 
 
 @dataclass
@@ -113,8 +103,3 @@ def group(files: Iterable[Any], by: str, roots: Sequence[str] = ()) -> list[Grou
                 else key(f.path))
         groups.setdefault(name, Group(name)).add(1, f.bytes, f.chars, f.tokens)
     return list(groups.values())
-
-
-def cut(rows: list[T], top: int | None) -> tuple[list[T], list[T]]:
-    """The first ``top`` rows, and the rest."""
-    return (rows, []) if top is None else (rows[:top], rows[top:])

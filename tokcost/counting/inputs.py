@@ -124,8 +124,8 @@ def sniff_binary(data: bytes, offset: int = 0) -> str | None:
     if nul < 0:
         return None
     if offset == 0 and (encoding := bom_encoding(data)) is not None:  # a reader of UTF-8 only
-        return (f"{encoding} text (byte order mark), read here as UTF-8 only: convert it "
-                f"(iconv -f {encoding} -t UTF-8)")
+        return (f"{encoding} text (byte order mark), not read here (UTF-8 only): convert it "
+                f"with iconv -f {encoding} -t UTF-8")
     return f"binary (NUL byte at offset {offset + nul})"
 
 
