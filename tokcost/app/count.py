@@ -3,6 +3,7 @@ and the tokens themselves; each takes one request, or paths (``tokcost.count("RE
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from tokcost import counting
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import FileCount, Inputs, LeftOut, ProgressFn, Skipped
+from tokcost.counting.groups import CountView, Group, group
 from tokcost.counting.inputs import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
@@ -55,8 +57,8 @@ class _ManyInputs:
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
-        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                               verbose=verbose, hint=hint)
+        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes, f.encoding)
+                                              for f in self.files), verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
         if left_out is not None and not self.files and not self.skipped:
             notes += (left_out.note(names=names),)
@@ -97,6 +99,8 @@ class CountResult(_ManyInputs):
     files: tuple[FileCount, ...]
     skipped: tuple[Skipped, ...]
     left_out: LeftOut = field(default_factory=LeftOut)  # what the walk's rules left out
+    view: CountView = field(default_factory=CountView)
+    roots: tuple[str, ...] = ()  # the folders named, which --by dir sums up below
 
     @property
     def total_bytes(self) -> int:
@@ -115,17 +119,41 @@ class CountResult(_ManyInputs):
                                  c.model.context_window)
                      for c in self.tokenizers if c.model is not None)
 
+    def rows(self) -> tuple[list[Any], Group | None]:
+        """The rows to show as ``view`` asks (files, or groups with ``by``), sorted and cut to
+        ``top``, and the rows cut summed up in one, named '(N more)' (None: nothing cut)."""
+        v, spec = self.view, self.tokenizers[0].spec
+        rows: list[Any] = (
+            v.order(group(self.files, v.by, self.roots), spec, lambda g: g.name) if v.by
+            else v.order(self.files, spec, lambda f: f.path))
+        shown, left = (rows, []) if v.top is None else (rows[:v.top], rows[v.top:])
+        if not left:
+            return shown, None
+        rest = Group(f"({len(left):,} more)", rows=len(left))
+        for r in left:
+            rest.add(getattr(r, "files", 1), r.bytes, r.chars, r.tokens)
+        return shown, rest
+
     def to_dict(self) -> dict[str, Any]:
-        cols = self.tokenizers
-        return {"tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
-                "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
-                           "tokens": {c.label: f.tokens[c.spec] for c in cols},
-                           "invalid_utf8_bytes": f.invalid_utf8_bytes} for f in self.files],
-                "total": {"files": len(self.files), "bytes": self.total_bytes,
-                          "chars": self.total_chars,
-                          "tokens": {c.label: self.total_tokens(c) for c in cols}},
-                "models": [w.to_dict() for w in self.windows],
-                "skipped": [asdict(s) for s in self.skipped]}
+        cols, v = self.tokenizers, self.view
+        labels = {c.spec: c.label for c in cols}
+        shown, rest = self.rows()
+        doc: dict[str, Any] = {
+            "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
+            "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
+                       "tokens": {c.label: f.tokens[c.spec] for c in cols},
+                       "invalid_utf8_bytes": f.invalid_utf8_bytes, "encoding": f.encoding}
+                      for f in (self.files if v.by else shown)]}
+        if v.by:
+            doc |= {"by": v.by, "groups": [g.to_dict(labels) for g in shown]}
+        doc["total"] = {"files": len(self.files), "bytes": self.total_bytes,
+                        "chars": self.total_chars,
+                        "tokens": {c.label: self.total_tokens(c) for c in cols}}
+        if v.top is not None:  # what --top left out, so that the rows shown add up to the total
+            doc["others"] = None if rest is None else {
+                "rows": rest.rows, **{k: n for k, n in rest.to_dict(labels).items() if k != "name"}}
+        return doc | {"models": [w.to_dict() for w in self.windows],
+                      "skipped": [asdict(s) for s in self.skipped]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +163,7 @@ class CountRequest(Parts):
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
     run: RunConfig = field(default_factory=RunConfig)
+    view: CountView = field(default_factory=CountView)
     allow_special: bool = False
 
     def __post_init__(self) -> None:
@@ -151,7 +180,10 @@ def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) 
     report = counting.count_paths(request.inputs, load_tokenizers(choices), run=request.run,
                                   allow_special=request.allow_special, progress=progress,
                                   unique=True)
-    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out)
+    roots = (tuple(p for p in request.inputs.paths if os.path.isdir(p))
+             if request.view.by == "dir" else ())
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out,
+                       request.view, roots)
 
 
 @dataclass(frozen=True)
@@ -292,6 +324,7 @@ class TokenizeResult:
     input_tokens: int = 0
     max_tokens: int | None = None
     invalid_utf8_bytes: int = 0
+    encoding: str = counting.UTF8  # or the UTF-16/32 its byte order mark names
 
     @property
     def truncated(self) -> bool:
@@ -299,7 +332,7 @@ class TokenizeResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes, self.encoding)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "tokenizer": _choice_dict(self.tokenizer),
@@ -371,5 +404,5 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
             text = text[:-1]
         pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(shown))
         results.append(TokenizeResult(choice, tuple(shown), pieces, text, read.name, len(ids), top,
-                                      read.invalid_bytes))
+                                      read.invalid_bytes, read.encoding))
     return TokensResult(choice, tuple(results), tuple(skipped), top)
