@@ -1,10 +1,12 @@
 """A second KV tier in host memory (``kvmem estimate --cpu-offload SIZE``): what vLLM's native
 offloading or LMCache's CPU backend holds there, in their blocks; the GPU tier is unchanged.
 
-vLLM (vllm/config/vllm.py ``_post_init_kv_transfer_config``, the ``--kv-offloading-size`` /
-``--kv-offloading-backend`` options of CacheConfig): ``native`` gives the OffloadingConnector
-``cpu_bytes_to_use = size GiB x 2**30`` for the whole engine; ``lmcache`` gives each of the
-tp x pp ranks ``lmcache.max_local_cpu_size = size / (tp x pp)`` GiB."""
+vLLM (vllm/config/vllm.py ``_post_init_kv_transfer_config``, CacheConfig's
+``--kv-offloading-size`` GiB and ``--kv-offloading-backend``, native by default since PR #32421):
+``native`` gives the OffloadingConnector ``cpu_bytes_to_use = size x 2**30`` for the whole
+engine; ``lmcache`` gave LMCacheConnectorV1 ``lmcache.max_local_cpu_size = size / (tp x pp)``
+GiB per rank (newer vLLM starts LMCacheMPConnector and LMCache's own ``max_local_cpu_size``
+sets that share)."""
 
 from __future__ import annotations
 
