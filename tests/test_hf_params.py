@@ -135,3 +135,12 @@ def test_tied_embeddings_and_dtypes() -> None:
 def test_what_config_json_cannot_tell_is_said(change: dict[str, Any], fragment: str) -> None:
     found = config_weights({**_fixture("llama-3.1-8b"), **change}, "config.json")
     assert isinstance(found, str) and fragment in found
+
+
+def test_models_import_says_where_the_weights_came_from() -> None:
+    import tokcost
+
+    text = tokcost.import_model(tokcost.ImportModelRequest(
+        source=str(FIXTURES / "hf_configs" / "gpt-oss-120b"))).yaml
+    assert "weights_bytes: 65248815744   # 60.77 GiB, from config.json" in text
+    assert "params: {total: 116829156672, " in text
