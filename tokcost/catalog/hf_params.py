@@ -103,6 +103,9 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
 
 
 def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """q/k/v/o as transformers' LlamaAttention (bias: config.attention_bias), Qwen2Attention
+    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention (q_proj x 2 for its
+    output gate) and GptOssAttention (sinks) create them (models/*/modeling_*.py)."""
     heads = _need(f, "num_attention_heads", "the number of attention heads")
     kv = f.count("num_key_value_heads", "the number of kv heads") or heads
     dim = f.count("head_dim", "the attention head size") or hidden // heads
@@ -122,7 +125,8 @@ def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
 
 
 def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
-    """DeepSeek-V2/V3 attention: low-rank q (or a plain q_proj), the kv latent and rope key."""
+    """DeepSeek-V2/V3 attention (DeepseekV3Attention): low-rank q (or a plain q_proj) with its
+    norm, kv_a_proj_with_mqa to the latent and rope key, kv_a_layernorm, kv_b_proj, o_proj."""
     heads = _need(f, "num_attention_heads", "the number of attention heads")
     rope = _need(f, "qk_rope_head_dim", "the MLA rotary head size")
     nope = _need(f, "qk_nope_head_dim", "the MLA non-rotary head size")
@@ -142,7 +146,7 @@ def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
 
 
 def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
-    """A Gated DeltaNet layer (Qwen3-Next); other linear-attention families have no rule."""
+    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet); other linear layers have no rule."""
     if f.model_type != "qwen3_next":
         _unsupported(f, "linear-attention (state) layers")
     k_heads = _need(f, "linear_num_key_heads", "the linear-attention key heads")
@@ -159,6 +163,9 @@ def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
 
 
 def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
+    """A gated MLP (gate, up, down), or a router and experts: MixtralSparseMoeBlock,
+    Qwen2MoeSparseMoeBlock (shared_expert, shared_expert_gate), DeepseekV3MoE (shared_experts;
+    DeepseekV3TopkRouter's e_score_correction_bias), GptOssMLP (biased router and experts)."""
     experts, width, shared = _moe(f, i)
     if not experts:
         yield Part(_need(f, "intermediate_size", "the MLP width"), hidden, 3, linear=True)
@@ -206,7 +213,9 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
 
 
 def _siglip(vision: Mapping[str, Any], text: ConfigFields, where: str) -> Iterator[Part]:
-    """Gemma 3's SigLIP vision tower and its projector into the text model (vLLM loads both)."""
+    """Gemma 3's SigLIP vision tower (SiglipVisionEmbeddings: patch conv with bias, positions;
+    SiglipEncoderLayer; post_layernorm) and Gemma3MultiModalProjector (mm_input_projection_weight,
+    mm_soft_emb_norm): vLLM loads both."""
     if text.model_type != "gemma3_text":
         _unsupported(text, "a vision tower")
     v = ConfigFields(vision, f"{where} vision_config")
