@@ -50,8 +50,11 @@ Examples:
     --engine ideal
   tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k \\
     --efficiency 0.7
+  tokcost kvmem estimate -m llama-3.1-70b --gpu H100 --tp 4 \\
+    --context 32k --cpu-offload 200GiB
+      a second tier in host memory (vLLM's native offload)
   tokcost kvmem estimate --config ./Qwen3-8B --gpu H100
-      a model folder: config.json + shards
+      a model folder: config.json (+ shards: exact weights)
   tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k
       the Hugging Face cache, else the hub
 """
@@ -129,6 +132,12 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
     reserve: Annotated[str | None, typer.Option(
         "--reserve", help="Activation/overhead reserve per GPU (default 2GiB).")] = None,
+    cpu_offload: Annotated[str | None, typer.Option("--cpu-offload", metavar="SIZE",
+        help="Host memory for a second KV tier, all GPUs together: 100GiB (vLLM's "
+        "--kv-offloading-size, which counts GiB).")] = None,
+    offload_backend: Annotated[str, typer.Option("--offload-backend", "--kv-offloading-backend",
+        help="Who holds --cpu-offload: native (vLLM's OffloadingConnector) or lmcache.")
+        ] = "native",
     weights_dtype: Annotated[str | None, typer.Option(
         "--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4...")] = None,
     bandwidth: Annotated[str | None, typer.Option(
@@ -198,6 +207,13 @@ def _render(r: Any, ctx: typer.Context) -> None:
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
+    if (t := r.offload) is not None:
+        who = "vLLM native offload" if t.backend == "native" else "LMCache"
+        gpus = f" over {t.ranks} GPUs, {t.block_bytes:,} B each" if t.ranks > 1 else ""
+        gpu = f" (GPU pool: {r.fit.cache_tokens:,})" if r.fit is not None else ""
+        out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
+                  f"blocks of {t.block_bytes * t.ranks:,} B{gpus} = {t.blocks:,} blocks, "
+                  f"{t.tokens:,} tokens{gpu}", markup=False)
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
         err.print(f"note: {note.render(words)}", style="dim", markup=False)
@@ -209,6 +225,7 @@ def _table(r: Any) -> Any:
     prefill = any(row.prefill is not None for row in r.rows)
     names = ["context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"]
     names += ["max concurrency", "fits"] if r.fit is not None else []
+    names += ["host seqs"] if r.offload is not None else []
     names += ["decode tok/s", "bound"] if decode else []
     names += ["TTFT"] if prefill else []
     for name in names:
@@ -222,6 +239,8 @@ def _table(r: Any) -> Any:
             conc = row.max_concurrency
             cells += ["" if conc is None else f"{conc:,.2f}x",
                       "yes" if row.fits else "[red]no[/red]"]
+        if r.offload is not None:
+            cells.append(f"{r.offload.sequences(row.context):,}")
         if decode and row.decode is not None:
             # Bandwidth was the only limit checked: not a verdict against compute.
             cells += [f"{row.decode.tokens_per_s:,.0f}", row.decode.bound
