@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar, Protocol
 
@@ -69,28 +69,22 @@ Row = tuple[int, int, int, int, int, int, int]
 and logical paged blocks (0 for contiguous policies)."""
 
 
-@dataclass(eq=False, slots=True)
 class Run:
     """A request admitted at the start of step ``start``: its ``n`` samples run in lockstep
-    and each holds ``prompt + s - start + 1`` tokens after step ``s``."""
+    and each holds ``prompt + s - start + 1`` tokens after step ``s`` (``s + c``)."""
 
-    index: int  # position in the request stream
-    prompt: int
-    final: int  # tokens each sample holds when done
-    n: int
-    order: int  # admission order; the newest is preempted first
-    start: int
-    alive: bool = True
-    starts: list[int] = field(default_factory=list)  # contiguous: each sample's first slot
-    size: int = 0  # contiguous: slots reserved per sample
-    phase: int = 0  # paged: a sample takes a block at the steps s with s % block == phase
-    full: int = 0  # paged, shared: full prompt blocks every sample reads (stored once)
-    cow: int = 0  # paged, shared: blocks the first step copies (the partial prompt block)
+    __slots__ = ("alive", "c", "cow", "final", "full", "index", "n", "order", "phase", "prompt",
+                 "size", "start", "starts")
 
-    @property
-    def c(self) -> int:
-        """Tokens per sample after step s: ``s + c``."""
-        return self.prompt - self.start + 1
+    def __init__(self, index: int, r: Request, order: int, start: int) -> None:
+        self.index, self.prompt, self.final, self.n = index, r.prompt_tokens, r.total, r.n
+        self.order, self.start, self.c = order, start, r.prompt_tokens - start + 1
+        self.alive = True
+        self.starts: list[int] = []  # contiguous: each sample's first slot
+        self.size = 0  # contiguous: slots reserved per sample
+        self.phase = 0  # paged: a sample takes a block at the steps s with s % block == phase
+        self.full = 0  # paged, shared: full prompt blocks every sample reads (stored once)
+        self.cow = 0  # paged, shared: blocks the first step copies (the partial prompt block)
 
 
 class Host(Protocol):
@@ -98,7 +92,6 @@ class Host(Protocol):
 
     def newest(self) -> Run: ...
     def evict(self, run: Run) -> None: ...
-    @property
     def runs(self) -> int: ...
 
 
@@ -124,12 +117,8 @@ class Policy(ABC):
         """Slots needed to admit ``r`` into empty memory (and to finish it, if contiguous)."""
 
     @abstractmethod
-    def admit(self, run: Run) -> bool:
-        """Place ``run`` at the start of its step; False (nothing placed) if it does not fit."""
-
-    def _join(self, run: Run, sign: int) -> None:
-        self.live += sign * run.n
-        self.lc += sign * run.n * run.c
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
+        """Place ``r`` at the start of step ``start``; None (nothing placed) if it does not fit."""
 
     @abstractmethod
     def release(self, run: Run, now: int, *, grown: bool) -> None:
@@ -140,18 +129,14 @@ class Policy(ABC):
         return 0
 
     @abstractmethod
-    def sample(self, now: int, head: Request | None) -> StepSample:
+    def row(self, now: int, head: Request | None) -> Row:
         """The memory split after step ``now``; ``head`` is the request waiting, if any."""
-
-    def blocks(self) -> tuple[int, int]:
-        """(physical, logical) blocks held now: with and without prefix sharing."""
-        return 0, 0
 
     @abstractmethod
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
-        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or finishes:
-        how many passed before one would run out of memory, and their summed split."""
+        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released:
+        how many pass before one would run out of memory, and their summed split."""
 
     def _tokens(self, now: int, m: int) -> int:
         """Token states summed over steps now+1 .. now+m (each sample grows one a step)."""
@@ -166,70 +151,81 @@ class ContiguousPolicy(Policy):
         super().__post_init__()
         self._intervals: list[tuple[int, int]] = []  # (start, end), sorted
         self._sizes = self._finals = 0  # slots reserved; tokens the running samples will hold
+        self._split_of: tuple[Request | None, tuple[int, int, int]] | None = None  # memoized
 
     @abstractmethod
-    def reservation(self, r: Request | Run) -> int: ...
+    def reservation(self, total: int) -> int:
+        """Slots reserved for a sample that will hold ``total`` tokens."""
 
     def admit_need(self, r: Request) -> int:
-        return self.reservation(r) * r.n
+        return self.reservation(r.total) * r.n
 
     def _first_fit(self, size: int) -> int | None:
         pos = 0
-        for start, end in self._intervals:
+        for start, end in self._intervals:  # disjoint, sorted: each starts after the last ends
             if start - pos >= size:
                 return pos
-            pos = max(pos, end)
+            pos = end
         return pos if self.capacity - pos >= size else None
 
-    def admit(self, run: Run) -> bool:
-        size = run.size = self.reservation(run)
-        for _ in range(run.n):
-            start = self._first_fit(size)
-            if start is None:
-                for s in run.starts:
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
+        size, starts = self.reservation(r.total), []
+        for _ in range(r.n):
+            first = self._first_fit(size)
+            if first is None:
+                for s in starts:
                     self._intervals.remove((s, s + size))
-                run.starts.clear()
-                return False
-            bisect.insort(self._intervals, (start, start + size))
-            run.starts.append(start)
-        self._sizes += run.n * size
-        self._finals += run.n * run.final
-        self._join(run, 1)
-        return True
+                return None
+            bisect.insort(self._intervals, (first, first + size))
+            starts.append(first)
+        run = Run(index, r, order, start)
+        run.starts, run.size, self._split_of = starts, size, None
+        self._sizes += r.n * size
+        self._finals += r.n * run.final
+        self.live += r.n
+        self.lc += r.n * run.c
+        return run
 
     def release(self, run: Run, now: int, *, grown: bool) -> None:
         for s in run.starts:
             self._intervals.remove((s, s + run.size))
+        self._split_of = None
         self._sizes -= run.n * run.size
         self._finals -= run.n * run.final
-        self._join(run, -1)
+        self.live -= run.n
+        self.lc -= run.n * run.c
 
     def _split(self, head: Request | None) -> tuple[int, int, int]:
         """(internal, external, free): constant while nobody is admitted or finishes."""
-        free = self.capacity - self._sizes
-        if head is not None:
-            need = self.reservation(head)
-            # Enough free slots in total, but no gap large enough: external fragmentation.
-            if free >= need * head.n and self._largest_gap() < need:
-                return self._sizes - self._finals, free, 0
-        return self._sizes - self._finals, 0, free
+        if self._split_of is not None and self._split_of[0] is head:
+            return self._split_of[1]
+        free, split = self.capacity - self._sizes, (self._sizes - self._finals, 0, 0)
+        need = 0 if head is None else self.reservation(head.total)
+        # Enough free slots in total, but no gap large enough: external fragmentation.
+        if head is not None and free >= need * head.n and self._largest_gap() < need:
+            split = (split[0], free, 0)
+        else:
+            split = (split[0], 0, free)
+        self._split_of = (head, split)
+        return split
 
     def _largest_gap(self) -> int:
-        pos = gap = 0
-        for start, end in self._intervals:
-            gap, pos = max(gap, start - pos), max(pos, end)
-        return max(gap, self.capacity - pos)
+        iv = self._intervals
+        if not iv:
+            return self.capacity
+        return max(iv[0][0], self.capacity - iv[-1][1],
+                   max((b[0] - a[1] for a, b in zip(iv, iv[1:])), default=0))
 
-    def sample(self, now: int, head: Request | None) -> StepSample:
-        tokens = self._tokens(now - 1, 1)
-        return StepSample(tokens, self._finals - tokens, *self._split(head), self.live)
+    def row(self, now: int, head: Request | None) -> Row:
+        tokens = self.live * now + self.lc
+        return (tokens, self._finals - tokens, *self._split(head), 0, 0)
 
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
         internal, external, free = self._split(head)
         if samples is not None:
             samples.extend(StepSample(t, self._finals - t, internal, external, free, self.live)
-                           for t in (self._tokens(s - 1, 1) for s in range(now + 1, now + limit + 1)))
+                           for t in (self.live * s + self.lc for s in range(now + 1, now + limit + 1)))
         tokens = self._tokens(now, limit)
         return limit, (tokens, limit * self._finals - tokens, limit * internal,
                        limit * external, limit * free, 0, 0)
@@ -238,30 +234,29 @@ class ContiguousPolicy(Policy):
 class MaxPolicy(ContiguousPolicy):
     name = PolicyName.MAX
 
-    def reservation(self, r: Request | Run) -> int:
+    def reservation(self, total: int) -> int:
         return self.max_len
 
 
 class Pow2Policy(ContiguousPolicy):
     name = PolicyName.POW2
 
-    def reservation(self, r: Request | Run) -> int:
-        total = r.total if isinstance(r, Request) else r.final
+    def reservation(self, total: int) -> int:
         return min(next_pow2(total), max(self.max_len, total))
 
 
 class OraclePolicy(ContiguousPolicy):
     name = PolicyName.ORACLE
 
-    def reservation(self, r: Request | Run) -> int:
-        return r.total if isinstance(r, Request) else r.final
+    def reservation(self, total: int) -> int:
+        return total
 
 
 @dataclass(eq=False)
 class PagedPolicy(Policy):
-    """Blocks on demand; samples share the prompt's full blocks, copy the partial one on
-    their first write (vLLM's block manager, counted: no block ids are needed for the
-    split). A sample takes a block at each step where its length reaches k * block + 1."""
+    """Blocks on demand; samples share the prompt's full blocks and copy the partial one on
+    their first write (vLLM's block manager, counted: the split needs no block ids). A sample
+    takes a block at each step where its length reaches k * block + 1."""
 
     name = PolicyName.PAGED
     paged = True
@@ -284,43 +279,47 @@ class PagedPolicy(Policy):
             return (full + (per_seq - full) * r.n) * self.b
         return per_seq * r.n * self.b
 
-    def admit(self, run: Run) -> bool:
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
         # The prompt's blocks plus one block per sample of headroom for the first tokens.
-        prompt_blocks = -(-run.prompt // self.b)
-        shared = self.share_prefix and run.n > 1
-        held = prompt_blocks if shared else prompt_blocks * run.n
-        if held + run.n > self.num_blocks - self.used:
-            return False
+        n, b = r.n, self.b
+        prompt_blocks = -(-r.prompt_tokens // b)
+        shared = self.share_prefix and n > 1
+        held = prompt_blocks if shared else prompt_blocks * n
+        if held + n > self.num_blocks - self.used:
+            return None
         self.used += held
+        run = Run(index, r, order, start)
         if shared:
-            run.full = run.prompt // self.b
+            run.full = r.prompt_tokens // b
             # The first token of each sample but the last goes into a copy of the shared
             # partial block (copy-on-write; the last sharer keeps the original).
-            run.cow = run.n - 1 if run.prompt % self.b else 0
-        run.phase = (1 - run.c) % self.b
-        self._hist[run.phase] += run.n
-        self._phases[run.phase][run.order] = run
-        self.saved += (run.n - 1) * run.full
-        self._join(run, 1)
+            run.cow = n - 1 if r.prompt_tokens % b else 0
+            self.saved += (n - 1) * run.full
+        run.phase = phase = (1 - run.c) % b
+        self._hist[phase] += n
+        self._phases[phase][order] = run
+        self.live += n
+        self.lc += n * run.c
         self._fresh.append(run)
-        return True
-
-    def _held(self, run: Run, length: int) -> int:
-        return run.n * -(-length // self.b) - (run.n - 1) * run.full
+        return run
 
     def release(self, run: Run, now: int, *, grown: bool) -> None:
-        length = run.prompt + now - run.start + grown
+        n, length = run.n, run.prompt + now - run.start + grown
+        held = n * -(-length // self.b) - (n - 1) * run.full
         # Preempted before its first step: its prompt blocks, the partial one not yet copied.
-        self.used -= self._held(run, length) - (run.cow if length == run.prompt else 0)
-        self._hist[run.phase] -= run.n
+        self.used -= held - run.cow if length == run.prompt else held
+        self._hist[run.phase] -= n
         del self._phases[run.phase][run.order]
-        self.saved -= (run.n - 1) * run.full
-        self._join(run, -1)
+        self.saved -= (n - 1) * run.full
+        self.live -= n
+        self.lc -= n * run.c
 
     def grow(self, now: int, host: Host) -> int:
         fresh, self._fresh = self._fresh, []
         phase = now % self.b
-        demand = self._hist[phase] + sum(run.cow for run in fresh)
+        demand = self._hist[phase]
+        for run in fresh:
+            demand += run.cow
         if self.used + demand <= self.num_blocks:
             self.used += demand
             return 0
@@ -336,7 +335,7 @@ class PagedPolicy(Policy):
             preemptions += 1
             while self.num_blocks - self.used < need:
                 victim = host.newest()
-                if victim is run and host.runs == 1:
+                if victim is run and host.runs() == 1:
                     raise UsageError(f"memory too small for one request under '{self.name}'")
                 host.evict(victim)
                 if victim is run:
@@ -345,14 +344,12 @@ class PagedPolicy(Policy):
                 self.used += need
         return preemptions
 
-    def sample(self, now: int, head: Request | None) -> StepSample:
+    def row(self, now: int, head: Request | None) -> Row:
         # After a step only the full prompt blocks are still shared: stored once, read n times.
-        tokens = self._tokens(now - 1, 1) - self.saved * self.b
+        tokens = self.live * now + self.lc - self.saved * self.b
         allocated = self.used * self.b
-        return StepSample(tokens, 0, allocated - tokens, 0, self.capacity - allocated, self.live)
-
-    def blocks(self) -> tuple[int, int]:
-        return self.used, self.used + self.saved
+        return (tokens, 0, allocated - tokens, 0, self.capacity - allocated, self.used,
+                self.used + self.saved)
 
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
@@ -367,16 +364,16 @@ class PagedPolicy(Policy):
             used_sum = (q * b * used + q * live * (q * b + 1) - q * offsets
                         - live * b * q * (q - 1) // 2)
             used, m = used + q * live, q * b
-        while m < limit:  # then step by step, fewer than b steps or blocks for one cycle
+        while m < limit:  # then step by step: fewer than b steps or blocks for one cycle
             step = now + m + 1
             if used + hist[step % b] > self.num_blocks:
-                break  # this step runs out of blocks: the loop serves it one by one
+                break  # this step runs out of blocks: the loop serves it on its own
             used += hist[step % b]
             used_sum += used
             m += 1
             if samples is not None:
                 self.used = used
-                samples.append(self.sample(step, head))
+                samples.append(StepSample(*self.row(step, head)[:5], self.live))
         self.used = used
         tokens = self._tokens(now, m) - m * self.saved * b
         allocated = b * used_sum

@@ -58,34 +58,43 @@ class PolicyReport:
 
 @dataclass
 class _Tally:
-    saturated_sums: list[int] = field(default_factory=lambda: [0] * 5)  # requests waited
-    busy_sums: list[int] = field(default_factory=lambda: [0] * 5)  # every busy step
+    # The split summed over the steps in which requests waited for memory, and over the rest.
+    waited: list[int] = field(default_factory=lambda: [0] * 7)
+    other: list[int] = field(default_factory=lambda: [0] * 7)
     saturated: int = 0
     steps: int = 0
     completed: int = 0
     preemptions: int = 0
     peak: int = 0
     batch_sum: int = 0
-    physical: int = 0
-    logical: int = 0
 
     def add(self, row: Row, steps: int, live: int, saturated: bool) -> None:
         """``steps`` steps with ``live`` sequences, their split summed in ``row``."""
         self.steps += steps
-        self.peak, self.batch_sum = max(self.peak, live), self.batch_sum + live * steps
-        for k in range(5):
-            self.busy_sums[k] += row[k]
-            self.saturated_sums[k] += row[k] if saturated else 0
-        self.saturated += steps if saturated else 0
-        self.physical, self.logical = self.physical + row[5], self.logical + row[6]
+        self.batch_sum += live * steps
+        if live > self.peak:
+            self.peak = live
+        if saturated:
+            self.saturated += steps
+        sums = self.waited if saturated else self.other
+        sums[0] += row[0]
+        sums[1] += row[1]
+        sums[2] += row[2]
+        sums[3] += row[3]
+        sums[4] += row[4]
+        sums[5] += row[5]
+        sums[6] += row[6]
 
     def report(self, pol: Policy, shared: bool) -> PolicyReport:
+        busy = [a + b for a, b in zip(self.waited, self.other, strict=True)]
         # How memory is used while requests wait for it; else over every busy step.
-        sums, steps = ((self.saturated_sums, self.saturated) if self.saturated
-                       else (self.busy_sums, max(1, self.steps)))
-        tokens, reserved, internal, external, free = (s / (steps * pol.capacity) for s in sums)
+        sums, steps = ((self.waited, self.saturated) if self.saturated
+                       else (busy, max(1, self.steps)))
+        tokens, reserved, internal, external, free = (s / (steps * pol.capacity)
+                                                      for s in sums[:5])
+        physical, logical = busy[5:]
         saved = None if not (pol.paged and shared) else (
-            1 - self.physical / self.logical if self.logical else 0.0)
+            1 - physical / logical if logical else 0.0)
         return PolicyReport(
             pol.name.value, pol.block_size if pol.paged else None, pol.capacity, tokens,
             reserved, internal, external, free, peak_batch=self.peak,
@@ -95,8 +104,8 @@ class _Tally:
 
 
 class _Loop:
-    """One policy serving the stream: ``step`` serves one decode step in full, ``coast`` the
-    steps after it in which nothing but growth happens."""
+    """One policy serving the stream: one step served in full (an admission, a step that runs
+    out of blocks), then the steps up to the next event at once."""
 
     def __init__(self, pol: Policy, reqs: Sequence[Request], samples: list[StepSample] | None,
                  progress: Progress | None) -> None:
@@ -105,11 +114,9 @@ class _Loop:
         self.queue: deque[int] = deque(sorted(range(len(reqs)), key=lambda i: reqs[i].arrival))
         self.running: dict[int, Run] = {}  # by admission order, oldest first
         self.finish: list[tuple[int, int, Run]] = []  # (last step, order, run), a heap
-        self.tally, self.now, self.admitted = _Tally(), 0, 0
-        self.failed: int | None = None  # the head that did not fit at this step's start
+        self.tally, self.now = _Tally(), 0
         self.released = False  # memory freed in this step
 
-    @property
     def runs(self) -> int:
         return len(self.running)
 
@@ -123,45 +130,66 @@ class _Loop:
         self.pol.release(run, self.now, grown=False)
         self.queue.appendleft(run.index)
 
-    def run(self) -> _Tally:
-        while self.queue or self.running:
-            self.step()
-            self.coast()
-        return self.tally
+    def run(self) -> _Tally:  # the hot loop: one iteration per event, hence its length
+        pol, reqs, queue, running, finish = self.pol, self.reqs, self.queue, self.running, \
+            self.finish
+        tally, samples, admitted, push = self.tally, self.samples, 0, heapq.heappush
+        while queue or running:
+            now = self.now
+            if not running and reqs[queue[0]].arrival > now:
+                now = reqs[queue[0]].arrival  # idle until the next request arrives
+            # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
+            failed, self.released = None, False
+            while queue and reqs[first := queue[0]].arrival <= now:
+                run = pol.admit(reqs[first], first, admitted, now + 1)
+                if run is None:
+                    failed = first
+                    break
+                queue.popleft()
+                running[admitted] = run
+                admitted += 1
+                push(finish, (run.start + run.final - run.prompt - 1, admitted, run))
+            if not running:
+                raise UsageError("a request cannot be admitted into empty memory")  # checked
+            self.now = now = now + 1
+            # 2. Every running sequence produces one token.
+            tally.preemptions += pol.grow(now, self)
+            # 3. Measure: a request that has arrived but not been admitted waits for memory.
+            head = reqs[queue[0]] if queue and reqs[queue[0]].arrival < now else None
+            row = pol.row(now, head)
+            tally.add(row, 1, pol.live, head is not None)
+            if samples is not None:
+                samples.append(StepSample(*row[:5], pol.live))
+            # 4. Finished requests free their memory; then the steps with no event, at once.
+            if finish and (finish[0][0] == now or not finish[0][2].alive):
+                self._finish()
+            if running and not self.released and (not queue or failed == queue[0]
+                                                  or reqs[queue[0]].arrival > now):
+                self._coast()
+        return tally
 
-    def step(self) -> None:
-        pol, reqs, queue, running = self.pol, self.reqs, self.queue, self.running
-        if not running and reqs[queue[0]].arrival > self.now:
-            self.now = reqs[queue[0]].arrival  # idle until the next request arrives
-        # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
-        self.failed, self.released = None, False
-        while queue and reqs[queue[0]].arrival <= self.now:
-            r = reqs[queue[0]]
-            run = Run(queue[0], r.prompt_tokens, r.total, r.n, self.admitted, self.now + 1)
-            if not pol.admit(run):
-                self.failed = queue[0]
-                break
-            queue.popleft()
-            running[run.order] = run
-            self.admitted += 1
-            heapq.heappush(self.finish, (run.start + r.output_tokens - 1, run.order, run))
-        if not running:
-            raise UsageError("a request cannot be admitted into empty memory")  # checked before
-        self.now += 1
-        # 2. Every running sequence produces one token.
-        self.tally.preemptions += pol.grow(self.now, self)
-        # 3. Measure: a request that has arrived but not been admitted waits for memory.
-        head = reqs[queue[0]] if queue and reqs[queue[0]].arrival < self.now else None
-        sample = pol.sample(self.now, head)
-        self.tally.add((sample.token_states, sample.reserved, sample.internal, sample.external,
-                        sample.free, *pol.blocks()), 1, sample.live_sequences, head is not None)
-        if self.samples is not None:
-            self.samples.append(sample)
-        # 4. Finished requests free their memory.
-        self._finish(self.now)
+    def _coast(self) -> None:
+        """Serve the steps up to the next event at once: each sample only grows (none if
+        memory runs out in the next step). Their last may finish requests."""
+        limit, head, queue, reqs = 1 << 62, None, self.queue, self.reqs
+        if queue:
+            arrival = reqs[queue[0]].arrival
+            if arrival > self.now:
+                limit = arrival - self.now  # it arrives: the step after may admit it
+            else:
+                head = reqs[queue[0]]  # it waits: memory only fills until a release
+        while self.finish and not self.finish[0][2].alive:
+            heapq.heappop(self.finish)
+        if self.finish:
+            limit = min(limit, self.finish[0][0] - self.now)
+        m, row = self.pol.advance(self.now, limit, head, self.samples)
+        if m:
+            self.tally.add(row, m, self.pol.live, head is not None)
+            self.now += m
+            self._finish()
 
-    def _finish(self, now: int) -> None:
-        finish, done = self.finish, self.tally.completed
+    def _finish(self) -> None:
+        finish, done, now = self.finish, self.tally.completed, self.now
         while finish and (not finish[0][2].alive or finish[0][0] == now):
             run = heapq.heappop(finish)[2]
             if run.alive:
@@ -171,28 +199,6 @@ class _Loop:
                 self.tally.completed += 1
         if self.progress and self.tally.completed // _PROGRESS_EVERY > done // _PROGRESS_EVERY:
             self.progress(self.tally.completed)
-
-    def coast(self) -> None:
-        """Serve the steps up to the next event at once (none if the next step is one)."""
-        if not self.running:
-            return
-        limit, head, queue, reqs = 1 << 62, None, self.queue, self.reqs
-        if queue:
-            arrival = reqs[queue[0]].arrival
-            if arrival > self.now:
-                limit = arrival - self.now  # it arrives: the step after is an admission
-            elif self.released or self.failed != queue[0]:
-                return  # memory was freed or the head changed: the next step may admit
-            else:
-                head = reqs[queue[0]]  # it waits, and memory only fills until an event
-        if self.finish:
-            limit = min(limit, self.finish[0][0] - self.now - 1)
-        if limit <= 0:
-            return
-        m, row = self.pol.advance(self.now, limit, head, self.samples)
-        if m:
-            self.tally.add(row, m, self.pol.live, head is not None)
-            self.now += m
 
 
 def _infeasible(pol: Policy, reqs: Sequence[Request]) -> str | None:
