@@ -299,3 +299,35 @@ def test_every_admissible_workload_completes(
         assert "needs" in str(err)  # refused up front: one request exceeds memory
         return
     assert report.completed == len(reqs)
+
+
+def test_a_policy_that_cannot_fit_is_marked_while_the_others_run() -> None:
+    # 'max' reserves --max-len (4,096) per request: more than the 3,000 slots; the rest fit.
+    res = runner.invoke(app, ["kvmem", "simulate", "--slots", "3000", "--max-len", "4096",
+                              "--dist", "fixed:100,100", "--requests", "20", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {p["policy"]: p for p in json.loads(res.stdout)["policies"]}
+    assert rows["max"]["infeasible"].startswith("request 0 (100+100 tokens x 1) needs 4,096 KV")
+    assert rows["max"]["token_states"] is None and rows["max"]["steps"] is None
+    assert all(rows[p]["infeasible"] is None and rows[p]["completed"] == 20
+               for p in ("pow2", "oracle", "paged"))
+    table = runner.invoke(app, ["kvmem", "simulate", "--slots", "3000", "--max-len", "4096",
+                                "--dist", "fixed:100,100", "--requests", "20"])
+    assert table.exit_code == 0, table.output
+    assert "max is infeasible: request 0" in table.stdout and "paged/16" in table.stdout
+
+
+def test_progress_counts_requests_served_under_every_policy() -> None:
+    import tokcost
+    calls: list[tuple[int, int]] = []
+    request = tokcost.SimulationRequest.of(slots=4096, distribution="fixed:4,4", requests=9000,
+                                           policies="oracle,paged")
+    tokcost.simulate(request, on_progress=lambda done, total: calls.append((done, total)))
+    done = [d for d, _ in calls]
+    assert {t for _, t in calls} == {18000} and done == sorted(set(done))
+    assert 9000 in done and done[-1] == 18000 and len(done) >= 6  # every 4,096 and each end
+
+
+def test_no_progress_bar_when_stderr_is_piped() -> None:
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "20"])
+    assert res.exit_code == 0 and "serving" not in res.stderr

@@ -166,6 +166,8 @@ class _Loop:
             if running and not self.released and (not queue or failed == queue[0]
                                                   or reqs[queue[0]].arrival > now):
                 self._coast()
+        if self.progress:
+            self.progress(tally.completed)
         return tally
 
     def _coast(self) -> None:
@@ -240,6 +242,8 @@ def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
     infeasible while the others run (an error only if none can). ``progress`` hears
     (requests served, requests x policies)."""
     total, reports = len(requests) * len(policies), []
+    if progress is not None:
+        progress(0, total)
     for k, name in enumerate(policies):
         pol = make_policy(name, capacity_tokens, max_len=max_len, block_size=block_size)
         done = k * len(requests)
