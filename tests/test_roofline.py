@@ -303,7 +303,8 @@ def test_table_says_which_limit_binds_and_the_ttft() -> None:
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if "context" in line)
     assert "bound" in header and "TTFT" in header
-    assert "bandwidth bound: 195.5 tok/s per sequence" in result.output
+    assert "bandwidth bound: at most 195.5 tok/s per sequence" in result.output
+    assert "decode tok/s (upper bound)" in header
     assert "compute bound: time to first token 150.8 ms" in result.output
     assert "efficiency 1" in result.output  # the assumption is stated
 
@@ -328,7 +329,8 @@ def test_json_decode_keys() -> None:
     assert set(decode) == {
         "weights_bytes", "kv_bytes", "step_bytes", "bandwidth_bytes_per_s", "flops",
         "peak_flops_per_s", "efficiency", "experts_touched", "bandwidth_ms", "compute_ms",
-        "bound", "step_ms", "tokens_per_s_per_sequence", "tokens_per_s",
+        "allreduce_bytes", "allreduce_ms", "bound", "step_ms",
+        "tokens_per_s_per_sequence_upper_bound", "tokens_per_s_upper_bound",
     }
     assert decode["bound"] == "compute" and decode["efficiency"] == 0.5
     assert decode["step_ms"] == pytest.approx(2 * 8.3185, abs=1e-3)

@@ -191,7 +191,7 @@ def _table(r: Any) -> Any:
     prefill = any(row.prefill is not None for row in r.rows)
     names = ["context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"]
     names += ["max concurrency", "fits"] if r.fit is not None else []
-    names += ["decode tok/s", "bound"] if decode else []
+    names += ["decode tok/s (upper bound)", "bound"] if decode else []
     names += ["TTFT"] if prefill else []
     for name in names:
         grid.add_column(name, justify="center" if name == "fits" else "left" if name == "bound"
@@ -240,16 +240,20 @@ def _limits(step: Any, lead: str, kv: str) -> str:
             f"{step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s{eff} = "
             f"{_time(step.bandwidth_seconds)}; ")
     if step.peak_flops_per_s is None or step.compute_seconds is None:
-        return text + "compute not checked"
-    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
-            f"= {_time(step.compute_seconds)}")
+        text += "compute not checked"
+    else:
+        text += (f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+                 f"= {_time(step.compute_seconds)}")
+    if (comm := step.allreduce_seconds) is not None:
+        text += f"; + all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
+    return text
 
 
 def _render_roofline(r: Any) -> None:
     row = r.rows[-1]
     if (d := row.decode) is not None:
         out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "
-                  f"{d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+                  f"at most {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
                   f"{d.tokens_per_s:,.0f} tok/s total")
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
