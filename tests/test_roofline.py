@@ -369,3 +369,31 @@ def test_bound_cell_says_when_compute_was_not_checked(args: list[str], bound: st
     assert note in result.stderr
     assert ("(no FLOP/s)" in row) == ("no FLOP/s" in bound)
     assert "this GPU states" not in result.stderr
+
+
+def test_tensor_parallel_passes_add_the_ring_all_reduces() -> None:
+    """DeepSeek-V3 (61 layers, hidden 7,168) on 8 H200s (NVLink 900 GB/s both ways): one
+    token's step sends 2 all-reduces x 61 layers x 2 x 7/8 x 7,168 x 2 B = 3,060,736 B from
+    each GPU at 450 GB/s, added to the slower of the two roofs."""
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--gpu", "H200",
+                                 "--tp", "8", "--context", "32k", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    decode, prefill = doc["contexts"][0]["decode"], doc["contexts"][0]["prefill"]
+    assert decode["allreduce_bytes"] == 2 * 61 * 2 * 7 * 7168 * 2 // 8 == 3_060_736
+    assert decode["allreduce_ms"] == pytest.approx(3_060_736 / 450e9 * 1000, abs=1e-4)
+    assert decode["step_ms"] == pytest.approx(
+        max(decode["bandwidth_ms"], decode["compute_ms"]) + decode["allreduce_ms"], abs=1e-3)
+    assert decode["tokens_per_s_upper_bound"] == pytest.approx(1000 / decode["step_ms"], rel=1e-3)
+    assert prefill["allreduce_bytes"] == 32_000 * 3_060_736
+    assert any("two all-reduces per layer" in n for n in doc["notes"])
+
+
+def test_one_gpu_moves_nothing_and_an_unknown_link_is_said() -> None:
+    one = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
+                              "--context", "1k", "--json"])
+    assert json.loads(one.stdout)["contexts"][0]["decode"]["allreduce_bytes"] == 0
+    bare = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-70b", "--bandwidth", "3TB",
+                               "--kv-memory", "20GiB", "--tp", "4", "--context", "1k"])
+    assert bare.exit_code == 0, bare.output
+    assert "all-reduces between GPUs are not modelled" in bare.output

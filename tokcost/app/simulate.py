@@ -156,7 +156,8 @@ def simulate(request: SimulationRequest, *,
                 if pool.model and pool.kv_memory_bytes else f"{pool.capacity_tokens:,} token slots")
         source = (work.trace.name if work.trace is not None
                   else f"{work.requests} {work.distribution}-like requests")
-        plot_policies([r for r in reports if r.infeasible is None], out.plot, title=f"Where KV-cache memory goes: {what}, {source}")
+        plot_policies([r for r in reports if r.infeasible is None], out.plot,
+                      title=f"Where KV-cache memory goes: {what}, {source}")
     return replace(pool, requests=len(reqs), samples_per_request=work.samples,
                    workload=str(work.trace) if work.trace is not None else work.distribution,
                    seed=work.seed, rate=work.rate, policies=tuple(reports),

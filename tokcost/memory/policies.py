@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from itertools import pairwise
 from typing import ClassVar, Protocol
 
 from tokcost.errors import UsageError, arg
@@ -16,7 +17,8 @@ from tokcost.memory.blocks import check_block_size
 from tokcost.memory.workload import Request
 
 __all__ = ["POLICIES", "ContiguousPolicy", "MaxPolicy", "OraclePolicy", "PagedPolicy", "Policy",
-           "PolicyName", "Pow2Policy", "Row", "Run", "StepSample", "make_policy", "next_pow2", "policy_names"]
+           "PolicyName", "Pow2Policy", "Row", "Run", "StepSample", "make_policy", "next_pow2",
+           "policy_names"]
 
 
 class PolicyName(str, Enum):
@@ -169,7 +171,7 @@ class ContiguousPolicy(Policy):
         return pos if self.capacity - pos >= size else None
 
     def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
-        size, starts = self.reservation(r.total), []
+        size, starts = self.reservation(r.total), list[int]()
         for _ in range(r.n):
             first = self._first_fit(size)
             if first is None:
@@ -214,7 +216,7 @@ class ContiguousPolicy(Policy):
         if not iv:
             return self.capacity
         return max(iv[0][0], self.capacity - iv[-1][1],
-                   max((b[0] - a[1] for a, b in zip(iv, iv[1:])), default=0))
+                   max((b[0] - a[1] for a, b in pairwise(iv)), default=0))
 
     def row(self, now: int, head: Request | None) -> Row:
         tokens = self.live * now + self.lc
@@ -224,8 +226,9 @@ class ContiguousPolicy(Policy):
                 samples: list[StepSample] | None) -> tuple[int, Row]:
         internal, external, free = self._split(head)
         if samples is not None:
+            steps = range(now + 1, now + limit + 1)
             samples.extend(StepSample(t, self._finals - t, internal, external, free, self.live)
-                           for t in (self.live * s + self.lc for s in range(now + 1, now + limit + 1)))
+                           for t in (self.live * s + self.lc for s in steps))
         tokens = self._tokens(now, limit)
         return limit, (tokens, limit * self._finals - tokens, limit * internal,
                        limit * external, limit * free, 0, 0)

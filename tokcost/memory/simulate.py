@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.policies import (
-    POLICIES, Policy, PolicyName, Row, Run, StepSample, make_policy)
+from tokcost.memory.policies import POLICIES, Policy, PolicyName, Row, Run, StepSample, make_policy
 from tokcost.memory.workload import Request
 
 __all__ = ["PolicyReport", "compare_policies", "simulate"]
