@@ -331,3 +331,34 @@ def test_progress_counts_requests_served_under_every_policy() -> None:
 def test_no_progress_bar_when_stderr_is_piped() -> None:
     res = runner.invoke(app, ["kvmem", "simulate", "--requests", "20"])
     assert res.exit_code == 0 and "serving" not in res.stderr
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    block=st.sampled_from([1, 3, 8, 16]),
+    blocks=st.integers(8, 200),
+    shapes=st.lists(st.tuples(st.integers(1, 90), st.integers(1, 200), st.sampled_from([1, 2, 3]),
+                              st.integers(0, 400)), min_size=1, max_size=12),
+    policy=st.sampled_from(POLICIES),
+)
+def test_steps_summed_at_once_equal_steps_served_one_by_one(
+    block: int, blocks: int, shapes: list[tuple[int, int, int, int]], policy: str
+) -> None:
+    """Between events the loop sums the steps in closed form (whole block cycles at once);
+    asked for every step's sample it serves them one by one: the reports must agree, and the
+    samples must add up to the shares the report averages."""
+    cap = blocks * block
+    reqs = [Request(p, o, n=n, arrival=a) for p, o, n, a in shapes]
+    run = lambda samples: simulate(reqs, capacity_tokens=cap, policy=policy,  # noqa: E731
+                                   block_size=block, max_len=10**6, samples=samples)
+    try:
+        fast = run(None)
+    except UsageError as err:
+        assert "needs" in str(err)
+        return
+    samples: list[StepSample] = []
+    assert run(samples) == fast and len(samples) == fast.steps
+    if fast.saturated_steps == 0:  # averaged over every busy step: the samples' mean
+        mean = sum(s.token_states for s in samples) / (len(samples) * (cap // block * block
+                                                                         if policy == "paged" else cap))
+        assert fast.token_states == pytest.approx(mean)

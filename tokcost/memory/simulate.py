@@ -76,13 +76,8 @@ class _Tally:
         if saturated:
             self.saturated += steps
         sums = self.waited if saturated else self.other
-        sums[0] += row[0]
-        sums[1] += row[1]
-        sums[2] += row[2]
-        sums[3] += row[3]
-        sums[4] += row[4]
-        sums[5] += row[5]
-        sums[6] += row[6]
+        for k, value in enumerate(row):
+            sums[k] += value
 
     def report(self, pol: Policy, shared: bool) -> PolicyReport:
         busy = [a + b for a, b in zip(self.waited, self.other, strict=True)]
