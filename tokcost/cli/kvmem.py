@@ -226,7 +226,7 @@ def _table(r: Any) -> Any:
     names = ["context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"]
     names += ["max concurrency", "fits"] if r.fit is not None else []
     names += ["host seqs"] if r.offload is not None else []
-    names += ["decode tok/s", "bound"] if decode else []
+    names += ["decode tok/s (upper bound)", "bound"] if decode else []
     names += ["TTFT"] if prefill else []
     for name in names:
         grid.add_column(name, justify="center" if name == "fits" else "left" if name == "bound"
@@ -277,16 +277,20 @@ def _limits(step: Any, lead: str, kv: str) -> str:
             f"{step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s{eff} = "
             f"{_time(step.bandwidth_seconds)}; ")
     if step.peak_flops_per_s is None or step.compute_seconds is None:
-        return text + "compute not checked"
-    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
-            f"= {_time(step.compute_seconds)}")
+        text += "compute not checked"
+    else:
+        text += (f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+                 f"= {_time(step.compute_seconds)}")
+    if (comm := step.allreduce_seconds) is not None:
+        text += f"; + all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
+    return text
 
 
 def _render_roofline(r: Any) -> None:
     row = r.rows[-1]
     if (d := row.decode) is not None:
         out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "
-                  f"{d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+                  f"at most {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
                   f"{d.tokens_per_s:,.0f} tok/s total")
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
@@ -345,7 +349,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
-    result = tokcost.simulate(tokcost.SimulationRequest.of(**given(ctx)))
+    result = _simulate(tokcost.SimulationRequest.of(**given(ctx)))
     if result.clipped_requests:
         cut, drawn = result.clipped_requests, result.requests
         limit = (f"--max-len {result.max_len:,}" if max_len is not None
@@ -361,6 +365,18 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         err.print(f"wrote {plot}")
 
 
+def _simulate(request: Any) -> Any:
+    """``tokcost.simulate``, with a progress bar on stderr when a person watches it."""
+    if not progress_enabled():
+        return tokcost.simulate(request)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    with Progress(TextColumn("serving"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True) as progress:
+        task = progress.add_task("serve", total=None)
+        return tokcost.simulate(request, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
+
+
 def _render_simulation(result: Any) -> None:
     n, head = result.samples_per_request, f"{result.requests} requests"
     where = f"{result.model}, " if result.model else ""
@@ -369,6 +385,9 @@ def _render_simulation(result: Any) -> None:
                  f"{result.capacity_tokens:,} token slots of KV memory, max length "
                  f"{result.max_len:,}")
     for r in result.policies:
+        if r.infeasible:
+            grid.add_row(r.label, "[red]infeasible[/red]", *["-"] * 8)
+            continue
         grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
                      f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
                      f"{r.free:.1%}", str(r.peak_batch), f"{r.mean_batch:.1f}", f"{r.steps:,}",
@@ -378,9 +397,12 @@ def _render_simulation(result: Any) -> None:
         if r.prefix_sharing_saved is not None:
             out.print(f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
                       f"saving {r.prefix_sharing_saved:.1%} of the paged blocks", markup=False)
+    for r in result.policies:
+        if r.infeasible:
+            out.print(f"{r.label} is infeasible: {r.infeasible}", markup=False)
     # The notes and the legend explain the table; they are not data, so stderr.
     for r in result.policies:
-        if r.saturated_steps == 0:
+        if r.saturated_steps == 0 and not r.infeasible:
             err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
                       "shares are averaged over every busy step, so 'free' is memory nobody "
                       "needed", markup=False)

@@ -140,7 +140,8 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     if peaks is not None:
         roofline = Roofline(arch, dep.layout, peaks, weights_dtype=weights_dtype, model=entry.id)
         notes += roofline_notes(arch, peaks, batch=request.batch, gpu=gpu.name if gpu else None,
-                                weights_dtype=weights_dtype, model=entry.id)
+                                weights_dtype=weights_dtype, model=entry.id,
+                                tp=dep.layout.tp)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
     tier = None
     if request.offload.cpu_offload is not None:
