@@ -88,8 +88,14 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
     pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
+    dcp: Annotated[int, typer.Option("--dcp", "--decode-context-parallel-size",
+        help="vLLM's decode context parallel: GPUs of the TP group that split each "
+        "sequence's tokens.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", "--data-parallel-size",
+        help="Data-parallel engines, each with its own cache.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager), sglang (its token pools) or ideal (bytes truly held).")] = "vllm",
+        "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools) or "
+        "ideal (bytes truly held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
         metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
         "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
@@ -105,8 +111,9 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
         "--gpu-memory", metavar="SIZE", help="GPU memory instead of --gpu: 80GiB, 24GB.")] = None,
-    gpu_util: Annotated[float, typer.Option(
-        "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization.")] = 0.9,
+    gpu_util: Annotated[float | None, typer.Option(
+        "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization "
+        "(default: the release's, 0.92 from v0.21, 0.9 before).")] = None,
     kv_memory: Annotated[str | None, typer.Option(
         "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
     reserve: Annotated[str | None, typer.Option(
