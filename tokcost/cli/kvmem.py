@@ -88,10 +88,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
     pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
-    dcp: Annotated[int, typer.Option("--dcp", "--decode-context-parallel-size",
+    dcp: Annotated[int, typer.Option("--dcp", "--decode-context-parallel-size", metavar="N",
         help="vLLM's decode context parallel: GPUs of the TP group that split each "
         "sequence's tokens.")] = 1,
-    dp: Annotated[int, typer.Option("--dp", "--data-parallel-size",
+    dp: Annotated[int, typer.Option("--dp", "--data-parallel-size", metavar="N",
         help="Data-parallel engines, each with its own cache.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
         "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools) or "

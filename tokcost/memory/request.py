@@ -119,7 +119,8 @@ class Parallelism:
         if tp % dcp:
             # DCP reuses the TP group's GPUs (vllm/config/parallel.py; PR #23734)
             raise UsageError(f"{arg('dcp', dcp)} must divide {arg('tp', tp)}: decode context "
-                             "parallel splits the tensor-parallel group", param="dcp")
+                             "parallel splits the tensor-parallel group", param="dcp",
+                             related=("tp",))
 
 
 @dataclass(frozen=True, kw_only=True)

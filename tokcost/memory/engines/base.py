@@ -31,12 +31,11 @@ class Release:
 
     @classmethod
     def parse(cls, text: str, engine: str) -> Release:
-        major, dot, minor = str(text).strip().lower().removeprefix("v").partition(".")
-        minor = minor.partition(".")[0]  # a patch release follows its minor's rules
-        if not (dot and major.isdigit() and minor.isdigit() and len(major + minor) < 7):
+        parts = str(text).strip().lower().removeprefix("v").split(".")  # a patch: its minor's
+        if not (2 <= len(parts) <= 3 and all(p.isdigit() and len(p) < 5 for p in parts)):
             raise UsageError(f"{arg('engine', f'{engine}@{text}')} names no release; write the "
                              f"version as MAJOR.MINOR, e.g. {engine}@0.20", param="engine")
-        return cls(int(major), int(minor))
+        return cls(int(parts[0]), int(parts[1]))
 
     def __str__(self) -> str:
         return f"v{self.major}.{self.minor}"
@@ -232,9 +231,11 @@ class Engine(ABC):
                              f"versions; use {arg('engine', cls.name)}", param="engine")
         release = given if isinstance(given, Release) else Release.parse(given, cls.name)
         if release < cls.releases[0]:
+            oldest, newest = cls.releases
+            span = f"{oldest}" if oldest == newest else f"{oldest} to {newest}"
             raise UsageError(f"{arg('engine', f'{cls.name}@{given}')} is older than tokcost "
-                             f"models: {cls.title} {cls.releases[0]} to {cls.releases[1]} (and "
-                             "later releases, by the newest rules)", param="engine")
+                             f"models: {cls.title} {span} (and later releases, by {newest}'s "
+                             "rules)", param="engine")
         return release
 
     @property
@@ -244,7 +245,8 @@ class Engine(ABC):
         if release is None or self.releases is None:
             return self.code
         newest = self.releases[1]
-        which = ("the newest release tokcost models" if release == newest else
+        which = ("the release tokcost models" if release == newest == self.releases[0] else
+                 "the newest release tokcost models" if release == newest else
                  f"by the rules of {newest}, the newest tokcost models" if release > newest
                  else f"{self.name}@{release.major}.{release.minor}")
         return f"{self.title} {release} ({which}); {self.code}"

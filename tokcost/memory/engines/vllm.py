@@ -410,8 +410,10 @@ class Vllm(Engine):
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
-        util = (f"gpu_memory_utilization {self.default_util:g} is {self.release}'s default "
-                f"(0.92 from v0.21, PR #38284; 0.9 before); " if dep.util is None else "")
+        util = "" if dep.util is not None else (
+            "gpu_memory_utilization 0.92: vLLM's default from v0.21 (PR #38284; 0.9 before, "
+            f"{arg('engine', 'vllm@0.20')}); " if self.release >= V0_21 else
+            "gpu_memory_utilization 0.9: vLLM's default before v0.21 (0.92 from v0.21); ")
         graphs = ("its CUDA-graph estimate (from v0.21, PR #30515; "
                   "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 leaves it out)"
                   if self.release >= V0_21 else "not the CUDA graphs (before v0.21 they are "
