@@ -172,3 +172,8 @@ def test_data_parallel_engines_each_hold_a_cache() -> None:
     data = json.loads(runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--dp", "4",
                                           "--dcp", "1", "--json"]).stdout)
     assert (data["dp"], data["dcp"]) == (4, 1)
+
+
+def test_dcp_is_refused_under_a_cache_policy() -> None:
+    with pytest.raises(UsageError, match="not under"):
+        estimate(model="deepseek-v3", kv_memory="40GiB", tp=8, dcp=8, evict="window:1024")

@@ -226,7 +226,8 @@ def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note
     if dep.dcp > 1:
         notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds every "
                           f"{dep.dcp}th token of a sequence (vLLM PR #23734), so a GPU's pool "
-                          f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's share"))
+                          f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's "
+                          "share (the decode roofline still reads the whole sequence)"))
     if dp > 1:
         # vllm/config/cache.py: kv_cache_size_tokens is "per-DP-engine"; SGLang's DP likewise.
         conc = report.max_concurrency

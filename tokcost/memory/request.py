@@ -240,6 +240,10 @@ class KvRequest(Parts):
             raise UsageError(f"{arg('batch', f'{batch:,}')} is beyond {MAX_BATCH:,} sequences "
                              "at once; engines run hundreds", param="batch")
         self.engine_spec.profile.check(self)
+        if self.parallel.dcp > 1 and (self.cache.evict is not None or self.cache.residual):
+            raise UsageError(f"{arg('dcp')} is modelled for the engine's own cache, not under "
+                             f"{arg('evict')} or {arg('residual')}; drop one",
+                             param="dcp", related=("evict", "residual"))
         budget, roof = self.budget, self.roofline
         knobs = {"gpu_util": budget.gpu_util is not None,
                  "reserve": budget.reserve is not None, **self.engine_spec.profile.gpu_knobs()}
