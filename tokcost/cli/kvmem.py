@@ -73,7 +73,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     # A string: the library also takes bfloat16/half and answers a typo with "did you mean".
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
         "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
-        "scales).")] = "bf16",
+        "scales); vLLM's fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4, "
+        "fp8_ds_mla.")] = "bf16",
     kv_group_size: Annotated[int | None, count_option(
         "--kv-group-size", help="Quantization group of int8/int4 (64).")] = None,
     evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC",

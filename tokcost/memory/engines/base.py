@@ -285,6 +285,10 @@ class Engine(ABC):
 
     def layout_note(self, dtype: KvDtype) -> Note | None:
         """A cache layout tokcost models that the engine does not have."""
+        if dtype.engine is not None:
+            return None if dtype.engine == self.name else Note(
+                f"{dtype.name} is {dtype.engine}'s KV cache layout; {self.name} has none of that "
+                "name (its bytes are sized as that engine stores them)")
         if dtype.group is None:
             return None
         return Note(f"{dtype.name} caches use tokcost's per-group scales; {self.name} has no "
