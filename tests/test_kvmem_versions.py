@@ -177,3 +177,12 @@ def test_data_parallel_engines_each_hold_a_cache() -> None:
 def test_dcp_is_refused_under_a_cache_policy() -> None:
     with pytest.raises(UsageError, match="not under"):
         estimate(model="deepseek-v3", kv_memory="40GiB", tp=8, dcp=8, evict="window:1024")
+
+
+def test_kv_cache_memory_is_vllms_flag_for_the_budget() -> None:
+    """vLLM's --kv-cache-memory (PR #21489) sizes the cache in bytes, whatever the utilization:
+    151,519,866,880 B (the value in the PR's own log) // 2 MiB blocks = 72,250."""
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-cache-memory",
+                                 "151519866880", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["engine"]["num_blocks"] == 151_519_866_880 // 2**21

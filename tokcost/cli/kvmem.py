@@ -116,7 +116,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization "
         "(default: the release's, 0.92 from v0.21, 0.9 before).")] = None,
     kv_memory: Annotated[str | None, typer.Option(
-        "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
+        "--kv-memory", "--kv-cache-memory", help="KV memory per GPU as vLLM logs it, or vLLM's "
+        "--kv-cache-memory (skips the estimate and the utilization).")] = None,
     reserve: Annotated[str | None, typer.Option(
         "--reserve", help="Activation/overhead reserve per GPU (default 2GiB).")] = None,
     weights_dtype: Annotated[str | None, typer.Option(
