@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture
 from tokcost.cli.app import app
+from tokcost.errors import InputError
 from tokcost.memory.kv import kv_layout
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs_families"
@@ -61,3 +62,45 @@ def test_glm_45_is_gqa_moe() -> None:
     assert (a.kv_heads, a.head_dim, a.experts, a.experts_per_token) == (8, 128, 160, 8)
     assert kv_layout(a).bytes_per_token == 376_832
     assert kv_layout(a, tp=8).bytes_per_token == 47_104
+
+
+def test_deepseek_v32_caches_its_indexer_keys_beside_the_latent() -> None:
+    """DeepSeek-V3.2: 61 MLA layers, each with the indexer's fp8 keys of 128 and a float32
+    scale = 132 B per token (whatever the KV dtype): 61 x (1,152 + 132) = 78,324 B in bf16,
+    61 x (656 + 132) = 48,068 B in fp8_ds_mla, the layout vLLM runs it with."""
+    a = arch("deepseek-v3.2-exp")
+    assert a.attention.type == "mla" and a.attention.indexer_head_dim == 128
+    assert kv_layout(a).bytes_per_token == 78_324
+    assert kv_layout(a, "fp8_ds_mla").bytes_per_token == 61 * 788 == 48_068
+    assert kv_layout(a, "fp8_ds_mla").indexer_bytes == 132
+    # DeepSeek-V3 states no indexer: its cache is the latent alone
+    v3 = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v3" /
+                     "config.json").read_text())
+    assert architecture_from_config(v3, where="config.json").attention.indexer_head_dim is None
+
+
+def test_deepseek_v32_is_one_vllm_group_and_sglang_is_refused() -> None:
+    """vLLM keeps the indexer pages in the MLA layers' group (UniformTypeKVCacheSpecs):
+    40 GiB // (64 x 48,068 B) = 13,961 blocks of 64 tokens (FlashMLA on Hopper)."""
+    folder = str(FIXTURES / "deepseek-v3.2-exp")
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-dtype",
+                                 "fp8_ds_mla", "--kv-memory", "40GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    engine = json.loads(result.stdout)["engine"]
+    assert len(engine["groups"]) == 1 and engine["block_size"] == 64
+    assert engine["num_blocks"] == 40 * 2**30 // (64 * 48_068) == 13_961
+    sg = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang",
+                             "--kv-memory", "40GiB"])
+    assert sg.exit_code == 2 and "indexer (NSA) are not modelled" in sg.output
+
+
+def test_a_shared_indexer_is_refused() -> None:
+    """GLM-5 style configs share the indexer across layers (indexer_types): not modelled."""
+    config = json.loads((FIXTURES / "deepseek-v3.2-exp" / "config.json").read_text())
+    config["index_topk_freq"] = 4
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as exc:
+        assert "shares its sparse-attention indexer" in str(exc)
+    else:
+        raise AssertionError("a shared indexer was read as one per layer")

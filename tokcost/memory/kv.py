@@ -125,6 +125,7 @@ class KvLayout:
     kv_heads_per_gpu: int | None
     dtype: KvDtype
     tp: int
+    indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -207,6 +208,8 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
                              f"is {att.kv_lora_rank} + {att.qk_rope_head_dim}", param="kv_dtype")
         token_bytes["mla"] = (FP8_DS_MLA_BYTES if dtype.name == "fp8_ds_mla" else
                               dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim))
+        indexer = indexer_bytes(att.indexer_head_dim)
+        token_bytes["mla"] += indexer
     if any(k in ("full", "sliding") for k in kinds):
         kv_heads, head_dim = attention_shape(arch, model)
         if kv_heads % tp and tp % kv_heads:
@@ -225,7 +228,16 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
-    return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
+    return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
+                    indexer if att.type == "mla" else 0)
+
+
+def indexer_bytes(head_dim: int | None) -> int:
+    """DeepSeek-V3.2's indexer cache, a token in one layer: fp8 keys and a float32 scale per 128
+    (``DeepseekV32IndexerCache``, head_dim + head_dim // 128 x 4 uint8, whatever the KV dtype;
+    vllm/model_executor/models/deepseek_v2.py). vLLM keeps it in the MLA layers' group
+    (``UniformTypeKVCacheSpecs``: one block's page is the sum of the layers' pages)."""
+    return 0 if head_dim is None else head_dim + head_dim // 128 * 4
 
 
 def _check_layout(dtype: KvDtype, mla: bool, model: str) -> None:

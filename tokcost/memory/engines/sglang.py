@@ -271,6 +271,9 @@ class Sglang(Engine):
               settings: dict[str, object] | None = None) -> SglangPlan:
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
+        if layout.indexer_bytes:
+            raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
+                             f"not modelled; use {arg('engine', 'vllm')}", param="engine")
         hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
             dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
