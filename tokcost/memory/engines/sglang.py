@@ -210,7 +210,8 @@ class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
     code: ClassVar[str] = "token pools (model_runner_kv_cache_mixin.py)"
-    # One release modelled: sglang@0.4 is refused rather than answered with v0.5's pools.
+    # One release modelled: the default fraction is PR #10975's heuristic (Sep 2025); older
+    # releases had another, so sglang@0.4 is refused rather than answered with v0.5's.
     releases: ClassVar[tuple[Release, Release] | None] = (V0_5, V0_5)
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
