@@ -29,14 +29,14 @@ class HFTokenizerAdapter:
 
     releases_gil = True
     count_backend = "tokenizers"
+    cut_punct = False  # spaces only (tokcost.adapters.hf_cuts says why)
     max_chars = MAX_ENCODE_CHARS  # the most one encode call takes
     stream_chars = STREAM_CHARS  # chunks handed to ``count`` are cut to about this
 
     def __init__(self, name: str, tokenizer: HFTokenizer, *, exact: bool = True) -> None:
-        from tokcost.adapters.hf_cuts import cut_plan
+        from tokcost.adapters.hf_cuts import streamable
         self.name, self.tokenizer, self.exact = name, tokenizer, exact
-        plan = cut_plan(tokenizer)
-        self.streamable, self.cut_punct = plan is not None, bool(plan)
+        self.streamable = streamable(tokenizer)
 
     @property
     def vocab_size(self) -> int:

@@ -1,38 +1,36 @@
-"""Which ``tokenizer.json`` pipelines count chunk by chunk exactly, and with which of
-tokcost.counting's cuts: (P) before punctuation after a letter or digit, (S) before a space
-between two letters or two digits. A pipeline not proven here counts whole texts.
+"""Which ``tokenizer.json`` pipelines count chunk by chunk exactly: those where every cut of
+tokcost.counting's space rule (before U+0020 between two letters or two digits) is one that the
+pipeline never joins text across. A pipeline not proven here counts whole texts.
 
 Why a cut c is exact, step by step (huggingface/tokenizers, tokenizers/src/tokenizer/mod.rs
 ``encode_single_sequence``: added tokens, normalizer, pre-tokenizer, then the model on each
 pre-token alone, so equal pre-tokens give equal ids; ``count`` adds no post-processor tokens):
 
-- Normalizer: none; or NFC, NFD, NFKC, NFKD, Lowercase in a Sequence, and then (S) only. U+0020
-  has combining class 0, composes with nothing before it and maps to itself, so each Unicode
-  form of ``a + b`` is the forms of ``a`` and ``b`` joined when ``b`` starts with it (UAX #15,
-  "Stable Code Points"); Lowercase maps each character alone (normalizer.rs,
-  ``NormalizedString::lowercase``). NFC may end a letter with a mark (U+0958 -> U+0915 U+093C),
-  which a punctuation run takes in: hence no (P) behind a normalizer.
-- Regex splits (ByteLevel's GPT-2 regex, or one ``Split`` with a regex below, Isolated): the
-  piece holding the letter or digit before c is a letter, digit or contraction run, none of
-  which takes in a space or such punctuation, so it ends at c; the next match starts at c and
-  depends on the text from c on (no look-behind, no anchors). Before c, only ``\\s+(?!\\S)``
-  could match differently once the text ends at c, and it matches whitespace, which the text
-  before c does not end with. tiktoken's spellings of the same patterns were argued so for
-  tiktoken (tokcost.counting.cuts); the Hugging Face spellings differ only in these runs.
-- DeepSeek's three Splits: the first two match digit runs and CJK runs, never a space, and have
-  no look-around, so no match crosses an (S) cut and each side splits alone as the whole did;
-  the third is a regex split as above (ASCII punctuation + Latin letters, letters and marks
-  with an optional non-letter prefix, punctuation runs, whitespace). Only (S): ゠ and ・ are
-  punctuation inside its CJK class.
-- Metaspace (split=true) and Whitespace/WhitespaceSplit start a piece at every space, so any
-  space is a cut: (S) only. Metaspace prepends ▁ to a split that does not start with one
-  (metaspace.rs); text after an (S) cut starts with a space, now ▁, so nothing is prepended.
-  ByteLevel's add_prefix_space likewise, as the first step (byte_level.rs): (S) only.
+- Normalizer: none, or NFC, NFD, NFKC, NFKD, Lowercase in a Sequence. U+0020 has combining
+  class 0, composes with nothing before it and maps to itself, so each Unicode form of ``a + b``
+  is the forms of ``a`` and ``b`` joined when ``b`` starts with it (UAX #15, "Stable Code
+  Points"); Lowercase maps each character alone (normalizer.rs, ``NormalizedString::lowercase``).
+  Neither makes the character before c whitespace (NFKC could, for a regex split: NFC at most).
+- Regex splits (ByteLevel's GPT-2 regex, or one ``Split`` with a regex below, Isolated): in each,
+  a space is inside a piece only as its first character or after whitespace, so the piece
+  before c ends at c; the next match starts at c and depends on the text from c on (no
+  look-behind, no anchors). Before c, only ``\\s+(?!\\S)`` could match differently once the text
+  ends at c, and it matches whitespace, which the text before c does not end with.
+- DeepSeek's three Splits: the first two match digit runs and CJK runs, never a space, with no
+  look-around, so no match crosses c and each side splits alone as the whole did; the third is
+  a regex split as above.
+- Metaspace (split=true) and Whitespace/WhitespaceSplit start a piece at every space. Metaspace
+  prepends ▁ to a split that does not start with one (metaspace.rs); text after c starts with a
+  space, now ▁, so nothing is prepended; ByteLevel's add_prefix_space likewise (byte_level.rs).
 - Later steps run on each piece alone, so equal pieces stay equal; Metaspace's "first" scheme
   looks at a piece's offset in the whole text, so it may not come later.
 - Added tokens are matched on the text before all this (added_vocabulary.rs): a cut never falls
   inside one (tokcost.counting.cuts.Specials); lstrip/rstrip/single_word look past the token, so
   a tokenizer with one counts whole texts; one matched after normalizing must hold no space.
+
+Not the punctuation cut: which characters are letters comes from Python's Unicode tables there
+and Oniguruma's here; a letter one knows and the other does not joins a punctuation run (and NFC
+may end a letter with a mark: U+0958 -> U+0915 U+093C, then U+093C and ``.`` are one piece).
 """
 
 from __future__ import annotations
@@ -86,38 +84,35 @@ def _regex(step: dict[str, Any]) -> str | None:
     return regex.replace("\r", r"\r").replace("\n", r"\n")
 
 
-def _first(steps: list[dict[str, Any]], norms: set[str]) -> tuple[bool, int] | None:
-    """``(punct, steps it covers)`` for the pipeline's first split, or None: unproven."""
+def _first(steps: list[dict[str, Any]], norms: set[str]) -> int | None:
+    """How many steps the pipeline's first split covers, or None: unproven."""
     first = steps[0]
     kind = first.get("type")
     regex_ok = norms <= {"NFC"}  # regex splits are argued under NFC at most
     if tuple(_regex(s) for s in steps[:3]) == DEEPSEEK_REGEXES:
-        return (False, 3) if regex_ok else None
-    if kind == "ByteLevel" and first.get("use_regex", True) or _regex(first) in REGEXES:
-        prefix = kind == "ByteLevel" and first.get("add_prefix_space", False)
-        return (not norms and not prefix, 1) if regex_ok else None
-    if kind == "Metaspace" and first.get("split", True) or kind in ("Whitespace",
-                                                                    "WhitespaceSplit"):
-        return False, 1
+        return 3 if regex_ok else None
+    if (kind == "ByteLevel" and first.get("use_regex", True)) or _regex(first) in REGEXES:
+        return 1 if regex_ok else None
+    if (kind == "Metaspace" and first.get("split", True)) or kind in ("Whitespace",
+                                                                      "WhitespaceSplit"):
+        return 1
     return None
 
 
-def cut_plan(tokenizer: Any) -> bool | None:
-    """Whether ``tokenizer`` may cut before punctuation too (True) or at spaces only (False),
-    or None: it counts whole texts (see the module's argument)."""
+def streamable(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` counts chunks cut at tokcost's space rule as the whole text."""
     norms = {str(s.get("type")) for s in _steps(tokenizer.normalizer, "normalizers")}
     steps = _steps(tokenizer.pre_tokenizer, "pretokenizers")
-    found = _first(steps, norms) if steps and norms <= _NORMALIZERS else None
-    if found is None:
-        return None
-    punct, used = found
+    used = _first(steps, norms) if steps and norms <= _NORMALIZERS else None
+    if used is None:
+        return False
     for later in steps[used:]:
         if later.get("type") not in _LATER or later.get("prepend_scheme") == "first":
-            return None
+            return False
     for token in tokenizer.get_added_tokens_decoder().values():
         if token.lstrip or token.rstrip or token.single_word:
-            return None
+            return False
         if norms and token.normalized and " " in tokenizer.normalizer.normalize_str(
                 token.content)[1:]:
-            return None
-    return punct
+            return False
+    return True

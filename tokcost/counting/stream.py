@@ -191,9 +191,9 @@ def split_text(text: str, chunk_chars: int, rule: CutRule | None = None) -> list
     start = 0
     while len(text) - start > chunk_chars:
         window_end = start + chunk_chars
-        cut = rule.last(text[: window_end], start + chunk_chars // 2 + 1, window_end)
+        cut = rule.last(text, start + chunk_chars // 2 + 1, window_end)
         if cut < 0:
-            cut = rule.last(text[: window_end], start + 1, window_end)
+            cut = rule.last(text, start + 1, window_end)
         if cut <= start:
             # No safe point in this window: look further on.
             cut = rule.first(text, window_end, len(text))
