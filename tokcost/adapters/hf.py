@@ -50,16 +50,20 @@ class HFTokenizerAdapter:
         return self._encode(text, allow_special=allow_special, post_process=True)
 
     def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
+        return list(self._encoding(text, allow_special=allow_special,
+                                   post_process=post_process).ids)
+
+    def _encoding(self, text: str, *, allow_special: bool, post_process: bool) -> Any:
         if len(text) > self.max_chars:
             raise InputError(f"{self.name}: {len(text):,} characters in one piece are over the "
                              f"{self.max_chars >> 20} Mi characters tokenizers encodes at once in "
                              "bounded memory; split the text")
         # encode_special_tokens=True makes "<|endoftext|>" in user text plain text.
         self.tokenizer.encode_special_tokens = not allow_special
-        return list(self.tokenizer.encode(text, add_special_tokens=post_process).ids)
+        return self.tokenizer.encode(text, add_special_tokens=post_process)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
-        return len(self.encode(text, allow_special=allow_special))
+        return len(self._encoding(text, allow_special=allow_special, post_process=False))
 
     def decode(self, ids: Sequence[int]) -> str:
         check_ids(self.name, ids, self.vocab_size)
