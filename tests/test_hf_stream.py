@@ -177,3 +177,23 @@ def test_a_file_too_large_for_a_whole_text_count_is_one_clear_error(tmp_path: Pa
         count_paths(Inputs(paths=[str(path)]), {"hf": tok})
     with mock.patch.object(tok, "max_chars", 1000), pytest.raises(InputError, match="one piece"):
         tok.count("x" * 1001)
+
+
+@pytest.mark.parametrize("kind", ["llama3", "metaspace-first"])
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts, shard_bytes=st.integers(1, 48), allow_special=st.booleans())
+def test_byte_range_shards_add_up(tmp_path: Path, kind: str, text: str, shard_bytes: int,
+                                  allow_special: bool) -> None:
+    """The shards of --engine dask cut a file's bytes where the stream would cut its text."""
+    from tokcost.scale import count_shard, merge_shard_counts, plan_shards
+    tok = adapter(kind)
+    spec = f"hf:{tmp_path / 'tokenizer.json'}"
+    tok.tokenizer.save(spec[3:])
+    data = (text * 2).encode()
+    path = tmp_path / "t.txt"
+    path.write_bytes(data)
+    shards = plan_shards([(str(path), len(data))], shard_bytes)
+    part = merge_shard_counts(count_shard(s, [spec], allow_special=allow_special)
+                              for s in shards)[str(path)]
+    assert part.tokens[spec] == tok.count(text * 2, allow_special=allow_special)
