@@ -13,7 +13,16 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 
 from tokcost.adapters import hf_cuts
 from tokcost.adapters.hf import HFTokenizerAdapter
@@ -93,6 +102,10 @@ def adapter(kind: str) -> HFTokenizerAdapter:
     tok = KINDS[kind]()
     tok.add_tokens(ADDED[:2])
     tok.add_special_tokens(ADDED[2:])
+    # A BOS as Llama-3 adds it: counts leave it out, per chunk as for the whole text.
+    tok.post_processor = processors.TemplateProcessing(
+        single="<|endoftext|> $A",
+        special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
     return HFTokenizerAdapter(f"hf:{kind}", tok)
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
 
 
-# tokenizers holds ~180 bytes a character while it encodes (16 MB of prose: 2.97 GB RSS):
+# tokenizers holds over 100 bytes a character while it encodes (18 MB of prose: 2.4 GB RSS):
 # one call is bounded, and streamed chunks are cut this small first (docs/count.md).
 MAX_ENCODE_CHARS = 8 << 20
 STREAM_CHARS = 1 << 18
