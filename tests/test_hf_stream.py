@@ -165,6 +165,16 @@ def test_cuts_the_rule_does_not_make_would_change_counts() -> None:
     assert nfc.count("\u0958") + nfc.count(".") != nfc.count("\u0958.")
 
 
+def test_regexes_spelled_with_literal_characters_are_known() -> None:
+    """tokenizer.json files write CR, LF (DeepSeek's) and U+3040 as characters or escapes."""
+    literal = [r.replace(r"\u3040", "\u3040").replace(r"\r", "\r").replace(r"\n", "\n")
+               for r in hf_cuts.DEEPSEEK_REGEXES]
+    assert literal != list(hf_cuts.DEEPSEEK_REGEXES)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = _split(*literal)
+    assert hf_cuts.streamable(tok)
+
+
 def _fallback(tok: Tokenizer) -> HFTokenizerAdapter:
     return HFTokenizerAdapter("hf:x", tok)
 

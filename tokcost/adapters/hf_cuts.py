@@ -76,12 +76,13 @@ def _steps(component: Any, key: str) -> list[dict[str, Any]]:
 
 
 def _regex(step: dict[str, Any]) -> str | None:
-    """An Isolated, not inverted Split's regex (CR/LF written as escapes, as most files do)."""
+    """An Isolated, not inverted Split's regex (CR, LF and U+3040 written as escapes, as most
+    files do)."""
     regex = (step.get("pattern") or {}).get("Regex")
     if (step.get("type") != "Split" or step.get("behavior") != "Isolated" or step.get("invert")
             or not isinstance(regex, str)):
         return None
-    return regex.replace("\r", r"\r").replace("\n", r"\n")
+    return regex.replace("\r", r"\r").replace("\n", r"\n").replace("\u3040", r"\u3040")
 
 
 def _first(steps: list[dict[str, Any]], norms: set[str]) -> int | None:
