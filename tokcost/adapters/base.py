@@ -77,6 +77,10 @@ class Approximate:
         self.streamable, self.releases_gil = inner.streamable, inner.releases_gil
         self.encode, self.decode, self.count = inner.encode, inner.decode, inner.count
         self.token_bytes = inner.token_bytes
+        # How a stream may be cut for it (tokcost.counting.cuts.CutRule.for_tokenizers).
+        for attr in ("cut_punct", "matched_texts", "max_chars", "stream_chars"):
+            if hasattr(inner, attr):
+                setattr(self, attr, getattr(inner, attr))
 
     @property
     def count_backend(self) -> str:

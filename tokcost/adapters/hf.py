@@ -10,22 +10,33 @@ from typing import TYPE_CHECKING, Any
 
 from tokcost import net
 from tokcost.adapters.base import check_ids, special_tokens_by_id
-from tokcost.errors import TokenizerDataError, UsageError
+from tokcost.errors import InputError, TokenizerDataError, UsageError
 from tokcost.limits import regex_problem
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer as HFTokenizer
 
 
-class HFTokenizerAdapter:
-    """A ``tokenizers.Tokenizer``; counts exclude the post-processor's BOS/EOS."""
+# tokenizers holds over 100 bytes a character while it encodes (18 MB of prose: 2.4 GB RSS):
+# one call is bounded, and streamed chunks are cut this small first (docs/count.md).
+MAX_ENCODE_CHARS = 8 << 20
+STREAM_CHARS = 1 << 18
 
-    streamable = False  # normalizers and pre-tokenizers vary; count whole texts
+
+class HFTokenizerAdapter:
+    """A ``tokenizers.Tokenizer``; counts exclude the post-processor's BOS/EOS. Pipelines
+    proven in tokcost.adapters.hf_cuts count chunk by chunk; others whole texts."""
+
     releases_gil = True
     count_backend = "tokenizers"
+    cut_punct = False  # spaces only (tokcost.adapters.hf_cuts says why)
+    max_chars = MAX_ENCODE_CHARS  # the most one encode call takes
+    stream_chars = STREAM_CHARS  # chunks handed to ``count`` are cut to about this
 
     def __init__(self, name: str, tokenizer: HFTokenizer, *, exact: bool = True) -> None:
+        from tokcost.adapters.hf_cuts import streamable
         self.name, self.tokenizer, self.exact = name, tokenizer, exact
+        self.streamable = streamable(tokenizer)
 
     @property
     def vocab_size(self) -> int:
@@ -39,12 +50,20 @@ class HFTokenizerAdapter:
         return self._encode(text, allow_special=allow_special, post_process=True)
 
     def _encode(self, text: str, *, allow_special: bool, post_process: bool) -> list[int]:
+        return list(self._encoding(text, allow_special=allow_special,
+                                   post_process=post_process).ids)
+
+    def _encoding(self, text: str, *, allow_special: bool, post_process: bool) -> Any:
+        if len(text) > self.max_chars:
+            raise InputError(f"{self.name}: {len(text):,} characters in one piece are over the "
+                             f"{self.max_chars >> 20} Mi characters tokenizers encodes at once in "
+                             "bounded memory; split the text")
         # encode_special_tokens=True makes "<|endoftext|>" in user text plain text.
         self.tokenizer.encode_special_tokens = not allow_special
-        return list(self.tokenizer.encode(text, add_special_tokens=post_process).ids)
+        return self.tokenizer.encode(text, add_special_tokens=post_process)
 
     def count(self, text: str, *, allow_special: bool = False) -> int:
-        return len(self.encode(text, allow_special=allow_special))
+        return len(self._encoding(text, allow_special=allow_special, post_process=False))
 
     def decode(self, ids: Sequence[int]) -> str:
         check_ids(self.name, ids, self.vocab_size)
@@ -57,6 +76,11 @@ class HFTokenizerAdapter:
     def special_tokens(self) -> dict[str, int]:
         added = self.tokenizer.get_added_tokens_decoder()
         return special_tokens_by_id((t.content, int(i)) for i, t in added.items() if t.special)
+
+    def matched_texts(self, allow_special: bool) -> list[str]:
+        """The added tokens ``encode`` matches in raw text: the non-special ones always."""
+        added = self.tokenizer.get_added_tokens_decoder().values()
+        return [t.content for t in added if allow_special or not t.special]
 
     def pattern(self) -> str | None:
         """The first ``Split`` regex of the pre-tokenizer (ByteLevel's own: GPT-2's)."""

@@ -197,18 +197,22 @@ class CutRule:
 
     @classmethod
     def for_tokenizers(cls, tokenizers: Iterable[Tokenizer], *, allow_special: bool) -> CutRule:
-        """The rule for all ``tokenizers`` (one that cannot list its specials: spaces only)."""
-        if not allow_special:
-            return cls()
+        """The rule for all ``tokenizers``: spaces only where one says so (``cut_punct``), or
+        where one cannot list its specials; never inside a text one matches (``matched_texts``:
+        Hugging Face's added tokens, matched even without ``allow_special``)."""
         from tokcost.adapters.base import Describable
         texts: set[str] = set()
         punct = True
         for tok in tokenizers:
             if not tok.streamable:
                 continue
-            if isinstance(tok, Describable):
+            punct = punct and getattr(tok, "cut_punct", True)
+            matched = getattr(tok, "matched_texts", None)
+            if matched is not None:
+                texts.update(matched(allow_special))
+            elif allow_special and isinstance(tok, Describable):
                 texts.update(tok.special_tokens())
-            else:
+            elif allow_special:
                 punct = False
         return cls(punct, specials_of(texts))
 

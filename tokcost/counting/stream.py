@@ -143,20 +143,35 @@ class Reader:
         return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials,
                           encoding=encoding)
 
+    @cached_property
+    def piece_chars(self) -> dict[str, int]:
+        """Streamed specs whose tokenizer takes smaller chunks (memory per character)."""
+        return {s: int(n) for s in self.streamable
+                if (n := getattr(self.tokenizers[s], "stream_chars", 0))}
+
+    @cached_property
+    def whole_chars(self) -> int:
+        """The largest text the whole-text tokenizers are handed."""
+        return min((int(getattr(self.tokenizers[s], "max_chars", MAX_WHOLE_CHARS))
+                    for s in self.whole_specs), default=MAX_WHOLE_CHARS)
+
     def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
         """``(spec, text)``: each chunk per streamable tokenizer, then the whole text for others."""
-        streamable, whole_specs = self.streamable, self.whole_specs
+        streamable, whole_specs, pieces = self.streamable, self.whole_specs, self.piece_chars
         whole: list[str] = []
         whole_chars = 0
         for chunk in stream.chunks():
             for spec in streamable:
-                yield spec, chunk
+                if len(chunk) > pieces.get(spec, len(chunk)):
+                    yield from ((spec, p) for p in split_text(chunk, pieces[spec], self.rule))
+                else:
+                    yield spec, chunk
             if whole_specs:
                 whole_chars += len(chunk)
-                if whole_chars > MAX_WHOLE_CHARS:
+                if whole_chars > self.whole_chars:
                     raise InputError(
                         f"{name}: too large for exact counting with {', '.join(whole_specs)} "
-                        f"(over {MAX_WHOLE_CHARS >> 20} M characters); use a tiktoken or bpe "
+                        f"(over {self.whole_chars >> 20} M characters); use a tiktoken or bpe "
                         "tokenizer, or split the file")
                 whole.append(chunk)
         if whole_specs:
@@ -172,16 +187,17 @@ class Reader:
         return stream
 
 
-def split_text(text: str, chunk_chars: int) -> list[str]:
-    """``text`` cut at boundary-safe points into pieces of about ``chunk_chars``."""
-    rule = CutRule()
+def split_text(text: str, chunk_chars: int, rule: CutRule | None = None) -> list[str]:
+    """``text`` cut at ``rule``'s points (default: tiktoken's) into pieces of about
+    ``chunk_chars``."""
+    rule = rule or CutRule()
     pieces: list[str] = []
     start = 0
     while len(text) - start > chunk_chars:
         window_end = start + chunk_chars
-        cut = rule.last(text[: window_end], start + chunk_chars // 2 + 1, window_end)
+        cut = rule.last(text, start + chunk_chars // 2 + 1, window_end)
         if cut < 0:
-            cut = rule.last(text[: window_end], start + 1, window_end)
+            cut = rule.last(text, start + 1, window_end)
         if cut <= start:
             # No safe point in this window: look further on.
             cut = rule.first(text, window_end, len(text))
