@@ -61,8 +61,9 @@ class DbModel:
                 standard = prices
                 break
         overrides: dict[str, Price] = {}
-        for wanted, constraint, prices in self.variants if context and self.own else ():
-            if active(constraint, when) and wanted.items() <= context.items():
+        ctx = context or {}
+        for wanted, constraint, prices in self.variants if ctx and self.own else ():
+            if active(constraint, when) and wanted.items() <= ctx.items():
                 for key, price in prices.items():
                     overrides.setdefault(key, price)
         return {**standard, **overrides}
