@@ -10,7 +10,7 @@ from typing import Any
 
 from tokcost.catalog.pricedb import DbModel, PriceDb, active
 from tokcost.catalog.schema import ModelEntry, PriceTier, Pricing
-from tokcost.errors import TokcostError, UsageError, arg
+from tokcost.errors import TokcostError, UsageError, arg, suggest
 
 MILLION = Decimal(1_000_000)
 
@@ -110,17 +110,7 @@ def estimate_cost(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 
     counts = {"input_tokens": input_tokens, "output_tokens": output_tokens,
               "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,
               "reasoning_tokens": reasoning_tokens}
-    for name, value in counts.items():
-        if value < 0:
-            raise UsageError(f"{arg(name)} must not be negative, got {value}", param=name)
-    if requests <= 0:
-        raise UsageError(f"{arg('requests')} must be a positive integer, got {requests}",
-                         param="requests")
-    if cached_tokens + cache_write_tokens > input_tokens:
-        raise UsageError(
-            f"cached ({cached_tokens}) plus cache-write ({cache_write_tokens}) tokens exceed "
-            f"the prompt's {input_tokens} input tokens; {arg('input_tokens')} is the whole "
-            "prompt", param="input_tokens")
+    check_counts(counts, requests)
     # The highest tier whose threshold the prompt exceeds (tiers are sorted when loaded).
     tier = next((t for t in reversed(pricing.tiers) if input_tokens > t.above_input_tokens), None)
     parts, notes = _rates(pricing, tier, counts, batch)
@@ -138,6 +128,23 @@ def estimate_cost(entry: ModelEntry, *, input_tokens: int, output_tokens: int = 
         model=entry.id, requests=requests, batch=batch, lines=lines, tier=tier,
         notes=tuple(notes), as_of=pricing.as_of.isoformat() if pricing.as_of else None,
         source=pricing.source)
+
+
+def check_counts(counts: dict[str, int], requests: int = 1) -> None:
+    """Counts are not negative, and the cached and cache-write parts fit in the prompt."""
+    for name, value in counts.items():
+        if value < 0:
+            raise UsageError(f"{arg(name)} must not be negative, got {value}", param=name)
+    if requests <= 0:
+        raise UsageError(f"{arg('requests')} must be a positive integer, got {requests}",
+                         param="requests")
+    cached, written, prompt = (counts["cached_tokens"], counts["cache_write_tokens"],
+                               counts["input_tokens"])
+    if cached + written > prompt:
+        raise UsageError(
+            f"cached ({cached}) plus cache-write ({written}) tokens exceed the prompt's "
+            f"{prompt} input tokens; {arg('input_tokens')} is the whole prompt",
+            param="input_tokens")
 
 
 def _rates(pricing: Pricing, tier: PriceTier | None, counts: dict[str, int],
@@ -204,6 +211,11 @@ class Usage:
     cache_ttl: str | None = None
     extra: tuple[tuple[str, int], ...] = ()
 
+    def __post_init__(self) -> None:
+        check_counts({"input_tokens": self.input, "output_tokens": self.output,
+                      "cached_tokens": self.cached, "cache_write_tokens": self.cache_write,
+                      "reasoning_tokens": self.reasoning})
+
     def keys(self) -> dict[str, int]:
         found = {"input_tokens": self.input, "output_tokens": self.output + self.reasoning,
                  "cache_read_tokens": self.cached, "cache_write_tokens": self.cache_write,
@@ -227,6 +239,10 @@ def database_cost(model: DbModel, db: PriceDb, usage: Usage, *, when: _dt.dateti
         raise NoPrice(f"genai-prices has no batch price for '{model.id}' on {model.provider}; "
                       f"drop {arg('batch', True)}", param="batch")
     counts = usage.keys()
+    unknown = [k for k, _ in usage.extra if k not in db.units]
+    if unknown:
+        raise UsageError(f"{arg('usage', unknown[0])}: not a usage key of genai-prices"
+                         f"{suggest(unknown[0], db.units)}", param="usage")
     prices = model.prices_at(when, {"processing": "batch"} if batch else None)
     priced = sorted((u for u in db.units.items() if u[1][0] in prices),
                     key=lambda u: (-len(u[1][2]), u[0]))

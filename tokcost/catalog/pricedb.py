@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost import cachefile
+from tokcost.catalog.schema import ModelEntry
 
 _FORMAT = "pricedb-v1"
 # A clause: ("starts_with"|"ends_with"|"contains"|"equals"|"regex", text) or ("or"|"and", clauses)
@@ -35,7 +36,7 @@ Price = Any
 Constraint = tuple[Any, ...] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: one object per model and lookup
 class DbModel:
     """One model of one provider: its prices as the database dates them."""
 
@@ -275,3 +276,23 @@ def _prices(model_price: Any) -> dict[str, Price]:
         out[key] = value if isinstance(value, Decimal) else (
             "tiers", value.base, tuple((int(t.start), t.price) for t in value.tiers))
     return out
+
+
+PROXY_TOKENIZER = "tiktoken:o200k_base"
+
+
+def database_entry(ref: str | DbModel) -> ModelEntry | None:
+    """A catalog entry for a model only genai-prices knows: its id, provider and context
+    window, and a proxy tokenizer (counts marked approximate); its prices stay there."""
+    db = load() if isinstance(ref, str) else None
+    model = (db.find(ref) if db is not None else None) if isinstance(ref, str) else ref
+    if model is None:
+        return None
+    return ModelEntry(
+        id=model.id, provider=model.provider, context_window=model.context_window,
+        tokenizer_spec=PROXY_TOKENIZER, tokenizer_exact=False,
+        tokenizer_note=f"genai-prices does not name this model's tokenizer; "
+                       f"{PROXY_TOKENIZER} counts as a proxy",
+        source=f"genai-prices {model.version}",
+        notes=f"known only to genai-prices {model.version} ({model.provider_name}): prices and "
+              "context window from the database, tokenizer a proxy")
