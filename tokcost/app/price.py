@@ -12,7 +12,7 @@ from typing import Any, BinaryIO, cast
 from tokcost.app import names
 from tokcost.catalog import Catalog, CatalogSource, ModelEntry
 from tokcost.catalog.pricedb import DbModel, PriceDb
-from tokcost.errors import InputError, ModelNotFound, UsageError, arg
+from tokcost.errors import InputError, ModelNotFound, UsageError, arg, suggest
 from tokcost.pricing import (
     CostBreakdown,
     NoPrice,
@@ -266,30 +266,42 @@ def _source(catalog: Catalog, ref: str | DbModel, r: PriceRequest
     from tokcost.catalog import pricedb
     if not isinstance(ref, str):  # a database model a glob found
         return pricedb.database_entry(ref), ref, pricedb.load()  # type: ignore[return-value]
-    entry = catalog.resolve(ref)
+    try:  # with a provider, its own ids (anthropic.claude-... on aws) are the database's
+        entry: ModelEntry | None = catalog.resolve(ref, database=not r.provider)
+    except ModelNotFound:
+        if not r.provider:
+            raise
+        entry = None
     extended = r.usage or r.cache_ttl
-    if entry.pricing is not None and not (r.provider or r.at or extended):
+    if entry is not None and entry.pricing is not None and not (r.provider or r.at or extended):
         return entry, None, None
     db = pricedb.load()
     if db is None:
-        if entry.pricing is None:
-            require_price(entry)
+        if entry is None or entry.pricing is None:
+            require_price(entry or catalog.resolve(ref))
         from tokcost.errors import MissingDependency
         raise MissingDependency("genai-prices", "prices", "--provider, --at and --usage")
     # A catalog entry is looked up under its provider, as `models sync-prices` does.
-    provider = r.provider or (entry.provider if entry.provider and db.provider(
+    provider = r.provider or (entry.provider if entry and entry.provider and db.provider(
         entry.provider) else None)
-    for name in dict.fromkeys([ref, entry.id, *entry.aliases]):
+    for name in dict.fromkeys([ref, *([entry.id, *entry.aliases] if entry else [])]):
         found = db.find(name, provider)
         if found is not None:
-            return entry, found, db
+            return entry or pricedb.database_entry(found), found, db  # type: ignore[return-value]
     if r.provider:
+        chosen = db.provider(r.provider)
+        if chosen is None:
+            raise UsageError(f"genai-prices has no provider '{r.provider}'"
+                             f"{suggest(r.provider, [p['id'] for p in db.providers])}",
+                             param="provider")
+        near = [m["id"] for m in chosen["models"] if ref.lower() in m["id"].lower()][:3]
         serving = db.serving(ref)
-        raise NoPrice(f"genai-prices has no '{ref}' on provider '{r.provider}'"
-                      + (f"; it is priced for {', '.join(serving[:8])}" if serving else "")
+        raise NoPrice(f"genai-prices has no '{ref}' on {chosen['id']}"
+                      + (f" (did you mean: {', '.join(near)}?)" if near else "")
+                      + (f"; it is priced on {', '.join(serving[:8])}" if serving else "")
                       + f"; choose another {arg('provider', 'NAME')}", param="provider")
-    if entry.pricing is None:
-        require_price(entry)
+    if entry is None or entry.pricing is None:
+        require_price(entry or catalog.resolve(ref))
     raise NoPrice(f"genai-prices does not know '{ref}': no price history; drop "
                   f"{arg('at', 'DATE')}", param="at")
 

@@ -131,16 +131,17 @@ class PriceDb:
 
     def find(self, ref: str, provider: str | None = None) -> DbModel | None:
         """``ref`` as ``calc_price(..., provider_id=provider)`` finds it; without a provider,
-        the first whose ``model_match`` claims the ref, else the first that serves it."""
+        in the first whose ``model_match`` claims the ref; where the package gives up there,
+        in the first provider that serves it."""
         ref = ref.strip().lower()
         if provider is not None:
             chosen = self.provider(provider)
             return self._in(chosen, ref) if chosen is not None else None
         claimed = next((p for p in self.providers if p["model_match"] is not None
                         and matches(p["model_match"], ref)), None)
-        if claimed is not None:
-            return self._in(claimed, ref)
-        return next((m for p in self.providers if (m := self._in(p, ref, borrow=False))), None)
+        found = self._in(claimed, ref) if claimed is not None else None
+        return found or next(
+            (m for p in self.providers if (m := self._in(p, ref, borrow=False))), None)
 
     def serving(self, ref: str) -> list[str]:
         """Every provider whose own models match ``ref``."""

@@ -24,8 +24,9 @@ Examples:
   cat prompt.txt | tokcost price -m gemini-2.5-pro - --output-tokens 1k --json
   tokcost price -m o3 --input-tokens 2k --output-tokens 300 \\
     --reasoning-tokens 4k
-  tokcost price -m grok-4 -m deepseek-chat -m 'claude-*' -i 20k -o 1k
-  tokcost price -m claude-sonnet-4-5 --provider aws -i 10k \\
+  tokcost price -m grok-4 -m deepseek-chat -m 'claude-*' -i 20k \\
+    --output-tokens 1k
+  tokcost price -m claude-sonnet-4-5 --provider google -i 10k \\
     --cache-write-tokens 8k --cache-ttl 1h
   tokcost price -m gpt-4o -i 12k --at 2024-06-01
 
@@ -54,12 +55,10 @@ def price(
     paths: Annotated[list[str] | None, typer.Argument(
         help="Files or folders whose text is the prompt ('-' for stdin).")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help=(
-        "Model id, alias or dated id; repeat it, or give a glob ('claude-*'), to compare "
-        "models side by side."))] = None,
+        "Model id, alias, dated id or glob ('claude-*'); several: side by side."))] = None,
     input_tokens: Annotated[str | None, _count(
         "Prompt tokens per request (12k).", "--input-tokens", "-i")] = None,
-    output_tokens: Annotated[str, _count("Output tokens per request.", "--output-tokens",
-                                         "-o")] = "0",
+    output_tokens: Annotated[str, _count("Output tokens per request.")] = "0",
     cached_tokens: Annotated[str, _count("Prompt tokens read from the cache.")] = "0",
     cache_write_tokens: Annotated[str, _count("Prompt tokens written to the cache.")] = "0",
     reasoning_tokens: Annotated[str, _count("Reasoning tokens on top of the output.")] = "0",
@@ -76,7 +75,7 @@ def price(
         "--cache-ttl", metavar="5m|1h", help="Lifetime of the cache writes (genai-prices).")
         ] = None,
     usage: Annotated[list[str] | None, typer.Option(
-        "--usage", metavar="KEY=COUNT", help="Any other genai-prices usage key, repeatable "
+        "--usage", metavar="KEY=COUNT", help="Any other genai-prices usage key "
         "(input_audio_tokens=2k, web_searches=3).")] = None,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
@@ -121,7 +120,8 @@ def _breakdown(result: Any) -> None:
     if approx:
         err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)")
     if b.as_of or b.source:
-        err.print(f"note: prices as of {b.as_of or '?'}: {b.source or ''}", markup=False)
+        when = f" as of {b.as_of}" if b.as_of else ""
+        err.print(f"note: prices{when}: {b.source or ''}", markup=False)
 
 
 def _side_by_side(rows: list[dict[str, Any]], json_out: bool) -> None:
