@@ -207,7 +207,8 @@ def _expand(catalog: Catalog, patterns: Sequence[str], provider: str | None
                 home = db.find(m.id) if db is not None else None
                 if home is None or (home.provider, home.id) != (m.provider, m.id):
                     continue
-            found[m.id.lower()] = m.id if _known(catalog, m.id) else m
+            known = catalog.find(m.id, database=False)
+            found[m.id.lower()] = m.id if known and known.pricing else m
         hits = sorted(found)
         if not hits:
             raise ModelNotFound(f"no model matches '{pattern}' in the catalog or genai-prices",
@@ -217,13 +218,6 @@ def _expand(catalog: Catalog, patterns: Sequence[str], provider: str | None
                              "side by side: narrow the pattern or name a provider", param="model")
         refs += [found[k] for k in hits]
     return list(dict.fromkeys(refs))
-
-
-def _known(catalog: Catalog, model_id: str) -> bool:
-    try:
-        return catalog.resolve(model_id, database=False).pricing is not None
-    except ModelNotFound:
-        return False
 
 
 def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: BinaryIO | None,

@@ -26,7 +26,7 @@ from typing import Any
 from tokcost import cachefile
 from tokcost.catalog.schema import ModelEntry
 
-_FORMAT = "pricedb-v1"
+_FORMAT = "pricedb-v2"
 # A clause: ("starts_with"|"ends_with"|"contains"|"equals"|"regex", text) or ("or"|"and", clauses)
 Clause = tuple[Any, ...]
 # A price: Decimal, or ("tiers", base, ((start, price), ...)): past ``start`` input tokens of the
@@ -87,17 +87,22 @@ def active(constraint: Constraint, when: _dt.datetime) -> bool:
 
 
 def matches(clause: Clause, text: str) -> bool:
-    """The ``Clause*.is_match`` rules (case-insensitive except regex, as there)."""
+    """The ``Clause*.is_match`` rules on a lower-case ``text`` (as ``ModelInfo.is_match``
+    passes it), each value stored lower-case but a regex's (``_clause``)."""
     kind, value = clause
-    low = text.lower()
+    if kind == "starts_with":
+        return text.startswith(value)
+    if kind == "equals":
+        return bool(text == value)
+    if kind == "contains":
+        return value in text
+    if kind == "ends_with":
+        return text.endswith(value)
     if kind == "or":
         return any(matches(c, text) for c in value)
     if kind == "and":
         return all(matches(c, text) for c in value)
-    if kind == "regex":
-        return re.search(value, text) is not None
-    return {"starts_with": low.startswith, "ends_with": low.endswith,
-            "contains": low.__contains__, "equals": low.__eq__}[kind](value.lower())
+    return re.search(value, text) is not None  # regex
 
 
 _COMPACT_DATE = re.compile(r"(-)(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?=-|:|$)")
@@ -252,7 +257,7 @@ def _clause(clause: Any) -> Clause | None:
         if hasattr(clause, kind):
             return kind[:-1], tuple(_clause(c) for c in getattr(clause, kind))
     (kind, value), = vars(clause).items()
-    return kind, value
+    return kind, value if kind == "regex" else value.lower()
 
 
 def _constraint(constraint: Any) -> Constraint:
@@ -297,3 +302,18 @@ def database_entry(ref: str | DbModel) -> ModelEntry | None:
         source=f"genai-prices {model.version}",
         notes=f"known only to genai-prices {model.version} ({model.provider_name}): prices and "
               "context window from the database, tokenizer a proxy")
+
+
+def summary(model: DbModel, when: _dt.datetime) -> str:
+    """The prices in force at ``when`` as one line: ``input $3/M, output $15/M (+tiers)``."""
+    names = {"input_mtok": "input", "output_mtok": "output", "cache_read_mtok": "cached input",
+             "cache_write_mtok": "cache write", "cache_write_1h_mtok": "cache write 1h"}
+    parts = []
+    for key, price in model.prices_at(when).items():
+        base, tiers = (price[1], " (+tiers)") if isinstance(price, tuple) else (price, "")
+        stem, _, unit = key.rpartition("_")
+        per = {"mtok": "/M", "kcount": " per 1k", "kpages": " per 1k pages", "hours": " per hour",
+               "mchars": " per M chars", "gpixels": " per G pixels"}.get(unit, f" per {unit}")
+        label = names.get(key, stem.replace("_", " "))
+        parts.append(f"{label} ${base.normalize():f}{per}{tiers}")
+    return ", ".join(parts)
