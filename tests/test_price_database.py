@@ -187,9 +187,13 @@ def test_side_by_side_sorted_and_marked() -> None:
     totals = [r.breakdown.total for r in result.rows]
     assert totals == sorted(totals) and len(result.rows) >= 4
     rows = result.to_dict()
-    assert [r["cheapest"] for r in rows].count(True) == 1 and rows[0]["cheapest"]
+    assert [r["cheapest"] for r in rows].count(True) == 1
     fits = {r["model"]: r["fits_context"] for r in rows}
     assert fits["gpt-4o"] is True and fits["deepseek-chat"] is False  # 128k vs 64k windows
+    marked = next(r for r in rows if r["cheapest"])  # the cheapest that holds the prompt
+    assert marked["fits_context"] is not False
+    assert all(Decimal(r["total_usd"]) >= Decimal(marked["total_usd"])
+               for r in rows if r["fits_context"] is not False)
     assert {r["prices_from"] for r in rows} >= {"catalog", f"genai-prices {pricedb.load().version}"}  # type: ignore[union-attr]
 
 

@@ -129,15 +129,21 @@ class PriceResult:
 
 @dataclass(frozen=True)
 class PriceComparison:
-    """One result per model, cheapest first (``price`` with several models or a glob)."""
+    """One result per model, cheapest first (``price`` with several models or a glob); the
+    cheapest is the first whose context window holds the prompt."""
 
     rows: tuple[PriceResult, ...]
 
+    @property
+    def cheapest(self) -> PriceResult | None:
+        """The cheapest model whose window the prompt does not overflow."""
+        return next((r for r in self.rows if r.fits is not False), None)
+
     def to_dict(self) -> list[dict[str, Any]]:
-        return [{**r.to_dict(), "cheapest": i == 0, "provider": _provider(r),
+        return [{**r.to_dict(), "cheapest": r is self.cheapest, "provider": _provider(r),
                  "prices_from": f"genai-prices {r.database.version}" if r.database else "catalog",
                  "context_window": r.entry.context_window if r.entry else None,
-                 "fits_context": r.fits} for i, r in enumerate(self.rows)]
+                 "fits_context": r.fits} for r in self.rows]
 
 
 def _provider(result: PriceResult) -> str | None:

@@ -126,6 +126,8 @@ def _breakdown(result: Any) -> None:
 
 def _side_by_side(rows: list[dict[str, Any]], json_out: bool) -> None:
     """One row per model, cheapest first and marked, with the prompt's fit in its window."""
+    for note in dict.fromkeys(w for row in rows for w in row["warnings"]):
+        warn(note)
     if json_out:
         print_json(rows)
         return
@@ -140,7 +142,7 @@ def _side_by_side(rows: list[dict[str, Any]], json_out: bool) -> None:
                      approx + format_usd(row["per_request_usd"]),
                      approx + format_usd(row["total_usd"]))
     out.print(grid)
-    err.print("note: * the cheapest; prices from the catalog, else genai-prices "
-              "(tokcost price -m ID shows one model's breakdown)", markup=False)
+    err.print("note: * the cheapest whose context window holds the prompt; prices from the "
+              "catalog, else genai-prices (price -m ID: one model's breakdown)", markup=False)
     if any(not row["exact"] for row in rows):
         err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)")
