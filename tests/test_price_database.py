@@ -251,3 +251,16 @@ def test_decimal_money_in_json() -> None:
     result = runner.invoke(app, ["price", "-m", "grok-4", "-i", "333", "--json"])
     doc = json.loads(result.stdout)
     assert Decimal(doc["total_usd"]) == sum(Decimal(x["cost_usd"]) for x in doc["lines"])
+
+
+def test_glob_leaves_out_models_without_the_price_asked() -> None:
+    """--batch-api over a glob: models without a batch price are left out and named; a model
+    named outright still fails."""
+    result = tokcost.price(tokcost.PriceRequest(models=["grok-*"], input_tokens=5, batch=True))
+    assert isinstance(result, PriceComparison) and result.skipped and result.rows
+    assert all(r.breakdown.batch for r in result.rows)
+    shown = runner.invoke(app, ["price", "-m", "grok-*", "-i", "5", "--batch-api"])
+    assert shown.exit_code == 0 and "have no price for this request" in shown.stderr
+    with pytest.raises(NoPrice):
+        tokcost.price(tokcost.PriceRequest(models=["grok-*", result.skipped[0]],
+                                           input_tokens=5, batch=True))

@@ -133,6 +133,7 @@ class PriceComparison:
     cheapest is the first whose context window holds the prompt."""
 
     rows: tuple[PriceResult, ...]
+    skipped: tuple[str, ...] = ()  # models a glob found that have no price for this request
 
     @property
     def cheapest(self) -> PriceResult | None:
@@ -174,11 +175,22 @@ def _compare(catalog: Catalog, refs: list[str | DbModel], request: PriceRequest,
              stdin: BinaryIO | None) -> PriceComparison:
     counted: dict[str, tuple[int, bool, tuple[str, ...]]] = {}
     rows: dict[tuple[str | None, str], PriceResult] = {}
+    skipped: list[str] = []
     for ref in refs:
-        row = _price_one(catalog, ref, request, stdin, counted)
+        try:
+            row = _price_one(catalog, ref, request, stdin, counted)
+        except NoPrice:  # a model a glob found (no batch price...): left out, and said so
+            if isinstance(ref, str) and ref in request.models:
+                raise
+            skipped.append(ref if isinstance(ref, str) else ref.id)
+            continue
         rows.setdefault((_provider(row), row.breakdown.model.lower()), row)
+    if not rows:
+        raise NoPrice(f"none of the {len(skipped)} models matched has a price for this request "
+                      f"(e.g. '{skipped[0]}'); drop {arg('batch', True)} or widen the pattern",
+                      param="batch")
     ordered = sorted(rows.values(), key=lambda r: (r.breakdown.total, r.breakdown.model))
-    return PriceComparison(tuple(ordered))
+    return PriceComparison(tuple(ordered), tuple(skipped))
 
 
 def _expand(catalog: Catalog, patterns: Sequence[str], provider: str | None

@@ -89,6 +89,10 @@ def price(
         provider=provider, at=at, cache_ttl=cache_ttl, usage=_usage(usage or []), **counts)
     result: Any = tokcost.price(request)  # a comparison when several
     if request.several:
+        if result.skipped:
+            shown = ", ".join(result.skipped[:5]) + (" ..." if len(result.skipped) > 5 else "")
+            err.print(f"note: {len(result.skipped)} models matched have no price for this "
+                      f"request (left out): {shown}", markup=False)
         _side_by_side(result.to_dict(), json_out)
         return
     for note in result.warnings:  # the input policy's, as count gives them
