@@ -258,10 +258,7 @@ def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: Bin
             breakdown = replace(breakdown, notes=(*breakdown.notes, (
                 f"also priced for {', '.join(others[:5])}{' ...' if len(others) > 5 else ''}: "
                 "choose with --provider")))
-    else:
-        if r.usage or r.cache_ttl:
-            raise UsageError(f"{arg('usage')} and {arg('cache_ttl')} price through genai-prices;"
-                             f" add {arg('provider', entry.provider or 'NAME')}", param="usage")
+    else:  # the catalog's own price (_source sends --at, --usage, --cache-ttl to the database)
         breakdown = estimate_cost(
             entry, input_tokens=prompt, output_tokens=r.output_tokens,
             cached_tokens=r.cached_tokens, cache_write_tokens=r.cache_write_tokens,
@@ -314,8 +311,9 @@ def _source(catalog: Catalog, ref: str | DbModel, r: PriceRequest
                       + f"; choose another {arg('provider', 'NAME')}", param="provider")
     if entry is None or entry.pricing is None:
         require_price(entry or catalog.resolve(ref))
-    raise NoPrice(f"genai-prices does not know '{ref}': no price history; drop "
-                  f"{arg('at', 'DATE')}", param="at")
+    raise NoPrice(f"genai-prices does not know '{ref}', so {arg('at')}, {arg('usage')} and "
+                  f"{arg('cache_ttl')} cannot price it (the catalog has no price history or "
+                  "units); drop them", param="at")
 
 
 def _count_prompt(entry: ModelEntry, r: PriceRequest, stdin: BinaryIO | None,
