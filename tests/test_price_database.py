@@ -6,11 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tokcost
@@ -264,3 +269,61 @@ def test_glob_leaves_out_models_without_the_price_asked() -> None:
     with pytest.raises(NoPrice):
         tokcost.price(tokcost.PriceRequest(models=["grok-*", result.skipped[0]],
                                            input_tokens=5, batch=True))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_usage_equals_calc_price(data: st.DataObject) -> None:
+    """Property: any split of a prompt into fresh, cached and written tokens, any output and
+    reasoning, TTL, batch and date, on any sampled model, costs what calc_price says."""
+    db = pricedb.load()
+    assert db is not None
+    model = data.draw(st.sampled_from(_SAMPLE))
+    prompt = data.draw(st.integers(0, 2_000_000))
+    cached = data.draw(st.integers(0, prompt))
+    written = data.draw(st.integers(0, prompt - cached))
+    output, reasoning = data.draw(st.integers(0, 100_000)), data.draw(st.integers(0, 50_000))
+    ttl = data.draw(st.sampled_from([None, "5m", "1h"]))
+    batch = data.draw(st.booleans()) and model.has_variant("processing", "batch")
+    when = dt.datetime.combine(data.draw(st.dates(dt.date(2023, 1, 1), dt.date(2027, 6, 1))),
+                               dt.time(data.draw(st.integers(0, 23))), dt.timezone.utc)
+    result = tokcost.price(tokcost.PriceRequest(
+        model=model.id, provider=model.provider, input_tokens=prompt, output_tokens=output,
+        cached_tokens=cached, cache_write_tokens=written, reasoning_tokens=reasoning,
+        cache_ttl=ttl, batch=batch, at=when))
+    usage = {"input_tokens": prompt, "output_tokens": output + reasoning,
+             "cache_read_tokens": cached, "cache_write_tokens": written,
+             "output_reasoning_tokens": reasoning}
+    if ttl:
+        usage[f"cache_write_{ttl}_tokens"] = written
+    want = genai_prices.calc_price(
+        genai_prices.Usage(**usage), model.id, provider_id=model.provider,
+        genai_request_timestamp=when,
+        price_context={"processing": "batch"} if batch else None).total_price
+    assert isinstance(result, PriceResult) and result.breakdown.total == want
+
+
+_SAMPLE = bench.sample(120)
+
+
+def test_warm_cache_never_imports_the_package(tmp_path: Path) -> None:
+    """The first read builds the cache entry from genai-prices; later ones load plain values
+    without importing it (its import costs more than all of `price`)."""
+    code = ("import sys; from tokcost.catalog import pricedb; db = pricedb.load(); "
+            "print(db.find('grok-4').id, 'genai_prices' in sys.modules)")
+    env = {**os.environ, "TOKCOST_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs == [["grok-4-0709", "True"], ["grok-4-0709", "False"]]
+
+
+def test_models_list_all_and_show_name_the_source() -> None:
+    listed = tokcost.list_models(provider="x-ai", everything=True).to_dict()["models"]
+    grok = next(m for m in listed if m["id"] == "grok-4-0709")
+    assert grok["prices_from"].startswith("genai-prices ") and not grok["tokenizer_exact"]
+    shown = tokcost.show_model("claude-sonnet-4-5").to_dict()
+    assert shown["pricing"] is not None  # the catalog's
+    assert shown["genai_prices"]["provider"] == "anthropic"
+    assert {"anthropic", "google"} <= set(shown["genai_prices"]["providers"])
+    text = runner.invoke(app, ["models", "list", "--all", "--provider", "x-ai"])
+    assert text.exit_code == 0 and "genai-prices" in text.stdout
