@@ -90,7 +90,7 @@ def cases(models: list[Any]) -> Iterator[tuple[Any, Scenario]]:
     """Each model in each scenario it has prices for (batch only where it has a batch price)."""
     for model in models:
         for scenario in SCENARIOS:
-            if not scenario.batch or model.has_variant("processing", "batch"):
+            if not scenario.batch or model.has_variant("processing", "batch", scenario.when):
                 yield model, scenario
 
 

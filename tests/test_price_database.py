@@ -284,9 +284,9 @@ def test_any_usage_equals_calc_price(data: st.DataObject) -> None:
     written = data.draw(st.integers(0, prompt - cached))
     output, reasoning = data.draw(st.integers(0, 100_000)), data.draw(st.integers(0, 50_000))
     ttl = data.draw(st.sampled_from([None, "5m", "1h"]))
-    batch = data.draw(st.booleans()) and model.has_variant("processing", "batch")
     when = dt.datetime.combine(data.draw(st.dates(dt.date(2023, 1, 1), dt.date(2027, 6, 1))),
                                dt.time(data.draw(st.integers(0, 23))), dt.timezone.utc)
+    batch = data.draw(st.booleans()) and model.has_variant("processing", "batch", when)
     result = tokcost.price(tokcost.PriceRequest(
         model=model.id, provider=model.provider, input_tokens=prompt, output_tokens=output,
         cached_tokens=cached, cache_write_tokens=written, reasoning_tokens=reasoning,

@@ -235,8 +235,9 @@ def database_cost(model: DbModel, db: PriceDb, usage: Usage, *, when: _dt.dateti
     cached data: each priced unit gets its usage less that of its priced descendants (the
     units whose dimensions extend its own: ``decompose.compute_leaf_values``), times its
     price (a tier's once the request's input tokens pass its start), over its ``per``."""
-    if batch and not model.has_variant("processing", "batch"):
-        raise NoPrice(f"genai-prices has no batch price for '{model.id}' on {model.provider}; "
+    if batch and not model.has_variant("processing", "batch", when):
+        raise NoPrice(f"genai-prices has no batch price for '{model.id}' on {model.provider} "
+                      f"on {when:%Y-%m-%d}; "
                       f"drop {arg('batch', True)}", param="batch")
     counts = usage.keys()
     unknown = [k for k, _ in usage.extra if k not in db.units]

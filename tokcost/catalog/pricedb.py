@@ -3,7 +3,7 @@ read once per installed version into a checksummed cache entry of plain values
 (``tokcost.cachefile``), then matched with the database's own rules, standard library only.
 
 Importing ``genai_prices`` costs ~0.35-0.95 s of CPU, more than all of ``tokcost price``: the
-data is converted once (``_build``) and later runs unpickle plain tuples (~30 ms).
+data is converted once (``_build``) and later runs unpickle plain tuples (~20 ms).
 The matching below restates pydantic/genai-prices 0.2.3 ``types.py`` (the ``Clause*`` classes,
 ``Provider.find_model``, ``_normalize_compact_dated_ref``) and ``data_snapshot.py``
 (``find_provider``, ``find_provider_by_id``); tests compare it with the package itself."""
@@ -69,8 +69,10 @@ class DbModel:
                     overrides.setdefault(key, price)
         return {**standard, **overrides}
 
-    def has_variant(self, key: str, value: str) -> bool:
-        return self.own and any(w.get(key) == value for w, _, _ in self.variants)
+    def has_variant(self, key: str, value: str, when: _dt.datetime | None = None) -> bool:
+        """A variant for ``key=value`` (in force at ``when``) that ``prices_at`` would apply."""
+        return self.own and any(w.get(key) == value and (when is None or active(c, when))
+                                for w, c, _ in self.variants)
 
 
 def active(constraint: Constraint, when: _dt.datetime) -> bool:
