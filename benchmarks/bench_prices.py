@@ -25,7 +25,8 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 PAST = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
-NOW = dt.datetime(2026, 1, 15, 12, tzinfo=dt.timezone.utc)  # a fixed "now": reproducible
+NOW = dt.datetime(2026, 11, 16, 12, tzinfo=dt.timezone.utc)  # fixed: reproducible; past
+# the start of the batch prices (2026-10-14 in genai-prices 0.2.3)
 MICRO = Decimal("0.000001")
 
 

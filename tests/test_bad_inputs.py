@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_tree import subcommands
 from typer.testing import CliRunner
 
 from tokcost.cli.app import COMMANDS, _load_command, app
@@ -120,7 +121,7 @@ def _leaves() -> set[str]:
     names: set[str] = set()
 
     def walk(command: object, path: str) -> None:
-        subs = getattr(command, "commands", None)
+        subs = subcommands(command)
         if subs:
             for name, sub in subs.items():
                 walk(sub, f"{path} {name}")

@@ -57,6 +57,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("count-bad-model", f"count {EN} -m gpt-4p", None),
     ("count-conflict", f"count {EN} --json --csv", None),
     ("count-unknown-option", f"count --jsn {EN}", None),
+    ("count-by-lang", "count corpora --by lang -t cl100k_base", None),
+    ("count-by-dir-top", "count corpora --by dir --top 3", None),
+    ("count-by-ext-json", "count corpora/code corpora/data --by ext --top 2 --json", None),
+    ("count-sort-top", "count corpora/prose --sort bytes --top 4", None),
+    ("count-bad-by", "count corpora --by language", None),
     # compare
     ("compare-prose", "compare --builtin --kind prose -m gpt-4o --no-chart", None),
     ("compare-chart", "compare --builtin --kind prose -t o200k_base -t cl100k_base", None),

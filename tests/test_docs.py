@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_tree import subcommands
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -353,7 +354,7 @@ def test_the_tour_runs_every_command() -> None:
     from tokcost.cli.app import COMMANDS, _load_command
 
     def paths(command: Any, path: str) -> list[str]:
-        subs = getattr(command, "commands", None) or {}
+        subs = subcommands(command)
         return [p for name, sub in subs.items() for p in paths(sub, f"{path} {name}")] or [path]
 
     wanted = [p for name in COMMANDS for p in paths(_load_command(name), f"tokcost {name}")]
@@ -394,7 +395,7 @@ def test_the_flags_table_lists_every_short_flag() -> None:
     from tokcost.cli.app import COMMANDS, _load_command
 
     def options(command: Any) -> list[Any]:
-        subs = (getattr(command, "commands", None) or {}).values()
+        subs = subcommands(command).values()
         return [p for p in command.params if p.param_type_name == "option"] + [
             p for sub in subs for p in options(sub)]
 

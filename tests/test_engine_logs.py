@@ -1,4 +1,4 @@
-"""Published vLLM / SGLang start-up logs as cases (tests/fixtures/engine_logs.yaml).
+"""Published vLLM / SGLang / llama.cpp / TensorRT-LLM start-up logs as cases (tests/fixtures/engine_logs.yaml).
 
 Each entry is a real log quoted in an issue or PR: the "Available KV cache memory" (printed to
 2 decimals, so +-0.005 GiB) in, the logged tokens, concurrency or refusal out. Every entry
@@ -18,8 +18,11 @@ import pytest
 import yaml
 
 from tokcost.catalog import load_catalog
-from tokcost.catalog.schema import Architecture
+from tokcost.catalog.schema import Architecture, Attention
+from tokcost.memory.engines.base import Deployment
+from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
 from tokcost.memory.engines.sglang import plan_sglang
+from tokcost.memory.engines.trtllm import TrtLlmPlan
 from tokcost.memory.engines.vllm import VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
 
@@ -184,6 +187,62 @@ def gpt_oss_negative(e: dict[str, Any]) -> None:
     assert refusal is not None and refusal.startswith("No available memory for the cache blocks")
 
 
+# gemma-3-270m: 18 layers, 1 kv head of 256, sliding_window 512, five sliding then one full.
+GEMMA3_270M = Architecture(layers=18, attention_heads=4, kv_heads=1, head_dim=256,
+                           attention=Attention(type="sliding", window=512,
+                                               pattern=("sliding",) * 5 + ("full",)))
+
+
+def llama_cpp(a: Architecture, **options: Any) -> LlamaCppPlan:
+    layout = kv_layout(a)
+    head_dim = a.head_dim or 0
+    plan, _ = LlamaCpp(**options).plan(Deployment(layout=layout, head_dim=head_dim))
+    return plan
+
+
+def llama_cpp_hybrid(e: dict[str, Any]) -> None:
+    """Both lines from the shape, to the character (R and S apart excepted: the catalog keeps
+    their sum, 548,864 elements per layer and sequence)."""
+    plan = llama_cpp(arch("qwen3-next-80b-a3b"))  # -np auto: 4 slots, unified
+    assert (plan.slots, plan.unified) == (e["n_seq_max"], e["kv_unified"])
+    lines = plan.lines(e["n_ctx"])
+    assert lines[0] == e["logged_lines"][0]
+    assert e["logged_lines"][1].startswith(lines[1] + ", R (f32):")
+
+
+def llama_cpp_slots(e: dict[str, Any]) -> None:
+    """-np 3 and 4 at -c 1024: cells padded per stream to 256, the SWA cache too."""
+    for case in e["cases"]:
+        plan = llama_cpp(GEMMA3_270M, parallel=case["parallel"], kv_unified=case["kv_unified"])
+        _, _, caches = plan.layout(case["ctx"])
+        assert caches[0].cells * caches[0].streams == case["cells"]
+        assert plan.kv_bytes(case["ctx"]) == case["kv_mib"] * 2**20
+
+
+def llama_cpp_types(e: dict[str, Any]) -> None:
+    """Each K/V type pair's size from the f16 one: ggml's bytes per block of 32 values."""
+    for table in e["tables"]:
+        a = Architecture(layers=table["layers"], kv_heads=table["kv_heads"],
+                         head_dim=table["head_dim"], attention_heads=32)
+        cell_f16 = table["layers"] * 2 * table["kv_heads"] * table["head_dim"] * 2
+        cells = int(table["kv_mib"]["f16/f16"] * 2**20) // cell_f16
+        for pair, mib in table["kv_mib"].items():
+            k, v = pair.split("/")
+            plan = llama_cpp(a, parallel=1, cache_type_k=k, cache_type_v=v)
+            assert f"{plan.kv_bytes(cells) / 2**20:.2f}" == f"{mib:.2f}", pair
+
+
+def trtllm_blocks(e: dict[str, Any]) -> None:
+    """Blocks x tokens per block is the logged token count; pages per sequence the window's."""
+    tpb = e["tokens_per_block"]
+    plan = TrtLlmPlan(token_bytes=1, block_size=tpb, available=e["logged_blocks"] * tpb,
+                      fit=None, layers={})
+    assert plan.num_blocks == e["logged_blocks"]
+    lines = plan.lines(e["max_seq_len"])
+    assert lines[:2] == e["logged_lines"]
+    assert lines[2].endswith(f"paged KV cache ({e['logged_tokens']}).")
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -202,6 +261,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/vllm-project/vllm/issues/19996", 51.63, "vllm"): llama_eagle,
     ("https://github.com/vllm-project/vllm/issues/27508", 1.71, "vllm"): gpt_oss_small,
     ("https://github.com/vllm-project/vllm/issues/23278", -2.14, "vllm"): gpt_oss_negative,
+    ("https://github.com/ggml-org/llama.cpp/pull/19408", None, "llama.cpp"): llama_cpp_hybrid,
+    ("https://github.com/unslothai/unsloth/pull/7530", None, "llama.cpp"): llama_cpp_slots,
+    ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
+    ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
 }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from cli_tree import subcommands
+
 from tokcost.cli.app import COMMANDS, _load_command
 
 # The table of short flags (docs/grammar.md): short -> the long flag it abbreviates.
@@ -21,7 +23,7 @@ def _options() -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
 
     def walk(command: Any, path: str) -> None:
-        for name, sub in (getattr(command, "commands", None) or {}).items():
+        for name, sub in subcommands(command).items():
             walk(sub, f"{path} {name}")
         found.extend((path, p) for p in command.params if p.param_type_name == "option")
 

@@ -168,7 +168,9 @@ def test_cached_config_without_shards_asks_the_hub_for_headers(
     monkeypatch.setattr(hf_repo, "hub_checkpoint", hub.checkpoint)
     loaded = load_hf_model("hf:Qwen/Qwen3-8B")
     assert hub.calls == ["headers Qwen/Qwen3-8B"]  # the config came from the cache
-    assert loaded.weights is None
+    # The hub holds no safetensors: the weights follow from config.json.
+    assert loaded.shards == 0 and loaded.weights is not None
+    assert loaded.weights.params == 8_190_735_360
 
 
 def test_cached_config_offline_sizes_the_cache_without_weights(hub_cache: Path,
@@ -178,14 +180,23 @@ def test_cached_config_offline_sizes_the_cache_without_weights(hub_cache: Path,
     shutil.copy(FIXTURES / "qwen3-8b" / "config.json", only_config)
     cache_repo(hub_cache, "Qwen/Qwen3-8B", only_config)
     loaded = load_hf_model("hf:Qwen/Qwen3-8B")  # HF_HUB_OFFLINE=1 in every test
-    assert loaded.weights is None
+    assert loaded.shards == 0
     assert any("not in the local Hugging Face cache and the hub does not answer" in n
                for n in loaded.notes)
+    assert any(n.startswith("weights from config.json") for n in loaded.notes)
     r = tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B", contexts=[4096]))
     assert r.bytes_per_token == 36 * 2 * 8 * 128 * 2
-    with pytest.raises(UsageError, match="no safetensors headers beside it"):
-        tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B", contexts=[4096],
-                                                     gpu="H100"))
+    fit = tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B",
+                                                       contexts=[4096], gpu="H100")).fit
+    assert fit is not None and fit.weights_bytes == 8_190_735_360 * 2
+    jamba = tmp_path / "jamba"  # a family without parameter rules still asks for the shards
+    jamba.mkdir()
+    shutil.copy(FIXTURES / "jamba-1.5-mini" / "config.json", jamba)
+    cache_repo(hub_cache, "ai21labs/AI21-Jamba-1.5-Mini", jamba)
+    with pytest.raises(UsageError, match="no safetensors headers beside it, and tokcost has no "
+                       "rule for the parameters of its model_type"):
+        tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:ai21labs/AI21-Jamba-1.5-Mini",
+                                                     contexts=[4096], gpu="H100"))
 
 
 @pytest.mark.parametrize(("name", "fragment"), [

@@ -90,7 +90,7 @@ def test_another_engines_option_at_its_default_is_not_refused() -> None:
 
 
 def test_the_registry_names_its_engines_once() -> None:
-    assert engines.engine_names() == ("vllm", "sglang", "ideal")
+    assert engines.engine_names() == ("vllm", "sglang", "llama.cpp", "trtllm", "ideal")
     with pytest.raises(UsageError, match=r"unknown engine 'vlm' \(did you mean: vllm\?\)"):
         engines.engine_class("vlm")
 

@@ -160,9 +160,10 @@ def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--config", "{fixtures}/llama-3.1-8b"], 2,
      "give --model ID or --config PATH, not both"),
     (["kvmem", "estimate", "--config", "{tmp}/missing"], 2, "does not exist; give a config.json"),
-    (["kvmem", "estimate", "--config", "{fixtures}/gpt-oss-120b", "--gpu", "H100"], 2,
-     "no safetensors headers beside it, so the weights' size is unknown; give the model folder "
-     "with its shards, or --kv-memory SIZE without --gpu and --bandwidth"),
+    (["kvmem", "estimate", "--config", "{fixtures}/jamba-1.5-mini", "--gpu", "H100"], 2,
+     "no safetensors headers beside it, and tokcost has no rule for the parameters of its "
+     "model_type (jamba) or quantization, so the weights' size is unknown; give the model "
+     "folder with its shards, or --kv-memory SIZE without --gpu and --bandwidth"),
     (["kvmem", "estimate", "--config", "{bad}"], 1, "num_hidden_layers is 'x'; expected the "
      "number of layers"),
 ])
@@ -189,7 +190,8 @@ def test_kvmem_config_cli_matches_the_catalog(tmp_path: Path) -> None:
     table = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "gemma-3-27b"),
                                 "--kv-memory", "20GiB"])
     assert table.stdout.startswith("gemma-3-27b: 10 full, 52 sliding (1,024-token window)")
-    assert "note: no safetensors headers beside the config" in table.stderr
+    assert "note: weights from config.json (no safetensors headers beside it): " \
+        "27,432,406,640 parameters" in table.stderr
 
 
 def test_import_request_refuses_an_empty_source_naming_the_field() -> None:

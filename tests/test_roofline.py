@@ -303,7 +303,8 @@ def test_table_says_which_limit_binds_and_the_ttft() -> None:
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if "context" in line)
     assert "bound" in header and "TTFT" in header
-    assert "bandwidth bound: 195.5 tok/s per sequence" in result.output
+    assert "bandwidth bound: at most 195.5 tok/s per sequence" in result.output
+    assert "decode tok/s (upper bound)" in header
     assert "compute bound: time to first token 150.8 ms" in result.output
     assert "efficiency 1" in result.output  # the assumption is stated
 
@@ -328,7 +329,8 @@ def test_json_decode_keys() -> None:
     assert set(decode) == {
         "weights_bytes", "kv_bytes", "step_bytes", "bandwidth_bytes_per_s", "flops",
         "peak_flops_per_s", "efficiency", "experts_touched", "bandwidth_ms", "compute_ms",
-        "bound", "step_ms", "tokens_per_s_per_sequence", "tokens_per_s",
+        "allreduce_bytes", "allreduce_ms", "bound", "step_ms",
+        "tokens_per_s_per_sequence_upper_bound", "tokens_per_s_upper_bound",
     }
     assert decode["bound"] == "compute" and decode["efficiency"] == 0.5
     assert decode["step_ms"] == pytest.approx(2 * 8.3185, abs=1e-3)
@@ -367,3 +369,31 @@ def test_bound_cell_says_when_compute_was_not_checked(args: list[str], bound: st
     assert note in result.stderr
     assert ("(no FLOP/s)" in row) == ("no FLOP/s" in bound)
     assert "this GPU states" not in result.stderr
+
+
+def test_tensor_parallel_passes_add_the_ring_all_reduces() -> None:
+    """DeepSeek-V3 (61 layers, hidden 7,168) on 8 H200s (NVLink 900 GB/s both ways): one
+    token's step sends 2 all-reduces x 61 layers x 2 x 7/8 x 7,168 x 2 B = 3,060,736 B from
+    each GPU at 450 GB/s, added to the slower of the two roofs."""
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--gpu", "H200",
+                                 "--tp", "8", "--context", "32k", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    decode, prefill = doc["contexts"][0]["decode"], doc["contexts"][0]["prefill"]
+    assert decode["allreduce_bytes"] == 2 * 61 * 2 * 7 * 7168 * 2 // 8 == 3_060_736
+    assert decode["allreduce_ms"] == pytest.approx(3_060_736 / 450e9 * 1000, abs=1e-4)
+    assert decode["step_ms"] == pytest.approx(
+        max(decode["bandwidth_ms"], decode["compute_ms"]) + decode["allreduce_ms"], abs=1e-3)
+    assert decode["tokens_per_s_upper_bound"] == pytest.approx(1000 / decode["step_ms"], rel=1e-3)
+    assert prefill["allreduce_bytes"] == 32_000 * 3_060_736
+    assert any("two all-reduces per layer" in n for n in doc["notes"])
+
+
+def test_one_gpu_moves_nothing_and_an_unknown_link_is_said() -> None:
+    one = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
+                              "--context", "1k", "--json"])
+    assert json.loads(one.stdout)["contexts"][0]["decode"]["allreduce_bytes"] == 0
+    bare = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-70b", "--bandwidth", "3TB",
+                               "--kv-memory", "20GiB", "--tp", "4", "--context", "1k"])
+    assert bare.exit_code == 0, bare.output
+    assert "all-reduces between GPUs are not modelled" in bare.output

@@ -299,3 +299,66 @@ def test_every_admissible_workload_completes(
         assert "needs" in str(err)  # refused up front: one request exceeds memory
         return
     assert report.completed == len(reqs)
+
+
+def test_a_policy_that_cannot_fit_is_marked_while_the_others_run() -> None:
+    # 'max' reserves --max-len (4,096) per request: more than the 3,000 slots; the rest fit.
+    res = runner.invoke(app, ["kvmem", "simulate", "--slots", "3000", "--max-len", "4096",
+                              "--dist", "fixed:100,100", "--requests", "20", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {p["policy"]: p for p in json.loads(res.stdout)["policies"]}
+    assert rows["max"]["infeasible"].startswith("request 0 (100+100 tokens x 1) needs 4,096 KV")
+    assert rows["max"]["token_states"] is None and rows["max"]["steps"] is None
+    assert all(rows[p]["infeasible"] is None and rows[p]["completed"] == 20
+               for p in ("pow2", "oracle", "paged"))
+    table = runner.invoke(app, ["kvmem", "simulate", "--slots", "3000", "--max-len", "4096",
+                                "--dist", "fixed:100,100", "--requests", "20"])
+    assert table.exit_code == 0, table.output
+    assert "max is infeasible: request 0" in table.stdout and "paged/16" in table.stdout
+
+
+def test_progress_counts_requests_served_under_every_policy() -> None:
+    import tokcost
+    calls: list[tuple[int, int]] = []
+    request = tokcost.SimulationRequest.of(slots=4096, distribution="fixed:4,4", requests=9000,
+                                           policies="oracle,paged")
+    tokcost.simulate(request, on_progress=lambda done, total: calls.append((done, total)))
+    done = [d for d, _ in calls]
+    assert {t for _, t in calls} == {18000} and done == sorted(set(done))
+    assert 9000 in done and done[-1] == 18000 and len(done) >= 6  # every 4,096 and each end
+
+
+def test_no_progress_bar_when_stderr_is_piped() -> None:
+    res = runner.invoke(app, ["kvmem", "simulate", "--requests", "20"])
+    assert res.exit_code == 0 and "serving" not in res.stderr
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    block=st.sampled_from([1, 3, 8, 16]),
+    blocks=st.integers(8, 200),
+    shapes=st.lists(st.tuples(st.integers(1, 90), st.integers(1, 200), st.sampled_from([1, 2, 3]),
+                              st.integers(0, 400)), min_size=1, max_size=12),
+    policy=st.sampled_from(POLICIES),
+)
+def test_steps_summed_at_once_equal_steps_served_one_by_one(
+    block: int, blocks: int, shapes: list[tuple[int, int, int, int]], policy: str
+) -> None:
+    """Between events the loop sums the steps in closed form (whole block cycles at once);
+    asked for every step's sample it serves them one by one: the reports must agree, and the
+    samples must add up to the shares the report averages."""
+    cap = blocks * block
+    reqs = [Request(p, o, n=n, arrival=a) for p, o, n, a in shapes]
+    run = lambda samples: simulate(reqs, capacity_tokens=cap, policy=policy,  # noqa: E731
+                                   block_size=block, max_len=10**6, samples=samples)
+    try:
+        fast = run(None)
+    except UsageError as err:
+        assert "needs" in str(err)
+        return
+    samples: list[StepSample] = []
+    assert run(samples) == fast and len(samples) == fast.steps
+    if fast.saturated_steps == 0:  # averaged over every busy step: the samples' mean
+        mean = sum(s.token_states for s in samples) / (len(samples) * (cap // block * block
+                                                                         if policy == "paged" else cap))
+        assert fast.token_states == pytest.approx(mean)

@@ -104,6 +104,16 @@ PYPROJECT = (b"[project]\nname = 'x'\n\n[tool.tokcost]\nversion = 1\ntokenizer =
              b"max_tokens_per_file = 2000\n")
 CHAT = json.dumps([{"role": "system", "content": "Be brief."},
                    {"role": "user", "content": [{"type": "text", "text": "hi"}]}]).encode()
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+REQUEST = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": [
+    {"type": "text", "text": "hi"},
+    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_1PX}"}}]}],
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d.", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string", "enum": ["x"]}}}}}]}).encode()
+CLAUDE_REQUEST = json.dumps({"model": "claude-sonnet-4-5", "system": "Be brief.",
+    "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "any"},
+    "messages": [{"role": "user", "content": [{"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": PNG_1PX}}]}]}).encode()
 CATALOG = (b"version: 1\nextends: shipped\nmodels:\n  - id: mine\n    tokenizer: cl100k_base\n"
            b"    context_window: 8k\n    pricing: {input: 1.0, output: 2.0}\n")
 TIKTOKEN = b"".join(base64.b64encode(bytes([i])) + f" {i}\n".encode() for i in range(256))
@@ -161,6 +171,10 @@ test_fuzz_catalog = _case("catalog", CATALOG, _file(
     "models.yaml", lambda p: ["models", "validate", str(p)]), report=True)
 test_fuzz_chat = _case("chat", CHAT, _file(
     "chat.json", lambda p: ["count", "--chat", str(p), "-t", "cl100k_base"]))
+test_fuzz_request = _case("request", REQUEST, _file(
+    "body.json", lambda p: ["count", "--request", str(p)]))
+test_fuzz_claude_request = _case("claude_request", CLAUDE_REQUEST, _file(
+    "body.json", lambda p: ["price", "--request", str(p), "-m", "claude-sonnet-4-5"]))
 test_fuzz_config_json = _case("config_json", LLAMA / "config.json", _file(
     "config.json", lambda p: ["kvmem", "estimate", "--config", str(p), "--gpu", "H100"]))
 test_fuzz_safetensors = _case("safetensors", LLAMA / "model.safetensors", _checkpoint(

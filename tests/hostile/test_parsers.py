@@ -50,6 +50,14 @@ def test_deep_json_chat(sandbox: Sandbox) -> None:
     assert "deep.json" in line and "nested" in line
 
 
+def test_deep_and_huge_request_bodies(sandbox: Sandbox) -> None:
+    (sandbox.repo / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    line = sandbox.one_error("count", "--request", "deep.json", code=1)
+    assert "deep.json" in line and "nested" in line
+    line = sandbox.one_error("price", "-m", "gpt-4o", "--request", "/dev/zero", code=1)
+    assert "over 64 MiB" in line
+
+
 def test_deep_toml_pyproject(sandbox: Sandbox) -> None:
     (sandbox.repo / "pyproject.toml").write_text(
         "[tool.tokcost]\nversion = 1\nx = " + "[" * 5000 + "]" * 5000 + "\n")

@@ -3,21 +3,26 @@ and the tokens themselves; each takes one request, or paths (``tokcost.count("RE
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from tokcost import counting
 from tokcost.chat import ChatCount, load_messages
 from tokcost.chat import count_chat as count_messages
 from tokcost.counting import FileCount, Inputs, LeftOut, ProgressFn, Skipped
+from tokcost.counting.groups import CountView, Group, group
 from tokcost.counting.inputs import count_warnings, unreadable_message
 from tokcost.errors import InputError, UsageError, arg
 from tokcost.parts import Parts
 from tokcost.runner import RunConfig
 from tokcost.tokenizers import TokenizerChoice, TokenizerSelection, load_tokenizers, model_choice
 from tokcost.units import parse_count
+
+if TYPE_CHECKING:
+    from tokcost.requestbody import BodyCount
 
 __all__ = ["ChatRequest", "CountRequest", "TokenizeRequest", "count", "count_chat", "tokenize"]
 
@@ -52,8 +57,8 @@ class _ManyInputs:
     def notes(self, *, verbose: bool = False, hint: str = "",
               names: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The warnings (binary files summed up unless ``verbose``), and why nothing was found."""
-        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files),
-                               verbose=verbose, hint=hint)
+        notes = count_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes, f.encoding)
+                                              for f in self.files), verbose=verbose, hint=hint)
         left_out: LeftOut | None = getattr(self, "left_out", None)
         if left_out is not None and not self.files and not self.skipped:
             notes += (left_out.note(names=names),)
@@ -94,6 +99,8 @@ class CountResult(_ManyInputs):
     files: tuple[FileCount, ...]
     skipped: tuple[Skipped, ...]
     left_out: LeftOut = field(default_factory=LeftOut)  # what the walk's rules left out
+    view: CountView = field(default_factory=CountView)
+    roots: tuple[str, ...] = ()  # the folders named, which --by dir sums up below
 
     @property
     def total_bytes(self) -> int:
@@ -112,17 +119,41 @@ class CountResult(_ManyInputs):
                                  c.model.context_window)
                      for c in self.tokenizers if c.model is not None)
 
+    def rows(self) -> tuple[list[Any], Group | None]:
+        """The rows to show as ``view`` asks (files, or groups with ``by``), sorted and cut to
+        ``top``, and the rows cut summed up in one, named '(N more)' (None: nothing cut)."""
+        v, spec = self.view, self.tokenizers[0].spec
+        rows: list[Any] = (
+            v.order(group(self.files, v.by, self.roots), spec, lambda g: g.name) if v.by
+            else v.order(self.files, spec, lambda f: f.path))
+        shown, left = (rows, []) if v.top is None else (rows[:v.top], rows[v.top:])
+        if not left:
+            return shown, None
+        rest = Group(f"({len(left):,} more)", rows=len(left))
+        for r in left:
+            rest.add(getattr(r, "files", 1), r.bytes, r.chars, r.tokens)
+        return shown, rest
+
     def to_dict(self) -> dict[str, Any]:
-        cols = self.tokenizers
-        return {"tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
-                "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
-                           "tokens": {c.label: f.tokens[c.spec] for c in cols},
-                           "invalid_utf8_bytes": f.invalid_utf8_bytes} for f in self.files],
-                "total": {"files": len(self.files), "bytes": self.total_bytes,
-                          "chars": self.total_chars,
-                          "tokens": {c.label: self.total_tokens(c) for c in cols}},
-                "models": [w.to_dict() for w in self.windows],
-                "skipped": [asdict(s) for s in self.skipped]}
+        cols, v = self.tokenizers, self.view
+        labels = {c.spec: c.label for c in cols}
+        shown, rest = self.rows()
+        doc: dict[str, Any] = {
+            "tokenizers": [{**_choice_dict(c), "backend": c.backend} for c in cols],
+            "files": [{"path": f.path, "bytes": f.bytes, "chars": f.chars,
+                       "tokens": {c.label: f.tokens[c.spec] for c in cols},
+                       "invalid_utf8_bytes": f.invalid_utf8_bytes, "encoding": f.encoding}
+                      for f in (self.files if v.by else shown)]}
+        if v.by:
+            doc |= {"by": v.by, "groups": [g.to_dict(labels) for g in shown]}
+        doc["total"] = {"files": len(self.files), "bytes": self.total_bytes,
+                        "chars": self.total_chars,
+                        "tokens": {c.label: self.total_tokens(c) for c in cols}}
+        if v.top is not None:  # what --top left out, so that the rows shown add up to the total
+            doc["others"] = None if rest is None else {
+                "rows": rest.rows, **{k: n for k, n in rest.to_dict(labels).items() if k != "name"}}
+        return doc | {"models": [w.to_dict() for w in self.windows],
+                      "skipped": [asdict(s) for s in self.skipped]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +163,7 @@ class CountRequest(Parts):
     inputs: Inputs
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
     run: RunConfig = field(default_factory=RunConfig)
+    view: CountView = field(default_factory=CountView)
     allow_special: bool = False
 
     def __post_init__(self) -> None:
@@ -148,7 +180,10 @@ def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) 
     report = counting.count_paths(request.inputs, load_tokenizers(choices), run=request.run,
                                   allow_special=request.allow_special, progress=progress,
                                   unique=True)
-    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out)
+    roots = (tuple(p for p in request.inputs.paths if os.path.isdir(p))
+             if request.view.by == "dir" else ())
+    return CountResult(tuple(choices), tuple(report.files), tuple(report.skipped), report.left_out,
+                       request.view, roots)
 
 
 @dataclass(frozen=True)
@@ -189,18 +224,63 @@ class ChatResult:
                 "invalid_utf8_bytes": self.invalid_utf8_bytes}
 
 
+@dataclass(frozen=True)
+class RequestModelCount:
+    id: str
+    tokenizer: str
+    counted: BodyCount
+    context_window: int | None
+
+    @property
+    def context_share(self) -> float | None:
+        return self.counted.total / self.context_window if self.context_window else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "tokenizer": self.tokenizer, **self.counted.to_dict(),
+                "context_window": self.context_window}
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """A whole request body counted for each model, part by part (``count --request``)."""
+
+    request: str  # the file, or <stdin>
+    format: str
+    models: tuple[RequestModelCount, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for m in self.models for n in m.counted.notes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "format": self.format,
+                "models": [m.to_dict() for m in self.models]}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest(Parts):
-    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o)."""
+    """Count the JSON messages in ``chat`` (``-``: stdin) for each model (default gpt-4o);
+    ``body``: ``chat`` is a whole request body (OpenAI Chat Completions or Responses,
+    Anthropic Messages), counted by each provider's rules (default: the body's model)."""
 
     chat: str | Path
     tokenizers: TokenizerSelection = field(default_factory=TokenizerSelection)
     stdin: BinaryIO | None = field(default=None, compare=False, repr=False)
+    body: bool = False
+
+    def __post_init__(self) -> None:
+        if self.body and self.tokenizers.tokenizers:
+            raise UsageError(f"a request body is counted with each model's own tokenizer: give "
+                             f"{arg('models', 'ID')}, not {arg('tokenizers')}",
+                             param="tokenizers", related=("models",))
 
 
-def count_chat(request: ChatRequest | str | Path) -> ChatResult:
+def count_chat(request: ChatRequest | str | Path) -> ChatResult | RequestResult:
+    """A message list per model (ChatResult), or a whole request body (RequestResult)."""
     if not isinstance(request, ChatRequest):
         request = ChatRequest(chat=request)
+    if request.body:
+        return _count_body(request)
     messages, read = load_messages(str(request.chat), stdin=request.stdin)
     selection = request.tokenizers
     cat = selection.open_catalog()
@@ -219,6 +299,19 @@ def count_chat(request: ChatRequest | str | Path) -> ChatResult:
     return ChatResult(read.name, tuple(rows), read.invalid_bytes)
 
 
+def _count_body(request: ChatRequest) -> RequestResult:
+    from tokcost.requestbody import count_body, load_body
+    body = load_body(str(request.chat), stdin=request.stdin)
+    cat = request.tokenizers.open_catalog()
+    rows = []
+    for model_id in request.tokenizers.models or [body.model or DEFAULT_CHAT_MODEL]:
+        entry = cat.resolve(model_id)
+        choice = model_choice(entry)
+        rows.append(RequestModelCount(entry.id, choice.spec, count_body(body, entry, choice.load()),
+                                      entry.context_window))
+    return RequestResult(body.name, body.format, tuple(rows))
+
+
 @dataclass(frozen=True)
 class TokenizeResult:
     """One input's token ids, their texts and the text (cut to ``max_tokens``, whole characters)."""
@@ -231,6 +324,7 @@ class TokenizeResult:
     input_tokens: int = 0
     max_tokens: int | None = None
     invalid_utf8_bytes: int = 0
+    encoding: str = counting.UTF8  # or the UTF-16/32 its byte order mark names
 
     @property
     def truncated(self) -> bool:
@@ -238,7 +332,7 @@ class TokenizeResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes)])
+        return counting.input_warnings((), [(self.path, self.invalid_utf8_bytes, self.encoding)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "tokenizer": _choice_dict(self.tokenizer),
@@ -310,5 +404,5 @@ def tokenize(request: TokenizeRequest | Paths) -> TokensResult:
             text = text[:-1]
         pieces = tuple(p.decode("utf-8", errors="backslashreplace") for p in tok.token_bytes(shown))
         results.append(TokenizeResult(choice, tuple(shown), pieces, text, read.name, len(ids), top,
-                                      read.invalid_bytes))
+                                      read.invalid_bytes, read.encoding))
     return TokensResult(choice, tuple(results), tuple(skipped), top)

@@ -281,7 +281,8 @@ def import_model(request: ImportModelRequest) -> ModelImport:
     header = [f"tokcost models import {request.source}"]
     if loaded.origin != str(Path(loaded.config_file).parent):  # the cache or the hub
         header.append(f"config: {loaded.config_file} ({loaded.origin})")
-    text = catalog_text(entry, header=[*header, *notes], extends=extends)
+    text = catalog_text(entry, header=[*header, *notes], extends=extends,
+                        weights_from="the safetensors headers" if loaded.shards else "config.json")
     if target is not None:
         write_text_atomic(target, text)
     return ModelImport(entry, text, loaded.config_file, loaded.origin, loaded.shards,

@@ -7,7 +7,7 @@ import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from tokcost.app import names
 from tokcost.catalog import Catalog, CatalogSource, ModelEntry
@@ -25,6 +25,9 @@ from tokcost.pricing import (
 from tokcost.tokenizers import model_choice, open_catalog
 from tokcost.units import parse_count
 
+if TYPE_CHECKING:
+    from tokcost.requestbody import BodyCount
+
 __all__ = ["PriceRequest", "price"]
 
 CACHE_TTLS = ("5m", "1h")
@@ -34,8 +37,9 @@ MAX_MODELS = 200  # rows one glob may give: past it, a pattern is too broad to r
 @dataclass(frozen=True, kw_only=True)
 class PriceRequest:
     """``requests`` identical requests of ``model`` (and ``models``: several, or globs such as
-    ``claude-*``, side by side), the prompt given as ``input_tokens`` or as ``paths`` (``-``:
-    stdin); counts as people write them (``"12k"``). ``provider`` picks genai-prices's
+    ``claude-*``, side by side), the prompt given as ``input_tokens``, as ``paths`` (``-``:
+    stdin) or as a whole ``request`` body (a JSON file, counted by the provider's rules:
+    ``count --request``); counts as people write them (``"12k"``). ``provider`` picks genai-prices's
     provider, ``at`` a date of its price history (``2025-06-01``, UTC), ``cache_ttl`` the
     cache writes' lifetime (``5m``/``1h``), ``usage`` any other usage key of the database
     (``input_audio_tokens``: a part of the prompt)."""
@@ -55,6 +59,7 @@ class PriceRequest:
     at: str | _dt.date | None = None
     cache_ttl: str | None = None
     usage: Mapping[str, int | str] = field(default_factory=dict)
+    request: str | Path | None = None
 
     def __post_init__(self) -> None:
         wanted = tuple(m.strip() for m in (self.model, *names(self.models)) if m.strip())
@@ -71,12 +76,15 @@ class PriceRequest:
             raise UsageError(f"{arg('requests')} must be a positive integer, got "
                              f"{self.requests}", param="requests")
         object.__setattr__(self, "paths", names(self.paths))
-        if self.paths and self.input_tokens is not None:
-            raise UsageError(f"give the prompt as files or as {arg('input_tokens')}, not both",
-                             param="input_tokens")
-        if not self.paths and self.input_tokens is None:
-            raise UsageError(f"give the prompt: {arg('input_tokens', 'N')}, or files / '-' "
-                             "for stdin", param="input_tokens")
+        given = [what for what, on in (("files", bool(self.paths)), (arg("input_tokens"),
+                 self.input_tokens is not None), (arg("request"), self.request is not None)) if on]
+        if len(given) > 1:
+            raise UsageError(f"give the prompt as {given[0]} or as {given[1]}, not both",
+                             param="input_tokens", related=("request",))
+        if not given:
+            raise UsageError(f"give the prompt: {arg('input_tokens', 'N')}, files / '-' for "
+                             f"stdin, or {arg('request', 'FILE')}", param="input_tokens",
+                             related=("request",))
         if self.cache_ttl is not None and self.cache_ttl not in CACHE_TTLS:
             raise UsageError(f"{arg('cache_ttl', self.cache_ttl)}: give 5m or 1h",
                              param="cache_ttl")
@@ -112,13 +120,15 @@ class PriceResult:
     exact: bool = True  # False: the prompt was counted with a proxy tokenizer
     input_counted_from_files: bool = False
     warnings: tuple[str, ...] = ()
+    request: BodyCount | None = None  # the request body's parts (price --request)
     entry: ModelEntry | None = field(default=None, compare=False)
     database: DbModel | None = field(default=None, compare=False)  # None: the catalog's price
     prompt_tokens: int = 0  # of one request
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.breakdown.to_dict(), "input_counted_from_files":
-                self.input_counted_from_files, "exact": self.exact, "warnings": list(self.warnings)}
+                self.input_counted_from_files, "exact": self.exact, "warnings": list(self.warnings),
+                **({"request": self.request.to_dict()} if self.request else {})}
 
     @property
     def fits(self) -> bool | None:
@@ -161,7 +171,7 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None
     if not request.several:
         return _price_one(catalog, request.models[0], request, stdin, {})
     refs = _expand(catalog, request.models, request.provider)
-    if "-" in request.paths and stdin is None:  # read once, by every model's tokenizer
+    if "-" in (*request.paths, str(request.request)) and stdin is None:  # read once, by all
         import shutil
         import sys
         import tempfile
@@ -243,8 +253,17 @@ def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: Bin
     entry, db_model, db = _source(catalog, ref, r)
     if db_model is None:
         require_price(entry, batch=r.batch)  # before counting any file
-    prompt, exact, warnings = (r.input_tokens, True, ()) if r.input_tokens is not None else (
-        _count_prompt(entry, r, stdin, counted))
+    body: BodyCount | None = None
+    if r.request is not None:  # a whole request body, by the provider's rules
+        from tokcost.requestbody import count_body, load_body
+        if stdin is not None and stdin.seekable():
+            stdin.seek(0)
+        body = count_body(load_body(str(r.request), stdin=stdin), entry,
+                          model_choice(entry).load())
+        prompt, exact, warnings = body.total, body.exact, body.notes
+    else:
+        prompt, exact, warnings = (r.input_tokens, True, ()) if r.input_tokens is not None else (
+            _count_prompt(entry, r, stdin, counted))
     if db_model is not None and db is not None:
         usage = Usage(prompt, r.output_tokens, r.cached_tokens, r.cache_write_tokens,
                       r.reasoning_tokens, r.cache_ttl,
@@ -265,7 +284,7 @@ def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: Bin
             reasoning_tokens=r.reasoning_tokens, batch=r.batch, requests=r.requests)
     warnings += limit_warnings(entry, input_tokens=prompt, output_tokens=r.output_tokens,
                                reasoning_tokens=r.reasoning_tokens, exact=exact)
-    return PriceResult(breakdown, exact, bool(r.paths), warnings, entry, db_model, prompt)
+    return PriceResult(breakdown, exact, bool(r.paths), warnings, body, entry, db_model, prompt)
 
 
 def _source(catalog: Catalog, ref: str | DbModel, r: PriceRequest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,8 +135,10 @@ def _memory(request: SimulationRequest) -> SimulationResult:
         max_len=max_len or entry.context_window or DEFAULT_MAX_LEN)
 
 
-def simulate(request: SimulationRequest) -> SimulationResult:
-    """Where KV memory goes under each policy (PagedAttention's Figure 2) on your workload."""
+def simulate(request: SimulationRequest, *,
+             on_progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+    """Where KV memory goes under each policy (PagedAttention's Figure 2) on your workload;
+    ``on_progress`` hears (requests served, requests x policies) every few thousand."""
     from tokcost.memory import simulate as sim
     from tokcost.memory.workload import clip_requests
     from tokcost.plotting import check_plot_path
@@ -146,14 +149,15 @@ def simulate(request: SimulationRequest) -> SimulationResult:
     reqs, clipped = clip_requests(work.draw(), pool.max_len)
     reports = sim.compare_policies(reqs, capacity_tokens=pool.capacity_tokens,
                                    policies=request.policies, max_len=pool.max_len,
-                                   block_size=request.block_size)
+                                   block_size=request.block_size, progress=on_progress)
     if out.plot is not None:
         from tokcost.plotting.memory import plot_policies
         what = (f"{pool.model}, {pool.kv_memory_bytes / 2**30:.1f} GiB of KV memory"
                 if pool.model and pool.kv_memory_bytes else f"{pool.capacity_tokens:,} token slots")
         source = (work.trace.name if work.trace is not None
                   else f"{work.requests} {work.distribution}-like requests")
-        plot_policies(reports, out.plot, title=f"Where KV-cache memory goes: {what}, {source}")
+        plot_policies([r for r in reports if r.infeasible is None], out.plot,
+                      title=f"Where KV-cache memory goes: {what}, {source}")
     return replace(pool, requests=len(reqs), samples_per_request=work.samples,
                    workload=str(work.trace) if work.trace is not None else work.distribution,
                    seed=work.seed, rate=work.rate, policies=tuple(reports),

@@ -255,7 +255,8 @@ class Gpu(Built):
     """An accelerator: memory in bytes, HBM bandwidth in bytes/s, dense peak FLOP/s."""
 
     renamed: ClassVar[Mapping[str, str]] = {"memory": "memory_bytes",
-                                            "bandwidth": "bandwidth_bytes_per_s"}
+                                            "bandwidth": "bandwidth_bytes_per_s",
+                                            "interconnect": "interconnect_bytes_per_s"}
     missing: ClassVar[Mapping[str, str]] = {
         "name": "expected a non-empty string, got None",
         "memory": "expected the GPU's memory (e.g. 80GiB)",
@@ -267,6 +268,9 @@ class Gpu(Built):
         description="HBM bandwidth per second, e.g. 3.35TB")
     bf16_flops: Flops | None = Field(None, description="dense bf16 peak FLOP/s")
     fp8_flops: Flops | None = Field(None, description="dense fp8 peak FLOP/s")
+    interconnect: Annotated[int, v.size(cap=s.MAX_BANDWIDTH, cap_text="1PB per second")] | \
+        None = Field(None, description="GPU-to-GPU bandwidth per second, both directions, as "
+                     "the datasheet states it (NVLink, Infinity Fabric or PCIe), e.g. 900GB")
     architecture: Annotated[str, v.choice(s.GPU_ARCHITECTURES, lower=True, hint=True)] | None = \
         Field(None, description="GPU generation: " + ", ".join(s.GPU_ARCHITECTURES))
     source: Text | None = None

@@ -13,8 +13,10 @@ from tokcost.catalog.schema import SCHEMA_VERSION, Architecture, Attention, Mode
 from tokcost.units import format_bytes
 
 
-def catalog_text(entry: ModelEntry, *, header: Iterable[str] = (), extends: bool = True) -> str:
-    """``entry`` alone as a catalog file (``extends``: beside the shipped one), ``header`` atop."""
+def catalog_text(entry: ModelEntry, *, header: Iterable[str] = (), extends: bool = True,
+                 weights_from: str = "the safetensors headers") -> str:
+    """``entry`` alone as a catalog file (``extends``: beside the shipped one), ``header`` atop;
+    ``weights_from``: where its weights' bytes come from."""
     # A comment ends at any YAML line break: a path holding one must not start a key.
     shown = (re.sub("[\x00-\x1f\x7f\x85\u2028\u2029]", lambda m: ascii(m.group())[1:-1], line)
              for line in header)
@@ -26,7 +28,7 @@ def catalog_text(entry: ModelEntry, *, header: Iterable[str] = (), extends: bool
     lines += _keys(entry, ("provider", "family", "tokenizer_spec"), "    ", _str)
     lines += _keys(entry, ("context_window",), "    ")
     if entry.architecture is not None:
-        lines += ["    architecture:", *_architecture(entry.architecture, "      ")]
+        lines += ["    architecture:", *_architecture(entry.architecture, "      ", weights_from)]
     lines += _keys(entry, ("source", "notes"), "    ", _str)
     return "\n".join(lines) + "\n"
 
@@ -38,7 +40,7 @@ def _keys(record: object, keys: Iterable[str], pad: str,
     return [f"{pad}{k}: {show(v)}" for k, v in found if v is not None]
 
 
-def _architecture(arch: Architecture, pad: str) -> list[str]:
+def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
     out = [f"{pad}layers: {arch.layers}"]
     out += _keys(arch, ("hidden_size", "attention_heads", "kv_heads", "head_dim", "vocab_size"),
                  pad)
@@ -51,7 +53,7 @@ def _architecture(arch: Architecture, pad: str) -> list[str]:
     out.append(f"{pad}weights_dtype: {arch.weights_dtype}")
     if arch.weights_bytes is not None:
         out.append(f"{pad}weights_bytes: {_size(arch.weights_bytes)}"
-                   f"   # {format_bytes(arch.weights_bytes)}, from the safetensors headers")
+                   f"   # {format_bytes(arch.weights_bytes)}, from {weights_from}")
     out += _keys(arch, ("experts", "experts_per_token"), pad)
     if arch.expert_weights_bytes is not None:
         out.append(f"{pad}expert_weights_bytes: {_size(arch.expert_weights_bytes)}"

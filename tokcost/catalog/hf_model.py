@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tokcost.catalog import hf_config
+from tokcost.catalog.hf_params import config_weights
 from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
@@ -84,10 +85,19 @@ def read_config_json(path: Path, where: str) -> dict[str, Any]:
 
 def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
              ) -> tuple[WeightsSummary | None, tuple[str, ...]]:
-    if checkpoint is None:
-        return None, ("no safetensors headers beside the config: the weights' size and "
-                      "parameters are unknown (give the folder with its shards)",)
     f = hf_config.ConfigFields(config, where)
+    if checkpoint is None:
+        derived = config_weights(config, where)
+        if isinstance(derived, str):
+            return None, (f"no safetensors headers beside the config, and {derived}: the "
+                          "weights' size and parameters are unknown (give the folder with its "
+                          "shards)",)
+        cast = " (float32 served in bfloat16)" if (f.dtype or "").lower() in ("float32",
+                                                                            "float") else ""
+        return derived, (f"weights from config.json (no safetensors headers beside it): "
+                         f"{derived.params:,} parameters, {format_bytes(derived.bytes)} as "
+                         f"{hf_config.weights_dtype(f.dtype, f.quantization)}{cast}; the "
+                         "shards' headers, when given, are exact",)
     summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
                         layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
     experts = (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"

@@ -40,7 +40,7 @@ def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
             checkpoint, origin = hub_checkpoint(repo), HUB
         else:
             notes.append(f"the checkpoint's shards are not in {CACHE} and the hub does "
-                         "not answer: the weights' size is unknown")
+                         "not answer")
         tokenizer = (folder / "tokenizer.json").is_file()
     else:
         why = _hub_answers()

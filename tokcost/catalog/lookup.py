@@ -194,7 +194,8 @@ def load_model_source(source: str | Path, *, model_id: str | None = None) -> HfM
 def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None = None,
     catalog: Catalog, needs_weights: bool = False) -> tuple[ModelEntry, HfModel | None]:
     """The entry a use case works on (a catalog id, an entry, ``hf:ORG/REPO`` or ``config``)
-    and what was read to make it; ``needs_weights``: the safetensors headers must be there."""
+    and what was read to make it; ``needs_weights``: the weights' size must be known (from the
+    safetensors headers, else from config.json: catalog/hf_params.py)."""
     if config is not None and model is not None:
         raise UsageError(f"give {arg('model', 'ID')} or {arg('config', 'PATH')}, not both",
                          param="config", related=("model",))
@@ -210,8 +211,9 @@ def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None =
     arch = loaded.entry.architecture
     if needs_weights and arch is not None and arch.params_total is None:
         raise UsageError(
-            f"{loaded.config_file}: no safetensors headers beside it, so the weights' size is "
-            f"unknown; give the model folder with its shards, or {arg('kv_memory', 'SIZE')} "
-            f"without {arg('gpu')} and {arg('bandwidth')}",
+            f"{loaded.config_file}: no safetensors headers beside it, and tokcost has no rule "
+            f"for the parameters of its model_type ({loaded.entry.family}) or quantization, so "
+            f"the weights' size is unknown; give the model folder with its shards, or "
+            f"{arg('kv_memory', 'SIZE')} without {arg('gpu')} and {arg('bandwidth')}",
             param="kv_memory", related=("gpu", "bandwidth"))
     return loaded.entry, loaded

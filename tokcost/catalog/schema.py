@@ -210,6 +210,7 @@ class Gpu(Record):
     bandwidth_bytes_per_s: int
     bf16_flops: float | None = None
     fp8_flops: float | None = None
+    interconnect_bytes_per_s: int | None = None  # GPU to GPU, both directions (datasheet)
     # The engines' attention kernels, and so KV block sizes, follow it (vLLM's mla/ backends).
     architecture: str | None = None
     source: str | None = None

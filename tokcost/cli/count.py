@@ -30,10 +30,14 @@ Examples:
       stdin, and the share of gpt-4o's context window
   tokcost count docs/ --include '*.md' --json
       machine-readable, Markdown files only
+  tokcost count . --by lang --top 5
+      the five languages with the most tokens (also --by ext, --by dir)
   tokcost count --chat messages.json -m gpt-4o
       a chat request with its per-message overhead
   tokcost count --chat - -m gpt-4o < messages.json
       a chat request from stdin
+  tokcost count --request body.json -m gpt-4o -m claude-sonnet-4-5
+      a whole request body (messages, tools, images) as each provider bills it
   tokcount notes.txt --truncate 100
       print the text cut to its first 100 tokens
   tokcount a.txt b.txt --tokens --json
@@ -64,16 +68,18 @@ FLAG_WORDS = {"include": "--include", "exclude": "--exclude", "gitignore=False":
 _SHOWS_WITH_JSON = frozenset({"--tokens", "--truncate"})
 
 
-def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool]) -> None:
+def refuse_conflicts(*, paths: list[str], chat: str | None, flags: dict[str, bool],
+                     chat_flag: str = "--chat") -> None:
     """One usage error for output options that cannot all be honoured (``flags``: given?)."""
     given = [flag for flag, on in flags.items() if on]
     if chat is not None:
+        what = "message list" if chat_flag == "--chat" else "request body"
         if paths:
-            raise UsageError(f"--chat counts one message list, not files too ({paths[0]}); "
+            raise UsageError(f"{chat_flag} counts one {what}, not files too ({paths[0]}); "
                              "count the files in a run of their own")
         shown = [f for f in given if f != "--json"]
         if shown:
-            raise UsageError(f"--chat prints its own table or --json; drop {shown[0]}")
+            raise UsageError(f"{chat_flag} prints its own table or --json; drop {shown[0]}")
         return
     for first, second in itertools.combinations(given, 2):
         if not ("--json" in (first, second) and {first, second} - {"--json"} <= _SHOWS_WITH_JSON):
@@ -112,6 +118,11 @@ AllowSpecialOpt = Annotated[bool, typer.Option(
 ChatOpt = Annotated[str | None, typer.Option(
     "--chat", metavar="FILE", help="Count an OpenAI-style JSON message "
     "list ('-': stdin), with the model's per-message overhead (default model gpt-4o).")]
+RequestOpt = Annotated[str | None, typer.Option(
+    "--request", metavar="FILE", help="Count a whole request body ('-': stdin): OpenAI Chat "
+    "Completions or Responses, Anthropic Messages, with tools, images and documents, by each "
+    "provider's published rules (default model: the body's); --json marks each part exact or "
+    "approximate.")]
 TokensOpt = Annotated[bool, typer.Option(
     "--tokens", help="Show the token pieces of each input (one tokenizer: -t or -m once). "
     "With --json: {tokenizer, max_tokens, files: [{path, count, input_tokens, truncated, "
@@ -119,6 +130,17 @@ TokensOpt = Annotated[bool, typer.Option(
 TruncateOpt = Annotated[int | None, opt.count_option("--truncate", signed=False,
     help="Print each input cut to its first COUNT tokens (100, 8k, 8Ki; --json: the --tokens "
     "document, text cut to COUNT tokens).")]
+ByOpt = Annotated[str | None, typer.Option(
+    "--by", metavar="KEY", help="One row per ext (extension), lang (language: the name "
+    "Pygments gives the file name, as pygmentize -N) or dir (the first path component below "
+    "each folder named, as du -d 1 lists it: src/app/, src/main.py), with files, bytes and "
+    "tokens; --json adds groups[].")]
+SortOpt = Annotated[str | None, typer.Option(
+    "--sort", metavar="KEY", help="Order the rows: tokens (most first, first tokenizer), "
+    "bytes (most first) or name (default: as read; --by and --top: by tokens).")]
+TopOpt = Annotated[int | None, opt.count_option("--top", signed=False, help="Show the first "
+    "COUNT rows (sorted by tokens unless --sort), the rest summed up in one '(N more)' row; "
+    "--json: others.")]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", help="List every skipped file. By default several binary files, or several "
     "paths to files already counted, are summed up in one line.")]
@@ -130,20 +152,36 @@ def count(paths: PathsArg = None, tokenizers: opt.TokenizersOpt = None, models: 
     timeout: opt.DaskTimeoutOpt = None, include: IncludeOpt = None, exclude: ExcludeOpt = None,
     no_gitignore: NoGitignoreOpt = False, follow: FollowOpt = False,
     allow_special: AllowSpecialOpt = False, chat: ChatOpt = None, tokens: TokensOpt = False,
-    truncate: TruncateOpt = None, catalog: opt.CatalogOpt = None, verbose: VerboseOpt = False,
-    version: opt.VersionOpt = False) -> None:
+    truncate: TruncateOpt = None, by: ByOpt = None, sort: SortOpt = None, top: TopOpt = None,
+    catalog: opt.CatalogOpt = None, verbose: VerboseOpt = False,
+    version: opt.VersionOpt = False, request: RequestOpt = None) -> None:
     """Count tokens in files, folders (recursive, .gitignore-aware) and stdin.
 
     A file named twice (directly, through a folder or a link) is counted once, as du
     counts it; a symlink, FIFO, socket or device inside a folder is skipped with the reason
     (named directly, a FIFO such as <(cmd) is read).
     """
-    refuse_conflicts(paths=list(paths or []), chat=chat, flags={
+    if chat is not None and request is not None:
+        raise UsageError("--chat and --request cannot be combined: a request body holds its "
+                         "messages; give one")
+    refuse_conflicts(paths=list(paths or []), chat=chat or request, flags={
         "--json": json_out, "--csv": csv_out, "--total": total_only, "--tokens": tokens,
-        "--truncate": truncate is not None})
+        "--truncate": truncate is not None}, chat_flag="--chat" if request is None else "--request")
+    view = {"by": by, "sort": sort, "top": top}
+    shaping = next((f"--{k}" for k, v in view.items() if v is not None), None)
+    whole = chat if chat is not None else request
+    if shaping and (whole is not None or tokens or truncate is not None or total_only):
+        other = ("--chat" if chat is not None else "--request" if request is not None
+                 else "--tokens" if tokens else "--truncate" if truncate is not None else "--total")
+        raise UsageError(f"{shaping} shapes the table of counts, which {other} does not print; "
+                         f"drop one of them")
     selection = {"tokenizers": tokenizers or [], "models": models or [], "catalog": catalog}
     if chat is not None:
         _print_chat(tokcost.count_chat(tokcost.ChatRequest.of(chat=chat, **selection)), json_out)
+        return
+    if request is not None:
+        _print_request(tokcost.count_chat(tokcost.ChatRequest.of(
+            chat=request, body=True, **selection)), json_out)
         return
     inputs = {"paths": list(paths or []) or ([] if sys.stdin.isatty() else ["-"]),
               "include": include or [], "exclude": exclude or [], "gitignore": not no_gitignore,
@@ -158,8 +196,8 @@ def count(paths: PathsArg = None, tokenizers: opt.TokenizersOpt = None, models: 
             **inputs, **selection, allow_special=allow_special, max_tokens=truncate))
     else:
         result = _count(tokcost.CountRequest.of(
-            **inputs, **selection, allow_special=allow_special, engine=engine, jobs=jobs,
-            scheduler=scheduler, timeout=timeout))
+            **inputs, **selection, **view, allow_special=allow_special, engine=engine,
+            jobs=jobs, scheduler=scheduler, timeout=timeout))
     for note in result.notes(verbose=verbose, hint=LIST_HINT, names=FLAG_WORDS):
         warn(note)
     result.raise_for_empty()
@@ -204,37 +242,53 @@ def _count(request: CountRequest) -> Any:
 
 
 def _print_csv(result: Any) -> None:
-    cols = result.tokenizers
+    cols, by = result.tokenizers, result.view.by
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:  # a non-UTF-8 file name goes out as its bytes, as it was
         reconfigure(errors="surrogateescape")
     writer = csv.writer(sys.stdout, lineterminator="\n")
     # csv does not quote a lone "\r", which readers take for a line end: quote its row.
     quoted = csv.writer(sys.stdout, lineterminator="\n", quoting=csv.QUOTE_ALL)
-    writer.writerow(["path", "bytes", "chars", *[c.label for c in cols]])
-    for f in result.files:
-        (quoted if "\r" in f.path else writer).writerow(
-            [f.path, f.bytes, f.chars, *[f.tokens[c.spec] for c in cols]])
-    writer.writerow(["TOTAL", result.total_bytes, result.total_chars,
-                     *[result.total_tokens(c) for c in cols]])
+    writer.writerow([by or "path", *(["files"] if by else []), "bytes", "chars",
+                     *[c.label for c in cols]])
+    shown, rest = result.rows()
+    for r in [*shown, *([rest] if rest else [])]:
+        name = _name(r)
+        (quoted if "\r" in name else writer).writerow(
+            [name, *([r.files] if by else []), r.bytes, r.chars, *[r.tokens[c.spec] for c in cols]])
+    writer.writerow(["TOTAL", *([len(result.files)] if by else []), result.total_bytes,
+                     result.total_chars, *[result.total_tokens(c) for c in cols]])
+
+
+def _name(row: Any) -> str:
+    return str(row.path if hasattr(row, "path") else row.name)  # a file's, or a group's
+
+
+_BY_HEADER = {"ext": "extension", "lang": "language", "dir": "folder"}
 
 
 def _print_table(result: Any) -> None:
     from rich.text import Text
-    files = result.files
+    files, by = result.files, result.view.by
     if not files:  # the warning says why; a header over no rows would say nothing
         return
-    shown = table(footer=len(files) > 1)
-    shown.add_column("file", footer=f"total ({len(files)} files)", overflow="fold")
+    shown_rows, rest = result.rows()
+    shown = table(footer=len(files) > 1 or bool(by))
+    shown.add_column(_BY_HEADER[by] if by else "file", footer=f"total ({len(files)} files)",
+                     overflow="fold")
+    if by:
+        shown.add_column("files", justify="right", footer=f"{len(files):,}")
     shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
     shown.add_column("chars", justify="right", footer=f"{result.total_chars:,}")
     for c in result.tokenizers:
         shown.add_column(_approx(c.label, c.exact), justify="right", style="bold",
                          footer=_fmt(result.total_tokens(c), c.exact))
-    for f in files:
+    for r in [*shown_rows, *([rest] if rest else [])]:
         # Text, not markup: 'a[red]b.txt' keeps its brackets; a newline would split the row.
-        shown.add_row(Text(console.escape_controls(f.path)), f"{f.bytes:,}", f"{f.chars:,}",
-                      *[_fmt(f.tokens[c.spec], c.exact) for c in result.tokenizers])
+        name = _name(r)
+        shown.add_row(Text(console.escape_controls(name)), *([f"{r.files:,}"] if by else []),
+                      f"{r.bytes:,}", f"{r.chars:,}",
+                      *[_fmt(r.tokens[c.spec], c.exact) for c in result.tokenizers])
     out.print(shown)
     for w in result.windows:
         if w.context_window and w.context_share is not None:
@@ -277,4 +331,22 @@ def _print_chat(result: Any, json_out: bool) -> None:
         shown.add_row(m.id, units.spec_label(m.tokenizer), str(c.messages),
                       _fmt(c.content_tokens, m.exact), str(c.overhead_tokens),
                       _fmt(c.total, m.exact), share)
+    out.print(shown)
+
+
+def _print_request(result: Any, json_out: bool) -> None:
+    for note in result.warnings:
+        warn(note)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    shown = table("model", "part", "tokens")
+    for m in result.models:
+        for p in m.counted.parts:
+            shown.add_row(m.id, p.kind, _fmt(p.tokens, p.exact))
+        share = "" if m.context_share is None else f" ({_pct(m.context_share)} of its window)"
+        if m.counted.unknown:  # the warnings say which and why
+            share += f", {m.counted.unknown} not counted"
+        shown.add_row(f"[bold]{m.id}[/bold]", "[bold]total[/bold]",
+                      f"[bold]{_fmt(m.counted.total, m.counted.exact)}[/bold]{share}")
     out.print(shown)

@@ -50,8 +50,11 @@ Examples:
     --engine ideal
   tokcost kvmem estimate -m gpt-oss-120b --gpu H200 --batch 64 -i 8k \\
     --efficiency 0.7
+  tokcost kvmem estimate -m llama-3.1-70b --gpu H100 --tp 4 \\
+    --context 32k --cpu-offload 200GiB
+      a second tier in host memory (vLLM's native offload)
   tokcost kvmem estimate --config ./Qwen3-8B --gpu H100
-      a model folder: config.json + shards
+      a model folder: config.json (+ shards: exact weights)
   tokcost kvmem estimate -m hf:Qwen/Qwen3-8B --context 32k
       the Hugging Face cache, else the hub
 """
@@ -89,7 +92,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager), sglang (its token pools) or ideal (bytes truly held).")] = "vllm",
+        "cache manager), sglang (its token pools), llama.cpp (its cells), trtllm (TensorRT-LLM's "
+        "blocks) or ideal (bytes truly held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
         metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
         "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
@@ -101,6 +105,23 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "SGLang's, from the GPU's memory).")] = None,
     swa_full_tokens_ratio: Annotated[float | None, typer.Option("--swa-full-tokens-ratio",
         help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
+    cache_type_k: Annotated[str, typer.Option("--cache-type-k", "-ctk", help="llama.cpp's K "
+        "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",
+    cache_type_v: Annotated[str, typer.Option("--cache-type-v", "-ctv",
+        help="llama.cpp's V cache type (as --cache-type-k).")] = "f16",
+    parallel: Annotated[int | None, typer.Option("--parallel", "-np", metavar="COUNT",
+        help="llama.cpp's slots (default: llama-server's auto, 4 sharing a unified cache).")
+        ] = None,
+    kv_unified: Annotated[bool | None, typer.Option("--kv-unified/--no-kv-unified", "-kvu",
+        help="llama.cpp: one cache shared by the slots (default: with the auto slots only).")
+        ] = None,
+    swa_full: Annotated[bool, typer.Option("--swa-full",
+        help="llama.cpp: sliding-window layers cache the whole context.")] = False,
+    free_gpu_memory_fraction: Annotated[float | None, typer.Option(
+        "--free-gpu-memory-fraction", metavar="SHARE", help="TensorRT-LLM's share of the "
+        "memory left after weights and activations (0.9).")] = None,
+    tokens_per_block: Annotated[int | None, typer.Option("--tokens-per-block", metavar="COUNT",
+        help="TensorRT-LLM's block in tokens (32; engines built with 64 say so).")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
@@ -111,6 +132,12 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
     reserve: Annotated[str | None, typer.Option(
         "--reserve", help="Activation/overhead reserve per GPU (default 2GiB).")] = None,
+    cpu_offload: Annotated[str | None, typer.Option("--cpu-offload", metavar="SIZE",
+        help="Host memory for a second KV tier, all GPUs together: 100GiB (vLLM's "
+        "--kv-offloading-size, which counts GiB).")] = None,
+    offload_backend: Annotated[str, typer.Option("--offload-backend", "--kv-offloading-backend",
+        help="Who holds --cpu-offload: native (vLLM's OffloadingConnector) or lmcache.")
+        ] = "native",
     weights_dtype: Annotated[str | None, typer.Option(
         "--weights-dtype", help="Override weights dtype: bf16, fp8, int4, mxfp4...")] = None,
     bandwidth: Annotated[str | None, typer.Option(
@@ -180,6 +207,13 @@ def _render(r: Any, ctx: typer.Context) -> None:
         if r.largest_context is not None:
             limit = " (the model's limit)" if r.largest_context == r.context_window else ""
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
+    if (t := r.offload) is not None:
+        who = "vLLM native offload" if t.backend == "native" else "LMCache"
+        gpus = f" over {t.ranks} GPUs, {t.block_bytes:,} B each" if t.ranks > 1 else ""
+        gpu = f" (GPU pool: {r.fit.cache_tokens:,})" if r.fit is not None else ""
+        out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
+                  f"blocks of {t.block_bytes * t.ranks:,} B{gpus} = {t.blocks:,} blocks, "
+                  f"{t.tokens:,} tokens{gpu}", markup=False)
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
         err.print(f"note: {note.render(words)}", style="dim", markup=False)
@@ -191,7 +225,8 @@ def _table(r: Any) -> Any:
     prefill = any(row.prefill is not None for row in r.rows)
     names = ["context", "per sequence", f"batch x{r.batch}", f"blocks ({r.block_size})"]
     names += ["max concurrency", "fits"] if r.fit is not None else []
-    names += ["decode tok/s", "bound"] if decode else []
+    names += ["host seqs"] if r.offload is not None else []
+    names += ["decode tok/s (upper bound)", "bound"] if decode else []
     names += ["TTFT"] if prefill else []
     for name in names:
         grid.add_column(name, justify="center" if name == "fits" else "left" if name == "bound"
@@ -204,6 +239,8 @@ def _table(r: Any) -> Any:
             conc = row.max_concurrency
             cells += ["" if conc is None else f"{conc:,.2f}x",
                       "yes" if row.fits else "[red]no[/red]"]
+        if r.offload is not None:
+            cells.append(f"{r.offload.sequences(row.context):,}")
         if decode and row.decode is not None:
             # Bandwidth was the only limit checked: not a verdict against compute.
             cells += [f"{row.decode.tokens_per_s:,.0f}", row.decode.bound
@@ -240,16 +277,20 @@ def _limits(step: Any, lead: str, kv: str) -> str:
             f"{step.bandwidth_bytes_per_s / 1e9:,.0f} GB/s{eff} = "
             f"{_time(step.bandwidth_seconds)}; ")
     if step.peak_flops_per_s is None or step.compute_seconds is None:
-        return text + "compute not checked"
-    return (text + f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
-            f"= {_time(step.compute_seconds)}")
+        text += "compute not checked"
+    else:
+        text += (f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
+                 f"= {_time(step.compute_seconds)}")
+    if (comm := step.allreduce_seconds) is not None:
+        text += f"; + all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
+    return text
 
 
 def _render_roofline(r: Any) -> None:
     row = r.rows[-1]
     if (d := row.decode) is not None:
         out.print(f"decode at {row.context:,}: {_limits(d, 'per step ', 'KV')} -> {d.bound} bound: "
-                  f"{d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
+                  f"at most {d.tokens_per_s_per_sequence:,.1f} tok/s per sequence, "
                   f"{d.tokens_per_s:,.0f} tok/s total")
     if (f := row.prefill) is not None:
         out.print(f"prefill of {f.prompt_tokens:,} tokens: {_limits(f, '', 'KV written')} -> "
@@ -308,7 +349,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
-    result = tokcost.simulate(tokcost.SimulationRequest.of(**given(ctx)))
+    result = _simulate(tokcost.SimulationRequest.of(**given(ctx)))
     if result.clipped_requests:
         cut, drawn = result.clipped_requests, result.requests
         limit = (f"--max-len {result.max_len:,}" if max_len is not None
@@ -324,6 +365,18 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
         err.print(f"wrote {plot}")
 
 
+def _simulate(request: Any) -> Any:
+    """``tokcost.simulate``, with a progress bar on stderr when a person watches it."""
+    if not progress_enabled():
+        return tokcost.simulate(request)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    with Progress(TextColumn("serving"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True) as progress:
+        task = progress.add_task("serve", total=None)
+        return tokcost.simulate(request, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
+
+
 def _render_simulation(result: Any) -> None:
     n, head = result.samples_per_request, f"{result.requests} requests"
     where = f"{result.model}, " if result.model else ""
@@ -332,6 +385,9 @@ def _render_simulation(result: Any) -> None:
                  f"{result.capacity_tokens:,} token slots of KV memory, max length "
                  f"{result.max_len:,}")
     for r in result.policies:
+        if r.infeasible:
+            grid.add_row(r.label, "[red]infeasible[/red]", *["-"] * 8)
+            continue
         grid.add_row(r.label, f"{r.token_states:.1%}", f"{r.reserved:.1%}",
                      f"{r.internal_fragmentation:.1%}", f"{r.external_fragmentation:.1%}",
                      f"{r.free:.1%}", str(r.peak_batch), f"{r.mean_batch:.1f}", f"{r.steps:,}",
@@ -341,9 +397,12 @@ def _render_simulation(result: Any) -> None:
         if r.prefix_sharing_saved is not None:
             out.print(f"prefix sharing: the {n} samples of each request share the prompt's blocks, "
                       f"saving {r.prefix_sharing_saved:.1%} of the paged blocks", markup=False)
+    for r in result.policies:
+        if r.infeasible:
+            out.print(f"{r.label} is infeasible: {r.infeasible}", markup=False)
     # The notes and the legend explain the table; they are not data, so stderr.
     for r in result.policies:
-        if r.saturated_steps == 0:
+        if r.saturated_steps == 0 and not r.infeasible:
             err.print(f"note: {r.policy} never ran out of memory (no request waited); its "
                       "shares are averaged over every busy step, so 'free' is memory nobody "
                       "needed", markup=False)

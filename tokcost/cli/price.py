@@ -29,6 +29,7 @@ Examples:
   tokcost price -m claude-sonnet-4-5 --provider google -i 10k \\
     --cache-write-tokens 8k --cache-ttl 1h
   tokcost price -m gpt-4o -i 12k --at 2024-06-01
+  tokcost price -m claude-sonnet-4-5 --request body.json --output-tokens 1k
 
 --input-tokens is the whole prompt; --cached-tokens and --cache-write-tokens are parts of it.
 Models the catalog does not price are priced by genai-prices (offline, its bundled data).
@@ -78,17 +79,22 @@ def price(
         "--usage", metavar="KEY=COUNT", help="Any other genai-prices usage key "
         "(input_audio_tokens=2k, web_searches=3).")] = None,
     json_out: JsonOpt = False,
-    catalog: CatalogOpt = None) -> None:
+    catalog: CatalogOpt = None,
+    request: Annotated[str | None, typer.Option(
+        "--request", metavar="FILE", help="The prompt as a whole request body ('-': stdin): "
+        "OpenAI Chat Completions or Responses, Anthropic Messages, counted as `count --request` "
+        "counts it.")] = None) -> None:
     """Price a request: input, cached input, cache writes, output and reasoning tokens."""
     counts: dict[str, Any] = {  # as typed: the request reads them ("12k")
         "input_tokens": input_tokens, "output_tokens": output_tokens, "requests": requests,
         "cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens,
         "reasoning_tokens": reasoning_tokens}
-    request = tokcost.PriceRequest(
+    asked = tokcost.PriceRequest(
         models=tuple(model or ()), paths=tuple(paths or ()), batch=batch, catalog=catalog,
-        provider=provider, at=at, cache_ttl=cache_ttl, usage=_usage(usage or []), **counts)
-    result: Any = tokcost.price(request)  # a comparison when several
-    if request.several:
+        provider=provider, at=at, cache_ttl=cache_ttl, usage=_usage(usage or []),
+        request=request, **counts)
+    result: Any = tokcost.price(asked)  # a comparison when several
+    if asked.several:
         if result.skipped:
             shown = ", ".join(result.skipped[:5]) + (" ..." if len(result.skipped) > 5 else "")
             err.print(f"note: {len(result.skipped)} models matched have no price for this "

@@ -6,6 +6,7 @@ from tokcost.counting.inputs import (
     SNIFF_BYTES,
     STDIN,
     STDIN_NAME,
+    UTF8,
     Inputs,
     InputText,
     Skipped,
@@ -21,9 +22,9 @@ from tokcost.counting.local import CountReport, FileCount, ProgressFn, count_pat
 from tokcost.counting.stream import LineBlocks, Reader, TextStream, TrainingInputs, split_text
 from tokcost.counting.walk import LeftOut, Visited, walk
 
-__all__ = ["SNIFF_BYTES", "STDIN", "STDIN_NAME", "CountReport", "CutRule", "FileCount", "InputText",
-           "Inputs", "LeftOut", "LineBlocks", "ProgressFn", "Reader", "Skipped", "TextStream",
-           "TrainingInputs", "Utf8Decoder", "Visited", "count_paths", "decode_utf8",
+__all__ = ["SNIFF_BYTES", "STDIN", "STDIN_NAME", "UTF8", "CountReport", "CutRule", "FileCount",
+           "InputText", "Inputs", "LeftOut", "LineBlocks", "ProgressFn", "Reader", "Skipped",
+           "TextStream", "TrainingInputs", "Utf8Decoder", "Visited", "count_paths", "decode_utf8",
            "find_boundary", "find_boundary_forward", "input_warnings", "invalid_utf8_note",
            "load_input", "next_cut", "read_input", "runner_for", "sniff_binary", "split_text",
            "walk"]

@@ -73,6 +73,16 @@ def _count_invalid(exc: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("tokcost.replace", _count_invalid)
 _utf8_decode = codecs.utf_8_decode  # (text, bytes used); the core of every UTF-8 decoder
+UTF8 = "UTF-8"
+# Byte order marks (the Unicode Standard, §23.8 "Byte Order Mark"; Python's codecs.BOM_*).
+# UTF-32's little-endian mark begins with UTF-16's, so it is looked for first.
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+         (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def bom_encoding(head: bytes) -> str | None:
+    """b'\\xff\\xfeh\\x00' -> 'UTF-16': the encoding a byte order mark names, or None."""
+    return next((name for bom, name in _BOMS if head.startswith(bom)), None)
 
 
 class Utf8Decoder:
@@ -102,20 +112,63 @@ def decode_utf8(data: bytes) -> tuple[str, int]:
     return decoder.decode(data, final=True), decoder.invalid_bytes
 
 
-def invalid_utf8_note(name: str, invalid_bytes: int) -> str:
+def invalid_utf8_note(name: str, invalid_bytes: int, encoding: str = UTF8) -> str:
     unit = "byte" if invalid_bytes == 1 else "bytes"
-    return f"{name}: {invalid_bytes} {unit} of invalid UTF-8 replaced with U+FFFD"
+    return f"{name}: {invalid_bytes} {unit} of invalid {encoding} replaced with U+FFFD"
 
 
 def sniff_binary(data: bytes, offset: int = 0) -> str | None:
     """Why a file holding ``data`` at ``offset`` is skipped (a NUL byte, as git decides, but
     anywhere: text that turns into zeros is not read whole), or None."""
     nul = data.find(b"\x00")
-    return None if nul < 0 else f"binary (NUL byte at offset {offset + nul})"
+    if nul < 0:
+        return None
+    if offset == 0 and (encoding := bom_encoding(data)) is not None:  # a reader of UTF-8 only
+        return (f"{encoding} text (byte order mark), not read here (UTF-8 only): convert it "
+                f"with iconv -f {encoding} -t UTF-8")
+    return f"binary (NUL byte at offset {offset + nul})"
 
 
 class LateBinary(InputError):
     """A NUL byte past the sniffed head: the stream stops there (its count is dropped)."""
+
+
+class WideDecoder(Utf8Decoder):
+    """UTF-16 or UTF-32, as the byte order mark says (the mark itself dropped, as Python's
+    'utf-16' codec drops it); invalid units become U+FFFD and are counted; a U+0000
+    character makes the input binary (LateBinary), as a NUL byte does in UTF-8."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self.encoding, self._chars = encoding, 0
+        self._wide = codecs.getincrementaldecoder(encoding.lower())("tokcost.replace")
+
+    def decode(self, data: bytes, final: bool = False) -> str:
+        before = getattr(_invalid, "n", 0)
+        text: str = self._wide.decode(data, final)
+        self.invalid_bytes += getattr(_invalid, "n", 0) - before
+        if (nul := text.find("\x00")) >= 0:
+            raise LateBinary(f"binary (U+0000 at character {self._chars + nul} of its "
+                             f"{self.encoding} text)")
+        self._chars += len(text)
+        return text
+
+
+def decoder_for(encoding: str) -> Utf8Decoder:
+    return Utf8Decoder() if encoding == UTF8 else WideDecoder(encoding)
+
+
+def sniff_text(head: bytes) -> tuple[str | None, str]:
+    """Why the input that begins with ``head`` is skipped (or None), and its encoding: the
+    UTF-16 or UTF-32 a byte order mark names, else UTF-8 (``sniff_binary``)."""
+    encoding = bom_encoding(head)
+    if encoding is None:
+        return sniff_binary(head), UTF8
+    try:
+        WideDecoder(encoding).decode(head)
+    except LateBinary as late:
+        return str(late), encoding
+    return None, encoding
 
 
 @dataclass
@@ -146,10 +199,13 @@ class Skipped:
         return f"skipped {self.path}: {self.reason}"
 
 
-def input_warnings(skipped: Iterable[Skipped],
-                   invalid: Iterable[tuple[str, int]] = ()) -> tuple[str, ...]:
+Invalid = Iterable[tuple[str, int] | tuple[str, int, str]]  # (name, bytes replaced[, encoding])
+
+
+def input_warnings(skipped: Iterable[Skipped], invalid: Invalid = ()) -> tuple[str, ...]:
     """The input policy's warnings: each input skipped, then each ``(name, bytes replaced)``."""
-    return (*(s.note for s in skipped), *(invalid_utf8_note(name, n) for name, n in invalid if n))
+    return (*(s.note for s in skipped),
+            *(invalid_utf8_note(*item) for item in invalid if item[1]))
 
 
 BINARY = "binary"  # how sniff_binary's reasons begin
@@ -180,14 +236,18 @@ def unreadable_message(skipped: Iterable[Skipped]) -> str | None:
     return f"{failed:,} {inputs} could not be read (see the warnings above)"
 
 
-def _binary_line(skips: Sequence[Skipped]) -> str:
-    kinds = Counter(PurePath(s.path).suffix.lower() for s in skips)
+def _kinds(paths: Iterable[str]) -> str:
+    """'700 .pyc, 10 .png, 4 .so, 2 others': the commonest extensions, the rest counted."""
+    kinds = Counter(PurePath(p).suffix.lower() for p in paths)
     ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], not kv[0], kv[0]))
     parts = [f"{n:,} {ext}" if ext else f"{n:,} with no extension"
              for ext, n in ranked[:SHOWN_KINDS]]
     rest = sum(n for _, n in ranked[SHOWN_KINDS:])
-    parts += [f"{rest:,} others"] if rest else []
-    return f"skipped {len(skips):,} binary files: {', '.join(parts)}"
+    return ", ".join(parts + ([f"{rest:,} others"] if rest else []))
+
+
+def _binary_line(skips: Sequence[Skipped]) -> str:
+    return f"skipped {len(skips):,} binary files: {_kinds(s.path for s in skips)}"
 
 
 def _same_file_line(skips: Sequence[Skipped]) -> str:
@@ -210,9 +270,17 @@ def skip_notes(skipped: Iterable[Skipped], *, verbose: bool = False,
     return (*(s.note for s in skipped), *summaries)
 
 
-def count_warnings(skipped: Iterable[Skipped], invalid: Iterable[tuple[str, int]] = (), *,
+def count_warnings(skipped: Iterable[Skipped], invalid: Invalid = (), *,
                    verbose: bool = False, hint: str = "") -> tuple[str, ...]:
-    return (*skip_notes(skipped, verbose=verbose, hint=hint), *input_warnings((), invalid))
+    """``skip_notes``, then the inputs with invalid UTF-8: one line each, or, several and not
+    ``verbose``, one line for all, as binary files are summed up."""
+    bad = [item for item in invalid if item[1]]
+    if verbose or len(bad) < 2:
+        return (*skip_notes(skipped, verbose=verbose, hint=hint), *input_warnings((), bad))
+    total = sum(item[1] for item in bad)
+    line = (f"{len(bad):,} files hold invalid text ({total:,} bytes replaced with U+FFFD): "
+            f"{_kinds(item[0] for item in bad)}" + (f"; {hint}" if hint else ""))
+    return (*skip_notes(skipped, verbose=verbose, hint=hint), line)
 
 
 class _Prefixed:
@@ -227,12 +295,14 @@ class _Prefixed:
         return data + self.rest.read() if n < 0 else data
 
 
-def sniff_source(source: ByteSource) -> tuple[str | None, ByteSource]:
-    """Why a stream is skipped, or None, and the stream with its sniffed bytes put back."""
+def sniff_source(source: ByteSource, *, wide: bool = False) -> tuple[str | None, str, ByteSource]:
+    """Why a stream is skipped (or None), its encoding (UTF-16/32 from a byte order mark only
+    when the caller reads them: ``wide``) and the stream with its sniffed bytes put back."""
     head = b""  # a pipe may hand over less than asked
     while len(head) < SNIFF_BYTES and (more := source.read(SNIFF_BYTES - len(head))):
         head += more
-    return sniff_binary(head), _Prefixed(head, source)
+    reason, encoding = sniff_text(head) if wide else (sniff_binary(head), UTF8)
+    return reason, encoding, _Prefixed(head, source)
 
 
 def stdin_source(stdin: BinaryIO | None = None) -> ByteSource:
@@ -265,10 +335,28 @@ class InputText:
     text: str
     bytes: int
     invalid_bytes: int = 0
+    encoding: str = UTF8  # or the UTF-16/32 its byte order mark names
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return (invalid_utf8_note(self.name, self.invalid_bytes),) if self.invalid_bytes else ()
+        return input_warnings((), [(self.name, self.invalid_bytes, self.encoding)])
+
+
+def decode_input(name: str, data: bytes) -> InputText | Skipped:
+    """A whole input's text (UTF-8, or the UTF-16/32 its byte order mark names), or why it is
+    skipped (binary)."""
+    encoding = bom_encoding(data)
+    if encoding is None:
+        if (reason := sniff_binary(data)) is not None:
+            return Skipped(name, reason)
+        text, invalid = decode_utf8(data)
+        return InputText(name, text, len(data), invalid)
+    decoder = WideDecoder(encoding)
+    try:
+        text = decoder.decode(data, final=True)
+    except LateBinary as late:
+        return Skipped(name, str(late))
+    return InputText(name, text, len(data), decoder.invalid_bytes, encoding)
 
 
 def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText | Skipped:
@@ -289,11 +377,7 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
             raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             return Skipped(name, f"unreadable ({err.strerror})")
-    reason = sniff_binary(data)
-    if reason is not None:
-        return Skipped(name, reason)
-    text, invalid = decode_utf8(data)
-    return InputText(name, text, len(data), invalid)
+    return decode_input(name, data)
 
 
 def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:

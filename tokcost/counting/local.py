@@ -15,16 +15,17 @@ from tokcost.counting.inputs import (
     BLOCK_BYTES,
     SNIFF_BYTES,
     STDIN,
+    UTF8,
     ByteSource,
     Inputs,
     LateBinary,
     Skipped,
     TextOnly,
-    decode_utf8,
+    decode_input,
     input_warnings,
     refuse_urls,
-    sniff_binary,
     sniff_source,
+    sniff_text,
     stdin_size,
     stdin_source,
     unreadable,
@@ -40,7 +41,8 @@ class FileCount:
     bytes: int = 0
     chars: int = 0
     tokens: dict[str, int] = field(default_factory=dict)
-    invalid_utf8_bytes: int = 0
+    invalid_utf8_bytes: int = 0  # bytes replaced with U+FFFD (of its encoding's)
+    encoding: str = UTF8  # or the UTF-16/32 its byte order mark names
 
 
 @dataclass
@@ -66,7 +68,8 @@ class CountReport:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes) for f in self.files))
+        return input_warnings(self.skipped, ((f.path, f.invalid_utf8_bytes, f.encoding)
+                                             for f in self.files))
 
 
 # progress(stage, done, total): bytes done of total (0 while the total is unknown)
@@ -227,9 +230,9 @@ class _Reading:
         self.report.skipped.append(Skipped(source.display, reason))
 
     def _piped(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
-        reason, piped = sniff_source(handle)  # a pipe cannot be peeked at
+        reason, encoding, piped = sniff_source(handle, wide=True)  # a pipe cannot be peeked at
         if reason is None:
-            yield from self._stream(source, piped)
+            yield from self._stream(source, piped, encoding)
         else:
             self._skip(source, reason)
 
@@ -247,9 +250,9 @@ class _Reading:
                 if source.size is None:  # a FIFO named directly
                     yield from self._piped(source, handle)
                     return
-                reason = sniff_binary(handle.peek(SNIFF_BYTES))
+                reason, encoding = sniff_text(handle.peek(SNIFF_BYTES))
                 if reason is None:  # read errors past this point are caught as such
-                    yield from self._stream(source, handle)
+                    yield from self._stream(source, handle, encoding)
                     return
         except IsADirectoryError:
             return
@@ -257,9 +260,12 @@ class _Reading:
             reason = f"unreadable ({err.strerror})"
         self._skip(source, reason)
 
-    def _stream(self, source: Source, handle: ByteSource) -> Iterator[tuple[FileCount, str, str]]:
-        counted = FileCount(source.display, tokens=dict.fromkeys(self.reader.tokenizers, 0))
-        stream = self.reader.stream(TextOnly(self.meter.wrap(handle)))
+    def _stream(self, source: Source, handle: ByteSource,
+                encoding: str) -> Iterator[tuple[FileCount, str, str]]:
+        counted = FileCount(source.display, tokens=dict.fromkeys(self.reader.tokenizers, 0),
+                            encoding=encoding)
+        metered = self.meter.wrap(handle)  # UTF-16/32: the decoder looks for U+0000 instead
+        stream = self.reader.stream(TextOnly(metered) if encoding == UTF8 else metered, encoding)
         try:
             for spec, text in self.reader.texts(stream, name=source.display):
                 yield counted, spec, text
@@ -298,12 +304,12 @@ class _Reading:
             return None  # it grew since it was listed: the stream reads it
         data = b"".join(parts)
         self.meter.add(len(data))
-        reason = sniff_binary(data)
-        if reason is not None:
-            self._skip(source, reason)
+        read = decode_input(source.display, data)
+        if isinstance(read, Skipped):
+            self.report.skipped.append(read)
             return []
-        toks = self.reader.tokenizers
-        text, invalid = decode_utf8(data)
-        counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0), invalid)
+        toks, text = self.reader.tokenizers, read.text
+        counted = FileCount(source.display, len(data), len(text), dict.fromkeys(toks, 0),
+                            read.invalid_bytes, read.encoding)
         self.report.files.append(counted)
         return [(counted, spec, text) for spec in toks] if text else []

@@ -18,9 +18,11 @@ from tokcost.counting.inputs import (
     BLOCK_BYTES,
     STDIN,
     STDIN_NAME,
+    UTF8,
     ByteSource,
     Skipped,
     Utf8Decoder,
+    decoder_for,
     sniff_source,
     stdin_source,
 )
@@ -71,9 +73,10 @@ class TextStream:
     chars: int = 0
     invalid_bytes: int = 0
     specials: Specials | None = None  # never cut inside these (allow_special)
+    encoding: str = UTF8  # or the UTF-16/32 a byte order mark named (sniff_text)
 
     def chunks(self) -> Iterator[str]:
-        decoder = Utf8Decoder()
+        decoder = decoder_for(self.encoding)
         rule = CutRule(self.punct, self.specials)
         reach = rule.reach
         back = max(reach, 1)  # characters before a cut the rule looks at
@@ -135,9 +138,10 @@ class Reader:
     def rule(self) -> CutRule:
         return CutRule.for_tokenizers(self.tokenizers.values(), allow_special=self.allow_special)
 
-    def stream(self, source: ByteSource) -> TextStream:
+    def stream(self, source: ByteSource, encoding: str = UTF8) -> TextStream:
         rule = self.rule
-        return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials)
+        return TextStream(source, self.block_bytes, punct=rule.punct, specials=rule.specials,
+                          encoding=encoding)
 
     def texts(self, stream: TextStream, *, name: str) -> Iterator[tuple[str, str]]:
         """``(spec, text)``: each chunk per streamable tokenizer, then the whole text for others."""
@@ -211,7 +215,7 @@ class TrainingInputs:
                 walked = walk([file], skipped=found.skipped, visited=visited, left_out=left_out)
                 found.paths += [s.display for s in walked] if os.path.exists(file) else [file]
                 continue
-            reason, source = sniff_source(stdin_source(stdin))
+            reason, _, source = sniff_source(stdin_source(stdin))
             if reason is None:
                 found.stdin = LineBlocks(source)
             else:

@@ -1,6 +1,6 @@
 """The one paged-KV block allocator (vLLM's block manager in miniature): block ids with
-reference counts and copy-on-write, for the reference cache (real keys and values) and the
-serving simulation (counts only). Pure Python."""
+reference counts and copy-on-write, for the reference cache (real keys and values; the serving
+simulation counts blocks without ids). Pure Python."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from tokcost.memory.cache_policy import Eviction, KvQuant, QuantFormat, policy_b
 from tokcost.memory.engines.base import Deployment, Engine, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_RESERVE, GpuFit
 from tokcost.memory.kv import ArchitectureIncomplete, attention_shape, kv_layout, pp_stages
+from tokcost.memory.offload import OffloadTier, offload_tier
 from tokcost.memory.request import CacheSpec, KvRequest
 from tokcost.memory.roofline import Roofline, gpu_peaks, roofline_notes, weights_bytes
 
@@ -72,6 +73,7 @@ class KvResult:
     cache_policy: dict[str, Any] | None = None  # with evict/residual (PolicyPlan.to_dict)
     budget_line: str | None = None  # the budget, in the engine's words (the table's line)
     plot: Path | None = None
+    offload: OffloadTier | None = None  # --cpu-offload's host tier
     # Not in the JSON: where a config.json / hf: model's numbers came from; the engine's plan.
     source_notes: tuple[str, ...] = ()
     plan: Plan | None = field(default=None, repr=False, compare=False)
@@ -100,6 +102,8 @@ class KvResult:
             "notes": [str(n) for n in self.notes]}
         if self.cache_policy is not None:  # only with evict/residual: other documents unchanged
             data["cache_policy"] = self.cache_policy
+        if self.offload is not None:  # likewise only with --cpu-offload
+            data["cpu_offload"] = self.offload.to_dict(tuple(r.context for r in self.rows))
         return {**data, "plot": str(self.plot) if self.plot else None}
 
 
@@ -136,8 +140,17 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     if peaks is not None:
         roofline = Roofline(arch, dep.layout, peaks, weights_dtype=weights_dtype, model=entry.id)
         notes += roofline_notes(arch, peaks, batch=request.batch, gpu=gpu.name if gpu else None,
-                                weights_dtype=weights_dtype, model=entry.id)
+                                weights_dtype=weights_dtype, model=entry.id,
+                                tp=dep.layout.tp)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
+    tier = None
+    if request.offload.cpu_offload is not None:
+        tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend,
+                            stage=dep.stage_layout, ranks=dep.layout.tp * dep.pp,
+                            block=plan.block_size, model=entry.id)
+        notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
+                          "them back instead of recomputing them; running sequences stay in the "
+                          "GPU's pool, which it leaves as it is"))
     report = plan.report(max(contexts))
     return KvResult(
         model=entry.id, kv_dtype=dep.layout.dtype.name, block_size=plan.block_size,
@@ -148,7 +161,8 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         largest_context=plan.largest_context(request.batch, entry.context_window or _SEARCH_LIMIT),
         notes=(*notes, *engine.pool_notes(report, max(contexts))),
         cache_policy=plan.to_dict() if isinstance(plan, PolicyPlan) else None,
-        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan)
+        budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan,
+        offload=tier)
 
 
 def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:

@@ -4,18 +4,21 @@
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from itertools import pairwise
+from typing import ClassVar, Protocol
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.blocks import BlockAllocator, check_block_size
+from tokcost.memory.blocks import check_block_size
 from tokcost.memory.workload import Request
 
 __all__ = ["POLICIES", "ContiguousPolicy", "MaxPolicy", "OraclePolicy", "PagedPolicy", "Policy",
-           "PolicyName", "Pow2Policy", "StepSample", "make_policy", "next_pow2", "policy_names"]
+           "PolicyName", "Pow2Policy", "Row", "Run", "StepSample", "make_policy", "next_pow2",
+           "policy_names"]
 
 
 class PolicyName(str, Enum):
@@ -63,30 +66,42 @@ class StepSample:
     live_sequences: int
 
 
-@dataclass(eq=False)
-class Seq:
-    """One sequence (one sample of a request) while it runs."""
-
-    length: int  # tokens held now
-    final: int  # tokens it will hold when done
-    start: int = -1  # contiguous: first slot of its reservation
-    size: int = 0  # contiguous: reserved slots
-    table: list[int] = field(default_factory=list)  # paged: block ids, in token order
+Row = tuple[int, int, int, int, int, int, int]
+"""Slots summed over steps: token states, reserved, internal, external, free; then physical
+and logical paged blocks (0 for contiguous policies)."""
 
 
-@dataclass(eq=False)
-class Running:
-    """A request admitted into memory: its samples run in lockstep."""
+class Run:
+    """A request admitted at the start of step ``start``: its ``n`` samples run in lockstep
+    and each holds ``prompt + s - start + 1`` tokens after step ``s`` (``s + c``)."""
 
-    index: int  # position in the request stream
-    seqs: list[Seq]
-    order: int  # admission order; the newest is preempted first
-    shared_full: int = 0  # paged: full prompt blocks every sample reads (stored once)
+    __slots__ = ("alive", "c", "cow", "final", "full", "index", "n", "order", "phase", "prompt",
+                 "size", "start", "starts")
+
+    def __init__(self, index: int, r: Request, order: int, start: int) -> None:
+        self.index, self.prompt, self.final, self.n = index, r.prompt_tokens, r.total, r.n
+        self.order, self.start, self.c = order, start, r.prompt_tokens - start + 1
+        self.alive = True
+        self.starts: list[int] = []  # contiguous: each sample's first slot
+        self.size = 0  # contiguous: slots reserved per sample
+        self.phase = 0  # paged: a sample takes a block at the steps s with s % block == phase
+        self.full = 0  # paged, shared: full prompt blocks every sample reads (stored once)
+        self.cow = 0  # paged, shared: blocks the first step copies (the partial prompt block)
+
+
+class Host(Protocol):
+    """What a policy may ask of the serving loop while it grows the running requests."""
+
+    def newest(self) -> Run: ...
+    def evict(self, run: Run) -> None: ...
+    def runs(self) -> int: ...
 
 
 @dataclass(eq=False)
 class Policy(ABC):
-    """How one allocation policy places requests in ``capacity`` token slots."""
+    """How one allocation policy places requests in ``capacity`` token slots. It keeps counts,
+    never per-token state: every sample grows one token a step, so the memory split after step
+    ``s`` follows from sums over the running requests (``live * s + lc`` token states)."""
 
     capacity: int
     max_len: int = 2048
@@ -95,120 +110,170 @@ class Policy(ABC):
     name: ClassVar[PolicyName]
     paged: ClassVar[bool] = False  # its report names the block size and the sharing saved
 
+    def __post_init__(self) -> None:
+        self.live = 0  # sequences running
+        self.lc = 0  # sum of n * c over the running requests
+
     @abstractmethod
     def admit_need(self, r: Request) -> int:
         """Slots needed to admit ``r`` into empty memory (and to finish it, if contiguous)."""
 
     @abstractmethod
-    def try_admit(self, r: Request, index: int, order: int) -> Running | None: ...
-
-    def grow(self, run: Running) -> bool:
-        """Give the token each sample just produced a slot; False if memory ran out."""
-        return True
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
+        """Place ``r`` at the start of step ``start``; None (nothing placed) if it does not fit."""
 
     @abstractmethod
-    def release(self, run: Running) -> None: ...
+    def release(self, run: Run, now: int, *, grown: bool) -> None:
+        """Free ``run``'s memory in step ``now``, after its growth or (preempted) before it."""
+
+    def grow(self, now: int, host: Host) -> int:
+        """Give the token each sample produces in step ``now`` a slot; preemptions."""
+        return 0
 
     @abstractmethod
-    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
-        """The memory split now; ``head`` is the request waiting for memory, if any."""
+    def row(self, now: int, head: Request | None) -> Row:
+        """The memory split after step ``now``; ``head`` is the request waiting, if any."""
 
-    def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
-        """(physical, logical) blocks held now: with and without prefix sharing."""
-        return 0, 0
+    @abstractmethod
+    def advance(self, now: int, limit: int, head: Request | None,
+                samples: list[StepSample] | None) -> tuple[int, Row]:
+        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released:
+        how many pass before one would run out of memory, and their summed split."""
+
+    def _tokens(self, now: int, m: int) -> int:
+        """Token states summed over steps now+1 .. now+m (each sample grows one a step)."""
+        return self.live * (m * now + m * (m + 1) // 2) + m * self.lc
 
 
 @dataclass(eq=False)
 class ContiguousPolicy(Policy):
     """One run of slots per sequence, reserved at admission, placed first-fit."""
 
-    _intervals: list[tuple[int, int]] = field(default_factory=list)  # (start, end), sorted
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._intervals: list[tuple[int, int]] = []  # (start, end), sorted
+        self._sizes = self._finals = 0  # slots reserved; tokens the running samples will hold
+        self._split_of: tuple[Request | None, tuple[int, int, int]] | None = None  # memoized
 
     @abstractmethod
-    def reservation(self, r: Request) -> int: ...
+    def reservation(self, total: int) -> int:
+        """Slots reserved for a sample that will hold ``total`` tokens."""
 
     def admit_need(self, r: Request) -> int:
-        return self.reservation(r) * r.n
+        return self.reservation(r.total) * r.n
 
-    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
-        size = self.reservation(r)
-        seqs = [Seq(r.prompt_tokens, r.total) for _ in range(r.n)]
-        placed: list[tuple[int, int]] = []
-        for s in seqs:
-            start = next((pos for pos, gap in self._gaps() if gap >= size), None)  # first fit
-            if start is None:
-                for iv in placed:
-                    self._intervals.remove(iv)
-                return None
-            iv = (start, start + size)
-            self._intervals.append(iv)
-            self._intervals.sort()
-            placed.append(iv)
-            s.start, s.size = start, size
-        return Running(index, seqs, order)
-
-    def _gaps(self) -> Iterator[tuple[int, int]]:
-        """(start, size) of each free run, in slot order."""
+    def _first_fit(self, size: int) -> int | None:
         pos = 0
-        for start, end in self._intervals:
-            yield pos, start - pos
-            pos = max(pos, end)
-        yield pos, self.capacity - pos
+        for start, end in self._intervals:  # disjoint, sorted: each starts after the last ends
+            if start - pos >= size:
+                return pos
+            pos = end
+        return pos if self.capacity - pos >= size else None
 
-    def release(self, run: Running) -> None:
-        for s in run.seqs:
-            self._intervals.remove((s.start, s.start + s.size))
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
+        size, starts = self.reservation(r.total), list[int]()
+        for _ in range(r.n):
+            first = self._first_fit(size)
+            if first is None:
+                for s in starts:
+                    self._intervals.remove((s, s + size))
+                return None
+            bisect.insort(self._intervals, (first, first + size))
+            starts.append(first)
+        run = Run(index, r, order, start)
+        run.starts, run.size, self._split_of = starts, size, None
+        self._sizes += r.n * size
+        self._finals += r.n * run.final
+        self.live += r.n
+        self.lc += r.n * run.c
+        return run
 
-    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
-        tokens = reserved = internal = 0
-        for run in running:
-            for s in run.seqs:
-                tokens += s.length
-                reserved += s.final - s.length
-                internal += s.size - s.final
-        free = self.capacity - tokens - reserved - internal
-        external = 0
-        if head is not None:
-            need = self.reservation(head)
-            # Enough free slots in total, but no gap large enough: external fragmentation.
-            if free >= need * head.n and max(gap for _, gap in self._gaps()) < need:
-                external, free = free, 0
-        live = sum(len(r.seqs) for r in running)
-        return StepSample(tokens, reserved, internal, external, free, live)
+    def release(self, run: Run, now: int, *, grown: bool) -> None:
+        for s in run.starts:
+            self._intervals.remove((s, s + run.size))
+        self._split_of = None
+        self._sizes -= run.n * run.size
+        self._finals -= run.n * run.final
+        self.live -= run.n
+        self.lc -= run.n * run.c
+
+    def _split(self, head: Request | None) -> tuple[int, int, int]:
+        """(internal, external, free): constant while nobody is admitted or finishes."""
+        if self._split_of is not None and self._split_of[0] is head:
+            return self._split_of[1]
+        free, split = self.capacity - self._sizes, (self._sizes - self._finals, 0, 0)
+        need = 0 if head is None else self.reservation(head.total)
+        # Enough free slots in total, but no gap large enough: external fragmentation.
+        if head is not None and free >= need * head.n and self._largest_gap() < need:
+            split = (split[0], free, 0)
+        else:
+            split = (split[0], 0, free)
+        self._split_of = (head, split)
+        return split
+
+    def _largest_gap(self) -> int:
+        iv = self._intervals
+        if not iv:
+            return self.capacity
+        return max(iv[0][0], self.capacity - iv[-1][1],
+                   max((b[0] - a[1] for a, b in pairwise(iv)), default=0))
+
+    def row(self, now: int, head: Request | None) -> Row:
+        tokens = self.live * now + self.lc
+        return (tokens, self._finals - tokens, *self._split(head), 0, 0)
+
+    def advance(self, now: int, limit: int, head: Request | None,
+                samples: list[StepSample] | None) -> tuple[int, Row]:
+        internal, external, free = self._split(head)
+        if samples is not None:
+            steps = range(now + 1, now + limit + 1)
+            samples.extend(StepSample(t, self._finals - t, internal, external, free, self.live)
+                           for t in (self.live * s + self.lc for s in steps))
+        tokens = self._tokens(now, limit)
+        return limit, (tokens, limit * self._finals - tokens, limit * internal,
+                       limit * external, limit * free, 0, 0)
 
 
 class MaxPolicy(ContiguousPolicy):
     name = PolicyName.MAX
 
-    def reservation(self, r: Request) -> int:
+    def reservation(self, total: int) -> int:
         return self.max_len
 
 
 class Pow2Policy(ContiguousPolicy):
     name = PolicyName.POW2
 
-    def reservation(self, r: Request) -> int:
-        return min(next_pow2(r.total), max(self.max_len, r.total))
+    def reservation(self, total: int) -> int:
+        return min(next_pow2(total), max(self.max_len, total))
 
 
 class OraclePolicy(ContiguousPolicy):
     name = PolicyName.ORACLE
 
-    def reservation(self, r: Request) -> int:
-        return r.total
+    def reservation(self, total: int) -> int:
+        return total
 
 
 @dataclass(eq=False)
 class PagedPolicy(Policy):
-    """Blocks on demand from one BlockAllocator; samples share the prompt's blocks."""
+    """Blocks on demand; samples share the prompt's full blocks and copy the partial one on
+    their first write (vLLM's block manager, counted: the split needs no block ids). A sample
+    takes a block at each step where its length reaches k * block + 1."""
 
     name = PolicyName.PAGED
     paged = True
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.b = self.block_size
-        self.allocator = BlockAllocator(self.capacity // self.b)
-        self.capacity = self.allocator.num_blocks * self.b  # whole blocks only
+        self.num_blocks = self.capacity // self.b
+        self.capacity = self.num_blocks * self.b  # whole blocks only
+        self.used = 0  # physical blocks
+        self.saved = 0  # blocks prefix sharing saves: logical = used + saved after a step
+        self._hist = [0] * self.b  # samples taking a block at steps s with s % b == phase
+        self._phases: list[dict[int, Run]] = [{} for _ in range(self.b)]  # in admission order
+        self._fresh: list[Run] = []  # admitted at the start of this step
 
     def admit_need(self, r: Request) -> int:
         per_seq = -(-r.total // self.b)
@@ -217,56 +282,106 @@ class PagedPolicy(Policy):
             return (full + (per_seq - full) * r.n) * self.b
         return per_seq * r.n * self.b
 
-    def try_admit(self, r: Request, index: int, order: int) -> Running | None:
-        alloc = self.allocator
+    def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
         # The prompt's blocks plus one block per sample of headroom for the first tokens.
-        prompt_blocks = -(-r.prompt_tokens // self.b)
-        shared = self.share_prefix and r.n > 1
-        need = (prompt_blocks if shared else prompt_blocks * r.n) + r.n
-        if need > alloc.num_free:
+        n, b = r.n, self.b
+        prompt_blocks = -(-r.prompt_tokens // b)
+        shared = self.share_prefix and n > 1
+        held = prompt_blocks if shared else prompt_blocks * n
+        if held + n > self.num_blocks - self.used:
             return None
-        seqs = [Seq(r.prompt_tokens, r.total) for _ in range(r.n)]
-        if not shared:
-            for s in seqs:
-                s.table = [alloc.allocate() for _ in range(prompt_blocks)]
-            return Running(index, seqs, order)
-        table = [alloc.allocate() for _ in range(prompt_blocks)]
-        for block in table:
-            alloc.incref(block, r.n - 1)  # one reference per sample
-        for s in seqs:
-            s.table = list(table)
-        return Running(index, seqs, order, shared_full=r.prompt_tokens // self.b)
+        self.used += held
+        run = Run(index, r, order, start)
+        if shared:
+            run.full = r.prompt_tokens // b
+            # The first token of each sample but the last goes into a copy of the shared
+            # partial block (copy-on-write; the last sharer keeps the original).
+            run.cow = n - 1 if r.prompt_tokens % b else 0
+            self.saved += (n - 1) * run.full
+        run.phase = phase = (1 - run.c) % b
+        self._hist[phase] += n
+        self._phases[phase][order] = run
+        self.live += n
+        self.lc += n * run.c
+        self._fresh.append(run)
+        return run
 
-    def grow(self, run: Running) -> bool:
-        alloc, b = self.allocator, self.b
-        for s in run.seqs:
-            last = (s.length - 1) // b  # the block the new token goes into
-            if last < len(s.table) and alloc.refcount(s.table[last]) > 1:
-                # First write into the shared prompt block: the last sharer keeps the original.
-                if alloc.num_free < 1:
-                    return False
-                s.table[last] = alloc.copy_on_write(s.table[last])
-            while len(s.table) * b < s.length:
-                if alloc.num_free < 1:
-                    return False
-                s.table.append(alloc.allocate())
-        return True
+    def release(self, run: Run, now: int, *, grown: bool) -> None:
+        n, length = run.n, run.prompt + now - run.start + grown
+        held = n * -(-length // self.b) - (n - 1) * run.full
+        # Preempted before its first step: its prompt blocks, the partial one not yet copied.
+        self.used -= held - run.cow if length == run.prompt else held
+        self._hist[run.phase] -= n
+        del self._phases[run.phase][run.order]
+        self.saved -= (n - 1) * run.full
+        self.live -= n
+        self.lc -= n * run.c
 
-    def release(self, run: Running) -> None:
-        for s in run.seqs:
-            for block in s.table:
-                self.allocator.decref(block)
+    def grow(self, now: int, host: Host) -> int:
+        fresh, self._fresh = self._fresh, []
+        phase = now % self.b
+        demand = self._hist[phase]
+        for run in fresh:
+            demand += run.cow
+        if self.used + demand <= self.num_blocks:
+            self.used += demand
+            return 0
+        # Out of blocks in this step: grow oldest first, preempting the newest (maybe the
+        # one growing) as vLLM does, so the oldest always progresses.
+        order = [(run, run.n) for run in self._phases[phase].values() if run.start < now]
+        order += [(run, run.n * (run.phase == phase) + run.cow) for run in fresh]
+        preemptions = 0
+        for run, need in order:
+            if not run.alive or self.num_blocks - self.used >= need:
+                self.used += need if run.alive else 0
+                continue
+            preemptions += 1
+            while self.num_blocks - self.used < need:
+                victim = host.newest()
+                if victim is run and host.runs() == 1:
+                    raise UsageError(f"memory too small for one request under '{self.name}'")
+                host.evict(victim)
+                if victim is run:
+                    break
+            else:
+                self.used += need
+        return preemptions
 
-    def measure(self, running: Sequence[Running], head: Request | None) -> StepSample:
+    def row(self, now: int, head: Request | None) -> Row:
         # After a step only the full prompt blocks are still shared: stored once, read n times.
-        tokens = sum(sum(s.length for s in run.seqs)
-                     - (len(run.seqs) - 1) * run.shared_full * self.b for run in running)
-        allocated = self.allocator.num_used * self.b
-        free = self.capacity - allocated
-        return StepSample(tokens, 0, allocated - tokens, 0, free, sum(len(r.seqs) for r in running))
+        tokens = self.live * now + self.lc - self.saved * self.b
+        allocated = self.used * self.b
+        return (tokens, 0, allocated - tokens, 0, self.capacity - allocated, self.used,
+                self.used + self.saved)
 
-    def block_counts(self, running: Sequence[Running]) -> tuple[int, int]:
-        return self.allocator.num_used, sum(len(s.table) for run in running for s in run.seqs)
+    def advance(self, now: int, limit: int, head: Request | None,
+                samples: list[StepSample] | None) -> tuple[int, Row]:
+        b, hist, live, used = self.b, self._hist, self.live, self.used
+        m = used_sum = 0
+        free = self.num_blocks - used
+        if samples is None and live and limit >= b and free >= live:
+            # Whole cycles of b steps: each sample takes one block per cycle, the samples of
+            # phase p first at offset (p - now - 1) % b + 1 within it.
+            q = min(free // live, limit // b)
+            offsets = sum(h * ((p - now - 1) % b + 1) for p, h in enumerate(hist) if h)
+            used_sum = (q * b * used + q * live * (q * b + 1) - q * offsets
+                        - live * b * q * (q - 1) // 2)
+            used, m = used + q * live, q * b
+        while m < limit:  # then step by step: fewer than b steps or blocks for one cycle
+            step = now + m + 1
+            if used + hist[step % b] > self.num_blocks:
+                break  # this step runs out of blocks: the loop serves it on its own
+            used += hist[step % b]
+            used_sum += used
+            m += 1
+            if samples is not None:
+                self.used = used
+                samples.append(StepSample(*self.row(step, head)[:5], self.live))
+        self.used = used
+        tokens = self._tokens(now, m) - m * self.saved * b
+        allocated = b * used_sum
+        return m, (tokens, 0, allocated - tokens, 0, m * self.capacity - allocated,
+                   used_sum, used_sum + m * self.saved)
 
 
 _CLASSES: dict[PolicyName, type[Policy]] = {

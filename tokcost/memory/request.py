@@ -15,6 +15,7 @@ from tokcost.memory.cache_policy import Eviction, parse_evict
 from tokcost.memory.engines import engine_class, engine_classes
 from tokcost.memory.fit import DEFAULT_UTIL
 from tokcost.memory.kv import kv_dtype
+from tokcost.memory.offload import BACKENDS
 from tokcost.parts import Parts
 from tokcost.units import parse_context_list, parse_count, parse_fraction, parse_size, weight_bits
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
     from tokcost.catalog import CatalogSource, Gpu, ModelEntry
     from tokcost.memory.engines.base import Engine
 
-__all__ = ["CacheSpec", "EngineSpec", "GpuBudget", "KvRequest", "ModelRef", "Parallelism",
-           "PlotSpec", "RooflineSpec"]
+__all__ = ["CacheSpec", "EngineSpec", "GpuBudget", "KvRequest", "ModelRef", "OffloadSpec",
+           "Parallelism", "PlotSpec", "RooflineSpec"]
 
 # Past these a number is a typo: engines run hundreds of sequences, tp spans one NVLink domain.
 MAX_BATCH = 10**6
@@ -161,6 +162,27 @@ class EngineSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OffloadSpec:
+    """A KV tier in host memory: ``cpu_offload`` bytes for all GPUs together, held by vLLM's
+    ``native`` offloading or ``lmcache`` (tokcost.memory.offload)."""
+
+    cpu_offload: int | None = None
+    offload_backend: str = "native"
+
+    def __post_init__(self) -> None:
+        _sizes(self, "cpu_offload")
+        _set(self, "offload_backend", str(self.offload_backend).strip().lower())
+        if self.offload_backend not in BACKENDS:
+            raise UsageError(f"{arg('offload_backend', repr(self.offload_backend))} is not a "
+                             f"backend; give one of {', '.join(BACKENDS)}",
+                             param="offload_backend")
+        if self.cpu_offload is None and self.offload_backend != BACKENDS[0]:
+            raise UsageError(f"{arg('offload_backend')} chooses who holds "
+                             f"{arg('cpu_offload', 'SIZE')}; give that size with it",
+                             param="offload_backend", related=("cpu_offload",))
+
+
+@dataclass(frozen=True, kw_only=True)
 class RooflineSpec:
     """Decode and prefill: ``bandwidth`` and peak ``flops`` (None: the GPU's), the
     ``efficiency`` reached, and the prompt of the time to first token (None: each context)."""
@@ -215,6 +237,7 @@ class KvRequest(Parts):
     budget: GpuBudget = field(default_factory=GpuBudget)
     engine_spec: EngineSpec = field(default_factory=EngineSpec)
     roofline: RooflineSpec = field(default_factory=RooflineSpec)
+    offload: OffloadSpec = field(default_factory=OffloadSpec)
     output: PlotSpec = field(default_factory=PlotSpec)
 
     def __post_init__(self) -> None:
@@ -224,6 +247,7 @@ class KvRequest(Parts):
             raise UsageError(f"{arg('batch', f'{batch:,}')} is beyond {MAX_BATCH:,} sequences "
                              "at once; engines run hundreds", param="batch")
         self.engine_spec.profile.check(self)
+        self._check_offload()
         budget, roof = self.budget, self.roofline
         knobs = {"gpu_util": budget.gpu_util != DEFAULT_UTIL,
                  "reserve": budget.reserve is not None, **self.engine_spec.profile.gpu_knobs()}
@@ -239,6 +263,22 @@ class KvRequest(Parts):
                                     ("input_tokens", roof.input_tokens is not None))
                  if given and budget.gpu is None and roof.bandwidth is None],
                 "applies to the decode and prefill roofline", ("gpu", "bandwidth"))
+
+    def _check_offload(self) -> None:
+        if self.offload.cpu_offload is None:
+            return
+        engine = self.engine_spec.profile
+        if not engine.kv_offload:
+            ours = [c for c in engine_classes() if c.kv_offload]
+            titles, names = (" or ".join(getattr(c, k) for c in ours) for k in ("title", "name"))
+            raise UsageError(f"{arg('cpu_offload')} is {titles}'s host tier (its native "
+                             f"offloading or LMCache); use it with {arg('engine', names)} (the "
+                             f"engine is {engine.name})", param="cpu_offload",
+                             related=("engine",))
+        if self.cache.evict is not None or self.cache.residual is not None:
+            raise UsageError(f"{arg('cpu_offload')} holds the engine's own blocks; give it "
+                             f"without a cache policy ({arg('evict')}, {arg('residual')})",
+                             param="cpu_offload", related=("evict", "residual"))
 
     @property
     def needs_weights(self) -> bool:  # for a GPU fit or a roofline

@@ -1,5 +1,7 @@
 """How fast a model runs on a GPU, per GPU: a pass (a decode step, prefill) takes the longer of
-bytes over bandwidth and FLOPs over peak FLOP/s, each x ``efficiency`` (docs/kvmem.md)."""
+bytes over bandwidth and FLOPs over peak FLOP/s, each x ``efficiency``, plus under tensor
+parallelism the bytes its all-reduces move over the GPU's interconnect (docs/kvmem.md). Every
+time is a floor, so every rate is an upper bound."""
 
 from __future__ import annotations
 
@@ -148,6 +150,7 @@ class Peaks:
     efficiency: float = 1.0
     flops_dtype: str = "bf16"  # whose peak flops_per_s is: bf16 or fp8
     fp8_fallback: bool = False  # fp8 weights on a GPU without fp8 peak: bf16 used
+    interconnect_bytes_per_s: int | None = None  # GPU to GPU, both directions; None: unknown
 
 
 def gpu_peaks(gpu: Gpu | None, spec: RooflineSpec | None = None, *,
@@ -167,7 +170,8 @@ def gpu_peaks(gpu: Gpu | None, spec: RooflineSpec | None = None, *,
             fallback = fp8 and peak is not None
     elif fp8:
         dtype = "fp8"
-    return Peaks(bw, peak, 1.0 if spec is None else spec.efficiency, dtype, fallback)
+    return Peaks(bw, peak, 1.0 if spec is None else spec.efficiency, dtype, fallback,
+                 gpu.interconnect_bytes_per_s if gpu is not None else None)
 
 
 def _ms(seconds: float | None, digits: int = 4) -> float | None:
@@ -185,6 +189,8 @@ class _Limits:
     peak_flops_per_s: float | None = None
     efficiency: float = 1.0
     experts_touched: float | None = None  # per MoE layer, for the pass's tokens
+    allreduce_bytes: int = 0  # tensor parallel: what each GPU sends in the pass's all-reduces
+    interconnect_bytes_per_s: int | None = None  # both directions, as datasheets state it
 
     @property
     def step_bytes(self) -> int:
@@ -201,8 +207,17 @@ class _Limits:
         return self.flops / (self.peak_flops_per_s * self.efficiency)
 
     @property
+    def allreduce_seconds(self) -> float | None:
+        """A ring all-reduce sends and receives at once: half the two-way figure each way."""
+        if not self.allreduce_bytes or self.interconnect_bytes_per_s is None:
+            return None
+        return self.allreduce_bytes / (self.interconnect_bytes_per_s / 2 * self.efficiency)
+
+    @property
     def seconds(self) -> float:
-        return max(self.bandwidth_seconds, self.compute_seconds or 0.0)
+        # The all-reduces sit between the layers' matmuls: added, not overlapped.
+        return max(self.bandwidth_seconds, self.compute_seconds or 0.0) + (
+            self.allreduce_seconds or 0.0)
 
     @property
     def bound(self) -> str:
@@ -212,7 +227,8 @@ class _Limits:
         touched = self.experts_touched
         return {"experts_touched": None if touched is None else round(touched, 2),
                 "bandwidth_ms": _ms(self.bandwidth_seconds),
-                "compute_ms": _ms(self.compute_seconds), "bound": self.bound}
+                "compute_ms": _ms(self.compute_seconds), "allreduce_bytes": self.allreduce_bytes,
+                "allreduce_ms": _ms(self.allreduce_seconds), "bound": self.bound}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,8 +254,8 @@ class DecodeStep(_Limits):
                 "step_bytes": self.step_bytes, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
                 "flops": self.flops, "peak_flops_per_s": self.peak_flops_per_s,
                 "efficiency": self.efficiency, **self._times(), "step_ms": _ms(self.step_seconds),
-                "tokens_per_s_per_sequence": round(self.tokens_per_s_per_sequence, 2),
-                "tokens_per_s": round(self.tokens_per_s, 2)}
+                "tokens_per_s_per_sequence_upper_bound": round(self.tokens_per_s_per_sequence, 2),
+                "tokens_per_s_upper_bound": round(self.tokens_per_s, 2)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,6 +275,7 @@ class Prefill(_Limits):
 
 
 _P = TypeVar("_P", bound=_Limits)
+_ACTIVATION_BYTES = 2  # hidden states travel in bf16 whatever the weights' dtype
 
 
 def decode_step(layout: KvLayout, *, active_weights: int, context: int, batch: int,
@@ -284,6 +301,16 @@ class Roofline:
             _total_bytes(self.arch, None, self.model)
         return params or 0
 
+    def _allreduce_bytes(self, tokens: int) -> int:
+        """Bytes each GPU sends per pass under tensor parallelism: two all-reduces a layer
+        (after attention, after the MLP; Megatron-LM, Shoeybi et al. 2019, §3) of the
+        tokens' bf16 hidden states, 2(n-1)/n of them each in a ring (NCCL's bus bandwidth,
+        https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)."""
+        tp, hidden = self.layout.tp, self.arch.hidden_size
+        if tp < 2 or not hidden:
+            return 0
+        return 2 * self.arch.layers * 2 * (tp - 1) * tokens * hidden * _ACTIVATION_BYTES // tp
+
     def _pass(self, kind: type[_P], tokens: int, flops: int, kv_bytes: int, **own: int) -> _P:
         read, p = read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype,
                                model=self.model), self.peaks
@@ -291,7 +318,9 @@ class Roofline:
         return kind(weights_bytes=-(-read.bytes // tp), kv_bytes=kv_bytes,
                     bandwidth_bytes_per_s=p.bandwidth_bytes_per_s, flops=-(-flops // tp),
                     peak_flops_per_s=p.flops_per_s, efficiency=p.efficiency,
-                    experts_touched=read.experts_touched, **own)
+                    experts_touched=read.experts_touched,
+                    allreduce_bytes=self._allreduce_bytes(tokens),
+                    interconnect_bytes_per_s=p.interconnect_bytes_per_s, **own)
 
     def decode(self, context: int, batch: int) -> DecodeStep:
         per_token = 2 * self._active_params() + attention_flops(
@@ -309,12 +338,15 @@ class Roofline:
 
 
 def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | None,
-                   weights_dtype: str | None = None, model: str = "?") -> list[Note]:
+                   weights_dtype: str | None = None, model: str = "?",
+                   tp: int = 1) -> list[Note]:
     at = arg("efficiency", f"{peaks.efficiency:g}")
     notes = [Note(
         f"decode and prefill times are the roofline at {at} of the datasheet bandwidth and "
         "FLOP/s (1 = the bound no engine beats; give the fraction an engine reaches as "
-        f"{arg('efficiency', 'F')})")]
+        f"{arg('efficiency', 'F')}): tok/s are upper bounds, not predictions")]
+    if tp > 1:
+        notes.append(_allreduce_note(arch, peaks, tp=tp, gpu=gpu))
     if peaks.flops_per_s is None and gpu is None:
         # A bandwidth alone: compute was never looked up, so no GPU "states" anything.
         notes.append(Note(
@@ -338,3 +370,17 @@ def roofline_notes(arch: Architecture, peaks: Peaks, *, batch: int, gpu: str | N
             "decode reads only one token's share of the experts (the model states no experts and "
             "experts_per_token); a batch touches more, so read it as an upper bound"))
     return notes
+
+
+def _allreduce_note(arch: Architecture, peaks: Peaks, *, tp: int, gpu: str | None) -> Note:
+    link = peaks.interconnect_bytes_per_s
+    if link is None or not arch.hidden_size:
+        why = (f"{gpu or 'the GPU'} states no interconnect bandwidth" if link is None
+               else "the model states no hidden_size")
+        return Note(f"tensor parallelism ({arg('tp', tp)}): the all-reduces between GPUs are "
+                    f"not modelled ({why}), so decode and prefill are faster than they can be")
+    return Note(
+        f"tensor parallelism ({arg('tp', tp)}): each pass adds two all-reduces per layer of "
+        f"the tokens' hidden states ({arch.hidden_size:,} x 2 bytes a token) over {gpu}'s "
+        f"{link / 1e9:,.0f} GB/s interconnect (a ring: 2(n-1)/n of them each way), not "
+        "overlapped; their latency (microseconds each, twice per layer) is not modelled")

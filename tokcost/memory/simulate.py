@@ -1,19 +1,25 @@
-"""Serving a stream of requests from a fixed KV memory, step by step (PagedAttention, Kwon et
-al., SOSP 2023, §3 and Figure 2): FCFS admission, one token per running sequence per step,
-memory shares averaged over the saturated steps (docs/kvmem.md). Pure Python."""
+"""Serving a stream of requests from a fixed KV memory (PagedAttention, Kwon et al., SOSP 2023,
+§3 and Figure 2): FCFS admission, one token per running sequence per step, memory shares
+averaged over the saturated steps (docs/kvmem.md). Event-driven: between two events (an
+admission, a completion, an arrival, a step that runs out of blocks) every sequence just grows,
+so those steps are summed in closed form and a million requests take seconds. Pure Python."""
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.policies import POLICIES, Policy, PolicyName, Running, StepSample, make_policy
+from tokcost.memory.policies import POLICIES, Policy, PolicyName, Row, Run, StepSample, make_policy
 from tokcost.memory.workload import Request
 
 __all__ = ["PolicyReport", "compare_policies", "simulate"]
+
+Progress = Callable[[int], None]  # requests completed so far
+_PROGRESS_EVERY = 4096  # completions between two progress calls
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class PolicyReport:
     completed: int
     preemptions: int
     prefix_sharing_saved: float | None  # paged with n > 1: share of blocks saved
+    infeasible: str | None = None  # why the policy cannot serve the stream (figures then 0)
 
     @property
     def label(self) -> str:
@@ -42,45 +49,46 @@ class PolicyReport:
         return self.policy if self.block_size is None else f"{self.policy}/{self.block_size}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
+        keep = ("policy", "block_size", "capacity_tokens", "infeasible")
+        return {k: None if self.infeasible and k not in keep else
+                round(v, 3 if k == "mean_batch" else 6) if isinstance(v, float) else v
                 for k, v in asdict(self).items()}
 
 
 @dataclass
 class _Tally:
-    saturated_sums: list[int] = field(default_factory=lambda: [0] * 5)  # requests waited
-    busy_sums: list[int] = field(default_factory=lambda: [0] * 5)  # every busy step
+    # The split summed over the steps in which requests waited for memory, and over the rest.
+    waited: list[int] = field(default_factory=lambda: [0] * 7)
+    other: list[int] = field(default_factory=lambda: [0] * 7)
     saturated: int = 0
-    admitted: int = 0  # admission order: the newest running request is preempted first
     steps: int = 0
     completed: int = 0
     preemptions: int = 0
     peak: int = 0
     batch_sum: int = 0
-    physical: int = 0
-    logical: int = 0
 
-    def measure(self, pol: Policy, running: list[Running], head: Request | None) -> StepSample:
-        live = sum(len(r.seqs) for r in running)
-        self.steps += 1
-        self.peak, self.batch_sum = max(self.peak, live), self.batch_sum + live
-        sample = pol.measure(running, head)
-        row = (sample.token_states, sample.reserved, sample.internal, sample.external, sample.free)
-        for k, v in enumerate(row):
-            self.busy_sums[k] += v
-            self.saturated_sums[k] += v if head is not None else 0
-        self.saturated += head is not None
-        physical, logical = pol.block_counts(running)
-        self.physical, self.logical = self.physical + physical, self.logical + logical
-        return sample
+    def add(self, row: Row, steps: int, live: int, saturated: bool) -> None:
+        """``steps`` steps with ``live`` sequences, their split summed in ``row``."""
+        self.steps += steps
+        self.batch_sum += live * steps
+        if live > self.peak:
+            self.peak = live
+        if saturated:
+            self.saturated += steps
+        sums = self.waited if saturated else self.other
+        for k, value in enumerate(row):
+            sums[k] += value
 
     def report(self, pol: Policy, shared: bool) -> PolicyReport:
+        busy = [a + b for a, b in zip(self.waited, self.other, strict=True)]
         # How memory is used while requests wait for it; else over every busy step.
-        sums, steps = ((self.saturated_sums, self.saturated) if self.saturated
-                       else (self.busy_sums, max(1, self.steps)))
-        tokens, reserved, internal, external, free = (s / (steps * pol.capacity) for s in sums)
+        sums, steps = ((self.waited, self.saturated) if self.saturated
+                       else (busy, max(1, self.steps)))
+        tokens, reserved, internal, external, free = (s / (steps * pol.capacity)
+                                                      for s in sums[:5])
+        physical, logical = busy[5:]
         saved = None if not (pol.paged and shared) else (
-            1 - self.physical / self.logical if self.logical else 0.0)
+            1 - physical / logical if logical else 0.0)
         return PolicyReport(
             pol.name.value, pol.block_size if pol.paged else None, pol.capacity, tokens,
             reserved, internal, external, free, peak_batch=self.peak,
@@ -89,78 +97,158 @@ class _Tally:
             preemptions=self.preemptions, prefix_sharing_saved=saved)
 
 
-def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: PolicyName | str,
-             max_len: int = 2048, block_size: int = 16, share_prefix: bool = True,
-             samples: list[StepSample] | None = None) -> PolicyReport:
-    """Serve ``requests`` under ``policy``; ``samples`` collects each step's memory split."""
-    pol = make_policy(policy, capacity_tokens, max_len=max_len, block_size=block_size,
-                      share_prefix=share_prefix)
-    reqs = list(requests)
+class _Loop:
+    """One policy serving the stream: one step served in full (an admission, a step that runs
+    out of blocks), then the steps up to the next event at once."""
+
+    def __init__(self, pol: Policy, reqs: Sequence[Request], samples: list[StepSample] | None,
+                 progress: Progress | None) -> None:
+        self.pol, self.reqs, self.samples, self.progress = pol, reqs, samples, progress
+        # FCFS in arrival order; a request joins the waiting line at its arrival step.
+        self.queue: deque[int] = deque(sorted(range(len(reqs)), key=lambda i: reqs[i].arrival))
+        self.running: dict[int, Run] = {}  # by admission order, oldest first
+        self.finish: list[tuple[int, int, Run]] = []  # (last step, order, run), a heap
+        self.tally, self.now = _Tally(), 0
+        self.released = False  # memory freed in this step
+
+    def runs(self) -> int:
+        return len(self.running)
+
+    def newest(self) -> Run:
+        return next(reversed(self.running.values()))
+
+    def evict(self, run: Run) -> None:
+        """Preempt ``run`` (recomputed later): back to the head of the line."""
+        del self.running[run.order]
+        run.alive, self.released = False, True
+        self.pol.release(run, self.now, grown=False)
+        self.queue.appendleft(run.index)
+
+    def run(self) -> _Tally:  # the hot loop: one iteration per event, hence its length
+        pol, reqs, queue, running, finish = self.pol, self.reqs, self.queue, self.running, \
+            self.finish
+        tally, samples, admitted, push = self.tally, self.samples, 0, heapq.heappush
+        while queue or running:
+            now = self.now
+            if not running and reqs[queue[0]].arrival > now:
+                now = reqs[queue[0]].arrival  # idle until the next request arrives
+            # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
+            failed, self.released = None, False
+            while queue and reqs[first := queue[0]].arrival <= now:
+                run = pol.admit(reqs[first], first, admitted, now + 1)
+                if run is None:
+                    failed = first
+                    break
+                queue.popleft()
+                running[admitted] = run
+                admitted += 1
+                push(finish, (run.start + run.final - run.prompt - 1, admitted, run))
+            if not running:
+                raise UsageError("a request cannot be admitted into empty memory")  # checked
+            self.now = now = now + 1
+            # 2. Every running sequence produces one token.
+            tally.preemptions += pol.grow(now, self)
+            # 3. Measure: a request that has arrived but not been admitted waits for memory.
+            head = reqs[queue[0]] if queue and reqs[queue[0]].arrival < now else None
+            row = pol.row(now, head)
+            tally.add(row, 1, pol.live, head is not None)
+            if samples is not None:
+                samples.append(StepSample(*row[:5], pol.live))
+            # 4. Finished requests free their memory; then the steps with no event, at once.
+            if finish and (finish[0][0] == now or not finish[0][2].alive):
+                self._finish()
+            if running and not self.released and (not queue or failed == queue[0]
+                                                  or reqs[queue[0]].arrival > now):
+                self._coast()
+        if self.progress:
+            self.progress(tally.completed)
+        return tally
+
+    def _coast(self) -> None:
+        """Serve the steps up to the next event at once: each sample only grows (none if
+        memory runs out in the next step). Their last may finish requests."""
+        limit, head, queue, reqs = 1 << 62, None, self.queue, self.reqs
+        if queue:
+            arrival = reqs[queue[0]].arrival
+            if arrival > self.now:
+                limit = arrival - self.now  # it arrives: the step after may admit it
+            else:
+                head = reqs[queue[0]]  # it waits: memory only fills until a release
+        while self.finish and not self.finish[0][2].alive:
+            heapq.heappop(self.finish)
+        if self.finish:
+            limit = min(limit, self.finish[0][0] - self.now)
+        m, row = self.pol.advance(self.now, limit, head, self.samples)
+        if m:
+            self.tally.add(row, m, self.pol.live, head is not None)
+            self.now += m
+            self._finish()
+
+    def _finish(self) -> None:
+        finish, done, now = self.finish, self.tally.completed, self.now
+        while finish and (not finish[0][2].alive or finish[0][0] == now):
+            run = heapq.heappop(finish)[2]
+            if run.alive:
+                self.pol.release(run, now, grown=True)
+                del self.running[run.order]
+                run.alive, self.released = False, True
+                self.tally.completed += 1
+        if self.progress and self.tally.completed // _PROGRESS_EVERY > done // _PROGRESS_EVERY:
+            self.progress(self.tally.completed)
+
+
+def _infeasible(pol: Policy, reqs: Sequence[Request]) -> str | None:
+    """Why ``pol`` cannot serve ``reqs`` (a request larger than the whole memory), or None."""
     for i, r in enumerate(reqs):
         if (need := pol.admit_need(r)) > pol.capacity:
-            raise UsageError(
-                f"request {i} ({r.prompt_tokens:,}+{r.output_tokens:,} tokens x {r.n}) needs "
-                f"{need:,} KV slots under '{pol.name}' but memory holds {pol.capacity:,}; give "
-                f"more memory ({arg('kv_memory')}), cap what 'max' reserves with "
-                f"{arg('max_len')}, or shorter requests", param="max_len", related=("kv_memory",))
-    # FCFS in arrival order; a request joins the waiting line at its arrival step.
-    queue: deque[int] = deque(sorted(range(len(reqs)), key=lambda i: reqs[i].arrival))
-    running: list[Running] = []
-    tally, now = _Tally(), 0
-    while queue or running:
-        if not running and reqs[queue[0]].arrival > now:
-            now = reqs[queue[0]].arrival  # idle until the next request arrives
-        # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
-        while queue and reqs[queue[0]].arrival <= now:
-            run = pol.try_admit(reqs[queue[0]], queue[0], tally.admitted)
-            if run is None:
-                break
-            queue.popleft()
-            running.append(run)
-            tally.admitted += 1
-        if not running:
-            raise UsageError("a request cannot be admitted into empty memory")  # guarded above
-        now += 1
-        # 2. Every running sequence produces one token.
-        tally.preemptions += _grow(pol, running, queue)
-        # 3. Measure: a request that has arrived but not been admitted waits for memory.
-        head = reqs[queue[0]] if queue and reqs[queue[0]].arrival < now else None
-        sample = tally.measure(pol, running, head)
-        if samples is not None:
-            samples.append(sample)
-        # 4. Finished requests free their memory.
-        for run in [r for r in running if all(s.length >= s.final for s in r.seqs)]:
-            pol.release(run)
-            running.remove(run)
-            tally.completed += 1
+            return (f"request {i} ({r.prompt_tokens:,}+{r.output_tokens:,} tokens x {r.n}) "
+                    f"needs {need:,} KV slots under '{pol.name}' but memory holds "
+                    f"{pol.capacity:,}")
+    return None
+
+
+def _refusal(reason: str) -> UsageError:
+    return UsageError(f"{reason}; give more memory ({arg('kv_memory')}), cap what 'max' "
+                      f"reserves with {arg('max_len')}, or shorter requests",
+                      param="max_len", related=("kv_memory",))
+
+
+def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: PolicyName | str,
+             max_len: int = 2048, block_size: int = 16, share_prefix: bool = True,
+             samples: list[StepSample] | None = None,
+             progress: Progress | None = None) -> PolicyReport:
+    """Serve ``requests`` under ``policy``; ``samples`` collects each step's memory split,
+    ``progress`` hears how many requests completed every few thousand."""
+    pol = make_policy(policy, capacity_tokens, max_len=max_len, block_size=block_size,
+                      share_prefix=share_prefix)
+    reqs = requests if isinstance(requests, Sequence) else list(requests)
+    if (reason := _infeasible(pol, reqs)) is not None:
+        raise _refusal(reason)
+    tally = _Loop(pol, reqs, samples, progress).run()
     return tally.report(pol, any(r.n > 1 for r in reqs))
-
-
-def _grow(pol: Policy, running: list[Running], queue: deque[int]) -> int:
-    preemptions = 0
-    for run in list(running):
-        if run not in running:
-            continue  # preempted while growing another request
-        for seq in run.seqs:
-            seq.length += 1
-        if pol.grow(run):
-            continue
-        preemptions += 1
-        # Preempt the newest, as vLLM does (maybe this one): the oldest always progresses.
-        while not pol.grow(run):
-            victim = max(running, key=lambda r: r.order)
-            if victim is run and len(running) == 1:
-                raise UsageError(f"memory too small for one request under '{pol.name}'")
-            pol.release(victim)
-            running.remove(victim)
-            queue.appendleft(victim.index)
-            if victim is run:
-                break
-    return preemptions
 
 
 def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
                      policies: Sequence[PolicyName | str] = POLICIES, max_len: int = 2048,
-                     block_size: int = 16) -> list[PolicyReport]:
-    return [simulate(requests, capacity_tokens=capacity_tokens, policy=p, max_len=max_len,
-                     block_size=block_size) for p in policies]
+                     block_size: int = 16,
+                     progress: Callable[[int, int], None] | None = None) -> list[PolicyReport]:
+    """One report per policy; a policy that cannot hold some request alone is reported
+    infeasible while the others run (an error only if none can). ``progress`` hears
+    (requests served, requests x policies)."""
+    total, reports = len(requests) * len(policies), []
+    if progress is not None:
+        progress(0, total)
+    for k, name in enumerate(policies):
+        pol = make_policy(name, capacity_tokens, max_len=max_len, block_size=block_size)
+        done = k * len(requests)
+        if (reason := _infeasible(pol, requests)) is not None:
+            reports.append(PolicyReport(
+                pol.name.value, pol.block_size if pol.paged else None, pol.capacity, 0.0, 0.0,
+                0.0, 0.0, 0.0, 0, 0.0, 0, 0, 0, 0, None, infeasible=reason))
+            continue
+        tell = None if progress is None else (lambda n, d=done: progress(d + n, total))
+        reports.append(_Loop(pol, requests, None, tell).run().report(
+            pol, any(r.n > 1 for r in requests)))
+    if all(r.infeasible for r in reports):
+        raise _refusal(next(r.infeasible for r in reports if r.infeasible))
+    return reports

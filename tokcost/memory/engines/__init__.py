@@ -1,5 +1,6 @@
-"""Engine profiles, one module per engine (vllm, sglang, ideal), found by name here and
-imported on first use; no other module compares an engine's name. Adding one: docs/kvmem.md."""
+"""Engine profiles, one module per engine (vllm, sglang, llama.cpp, trtllm, ideal), found by
+name here and imported on first use; no other module compares an engine's name. Adding one:
+docs/kvmem.md."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ __all__ = ["engine_class", "engine_classes", "engine_names"]
 # name -> "module:class", imported on first use (the registry of tiktoken's style).
 _PROFILES = (("vllm", "tokcost.memory.engines.vllm:Vllm"),
              ("sglang", "tokcost.memory.engines.sglang:Sglang"),
+             ("llama.cpp", "tokcost.memory.engines.llamacpp:LlamaCpp"),
+             ("trtllm", "tokcost.memory.engines.trtllm:TrtLlm"),
              ("ideal", "tokcost.memory.engines.ideal:Ideal"))
 
 

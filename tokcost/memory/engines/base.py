@@ -193,6 +193,7 @@ class Engine(ABC):
     name: ClassVar[str]  # the registry's name (tokcost.memory.engines)
     title: ClassVar[str]  # as the engine writes its own name
     version: ClassVar[str]  # whose code the formulas follow
+    kv_offload: ClassVar[bool] = False  # serves a host-memory KV tier (--cpu-offload)
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:

@@ -319,6 +319,7 @@ class Vllm(Engine):
     name: ClassVar[str] = "vllm"
     title: ClassVar[str] = "vLLM"
     version: ClassVar[str] = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
+    kv_offload: ClassVar[bool] = True  # --kv-offloading-size (tokcost.memory.offload)
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager

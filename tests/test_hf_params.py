@@ -1,0 +1,146 @@
+"""Parameters and weight bytes from config.json alone (tokcost/catalog/hf_params.py), against
+the real checkpoints of tests/fixtures/hf_tiny and the counts published for real models.
+
+Published counts: the Hugging Face API's ``safetensors.total`` (https://huggingface.co/api/models/
+ORG/REPO), llama.cpp's GGUF ``general.parameter_count`` (as Ollama's ``show`` prints it) or
+KerasHub's preset metadata, each read in public copies of those documents. A checkpoint's
+speculative-decoding (MTP) layers are in none of our figures, so a count that holds them is
+compared by its MTP-free part (DeepSeek-V3's 671B; llama.cpp drops Qwen3-Next's).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tokcost.catalog.hf_model import load_config
+from tokcost.catalog.hf_params import config_weights
+from tokcost.catalog.hf_weights import WeightsSummary
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _weights(config: dict[str, Any]) -> WeightsSummary:
+    found = config_weights(config, "config.json")
+    assert isinstance(found, WeightsSummary), found
+    return found
+
+
+def _fixture(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / "hf_configs" / name / "config.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize("family", sorted(p.name for p in (FIXTURES / "hf_tiny").iterdir()))
+def test_tiny_checkpoints_hold_what_their_config_says(family: str) -> None:
+    # Real transformers checkpoints (tied and untied embeddings, Qwen2's qkv bias, Qwen3's and
+    # Gemma-3's q/k norms, Gemma-2's four norms): every parameter and byte the headers hold.
+    folder = FIXTURES / "hf_tiny" / family
+    read = load_config(folder).weights
+    assert read is not None
+    derived = _weights(json.loads((folder / "config.json").read_text()))
+    assert (derived.params, derived.bytes) == (read.params, read.bytes)
+
+
+# (fixture, parameters, source of the published figure)
+PUBLISHED = [
+    ("llama-3.1-8b", 8_030_261_248, "HF API meta-llama/Llama-3.1-8B; GGUF"),
+    ("qwen2.5-7b", 7_615_616_512, "HF API Qwen/Qwen2.5-7B-Instruct; GGUF general.parameter_count"),
+    ("qwen3-8b", 8_190_735_360, "HF API Qwen/Qwen3-8B safetensors.total (BF16)"),
+    ("mistral-7b-v0.1", 7_241_732_096, "GGUF general.parameter_count"),
+    ("phi-3-mini", 3_821_079_552, "HF count of Phi-3-mini-4k-instruct"),
+    ("gemma-2-9b", 9_241_705_984, "HF API google/gemma-2-9b; KerasHub gemma2_9b_en params"),
+    # The SigLIP vision tower and its projector included, as vLLM loads them.
+    ("gemma-3-27b", 27_432_406_640, "HF API google/gemma-3-27b-it; GGUF n_params"),
+    ("mixtral-8x7b", 46_702_792_704, "HF API mistralai/Mixtral-8x7B-v0.1; KerasHub mixtral_8_7b_en"),
+    ("qwen3-30b-a3b", 30_532_122_624, "GGUF general.parameter_count of Qwen3-30B-A3B"),
+    ("qwen3-next-80b-a3b", 79_674_391_296, "GGUF n_params (llama.cpp leaves the MTP layer out)"),
+    ("gpt-oss-120b", 116_829_156_672, "GGUF general.parameter_count of gpt-oss-120b"),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "source"), PUBLISHED)
+def test_published_parameter_counts(name: str, params: int, source: str) -> None:
+    assert _weights(_fixture(name)).params == params, source
+
+
+# Config fields of Qwen/Qwen1.5-MoE-A2.7B and deepseek-ai/DeepSeek-V2-Lite (their config.json
+# on the hub): a shared expert with its gate; MLA without a q rank, a dense first layer.
+QWEN2_MOE = {"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+             "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+             "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+             "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+             "decoder_sparse_step": 1, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+DEEPSEEK_V2_LITE = {
+    "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "vocab_size": 102400, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "moe_intermediate_size": 1408,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1, "moe_layer_freq": 1, "topk_method": "greedy",
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(("config", "params"), [
+    (QWEN2_MOE, 14_315_784_192),  # HF API Qwen/Qwen1.5-MoE-A2.7B; KerasHub qwen1.5_moe_2.7b_en
+    (DEEPSEEK_V2_LITE, 15_706_484_224),  # HF API deepseek-ai/DeepSeek-V2-Lite
+])
+def test_published_moe_counts(config: dict[str, Any], params: int) -> None:
+    assert _weights(config).params == params
+
+
+def test_deepseek_v3_fp8_bytes_and_the_published_sizes() -> None:
+    w = _weights(_fixture("deepseek-v3"))
+    # "671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module
+    # weights" (github.com/deepseek-ai/DeepSeek-V3 README): the MTP layer is left out.
+    assert round(w.params / 1e9) == 671
+    assert w.expert_bytes == 654_068_416_512  # models.yaml: 58 x 256 x 44,050,944 B
+    # The checkpoint's 163 files hold 688,586,727,753 bytes (an odd sum: it counts the JSON
+    # headers too). Ours plus the MTP layer (one more MoE layer, its own embedding and head,
+    # eh_proj and three norms in bf16) falls short of it by the headers alone, < 100 KB each.
+    one_layer = _weights({**_fixture("deepseek-v3"), "num_hidden_layers": 62}).bytes - w.bytes
+    hidden, vocab = 7168, 129280
+    mtp = one_layer + 2 * (2 * vocab * hidden + 2 * hidden * hidden + 3 * hidden)
+    assert 0 < 688_586_727_753 - (w.bytes + mtp) < 163 * 100_000
+
+
+def test_mxfp4_bytes_are_the_safetensors_index_total() -> None:
+    w = _weights(_fixture("gpt-oss-120b"))
+    # models.yaml: weights_bytes is model.safetensors.index.json's total_size.
+    assert (w.bytes, w.expert_bytes) == (65_248_815_744, 60_993_699_840)
+
+
+def test_tied_embeddings_and_dtypes() -> None:
+    untied = _weights(_fixture("llama-3.1-8b"))
+    tied = _weights({**_fixture("llama-3.1-8b"), "tie_word_embeddings": True})
+    assert untied.params - tied.params == 128256 * 4096
+    # float32 is served in bfloat16 (vLLM's dtype auto), as the shards' path counts it.
+    fp32 = _weights({**_fixture("llama-3.1-8b"), "torch_dtype": "float32"})
+    assert fp32.bytes == untied.bytes == 2 * untied.params
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"model_type": "jamba"}, "no parameter rules for model_type jamba"),
+    ({"quantization_config": {"quant_method": "gptq", "bits": 4}},
+     "its quantization (gptq) is not sized from config.json"),
+    ({"quantization_config": {"quant_method": "fp8"}}, "its quantization (fp8)"),  # per tensor
+    ({"vision_config": {"hidden_size": 8}}, "no parameter rules for a vision tower (llama)"),
+    # Fields only the weights need: missing or bad, the KV cache is still sized.
+    ({"intermediate_size": None}, "config.json has no intermediate_size (the MLP width)"),
+    ({"intermediate_size": "x"}, "intermediate_size is 'x'"),
+])
+def test_what_config_json_cannot_tell_is_said(change: dict[str, Any], fragment: str) -> None:
+    found = config_weights({**_fixture("llama-3.1-8b"), **change}, "config.json")
+    assert isinstance(found, str) and fragment in found
+
+
+def test_models_import_says_where_the_weights_came_from() -> None:
+    import tokcost
+
+    text = tokcost.import_model(tokcost.ImportModelRequest(
+        source=str(FIXTURES / "hf_configs" / "gpt-oss-120b"))).yaml
+    assert "weights_bytes: 65248815744   # 60.77 GiB, from config.json" in text
+    assert "params: {total: 116829156672, " in text

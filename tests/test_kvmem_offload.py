@@ -1,0 +1,107 @@
+"""``kvmem estimate --cpu-offload SIZE``: the host tier vLLM's native offloading or LMCache holds,
+beside an unchanged GPU tier (tokcost/memory/offload.py).
+
+The oracles are the engines' own formulas, written here from their variables:
+vllm/v1/kv_offload/cpu/spec.py ``num_blocks = cpu_bytes_to_use // (page_size_bytes x
+len(kv_cache_tensors) x world_size x block_size_factor)``, with ``cpu_bytes_to_use =
+kv_offloading_size x 2**30`` (vllm/config/vllm.py); LMCache's ``calculate_chunk_budget``:
+``max_local_cpu_size x 2**30 // align_4096(kv_size x layers x chunk x heads x head_size x
+itemsize)``, with ``max_local_cpu_size = size / (tp x pp)`` as vLLM passes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import tokcost
+from tokcost.catalog.schema import Architecture, ModelEntry
+from tokcost.cli.app import app
+from tokcost.errors import UsageError
+
+GiB = 2**30
+
+
+def _estimate(**options: Any) -> Any:
+    return tokcost.estimate_memory(tokcost.KvRequest.of(**options))
+
+
+@pytest.mark.parametrize(("model", "tp", "pp", "gib", "layers_per_rank", "page"), [
+    # page_size_bytes: 2 (K, V) x 16 tokens x kv heads per GPU x head_dim x 2 bytes (bf16).
+    ("llama-3.1-8b", 1, 1, 100, 32, 2 * 16 * 8 * 128 * 2),
+    ("llama-3.1-70b", 4, 1, 200, 80, 2 * 16 * 2 * 128 * 2),
+    ("llama-3.1-70b", 2, 2, 200, 40, 2 * 16 * 4 * 128 * 2),  # 80 layers in two stages
+    # MLA: one latent (512 + 64) per token and layer, FlashMLA's 64-token blocks on Hopper.
+    ("deepseek-v3", 8, 1, 500, 61, 64 * (512 + 64) * 2),
+])
+def test_native_host_blocks_are_vllms(model: str, tp: int, pp: int, gib: int,
+                                      layers_per_rank: int, page: int) -> None:
+    r = _estimate(model=model, tp=tp, pp=pp, contexts=[32768], kv_memory="30GiB",
+                  cpu_offload=f"{gib}GiB")
+    t = r.offload
+    kv_bytes_per_block = page * layers_per_rank * tp * pp
+    assert t.blocks == gib * GiB // kv_bytes_per_block
+    assert t.tokens == t.blocks * r.block_size and t.block_tokens == r.block_size
+    assert t.sequences(32768) == t.blocks // -(-32768 // r.block_size)
+
+
+def test_lmcache_chunks_per_rank_with_its_alignment() -> None:
+    r = _estimate(model="llama-3.1-70b", tp=4, contexts=[32000], cpu_offload="200GiB",
+                  offload_backend="lmcache")
+    chunk = 2 * 80 * 256 * 2 * 128 * 2  # kv_size x layers x chunk x heads per GPU x head x 2 B
+    assert (r.offload.blocks, r.offload.block_bytes) == (200 * GiB // 4 // chunk, chunk)
+    assert r.offload.tokens == r.offload.blocks * 256
+    assert r.offload.sequences(32000) == r.offload.blocks // 125
+    # A chunk that is not a multiple of 4 KiB takes whole 4 KiB pages: 3 layers x 2 x 10 x 2 B
+    # x 256 tokens = 30,720 B -> 32,768 B.
+    odd = ModelEntry(id="odd", architecture=Architecture(
+        layers=3, hidden_size=40, attention_heads=4, kv_heads=1, head_dim=10))
+    t = _estimate(model=odd, contexts=[512], cpu_offload="1MiB",
+                  offload_backend="lmcache").offload
+    assert (t.block_bytes, t.blocks, t.tokens) == (32768, 32, 32 * 256)
+
+
+def test_the_gpu_tier_is_unchanged() -> None:
+    args = ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100", "--context", "8k,32k",
+            "--json"]
+    runner = CliRunner()
+    plain = json.loads(runner.invoke(app, args).stdout)
+    tiered = json.loads(runner.invoke(app, [*args, "--cpu-offload", "100GiB"]).stdout)
+    host = tiered.pop("cpu_offload")
+    assert tiered.pop("notes")[-1].startswith("the host tier keeps blocks the GPU let go")
+    plain.pop("notes")
+    assert tiered == plain and "cpu_offload" not in plain
+    assert host == {"backend": "native", "size_bytes": 100 * GiB, "ranks": 1, "block_tokens": 16,
+                    "block_bytes_per_gpu": 2 * 16 * 8 * 128 * 2 * 32, "blocks": 51_200,
+                    "tokens": 819_200, "sequences": {"8000": 102, "32000": 25}}
+
+
+def test_the_table_states_the_tiers_apart() -> None:
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
+                                      "--context", "32k", "--cpu-offload", "100GiB"])
+    assert result.exit_code == 0, result.output
+    assert "host seqs" in result.stdout
+    assert ("host tier (vLLM native offload): 100 GiB in 16-token blocks of 2,097,152 B = "
+            "51,200 blocks, 819,200 tokens (GPU pool: 448,304)") in result.stdout
+
+
+@pytest.mark.parametrize(("options", "param", "fragment"), [
+    ({"model": "gemma-3-27b", "cpu_offload": "10GiB"}, "cpu_offload",
+     "gemma-3-27b has sliding layers"),
+    ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "engine": "sglang"}, "cpu_offload",
+     "vLLM's host tier (its native offloading or LMCache)"),
+    ({"model": "llama-3.1-8b", "offload_backend": "lmcache"}, "offload_backend",
+     "give that size with it"),
+    ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "offload_backend": "disk"},
+     "offload_backend", "give one of native, lmcache"),
+    ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "evict": "window:100"}, "cpu_offload",
+     "without a cache policy"),
+    ({"model": "llama-3.1-8b", "cpu_offload": "0"}, "cpu_offload", ""),
+])
+def test_refusals_name_the_flag(options: dict[str, Any], param: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        _estimate(contexts=[4096], **options)
+    assert info.value.param == param and fragment in str(info.value)

@@ -1,0 +1,248 @@
+"""A checkpoint's parameters and weight bytes from its config.json alone, tensor by tensor as
+transformers' modeling files define them (docs/models.md); safetensors headers, where present,
+stay authoritative. Like them, it leaves out speculative-decoding (MTP) layers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tokcost.catalog import schema as s
+from tokcost.catalog.hf_config import ConfigFields, layer_kinds
+from tokcost.catalog.hf_weights import WeightsSummary
+from tokcost.errors import InputError
+
+# tie_word_embeddings where config.json leaves it out: each configuration class's default
+# (LlamaConfig ... Phi3Config: False; GemmaConfig, Gemma2Config, Gemma3TextConfig: True).
+# A model_type not listed has no rule here: its weights stay unknown without shards.
+_TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False,
+         "qwen3": False, "qwen3_moe": False, "qwen3_next": False, "deepseek_v2": False,
+         "deepseek_v3": False, "gpt_oss": False, "phi3": False, "gemma": True, "gemma2": True,
+         "gemma3_text": True}
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"})  # q_norm, k_norm
+_FOUR_NORMS = frozenset({"gemma2", "gemma3_text"})  # pre/post attention and feed-forward norms
+_QKV_BIAS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: q/k/v bias=True, o without
+
+
+@dataclass(frozen=True)
+class Part:
+    """``count`` tensors of ``rows`` x ``cols`` elements."""
+
+    rows: int
+    cols: int = 1
+    count: int = 1
+    linear: bool = False  # a projection matrix: what fp8 / mxfp4 checkpoints quantize
+    expert: bool = False  # a routed expert's
+    fp32: bool = False  # stored in float32 whatever the dtype (DeepSeek-V3's router bias)
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols * self.count
+
+
+def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | str:
+    """The weights ``config`` describes, or why they cannot be told from it."""
+    f = ConfigFields(config, where)
+    if f.model_type not in _TIED:
+        return f"tokcost has no parameter rules for model_type {f.model_type or '(none)'}"
+    bytes_of = _byte_rule(f)
+    if isinstance(bytes_of, str):
+        return bytes_of
+    vision = config.get("vision_config")
+    try:
+        parts = [*_parts(f), *(_siglip(vision, f, where) if isinstance(vision, Mapping) else ())]
+    except (_Unsupported, InputError) as exc:  # KV sizes need none of these fields
+        return str(exc)
+    total = sum(bytes_of(p) for p in parts)
+    routed = [p for p in parts if p.expert]
+    return WeightsSummary(total, sum(p.elements for p in parts), sum(map(bytes_of, routed)),
+                          sum(p.elements for p in routed), tensors=0)
+
+
+def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
+    """Bytes of a part under the config's quantization; a string: one tokcost cannot size."""
+    q = f.quantization
+    method = str(q.get("quant_method", "")).lower() if q else ""
+    if not method:  # 16-bit: vLLM serves a float32 checkpoint in bfloat16 (dtype auto)
+        return lambda p: p.elements * (4 if p.fp32 else 2)
+    if method == "mxfp4":
+        # gpt-oss: routed experts as 4-bit blocks (16 B per 32 values) and one U8 scale per 32;
+        # attention, router, embeddings stay bf16 (its modules_to_not_convert).
+        return lambda p: (p.elements // 2 + p.elements // 32 if p.linear and p.expert
+                          else p.elements * 2)
+    block = q.get("weight_block_size") if q else None
+    skipped = q.get("modules_to_not_convert") if q else None
+    if (method == "fp8" and isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and b > 0 for b in block) and not skipped):
+        # DeepSeek-V3: e4m3 weights, a float32 scale (weight_scale_inv) per 128 x 128 block.
+        rows, cols = int(block[0]), int(block[1])
+
+        def fp8(p: Part) -> int:
+            if not p.linear:
+                return p.elements * (4 if p.fp32 else 2)
+            return p.count * (p.rows * p.cols + 4 * -(-p.rows // rows) * -(-p.cols // cols))
+        return fp8
+    return (f"its quantization ({method}) is not sized from config.json (tokcost derives "
+            "16-bit, block fp8 and mxfp4 weights)")
+
+
+def _parts(f: ConfigFields) -> Iterator[Part]:
+    layers = _need(f, "num_hidden_layers", "the number of layers", cap=s.MAX_LAYERS)
+    hidden = _need(f, "hidden_size", "the hidden size")
+    vocab = _need(f, "vocab_size", "the vocabulary size", cap=s.MAX_VOCAB)
+    tied = f.raw("tie_word_embeddings")
+    yield Part(vocab, hidden, 1 if (tied if isinstance(tied, bool) else _TIED[f.model_type]) else 2)
+    yield Part(hidden)  # the final norm
+    norms = 4 if f.model_type in _FOUR_NORMS else 2
+    for i, kind in enumerate(layer_kinds(f, layers)):
+        yield Part(hidden, count=norms)
+        mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
+        yield from mixer(f, hidden)
+        yield from _mlp(f, i, hidden)
+
+
+def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """q/k/v/o as transformers' LlamaAttention (bias: config.attention_bias), Qwen2Attention
+    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention (q_proj x 2 for its
+    output gate) and GptOssAttention (sinks) create them (models/*/modeling_*.py)."""
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    kv = f.count("num_key_value_heads", "the number of kv heads") or heads
+    dim = f.count("head_dim", "the attention head size") or hidden // heads
+    gated = 2 if f.model_type == "qwen3_next" else 1  # Qwen3-Next: q_proj also yields a gate
+    bias = f.raw("attention_bias") is True
+    yield Part(heads * dim * gated, hidden, linear=True)
+    yield Part(kv * dim, hidden, 2, linear=True)
+    yield Part(hidden, heads * dim, linear=True)
+    if bias or f.model_type in _QKV_BIAS:
+        yield Part(heads * dim * gated + 2 * kv * dim)
+    if bias:
+        yield Part(hidden)  # o_proj's
+    if f.model_type in _QK_NORM:
+        yield Part(dim, count=2)
+    if f.model_type == "gpt_oss":
+        yield Part(heads)  # attention sinks
+
+
+def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """DeepSeek-V2/V3 attention (DeepseekV3Attention): low-rank q (or a plain q_proj) with its
+    norm, kv_a_proj_with_mqa to the latent and rope key, kv_a_layernorm, kv_b_proj, o_proj."""
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    rope = _need(f, "qk_rope_head_dim", "the MLA rotary head size")
+    nope = _need(f, "qk_nope_head_dim", "the MLA non-rotary head size")
+    v_dim = _need(f, "v_head_dim", "the MLA value head size")
+    latent = _need(f, "kv_lora_rank", "the MLA latent rank")
+    q_rank = f.count("q_lora_rank", "the MLA query rank")
+    if q_rank is None:
+        yield Part(heads * (nope + rope), hidden, linear=True)
+    else:
+        yield from (Part(q_rank, hidden, linear=True), Part(q_rank),
+                    Part(heads * (nope + rope), q_rank, linear=True))
+    yield from (Part(latent + rope, hidden, linear=True), Part(latent),
+                Part(heads * (nope + v_dim), latent, linear=True),
+                Part(hidden, heads * v_dim, linear=True))
+    if f.raw("attention_bias") is True:
+        _unsupported(f, "attention_bias on MLA layers")
+
+
+def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet); other linear layers have no rule."""
+    if f.model_type != "qwen3_next":
+        _unsupported(f, "linear-attention (state) layers")
+    k_heads = _need(f, "linear_num_key_heads", "the linear-attention key heads")
+    v_heads = _need(f, "linear_num_value_heads", "the linear-attention value heads")
+    k_dim = _need(f, "linear_key_head_dim", "the linear-attention key head size")
+    v_dim = _need(f, "linear_value_head_dim", "the linear-attention value head size")
+    kernel = _need(f, "linear_conv_kernel_dim", "the linear-attention convolution width")
+    keys, values = k_heads * k_dim, v_heads * v_dim
+    yield from (Part(2 * keys + 2 * values, hidden, linear=True),  # in_proj_qkvz
+                Part(2 * v_heads, hidden, linear=True),  # in_proj_ba
+                Part(2 * keys + values, kernel),  # conv1d, no bias
+                Part(v_heads, count=2), Part(v_dim),  # dt_bias, A_log; the gated norm
+                Part(hidden, values, linear=True))  # out_proj
+
+
+def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
+    """A gated MLP (gate, up, down), or a router and experts: MixtralSparseMoeBlock,
+    Qwen2MoeSparseMoeBlock (shared_expert, shared_expert_gate), DeepseekV3MoE (shared_experts;
+    DeepseekV3TopkRouter's e_score_correction_bias), GptOssMLP (biased router and experts)."""
+    experts, width, shared = _moe(f, i)
+    if not experts:
+        yield Part(_need(f, "intermediate_size", "the MLP width"), hidden, 3, linear=True)
+        return
+    yield Part(experts, hidden)  # the router
+    if f.model_type == "gpt_oss":  # biased router and experts (GptOssExperts)
+        yield from (Part(experts), Part(2 * width, hidden, experts, linear=True, expert=True),
+                    Part(hidden, width, experts, linear=True, expert=True),
+                    Part(2 * width + hidden, count=experts, expert=True))
+        return
+    if f.model_type == "deepseek_v3" or f.raw("topk_method") == "noaux_tc":
+        yield Part(experts, fp32=True)  # gate.e_score_correction_bias, float32 in the checkpoint
+    yield Part(width, hidden, 3 * experts, linear=True, expert=True)
+    if shared:
+        yield Part(shared, hidden, 3, linear=True)
+        if f.model_type in ("qwen2_moe", "qwen3_next"):
+            yield Part(1, hidden)  # shared_expert_gate
+
+
+def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
+    """Routed experts of layer ``i`` (0: a dense MLP), their width, the shared experts' width."""
+    t = f.model_type
+    if t in ("mixtral", "gpt_oss"):
+        experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        return experts, _need(f, "intermediate_size", "the expert width"), 0
+    if t in ("deepseek_v2", "deepseek_v3"):
+        experts = f.count("n_routed_experts", "the routed experts", cap=s.MAX_EXPERTS) or 0
+        first = f.count("first_k_dense_replace", "the dense first layers", minimum=0) or 0
+        every = f.count("moe_layer_freq", "the MoE layer period") or 1
+        if not experts or i < first or i % every:
+            return 0, 0, 0
+        width = _need(f, "moe_intermediate_size", "the expert width")
+        return experts, width, width * (f.count("n_shared_experts", "the shared experts",
+                                                minimum=0) or 0)
+    if t in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+        experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 0
+        step = f.count("decoder_sparse_step", "the MoE layer step") or 1
+        dense = f.raw("mlp_only_layers")
+        if not experts or (i + 1) % step or (isinstance(dense, list) and i in dense):
+            return 0, 0, 0
+        shared = f.count("shared_expert_intermediate_size", "the shared expert width",
+                         minimum=0) or 0
+        return experts, _need(f, "moe_intermediate_size", "the expert width"), shared
+    return 0, 0, 0
+
+
+def _siglip(vision: Mapping[str, Any], text: ConfigFields, where: str) -> Iterator[Part]:
+    """Gemma 3's SigLIP vision tower (SiglipVisionEmbeddings: patch conv with bias, positions;
+    SiglipEncoderLayer; post_layernorm) and Gemma3MultiModalProjector (mm_input_projection_weight,
+    mm_soft_emb_norm): vLLM loads both."""
+    if text.model_type != "gemma3_text":
+        _unsupported(text, "a vision tower")
+    v = ConfigFields(vision, f"{where} vision_config")
+    width = _need(v, "hidden_size", "the vision width")
+    mlp = _need(v, "intermediate_size", "the vision MLP width")
+    patch = _need(v, "patch_size", "the patch size")
+    channels = v.count("num_channels", "the image channels") or 3
+    patches = (_need(v, "image_size", "the image size") // patch) ** 2
+    yield from (Part(width, channels * patch * patch), Part(width),  # patch embedding
+                Part(patches, width), Part(width, count=2))  # positions; post_layernorm
+    layers = _need(v, "num_hidden_layers", "the vision layers", cap=s.MAX_LAYERS)
+    yield from (Part(width, width, 4 * layers), Part(width, count=4 * layers),  # q k v o
+                Part(width, count=4 * layers),  # two layer norms, weight and bias
+                Part(mlp, width, 2 * layers), Part(mlp + width, count=layers))  # fc1, fc2
+    yield from (Part(width, _need(text, "hidden_size", "the hidden size")), Part(width))
+
+
+class _Unsupported(Exception):
+    """What ``config_weights`` cannot size, in words."""
+
+
+def _unsupported(f: ConfigFields, what: str) -> None:
+    raise _Unsupported(f"tokcost has no parameter rules for {what} ({f.model_type})")
+
+
+def _need(f: ConfigFields, key: str, what: str, *, cap: int = s.MAX_WIDTH) -> int:
+    value = f.count(key, what, cap=cap)
+    if value is None:
+        raise _Unsupported(f"{f.where} has no {key} ({what}), which its parameters need")
+    return value

@@ -1,0 +1,306 @@
+"""llama.cpp's KV cache, reproduced (docs/kvmem.md): token cells, not blocks, allocated at start-up
+for the whole context. From ggml-org/llama.cpp (late 2025 to 2026): ``src/llama-context.cpp``
+(n_ctx and n_ctx_seq), ``src/llama-model.cpp`` (``create_memory``), ``src/llama-kv-cache.cpp``
+(one K and one V tensor per layer, the log line), ``src/llama-kv-cache-iswa.cpp`` (the SWA
+cache), ``src/llama-memory-recurrent.cpp``, ``tools/server/server.cpp`` (the slots)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tokcost.errors import Note, UsageError, arg, suggest
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
+from tokcost.memory.fit import DEFAULT_UTIL, GpuFit
+from tokcost.units import format_bytes
+
+if TYPE_CHECKING:
+    from tokcost.memory.request import KvRequest
+
+__all__ = ["GGML_TYPES", "LlamaCpp", "LlamaCppPlan"]
+
+MiB = 2**20
+N_CTX_PAD = 256  # llama-context.cpp: n_ctx and n_ctx_seq padded to 256 (PR #17046)
+SWA_PAD = 256  # llama-kv-cache-iswa.cpp: the SWA cache too (issue #17037)
+MAX_SEQ = 256  # llama-cparams.h LLAMA_MAX_SEQ: llama_context refuses more sequences
+AUTO_SLOTS = 4  # server.cpp: -np auto (the default) is 4 slots with a unified cache (PR #16736)
+# ggml's type traits (ggml/src/ggml.c, blocks in ggml-common.h): values per block, bytes per
+# block, for the cache types common/arg.cpp accepts (kv_cache_types). q8_0 is an fp16 scale and
+# 32 int8 values; q4_0 a scale and 16 bytes of nibbles; q4_1/q5_1 add an fp16 minimum, q5_*
+# 4 bytes of fifth bits; iq4_nl is q4_0's size with a non-linear grid.
+GGML_TYPES: dict[str, tuple[int, int]] = {
+    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18),
+    "q4_1": (32, 20), "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24)}
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to  # GGML_PAD
+
+
+def _row_bytes(ggml_type: str, elements: int) -> int:
+    """``ggml_row_size``: bytes of one row of ``elements`` values (a cell of one layer's K)."""
+    block, size = GGML_TYPES[ggml_type]
+    return size * elements // block
+
+
+def _mib(n: int) -> float:
+    """``(float) n / (1024.0f * 1024.0f)`` as llama.cpp prints it: in single precision."""
+    value: float = struct.unpack("f", struct.pack("f", n / MiB))[0]
+    return value
+
+
+@dataclass(frozen=True)
+class _Cache:
+    """One ``llama_kv_cache``: ``cells`` per stream over ``layers`` layers."""
+
+    kind: str  # full, sliding
+    cells: int
+    layers: int
+    k_bytes: int  # one cell of one layer
+    v_bytes: int
+    streams: int
+
+    def size(self, per_cell: int) -> int:
+        return per_cell * self.cells * self.streams * self.layers
+
+
+@dataclass(frozen=True)
+class LlamaCppPlan(Plan):
+    """llama.cpp's caches, allocated whole at start-up for ``-c`` (a row's context) tokens."""
+
+    kinds: dict[str, int]  # layers by kind: full, sliding, linear, all
+    k_bytes: int  # one cell of one layer
+    v_bytes: int
+    state_bytes: int  # one sequence's recurrent state in one layer, f32
+    window: int | None
+    engine: LlamaCpp
+    slots: int
+    unified: bool
+    free: int | None  # memory left for the cache after weights and reserve (None: no GPU)
+    fit: GpuFit | None = None
+    block_size: int = 1
+    settings: dict[str, Any] = field(default_factory=dict)
+    model_max_len: int | None = None
+
+    def layout(self, n_ctx: int) -> tuple[int, int, tuple[_Cache, ...]]:
+        """``(n_ctx, n_ctx_seq, caches)`` for ``-c n_ctx`` (llama-context.cpp, create_memory)."""
+        n_ctx = _pad(n_ctx, N_CTX_PAD)
+        if self.unified:
+            n_ctx_seq, streams = n_ctx, 1
+        else:  # each slot's stream padded to 256, n_ctx grown to match ("rounding down")
+            n_ctx_seq, streams = _pad(n_ctx // self.slots, N_CTX_PAD), self.slots
+            n_ctx = n_ctx_seq * self.slots
+        k, v = self.k_bytes, self.v_bytes
+        caches = [_Cache("full", n_ctx_seq, self.kinds["full"], k, v, streams)]
+        if self.kinds["sliding"]:
+            window = self.window or n_ctx_seq
+            seqs = self.slots if self.unified else 1
+            swa = _pad(min(n_ctx_seq, window * seqs + self.engine.ubatch_size), SWA_PAD)
+            caches.append(_Cache("sliding", n_ctx_seq if self.engine.swa_full else swa,
+                                 self.kinds["sliding"], k, v, streams))
+        return n_ctx, n_ctx_seq, tuple(caches)
+
+    def kv_bytes(self, n_ctx: int) -> int:
+        caches = self.layout(n_ctx)[2]
+        return (sum(c.size(c.k_bytes) + c.size(c.v_bytes) for c in caches)
+                + self.state_bytes * self.kinds["linear"] * self.slots)
+
+    def request_bytes(self, context: int) -> int:
+        held = context if self.window is None or self.engine.swa_full else min(context,
+                                                                                self.window)
+        return ((context * self.kinds["full"] + held * self.kinds["sliding"])
+                * (self.k_bytes + self.v_bytes) + self.state_bytes * self.kinds["linear"])
+
+    def minus_c(self, context: int) -> int:
+        """The ``-c`` for requests of ``context`` tokens: a unified cache is shared, so -c is
+        the context; separate streams split -c among the slots, so it is context x slots."""
+        return context if self.unified else context * self.slots
+
+    def _starts(self, n_ctx: int) -> bool:
+        return self.free is None or self.kv_bytes(n_ctx) <= self.free
+
+    def max_concurrency(self, context: int) -> float | None:
+        """Requests of ``context`` tokens at once, llama-server started with its ``-c``."""
+        n_ctx = self.layout(self.minus_c(context))[0]
+        if not self._starts(n_ctx):
+            return 0.0
+        # A unified cache shares its n_ctx cells among the slots; separate ones give each slot
+        # n_ctx_seq cells (the SWA cache holds every slot's window either way).
+        return float(min(self.slots, n_ctx // context) if self.unified else self.slots)
+
+    def fits(self, context: int, batch: int) -> bool | None:
+        conc = self.max_concurrency(context)
+        return None if self.fit is None else bool(conc and conc >= batch)
+
+    def largest_context(self, batch: int, limit: int) -> int | None:
+        """The longest requests ``batch`` slots hold at once, -c being their sum (a unified
+        cache) or the context x slots (separate streams), in the memory left."""
+        if self.fit is None:
+            return None
+        per = batch if self.unified else self.slots
+        return largest(lambda n: self._starts(n * per), limit) if batch <= self.slots else 0
+
+    def _line(self, cache: _Cache) -> str:
+        k, v = cache.size(cache.k_bytes), cache.size(cache.v_bytes)
+        t = self.engine
+        return (f"llama_kv_cache: size = {_mib(k + v):7.2f} MiB ({cache.cells:6d} cells, "
+                f"{cache.layers:3d} layers, {self.slots:2d}/{cache.streams} seqs), K "
+                f"({t.cache_type_k}): {_mib(k):7.2f} MiB, V ({t.cache_type_v}): {_mib(v):7.2f} MiB")
+
+    def lines(self, n_ctx: int) -> list[str]:
+        """The start-up lines of ``llama-server -c n_ctx``."""
+        caches = self.layout(n_ctx)[2]
+        out: list[str] = []
+        for cache in caches:
+            if len(caches) > 1:
+                name = "non-SWA" if cache.kind == "full" else "    SWA"
+                out.append(f"llama_kv_cache_iswa: creating {name} KV cache, size = "
+                           f"{cache.cells} cells")
+            out.append(self._line(cache))
+        if self.kinds["linear"]:  # R and S apart need the conv/ssm split the catalog lacks
+            size = self.state_bytes * self.kinds["linear"] * self.slots
+            out.append(f"llama_memory_recurrent: size = {_mib(size):7.2f} MiB ({self.slots:6d} "
+                       f"cells, {self.kinds['all']:3d} layers, {self.slots:2d} seqs)")
+        return out
+
+    def report(self, max_model_len: int) -> EngineReport:
+        minus_c = self.minus_c(max_model_len)
+        n_ctx, n_ctx_seq, caches = self.layout(minus_c)
+        kv = self.kv_bytes(minus_c)
+        refusal = None if self._starts(minus_c) else (
+            f"failed to allocate buffer for kv cache: {format_bytes(kv)} of cells, "
+            f"{format_bytes(max(self.free or 0, 0))} left after the weights and the reserve")
+        t = self.engine
+        mode = "unified" if self.unified else "a stream per slot"
+        header = (f"cells (block 1); -c {minus_c:,}: n_ctx {n_ctx:,}, {self.slots} slots "
+                  f"({self.settings.get('parallel_source', '')}), {mode}: {n_ctx_seq:,} cells "
+                  f"per sequence; K {t.cache_type_k}, V {t.cache_type_v}")
+        lines = self.lines(minus_c)
+        cells = caches[0].cells * caches[0].streams
+        return EngineReport(
+            name=LlamaCpp.name, version=LlamaCpp.version, block_size=1,
+            block_size_reason=Note("1 (llama.cpp caches token cells)"),
+            max_model_len=max_model_len,
+            groups=tuple(EngineGroup(c.kind, c.layers, c.layers, 1, c.k_bytes + c.v_bytes,
+                                     self.window if c.kind == "sliding" else None)
+                         for c in caches),
+            num_blocks=cells, cache_tokens=cells,
+            max_concurrency=self.max_concurrency(max_model_len), lines=tuple(lines),
+            refusal=refusal, settings={**self.settings, "n_ctx": n_ctx, "n_ctx_seq": n_ctx_seq,
+                                       "n_seq_max": self.slots, "kv_unified": self.unified,
+                                       "kv_bytes": kv, "cache_type_k": t.cache_type_k,
+                                       "cache_type_v": t.cache_type_v},
+            title=LlamaCpp.title, header=Note(header),
+            details=(f"llama.cpp allocates {format_bytes(kv)} of KV cells at start-up; "
+                     f"its log (-c {minus_c:,}):", *(f"  {line}" for line in lines)),
+            advice=Note(f"lower {arg('contexts')} (-c), {arg('parallel')} or "
+                        f"{arg('cache_type_k')}/{arg('cache_type_v')}"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlamaCpp(Engine):
+    """llama.cpp's server: its cache types, slots (``-np``) and unified cache (``-kvu``)."""
+
+    name: ClassVar[str] = "llama.cpp"
+    title: ClassVar[str] = "llama.cpp"
+    version: ClassVar[str] = ("llama.cpp llama_kv_cache / llama_kv_cache_iswa (Nov 2025 on: n_ctx "
+                              "padded to 256, SWA cache n_swa x seqs + ubatch)")
+
+    cache_type_k: str = "f16"  # --cache-type-k
+    cache_type_v: str = "f16"  # --cache-type-v
+    parallel: int | None = None  # -np; None: llama-server's auto, 4 slots sharing one cache
+    kv_unified: bool | None = None  # -kvu; None: on for the auto slots, off for a given -np
+    swa_full: bool = False  # --swa-full: the SWA layers cache the whole context
+    ubatch_size: int = 512  # -ub: the SWA cache keeps one ubatch beyond the windows
+
+    def __post_init__(self) -> None:
+        for name in ("cache_type_k", "cache_type_v"):
+            value = str(getattr(self, name)).lower()
+            if value not in GGML_TYPES:
+                raise UsageError(f"unknown {arg(name)} '{getattr(self, name)}'"
+                                 f"{suggest(value, GGML_TYPES)}; llama.cpp takes "
+                                 f"{', '.join(GGML_TYPES)}", param=name)
+            object.__setattr__(self, name, value)
+        for name, most in (("parallel", MAX_SEQ), ("ubatch_size", 1 << 20)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or not 0 < value <= most):
+                raise UsageError(f"{arg(name)} must be an integer from 1 to {most}, got {value}",
+                                 param=name)
+
+    def check(self, request: KvRequest) -> None:
+        budget, cache = request.budget, request.cache
+        for param, given in (("kv_dtype", str(cache.kv_dtype).lower() not in ("bf16", "fp16")),
+                             ("block_size", cache.block_size is not None),
+                             ("gpu_util", budget.gpu_util != DEFAULT_UTIL),
+                             ("kv_memory", budget.kv_memory is not None),
+                             ("tp", request.parallel.tp > 1), ("pp", request.parallel.pp > 1)):
+            if given:
+                raise UsageError(
+                    f"{arg(param)} is not llama.cpp's: its cells take {arg('cache_type_k')} and "
+                    f"{arg('cache_type_v')}, its context (-c) {arg('contexts')}, its slots "
+                    f"{arg('parallel')}, on one GPU's memory", param=param,
+                    related=("engine", "cache_type_k", "cache_type_v", "contexts", "parallel"))
+
+    def plan(self, dep: Deployment) -> tuple[LlamaCppPlan, GpuFit | None]:
+        layout, head_dim = dep.layout, dep.head_dim
+        counts = layout.counts
+        if counts["mla"] or head_dim is None or layout.kv_heads_per_gpu is None:
+            raise UsageError(f"llama.cpp's MLA cache is not modelled by tokcost ({dep.model}); "
+                             f"use {arg('engine', 'vllm')} or {arg('engine', 'ideal')}",
+                             param="engine")
+        auto = self.parallel is None
+        elements = layout.kv_heads_per_gpu * head_dim  # n_embd_k_gqa: one cell of one layer
+        free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
+        kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")}, "all": len(layout.layers)}
+        iswa = bool(kinds["full"] and kinds["sliding"])
+        if not iswa:  # Mistral-7B-v0.1's window: LLM_ARCH_LLAMA's load_hparams reads none
+            kinds.update(full=kinds["full"] + kinds["sliding"], sliding=0)
+        plan = LlamaCppPlan(
+            kinds=kinds,
+            k_bytes=_row_bytes(self.cache_type_k, elements),
+            v_bytes=_row_bytes(self.cache_type_v, elements),
+            # Recurrent states are f32 (create_memory: GGML_TYPE_F32), one cell per slot.
+            state_bytes=layout.state_bytes * 2, window=layout.window if iswa else None,
+            engine=self,
+            slots=AUTO_SLOTS if self.parallel is None else self.parallel,
+            unified=auto if self.kv_unified is None else self.kv_unified, free=free,
+            settings={"parallel_source": "-np auto: 4, unified" if auto else "-np given"},
+            model_max_len=dep.model_max_len)
+        if free is None or dep.memory_bytes is None:
+            return plan, None
+        # What the cells may take; how much -c allocates is the report's (a row's -c its own).
+        cell = plan.request_bytes(1)
+        fit = GpuFit(dep.memory_bytes, None, dep.weights, dep.reserve, free, 1, cell,
+                     max(free, 0) // cell, max(free, 0) // cell)
+        return replace(plan, fit=fit), fit
+
+    def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
+        gpu = dep.gpu.name if dep.gpu else "custom"
+        return (f"GPU {gpu}: {format_bytes(fit.memory_bytes or 0)} - weights "
+                f"{format_bytes(fit.weights_bytes)} - reserve {format_bytes(fit.reserve_bytes)} = "
+                f"{format_bytes(fit.available_bytes)} for llama.cpp's KV cells")
+
+    def budget_notes(self, dep: Deployment) -> list[Note]:
+        if dep.memory_bytes is None:
+            return []
+        return [Note(f"llama.cpp allocates its cache for -c at start-up; the reserve "
+                     f"({arg('reserve', 'SIZE')}) stands for its compute buffers")]
+
+    def layout_note(self, dtype: Any) -> Note | None:
+        return None  # --kv-dtype is refused (check): the cache types say it
+
+    def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
+        s = report.settings
+        notes = []
+        if s["kv_unified"] and s["n_seq_max"] > 1:
+            notes.append(Note(
+                f"the {s['n_seq_max']} slots share one cache of -c cells (as many requests of the "
+                f"context as it holds); separate streams ({arg('kv_unified', False)}) give each "
+                "slot the context, -c being the context x slots"))
+        if (s["cache_type_k"], s["cache_type_v"]) != ("f16", "f16"):
+            notes.append(Note(f"bytes per token above are bf16's; llama.cpp's cells hold K "
+                              f"{s['cache_type_k']} and V {s['cache_type_v']} (per sequence and "
+                              "the log lines count them)"))
+        return notes
+
