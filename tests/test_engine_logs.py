@@ -42,16 +42,20 @@ def arch(model: str) -> Architecture:
 QWEN3_235B = Architecture(layers=94, attention_heads=64, kv_heads=4, head_dim=128)
 # Qwen3-Coder-480B-A35B: 62 layers, 96 query / 8 kv heads of 128 (config.json).
 QWEN3_CODER_480B = Architecture(layers=62, attention_heads=96, kv_heads=8, head_dim=128)
+# Kimi-K2-Thinking (DeepseekV3ForCausalLM): 61 layers, 64 heads, kv_lora_rank 512,
+# qk_rope_head_dim 64 (huggingface.co/moonshotai/Kimi-K2-Thinking, config.json).
+KIMI_K2 = Architecture(layers=61, attention_heads=64, kv_heads=64,
+                       attention=Attention("mla", kv_lora_rank=512, qk_rope_head_dim=64))
 
 
 def plans(a: Architecture, gib: float, *, dtype: str = "bf16", tp: int = 1,
-          mnbt: int | None = None) -> tuple[VllmPlan, VllmPlan]:
+          mnbt: int | None = None, dcp: int = 1) -> tuple[VllmPlan, VllmPlan]:
     """vLLM's plan at the two ends of a 2-decimal GiB figure."""
     layout = kv_layout(a, dtype, tp=tp)
     lo = math.floor((gib - 0.005) * GiB)
     hi = math.ceil((gib + 0.005) * GiB)
-    return (plan_vllm(layout, available=lo, max_num_batched_tokens=mnbt),
-            plan_vllm(layout, available=hi, max_num_batched_tokens=mnbt))
+    return (plan_vllm(layout, available=lo, max_num_batched_tokens=mnbt, dcp=dcp),
+            plan_vllm(layout, available=hi, max_num_batched_tokens=mnbt, dcp=dcp))
 
 
 def tokens(plan: VllmPlan, max_model_len: int) -> int:
@@ -243,6 +247,16 @@ def trtllm_blocks(e: dict[str, Any]) -> None:
     assert lines[2].endswith(f"paged KV cache ({e['logged_tokens']}).")
 
 
+def kimi_k2(e: dict[str, Any]) -> None:
+    """MLA's latent is on every TP GPU: 61 x 576 x 2 B = 70,272 B/token, FlashMLA's 64-token
+    blocks; with DCP 8 each GPU holds every 8th token, so the same blocks log 8 x the tokens."""
+    dcp = e.get("dcp", 1)
+    lo, hi = plans(KIMI_K2, e["kv_memory_gib"], tp=e["tp"], dcp=dcp)
+    assert lo.block_size == 64 and lo.page_bytes * lo.group_size == 64 * 70_272
+    assert tokens(lo, 262_144) <= e["logged_tokens"] <= tokens(hi, 262_144)
+    assert e["logged_tokens"] % (64 * dcp) == 0
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -265,6 +279,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/unslothai/unsloth/pull/7530", None, "llama.cpp"): llama_cpp_slots,
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
+    ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
 }
 
 

@@ -459,11 +459,18 @@ def test_table_shows_engine_and_log_lines() -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--kv-memory", "20GiB"])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "engine vllm: vLLM v1 KV cache manager" in out
+    assert "engine vllm: vLLM v0.21 (the newest release tokcost models); v1 KV cache manager" in out
     assert "6 sliding (52 layers + 8 padding), 1 full (10 layers)" in out
-    assert "  GPU KV cache size: 37,440 tokens   (v0.20 and earlier" in out
-    assert "  GPU KV cache size: 184,270 tokens   (v0.21 and later" in out
+    # One line, the release's formula; the other release's figure in the tag.
+    assert ("  GPU KV cache size: 184,270 tokens   (v0.21 on: concurrency x max_model_len; "
+            "v0.20: num_blocks // groups x block = 37,440)") in out
+    assert "GPU KV cache size: 37,440 tokens" not in out
     assert "  Maximum concurrency for 131,072 tokens per request: 1.41x" in out
+    old = runner.invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--kv-memory", "20GiB",
+                              "--engine", "vllm@0.20"]).stdout
+    assert "engine vllm: vLLM v0.20 (vllm@0.20); v1 KV cache manager" in old
+    assert "  GPU KV cache size: 37,440 tokens   (v0.20: num_blocks // groups x block" in old
+    assert "  Maximum concurrency for 131,072 tokens per request: 1.41x" in old
     sg = runner.invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--kv-memory", "20GiB",
                              "--engine", "sglang"])
     assert "SGLang logs (max_model_len 131,072):" in sg.stdout

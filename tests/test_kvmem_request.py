@@ -17,6 +17,7 @@ import tokcost
 from tokcost.cli.app import app
 from tokcost.errors import Note, UsageError
 from tokcost.memory import engines
+from tokcost.memory.engines.base import Release
 from tokcost.memory.engines.ideal import Ideal
 
 KvRequest, SimulationRequest = tokcost.KvRequest, tokcost.SimulationRequest
@@ -33,7 +34,7 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
     assert (r.roofline.input_tokens, r.cache.block_size) == (1000, 32)
     assert r.engine_spec.profile.name == "vllm"
     assert r.engine_spec.profile.defaults() == {"max_num_batched_tokens": None,
-                                                "hybrid_manager": True}
+                                                "hybrid_manager": True, "release": Release(0, 21)}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"
     assert r.engine_spec.profile.max_num_batched_tokens == 4000  # type: ignore[attr-defined]
     s = SimulationRequest.of(policies="paged, max", requests="2k", kv_memory="1GiB",

@@ -72,6 +72,8 @@ class Attention(Built):
     qk_rope_head_dim: Width | None = Field(None, description="MLA: rotary head dimension")
     linear_state_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
         None = Field(None, description="fixed state of one linear layer per sequence")
+    indexer_head_dim: Width | None = Field(
+        None, description="MLA: head size of DeepSeek-V3.2's indexer keys (cached per layer)")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -88,6 +90,9 @@ class Attention(Built):
         missing = [k for k in ("kv_lora_rank", "qk_rope_head_dim") if getattr(self, k) is None]
         if kind == "mla" and missing:
             raise Invalid(f"type mla needs {' and '.join(missing)}")
+        if kind != "mla" and self.indexer_head_dim is not None:
+            raise Invalid("indexer_head_dim is for type mla (DeepSeek-V3.2's indexer)",
+                          ("indexer_head_dim",))
         if "sliding" in pattern and self.window is None:
             raise Invalid("expected the sliding window in tokens (layers use sliding)", ("window",))
         if kind == "full" and pattern != ("full",):

@@ -177,9 +177,16 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
 
 def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     present = set(kinds)
+    if f.raw("index_topk") is not None and any(k in f.text for k in ("indexer_types",
+                                                                     "index_topk_freq")):
+        raise InputError(f"{f.where}: model_type {f.model_type} shares its sparse-attention "
+                         "indexer across layers (indexer_types), which tokcost does not model")
     if present == {"mla"}:
         return Attention("mla", kv_lora_rank=f.need("kv_lora_rank", "the MLA latent rank"),
-                         qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"))
+                         qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"),
+                         # DeepseekV32ForCausalLM's indexer (index_head_dim, index_topk)
+                         indexer_head_dim=f.count("index_head_dim", "the indexer head size")
+                         if f.raw("index_topk") is not None else None)
     window = None
     if "sliding" in present:
         window = f.need("sliding_window", "the sliding window in tokens", cap=s.MAX_TOKENS)

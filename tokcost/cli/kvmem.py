@@ -76,7 +76,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     # A string: the library also takes bfloat16/half and answers a typo with "did you mean".
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
         "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
-        "scales).")] = "bf16",
+        "scales); vLLM's fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4, "
+        "fp8_ds_mla.")] = "bf16",
     kv_group_size: Annotated[int | None, count_option(
         "--kv-group-size", help="Quantization group of int8/int4 (64).")] = None,
     evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC",
@@ -91,9 +92,15 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="Tensor-parallel GPUs (numbers per GPU).")] = 1,
     pp: Annotated[int, typer.Option("--pp", "--pipeline-parallel-size",
         help="Pipeline stages: layers split across GPUs as vLLM splits them.")] = 1,
+    dcp: Annotated[int, typer.Option("--dcp", "--decode-context-parallel-size", metavar="N",
+        help="vLLM's decode context parallel: GPUs of the TP group that split each "
+        "sequence's tokens.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", "--data-parallel-size", metavar="N",
+        help="Data-parallel engines, each with its own cache.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager), sglang (its token pools), llama.cpp (its cells), trtllm (TensorRT-LLM's "
-        "blocks) or ideal (bytes truly held).")] = "vllm",
+        "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools), "
+        "llama.cpp (its cells), trtllm (TensorRT-LLM's blocks) or ideal (bytes truly "
+        "held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
         metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
         "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
@@ -126,10 +133,12 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--gpu", help="GPU from the catalog: H100, A100-40GB, L4...")] = None,
     gpu_memory: Annotated[str | None, typer.Option(
         "--gpu-memory", metavar="SIZE", help="GPU memory instead of --gpu: 80GiB, 24GB.")] = None,
-    gpu_util: Annotated[float, typer.Option(
-        "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization.")] = 0.9,
+    gpu_util: Annotated[float | None, typer.Option(
+        "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization "
+        "(default: the release's, 0.92 from v0.21, 0.9 before).")] = None,
     kv_memory: Annotated[str | None, typer.Option(
-        "--kv-memory", help="KV memory per GPU as vLLM logs it (skips the estimate).")] = None,
+        "--kv-memory", "--kv-cache-memory", help="KV memory per GPU as vLLM logs it, or vLLM's "
+        "--kv-cache-memory (skips the estimate and the utilization).")] = None,
     reserve: Annotated[str | None, typer.Option(
         "--reserve", help="Activation/overhead reserve per GPU (default 2GiB).")] = None,
     cpu_offload: Annotated[str | None, typer.Option("--cpu-offload", metavar="SIZE",

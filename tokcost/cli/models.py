@@ -152,6 +152,8 @@ def _show_architecture(arch: dict[str, Any]) -> None:
     if att["kv_lora_rank"]:
         detail += (f", kv_lora_rank {att['kv_lora_rank']}, qk_rope_head_dim "
                    f"{att['qk_rope_head_dim']}")
+        if att["indexer_head_dim"]:
+            detail += f", indexer_head_dim {att['indexer_head_dim']}"
     if att["linear_state_elements"]:
         detail += (f", pattern {'/'.join(att['pattern'])}, state "
                    f"{att['linear_state_elements']:,} elements")

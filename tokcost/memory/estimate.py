@@ -62,6 +62,8 @@ class KvResult:
     tp: int
     pp: int
     batch: int
+    dcp: int
+    dp: int
     layout: KvLayout
     rows: tuple[ContextRow, ...]
     context_window: int | None
@@ -86,7 +88,7 @@ class KvResult:
         lay, counts, f = self.layout, self.layout.counts, self.fit
         data: dict[str, Any] = {
             "model": self.model, "kv_dtype": self.kv_dtype, "block_size": self.block_size,
-            "tp": self.tp, "pp": self.pp, "batch": self.batch,
+            "tp": self.tp, "pp": self.pp, "dcp": self.dcp, "dp": self.dp, "batch": self.batch,
             "per_gpu": self.tp > 1 or self.pp > 1,
             "layers": {kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
             "sliding_window": lay.window if counts["sliding"] else None,
@@ -152,9 +154,11 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))
     report = plan.report(max(contexts))
+    notes += _parallel_notes(dep, request.parallel.dp, report)
     return KvResult(
         model=entry.id, kv_dtype=dep.layout.dtype.name, block_size=plan.block_size,
-        tp=dep.layout.tp, pp=dep.pp, batch=request.batch, layout=dep.layout,
+        tp=dep.layout.tp, pp=dep.pp, batch=request.batch, dcp=dep.dcp,
+        dp=request.parallel.dp, layout=dep.layout,
         rows=_rows(entry, request, dep.layout, plan, roofline, contexts),
         context_window=entry.context_window, engine=report,
         gpu=gpu.name if gpu else ("custom" if dep.memory_bytes is not None else None), fit=fit,
@@ -198,7 +202,8 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     return Deployment(
         layout=layout, gpu=gpu, memory_bytes=memory, kv_memory=budget.kv_memory, weights=weights,
         util=budget.gpu_util, reserve=DEFAULT_RESERVE if budget.reserve is None else budget.reserve,
-        block_size=cache.block_size, head_dim=head_dim, pp=par.pp, model=entry.id,
+        block_size=cache.block_size, head_dim=head_dim, pp=par.pp, dcp=par.dcp,
+        kv_heads=None if head_dim is None else attention_shape(arch, entry.id)[0], model=entry.id,
         model_max_len=entry.context_window, family=entry.family)
 
 
@@ -230,14 +235,33 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
     return notes
 
 
+def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note]:
+    notes = []
+    if dep.dcp > 1:
+        notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds every "
+                          f"{dep.dcp}th token of a sequence (vLLM PR #23734), so a GPU's pool "
+                          f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's "
+                          "share (the decode roofline still reads the whole sequence)"))
+    if dp > 1:
+        # vllm/config/cache.py: kv_cache_size_tokens is "per-DP-engine"; SGLang's DP likewise.
+        conc = report.max_concurrency
+        total = (f": {dp * conc:,.2f}x requests of {report.max_model_len:,} tokens in all"
+                 if conc is not None and not report.refuses_to_start else "")
+        notes.append(Note(f"data parallel {dp}: each of the {dp} engines holds its own cache, "
+                          f"the numbers above are one engine's{total}"))
+    return notes
+
+
 def _rows(entry: ModelEntry, request: KvRequest, layout: KvLayout, plan: Plan,
           roofline: Roofline | None, contexts: tuple[int, ...]) -> tuple[ContextRow, ...]:
     batch, block, window = request.batch, plan.block_size, entry.context_window
     prompt, policy = request.roofline.input_tokens, isinstance(plan, PolicyPlan)
+    dcp = request.parallel.dcp  # a GPU holds every dcp-th token
     return tuple(ContextRow(
-        context=ctx, sequence_bytes=paged if policy else layout.sequence_bytes(ctx),
-        paged_sequence_bytes=paged, batch_bytes=batch * paged, blocks_per_sequence=-(-ctx // block),
-        by_layer_kind={"full": paged} if policy else layout.by_kind(ctx, block),
+        context=ctx, sequence_bytes=paged if policy else layout.sequence_bytes(-(-ctx // dcp)),
+        paged_sequence_bytes=paged, batch_bytes=batch * paged,
+        blocks_per_sequence=-(-ctx // (block * dcp)),
+        by_layer_kind={"full": paged} if policy else layout.by_kind(-(-ctx // dcp), block),
         beyond_context_window=bool(window and ctx > window),
         max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
         engine_blocks_per_request=plan.engine_blocks(ctx),

@@ -20,16 +20,19 @@ class ArchitectureIncomplete(UsageError):
 @dataclass(frozen=True)
 class KvDtype:
     """Storage of one cached element; int8/int4 add an fp16 scale and zero point per ``group``
-    elements (KIVI, HF QuantizedCache)."""
+    elements (KIVI, HF QuantizedCache). ``engine``: a layout of that engine's own (its group
+    and scales fixed), ``vector_scale_bytes`` a scale per cached vector (one head's K or V)."""
 
     name: str
     bits: int
     group: int | None = None
     group_overhead_bytes: int = 0
+    engine: str | None = None
+    vector_scale_bytes: int = 0
 
     def vector_bytes(self, elements: int) -> int:
         """Bytes of one cached vector of ``elements`` values (e.g. one head's K)."""
-        data = math.ceil(elements * self.bits / 8)
+        data = math.ceil(elements * self.bits / 8) + self.vector_scale_bytes
         if self.group is None:
             return data
         return data + math.ceil(elements / self.group) * self.group_overhead_bytes
@@ -44,7 +47,22 @@ KV_DTYPES: dict[str, KvDtype] = {
     "fp8_e4m3": KvDtype("fp8_e4m3", 8),
     "fp8_e5m2": KvDtype("fp8_e5m2", 8),
     "int8": KvDtype("int8", 8, group=64, group_overhead_bytes=4),
-    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4)}
+    "int4": KvDtype("int4", 4, group=64, group_overhead_bytes=4),
+    # vLLM's own layouts (vllm/config/cache.py CacheDType; pages vllm/v1/kv_cache_interface.py).
+    # *_per_token_head: a float32 scale per token and kv head, for K and for V
+    # (AttentionSpec.page_size_bytes adds 2 x block x kv heads x 4 B); int4 packs two per byte.
+    "fp8_per_token_head": KvDtype("fp8_per_token_head", 8, engine="vllm", vector_scale_bytes=4),
+    "int8_per_token_head": KvDtype("int8_per_token_head", 8, engine="vllm", vector_scale_bytes=4),
+    "int4_per_token_head": KvDtype("int4_per_token_head", 4, engine="vllm", vector_scale_bytes=4),
+    # nvfp4: head_size // 2 B of fp4 data + head_size // 16 B of fp8 scales, one per 16 values
+    # (vllm/utils/torch_utils.py nvfp4_kv_cache_full_dim).
+    "nvfp4": KvDtype("nvfp4", 4, group=16, group_overhead_bytes=1, engine="vllm"),
+    # DeepSeek-V3.2's MLA layout: 512 fp8 latent values, 4 fp32 scales, the 64 RoPE values in
+    # bf16 = 656 B per token per layer (MLAAttentionSpec.real_page_size_bytes, flashmla_sparse.py).
+    "fp8_ds_mla": KvDtype("fp8_ds_mla", 8, engine="vllm")}
+FP8_DS_MLA_BYTES = 656
+# Layouts vLLM has for GQA/MHA pages only (its MLA spec sizes pages without them).
+_NOT_MLA = ("fp8_per_token_head", "int8_per_token_head", "int4_per_token_head", "nvfp4")
 _DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
@@ -59,6 +77,11 @@ class KvDtypeName(str, Enum):
     FP8_E5M2 = "fp8_e5m2"
     INT8 = "int8"
     INT4 = "int4"
+    FP8_PER_TOKEN_HEAD = "fp8_per_token_head"
+    INT8_PER_TOKEN_HEAD = "int8_per_token_head"
+    INT4_PER_TOKEN_HEAD = "int4_per_token_head"
+    NVFP4 = "nvfp4"
+    FP8_DS_MLA = "fp8_ds_mla"
 
     def __str__(self) -> str:
         return self.value
@@ -79,7 +102,7 @@ def kv_dtype(name: str | KvDtype, *, group: int | None = None) -> KvDtype:
         if group <= 0:
             raise UsageError(f"{arg('kv_group_size')} must be positive, got {group}",
                              param="kv_group_size")
-        if found.group is None:
+        if found.group is None or found.engine is not None:
             raise UsageError(f"{arg('kv_group_size')} applies to int8/int4 caches, not "
                              f"{found.name}", param="kv_group_size")
         found = KvDtype(found.name, found.bits, group, found.group_overhead_bytes)
@@ -102,6 +125,7 @@ class KvLayout:
     kv_heads_per_gpu: int | None
     dtype: KvDtype
     tp: int
+    indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -175,10 +199,17 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     kinds = att.layer_kinds(arch.layers)
     token_bytes: dict[LayerKind, int] = {}
     heads: int | None = None
+    _check_layout(dtype, att.type == "mla", model)
     if att.type == "mla":
         assert att.kv_lora_rank is not None and att.qk_rope_head_dim is not None
         # The latent is shared by all heads, so TP ranks each hold all of it (vLLM).
-        token_bytes["mla"] = dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim)
+        if dtype.name == "fp8_ds_mla" and (att.kv_lora_rank, att.qk_rope_head_dim) != (512, 64):
+            raise UsageError(f"fp8_ds_mla's 656-byte layout is for a 512 + 64 latent; {model}'s "
+                             f"is {att.kv_lora_rank} + {att.qk_rope_head_dim}", param="kv_dtype")
+        token_bytes["mla"] = (FP8_DS_MLA_BYTES if dtype.name == "fp8_ds_mla" else
+                              dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim))
+        indexer = indexer_bytes(att.indexer_head_dim)
+        token_bytes["mla"] += indexer
     if any(k in ("full", "sliding") for k in kinds):
         kv_heads, head_dim = attention_shape(arch, model)
         if kv_heads % tp and tp % kv_heads:
@@ -197,7 +228,27 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
-    return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp)
+    return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
+                    indexer if att.type == "mla" else 0)
+
+
+def indexer_bytes(head_dim: int | None) -> int:
+    """DeepSeek-V3.2's indexer cache, a token in one layer: fp8 keys and a float32 scale per 128
+    (``DeepseekV32IndexerCache``, head_dim + head_dim // 128 x 4 uint8, whatever the KV dtype;
+    vllm/model_executor/models/deepseek_v2.py). vLLM keeps it in the MLA layers' group
+    (``UniformTypeKVCacheSpecs``: one block's page is the sum of the layers' pages)."""
+    return 0 if head_dim is None else head_dim + head_dim // 128 * 4
+
+
+def _check_layout(dtype: KvDtype, mla: bool, model: str) -> None:
+    """vLLM's own layouts where vLLM has them: fp8_ds_mla for MLA only, the rest not for MLA."""
+    if dtype.name == "fp8_ds_mla" and not mla:
+        raise UsageError(f"fp8_ds_mla is DeepSeek's MLA cache layout and {model} has no MLA "
+                         f"layers; use {arg('kv_dtype', 'fp8')}", param="kv_dtype")
+    if dtype.name in _NOT_MLA and mla:
+        raise UsageError(f"{dtype.name} is vLLM's layout for attention heads, not for MLA's "
+                         f"latent; use {arg('kv_dtype', 'fp8')} or fp8_ds_mla (DeepSeek-V3.2)",
+                         param="kv_dtype")
 
 
 def kv_bytes_per_token(arch: Architecture, kv_dtype: str | KvDtype = "bf16", *,

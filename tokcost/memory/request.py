@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tokcost.errors import UsageError, arg
 from tokcost.memory.blocks import check_block_size
 from tokcost.memory.cache_policy import Eviction, parse_evict
-from tokcost.memory.engines import engine_class, engine_classes
-from tokcost.memory.fit import DEFAULT_UTIL
+from tokcost.memory.engines import engine_classes, split_engine
 from tokcost.memory.kv import kv_dtype
 from tokcost.memory.offload import BACKENDS
 from tokcost.parts import Parts
@@ -98,28 +97,41 @@ class CacheSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class Parallelism:
-    """Tensor-parallel GPUs (``tp``: kv heads split) and pipeline stages (``pp``)."""
+    """Tensor-parallel GPUs (``tp``: kv heads split), pipeline stages (``pp``), decode context
+    parallel (``dcp``: a sequence's tokens split over that many GPUs of the TP group) and
+    data-parallel engines (``dp``: each holds its own cache)."""
 
     tp: int = 1
     pp: int = 1
+    dcp: int = 1
+    dp: int = 1
 
     def __post_init__(self) -> None:
         tp = _positive(self, "tp")
         _positive(self, "pp")
+        dcp, dp = _positive(self, "dcp"), _positive(self, "dp")
         if tp > MAX_TP:
             raise UsageError(
                 f"{arg('tp', f'{tp:,}')} is beyond {MAX_TP:,} GPUs in one tensor-parallel "
                 "group; tensor parallelism spans one NVLink domain (8 to 72 GPUs)", param="tp")
+        if dp > MAX_BATCH:
+            raise UsageError(f"{arg('dp', f'{dp:,}')} is beyond {MAX_BATCH:,} engines",
+                             param="dp")
+        if tp % dcp:
+            # DCP reuses the TP group's GPUs (vllm/config/parallel.py; PR #23734)
+            raise UsageError(f"{arg('dcp', dcp)} must divide {arg('tp', tp)}: decode context "
+                             "parallel splits the tensor-parallel group", param="dcp",
+                             related=("tp",))
 
 
 @dataclass(frozen=True, kw_only=True)
 class GpuBudget:
-    """A catalog ``gpu`` or its ``gpu_memory`` (x ``gpu_util``, less the weights and a
-    ``reserve``, None: 2 GiB), or the ``kv_memory`` an engine logged."""
+    """A catalog ``gpu`` or its ``gpu_memory`` (x ``gpu_util``, None: the engine's default;
+    less the weights and a ``reserve``, None: 2 GiB), or the ``kv_memory`` an engine logged."""
 
     gpu: str | Gpu | None = None
     gpu_memory: int | None = None
-    gpu_util: float = DEFAULT_UTIL
+    gpu_util: float | None = None  # None: the engine's default
     kv_memory: int | None = None
     reserve: int | None = None
     weights_dtype: str | None = None
@@ -137,8 +149,9 @@ class GpuBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class EngineSpec:
-    """The engine and its ``options`` by name (``profile``: the engine made with them);
-    another engine's option, off its default, is refused."""
+    """The engine (``vllm@0.20``: the rules of that release) and its ``options`` by name
+    (``profile``: the engine made with them); another engine's option, off its default, is
+    refused."""
 
     engine: str = "vllm"
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -146,7 +159,7 @@ class EngineSpec:
     rest: ClassVar[str] = "options"  # KvRequest.of gives it the names no other part has
 
     def __post_init__(self) -> None:
-        chosen = engine_class(self.engine)
+        chosen, release = split_engine(self.engine)
         own = chosen.defaults()
         for name, value in self.options.items():
             if name in own:
@@ -158,7 +171,10 @@ class EngineSpec:
                 raise UsageError(f"{arg(name)} is {owner.title}'s setting; use it with "
                                  f"{arg('engine', owner.name)} (the engine is {chosen.name})",
                                  param=name, related=("engine",))
-        _set(self, "profile", chosen(**{k: v for k, v in self.options.items() if k in own}))
+        options = {k: v for k, v in self.options.items() if k in own}
+        if release is not None:
+            options["release"] = chosen.release_of(release)
+        _set(self, "profile", chosen(**options))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,8 +264,12 @@ class KvRequest(Parts):
                              "at once; engines run hundreds", param="batch")
         self.engine_spec.profile.check(self)
         self._check_offload()
+        if self.parallel.dcp > 1 and (self.cache.evict is not None or self.cache.residual):
+            raise UsageError(f"{arg('dcp')} is modelled for the engine's own cache, not under "
+                             f"{arg('evict')} or {arg('residual')}; drop one",
+                             param="dcp", related=("evict", "residual"))
         budget, roof = self.budget, self.roofline
-        knobs = {"gpu_util": budget.gpu_util != DEFAULT_UTIL,
+        knobs = {"gpu_util": budget.gpu_util is not None,
                  "reserve": budget.reserve is not None, **self.engine_spec.profile.gpu_knobs()}
         if budget.kv_memory is not None and (budget.gpu_memory is not None or any(knobs.values())):
             raise UsageError(f"{arg('kv_memory')} replaces the estimate from GPU memory, "

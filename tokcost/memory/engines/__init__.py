@@ -1,6 +1,6 @@
 """Engine profiles, one module per engine (vllm, sglang, llama.cpp, trtllm, ideal), found by
-name here and imported on first use; no other module compares an engine's name. Adding one:
-docs/kvmem.md."""
+name here and imported on first use; no other module compares an engine's name.
+``NAME@MAJOR.MINOR`` picks a release (``Engine.release_of``). Adding one: docs/kvmem.md."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tokcost.errors import UsageError, arg, suggest
 if TYPE_CHECKING:
     from tokcost.memory.engines.base import Engine
 
-__all__ = ["engine_class", "engine_classes", "engine_names"]
+__all__ = ["engine_class", "engine_classes", "engine_names", "split_engine"]
 
 # name -> "module:class", imported on first use (the registry of tiktoken's style).
 _PROFILES = (("vllm", "tokcost.memory.engines.vllm:Vllm"),
@@ -46,6 +46,12 @@ def engine_class(name: str) -> type[Engine]:
                          f"of {', '.join(_REGISTRY)}", param="engine")
     module, _, attr = _REGISTRY[key].partition(":")
     return getattr(import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def split_engine(given: str) -> tuple[type[Engine], str | None]:
+    """``vllm@0.20`` -> the profile and ``"0.20"`` (None when no release is named)."""
+    name, at, release = str(given).partition("@")
+    return engine_class(name), release if at else None
 
 
 def engine_classes() -> tuple[type[Engine], ...]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-from tokcost.errors import Note, arg
+from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.fit import DEFAULT_RESERVE, DEFAULT_UTIL, GiB, GpuFit, gpu_fit
 from tokcost.memory.kv import KvDtype, KvLayout, pp_stages
 from tokcost.units import format_bytes
@@ -17,9 +17,28 @@ if TYPE_CHECKING:
     from tokcost.catalog.schema import Gpu
     from tokcost.memory.request import KvRequest
 
-__all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan"]
+__all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan", "Release"]
 
 RefusalCause = Literal["model_len", "memory"]
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """An engine release, major.minor: ``vllm@0.20`` picks the rules of v0.20."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str, engine: str) -> Release:
+        parts = str(text).strip().lower().removeprefix("v").split(".")  # a patch: its minor's
+        if not (2 <= len(parts) <= 3 and all(p.isdigit() and len(p) < 5 for p in parts)):
+            raise UsageError(f"{arg('engine', f'{engine}@{text}')} names no release; write the "
+                             f"version as MAJOR.MINOR, e.g. {engine}@0.20", param="engine")
+        return cls(int(parts[0]), int(parts[1]))
+
+    def __str__(self) -> str:
+        return f"v{self.major}.{self.minor}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,11 +50,13 @@ class Deployment:
     memory_bytes: int | None = None  # one GPU's memory (None: no GPU given)
     kv_memory: int | None = None  # the KV memory an engine logged: replaces the budget
     weights: int = 0  # per GPU
-    util: float = DEFAULT_UTIL
+    util: float | None = None  # None: the engine's default gpu_memory_utilization
     reserve: int = DEFAULT_RESERVE
     block_size: int | None = None  # None: the engine's own
     head_dim: int | None = None
     pp: int = 1
+    dcp: int = 1  # decode context parallel: GPUs of a TP group that split a sequence's tokens
+    kv_heads: int | None = None  # the model's (for vLLM's DCP checks); None: MLA only
     model: str = "?"  # the model's id, for messages
     model_max_len: int | None = None  # the model's context window
     family: str | None = None
@@ -51,7 +72,8 @@ class Deployment:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""
         if self.memory_bytes is None and self.kv_memory is None:
             return None
-        return gpu_fit(self.stage_layout, memory_bytes=self.memory_bytes, util=self.util,
+        util = DEFAULT_UTIL if self.util is None else self.util
+        return gpu_fit(self.stage_layout, memory_bytes=self.memory_bytes, util=util,
                        weights=self.weights, reserve=self.reserve, kv_memory=self.kv_memory,
                        block_size=block_size)
 
@@ -192,12 +214,43 @@ class Engine(ABC):
 
     name: ClassVar[str]  # the registry's name (tokcost.memory.engines)
     title: ClassVar[str]  # as the engine writes its own name
-    version: ClassVar[str]  # whose code the formulas follow
+    code: ClassVar[str]  # whose code the formulas follow
+    # The oldest and the newest release whose rules the profile has (None: it has no versions);
+    # a profile with releases has a ``release`` field, the newest by default.
+    releases: ClassVar[tuple[Release, Release] | None] = None
     kv_offload: ClassVar[bool] = False  # serves a host-memory KV tier (--cpu-offload)
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         return {f.name: f.default for f in fields(cast(Any, cls))}
+
+    @classmethod
+    def release_of(cls, given: str | Release) -> Release:
+        """``given`` (``"0.20"``, ``"v0.20.1"``) as a release this profile has rules for."""
+        if cls.releases is None:
+            raise UsageError(f"{arg('engine', f'{cls.name}@{given}')}: {cls.name} has no "
+                             f"versions; use {arg('engine', cls.name)}", param="engine")
+        release = given if isinstance(given, Release) else Release.parse(given, cls.name)
+        if release < cls.releases[0]:
+            oldest, newest = cls.releases
+            span = f"{oldest}" if oldest == newest else f"{oldest} to {newest}"
+            raise UsageError(f"{arg('engine', f'{cls.name}@{given}')} is older than tokcost "
+                             f"models: {cls.title} {span} (and later releases, by {newest}'s "
+                             "rules)", param="engine")
+        return release
+
+    @property
+    def version(self) -> str:
+        """Which release's rules the profile follows, as ``kvmem estimate`` prints it."""
+        release: Release | None = getattr(self, "release", None)
+        if release is None or self.releases is None:
+            return self.code
+        newest = self.releases[1]
+        which = ("the release tokcost models" if release == newest == self.releases[0] else
+                 "the newest release tokcost models" if release == newest else
+                 f"by the rules of {newest}, the newest tokcost models" if release > newest
+                 else f"{self.name}@{release.major}.{release.minor}")
+        return f"{self.title} {release} ({which}); {self.code}"
 
     @abstractmethod
     def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
@@ -205,7 +258,9 @@ class Engine(ABC):
 
     def check(self, request: KvRequest) -> None:
         """Refuse what ``request`` gives that this engine does not read."""
-        return None
+        if request.parallel.dcp > 1:
+            raise UsageError(f"{arg('dcp')} (decode context parallel) is modelled for vLLM; use "
+                             f"{arg('engine', 'vllm')}", param="dcp", related=("engine",))
 
     def gpu_knobs(self) -> dict[str, bool]:
         """Whether each option that sizes the pool from a GPU's memory is given."""
@@ -231,6 +286,10 @@ class Engine(ABC):
 
     def layout_note(self, dtype: KvDtype) -> Note | None:
         """A cache layout tokcost models that the engine does not have."""
+        if dtype.engine is not None:
+            return None if dtype.engine == self.name else Note(
+                f"{dtype.name} is {dtype.engine}'s KV cache layout; {self.name} has none of that "
+                "name (its bytes are sized as that engine stores them)")
         if dtype.group is None:
             return None
         return Note(f"{dtype.name} caches use tokcost's per-group scales; {self.name} has no "

@@ -42,7 +42,7 @@ class IdealPlan(Plan):
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
             + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),)
         return EngineReport(
-            name=Ideal.name, version=Ideal.version, block_size=block,
+            name=Ideal.name, version=Ideal.code, block_size=block,
             block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
             groups=groups, num_blocks=None if fit is None else fit.num_blocks,
             cache_tokens=None if fit is None else fit.cache_tokens,
@@ -56,7 +56,7 @@ class Ideal(Engine):
 
     name: ClassVar[str] = "ideal"
     title: ClassVar[str] = "ideal"
-    version: ClassVar[str] = "tokcost steady state (bytes held, whole blocks)"
+    code: ClassVar[str] = "tokcost steady state (bytes held, whole blocks)"
 
     def plan(self, dep: Deployment) -> tuple[IdealPlan, GpuFit | None]:
         block = DEFAULT_BLOCK if dep.block_size is None else dep.block_size

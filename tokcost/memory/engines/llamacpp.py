@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tokcost.errors import Note, UsageError, arg, suggest
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
-from tokcost.memory.fit import DEFAULT_UTIL, GpuFit
+from tokcost.memory.fit import GpuFit
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ class LlamaCppPlan(Plan):
         lines = self.lines(minus_c)
         cells = caches[0].cells * caches[0].streams
         return EngineReport(
-            name=LlamaCpp.name, version=LlamaCpp.version, block_size=1,
+            name=LlamaCpp.name, version=self.engine.version, block_size=1,
             block_size_reason=Note("1 (llama.cpp caches token cells)"),
             max_model_len=max_model_len,
             groups=tuple(EngineGroup(c.kind, c.layers, c.layers, 1, c.k_bytes + c.v_bytes,
@@ -204,7 +204,7 @@ class LlamaCpp(Engine):
 
     name: ClassVar[str] = "llama.cpp"
     title: ClassVar[str] = "llama.cpp"
-    version: ClassVar[str] = ("llama.cpp llama_kv_cache / llama_kv_cache_iswa (Nov 2025 on: n_ctx "
+    code: ClassVar[str] = ("llama.cpp llama_kv_cache / llama_kv_cache_iswa (Nov 2025 on: n_ctx "
                               "padded to 256, SWA cache n_swa x seqs + ubatch)")
 
     cache_type_k: str = "f16"  # --cache-type-k
@@ -232,7 +232,7 @@ class LlamaCpp(Engine):
         budget, cache = request.budget, request.cache
         for param, given in (("kv_dtype", str(cache.kv_dtype).lower() not in ("bf16", "fp16")),
                              ("block_size", cache.block_size is not None),
-                             ("gpu_util", budget.gpu_util != DEFAULT_UTIL),
+                             ("gpu_util", budget.gpu_util is not None),
                              ("kv_memory", budget.kv_memory is not None),
                              ("tp", request.parallel.tp > 1), ("pp", request.parallel.pp > 1)):
             if given:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tokcost.catalog.schema import LayerKind
 from tokcost.errors import Note, UsageError, arg
-from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
-from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GiB, GpuFit
+from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, Release
+from tokcost.memory.fit import DoesNotFit, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.units import format_bytes
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
 
 MiB = 2**20
+V0_5 = Release(0, 5)
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
@@ -70,6 +71,7 @@ class SglangPlan(Plan):
     available: int | None  # per GPU (None: no budget)
     settings: dict[str, object] = field(default_factory=dict)
     model_max_len: int | None = None  # the model's own: a longer context_length is refused
+    version: str = ""  # the profile's words for the release followed
 
     @property
     def cell_size(self) -> int:
@@ -183,7 +185,7 @@ class SglangPlan(Plan):
         if isinstance(mfs, float) and isinstance(source, Note):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
         report = EngineReport(
-            name=Sglang.name, version=Sglang.version, block_size=self.block_size,
+            name=Sglang.name, version=self.version, block_size=self.block_size,
             block_size_reason=Note(reason), max_model_len=max_model_len,
             model_max_len=self.model_max_len, groups=tuple(groups),
             num_blocks=None if pools is None else pools[0] // self.block_size,
@@ -207,12 +209,17 @@ class Sglang(Engine):
 
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
-    version: ClassVar[str] = "SGLang token pools (v0.5 model_runner_kv_cache_mixin.py)"
+    code: ClassVar[str] = "token pools (model_runner_kv_cache_mixin.py)"
+    # One release modelled: the default fraction is PR #10975's heuristic (Sep 2025); older
+    # releases had another, so sglang@0.4 is refused rather than answered with v0.5's.
+    releases: ClassVar[tuple[Release, Release] | None] = (V0_5, V0_5)
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8
+    release: Release = V0_5
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "release", self.release_of(self.release))
         mfs, ratio = self.mem_fraction_static, self.swa_full_tokens_ratio
         if mfs is not None and not 0 < mfs < 1:
             raise UsageError(f"{arg('mem_fraction_static')} must be in (0, 1), got {mfs:g}",
@@ -225,9 +232,10 @@ class Sglang(Engine):
         return {"mem_fraction_static": self.mem_fraction_static is not None}
 
     def check(self, request: KvRequest) -> None:
+        super().check(request)
         # SGLang's mem_fraction_static already leaves room for activations and CUDA graphs.
         budget = request.budget
-        for param, given in (("gpu_util", budget.gpu_util != DEFAULT_UTIL),
+        for param, given in (("gpu_util", budget.gpu_util is not None),
                              ("reserve", budget.reserve is not None)):
             if given:
                 raise UsageError(f"{arg(param)} is vLLM's budget; SGLang sizes its pool with "
@@ -264,6 +272,9 @@ class Sglang(Engine):
               settings: dict[str, object] | None = None) -> SglangPlan:
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
+        if layout.indexer_bytes:
+            raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
+                             f"not modelled; use {arg('engine', 'vllm')}", param="engine")
         hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
             dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
@@ -288,7 +299,7 @@ class Sglang(Engine):
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
                       "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
-            model_max_len=dep.model_max_len)
+            model_max_len=dep.model_max_len, version=self.version)
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
-from tokcost.memory.fit import DEFAULT_UTIL, DoesNotFit, GiB, GpuFit
+from tokcost.memory.fit import DoesNotFit, GiB, GpuFit
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class TrtLlmPlan(Plan):
             f"TensorRT-LLM logs (max_seq_len {max_model_len:,}):",
             *(f"  {line.removeprefix(LOG)}" for line in lines))
         return EngineReport(
-            name=TrtLlm.name, version=TrtLlm.version, block_size=self.block_size,
+            name=TrtLlm.name, version=TrtLlm.code, block_size=self.block_size,
             block_size_reason=Note(f"{self.block_size} (tokens_per_block)"),
             max_model_len=max_model_len,
             groups=tuple(EngineGroup(kind, n, n, self.block_size, self.block_size * per_token)
@@ -106,7 +106,7 @@ class TrtLlm(Engine):
 
     name: ClassVar[str] = "trtllm"
     title: ClassVar[str] = "TensorRT-LLM"
-    version: ClassVar[str] = "TensorRT-LLM v1.x KV cache manager (PyTorch backend)"
+    code: ClassVar[str] = "TensorRT-LLM v1.x KV cache manager (PyTorch backend)"
 
     free_gpu_memory_fraction: float | None = None  # None: 0.9
     tokens_per_block: int | None = None  # None: 32
@@ -125,7 +125,7 @@ class TrtLlm(Engine):
 
     def check(self, request: KvRequest) -> None:
         cache = request.cache
-        for param, given in (("gpu_util", request.budget.gpu_util != DEFAULT_UTIL),
+        for param, given in (("gpu_util", request.budget.gpu_util is not None),
                              ("block_size", cache.block_size is not None),
                              ("kv_dtype", str(cache.kv_dtype).lower() in ("int8", "int4"))):
             if given:

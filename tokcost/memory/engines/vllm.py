@@ -1,23 +1,44 @@
-"""vLLM v1's KV cache manager, reproduced (docs/kvmem.md) from vllm-project/vllm v0.11-v0.20:
+"""vLLM v1's KV cache manager, reproduced (docs/kvmem.md) from vllm-project/vllm v0.11 on:
 pages ``vllm/v1/kv_cache_interface.py``; groups, num_blocks, the start-up check and the log
-``vllm/v1/core/kv_cache_utils.py`` (newer log: issues #40691, #43308); block sizes
-``vllm/platforms/cuda.py``, ``vllm/model_executor/models/config.py``; tokens per step
-``vllm/engine/arg_utils.py``."""
+``vllm/v1/core/kv_cache_utils.py``; block sizes ``vllm/platforms/cuda.py``,
+``vllm/model_executor/models/config.py``; tokens per step ``vllm/engine/arg_utils.py``. What
+changed between releases is in ``RULES`` (``--engine vllm@0.20``), each rule with its PR."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from tokcost.errors import Note, UsageError, arg
-from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, largest
+from tokcost.memory.engines.base import (
+    Deployment,
+    Engine,
+    EngineGroup,
+    EngineReport,
+    Plan,
+    Release,
+    largest,
+)
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.units import parse_count
 
+if TYPE_CHECKING:
+    from tokcost.memory.request import KvRequest
+
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
+
+OLDEST = Release(0, 11)  # the v1 engine with the hybrid KV cache manager, as modelled
+# v0.21 (PR #38284, vllm/config/cache.py and vllm/envs.py): VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+# (PR #30515, off until then) on by default, so the CUDA graphs' estimated memory is taken
+# before the KV cache is sized, and gpu_memory_utilization's default rises from 0.9 to 0.92 to
+# make up for it; and "GPU KV cache size" is logged as int(concurrency x max_model_len)
+# (kv_cache_utils.py get_kv_cache_capacity; issues #40691, #43308), where v0.20 logged
+# num_blocks // groups x the smallest block.
+V0_21 = Release(0, 21)
+UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
@@ -53,15 +74,17 @@ class Spec:
     page_bytes: int
     window: int | None = None
 
-    def max_bytes(self, max_model_len: int, max_num_batched_tokens: int) -> int:
-        """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs."""
+    def max_bytes(self, max_model_len: int, max_num_batched_tokens: int, dcp: int = 1) -> int:
+        """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
+        decode context parallel each GPU of a DCP group holds every ``dcp``-th token
+        (``AttentionSpec.max_memory_usage_bytes``, PR #23734)."""
         if self.kind == "mamba":
             return self.page_bytes  # mamba_cache_mode "none": one state per request
         if self.kind == "sliding":
             assert self.window is not None
             tokens = min(self.window - 1 + max_num_batched_tokens, max_model_len)
             return (cdiv(tokens, self.block_size) + 1) * self.page_bytes
-        return cdiv(max_model_len, self.block_size) * self.page_bytes
+        return cdiv(cdiv(max_model_len, dcp), self.block_size) * self.page_bytes
 
 
 @dataclass(frozen=True)
@@ -157,6 +180,9 @@ class VllmPlan(Plan):
     hybrid_manager: bool
     available: int | None  # per GPU (None: no budget)
     model_max_len: int | None = None  # the model's own: a longer max_model_len is refused
+    release: Release = V0_21
+    version: str = ""  # the profile's words for the release followed
+    dcp: int = 1
 
     @property
     def group_size(self) -> int:
@@ -180,7 +206,8 @@ class VllmPlan(Plan):
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
         mnbt = self.max_num_batched_tokens
-        return sum(cdiv(g.spec.max_bytes(context, mnbt), self.page_bytes) for g in self.groups)
+        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp), self.page_bytes)
+                   for g in self.groups)
 
     engine_blocks = blocks_per_request
 
@@ -231,7 +258,8 @@ class VllmPlan(Plan):
         return None
 
     def logged_tokens(self, max_model_len: int) -> tuple[int, int] | None:
-        """GPU KV cache size as v0.20 and earlier log it, and as later versions do."""
+        """GPU KV cache size as v0.20 and earlier log it (x dcp: "Multiplying the GPU KV cache
+        size by the dcp_world_size"), and as later versions do."""
         blocks = self.num_blocks
         if blocks is None:
             return None
@@ -239,16 +267,21 @@ class VllmPlan(Plan):
         smallest = min(
             max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups)
         conc = blocks / self.blocks_per_request(max_model_len)
-        return blocks // len(self.groups) * smallest, int(conc * max_model_len)
+        return blocks // len(self.groups) * smallest * self.dcp, int(conc * max_model_len)
+
+    def cache_tokens(self, max_model_len: int) -> int | None:
+        """The "GPU KV cache size" the release logs."""
+        tokens = self.logged_tokens(max_model_len)
+        return None if tokens is None else tokens[self.release >= V0_21]
 
     def _lines(self, max_model_len: int, refusal: str | None) -> list[str]:
-        tokens = self.logged_tokens(max_model_len)
+        tokens = self.cache_tokens(max_model_len)
         lines = [] if self.available is None else [
             f"Available KV cache memory: {self.available / GiB:.2f} GiB"]
         if refusal is not None:
             return [*lines, f"ValueError: {refusal}"]
         if tokens is not None:
-            lines += [f"GPU KV cache size: {n:,} tokens" for n in dict.fromkeys(tokens)]
+            lines.append(f"GPU KV cache size: {tokens:,} tokens")
             lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: "
                          f"{self.max_concurrency(max_model_len):.2f}x")
         return lines
@@ -263,11 +296,12 @@ class VllmPlan(Plan):
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
         tokens = self.logged_tokens(report.max_model_len) or (0, 0)
-        tags = {} if tokens[0] == tokens[1] else {
-            tokens[0]: "   (v0.20 and earlier: num_blocks // groups x block)",
-            tokens[1]: "   (v0.21 and later: concurrency x max_model_len)"}
-        log = [line + next((tag for n, tag in tags.items()
-                            if line == f"GPU KV cache size: {n:,} tokens"), "")
+        tag = "" if tokens[0] == tokens[1] else (
+            "   (v0.21 on: concurrency x max_model_len; v0.20: "
+            f"num_blocks // groups x block = {tokens[0]:,})" if self.release >= V0_21 else
+            f"   (v0.20: num_blocks // groups x block; v0.21 on: concurrency x max_model_len "
+            f"= {tokens[1]:,})")
+        log = [line + (tag if line.startswith("GPU KV cache size") else "")
                for line in report.lines if not line.startswith("ValueError")]
         return (
             f"vLLM groups: {len(self.groups)} of {size} layer slots: {', '.join(desc)}; page "
@@ -289,13 +323,13 @@ class VllmPlan(Plan):
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
                   + ("" if self.hybrid_manager else "; hybrid KV cache manager off"))
         report = EngineReport(
-            name=Vllm.name, version=Vllm.version, block_size=self.block_size,
+            name=Vllm.name, version=self.version, block_size=self.block_size,
             block_size_reason=self.block_size_reason, max_model_len=max_model_len,
             model_max_len=self.model_max_len,
             groups=tuple(EngineGroup(g.spec.kind, len(g.layers), self.group_size,
                                      g.spec.block_size, g.spec.page_bytes, g.spec.window)
                          for g in self.groups), num_blocks=self.num_blocks,
-            cache_tokens=None if tokens is None or refusal else tokens[0],
+            cache_tokens=None if refusal else self.cache_tokens(max_model_len),
             max_concurrency=None if refusal else self.max_concurrency(max_model_len),
             lines=tuple(self._lines(max_model_len, refusal)), refusal=refusal, settings={
                 "group_size": self.group_size,
@@ -318,13 +352,16 @@ class Vllm(Engine):
 
     name: ClassVar[str] = "vllm"
     title: ClassVar[str] = "vLLM"
-    version: ClassVar[str] = "vLLM v1 KV cache manager (v0.11-v0.20; newer log formula from v0.21)"
+    code: ClassVar[str] = "v1 KV cache manager"
+    releases: ClassVar[tuple[Release, Release] | None] = (OLDEST, V0_21)
     kv_offload: ClassVar[bool] = True  # --kv-offloading-size (tokcost.memory.offload)
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
+    release: Release = V0_21
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "release", self.release_of(self.release))
         mnbt = self.max_num_batched_tokens
         if mnbt is not None:
             mnbt = parse_count(mnbt, param="max_num_batched_tokens")
@@ -333,20 +370,29 @@ class Vllm(Engine):
                                  f"got {mnbt}", param="max_num_batched_tokens")
             object.__setattr__(self, "max_num_batched_tokens", mnbt)
 
+    @property
+    def default_util(self) -> float:
+        return UTIL_FROM_V0_21 if self.release >= V0_21 else UTIL_BEFORE_V0_21
+
+    def check(self, request: KvRequest) -> None:
+        return None  # vLLM reads decode context parallel
+
     def plan(self, dep: Deployment) -> tuple[VllmPlan, GpuFit | None]:
+        dep = replace(dep, util=self.default_util if dep.util is None else dep.util)
         fit = dep.fit(DEFAULT_BLOCK if dep.block_size is None else dep.block_size)
         plan = self.pool(dep, None if fit is None else fit.available_bytes)
         if fit is None or plan.num_blocks is None:
             return plan, fit
         return plan, replace(fit, block_size=plan.block_size,
                              page_bytes=plan.page_bytes * plan.stage_group_size,
-                             num_blocks=plan.num_blocks,
-                             cache_tokens=plan.num_blocks // len(plan.groups) * plan.block_size)
+                             num_blocks=plan.num_blocks, cache_tokens=plan.num_blocks
+                             // len(plan.groups) * plan.block_size * plan.dcp)
 
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
         layout = dep.layout
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
+        _check_dcp(dep)
         block, reason = resolve_block_size(layout, dep)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
@@ -359,11 +405,47 @@ class Vllm(Engine):
                         page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
                         max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
                         hybrid_manager=self.hybrid_manager, available=available,
-                        model_max_len=dep.model_max_len)
+                        model_max_len=dep.model_max_len, release=self.release,
+                        version=self.version, dcp=dep.dcp)
+
+    def budget_notes(self, dep: Deployment) -> list[Note]:
+        if dep.memory_bytes is None or dep.kv_memory is not None:
+            return []
+        util = "" if dep.util is not None else (
+            "gpu_memory_utilization 0.92: vLLM's default from v0.21 (PR #38284; 0.9 before, "
+            f"{arg('engine', 'vllm@0.20')}); " if self.release >= V0_21 else
+            "gpu_memory_utilization 0.9: vLLM's default before v0.21 (0.92 from v0.21); ")
+        graphs = ("its CUDA-graph estimate (from v0.21, PR #30515; "
+                  "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 leaves it out)"
+                  if self.release >= V0_21 else "not the CUDA graphs (before v0.21 they are "
+                  "captured after the cache is sized, out of the memory outside "
+                  "gpu_memory_utilization)")
+        return [Note(f"{util}reserve of {dep.reserve / GiB:g} GiB per GPU for what vLLM "
+                     f"profiles before sizing the cache: activations, non-torch memory and "
+                     f"{graphs}; set {arg('reserve', 'SIZE')}, or pass vLLM's logged 'Available "
+                     f"KV cache memory' as {arg('kv_memory', 'SIZE')}"),
+                *dep.driver_note(f"the {arg('reserve')} absorbs")]
 
 
-def plan_vllm(layout: KvLayout, *, available: int | None,
-              max_num_batched_tokens: int | None = None, hybrid_manager: bool = True) -> VllmPlan:
+def _check_dcp(dep: Deployment) -> None:
+    """vLLM's decode-context-parallel checks (vllm/config/model.py, PRs #23734 and #25438):
+    MLA's one latent is on every TP GPU; GQA needs as many copies of each kv head."""
+    dcp, tp, kinds = dep.dcp, dep.layout.tp, dep.layout.counts
+    if dcp == 1:
+        return
+    if kinds["sliding"] or kinds["linear"]:
+        raise UsageError(f"{arg('dcp')} is modelled for full-attention and MLA layers; "
+                         f"{dep.model} has sliding-window or linear-attention layers",
+                         param="dcp")
+    if kinds["full"] and dep.kv_heads is not None and dcp > tp // dep.kv_heads:
+        raise UsageError(f"vLLM refuses {arg('dcp', dcp)}: decode context parallel size must be "
+                         f"at most tp // kv heads = {tp} // {dep.kv_heads} = "
+                         f"{tp // dep.kv_heads} (it splits the copies of each kv head)",
+                         param="dcp", related=("tp",))
+
+
+def plan_vllm(layout: KvLayout, *, available: int | None, max_num_batched_tokens: int | None = None,
+              hybrid_manager: bool = True, dcp: int = 1) -> VllmPlan:
     """vLLM's config for ``layout`` and ``available`` bytes (one stage, default block, no GPU)."""
     engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager)
-    return engine.pool(Deployment(layout=layout), available)
+    return engine.pool(Deployment(layout=layout, dcp=dcp), available)

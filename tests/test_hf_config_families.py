@@ -1,0 +1,106 @@
+"""config.json of 2025-26 families (issue 28, part 4): minimal fixtures with the published
+numbers (tests/fixtures/hf_configs_families/SOURCES.md), read as ``--config`` reads them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tokcost.catalog.hf_config import architecture_from_config
+from tokcost.catalog.schema import Architecture
+from tokcost.cli.app import app
+from tokcost.errors import InputError
+from tokcost.memory.kv import kv_layout
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs_families"
+runner = CliRunner()
+
+
+def arch(name: str) -> Architecture:
+    config = json.loads((FIXTURES / name / "config.json").read_text())
+    return architecture_from_config(config, where="config.json")
+
+
+def test_every_fixture_names_its_source() -> None:
+    sources = (FIXTURES / "SOURCES.md").read_text()
+    for folder in (p for p in FIXTURES.iterdir() if p.is_dir()):
+        assert f"| {folder.name} |" in sources
+
+
+def test_kimi_k2_is_mla_moe() -> None:
+    """61 layers of MLA (kv_lora_rank 512 + qk_rope_head_dim 64): 61 x 576 x 2 B = 70,272 B
+    per token in bf16, the same on every TP GPU; 384 routed experts, 8 per token."""
+    a = arch("kimi-k2-thinking")
+    assert a.attention.type == "mla" and a.layers == 61
+    assert (a.attention.kv_lora_rank, a.attention.qk_rope_head_dim) == (512, 64)
+    assert (a.experts, a.experts_per_token) == (384, 8)
+    assert kv_layout(a, tp=8).bytes_per_token == 70_272
+    assert kv_layout(a, "fp8_ds_mla").bytes_per_token == 61 * 656
+
+
+def test_kimi_k2_dcp8_log_from_its_config() -> None:
+    """The recipes PR #115 start-up (46.80 GiB, TP8 + DCP8, logged 5,721,088 tokens, a v0.11
+    nightly): 46.80 GiB // (64 x 70,272 B) = 11,173 blocks x 64 x 8 = 5,720,576, one 512-token
+    block under the log, inside the +-0.005 GiB of its 2-decimal figure (+-1.2 blocks)."""
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "kimi-k2-thinking"),
+                                 "--kv-memory", "46.80GiB", "--tp", "8", "--dcp", "8",
+                                 "--engine", "vllm@0.11", "--json"])
+    assert result.exit_code == 0, result.output
+    engine = json.loads(result.stdout)["engine"]
+    assert engine["block_size"] == 64 and engine["num_blocks"] == 11_173
+    assert 0 <= 5_721_088 - engine["cache_tokens"] <= 64 * 8
+    assert "GPU KV cache size: 5,720,576 tokens" in engine["logged_lines"]
+
+
+def test_glm_45_is_gqa_moe() -> None:
+    """92 full layers, 8 kv heads of 128: 92 x 8 x 128 x 2 x 2 B = 376,832 B per token; TP8
+    keeps one kv head a GPU (47,104 B); 160 routed experts, 8 per token."""
+    a = arch("glm-4.5")
+    assert a.attention.type == "full" and a.layers == 92
+    assert (a.kv_heads, a.head_dim, a.experts, a.experts_per_token) == (8, 128, 160, 8)
+    assert kv_layout(a).bytes_per_token == 376_832
+    assert kv_layout(a, tp=8).bytes_per_token == 47_104
+
+
+def test_deepseek_v32_caches_its_indexer_keys_beside_the_latent() -> None:
+    """DeepSeek-V3.2: 61 MLA layers, each with the indexer's fp8 keys of 128 and a float32
+    scale = 132 B per token (whatever the KV dtype): 61 x (1,152 + 132) = 78,324 B in bf16,
+    61 x (656 + 132) = 48,068 B in fp8_ds_mla, the layout vLLM runs it with."""
+    a = arch("deepseek-v3.2-exp")
+    assert a.attention.type == "mla" and a.attention.indexer_head_dim == 128
+    assert kv_layout(a).bytes_per_token == 78_324
+    assert kv_layout(a, "fp8_ds_mla").bytes_per_token == 61 * 788 == 48_068
+    assert kv_layout(a, "fp8_ds_mla").indexer_bytes == 132
+    # DeepSeek-V3 states no indexer: its cache is the latent alone
+    v3 = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v3" /
+                     "config.json").read_text())
+    assert architecture_from_config(v3, where="config.json").attention.indexer_head_dim is None
+
+
+def test_deepseek_v32_is_one_vllm_group_and_sglang_is_refused() -> None:
+    """vLLM keeps the indexer pages in the MLA layers' group (UniformTypeKVCacheSpecs):
+    40 GiB // (64 x 48,068 B) = 13,961 blocks of 64 tokens (FlashMLA on Hopper)."""
+    folder = str(FIXTURES / "deepseek-v3.2-exp")
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-dtype",
+                                 "fp8_ds_mla", "--kv-memory", "40GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    engine = json.loads(result.stdout)["engine"]
+    assert len(engine["groups"]) == 1 and engine["block_size"] == 64
+    assert engine["num_blocks"] == 40 * 2**30 // (64 * 48_068) == 13_961
+    sg = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang",
+                             "--kv-memory", "40GiB"])
+    assert sg.exit_code == 2 and "indexer (NSA) are not modelled" in sg.output
+
+
+def test_a_shared_indexer_is_refused() -> None:
+    """GLM-5 style configs share the indexer across layers (indexer_types): not modelled."""
+    config = json.loads((FIXTURES / "deepseek-v3.2-exp" / "config.json").read_text())
+    config["index_topk_freq"] = 4
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as exc:
+        assert "shares its sparse-attention indexer" in str(exc)
+    else:
+        raise AssertionError("a shared indexer was read as one per layer")

@@ -1,0 +1,188 @@
+"""Engine releases (issue 28, part 1) and decode-context / data parallelism (part 2).
+
+``--engine vllm`` follows the newest release tokcost models (v0.21); ``vllm@0.20`` the rules
+before it. Expected figures are worked from the rules' sources, cited in
+tokcost/memory/engines/vllm.py: gpu_memory_utilization 0.9 -> 0.92 (PR #38284), "GPU KV cache
+size" as num_blocks // groups x block (v0.20) or int(concurrency x max_model_len) (v0.21), and
+each GPU of a DCP group holding every dcp-th token (PR #23734).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import tokcost
+from tokcost.cli.app import app
+from tokcost.errors import UsageError
+from tokcost.memory.engines.base import Release
+from tokcost.memory.engines.sglang import Sglang
+from tokcost.memory.engines.vllm import Vllm
+
+GiB = 2**30
+runner = CliRunner()
+
+
+def estimate(**fields: object) -> tokcost.KvResult:
+    return tokcost.estimate_memory(tokcost.KvRequest.of(**fields))
+
+
+@pytest.mark.parametrize(("given", "release"), [
+    ("0.20", Release(0, 20)), ("v0.20.1", Release(0, 20)), ("0.11", Release(0, 11)),
+    ("0.27", Release(0, 27)), ("1.0", Release(1, 0))])
+def test_release_is_read_as_major_minor(given: str, release: Release) -> None:
+    assert Vllm.release_of(given) == release
+    assert Vllm(release=given).release == release  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("engine", "fragment"), [
+    ("vllm@0.9", "is older than tokcost models: vLLM v0.11 to v0.21"),
+    ("vllm@x", "names no release; write the version as MAJOR.MINOR"),
+    ("vllm@", "names no release"),
+    ("vllm@0.", "names no release"),
+    ("vllm@0.20.x.1", "names no release"),
+    ("ideal@0.1", "ideal has no versions"),
+    ("sglang@0.4", "is older than tokcost models: SGLang v0.5 (and later"),
+    ("vllmm@0.20", "unknown --engine 'vllmm'")])
+def test_bad_release_is_one_line(engine: str, fragment: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine", engine])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and fragment in lines[0], result.output
+
+
+def test_default_utilization_follows_the_release() -> None:
+    """80 GiB, llama-3.1-8b's 16.06e9 B of weights, 2 GiB reserve: x 0.92 from v0.21, x 0.9
+    before; a given utilization is the same for both."""
+    weights, reserve = 16_060_000_000, 2 * GiB
+    new = estimate(model="llama-3.1-8b", gpu_memory="80GiB")
+    old = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine="vllm@0.20")
+    assert new.fit is not None and old.fit is not None
+    assert new.fit.util == 0.92 and old.fit.util == 0.9
+    assert new.fit.available_bytes == int(80 * GiB * 0.92) - weights - reserve
+    assert old.fit.available_bytes == int(80 * GiB * 0.9) - weights - reserve
+    for engine in ("vllm", "vllm@0.20"):
+        given = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine=engine, gpu_util=0.8)
+        assert given.fit is not None
+        assert given.fit.available_bytes == int(80 * GiB * 0.8) - weights - reserve
+
+
+def test_budget_note_says_what_the_release_profiles() -> None:
+    new = estimate(model="llama-3.1-8b", gpu="H100")
+    old = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.20")
+    new_note, old_note = str(new.notes[0]), str(old.notes[0])
+    assert "CUDA-graph estimate (from v0.21, PR #30515" in new_note
+    assert "gpu_memory_utilization 0.92: vLLM's default from v0.21 (PR #38284" in new_note
+    assert "not the CUDA graphs (before v0.21 they are captured after" in old_note
+    assert "gpu_memory_utilization 0.9: vLLM's default before v0.21" in old_note
+    # --kv-memory bypasses the utilization (vLLM's --kv-cache-memory, PR #21489): no note
+    assert not [n for n in estimate(model="llama-3.1-8b", kv_memory="20GiB").notes
+                if "gpu_memory_utilization" in str(n)]
+
+
+def test_logged_tokens_follow_the_release() -> None:
+    """gemma-3-27b, 20 GiB: 16,384 blocks in 7 groups of 16 tokens -> v0.20 logs
+    16,384 // 7 x 16 = 37,440; v0.21 logs int(16,384 / 11,654 x 131,072) = 184,270."""
+    kw = {"model": "gemma-3-27b", "kv_memory": "20GiB", "contexts": "131072"}
+    new, old = estimate(**kw), estimate(**kw, engine="vllm@0.20")
+    assert new.engine.cache_tokens == 184_270 and old.engine.cache_tokens == 37_440
+    assert "GPU KV cache size: 184,270 tokens" in new.engine.lines
+    assert "GPU KV cache size: 37,440 tokens" in old.engine.lines
+    assert new.engine.max_concurrency == old.engine.max_concurrency
+    assert new.engine.to_dict()["version"].startswith("vLLM v0.21 (the newest release")
+    assert old.engine.to_dict()["version"].startswith("vLLM v0.20 (vllm@0.20)")
+
+
+def test_later_release_follows_the_newest_rules_and_says_so() -> None:
+    r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.27")
+    assert r.engine.version.startswith("vLLM v0.27 (by the rules of v0.21, the newest")
+    assert r.fit is not None and r.fit.util == 0.92
+
+
+def test_sglang_keeps_its_own_fraction_and_refuses_vllms_utilization() -> None:
+    assert Sglang().release == Release(0, 5)
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--gpu", "H100",
+                                 "--engine", "sglang", "--gpu-util", "0.9"])
+    assert result.exit_code == 2 and "is vLLM's budget" in result.output
+
+
+def test_cli_prints_the_release() -> None:
+    out = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine",
+                              "vllm@0.19"]).stdout
+    assert "engine vllm: vLLM v0.19 (vllm@0.19); v1 KV cache manager" in out
+
+
+# --- decode context parallel and data parallel -----------------------------------------------
+
+def test_dcp_multiplies_mla_capacity() -> None:
+    """DeepSeek-V3 (61 MLA layers, 576 x 2 B each), TP8, 46.8 GiB (the Kimi-K2 log's figure):
+    11,173 blocks of 64 x 70,272 B; DCP 8 keeps the blocks and logs 8 x the tokens, and a
+    128,000-token request takes cdiv(16,000, 64) = 250 blocks instead of 2,000."""
+    kw = {"model": "deepseek-v3", "kv_memory": "46.8GiB", "tp": 8, "contexts": "128000"}
+    one, eight = estimate(**kw), estimate(**kw, dcp=8)
+    assert one.engine.num_blocks == eight.engine.num_blocks == 11_173
+    assert one.engine.cache_tokens == 11_173 * 64 and eight.engine.cache_tokens == 11_173 * 512
+    assert eight.engine.settings["blocks_per_request"] == 250
+    assert one.engine.settings["blocks_per_request"] == 2_000
+    assert eight.engine.max_concurrency == pytest.approx(11_173 / 250)
+    assert eight.fit is not None and eight.fit.cache_tokens == 11_173 * 64 * 8
+    assert eight.rows[0].paged_sequence_bytes * 8 == one.rows[0].paged_sequence_bytes
+    assert any("decode context parallel 8" in str(n) for n in eight.notes)
+
+
+def test_dcp_for_gqa_needs_copies_of_each_kv_head() -> None:
+    """vllm/config/model.py: dcp <= tp // kv heads. Llama-3.1-8B has 8 kv heads: TP8 has one
+    copy of each, TP16 would have two (but 32 query heads / 16 GPUs is fine)."""
+    with pytest.raises(UsageError, match=r"at most tp // kv heads = 8 // 8 = 1"):
+        estimate(model="llama-3.1-8b", kv_memory="4GiB", tp=8, dcp=2)
+    two = estimate(model="llama-3.1-8b", kv_memory="4GiB", tp=16, dcp=2, contexts="8192")
+    one = estimate(model="llama-3.1-8b", kv_memory="4GiB", tp=16, contexts="8192")
+    assert two.engine.settings["blocks_per_request"] * 2 == one.engine.settings[
+        "blocks_per_request"]
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--tp", "4", "--dcp", "3"], "--dcp 3 must divide --tp 4"),
+    (["--tp", "8", "--dcp", "8", "--engine", "sglang"], "modelled for vLLM; use --engine vllm"),
+    (["--tp", "8", "--dcp", "8", "--engine", "ideal"], "modelled for vLLM"),
+    (["--dcp", "0"], "must be a positive integer")])
+def test_dcp_refusals_are_one_line(args: list[str], fragment: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and fragment in lines[0], result.output
+
+
+def test_dcp_is_refused_for_sliding_layers() -> None:
+    with pytest.raises(UsageError, match="modelled for full-attention and MLA layers"):
+        estimate(model="gpt-oss-120b", kv_memory="20GiB", tp=8, dcp=2)
+
+
+def test_data_parallel_engines_each_hold_a_cache() -> None:
+    one = estimate(model="llama-3.1-8b", kv_memory="20GiB", contexts="8192")
+    four = estimate(model="llama-3.1-8b", kv_memory="20GiB", contexts="8192", dp=4)
+    assert one.engine.max_concurrency == four.engine.max_concurrency  # per engine
+    conc = one.engine.max_concurrency
+    assert conc is not None
+    assert any(f"{4 * conc:,.2f}x requests of 8,192 tokens in all" in str(n)
+               for n in four.notes)
+    data = json.loads(runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--dp", "4",
+                                          "--dcp", "1", "--json"]).stdout)
+    assert (data["dp"], data["dcp"]) == (4, 1)
+
+
+def test_dcp_is_refused_under_a_cache_policy() -> None:
+    with pytest.raises(UsageError, match="not under"):
+        estimate(model="deepseek-v3", kv_memory="40GiB", tp=8, dcp=8, evict="window:1024")
+
+
+def test_kv_cache_memory_is_vllms_flag_for_the_budget() -> None:
+    """vLLM's --kv-cache-memory (PR #21489) sizes the cache in bytes, whatever the utilization:
+    151,519,866,880 B (the value in the PR's own log) // 2 MiB blocks = 72,250."""
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-cache-memory",
+                                 "151519866880", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["engine"]["num_blocks"] == 151_519_866_880 // 2**21
