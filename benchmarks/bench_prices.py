@@ -61,7 +61,8 @@ SCENARIOS = (
 
 def sample(count: int) -> list[Any]:
     """``count`` models (or all), round robin over the providers in the package's order,
-    each provider's models by id; only models genai-prices finds by their own id."""
+    each provider's models with a batch price first, then by id; only models genai-prices
+    finds by their own id."""
     from genai_prices import data_snapshot
 
     from tokcost.catalog import pricedb
@@ -71,7 +72,9 @@ def sample(count: int) -> list[Any]:
     queues: list[list[Any]] = []
     for provider in db.providers:
         found = []
-        for model in sorted(provider["models"], key=lambda m: m["id"]):
+        batch_first = sorted(provider["models"], key=lambda m: (
+            not any(w.get("processing") == "batch" for w, _, _ in m["variants"]), m["id"]))
+        for model in batch_first:
             try:
                 got = snapshot.find_provider_model(model["id"], None, provider["id"], None)[1]
             except LookupError:
