@@ -28,6 +28,10 @@ COMMANDS: dict[str, list[str]] = {
     "tokcost kvmem estimate -m llama-3.1-8b": ["tokcost", "kvmem", "estimate", "-m",
                                                 "llama-3.1-8b"],
     "tokcost price -m gpt-4o -i 1k": ["tokcost", "price", "-m", "gpt-4o", "-i", "1k"],
+    "tokcost price -m grok-4 -i 1k (genai-prices)": ["tokcost", "price", "-m", "grok-4",
+                                                     "-i", "1k"],
+    "tokcost price -m gpt-4o -m 'claude-*' -i 1k": ["tokcost", "price", "-m", "gpt-4o", "-m",
+                                                    "claude-*", "-i", "1k"],
     "tokcost models list": ["tokcost", "models", "list"],
 }
 
@@ -59,11 +63,11 @@ def main() -> None:
     floor = statistics.median(c for _, c in times["python -c pass"])
     typer_cpu = statistics.median(c for _, c in times["python -c 'import typer'"])
     print(f"median of {args.repeat} runs ({env_note})")
-    print(f"{'command':42} {'wall ms':>8} {'cpu ms':>8} {'x python':>9} {'x typer':>8}")
+    print(f"{'command':46} {'wall ms':>8} {'cpu ms':>8} {'x python':>9} {'x typer':>8}")
     for name, runs in times.items():
         wall = statistics.median(w for w, _ in runs) * 1000
         cpu = statistics.median(c for _, c in runs)
-        print(f"{name:42} {wall:8.0f} {cpu * 1000:8.0f} {cpu / floor:9.1f} "
+        print(f"{name:46} {wall:8.0f} {cpu * 1000:8.0f} {cpu / floor:9.1f} "
               f"{cpu / typer_cpu:8.2f}")
 
 

@@ -24,13 +24,18 @@ __all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus
 
 @dataclass(frozen=True)
 class ModelList:
-    """The catalog's models (one provider's when asked) and their tokenizers' short labels."""
+    """The catalog's models (one provider's when asked) and their tokenizers' short labels;
+    with ``sources``, also genai-prices's models, each with where its prices come from."""
 
     models: tuple[ModelEntry, ...]
     tokenizers: tuple[str, ...]
+    sources: tuple[str, ...] = ()  # per model: "catalog" or "genai-prices VERSION ..."
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": [m.to_dict() for m in self.models]}
+        rows = [m.to_dict() for m in self.models]
+        for row, source in zip(rows, self.sources, strict=False):
+            row["prices_from"] = source
+        return {"models": rows}
 
 
 @dataclass(frozen=True)
@@ -43,14 +48,16 @@ class GpuList:
 
 @dataclass(frozen=True)
 class ModelDetails:
-    """A model's entry; ``tokenizer`` and ``weights`` name the files (or the package to install)."""
+    """A model's entry; ``tokenizer`` and ``weights`` name the files (or the package to install);
+    ``database``: genai-prices's prices for it today and the providers that serve it."""
 
     entry: ModelEntry
     tokenizer: str
     weights: str | None = None
+    database: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return self.entry.to_dict()
+        return {**self.entry.to_dict(), "genai_prices": self.database}
 
 
 @dataclass(frozen=True)
@@ -70,17 +77,29 @@ class CatalogCheck:
         return {"file": self.file, "valid": self.valid, "problems": list(self.problems)}
 
 
-def list_models(*, provider: str | None = None, catalog: CatalogSource = None) -> ModelList:
-    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's."""
+def list_models(*, provider: str | None = None, catalog: CatalogSource = None,
+                everything: bool = False) -> ModelList:
+    """The catalog's models, in file order; ``provider`` (any case) keeps one provider's;
+    ``everything`` adds the models only genai-prices knows, as ``price`` would see them."""
+    from tokcost.catalog import pricedb
     cat = open_catalog(catalog)
     wanted = provider.strip().lower() if provider is not None else None
     entries = [m for m in cat.models
                if wanted is None or (m.provider or "").strip().lower() == wanted]
+    sources = ["catalog" if m.pricing else "" for m in entries] if everything else []
+    db = pricedb.load() if everything else None
+    now = _dt.datetime.now(_dt.timezone.utc)
+    for model in db.models() if db is not None else ():
+        if (wanted is None or model.provider == wanted) and not cat.find(model.id,
+                                                                         database=False):
+            entries.append(pricedb.database_entry(model))  # type: ignore[arg-type]
+            sources.append(f"genai-prices {model.version}: {pricedb.summary(model, now)}")
     if provider is not None and not entries:
         known = sorted({m.provider for m in cat.models if m.provider})
         raise UsageError(f"{arg('provider', repr(provider))} matches no model; known: "
                          f"{', '.join(known)}", param="provider")
-    return ModelList(tuple(entries), tuple(_tokenizer_label(m, short=True) for m in entries))
+    return ModelList(tuple(entries), tuple(_tokenizer_label(m, short=True) for m in entries),
+                     tuple(sources))
 
 
 def list_gpus(*, catalog: CatalogSource = None) -> GpuList:
@@ -88,9 +107,19 @@ def list_gpus(*, catalog: CatalogSource = None) -> GpuList:
 
 
 def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
+    from tokcost.catalog import pricedb
     entry = open_catalog(catalog).resolve(model)
     weights = _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
-    return ModelDetails(entry, _tokenizer_label(entry), weights)
+    db = pricedb.load()
+    provider = entry.provider if entry.provider and db and db.provider(entry.provider) else None
+    found = next((f for ref in (model, entry.id, *entry.aliases)
+                  if db and (f := db.find(ref, provider))), None)
+    database = {
+        "version": found.version, "provider": found.provider, "model": found.id,
+        "prices": pricedb.summary(found, _dt.datetime.now(_dt.timezone.utc)),
+        "providers": db.serving(found.id) if db else [], "source": found.pricing_url,
+        } if found else None
+    return ModelDetails(entry, _tokenizer_label(entry), weights, database)
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:

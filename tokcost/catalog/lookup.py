@@ -83,8 +83,9 @@ class Catalog:
         if self._index is None:
             raise TypeError("make a Catalog with Catalog.build(models, gpus, files)")
 
-    def resolve(self, model_id: str) -> ModelEntry:
-        """The entry for an id, alias or dated id."""
+    def find(self, model_id: str, *, database: bool = True) -> ModelEntry | None:
+        """The entry for an id, alias or dated id; else (``database``) one made from
+        genai-prices's model (its context window, a proxy tokenizer); else None."""
         key = model_id.strip().lower().removeprefix("model:")
         entry = self._index.names.get(key) or self._index.aliases.get(key)
         if entry is not None:
@@ -92,6 +93,15 @@ class Catalog:
         for prefix, explicit, candidate in self._index.prefixes:
             if key.startswith(prefix) and (explicit or _DATED_SUFFIX.match(key[len(prefix) :])):
                 return candidate
+        from tokcost.catalog.pricedb import database_entry
+        return database_entry(key) if database else None
+
+    def resolve(self, model_id: str, *, database: bool = True) -> ModelEntry:
+        """``find``, or ModelNotFound with the names closest to ``model_id``."""
+        found = self.find(model_id, database=database)
+        if found is not None:
+            return found
+        key = model_id.strip().lower().removeprefix("model:")
         names = [m.id for m in self.models] + [a for m in self.models for a in m.aliases]
         hint = suggest(key, names) or suggest(key, [n.lower() for n in names])
         raise ModelNotFound(f"unknown model '{model_id}'{hint}; to add one, pass a models YAML "

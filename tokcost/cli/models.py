@@ -39,13 +39,15 @@ def list_models(
     provider: Annotated[str | None, typer.Option(
         "--provider", "-p", help="Only this provider.")] = None,
     gpus: Annotated[bool, typer.Option("--gpus", help="List GPUs instead of models.")] = False,
+    everything: Annotated[bool, typer.Option("--all", help=(
+        "Also the models only genai-prices knows, and where each price comes from."))] = False,
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """List catalog models (≈ marks a proxy tokenizer) or GPUs."""
     if gpus:
         _list_gpus(tokcost.list_gpus(catalog=catalog), json_out)
         return
-    result = tokcost.list_models(provider=provider, catalog=catalog)
+    result = tokcost.list_models(provider=provider, catalog=catalog, everything=everything)
     if json_out:
         print_json(result.to_dict())
         return
@@ -56,12 +58,15 @@ def list_models(
     for col in ("context", "input", "output"):
         rows.add_column(col, justify="right")
     rows.add_column("kv")
-    for m, tokenizer in zip(result.models, result.tokenizers, strict=True):
+    if everything:
+        rows.add_column("prices", overflow="fold")
+    sources = result.sources or ("",) * len(result.models)
+    for m, tokenizer, source in zip(result.models, result.tokenizers, sources, strict=True):
         p = m.pricing
         rows.add_row(m.id, m.provider or "", tokenizer,
                      f"{m.context_window:,}" if m.context_window else "",
                      _rate(p.input) if p else "", _rate(p.output) if p else "",
-                     "yes" if m.architecture else "")
+                     "yes" if m.architecture else "", *([source] if everything else []))
     print_wide(rows)
     # The legend explains the table (a note, not data): stderr, so `| wc -l` counts models.
     err.print(f"{len(result.models)} models; ≈ = proxy tokenizer, counts approximate; "
@@ -122,6 +127,12 @@ def show(
         _show_pricing(data["pricing"])
     else:
         out.print("  pricing: none in the catalog")
+    if db := data["genai_prices"]:  # what `price --provider` or `--at` would read
+        out.print(f"  genai-prices {db['version']}: {db['model']} on {db['provider']}: "
+                  f"{db['prices']}", markup=False)
+        if len(db["providers"]) > 1:
+            out.print(f"  genai-prices providers: {', '.join(db['providers'])} (price --provider)",
+                      markup=False)
 
 
 def _show_architecture(arch: dict[str, Any]) -> None:
