@@ -8,8 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tokcost.adapters.openai_encodings import ENCODINGS, candidate_files, read_rank_bytes
+
+# No per-example deadline: on a loaded CI machine a slow example is not a failure (tests never
+# assert wall-clock times; speed lives in benchmarks/). Tests' own @settings still apply.
+settings.register_profile("tokcost", deadline=None)
+settings.load_profile("tokcost")
 
 
 @pytest.fixture(autouse=True)
