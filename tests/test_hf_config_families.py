@@ -104,3 +104,54 @@ def test_a_shared_indexer_is_refused() -> None:
         assert "shares its sparse-attention indexer" in str(exc)
     else:
         raise AssertionError("a shared indexer was read as one per layer")
+
+
+def test_llama4_scout_chunks_three_layers_in_four() -> None:
+    """Llama-4-Scout: 48 layers, no_rope_layers empty so every 4th layer is global (NoPE) and the
+    other 36 attend within 8,192-token chunks; 8 kv heads of 128: 4,096 B per token per layer."""
+    a = arch("llama-4-scout")
+    kinds = a.attention.layer_kinds(a.layers)
+    assert a.attention.chunked and a.attention.window == 8192
+    assert kinds.count("full") == 12 and kinds[3::4] == ("full",) * 12
+    assert (a.kv_heads, a.head_dim, a.experts, a.experts_per_token) == (8, 128, 16, 1)
+    lay = kv_layout(a)
+    assert lay.bytes_per_token == 48 * 4096
+    # A chunked layer holds the tokens of its current chunk (vLLM frees whole blocks before
+    # num_computed // chunk x chunk): 8,192 at 8,192 and at 16,384 tokens, 1 at 8,193.
+    assert [lay.layer_slots("sliding", t, None) for t in (8192, 8193, 16384)] == [8192, 1, 8192]
+    assert lay.layer_slots("sliding", 8193, 16) == 16
+    assert lay.sequence_bytes(131_072) == (12 * 131_072 + 36 * 8192) * 4096
+
+
+def test_llama4_vllm_groups_and_chunked_reserve() -> None:
+    """vLLM: 1 full and 3 chunked groups of 12 layers (PR #21761 lists them); one request of
+    131,072 tokens reserves 8,192 blocks of the full group and cdiv(8,192 + 8,192, 16) = 1,024
+    of each chunked group (ChunkedLocalAttentionSpec: chunk + in-flight tokens, no +1)."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    lay = kv_layout(arch("llama-4-scout"), tp=4)
+    plan = plan_vllm(lay, available=40 * 2**30, max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["chunked"] * 3 + ["full"]
+    assert plan.blocks_per_request(131_072) == 8192 + 3 * 1024
+    # the hybrid manager off: every layer full (unify_hybrid_kv_cache_specs)
+    off = plan_vllm(lay, available=40 * 2**30, max_num_batched_tokens=8192,
+                    hybrid_manager=False)
+    assert {g.spec.kind for g in off.groups} == {"full"}
+    assert off.blocks_per_request(131_072) == 8192
+
+
+def test_llama4_bad_no_rope_layers_is_one_line() -> None:
+    config = json.loads((FIXTURES / "llama-4-scout" / "config.json").read_text())
+    config["text_config"]["no_rope_layers"] = [1, 0]
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "no_rope_layers" in str(e)
+    else:
+        raise AssertionError("a short no_rope_layers was accepted")
+
+
+def test_llama4_trtllm_refuses_chunked() -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "llama-4-scout"),
+                                 "--kv-memory", "40GiB", "--engine", "trtllm"])
+    assert result.exit_code != 0 and "chunked local attention" in result.output

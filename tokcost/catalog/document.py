@@ -74,6 +74,8 @@ class Attention(Built):
         None = Field(None, description="fixed state of one linear layer per sequence")
     indexer_head_dim: Width | None = Field(
         None, description="MLA: head size of DeepSeek-V3.2's indexer keys (cached per layer)")
+    chunked: bool = Field(False, description="sliding layers attend within fixed chunks of "
+                          "window tokens (Llama-4's chunked local attention)")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -93,6 +95,8 @@ class Attention(Built):
         if kind != "mla" and self.indexer_head_dim is not None:
             raise Invalid("indexer_head_dim is for type mla (DeepSeek-V3.2's indexer)",
                           ("indexer_head_dim",))
+        if self.chunked and "sliding" not in pattern:
+            raise Invalid("chunked applies to sliding layers (Llama-4's local ones)", ("chunked",))
         if "sliding" in pattern and self.window is None:
             raise Invalid("expected the sliding window in tokens (layers use sliding)", ("window",))
         if kind == "full" and pattern != ("full",):

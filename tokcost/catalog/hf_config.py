@@ -20,9 +20,7 @@ _DEFAULTS: dict[str, dict[str, int]] = {
 # Sliding and full layers alternate, layer 0 sliding (Gemma2Config, GptOssConfig).
 _ALTERNATING = frozenset({"gemma2", "gpt_oss"})
 # Attention tokcost cannot describe: a wrong estimate is worse than none.
-_UNSUPPORTED = {"falcon_h1": "runs attention and Mamba side by side in every layer",
-                "llama4": "uses chunked local attention (attention_chunk_size)",
-                "llama4_text": "uses chunked local attention (attention_chunk_size)"}
+_UNSUPPORTED = {"falcon_h1": "runs attention and Mamba side by side in every layer"}
 # GPT-2-style names (transformers' attribute_map).
 _ALIASES = {"num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
             "hidden_size": ("n_embd", "d_model"),
@@ -145,6 +143,9 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
             raise InputError(f"{f.where}: layer_types holds {unknown[0]!r}, a layer kind tokcost "
                              f"does not model (it knows {', '.join(_LAYER_TYPES)})")
         return tuple(_LAYER_TYPES[str(v)] for v in listed)
+    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
+    if chunk is not None:
+        return _chunked_kinds(f, layers)
     pattern = f.text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         if len(pattern) != layers:
@@ -175,6 +176,18 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     return tuple("sliding" for _ in range(layers))
 
 
+def _chunked_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
+    """Llama-4: a layer with RoPE (``no_rope_layers[i]`` 1) attends within its chunk, a NoPE one
+    (0) to everything (vLLM llama4.py: ``ChunkedLocalAttention`` unless ``nope``); an empty list
+    is every 4th layer NoPE (Llama4TextConfig's ``no_rope_layer_interval`` 4)."""
+    listed = f.text.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+    if not isinstance(listed, list) or len(listed) != layers or any(
+            type(v) is not int or v not in (0, 1) for v in listed):
+        raise InputError(f"{f.where}: no_rope_layers must list 0 or 1 for each of the {layers} "
+                         "layers (num_hidden_layers); check the config")
+    return tuple("sliding" if v else "full" for v in listed)
+
+
 def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     present = set(kinds)
     if f.raw("index_topk") is not None and any(k in f.text for k in ("indexer_types",
@@ -188,15 +201,18 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                          indexer_head_dim=f.count("index_head_dim", "the indexer head size")
                          if f.raw("index_topk") is not None else None)
     window = None
+    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
     if "sliding" in present:
-        window = f.need("sliding_window", "the sliding window in tokens", cap=s.MAX_TOKENS)
+        window = chunk or f.need("sliding_window", "the sliding window in tokens",
+                                 cap=s.MAX_TOKENS)
     state = linear_state_elements(f) if "linear" in present else None
     if not kinds:
         raise InputError(f"{f.where}: no layer holds a KV cache or state; check the config")
     if present == {"full"}:
         return Attention()
     kind: AttentionType = "hybrid" if "linear" in present else "sliding"
-    return Attention(kind, shortest_period(kinds), window, linear_state_elements=state)
+    return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
+                     chunked=chunk is not None)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:

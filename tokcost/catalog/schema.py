@@ -83,6 +83,7 @@ class Attention(Record):
     qk_rope_head_dim: int | None = None  # MLA
     linear_state_elements: int | None = None  # of one linear layer, for one sequence
     indexer_head_dim: int | None = None  # MLA with DeepSeek-V3.2's sparse-attention indexer
+    chunked: bool = False  # Llama-4: sliding layers attend within chunks of ``window`` tokens
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers."""

@@ -194,7 +194,9 @@ def _render(r: Any, ctx: typer.Context) -> None:
     kinds = [f"{counts['full']} full"] if counts["full"] else []
     kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
     if counts["sliding"]:
-        kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
+        kinds.append(f"{counts['sliding']} chunked local ({lay.window:,}-token chunks)"
+                     if lay.chunked else f"{counts['sliding']} sliding ({lay.window:,}-token "
+                     "window)")
     if counts["linear"]:
         kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each)")
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)

@@ -92,6 +92,7 @@ class KvResult:
             "per_gpu": self.tp > 1 or self.pp > 1,
             "layers": {kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
             "sliding_window": lay.window if counts["sliding"] else None,
+            "sliding_chunked": lay.chunked,  # Llama-4: the window is a chunk (docs/kvmem.md)
             "kv_heads_per_gpu": lay.kv_heads_per_gpu, "bytes_per_token": self.bytes_per_token,
             "linear_state_bytes_per_layer": lay.state_bytes if counts["linear"] else None,
             "context_window": self.context_window, "contexts": [r.to_dict() for r in self.rows],

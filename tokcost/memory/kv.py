@@ -126,6 +126,7 @@ class KvLayout:
     dtype: KvDtype
     tp: int
     indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
+    chunked: bool = False  # sliding layers hold their current chunk of ``window`` (Llama-4)
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -142,12 +143,20 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
+        if kind != "sliding" or not self.window:
+            return tokens if block_size is None else math.ceil(tokens / block_size) * block_size
+        if self.chunked:
+            # The tokens of the current chunk: vLLM frees every block wholly before the chunk
+            # start, num_computed // chunk x chunk (ChunkedLocalAttentionManager
+            # .get_num_skipped_tokens, vllm/v1/core/single_type_kv_cache_manager.py, PR #19351).
+            start = (tokens - 1) // self.window * self.window
+            if block_size is None:
+                return tokens - start
+            return (math.ceil(tokens / block_size) - start // block_size) * block_size
         if block_size is None:
-            return held
-        blocks = math.ceil(tokens / block_size)
-        if kind == "sliding" and self.window:
-            blocks = min(blocks, math.ceil((self.window - 1) / block_size) + 1)
+            return min(tokens, self.window)
+        blocks = min(math.ceil(tokens / block_size),
+                     math.ceil((self.window - 1) / block_size) + 1)
         return blocks * block_size
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
@@ -229,7 +238,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
-                    indexer if att.type == "mla" else 0)
+                    indexer if att.type == "mla" else 0, att.chunked)
 
 
 def indexer_bytes(head_dim: int | None) -> int:

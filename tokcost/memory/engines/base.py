@@ -262,6 +262,14 @@ class Engine(ABC):
             raise UsageError(f"{arg('dcp')} (decode context parallel) is modelled for vLLM; use "
                              f"{arg('engine', 'vllm')}", param="dcp", related=("engine",))
 
+    def refuse_chunked(self, dep: Deployment) -> None:
+        """Llama-4's chunked local layers are modelled for vLLM, SGLang and the ideal cache."""
+        if dep.layout.chunked:
+            raise UsageError(f"{dep.model} has chunked local attention (Llama-4), whose cache "
+                             f"{self.title} keeps by rules tokcost does not model; use "
+                             f"{arg('engine', 'vllm')}, sglang or ideal",
+                             param="engine")
+
     def gpu_knobs(self) -> dict[str, bool]:
         """Whether each option that sizes the pool from a GPU's memory is given."""
         return {}

@@ -275,7 +275,11 @@ class Sglang(Engine):
         if layout.indexer_bytes:
             raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
                              f"not modelled; use {arg('engine', 'vllm')}", param="engine")
-        hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
+        # Llama-4 (the one chunked family, its config read as model_type llama4_text) is
+        # hybrid SWA with the chunk as its window (model_runner: sliding_window_size =
+        # attention_chunk_size).
+        hybrid_swa = bool(counts["sliding"]) and (
+            dep.family in HYBRID_SWA_FAMILIES or layout.chunked) and not (
             dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
