@@ -155,3 +155,45 @@ def test_llama4_trtllm_refuses_chunked() -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "llama-4-scout"),
                                  "--kv-memory", "40GiB", "--engine", "trtllm"])
     assert result.exit_code != 0 and "chunked local attention" in result.output
+
+
+def test_gemma3n_last_15_layers_hold_no_cache() -> None:
+    """Gemma-3n-E4B: 35 layers (4 sliding of 512, 1 full, repeated), the last 15 reading layer
+    18's (sliding) or 19's (full) cache: 20 layers hold one, 16 sliding + 4 full, of 2 kv heads
+    x 256 x 2 x 2 B = 2,048 B per token: 40,960 B, not 35 x 2,048 = 71,680."""
+    a = arch("gemma-3n-e4b")
+    assert a.layers == 35 and a.attention.kv_shared_layers == 15 and a.attention.window == 512
+    lay = kv_layout(a)
+    assert lay.counts["sliding"] == 16 and lay.counts["full"] == 4 and lay.kv_shared == 15
+    assert lay.bytes_per_token == 20 * 2048 == 40_960
+    assert lay.layers[-2:] == ("sliding", "full")  # layers 18 and 19, the shared ones' targets
+
+
+def test_gemma3n_vllm_groups() -> None:
+    """vLLM: 4 sliding groups and 1 full group of 4 layers; one request of 32,768 tokens
+    reserves 2,048 full blocks and 4 x (cdiv(511 + 8,192, 16) + 1) = 4 x 545 sliding ones."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    plan = plan_vllm(kv_layout(arch("gemma-3n-e4b")), available=4 * 2**30,
+                     max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["full"] + ["sliding"] * 4
+    assert plan.blocks_per_request(32_768) == 2048 + 4 * 545
+
+
+def test_gemma3n_refusals() -> None:
+    folder = str(FIXTURES / "gemma-3n-e4b")
+    for extra in (["--pp", "2"], ["--engine", "sglang"]):
+        result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-memory",
+                                     "4GiB", *extra])
+        assert result.exit_code != 0 and "share" in result.output, result.output
+
+
+def test_gemma4_global_head_size_is_refused() -> None:
+    config = json.loads((FIXTURES / "gemma-3n-e4b" / "config.json").read_text())
+    config["text_config"]["global_head_dim"] = 512
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "global_head_dim" in str(e)
+    else:
+        raise AssertionError("a global head size of its own was read as head_dim")

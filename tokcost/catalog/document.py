@@ -76,6 +76,8 @@ class Attention(Built):
         None, description="MLA: head size of DeepSeek-V3.2's indexer keys (cached per layer)")
     chunked: bool = Field(False, description="sliding layers attend within fixed chunks of "
                           "window tokens (Llama-4's chunked local attention)")
+    kv_shared_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] = Field(
+        0, description="the last layers reuse earlier layers' KV caches and hold none (Gemma-3n)")
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -194,6 +194,11 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                                                                      "index_topk_freq")):
         raise InputError(f"{f.where}: model_type {f.model_type} shares its sparse-attention "
                          "indexer across layers (indexer_types), which tokcost does not model")
+    for own, common in (("global_head_dim", "head_dim"),
+                        ("num_global_key_value_heads", "num_key_value_heads")):
+        if f.raw(own) is not None and f.raw(own) != f.raw(common):  # Gemma-4
+            raise InputError(f"{f.where}: model_type {f.model_type} gives its global layers their "
+                             f"own {common} ({own}), which tokcost does not model")
     if present == {"mla"}:
         return Attention("mla", kv_lora_rank=f.need("kv_lora_rank", "the MLA latent rank"),
                          qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"),
@@ -208,11 +213,14 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     state = linear_state_elements(f) if "linear" in present else None
     if not kinds:
         raise InputError(f"{f.where}: no layer holds a KV cache or state; check the config")
+    # Gemma-3n: the last num_kv_shared_layers layers read earlier layers' caches.
+    shared = f.count("num_kv_shared_layers", "the kv-shared layers", cap=len(kinds) - 1,
+                     minimum=0) or 0
     if present == {"full"}:
-        return Attention()
+        return Attention(kv_shared_layers=shared)
     kind: AttentionType = "hybrid" if "linear" in present else "sliding"
     return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
-                     chunked=chunk is not None)
+                     chunked=chunk is not None, kv_shared_layers=shared)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:

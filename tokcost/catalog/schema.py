@@ -84,6 +84,7 @@ class Attention(Record):
     linear_state_elements: int | None = None  # of one linear layer, for one sequence
     indexer_head_dim: int | None = None  # MLA with DeepSeek-V3.2's sparse-attention indexer
     chunked: bool = False  # Llama-4: sliding layers attend within chunks of ``window`` tokens
+    kv_shared_layers: int = 0  # Gemma-3n: the last ones read earlier layers' caches, hold none
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers."""

@@ -197,6 +197,8 @@ def _render(r: Any, ctx: typer.Context) -> None:
         kinds.append(f"{counts['sliding']} chunked local ({lay.window:,}-token chunks)"
                      if lay.chunked else f"{counts['sliding']} sliding ({lay.window:,}-token "
                      "window)")
+    if lay.kv_shared:
+        kinds.append(f"{lay.kv_shared} KV-shared")
     if counts["linear"]:
         kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each)")
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)

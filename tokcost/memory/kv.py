@@ -127,6 +127,7 @@ class KvLayout:
     tp: int
     indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
     chunked: bool = False  # sliding layers hold their current chunk of ``window`` (Llama-4)
+    kv_shared: int = 0  # layers after ``layers`` that read their caches (Gemma-3n)
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -206,6 +207,14 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     _positive(tp, "tp")
     att = arch.attention
     kinds = att.layer_kinds(arch.layers)
+    if att.kv_shared_layers:
+        # Gemma-3n: a layer with kv_sharing_target_layer_name gets no KVCacheSpec, so vLLM
+        # allocates nothing for it (gpu_model_runner.py get_kv_cache_spec; gemma3n.py: the
+        # last num_kv_shared_layers layers read layer first - 2's (sliding) or first - 1's).
+        if att.kv_shared_layers >= arch.layers:
+            raise ArchitectureIncomplete(f"{model}: {att.kv_shared_layers} kv-shared layers of "
+                                         f"{arch.layers} leave no layer that holds a cache")
+        kinds = kinds[:arch.layers - att.kv_shared_layers]
     token_bytes: dict[LayerKind, int] = {}
     heads: int | None = None
     _check_layout(dtype, att.type == "mla", model)
@@ -238,7 +247,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
-                    indexer if att.type == "mla" else 0, att.chunked)
+                    indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers)
 
 
 def indexer_bytes(head_dim: int | None) -> int:

@@ -243,6 +243,7 @@ class Sglang(Engine):
                                  param=param, related=("engine", "mem_fraction_static"))
 
     def plan(self, dep: Deployment) -> tuple[SglangPlan, GpuFit | None]:
+        self.refuse_layout(dep, chunked=True)
         settings: dict[str, object] = {"mem_fraction_static": None,
                                        "mem_fraction_static_source": None}
         available, mfs = dep.kv_memory, None
