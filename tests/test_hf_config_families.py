@@ -197,3 +197,37 @@ def test_gemma4_global_head_size_is_refused() -> None:
         assert "global_head_dim" in str(e)
     else:
         raise AssertionError("a global head size of its own was read as head_dim")
+
+
+def test_granite4_mamba2_state_and_attention() -> None:
+    """Granite-4.0-H-Small: 36 Mamba2 layers and 4 attention layers of 8 kv heads x 128. A Mamba2
+    state (vLLM MambaStateShapeCalculator.mamba2_state_shape): conv (4 - 1) x (8,192 + 2 x 1 x
+    128) = 25,344 plus 128 heads x 64 x 128 = 1,048,576 elements, 2,147,840 B in bf16."""
+    a = arch("granite-4.0-h-small")
+    assert a.attention.type == "hybrid" and a.attention.linear_state_elements == 1_073_920
+    lay = kv_layout(a)
+    assert (lay.counts["full"], lay.counts["linear"]) == (4, 36)
+    assert lay.bytes_per_token == 4 * 8 * 128 * 2 * 2 == 16_384
+    assert lay.state_bytes == 2_147_840
+    assert (a.experts, a.experts_per_token) == (72, 10)
+
+
+def test_falcon_h1_holds_attention_and_mamba_in_every_layer() -> None:
+    """Falcon-H1-7B: 44 layers, each with attention (2 kv heads x 128: 1,024 B per token) and a
+    Mamba2 state over mamba_d_ssm 3,072: 3 x (3,072 + 2 x 256) + 24 x 128 x 256 = 797,184
+    elements; vLLM gives 44 full and 44 Mamba specs, one group each."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    a = arch("falcon-h1-7b")
+    assert a.layers == 44 and a.attention.parallel_linear
+    assert a.attention.linear_state_elements == 797_184
+    lay = kv_layout(a)
+    assert (lay.counts["full"], lay.counts["linear"]) == (44, 44)
+    assert lay.bytes_per_token == 44 * 1024 and lay.state_bytes == 1_594_368
+    plan = plan_vllm(lay, available=20 * 2**30, max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["full", "mamba"]
+    # the attention block grows to cover the state: 16 x cdiv(1,594,368, 16 x 1,024) = 1,568
+    assert plan.block_size == 1568
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "falcon-h1-7b"),
+                                 "--kv-memory", "20GiB", "--pp", "2"])
+    assert result.exit_code != 0 and "--pp" in result.output

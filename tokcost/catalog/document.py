@@ -78,6 +78,8 @@ class Attention(Built):
                           "window tokens (Llama-4's chunked local attention)")
     kv_shared_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] = Field(
         0, description="the last layers reuse earlier layers' KV caches and hold none (Gemma-3n)")
+    parallel_linear: bool = Field(False, description="every layer runs a linear (Mamba) branch "
+                                  "beside its attention and holds both (Falcon-H1)")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -104,10 +106,10 @@ class Attention(Built):
         if kind == "full" and pattern != ("full",):
             raise Invalid("type full has only full layers; use type sliding or hybrid",
                           ("pattern",))
-        if "linear" in pattern and self.linear_state_elements is None:
+        if ("linear" in pattern or self.parallel_linear) and self.linear_state_elements is None:
             raise Invalid("expected the fixed state size (elements per linear layer per "
                           "sequence)", ("linear_state_elements",))
-        if kind == "hybrid" and "linear" not in pattern:
+        if kind == "hybrid" and "linear" not in pattern and not self.parallel_linear:
             raise Invalid("type hybrid needs at least one 'linear' layer in the pattern",
                           ("pattern",))
         return self

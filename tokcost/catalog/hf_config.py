@@ -19,8 +19,8 @@ _DEFAULTS: dict[str, dict[str, int]] = {
     "qwen3_next": {"full_attention_interval": 4}}
 # Sliding and full layers alternate, layer 0 sliding (Gemma2Config, GptOssConfig).
 _ALTERNATING = frozenset({"gemma2", "gpt_oss"})
-# Attention tokcost cannot describe: a wrong estimate is worse than none.
-_UNSUPPORTED = {"falcon_h1": "runs attention and Mamba side by side in every layer"}
+# Attention and Mamba side by side in every layer (vLLM falcon_h1.py FalconH1ParallelHybrid).
+_PARALLEL_HYBRID = frozenset({"falcon_h1"})
 # GPT-2-style names (transformers' attribute_map).
 _ALIASES = {"num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
             "hidden_size": ("n_embd", "d_model"),
@@ -75,9 +75,6 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
     weights: WeightsSummary | None = None, source: str | None = None) -> Architecture:
     """The ``Architecture`` a config.json describes; ``weights``: exact bytes and parameters."""
     f = ConfigFields(config, where)
-    if f.model_type in _UNSUPPORTED:
-        raise InputError(f"{where}: model_type {f.model_type} {_UNSUPPORTED[f.model_type]}, "
-                         "which tokcost does not model; size it from a catalog entry instead")
     if f.text.get("is_encoder_decoder") is True:
         raise InputError(f"{where}: an encoder-decoder model; tokcost sizes decoder-only "
                          "models' KV caches")
@@ -210,17 +207,19 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     if "sliding" in present:
         window = chunk or f.need("sliding_window", "the sliding window in tokens",
                                  cap=s.MAX_TOKENS)
-    state = linear_state_elements(f) if "linear" in present else None
+    parallel = f.model_type in _PARALLEL_HYBRID
+    state = linear_state_elements(f) if "linear" in present or parallel else None
     if not kinds:
         raise InputError(f"{f.where}: no layer holds a KV cache or state; check the config")
     # Gemma-3n: the last num_kv_shared_layers layers read earlier layers' caches.
     shared = f.count("num_kv_shared_layers", "the kv-shared layers", cap=len(kinds) - 1,
                      minimum=0) or 0
-    if present == {"full"}:
+    if present == {"full"} and not parallel:
         return Attention(kv_shared_layers=shared)
-    kind: AttentionType = "hybrid" if "linear" in present else "sliding"
+    kind: AttentionType = "hybrid" if "linear" in present or parallel else "sliding"
     return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
-                     chunked=chunk is not None, kv_shared_layers=shared)
+                     chunked=chunk is not None, kv_shared_layers=shared,
+                     parallel_linear=parallel)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
@@ -246,7 +245,10 @@ def linear_state_elements(f: ConfigFields) -> int:
         state = f.need("ssm_state_size" if nemotron else "mamba_d_state", "the SSM state size")
         groups = f.need("n_groups" if nemotron else "mamba_n_groups", "the Mamba groups")
         kernel = f.need("conv_kernel" if nemotron else "mamba_d_conv", "the Mamba conv width")
-        total = (kernel - 1) * (heads * head_dim + 2 * groups * state) + heads * head_dim * state
+        # The conv runs over vLLM's intermediate size: Falcon-H1's mamba_d_ssm, else heads x head
+        # size (= mamba_expand x hidden_size in Granite-4's and NemotronH's configs).
+        inner = f.count("mamba_d_ssm", "the Mamba intermediate size") or heads * head_dim
+        total = (kernel - 1) * (inner + 2 * groups * state) + heads * head_dim * state
     elif f.raw("mamba_d_state") is not None:  # Mamba1 (Jamba)
         inner = f.need("hidden_size", "the hidden size") * f.need(
             "mamba_expand", "the Mamba expansion factor")

@@ -85,6 +85,7 @@ class Attention(Record):
     indexer_head_dim: int | None = None  # MLA with DeepSeek-V3.2's sparse-attention indexer
     chunked: bool = False  # Llama-4: sliding layers attend within chunks of ``window`` tokens
     kv_shared_layers: int = 0  # Gemma-3n: the last ones read earlier layers' caches, hold none
+    parallel_linear: bool = False  # Falcon-H1: every layer also holds a linear (Mamba) state
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers."""

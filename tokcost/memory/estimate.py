@@ -124,9 +124,10 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         gpu = request.budget.gpu
     engine, cache, roof = request.engine_spec.profile, request.cache, request.roofline
     stages = pp_stages(arch.layers, request.parallel.pp)  # a bad split, before any work
-    if request.parallel.pp > 1 and arch.attention.kv_shared_layers:
-        raise UsageError(f"{arg('pp')} is not modelled for KV shared across layers ({entry.id}: "
-                         "its last layers read earlier layers' caches); use --pp 1", param="pp")
+    if request.parallel.pp > 1 and (arch.attention.kv_shared_layers or
+                                    arch.attention.parallel_linear):
+        raise UsageError(f"{arg('pp')} is not modelled for {entry.id}'s layers (KV shared across "
+                         "layers, or attention and Mamba side by side); use --pp 1", param="pp")
     contexts = _contexts(entry, request.contexts)
     weights_dtype = request.budget.weights_dtype
     peaks = gpu_peaks(gpu, roof, weights_dtype=weights_dtype or arch.weights_dtype)

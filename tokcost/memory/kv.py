@@ -128,6 +128,7 @@ class KvLayout:
     indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
     chunked: bool = False  # sliding layers hold their current chunk of ``window`` (Llama-4)
     kv_shared: int = 0  # layers after ``layers`` that read their caches (Gemma-3n)
+    parallel: bool = False  # ``layers`` pairs each attention with its layer's Mamba (Falcon-H1)
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -215,6 +216,8 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
             raise ArchitectureIncomplete(f"{model}: {att.kv_shared_layers} kv-shared layers of "
                                          f"{arch.layers} leave no layer that holds a cache")
         kinds = kinds[:arch.layers - att.kv_shared_layers]
+    if att.parallel_linear:  # Falcon-H1: an attention and a Mamba cache spec in every layer
+        kinds = tuple(k for kind in kinds for k in (kind, "linear"))
     token_bytes: dict[LayerKind, int] = {}
     heads: int | None = None
     _check_layout(dtype, att.type == "mla", model)
@@ -247,7 +250,8 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
         state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
-                    indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers)
+                    indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
+                    att.parallel_linear)
 
 
 def indexer_bytes(head_dim: int | None) -> int:

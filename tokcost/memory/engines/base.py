@@ -266,8 +266,9 @@ class Engine(ABC):
         """Refuse Llama-4's chunked local layers (unless ``chunked``) and Gemma-3n's shared KV,
         whose caches only vLLM and the ideal cache are modelled for (SGLang: chunked too)."""
         what = ("chunked local attention (Llama-4)" if dep.layout.chunked and not chunked else
-                "layers that share another layer's KV (Gemma-3n)" if dep.layout.kv_shared
-                else None)
+                "layers that share another layer's KV (Gemma-3n)" if dep.layout.kv_shared else
+                "attention and Mamba side by side in each layer (Falcon-H1)"
+                if dep.layout.parallel else None)
         if what:
             raise UsageError(f"{dep.model} has {what}, whose cache {self.title} keeps by rules "
                              f"tokcost does not model; use {arg('engine', 'vllm')} or ideal",
