@@ -231,3 +231,24 @@ def test_falcon_h1_holds_attention_and_mamba_in_every_layer() -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "falcon-h1-7b"),
                                  "--kv-memory", "20GiB", "--pp", "2"])
     assert result.exit_code != 0 and "--pp" in result.output
+
+
+def test_minimax_lightning_layers_hold_a_heads_x_dim_squared_state() -> None:
+    """MiniMax-Text-01: attn_type_list gives 70 lightning (0) and 10 softmax (1) layers; a
+    lightning layer's state is 64 heads x 128 x 128 = 1,048,576 elements (vLLM's
+    linear_attention_state_shape), 2 MiB in bf16, TP8 splitting the heads: 256 KiB."""
+    a = arch("minimax-text-01")
+    assert a.attention.linear_state_elements == 64 * 128 * 128
+    kinds = a.attention.layer_kinds(a.layers)
+    assert kinds.count("full") == 10 and kinds[7::8] == ("full",) * 10
+    assert kv_layout(a).state_bytes == 2 * 2**20
+    lay = kv_layout(a, tp=8)
+    assert lay.state_bytes == 256 * 2**10 and lay.bytes_per_token == 10 * 512
+    config = json.loads((FIXTURES / "minimax-text-01" / "config.json").read_text())
+    config["attn_type_list"] = [0, 2] * 40
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "attn_type_list must list 0 or 1" in str(e)
+    else:
+        raise AssertionError("an attention type 2 was accepted")

@@ -143,6 +143,9 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
     if chunk is not None:
         return _chunked_kinds(f, layers)
+    kinds = _listed_kinds(f, "attn_type_list", layers)  # MiniMax: 0 lightning, 1 softmax
+    if kinds is not None:
+        return tuple("full" if v else "linear" for v in kinds)
     pattern = f.text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         if len(pattern) != layers:
@@ -177,12 +180,22 @@ def _chunked_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     """Llama-4: a layer with RoPE (``no_rope_layers[i]`` 1) attends within its chunk, a NoPE one
     (0) to everything (vLLM llama4.py: ``ChunkedLocalAttention`` unless ``nope``); an empty list
     is every 4th layer NoPE (Llama4TextConfig's ``no_rope_layer_interval`` 4)."""
-    listed = f.text.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
+    listed = _listed_kinds(f, "no_rope_layers", layers)
+    if not listed:
+        listed = [int((i + 1) % 4 != 0) for i in range(layers)]
+    return tuple("sliding" if v else "full" for v in listed)
+
+
+def _listed_kinds(f: ConfigFields, key: str, layers: int) -> list[int] | None:
+    """A 0/1 list of one entry per layer (an empty one: unstated), else a one-line error."""
+    listed = f.text.get(key)
+    if listed is None or listed == []:
+        return None
     if not isinstance(listed, list) or len(listed) != layers or any(
             type(v) is not int or v not in (0, 1) for v in listed):
-        raise InputError(f"{f.where}: no_rope_layers must list 0 or 1 for each of the {layers} "
-                         "layers (num_hidden_layers); check the config")
-    return tuple("sliding" if v else "full" for v in listed)
+        raise InputError(f"{f.where}: {key} must list 0 or 1 for each of the {layers} layers "
+                         "(num_hidden_layers); check the config")
+    return listed
 
 
 def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
@@ -249,6 +262,12 @@ def linear_state_elements(f: ConfigFields) -> int:
         # size (= mamba_expand x hidden_size in Granite-4's and NemotronH's configs).
         inner = f.count("mamba_d_ssm", "the Mamba intermediate size") or heads * head_dim
         total = (kernel - 1) * (inner + 2 * groups * state) + heads * head_dim * state
+    elif f.raw("attn_type_list") is not None:
+        # MiniMax's lightning attention: one heads x head_dim x head_dim state in the model dtype
+        # (MiniMaxText01LinearAttention.get_state_shape, MambaStateShapeCalculator
+        # .linear_attention_state_shape; linear_attention_state_dtype refuses float32).
+        total = f.need("num_attention_heads", "the attention heads") * f.need(
+            "head_dim", "the attention head size") ** 2
     elif f.raw("mamba_d_state") is not None:  # Mamba1 (Jamba)
         inner = f.need("hidden_size", "the hidden size") * f.need(
             "mamba_expand", "the Mamba expansion factor")
@@ -256,7 +275,7 @@ def linear_state_elements(f: ConfigFields) -> int:
         total = inner * (f.need("mamba_d_conv", "the Mamba conv width") - 1) + inner * state
     else:
         raise InputError(f"{f.where} has linear layers but no state size (linear_num_value_heads"
-                         ", mamba_num_heads or mamba_d_state); check the config")
+                         ", mamba_num_heads, attn_type_list or mamba_d_state); check the config")
     if total > s.MAX_STATE_ELEMENTS:
         raise InputError(f"{f.where}: a linear layer's state of {total:,} elements is beyond "
                          f"{s.MAX_STATE_ELEMENTS:,}; check the config")
