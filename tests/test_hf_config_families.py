@@ -252,3 +252,14 @@ def test_minimax_lightning_layers_hold_a_heads_x_dim_squared_state() -> None:
         assert "attn_type_list must list 0 or 1" in str(e)
     else:
         raise AssertionError("an attention type 2 was accepted")
+
+
+def test_mamba2_groups_are_padded_to_the_tp_size() -> None:
+    """vLLM pads Mamba2's n_groups to the TP size when it does not divide them
+    (extra_groups_for_head_shards): Granite-4.0-H-Small's one group at TP4 is on every rank.
+    Per GPU: conv 3 x (8,192 / 4 + 2 x 1 x 128) = 6,912 plus 32 heads x 64 x 128 = 262,144:
+    269,056 elements, 538,112 B (not 1,073,920 / 4 = 268,480)."""
+    a = arch("granite-4.0-h-small")
+    assert (a.attention.mamba_groups, a.attention.mamba_group_elements) == (1, 3 * 2 * 128)
+    assert kv_layout(a, tp=4).state_bytes == 269_056 * 2
+    assert kv_layout(a, tp=1).state_bytes == 1_073_920 * 2

@@ -80,6 +80,10 @@ class Attention(Built):
         0, description="the last layers reuse earlier layers' KV caches and hold none (Gemma-3n)")
     parallel_linear: bool = Field(False, description="every layer runs a linear (Mamba) branch "
                                   "beside its attention and holds both (Falcon-H1)")
+    mamba_groups: Width | None = Field(None, description="Mamba2: n_groups (vLLM pads them to "
+                                       "the tensor-parallel size when it does not divide them)")
+    mamba_group_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
+        None = Field(None, description="Mamba2: one group's conv state elements")
 
     @property
     def kinds(self) -> tuple[str, ...]:

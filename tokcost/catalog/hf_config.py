@@ -230,9 +230,11 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     if present == {"full"} and not parallel:
         return Attention(kv_shared_layers=shared)
     kind: AttentionType = "hybrid" if "linear" in present or parallel else "sliding"
+    m = mamba2(f) if state is not None else None
     return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
                      chunked=chunk is not None, kv_shared_layers=shared,
-                     parallel_linear=parallel)
+                     parallel_linear=parallel, mamba_groups=m[3] if m else None,
+                     mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
@@ -240,6 +242,19 @@ def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
     n = len(kinds)
     p = next(p for p in range(1, n + 1) if all(kinds[i] == kinds[i % p] for i in range(n)))
     return tuple(kinds[:p])
+
+
+def mamba2(f: ConfigFields) -> tuple[int, int, int, int, int] | None:
+    """A Mamba2 layer's heads, head size, SSM state, groups and conv width (NemotronH's names,
+    else Granite-4's and Falcon-H1's), or None for another state."""
+    if f.raw("mamba_num_heads") is None and f.raw("mamba_n_heads") is None:
+        return None
+    nemotron = f.raw("mamba_num_heads") is not None
+    return (f.need("mamba_num_heads" if nemotron else "mamba_n_heads", "the Mamba heads"),
+            f.need("mamba_head_dim" if nemotron else "mamba_d_head", "the Mamba head size"),
+            f.need("ssm_state_size" if nemotron else "mamba_d_state", "the SSM state size"),
+            f.need("n_groups" if nemotron else "mamba_n_groups", "the Mamba groups"),
+            f.need("conv_kernel" if nemotron else "mamba_d_conv", "the Mamba conv width"))
 
 
 def linear_state_elements(f: ConfigFields) -> int:
@@ -251,13 +266,8 @@ def linear_state_elements(f: ConfigFields) -> int:
         v_dim = f.need("linear_value_head_dim", "the linear-attention value head size")
         kernel = f.need("linear_conv_kernel_dim", "the linear-attention convolution width")
         total = (kernel - 1) * (2 * k_heads * k_dim + v_heads * v_dim) + v_heads * k_dim * v_dim
-    elif f.raw("mamba_num_heads") is not None or f.raw("mamba_n_heads") is not None:
-        nemotron = f.raw("mamba_num_heads") is not None  # Mamba2: NemotronH, else Granite-4
-        heads = f.need("mamba_num_heads" if nemotron else "mamba_n_heads", "the Mamba heads")
-        head_dim = f.need("mamba_head_dim" if nemotron else "mamba_d_head", "the Mamba head size")
-        state = f.need("ssm_state_size" if nemotron else "mamba_d_state", "the SSM state size")
-        groups = f.need("n_groups" if nemotron else "mamba_n_groups", "the Mamba groups")
-        kernel = f.need("conv_kernel" if nemotron else "mamba_d_conv", "the Mamba conv width")
+    elif (m := mamba2(f)) is not None:
+        heads, head_dim, state, groups, kernel = m
         # The conv runs over vLLM's intermediate size: Falcon-H1's mamba_d_ssm, else heads x head
         # size (= mamba_expand x hidden_size in Granite-4's and NemotronH's configs).
         inner = f.count("mamba_d_ssm", "the Mamba intermediate size") or heads * head_dim

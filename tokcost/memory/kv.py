@@ -248,7 +248,12 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     if "linear" in kinds:
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
-        state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
+        elements = att.linear_state_elements
+        if att.mamba_groups and att.mamba_group_elements and att.mamba_groups % tp:
+            # Mamba2's groups padded to the TP size, each rank keeping whole ones
+            # (mamba_utils.py extra_groups_for_head_shards, in mamba2_state_shape)
+            elements += (tp - att.mamba_groups) * att.mamba_group_elements
+        state = math.ceil(elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
                     att.parallel_linear)
