@@ -202,7 +202,8 @@ def test_nemotron_h_pattern_keeps_cache_layers() -> None:
       "layer_types": ["full_attention"]}, "layer_types has 1 entries for 3 layers"),
     ({"model_type": "qwen3_next", "num_hidden_layers": 4, "num_attention_heads": 4,
       "hidden_size": 64}, "has linear layers but no state size"),
-    ({"model_type": "falcon_h1", "num_hidden_layers": 4}, "model_type falcon_h1 runs attention"),
+    ({"model_type": "falcon_h1", "num_hidden_layers": 4, "num_attention_heads": 4,
+      "hidden_size": 64}, "has linear layers but no state size"),
     ({"model_type": "t5", "is_encoder_decoder": True, "num_layers": 6},
      "an encoder-decoder model"),
 ])

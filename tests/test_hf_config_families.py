@@ -104,3 +104,162 @@ def test_a_shared_indexer_is_refused() -> None:
         assert "shares its sparse-attention indexer" in str(exc)
     else:
         raise AssertionError("a shared indexer was read as one per layer")
+
+
+def test_llama4_scout_chunks_three_layers_in_four() -> None:
+    """Llama-4-Scout: 48 layers, no_rope_layers empty so every 4th layer is global (NoPE) and the
+    other 36 attend within 8,192-token chunks; 8 kv heads of 128: 4,096 B per token per layer."""
+    a = arch("llama-4-scout")
+    kinds = a.attention.layer_kinds(a.layers)
+    assert a.attention.chunked and a.attention.window == 8192
+    assert kinds.count("full") == 12 and kinds[3::4] == ("full",) * 12
+    assert (a.kv_heads, a.head_dim, a.experts, a.experts_per_token) == (8, 128, 16, 1)
+    lay = kv_layout(a)
+    assert lay.bytes_per_token == 48 * 4096
+    # A chunked layer holds the tokens of its current chunk (vLLM frees whole blocks before
+    # num_computed // chunk x chunk): 8,192 at 8,192 and at 16,384 tokens, 1 at 8,193.
+    assert [lay.layer_slots("sliding", t, None) for t in (8192, 8193, 16384)] == [8192, 1, 8192]
+    assert lay.layer_slots("sliding", 8193, 16) == 16
+    assert lay.sequence_bytes(131_072) == (12 * 131_072 + 36 * 8192) * 4096
+
+
+def test_llama4_vllm_groups_and_chunked_reserve() -> None:
+    """vLLM: 1 full and 3 chunked groups of 12 layers (PR #21761 lists them); one request of
+    131,072 tokens reserves 8,192 blocks of the full group and cdiv(8,192 + 8,192, 16) = 1,024
+    of each chunked group (ChunkedLocalAttentionSpec: chunk + in-flight tokens, no +1)."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    lay = kv_layout(arch("llama-4-scout"), tp=4)
+    plan = plan_vllm(lay, available=40 * 2**30, max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["chunked"] * 3 + ["full"]
+    assert plan.blocks_per_request(131_072) == 8192 + 3 * 1024
+    # the hybrid manager off: every layer full (unify_hybrid_kv_cache_specs)
+    off = plan_vllm(lay, available=40 * 2**30, max_num_batched_tokens=8192,
+                    hybrid_manager=False)
+    assert {g.spec.kind for g in off.groups} == {"full"}
+    assert off.blocks_per_request(131_072) == 8192
+
+
+def test_llama4_bad_no_rope_layers_is_one_line() -> None:
+    config = json.loads((FIXTURES / "llama-4-scout" / "config.json").read_text())
+    config["text_config"]["no_rope_layers"] = [1, 0]
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "no_rope_layers" in str(e)
+    else:
+        raise AssertionError("a short no_rope_layers was accepted")
+
+
+def test_llama4_trtllm_refuses_chunked() -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "llama-4-scout"),
+                                 "--kv-memory", "40GiB", "--engine", "trtllm"])
+    assert result.exit_code != 0 and "chunked local attention" in result.output
+
+
+def test_gemma3n_last_15_layers_hold_no_cache() -> None:
+    """Gemma-3n-E4B: 35 layers (4 sliding of 512, 1 full, repeated), the last 15 reading layer
+    18's (sliding) or 19's (full) cache: 20 layers hold one, 16 sliding + 4 full, of 2 kv heads
+    x 256 x 2 x 2 B = 2,048 B per token: 40,960 B, not 35 x 2,048 = 71,680."""
+    a = arch("gemma-3n-e4b")
+    assert a.layers == 35 and a.attention.kv_shared_layers == 15 and a.attention.window == 512
+    lay = kv_layout(a)
+    assert lay.counts["sliding"] == 16 and lay.counts["full"] == 4 and lay.kv_shared == 15
+    assert lay.bytes_per_token == 20 * 2048 == 40_960
+    assert lay.layers[-2:] == ("sliding", "full")  # layers 18 and 19, the shared ones' targets
+
+
+def test_gemma3n_vllm_groups() -> None:
+    """vLLM: 4 sliding groups and 1 full group of 4 layers; one request of 32,768 tokens
+    reserves 2,048 full blocks and 4 x (cdiv(511 + 8,192, 16) + 1) = 4 x 545 sliding ones."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    plan = plan_vllm(kv_layout(arch("gemma-3n-e4b")), available=4 * 2**30,
+                     max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["full"] + ["sliding"] * 4
+    assert plan.blocks_per_request(32_768) == 2048 + 4 * 545
+
+
+def test_gemma3n_refusals() -> None:
+    folder = str(FIXTURES / "gemma-3n-e4b")
+    for extra in (["--pp", "2"], ["--engine", "sglang"]):
+        result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-memory",
+                                     "4GiB", *extra])
+        assert result.exit_code != 0 and "share" in result.output, result.output
+
+
+def test_gemma4_global_head_size_is_refused() -> None:
+    config = json.loads((FIXTURES / "gemma-3n-e4b" / "config.json").read_text())
+    config["text_config"]["global_head_dim"] = 512
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "global_head_dim" in str(e)
+    else:
+        raise AssertionError("a global head size of its own was read as head_dim")
+
+
+def test_granite4_mamba2_state_and_attention() -> None:
+    """Granite-4.0-H-Small: 36 Mamba2 layers and 4 attention layers of 8 kv heads x 128. A Mamba2
+    state (vLLM MambaStateShapeCalculator.mamba2_state_shape): conv (4 - 1) x (8,192 + 2 x 1 x
+    128) = 25,344 plus 128 heads x 64 x 128 = 1,048,576 elements, 2,147,840 B in bf16."""
+    a = arch("granite-4.0-h-small")
+    assert a.attention.type == "hybrid" and a.attention.linear_state_elements == 1_073_920
+    lay = kv_layout(a)
+    assert (lay.counts["full"], lay.counts["linear"]) == (4, 36)
+    assert lay.bytes_per_token == 4 * 8 * 128 * 2 * 2 == 16_384
+    assert lay.state_bytes == 2_147_840
+    assert (a.experts, a.experts_per_token) == (72, 10)
+
+
+def test_falcon_h1_holds_attention_and_mamba_in_every_layer() -> None:
+    """Falcon-H1-7B: 44 layers, each with attention (2 kv heads x 128: 1,024 B per token) and a
+    Mamba2 state over mamba_d_ssm 3,072: 3 x (3,072 + 2 x 256) + 24 x 128 x 256 = 797,184
+    elements; vLLM gives 44 full and 44 Mamba specs, one group each."""
+    from tokcost.memory.engines.vllm import plan_vllm
+
+    a = arch("falcon-h1-7b")
+    assert a.layers == 44 and a.attention.parallel_linear
+    assert a.attention.linear_state_elements == 797_184
+    lay = kv_layout(a)
+    assert (lay.counts["full"], lay.counts["linear"]) == (44, 44)
+    assert lay.bytes_per_token == 44 * 1024 and lay.state_bytes == 1_594_368
+    plan = plan_vllm(lay, available=20 * 2**30, max_num_batched_tokens=8192)
+    assert sorted(g.spec.kind for g in plan.groups) == ["full", "mamba"]
+    # the attention block grows to cover the state: 16 x cdiv(1,594,368, 16 x 1,024) = 1,568
+    assert plan.block_size == 1568
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "falcon-h1-7b"),
+                                 "--kv-memory", "20GiB", "--pp", "2"])
+    assert result.exit_code != 0 and "--pp" in result.output
+
+
+def test_minimax_lightning_layers_hold_a_heads_x_dim_squared_state() -> None:
+    """MiniMax-Text-01: attn_type_list gives 70 lightning (0) and 10 softmax (1) layers; a
+    lightning layer's state is 64 heads x 128 x 128 = 1,048,576 elements (vLLM's
+    linear_attention_state_shape), 2 MiB in bf16, TP8 splitting the heads: 256 KiB."""
+    a = arch("minimax-text-01")
+    assert a.attention.linear_state_elements == 64 * 128 * 128
+    kinds = a.attention.layer_kinds(a.layers)
+    assert kinds.count("full") == 10 and kinds[7::8] == ("full",) * 10
+    assert kv_layout(a).state_bytes == 2 * 2**20
+    lay = kv_layout(a, tp=8)
+    assert lay.state_bytes == 256 * 2**10 and lay.bytes_per_token == 10 * 512
+    config = json.loads((FIXTURES / "minimax-text-01" / "config.json").read_text())
+    config["attn_type_list"] = [0, 2] * 40
+    try:
+        architecture_from_config(config, where="config.json")
+    except InputError as e:
+        assert "attn_type_list must list 0 or 1" in str(e)
+    else:
+        raise AssertionError("an attention type 2 was accepted")
+
+
+def test_mamba2_groups_are_padded_to_the_tp_size() -> None:
+    """vLLM pads Mamba2's n_groups to the TP size when it does not divide them
+    (extra_groups_for_head_shards): Granite-4.0-H-Small's one group at TP4 is on every rank.
+    Per GPU: conv 3 x (8,192 / 4 + 2 x 1 x 128) = 6,912 plus 32 heads x 64 x 128 = 262,144:
+    269,056 elements, 538,112 B (not 1,073,920 / 4 = 268,480)."""
+    a = arch("granite-4.0-h-small")
+    assert (a.attention.mamba_groups, a.attention.mamba_group_elements) == (1, 3 * 2 * 128)
+    assert kv_layout(a, tp=4).state_bytes == 269_056 * 2
+    assert kv_layout(a, tp=1).state_bytes == 1_073_920 * 2

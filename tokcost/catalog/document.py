@@ -74,6 +74,16 @@ class Attention(Built):
         None = Field(None, description="fixed state of one linear layer per sequence")
     indexer_head_dim: Width | None = Field(
         None, description="MLA: head size of DeepSeek-V3.2's indexer keys (cached per layer)")
+    chunked: bool = Field(False, description="sliding layers attend within fixed chunks of "
+                          "window tokens (Llama-4's chunked local attention)")
+    kv_shared_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] = Field(
+        0, description="the last layers reuse earlier layers' KV caches and hold none (Gemma-3n)")
+    parallel_linear: bool = Field(False, description="every layer runs a linear (Mamba) branch "
+                                  "beside its attention and holds both (Falcon-H1)")
+    mamba_groups: Width | None = Field(None, description="Mamba2: n_groups (vLLM pads them to "
+                                       "the tensor-parallel size when it does not divide them)")
+    mamba_group_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
+        None = Field(None, description="Mamba2: one group's conv state elements")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -93,15 +103,17 @@ class Attention(Built):
         if kind != "mla" and self.indexer_head_dim is not None:
             raise Invalid("indexer_head_dim is for type mla (DeepSeek-V3.2's indexer)",
                           ("indexer_head_dim",))
+        if self.chunked and "sliding" not in pattern:
+            raise Invalid("chunked applies to sliding layers (Llama-4's local ones)", ("chunked",))
         if "sliding" in pattern and self.window is None:
             raise Invalid("expected the sliding window in tokens (layers use sliding)", ("window",))
         if kind == "full" and pattern != ("full",):
             raise Invalid("type full has only full layers; use type sliding or hybrid",
                           ("pattern",))
-        if "linear" in pattern and self.linear_state_elements is None:
+        if ("linear" in pattern or self.parallel_linear) and self.linear_state_elements is None:
             raise Invalid("expected the fixed state size (elements per linear layer per "
                           "sequence)", ("linear_state_elements",))
-        if kind == "hybrid" and "linear" not in pattern:
+        if kind == "hybrid" and "linear" not in pattern and not self.parallel_linear:
             raise Invalid("type hybrid needs at least one 'linear' layer in the pattern",
                           ("pattern",))
         return self

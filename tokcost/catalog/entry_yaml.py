@@ -62,8 +62,12 @@ def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
     if att != Attention():
         out += [f"{pad}attention:", f"{pad}  type: {att.type}"]
         out += [f"{pad}  pattern: [{', '.join(att.pattern)}]"] if att.type != "mla" else []
+        out += [f"{pad}  chunked: true"] if att.chunked else []
+        out += [f"{pad}  kv_shared_layers: {att.kv_shared_layers}"] if att.kv_shared_layers else []
+        out += [f"{pad}  parallel_linear: true"] if att.parallel_linear else []
         out += _keys(att, ("window", "kv_lora_rank", "qk_rope_head_dim", "indexer_head_dim",
-                           "linear_state_elements"), pad + "  ")
+                           "linear_state_elements", "mamba_groups", "mamba_group_elements"),
+                     pad + "  ")
     return out + _keys(arch, ("source",), pad, _str)
 
 

@@ -19,10 +19,8 @@ _DEFAULTS: dict[str, dict[str, int]] = {
     "qwen3_next": {"full_attention_interval": 4}}
 # Sliding and full layers alternate, layer 0 sliding (Gemma2Config, GptOssConfig).
 _ALTERNATING = frozenset({"gemma2", "gpt_oss"})
-# Attention tokcost cannot describe: a wrong estimate is worse than none.
-_UNSUPPORTED = {"falcon_h1": "runs attention and Mamba side by side in every layer",
-                "llama4": "uses chunked local attention (attention_chunk_size)",
-                "llama4_text": "uses chunked local attention (attention_chunk_size)"}
+# Attention and Mamba side by side in every layer (vLLM falcon_h1.py FalconH1ParallelHybrid).
+_PARALLEL_HYBRID = frozenset({"falcon_h1"})
 # GPT-2-style names (transformers' attribute_map).
 _ALIASES = {"num_hidden_layers": ("n_layer", "num_layers"), "num_attention_heads": ("n_head",),
             "hidden_size": ("n_embd", "d_model"),
@@ -77,9 +75,6 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
     weights: WeightsSummary | None = None, source: str | None = None) -> Architecture:
     """The ``Architecture`` a config.json describes; ``weights``: exact bytes and parameters."""
     f = ConfigFields(config, where)
-    if f.model_type in _UNSUPPORTED:
-        raise InputError(f"{where}: model_type {f.model_type} {_UNSUPPORTED[f.model_type]}, "
-                         "which tokcost does not model; size it from a catalog entry instead")
     if f.text.get("is_encoder_decoder") is True:
         raise InputError(f"{where}: an encoder-decoder model; tokcost sizes decoder-only "
                          "models' KV caches")
@@ -145,6 +140,12 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
             raise InputError(f"{f.where}: layer_types holds {unknown[0]!r}, a layer kind tokcost "
                              f"does not model (it knows {', '.join(_LAYER_TYPES)})")
         return tuple(_LAYER_TYPES[str(v)] for v in listed)
+    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
+    if chunk is not None:
+        return _chunked_kinds(f, layers)
+    kinds = _listed_kinds(f, "attn_type_list", layers)  # MiniMax: 0 lightning, 1 softmax
+    if kinds is not None:
+        return tuple("full" if v else "linear" for v in kinds)
     pattern = f.text.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         if len(pattern) != layers:
@@ -175,12 +176,39 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     return tuple("sliding" for _ in range(layers))
 
 
+def _chunked_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
+    """Llama-4: a layer with RoPE (``no_rope_layers[i]`` 1) attends within its chunk, a NoPE one
+    (0) to everything (vLLM llama4.py: ``ChunkedLocalAttention`` unless ``nope``); an empty list
+    is every 4th layer NoPE (Llama4TextConfig's ``no_rope_layer_interval`` 4)."""
+    listed = _listed_kinds(f, "no_rope_layers", layers)
+    if not listed:
+        listed = [int((i + 1) % 4 != 0) for i in range(layers)]
+    return tuple("sliding" if v else "full" for v in listed)
+
+
+def _listed_kinds(f: ConfigFields, key: str, layers: int) -> list[int] | None:
+    """A 0/1 list of one entry per layer (an empty one: unstated), else a one-line error."""
+    listed = f.text.get(key)
+    if listed is None or listed == []:
+        return None
+    if not isinstance(listed, list) or len(listed) != layers or any(
+            type(v) is not int or v not in (0, 1) for v in listed):
+        raise InputError(f"{f.where}: {key} must list 0 or 1 for each of the {layers} layers "
+                         "(num_hidden_layers); check the config")
+    return listed
+
+
 def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     present = set(kinds)
     if f.raw("index_topk") is not None and any(k in f.text for k in ("indexer_types",
                                                                      "index_topk_freq")):
         raise InputError(f"{f.where}: model_type {f.model_type} shares its sparse-attention "
                          "indexer across layers (indexer_types), which tokcost does not model")
+    for own, common in (("global_head_dim", "head_dim"),
+                        ("num_global_key_value_heads", "num_key_value_heads")):
+        if f.raw(own) is not None and f.raw(own) != f.raw(common):  # Gemma-4
+            raise InputError(f"{f.where}: model_type {f.model_type} gives its global layers their "
+                             f"own {common} ({own}), which tokcost does not model")
     if present == {"mla"}:
         return Attention("mla", kv_lora_rank=f.need("kv_lora_rank", "the MLA latent rank"),
                          qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"),
@@ -188,15 +216,25 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                          indexer_head_dim=f.count("index_head_dim", "the indexer head size")
                          if f.raw("index_topk") is not None else None)
     window = None
+    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
     if "sliding" in present:
-        window = f.need("sliding_window", "the sliding window in tokens", cap=s.MAX_TOKENS)
-    state = linear_state_elements(f) if "linear" in present else None
+        window = chunk or f.need("sliding_window", "the sliding window in tokens",
+                                 cap=s.MAX_TOKENS)
+    parallel = f.model_type in _PARALLEL_HYBRID
+    state = linear_state_elements(f) if "linear" in present or parallel else None
     if not kinds:
         raise InputError(f"{f.where}: no layer holds a KV cache or state; check the config")
-    if present == {"full"}:
-        return Attention()
-    kind: AttentionType = "hybrid" if "linear" in present else "sliding"
-    return Attention(kind, shortest_period(kinds), window, linear_state_elements=state)
+    # Gemma-3n: the last num_kv_shared_layers layers read earlier layers' caches.
+    shared = f.count("num_kv_shared_layers", "the kv-shared layers", cap=len(kinds) - 1,
+                     minimum=0) or 0
+    if present == {"full"} and not parallel:
+        return Attention(kv_shared_layers=shared)
+    kind: AttentionType = "hybrid" if "linear" in present or parallel else "sliding"
+    m = mamba2(f) if state is not None else None
+    return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
+                     chunked=chunk is not None, kv_shared_layers=shared,
+                     parallel_linear=parallel, mamba_groups=m[3] if m else None,
+                     mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
@@ -204,6 +242,19 @@ def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:
     n = len(kinds)
     p = next(p for p in range(1, n + 1) if all(kinds[i] == kinds[i % p] for i in range(n)))
     return tuple(kinds[:p])
+
+
+def mamba2(f: ConfigFields) -> tuple[int, int, int, int, int] | None:
+    """A Mamba2 layer's heads, head size, SSM state, groups and conv width (NemotronH's names,
+    else Granite-4's and Falcon-H1's), or None for another state."""
+    if f.raw("mamba_num_heads") is None and f.raw("mamba_n_heads") is None:
+        return None
+    nemotron = f.raw("mamba_num_heads") is not None
+    return (f.need("mamba_num_heads" if nemotron else "mamba_n_heads", "the Mamba heads"),
+            f.need("mamba_head_dim" if nemotron else "mamba_d_head", "the Mamba head size"),
+            f.need("ssm_state_size" if nemotron else "mamba_d_state", "the SSM state size"),
+            f.need("n_groups" if nemotron else "mamba_n_groups", "the Mamba groups"),
+            f.need("conv_kernel" if nemotron else "mamba_d_conv", "the Mamba conv width"))
 
 
 def linear_state_elements(f: ConfigFields) -> int:
@@ -215,14 +266,18 @@ def linear_state_elements(f: ConfigFields) -> int:
         v_dim = f.need("linear_value_head_dim", "the linear-attention value head size")
         kernel = f.need("linear_conv_kernel_dim", "the linear-attention convolution width")
         total = (kernel - 1) * (2 * k_heads * k_dim + v_heads * v_dim) + v_heads * k_dim * v_dim
-    elif f.raw("mamba_num_heads") is not None or f.raw("mamba_n_heads") is not None:
-        nemotron = f.raw("mamba_num_heads") is not None  # Mamba2: NemotronH, else Granite-4
-        heads = f.need("mamba_num_heads" if nemotron else "mamba_n_heads", "the Mamba heads")
-        head_dim = f.need("mamba_head_dim" if nemotron else "mamba_d_head", "the Mamba head size")
-        state = f.need("ssm_state_size" if nemotron else "mamba_d_state", "the SSM state size")
-        groups = f.need("n_groups" if nemotron else "mamba_n_groups", "the Mamba groups")
-        kernel = f.need("conv_kernel" if nemotron else "mamba_d_conv", "the Mamba conv width")
-        total = (kernel - 1) * (heads * head_dim + 2 * groups * state) + heads * head_dim * state
+    elif (m := mamba2(f)) is not None:
+        heads, head_dim, state, groups, kernel = m
+        # The conv runs over vLLM's intermediate size: Falcon-H1's mamba_d_ssm, else heads x head
+        # size (= mamba_expand x hidden_size in Granite-4's and NemotronH's configs).
+        inner = f.count("mamba_d_ssm", "the Mamba intermediate size") or heads * head_dim
+        total = (kernel - 1) * (inner + 2 * groups * state) + heads * head_dim * state
+    elif f.raw("attn_type_list") is not None:
+        # MiniMax's lightning attention: one heads x head_dim x head_dim state in the model dtype
+        # (MiniMaxText01LinearAttention.get_state_shape, MambaStateShapeCalculator
+        # .linear_attention_state_shape; linear_attention_state_dtype refuses float32).
+        total = f.need("num_attention_heads", "the attention heads") * f.need(
+            "head_dim", "the attention head size") ** 2
     elif f.raw("mamba_d_state") is not None:  # Mamba1 (Jamba)
         inner = f.need("hidden_size", "the hidden size") * f.need(
             "mamba_expand", "the Mamba expansion factor")
@@ -230,7 +285,7 @@ def linear_state_elements(f: ConfigFields) -> int:
         total = inner * (f.need("mamba_d_conv", "the Mamba conv width") - 1) + inner * state
     else:
         raise InputError(f"{f.where} has linear layers but no state size (linear_num_value_heads"
-                         ", mamba_num_heads or mamba_d_state); check the config")
+                         ", mamba_num_heads, attn_type_list or mamba_d_state); check the config")
     if total > s.MAX_STATE_ELEMENTS:
         raise InputError(f"{f.where}: a linear layer's state of {total:,} elements is beyond "
                          f"{s.MAX_STATE_ELEMENTS:,}; check the config")

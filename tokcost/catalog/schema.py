@@ -83,6 +83,11 @@ class Attention(Record):
     qk_rope_head_dim: int | None = None  # MLA
     linear_state_elements: int | None = None  # of one linear layer, for one sequence
     indexer_head_dim: int | None = None  # MLA with DeepSeek-V3.2's sparse-attention indexer
+    chunked: bool = False  # Llama-4: sliding layers attend within chunks of ``window`` tokens
+    kv_shared_layers: int = 0  # Gemma-3n: the last ones read earlier layers' caches, hold none
+    parallel_linear: bool = False  # Falcon-H1: every layer also holds a linear (Mamba) state
+    mamba_groups: int | None = None  # Mamba2's n_groups: vLLM pads them to the TP size
+    mamba_group_elements: int | None = None  # of the state: one group's conv elements
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers."""

@@ -194,9 +194,14 @@ def _render(r: Any, ctx: typer.Context) -> None:
     kinds = [f"{counts['full']} full"] if counts["full"] else []
     kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
     if counts["sliding"]:
-        kinds.append(f"{counts['sliding']} sliding ({lay.window:,}-token window)")
+        kinds.append(f"{counts['sliding']} chunked local ({lay.window:,}-token chunks)"
+                     if lay.chunked else f"{counts['sliding']} sliding ({lay.window:,}-token "
+                     "window)")
+    if lay.kv_shared:
+        kinds.append(f"{lay.kv_shared} KV-shared")
     if counts["linear"]:
-        kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each)")
+        kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each"
+                     + (", one beside each attention layer)" if lay.parallel else ")"))
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
     out.print(
         f"bytes per token{' per GPU' if r.tp > 1 or r.pp > 1 else ''}: {r.bytes_per_token:,} B"

@@ -90,8 +90,10 @@ class KvResult:
             "model": self.model, "kv_dtype": self.kv_dtype, "block_size": self.block_size,
             "tp": self.tp, "pp": self.pp, "dcp": self.dcp, "dp": self.dp, "batch": self.batch,
             "per_gpu": self.tp > 1 or self.pp > 1,
-            "layers": {kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
+            "layers": {**{kind: counts[kind] for kind in ("full", "sliding", "mla", "linear")},
+                       "kv_shared": lay.kv_shared},
             "sliding_window": lay.window if counts["sliding"] else None,
+            "sliding_chunked": lay.chunked,  # Llama-4: the window is a chunk (docs/kvmem.md)
             "kv_heads_per_gpu": lay.kv_heads_per_gpu, "bytes_per_token": self.bytes_per_token,
             "linear_state_bytes_per_layer": lay.state_bytes if counts["linear"] else None,
             "context_window": self.context_window, "contexts": [r.to_dict() for r in self.rows],
@@ -122,6 +124,10 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         gpu = request.budget.gpu
     engine, cache, roof = request.engine_spec.profile, request.cache, request.roofline
     stages = pp_stages(arch.layers, request.parallel.pp)  # a bad split, before any work
+    if request.parallel.pp > 1 and (arch.attention.kv_shared_layers or
+                                    arch.attention.parallel_linear):
+        raise UsageError(f"{arg('pp')} is not modelled for {entry.id}'s layers (KV shared across "
+                         "layers, or attention and Mamba side by side); use --pp 1", param="pp")
     contexts = _contexts(entry, request.contexts)
     weights_dtype = request.budget.weights_dtype
     peaks = gpu_peaks(gpu, roof, weights_dtype=weights_dtype or arch.weights_dtype)

@@ -126,6 +126,9 @@ class KvLayout:
     dtype: KvDtype
     tp: int
     indexer_bytes: int = 0  # of token_bytes["mla"]: DeepSeek-V3.2's indexer keys
+    chunked: bool = False  # sliding layers hold their current chunk of ``window`` (Llama-4)
+    kv_shared: int = 0  # layers after ``layers`` that read their caches (Gemma-3n)
+    parallel: bool = False  # ``layers`` pairs each attention with its layer's Mamba (Falcon-H1)
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -142,12 +145,20 @@ class KvLayout:
         return all(kind in ("full", "mla") for kind in self.layers)
 
     def layer_slots(self, kind: LayerKind, tokens: int, block_size: int | None) -> int:
-        held = min(tokens, self.window) if kind == "sliding" and self.window else tokens
+        if kind != "sliding" or not self.window:
+            return tokens if block_size is None else math.ceil(tokens / block_size) * block_size
+        if self.chunked:
+            # The tokens of the current chunk: vLLM frees every block wholly before the chunk
+            # start, num_computed // chunk x chunk (ChunkedLocalAttentionManager
+            # .get_num_skipped_tokens, vllm/v1/core/single_type_kv_cache_manager.py, PR #19351).
+            start = (tokens - 1) // self.window * self.window
+            if block_size is None:
+                return tokens - start
+            return (math.ceil(tokens / block_size) - start // block_size) * block_size
         if block_size is None:
-            return held
-        blocks = math.ceil(tokens / block_size)
-        if kind == "sliding" and self.window:
-            blocks = min(blocks, math.ceil((self.window - 1) / block_size) + 1)
+            return min(tokens, self.window)
+        blocks = min(math.ceil(tokens / block_size),
+                     math.ceil((self.window - 1) / block_size) + 1)
         return blocks * block_size
 
     def sequence_bytes(self, tokens: int, block_size: int | None = None) -> int:
@@ -197,6 +208,16 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     _positive(tp, "tp")
     att = arch.attention
     kinds = att.layer_kinds(arch.layers)
+    if att.kv_shared_layers:
+        # Gemma-3n: a layer with kv_sharing_target_layer_name gets no KVCacheSpec, so vLLM
+        # allocates nothing for it (gpu_model_runner.py get_kv_cache_spec; gemma3n.py: the
+        # last num_kv_shared_layers layers read layer first - 2's (sliding) or first - 1's).
+        if att.kv_shared_layers >= arch.layers:
+            raise ArchitectureIncomplete(f"{model}: {att.kv_shared_layers} kv-shared layers of "
+                                         f"{arch.layers} leave no layer that holds a cache")
+        kinds = kinds[:arch.layers - att.kv_shared_layers]
+    if att.parallel_linear:  # Falcon-H1: an attention and a Mamba cache spec in every layer
+        kinds = tuple(k for kind in kinds for k in (kind, "linear"))
     token_bytes: dict[LayerKind, int] = {}
     heads: int | None = None
     _check_layout(dtype, att.type == "mla", model)
@@ -227,9 +248,15 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     if "linear" in kinds:
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
-        state = math.ceil(att.linear_state_elements / tp) * kv_dtype(state_dtype).bits // 8
+        elements = att.linear_state_elements
+        if att.mamba_groups and att.mamba_group_elements and att.mamba_groups % tp:
+            # Mamba2's groups padded to the TP size, each rank keeping whole ones
+            # (mamba_utils.py extra_groups_for_head_shards, in mamba2_state_shape)
+            elements += (tp - att.mamba_groups) * att.mamba_group_elements
+        state = math.ceil(elements / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
-                    indexer if att.type == "mla" else 0)
+                    indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
+                    att.parallel_linear)
 
 
 def indexer_bytes(head_dim: int | None) -> int:

@@ -243,6 +243,7 @@ class LlamaCpp(Engine):
                     related=("engine", "cache_type_k", "cache_type_v", "contexts", "parallel"))
 
     def plan(self, dep: Deployment) -> tuple[LlamaCppPlan, GpuFit | None]:
+        self.refuse_layout(dep)
         layout, head_dim = dep.layout, dep.head_dim
         counts = layout.counts
         if counts["mla"] or head_dim is None or layout.kv_heads_per_gpu is None:

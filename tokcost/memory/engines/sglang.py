@@ -243,6 +243,7 @@ class Sglang(Engine):
                                  param=param, related=("engine", "mem_fraction_static"))
 
     def plan(self, dep: Deployment) -> tuple[SglangPlan, GpuFit | None]:
+        self.refuse_layout(dep, chunked=True)
         settings: dict[str, object] = {"mem_fraction_static": None,
                                        "mem_fraction_static_source": None}
         available, mfs = dep.kv_memory, None
@@ -275,7 +276,11 @@ class Sglang(Engine):
         if layout.indexer_bytes:
             raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
                              f"not modelled; use {arg('engine', 'vllm')}", param="engine")
-        hybrid_swa = bool(counts["sliding"]) and dep.family in HYBRID_SWA_FAMILIES and not (
+        # Llama-4 (the one chunked family, its config read as model_type llama4_text) is
+        # hybrid SWA with the chunk as its window (model_runner: sliding_window_size =
+        # attention_chunk_size).
+        hybrid_swa = bool(counts["sliding"]) and (
+            dep.family in HYBRID_SWA_FAMILIES or layout.chunked) and not (
             dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)

@@ -136,6 +136,7 @@ class TrtLlm(Engine):
                     related=("engine", "free_gpu_memory_fraction", "tokens_per_block"))
 
     def plan(self, dep: Deployment) -> tuple[TrtLlmPlan, GpuFit | None]:
+        self.refuse_layout(dep)
         layout = dep.stage_layout
         counts = layout.counts
         if counts["linear"]:

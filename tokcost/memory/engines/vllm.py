@@ -43,7 +43,7 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
-SpecKind = Literal["full", "sliding", "mla", "mamba"]
+SpecKind = Literal["full", "sliding", "chunked", "mla", "mamba"]
 
 
 def cdiv(a: int, b: int) -> int:
@@ -84,6 +84,12 @@ class Spec:
             assert self.window is not None
             tokens = min(self.window - 1 + max_num_batched_tokens, max_model_len)
             return (cdiv(tokens, self.block_size) + 1) * self.page_bytes
+        if self.kind == "chunked":  # ChunkedLocalAttentionSpec: one chunk + the step, no +1
+            # (Llama-4 gets the hybrid manager: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE
+            # defaults to 1 since PR #29627, vllm/envs.py; 0 disables it, --no-hybrid-manager)
+            assert self.window is not None
+            tokens = min(self.window + max_num_batched_tokens, max_model_len)
+            return cdiv(tokens, self.block_size) * self.page_bytes
         return cdiv(cdiv(max_model_len, dcp), self.block_size) * self.page_bytes
 
 
@@ -143,8 +149,8 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
         if kind == "linear":  # the state page is padded to the attention page
             specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
         elif kind == "sliding":
-            specs.append(Spec("full", block, pages[kind]) if unify
-                         else Spec("sliding", block, pages[kind], layout.window))
+            specs.append(Spec("full", block, pages[kind]) if unify else Spec(
+                "chunked" if layout.chunked else "sliding", block, pages[kind], layout.window))
         else:
             specs.append(Spec(kind, block, pages[kind]))
     # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
@@ -296,6 +302,8 @@ class VllmPlan(Plan):
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
         tokens = self.logged_tokens(report.max_model_len) or (0, 0)
+        local, read = (("a chunked layer's chunk", "chunk") if groups["chunked"] else
+                       ("a sliding layer's window - 1", "window"))
         tag = "" if tokens[0] == tokens[1] else (
             "   (v0.21 on: concurrency x max_model_len; v0.20: "
             f"num_blocks // groups x block = {tokens[0]:,})" if self.release >= V0_21 else
@@ -310,10 +318,10 @@ class VllmPlan(Plan):
             f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups"
-            + ("" if "sliding" not in groups else  # why per sequence is more than decode reads
+            + ("" if not {"sliding", "chunked"} & groups.keys() else  # why more than decode reads
                f" = {self.request_bytes(report.max_model_len) / GiB:.2f} GiB per sequence, "
-               "vLLM's reserve: a sliding layer's window - 1 + max_num_batched_tokens, padding "
-               "slots too; decode reads only the window"),
+               f"vLLM's reserve: {local} + max_num_batched_tokens, padding slots too; decode "
+               f"reads only the {read}"),
             *report.logs(log))
 
     def report(self, max_model_len: int) -> EngineReport:
