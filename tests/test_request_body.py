@@ -302,6 +302,19 @@ def test_the_cli_counts_and_prices_a_request(tmp_path: Path) -> None:
     assert "≈101" in table
 
 
+def test_price_takes_the_model_the_body_names(tmp_path: Path) -> None:
+    """As count --request does: no -m prices the body's "model"; -m overrides it; a body
+    naming none asks for -m."""
+    path = _write(tmp_path / "body.json", {"model": "gpt-4o", "messages": WEATHER_MESSAGES})
+    priced = json.loads(runner.invoke(app, ["price", "--request", path, "--json"]).stdout)
+    assert priced["model"] == "gpt-4o" and priced["request"]["total"] > 0
+    other = runner.invoke(app, ["price", "--request", path, "-m", "gpt-4o-mini", "--json"])
+    assert json.loads(other.stdout)["model"] == "gpt-4o-mini"
+    bare = runner.invoke(app, ["price", "--request", _write(tmp_path / "bare.json",
+                                                            {"messages": WEATHER_MESSAGES})])
+    assert bare.exit_code == 2 and "the request body names none" in bare.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     pytest.param(["--request", "b.json", "a.txt"], "--request counts one request body, not "
                  "files too", id="files"),

@@ -26,7 +26,7 @@ class PriceRequest:
     ``paths`` (``-``: stdin) or as a whole ``request`` body (a JSON file, counted by the
     provider's rules: ``count --request``); counts as people write them (``"12k"``)."""
 
-    model: str
+    model: str  # "": the ``request`` body's own model
     input_tokens: int | None = None
     paths: Sequence[str | Path] = ()
     output_tokens: int = 0
@@ -39,7 +39,7 @@ class PriceRequest:
     request: str | Path | None = None
 
     def __post_init__(self) -> None:
-        if not self.model:
+        if not self.model and self.request is None:
             raise UsageError(f"price needs a model: {arg('model', 'ID')} (see `tokcost models "
                              "list`)", param="model")
         for name in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
@@ -81,14 +81,20 @@ class PriceResult:
 def price(request: PriceRequest, *, stdin: BinaryIO | None = None) -> PriceResult:
     """Price ``request``; ``stdin`` stands for ``-`` in its paths (default: the process's)."""
     r = request
-    entry = open_catalog(r.catalog).resolve(r.model)
+    body = None
+    if r.request is not None:  # read first: its "model" stands in for --model, as in count
+        from tokcost.requestbody import count_body, load_body
+        body = load_body(str(r.request), stdin=stdin)
+    model = r.model or (body.model if body else None)
+    if not model:
+        raise UsageError(f"price needs a model: {arg('model', 'ID')} (the request body names "
+                         "none; see `tokcost models list`)", param="model")
+    entry = open_catalog(r.catalog).resolve(model)
     require_price(entry, batch=r.batch)  # before counting any file
     warnings: tuple[str, ...] = ()
     exact, prompt, counted = True, r.input_tokens, None
-    if r.request is not None:  # a whole request body, by the provider's rules
-        from tokcost.requestbody import count_body, load_body
-        counted = count_body(load_body(str(r.request), stdin=stdin), entry,
-                             model_choice(entry).load())
+    if body is not None:  # a whole request body, by the provider's rules
+        counted = count_body(body, entry, model_choice(entry).load())
         prompt, exact, warnings = counted.total, counted.exact, counted.notes
     if prompt is None:  # counted in the files by the model's tokenizer
         from tokcost.counting import Inputs, count_paths

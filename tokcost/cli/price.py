@@ -36,7 +36,8 @@ def _count(help: str, *flags: str) -> Any:
 def price(
     paths: Annotated[list[str] | None, typer.Argument(
         help="Files or folders whose text is the prompt ('-' for stdin).")] = None,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id.")] = "",
+    model: Annotated[str, typer.Option("--model", "-m", help="Model id, alias or dated id "
+                                       "(with --request, default: the body's model).")] = "",
     input_tokens: Annotated[str | None, _count(
         "Prompt tokens per request (12k).", "--input-tokens", "-i")] = None,
     output_tokens: Annotated[str, _count("Output tokens per request.")] = "0",
