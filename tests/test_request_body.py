@@ -115,6 +115,18 @@ def test_patch_models_follow_the_vision_guide(tmp_path: Path, size: tuple[int, i
 
 @given(st.integers(1, 20_000), st.integers(1, 20_000))
 def test_patches_never_pass_the_cap_and_tiles_fit_the_box(width: int, height: int) -> None:
+    _no_image_is_free_nor_past_the_caps(width, height)
+
+
+@pytest.mark.parametrize("size", [(20, 100_000), (100_000, 31), (1, 3000), (10, 2_000_000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_thin_image_still_costs_tokens(size: tuple[int, int]) -> None:
+    """Scaled to the caps, a side narrower than one patch or pixel once rounded to 0: 0 tokens."""
+    _no_image_is_free_nor_past_the_caps(*size)
+    assert anthropic_image(*size).tokens >= 1
+
+
+def _no_image_is_free_nor_past_the_caps(width: int, height: int) -> None:
     assert 1 <= openai_patches(width, height) <= 1536
     assert 1 <= openai_tiles(width, height) <= 8  # 768 x 2048 at most: 2 x 4 tiles
 
@@ -258,6 +270,14 @@ def _png_header(width: int, height: int) -> bytes:
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b""))
             + chunk(b"IEND", b""))
+
+
+def test_a_tool_that_is_no_object_is_not_counted(tmp_path: Path) -> None:
+    body = {"model": "gpt-4o", "messages": WEATHER_MESSAGES,
+            "tools": [{"type": "function", "function": "get_weather"}, WEATHER_TOOL]}
+    counted = _count(_write(tmp_path / "body.json", body), "gpt-4o")
+    assert counted.unknown == 1 and not counted.exact and counted.total == 101
+    assert any("'function' is not an object" in n for n in counted.notes)
 
 
 @pytest.mark.parametrize(("body", "message"), [
