@@ -320,6 +320,9 @@ def test_the_cli_counts_and_prices_a_request(tmp_path: Path) -> None:
     assert priced["lines"][0]["tokens"] == 101 and priced["request"]["total"] == 101
     table = runner.invoke(app, ["count", "--request", path, "-m", "claude-sonnet-4-5"]).stdout
     assert "≈101" in table
+    # part names read left to right; the window share has a column of its own
+    assert table.splitlines()[0].split() == ["model", "part", "tokens", "window"]
+    assert "claude-sonnet-4-5  message text" in table
 
 
 def test_price_takes_the_model_the_body_names(tmp_path: Path) -> None:
