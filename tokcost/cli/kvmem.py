@@ -291,7 +291,7 @@ def _limits(step: Any, lead: str, kv: str) -> str:
         text += (f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
                  f"= {_time(step.compute_seconds)}")
     if (comm := step.allreduce_seconds) is not None:
-        text += f"; + all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
+        text += f"; all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
     return text
 
 
