@@ -325,6 +325,15 @@ def test_the_cli_counts_and_prices_a_request(tmp_path: Path) -> None:
     assert "claude-sonnet-4-5  message text" in table
 
 
+def test_another_providers_body_is_said(tmp_path: Path) -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "system": "x",
+            "messages": [{"role": "user", "content": "hi"}]}
+    path = _write(tmp_path / "body.json", body)
+    assert "gpt-4o is openai's; the body, written for anthropic.messages, is counted by " \
+        "anthropic's rules" in _count(path, "gpt-4o").notes
+    assert not any(" is anthropic's" in n for n in _count(path, "claude-sonnet-4-5").notes)
+
+
 def test_price_takes_the_model_the_body_names(tmp_path: Path) -> None:
     """As count --request does: no -m prices the body's "model"; -m overrides it; a body
     naming none asks for -m."""
