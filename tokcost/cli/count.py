@@ -274,8 +274,9 @@ def _print_table(result: Any) -> None:
         return
     shown_rows, rest = result.rows()
     shown = table(footer=len(files) > 1 or bool(by))
-    shown.add_column(_BY_HEADER[by] if by else "file", footer=f"total ({len(files):,} file{'s' * (len(files) != 1)})",
-                     overflow="fold")
+    n = len(files)
+    shown.add_column(_BY_HEADER[by] if by else "file",
+                     footer=f"total ({n:,} file{'s' * (n != 1)})", overflow="fold")
     if by:
         shown.add_column("files", justify="right", footer=f"{len(files):,}")
     shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
