@@ -92,6 +92,12 @@ def test_table_has_files_column_and_total(runner, tree: Path) -> None:  # type: 
     assert lines[-1].split()[:4] == ["total", "(5", "files)", "5"]
 
 
+def test_one_file_total_is_singular(runner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    result = runner.invoke(app, ["count", str(tmp_path), "--by", "lang"])
+    assert result.stdout.splitlines()[-1].split()[:3] == ["total", "(1", "file)"]
+
+
 @pytest.mark.parametrize(("sort", "key"), [
     pytest.param("name", lambda f: f["path"], id="name"),
     pytest.param("bytes", lambda f: (-f["bytes"], f["path"]), id="bytes"),

@@ -115,6 +115,18 @@ def test_patch_models_follow_the_vision_guide(tmp_path: Path, size: tuple[int, i
 
 @given(st.integers(1, 20_000), st.integers(1, 20_000))
 def test_patches_never_pass_the_cap_and_tiles_fit_the_box(width: int, height: int) -> None:
+    _no_image_is_free_nor_past_the_caps(width, height)
+
+
+@pytest.mark.parametrize("size", [(20, 100_000), (100_000, 31), (1, 3000), (10, 2_000_000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_thin_image_still_costs_tokens(size: tuple[int, int]) -> None:
+    """Scaled to the caps, a side narrower than one patch or pixel once rounded to 0: 0 tokens."""
+    _no_image_is_free_nor_past_the_caps(*size)
+    assert anthropic_image(*size).tokens >= 1
+
+
+def _no_image_is_free_nor_past_the_caps(width: int, height: int) -> None:
     assert 1 <= openai_patches(width, height) <= 1536
     assert 1 <= openai_tiles(width, height) <= 8  # 768 x 2048 at most: 2 x 4 tiles
 
@@ -260,6 +272,14 @@ def _png_header(width: int, height: int) -> bytes:
             + chunk(b"IEND", b""))
 
 
+def test_a_tool_that_is_no_object_is_not_counted(tmp_path: Path) -> None:
+    body = {"model": "gpt-4o", "messages": WEATHER_MESSAGES,
+            "tools": [{"type": "function", "function": "get_weather"}, WEATHER_TOOL]}
+    counted = _count(_write(tmp_path / "body.json", body), "gpt-4o")
+    assert counted.unknown == 1 and not counted.exact and counted.total == 101
+    assert any("'function' is not an object" in n for n in counted.notes)
+
+
 @pytest.mark.parametrize(("body", "message"), [
     pytest.param("[" * 100_000, "nested deeper than", id="deep"),
     pytest.param('{"messages": 3}', "'messages' must be a list of objects", id="not-a-list"),
@@ -300,6 +320,31 @@ def test_the_cli_counts_and_prices_a_request(tmp_path: Path) -> None:
     assert priced["lines"][0]["tokens"] == 101 and priced["request"]["total"] == 101
     table = runner.invoke(app, ["count", "--request", path, "-m", "claude-sonnet-4-5"]).stdout
     assert "≈101" in table
+    # part names read left to right; the window share has a column of its own
+    assert table.splitlines()[0].split() == ["model", "part", "tokens", "window"]
+    assert "claude-sonnet-4-5  message text" in table
+
+
+def test_another_providers_body_is_said(tmp_path: Path) -> None:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "system": "x",
+            "messages": [{"role": "user", "content": "hi"}]}
+    path = _write(tmp_path / "body.json", body)
+    assert "gpt-4o is openai's; the body, written for anthropic.messages, is counted by " \
+        "anthropic's rules" in _count(path, "gpt-4o").notes
+    assert not any(" is anthropic's" in n for n in _count(path, "claude-sonnet-4-5").notes)
+
+
+def test_price_takes_the_model_the_body_names(tmp_path: Path) -> None:
+    """As count --request does: no -m prices the body's "model"; -m overrides it; a body
+    naming none asks for -m."""
+    path = _write(tmp_path / "body.json", {"model": "gpt-4o", "messages": WEATHER_MESSAGES})
+    priced = json.loads(runner.invoke(app, ["price", "--request", path, "--json"]).stdout)
+    assert priced["model"] == "gpt-4o" and priced["request"]["total"] > 0
+    other = runner.invoke(app, ["price", "--request", path, "-m", "gpt-4o-mini", "--json"])
+    assert json.loads(other.stdout)["model"] == "gpt-4o-mini"
+    bare = runner.invoke(app, ["price", "--request", _write(tmp_path / "bare.json",
+                                                            {"messages": WEATHER_MESSAGES})])
+    assert bare.exit_code == 2 and "the request body names none" in bare.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [

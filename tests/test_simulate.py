@@ -143,6 +143,29 @@ def test_load_requests_jsonl(tmp_path: Path) -> None:
         load_requests(f)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("[" * 100_000 + "\n", "reqs.jsonl:1: expected a JSON object", id="deep"),
+    pytest.param('{"prompt_tokens": Infinity, "output_tokens": 1}\n', "reqs.jsonl:1: expected",
+                 id="infinity"),
+    pytest.param("0" * (2 << 20), "reqs.jsonl:1: a line over 1 MiB", id="huge-line"),
+])
+def test_a_hostile_trace_is_one_error(tmp_path: Path, text: str, message: str) -> None:
+    """Was a RecursionError, an OverflowError and a whole file read into memory."""
+    f = tmp_path / "reqs.jsonl"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_requests(f)
+
+
+def test_a_trace_past_what_is_replayed_stops_there(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tokcost.memory.workload.MAX_REQUESTS", 2)
+    f = tmp_path / "reqs.jsonl"
+    f.write_text('{"prompt_tokens": 1, "output_tokens": 1}\n' * 3)
+    with pytest.raises(InputError, match="reqs.jsonl:3: more than 2 requests"):
+        load_requests(f)
+
+
 def test_cli_json_keys() -> None:
     res = runner.invoke(app, ["kvmem", "simulate", "--requests", "40", "--json"])
     assert res.exit_code == 0, res.output

@@ -387,3 +387,27 @@ def test_other_tables_on_a_terminal_cut_nothing(terminal: Callable[[int], None],
     result = _invoke(args)
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout and cell in result.stdout
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_with_progress_bar_only_on_a_terminal(terminal: bool) -> None:
+    """kvmem simulate and compare share one bar: on a terminal the library gets a callback
+    and the bar draws done/total on stderr; into a pipe it gets none and stderr stays empty."""
+    buffer = io.StringIO()
+    stderr = Console(file=buffer, force_terminal=terminal, width=80)
+    seen: list[bool] = []
+
+    def run(request: int, on_progress: Callable[[int, int], None] | None = None) -> int:
+        seen.append(on_progress is not None)
+        if on_progress is not None:
+            on_progress(3, 7)
+        return request * 2
+
+    original = console_module.err._console  # type: ignore[attr-defined]
+    console_module.err._console = stderr  # type: ignore[attr-defined]
+    try:
+        assert console_module.with_progress("serving", run, 21) == 42
+    finally:
+        console_module.err._console = original  # type: ignore[attr-defined]
+    assert seen == [terminal]
+    assert ("serving" in buffer.getvalue()) is terminal

@@ -454,3 +454,26 @@ def test_inputs_left_out_by_policy_still_exit_0(runner: CliRunner, files: Path) 
     result = runner.invoke(app, ["count", "logo.png", "en.txt", "en.txt"])
     assert result.exit_code == 0, result.output
     assert "error:" not in result.stderr
+
+
+class _Endless(io.RawIOBase):
+    """/dev/zero as a stream: NUL bytes without end, counting what is read."""
+
+    def __init__(self) -> None:
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        buffer[:] = bytes(len(buffer))
+        self.served += len(buffer)
+        return len(buffer)
+
+
+def test_a_binary_input_is_not_read_to_its_end() -> None:
+    """count --chat /dev/zero read without end (a MemoryError): the head says binary."""
+    endless = _Endless()
+    read = load_input("-", stdin=io.BufferedReader(endless))
+    assert isinstance(read, Skipped) and "NUL byte at offset 0" in read.reason
+    assert endless.served < 1 << 20

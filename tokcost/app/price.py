@@ -63,7 +63,7 @@ class PriceRequest:
 
     def __post_init__(self) -> None:
         wanted = tuple(m.strip() for m in (self.model, *names(self.models)) if m.strip())
-        if not wanted:
+        if not wanted and self.request is None:  # a request body may name its own model
             raise UsageError(f"price needs a model: {arg('model', 'ID')} (see `tokcost models "
                              "list`)", param="model")
         object.__setattr__(self, "models", tuple(dict.fromkeys(wanted)))
@@ -168,16 +168,28 @@ def price(request: PriceRequest, *, stdin: BinaryIO | None = None
     """Price ``request``: a ``PriceResult`` for one model, a ``PriceComparison`` for several
     or a glob; ``stdin`` stands for ``-`` in its paths (default: the process's)."""
     catalog = open_catalog(request.catalog)
-    if not request.several:
-        return _price_one(catalog, request.models[0], request, stdin, {})
-    refs = _expand(catalog, request.models, request.provider)
     if "-" in (*request.paths, str(request.request)) and stdin is None:  # read once, by all
         import shutil
         import sys
         import tempfile
         with tempfile.SpooledTemporaryFile(max_size=1 << 24) as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool)
-            return _compare(catalog, refs, request, cast(BinaryIO, spool))
+            return _price(catalog, request, cast(BinaryIO, spool))
+    return _price(catalog, request, stdin)
+
+
+def _price(catalog: Catalog, request: PriceRequest, stdin: BinaryIO | None
+           ) -> PriceResult | PriceComparison:
+    if not request.models:  # price --request without -m: the body's own "model", as count's
+        from tokcost.requestbody import load_body
+        model = load_body(str(request.request), stdin=stdin).model
+        if not model:
+            raise UsageError(f"price needs a model: {arg('model', 'ID')} (the request body "
+                             "names none; see `tokcost models list`)", param="model")
+        request = replace(request, model=model)
+    if not request.several:
+        return _price_one(catalog, request.models[0], request, stdin, {})
+    refs = _expand(catalog, request.models, request.provider)
     return _compare(catalog, refs, request, stdin)
 
 

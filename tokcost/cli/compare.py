@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 import tokcost
-from tokcost.cli.console import err, escape_controls, out, print_json, progress_enabled, table, warn
+from tokcost.cli.console import err, escape_controls, out, print_json, table, warn, with_progress
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, TokenizersOpt
 from tokcost.errors import UsageError, install_hint
 from tokcost.units import spec_label
-
-if TYPE_CHECKING:
-    from tokcost import CompareRequest
 
 EPILOG = """
 Examples:
@@ -125,7 +122,7 @@ def compare(
     """
     if sum((json_out, csv_out, markdown)) > 1:
         raise UsageError("pick one of --json, --csv, --markdown")
-    result = _compare(tokcost.CompareRequest.of(
+    result = with_progress("counting", tokcost.compare, tokcost.CompareRequest.of(
         sources=tuple(sources or ()), builtin=builtin, baseline=baseline,
         kinds=tuple(kinds or ()), split=split, tokenizers=tuple(tokenizers or ()),
         models=tuple(models or ()), catalog=catalog, plot=plot, force=force))
@@ -145,15 +142,3 @@ def compare(
     if strict and result.warnings:
         err.print(f"{len(result.warnings)} warning(s) with --strict")
         raise typer.Exit(code=1)
-
-
-def _compare(request: CompareRequest) -> Any:
-    """``tokcost.compare``, with a progress bar on stderr when a person watches it."""
-    if not progress_enabled():
-        return tokcost.compare(request)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    with Progress(TextColumn("counting"), BarColumn(), MofNCompleteColumn(), console=err,
-                  transient=True) as progress:
-        task = progress.add_task("count", total=None)
-        return tokcost.compare(request, on_progress=lambda done, total: progress.update(
-            task, completed=done, total=total))

@@ -7,12 +7,14 @@ import io
 import json
 import re
 import sys
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+T = TypeVar("T")
 
 def make_console(**options: Any) -> Console:
     """A rich Console that lets a BrokenPipeError through to tokcost's handler (SIGPIPE)."""
@@ -122,6 +124,19 @@ def _escape_control(match: re.Match[str]) -> str:
 def progress_enabled() -> bool:
     """Progress bars only when a person is watching stderr."""
     return bool(err.is_terminal)
+
+
+def with_progress(label: str, run: Callable[..., T], request: Any) -> T:
+    """``run(request, on_progress=...)`` behind a done/total bar on stderr when a person
+    watches it; ``run(request)`` alone into a pipe."""
+    if not progress_enabled():
+        return run(request)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True) as progress:
+        task = progress.add_task(label, total=None)
+        return run(request, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
 
 
 def print_wide(table: Any, console: Console | None = None) -> None:

@@ -274,8 +274,9 @@ def _print_table(result: Any) -> None:
         return
     shown_rows, rest = result.rows()
     shown = table(footer=len(files) > 1 or bool(by))
-    shown.add_column(_BY_HEADER[by] if by else "file", footer=f"total ({len(files)} files)",
-                     overflow="fold")
+    n = len(files)
+    shown.add_column(_BY_HEADER[by] if by else "file",
+                     footer=f"total ({n:,} file{'s' * (n != 1)})", overflow="fold")
     if by:
         shown.add_column("files", justify="right", footer=f"{len(files):,}")
     shown.add_column("bytes", justify="right", footer=f"{result.total_bytes:,}")
@@ -340,13 +341,13 @@ def _print_request(result: Any, json_out: bool) -> None:
     if json_out:
         print_json(result.to_dict())
         return
-    shown = table("model", "part", "tokens")
+    shown = table("model", "part", "tokens", "window", text=2)
     for m in result.models:
         for p in m.counted.parts:
-            shown.add_row(m.id, p.kind, _fmt(p.tokens, p.exact))
-        share = "" if m.context_share is None else f" ({_pct(m.context_share)} of its window)"
+            shown.add_row(m.id, p.kind, _fmt(p.tokens, p.exact), "")
+        share = "-" if m.context_share is None else _pct(m.context_share)
         if m.counted.unknown:  # the warnings say which and why
-            share += f", {m.counted.unknown} not counted"
+            share += f" ({m.counted.unknown} not counted)"
         shown.add_row(f"[bold]{m.id}[/bold]", "[bold]total[/bold]",
-                      f"[bold]{_fmt(m.counted.total, m.counted.exact)}[/bold]{share}")
+                      f"[bold]{_fmt(m.counted.total, m.counted.exact)}[/bold]", share)
     out.print(shown)

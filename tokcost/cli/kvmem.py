@@ -13,7 +13,7 @@ from typer._click.core import ParameterSource as Source
 
 import tokcost
 from tokcost.cli.base import App, cli_words, current_words
-from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn
+from tokcost.cli.console import err, out, print_json, progress_enabled, table, warn, with_progress
 from tokcost.cli.generate import ModelDirOpt
 from tokcost.cli.options import CatalogOpt, JsonOpt, PlotForceOpt, count_option
 from tokcost.errors import install_hint
@@ -296,7 +296,7 @@ def _limits(step: Any, lead: str, kv: str) -> str:
         text += (f"{_si(step.flops, 'FLOP')} / {_si(step.peak_flops_per_s, 'FLOP/s')}{eff} "
                  f"= {_time(step.compute_seconds)}")
     if (comm := step.allreduce_seconds) is not None:
-        text += f"; + all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
+        text += f"; all-reduce {format_bytes(step.allreduce_bytes)} = {_time(comm)}"
     return text
 
 
@@ -363,7 +363,7 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     json_out: JsonOpt = False,
     catalog: CatalogOpt = None) -> None:
     """Serve a stream of requests under each allocation policy and show where memory goes."""
-    result = _simulate(tokcost.SimulationRequest.of(**given(ctx)))
+    result = with_progress("serving", tokcost.simulate, tokcost.SimulationRequest.of(**given(ctx)))
     if result.clipped_requests:
         cut, drawn = result.clipped_requests, result.requests
         limit = (f"--max-len {result.max_len:,}" if max_len is not None
@@ -377,18 +377,6 @@ def simulate(  # each parameter is the field of tokcost.SimulationRequest of its
     _render_simulation(result)
     if plot is not None:
         err.print(f"wrote {plot}")
-
-
-def _simulate(request: Any) -> Any:
-    """``tokcost.simulate``, with a progress bar on stderr when a person watches it."""
-    if not progress_enabled():
-        return tokcost.simulate(request)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    with Progress(TextColumn("serving"), BarColumn(), MofNCompleteColumn(), console=err,
-                  transient=True) as progress:
-        task = progress.add_task("serve", total=None)
-        return tokcost.simulate(request, on_progress=lambda done, total: progress.update(
-            task, completed=done, total=total))
 
 
 def _render_simulation(result: Any) -> None:

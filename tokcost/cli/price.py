@@ -56,7 +56,8 @@ def price(
     paths: Annotated[list[str] | None, typer.Argument(
         help="Files or folders whose text is the prompt ('-' for stdin).")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help=(
-        "Model id, alias, dated id or glob ('claude-*'); several: side by side."))] = None,
+        "Model id, alias, dated id or glob ('claude-*'); several: side by side (with "
+        "--request, default: the body's model)."))] = None,
     input_tokens: Annotated[str | None, _count(
         "Prompt tokens per request (12k).", "--input-tokens", "-i")] = None,
     output_tokens: Annotated[str, _count("Output tokens per request.")] = "0",

@@ -363,12 +363,12 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
     """The whole text of one input (``-``: stdin), or why it is skipped."""
     raw = name = str(path)
     if raw == STDIN:
-        name, data = STDIN_NAME, stdin_source(stdin).read()
+        name, data = STDIN_NAME, _read_text_bytes(STDIN_NAME, stdin_source(stdin))
     else:
         try:
             # open(), not Path.read_bytes(): pathlib would read "notes.txt/" as notes.txt
             with open(raw, "rb") as handle:
-                data = handle.read()
+                data = _read_text_bytes(name, handle)
         except FileNotFoundError:
             raise UsageError(f"no such file: {raw or repr(raw)}") from None
         except IsADirectoryError:
@@ -377,7 +377,13 @@ def load_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText 
             raise UsageError(not_a_folder(raw)) from None
         except OSError as err:
             return Skipped(name, f"unreadable ({err.strerror})")
-    return decode_input(name, data)
+    return decode_input(name, data) if isinstance(data, bytes) else data
+
+
+def _read_text_bytes(name: str, source: ByteSource) -> bytes | Skipped:
+    """All of ``source``, unless its head is binary: /dev/zero is not read to the end."""
+    reason, _, rest = sniff_source(source, wide=True)
+    return Skipped(name, reason) if reason is not None else rest.read()
 
 
 def read_input(path: str | Path, *, stdin: BinaryIO | None = None) -> InputText:

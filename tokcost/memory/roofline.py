@@ -1,7 +1,7 @@
 """How fast a model runs on a GPU, per GPU: a pass (a decode step, prefill) takes the longer of
 bytes over bandwidth and FLOPs over peak FLOP/s, each x ``efficiency``, plus under tensor
-parallelism the bytes its all-reduces move over the GPU's interconnect (docs/kvmem.md). Every
-time is a floor, so every rate is an upper bound."""
+parallelism the least its all-reduces move over the GPU's interconnect, overlapped (docs/kvmem.md).
+Every time is a floor, so every rate is an upper bound."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def _ms(seconds: float | None, digits: int = 4) -> float | None:
 
 @dataclass(frozen=True, kw_only=True)
 class _Limits:
-    """One pass's two times (bandwidth, compute) and which binds."""
+    """One pass's floors (bandwidth, compute, tensor-parallel interconnect) and which binds."""
 
     weights_bytes: int
     kv_bytes: int  # decode: every sequence's cache, read; prefill: the prompt's, written
@@ -189,7 +189,7 @@ class _Limits:
     peak_flops_per_s: float | None = None
     efficiency: float = 1.0
     experts_touched: float | None = None  # per MoE layer, for the pass's tokens
-    allreduce_bytes: int = 0  # tensor parallel: what each GPU sends in the pass's all-reduces
+    allreduce_bytes: int = 0  # tensor parallel: the least each GPU sends in the all-reduces
     interconnect_bytes_per_s: int | None = None  # both directions, as datasheets state it
 
     @property
@@ -208,20 +208,23 @@ class _Limits:
 
     @property
     def allreduce_seconds(self) -> float | None:
-        """A ring all-reduce sends and receives at once: half the two-way figure each way."""
+        """Sent and received at once: half the two-way figure each way."""
         if not self.allreduce_bytes or self.interconnect_bytes_per_s is None:
             return None
         return self.allreduce_bytes / (self.interconnect_bytes_per_s / 2 * self.efficiency)
 
     @property
     def seconds(self) -> float:
-        # The all-reduces sit between the layers' matmuls: added, not overlapped.
-        return max(self.bandwidth_seconds, self.compute_seconds or 0.0) + (
-            self.allreduce_seconds or 0.0)
+        # A floor: engines overlap the all-reduces with other work (SGLang's two-batch
+        # overlap, vLLM's dual-batch overlap), so at best they hide behind the slower roof.
+        return max(self.bandwidth_seconds, self.compute_seconds or 0.0,
+                   self.allreduce_seconds or 0.0)
 
     @property
     def bound(self) -> str:
-        return "compute" if (self.compute_seconds or 0.0) > self.bandwidth_seconds else "bandwidth"
+        times = {"bandwidth": self.bandwidth_seconds, "compute": self.compute_seconds or 0.0,
+                 "interconnect": self.allreduce_seconds or 0.0}
+        return max(times, key=lambda k: times[k])  # ties: bandwidth, then compute
 
     def _times(self) -> dict[str, object]:
         touched = self.experts_touched
@@ -302,14 +305,16 @@ class Roofline:
         return params or 0
 
     def _allreduce_bytes(self, tokens: int) -> int:
-        """Bytes each GPU sends per pass under tensor parallelism: two all-reduces a layer
-        (after attention, after the MLP; Megatron-LM, Shoeybi et al. 2019, §3) of the
-        tokens' bf16 hidden states, 2(n-1)/n of them each in a ring (NCCL's bus bandwidth,
-        https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)."""
+        """The least each GPU sends per pass under tensor parallelism: two all-reduces a layer
+        (after attention, after the MLP; Megatron-LM, Shoeybi et al. 2019, §3) of the tokens'
+        bf16 hidden states, (n-1)/n of them each: the share it does not reduce itself, with
+        as much received. A ring sends twice that (2(n-1)/n, NCCL's bus bandwidth:
+        https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md); a switch that
+        reduces in the network (NVLink SHARP, NCCL's NVLS) comes nearer the floor."""
         tp, hidden = self.layout.tp, self.arch.hidden_size
         if tp < 2 or not hidden:
             return 0
-        return 2 * self.arch.layers * 2 * (tp - 1) * tokens * hidden * _ACTIVATION_BYTES // tp
+        return 2 * self.arch.layers * (tp - 1) * tokens * hidden * _ACTIVATION_BYTES // tp
 
     def _pass(self, kind: type[_P], tokens: int, flops: int, kv_bytes: int, **own: int) -> _P:
         read, p = read_weights(self.arch, tokens=tokens, dtype=self.weights_dtype,
@@ -378,9 +383,10 @@ def _allreduce_note(arch: Architecture, peaks: Peaks, *, tp: int, gpu: str | Non
         why = (f"{gpu or 'the GPU'} states no interconnect bandwidth" if link is None
                else "the model states no hidden_size")
         return Note(f"tensor parallelism ({arg('tp', tp)}): the all-reduces between GPUs are "
-                    f"not modelled ({why}), so decode and prefill are faster than they can be")
+                    f"not modelled ({why}); the bounds hold, looser")
     return Note(
-        f"tensor parallelism ({arg('tp', tp)}): each pass adds two all-reduces per layer of "
+        f"tensor parallelism ({arg('tp', tp)}): each pass moves two all-reduces per layer of "
         f"the tokens' hidden states ({arch.hidden_size:,} x 2 bytes a token) over {gpu}'s "
-        f"{link / 1e9:,.0f} GB/s interconnect (a ring: 2(n-1)/n of them each way), not "
-        "overlapped; their latency (microseconds each, twice per layer) is not modelled")
+        f"{link / 1e9:,.0f} GB/s interconnect, at least (n-1)/n of them each way (a ring "
+        "moves twice that), overlapped at best: a third floor beside bandwidth and compute; "
+        "their latency (microseconds each, twice per layer) is not modelled")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Sequence
@@ -10,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokcost.errors import InputError, UsageError, arg
+from tokcost.limits import loads_json
 from tokcost.units import parse_count
 
 __all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "Request", "clip_requests", "load_requests",
            "requests_from_distribution"]
 
 MAX_REQUESTS = 10**6  # replayed under each policy: a million take about a minute
+MAX_TRACE_LINE = 1 << 20  # bytes of one trace line: a row of lengths, or with its text
 # (prompt mean, output mean) in tokens, as the PagedAttention paper reports its traces (§6.1).
 DISTRIBUTIONS: dict[str, tuple[float, float]] = {"sharegpt": (161.0, 338.0),
                                                   "alpaca": (19.31, 58.45)}
@@ -99,12 +100,36 @@ def clip_requests(requests: Sequence[Request], max_len: int) -> tuple[list[Reque
     return out, sum(r.total > max_len for r in requests)
 
 
+def _trace_row(line: str, path: Path, no: int) -> Request:
+    try:
+        row = loads_json(line)  # a deeply nested line: ValueError, not RecursionError
+        p = int(row.get("prompt_tokens", row.get("prompt")))
+        o = int(row.get("output_tokens", row.get("output")))
+        n = int(row.get("n", 1))
+        arrival = int(row.get("arrival", 0))
+    except (ValueError, TypeError, AttributeError, OverflowError):
+        raise InputError(f"{path}:{no}: expected a JSON object with integer prompt_tokens and "
+                         "output_tokens") from None
+    if p < 1 or o < 1 or n < 1 or arrival < 0:
+        raise InputError(f"{path}:{no}: lengths and n must be >= 1, arrival >= 0")
+    return Request(p, o, n, arrival)
+
+
 def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Request]:
     """Requests from JSONL, ``{"prompt_tokens": P, "output_tokens": O}`` a line (or ``prompt``,
     ``output``; optional ``n`` samples, ``arrival`` step), clipped to ``max_len``."""
     path = Path(path)
+    out: list[Request] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with open(path, "rb") as handle:  # line by line, each bounded: /dev/zero ends too
+            for no, raw in enumerate(iter(lambda: handle.readline(MAX_TRACE_LINE + 1), b""), 1):
+                if len(raw) > MAX_TRACE_LINE or len(out) >= MAX_REQUESTS:
+                    raise InputError(f"{path}:{no}: " + (
+                        f"a line over {MAX_TRACE_LINE >> 20} MiB" if len(out) < MAX_REQUESTS
+                        else f"more than {MAX_REQUESTS:,} requests, what the simulation "
+                        "replays") + "; give a JSONL trace of request lengths")
+                if raw.strip():
+                    out.append(_trace_row(raw.decode("utf-8"), path, no))
     except FileNotFoundError:
         raise UsageError(f"requests file not found: {path}") from None
     except UnicodeDecodeError:
@@ -112,22 +137,6 @@ def load_requests(path: str | Path, *, max_len: int | None = 2048) -> list[Reque
                          '{"prompt_tokens": P, "output_tokens": O} per line') from None
     except OSError as exc:
         raise InputError(f"cannot read requests file {path}: {exc.strerror}") from None
-    out = []
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            p = int(row.get("prompt_tokens", row.get("prompt")))
-            o = int(row.get("output_tokens", row.get("output")))
-            n = int(row.get("n", 1))
-            arrival = int(row.get("arrival", 0))
-        except (ValueError, TypeError, AttributeError):
-            raise InputError(f"{path}:{no}: expected a JSON object with integer prompt_tokens and "
-                             "output_tokens") from None
-        if p < 1 or o < 1 or n < 1 or arrival < 0:
-            raise InputError(f"{path}:{no}: lengths and n must be >= 1, arrival >= 0")
-        out.append(Request(p, o, n, arrival))
     if not out:
         raise InputError(f"{path} holds no requests")
     return out if max_len is None else clip_requests(out, max_len)[0]

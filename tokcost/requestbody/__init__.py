@@ -170,6 +170,10 @@ def count_body(body: Body, model: ModelEntry, tokenizer: Tokenizer) -> BodyCount
     ctx, tally = Context(model, tokenizer, body.base), Tally()
     counter = anthropic.count_messages if body.format == ANTHROPIC else openai.count_request
     unknown = counter(body, ctx, tally)
+    provider = "anthropic" if body.format == ANTHROPIC else "openai"
+    if model.provider and model.provider != provider:  # -m gpt-4o on a Claude body
+        tally.note(f"{model.id} is {model.provider}'s; the body, written for "
+                   f"{body.format}, is counted by {provider}'s rules")
     return BodyCount(body.format, tally.parts(), tuple(tally.notes), unknown)
 
 

@@ -93,8 +93,10 @@ def openai_patches(width: int, height: int) -> int:
     w, h = float(width), float(height)
     if _ceil(w / PATCH) * _ceil(h / PATCH) > MAX_PATCHES:
         r = math.sqrt(PATCH * PATCH * MAX_PATCHES / (w * h))
-        r *= min(math.floor(w * r / PATCH) / (w * r / PATCH),
-                 math.floor(h * r / PATCH) / (h * r / PATCH))
+        # The guide's floor takes a side narrower than one patch (20 x 100,000 px) to none,
+        # billing nothing: such a side keeps its one patch.
+        r *= min(max(1, math.floor(w * r / PATCH)) / (w * r / PATCH),
+                 max(1, math.floor(h * r / PATCH)) / (h * r / PATCH))
         w, h = w * r, h * r
     return min(_ceil(w / PATCH) * _ceil(h / PATCH), MAX_PATCHES)
 
@@ -135,5 +137,5 @@ def openai_image(model: str, size: tuple[int, int] | None, detail: str) -> Image
 # https://platform.claude.com/docs/en/build-with-claude/vision#evaluate-image-size
 def anthropic_image(width: int, height: int) -> ImageTokens:
     scale = min(1.0, 1568 / max(width, height), math.sqrt(1600 * 750 / (width * height)))
-    w, h = int(width * scale), int(height * scale)
+    w, h = max(1, int(width * scale)), max(1, int(height * scale))  # 1 x 3000: not 0 x 1568
     return ImageTokens(math.ceil(w * h / 750), False, "width x height / 750 after resizing")

@@ -89,7 +89,7 @@ def count_request(body: Body, ctx: Context, tally: Tally) -> int:
     if responses:
         tally.note("Responses API: message overhead as Chat Completions' (≈; none published)")
     unknown = sum(_content_parts(m, ctx, tally) for m in messages)
-    _tool_definitions(body, ctx, tally, responses=responses)
+    unknown += _tool_definitions(body, ctx, tally, responses=responses)
     if "response_format" in body.data or "text" in body.data:
         tally.note("a structured-output schema (response_format, text.format) not counted: "
                    "no published rule")
@@ -158,16 +158,21 @@ def _image(part: dict[str, Any], ctx: Context, tally: Tally) -> int:
     return 0
 
 
-def _tool_definitions(body: Body, ctx: Context, tally: Tally, *, responses: bool) -> None:
-    functions = [t.get("function", {}) if "function" in t else t
-                 for t in require_list(body, "tools") if t.get("type", "function") == "function"]
-    functions += require_list(body, "functions")  # the legacy parameter
+def _tool_definitions(body: Body, ctx: Context, tally: Tally, *, responses: bool) -> int:
+    """Count the function definitions into ``tally``; returns those it cannot read."""
+    given = [t.get("function") if "function" in t else t
+             for t in require_list(body, "tools") if t.get("type", "function") == "function"]
+    given += require_list(body, "functions")  # the legacy parameter
+    functions: list[dict[str, Any]] = [f for f in given if isinstance(f, dict)]
+    unknown = len(given) - len(functions)  # "function": "x"
+    if unknown:
+        tally.note("a tool whose 'function' is not an object not counted")
     others = [t.get("type") for t in require_list(body, "tools") if t.get("type", "function")
               != "function"]
     if others:
         tally.note(f"built-in tools not counted: {', '.join(map(str, others))}")
     if not functions:
-        return
+        return unknown
     k = TOOL_CONSTANTS.get(ctx.model.family or "")
     tokens, covered = tools_tokens(functions, ctx, k or TOOL_CONSTANTS["gpt-4o"])
     tally.add("tools", tokens, exact=bool(k) and covered and ctx.tokenizer.exact
@@ -175,3 +180,4 @@ def _tool_definitions(body: Body, ctx: Context, tally: Tally, *, responses: bool
     if not (k and covered):
         tally.note("tools by the cookbook's formula" + ("" if k else " with gpt-4o's constants")
                    + ("" if covered else "; nested or non-string fields beyond it") + " (≈)")
+    return unknown
