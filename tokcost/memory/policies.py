@@ -356,20 +356,27 @@ class PagedPolicy(Policy):
 
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
-        b, hist, live, used = self.b, self._hist, self.live, self.used
+        b, hist, live, used, blocks = self.b, self._hist, self.live, self.used, self.num_blocks
         m = used_sum = 0
-        free = self.num_blocks - used
-        if samples is None and live and limit >= b and free >= live:
+        if self._fresh:  # the first step also copies the shared partial prompt blocks
+            used += hist[(now + 1) % b] + sum(run.cow for run in self._fresh)
+            if used > blocks:
+                return 0, (0, 0, 0, 0, 0, 0, 0)  # it runs out of blocks: grow() preempts
+            self._fresh, used_sum, m = [], used, 1
+            if samples is not None:
+                self.used = used
+                samples.append(StepSample(*self.row(now + 1, head)[:5], live))
+        if samples is None and limit - m >= b and blocks - used >= live:
             # Whole cycles of b steps: each sample takes one block per cycle, the samples of
-            # phase p first at offset (p - now - 1) % b + 1 within it.
-            q = min(free // live, limit // b)
-            offsets = sum(h * ((p - now - 1) % b + 1) for p, h in enumerate(hist) if h)
-            used_sum = (q * b * used + q * live * (q * b + 1) - q * offsets
-                        - live * b * q * (q - 1) // 2)
-            used, m = used + q * live, q * b
+            # phase p first at offset (p - base - 1) % b + 1 within it.
+            base, q = now + m, min((blocks - used) // live, (limit - m) // b)
+            offsets = sum(h * ((p - base - 1) % b + 1) for p, h in enumerate(hist) if h)
+            used_sum += (q * b * used + q * live * (q * b + 1) - q * offsets
+                         - live * b * q * (q - 1) // 2)
+            used, m = used + q * live, m + q * b
         while m < limit:  # then step by step: fewer than b steps or blocks for one cycle
             step = now + m + 1
-            if used + hist[step % b] > self.num_blocks:
+            if used + hist[step % b] > blocks:
                 break  # this step runs out of blocks: the loop serves it on its own
             used += hist[step % b]
             used_sum += used

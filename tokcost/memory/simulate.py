@@ -109,7 +109,6 @@ class _Loop:
         self.running: dict[int, Run] = {}  # by admission order, oldest first
         self.finish: list[tuple[int, int, Run]] = []  # (last step, order, run), a heap
         self.tally, self.now = _Tally(), 0
-        self.released = False  # memory freed in this step
 
     def runs(self) -> int:
         return len(self.running)
@@ -120,24 +119,26 @@ class _Loop:
     def evict(self, run: Run) -> None:
         """Preempt ``run`` (recomputed later): back to the head of the line."""
         del self.running[run.order]
-        run.alive, self.released = False, True
+        run.alive = False
         self.pol.release(run, self.now, grown=False)
         self.queue.appendleft(run.index)
 
     def run(self) -> _Tally:  # the hot loop: one iteration per event, hence its length
+        # Invariants at the top of an iteration: every request that finished by step ``now``
+        # is released; ``running`` holds the admitted ones oldest first; the queue's head, if
+        # any, has not been admitted (it arrived after ``now``, or did not fit).
         pol, reqs, queue, running, finish = self.pol, self.reqs, self.queue, self.running, \
             self.finish
         tally, samples, admitted, push = self.tally, self.samples, 0, heapq.heappush
+        arrival = [r.arrival for r in reqs]
         while queue or running:
             now = self.now
-            if not running and reqs[queue[0]].arrival > now:
-                now = reqs[queue[0]].arrival  # idle until the next request arrives
+            if not running and arrival[queue[0]] > now:
+                now = arrival[queue[0]]  # idle until the next request arrives
             # 1. Admit from the head of the queue while it fits (FCFS, no overtaking).
-            failed, self.released = None, False
-            while queue and reqs[first := queue[0]].arrival <= now:
+            while queue and arrival[first := queue[0]] <= now:
                 run = pol.admit(reqs[first], first, admitted, now + 1)
                 if run is None:
-                    failed = first
                     break
                 queue.popleft()
                 running[admitted] = run
@@ -145,44 +146,38 @@ class _Loop:
                 push(finish, (run.start + run.final - run.prompt - 1, admitted, run))
             if not running:
                 raise UsageError("a request cannot be admitted into empty memory")  # checked
-            self.now = now = now + 1
-            # 2. Every running sequence produces one token.
-            tally.preemptions += pol.grow(now, self)
-            # 3. Measure: a request that has arrived but not been admitted waits for memory.
-            head = reqs[queue[0]] if queue and reqs[queue[0]].arrival < now else None
-            row = pol.row(now, head)
-            tally.add(row, 1, pol.live, head is not None)
-            if samples is not None:
-                samples.append(StepSample(*row[:5], pol.live))
-            # 4. Finished requests free their memory; then the steps with no event, at once.
-            if finish and (finish[0][0] == now or not finish[0][2].alive):
-                self._finish()
-            if running and not self.released and (not queue or failed == queue[0]
-                                                  or reqs[queue[0]].arrival > now):
-                self._coast()
+            # 2. Every running sequence produces one token a step. Up to the next event (a
+            # completion; an arrival, after which the step may admit) nothing is admitted or
+            # released, so the policy sums those steps at once: all of them, or those before
+            # the first that runs out of blocks. A request that arrived by ``now`` and is still
+            # queued waits for memory in all of them (3. Measure).
+            while finish and not finish[0][2].alive:
+                heapq.heappop(finish)
+            limit = finish[0][0] - now
+            head = None
+            if queue:
+                if arrival[queue[0]] > now:
+                    limit = min(limit, arrival[queue[0]] - now)
+                else:
+                    head = reqs[queue[0]]
+            m, row = pol.advance(now, limit, head, samples)
+            if m:
+                tally.add(row, m, pol.live, head is not None)
+                self.now = now = now + m
+            else:  # the next step runs out of blocks: grown on its own, preempting
+                self.now = now = now + 1
+                tally.preemptions += pol.grow(now, self)
+                # A preempted request goes back to the head of the line: it waits now.
+                head = reqs[queue[0]] if queue and arrival[queue[0]] < now else None
+                row = pol.row(now, head)
+                tally.add(row, 1, pol.live, head is not None)
+                if samples is not None:
+                    samples.append(StepSample(*row[:5], pol.live))
+            # 4. Finished requests free their memory.
+            self._finish()
         if self.progress:
             self.progress(tally.completed)
         return tally
-
-    def _coast(self) -> None:
-        """Serve the steps up to the next event at once: each sample only grows (none if
-        memory runs out in the next step). Their last may finish requests."""
-        limit, head, queue, reqs = 1 << 62, None, self.queue, self.reqs
-        if queue:
-            arrival = reqs[queue[0]].arrival
-            if arrival > self.now:
-                limit = arrival - self.now  # it arrives: the step after may admit it
-            else:
-                head = reqs[queue[0]]  # it waits: memory only fills until a release
-        while self.finish and not self.finish[0][2].alive:
-            heapq.heappop(self.finish)
-        if self.finish:
-            limit = min(limit, self.finish[0][0] - self.now)
-        m, row = self.pol.advance(self.now, limit, head, self.samples)
-        if m:
-            self.tally.add(row, m, self.pol.live, head is not None)
-            self.now += m
-            self._finish()
 
     def _finish(self) -> None:
         finish, done, now = self.finish, self.tally.completed, self.now
@@ -191,7 +186,7 @@ class _Loop:
             if run.alive:
                 self.pol.release(run, now, grown=True)
                 del self.running[run.order]
-                run.alive, self.released = False, True
+                run.alive = False
                 self.tally.completed += 1
         if self.progress and self.tally.completed // _PROGRESS_EVERY > done // _PROGRESS_EVERY:
             self.progress(self.tally.completed)
