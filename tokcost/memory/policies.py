@@ -272,6 +272,7 @@ class PagedPolicy(Policy):
         self.used = 0  # physical blocks
         self.saved = 0  # blocks prefix sharing saves: logical = used + saved after a step
         self._hist = [0] * self.b  # samples taking a block at steps s with s % b == phase
+        self._moment = 0  # sum of phase * samples over the phases (for whole cycles)
         self._phases: list[dict[int, Run]] = [{} for _ in range(self.b)]  # in admission order
         self._fresh: list[Run] = []  # admitted at the start of this step
 
@@ -300,6 +301,7 @@ class PagedPolicy(Policy):
             self.saved += (n - 1) * run.full
         run.phase = phase = (1 - run.c) % b
         self._hist[phase] += n
+        self._moment += phase * n
         self._phases[phase][order] = run
         self.live += n
         self.lc += n * run.c
@@ -312,6 +314,7 @@ class PagedPolicy(Policy):
         # Preempted before its first step: its prompt blocks, the partial one not yet copied.
         self.used -= held - run.cow if length == run.prompt else held
         self._hist[run.phase] -= n
+        self._moment -= run.phase * n
         del self._phases[run.phase][run.order]
         self.saved -= (n - 1) * run.full
         self.live -= n
@@ -368,9 +371,11 @@ class PagedPolicy(Policy):
                 samples.append(StepSample(*self.row(now + 1, head)[:5], live))
         if samples is None and limit - m >= b and blocks - used >= live:
             # Whole cycles of b steps: each sample takes one block per cycle, the samples of
-            # phase p first at offset (p - base - 1) % b + 1 within it.
+            # phase p first at offset (p - r) % b + 1 within it, r = (base + 1) % b; summed
+            # over the samples: moment - r * live + b * (samples of phases below r) + live.
             base, q = now + m, min((blocks - used) // live, (limit - m) // b)
-            offsets = sum(h * ((p - base - 1) % b + 1) for p, h in enumerate(hist) if h)
+            r = (base + 1) % b
+            offsets = self._moment - r * live + b * sum(hist[:r]) + live
             used_sum += (q * b * used + q * live * (q * b + 1) - q * offsets
                          - live * b * q * (q - 1) // 2)
             used, m = used + q * live, m + q * b
