@@ -164,7 +164,9 @@ class _Loop:
             if m:
                 tally.add(row, m, pol.live, head is not None)
                 self.now = now = now + m
-            else:  # the next step runs out of blocks: grown on its own, preempting
+            if m < limit:
+                # The next step runs out of blocks: grown on its own, preempting. No admission
+                # in between: nothing was released, so the head still does not fit.
                 self.now = now = now + 1
                 tally.preemptions += pol.grow(now, self)
                 # A preempted request goes back to the head of the line: it waits now.
