@@ -154,6 +154,7 @@ class ContiguousPolicy(Policy):
         self._intervals: list[tuple[int, int]] = []  # (start, end), sorted
         self._sizes = self._finals = 0  # slots reserved; tokens the running samples will hold
         self._split_of: tuple[Request | None, tuple[int, int, int]] | None = None  # memoized
+        self._misfit: Request | None = None  # its first sample found no gap (until a change)
 
     @abstractmethod
     def reservation(self, total: int) -> int:
@@ -172,16 +173,20 @@ class ContiguousPolicy(Policy):
 
     def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
         size, starts = self.reservation(r.total), list[int]()
+        if size * r.n > self.capacity - self._sizes:
+            return None  # not enough free slots, gaps or not
         for _ in range(r.n):
             first = self._first_fit(size)
             if first is None:
+                if not starts:
+                    self._misfit = r
                 for s in starts:
                     self._intervals.remove((s, s + size))
                 return None
             bisect.insort(self._intervals, (first, first + size))
             starts.append(first)
         run = Run(index, r, order, start)
-        run.starts, run.size, self._split_of = starts, size, None
+        run.starts, run.size, self._split_of, self._misfit = starts, size, None, None
         self._sizes += r.n * size
         self._finals += r.n * run.final
         self.live += r.n
@@ -191,7 +196,7 @@ class ContiguousPolicy(Policy):
     def release(self, run: Run, now: int, *, grown: bool) -> None:
         for s in run.starts:
             self._intervals.remove((s, s + run.size))
-        self._split_of = None
+        self._split_of = self._misfit = None
         self._sizes -= run.n * run.size
         self._finals -= run.n * run.final
         self.live -= run.n
@@ -203,8 +208,10 @@ class ContiguousPolicy(Policy):
             return self._split_of[1]
         free, split = self.capacity - self._sizes, (self._sizes - self._finals, 0, 0)
         need = 0 if head is None else self.reservation(head.total)
-        # Enough free slots in total, but no gap large enough: external fragmentation.
-        if head is not None and free >= need * head.n and self._largest_gap() < need:
+        # Enough free slots in total, but no gap large enough: external fragmentation (known
+        # when the head's first sample just failed to find one).
+        if head is not None and free >= need * head.n and (
+                self._misfit is head or self._largest_gap() < need):
             split = (split[0], free, 0)
         else:
             split = (split[0], 0, free)
