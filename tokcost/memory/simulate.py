@@ -195,8 +195,18 @@ class _Loop:
             self.progress(self.tally.completed)
 
 
-def _infeasible(pol: Policy, reqs: Sequence[Request]) -> str | None:
-    """Why ``pol`` cannot serve ``reqs`` (a request larger than the whole memory), or None."""
+def _bound(reqs: Sequence[Request]) -> Request:
+    """A request needing at least as much as any of ``reqs`` under every policy: the longest
+    total and the most samples, its prompt one token (nothing shared)."""
+    total = max(r.prompt_tokens + r.output_tokens for r in reqs)
+    return Request(1, total - 1, max(r.n for r in reqs))
+
+
+def _infeasible(pol: Policy, reqs: Sequence[Request], bound: Request) -> str | None:
+    """Why ``pol`` cannot serve ``reqs`` (a request larger than the whole memory), or None;
+    the scan for the first culprit only when ``bound`` (see _bound) does not fit."""
+    if pol.admit_need(bound) <= pol.capacity:
+        return None
     for i, r in enumerate(reqs):
         if (need := pol.admit_need(r)) > pol.capacity:
             return (f"request {i} ({r.prompt_tokens:,}+{r.output_tokens:,} tokens x {r.n}) "
@@ -220,7 +230,7 @@ def simulate(requests: Iterable[Request], *, capacity_tokens: int, policy: Polic
     pol = make_policy(policy, capacity_tokens, max_len=max_len, block_size=block_size,
                       share_prefix=share_prefix)
     reqs = requests if isinstance(requests, Sequence) else list(requests)
-    if (reason := _infeasible(pol, reqs)) is not None:
+    if (reason := _infeasible(pol, reqs, _bound(reqs))) is not None:
         raise _refusal(reason)
     tally = _Loop(pol, reqs, samples, progress).run()
     return tally.report(pol, any(r.n > 1 for r in reqs))
@@ -233,13 +243,13 @@ def compare_policies(requests: Sequence[Request], *, capacity_tokens: int,
     """One report per policy; a policy that cannot hold some request alone is reported
     infeasible while the others run (an error only if none can). ``progress`` hears
     (requests served, requests x policies)."""
-    total, reports = len(requests) * len(policies), []
+    total, reports, bound = len(requests) * len(policies), [], _bound(requests)
     if progress is not None:
         progress(0, total)
     for k, name in enumerate(policies):
         pol = make_policy(name, capacity_tokens, max_len=max_len, block_size=block_size)
         done = k * len(requests)
-        if (reason := _infeasible(pol, requests)) is not None:
+        if (reason := _infeasible(pol, requests, bound)) is not None:
             reports.append(PolicyReport(
                 pol.name.value, pol.block_size if pol.paged else None, pol.capacity, 0.0, 0.0,
                 0.0, 0.0, 0.0, 0, 0.0, 0, 0, 0, 0, None, infeasible=reason))
