@@ -155,13 +155,20 @@ class ContiguousPolicy(Policy):
         self._sizes = self._finals = 0  # slots reserved; tokens the running samples will hold
         self._split_of: tuple[Request | None, tuple[int, int, int]] | None = None  # memoized
         self._misfit: Request | None = None  # its first sample found no gap (until a change)
+        self._sizes_of: dict[int, int] = {}  # reservation by total length, memoized
+
+    def _size(self, r: Request) -> int:
+        total = r.prompt_tokens + r.output_tokens
+        if (size := self._sizes_of.get(total)) is None:
+            size = self._sizes_of[total] = self.reservation(total)
+        return size
 
     @abstractmethod
     def reservation(self, total: int) -> int:
         """Slots reserved for a sample that will hold ``total`` tokens."""
 
     def admit_need(self, r: Request) -> int:
-        return self.reservation(r.total) * r.n
+        return self._size(r) * r.n
 
     def _first_fit(self, size: int) -> int | None:
         pos = 0
@@ -172,7 +179,7 @@ class ContiguousPolicy(Policy):
         return pos if self.capacity - pos >= size else None
 
     def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
-        size, starts = self.reservation(r.total), list[int]()
+        size, starts = self._size(r), list[int]()
         if size * r.n > self.capacity - self._sizes:
             return None  # not enough free slots, gaps or not
         for _ in range(r.n):
@@ -207,7 +214,7 @@ class ContiguousPolicy(Policy):
         if self._split_of is not None and self._split_of[0] is head:
             return self._split_of[1]
         free, split = self.capacity - self._sizes, (self._sizes - self._finals, 0, 0)
-        need = 0 if head is None else self.reservation(head.total)
+        need = 0 if head is None else self._size(head)
         # Enough free slots in total, but no gap large enough: external fragmentation (known
         # when the head's first sample just failed to find one).
         if head is not None and free >= need * head.n and (
