@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from operator import add
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from operator import add
 from typing import Any
 
 from tokcost.errors import UsageError, arg
