@@ -127,7 +127,8 @@ class Policy(ABC):
         """Free ``run``'s memory in step ``now``, after its growth or (preempted) before it."""
 
     def grow(self, now: int, host: Host) -> int:
-        """Give the token each sample produces in step ``now`` a slot; preemptions."""
+        """Give the token each sample produces in step ``now`` a slot, in a step ``advance``
+        found short of memory; the number of preemptions."""
         return 0
 
     @abstractmethod
@@ -137,8 +138,9 @@ class Policy(ABC):
     @abstractmethod
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
-        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released:
-        how many pass before one would run out of memory, and their summed split."""
+        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released
+        (the first grows the requests admitted for it too): how many pass before one would
+        run out of memory, and their summed split."""
 
     def _tokens(self, now: int, m: int) -> int:
         """Token states summed over steps now+1 .. now+m (each sample grows one a step)."""
