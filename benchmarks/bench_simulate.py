@@ -44,6 +44,15 @@ def run(requests: int) -> tuple[float, float, int, dict[str, Any]]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, json.loads(out)
 
 
+def core_speed() -> float:
+    """CPU seconds of ten million Python additions: how fast this core runs Python now (a
+    loaded or slow core takes longer), to compare the figures between machines."""
+    start, x = time.process_time(), 0
+    for i in range(10_000_000):
+        x += i
+    return time.process_time() - start
+
+
 def same(new: dict[str, Any], old: dict[str, Any]) -> bool:
     """The same figures, the key added since (``infeasible``, null here) aside."""
     rows = [{k: v for k, v in p.items() if k != "infeasible"} for p in new["policies"]]
@@ -59,7 +68,8 @@ def main() -> None:
              for s in args.sizes.split(",")]
     previous = json.loads(PREVIOUS.read_text(encoding="utf-8"))
     print(f"kvmem simulate, OPT-13B 12 GB, ShareGPT-like, 4 policies; load average "
-          f"{os.getloadavg()[0]:.2f}; previous: {previous['implementation']}")
+          f"{os.getloadavg()[0]:.2f}; 10M Python additions {core_speed():.2f} s CPU; previous: "
+          f"{previous['implementation']}")
     print(f"{'requests':>10} {'wall s':>8} {'CPU s':>8} {'peak RSS':>10} {'prev CPU s':>11} "
           f"{'prev RSS':>10} {'speed-up':>9}  same figures")
     for n in sizes:

@@ -127,7 +127,8 @@ class Policy(ABC):
         """Free ``run``'s memory in step ``now``, after its growth or (preempted) before it."""
 
     def grow(self, now: int, host: Host) -> int:
-        """Give the token each sample produces in step ``now`` a slot; preemptions."""
+        """Give the token each sample produces in step ``now`` a slot, in a step ``advance``
+        found short of memory; the number of preemptions."""
         return 0
 
     @abstractmethod
@@ -137,8 +138,9 @@ class Policy(ABC):
     @abstractmethod
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
-        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released:
-        how many pass before one would run out of memory, and their summed split."""
+        """Serve up to ``limit`` steps after ``now`` in which nothing is admitted or released
+        (the first grows the requests admitted for it too): how many pass before one would
+        run out of memory, and their summed split."""
 
     def _tokens(self, now: int, m: int) -> int:
         """Token states summed over steps now+1 .. now+m (each sample grows one a step)."""
@@ -154,13 +156,21 @@ class ContiguousPolicy(Policy):
         self._intervals: list[tuple[int, int]] = []  # (start, end), sorted
         self._sizes = self._finals = 0  # slots reserved; tokens the running samples will hold
         self._split_of: tuple[Request | None, tuple[int, int, int]] | None = None  # memoized
+        self._misfit: Request | None = None  # its first sample found no gap (until a change)
+        self._sizes_of: dict[int, int] = {}  # reservation by total length, memoized
+
+    def _size(self, r: Request) -> int:
+        total = r.prompt_tokens + r.output_tokens
+        if (size := self._sizes_of.get(total)) is None:
+            size = self._sizes_of[total] = self.reservation(total)
+        return size
 
     @abstractmethod
     def reservation(self, total: int) -> int:
         """Slots reserved for a sample that will hold ``total`` tokens."""
 
     def admit_need(self, r: Request) -> int:
-        return self.reservation(r.total) * r.n
+        return self._size(r) * r.n
 
     def _first_fit(self, size: int) -> int | None:
         pos = 0
@@ -171,17 +181,21 @@ class ContiguousPolicy(Policy):
         return pos if self.capacity - pos >= size else None
 
     def admit(self, r: Request, index: int, order: int, start: int) -> Run | None:
-        size, starts = self.reservation(r.total), list[int]()
+        size, starts = self._size(r), list[int]()
+        if size * r.n > self.capacity - self._sizes:
+            return None  # not enough free slots, gaps or not
         for _ in range(r.n):
             first = self._first_fit(size)
             if first is None:
+                if not starts:
+                    self._misfit = r
                 for s in starts:
                     self._intervals.remove((s, s + size))
                 return None
             bisect.insort(self._intervals, (first, first + size))
             starts.append(first)
         run = Run(index, r, order, start)
-        run.starts, run.size, self._split_of = starts, size, None
+        run.starts, run.size, self._split_of, self._misfit = starts, size, None, None
         self._sizes += r.n * size
         self._finals += r.n * run.final
         self.live += r.n
@@ -191,7 +205,7 @@ class ContiguousPolicy(Policy):
     def release(self, run: Run, now: int, *, grown: bool) -> None:
         for s in run.starts:
             self._intervals.remove((s, s + run.size))
-        self._split_of = None
+        self._split_of = self._misfit = None
         self._sizes -= run.n * run.size
         self._finals -= run.n * run.final
         self.live -= run.n
@@ -202,9 +216,11 @@ class ContiguousPolicy(Policy):
         if self._split_of is not None and self._split_of[0] is head:
             return self._split_of[1]
         free, split = self.capacity - self._sizes, (self._sizes - self._finals, 0, 0)
-        need = 0 if head is None else self.reservation(head.total)
-        # Enough free slots in total, but no gap large enough: external fragmentation.
-        if head is not None and free >= need * head.n and self._largest_gap() < need:
+        need = 0 if head is None else self._size(head)
+        # Enough free slots in total, but no gap large enough: external fragmentation (known
+        # when the head's first sample just failed to find one).
+        if head is not None and free >= need * head.n and (
+                self._misfit is head or self._largest_gap() < need):
             split = (split[0], free, 0)
         else:
             split = (split[0], 0, free)
@@ -272,6 +288,7 @@ class PagedPolicy(Policy):
         self.used = 0  # physical blocks
         self.saved = 0  # blocks prefix sharing saves: logical = used + saved after a step
         self._hist = [0] * self.b  # samples taking a block at steps s with s % b == phase
+        self._moment = 0  # sum of phase * samples over the phases (for whole cycles)
         self._phases: list[dict[int, Run]] = [{} for _ in range(self.b)]  # in admission order
         self._fresh: list[Run] = []  # admitted at the start of this step
 
@@ -300,6 +317,7 @@ class PagedPolicy(Policy):
             self.saved += (n - 1) * run.full
         run.phase = phase = (1 - run.c) % b
         self._hist[phase] += n
+        self._moment += phase * n
         self._phases[phase][order] = run
         self.live += n
         self.lc += n * run.c
@@ -312,6 +330,7 @@ class PagedPolicy(Policy):
         # Preempted before its first step: its prompt blocks, the partial one not yet copied.
         self.used -= held - run.cow if length == run.prompt else held
         self._hist[run.phase] -= n
+        self._moment -= run.phase * n
         del self._phases[run.phase][run.order]
         self.saved -= (n - 1) * run.full
         self.live -= n
@@ -356,20 +375,29 @@ class PagedPolicy(Policy):
 
     def advance(self, now: int, limit: int, head: Request | None,
                 samples: list[StepSample] | None) -> tuple[int, Row]:
-        b, hist, live, used = self.b, self._hist, self.live, self.used
+        b, hist, live, used, blocks = self.b, self._hist, self.live, self.used, self.num_blocks
         m = used_sum = 0
-        free = self.num_blocks - used
-        if samples is None and live and limit >= b and free >= live:
+        if self._fresh:  # the first step also copies the shared partial prompt blocks
+            used += hist[(now + 1) % b] + sum(run.cow for run in self._fresh)
+            if used > blocks:
+                return 0, (0, 0, 0, 0, 0, 0, 0)  # it runs out of blocks: grow() preempts
+            self._fresh, used_sum, m = [], used, 1
+            if samples is not None:
+                self.used = used
+                samples.append(StepSample(*self.row(now + 1, head)[:5], live))
+        if samples is None and limit - m >= b and blocks - used >= live:
             # Whole cycles of b steps: each sample takes one block per cycle, the samples of
-            # phase p first at offset (p - now - 1) % b + 1 within it.
-            q = min(free // live, limit // b)
-            offsets = sum(h * ((p - now - 1) % b + 1) for p, h in enumerate(hist) if h)
-            used_sum = (q * b * used + q * live * (q * b + 1) - q * offsets
-                        - live * b * q * (q - 1) // 2)
-            used, m = used + q * live, q * b
+            # phase p first at offset (p - r) % b + 1 within it, r = (base + 1) % b; summed
+            # over the samples: moment - r * live + b * (samples of phases below r) + live.
+            base, q = now + m, min((blocks - used) // live, (limit - m) // b)
+            r = (base + 1) % b
+            offsets = self._moment - r * live + b * sum(hist[:r]) + live
+            used_sum += (q * b * used + q * live * (q * b + 1) - q * offsets
+                         - live * b * q * (q - 1) // 2)
+            used, m = used + q * live, m + q * b
         while m < limit:  # then step by step: fewer than b steps or blocks for one cycle
             step = now + m + 1
-            if used + hist[step % b] > self.num_blocks:
+            if used + hist[step % b] > blocks:
                 break  # this step runs out of blocks: the loop serves it on its own
             used += hist[step % b]
             used_sum += used
