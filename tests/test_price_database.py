@@ -327,3 +327,22 @@ def test_models_list_all_and_show_name_the_source() -> None:
     assert {"anthropic", "google"} <= set(shown["genai_prices"]["providers"])
     text = runner.invoke(app, ["models", "list", "--all", "--provider", "x-ai"])
     assert text.exit_code == 0 and "genai-prices" in text.stdout
+
+
+def test_check_prices_a_model_only_the_database_knows(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """check's model: may be a genai-prices model; its cost per call is price's for the call."""
+    (tmp_path / "a.txt").write_text("hello world, a small prompt\n", encoding="utf-8")
+    (tmp_path / "tokcost.yaml").write_text(
+        "version: 1\nmodel: grok-4\nbudgets:\n  - name: all\n    paths: ['*.txt']\n"
+        "    max_cost_per_call: 0.01\n    output_tokens: 1000\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ran = CliRunner().invoke(app, ["check", "--json"])
+    assert ran.exit_code == 1, ran.output  # over the limit: priced, not refused (exit 2)
+    report = json.loads(ran.stdout)
+    budget = report["budgets"][0]
+    assert budget["exact"] is False  # the proxy tokenizer's count, marked so
+    priced = tokcost.price(tokcost.PriceRequest(model="grok-4", input_tokens=budget["total_tokens"],
+                                                output_tokens=1000))
+    assert isinstance(priced, PriceResult)
+    assert Decimal(report["failures"][0]["actual"]) == priced.breakdown.total > 0

@@ -272,7 +272,7 @@ def _relative(path: str, root: Path) -> str:
 def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
     """Config errors found only once the model is known (exit code 2)."""
     for key, missing, what in (
-        ("max_cost_per_call", entry is not None and entry.pricing is None,
+        ("max_cost_per_call", entry is not None and not _priced(entry),
          "no price in the catalog, so {key} cannot be checked; add pricing to the catalog "
          "(catalog: FILE) or pick a priced model"),
         ("max_context_percent", entry is not None and not entry.context_window,
@@ -287,10 +287,30 @@ def _require(where: str, budget: Budget, entry: ModelEntry | None) -> None:
             raise BudgetConfigError(f"{where}: model '{entry.id}' has " + what.format(key=key))
 
 
+def _database_model(entry: ModelEntry) -> tuple[Any, Any] | None:
+    """genai-prices's database and model behind an entry only it knows (price's models)."""
+    if entry.pricing is not None or not (entry.source or "").startswith("genai-prices"):
+        return None
+    from tokcost.catalog.pricedb import load
+    db = load()
+    model = None if db is None else db.find(entry.id, entry.provider)
+    return None if model is None else (db, model)
+
+
+def _priced(entry: ModelEntry) -> bool:
+    return entry.pricing is not None or _database_model(entry) is not None
+
+
 def _call_cost(entry: ModelEntry, budget: Budget, input_tokens: int) -> Decimal:
     """Cost of one call with ``input_tokens`` of prompt, ``cached_share`` of it cached."""
-    from tokcost.pricing import estimate_cost
+    from tokcost.pricing import Usage, database_cost, estimate_cost
     cached = int((Decimal(input_tokens) * budget.cached_share).to_integral_value(ROUND_HALF_EVEN))
+    found = _database_model(entry)
+    if found is not None:  # today's price, as `price -m` gives it for such a model
+        import datetime as dt
+        usage = Usage(input_tokens, budget.output_tokens, cached)
+        return database_cost(found[1], found[0], usage,
+                             when=dt.datetime.now(dt.timezone.utc)).total
     # Long-context tiers, cached rates and the rest are the price model's business.
     return estimate_cost(entry, input_tokens=input_tokens, output_tokens=budget.output_tokens,
                          cached_tokens=cached).total
@@ -334,8 +354,8 @@ def _measured_result(m: Measured, base: BaselineEntry | None) -> BudgetResult:
     budget, entry = m.budget, m.model
     window = entry.context_window if entry is not None else None
     # The model whose price a cost limit uses (None: no cost to compute).
-    priced = entry if (entry is not None and entry.pricing is not None
-                       and budget.max_cost_per_call is not None) else None
+    priced = entry if (entry is not None and budget.max_cost_per_call is not None
+                       and _priced(entry)) else None
     each = not budget.combine  # a call per file, not one call with all of them
     known = base.files if base is not None else {}
     files = tuple(FileResult(
