@@ -14,9 +14,11 @@ same token count: the table says whether they agree.
 Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
 file of ordinary text and a 50 MB file of one letter (a single pre-token, no cut point:
 the worst case for memory), each counted by tokcount (defaults), tokcount with tiktoken
-forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Then
-start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB of the file) with each
-tokcount backend and ttok. The goals of issue 13 are checked at the end.
+forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Every
+corpus also has tokcount with each Rust backend forced (FORCED: toktok-rs, gigatoken,
+fastokens; issue 29). Then start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB
+of the file) with each tokcount backend and ttok. The goals of issue 13 are checked at the
+end. ``--rows TEXT`` keeps only the rows whose name holds TEXT (and the references).
 
 Extending: add a corpus to CORPORA (a builder) and rows to ``rows()`` (each names its
 corpus); ratios are against the corpus's row marked ``reference``.
