@@ -14,9 +14,11 @@ same token count: the table says whether they agree.
 Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
 file of ordinary text and a 50 MB file of one letter (a single pre-token, no cut point:
 the worst case for memory), each counted by tokcount (defaults), tokcount with tiktoken
-forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Then
-start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB of the file) with each
-tokcount backend and ttok. The goals of issue 13 are checked at the end.
+forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Every
+corpus also has tokcount with each Rust backend forced (FORCED: toktok-rs, gigatoken,
+fastokens; issue 29). Then start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB
+of the file) with each tokcount backend and ttok. The goals of issue 13 are checked at the
+end. ``--rows TEXT`` keeps only the rows whose name holds TEXT (and the references).
 
 Extending: add a corpus to CORPORA (a builder) and rows to ``rows()`` (each names its
 corpus); ratios are against the corpus's row marked ``reference``.
@@ -118,6 +120,7 @@ def _mixed(work: Path, args: argparse.Namespace) -> list[Corpus]:
 SMALL_FILES = 5000
 BIG_BYTES = 100_000_000
 LETTER_BYTES = 50_000_000
+LETTER_TIMEOUT = 120.0  # a forced peer past this has lost to toktok-rs (about 1 s) anyway
 
 
 def _sizes(work: Path, args: argparse.Namespace) -> list[Corpus]:
@@ -204,6 +207,19 @@ class Row:
     reference: bool = False  # this corpus's ratios are against this row
     needs: str | None = None  # an executable or module without which the row is left out
     runs: int | None = None  # at most this many runs (a row that takes minutes)
+    timeout: float | None = None  # seconds before the run is stopped and the row marked failed
+
+
+# The exact Rust backends tokcount can be forced to (TOKCOST_COUNT_BACKEND): value, module.
+FORCED = (("toktok", "toktok"), ("gigatoken", "gigatoken"), ("fastokens", "fastokens"))
+
+
+def forced_rows(label: str, corpus: str, cmd: list[str], slow: int | None = None,
+                timeout: float | None = None) -> list[Row]:
+    """``cmd`` once per backend of FORCED, each asked for by name."""
+    return [Row(f"{label}, {value} forced", corpus, cmd, env={"TOKCOST_COUNT_BACKEND": value},
+                needs=module, runs=None if value == "toktok" else slow,
+                timeout=None if value == "toktok" else timeout) for value, module in FORCED]
 
 
 def rows(corpora: dict[str, Corpus]) -> list[Row]:
@@ -215,6 +231,7 @@ def rows(corpora: dict[str, Corpus]) -> list[Row]:
         Row("tokcount -j 2 (default backend)", "tree", [tokcount, tree, "-j", "2", "--total"]),
         Row("tokcount -j 2, tiktoken forced", "tree", [tokcount, tree, "-j", "2", "--total"],
             env=tiktoken_forced),
+        *forced_rows("tokcount -j 2", "tree", [tokcount, tree, "-j", "2", "--total"]),
         Row("tokcount -j 1 (default backend)", "tree", [tokcount, tree, "-j", "1", "--total"]),
         Row("raw tiktoken, 2 threads", "tree", [sys.executable, "-c", RAW_TIKTOKEN, tree,
                                                 ENCODING], reference=True),
@@ -225,6 +242,7 @@ def rows(corpora: dict[str, Corpus]) -> list[Row]:
         Row("tokcount FILE (default backend)", "file", [tokcount, whole, "--total"]),
         Row("tokcount FILE, tiktoken forced", "file", [tokcount, whole, "--total"],
             env=tiktoken_forced),
+        *forced_rows("tokcount FILE", "file", [tokcount, whole, "--total"]),
         Row("raw tiktoken", "file", [sys.executable, "-c", RAW_TIKTOKEN, whole, ENCODING],
             reference=True),
         Row("raw toktok-rs", "file", [sys.executable, "-c", RAW_FAST, whole, ENCODING],
@@ -245,6 +263,9 @@ def size_rows(corpus: str, path: str) -> list[Row]:
         Row("tokcount (defaults)", corpus, [tokcount, path, "--total"]),
         Row("tokcount, tiktoken forced", corpus, [tokcount, path, "--total"],
             env={"TOKCOST_COUNT_BACKEND": "tiktoken"}, runs=slow),
+        # gigatoken and fastokens take 1-3 s per MB of one letter (superlinear): once, bounded.
+        *forced_rows("tokcount", corpus, [tokcount, path, "--total"], slow,
+                     LETTER_TIMEOUT if corpus == "letter" else None),
         Row("raw tiktoken, 2 threads", corpus,
             [sys.executable, "-c", RAW_TIKTOKEN, path, ENCODING], reference=True, runs=slow),
         Row("raw toktok-rs, 2 threads", corpus, [sys.executable, "-c", RAW_FAST, path, ENCODING],
@@ -278,8 +299,12 @@ class Result:
         return int(first.replace(",", "")) if first.replace(",", "").isdigit() else None
 
 
-def run(cmd: list[str], env: dict[str, str], stdin: Path | None) -> tuple[float, str, int, str]:
-    """Wall seconds, stdout, the child's own peak RSS in KiB (wait4), and stderr on failure."""
+def run(cmd: list[str], env: dict[str, str], stdin: Path | None,
+        timeout: float | None = None) -> tuple[float, str, int, str]:
+    """Wall seconds, stdout, the child's own peak RSS in KiB (wait4), and stderr on failure
+    (coreutils' ``timeout`` stops a run past ``timeout`` s; its waited child's RSS counts)."""
+    if timeout is not None:
+        cmd = ["timeout", str(timeout), *cmd]
     with open(stdin or os.devnull, "rb") as handle, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -290,7 +315,9 @@ def run(cmd: list[str], env: dict[str, str], stdin: Path | None) -> tuple[float,
         out.seek(0)
         err.seek(0)
         text = out.read().decode(errors="replace").strip()
-        problem = "" if proc.returncode == 0 else err.read().decode(errors="replace").strip()
+        problem = "" if proc.returncode == 0 else (
+            f"over {timeout:.0f} s" if timeout is not None and proc.returncode == 124
+            else err.read().decode(errors="replace").strip())
     return wall, text, usage.ru_maxrss, problem
 
 
@@ -300,6 +327,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (default 3)")
     parser.add_argument("--no-sizes", action="store_true",
                         help="skip the 5,000-file folder, 100 MB file and one-letter rows")
+    parser.add_argument("--rows", default="", help="only rows whose name holds this text "
+                        "(with the reference rows), e.g. 'tokcount'")
+    parser.add_argument("--no-startup", action="store_true", help="skip the small inputs")
     parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)  # the builder child
     args = parser.parse_args()
     if args.build is not None:
@@ -330,7 +360,8 @@ def main() -> None:
         floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"(peak MiB below is each child's own; none reads under {floor:.0f} MiB, "
               "this process's own peak, which a forked child starts from)\n")
-        table = [r for r in rows(corpora) if _available(r)]
+        table = [r for r in rows(corpora) if _available(r)
+                 and (args.rows in r.name or r.reference)]
         left_out = [r.name for r in rows(corpora) if not _available(r)]
         results = {(r.corpus, r.name): Result() for r in table}
         for _ in range(args.repeat):
@@ -339,7 +370,7 @@ def main() -> None:
                 if res.failed or (row.runs is not None and len(res.walls) >= row.runs):
                     continue
                 stdin = corpora[row.corpus].path if row.stdin else None
-                wall, out, rss, problem = run(row.cmd, {**env, **row.env}, stdin)
+                wall, out, rss, problem = run(row.cmd, {**env, **row.env}, stdin, row.timeout)
                 if problem:
                     res.failed = (problem.splitlines() or ["?"])[-1][:100]
                     continue
@@ -348,7 +379,8 @@ def main() -> None:
         report(table, results, corpora)
         if left_out:
             print(f"\nleft out (not installed): {', '.join(left_out)}")
-        startup(env, corpora["file"].path, work)
+        if not args.no_startup:
+            startup(env, corpora["file"].path, work)
         goals(results)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
@@ -443,9 +475,9 @@ def startup(env: dict[str, str], source: Path, work: Path) -> None:
         "tokcount, tiktoken forced": ([tokcount, "-", "--total"],
                                       {"TOKCOST_COUNT_BACKEND": "tiktoken"}),
     }
-    if _available(Row("", "", [], needs="toktok")):
-        cmds["tokcount, toktok-rs forced"] = ([tokcount, "-", "--total"],
-                                              {"TOKCOST_COUNT_BACKEND": "toktok"})
+    for row in forced_rows("tokcount", "", [tokcount, "-", "--total"]):
+        if _available(row):
+            cmds[row.name] = (row.cmd, row.env)
     if shutil.which("ttok"):
         cmds["ttok -m gpt-4o"] = (["ttok", "-m", "gpt-4o"], {})
     walls: dict[tuple[str, str], list[float]] = {}

@@ -1,12 +1,14 @@
-"""The fast counting backend (toktok-rs) counts exactly what tiktoken counts.
+"""The fast counting backends (toktok-rs; gigatoken and fastokens when asked for by name)
+count exactly what tiktoken counts.
 
 Every count is compared with ``len(tiktoken.Encoding.encode_ordinary(text))`` (or
 ``encode(text, allowed_special="all")`` with allow_special), for each encoding the
 backend serves: random Unicode, digits, whitespace runs, CRLF, combining marks, emoji
 sequences, special-token text, invalid UTF-8 replaced by the streaming decoder, lone
 surrogates, the corpora, and the chunks tokcost's stream cuts a text into. One token
-of difference fails. Without toktok-rs installed these skip, and the fallback tests
-(which hide the package) still run: tiktoken then counts, with the same totals.
+of difference fails. Each check runs for every backend installed in a proven release; the
+others skip, and the fallback tests (which hide the packages) still run: tiktoken then
+counts, with the same totals.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ needs_toktok = pytest.mark.skipif(
     fast_count._toktok_module() is None,
     reason="toktok-rs (the 'fast' extra) is not installed: tiktoken counts everywhere",
 )
+# Every backend TOKCOST_COUNT_BACKEND can name, each skipped where not installed and proven.
+each_backend = pytest.mark.parametrize("backend", [
+    pytest.param(b.choice, marks=pytest.mark.skipif(
+        fast_count._release(b)[0] is None, reason=f"{b.dist} is not installed in a proven release"))
+    for b in fast_count.BACKENDS.values()])
 CHECKS = settings(max_examples=80, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow])
 
@@ -58,15 +65,22 @@ def tiktoken_count(name: str, text: str, allow_special: bool) -> int:
 
 
 @cache
-def fast(name: str) -> tiktoken_enc.TiktokenTokenizer:
-    """The tokenizer counting uses, with the fast counter (built outside the registry's cache)."""
-    tok = tiktoken_enc.load(name)
-    assert tok.count_backend == fast_count.TOKTOK_BACKEND
+def fast(name: str, backend: str = fast_count.TOKTOK) -> tiktoken_enc.TiktokenTokenizer:
+    """The tokenizer counting uses with ``backend`` asked for by name (outside the registry's
+    cache), the default toktok-rs also as auto picks it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(fast_count.BACKEND_ENV, backend)
+        tok = tiktoken_enc.load(name)
+        if backend in fast_count.AUTO_ORDER[:1]:
+            patch.delenv(fast_count.BACKEND_ENV)
+            assert tiktoken_enc.load(name).count_backend == tok.count_backend
+    assert tok.count_backend == fast_count.BACKENDS[backend].dist
     return tok
 
 
-def assert_same(name: str, text: str, allow_special: bool) -> None:
-    got = fast(name).count(text, allow_special=allow_special)
+def assert_same(name: str, text: str, allow_special: bool,
+                backend: str = fast_count.TOKTOK) -> None:
+    got = fast(name, backend).count(text, allow_special=allow_special)
     want = tiktoken_count(name, text, allow_special)
     assert got == want, (name, allow_special, text[:200])
 
@@ -125,41 +139,41 @@ STRATEGIES = {
 }
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("kind", sorted(STRATEGIES))
 @pytest.mark.parametrize("name", ENCODING_NAMES)
-def test_counts_equal_tiktokens(name: str, kind: str) -> None:
+def test_counts_equal_tiktokens(name: str, kind: str, backend: str) -> None:
     @CHECKS
     @given(text=STRATEGIES[kind], allow_special=st.booleans())
     def check(text: str, allow_special: bool) -> None:
-        assert_same(name, text, allow_special)
+        assert_same(name, text, allow_special, backend)
 
     check()
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 @CHECKS
 @given(text=st.text(alphabet=st.characters(categories=["Cs", "Ll", "Zs", "Nd"]), max_size=80),
        allow_special=st.booleans())
 def test_surrogates_count_as_tiktoken_replaces_them(
-    name: str, text: str, allow_special: bool
+    name: str, backend: str, text: str, allow_special: bool
 ) -> None:
     # A str that UTF-8 cannot hold (lone surrogates) must not crash: tiktoken encodes it
     # with the surrogates replaced, and the fast backend counts that same text.
-    assert_same(name, text, allow_special)
+    assert_same(name, text, allow_special, backend)
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 @CHECKS
 @given(data=st.binary(max_size=300), block=st.integers(1, 64), allow_special=st.booleans())
 def test_invalid_utf8_replaced_by_the_stream(
-    name: str, data: bytes, block: int, allow_special: bool
+    name: str, backend: str, data: bytes, block: int, allow_special: bool
 ) -> None:
     # The streaming decoder puts U+FFFD for invalid bytes, and the stream cuts the text
     # into chunks: their counts add up to tiktoken's count of the whole replaced text.
-    total = stream_count(fast(name), data, block, allow_special)
+    total = stream_count(fast(name, backend), data, block, allow_special)
     assert total == tiktoken_count(name, data.decode("utf-8", "replace"), allow_special)
 
 
@@ -173,13 +187,15 @@ def stream_count(tok: Any, data: bytes, block: int, allow_special: bool) -> int:
     return sum(counts)
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 @CHECKS
 @given(text=mixed | whitespace_runs | crlf, block=st.integers(1, 48), allow_special=st.booleans())
-def test_stream_cuts_keep_the_count(name: str, text: str, block: int, allow_special: bool) -> None:
+def test_stream_cuts_keep_the_count(
+    name: str, backend: str, text: str, block: int, allow_special: bool
+) -> None:
     data = text.encode("utf-8")
-    assert stream_count(fast(name), data, block, allow_special) == tiktoken_count(
+    assert stream_count(fast(name, backend), data, block, allow_special) == tiktoken_count(
         name, text, allow_special)
 
 
@@ -212,25 +228,26 @@ ADVERSARIAL = [
 ]
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("allow_special", [False, True])
 @pytest.mark.parametrize("name", ENCODING_NAMES)
-def test_adversarial_texts(name: str, allow_special: bool) -> None:
+def test_adversarial_texts(name: str, allow_special: bool, backend: str) -> None:
     for text in ADVERSARIAL:
-        assert_same(name, text, allow_special)
+        assert_same(name, text, allow_special, backend)
 
 
-@needs_toktok
+@each_backend
 @pytest.mark.parametrize("name", ENCODING_NAMES)
-def test_corpora_whole_and_streamed(name: str) -> None:
+def test_corpora_whole_and_streamed(name: str, backend: str) -> None:
     assert CORPUS_FILES, "the corpora are missing"
+    tok = fast(name, backend)
     for path in CORPUS_FILES:
         data = path.read_bytes()
         text = data.decode("utf-8")
         for allow_special in (False, True):
             want = tiktoken_count(name, text, allow_special)
-            assert fast(name).count(text, allow_special=allow_special) == want, path
-            assert stream_count(fast(name), data, 257, allow_special) == want, path
+            assert tok.count(text, allow_special=allow_special) == want, path
+            assert stream_count(tok, data, 257, allow_special) == want, path
 
 
 @needs_toktok
@@ -248,12 +265,12 @@ def test_vocabulary_and_special_tokens_are_tiktokens(name: str) -> None:
     assert theirs.n_vocab == oracle(name).n_vocab
 
 
-@needs_toktok
-def test_threads_and_batches_count_the_same() -> None:
-    # Counting threads share one encoder (the GIL is released in its core): the totals
-    # of concurrent and batched counts are the sequential ones.
+@each_backend
+def test_threads_and_batches_count_the_same(backend: str) -> None:
+    # Counting threads share one encoder (toktok-rs releases the GIL in its core; gigatoken's
+    # is taken one thread at a time): concurrent and batched counts are the sequential ones.
     texts = [p.read_text(encoding="utf-8") for p in CORPUS_FILES]
-    tok = fast("o200k_base")
+    tok = fast("o200k_base", backend)
     want = [tiktoken_count("o200k_base", t, False) for t in texts]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(tok.count, texts)) == want
@@ -454,3 +471,66 @@ def test_backend_reported_for_every_family() -> None:
 
     assert count_backend(Bare()) == "python"  # type: ignore[arg-type]
     assert count_backend(OnTiktoken()) == "tiktoken"  # type: ignore[arg-type]
+
+
+# --- gigatoken and fastokens, asked for by name ----------------------------------------------
+
+PEERS = [fast_count.GIGATOKEN, fast_count.FASTOKENS]
+
+
+@pytest.mark.parametrize("backend", PEERS)
+def test_a_peer_not_installed_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    monkeypatch.setitem(sys.modules, fast_count.BACKENDS[backend].module, None)
+    monkeypatch.setenv(fast_count.BACKEND_ENV, backend)
+    with pytest.raises(TokenizerNotFound, match=rf"pip install '{backend}>=0\.\d+,<0\.\d+'"):
+        fast_count.fast_counter("o200k_base")
+    monkeypatch.delenv(fast_count.BACKEND_ENV)  # auto never needs them
+    assert tiktoken_enc.load("o200k_base").count("hello world") == 2
+
+
+@pytest.mark.parametrize("backend", PEERS)
+def test_a_peer_in_an_unproven_release_is_refused(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    module = pytest.importorskip(fast_count.BACKENDS[backend].module)
+    monkeypatch.setattr(module, "__version__", "9.1.0", raising=False)
+    monkeypatch.setenv(fast_count.BACKEND_ENV, backend)
+    with pytest.raises(TokenizerNotFound, match=rf"{backend} 9\.1\.0 is installed, a release"):
+        fast_count.fast_counter("o200k_base")
+
+
+def test_the_rank_file_for_peers_is_verified_and_rewritten(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    import hashlib
+
+    from tokcost.adapters.openai_encodings import verified_rank_file
+
+    monkeypatch.setenv("TOKCOST_CACHE_DIR", str(tmp_path))
+    enc = ENCODINGS["cl100k_base"]
+    path = verified_rank_file(enc)
+    assert path.parent == tmp_path and hashlib.sha256(path.read_bytes()).hexdigest() == enc.sha256
+    path.write_bytes(path.read_bytes().replace(b"IQ== 0", b"Ig== 0", 1))  # changed: rewritten
+    assert verified_rank_file(enc) == path
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == enc.sha256
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tiktoken"] == [path.name]
+
+
+@each_backend
+def test_a_whole_process_prints_only_the_count(backend: str, tmp_path: Path) -> None:
+    # Rust code may write to file descriptor 2 directly (gigatoken can say "Using 2 threads
+    # for pretokenization"), which CliRunner cannot see: a real process, a run past
+    # SMALL_RUN_CHARS on 2 threads, must print the exact count and nothing else.
+    import os
+    import subprocess
+
+    text = "".join(p.read_text(encoding="utf-8") for p in CORPUS_FILES) * 6
+    assert len(text) >= fast_count.SMALL_RUN_CHARS
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8", newline="")
+    proc = subprocess.run([sys.executable, "-m", "tokcost", "count", str(tmp_path / "in.txt"),
+                           "--total", "-j", "2", "-t", "o200k_base"], capture_output=True,
+                          text=True, env={**os.environ, fast_count.BACKEND_ENV: backend},
+                          timeout=300, check=False)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == f"{tiktoken_count('o200k_base', text, False)}\n"

@@ -1,27 +1,99 @@
-"""Exact counts without ids for the OpenAI encodings, from toktok-rs (``tokcost[fast]``), chosen
-by ``TOKCOST_COUNT_BACKEND``: ``auto``, ``tiktoken`` or ``toktok`` (docs/count.md)."""
+"""Exact counts without ids for the OpenAI encodings from a Rust backend (``tokcost[fast]``:
+toktok-rs), chosen by ``TOKCOST_COUNT_BACKEND``: ``auto``, ``tiktoken``, ``toktok``, or the
+measured peers ``gigatoken`` and ``fastokens`` (docs/count.md, docs/counting-speed.md)."""
 
 from __future__ import annotations
 
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from tokcost.adapters.openai_encodings import ENCODINGS
 from tokcost.errors import TokenizerNotFound, UsageError, install_hint
 
 BACKEND_ENV = "TOKCOST_COUNT_BACKEND"
-AUTO, TIKTOKEN, TOKTOK = "auto", "tiktoken", "toktok"
-CHOICES = (AUTO, TIKTOKEN, TOKTOK)
-TOKTOK_BACKEND = "toktok-rs"  # the name ``count --json`` reports
+CHOICES = AUTO, TIKTOKEN, TOKTOK, GIGATOKEN, FASTOKENS = (
+    "auto", "tiktoken", "toktok", "gigatoken", "fastokens")
 # Vocabulary and specials equal tiktoken's (tests/test_fast_backend.py checks each entry).
 FAST_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
-PROVEN_VERSIONS = frozenset({(0, 3)})  # (major, minor) the tests prove; others go unused
 FAST_EXTRA_HINT = f"{install_hint('fast')} (Python 3.11+)"
 # Shorter runs are tiktoken's under auto: its ranks load 0.2 s sooner (bench_count.py).
 SMALL_RUN_CHARS = 1 << 20
+
+BatchCount = Callable[[list[str], int], list[int]]  # (texts, threads) -> counts
+
+
+def _toktok(module: Any, encoding: str) -> BatchCount:
+    module.batch_count([""], encoding, 1, False)  # builds the encoder
+    return lambda texts, threads: list(module.batch_count(texts, encoding, threads, False))
+
+
+def _gigatoken(module: Any, encoding: str) -> BatchCount:
+    from tokcost.adapters.openai_encodings import verified_rank_file
+
+    # from_tiktoken(path, pretokenizer=...): the split named, as our file name is a digest; no
+    # specials, so their text is ordinary (ours are cut out before). One encode() per text:
+    # it holds the GIL, and its encode_batch was slower here (docs/counting-speed.md). Two
+    # threads in one Tokenizer raise "RuntimeError: Already borrowed": one at a time.
+    tok = module.Tokenizer.from_tiktoken(verified_rank_file(ENCODINGS[encoding]),
+                                         pretokenizer=encoding.split("_")[0])
+    lock = threading.Lock()
+
+    def count(texts: list[str], threads: int) -> list[int]:
+        with lock:
+            return [len(tok.encode(t)) for t in texts]
+
+    return count
+
+
+def _fastokens(module: Any, encoding: str) -> BatchCount:
+    from tokcost.adapters.openai_encodings import verified_rank_file
+
+    # encoding= gives OpenAI's split and specials; split_special_tokens=True reads special-token
+    # text as ordinary text. encode_batch_flat (its own pool) returns ids and len+1 uint64 offsets.
+    tok = module.Tokenizer.from_tiktoken(str(verified_rank_file(ENCODINGS[encoding])),
+                                         encoding=encoding.replace("harmony", "base"))
+
+    def count(texts: list[str], threads: int) -> list[int]:
+        ends = array("Q", tok.encode_batch_flat(texts, split_special_tokens=True)[1])
+        return [b - a for a, b in pairwise(ends)]
+
+    return count
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A counting backend: its package, the releases the tests prove, how to build a counter."""
+
+    choice: str  # the TOKCOST_COUNT_BACKEND value
+    dist: str  # the package, as ``count --json`` reports the backend
+    module: str
+    proven: frozenset[tuple[int, int]]  # (major, minor); other releases go unused
+    make: Callable[[Any, str], BatchCount]
+
+    @property
+    def hint(self) -> str:
+        if self.choice == TOKTOK:
+            return FAST_EXTRA_HINT
+        (major, minor), = self.proven
+        return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'"
+
+
+BACKENDS = {b.choice: b for b in (
+    Backend(TOKTOK, "toktok-rs", "toktok", frozenset({(0, 3)}), _toktok),
+    Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken),
+    Backend(FASTOKENS, "fastokens", "fastokens", frozenset({(0, 3)}), _fastokens),
+)}
+# What auto uses for runs of SMALL_RUN_CHARS and more, first importable one: toktok-rs was the
+# fastest exact backend for whole tokcount processes at every size measured (issue 29).
+AUTO_ORDER = (TOKTOK,)
+TOKTOK_BACKEND = BACKENDS[TOKTOK].dist
+PROVEN_VERSIONS = BACKENDS[TOKTOK].proven
 
 _build_lock = threading.Lock()
 
@@ -42,59 +114,69 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _toktok_module() -> Any | None:
-    """toktok-rs when it is importable and one of ``PROVEN_VERSIONS``, else None."""
+def _release(backend: Backend) -> tuple[Any, str]:
+    """The backend's module (None when not importable or not a proven release), and its version."""
     try:
-        import toktok
+        module = __import__(backend.module)
     except ImportError:
-        return None
+        return None, "not importable"
+    version = getattr(module, "__version__", None)
+    if version is None:
+        from importlib import metadata
+        try:
+            version = metadata.version(backend.dist)
+        except metadata.PackageNotFoundError:
+            return None, "of unknown version"
     try:
-        major, minor = (int(p) for p in str(toktok.__version__).split(".")[:2])
-    except (AttributeError, ValueError):
-        return None
-    return toktok if (major, minor) in PROVEN_VERSIONS else None
+        major, minor = (int(p) for p in str(version).split(".")[:2])
+    except ValueError:
+        return None, str(version)
+    return (module if (major, minor) in backend.proven else None), str(version)
 
 
-class ToktokCounter:
-    """One encoding's counts from toktok-rs, its encoder built on the first count."""
+def _toktok_module() -> Any | None:
+    """toktok-rs when it is importable and a proven release, else None."""
+    return _release(BACKENDS[TOKTOK])[0]
 
-    name = TOKTOK_BACKEND
 
-    def __init__(self, module: Any, encoding: str, specials: Iterable[str],
+class FastCounter:
+    """One encoding's counts from a backend, its encoder built on the first count."""
+
+    def __init__(self, backend: Backend, module: Any, encoding: str, specials: Iterable[str],
                  *, forced: bool = False) -> None:
-        self.forced = forced
-        self._batch_count = module.batch_count
-        self._encoding = encoding
+        self.name, self.forced = backend.dist, forced
+        self._make, self._module, self._encoding = backend.make, module, encoding
+        self._batch_count: BatchCount | None = None
         # Longest first: where one special starts another, the longer wins.
         ordered = sorted(specials, key=lambda s: (-len(s), s))
         self._specials = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self.ready = False
 
-    def _build(self) -> None:
+    @property
+    def ready(self) -> bool:
+        return self._batch_count is not None
+
+    def _build(self) -> BatchCount:
         # Two counting threads must not build the same encoder twice.
         with _build_lock:
-            if not self.ready:
-                self._batch_count([""], self._encoding, 1, False)
-                self.ready = True
+            if self._batch_count is None:
+                self._batch_count = self._make(self._module, self._encoding)
+            return self._batch_count
 
     def count(self, text: str, allow_special: bool) -> int:
         return self.count_many([text], allow_special, 1)[0]
 
     def count_many(self, texts: Sequence[str], allow_special: bool, threads: int) -> list[int]:
-        if not self.ready:
-            self._build()
         batch = texts if isinstance(texts, list) else list(texts)
         if allow_special and self._specials is not None:
             return [self._count_with_specials(t, threads) for t in batch]
         return self._ordinary(batch, threads)
 
     def _ordinary(self, batch: list[str], threads: int) -> list[int]:
+        counts = self._batch_count or self._build()
         try:
-            counts: list[int] = self._batch_count(batch, self._encoding, max(1, threads), False)
-        except UnicodeEncodeError:
-            counts = self._batch_count([replace_surrogates(t) for t in batch], self._encoding,
-                                       max(1, threads), False)
-        return counts
+            return counts(batch, max(1, threads))
+        except (UnicodeEncodeError, TypeError):  # lone surrogates (gigatoken: TypeError)
+            return counts([replace_surrogates(t) for t in batch], max(1, threads))
 
     def _count_with_specials(self, text: str, threads: int) -> int:
         assert self._specials is not None
@@ -103,23 +185,23 @@ class ToktokCounter:
         return sum(self._ordinary([p for p in pieces if p], threads)) + len(pieces) - 1
 
 
-def fast_counter(encoding: str) -> ToktokCounter | None:
+def fast_counter(encoding: str) -> FastCounter | None:
     """The fast counter for a tiktoken encoding, or None: tiktoken counts then."""
     wanted = requested_backend()
     if wanted == TIKTOKEN:
         return None
-    module = _toktok_module()
-    if module is None and wanted == TOKTOK:
-        try:
-            import toktok
-            version = getattr(toktok, "__version__", "of unknown version")
-            found = f"toktok-rs {version} is installed, a release the tests have not proven"
-        except ImportError:
-            found = "which is not importable here"
-        proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(PROVEN_VERSIONS))
-        raise TokenizerNotFound(f"{BACKEND_ENV}=toktok needs toktok-rs {proven}, {found}; "
-                                f"{FAST_EXTRA_HINT}, or unset {BACKEND_ENV}")
-    if module is None or encoding not in FAST_ENCODINGS:
-        return None
-    return ToktokCounter(module, encoding, ENCODINGS[encoding].special_tokens,
-                         forced=wanted == TOKTOK)
+    for name in AUTO_ORDER if wanted == AUTO else (wanted,):
+        backend = BACKENDS[name]
+        module, found = _release(backend)
+        if module is not None:
+            if encoding not in FAST_ENCODINGS:
+                return None
+            return FastCounter(backend, module, encoding, ENCODINGS[encoding].special_tokens,
+                               forced=wanted != AUTO)
+        if wanted != AUTO:
+            proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(backend.proven))
+            found = (f"{backend.dist} {found} is installed, a release the tests have not proven"
+                     if found != "not importable" else "which is not importable here")
+            raise TokenizerNotFound(f"{BACKEND_ENV}={wanted} needs {backend.dist} {proven}, "
+                                    f"{found}; {backend.hint}, or unset {BACKEND_ENV}")
+    return None

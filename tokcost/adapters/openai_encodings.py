@@ -116,7 +116,11 @@ def _tiktoken_cache(enc: OpenAIEncoding) -> Path | None:
 
 
 def download_ranks(enc: OpenAIEncoding) -> dict[bytes, int]:
-    """``enc``'s rank file from its address, checked by sha256 and kept in tiktoken's cache."""
+    """``enc``'s ranks from its address, checked by sha256 and kept in tiktoken's cache."""
+    return parse_ranks(_download(enc), enc.url)
+
+
+def _download(enc: OpenAIEncoding) -> bytes:
     try:
         data = net.fetch(enc.url, max_bytes=1 << 26)
     except OSError as exc:  # urllib's errors, a timeout, a refusing proxy
@@ -129,7 +133,7 @@ def download_ranks(enc: OpenAIEncoding) -> dict[bytes, int]:
         with contextlib.suppress(OSError):
             cached.parent.mkdir(parents=True, exist_ok=True)
             write_bytes_atomic(cached, data)
-    return parse_ranks(data, enc.url)
+    return data
 
 
 def candidate_files(enc: OpenAIEncoding) -> Iterator[Path]:
@@ -176,26 +180,52 @@ def parse_ranks(data: bytes, source: str) -> dict[bytes, int]:
     return ranks
 
 
-def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
-    """Ranks from the first local file with the sha256 tiktoken expects, or None."""
+def _verified_bytes(enc: OpenAIEncoding) -> tuple[bytes, str] | None:
+    """The first local rank file with the sha256 tiktoken expects (bytes, path), or None."""
     wrong: list[str] = []
     for path in candidate_files(enc):
         if not path.is_file():
             continue
         data = read_rank_bytes(path)
-        if hashlib.sha256(data).hexdigest() != enc.sha256:
-            wrong.append(str(path))
-            continue
-        ranks = load_cached_ranks(enc.sha256)
-        if ranks is None:
-            ranks = parse_ranks(data, str(path))
-            store_ranks(enc.sha256, ranks)
-        return ranks
+        if hashlib.sha256(data).hexdigest() == enc.sha256:
+            return data, str(path)
+        wrong.append(str(path))
     if wrong:
         raise TokenizerDataError(f"rank file for {enc.name} has the wrong sha256 (corrupt or "
                                  f"another file): {', '.join(wrong)}; delete it, then "
                                  f"{offline_hint(enc)}")
     return None
+
+
+def find_verified_ranks(enc: OpenAIEncoding) -> dict[bytes, int] | None:
+    """Ranks from the first local file with the sha256 tiktoken expects, or None."""
+    found = _verified_bytes(enc)
+    if found is None:
+        return None
+    ranks = load_cached_ranks(enc.sha256)
+    if ranks is None:
+        ranks = parse_ranks(*found)
+        store_ranks(enc.sha256, ranks)
+    return ranks
+
+
+def verified_rank_file(enc: OpenAIEncoding) -> Path:
+    """A plain ``.tiktoken`` file of ``enc``'s ranks in tokcost's cache, for backends that read
+    a path (gigatoken, fastokens): its sha256 checked on every call, (re)written atomically
+    from a verified local file (else downloaded) when missing or changed."""
+    path = cachefile.cache_dir() / f"{enc.sha256}.tiktoken"
+    with contextlib.suppress(OSError):
+        if hashlib.sha256(path.read_bytes()).hexdigest() == enc.sha256:
+            return path
+    found = _verified_bytes(enc)
+    data = found[0] if found is not None else _download(enc)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, data)
+    except OSError as exc:
+        raise TokenizerDataError(f"cannot write {path} ({exc.strerror}); set TOKCOST_CACHE_DIR "
+                                 "to a writable folder, or unset TOKCOST_COUNT_BACKEND") from exc
+    return path
 
 
 def _cached_ranks_path(sha256: str) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokcost.adapters.base import special_tokens_by_id
-from tokcost.adapters.fast_count import SMALL_RUN_CHARS, ToktokCounter, fast_counter
+from tokcost.adapters.fast_count import SMALL_RUN_CHARS, FastCounter, fast_counter
 from tokcost.adapters.openai_encodings import (
     ENCODINGS,
     PATTERNS,
@@ -42,7 +42,7 @@ class TiktokenTokenizer:
 
     def __init__(self, name: str, encoding: tiktoken.Encoding | Callable[[], tiktoken.Encoding],
                  *, exact: bool = True, pattern: str | None = None,
-                 counter: ToktokCounter | None = None) -> None:
+                 counter: FastCounter | None = None) -> None:
         self.name, self.exact = name, exact
         self._build = encoding if callable(encoding) else None
         self._encoding = None if callable(encoding) else encoding
