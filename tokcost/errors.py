@@ -91,7 +91,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "chat": ("jinja2>=3.1",), "dask": ("dask[distributed]>=2024.1",),
     "fast": ("toktok-rs>=0.3,<0.4; python_version >= '3.11'",), "images": ("pillow>=10.1",),
     "mistral": ("mistral-common>=1.5",), "plot": ("matplotlib>=3.7",),
-    "prices": ("genai-prices>=0.0.30",), "safetensors": ("safetensors>=0.4",)}
+    "prices": ("genai-prices>=0.2.3,<0.3",), "safetensors": ("safetensors>=0.4",)}
 
 
 def install_hint(extra: str) -> str:

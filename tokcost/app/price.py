@@ -288,7 +288,7 @@ def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: Bin
         if others:
             breakdown = replace(breakdown, notes=(*breakdown.notes, (
                 f"also priced for {', '.join(others[:5])}{' ...' if len(others) > 5 else ''}: "
-                "choose with --provider")))
+                f"choose with {arg('provider')}")))
     else:  # the catalog's own price (_source sends --at, --usage, --cache-ttl to the database)
         breakdown = estimate_cost(
             entry, input_tokens=prompt, output_tokens=r.output_tokens,
@@ -320,7 +320,8 @@ def _source(catalog: Catalog, ref: str | DbModel, r: PriceRequest
         if entry is None or entry.pricing is None:
             require_price(entry or catalog.resolve(ref))
         from tokcost.errors import MissingDependency
-        raise MissingDependency("genai-prices", "prices", "--provider, --at and --usage")
+        raise MissingDependency("genai-prices", "prices",
+                                f"{arg('provider')}, {arg('at')} and {arg('usage')}")
     # A catalog entry is looked up under its provider, as `models sync-prices` does.
     provider = r.provider or (entry.provider if entry and entry.provider and db.provider(
         entry.provider) else None)

@@ -126,8 +126,9 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     stages = pp_stages(arch.layers, request.parallel.pp)  # a bad split, before any work
     if request.parallel.pp > 1 and (arch.attention.kv_shared_layers or
                                     arch.attention.parallel_linear):
-        raise UsageError(f"{arg('pp')} is not modelled for {entry.id}'s layers (KV shared across "
-                         "layers, or attention and Mamba side by side); use --pp 1", param="pp")
+        raise UsageError(f"{arg('pp')} is not modelled for {entry.id}'s layers (KV shared "
+                         "across layers, or attention and Mamba side by side); use "
+                         f"{arg('pp', 1)}", param="pp")
     contexts = _contexts(entry, request.contexts)
     weights_dtype = request.budget.weights_dtype
     peaks = gpu_peaks(gpu, roof, weights_dtype=weights_dtype or arch.weights_dtype)
