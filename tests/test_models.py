@@ -134,7 +134,7 @@ def test_sync_prices_without_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builtins, "__import__", fake_import)
     result = runner.invoke(app, ["models", "sync-prices"])
     assert result.exit_code == 1
-    assert "needs the 'genai-prices' package: pip install 'genai-prices>=0.0.30'" in result.stderr
+    assert "needs the 'genai-prices' package: pip install 'genai-prices>=0.2.3,<0.3'" in result.stderr
 
 
 # --- Mistral tokenizers through mistral-common ------------------------------------------
