@@ -253,6 +253,16 @@ def test_a_config_that_is_not_a_json_object(tmp_path: Path, text: str, fragment:
         load_config(tmp_path)
 
 
+def test_a_huge_config_is_refused_after_reading_its_limit(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stranger's config.json is read to limits.MAX_CONFIG_BYTES and no further."""
+    from tokcost.catalog import hf_model
+    monkeypatch.setattr(hf_model, "MAX_CONFIG_BYTES", 1 << 10)
+    (tmp_path / "config.json").write_text('{"pad": "' + "x" * 2000 + '"}')
+    with pytest.raises(InputError, match="is over 1 KiB, not a model's config.json"):
+        load_config(tmp_path)
+
+
 def test_folder_name_is_the_id(tmp_path: Path) -> None:
     folder = tmp_path / "My-Model"
     folder.mkdir()

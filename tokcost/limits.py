@@ -15,6 +15,7 @@ TEMPLATE_SECONDS = 5.0  # wall-clock seconds a chat template may render for
 TEMPLATE_RANGE = 10_000  # the longest range() a chat template may build
 MAX_HTTP_BYTES = 1 << 40  # the largest file --engine dask reads over HTTP (1 TiB)
 MAX_REQUEST_BYTES = 64 << 20  # a request body (count/price --request): base64 images included
+MAX_CONFIG_BYTES = 16 << 20  # a model's config.json (real ones: kilobytes, with quantization)
 
 
 class TooNested(ValueError):

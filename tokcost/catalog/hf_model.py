@@ -13,7 +13,7 @@ from tokcost.catalog.hf_weights import WeightsSummary, summarize
 from tokcost.catalog.safetensors_meta import Checkpoint, read_checkpoint, shard_names
 from tokcost.catalog.schema import MAX_LAYERS, ModelEntry
 from tokcost.errors import InputError, UsageError
-from tokcost.limits import loads_json
+from tokcost.limits import MAX_CONFIG_BYTES, loads_json
 from tokcost.units import format_bytes
 
 HF_PREFIX = "hf:"
@@ -73,9 +73,15 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
 def read_config_json(path: Path, where: str) -> dict[str, Any]:
     """A config.json as a mapping, or one line saying why it is not one."""
     try:
-        data = loads_json(path.read_bytes())
+        with open(path, "rb") as handle:  # read(n): /dev/zero or a FIFO ends too
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise InputError(f"{where} is over {format_bytes(MAX_CONFIG_BYTES)}, not a model's "
+                         "config.json (kilobytes); give the config.json itself")
+    try:
+        data = loads_json(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{where} is not JSON ({exc}); download it again") from None
     if not isinstance(data, dict):
