@@ -237,6 +237,7 @@ def test_weights_dtype(dtype: str | None, quant: dict[str, Any] | None, expected
 @pytest.mark.parametrize(("make", "fragment"), [
     (lambda p: p / "missing", "does not exist; give a config.json or a model folder"),
     (lambda p: p, "has no config.json"),
+    (lambda p: Path("/dev/zero"), "is not a regular file; give a config.json"),
 ])
 def test_bad_paths_are_usage_errors(tmp_path: Path, make: Any, fragment: str) -> None:
     with pytest.raises(UsageError, match=fragment):

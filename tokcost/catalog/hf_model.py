@@ -55,6 +55,8 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
                              "and its safetensors shards) or a config.json")
     elif given.is_file():
         folder, config_file = given.parent, given
+    elif given.exists():  # a device, FIFO or socket: nothing to read a config from
+        raise UsageError(f"'{given}' is not a regular file; give a config.json or a model folder")
     else:
         raise UsageError(f"'{given}' does not exist; give a config.json or a model folder")
     config = read_config_json(config_file, str(config_file))
