@@ -148,6 +148,10 @@ def test_load_requests_jsonl(tmp_path: Path) -> None:
     pytest.param('{"prompt_tokens": Infinity, "output_tokens": 1}\n', "reqs.jsonl:1: expected",
                  id="infinity"),
     pytest.param("0" * (2 << 20), "reqs.jsonl:1: a line over 1 MiB", id="huge-line"),
+    pytest.param('{"prompt_tokens": 2.7, "output_tokens": 1}\n', "reqs.jsonl:1: expected",
+                 id="fraction"),  # was read as 2
+    pytest.param('{"prompt_tokens": true, "output_tokens": 1}\n', "reqs.jsonl:1: expected",
+                 id="bool"),
 ])
 def test_a_hostile_trace_is_one_error(tmp_path: Path, text: str, message: str) -> None:
     """Was a RecursionError, an OverflowError and a whole file read into memory."""

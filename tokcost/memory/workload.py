@@ -100,13 +100,19 @@ def clip_requests(requests: Sequence[Request], max_len: int) -> tuple[list[Reque
     return out, sum(r.total > max_len for r in requests)
 
 
+def _whole(value: object) -> int:
+    """An integer as JSON writes one (``7``, ``7.0``); 2.7 tokens or ``true`` are not counts."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(value)
+    return int(value)
+
+
 def _trace_row(line: str, path: Path, no: int) -> Request:
     try:
         row = loads_json(line)  # a deeply nested line: ValueError, not RecursionError
-        p = int(row.get("prompt_tokens", row.get("prompt")))
-        o = int(row.get("output_tokens", row.get("output")))
-        n = int(row.get("n", 1))
-        arrival = int(row.get("arrival", 0))
+        p = _whole(row.get("prompt_tokens", row.get("prompt")))
+        o = _whole(row.get("output_tokens", row.get("output")))
+        n, arrival = _whole(row.get("n", 1)), _whole(row.get("arrival", 0))
     except (ValueError, TypeError, AttributeError, OverflowError):
         raise InputError(f"{path}:{no}: expected a JSON object with integer prompt_tokens and "
                          "output_tokens") from None
