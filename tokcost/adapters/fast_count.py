@@ -93,7 +93,6 @@ BACKENDS = {b.choice: b for b in (
 # fastest exact backend for whole tokcount processes at every size measured (issue 29).
 AUTO_ORDER = (TOKTOK,)
 TOKTOK_BACKEND = BACKENDS[TOKTOK].dist
-PROVEN_VERSIONS = BACKENDS[TOKTOK].proven
 
 _build_lock = threading.Lock()
 
