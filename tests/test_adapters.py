@@ -146,6 +146,29 @@ def test_local_rank_file_with_metadata(tmp_path: Path) -> None:
     assert tok.streamable
 
 
+@pytest.mark.parametrize("rank", [-18, 1 << 32])
+def test_a_rank_tiktoken_cannot_hold_is_one_error(tmp_path: Path, rank: int) -> None:
+    """Found by tests/hostile/test_fuzz.py: a negative rank was an OverflowError in tiktoken."""
+    import base64
+
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {rank if b == 8 else b}" for b in range(256)]
+    (tmp_path / "r.tiktoken").write_text("\n".join(lines) + "\n")
+    (tmp_path / "r.tiktoken.json").write_text(json.dumps({"pattern": "cl100k"}))
+    with pytest.raises(TokenizerDataError, match=f"rank {rank} is not in 0 to 4,294,967,295"):
+        tiktoken_enc.load_file(str(tmp_path / "r.tiktoken"))
+
+
+def test_a_special_id_tiktoken_cannot_hold_is_one_error(tmp_path: Path) -> None:
+    import base64
+
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)]
+    (tmp_path / "r.tiktoken").write_text("\n".join(lines) + "\n")
+    (tmp_path / "r.tiktoken.json").write_text(json.dumps({"pat_str": r"\w+|\s+|.",
+                                                          "special_tokens": {"<x>": -1}}))
+    with pytest.raises(TokenizerDataError, match="optional 'special_tokens' \\(ids from 0"):
+        tiktoken_enc.load_file(str(tmp_path / "r.tiktoken"))
+
+
 def test_local_rank_file_known_by_hash(tmp_path: Path) -> None:
     enc = ENCODINGS["cl100k_base"]
     source = next(p for p in openai_encodings.candidate_files(enc) if p.is_file())

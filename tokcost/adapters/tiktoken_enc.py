@@ -127,9 +127,12 @@ def _check_untrusted(path: Path, ranks: dict[bytes, int], pattern: str) -> None:
     pattern that backtracks, a byte without a rank, two tokens on one rank. Named encodings,
     checked by sha256, skip this (start-up)."""
     missing = next((b for b in range(256) if bytes([b]) not in ranks), None)
+    # tiktoken's ranks are Rust u32s: another number is an OverflowError inside it.
+    wrong = next((r for r in ranks.values() if not 0 <= r < 1 << 32), None)
     problem = regex_problem(pattern) or (
         f"no rank for the byte {missing:#04x} (a rank file ranks all 256 single bytes)"
-        if missing is not None else len(set(ranks.values())) < len(ranks)
+        if missing is not None else f"rank {wrong} is not in 0 to 4,294,967,295"
+        if wrong is not None else len(set(ranks.values())) < len(ranks)
         and "two tokens share a rank")
     if problem:
         raise TokenizerDataError(f"{path}: {problem}")
@@ -152,9 +155,12 @@ def read_sidecar(meta: Path) -> tuple[str, dict[str, int]]:
         specials = {str(k): int(v) for k, v in info.get("special_tokens", {}).items()}
         if not isinstance(pattern, str):  # null or 5 read as the regex "None": 0 tokens
             raise TypeError(pattern)
+        if any(not 0 <= v < 1 << 32 for v in specials.values()):  # tiktoken's u32 ids
+            raise ValueError(specials)
     except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
         raise TokenizerDataError(f"{meta}: expected JSON with a 'pat_str' (a regex; older: a "
-                                 "'pattern', o200k...) and optional 'special_tokens'") from exc
+                                 "'pattern', o200k...) and optional 'special_tokens' (ids from "
+                                 "0 to 4,294,967,295)") from exc
     return PATTERNS.get(pattern, pattern), specials
 
 
