@@ -186,17 +186,24 @@ def count(request: CountRequest | Paths, *, progress: ProgressFn | None = None) 
                        request.view, roots)
 
 
-@dataclass(frozen=True)
-class ChatModelCount:
-    id: str
-    tokenizer: str
-    exact: bool
-    counted: ChatCount
+class _WindowShare:
+    """One model's count of a chat or a request body, as a share of its context window."""
+
+    counted: Any  # ChatCount or BodyCount: both have a total
     context_window: int | None
 
     @property
     def context_share(self) -> float | None:
         return self.counted.total / self.context_window if self.context_window else None
+
+
+@dataclass(frozen=True)
+class ChatModelCount(_WindowShare):
+    id: str
+    tokenizer: str
+    exact: bool
+    counted: ChatCount
+    context_window: int | None
 
     def to_dict(self) -> dict[str, Any]:
         c = self.counted
@@ -225,15 +232,11 @@ class ChatResult:
 
 
 @dataclass(frozen=True)
-class RequestModelCount:
+class RequestModelCount(_WindowShare):
     id: str
     tokenizer: str
     counted: BodyCount
     context_window: int | None
-
-    @property
-    def context_share(self) -> float | None:
-        return self.counted.total / self.context_window if self.context_window else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "tokenizer": self.tokenizer, **self.counted.to_dict(),
