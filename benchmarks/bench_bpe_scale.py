@@ -26,7 +26,8 @@ in one run (not a test).
    alphabet is the bytes the corpus holds, HF's here all 256 (as tokcost's), so it is
    asked for ``vocab - 256 + distinct bytes`` tokens: the same number of merges.
    tokcost's, HF's and gigabpe's merges are written and compared with HF's after the
-   runs (gigabpe's pairs as they are; tokcost's as the token each merge makes), and the
+   runs (each as its (left, right) pairs, HF's spelling; a merge that spells a token made
+   before counts as HF counts it), and the
    tokcost / gigabpe ratios of wall time and peak RSS are printed (issue 29's bar: 2.0).
 3. Each run is capped: ``prlimit --as`` (``--cap-gb`` of address space per process) and
    a watchdog that samples the resident memory of the run's whole process tree
@@ -122,9 +123,10 @@ def run_trainer(name: str, corpus: str, vocab: int, jobs: int, pattern_name: str
     if name == "tokcost":
         from tokcost.bpe.model import to_byte_level
 
-        # Each merge as the token it makes, in rank order, in HF's byte-level spelling.
-        made = sorted((r, b) for b, r in result.model.ranks.items() if len(b) > 1)
-        merges = [[to_byte_level(b)] for _, b in made]
+        # Each merge as its (left, right) pair in HF's byte-level spelling, as HF writes it:
+        # a merge that spells a token made before stays in the list (HF keeps it too).
+        spell = {i: to_byte_level(b) for b, i in result.model.ranks.items()}
+        merges = [[spell[a], spell[b]] for a, b, _ in result.model.merges]
     if merges is not None:  # HF's: train_hf wrote them
         Path(merges_out).write_text(json.dumps(merges))
     return info
@@ -243,17 +245,13 @@ def _distinct_bytes(corpus: Path) -> int:
 
 
 def _compare_merges(merges: dict[str, list[list[list[str]]]]) -> None:
-    """Every run's merges against HF's first run: gigabpe's (left, right) pairs as they are,
-    tokcost's as the tokens they make (HF's pairs joined)."""
+    """Every run's merges, as (left, right) pairs, against HF's first run."""
     if not merges.get("hf"):
         return
-    hf = merges["hf"][0]
-    made = ["".join(pair) for pair in hf]
-    print(f"\nmerges against HF's ({len(hf):,}):")
+    theirs = merges["hf"][0]
+    print(f"\nmerges against HF's ({len(theirs):,}):")
     for name, runs in merges.items():
-        for i, got in enumerate(runs, 1):
-            theirs = made if name == "tokcost" else hf
-            mine = ["".join(m) for m in got] if name == "tokcost" else got
+        for i, mine in enumerate(runs, 1):
             first = next((k for k, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), None)
             if first is None and len(mine) == len(theirs):
                 verdict = f"equal, all {len(mine):,}"

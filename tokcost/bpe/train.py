@@ -9,16 +9,18 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+import operator
 import time
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import TypeAlias
 
 import tokcost.bpe.pretokenize as pre
+from tokcost.bpe.core import compiled_core
 from tokcost.bpe.encode import Encoder
 from tokcost.bpe.model import ALPHABET_ORDER, BYTE_TO_CHAR, BPEModel
 from tokcost.errors import InputError, TokcostError, UsageError, arg
@@ -142,14 +144,19 @@ def train_from_counts(word_counts: Mapping[str, int], config: TrainerConfig,
             pre.prune_counts(table, cap)
             word_counts, consume = table, True
         corpus = _corpus(word_counts, config.special_tokens, consume)
-        pair_counts, heap = _initial_pairs(corpus.words, corpus.counts, corpus.total)
-        merges, exhausted = _merge(corpus, pair_counts, heap, config, progress)
-        model = _model(corpus, merges, config)
+        n_words = len(corpus.words)
+        vocab = _Vocabulary(corpus.keys, corpus.key_to_id, config.vocab_size, progress)
+        exhausted = _merge_compiled(corpus, vocab, config)
+        if exhausted is None:
+            pair_counts, heap = _initial_pairs(corpus.words, corpus.counts, corpus.total)
+            exhausted = _merge(corpus, vocab, pair_counts, heap, config)
+        vocab.report()
+        model = _model(corpus, vocab.merges, config)
     finally:
         if paused:
             gc.enable()
     notes = []
-    if cap is not None and len(corpus.words) >= cap:
+    if cap is not None and n_words >= cap:
         notes.append(TokcostError(
             f"the corpus reached {arg('max_pretokens', cap)} distinct pre-tokens: the rarer "
             f"ones were dropped, so the late merges can differ from an uncapped run; raise "
@@ -160,7 +167,7 @@ def train_from_counts(word_counts: Mapping[str, int], config: TrainerConfig,
             f"the corpus ran out of pairs{above}: vocabulary has {len(corpus.keys)} tokens, "
             f"not {config.vocab_size}; train on more text or ask for a smaller "
             f"{arg('vocab_size')}", related=("min_frequency", "vocab_size")))
-    return TrainResult(model=model, distinct_pretokens=len(corpus.words),
+    return TrainResult(model=model, distinct_pretokens=n_words,
                        total_pretokens=corpus.total, seconds_pretokenize=seconds_pretokenize,
                        seconds_merge=time.perf_counter() - t0, exhausted=exhausted,
                        notes=tuple(notes))
@@ -268,29 +275,73 @@ def _count_pairs(words: list[str], counts: list[int], lens: object, start: int, 
             lst.extend(owner[cut[j] : cut[j + 1]])
 
 
-def _merge(corpus: _Corpus, pair_counts: defaultdict[str, int],
-           heap: list[tuple[int, str, int, Owners]], config: TrainerConfig,
-           progress: ProgressFn | None) -> tuple[list[tuple[int, int, int]], bool]:
-    """The merges in order, and whether the pairs ran out first. The hot loop, kept whole:
-    a helper called per merge or occurrence would cost more than its work."""
-    keys, key_to_id, words, counts = corpus.keys, corpus.key_to_id, corpus.words, corpus.counts
+class _Vocabulary:
+    """The tokens as the merges make them: a merge that spells a known token reuses its id
+    (HF's ``word_to_id.get(&new_token)``); ``intern`` is called once per merge, in order."""
+
+    def __init__(self, keys: list[str], key_to_id: dict[str, int], vocab_size: int,
+                 progress: ProgressFn | None) -> None:
+        self.keys, self.key_to_id, self.vocab_size = keys, key_to_id, vocab_size
+        self.token_len = [len(k) for k in keys]  # byte-level characters: "Ġa" is 2, as HF
+        self.merges: list[tuple[int, int, int]] = []
+        self.target = max(1, vocab_size - len(keys))
+        self.progress = progress
+        self.last_report = 0.0
+
+    def intern(self, ia: int, ib: int) -> int:
+        new_key = self.keys[ia] + self.keys[ib]
+        new_id = self.key_to_id.get(new_key)
+        if new_id is None:
+            new_id = len(self.keys)
+            self.key_to_id[new_key] = new_id
+            self.keys.append(new_key)
+            self.token_len.append(len(new_key))
+        self.merges.append((ia, ib, new_id))
+        if self.progress is not None and (now := time.perf_counter()) - self.last_report > 0.1:
+            self.last_report = now
+            self.report()
+        return new_id
+
+    def report(self) -> None:
+        if self.progress is not None:
+            self.progress("merge", len(self.keys) - (self.vocab_size - self.target), self.target)
+
+
+def _merge_compiled(corpus: _Corpus, vocab: _Vocabulary, config: TrainerConfig) -> bool | None:
+    """``_merge`` in C: the same merges (tested); whether the pairs ran out first, or None
+    when the core is not built or a pair count could pass int64 (the Python loop's ints)."""
+    core = compiled_core()
+    words, counts = corpus.words, corpus.counts
+    lengths = array("i", map(len, words))
+    # No pair count can pass the sum over words of count x (length - 1).
+    if core is None or sum(map(operator.mul, counts, lengths)) >= _INT64_SAFE:
+        return None
+    symbols = bytearray("".join(words).encode("utf-32-le"))
+    starts = array("q", accumulate(lengths, initial=0))
+    starts.pop()
+    corpus.words = []  # the C loop holds them now; the strings would only take memory
+    return bool(core.merge(symbols, starts, lengths, array("q", counts),
+                           array("i", vocab.token_len), len(vocab.keys), config.vocab_size,
+                           config.max_token_length or 0, config.min_frequency, vocab.intern))
+
+
+def _merge(corpus: _Corpus, vocab: _Vocabulary, pair_counts: defaultdict[str, int],
+           heap: list[tuple[int, str, int, Owners]], config: TrainerConfig) -> bool:
+    """The merges in order (into ``vocab``); whether the pairs ran out first. The reference
+    loop, and the one that runs when the C core is not built. The hot loop, kept whole: a
+    helper called per occurrence would cost more than its work."""
+    words, counts = corpus.words, corpus.counts
+    token_len = vocab.token_len
     seq = len(heap)
     heapq.heapify(heap)
-    merges: list[tuple[int, int, int]] = []
-    # Bytes = byte-level characters ("Ġa" is b" a": 2, not its UTF-8's 3), as HF counts.
-    token_len: list[int] = [len(k) for k in keys]
     longest = max(token_len)
     max_len = config.max_token_length
     vocab_size = config.vocab_size
     min_freq = config.min_frequency
     heappop, heappush, heapreplace = heapq.heappop, heapq.heappush, heapq.heapreplace
-    exhausted = False
-    target = max(1, vocab_size - len(keys))
-    last_report = 0.0
-    while len(keys) < vocab_size:
+    while len(vocab.keys) < vocab_size:
         if not heap:
-            exhausted = True
-            break
+            return True
         negc, pc, _, pos = heap[0]
         cur = pair_counts[pc]
         if -negc != cur:
@@ -299,18 +350,9 @@ def _merge(corpus: _Corpus, pair_counts: defaultdict[str, int],
             continue
         heappop(heap)
         if cur < 1 or cur < min_freq:
-            exhausted = True
-            break
+            return True
         left, right = pc[0], pc[1]
-        ia, ib = ord(left), ord(right)
-        new_key = keys[ia] + keys[ib]
-        new_id = key_to_id.get(new_key)
-        if new_id is None:
-            new_id = len(keys)
-            key_to_id[new_key] = new_id
-            keys.append(new_key)
-            token_len.append(len(new_key))
-        merges.append((ia, ib, new_id))
+        new_id = vocab.intern(ord(left), ord(right))
         r = chr(new_id)
         r_len = token_len[new_id]
         if r_len > longest:
@@ -361,14 +403,7 @@ def _merge(corpus: _Corpus, pair_counts: defaultdict[str, int],
             if cnt > 0:
                 heappush(heap, (-cnt, p, seq, lst))
                 seq += 1
-        if progress is not None:
-            now = time.perf_counter()
-            if now - last_report > 0.1:
-                last_report = now
-                progress("merge", len(keys) - (vocab_size - target), target)
-    if progress is not None:
-        progress("merge", len(keys) - (vocab_size - target), target)
-    return merges, exhausted
+    return False
 
 
 def _model(corpus: _Corpus, merges: list[tuple[int, int, int]], config: TrainerConfig) -> BPEModel:
