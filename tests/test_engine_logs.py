@@ -22,7 +22,7 @@ from tokcost.catalog.schema import Architecture, Attention
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
 from tokcost.memory.engines.sglang import plan_sglang
-from tokcost.memory.engines.trtllm import TrtLlmPlan
+from tokcost.memory.engines.trtllm import TrtLlm, TrtLlmPlan
 from tokcost.memory.engines.vllm import VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
 
@@ -257,6 +257,101 @@ def kimi_k2(e: dict[str, Any]) -> None:
     assert e["logged_tokens"] % (64 * dcp) == 0
 
 
+# TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
+TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
+# Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
+MHA_7B = Architecture(layers=32, attention_heads=32, kv_heads=32, head_dim=128)
+
+
+def trtllm_plans(e: dict[str, Any], a: Architecture, *, dtype: str = "bf16"
+                 ) -> tuple[TrtLlmPlan, TrtLlmPlan]:
+    """TensorRT-LLM's plan at the two ends of the 2-decimal GiB figure: ``kv_memory_gib`` after
+    the fraction, or the C++ runtime's ``available_gib`` before it (weights already loaded)."""
+    engine = TrtLlm(free_gpu_memory_fraction=e.get("free_gpu_memory_fraction"),
+                    tokens_per_block=e["tokens_per_block"])
+    layout = kv_layout(a, dtype, tp=e.get("tp", 1))
+    ends = []
+    for gib in (e.get("kv_memory_gib", e.get("available_gib")) + d for d in (-0.005, 0.005)):
+        dep = (Deployment(layout=layout, kv_memory=round(gib * GiB)) if "kv_memory_gib" in e
+               else Deployment(layout=layout, memory_bytes=round(gib * GiB), reserve=0))
+        ends.append(engine.plan(dep)[0])
+    return ends[0], ends[1]
+
+
+def check_trtllm(e: dict[str, Any], a: Architecture, *, dtype: str = "bf16") -> None:
+    """Logged blocks, tokens and allocated GiB within the rounding of the logged memory."""
+    lo, hi = trtllm_plans(e, a, dtype=dtype)
+    assert lo.num_blocks is not None and hi.num_blocks is not None
+    tpb = e["tokens_per_block"]
+    blocks = e.get("logged_blocks", e.get("logged_tokens", 0) // tpb)
+    assert lo.num_blocks <= blocks <= hi.num_blocks
+    if "logged_tokens" in e:
+        assert e["logged_tokens"] == blocks * tpb
+    if "logged_allocated_gib" in e:
+        assert f"{blocks * tpb * lo.token_bytes / GiB:.2f}" == f"{e['logged_allocated_gib']:.2f}"
+    if "logged_pages_per_sequence" in e and "max_seq_len" in e:
+        assert lo.engine_blocks(e["max_seq_len"]) == e["logged_pages_per_sequence"]
+
+
+def trtllm_gpt_oss(e: dict[str, Any]) -> None:
+    """1.1.0rc3 on a DGX Spark: 'kv size is 73728' = 36 x 8 x 64 x 2 x 2 B (sliding layers as
+    full); (119.70 - 113.65 + 0.56) x 0.9 = 5.949 GiB // 73,728 = 86,711 max tokens -> 2,710
+    blocks of 32 = 86,720; the 131,072 window is cut to them."""
+    lo, hi = trtllm_plans(e, arch("gpt-oss-120b"))
+    assert lo.token_bytes == e["logged_kv_size"]
+    assert abs((119.70 - 113.65 + 0.56) * 0.9 - e["kv_memory_gib"]) < 0.005
+    assert lo.available is not None and hi.available is not None
+    assert lo.available // 73_728 <= e["logged_max_tokens"] <= hi.available // 73_728
+    check_trtllm(e, arch("gpt-oss-120b"))
+    blocks = -(-e["logged_max_tokens"] // e["tokens_per_block"])  # ceil, as this release logs
+    plan = TrtLlmPlan(token_bytes=lo.token_bytes, block_size=e["tokens_per_block"],
+                      available=e["logged_max_tokens"] * lo.token_bytes, fit=None, layers={})
+    assert plan.num_blocks == blocks and blocks * 32 == e["logged_tokens"]
+    lines = plan.lines(e["max_seq_len"])
+    assert lines[1] == f"[TRT-LLM] [W] Adjusted max_seq_len to {e['logged_adjusted_max_seq_len']}"
+    assert lines[-1] == (f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated "
+                         f"{e['logged_allocated_gib']:.2f} GiB for max tokens in paged KV cache "
+                         f"({e['logged_tokens']}).")
+
+
+def trtllm_llama_8b(e: dict[str, Any]) -> None:
+    """128 KiB/token; 26.91 GiB in blocks of 64 = 3,445 blocks = 220,480 tokens; 2,048 pages."""
+    check_trtllm(e, arch("llama-3.1-8b"))
+
+
+def trtllm_tinyllama(e: dict[str, Any]) -> None:
+    """TP 2: 22 x 2 x 64 x 2 x 2 B = 11,264 B/token per GPU; 18.88 GiB -> 56,251 blocks of 32."""
+    check_trtllm(e, TINYLLAMA)
+
+
+def trtllm_memory_doc(e: dict[str, Any]) -> None:
+    """Unnamed model: 256 KiB/token (the allocated line's); 0.9 x 70.48 GiB -> 4,060 blocks."""
+    check_trtllm(e, MHA_7B, dtype="fp8")
+
+
+def trtllm_llava(e: dict[str, Any]) -> None:
+    """LLaVA-1.5-7B at TP 2, fp16 KV: 262,144 B/token per GPU; 0.9 x 85.57 GiB -> 315,488."""
+    check_trtllm(e, MHA_7B)
+
+
+def trtllm_qwen15(e: dict[str, Any]) -> None:
+    """Qwen1.5-7B (no GQA): 512 KiB/token; 0.9 x 21.89 GiB -> ceil(40,3xx / 64) = 631 blocks."""
+    check_trtllm(e, MHA_7B)
+
+
+def trtllm_suite_mismatch(e: dict[str, Any]) -> None:
+    """Known mismatch, explained: the log is not Llama-2-7B's. In fp8 that model caches
+    262,144 B/token and 0.99 x 63.62 GiB holds 4,031-4,032 blocks; the log's own 'Allocated
+    62.99 GiB for 294,848 tokens' is 229,376 B/token, with which the same rule gives 4,607."""
+    lo, hi = trtllm_plans(e, MHA_7B, dtype="fp8")
+    assert lo.token_bytes == 262_144
+    assert hi.num_blocks is not None and hi.num_blocks < e["logged_blocks"]
+    assert round(e["logged_allocated_gib"] * GiB / e["logged_tokens"] / 1024) * 1024 == 229_376
+    # 224 KiB/token: 28 layers x 16 heads x 256 (GPT-J-6B's shape) in fp8.
+    check_trtllm(e, Architecture(layers=28, attention_heads=16, kv_heads=16, head_dim=256),
+                 dtype="fp8")
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -280,6 +375,18 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
+    ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
+    ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
+     "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,
+    ("https://github.com/ai-dynamo/dynamo/blob/b4d54bd85eed15135e2aa129f20a825ddcf5f39d/examples/"
+     "python_rs/llm/tensorrt_llm/README.md", 18.88, "trtllm"): trtllm_tinyllama,
+    ("https://github.com/NVIDIA/TensorRT-LLM/blob/7ff5302377eb3063d2c056746f686eebb23184bc/docs/"
+     "source/reference/memory.md", None, "trtllm"): trtllm_memory_doc,
+    ("https://github.com/triton-inference-server/tensorrtllm_backend/blob/"
+     "05ceae03c28c855c8520ba8429659b9d01c5f783/docs/multimodal.md", None, "trtllm"): trtllm_llava,
+    ("https://github.com/NVIDIA/TensorRT-LLM/issues/2268", None, "trtllm"): trtllm_qwen15,
+    ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md", None, "trtllm"):
+        trtllm_suite_mismatch,
 }
 
 

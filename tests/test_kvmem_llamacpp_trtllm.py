@@ -169,6 +169,24 @@ def test_trtllm_pool_is_the_fraction_of_what_the_profile_leaves() -> None:
         f"for max tokens in paged KV cache ({blocks * 32}).")
 
 
+def test_trtllm_cuts_a_window_longer_than_its_pool() -> None:
+    """gpt-oss-120b with 5.95 GiB (1.1.0rc3's DGX Spark log): 2,708 blocks of 32 hold 86,656
+    tokens, so the 131,072-token window and max_seq_len are cut to 86,656 before the pool's
+    line; a window that fits is left alone."""
+    e = estimate("-m", "gpt-oss-120b", "--kv-memory", "5.95GiB", "--engine", "trtllm",
+                 "--context", "131072")
+    assert e["engine"]["logged_lines"][:3] == [
+        "[TRT-LLM] [W] Attention window size 131072 exceeds upper bound 86656 for available "
+        "blocks. Reducing to 86656.",
+        "[TRT-LLM] [W] Adjusted max_seq_len to 86656",
+        "[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 2708 [window size=86656], tokens "
+        "per block=32, primary blocks=2708, secondary blocks=0"]
+    short = estimate("-m", "gpt-oss-120b", "--kv-memory", "5.95GiB", "--engine", "trtllm",
+                     "--context", "86656")
+    assert short["engine"]["logged_lines"][0].startswith(
+        "[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 2708 [window size=86656]")
+
+
 def test_trtllm_options_and_mla() -> None:
     """DeepSeek-V3 at TP 8: the 576-value latent in every layer, 61 x 576 x 2 B = 70,272 B per
     token on each GPU; 10 GiB in blocks of 64: ceil((10 GiB // 70,272) / 64) = 2,388."""

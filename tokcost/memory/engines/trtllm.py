@@ -68,8 +68,18 @@ class TrtLlmPlan(Plan):
         if blocks is None:
             return []
         tokens, tpb = blocks * self.block_size, self.block_size
-        return [f"{LOG}Max KV cache blocks per sequence: {self._blocks(max_model_len)} [window "
-                f"size={max_model_len}], tokens per block={tpb}, primary blocks={blocks}, "
+        # A window longer than the pool is cut to it, and max_seq_len with it (beam width 1, no
+        # sink tokens: the bound is blocks x tokens_per_block): KVCacheManager.
+        # _validate_and_adjust_attention_windows / get_max_atten_window_upper_bound in
+        # tensorrt_llm/_torch/pyexecutor/resource_manager.py; logged by 1.1.0rc3 (gpt-oss-120b,
+        # tests/fixtures/engine_logs.yaml: "Adjusted max_seq_len to 86720").
+        window = min(max_model_len, tokens)
+        cut = [] if window == max_model_len else [
+            f"[TRT-LLM] [W] Attention window size {max_model_len} exceeds upper bound {tokens} "
+            f"for available blocks. Reducing to {tokens}.",
+            f"[TRT-LLM] [W] Adjusted max_seq_len to {tokens}"]
+        return [*cut, f"{LOG}Max KV cache blocks per sequence: {self._blocks(window)} [window "
+                f"size={window}], tokens per block={tpb}, primary blocks={blocks}, "
                 "secondary blocks=0", f"{LOG}Number of tokens per block: {tpb}.",
                 f"{LOG}[MemUsageChange] Allocated {tokens * self.token_bytes / GiB:.2f} GiB for max"
                 f" tokens in paged KV cache ({tokens})."]
