@@ -338,3 +338,18 @@ def test_mamba2_groups_are_padded_to_the_tp_size() -> None:
     assert (a.attention.mamba_groups, a.attention.mamba_group_elements) == (1, 3 * 2 * 128)
     assert kv_layout(a, tp=4).state_bytes == 269_056 * 2
     assert kv_layout(a, tp=1).state_bytes == 1_073_920 * 2
+
+
+def test_gemma4_31b_weights_from_config() -> None:
+    """The text model's parameters, tensor by tensor (Gemma4TextAttention: no v_proj on the
+    k_eq_v global layers): 30,697,345,340, Google's published 30.7B (model card) rounded;
+    E4B's per-layer embeddings have no rule yet, so its weights stay unknown."""
+    from tokcost.catalog.hf_params import config_weights
+
+    config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
+    found = config_weights(config, "config.json")
+    assert not isinstance(found, str), found
+    assert found.params == 30_697_345_340 and round(found.params / 1e8) == 307
+    assert found.bytes == 2 * found.params
+    e4b = json.loads((FIXTURES / "gemma-4-e4b" / "config.json").read_text())
+    assert "per-layer embeddings" in str(config_weights(e4b, "config.json"))
