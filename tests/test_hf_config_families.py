@@ -188,15 +188,90 @@ def test_gemma3n_refusals() -> None:
         assert result.exit_code != 0 and "share" in result.output, result.output
 
 
-def test_gemma4_global_head_size_is_refused() -> None:
-    config = json.loads((FIXTURES / "gemma-3n-e4b" / "config.json").read_text())
-    config["text_config"]["global_head_dim"] = 512
+def test_gemma4_31b_global_layers_have_their_own_heads() -> None:
+    """Gemma-4-31B: 50 sliding layers of 16 kv heads x 256 (vLLM SlidingWindowSpec: 2 x 16 x
+    256 x 2 B = 16,384 B per token) and 10 global layers of 4 kv heads x 512 (attention_k_eq_v:
+    num_global_key_value_heads; K stored again as V: 2 x 4 x 512 x 2 B = 8,192 B)."""
+    a = arch("gemma-4-31b")
+    assert (a.attention.global_kv_heads, a.attention.global_head_dim) == (4, 512)
+    lay = kv_layout(a)
+    assert lay.token_bytes == {"sliding": 16_384, "full": 8_192}
+    assert (lay.counts["sliding"], lay.counts["full"]) == (50, 10)
+    assert lay.bytes_per_token == 50 * 16_384 + 10 * 8_192 == 901_120
+    assert lay.kv_heads_per_gpu is None  # no one (heads, head size) for cache policies
+    # TP8: 2 sliding kv heads a GPU; the 4 global ones replicated to 1 a GPU
+    assert kv_layout(a, tp=8).token_bytes == {"sliding": 2 * 256 * 2 * 2, "full": 512 * 2 * 2}
+    # fp8_per_token_head: 2 x (256 + 4) = 520 B a sliding head; a global head 2 x (512 + 4) =
+    # 1,032 B padded to 1,040 (gemma4.py kv_cache_page_size_padded), so the pages divide
+    fp8 = kv_layout(a, "fp8_per_token_head")
+    assert fp8.token_bytes == {"sliding": 16 * 520, "full": 4 * 1040}
+
+
+def test_gemma4_without_k_eq_v_keeps_the_common_kv_heads() -> None:
+    """num_global_key_value_heads counts only with attention_k_eq_v (vLLM and transformers)."""
+    config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
+    config["text_config"]["attention_k_eq_v"] = False
+    a = architecture_from_config(config, where="config.json")
+    assert a.attention.global_kv_heads is None and a.attention.global_head_dim == 512
+    assert kv_layout(a).token_bytes["full"] == 2 * 16 * 512 * 2
+
+
+def test_gemma4_31b_vllm_pages_grow_the_global_block() -> None:
+    """vLLM's pages: sliding 16 x 16,384 = 262,144 B, global 16 x 8,192 = 131,072 B; the global
+    block grows to 32 tokens (unify_kv_cache_spec_page_size); 5 sliding groups and 1 full of
+    10 layers; 40 GiB // 262,144 B // 10 layers = 16,384 blocks."""
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "gemma-4-31b"),
+                                 "--kv-memory", "40GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    engine = json.loads(result.stdout)["engine"]
+    groups = engine["groups"]
+    assert sorted(g["kind"] for g in groups) == ["full"] + ["sliding"] * 5
+    assert {g["page_bytes"] for g in groups} == {262_144}
+    assert {g["kind"]: g["block_size"] for g in groups} == {"sliding": 16, "full": 32}
+    assert engine["num_blocks"] == 40 * 2**30 // 262_144 // 10 == 16_384
+
+
+def test_gemma4_e4b_shares_kv_and_widens_global_heads() -> None:
+    """Gemma-4-E4B: 42 layers (5 sliding of 512, 1 global), the last 18 reading layer 22's
+    (sliding) or 23's (global) cache: 24 hold one, 20 sliding of 2 kv heads x 256 (2,048 B per
+    token) and 4 global of 2 kv heads x 512 (4,096 B; no attention_k_eq_v): 57,344 B."""
+    a = arch("gemma-4-e4b")
+    assert a.attention.kv_shared_layers == 18 and a.attention.global_kv_heads is None
+    lay = kv_layout(a)
+    assert (lay.counts["sliding"], lay.counts["full"]) == (20, 4)
+    assert lay.token_bytes == {"sliding": 2_048, "full": 4_096}
+    assert lay.bytes_per_token == 20 * 2_048 + 4 * 4_096 == 57_344
+    assert lay.layers[-2:] == ("sliding", "full")
+
+
+def test_sliding_layers_with_their_own_shape_are_refused() -> None:
+    """MiMo-V2-Flash's sliding layers have their own kv heads (swa_num_key_value_heads)."""
+    config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
+    config["text_config"]["swa_num_key_value_heads"] = 8
     try:
         architecture_from_config(config, where="config.json")
     except InputError as e:
-        assert "global_head_dim" in str(e)
+        assert "swa_num_key_value_heads" in str(e)
     else:
-        raise AssertionError("a global head size of its own was read as head_dim")
+        raise AssertionError("sliding layers' own kv heads were read as the common ones")
+
+
+def test_v_head_size_apart_from_k() -> None:
+    """V's head size where the config gives one apart from K's (v_head_dim, as MiMo-V2's full
+    layers: 4 kv heads x (192 + 128) x 2 B = 2,560 B per token per layer; vLLM
+    FullAttentionSpec: block x heads x (head_size + head_size_v) x dtype)."""
+    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 4096,
+              "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192,
+              "v_head_dim": 128}
+    a = architecture_from_config(config, where="config.json")
+    assert a.attention.v_head_dim == 128
+    lay = kv_layout(a)
+    assert lay.bytes_per_token == 2 * 4 * (192 + 128) * 2 == 5_120
+    assert lay.kv_heads_per_gpu is None
+    assert kv_layout(a, "nvfp4").token_bytes["full"] == 4 * (96 + 12 + 64 + 8)
+    # a v_head_dim equal to head_dim changes nothing
+    same = architecture_from_config({**config, "v_head_dim": 192}, where="config.json")
+    assert same.attention.v_head_dim is None and kv_layout(same).kv_heads_per_gpu == 4
 
 
 def test_granite4_mamba2_state_and_attention() -> None:
@@ -263,3 +338,18 @@ def test_mamba2_groups_are_padded_to_the_tp_size() -> None:
     assert (a.attention.mamba_groups, a.attention.mamba_group_elements) == (1, 3 * 2 * 128)
     assert kv_layout(a, tp=4).state_bytes == 269_056 * 2
     assert kv_layout(a, tp=1).state_bytes == 1_073_920 * 2
+
+
+def test_gemma4_31b_weights_from_config() -> None:
+    """The text model's parameters, tensor by tensor (Gemma4TextAttention: no v_proj on the
+    k_eq_v global layers): 30,697,345,340, Google's published 30.7B (model card) rounded;
+    E4B's per-layer embeddings have no rule yet, so its weights stay unknown."""
+    from tokcost.catalog.hf_params import config_weights
+
+    config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
+    found = config_weights(config, "config.json")
+    assert not isinstance(found, str), found
+    assert found.params == 30_697_345_340 and round(found.params / 1e8) == 307
+    assert found.bytes == 2 * found.params
+    e4b = json.loads((FIXTURES / "gemma-4-e4b" / "config.json").read_text())
+    assert "per-layer embeddings" in str(config_weights(e4b, "config.json"))

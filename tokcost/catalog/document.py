@@ -84,6 +84,12 @@ class Attention(Built):
                                        "the tensor-parallel size when it does not divide them)")
     mamba_group_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
         None = Field(None, description="Mamba2: one group's conv state elements")
+    global_kv_heads: Width | None = Field(None, description="full-attention layers' own kv "
+                                          "heads (Gemma-4's global layers)")
+    global_head_dim: Width | None = Field(None, description="full-attention layers' own head "
+                                          "size, K and V (Gemma-4's global layers)")
+    v_head_dim: Width | None = Field(None, description="V's head size where it differs from "
+                                     "K's head_dim (MiMo-V2)")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -103,6 +109,13 @@ class Attention(Built):
         if kind != "mla" and self.indexer_head_dim is not None:
             raise Invalid("indexer_head_dim is for type mla (DeepSeek-V3.2's indexer)",
                           ("indexer_head_dim",))
+        own = [k for k in ("global_kv_heads", "global_head_dim", "v_head_dim")
+               if getattr(self, k) is not None]
+        if kind == "mla" and own:
+            raise Invalid(f"{own[0]} is for attention heads, not an MLA latent", (own[0],))
+        if "full" not in pattern and own and own[0] != "v_head_dim":
+            raise Invalid(f"{own[0]} applies to full-attention layers, and the pattern has "
+                          "none", (own[0],))
         if self.chunked and "sliding" not in pattern:
             raise Invalid("chunked applies to sliding layers (Llama-4's local ones)", ("chunked",))
         if "sliding" in pattern and self.window is None:

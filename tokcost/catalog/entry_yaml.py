@@ -66,7 +66,8 @@ def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
         out += [f"{pad}  kv_shared_layers: {att.kv_shared_layers}"] if att.kv_shared_layers else []
         out += [f"{pad}  parallel_linear: true"] if att.parallel_linear else []
         out += _keys(att, ("window", "kv_lora_rank", "qk_rope_head_dim", "indexer_head_dim",
-                           "linear_state_elements", "mamba_groups", "mamba_group_elements"),
+                           "linear_state_elements", "mamba_groups", "mamba_group_elements",
+                           "global_kv_heads", "global_head_dim", "v_head_dim"),
                      pad + "  ")
     return out + _keys(arch, ("source",), pad, _str)
 

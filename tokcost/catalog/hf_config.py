@@ -204,11 +204,6 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                                                                      "index_topk_freq")):
         raise InputError(f"{f.where}: model_type {f.model_type} shares its sparse-attention "
                          "indexer across layers (indexer_types), which tokcost does not model")
-    for own, common in (("global_head_dim", "head_dim"),
-                        ("num_global_key_value_heads", "num_key_value_heads")):
-        if f.raw(own) is not None and f.raw(own) != f.raw(common):  # Gemma-4
-            raise InputError(f"{f.where}: model_type {f.model_type} gives its global layers their "
-                             f"own {common} ({own}), which tokcost does not model")
     if present == {"mla"}:
         return Attention("mla", kv_lora_rank=f.need("kv_lora_rank", "the MLA latent rank"),
                          qk_rope_head_dim=f.need("qk_rope_head_dim", "the MLA rotary head size"),
@@ -227,14 +222,38 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     # Gemma-3n: the last num_kv_shared_layers layers read earlier layers' caches.
     shared = f.count("num_kv_shared_layers", "the kv-shared layers", cap=len(kinds) - 1,
                      minimum=0) or 0
+    heads, dim, v_dim = head_shapes(f, present)
     if present == {"full"} and not parallel:
-        return Attention(kv_shared_layers=shared)
+        return Attention(kv_shared_layers=shared, global_kv_heads=heads, global_head_dim=dim,
+                         v_head_dim=v_dim)
     kind: AttentionType = "hybrid" if "linear" in present or parallel else "sliding"
     m = mamba2(f) if state is not None else None
     return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
                      chunked=chunk is not None, kv_shared_layers=shared,
                      parallel_linear=parallel, mamba_groups=m[3] if m else None,
-                     mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None)
+                     mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None,
+                     global_kv_heads=heads, global_head_dim=dim, v_head_dim=v_dim)
+
+
+def head_shapes(f: ConfigFields, present: set[LayerKind]) -> tuple[int | None, ...]:
+    """Gemma-4's global (full) layers' own kv heads and head size, and V's head size where it
+    is not K's, each None where the config gives none that differs."""
+    dim = f.count("global_head_dim", "the global layers' head size")
+    # num_global_key_value_heads counts only with attention_k_eq_v (vLLM gemma4.py
+    # Gemma4DecoderLayer; transformers' Gemma4TextAttention reads it the same way).
+    heads = (f.count("num_global_key_value_heads", "the global layers' kv heads")
+             if f.text.get("attention_k_eq_v") is True else None)
+    if "full" not in present:
+        heads = dim = None
+    v_dim = f.count("v_head_dim", "the value head size")  # MiMo-V2 (MLA's is read apart)
+    for own, common in (("swa_head_dim", "head_dim"), ("swa_v_head_dim", "v_head_dim"),
+                        ("swa_num_key_value_heads", "num_key_value_heads")):
+        if f.raw(own) is not None and f.raw(own) != f.raw(common):
+            raise InputError(f"{f.where}: model_type {f.model_type} gives its sliding layers their "
+                             f"own {common} ({own}), which tokcost does not model")
+    same = (f.raw("num_key_value_heads"), f.raw("head_dim"), f.raw("head_dim"))
+    return (None if heads == same[0] else heads, None if dim == same[1] else dim,
+            None if v_dim == same[2] else v_dim)
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:

@@ -19,9 +19,10 @@ from tokcost.errors import InputError
 _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False,
          "qwen3": False, "qwen3_moe": False, "qwen3_next": False, "deepseek_v2": False,
          "deepseek_v3": False, "gpt_oss": False, "phi3": False, "gemma": True, "gemma2": True,
-         "gemma3_text": True}
+         "gemma3_text": True, "gemma4_text": True}
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"})  # q_norm, k_norm
-_FOUR_NORMS = frozenset({"gemma2", "gemma3_text"})  # pre/post attention and feed-forward norms
+# pre/post attention and feed-forward norms
+_FOUR_NORMS = frozenset({"gemma2", "gemma3_text", "gemma4_text"})
 _QKV_BIAS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: q/k/v bias=True, o without
 
 
@@ -97,8 +98,11 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
     norms = 4 if f.model_type in _FOUR_NORMS else 2
     for i, kind in enumerate(layer_kinds(f, layers)):
         yield Part(hidden, count=norms)
-        mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
-        yield from mixer(f, hidden)
+        if f.model_type == "gemma4_text":
+            yield from _gemma4_attention(f, hidden, kind)
+        else:
+            mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
+            yield from mixer(f, hidden)
         yield from _mlp(f, i, hidden)
 
 
@@ -122,6 +126,32 @@ def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
         yield Part(dim, count=2)
     if f.model_type == "gpt_oss":
         yield Part(heads)  # attention sinks
+
+
+def _gemma4_attention(f: ConfigFields, hidden: int, kind: str) -> Iterator[Part]:
+    """Gemma4TextAttention (transformers modeling_gemma4.py): a global (full) layer's heads are
+    global_head_dim wide, its kv heads num_global_key_value_heads under attention_k_eq_v, which
+    also drops v_proj; q_norm and k_norm; and the decoder layer's layer_scalar (one value).
+    Per-layer embeddings, MoE blocks and KV-shared layers (no k/v weights) have no rule yet."""
+    for key, what in (("hidden_size_per_layer_input", "per-layer embeddings"),
+                      ("num_kv_shared_layers", "KV-shared layers")):
+        if f.raw(key):
+            _unsupported(f, what)
+    if f.raw("enable_moe_block") is True:
+        _unsupported(f, "Gemma-4 MoE blocks")
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    kv = _need(f, "num_key_value_heads", "the number of kv heads")
+    dim = _need(f, "head_dim", "the attention head size")
+    k_eq_v = kind == "full" and f.raw("attention_k_eq_v") is True
+    if kind == "full":
+        dim = f.count("global_head_dim", "the global head size") or dim
+        if k_eq_v:
+            kv = f.count("num_global_key_value_heads", "the global kv heads") or kv
+    yield from (Part(heads * dim, hidden, linear=True),
+                Part(kv * dim, hidden, 1 if k_eq_v else 2, linear=True),
+                Part(hidden, heads * dim, linear=True), Part(dim, count=2), Part(1))
+    if f.raw("attention_bias") is True:
+        _unsupported(f, "attention_bias")
 
 
 def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:

@@ -88,6 +88,18 @@ class Attention(Record):
     parallel_linear: bool = False  # Falcon-H1: every layer also holds a linear (Mamba) state
     mamba_groups: int | None = None  # Mamba2's n_groups: vLLM pads them to the TP size
     mamba_group_elements: int | None = None  # of the state: one group's conv elements
+    # Full-attention layers' own KV shape (Gemma-4's global layers: num_global_key_value_heads
+    # with attention_k_eq_v, global_head_dim), and V's head size where it is not K's (MiMo-V2).
+    global_kv_heads: int | None = None
+    global_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+    _LATER: ClassVar[tuple[str, ...]] = ("global_kv_heads", "global_head_dim", "v_head_dim")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields added after the first JSON form appear only when set (its keys stay as
+        they were for every other model)."""
+        return {k: v for k, v in super().to_dict().items() if k not in self._LATER or v}
 
     def layer_kinds(self, layers: int) -> tuple[LayerKind, ...]:
         """Kind of each of ``layers`` layers."""

@@ -154,6 +154,11 @@ def _show_architecture(arch: dict[str, Any]) -> None:
                    f"{att['qk_rope_head_dim']}")
         if att["indexer_head_dim"]:
             detail += f", indexer_head_dim {att['indexer_head_dim']}"
+    if att.get("global_kv_heads") or att.get("global_head_dim"):
+        detail += (f", global layers {att.get('global_kv_heads') or arch['kv_heads']} kv heads x "
+                   f"{att.get('global_head_dim') or arch['head_dim']}")
+    if att.get("v_head_dim"):
+        detail += f", v_head_dim {att['v_head_dim']}"
     if att["linear_state_elements"]:
         detail += (f", pattern {'/'.join(att['pattern'])}, state "
                    f"{att['linear_state_elements']:,} elements")

@@ -232,13 +232,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         indexer = indexer_bytes(att.indexer_head_dim)
         token_bytes["mla"] += indexer
     if any(k in ("full", "sliding") for k in kinds):
-        kv_heads, head_dim = attention_shape(arch, model)
-        if kv_heads % tp and tp % kv_heads:
-            raise UsageError(f"{arg('tp', tp)} must divide the model's {kv_heads} kv heads or be "
-                             "a multiple of it", param="tp")
-        heads = max(1, kv_heads // tp)  # vLLM: kv heads split, or replicated past kv_heads
-        per_layer = 2 * heads * dtype.vector_bytes(head_dim)
-        token_bytes.update({kind: per_layer for kind in ("full", "sliding") if kind in kinds})
+        heads = _attention_bytes(arch, set(kinds), dtype, tp, token_bytes, model)
     heads_q = arch.attention_heads  # vLLM shards them (vllm/config/model.py)
     if heads_q is not None and tp > 1 and heads_q % tp:
         raise UsageError(f"{arg('tp', tp)} does not divide the model's {heads_q} attention heads "
@@ -257,6 +251,55 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
                     att.parallel_linear)
+
+
+def _attention_bytes(arch: Architecture, kinds: set[LayerKind], dtype: KvDtype, tp: int,
+                     token_bytes: dict[LayerKind, int], model: str) -> int | None:
+    """Fill ``token_bytes`` for full and sliding layers; the kv heads per GPU when every
+    layer has the same heads and K and V the same head size (what cache policies and
+    llama.cpp's cells assume), else None (Gemma-4, MiMo-V2)."""
+    att = arch.attention
+    kv_heads, head_dim = attention_shape(arch, model)
+    shapes = {kind: head_shape(arch, kind, kv_heads, head_dim) for kind in ("full", "sliding")
+              if kind in kinds}
+    for kind, (total, k_dim, v_dim) in shapes.items():
+        if total % tp and tp % total:
+            raise UsageError(f"{arg('tp', tp)} must divide the model's {total} kv heads or be "
+                             "a multiple of it", param="tp")
+        # vLLM: kv heads split, or replicated past kv_heads; a page holds K then V
+        # (FullAttentionSpec.real_page_size_bytes: head_size + head_size_v).
+        per_head = dtype.vector_bytes(k_dim) + dtype.vector_bytes(v_dim)
+        if kind == "full" and _gemma4_padded(dtype, k_dim, att.global_head_dim):
+            per_head = GEMMA4_PADDED_HEAD_BYTES
+        token_bytes[kind] = max(1, total // tp) * per_head
+    return max(1, kv_heads // tp) if set(shapes.values()) == {(kv_heads, head_dim, head_dim)} \
+        else None
+
+
+def head_shape(arch: Architecture, kind: LayerKind, kv_heads: int,
+               head_dim: int) -> tuple[int, int, int]:
+    """``(kv heads, K head size, V head size)`` of a ``kind`` layer: Gemma-4's global (full)
+    layers have their own heads and head size (vLLM gemma4.py Gemma4DecoderLayer:
+    global_head_dim, and num_global_key_value_heads under attention_k_eq_v, K stored again as
+    V); elsewhere V's head size is ``v_head_dim`` where the config gives one (MiMo-V2:
+    mimo_v2_flash.py passes Attention(head_size_v=...) to FullAttentionSpec.head_size_v,
+    vllm/v1/kv_cache_interface.py)."""
+    att = arch.attention
+    if kind == "full" and (att.global_kv_heads or att.global_head_dim):
+        dim = att.global_head_dim or head_dim
+        return att.global_kv_heads or kv_heads, dim, dim
+    return kv_heads, head_dim, att.v_head_dim or head_dim
+
+
+# vLLM pads Gemma-4's 512-wide global heads under fp8/int8_per_token_head from 2 x (512 + 4)
+# = 1,032 B to 1,040 B, twice a 256-wide sliding head's 520 B, so that the pages divide
+# (vllm/model_executor/models/gemma4.py, Gemma4Attention: kv_cache_page_size_padded).
+GEMMA4_PADDED_HEAD_BYTES = 1040
+
+
+def _gemma4_padded(dtype: KvDtype, k_dim: int, global_head_dim: int | None) -> bool:
+    return global_head_dim == 512 == k_dim and dtype.name in ("fp8_per_token_head",
+                                                               "int8_per_token_head")
 
 
 def indexer_bytes(head_dim: int | None) -> int:
