@@ -120,7 +120,8 @@ V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 # --kv-cache-dtype values newer than v0.11, with the last release known to lack each
 # (vllm/config/cache.py CacheDType; fp8, fp8_e4m3 and fp8_e5m2 predate v0.11, and fp8_ds_mla came
 # with DeepSeek-V3.2, PR #25896, v0.11). A release lacks a PR when it was out before the merge:
-# v0.18.0 was released by 2026-03-23 and v0.23.0 ran by 2026-06-19 (logs in vllm issues #46169).
+# v0.18.0 was released by 2026-03-23 (xorbitsai/inference PR #4718 adapts to it) and v0.23.0
+# ran by 2026-06-19 (its start-up log in vllm-project/vllm issue #46169).
 DTYPE_SINCE: dict[str, tuple[Release, str]] = {
     "fp8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
     "int8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
