@@ -10,16 +10,24 @@ each GPU of a DCP group holding every dcp-th token (PR #23734).
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from typer.testing import CliRunner
 
 import tokcost
+from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
-from tokcost.memory.engines.base import Release
+from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.sglang import Sglang
-from tokcost.memory.engines.vllm import Vllm
+from tokcost.memory.engines.vllm import Vllm, resolve_block_size
+from tokcost.memory.kv import kv_layout
+
+if TYPE_CHECKING:
+    from tokcost.catalog.schema import Gpu
 
 GiB = 2**30
 runner = CliRunner()
@@ -186,3 +194,86 @@ def test_kv_cache_memory_is_vllms_flag_for_the_budget() -> None:
                                  "151519866880", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["engine"]["num_blocks"] == 151_519_866_880 // 2**21
+
+
+# --- block sizes and KV dtypes by release (issue 28, part 1) ----------------------------------
+
+def _engine(*args: str) -> dict[str, object]:
+    result = runner.invoke(app, ["kvmem", "estimate", *args, "--kv-memory", "20GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    engine: dict[str, object] = json.loads(result.stdout)["engine"]
+    return engine
+
+
+@pytest.mark.parametrize(("engine", "block", "why"), [
+    ("vllm@0.11", 128, "CUTLASS MLA"), ("vllm@0.14", 128, "CUTLASS MLA"),
+    ("vllm@0.15", 64, "FlashInfer MLA"), ("vllm@0.17", 64, "FlashInfer MLA")])
+def test_blackwell_mla_block_follows_the_default_backend_of_the_release(
+        engine: str, block: int, why: str) -> None:
+    """vllm/platforms/cuda.py: CUTLASS MLA (128-token blocks, PR #21626) was Blackwell's default
+    MLA backend until PR #32615 (merged 2026-01-19) made it FlashInfer MLA (64): v0.15 on.
+    DeepSeek-V3 pages are block x 1,152 B per layer, 61 layers."""
+    e = _engine("-m", "deepseek-v3", "--gpu", "B200", "--engine", engine)
+    assert e["block_size"] == block and why in str(e["block_size_reason"])
+    assert e["num_blocks"] == 20 * GiB // (block * 1152) // 61
+
+
+def test_hopper_mla_block_is_flashmla_in_every_release() -> None:
+    for engine in ("vllm@0.11", "vllm@0.15", "vllm"):
+        assert _engine("-m", "deepseek-v3", "--gpu", "H100", "--engine", engine)["block_size"] == 64
+
+
+V32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
+
+
+@pytest.mark.parametrize(("release", "block"), [("0.14", 64), ("0.17", 64), ("0.21", 128)])
+def test_deepseek_v32_sparse_mla_is_64_on_blackwell_before_v0_18(release: str, block: int) -> None:
+    """DeepSeek-V3.2 (index_topk) forces FlashMLASparse's 64-token blocks on any GPU before v0.18
+    (vllm/platforms/cuda.py, PR #25896), where DeepSeek-V3 on Blackwell gets 128 (v0.14) or 64
+    (v0.15); v0.18 on is not modelled (PR #35122) and keeps the v0.14 rule: 128."""
+    arch = architecture_from_config(json.loads((V32 / "config.json").read_text()),
+                                    where="config.json")
+    dep = Deployment(layout=kv_layout(arch, "fp8_ds_mla"),
+                     gpu=cast("Gpu", SimpleNamespace(architecture="blackwell")))
+    got, why = resolve_block_size(dep.layout, dep, Vllm.release_of(release))
+    assert got == block
+    assert ("FlashMLASparse" in str(why)) == (block == 64)
+
+
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.11", 1072), ("vllm@0.12", 1088)])
+def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12(engine: str, block: int) -> None:
+    """Qwen3-Next, fp8 attention (1,024 B per token per layer), bf16 state of 1,097,728 B: steps of
+    16 give 16 x 67 = 1,072; FlashInfer's missing 16-token blocks for head_dim 256 on Blackwell
+    (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088."""
+    e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "B200",
+                "--engine", engine)
+    assert e["block_size"] == block
+
+
+@pytest.mark.parametrize(("dtype", "engine", "fragment"), [
+    ("fp8_per_token_head", "vllm@0.18", "came after v0.18 (PR #38378"),
+    ("int8_per_token_head", "vllm@0.11", "came after v0.18 (PR #38378"),
+    ("nvfp4", "vllm@0.18", "came after v0.18 (PR #37332"),
+    ("int4_per_token_head", "vllm", "vLLM v0.21 has no int4_per_token_head KV cache: it came "
+     "after v0.23 (PR #40835, merged 2026-06-24); use --engine vllm@0.24 or later")])
+def test_a_release_without_the_dtype_refuses_it_in_one_line(
+        dtype: str, engine: str, fragment: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-dtype", dtype,
+                                 "--engine", engine])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and fragment in lines[0], result.output
+
+
+@pytest.mark.parametrize(("dtype", "engine"), [
+    ("fp8_per_token_head", "vllm@0.19"), ("nvfp4", "vllm"), ("int4_per_token_head", "vllm@0.24"),
+    ("fp8_e5m2", "vllm@0.11"), ("fp8_e4m3", "vllm@0.11")])
+def test_a_release_with_the_dtype_accepts_it(dtype: str, engine: str) -> None:
+    assert _engine("-m", "llama-3.1-8b", "--kv-dtype", dtype, "--engine", engine)["num_blocks"]
+
+
+def test_fp8_ds_mla_is_accepted_from_v0_11() -> None:
+    """DeepSeek-V3.2's fp8_ds_mla layout came with its support (PR #25896, v0.11)."""
+    folder = str(V32)
+    assert _engine("--config", folder, "--kv-dtype", "fp8_ds_mla", "--engine", "vllm@0.11")[
+        "block_size"] == 64

@@ -99,8 +99,72 @@ class Group:
     layers: tuple[int, ...]
 
 
-def resolve_block_size(layout: KvLayout, dep: Deployment) -> tuple[int, Note]:
-    """The attention block size vLLM ends up with, and why."""
+# Block-size rules by release (vllm/platforms/cuda.py check_and_update_config, and
+# HybridAttentionMambaModelConfig in vllm/model_executor/models/config.py), dated by the merge
+# commits on vllm-project/vllm main; the release is the first whose branch followed the merge:
+# - FlashMLA on Hopper forces 64-token blocks: PR #14451 (2025-03-08, v0.8), every release here.
+# - DeepSeek-V3.2 (config index_topk) forces 64 for FlashMLASparse on every GPU: PR #25896
+#   (2025-09-30, shipped with V3.2 support in v0.11).
+# - Blackwell's default MLA backend: CUTLASS MLA (128-token blocks, PR #21626, 2025-07-27) until
+#   PR #32615 (2026-01-19, after v0.14's branch) made FlashInfer MLA the default (64 unless the
+#   block is 32 or a multiple of 64): v0.15 on.
+# - FlashInfer on Blackwell has no 16-token blocks for head_dim 256: a Mamba hybrid's attention
+#   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 on (v0.11.1/.2 are read as
+#   v0.11, which did not have it); reverted by PR #36987 (2026-03-16).
+# From v0.18 vLLM picks the block from the chosen backend's kernel sizes instead (PR #35122,
+# 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04); tokcost does not model that
+# yet and keeps the v0.14 rules for v0.18 on (docs/kvmem-engines.md).
+V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
+
+
+# --kv-cache-dtype values newer than v0.11, with the last release known to lack each
+# (vllm/config/cache.py CacheDType; fp8, fp8_e4m3 and fp8_e5m2 predate v0.11, and fp8_ds_mla came
+# with DeepSeek-V3.2, PR #25896, v0.11). A release lacks a PR when it was out before the merge:
+# v0.18.0 was released by 2026-03-23 (xorbitsai/inference PR #4718 adapts to it) and v0.23.0
+# ran by 2026-06-19 (its start-up log in vllm-project/vllm issue #46169).
+DTYPE_SINCE: dict[str, tuple[Release, str]] = {
+    "fp8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
+    "int8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
+    "nvfp4": (Release(0, 18), "PR #37332, merged 2026-04-17"),
+    "int4_per_token_head": (Release(0, 23), "PR #40835, merged 2026-06-24"),
+}
+
+
+def check_dtype(name: str, release: Release) -> None:
+    """Refuse a KV cache dtype ``release`` did not have, naming when vLLM added it."""
+    since = DTYPE_SINCE.get(name)
+    if since is None or release > since[0]:
+        return
+    last, pr = since
+    later = Release(last.major, last.minor + 1)
+    raise UsageError(f"vLLM {release} has no {name} KV cache: it came after {last} ({pr}); use "
+                     f"{arg('engine', f'vllm@{later.major}.{later.minor}')} or later",
+                     param="kv_dtype", related=("engine",))
+
+
+def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[int, str] | None:
+    """The MLA block vLLM forces on ``where`` in ``release``, and why; None: it keeps ``block``."""
+    if sparse and release < V0_18:
+        return (None if block == 64 else (64, "64: vLLM forces 64-token blocks for DeepSeek-V3.2's"
+                " FlashMLASparse backend (vllm/platforms/cuda.py, PR #25896)"))
+    if where == "hopper":
+        return None if block % 64 == 0 else (
+            64, "64: vLLM forces 64-token blocks for FlashMLA on Hopper (vllm/platforms/cuda.py)")
+    if where != "blackwell":
+        return None
+    if V0_15 <= release < V0_18:
+        return None if block == 32 or block % 64 == 0 else (
+            64, "64: vLLM forces 64-token blocks for FlashInfer MLA, Blackwell's default MLA "
+            "backend from v0.15 (vllm/platforms/cuda.py, PR #32615)")
+    return None if block % 128 == 0 else (
+        128, "128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default MLA backend"
+        + (" to v0.14 (PR #21626; FlashInfer MLA from v0.15, PR #32615)" if release < V0_15
+           else "") + " (vllm/platforms/cuda.py)")
+
+
+def resolve_block_size(layout: KvLayout, dep: Deployment,
+                       release: Release = V0_21) -> tuple[int, Note]:
+    """The attention block size vLLM ``release`` ends up with, and why."""
     kinds = layout.counts
     block = dep.block_size if dep.block_size is not None else DEFAULT_BLOCK
     given = f"{arg('block_size')} given" if dep.block_size is not None else "vLLM's default"
@@ -108,22 +172,20 @@ def resolve_block_size(layout: KvLayout, dep: Deployment) -> tuple[int, Note]:
     arch = dep.gpu.architecture if dep.gpu is not None else None
     where = arch or "hopper"
     if kinds["mla"]:
-        force = {"blackwell": 128, "hopper": 64}.get(where)
-        if force is None:
+        forced = _mla_block(block, where, release, layout.indexer_bytes > 0)
+        if forced is None and where not in ("hopper", "blackwell"):
             reason += f"; Triton MLA on {where} keeps it"
-        elif block % force:
-            block = force
-            reason = ("128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default "
-                      "MLA backend (vllm/platforms/cuda.py)" if force == 128 else
-                      "64: vLLM forces 64-token blocks for FlashMLA on Hopper "
-                      "(vllm/platforms/cuda.py)"
-                      + ("" if arch else " (no GPU architecture given: Hopper assumed)"))
+        elif forced is not None:
+            block, reason = forced
+            if not arch:
+                reason += " (no GPU architecture given: Hopper assumed)"
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
     if kinds["linear"] and attn:
         if kinds["mla"]:
             align = 128 if where == "blackwell" else 64
-        else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell
-            align = 32 if where == "blackwell" and dep.head_dim == 256 else 16
+        else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell (v0.12 on)
+            align = 32 if (where == "blackwell" and dep.head_dim == 256
+                           and release >= V0_12) else 16
         needed = align * cdiv(layout.state_bytes, align * attn)
         if block < needed:
             block = needed
@@ -401,7 +463,8 @@ class Vllm(Engine):
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
         _check_dcp(dep)
-        block, reason = resolve_block_size(layout, dep)
+        check_dtype(layout.dtype.name, self.release)
+        block, reason = resolve_block_size(layout, dep, self.release)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
                 dep.gpu.name if dep.gpu else None, dep.memory_bytes)
