@@ -1,4 +1,4 @@
-"""BPE training at scale: wall time and peak memory of five trainers at three corpus sizes,
+"""BPE training at scale: wall time and peak memory of six trainers at three corpus sizes,
 in one run (not a test).
 
     pip install '.[bench]' && python benchmarks/bench_bpe_scale.py [--mb 40 400 2000]
@@ -22,10 +22,12 @@ in one run (not a test).
    documents); rustbpe and bpeasy learn their own (rustbpe has no token-length limit;
    bpeasy's is 128 bytes). ``gigabpe`` (``train_bpe``, Rust) offers only the GPT-2
    byte-level and whitespace pre-tokenizers, so it runs with ``--pattern gpt2`` only
-   (``pretokenizer="bytelevel"``, HF's ``max_token_length``, no minimum frequency). Its
+   (``pretokenizer="bytelevel"``, HF's ``max_token_length``, no minimum frequency);
+   ``gigatoken``'s ``train_bpe`` likewise splits as GPT-2 only, and it reads the file as
+   one text instead of line by line, so its merges are not HF's (printed below). gigabpe's
    alphabet is the bytes the corpus holds, HF's here all 256 (as tokcost's), so it is
    asked for ``vocab - 256 + distinct bytes`` tokens: the same number of merges.
-   tokcost's, HF's and gigabpe's merges are written and compared with HF's after the
+   Every trainer's merges but rustbpe's and bpeasy's are written and compared with HF's after the
    runs (each as its (left, right) pairs, HF's spelling; a merge that spells a token made
    before counts as HF counts it), and the
    tokcost / gigabpe ratios of wall time and peak RSS are printed (issue 29's bar: 2.0).
@@ -63,7 +65,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_bpe import build_corpus, train_hf
 
-TRAINERS = ("tokcost", "hf", "gigabpe", "rustbpe", "bpeasy")
+TRAINERS = ("tokcost", "hf", "gigabpe", "gigatoken", "rustbpe", "bpeasy")
 MAX_TOKEN_LENGTH = 128  # tokcost's default; HF gets 129 (it keeps tokens strictly shorter)
 
 
@@ -101,6 +103,18 @@ def run_trainer(name: str, corpus: str, vocab: int, jobs: int, pattern_name: str
                                             max_token_length=MAX_TOKEN_LENGTH + 1)
         info["vocab"] = len(gvocab)
         merges = [list(m) for m in gmerges]
+    elif name == "gigatoken":
+        if pattern_name != "gpt2":
+            raise SystemExit("gigatoken's trainer splits as GPT-2 only: --pattern gpt2")
+        import gigatoken
+
+        from tokcost.bpe.model import to_byte_level
+
+        # train_bpe(in_data, vocab_size, special_tokens) -> (vocab, merges as byte pairs); it
+        # reads the file as one text (no per-line split), so its merges are not HF's.
+        gvocab, gmerges = gigatoken.train_bpe(corpus, vocab, [])
+        info["vocab"] = len(gvocab)
+        merges = [[to_byte_level(a), to_byte_level(b)] for a, b in gmerges]
     elif name in ("rustbpe", "bpeasy"):
 
         def lines() -> Iterator[str]:

@@ -8,6 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,3 +147,47 @@ def test_count_ascii_refuses_bad_arguments() -> None:
         core.count_ascii(b"abc", 0, b"\x00" * 10, {})
     with pytest.raises(ValueError):
         core.count_ascii(b"abc", 3, b"\x00" * 128, {})
+
+
+# --- HF's Unicode tables for the trainer's split ------------------------------------------
+
+def test_hf_tables_agree_with_tokenizers() -> None:
+    """The shipped ranges against HF's engine itself: on every code point where they differ
+    from ``regex`` (the ones that matter) and on a spread of the others."""
+    import regex
+    from tokenizers import Regex, pre_tokenizers
+
+    from tokcost.bpe.hf_unicode import CLASSES, tables
+
+    t = tables()
+    everything = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    text = "".join(map(chr, everything))
+    for name, cls in CLASSES.items():
+        ours = {c for a, b in t[name] for c in range(a, b + 1)}
+        theirs_regex = {ord(ch) for ch in regex.findall(cls, text)}
+        sample = sorted((ours ^ theirs_regex) | set(everything[::97]))
+        probe = "".join(map(chr, sample))
+        gaps = pre_tokenizers.Split(Regex(cls), "removed").pre_tokenize_str(probe)
+        outside = {sample[i] for _, (a, b) in gaps for i in range(a, b)}
+        hf = set(sample) - outside
+        assert hf == ours & set(sample), name
+
+
+NEW_CHARACTERS = "\ua7cf\U00016ebb\u0295\U00010d4a\u0558\U00011de0"  # Unicode 16/17, U+0295
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_characters_newer_than_hf_train_as_hf(tmp_path: Path, name: str) -> None:
+    """Letters and numbers that ``regex`` knows and HF's tables do not: split as HF does,
+    so the merges stay HF's."""
+    from test_bpe import as_hf, hf_train
+
+    from tokcost.bpe import train
+
+    lines = [f'x = "{ch}"),  # {ch}{ch} Ab{ch}cd {ch}12 \'s\n' for ch in NEW_CHARACTERS]
+    corpus = tmp_path / "new.txt"
+    corpus.write_text("".join(lines * 40) + "plain ascii text, repeated words words\n" * 30,
+                      encoding="utf-8")
+    hf_vocab, hf_merges = hf_train(corpus, 330, PATTERNS[name])
+    model = train([corpus], TrainerConfig(vocab_size=330, pattern=name)).model
+    assert as_hf(model) == (hf_vocab, hf_merges)

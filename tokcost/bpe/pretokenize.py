@@ -188,6 +188,28 @@ def splitter(pattern: str) -> Callable[[str], list[str]]:
     return split
 
 
+@lru_cache(maxsize=8)
+def training_splitter(pattern: str) -> Callable[[str], list[str]]:
+    """``splitter`` as the trainer uses it: a named pattern's Unicode classes as Hugging
+    Face ``tokenizers`` has them (``hf_unicode``), so the merges stay HF's on text with
+    characters newer than HF's tables; ASCII text takes the same fast path."""
+    if pattern not in PATTERNS.values():
+        return splitter(pattern)
+    import regex
+
+    from tokcost.bpe.hf_unicode import hf_pattern
+
+    slow: Callable[[str], list[str]] = regex.compile(hf_pattern(pattern)).findall
+    fast = _ascii_fast(pattern)
+    if fast is None:
+        return slow
+
+    def split(text: str) -> list[str]:
+        return fast(text) if text.isascii() else slow(text)
+
+    return split
+
+
 def split_text(text: str, pattern: str) -> list[str]:
     """The matches and, like HF's ``Split(..., "isolated")``, the gaps between them."""
     pat = compile_pattern(pattern)
@@ -204,8 +226,9 @@ def cut(text: str, matches: Iterable[regex.Match[str]]) -> list[str]:
 
 
 def pretokenize(text: str, spec: PretokenizeSpec) -> list[str]:
-    """The pre-tokens of one sequence: the special tokens split out first, each one piece."""
-    split = splitter(spec.pattern)
+    """The pre-tokens of one sequence for training: the special tokens split out first,
+    each one piece."""
+    split = training_splitter(spec.pattern)
     if not spec.special_tokens:
         return split(text)
     pieces: list[str] = []
@@ -245,7 +268,7 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
     elif lines is None:
         lines = _lines(block)
     fast = _ascii_fast(spec.pattern)  # an ASCII block skips the per-line check
-    split = fast if fast is not None and block.isascii() else splitter(spec.pattern)
+    split = fast if fast is not None and block.isascii() else training_splitter(spec.pattern)
     _count_pieces(lines, split, counts)
     return counts
 
