@@ -107,6 +107,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
         " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
         "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
+    kv_cache_dtype_skip_layers: Annotated[str | None, typer.Option(
+        "--kv-skip-layers", "--kv-cache-dtype-skip-layers", metavar="LIST", help="vLLM (v0.19 "
+        "on): layers cached in the model's dtype, not --kv-dtype: indices (0,31) and/or "
+        "sliding_window.")] = None,
     mem_fraction_static: Annotated[float | None, typer.Option("--mem-fraction-static",
         help="SGLang's share of GPU memory for weights and KV pool (default: "
         "SGLang's, from the GPU's memory).")] = None,

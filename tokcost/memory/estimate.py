@@ -194,7 +194,10 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     cache, par, budget = request.cache, request.parallel, request.budget
     auto = str(cache.kv_dtype).lower() == "auto"
     dtype = AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
-    layout = kv_layout(arch, dtype, tp=par.tp, group=cache.kv_group_size, model=entry.id)
+    layout = request.engine_spec.profile.cache_layout(
+        kv_layout(arch, dtype, tp=par.tp, group=cache.kv_group_size, model=entry.id),
+        lambda: kv_layout(arch, AUTO_KV.get(arch.weights_dtype, "bf16"), tp=par.tp,
+                          model=entry.id))
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     group = cache.kv_group_size
     if group is not None and head_dim is not None and group < head_dim and head_dim % group:
@@ -233,6 +236,8 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
         notes.append(Note(f"the blocks column counts the context's {block}-token blocks; "
                           "windowed and linear layers hold fewer, which per sequence, "
                           "concurrency and fits already count"))
+    if layout.skipped:
+        notes.append(_skipped_note(layout))
     foreign = engine.layout_note(layout.dtype)
     notes += [foreign] if foreign is not None else []
     window = entry.context_window
@@ -240,6 +245,17 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
         notes.append(Note(f"contexts marked >window exceed {entry.id}'s {window:,}-token "
                           "context window: sizes for a model that cannot serve them"))
     return notes
+
+
+def _skipped_note(layout: KvLayout) -> Note:
+    """Which layers cache in the model's dtype (``--kv-cache-dtype-skip-layers``)."""
+    kept = sorted(layout.skipped)
+    sliding = [i for i, kind in enumerate(layout.layers) if kind == "sliding"]
+    which = (f"its {len(kept)} sliding-window layers" if kept == sliding else
+             f"layer{'s' * (len(kept) > 1)} {', '.join(map(str, kept))}")
+    return Note(f"{arg('kv_cache_dtype_skip_layers')}: {which} cache in "
+                f"{layout.skipped_dtype} (the model's dtype), the other "
+                f"{len(layout.layers) - len(kept)} in {layout.dtype.name}")
 
 
 def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note]:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from tokcost.catalog.schema import Architecture, LayerKind
 from tokcost.errors import UsageError, arg, suggest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class ArchitectureIncomplete(UsageError):
@@ -129,14 +133,39 @@ class KvLayout:
     chunked: bool = False  # sliding layers hold their current chunk of ``window`` (Llama-4)
     kv_shared: int = 0  # layers after ``layers`` that read their caches (Gemma-3n)
     parallel: bool = False  # ``layers`` pairs each attention with its layer's Mamba (Falcon-H1)
+    # Layers cached in the model's dtype whatever ``dtype`` is (vLLM's
+    # --kv-cache-dtype-skip-layers), and their bytes per token per layer by kind.
+    skipped: frozenset[int] = frozenset()
+    skipped_bytes: dict[LayerKind, int] = field(default_factory=dict)
+    skipped_dtype: str | None = None
 
     @property
     def counts(self) -> Counter[LayerKind]:
         return Counter(self.layers)
 
+    def layer_bytes(self, index: int) -> int:
+        """Bytes per token of layer ``index`` (its own dtype)."""
+        kind = self.layers[index]
+        table = self.skipped_bytes if index in self.skipped else self.token_bytes
+        return table.get(kind, 0)
+
+    def take(self, indices: Iterable[int]) -> KvLayout:
+        """The layout of the layers ``indices`` (a pipeline stage), in that order."""
+        picked = tuple(indices)
+        return replace(self, layers=tuple(self.layers[i] for i in picked),
+                       skipped=frozenset(j for j, i in enumerate(picked) if i in self.skipped))
+
+    def skipping(self, layers: Iterable[int], model_dtype: KvLayout) -> KvLayout:
+        """This layout with ``layers`` cached as in ``model_dtype`` (the same model laid out
+        in its own dtype)."""
+        return replace(self, skipped=frozenset(layers), skipped_bytes=dict(model_dtype.token_bytes),
+                       skipped_dtype=model_dtype.dtype.name)
+
     @property
     def bytes_per_token(self) -> int:
         """Bytes one more token adds while the context is shorter than every window."""
+        if self.skipped:
+            return sum(map(self.layer_bytes, range(len(self.layers))))
         return sum(self.token_bytes.get(kind, 0) for kind in self.layers)
 
     @property
@@ -165,6 +194,12 @@ class KvLayout:
         return sum(self.by_kind(tokens, block_size).values())
 
     def by_kind(self, tokens: int, block_size: int | None = None) -> dict[str, int]:
+        if self.skipped:  # each layer in its own dtype
+            held: dict[str, int] = dict.fromkeys(self.counts, 0)
+            for i, kind in enumerate(self.layers):
+                held[kind] += (self.state_bytes if kind == "linear" else self.layer_slots(
+                    kind, tokens, block_size) * self.layer_bytes(i))
+            return held
         return {kind: count * (self.state_bytes if kind == "linear" else
                                self.layer_slots(kind, tokens, block_size) * self.token_bytes[kind])
                 for kind, count in self.counts.items()}

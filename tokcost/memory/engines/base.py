@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from tokcost.errors import Note, UsageError, arg
@@ -65,8 +65,8 @@ class Deployment:
     def stage_layout(self) -> KvLayout:
         """The pipeline stage that caches the most per token (it sets every stage's pool)."""
         lay = self.layout
-        return max((replace(lay, layers=tuple(lay.layers[i] for i in s))
-                    for s in pp_stages(len(lay.layers), self.pp)), key=lambda x: x.bytes_per_token)
+        return max((lay.take(s) for s in pp_stages(len(lay.layers), self.pp)),
+                   key=lambda x: x.bytes_per_token)
 
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""
@@ -273,6 +273,11 @@ class Engine(ABC):
             raise UsageError(f"{dep.model} has {what}, whose cache {self.title} keeps by rules "
                              f"tokcost does not model; use {arg('engine', 'vllm')} or ideal",
                              param="engine")
+
+    def cache_layout(self, layout: KvLayout, model_dtype: Callable[[], KvLayout]) -> KvLayout:
+        """``layout`` as this engine caches it; ``model_dtype()`` lays the model out in its own
+        dtype (vLLM keeps the layers of --kv-cache-dtype-skip-layers in it)."""
+        return layout
 
     def gpu_knobs(self) -> dict[str, bool]:
         """Whether each option that sizes the pool from a GPU's memory is given."""

@@ -26,6 +26,8 @@ from tokcost.memory.kv import KvLayout, pp_stages
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tokcost.memory.request import KvRequest
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
@@ -115,6 +117,16 @@ class Group:
 # 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04); tokcost does not model that
 # yet and keeps the v0.14 rules for v0.18 on (docs/kvmem-engines.md).
 V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
+
+# --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
+# merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
+# (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
+# dtype, when its index (extract_layer_index) is listed or when it has a sliding window and
+# "sliding_window" is; the others keep --kv-cache-dtype. MLA layers read the list from PR #47309
+# (merged 2026-07-16, after v0.25.0 was out), pages that do not divide are padded from PR #42890
+# (merged 2026-07-03, after v0.24.0, released 2026-07-01): tokcost models neither.
+V0_19 = Release(0, 19)
+SKIP_SLIDING = "sliding_window"
 
 
 # --kv-cache-dtype values newer than v0.11, with the last release known to lack each
@@ -207,21 +219,35 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
     pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
     top_attn = max(pages.values()) if pages else layout.state_bytes
     specs: list[Spec] = []
-    for kind in layout.layers:
+    for i, kind in enumerate(layout.layers):
+        page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
         if kind == "linear":  # the state page is padded to the attention page
             specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
         elif kind == "sliding":
-            specs.append(Spec("full", block, pages[kind]) if unify else Spec(
-                "chunked" if layout.chunked else "sliding", block, pages[kind], layout.window))
+            specs.append(Spec("full", block, page) if unify else Spec(
+                "chunked" if layout.chunked else "sliding", block, page, layout.window))
         else:
-            specs.append(Spec(kind, block, pages[kind]))
+            specs.append(Spec(kind, block, page))
+    if uniform_type(specs):
+        return specs
     # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
     top = max(s.page_bytes for s in specs)
     if any(top % s.page_bytes for s in specs):
         raise UsageError("vLLM cannot start this model: its layers' page sizes do not divide "
-                         "each other ('Cannot unify by adjusting block_size')")
+                         "each other ('Cannot unify by adjusting block_size')" + (
+                             "; vLLM pads them from PR #42890 (merged 2026-07-03, after v0.24.0),"
+                             " which tokcost does not model" if layout.skipped else ""))
     return [replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
             for s in specs]
+
+
+def uniform_type(specs: list[Spec]) -> bool:
+    """Pages that differ by layer in specs of one type and block (here: layers kept in the
+    model dtype beside quantized ones): vLLM puts every layer in one group whose page is the sum
+    of the layers' own (``UniformTypeKVCacheSpecs``, vllm/v1/kv_cache_interface.py, tried by
+    get_kv_cache_groups before unify_kv_cache_spec_page_size, vllm/v1/core/kv_cache_utils.py)."""
+    return (len({(s.kind, s.block_size, s.window) for s in specs}) == 1
+            and len({s.page_bytes for s in specs}) > 1)
 
 
 def _groups(specs: list[Spec]) -> tuple[Group, ...]:
@@ -251,6 +277,7 @@ class VllmPlan(Plan):
     release: Release = V0_21
     version: str = ""  # the profile's words for the release followed
     dcp: int = 1
+    layer_pages: tuple[int, ...] = ()  # each layer's page where they differ (uniform_type)
 
     @property
     def group_size(self) -> int:
@@ -264,27 +291,40 @@ class VllmPlan(Plan):
         """Layer slots a block id spans on the fullest pipeline stage (one GPU)."""
         return max(self._stage_group_size(s) for s in self.stages)
 
+    def _stage_block_bytes(self, stage: frozenset[int]) -> int:
+        """Bytes a block id takes on ``stage``: a page per layer slot, or the sum of its layers'
+        own pages (``UniformTypeKVCacheSpecs.page_size_bytes``)."""
+        if self.layer_pages:
+            return sum(self.layer_pages[i] for i in stage)
+        return self.page_bytes * self._stage_group_size(stage)
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes a block id takes on the fullest pipeline stage (one GPU)."""
+        return max(self._stage_block_bytes(s) for s in self.stages)
+
     @property
     def num_blocks(self) -> int | None:
         if self.available is None:
             return None
-        return min(max(0, self.available // self.page_bytes // size)
-                   for stage in self.stages if (size := self._stage_group_size(stage)))
+        # floor(available / page / slots) = floor(available / (page x slots))
+        return min(max(0, self.available // size)
+                   for stage in self.stages if (size := self._stage_block_bytes(stage)))
 
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
         mnbt = self.max_num_batched_tokens
-        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp), self.page_bytes)
+        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp), g.spec.page_bytes)
                    for g in self.groups)
 
     engine_blocks = blocks_per_request
 
     def request_bytes(self, context: int) -> int:
-        return self.blocks_per_request(context) * self.page_bytes * self.stage_group_size
+        return self.blocks_per_request(context) * self.block_bytes
 
     def needed_bytes(self, context: int, stage: frozenset[int]) -> int:
         """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
-        return self._stage_group_size(stage) * self.page_bytes * self.blocks_per_request(context)
+        return self._stage_block_bytes(stage) * self.blocks_per_request(context)
 
     def _fits_alone(self, context: int, stage: frozenset[int]) -> bool:
         return self.available is not None and self.needed_bytes(context, stage) <= self.available
@@ -375,9 +415,15 @@ class VllmPlan(Plan):
                for line in report.lines if not line.startswith("ValueError")]
         return (
             f"vLLM groups: {len(self.groups)} of {size} layer slots: {', '.join(desc)}; page "
-            f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)",
-            f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
-            f"group) = {self.num_blocks:,} blocks of {self.page_bytes * self.stage_group_size:,} B",
+            + (f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)"
+               if not self.layer_pages else " + ".join(
+                   f"{n} x {page:,} B" for page, n in Counter(self.layer_pages).most_common())
+               + f" ({self.block_size} tokens, each layer in its own dtype: "
+               "UniformTypeKVCacheSpecs)"),
+            (f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
+             "group)" if not self.layer_pages else
+             f"blocks: floor({self.available:,} / {self.block_bytes:,} B per block)")
+            + f" = {self.num_blocks:,} blocks of {self.block_bytes:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups"
             + ("" if not {"sliding", "chunked"} & groups.keys() else  # why more than decode reads
@@ -429,9 +475,13 @@ class Vllm(Engine):
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
     release: Release = V0_21
+    # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
+    kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "release", self.release_of(self.release))
+        object.__setattr__(self, "kv_cache_dtype_skip_layers", _skip_items(
+            self.kv_cache_dtype_skip_layers, self.release))
         mnbt = self.max_num_batched_tokens
         if mnbt is not None:
             mnbt = parse_count(mnbt, param="max_num_batched_tokens")
@@ -439,6 +489,12 @@ class Vllm(Engine):
                 raise UsageError(f"{arg('max_num_batched_tokens')} must be a positive integer, "
                                  f"got {mnbt}", param="max_num_batched_tokens")
             object.__setattr__(self, "max_num_batched_tokens", mnbt)
+
+    def cache_layout(self, layout: KvLayout, model_dtype: Callable[[], KvLayout]) -> KvLayout:
+        items = self.kv_cache_dtype_skip_layers  # a tuple once __post_init__ ran
+        if not items:
+            return layout
+        return layout.skipping(_skipped(tuple(items), layout), model_dtype())
 
     @property
     def default_util(self) -> float:
@@ -453,8 +509,7 @@ class Vllm(Engine):
         plan = self.pool(dep, None if fit is None else fit.available_bytes)
         if fit is None or plan.num_blocks is None:
             return plan, fit
-        return plan, replace(fit, block_size=plan.block_size,
-                             page_bytes=plan.page_bytes * plan.stage_group_size,
+        return plan, replace(fit, block_size=plan.block_size, page_bytes=plan.block_bytes,
                              num_blocks=plan.num_blocks, cache_tokens=plan.num_blocks
                              // len(plan.groups) * plan.block_size * plan.dcp)
 
@@ -471,13 +526,16 @@ class Vllm(Engine):
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
         specs = _specs(layout, block, self.hybrid_manager)
-        return VllmPlan(groups=_groups(specs),
+        mixed = uniform_type(specs)
+        return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
+                                      tuple(range(len(specs)))),) if mixed else _groups(specs),
                         stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
                         page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
                         max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
                         hybrid_manager=self.hybrid_manager, available=available,
                         model_max_len=dep.model_max_len, release=self.release,
-                        version=self.version, dcp=dep.dcp)
+                        version=self.version, dcp=dep.dcp,
+                        layer_pages=tuple(s.page_bytes for s in specs) if mixed else ())
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
@@ -496,6 +554,46 @@ class Vllm(Engine):
                      f"{graphs}; set {arg('reserve', 'SIZE')}, or pass vLLM's logged 'Available "
                      f"KV cache memory' as {arg('kv_memory', 'SIZE')}"),
                 *dep.driver_note(f"the {arg('reserve')} absorbs")]
+
+
+def _skip_items(given: str | tuple[str, ...] | None, release: Release) -> tuple[str, ...]:
+    """``--kv-cache-dtype-skip-layers``' items (commas or spaces between them), checked."""
+    if given is None:
+        return ()
+    text = given if isinstance(given, str) else " ".join(map(str, given))
+    items = tuple(text.replace(",", " ").split())
+    if release < V0_19:
+        raise UsageError(f"vLLM {release} has no --kv-cache-dtype-skip-layers: it came in v0.19 "
+                         f"(PR #33695); use {arg('engine', 'vllm@0.19')} or later",
+                         param="kv_cache_dtype_skip_layers", related=("engine",))
+    bad = next((i for i in items if not i.isdigit() and i != SKIP_SLIDING), None)
+    if not items or bad is not None:
+        raise UsageError(f"{arg('kv_cache_dtype_skip_layers', repr(text))}: give layer indices "
+                         f"and/or {SKIP_SLIDING}, e.g. 0,31 or {SKIP_SLIDING}",
+                         param="kv_cache_dtype_skip_layers")
+    return items
+
+
+def _skipped(items: tuple[str, ...], layout: KvLayout) -> frozenset[int]:
+    """The layers ``items`` keep in the model dtype, as vLLM's Attention layers pick them."""
+    kinds, param = layout.counts, "kv_cache_dtype_skip_layers"
+    what = ("MLA layers (vLLM reads the list for them from PR #47309, after v0.25.0; tokcost "
+            "models the releases before)" if kinds["mla"] else
+            "linear-attention (Mamba) layers beside attention" if kinds["linear"] else None)
+    if what:
+        raise UsageError(f"{arg(param)} is modelled for full and sliding-window attention; this "
+                         f"model has {what}", param=param)
+    n = len(layout.layers)
+    wrong = next((int(i) for i in items if i.isdigit() and int(i) >= n), None)
+    if wrong is not None:
+        raise UsageError(f"{arg(param)}: the model has no layer {wrong} (its cached layers are 0 "
+                         f"to {n - 1}; vLLM would match none)", param=param)
+    sliding = {i for i, kind in enumerate(layout.layers) if kind == "sliding"}
+    if SKIP_SLIDING in items and (not sliding or layout.chunked):
+        raise UsageError(f"{arg(param, SKIP_SLIDING)}: the model has no sliding-window layers "
+                         "(vLLM would match none); give layer indices", param=param)
+    return frozenset({int(i) for i in items if i.isdigit()}
+                     | (sliding if SKIP_SLIDING in items else set()))
 
 
 def _check_dcp(dep: Deployment) -> None:
