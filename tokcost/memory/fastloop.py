@@ -21,10 +21,11 @@ from tokcost.errors import UsageError
 from tokcost.memory.policies import ContiguousPolicy, PagedPolicy
 from tokcost.memory.workload import Request
 
-__all__ = ["PROGRESS_EVERY", "Sums", "Stream", "serve_contiguous", "serve_paged"]
+__all__ = ["PROGRESS_EVERY", "Stream", "Sums", "serve_contiguous", "serve_paged"]
 
 PROGRESS_EVERY = 4096  # completions between two progress calls
 Progress = Callable[[int], None]  # requests completed so far
+_Run = tuple[int, int, int, int, int, int, int, int]  # paged: see serve_paged
 
 
 class Stream:
@@ -181,9 +182,9 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
     share = pol.share_prefix
     # Blocks admission takes: the prompt's (once if its samples share them), + n of headroom.
     held0 = [-(-p // b) * (1 if share and k > 1 else k) for p, k in zip(prompt, n, strict=True)]
-    hist, phases = [0] * b, [dict[int, tuple[int, ...]]() for _ in range(b)]
-    queue, running = deque(s.order), dict[int, tuple[int, ...]]()  # by admission order
-    fresh: list[tuple[int, tuple[int, ...]]] = []  # (order, run) admitted for the coming step
+    hist, phases = [0] * b, [dict[int, _Run]() for _ in range(b)]
+    queue, running = deque(s.order), dict[int, _Run]()  # by admission order
+    fresh: list[tuple[int, _Run]] = []  # (order, run) admitted for the coming step
     finish: list[tuple[int, int]] = []  # (last step, order), a heap; stale once evicted
     push, pop = heapq.heappush, heapq.heappop
     used = saved = live = lc = moment = now = admitted = completed = preemptions = 0
@@ -312,9 +313,9 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
             done = completed
             while finish and (finish[0][0] == now or finish[0][1] not in running):
                 o = pop(finish)[1]
-                if (run := running.pop(o, None)) is None:
+                if o not in running:
                     continue  # preempted
-                i, p, start, k, c, ph, full, cow = run
+                i, p, start, k, c, ph, full, cow = running.pop(o)
                 length = p + now - start + 1
                 held = k * -(-length // b) - (k - 1) * full
                 used -= held - cow if length == p else held

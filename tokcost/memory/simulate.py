@@ -16,8 +16,17 @@ from typing import Any
 
 from tokcost.errors import UsageError, arg
 from tokcost.memory.fastloop import PROGRESS_EVERY, Stream, Sums, serve_contiguous, serve_paged
-from tokcost.memory.policies import (POLICIES, ContiguousPolicy, PagedPolicy, Policy, PolicyName,
-                                     Row, Run, StepSample, make_policy)
+from tokcost.memory.policies import (
+    POLICIES,
+    ContiguousPolicy,
+    PagedPolicy,
+    Policy,
+    PolicyName,
+    Row,
+    Run,
+    StepSample,
+    make_policy,
+)
 from tokcost.memory.workload import Request
 
 __all__ = ["PolicyReport", "compare_policies", "simulate"]
