@@ -185,6 +185,7 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
     hist, phases = [0] * b, [dict[int, _Run]() for _ in range(b)]
     queue, running = deque(s.order), dict[int, _Run]()  # by admission order
     fresh: list[tuple[int, _Run]] = []  # (order, run) admitted for the coming step
+    fresh_cow = 0  # blocks their first step copies
     finish: list[tuple[int, int]] = []  # (last step, order), a heap; stale once evicted
     push, pop = heapq.heappush, heapq.heappop
     used = saved = live = lc = moment = now = admitted = completed = preemptions = 0
@@ -212,6 +213,7 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
             run = (i, p, now + 1, k, c, ph, full, cow)
             phases[ph][admitted] = running[admitted] = run
             fresh.append((admitted, run))
+            fresh_cow += cow
             push(finish, (now + total[i] - p, admitted))
             admitted += 1
         if not running:
@@ -229,9 +231,9 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
         m = used_sum = 0
         stop = limit  # 0 if the first step runs out of blocks
         if fresh:  # the first step also copies the shared partial prompt blocks
-            u = used + hist[(now + 1) % b] + sum(run[7] for _, run in fresh)
+            u = used + hist[(now + 1) % b] + fresh_cow
             if u <= blocks:
-                fresh, used, used_sum, m = [], u, u, 1
+                fresh, fresh_cow, used, used_sum, m = [], 0, u, u, 1
             else:
                 stop = 0
         if stop - m >= b and blocks - used >= live:  # whole cycles (PagedPolicy.advance)
@@ -241,13 +243,12 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
             used_sum += (q * b * used + q * live * (q * b + 1) - q * offsets
                          - live * b * q * (q - 1) // 2)
             used, m = used + q * live, m + q * b
-        while m < stop:
-            step = now + m + 1
-            if used + hist[step % b] > blocks:
-                break
-            used += hist[step % b]
+        ph = (now + m + 1) % b
+        while m < stop and used + (take := hist[ph]) <= blocks:
+            used += take
             used_sum += used
             m += 1
+            ph = ph + 1 if ph + 1 < b else 0
         if m:
             tokens = live * (m * now + m * (m + 1) // 2) + m * lc - m * saved * b
             a_tok += tokens
@@ -267,12 +268,14 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
             # the newest (maybe the one growing) until each fits.
             now += 1
             ph = now % b
-            order = [(o, run[3]) for o, run in phases[ph].items() if run[2] < now]
-            order += [(o, run[3] * (run[5] == ph) + run[7]) for o, run in fresh]
-            fresh = []
-            for o, need in order:
+            order = list(phases[ph].items())  # a copy: evictions change phases
+            if fresh:  # admitted for this step: after the older ones, + their copies
+                order = [(o, run) for o, run in order if run[2] < now] + fresh
+                fresh, fresh_cow = [], 0
+            for o, run in order:
                 if o not in running:
                     continue
+                need = run[3] if run[2] < now else run[3] * (run[5] == ph) + run[7]
                 if blocks - used >= need:
                     used += need
                     continue
