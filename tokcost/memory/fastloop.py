@@ -70,7 +70,7 @@ def serve_contiguous(pol: ContiguousPolicy, s: Stream, progress: Progress | None
     finish: list[tuple[int, int, list[int], int, int, int, int]] = []  # last step first
     push, pop = heapq.heappush, heapq.heappop
     slots = finals = live = lc = now = admitted = completed = 0
-    a_tok = a_fin = a_slot = a_ext = w_tok = w_fin = w_slot = w_ext = 0  # all / waited steps
+    w_tok = w_fin = w_slot = w_ext = o_tok = o_fin = o_slot = o_ext = 0  # waited / other steps
     steps = saturated = batch_sum = peak = 0
     while queue or finish:
         if not finish and arrival[queue[0]] > now:
@@ -121,16 +121,17 @@ def serve_contiguous(pol: ContiguousPolicy, s: Stream, progress: Progress | None
         else:
             head = -1
         tokens = live * (m * now + m * (m + 1) // 2) + m * lc
-        a_tok += tokens
-        a_fin += m * finals
-        a_slot += m * slots
-        a_ext += m * ext
         if head >= 0:
             w_tok += tokens
             w_fin += m * finals
             w_slot += m * slots
             w_ext += m * ext
             saturated += m
+        else:
+            o_tok += tokens
+            o_fin += m * finals
+            o_slot += m * slots
+            o_ext += m * ext
         steps += m
         batch_sum += live * m
         if live > peak:
@@ -155,9 +156,8 @@ def serve_contiguous(pol: ContiguousPolicy, s: Stream, progress: Progress | None
     def row(tok: int, fin: int, slot: int, ext: int, count: int) -> list[int]:
         return [tok, fin - tok, slot - fin, ext, count * cap - slot - ext, 0, 0]
 
-    waited = row(w_tok, w_fin, w_slot, w_ext, saturated)
-    every = row(a_tok, a_fin, a_slot, a_ext, steps)
-    return Sums(waited, [a - w for a, w in zip(every, waited, strict=True)], saturated, steps,
+    return Sums(row(w_tok, w_fin, w_slot, w_ext, saturated),
+                row(o_tok, o_fin, o_slot, o_ext, steps - saturated), saturated, steps,
                 completed, 0, peak, batch_sum)
 
 
@@ -189,7 +189,8 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
     finish: list[tuple[int, int]] = []  # (last step, order), a heap; stale once evicted
     push, pop = heapq.heappush, heapq.heappop
     used = saved = live = lc = moment = now = admitted = completed = preemptions = 0
-    a_tok = a_phys = a_log = w_tok = w_phys = 0  # over all busy steps / the waited ones
+    w_tok = w_phys = o_tok = o_phys = 0  # over the steps requests waited in / the others
+    shared = 0  # blocks prefix sharing saved, summed over the steps (logical - physical)
     steps = saturated = batch_sum = peak = 0
     while queue or running:
         if not running and arrival[queue[0]] > now:
@@ -251,13 +252,14 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
             ph = ph + 1 if ph + 1 < b else 0
         if m:
             tokens = live * (m * now + m * (m + 1) // 2) + m * lc - m * saved * b
-            a_tok += tokens
-            a_phys += used_sum
-            a_log += used_sum + m * saved
+            shared += m * saved
             if waits:
                 w_tok += tokens
                 w_phys += used_sum
                 saturated += m
+            else:
+                o_tok += tokens
+                o_phys += used_sum
             steps += m
             batch_sum += live * m
             if live > peak:
@@ -301,13 +303,14 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
                     used += need
             waits = bool(queue) and arrival[queue[0]] < now
             tokens = live * now + lc - saved * b
-            a_tok += tokens
-            a_phys += used
-            a_log += used + saved
+            shared += saved
             if waits:
                 w_tok += tokens
                 w_phys += used
                 saturated += 1
+            else:
+                o_tok += tokens
+                o_phys += used
             steps += 1
             batch_sum += live
             if live > peak:
@@ -337,8 +340,8 @@ def serve_paged(pol: PagedPolicy, s: Stream, progress: Progress | None) -> Sums:
     def row(tok: int, phys: int, count: int) -> list[int]:
         return [tok, 0, b * phys - tok, 0, count * cap - b * phys]
 
-    # Blocks are reported over every busy step (_Tally.report): all in ``other``.
-    waited = [*row(w_tok, w_phys, saturated), 0, 0]
-    every = [*row(a_tok, a_phys, steps), a_phys, a_log]
-    return Sums(waited, [a - w for a, w in zip(every, waited, strict=True)], saturated, steps,
+    # Blocks are reported over every busy step (_Tally.report): all of them in ``other``.
+    phys = w_phys + o_phys
+    return Sums([*row(w_tok, w_phys, saturated), 0, 0],
+                [*row(o_tok, o_phys, steps - saturated), phys, phys + shared], saturated, steps,
                 completed, preemptions, peak, batch_sum)
