@@ -15,7 +15,7 @@ from tokcost.units import parse_count
 __all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "Request", "clip_requests", "load_requests",
            "requests_from_distribution"]
 
-MAX_REQUESTS = 10**6  # replayed under each policy: a million take about two CPU minutes
+MAX_REQUESTS = 10**6  # replayed under each policy: a million take about 45 CPU seconds
 MAX_TRACE_LINE = 1 << 20  # bytes of one trace line: a row of lengths, or with its text
 # (prompt mean, output mean) in tokens, as the PagedAttention paper reports its traces (§6.1).
 DISTRIBUTIONS: dict[str, tuple[float, float]] = {"sharegpt": (161.0, 338.0),
