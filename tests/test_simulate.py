@@ -373,7 +373,9 @@ def test_steps_summed_at_once_equal_steps_served_one_by_one(
 ) -> None:
     """Between events the loop sums the steps in closed form (whole block cycles at once);
     asked for every step's sample it serves them one by one: the reports must agree, and the
-    samples must add up to the shares the report averages."""
+    samples must add up to the shares the report averages. Without samples the report comes
+    from fastloop.py's hot loops, with them from the policy objects: the fast path is checked
+    against the plain one."""
     cap = blocks * block
     reqs = [Request(p, o, n=n, arrival=a) for p, o, n, a in shapes]
     run = lambda samples: simulate(reqs, capacity_tokens=cap, policy=policy,  # noqa: E731
