@@ -185,7 +185,7 @@ def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
     """The block vLLM v0.18 on takes from the backend it selects (no --block-size given)."""
     src = "vllm/platforms/interface.py update_block_size_for_backend, PR #35122"
     if not layout.counts["mla"]:
-        return block, f"{block} (vLLM's default, which its attention backend takes)"
+        return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
     if layout.indexer_bytes > 0:
         fi = ("; FlashInfer MLA sparse's 32 is not modelled" if where == "blackwell"
               and layout.dtype.name != "fp8_ds_mla" else "")
