@@ -23,7 +23,7 @@ from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
 from tokcost.memory.engines.sglang import plan_sglang
 from tokcost.memory.engines.trtllm import TrtLlm, TrtLlmPlan
-from tokcost.memory.engines.vllm import VllmPlan, plan_vllm
+from tokcost.memory.engines.vllm import Vllm, VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
 
 GiB = 2**30
@@ -49,13 +49,17 @@ KIMI_K2 = Architecture(layers=61, attention_heads=64, kv_heads=64,
 
 
 def plans(a: Architecture, gib: float, *, dtype: str = "bf16", tp: int = 1,
-          mnbt: int | None = None, dcp: int = 1) -> tuple[VllmPlan, VllmPlan]:
-    """vLLM's plan at the two ends of a 2-decimal GiB figure."""
+          mnbt: int | None = None, dcp: int = 1,
+          release: str | None = None) -> tuple[VllmPlan, VllmPlan]:
+    """vLLM's plan at the two ends of a 2-decimal GiB figure, under the rules of the ``release``
+    the log came from (the entry's ``release``; None: the newest tokcost models)."""
     layout = kv_layout(a, dtype, tp=tp)
     lo = math.floor((gib - 0.005) * GiB)
     hi = math.ceil((gib + 0.005) * GiB)
-    return (plan_vllm(layout, available=lo, max_num_batched_tokens=mnbt, dcp=dcp),
-            plan_vllm(layout, available=hi, max_num_batched_tokens=mnbt, dcp=dcp))
+    kw: dict[str, Any] = {"max_num_batched_tokens": mnbt, "dcp": dcp}
+    if release is not None:
+        kw["release"] = Vllm.release_of(release)
+    return plan_vllm(layout, available=lo, **kw), plan_vllm(layout, available=hi, **kw)
 
 
 def tokens(plan: VllmPlan, max_model_len: int) -> int:
@@ -249,9 +253,11 @@ def trtllm_blocks(e: dict[str, Any]) -> None:
 
 def kimi_k2(e: dict[str, Any]) -> None:
     """MLA's latent is on every TP GPU: 61 x 576 x 2 B = 70,272 B/token, FlashMLA's 64-token
-    blocks; with DCP 8 each GPU holds every 8th token, so the same blocks log 8 x the tokens."""
+    blocks on Hopper (forced to v0.17; the log is a Nov 2025 nightly, run as v0.11: from v0.18
+    a bf16 cache gets FlashAttention MLA's 16, PR #35122); with DCP 8 each GPU holds every 8th
+    token, so the same blocks log 8 x the tokens."""
     dcp = e.get("dcp", 1)
-    lo, hi = plans(KIMI_K2, e["kv_memory_gib"], tp=e["tp"], dcp=dcp)
+    lo, hi = plans(KIMI_K2, e["kv_memory_gib"], tp=e["tp"], dcp=dcp, release=e["release"])
     assert lo.block_size == 64 and lo.page_bytes * lo.group_size == 64 * 70_272
     assert tokens(lo, 262_144) <= e["logged_tokens"] <= tokens(hi, 262_144)
     assert e["logged_tokens"] % (64 * dcp) == 0

@@ -329,10 +329,11 @@ def test_cli_json_keys() -> None:
     data = json.loads(result.stdout)
     assert data["bytes_per_token"] == 70_272
     assert [r["context"] for r in data["contexts"]] == [1000, 32000]
-    # vLLM forces 64-token blocks for FlashMLA (Hopper, assumed without --gpu): a page is
-    # 64 x 576 x 2 B = 73,728 B per layer, and a block id spans all 61 layers.
-    assert data["block_size"] == data["engine"]["block_size"] == 64
-    assert data["gpu"]["num_blocks"] == (40 * GiB) // 73_728 // 61 == 9_549
+    # vLLM v0.21 on Hopper (assumed without --gpu), bf16 cache: FlashAttention MLA takes the
+    # default 16-token blocks (PR #35122; FlashMLA's forced 64 to v0.17): a page is
+    # 16 x 576 x 2 B = 18,432 B per layer, and a block id spans all 61 layers.
+    assert data["block_size"] == data["engine"]["block_size"] == 16
+    assert data["gpu"]["num_blocks"] == (40 * GiB) // 18_432 // 61 == 38_199
     row = data["contexts"][1]
     assert row["paged_sequence_bytes"] == 500 * 64 * 70_272 == 2000 * 16 * 70_272
     assert set(row) >= {"sequence_bytes", "batch_bytes", "max_concurrency", "fits", "decode"}

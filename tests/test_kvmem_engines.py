@@ -234,12 +234,14 @@ def test_vllm_no_hybrid_manager_is_every_layer_full() -> None:
 
 @pytest.mark.parametrize(
     ("gpu", "block"),
-    [pytest.param("H100", 64, id="hopper-flashmla"), pytest.param("B200", 128, id="blackwell-cutlass"),
+    [pytest.param("H100", 16, id="hopper-flashattn-mla"),
+     pytest.param("B200", 32, id="blackwell-flashinfer-mla"),
      pytest.param("A100-80GB", 16, id="ampere-triton")],
 )
 def test_vllm_mla_block_sizes(gpu: str, block: int) -> None:
-    """DeepSeek-V3: vLLM forces FlashMLA's 64-token blocks on Hopper and CUTLASS MLA's 128 on
-    Blackwell; Triton MLA on Ampere keeps 16. A page is block x 576 x 2 B per layer."""
+    """DeepSeek-V3, bf16 cache, vLLM v0.21: the block of the selected MLA backend (PR #35122):
+    FlashAttention MLA keeps 16 on Hopper, FlashInfer MLA's smallest kernel block is 32 on
+    Blackwell, Triton MLA on Ampere keeps 16. A page is block x 576 x 2 B per layer."""
     data = estimate("-m", "deepseek-v3", "--context", "32k", "--gpu", gpu, "--kv-memory", "20GiB")
     e = data["engine"]
     assert e["block_size"] == data["block_size"] == block

@@ -34,8 +34,9 @@ def _estimate(**options: Any) -> Any:
     ("llama-3.1-8b", 1, 1, 100, 32, 2 * 16 * 8 * 128 * 2),
     ("llama-3.1-70b", 4, 1, 200, 80, 2 * 16 * 2 * 128 * 2),
     ("llama-3.1-70b", 2, 2, 200, 40, 2 * 16 * 4 * 128 * 2),  # 80 layers in two stages
-    # MLA: one latent (512 + 64) per token and layer, FlashMLA's 64-token blocks on Hopper.
-    ("deepseek-v3", 8, 1, 500, 61, 64 * (512 + 64) * 2),
+    # MLA: one latent (512 + 64) per token and layer; v0.21 on Hopper with a bf16 cache:
+    # FlashAttention MLA's 16-token blocks (PR #35122).
+    ("deepseek-v3", 8, 1, 500, 61, 16 * (512 + 64) * 2),
 ])
 def test_native_host_blocks_are_vllms(model: str, tp: int, pp: int, gib: int,
                                       layers_per_rank: int, page: int) -> None:

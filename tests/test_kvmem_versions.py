@@ -126,10 +126,12 @@ def test_cli_prints_the_release() -> None:
 # --- decode context parallel and data parallel -----------------------------------------------
 
 def test_dcp_multiplies_mla_capacity() -> None:
-    """DeepSeek-V3 (61 MLA layers, 576 x 2 B each), TP8, 46.8 GiB (the Kimi-K2 log's figure):
+    """DeepSeek-V3 (61 MLA layers, 576 x 2 B each), TP8, 46.8 GiB (the Kimi-K2 log's figure,
+    a Nov 2025 nightly, so under v0.11's rules: FlashMLA's forced 64 on Hopper):
     11,173 blocks of 64 x 70,272 B; DCP 8 keeps the blocks and logs 8 x the tokens, and a
     128,000-token request takes cdiv(16,000, 64) = 250 blocks instead of 2,000."""
-    kw = {"model": "deepseek-v3", "kv_memory": "46.8GiB", "tp": 8, "contexts": "128000"}
+    kw = {"model": "deepseek-v3", "kv_memory": "46.8GiB", "tp": 8, "contexts": "128000",
+          "engine": "vllm@0.11"}
     one, eight = estimate(**kw), estimate(**kw, dcp=8)
     assert one.engine.num_blocks == eight.engine.num_blocks == 11_173
     assert one.engine.cache_tokens == 11_173 * 64 and eight.engine.cache_tokens == 11_173 * 512
@@ -218,19 +220,63 @@ def test_blackwell_mla_block_follows_the_default_backend_of_the_release(
     assert e["num_blocks"] == 20 * GiB // (block * 1152) // 61
 
 
-def test_hopper_mla_block_is_flashmla_in_every_release() -> None:
-    for engine in ("vllm@0.11", "vllm@0.15", "vllm"):
-        assert _engine("-m", "deepseek-v3", "--gpu", "H100", "--engine", engine)["block_size"] == 64
+@pytest.mark.parametrize(("engine", "dtype", "block", "why"), [
+    ("vllm@0.11", "bf16", 64, "FlashMLA"), ("vllm@0.17", "bf16", 64, "FlashMLA"),
+    ("vllm@0.17", "fp8", 64, "FlashMLA"),
+    ("vllm@0.18", "bf16", 16, "FlashAttention MLA"), ("vllm", "bf16", 16, "FlashAttention MLA"),
+    ("vllm@0.18", "fp8", 64, "FlashMLA's kernel block"), ("vllm", "fp8", 64, "FlashMLA's")])
+def test_hopper_mla_block_by_release_and_cache_dtype(
+        engine: str, dtype: str, block: int, why: str) -> None:
+    """To v0.17 vLLM forces FlashMLA's 64 on Hopper (PR #14451). From v0.18 (PR #35122) it takes
+    the selected backend's block: FlashAttention MLA (first on Hopper, PR #24794; bf16/fp16
+    caches only) takes the default 16; an fp8 cache falls to FlashMLA, kernel block 64.
+    DeepSeek-V3 pages are block x 576 x (2 or 1) B per layer, 61 layers."""
+    e = _engine("-m", "deepseek-v3", "--gpu", "H100", "--kv-dtype", dtype, "--engine", engine)
+    assert e["block_size"] == block and why in str(e["block_size_reason"])
+    assert e["num_blocks"] == 20 * GiB // (block * 576 * (1 if dtype == "fp8" else 2)) // 61
+
+
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.18", 32), ("vllm", 32), ("vllm@0.30", 32)])
+def test_blackwell_mla_block_is_flashinfer_mlas_smallest_from_v0_18(engine: str, block: int) -> None:
+    """From v0.18 FlashInfer MLA (kernel blocks [32, 64], mla/flashinfer_mla.py) no longer
+    forces 64: the default 16 is not among its kernel blocks, so the smallest, 32, is taken."""
+    e = _engine("-m", "deepseek-v3", "--gpu", "B200", "--engine", engine)
+    assert e["block_size"] == block and "FlashInfer MLA's smallest" in str(e["block_size_reason"])
+    assert e["num_blocks"] == 20 * GiB // (block * 1152) // 61
+
+
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.17", 64), ("vllm@0.18", 16), ("vllm", 16)])
+def test_a_given_block_is_kept_from_v0_18(engine: str, block: int) -> None:
+    """--block-size 16 on Hopper: forced up to FlashMLA's 64 to v0.17; from v0.18
+    update_block_size_for_backend keeps a given block and the selector picks a backend whose
+    kernels take it (PR #35122)."""
+    e = _engine("-m", "deepseek-v3", "--gpu", "H100", "--block-size", "16", "--engine", engine)
+    assert e["block_size"] == block
+
+
+@pytest.mark.parametrize(("model", "gpu", "block"), [
+    ("deepseek-v3", "A100-80GB", 16), ("llama-3.1-8b", "H100", 16), ("llama-3.1-8b", "B200", 16)])
+def test_other_backends_keep_16_from_v0_18(model: str, gpu: str, block: int) -> None:
+    """Triton MLA off Hopper and Blackwell, FlashAttention (MultipleOf(16)) and FlashInfer
+    ([16, 32, 64]) for other attention all take vLLM's default 16."""
+    assert _engine("-m", model, "--gpu", gpu)["block_size"] == block
+
+
+def test_no_gpu_assumes_hopper_from_v0_18_too() -> None:
+    e = _engine("-m", "deepseek-v3", "--kv-dtype", "fp8")
+    assert e["block_size"] == 64 and "Hopper assumed" in str(e["block_size_reason"])
+    assert _engine("-m", "deepseek-v3")["block_size"] == 16
 
 
 V32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
 
 
-@pytest.mark.parametrize(("release", "block"), [("0.14", 64), ("0.17", 64), ("0.21", 128)])
-def test_deepseek_v32_sparse_mla_is_64_on_blackwell_before_v0_18(release: str, block: int) -> None:
+@pytest.mark.parametrize(("release", "block"), [("0.14", 64), ("0.17", 64), ("0.21", 64)])
+def test_deepseek_v32_sparse_mla_is_64_on_blackwell(release: str, block: int) -> None:
     """DeepSeek-V3.2 (index_topk) forces FlashMLASparse's 64-token blocks on any GPU before v0.18
     (vllm/platforms/cuda.py, PR #25896), where DeepSeek-V3 on Blackwell gets 128 (v0.14) or 64
-    (v0.15); v0.18 on is not modelled (PR #35122) and keeps the v0.14 rule: 128."""
+    (v0.15); from v0.18 (PR #35122) an fp8_ds_mla cache still gets FlashMLASparse (FlashInfer
+    MLA sparse takes no fp8_ds_mla), whose one kernel block is 64."""
     arch = architecture_from_config(json.loads((V32 / "config.json").read_text()),
                                     where="config.json")
     dep = Deployment(layout=kv_layout(arch, "fp8_ds_mla"),

@@ -104,18 +104,19 @@ class Group:
 # Block-size rules by release (vllm/platforms/cuda.py check_and_update_config, and
 # HybridAttentionMambaModelConfig in vllm/model_executor/models/config.py), dated by the merge
 # commits on vllm-project/vllm main; the release is the first whose branch followed the merge:
-# - FlashMLA on Hopper forces 64-token blocks: PR #14451 (2025-03-08, v0.8), every release here.
+# - FlashMLA on Hopper forces 64-token blocks: PR #14451 (2025-03-08, v0.8), to v0.17.
 # - DeepSeek-V3.2 (config index_topk) forces 64 for FlashMLASparse on every GPU: PR #25896
 #   (2025-09-30, shipped with V3.2 support in v0.11).
 # - Blackwell's default MLA backend: CUTLASS MLA (128-token blocks, PR #21626, 2025-07-27) until
-#   PR #32615 (2026-01-19, after v0.14's branch) made FlashInfer MLA the default (64 unless the
-#   block is 32 or a multiple of 64): v0.15 on.
+#   PR #32615 (2026-01-19, after v0.14's branch) made it FlashInfer MLA (64 unless the block is 32
+#   or a multiple of 64): v0.15 to v0.17.
 # - FlashInfer on Blackwell has no 16-token blocks for head_dim 256: a Mamba hybrid's attention
 #   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 on (v0.11.1/.2 are read as
-#   v0.11, which did not have it); reverted by PR #36987 (2026-03-16).
-# From v0.18 vLLM picks the block from the chosen backend's kernel sizes instead (PR #35122,
-# 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04); tokcost does not model that
-# yet and keeps the v0.14 rules for v0.18 on (docs/kvmem-engines.md).
+#   v0.11, which did not have it); reverted by PR #36987 (2026-03-16), which tokcost does not
+#   date yet: it keeps the steps of 32 from v0.18 on.
+# From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
+# of the forcing above is left: vLLM takes the block from the attention backend it selects,
+# ``_backend_block`` below.
 V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
@@ -155,23 +156,61 @@ def check_dtype(name: str, release: Release) -> None:
 
 
 def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[int, str] | None:
-    """The MLA block vLLM forces on ``where`` in ``release``, and why; None: it keeps ``block``."""
-    if sparse and release < V0_18:
+    """The MLA block vLLM ``release`` (before v0.18) forces on ``where``, and why; None: it keeps
+    ``block``."""
+    if sparse:
         return (None if block == 64 else (64, "64: vLLM forces 64-token blocks for DeepSeek-V3.2's"
                 " FlashMLASparse backend (vllm/platforms/cuda.py, PR #25896)"))
     if where == "hopper":
         return None if block % 64 == 0 else (
-            64, "64: vLLM forces 64-token blocks for FlashMLA on Hopper (vllm/platforms/cuda.py)")
+            64, "64: vLLM forces 64-token blocks for FlashMLA on Hopper (vllm/platforms/cuda.py, "
+            "PR #14451; to v0.17)")
     if where != "blackwell":
         return None
-    if V0_15 <= release < V0_18:
+    if release >= V0_15:
         return None if block == 32 or block % 64 == 0 else (
             64, "64: vLLM forces 64-token blocks for FlashInfer MLA, Blackwell's default MLA "
-            "backend from v0.15 (vllm/platforms/cuda.py, PR #32615)")
+            "backend from v0.15 (vllm/platforms/cuda.py, PR #32615; to v0.17)")
     return None if block % 128 == 0 else (
         128, "128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default MLA backend"
-        + (" to v0.14 (PR #21626; FlashInfer MLA from v0.15, PR #32615)" if release < V0_15
-           else "") + " (vllm/platforms/cuda.py)")
+        " to v0.14 (PR #21626; FlashInfer MLA from v0.15, PR #32615) (vllm/platforms/cuda.py)")
+
+
+# From v0.18 (PR #35122) vllm/platforms/interface.py update_block_size_for_backend keeps a given
+# --block-size (the selector then passes over backends whose kernels cannot take it, with a
+# warning); else the block is 16 if the selected backend's kernels take 16, else the smallest of
+# its kernel blocks (AttentionBackend.get_preferred_block_size, vllm/v1/attention/backend.py).
+# The backend is the first valid one in _get_backend_priorities (vllm/platforms/cuda.py), read
+# at PR #35122's merge and at 193ce8812 (2026-05-25, v0.21's time); kernel blocks from each
+# backend's get_supported_kernel_block_sizes (vllm/v1/attention/backends/):
+# - no MLA: FLASH_ATTN (MultipleOf(16)) first, FLASHINFER ([16, 32, 64]) first on Blackwell: 16.
+# - MLA on Hopper: FLASH_ATTN_MLA first (PR #24794), MultipleOf(16), but kv cache dtypes
+#   auto/bfloat16/float16 only (mla/flashattn_mla.py): 16; an fp8 cache falls to FLASHMLA, [64]
+#   (mla/flashmla.py): 64.
+# - MLA on Blackwell (SM 10.x): FLASHINFER_MLA, [32, 64] (mla/flashinfer_mla.py): 32.
+# - MLA on other GPUs: TRITON_MLA, no kernel limit (MultipleOf(16) later): 16.
+# - DeepSeek-V3.2 (sparse): FLASHMLA_SPARSE, [64] (mla/flashmla_sparse.py), the one sparse
+#   backend on Hopper: 64; on Blackwell FLASHINFER_MLA_SPARSE ([32, 64], 32) comes first at 16
+#   heads per GPU or fewer, and for an fp8 cache (PR #37252), but takes no fp8_ds_mla: tokcost
+#   gives 64 there and says that the other cases are not modelled.
+def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
+    """The block vLLM v0.18 on takes from the backend it selects (no --block-size given)."""
+    src = "vllm/platforms/interface.py update_block_size_for_backend, PR #35122"
+    if not layout.counts["mla"]:
+        return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
+    if layout.indexer_bytes > 0:
+        fi = ("; FlashInfer MLA sparse's 32 is not modelled" if where == "blackwell"
+              and layout.dtype.name != "fp8_ds_mla" else "")
+        return 64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src}){fi}"
+    if where == "blackwell":
+        return 32, f"32: FlashInfer MLA's smallest kernel block, Blackwell's MLA backend ({src})"
+    if where != "hopper":
+        return block, f"{block} (vLLM's default); Triton MLA on {where} keeps it"
+    if layout.dtype.bits == 16:
+        return block, (f"{block} (vLLM's default): FlashAttention MLA, Hopper's first MLA backend "
+                       f"for a 16-bit cache, takes it ({src})")
+    return 64, (f"64: FlashMLA's kernel block; FlashAttention MLA, Hopper's first MLA backend, "
+                f"takes no {layout.dtype.name} cache ({src})")
 
 
 def resolve_block_size(layout: KvLayout, dep: Deployment,
@@ -183,14 +222,22 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
     reason = f"{block} ({given})"
     arch = dep.gpu.architecture if dep.gpu is not None else None
     where = arch or "hopper"
-    if kinds["mla"]:
+    assumed = "" if arch else " (no GPU architecture given: Hopper assumed)"
+    if release >= V0_18 and dep.block_size is None:
+        block, reason = _backend_block(layout, where, block)
+        if kinds["mla"]:
+            reason += assumed
+    elif release >= V0_18:
+        if kinds["mla"]:
+            reason += ("; from v0.18 vLLM keeps it and picks a backend whose kernels take it "
+                       "(PR #35122)")
+    elif kinds["mla"]:
         forced = _mla_block(block, where, release, layout.indexer_bytes > 0)
         if forced is None and where not in ("hopper", "blackwell"):
             reason += f"; Triton MLA on {where} keeps it"
         elif forced is not None:
             block, reason = forced
-            if not arch:
-                reason += " (no GPU architecture given: Hopper assumed)"
+            reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
     if kinds["linear"] and attn:
         if kinds["mla"]:
@@ -614,7 +661,9 @@ def _check_dcp(dep: Deployment) -> None:
 
 
 def plan_vllm(layout: KvLayout, *, available: int | None, max_num_batched_tokens: int | None = None,
-              hybrid_manager: bool = True, dcp: int = 1) -> VllmPlan:
-    """vLLM's config for ``layout`` and ``available`` bytes (one stage, default block, no GPU)."""
-    engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager)
+              hybrid_manager: bool = True, dcp: int = 1, release: Release = V0_21) -> VllmPlan:
+    """vLLM ``release``'s config for ``layout`` and ``available`` bytes (one stage, default
+    block, no GPU)."""
+    engine = Vllm(max_num_batched_tokens=max_num_batched_tokens, hybrid_manager=hybrid_manager,
+                  release=release)
     return engine.pool(Deployment(layout=layout, dcp=dcp), available)
