@@ -267,6 +267,8 @@ def count_block(block: str, spec: PretokenizeSpec) -> Counter[str]:
         lines = ascii_lines(block, counts)  # counts the ASCII lines in C, returns the rest
     elif lines is None:
         lines = _lines(block)
+    if not lines:  # all counted in C: the Unicode pattern need not even be compiled
+        return counts
     fast = _ascii_fast(spec.pattern)  # an ASCII block skips the per-line check
     split = fast if fast is not None and block.isascii() else training_splitter(spec.pattern)
     _count_pieces(lines, split, counts)
