@@ -191,3 +191,20 @@ def test_characters_newer_than_hf_train_as_hf(tmp_path: Path, name: str) -> None
     hf_vocab, hf_merges = hf_train(corpus, 330, PATTERNS[name])
     model = train([corpus], TrainerConfig(vocab_size=330, pattern=name)).model
     assert as_hf(model) == (hf_vocab, hf_merges)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@settings(max_examples=150)
+@given(parts=st.lists(st.sampled_from([*NEW_CHARACTERS, *"aZ9 '\n\r.é\u0301", "'S", "ab"]),
+                      max_size=30))
+def test_training_split_equals_hf_split(name: str, parts: list[str]) -> None:
+    """The trainer's split of a line with characters HF's tables class otherwise, against
+    HF's own Split on the same line."""
+    from tokenizers import Regex, pre_tokenizers
+
+    from tokcost.bpe.io import hf_pattern
+    from tokcost.bpe.pretokenize import training_splitter
+
+    line = "".join(parts)
+    hf = pre_tokenizers.Split(Regex(hf_pattern(PATTERNS[name])), "isolated")
+    assert training_splitter(PATTERNS[name])(line) == [p for p, _ in hf.pre_tokenize_str(line)]

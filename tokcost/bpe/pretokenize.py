@@ -195,11 +195,9 @@ def training_splitter(pattern: str) -> Callable[[str], list[str]]:
     characters newer than HF's tables; ASCII text takes the same fast path."""
     if pattern not in PATTERNS.values():
         return splitter(pattern)
-    import regex
+    from tokcost.bpe.hf_unicode import HfView
 
-    from tokcost.bpe.hf_unicode import hf_pattern
-
-    slow: Callable[[str], list[str]] = regex.compile(hf_pattern(pattern)).findall
+    slow: Callable[[str], list[str]] = HfView(compile_pattern(pattern).findall)
     fast = _ascii_fast(pattern)
     if fast is None:
         return slow
