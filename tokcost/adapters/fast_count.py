@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from tokcost.adapters.long_runs import has_long_run
 from tokcost.adapters.openai_encodings import ENCODINGS
 from tokcost.errors import TokenizerNotFound, UsageError, install_hint
 
@@ -75,6 +77,9 @@ class Backend:
     module: str
     proven: frozenset[tuple[int, int]]  # (major, minor); other releases go unused
     make: Callable[[Any, str], BatchCount]
+    # Under auto, a text holding a run of this many characters of one class (a candidate for
+    # one huge pre-token, tokcost/adapters/long_runs.py) goes to the next backend of AUTO_ORDER.
+    long_run: int | None = None
 
     @property
     def hint(self) -> str:
@@ -84,14 +89,22 @@ class Backend:
         return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'"
 
 
+# gigatoken's time per MB grows with the pieces' length; past about 32k characters in one piece
+# of one letter or of spaces it is slower than toktok-rs, whose time stays flat there
+# (docs/counting-speed.md, "Long pieces"; measured for issue 29).
+GIGATOKEN_LONG_RUN = 1 << 15
+
 BACKENDS = {b.choice: b for b in (
     Backend(TOKTOK, "toktok-rs", "toktok", frozenset({(0, 3)}), _toktok),
-    Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken),
+    Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken,
+            GIGATOKEN_LONG_RUN),
     Backend(FASTOKENS, "fastokens", "fastokens", frozenset({(0, 3)}), _fastokens),
 )}
-# What auto uses for runs of SMALL_RUN_CHARS and more, first importable one: toktok-rs was the
-# fastest exact backend for whole tokcount processes at every size measured (issue 29).
-AUTO_ORDER = (TOKTOK,)
+# What auto uses for runs of SMALL_RUN_CHARS and more, first one installed in a proven release;
+# the next one counts the texts the first sends away (its long_run). gigatoken was the fastest
+# exact backend for whole tokcount processes on ordinary text, toktok-rs on long pieces
+# (issue 29, docs/counting-speed.md).
+AUTO_ORDER = (GIGATOKEN, TOKTOK)
 TOKTOK_BACKEND = BACKENDS[TOKTOK].dist
 
 _build_lock = threading.Lock()
@@ -113,6 +126,14 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def _proven(backend: Backend, version: str) -> bool:
+    try:
+        major, minor = (int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) in backend.proven
+
+
 def _release(backend: Backend) -> tuple[Any, str]:
     """The backend's module (None when not importable or not a proven release), and its version."""
     try:
@@ -126,11 +147,35 @@ def _release(backend: Backend) -> tuple[Any, str]:
             version = metadata.version(backend.dist)
         except metadata.PackageNotFoundError:
             return None, "of unknown version"
+    return (module if _proven(backend, str(version)) else None), str(version)
+
+
+def _dist_info_version(backend: Backend) -> str | None:
+    """The version in the name of the one ``DIST-VERSION.dist-info`` folder beside the backend's
+    package, read without importing it, or None (not found: import it to know)."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
     try:
-        major, minor = (int(p) for p in str(version).split(".")[:2])
-    except ValueError:
-        return None, str(version)
-    return (module if (major, minor) in backend.proven else None), str(version)
+        spec = find_spec(backend.module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    prefix = re.sub(r"[-_.]+", "_", backend.dist).lower() + "-"
+    found = [p.name for p in Path(spec.origin).parent.parent.glob(f"{prefix}*.dist-info")]
+    return found[0][len(prefix):-len(".dist-info")] if len(found) == 1 else None
+
+
+def _installed(backend: Backend) -> bool:
+    """Whether the backend is installed in a proven release, without importing it where its
+    dist-info says (gigatoken's import takes about 60 ms, importlib.metadata's 70 ms: a small
+    count, which tiktoken does, must not pay them; docs/counting-speed.md)."""
+    if backend.module not in sys.modules:
+        version = _dist_info_version(backend)
+        if version is not None:
+            return _proven(backend, version)
+    return _release(backend)[0] is not None
 
 
 def _toktok_module() -> Any | None:
@@ -139,16 +184,27 @@ def _toktok_module() -> Any | None:
 
 
 class FastCounter:
-    """One encoding's counts from a backend, its encoder built on the first count."""
+    """One encoding's counts from a backend, its module imported and encoder built on the first
+    count; under auto, texts with a long run (``backend.long_run``) go to ``fallback``."""
 
-    def __init__(self, backend: Backend, module: Any, encoding: str, specials: Iterable[str],
-                 *, forced: bool = False) -> None:
-        self.name, self.forced = backend.dist, forced
-        self._make, self._module, self._encoding = backend.make, module, encoding
+    def __init__(self, backend: Backend, encoding: str, specials: Iterable[str], *,
+                 forced: bool = False, module: Any = None,
+                 fallback: FastCounter | None = None) -> None:
+        self.backend, self.forced, self.fallback = backend, forced, fallback
+        self._module, self._encoding = module, encoding
         self._batch_count: BatchCount | None = None
+        self._fell_back = False  # whether fallback has counted a text
         # Longest first: where one special starts another, the longer wins.
         ordered = sorted(specials, key=lambda s: (-len(s), s))
         self._specials = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @property
+    def name(self) -> str:
+        """What counted, as ``count --json`` reports it: ``gigatoken+toktok-rs`` once the
+        fallback has counted a text."""
+        if self._fell_back and self.fallback is not None:
+            return f"{self.backend.dist}+{self.fallback.name}"
+        return self.backend.dist
 
     @property
     def ready(self) -> bool:
@@ -158,7 +214,12 @@ class FastCounter:
         # Two counting threads must not build the same encoder twice.
         with _build_lock:
             if self._batch_count is None:
-                self._batch_count = self._make(self._module, self._encoding)
+                module = self._module or _release(self.backend)[0]
+                if module is None:  # its dist-info said installed, its import failed
+                    raise TokenizerNotFound(
+                        f"{self.backend.dist} does not import here; {self.backend.hint}, or set "
+                        f"{BACKEND_ENV}=tiktoken")
+                self._batch_count = self.backend.make(module, self._encoding)
             return self._batch_count
 
     def count(self, text: str, allow_special: bool) -> int:
@@ -171,6 +232,21 @@ class FastCounter:
         return self._ordinary(batch, threads)
 
     def _ordinary(self, batch: list[str], threads: int) -> list[int]:
+        limit, fallback = self.backend.long_run, self.fallback
+        if limit is None or fallback is None:
+            return self._own(batch, threads)
+        away = [has_long_run(t, limit) for t in batch]
+        if not any(away):
+            return self._own(batch, threads)
+        self._fell_back = True
+        theirs = iter(fallback._ordinary([t for t, a in zip(batch, away, strict=True) if a],
+                                         threads))
+        ours = iter(self._own([t for t, a in zip(batch, away, strict=True) if not a], threads))
+        return [next(theirs) if a else next(ours) for a in away]
+
+    def _own(self, batch: list[str], threads: int) -> list[int]:
+        if not batch:
+            return []
         counts = self._batch_count or self._build()
         try:
             return counts(batch, max(1, threads))
@@ -184,23 +260,34 @@ class FastCounter:
         return sum(self._ordinary([p for p in pieces if p], threads)) + len(pieces) - 1
 
 
+def _auto_counter(encoding: str) -> FastCounter | None:
+    """What auto counts ``encoding`` with: the first backend of AUTO_ORDER installed in a
+    proven release, the next one counting the texts the first sends away; None: tiktoken."""
+    found = [BACKENDS[name] for name in AUTO_ORDER if _installed(BACKENDS[name])]
+    if not found or encoding not in FAST_ENCODINGS:
+        return None
+    specials = ENCODINGS[encoding].special_tokens
+    fallback = (FastCounter(found[1], encoding, specials)
+                if len(found) > 1 and found[0].long_run is not None else None)
+    return FastCounter(found[0], encoding, specials, fallback=fallback)
+
+
 def fast_counter(encoding: str) -> FastCounter | None:
     """The fast counter for a tiktoken encoding, or None: tiktoken counts then."""
     wanted = requested_backend()
     if wanted == TIKTOKEN:
         return None
-    for name in AUTO_ORDER if wanted == AUTO else (wanted,):
-        backend = BACKENDS[name]
-        module, found = _release(backend)
-        if module is not None:
-            if encoding not in FAST_ENCODINGS:
-                return None
-            return FastCounter(backend, module, encoding, ENCODINGS[encoding].special_tokens,
-                               forced=wanted != AUTO)
-        if wanted != AUTO:
-            proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(backend.proven))
-            found = (f"{backend.dist} {found} is installed, a release the tests have not proven"
-                     if found != "not importable" else "which is not importable here")
-            raise TokenizerNotFound(f"{BACKEND_ENV}={wanted} needs {backend.dist} {proven}, "
-                                    f"{found}; {backend.hint}, or unset {BACKEND_ENV}")
-    return None
+    if wanted == AUTO:
+        return _auto_counter(encoding)
+    backend = BACKENDS[wanted]
+    module, found = _release(backend)
+    if module is None:
+        proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(backend.proven))
+        found = (f"{backend.dist} {found} is installed, a release the tests have not proven"
+                 if found != "not importable" else "which is not importable here")
+        raise TokenizerNotFound(f"{BACKEND_ENV}={wanted} needs {backend.dist} {proven}, "
+                                f"{found}; {backend.hint}, or unset {BACKEND_ENV}")
+    if encoding not in FAST_ENCODINGS:
+        return None
+    return FastCounter(backend, encoding, ENCODINGS[encoding].special_tokens, forced=True,
+                       module=module)
