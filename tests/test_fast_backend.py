@@ -653,3 +653,18 @@ def test_auto_finds_gigatoken_without_importing_it() -> None:
                          env=env, timeout=120, check=True).stdout.split(maxsplit=3)
     assert out[:3] == ["2", auto_dist() or "None", "tiktoken"]
     assert "gigatoken" not in out[3] and "numpy" not in out[3] and "metadata" not in out[3]
+
+
+def test_a_backend_its_dist_info_names_that_does_not_import_is_one_error(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fast_count, "_dist_info_version", lambda backend: "0.10.0")
+    monkeypatch.setattr(fast_count, "_release", lambda backend: (None, "not importable"))
+    monkeypatch.setattr(fast_count, "AUTO_ORDER", (fast_count.GIGATOKEN,))
+    monkeypatch.setitem(sys.modules, "gigatoken", None)
+    monkeypatch.delitem(sys.modules, "gigatoken")  # restored afterwards, absent now
+    counter = fast_count.fast_counter("o200k_base")
+    assert counter is not None
+    with pytest.raises(TokenizerNotFound, match=r"gigatoken does not import here; reinstall it "
+                       r"\(pip install 'toktok-rs>=0\.3,<0\.4' 'gigatoken>=0\.10,<0\.11'\)"):
+        counter.count("hello", False)

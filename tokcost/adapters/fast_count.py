@@ -23,7 +23,6 @@ CHOICES = AUTO, TIKTOKEN, TOKTOK, GIGATOKEN, FASTOKENS = (
     "auto", "tiktoken", "toktok", "gigatoken", "fastokens")
 # Vocabulary and specials equal tiktoken's (tests/test_fast_backend.py checks each entry).
 FAST_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
-FAST_EXTRA_HINT = f"{install_hint('fast')} (Python 3.11+)"
 # Shorter runs are tiktoken's under auto: its ranks load 0.2 s sooner (bench_count.py).
 SMALL_RUN_CHARS = 1 << 20
 
@@ -83,10 +82,11 @@ class Backend:
 
     @property
     def hint(self) -> str:
-        if self.choice == TOKTOK:
-            return FAST_EXTRA_HINT
+        """The pip command for the proven release (the ``fast`` extra installs toktok-rs and
+        gigatoken both)."""
         (major, minor), = self.proven
-        return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'"
+        wheels = " (Python 3.11+)" if self.choice == TOKTOK else ""
+        return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'{wheels}"
 
 
 # gigatoken's time per MB grows with the pieces' length; past about 32k characters in one piece
@@ -216,9 +216,9 @@ class FastCounter:
             if self._batch_count is None:
                 module = self._module or _release(self.backend)[0]
                 if module is None:  # its dist-info said installed, its import failed
-                    raise TokenizerNotFound(
-                        f"{self.backend.dist} does not import here; {self.backend.hint}, or set "
-                        f"{BACKEND_ENV}=tiktoken")
+                    hint = self.backend.hint if self.forced else install_hint("fast")
+                    raise TokenizerNotFound(f"{self.backend.dist} does not import here; "
+                                            f"reinstall it ({hint}) or set {BACKEND_ENV}=tiktoken")
                 self._batch_count = self.backend.make(module, self._encoding)
             return self._batch_count
 
