@@ -1,0 +1,108 @@
+"""Where gigatoken is slow, and what the guard that sends those texts to toktok-rs costs.
+
+    pip install '.[fast]' && python benchmarks/bench_long_pieces.py [--mb 1]
+
+gigatoken's BPE is superlinear in the length of one pre-token. For pieces of 256 to 262,144
+characters of one kind (one letter repeated, random letters, spaces, '=', one CJK letter),
+each followed by a digit (which ends a piece), about ``--mb`` MB of them are counted in one
+process by gigatoken, toktok-rs and (to 16k) tiktoken; the table prints ms per MB and
+gigatoken / toktok-rs (> 1: toktok-rs is faster). Every count must equal the others. Then
+the guard, ``has_long_run(text, GIGATOKEN_LONG_RUN)``: ms per MB on ordinary text (the
+Python standard library), on CJK prose, and on its worst case (runs one short of the limit,
+the samples all inside them). Best of 3 per cell; one process, so the ratios within the
+run are what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sysconfig
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tokcost.adapters.fast_count import GIGATOKEN_LONG_RUN
+from tokcost.adapters.long_runs import has_long_run
+from tokcost.adapters.openai_encodings import ENCODINGS, verified_rank_file
+from tokcost.adapters.tiktoken_enc import load_named
+
+ENCODING = "o200k_base"
+LENGTHS = (256, 1024, 4096, 16384, 32768, 65536, 262144)
+TIKTOKEN_UP_TO = 16384  # past this tiktoken takes seconds per MB (and overflows its stack
+# on a megabyte of spaces)
+_rnd = random.Random(29)
+KINDS: dict[str, Callable[[int], str]] = {
+    "one letter": lambda n: "a" * n,
+    "random letters": lambda n: "".join(_rnd.choices("abcdefghijklmnopqrstuvwxyz", k=n)),
+    "spaces": lambda n: " " * n,
+    "'='": lambda n: "=" * n,
+    "CJK letter": lambda n: "中" * n,
+}
+
+
+def best(fn: Callable[[], int], rounds: int = 3) -> tuple[float, int]:
+    times, result = [], 0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def pieces(mb: float) -> None:
+    import gigatoken
+    import toktok
+
+    giga = gigatoken.Tokenizer.from_tiktoken(verified_rank_file(ENCODINGS[ENCODING]),
+                                             pretokenizer="o200k")
+    giga.encode("warm up")  # its first call does one-off work (0.1-0.2 s)
+    toktok.batch_count([""], ENCODING, 1, False)
+    tik = load_named(ENCODINGS[ENCODING])
+    print(f"ms per MB, {ENCODING}, pieces of n characters each ended by a digit:")
+    print(f"{'kind':16} {'n':>7} {'MB':>5} {'gigatoken':>10} {'toktok-rs':>10} "
+          f"{'tiktoken':>9} {'giga/toktok':>12}")
+    for kind, make in KINDS.items():
+        for n in LENGTHS:
+            piece = make(n) + "1"
+            text = piece * max(1, int(mb * 1e6) // len(piece.encode()))
+            size = len(text.encode()) / 1e6
+            tg, g = best(lambda: len(giga.encode(text)))  # noqa: B023
+            tt, k = best(lambda: toktok.batch_count([text], ENCODING, 1, False)[0])  # noqa: B023
+            if n <= TIKTOKEN_UP_TO:
+                tr, r = best(lambda: len(tik.encode_ordinary(text)), 1)  # noqa: B023
+                tiktoken_ms = f"{tr / size * 1000:9.1f}"
+            else:
+                r, tiktoken_ms = g, f"{'-':>9}"
+            if not g == k == r:
+                raise SystemExit(f"counts differ on {kind} x {n}: {g}, {k}, {r}")
+            print(f"{kind:16} {n:7} {size:5.2f} {tg / size * 1000:10.1f} "
+                  f"{tt / size * 1000:10.1f} {tiktoken_ms} {tg / tt:12.2f}")
+
+
+def guard() -> None:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    code = "".join(p.read_text(encoding="utf-8", errors="replace")
+                   for p in sorted(stdlib.glob("*.py")))[:4_000_000]
+    zh = (Path(__file__).resolve().parent.parent / "corpora" / "prose" / "zh.txt").read_text(
+        encoding="utf-8")
+    limit = GIGATOKEN_LONG_RUN
+    texts = {"Python sources": code, "CJK prose": zh * (2_000_000 // len(zh.encode()) + 1),
+             "runs one short": ("a" * (limit - 1) + "1") * (2_000_000 // limit)}
+    print(f"\nthe guard, has_long_run(text, {limit:,}), ms per MB:")
+    for name, text in texts.items():
+        seconds, found = best(lambda: has_long_run(text, limit), 5)  # noqa: B023
+        size = len(text.encode()) / 1e6
+        print(f"  {name:16} {size:5.2f} MB  {seconds / size * 1000:7.3f} ms/MB  found={bool(found)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--mb", type=float, default=1.0, help="MB per cell (default 1)")
+    args = parser.parse_args()
+    pieces(args.mb)
+    guard()
+
+
+if __name__ == "__main__":
+    main()
