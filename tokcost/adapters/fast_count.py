@@ -89,10 +89,16 @@ class Backend:
         return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'{wheels}"
 
 
-# gigatoken's time per MB grows with the pieces' length; past about 32k characters in one piece
-# of one letter or of spaces it is slower than toktok-rs, whose time stays flat there
-# (docs/counting-speed.md, "Long pieces"; measured for issue 29).
-GIGATOKEN_LONG_RUN = 1 << 15
+# gigatoken is quick on ordinary text, whose pieces are short and recur (it remembers pieces
+# it has encoded), and slow on long new ones: 70-200 ms per MB of distinct pieces of one
+# letter or of spaces, 256 to 262,144 characters long, where toktok-rs takes 10-25 ms and
+# tiktoken 150-300 (benchmarks/bench_long_pieces.py; 50 MB of one letter, one piece: 85 s,
+# toktok-rs 4.5 s). Past 4,096 characters in one run, auto sends the text to toktok-rs. A
+# shorter limit costs more to check (ordinary text: 0.17 ms per MB at 32,768, 0.53 at 4,096,
+# 1.3 at 1,024, against gigatoken's 5-7 ms) and a longer one lets more through; none of the
+# 247 one-MiB chunks of the standard library and /usr/share/doc has such a run (docs/
+# counting-speed.md, issue 29).
+GIGATOKEN_LONG_RUN = 1 << 12
 
 BACKENDS = {b.choice: b for b in (
     Backend(TOKTOK, "toktok-rs", "toktok", frozenset({(0, 3)}), _toktok),
