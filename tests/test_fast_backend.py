@@ -563,8 +563,14 @@ needs_both = pytest.mark.skipif(
 LONG = fast_count.GIGATOKEN_LONG_RUN
 
 
+@pytest.fixture
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine of GIGATOKEN_MAX_CPUS CPUs, where auto counts with gigatoken."""
+    monkeypatch.setattr(fast_count, "_cpus", lambda: fast_count.GIGATOKEN_MAX_CPUS)
+
+
 @needs_both
-def test_auto_sends_long_runs_to_toktok(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_sends_long_runs_to_toktok(monkeypatch: pytest.MonkeyPatch, two_cpus: None) -> None:
     counter = fast_count.fast_counter("o200k_base")
     assert counter is not None and counter.fallback is not None
     assert (counter.backend.choice, counter.fallback.backend.choice) == ("gigatoken", "toktok")
@@ -622,10 +628,23 @@ def test_whole_process_auto_with_a_long_run_prints_only_the_count(tmp_path: Path
     assert (proc.returncode, proc.stderr) == (0, "")
     doc = json.loads(proc.stdout)
     assert doc["total"]["tokens"] == {"o200k_base": tiktoken_count("o200k_base", text, False)}
-    assert _backends(doc) == {"gigatoken+toktok-rs"}
+    on_two = fast_count._cpus() <= fast_count.GIGATOKEN_MAX_CPUS  # the child's CPUs are ours
+    assert _backends(doc) == {"gigatoken+toktok-rs" if on_two else "toktok-rs"}
 
 
-def test_auto_without_toktok_counts_long_runs_on_gigatoken(no_toktok: None) -> None:
+@needs_both
+def test_auto_counts_with_toktok_on_more_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    # gigatoken counts one text at a time; toktok-rs on a thread per CPU is faster from 3 CPUs
+    monkeypatch.setattr(fast_count, "_cpus", lambda: fast_count.GIGATOKEN_MAX_CPUS + 1)
+    counter = fast_count.fast_counter("o200k_base")
+    assert counter is not None and counter.fallback is None
+    assert counter.backend.choice == fast_count.TOKTOK
+    assert counter.count("x" + "a" * LONG, False) == tiktoken_count("o200k_base",
+                                                                     "x" + "a" * LONG, False)
+
+
+def test_auto_without_toktok_counts_long_runs_on_gigatoken(no_toktok: None,
+                                                           two_cpus: None) -> None:
     if fast_count._release(fast_count.BACKENDS[fast_count.GIGATOKEN])[0] is None:
         pytest.skip("gigatoken is not installed in a proven release")
     counter = fast_count.fast_counter("cl100k_base")
@@ -656,7 +675,7 @@ def test_auto_finds_gigatoken_without_importing_it() -> None:
 
 
 def test_a_backend_its_dist_info_names_that_does_not_import_is_one_error(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, two_cpus: None
 ) -> None:
     monkeypatch.setattr(fast_count, "_dist_info_version", lambda backend: "0.10.0")
     monkeypatch.setattr(fast_count, "_release", lambda backend: (None, "not importable"))

@@ -79,6 +79,8 @@ class Backend:
     # Under auto, a text holding a run of this many characters of one class (a candidate for
     # one huge pre-token, tokcost/adapters/long_runs.py) goes to the next backend of AUTO_ORDER.
     long_run: int | None = None
+    # Auto passes over it on a machine with more CPUs than this (it counts one text at a time).
+    max_cpus: int | None = None
 
     @property
     def hint(self) -> str:
@@ -99,17 +101,23 @@ class Backend:
 # 247 one-MiB chunks of the standard library and /usr/share/doc has such a run (docs/
 # counting-speed.md, issue 29).
 GIGATOKEN_LONG_RUN = 1 << 12
+# gigatoken holds the GIL and one tokenizer serves one thread at a time, so tokcount counts
+# with it on one core; toktok-rs releases the GIL, a thread per CPU. Per core gigatoken is
+# about 2.5x toktok-rs on ordinary text (108 against 42 MB/s on o200k_base, docs/
+# counting-speed.md): on 2 CPUs it was as fast or faster in whole processes, using 16-28% less
+# CPU; from 3 CPUs on, toktok-rs's threads are faster (3 x 42 > 108).
+GIGATOKEN_MAX_CPUS = 2
 
 BACKENDS = {b.choice: b for b in (
     Backend(TOKTOK, "toktok-rs", "toktok", frozenset({(0, 3)}), _toktok),
     Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken,
-            GIGATOKEN_LONG_RUN),
+            GIGATOKEN_LONG_RUN, GIGATOKEN_MAX_CPUS),
     Backend(FASTOKENS, "fastokens", "fastokens", frozenset({(0, 3)}), _fastokens),
 )}
-# What auto uses for runs of SMALL_RUN_CHARS and more, first one installed in a proven release;
-# the next one counts the texts the first sends away (its long_run). gigatoken was the fastest
-# exact backend for whole tokcount processes on ordinary text, toktok-rs on long pieces
-# (issue 29, docs/counting-speed.md).
+# What auto uses for runs of SMALL_RUN_CHARS and more, first one installed in a proven release
+# (and within its max_cpus); the next one counts the texts the first sends away (its long_run).
+# On 2 CPUs gigatoken was the fastest exact backend for whole tokcount processes on ordinary
+# text, toktok-rs on long pieces (issue 29, docs/counting-speed.md).
 AUTO_ORDER = (GIGATOKEN, TOKTOK)
 TOKTOK_BACKEND = BACKENDS[TOKTOK].dist
 
@@ -182,6 +190,14 @@ def _installed(backend: Backend) -> bool:
         if version is not None:
             return _proven(backend, version)
     return _release(backend)[0] is not None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _toktok_module() -> Any | None:
@@ -269,7 +285,9 @@ class FastCounter:
 def _auto_counter(encoding: str) -> FastCounter | None:
     """What auto counts ``encoding`` with: the first backend of AUTO_ORDER installed in a
     proven release, the next one counting the texts the first sends away; None: tiktoken."""
-    found = [BACKENDS[name] for name in AUTO_ORDER if _installed(BACKENDS[name])]
+    cpus = _cpus()
+    found = [b for b in (BACKENDS[name] for name in AUTO_ORDER)
+             if (b.max_cpus is None or cpus <= b.max_cpus) and _installed(b)]
     if not found or encoding not in FAST_ENCODINGS:
         return None
     specials = ENCODINGS[encoding].special_tokens
