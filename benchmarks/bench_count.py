@@ -14,7 +14,8 @@ same token count: the table says whether they agree.
 Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
 file of ordinary text, a 50 MB file of one letter (a single pre-token, no cut point:
 the worst case for memory) and a 10 MB file of long runs (five times 1 MB of text, then
-1 MiB of one letter: where auto's gigatoken hands texts to toktok-rs), each counted by
+1 MiB of one letter, another each time: where auto's gigatoken hands texts to toktok-rs),
+each counted by
 tokcount (defaults), tokcount with tiktoken forced, raw tiktoken on 2 threads and raw
 toktok-rs, with wall time and peak RSS. Every
 corpus also has tokcount with each Rust backend forced (FORCED: toktok-rs, gigatoken,
@@ -161,7 +162,10 @@ def _sizes(work: Path, args: argparse.Namespace) -> list[Corpus]:
     letter.write_bytes(b"a" * LETTER_BYTES)
     runs = work / "runs10.txt"
     text = base[:1_000_000].decode("utf-8", "ignore").encode()  # whole characters
-    runs.write_bytes((text + b"\n" + b"b" * (1 << 20) + b"\n") * RUNS)
+    # a different letter each time: gigatoken remembers a piece it has encoded, and five
+    # equal pieces would cost it one
+    runs.write_bytes(b"".join(text + b"\n" + bytes([ord("b") + i]) * (1 << 20) + b"\n"
+                              for i in range(RUNS)))
     return [Corpus("small", small, total, True), Corpus("big", big, BIG_BYTES, False),
             Corpus("letter", letter, LETTER_BYTES, False),
             Corpus("runs", runs, runs.stat().st_size, False)]

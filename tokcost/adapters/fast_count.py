@@ -92,13 +92,13 @@ class Backend:
 
 
 # gigatoken is quick on ordinary text, whose pieces are short and recur (it remembers pieces
-# it has encoded), and slow on long new ones: 70-200 ms per MB of distinct pieces of one
-# letter or of spaces, 256 to 262,144 characters long, where toktok-rs takes 10-25 ms and
-# tiktoken 150-300 (benchmarks/bench_long_pieces.py; 50 MB of one letter, one piece: 85 s,
-# toktok-rs 4.5 s). Past 4,096 characters in one run, auto sends the text to toktok-rs. A
-# shorter limit costs more to check (ordinary text: 0.17 ms per MB at 32,768, 0.53 at 4,096,
-# 1.3 at 1,024, against gigatoken's 5-7 ms) and a longer one lets more through; none of the
-# 247 one-MiB chunks of the standard library and /usr/share/doc has such a run (docs/
+# it has encoded), and slow on long new ones: 30-120 ms per MB of distinct pieces of a
+# repeated letter or of whitespace, 256 to 262,144 characters long, where toktok-rs takes
+# 7-16 ms and tiktoken 100-190 (benchmarks/bench_long_pieces.py; 50 MB of one letter, one
+# piece: 35 s, toktok-rs 2 s). Past 4,096 characters in one run, auto sends the text to
+# toktok-rs. A shorter limit costs more to check (1 MiB texts of the standard library and
+# /usr/share/doc: 0.74 ms per MB at 1,024, 0.31 at 4,096, 0.06 at 32,768, against gigatoken's
+# 5-7 ms; none of 178 MB holds such a run) and a longer one lets more through (docs/
 # counting-speed.md, issue 29).
 GIGATOKEN_LONG_RUN = 1 << 12
 # gigatoken holds the GIL and one tokenizer serves one thread at a time, so tokcount counts
