@@ -12,11 +12,14 @@ printed, with each child's peak RSS (wait4). Every row of a corpus must print th
 same token count: the table says whether they agree.
 
 Then the sizes (``--no-sizes`` skips them): a folder of 5,000 small files, one 100 MB
-file of ordinary text and a 50 MB file of one letter (a single pre-token, no cut point:
-the worst case for memory), each counted by tokcount (defaults), tokcount with tiktoken
-forced, raw tiktoken on 2 threads and raw toktok-rs, with wall time and peak RSS. Every
+file of ordinary text, a 50 MB file of one letter (a single pre-token, no cut point:
+the worst case for memory) and a 10 MB file of long runs (five times 1 MB of text, then
+1 MiB of one letter, another each time: where auto's gigatoken hands texts to toktok-rs),
+each counted by
+tokcount (defaults), tokcount with tiktoken forced, raw tiktoken on 2 threads and raw
+toktok-rs, with wall time and peak RSS. Every
 corpus also has tokcount with each Rust backend forced (FORCED: toktok-rs, gigatoken,
-fastokens; issue 29). Then start-up and small inputs ('hi', the first 300 KB, 1 MB and 4 MB
+fastokens; issue 29). Then start-up and small inputs ('hi', the first 300 KB, 1, 2 and 4 MB
 of the file) with each tokcount backend and ttok. The goals of issue 13 are checked at the
 end. ``--rows TEXT`` keeps only the rows whose name holds TEXT (and the references).
 
@@ -120,6 +123,7 @@ def _mixed(work: Path, args: argparse.Namespace) -> list[Corpus]:
 SMALL_FILES = 5000
 BIG_BYTES = 100_000_000
 LETTER_BYTES = 50_000_000
+RUNS = 5  # the long-runs file: this many times 1 MB of text, then 1 MiB of one letter
 LETTER_TIMEOUT = 120.0  # a forced peer past this has lost to toktok-rs (about 1 s) anyway
 
 
@@ -156,8 +160,15 @@ def _sizes(work: Path, args: argparse.Namespace) -> list[Corpus]:
             left -= len(piece)
     letter = work / "letter50.txt"
     letter.write_bytes(b"a" * LETTER_BYTES)
+    runs = work / "runs10.txt"
+    text = base[:1_000_000].decode("utf-8", "ignore").encode()  # whole characters
+    # a different letter each time: gigatoken remembers a piece it has encoded, and five
+    # equal pieces would cost it one
+    runs.write_bytes(b"".join(text + b"\n" + bytes([ord("b") + i]) * (1 << 20) + b"\n"
+                              for i in range(RUNS)))
     return [Corpus("small", small, total, True), Corpus("big", big, BIG_BYTES, False),
-            Corpus("letter", letter, LETTER_BYTES, False)]
+            Corpus("letter", letter, LETTER_BYTES, False),
+            Corpus("runs", runs, runs.stat().st_size, False)]
 
 
 # builder(work folder, arguments) -> corpora, built in this order
@@ -249,7 +260,7 @@ def rows(corpora: dict[str, Corpus]) -> list[Row]:
             needs="toktok"),
         Row("ttok -m gpt-4o (stdin)", "file", ["ttok", "-m", "gpt-4o"], stdin=True,
             needs="ttok"),
-        *[row for name in ("small", "big", "letter") if name in corpora
+        *[row for name in ("small", "big", "letter", "runs") if name in corpora
           for row in size_rows(name, str(corpora[name].path))],
     ]
 
@@ -258,7 +269,8 @@ def size_rows(corpus: str, path: str) -> list[Row]:
     """tokcount and the raw encoders on one of the sizes."""
     tokcount = str(BIN / "tokcount")
     # One pre-token of 50 MB: tiktoken's BPE is superlinear in it (a minute or more); once.
-    slow = 1 if corpus == "letter" else None
+    # The long runs: 1 MiB pieces, about a second each for tiktoken and fastokens; once.
+    slow = 1 if corpus in ("letter", "runs") else None
     return [
         Row("tokcount (defaults)", corpus, [tokcount, path, "--total"]),
         Row("tokcount, tiktoken forced", corpus, [tokcount, path, "--total"],
@@ -326,7 +338,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=40, help="corpus size in MB (default 40)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (default 3)")
     parser.add_argument("--no-sizes", action="store_true",
-                        help="skip the 5,000-file folder, 100 MB file and one-letter rows")
+                        help="skip the 5,000-file folder, 100 MB, one-letter and long-run rows")
     parser.add_argument("--rows", default="", help="only rows whose name holds this text "
                         "(with the reference rows), e.g. 'tokcount'")
     parser.add_argument("--no-startup", action="store_true", help="skip the small inputs")
@@ -441,7 +453,7 @@ def goals(results: dict[tuple[str, str], Result]) -> None:
     # The tool against a bare script doing the same counting, on every corpus.
     for corpus, tool_row, raw_row in (("file", "tokcount FILE (default backend)", "raw toktok-rs"),
                                       *((c, "tokcount (defaults)", "raw toktok-rs, 2 threads")
-                                        for c in ("small", "big", "letter"))):
+                                        for c in ("small", "big", "letter", "runs"))):
         mine, raw = med(corpus, tool_row), med(corpus, raw_row)
         if mine is not None and raw is not None:
             verdict = "holds" if raw / mine >= 0.7 else "DOES NOT HOLD"
@@ -454,12 +466,12 @@ def goals(results: dict[tuple[str, str], Result]) -> None:
               f"({peak * 1.048576:.0f} MB), {verdict}")
 
 
-SMALL_SIZES = (3, 300_000, 1_000_000, 4_000_000)  # bytes: 'hi' on stdin, then files
+SMALL_SIZES = (3, 300_000, 1_000_000, 2_000_000, 4_000_000)  # bytes: 'hi' on stdin, files
 
 
 def startup(env: dict[str, str], source: Path, work: Path) -> None:
     """Start-up and small inputs, where loading the vocabulary is most of the time: each
-    tokcount backend, ttok and bare Python on 'hi' and on the first 300 KB, 1 MB and 4 MB
+    tokcount backend, ttok and bare Python on 'hi' and on the first 300 KB, 1, 2 and 4 MB
     of the mixed file (tokcount's default picks tiktoken for runs under SMALL_RUN_CHARS)."""
     print("start-up and small inputs, median of 7 (whole process, ms):")
     data = source.read_bytes()

@@ -2,8 +2,8 @@
 one file's blocks spread over calls and threads, specials kept whole across a split.
 
 Every count is compared with tiktoken's own (``encode_ordinary``, or ``encode`` with
-``allowed_special="all"``), with toktok-rs counting where it is installed and with it
-hidden (tiktoken counts then): one token of difference fails.
+``allowed_special="all"``), with auto's backends (gigatoken, toktok-rs) counting where they
+are installed and with them hidden (tiktoken counts then): one token of difference fails.
 """
 
 from __future__ import annotations
@@ -50,12 +50,16 @@ def want(name: str, text: str, allow_special: bool = False) -> int:
     return len(enc.encode_ordinary(text))
 
 
-@pytest.fixture(params=["default", "no-toktok"])
+AUTO_MODULES = [fast_count.BACKENDS[name].module for name in fast_count.AUTO_ORDER]
+
+
+@pytest.fixture(params=["default", "no-fast"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Each test twice: with the default backend, and with toktok-rs unimportable."""
+    """Each test twice: with the default backend, and with auto's backends unimportable."""
     monkeypatch.delenv(fast_count.BACKEND_ENV, raising=False)
-    if request.param == "no-toktok":
-        monkeypatch.setitem(sys.modules, "toktok", None)
+    if request.param == "no-fast":
+        for module in AUTO_MODULES:
+            monkeypatch.setitem(sys.modules, module, None)
     registry._get_tokenizer.cache_clear()
     yield str(request.param)
     registry._get_tokenizer.cache_clear()
@@ -67,7 +71,7 @@ _BUILT: dict[bool, dict[str, tiktoken_enc.TiktokenTokenizer]] = {}
 def tokenizers() -> dict[str, tiktoken_enc.TiktokenTokenizer]:
     """The two encodings under the backend in force, built once per backend: building
     tiktoken's encodings for every example was most of these tests' time."""
-    hidden = sys.modules.get("toktok", False) is None
+    hidden = sys.modules.get(AUTO_MODULES[0], False) is None
     if hidden not in _BUILT:
         _BUILT[hidden] = {"o200k": tiktoken_enc.load("o200k_base"),
                           "cl100k": tiktoken_enc.load("cl100k_base")}
@@ -81,7 +85,7 @@ def test_a_batch_counts_as_each_text_alone(
     backend: str, batch: list[tuple[str, str]], allow_special: bool
 ) -> None:
     toks = tokenizers()
-    if backend == "no-toktok":
+    if backend == "no-fast":
         assert all(t.count_backend == "tiktoken" for t in toks.values())
     names = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
     got = local._count_batch(toks, batch, allow_special)

@@ -279,7 +279,8 @@ def test_model_spec_reads_the_users_catalog(runner, files: Path, cl100k: Tokeniz
                                  "--catalog", str(mine), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["tokenizers"][0].pop("backend") in ("toktok-rs", "tiktoken")  # which counted
+    # which counted: tiktoken for this small run, a fast backend where it is asked for
+    assert data["tokenizers"][0].pop("backend") in ("gigatoken", "toktok-rs", "tiktoken")
     assert data["tokenizers"] == [{"label": "my-model", "spec": "tiktoken:cl100k_base",
                                    "exact": True, "model": "my-model"}]
     assert data["models"][0]["tokens"] == cl100k.count(TEXT)

@@ -1,5 +1,5 @@
-"""The fast counting backends (toktok-rs; gigatoken and fastokens when asked for by name)
-count exactly what tiktoken counts.
+"""The fast counting backends (under auto gigatoken, toktok-rs for texts with a long run;
+fastokens when asked for by name) count exactly what tiktoken counts.
 
 Every count is compared with ``len(tiktoken.Encoding.encode_ordinary(text))`` (or
 ``encode(text, allowed_special="all")`` with allow_special), for each encoding the
@@ -96,8 +96,24 @@ def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def no_toktok(monkeypatch: pytest.MonkeyPatch) -> None:
-    """toktok-rs made unimportable, as on a machine without the 'fast' extra."""
+    """toktok-rs made unimportable."""
     monkeypatch.setitem(sys.modules, "toktok", None)
+
+
+AUTO_MODULES = [fast_count.BACKENDS[name].module for name in fast_count.AUTO_ORDER]
+
+
+@pytest.fixture
+def no_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every backend auto may use made unimportable, as on a machine without the 'fast' extra."""
+    for module in AUTO_MODULES:
+        monkeypatch.setitem(sys.modules, module, None)
+
+
+def auto_dist() -> str | None:
+    """The package auto counts large runs with here (None: tiktoken counts them)."""
+    counter = fast_count.fast_counter("o200k_base")
+    return None if counter is None else counter.name
 
 
 # --- the text strategies -----------------------------------------------------------------
@@ -293,6 +309,7 @@ def test_ids_still_come_from_tiktoken() -> None:
 def test_unproven_release_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     import toktok
 
+    monkeypatch.setitem(sys.modules, "gigatoken", None)  # auto's first choice, hidden
     monkeypatch.setattr(toktok, "__version__", "0.9.0")
     assert fast_count.fast_counter("o200k_base") is None
     assert tiktoken_enc.load("o200k_base").count_backend == "tiktoken"
@@ -318,7 +335,7 @@ def test_tiktoken_forced(monkeypatch: pytest.MonkeyPatch) -> None:
     assert tok.count("hello world") == 2
 
 
-def test_fallback_without_toktok(no_toktok: None) -> None:
+def test_fallback_without_fast_backends(no_fast: None) -> None:
     assert fast_count.fast_counter("o200k_base") is None
     for name in ENCODING_NAMES:
         tok = tiktoken_enc.load(name)
@@ -358,7 +375,7 @@ SMALL_TEXT = "hello world <|endoftext|>\r\n" * 50
 
 def _cli_count(backend: str | None, hide: bool, text: str = SMALL_TEXT) -> Any:
     """``count --json`` of ``text`` (default a small one), under
-    ``TOKCOST_COUNT_BACKEND=backend``, with toktok-rs hidden when ``hide``; everything
+    ``TOKCOST_COUNT_BACKEND=backend``, with auto's backends hidden when ``hide``; everything
     is restored afterwards."""
     with pytest.MonkeyPatch.context() as patch:
         if backend is None:
@@ -366,7 +383,8 @@ def _cli_count(backend: str | None, hide: bool, text: str = SMALL_TEXT) -> Any:
         else:
             patch.setenv(fast_count.BACKEND_ENV, backend)
         if hide:
-            patch.setitem(sys.modules, "toktok", None)
+            for module in AUTO_MODULES:
+                patch.setitem(sys.modules, module, None)
         registry._get_tokenizer.cache_clear()
         try:
             return CliRunner().invoke(app, ["count", "-", "--json", "-t", "o200k_base",
@@ -404,8 +422,8 @@ def test_cli_counts_agree_across_backends(text: str) -> None:
     has_toktok = fast_count._toktok_module() is not None
     large = len(text) >= fast_count.SMALL_RUN_CHARS
     rows = [("tiktoken", False, "tiktoken"), (None, True, "tiktoken"),
-            # auto: tiktoken for a run known to be small, toktok-rs past that
-            (None, False, fast_count.TOKTOK_BACKEND if has_toktok and large else "tiktoken")]
+            # auto: tiktoken for a run known to be small, its first backend past that
+            (None, False, (large and auto_dist()) or "tiktoken")]
     if has_toktok:
         rows.append(("toktok", False, fast_count.TOKTOK_BACKEND))  # named: small runs too
     totals = set()
@@ -423,17 +441,17 @@ def test_cli_counts_agree_across_backends(text: str) -> None:
 def test_plan_run_picks_tiktoken_for_a_small_run_only() -> None:
     tok = tiktoken_enc.load("o200k_base")
     if tok.counter is None:
-        pytest.skip("toktok-rs is not installed")
+        pytest.skip("no fast backend is installed")
     small = fast_count.SMALL_RUN_CHARS - 1
     tok.plan_run(small)
     assert tok.count_backend == "tiktoken" and not tok.counter.ready
     assert tok.count("hello world") == 2 and not tok.counter.ready  # tiktoken counted it
     for chars in (None, fast_count.SMALL_RUN_CHARS):
         tok.plan_run(chars)
-        assert tok.count_backend == fast_count.TOKTOK_BACKEND
+        assert tok.count_backend == tok.counter.backend.dist
     assert tok.count_many(["hello world", "x"]) == [2, 1] and tok.counter.ready
     tok.plan_run(small)  # built now: a small run costs it nothing more
-    assert tok.count_backend == fast_count.TOKTOK_BACKEND
+    assert tok.count_backend == tok.counter.backend.dist
 
 
 def test_plan_run_keeps_a_backend_asked_for_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -534,3 +552,138 @@ def test_a_whole_process_prints_only_the_count(backend: str, tmp_path: Path) -> 
                           timeout=300, check=False)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout == f"{tiktoken_count('o200k_base', text, False)}\n"
+
+
+# --- auto: gigatoken, with toktok-rs for texts holding a long run -----------------------------
+
+needs_both = pytest.mark.skipif(
+    any(fast_count._release(fast_count.BACKENDS[name])[0] is None
+        for name in (fast_count.GIGATOKEN, fast_count.TOKTOK)),
+    reason="gigatoken and toktok-rs are not both installed in proven releases")
+LONG = fast_count.GIGATOKEN_LONG_RUN
+
+
+@pytest.fixture
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine of GIGATOKEN_MAX_CPUS CPUs, where auto counts with gigatoken."""
+    monkeypatch.setattr(fast_count, "_cpus", lambda: fast_count.GIGATOKEN_MAX_CPUS)
+
+
+@needs_both
+def test_auto_sends_long_runs_to_toktok(monkeypatch: pytest.MonkeyPatch, two_cpus: None) -> None:
+    counter = fast_count.fast_counter("o200k_base")
+    assert counter is not None and counter.fallback is not None
+    assert (counter.backend.choice, counter.fallback.backend.choice) == ("gigatoken", "toktok")
+    sent: list[str] = []
+    own = counter.fallback._own
+    monkeypatch.setattr(counter.fallback, "_own",
+                        lambda batch, threads: sent.extend(batch) or own(batch, threads))
+    ordinary = CORPUS_FILES[0].read_text(encoding="utf-8")
+    assert counter.count(ordinary, False) == tiktoken_count("o200k_base", ordinary, False)
+    assert (sent, counter.name) == ([], "gigatoken")
+    texts = [ordinary, "x" + "a" * LONG + " y", "b" * (LONG - 1), " " * LONG + "z", "=" * LONG]
+    assert counter.count_many(texts, False, 2) == [
+        tiktoken_count("o200k_base", t, False) for t in texts]
+    assert sent == [texts[1], texts[3], texts[4]]
+    assert counter.name == "gigatoken+toktok-rs"  # what counted, as count --json says
+
+
+@cache
+def routed(name: str, limit: int) -> fast_count.FastCounter:
+    """gigatoken sending texts with a run of ``limit`` characters to toktok-rs (a small limit:
+    random texts go both ways)."""
+    from dataclasses import replace
+
+    specials = ENCODINGS[name].special_tokens
+    return fast_count.FastCounter(
+        replace(fast_count.BACKENDS[fast_count.GIGATOKEN], long_run=limit), name, specials,
+        fallback=fast_count.FastCounter(fast_count.BACKENDS[fast_count.TOKTOK], name, specials))
+
+
+@needs_both
+@CHECKS
+@given(st.lists(mixed | whitespace_runs | crlf | st.text(alphabet="a =\n中", max_size=60),
+                min_size=1, max_size=6), st.booleans(), st.sampled_from(ENCODING_NAMES))
+def test_routed_counts_equal_tiktokens_either_way(texts: list[str], allow_special: bool,
+                                                  name: str) -> None:
+    got = routed(name, 6).count_many(texts, allow_special, 2)
+    assert got == [tiktoken_count(name, t, allow_special) for t in texts]
+
+
+@needs_both
+def test_whole_process_auto_with_a_long_run_prints_only_the_count(tmp_path: Path) -> None:
+    # A run past SMALL_RUN_CHARS, one of its chunks holding 40k spaces: gigatoken and
+    # toktok-rs both count in one process, on 2 threads; nothing reaches stderr.
+    import os
+    import subprocess
+
+    corpus = "".join(p.read_text(encoding="utf-8") for p in CORPUS_FILES) * 3
+    text = corpus + " " * (LONG + 8000) + "end\n" + corpus
+    assert len(text) >= fast_count.SMALL_RUN_CHARS
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8", newline="")
+    env = {k: v for k, v in os.environ.items() if k != fast_count.BACKEND_ENV}
+    proc = subprocess.run([sys.executable, "-m", "tokcost", "count", str(tmp_path / "in.txt"),
+                           "--json", "-j", "2", "-t", "o200k_base"], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    doc = json.loads(proc.stdout)
+    assert doc["total"]["tokens"] == {"o200k_base": tiktoken_count("o200k_base", text, False)}
+    on_two = fast_count._cpus() <= fast_count.GIGATOKEN_MAX_CPUS  # the child's CPUs are ours
+    assert _backends(doc) == {"gigatoken+toktok-rs" if on_two else "toktok-rs"}
+
+
+@needs_both
+def test_auto_counts_with_toktok_on_more_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    # gigatoken counts one text at a time; toktok-rs on a thread per CPU is faster from 3 CPUs
+    monkeypatch.setattr(fast_count, "_cpus", lambda: fast_count.GIGATOKEN_MAX_CPUS + 1)
+    counter = fast_count.fast_counter("o200k_base")
+    assert counter is not None and counter.fallback is None
+    assert counter.backend.choice == fast_count.TOKTOK
+    assert counter.count("x" + "a" * LONG, False) == tiktoken_count("o200k_base",
+                                                                     "x" + "a" * LONG, False)
+
+
+def test_auto_without_toktok_counts_long_runs_on_gigatoken(no_toktok: None,
+                                                           two_cpus: None) -> None:
+    if fast_count._release(fast_count.BACKENDS[fast_count.GIGATOKEN])[0] is None:
+        pytest.skip("gigatoken is not installed in a proven release")
+    counter = fast_count.fast_counter("cl100k_base")
+    assert counter is not None and counter.fallback is None  # tiktoken is slower there still
+    text = "q" * (LONG + 5) + " end"
+    assert counter.count(text, False) == tiktoken_count("cl100k_base", text, False)
+    assert counter.name == "gigatoken"
+
+
+def test_auto_finds_gigatoken_without_importing_it() -> None:
+    # Its import (about 60 ms) and importlib.metadata's (70 ms) are paid only when a large run
+    # builds it; a small count, which tiktoken does, pays neither (nor numpy's).
+    import subprocess
+
+    script = ("import sys\n"
+              "from tokcost.adapters import tiktoken_enc\n"
+              "tok = tiktoken_enc.load('o200k_base')\n"
+              "tok.plan_run(11)\n"
+              "n = tok.count('hello world')\n"
+              "print(n, tok.counter and tok.counter.name, tok.count_backend,\n"
+              "      sorted({'gigatoken', 'toktok', 'numpy', 'importlib.metadata'}"
+              " & set(sys.modules)))\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != fast_count.BACKEND_ENV}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120, check=True).stdout.split(maxsplit=3)
+    assert out[:3] == ["2", auto_dist() or "None", "tiktoken"]
+    assert "gigatoken" not in out[3] and "numpy" not in out[3] and "metadata" not in out[3]
+
+
+def test_a_backend_its_dist_info_names_that_does_not_import_is_one_error(
+    monkeypatch: pytest.MonkeyPatch, two_cpus: None
+) -> None:
+    monkeypatch.setattr(fast_count, "_dist_info_version", lambda backend: "0.10.0")
+    monkeypatch.setattr(fast_count, "_release", lambda backend: (None, "not importable"))
+    monkeypatch.setattr(fast_count, "AUTO_ORDER", (fast_count.GIGATOKEN,))
+    monkeypatch.setitem(sys.modules, "gigatoken", None)
+    monkeypatch.delitem(sys.modules, "gigatoken")  # restored afterwards, absent now
+    counter = fast_count.fast_counter("o200k_base")
+    assert counter is not None
+    with pytest.raises(TokenizerNotFound, match=r"gigatoken does not import here; reinstall it "
+                       r"\(pip install 'toktok-rs>=0\.3,<0\.4' 'gigatoken>=0\.10,<0\.11'\)"):
+        counter.count("hello", False)

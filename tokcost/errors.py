@@ -89,7 +89,8 @@ class GpuNotFound(UsageError):
 # keeps them equal). A hint names packages: 'tokcost[plot]' fails from a clone, '.[plot]' elsewhere.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "chat": ("jinja2>=3.1",), "dask": ("dask[distributed]>=2024.1",),
-    "fast": ("toktok-rs>=0.3,<0.4; python_version >= '3.11'",), "images": ("pillow>=10.1",),
+    "fast": ("toktok-rs>=0.3,<0.4; python_version >= '3.11'", "gigatoken>=0.10,<0.11"),
+    "images": ("pillow>=10.1",),
     "mistral": ("mistral-common>=1.5",), "plot": ("matplotlib>=3.7",),
     "prices": ("genai-prices>=0.2.3,<0.3",), "safetensors": ("safetensors>=0.4",)}
 

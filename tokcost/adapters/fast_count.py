@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from tokcost.adapters.long_runs import has_long_run
 from tokcost.adapters.openai_encodings import ENCODINGS
 from tokcost.errors import TokenizerNotFound, UsageError, install_hint
 
@@ -21,7 +23,6 @@ CHOICES = AUTO, TIKTOKEN, TOKTOK, GIGATOKEN, FASTOKENS = (
     "auto", "tiktoken", "toktok", "gigatoken", "fastokens")
 # Vocabulary and specials equal tiktoken's (tests/test_fast_backend.py checks each entry).
 FAST_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "o200k_harmony"})
-FAST_EXTRA_HINT = f"{install_hint('fast')} (Python 3.11+)"
 # Shorter runs are tiktoken's under auto: its ranks load 0.2 s sooner (bench_count.py).
 SMALL_RUN_CHARS = 1 << 20
 
@@ -75,23 +76,49 @@ class Backend:
     module: str
     proven: frozenset[tuple[int, int]]  # (major, minor); other releases go unused
     make: Callable[[Any, str], BatchCount]
+    # Under auto, a text holding a run of this many characters of one class (a candidate for
+    # one huge pre-token, tokcost/adapters/long_runs.py) goes to the next backend of AUTO_ORDER.
+    long_run: int | None = None
+    # Auto passes over it on a machine with more CPUs than this (it counts one text at a time).
+    max_cpus: int | None = None
 
     @property
     def hint(self) -> str:
-        if self.choice == TOKTOK:
-            return FAST_EXTRA_HINT
+        """The pip command for the proven release (the ``fast`` extra installs toktok-rs and
+        gigatoken both)."""
         (major, minor), = self.proven
-        return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'"
+        wheels = " (Python 3.11+)" if self.choice == TOKTOK else ""
+        return f"pip install '{self.dist}>={major}.{minor},<{major}.{minor + 1}'{wheels}"
 
+
+# gigatoken is quick on ordinary text, whose pieces are short and recur (it remembers pieces
+# it has encoded), and slow on long new ones: 30-120 ms per MB of distinct pieces of a
+# repeated letter or of whitespace, 256 to 262,144 characters long, where toktok-rs takes
+# 7-16 ms and tiktoken 100-190 (benchmarks/bench_long_pieces.py; 50 MB of one letter, one
+# piece: 35 s, toktok-rs 2 s). Past 4,096 characters in one run, auto sends the text to
+# toktok-rs. A shorter limit costs more to check (1 MiB texts of the standard library and
+# /usr/share/doc: 0.74 ms per MB at 1,024, 0.31 at 4,096, 0.06 at 32,768, against gigatoken's
+# 5-7 ms; none of 178 MB holds such a run) and a longer one lets more through (docs/
+# counting-speed.md, issue 29).
+GIGATOKEN_LONG_RUN = 1 << 12
+# gigatoken holds the GIL and one tokenizer serves one thread at a time, so tokcount counts
+# with it on one core; toktok-rs releases the GIL, a thread per CPU. Per core gigatoken is
+# about 2.5x toktok-rs on ordinary text (108 against 42 MB/s on o200k_base, docs/
+# counting-speed.md): on 2 CPUs it was as fast or faster in whole processes, using 16-28% less
+# CPU; from 3 CPUs on, toktok-rs's threads are faster (3 x 42 > 108).
+GIGATOKEN_MAX_CPUS = 2
 
 BACKENDS = {b.choice: b for b in (
     Backend(TOKTOK, "toktok-rs", "toktok", frozenset({(0, 3)}), _toktok),
-    Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken),
+    Backend(GIGATOKEN, "gigatoken", "gigatoken", frozenset({(0, 10)}), _gigatoken,
+            GIGATOKEN_LONG_RUN, GIGATOKEN_MAX_CPUS),
     Backend(FASTOKENS, "fastokens", "fastokens", frozenset({(0, 3)}), _fastokens),
 )}
-# What auto uses for runs of SMALL_RUN_CHARS and more, first importable one: toktok-rs was the
-# fastest exact backend for whole tokcount processes at every size measured (issue 29).
-AUTO_ORDER = (TOKTOK,)
+# What auto uses for runs of SMALL_RUN_CHARS and more, first one installed in a proven release
+# (and within its max_cpus); the next one counts the texts the first sends away (its long_run).
+# On 2 CPUs gigatoken was the fastest exact backend for whole tokcount processes on ordinary
+# text, toktok-rs on long pieces (issue 29, docs/counting-speed.md).
+AUTO_ORDER = (GIGATOKEN, TOKTOK)
 TOKTOK_BACKEND = BACKENDS[TOKTOK].dist
 
 _build_lock = threading.Lock()
@@ -113,6 +140,14 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def _proven(backend: Backend, version: str) -> bool:
+    try:
+        major, minor = (int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) in backend.proven
+
+
 def _release(backend: Backend) -> tuple[Any, str]:
     """The backend's module (None when not importable or not a proven release), and its version."""
     try:
@@ -126,11 +161,43 @@ def _release(backend: Backend) -> tuple[Any, str]:
             version = metadata.version(backend.dist)
         except metadata.PackageNotFoundError:
             return None, "of unknown version"
+    return (module if _proven(backend, str(version)) else None), str(version)
+
+
+def _dist_info_version(backend: Backend) -> str | None:
+    """The version in the name of the one ``DIST-VERSION.dist-info`` folder beside the backend's
+    package, read without importing it, or None (not found: import it to know)."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
     try:
-        major, minor = (int(p) for p in str(version).split(".")[:2])
-    except ValueError:
-        return None, str(version)
-    return (module if (major, minor) in backend.proven else None), str(version)
+        spec = find_spec(backend.module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    prefix = re.sub(r"[-_.]+", "_", backend.dist).lower() + "-"
+    found = [p.name for p in Path(spec.origin).parent.parent.glob(f"{prefix}*.dist-info")]
+    return found[0][len(prefix):-len(".dist-info")] if len(found) == 1 else None
+
+
+def _installed(backend: Backend) -> bool:
+    """Whether the backend is installed in a proven release, without importing it where its
+    dist-info says (gigatoken's import takes about 60 ms, importlib.metadata's 70 ms: a small
+    count, which tiktoken does, must not pay them; docs/counting-speed.md)."""
+    if backend.module not in sys.modules:
+        version = _dist_info_version(backend)
+        if version is not None:
+            return _proven(backend, version)
+    return _release(backend)[0] is not None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _toktok_module() -> Any | None:
@@ -139,16 +206,27 @@ def _toktok_module() -> Any | None:
 
 
 class FastCounter:
-    """One encoding's counts from a backend, its encoder built on the first count."""
+    """One encoding's counts from a backend, its module imported and encoder built on the first
+    count; under auto, texts with a long run (``backend.long_run``) go to ``fallback``."""
 
-    def __init__(self, backend: Backend, module: Any, encoding: str, specials: Iterable[str],
-                 *, forced: bool = False) -> None:
-        self.name, self.forced = backend.dist, forced
-        self._make, self._module, self._encoding = backend.make, module, encoding
+    def __init__(self, backend: Backend, encoding: str, specials: Iterable[str], *,
+                 forced: bool = False, module: Any = None,
+                 fallback: FastCounter | None = None) -> None:
+        self.backend, self.forced, self.fallback = backend, forced, fallback
+        self._module, self._encoding = module, encoding
         self._batch_count: BatchCount | None = None
+        self._fell_back = False  # whether fallback has counted a text
         # Longest first: where one special starts another, the longer wins.
         ordered = sorted(specials, key=lambda s: (-len(s), s))
         self._specials = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @property
+    def name(self) -> str:
+        """What counted, as ``count --json`` reports it: ``gigatoken+toktok-rs`` once the
+        fallback has counted a text."""
+        if self._fell_back and self.fallback is not None:
+            return f"{self.backend.dist}+{self.fallback.name}"
+        return self.backend.dist
 
     @property
     def ready(self) -> bool:
@@ -158,7 +236,12 @@ class FastCounter:
         # Two counting threads must not build the same encoder twice.
         with _build_lock:
             if self._batch_count is None:
-                self._batch_count = self._make(self._module, self._encoding)
+                module = self._module or _release(self.backend)[0]
+                if module is None:  # its dist-info said installed, its import failed
+                    hint = self.backend.hint if self.forced else install_hint("fast")
+                    raise TokenizerNotFound(f"{self.backend.dist} does not import here; "
+                                            f"reinstall it ({hint}) or set {BACKEND_ENV}=tiktoken")
+                self._batch_count = self.backend.make(module, self._encoding)
             return self._batch_count
 
     def count(self, text: str, allow_special: bool) -> int:
@@ -171,6 +254,21 @@ class FastCounter:
         return self._ordinary(batch, threads)
 
     def _ordinary(self, batch: list[str], threads: int) -> list[int]:
+        limit, fallback = self.backend.long_run, self.fallback
+        if limit is None or fallback is None:
+            return self._own(batch, threads)
+        away = [has_long_run(t, limit) for t in batch]
+        if not any(away):
+            return self._own(batch, threads)
+        self._fell_back = True
+        theirs = iter(fallback._ordinary([t for t, a in zip(batch, away, strict=True) if a],
+                                         threads))
+        ours = iter(self._own([t for t, a in zip(batch, away, strict=True) if not a], threads))
+        return [next(theirs) if a else next(ours) for a in away]
+
+    def _own(self, batch: list[str], threads: int) -> list[int]:
+        if not batch:
+            return []
         counts = self._batch_count or self._build()
         try:
             return counts(batch, max(1, threads))
@@ -184,23 +282,36 @@ class FastCounter:
         return sum(self._ordinary([p for p in pieces if p], threads)) + len(pieces) - 1
 
 
+def _auto_counter(encoding: str) -> FastCounter | None:
+    """What auto counts ``encoding`` with: the first backend of AUTO_ORDER installed in a
+    proven release, the next one counting the texts the first sends away; None: tiktoken."""
+    cpus = _cpus()
+    found = [b for b in (BACKENDS[name] for name in AUTO_ORDER)
+             if (b.max_cpus is None or cpus <= b.max_cpus) and _installed(b)]
+    if not found or encoding not in FAST_ENCODINGS:
+        return None
+    specials = ENCODINGS[encoding].special_tokens
+    fallback = (FastCounter(found[1], encoding, specials)
+                if len(found) > 1 and found[0].long_run is not None else None)
+    return FastCounter(found[0], encoding, specials, fallback=fallback)
+
+
 def fast_counter(encoding: str) -> FastCounter | None:
     """The fast counter for a tiktoken encoding, or None: tiktoken counts then."""
     wanted = requested_backend()
     if wanted == TIKTOKEN:
         return None
-    for name in AUTO_ORDER if wanted == AUTO else (wanted,):
-        backend = BACKENDS[name]
-        module, found = _release(backend)
-        if module is not None:
-            if encoding not in FAST_ENCODINGS:
-                return None
-            return FastCounter(backend, module, encoding, ENCODINGS[encoding].special_tokens,
-                               forced=wanted != AUTO)
-        if wanted != AUTO:
-            proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(backend.proven))
-            found = (f"{backend.dist} {found} is installed, a release the tests have not proven"
-                     if found != "not importable" else "which is not importable here")
-            raise TokenizerNotFound(f"{BACKEND_ENV}={wanted} needs {backend.dist} {proven}, "
-                                    f"{found}; {backend.hint}, or unset {BACKEND_ENV}")
-    return None
+    if wanted == AUTO:
+        return _auto_counter(encoding)
+    backend = BACKENDS[wanted]
+    module, found = _release(backend)
+    if module is None:
+        proven = " or ".join(f"{a}.{b}.x" for a, b in sorted(backend.proven))
+        found = (f"{backend.dist} {found} is installed, a release the tests have not proven"
+                 if found != "not importable" else "which is not importable here")
+        raise TokenizerNotFound(f"{BACKEND_ENV}={wanted} needs {backend.dist} {proven}, "
+                                f"{found}; {backend.hint}, or unset {BACKEND_ENV}")
+    if encoding not in FAST_ENCODINGS:
+        return None
+    return FastCounter(backend, encoding, ENCODINGS[encoding].special_tokens, forced=True,
+                       module=module)
