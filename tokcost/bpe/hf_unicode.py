@@ -77,7 +77,8 @@ def tables() -> dict[str, list[list[int]]]:
     return classes
 
 
-#: A character of each combination of classes (L, N, UPPER, LOWER) a stand-in may need.
+#: A character of each combination of classes (L, N, UPPER, LOWER) a category can have:
+#: other, No/Nd/Nl, Ll, Lu/Lt, Lm/Lo, M (the categories exclude each other).
 STAND_INS = ("\u00a7", "\u00b2", "\u00e9", "\u00c9", "\u00aa", "\u0301")
 
 
@@ -111,7 +112,7 @@ class HfView:
         hf = self._hf(ch)
         if hf == self._ours(ch):
             return None
-        if hf not in self.stand_in:  # a combination no stand-in has: not in today's tables
+        if hf not in self.stand_in:  # no category has it: HF's tables are not a table
             raise ValueError(f"no stand-in for U+{ord(ch):04X} ({hf})")
         return self.stand_in[hf]
 
