@@ -246,7 +246,7 @@ def _run(line: str, stdin: str | None) -> tuple[int, str, str]:
 
 # Wall-clock figures differ run to run, and the counting backend depends on what the
 # process has already loaded (a fast encoder built by an earlier test is reused): masked.
-_TIMES = re.compile(r'("seconds[a-z_]*": )[0-9.e-]+|("backend": )"[a-z_-]+"')
+_TIMES = re.compile(r'("seconds[a-z_]*": )[0-9.e-]+|("backend": )"[a-z_+-]+"')
 
 
 def _render(line: str, code: int, stdout: str, stderr: str) -> str:

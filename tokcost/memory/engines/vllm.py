@@ -610,8 +610,8 @@ def _skip_items(given: str | tuple[str, ...] | None, release: Release) -> tuple[
     text = given if isinstance(given, str) else " ".join(map(str, given))
     items = tuple(text.replace(",", " ").split())
     if release < V0_19:
-        raise UsageError(f"vLLM {release} has no --kv-cache-dtype-skip-layers: it came in v0.19 "
-                         f"(PR #33695); use {arg('engine', 'vllm@0.19')} or later",
+        raise UsageError(f"vLLM {release} has no {arg('kv_cache_dtype_skip_layers')}: it came "
+                         f"in v0.19 (PR #33695); use {arg('engine', 'vllm@0.19')} or later",
                          param="kv_cache_dtype_skip_layers", related=("engine",))
     bad = next((i for i in items if not i.isdigit() and i != SKIP_SLIDING), None)
     if not items or bad is not None:
