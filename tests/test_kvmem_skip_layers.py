@@ -7,6 +7,8 @@ out here from the heads and head sizes of each config."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from tokcost.memory.engines.vllm import VllmPlan
 runner = CliRunner()
 GiB = 1024**3
 BUDGET = 20 * GiB
+FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs_families"
 
 
 def estimate(model: str, **options: Any) -> tokcost.KvResult:
@@ -124,6 +127,53 @@ def test_releases_before_v0_19_refuse_the_flag() -> None:
     ok = estimate("llama-3.1-8b", kv_dtype="fp8", kv_cache_dtype_skip_layers="0",
                   engine="vllm@0.19")
     assert ok.bytes_per_token == 31 * 2048 + 4096
+
+
+def test_mla_layers_read_the_list_from_v0_26() -> None:
+    """DeepSeek-V3 (PR #47309, MLAAttention): 61 layers of kv_lora_rank 512 + rope 64 = 576
+    values a token: 576 B in fp8, 1,152 B for the listed layers in bf16; every spec is MLA with
+    one block (64, FlashMLA's for the fp8 cache on Hopper), so one group of summed pages."""
+    r = estimate("deepseek-v3", kv_dtype="fp8", kv_cache_dtype_skip_layers="0,1,2",
+                 engine="vllm@0.26", contexts="8k")
+    assert r.bytes_per_token == 58 * 576 + 3 * 1152 == 36_864
+    block = 64 * 36_864
+    assert isinstance(r.plan, VllmPlan) and r.plan.block_size == 64
+    assert r.plan.block_bytes == block == 2_359_296
+    assert [(g.kind, g.layers, g.block_size) for g in r.engine.groups] == [("mla", 61, 64)]
+    assert r.engine.num_blocks == BUDGET // block == 9_102
+    assert r.engine.cache_tokens == 9_102 * 64 == 582_528
+    plain = estimate("deepseek-v3", kv_dtype="fp8", engine="vllm@0.26", contexts="8k")
+    assert plain.engine.num_blocks == BUDGET // (64 * 61 * 576) == 9_549
+
+
+def test_a_skipped_fp8_ds_mla_layer_is_paged_in_bf16_beside_its_indexer() -> None:
+    """DeepSeek-V3.2: a listed layer's spec gets cache_dtype_str "auto" (PR #47309), so 576 x 2
+    = 1,152 B instead of fp8_ds_mla's 656; the indexer cache (132 B) is its own layer and stays."""
+    folder = str(FIXTURES / "deepseek-v3.2-exp")
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-dtype",
+                                 "fp8_ds_mla", "--kv-skip-layers", "0,1,2", "--engine", "vllm@0.26",
+                                 "--kv-memory", "20GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["bytes_per_token"] == 58 * (656 + 132) + 3 * (1152 + 132) == 49_556
+    assert len(out["engine"]["groups"]) == 1 and out["engine"]["block_size"] == 64
+    assert out["engine"]["num_blocks"] == BUDGET // (64 * 49_556) == 6_771
+
+
+@pytest.mark.parametrize("engine", ["vllm", "vllm@0.25"])
+def test_releases_before_v0_26_refuse_it_for_mla(engine: str) -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--kv-dtype", "fp8",
+                                 "--engine", engine, "--kv-skip-layers", "0,1,2"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "PR #47309" in lines[0], result.output
+    assert "use --engine vllm@0.26 or later" in lines[0]
+
+
+def test_mla_layers_do_not_read_sliding_window() -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--kv-dtype", "fp8",
+                                 "--engine", "vllm@0.26", "--kv-skip-layers", "sliding_window"])
+    assert result.exit_code == 2 and "no sliding-window layers" in result.output, result.output
 
 
 @pytest.mark.parametrize(("model", "args", "fragment"), [

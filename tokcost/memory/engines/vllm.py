@@ -123,10 +123,20 @@ V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
 # dtype, when its index (extract_layer_index) is listed or when it has a sliding window and
-# "sliding_window" is; the others keep --kv-cache-dtype. MLA layers read the list from PR #47309
-# (merged 2026-07-16, after v0.25.0 was out), pages that do not divide are padded from PR #42890
-# (merged 2026-07-03, after v0.24.0, released 2026-07-01): tokcost models neither.
-V0_19 = Release(0, 19)
+# "sliding_window" is; the others keep --kv-cache-dtype. Pages that do not divide are padded
+# from PR #42890 (merged 2026-07-03, after v0.24.0, released 2026-07-01): tokcost does not model it.
+# MLA layers read the list from PR #47309 (commit 0becb7486, merged 2026-07-16):
+# MLAAttention.__init__ (vllm/model_executor/layers/attention/mla_attention.py) caches a layer
+# whose index is listed with "auto" (index only: MLA layers ignore "sliding_window"), and its
+# get_kv_cache_spec passes that per-layer dtype as cache_dtype_str, so a skipped layer is paged
+# as (kv_lora_rank + qk_rope_head_dim) x the model dtype's bytes (MLAAttentionSpec
+# .real_page_size_bytes, vllm/v1/kv_cache_interface.py), also under fp8_ds_mla; the indexer cache
+# (DeepSeek-V3.2) is another layer and keeps its own. The specs stay MLAAttentionSpec with one
+# block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block comes
+# from the backend picked for --kv-cache-dtype. v0.25.0 was out (by 2026-07-12) before the merge;
+# v0.26.0 was out by 2026-07-29 (tenstorrent/tt-xla PR #5827) and is the first release that can
+# carry it: whether its branch followed the merge is not pinned, and tokcost reads it from v0.26.
+V0_19, V0_26 = Release(0, 19), Release(0, 26)
 SKIP_SLIDING = "sliding_window"
 
 
@@ -541,7 +551,7 @@ class Vllm(Engine):
         items = self.kv_cache_dtype_skip_layers  # a tuple once __post_init__ ran
         if not items:
             return layout
-        return layout.skipping(_skipped(tuple(items), layout), model_dtype())
+        return layout.skipping(_skipped(tuple(items), layout, self.release), model_dtype())
 
     @property
     def default_util(self) -> float:
@@ -621,15 +631,19 @@ def _skip_items(given: str | tuple[str, ...] | None, release: Release) -> tuple[
     return items
 
 
-def _skipped(items: tuple[str, ...], layout: KvLayout) -> frozenset[int]:
-    """The layers ``items`` keep in the model dtype, as vLLM's Attention layers pick them."""
+def _skipped(items: tuple[str, ...], layout: KvLayout, release: Release) -> frozenset[int]:
+    """The layers ``items`` keep in the model dtype, as vLLM's Attention layers (and, from
+    v0.26, its MLAAttention layers, PR #47309) pick them."""
     kinds, param = layout.counts, "kv_cache_dtype_skip_layers"
-    what = ("MLA layers (vLLM reads the list for them from PR #47309, after v0.25.0; tokcost "
-            "models the releases before)" if kinds["mla"] else
-            "linear-attention (Mamba) layers beside attention" if kinds["linear"] else None)
-    if what:
-        raise UsageError(f"{arg(param)} is modelled for full and sliding-window attention; this "
-                         f"model has {what}", param=param)
+    if kinds["mla"] and release < V0_26:
+        raise UsageError(f"vLLM {release} reads {arg(param)} for attention layers only; this "
+                         "model has MLA layers (vLLM reads the list for them from PR #47309, "
+                         f"merged 2026-07-16, after v0.25.0): use {arg('engine', 'vllm@0.26')} "
+                         "or later", param=param, related=("engine",))
+    if kinds["linear"]:
+        raise UsageError(f"{arg(param)} is modelled for full, sliding-window and MLA attention; "
+                         "this model has linear-attention (Mamba) layers beside attention",
+                         param=param)
     n = len(layout.layers)
     wrong = next((int(i) for i in items if i.isdigit() and int(i) >= n), None)
     if wrong is not None:
