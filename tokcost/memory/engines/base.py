@@ -248,7 +248,8 @@ class Engine(ABC):
         newest = self.releases[1]
         which = ("the release tokcost models" if release == newest == self.releases[0] else
                  "the newest release tokcost models" if release == newest else
-                 f"by the rules of {newest}, the newest tokcost models" if release > newest
+                 f"{newest}'s rules, the newest release tokcost models whole, and the later "
+                 "ones it knows" if release > newest
                  else f"{self.name}@{release.major}.{release.minor}")
         return f"{self.title} {release} ({which}); {self.code}"
 
