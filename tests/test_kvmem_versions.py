@@ -106,7 +106,7 @@ def test_logged_tokens_follow_the_release() -> None:
 
 def test_later_release_follows_the_newest_rules_and_says_so() -> None:
     r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.27")
-    assert r.engine.version.startswith("vLLM v0.27 (by the rules of v0.21, the newest")
+    assert r.engine.version.startswith("vLLM v0.27 (v0.21's rules, the newest release tokcost")
     assert r.fit is not None and r.fit.util == 0.92
 
 
