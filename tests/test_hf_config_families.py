@@ -353,3 +353,23 @@ def test_gemma4_31b_weights_from_config() -> None:
     assert found.bytes == 2 * found.params
     e4b = json.loads((FIXTURES / "gemma-4-e4b" / "config.json").read_text())
     assert "per-layer embeddings" in str(config_weights(e4b, "config.json"))
+
+
+def test_qwen36_keeps_its_ssm_state_in_float32() -> None:
+    """Qwen3.6-35B-A3B: 30 Gated DeltaNet + 10 full layers (2 kv heads of 256). Its config's
+    mamba_ssm_dtype float32 is the SSM cache dtype in vLLM (PR #34489): state per layer = conv
+    3 x (2 x 16 x 128 + 32 x 128) x 2 B + 32 x 128 x 128 x 4 B = 49,152 + 2,097,152 B."""
+    a = arch("qwen3.6-35b-a3b")
+    assert a.attention.type == "hybrid" and a.layers == 40
+    assert a.attention.layer_kinds(40).count("full") == 10
+    assert (a.kv_heads, a.head_dim) == (2, 256)
+    assert a.attention.linear_state_elements == 24_576 + 524_288
+    assert a.attention.linear_fp32_elements == 524_288
+    layout = kv_layout(a, "fp8")
+    assert layout.state_bytes == 49_152 + 2_097_152
+    assert layout.bytes_per_token == 10 * 2 * 2 * 256
+    # TP2 halves both parts; Qwen3-Next's config states no mamba_ssm_dtype: all bf16
+    assert kv_layout(a, "fp8", tp=2).state_bytes == (49_152 + 2_097_152) // 2
+    nxt = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "qwen3-next-80b-a3b" /
+                      "config.json").read_text())
+    assert architecture_from_config(nxt, where="config.json").attention.linear_fp32_elements is None
