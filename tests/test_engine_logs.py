@@ -9,6 +9,7 @@ its shape is written here from its config.json (the numbers PRICE's ``check`` fi
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from tokcost.catalog import load_catalog
+from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture, Attention
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
@@ -263,6 +265,33 @@ def kimi_k2(e: dict[str, Any]) -> None:
     assert e["logged_tokens"] % (64 * dcp) == 0
 
 
+QWEN36_35B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "qwen3.6-35b-a3b"
+
+
+def qwen36_35b(e: dict[str, Any]) -> None:
+    """Gated DeltaNet hybrid read from its config.json: the SSM state in float32 sets a
+    2,096-token block, prefix caching ("align") 2 state blocks per linear group; the token
+    figure is int(concurrency x max_model_len), not a multiple of the block."""
+    config = json.loads((QWEN36_35B / "config.json").read_text())
+    a = architecture_from_config(config, where="config.json")
+    layout = kv_layout(a, e["kv_cache_dtype"], tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]), max_num_batched_tokens=8192,
+                  enable_prefix_caching=e["enable_prefix_caching"])
+    ends = [engine.pool(Deployment(layout=layout, family="qwen3_5_moe_text"),
+                        math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.block_size == 2096 and p.blocks_per_request(length) == 69 for p in ends)
+    assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+    # Without prefix caching (one state block per linear group) the same blocks give 66 per
+    # request: 299 / 66 = 4.53x at 5.98 GiB, the figure that is not in the log.
+    plain = Vllm(release=engine.release, max_num_batched_tokens=8192).pool(
+        Deployment(layout=layout, family="qwen3_5_moe_text"), ends[1].available)
+    assert plain.blocks_per_request(length) == 66
+    assert plain.num_blocks == ends[1].num_blocks
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -381,6 +410,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
+    ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
+    ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
     ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
      "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,
