@@ -292,6 +292,34 @@ def qwen36_35b(e: dict[str, Any]) -> None:
     assert plain.num_blocks == ends[1].num_blocks
 
 
+# Qwen3.5-27B: 64 layers (16 full: every 4th), 24 query / 4 kv heads of 256; Gated DeltaNet 16 key /
+# 48 value heads of 128, conv 4, mamba_ssm_dtype float32 (its config.json, as club-3090's
+# docs/KV_MATH.md and public copies of it quote it).
+QWEN35_27B = Architecture(layers=64, attention_heads=24, kv_heads=4, head_dim=256, attention=Attention(
+    "hybrid", ("linear", "linear", "linear", "full"),
+    linear_state_elements=3 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128,
+    linear_fp32_elements=48 * 128 * 128))
+
+
+def qwen35_27b(e: dict[str, Any]) -> None:
+    """No memory line: the two logged figures pin 1,487 blocks of 784 tokens (the block a
+    float32 SSM state gives); v0.19's token figure is num_blocks // groups x block."""
+    layout = kv_layout(QWEN35_27B, "bf16")
+    assert layout.state_bytes == 3_207_168
+    probe = plan_vllm(layout, available=None, release=Vllm.release_of(e["release"]),
+                      max_num_batched_tokens=e["max_num_batched_tokens"])
+    assert probe.block_size == 784 and len(probe.groups) == 4
+    plan = plan_vllm(layout, available=1487 * probe.block_bytes, release=probe.release,
+                     max_num_batched_tokens=e["max_num_batched_tokens"])
+    length = e["max_model_len"]
+    assert plan.cache_tokens(length) == e["logged_tokens"]
+    assert f"{plan.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    # a bf16 SSM state: 400-token blocks, and 290,864 is no multiple of 400
+    bf16 = kv_layout(dataclasses.replace(QWEN35_27B, attention=dataclasses.replace(
+        QWEN35_27B.attention, linear_fp32_elements=None)), "bf16")
+    assert plan_vllm(bf16, available=None).block_size == 400 and e["logged_tokens"] % 400
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -410,6 +438,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
+    ("https://github.com/vllm-project/vllm/issues/40691", None, "vllm"): qwen35_27b,
     ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
     ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
