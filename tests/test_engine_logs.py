@@ -320,6 +320,20 @@ def qwen35_27b(e: dict[str, Any]) -> None:
     assert plan_vllm(bf16, available=None).block_size == 400 and e["logged_tokens"] % 400
 
 
+def qwen38_27b(e: dict[str, Any]) -> None:
+    """The 27B shape at TP2 in fp8 gives the author's 1,568-token block (a float32 SSM state);
+    prefix caching's two state blocks per linear group give the logged tokens and 2.31x."""
+    layout = kv_layout(QWEN35_27B, "fp8", tp=e["tp"])
+    engine = Vllm(max_num_batched_tokens=8192, enable_prefix_caching=e["enable_prefix_caching"])
+    ends = [engine.pool(Deployment(layout=layout, family="qwen3_5_text"),
+                        math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.block_size == 1568 and p.blocks_per_request(length) == 90 for p in ends)
+    assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -427,7 +441,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/vllm-project/recipes/pull/12", 48.66, "vllm"): qwen3_coder,
     ("https://github.com/vllm-project/recipes/pull/12", 55.65, "vllm"): qwen3_coder,
     ("https://github.com/vllm-project/vllm/issues/15928", None, "vllm"): ratio_only,
-    ("https://github.com/mitchross/talos-argocd-proxmox/pull/1995", None, "vllm"): ratio_only,
+    ("https://github.com/mitchross/talos-argocd-proxmox/pull/1995", 4.99, "vllm"): qwen38_27b,
     ("https://github.com/vllm-project/vllm/blob/main/tests/v1/core/test_kv_cache_utils.py", None,
      "vllm-unit-test"): vllm_unit_test,
     ("https://github.com/vllm-project/vllm/issues/19996", 51.63, "vllm"): llama_eagle,
