@@ -9,6 +9,7 @@ its shape is written here from its config.json (the numbers PRICE's ``check`` fi
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from tokcost.catalog import load_catalog
+from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture, Attention
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
@@ -263,6 +265,96 @@ def kimi_k2(e: dict[str, Any]) -> None:
     assert e["logged_tokens"] % (64 * dcp) == 0
 
 
+QWEN36_35B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "qwen3.6-35b-a3b"
+
+
+def qwen36_35b(e: dict[str, Any]) -> None:
+    """Gated DeltaNet hybrid read from its config.json: the SSM state in float32 sets a
+    2,096-token block, prefix caching ("align") 2 state blocks per linear group; the token
+    figure is int(concurrency x max_model_len), not a multiple of the block."""
+    config = json.loads((QWEN36_35B / "config.json").read_text())
+    a = architecture_from_config(config, where="config.json")
+    layout = kv_layout(a, e["kv_cache_dtype"], tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]), max_num_batched_tokens=8192,
+                  enable_prefix_caching=e["enable_prefix_caching"])
+    ends = [engine.pool(Deployment(layout=layout, family="qwen3_5_moe_text"),
+                        math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.block_size == 2096 and p.blocks_per_request(length) == 69 for p in ends)
+    assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+    # Without prefix caching (one state block per linear group) the same blocks give 66 per
+    # request: 299 / 66 = 4.53x at 5.98 GiB, the figure that is not in the log.
+    plain = Vllm(release=engine.release, max_num_batched_tokens=8192).pool(
+        Deployment(layout=layout, family="qwen3_5_moe_text"), ends[1].available)
+    assert plain.blocks_per_request(length) == 66
+    assert plain.num_blocks == ends[1].num_blocks
+
+
+# Qwen3.5-27B: 64 layers (16 full: every 4th), 24 query / 4 kv heads of 256; Gated DeltaNet 16 key /
+# 48 value heads of 128, conv 4, mamba_ssm_dtype float32 (its config.json, as club-3090's
+# docs/KV_MATH.md and public copies of it quote it).
+QWEN35_27B = Architecture(layers=64, attention_heads=24, kv_heads=4, head_dim=256, attention=Attention(
+    "hybrid", ("linear", "linear", "linear", "full"),
+    linear_state_elements=3 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128,
+    linear_fp32_elements=48 * 128 * 128))
+
+
+def qwen35_27b(e: dict[str, Any]) -> None:
+    """No memory line: the two logged figures pin 1,487 blocks of 784 tokens (the block a
+    float32 SSM state gives); v0.19's token figure is num_blocks // groups x block."""
+    layout = kv_layout(QWEN35_27B, "bf16")
+    assert layout.state_bytes == 3_207_168
+    probe = plan_vllm(layout, available=None, release=Vllm.release_of(e["release"]),
+                      max_num_batched_tokens=e["max_num_batched_tokens"])
+    assert probe.block_size == 784 and len(probe.groups) == 4
+    plan = plan_vllm(layout, available=1487 * probe.block_bytes, release=probe.release,
+                     max_num_batched_tokens=e["max_num_batched_tokens"])
+    length = e["max_model_len"]
+    assert plan.cache_tokens(length) == e["logged_tokens"]
+    assert f"{plan.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    # a bf16 SSM state: 400-token blocks, and 290,864 is no multiple of 400
+    bf16 = kv_layout(dataclasses.replace(QWEN35_27B, attention=dataclasses.replace(
+        QWEN35_27B.attention, linear_fp32_elements=None)), "bf16")
+    assert plan_vllm(bf16, available=None).block_size == 400 and e["logged_tokens"] % 400
+
+
+def qwen38_27b(e: dict[str, Any]) -> None:
+    """The 27B shape at TP2 in fp8 gives the author's 1,568-token block (a float32 SSM state);
+    prefix caching's two state blocks per linear group give the logged tokens and 2.31x."""
+    layout = kv_layout(QWEN35_27B, "fp8", tp=e["tp"])
+    engine = Vllm(max_num_batched_tokens=8192, enable_prefix_caching=e["enable_prefix_caching"])
+    ends = [engine.pool(Deployment(layout=layout, family="qwen3_5_text"),
+                        math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.block_size == 1568 and p.blocks_per_request(length) == 90 for p in ends)
+    assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+
+
+def qwen36_27b_mtp(e: dict[str, Any]) -> None:
+    """Known mismatch, explained: MTP (3 speculative tokens) adds 3 conv rows to each GDN
+    state, a 17th full-attention layer (the draft's) and 3 state blocks per linear group; tokcost
+    models no speculative decoding. vLLM's arithmetic reproduces the log; tokcost's differs."""
+    gib, length, spec = e["kv_memory_gib"], e["max_model_len"], e["num_speculative_tokens"]
+    conv_dim, tp = 2 * 16 * 128 + 48 * 128, e["tp"]  # q, k and v channels of the conv
+    state = (3 + spec) * conv_dim // tp * 2 + 48 // tp * 128 * 128 * 4  # bf16 conv, fp32 SSM
+    block = 16 * -(-state // (16 * 1024))  # fp8: 1,024 B per token and layer
+    assert (state, block) == (1_634_304, 1600)
+    blocks = [math.floor((gib + d) * GiB) // (block * 1024 * 17) for d in (-0.005, 0.005)]
+    per_request = -(-length // block) + 3 * (2 + spec)
+    assert blocks == [205, 205] and per_request == 179
+    assert int(205 / 179 * length) == e["logged_tokens"]
+    assert f"{205 / 179:.2f}" == f"{e['logged_concurrency']:.2f}"
+    plan = Vllm(enable_prefix_caching=True).pool(
+        Deployment(layout=kv_layout(QWEN35_27B, "fp8", tp=e["tp"]), family="qwen3_5_text"),
+        math.floor(gib * GiB))
+    assert plan.block_size == 1568 and plan.group_size == 16
+    assert plan.cache_tokens(length) != e["logged_tokens"]
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -370,7 +462,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/vllm-project/recipes/pull/12", 48.66, "vllm"): qwen3_coder,
     ("https://github.com/vllm-project/recipes/pull/12", 55.65, "vllm"): qwen3_coder,
     ("https://github.com/vllm-project/vllm/issues/15928", None, "vllm"): ratio_only,
-    ("https://github.com/mitchross/talos-argocd-proxmox/pull/1995", None, "vllm"): ratio_only,
+    ("https://github.com/mitchross/talos-argocd-proxmox/pull/1995", 4.99, "vllm"): qwen38_27b,
     ("https://github.com/vllm-project/vllm/blob/main/tests/v1/core/test_kv_cache_utils.py", None,
      "vllm-unit-test"): vllm_unit_test,
     ("https://github.com/vllm-project/vllm/issues/19996", 51.63, "vllm"): llama_eagle,
@@ -381,6 +473,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
+    ("https://github.com/vllm-project/vllm/issues/40691", None, "vllm"): qwen35_27b,
+    ("https://github.com/noonghunna/club-3090/pull/594", 5.33, "vllm"): qwen36_27b_mtp,
+    ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
+    ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
     ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
      "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -353,3 +354,54 @@ def test_gemma4_31b_weights_from_config() -> None:
     assert found.bytes == 2 * found.params
     e4b = json.loads((FIXTURES / "gemma-4-e4b" / "config.json").read_text())
     assert "per-layer embeddings" in str(config_weights(e4b, "config.json"))
+
+
+def test_qwen36_keeps_its_ssm_state_in_float32() -> None:
+    """Qwen3.6-35B-A3B: 30 Gated DeltaNet + 10 full layers (2 kv heads of 256). Its config's
+    mamba_ssm_dtype float32 is the SSM cache dtype in vLLM (PR #34489): state per layer = conv
+    3 x (2 x 16 x 128 + 32 x 128) x 2 B + 32 x 128 x 128 x 4 B = 49,152 + 2,097,152 B."""
+    a = arch("qwen3.6-35b-a3b")
+    assert a.attention.type == "hybrid" and a.layers == 40
+    assert a.attention.layer_kinds(40).count("full") == 10
+    assert (a.kv_heads, a.head_dim) == (2, 256)
+    assert a.attention.linear_state_elements == 24_576 + 524_288
+    assert a.attention.linear_fp32_elements == 524_288
+    layout = kv_layout(a, "fp8")
+    assert layout.state_bytes == 49_152 + 2_097_152
+    assert layout.bytes_per_token == 10 * 2 * 2 * 256
+    # TP2 halves both parts; Qwen3-Next's config states no mamba_ssm_dtype: all bf16
+    assert kv_layout(a, "fp8", tp=2).state_bytes == (49_152 + 2_097_152) // 2
+    nxt = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "qwen3-next-80b-a3b" /
+                      "config.json").read_text())
+    assert architecture_from_config(nxt, where="config.json").attention.linear_fp32_elements is None
+
+
+def _estimate(*args: str) -> Any:
+    return runner.invoke(app, ["kvmem", "estimate", *args])
+
+
+def test_qwen36_prefix_caching_reproduces_club_3090_612() -> None:
+    """vLLM v0.24, fp8 KV, --enable-prefix-caching, 5.98 GiB (club-3090 issue 612): 299
+    blocks of 2,096 tokens, 69 per request of 131,072 ("align": 2 per linear group)."""
+    base = ("--config", str(FIXTURES / "qwen3.6-35b-a3b"), "--kv-memory", "5.98GiB", "--engine",
+            "vllm@0.24", "--kv-dtype", "fp8", "--context", "131072", "--json")
+    on = json.loads(_estimate(*base, "--enable-prefix-caching").stdout)["engine"]
+    assert on["num_blocks"] == 299 and on["blocks_per_request"] == 69
+    assert on["mamba_cache_mode"] == "align"
+    assert "GPU KV cache size: 567,978 tokens" in on["logged_lines"]
+    assert "Maximum concurrency for 131,072 tokens per request: 4.33x" in on["logged_lines"]
+    off = json.loads(_estimate(*base).stdout)["engine"]
+    assert off["blocks_per_request"] == 66 and "mamba_cache_mode" not in off
+
+
+def test_prefix_caching_refusals_name_the_reason() -> None:
+    """Only Gated DeltaNet hybrids are modelled ("align"), and only from v0.17."""
+    jamba = Path(__file__).parent / "fixtures" / "hf_configs" / "jamba-1.5-mini"
+    r = _estimate("--config", str(jamba), "--kv-memory", "4GiB", "--enable-prefix-caching")
+    assert r.exit_code == 2 and "Gated DeltaNet hybrids" in r.output and "Traceback" not in r.output
+    r = _estimate("--config", str(FIXTURES / "qwen3.6-35b-a3b"), "--kv-memory", "4GiB",
+                  "--engine", "vllm@0.16", "--enable-prefix-caching")
+    assert r.exit_code == 2 and "vllm@0.17" in r.output
+    r = _estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "4GiB", "--engine", "sglang",
+                  "--enable-prefix-caching")
+    assert r.exit_code == 2 and "vLLM's setting" in r.output

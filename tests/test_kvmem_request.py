@@ -34,7 +34,9 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
     assert (r.roofline.input_tokens, r.cache.block_size) == (1000, 32)
     assert r.engine_spec.profile.name == "vllm"
     assert r.engine_spec.profile.defaults() == {"max_num_batched_tokens": None,
-                                                "hybrid_manager": True, "release": Release(0, 21),
+                                                "hybrid_manager": True,
+                                                "enable_prefix_caching": False,
+                                                "release": Release(0, 21),
                                                 "kv_cache_dtype_skip_layers": None}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"
     assert r.engine_spec.profile.max_num_batched_tokens == 4000  # type: ignore[attr-defined]

@@ -90,6 +90,9 @@ class Attention(Built):
                                           "size, K and V (Gemma-4's global layers)")
     v_head_dim: Width | None = Field(None, description="V's head size where it differs from "
                                      "K's head_dim (MiMo-V2)")
+    linear_fp32_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
+        None = Field(None, description="of the linear state, the elements vLLM keeps in float32 "
+                     "(Qwen3.5's SSM state, mamba_ssm_dtype)")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -129,6 +132,11 @@ class Attention(Built):
         if kind == "hybrid" and "linear" not in pattern and not self.parallel_linear:
             raise Invalid("type hybrid needs at least one 'linear' layer in the pattern",
                           ("pattern",))
+        if self.linear_fp32_elements is not None and (
+                self.linear_state_elements is None
+                or self.linear_fp32_elements > self.linear_state_elements):
+            raise Invalid("linear_fp32_elements is a part of linear_state_elements; give at most "
+                          "that many", ("linear_fp32_elements",))
         return self
 
 

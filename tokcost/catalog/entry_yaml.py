@@ -67,7 +67,8 @@ def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
         out += [f"{pad}  parallel_linear: true"] if att.parallel_linear else []
         out += _keys(att, ("window", "kv_lora_rank", "qk_rope_head_dim", "indexer_head_dim",
                            "linear_state_elements", "mamba_groups", "mamba_group_elements",
-                           "global_kv_heads", "global_head_dim", "v_head_dim"),
+                           "global_kv_heads", "global_head_dim", "v_head_dim",
+                           "linear_fp32_elements"),
                      pad + "  ")
     return out + _keys(arch, ("source",), pad, _str)
 

@@ -229,6 +229,7 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
     kind: AttentionType = "hybrid" if "linear" in present or parallel else "sliding"
     m = mamba2(f) if state is not None else None
     return Attention(kind, shortest_period(kinds), window, linear_state_elements=state,
+                     linear_fp32_elements=fp32_state_elements(f) if state is not None else None,
                      chunked=chunk is not None, kv_shared_layers=shared,
                      parallel_linear=parallel, mamba_groups=m[3] if m else None,
                      mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None,
@@ -309,6 +310,21 @@ def linear_state_elements(f: ConfigFields) -> int:
         raise InputError(f"{f.where}: a linear layer's state of {total:,} elements is beyond "
                          f"{s.MAX_STATE_ELEMENTS:,}; check the config")
     return total
+
+
+def fp32_state_elements(f: ConfigFields) -> int | None:
+    """Of a Gated DeltaNet layer's state, the SSM part vLLM holds in float32: Qwen3.5 (and
+    Qwen3.6, the same model_type) set mamba_ssm_cache_dtype from the config's mamba_ssm_dtype
+    (vllm/model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig, PR #34489,
+    merged 2026-02-12 with the first Qwen3.5 support, PR #34110 of 2026-02-09; the conv state
+    keeps the model dtype, mamba_utils.py _mamba_state_dtype). Qwen3-Next has no such rule."""
+    if not f.model_type.startswith("qwen3_5") or f.raw("linear_num_value_heads") is None:
+        return None
+    if str(f.raw("mamba_ssm_dtype")).lower() not in ("float32", "fp32"):
+        return None
+    heads = f.need("linear_num_value_heads", "the linear-attention value heads")
+    return heads * f.need("linear_key_head_dim", "the linear-attention key head size") * f.need(
+        "linear_value_head_dim", "the linear-attention value head size")
 
 
 def weights_dtype(dtype: str | None, quantization: Mapping[str, Any] | None) -> str:

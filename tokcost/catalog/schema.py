@@ -93,8 +93,13 @@ class Attention(Record):
     global_kv_heads: int | None = None
     global_head_dim: int | None = None
     v_head_dim: int | None = None
+    # Of linear_state_elements, those vLLM keeps in float32 whatever the model dtype (Qwen3.5's
+    # SSM state, its config's mamba_ssm_dtype: vllm/model_executor/models/config.py
+    # Qwen3_5ForConditionalGenerationConfig, PR #34489).
+    linear_fp32_elements: int | None = None
 
-    _LATER: ClassVar[tuple[str, ...]] = ("global_kv_heads", "global_head_dim", "v_head_dim")
+    _LATER: ClassVar[tuple[str, ...]] = ("global_kv_heads", "global_head_dim", "v_head_dim",
+                                         "linear_fp32_elements")
 
     def to_dict(self) -> dict[str, Any]:
         """Fields added after the first JSON form appear only when set (its keys stay as

@@ -107,6 +107,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
         " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
         "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
+    enable_prefix_caching: Annotated[bool, typer.Option(
+        "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM's prefix caching: a "
+        "Qwen3-Next/Qwen3.5 hybrid then holds 2 states per linear layer and request (off: "
+        "vllm serve's default for hybrid models).")] = False,
     kv_cache_dtype_skip_layers: Annotated[str | None, typer.Option(
         "--kv-skip-layers", "--kv-cache-dtype-skip-layers", metavar="LIST", help="vLLM (v0.19 "
         "on): layers cached in the model's dtype, not --kv-dtype: indices (0,31) and/or "

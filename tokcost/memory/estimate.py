@@ -231,7 +231,12 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
         notes.append(Note(f"pipeline parallelism: {dep.pp} stages of {sizes} layers (vLLM's "
                           "split); the fullest stage sets every stage's pool"))
     if "linear" in counts:
-        notes.append(Note("linear-attention layers hold a fixed bf16 state per sequence"))
+        arch = entry.architecture
+        notes.append(Note(
+            "linear-attention layers hold a fixed state per sequence: the SSM part in float32 "
+            "(the config's mamba_ssm_dtype), the rest in bf16"
+            if arch is not None and arch.attention.linear_fp32_elements else
+            "linear-attention layers hold a fixed bf16 state per sequence"))
     if "sliding" in counts or "linear" in counts:
         notes.append(Note(f"the blocks column counts the context's {block}-token blocks; "
                           "windowed and linear layers hold fewer, which per sequence, "

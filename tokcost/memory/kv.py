@@ -282,7 +282,10 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
             # Mamba2's groups padded to the TP size, each rank keeping whole ones
             # (mamba_utils.py extra_groups_for_head_shards, in mamba2_state_shape)
             elements += (tp - att.mamba_groups) * att.mamba_group_elements
-        state = math.ceil(elements / tp) * kv_dtype(state_dtype).bits // 8
+        # Qwen3.5's SSM part stays in float32 (linear_fp32_elements; vLLM's ssm cache dtype)
+        fp32 = att.linear_fp32_elements or 0
+        state = (math.ceil((elements - fp32) / tp) * kv_dtype(state_dtype).bits // 8
+                 + math.ceil(fp32 / tp) * 4)
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
                     att.parallel_linear)

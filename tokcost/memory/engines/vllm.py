@@ -76,12 +76,13 @@ class Spec:
     page_bytes: int
     window: int | None = None
 
-    def max_bytes(self, max_model_len: int, max_num_batched_tokens: int, dcp: int = 1) -> int:
+    def max_bytes(self, max_model_len: int, max_num_batched_tokens: int, dcp: int = 1,
+                  align: bool = False) -> int:
         """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
         decode context parallel each GPU of a DCP group holds every ``dcp``-th token
         (``AttentionSpec.max_memory_usage_bytes``, PR #23734)."""
-        if self.kind == "mamba":
-            return self.page_bytes  # mamba_cache_mode "none": one state per request
+        if self.kind == "mamba":  # mamba_cache_mode "none": one state; "align": two
+            return self.page_bytes * (2 if align else 1)
         if self.kind == "sliding":
             assert self.window is not None
             tokens = min(self.window - 1 + max_num_batched_tokens, max_model_len)
@@ -138,6 +139,19 @@ V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 # carry it: whether its branch followed the merge is not pinned, and tokcost reads it from v0.26.
 V0_19, V0_26 = Release(0, 19), Release(0, 26)
 SKIP_SLIDING = "sliding_window"
+
+# --enable-prefix-caching on a Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5/3.6) sets
+# mamba_cache_mode "align" (MambaModelConfig in vllm/model_executor/models/config.py: "all" only
+# for models with SupportsMambaPrefixCaching, the Mamba ones): each linear layer then holds
+# 2 + num_speculative_blocks state blocks per request (MambaSpec.max_memory_usage_bytes,
+# vllm/v1/kv_cache_interface.py), and the attention block is sized as without it
+# (Platform's hybrid block alignment: only "all" aligns it to the Mamba chunk). PR #30877,
+# merged 2026-01-23; before it vLLM turned prefix caching off for these models. tokcost reads
+# it from v0.17, whose branch (2026-03-04, above) surely followed; vllm serve leaves prefix
+# caching off for hybrid models until PR #50991 (merged 2026-08-04), hence the default here.
+# tokcost models no speculative blocks (MTP/EAGLE), nor the "all" mode of the Mamba families.
+V0_17 = Release(0, 17)
+ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # by catalog family or config model_type prefix
 
 
 # --kv-cache-dtype values newer than v0.11, with the last release known to lack each
@@ -335,6 +349,7 @@ class VllmPlan(Plan):
     version: str = ""  # the profile's words for the release followed
     dcp: int = 1
     layer_pages: tuple[int, ...] = ()  # each layer's page where they differ (uniform_type)
+    mamba_align: bool = False  # prefix caching on a linear hybrid: mamba_cache_mode "align"
 
     @property
     def group_size(self) -> int:
@@ -371,8 +386,8 @@ class VllmPlan(Plan):
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
         mnbt = self.max_num_batched_tokens
-        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp), g.spec.page_bytes)
-                   for g in self.groups)
+        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp, self.mamba_align),
+                        g.spec.page_bytes) for g in self.groups)
 
     engine_blocks = blocks_per_request
 
@@ -428,9 +443,10 @@ class VllmPlan(Plan):
         blocks = self.num_blocks
         if blocks is None:
             return None
-        # Mamba specs carry block_size = mamba_block_size = max_model_len (no prefix caching).
-        smallest = min(
-            max_model_len if g.spec.kind == "mamba" else g.spec.block_size for g in self.groups)
+        # Mamba specs carry block_size = mamba_block_size = max_model_len (no prefix caching;
+        # "align": the attention block).
+        smallest = min(max_model_len if g.spec.kind == "mamba" and not self.mamba_align
+                       else g.spec.block_size for g in self.groups)
         conc = blocks / self.blocks_per_request(max_model_len)
         return blocks // len(self.groups) * smallest * self.dcp, int(conc * max_model_len)
 
@@ -494,7 +510,9 @@ class VllmPlan(Plan):
         tokens = self.logged_tokens(max_model_len)
         header = (f"block {self.block_size_reason.template}; max_num_batched_tokens "
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
-                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off"))
+                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off")
+                  + ("; prefix caching: mamba_cache_mode align, 2 state blocks per request in "
+                     "each linear group" if self.mamba_align else ""))
         report = EngineReport(
             name=Vllm.name, version=self.version, block_size=self.block_size,
             block_size_reason=self.block_size_reason, max_model_len=max_model_len,
@@ -510,6 +528,7 @@ class VllmPlan(Plan):
                 "max_num_batched_tokens_source": self.batched_tokens_source,
                 "hybrid_manager": self.hybrid_manager,
                 "pipeline_stages": [len(s) for s in self.stages],
+                **({"mamba_cache_mode": "align"} if self.mamba_align else {}),
                 "blocks_per_request": self.blocks_per_request(max_model_len),
                 "logged_tokens": None if tokens is None else {
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
@@ -531,6 +550,7 @@ class Vllm(Engine):
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
+    enable_prefix_caching: bool = False  # sizes linear hybrids' states ("align", V0_17 above)
     release: Release = V0_21
     # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
     kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
@@ -592,7 +612,24 @@ class Vllm(Engine):
                         hybrid_manager=self.hybrid_manager, available=available,
                         model_max_len=dep.model_max_len, release=self.release,
                         version=self.version, dcp=dep.dcp,
-                        layer_pages=tuple(s.page_bytes for s in specs) if mixed else ())
+                        layer_pages=tuple(s.page_bytes for s in specs) if mixed else (),
+                        mamba_align=self._mamba_align(dep))
+
+    def _mamba_align(self, dep: Deployment) -> bool:
+        """Whether prefix caching puts the linear layers in mamba_cache_mode "align"."""
+        if not self.enable_prefix_caching or not dep.layout.counts["linear"]:
+            return False
+        family = (dep.family or "").replace("-", "_").lower()
+        if not family.startswith(ALIGN_FAMILIES):
+            raise UsageError(f"{arg('enable_prefix_caching')} is modelled for Gated DeltaNet "
+                             "hybrids (Qwen3-Next, Qwen3.5/3.6: vLLM's mamba_cache_mode align); "
+                             f"{dep.model} ({dep.family or 'family unknown'}) is not one; drop it",
+                             param="enable_prefix_caching")
+        if self.release < V0_17:
+            raise UsageError(f"{arg('enable_prefix_caching')} on a linear hybrid is modelled from "
+                             f"vLLM v0.17 (PR #30877); use {arg('engine', 'vllm@0.17')} or later",
+                             param="enable_prefix_caching", related=("engine",))
+        return True
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
