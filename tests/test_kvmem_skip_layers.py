@@ -207,3 +207,14 @@ def test_nvfp4_full_attention_needs_no_common_multiple() -> None:
 def test_the_library_refuses_a_typo_on_construction() -> None:
     with pytest.raises(UsageError, match="sliding_window"):
         tokcost.KvRequest.of(model="llama-3.1-8b", kv_cache_dtype_skip_layers="sliding")
+
+
+def test_an_engine_without_skip_layers_survives_replace() -> None:
+    """dataclasses.replace re-runs the checks on the converted (empty) value."""
+    import dataclasses
+
+    from tokcost.memory.engines.vllm import Vllm
+
+    engine = dataclasses.replace(Vllm(), kv_cache_dtype_skip_layers=())
+    assert engine.kv_cache_dtype_skip_layers == ()
+    assert dataclasses.replace(engine).kv_cache_dtype_skip_layers == ()

@@ -651,8 +651,9 @@ class Vllm(Engine):
 
 
 def _skip_items(given: str | tuple[str, ...] | None, release: Release) -> tuple[str, ...]:
-    """``--kv-cache-dtype-skip-layers``' items (commas or spaces between them), checked."""
-    if given is None:
+    """``--kv-cache-dtype-skip-layers``' items (commas or spaces between them), checked; an
+    empty tuple is what an unset option became (``dataclasses.replace`` checks it again)."""
+    if given is None or given == ():
         return ()
     text = given if isinstance(given, str) else " ".join(map(str, given))
     items = tuple(text.replace(",", " ").split())
