@@ -178,6 +178,11 @@ def splitter(pattern: str) -> Callable[[str], list[str]]:
     slow: Callable[[str], list[str]] = compile_pattern(pattern).findall  # a bad regex fails here
     if pattern not in PATTERNS.values():
         return partial(split_text, pattern=pattern)
+    return _ascii_first(pattern, slow)
+
+
+def _ascii_first(pattern: str, slow: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``slow``, with ASCII text taking ``_ascii_fast`` when the pattern has it."""
     fast = _ascii_fast(pattern)
     if fast is None:
         return slow
@@ -197,15 +202,7 @@ def training_splitter(pattern: str) -> Callable[[str], list[str]]:
         return splitter(pattern)
     from tokcost.bpe.hf_unicode import HfView
 
-    slow: Callable[[str], list[str]] = HfView(compile_pattern(pattern).findall)
-    fast = _ascii_fast(pattern)
-    if fast is None:
-        return slow
-
-    def split(text: str) -> list[str]:
-        return fast(text) if text.isascii() else slow(text)
-
-    return split
+    return _ascii_first(pattern, HfView(compile_pattern(pattern).findall))
 
 
 def split_text(text: str, pattern: str) -> list[str]:
