@@ -245,16 +245,51 @@ def test_gemma4_e4b_shares_kv_and_widens_global_heads() -> None:
     assert lay.layers[-2:] == ("sliding", "full")
 
 
-def test_sliding_layers_with_their_own_shape_are_refused() -> None:
-    """MiMo-V2-Flash's sliding layers have their own kv heads (swa_num_key_value_heads)."""
-    config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
-    config["text_config"]["swa_num_key_value_heads"] = 8
+def test_sliding_layers_with_their_own_head_size_are_refused() -> None:
+    """A sliding layer's own K head size (swa_head_dim) is not modelled: refused, not misread.
+    MiMo-V2-Flash states one equal to head_dim (192), which is accepted."""
+    config = json.loads((FIXTURES / "mimo-v2-flash" / "config.json").read_text())
+    config["swa_head_dim"] = 128
     try:
         architecture_from_config(config, where="config.json")
     except InputError as e:
-        assert "swa_num_key_value_heads" in str(e)
+        assert "swa_head_dim" in str(e)
     else:
-        raise AssertionError("sliding layers' own kv heads were read as the common ones")
+        raise AssertionError("sliding layers' own head size was read as the common one")
+
+
+def test_mimo_v2_flash_kv_layout() -> None:
+    """MiMo-V2-Flash (XiaomiMiMo/MiMo-V2-Flash config.json): hybrid_layer_pattern 1 = sliding,
+    0 = full (vLLM mimo_v2_flash.py, v0.14: is_compressed_softmax_layer); layer 0 and every
+    6th from layer 5 are full: 9 full, 39 sliding. Sliding layers: swa_num_key_value_heads 8,
+    a 128-token window (sliding_window_size; its attention_chunk_size 128 is not Llama-4's
+    chunking); full layers: num_key_value_heads 4; K 192, V 128 (v_head_dim) everywhere.
+    Per token and layer in bf16: full 4 x (192 + 128) x 2 = 2,560 B; sliding 8 x 320 x 2 =
+    5,120 B; all layers 9 x 2,560 + 39 x 5,120 = 222,720 B."""
+    a = arch("mimo-v2-flash")
+    assert (a.layers, a.kv_heads, a.head_dim) == (48, 8, 192)
+    att = a.attention
+    assert (att.type, att.window, att.chunked) == ("sliding", 128, False)
+    assert (att.global_kv_heads, att.global_head_dim, att.v_head_dim) == (4, None, 128)
+    kinds = att.layer_kinds(48)
+    assert [i for i, k in enumerate(kinds) if k == "full"] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
+    lay = kv_layout(a)
+    assert (lay.counts["full"], lay.counts["sliding"]) == (9, 39)
+    assert lay.token_bytes == {"full": 2_560, "sliding": 5_120}
+    assert lay.bytes_per_token == 9 * 2_560 + 39 * 5_120 == 222_720
+    # TP 4: full layers 1 head per GPU (4 / 4), sliding 2 (8 / 4): 640 and 1,280 B
+    assert kv_layout(a, tp=4).token_bytes == {"full": 640, "sliding": 1_280}
+    # TP 8: the full layers' 4 heads are replicated, one per GPU, as the sliding layers' 8 / 8
+    assert kv_layout(a, tp=8).token_bytes == {"full": 640, "sliding": 640}
+
+
+def test_mimo_v2_flash_catalog_entry_is_its_config() -> None:
+    from tokcost.catalog import load_catalog
+
+    entry = load_catalog().resolve("mimo-v2-flash").architecture
+    assert entry is not None
+    assert kv_layout(entry).token_bytes == kv_layout(arch("mimo-v2-flash")).token_bytes
+    assert entry.attention.layer_kinds(48) == arch("mimo-v2-flash").attention.layer_kinds(48)
 
 
 def test_v_head_size_apart_from_k() -> None:
@@ -343,8 +378,8 @@ def test_mamba2_groups_are_padded_to_the_tp_size() -> None:
 
 def test_gemma4_31b_weights_from_config() -> None:
     """The text model's parameters, tensor by tensor (Gemma4TextAttention: no v_proj on the
-    k_eq_v global layers): 30,697,345,340, Google's published 30.7B (model card) rounded;
-    E4B's per-layer embeddings have no rule yet, so its weights stay unknown."""
+    k_eq_v global layers): 30,697,345,340, Google's published 30.7B (model card) rounded.
+    Per-layer embeddings, KV sharing and MoE: tests/test_hf_params.py."""
     from tokcost.catalog.hf_params import config_weights
 
     config = json.loads((FIXTURES / "gemma-4-31b" / "config.json").read_text())
@@ -352,8 +387,6 @@ def test_gemma4_31b_weights_from_config() -> None:
     assert not isinstance(found, str), found
     assert found.params == 30_697_345_340 and round(found.params / 1e8) == 307
     assert found.bytes == 2 * found.params
-    e4b = json.loads((FIXTURES / "gemma-4-e4b" / "config.json").read_text())
-    assert "per-layer embeddings" in str(config_weights(e4b, "config.json"))
 
 
 def test_qwen36_keeps_its_ssm_state_in_float32() -> None:

@@ -12,11 +12,14 @@ from tokcost.catalog.schema import Architecture, Attention, AttentionType, Layer
 from tokcost.errors import InputError
 
 # Class defaults real configs leave out: google/gemma-3-27b-it states none of Gemma3TextConfig's
-# three; MistralConfig.sliding_window, Qwen3NextConfig.full_attention_interval.
+# three; MistralConfig.sliding_window, Qwen3NextConfig.full_attention_interval, Gemma4TextConfig's
+# per-layer embeddings (transformers 5.5+ configuration_gemma4.py).
 _DEFAULTS: dict[str, dict[str, int]] = {
     "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072,
                     "sliding_window_pattern": 6}, "mistral": {"sliding_window": 4096},
-    "qwen3_next": {"full_attention_interval": 4}}
+    "qwen3_next": {"full_attention_interval": 4},
+    # Gemma4TextConfig: per-layer embeddings unless the config says 0 (E2B/E4B state 256)
+    "gemma4_text": {"hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144}}
 # Sliding and full layers alternate, layer 0 sliding (Gemma2Config, GptOssConfig).
 _ALTERNATING = frozenset({"gemma2", "gpt_oss"})
 # Attention and Mamba side by side in every layer (vLLM falcon_h1.py FalconH1ParallelHybrid).
@@ -83,7 +86,8 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
     heads = f.count("num_attention_heads", "the number of attention heads")
     hidden = f.count("hidden_size", "the hidden size")
     head_dim = f.count("head_dim", "the attention head size")
-    kv_heads = f.count("num_key_value_heads", "the number of kv heads")
+    kv_heads = sliding_kv_heads(f, set(kinds)) or f.count("num_key_value_heads",
+                                                          "the number of kv heads")
     if any(k in ("full", "sliding") for k in kinds):
         if heads is None:
             f.need("num_attention_heads", "the number of attention heads")
@@ -98,7 +102,7 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
             raise InputError(f"{where}: num_attention_heads {heads} is not a multiple of "
                              f"num_key_value_heads {kv_heads}; check the config")
     experts = _first_count(f, ("num_local_experts", "n_routed_experts", "num_experts"))
-    per_token = _first_count(f, ("num_experts_per_tok", "experts_per_token"))
+    per_token = _first_count(f, ("num_experts_per_tok", "experts_per_token", "top_k_experts"))
     if experts is None or experts <= 1:
         experts = per_token = None  # a dense model, even one that states the field
     w = weights
@@ -140,8 +144,10 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
             raise InputError(f"{f.where}: layer_types holds {unknown[0]!r}, a layer kind tokcost "
                              f"does not model (it knows {', '.join(_LAYER_TYPES)})")
         return tuple(_LAYER_TYPES[str(v)] for v in listed)
-    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
-    if chunk is not None:
+    hybrid = _listed_kinds(f, "hybrid_layer_pattern", layers)
+    if hybrid is not None:  # MiMo-V2: 1 a sliding layer, 0 a full one (vLLM mimo_v2_flash.py)
+        return tuple("sliding" if v else "full" for v in hybrid)
+    if _chunk(f) is not None:
         return _chunked_kinds(f, layers)
     kinds = _listed_kinds(f, "attn_type_list", layers)  # MiniMax: 0 lightning, 1 softmax
     if kinds is not None:
@@ -174,6 +180,15 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
     if every is not None:
         return tuple("sliding" if (i + 1) % every else "full" for i in range(layers))
     return tuple("sliding" for _ in range(layers))
+
+
+def _chunk(f: ConfigFields) -> int | None:
+    """Llama-4's attention chunk; MiMo-V2-Flash's config also states attention_chunk_size (128,
+    its window), but vLLM's mimo_v2_flash.py reads its layers from hybrid_layer_pattern and its
+    window from sliding_window_size: plain sliding layers, not chunks."""
+    if f.text.get("hybrid_layer_pattern") is not None:
+        return None
+    return f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
 
 
 def _chunked_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
@@ -211,10 +226,12 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                          indexer_head_dim=f.count("index_head_dim", "the indexer head size")
                          if f.raw("index_topk") is not None else None)
     window = None
-    chunk = f.count("attention_chunk_size", "the attention chunk in tokens", cap=s.MAX_TOKENS)
+    chunk = _chunk(f)
     if "sliding" in present:
-        window = chunk or f.need("sliding_window", "the sliding window in tokens",
-                                 cap=s.MAX_TOKENS)
+        # MiMo-V2's window is sliding_window_size (vLLM mimo_v2_flash.py MiMoV2Attention)
+        window = chunk or f.count("sliding_window_size", "the sliding window in tokens",
+                                  cap=s.MAX_TOKENS) or f.need(
+            "sliding_window", "the sliding window in tokens", cap=s.MAX_TOKENS)
     parallel = f.model_type in _PARALLEL_HYBRID
     state = linear_state_elements(f) if "linear" in present or parallel else None
     if not kinds:
@@ -237,24 +254,38 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
 
 
 def head_shapes(f: ConfigFields, present: set[LayerKind]) -> tuple[int | None, ...]:
-    """Gemma-4's global (full) layers' own kv heads and head size, and V's head size where it
-    is not K's, each None where the config gives none that differs."""
+    """The full layers' own kv heads (Gemma-4's global layers; MiMo-V2's, beside its sliding
+    layers' swa_num_key_value_heads) and head size (Gemma-4), and V's head size where it is
+    not K's, each None where the config gives none that differs."""
     dim = f.count("global_head_dim", "the global layers' head size")
     # num_global_key_value_heads counts only with attention_k_eq_v (vLLM gemma4.py
     # Gemma4DecoderLayer; transformers' Gemma4TextAttention reads it the same way).
     heads = (f.count("num_global_key_value_heads", "the global layers' kv heads")
              if f.text.get("attention_k_eq_v") is True else None)
-    if "full" not in present:
-        heads = dim = None
     v_dim = f.count("v_head_dim", "the value head size")  # MiMo-V2 (MLA's is read apart)
-    for own, common in (("swa_head_dim", "head_dim"), ("swa_v_head_dim", "v_head_dim"),
-                        ("swa_num_key_value_heads", "num_key_value_heads")):
+    for own, common in (("swa_head_dim", "head_dim"), ("swa_v_head_dim", "v_head_dim")):
         if f.raw(own) is not None and f.raw(own) != f.raw(common):
             raise InputError(f"{f.where}: model_type {f.model_type} gives its sliding layers their "
                              f"own {common} ({own}), which tokcost does not model")
-    same = (f.raw("num_key_value_heads"), f.raw("head_dim"), f.raw("head_dim"))
+    swa = sliding_kv_heads(f, present)
+    if "full" not in present:
+        heads = dim = None
+    elif swa is not None and heads is None:
+        # MiMo-V2-Flash: the sliding layers' kv heads are swa_num_key_value_heads (8), the full
+        # layers' num_key_value_heads (4) (vLLM mimo_v2_flash.py MiMoV2FlashDecoderLayer).
+        heads = f.count("num_key_value_heads", "the number of kv heads")
+    same = (swa if swa is not None else f.raw("num_key_value_heads"), f.raw("head_dim"),
+            f.raw("head_dim"))
     return (None if heads == same[0] else heads, None if dim == same[1] else dim,
             None if v_dim == same[2] else v_dim)
+
+
+def sliding_kv_heads(f: ConfigFields, present: set[LayerKind]) -> int | None:
+    """swa_num_key_value_heads, the sliding layers' own kv heads, where there are sliding
+    layers (MiMo-V2); else None."""
+    if "sliding" not in present:
+        return None
+    return f.count("swa_num_key_value_heads", "the sliding layers' kv heads")
 
 
 def shortest_period(kinds: Sequence[LayerKind]) -> tuple[LayerKind, ...]:

@@ -321,11 +321,12 @@ def head_shape(arch: Architecture, kind: LayerKind, kv_heads: int,
     global_head_dim, and num_global_key_value_heads under attention_k_eq_v, K stored again as
     V); elsewhere V's head size is ``v_head_dim`` where the config gives one (MiMo-V2:
     mimo_v2_flash.py passes Attention(head_size_v=...) to FullAttentionSpec.head_size_v,
-    vllm/v1/kv_cache_interface.py)."""
+    vllm/v1/kv_cache_interface.py). MiMo-V2-Flash has both: its full layers' own kv heads
+    (global_kv_heads 4 beside the sliding layers' 8) with V's 128 beside K's 192."""
     att = arch.attention
     if kind == "full" and (att.global_kv_heads or att.global_head_dim):
         dim = att.global_head_dim or head_dim
-        return att.global_kv_heads or kv_heads, dim, dim
+        return att.global_kv_heads or kv_heads, dim, att.v_head_dim or dim
     return kv_heads, head_dim, att.v_head_dim or head_dim
 
 
