@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.hf_model import load_config
 from tokcost.catalog.hf_params import config_weights
 from tokcost.catalog.hf_weights import WeightsSummary
@@ -144,3 +145,94 @@ def test_models_import_says_where_the_weights_came_from() -> None:
         source=str(FIXTURES / "hf_configs" / "gpt-oss-120b"))).yaml
     assert "weights_bytes: 65248815744   # 60.77 GiB, from config.json" in text
     assert "params: {total: 116829156672, " in text
+
+
+def _family(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (FIXTURES / "hf_configs_families" / name / "config.json").read_text())
+    return data
+
+
+def test_gemma4_26b_a4b_moe_beside_a_dense_mlp() -> None:
+    # Gemma4TextDecoderLayer with enable_moe_block (transformers modeling_gemma4.py; vLLM
+    # gemma4.py): a dense MLP and, beside it, a router and 128 experts.
+    # embed 262,144 x 2,816 = 738,197,504 (tied); final norm 2,816. Every layer: 7 norms x
+    # 2,816 + layer_scalar 1 + MLP 3 x 2,112 x 2,816 + router 128 x 2,816 + 2,816 + 128 +
+    # experts 128 x 3 x 704 x 2,816 = 779,491,457. Sliding attention (25): q, o 2 x 16 x 256 x
+    # 2,816 + k, v 2 x 8 x 256 x 2,816 + q/k norms 512 = 34,603,520; global (5, k_eq_v: k only,
+    # 2 heads of 512): 2 x 16 x 512 x 2,816 + 2 x 512 x 2,816 + 1,024 = 49,021,952.
+    # 738,197,504 + 2,816 + 30 x 779,491,457 + 25 x 34,603,520 + 5 x 49,021,952 = 25,233,141,790:
+    # Google's "25.2B total, 3.8B active" (model card); active: all but the experts, and 8/128.
+    config = _family("gemma-4-26b-a4b")
+    w = _weights(config)
+    assert w.params == 25_233_141_790
+    assert w.expert_params == 30 * 128 * 3 * 704 * 2816 == 22_837_985_280
+    assert w.bytes == 2 * w.params
+    arch = architecture_from_config(config, where="config.json", weights=w)
+    assert (arch.experts, arch.experts_per_token) == (128, 8)  # top_k_experts
+    assert arch.params_active == 25_233_141_790 - 22_837_985_280 * 120 // 128 == 3_822_530_590
+    # Its vision tower (vision_config) has no rule here: the figure is the text model's, and
+    # says so; it is not guessed.
+    assert w.unsized == ("the vision encoder (vision_config)",)
+
+
+def test_gemma4_per_layer_embeddings_and_shared_kv() -> None:
+    # E4B: PLE embed_tokens_per_layer 262,144 x 42 x 256 = 2,818,572,288, its projection
+    # 42 x 256 x 2,560 and norm 256; in each layer a gate and a projection 2 x 256 x 2,560 and
+    # a norm. The last 18 layers reuse earlier caches: q_proj, q_norm, o_proj only.
+    # Total 7,463,013,418; less the PLE table 4,644,441,130, against Google's "4.5B effective
+    # (8B with embeddings)". The 0.14B gap is not explained: the Gemma 4 report's own parts
+    # (embedder 670M + layers 3,940M, as summarized in public notes) also sum to 4.61B.
+    e4b = _weights(_family("gemma-4-e4b"))
+    assert e4b.params == 7_463_013_418
+    assert e4b.params - 262_144 * 42 * 256 == 4_644_441_130
+    # The 18 KV-shared layers (15 sliding, 3 global) drop k_proj, v_proj and k_norm: 15 x
+    # (2 x 2 x 256 x 2,560 + 256) + 3 x (2 x 2 x 512 x 2,560 + 512) = 55,055,616.
+    unshared = _weights({**_family("gemma-4-e4b"), "text_config": {
+        **_family("gemma-4-e4b")["text_config"], "num_kv_shared_layers": 0}})
+    assert unshared.params - e4b.params == 55_055_616
+    # E2B: 4,628,569,379; less its PLE table 262,144 x 35 x 256: 2,279,759,139, Google's
+    # "2.3B effective (5.1B with embeddings)" (the 5.1B also holds the audio and vision
+    # encoders, 305M + 150M per the Gemma 4 report, which config.json does not size here).
+    e2b = _weights(_family("gemma-4-e2b"))
+    assert e2b.params == 4_628_569_379
+    assert e2b.params - 262_144 * 35 * 256 == 2_279_759_139
+    # use_double_wide_mlp: the 20 KV-shared layers' MLPs are 2 x 6,144 wide.
+    text = _family("gemma-4-e2b")["text_config"]
+    narrow = _weights({"model_type": "gemma4", "text_config": {**text,
+                                                                "use_double_wide_mlp": False}})
+    assert e2b.params - narrow.params == 20 * 3 * 6144 * 1536 == 566_231_040
+
+
+def test_mimo_v2_flash_weights() -> None:
+    # MiMoV2 (vLLM mimo_v2_flash.py): embed and lm_head 2 x 152,576 x 4,096 (untied); per layer
+    # two norms; attention q 64 x 192, k kv x 192, v kv x 128 (x 4,096), o 4,096 x 64 x 128,
+    # kv 8 on the 39 sliding layers (with 64 sinks), 4 on the 9 full ones; layer 0 a dense
+    # MLP 3 x 16,384 x 4,096, the 47 others 256 experts of 3 x 2,048 x 4,096 and a router
+    # 256 x 4,096 with its bias 256. 308,778,780,864 parameters, 15,445,936,320 active
+    # (all but the experts, and 8 of 256): Xiaomi's "309B total, 15B active" (the MTP layers
+    # left out, as everywhere here).
+    config = _family("mimo-v2-flash")
+    w = _weights(config)
+    assert w.params == 308_778_780_864
+    arch = architecture_from_config(config, where="config.json", weights=w)
+    assert arch.params_active == 15_445_936_320
+    # Block fp8 (weight_block_size 128 x 128): a projection's fp8 bytes and a float32 scale
+    # per block. Experts: 47 x 256 x (3 x 2,048 x 4,096 + 3 x 16 x 32 x 4) = 302,869,118,976.
+    # The rest: bf16 embed and head 2,499,805,184, norms 97 x 4,096 x 2 = 794,624; attention
+    # 39 x 94,395,008 + 9 x 89,150,720 = 4,483,761,792; the dense MLP 3 x (67,108,864 +
+    # 16,384) = 201,375,744; the routers in float32 (vLLM's moe_router_dtype default) with
+    # their float32 bias 47 x (256 x 4,096 x 4 + 256 x 4) = 197,180,416.
+    assert w.expert_bytes == 302_869_118_976
+    assert w.bytes == (302_869_118_976 + 2_499_805_184 + 794_624 + 4_483_761_792
+                       + 201_375_744 + 197_180_416) == 310_252_036_736
+
+
+def test_a_vision_tower_without_a_rule_is_said_in_the_notes(tmp_path: Path) -> None:
+    import tokcost
+
+    (tmp_path / "config.json").write_text(json.dumps(_family("gemma-4-26b-a4b")))
+    text = tokcost.import_model(tokcost.ImportModelRequest(source=str(tmp_path))).yaml
+    assert "params: {total: 25233141790, active: 3822530590}" in text
+    assert ("the vision encoder (vision_config) is not sized from config.json: left out of "
+            "the weights (unknown), which count the text model only") in text

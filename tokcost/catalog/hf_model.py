@@ -102,10 +102,15 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
                           "shards)",)
         cast = " (float32 served in bfloat16)" if (f.dtype or "").lower() in ("float32",
                                                                             "float") else ""
-        return derived, (f"weights from config.json (no safetensors headers beside it): "
-                         f"{derived.params:,} parameters, {format_bytes(derived.bytes)} as "
-                         f"{hf_config.weights_dtype(f.dtype, f.quantization)}{cast}; the "
-                         "shards' headers, when given, are exact",)
+        notes = [f"weights from config.json (no safetensors headers beside it): "
+                 f"{derived.params:,} parameters, {format_bytes(derived.bytes)} as "
+                 f"{hf_config.weights_dtype(f.dtype, f.quantization)}{cast}; the "
+                 "shards' headers, when given, are exact"]
+        if derived.unsized:
+            verb = "is" if len(derived.unsized) == 1 else "are"
+            notes.append(f"{' and '.join(derived.unsized)} {verb} not sized from config.json: "
+                         "left out of the weights (unknown), which count the text model only")
+        return derived, tuple(notes)
     summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
                         layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
     experts = (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"

@@ -19,7 +19,7 @@ from tokcost.errors import InputError
 _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False,
          "qwen3": False, "qwen3_moe": False, "qwen3_next": False, "deepseek_v2": False,
          "deepseek_v3": False, "gpt_oss": False, "phi3": False, "gemma": True, "gemma2": True,
-         "gemma3_text": True, "gemma4_text": True}
+         "gemma3_text": True, "gemma4_text": True, "mimo_v2_flash": False}
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"})  # q_norm, k_norm
 # pre/post attention and feed-forward norms
 _FOUR_NORMS = frozenset({"gemma2", "gemma3_text", "gemma4_text"})
@@ -51,14 +51,20 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     if isinstance(bytes_of, str):
         return bytes_of
     vision = config.get("vision_config")
+    # Gemma-4's vision and audio encoders: counted by no rule here, so left out and said
+    # (their size is not guessed); the text model's weights stand on their own.
+    unsized = tuple(f"the {what} encoder ({key})" for key, what in (
+        ("vision_config", "vision"), ("audio_config", "audio"))
+        if f.model_type == "gemma4_text" and isinstance(config.get(key), Mapping))
     try:
-        parts = [*_parts(f), *(_siglip(vision, f, where) if isinstance(vision, Mapping) else ())]
+        parts = [*_parts(f), *(_siglip(vision, f, where)
+                               if isinstance(vision, Mapping) and not unsized else ())]
     except (_Unsupported, InputError) as exc:  # KV sizes need none of these fields
         return str(exc)
     total = sum(bytes_of(p) for p in parts)
     routed = [p for p in parts if p.expert]
     return WeightsSummary(total, sum(p.elements for p in parts), sum(map(bytes_of, routed)),
-                          sum(p.elements for p in routed), tensors=0)
+                          sum(p.elements for p in routed), tensors=0, unsized=unsized)
 
 
 def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
@@ -95,11 +101,15 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
     tied = f.raw("tie_word_embeddings")
     yield Part(vocab, hidden, 1 if (tied if isinstance(tied, bool) else _TIED[f.model_type]) else 2)
     yield Part(hidden)  # the final norm
+    kinds = layer_kinds(f, layers)
+    if f.model_type == "gemma4_text":
+        yield from _gemma4(f, kinds, hidden)
+        return
     norms = 4 if f.model_type in _FOUR_NORMS else 2
-    for i, kind in enumerate(layer_kinds(f, layers)):
+    for i, kind in enumerate(kinds):
         yield Part(hidden, count=norms)
-        if f.model_type == "gemma4_text":
-            yield from _gemma4_attention(f, hidden, kind)
+        if f.model_type == "mimo_v2_flash":
+            yield from _mimo_attention(f, hidden, kind)
         else:
             mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
             yield from mixer(f, hidden)
@@ -128,17 +138,49 @@ def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
         yield Part(heads)  # attention sinks
 
 
-def _gemma4_attention(f: ConfigFields, hidden: int, kind: str) -> Iterator[Part]:
-    """Gemma4TextAttention (transformers modeling_gemma4.py): a global (full) layer's heads are
-    global_head_dim wide, its kv heads num_global_key_value_heads under attention_k_eq_v, which
-    also drops v_proj; q_norm and k_norm; and the decoder layer's layer_scalar (one value).
-    Per-layer embeddings, MoE blocks and KV-shared layers (no k/v weights) have no rule yet."""
-    for key, what in (("hidden_size_per_layer_input", "per-layer embeddings"),
-                      ("num_kv_shared_layers", "KV-shared layers")):
-        if f.raw(key):
-            _unsupported(f, what)
+def _gemma4(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Part]:
+    """Gemma4TextModel and its decoder layers (transformers models/gemma4/modeling_gemma4.py,
+    5.5+; vLLM gemma4.py loads the same): per-layer embeddings (PLE: embed_tokens_per_layer,
+    vocab_size_per_layer_input x layers x hidden_size_per_layer_input, their projection and
+    norm, and in each layer a gate, a projection and a norm); four norms and a layer_scalar
+    per layer; a dense MLP, twice as wide in KV-shared layers under use_double_wide_mlp; with
+    enable_moe_block, beside it a router (proj, scale, per_expert_scale), the experts
+    (gate_up_proj, down_proj) and three more norms."""
+    layers = len(kinds)
+    shared = f.count("num_kv_shared_layers", "the KV-shared layers", cap=layers, minimum=0) or 0
+    ple = f.count("hidden_size_per_layer_input", "the per-layer input width", minimum=0) or 0
+    if ple:
+        vocab = _need(f, "vocab_size_per_layer_input", "the per-layer vocabulary",
+                      cap=s.MAX_VOCAB)
+        yield from (Part(vocab, layers * ple), Part(layers * ple, hidden, linear=True),
+                    Part(ple))  # embed_tokens_per_layer, per_layer_model_projection, its norm
+    experts = moe = 0
     if f.raw("enable_moe_block") is True:
-        _unsupported(f, "Gemma-4 MoE blocks")
+        experts = _need(f, "num_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        moe = _need(f, "moe_intermediate_size", "the expert width")
+    width = _need(f, "intermediate_size", "the MLP width")
+    double = f.raw("use_double_wide_mlp") is True
+    for i, kind in enumerate(kinds):
+        reuses = i >= layers - shared  # kv_sharing_modes "reuse": the cache of an earlier layer
+        yield from (Part(hidden, count=4), Part(1))  # four norms; layer_scalar
+        yield from _gemma4_attention(f, hidden, kind, reuses)
+        yield Part(width * (2 if double and reuses else 1), hidden, 3, linear=True)
+        if experts:
+            yield from (Part(experts, hidden), Part(hidden), Part(experts),  # the router
+                        Part(hidden, count=3),  # pre_ 2, post_ 1 and 2 norms
+                        Part(moe, hidden, 3 * experts, linear=True, expert=True))
+        if ple:  # per_layer_input_gate, per_layer_projection, post_per_layer_input_norm
+            yield from (Part(ple, hidden, 2, linear=True), Part(hidden))
+
+
+def _gemma4_attention(f: ConfigFields, hidden: int, kind: str, reuses: bool) -> Iterator[Part]:
+    """Gemma4TextAttention: a global (full) layer's heads are global_head_dim wide, its kv heads
+    num_global_key_value_heads under attention_k_eq_v, which also drops v_proj; q_norm, k_norm
+    (v_norm has no weight). A KV-shared layer has q_proj, q_norm and o_proj only: vLLM drops
+    the k_proj, v_proj and k_norm its checkpoint still ships (gemma4.py
+    _gemma4_layer_weights_mapper), as transformers ignores them."""
+    if f.raw("attention_bias") is True:
+        _unsupported(f, "attention_bias")
     heads = _need(f, "num_attention_heads", "the number of attention heads")
     kv = _need(f, "num_key_value_heads", "the number of kv heads")
     dim = _need(f, "head_dim", "the attention head size")
@@ -147,11 +189,28 @@ def _gemma4_attention(f: ConfigFields, hidden: int, kind: str) -> Iterator[Part]
         dim = f.count("global_head_dim", "the global head size") or dim
         if k_eq_v:
             kv = f.count("num_global_key_value_heads", "the global kv heads") or kv
-    yield from (Part(heads * dim, hidden, linear=True),
-                Part(kv * dim, hidden, 1 if k_eq_v else 2, linear=True),
-                Part(hidden, heads * dim, linear=True), Part(dim, count=2), Part(1))
+    yield from (Part(heads * dim, hidden, linear=True), Part(hidden, heads * dim, linear=True),
+                Part(dim))  # q_proj, o_proj, q_norm
+    if not reuses:
+        yield from (Part(kv * dim, hidden, 1 if k_eq_v else 2, linear=True), Part(dim))
+
+
+def _mimo_attention(f: ConfigFields, hidden: int, kind: str) -> Iterator[Part]:
+    """MiMoV2Attention (vLLM mimo_v2_flash.py, 0.14+; transformers mimo_v2_flash): a sliding
+    layer's swa_num_attention_heads and swa_num_key_value_heads, a full layer's own; K heads
+    head_dim wide, V heads v_head_dim; o_proj from heads x v_head_dim; one attention sink per
+    head where add_swa_attention_sink_bias (add_full_attention_sink_bias) says so."""
     if f.raw("attention_bias") is True:
         _unsupported(f, "attention_bias")
+    swa = "swa_" if kind == "sliding" else ""
+    heads = _need(f, f"{swa}num_attention_heads", "the number of attention heads")
+    kv = _need(f, f"{swa}num_key_value_heads", "the number of kv heads")
+    k_dim = _need(f, f"{swa}head_dim", "the attention head size")
+    v_dim = f.count(f"{swa}v_head_dim", "the value head size") or k_dim
+    yield from (Part(heads * k_dim, hidden, linear=True), Part(kv * k_dim, hidden, linear=True),
+                Part(kv * v_dim, hidden, linear=True), Part(hidden, heads * v_dim, linear=True))
+    if f.raw(f"add_{'swa' if swa else 'full'}_attention_sink_bias") is True:
+        yield Part(heads)
 
 
 def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
@@ -200,7 +259,10 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
     if not experts:
         yield Part(_need(f, "intermediate_size", "the MLP width"), hidden, 3, linear=True)
         return
-    yield Part(experts, hidden)  # the router
+    # MiMo-V2-Flash: vLLM holds the router in moe_router_dtype, float32 unless the config
+    # says otherwise (mimo_v2_flash.py MiMoV2MoE: the gate's params_dtype).
+    yield Part(experts, hidden, fp32=f.model_type == "mimo_v2_flash" and str(
+        f.raw("moe_router_dtype") or "float32").lower() in ("float32", "fp32"))  # the router
     if f.model_type == "gpt_oss":  # biased router and experts (GptOssExperts)
         yield from (Part(experts), Part(2 * width, hidden, experts, linear=True, expert=True),
                     Part(hidden, width, experts, linear=True, expert=True),
@@ -230,6 +292,14 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
         width = _need(f, "moe_intermediate_size", "the expert width")
         return experts, width, width * (f.count("n_shared_experts", "the shared experts",
                                                 minimum=0) or 0)
+    if t == "mimo_v2_flash":  # moe_layer_freq: 1 a MoE layer, 0 a dense one (no shared expert)
+        listed = f.raw("moe_layer_freq")
+        if not isinstance(listed, list) or len(listed) <= i or listed[i] not in (0, 1):
+            _unsupported(f, "MoE layers without a 0/1 moe_layer_freq list")
+        if not listed[i]:
+            return 0, 0, 0
+        return (_need(f, "n_routed_experts", "the number of experts", cap=s.MAX_EXPERTS),
+                _need(f, "moe_intermediate_size", "the expert width"), 0)
     if t in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 0
         step = f.count("decoder_sparse_step", "the MoE layer step") or 1

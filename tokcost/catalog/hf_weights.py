@@ -32,6 +32,7 @@ class WeightsSummary:
     skipped_tensors: int = 0  # speculative-decoding layers, not loaded
     skipped_bytes: int = 0
     cast_float32: bool = False  # float32 tensors counted at 2 bytes (vLLM's auto dtype)
+    unsized: tuple[str, ...] = ()  # parts config.json does not size, left out (encoders)
 
     def active_params(self, experts: int | None, per_token: int | None) -> int:
         """Parameters one token uses: all but the routed experts, and ``per_token`` of them."""
