@@ -438,3 +438,14 @@ def test_prefix_caching_refusals_name_the_reason() -> None:
     r = _estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "4GiB", "--engine", "sglang",
                   "--enable-prefix-caching")
     assert r.exit_code == 2 and "vLLM's setting" in r.output
+
+
+def test_a_short_hybrid_layer_pattern_is_one_line(tmp_path: Path) -> None:
+    config = json.loads((FIXTURES / "mimo-v2-flash" / "config.json").read_text())
+    config["hybrid_layer_pattern"] = config["hybrid_layer_pattern"][:40]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(tmp_path),
+                                 "--context", "8k", "--kv-memory", "10GiB"])
+    assert result.exit_code == 1
+    assert "hybrid_layer_pattern must list 0 or 1 for each of the 48 layers" in result.output
+    assert "Traceback" not in result.output
