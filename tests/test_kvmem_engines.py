@@ -348,7 +348,8 @@ def test_sglang_keeps_gemma_sliding_layers_in_the_full_pool() -> None:
 
 def test_sglang_swa_pools_for_gpt_oss() -> None:
     """gpt-oss-120b, 20 GiB, ratio 0.8 (worked in plan_sglang's docstring): 291,271 tokens
-    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool."""
+    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool,
+    in pages of 64 from v0.5.7: 291,271 // 64 x 64 = 291,264."""
     e = estimate("-m", "gpt-oss-120b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
     assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (323_634, 258_907)
     assert ("Use sliding window memory pool. full_layer_tokens=323634, swa_layer_tokens=258907"
@@ -358,7 +359,8 @@ def test_sglang_swa_pools_for_gpt_oss() -> None:
     assert half["full_pool_tokens"] == int(291_271 * 2 / 1.5)
     b200 = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
                     "--engine", "sglang")["engine"]
-    assert b200["hybrid_swa_pools"] is False and b200["cache_tokens"] == 291_271
+    assert b200["hybrid_swa_pools"] is False and b200["cache_tokens"] == 291_264
+    assert b200["block_size"] == 64
 
 
 def test_sglang_mla_pool() -> None:
@@ -372,11 +374,12 @@ def test_sglang_mla_pool() -> None:
 
 def test_sglang_mamba_pool() -> None:
     """Qwen3-Next, 20 GiB: state = 36 x 548,864 x 4 B (fp32 SSM) = 79,036,416 B per request;
-    mamba pool = 20 GiB x 0.9 / 1.9 // state = 128 states; the KV pool gets the rest:
+    mamba pool = 20 GiB x 0.9 / 1.9 // state = 128 slots, one the padding slot from v0.5.17
+    (127 states); the KV pool gets the rest:
     (21,474,836,480 - 128 x 79,036,416) // (12 x 2,048) = 462,165 tokens; 262,144-token
-    requests: min(462,165 / 262,144, 128 // 3) = 1.76 at once."""
+    requests: min(462,165 / 262,144, 127 // 3) = 1.76 at once."""
     e = estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
-    assert e["max_mamba_cache_size"] == 128
+    assert e["max_mamba_cache_size"] == 127
     assert e["cache_tokens"] == (20 * GiB - 128 * 79_036_416) // 24_576 == 462_165
     assert e["max_concurrency"] == 462_165 / 262_144
 

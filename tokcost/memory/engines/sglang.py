@@ -52,6 +52,12 @@ TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torc
                 "fp8_e5m2": "torch.float8_e5m2"}
 
 
+def _sm100(dep: Deployment) -> bool:
+    """A data-center Blackwell GPU (SM 10.x: B200, B300, GB200), not an RTX 50xx (SM 12.0)."""
+    gpu = dep.gpu
+    return gpu is not None and gpu.architecture == "blackwell" and not gpu.name.startswith("RTX")
+
+
 def _tp_table(parallel: int) -> float:
     """v0.4.6/v0.4.7 server_args.py: the fraction for GPUs of up to 80 GiB by parallel size."""
     return next(f for at_least, f in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
@@ -152,6 +158,7 @@ class SglangPlan(Plan):
     release: Release = V0_5_23
     dtype: str = "bf16"  # the KV cache's (tokcost's name)
     mem_fraction_static: float | None = None  # as the refusal prints it
+    page_note: str = ""  # why the page is what it is, when the attention backend set it
 
     @property
     def cell_size(self) -> int:
@@ -166,9 +173,12 @@ class SglangPlan(Plan):
             return None
         rest, mamba = self.available, 0
         if self.stage.linear and self.state_bytes:
-            mamba = int(rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+            slots = int(rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
                         // self.state_bytes)
-            rest -= mamba * self.state_bytes
+            rest -= slots * self.state_bytes
+            # From v0.5.17 one of the slots is the pool's padding slot, not a request's
+            # (mem_cache/kv_cache_configurator.py: (budget - per_slot) // per_slot states).
+            mamba = slots - 1 if self.release >= V0_5_17 else slots
         tokens = self._align(max(rest, 0) // self.cell_size)
         if not self.hybrid_swa:
             return tokens, tokens, 0, mamba
@@ -285,7 +295,8 @@ class SglangPlan(Plan):
         starts = pools is not None and pools[0] > 0
         mfs, source = (self.settings.get(f"mem_fraction_static{k}") for k in ("", "_source"))
         reason = f"{self.block_size} (SGLang's page_size" + (
-            ", token-granular)" if self.block_size == 1 else ")")
+            ", token-granular)" if self.block_size == 1 else
+            f": {self.page_note})" if self.page_note else ")")
         header = f"block {reason}"
         if isinstance(mfs, float) and isinstance(source, Note):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
@@ -380,7 +391,8 @@ class Sglang(Engine):
 
     def pools(self, dep: Deployment, available: int | None,
               settings: dict[str, object] | None = None) -> SglangPlan:
-        layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
+        layout = dep.layout
+        page, page_note = self._page(dep)
         counts = layout.counts
         if layout.indexer_bytes:
             raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
@@ -404,7 +416,7 @@ class Sglang(Engine):
             full_bytes=full_bytes or swa_bytes, swa_bytes=swa_bytes, stage=best,
             window=layout.window,
             # SGLang's mamba_ssm_dtype defaults to float32: twice the bf16 bytes counted.
-            state_bytes=best.linear * layout.state_bytes * 2, block_size=page,
+            state_bytes=best.linear * layout.state_bytes * 2, block_size=page, page_note=page_note,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
@@ -423,6 +435,23 @@ class Sglang(Engine):
                              f"mamba_full_memory_ratio); {dep.model} under {self.release} is not; "
                              f"use {sglang}", param="engine")
 
+    def _page(self, dep: Deployment) -> tuple[int, str]:
+        """The page_size: 1 (or the given one), except where the default attention backend on
+        SM 10.x Blackwell (B200, B300; not the RTX 50xx's SM 12.0) takes other pages: DeepSeek-V3
+        runs trtllm_mla from v0.5.4 (pages of 32 or 64, else 64), other attention models
+        trtllm_mha from v0.5.7 (16, 32 or 64, and 128 by v0.5.23; else 64), server_args.py."""
+        given = 1 if dep.block_size is None else dep.block_size
+        if not _sm100(dep):
+            return given, ""
+        if dep.layout.counts["mla"]:
+            if dep.family == "deepseek-v3" and self.release >= V0_5_4 and given not in (32, 64):
+                return 64, "trtllm_mla on Blackwell takes 32 or 64"
+            return given, ""
+        takes = (16, 32, 64, 128) if self.release >= V0_5_23 else (16, 32, 64)
+        if self.release >= V0_5_7 and not dep.layout.chunked and given not in takes:
+            return 64, f"trtllm_mha on Blackwell takes {', '.join(map(str, takes))}"
+        return given, ""
+
     def _swa_pool(self, dep: Deployment) -> bool:
         """Whether the release gives the sliding layers their own pool (HYBRID_SWA_FROM,
         SWA_BY_WINDOW). Llama-4 (the one chunked family, model_type llama4_text) takes its chunk
@@ -434,8 +463,7 @@ class Sglang(Engine):
             if first <= release < last:
                 return True
         since = HYBRID_SWA_FROM.get(family, V0_5_8 if dep.layout.chunked else None)
-        return since is not None and release >= since and not (
-            family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
+        return since is not None and release >= since and not (family == "gpt-oss" and _sm100(dep))
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
