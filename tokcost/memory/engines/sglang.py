@@ -251,11 +251,10 @@ class SglangPlan(Plan):
         model_runner_kv_cache_mixin.py): the fraction printed from v0.5.3."""
         text, mfs = "Not enough memory. Please try to increase --mem-fraction-static.", \
             self.mem_fraction_static
-        if self.release >= V0_5_10:
-            return text + ("" if mfs is None else f" Current value: mem_fraction_static={mfs}")
-        if self.release >= V0_5_3:
-            return text + f" Current value: self.server_args.mem_fraction_static={mfs}"
-        return text
+        if mfs is None or self.release < V0_5_3:  # (none with --kv-memory)
+            return text
+        return text + (f" Current value: mem_fraction_static={mfs}" if self.release >= V0_5_10
+                       else f" Current value: self.server_args.mem_fraction_static={mfs}")
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
         s = report.settings
