@@ -212,10 +212,12 @@ def test_mamba_padding_slot_from_v0_5_17() -> None:
     (["-m", "llama-3.1-8b", "--engine", "sglang@0.5.7", "--block-size", "128"], 64),
     (["-m", "llama-3.1-8b", "--engine", "sglang", "--block-size", "128"], 128),
     (["-m", "deepseek-v3", "--engine", "sglang@0.5.3"], 1),
-    (["-m", "deepseek-v3", "--engine", "sglang@0.5.4"], 64)])
+    (["-m", "deepseek-v3", "--engine", "sglang@0.5.4"], 64),
+    (["-m", "gpt-oss-120b", "--engine", "sglang@0.5.1"], 64)])
 def test_blackwell_pages(args: list[str], page: int) -> None:
     """SM 10.x Blackwell: DeepSeek-V3 runs trtllm_mla from v0.5.4 (pages 32 or 64, else 64),
-    other models trtllm_mha from v0.5.7 (16, 32, 64; 128 too by v0.5.23; else 64)."""
+    gpt-oss trtllm_mha from v0.5.1 (model_specific_adjustments runs before the page check),
+    other models from v0.5.7 (16, 32, 64; 128 too by v0.5.23; else 64)."""
     e = estimate(*args, "--gpu", "B200", "--tp", "8")["engine"]
     assert e["block_size"] == page and e["cache_tokens"] % page == 0
 

@@ -437,8 +437,9 @@ class Sglang(Engine):
     def _page(self, dep: Deployment) -> tuple[int, str]:
         """The page_size: 1 (or the given one), except where the default attention backend on
         SM 10.x Blackwell (B200, B300; not the RTX 50xx's SM 12.0) takes other pages: DeepSeek-V3
-        runs trtllm_mla from v0.5.4 (pages of 32 or 64, else 64), other attention models
-        trtllm_mha from v0.5.7 (16, 32 or 64, and 128 by v0.5.23; else 64), server_args.py."""
+        runs trtllm_mla from v0.5.4 (pages of 32 or 64, else 64), gpt-oss trtllm_mha from its
+        first release (v0.5.1) and other attention models from v0.5.7 (16, 32 or 64, and 128 by
+        v0.5.23; else 64), server_args.py."""
         given = 1 if dep.block_size is None else dep.block_size
         if not _sm100(dep):
             return given, ""
@@ -447,7 +448,8 @@ class Sglang(Engine):
                 return 64, "trtllm_mla on Blackwell takes 32 or 64"
             return given, ""
         takes = (16, 32, 64, 128) if self.release >= V0_5_23 else (16, 32, 64)
-        if self.release >= V0_5_7 and not dep.layout.chunked and given not in takes:
+        since = V0_5_1 if dep.family == "gpt-oss" else V0_5_7
+        if self.release >= since and not dep.layout.chunked and given not in takes:
             return 64, f"trtllm_mha on Blackwell takes {', '.join(map(str, takes))}"
         return given, ""
 
