@@ -167,6 +167,20 @@ def test_gpt_oss_and_llama4_swa_pools_from_v0_5_8(engine: str, pools: bool) -> N
         assert e["hybrid_swa_pools"] is pools
 
 
+@pytest.mark.parametrize(("engine", "full", "swa"), [
+    ("sglang", 86_405, 69_124), ("sglang@0.5.10", 86_404, 69_123),
+    ("sglang@0.5.8", 86_404, 69_123)])
+def test_swa_pool_split_by_release(engine: str, full: int, swa: int) -> None:
+    """gpt-oss-120b, 5,733,456,542 B (the H100 golden's pool), F = S = 18 x 2,048 = 36,864 B.
+    v0.5.11 on (pool_configurator.py): the cell counts the SWA pool at the ratio, full =
+    5,733,456,542 // (36,864 + 0.8 x 36,864) = 86,405 (86,405.5); v0.5.9/v0.5.10: tokens
+    5,733,456,542 // 73,728 = 77,764, full = int(77,764 x 73,728 / 66,355.2) = 86,404; v0.5.8
+    by layers: int(77,764 x 36 / (0.8 x 18 + 18)) = 86,404. SWA: int(0.8 x full)."""
+    e = estimate("-m", "gpt-oss-120b", "--kv-memory", "5733456542B",
+                 "--engine", engine)["engine"]
+    assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (full, swa)
+
+
 def test_sliding_log_word_and_pool_labels_by_release() -> None:
     """gpt-oss-120b, 20 GiB: full 323,634, SWA 258,907 (docs/kvmem-engines.md); K = (323,634 + 1)
     x 18 x 1,024 B / 2^30 = 5.56 GB, SWA (258,907 + 1) x 18,432 B = 4.44 GB. "Use Sliding" to

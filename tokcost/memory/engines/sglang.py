@@ -26,14 +26,15 @@ MiB = 2**20
 # release that changed a rule below (PRs named where found; else the file and the release).
 V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
 V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
-V0_5_10, V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (10, 13, 17, 20, 23))
+V0_5_9, V0_5_10, V0_5_11 = (Release(0, 5, p) for p in (9, 10, 11))
+V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 # Catalog families whose architectures configs/model_config.py is_hybrid_swa_model lists (v0.5.8
 # on: Llama-4, gpt-oss, MiMo-V2; Step-3.5 from v0.5.9, Gemma-4 from v0.5.11), by release.
 HYBRID_SWA_FROM = {"llama-4": V0_5_8, "gpt-oss": V0_5_8, "mimo-v2": V0_5_8,
-                   "step-3.5": Release(0, 5, 9), "gemma-4": Release(0, 5, 11)}
+                   "step-3.5": V0_5_9, "gemma-4": V0_5_11}
 # Before is_hybrid_swa_model (v0.4.10 to v0.5.7) model_runner.py gave the SWA pool to every model
 # whose class reports a sliding window (get_attention_sliding_window_size) except Llama-4; v0.4.10
 # kept Gemma-2/3 there, v0.5.1 to v0.5.7 turned it off for them and for gpt-oss in server_args.py
@@ -42,7 +43,7 @@ SWA_BY_WINDOW = {"gemma-2": (V0_4_10, V0_5_1), "gemma-3": (V0_4_10, V0_5_1),
                  "mimo-v2": (V0_5_7, V0_5_8)}
 # The first release with a model file for the family (srt/models/), of the releases read.
 SERVED_FROM = {"gpt-oss": V0_5_1, "qwen3-next": Release(0, 5, 2), "mimo-v2": V0_5_7,
-               "step-3.5": Release(0, 5, 9), "gemma-4": Release(0, 5, 11)}
+               "step-3.5": V0_5_9, "gemma-4": V0_5_11}
 # Model classes without prefill (piecewise) CUDA graphs (model_config.py
 # piecewise_cuda_graph_disabled_model_archs, v0.5.10 and v0.5.23), by catalog family.
 NO_PREFILL_GRAPH_FAMILIES = frozenset({"qwen3-next"})
@@ -184,9 +185,27 @@ class SglangPlan(Plan):
             return tokens, tokens, 0, mamba
         if self.stage.full == 0:
             return tokens, 0, tokens, mamba
+        return (*self._split(tokens, max(rest, 0)), mamba)
+
+    def _split(self, tokens: int, rest: int) -> tuple[int, int, int]:
+        """(max_total_num_tokens, full, swa) of a hybrid SWA pool, ``tokens`` being the pool
+        over every layer and ``rest`` its bytes."""
         f_all, s_all = self.full_bytes * self.stage.full, self.swa_bytes * self.stage.swa
-        full = self._align(int(tokens * (f_all + s_all) / (f_all + self.swa_ratio * s_all)))
-        return full, full, self._align(int(full * self.swa_ratio)), mamba
+        ratio, release = self.swa_ratio, self.release
+        if release < V0_5_9:
+            # model_runner.py set_num_token_hybrid (v0.4.10 to v0.5.8): by layer counts,
+            # full = tokens x layers / (ratio x swa layers + full layers); page-aligned from v0.5.
+            layers = self.stage.full + self.stage.swa
+            full = int(tokens * layers / (ratio * self.stage.swa + self.stage.full))
+            swa = int(full * ratio)
+            if release >= V0_5_1:
+                full, swa = self._align(full), self._align(swa)
+            return full, full, swa
+        if release < V0_5_11:  # by bytes (model_runner_kv_cache_mixin.py, v0.5.9 and v0.5.10)
+            full = self._align(int(tokens * (f_all + s_all) / (f_all + ratio * s_all)))
+        else:  # pool_configurator.py (v0.5.11 on): the cell counts the SWA pool at the ratio
+            full = self._align(int(rest // (f_all + ratio * s_all)))
+        return full, full, self._align(int(full * ratio))
 
     def _swa_tokens(self, context: int) -> int:
         return min(context, self.window) if self.window else context
