@@ -1,6 +1,8 @@
 """SGLang's token pools, reproduced (docs/kvmem.md): token-granular pages, full and sliding-window
-pools, from sgl-project/sglang v0.5 ``python/sglang/srt/``: the pool
-``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the SWA pools
+pools, from sgl-project/sglang v0.4.6 to v0.5.23 ``python/sglang/srt/`` (what changed by release:
+docs/kvmem-engines.md): the pool ``model_executor/model_runner.py`` (later
+``model_runner_kv_cache_mixin.py``, ``pool_configurator.py``), the default fraction
+``server_args.py`` (``arg_groups/memory_hook.py`` by v0.5.19), the SWA pools
 ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``."""
 
 from __future__ import annotations
