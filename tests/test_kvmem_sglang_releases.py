@@ -46,6 +46,7 @@ def refused(*args: str) -> str:
 
 @pytest.mark.parametrize(("given", "release"), [
     ("0.4", Release(0, 4, 10)), ("0.5", Release(0, 5, 23)), ("v0.5.9", Release(0, 5, 9)),
+    ("0.5.6.post2", Release(0, 5, 6)),
     ("0.4.6", Release(0, 4, 6)), ("0.5.30", Release(0, 5, 30)), ("0.6", Release(0, 6, 0))])
 def test_a_minor_stands_for_its_newest_patch(given: str, release: Release) -> None:
     assert Sglang.release_of(given) == release

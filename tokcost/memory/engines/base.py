@@ -34,6 +34,8 @@ class Release:
     @classmethod
     def parse(cls, text: str, engine: str, *, patch: bool = False) -> Release:
         parts = str(text).strip().lower().removeprefix("v").split(".")  # a patch: its minor's
+        if patch and len(parts) == 4 and parts[3].startswith("post"):  # v0.5.6.post2: v0.5.6's
+            parts = parts[:3]
         if not (2 <= len(parts) <= 3 and all(p.isdigit() and len(p) < 5 for p in parts)):
             form, eg = ("MAJOR.MINOR[.PATCH]", "0.5.23") if patch else ("MAJOR.MINOR", "0.20")
             raise UsageError(f"{arg('engine', f'{engine}@{text}')} names no release; write the "
