@@ -348,8 +348,9 @@ def test_sglang_keeps_gemma_sliding_layers_in_the_full_pool() -> None:
 
 def test_sglang_swa_pools_for_gpt_oss() -> None:
     """gpt-oss-120b, 20 GiB, ratio 0.8 (worked in plan_sglang's docstring): 291,271 tokens
-    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool,
-    in pages of 64 from v0.5.7: 291,271 // 64 x 64 = 291,264."""
+    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool in
+    v0.5.8 and v0.5.9, in pages of 64: 291,271 // 64 x 64 = 291,264; from v0.5.10 both pools,
+    page-aligned: 323,634 // 64 x 64 = 323,584 and int(0.8 x 323,584) // 64 x 64 = 258,816."""
     e = estimate("-m", "gpt-oss-120b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
     assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (323_634, 258_907)
     assert ("Use sliding window memory pool. full_layer_tokens=323634, swa_layer_tokens=258907"
@@ -358,9 +359,12 @@ def test_sglang_swa_pools_for_gpt_oss() -> None:
                     "--swa-full-tokens-ratio", "0.5")["engine"]
     assert half["full_pool_tokens"] == int(291_271 * 2 / 1.5)
     b200 = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
-                    "--engine", "sglang")["engine"]
+                    "--engine", "sglang@0.5.9")["engine"]
     assert b200["hybrid_swa_pools"] is False and b200["cache_tokens"] == 291_264
     assert b200["block_size"] == 64
+    new = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
+                   "--engine", "sglang")["engine"]
+    assert (new["full_pool_tokens"], new["swa_pool_tokens"]) == (323_584, 258_816)
 
 
 def test_sglang_mla_pool() -> None:

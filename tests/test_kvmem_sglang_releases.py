@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tokcost.catalog import load_catalog
+from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.cli.app import app
-from tokcost.memory.engines.base import Release
+from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.sglang import Sglang, default_mem_fraction_static, prefill_graph_sizes
 from tokcost.memory.engines.vllm import Vllm
+from tokcost.memory.kv import kv_layout
 
 MiB, GiB = 2**20, 2**30
 H100, H200, B200, L4 = 81_559 * MiB, 143_771 * MiB, 183_359 * MiB, 23_034 * MiB
@@ -232,9 +235,32 @@ def test_mamba_padding_slot_from_v0_5_17() -> None:
 def test_blackwell_pages(args: list[str], page: int) -> None:
     """SM 10.x Blackwell: DeepSeek-V3 runs trtllm_mla from v0.5.4 (pages 32 or 64, else 64),
     gpt-oss trtllm_mha from v0.5.1 (model_specific_adjustments runs before the page check),
-    other models from v0.5.7 (16, 32, 64; 128 too by v0.5.23; else 64)."""
+    Llama-4 from v0.5.6, other models from v0.5.7 (16, 32, 64; 128 too by v0.5.23; else 64)."""
     e = estimate(*args, "--gpu", "B200", "--tp", "8")["engine"]
     assert e["block_size"] == page and e["cache_tokens"] % page == 0
+
+
+@pytest.mark.parametrize(("engine", "pools"), [
+    ("sglang@0.5.7", False), ("sglang@0.5.9", False), ("sglang@0.5.10", True)])
+def test_gpt_oss_on_blackwell_swa_pool_from_v0_5_10(engine: str, pools: bool) -> None:
+    """server_args.py turned the SWA pool off for gpt-oss under trtllm_mha in v0.5.8 and
+    v0.5.9 (no SWA index translation); trtllm_mha translates them from PR #18970 and v0.5.10
+    keeps the pool (v0.5.7 and older: no pool for gpt-oss anywhere)."""
+    e = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
+                 "--engine", engine)["engine"]
+    assert e["hybrid_swa_pools"] is pools
+
+
+@pytest.mark.parametrize(("release", "page"), [("0.5.5", 1), ("0.5.6", 64)])
+def test_llama4_pages_on_blackwell(release: str, page: int) -> None:
+    """Llama-4 (config.json only: no weights, so the library with a B200 and 40 GiB) runs
+    trtllm_mha on SM 10.x from v0.5.6 (server_args.py): 64-token pages."""
+    config = json.loads((LLAMA4 / "config.json").read_text())
+    layout = kv_layout(architecture_from_config(config, where="config.json"))
+    b200 = next(g for g in load_catalog().gpus if g.name == "B200")
+    plan = Sglang(release=Sglang.release_of(release)).pools(
+        Deployment(layout=layout, gpu=b200), 40 * GiB)
+    assert plan.block_size == page and plan.hybrid_swa is False
 
 
 def test_rtx_5090_is_not_sm100() -> None:

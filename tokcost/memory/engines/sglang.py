@@ -288,8 +288,9 @@ class SglangPlan(Plan):
         if s["max_mamba_cache_size"] is not None:
             tokens.append(f"{s['max_mamba_cache_size']:,} mamba states")
         pools = ", ".join(f"{g.kind} pool: {g.layers} layers" for g in report.groups)
-        kept = ["SGLang keeps this model's sliding-window layers in the full pool (only "
-                "Llama-4, gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get a sliding-window pool)"]
+        kept = [f"SGLang {self.release} keeps this model's sliding-window layers in the full "
+                "pool (from v0.5.8 only Llama-4, gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get a "
+                "sliding-window pool; before, Gemma-2/3 in v0.4.10: docs/kvmem-engines.md)"]
         return (f"SGLang pools: {pools}; cell {self.cell_size:,} B per token; "
                 f"{', '.join(tokens)}", *(kept if s.get("sliding_layers_in_full_pool") else []),
                 *report.logs(list(report.lines)))
@@ -459,8 +460,8 @@ class Sglang(Engine):
         """The page_size: 1 (or the given one), except where the default attention backend on
         SM 10.x Blackwell (B200, B300; not the RTX 50xx's SM 12.0) takes other pages: DeepSeek-V3
         runs trtllm_mla from v0.5.4 (pages of 32 or 64, else 64), gpt-oss trtllm_mha from its
-        first release (v0.5.1) and other attention models from v0.5.7 (16, 32 or 64, and 128 by
-        v0.5.23; else 64), server_args.py."""
+        first release (v0.5.1), Llama-4 from v0.5.6 and other attention models from v0.5.7 (16,
+        32 or 64, and 128 by v0.5.23; else 64), server_args.py."""
         given = 1 if dep.block_size is None else dep.block_size
         if not _sm100(dep):
             return given, ""
@@ -469,8 +470,9 @@ class Sglang(Engine):
                 return 64, "trtllm_mla on Blackwell takes 32 or 64"
             return given, ""
         takes = (16, 32, 64, 128) if self.release >= V0_5_23 else (16, 32, 64)
-        since = V0_5_1 if dep.family == "gpt-oss" else V0_5_7
-        if self.release >= since and not dep.layout.chunked and given not in takes:
+        since = (V0_5_1 if dep.family == "gpt-oss" else Release(0, 5, 6) if dep.layout.chunked
+                 else V0_5_7)
+        if self.release >= since and given not in takes:
             return 64, f"trtllm_mha on Blackwell takes {', '.join(map(str, takes))}"
         return given, ""
 
@@ -478,14 +480,16 @@ class Sglang(Engine):
         """Whether the release gives the sliding layers their own pool (HYBRID_SWA_FROM,
         SWA_BY_WINDOW). Llama-4 (the one chunked family, model_type llama4_text) takes its chunk
         as the window (model_runner: sliding_window_size = attention_chunk_size); gpt-oss on
-        Blackwell runs trtllm_mha, which turns the pool off (server_args.py, v0.5.8 on)."""
+        Blackwell runs trtllm_mha, which turned the pool off in v0.5.8 and v0.5.9 (server_args.py;
+        trtllm_mha translates SWA indices from PR #18970, and v0.5.10 keeps the pool)."""
         family, release = dep.family or "", self.release
         if family in SWA_BY_WINDOW:
             first, last = SWA_BY_WINDOW[family]
             if first <= release < last:
                 return True
         since = HYBRID_SWA_FROM.get(family, V0_5_8 if dep.layout.chunked else None)
-        return since is not None and release >= since and not (family == "gpt-oss" and _sm100(dep))
+        return since is not None and release >= since and not (
+            family == "gpt-oss" and _sm100(dep) and release < V0_5_10)
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
