@@ -185,6 +185,18 @@ def test_swa_pool_split_by_release(engine: str, full: int, swa: int) -> None:
     assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (full, swa)
 
 
+def test_a_config_model_type_reads_as_its_family() -> None:
+    """--config gives the model_type (gpt_oss, gemma3), which the release rules read as the
+    catalog's family: gpt-oss-120b's SWA pools as the catalog entry's (323,634 / 258,907)."""
+    hf = Path(__file__).parent / "fixtures" / "hf_configs"
+    e = estimate("--config", str(hf / "gpt-oss-120b"), "--kv-memory", "20GiB",
+                 "--engine", "sglang")["engine"]
+    assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (323_634, 258_907)
+    old = estimate("--config", str(hf / "gemma-3-27b"), "--kv-memory", "20GiB",
+                   "--engine", "sglang@0.4.10")["engine"]
+    assert old["hybrid_swa_pools"] is True
+
+
 def test_sliding_log_word_and_pool_labels_by_release() -> None:
     """gpt-oss-120b, 20 GiB: full 323,634, SWA 258,907 (docs/kvmem-engines.md); K = (323,634 + 1)
     x 18 x 1,024 B / 2^30 = 5.56 GB, SWA (258,907 + 1) x 18,432 B = 4.44 GB. "Use Sliding" to

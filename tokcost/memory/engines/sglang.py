@@ -55,6 +55,19 @@ TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torc
                 "fp8_e5m2": "torch.float8_e5m2"}
 
 
+# A config.json's model_type as the catalog's family, for the rules above (--config models).
+MODEL_TYPE_FAMILIES = {"gpt_oss": "gpt-oss", "gemma2": "gemma-2", "gemma3": "gemma-3",
+                       "gemma3_text": "gemma-3", "gemma4": "gemma-4", "gemma4_text": "gemma-4",
+                       "llama4": "llama-4", "llama4_text": "llama-4", "step3p5": "step-3.5",
+                       "qwen3_next": "qwen3-next", "deepseek_v3": "deepseek-v3",
+                       "kimi_k2": "deepseek-v3"}  # Kimi-K2 runs as DeepseekV3ForCausalLM
+
+
+def _family(dep: Deployment) -> str:
+    family = dep.family or ""
+    return MODEL_TYPE_FAMILIES.get(family, family)
+
+
 def _sm100(dep: Deployment) -> bool:
     """A data-center Blackwell GPU (SM 10.x: B200, B300, GB200), not an RTX 50xx (SM 12.0)."""
     gpu = dep.gpu
@@ -392,7 +405,7 @@ class Sglang(Engine):
                 mfs, source = default_mem_fraction_static(
                     dep.memory_bytes, dep.layout.tp, dep.pp, self.release,
                     mla=bool(dep.layout.counts["mla"]),
-                    prefill_graph=dep.family not in NO_PREFILL_GRAPH_FAMILIES)
+                    prefill_graph=_family(dep) not in NO_PREFILL_GRAPH_FAMILIES)
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -447,7 +460,7 @@ class Sglang(Engine):
 
     def _refuse_unserved(self, dep: Deployment) -> None:
         """A family the release has no model file for, or Mamba layers before v0.5.4's pool."""
-        since, sglang = SERVED_FROM.get(dep.family or ""), arg("engine", "sglang")
+        since, sglang = SERVED_FROM.get(_family(dep)), arg("engine", "sglang")
         if since is not None and self.release < since:
             raise UsageError(f"SGLang {self.release} has no model code for {dep.model} (it came "
                              f"in {since}); use {sglang}", param="engine")
@@ -466,11 +479,11 @@ class Sglang(Engine):
         if not _sm100(dep):
             return given, ""
         if dep.layout.counts["mla"]:
-            if dep.family == "deepseek-v3" and self.release >= V0_5_4 and given not in (32, 64):
+            if _family(dep) == "deepseek-v3" and self.release >= V0_5_4 and given not in (32, 64):
                 return 64, "trtllm_mla on Blackwell takes 32 or 64"
             return given, ""
         takes = (16, 32, 64, 128) if self.release >= V0_5_23 else (16, 32, 64)
-        since = (V0_5_1 if dep.family == "gpt-oss" else Release(0, 5, 6) if dep.layout.chunked
+        since = (V0_5_1 if _family(dep) == "gpt-oss" else Release(0, 5, 6) if dep.layout.chunked
                  else V0_5_7)
         if self.release >= since and given not in takes:
             return 64, f"trtllm_mha on Blackwell takes {', '.join(map(str, takes))}"
@@ -482,7 +495,7 @@ class Sglang(Engine):
         as the window (model_runner: sliding_window_size = attention_chunk_size); gpt-oss on
         Blackwell runs trtllm_mha, which turned the pool off in v0.5.8 and v0.5.9 (server_args.py;
         trtllm_mha translates SWA indices from PR #18970, and v0.5.10 keeps the pool)."""
-        family, release = dep.family or "", self.release
+        family, release = _family(dep), self.release
         if family in SWA_BY_WINDOW:
             first, last = SWA_BY_WINDOW[family]
             if first <= release < last:
