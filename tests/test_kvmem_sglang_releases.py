@@ -125,7 +125,8 @@ def test_v0_5_10_reserves_prefill_cuda_graphs() -> None:
     """Prefill (piecewise) CUDA graphs on by default from v0.5.10, 8 MiB per captured size:
     8 + 14 + 8 + 8 + 12 sizes up to 4,096, 8 more to 8,192 = 58; 13,440 + 464 = 13,904 MiB
     -> 0.830 on H100. MLA: 1.5 GiB: DeepSeek-V3 on H200 at tp 8: 512 + 12,288 + 1,024 + 1,024
-    + 1,536 = 16,384 -> (143,771 - 16,384) / 143,771 = 0.886. None with pp 2 or Qwen3-Next."""
+    + 1,536 = 16,384 -> (143,771 - 16,384) / 143,771 = 0.886. None with pp 2, for Qwen3-Next,
+    or on AMD GPUs."""
     assert len(prefill_graph_sizes(8192)) == 58 and len(prefill_graph_sizes(2048)) == 42
     assert fraction(H100, "0.5.10") == 0.830
     assert fraction(H200, "0.5.10", tp=8, mla=True) == 0.886
@@ -134,6 +135,9 @@ def test_v0_5_10_reserves_prefill_cuda_graphs() -> None:
     qwen = estimate("-m", "qwen3-next-80b-a3b", "--gpu", "H200", "--tp", "4",
                     "--engine", "sglang")["engine"]
     assert "prefill CUDA graphs" not in qwen["mem_fraction_static_source"]
+    # ROCm: none either (is_hip; CUDA-only default_prefill_backend in v0.5.23).
+    amd = estimate("-m", "llama-3.1-70b", "--gpu", "MI300X", "--engine", "sglang")["engine"]
+    assert "prefill CUDA graphs" not in amd["mem_fraction_static_source"]
 
 
 def test_v0_5_20_small_gpus_and_no_gpu() -> None:

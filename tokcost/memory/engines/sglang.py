@@ -68,6 +68,13 @@ def _family(dep: Deployment) -> str:
     return MODEL_TYPE_FAMILIES.get(family, family)
 
 
+def _rocm(dep: Deployment) -> bool:
+    """An AMD GPU: no prefill CUDA graphs (v0.5.10 server_args.py is_hip; v0.5.23
+    cuda_graph_config.py default_prefill_backend: CUDA only)."""
+    arch = dep.gpu.architecture if dep.gpu is not None else None
+    return arch is not None and arch.startswith(("cdna", "rdna"))
+
+
 def _sm100(dep: Deployment) -> bool:
     """A data-center Blackwell GPU (SM 10.x: B200, B300, GB200), not an RTX 50xx (SM 12.0)."""
     gpu = dep.gpu
@@ -405,7 +412,8 @@ class Sglang(Engine):
                 mfs, source = default_mem_fraction_static(
                     dep.memory_bytes, dep.layout.tp, dep.pp, self.release,
                     mla=bool(dep.layout.counts["mla"]),
-                    prefill_graph=_family(dep) not in NO_PREFILL_GRAPH_FAMILIES)
+                    prefill_graph=_family(dep) not in NO_PREFILL_GRAPH_FAMILIES
+                    and not _rocm(dep))
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
