@@ -114,8 +114,8 @@ def qwen3_235b_vllm(e: dict[str, Any]) -> None:
 
 def qwen3_235b_sglang(e: dict[str, Any]) -> None:
     """SGLang's line from the token count: K = (367,404 + 1) x 94 x 1 x 128 x 2 B = 8.23 GiB.
-    The line has no dtype, which memory_pool.py prints from v0.5.13; vLLM issues numbered near
-    #21348 date from July 2025, when SGLang's release was v0.4.9: read by its rules."""
+    The line has no dtype, which memory_pool.py prints from v0.5.13; the issue is of 2025-07-22,
+    when PyPI's newest SGLang was v0.4.9.post2: read by v0.4.9's rules."""
     layout = kv_layout(QWEN3_235B, "bf16", tp=e["tp"])
     cell = 94 * layout.token_bytes["full"]
     report = plan_sglang(layout, available=e["logged_tokens"] * cell,
