@@ -16,6 +16,7 @@ from tokcost.catalog import load_catalog
 from tokcost.catalog.schema import Architecture, Attention
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
+from tokcost.memory.engines.base import Release
 from tokcost.memory.engines.sglang import default_mem_fraction_static, plan_sglang
 from tokcost.memory.engines.vllm import default_max_num_batched_tokens, plan_vllm
 from tokcost.memory.kv import kv_layout
@@ -325,12 +326,13 @@ def test_max_num_batched_tokens_defaults_by_gpu() -> None:
 def test_sglang_full_attention_token_pool() -> None:
     """Llama-3.1-8B with a 20 GiB pool: cell = 8 x 128 x 2 x 32 x 2 = 131,072 B;
     max_total_num_tokens = 21,474,836,480 // 131,072 = 163,840 (page 1); K = V =
-    (163,840 + 1) x 65,536 B / 2^30 = 10.00 GB."""
+    (163,840 + 1) x 65,536 B / 2^30 = 10.00 GB; the dtype in the line from v0.5.13."""
     e = estimate("-m", "llama-3.1-8b", "--kv-memory", "20GiB", "--engine", "sglang",
                  "--context", "8192")["engine"]
     assert e["block_size"] == 1 and e["cache_tokens"] == 163_840
     assert e["logged_lines"] == [
-        "KV Cache is allocated. #tokens: 163840, K size: 10.00 GB, V size: 10.00 GB",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 163840, K size: 10.00 GB, "
+        "V size: 10.00 GB",
         "max_total_num_tokens=163840",
     ]
     assert e["max_concurrency"] == 163_840 / 8192
@@ -346,7 +348,9 @@ def test_sglang_keeps_gemma_sliding_layers_in_the_full_pool() -> None:
 
 def test_sglang_swa_pools_for_gpt_oss() -> None:
     """gpt-oss-120b, 20 GiB, ratio 0.8 (worked in plan_sglang's docstring): 291,271 tokens
-    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool."""
+    at 73,728 B, full pool 323,634, SWA pool 258,907; on Blackwell (trtllm_mha) one pool in
+    v0.5.8 and v0.5.9, in pages of 64: 291,271 // 64 x 64 = 291,264; from v0.5.10 both pools,
+    page-aligned: 323,634 // 64 x 64 = 323,584 and int(0.8 x 323,584) // 64 x 64 = 258,816."""
     e = estimate("-m", "gpt-oss-120b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
     assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (323_634, 258_907)
     assert ("Use sliding window memory pool. full_layer_tokens=323634, swa_layer_tokens=258907"
@@ -355,8 +359,12 @@ def test_sglang_swa_pools_for_gpt_oss() -> None:
                     "--swa-full-tokens-ratio", "0.5")["engine"]
     assert half["full_pool_tokens"] == int(291_271 * 2 / 1.5)
     b200 = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
-                    "--engine", "sglang")["engine"]
-    assert b200["hybrid_swa_pools"] is False and b200["cache_tokens"] == 291_271
+                    "--engine", "sglang@0.5.9")["engine"]
+    assert b200["hybrid_swa_pools"] is False and b200["cache_tokens"] == 291_264
+    assert b200["block_size"] == 64
+    new = estimate("-m", "gpt-oss-120b", "--gpu", "B200", "--kv-memory", "20GiB",
+                   "--engine", "sglang")["engine"]
+    assert (new["full_pool_tokens"], new["swa_pool_tokens"]) == (323_584, 258_816)
 
 
 def test_sglang_mla_pool() -> None:
@@ -364,31 +372,35 @@ def test_sglang_mla_pool() -> None:
     KV size (305,595 + 1) x 70,272 / 2^30 = 20.00 GB."""
     e = estimate("-m", "deepseek-v3", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
     assert e["cache_tokens"] == 305_595
-    assert e["logged_lines"][0] == "KV Cache is allocated. #tokens: 305595, KV size: 20.00 GB"
+    assert e["logged_lines"][0] == ("KV Cache is allocated. dtype: torch.bfloat16, "
+                                    "#tokens: 305595, KV size: 20.00 GB")
 
 
 def test_sglang_mamba_pool() -> None:
     """Qwen3-Next, 20 GiB: state = 36 x 548,864 x 4 B (fp32 SSM) = 79,036,416 B per request;
-    mamba pool = 20 GiB x 0.9 / 1.9 // state = 128 states; the KV pool gets the rest:
+    mamba pool = 20 GiB x 0.9 / 1.9 // state = 128 slots, one the padding slot from v0.5.17
+    (127 states); the KV pool gets the rest:
     (21,474,836,480 - 128 x 79,036,416) // (12 x 2,048) = 462,165 tokens; 262,144-token
-    requests: min(462,165 / 262,144, 128 // 3) = 1.76 at once."""
+    requests: min(462,165 / 262,144, 127 // 3) = 1.76 at once."""
     e = estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
-    assert e["max_mamba_cache_size"] == 128
+    assert e["max_mamba_cache_size"] == 127
     assert e["cache_tokens"] == (20 * GiB - 128 * 79_036_416) // 24_576 == 462_165
     assert e["max_concurrency"] == 462_165 / 262_144
 
 
 def test_sglang_default_mem_fraction_static() -> None:
     """An 80 GiB GPU = 81,920 MiB, tp 1: chunked prefill 8,192, CUDA graphs up to 256:
-    reserved = 512 + 12,288 + 512 + 128 = 13,440 MiB -> (81,920 - 13,440) / 81,920 = 0.836.
-    The catalog's H100 as nvidia-smi reports it, 81,559 MiB: the same 13,440 MiB reserved,
-    (81,559 - 13,440) / 81,559 = 0.835; KV = 85,520,809,984 x 0.835 - 16.06 GB weights."""
-    assert default_mem_fraction_static(80 * GiB, 1, 1)[0] == 0.836
-    assert default_mem_fraction_static(None, 1, 1)[0] == 0.88
+    reserved = 512 + 12,288 + 512 + 128 = 13,440 MiB -> (81,920 - 13,440) / 81,920 = 0.836
+    (v0.5.9). v0.5.10 adds 8 MiB per prefill CUDA graph, 58 sizes up to 8,192: 13,904 MiB ->
+    0.830. The catalog's H100 as nvidia-smi reports it, 81,559 MiB: (81,559 - 13,904) /
+    81,559 = 0.830; KV = 85,520,809,984 x 0.83 - 16.06 GB weights."""
+    assert default_mem_fraction_static(80 * GiB, 1, 1, Release(0, 5, 9))[0] == 0.836
+    assert default_mem_fraction_static(80 * GiB, 1, 1)[0] == 0.83
+    assert default_mem_fraction_static(None, 1, 1, Release(0, 5, 19))[0] == 0.88
     data = estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang")
     assert data["gpu"]["memory_bytes"] == 81_559 * 2**20
-    assert data["engine"]["mem_fraction_static"] == 0.835
-    assert data["gpu"]["available_kv_bytes"] == int(81_559 * 2**20 * 0.835) - 16_060_000_000
+    assert data["engine"]["mem_fraction_static"] == 0.83
+    assert data["gpu"]["available_kv_bytes"] == int(81_559 * 2**20 * 0.83) - 16_060_000_000
 
 
 def test_plan_sglang_rejects_a_bad_ratio() -> None:
@@ -517,20 +529,24 @@ def test_sglang_refuses_a_context_length_past_the_model(ctx: str, refuses: bool)
     assert e["refuses_to_start"] is refuses
     assert data["contexts"][0]["fits"] is not refuses
     if refuses:
-        assert e["refusal"] == ("User-specified context_length (200000) is greater than the "
-                                "derived context_length (131072) (set "
-                                "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override)")
+        assert e["refusal"] == (
+            "Warning: User-specified context_length (200000) is greater than the derived "
+            "context_length (131072). This may lead to incorrect model outputs or CUDA errors. "
+            "Note that the derived context_length may differ from max_position_embeddings in "
+            "the model's config. To allow overriding this maximum, set the env var "
+            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
 
 
 def test_sglang_says_when_its_pool_cannot_hold_one_request() -> None:
     """SGLang starts with any pool; its scheduler caps prompts at max_total_num_tokens - 1
-    (max_req_input_len), so a context past the pool gets a note with the knobs."""
+    (max_req_input_len), so a context past the pool gets a note with the knobs (v0.5.9's
+    fraction on the L4: 0.837)."""
     res = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "128k",
-                              "--gpu", "L4", "--engine", "sglang"])
+                              "--gpu", "L4", "--engine", "sglang@0.5.9"])
     assert res.exit_code == 0, res.output
     assert ("note: SGLang starts, but its pool of 31,707 tokens cannot hold one 128,000-token "
             "request (prompts are capped at max_total_num_tokens - 1 = 31,706); give a smaller "
             "context or a larger --mem-fraction-static") in " ".join(res.output.split())
     small = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--context", "8k",
-                                "--gpu", "L4", "--engine", "sglang"])
+                                "--gpu", "L4", "--engine", "sglang@0.5.9"])
     assert small.exit_code == 0 and "SGLang starts, but" not in small.output

@@ -52,7 +52,8 @@ def test_release_is_read_as_major_minor(given: str, release: Release) -> None:
     ("vllm@0.", "names no release"),
     ("vllm@0.20.x.1", "names no release"),
     ("ideal@0.1", "ideal has no versions"),
-    ("sglang@0.4", "is older than tokcost models: SGLang v0.5 (and later"),
+    ("sglang@0.3", "is older than tokcost models: SGLang v0.4.6 to v0.5.23 (and later"),
+    ("sglang@0.5.x", "write the version as MAJOR.MINOR[.PATCH], e.g. sglang@0.5.23"),
     ("vllmm@0.20", "unknown --engine 'vllmm'")])
 def test_bad_release_is_one_line(engine: str, fragment: str) -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine", engine])
@@ -111,7 +112,7 @@ def test_later_release_follows_the_newest_rules_and_says_so() -> None:
 
 
 def test_sglang_keeps_its_own_fraction_and_refuses_vllms_utilization() -> None:
-    assert Sglang().release == Release(0, 5)
+    assert Sglang().release == Release(0, 5, 23)
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--gpu", "H100",
                                  "--engine", "sglang", "--gpu-util", "0.9"])
     assert result.exit_code == 2 and "is vLLM's budget" in result.output

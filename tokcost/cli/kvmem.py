@@ -98,7 +98,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     dp: Annotated[int, typer.Option("--dp", "--data-parallel-size", metavar="N",
         help="Data-parallel engines, each with its own cache.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools), "
+        "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools; "
+        "sglang@0.4 or sglang@0.5.9 likewise), "
         "llama.cpp (its cells), trtllm (TensorRT-LLM's blocks) or ideal (bytes truly "
         "held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",

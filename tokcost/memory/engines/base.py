@@ -24,21 +24,27 @@ RefusalCause = Literal["model_len", "memory"]
 
 @dataclass(frozen=True, order=True)
 class Release:
-    """An engine release, major.minor: ``vllm@0.20`` picks the rules of v0.20."""
+    """An engine release, major.minor: ``vllm@0.20`` picks the rules of v0.20. Engines that
+    declare ``Engine.patches`` (SGLang, whose rules change within a minor) add the patch."""
 
     major: int
     minor: int
+    patch: int | None = None
 
     @classmethod
-    def parse(cls, text: str, engine: str) -> Release:
+    def parse(cls, text: str, engine: str, *, patch: bool = False) -> Release:
         parts = str(text).strip().lower().removeprefix("v").split(".")  # a patch: its minor's
+        if patch and len(parts) == 4 and parts[3].startswith("post"):  # v0.5.6.post2: v0.5.6's
+            parts = parts[:3]
         if not (2 <= len(parts) <= 3 and all(p.isdigit() and len(p) < 5 for p in parts)):
+            form, eg = ("MAJOR.MINOR[.PATCH]", "0.5.23") if patch else ("MAJOR.MINOR", "0.20")
             raise UsageError(f"{arg('engine', f'{engine}@{text}')} names no release; write the "
-                             f"version as MAJOR.MINOR, e.g. {engine}@0.20", param="engine")
-        return cls(int(parts[0]), int(parts[1]))
+                             f"version as {form}, e.g. {engine}@{eg}", param="engine")
+        given = int(parts[2]) if patch and len(parts) == 3 else None
+        return cls(int(parts[0]), int(parts[1]), given)
 
     def __str__(self) -> str:
-        return f"v{self.major}.{self.minor}"
+        return f"v{self.major}.{self.minor}" + ("" if self.patch is None else f".{self.patch}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,6 +225,9 @@ class Engine(ABC):
     # a profile with releases has a ``release`` field, the newest by default.
     releases: ClassVar[tuple[Release, Release] | None] = None
     kv_offload: ClassVar[bool] = False  # serves a host-memory KV tier (--cpu-offload)
+    # Engines whose rules change within a minor: the newest patch modelled of each minor,
+    # which ``NAME@MAJOR.MINOR`` stands for (``sglang@0.4`` = v0.4.10); empty: minors only.
+    patches: ClassVar[tuple[Release, ...]] = ()
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -230,7 +239,12 @@ class Engine(ABC):
         if cls.releases is None:
             raise UsageError(f"{arg('engine', f'{cls.name}@{given}')}: {cls.name} has no "
                              f"versions; use {arg('engine', cls.name)}", param="engine")
-        release = given if isinstance(given, Release) else Release.parse(given, cls.name)
+        release = given if isinstance(given, Release) else Release.parse(
+            given, cls.name, patch=bool(cls.patches))
+        if cls.patches and release.patch is None:
+            minor = (release.major, release.minor)
+            same = [r for r in cls.patches if (r.major, r.minor) == minor]
+            release = same[0] if same else Release(*minor, 0)
         if release < cls.releases[0]:
             oldest, newest = cls.releases
             span = f"{oldest}" if oldest == newest else f"{oldest} to {newest}"
@@ -250,7 +264,7 @@ class Engine(ABC):
                  "the newest release tokcost models" if release == newest else
                  f"{newest}'s rules, the newest release tokcost models whole, and the later "
                  "ones it knows" if release > newest
-                 else f"{self.name}@{release.major}.{release.minor}")
+                 else f"{self.name}@{str(release)[1:]}")
         return f"{self.title} {release} ({which}); {self.code}"
 
     @abstractmethod

@@ -1,6 +1,8 @@
 """SGLang's token pools, reproduced (docs/kvmem.md): token-granular pages, full and sliding-window
-pools, from sgl-project/sglang v0.5 ``python/sglang/srt/``: the pool
-``model_runner_kv_cache_mixin.py``, the default fraction ``server_args.py``, the SWA pools
+pools, from sgl-project/sglang v0.4.6 to v0.5.23 ``python/sglang/srt/`` (what changed by release:
+docs/kvmem-engines.md): the pool ``model_executor/model_runner.py`` (later
+``model_runner_kv_cache_mixin.py``, ``pool_configurator.py``), the default fraction
+``server_args.py`` (``arg_groups/memory_hook.py`` by v0.5.19), the SWA pools
 ``swa_memory_pool.py``, the log ``memory_pool.py`` (GB = 2^30 B) and ``scheduler.py``."""
 
 from __future__ import annotations
@@ -21,31 +23,135 @@ if TYPE_CHECKING:
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
 
 MiB = 2**20
-V0_5 = Release(0, 5)
+# The releases whose rules tokcost has read (python/sglang/srt/ of each PyPI release): the
+# oldest, the newest patch of each minor (what sglang@0.4 and sglang@0.5 stand for), and each
+# release that changed a rule below (PRs named where found; else the file and the release).
+V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
+V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
+V0_5_9, V0_5_10, V0_5_11 = (Release(0, 5, p) for p in (9, 10, 11))
+V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
-MAMBA_FULL_MEMORY_RATIO = 0.9
+MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
-# Catalog families whose architectures is_hybrid_swa_model lists.
-HYBRID_SWA_FAMILIES = frozenset({"gpt-oss", "llama-4", "gemma-4", "mimo-v2", "step-3.5"})
+# Catalog families whose architectures configs/model_config.py is_hybrid_swa_model lists (v0.5.8
+# on: Llama-4, gpt-oss, MiMo-V2; Step-3.5 from v0.5.9, Gemma-4 from v0.5.11), by release.
+HYBRID_SWA_FROM = {"llama-4": V0_5_8, "gpt-oss": V0_5_8, "mimo-v2": V0_5_8,
+                   "step-3.5": V0_5_9, "gemma-4": V0_5_11}
+# Before is_hybrid_swa_model (v0.4.10 to v0.5.7) model_runner.py gave the SWA pool to every model
+# whose class reports a sliding window (get_attention_sliding_window_size) except Llama-4; v0.4.10
+# kept Gemma-2/3 there, v0.5.1 to v0.5.7 turned it off for them and for gpt-oss in server_args.py
+# (disable_hybrid_swa_memory), and v0.5.7's is_hybrid_model turned it on for MiMo-V2-Flash.
+SWA_BY_WINDOW = {"gemma-2": (V0_4_10, V0_5_1), "gemma-3": (V0_4_10, V0_5_1),
+                 "mimo-v2": (V0_5_7, V0_5_8)}
+# The first release with a model file for the family (srt/models/), of the releases read.
+SERVED_FROM = {"gpt-oss": V0_5_1, "qwen3-next": Release(0, 5, 2), "mimo-v2": V0_5_7,
+               "step-3.5": V0_5_9, "gemma-4": V0_5_11}
+# Model classes without prefill (piecewise) CUDA graphs (model_config.py
+# piecewise_cuda_graph_disabled_model_archs, v0.5.10 and v0.5.23), by catalog family.
+NO_PREFILL_GRAPH_FAMILIES = frozenset({"qwen3-next"})
+# The pool's dtype as memory_pool.py prints it from v0.5.13 (torch's names).
+TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32",
+                "fp8": "torch.float8_e4m3fn", "fp8_e4m3": "torch.float8_e4m3fn",
+                "fp8_e5m2": "torch.float8_e5m2"}
 
 
-def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int) -> tuple[float, str]:
-    """SGLang's default ``mem_fraction_static`` for this GPU, and how it was reached."""
-    if memory_bytes is None:
-        return 0.88, "SGLang's default without a known GPU"
+# A config.json's model_type as the catalog's family, for the rules above (--config models).
+MODEL_TYPE_FAMILIES = {"gpt_oss": "gpt-oss", "gemma2": "gemma-2", "gemma3": "gemma-3",
+                       "gemma3_text": "gemma-3", "gemma4": "gemma-4", "gemma4_text": "gemma-4",
+                       "llama4": "llama-4", "llama4_text": "llama-4", "step3p5": "step-3.5",
+                       "qwen3_next": "qwen3-next", "deepseek_v3": "deepseek-v3",
+                       "kimi_k2": "deepseek-v3"}  # Kimi-K2 runs as DeepseekV3ForCausalLM
+
+
+def _family(dep: Deployment) -> str:
+    family = dep.family or ""
+    return MODEL_TYPE_FAMILIES.get(family, family)
+
+
+def _rocm(dep: Deployment) -> bool:
+    """An AMD GPU: no prefill CUDA graphs (v0.5.10 server_args.py is_hip; v0.5.23
+    cuda_graph_config.py default_prefill_backend: CUDA only)."""
+    arch = dep.gpu.architecture if dep.gpu is not None else None
+    return arch is not None and arch.startswith(("cdna", "rdna"))
+
+
+def _sm100(dep: Deployment) -> bool:
+    """A data-center Blackwell GPU (SM 10.x: B200, B300, GB200), not an RTX 50xx (SM 12.0)."""
+    gpu = dep.gpu
+    return gpu is not None and gpu.architecture == "blackwell" and not gpu.name.startswith("RTX")
+
+
+def _tp_table(parallel: int) -> float:
+    """v0.4.6/v0.4.7 server_args.py: the fraction for GPUs of up to 80 GiB by parallel size."""
+    return next(f for at_least, f in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+                if parallel >= at_least or at_least == 1)
+
+
+def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release) -> tuple[float, str]:
+    """v0.4.6's and v0.4.7's tables, v0.4.8's tiered reserve (server_args.py __post_init__)."""
+    if release < V0_4_7:  # tp only; above 80 GiB 13 GiB kept back, unrounded
+        if mib <= 81920:
+            return _tp_table(tp), f"SGLang v0.4.6's default for GPUs up to 80 GiB at TP {tp}"
+        return (mib - 13 * 1024) / mib, (f"SGLang v0.4.6's default: ({mib:,.0f} MiB - 13,312 "
+                                         f"MiB) / {mib:,.0f} MiB")
+    if release < V0_4_8:  # tp x pp; larger GPUs from 0.88 (v0.4.7 server_args.py)
+        fraction = _tp_table(tp * pp) if mib <= 81920 else 0.88
+        if mib > 180_000:
+            return 0.79, "SGLang v0.4.7's default for GPUs over 180,000 MiB"
+        if mib > 96 * 1024:
+            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
+        return fraction, f"SGLang v0.4.7's default for {mib:,.0f} MiB at TP x PP {tp * pp}"
+    parallel = tp * pp  # v0.4.8 to v0.5.2: GiB kept for activations and CUDA graphs, by tier
+    reserved = 1024 * ((2.8 + parallel / 10) if mib < 35 * 1024 else (9.5 + parallel / 2)
+                       if mib < 90 * 1024 else (12 + parallel / 2) if mib < 160 * 1024 else 32)
+    return round((mib - reserved) / mib, 3), (
+        f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
+        f"and CUDA graphs) / {mib:,.0f} MiB")
+
+
+def prefill_graph_sizes(max_tokens: int) -> list[int]:
+    """The prefill (piecewise) CUDA graphs' token sizes (server_args.py
+    _generate_piecewise_cuda_graph_tokens, v0.5.10; generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32),
+             *range(576, 1025, 64), *range(1280, 4097, 256), *range(4608, max_tokens + 1, 512)]
+    return [s for s in sizes if s <= max_tokens]
+
+
+def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
+                                release: Release = V0_5_23, *, mla: bool = False,
+                                prefill_graph: bool = True) -> tuple[float, str]:
+    """SGLang's default ``mem_fraction_static`` for this GPU in ``release``, and how it was
+    reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on)."""
+    if memory_bytes is None:  # 0.95 from v0.5.20 (arg_groups/memory_hook.py)
+        return 0.95 if release >= V0_5_20 else 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
-    chunk, graph_bs = 16384, 512  # chunked_prefill_size, cuda_graph_max_bs (NVIDIA branches)
-    for below, size, small, large in ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160),
-                                      (160, 8192, 256, 512)):
+    if release < V0_5_3:
+        return _fraction_v0_4(mib, tp, pp, release)
+    # PR #10975 (v0.5.3): chunked_prefill_size and cuda_graph_max_bs by the GPU's memory, then
+    # reserved = 512 + 1.5 x chunk + 2 x graph bs + tp x pp / 8 GiB (MiB), at least 10 GiB above
+    # 60 GiB. GPUs of 20 to 35 GiB: bs 16 (tp < 4) to v0.5.4, 24 from v0.5.5, and from v0.5.20
+    # chunks of 4,096 with bs 48 / 160.
+    small = ((4096, 48, 160) if release >= V0_5_20 else (2048, 24, 80) if release >= V0_5_5
+             else (2048, 16, 80))
+    chunk, graph_bs = 16384, 512
+    for below, size, low, high in ((20, 2048, 8, 8), (35, *small), (60, 4096, 32, 160),
+                                   (160, 8192, 256, 512)):
         if mib < below * 1024:
-            chunk, graph_bs = size, small if tp < 4 else large
+            chunk, graph_bs = size, low if tp < 4 else high
             break
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    graphs = ""
+    if release >= V0_5_10 and prefill_graph and pp == 1:
+        # Prefill CUDA graphs on by default from v0.5.10 (disable_piecewise_cuda_graph, off
+        # with pipeline parallelism): 8 MiB per captured size, 1.5 GiB with an MLA backend.
+        extra = 1.5 * 1024 if mla else len(prefill_graph_sizes(chunk)) * 8
+        reserved += extra
+        graphs = f", {extra:,.0f} of them for prefill CUDA graphs"
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
-        f"and CUDA graphs) / {mib:,.0f} MiB")
+        f"and CUDA graphs{graphs}) / {mib:,.0f} MiB")
 
 
 @dataclass(frozen=True)
@@ -72,6 +178,10 @@ class SglangPlan(Plan):
     settings: dict[str, object] = field(default_factory=dict)
     model_max_len: int | None = None  # the model's own: a longer context_length is refused
     version: str = ""  # the profile's words for the release followed
+    release: Release = V0_5_23
+    dtype: str = "bf16"  # the KV cache's (tokcost's name)
+    mem_fraction_static: float | None = None  # as the refusal prints it
+    page_note: str = ""  # why the page is what it is, when the attention backend set it
 
     @property
     def cell_size(self) -> int:
@@ -86,17 +196,38 @@ class SglangPlan(Plan):
             return None
         rest, mamba = self.available, 0
         if self.stage.linear and self.state_bytes:
-            mamba = int(rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+            slots = int(rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
                         // self.state_bytes)
-            rest -= mamba * self.state_bytes
+            rest -= slots * self.state_bytes
+            # From v0.5.17 one of the slots is the pool's padding slot, not a request's
+            # (mem_cache/kv_cache_configurator.py: (budget - per_slot) // per_slot states).
+            mamba = slots - 1 if self.release >= V0_5_17 else slots
         tokens = self._align(max(rest, 0) // self.cell_size)
         if not self.hybrid_swa:
             return tokens, tokens, 0, mamba
         if self.stage.full == 0:
             return tokens, 0, tokens, mamba
+        return (*self._split(tokens, max(rest, 0)), mamba)
+
+    def _split(self, tokens: int, rest: int) -> tuple[int, int, int]:
+        """(max_total_num_tokens, full, swa) of a hybrid SWA pool, ``tokens`` being the pool
+        over every layer and ``rest`` its bytes."""
         f_all, s_all = self.full_bytes * self.stage.full, self.swa_bytes * self.stage.swa
-        full = self._align(int(tokens * (f_all + s_all) / (f_all + self.swa_ratio * s_all)))
-        return full, full, self._align(int(full * self.swa_ratio)), mamba
+        ratio, release = self.swa_ratio, self.release
+        if release < V0_5_9:
+            # model_runner.py set_num_token_hybrid (v0.4.10 to v0.5.8): by layer counts,
+            # full = tokens x layers / (ratio x swa layers + full layers); page-aligned from v0.5.
+            layers = self.stage.full + self.stage.swa
+            full = int(tokens * layers / (ratio * self.stage.swa + self.stage.full))
+            swa = int(full * ratio)
+            if release >= V0_5_1:
+                full, swa = self._align(full), self._align(swa)
+            return full, full, swa
+        if release < V0_5_11:  # by bytes (model_runner_kv_cache_mixin.py, v0.5.9 and v0.5.10)
+            full = self._align(int(tokens * (f_all + s_all) / (f_all + ratio * s_all)))
+        else:  # pool_configurator.py (v0.5.11 on): the cell counts the SWA pool at the ratio
+            full = self._align(int(rest // (f_all + ratio * s_all)))
+        return full, full, self._align(int(full * ratio))
 
     def _swa_tokens(self, context: int) -> int:
         return min(context, self.window) if self.window else context
@@ -119,31 +250,52 @@ class SglangPlan(Plan):
         pools = self._pools()
         if pools is None:
             return None
-        if self.past_model_len(context):
+        if self.refuses_long_context(context):
             return False
         conc = self.max_concurrency(context)
         # A prompt past max_total_num_tokens - 1 is rejected (scheduler max_req_input_len).
         return pools[0] > 0 and context < pools[0] + 1 and conc is not None and conc >= batch
 
-    def _kv_line(self, tokens: int, layers: int, per_token: int) -> str:
+    def refuses_long_context(self, context: int) -> bool:
+        """A context_length past the model's: refused from v0.5.1; v0.4.x warned and started
+        (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaulted to True, configs/model_config.py)."""
+        return self.release >= V0_5_1 and self.past_model_len(context)
+
+    def _kv_line(self, tokens: int, layers: int, per_token: int, label: str = "") -> str:
         size = (tokens + self.block_size) * per_token * layers / GiB
+        # memory_pool.py: the dtype from v0.5.13; the SWA pools' "Full"/"SWA" from v0.5.17.
+        head = (f"{label} KV Cache" if label and self.release >= V0_5_17 else "KV Cache")
+        dtype = (f" dtype: {TORCH_DTYPES.get(self.dtype, self.dtype)},"
+                 if self.release >= V0_5_13 else "")
         if self.mla:
-            return f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB"
-        return (f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, "
+            return f"{head} is allocated.{dtype} #tokens: {tokens}, KV size: {size:.2f} GB"
+        return (f"{head} is allocated.{dtype} #tokens: {tokens}, K size: {size / 2:.2f} GB, "
                 f"V size: {size / 2:.2f} GB")
 
     def _lines(self, pools: tuple[int, int, int, int]) -> list[str]:
         total, full, swa, mamba = pools
         lines = [f"max_mamba_cache_size: {mamba}"] if mamba else []
         if self.hybrid_swa:
-            lines.append(f"Use sliding window memory pool. full_layer_tokens={full}, "
+            # "Sliding" to v0.5.6, "sliding" from v0.5.7 (model_runner.py)
+            word = "sliding" if self.release >= V0_5_7 else "Sliding"
+            lines.append(f"Use {word} window memory pool. full_layer_tokens={full}, "
                          f"swa_layer_tokens={swa}")
             if self.stage.full:
-                lines.append(self._kv_line(full, self.stage.full, self.full_bytes))
-            lines.append(self._kv_line(swa, self.stage.swa, self.swa_bytes))
+                lines.append(self._kv_line(full, self.stage.full, self.full_bytes, "Full"))
+            lines.append(self._kv_line(swa, self.stage.swa, self.swa_bytes, "SWA"))
         else:
             lines.append(self._kv_line(total, self.stage.full, self.full_bytes))
         return [*lines, f"max_total_num_tokens={total}"]
+
+    def _no_memory(self) -> str:
+        """The RuntimeError of an empty pool (model_runner.py; from v0.5.10 MemoryPoolConfig in
+        model_runner_kv_cache_mixin.py): the fraction printed from v0.5.3."""
+        text, mfs = "Not enough memory. Please try to increase --mem-fraction-static.", \
+            self.mem_fraction_static
+        if mfs is None or self.release < V0_5_3:  # (none with --kv-memory)
+            return text
+        return text + (f" Current value: mem_fraction_static={mfs}" if self.release >= V0_5_10
+                       else f" Current value: self.server_args.mem_fraction_static={mfs}")
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
         s = report.settings
@@ -156,8 +308,9 @@ class SglangPlan(Plan):
         if s["max_mamba_cache_size"] is not None:
             tokens.append(f"{s['max_mamba_cache_size']:,} mamba states")
         pools = ", ".join(f"{g.kind} pool: {g.layers} layers" for g in report.groups)
-        kept = ["SGLang keeps this model's sliding-window layers in the full pool (only "
-                "Llama-4, gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get a sliding-window pool)"]
+        kept = [f"SGLang {self.release} keeps this model's sliding-window layers in the full "
+                "pool (from v0.5.8 only Llama-4, gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get a "
+                "sliding-window pool; before, Gemma-2/3 in v0.4.10: docs/kvmem-engines.md)"]
         return (f"SGLang pools: {pools}; cell {self.cell_size:,} B per token; "
                 f"{', '.join(tokens)}", *(kept if s.get("sliding_layers_in_full_pool") else []),
                 *report.logs(list(report.lines)))
@@ -169,18 +322,22 @@ class SglangPlan(Plan):
         groups = [EngineGroup(kind, n, n, self.block_size, self.block_size * per_token, window)
                   for kind, n, per_token, window in kinds if n]
         refusal = None
-        if self.past_model_len(max_model_len):
-            # SGLang's words (configs/model_config.py), raised before any memory is sized.
-            refusal = (f"User-specified context_length ({max_model_len}) is greater than the "
-                       f"derived context_length ({self.model_max_len}) (set "
-                       "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to override)")
+        if self.refuses_long_context(max_model_len):
+            # SGLang's words (configs/model_config.py, v0.5.1 on), raised before any memory
+            # is sized.
+            refusal = (f"Warning: User-specified context_length ({max_model_len}) is greater "
+                       f"than the derived context_length ({self.model_max_len}). This may lead "
+                       "to incorrect model outputs or CUDA errors. Note that the derived "
+                       "context_length may differ from max_position_embeddings in the model's "
+                       "config. To allow overriding this maximum, set the env var "
+                       "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
         if pools is not None and pools[0] <= 0:
-            refusal = refusal or ("Not enough memory for the KV cache pool (SGLang's advice: "
-                                  "increase mem_fraction_static)")
+            refusal = refusal or self._no_memory()
         starts = pools is not None and pools[0] > 0
         mfs, source = (self.settings.get(f"mem_fraction_static{k}") for k in ("", "_source"))
         reason = f"{self.block_size} (SGLang's page_size" + (
-            ", token-granular)" if self.block_size == 1 else ")")
+            ", token-granular)" if self.block_size == 1 else
+            f": {self.page_note})" if self.page_note else ")")
         header = f"block {reason}"
         if isinstance(mfs, float) and isinstance(source, Note):
             header += f"; mem_fraction_static {mfs:g} ({source.template})"
@@ -210,13 +367,14 @@ class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
     code: ClassVar[str] = "token pools (model_runner_kv_cache_mixin.py)"
-    # One release modelled: the default fraction is PR #10975's heuristic (Sep 2025); older
-    # releases had another, so sglang@0.4 is refused rather than answered with v0.5's.
-    releases: ClassVar[tuple[Release, Release] | None] = (V0_5, V0_5)
+    # v0.4.6 to v0.5.23 (the newest on PyPI), by patch: sglang@0.4 is v0.4.10, sglang@0.5
+    # v0.5.23; what changed between them: the V0_x_y rules above (docs/kvmem-engines.md).
+    releases: ClassVar[tuple[Release, Release] | None] = (V0_4_6, V0_5_23)
+    patches: ClassVar[tuple[Release, ...]] = (V0_4_10, V0_5_23)
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8
-    release: Release = V0_5
+    release: Release = V0_5_23
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "release", self.release_of(self.release))
@@ -251,7 +409,11 @@ class Sglang(Engine):
             if self.mem_fraction_static is not None:
                 mfs, source = self.mem_fraction_static, f"{arg('mem_fraction_static')} given"
             else:
-                mfs, source = default_mem_fraction_static(dep.memory_bytes, dep.layout.tp, dep.pp)
+                mfs, source = default_mem_fraction_static(
+                    dep.memory_bytes, dep.layout.tp, dep.pp, self.release,
+                    mla=bool(dep.layout.counts["mla"]),
+                    prefill_graph=_family(dep) not in NO_PREFILL_GRAPH_FAMILIES
+                    and not _rocm(dep))
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -271,17 +433,14 @@ class Sglang(Engine):
 
     def pools(self, dep: Deployment, available: int | None,
               settings: dict[str, object] | None = None) -> SglangPlan:
-        layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
+        layout = dep.layout
+        page, page_note = self._page(dep)
         counts = layout.counts
         if layout.indexer_bytes:
             raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
                              f"not modelled; use {arg('engine', 'vllm')}", param="engine")
-        # Llama-4 (the one chunked family, its config read as model_type llama4_text) is
-        # hybrid SWA with the chunk as its window (model_runner: sliding_window_size =
-        # attention_chunk_size).
-        hybrid_swa = bool(counts["sliding"]) and (
-            dep.family in HYBRID_SWA_FAMILIES or layout.chunked) and not (
-            dep.family == "gpt-oss" and dep.gpu is not None and dep.gpu.architecture == "blackwell")
+        self._refuse_unserved(dep)
+        hybrid_swa = bool(counts["sliding"]) and self._swa_pool(dep)
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
@@ -294,17 +453,64 @@ class Sglang(Engine):
         best = max(stages, key=lambda s: full_bytes * s.full + swa_bytes * s.swa)
         if best.full + best.swa == 0:
             raise UsageError("this model caches no tokens (only fixed-state layers)")
-        ratio = self.swa_full_tokens_ratio
+        ratio, mfs = self.swa_full_tokens_ratio, (settings or {}).get("mem_fraction_static")
         return SglangPlan(
             full_bytes=full_bytes or swa_bytes, swa_bytes=swa_bytes, stage=best,
             window=layout.window,
             # SGLang's mamba_ssm_dtype defaults to float32: twice the bf16 bytes counted.
-            state_bytes=best.linear * layout.state_bytes * 2, block_size=page,
+            state_bytes=best.linear * layout.state_bytes * 2, block_size=page, page_note=page_note,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
                       "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
-            model_max_len=dep.model_max_len, version=self.version)
+            model_max_len=dep.model_max_len, version=self.version, release=self.release,
+            dtype=layout.dtype.name, mem_fraction_static=mfs if isinstance(mfs, float) else None)
+
+    def _refuse_unserved(self, dep: Deployment) -> None:
+        """A family the release has no model file for, or Mamba layers before v0.5.4's pool."""
+        since, sglang = SERVED_FROM.get(_family(dep)), arg("engine", "sglang")
+        if since is not None and self.release < since:
+            raise UsageError(f"SGLang {self.release} has no model code for {dep.model} (it came "
+                             f"in {since}); use {sglang}", param="engine")
+        if dep.layout.counts["linear"] and self.release < V0_5_4:
+            raise UsageError(f"SGLang's Mamba state pool is modelled from v0.5.4 (sized by "
+                             f"mamba_full_memory_ratio); {dep.model} under {self.release} is not; "
+                             f"use {sglang}", param="engine")
+
+    def _page(self, dep: Deployment) -> tuple[int, str]:
+        """The page_size: 1 (or the given one), except where the default attention backend on
+        SM 10.x Blackwell (B200, B300; not the RTX 50xx's SM 12.0) takes other pages: DeepSeek-V3
+        runs trtllm_mla from v0.5.4 (pages of 32 or 64, else 64), gpt-oss trtllm_mha from its
+        first release (v0.5.1), Llama-4 from v0.5.6 and other attention models from v0.5.7 (16,
+        32 or 64, and 128 by v0.5.23; else 64), server_args.py."""
+        given = 1 if dep.block_size is None else dep.block_size
+        if not _sm100(dep):
+            return given, ""
+        if dep.layout.counts["mla"]:
+            if _family(dep) == "deepseek-v3" and self.release >= V0_5_4 and given not in (32, 64):
+                return 64, "trtllm_mla on Blackwell takes 32 or 64"
+            return given, ""
+        takes = (16, 32, 64, 128) if self.release >= V0_5_23 else (16, 32, 64)
+        since = (V0_5_1 if _family(dep) == "gpt-oss" else Release(0, 5, 6) if dep.layout.chunked
+                 else V0_5_7)
+        if self.release >= since and given not in takes:
+            return 64, f"trtllm_mha on Blackwell takes {', '.join(map(str, takes))}"
+        return given, ""
+
+    def _swa_pool(self, dep: Deployment) -> bool:
+        """Whether the release gives the sliding layers their own pool (HYBRID_SWA_FROM,
+        SWA_BY_WINDOW). Llama-4 (the one chunked family, model_type llama4_text) takes its chunk
+        as the window (model_runner: sliding_window_size = attention_chunk_size); gpt-oss on
+        Blackwell runs trtllm_mha, which turned the pool off in v0.5.8 and v0.5.9 (server_args.py;
+        trtllm_mha translates SWA indices from PR #18970, and v0.5.10 keeps the pool)."""
+        family, release = _family(dep), self.release
+        if family in SWA_BY_WINDOW:
+            first, last = SWA_BY_WINDOW[family]
+            if first <= release < last:
+                return True
+        since = HYBRID_SWA_FROM.get(family, V0_5_8 if dep.layout.chunked else None)
+        return since is not None and release >= since and not (
+            family == "gpt-oss" and _sm100(dep) and release < V0_5_10)
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
@@ -319,6 +525,12 @@ class Sglang(Engine):
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
         # SGLang starts; its scheduler aborts prompts past max_req_input_len
+        if (self.release < V0_5_1 and report.model_max_len is not None
+                and context > report.model_max_len):
+            return [Note(f"SGLang {self.release} starts past the model's context_length "
+                         f"({report.model_max_len:,}) with a warning: "
+                         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaulted to True before "
+                         "v0.5.1 (configs/model_config.py)")]
         pool = report.cache_tokens
         if report.refuses_to_start or not pool or context <= pool:
             return []
@@ -329,8 +541,10 @@ class Sglang(Engine):
 
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,
-                swa_full_tokens_ratio: float | None = None) -> SglangPlan:
+                swa_full_tokens_ratio: float | None = None,
+                release: str | Release = V0_5_23) -> SglangPlan:
     """SGLang's pools for ``layout`` on one stage with token-granular pages."""
-    engine = Sglang(swa_full_tokens_ratio=swa_full_tokens_ratio)
+    engine = Sglang(swa_full_tokens_ratio=swa_full_tokens_ratio,
+                    release=Sglang.release_of(release))
     return engine.pools(Deployment(layout=layout, family=family), available)
 
