@@ -297,11 +297,14 @@ def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12(engine: str, block
 
 
 @pytest.mark.parametrize(("dtype", "engine", "fragment"), [
-    ("fp8_per_token_head", "vllm@0.18", "came after v0.18 (PR #38378"),
-    ("int8_per_token_head", "vllm@0.11", "came after v0.18 (PR #38378"),
-    ("nvfp4", "vllm@0.18", "came after v0.18 (PR #37332"),
-    ("int4_per_token_head", "vllm", "vLLM v0.21 has no int4_per_token_head KV cache: it came "
-     "after v0.23 (PR #40835, merged 2026-06-24); use --engine vllm@0.24 or later")])
+    # vllm/config/cache.py CacheDType: v0.19's literal ends at fp8_ds_mla; v0.20's adds the
+    # per-token-head layouts and nvfp4; int4_per_token_head is first listed in v0.25's.
+    ("fp8_per_token_head", "vllm@0.19", "is a vLLM cache dtype from v0.20 (PR #38378)"),
+    ("int8_per_token_head", "vllm@0.11", "is a vLLM cache dtype from v0.20 (PR #38378)"),
+    ("nvfp4", "vllm@0.19", "is a vLLM cache dtype from v0.20 (PR #37332"),
+    ("int4_per_token_head", "vllm@0.24", "vLLM v0.24 has no int4_per_token_head KV cache: it is a "
+     "vLLM cache dtype from v0.25 (PR #40835); use --engine vllm@0.25 or later"),
+    ("int4_per_token_head", "vllm@0.21", "use --engine vllm@0.25 or later")])
 def test_a_release_without_the_dtype_refuses_it_in_one_line(
         dtype: str, engine: str, fragment: str) -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-dtype", dtype,
@@ -312,7 +315,8 @@ def test_a_release_without_the_dtype_refuses_it_in_one_line(
 
 
 @pytest.mark.parametrize(("dtype", "engine"), [
-    ("fp8_per_token_head", "vllm@0.19"), ("nvfp4", "vllm"), ("int4_per_token_head", "vllm@0.24"),
+    ("fp8_per_token_head", "vllm@0.20"), ("int8_per_token_head", "vllm@0.20"),
+    ("nvfp4", "vllm@0.20"), ("int4_per_token_head", "vllm@0.25"),
     ("fp8_e5m2", "vllm@0.11"), ("fp8_e4m3", "vllm@0.11")])
 def test_a_release_with_the_dtype_accepts_it(dtype: str, engine: str) -> None:
     assert _engine("-m", "llama-3.1-8b", "--kv-dtype", dtype, "--engine", engine)["num_blocks"]

@@ -154,29 +154,30 @@ V0_17 = Release(0, 17)
 ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # by catalog family or config model_type prefix
 
 
-# --kv-cache-dtype values newer than v0.11, with the last release known to lack each
-# (vllm/config/cache.py CacheDType; fp8, fp8_e4m3 and fp8_e5m2 predate v0.11, and fp8_ds_mla came
-# with DeepSeek-V3.2, PR #25896, v0.11). A release lacks a PR when it was out before the merge:
-# v0.18.0 was released by 2026-03-23 (xorbitsai/inference PR #4718 adapts to it) and v0.23.0
-# ran by 2026-06-19 (its start-up log in vllm-project/vllm issue #46169).
+# --kv-cache-dtype values newer than v0.11, with the last release that lacks each: read from the
+# CacheDType literal (vllm/config/cache.py) of every release's sdist. fp8, fp8_e4m3 and fp8_e5m2
+# predate v0.11; fp8_ds_mla came with DeepSeek-V3.2 (PR #25896, v0.11: there vLLM turns an fp8
+# or "auto" cache into it, vllm/model_executor/models/config.py DeepseekV32ForCausalLM, and the
+# literal lists it from v0.12). The per-token-head layouts and nvfp4 are first listed in v0.20
+# (v0.19's literal ends at fp8_ds_mla), int4_per_token_head in v0.25 (v0.24's lists int8 and fp8
+# only).
 DTYPE_SINCE: dict[str, tuple[Release, str]] = {
-    "fp8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
-    "int8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
-    "nvfp4": (Release(0, 18), "PR #37332, merged 2026-04-17"),
-    "int4_per_token_head": (Release(0, 23), "PR #40835, merged 2026-06-24"),
+    "fp8_per_token_head": (Release(0, 20), "PR #38378"),
+    "int8_per_token_head": (Release(0, 20), "PR #38378"),
+    "nvfp4": (Release(0, 20), "PR #37332, with PR #40177"),
+    "int4_per_token_head": (Release(0, 25), "PR #40835"),
 }
 
 
 def check_dtype(name: str, release: Release) -> None:
-    """Refuse a KV cache dtype ``release`` did not have, naming when vLLM added it."""
+    """Refuse a KV cache dtype ``release`` did not have, naming the first release with it."""
     since = DTYPE_SINCE.get(name)
-    if since is None or release > since[0]:
+    if since is None or release >= since[0]:
         return
-    last, pr = since
-    later = Release(last.major, last.minor + 1)
-    raise UsageError(f"vLLM {release} has no {name} KV cache: it came after {last} ({pr}); use "
-                     f"{arg('engine', f'vllm@{later.major}.{later.minor}')} or later",
-                     param="kv_dtype", related=("engine",))
+    first, pr = since
+    raise UsageError(f"vLLM {release} has no {name} KV cache: it is a vLLM cache dtype from "
+                     f"{first} ({pr}); use {arg('engine', f'vllm@{first.major}.{first.minor}')} "
+                     "or later", param="kv_dtype", related=("engine",))
 
 
 def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[int, str] | None:
