@@ -286,14 +286,34 @@ def test_deepseek_v32_sparse_mla_is_64_on_blackwell(release: str, block: int) ->
     assert ("FlashMLASparse" in str(why)) == (block == 64)
 
 
-@pytest.mark.parametrize(("engine", "block"), [("vllm@0.11", 1072), ("vllm@0.12", 1088)])
-def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12(engine: str, block: int) -> None:
+@pytest.mark.parametrize(("engine", "block"), [
+    ("vllm@0.11", 1072), ("vllm@0.12", 1088), ("vllm@0.17", 1088), ("vllm@0.18", 1072),
+    ("vllm", 1072)])
+def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12_to_v0_17(
+        engine: str, block: int) -> None:
     """Qwen3-Next, fp8 attention (1,024 B per token per layer), bf16 state of 1,097,728 B: steps of
     16 give 16 x 67 = 1,072; FlashInfer's missing 16-token blocks for head_dim 256 on Blackwell
-    (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088."""
+    (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088, in
+    HybridAttentionMambaModelConfig of v0.12 to v0.17 only: v0.18's has no such branch."""
     e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "B200",
                 "--engine", engine)
     assert e["block_size"] == block
+
+
+@pytest.mark.parametrize(("engine", "given", "block"), [
+    ("vllm@0.19", 64, 1072), ("vllm@0.20", 64, 1088), ("vllm", 64, 1088),
+    ("vllm@0.19", 32, 1072), ("vllm@0.20", 32, 1088), ("vllm@0.20", 2048, 2048)])
+def test_hybrid_block_steps_in_the_given_block_from_v0_20(
+        engine: str, given: int, block: int) -> None:
+    """Qwen3-Next on H100, fp8 attention (1,024 B a token), state 1,097,728 B, --block-size given:
+    to v0.19 HybridAttentionMambaModelConfig steps in 16 whatever the block, 16 x cdiv(1,097,728,
+    16,384) = 16 x 67 = 1,072; from v0.20 (PR #37467) _align_hybrid_block_size steps in
+    max(FlashAttention's 16, the block): 64 x cdiv(1,097,728, 65,536) = 64 x 17 = 1,088 and
+    32 x 34 = 1,088. A block above the need is kept."""
+    e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "H100",
+                "--block-size", str(given), "--engine", engine)
+    assert e["block_size"] == block
+    assert ("PR #37467" in str(e["block_size_reason"])) == (block == 1088)
 
 
 @pytest.mark.parametrize(("dtype", "engine", "fragment"), [

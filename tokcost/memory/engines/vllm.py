@@ -112,13 +112,18 @@ class Group:
 #   PR #32615 (2026-01-19, after v0.14's branch) made it FlashInfer MLA (64 unless the block is 32
 #   or a multiple of 64): v0.15 to v0.17.
 # - FlashInfer on Blackwell has no 16-token blocks for head_dim 256: a Mamba hybrid's attention
-#   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 on (v0.11.1/.2 are read as
-#   v0.11, which did not have it); reverted by PR #36987 (2026-03-16), which tokcost does not
-#   date yet: it keeps the steps of 32 from v0.18 on.
+#   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 to v0.17 (v0.11.1/.2 are read
+#   as v0.11, which did not have it); v0.18's HybridAttentionMambaModelConfig no longer has the
+#   branch (removed by PR #36987, 2026-03-16), so steps of 16 again.
+# - A Mamba hybrid's attention block steps from v0.20 (PR #37467, merged after the v0.19 branch):
+#   Platform._align_hybrid_block_size (vllm/platforms/interface.py) runs once the backend is
+#   known and steps in max(the backend's smallest kernel block, the block already chosen), so a
+#   given --block-size of 64 raises in steps of 64; before it the config stepped in 16 (64 for
+#   MLA: 128 only when CUTLASS MLA was asked for by name, vllm/model_executor/models/config.py).
 # From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
 # of the forcing above is left: vLLM takes the block from the attention backend it selects,
 # ``_backend_block`` below.
-V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
+V0_12, V0_15, V0_18, V0_20 = Release(0, 12), Release(0, 15), Release(0, 18), Release(0, 20)
 
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
@@ -265,18 +270,31 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
             reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
     if kinds["linear"] and attn:
-        if kinds["mla"]:
-            align = 128 if where == "blackwell" else 64
-        else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell (v0.12 on)
-            align = 32 if (where == "blackwell" and dep.head_dim == 256
-                           and release >= V0_12) else 16
+        align, how = _hybrid_step(layout, dep, where, block, release)
         needed = align * cdiv(layout.state_bytes, align * attn)
         if block < needed:
             block = needed
             reason = (f"{needed}: vLLM raises the attention block until its page ({needed} x "
                       f"{attn:,} B) covers the {layout.state_bytes:,} B linear-attention state, "
-                      f"in steps of {align} (vllm/model_executor/models/config.py)")
+                      f"in steps of {align} ({how})")
     return block, Note(reason)
+
+
+def _hybrid_step(layout: KvLayout, dep: Deployment, where: str, block: int,
+                 release: Release) -> tuple[int, str]:
+    """The step in which vLLM ``release`` raises a Mamba hybrid's attention block, and where."""
+    if release >= V0_20:  # PR #37467: max(smallest kernel block, block); FlashAttention,
+        # FlashInfer and Triton MLA take 16; an MLA backend that takes no 16 set ``block`` to
+        # its smallest kernel block already (_backend_block), or a given block is kept.
+        return max(16, block), ("the larger of the backend's smallest kernel block and the "
+                                "block: vllm/platforms/interface.py, PR #37467")
+    src = "vllm/model_executor/models/config.py"
+    if layout.counts["mla"]:  # CUTLASS MLA, Blackwell's default to v0.14, forces 128 after it
+        return (128, src) if where == "blackwell" and release < V0_15 else (64, src)
+    if where == "blackwell" and dep.head_dim == 256 and V0_12 <= release < V0_18:
+        return 32, (f"{src}: FlashInfer takes no 16-token blocks for head_dim 256 on "
+                    "Blackwell, PR #27994")
+    return 16, src
 
 
 def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
