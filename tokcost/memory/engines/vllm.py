@@ -219,19 +219,18 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
 #   (mla/flashmla.py): 64.
 # - MLA on Blackwell (SM 10.x): FLASHINFER_MLA, [32, 64] (mla/flashinfer_mla.py): 32.
 # - MLA on other GPUs: TRITON_MLA, no kernel limit (MultipleOf(16) later): 16.
-# - DeepSeek-V3.2 (sparse): FLASHMLA_SPARSE, [64] (mla/flashmla_sparse.py), the one sparse
-#   backend on Hopper: 64; on Blackwell FLASHINFER_MLA_SPARSE ([32, 64], 32) comes first at 16
-#   heads per GPU or fewer, and for an fp8 cache (PR #37252), but takes no fp8_ds_mla: tokcost
-#   gives 64 there and says that the other cases are not modelled.
-def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
+# - DeepSeek-V3.2 (sparse), _sparse_block below: FLASHMLA_SPARSE, [64] (mla/flashmla_sparse.py),
+#   on Hopper (from v0.30 FLASH_ATTN_MLA_SPARSE, MultipleOf(64), comes first for 16-bit caches,
+#   PR #46189: 64 too); on Blackwell the sparse backends' order depends on the heads per GPU and
+#   the cache dtype.
+def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
+                   release: Release) -> tuple[int, str]:
     """The block vLLM v0.18 on takes from the backend it selects (no --block-size given)."""
     src = "vllm/platforms/interface.py update_block_size_for_backend, PR #35122"
     if not layout.counts["mla"]:
         return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
     if layout.indexer_bytes > 0:
-        fi = ("; FlashInfer MLA sparse's 32 is not modelled" if where == "blackwell"
-              and layout.dtype.name != "fp8_ds_mla" else "")
-        return 64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src}){fi}"
+        return _sparse_block(layout, dep, where, block, release, src)
     if where == "blackwell":
         return 32, f"32: FlashInfer MLA's smallest kernel block, Blackwell's MLA backend ({src})"
     if where != "hopper":
@@ -241,6 +240,52 @@ def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
                        f"for a 16-bit cache, takes it ({src})")
     return 64, (f"64: FlashMLA's kernel block; FlashAttention MLA, Hopper's first MLA backend, "
                 f"takes no {layout.dtype.name} cache ({src})")
+
+
+# DeepSeek-V3.2 on Blackwell (SM 10.x), _get_backend_priorities in vllm/platforms/cuda.py; num_heads
+# is the MLA layer's, the model's query heads // tp:
+# - v0.18: FLASHINFER_MLA_SPARSE before FLASHMLA_SPARSE at 16 heads per GPU or fewer, after it
+#   above (PR #33451 added the FlashInfer backend);
+# - v0.19 on: FlashInfer first for any quantized cache too (PR #37252, "Set Flashinfer sparse MLA
+#   as default backend for FP8 kv cache"), whatever the heads;
+# - v0.33 on: at 16 heads or fewer a bf16 cache tries FLASH_ATTN_MLA_SPARSE_FA4 first
+#   (mla/flashattn_mla_sparse.py: kv cache auto/bfloat16 only, 8, 16, 32, 64 or 128 query heads
+#   x dcp, and a 512 + 64 latent).
+# FlashInfer MLA sparse (mla/flashinfer_mla_sparse.py) takes auto/float16/bfloat16/fp8/fp8_e4m3
+# caches, kernel blocks [32, 64] (MultipleOf(32) by v0.33): vLLM's default 16 is not one, so 32.
+# FA4 sparse and FlashMLA sparse: multiples of 64 / [64]: 64. FlashMLA sparse stores an fp8 cache
+# as fp8_ds_mla (mla_attention.py converts it after selecting the backend).
+SPARSE_FI_DTYPES = ("bf16", "fp16", "fp8", "fp8_e4m3")
+V0_33 = Release(0, 33)
+
+
+def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, release: Release,
+                  src: str) -> tuple[int, str]:
+    """DeepSeek-V3.2's block from the sparse MLA backend vLLM ``release`` selects."""
+    name = layout.dtype.name
+    flashmla = (64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src})"
+                + ("; vLLM stores an fp8 cache there as fp8_ds_mla: give "
+                   f"{arg('kv_dtype', 'fp8_ds_mla')}" if name in ("fp8", "fp8_e4m3") else ""))
+    if where != "blackwell":
+        return flashmla
+    heads = dep.heads_per_gpu
+    few = heads is not None and heads <= 16
+    if release >= V0_33 and name == "bf16" and few and heads is not None \
+            and heads * dep.dcp in ((8, 16, 32, 64) if dep.dcp > 1 else (8, 16)) \
+            and layout.token_bytes["mla"] - layout.indexer_bytes == 2 * (512 + 64):
+        return 64, (f"64: FA4 sparse MLA's kernel block (multiples of 64), Blackwell's first "
+                    f"sparse backend for a bf16 cache at {heads} heads per GPU from v0.33 ({src})")
+    quantized = name not in ("bf16", "fp16")
+    if name in SPARSE_FI_DTYPES and (few or (quantized and release >= V0_19)):
+        why = (f"{heads} heads per GPU, 16 or fewer" if few else
+               "an fp8 cache, from v0.19 (PR #37252)")
+        return 32, (f"32: FlashInfer MLA sparse's smallest kernel block; vLLM puts it first on "
+                    f"Blackwell for {why} ({src})")
+    if heads is None and name in SPARSE_FI_DTYPES:
+        return flashmla[0], flashmla[1] + (
+            "; the model's attention heads are not known: at 16 per GPU or fewer vLLM would take "
+            "FlashInfer MLA sparse, 32")
+    return flashmla
 
 
 def resolve_block_size(layout: KvLayout, dep: Deployment,
@@ -254,7 +299,7 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
     where = arch or "hopper"
     assumed = "" if arch else " (no GPU architecture given: Hopper assumed)"
     if release >= V0_18 and dep.block_size is None:
-        block, reason = _backend_block(layout, where, block)
+        block, reason = _backend_block(layout, dep, where, block, release)
         if kinds["mla"]:
             reason += assumed
     elif release >= V0_18:
