@@ -14,8 +14,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
 import pytest
+from typer.testing import CliRunner
 
 from tokcost.catalog.hf_config import architecture_from_config
+from tokcost.cli.app import app
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.vllm import Vllm, resolve_block_size
 from tokcost.memory.kv import kv_layout
@@ -96,3 +98,19 @@ def test_the_block_sizes_the_pool() -> None:
     plan = Vllm(release=Vllm.release_of("0.21")).pool(dep, 20 * GiB)
     assert plan.block_size == 32 and plan.page_bytes == 32 * 1284
     assert plan.num_blocks == 20 * GiB // (32 * 1284) // 61 == 8568
+
+
+@pytest.mark.parametrize(("engine", "gpu", "given", "block"), [
+    # v0.11: block_size != 64 -> 64 (FlashMLA), != 128 -> 128 (CUTLASS MLA)
+    ("vllm@0.11", "H100", 128, 64), ("vllm@0.11", "B200", 256, 128),
+    # v0.12 on: block_size % 64 / % 128 -> a multiple is kept
+    ("vllm@0.12", "H100", 128, 128), ("vllm@0.12", "B200", 256, 256)])
+def test_v0_11_forces_the_kernel_block_itself(engine: str, gpu: str, given: int,
+                                              block: int) -> None:
+    """DeepSeek-V3 with --block-size given: vllm/platforms/cuda.py check_and_update_config of
+    v0.11 compares with != where v0.12's takes the remainder."""
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--gpu", gpu,
+                                      "--block-size", str(given), "--engine", engine,
+                                      "--kv-memory", "20GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["engine"]["block_size"] == block

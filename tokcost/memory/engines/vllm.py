@@ -191,8 +191,13 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
     if sparse:
         return (None if block == 64 else (64, "64: vLLM forces 64-token blocks for DeepSeek-V3.2's"
                 " FlashMLASparse backend (vllm/platforms/cuda.py, PR #25896)"))
+    # v0.11 forces unless the block equals the kernel's (block_size != 64, != 128); v0.12 on keeps
+    # a multiple of it (% 64, % 128: vllm/platforms/cuda.py check_and_update_config)
+    def kept(n: int) -> bool:
+        return block == n if release < V0_12 else block % n == 0
+
     if where == "hopper":
-        return None if block % 64 == 0 else (
+        return None if kept(64) else (
             64, "64: vLLM forces 64-token blocks for FlashMLA on Hopper (vllm/platforms/cuda.py, "
             "PR #14451; to v0.17)")
     if where != "blackwell":
@@ -201,7 +206,7 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
         return None if block == 32 or block % 64 == 0 else (
             64, "64: vLLM forces 64-token blocks for FlashInfer MLA, Blackwell's default MLA "
             "backend from v0.15 (vllm/platforms/cuda.py, PR #32615; to v0.17)")
-    return None if block % 128 == 0 else (
+    return None if kept(128) else (
         128, "128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default MLA backend"
         " to v0.14 (PR #21626; FlashInfer MLA from v0.15, PR #32615) (vllm/platforms/cuda.py)")
 
