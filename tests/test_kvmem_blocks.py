@@ -114,3 +114,64 @@ def test_v0_11_forces_the_kernel_block_itself(engine: str, gpu: str, given: int,
                                       "--kv-memory", "20GiB", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["engine"]["block_size"] == block
+
+
+# --- pages that do not divide (v0.24, PR #45181) and skip layers (v0.25, PR #42890) ------------
+
+def _estimate(model: str, engine: str, **options: object) -> dict[str, object]:
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", model, "--engine", engine,
+                                      "--kv-memory", "20GiB", "--context", "131072", *args,
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    engine_out: dict[str, object] = json.loads(result.stdout)["engine"]
+    return engine_out
+
+
+def _groups(e: dict[str, object]) -> list[tuple[str, int, int]]:
+    groups = cast("list[dict[str, int | str]]", e["groups"])
+    return [(str(g["kind"]), int(g["block_size"]), int(g["page_bytes"])) for g in groups]
+
+
+def test_gpt_oss_nvfp4_with_bf16_sliding_layers_by_release() -> None:
+    """GPT-OSS-120B, nvfp4 with --kv-skip-layers sliding_window: 8 kv heads of 64, so a token is
+    8 x 2 x (32 + 4) = 576 B in a full layer (nvfp4) and 8 x 2 x 64 x 2 = 2,048 B in a sliding
+    one (bf16); 18 layers of each, window 128, 8,192 tokens a step.
+    v0.24 (PR #45181): 16-token pages of 9,216 and 32,768 B do not divide, so the full page is
+    padded to 32,768: floor(20 GiB / 32,768 / 18) = 36,408 blocks; a request holds
+    cdiv(131,072, 16) = 8,192 full blocks + cdiv(min(127 + 8,192, 131,072), 16) + 1 = 521.
+    v0.25 (PR #42890): block 16 x cdiv(2,048 x 16, 16 x 576) = 64, shared page 64 x 576 =
+    36,864 B; the sliding layers take FlashInfer's largest kernel block whose bf16 page fits it,
+    16 (32 x 2,048 > 36,864), padded to 36,864: floor(20 GiB / 36,864 / 18) = 32,363 blocks, a
+    request 2,048 + 521 = 2,569."""
+    old = _estimate("gpt-oss-120b", "vllm@0.24", kv_dtype="nvfp4",
+                    kv_skip_layers="sliding_window")
+    assert old["block_size"] == 16
+    assert sorted(_groups(old)) == [("full", 16, 32_768), ("sliding", 16, 32_768)]
+    assert old["num_blocks"] == 20 * GiB // 32_768 // 18 == 36_408
+    assert old["blocks_per_request"] == 8_192 + 521
+    for engine in ("vllm@0.25", "vllm@0.30"):
+        new = _estimate("gpt-oss-120b", engine, kv_dtype="nvfp4",
+                        kv_skip_layers="sliding_window")
+        assert new["block_size"] == 64 and "PR #42890" in str(new["block_size_reason"])
+        assert sorted(_groups(new)) == [("full", 64, 36_864), ("sliding", 16, 36_864)]
+        assert new["num_blocks"] == 20 * GiB // 36_864 // 18 == 32_363
+        assert new["blocks_per_request"] == 2_048 + 521
+
+
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.24", 16), ("vllm@0.25", 32)])
+def test_skip_layers_raise_a_full_attention_block_from_v0_25(engine: str, block: int) -> None:
+    """Llama-3.1-8B, fp8 (2,048 B a token a layer) with layers 0 and 31 in bf16 (4,096 B): from
+    v0.25 the block is 16 x cdiv(4,096 x 16, 16 x 2,048) = 32; one group of summed pages
+    (UniformTypeKVCacheSpecs) either way: block x (30 x 2,048 + 2 x 4,096) B."""
+    e = _estimate("llama-3.1-8b", engine, kv_dtype="fp8", kv_skip_layers="0,31")
+    assert e["block_size"] == block
+    assert e["num_blocks"] == 20 * GiB // (block * (30 * 2048 + 2 * 4096))
+
+
+def test_without_skip_layers_v0_25_changes_nothing() -> None:
+    """Sliding layers pick their own block from v0.25, FlashAttention's smallest (16), which
+    unify scales to the full layers' block when the pages divide: GPT-OSS in bf16, block 64."""
+    for engine in ("vllm@0.24", "vllm@0.25", "vllm@0.30"):
+        e = _estimate("gpt-oss-120b", engine, block_size=64)
+        assert sorted(_groups(e)) == [("full", 64, 64 * 2048), ("sliding", 64, 64 * 2048)]

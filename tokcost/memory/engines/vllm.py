@@ -22,12 +22,13 @@ from tokcost.memory.engines.base import (
     largest,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
-from tokcost.memory.kv import KvLayout, pp_stages
+from tokcost.memory.kv import KvLayout, kv_dtype, pp_stages
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from tokcost.catalog.schema import LayerKind
     from tokcost.memory.request import KvRequest
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
@@ -347,7 +348,83 @@ def _hybrid_step(layout: KvLayout, dep: Deployment, where: str, block: int,
     return 16, src
 
 
-def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
+# Pages that do not divide, and layers kept in the model dtype (--kv-cache-dtype-skip-layers):
+# - v0.24 (PR #45181, "Support mixed KV page sizes"): unify_kv_cache_spec_page_size
+#   (vllm/v1/core/kv_cache_utils.py) pads a smaller attention page that does not divide the
+#   largest one up to it, keeping its block, where the backend reads pages by the block stride
+#   (AttentionSpec.indexes_kv_by_block_stride: FlashAttention, FlashInfer and Triton do); from
+#   v0.29 every non-MLA attention layer is padded so; MLA pages are not (vLLM refuses).
+# - v0.25 (PR #42890, "Support nvfp4 kv with kv-cache-dtype-skip-layers sliding_window"):
+#   Platform._align_heterogeneous_kv_block_size (vllm/platforms/interface.py) runs whenever
+#   skip layers are set. With p and s a token's page in the cache dtype and in the model's
+#   (FullAttentionSpec of the model's heads; p == s leaves all as is) and k the backend's
+#   smallest kernel block, the block becomes max(k, block) x cdiv(s x k, max(k, block) x p) if
+#   that is larger, and block x p is the shared page every sliding layer pads to; and from
+#   v0.25 a sliding layer picks its own block (Attention.get_kv_cache_spec,
+#   vllm/model_executor/layers/attention/attention.py, _largest_kernel_block_within): the
+#   largest kernel block whose page fits the shared page (none set: the smallest kernel block,
+#   unify then scales it); from v0.30 a MultipleOf(n) backend offers the largest multiple of n
+#   that fits, and without a shared page the budget is its page at the primary block.
+V0_24, V0_25, V0_30 = Release(0, 24), Release(0, 25), Release(0, 30)
+
+
+def _kernel_blocks(layout: KvLayout, dep: Deployment, where: str) -> tuple[tuple[int, ...], int]:
+    """The non-MLA backend's kernel blocks: its fixed sizes and its MultipleOf base (0: none).
+    FlashInfer (Blackwell's first, and the one with nvfp4: flashinfer.py) lists 16, 32, 64, and
+    128 to 1,024 on Blackwell for GQA (v0.24 on, trtllm-gen); FlashAttention (Hopper's first)
+    and Triton (the per-token-head layouts) take multiples of 16."""
+    name = layout.dtype.name
+    if name.endswith("_per_token_head"):
+        return (), 16
+    if where == "blackwell" or name == "nvfp4":
+        heads, kv = dep.heads_per_gpu, layout.kv_heads_per_gpu
+        gqa = where == "blackwell" and heads is not None and bool(kv) and heads // (kv or 1) > 1
+        return (16, 32, 64, *((128, 256, 512, 1024) if gqa else ())), 0
+    return (), 16
+
+
+def _largest_within(blocks: tuple[tuple[int, ...], int], per_token: int, budget: int,
+                    release: Release) -> int:
+    """``_largest_kernel_block_within``: the largest kernel block whose page fits ``budget``."""
+    fixed, multiple = blocks
+    candidates = list(fixed)
+    if release >= V0_30 and multiple:
+        candidates.append(max(multiple, budget // per_token // multiple * multiple))
+    elif not candidates and multiple:
+        candidates = [multiple]
+    fitting = [b for b in candidates if b * per_token <= budget]
+    return max(fitting) if fitting else min(candidates)
+
+
+def align_skipped(layout: KvLayout, dep: Deployment, block: int,
+                  release: Release) -> tuple[int, int | None, str]:
+    """``_align_heterogeneous_kv_block_size`` (v0.25 on, skip layers set): the block, the page
+    sliding layers pad to (None: none) and why the block grew ('' if it did not)."""
+    kinds = layout.counts
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    if kinds["mla"]:  # FullAttentionSpec of one 576-wide head: only the dtypes' ratio counts
+        model = layout.skipped_bytes["mla"] - layout.indexer_bytes
+        model_bits = kv_dtype(layout.skipped_dtype or "bf16").bits
+        p, s = model * layout.dtype.bits // model_bits, model
+        kmin = _backend_block(layout, replace(dep, block_size=None), where, 16, release)[0]
+    else:
+        kind: LayerKind = "full" if kinds["full"] else "sliding"
+        p, s, kmin = layout.token_bytes[kind], layout.skipped_bytes[kind], 16
+    if s <= p:
+        return block, None, ""
+    align = max(kmin, block)
+    needed = align * cdiv(s * kmin, align * p)
+    why = ""
+    if block < needed:
+        why = (f"{needed}: vLLM raises the block until a page in the cache dtype ({needed} x "
+               f"{p:,} B) covers {kmin} tokens in the model's ({kmin} x {s:,} B), in steps of "
+               f"{align} (skip layers: vllm/platforms/interface.py, PR #42890)")
+        block = needed
+    return block, (None if kinds["mla"] else block * p), why
+
+
+def _specs(layout: KvLayout, block: int, hybrid_manager: bool, dep: Deployment | None = None,
+           release: Release = V0_21, shared: int | None = None) -> list[Spec]:
     kinds = layout.counts
     if kinds["linear"] and not hybrid_manager:
         raise UsageError(
@@ -358,11 +435,23 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
     pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
     top_attn = max(pages.values()) if pages else layout.state_bytes
+    dep = dep or Deployment(layout=layout)
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    own = release >= V0_25 and not unify and not layout.chunked  # sliding layers' own block
     specs: list[Spec] = []
     for i, kind in enumerate(layout.layers):
         page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
         if kind == "linear":  # the state page is padded to the attention page
             specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
+        elif kind == "sliding" and own:
+            per_token, blocks = layout.layer_bytes(i), _kernel_blocks(layout, dep, where)
+            if shared is not None:
+                sw = _largest_within(blocks, per_token, shared, release)
+                specs.append(Spec("sliding", sw, shared, layout.window))
+            else:
+                sw = (_largest_within(blocks, per_token, per_token * block, release)
+                      if release >= V0_30 else min(blocks[0] or (blocks[1],)))
+                specs.append(Spec("sliding", sw, sw * per_token, layout.window))
         elif kind == "sliding":
             specs.append(Spec("full", block, page) if unify else Spec(
                 "chunked" if layout.chunked else "sliding", block, page, layout.window))
@@ -370,14 +459,19 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
             specs.append(Spec(kind, block, page))
     if uniform_type(specs):
         return specs
-    # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
+    # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block; from
+    # v0.24 a non-MLA attention page that does not divide is padded instead (above).
     top = max(s.page_bytes for s in specs)
-    if any(top % s.page_bytes for s in specs):
+    pad = release >= V0_24
+    if any(top % s.page_bytes and not (pad and s.kind != "mla") for s in specs):
         raise UsageError("vLLM cannot start this model: its layers' page sizes do not divide "
                          "each other ('Cannot unify by adjusting block_size')" + (
-                             "; vLLM pads them from PR #42890 (merged 2026-07-03, after v0.24.0),"
-                             " which tokcost does not model" if layout.skipped else ""))
-    return [replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
+                             "; vLLM pads attention pages from v0.24 (PR #45181) and aligns skip "
+                             f"layers from v0.25 (PR #42890): {arg('engine', 'vllm@0.25')}"
+                             if layout.skipped and release < V0_24 else ""),
+                         related=("engine",))
+    return [s if s.page_bytes == top else replace(s, page_bytes=top) if top % s.page_bytes
+            else replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
             for s in specs]
 
 
@@ -542,7 +636,10 @@ class VllmPlan(Plan):
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
         layers = {kind: sum(len(g.layers) for g in self.groups if g.spec.kind == kind)
                   for kind in groups}
-        desc = [f"{n} {kind} ({layers[kind]} layers"
+        blocks = {g.spec.kind: g.spec.block_size for g in self.groups if g.spec.kind != "mamba"}
+        own: dict[str, str] = {k: f", {b}-token blocks" if len(set(blocks.values())) > 1
+                               else "" for k, b in blocks.items()}
+        desc = [f"{n} {kind} ({layers[kind]} layers{own.get(kind, '')}"
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
         tokens = self.logged_tokens(report.max_model_len) or (0, 0)
@@ -671,7 +768,12 @@ class Vllm(Engine):
                 dep.gpu.name if dep.gpu else None, dep.memory_bytes)
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
-        specs = _specs(layout, block, self.hybrid_manager)
+        shared = None
+        if self.release >= V0_25 and layout.skipped:
+            block, shared, grew = align_skipped(layout, dep, block, self.release)
+            if grew:
+                reason = Note(grew)
+        specs = _specs(layout, block, self.hybrid_manager, dep, self.release, shared)
         mixed = uniform_type(specs)
         return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
                                       tuple(range(len(specs)))),) if mixed else _groups(specs),
