@@ -131,7 +131,7 @@ V0_12, V0_15, V0_18, V0_20 = Release(0, 12), Release(0, 15), Release(0, 18), Rel
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
 # dtype, when its index (extract_layer_index) is listed or when it has a sliding window and
 # "sliding_window" is; the others keep --kv-cache-dtype. Pages that do not divide are padded
-# from PR #42890 (merged 2026-07-03, after v0.24.0, released 2026-07-01): tokcost does not model it.
+# from v0.24 and skip layers raise the block from v0.25 (align_skipped, below _hybrid_step).
 # MLA layers read the list from PR #47309 (commit 0becb7486, merged 2026-07-16):
 # MLAAttention.__init__ (vllm/model_executor/layers/attention/mla_attention.py) caches a layer
 # whose index is listed with "auto" (index only: MLA layers ignore "sliding_window"), and its
@@ -139,10 +139,9 @@ V0_12, V0_15, V0_18, V0_20 = Release(0, 12), Release(0, 15), Release(0, 18), Rel
 # as (kv_lora_rank + qk_rope_head_dim) x the model dtype's bytes (MLAAttentionSpec
 # .real_page_size_bytes, vllm/v1/kv_cache_interface.py), also under fp8_ds_mla; the indexer cache
 # (DeepSeek-V3.2) is another layer and keeps its own. The specs stay MLAAttentionSpec with one
-# block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block comes
-# from the backend picked for --kv-cache-dtype. v0.25.0 was out (by 2026-07-12) before the merge;
-# v0.26.0 was out by 2026-07-29 (tenstorrent/tt-xla PR #5827) and is the first release that can
-# carry it: whether its branch followed the merge is not pinned, and tokcost reads it from v0.26.
+# block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block is the
+# backend's for --kv-cache-dtype, raised by align_skipped. v0.26's mla_attention.py is the first
+# to read kv_cache_dtype_skip_layers (v0.25's does not).
 V0_19, V0_26 = Release(0, 19), Release(0, 26)
 SKIP_SLIDING = "sliding_window"
 
