@@ -115,7 +115,8 @@ class Group:
 # - FlashInfer on Blackwell has no 16-token blocks for head_dim 256: a Mamba hybrid's attention
 #   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 to v0.17 (v0.11.1/.2 are read
 #   as v0.11, which did not have it); v0.18's HybridAttentionMambaModelConfig no longer has the
-#   branch (removed by PR #36987, 2026-03-16), so steps of 16 again.
+#   branch (removed by PR #36987, 2026-03-16, as read before; the sdists pin the release), so
+#   steps of 16 again.
 # - A Mamba hybrid's attention block steps from v0.20 (PR #37467, merged after the v0.19 branch):
 #   Platform._align_hybrid_block_size (vllm/platforms/interface.py) runs once the backend is
 #   known and steps in max(the backend's smallest kernel block, the block already chosen), so a
@@ -159,7 +160,7 @@ V0_17 = Release(0, 17)
 ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # by catalog family or config model_type prefix
 
 
-# --kv-cache-dtype values newer than v0.11, with the last release that lacks each: read from the
+# --kv-cache-dtype values newer than v0.11, with the first release that has each: read from the
 # CacheDType literal (vllm/config/cache.py) of every release's sdist. fp8, fp8_e4m3 and fp8_e5m2
 # predate v0.11; fp8_ds_mla came with DeepSeek-V3.2 (PR #25896, v0.11: there vLLM turns an fp8
 # or "auto" cache into it, vllm/model_executor/models/config.py DeepseekV32ForCausalLM, and the
