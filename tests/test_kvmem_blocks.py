@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.cli.app import app
+from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.vllm import Vllm, resolve_block_size
 from tokcost.memory.kv import kv_layout
@@ -175,3 +176,30 @@ def test_without_skip_layers_v0_25_changes_nothing() -> None:
     for engine in ("vllm@0.24", "vllm@0.25", "vllm@0.30"):
         e = _estimate("gpt-oss-120b", engine, block_size=64)
         assert sorted(_groups(e)) == [("full", 64, 64 * 2048), ("sliding", 64, 64 * 2048)]
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.11", "vllm@0.17", "vllm@0.18", "vllm"])
+def test_deepseek_v32_fp8_is_fp8_ds_mla_where_vllm_makes_it_so(engine: str) -> None:
+    """v0.11 to v0.17 DeepseekV32ForCausalLM turns any fp8 cache into fp8_ds_mla; from v0.18
+    FlashMLASparse does (mla_attention.py), the backend on Hopper (assumed without --gpu)."""
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "--config", str(V32), "--kv-dtype",
+                                      "fp8", "--engine", engine, "--kv-memory", "20GiB"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cache as fp8_ds_mla" in lines[0], result.output
+    assert "--kv-dtype fp8_ds_mla" in lines[0]
+
+
+@pytest.mark.parametrize(("release", "tp", "starts"), [
+    ("0.18", 8, True), ("0.18", 4, False), ("0.19", 1, True), ("0.17", 8, False)])
+def test_flashinfer_mla_sparse_keeps_a_plain_fp8_cache(release: str, tp: int,
+                                                       starts: bool) -> None:
+    """On Blackwell FlashInfer MLA sparse takes fp8 as it is (61 x (576 + 132) B a token): at
+    16 heads per GPU or fewer in v0.18, at any heads from v0.19 (PR #37252)."""
+    dep = _deployment("fp8", tp)
+    engine = Vllm(release=Vllm.release_of(release))
+    if starts:
+        assert engine.pool(dep, 20 * GiB).block_size == 32
+    else:
+        with pytest.raises(UsageError, match="as fp8_ds_mla"):
+            engine.pool(dep, 20 * GiB)

@@ -294,6 +294,24 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     return flashmla
 
 
+def _check_ds_mla(layout: KvLayout, dep: Deployment, release: Release) -> None:
+    """DeepSeek-V3.2's fp8 cache is fp8_ds_mla where vLLM makes it so: v0.11 to v0.17
+    (DeepseekV32ForCausalLM.verify_and_update_config, vllm/model_executor/models/config.py,
+    turns any fp8 cache dtype into it) and, from v0.18, wherever FlashMLASparse is the backend
+    (MLAAttention.__init__, mla_attention.py); FlashInfer MLA sparse keeps a plain fp8 cache."""
+    name = layout.dtype.name
+    if not layout.indexer_bytes or not name.startswith("fp8") or name == "fp8_ds_mla":
+        return
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    if release >= V0_18 and where == "blackwell" and name in SPARSE_FI_DTYPES:
+        heads = dep.heads_per_gpu
+        if release >= V0_19 or (heads is not None and heads <= 16):
+            return
+    raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla (656 B a "
+                     "token a layer: DeepSeek's own fp8 layout); give "
+                     f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype", related=("engine",))
+
+
 def resolve_block_size(layout: KvLayout, dep: Deployment,
                        release: Release = V0_21) -> tuple[int, Note]:
     """The attention block size vLLM ``release`` ends up with, and why."""
@@ -762,6 +780,7 @@ class Vllm(Engine):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
         _check_dcp(dep)
         check_dtype(layout.dtype.name, self.release)
+        _check_ds_mla(layout, dep, self.release)
         block, reason = resolve_block_size(layout, dep, self.release)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
