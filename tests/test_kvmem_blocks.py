@@ -203,3 +203,22 @@ def test_flashinfer_mla_sparse_keeps_a_plain_fp8_cache(release: str, tp: int,
     else:
         with pytest.raises(UsageError, match="as fp8_ds_mla"):
             engine.pool(dep, 20 * GiB)
+
+
+@pytest.mark.parametrize(("engine", "args", "refused"), [
+    ("vllm@0.11", [], False), ("vllm@0.12", [], True), ("vllm@0.17", [], True),
+    ("vllm@0.17", ["--block-size", "32"], False), ("vllm@0.18", [], False),
+    ("vllm@0.17", ["--gpu", "H100"], False)])
+def test_flashinfer_refuses_16_token_blocks_for_head_dim_256_on_blackwell(
+        engine: str, args: list[str], refused: bool) -> None:
+    """Gemma-2-9B (head_dim 256), FlashInfer first on Blackwell: FlashInferMetadataBuilder
+    asserts block_size != 16 for head size 256 on SM 10.x from v0.12 to v0.17 (PR #27994)."""
+    gpu = [] if "--gpu" in args else ["--gpu", "B200"]
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "gemma-2-9b", *gpu, *args,
+                                      "--engine", engine])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    if refused:
+        assert result.exit_code == 2 and len(lines) == 1, result.output
+        assert "give --block-size 32 or 64" in lines[0]
+    else:
+        assert result.exit_code == 0, result.output

@@ -338,6 +338,15 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
             block, reason = forced
             reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
+    if (block == 16 and where == "blackwell" and dep.head_dim == 256 and not kinds["mla"]
+            and not kinds["linear"] and V0_12 <= release < V0_18):
+        # FlashInferMetadataBuilder.__init__ (vllm/v1/attention/backends/flashinfer.py) asserts
+        # block_size != 16 for head size 256 on SM 10.x, PR #27994; FlashInfer is Blackwell's first
+        # backend (vllm/platforms/cuda.py); v0.18's flashinfer.py has no such assert.
+        raise UsageError(f"vLLM {release} stops at start-up on Blackwell: FlashInfer asserts "
+                         "against 16-token blocks for head_dim 256 (v0.12 to v0.17, PR #27994); "
+                         f"give {arg('block_size', 32)} or 64", param="block_size",
+                         related=("engine",))
     if kinds["linear"] and attn:
         align, how = _hybrid_step(layout, dep, where, block, release)
         needed = align * cdiv(layout.state_bytes, align * attn)
