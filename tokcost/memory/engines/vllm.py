@@ -237,7 +237,10 @@ def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
         return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
     if layout.indexer_bytes > 0:
         return _sparse_block(layout, dep, where, block, release, src)
-    if where == "blackwell":
+    if where == "blackwell":  # FlashInfer MLA: kernel blocks [32, 64]
+        if block in (32, 64):
+            return block, (f"{block} (vLLM's default): FlashInfer MLA, Blackwell's MLA backend, "
+                           f"takes it ({src})")
         return 32, f"32: FlashInfer MLA's smallest kernel block, Blackwell's MLA backend ({src})"
     if where != "hopper":
         return block, f"{block} (vLLM's default); Triton MLA on {where} keeps it"
@@ -285,8 +288,11 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     if name in SPARSE_FI_DTYPES and (few or (quantized and release >= V0_19)):
         why = (f"{heads} heads per GPU, 16 or fewer" if few else
                "an fp8 cache, from v0.19 (PR #37252)")
-        return 32, (f"32: FlashInfer MLA sparse's smallest kernel block; vLLM puts it first on "
-                    f"Blackwell for {why} ({src})")
+        takes = block % 32 == 0 and (block in (32, 64) or release >= V0_33)  # MultipleOf(32)
+        return (block, f"{block} (vLLM's default), which FlashInfer MLA sparse takes; vLLM puts "
+                f"it first on Blackwell for {why} ({src})") if takes else (
+            32, f"32: FlashInfer MLA sparse's smallest kernel block; vLLM puts it first on "
+                f"Blackwell for {why} ({src})")
     if heads is None and name in SPARSE_FI_DTYPES:
         return flashmla[0], flashmla[1] + (
             "; the model's attention heads are not known: at 16 per GPU or fewer vLLM would take "
