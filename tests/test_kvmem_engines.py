@@ -264,7 +264,8 @@ def test_vllm_mla_block_size_kept_when_a_multiple() -> None:
         pytest.param("bf16", [], 544, id="bf16"),
         # fp8 attention halves the page per token (1,024 B), the bf16 state stays: 16 x 67.
         pytest.param("fp8", [], 1072, id="fp8"),
-        # Blackwell, head_dim 256: steps of 32: 32 x cdiv(1,097,728, 65,536) = 32 x 17 = 544.
+        # Blackwell, head_dim 256: steps of 16 again from v0.18, 16 x 34 = 544 (v0.12 to v0.17
+        # stepped in 32: 32 x cdiv(1,097,728, 65,536) = 32 x 17 = 544 too).
         pytest.param("bf16", ["--gpu", "B200"], 544, id="blackwell"),
         # A larger block given is kept; the state page is padded to it.
         pytest.param("bf16", ["--block-size", "1024"], 1024, id="given-larger"),

@@ -132,23 +132,30 @@ def test_releases_before_v0_19_refuse_the_flag() -> None:
 def test_mla_layers_read_the_list_from_v0_26() -> None:
     """DeepSeek-V3 (PR #47309, MLAAttention): 61 layers of kv_lora_rank 512 + rope 64 = 576
     values a token: 576 B in fp8, 1,152 B for the listed layers in bf16; every spec is MLA with
-    one block (64, FlashMLA's for the fp8 cache on Hopper), so one group of summed pages."""
+    one block, so one group of summed pages. The block: FlashMLA's 64 for the fp8 cache on
+    Hopper, raised by _align_heterogeneous_kv_block_size (PR #42890, v0.25 on): a token is
+    2 x 576 x 1 B in fp8 and 2 x 576 x 2 B in bf16 (FullAttentionSpec of one 576-wide head), so
+    64 x cdiv(2,304 x 64, 64 x 1,152) = 64 x 2 = 128."""
     r = estimate("deepseek-v3", kv_dtype="fp8", kv_cache_dtype_skip_layers="0,1,2",
                  engine="vllm@0.26", contexts="8k")
     assert r.bytes_per_token == 58 * 576 + 3 * 1152 == 36_864
-    block = 64 * 36_864
-    assert isinstance(r.plan, VllmPlan) and r.plan.block_size == 64
-    assert r.plan.block_bytes == block == 2_359_296
-    assert [(g.kind, g.layers, g.block_size) for g in r.engine.groups] == [("mla", 61, 64)]
-    assert r.engine.num_blocks == BUDGET // block == 9_102
-    assert r.engine.cache_tokens == 9_102 * 64 == 582_528
+    block = 128 * 36_864
+    assert isinstance(r.plan, VllmPlan) and r.plan.block_size == 128
+    assert r.plan.block_bytes == block == 4_718_592
+    assert [(g.kind, g.layers, g.block_size) for g in r.engine.groups] == [("mla", 61, 128)]
+    assert r.engine.num_blocks == BUDGET // block == 4_551
+    # v0.21 on: int(concurrency x max_model_len), a request of 8,000 tokens holding cdiv(8,000,
+    # 128) = 63 blocks
+    assert r.engine.cache_tokens == int(4_551 / 63 * 8000) == 577_904
     plain = estimate("deepseek-v3", kv_dtype="fp8", engine="vllm@0.26", contexts="8k")
     assert plain.engine.num_blocks == BUDGET // (64 * 61 * 576) == 9_549
 
 
 def test_a_skipped_fp8_ds_mla_layer_is_paged_in_bf16_beside_its_indexer() -> None:
     """DeepSeek-V3.2: a listed layer's spec gets cache_dtype_str "auto" (PR #47309), so 576 x 2
-    = 1,152 B instead of fp8_ds_mla's 656; the indexer cache (132 B) is its own layer and stays."""
+    = 1,152 B instead of fp8_ds_mla's 656; the indexer cache (132 B) is its own layer and stays.
+    The block: FlashMLASparse's 64, raised to 128 as for DeepSeek-V3 (fp8_ds_mla counts as one
+    byte a value in _align_heterogeneous_kv_block_size's FullAttentionSpec)."""
     folder = str(FIXTURES / "deepseek-v3.2-exp")
     result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-dtype",
                                  "fp8_ds_mla", "--kv-skip-layers", "0,1,2", "--engine", "vllm@0.26",
@@ -156,8 +163,8 @@ def test_a_skipped_fp8_ds_mla_layer_is_paged_in_bf16_beside_its_indexer() -> Non
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["bytes_per_token"] == 58 * (656 + 132) + 3 * (1152 + 132) == 49_556
-    assert len(out["engine"]["groups"]) == 1 and out["engine"]["block_size"] == 64
-    assert out["engine"]["num_blocks"] == BUDGET // (64 * 49_556) == 6_771
+    assert len(out["engine"]["groups"]) == 1 and out["engine"]["block_size"] == 128
+    assert out["engine"]["num_blocks"] == BUDGET // (128 * 49_556) == 3_385
 
 
 @pytest.mark.parametrize("engine", ["vllm", "vllm@0.25"])
@@ -184,10 +191,10 @@ def test_mla_layers_do_not_read_sliding_window() -> None:
     ("deepseek-v3", ["--kv-skip-layers", "0"], "MLA layers (vLLM reads the list for them from "
      "PR #47309"),
     ("llama-3.1-8b", ["--kv-skip-layers", "0", "--engine", "sglang"], "vLLM's setting"),
-    # nvfp4 pages (8 x 2 x 36 B a token) do not divide bf16's (2,048 B): vLLM before PR #42890
-    # cannot unify them
-    ("gpt-oss-120b", ["--kv-dtype", "nvfp4", "--kv-skip-layers", "sliding_window"],
-     "vLLM pads them from PR #42890")])
+    # nvfp4 pages (8 x 2 x 36 B a token) do not divide bf16's (2,048 B): vLLM before v0.24
+    # (PR #45181 pads them) cannot unify them
+    ("gpt-oss-120b", ["--kv-dtype", "nvfp4", "--kv-skip-layers", "sliding_window", "--engine",
+                      "vllm@0.23"], "vLLM pads attention pages from v0.24 (PR #45181)")])
 def test_bad_values_are_one_line(model: str, args: list[str], fragment: str) -> None:
     dtype = [] if "--kv-dtype" in args else ["--kv-dtype", "fp8"]
     result = runner.invoke(app, ["kvmem", "estimate", "-m", model, *dtype, *args,

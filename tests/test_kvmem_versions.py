@@ -287,22 +287,45 @@ def test_deepseek_v32_sparse_mla_is_64_on_blackwell(release: str, block: int) ->
     assert ("FlashMLASparse" in str(why)) == (block == 64)
 
 
-@pytest.mark.parametrize(("engine", "block"), [("vllm@0.11", 1072), ("vllm@0.12", 1088)])
-def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12(engine: str, block: int) -> None:
+@pytest.mark.parametrize(("engine", "block"), [
+    ("vllm@0.11", 1072), ("vllm@0.12", 1088), ("vllm@0.17", 1088), ("vllm@0.18", 1072),
+    ("vllm", 1072)])
+def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12_to_v0_17(
+        engine: str, block: int) -> None:
     """Qwen3-Next, fp8 attention (1,024 B per token per layer), bf16 state of 1,097,728 B: steps of
     16 give 16 x 67 = 1,072; FlashInfer's missing 16-token blocks for head_dim 256 on Blackwell
-    (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088."""
+    (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088, in
+    HybridAttentionMambaModelConfig of v0.12 to v0.17 only: v0.18's has no such branch."""
     e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "B200",
                 "--engine", engine)
     assert e["block_size"] == block
 
 
+@pytest.mark.parametrize(("engine", "given", "block"), [
+    ("vllm@0.19", 64, 1072), ("vllm@0.20", 64, 1088), ("vllm", 64, 1088),
+    ("vllm@0.19", 32, 1072), ("vllm@0.20", 32, 1088), ("vllm@0.20", 2048, 2048)])
+def test_hybrid_block_steps_in_the_given_block_from_v0_20(
+        engine: str, given: int, block: int) -> None:
+    """Qwen3-Next on H100, fp8 attention (1,024 B a token), state 1,097,728 B, --block-size given:
+    to v0.19 HybridAttentionMambaModelConfig steps in 16 whatever the block, 16 x cdiv(1,097,728,
+    16,384) = 16 x 67 = 1,072; from v0.20 (PR #37467) _align_hybrid_block_size steps in
+    max(FlashAttention's 16, the block): 64 x cdiv(1,097,728, 65,536) = 64 x 17 = 1,088 and
+    32 x 34 = 1,088. A block above the need is kept."""
+    e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "H100",
+                "--block-size", str(given), "--engine", engine)
+    assert e["block_size"] == block
+    assert ("PR #37467" in str(e["block_size_reason"])) == (block == 1088)
+
+
 @pytest.mark.parametrize(("dtype", "engine", "fragment"), [
-    ("fp8_per_token_head", "vllm@0.18", "came after v0.18 (PR #38378"),
-    ("int8_per_token_head", "vllm@0.11", "came after v0.18 (PR #38378"),
-    ("nvfp4", "vllm@0.18", "came after v0.18 (PR #37332"),
-    ("int4_per_token_head", "vllm", "vLLM v0.21 has no int4_per_token_head KV cache: it came "
-     "after v0.23 (PR #40835, merged 2026-06-24); use --engine vllm@0.24 or later")])
+    # vllm/config/cache.py CacheDType: v0.19's literal ends at fp8_ds_mla; v0.20's adds the
+    # per-token-head layouts and nvfp4; int4_per_token_head is first listed in v0.25's.
+    ("fp8_per_token_head", "vllm@0.19", "is a vLLM cache dtype from v0.20 (PR #38378)"),
+    ("int8_per_token_head", "vllm@0.11", "is a vLLM cache dtype from v0.20 (PR #38378)"),
+    ("nvfp4", "vllm@0.19", "is a vLLM cache dtype from v0.20 (PR #37332"),
+    ("int4_per_token_head", "vllm@0.24", "vLLM v0.24 has no int4_per_token_head KV cache: it is a "
+     "vLLM cache dtype from v0.25 (PR #40835); use --engine vllm@0.25 or later"),
+    ("int4_per_token_head", "vllm@0.21", "use --engine vllm@0.25 or later")])
 def test_a_release_without_the_dtype_refuses_it_in_one_line(
         dtype: str, engine: str, fragment: str) -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-dtype", dtype,
@@ -313,7 +336,8 @@ def test_a_release_without_the_dtype_refuses_it_in_one_line(
 
 
 @pytest.mark.parametrize(("dtype", "engine"), [
-    ("fp8_per_token_head", "vllm@0.19"), ("nvfp4", "vllm"), ("int4_per_token_head", "vllm@0.24"),
+    ("fp8_per_token_head", "vllm@0.20"), ("int8_per_token_head", "vllm@0.20"),
+    ("nvfp4", "vllm@0.20"), ("int4_per_token_head", "vllm@0.25"),
     ("fp8_e5m2", "vllm@0.11"), ("fp8_e4m3", "vllm@0.11")])
 def test_a_release_with_the_dtype_accepts_it(dtype: str, engine: str) -> None:
     assert _engine("-m", "llama-3.1-8b", "--kv-dtype", dtype, "--engine", engine)["num_blocks"]

@@ -63,6 +63,8 @@ class Deployment:
     pp: int = 1
     dcp: int = 1  # decode context parallel: GPUs of a TP group that split a sequence's tokens
     kv_heads: int | None = None  # the model's (for vLLM's DCP checks); None: MLA only
+    attention_heads: int | None = None  # the model's query heads (vLLM picks some backends by
+    # the heads per GPU, attention_heads // tp); None: not known
     model: str = "?"  # the model's id, for messages
     model_max_len: int | None = None  # the model's context window
     family: str | None = None
@@ -73,6 +75,11 @@ class Deployment:
         lay = self.layout
         return max((lay.take(s) for s in pp_stages(len(lay.layers), self.pp)),
                    key=lambda x: x.bytes_per_token)
+
+    @property
+    def heads_per_gpu(self) -> int | None:
+        """Query heads on each tensor-parallel GPU (vLLM's num_heads // tp), None: not known."""
+        return None if self.attention_heads is None else self.attention_heads // self.layout.tp
 
     def fit(self, block_size: int) -> GpuFit | None:
         """The budget vLLM would take, in blocks of the fullest stage; None without one."""

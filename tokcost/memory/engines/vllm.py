@@ -22,12 +22,13 @@ from tokcost.memory.engines.base import (
     largest,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
-from tokcost.memory.kv import KvLayout, pp_stages
+from tokcost.memory.kv import KvLayout, kv_dtype, pp_stages
 from tokcost.units import parse_count
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from tokcost.catalog.schema import LayerKind
     from tokcost.memory.request import KvRequest
 
 __all__ = ["Vllm", "VllmPlan", "default_max_num_batched_tokens", "plan_vllm"]
@@ -112,20 +113,26 @@ class Group:
 #   PR #32615 (2026-01-19, after v0.14's branch) made it FlashInfer MLA (64 unless the block is 32
 #   or a multiple of 64): v0.15 to v0.17.
 # - FlashInfer on Blackwell has no 16-token blocks for head_dim 256: a Mamba hybrid's attention
-#   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 on (v0.11.1/.2 are read as
-#   v0.11, which did not have it); reverted by PR #36987 (2026-03-16), which tokcost does not
-#   date yet: it keeps the steps of 32 from v0.18 on.
+#   block grows in steps of 32 there, PR #27994 (2025-11-05): v0.12 to v0.17 (v0.11.1/.2 are read
+#   as v0.11, which did not have it); v0.18's HybridAttentionMambaModelConfig no longer has the
+#   branch (removed by PR #36987, 2026-03-16, as read before; the sdists pin the release), so
+#   steps of 16 again.
+# - A Mamba hybrid's attention block steps from v0.20 (PR #37467, merged after the v0.19 branch):
+#   Platform._align_hybrid_block_size (vllm/platforms/interface.py) runs once the backend is
+#   known and steps in max(the backend's smallest kernel block, the block already chosen), so a
+#   given --block-size of 64 raises in steps of 64; before it the config stepped in 16 (64 for
+#   MLA: 128 only when CUTLASS MLA was asked for by name, vllm/model_executor/models/config.py).
 # From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
 # of the forcing above is left: vLLM takes the block from the attention backend it selects,
 # ``_backend_block`` below.
-V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
+V0_12, V0_15, V0_18, V0_20 = Release(0, 12), Release(0, 15), Release(0, 18), Release(0, 20)
 
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
 # dtype, when its index (extract_layer_index) is listed or when it has a sliding window and
 # "sliding_window" is; the others keep --kv-cache-dtype. Pages that do not divide are padded
-# from PR #42890 (merged 2026-07-03, after v0.24.0, released 2026-07-01): tokcost does not model it.
+# from v0.24 and skip layers raise the block from v0.25 (align_skipped, below _hybrid_step).
 # MLA layers read the list from PR #47309 (commit 0becb7486, merged 2026-07-16):
 # MLAAttention.__init__ (vllm/model_executor/layers/attention/mla_attention.py) caches a layer
 # whose index is listed with "auto" (index only: MLA layers ignore "sliding_window"), and its
@@ -133,10 +140,9 @@ V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 # as (kv_lora_rank + qk_rope_head_dim) x the model dtype's bytes (MLAAttentionSpec
 # .real_page_size_bytes, vllm/v1/kv_cache_interface.py), also under fp8_ds_mla; the indexer cache
 # (DeepSeek-V3.2) is another layer and keeps its own. The specs stay MLAAttentionSpec with one
-# block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block comes
-# from the backend picked for --kv-cache-dtype. v0.25.0 was out (by 2026-07-12) before the merge;
-# v0.26.0 was out by 2026-07-29 (tenstorrent/tt-xla PR #5827) and is the first release that can
-# carry it: whether its branch followed the merge is not pinned, and tokcost reads it from v0.26.
+# block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block is the
+# backend's for --kv-cache-dtype, raised by align_skipped. v0.26's mla_attention.py is the first
+# to read kv_cache_dtype_skip_layers (v0.25's does not).
 V0_19, V0_26 = Release(0, 19), Release(0, 26)
 SKIP_SLIDING = "sliding_window"
 
@@ -154,29 +160,30 @@ V0_17 = Release(0, 17)
 ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # by catalog family or config model_type prefix
 
 
-# --kv-cache-dtype values newer than v0.11, with the last release known to lack each
-# (vllm/config/cache.py CacheDType; fp8, fp8_e4m3 and fp8_e5m2 predate v0.11, and fp8_ds_mla came
-# with DeepSeek-V3.2, PR #25896, v0.11). A release lacks a PR when it was out before the merge:
-# v0.18.0 was released by 2026-03-23 (xorbitsai/inference PR #4718 adapts to it) and v0.23.0
-# ran by 2026-06-19 (its start-up log in vllm-project/vllm issue #46169).
+# --kv-cache-dtype values newer than v0.11, with the first release that has each: read from the
+# CacheDType literal (vllm/config/cache.py) of every release's sdist. fp8, fp8_e4m3 and fp8_e5m2
+# predate v0.11; fp8_ds_mla came with DeepSeek-V3.2 (PR #25896, v0.11: there vLLM turns an fp8
+# or "auto" cache into it, vllm/model_executor/models/config.py DeepseekV32ForCausalLM, and the
+# literal lists it from v0.12). The per-token-head layouts and nvfp4 are first listed in v0.20
+# (v0.19's literal ends at fp8_ds_mla), int4_per_token_head in v0.25 (v0.24's lists int8 and fp8
+# only).
 DTYPE_SINCE: dict[str, tuple[Release, str]] = {
-    "fp8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
-    "int8_per_token_head": (Release(0, 18), "PR #38378, merged 2026-04-02"),
-    "nvfp4": (Release(0, 18), "PR #37332, merged 2026-04-17"),
-    "int4_per_token_head": (Release(0, 23), "PR #40835, merged 2026-06-24"),
+    "fp8_per_token_head": (Release(0, 20), "PR #38378"),
+    "int8_per_token_head": (Release(0, 20), "PR #38378"),
+    "nvfp4": (Release(0, 20), "PR #37332, with PR #40177"),
+    "int4_per_token_head": (Release(0, 25), "PR #40835"),
 }
 
 
 def check_dtype(name: str, release: Release) -> None:
-    """Refuse a KV cache dtype ``release`` did not have, naming when vLLM added it."""
+    """Refuse a KV cache dtype ``release`` did not have, naming the first release with it."""
     since = DTYPE_SINCE.get(name)
-    if since is None or release > since[0]:
+    if since is None or release >= since[0]:
         return
-    last, pr = since
-    later = Release(last.major, last.minor + 1)
-    raise UsageError(f"vLLM {release} has no {name} KV cache: it came after {last} ({pr}); use "
-                     f"{arg('engine', f'vllm@{later.major}.{later.minor}')} or later",
-                     param="kv_dtype", related=("engine",))
+    first, pr = since
+    raise UsageError(f"vLLM {release} has no {name} KV cache: it is a vLLM cache dtype from "
+                     f"{first} ({pr}); use {arg('engine', f'vllm@{first.major}.{first.minor}')} "
+                     "or later", param="kv_dtype", related=("engine",))
 
 
 def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[int, str] | None:
@@ -185,8 +192,13 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
     if sparse:
         return (None if block == 64 else (64, "64: vLLM forces 64-token blocks for DeepSeek-V3.2's"
                 " FlashMLASparse backend (vllm/platforms/cuda.py, PR #25896)"))
+    # v0.11 forces unless the block equals the kernel's (block_size != 64, != 128); v0.12 on keeps
+    # a multiple of it (% 64, % 128: vllm/platforms/cuda.py check_and_update_config)
+    def kept(n: int) -> bool:
+        return block == n if release < V0_12 else block % n == 0
+
     if where == "hopper":
-        return None if block % 64 == 0 else (
+        return None if kept(64) else (
             64, "64: vLLM forces 64-token blocks for FlashMLA on Hopper (vllm/platforms/cuda.py, "
             "PR #14451; to v0.17)")
     if where != "blackwell":
@@ -195,7 +207,7 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
         return None if block == 32 or block % 64 == 0 else (
             64, "64: vLLM forces 64-token blocks for FlashInfer MLA, Blackwell's default MLA "
             "backend from v0.15 (vllm/platforms/cuda.py, PR #32615; to v0.17)")
-    return None if block % 128 == 0 else (
+    return None if kept(128) else (
         128, "128: vLLM forces 128-token blocks for CUTLASS MLA, Blackwell's default MLA backend"
         " to v0.14 (PR #21626; FlashInfer MLA from v0.15, PR #32615) (vllm/platforms/cuda.py)")
 
@@ -213,20 +225,22 @@ def _mla_block(block: int, where: str, release: Release, sparse: bool) -> tuple[
 #   (mla/flashmla.py): 64.
 # - MLA on Blackwell (SM 10.x): FLASHINFER_MLA, [32, 64] (mla/flashinfer_mla.py): 32.
 # - MLA on other GPUs: TRITON_MLA, no kernel limit (MultipleOf(16) later): 16.
-# - DeepSeek-V3.2 (sparse): FLASHMLA_SPARSE, [64] (mla/flashmla_sparse.py), the one sparse
-#   backend on Hopper: 64; on Blackwell FLASHINFER_MLA_SPARSE ([32, 64], 32) comes first at 16
-#   heads per GPU or fewer, and for an fp8 cache (PR #37252), but takes no fp8_ds_mla: tokcost
-#   gives 64 there and says that the other cases are not modelled.
-def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
+# - DeepSeek-V3.2 (sparse), _sparse_block below: FLASHMLA_SPARSE, [64] (mla/flashmla_sparse.py),
+#   on Hopper (from v0.30 FLASH_ATTN_MLA_SPARSE, MultipleOf(64), comes first for 16-bit caches,
+#   PR #46189: 64 too); on Blackwell the sparse backends' order depends on the heads per GPU and
+#   the cache dtype.
+def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
+                   release: Release) -> tuple[int, str]:
     """The block vLLM v0.18 on takes from the backend it selects (no --block-size given)."""
     src = "vllm/platforms/interface.py update_block_size_for_backend, PR #35122"
     if not layout.counts["mla"]:
         return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
     if layout.indexer_bytes > 0:
-        fi = ("; FlashInfer MLA sparse's 32 is not modelled" if where == "blackwell"
-              and layout.dtype.name != "fp8_ds_mla" else "")
-        return 64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src}){fi}"
-    if where == "blackwell":
+        return _sparse_block(layout, dep, where, block, release, src)
+    if where == "blackwell":  # FlashInfer MLA: kernel blocks [32, 64]
+        if block in (32, 64):
+            return block, (f"{block} (vLLM's default): FlashInfer MLA, Blackwell's MLA backend, "
+                           f"takes it ({src})")
         return 32, f"32: FlashInfer MLA's smallest kernel block, Blackwell's MLA backend ({src})"
     if where != "hopper":
         return block, f"{block} (vLLM's default); Triton MLA on {where} keeps it"
@@ -235,6 +249,73 @@ def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
                        f"for a 16-bit cache, takes it ({src})")
     return 64, (f"64: FlashMLA's kernel block; FlashAttention MLA, Hopper's first MLA backend, "
                 f"takes no {layout.dtype.name} cache ({src})")
+
+
+# DeepSeek-V3.2 on Blackwell (SM 10.x), _get_backend_priorities in vllm/platforms/cuda.py; num_heads
+# is the MLA layer's, the model's query heads // tp:
+# - v0.18: FLASHINFER_MLA_SPARSE before FLASHMLA_SPARSE at 16 heads per GPU or fewer, after it
+#   above (PR #33451 added the FlashInfer backend);
+# - v0.19 on: FlashInfer first for any quantized cache too (PR #37252, "Set Flashinfer sparse MLA
+#   as default backend for FP8 kv cache"), whatever the heads;
+# - v0.33 on: at 16 heads or fewer a bf16 cache tries FLASH_ATTN_MLA_SPARSE_FA4 first
+#   (mla/flashattn_mla_sparse.py: kv cache auto/bfloat16 only, 8, 16, 32, 64 or 128 query heads
+#   x dcp, and a 512 + 64 latent).
+# FlashInfer MLA sparse (mla/flashinfer_mla_sparse.py) takes auto/float16/bfloat16/fp8/fp8_e4m3
+# caches, kernel blocks [32, 64] (MultipleOf(32) by v0.33): vLLM's default 16 is not one, so 32.
+# FA4 sparse and FlashMLA sparse: multiples of 64 / [64]: 64. FlashMLA sparse stores an fp8 cache
+# as fp8_ds_mla (mla_attention.py converts it after selecting the backend).
+SPARSE_FI_DTYPES = ("bf16", "fp16", "fp8", "fp8_e4m3")
+V0_33 = Release(0, 33)
+
+
+def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, release: Release,
+                  src: str) -> tuple[int, str]:
+    """DeepSeek-V3.2's block from the sparse MLA backend vLLM ``release`` selects."""
+    name = layout.dtype.name
+    flashmla = (64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src})"
+                + ("; vLLM stores an fp8 cache there as fp8_ds_mla: give "
+                   f"{arg('kv_dtype', 'fp8_ds_mla')}" if name in ("fp8", "fp8_e4m3") else ""))
+    if where != "blackwell":
+        return flashmla
+    heads = dep.heads_per_gpu
+    few = heads is not None and heads <= 16
+    if release >= V0_33 and name == "bf16" and few and heads is not None \
+            and heads * dep.dcp in ((8, 16, 32, 64) if dep.dcp > 1 else (8, 16)) \
+            and layout.token_bytes["mla"] - layout.indexer_bytes == 2 * (512 + 64):
+        return 64, (f"64: FA4 sparse MLA's kernel block (multiples of 64), Blackwell's first "
+                    f"sparse backend for a bf16 cache at {heads} heads per GPU from v0.33 ({src})")
+    quantized = name not in ("bf16", "fp16")
+    if name in SPARSE_FI_DTYPES and (few or (quantized and release >= V0_19)):
+        why = (f"{heads} heads per GPU, 16 or fewer" if few else
+               "an fp8 cache, from v0.19 (PR #37252)")
+        takes = block % 32 == 0 and (block in (32, 64) or release >= V0_33)  # MultipleOf(32)
+        return (block, f"{block} (vLLM's default), which FlashInfer MLA sparse takes; vLLM puts "
+                f"it first on Blackwell for {why} ({src})") if takes else (
+            32, f"32: FlashInfer MLA sparse's smallest kernel block; vLLM puts it first on "
+                f"Blackwell for {why} ({src})")
+    if heads is None and name in SPARSE_FI_DTYPES:
+        return flashmla[0], flashmla[1] + (
+            "; the model's attention heads are not known: at 16 per GPU or fewer vLLM would take "
+            "FlashInfer MLA sparse, 32")
+    return flashmla
+
+
+def _check_ds_mla(layout: KvLayout, dep: Deployment, release: Release) -> None:
+    """DeepSeek-V3.2's fp8 cache is fp8_ds_mla where vLLM makes it so: v0.11 to v0.17
+    (DeepseekV32ForCausalLM.verify_and_update_config, vllm/model_executor/models/config.py,
+    turns any fp8 cache dtype into it) and, from v0.18, wherever FlashMLASparse is the backend
+    (MLAAttention.__init__, mla_attention.py); FlashInfer MLA sparse keeps a plain fp8 cache."""
+    name = layout.dtype.name
+    if not layout.indexer_bytes or not name.startswith("fp8") or name == "fp8_ds_mla":
+        return
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    if release >= V0_18 and where == "blackwell" and name in SPARSE_FI_DTYPES:
+        heads = dep.heads_per_gpu
+        if release >= V0_19 or (heads is not None and heads <= 16):
+            return
+    raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla (656 B a "
+                     "token a layer: DeepSeek's own fp8 layout); give "
+                     f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype", related=("engine",))
 
 
 def resolve_block_size(layout: KvLayout, dep: Deployment,
@@ -248,7 +329,7 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
     where = arch or "hopper"
     assumed = "" if arch else " (no GPU architecture given: Hopper assumed)"
     if release >= V0_18 and dep.block_size is None:
-        block, reason = _backend_block(layout, where, block)
+        block, reason = _backend_block(layout, dep, where, block, release)
         if kinds["mla"]:
             reason += assumed
     elif release >= V0_18:
@@ -263,22 +344,120 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
             block, reason = forced
             reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
+    if (block == 16 and where == "blackwell" and dep.head_dim == 256 and not kinds["mla"]
+            and not kinds["linear"] and V0_12 <= release < V0_18):
+        # FlashInferMetadataBuilder.__init__ (vllm/v1/attention/backends/flashinfer.py) asserts
+        # block_size != 16 for head size 256 on SM 10.x, PR #27994; FlashInfer is Blackwell's first
+        # backend (vllm/platforms/cuda.py); v0.18's flashinfer.py has no such assert.
+        raise UsageError(f"vLLM {release} stops at start-up on Blackwell: FlashInfer asserts "
+                         "against 16-token blocks for head_dim 256 (v0.12 to v0.17, PR #27994); "
+                         f"give {arg('block_size', 32)} or 64", param="block_size",
+                         related=("engine",))
     if kinds["linear"] and attn:
-        if kinds["mla"]:
-            align = 128 if where == "blackwell" else 64
-        else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell (v0.12 on)
-            align = 32 if (where == "blackwell" and dep.head_dim == 256
-                           and release >= V0_12) else 16
+        align, how = _hybrid_step(layout, dep, where, block, release)
         needed = align * cdiv(layout.state_bytes, align * attn)
         if block < needed:
             block = needed
             reason = (f"{needed}: vLLM raises the attention block until its page ({needed} x "
                       f"{attn:,} B) covers the {layout.state_bytes:,} B linear-attention state, "
-                      f"in steps of {align} (vllm/model_executor/models/config.py)")
+                      f"in steps of {align} ({how})")
     return block, Note(reason)
 
 
-def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
+def _hybrid_step(layout: KvLayout, dep: Deployment, where: str, block: int,
+                 release: Release) -> tuple[int, str]:
+    """The step in which vLLM ``release`` raises a Mamba hybrid's attention block, and where."""
+    if release >= V0_20:  # PR #37467: max(smallest kernel block, block); FlashAttention,
+        # FlashInfer and Triton MLA take 16; an MLA backend that takes no 16 set ``block`` to
+        # its smallest kernel block already (_backend_block), or a given block is kept.
+        return max(16, block), ("the larger of the backend's smallest kernel block and the "
+                                "block: vllm/platforms/interface.py, PR #37467")
+    src = "vllm/model_executor/models/config.py"
+    if layout.counts["mla"]:  # CUTLASS MLA, Blackwell's default to v0.14, forces 128 after it
+        return (128, src) if where == "blackwell" and release < V0_15 else (64, src)
+    if where == "blackwell" and dep.head_dim == 256 and V0_12 <= release < V0_18:
+        return 32, (f"{src}: FlashInfer takes no 16-token blocks for head_dim 256 on "
+                    "Blackwell, PR #27994")
+    return 16, src
+
+
+# Pages that do not divide, and layers kept in the model dtype (--kv-cache-dtype-skip-layers):
+# - v0.24 (PR #45181, "Support mixed KV page sizes"): unify_kv_cache_spec_page_size
+#   (vllm/v1/core/kv_cache_utils.py) pads a smaller attention page that does not divide the
+#   largest one up to it, keeping its block, where the backend reads pages by the block stride
+#   (AttentionSpec.indexes_kv_by_block_stride: FlashAttention, FlashInfer and Triton do); from
+#   v0.29 every non-MLA attention layer is padded so; MLA pages are not (vLLM refuses).
+# - v0.25 (PR #42890, "Support nvfp4 kv with kv-cache-dtype-skip-layers sliding_window"):
+#   Platform._align_heterogeneous_kv_block_size (vllm/platforms/interface.py) runs whenever
+#   skip layers are set. With p and s a token's page in the cache dtype and in the model's
+#   (FullAttentionSpec of the model's heads; p == s leaves all as is) and k the backend's
+#   smallest kernel block, the block becomes max(k, block) x cdiv(s x k, max(k, block) x p) if
+#   that is larger, and block x p is the shared page every sliding layer pads to; and from
+#   v0.25 a sliding layer picks its own block (Attention.get_kv_cache_spec,
+#   vllm/model_executor/layers/attention/attention.py, _largest_kernel_block_within): the
+#   largest kernel block whose page fits the shared page (none set: the smallest kernel block,
+#   unify then scales it); from v0.30 a MultipleOf(n) backend offers the largest multiple of n
+#   that fits, and without a shared page the budget is its page at the primary block.
+V0_24, V0_25, V0_30 = Release(0, 24), Release(0, 25), Release(0, 30)
+
+
+def _kernel_blocks(layout: KvLayout, dep: Deployment, where: str) -> tuple[tuple[int, ...], int]:
+    """The non-MLA backend's kernel blocks: its fixed sizes and its MultipleOf base (0: none).
+    FlashInfer (Blackwell's first, and the one with nvfp4: flashinfer.py) lists 16, 32, 64, and
+    128 to 1,024 on Blackwell for GQA (v0.24 on, trtllm-gen); FlashAttention (Hopper's first)
+    and Triton (the per-token-head layouts) take multiples of 16."""
+    name = layout.dtype.name
+    if name.endswith("_per_token_head"):
+        return (), 16
+    if where == "blackwell" or name == "nvfp4":
+        heads, kv = dep.heads_per_gpu, layout.kv_heads_per_gpu
+        gqa = where == "blackwell" and heads is not None and bool(kv) and heads // (kv or 1) > 1
+        return (16, 32, 64, *((128, 256, 512, 1024) if gqa else ())), 0
+    return (), 16
+
+
+def _largest_within(blocks: tuple[tuple[int, ...], int], per_token: int, budget: int,
+                    release: Release) -> int:
+    """``_largest_kernel_block_within``: the largest kernel block whose page fits ``budget``."""
+    fixed, multiple = blocks
+    candidates = list(fixed)
+    if release >= V0_30 and multiple:
+        candidates.append(max(multiple, budget // per_token // multiple * multiple))
+    elif not candidates and multiple:
+        candidates = [multiple]
+    fitting = [b for b in candidates if b * per_token <= budget]
+    return max(fitting) if fitting else min(candidates)
+
+
+def align_skipped(layout: KvLayout, dep: Deployment, block: int,
+                  release: Release) -> tuple[int, int | None, str]:
+    """``_align_heterogeneous_kv_block_size`` (v0.25 on, skip layers set): the block, the page
+    sliding layers pad to (None: none) and why the block grew ('' if it did not)."""
+    kinds = layout.counts
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    if kinds["mla"]:  # FullAttentionSpec of one 576-wide head: only the dtypes' ratio counts
+        model = layout.skipped_bytes["mla"] - layout.indexer_bytes
+        model_bits = kv_dtype(layout.skipped_dtype or "bf16").bits
+        p, s = model * layout.dtype.bits // model_bits, model
+        kmin = _backend_block(layout, replace(dep, block_size=None), where, 16, release)[0]
+    else:
+        kind: LayerKind = "full" if kinds["full"] else "sliding"
+        p, s, kmin = layout.token_bytes[kind], layout.skipped_bytes[kind], 16
+    if s <= p:
+        return block, None, ""
+    align = max(kmin, block)
+    needed = align * cdiv(s * kmin, align * p)
+    why = ""
+    if block < needed:
+        why = (f"{needed}: vLLM raises the block until a page in the cache dtype ({needed} x "
+               f"{p:,} B) covers {kmin} tokens in the model's ({kmin} x {s:,} B), in steps of "
+               f"{align} (skip layers: vllm/platforms/interface.py, PR #42890)")
+        block = needed
+    return block, (None if kinds["mla"] else block * p), why
+
+
+def _specs(layout: KvLayout, block: int, hybrid_manager: bool, dep: Deployment | None = None,
+           release: Release = V0_21, shared: int | None = None) -> list[Spec]:
     kinds = layout.counts
     if kinds["linear"] and not hybrid_manager:
         raise UsageError(
@@ -289,11 +468,23 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
     pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
     top_attn = max(pages.values()) if pages else layout.state_bytes
+    dep = dep or Deployment(layout=layout)
+    where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
+    own = release >= V0_25 and not unify and not layout.chunked  # sliding layers' own block
     specs: list[Spec] = []
     for i, kind in enumerate(layout.layers):
         page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
         if kind == "linear":  # the state page is padded to the attention page
             specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
+        elif kind == "sliding" and own:
+            per_token, blocks = layout.layer_bytes(i), _kernel_blocks(layout, dep, where)
+            if shared is not None:
+                sw = _largest_within(blocks, per_token, shared, release)
+                specs.append(Spec("sliding", sw, shared, layout.window))
+            else:
+                sw = (_largest_within(blocks, per_token, per_token * block, release)
+                      if release >= V0_30 else min(blocks[0] or (blocks[1],)))
+                specs.append(Spec("sliding", sw, sw * per_token, layout.window))
         elif kind == "sliding":
             specs.append(Spec("full", block, page) if unify else Spec(
                 "chunked" if layout.chunked else "sliding", block, page, layout.window))
@@ -301,14 +492,19 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
             specs.append(Spec(kind, block, page))
     if uniform_type(specs):
         return specs
-    # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
+    # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block; from
+    # v0.24 a non-MLA attention page that does not divide is padded instead (above).
     top = max(s.page_bytes for s in specs)
-    if any(top % s.page_bytes for s in specs):
+    pad = release >= V0_24
+    if any(top % s.page_bytes and not (pad and s.kind != "mla") for s in specs):
         raise UsageError("vLLM cannot start this model: its layers' page sizes do not divide "
                          "each other ('Cannot unify by adjusting block_size')" + (
-                             "; vLLM pads them from PR #42890 (merged 2026-07-03, after v0.24.0),"
-                             " which tokcost does not model" if layout.skipped else ""))
-    return [replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
+                             "; vLLM pads attention pages from v0.24 (PR #45181) and aligns skip "
+                             f"layers from v0.25 (PR #42890): {arg('engine', 'vllm@0.25')}"
+                             if layout.skipped and release < V0_24 else ""),
+                         related=("engine",))
+    return [s if s.page_bytes == top else replace(s, page_bytes=top) if top % s.page_bytes
+            else replace(s, block_size=s.block_size * top // s.page_bytes, page_bytes=top)
             for s in specs]
 
 
@@ -473,7 +669,10 @@ class VllmPlan(Plan):
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
         layers = {kind: sum(len(g.layers) for g in self.groups if g.spec.kind == kind)
                   for kind in groups}
-        desc = [f"{n} {kind} ({layers[kind]} layers"
+        blocks = {g.spec.kind: g.spec.block_size for g in self.groups if g.spec.kind != "mamba"}
+        own: dict[str, str] = {k: f", {b}-token blocks" if len(set(blocks.values())) > 1
+                               else "" for k, b in blocks.items()}
+        desc = [f"{n} {kind} ({layers[kind]} layers{own.get(kind, '')}"
                 + (f" + {n * size - layers[kind]} padding)" if n * size > layers[kind] else ")")
                 for kind, n in groups.items()]
         tokens = self.logged_tokens(report.max_model_len) or (0, 0)
@@ -596,13 +795,19 @@ class Vllm(Engine):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
         _check_dcp(dep)
         check_dtype(layout.dtype.name, self.release)
+        _check_ds_mla(layout, dep, self.release)
         block, reason = resolve_block_size(layout, dep, self.release)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
                 dep.gpu.name if dep.gpu else None, dep.memory_bytes)
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
-        specs = _specs(layout, block, self.hybrid_manager)
+        shared = None
+        if self.release >= V0_25 and layout.skipped:
+            block, shared, grew = align_skipped(layout, dep, block, self.release)
+            if grew:
+                reason = Note(grew)
+        specs = _specs(layout, block, self.hybrid_manager, dep, self.release, shared)
         mixed = uniform_type(specs)
         return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
                                       tuple(range(len(specs)))),) if mixed else _groups(specs),
