@@ -46,7 +46,7 @@ def test_release_is_read_as_major_minor(given: str, release: Release) -> None:
 
 
 @pytest.mark.parametrize(("engine", "fragment"), [
-    ("vllm@0.9", "is older than tokcost models: vLLM v0.11 to v0.21"),
+    ("vllm@0.9", "is older than tokcost models: vLLM v0.11 to v0.34"),
     ("vllm@x", "names no release; write the version as MAJOR.MINOR"),
     ("vllm@", "names no release"),
     ("vllm@0.", "names no release"),
@@ -66,20 +66,20 @@ def test_default_utilization_follows_the_release() -> None:
     """80 GiB, llama-3.1-8b's 16.06e9 B of weights, 2 GiB reserve: x 0.92 from v0.21, x 0.9
     before; a given utilization is the same for both."""
     weights, reserve = 16_060_000_000, 2 * GiB
-    new = estimate(model="llama-3.1-8b", gpu_memory="80GiB")
+    new = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine="vllm@0.21")
     old = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine="vllm@0.20")
     assert new.fit is not None and old.fit is not None
     assert new.fit.util == 0.92 and old.fit.util == 0.9
     assert new.fit.available_bytes == int(80 * GiB * 0.92) - weights - reserve
     assert old.fit.available_bytes == int(80 * GiB * 0.9) - weights - reserve
-    for engine in ("vllm", "vllm@0.20"):
+    for engine in ("vllm@0.21", "vllm@0.20"):
         given = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine=engine, gpu_util=0.8)
         assert given.fit is not None
         assert given.fit.available_bytes == int(80 * GiB * 0.8) - weights - reserve
 
 
 def test_budget_note_says_what_the_release_profiles() -> None:
-    new = estimate(model="llama-3.1-8b", gpu="H100")
+    new = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.21")
     old = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.20")
     new_note, old_note = str(new.notes[0]), str(old.notes[0])
     assert "CUDA-graph estimate (from v0.21, PR #30515" in new_note
@@ -95,19 +95,19 @@ def test_logged_tokens_follow_the_release() -> None:
     """gemma-3-27b, 20 GiB: 16,384 blocks in 7 groups of 16 tokens -> v0.20 logs
     16,384 // 7 x 16 = 37,440; v0.21 logs int(16,384 / 11,654 x 131,072) = 184,270."""
     kw = {"model": "gemma-3-27b", "kv_memory": "20GiB", "contexts": "131072"}
-    new, old = estimate(**kw), estimate(**kw, engine="vllm@0.20")
+    new, old = estimate(**kw, engine="vllm@0.21"), estimate(**kw, engine="vllm@0.20")
     assert new.engine.cache_tokens == 184_270 and old.engine.cache_tokens == 37_440
     assert "GPU KV cache size: 184,270 tokens" in new.engine.lines
     assert "GPU KV cache size: 37,440 tokens" in old.engine.lines
     assert new.engine.max_concurrency == old.engine.max_concurrency
-    assert new.engine.to_dict()["version"].startswith("vLLM v0.21 (the newest release")
+    assert new.engine.to_dict()["version"].startswith("vLLM v0.21 (vllm@0.21)")
     assert old.engine.to_dict()["version"].startswith("vLLM v0.20 (vllm@0.20)")
 
 
 def test_later_release_follows_the_newest_rules_and_says_so() -> None:
-    r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.27")
-    assert r.engine.version.startswith("vLLM v0.27 (v0.21's rules, the newest release tokcost")
-    assert r.fit is not None and r.fit.util == 0.92
+    r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.37")
+    assert r.engine.version.startswith("vLLM v0.37 (v0.34's rules, the newest release tokcost")
+    assert r.fit is not None and r.fit.util == 1.0
 
 
 def test_sglang_keeps_its_own_fraction_and_refuses_vllms_utilization() -> None:
@@ -193,7 +193,7 @@ def test_kv_cache_memory_is_vllms_flag_for_the_budget() -> None:
     """vLLM's --kv-cache-memory (PR #21489) sizes the cache in bytes, whatever the utilization:
     151,519,866,880 B (the value in the PR's own log) // 2 MiB blocks = 72,250."""
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-cache-memory",
-                                 "151519866880", "--json"])
+                                 "151519866880", "--engine", "vllm@0.21", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["engine"]["num_blocks"] == 151_519_866_880 // 2**21
 
@@ -223,8 +223,9 @@ def test_blackwell_mla_block_follows_the_default_backend_of_the_release(
 @pytest.mark.parametrize(("engine", "dtype", "block", "why"), [
     ("vllm@0.11", "bf16", 64, "FlashMLA"), ("vllm@0.17", "bf16", 64, "FlashMLA"),
     ("vllm@0.17", "fp8", 64, "FlashMLA"),
-    ("vllm@0.18", "bf16", 16, "FlashAttention MLA"), ("vllm", "bf16", 16, "FlashAttention MLA"),
-    ("vllm@0.18", "fp8", 64, "FlashMLA's kernel block"), ("vllm", "fp8", 64, "FlashMLA's")])
+    ("vllm@0.18", "bf16", 16, "FlashAttention MLA"), ("vllm@0.33", "bf16", 16, "FlashAttention MLA"),
+    ("vllm@0.18", "fp8", 64, "FlashMLA's kernel block"), ("vllm@0.33", "fp8", 64, "FlashMLA's"),
+    ("vllm", "bf16", 64, "DEFAULT_BLOCK_SIZE"), ("vllm", "fp8", 64, "DEFAULT_BLOCK_SIZE")])
 def test_hopper_mla_block_by_release_and_cache_dtype(
         engine: str, dtype: str, block: int, why: str) -> None:
     """To v0.17 vLLM forces FlashMLA's 64 on Hopper (PR #14451). From v0.18 (PR #35122) it takes
@@ -236,7 +237,7 @@ def test_hopper_mla_block_by_release_and_cache_dtype(
     assert e["num_blocks"] == 20 * GiB // (block * 576 * (1 if dtype == "fp8" else 2)) // 61
 
 
-@pytest.mark.parametrize(("engine", "block"), [("vllm@0.18", 32), ("vllm", 32), ("vllm@0.30", 32)])
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.18", 32), ("vllm@0.33", 32), ("vllm@0.30", 32)])
 def test_blackwell_mla_block_is_flashinfer_mlas_smallest_from_v0_18(engine: str, block: int) -> None:
     """From v0.18 FlashInfer MLA (kernel blocks [32, 64], mla/flashinfer_mla.py) no longer
     forces 64: the default 16 is not among its kernel blocks, so the smallest, 32, is taken."""
@@ -259,13 +260,13 @@ def test_a_given_block_is_kept_from_v0_18(engine: str, block: int) -> None:
 def test_other_backends_keep_16_from_v0_18(model: str, gpu: str, block: int) -> None:
     """Triton MLA off Hopper and Blackwell, FlashAttention (MultipleOf(16)) and FlashInfer
     ([16, 32, 64]) for other attention all take vLLM's default 16."""
-    assert _engine("-m", model, "--gpu", gpu)["block_size"] == block
+    assert _engine("-m", model, "--gpu", gpu, "--engine", "vllm@0.33")["block_size"] == block
 
 
 def test_no_gpu_assumes_hopper_from_v0_18_too() -> None:
-    e = _engine("-m", "deepseek-v3", "--kv-dtype", "fp8")
+    e = _engine("-m", "deepseek-v3", "--kv-dtype", "fp8", "--engine", "vllm@0.33")
     assert e["block_size"] == 64 and "Hopper assumed" in str(e["block_size_reason"])
-    assert _engine("-m", "deepseek-v3")["block_size"] == 16
+    assert _engine("-m", "deepseek-v3", "--engine", "vllm@0.33")["block_size"] == 16
 
 
 V32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
@@ -300,7 +301,7 @@ def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12(engine: str, block
     ("fp8_per_token_head", "vllm@0.18", "came after v0.18 (PR #38378"),
     ("int8_per_token_head", "vllm@0.11", "came after v0.18 (PR #38378"),
     ("nvfp4", "vllm@0.18", "came after v0.18 (PR #37332"),
-    ("int4_per_token_head", "vllm", "vLLM v0.21 has no int4_per_token_head KV cache: it came "
+    ("int4_per_token_head", "vllm@0.21", "vLLM v0.21 has no int4_per_token_head KV cache: it came "
      "after v0.23 (PR #40835, merged 2026-06-24); use --engine vllm@0.24 or later")])
 def test_a_release_without_the_dtype_refuses_it_in_one_line(
         dtype: str, engine: str, fragment: str) -> None:
