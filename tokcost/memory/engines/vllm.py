@@ -652,6 +652,9 @@ class VllmPlan(Plan):
             (f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
              "group)" if not self.layer_pages else
              f"blocks: floor({self.available:,} / {self.block_bytes:,} B per block)")
+            + ("" if not self.granule or self.available is None
+               or self.available // self.block_bytes == self.num_blocks else
+               f" = {self.available // self.block_bytes:,}, in whole 2 MiB granules per layer")
             + f" = {self.num_blocks:,} blocks of {self.block_bytes:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups"
