@@ -352,10 +352,10 @@ def test_refusal_words_change_in_v0_22() -> None:
     # v0.26: max_in_flight_tokens = 2 batches (async scheduling) x 8,192:
     # cdiv(1,023 + 16,384, 16) + 1 = 1,088 + 1 = 1,089
     ("vllm@0.26", 1, 1089),
-    # v0.33, two stages: the V1 runner keeps pp = 2 batches, the same 1,089
-    ("vllm@0.33", 2, 1089),
-    # v0.34 (V2 runner only): pp + 1 = 3 batches: cdiv(1,023 + 24,576, 16) + 1 = 1,600 + 1
-    ("vllm", 2, 1601)])
+    # two stages: the V2 model runner (v0.26's default for a dense model that is no Mamba
+    # hybrid, _is_default_v2_model_runner_model) keeps pp + 1 = 3 batches:
+    # cdiv(1,023 + 24,576, 16) + 1 = 1,600 + 1
+    ("vllm@0.26", 2, 1601), ("vllm", 2, 1601)])
 def test_sliding_groups_reserve_every_batch_in_flight_from_v0_26(
         engine: str, pp: int, sliding_blocks: int) -> None:
     """Gemma-3-27B: 6 sliding groups and 1 full group; a 131,072-token request holds 8,192

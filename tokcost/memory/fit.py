@@ -59,9 +59,11 @@ def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = 
                             memory_bytes - margin) - weights - reserve
         mem, used_util = memory_bytes, util
         if available <= 0:
+            usable = min(memory_bytes * util, memory_bytes - (margin or 0))
+            kept = "" if margin is None else f", less a margin of {margin / GiB:.1f} GiB"
             raise DoesNotFit(
-                f"nothing is left for the KV cache: {memory_bytes * util / GiB:.1f} GiB usable "
-                f"({util:g} of {memory_bytes / GiB:.1f} GiB) minus {weights / GiB:.1f} GiB "
+                f"nothing is left for the KV cache: {usable / GiB:.1f} GiB usable "
+                f"({util:g} of {memory_bytes / GiB:.1f} GiB{kept}) minus {weights / GiB:.1f} GiB "
                 f"weights and {reserve / GiB:.1f} GiB reserve; use more GPUs ({arg('tp')}), "
                 "a smaller weights dtype, or a larger GPU", param="tp")
     # A page: a block in every token-caching layer (v0's cache_block_size; v1 counts the same).

@@ -52,8 +52,11 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 #   window - 1 (a chunk) + max_in_flight_tokens, VllmConfig.max_in_flight_tokens =
 #   max_concurrent_batches x max_num_batched_tokens (vllm/config/vllm.py; kv_cache_interface.py
 #   SlidingWindowSpec/ChunkedLocalAttentionSpec.max_admission_blocks_per_request); with async
-#   scheduling (on by default) that is 2 batches on one pipeline stage, pp with more (the V1
-#   runner; v0.34 has only the V2 runner: pp + 1). v0.25 reserved one max_num_batched_tokens.
+#   scheduling (on by default) the V2 model runner keeps pp + 1 batches in flight, 2 on one
+#   stage (max_concurrent_batches). The V1 runner keeps pp on more stages; v0.26 picks it for
+#   MoE and Mamba-hybrid models (config/vllm.py _is_default_v2_model_runner_model), later
+#   releases only where V2 lacks a feature, v0.34 has none: tokcost takes the V2 runner's.
+#   v0.25 reserved one max_num_batched_tokens.
 # - v0.28: GPUs of 160 GiB or more get max_num_batched_tokens 16,384 for vllm serve too
 #   (engine/arg_utils.py get_batch_defaults), and the capacity is logged on one line
 #   ("GPU KV cache size: N tokens, Maximum concurrency for L tokens per request: C x",
@@ -470,11 +473,8 @@ class VllmPlan(Plan):
     @property
     def in_flight_batches(self) -> int:
         """Batches a local group reserves for: one to v0.25; from v0.26 max_concurrent_batches
-        with async scheduling (vllm/config/vllm.py)."""
-        pp = len(self.stages)
-        if self.release < V0_26:
-            return 1
-        return pp + 1 if self.release >= V0_34 else (2 if pp == 1 else pp)
+        with async scheduling and the V2 model runner, pp + 1 (vllm/config/vllm.py)."""
+        return 1 if self.release < V0_26 else len(self.stages) + 1
 
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
