@@ -843,7 +843,7 @@ class Vllm(Engine):
                      "captured are measured as used); vLLM keeps a margin of max(1 GiB, 0.75 x "
                      "that peak) of the device free (vllm/v1/worker/extensible_kv_cache.py) and "
                      f"commits whole 2 MiB granules per layer; set {arg('reserve', 'SIZE')}, or "
-                     f"pass vLLM's --kv-cache-memory as {arg('kv_memory', 'SIZE')} (no "
+                     f"give vLLM's kv_cache_memory_bytes as {arg('kv_memory', 'SIZE')} (no "
                      "extensible cache then)"),
                 *dep.driver_note(f"the margin and the {arg('reserve')} absorb")]
 
