@@ -156,7 +156,8 @@ def issue_25350(e: dict[str, Any]) -> None:
 def qwen3_coder(e: dict[str, Any]) -> None:
     """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB."""
     check_refusal(e["kv_memory_gib"], e["max_model_len"], QWEN3_CODER_480B,
-                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"])
+                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
+                  release="0.11")  # a v0.10.1 log: "%.2f" GiB (format_gib from v0.14)
 
 
 def ratio_only(e: dict[str, Any]) -> None:

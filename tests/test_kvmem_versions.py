@@ -340,8 +340,8 @@ def test_refusal_words_change_in_v0_22() -> None:
     assert old is not None and new is not None
     assert old.startswith("To serve at least one request with the models's max seq len (131072)")
     assert new.startswith("To serve at least one request with the model's max seq len (131072), "
-                          "(16.00 GiB KV cache is needed, which is larger than the available KV "
-                          "cache memory (1.00 GiB). Based on the available memory, the estimated "
+                          "(16.0 GiB KV cache is needed, which is larger than the available KV "
+                          "cache memory (1.0 GiB). Based on the available memory, the estimated "
                           "maximum model length is 8192. Try increasing `gpu_memory_utilization` "
                           "(which also controls CPU memory on the CPU backend)")
 

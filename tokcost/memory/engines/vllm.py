@@ -170,7 +170,7 @@ class Group:
 # From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
 # of the forcing above is left: vLLM takes the block from the attention backend it selects,
 # ``_backend_block`` below.
-V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
+V0_12, V0_14, V0_15, V0_18 = Release(0, 12), Release(0, 14), Release(0, 15), Release(0, 18)
 
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
@@ -565,9 +565,9 @@ class VllmPlan(Plan):
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
                 head = (f"To serve at least one request with the model{'s' if old else ''}'s "
-                        f"max seq len ({max_model_len}), ({needed / GiB:.2f} GiB KV cache is "
+                        f"max seq len ({max_model_len}), ({self._gib(needed)} GiB KV cache is "
                         "needed, which is larger than the available KV cache memory "
-                        f"({avail / GiB:.2f} GiB). {hint}")
+                        f"({self._gib(avail)} GiB). {hint}")
                 if old:
                     return (head + "Try increasing `gpu_memory_utilization` or decreasing "
                             "`max_model_len` when initializing the engine.", warm)
@@ -578,6 +578,12 @@ class VllmPlan(Plan):
                 return (head + f"{self._hint(warm)} Decreasing `max_model_len` also reduces "
                         "what is needed.", warm)
         return None
+
+    def _gib(self, size: int) -> str:
+        """GiB as the release logs them: "%.2f" to v0.13, then vllm/utils/mem_utils.py
+        format_gib, str(round(x, 2)) ("20.0", not "20.00"; v0.14's gpu_worker.py and
+        kv_cache_utils.py)."""
+        return f"{round(size / GiB, 2)}" if self.release >= V0_14 else f"{size / GiB:.2f}"
 
     def _refusal(self, max_model_len: int) -> str | None:
         refusal = self._refusal_at(max_model_len)
@@ -604,15 +610,15 @@ class VllmPlan(Plan):
     def _lines(self, max_model_len: int, refusal: str | None) -> list[str]:
         tokens = self.cache_tokens(max_model_len)
         shown = self.available if self.estimate is None else self.estimate
-        lines = [] if shown is None else [f"Available KV cache memory: {shown / GiB:.2f} GiB"]
+        lines = [] if shown is None else [f"Available KV cache memory: {self._gib(shown)} GiB"]
         at = self._refusal_at(max_model_len)
         blocks = self.num_blocks
         if self.estimate is not None and blocks is not None and (at is None or at[1]):
             # extensible_kv_cache.py measure_kv_cache_blocks; tokcost does not know the free,
             # committed and transient figures that open the line
             lines.append(f"Memory after warmup: ... {blocks} KV cache blocks "
-                         f"({blocks * self.block_bytes / GiB:.2f} GiB) fit within the "
-                         f"requested {(self.requested or 0) / GiB:.2f} GiB.")
+                         f"({self._gib(blocks * self.block_bytes)} GiB) fit within the "
+                         f"requested {self._gib(self.requested or 0)} GiB.")
         if refusal is not None:
             return [*lines, f"ValueError: {refusal}"]
         if tokens is None:
