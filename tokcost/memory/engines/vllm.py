@@ -44,11 +44,12 @@ V0_21 = Release(0, 21)
 UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 
 # Releases v0.22 to v0.34, each rule read in that release's sdist against the one before (the
-# PyPI sdists do not name PRs; the files are cited):
+# PyPI sdists do not name PRs; the files are cited, and the PR where the issue tracker has it):
 # - v0.22: the start-up refusal's words (kv_cache_utils.py _check_enough_kv_cache_memory):
 #   "the model's max seq len" (was "models's"), and "gpu_memory_utilization" is said to control
 #   CPU memory on the CPU backend too.
-# - v0.26: sliding-window and chunked-local groups reserve for every batch in flight:
+# - v0.26 (PR #47728, merged 2026-07-06: blocks leave the window on the processed-token
+#   basis): sliding-window and chunked-local groups reserve for every batch in flight:
 #   window - 1 (a chunk) + max_in_flight_tokens, VllmConfig.max_in_flight_tokens =
 #   max_concurrent_batches x max_num_batched_tokens (vllm/config/vllm.py; kv_cache_interface.py
 #   SlidingWindowSpec/ChunkedLocalAttentionSpec.max_admission_blocks_per_request); with async
@@ -61,12 +62,14 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 #   (engine/arg_utils.py get_batch_defaults), and the capacity is logged on one line
 #   ("GPU KV cache size: N tokens, Maximum concurrency for L tokens per request: C x",
 #   kv_cache_utils.py update_kv_cache_capacity).
-# - v0.29: the start-up check plans against the blocks left after the null block BlockPool
+# - v0.29 (the change PR #47272 describes; the v0.25 to v0.28 sdists lack it): the start-up
+#   check plans against the blocks left after the null block BlockPool
 #   holds back: available - one block's bytes (kv_cache_utils.py get_kv_cache_configs and
 #   check_enough_kv_cache_memory); num_blocks itself still counts it.
 # - v0.33: GB10 (DGX Spark, compute capability 12.1) stays on the small tier of batched tokens
 #   however much memory it has (arg_utils.py get_batch_defaults).
-# - v0.34: the extensible KV cache (vllm/v1/worker/extensible_kv_cache.py, config/cache.py
+# - v0.34: the extensible KV cache (PR #56492, the product of #47363's demo;
+#   vllm/v1/worker/extensible_kv_cache.py, config/cache.py
 #   enable_extensible_kv_cache, on by default on CUDA and ROCm unless --kv-cache-memory is
 #   given): gpu_memory_utilization defaults to 1.0 (resolved_gpu_memory_utilization; 0.92
 #   without it), and the cache is sized after warmup: measure_kv_cache_bytes keeps
