@@ -25,7 +25,7 @@ from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.sglang import Sglang
 from tokcost.memory.engines.vllm import Vllm, default_max_num_batched_tokens, resolve_block_size
-from tokcost.memory.kv import kv_layout
+from tokcost.memory.kv import KvLayout, kv_dtype, kv_layout
 
 if TYPE_CHECKING:
     from tokcost.catalog.schema import Gpu
@@ -487,3 +487,20 @@ def test_v0_34_default_block_is_64() -> None:
     hybrid = ["-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "H100"]
     assert _engine(*hybrid, "--engine", "vllm@0.33")["block_size"] == 1072
     assert _engine(*hybrid)["block_size"] == 1088
+
+
+@pytest.mark.parametrize(("engine", "block"), [
+    # to v0.26 steps of 64 off Blackwell: 64 x cdiv(1,097,728, 64 x 1,152) = 64 x 15 = 960
+    ("vllm@0.26", 960),
+    # v0.27 on, a multiple of 128 on every GPU (platforms/interface.py: TRTLLM/FlashInfer MLA
+    # decode kernels): 128 x cdiv(1,097,728, 128 x 1,152) = 128 x 8 = 1,024
+    ("vllm@0.27", 1024), ("vllm", 1024)])
+def test_mla_linear_hybrid_block_is_a_multiple_of_128_from_v0_27(engine: str, block: int) -> None:
+    """An MLA + linear-attention hybrid on Hopper (a made-up layout: 4 MLA layers of 576 x 2 B
+    a token, 12 linear layers of a 1,097,728 B state)."""
+    layout = KvLayout(layers=("mla",) * 4 + ("linear",) * 12, token_bytes={"mla": 1152},
+                      window=None, state_bytes=1_097_728, kv_heads_per_gpu=None,
+                      dtype=kv_dtype("bf16"), tp=1)
+    dep = Deployment(layout=layout, gpu=cast("Gpu", SimpleNamespace(architecture="hopper")))
+    assert resolve_block_size(layout, dep, Vllm.release_of(engine.partition("@")[2] or "0.34")
+                              )[0] == block

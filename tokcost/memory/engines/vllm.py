@@ -81,7 +81,8 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 #   extensible_tensor.py _MIN_GRANULARITY), logged as "Memory after warmup"; after warmup the
 #   one-request check runs again on (num_blocks - 1) blocks (kv_cache_planning.py
 #   shrink_kv_cache_configs). CacheConfig.DEFAULT_BLOCK_SIZE is 64 (16 to v0.33).
-V0_22, V0_26, V0_28, V0_29, V0_33, V0_34 = (Release(0, n) for n in (22, 26, 28, 29, 33, 34))
+V0_22, V0_26, V0_27, V0_28, V0_29, V0_33, V0_34 = (
+    Release(0, n) for n in (22, 26, 27, 28, 29, 33, 34))
 UTIL_EXTENSIBLE = 1.0
 MARGIN_FLOOR, MARGIN_FRACTION, GRANULE = GiB, 0.75, 2 << 20
 BLOCK_V0_34 = 64
@@ -327,8 +328,9 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
             reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
     if kinds["linear"] and attn:
-        if kinds["mla"]:
-            align = 128 if where == "blackwell" else 64
+        if kinds["mla"]:  # v0.27 on: a multiple of 128 on every GPU (TRTLLM/FlashInfer MLA
+            # decode kernels; platforms/interface.py _align_hybrid_block_size)
+            align = 128 if where == "blackwell" or release >= V0_27 else 64
         else:  # FlashInfer has no 16-token blocks for head_dim 256 on Blackwell (v0.12 on)
             align = 32 if (where == "blackwell" and dep.head_dim == 256
                            and release >= V0_12) else 16
