@@ -504,3 +504,12 @@ def test_mla_linear_hybrid_block_is_a_multiple_of_128_from_v0_27(engine: str, bl
     dep = Deployment(layout=layout, gpu=cast("Gpu", SimpleNamespace(architecture="hopper")))
     assert resolve_block_size(layout, dep, Vllm.release_of(engine.partition("@")[2] or "0.34")
                               )[0] == block
+
+
+def test_v0_34_margin_floor_is_3_gib_on_rocm() -> None:
+    """extensible_kv_cache.py: KV_CACHE_MARGIN_FLOOR_BYTES = 3 GiB on ROCm (1 GiB on CUDA);
+    MI300X (206,141,652,992 B), a 2 GiB reserve: max(3 GiB, 1.5 GiB) = 3 GiB of margin, so
+    memory - 3 GiB - weights - 2 GiB."""
+    r = estimate(model="llama-3.1-8b", gpu="MI300X")
+    assert r.fit is not None and r.fit.margin_bytes == 3 * GiB
+    assert r.fit.available_bytes == 206_141_652_992 - 3 * GiB - 16_060_000_000 - 2 * GiB

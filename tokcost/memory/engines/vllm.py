@@ -74,10 +74,10 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 #   given): gpu_memory_utilization defaults to 1.0 (resolved_gpu_memory_utilization; 0.92
 #   without it), and the cache is sized after warmup: measure_kv_cache_bytes keeps
 #   min(requested - used, headroom - margin) - transient peak, margin = max(1 GiB,
-#   0.75 x transient peak) (KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION; ROCm's floor
-#   is 3 GiB). With tokcost's reserve as that peak and the weights as what is used:
-#   min(ceil(memory x util), memory - margin) - weights - reserve. Blocks are committed in
-#   2 MiB granules per layer segment (blocks_within, physical_bytes_for; utils/
+#   0.75 x transient peak) (KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION; ROCm's
+#   floor, for the CDNA GPUs, is 3 GiB). With tokcost's reserve as that peak and the weights as
+#   what is used: min(ceil(memory x util), memory - margin) - weights - reserve. Blocks are
+#   committed in 2 MiB granules per layer segment (blocks_within, physical_bytes_for; utils/
 #   extensible_tensor.py _MIN_GRANULARITY), logged as "Memory after warmup"; after warmup the
 #   one-request check runs again on (num_blocks - 1) blocks (kv_cache_planning.py
 #   shrink_kv_cache_configs). CacheConfig.DEFAULT_BLOCK_SIZE is 64 (16 to v0.33).
@@ -760,7 +760,10 @@ class Vllm(Engine):
         ext = self.extensible(dep)
         util = (UTIL_EXTENSIBLE if ext else self.default_util) if dep.util is None else dep.util
         dep = replace(dep, util=util)
-        margin = max(MARGIN_FLOOR, int(dep.reserve * MARGIN_FRACTION)) if ext else None
+        # ROCm keeps a 3 GiB floor (KV_CACHE_MARGIN_FLOOR_BYTES: kernel scratch outside torch)
+        rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
+        floor = 3 * MARGIN_FLOOR if rocm else MARGIN_FLOOR
+        margin = max(floor, int(dep.reserve * MARGIN_FRACTION)) if ext else None
         fit = dep.fit(DEFAULT_BLOCK if dep.block_size is None else dep.block_size, margin=margin)
         plan = self.pool(dep, None if fit is None else fit.available_bytes)
         if fit is not None and ext and dep.memory_bytes is not None:
@@ -852,7 +855,8 @@ class Vllm(Engine):
         return [Note(f"{util}reserve of {dep.reserve / GiB:g} GiB per GPU for the transient "
                      "peak vLLM keeps free after warmup (activations; the CUDA graphs it "
                      "captured are measured as used); vLLM keeps a margin of max(1 GiB, 0.75 x "
-                     "that peak) of the device free (vllm/v1/worker/extensible_kv_cache.py) and "
+                     "that peak; 3 GiB on ROCm) of the device free "
+                     "(vllm/v1/worker/extensible_kv_cache.py) and "
                      f"commits whole 2 MiB granules per layer; set {arg('reserve', 'SIZE')}, or "
                      f"give vLLM's kv_cache_memory_bytes as {arg('kv_memory', 'SIZE')} (no "
                      "extensible cache then)"),
