@@ -182,6 +182,14 @@ CASES: list[tuple[str, str, str | None]] = [
     ("root-typo", "cuont README.md", None),
 ]
 
+# Issue 28: --engine vllm is v0.34; each case that ran the default engine has a copy pinned to
+# v0.21, whose figures are the old golden's.
+PINNED = ("kvmem-plain", "kvmem-h100", "kvmem-tp4", "kvmem-fp8", "kvmem-kvmemory",
+          "kvmem-mla-json", "kvmem-gemma-logs", "kvmem-roofline", "kvmem-refuses", "kvmem-config",
+          "kvmem-config-hybrid", "kvmem-no-hybrid", "kvmem-block", "kvmem-util")
+CASES += [(f"{case}-v0.21", f"{line} --engine vllm@0.21", stdin)
+          for case, line, stdin in list(CASES) if case in PINNED]
+
 # Every command's help at 80 columns (the narrow terminal the issue names).
 HELP = ["", "count", "compare", "price", "kvmem", "kvmem estimate", "kvmem simulate",
         "kvmem quality", "models", "models list", "models show", "models validate",

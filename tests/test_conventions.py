@@ -567,7 +567,7 @@ STDERR_ROWS = [
     pytest.param(["kvmem", "estimate", "-m", "llama-3.1-8b", "--tp", "2"], "note: numbers are",
                  id="kvmem-note"),
     pytest.param(["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100"],
-                 "note: gpu_memory_utilization 0.92", id="kvmem-reserve-note"),
+                 "note: gpu_memory_utilization 1.0", id="kvmem-reserve-note"),
     pytest.param(["kvmem", "simulate", "--requests", "20", "--policy", "paged"], "note: paged",
                  id="simulate-note"),
     pytest.param(["kvmem", "simulate", "--requests", "20", "--policy", "paged"],

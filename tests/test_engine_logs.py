@@ -21,7 +21,7 @@ import yaml
 from tokcost.catalog import load_catalog
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture, Attention
-from tokcost.memory.engines.base import Deployment
+from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
 from tokcost.memory.engines.sglang import plan_sglang
 from tokcost.memory.engines.trtllm import TrtLlm, TrtLlmPlan
@@ -159,7 +159,8 @@ def issue_25350(e: dict[str, Any]) -> None:
 def qwen3_coder(e: dict[str, Any]) -> None:
     """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB."""
     check_refusal(e["kv_memory_gib"], e["max_model_len"], QWEN3_CODER_480B,
-                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"])
+                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
+                  release="0.11")  # a v0.10.1 log: "%.2f" GiB (format_gib from v0.14)
 
 
 def ratio_only(e: dict[str, Any]) -> None:
@@ -327,7 +328,8 @@ def qwen38_27b(e: dict[str, Any]) -> None:
     """The 27B shape at TP2 in fp8 gives the author's 1,568-token block (a float32 SSM state);
     prefix caching's two state blocks per linear group give the logged tokens and 2.31x."""
     layout = kv_layout(QWEN35_27B, "fp8", tp=e["tp"])
-    engine = Vllm(max_num_batched_tokens=8192, enable_prefix_caching=e["enable_prefix_caching"])
+    engine = Vllm(max_num_batched_tokens=8192, enable_prefix_caching=e["enable_prefix_caching"],
+                  release=Release(0, 21))  # the log's block 1,568: 16-token steps
     ends = [engine.pool(Deployment(layout=layout, family="qwen3_5_text"),
                         math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005)]
     length = e["max_model_len"]
@@ -351,7 +353,7 @@ def qwen36_27b_mtp(e: dict[str, Any]) -> None:
     assert blocks == [205, 205] and per_request == 179
     assert int(205 / 179 * length) == e["logged_tokens"]
     assert f"{205 / 179:.2f}" == f"{e['logged_concurrency']:.2f}"
-    plan = Vllm(enable_prefix_caching=True).pool(
+    plan = Vllm(enable_prefix_caching=True, release=Release(0, 21)).pool(
         Deployment(layout=kv_layout(QWEN35_27B, "fp8", tp=e["tp"]), family="qwen3_5_text"),
         math.floor(gib * GiB))
     assert plan.block_size == 1568 and plan.group_size == 16
@@ -516,7 +518,7 @@ def test_gemma3_says_why_per_sequence_exceeds_what_decode_reads() -> None:
 
     from tokcost.cli.app import app
     out = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--context", "128k",
-                                   "--gpu", "H100"]).stdout
+                                   "--gpu", "H100", "--engine", "vllm@0.21"]).stdout
     page = 16 * 2 * 16 * 128 * 2  # 16 tokens of K and V, 16 kv heads of 128, bf16
     reserved = (8000 + 6 * (math.ceil((1023 + 8192) / 16) + 1)) * page * 10  # 10-layer slots
     read = (10 * 128_000 + 52 * 1024) * page // 16

@@ -43,7 +43,7 @@ EXAMPLES = [
 >>> r = estimate_memory(KvRequest.of(model="llama-3.1-8b", contexts=[8192],
 ...                                  kv_memory="10GiB"))
 >>> r.bytes_per_token, r.fit.num_blocks
-(131072, 5120)
+(131072, 1280)
 """),
     ("tokcost.app.price", "<module>", r"""
 >>> import tokcost

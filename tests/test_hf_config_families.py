@@ -222,7 +222,7 @@ def test_gemma4_31b_vllm_pages_grow_the_global_block() -> None:
     block grows to 32 tokens (unify_kv_cache_spec_page_size); 5 sliding groups and 1 full of
     10 layers; 40 GiB // 262,144 B // 10 layers = 16,384 blocks."""
     result = runner.invoke(app, ["kvmem", "estimate", "--config", str(FIXTURES / "gemma-4-31b"),
-                                 "--kv-memory", "40GiB", "--json"])
+                                 "--kv-memory", "40GiB", "--engine", "vllm@0.21", "--json"])
     assert result.exit_code == 0, result.output
     engine = json.loads(result.stdout)["engine"]
     groups = engine["groups"]

@@ -299,7 +299,12 @@ def test_cli_table() -> None:
 @pytest.mark.parametrize(("engine", "blocks", "concurrency"), [
     # H100-SXM as nvidia-smi reports it: int(81,559 MiB x 0.92) - 16.06e9 - 2 GiB
     # = 60,471,661,537 B -> 28,835 blocks of 16 x 131,072 B; 8Ki needs 512 of them: 56.32x
-    ("vllm", "28,835", "56.32x"),
+    ("vllm@0.21", "28,835", "56.32x"),
+    # v0.34 (the default): min(85,520,809,984 x 1.0, that - margin max(1, 0.75 x 2) GiB)
+    # - 16.06e9 - 2 GiB = 65,702,713,600 B -> 7,832 blocks of 64 x 131,072 = 8,388,608 B
+    # (32 layer segments of 7,832 x 256 KiB = 979 whole 2 MiB granules each); 8Ki needs 128
+    # of them: 61.19x
+    ("vllm", "7,832", "61.19x"),
     # before v0.21 the default utilization is 0.9: 58,761,245,337 B -> 28,019 blocks, 54.72x
     ("vllm@0.20", "28,019", "54.72x")])
 def test_cli_gpu_fit_table(engine: str, blocks: str, concurrency: str) -> None:
@@ -322,6 +327,8 @@ def test_cli_json_keys() -> None:
             "1k,32k",
             "--kv-memory",
             "40GiB",
+            "--engine",
+            "vllm@0.21",
             "--json",
         ],
     )
@@ -470,6 +477,8 @@ def test_zero_reserve_is_allowed() -> None:
             "80GiB",
             "--reserve",
             "0",
+            "--engine",
+            "vllm@0.21",
             "--json",
         ],
     )

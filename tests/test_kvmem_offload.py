@@ -26,6 +26,7 @@ GiB = 2**30
 
 
 def _estimate(**options: Any) -> Any:
+    options.setdefault("engine", "vllm@0.21")  # the pages below are v0.21's 16-token blocks
     return tokcost.estimate_memory(tokcost.KvRequest.of(**options))
 
 
@@ -67,7 +68,7 @@ def test_lmcache_chunks_per_rank_with_its_alignment() -> None:
 
 def test_the_gpu_tier_is_unchanged() -> None:
     args = ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100", "--context", "8k,32k",
-            "--json"]
+            "--engine", "vllm@0.21", "--json"]
     runner = CliRunner()
     plain = json.loads(runner.invoke(app, args).stdout)
     tiered = json.loads(runner.invoke(app, [*args, "--cpu-offload", "100GiB"]).stdout)
@@ -82,7 +83,8 @@ def test_the_gpu_tier_is_unchanged() -> None:
 
 def test_the_table_states_the_tiers_apart() -> None:
     result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "H100",
-                                      "--context", "32k", "--cpu-offload", "100GiB"])
+                                      "--context", "32k", "--cpu-offload", "100GiB",
+                                      "--engine", "vllm@0.21"])
     assert result.exit_code == 0, result.output
     assert "host seqs" in result.stdout
     assert ("host tier (vLLM native offload): 100 GiB in 16-token blocks of 2,097,152 B = "

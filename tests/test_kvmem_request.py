@@ -36,7 +36,7 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
     assert r.engine_spec.profile.defaults() == {"max_num_batched_tokens": None,
                                                 "hybrid_manager": True,
                                                 "enable_prefix_caching": False,
-                                                "release": Release(0, 21),
+                                                "release": Release(0, 34),
                                                 "kv_cache_dtype_skip_layers": None}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"
     assert r.engine_spec.profile.max_num_batched_tokens == 4000  # type: ignore[attr-defined]

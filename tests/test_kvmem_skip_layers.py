@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs_families"
 
 
 def estimate(model: str, **options: Any) -> tokcost.KvResult:
+    options.setdefault("engine", "vllm@0.21")  # the block sizes below are v0.21's (16)
     return tokcost.estimate_memory(tokcost.KvRequest.of(model=model, kv_memory="20GiB",
                                                         **options))
 
@@ -167,7 +168,7 @@ def test_a_skipped_fp8_ds_mla_layer_is_paged_in_bf16_beside_its_indexer() -> Non
     assert out["engine"]["num_blocks"] == BUDGET // (128 * 49_556) == 3_385
 
 
-@pytest.mark.parametrize("engine", ["vllm", "vllm@0.25"])
+@pytest.mark.parametrize("engine", ["vllm@0.21", "vllm@0.25"])
 def test_releases_before_v0_26_refuse_it_for_mla(engine: str) -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--kv-dtype", "fp8",
                                  "--engine", engine, "--kv-skip-layers", "0,1,2"])
@@ -188,7 +189,8 @@ def test_mla_layers_do_not_read_sliding_window() -> None:
     ("llama-3.1-8b", ["--kv-skip-layers", "sliding_window"], "no sliding-window layers"),
     ("llama-3.1-8b", ["--kv-skip-layers", "0,first"], "give layer indices and/or sliding_window"),
     ("llama-3.1-8b", ["--kv-skip-layers", ","], "give layer indices and/or sliding_window"),
-    ("deepseek-v3", ["--kv-skip-layers", "0"], "MLA layers (vLLM reads the list for them from "
+    ("deepseek-v3", ["--kv-skip-layers", "0", "--engine", "vllm@0.25"],
+     "MLA layers (vLLM reads the list for them from "
      "PR #47309"),
     ("llama-3.1-8b", ["--kv-skip-layers", "0", "--engine", "sglang"], "vLLM's setting"),
     # nvfp4 pages (8 x 2 x 36 B a token) do not divide bf16's (2,048 B): vLLM before v0.24

@@ -10,6 +10,7 @@ each GPU of a DCP group holding every dcp-th token (PR #23734).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
@@ -23,8 +24,8 @@ from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.sglang import Sglang
-from tokcost.memory.engines.vllm import Vllm, resolve_block_size
-from tokcost.memory.kv import kv_layout
+from tokcost.memory.engines.vllm import Vllm, default_max_num_batched_tokens, resolve_block_size
+from tokcost.memory.kv import KvLayout, kv_dtype, kv_layout
 
 if TYPE_CHECKING:
     from tokcost.catalog.schema import Gpu
@@ -46,7 +47,7 @@ def test_release_is_read_as_major_minor(given: str, release: Release) -> None:
 
 
 @pytest.mark.parametrize(("engine", "fragment"), [
-    ("vllm@0.9", "is older than tokcost models: vLLM v0.11 to v0.21"),
+    ("vllm@0.9", "is older than tokcost models: vLLM v0.11 to v0.34"),
     ("vllm@x", "names no release; write the version as MAJOR.MINOR"),
     ("vllm@", "names no release"),
     ("vllm@0.", "names no release"),
@@ -67,20 +68,20 @@ def test_default_utilization_follows_the_release() -> None:
     """80 GiB, llama-3.1-8b's 16.06e9 B of weights, 2 GiB reserve: x 0.92 from v0.21, x 0.9
     before; a given utilization is the same for both."""
     weights, reserve = 16_060_000_000, 2 * GiB
-    new = estimate(model="llama-3.1-8b", gpu_memory="80GiB")
+    new = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine="vllm@0.21")
     old = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine="vllm@0.20")
     assert new.fit is not None and old.fit is not None
     assert new.fit.util == 0.92 and old.fit.util == 0.9
     assert new.fit.available_bytes == int(80 * GiB * 0.92) - weights - reserve
     assert old.fit.available_bytes == int(80 * GiB * 0.9) - weights - reserve
-    for engine in ("vllm", "vllm@0.20"):
+    for engine in ("vllm@0.21", "vllm@0.20"):
         given = estimate(model="llama-3.1-8b", gpu_memory="80GiB", engine=engine, gpu_util=0.8)
         assert given.fit is not None
         assert given.fit.available_bytes == int(80 * GiB * 0.8) - weights - reserve
 
 
 def test_budget_note_says_what_the_release_profiles() -> None:
-    new = estimate(model="llama-3.1-8b", gpu="H100")
+    new = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.21")
     old = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.20")
     new_note, old_note = str(new.notes[0]), str(old.notes[0])
     assert "CUDA-graph estimate (from v0.21, PR #30515" in new_note
@@ -96,19 +97,19 @@ def test_logged_tokens_follow_the_release() -> None:
     """gemma-3-27b, 20 GiB: 16,384 blocks in 7 groups of 16 tokens -> v0.20 logs
     16,384 // 7 x 16 = 37,440; v0.21 logs int(16,384 / 11,654 x 131,072) = 184,270."""
     kw = {"model": "gemma-3-27b", "kv_memory": "20GiB", "contexts": "131072"}
-    new, old = estimate(**kw), estimate(**kw, engine="vllm@0.20")
+    new, old = estimate(**kw, engine="vllm@0.21"), estimate(**kw, engine="vllm@0.20")
     assert new.engine.cache_tokens == 184_270 and old.engine.cache_tokens == 37_440
     assert "GPU KV cache size: 184,270 tokens" in new.engine.lines
     assert "GPU KV cache size: 37,440 tokens" in old.engine.lines
     assert new.engine.max_concurrency == old.engine.max_concurrency
-    assert new.engine.to_dict()["version"].startswith("vLLM v0.21 (the newest release")
+    assert new.engine.to_dict()["version"].startswith("vLLM v0.21 (vllm@0.21)")
     assert old.engine.to_dict()["version"].startswith("vLLM v0.20 (vllm@0.20)")
 
 
 def test_later_release_follows_the_newest_rules_and_says_so() -> None:
-    r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.27")
-    assert r.engine.version.startswith("vLLM v0.27 (v0.21's rules, the newest release tokcost")
-    assert r.fit is not None and r.fit.util == 0.92
+    r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.37")
+    assert r.engine.version.startswith("vLLM v0.37 (v0.34's rules, the newest release tokcost")
+    assert r.fit is not None and r.fit.util == 1.0
 
 
 def test_sglang_keeps_its_own_fraction_and_refuses_vllms_utilization() -> None:
@@ -194,7 +195,7 @@ def test_kv_cache_memory_is_vllms_flag_for_the_budget() -> None:
     """vLLM's --kv-cache-memory (PR #21489) sizes the cache in bytes, whatever the utilization:
     151,519,866,880 B (the value in the PR's own log) // 2 MiB blocks = 72,250."""
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-cache-memory",
-                                 "151519866880", "--json"])
+                                 "151519866880", "--engine", "vllm@0.21", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["engine"]["num_blocks"] == 151_519_866_880 // 2**21
 
@@ -224,8 +225,9 @@ def test_blackwell_mla_block_follows_the_default_backend_of_the_release(
 @pytest.mark.parametrize(("engine", "dtype", "block", "why"), [
     ("vllm@0.11", "bf16", 64, "FlashMLA"), ("vllm@0.17", "bf16", 64, "FlashMLA"),
     ("vllm@0.17", "fp8", 64, "FlashMLA"),
-    ("vllm@0.18", "bf16", 16, "FlashAttention MLA"), ("vllm", "bf16", 16, "FlashAttention MLA"),
-    ("vllm@0.18", "fp8", 64, "FlashMLA's kernel block"), ("vllm", "fp8", 64, "FlashMLA's")])
+    ("vllm@0.18", "bf16", 16, "FlashAttention MLA"), ("vllm@0.33", "bf16", 16, "FlashAttention MLA"),
+    ("vllm@0.18", "fp8", 64, "FlashMLA's kernel block"), ("vllm@0.33", "fp8", 64, "FlashMLA's"),
+    ("vllm", "bf16", 64, "DEFAULT_BLOCK_SIZE"), ("vllm", "fp8", 64, "DEFAULT_BLOCK_SIZE")])
 def test_hopper_mla_block_by_release_and_cache_dtype(
         engine: str, dtype: str, block: int, why: str) -> None:
     """To v0.17 vLLM forces FlashMLA's 64 on Hopper (PR #14451). From v0.18 (PR #35122) it takes
@@ -237,7 +239,7 @@ def test_hopper_mla_block_by_release_and_cache_dtype(
     assert e["num_blocks"] == 20 * GiB // (block * 576 * (1 if dtype == "fp8" else 2)) // 61
 
 
-@pytest.mark.parametrize(("engine", "block"), [("vllm@0.18", 32), ("vllm", 32), ("vllm@0.30", 32)])
+@pytest.mark.parametrize(("engine", "block"), [("vllm@0.18", 32), ("vllm@0.33", 32), ("vllm@0.30", 32)])
 def test_blackwell_mla_block_is_flashinfer_mlas_smallest_from_v0_18(engine: str, block: int) -> None:
     """From v0.18 FlashInfer MLA (kernel blocks [32, 64], mla/flashinfer_mla.py) no longer
     forces 64: the default 16 is not among its kernel blocks, so the smallest, 32, is taken."""
@@ -260,13 +262,13 @@ def test_a_given_block_is_kept_from_v0_18(engine: str, block: int) -> None:
 def test_other_backends_keep_16_from_v0_18(model: str, gpu: str, block: int) -> None:
     """Triton MLA off Hopper and Blackwell, FlashAttention (MultipleOf(16)) and FlashInfer
     ([16, 32, 64]) for other attention all take vLLM's default 16."""
-    assert _engine("-m", model, "--gpu", gpu)["block_size"] == block
+    assert _engine("-m", model, "--gpu", gpu, "--engine", "vllm@0.33")["block_size"] == block
 
 
 def test_no_gpu_assumes_hopper_from_v0_18_too() -> None:
-    e = _engine("-m", "deepseek-v3", "--kv-dtype", "fp8")
+    e = _engine("-m", "deepseek-v3", "--kv-dtype", "fp8", "--engine", "vllm@0.33")
     assert e["block_size"] == 64 and "Hopper assumed" in str(e["block_size_reason"])
-    assert _engine("-m", "deepseek-v3")["block_size"] == 16
+    assert _engine("-m", "deepseek-v3", "--engine", "vllm@0.33")["block_size"] == 16
 
 
 V32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
@@ -289,13 +291,14 @@ def test_deepseek_v32_sparse_mla_is_64_on_blackwell(release: str, block: int) ->
 
 @pytest.mark.parametrize(("engine", "block"), [
     ("vllm@0.11", 1072), ("vllm@0.12", 1088), ("vllm@0.17", 1088), ("vllm@0.18", 1072),
-    ("vllm", 1072)])
+    ("vllm@0.33", 1072), ("vllm", 1088)])
 def test_blackwell_head_dim_256_hybrid_steps_of_32_from_v0_12_to_v0_17(
         engine: str, block: int) -> None:
     """Qwen3-Next, fp8 attention (1,024 B per token per layer), bf16 state of 1,097,728 B: steps of
     16 give 16 x 67 = 1,072; FlashInfer's missing 16-token blocks for head_dim 256 on Blackwell
     (PR #27994, merged 2025-11-05) give 32 x cdiv(1,097,728, 32,768) = 32 x 34 = 1,088, in
-    HybridAttentionMambaModelConfig of v0.12 to v0.17 only: v0.18's has no such branch."""
+    HybridAttentionMambaModelConfig of v0.12 to v0.17 only: v0.18's has no such branch. v0.34's
+    default block of 64 steps in 64 (PR #37467's max(kernel block, block)): 64 x 17 = 1,088."""
     e = _engine("-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "B200",
                 "--engine", engine)
     assert e["block_size"] == block
@@ -348,3 +351,191 @@ def test_fp8_ds_mla_is_accepted_from_v0_11() -> None:
     folder = str(V32)
     assert _engine("--config", folder, "--kv-dtype", "fp8_ds_mla", "--engine", "vllm@0.11")[
         "block_size"] == 64
+
+
+# --- v0.22 to v0.34 (issue 28 part 1: --engine vllm is v0.34) ---------------------------------
+
+def test_refusal_words_change_in_v0_22() -> None:
+    """kv_cache_utils.py _check_enough_kv_cache_memory: v0.21 says "models's" and only names
+    gpu_memory_utilization; v0.22 says "model's" and that the flag also controls CPU memory.
+    Llama-3.1-8B, 131,072 tokens of 16-token blocks: 8,192 blocks of 2 MiB = 16 GiB needed;
+    1 GiB holds 512 blocks = 8,192 tokens."""
+    kw = {"model": "llama-3.1-8b", "kv_memory": "1GiB", "contexts": "131072"}
+    old = estimate(**kw, engine="vllm@0.21").engine.refusal
+    new = estimate(**kw, engine="vllm@0.22").engine.refusal
+    assert old is not None and new is not None
+    assert old.startswith("To serve at least one request with the models's max seq len (131072)")
+    assert new.startswith("To serve at least one request with the model's max seq len (131072), "
+                          "(16.0 GiB KV cache is needed, which is larger than the available KV "
+                          "cache memory (1.0 GiB). Based on the available memory, the estimated "
+                          "maximum model length is 8192. Try increasing `gpu_memory_utilization` "
+                          "(which also controls CPU memory on the CPU backend)")
+
+
+@pytest.mark.parametrize(("engine", "pp", "sliding_blocks"), [
+    # v0.25: cdiv(1,023 + 8,192, 16) + 1 = 577 blocks per sliding group
+    ("vllm@0.25", 1, 577),
+    # v0.26: max_in_flight_tokens = 2 batches (async scheduling) x 8,192:
+    # cdiv(1,023 + 16,384, 16) + 1 = 1,088 + 1 = 1,089
+    ("vllm@0.26", 1, 1089),
+    # two stages: the V2 model runner (v0.26's default for a dense model that is no Mamba
+    # hybrid, _is_default_v2_model_runner_model) keeps pp + 1 = 3 batches:
+    # cdiv(1,023 + 24,576, 16) + 1 = 1,600 + 1
+    ("vllm@0.26", 2, 1601), ("vllm", 2, 1601)])
+def test_sliding_groups_reserve_every_batch_in_flight_from_v0_26(
+        engine: str, pp: int, sliding_blocks: int) -> None:
+    """Gemma-3-27B: 6 sliding groups and 1 full group; a 131,072-token request holds 8,192
+    blocks of 16 in the full group (vllm/config/vllm.py max_in_flight_tokens,
+    kv_cache_interface.py SlidingWindowSpec.max_admission_blocks_per_request)."""
+    r = estimate(model="gemma-3-27b", kv_memory="20GiB", contexts="131072", engine=engine,
+                 max_num_batched_tokens=8192, block_size=16, pp=pp)
+    assert r.engine.settings["blocks_per_request"] == 8192 + 6 * sliding_blocks
+
+
+def test_gpus_of_160_gib_get_16k_batched_tokens_from_v0_28() -> None:
+    """arg_utils.py get_batch_defaults: v0.28 gives GPUs of >= 160 GiB 16,384 tokens for vllm
+    serve too (B200: 183,359 MiB = 179.06 GiB); H200 (140.4 GiB) keeps 8,192; from v0.33 a GB10
+    (compute capability 12.1) stays on the small tier whatever its memory."""
+    b200, h200 = 183_359 * 2**20, 143_771 * 2**20
+    assert default_max_num_batched_tokens("B200", b200, Release(0, 27))[0] == 8192
+    assert default_max_num_batched_tokens("B200", b200, Release(0, 28))[0] == 16384
+    assert default_max_num_batched_tokens("H200", h200, Release(0, 34))[0] == 8192
+    assert default_max_num_batched_tokens("GB10", 119 * GiB, Release(0, 32))[0] == 8192
+    assert default_max_num_batched_tokens("GB10", 119 * GiB, Release(0, 33))[0] == 2048
+    e = _engine("-m", "llama-3.1-8b", "--gpu", "B200")
+    assert e["max_num_batched_tokens"] == 16384
+
+
+def test_capacity_is_one_log_line_from_v0_28() -> None:
+    kw = {"model": "llama-3.1-8b", "kv_memory": "20GiB", "contexts": "8192", "block_size": 16}
+    old = estimate(**kw, engine="vllm@0.27").engine.lines
+    new = estimate(**kw, engine="vllm@0.28").engine.lines
+    # 20 GiB / 2 MiB = 10,240 blocks; 8,192 tokens take 512: 20.00x, 163,840 tokens
+    assert old[1:] == ("GPU KV cache size: 163,840 tokens",
+                       "Maximum concurrency for 8,192 tokens per request: 20.00x")
+    assert new[1:] == ("GPU KV cache size: 163,840 tokens, Maximum concurrency for 8,192 tokens "
+                       "per request: 20.00x",)
+
+
+def test_null_block_is_held_back_from_the_check_from_v0_29() -> None:
+    """8,192 tokens in 16-token blocks: 512 blocks x 2 MiB = exactly 1 GiB. v0.28 starts with
+    1 GiB; v0.29 checks 1 GiB - one block (the null block) = 511 blocks = 8,176 tokens."""
+    kw = {"model": "llama-3.1-8b", "kv_memory": "1GiB", "contexts": "8192", "block_size": 16}
+    assert estimate(**kw, engine="vllm@0.28").engine.refusal is None
+    refusal = estimate(**kw, engine="vllm@0.29").engine.refusal
+    assert refusal is not None and "estimated maximum model length is 8176" in refusal
+    assert estimate(**kw, engine="vllm@0.29").engine.num_blocks == 512  # still counted
+
+
+def test_v0_34_budget_is_measured_with_a_margin() -> None:
+    """H100 (81,559 MiB = 85,520,809,984 B), Llama-3.1-8B (16.06e9 B weights):
+    gpu_memory_utilization 1.0; reserve 2 GiB -> margin max(1 GiB, 1.5 GiB) = 1.5 GiB:
+    min(M, M - 1.5 GiB) - 16.06e9 - 2 GiB = 65,702,713,600 B; reserve 4 GiB -> margin 3 GiB:
+    M - 3 GiB - 16.06e9 - 4 GiB = 61,945,929,728 B; --gpu-util 0.9: ceil(0.9 M) =
+    76,968,728,986 binds: - 16.06e9 - 2 GiB = 58,761,245,338 B. Pages of 64 x 4,096 B = 256 KiB,
+    32 layers: 8 MiB blocks; 7,832 and 7,384 blocks are whole granules per layer (multiples of
+    8), 7,004 is not (7,004 x 256 KiB = 1,751 MiB -> 876 granules x 32 layers = 58,787,364,864 B
+    > 58,761,245,338 B): 7,000."""
+    M, weights = 81_559 * 2**20, 16_060_000_000
+    for kw, avail, blocks in [({}, M - 3 * GiB // 2 - weights - 2 * GiB, 7832),
+                              ({"reserve": "4GiB"}, M - 3 * GiB - weights - 4 * GiB, 7384),
+                              ({"gpu_util": 0.9}, math.ceil(M * 0.9) - weights - 2 * GiB, 7000)]:
+        r = estimate(model="llama-3.1-8b", gpu="H100", **kw)
+        assert r.fit is not None and r.fit.available_bytes == avail
+        assert r.engine.num_blocks == blocks and avail // 2**23 - blocks in (0, 4)
+    assert avail == 58_761_245_338
+    r = estimate(model="llama-3.1-8b", gpu="H100")
+    assert r.fit is not None and r.fit.util == 1.0
+    note = str(r.notes[0])
+    assert "gpu_memory_utilization 1.0: vLLM's default from v0.34" in note
+    assert "margin of max(1 GiB, 0.75 x that peak; 3 GiB on ROCm)" in note
+
+
+def test_v0_34_commits_whole_2_mib_granules_per_layer() -> None:
+    """Llama-3.1-70B TP4 on H100: 35.3e9 B of weights per GPU; M - 1.5 GiB - 35.3e9 - 2 GiB =
+    46,462,713,600 B = 8,862.1 blocks of 80 layers x 64 tokens x 1,024 B = 5,242,880 B. Each
+    layer's segment of 8,862 x 65,536 B needs 277 granules of 2 MiB: 80 x 277 x 2 MiB =
+    46,472,298,496 B > 46,462,713,600 B; 8,832 blocks (276 granules each, 46,304,329,728 B)
+    is the most that fits (ExtensibleKVCache.blocks_within)."""
+    r = estimate(model="llama-3.1-70b", gpu="H100", tp=4, contexts="8192")
+    assert r.fit is not None and r.fit.available_bytes == 46_462_713_600
+    assert 46_462_713_600 // 5_242_880 == 8862 and 80 * 277 * 2**21 > 46_462_713_600
+    assert 80 * 276 * 2**21 <= 46_462_713_600
+    assert r.engine.num_blocks == 8832
+    assert r.engine.lines[:2] == (
+        "Available KV cache memory: 44.77 GiB",  # the estimate: M - 35.3e9 - 2 GiB
+        "Memory after warmup: ... 8832 KV cache blocks (43.12 GiB) fit within the requested "
+        "79.65 GiB.")
+    assert r.engine.lines[2].startswith("GPU KV cache size: 565,248 tokens, ")  # 8,832 x 64
+
+
+def test_v0_34_checks_one_request_again_after_warmup() -> None:
+    """L4 (23,034 MiB = 24,153,096,192 B), Llama-3.1-8B: the estimate M - 16.06e9 - 2 GiB =
+    5,945,612,544 B holds 40,000 tokens (625 blocks x 8 MiB = 5,242,880,000 B, plus the null
+    block); measured, M - 1.5 GiB - 16.06e9 - 2 GiB = 4,334,999,808 B = 516.8 blocks of 8 MiB,
+    but 516 x 256 KiB per layer is 130 MiB of granules (32 x 130 MiB > the bytes): 512 blocks,
+    and (512 - 1) x 8 MiB = 3.99 GiB < 4.88 GiB: vLLM refuses after warmup
+    (kv_cache_planning.py shrink_kv_cache_configs)."""
+    r = estimate(model="llama-3.1-8b", gpu="L4", contexts="40000")
+    assert r.engine.num_blocks == 512
+    refusal = r.engine.refusal
+    assert refusal is not None and refusal.startswith(
+        "To serve at least one request with the model's max seq len (40000), (4.88 GiB KV cache "
+        "is needed, which is larger than the available KV cache memory (3.99 GiB).")
+    assert ("The extensible KV cache already takes all device memory left after the model, its "
+            "activations, CUDA graphs and warmup; decrease") in refusal
+    assert any(line.startswith("Memory after warmup: ... 512 KV cache blocks")
+               for line in r.engine.lines)
+    # 131,072 tokens fail the first check, on the estimate (no warmup yet)
+    long = estimate(model="llama-3.1-8b", gpu="L4", contexts="131072").engine
+    assert long.refusal is not None and "left after the model and its activations;" in (
+        long.refusal)
+    assert not any(line.startswith("Memory after warmup") for line in long.lines)
+
+
+def test_v0_34_kv_cache_memory_keeps_the_v0_33_sizing() -> None:
+    """--kv-cache-memory turns the extensible KV cache off (config/cache.py): the bytes given,
+    in 64-token blocks (151,519,866,880 // 8 MiB = 18,062), no granules, no warmup line."""
+    r = estimate(model="llama-3.1-8b", kv_memory="151519866880", contexts="8192")
+    assert r.engine.num_blocks == 151_519_866_880 // 2**23 == 18_062
+    assert not any(line.startswith("Memory after warmup") for line in r.engine.lines)
+
+
+def test_v0_34_default_block_is_64() -> None:
+    """config/cache.py DEFAULT_BLOCK_SIZE = 64 (16 to v0.33), which FlashAttention, FlashInfer
+    and the MLA backends take; a linear hybrid's attention block then rises in steps of 64
+    (platforms/interface.py: kernel_block_alignment_size = max(kernel block, block_size)):
+    Qwen3-Next in fp8 on H100, 1,097,728 B of state over 1,024 B per token: v0.33 16 x 67 =
+    1,072, v0.34 64 x cdiv(1,097,728, 65,536) = 64 x 17 = 1,088."""
+    assert _engine("-m", "llama-3.1-8b", "--gpu", "H100")["block_size"] == 64
+    assert _engine("-m", "deepseek-v3", "--gpu", "B200")["block_size"] == 64
+    assert _engine("-m", "llama-3.1-8b", "--gpu", "H100", "--block-size", "16")["block_size"] == 16
+    hybrid = ["-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "H100"]
+    assert _engine(*hybrid, "--engine", "vllm@0.33")["block_size"] == 1072
+    assert _engine(*hybrid)["block_size"] == 1088
+
+
+@pytest.mark.parametrize(("engine", "block"), [
+    # to v0.26 steps of 64 off Blackwell: 64 x cdiv(1,097,728, 64 x 1,152) = 64 x 15 = 960
+    ("vllm@0.26", 960),
+    # v0.27 on, a multiple of 128 on every GPU (platforms/interface.py: TRTLLM/FlashInfer MLA
+    # decode kernels): 128 x cdiv(1,097,728, 128 x 1,152) = 128 x 8 = 1,024
+    ("vllm@0.27", 1024), ("vllm", 1024)])
+def test_mla_linear_hybrid_block_is_a_multiple_of_128_from_v0_27(engine: str, block: int) -> None:
+    """An MLA + linear-attention hybrid on Hopper (a made-up layout: 4 MLA layers of 576 x 2 B
+    a token, 12 linear layers of a 1,097,728 B state)."""
+    layout = KvLayout(layers=("mla",) * 4 + ("linear",) * 12, token_bytes={"mla": 1152},
+                      window=None, state_bytes=1_097_728, kv_heads_per_gpu=None,
+                      dtype=kv_dtype("bf16"), tp=1)
+    dep = Deployment(layout=layout, gpu=cast("Gpu", SimpleNamespace(architecture="hopper")))
+    assert resolve_block_size(layout, dep, Vllm.release_of(engine.partition("@")[2] or "0.34")
+                              )[0] == block
+
+
+def test_v0_34_margin_floor_is_3_gib_on_rocm() -> None:
+    """extensible_kv_cache.py: KV_CACHE_MARGIN_FLOOR_BYTES = 3 GiB on ROCm (1 GiB on CUDA);
+    MI300X (206,141,652,992 B), a 2 GiB reserve: max(3 GiB, 1.5 GiB) = 3 GiB of margin, so
+    memory - 3 GiB - weights - 2 GiB."""
+    r = estimate(model="llama-3.1-8b", gpu="MI300X")
+    assert r.fit is not None and r.fit.margin_bytes == 3 * GiB
+    assert r.fit.available_bytes == 206_141_652_992 - 3 * GiB - 16_060_000_000 - 2 * GiB

@@ -144,7 +144,7 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "--gpu-memory", metavar="SIZE", help="GPU memory instead of --gpu: 80GiB, 24GB.")] = None,
     gpu_util: Annotated[float | None, typer.Option(
         "--gpu-util", "--gpu-memory-utilization", help="vLLM's gpu_memory_utilization "
-        "(default: the release's, 0.92 from v0.21, 0.9 before).")] = None,
+        "(default: the release's: 1.0 from v0.34, 0.92 from v0.21, 0.9 before).")] = None,
     kv_memory: Annotated[str | None, typer.Option(
         "--kv-memory", "--kv-cache-memory", help="KV memory per GPU as vLLM logs it, or vLLM's "
         "--kv-cache-memory (skips the estimate and the utilization).")] = None,

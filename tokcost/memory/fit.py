@@ -3,6 +3,7 @@ with a stated ``reserve`` for the activation peak vLLM profiles. Numbers per GPU
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tokcost.errors import UsageError, arg
@@ -33,12 +34,15 @@ class GpuFit:
     page_bytes: int  # one block across all cache layers
     num_blocks: int
     cache_tokens: int  # num_blocks x block_size
+    margin_bytes: int | None = None  # vLLM v0.34: kept free of the device's memory
 
 
 def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = DEFAULT_UTIL,
             weights: int = 0, reserve: int = DEFAULT_RESERVE, kv_memory: int | None = None,
-            block_size: int = DEFAULT_BLOCK) -> GpuFit:
-    """Blocks of ``block_size`` tokens that fit, as vLLM's ``determine_num_available_blocks``."""
+            block_size: int = DEFAULT_BLOCK, margin: int | None = None) -> GpuFit:
+    """Blocks of ``block_size`` tokens that fit, as vLLM's ``determine_num_available_blocks``.
+    With ``margin`` (vLLM v0.34's extensible KV cache, measure_kv_cache_bytes): the budget is
+    min(ceil(memory x util), memory - margin) - weights - reserve."""
     if kv_memory is not None:
         available, mem, used_util = kv_memory, None, None
     else:
@@ -50,11 +54,16 @@ def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = 
             raise UsageError(f"{arg('reserve')} must not be negative, got {reserve}",
                              param="reserve")
         available = int(memory_bytes * util) - weights - reserve
+        if margin is not None:
+            available = min(math.ceil(memory_bytes * util),
+                            memory_bytes - margin) - weights - reserve
         mem, used_util = memory_bytes, util
         if available <= 0:
+            usable = min(memory_bytes * util, memory_bytes - (margin or 0))
+            kept = "" if margin is None else f", less a margin of {margin / GiB:.1f} GiB"
             raise DoesNotFit(
-                f"nothing is left for the KV cache: {memory_bytes * util / GiB:.1f} GiB usable "
-                f"({util:g} of {memory_bytes / GiB:.1f} GiB) minus {weights / GiB:.1f} GiB "
+                f"nothing is left for the KV cache: {usable / GiB:.1f} GiB usable "
+                f"({util:g} of {memory_bytes / GiB:.1f} GiB{kept}) minus {weights / GiB:.1f} GiB "
                 f"weights and {reserve / GiB:.1f} GiB reserve; use more GPUs ({arg('tp')}), "
                 "a smaller weights dtype, or a larger GPU", param="tp")
     # A page: a block in every token-caching layer (v0's cache_block_size; v1 counts the same).
@@ -64,4 +73,5 @@ def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = 
     blocks = available // page
     given = kv_memory is not None
     return GpuFit(mem, used_util, 0 if given else weights, 0 if given else reserve, available,
-                  block_size, page, blocks, blocks * block_size)
+                  block_size, page, blocks, blocks * block_size,
+                  None if given else margin)

@@ -81,14 +81,15 @@ class Deployment:
         """Query heads on each tensor-parallel GPU (vLLM's num_heads // tp), None: not known."""
         return None if self.attention_heads is None else self.attention_heads // self.layout.tp
 
-    def fit(self, block_size: int) -> GpuFit | None:
-        """The budget vLLM would take, in blocks of the fullest stage; None without one."""
+    def fit(self, block_size: int, margin: int | None = None) -> GpuFit | None:
+        """The budget vLLM would take, in blocks of the fullest stage; None without one
+        (``margin``: vLLM v0.34's extensible KV cache, ``gpu_fit``)."""
         if self.memory_bytes is None and self.kv_memory is None:
             return None
         util = DEFAULT_UTIL if self.util is None else self.util
         return gpu_fit(self.stage_layout, memory_bytes=self.memory_bytes, util=util,
                        weights=self.weights, reserve=self.reserve, kv_memory=self.kv_memory,
-                       block_size=block_size)
+                       block_size=block_size, margin=margin)
 
     def driver_note(self, headroom: str) -> list[Note]:
         """What nvidia-smi's total hides, and which part of the budget absorbs it."""

@@ -6,6 +6,7 @@ changed between releases is in ``RULES`` (``--engine vllm@0.20``), each rule wit
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import partial
@@ -23,7 +24,7 @@ from tokcost.memory.engines.base import (
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
 from tokcost.memory.kv import KvLayout, kv_dtype, pp_stages
-from tokcost.units import parse_count
+from tokcost.units import format_bytes, parse_count
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +44,51 @@ OLDEST = Release(0, 11)  # the v1 engine with the hybrid KV cache manager, as mo
 V0_21 = Release(0, 21)
 UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 
+# Releases v0.22 to v0.34, each rule read in that release's sdist against the one before (the
+# PyPI sdists do not name PRs; the files are cited, and the PR where the issue tracker has it):
+# - v0.22: the start-up refusal's words (kv_cache_utils.py _check_enough_kv_cache_memory):
+#   "the model's max seq len" (was "models's"), and "gpu_memory_utilization" is said to control
+#   CPU memory on the CPU backend too.
+# - v0.26 (PR #47728, merged 2026-07-06: blocks leave the window on the processed-token
+#   basis): sliding-window and chunked-local groups reserve for every batch in flight:
+#   window - 1 (a chunk) + max_in_flight_tokens, VllmConfig.max_in_flight_tokens =
+#   max_concurrent_batches x max_num_batched_tokens (vllm/config/vllm.py; kv_cache_interface.py
+#   SlidingWindowSpec/ChunkedLocalAttentionSpec.max_admission_blocks_per_request); with async
+#   scheduling (on by default) the V2 model runner keeps pp + 1 batches in flight, 2 on one
+#   stage (max_concurrent_batches). The V1 runner keeps pp on more stages; v0.26 picks it for
+#   MoE and Mamba-hybrid models (config/vllm.py _is_default_v2_model_runner_model), later
+#   releases only where V2 lacks a feature, v0.34 has none: tokcost takes the V2 runner's.
+#   v0.25 reserved one max_num_batched_tokens.
+# - v0.28: GPUs of 160 GiB or more get max_num_batched_tokens 16,384 for vllm serve too
+#   (engine/arg_utils.py get_batch_defaults), and the capacity is logged on one line
+#   ("GPU KV cache size: N tokens, Maximum concurrency for L tokens per request: C x",
+#   kv_cache_utils.py update_kv_cache_capacity).
+# - v0.29 (the change PR #47272 describes; the v0.25 to v0.28 sdists lack it): the start-up
+#   check plans against the blocks left after the null block BlockPool
+#   holds back: available - one block's bytes (kv_cache_utils.py get_kv_cache_configs and
+#   check_enough_kv_cache_memory); num_blocks itself still counts it.
+# - v0.33: GB10 (DGX Spark, compute capability 12.1) stays on the small tier of batched tokens
+#   however much memory it has (arg_utils.py get_batch_defaults).
+# - v0.34: the extensible KV cache (PR #56492, the product of #47363's demo;
+#   vllm/v1/worker/extensible_kv_cache.py, config/cache.py
+#   enable_extensible_kv_cache, on by default on CUDA and ROCm unless --kv-cache-memory is
+#   given): gpu_memory_utilization defaults to 1.0 (resolved_gpu_memory_utilization; 0.92
+#   without it), and the cache is sized after warmup: measure_kv_cache_bytes keeps
+#   min(requested - used, headroom - margin) - transient peak, margin = max(1 GiB,
+#   0.75 x transient peak) (KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION; ROCm's
+#   floor, for the CDNA GPUs, is 3 GiB). With tokcost's reserve as that peak and the weights as
+#   what is used: min(ceil(memory x util), memory - margin) - weights - reserve. Blocks are
+#   committed in 2 MiB granules per layer segment (blocks_within, physical_bytes_for; utils/
+#   extensible_tensor.py _MIN_GRANULARITY), logged as "Memory after warmup"; after warmup the
+#   one-request check runs again on (num_blocks - 1) blocks (kv_cache_planning.py
+#   shrink_kv_cache_configs). CacheConfig.DEFAULT_BLOCK_SIZE is 64 (16 to v0.33).
+V0_22, V0_26, V0_27, V0_28, V0_29, V0_33, V0_34 = (
+    Release(0, n) for n in (22, 26, 27, 28, 29, 33, 34))
+UTIL_EXTENSIBLE = 1.0
+MARGIN_FLOOR, MARGIN_FRACTION, GRANULE = GiB, 0.75, 2 << 20
+BLOCK_V0_34 = 64
+
+SERVE_BATCHED_TOKENS_HUGE = 16384  # vllm serve, >= 160 GiB, from v0.28
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
@@ -53,18 +99,26 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def default_max_num_batched_tokens(gpu_name: str | None,
-                                   memory_bytes: int | None) -> tuple[int, str]:
+def default_max_num_batched_tokens(gpu_name: str | None, memory_bytes: int | None,
+                                   release: Release = V0_34) -> tuple[int, str]:
     """``vllm serve``'s default tokens per scheduler step, and why (arg_utils.py)."""
+    huge = release >= V0_28
     if memory_bytes is None:
         return SERVE_BATCHED_TOKENS_LARGE, (
             "vllm serve default for GPUs of 70 GiB or more but A100; no GPU given, smaller "
-            f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}")
-    a100 = "a100" in (gpu_name or "").lower()
-    if memory_bytes >= 70 * GiB and not a100:
+            f"GPUs get {SERVE_BATCHED_TOKENS_SMALL:,}"
+            + (f", 160 GiB or more {SERVE_BATCHED_TOKENS_HUGE:,}" if huge else ""))
+    if huge and memory_bytes >= 160 * GiB:
+        return SERVE_BATCHED_TOKENS_HUGE, (
+            f"vllm serve default from v0.28: {memory_bytes / GiB:.1f} GiB >= 160 GiB")
+    name = (gpu_name or "").lower()
+    a100 = "a100" in name
+    gb10 = release >= V0_33 and ("gb10" in name or "spark" in name)
+    if memory_bytes >= 70 * GiB and not a100 and not gb10:
         return SERVE_BATCHED_TOKENS_LARGE, (
             f"vllm serve default: {memory_bytes / GiB:.1f} GiB >= 70 GiB and not an A100")
-    why = "an A100" if a100 else f"{memory_bytes / GiB:.1f} GiB < 70 GiB"
+    why = ("a GB10 (the small tier from v0.33)" if gb10 and not a100 else "an A100" if a100
+           else f"{memory_bytes / GiB:.1f} GiB < 70 GiB")
     return SERVE_BATCHED_TOKENS_SMALL, f"vllm serve default: {why}"
 
 
@@ -81,7 +135,9 @@ class Spec:
                   align: bool = False) -> int:
         """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
         decode context parallel each GPU of a DCP group holds every ``dcp``-th token
-        (``AttentionSpec.max_memory_usage_bytes``, PR #23734)."""
+        (``AttentionSpec.max_memory_usage_bytes``, PR #23734). ``max_num_batched_tokens``: the
+        tokens in flight a local (sliding, chunked) group reserves for (from v0.26 every
+        batch in flight's, ``VllmPlan.in_flight_tokens``)."""
         if self.kind == "mamba":  # mamba_cache_mode "none": one state; "align": two
             return self.page_bytes * (2 if align else 1)
         if self.kind == "sliding":
@@ -125,7 +181,8 @@ class Group:
 # From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
 # of the forcing above is left: vLLM takes the block from the attention backend it selects,
 # ``_backend_block`` below.
-V0_12, V0_15, V0_18, V0_20 = Release(0, 12), Release(0, 15), Release(0, 18), Release(0, 20)
+V0_12, V0_14, V0_15 = Release(0, 12), Release(0, 14), Release(0, 15)
+V0_18, V0_20 = Release(0, 18), Release(0, 20)
 
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
@@ -329,7 +386,17 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
     where = arch or "hopper"
     assumed = "" if arch else " (no GPU architecture given: Hopper assumed)"
     if release >= V0_18 and dep.block_size is None:
+        if release >= V0_34:
+            block = BLOCK_V0_34
         block, reason = _backend_block(layout, dep, where, block, release)
+        if release >= V0_34 and block == BLOCK_V0_34:
+            # v0.34: CacheConfig.DEFAULT_BLOCK_SIZE 64 (vllm/config/cache.py); a backend keeps
+            # the default when its kernels take it (get_preferred_block_size): FlashAttention
+            # (MultipleOf(16)), FlashInfer ([16, 32, 64]), FlashAttention MLA (MultipleOf(16)),
+            # FlashInfer MLA ([32, 64]), FlashMLA and FlashMLASparse ([64]), Triton MLA: all 64.
+            reason = Note(
+                f"{BLOCK_V0_34}: vLLM's default from v0.34 (DEFAULT_BLOCK_SIZE, "
+                "vllm/config/cache.py; 16 before), which the attention backend it selects takes")
         if kinds["mla"]:
             reason += assumed
     elif release >= V0_18:
@@ -367,6 +434,11 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
 def _hybrid_step(layout: KvLayout, dep: Deployment, where: str, block: int,
                  release: Release) -> tuple[int, str]:
     """The step in which vLLM ``release`` raises a Mamba hybrid's attention block, and where."""
+    if release >= V0_27 and layout.counts["mla"]:  # _align_hybrid_block_size: TRTLLM and
+        # FlashInfer MLA decode kernels want the kernel blocks aligned to 128 / kernel block,
+        # so an MLA hybrid's block is a multiple of 128 on every GPU (v0.27 on)
+        return max(128, block), ("a multiple of 128 for an MLA hybrid from v0.27: "
+                                 "vllm/platforms/interface.py _align_hybrid_block_size")
     if release >= V0_20:  # PR #37467: max(smallest kernel block, block); FlashAttention,
         # FlashInfer and Triton MLA take 16; an MLA backend that takes no 16 set ``block`` to
         # its smallest kernel block already (_backend_block), or a given block is kept.
@@ -546,6 +618,12 @@ class VllmPlan(Plan):
     dcp: int = 1
     layer_pages: tuple[int, ...] = ()  # each layer's page where they differ (uniform_type)
     mamba_align: bool = False  # prefix caching on a linear hybrid: mamba_cache_mode "align"
+    # v0.34's extensible KV cache: the profiling estimate it logs and first checks (the blocks
+    # come from ``available``, measured after warmup), the budget requested, and its granule
+    estimate: int | None = None
+    requested: int | None = None
+    granule: int = 0
+    util: float | None = None  # v0.34's hint names a gpu_memory_utilization below 1
 
     @property
     def group_size(self) -> int:
@@ -571,17 +649,42 @@ class VllmPlan(Plan):
         """Bytes a block id takes on the fullest pipeline stage (one GPU)."""
         return max(self._stage_block_bytes(s) for s in self.stages)
 
+    def _stage_strides(self, stage: frozenset[int]) -> list[int]:
+        """A block's bytes in each layer segment of ``stage`` (one per layer slot)."""
+        if self.layer_pages:
+            return [self.layer_pages[i] for i in stage]
+        return [self.page_bytes] * self._stage_group_size(stage)
+
+    def _stage_blocks(self, stage: frozenset[int], size: int) -> int:
+        assert self.available is not None
+        blocks = max(0, self.available // size)
+        if not self.granule or self.estimate is None:
+            return blocks
+        # ExtensibleKVCache.blocks_within: at most the capacity reserved from the estimate,
+        # and no more than the granules committed per segment fit in the measured bytes
+        blocks = min(blocks, max(0, self.estimate // size))
+        strides, g = self._stage_strides(stage), self.granule
+        while blocks > 0 and sum(cdiv(blocks * s, g) * g for s in strides) > self.available:
+            blocks -= 1
+        return blocks
+
     @property
     def num_blocks(self) -> int | None:
         if self.available is None:
             return None
         # floor(available / page / slots) = floor(available / (page x slots))
-        return min(max(0, self.available // size)
+        return min(self._stage_blocks(stage, size)
                    for stage in self.stages if (size := self._stage_block_bytes(stage)))
+
+    @property
+    def in_flight_batches(self) -> int:
+        """Batches a local group reserves for: one to v0.25; from v0.26 max_concurrent_batches
+        with async scheduling and the V2 model runner, pp + 1 (vllm/config/vllm.py)."""
+        return 1 if self.release < V0_26 else len(self.stages) + 1
 
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
-        mnbt = self.max_num_batched_tokens
+        mnbt = self.max_num_batched_tokens * self.in_flight_batches
         return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp, self.mamba_align),
                         g.spec.page_bytes) for g in self.groups)
 
@@ -594,8 +697,17 @@ class VllmPlan(Plan):
         """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
         return self._stage_block_bytes(stage) * self.blocks_per_request(context)
 
-    def _fits_alone(self, context: int, stage: frozenset[int]) -> bool:
-        return self.available is not None and self.needed_bytes(context, stage) <= self.available
+    def _checks(self, stage: frozenset[int]) -> list[tuple[int, bool]]:
+        """The bytes each start-up check holds one request to, and whether it runs after
+        warmup (v0.34); from v0.29 less the null block."""
+        size = self._stage_block_bytes(stage)
+        assert self.available is not None
+        if self.estimate is None:
+            return [(self.available - (size if self.release >= V0_29 else 0), False)]
+        return [(self.estimate - size, False), (((self.num_blocks or 0) - 1) * size, True)]
+
+    def _fits_alone(self, context: int, stage: frozenset[int], avail: int) -> bool:
+        return self.needed_bytes(context, stage) <= avail
 
     def max_concurrency(self, context: int) -> float | None:
         blocks = self.num_blocks
@@ -605,33 +717,83 @@ class VllmPlan(Plan):
         blocks = self.num_blocks
         if blocks is None or self.available is None:
             return None
-        starts = not self.past_model_len(context) and self.available > 0 and all(
-            self._fits_alone(context, s) for s in self.stages if self._stage_group_size(s))
+        starts = not self.past_model_len(context) and all(
+            avail > 0 and self._fits_alone(context, s, avail) for s in self.stages
+            if self._stage_group_size(s) for avail, _ in self._checks(s))
         return starts and batch * self.blocks_per_request(context) <= blocks
 
-    def _refusal(self, max_model_len: int) -> str | None:
+    def _hint(self, warm: bool) -> str:
+        """What vLLM tells to do (kv_cache_planning.py _more_kv_cache_memory_hint, v0.34)."""
+        if self.release < V0_22:
+            return "Try increasing `gpu_memory_utilization` when initializing the engine."
+        if self.estimate is None:
+            return ("Try increasing `gpu_memory_utilization` when initializing the engine "
+                    "(this flag also controls CPU memory reservation on the CPU backend, "
+                    "despite its name).")
+        used = "the model, its activations, CUDA graphs and warmup" if warm else (
+            "the model and its activations")
+        graphs = (" CUDA graphs take less with fewer or smaller capture sizes in the "
+                  "compilation config.") if warm else ""
+        if self.util is not None and self.util < 1:
+            return (f"The KV cache gets what is left after {used} within "
+                    f"`gpu_memory_utilization`={self.util}; increase it (with the extensible "
+                    "KV cache it defaults to 1.0) or decrease `max_model_len` or "
+                    f"`max_num_seqs`.{graphs}")
+        return ("The extensible KV cache already takes all device memory left after "
+                f"{used}; decrease `max_model_len` or `max_num_seqs`, or the model needs a "
+                f"device with more memory.{graphs}")
+
+    def _refusal_at(self, max_model_len: int) -> tuple[str, bool] | None:
+        """vLLM's refusal and whether it comes after warmup (v0.34), or None."""
         if self.past_model_len(max_model_len):
             # vLLM's words (config/model.py), checked before memory
             return (f"max_model_len {max_model_len:,} is greater than the model's "
-                    f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)")
+                    f"{self.model_max_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)",
+                    False)
         if self.available is None:
             return None
-        if self.available <= 0:
-            return ("No available memory for the cache blocks. Try increasing "
-                    "`gpu_memory_utilization` when initializing the engine.")
+        old = self.release < V0_22
         for stage in self.stages:
-            needed = self.needed_bytes(max_model_len, stage)
-            if self._stage_group_size(stage) and needed > self.available:
+            if not self._stage_group_size(stage):
+                continue
+            for avail, warm in self._checks(stage):
+                if avail <= 0 and old:
+                    return ("No available memory for the cache blocks. Try increasing "
+                            "`gpu_memory_utilization` when initializing the engine.", warm)
+                if avail <= 0:
+                    return f"No available memory for the cache blocks. {self._hint(warm)}", warm
+                needed = self.needed_bytes(max_model_len, stage)
+                if needed <= avail:
+                    continue
                 # _estimate_max_model_len_from_groups: a binary search up to max_model_len
-                est = largest(partial(self._fits_alone, stage=stage), max_model_len)
+                est = largest(partial(self._fits_alone, stage=stage, avail=avail),
+                              max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
-                return (f"To serve at least one request with the models's max seq len "
-                        f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
-                        f"larger than the available KV cache memory ({self.available / GiB:.2f} "
-                        f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
-                        f"`max_model_len` when initializing the engine.")
+                head = (f"To serve at least one request with the model{'s' if old else ''}'s "
+                        f"max seq len ({max_model_len}), ({self._gib(needed)} GiB KV cache is "
+                        "needed, which is larger than the available KV cache memory "
+                        f"({self._gib(avail)} GiB). {hint}")
+                if old:
+                    return (head + "Try increasing `gpu_memory_utilization` or decreasing "
+                            "`max_model_len` when initializing the engine.", warm)
+                if self.estimate is None:
+                    return (head + "Try increasing `gpu_memory_utilization` (which also "
+                            "controls CPU memory on the CPU backend) or decreasing "
+                            "`max_model_len` when initializing the engine.", warm)
+                return (head + f"{self._hint(warm)} Decreasing `max_model_len` also reduces "
+                        "what is needed.", warm)
         return None
+
+    def _gib(self, size: int) -> str:
+        """GiB as the release logs them: "%.2f" to v0.13, then vllm/utils/mem_utils.py
+        format_gib, str(round(x, 2)) ("20.0", not "20.00"; v0.14's gpu_worker.py and
+        kv_cache_utils.py)."""
+        return f"{round(size / GiB, 2)}" if self.release >= V0_14 else f"{size / GiB:.2f}"
+
+    def _refusal(self, max_model_len: int) -> str | None:
+        refusal = self._refusal_at(max_model_len)
+        return None if refusal is None else refusal[0]
 
     def logged_tokens(self, max_model_len: int) -> tuple[int, int] | None:
         """GPU KV cache size as v0.20 and earlier log it (x dcp: "Multiplying the GPU KV cache
@@ -653,15 +815,25 @@ class VllmPlan(Plan):
 
     def _lines(self, max_model_len: int, refusal: str | None) -> list[str]:
         tokens = self.cache_tokens(max_model_len)
-        lines = [] if self.available is None else [
-            f"Available KV cache memory: {self.available / GiB:.2f} GiB"]
+        shown = self.available if self.estimate is None else self.estimate
+        lines = [] if shown is None else [f"Available KV cache memory: {self._gib(shown)} GiB"]
+        at = self._refusal_at(max_model_len)
+        blocks = self.num_blocks
+        if self.estimate is not None and blocks is not None and (at is None or at[1]):
+            # extensible_kv_cache.py measure_kv_cache_blocks; tokcost does not know the free,
+            # committed and transient figures that open the line
+            lines.append(f"Memory after warmup: ... {blocks} KV cache blocks "
+                         f"({self._gib(blocks * self.block_bytes)} GiB) fit within the "
+                         f"requested {self._gib(self.requested or 0)} GiB.")
         if refusal is not None:
             return [*lines, f"ValueError: {refusal}"]
-        if tokens is not None:
-            lines.append(f"GPU KV cache size: {tokens:,} tokens")
-            lines.append(f"Maximum concurrency for {max_model_len:,} tokens per request: "
-                         f"{self.max_concurrency(max_model_len):.2f}x")
-        return lines
+        if tokens is None:
+            return lines
+        conc = (f"Maximum concurrency for {max_model_len:,} tokens per request: "
+                f"{self.max_concurrency(max_model_len):.2f}x")
+        if self.release >= V0_28:  # one line from v0.28
+            return [*lines, f"GPU KV cache size: {tokens:,} tokens, {conc}"]
+        return [*lines, f"GPU KV cache size: {tokens:,} tokens", conc]
 
     def _details(self, report: EngineReport) -> tuple[str, ...]:
         if self.available is None:
@@ -695,12 +867,17 @@ class VllmPlan(Plan):
             (f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
              "group)" if not self.layer_pages else
              f"blocks: floor({self.available:,} / {self.block_bytes:,} B per block)")
+            + ("" if not self.granule or self.available is None
+               or self.available // self.block_bytes == self.num_blocks else
+               f" = {self.available // self.block_bytes:,}, in whole 2 MiB granules per layer")
             + f" = {self.num_blocks:,} blocks of {self.block_bytes:,} B",
             f"per request of {report.max_model_len:,} tokens: "
             f"{self.blocks_per_request(report.max_model_len):,} blocks summed over the groups"
             + ("" if not {"sliding", "chunked"} & groups.keys() else  # why more than decode reads
                f" = {self.request_bytes(report.max_model_len) / GiB:.2f} GiB per sequence, "
-               f"vLLM's reserve: {local} + max_num_batched_tokens, padding slots too; decode "
+               f"vLLM's reserve: {local} + "
+               + (f"{self.in_flight_batches} x " if self.in_flight_batches > 1 else "")
+               + "max_num_batched_tokens, padding slots too; decode "
                f"reads only the {read}"),
             *report.logs(log))
 
@@ -744,13 +921,13 @@ class Vllm(Engine):
     name: ClassVar[str] = "vllm"
     title: ClassVar[str] = "vLLM"
     code: ClassVar[str] = "v1 KV cache manager"
-    releases: ClassVar[tuple[Release, Release] | None] = (OLDEST, V0_21)
+    releases: ClassVar[tuple[Release, Release] | None] = (OLDEST, V0_34)
     kv_offload: ClassVar[bool] = True  # --kv-offloading-size (tokcost.memory.offload)
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
     enable_prefix_caching: bool = False  # sizes linear hybrids' states ("align", V0_17 above)
-    release: Release = V0_21
+    release: Release = V0_34
     # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
     kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
 
@@ -776,13 +953,28 @@ class Vllm(Engine):
     def default_util(self) -> float:
         return UTIL_FROM_V0_21 if self.release >= V0_21 else UTIL_BEFORE_V0_21
 
+    def extensible(self, dep: Deployment) -> bool:
+        """v0.34's extensible KV cache: on unless --kv-cache-memory is given (config/cache.py)."""
+        return self.release >= V0_34 and dep.kv_memory is None
+
     def check(self, request: KvRequest) -> None:
         return None  # vLLM reads decode context parallel
 
     def plan(self, dep: Deployment) -> tuple[VllmPlan, GpuFit | None]:
-        dep = replace(dep, util=self.default_util if dep.util is None else dep.util)
-        fit = dep.fit(DEFAULT_BLOCK if dep.block_size is None else dep.block_size)
+        ext = self.extensible(dep)
+        util = (UTIL_EXTENSIBLE if ext else self.default_util) if dep.util is None else dep.util
+        dep = replace(dep, util=util)
+        # ROCm keeps a 3 GiB floor (KV_CACHE_MARGIN_FLOOR_BYTES: kernel scratch outside torch)
+        rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
+        floor = 3 * MARGIN_FLOOR if rocm else MARGIN_FLOOR
+        margin = max(floor, int(dep.reserve * MARGIN_FRACTION)) if ext else None
+        fit = dep.fit(DEFAULT_BLOCK if dep.block_size is None else dep.block_size, margin=margin)
         plan = self.pool(dep, None if fit is None else fit.available_bytes)
+        if fit is not None and ext and dep.memory_bytes is not None:
+            # determine_available_memory's profiling figure: requested - weights - reserve
+            requested = math.ceil(dep.memory_bytes * util)
+            plan = replace(plan, estimate=requested - dep.weights - dep.reserve,
+                           requested=requested, granule=GRANULE, util=util)
         if fit is None or plan.num_blocks is None:
             return plan, fit
         return plan, replace(fit, block_size=plan.block_size, page_bytes=plan.block_bytes,
@@ -799,7 +991,7 @@ class Vllm(Engine):
         block, reason = resolve_block_size(layout, dep, self.release)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
-                dep.gpu.name if dep.gpu else None, dep.memory_bytes)
+                dep.gpu.name if dep.gpu else None, dep.memory_bytes, self.release)
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
         shared = None
@@ -836,9 +1028,20 @@ class Vllm(Engine):
                              param="enable_prefix_caching", related=("engine",))
         return True
 
+    def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
+        if fit.margin_bytes is None or fit.memory_bytes is None or fit.util is None:
+            return super().budget_line(fit, dep)
+        mem = format_bytes(fit.memory_bytes)
+        return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: min({mem} x {fit.util:g}, {mem} - "
+                f"margin {format_bytes(fit.margin_bytes)}) - weights "
+                f"{format_bytes(fit.weights_bytes)} - reserve {format_bytes(fit.reserve_bytes)} "
+                f"= {format_bytes(fit.available_bytes)} for the KV cache")
+
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
+        if self.extensible(dep):
+            return self._extensible_notes(dep)
         util = "" if dep.util is not None else (
             "gpu_memory_utilization 0.92: vLLM's default from v0.21 (PR #38284; 0.9 before, "
             f"{arg('engine', 'vllm@0.20')}); " if self.release >= V0_21 else
@@ -853,6 +1056,21 @@ class Vllm(Engine):
                      f"{graphs}; set {arg('reserve', 'SIZE')}, or pass vLLM's logged 'Available "
                      f"KV cache memory' as {arg('kv_memory', 'SIZE')}"),
                 *dep.driver_note(f"the {arg('reserve')} absorbs")]
+
+    def _extensible_notes(self, dep: Deployment) -> list[Note]:
+        util = "" if dep.util is not None else (
+            "gpu_memory_utilization 1.0: vLLM's default from v0.34, whose extensible KV cache "
+            "is sized from the memory free after warmup (0.92 with "
+            f"{arg('kv_memory')}, and before: {arg('engine', 'vllm@0.33')}); ")
+        return [Note(f"{util}reserve of {dep.reserve / GiB:g} GiB per GPU for the transient "
+                     "peak vLLM keeps free after warmup (activations; the CUDA graphs it "
+                     "captured are measured as used); vLLM keeps a margin of max(1 GiB, 0.75 x "
+                     "that peak; 3 GiB on ROCm) of the device free "
+                     "(vllm/v1/worker/extensible_kv_cache.py) and "
+                     f"commits whole 2 MiB granules per layer; set {arg('reserve', 'SIZE')}, or "
+                     f"give vLLM's kv_cache_memory_bytes as {arg('kv_memory', 'SIZE')} (no "
+                     "extensible cache then)"),
+                *dep.driver_note(f"the margin and the {arg('reserve')} absorb")]
 
 
 def _skip_items(given: str | tuple[str, ...] | None, release: Release) -> tuple[str, ...]:
