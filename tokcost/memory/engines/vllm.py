@@ -84,7 +84,7 @@ class Spec:
         """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
         decode context parallel each GPU of a DCP group holds every ``dcp``-th token
         (``AttentionSpec.max_memory_usage_bytes``, PR #23734)."""
-        if self.kind == "mamba":  # the plan counts them by mode and release (V0_17 above)
+        if self.kind == "mamba":  # the plan counts them by mode and release (see V0_22)
             return self.page_bytes * states
         if self.kind == "sliding":
             assert self.window is not None
@@ -146,8 +146,9 @@ SKIP_SLIDING = "sliding_window"
 # Prefix caching on a linear (Mamba-family) hybrid: vLLM's mamba_cache_mode, by release
 # (MambaModelConfig in vllm/model_executor/models/config.py; MambaSpec.max_memory_usage_bytes in
 # vllm/v1/kv_cache_interface.py says how many state blocks a request holds in each linear group):
-# - PR #30877 (merged 2026-01-23) added the modes; the v0.16.0 sdist already has them, tokcost
-#   reads them from v0.17 (before it, prefix caching on a hybrid is refused here). With prefix
+# - PR #30877 (merged 2026-01-23) added the modes: the v0.15.0 wheel and every later release
+#   have them (v0.14.0 has none); before v0.15 prefix caching on a hybrid is refused here (vLLM
+#   had an older Mamba2-only scheme, PR #25752, not modelled). With prefix
 #   caching a model with SupportsMambaPrefixCaching (the Mamba1/Mamba2 families: Jamba, Mamba,
 #   Mamba2, NemotronH, Zamba2, GraniteMoeHybrid, FalconH1) gets "all", every other hybrid
 #   (Gated DeltaNet: Qwen3-Next, Qwen3.5/3.6; lightning attention...) "align".
@@ -169,13 +170,13 @@ SKIP_SLIDING = "sliding_window"
 #   vllm/v1/attention/backends/gdn_attn.py; platforms/interface.py _align_hybrid_block_size).
 # Speculative decoding (MTP, EAGLE, n-gram): num_speculative_blocks = num_speculative_tokens
 # (vllm/model_executor/layers/mamba/abstract.py get_kv_cache_spec), counted in the state blocks
-# from v0.16 (v0.11 to v0.15 reserve one state per request whatever it is); a Gated DeltaNet
+# from v0.15 (PR #30877; v0.11 to v0.14 reserve one state per request whatever it is); a GDN
 # conv state keeps conv_kernel_size - 1 + num_spec rows (mamba_utils.py
 # gated_delta_net_state_shape, since Qwen3-Next's support, v0.11), which can raise the
 # attention block; the drafter's attention layers (an MTP head: num_nextn_predict_layers,
 # mtp_num_hidden_layers) get KV cache specs of their own and join the groups
 # (gpu_model_runner.py get_kv_cache_spec walks every Attention layer, the drafter's included).
-V0_16, V0_17, V0_22 = Release(0, 16), Release(0, 17), Release(0, 22)
+V0_22 = Release(0, 22)
 V0_28, V0_32, V0_33 = Release(0, 28), Release(0, 32), Release(0, 33)
 ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # Gated DeltaNet, by catalog family or model_type
 MambaMode = Literal["none", "align", "all"]
@@ -269,7 +270,7 @@ def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
 def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_21, *,
                        mamba_mode: MambaMode = "none", checkpoint: int = 1) -> tuple[int, Note]:
     """The attention block size vLLM ``release`` ends up with, and why (``mamba_mode`` and a
-    prefill ``checkpoint`` grid: a linear hybrid's prefix caching, V0_17 above)."""
+    prefill ``checkpoint`` grid: a linear hybrid's prefix caching; see V0_22)."""
     kinds = layout.counts
     block = dep.block_size if dep.block_size is not None else DEFAULT_BLOCK
     given = f"{arg('block_size')} given" if dep.block_size is not None else "vLLM's default"
@@ -396,7 +397,7 @@ class VllmPlan(Plan):
 
     def state_blocks(self, context: int) -> int:
         """State blocks a request holds in each linear group (MambaSpec
-        .max_memory_usage_bytes of the release; V0_17 above)."""
+        .max_memory_usage_bytes of the release; see V0_22)."""
         if self.mamba_mode == "all":
             return cdiv(context, self.block_size) + (
                 self.spec_blocks if self.release >= V0_22 else 0)
@@ -621,7 +622,7 @@ class Vllm(Engine):
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
-    # None: vllm serve's default, for linear hybrids off before v0.28 and on from it (V0_17 above)
+    # None: vllm serve's default, for linear hybrids off before v0.28 and on from it (see V0_22)
     enable_prefix_caching: bool | None = None
     num_speculative_tokens: int = 0  # speculative decoding's tokens per step (MTP, EAGLE...)
     draft_layers: int | None = None  # the drafter's attention layers; None: the model's MTP head
@@ -725,19 +726,19 @@ class Vllm(Engine):
                         layer_pages=tuple(s.page_bytes for s in specs) if mixed else (),
                         mamba_mode=mode, draft_layers=layout.draft_layers,
                         spec_blocks=self.num_speculative_tokens
-                        if linear and self.release >= V0_16 else 0,
+                        if linear and self.release >= V0_15 else 0,
                         checkpoint_blocks=int(mode == "align" and self.release >= V0_32 and (
                             layout.mamba2 or checkpoint > 1)))
 
     def _mamba_mode(self, dep: Deployment) -> MambaMode:
-        """The mamba_cache_mode prefix caching puts a linear hybrid in (V0_17 above)."""
+        """The mamba_cache_mode prefix caching puts a linear hybrid in (see V0_22)."""
         layout = dep.layout
         given = self.enable_prefix_caching
         if not layout.counts["linear"] or not (self.release >= V0_28 if given is None else given):
             return "none"
-        if self.release < V0_17:
+        if self.release < V0_15:
             raise UsageError(f"{arg('enable_prefix_caching')} on a linear hybrid is modelled from "
-                             f"vLLM v0.17 (PR #30877); use {arg('engine', 'vllm@0.17')} or later",
+                             f"vLLM v0.15 (PR #30877); use {arg('engine', 'vllm@0.15')} or later",
                              param="enable_prefix_caching", related=("engine",))
         if layout.mamba_chunk is not None and self.release < V0_28:
             if self.num_speculative_tokens and self.release < V0_22:
@@ -749,8 +750,8 @@ class Vllm(Engine):
         return "align"
 
     def _gdn_checkpoint(self, dep: Deployment, mode: MambaMode) -> int:
-        """FlashInfer GDN's prefill checkpoint grid in "align" mode (v0.33 on, Hopper; V0_17
-        above), 1 where there is none."""
+        """FlashInfer GDN's prefill checkpoint grid in "align" mode (v0.33 on, Hopper; see
+        V0_22), 1 where there is none."""
         layout = dep.layout
         arch = dep.gpu.architecture if dep.gpu is not None else None
         gdn = layout.counts["linear"] and layout.mamba_chunk is None and (
