@@ -84,7 +84,7 @@ class Spec:
         """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
         decode context parallel each GPU of a DCP group holds every ``dcp``-th token
         (``AttentionSpec.max_memory_usage_bytes``, PR #23734)."""
-        if self.kind == "mamba":  # the plan counts them by mode and release (see V0_22)
+        if self.kind == "mamba":  # the plan counts them by mode and release (see V0_28)
             return self.page_bytes * states
         if self.kind == "sliding":
             assert self.window is not None
@@ -157,7 +157,8 @@ SKIP_SLIDING = "sliding_window"
 #   lcm(mamba chunk, kernel block) (the chunk: mamba_chunk_size or chunk_size, else 2048,
 #   ModelConfig.get_mamba_chunk_size), and the state block = that block.
 # - "all" adds num_speculative_blocks from PR #41233 (merged 2026-05, "all" + spec decoding),
-#   in the v0.22.0 sdist (v0.21.0 lacks it).
+#   in the v0.22.0 sdist (v0.21.0 lacks it); tokcost models speculative decoding on Gated
+#   DeltaNet hybrids only, so it never meets that case.
 # - v0.28 (PR #50991, merged 2026-08-04): vllm serve turns prefix caching on by default for
 #   hybrid models (EngineArgs: is_prefix_caching_supported, no longer "and not is_hybrid"),
 #   and the default mode is "align" for every model ("all" only if asked for).
@@ -176,7 +177,6 @@ SKIP_SLIDING = "sliding_window"
 # attention block; the drafter's attention layers (an MTP head: num_nextn_predict_layers,
 # mtp_num_hidden_layers) get KV cache specs of their own and join the groups
 # (gpu_model_runner.py get_kv_cache_spec walks every Attention layer, the drafter's included).
-V0_22 = Release(0, 22)
 V0_28, V0_32, V0_33 = Release(0, 28), Release(0, 32), Release(0, 33)
 ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # Gated DeltaNet, by catalog family or model_type
 MambaMode = Literal["none", "align", "all"]
@@ -270,7 +270,7 @@ def _backend_block(layout: KvLayout, where: str, block: int) -> tuple[int, str]:
 def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_21, *,
                        mamba_mode: MambaMode = "none", checkpoint: int = 1) -> tuple[int, Note]:
     """The attention block size vLLM ``release`` ends up with, and why (``mamba_mode`` and a
-    prefill ``checkpoint`` grid: a linear hybrid's prefix caching; see V0_22)."""
+    prefill ``checkpoint`` grid: a linear hybrid's prefix caching; see V0_28)."""
     kinds = layout.counts
     block = dep.block_size if dep.block_size is not None else DEFAULT_BLOCK
     given = f"{arg('block_size')} given" if dep.block_size is not None else "vLLM's default"
@@ -397,10 +397,9 @@ class VllmPlan(Plan):
 
     def state_blocks(self, context: int) -> int:
         """State blocks a request holds in each linear group (MambaSpec
-        .max_memory_usage_bytes of the release; see V0_22)."""
-        if self.mamba_mode == "all":
-            return cdiv(context, self.block_size) + (
-                self.spec_blocks if self.release >= V0_22 else 0)
+        .max_memory_usage_bytes of the release; see V0_28)."""
+        if self.mamba_mode == "all":  # (no spec blocks: tokcost refuses them on Mamba families)
+            return cdiv(context, self.block_size)
         return (2 if self.mamba_mode == "align" else 1) + self.spec_blocks + self.checkpoint_blocks
 
     @property
@@ -622,7 +621,7 @@ class Vllm(Engine):
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
-    # None: vllm serve's default, for linear hybrids off before v0.28 and on from it (see V0_22)
+    # None: vllm serve's default, for linear hybrids off before v0.28 and on from it (see V0_28)
     enable_prefix_caching: bool | None = None
     num_speculative_tokens: int = 0  # speculative decoding's tokens per step (MTP, EAGLE...)
     draft_layers: int | None = None  # the drafter's attention layers; None: the model's MTP head
@@ -731,7 +730,7 @@ class Vllm(Engine):
                             layout.mamba2 or checkpoint > 1)))
 
     def _mamba_mode(self, dep: Deployment) -> MambaMode:
-        """The mamba_cache_mode prefix caching puts a linear hybrid in (see V0_22)."""
+        """The mamba_cache_mode prefix caching puts a linear hybrid in (see V0_28)."""
         layout = dep.layout
         given = self.enable_prefix_caching
         if not layout.counts["linear"] or not (self.release >= V0_28 if given is None else given):
@@ -741,17 +740,12 @@ class Vllm(Engine):
                              f"vLLM v0.15 (PR #30877); use {arg('engine', 'vllm@0.15')} or later",
                              param="enable_prefix_caching", related=("engine",))
         if layout.mamba_chunk is not None and self.release < V0_28:
-            if self.num_speculative_tokens and self.release < V0_22:
-                raise UsageError(f"vLLM {self.release} has no prefix caching (mamba_cache_mode "
-                                 f"all) with {arg('num_speculative_tokens')} for Mamba models: "
-                                 f"it came in v0.22 (PR #41233); use {arg('engine', 'vllm@0.22')}"
-                                 " or later", param="num_speculative_tokens", related=("engine",))
             return "all"
         return "align"
 
     def _gdn_checkpoint(self, dep: Deployment, mode: MambaMode) -> int:
         """FlashInfer GDN's prefill checkpoint grid in "align" mode (v0.33 on, Hopper; see
-        V0_22), 1 where there is none."""
+        V0_28), 1 where there is none."""
         layout = dep.layout
         arch = dep.gpu.architecture if dep.gpu is not None else None
         gdn = layout.counts["linear"] and layout.mamba_chunk is None and (
