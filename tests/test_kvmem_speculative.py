@@ -120,6 +120,18 @@ def test_refusals_are_one_line(args: tuple[str, ...], words: str) -> None:
     assert words in refused(*args, "--kv-memory", "20GiB")
 
 
+def test_no_mtp_head_says_how_to_count_a_drafter() -> None:
+    """Llama-3.1-8B has no MTP head: nothing joins the pool, and a note names --draft-layers."""
+    r = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-memory", "20GiB",
+                            "--engine", "vllm@0.24", "--num-speculative-tokens", "3"])
+    assert r.exit_code == 0 and "give --draft-layers N" in r.output
+    r = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--kv-memory", "20GiB",
+                            "--engine", "vllm@0.24", "--num-speculative-tokens", "3",
+                            "--draft-layers", "1", "--json"])
+    e = json.loads(r.stdout)["engine"]
+    assert (e["group_size"], e["draft_layers"]) == (33, 1)  # 32 layers + the EAGLE head's
+
+
 def test_library_takes_counts_as_text() -> None:
     e = Vllm(num_speculative_tokens="3", draft_layers="1")  # type: ignore[arg-type]
     assert (e.num_speculative_tokens, e.draft_layers) == (3, 1)

@@ -755,6 +755,14 @@ class Vllm(Engine):
         return GDN_CHECKPOINT_ALIGNMENT if (
             mode == "align" and self.release >= V0_33 and gdn and hopper) else 1
 
+    def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
+        if not self.num_speculative_tokens or self.draft_layers is not None \
+                or report.settings.get("draft_layers"):
+            return []
+        return [Note("speculative decoding with no drafter layers in the pool: the model has no "
+                     "MTP head (catalog mtp_layers); an EAGLE head's or a draft model's attention "
+                     f"layers join vLLM's pool too: give {arg('draft_layers', 'N')}")]
+
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
