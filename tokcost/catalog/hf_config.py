@@ -244,13 +244,15 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
 
 def _mtp_layers(f: ConfigFields) -> int | None:
     """Layers of the model's own multi-token-prediction head: DeepSeek-V3's (and GLM-4.5's)
-    num_nextn_predict_layers, Qwen3-Next's and Qwen3.5's mtp_num_hidden_layers (the n_predict
-    vLLM's MTP drafter is built with, vllm/config/speculative.py)."""
+    num_nextn_predict_layers, Qwen3.5's mtp_num_hidden_layers (the n_predict vLLM's MTP drafter
+    is built with, vllm/config/speculative.py); Qwen3-Next's config states none and vLLM's
+    drafter takes 1 (qwen3_next_mtp.py: getattr(config, "num_nextn_predict_layers", 1);
+    qwen3_5_mtp.py likewise for mtp_num_hidden_layers)."""
     for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
         n = f.count(key, "the multi-token-prediction layers", cap=s.MAX_LAYERS, minimum=0)
         if n is not None:
             return n
-    return None
+    return 1 if f.model_type.startswith(("qwen3_next", "qwen3_5")) else None
 
 
 def conv_channels(f: ConfigFields) -> int | None:
