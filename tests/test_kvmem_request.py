@@ -35,7 +35,9 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
     assert r.engine_spec.profile.name == "vllm"
     assert r.engine_spec.profile.defaults() == {"max_num_batched_tokens": None,
                                                 "hybrid_manager": True,
-                                                "enable_prefix_caching": False,
+                                                "enable_prefix_caching": None,
+                                                "num_speculative_tokens": 0,
+                                                "draft_layers": None,
                                                 "release": Release(0, 34),
                                                 "kv_cache_dtype_skip_layers": None}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"

@@ -506,13 +506,16 @@ def test_v0_34_default_block_is_64() -> None:
     and the MLA backends take; a linear hybrid's attention block then rises in steps of 64
     (platforms/interface.py: kernel_block_alignment_size = max(kernel block, block_size)):
     Qwen3-Next in fp8 on H100, 1,097,728 B of state over 1,024 B per token: v0.33 16 x 67 =
-    1,072, v0.34 64 x cdiv(1,097,728, 65,536) = 64 x 17 = 1,088."""
+    1,072, v0.34 64 x cdiv(1,097,728, 65,536) = 64 x 17 = 1,088. (v0.33 with prefix caching,
+    vllm serve's default from v0.28, steps in 64 too: FlashInfer GDN's checkpoint grid.)"""
     assert _engine("-m", "llama-3.1-8b", "--gpu", "H100")["block_size"] == 64
     assert _engine("-m", "deepseek-v3", "--gpu", "B200")["block_size"] == 64
     assert _engine("-m", "llama-3.1-8b", "--gpu", "H100", "--block-size", "16")["block_size"] == 16
     hybrid = ["-m", "qwen3-next-80b-a3b", "--kv-dtype", "fp8", "--gpu", "H100"]
-    assert _engine(*hybrid, "--engine", "vllm@0.33")["block_size"] == 1072
-    assert _engine(*hybrid)["block_size"] == 1088
+    assert _engine(*hybrid, "--engine", "vllm@0.33",
+                   "--no-enable-prefix-caching")["block_size"] == 1072
+    assert _engine(*hybrid, "--engine", "vllm@0.33")["block_size"] == 1088
+    assert _engine(*hybrid, "--no-enable-prefix-caching")["block_size"] == 1088
 
 
 @pytest.mark.parametrize(("engine", "block"), [

@@ -93,6 +93,14 @@ class Attention(Built):
     linear_fp32_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
         None = Field(None, description="of the linear state, the elements vLLM keeps in float32 "
                      "(Qwen3.5's SSM state, mamba_ssm_dtype)")
+    linear_conv_channels: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="channels")] | \
+        None = Field(None, description="a linear layer's convolution channels (vLLM's conv_dim); "
+                     "each speculative token adds a row of them to the state")
+    mamba_chunk_size: Tokens | None = Field(None, description="Mamba1/Mamba2: the chunk vLLM's "
+                                            "prefix caching aligns blocks to")
+    mtp_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] | None = Field(
+        None, description="attention layers of the model's multi-token-prediction head "
+        "(num_nextn_predict_layers), cached by vLLM's MTP drafter")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -137,6 +145,10 @@ class Attention(Built):
                 or self.linear_fp32_elements > self.linear_state_elements):
             raise Invalid("linear_fp32_elements is a part of linear_state_elements; give at most "
                           "that many", ("linear_fp32_elements",))
+        for key in ("linear_conv_channels", "mamba_chunk_size"):
+            if getattr(self, key) is not None and self.linear_state_elements is None:
+                raise Invalid(f"{key} is for models with linear layers (linear_state_elements)",
+                              (key,))
         return self
 
 

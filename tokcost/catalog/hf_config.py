@@ -4,6 +4,7 @@ transformers' configuration classes define its fields (rules and sources: docs/m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tokcost.catalog import schema as s
@@ -83,6 +84,9 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
                          "models' KV caches")
     kinds = layer_kinds(f, f.need("num_hidden_layers", "the number of layers", cap=s.MAX_LAYERS))
     attention = _attention(f, kinds)
+    mtp = _mtp_layers(f)
+    if mtp:
+        attention = replace(attention, mtp_layers=mtp)
     heads = f.count("num_attention_heads", "the number of attention heads")
     hidden = f.count("hidden_size", "the hidden size")
     head_dim = f.count("head_dim", "the attention head size")
@@ -250,7 +254,52 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                      chunked=chunk is not None, kv_shared_layers=shared,
                      parallel_linear=parallel, mamba_groups=m[3] if m else None,
                      mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None,
-                     global_kv_heads=heads, global_head_dim=dim, v_head_dim=v_dim)
+                     global_kv_heads=heads, global_head_dim=dim, v_head_dim=v_dim,
+                     linear_conv_channels=conv_channels(f) if state is not None else None,
+                     mamba_chunk_size=mamba_chunk_size(f) if state is not None else None)
+
+
+def _mtp_layers(f: ConfigFields) -> int | None:
+    """Layers of the model's own multi-token-prediction head: DeepSeek-V3's (and GLM-4.5's)
+    num_nextn_predict_layers, Qwen3.5's mtp_num_hidden_layers (the n_predict vLLM's MTP drafter
+    is built with, vllm/config/speculative.py); Qwen3-Next's config states none and vLLM's
+    drafter takes 1 (qwen3_next_mtp.py: getattr(config, "num_nextn_predict_layers", 1);
+    qwen3_5_mtp.py likewise for mtp_num_hidden_layers)."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        n = f.count(key, "the multi-token-prediction layers", cap=s.MAX_LAYERS, minimum=0)
+        if n is not None:
+            return n
+    return 1 if f.model_type.startswith(("qwen3_next", "qwen3_5")) else None
+
+
+def conv_channels(f: ConfigFields) -> int | None:
+    """A linear layer's convolution channels, vLLM's conv_dim before the TP split (mamba_utils.py
+    gated_delta_net_state_shape, mamba2_state_shape): each speculative token adds a row."""
+    if f.raw("linear_num_value_heads") is not None:  # Gated DeltaNet
+        return (2 * f.need("linear_num_key_heads", "the linear-attention key heads")
+                * f.need("linear_key_head_dim", "the linear-attention key head size")
+                + f.need("linear_num_value_heads", "the linear-attention value heads")
+                * f.need("linear_value_head_dim", "the linear-attention value head size"))
+    if (m := mamba2(f)) is not None:
+        heads, head_dim, state, groups, _ = m
+        inner = f.count("mamba_d_ssm", "the Mamba intermediate size") or heads * head_dim
+        return inner + 2 * groups * state
+    return None
+
+
+def mamba_chunk_size(f: ConfigFields) -> int | None:
+    """The chunk a Mamba1/Mamba2 family's prefix caching ("all") aligns blocks to: its config's
+    mamba_chunk_size, else chunk_size, else 2048 (vllm/config/model.py get_mamba_chunk_size);
+    None for Gated DeltaNet and lightning attention, which vLLM caches in "align" mode only."""
+    if f.raw("linear_num_value_heads") is not None or f.raw("attn_type_list") is not None:
+        return None
+    if mamba2(f) is None and f.raw("mamba_d_state") is None:
+        return None
+    for key in ("mamba_chunk_size", "chunk_size"):
+        n = f.count(key, "the Mamba chunk size", cap=s.MAX_TOKENS)
+        if n is not None:
+            return n
+    return 2048
 
 
 def head_shapes(f: ConfigFields, present: set[LayerKind]) -> tuple[int | None, ...]:

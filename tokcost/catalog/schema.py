@@ -97,9 +97,21 @@ class Attention(Record):
     # SSM state, its config's mamba_ssm_dtype: vllm/model_executor/models/config.py
     # Qwen3_5ForConditionalGenerationConfig, PR #34489).
     linear_fp32_elements: int | None = None
+    # A linear layer's convolution channels, the whole model's (vLLM's conv_dim: Gated DeltaNet
+    # 2 x key heads x key size + value heads x value size; Mamba2 intermediate + 2 x groups x
+    # state): each speculative token adds a row of them to the conv state (mamba_utils.py).
+    linear_conv_channels: int | None = None
+    # Mamba1/Mamba2 families (vLLM's SupportsMambaPrefixCaching): the chunk their prefix caching
+    # aligns blocks to (mamba_chunk_size or chunk_size; Mamba1: 2048, ModelConfig
+    # .get_mamba_chunk_size).
+    mamba_chunk_size: int | None = None
+    # Attention layers of the model's own multi-token-prediction head (num_nextn_predict_layers,
+    # mtp_num_hidden_layers): the drafter vLLM's MTP speculative decoding runs and caches.
+    mtp_layers: int | None = None
 
     _LATER: ClassVar[tuple[str, ...]] = ("global_kv_heads", "global_head_dim", "v_head_dim",
-                                         "linear_fp32_elements")
+                                         "linear_fp32_elements", "linear_conv_channels",
+                                         "mamba_chunk_size", "mtp_layers")
 
     def to_dict(self) -> dict[str, Any]:
         """Fields added after the first JSON form appear only when set (its keys stay as

@@ -108,10 +108,18 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
         " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
         "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
-    enable_prefix_caching: Annotated[bool, typer.Option(
+    enable_prefix_caching: Annotated[bool | None, typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM's prefix caching: a "
-        "Qwen3-Next/Qwen3.5 hybrid then holds 2 states per linear layer and request (off: "
-        "vllm serve's default for hybrid models).")] = False,
+        "linear hybrid then holds 2 states per linear layer and request (Mamba families before "
+        "v0.28: a state per block). Default: vllm serve's, for hybrids off before v0.28, on "
+        "from it.", show_default=False)] = None,
+    num_speculative_tokens: Annotated[str | None, typer.Option(
+        "--num-speculative-tokens", "--speculative-tokens", metavar="N", help="vLLM's "
+        "speculative decoding: N more state blocks per linear group and request, N more conv "
+        "rows in a Gated DeltaNet state; the drafter's layers join the pool.")] = None,
+    draft_layers: Annotated[str | None, typer.Option("--draft-layers", metavar="N",
+        help="The drafter's attention layers, shaped as the model's (default: the model's MTP "
+        "layers, e.g. DeepSeek-V3's num_nextn_predict_layers 1; 0 for n-gram).")] = None,
     kv_cache_dtype_skip_layers: Annotated[str | None, typer.Option(
         "--kv-skip-layers", "--kv-cache-dtype-skip-layers", metavar="LIST", help="vLLM (v0.19 "
         "on): layers cached in the model's dtype, not --kv-dtype: indices (0,31) and/or "
@@ -200,8 +208,9 @@ def _engine_words(ctx: typer.Context) -> Callable[[str, str | None], str]:
 
 def _render(r: Any, ctx: typer.Context) -> None:
     words, lay, counts, e = current_words(), r.layout, r.layout.counts, r.engine
-    kinds = [f"{counts['full']} full"] if counts["full"] else []
-    kinds += [f"{counts['mla']} MLA"] if counts["mla"] else []
+    drafter = f" ({lay.draft_layers} the drafter's)" if lay.draft_layers else ""
+    kinds = [f"{counts['full']} full" + drafter] if counts["full"] else []
+    kinds += [f"{counts['mla']} MLA" + ("" if counts["full"] else drafter)] if counts["mla"] else []
     if counts["sliding"]:
         kinds.append(f"{counts['sliding']} chunked local ({lay.window:,}-token chunks)"
                      if lay.chunked else f"{counts['sliding']} sliding ({lay.window:,}-token "

@@ -138,6 +138,23 @@ class KvLayout:
     skipped: frozenset[int] = frozenset()
     skipped_bytes: dict[LayerKind, int] = field(default_factory=dict)
     skipped_dtype: str | None = None
+    # Linear layers: one conv row's bytes per GPU (a Gated DeltaNet's: each speculative token
+    # adds one), the chunk a Mamba1/Mamba2 family's prefix caching aligns to (None: not one),
+    # and whether they are Mamba2 mixers.
+    conv_row_bytes: int = 0
+    mamba_chunk: int | None = None
+    mamba2: bool = False
+    mtp_layers: int = 0  # the model's multi-token-prediction head (its attention layers)
+    draft_layers: int = 0  # of ``layers``, the last ones: a speculative drafter's
+
+    def speculating(self, tokens: int, draft_layers: int) -> KvLayout:
+        """This layout with a drafter's ``draft_layers`` attention layers after the model's (of
+        its attention kind) and ``tokens`` more conv rows in each linear state (vLLM's
+        speculative decoding: gated_delta_net_state_shape's conv_kernel_size - 1 + num_spec)."""
+        kind: LayerKind = "mla" if self.counts["mla"] else "full"
+        return replace(self, layers=self.layers + (kind,) * draft_layers,
+                       state_bytes=self.state_bytes + tokens * self.conv_row_bytes,
+                       draft_layers=draft_layers)
 
     @property
     def counts(self) -> Counter[LayerKind]:
@@ -273,7 +290,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         raise UsageError(f"{arg('tp', tp)} does not divide the model's {heads_q} attention heads "
                          f"(vLLM and SGLang shard heads across GPUs); use a divisor of {heads_q}",
                          param="tp")
-    state = 0
+    state = conv_row = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
@@ -286,9 +303,13 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         fp32 = att.linear_fp32_elements or 0
         state = (math.ceil((elements - fp32) / tp) * kv_dtype(state_dtype).bits // 8
                  + math.ceil(fp32 / tp) * 4)
+        # the conv state keeps the model dtype (mamba_utils.py _mamba_state_dtype)
+        conv_row = math.ceil((att.linear_conv_channels or 0) / tp) * kv_dtype(state_dtype).bits // 8
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
-                    att.parallel_linear)
+                    att.parallel_linear, conv_row_bytes=conv_row,
+                    mamba_chunk=att.mamba_chunk_size if "linear" in kinds else None,
+                    mamba2=att.mamba_groups is not None, mtp_layers=att.mtp_layers or 0)
 
 
 def _attention_bytes(arch: Architecture, kinds: set[LayerKind], dtype: KvDtype, tp: int,

@@ -92,6 +92,8 @@ SERVE_BATCHED_TOKENS_HUGE = 16384  # vllm serve, >= 160 GiB, from v0.28
 SERVE_BATCHED_TOKENS_LARGE = 8192  # vllm serve, >= 70 GiB and not an A100
 SERVE_BATCHED_TOKENS_SMALL = 2048
 
+MAX_SPECULATIVE = 64  # speculative tokens or drafter layers tokcost takes
+
 SpecKind = Literal["full", "sliding", "chunked", "mla", "mamba"]
 
 
@@ -132,14 +134,14 @@ class Spec:
     window: int | None = None
 
     def max_bytes(self, max_model_len: int, max_num_batched_tokens: int, dcp: int = 1,
-                  align: bool = False) -> int:
+                  states: int = 1) -> int:
         """``max_memory_usage_bytes``: the most one request of ``max_model_len`` needs; with
         decode context parallel each GPU of a DCP group holds every ``dcp``-th token
         (``AttentionSpec.max_memory_usage_bytes``, PR #23734). ``max_num_batched_tokens``: the
         tokens in flight a local (sliding, chunked) group reserves for (from v0.26 every
         batch in flight's, ``VllmPlan.in_flight_tokens``)."""
-        if self.kind == "mamba":  # mamba_cache_mode "none": one state; "align": two
-            return self.page_bytes * (2 if align else 1)
+        if self.kind == "mamba":  # the plan counts them by mode and release (see V0_28)
+            return self.page_bytes * states
         if self.kind == "sliding":
             assert self.window is not None
             tokens = min(self.window - 1 + max_num_batched_tokens, max_model_len)
@@ -200,21 +202,48 @@ V0_18, V0_20 = Release(0, 18), Release(0, 20)
 # block, so they make one UniformTypeKVCacheSpecs group as attention layers do; the block is the
 # backend's for --kv-cache-dtype, raised by align_skipped. v0.26's mla_attention.py is the first
 # to read kv_cache_dtype_skip_layers (v0.25's does not).
-V0_19, V0_26 = Release(0, 19), Release(0, 26)
+V0_19 = Release(0, 19)
 SKIP_SLIDING = "sliding_window"
 
-# --enable-prefix-caching on a Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5/3.6) sets
-# mamba_cache_mode "align" (MambaModelConfig in vllm/model_executor/models/config.py: "all" only
-# for models with SupportsMambaPrefixCaching, the Mamba ones): each linear layer then holds
-# 2 + num_speculative_blocks state blocks per request (MambaSpec.max_memory_usage_bytes,
-# vllm/v1/kv_cache_interface.py), and the attention block is sized as without it
-# (Platform's hybrid block alignment: only "all" aligns it to the Mamba chunk). PR #30877,
-# merged 2026-01-23; before it vLLM turned prefix caching off for these models. tokcost reads
-# it from v0.17, whose branch (2026-03-04, above) surely followed; vllm serve leaves prefix
-# caching off for hybrid models until PR #50991 (merged 2026-08-04), hence the default here.
-# tokcost models no speculative blocks (MTP/EAGLE), nor the "all" mode of the Mamba families.
-V0_17 = Release(0, 17)
-ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # by catalog family or config model_type prefix
+# Prefix caching on a linear (Mamba-family) hybrid: vLLM's mamba_cache_mode, by release
+# (MambaModelConfig in vllm/model_executor/models/config.py; MambaSpec.max_memory_usage_bytes in
+# vllm/v1/kv_cache_interface.py says how many state blocks a request holds in each linear group):
+# - PR #30877 (merged 2026-01-23) added the modes: the v0.15.0 wheel and every later release
+#   have them (v0.14.0 has none); before v0.15 prefix caching on a hybrid is refused here (vLLM
+#   had an older Mamba2-only scheme, PR #25752, not modelled). With prefix
+#   caching a model with SupportsMambaPrefixCaching (the Mamba1/Mamba2 families: Jamba, Mamba,
+#   Mamba2, NemotronH, Zamba2, GraniteMoeHybrid, FalconH1) gets "all", every other hybrid
+#   (Gated DeltaNet: Qwen3-Next, Qwen3.5/3.6; lightning attention...) "align".
+#   "none": 1 + num_speculative_blocks state blocks; "align": 2 + num_speculative_blocks;
+#   "all": cdiv(max_model_len, block), the attention block raised to a multiple of
+#   lcm(mamba chunk, kernel block) (the chunk: mamba_chunk_size or chunk_size, else 2048,
+#   ModelConfig.get_mamba_chunk_size), and the state block = that block.
+# - "all" adds num_speculative_blocks from PR #41233 (merged 2026-05, "all" + spec decoding),
+#   in the v0.22.0 sdist (v0.21.0 lacks it); tokcost models speculative decoding on Gated
+#   DeltaNet hybrids only, so it never meets that case.
+# - v0.28 (PR #50991, merged 2026-08-04): vllm serve turns prefix caching on by default for
+#   hybrid models (EngineArgs: is_prefix_caching_supported, no longer "and not is_hybrid"),
+#   and the default mode is "align" for every model ("all" only if asked for).
+# - v0.32: Mamba2 mixers (mamba_mixer2.py get_kv_cache_spec) export a prefill checkpoint:
+#   num_prefill_checkpoint_blocks 1, counted in "align" (2 + spec + 1); PR #57329 ("[Mamba2]
+#   Enable internal prefill checkpoints"), first in the v0.32.0 sdist.
+# - v0.33: Gated DeltaNet layers on FlashInfer's GDN prefill (the default on Hopper; Blackwell
+#   only with CUDA 13, not modelled) do the same (qwen_gdn_linear_attn.py), and the attention
+#   block becomes a multiple of lcm(kernel block, 64) (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
+#   vllm/v1/attention/backends/gdn_attn.py; platforms/interface.py _align_hybrid_block_size).
+# Speculative decoding (MTP, EAGLE, n-gram): num_speculative_blocks = num_speculative_tokens
+# (vllm/model_executor/layers/mamba/abstract.py get_kv_cache_spec), counted in the state blocks
+# from v0.15 (PR #30877; v0.11 to v0.14 reserve one state per request whatever it is); a GDN
+# conv state keeps conv_kernel_size - 1 + num_spec rows (mamba_utils.py
+# gated_delta_net_state_shape, since Qwen3-Next's support, v0.11), which can raise the
+# attention block; the drafter's attention layers (an MTP head: num_nextn_predict_layers,
+# mtp_num_hidden_layers) get KV cache specs of their own and join the groups
+# (gpu_model_runner.py get_kv_cache_spec walks every Attention layer, the drafter's included).
+V0_32 = Release(0, 32)
+ALIGN_FAMILIES = ("qwen3_next", "qwen3_5")  # Gated DeltaNet, by catalog family or model_type
+MambaMode = Literal["none", "align", "all"]
+GDN_CHECKPOINT_ALIGNMENT = 64
+MAMBA1_CHUNK = 2048  # get_mamba_chunk_size's default
 
 
 # --kv-cache-dtype values newer than v0.11, with the first release that has each: read from the
@@ -322,7 +351,6 @@ def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
 # FA4 sparse and FlashMLA sparse: multiples of 64 / [64]: 64. FlashMLA sparse stores an fp8 cache
 # as fp8_ds_mla (mla_attention.py converts it after selecting the backend).
 SPARSE_FI_DTYPES = ("bf16", "fp16", "fp8", "fp8_e4m3")
-V0_33 = Release(0, 33)
 
 
 def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, release: Release,
@@ -375,9 +403,10 @@ def _check_ds_mla(layout: KvLayout, dep: Deployment, release: Release) -> None:
                      f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype", related=("engine",))
 
 
-def resolve_block_size(layout: KvLayout, dep: Deployment,
-                       release: Release = V0_21) -> tuple[int, Note]:
-    """The attention block size vLLM ``release`` ends up with, and why."""
+def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_21, *,
+                       mamba_mode: MambaMode = "none", checkpoint: int = 1) -> tuple[int, Note]:
+    """The attention block size vLLM ``release`` ends up with, and why (``mamba_mode`` and a
+    prefill ``checkpoint`` grid: a linear hybrid's prefix caching; see V0_28)."""
     kinds = layout.counts
     block = dep.block_size if dep.block_size is not None else DEFAULT_BLOCK
     given = f"{arg('block_size')} given" if dep.block_size is not None else "vLLM's default"
@@ -422,12 +451,23 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
                          related=("engine",))
     if kinds["linear"] and attn:
         align, how = _hybrid_step(layout, dep, where, block, release)
+        align = math.lcm(align, checkpoint)
         needed = align * cdiv(layout.state_bytes, align * attn)
+        if checkpoint > 1:
+            how += (f"; lcm with FlashInfer GDN's prefill checkpoint grid of {checkpoint} on "
+                    f"Hopper, from v0.33{assumed}")
+        steps = f"in steps of {align}"
+        if mamba_mode == "all":
+            chunk = layout.mamba_chunk or MAMBA1_CHUNK
+            align = math.lcm(chunk, align)
+            needed = align * cdiv(cdiv(layout.state_bytes, attn), align)
+            steps = (f"in steps of {align}, lcm of the Mamba chunk {chunk} and the kernel block "
+                     "(prefix caching, mamba_cache_mode all)")
         if block < needed:
             block = needed
             reason = (f"{needed}: vLLM raises the attention block until its page ({needed} x "
                       f"{attn:,} B) covers the {layout.state_bytes:,} B linear-attention state, "
-                      f"in steps of {align} ({how})")
+                      f"{steps} ({how})")
     return block, Note(reason)
 
 
@@ -617,13 +657,24 @@ class VllmPlan(Plan):
     version: str = ""  # the profile's words for the release followed
     dcp: int = 1
     layer_pages: tuple[int, ...] = ()  # each layer's page where they differ (uniform_type)
-    mamba_align: bool = False  # prefix caching on a linear hybrid: mamba_cache_mode "align"
+    mamba_mode: MambaMode = "none"  # a linear hybrid's mamba_cache_mode (prefix caching)
+    spec_blocks: int = 0  # num_speculative_blocks, where the release counts them
+    checkpoint_blocks: int = 0  # num_prefill_checkpoint_blocks ("align", v0.32 on)
+    draft_layers: int = 0  # a speculative drafter's attention layers in the groups
+
     # v0.34's extensible KV cache: the profiling estimate it logs and first checks (the blocks
     # come from ``available``, measured after warmup), the budget requested, and its granule
     estimate: int | None = None
     requested: int | None = None
     granule: int = 0
     util: float | None = None  # v0.34's hint names a gpu_memory_utilization below 1
+
+    def state_blocks(self, context: int) -> int:
+        """State blocks a request holds in each linear group (MambaSpec
+        .max_memory_usage_bytes of the release; see V0_28)."""
+        if self.mamba_mode == "all":  # (no spec blocks: tokcost refuses them on Mamba families)
+            return cdiv(context, self.block_size)
+        return (2 if self.mamba_mode == "align" else 1) + self.spec_blocks + self.checkpoint_blocks
 
     @property
     def group_size(self) -> int:
@@ -685,7 +736,8 @@ class VllmPlan(Plan):
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
         mnbt = self.max_num_batched_tokens * self.in_flight_batches
-        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp, self.mamba_align),
+        states = self.state_blocks(context)
+        return sum(cdiv(g.spec.max_bytes(context, mnbt, self.dcp, states),
                         g.spec.page_bytes) for g in self.groups)
 
     engine_blocks = blocks_per_request
@@ -802,8 +854,8 @@ class VllmPlan(Plan):
         if blocks is None:
             return None
         # Mamba specs carry block_size = mamba_block_size = max_model_len (no prefix caching;
-        # "align": the attention block).
-        smallest = min(max_model_len if g.spec.kind == "mamba" and not self.mamba_align
+        # "align" and "all": the attention block).
+        smallest = min(max_model_len if g.spec.kind == "mamba" and self.mamba_mode == "none"
                        else g.spec.block_size for g in self.groups)
         conc = blocks / self.blocks_per_request(max_model_len)
         return blocks // len(self.groups) * smallest * self.dcp, int(conc * max_model_len)
@@ -881,14 +933,30 @@ class VllmPlan(Plan):
                f"reads only the {read}"),
             *report.logs(log))
 
+    def _state_header(self, max_model_len: int) -> str:
+        if self.mamba_mode == "none" and not self.spec_blocks and not self.draft_layers:
+            return ""
+        parts = []
+        if self.mamba_mode != "none":
+            parts.append(f"prefix caching: mamba_cache_mode {self.mamba_mode}")
+        if self.mamba_mode != "none" or self.spec_blocks:
+            extra = [f"{self.spec_blocks} speculative"] if self.spec_blocks else []
+            extra += [f"{self.checkpoint_blocks} prefill checkpoint"] if self.checkpoint_blocks \
+                else []
+            parts.append(f"{self.state_blocks(max_model_len):,} state blocks per request in each "
+                         "linear group" + (f" ({', '.join(extra)})" if extra else ""))
+        if self.draft_layers:
+            parts.append(f"{self.draft_layers} drafter attention layer"
+                         f"{'s' if self.draft_layers > 1 else ''} in the pool")
+        return "; " + "; ".join(parts)
+
     def report(self, max_model_len: int) -> EngineReport:
         refusal = self._refusal(max_model_len)
         tokens = self.logged_tokens(max_model_len)
         header = (f"block {self.block_size_reason.template}; max_num_batched_tokens "
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
                   + ("" if self.hybrid_manager else "; hybrid KV cache manager off")
-                  + ("; prefix caching: mamba_cache_mode align, 2 state blocks per request in "
-                     "each linear group" if self.mamba_align else ""))
+                  + self._state_header(max_model_len))
         report = EngineReport(
             name=Vllm.name, version=self.version, block_size=self.block_size,
             block_size_reason=self.block_size_reason, max_model_len=max_model_len,
@@ -904,7 +972,10 @@ class VllmPlan(Plan):
                 "max_num_batched_tokens_source": self.batched_tokens_source,
                 "hybrid_manager": self.hybrid_manager,
                 "pipeline_stages": [len(s) for s in self.stages],
-                **({"mamba_cache_mode": "align"} if self.mamba_align else {}),
+                **({"mamba_cache_mode": self.mamba_mode} if self.mamba_mode != "none" else {}),
+                **({"state_blocks_per_request": self.state_blocks(max_model_len)}
+                   if self.mamba_mode != "none" or self.spec_blocks else {}),
+                **({"draft_layers": self.draft_layers} if self.draft_layers else {}),
                 "blocks_per_request": self.blocks_per_request(max_model_len),
                 "logged_tokens": None if tokens is None else {
                     "v0.20_and_earlier": tokens[0], "v0.21_and_later": tokens[1]}},
@@ -926,7 +997,10 @@ class Vllm(Engine):
 
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
-    enable_prefix_caching: bool = False  # sizes linear hybrids' states ("align", V0_17 above)
+    # None: vllm serve's default, for linear hybrids off before v0.28 and on from it (see V0_28)
+    enable_prefix_caching: bool | None = None
+    num_speculative_tokens: int = 0  # speculative decoding's tokens per step (MTP, EAGLE...)
+    draft_layers: int | None = None  # the drafter's attention layers; None: the model's MTP head
     release: Release = V0_34
     # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
     kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
@@ -942,12 +1016,39 @@ class Vllm(Engine):
                 raise UsageError(f"{arg('max_num_batched_tokens')} must be a positive integer, "
                                  f"got {mnbt}", param="max_num_batched_tokens")
             object.__setattr__(self, "max_num_batched_tokens", mnbt)
+        for name in ("num_speculative_tokens", "draft_layers"):
+            value = getattr(self, name)
+            if value is not None:
+                value = parse_count(value, param=name)
+                if value < 0 or value > MAX_SPECULATIVE:
+                    raise UsageError(f"{arg(name)} must be 0 to {MAX_SPECULATIVE}, got {value}",
+                                     param=name)
+                object.__setattr__(self, name, value)
+        if self.draft_layers and not self.num_speculative_tokens:
+            raise UsageError(f"{arg('draft_layers')} are a speculative drafter's layers; give "
+                             f"{arg('num_speculative_tokens', 'N')} with them",
+                             param="draft_layers", related=("num_speculative_tokens",))
 
     def cache_layout(self, layout: KvLayout, model_dtype: Callable[[], KvLayout]) -> KvLayout:
         items = self.kv_cache_dtype_skip_layers  # a tuple once __post_init__ ran
-        if not items:
+        if items:
+            layout = layout.skipping(_skipped(tuple(items), layout, self.release), model_dtype())
+        tokens = self.num_speculative_tokens
+        if not tokens:
             return layout
-        return layout.skipping(_skipped(tuple(items), layout, self.release), model_dtype())
+        if layout.counts["linear"] and (layout.mamba_chunk is not None
+                                        or not layout.conv_row_bytes):
+            raise UsageError(f"{arg('num_speculative_tokens')} on a linear hybrid is modelled for "
+                             "Gated DeltaNet ones (Qwen3-Next, Qwen3.5/3.6: vLLM grows their "
+                             "conv state by a row per token); this model's linear layers are "
+                             "Mamba or lightning attention, whose states tokcost does not grow",
+                             param="num_speculative_tokens")
+        draft = layout.mtp_layers if self.draft_layers is None else self.draft_layers
+        if draft and not (layout.counts["full"] or layout.counts["mla"]):
+            raise UsageError(f"{arg('draft_layers')}: the drafter's layers are modelled as the "
+                             "model's full or MLA attention, and this model has neither; give "
+                             f"{arg('draft_layers', 0)}", param="draft_layers")
+        return layout.speculating(tokens, draft)
 
     @property
     def default_util(self) -> float:
@@ -986,9 +1087,17 @@ class Vllm(Engine):
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
         _check_dcp(dep)
+        if layout.draft_layers and dep.pp > 1:
+            raise UsageError(f"{arg('pp')} with a speculative drafter's layers is not modelled "
+                             "(tokcost does not place them on a pipeline stage); give "
+                             f"{arg('draft_layers', 0)} or {arg('pp', 1)}", param="pp",
+                             related=("draft_layers",))
         check_dtype(layout.dtype.name, self.release)
         _check_ds_mla(layout, dep, self.release)
-        block, reason = resolve_block_size(layout, dep, self.release)
+        mode = self._mamba_mode(dep)
+        checkpoint = self._gdn_checkpoint(dep, mode)
+        block, reason = resolve_block_size(layout, dep, self.release, mamba_mode=mode,
+                                           checkpoint=checkpoint)
         if self.max_num_batched_tokens is None:
             mnbt, source = default_max_num_batched_tokens(
                 dep.gpu.name if dep.gpu else None, dep.memory_bytes, self.release)
@@ -1000,6 +1109,7 @@ class Vllm(Engine):
             if grew:
                 reason = Note(grew)
         specs = _specs(layout, block, self.hybrid_manager, dep, self.release, shared)
+        linear = bool(layout.counts["linear"])
         mixed = uniform_type(specs)
         return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
                                       tuple(range(len(specs)))),) if mixed else _groups(specs),
@@ -1010,23 +1120,45 @@ class Vllm(Engine):
                         model_max_len=dep.model_max_len, release=self.release,
                         version=self.version, dcp=dep.dcp,
                         layer_pages=tuple(s.page_bytes for s in specs) if mixed else (),
-                        mamba_align=self._mamba_align(dep))
+                        mamba_mode=mode, draft_layers=layout.draft_layers,
+                        spec_blocks=self.num_speculative_tokens
+                        if linear and self.release >= V0_15 else 0,
+                        checkpoint_blocks=int(mode == "align" and self.release >= V0_32 and (
+                            layout.mamba2 or checkpoint > 1)))
 
-    def _mamba_align(self, dep: Deployment) -> bool:
-        """Whether prefix caching puts the linear layers in mamba_cache_mode "align"."""
-        if not self.enable_prefix_caching or not dep.layout.counts["linear"]:
-            return False
-        family = (dep.family or "").replace("-", "_").lower()
-        if not family.startswith(ALIGN_FAMILIES):
-            raise UsageError(f"{arg('enable_prefix_caching')} is modelled for Gated DeltaNet "
-                             "hybrids (Qwen3-Next, Qwen3.5/3.6: vLLM's mamba_cache_mode align); "
-                             f"{dep.model} ({dep.family or 'family unknown'}) is not one; drop it",
-                             param="enable_prefix_caching")
-        if self.release < V0_17:
+    def _mamba_mode(self, dep: Deployment) -> MambaMode:
+        """The mamba_cache_mode prefix caching puts a linear hybrid in (see V0_28)."""
+        layout = dep.layout
+        given = self.enable_prefix_caching
+        if not layout.counts["linear"] or not (self.release >= V0_28 if given is None else given):
+            return "none"
+        if self.release < V0_15:
             raise UsageError(f"{arg('enable_prefix_caching')} on a linear hybrid is modelled from "
-                             f"vLLM v0.17 (PR #30877); use {arg('engine', 'vllm@0.17')} or later",
+                             f"vLLM v0.15 (PR #30877); use {arg('engine', 'vllm@0.15')} or later",
                              param="enable_prefix_caching", related=("engine",))
-        return True
+        if layout.mamba_chunk is not None and self.release < V0_28:
+            return "all"
+        return "align"
+
+    def _gdn_checkpoint(self, dep: Deployment, mode: MambaMode) -> int:
+        """FlashInfer GDN's prefill checkpoint grid in "align" mode (v0.33 on, Hopper; see
+        V0_28), 1 where there is none."""
+        layout = dep.layout
+        arch = dep.gpu.architecture if dep.gpu is not None else None
+        gdn = layout.counts["linear"] and layout.mamba_chunk is None and (
+            layout.conv_row_bytes > 0 or (dep.family or "").replace("-", "_").lower()
+            .startswith(ALIGN_FAMILIES))
+        hopper = (arch or "hopper") == "hopper"
+        return GDN_CHECKPOINT_ALIGNMENT if (
+            mode == "align" and self.release >= V0_33 and gdn and hopper) else 1
+
+    def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
+        if not self.num_speculative_tokens or self.draft_layers is not None \
+                or report.settings.get("draft_layers"):
+            return []
+        return [Note("speculative decoding with no drafter layers in the pool: the model has no "
+                     "MTP head (catalog mtp_layers); an EAGLE head's or a draft model's attention "
+                     f"layers join vLLM's pool too: give {arg('draft_layers', 'N')}")]
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.margin_bytes is None or fit.memory_bytes is None or fit.util is None:
@@ -1102,9 +1234,22 @@ def _skipped(items: tuple[str, ...], layout: KvLayout, release: Release) -> froz
                          f"merged 2026-07-16, after v0.25.0): use {arg('engine', 'vllm@0.26')} "
                          "or later", param=param, related=("engine",))
     if kinds["linear"]:
-        raise UsageError(f"{arg(param)} is modelled for full, sliding-window and MLA attention; "
-                         "this model has linear-attention (Mamba) layers beside attention",
-                         param=param)
+        # v0.19 to v0.24: platforms/interface.py pads the Mamba state page to one block of the
+        # --kv-cache-dtype attention page (mamba_page_size_padded); the skipped layers' pages are
+        # larger, and unify_kv_cache_spec_page_size (vllm/v1/core/kv_cache_utils.py) cannot grow
+        # a padded MambaSpec page: a bare AssertionError where the pages divide, else its
+        # NotImplementedError. From v0.25 (first in its sdist; the PR is not pinned) Platform
+        # ._align_heterogeneous_kv_block_size raises the block so that one page covers the
+        # skipped layers' and the Mamba page, which tokcost does not model.
+        why = ("from v0.25 vLLM raises the block until one page covers the skipped layers' and "
+               "the Mamba state's (_align_heterogeneous_kv_block_size, vllm/platforms/"
+               "interface.py), which tokcost does not model" if release >= V0_25 else
+               f"vLLM {release} fails to start: it pads the Mamba state page to the "
+               f"{arg('kv_dtype')} attention page (mamba_page_size_padded) and "
+               "unify_kv_cache_spec_page_size cannot grow that page to the skipped layers' larger "
+               "one (an AssertionError in vllm/v1/core/kv_cache_utils.py; v0.25 aligns them)")
+        raise UsageError(f"{arg(param)} on a model with linear-attention (Mamba) layers: {why}",
+                         param=param, related=("kv_dtype",))
     n = len(layout.layers)
     wrong = next((int(i) for i in items if i.isdigit() and int(i) >= n), None)
     if wrong is not None:
