@@ -355,6 +355,37 @@ def qwen36_27b_mtp(e: dict[str, Any]) -> None:
     assert plan.cache_tokens(length) != e["logged_tokens"]
 
 
+LLAMA4_SCOUT = Path(__file__).parent / "fixtures" / "hf_configs_families" / "llama-4-scout"
+
+
+def llama4_scout(e: dict[str, Any]) -> None:
+    """v0.12 on 8x H200: 12 full + 36 chunked (8,192) layers, 512 B per token and layer per GPU in
+    bf16. Without VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 v0.12 turns the hybrid
+    manager off (PR #21761; default 1 from v0.14, PR #29627): 48 full layers, 0.75x at 5,242,880,
+    and still starts, as v0.12 checks the layers' own specs (chunks) before unifying (PR #29431
+    moved the check onto the groups in v0.14). With it: 4 groups of 12, num_blocks // 4 x 16."""
+    config = json.loads((LLAMA4_SCOUT / "config.json").read_text())
+    layout = kv_layout(architecture_from_config(config, where="config.json"),
+                       e.get("kv_cache_dtype", "bf16"), tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]), max_num_batched_tokens=8192,
+                  chunked_hybrid=e.get("chunked_hybrid_env"))  # vllm serve on an H200: 8,192
+    ends = [engine.pool(Deployment(layout=layout), math.floor((e["kv_memory_gib"] + d) * GiB))
+            for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.hybrid_manager is bool(e.get("chunked_hybrid_env")) for p in ends)
+    assert all(len(p.groups) == (4 if p.hybrid_manager else 1) for p in ends)
+    if "logged_tokens" in e:
+        assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+    assert all(p.report(length).refusal is None for p in ends)
+    if not ends[0].hybrid_manager:  # from v0.14 the same pool refuses 5,242,880 (120 GiB needed)
+        later = Vllm(release=Vllm.release_of("0.14"), max_num_batched_tokens=8192,
+                     chunked_hybrid=False).pool(Deployment(layout=layout), ends[1].available)
+        refusal = later.report(length).refusal
+        assert refusal is not None and "(120.00 GiB KV cache is needed" in refusal
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -477,6 +508,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/noonghunna/club-3090/pull/594", 5.33, "vllm"): qwen36_27b_mtp,
     ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
     ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
+    ("https://github.com/fuhengwu2021/coderepo/blob/eba66958577f6ec037fc696281edf20ce58f7823/extra/"
+     "README.md", 89.71, "vllm"): llama4_scout,
+    ("https://github.com/fuhengwu2021/coderepo/blob/64ba1951c6724db1185f8a940de9279e300b3c67/extra/"
+     "HYBRID_KV_CACHE_ANALYSIS.md", 89.71, "vllm"): llama4_scout,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
     ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
      "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,

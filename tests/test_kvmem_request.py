@@ -36,6 +36,7 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
     assert r.engine_spec.profile.defaults() == {"max_num_batched_tokens": None,
                                                 "hybrid_manager": True,
                                                 "enable_prefix_caching": False,
+                                                "chunked_hybrid": None,
                                                 "release": Release(0, 21),
                                                 "kv_cache_dtype_skip_layers": None}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"

@@ -120,6 +120,20 @@ class Group:
 # ``_backend_block`` below.
 V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 
+# Chunked local attention (Llama-4) and the hybrid KV cache manager, by release:
+# - v0.11 to v0.13 turn the hybrid manager off for a model with attention_chunk_size unless
+#   VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (default "0", vllm/envs.py; the check in
+#   vllm/config/vllm.py __post_init__, vllm/config/__init__.py in v0.11; PR #21761): every chunked
+#   layer is then paged as a full one (unify_hybrid_kv_cache_specs). From v0.14 the variable
+#   defaults to "1" (PR #29627), so Llama-4 keeps the hybrid manager.
+# - v0.11 to v0.13 run the start-up check (check_enough_kv_cache_memory, estimate_max_model_len
+#   in vllm/v1/core/kv_cache_utils.py) on each layer's own spec, summed over the worker's layers,
+#   before get_kv_cache_groups unifies or pads them; from v0.14 it runs on the groups (PR #29431,
+#   _max_memory_usage_bytes_from_groups). So v0.12 starts Llama-4 with the manager off at a
+#   max_model_len its pool cannot hold (the chunked layers counted as chunks) and logs a
+#   concurrency under 1x.
+V0_14 = Release(0, 14)
+
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
@@ -278,6 +292,24 @@ def resolve_block_size(layout: KvLayout, dep: Deployment,
     return block, Note(reason)
 
 
+def _layer_specs(layout: KvLayout, block: int) -> list[Spec]:
+    """Each layer's own ``KVCacheSpec`` as the model reports it, before any unification."""
+    pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla")
+             if layout.counts[k]}
+    top_attn = max(pages.values()) if pages else layout.state_bytes
+    specs: list[Spec] = []
+    for i, kind in enumerate(layout.layers):
+        page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
+        if kind == "linear":  # the state page is padded to the attention page
+            specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
+        elif kind == "sliding":
+            specs.append(Spec("chunked" if layout.chunked else "sliding", block, page,
+                              layout.window))
+        else:
+            specs.append(Spec(kind, block, page))
+    return specs
+
+
 def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
     kinds = layout.counts
     if kinds["linear"] and not hybrid_manager:
@@ -287,18 +319,8 @@ def _specs(layout: KvLayout, block: int, hybrid_manager: bool) -> list[Spec]:
             f"manager); drop {arg('hybrid_manager', False)}", param="hybrid_manager")
     # Hybrid manager off: a sliding layer beside full ones is full (unify_hybrid_kv_cache_specs).
     unify = kinds["sliding"] and (kinds["full"] or kinds["mla"]) and not hybrid_manager
-    pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla") if kinds[k]}
-    top_attn = max(pages.values()) if pages else layout.state_bytes
-    specs: list[Spec] = []
-    for i, kind in enumerate(layout.layers):
-        page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
-        if kind == "linear":  # the state page is padded to the attention page
-            specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
-        elif kind == "sliding":
-            specs.append(Spec("full", block, page) if unify else Spec(
-                "chunked" if layout.chunked else "sliding", block, page, layout.window))
-        else:
-            specs.append(Spec(kind, block, page))
+    specs = [Spec("full", s.block_size, s.page_bytes) if unify and s.kind in ("sliding", "chunked")
+             else s for s in _layer_specs(layout, block)]
     if uniform_type(specs):
         return specs
     # unify_kv_cache_spec_page_size: smaller pages grow by whole multiples of their block.
@@ -350,6 +372,9 @@ class VllmPlan(Plan):
     dcp: int = 1
     layer_pages: tuple[int, ...] = ()  # each layer's page where they differ (uniform_type)
     mamba_align: bool = False  # prefix caching on a linear hybrid: mamba_cache_mode "align"
+    # Before v0.14 the start-up check sums each layer's own spec (V0_14 above); empty: the groups
+    check_specs: tuple[Spec, ...] = ()
+    hybrid_off_reason: str = ""  # why vLLM turned the hybrid manager off by itself
 
     @property
     def group_size(self) -> int:
@@ -395,7 +420,12 @@ class VllmPlan(Plan):
         return self.blocks_per_request(context) * self.block_bytes
 
     def needed_bytes(self, context: int, stage: frozenset[int]) -> int:
-        """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
+        """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size); before
+        v0.14 ``max_memory_usage_bytes`` over the stage's layers, each by its own spec."""
+        if self.check_specs:
+            mnbt = self.max_num_batched_tokens
+            return sum(self.check_specs[i].max_bytes(context, mnbt, self.dcp, self.mamba_align)
+                       for i in stage)
         return self._stage_block_bytes(stage) * self.blocks_per_request(context)
 
     def _fits_alone(self, context: int, stage: frozenset[int]) -> bool:
@@ -510,7 +540,8 @@ class VllmPlan(Plan):
         tokens = self.logged_tokens(max_model_len)
         header = (f"block {self.block_size_reason.template}; max_num_batched_tokens "
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
-                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off")
+                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off"
+                     + (f" ({self.hybrid_off_reason})" if self.hybrid_off_reason else ""))
                   + ("; prefix caching: mamba_cache_mode align, 2 state blocks per request in "
                      "each linear group" if self.mamba_align else ""))
         report = EngineReport(
@@ -551,6 +582,8 @@ class Vllm(Engine):
     max_num_batched_tokens: int | None = None  # None: vllm serve's default for the GPU
     hybrid_manager: bool = True  # False: --disable-hybrid-kv-cache-manager
     enable_prefix_caching: bool = False  # sizes linear hybrids' states ("align", V0_17 above)
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (V0_14 above); None: the release's default
+    chunked_hybrid: bool | None = None
     release: Release = V0_21
     # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
     kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
@@ -602,18 +635,30 @@ class Vllm(Engine):
                 dep.gpu.name if dep.gpu else None, dep.memory_bytes)
         else:
             mnbt, source = self.max_num_batched_tokens, f"{arg('max_num_batched_tokens')} given"
-        specs = _specs(layout, block, self.hybrid_manager)
+        hybrid, off_reason = self._hybrid(layout)
+        specs = _specs(layout, block, hybrid)
         mixed = uniform_type(specs)
         return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
                                       tuple(range(len(specs)))),) if mixed else _groups(specs),
                         stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
                         page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
                         max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
-                        hybrid_manager=self.hybrid_manager, available=available,
+                        hybrid_manager=hybrid, available=available,
                         model_max_len=dep.model_max_len, release=self.release,
                         version=self.version, dcp=dep.dcp,
                         layer_pages=tuple(s.page_bytes for s in specs) if mixed else (),
-                        mamba_align=self._mamba_align(dep))
+                        mamba_align=self._mamba_align(dep), hybrid_off_reason=off_reason,
+                        check_specs=() if self.release >= V0_14 else tuple(
+                            _layer_specs(layout, block)))
+
+    def _hybrid(self, layout: KvLayout) -> tuple[bool, str]:
+        """Whether the hybrid manager is on, and why vLLM turned it off if it did itself."""
+        env = self.chunked_hybrid if self.chunked_hybrid is not None else self.release >= V0_14
+        if self.hybrid_manager and layout.chunked and layout.counts["sliding"] and not env:
+            return False, ("vLLM v0.11 to v0.13 turn it off for chunked local attention unless "
+                           "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, the default "
+                           "from v0.14, PR #29627")
+        return self.hybrid_manager, ""
 
     def _mamba_align(self, dep: Deployment) -> bool:
         """Whether prefix caching puts the linear layers in mamba_cache_mode "align"."""
