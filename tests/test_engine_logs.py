@@ -386,6 +386,32 @@ def llama4_scout(e: dict[str, Any]) -> None:
         assert refusal is not None and "(120.00 GiB KV cache is needed" in refusal
 
 
+# MiniMax-M2 (M2.5, M2.7 alike): 62 layers, 48 query / 8 kv heads of 128 (config.json).
+MINIMAX_M2 = Architecture(layers=62, attention_heads=48, kv_heads=8, head_dim=128)
+
+
+def minimax_m27_refusal(e: dict[str, Any]) -> None:
+    """TP 2: 126,976 B/token per GPU; 196,608 tokens need 23.25 GiB > 22.5; estimate 190,272."""
+    check_refusal(e["kv_memory_gib"], e["max_model_len"], MINIMAX_M2,
+                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
+                  tp=e["tp"], release=e["release"])
+
+
+def minimax_m27_min_rank(e: dict[str, Any]) -> None:
+    """Known mismatch, explained: rank 0's 28.74 GiB gives 1.24x; the logged 1.22x and 240,816
+    tokens are 15,051 blocks, what the smaller rank's 28.48 GiB holds (vLLM takes the minimum)."""
+    lo, hi = plans(MINIMAX_M2, e["kv_memory_gib"], tp=e["tp"], release=e["release"])
+    length = e["max_model_len"]
+    assert lo.cache_tokens(length) > e["logged_tokens"]  # type: ignore[operator]
+    assert f"{lo.max_concurrency(length):.2f}" == "1.24"
+    block = lo.block_bytes
+    smaller = plan_vllm(kv_layout(MINIMAX_M2, "bf16", tp=e["tp"]), available=15_051 * block,
+                        release=lo.release)
+    assert smaller.cache_tokens(length) == e["logged_tokens"]
+    assert f"{smaller.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    assert f"{15_051 * block / GiB:.2f}" == "28.48"
+
+
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
 TINYLLAMA = Architecture(layers=22, attention_heads=32, kv_heads=4, head_dim=64)
 # Llama-2-7B (LLaVA-1.5-7B's language model, Qwen1.5-7B alike): 32 layers, 32 kv heads of 128.
@@ -512,6 +538,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
      "README.md", 89.71, "vllm"): llama4_scout,
     ("https://github.com/fuhengwu2021/coderepo/blob/64ba1951c6724db1185f8a940de9279e300b3c67/extra/"
      "HYBRID_KV_CACHE_ANALYSIS.md", 89.71, "vllm"): llama4_scout,
+    ("https://github.com/eugr/spark-vllm-docker/issues/396", 22.5, "vllm"): minimax_m27_refusal,
+    ("https://github.com/eugr/spark-vllm-docker/issues/396", 28.74, "vllm"): minimax_m27_min_rank,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
     ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
      "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,
