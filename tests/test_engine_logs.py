@@ -154,9 +154,10 @@ def issue_25350(e: dict[str, Any]) -> None:
 
 
 def qwen3_coder(e: dict[str, Any]) -> None:
-    """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB."""
+    """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB ("%.2f" in v0.10, as to v0.13)."""
     check_refusal(e["kv_memory_gib"], e["max_model_len"], QWEN3_CODER_480B,
-                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"])
+                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
+                  release=e["release"])
 
 
 def ratio_only(e: dict[str, Any]) -> None:
@@ -383,7 +384,7 @@ def llama4_scout(e: dict[str, Any]) -> None:
         later = Vllm(release=Vllm.release_of("0.14"), max_num_batched_tokens=8192,
                      chunked_hybrid=False).pool(Deployment(layout=layout), ends[1].available)
         refusal = later.report(length).refusal
-        assert refusal is not None and "(120.00 GiB KV cache is needed" in refusal
+        assert refusal is not None and "(120.0 GiB KV cache is needed" in refusal
 
 
 # MiniMax-M2 (M2.5, M2.7 alike): 62 layers, 48 query / 8 kv heads of 128 (config.json).
@@ -393,14 +394,19 @@ MINIMAX_M2 = Architecture(layers=62, attention_heads=48, kv_heads=8, head_dim=12
 def minimax_m27_refusal(e: dict[str, Any]) -> None:
     """TP 2: 126,976 B/token per GPU; 196,608 tokens need 23.25 GiB > 22.5; estimate 190,272."""
     check_refusal(e["kv_memory_gib"], e["max_model_len"], MINIMAX_M2,
-                  f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
+                  str(e["logged_needed_gib"]), e["logged_estimated_max_model_len"],
                   tp=e["tp"], release=e["release"])
+    plan = plan_vllm(kv_layout(MINIMAX_M2, "bf16", tp=e["tp"]), release=Vllm.release_of(
+        e["release"]), available=int(e["kv_memory_gib"] * GiB))
+    report = plan.report(e["max_model_len"])  # v0.29 prints format_gib's "22.5", not "22.50"
+    assert report.lines[0] == "Available KV cache memory: 22.5 GiB"
+    assert "the available KV cache memory (22.5 GiB)" in (report.refusal or "")
 
 
 def minimax_m27_min_rank(e: dict[str, Any]) -> None:
     """Known mismatch, explained: rank 0's 28.74 GiB gives 1.24x; the logged 1.22x and 240,816
     tokens are 15,051 blocks, what the smaller rank's 28.48 GiB holds (vLLM takes the minimum)."""
-    lo, hi = plans(MINIMAX_M2, e["kv_memory_gib"], tp=e["tp"], release=e["release"])
+    lo, _ = plans(MINIMAX_M2, e["kv_memory_gib"], tp=e["tp"], release=e["release"])
     length = e["max_model_len"]
     assert lo.cache_tokens(length) > e["logged_tokens"]  # type: ignore[operator]
     assert f"{lo.max_concurrency(length):.2f}" == "1.24"

@@ -134,6 +134,12 @@ V0_12, V0_15, V0_18 = Release(0, 12), Release(0, 15), Release(0, 18)
 #   concurrency under 1x.
 V0_14 = Release(0, 14)
 
+
+def log_gib(size: int, release: Release) -> str:
+    """GiB as vLLM ``release`` logs them: "%.2f" to v0.13; from v0.14 ``format_gib``
+    (vllm/utils/mem_utils.py), str(round(x, 2)), so 22.5 and 5.0, not 22.50 and 5.00."""
+    return f"{size / GiB:.2f}" if release < V0_14 else str(round(size / GiB, 2))
+
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
@@ -460,9 +466,10 @@ class VllmPlan(Plan):
                 est = largest(partial(self._fits_alone, stage=stage), max_model_len)
                 hint = (f"Based on the available memory, the estimated maximum model length "
                         f"is {est}. " if est > 0 else "")
+                need, have = log_gib(needed, self.release), log_gib(self.available, self.release)
                 return (f"To serve at least one request with the models's max seq len "
-                        f"({max_model_len}), ({needed / GiB:.2f} GiB KV cache is needed, which is "
-                        f"larger than the available KV cache memory ({self.available / GiB:.2f} "
+                        f"({max_model_len}), ({need} GiB KV cache is needed, which is "
+                        f"larger than the available KV cache memory ({have} "
                         f"GiB). {hint}Try increasing `gpu_memory_utilization` or decreasing "
                         f"`max_model_len` when initializing the engine.")
         return None
@@ -488,7 +495,7 @@ class VllmPlan(Plan):
     def _lines(self, max_model_len: int, refusal: str | None) -> list[str]:
         tokens = self.cache_tokens(max_model_len)
         lines = [] if self.available is None else [
-            f"Available KV cache memory: {self.available / GiB:.2f} GiB"]
+            f"Available KV cache memory: {log_gib(self.available, self.release)} GiB"]
         if refusal is not None:
             return [*lines, f"ValueError: {refusal}"]
         if tokens is not None:
