@@ -243,6 +243,29 @@ def llama_cpp_types(e: dict[str, Any]) -> None:
             assert f"{plan.kv_bytes(cells) / 2**20:.2f}" == f"{mib:.2f}", pair
 
 
+FALCON_H1 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "falcon-h1-7b"
+
+
+def llama_cpp_falcon_h1(e: dict[str, Any]) -> None:
+    """Falcon-H1-1.5B: the 7B's config.json with the 1.5B's 24 layers, 8 query / 2 kv heads
+    (the Mamba dims are the family's). llama.cpp keeps a KV cache and a recurrent one over all
+    24 layers (PR #14534): 1 KiB per cell and layer, 797,184 f32 state elements per layer."""
+    config = json.loads((FALCON_H1 / "config.json").read_text())
+    config.update(num_hidden_layers=24, num_attention_heads=8, hidden_size=2048)
+    plan = llama_cpp(architecture_from_config(config, where="config.json"),
+                     parallel=e["n_seq_max"])
+    assert plan.kinds["all"] == 24 and plan.kinds["full"] == plan.kinds["linear"] == 24
+    for case in e["cases"]:
+        kv, state = plan.lines(case["ctx"])
+        assert kv.startswith(f"llama_kv_cache: size = {case['kv_mib']:7.2f} MiB ({case['ctx']:6d} "
+                             "cells,  24 layers,  1/1 seqs)")
+        assert state == (f"llama_memory_recurrent: size = {case['recurrent_mib']:7.2f} MiB "
+                         "(     1 cells,  24 layers,  1 seqs)")
+    r_bytes, s_bytes = 3 * (3072 + 2 * 256) * 4 * 24, 3072 * 256 * 4 * 24  # conv R, ssm S
+    assert f"R {r_bytes / 2**20:.2f} + S {s_bytes / 2**20:.2f}" in e["logged_lines"][1]
+    assert plan.state_bytes * 24 == r_bytes + s_bytes
+
+
 def trtllm_blocks(e: dict[str, Any]) -> None:
     """Blocks x tokens per block is the logged token count; pages per sequence the window's."""
     tpb = e["tokens_per_block"]
@@ -534,6 +557,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/19408", None, "llama.cpp"): llama_cpp_hybrid,
     ("https://github.com/unslothai/unsloth/pull/7530", None, "llama.cpp"): llama_cpp_slots,
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
+    ("https://github.com/GeniePod/genie-claw/issues/410", None, "llama.cpp"): llama_cpp_falcon_h1,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
     ("https://github.com/vllm-project/vllm/issues/40691", None, "vllm"): qwen35_27b,
