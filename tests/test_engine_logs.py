@@ -21,9 +21,10 @@ import yaml
 from tokcost.catalog import load_catalog
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture, Attention
+from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
-from tokcost.memory.engines.sglang import plan_sglang
+from tokcost.memory.engines.sglang import Sglang, plan_sglang
 from tokcost.memory.engines.trtllm import TrtLlm, TrtLlmPlan
 from tokcost.memory.engines.vllm import Vllm, VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
@@ -120,6 +121,32 @@ def qwen3_235b_sglang(e: dict[str, Any]) -> None:
     assert report.lines[0] == (f"KV Cache is allocated. #tokens: {e['logged_tokens']}, "
                                f"K size: {e['logged_k_size_gb']:.2f} GB, "
                                f"V size: {e['logged_v_size_gb']:.2f} GB")
+
+
+DSV32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
+
+
+def dsv32_sglang(e: dict[str, Any]) -> None:
+    """NSA pool (PR #11309 counts the indexer): 61 x (656 + 132) B per token, 64-token pages;
+    the line from the token count: (975,424 + 64) x 61 x 788 B = 43.67 GB (GiB)."""
+    config = json.loads((DSV32 / "config.json").read_text())
+    layout = kv_layout(architecture_from_config(config, where="config.json"), "fp8_ds_mla")
+    assert layout.token_bytes["mla"] == 656 + 132
+    plan = Sglang().pools(Deployment(layout=layout), e["logged_tokens"] * 61 * 788 + 63 * 61 * 788)
+    assert plan.block_size == e["page_size"]
+    report = plan.report(163_840)
+    assert report.cache_tokens == e["logged_tokens"]
+    assert report.lines[0] == (f"KV Cache is allocated. #tokens: {e['logged_tokens']}, "
+                               f"KV size: {e['logged_kv_size_gb']:.2f} GB")
+    # before the PR: the line left the indexer out (656 B), though the pool held it (788 B)
+    assert f"{(1_462_784 + 64) * 61 * 656 / GiB:.2f}" == "54.52"
+    assert f"{(1_462_784 + 64) * 61 * 788 / GiB:.2f}" == "65.49"
+    with pytest.raises(UsageError, match="fp8_ds_mla"):  # SGLang's fp8 latent is 656 B, not 576
+        Sglang().pools(Deployment(layout=kv_layout(layout_arch(config), "fp8")), None)
+
+
+def layout_arch(config: dict[str, Any]) -> Architecture:
+    return architecture_from_config(config, where="config.json")
 
 
 def llama_v0(e: dict[str, Any]) -> None:
@@ -540,6 +567,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
     ("https://github.com/vllm-project/vllm/issues/21348", None, "sglang"): qwen3_235b_sglang,
+    ("https://github.com/sgl-project/sglang/pull/11309", None, "sglang"): dsv32_sglang,
     ("https://github.com/vllm-project/vllm/issues/10517", 3.81, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/issues/10517", 2.89, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/pull/12569", None, "vllm"): llama_70b_blocks,

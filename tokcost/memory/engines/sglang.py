@@ -274,8 +274,7 @@ class Sglang(Engine):
         layout, page = dep.layout, 1 if dep.block_size is None else dep.block_size
         counts = layout.counts
         if layout.indexer_bytes:
-            raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
-                             f"not modelled; use {arg('engine', 'vllm')}", param="engine")
+            page = _nsa_page(dep)
         # Llama-4 (the one chunked family, its config read as model_type llama4_text) is
         # hybrid SWA with the chunk as its window (model_runner: sliding_window_size =
         # attention_chunk_size).
@@ -326,6 +325,22 @@ class Sglang(Engine):
                      f"{context:,}-token request (prompts are capped at max_total_num_tokens - 1 "
                      f"= {pool - 1:,}); give a smaller context or a larger "
                      f"{arg('mem_fraction_static')}")]
+
+
+def _nsa_page(dep: Deployment) -> int:
+    """DeepSeek-V3.2's NSA pool (NSATokenToKVPool, mem_cache/memory_pool.py; the indexer counted
+    in the pool's size and its log from PR #11309): pages of 64 tokens (asserted there); per token
+    and layer the MLA latent, stored fp8 as 512 B + 4 scales x 4 B + the rope part in bf16 (656 B,
+    tokcost's fp8_ds_mla), and the indexer's fp8 key with its float32 scale (128 + 4 B)."""
+    dtype = dep.layout.dtype
+    if dtype.bits == 8 and dtype.name != "fp8_ds_mla":
+        raise UsageError(f"SGLang stores {dep.model}'s fp8 latent with its scales and a bf16 rope "
+                         f"part, 656 B per token and layer (NSATokenToKVPool): give "
+                         f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype")
+    if dep.block_size not in (None, 64):
+        raise UsageError(f"SGLang's NSA pool takes 64-token pages only; drop {arg('block_size')}",
+                         param="block_size")
+    return 64
 
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,
