@@ -371,6 +371,26 @@ def qwen35_27b(e: dict[str, Any]) -> None:
     assert plan_vllm(bf16, available=None).block_size == 400 and e["logged_tokens"] % 400
 
 
+def gemma4_31b(e: dict[str, Any]) -> None:
+    """No memory line: v0.19's num_blocks // 6 groups x 16 (the smallest block; the global
+    layers' is 32) = 37,392 pins 14,022-14,027 blocks; with 2,048 tokens per step a 262,144-token
+    request needs 8,192 + 5 x 193 = 9,157 of them: 1.53x (8,192 per step: 1.27x)."""
+    layout = kv_layout(arch("gemma-4-31b"), "bf16")
+    release, length = Vllm.release_of(e["release"]), e["max_model_len"]
+    probe = plan_vllm(layout, available=None, release=release, max_num_batched_tokens=2048)
+    assert (len(probe.groups), probe.block_size) == (6, 16)
+    blocks = [n for n in range(14_000, 14_050) if n // 6 * 16 == e["logged_tokens"]]
+    assert blocks == list(range(14_022, 14_028))
+    for n in blocks:
+        plan = plan_vllm(layout, available=n * probe.block_bytes, release=release,
+                         max_num_batched_tokens=2048)
+        assert plan.num_blocks == n and plan.cache_tokens(length) == e["logged_tokens"]
+        assert f"{plan.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    other = plan_vllm(layout, available=14_022 * probe.block_bytes, release=release,
+                      max_num_batched_tokens=8192)
+    assert f"{other.max_concurrency(length):.2f}" == "1.27"
+
+
 def qwen38_27b(e: dict[str, Any]) -> None:
     """The 27B shape at TP2 in fp8 gives the author's 1,568-token block (a float32 SSM state);
     prefix caching's two state blocks per linear group give the logged tokens and 2.31x."""
@@ -589,6 +609,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
     ("https://github.com/vllm-project/vllm/issues/40691", None, "vllm"): qwen35_27b,
+    ("https://github.com/vllm-project/vllm/issues/39734", None, "vllm"): gemma4_31b,
     ("https://github.com/noonghunna/club-3090/pull/594", 5.33, "vllm"): qwen36_27b_mtp,
     ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
     ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
