@@ -328,10 +328,12 @@ class Sglang(Engine):
 
 
 def _nsa_page(dep: Deployment) -> int:
-    """DeepSeek-V3.2's NSA pool (NSATokenToKVPool, mem_cache/memory_pool.py; the indexer counted
-    in the pool's size and its log from PR #11309): pages of 64 tokens (asserted there); per token
-    and layer the MLA latent, stored fp8 as 512 B + 4 scales x 4 B + the rope part in bf16 (656 B,
-    tokcost's fp8_ds_mla), and the indexer's fp8 key with its float32 scale (128 + 4 B)."""
+    """DeepSeek-V3.2's NSA pool (NSATokenToKVPool, mem_cache/memory_pool.py, as in v0.5.4 and
+    v0.5.6; the indexer counted in profile_max_num_token and in the log from PR #11309, v0.5.4):
+    pages of 64 tokens (asserted there); per token and layer the MLA latent, stored fp8 as 512 B +
+    4 scales x 4 B + the rope part in bf16 (656 B, tokcost's fp8_ds_mla), and the indexer's fp8
+    key with its float32 scale (128 + 4 B). Later releases (v0.5.23's DSATokenToKVPool) take
+    other page sizes: not modelled."""
     dtype = dep.layout.dtype
     if dtype.bits == 8 and dtype.name != "fp8_ds_mla":
         raise UsageError(f"SGLang stores {dep.model}'s fp8 latent with its scales and a bf16 rope "
