@@ -21,9 +21,10 @@ import yaml
 from tokcost.catalog import load_catalog
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.catalog.schema import Architecture, Attention
+from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.llamacpp import LlamaCpp, LlamaCppPlan
-from tokcost.memory.engines.sglang import plan_sglang
+from tokcost.memory.engines.sglang import Sglang, plan_sglang
 from tokcost.memory.engines.trtllm import TrtLlm, TrtLlmPlan
 from tokcost.memory.engines.vllm import Vllm, VllmPlan, plan_vllm
 from tokcost.memory.kv import kv_layout
@@ -125,6 +126,33 @@ def qwen3_235b_sglang(e: dict[str, Any]) -> None:
                                f"V size: {e['logged_v_size_gb']:.2f} GB")
 
 
+DSV32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
+
+
+def dsv32_sglang(e: dict[str, Any]) -> None:
+    """NSA pool (PR #11309 counts the indexer): 61 x (656 + 132) B per token, 64-token pages;
+    the line from the token count: (975,424 + 64) x 61 x 788 B = 43.67 GB (GiB)."""
+    config = json.loads((DSV32 / "config.json").read_text())
+    layout = kv_layout(architecture_from_config(config, where="config.json"), "fp8_ds_mla")
+    assert layout.token_bytes["mla"] == 656 + 132
+    plan = Sglang(release=e["release"]).pools(
+        Deployment(layout=layout), e["logged_tokens"] * 61 * 788 + 63 * 61 * 788)
+    assert plan.block_size == e["page_size"]
+    report = plan.report(163_840)
+    assert report.cache_tokens == e["logged_tokens"]
+    assert report.lines[0] == (f"KV Cache is allocated. #tokens: {e['logged_tokens']}, "
+                               f"KV size: {e['logged_kv_size_gb']:.2f} GB")
+    # before the PR: the line left the indexer out (656 B), though the pool held it (788 B)
+    assert f"{(1_462_784 + 64) * 61 * 656 / GiB:.2f}" == "54.52"
+    assert f"{(1_462_784 + 64) * 61 * 788 / GiB:.2f}" == "65.49"
+    with pytest.raises(UsageError, match="fp8_ds_mla"):  # SGLang's fp8 latent is 656 B, not 576
+        Sglang(release=e["release"]).pools(Deployment(layout=kv_layout(layout_arch(config), "fp8")), None)
+
+
+def layout_arch(config: dict[str, Any]) -> Architecture:
+    return architecture_from_config(config, where="config.json")
+
+
 def llama_v0(e: dict[str, Any]) -> None:
     """V0's figures equal v1's for full attention: 128 KiB/token, 2 MiB per block; V0's
     concurrency tokens / L and v1's blocks / cdiv(L, 16) round alike here."""
@@ -157,10 +185,10 @@ def issue_25350(e: dict[str, Any]) -> None:
 
 
 def qwen3_coder(e: dict[str, Any]) -> None:
-    """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB."""
+    """253,952 B/token (DP, no TP); 262,144 tokens need 62.00 GiB ("%.2f" in v0.10, as to v0.13)."""
     check_refusal(e["kv_memory_gib"], e["max_model_len"], QWEN3_CODER_480B,
                   f"{e['logged_needed_gib']:.2f}", e["logged_estimated_max_model_len"],
-                  release="0.11")  # a v0.10.1 log: "%.2f" GiB (format_gib from v0.14)
+                  release=e["release"])  # a v0.10.1 log: "%.2f" GiB (format_gib from v0.14)
 
 
 def ratio_only(e: dict[str, Any]) -> None:
@@ -246,6 +274,29 @@ def llama_cpp_types(e: dict[str, Any]) -> None:
             assert f"{plan.kv_bytes(cells) / 2**20:.2f}" == f"{mib:.2f}", pair
 
 
+FALCON_H1 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "falcon-h1-7b"
+
+
+def llama_cpp_falcon_h1(e: dict[str, Any]) -> None:
+    """Falcon-H1-1.5B: the 7B's config.json with the 1.5B's 24 layers, 8 query / 2 kv heads
+    (the Mamba dims are the family's). llama.cpp keeps a KV cache and a recurrent one over all
+    24 layers (PR #14534): 1 KiB per cell and layer, 797,184 f32 state elements per layer."""
+    config = json.loads((FALCON_H1 / "config.json").read_text())
+    config.update(num_hidden_layers=24, num_attention_heads=8, hidden_size=2048)
+    plan = llama_cpp(architecture_from_config(config, where="config.json"),
+                     parallel=e["n_seq_max"])
+    assert plan.kinds["all"] == 24 and plan.kinds["full"] == plan.kinds["linear"] == 24
+    for case in e["cases"]:
+        kv, state = plan.lines(case["ctx"])
+        assert kv.startswith(f"llama_kv_cache: size = {case['kv_mib']:7.2f} MiB ({case['ctx']:6d} "
+                             "cells,  24 layers,  1/1 seqs)")
+        assert state == (f"llama_memory_recurrent: size = {case['recurrent_mib']:7.2f} MiB "
+                         "(     1 cells,  24 layers,  1 seqs)")
+    r_bytes, s_bytes = 3 * (3072 + 2 * 256) * 4 * 24, 3072 * 256 * 4 * 24  # conv R, ssm S
+    assert f"R {r_bytes / 2**20:.2f} + S {s_bytes / 2**20:.2f}" in e["logged_lines"][1]
+    assert plan.state_bytes * 24 == r_bytes + s_bytes
+
+
 def trtllm_blocks(e: dict[str, Any]) -> None:
     """Blocks x tokens per block is the logged token count; pages per sequence the window's."""
     tpb = e["tokens_per_block"]
@@ -324,6 +375,26 @@ def qwen35_27b(e: dict[str, Any]) -> None:
     assert plan_vllm(bf16, available=None).block_size == 400 and e["logged_tokens"] % 400
 
 
+def gemma4_31b(e: dict[str, Any]) -> None:
+    """No memory line: v0.19's num_blocks // 6 groups x 16 (the smallest block; the global
+    layers' is 32) = 37,392 pins 14,022-14,027 blocks; with 2,048 tokens per step a 262,144-token
+    request needs 8,192 + 5 x 193 = 9,157 of them: 1.53x (8,192 per step: 1.27x)."""
+    layout = kv_layout(arch("gemma-4-31b"), "bf16")
+    release, length = Vllm.release_of(e["release"]), e["max_model_len"]
+    probe = plan_vllm(layout, available=None, release=release, max_num_batched_tokens=2048)
+    assert (len(probe.groups), probe.block_size) == (6, 16)
+    blocks = [n for n in range(14_000, 14_050) if n // 6 * 16 == e["logged_tokens"]]
+    assert blocks == list(range(14_022, 14_028))
+    for n in blocks:
+        plan = plan_vllm(layout, available=n * probe.block_bytes, release=release,
+                         max_num_batched_tokens=2048)
+        assert plan.num_blocks == n and plan.cache_tokens(length) == e["logged_tokens"]
+        assert f"{plan.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    other = plan_vllm(layout, available=14_022 * probe.block_bytes, release=release,
+                      max_num_batched_tokens=8192)
+    assert f"{other.max_concurrency(length):.2f}" == "1.27"
+
+
 def qwen38_27b(e: dict[str, Any]) -> None:
     """The 27B shape at TP2 in fp8 gives the author's 1,568-token block (a float32 SSM state);
     prefix caching's two state blocks per linear group give the logged tokens and 2.31x."""
@@ -367,6 +438,68 @@ def qwen36_27b_mtp(e: dict[str, Any]) -> None:
         math.floor(gib * GiB))
     assert plain.block_size == 1568 and plain.group_size == 16
     assert plain.cache_tokens(length) != e["logged_tokens"]
+
+
+LLAMA4_SCOUT = Path(__file__).parent / "fixtures" / "hf_configs_families" / "llama-4-scout"
+
+
+def llama4_scout(e: dict[str, Any]) -> None:
+    """v0.12 on 8x H200: 12 full + 36 chunked (8,192) layers, 512 B per token and layer per GPU in
+    bf16. Without VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 v0.12 turns the hybrid
+    manager off (PR #21761; default 1 from v0.14, PR #29627): 48 full layers, 0.75x at 5,242,880,
+    and still starts, as v0.12 checks the layers' own specs (chunks) before unifying (PR #29431
+    moved the check onto the groups in v0.14). With it: 4 groups of 12, num_blocks // 4 x 16."""
+    config = json.loads((LLAMA4_SCOUT / "config.json").read_text())
+    layout = kv_layout(architecture_from_config(config, where="config.json"),
+                       e.get("kv_cache_dtype", "bf16"), tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]), max_num_batched_tokens=8192,
+                  chunked_hybrid=e.get("chunked_hybrid_env"))  # vllm serve on an H200: 8,192
+    ends = [engine.pool(Deployment(layout=layout), math.floor((e["kv_memory_gib"] + d) * GiB))
+            for d in (-0.005, 0.005)]
+    length = e["max_model_len"]
+    assert all(p.hybrid_manager is bool(e.get("chunked_hybrid_env")) for p in ends)
+    assert all(len(p.groups) == (4 if p.hybrid_manager else 1) for p in ends)
+    if "logged_tokens" in e:
+        assert ends[0].cache_tokens(length) <= e["logged_tokens"] <= ends[1].cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in ends]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+    assert all(p.report(length).refusal is None for p in ends)
+    if not ends[0].hybrid_manager:  # from v0.14 the same pool refuses 5,242,880 (120 GiB needed)
+        later = Vllm(release=Vllm.release_of("0.14"), max_num_batched_tokens=8192,
+                     chunked_hybrid=False).pool(Deployment(layout=layout), ends[1].available)
+        refusal = later.report(length).refusal
+        assert refusal is not None and "(120.0 GiB KV cache is needed" in refusal
+
+
+# MiniMax-M2 (M2.5, M2.7 alike): 62 layers, 48 query / 8 kv heads of 128 (config.json).
+MINIMAX_M2 = Architecture(layers=62, attention_heads=48, kv_heads=8, head_dim=128)
+
+
+def minimax_m27_refusal(e: dict[str, Any]) -> None:
+    """TP 2: 126,976 B/token per GPU; 196,608 tokens need 23.25 GiB > 22.5; estimate 190,272."""
+    check_refusal(e["kv_memory_gib"], e["max_model_len"], MINIMAX_M2,
+                  str(e["logged_needed_gib"]), e["logged_estimated_max_model_len"],
+                  tp=e["tp"], release=e["release"])
+    plan = plan_vllm(kv_layout(MINIMAX_M2, "bf16", tp=e["tp"]), release=Vllm.release_of(
+        e["release"]), available=int(e["kv_memory_gib"] * GiB))
+    report = plan.report(e["max_model_len"])  # v0.29 prints format_gib's "22.5", not "22.50"
+    assert report.lines[0] == "Available KV cache memory: 22.5 GiB"
+    assert "the available KV cache memory (22.5 GiB)" in (report.refusal or "")
+
+
+def minimax_m27_min_rank(e: dict[str, Any]) -> None:
+    """Known mismatch, explained: rank 0's 28.74 GiB gives 1.24x; the logged 1.22x and 240,816
+    tokens are 15,051 blocks, what the smaller rank's 28.48 GiB holds (vLLM takes the minimum)."""
+    lo, _ = plans(MINIMAX_M2, e["kv_memory_gib"], tp=e["tp"], release=e["release"])
+    length = e["max_model_len"]
+    assert lo.cache_tokens(length) > e["logged_tokens"]  # type: ignore[operator]
+    assert f"{lo.max_concurrency(length):.2f}" == "1.24"
+    block = lo.block_bytes
+    smaller = plan_vllm(kv_layout(MINIMAX_M2, "bf16", tp=e["tp"]), available=15_051 * block,
+                        release=lo.release)
+    assert smaller.cache_tokens(length) == e["logged_tokens"]
+    assert f"{smaller.max_concurrency(length):.2f}" == f"{e['logged_concurrency']:.2f}"
+    assert f"{15_051 * block / GiB:.2f}" == "28.48"
 
 
 # TinyLlama-1.1B: 22 layers, 32 query / 4 kv heads of 64 (config.json).
@@ -468,6 +601,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
     ("https://github.com/vllm-project/vllm/issues/21348", None, "sglang"): qwen3_235b_sglang,
+    ("https://github.com/sgl-project/sglang/pull/11309", None, "sglang"): dsv32_sglang,
     ("https://github.com/vllm-project/vllm/issues/10517", 3.81, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/issues/10517", 2.89, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/pull/12569", None, "vllm"): llama_70b_blocks,
@@ -485,12 +619,20 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/pull/19408", None, "llama.cpp"): llama_cpp_hybrid,
     ("https://github.com/unslothai/unsloth/pull/7530", None, "llama.cpp"): llama_cpp_slots,
     ("https://github.com/ggml-org/llama.cpp/pull/21551", None, "llama.cpp"): llama_cpp_types,
+    ("https://github.com/GeniePod/genie-claw/issues/410", None, "llama.cpp"): llama_cpp_falcon_h1,
     ("https://github.com/triton-inference-server/tutorials/pull/150", None, "trtllm"): trtllm_blocks,
     ("https://github.com/vllm-project/recipes/pull/115", 46.80, "vllm"): kimi_k2,
     ("https://github.com/vllm-project/vllm/issues/40691", None, "vllm"): qwen35_27b,
+    ("https://github.com/vllm-project/vllm/issues/39734", None, "vllm"): gemma4_31b,
     ("https://github.com/noonghunna/club-3090/pull/594", 5.33, "vllm"): qwen36_27b_mtp,
     ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "vllm"): qwen36_35b,
     ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "vllm"): qwen36_35b,
+    ("https://github.com/fuhengwu2021/coderepo/blob/eba66958577f6ec037fc696281edf20ce58f7823/extra/"
+     "README.md", 89.71, "vllm"): llama4_scout,
+    ("https://github.com/fuhengwu2021/coderepo/blob/64ba1951c6724db1185f8a940de9279e300b3c67/extra/"
+     "HYBRID_KV_CACHE_ANALYSIS.md", 89.71, "vllm"): llama4_scout,
+    ("https://github.com/eugr/spark-vllm-docker/issues/396", 22.5, "vllm"): minimax_m27_refusal,
+    ("https://github.com/eugr/spark-vllm-docker/issues/396", 28.74, "vllm"): minimax_m27_min_rank,
     ("https://github.com/jeansblog/trt_llm", 5.95, "trtllm"): trtllm_gpt_oss,
     ("https://github.com/ai-dynamo/dynamo/blob/134095eab613d97cbfacf35517723d4f8fdd8624/examples/"
      "python_rs/llm/tensorrt_llm/README.md", 26.91, "trtllm"): trtllm_llama_8b,

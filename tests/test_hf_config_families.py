@@ -80,9 +80,11 @@ def test_deepseek_v32_caches_its_indexer_keys_beside_the_latent() -> None:
     assert architecture_from_config(v3, where="config.json").attention.indexer_head_dim is None
 
 
-def test_deepseek_v32_is_one_vllm_group_and_sglang_is_refused() -> None:
+def test_deepseek_v32_is_one_vllm_group_and_sglang_an_nsa_pool() -> None:
     """vLLM keeps the indexer pages in the MLA layers' group (UniformTypeKVCacheSpecs):
-    40 GiB // (64 x 48,068 B) = 13,961 blocks of 64 tokens (FlashMLA on Hopper)."""
+    40 GiB // (64 x 48,068 B) = 13,961 blocks of 64 tokens (FlashMLA on Hopper). SGLang's NSA
+    pool: 40 GiB // 48,068 B = 893,519 tokens, in pages of 64: 893,504; its latent in plain fp8
+    is refused (SGLang stores it as fp8_ds_mla's 656 B)."""
     folder = str(FIXTURES / "deepseek-v3.2-exp")
     result = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--kv-dtype",
                                  "fp8_ds_mla", "--kv-memory", "40GiB", "--json"])
@@ -90,9 +92,18 @@ def test_deepseek_v32_is_one_vllm_group_and_sglang_is_refused() -> None:
     engine = json.loads(result.stdout)["engine"]
     assert len(engine["groups"]) == 1 and engine["block_size"] == 64
     assert engine["num_blocks"] == 40 * 2**30 // (64 * 48_068) == 13_961
-    sg = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang",
-                             "--kv-memory", "40GiB"])
-    assert sg.exit_code == 2 and "indexer (NSA) are not modelled" in sg.output
+    sg = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang@0.5.22",
+                             "--kv-dtype", "fp8_ds_mla", "--kv-memory", "40GiB", "--json"])
+    assert sg.exit_code == 0, sg.output
+    pool = json.loads(sg.stdout)["engine"]
+    assert pool["block_size"] == 64 and pool["cache_tokens"] == 893_504
+    fp8 = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang@0.5.22",
+                              "--kv-dtype", "fp8", "--kv-memory", "40GiB"])
+    assert fp8.exit_code == 2 and "--kv-dtype fp8_ds_mla" in fp8.output
+    # v0.5.23's DSATokenToKVPool is not modelled: refused, naming the release that is
+    new = runner.invoke(app, ["kvmem", "estimate", "--config", folder, "--engine", "sglang",
+                              "--kv-dtype", "fp8_ds_mla", "--kv-memory", "40GiB"])
+    assert new.exit_code == 2 and "--engine sglang@0.5.22" in new.output
 
 
 def test_a_shared_indexer_is_refused() -> None:

@@ -38,6 +38,7 @@ def test_text_is_read_as_the_cli_reads_it() -> None:
                                                 "enable_prefix_caching": None,
                                                 "num_speculative_tokens": 0,
                                                 "draft_layers": None,
+                                                "chunked_hybrid": None,
                                                 "release": Release(0, 34),
                                                 "kv_cache_dtype_skip_layers": None}
     assert r.engine_spec.options["max_num_batched_tokens"] == "4k"

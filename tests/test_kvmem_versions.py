@@ -542,3 +542,32 @@ def test_v0_34_margin_floor_is_3_gib_on_rocm() -> None:
     r = estimate(model="llama-3.1-8b", gpu="MI300X")
     assert r.fit is not None and r.fit.margin_bytes == 3 * GiB
     assert r.fit.available_bytes == 206_141_652_992 - 3 * GiB - 16_060_000_000 - 2 * GiB
+
+
+LLAMA4 = str(Path(__file__).parent / "fixtures" / "hf_configs_families" / "llama-4-scout")
+
+
+@pytest.mark.parametrize(("engine", "flag", "hybrid", "groups"), [
+    ("vllm@0.13", None, False, 1), ("vllm@0.13", "--chunked-hybrid", True, 4),
+    ("vllm@0.14", None, True, 4), ("vllm@0.14", "--no-chunked-hybrid", False, 1)])
+def test_chunked_local_attention_keeps_the_hybrid_manager_from_v0_14(
+        engine: str, flag: str | None, hybrid: bool, groups: int) -> None:
+    """VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: "0" to v0.13 (PR #21761: Llama-4's 36
+    chunked layers paged as full ones, one group of 48), "1" from v0.14 (PR #29627: 12 full + 36
+    chunked layers in 4 groups of 12)."""
+    e = _engine("--config", LLAMA4, "--tp", "8", "--engine", engine, *([flag] if flag else []))
+    assert e["hybrid_manager"] is hybrid and len(e["groups"]) == groups  # type: ignore[arg-type]
+
+
+def test_before_v0_14_the_start_up_check_reads_each_layers_own_spec() -> None:
+    """Llama-4 at TP 8 (512 B per token and layer), manager off, 20 GiB, 1,048,576 tokens: the pool
+    (48 full layers) holds 20 GiB // (48 x 8 KiB) = 54,613 blocks, under the 65,536 one request
+    needs (0.83x). v0.13 checks the layers before unifying them: 12 x 1,048,576 x 512 B + 36 x
+    1,024 blocks x 8 KiB = 6.28 GiB, so it starts; v0.14 checks the one group: 24.0 GiB, refused."""
+    old = _engine("--config", LLAMA4, "--tp", "8", "--engine", "vllm@0.13", "--context", "1Mi",
+                  "--max-num-batched-tokens", "8192")
+    assert not old["refuses_to_start"] and old["num_blocks"] == 54_613
+    assert f"{old['max_concurrency']:.2f}" == "0.83"
+    new = _engine("--config", LLAMA4, "--tp", "8", "--engine", "vllm@0.14", "--context", "1Mi",
+                  "--max-num-batched-tokens", "8192", "--no-chunked-hybrid")
+    assert new["refuses_to_start"] and "(24.0 GiB KV cache is needed" in str(new["refusal"])

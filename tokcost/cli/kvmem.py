@@ -120,6 +120,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
     draft_layers: Annotated[str | None, typer.Option("--draft-layers", metavar="N",
         help="The drafter's attention layers, shaped as the model's (default: the model's MTP "
         "layers, e.g. DeepSeek-V3's num_nextn_predict_layers 1; 0 for n-gram).")] = None,
+    chunked_hybrid: Annotated[bool | None, typer.Option(
+        "--chunked-hybrid/--no-chunked-hybrid", help="vLLM: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
+        "HYBRID_KV_CACHE for chunked local attention (Llama-4) (default: the release's, off to "
+        "v0.13, on from v0.14).")] = None,
     kv_cache_dtype_skip_layers: Annotated[str | None, typer.Option(
         "--kv-skip-layers", "--kv-cache-dtype-skip-layers", metavar="LIST", help="vLLM (v0.19 "
         "on): layers cached in the model's dtype, not --kv-dtype: indices (0,31) and/or "

@@ -285,13 +285,15 @@ class Engine(ABC):
             raise UsageError(f"{arg('dcp')} (decode context parallel) is modelled for vLLM; use "
                              f"{arg('engine', 'vllm')}", param="dcp", related=("engine",))
 
-    def refuse_layout(self, dep: Deployment, *, chunked: bool = False) -> None:
-        """Refuse Llama-4's chunked local layers (unless ``chunked``) and Gemma-3n's shared KV,
-        whose caches only vLLM and the ideal cache are modelled for (SGLang: chunked too)."""
+    def refuse_layout(self, dep: Deployment, *, chunked: bool = False,
+                      parallel: bool = False) -> None:
+        """Refuse Llama-4's chunked local layers (unless ``chunked``), Gemma-3n's shared KV and
+        Falcon-H1's side-by-side layers (unless ``parallel``), whose caches only vLLM and the
+        ideal cache are modelled for (SGLang: chunked too; llama.cpp: Falcon-H1 too)."""
         what = ("chunked local attention (Llama-4)" if dep.layout.chunked and not chunked else
                 "layers that share another layer's KV (Gemma-3n)" if dep.layout.kv_shared else
                 "attention and Mamba side by side in each layer (Falcon-H1)"
-                if dep.layout.parallel else None)
+                if dep.layout.parallel and not parallel else None)
         if what:
             raise UsageError(f"{dep.model} has {what}, whose cache {self.title} keeps by rules "
                              f"tokcost does not model; use {arg('engine', 'vllm')} or ideal",

@@ -243,7 +243,9 @@ class LlamaCpp(Engine):
                     related=("engine", "cache_type_k", "cache_type_v", "contexts", "parallel"))
 
     def plan(self, dep: Deployment) -> tuple[LlamaCppPlan, GpuFit | None]:
-        self.refuse_layout(dep)
+        # Falcon-H1 (PR #14534): llama_memory_hybrid with no layer filter, so the KV cache and
+        # the recurrent one each span all n_layer layers (src/llama-model.cpp create_memory).
+        self.refuse_layout(dep, parallel=True)
         layout, head_dim = dep.layout, dep.head_dim
         counts = layout.counts
         if counts["mla"] or head_dim is None or layout.kv_heads_per_gpu is None:
@@ -253,7 +255,9 @@ class LlamaCpp(Engine):
         auto = self.parallel is None
         elements = layout.kv_heads_per_gpu * head_dim  # n_embd_k_gqa: one cell of one layer
         free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
-        kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")}, "all": len(layout.layers)}
+        # "all": the model's n_layer (a Falcon-H1 layer is an attention and a Mamba slot)
+        kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")},
+                 "all": len(layout.layers) // (2 if layout.parallel else 1)}
         iswa = bool(kinds["full"] and kinds["sliding"])
         if not iswa:  # Mistral-7B-v0.1's window: LLM_ARCH_LLAMA's load_hparams reads none
             kinds.update(full=kinds["full"] + kinds["sliding"], sliding=0)

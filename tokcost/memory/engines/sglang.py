@@ -437,8 +437,13 @@ class Sglang(Engine):
         page, page_note = self._page(dep)
         counts = layout.counts
         if layout.indexer_bytes:
-            raise UsageError(f"SGLang's pools for {dep.model}'s sparse-attention indexer (NSA) are "
-                             f"not modelled; use {arg('engine', 'vllm')}", param="engine")
+            if not V0_5_4 <= self.release < V0_5_23:
+                raise UsageError(
+                    f"SGLang's pool for {dep.model}'s sparse-attention indexer (NSA) is modelled "
+                    f"as v0.5.4 to v0.5.22 size it (PR #11309; v0.5.23's DSATokenToKVPool is "
+                    f"not); use {arg('engine', 'sglang@0.5.22')} or {arg('engine', 'vllm')}",
+                    param="engine")
+            page, page_note = _nsa_page(dep), ""
         self._refuse_unserved(dep)
         hybrid_swa = bool(counts["sliding"]) and self._swa_pool(dep)
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
@@ -538,6 +543,24 @@ class Sglang(Engine):
                      f"{context:,}-token request (prompts are capped at max_total_num_tokens - 1 "
                      f"= {pool - 1:,}); give a smaller context or a larger "
                      f"{arg('mem_fraction_static')}")]
+
+
+def _nsa_page(dep: Deployment) -> int:
+    """DeepSeek-V3.2's NSA pool (NSATokenToKVPool, mem_cache/memory_pool.py, as in v0.5.4 and
+    v0.5.6; the indexer counted in profile_max_num_token and in the log from PR #11309, v0.5.4):
+    pages of 64 tokens (asserted there); per token and layer the MLA latent, stored fp8 as 512 B +
+    4 scales x 4 B + the rope part in bf16 (656 B, tokcost's fp8_ds_mla), and the indexer's fp8
+    key with its float32 scale (128 + 4 B). Later releases (v0.5.23's DSATokenToKVPool) take
+    other page sizes: not modelled."""
+    dtype = dep.layout.dtype
+    if dtype.bits == 8 and dtype.name != "fp8_ds_mla":
+        raise UsageError(f"SGLang stores {dep.model}'s fp8 latent with its scales and a bf16 rope "
+                         f"part, 656 B per token and layer (NSATokenToKVPool): give "
+                         f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype")
+    if dep.block_size not in (None, 64):
+        raise UsageError(f"SGLang's NSA pool takes 64-token pages only; drop {arg('block_size')}",
+                         param="block_size")
+    return 64
 
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,

@@ -186,6 +186,25 @@ class Group:
 V0_12, V0_14, V0_15 = Release(0, 12), Release(0, 14), Release(0, 15)
 V0_18, V0_20 = Release(0, 18), Release(0, 20)
 
+# Chunked local attention (Llama-4) and the hybrid KV cache manager, by release:
+# - v0.11 to v0.13 turn the hybrid manager off for a model with attention_chunk_size unless
+#   VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (default "0", vllm/envs.py; the check in
+#   vllm/config/vllm.py __post_init__, vllm/config/__init__.py in v0.11; PR #21761): every chunked
+#   layer is then paged as a full one (unify_hybrid_kv_cache_specs). From v0.14 the variable
+#   defaults to "1" (PR #29627), so Llama-4 keeps the hybrid manager.
+# - v0.11 to v0.13 run the start-up check (check_enough_kv_cache_memory, estimate_max_model_len
+#   in vllm/v1/core/kv_cache_utils.py) on each layer's own spec, summed over the worker's layers,
+#   before get_kv_cache_groups unifies or pads them; from v0.14 it runs on the groups (PR #29431,
+#   _max_memory_usage_bytes_from_groups). So v0.12 starts Llama-4 with the manager off at a
+#   max_model_len its pool cannot hold (the chunked layers counted as chunks) and logs a
+#   concurrency under 1x.
+
+
+def log_gib(size: int, release: Release) -> str:
+    """GiB as vLLM ``release`` logs them: "%.2f" to v0.13; from v0.14 ``format_gib``
+    (vllm/utils/mem_utils.py), str(round(x, 2)), so 22.5 and 5.0, not 22.50 and 5.00."""
+    return f"{size / GiB:.2f}" if release < V0_14 else str(round(size / GiB, 2))
+
 # --kv-cache-dtype-skip-layers (vllm/config/cache.py kv_cache_dtype_skip_layers): PR #33695,
 # merged 2026-03-27, after v0.18.0 was out (see DTYPE_SINCE). Attention.__init__
 # (vllm/model_executor/layers/attention/attention.py) caches a layer with "auto", the model's
@@ -568,6 +587,24 @@ def align_skipped(layout: KvLayout, dep: Deployment, block: int,
     return block, (None if kinds["mla"] else block * p), why
 
 
+def _layer_specs(layout: KvLayout, block: int) -> list[Spec]:
+    """Each layer's own ``KVCacheSpec`` as the model reports it, before any unification."""
+    pages = {k: block * layout.token_bytes[k] for k in ("full", "sliding", "mla")
+             if layout.counts[k]}
+    top_attn = max(pages.values()) if pages else layout.state_bytes
+    specs: list[Spec] = []
+    for i, kind in enumerate(layout.layers):
+        page = block * layout.layer_bytes(i)  # a skipped layer's in the model dtype
+        if kind == "linear":  # the state page is padded to the attention page
+            specs.append(Spec("mamba", block, max(top_attn, layout.state_bytes)))
+        elif kind == "sliding":
+            specs.append(Spec("chunked" if layout.chunked else "sliding", block, page,
+                              layout.window))
+        else:
+            specs.append(Spec(kind, block, page))
+    return specs
+
+
 def _specs(layout: KvLayout, block: int, hybrid_manager: bool, dep: Deployment | None = None,
            release: Release = V0_21, shared: int | None = None) -> list[Spec]:
     kinds = layout.counts
@@ -669,6 +706,10 @@ class VllmPlan(Plan):
     granule: int = 0
     util: float | None = None  # v0.34's hint names a gpu_memory_utilization below 1
 
+    # Before v0.14 the start-up check sums each layer's own spec (V0_14 above); empty: the groups
+    check_specs: tuple[Spec, ...] = ()
+    hybrid_off_reason: str = ""  # why vLLM turned the hybrid manager off by itself
+
     def state_blocks(self, context: int) -> int:
         """State blocks a request holds in each linear group (MambaSpec
         .max_memory_usage_bytes of the release; see V0_28)."""
@@ -746,7 +787,13 @@ class VllmPlan(Plan):
         return self.blocks_per_request(context) * self.block_bytes
 
     def needed_bytes(self, context: int, stage: frozenset[int]) -> int:
-        """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size)."""
+        """``_max_memory_usage_bytes_from_groups`` on one stage (its padded group size); before
+        v0.14 ``max_memory_usage_bytes`` over the stage's layers, each by its own spec."""
+        if self.check_specs:
+            mnbt = self.max_num_batched_tokens
+            return sum(self.check_specs[i].max_bytes(context, mnbt, self.dcp,
+                                                          self.state_blocks(context))
+                       for i in stage)
         return self._stage_block_bytes(stage) * self.blocks_per_request(context)
 
     def _checks(self, stage: frozenset[int]) -> list[tuple[int, bool]]:
@@ -838,10 +885,7 @@ class VllmPlan(Plan):
         return None
 
     def _gib(self, size: int) -> str:
-        """GiB as the release logs them: "%.2f" to v0.13, then vllm/utils/mem_utils.py
-        format_gib, str(round(x, 2)) ("20.0", not "20.00"; v0.14's gpu_worker.py and
-        kv_cache_utils.py)."""
-        return f"{round(size / GiB, 2)}" if self.release >= V0_14 else f"{size / GiB:.2f}"
+        return log_gib(size, self.release)
 
     def _refusal(self, max_model_len: int) -> str | None:
         refusal = self._refusal_at(max_model_len)
@@ -955,7 +999,8 @@ class VllmPlan(Plan):
         tokens = self.logged_tokens(max_model_len)
         header = (f"block {self.block_size_reason.template}; max_num_batched_tokens "
                   f"{self.max_num_batched_tokens:,} ({self.batched_tokens_source.template})"
-                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off")
+                  + ("" if self.hybrid_manager else "; hybrid KV cache manager off"
+                     + (f" ({self.hybrid_off_reason})" if self.hybrid_off_reason else ""))
                   + self._state_header(max_model_len))
         report = EngineReport(
             name=Vllm.name, version=self.version, block_size=self.block_size,
@@ -1001,6 +1046,8 @@ class Vllm(Engine):
     enable_prefix_caching: bool | None = None
     num_speculative_tokens: int = 0  # speculative decoding's tokens per step (MTP, EAGLE...)
     draft_layers: int | None = None  # the drafter's attention layers; None: the model's MTP head
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (V0_14 above); None: the release's default
+    chunked_hybrid: bool | None = None
     release: Release = V0_34
     # Layers cached in the model's dtype: indices and/or "sliding_window" ("0,31" or a sequence)
     kv_cache_dtype_skip_layers: str | tuple[str, ...] | None = None
@@ -1108,7 +1155,8 @@ class Vllm(Engine):
             block, shared, grew = align_skipped(layout, dep, block, self.release)
             if grew:
                 reason = Note(grew)
-        specs = _specs(layout, block, self.hybrid_manager, dep, self.release, shared)
+        hybrid, off_reason = self._hybrid(layout)
+        specs = _specs(layout, block, hybrid, dep, self.release, shared)
         linear = bool(layout.counts["linear"])
         mixed = uniform_type(specs)
         return VllmPlan(groups=(Group(min(specs, key=lambda s: s.page_bytes),
@@ -1116,7 +1164,7 @@ class Vllm(Engine):
                         stages=tuple(frozenset(s) for s in pp_stages(len(layout.layers), dep.pp)),
                         page_bytes=specs[0].page_bytes, block_size=block, block_size_reason=reason,
                         max_num_batched_tokens=mnbt, batched_tokens_source=Note(source),
-                        hybrid_manager=self.hybrid_manager, available=available,
+                        hybrid_manager=hybrid, available=available,
                         model_max_len=dep.model_max_len, release=self.release,
                         version=self.version, dcp=dep.dcp,
                         layer_pages=tuple(s.page_bytes for s in specs) if mixed else (),
@@ -1124,7 +1172,19 @@ class Vllm(Engine):
                         spec_blocks=self.num_speculative_tokens
                         if linear and self.release >= V0_15 else 0,
                         checkpoint_blocks=int(mode == "align" and self.release >= V0_32 and (
-                            layout.mamba2 or checkpoint > 1)))
+                            layout.mamba2 or checkpoint > 1)),
+                        hybrid_off_reason=off_reason,
+                        check_specs=() if self.release >= V0_14 else tuple(
+                            _layer_specs(layout, block)))
+
+    def _hybrid(self, layout: KvLayout) -> tuple[bool, str]:
+        """Whether the hybrid manager is on, and why vLLM turned it off if it did itself."""
+        env = self.chunked_hybrid if self.chunked_hybrid is not None else self.release >= V0_14
+        if self.hybrid_manager and layout.chunked and layout.counts["sliding"] and not env:
+            return False, ("vLLM v0.11 to v0.13 turn it off for chunked local attention unless "
+                           "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, the default "
+                           "from v0.14, PR #29627")
+        return self.hybrid_manager, ""
 
     def _mamba_mode(self, dep: Deployment) -> MambaMode:
         """The mamba_cache_mode prefix caching puts a linear hybrid in (see V0_28)."""
