@@ -63,7 +63,7 @@ def gpu_fit(layout: KvLayout, *, memory_bytes: int | None = None, util: float = 
             kept = "" if margin is None else f", less a margin of {margin / GiB:.1f} GiB"
             raise DoesNotFit(
                 f"nothing is left for the KV cache: {usable / GiB:.1f} GiB usable "
-                f"({util:g} of {memory_bytes / GiB:.1f} GiB{kept}) minus {weights / GiB:.1f} GiB "
+                f"({util:g} x {memory_bytes / GiB:.1f} GiB{kept}) minus {weights / GiB:.1f} GiB "
                 f"weights and {reserve / GiB:.1f} GiB reserve; use more GPUs ({arg('tp')}), "
                 "a smaller weights dtype, or a larger GPU", param="tp")
     # A page: a block in every token-caching layer (v0's cache_block_size; v1 counts the same).
