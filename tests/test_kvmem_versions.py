@@ -24,7 +24,12 @@ from tokcost.cli.app import app
 from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment, Release
 from tokcost.memory.engines.sglang import Sglang
-from tokcost.memory.engines.vllm import Vllm, default_max_num_batched_tokens, resolve_block_size
+from tokcost.memory.engines.vllm import (
+    Vllm,
+    VllmPlan,
+    default_max_num_batched_tokens,
+    resolve_block_size,
+)
 from tokcost.memory.kv import KvLayout, kv_dtype, kv_layout
 
 if TYPE_CHECKING:
@@ -571,3 +576,41 @@ def test_before_v0_14_the_start_up_check_reads_each_layers_own_spec() -> None:
     new = _engine("--config", LLAMA4, "--tp", "8", "--engine", "vllm@0.14", "--context", "1Mi",
                   "--max-num-batched-tokens", "8192", "--no-chunked-hybrid")
     assert new["refuses_to_start"] and "(24.0 GiB KV cache is needed" in str(new["refusal"])
+
+
+@pytest.mark.parametrize(("engine", "full", "sliding", "block", "blocks"), [
+    ("vllm@0.14", 768, 1_536, 16, 97_090), ("vllm@0.19", 768, 1_536, 16, 97_090),
+    ("vllm@0.20", 640, 1_280, 16, 116_508), ("vllm", 640, 1_280, 64, 29_127)])
+def test_mimo_v_heads_padded_to_k_before_v0_20(engine: str, full: int, sliding: int,
+                                               block: int, blocks: int) -> None:
+    """MiMo-V2-Flash, K 192 and V 128 (v_head_dim), at TP 4: full layers 4 / 4 = 1 kv head,
+    sliding 8 / 4 = 2. Up to v0.19 mimo_v2_flash.py pads V to 192 before the Attention layer
+    (no head_size_v): 1 x 2 x 192 x 2 B = 768 B, sliding 1,536 B; from v0.20 (PR #40045) V is
+    cached at 128: 1 x (192 + 128) x 2 = 640 B, sliding 1,280 B. Per token, 9 full and 39
+    sliding layers: 9 x 768 + 39 x 1,536 = 66,816 B before, 9 x 640 + 39 x 1,280 = 55,680 B."""
+    r = estimate(model="mimo-v2-flash", tp=4, kv_memory="20GiB", contexts="32000", engine=engine)
+    assert r.layout.token_bytes == {"full": full, "sliding": sliding}
+    assert r.bytes_per_token == 9 * full + 39 * sliding
+    # A sliding layer's page, block x sliding (the full layers' blocks twice as long match it):
+    # 16 x 1,536 = 24,576 B before v0.20, 16 x 1,280 = 20,480 B in v0.20, 64 x 1,280 in v0.34.
+    # 9 layers per group: 20 GiB // (24,576 x 9) = 97,090 blocks, // (20,480 x 9) = 116,508,
+    # // (81,920 x 9) = 29,127.
+    plan = r.plan
+    assert isinstance(plan, VllmPlan)
+    assert (plan.block_size, plan.page_bytes) == (block, block * sliding)
+    assert plan.num_blocks == blocks == 20 * GiB // (block * sliding * 9)
+
+
+def test_mimo_padded_v_in_skipped_layers_too() -> None:
+    """v0.19, fp8 with the sliding layers skipped (kept in bf16): full layers 1 x 2 x 192 x 1 B
+    = 384 B, sliding 2 x 2 x 192 x 2 B = 1,536 B, both padded; 9 x 384 + 39 x 1,536 = 63,360 B."""
+    r = estimate(model="mimo-v2-flash", tp=4, kv_memory="20GiB", contexts="32000",
+                 engine="vllm@0.19", kv_dtype="fp8", kv_cache_dtype_skip_layers="sliding_window")
+    assert r.bytes_per_token == 9 * 384 + 39 * 1_536 == 63_360
+
+
+def test_equal_k_and_v_heads_are_not_padded() -> None:
+    """Padding applies only to V narrower than K: llama-3.1-8b's layout is the same in v0.19."""
+    old, new = (estimate(model="llama-3.1-8b", kv_memory="20GiB", contexts="8192", engine=e)
+                for e in ("vllm@0.19", "vllm@0.20"))
+    assert old.bytes_per_token == new.bytes_per_token == 32 * 8 * 2 * 128 * 2

@@ -146,6 +146,16 @@ class KvLayout:
     mamba2: bool = False
     mtp_layers: int = 0  # the model's multi-token-prediction head (its attention layers)
     draft_layers: int = 0  # of ``layers``, the last ones: a speculative drafter's
+    # Bytes per token per layer, by kind, were V stored at K's head size: only the kinds whose
+    # V heads are narrower than K's (MiMo-V2's v_head_dim; vLLM before v0.20 pads V).
+    v_padded_bytes: dict[LayerKind, int] = field(default_factory=dict)
+
+    def padding_v(self) -> KvLayout:
+        """This layout with V stored at K's head size (``v_padded_bytes``)."""
+        if not self.v_padded_bytes:
+            return self
+        return replace(self, token_bytes={**self.token_bytes, **self.v_padded_bytes},
+                       v_padded_bytes={})
 
     def speculating(self, tokens: int, draft_layers: int) -> KvLayout:
         """This layout with a drafter's ``draft_layers`` attention layers after the model's (of
@@ -283,8 +293,9 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
                               dtype.vector_bytes(att.kv_lora_rank + att.qk_rope_head_dim))
         indexer = indexer_bytes(att.indexer_head_dim)
         token_bytes["mla"] += indexer
+    padded: dict[LayerKind, int] = {}
     if any(k in ("full", "sliding") for k in kinds):
-        heads = _attention_bytes(arch, set(kinds), dtype, tp, token_bytes, model)
+        heads = _attention_bytes(arch, set(kinds), dtype, tp, (token_bytes, padded), model)
     heads_q = arch.attention_heads  # vLLM shards them (vllm/config/model.py)
     if heads_q is not None and tp > 1 and heads_q % tp:
         raise UsageError(f"{arg('tp', tp)} does not divide the model's {heads_q} attention heads "
@@ -309,15 +320,19 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
                     att.parallel_linear, conv_row_bytes=conv_row,
                     mamba_chunk=att.mamba_chunk_size if "linear" in kinds else None,
-                    mamba2=att.mamba_groups is not None, mtp_layers=att.mtp_layers or 0)
+                    mamba2=att.mamba_groups is not None, mtp_layers=att.mtp_layers or 0,
+                    v_padded_bytes=padded)
 
 
 def _attention_bytes(arch: Architecture, kinds: set[LayerKind], dtype: KvDtype, tp: int,
-                     token_bytes: dict[LayerKind, int], model: str) -> int | None:
-    """Fill ``token_bytes`` for full and sliding layers; the kv heads per GPU when every
-    layer has the same heads and K and V the same head size (what cache policies and
-    llama.cpp's cells assume), else None (Gemma-4, MiMo-V2)."""
+                     tables: tuple[dict[LayerKind, int], dict[LayerKind, int]],
+                     model: str) -> int | None:
+    """Fill ``tables``, token bytes and V-padded token bytes (kinds whose V is narrower than
+    K), for full and sliding layers; the kv heads per GPU when every layer has the same heads
+    and K and V the same head size (what cache policies and llama.cpp's cells assume), else
+    None (Gemma-4, MiMo-V2)."""
     att = arch.attention
+    token_bytes, padded = tables
     kv_heads, head_dim = attention_shape(arch, model)
     shapes = {kind: head_shape(arch, kind, kv_heads, head_dim) for kind in ("full", "sliding")
               if kind in kinds}
@@ -331,6 +346,8 @@ def _attention_bytes(arch: Architecture, kinds: set[LayerKind], dtype: KvDtype, 
         if kind == "full" and _gemma4_padded(dtype, k_dim, att.global_head_dim):
             per_head = GEMMA4_PADDED_HEAD_BYTES
         token_bytes[kind] = max(1, total // tp) * per_head
+        if v_dim < k_dim:
+            padded[kind] = max(1, total // tp) * 2 * dtype.vector_bytes(k_dim)
     return max(1, kv_heads // tp) if set(shapes.values()) == {(kv_heads, head_dim, head_dim)} \
         else None
 

@@ -224,6 +224,16 @@ def log_gib(size: int, release: Release) -> str:
 V0_19 = Release(0, 19)
 SKIP_SLIDING = "sliding_window"
 
+# V heads narrower than K's (MiMo-V2-Flash: K 192, V 128, v_head_dim), by release: up to v0.19
+# MiMoV2Attention.forward pads V with zeros to head_dim before the Attention layer, built without
+# head_size_v, so each cached token holds 2 x head_dim per head (the spec's head_size_v defaults
+# to head_size, vllm/v1/kv_cache_interface.py; mimo_v2_flash.py of v0.14 to v0.19). From v0.20
+# (PR #40045, merged 2026-04-16) it passes head_size_v=v_head_dim and the
+# FlashAttentionDiffKVBackend, and V is cached at its own 128. MiMo-V2 is the only non-MLA model
+# whose config gives a v_head_dim tokcost reads (MLA's is read apart; openPangu's sink attention
+# passes head_size_v already in v0.18, from v_channels).
+V_OWN_SIZE_FROM = V0_20
+
 # Prefix caching on a linear (Mamba-family) hybrid: vLLM's mamba_cache_mode, by release
 # (MambaModelConfig in vllm/model_executor/models/config.py; MambaSpec.max_memory_usage_bytes in
 # vllm/v1/kv_cache_interface.py says how many state blocks a request holds in each linear group):
@@ -1077,9 +1087,14 @@ class Vllm(Engine):
                              param="draft_layers", related=("num_speculative_tokens",))
 
     def cache_layout(self, layout: KvLayout, model_dtype: Callable[[], KvLayout]) -> KvLayout:
+        padded = self.release < V_OWN_SIZE_FROM  # V stored at K's head size (see above)
+        if padded:
+            layout = layout.padding_v()
         items = self.kv_cache_dtype_skip_layers  # a tuple once __post_init__ ran
         if items:
-            layout = layout.skipping(_skipped(tuple(items), layout, self.release), model_dtype())
+            own = model_dtype()
+            layout = layout.skipping(_skipped(tuple(items), layout, self.release),
+                                     own.padding_v() if padded else own)
         tokens = self.num_speculative_tokens
         if not tokens:
             return layout
