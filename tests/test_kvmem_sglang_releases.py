@@ -201,6 +201,44 @@ def test_a_config_model_type_reads_as_its_family() -> None:
     assert old["hybrid_swa_pools"] is True
 
 
+FAMILIES = Path(__file__).parent / "fixtures" / "hf_configs_families"
+
+
+@pytest.mark.parametrize(("engine", "full", "swa"), [
+    ("sglang", 117_487, 93_989), ("sglang@0.5.8", 115_128, 92_102),
+    ("sglang@0.5.7", 115_128, 92_102)])
+def test_mimo_v2_config_gets_the_swa_pool_as_the_catalog_entry(
+        engine: str, full: int, swa: int) -> None:
+    """A MiMo-V2-Flash config.json (model_type mimo_v2_flash, MiMoV2FlashForCausalLM, which
+    is_hybrid_swa_model lists from v0.5.8 and v0.5.7's is_hybrid_model) gets the SWA pool as
+    the catalog's mimo-v2 family does. 20 GiB = 21,474,836,480 B; per token, full 9 x 4 heads x
+    (192 + 128) x 2 B = 23,040 B, sliding 39 x 8 x 640 = 199,680 B. v0.5.11 on: full =
+    21,474,836,480 // (23,040 + 0.8 x 199,680) = 117,487, SWA int(0.8 x 117,487) = 93,989;
+    v0.5.7/v0.5.8 by layers: 21,474,836,480 // 222,720 = 96,420 tokens, full =
+    int(96,420 x 48 / (0.8 x 39 + 9)) = 115,128, SWA int(0.8 x 115,128) = 92,102."""
+    for model in (["--config", str(FAMILIES / "mimo-v2-flash")], ["-m", "mimo-v2-flash"]):
+        e = estimate(*model, "--kv-memory", "20GiB", "--engine", engine)["engine"]
+        assert e["hybrid_swa_pools"] is True
+        assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (full, swa)
+        # v0.5.6 has no MiMo-V2 model file (srt/models/mimo_v2_flash.py came in v0.5.7)
+        assert "(it came in v0.5.7)" in refused(*model, "--kv-memory", "20GiB",
+                                                "--engine", "sglang@0.5.6")
+
+
+def test_gemma4_config_gets_the_swa_pool_as_the_catalog_entry() -> None:
+    """A Gemma-4 config.json (model_type gemma4, text_config gemma4_text): the SWA pool from
+    v0.5.11 (is_hybrid_swa_model lists Gemma4ForConditionalGeneration) as the catalog's gemma-4
+    family; v0.5.10 has no Gemma-4 model file and refuses it. Gemma-4-31B, 20 GiB: full 10 x 4
+    global heads x 2 x 512 x 2 B = 81,920 B, sliding 50 x 16 x 2 x 256 x 2 = 819,200 B; full =
+    21,474,836,480 // (81,920 + 0.8 x 819,200) = 29,127, SWA int(0.8 x 29,127) = 23,301."""
+    for model in (["--config", str(FAMILIES / "gemma-4-31b")], ["-m", "gemma-4-31b"]):
+        e = estimate(*model, "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
+        assert e["hybrid_swa_pools"] is True
+        assert (e["full_pool_tokens"], e["swa_pool_tokens"]) == (29_127, 23_301)
+        assert "(it came in v0.5.11)" in refused(*model, "--kv-memory", "20GiB",
+                                                 "--engine", "sglang@0.5.10")
+
+
 def test_sliding_log_word_and_pool_labels_by_release() -> None:
     """gpt-oss-120b, 20 GiB: full 323,634, SWA 258,907 (docs/kvmem-engines.md); K = (323,634 + 1)
     x 18 x 1,024 B / 2^30 = 5.56 GB, SWA (258,907 + 1) x 18,432 B = 4.44 GB. "Use Sliding" to

@@ -60,7 +60,10 @@ MODEL_TYPE_FAMILIES = {"gpt_oss": "gpt-oss", "gemma2": "gemma-2", "gemma3": "gem
                        "gemma3_text": "gemma-3", "gemma4": "gemma-4", "gemma4_text": "gemma-4",
                        "llama4": "llama-4", "llama4_text": "llama-4", "step3p5": "step-3.5",
                        "qwen3_next": "qwen3-next", "deepseek_v3": "deepseek-v3",
-                       "kimi_k2": "deepseek-v3"}  # Kimi-K2 runs as DeepseekV3ForCausalLM
+                       "kimi_k2": "deepseek-v3",  # Kimi-K2 runs as DeepseekV3ForCausalLM
+                       # MiMoV2FlashForCausalLM (configs/model_config.py is_hybrid_swa_model's
+                       # MiMo-V2 archs, v0.5.8 on; is_hybrid_model in v0.5.7)
+                       "mimo_v2_flash": "mimo-v2"}
 
 
 def _family(dep: Deployment) -> str:
