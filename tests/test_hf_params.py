@@ -176,6 +176,29 @@ def test_gemma4_26b_a4b_moe_beside_a_dense_mlp() -> None:
     assert w.unsized == ("the vision encoder (vision_config)",)
 
 
+def test_gemma4_26b_a4b_catalog_entry_is_its_config() -> None:
+    """The shipped gemma-4-26b-a4b is its config.json's text model: the figures above, experts
+    30 x 128 x 3 x 704 x 2,816 x 2 B = 45,675,970,560 B, and its KV layout (sliding 8 heads x 2
+    x 256 x 2 B = 8,192 B, global 2 x 2 x 512 x 2 = 4,096 B per token and layer; 25 x 8,192 +
+    5 x 4,096 = 225,280 B)."""
+    from tokcost.catalog import load_catalog
+    from tokcost.memory.kv import kv_layout
+
+    entry = load_catalog().resolve("gemma-4-26b-a4b")
+    shipped = entry.architecture
+    assert shipped is not None and entry.family == "gemma-4"
+    config = _family("gemma-4-26b-a4b")
+    w = _weights(config)
+    derived = architecture_from_config(config, where="config.json", weights=w)
+    assert (shipped.params_total, shipped.params_active) == (w.params, derived.params_active)
+    assert shipped.expert_weights_bytes == w.expert_bytes == 45_675_970_560
+    assert (shipped.experts, shipped.experts_per_token) == (128, 8)
+    assert kv_layout(shipped).token_bytes == kv_layout(derived).token_bytes == {
+        "sliding": 8_192, "full": 4_096}
+    assert kv_layout(shipped).bytes_per_token == 225_280
+    assert shipped.attention.layer_kinds(30) == derived.attention.layer_kinds(30)
+
+
 def test_gemma4_per_layer_embeddings_and_shared_kv() -> None:
     # E4B: PLE embed_tokens_per_layer 262,144 x 42 x 256 = 2,818,572,288, its projection
     # 42 x 256 x 2,560 and norm 256; in each layer a gate and a projection 2 x 256 x 2,560 and
