@@ -225,6 +225,20 @@ def test_mimo_v2_config_gets_the_swa_pool_as_the_catalog_entry(
                                                 "--engine", "sglang@0.5.6")
 
 
+def test_mimo_v_buffer_logged_at_v_head_dim() -> None:
+    """SGLang's MHATokenToKVPool keeps v_buffer at v_head_dim (memory_pool.py, v0.5.7 on), so
+    MiMo-V2-Flash's logged V size is 128/192 of K's. 20 GiB, v0.5.23: full pool 117,487 tokens
+    (+ 1 page) x 9 layers x 4 heads x 192 x 2 B = 1,624,154,112 B = 1.51 GiB of K and x 128:
+    1,082,769,408 B = 1.01 GiB of V; SWA 93,990 x 39 x 8 x 192 x 2 = 11,262,009,600 B = 10.49 GiB
+    and 7,508,006,400 B = 6.99 GiB."""
+    lines = estimate("-m", "mimo-v2-flash", "--kv-memory", "20GiB",
+                     "--engine", "sglang")["engine"]["logged_lines"]
+    assert ("Full KV Cache is allocated. dtype: torch.bfloat16, #tokens: 117487, K size: 1.51 GB, "
+            "V size: 1.01 GB") in lines
+    assert ("SWA KV Cache is allocated. dtype: torch.bfloat16, #tokens: 93989, K size: 10.49 GB, "
+            "V size: 6.99 GB") in lines
+
+
 def test_gemma4_config_gets_the_swa_pool_as_the_catalog_entry() -> None:
     """A Gemma-4 config.json (model_type gemma4, text_config gemma4_text): the SWA pool from
     v0.5.11 (is_hybrid_swa_model lists Gemma4ForConditionalGeneration) as the catalog's gemma-4

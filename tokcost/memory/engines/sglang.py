@@ -185,6 +185,9 @@ class SglangPlan(Plan):
     dtype: str = "bf16"  # the KV cache's (tokcost's name)
     mem_fraction_static: float | None = None  # as the refusal prints it
     page_note: str = ""  # why the page is what it is, when the attention backend set it
+    # K's bytes of full_bytes and swa_bytes where V's heads are narrower (MiMo-V2: SGLang's
+    # MHATokenToKVPool keeps v_buffer at v_head_dim, memory_pool.py); 0: half of them
+    k_bytes: tuple[int, int] = (0, 0)
 
     @property
     def cell_size(self) -> int:
@@ -264,16 +267,18 @@ class SglangPlan(Plan):
         (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaulted to True, configs/model_config.py)."""
         return self.release >= V0_5_1 and self.past_model_len(context)
 
-    def _kv_line(self, tokens: int, layers: int, per_token: int, label: str = "") -> str:
+    def _kv_line(self, tokens: int, layers: int, per_token: int, label: str = "",
+                 k_bytes: int = 0) -> str:
         size = (tokens + self.block_size) * per_token * layers / GiB
+        k_size = (tokens + self.block_size) * k_bytes * layers / GiB if k_bytes else size / 2
         # memory_pool.py: the dtype from v0.5.13; the SWA pools' "Full"/"SWA" from v0.5.17.
         head = (f"{label} KV Cache" if label and self.release >= V0_5_17 else "KV Cache")
         dtype = (f" dtype: {TORCH_DTYPES.get(self.dtype, self.dtype)},"
                  if self.release >= V0_5_13 else "")
         if self.mla:
             return f"{head} is allocated.{dtype} #tokens: {tokens}, KV size: {size:.2f} GB"
-        return (f"{head} is allocated.{dtype} #tokens: {tokens}, K size: {size / 2:.2f} GB, "
-                f"V size: {size / 2:.2f} GB")
+        return (f"{head} is allocated.{dtype} #tokens: {tokens}, K size: {k_size:.2f} GB, "
+                f"V size: {size - k_size:.2f} GB")
 
     def _lines(self, pools: tuple[int, int, int, int]) -> list[str]:
         total, full, swa, mamba = pools
@@ -284,10 +289,13 @@ class SglangPlan(Plan):
             lines.append(f"Use {word} window memory pool. full_layer_tokens={full}, "
                          f"swa_layer_tokens={swa}")
             if self.stage.full:
-                lines.append(self._kv_line(full, self.stage.full, self.full_bytes, "Full"))
-            lines.append(self._kv_line(swa, self.stage.swa, self.swa_bytes, "SWA"))
+                lines.append(self._kv_line(full, self.stage.full, self.full_bytes, "Full",
+                                           self.k_bytes[0]))
+            lines.append(self._kv_line(swa, self.stage.swa, self.swa_bytes, "SWA",
+                                       self.k_bytes[1]))
         else:
-            lines.append(self._kv_line(total, self.stage.full, self.full_bytes))
+            lines.append(self._kv_line(total, self.stage.full, self.full_bytes,
+                                       k_bytes=self.k_bytes[0]))
         return [*lines, f"max_total_num_tokens={total}"]
 
     def _no_memory(self) -> str:
@@ -472,7 +480,10 @@ class Sglang(Engine):
             settings={**(settings or {}),
                       "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
             model_max_len=dep.model_max_len, version=self.version, release=self.release,
-            dtype=layout.dtype.name, mem_fraction_static=mfs if isinstance(mfs, float) else None)
+            dtype=layout.dtype.name, mem_fraction_static=mfs if isinstance(mfs, float) else None,
+            # K is half of a V-padded token (kv.py v_padded_bytes: 2 x K's head size)
+            k_bytes=(layout.v_padded_bytes.get(full_kind, 0) // 2,
+                     layout.v_padded_bytes.get("sliding", 0) // 2))
 
     def _refuse_unserved(self, dep: Deployment) -> None:
         """A family the release has no model file for, or Mamba layers before v0.5.4's pool."""
