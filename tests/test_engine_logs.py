@@ -126,6 +126,24 @@ def qwen3_235b_sglang(e: dict[str, Any]) -> None:
                                f"V size: {e['logged_v_size_gb']:.2f} GB")
 
 
+def mimo_v2_sglang(e: dict[str, Any]) -> None:
+    """MiMo-V2-Flash's two pools from their token counts, equal in the log (swa size = full size,
+    so a ratio of 1): V's buffers at v_head_dim 128, K's at 192, so K and V sizes differ."""
+    layout = kv_layout(arch("mimo-v2-flash"), "bf16", tp=e["tp"])
+    assert layout.token_bytes == {"full": 640, "sliding": 1_280}
+    n = e["logged_tokens"]
+    cell = 9 * 640 + 39 * 1_280
+    plan = Sglang(release=e["release"], swa_full_tokens_ratio=1.0).pools(
+        Deployment(layout=layout, family="mimo-v2"), n * cell)
+    report = plan.report(32_768)
+    head = f"KV Cache is allocated. #tokens: {n}, "
+    assert head + (f"K size: {e['logged_k_size_gb']:.2f} GB, "
+                   f"V size: {e['logged_v_size_gb']:.2f} GB") in report.lines
+    assert head + (f"K size: {e['logged_swa_k_size_gb']:.2f} GB, "
+                   f"V size: {e['logged_swa_v_size_gb']:.2f} GB") in report.lines
+    assert f"{(n + 1) * cell / GiB:.2f}" == f"{e['logged_pool_gb']:.2f}"
+
+
 DSV32 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "deepseek-v3.2-exp"
 
 
@@ -602,6 +620,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
     ("https://github.com/vllm-project/vllm/issues/21348", None, "sglang"): qwen3_235b_sglang,
     ("https://github.com/sgl-project/sglang/pull/11309", None, "sglang"): dsv32_sglang,
+    ("https://github.com/sgl-project/sglang/pull/15464", None, "sglang"): mimo_v2_sglang,
     ("https://github.com/vllm-project/vllm/issues/10517", 3.81, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/issues/10517", 2.89, "vllm"): llama_v0,
     ("https://github.com/vllm-project/vllm/pull/12569", None, "vllm"): llama_70b_blocks,
