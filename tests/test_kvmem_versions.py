@@ -599,6 +599,8 @@ def test_mimo_v_heads_padded_to_k_before_v0_20(engine: str, full: int, sliding: 
     assert isinstance(plan, VllmPlan)
     assert (plan.block_size, plan.page_bytes) == (block, block * sliding)
     assert plan.num_blocks == blocks == 20 * GiB // (block * sliding * 9)
+    padded = [str(n) for n in r.notes if "caches V heads padded to K's head size" in str(n)]
+    assert len(padded) == (full == 768)
 
 
 def test_mimo_padded_v_in_skipped_layers_too() -> None:

@@ -149,13 +149,14 @@ class KvLayout:
     # Bytes per token per layer, by kind, were V stored at K's head size: only the kinds whose
     # V heads are narrower than K's (MiMo-V2's v_head_dim; vLLM before v0.20 pads V).
     v_padded_bytes: dict[LayerKind, int] = field(default_factory=dict)
+    v_padded: bool = False  # ``v_padded_bytes`` are applied (padding_v)
 
     def padding_v(self) -> KvLayout:
         """This layout with V stored at K's head size (``v_padded_bytes``)."""
         if not self.v_padded_bytes:
             return self
         return replace(self, token_bytes={**self.token_bytes, **self.v_padded_bytes},
-                       v_padded_bytes={})
+                       v_padded_bytes={}, v_padded=True)
 
     def speculating(self, tokens: int, draft_layers: int) -> KvLayout:
         """This layout with a drafter's ``draft_layers`` attention layers after the model's (of

@@ -1245,6 +1245,13 @@ class Vllm(Engine):
                 f"= {format_bytes(fit.available_bytes)} for the KV cache")
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
+        padded = [Note(f"vLLM {self.release} caches V heads padded to K's head size (MiMo-V2: V "
+                       "128 zero-padded to 192, mimo_v2_flash.py); from v0.20 (PR #40045) V is "
+                       f"cached at its own size: {arg('engine', 'vllm@0.20')}")
+                  ] if dep.layout.v_padded else []
+        return padded + self._budget_notes(dep)
+
+    def _budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
             return []
         if self.extensible(dep):
