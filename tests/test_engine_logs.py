@@ -597,6 +597,29 @@ def trtllm_suite_mismatch(e: dict[str, Any]) -> None:
                  dtype="fp8")
 
 
+GLM45 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "glm-4.5"
+
+
+def llama_cpp_glm45_air(e: dict[str, Any]) -> None:
+    """GLM-4.5-Air on llama.cpp b6168, one slot: GLM-4.5's config.json with the Air's figures
+    (hidden 4,096, 46 layers, 128 experts of 1,408, one dense layer; 96 query / 8 kv heads of 128
+    as in GLM-4.5). The NextN layer (num_nextn_predict_layers 1) is not one of the 46 and keeps no
+    cache (llama.cpp PR #14939): 131,072 cells x 46 layers x 2 x 1,024 x 2 B = 23,552 MiB. b6168
+    named the cache llama_kv_cache_unified; the figures are the ones tokcost prints."""
+    config = json.loads((GLM45 / "config.json").read_text())
+    config.update(hidden_size=4096, num_hidden_layers=46, n_routed_experts=128,
+                  moe_intermediate_size=1408, first_k_dense_replace=1)
+    a = architecture_from_config(config, where="config.json")
+    assert a.attention.mtp_layers == 1  # the NextN layer, outside the 46
+    plan = llama_cpp(a, parallel=e["n_seq_max"], kv_unified=e["kv_unified"])
+    assert (plan.slots, plan.unified) == (e["n_seq_max"], e["kv_unified"])
+    (line,) = plan.lines(e["n_ctx"])
+    assert line == e["logged_lines"][0].replace("llama_kv_cache_unified:", "llama_kv_cache:")
+    assert plan.kv_bytes(e["n_ctx"]) == 23_552 * 2**20
+    auto = llama_cpp(a)  # today's -np auto: 4 slots sharing the same 131,072 cells
+    assert auto.kv_bytes(e["n_ctx"]) == plan.kv_bytes(e["n_ctx"]) and auto.slots == 4
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -645,6 +668,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/NVIDIA/TensorRT-LLM/issues/2268", None, "trtllm"): trtllm_qwen15,
     ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md", None, "trtllm"):
         trtllm_suite_mismatch,
+    ("https://github.com/ikawrakow/ik_llama.cpp/pull/689", None, "llama.cpp"): llama_cpp_glm45_air,
 }
 
 
