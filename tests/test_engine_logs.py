@@ -620,6 +620,27 @@ def llama_cpp_glm45_air(e: dict[str, Any]) -> None:
     assert auto.kv_bytes(e["n_ctx"]) == plan.kv_bytes(e["n_ctx"]) and auto.slots == 4
 
 
+GEMMA4_E4B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-4-e4b"
+
+
+def llama_cpp_gemma4_e4b(e: dict[str, Any]) -> None:
+    """Gemma-4 E4B at -c 131072, one slot: KV in the first 24 of 42 layers only (PR #15504's
+    layer reuse), 4 global layers of 2 x 512 and 20 sliding of 2 x 256 (per-layer
+    n_embd_k_gqa); the non-SWA line to the character, the SWA cache's 1,024 cells, and its
+    40 MiB, which the thread's memory breakdown (2,088 MiB of context) leaves for it."""
+    config = json.loads((GEMMA4_E4B / "config.json").read_text())
+    a = architecture_from_config(config, where="config.json")
+    layout = kv_layout(a)
+    assert (layout.counts["full"], layout.counts["sliding"], layout.kv_shared) == (4, 20, 18)
+    plan, _ = LlamaCpp(parallel=e["n_seq_max"], kv_unified=e["kv_unified"]).plan(
+        Deployment(layout=layout, head_dim=a.head_dim, kv_heads=a.kv_heads))
+    lines = plan.lines(e["n_ctx"])
+    assert lines[1] == e["logged_lines"][0]
+    assert lines[2] == e["logged_lines"][1]
+    assert lines[3].startswith("llama_kv_cache: size =   40.00 MiB (  1024 cells,  20 layers,")
+    assert plan.kv_bytes(e["n_ctx"]) == (532 + 1042 + 514) * 2**20
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -669,6 +690,7 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md", None, "trtllm"):
         trtllm_suite_mismatch,
     ("https://github.com/ikawrakow/ik_llama.cpp/pull/689", None, "llama.cpp"): llama_cpp_glm45_air,
+    ("https://github.com/ggml-org/llama.cpp/issues/21730", None, "llama.cpp"): llama_cpp_gemma4_e4b,
 }
 
 
