@@ -641,6 +641,37 @@ def llama_cpp_gemma4_e4b(e: dict[str, Any]) -> None:
     assert plan.kv_bytes(e["n_ctx"]) == (532 + 1042 + 514) * 2**20
 
 
+GEMMA4_31B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-4-31b"
+GEMMA3N_E4B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-3n-e4b"
+
+
+def llama_cpp_family(folder: Path, **options: Any) -> LlamaCppPlan:
+    """llama.cpp's plan for a config.json folder, the model's own kv heads and head_dim given."""
+    a = architecture_from_config(json.loads((folder / "config.json").read_text()),
+                                 where="config.json")
+    plan, _ = LlamaCpp(**options).plan(Deployment(layout=kv_layout(a), head_dim=a.head_dim,
+                                                  kv_heads=a.kv_heads))
+    return plan
+
+
+def llama_cpp_gemma4_31b(e: dict[str, Any]) -> None:
+    """Gemma-4-31B, q5_0 K and V: 10 global layers of 4 x 512 (1,408 B a cell in q5_0),
+    120,064 cells; the SWA cache pad(1,024 + 512, 256) = 1,536 cells. -c 120000 pads to the
+    logged 120,064."""
+    plan = llama_cpp_family(GEMMA4_31B, parallel=e["n_seq_max"],
+                            cache_type_k=e["cache_type_k"], cache_type_v=e["cache_type_v"])
+    for n_ctx in (e["n_ctx"], 120_000):
+        assert plan.lines(n_ctx)[:3] == e["logged_lines"]
+
+
+def llama_cpp_gemma3n(e: dict[str, Any]) -> None:
+    """Gemma-3n-E4B: 20 of 35 layers keep KV, 4 of them global; the non-SWA line's visible part
+    (its decimal comma is the poster's locale): 32,768 x 4 x 512 x 2 B = 128 MiB each, 256.00."""
+    plan = llama_cpp_family(GEMMA3N_E4B, parallel=1)
+    line = plan.lines(e["n_ctx"])[1].replace("llama_kv_cache:", "llama_kv_cache_unified:")
+    assert line.replace(".", ",", 1).startswith(e["logged_lines"][0])
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -691,6 +722,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
         trtllm_suite_mismatch,
     ("https://github.com/ikawrakow/ik_llama.cpp/pull/689", None, "llama.cpp"): llama_cpp_glm45_air,
     ("https://github.com/ggml-org/llama.cpp/issues/21730", None, "llama.cpp"): llama_cpp_gemma4_e4b,
+    ("https://github.com/ggml-org/llama.cpp/issues/21394", None, "llama.cpp"): llama_cpp_gemma4_31b,
+    ("https://github.com/ggml-org/llama.cpp/issues/14604", None, "llama.cpp"): llama_cpp_gemma3n,
 }
 
 
