@@ -615,6 +615,81 @@ def trtllm_suite_mismatch(e: dict[str, Any]) -> None:
                  dtype="fp8")
 
 
+GLM45 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "glm-4.5"
+
+
+def llama_cpp_glm45_air(e: dict[str, Any]) -> None:
+    """GLM-4.5-Air on llama.cpp b6168, one slot: GLM-4.5's config.json with the Air's figures
+    (hidden 4,096, 46 layers, 128 experts of 1,408, one dense layer; 96 query / 8 kv heads of 128
+    as in GLM-4.5). The NextN layer (num_nextn_predict_layers 1) is not one of the 46 and keeps no
+    cache (llama.cpp PR #14939): 131,072 cells x 46 layers x 2 x 1,024 x 2 B = 23,552 MiB. b6168
+    named the cache llama_kv_cache_unified; the figures are the ones tokcost prints."""
+    config = json.loads((GLM45 / "config.json").read_text())
+    config.update(hidden_size=4096, num_hidden_layers=46, n_routed_experts=128,
+                  moe_intermediate_size=1408, first_k_dense_replace=1)
+    a = architecture_from_config(config, where="config.json")
+    assert a.attention.mtp_layers == 1  # the NextN layer, outside the 46
+    plan = llama_cpp(a, parallel=e["n_seq_max"], kv_unified=e["kv_unified"])
+    assert (plan.slots, plan.unified) == (e["n_seq_max"], e["kv_unified"])
+    (line,) = plan.lines(e["n_ctx"])
+    assert line == e["logged_lines"][0].replace("llama_kv_cache_unified:", "llama_kv_cache:")
+    assert plan.kv_bytes(e["n_ctx"]) == 23_552 * 2**20
+    auto = llama_cpp(a)  # today's -np auto: 4 slots sharing the same 131,072 cells
+    assert auto.kv_bytes(e["n_ctx"]) == plan.kv_bytes(e["n_ctx"]) and auto.slots == 4
+
+
+GEMMA4_E4B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-4-e4b"
+
+
+def llama_cpp_gemma4_e4b(e: dict[str, Any]) -> None:
+    """Gemma-4 E4B at -c 131072, one slot: KV in the first 24 of 42 layers only (PR #15504's
+    layer reuse), 4 global layers of 2 x 512 and 20 sliding of 2 x 256 (per-layer
+    n_embd_k_gqa); the non-SWA line to the character, the SWA cache's 1,024 cells, and its
+    40 MiB, which the thread's memory breakdown (2,088 MiB of context) leaves for it."""
+    config = json.loads((GEMMA4_E4B / "config.json").read_text())
+    a = architecture_from_config(config, where="config.json")
+    layout = kv_layout(a)
+    assert (layout.counts["full"], layout.counts["sliding"], layout.kv_shared) == (4, 20, 18)
+    plan, _ = LlamaCpp(parallel=e["n_seq_max"], kv_unified=e["kv_unified"]).plan(
+        Deployment(layout=layout, head_dim=a.head_dim, kv_heads=a.kv_heads))
+    lines = plan.lines(e["n_ctx"])
+    assert lines[1] == e["logged_lines"][0]
+    assert lines[2] == e["logged_lines"][1]
+    assert lines[3].startswith("llama_kv_cache: size =   40.00 MiB (  1024 cells,  20 layers,")
+    assert plan.kv_bytes(e["n_ctx"]) == (532 + 1042 + 514) * 2**20
+
+
+GEMMA4_31B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-4-31b"
+GEMMA3N_E4B = Path(__file__).parent / "fixtures" / "hf_configs_families" / "gemma-3n-e4b"
+
+
+def llama_cpp_family(folder: Path, **options: Any) -> LlamaCppPlan:
+    """llama.cpp's plan for a config.json folder, the model's own kv heads and head_dim given."""
+    a = architecture_from_config(json.loads((folder / "config.json").read_text()),
+                                 where="config.json")
+    plan, _ = LlamaCpp(**options).plan(Deployment(layout=kv_layout(a), head_dim=a.head_dim,
+                                                  kv_heads=a.kv_heads))
+    return plan
+
+
+def llama_cpp_gemma4_31b(e: dict[str, Any]) -> None:
+    """Gemma-4-31B, q5_0 K and V: 10 global layers of 4 x 512 (1,408 B a cell in q5_0),
+    120,064 cells; the SWA cache pad(1,024 + 512, 256) = 1,536 cells. -c 120000 pads to the
+    logged 120,064."""
+    plan = llama_cpp_family(GEMMA4_31B, parallel=e["n_seq_max"],
+                            cache_type_k=e["cache_type_k"], cache_type_v=e["cache_type_v"])
+    for n_ctx in (e["n_ctx"], 120_000):
+        assert plan.lines(n_ctx)[:3] == e["logged_lines"]
+
+
+def llama_cpp_gemma3n(e: dict[str, Any]) -> None:
+    """Gemma-3n-E4B: 20 of 35 layers keep KV, 4 of them global; the non-SWA line's visible part
+    (its decimal comma is the poster's locale): 32,768 x 4 x 512 x 2 B = 128 MiB each, 256.00."""
+    plan = llama_cpp_family(GEMMA3N_E4B, parallel=1)
+    line = plan.lines(e["n_ctx"])[1].replace("llama_kv_cache:", "llama_kv_cache_unified:")
+    assert line.replace(".", ",", 1).startswith(e["logged_lines"][0])
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -664,6 +739,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/NVIDIA/TensorRT-LLM/issues/2268", None, "trtllm"): trtllm_qwen15,
     ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md", None, "trtllm"):
         trtllm_suite_mismatch,
+    ("https://github.com/ikawrakow/ik_llama.cpp/pull/689", None, "llama.cpp"): llama_cpp_glm45_air,
+    ("https://github.com/ggml-org/llama.cpp/issues/21730", None, "llama.cpp"): llama_cpp_gemma4_e4b,
+    ("https://github.com/ggml-org/llama.cpp/issues/21394", None, "llama.cpp"): llama_cpp_gemma4_31b,
+    ("https://github.com/ggml-org/llama.cpp/issues/14604", None, "llama.cpp"): llama_cpp_gemma3n,
 }
 
 

@@ -192,6 +192,22 @@ def test_gemma3n_vllm_groups() -> None:
     assert plan.blocks_per_request(32_768) == 2048 + 4 * 545
 
 
+def test_gemma3n_llama_cpp_caches_the_first_20_layers() -> None:
+    """llama.cpp (PR #15504, layer reuse): only layers below n_layer_kv_from_start = 35 - 15
+    have KV, in two caches: 4 global layers of 32,768 cells and 16 sliding of pad(512 + 512,
+    256) = 1,024, 2 kv heads x 256 x 2 B per cell and layer for K and as much for V:
+    32,768 x 4 x 1,024 B = 128 MiB each, 1,024 x 16 x 1,024 B = 16 MiB each."""
+    from tokcost.memory.engines.base import Deployment
+    from tokcost.memory.engines.llamacpp import LlamaCpp
+
+    a = arch("gemma-3n-e4b")
+    plan, _ = LlamaCpp(parallel=1).plan(Deployment(layout=kv_layout(a), head_dim=a.head_dim,
+                                                   kv_heads=a.kv_heads))
+    lines = plan.lines(32_768)
+    assert lines[1].startswith("llama_kv_cache: size =  256.00 MiB ( 32768 cells,   4 layers,")
+    assert lines[3].startswith("llama_kv_cache: size =   32.00 MiB (  1024 cells,  16 layers,")
+
+
 def test_gemma3n_refusals() -> None:
     folder = str(FIXTURES / "gemma-3n-e4b")
     for extra in (["--pp", "2"], ["--engine", "sglang"]):

@@ -286,12 +286,14 @@ class Engine(ABC):
                              f"{arg('engine', 'vllm')}", param="dcp", related=("engine",))
 
     def refuse_layout(self, dep: Deployment, *, chunked: bool = False,
-                      parallel: bool = False) -> None:
-        """Refuse Llama-4's chunked local layers (unless ``chunked``), Gemma-3n's shared KV and
-        Falcon-H1's side-by-side layers (unless ``parallel``), whose caches only vLLM and the
-        ideal cache are modelled for (SGLang: chunked too; llama.cpp: Falcon-H1 too)."""
+                      parallel: bool = False, shared: bool = False) -> None:
+        """Refuse Llama-4's chunked local layers (unless ``chunked``), Gemma-3n's shared KV
+        (unless ``shared``) and Falcon-H1's side-by-side layers (unless ``parallel``), whose
+        caches only vLLM and the ideal cache are modelled for (SGLang: chunked too; llama.cpp:
+        Falcon-H1 and shared KV too)."""
         what = ("chunked local attention (Llama-4)" if dep.layout.chunked and not chunked else
-                "layers that share another layer's KV (Gemma-3n)" if dep.layout.kv_shared else
+                "layers that share another layer's KV (Gemma-3n)"
+                if dep.layout.kv_shared and not shared else
                 "attention and Mamba side by side in each layer (Falcon-H1)"
                 if dep.layout.parallel and not parallel else None)
         if what:

@@ -82,6 +82,14 @@ class LlamaCppPlan(Plan):
     block_size: int = 1
     settings: dict[str, Any] = field(default_factory=dict)
     model_max_len: int | None = None
+    # A sliding layer's cell where its heads differ from the full layers' (Gemma-4: 256-wide
+    # sliding heads, 512-wide global ones; llama_hparams n_embd_k_gqa(il) is per layer).
+    swa_k_bytes: int | None = None
+    swa_v_bytes: int | None = None
+
+    def _swa_bytes(self) -> tuple[int, int]:
+        return (self.k_bytes if self.swa_k_bytes is None else self.swa_k_bytes,
+                self.v_bytes if self.swa_v_bytes is None else self.swa_v_bytes)
 
     def layout(self, n_ctx: int) -> tuple[int, int, tuple[_Cache, ...]]:
         """``(n_ctx, n_ctx_seq, caches)`` for ``-c n_ctx`` (llama-context.cpp, create_memory)."""
@@ -98,7 +106,7 @@ class LlamaCppPlan(Plan):
             seqs = self.slots if self.unified else 1
             swa = _pad(min(n_ctx_seq, window * seqs + self.engine.ubatch_size), SWA_PAD)
             caches.append(_Cache("sliding", n_ctx_seq if self.engine.swa_full else swa,
-                                 self.kinds["sliding"], k, v, streams))
+                                 self.kinds["sliding"], *self._swa_bytes(), streams))
         return n_ctx, n_ctx_seq, tuple(caches)
 
     def kv_bytes(self, n_ctx: int) -> int:
@@ -109,8 +117,9 @@ class LlamaCppPlan(Plan):
     def request_bytes(self, context: int) -> int:
         held = context if self.window is None or self.engine.swa_full else min(context,
                                                                                 self.window)
-        return ((context * self.kinds["full"] + held * self.kinds["sliding"])
-                * (self.k_bytes + self.v_bytes) + self.state_bytes * self.kinds["linear"])
+        return (context * self.kinds["full"] * (self.k_bytes + self.v_bytes)
+                + held * self.kinds["sliding"] * sum(self._swa_bytes())
+                + self.state_bytes * self.kinds["linear"])
 
     def minus_c(self, context: int) -> int:
         """The ``-c`` for requests of ``context`` tokens: a unified cache is shared, so -c is
@@ -245,15 +254,26 @@ class LlamaCpp(Engine):
     def plan(self, dep: Deployment) -> tuple[LlamaCppPlan, GpuFit | None]:
         # Falcon-H1 (PR #14534): llama_memory_hybrid with no layer filter, so the KV cache and
         # the recurrent one each span all n_layer layers (src/llama-model.cpp create_memory).
-        self.refuse_layout(dep, parallel=True)
-        layout, head_dim = dep.layout, dep.head_dim
+        # Gemma-3n/Gemma-4's shared KV (PR #15504, "kv-cache : support layer reuse"): only the
+        # first n_layer_kv_from_start layers have a cache (llama_hparams::has_kv), the others
+        # reuse one: the layout's layers are those.
+        self.refuse_layout(dep, parallel=True, shared=True)
+        layout = dep.layout
         counts = layout.counts
-        if counts["mla"] or head_dim is None or layout.kv_heads_per_gpu is None:
-            raise UsageError(f"llama.cpp's MLA cache is not modelled by tokcost ({dep.model}); "
+        # n_embd_k_gqa(il): one cell of one layer, K (or V) alone, by kind of layer. Heads that
+        # differ by kind are Gemma-4's: the sliding layers the model's kv heads x head_dim, the
+        # global (full) ones their own heads of global_head_dim, K stored again as V.
+        elements = {kind: layout.token_bytes[kind] * 8 // (2 * layout.dtype.bits)
+                    for kind in ("full", "sliding") if counts[kind]}
+        own = None if dep.head_dim is None or dep.kv_heads is None else dep.kv_heads * dep.head_dim
+        mixed = layout.kv_heads_per_gpu is None and elements.get("sliding", -1) == own
+        if counts["mla"] or dep.head_dim is None or (layout.kv_heads_per_gpu is None
+                                                     and not mixed):
+            what = "MLA cache" if counts["mla"] else "cache of heads that differ by layer or K/V"
+            raise UsageError(f"llama.cpp's {what} is not modelled by tokcost ({dep.model}); "
                              f"use {arg('engine', 'vllm')} or {arg('engine', 'ideal')}",
                              param="engine")
         auto = self.parallel is None
-        elements = layout.kv_heads_per_gpu * head_dim  # n_embd_k_gqa: one cell of one layer
         free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
         # "all": the model's n_layer (a Falcon-H1 layer is an attention and a Mamba slot)
         kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")},
@@ -261,10 +281,14 @@ class LlamaCpp(Engine):
         iswa = bool(kinds["full"] and kinds["sliding"])
         if not iswa:  # Mistral-7B-v0.1's window: LLM_ARCH_LLAMA's load_hparams reads none
             kinds.update(full=kinds["full"] + kinds["sliding"], sliding=0)
+        full = elements.get("full", elements.get("sliding", 0))
+        swa = elements.get("sliding", full) if iswa else full
         plan = LlamaCppPlan(
             kinds=kinds,
-            k_bytes=_row_bytes(self.cache_type_k, elements),
-            v_bytes=_row_bytes(self.cache_type_v, elements),
+            k_bytes=_row_bytes(self.cache_type_k, full),
+            v_bytes=_row_bytes(self.cache_type_v, full),
+            swa_k_bytes=_row_bytes(self.cache_type_k, swa) if swa != full else None,
+            swa_v_bytes=_row_bytes(self.cache_type_v, swa) if swa != full else None,
             # Recurrent states are f32 (create_memory: GGML_TYPE_F32), one cell per slot.
             state_bytes=layout.state_bytes * 2, window=layout.window if iswa else None,
             engine=self,
