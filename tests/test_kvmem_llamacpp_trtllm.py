@@ -240,3 +240,29 @@ def test_llama_cpp_largest_context_shares_the_cells_among_the_batch() -> None:
     assert e["gpu"]["largest_context"] == n == 128_384
     assert estimate("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "llama.cpp", "--batch",
                     "5")["gpu"]["largest_context"] == 0
+
+
+def test_trtllm_follows_1_1_and_rounds_the_pool_up_to_whole_blocks() -> None:
+    """TensorRT-LLM 1.1's KVCacheManager.calculate_max_num_blocks: ``math.ceil(max_tokens /
+    tokens_per_block)`` (resource_manager.py). Llama-3.1-8B, 131,072 B a token: a budget of
+    100 tokens and 5 bytes is max_tokens = 100, ceil(100 / 32) = 4 blocks = 128 tokens (main's
+    ``int(100 // 32)`` would be 3 = 96; not tied to a release, not followed)."""
+    e = estimate("-m", "llama-3.1-8b", "--kv-memory", str(100 * 131_072 + 5), "--engine",
+                 "trtllm", "--context", "64")
+    assert e["engine"]["num_blocks"] == 4 and e["engine"]["cache_tokens"] == 128
+    assert e["engine"]["version"] == "TensorRT-LLM 1.1 KV cache manager (PyTorch backend)"
+    assert e["engine"]["tokens_per_block"] == 32  # KvCacheConfig.tokens_per_block, 1.0 to 1.2
+    assert e["engine"]["free_gpu_memory_fraction"] is None  # --kv-memory replaces the budget
+
+
+def test_llama_cpp_names_its_builds_and_the_fit_it_does_not_model() -> None:
+    """The builds whose logs reproduce (b8643, b10107) are in the version line; on a GPU the
+    note says the refusal is -fit off's (llama-server's default -fit on, PR #16653, moves
+    layers to host memory instead)."""
+    e = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
+                 "65536")
+    assert e["engine"]["version"].startswith("llama.cpp b8643 to b10107: ")
+    assert e["engine"]["refuses_to_start"] is True
+    text = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "L4",
+                               "--engine", "llama.cpp", "--context", "65536"]).output
+    assert "refused as with -fit off" in text and "PR #16653" in text

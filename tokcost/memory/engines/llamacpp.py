@@ -213,8 +213,12 @@ class LlamaCpp(Engine):
 
     name: ClassVar[str] = "llama.cpp"
     title: ClassVar[str] = "llama.cpp"
-    code: ClassVar[str] = ("llama.cpp llama_kv_cache / llama_kv_cache_iswa (Nov 2025 on: n_ctx "
-                              "padded to 256, SWA cache n_swa x seqs + ubatch)")
+    # The builds whose logs reproduce with these rules: b8643 (Gemma-4-31B, issue 21394) and b10107
+    # (gemma-3-270m's slots, unslothai/unsloth PR 7530); the rules are PR #17046's padding (Nov
+    # 2025) and PR #16736's -np auto, both still in llama-context.cpp / server.cpp of b10481.
+    # b6168's log (GLM-4.5-Air) predates both and reproduces only with -np 1 given (its default).
+    code: ClassVar[str] = ("llama.cpp b8643 to b10107: llama_kv_cache / llama_kv_cache_iswa "
+                           "(n_ctx padded to 256, SWA cache n_swa x seqs + ubatch)")
 
     cache_type_k: str = "f16"  # --cache-type-k
     cache_type_v: str = "f16"  # --cache-type-v
@@ -313,8 +317,13 @@ class LlamaCpp(Engine):
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None:
             return []
+        # common/arg.cpp -fit (PR #16653, on by default since Dec 2025): with -c given the context
+        # is kept (PR #18070) and layers not pinned by -ngl move to host memory, 1 GiB kept free
+        # per device; -fit off is what "failed to allocate" below is.
         return [Note(f"llama.cpp allocates its cache for -c at start-up; the reserve "
-                     f"({arg('reserve', 'SIZE')}) stands for its compute buffers")]
+                     f"({arg('reserve', 'SIZE')}) stands for its compute buffers. A cache past "
+                     "the memory is refused as with -fit off: llama-server's default -fit on "
+                     "moves layers to host memory instead (PR #16653)")]
 
     def layout_note(self, dtype: Any) -> Note | None:
         return None  # --kv-dtype is refused (check): the cache types say it

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's paged KV cache, reproduced (docs/kvmem.md), from NVIDIA/TensorRT-LLM v1.x:
+"""TensorRT-LLM's paged KV cache, reproduced (docs/kvmem.md), from NVIDIA/TensorRT-LLM 1.1:
 ``tensorrt_llm/llmapi/llm_args.py`` (KvCacheConfig: ``free_gpu_memory_fraction`` 0.9,
 ``tokens_per_block`` 32), ``tensorrt_llm/_torch/pyexecutor/_util.py`` (KvCacheCreator: the
 fraction of what the profiling run leaves), ``tensorrt_llm/_torch/pyexecutor/resource_manager.py``
@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
 __all__ = ["TrtLlm", "TrtLlmPlan"]
 
+# The release whose rules these are: 1.1 (the 1.1.0rc3 log in tests/fixtures/engine_logs.yaml,
+# gpt-oss-120b, "max tokens" 86,711 -> 86,720 in whole blocks, rounded up). KvCacheConfig's
+# defaults below are the same in every llm_args.py read, 1.0 to the 2026 main branch (1.2.1 of
+# Apr 2026 is PyPI's newest release): free_gpu_memory_fraction 0.9, tokens_per_block 32,
+# enable_block_reuse True, max_tokens and host_cache_size None. Not followed: main's
+# KVCacheManager.calculate_max_num_blocks (resource_manager.py, commit 001541ba) rounds the
+# blocks down, ``int(max_tokens // tokens_per_block)``, where 1.1 rounds up (``math.ceil``):
+# one block fewer at most; 1.2.x's own source (wheels on pypi.nvidia.com only, its PyPI sdist a
+# stub) could not be read to tie that to a release, so ``--engine trtllm`` keeps 1.1's.
+RELEASE = "1.1"
 DEFAULT_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction ("Default is 90%")
 # KvCacheConfig.tokens_per_block (PyTorch backend); engines built by trtllm-build take theirs
 # from the plugin config (tensorrt_llm/plugin/plugin.py), 64 in earlier releases.
@@ -116,7 +126,7 @@ class TrtLlm(Engine):
 
     name: ClassVar[str] = "trtllm"
     title: ClassVar[str] = "TensorRT-LLM"
-    code: ClassVar[str] = "TensorRT-LLM v1.x KV cache manager (PyTorch backend)"
+    code: ClassVar[str] = f"TensorRT-LLM {RELEASE} KV cache manager (PyTorch backend)"
 
     free_gpu_memory_fraction: float | None = None  # None: 0.9
     tokens_per_block: int | None = None  # None: 32
