@@ -19,8 +19,23 @@ from tokcost.errors import InputError
 _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False,
          "qwen3": False, "qwen3_moe": False, "qwen3_next": False, "deepseek_v2": False,
          "deepseek_v3": False, "gpt_oss": False, "phi3": False, "gemma": True, "gemma2": True,
-         "gemma3_text": True, "gemma4_text": True, "mimo_v2_flash": False}
-_QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"})  # q_norm, k_norm
+         "gemma3_text": True, "gemma4_text": True, "mimo_v2_flash": False,
+         # Kimi-K2 (DeepseekV3ForCausalLM), DeepseekV32Config, Glm4MoeConfig, Llama4TextConfig,
+         # Qwen3_5MoeTextConfig: untied by default (transformers 5.25 configuration_*.py)
+         "kimi_k2": False, "deepseek_v32": False, "glm4_moe": False, "llama4_text": False,
+         "qwen3_5_moe_text": False}
+# DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
+# sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
+# DeepseekV3ForCausalLM; DeepSeek-V3.2 adds the sparse-attention indexer; GLM-4.5
+# (Glm4MoeDecoderLayer: layer_idx >= first_k_dense_replace) has GQA in place of MLA.
+_DEEPSEEK_MOE = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe"})
+_NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe"})
+# Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
+_QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
+# Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
+_UNSIZED_ENCODERS = frozenset({"gemma4_text", "llama4_text", "qwen3_5_moe_text"})
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text",
+                      "gemma3_text"})  # q_norm, k_norm
 # pre/post attention and feed-forward norms
 _FOUR_NORMS = frozenset({"gemma2", "gemma3_text", "gemma4_text"})
 _QKV_BIAS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: q/k/v bias=True, o without
@@ -55,7 +70,7 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     # (their size is not guessed); the text model's weights stand on their own.
     unsized = tuple(f"the {what} encoder ({key})" for key, what in (
         ("vision_config", "vision"), ("audio_config", "audio"))
-        if f.model_type == "gemma4_text" and isinstance(config.get(key), Mapping))
+        if f.model_type in _UNSIZED_ENCODERS and isinstance(config.get(key), Mapping))
     try:
         parts = [*_parts(f), *(_siglip(vision, f, where)
                                if isinstance(vision, Mapping) and not unsized else ())]
@@ -118,21 +133,24 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
 
 def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
     """q/k/v/o as transformers' LlamaAttention (bias: config.attention_bias), Qwen2Attention
-    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention (q_proj x 2 for its
-    output gate) and GptOssAttention (sinks) create them (models/*/modeling_*.py)."""
+    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention and Qwen3_5MoeAttention
+    (q_proj x 2 for its output gate), GptOssAttention (sinks), Glm4MoeAttention (attention_bias
+    on q/k/v only; q_norm, k_norm under use_qk_norm) and Llama4TextAttention (its qk_norm has
+    no weight) create them (models/*/modeling_*.py)."""
     heads = _need(f, "num_attention_heads", "the number of attention heads")
     kv = f.count("num_key_value_heads", "the number of kv heads") or heads
     dim = f.count("head_dim", "the attention head size") or hidden // heads
-    gated = 2 if f.model_type == "qwen3_next" else 1  # Qwen3-Next: q_proj also yields a gate
+    gated = 2 if f.model_type in _QWEN_NEXT else 1  # q_proj also yields a gate
     bias = f.raw("attention_bias") is True
     yield Part(heads * dim * gated, hidden, linear=True)
     yield Part(kv * dim, hidden, 2, linear=True)
     yield Part(hidden, heads * dim, linear=True)
     if bias or f.model_type in _QKV_BIAS:
         yield Part(heads * dim * gated + 2 * kv * dim)
-    if bias:
+    if bias and f.model_type != "glm4_moe":
         yield Part(hidden)  # o_proj's
-    if f.model_type in _QK_NORM:
+    if f.model_type in _QK_NORM or (f.model_type == "glm4_moe"
+                                    and f.raw("use_qk_norm") is True):
         yield Part(dim, count=2)
     if f.model_type == "gpt_oss":
         yield Part(heads)  # attention sinks
@@ -232,11 +250,28 @@ def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
                 Part(hidden, heads * v_dim, linear=True))
     if f.raw("attention_bias") is True:
         _unsupported(f, "attention_bias on MLA layers")
+    if f.model_type == "deepseek_v32":
+        yield from _indexer(f, hidden, q_rank)
+
+
+def _indexer(f: ConfigFields, hidden: int, q_rank: int | None) -> Iterator[Part]:
+    """DeepSeek-V3.2's sparse-attention indexer in every layer (transformers
+    DeepseekV32Indexer; vLLM deepseek_v2.py Indexer): wq_b from the query latent, wk, k_norm (a
+    LayerNorm: weight and bias), weights_proj. The checkpoint stores wq_b and wk in block fp8,
+    weights_proj in bf16 (vLLM 0.34 _try_load_fp8_indexer_wk) and k_norm in float32 (vLLM holds
+    it so: LayerNorm(..., dtype=torch.float32))."""
+    if q_rank is None:
+        _unsupported(f, "an indexer without q_lora_rank")
+    heads = _need(f, "index_n_heads", "the indexer heads")
+    dim = _need(f, "index_head_dim", "the indexer head size")
+    yield from (Part(heads * dim, q_rank or 0, linear=True), Part(dim, hidden, linear=True),
+                Part(dim, count=2, fp32=True), Part(heads, hidden))
 
 
 def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
-    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet); other linear layers have no rule."""
-    if f.model_type != "qwen3_next":
+    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet; Qwen3_5MoeGatedDeltaNet splits the same
+    in_proj_qkvz and in_proj_ba into in_proj_qkv, _z, _b, _a); other linear layers have no rule."""
+    if f.model_type not in _QWEN_NEXT:
         _unsupported(f, "linear-attention (state) layers")
     k_heads = _need(f, "linear_num_key_heads", "the linear-attention key heads")
     v_heads = _need(f, "linear_num_value_heads", "the linear-attention value heads")
@@ -257,7 +292,11 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
     DeepseekV3TopkRouter's e_score_correction_bias), GptOssMLP (biased router and experts)."""
     experts, width, shared = _moe(f, i)
     if not experts:
-        yield Part(_need(f, "intermediate_size", "the MLP width"), hidden, 3, linear=True)
+        if f.model_type == "llama4_text":  # Llama4TextMLP(intermediate_size_mlp)
+            width = _need(f, "intermediate_size_mlp", "the dense MLP width")
+        else:
+            width = _need(f, "intermediate_size", "the MLP width")
+        yield Part(width, hidden, 3, linear=True)
         return
     # MiMo-V2-Flash: vLLM holds the router in moe_router_dtype, float32 unless the config
     # says otherwise (mimo_v2_flash.py MiMoV2MoE: the gate's params_dtype).
@@ -268,12 +307,12 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
                     Part(hidden, width, experts, linear=True, expert=True),
                     Part(2 * width + hidden, count=experts, expert=True))
         return
-    if f.model_type == "deepseek_v3" or f.raw("topk_method") == "noaux_tc":
+    if f.model_type in _NOAUX_BIAS or f.raw("topk_method") == "noaux_tc":
         yield Part(experts, fp32=True)  # gate.e_score_correction_bias, float32 in the checkpoint
     yield Part(width, hidden, 3 * experts, linear=True, expert=True)
     if shared:
         yield Part(shared, hidden, 3, linear=True)
-        if f.model_type in ("qwen2_moe", "qwen3_next"):
+        if f.model_type == "qwen2_moe" or f.model_type in _QWEN_NEXT:
             yield Part(1, hidden)  # shared_expert_gate
 
 
@@ -283,7 +322,7 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     if t in ("mixtral", "gpt_oss"):
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
         return experts, _need(f, "intermediate_size", "the expert width"), 0
-    if t in ("deepseek_v2", "deepseek_v3"):
+    if t in _DEEPSEEK_MOE:
         experts = f.count("n_routed_experts", "the routed experts", cap=s.MAX_EXPERTS) or 0
         first = f.count("first_k_dense_replace", "the dense first layers", minimum=0) or 0
         every = f.count("moe_layer_freq", "the MoE layer period") or 1
@@ -300,7 +339,15 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
             return 0, 0, 0
         return (_need(f, "n_routed_experts", "the number of experts", cap=s.MAX_EXPERTS),
                 _need(f, "moe_intermediate_size", "the expert width"), 0)
-    if t in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+    if t == "llama4_text":  # Llama4TextConfig.moe_layers, else every interleave_moe_layer_step-th
+        experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        listed = f.raw("moe_layers")
+        step = f.count("interleave_moe_layer_step", "the MoE layer step") or 1
+        if not (i in listed if isinstance(listed, list) else (i + 1) % step == 0):
+            return 0, 0, 0
+        width = _need(f, "intermediate_size", "the expert width")  # Llama4TextMoe.shared_expert
+        return experts, width, width  # is a Llama4TextMLP of intermediate_size too
+    if t in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
         experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 0
         step = f.count("decoder_sparse_step", "the MoE layer step") or 1
         dense = f.raw("mlp_only_layers")
