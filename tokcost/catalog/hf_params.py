@@ -23,7 +23,12 @@ _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qw
          # Kimi-K2 (DeepseekV3ForCausalLM), DeepseekV32Config, Glm4MoeConfig, Llama4TextConfig,
          # Qwen3_5MoeTextConfig: untied by default (transformers 5.25 configuration_*.py)
          "kimi_k2": False, "deepseek_v32": False, "glm4_moe": False, "llama4_text": False,
-         "qwen3_5_moe_text": False}
+         "qwen3_5_moe_text": False,
+         # GraniteMoeHybridConfig, FalconH1Config, MiniMaxConfig (and MiniMax's remote-code
+         # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
+         "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
+         "MiniMaxText01": False, "MiniMaxM1": False}
+_MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
 # DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
 # sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
 # DeepseekV3ForCausalLM; DeepSeek-V3.2 adds the sparse-attention indexer; GLM-4.5
@@ -125,6 +130,12 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
         yield Part(hidden, count=norms)
         if f.model_type == "mimo_v2_flash":
             yield from _mimo_attention(f, hidden, kind)
+        elif f.model_type == "falcon_h1":  # FalconH1DecoderLayer: attention beside a mixer
+            yield from (*_attention(f, hidden), *_mamba2(f, hidden))
+        elif kind == "linear" and f.model_type == "granitemoehybrid":
+            yield from _mamba2(f, hidden)
+        elif kind == "linear" and f.model_type in _MINIMAX:
+            yield from _lightning(f, hidden)
         else:
             mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
             yield from mixer(f, hidden)
@@ -286,6 +297,43 @@ def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
                 Part(hidden, values, linear=True))  # out_proj
 
 
+def _mamba2(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """A Mamba-2 mixer as GraniteMoeHybridMambaLayer and FalconH1Mixer create it: in_proj to
+    the gate, the conv channels (d_inner + 2 x groups x state) and one dt per head; a
+    depthwise conv1d (its bias: mamba_conv_bias, default true); dt_bias, A_log, D per head;
+    the gated RMSNorm over d_inner (Falcon-H1 only under mamba_rms_norm); out_proj (its bias:
+    Granite's mamba_proj_bias, Falcon-H1's projectors_bias). Falcon-H1's d_inner is mamba_d_ssm
+    where stated, else mamba_expand x hidden_size."""
+    heads = _need(f, "mamba_n_heads", "the Mamba heads")
+    inner = (f.count("mamba_d_ssm", "the Mamba inner width") if f.model_type == "falcon_h1"
+             else None) or (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
+    groups = f.count("mamba_n_groups", "the Mamba groups") or 1
+    state = _need(f, "mamba_d_state", "the Mamba state size")
+    kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+    conv = inner + 2 * groups * state
+    proj_bias = f.raw("mamba_proj_bias") is True
+    yield from (Part(inner + conv + heads, hidden, linear=True), Part(conv, kernel),
+                Part(heads, count=3), Part(hidden, inner, linear=True))
+    if f.raw("mamba_conv_bias") is not False:
+        yield Part(conv)
+    if proj_bias:
+        yield Part(inner + conv + heads)
+    if proj_bias if f.model_type == "granitemoehybrid" else f.raw("projectors_bias") is True:
+        yield Part(hidden)
+    if f.model_type == "granitemoehybrid" or f.raw("mamba_rms_norm") is True:
+        yield Part(inner)
+
+
+def _lightning(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """MiniMax's lightning (linear) attention (transformers MiniMaxLightningAttention; vLLM
+    minimax_text_01.py MiniMaxText01LinearAttention): qkv_proj, output_gate, out_proj and an
+    RMSNorm over heads x head_dim."""
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    width = heads * (f.count("head_dim", "the attention head size") or hidden // heads)
+    yield from (Part(3 * width, hidden, linear=True), Part(width, hidden, 2, linear=True),
+                Part(width))
+
+
 def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
     """A gated MLP (gate, up, down), or a router and experts: MixtralSparseMoeBlock,
     Qwen2MoeSparseMoeBlock (shared_expert, shared_expert_gate), DeepseekV3MoE (shared_experts;
@@ -294,9 +342,13 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
     if not experts:
         if f.model_type == "llama4_text":  # Llama4TextMLP(intermediate_size_mlp)
             width = _need(f, "intermediate_size_mlp", "the dense MLP width")
+        elif f.model_type == "granitemoehybrid":  # no experts: the shared_mlp alone
+            width = _need(f, "shared_intermediate_size", "the shared MLP width")
         else:
             width = _need(f, "intermediate_size", "the MLP width")
         yield Part(width, hidden, 3, linear=True)
+        if f.model_type == "falcon_h1" and f.raw("mlp_bias") is True:
+            yield Part(2 * width + hidden)  # FalconH1MLP: gate, up, down biased
         return
     # MiMo-V2-Flash: vLLM holds the router in moe_router_dtype, float32 unless the config
     # says otherwise (mimo_v2_flash.py MiMoV2MoE: the gate's params_dtype).
@@ -319,6 +371,18 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
 def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     """Routed experts of layer ``i`` (0: a dense MLP), their width, the shared experts' width."""
     t = f.model_type
+    if t == "granitemoehybrid":  # GraniteMoeHybridMoE beside the shared_mlp in every layer
+        experts = f.count("num_local_experts", "the number of experts", cap=s.MAX_EXPERTS,
+                          minimum=0) or 0
+        if not experts:
+            return 0, 0, 0
+        return (experts, _need(f, "intermediate_size", "the expert width"),
+                _need(f, "shared_intermediate_size", "the shared MLP width"))
+    if t in _MINIMAX:  # MiniMaxSparseMoeBlock; vLLM's shared_mlp where a config asks for one
+        if f.raw("shared_intermediate_size") not in (None, 0):
+            _unsupported(f, "MiniMax's shared expert (shared_intermediate_size)")
+        experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        return experts, _need(f, "intermediate_size", "the expert width"), 0
     if t in ("mixtral", "gpt_oss"):
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
         return experts, _need(f, "intermediate_size", "the expert width"), 0
