@@ -124,7 +124,7 @@ def test_tied_embeddings_and_dtypes() -> None:
 
 
 @pytest.mark.parametrize(("change", "fragment"), [
-    ({"model_type": "jamba"}, "no parameter rules for model_type jamba"),
+    ({"model_type": "opt"}, "no parameter rules for model_type opt"),
     ({"quantization_config": {"quant_method": "gptq", "bits": 4}},
      "its quantization (gptq) is not sized from config.json"),
     ({"quantization_config": {"quant_method": "fp8"}}, "its quantization (fp8)"),  # per tensor
@@ -383,6 +383,18 @@ def test_falcon_h1_7b() -> None:
                         ({"mlp_bias": True}, 2 * 12288 + 3072),
                         ({"mamba_conv_bias": False}, -3584)):
         assert _weights({**base, **flags}).params - 7_585_513_568 == 44 * more, flags
+
+
+def test_jamba_15_mini() -> None:
+    # JambaMambaMixer (28 layers): in_proj 2 x 8,192 x 4,096, conv1d 8,192 x 4 and bias,
+    # x_proj (256 + 2 x 16) x 8,192, dt_proj 8,192 x 256 and bias, A_log 8,192 x 16, D, out_proj
+    # 4,096 x 8,192, norms 256 + 2 x 16 = 105,308,448; attention on layers 4, 12, 20, 28
+    # (attn_layer_period 8, offset 4): 41,943,040; odd layers (expert_layer_period 2, offset 1)
+    # 16 experts of 3 x 14,336 x 4,096 and a router (2,818,637,824), even ones an MLP
+    # 176,160,768; two norms a layer; embed and head 2 x 65,536 x 4,096.
+    # 536,875,008 + 32 x 8,192 + 28 x 105,308,448 + 4 x 41,943,040 + 16 x 2,818,637,824
+    # + 16 x 176,160,768 = 51,570,323,328: AI21's "52B total, 12B active" (12,110,311,296).
+    assert _params(_fixture("jamba-1.5-mini")) == (51_570_323_328, 12_110_311_296)
 
 
 def test_minimax_shared_expert_is_said_not_guessed() -> None:

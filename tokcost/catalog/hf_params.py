@@ -27,7 +27,7 @@ _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qw
          # GraniteMoeHybridConfig, FalconH1Config, MiniMaxConfig (and MiniMax's remote-code
          # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
          "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
-         "MiniMaxText01": False, "MiniMaxM1": False}
+         "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False}
 _MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
 # DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
 # sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
@@ -132,6 +132,8 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
             yield from _mimo_attention(f, hidden, kind)
         elif f.model_type == "falcon_h1":  # FalconH1DecoderLayer: attention beside a mixer
             yield from (*_attention(f, hidden), *_mamba2(f, hidden))
+        elif kind == "linear" and f.model_type == "jamba":
+            yield from _mamba1(f, hidden)
         elif kind == "linear" and f.model_type == "granitemoehybrid":
             yield from _mamba2(f, hidden)
         elif kind == "linear" and f.model_type in _MINIMAX:
@@ -324,6 +326,27 @@ def _mamba2(f: ConfigFields, hidden: int) -> Iterator[Part]:
         yield Part(inner)
 
 
+def _mamba1(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """JambaMambaMixer (transformers modeling_jamba.py): in_proj to 2 x d_inner, a depthwise
+    conv1d (its bias: mamba_conv_bias), x_proj to dt_rank + 2 x state, dt_proj with its bias,
+    A_log (d_inner x state), D, out_proj (in_proj's and out_proj's bias: mamba_proj_bias) and
+    the dt, B and C RMSNorms."""
+    inner = (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
+    state = _need(f, "mamba_d_state", "the Mamba state size")
+    kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+    rank = f.raw("mamba_dt_rank")
+    rank = -(-hidden // 16) if rank in (None, "auto") else _need(f, "mamba_dt_rank",
+                                                                 "the Mamba dt rank")
+    yield from (Part(2 * inner, hidden, linear=True), Part(inner, kernel),
+                Part(rank + 2 * state, inner, linear=True), Part(inner, rank, linear=True),
+                Part(inner), Part(inner, state), Part(inner), Part(hidden, inner, linear=True),
+                Part(rank), Part(state, count=2))  # dt_proj bias; A_log; D; the three norms
+    if f.raw("mamba_conv_bias") is not False:
+        yield Part(inner)
+    if f.raw("mamba_proj_bias") is True:
+        yield Part(2 * inner + hidden)
+
+
 def _lightning(f: ConfigFields, hidden: int) -> Iterator[Part]:
     """MiniMax's lightning (linear) attention (transformers MiniMaxLightningAttention; vLLM
     minimax_text_01.py MiniMaxText01LinearAttention): qkv_proj, output_gate, out_proj and an
@@ -382,6 +405,13 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
         if f.raw("shared_intermediate_size") not in (None, 0):
             _unsupported(f, "MiniMax's shared expert (shared_intermediate_size)")
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        return experts, _need(f, "intermediate_size", "the expert width"), 0
+    if t == "jamba":  # JambaConfig.layers_num_experts: experts where i % period == offset
+        experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 1
+        period = f.count("expert_layer_period", "the expert layer period") or 2
+        offset = f.count("expert_layer_offset", "the expert layer offset", minimum=0)
+        if experts <= 1 or i % period != (1 if offset is None else offset):
+            return 0, 0, 0
         return experts, _need(f, "intermediate_size", "the expert width"), 0
     if t in ("mixtral", "gpt_oss"):
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
