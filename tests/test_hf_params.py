@@ -397,6 +397,41 @@ def test_jamba_15_mini() -> None:
     assert _params(_fixture("jamba-1.5-mini")) == (51_570_323_328, 12_110_311_296)
 
 
+# MiniMax-M2's config.json (MiniMaxAI/MiniMax-M2), as several public copies quote it: block
+# fp8 with the router, its bias and the head left unconverted.
+MINIMAX_M2 = {"model_type": "minimax_m2", "hidden_size": 3072, "intermediate_size": 1536,
+              "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
+              "head_dim": 128, "num_local_experts": 256, "num_experts_per_tok": 8,
+              "shared_intermediate_size": 0, "use_routing_bias": True,
+              "qk_norm_type": "per_layer", "vocab_size": 200064, "tie_word_embeddings": False,
+              "torch_dtype": "bfloat16", "quantization_config": {
+                  "quant_method": "fp8", "fmt": "float8_e4m3fn", "activation_scheme": "dynamic",
+                  "weight_block_size": [128, 128],
+                  "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"]}}
+
+
+def test_minimax_m2() -> None:
+    # MiniMaxM2Attention: q, o 2 x 6,144 x 3,072, k, v 2 x 1,024 x 3,072, q_norm 6,144 and
+    # k_norm 1,024 = 44,047,360; MoE: router 256 x 3,072, its bias 256, 256 experts of
+    # 3 x 1,536 x 3,072 = 3,624,665,344; two norms; embed and head 2 x 200,064 x 3,072.
+    # 1,229,196,288 + 62 x 3,668,718,848 = 228,689,764,864: MiniMax's "230B total"; active
+    # (8 of 256) less the embeddings: 9,801,359,872, its "10B activated" (MTP modules left out).
+    total, active = _params(MINIMAX_M2)
+    assert total == 228_689_764_864
+    assert active is not None and active - 2 * 200_064 * 3072 == 9_801_359_872
+    # Bytes: projections in e4m3 with a float32 scale per 128 x 128 block (attention
+    # 44,050,944 + 7,168 norm weights x 2 B = 44,065,280 a layer; experts 256 x 3 x (4,718,592 + 12 x
+    # 24 x 4) = 3,624,763,392), the router in float32 as vLLM holds it (GateLinear
+    # params_dtype) with its float32 bias, embeddings and norms in bf16: 230,121,630,720.
+    w = _weights(MINIMAX_M2)
+    assert w.expert_bytes == 62 * 3_624_763_392
+    assert w.bytes == (2 * 2 * 200_064 * 3072 + 2 * 3072 + 62 * (
+        4 * 3072 + 44_065_280 + 3_624_763_392 + 256 * 3072 * 4 + 256 * 4)) == 230_121_630_720
+    # Other unconverted modules are not sized: their bytes would be guesses.
+    other = {**MINIMAX_M2["quantization_config"], "modules_to_not_convert": ["self_attn"]}
+    assert isinstance(config_weights({**MINIMAX_M2, "quantization_config": other}, "c"), str)
+
+
 def test_minimax_shared_expert_is_said_not_guessed() -> None:
     found = config_weights({**_family("minimax-text-01"), "shared_intermediate_size": 1024},
                            "config.json")

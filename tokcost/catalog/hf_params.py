@@ -27,14 +27,18 @@ _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qw
          # GraniteMoeHybridConfig, FalconH1Config, MiniMaxConfig (and MiniMax's remote-code
          # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
          "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
-         "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False}
+         "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False,
+         "minimax_m2": False}
 _MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
 # DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
 # sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
 # DeepseekV3ForCausalLM; DeepSeek-V3.2 adds the sparse-attention indexer; GLM-4.5
 # (Glm4MoeDecoderLayer: layer_idx >= first_k_dense_replace) has GQA in place of MLA.
 _DEEPSEEK_MOE = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe"})
-_NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe"})
+_NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "minimax_m2"})
+# What block-fp8 checkpoints may leave unquantized (MiniMax-M2's modules_to_not_convert): the
+# router, its bias and the head, which the rules here hold in 16 bits (or float32) anyway.
+_FP8_SKIPPABLE = frozenset({"gate", "e_score_correction_bias", "lm_head"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
 # Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
@@ -101,7 +105,8 @@ def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
     block = q.get("weight_block_size") if q else None
     skipped = q.get("modules_to_not_convert") if q else None
     if (method == "fp8" and isinstance(block, list) and len(block) == 2
-            and all(isinstance(b, int) and b > 0 for b in block) and not skipped):
+            and all(isinstance(b, int) and b > 0 for b in block)
+            and (not skipped or (isinstance(skipped, list) and set(skipped) <= _FP8_SKIPPABLE))):
         # DeepSeek-V3: e4m3 weights, a float32 scale (weight_scale_inv) per 128 x 128 block.
         rows, cols = int(block[0]), int(block[1])
 
@@ -167,6 +172,10 @@ def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
         yield Part(dim, count=2)
     if f.model_type == "gpt_oss":
         yield Part(heads)  # attention sinks
+    if f.model_type == "minimax_m2":  # MiniMaxM2Attention: q_norm, k_norm over all heads
+        if f.raw("qk_norm_type") not in (None, "per_layer"):
+            _unsupported(f, f"qk_norm_type {f.raw('qk_norm_type')!r}")
+        yield Part((heads + kv) * dim)
 
 
 def _gemma4(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Part]:
@@ -375,8 +384,10 @@ def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
         return
     # MiMo-V2-Flash: vLLM holds the router in moe_router_dtype, float32 unless the config
     # says otherwise (mimo_v2_flash.py MiMoV2MoE: the gate's params_dtype).
-    yield Part(experts, hidden, fp32=f.model_type == "mimo_v2_flash" and str(
-        f.raw("moe_router_dtype") or "float32").lower() in ("float32", "fp32"))  # the router
+    # MiniMax-M2: vLLM's GateLinear takes params_dtype float32 (minimax_m2.py).
+    yield Part(experts, hidden, fp32=f.model_type == "minimax_m2" or (
+        f.model_type == "mimo_v2_flash" and str(f.raw("moe_router_dtype") or "float32").lower()
+        in ("float32", "fp32")))  # the router
     if f.model_type == "gpt_oss":  # biased router and experts (GptOssExperts)
         yield from (Part(experts), Part(2 * width, hidden, experts, linear=True, expert=True),
                     Part(hidden, width, experts, linear=True, expert=True),
@@ -401,7 +412,7 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
             return 0, 0, 0
         return (experts, _need(f, "intermediate_size", "the expert width"),
                 _need(f, "shared_intermediate_size", "the shared MLP width"))
-    if t in _MINIMAX:  # MiniMaxSparseMoeBlock; vLLM's shared_mlp where a config asks for one
+    if t in _MINIMAX or t == "minimax_m2":  # MiniMax(M2)SparseMoeBlock; vLLM's shared_mlp
         if f.raw("shared_intermediate_size") not in (None, 0):
             _unsupported(f, "MiniMax's shared expert (shared_intermediate_size)")
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
