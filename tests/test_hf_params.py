@@ -432,6 +432,39 @@ def test_minimax_m2() -> None:
     assert isinstance(config_weights({**MINIMAX_M2, "quantization_config": other}, "c"), str)
 
 
+def test_gemma3n_text_model() -> None:
+    # Gemma3nTextModel with Gemma3nTextConfig's defaults for what the fixture leaves out
+    # (E4B's: per-layer inputs 256 over a 262,144 vocabulary, 4 AltUp inputs, LAuReL rank 64,
+    # MLP 16,384). Tied embed 262,400 x 2,048 = 537,395,200; final norm 2,048; PLE table
+    # 262,144 x 35 x 256 = 2,348,810,240, its projection 8,960 x 2,048 and norm 256; AltUp
+    # projections 6 x 2,048 x 2,048 = 25,165,824. Per layer: four norms 8,192; q, o 2 x 2,048 x
+    # 2,048 and q_norm 256; MLP 3 x 16,384 x 2,048 = 100,663,296; AltUp 2 x 2,048 + 4 x 20 +
+    # 4 x 2,048; LAuReL 2 x 64 x 2,048 + 2,048; per-layer gate, projection 2 x 256 x 2,048 and
+    # norm 2,048: 110,387,536 in all. The first 20 layers (15 share KV) add k, v 2 x 512 x
+    # 2,048 and k_norm 256: 2,097,408. 2,929,723,648 + 35 x 110,387,536 + 20 x 2,097,408 =
+    # 6,835,235,568. Google's E4B: "8B raw" holds the audio and vision encoders (not sized
+    # here: said), "4B effective" is the text model less the PLE table and the embedding
+    # (3,949,030,128).
+    config = _family("gemma-3n-e4b")
+    w = _weights(config)
+    assert w.params == 6_835_235_568
+    assert w.params - 262_144 * 35 * 256 - 262_400 * 2048 == 3_949_030_128
+    # The real config.json carries vision_config and audio_config: left out and said.
+    full = _weights({**config, "vision_config": {}, "audio_config": {}})
+    assert full.params == w.params
+    assert full.unsized == ("the vision encoder (vision_config)", "the audio encoder (audio_config)")
+    # E2B (30 layers, MLP 8,192, the last 10 share KV): 4,435,182,688; less its PLE table and
+    # embedding 1,884,521,568 against Google's "2B effective".
+    text = config["text_config"]
+    e2b = {**config, "text_config": {**text, "num_hidden_layers": 30, "intermediate_size": 8192,
+                                     "num_kv_shared_layers": 10, "layer_types": (
+                                         ["sliding_attention"] * 4 + ["full_attention"]) * 6}}
+    assert _weights(e2b).params == 4_435_182_688
+    # A per-layer list of widths is read layer by layer.
+    listed = {**config, "text_config": {**text, "intermediate_size": [16384] * 34 + [8192]}}
+    assert w.params - _weights(listed).params == 3 * 8192 * 2048
+
+
 def test_minimax_shared_expert_is_said_not_guessed() -> None:
     found = config_weights({**_family("minimax-text-01"), "shared_intermediate_size": 1024},
                            "config.json")
@@ -460,6 +493,7 @@ def test_minimax_text_01() -> None:
     ("granite-4.0-h-small", ["--gpu", "H100"]),
     ("falcon-h1-7b", ["--gpu", "H100"]),
     ("minimax-text-01", ["--gpu", "H200", "--tp", "8"]),
+    ("gemma-3n-e4b", ["--gpu", "H100"]),
 ])
 def test_kvmem_estimate_sizes_the_weights_from_config_json(family: str,
                                                            flags: list[str]) -> None:

@@ -28,7 +28,7 @@ _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qw
          # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
          "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
          "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False,
-         "minimax_m2": False}
+         "minimax_m2": False, "gemma3n_text": True}
 _MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
 # DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
 # sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
@@ -42,7 +42,8 @@ _FP8_SKIPPABLE = frozenset({"gate", "e_score_correction_bias", "lm_head"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
 # Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
-_UNSIZED_ENCODERS = frozenset({"gemma4_text", "llama4_text", "qwen3_5_moe_text"})
+_UNSIZED_ENCODERS = frozenset({"gemma4_text", "llama4_text", "qwen3_5_moe_text",
+                               "gemma3n_text"})
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text",
                       "gemma3_text"})  # q_norm, k_norm
 # pre/post attention and feed-forward norms
@@ -130,6 +131,9 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
     if f.model_type == "gemma4_text":
         yield from _gemma4(f, kinds, hidden)
         return
+    if f.model_type == "gemma3n_text":
+        yield from _gemma3n(f, kinds, hidden)
+        return
     norms = 4 if f.model_type in _FOUR_NORMS else 2
     for i, kind in enumerate(kinds):
         yield Part(hidden, count=norms)
@@ -211,6 +215,55 @@ def _gemma4(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Pa
                         Part(moe, hidden, 3 * experts, linear=True, expert=True))
         if ple:  # per_layer_input_gate, per_layer_projection, post_per_layer_input_norm
             yield from (Part(ple, hidden, 2, linear=True), Part(hidden))
+
+
+# Gemma3nTextConfig's defaults (transformers 5.25 configuration_gemma3n.py): E4B's values.
+_GEMMA3N = {"hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144,
+            "altup_num_inputs": 4, "laurel_rank": 64, "intermediate_size": 16_384}
+
+
+def _gemma3n(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Part]:
+    """Gemma3nTextModel (transformers modeling_gemma3n.py; vLLM gemma3n.py loads the same):
+    per-layer embeddings (embed_tokens_per_layer, per_layer_model_projection and its norm),
+    AltUp's projections in and out (altup_num_inputs - 1 each); in every layer four norms,
+    attention with q_norm and k_norm (v_norm has no weight; a KV-shared layer keeps q_proj,
+    q_norm and o_proj only, as transformers 5.25 and vLLM's gemma3n.py build it), an MLP of
+    that layer's intermediate_size, AltUp (correct_output_scale, correction and prediction
+    coefficients, modality_router, router_norm), LAuReL (linear_left, linear_right, its norm)
+    and the per-layer input gate, projection and norm."""
+    def size(key: str, what: str, cap: int = s.MAX_WIDTH) -> int:
+        return f.count(key, what, cap=cap) or _GEMMA3N[key]
+    if f.raw("attention_bias") is True:
+        _unsupported(f, "attention_bias")
+    layers = len(kinds)
+    ple = size("hidden_size_per_layer_input", "the per-layer input width")
+    inputs = size("altup_num_inputs", "the AltUp inputs", cap=64)
+    rank = size("laurel_rank", "the LAuReL rank")
+    widths = f.raw("intermediate_size")  # one width for all layers, or one per layer
+    if isinstance(widths, list):
+        if len(widths) != layers or not all(
+                isinstance(w, int) and not isinstance(w, bool) and 0 < w <= s.MAX_WIDTH
+                for w in widths):
+            _unsupported(f, "an intermediate_size list that is not one width per layer")
+    else:
+        widths = [size("intermediate_size", "the MLP width")] * layers
+    yield from (Part(size("vocab_size_per_layer_input", "the per-layer vocabulary",
+                          cap=s.MAX_VOCAB), layers * ple),
+                Part(layers * ple, hidden, linear=True), Part(ple),
+                Part(hidden, hidden, 2 * (inputs - 1), linear=True))
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    kv = _need(f, "num_key_value_heads", "the number of kv heads")
+    dim = _need(f, "head_dim", "the attention head size")
+    shared = f.count("num_kv_shared_layers", "the KV-shared layers", cap=layers, minimum=0) or 0
+    for i, width in enumerate(widths):
+        yield from (Part(hidden, count=4), Part(heads * dim, hidden, 2, linear=True), Part(dim),
+                    Part(width, hidden, 3, linear=True),
+                    Part(hidden, count=2), Part(inputs, inputs + inputs * inputs),  # AltUp
+                    Part(inputs, hidden, linear=True),
+                    Part(rank, hidden, 2, linear=True), Part(hidden),  # LAuReL
+                    Part(ple, hidden, 2, linear=True), Part(hidden))  # per-layer input
+        if i < layers - shared:
+            yield from (Part(kv * dim, hidden, 2, linear=True), Part(dim))
 
 
 def _gemma4_attention(f: ConfigFields, hidden: int, kind: str, reuses: bool) -> Iterator[Part]:
