@@ -508,3 +508,17 @@ def test_kvmem_estimate_sizes_the_weights_from_config_json(family: str,
     tp = int(flags[flags.index("--tp") + 1]) if "--tp" in flags else 1
     gib = _weights(json.loads(config.read_text())).bytes / tp / 2**30
     assert f"- weights {gib:.2f} GiB" in result.output
+
+
+@pytest.mark.parametrize(("model", "family"), [
+    ("llama-4-scout", "llama-4-scout"), ("glm-4.5", "glm-4.5"),
+    ("granite-4.0-h-small", "granite-4.0-h-small")])
+def test_catalog_entries_hold_what_config_json_gives(model: str, family: str) -> None:
+    from tokcost.catalog import load_catalog
+
+    arch = load_catalog().resolve(model).architecture
+    config = _family(family)
+    derived = architecture_from_config(config, where="config.json", weights=_weights(config))
+    assert arch is not None
+    assert (arch.params_total, arch.params_active, arch.expert_weights_bytes) == (
+        derived.params_total, derived.params_active, derived.expert_weights_bytes)
