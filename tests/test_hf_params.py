@@ -465,6 +465,32 @@ def test_gemma3n_text_model() -> None:
     assert w.params - _weights(listed).params == 3 * 8192 * 2048
 
 
+# NVIDIA-Nemotron-Nano-9B-v2's config.json fields (nvidia/NVIDIA-Nemotron-Nano-9B-v2, as public
+# copies of it quote them): 27 Mamba-2, 4 attention and 25 MLP layers.
+NEMOTRON_NANO_9B = {
+    "model_type": "nemotron_h", "num_hidden_layers": 56, "hidden_size": 4480,
+    "intermediate_size": 15680, "num_attention_heads": 40, "num_key_value_heads": 8,
+    "head_dim": 128, "vocab_size": 131072,
+    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+    "ssm_state_size": 128, "conv_kernel": 4, "n_groups": 8, "mamba_num_heads": 128,
+    "mamba_head_dim": 80, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+def test_nemotron_h() -> None:
+    # NemotronHBlock: a norm and one mixer. Mamba-2 (27): in_proj 4,480 x (10,240 + 12,288 +
+    # 128), conv1d 12,288 x 4 and bias, dt_bias, A_log, D 3 x 128, gated norm 10,240, out_proj
+    # 4,480 x 10,240 = 147,446,144; attention (4): q, o 2 x 5,120 x 4,480, k, v 2 x 1,024 x
+    # 4,480 = 55,050,240; MLP (25): up and down 2 x 15,680 x 4,480 = 140,492,800. Embed and
+    # head 2 x 131,072 x 4,480 = 1,174,405,120; 57 norms 4,480 each.
+    # 1,174,405,120 + 57 x 4,480 + 27 x 147,446,144 + 4 x 55,050,240 + 25 x 140,492,800 =
+    # 8,888,227,328: NVIDIA's "9B" (8.89B).
+    assert _params(NEMOTRON_NANO_9B) == (8_888_227_328, 8_888_227_328)
+    # A MoE layer (E, Nemotron 3) has no rule: said, not guessed.
+    moe = {**NEMOTRON_NANO_9B, "hybrid_override_pattern": "E" * 56}
+    found = config_weights(moe, "config.json")
+    assert isinstance(found, str) and "hybrid_override_pattern layers 'E'" in found
+
+
 def test_minimax_shared_expert_is_said_not_guessed() -> None:
     found = config_weights({**_family("minimax-text-01"), "shared_intermediate_size": 1024},
                            "config.json")

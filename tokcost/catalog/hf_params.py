@@ -28,7 +28,7 @@ _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qw
          # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
          "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
          "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False,
-         "minimax_m2": False, "gemma3n_text": True}
+         "minimax_m2": False, "gemma3n_text": True, "nemotron_h": False}
 _MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
 # DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
 # sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
@@ -133,6 +133,9 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
         return
     if f.model_type == "gemma3n_text":
         yield from _gemma3n(f, kinds, hidden)
+        return
+    if f.model_type == "nemotron_h":
+        yield from _nemotron_h(f, layers, hidden)
         return
     norms = 4 if f.model_type in _FOUR_NORMS else 2
     for i, kind in enumerate(kinds):
@@ -368,24 +371,66 @@ def _mamba2(f: ConfigFields, hidden: int) -> Iterator[Part]:
     the gated RMSNorm over d_inner (Falcon-H1 only under mamba_rms_norm); out_proj (its bias:
     Granite's mamba_proj_bias, Falcon-H1's projectors_bias). Falcon-H1's d_inner is mamba_d_ssm
     where stated, else mamba_expand x hidden_size."""
-    heads = _need(f, "mamba_n_heads", "the Mamba heads")
-    inner = (f.count("mamba_d_ssm", "the Mamba inner width") if f.model_type == "falcon_h1"
-             else None) or (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
-    groups = f.count("mamba_n_groups", "the Mamba groups") or 1
-    state = _need(f, "mamba_d_state", "the Mamba state size")
-    kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+    if f.model_type == "nemotron_h":  # NemotronHMamba2Mixer: its own names, use_bias on both
+        heads = _need(f, "mamba_num_heads", "the Mamba heads")
+        inner = heads * _need(f, "mamba_head_dim", "the Mamba head size")
+        groups = f.count("n_groups", "the Mamba groups") or 1
+        state = _need(f, "ssm_state_size", "the Mamba state size")
+        kernel = _need(f, "conv_kernel", "the Mamba convolution width")
+        conv_bias = f.raw("use_conv_bias") is not False
+        in_bias = out_bias = f.raw("use_bias") is True
+        norm = True
+    else:
+        heads = _need(f, "mamba_n_heads", "the Mamba heads")
+        inner = (f.count("mamba_d_ssm", "the Mamba inner width") if f.model_type == "falcon_h1"
+                 else None) or (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
+        groups = f.count("mamba_n_groups", "the Mamba groups") or 1
+        state = _need(f, "mamba_d_state", "the Mamba state size")
+        kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+        conv_bias = f.raw("mamba_conv_bias") is not False
+        in_bias = f.raw("mamba_proj_bias") is True
+        out_bias = in_bias if f.model_type == "granitemoehybrid" else (
+            f.raw("projectors_bias") is True)
+        norm = f.model_type == "granitemoehybrid" or f.raw("mamba_rms_norm") is True
     conv = inner + 2 * groups * state
-    proj_bias = f.raw("mamba_proj_bias") is True
     yield from (Part(inner + conv + heads, hidden, linear=True), Part(conv, kernel),
                 Part(heads, count=3), Part(hidden, inner, linear=True))
-    if f.raw("mamba_conv_bias") is not False:
+    if conv_bias:
         yield Part(conv)
-    if proj_bias:
+    if in_bias:
         yield Part(inner + conv + heads)
-    if proj_bias if f.model_type == "granitemoehybrid" else f.raw("projectors_bias") is True:
+    if out_bias:
         yield Part(hidden)
-    if f.model_type == "granitemoehybrid" or f.raw("mamba_rms_norm") is True:
+    if norm:
         yield Part(inner)
+
+
+def _nemotron_h(f: ConfigFields, layers: int, hidden: int) -> Iterator[Part]:
+    """NemotronHBlock (transformers modeling_nemotron_h.py): one norm and one mixer a layer,
+    as hybrid_override_pattern names them: M a Mamba-2 mixer, * attention (q/k/v/o, no bias),
+    - an MLP of up_proj and down_proj (relu squared, no gate; their bias: mlp_bias). MoE
+    layers (E) have no rule here."""
+    pattern = f.raw("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != layers:
+        _unsupported(f, "layers without a hybrid_override_pattern of one letter each")
+    width = 0
+    for kind in str(pattern):
+        yield Part(hidden)  # the block's norm
+        if kind == "M":
+            yield from _mamba2(f, hidden)
+        elif kind == "*":
+            heads = _need(f, "num_attention_heads", "the number of attention heads")
+            kv = f.count("num_key_value_heads", "the number of kv heads") or heads
+            dim = f.count("head_dim", "the attention head size") or hidden // heads
+            yield from (Part(heads * dim, hidden, 2, linear=True),
+                        Part(kv * dim, hidden, 2, linear=True))
+        elif kind == "-":
+            width = width or _need(f, "intermediate_size", "the MLP width")
+            yield Part(width, hidden, 2, linear=True)
+            if f.raw("mlp_bias") is True:
+                yield Part(width + hidden)
+        else:
+            _unsupported(f, f"hybrid_override_pattern layers {kind!r}")
 
 
 def _mamba1(f: ConfigFields, hidden: int) -> Iterator[Part]:
