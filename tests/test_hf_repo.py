@@ -189,13 +189,13 @@ def test_cached_config_offline_sizes_the_cache_without_weights(hub_cache: Path,
     fit = tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:Qwen/Qwen3-8B",
                                                        contexts=[4096], gpu="H100")).fit
     assert fit is not None and fit.weights_bytes == 8_190_735_360 * 2
-    jamba = tmp_path / "jamba"  # a family without parameter rules still asks for the shards
-    jamba.mkdir()
-    shutil.copy(FIXTURES / "jamba-1.5-mini" / "config.json", jamba)
-    cache_repo(hub_cache, "ai21labs/AI21-Jamba-1.5-Mini", jamba)
+    opt = tmp_path / "opt"  # a family without parameter rules still asks for the shards
+    opt.mkdir()
+    shutil.copy(FIXTURES / "opt-13b" / "config.json", opt)
+    cache_repo(hub_cache, "facebook/opt-13b", opt)
     with pytest.raises(UsageError, match="no safetensors headers beside it, and tokcost has no "
                        "rule for the parameters of its model_type"):
-        tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:ai21labs/AI21-Jamba-1.5-Mini",
+        tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:facebook/opt-13b",
                                                      contexts=[4096], gpu="H100"))
 
 

@@ -160,9 +160,9 @@ def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
     (["kvmem", "estimate", "-m", "llama-3.1-8b", "--config", "{fixtures}/llama-3.1-8b"], 2,
      "give --model ID or --config PATH, not both"),
     (["kvmem", "estimate", "--config", "{tmp}/missing"], 2, "does not exist; give a config.json"),
-    (["kvmem", "estimate", "--config", "{fixtures}/jamba-1.5-mini", "--gpu", "H100"], 2,
+    (["kvmem", "estimate", "--config", "{fixtures}/opt-13b", "--gpu", "H100"], 2,
      "no safetensors headers beside it, and tokcost has no rule for the parameters of its "
-     "model_type (jamba) or quantization, so the weights' size is unknown; give the model "
+     "model_type (opt) or quantization, so the weights' size is unknown; give the model "
      "folder with its shards, or --kv-memory SIZE without --gpu and --bandwidth"),
     (["kvmem", "estimate", "--config", "{bad}"], 1, "num_hidden_layers is 'x'; expected the "
      "number of layers"),

@@ -19,8 +19,33 @@ from tokcost.errors import InputError
 _TIED = {"llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False,
          "qwen3": False, "qwen3_moe": False, "qwen3_next": False, "deepseek_v2": False,
          "deepseek_v3": False, "gpt_oss": False, "phi3": False, "gemma": True, "gemma2": True,
-         "gemma3_text": True, "gemma4_text": True, "mimo_v2_flash": False}
-_QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "gemma3_text"})  # q_norm, k_norm
+         "gemma3_text": True, "gemma4_text": True, "mimo_v2_flash": False,
+         # Kimi-K2 (DeepseekV3ForCausalLM), DeepseekV32Config, Glm4MoeConfig, Llama4TextConfig,
+         # Qwen3_5MoeTextConfig: untied by default (transformers 5.25 configuration_*.py)
+         "kimi_k2": False, "deepseek_v32": False, "glm4_moe": False, "llama4_text": False,
+         "qwen3_5_moe_text": False,
+         # GraniteMoeHybridConfig, FalconH1Config, MiniMaxConfig (and MiniMax's remote-code
+         # MiniMaxText01 / MiniMaxM1 types, the same tensors): untied unless the config says so
+         "granitemoehybrid": False, "falcon_h1": False, "minimax": False,
+         "MiniMaxText01": False, "MiniMaxM1": False, "jamba": False,
+         "minimax_m2": False, "gemma3n_text": True, "nemotron_h": False}
+_MINIMAX = frozenset({"minimax", "MiniMaxText01", "MiniMaxM1"})
+# DeepSeek-V3's layout: MLA, first_k_dense_replace dense layers, routed and shared experts, a
+# sigmoid router with e_score_correction_bias (float32 in the checkpoint). Kimi-K2 ships as
+# DeepseekV3ForCausalLM; DeepSeek-V3.2 adds the sparse-attention indexer; GLM-4.5
+# (Glm4MoeDecoderLayer: layer_idx >= first_k_dense_replace) has GQA in place of MLA.
+_DEEPSEEK_MOE = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe"})
+_NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "minimax_m2"})
+# What block-fp8 checkpoints may leave unquantized (MiniMax-M2's modules_to_not_convert): the
+# router, its bias and the head, which the rules here hold in 16 bits (or float32) anyway.
+_FP8_SKIPPABLE = frozenset({"gate", "e_score_correction_bias", "lm_head"})
+# Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
+_QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
+# Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
+_UNSIZED_ENCODERS = frozenset({"gemma4_text", "llama4_text", "qwen3_5_moe_text",
+                               "gemma3n_text"})
+_QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text",
+                      "gemma3_text"})  # q_norm, k_norm
 # pre/post attention and feed-forward norms
 _FOUR_NORMS = frozenset({"gemma2", "gemma3_text", "gemma4_text"})
 _QKV_BIAS = frozenset({"qwen2", "qwen2_moe"})  # Qwen2Attention: q/k/v bias=True, o without
@@ -55,7 +80,7 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     # (their size is not guessed); the text model's weights stand on their own.
     unsized = tuple(f"the {what} encoder ({key})" for key, what in (
         ("vision_config", "vision"), ("audio_config", "audio"))
-        if f.model_type == "gemma4_text" and isinstance(config.get(key), Mapping))
+        if f.model_type in _UNSIZED_ENCODERS and isinstance(config.get(key), Mapping))
     try:
         parts = [*_parts(f), *(_siglip(vision, f, where)
                                if isinstance(vision, Mapping) and not unsized else ())]
@@ -81,7 +106,8 @@ def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
     block = q.get("weight_block_size") if q else None
     skipped = q.get("modules_to_not_convert") if q else None
     if (method == "fp8" and isinstance(block, list) and len(block) == 2
-            and all(isinstance(b, int) and b > 0 for b in block) and not skipped):
+            and all(isinstance(b, int) and b > 0 for b in block)
+            and (not skipped or (isinstance(skipped, list) and set(skipped) <= _FP8_SKIPPABLE))):
         # DeepSeek-V3: e4m3 weights, a float32 scale (weight_scale_inv) per 128 x 128 block.
         rows, cols = int(block[0]), int(block[1])
 
@@ -105,11 +131,25 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
     if f.model_type == "gemma4_text":
         yield from _gemma4(f, kinds, hidden)
         return
+    if f.model_type == "gemma3n_text":
+        yield from _gemma3n(f, kinds, hidden)
+        return
+    if f.model_type == "nemotron_h":
+        yield from _nemotron_h(f, layers, hidden)
+        return
     norms = 4 if f.model_type in _FOUR_NORMS else 2
     for i, kind in enumerate(kinds):
         yield Part(hidden, count=norms)
         if f.model_type == "mimo_v2_flash":
             yield from _mimo_attention(f, hidden, kind)
+        elif f.model_type == "falcon_h1":  # FalconH1DecoderLayer: attention beside a mixer
+            yield from (*_attention(f, hidden), *_mamba2(f, hidden))
+        elif kind == "linear" and f.model_type == "jamba":
+            yield from _mamba1(f, hidden)
+        elif kind == "linear" and f.model_type == "granitemoehybrid":
+            yield from _mamba2(f, hidden)
+        elif kind == "linear" and f.model_type in _MINIMAX:
+            yield from _lightning(f, hidden)
         else:
             mixer = _mla if kind == "mla" else _delta_net if kind == "linear" else _attention
             yield from mixer(f, hidden)
@@ -118,24 +158,31 @@ def _parts(f: ConfigFields) -> Iterator[Part]:
 
 def _attention(f: ConfigFields, hidden: int) -> Iterator[Part]:
     """q/k/v/o as transformers' LlamaAttention (bias: config.attention_bias), Qwen2Attention
-    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention (q_proj x 2 for its
-    output gate) and GptOssAttention (sinks) create them (models/*/modeling_*.py)."""
+    (q/k/v biased), Qwen3/Gemma3 (q_norm, k_norm), Qwen3NextAttention and Qwen3_5MoeAttention
+    (q_proj x 2 for its output gate), GptOssAttention (sinks), Glm4MoeAttention (attention_bias
+    on q/k/v only; q_norm, k_norm under use_qk_norm) and Llama4TextAttention (its qk_norm has
+    no weight) create them (models/*/modeling_*.py)."""
     heads = _need(f, "num_attention_heads", "the number of attention heads")
     kv = f.count("num_key_value_heads", "the number of kv heads") or heads
     dim = f.count("head_dim", "the attention head size") or hidden // heads
-    gated = 2 if f.model_type == "qwen3_next" else 1  # Qwen3-Next: q_proj also yields a gate
+    gated = 2 if f.model_type in _QWEN_NEXT else 1  # q_proj also yields a gate
     bias = f.raw("attention_bias") is True
     yield Part(heads * dim * gated, hidden, linear=True)
     yield Part(kv * dim, hidden, 2, linear=True)
     yield Part(hidden, heads * dim, linear=True)
     if bias or f.model_type in _QKV_BIAS:
         yield Part(heads * dim * gated + 2 * kv * dim)
-    if bias:
+    if bias and f.model_type != "glm4_moe":
         yield Part(hidden)  # o_proj's
-    if f.model_type in _QK_NORM:
+    if f.model_type in _QK_NORM or (f.model_type == "glm4_moe"
+                                    and f.raw("use_qk_norm") is True):
         yield Part(dim, count=2)
     if f.model_type == "gpt_oss":
         yield Part(heads)  # attention sinks
+    if f.model_type == "minimax_m2":  # MiniMaxM2Attention: q_norm, k_norm over all heads
+        if f.raw("qk_norm_type") not in (None, "per_layer"):
+            _unsupported(f, f"qk_norm_type {f.raw('qk_norm_type')!r}")
+        yield Part((heads + kv) * dim)
 
 
 def _gemma4(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Part]:
@@ -171,6 +218,55 @@ def _gemma4(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Pa
                         Part(moe, hidden, 3 * experts, linear=True, expert=True))
         if ple:  # per_layer_input_gate, per_layer_projection, post_per_layer_input_norm
             yield from (Part(ple, hidden, 2, linear=True), Part(hidden))
+
+
+# Gemma3nTextConfig's defaults (transformers 5.25 configuration_gemma3n.py): E4B's values.
+_GEMMA3N = {"hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144,
+            "altup_num_inputs": 4, "laurel_rank": 64, "intermediate_size": 16_384}
+
+
+def _gemma3n(f: ConfigFields, kinds: tuple[str, ...], hidden: int) -> Iterator[Part]:
+    """Gemma3nTextModel (transformers modeling_gemma3n.py; vLLM gemma3n.py loads the same):
+    per-layer embeddings (embed_tokens_per_layer, per_layer_model_projection and its norm),
+    AltUp's projections in and out (altup_num_inputs - 1 each); in every layer four norms,
+    attention with q_norm and k_norm (v_norm has no weight; a KV-shared layer keeps q_proj,
+    q_norm and o_proj only, as transformers 5.25 and vLLM's gemma3n.py build it), an MLP of
+    that layer's intermediate_size, AltUp (correct_output_scale, correction and prediction
+    coefficients, modality_router, router_norm), LAuReL (linear_left, linear_right, its norm)
+    and the per-layer input gate, projection and norm."""
+    def size(key: str, what: str, cap: int = s.MAX_WIDTH) -> int:
+        return f.count(key, what, cap=cap) or _GEMMA3N[key]
+    if f.raw("attention_bias") is True:
+        _unsupported(f, "attention_bias")
+    layers = len(kinds)
+    ple = size("hidden_size_per_layer_input", "the per-layer input width")
+    inputs = size("altup_num_inputs", "the AltUp inputs", cap=64)
+    rank = size("laurel_rank", "the LAuReL rank")
+    widths = f.raw("intermediate_size")  # one width for all layers, or one per layer
+    if isinstance(widths, list):
+        if len(widths) != layers or not all(
+                isinstance(w, int) and not isinstance(w, bool) and 0 < w <= s.MAX_WIDTH
+                for w in widths):
+            _unsupported(f, "an intermediate_size list that is not one width per layer")
+    else:
+        widths = [size("intermediate_size", "the MLP width")] * layers
+    yield from (Part(size("vocab_size_per_layer_input", "the per-layer vocabulary",
+                          cap=s.MAX_VOCAB), layers * ple),
+                Part(layers * ple, hidden, linear=True), Part(ple),
+                Part(hidden, hidden, 2 * (inputs - 1), linear=True))
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    kv = _need(f, "num_key_value_heads", "the number of kv heads")
+    dim = _need(f, "head_dim", "the attention head size")
+    shared = f.count("num_kv_shared_layers", "the KV-shared layers", cap=layers, minimum=0) or 0
+    for i, width in enumerate(widths):
+        yield from (Part(hidden, count=4), Part(heads * dim, hidden, 2, linear=True), Part(dim),
+                    Part(width, hidden, 3, linear=True),
+                    Part(hidden, count=2), Part(inputs, inputs + inputs * inputs),  # AltUp
+                    Part(inputs, hidden, linear=True),
+                    Part(rank, hidden, 2, linear=True), Part(hidden),  # LAuReL
+                    Part(ple, hidden, 2, linear=True), Part(hidden))  # per-layer input
+        if i < layers - shared:
+            yield from (Part(kv * dim, hidden, 2, linear=True), Part(dim))
 
 
 def _gemma4_attention(f: ConfigFields, hidden: int, kind: str, reuses: bool) -> Iterator[Part]:
@@ -232,11 +328,28 @@ def _mla(f: ConfigFields, hidden: int) -> Iterator[Part]:
                 Part(hidden, heads * v_dim, linear=True))
     if f.raw("attention_bias") is True:
         _unsupported(f, "attention_bias on MLA layers")
+    if f.model_type == "deepseek_v32":
+        yield from _indexer(f, hidden, q_rank)
+
+
+def _indexer(f: ConfigFields, hidden: int, q_rank: int | None) -> Iterator[Part]:
+    """DeepSeek-V3.2's sparse-attention indexer in every layer (transformers
+    DeepseekV32Indexer; vLLM deepseek_v2.py Indexer): wq_b from the query latent, wk, k_norm (a
+    LayerNorm: weight and bias), weights_proj. The checkpoint stores wq_b and wk in block fp8,
+    weights_proj in bf16 (vLLM 0.34 _try_load_fp8_indexer_wk) and k_norm in float32 (vLLM holds
+    it so: LayerNorm(..., dtype=torch.float32))."""
+    if q_rank is None:
+        _unsupported(f, "an indexer without q_lora_rank")
+    heads = _need(f, "index_n_heads", "the indexer heads")
+    dim = _need(f, "index_head_dim", "the indexer head size")
+    yield from (Part(heads * dim, q_rank or 0, linear=True), Part(dim, hidden, linear=True),
+                Part(dim, count=2, fp32=True), Part(heads, hidden))
 
 
 def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
-    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet); other linear layers have no rule."""
-    if f.model_type != "qwen3_next":
+    """A Gated DeltaNet layer (Qwen3NextGatedDeltaNet; Qwen3_5MoeGatedDeltaNet splits the same
+    in_proj_qkvz and in_proj_ba into in_proj_qkv, _z, _b, _a); other linear layers have no rule."""
+    if f.model_type not in _QWEN_NEXT:
         _unsupported(f, "linear-attention (state) layers")
     k_heads = _need(f, "linear_num_key_heads", "the linear-attention key heads")
     v_heads = _need(f, "linear_num_value_heads", "the linear-attention value heads")
@@ -251,39 +364,168 @@ def _delta_net(f: ConfigFields, hidden: int) -> Iterator[Part]:
                 Part(hidden, values, linear=True))  # out_proj
 
 
+def _mamba2(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """A Mamba-2 mixer as GraniteMoeHybridMambaLayer and FalconH1Mixer create it: in_proj to
+    the gate, the conv channels (d_inner + 2 x groups x state) and one dt per head; a
+    depthwise conv1d (its bias: mamba_conv_bias, default true); dt_bias, A_log, D per head;
+    the gated RMSNorm over d_inner (Falcon-H1 only under mamba_rms_norm); out_proj (its bias:
+    Granite's mamba_proj_bias, Falcon-H1's projectors_bias). Falcon-H1's d_inner is mamba_d_ssm
+    where stated, else mamba_expand x hidden_size."""
+    if f.model_type == "nemotron_h":  # NemotronHMamba2Mixer: its own names, use_bias on both
+        heads = _need(f, "mamba_num_heads", "the Mamba heads")
+        inner = heads * _need(f, "mamba_head_dim", "the Mamba head size")
+        groups = f.count("n_groups", "the Mamba groups") or 1
+        state = _need(f, "ssm_state_size", "the Mamba state size")
+        kernel = _need(f, "conv_kernel", "the Mamba convolution width")
+        conv_bias = f.raw("use_conv_bias") is not False
+        in_bias = out_bias = f.raw("use_bias") is True
+        norm = True
+    else:
+        heads = _need(f, "mamba_n_heads", "the Mamba heads")
+        inner = (f.count("mamba_d_ssm", "the Mamba inner width") if f.model_type == "falcon_h1"
+                 else None) or (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
+        groups = f.count("mamba_n_groups", "the Mamba groups") or 1
+        state = _need(f, "mamba_d_state", "the Mamba state size")
+        kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+        conv_bias = f.raw("mamba_conv_bias") is not False
+        in_bias = f.raw("mamba_proj_bias") is True
+        out_bias = in_bias if f.model_type == "granitemoehybrid" else (
+            f.raw("projectors_bias") is True)
+        norm = f.model_type == "granitemoehybrid" or f.raw("mamba_rms_norm") is True
+    conv = inner + 2 * groups * state
+    yield from (Part(inner + conv + heads, hidden, linear=True), Part(conv, kernel),
+                Part(heads, count=3), Part(hidden, inner, linear=True))
+    if conv_bias:
+        yield Part(conv)
+    if in_bias:
+        yield Part(inner + conv + heads)
+    if out_bias:
+        yield Part(hidden)
+    if norm:
+        yield Part(inner)
+
+
+def _nemotron_h(f: ConfigFields, layers: int, hidden: int) -> Iterator[Part]:
+    """NemotronHBlock (transformers modeling_nemotron_h.py): one norm and one mixer a layer,
+    as hybrid_override_pattern names them: M a Mamba-2 mixer, * attention (q/k/v/o, no bias),
+    - an MLP of up_proj and down_proj (relu squared, no gate; their bias: mlp_bias). MoE
+    layers (E) have no rule here."""
+    pattern = f.raw("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != layers:
+        _unsupported(f, "layers without a hybrid_override_pattern of one letter each")
+    width = 0
+    for kind in str(pattern):
+        yield Part(hidden)  # the block's norm
+        if kind == "M":
+            yield from _mamba2(f, hidden)
+        elif kind == "*":
+            heads = _need(f, "num_attention_heads", "the number of attention heads")
+            kv = f.count("num_key_value_heads", "the number of kv heads") or heads
+            dim = f.count("head_dim", "the attention head size") or hidden // heads
+            yield from (Part(heads * dim, hidden, 2, linear=True),
+                        Part(kv * dim, hidden, 2, linear=True))
+        elif kind == "-":
+            width = width or _need(f, "intermediate_size", "the MLP width")
+            yield Part(width, hidden, 2, linear=True)
+            if f.raw("mlp_bias") is True:
+                yield Part(width + hidden)
+        else:
+            _unsupported(f, f"hybrid_override_pattern layers {kind!r}")
+
+
+def _mamba1(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """JambaMambaMixer (transformers modeling_jamba.py): in_proj to 2 x d_inner, a depthwise
+    conv1d (its bias: mamba_conv_bias), x_proj to dt_rank + 2 x state, dt_proj with its bias,
+    A_log (d_inner x state), D, out_proj (in_proj's and out_proj's bias: mamba_proj_bias) and
+    the dt, B and C RMSNorms."""
+    inner = (f.count("mamba_expand", "the Mamba expansion") or 2) * hidden
+    state = _need(f, "mamba_d_state", "the Mamba state size")
+    kernel = _need(f, "mamba_d_conv", "the Mamba convolution width")
+    rank = f.raw("mamba_dt_rank")
+    rank = -(-hidden // 16) if rank in (None, "auto") else _need(f, "mamba_dt_rank",
+                                                                 "the Mamba dt rank")
+    yield from (Part(2 * inner, hidden, linear=True), Part(inner, kernel),
+                Part(rank + 2 * state, inner, linear=True), Part(inner, rank, linear=True),
+                Part(inner), Part(inner, state), Part(inner), Part(hidden, inner, linear=True),
+                Part(rank), Part(state, count=2))  # dt_proj bias; A_log; D; the three norms
+    if f.raw("mamba_conv_bias") is not False:
+        yield Part(inner)
+    if f.raw("mamba_proj_bias") is True:
+        yield Part(2 * inner + hidden)
+
+
+def _lightning(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """MiniMax's lightning (linear) attention (transformers MiniMaxLightningAttention; vLLM
+    minimax_text_01.py MiniMaxText01LinearAttention): qkv_proj, output_gate, out_proj and an
+    RMSNorm over heads x head_dim."""
+    heads = _need(f, "num_attention_heads", "the number of attention heads")
+    width = heads * (f.count("head_dim", "the attention head size") or hidden // heads)
+    yield from (Part(3 * width, hidden, linear=True), Part(width, hidden, 2, linear=True),
+                Part(width))
+
+
 def _mlp(f: ConfigFields, i: int, hidden: int) -> Iterator[Part]:
     """A gated MLP (gate, up, down), or a router and experts: MixtralSparseMoeBlock,
     Qwen2MoeSparseMoeBlock (shared_expert, shared_expert_gate), DeepseekV3MoE (shared_experts;
     DeepseekV3TopkRouter's e_score_correction_bias), GptOssMLP (biased router and experts)."""
     experts, width, shared = _moe(f, i)
     if not experts:
-        yield Part(_need(f, "intermediate_size", "the MLP width"), hidden, 3, linear=True)
+        if f.model_type == "llama4_text":  # Llama4TextMLP(intermediate_size_mlp)
+            width = _need(f, "intermediate_size_mlp", "the dense MLP width")
+        elif f.model_type == "granitemoehybrid":  # no experts: the shared_mlp alone
+            width = _need(f, "shared_intermediate_size", "the shared MLP width")
+        else:
+            width = _need(f, "intermediate_size", "the MLP width")
+        yield Part(width, hidden, 3, linear=True)
+        if f.model_type == "falcon_h1" and f.raw("mlp_bias") is True:
+            yield Part(2 * width + hidden)  # FalconH1MLP: gate, up, down biased
         return
     # MiMo-V2-Flash: vLLM holds the router in moe_router_dtype, float32 unless the config
     # says otherwise (mimo_v2_flash.py MiMoV2MoE: the gate's params_dtype).
-    yield Part(experts, hidden, fp32=f.model_type == "mimo_v2_flash" and str(
-        f.raw("moe_router_dtype") or "float32").lower() in ("float32", "fp32"))  # the router
+    # MiniMax-M2: vLLM's GateLinear takes params_dtype float32 (minimax_m2.py).
+    yield Part(experts, hidden, fp32=f.model_type == "minimax_m2" or (
+        f.model_type == "mimo_v2_flash" and str(f.raw("moe_router_dtype") or "float32").lower()
+        in ("float32", "fp32")))  # the router
     if f.model_type == "gpt_oss":  # biased router and experts (GptOssExperts)
         yield from (Part(experts), Part(2 * width, hidden, experts, linear=True, expert=True),
                     Part(hidden, width, experts, linear=True, expert=True),
                     Part(2 * width + hidden, count=experts, expert=True))
         return
-    if f.model_type == "deepseek_v3" or f.raw("topk_method") == "noaux_tc":
+    if f.model_type in _NOAUX_BIAS or f.raw("topk_method") == "noaux_tc":
         yield Part(experts, fp32=True)  # gate.e_score_correction_bias, float32 in the checkpoint
     yield Part(width, hidden, 3 * experts, linear=True, expert=True)
     if shared:
         yield Part(shared, hidden, 3, linear=True)
-        if f.model_type in ("qwen2_moe", "qwen3_next"):
+        if f.model_type == "qwen2_moe" or f.model_type in _QWEN_NEXT:
             yield Part(1, hidden)  # shared_expert_gate
 
 
 def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     """Routed experts of layer ``i`` (0: a dense MLP), their width, the shared experts' width."""
     t = f.model_type
+    if t == "granitemoehybrid":  # GraniteMoeHybridMoE beside the shared_mlp in every layer
+        experts = f.count("num_local_experts", "the number of experts", cap=s.MAX_EXPERTS,
+                          minimum=0) or 0
+        if not experts:
+            return 0, 0, 0
+        return (experts, _need(f, "intermediate_size", "the expert width"),
+                _need(f, "shared_intermediate_size", "the shared MLP width"))
+    if t in _MINIMAX or t == "minimax_m2":  # MiniMax(M2)SparseMoeBlock; vLLM's shared_mlp
+        if f.raw("shared_intermediate_size") not in (None, 0):
+            _unsupported(f, "MiniMax's shared expert (shared_intermediate_size)")
+        experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        return experts, _need(f, "intermediate_size", "the expert width"), 0
+    if t == "jamba":  # JambaConfig.layers_num_experts: experts where i % period == offset
+        experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 1
+        period = f.count("expert_layer_period", "the expert layer period") or 2
+        offset = f.count("expert_layer_offset", "the expert layer offset", minimum=0)
+        if experts <= 1 or i % period != (1 if offset is None else offset):
+            return 0, 0, 0
+        return experts, _need(f, "intermediate_size", "the expert width"), 0
     if t in ("mixtral", "gpt_oss"):
         experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
         return experts, _need(f, "intermediate_size", "the expert width"), 0
-    if t in ("deepseek_v2", "deepseek_v3"):
+    if t in _DEEPSEEK_MOE:
         experts = f.count("n_routed_experts", "the routed experts", cap=s.MAX_EXPERTS) or 0
         first = f.count("first_k_dense_replace", "the dense first layers", minimum=0) or 0
         every = f.count("moe_layer_freq", "the MoE layer period") or 1
@@ -300,7 +542,15 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
             return 0, 0, 0
         return (_need(f, "n_routed_experts", "the number of experts", cap=s.MAX_EXPERTS),
                 _need(f, "moe_intermediate_size", "the expert width"), 0)
-    if t in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+    if t == "llama4_text":  # Llama4TextConfig.moe_layers, else every interleave_moe_layer_step-th
+        experts = _need(f, "num_local_experts", "the number of experts", cap=s.MAX_EXPERTS)
+        listed = f.raw("moe_layers")
+        step = f.count("interleave_moe_layer_step", "the MoE layer step") or 1
+        if not (i in listed if isinstance(listed, list) else (i + 1) % step == 0):
+            return 0, 0, 0
+        width = _need(f, "intermediate_size", "the expert width")  # Llama4TextMoe.shared_expert
+        return experts, width, width  # is a Llama4TextMLP of intermediate_size too
+    if t in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
         experts = f.count("num_experts", "the number of experts", cap=s.MAX_EXPERTS) or 0
         step = f.count("decoder_sparse_step", "the MoE layer step") or 1
         dense = f.raw("mlp_only_layers")
