@@ -178,6 +178,9 @@ def test_nemotron_h_pattern_keeps_cache_layers() -> None:
     assert a.layers == 4
     assert a.attention.layer_kinds(4) == ("linear", "linear", "full", "linear")
     assert a.attention.linear_state_elements == 30_720 + 1_048_576
+    # the SSM part (SGLang's float32 one) and the two MLP layers llama.cpp's n_layer counts
+    assert a.attention.linear_ssm_elements == 1_048_576
+    assert a.attention.cacheless_layers == 2
 
 
 @pytest.mark.parametrize(("config", "fragment"), [

@@ -266,3 +266,24 @@ def test_llama_cpp_names_its_builds_and_the_fit_it_does_not_model() -> None:
     text = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "L4",
                                "--engine", "llama.cpp", "--context", "65536"]).output
     assert "refused as with -fit off" in text and "PR #16653" in text
+
+
+def test_llamacpp_nemotron_h_recurrent_line_counts_n_layer() -> None:
+    """Nemotron-3-Nano (52 layers: 23 Mamba2, 23 MoE, 6 attention): llama.cpp's layer filters
+    keep 6 attention layers in the KV cache (its line prints layers.size()) and 23 Mamba ones in
+    the recurrent cache, whose line prints n_layer, 52. The state: 23 x (18,432 + 524,288) f32
+    = 49,930,240 B = 47.62 MiB for one sequence; -c 4096: 4,096 x 6 x 2 x 2 x 128 x 2 B = 24 MiB."""
+    from tokcost.catalog.hf_config import architecture_from_config
+    from tokcost.memory.engines.base import Deployment
+    from tokcost.memory.engines.llamacpp import LlamaCpp
+    from tokcost.memory.kv import kv_layout
+    config = {"model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
+              "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+              "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128,
+              "n_groups": 8, "conv_kernel": 4, "num_attention_heads": 32,
+              "num_key_value_heads": 2, "head_dim": 128}
+    arch = architecture_from_config(config, where="config.json")
+    plan, _ = LlamaCpp(parallel=1).plan(Deployment(layout=kv_layout(arch), head_dim=128))
+    kv, state = plan.lines(4096)
+    assert kv.startswith("llama_kv_cache: size =   24.00 MiB (  4096 cells,   6 layers,  1/1 seqs)")
+    assert state == "llama_memory_recurrent: size =   47.62 MiB (     1 cells,  52 layers,  1 seqs)"

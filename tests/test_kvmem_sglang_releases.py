@@ -282,13 +282,14 @@ def test_fp8_dtype_as_torch_prints_it() -> None:
 
 
 def test_mamba_padding_slot_from_v0_5_17() -> None:
-    """Qwen3-Next, 20 GiB: 20 GiB x 0.9 / 1.9 // 79,036,416 B = 128 state slots; from v0.5.17
-    one is the pool's padding slot: (budget - per_slot) // per_slot = 127 states, the memory the
-    same, so the KV pool keeps 462,165 tokens."""
+    """Qwen3-Next, 20 GiB: a request's state is 36 x (3 x 8,192 conv x 2 B + 32 x 128 x 128 SSM
+    x 4 B) = 77,266,944 B; 20 GiB x 0.9 / 1.9 // that = 131 state slots; from v0.5.17 one is the
+    pool's padding slot: (budget - per_slot) // per_slot = 130 states, the memory the same, so
+    the KV pool keeps (20 GiB - 131 x 77,266,944) // 24,576 = 461,949 tokens."""
     old, new = (estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "20GiB", "--engine", e)
                 ["engine"] for e in ("sglang@0.5.16", "sglang@0.5.17"))
-    assert (old["max_mamba_cache_size"], new["max_mamba_cache_size"]) == (128, 127)
-    assert old["cache_tokens"] == new["cache_tokens"] == 462_165
+    assert (old["max_mamba_cache_size"], new["max_mamba_cache_size"]) == (131, 130)
+    assert old["cache_tokens"] == new["cache_tokens"] == 461_949
 
 
 @pytest.mark.parametrize(("args", "page"), [
@@ -376,3 +377,39 @@ def test_empty_pool_refusal_by_release(engine: str, text: str) -> None:
     e = estimate("-m", "llama-3.1-8b", "--gpu-memory", "32120131072B",
                  "--mem-fraction-static", "0.5", "--engine", engine)["engine"]
     assert e["cache_tokens"] == 0 and e["refusal"] == text
+
+
+# NVIDIA-Nemotron-3-Nano-30B-A3B's config.json (huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-
+# 30B-A3B-BF16): 23 Mamba2 (M), 23 MoE (E) and 6 attention (*) layers.
+NEMOTRON_3_NANO = {
+    "model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8,
+    "conv_kernel": 4, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128}
+
+
+@pytest.mark.parametrize(("tp", "per_layer"), [
+    # conv (4 - 1) x (64 x 64 + 2 x 8 x 128) = 18,432 bf16, SSM 64 x 64 x 128 = 524,288 fp32:
+    (1, 18_432 * 2 + 524_288 * 4),  # 2,134,016 B (the whole state in fp32: 2,170,880)
+    (8, 18_432 // 8 * 2 + 524_288 // 8 * 4)])
+def test_sglang_mamba_state_conv_bf16_ssm_fp32(tp: int, per_layer: int) -> None:
+    """Mamba2CacheParams.mamba_cache_per_req: conv in bf16, temporal in float32 (v0.5.4 on)."""
+    from tokcost.memory.engines.sglang import mamba_state_bytes
+    from tokcost.memory.kv import kv_layout
+    layout = kv_layout(architecture_from_config(NEMOTRON_3_NANO, where="config.json"), tp=tp)
+    for release in ("0.5.4", "0.5.8", "0.5.23"):
+        assert mamba_state_bytes(layout, Sglang.release_of(release)) == per_layer
+    plan = Sglang().pools(Deployment(layout=layout), None)
+    assert plan.state_bytes == 23 * per_layer
+
+
+def test_sglang_reads_the_configs_mamba_ssm_dtype_from_v0_5_9() -> None:
+    """mamba2_state_dtype(config) (configs/mamba_utils.py, v0.5.9): a config's bfloat16 SSM
+    state is 2 B; before, --mamba-ssm-dtype's float32 default held whatever the config said."""
+    from tokcost.memory.engines.sglang import mamba_state_bytes
+    from tokcost.memory.kv import kv_layout
+    config = {**NEMOTRON_3_NANO, "mamba_ssm_dtype": "bfloat16"}
+    layout = kv_layout(architecture_from_config(config, where="config.json"))
+    assert layout.ssm_dtype == "bf16"
+    assert mamba_state_bytes(layout, Sglang.release_of("0.5.8")) == 18_432 * 2 + 524_288 * 4
+    assert mamba_state_bytes(layout, Sglang.release_of("0.5.9")) == (18_432 + 524_288) * 2

@@ -101,6 +101,14 @@ class Attention(Built):
     mtp_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] | None = Field(
         None, description="attention layers of the model's multi-token-prediction head "
         "(num_nextn_predict_layers), cached by vLLM's MTP drafter")
+    linear_ssm_elements: Annotated[int, count(cap=s.MAX_STATE_ELEMENTS, unit="elements")] | \
+        None = Field(None, description="of the linear state, the SSM (temporal) part; the rest "
+                     "is the conv state (SGLang keeps the two in different dtypes)")
+    linear_ssm_dtype: Annotated[str, v.choice(("fp32", "bf16", "fp16"))] | None = Field(
+        None, description="the config's mamba_ssm_dtype (SGLang reads it from v0.5.9)")
+    cacheless_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] | None = Field(
+        None, description="layers with no cache, outside the layer count (Nemotron-H's MLP and "
+        "MoE layers); llama.cpp's n_layer counts them")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -145,7 +153,12 @@ class Attention(Built):
                 or self.linear_fp32_elements > self.linear_state_elements):
             raise Invalid("linear_fp32_elements is a part of linear_state_elements; give at most "
                           "that many", ("linear_fp32_elements",))
-        for key in ("linear_conv_channels", "mamba_chunk_size"):
+        if self.linear_ssm_elements is not None and (
+                self.linear_state_elements is None
+                or self.linear_ssm_elements > self.linear_state_elements):
+            raise Invalid("linear_ssm_elements is a part of linear_state_elements; give at most "
+                          "that many", ("linear_ssm_elements",))
+        for key in ("linear_conv_channels", "mamba_chunk_size", "linear_ssm_dtype"):
             if getattr(self, key) is not None and self.linear_state_elements is None:
                 raise Invalid(f"{key} is for models with linear layers (linear_state_elements)",
                               (key,))

@@ -256,7 +256,10 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                      mamba_group_elements=(m[4] - 1) * 2 * m[2] if m else None,
                      global_kv_heads=heads, global_head_dim=dim, v_head_dim=v_dim,
                      linear_conv_channels=conv_channels(f) if state is not None else None,
-                     mamba_chunk_size=mamba_chunk_size(f) if state is not None else None)
+                     mamba_chunk_size=mamba_chunk_size(f) if state is not None else None,
+                     linear_ssm_elements=ssm_state_elements(f) if state is not None else None,
+                     linear_ssm_dtype=_ssm_dtype(f) if state is not None else None,
+                     cacheless_layers=_cacheless_layers(f))
 
 
 def _mtp_layers(f: ConfigFields) -> int | None:
@@ -390,6 +393,40 @@ def linear_state_elements(f: ConfigFields) -> int:
         raise InputError(f"{f.where}: a linear layer's state of {total:,} elements is beyond "
                          f"{s.MAX_STATE_ELEMENTS:,}; check the config")
     return total
+
+
+def ssm_state_elements(f: ConfigFields) -> int | None:
+    """Of a linear layer's state, the SSM (temporal) part: Gated DeltaNet value heads x key size
+    x value size, Mamba2 heads x head size x state, Mamba1 inner x state (SGLang's
+    Mamba2StateShape temporal, configs/mamba_utils.py); None for lightning attention."""
+    if f.raw("linear_num_value_heads") is not None:
+        return f.need("linear_num_value_heads", "the linear-attention value heads") * f.need(
+            "linear_key_head_dim", "the linear-attention key head size") * f.need(
+            "linear_value_head_dim", "the linear-attention value head size")
+    if (m := mamba2(f)) is not None:
+        return m[0] * m[1] * m[2]
+    if f.raw("attn_type_list") is None and f.raw("mamba_d_state") is not None:
+        return f.need("hidden_size", "the hidden size") * f.need(
+            "mamba_expand", "the Mamba expansion factor") * f.need("mamba_d_state",
+                                                                   "the SSM state size")
+    return None
+
+
+_SSM_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _ssm_dtype(f: ConfigFields) -> str | None:
+    """The config's mamba_ssm_dtype, as SGLang's mamba2_state_dtype reads it (v0.5.9 on); a
+    name outside its three is ignored there (a warning, float32)."""
+    return _SSM_DTYPES.get(str(f.raw("mamba_ssm_dtype")))
+
+
+def _cacheless_layers(f: ConfigFields) -> int | None:
+    """Nemotron-H's layers that are neither Mamba (M) nor attention (*): MLP (-) and MoE (E)."""
+    pattern = f.text.get("hybrid_override_pattern")
+    if not isinstance(pattern, str):
+        return None
+    return sum(1 for c in pattern if c not in "M*") or None
 
 
 def fp32_state_elements(f: ConfigFields) -> int | None:

@@ -108,10 +108,22 @@ class Attention(Record):
     # Attention layers of the model's own multi-token-prediction head (num_nextn_predict_layers,
     # mtp_num_hidden_layers): the drafter vLLM's MTP speculative decoding runs and caches.
     mtp_layers: int | None = None
+    # Of linear_state_elements, the SSM (temporal) part, the rest being the conv state: Mamba2
+    # heads x head size x state, Gated DeltaNet value heads x key size x value size, Mamba1
+    # inner x state. SGLang keeps it in mamba_ssm_dtype (float32), the conv part in bf16
+    # (configs/mamba_utils.py Mamba2StateShape, Mamba2StateDType).
+    linear_ssm_elements: int | None = None
+    # The config's own mamba_ssm_dtype (fp32, bf16, fp16), which SGLang reads from v0.5.9.
+    linear_ssm_dtype: str | None = None
+    # Layers that hold no cache at all (Nemotron-H's MLP and MoE layers, hybrid_override_pattern
+    # '-' and 'E'): not among ``layers``, but llama.cpp's n_layer counts them.
+    cacheless_layers: int | None = None
 
     _LATER: ClassVar[tuple[str, ...]] = ("global_kv_heads", "global_head_dim", "v_head_dim",
                                          "linear_fp32_elements", "linear_conv_channels",
-                                         "mamba_chunk_size", "mtp_layers")
+                                         "mamba_chunk_size", "mtp_layers",
+                                         "linear_ssm_elements", "linear_ssm_dtype",
+                                         "cacheless_layers")
 
     def to_dict(self) -> dict[str, Any]:
         """Fields added after the first JSON form appear only when set (its keys stay as

@@ -150,6 +150,13 @@ class KvLayout:
     # V heads are narrower than K's (MiMo-V2's v_head_dim; vLLM before v0.20 pads V).
     v_padded_bytes: dict[LayerKind, int] = field(default_factory=dict)
     v_padded: bool = False  # ``v_padded_bytes`` are applied (padding_v)
+    # A linear layer's state per GPU split as SGLang stores it: conv elements (bf16) and SSM
+    # (temporal) elements (mamba_ssm_dtype); 0 and 0 where the catalog lacks the split. The
+    # config's own mamba_ssm_dtype, where it states one.
+    conv_elements: int = 0
+    ssm_elements: int = 0
+    ssm_dtype: str | None = None
+    cacheless_layers: int = 0  # layers holding no cache (Nemotron-H's MLP/MoE), not in ``layers``
 
     def padding_v(self) -> KvLayout:
         """This layout with V stored at K's head size (``v_padded_bytes``)."""
@@ -302,7 +309,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
         raise UsageError(f"{arg('tp', tp)} does not divide the model's {heads_q} attention heads "
                          f"(vLLM and SGLang shard heads across GPUs); use a divisor of {heads_q}",
                          param="tp")
-    state = conv_row = 0
+    state = conv_row = conv = ssm = 0
     if "linear" in kinds:
         assert att.linear_state_elements is not None
         # The state stays in the model dtype (mamba_ssm_cache_dtype=auto); TP splits its heads.
@@ -317,12 +324,17 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
                  + math.ceil(fp32 / tp) * 4)
         # the conv state keeps the model dtype (mamba_utils.py _mamba_state_dtype)
         conv_row = math.ceil((att.linear_conv_channels or 0) / tp) * kv_dtype(state_dtype).bits // 8
+        if att.linear_ssm_elements:  # the group padding is conv state (Mamba2StateShape)
+            conv = math.ceil((elements - att.linear_ssm_elements) / tp)
+            ssm = math.ceil(att.linear_ssm_elements / tp)
     return KvLayout(kinds, token_bytes, att.window, state, heads, dtype, tp,
                     indexer if att.type == "mla" else 0, att.chunked, att.kv_shared_layers,
                     att.parallel_linear, conv_row_bytes=conv_row,
                     mamba_chunk=att.mamba_chunk_size if "linear" in kinds else None,
                     mamba2=att.mamba_groups is not None, mtp_layers=att.mtp_layers or 0,
-                    v_padded_bytes=padded)
+                    v_padded_bytes=padded,
+                    conv_elements=conv, ssm_elements=ssm, ssm_dtype=att.linear_ssm_dtype,
+                    cacheless_layers=att.cacheless_layers or 0)
 
 
 def _attention_bytes(arch: Architecture, kinds: set[LayerKind], dtype: KvDtype, tp: int,

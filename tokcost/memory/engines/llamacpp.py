@@ -279,9 +279,13 @@ class LlamaCpp(Engine):
                              param="engine")
         auto = self.parallel is None
         free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
-        # "all": the model's n_layer (a Falcon-H1 layer is an attention and a Mamba slot)
+        # "all": the model's n_layer (a Falcon-H1 layer is an attention and a Mamba slot), which
+        # llama_memory_recurrent prints whatever its layer filter keeps: Nemotron-H's MLP/MoE
+        # layers hold no cache (create_memory's filter_attn/filter_recr: n_ff(il) == 0; PR
+        # #15507, NEMOTRON_H_MOE PR #18058) but count there; its size spans the Mamba layers.
         kinds = {**{k: counts[k] for k in ("full", "sliding", "linear")},
-                 "all": len(layout.layers) // (2 if layout.parallel else 1)}
+                 "all": len(layout.layers) // (2 if layout.parallel else 1)
+                 + layout.cacheless_layers}
         iswa = bool(kinds["full"] and kinds["sliding"])
         if not iswa:  # Mistral-7B-v0.1's window: LLM_ARCH_LLAMA's load_hparams reads none
             kinds.update(full=kinds["full"] + kinds["sliding"], sliding=0)

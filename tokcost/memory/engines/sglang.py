@@ -20,7 +20,8 @@ from tokcost.units import format_bytes
 if TYPE_CHECKING:
     from tokcost.memory.request import KvRequest
 
-__all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "plan_sglang"]
+__all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "mamba_state_bytes",
+           "plan_sglang"]
 
 MiB = 2**20
 # The releases whose rules tokcost has read (python/sglang/srt/ of each PyPI release): the
@@ -473,8 +474,8 @@ class Sglang(Engine):
         return SglangPlan(
             full_bytes=full_bytes or swa_bytes, swa_bytes=swa_bytes, stage=best,
             window=layout.window,
-            # SGLang's mamba_ssm_dtype defaults to float32: twice the bf16 bytes counted.
-            state_bytes=best.linear * layout.state_bytes * 2, block_size=page, page_note=page_note,
+            state_bytes=best.linear * mamba_state_bytes(layout, self.release), block_size=page,
+            page_note=page_note,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
@@ -557,6 +558,19 @@ class Sglang(Engine):
                      f"{context:,}-token request (prompts are capped at max_total_num_tokens - 1 "
                      f"= {pool - 1:,}); give a smaller context or a larger "
                      f"{arg('mem_fraction_static')}")]
+
+
+def mamba_state_bytes(layout: KvLayout, release: Release = V0_5_23) -> int:
+    """One request's state in one linear layer as SGLang's MambaPool holds it
+    (Mamba2CacheParams.mamba_cache_per_req, configs/mamba_utils.py): the conv state in bf16
+    (CONV_DTYPE to v0.5.8, SGLANG_MAMBA_CONV_DTYPE's default from v0.5.9) and the SSM state in
+    --mamba-ssm-dtype, float32 by default (server_args.py, v0.5.4); from v0.5.9 a config's own
+    mamba_ssm_dtype comes first (mamba2_state_dtype(config), nemotron_h.py, qwen3_next.py,
+    falcon_h1.py...). Without the split (lightning attention) the whole state counts float32."""
+    if not layout.ssm_elements:
+        return layout.state_bytes * 2
+    ssm = 2 if release >= V0_5_9 and layout.ssm_dtype in ("bf16", "fp16") else 4
+    return layout.conv_elements * 2 + layout.ssm_elements * ssm
 
 
 def _nsa_page(dep: Deployment) -> int:
