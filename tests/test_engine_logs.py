@@ -689,6 +689,69 @@ def llama_cpp_gemma3n(e: dict[str, Any]) -> None:
     line = plan.lines(e["n_ctx"])[1].replace("llama_kv_cache:", "llama_kv_cache_unified:")
     assert line.replace(".", ",", 1).startswith(e["logged_lines"][0])
 
+NEMOTRON_3_NANO = {  # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, config.json
+    "model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8,
+    "conv_kernel": 4, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128}
+GRANITE_4_H_SMALL = Path(__file__).parent / "fixtures" / "hf_configs_families" / "granite-4.0-h-small"
+
+
+def _kv_line(e: dict[str, Any]) -> str:
+    return (f"KV Cache is allocated. #tokens: {e['logged_tokens']}, K size: "
+            f"{e['logged_k_size_gb']:.2f} GB, V size: {e['logged_v_size_gb']:.2f} GB")
+
+
+def _mamba_line(e: dict[str, Any]) -> str:
+    return (f"Mamba Cache is allocated. max_mamba_cache_size: {e['logged_mamba_cache_size']}, "
+            f"conv_state size: {e['logged_conv_state_gb']:.2f}GB, "
+            f"ssm_state size: {e['logged_ssm_state_gb']:.2f}GB")
+
+
+def nemotron_3_nano_sglang(e: dict[str, Any]) -> None:
+    """Conv bf16, SSM float32 (a bf16 SSM would print 0.05 GB): 9 slots x 23 layers x (9,216 +
+    524,288) B at TP 4; K = (1,557,504 + 64) x 6 x 1 x 128 x 2 B = 2.23 GiB (pages of 64).
+    max_mamba_cache_size = --max-running-requests (the radix cache off) is not modelled: the
+    Mamba line is rebuilt for the logged 8 states, the KV line for the logged tokens."""
+    layout = kv_layout(layout_arch(NEMOTRON_3_NANO), tp=e["tp"])
+    engine = Sglang(release=e["release"])
+    plan = engine.pools(Deployment(layout=layout, block_size=e["page_size"]), None)
+    assert (plan.state_bytes, plan.conv_bytes) == (23 * (9_216 + 524_288), 23 * 9_216)
+    assert plan.mamba_line(e["logged_mamba_cache_size"]) == _mamba_line(e)
+    kv_only = dataclasses.replace(plan, stage=dataclasses.replace(plan.stage, linear=0),
+                                  available=e["logged_tokens"] * plan.cell_size)
+    assert plan.cell_size == 6 * 128 * 2 * 2
+    assert kv_only.report(8192).lines == (_kv_line(e), f"max_total_num_tokens={e['logged_tokens']}")
+    # the pool end: 7.95 GB after the weights - KV - states = the logged 3.39 GB
+    pool = (e["logged_tokens"] + 64) * plan.cell_size + 9 * plan.state_bytes
+    assert f"{7.95 - pool / GiB:.2f}" == "3.39"
+
+
+def _sglang_pool_reproduces(e: dict[str, Any], layout: Any) -> None:
+    """The pool the log implies (tokens x cell + states x state, up to a cell more) gives back
+    both the logged states (mamba_full_memory_ratio 0.9) and tokens, and the logged lines."""
+    engine = Sglang(release=e["release"])
+    plan = engine.pools(Deployment(layout=layout), None)
+    implied = e["logged_tokens"] * plan.cell_size + e["logged_mamba_cache_size"] * plan.state_bytes
+    for available in (implied, implied + plan.cell_size - 1):
+        report = engine.pools(Deployment(layout=layout), available).report(4096)
+        assert report.settings["max_mamba_cache_size"] == e["logged_mamba_cache_size"]
+        assert report.cache_tokens == e["logged_tokens"]
+        assert report.lines[:2] == (_mamba_line(e), _kv_line(e))
+
+
+def granite_4_h_small_sglang(e: dict[str, Any]) -> None:
+    """36 x (25,344 x 2 + 1,048,576 x 4) = 152,819,712 B a request, 16,384 B a token: 218 states,
+    2,265,808 tokens, 0.37 / 30.80 GB, K 17.29 GB."""
+    config = json.loads((GRANITE_4_H_SMALL / "config.json").read_text())
+    _sglang_pool_reproduces(e, kv_layout(layout_arch(config)))
+
+
+def qwen3_coder_next_sglang(e: dict[str, Any]) -> None:
+    """Qwen3-Next's shape: 36 x (24,576 x 2 + 524,288 x 4) = 77,266,944 B a request, 24,576 B a
+    token: 336 states, 1,178,614 tokens, 0.56 / 23.70 GB, K 13.49 GB."""
+    _sglang_pool_reproduces(e, kv_layout(arch("qwen3-next-80b-a3b")))
+
 
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
@@ -743,6 +806,14 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/ggml-org/llama.cpp/issues/21730", None, "llama.cpp"): llama_cpp_gemma4_e4b,
     ("https://github.com/ggml-org/llama.cpp/issues/21394", None, "llama.cpp"): llama_cpp_gemma4_31b,
     ("https://github.com/ggml-org/llama.cpp/issues/14604", None, "llama.cpp"): llama_cpp_gemma3n,
+    ("https://github.com/sgl-project/sglang/blob/e9ff7b1ac4269736908f22a30d188a16dfaeb586/test/srt/"
+     "xpu/test_nvidia_nemotron_3_nano_failure_report.md", None, "sglang"): nemotron_3_nano_sglang,
+    ("https://github.com/KHAEntertainment/sglang-mamba/blob/2ad9f8a21b9cf2125dd72a84f9b272de22422fba/"
+     "test/phases/results/compat-granite-4.0-h-small-20260401.md", None, "sglang"):
+        granite_4_h_small_sglang,
+    ("https://github.com/KHAEntertainment/sglang-mamba/blob/35e289416e836107fb857688cc7fbf8e6b0fb630/"
+     "test/phases/results/compat-qwen3-coder-next-fp8-2026-04-01.md", None, "sglang"):
+        qwen3_coder_next_sglang,
 }
 
 

@@ -189,6 +189,7 @@ class SglangPlan(Plan):
     # K's bytes of full_bytes and swa_bytes where V's heads are narrower (MiMo-V2: SGLang's
     # MHATokenToKVPool keeps v_buffer at v_head_dim, memory_pool.py); 0: half of them
     k_bytes: tuple[int, int] = (0, 0)
+    conv_bytes: int = 0  # of state_bytes, the conv states' (0: the split is not known)
 
     @property
     def cell_size(self) -> int:
@@ -281,9 +282,19 @@ class SglangPlan(Plan):
         return (f"{head} is allocated.{dtype} #tokens: {tokens}, K size: {k_size:.2f} GB, "
                 f"V size: {size - k_size:.2f} GB")
 
+    def mamba_line(self, states: int) -> str:
+        """MambaPool's line for ``states`` (max_mamba_cache_size): its conv and SSM tensors hold
+        states + 1 slots (slot 0 pads), in GB = 2^30 B (mem_cache/memory_pool.py, v0.5.4 on;
+        SGLang ends the line with a space, left out here)."""
+        slots = states + 1
+        return (f"Mamba Cache is allocated. max_mamba_cache_size: {states}, conv_state size: "
+                f"{slots * self.conv_bytes / GiB:.2f}GB, ssm_state size: "
+                f"{slots * (self.state_bytes - self.conv_bytes) / GiB:.2f}GB")
+
     def _lines(self, pools: tuple[int, int, int, int]) -> list[str]:
         total, full, swa, mamba = pools
-        lines = [f"max_mamba_cache_size: {mamba}"] if mamba else []
+        lines = ([self.mamba_line(mamba)] if self.conv_bytes else
+                 [f"max_mamba_cache_size: {mamba}"]) if mamba else []
         if self.hybrid_swa:
             # "Sliding" to v0.5.6, "sliding" from v0.5.7 (model_runner.py)
             word = "sliding" if self.release >= V0_5_7 else "Sliding"
@@ -475,7 +486,7 @@ class Sglang(Engine):
             full_bytes=full_bytes or swa_bytes, swa_bytes=swa_bytes, stage=best,
             window=layout.window,
             state_bytes=best.linear * mamba_state_bytes(layout, self.release), block_size=page,
-            page_note=page_note,
+            page_note=page_note, conv_bytes=best.linear * layout.conv_elements * 2,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
             settings={**(settings or {}),
