@@ -382,15 +382,18 @@ def test_sglang_mla_pool() -> None:
 
 
 def test_sglang_mamba_pool() -> None:
-    """Qwen3-Next, 20 GiB: state = 36 x 548,864 x 4 B (fp32 SSM) = 79,036,416 B per request;
-    mamba pool = 20 GiB x 0.9 / 1.9 // state = 128 slots, one the padding slot from v0.5.17
-    (127 states); the KV pool gets the rest:
-    (21,474,836,480 - 128 x 79,036,416) // (12 x 2,048) = 462,165 tokens; 262,144-token
-    requests: min(462,165 / 262,144, 127 // 3) = 1.76 at once."""
+    """Qwen3-Next, 20 GiB: state = 36 x (24,576 conv x 2 B + 524,288 SSM x 4 B) = 77,266,944 B
+    per request (the conv state bf16, the SSM state float32); mamba pool = 20 GiB x 0.9 / 1.9 //
+    state = 131 slots, one the padding slot from v0.5.17 (130 states); the KV pool gets the rest:
+    (21,474,836,480 - 131 x 77,266,944) // (12 x 2,048) = 461,949 tokens; 262,144-token
+    requests: min(461,949 / 262,144, 130 // 3) = 1.76 at once."""
     e = estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "20GiB", "--engine", "sglang")["engine"]
-    assert e["max_mamba_cache_size"] == 127
-    assert e["cache_tokens"] == (20 * GiB - 128 * 79_036_416) // 24_576 == 462_165
-    assert e["max_concurrency"] == 462_165 / 262_144
+    assert e["max_mamba_cache_size"] == 130
+    assert e["cache_tokens"] == (20 * GiB - 131 * 77_266_944) // 24_576 == 461_949
+    assert e["max_concurrency"] == 461_949 / 262_144
+    # MambaPool's line: 131 slots x 36 x 49,152 B = 0.22 GiB, x 2,097,152 B = 9.21 GiB
+    assert e["logged_lines"][0] == ("Mamba Cache is allocated. max_mamba_cache_size: 130, "
+                                    "conv_state size: 0.22GB, ssm_state size: 9.21GB")
 
 
 def test_sglang_default_mem_fraction_static() -> None:
