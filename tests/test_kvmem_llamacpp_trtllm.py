@@ -272,7 +272,8 @@ def test_llamacpp_nemotron_h_recurrent_line_counts_n_layer() -> None:
     """Nemotron-3-Nano (52 layers: 23 Mamba2, 23 MoE, 6 attention): llama.cpp's layer filters
     keep 6 attention layers in the KV cache (its line prints layers.size()) and 23 Mamba ones in
     the recurrent cache, whose line prints n_layer, 52. The state: 23 x (18,432 + 524,288) f32
-    = 49,930,240 B = 47.62 MiB for one sequence; -c 4096: 4,096 x 6 x 2 x 2 x 128 x 2 B = 24 MiB."""
+    = 49,930,240 B = 47.62 MiB for one sequence, R 23 x 18,432 x 4 B = 1.62 MiB, S 46.00 MiB;
+    -c 4096: 4,096 x 6 x 2 x 2 x 128 x 2 B = 24 MiB."""
     from tokcost.catalog.hf_config import architecture_from_config
     from tokcost.memory.engines.base import Deployment
     from tokcost.memory.engines.llamacpp import LlamaCpp
@@ -286,4 +287,5 @@ def test_llamacpp_nemotron_h_recurrent_line_counts_n_layer() -> None:
     plan, _ = LlamaCpp(parallel=1).plan(Deployment(layout=kv_layout(arch), head_dim=128))
     kv, state = plan.lines(4096)
     assert kv.startswith("llama_kv_cache: size =   24.00 MiB (  4096 cells,   6 layers,  1/1 seqs)")
-    assert state == "llama_memory_recurrent: size =   47.62 MiB (     1 cells,  52 layers,  1 seqs)"
+    assert state == ("llama_memory_recurrent: size =   47.62 MiB (     1 cells,  52 layers,  "
+                     "1 seqs), R (f32):    1.62 MiB, S (f32):   46.00 MiB")

@@ -86,6 +86,7 @@ class LlamaCppPlan(Plan):
     # sliding heads, 512-wide global ones; llama_hparams n_embd_k_gqa(il) is per layer).
     swa_k_bytes: int | None = None
     swa_v_bytes: int | None = None
+    conv_bytes: int = 0  # of state_bytes, the conv state's (R); 0: the split is not known
 
     def _swa_bytes(self) -> tuple[int, int]:
         return (self.k_bytes if self.swa_k_bytes is None else self.swa_k_bytes,
@@ -167,10 +168,14 @@ class LlamaCppPlan(Plan):
                 out.append(f"llama_kv_cache_iswa: creating {name} KV cache, size = "
                            f"{cache.cells} cells")
             out.append(self._line(cache))
-        if self.kinds["linear"]:  # R and S apart need the conv/ssm split the catalog lacks
+        if self.kinds["linear"]:
             size = self.state_bytes * self.kinds["linear"] * self.slots
-            out.append(f"llama_memory_recurrent: size = {_mib(size):7.2f} MiB ({self.slots:6d} "
-                       f"cells, {self.kinds['all']:3d} layers, {self.slots:2d} seqs)")
+            line = (f"llama_memory_recurrent: size = {_mib(size):7.2f} MiB ({self.slots:6d} "
+                    f"cells, {self.kinds['all']:3d} layers, {self.slots:2d} seqs)")
+            if self.conv_bytes:  # R (the conv state, n_embd_r) and S (the SSM state, n_embd_s)
+                r = self.conv_bytes * self.kinds["linear"] * self.slots
+                line += f", R (f32): {_mib(r):7.2f} MiB, S (f32): {_mib(size - r):7.2f} MiB"
+            out.append(line)
         return out
 
     def report(self, max_model_len: int) -> EngineReport:
@@ -303,7 +308,7 @@ class LlamaCpp(Engine):
             slots=AUTO_SLOTS if self.parallel is None else self.parallel,
             unified=auto if self.kv_unified is None else self.kv_unified, free=free,
             settings={"parallel_source": "-np auto: 4, unified" if auto else "-np given"},
-            model_max_len=dep.model_max_len)
+            model_max_len=dep.model_max_len, conv_bytes=layout.conv_elements * 4)
         if free is None or dep.memory_bytes is None:
             return plan, None
         # What the cells may take; how much -c allocates is the report's (a row's -c its own).
