@@ -289,3 +289,25 @@ def test_llamacpp_nemotron_h_recurrent_line_counts_n_layer() -> None:
     assert kv.startswith("llama_kv_cache: size =   24.00 MiB (  4096 cells,   6 layers,  1/1 seqs)")
     assert state == ("llama_memory_recurrent: size =   47.62 MiB (     1 cells,  52 layers,  "
                      "1 seqs), R (f32):    1.62 MiB, S (f32):   46.00 MiB")
+
+
+def test_llamacpp_state_all_f32_when_the_ssm_part_is_already_float32() -> None:
+    """Qwen3.6-35B-A3B's config keeps its SSM state in float32 for vLLM (mamba_ssm_dtype), so the
+    layout's state is 24,576 x 2 + 524,288 x 4 B; llama.cpp's R and S are f32 whatever the
+    config: 30 layers x 24,576 x 4 B = 2.81 MiB, x 524,288 x 4 B = 60.00 MiB (not 120)."""
+    import json
+    from pathlib import Path
+
+    from tokcost.catalog.hf_config import architecture_from_config
+    from tokcost.memory.engines.base import Deployment
+    from tokcost.memory.engines.llamacpp import LlamaCpp
+    from tokcost.memory.kv import kv_layout
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs_families" /
+                         "qwen3.6-35b-a3b" / "config.json").read_text())
+    arch = architecture_from_config(config, where="config.json")
+    layout = kv_layout(arch)
+    assert layout.state_bytes == 24_576 * 2 + 524_288 * 4
+    plan, _ = LlamaCpp(parallel=1).plan(Deployment(layout=layout, head_dim=arch.head_dim))
+    assert plan.state_bytes == (24_576 + 524_288) * 4
+    assert plan.lines(4096)[1] == ("llama_memory_recurrent: size =   62.81 MiB (     1 cells,  40 "
+                                   "layers,  1 seqs), R (f32):    2.81 MiB, S (f32):   60.00 MiB")

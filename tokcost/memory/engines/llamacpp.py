@@ -302,8 +302,10 @@ class LlamaCpp(Engine):
             v_bytes=_row_bytes(self.cache_type_v, full),
             swa_k_bytes=_row_bytes(self.cache_type_k, swa) if swa != full else None,
             swa_v_bytes=_row_bytes(self.cache_type_v, swa) if swa != full else None,
-            # Recurrent states are f32 (create_memory: GGML_TYPE_F32), one cell per slot.
-            state_bytes=layout.state_bytes * 2, window=layout.window if iswa else None,
+            # Recurrent states are f32 (create_memory: GGML_TYPE_F32), one cell per slot: R and
+            # S in full (the layout's state may hold a part in float32 already, Qwen3.5's SSM).
+            state_bytes=(layout.conv_elements + layout.ssm_elements) * 4 if layout.ssm_elements
+            else layout.state_bytes * 2, window=layout.window if iswa else None,
             engine=self,
             slots=AUTO_SLOTS if self.parallel is None else self.parallel,
             unified=auto if self.kv_unified is None else self.kv_unified, free=free,
