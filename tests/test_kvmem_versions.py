@@ -616,3 +616,30 @@ def test_equal_k_and_v_heads_are_not_padded() -> None:
     old, new = (estimate(model="llama-3.1-8b", kv_memory="20GiB", contexts="8192", engine=e)
                 for e in ("vllm@0.19", "vllm@0.20"))
     assert old.bytes_per_token == new.bytes_per_token == 32 * 8 * 2 * 128 * 2
+
+
+@pytest.mark.parametrize(("release", "cache_dtype", "block"), [
+    # Nemotron-3-Nano: a Mamba layer's page = conv 18,432 x 2 B + SSM 524,288 x S B; the
+    # attention page per token 2 kv heads x 128 x 2 x 2 B = 1,024 B, so the block is the
+    # smallest 16-token step with 1,024 x block >= the Mamba page:
+    ("0.12", "float32", 1072),  # no NemotronH hook yet: SSM in bf16, 1,085,440 B -> 67 x 16
+    ("0.13", "float32", 2096),  # PR #29978: the config's float32, 2,134,016 B -> 131 x 16
+    ("0.19", None, 1072),  # no config value: float16, 2 B like bf16
+    ("0.20", None, 2096)])  # PR #39032: float32 by default
+def test_nemotron_h_ssm_cache_dtype_by_release(release: str, cache_dtype: str | None,
+                                               block: int) -> None:
+    from tokcost.catalog.hf_config import architecture_from_config
+    from tokcost.memory.engines.base import Deployment
+    from tokcost.memory.engines.vllm import Vllm
+    from tokcost.memory.kv import kv_layout
+    config = {"model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
+              "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+              "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128,
+              "n_groups": 8, "conv_kernel": 4, "num_attention_heads": 32,
+              "num_key_value_heads": 2, "head_dim": 128}
+    if cache_dtype:
+        config["mamba_ssm_cache_dtype"] = cache_dtype
+    layout = kv_layout(architecture_from_config(config, where="config.json"))
+    plan = Vllm(release=Vllm.release_of(release)).pool(
+        Deployment(layout=layout, family="nemotron_h"), 10 * 2**30)
+    assert plan.block_size == block

@@ -106,6 +106,9 @@ class Attention(Built):
                      "is the conv state (SGLang keeps the two in different dtypes)")
     linear_ssm_dtype: Annotated[str, v.choice(("fp32", "bf16", "fp16"))] | None = Field(
         None, description="the config's mamba_ssm_dtype (SGLang reads it from v0.5.9)")
+    linear_ssm_cache_dtype: Annotated[str, v.choice(("fp32", "bf16", "fp16"))] | None = Field(
+        None, description="the config's mamba_ssm_cache_dtype (vLLM reads it for NemotronH from "
+        "v0.13)")
     cacheless_layers: Annotated[int, count(0, cap=s.MAX_LAYERS, unit="layers")] | None = Field(
         None, description="layers with no cache, outside the layer count (Nemotron-H's MLP and "
         "MoE layers); llama.cpp's n_layer counts them")
@@ -158,7 +161,8 @@ class Attention(Built):
                 or self.linear_ssm_elements > self.linear_state_elements):
             raise Invalid("linear_ssm_elements is a part of linear_state_elements; give at most "
                           "that many", ("linear_ssm_elements",))
-        for key in ("linear_conv_channels", "mamba_chunk_size", "linear_ssm_dtype"):
+        for key in ("linear_conv_channels", "mamba_chunk_size", "linear_ssm_dtype",
+                    "linear_ssm_cache_dtype"):
             if getattr(self, key) is not None and self.linear_state_elements is None:
                 raise Invalid(f"{key} is for models with linear layers (linear_state_elements)",
                               (key,))

@@ -70,7 +70,7 @@ def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
                            "global_kv_heads", "global_head_dim", "v_head_dim",
                            "linear_fp32_elements", "linear_conv_channels",
                            "mamba_chunk_size", "mtp_layers", "linear_ssm_elements",
-                           "linear_ssm_dtype", "cacheless_layers"),
+                           "linear_ssm_dtype", "linear_ssm_cache_dtype", "cacheless_layers"),
                      pad + "  ")
     return out + _keys(arch, ("source",), pad, _str)
 

@@ -259,6 +259,8 @@ def _attention(f: ConfigFields, kinds: Sequence[LayerKind]) -> Attention:
                      mamba_chunk_size=mamba_chunk_size(f) if state is not None else None,
                      linear_ssm_elements=ssm_state_elements(f) if state is not None else None,
                      linear_ssm_dtype=_ssm_dtype(f) if state is not None else None,
+                     linear_ssm_cache_dtype=_ssm_dtype(f, "mamba_ssm_cache_dtype")
+                     if state is not None else None,
                      cacheless_layers=_cacheless_layers(f))
 
 
@@ -415,10 +417,11 @@ def ssm_state_elements(f: ConfigFields) -> int | None:
 _SSM_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
-def _ssm_dtype(f: ConfigFields) -> str | None:
-    """The config's mamba_ssm_dtype, as SGLang's mamba2_state_dtype reads it (v0.5.9 on); a
-    name outside its three is ignored there (a warning, float32)."""
-    return _SSM_DTYPES.get(str(f.raw("mamba_ssm_dtype")))
+def _ssm_dtype(f: ConfigFields, key: str = "mamba_ssm_dtype") -> str | None:
+    """The config's mamba_ssm_dtype, as SGLang's mamba2_state_dtype reads it (v0.5.9 on; a name
+    outside its three is ignored there, a warning, float32), or its mamba_ssm_cache_dtype (vLLM's
+    NemotronH hook, model_executor/models/config.py)."""
+    return _SSM_DTYPES.get(str(f.raw(key)))
 
 
 def _cacheless_layers(f: ConfigFields) -> int | None:

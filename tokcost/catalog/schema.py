@@ -113,8 +113,10 @@ class Attention(Record):
     # inner x state. SGLang keeps it in mamba_ssm_dtype (float32), the conv part in bf16
     # (configs/mamba_utils.py Mamba2StateShape, Mamba2StateDType).
     linear_ssm_elements: int | None = None
-    # The config's own mamba_ssm_dtype (fp32, bf16, fp16), which SGLang reads from v0.5.9.
+    # The config's own mamba_ssm_dtype (fp32, bf16, fp16), which SGLang reads from v0.5.9, and
+    # its mamba_ssm_cache_dtype, which vLLM reads for NemotronH from v0.13 (PR #29978).
     linear_ssm_dtype: str | None = None
+    linear_ssm_cache_dtype: str | None = None
     # Layers that hold no cache at all (Nemotron-H's MLP and MoE layers, hybrid_override_pattern
     # '-' and 'E'): not among ``layers``, but llama.cpp's n_layer counts them.
     cacheless_layers: int | None = None
@@ -123,7 +125,7 @@ class Attention(Record):
                                          "linear_fp32_elements", "linear_conv_channels",
                                          "mamba_chunk_size", "mtp_layers",
                                          "linear_ssm_elements", "linear_ssm_dtype",
-                                         "cacheless_layers")
+                                         "linear_ssm_cache_dtype", "cacheless_layers")
 
     def to_dict(self) -> dict[str, Any]:
         """Fields added after the first JSON form appear only when set (its keys stay as

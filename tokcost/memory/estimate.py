@@ -233,10 +233,15 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
                           "split); the fullest stage sets every stage's pool"))
     if "linear" in counts:
         arch = entry.architecture
+        att = arch.attention if arch is not None else None
         notes.append(Note(
             "linear-attention layers hold a fixed state per sequence: the SSM part in float32 "
             "(the config's mamba_ssm_dtype), the rest in bf16"
-            if arch is not None and arch.attention.linear_fp32_elements else
+            if att is not None and att.linear_fp32_elements else
+            # NemotronH: vLLM reads mamba_ssm_cache_dtype from v0.13 (PR #29978)
+            "linear-attention layers hold a fixed state per sequence, the SSM part in the "
+            "config's mamba_ssm_cache_dtype where the engine reads it (docs/kvmem-engines.md)"
+            if att is not None and att.linear_ssm_cache_dtype else
             "linear-attention layers hold a fixed bf16 state per sequence"))
     if "sliding" in counts or "linear" in counts:
         notes.append(Note(f"the blocks column counts the context's {block}-token blocks; "

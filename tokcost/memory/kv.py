@@ -156,6 +156,7 @@ class KvLayout:
     conv_elements: int = 0
     ssm_elements: int = 0
     ssm_dtype: str | None = None
+    ssm_cache_dtype: str | None = None  # the config's mamba_ssm_cache_dtype (vLLM's NemotronH)
     cacheless_layers: int = 0  # layers holding no cache (Nemotron-H's MLP/MoE), not in ``layers``
 
     def padding_v(self) -> KvLayout:
@@ -334,6 +335,7 @@ def kv_layout(arch: Architecture, kv_dtype_name: str | KvDtype = "bf16", *, tp: 
                     mamba2=att.mamba_groups is not None, mtp_layers=att.mtp_layers or 0,
                     v_padded_bytes=padded,
                     conv_elements=conv, ssm_elements=ssm, ssm_dtype=att.linear_ssm_dtype,
+                    ssm_cache_dtype=att.linear_ssm_cache_dtype,
                     cacheless_layers=att.cacheless_layers or 0)
 
 

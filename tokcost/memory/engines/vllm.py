@@ -183,7 +183,7 @@ class Group:
 # From v0.18 (PR #35122, 2026-03-09, after the v0.17 branch point 097eb544e of 2026-03-04) none
 # of the forcing above is left: vLLM takes the block from the attention backend it selects,
 # ``_backend_block`` below.
-V0_12, V0_14, V0_15 = Release(0, 12), Release(0, 14), Release(0, 15)
+V0_12, V0_13, V0_14, V0_15 = Release(0, 12), Release(0, 13), Release(0, 14), Release(0, 15)
 V0_18, V0_20 = Release(0, 18), Release(0, 20)
 
 # Chunked local attention (Llama-4) and the hybrid KV cache manager, by release:
@@ -1144,7 +1144,22 @@ class Vllm(Engine):
                              num_blocks=plan.num_blocks, cache_tokens=plan.num_blocks
                              // len(plan.groups) * plan.block_size * plan.dcp)
 
+    def _nemotron_ssm(self, dep: Deployment) -> Deployment:
+        """NemotronH's SSM state in the config's mamba_ssm_cache_dtype, else float16, from v0.13
+        (NemotronHForCausalLMConfig, model_executor/models/config.py, PR #29978), float32 by
+        default from v0.20 (PR #39032); before v0.13 in the model dtype, as the layout has it."""
+        layout = dep.layout
+        family = (dep.family or "").replace("-", "_").lower()
+        if family != "nemotron_h" or not layout.ssm_elements or self.release < V0_13:
+            return dep
+        dtype = layout.ssm_cache_dtype or ("fp32" if self.release >= V0_20 else "fp16")
+        itemsize = layout.state_bytes // (layout.conv_elements + layout.ssm_elements)
+        state = layout.state_bytes + layout.ssm_elements * ((4 if dtype == "fp32" else 2)
+                                                            - itemsize)
+        return replace(dep, layout=replace(layout, state_bytes=state))
+
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
+        dep = self._nemotron_ssm(dep)
         layout = dep.layout
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
