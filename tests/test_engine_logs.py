@@ -688,6 +688,7 @@ def llama_cpp_gemma3n(e: dict[str, Any]) -> None:
     line = plan.lines(e["n_ctx"])[1].replace("llama_kv_cache:", "llama_kv_cache_unified:")
     assert line.replace(".", ",", 1).startswith(e["logged_lines"][0])
 
+
 NEMOTRON_3_NANO = {  # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, config.json
     "model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
     "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
