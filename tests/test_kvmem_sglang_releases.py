@@ -413,3 +413,15 @@ def test_sglang_reads_the_configs_mamba_ssm_dtype_from_v0_5_9() -> None:
     assert layout.ssm_dtype == "bf16"
     assert mamba_state_bytes(layout, Sglang.release_of("0.5.8")) == 18_432 * 2 + 524_288 * 4
     assert mamba_state_bytes(layout, Sglang.release_of("0.5.9")) == (18_432 + 524_288) * 2
+
+
+def test_catalog_granite_4_h_small_state_as_its_config() -> None:
+    """The catalog's granite-4.0-h-small holds the SSM split its config.json gives: 36 x (25,344
+    conv x 2 B + 1,048,576 SSM x 4 B) = 152,819,712 B a request under SGLang."""
+    from tokcost.memory.kv import kv_layout
+    config = json.loads((FAMILIES / "granite-4.0-h-small" / "config.json").read_text())
+    from_config = architecture_from_config(config, where="config.json")
+    catalog = load_catalog().resolve("granite-4.0-h-small").architecture
+    assert catalog is not None and catalog.attention == from_config.attention
+    plan = Sglang().pools(Deployment(layout=kv_layout(catalog)), None)
+    assert plan.state_bytes == 36 * (25_344 * 2 + 1_048_576 * 4) == 152_819_712
