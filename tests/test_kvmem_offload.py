@@ -11,6 +11,7 @@ itemsize)``, with ``max_local_cpu_size = size / (tp x pp)`` as vLLM passes it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tokcost
+from tokcost.catalog import load_catalog
 from tokcost.catalog.schema import Architecture, ModelEntry
 from tokcost.cli.app import app
 from tokcost.errors import UsageError
@@ -77,7 +79,8 @@ def test_the_gpu_tier_is_unchanged() -> None:
     plain.pop("notes")
     assert tiered == plain and "cpu_offload" not in plain
     assert host == {"backend": "native", "size_bytes": 100 * GiB, "ranks": 1, "block_tokens": 16,
-                    "block_bytes_per_gpu": 2 * 16 * 8 * 128 * 2 * 32, "blocks": 51_200,
+                    "block_bytes_per_gpu": 2 * 16 * 8 * 128 * 2 * 32, "copies": 1,
+                    "block_bytes_host": 2 * 16 * 8 * 128 * 2 * 32, "blocks": 51_200,
                     "tokens": 819_200, "sequences": {"8000": 102, "32000": 25}}
 
 
@@ -108,3 +111,90 @@ def test_refusals_name_the_flag(options: dict[str, Any], param: str, fragment: s
     with pytest.raises(UsageError) as info:
         _estimate(contexts=[4096], **options)
     assert info.value.param == param and fragment in str(info.value)
+
+
+# --- by release (vllm/config/vllm.py _post_init_kv_transfer_config and CPUOffloadingSpec of
+# each sdist under /work/pkgs/vllm) ---------------------------------------------------------
+
+@pytest.mark.parametrize(("engine", "backend", "param", "fragment"), [
+    # v0.11: no --kv-offloading-size (the connector took num_cpu_blocks per worker).
+    ("vllm@0.11", "native", "cpu_offload", "use engine=vllm@0.14"),
+    ("vllm@0.11", "lmcache", "cpu_offload", "it came in v0.12"),
+    # v0.12/v0.13: native gets num_cpu_blocks 0, which CPUOffloadingSpec refuses.
+    ("vllm@0.12", "native", "offload_backend", "num_cpu_blocks 0"),
+    ("vllm@0.13", "native", "offload_backend", "PR #24498"),
+    # v0.25 on: lmcache starts LMCacheMPConnector and passes it no size (PR #42865).
+    ("vllm@0.25", "lmcache", "offload_backend", "LMCacheMPConnector"),
+    ("vllm", "lmcache", "offload_backend", "PR #42865"),
+])
+def test_releases_without_that_tier_refuse(engine: str, backend: str, param: str,
+                                           fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        _estimate(model="llama-3.1-8b", contexts=[4096], cpu_offload="10GiB",
+                  offload_backend=backend, engine=engine)
+    assert info.value.param == param and fragment in str(info.value)
+
+
+@pytest.mark.parametrize(("engine", "backend"), [
+    ("vllm@0.12", "lmcache"), ("vllm@0.13", "lmcache"), ("vllm@0.24", "lmcache"),
+    ("vllm@0.14", "native"), ("vllm@0.34", "native"),
+])
+def test_releases_with_that_tier_size_it(engine: str, backend: str) -> None:
+    r = _estimate(model="llama-3.1-8b", contexts=[4096], kv_memory="30GiB", cpu_offload="10GiB",
+                  offload_backend=backend, engine=engine)
+    # llama-3.1-8b, bf16: 2 x 8 heads x 128 x 2 B x 32 layers = 131,072 B a token (a multiple
+    # of 4 KiB in any block, so v0.27's alignment leaves it); LMCache: 256-token chunks.
+    tokens = 10 * GiB // 131_072
+    assert r.offload.tokens == (tokens if backend == "native" else tokens // 256 * 256)
+
+
+def test_v027_aligns_a_host_block_to_the_page() -> None:
+    # 3 layers x 2 (K, V) x 1 head x 10 x 2 B = 120 B a token; one GPU block (16 tokens at
+    # these releases) = 1,920 B. v0.26: 1 MiB // 1,920 = 546 blocks; v0.27 rounds the row up
+    # to mmap.PAGESIZE (SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT, PR #50094): 1 MiB // 4,096.
+    odd = ModelEntry(id="odd", architecture=Architecture(
+        layers=3, hidden_size=40, attention_heads=4, kv_heads=1, head_dim=10))
+    old, new = (_estimate(model=odd, contexts=[512], cpu_offload="1MiB", engine=e)
+                for e in ("vllm@0.26", "vllm@0.27"))
+    assert (old.block_size, new.block_size) == (16, 16)
+    assert (old.offload.row_bytes, old.offload.blocks) == (1920, 546)
+    assert (new.offload.block_bytes, new.offload.row_bytes, new.offload.blocks) == (1920, 4096, 256)
+
+
+@pytest.mark.parametrize(("engine", "tp", "pp", "copies"), [
+    ("vllm@0.26", 8, 1, 8),  # one share per rank before the shared region
+    ("vllm@0.27", 8, 1, 1),  # PR #50301: pure MLA on TP 8 keeps one copy
+    ("vllm@0.27", 4, 2, 8),  # PP > 1: replicated_layout is off
+    ("vllm@0.27", 1, 1, 1),  # one GPU: one share anyway
+])
+def test_mla_keeps_one_copy_from_v027(engine: str, tp: int, pp: int, copies: int) -> None:
+    r = _estimate(model="deepseek-v3", tp=tp, pp=pp, contexts=[32768], kv_memory="30GiB",
+                  cpu_offload="500GiB", engine=engine)
+    t = r.offload
+    # page per GPU: 16 tokens x (512 + 64) x 2 B x its stage's layers (61, or 31 of 61 on PP 2)
+    page = 16 * (512 + 64) * 2 * (61 if pp == 1 else 31)
+    row = page * copies
+    if engine == "vllm@0.27":
+        row = -(-row // 4096) * 4096  # 1,124,352 -> 1,126,400 B; 4,571,136 is already whole
+    assert (r.block_size, t.block_bytes, t.copies, t.row_bytes) == (16, page, copies, row)
+    assert t.blocks == 500 * GiB // row
+
+
+def test_deepseek_v32s_indexer_counts_as_replicated_from_v031() -> None:
+    # v0.27-v0.30 ask for one bare MLAAttentionSpec group, which the indexer cache breaks;
+    # v0.31 asks kv_tp_replicas == tp, and the indexer's spec is max_tp_shards=1 like MLA's.
+    base = load_catalog().resolve("deepseek-v3")
+    arch = base.architecture
+    assert arch is not None
+    v32 = dataclasses.replace(base, id="v32", architecture=dataclasses.replace(
+        arch, attention=dataclasses.replace(arch.attention, indexer_head_dim=128)))
+    old, new = (_estimate(model=v32, tp=8, contexts=[32768], kv_memory="30GiB",
+                          cpu_offload="500GiB", engine=e).offload
+                for e in ("vllm@0.30", "vllm@0.31"))
+    # 64-token blocks x ((512 + 64) x 2 B + the indexer's 128 + 128 // 128 x 4 B) x 61 layers
+    page = 64 * ((512 + 64) * 2 + 132) * 61
+    def row(n: int) -> int:  # rounded up to 4 KiB, as both releases do
+        return -(-n // 4096) * 4096
+    assert (old.block_bytes, old.copies, old.row_bytes) == (page, 8, row(page * 8))
+    assert (new.copies, new.row_bytes) == (1, row(page))
+    assert (old.blocks, new.blocks) == (500 * GiB // 40_103_936, 500 * GiB // 5_013_504)

@@ -245,10 +245,12 @@ def _render(r: Any, ctx: typer.Context) -> None:
             out.print(f"largest context for batch {r.batch}: {r.largest_context:,} tokens{limit}")
     if (t := r.offload) is not None:
         who = "vLLM native offload" if t.backend == "native" else "LMCache"
-        gpus = f" over {t.ranks} GPUs, {t.block_bytes:,} B each" if t.ranks > 1 else ""
+        gpus = f" over {t.ranks} GPUs, {t.block_bytes:,} B each" if t.copies > 1 else ""
+        if t.copies == 1 and t.ranks > 1:
+            gpus = f", one copy for {t.ranks} GPUs (MLA's latent is the same on each)"
         gpu = f" (GPU pool: {r.fit.cache_tokens:,})" if r.fit is not None else ""
         out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
-                  f"blocks of {t.block_bytes * t.ranks:,} B{gpus} = {t.blocks:,} blocks, "
+                  f"blocks of {t.row_bytes:,} B{gpus} = {t.blocks:,} blocks, "
                   f"{t.tokens:,} tokens{gpu}", markup=False)
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags

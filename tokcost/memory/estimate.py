@@ -155,8 +155,9 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     tier = None
     if request.offload.cpu_offload is not None:
         tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend,
-                            stage=dep.stage_layout, ranks=dep.layout.tp * dep.pp,
-                            block=plan.block_size, model=entry.id)
+                            stage=dep.stage_layout, tp=dep.layout.tp, pp=dep.pp, dcp=dep.dcp,
+                            block=plan.block_size, model=entry.id,
+                            release=getattr(engine, "release", None))
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))

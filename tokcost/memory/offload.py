@@ -1,12 +1,23 @@
 """A second KV tier in host memory (``kvmem estimate --cpu-offload SIZE``): what vLLM's native
 offloading or LMCache's CPU backend holds there, in their blocks; the GPU tier is unchanged.
 
-vLLM (vllm/config/vllm.py ``_post_init_kv_transfer_config``, CacheConfig's
-``--kv-offloading-size`` GiB and ``--kv-offloading-backend``, native by default since PR #32421):
-``native`` gives the OffloadingConnector ``cpu_bytes_to_use = size x 2**30`` for the whole
-engine; ``lmcache`` gave LMCacheConnectorV1 ``lmcache.max_local_cpu_size = size / (tp x pp)``
-GiB per rank (newer vLLM starts LMCacheMPConnector and LMCache's own ``max_local_cpu_size``
-sets that share)."""
+vLLM's ``--kv-offloading-size`` (GiB, CacheConfig) and ``--kv-offloading-backend``, read in
+``vllm/config/vllm.py`` ``_post_init_kv_transfer_config`` of each release's sdist:
+
+- v0.11 has the OffloadingConnector but no such flag (``num_cpu_blocks`` per worker, given in
+  ``--kv-transfer-config``): nothing to size by bytes.
+- v0.12-v0.13 (the flags' first releases): no backend by default; ``native`` hands the connector
+  ``num_cpu_blocks: 0``, which ``vllm/v1/kv_offload/cpu.py`` CPUOffloadingSpec refuses ("must be
+  specified"); ``lmcache`` gives LMCacheConnectorV1 ``lmcache.max_local_cpu_size = size /
+  (tp x pp)`` GiB per rank.
+- v0.14 (PR #24498, ``cpu_bytes_to_use``): ``native`` is the default backend and its
+  CPUOffloadingSpec makes ``cpu_bytes_to_use // (page x layers x world_size x factor)`` blocks.
+- v0.25 (PR #42865): ``lmcache`` starts LMCacheMPConnector and passes no size: the standalone
+  LMCache server owns the capacity.
+- v0.27 (PRs #50094, #50301): the native tier lives in one shared mmap region, each block's row
+  rounded up to ``mmap.PAGESIZE`` (4 KiB); a pure-MLA cache on TP > 1 (PP, DCP 1) keeps one copy
+  of the latent instead of one per rank.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +25,53 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokcost.errors import UsageError, arg
+from tokcost.memory.engines.base import Release
 from tokcost.memory.kv import KvLayout
 
-__all__ = ["BACKENDS", "OffloadTier", "offload_tier"]
+__all__ = ["BACKENDS", "OffloadTier", "check_offload", "offload_tier"]
 
 BACKENDS = ("native", "lmcache")
 # LMCache: tokens per chunk (lmcache/v1/config.py ``chunk_size`` default 256) and its pinned
 # allocator's alignment of a chunk (local_cpu_backend.py ``calculate_chunk_budget``: 4 KiB).
 LMCACHE_CHUNK = 256
 LMCACHE_ALIGN = 4096
+# vLLM's SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (4 KiB on x86-64 and most
+# aarch64 Linux), CPUOffloadingSpec's since v0.27 (PR #50094); 1 before it.
+PAGE_ALIGN = 4096
+
+FLAGS = Release(0, 12)  # --kv-offloading-size/--kv-offloading-backend (CacheConfig)
+NATIVE = Release(0, 14)  # cpu_bytes_to_use (PR #24498), native the default backend
+LMCACHE_MP = Release(0, 25)  # lmcache -> LMCacheMPConnector, no size passed (PR #42865)
+SHARED_REGION = Release(0, 27)  # mmap rows aligned (PR #50094), one MLA copy (PR #50301)
+TP_REPLICAS = Release(0, 31)  # one copy decided by kv_tp_replicas: DeepSeek-V3.2's indexer too
+
+
+def check_offload(backend: str, release: Release | None) -> None:
+    """Refuse a host tier the given vLLM ``release`` cannot size from ``--kv-offloading-size``
+    (None: no release rules, the newest)."""
+    if release is None:
+        return
+    if release < FLAGS:
+        raise UsageError(f"{arg('cpu_offload')} is vLLM's --kv-offloading-size, which vLLM "
+                         f"{release} does not have (its OffloadingConnector counts "
+                         f"num_cpu_blocks per worker in --kv-transfer-config); it came in "
+                         f"v0.12, and sizes the native tier from v0.14 (PR #24498): use "
+                         f"{arg('engine', 'vllm@0.14')} or newer", param="cpu_offload",
+                         related=("engine",))
+    if backend == "native" and release < NATIVE:
+        raise UsageError(f"vLLM {release}'s {arg('offload_backend', 'native')} gives its "
+                         f"OffloadingConnector num_cpu_blocks 0, which CPUOffloadingSpec "
+                         f"refuses; native offloading takes its size from v0.14 (PR #24498): "
+                         f"use {arg('engine', 'vllm@0.14')} or newer, or "
+                         f"{arg('offload_backend', 'lmcache')}", param="offload_backend",
+                         related=("engine", "cpu_offload"))
+    if backend == "lmcache" and release >= LMCACHE_MP:
+        raise UsageError(f"vLLM {release}'s {arg('offload_backend', 'lmcache')} starts "
+                         f"LMCacheMPConnector and passes it no size (PR #42865, v0.25): the "
+                         f"LMCache server sizes its own store; {arg('cpu_offload')} sizes "
+                         f"LMCache as {arg('engine', 'vllm@0.24')} and older gave it "
+                         f"(LMCacheConnectorV1, a share per GPU)", param="offload_backend",
+                         related=("engine", "cpu_offload"))
 
 
 @dataclass(frozen=True)
@@ -35,6 +84,14 @@ class OffloadTier:
     block_tokens: int  # tokens per host block: the GPU block (native), the chunk (LMCache)
     block_bytes: int  # one block's share on one GPU (LMCache: aligned to 4 KiB)
     blocks: int
+    copies: int = 0  # the shares a host block stores: ranks, or 1 (replicated MLA); 0: ranks
+    row_bytes: int = 0  # host bytes per block, every share and padding; 0: block x copies
+
+    def __post_init__(self) -> None:
+        if not self.copies:
+            object.__setattr__(self, "copies", self.ranks)
+        if not self.row_bytes:
+            object.__setattr__(self, "row_bytes", self.block_bytes * self.copies)
 
     @property
     def tokens(self) -> int:
@@ -47,26 +104,46 @@ class OffloadTier:
     def to_dict(self, contexts: tuple[int, ...]) -> dict[str, Any]:
         return {"backend": self.backend, "size_bytes": self.size_bytes, "ranks": self.ranks,
                 "block_tokens": self.block_tokens, "block_bytes_per_gpu": self.block_bytes,
+                "copies": self.copies, "block_bytes_host": self.row_bytes,
                 "blocks": self.blocks, "tokens": self.tokens,
                 "sequences": {str(c): self.sequences(c) for c in contexts}}
 
 
-def offload_tier(size: int, backend: str, *, stage: KvLayout, ranks: int, block: int,
-                 model: str) -> OffloadTier:
+def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, block: int,
+                 model: str, release: Release | None = None, dcp: int = 1) -> OffloadTier:
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
-    (per GPU), over ``ranks`` GPUs (tp x pp), with GPU blocks of ``block`` tokens."""
+    (per GPU), over tp x pp GPUs, with GPU blocks of ``block`` tokens, as vLLM ``release``
+    (None: the newest modelled) sizes it."""
+    check_offload(backend, release)
     if not stage.uniform:
         kinds = sorted({k for k in stage.layers if k not in ("full", "mla")})
         raise UsageError(f"{arg('cpu_offload')} sizes the host tier of full-attention and MLA "
                          f"caches (vLLM's CPU offload takes one KV cache group); {model} has "
                          f"{', '.join(kinds)} layers", param="cpu_offload")
+    ranks = tp * pp
     per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
     if backend == "native":
-        # vllm/v1/kv_offload/cpu/spec.py CPUOffloadingSpec: num_blocks = cpu_bytes_to_use //
-        # (page_size_bytes x len(kv_cache_tensors) x world_size x block_size_factor); one
-        # tensor per layer, and the offloaded block is the GPU block (block_size_factor 1).
+        # CPUOffloadingSpec (vllm/v1/kv_offload/cpu.py, cpu/spec.py from v0.19): num_blocks =
+        # cpu_bytes_to_use // (page_size_bytes x len(kv_cache_tensors) x world_size x
+        # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
+        # // num_blocks. One tensor per layer; the offloaded block is the GPU block (factor 1:
+        # kv_connector_extra_config "block_size" unset).
         page = block * per_token
-        return OffloadTier(backend, size, ranks, block, page, size // (page * ranks))
+        copies, align = ranks, 1
+        if release is None or release >= SHARED_REGION:
+            align = PAGE_ALIGN  # round_up(kv_bytes_per_chunk, BLOCK_SIZE_ALIGNMENT)
+            # kv_connector/v1/offloading/config.py replicated_layout: use_mla, TP > 1, PP = PCP
+            # = DCP = 1, world_size = tp, one node (mp executor); then num_copies = 1 on CUDA's
+            # shared region. v0.27-v0.30 also ask for one bare MLAAttentionSpec group, which
+            # DeepSeek-V3.2's indexer cache breaks; from v0.31 it is kv_tp_replicas == tp
+            # (kv_cache_utils.py kv_cache_groups_tp_replicas), and the indexer's spec has
+            # max_tp_shards=1 like MLA's (models/deepseek_v2.py), so it counts as replicated.
+            indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
+            mla = set(stage.layers) == {"mla"} and indexer_ok
+            if mla and tp > 1 and pp == 1 and dcp == 1:
+                copies = 1
+        row = -(-page * copies // align) * align
+        return OffloadTier(backend, size, ranks, block, page, size // row, copies, row)
     # LMCache's LocalCPUBackend: max_local_cpu_size x 2**30 bytes per rank, chunks of
     # chunk_size tokens x the rank's bytes per token, each aligned to 4 KiB.
     chunk = -(-LMCACHE_CHUNK * per_token // LMCACHE_ALIGN) * LMCACHE_ALIGN

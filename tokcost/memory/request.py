@@ -14,7 +14,7 @@ from tokcost.memory.blocks import check_block_size
 from tokcost.memory.cache_policy import Eviction, parse_evict
 from tokcost.memory.engines import engine_classes, split_engine
 from tokcost.memory.kv import kv_dtype
-from tokcost.memory.offload import BACKENDS
+from tokcost.memory.offload import BACKENDS, check_offload
 from tokcost.parts import Parts
 from tokcost.units import parse_context_list, parse_count, parse_fraction, parse_size, weight_bits
 
@@ -295,6 +295,7 @@ class KvRequest(Parts):
                              f"offloading or LMCache); use it with {arg('engine', names)} (the "
                              f"engine is {engine.name})", param="cpu_offload",
                              related=("engine",))
+        check_offload(self.offload.offload_backend, getattr(engine, "release", None))
         if self.cache.evict is not None or self.cache.residual is not None:
             raise UsageError(f"{arg('cpu_offload')} holds the engine's own blocks; give it "
                              f"without a cache policy ({arg('evict')}, {arg('residual')})",
