@@ -54,7 +54,7 @@ def test_native_host_blocks_are_vllms(model: str, tp: int, pp: int, gib: int,
 
 def test_lmcache_chunks_per_rank_with_its_alignment() -> None:
     r = _estimate(model="llama-3.1-70b", tp=4, contexts=[32000], cpu_offload="200GiB",
-                  offload_backend="lmcache")
+                  offload_backend="lmcache", engine="vllm@0.22")
     chunk = 2 * 80 * 256 * 2 * 128 * 2  # kv_size x layers x chunk x heads per GPU x head x 2 B
     assert (r.offload.blocks, r.offload.block_bytes) == (200 * GiB // 4 // chunk, chunk)
     assert r.offload.tokens == r.offload.blocks * 256
@@ -64,7 +64,7 @@ def test_lmcache_chunks_per_rank_with_its_alignment() -> None:
     odd = ModelEntry(id="odd", architecture=Architecture(
         layers=3, hidden_size=40, attention_heads=4, kv_heads=1, head_dim=10))
     t = _estimate(model=odd, contexts=[512], cpu_offload="1MiB",
-                  offload_backend="lmcache").offload
+                  offload_backend="lmcache", engine="vllm@0.22").offload
     assert (t.block_bytes, t.blocks, t.tokens) == (32768, 32, 32 * 256)
 
 
@@ -126,6 +126,10 @@ def test_refusals_name_the_flag(options: dict[str, Any], param: str, fragment: s
     # v0.25 on: lmcache starts LMCacheMPConnector and passes it no size (PR #42865).
     ("vllm@0.25", "lmcache", "offload_backend", "LMCacheMPConnector"),
     ("vllm", "lmcache", "offload_backend", "PR #42865"),
+    # the hybrid KV cache manager left on where the connector refuses it
+    ("vllm@0.14", "native", "cpu_offload", "does not support HMA"),
+    ("vllm@0.20", "native", "cpu_offload", "engine=vllm@0.21 or newer"),
+    ("vllm@0.21", "lmcache", "cpu_offload", "engine=vllm@0.22 or newer"),
 ])
 def test_releases_without_that_tier_refuse(engine: str, backend: str, param: str,
                                            fragment: str) -> None:
@@ -135,13 +139,21 @@ def test_releases_without_that_tier_refuse(engine: str, backend: str, param: str
     assert info.value.param == param and fragment in str(info.value)
 
 
-@pytest.mark.parametrize(("engine", "backend"), [
-    ("vllm@0.12", "lmcache"), ("vllm@0.13", "lmcache"), ("vllm@0.24", "lmcache"),
-    ("vllm@0.14", "native"), ("vllm@0.34", "native"),
+@pytest.mark.parametrize(("engine", "backend", "hybrid_manager"), [
+    # LMCacheConnectorV1 has no SupportsHMA: to v0.21 the manager is decided before the
+    # connector's config exists, so vLLM starts only with --disable-hybrid-kv-cache-manager;
+    # from v0.22 it turns the manager off itself.
+    ("vllm@0.12", "lmcache", False), ("vllm@0.13", "lmcache", False),
+    ("vllm@0.21", "lmcache", False), ("vllm@0.22", "lmcache", True),
+    ("vllm@0.24", "lmcache", True),
+    # OffloadingConnector: SupportsHMA from v0.21.
+    ("vllm@0.14", "native", False), ("vllm@0.20", "native", False),
+    ("vllm@0.21", "native", True), ("vllm@0.34", "native", True),
 ])
-def test_releases_with_that_tier_size_it(engine: str, backend: str) -> None:
+def test_releases_with_that_tier_size_it(engine: str, backend: str,
+                                         hybrid_manager: bool) -> None:
     r = _estimate(model="llama-3.1-8b", contexts=[4096], kv_memory="30GiB", cpu_offload="10GiB",
-                  offload_backend=backend, engine=engine)
+                  offload_backend=backend, engine=engine, hybrid_manager=hybrid_manager)
     # llama-3.1-8b, bf16: 2 x 8 heads x 128 x 2 B x 32 layers = 131,072 B a token (a multiple
     # of 4 KiB in any block, so v0.27's alignment leaves it); LMCache: 256-token chunks.
     tokens = 10 * GiB // 131_072

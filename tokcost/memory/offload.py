@@ -42,13 +42,18 @@ PAGE_ALIGN = 4096
 FLAGS = Release(0, 12)  # --kv-offloading-size/--kv-offloading-backend (CacheConfig)
 NATIVE = Release(0, 14)  # cpu_bytes_to_use (PR #24498), native the default backend
 LMCACHE_MP = Release(0, 25)  # lmcache -> LMCacheMPConnector, no size passed (PR #42865)
+# OffloadingConnector implements SupportsHMA (offloading_connector.py): hybrid caches
+HYBRID = Release(0, 21)
+# --kv-offloading-size's connector config is made before the hybrid manager is decided
+CONFIG_FIRST = Release(0, 22)
 SHARED_REGION = Release(0, 27)  # mmap rows aligned (PR #50094), one MLA copy (PR #50301)
 TP_REPLICAS = Release(0, 31)  # one copy decided by kv_tp_replicas: DeepSeek-V3.2's indexer too
 
 
-def check_offload(backend: str, release: Release | None) -> None:
+def check_offload(backend: str, release: Release | None, *, hybrid_manager: bool = True) -> None:
     """Refuse a host tier the given vLLM ``release`` cannot size from ``--kv-offloading-size``
-    (None: no release rules, the newest)."""
+    (None: no release rules, the newest), or does not start with the hybrid KV cache manager
+    on (``hybrid_manager``)."""
     if release is None:
         return
     if release < FLAGS:
@@ -65,6 +70,22 @@ def check_offload(backend: str, release: Release | None) -> None:
                          f"use {arg('engine', 'vllm@0.14')} or newer, or "
                          f"{arg('offload_backend', 'lmcache')}", param="offload_backend",
                          related=("engine", "cpu_offload"))
+    # vllm/config/vllm.py __post_init__ decides the hybrid KV cache manager (HMA) before
+    # _post_init_kv_transfer_config makes the connector's config out of --kv-offloading-size,
+    # so the connector it turns HMA off for is not there yet; kv_connector/factory.py then
+    # refuses a connector without SupportsHMA ("does not support HMA but HMA is enabled"),
+    # whatever the model. Native: OffloadingConnector has SupportsHMA from v0.21; LMCache:
+    # LMCacheConnectorV1 never has it, and from v0.22 the connector's config comes first.
+    hma_from = HYBRID if backend == "native" else CONFIG_FIRST
+    if hybrid_manager and release < hma_from:
+        who = "OffloadingConnector" if backend == "native" else "LMCacheConnectorV1"
+        raise UsageError(f"vLLM {release} refuses to start {who} for "
+                         f"{arg('cpu_offload')} with its hybrid KV cache manager on (\"does not "
+                         f"support HMA but HMA is enabled\": the manager is decided before "
+                         f"--kv-offloading-size makes the connector); give "
+                         f"{arg('hybrid_manager', False)} (--disable-hybrid-kv-cache-manager), "
+                         f"or {arg('engine', 'vllm@' + str(hma_from).lstrip('v'))} or newer",
+                         param="cpu_offload", related=("hybrid_manager", "engine"))
     if backend == "lmcache" and release >= LMCACHE_MP:
         raise UsageError(f"vLLM {release}'s {arg('offload_backend', 'lmcache')} starts "
                          f"LMCacheMPConnector and passes it no size (PR #42865, v0.25): the "
@@ -113,13 +134,15 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
                  model: str, release: Release | None = None, dcp: int = 1) -> OffloadTier:
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
     (per GPU), over tp x pp GPUs, with GPU blocks of ``block`` tokens, as vLLM ``release``
-    (None: the newest modelled) sizes it."""
-    check_offload(backend, release)
+    (None: the newest modelled) sizes it; KvRequest has refused what ``check_offload`` refuses."""
     if not stage.uniform:
         kinds = sorted({k for k in stage.layers if k not in ("full", "mla")})
+        why = ("vLLM's CPU offload takes one KV cache group" if release is not None
+               and release < HYBRID else "vLLM offloads hybrid caches group by group from "
+               "v0.21, which tokcost does not size")
         raise UsageError(f"{arg('cpu_offload')} sizes the host tier of full-attention and MLA "
-                         f"caches (vLLM's CPU offload takes one KV cache group); {model} has "
-                         f"{', '.join(kinds)} layers", param="cpu_offload")
+                         f"caches ({why}); {model} has {', '.join(kinds)} layers",
+                         param="cpu_offload")
     ranks = tp * pp
     per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
     if backend == "native":

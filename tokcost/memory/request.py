@@ -295,7 +295,8 @@ class KvRequest(Parts):
                              f"offloading or LMCache); use it with {arg('engine', names)} (the "
                              f"engine is {engine.name})", param="cpu_offload",
                              related=("engine",))
-        check_offload(self.offload.offload_backend, getattr(engine, "release", None))
+        check_offload(self.offload.offload_backend, getattr(engine, "release", None),
+                      hybrid_manager=getattr(engine, "hybrid_manager", True))
         if self.cache.evict is not None or self.cache.residual is not None:
             raise UsageError(f"{arg('cpu_offload')} holds the engine's own blocks; give it "
                              f"without a cache policy ({arg('evict')}, {arg('residual')})",
