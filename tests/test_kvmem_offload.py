@@ -210,3 +210,17 @@ def test_deepseek_v32s_indexer_counts_as_replicated_from_v031() -> None:
     assert (old.block_bytes, old.copies, old.row_bytes) == (page, 8, row(page * 8))
     assert (new.copies, new.row_bytes) == (1, row(page))
     assert (old.blocks, new.blocks) == (500 * GiB // 40_103_936, 500 * GiB // 5_013_504)
+
+
+def test_lmcache_chunks_hold_no_indexer() -> None:
+    # LMCache's kv_shape (lmcache/integration/vllm/utils.py): (61 layers, 1 for MLA, 256
+    # tokens, 1 head, 576 = 512 + 64) in bf16 = 17,989,632 B, already whole 4 KiB pages;
+    # DeepSeek-V3.2's indexer keys (132 B a token and layer in vLLM) are not in it.
+    base = load_catalog().resolve("deepseek-v3")
+    arch = base.architecture
+    assert arch is not None
+    v32 = dataclasses.replace(base, id="v32", architecture=dataclasses.replace(
+        arch, attention=dataclasses.replace(arch.attention, indexer_head_dim=128)))
+    t = _estimate(model=v32, tp=8, contexts=[32768], cpu_offload="100GiB",
+                  offload_backend="lmcache", engine="vllm@0.22").offload
+    assert (t.block_bytes, t.blocks) == (61 * 256 * 576 * 2, 100 * GiB // 8 // 17_989_632)

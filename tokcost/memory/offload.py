@@ -167,7 +167,13 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
                 copies = 1
         row = -(-page * copies // align) * align
         return OffloadTier(backend, size, ranks, block, page, size // row, copies, row)
-    # LMCache's LocalCPUBackend: max_local_cpu_size x 2**30 bytes per rank, chunks of
-    # chunk_size tokens x the rank's bytes per token, each aligned to 4 KiB.
+    # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per
+    # rank, chunks of kv_size (1 for MLA, else 2) x layers x chunk_size x heads x head_size x
+    # the cache dtype's itemsize, each aligned to 4 KiB (local_cpu_backend.py
+    # get_full_chunk_size, calculate_chunk_budget). kv_shape is the rank's: its stage's
+    # layers, its TP share of the KV heads (integration/vllm/utils.py). It has no room for
+    # DeepSeek-V3.2's indexer keys, which vLLM keeps beside the latent.
+    mla_layers = sum(1 for kind in stage.layers if kind == "mla")
+    per_token -= stage.indexer_bytes * mla_layers
     chunk = -(-LMCACHE_CHUNK * per_token // LMCACHE_ALIGN) * LMCACHE_ALIGN
     return OffloadTier(backend, size, ranks, LMCACHE_CHUNK, chunk, size // ranks // chunk)
