@@ -97,6 +97,8 @@ def test_the_table_states_the_tiers_apart() -> None:
 @pytest.mark.parametrize(("options", "param", "fragment"), [
     ({"model": "gemma-3-27b", "cpu_offload": "10GiB"}, "cpu_offload",
      "gemma-3-27b has sliding layers"),
+    ({"model": "gemma-3-27b", "cpu_offload": "10GiB"}, "cpu_offload",
+     "with hybrid_manager=False its sliding layers are full ones"),
     ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "engine": "sglang"}, "cpu_offload",
      "vLLM's host tier (its native offloading or LMCache)"),
     ({"model": "llama-3.1-8b", "offload_backend": "lmcache"}, "offload_backend",
@@ -224,3 +226,17 @@ def test_lmcache_chunks_hold_no_indexer() -> None:
     t = _estimate(model=v32, tp=8, contexts=[32768], cpu_offload="100GiB",
                   offload_backend="lmcache", engine="vllm@0.22").offload
     assert (t.block_bytes, t.blocks) == (61 * 256 * 576 * 2, 100 * GiB // 8 // 17_989_632)
+
+
+@pytest.mark.parametrize(("engine", "block", "blocks"), [
+    ("vllm@0.20", 16, 13_212),  # 100 GiB // 8,126,464 B
+    ("vllm@0.34", 64, 3_303),  # 100 GiB // 32,505,856 B (v0.34's 64-token blocks here)
+])
+def test_sliding_layers_unified_with_the_hybrid_manager_off(engine: str, block: int,
+                                                            blocks: int) -> None:
+    # --disable-hybrid-kv-cache-manager makes Gemma-3's sliding layers full ones (one group):
+    # 62 layers x 2 x 16 KV heads x 128 x 2 B = 507,904 B a token, in whole 4 KiB pages.
+    r = _estimate(model="gemma-3-27b", contexts=[32768], kv_memory="30GiB",
+                  cpu_offload="100GiB", hybrid_manager=False, engine=engine)
+    assert r.block_size == block
+    assert (r.offload.block_bytes, r.offload.blocks) == (block * 507_904, blocks)

@@ -131,18 +131,26 @@ class OffloadTier:
 
 
 def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, block: int,
-                 model: str, release: Release | None = None, dcp: int = 1) -> OffloadTier:
+                 model: str, release: Release | None = None, dcp: int = 1,
+                 hybrid_manager: bool = True) -> OffloadTier:
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
     (per GPU), over tp x pp GPUs, with GPU blocks of ``block`` tokens, as vLLM ``release``
     (None: the newest modelled) sizes it; KvRequest has refused what ``check_offload`` refuses."""
-    if not stage.uniform:
+    kinds_here = set(stage.layers)
+    # --disable-hybrid-kv-cache-manager caches a sliding layer beside full ones as a full one
+    # (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs): one group, every token.
+    unified = (not hybrid_manager and not stage.chunked and "sliding" in kinds_here
+               and kinds_here <= {"full", "sliding", "mla"} and len(kinds_here) > 1)
+    if not stage.uniform and not unified:
         kinds = sorted({k for k in stage.layers if k not in ("full", "mla")})
         why = ("vLLM's CPU offload takes one KV cache group" if release is not None
                and release < HYBRID else "vLLM offloads hybrid caches group by group from "
                "v0.21, which tokcost does not size")
+        if "sliding" in kinds_here and not stage.chunked:
+            why += f"; with {arg('hybrid_manager', False)} its sliding layers are full ones"
         raise UsageError(f"{arg('cpu_offload')} sizes the host tier of full-attention and MLA "
                          f"caches ({why}); {model} has {', '.join(kinds)} layers",
-                         param="cpu_offload")
+                         param="cpu_offload", related=("hybrid_manager",))
     ranks = tp * pp
     per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
     if backend == "native":
