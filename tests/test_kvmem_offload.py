@@ -108,6 +108,8 @@ def test_the_table_states_the_tiers_apart() -> None:
     ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "evict": "window:100"}, "cpu_offload",
      "without a cache policy"),
     ({"model": "llama-3.1-8b", "cpu_offload": "0"}, "cpu_offload", ""),
+    ({"model": "deepseek-v3", "tp": 8, "dcp": 2, "cpu_offload": "10GiB"}, "cpu_offload",
+     "without decode context parallel"),
 ])
 def test_refusals_name_the_flag(options: dict[str, Any], param: str, fragment: str) -> None:
     with pytest.raises(UsageError) as info:

@@ -136,6 +136,9 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
     (per GPU), over tp x pp GPUs, with GPU blocks of ``block`` tokens, as vLLM ``release``
     (None: the newest modelled) sizes it; KvRequest has refused what ``check_offload`` refuses."""
+    if dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
+        raise UsageError(f"{arg('cpu_offload')} is modelled without decode context parallel; "
+                         f"drop {arg('dcp')}", param="cpu_offload", related=("dcp",))
     kinds_here = set(stage.layers)
     # --disable-hybrid-kv-cache-manager caches a sliding layer beside full ones as a full one
     # (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs): one group, every token.
@@ -171,7 +174,7 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
             # max_tp_shards=1 like MLA's (models/deepseek_v2.py), so it counts as replicated.
             indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
             mla = set(stage.layers) == {"mla"} and indexer_ok
-            if mla and tp > 1 and pp == 1 and dcp == 1:
+            if mla and tp > 1 and pp == 1:
                 copies = 1
         row = -(-page * copies // align) * align
         return OffloadTier(backend, size, ranks, block, page, size // row, copies, row)
