@@ -242,3 +242,14 @@ def test_sliding_layers_unified_with_the_hybrid_manager_off(engine: str, block: 
                   cpu_offload="100GiB", hybrid_manager=False, engine=engine)
     assert r.block_size == block
     assert (r.offload.block_bytes, r.offload.blocks) == (block * 507_904, blocks)
+
+
+def test_native_rows_follow_the_first_stage() -> None:
+    # 61 layers on PP 4: 15, 15, 16, 15 (get_pp_indices gives the rest to the middle stages).
+    # The scheduler's KVCacheConfig is the first worker's: 15 layers x 16 tokens x (512 + 64)
+    # x 2 B = 276,480 B a GPU, x 8 GPUs (MLA at TP 2 x PP 4: one share each) per host block.
+    r = _estimate(model="deepseek-v3", tp=2, pp=4, contexts=[32768], kv_memory="30GiB",
+                  cpu_offload="100GiB")
+    assert r.block_size == 16
+    assert (r.offload.block_bytes, r.offload.copies) == (276_480, 8)
+    assert r.offload.blocks == 100 * GiB // (276_480 * 8)

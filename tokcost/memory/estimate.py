@@ -158,7 +158,8 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                             stage=dep.stage_layout, tp=dep.layout.tp, pp=dep.pp, dcp=dep.dcp,
                             block=plan.block_size, model=entry.id,
                             release=getattr(engine, "release", None),
-                            hybrid_manager=getattr(engine, "hybrid_manager", True))
+                            hybrid_manager=getattr(engine, "hybrid_manager", True),
+                            first=dep.layout.take(pp_stages(len(dep.layout.layers), dep.pp)[0]))
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))

@@ -132,10 +132,11 @@ class OffloadTier:
 
 def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, block: int,
                  model: str, release: Release | None = None, dcp: int = 1,
-                 hybrid_manager: bool = True) -> OffloadTier:
+                 hybrid_manager: bool = True, first: KvLayout | None = None) -> OffloadTier:
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
-    (per GPU), over tp x pp GPUs, with GPU blocks of ``block`` tokens, as vLLM ``release``
-    (None: the newest modelled) sizes it; KvRequest has refused what ``check_offload`` refuses."""
+    (per GPU; ``first``: the first stage, if another), over tp x pp GPUs, with GPU blocks of
+    ``block`` tokens, as vLLM ``release`` (None: the newest modelled) sizes it (``KvRequest``
+    has refused what ``check_offload`` refuses)."""
     if dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
         raise UsageError(f"{arg('cpu_offload')} is modelled without decode context parallel; "
                          f"drop {arg('dcp')}", param="cpu_offload", related=("dcp",))
@@ -157,6 +158,10 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
     ranks = tp * pp
     per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
     if backend == "native":
+        # The scheduler's KVCacheConfig is the first worker's (kv_cache_utils.py
+        # generate_scheduler_kv_cache_config: kv_cache_configs[0]), whose tensors are the first
+        # pipeline stage's layers: its bytes per token set the row for every stage.
+        per_token = (first or stage).bytes_per_token
         # CPUOffloadingSpec (vllm/v1/kv_offload/cpu.py, cpu/spec.py from v0.19): num_blocks =
         # cpu_bytes_to_use // (page_size_bytes x len(kv_cache_tensors) x world_size x
         # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
