@@ -253,3 +253,13 @@ def test_native_rows_follow_the_first_stage() -> None:
     assert r.block_size == 16
     assert (r.offload.block_bytes, r.offload.copies) == (276_480, 8)
     assert r.offload.blocks == 100 * GiB // (276_480 * 8)
+
+
+def test_rocm_keeps_a_copy_per_rank() -> None:
+    # CPUOffloadingSpec._uses_shared_region is CUDA (not ROCm) or XPU: on an MI300X the
+    # replicated layout is off and each of the 8 ranks keeps its share (v0.34).
+    kw: dict[str, Any] = {"model": "deepseek-v3", "tp": 8, "contexts": [32768],
+                          "cpu_offload": "500GiB", "engine": "vllm@0.34"}
+    cuda, rocm = (_estimate(gpu=g, **kw).offload for g in ("H200", "MI300X"))
+    assert (cuda.copies, rocm.copies) == (1, 8)
+    assert rocm.row_bytes == -(-rocm.block_bytes * 8 // 4096) * 4096

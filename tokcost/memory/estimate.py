@@ -159,7 +159,9 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                             block=plan.block_size, model=entry.id,
                             release=getattr(engine, "release", None),
                             hybrid_manager=getattr(engine, "hybrid_manager", True),
-                            first=dep.layout.take(pp_stages(len(dep.layout.layers), dep.pp)[0]))
+                            first=dep.layout.take(pp_stages(len(dep.layout.layers), dep.pp)[0]),
+                            rocm=dep.gpu is not None
+                            and (dep.gpu.architecture or "").startswith("cdna"))
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))

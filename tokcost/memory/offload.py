@@ -132,11 +132,12 @@ class OffloadTier:
 
 def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, block: int,
                  model: str, release: Release | None = None, dcp: int = 1,
-                 hybrid_manager: bool = True, first: KvLayout | None = None) -> OffloadTier:
+                 hybrid_manager: bool = True, first: KvLayout | None = None,
+                 rocm: bool = False) -> OffloadTier:
     """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
     (per GPU; ``first``: the first stage, if another), over tp x pp GPUs, with GPU blocks of
-    ``block`` tokens, as vLLM ``release`` (None: the newest modelled) sizes it (``KvRequest``
-    has refused what ``check_offload`` refuses)."""
+    ``block`` tokens, on a ROCm GPU or not, as vLLM ``release`` (None: the newest modelled)
+    sizes it (``KvRequest`` has refused what ``check_offload`` refuses)."""
     if dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
         raise UsageError(f"{arg('cpu_offload')} is modelled without decode context parallel; "
                          f"drop {arg('dcp')}", param="cpu_offload", related=("dcp",))
@@ -179,7 +180,8 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
             # max_tp_shards=1 like MLA's (models/deepseek_v2.py), so it counts as replicated.
             indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
             mla = set(stage.layers) == {"mla"} and indexer_ok
-            if mla and tp > 1 and pp == 1:
+            # _uses_shared_region: CUDA (not ROCm) or XPU; ROCm keeps a private tensor per rank.
+            if mla and tp > 1 and pp == 1 and not rocm:
                 copies = 1
         row = -(-page * copies // align) * align
         return OffloadTier(backend, size, ranks, block, page, size // row, copies, row)
