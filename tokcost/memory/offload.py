@@ -57,9 +57,9 @@ def check_offload(backend: str, release: Release | None, *, hybrid_manager: bool
     if release is None:
         return
     if release < FLAGS:
-        raise UsageError(f"{arg('cpu_offload')} is vLLM's --kv-offloading-size, which vLLM "
+        raise UsageError(f"{arg('cpu_offload')} is vLLM's kv_offloading_size, which vLLM "
                          f"{release} does not have (its OffloadingConnector counts "
-                         f"num_cpu_blocks per worker in --kv-transfer-config); it came in "
+                         f"num_cpu_blocks per worker in its kv_transfer_config); it came in "
                          f"v0.12, and sizes the native tier from v0.14 (PR #24498): use "
                          f"{arg('engine', 'vllm@0.14')} or newer", param="cpu_offload",
                          related=("engine",))
@@ -82,8 +82,9 @@ def check_offload(backend: str, release: Release | None, *, hybrid_manager: bool
         raise UsageError(f"vLLM {release} refuses to start {who} for "
                          f"{arg('cpu_offload')} with its hybrid KV cache manager on (\"does not "
                          f"support HMA but HMA is enabled\": the manager is decided before "
-                         f"--kv-offloading-size makes the connector); give "
-                         f"{arg('hybrid_manager', False)} (--disable-hybrid-kv-cache-manager), "
+                         f"kv_offloading_size makes the connector); give "
+                         f"{arg('hybrid_manager', False)} (vLLM's "
+                         f"disable_hybrid_kv_cache_manager), "
                          f"or {arg('engine', 'vllm@' + str(hma_from).lstrip('v'))} or newer",
                          param="cpu_offload", related=("hybrid_manager", "engine"))
     if backend == "lmcache" and release >= LMCACHE_MP:
