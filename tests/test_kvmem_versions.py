@@ -643,3 +643,23 @@ def test_nemotron_h_ssm_cache_dtype_by_release(release: str, cache_dtype: str | 
     plan = Vllm(release=Vllm.release_of(release)).pool(
         Deployment(layout=layout, family="nemotron_h"), 10 * 2**30)
     assert plan.block_size == block
+
+
+@pytest.mark.parametrize(("engine", "before"), [
+    ("sglang@0.5.0", "v0.4.10"),  # PyPI: v0.4.10, then v0.5.0rc0 to rc2, then v0.5.1
+    ("sglang@0.4.11", "v0.4.10"),  # the 0.4 line ended at v0.4.10 (.post1, .post2)
+    ("sglang@0.5.0.post1", "v0.4.10")])
+def test_an_unpublished_release_says_whose_rules_it_follows(engine: str, before: str) -> None:
+    version = estimate(model="llama-3.1-8b", engine=engine).engine.version
+    assert f"no such release was published: read by {before}'s rules" in version, version
+    assert "sglang@0.5.14" in estimate(model="llama-3.1-8b", engine="sglang@0.5.14").engine.version
+
+
+def test_a_huge_release_number_is_not_called_malformed() -> None:
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine",
+                                 "vllm@99999999999999999999999999999.1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "write the version as" not in result.output
+    assert "<a 29-digit number> names no release (their numbers run to 4 digits)" \
+        in result.output, result.output
+    assert "9999999999" not in result.output

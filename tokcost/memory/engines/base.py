@@ -36,10 +36,15 @@ class Release:
         parts = str(text).strip().lower().removeprefix("v").split(".")  # a patch: its minor's
         if patch and len(parts) == 4 and parts[3].startswith("post"):  # v0.5.6.post2: v0.5.6's
             parts = parts[:3]
-        if not (2 <= len(parts) <= 3 and all(p.isdigit() and len(p) < 5 for p in parts)):
-            form, eg = ("MAJOR.MINOR[.PATCH]", "0.5.23") if patch else ("MAJOR.MINOR", "0.20")
+        form, eg = ("MAJOR.MINOR[.PATCH]", "0.5.23") if patch else ("MAJOR.MINOR", "0.20")
+        if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
             raise UsageError(f"{arg('engine', f'{engine}@{text}')} names no release; write the "
                              f"version as {form}, e.g. {engine}@{eg}", param="engine")
+        if any(len(p) > 4 for p in parts):  # well formed, but no release is numbered so
+            digits = max(len(p) for p in parts)  # (not echoed: it may run to thousands)
+            raise UsageError(f"{arg('engine', f'{engine}@<a {digits:,}-digit number>')} names no "
+                             f"release (their numbers run to 4 digits); give one as {form}, e.g. "
+                             f"{engine}@{eg}", param="engine")
         given = int(parts[2]) if patch and len(parts) == 3 else None
         return cls(int(parts[0]), int(parts[1]), given)
 
@@ -236,6 +241,9 @@ class Engine(ABC):
     # Engines whose rules change within a minor: the newest patch modelled of each minor,
     # which ``NAME@MAJOR.MINOR`` stands for (``sglang@0.4`` = v0.4.10); empty: minors only.
     patches: ClassVar[tuple[Release, ...]] = ()
+    # The releases the engine published from the oldest modelled to the newest (empty: every
+    # number in between is one): another number in that span is read by the release before it.
+    published: ClassVar[tuple[Release, ...]] = ()
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -267,7 +275,11 @@ class Engine(ABC):
         release: Release | None = getattr(self, "release", None)
         if release is None or self.releases is None:
             return self.code
-        newest = self.releases[1]
+        oldest, newest = self.releases
+        if self.published and oldest <= release <= newest and release not in self.published:
+            before = max(r for r in self.published if r < release)
+            return (f"{self.title} {release} (no such release was published: read by "
+                    f"{before}'s rules, the release before it); {self.code}")
         which = ("the release tokcost models" if release == newest == self.releases[0] else
                  "the newest release tokcost models" if release == newest else
                  f"{newest}'s rules, the newest release tokcost models whole, and the later "

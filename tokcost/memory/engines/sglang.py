@@ -394,6 +394,10 @@ class Sglang(Engine):
     # v0.5.23; what changed between them: the V0_x_y rules above (docs/kvmem-engines.md).
     releases: ClassVar[tuple[Release, Release] | None] = (V0_4_6, V0_5_23)
     patches: ClassVar[tuple[Release, ...]] = (V0_4_10, V0_5_23)
+    # SGLang's releases on PyPI (`pip index versions sglang`; .postN builds are their patch's):
+    # v0.4.6 to v0.4.10, then v0.5.1 to v0.5.23 (v0.5.0 reached only rc0 to rc2).
+    published: ClassVar[tuple[Release, ...]] = (
+        *(Release(0, 4, p) for p in range(6, 11)), *(Release(0, 5, p) for p in range(1, 24)))
 
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8
