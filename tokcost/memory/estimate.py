@@ -152,6 +152,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                                 weights_dtype=weights_dtype, model=entry.id,
                                 tp=dep.layout.tp)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
+    notes += engine.idle_notes(dep)
     tier = None
     if request.offload.cpu_offload is not None:
         tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend,
@@ -269,6 +270,10 @@ def _skipped_note(layout: KvLayout) -> Note:
     sliding = [i for i, kind in enumerate(layout.layers) if kind == "sliding"]
     which = (f"its {len(kept)} sliding-window layers" if kept == sliding else
              f"layer{'s' * (len(kept) > 1)} {', '.join(map(str, kept))}")
+    if layout.skipped_dtype == layout.dtype.name:
+        return Note(f"{arg('kv_cache_dtype_skip_layers')} has no effect: the cache is already in "
+                    f"the model's dtype, {layout.dtype.name}; it keeps {which} in it when "
+                    f"{arg('kv_dtype')} is another (fp8)")
     return Note(f"{arg('kv_cache_dtype_skip_layers')}: {which} cache in "
                 f"{layout.skipped_dtype} (the model's dtype), the other "
                 f"{len(layout.layers) - len(kept)} in {layout.dtype.name}")

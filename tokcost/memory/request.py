@@ -76,14 +76,18 @@ class CacheSpec:
     """How the cache stores tokens (``auto``: the model's dtype; ``block_size`` None: the
     engine's) and a cache policy (``evict`` spec; ``residual`` tokens KIVI keeps whole)."""
 
-    kv_dtype: str = "bf16"
+    kv_dtype: str = ""  # "": bf16, tokcost's default (whatever the model's dtype)
     kv_group_size: int | None = None
     block_size: int | None = None
     evict: str | Eviction | None = None
     residual: int | None = None
     eviction: Eviction | None = field(init=False, repr=False, compare=False)  # evict, parsed
+    dtype_given: bool = field(init=False, repr=False, compare=False)  # kv_dtype was given
 
     def __post_init__(self) -> None:
+        _set(self, "dtype_given", self.kv_dtype != "")
+        if not self.dtype_given:
+            _set(self, "kv_dtype", "bf16")
         if str(self.kv_dtype).lower() != "auto":
             kv_dtype(self.kv_dtype)  # a typo is refused before any work
         for name in ("kv_group_size", "residual"):

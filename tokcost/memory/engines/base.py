@@ -360,3 +360,7 @@ class Engine(ABC):
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
         """What the engine does with a request of ``context`` tokens beyond the report."""
         return []
+
+    def idle_notes(self, dep: Deployment) -> list[Note]:
+        """The options given that change nothing for ``dep``'s model, and why."""
+        return []

@@ -248,7 +248,9 @@ class LlamaCpp(Engine):
 
     def check(self, request: KvRequest) -> None:
         budget, cache = request.budget, request.cache
-        for param, given in (("kv_dtype", str(cache.kv_dtype).lower() not in ("bf16", "fp16")),
+        # A --kv-dtype given is refused, bf16 too: llama.cpp's cells are --cache-type-k/-v's
+        # (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1).
+        for param, given in (("kv_dtype", cache.dtype_given),
                              ("block_size", cache.block_size is not None),
                              ("gpu_util", budget.gpu_util is not None),
                              ("kv_memory", budget.kv_memory is not None),
@@ -256,7 +258,10 @@ class LlamaCpp(Engine):
             if given:
                 raise UsageError(
                     f"{arg(param)} is not llama.cpp's: its cells take {arg('cache_type_k')} and "
-                    f"{arg('cache_type_v')}, its context (-c) {arg('contexts')}, its slots "
+                    f"{arg('cache_type_v')}"
+                    + (f" (f16 by default; bf16 too: {arg('cache_type_k', 'bf16')} "
+                       f"{arg('cache_type_v', 'bf16')})" if param == "kv_dtype" else "")
+                    + f", its context (-c) {arg('contexts')}, its slots "
                     f"{arg('parallel')}, on one GPU's memory", param=param,
                     related=("engine", "cache_type_k", "cache_type_v", "contexts", "parallel"))
 
@@ -335,6 +340,15 @@ class LlamaCpp(Engine):
                      f"({arg('reserve', 'SIZE')}) stands for its compute buffers. A cache past "
                      "the memory is refused as with -fit off: llama-server's default -fit on "
                      "moves layers to host memory instead (PR #16653)")]
+
+    def idle_notes(self, dep: Deployment) -> list[Note]:
+        counts = dep.layout.counts
+        if not self.swa_full or (counts["full"] and counts["sliding"]):
+            return []
+        # --swa-full sizes llama_kv_cache_iswa's SWA cache, made only for full + sliding layers
+        return [Note(f"{arg('swa_full')} has no effect: {dep.model} has no separate "
+                     "sliding-window cache (llama.cpp makes one only beside full-attention "
+                     "layers), so every layer already caches the whole context")]
 
     def layout_note(self, dtype: Any) -> Note | None:
         return None  # --kv-dtype is refused (check): the cache types say it

@@ -547,6 +547,14 @@ class Sglang(Engine):
         return since is not None and release >= since and not (
             family == "gpt-oss" and _sm100(dep) and release < V0_5_10)
 
+    def idle_notes(self, dep: Deployment) -> list[Note]:
+        if self.swa_full_tokens_ratio is None or self._swa_pool(dep):
+            return []
+        why = ("has no sliding-window layers" if not dep.layout.counts["sliding"] else
+               f"keeps its sliding-window layers in the full pool under SGLang {self.release}")
+        return [Note(f"{arg('swa_full_tokens_ratio')} has no effect: {dep.model} {why}, and the "
+                     "ratio sizes only the sliding-window pool")]
+
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
             return super().budget_line(fit, dep)

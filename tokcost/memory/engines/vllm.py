@@ -1242,6 +1242,21 @@ class Vllm(Engine):
         return GDN_CHECKPOINT_ALIGNMENT if (
             mode == "align" and self.release >= V0_33 and gdn and hopper) else 1
 
+    def idle_notes(self, dep: Deployment) -> list[Note]:
+        flag = arg("chunked_hybrid", self.chunked_hybrid)
+        if self.chunked_hybrid is None:
+            return []
+        # vllm/config/vllm.py (v0.34, __post_init__'s hybrid KV cache manager rules) reads the
+        # variable only when model_config.attention_chunk_size is set, to turn the manager off.
+        if not dep.layout.chunked:
+            return [Note(f"{flag} has no effect: {dep.model} has no chunked local attention "
+                         "(vLLM reads VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE only "
+                         "for a model with attention_chunk_size)")]
+        if not self.hybrid_manager:
+            return [Note(f"{flag} has no effect with {arg('hybrid_manager', False)}: the "
+                         "variable only lets the hybrid KV cache manager stay on")]
+        return []
+
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
         if not self.num_speculative_tokens or self.draft_layers is not None \
                 or report.settings.get("draft_layers"):
