@@ -81,3 +81,19 @@ def test_llamacpp_bf16_cells_are_bf16() -> None:
         model="llama-3.1-8b", engine="llama.cpp", contexts="32k", cache_type_k="bf16",
         cache_type_v="bf16"))
     assert any("K (bf16)" in line for line in r.engine.lines), r.engine.lines
+
+
+def test_estimate_help_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The review's --help items: no name cut across lines, the releases plain names follow,
+    v0.28's 16,384 tier (arg_utils.py get_batch_defaults), one default for --kv-dtype."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = runner.invoke(app, ["kvmem", "estimate", "--help"]).output
+    cells = " ".join(line.strip("│ ").split("  ")[-1].strip(" │") for line in out.splitlines())
+    assert "VLLM_ALLOW_CHUNKED" not in out or "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" \
+        in out, "the variable's name is cut"
+    assert "│ vLLM: " not in out and "vLLM:  " not in out
+    assert "vLLM v0.34's" in cells and "SGLang v0.5.23's" in cells, cells
+    assert "b8643 to b10107" in cells and "TensorRT-LLM 1.1's" in cells
+    assert "16,384 on GPUs of 160 GiB or more from v0.28" in cells
+    kv = out[out.index("--kv-dtype,"):out.index("--kv-group-size")]
+    assert "[default: bf16]" not in kv and "bf16 (the default" in kv

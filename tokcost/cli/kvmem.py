@@ -75,9 +75,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="Sequences served at once.")] = "1",
     # A string: the library also takes bfloat16/half and answers a typo with "did you mean".
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="Cache dtype: "
-        "auto (the model's), fp32, bf16, fp16, fp8, int8, int4 (int8/int4 add per-group "
-        "scales); vLLM's fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4, "
-        "fp8_ds_mla.")] = "bf16",
+        "bf16 (the default, whatever the model's dtype), auto (the model's), fp32, fp16, fp8, "
+        "int8, int4 (int8/int4 add per-group scales); vLLM's fp8_per_token_head, "
+        "int8_per_token_head, int4_per_token_head, nvfp4, fp8_ds_mla.",
+        show_default=False)] = "bf16",
     kv_group_size: Annotated[int | None, count_option(
         "--kv-group-size", help="Quantization group of int8/int4 (64).")] = None,
     evict: Annotated[str | None, typer.Option("--evict", metavar="SPEC",
@@ -97,14 +98,15 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "sequence's tokens.")] = 1,
     dp: Annotated[int, typer.Option("--dp", "--data-parallel-size", metavar="N",
         help="Data-parallel engines, each with its own cache.")] = 1,
-    engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v1's KV "
-        "cache manager; vllm@0.20 for an older release's rules), sglang (its token pools; "
-        "sglang@0.4 or sglang@0.5.9 likewise), "
-        "llama.cpp (its cells), trtllm (TensorRT-LLM's blocks) or ideal (bytes truly "
+    engine: Annotated[str, typer.Option("--engine", help="Whose accounting: vllm (vLLM v0.34's "
+        "KV cache manager; vllm@0.20 an older release's rules), sglang (SGLang v0.5.23's token "
+        "pools; sglang@0.4 = v0.4.10, sglang@0.5.9 likewise), llama.cpp (its cells, as builds "
+        "b8643 to b10107 keep them), trtllm (TensorRT-LLM 1.1's blocks) or ideal (bytes truly "
         "held).")] = "vllm",
     max_num_batched_tokens: Annotated[str | None, typer.Option("--max-num-batched-tokens",
         metavar="COUNT", help="vLLM's tokens per scheduler step (default: "
-        "vllm serve's, 8192 on GPUs of 70 GiB or more other than A100, else 2048).")] = None,
+        "vllm serve's: 16,384 on GPUs of 160 GiB or more from v0.28, 8192 on GPUs of 70 GiB or "
+        "more other than A100, else 2048).")] = None,
     hybrid_manager: Annotated[bool, typer.Option("--hybrid-manager/--no-hybrid-manager",
         " /--disable-hybrid-kv-cache-manager", help="vLLM's hybrid KV cache manager (off: every "
         "layer caches the whole context, as with --disable-hybrid-kv-cache-manager).")] = True,
@@ -121,9 +123,10 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="The drafter's attention layers, shaped as the model's (default: the model's MTP "
         "layers, e.g. DeepSeek-V3's num_nextn_predict_layers 1; 0 for n-gram).")] = None,
     chunked_hybrid: Annotated[bool | None, typer.Option(
-        "--chunked-hybrid/--no-chunked-hybrid", help="vLLM: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
-        "HYBRID_KV_CACHE for chunked local attention (Llama-4) (default: the release's, off to "
-        "v0.13, on from v0.14).")] = None,
+        "--chunked-hybrid/--no-chunked-hybrid", help="vLLM: keep the hybrid KV cache manager on "
+        "for Llama-4's chunked local attention, as vLLM's environment switch for it does "
+        "(default: the release's, off to v0.13, on from v0.14; docs/kvmem.md names the "
+        "variable).")] = None,
     kv_cache_dtype_skip_layers: Annotated[str | None, typer.Option(
         "--kv-skip-layers", "--kv-cache-dtype-skip-layers", metavar="LIST", help="vLLM (v0.19 "
         "on): layers cached in the model's dtype, not --kv-dtype: indices (0,31) and/or "
