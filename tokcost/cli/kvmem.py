@@ -232,7 +232,9 @@ def _render(r: Any, ctx: typer.Context) -> None:
         f"bytes per token{' per GPU' if r.tp > 1 or r.pp > 1 else ''}: {r.bytes_per_token:,} B"
         # The binary-unit form only when it says something the byte count does not.
         + (f" ({format_bytes(r.bytes_per_token)})" if r.bytes_per_token >= 1024 else "")
-        + (" while the context is shorter than the window" if counts["sliding"] else ""))
+        + (" while the context is shorter than the window" if counts["sliding"] else "")
+        + (f" (the fullest pipeline stage: {len(r.stage.layers)} of {len(lay.layers)} layers)"
+           if r.pp > 1 and r.stage is not None else ""))
     out.print(f"engine {e.name}: {e.version}", markup=False)
     out.print(e.header.render(words), markup=False)
     out.print(_table(r))

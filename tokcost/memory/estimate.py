@@ -76,13 +76,17 @@ class KvResult:
     budget_line: str | None = None  # the budget, in the engine's words (the table's line)
     plot: Path | None = None
     offload: OffloadTier | None = None  # --cpu-offload's host tier
+    # The fullest pipeline stage (one GPU's layers; ``layout`` itself without --pp): the per-GPU
+    # figures (bytes per token, rows) are its. Not in the JSON beyond those figures.
+    stage: KvLayout | None = None
     # Not in the JSON: where a config.json / hf: model's numbers came from; the engine's plan.
     source_notes: tuple[str, ...] = ()
     plan: Plan | None = field(default=None, repr=False, compare=False)
 
     @property
     def bytes_per_token(self) -> int:
-        return self.layout.bytes_per_token
+        """One GPU's: with --pp the fullest stage's layers (what its pool is sized by)."""
+        return (self.stage or self.layout).bytes_per_token
 
     def to_dict(self) -> dict[str, Any]:
         lay, counts, f = self.layout, self.layout.counts, self.fit
@@ -130,6 +134,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                          "across layers, or attention and Mamba side by side); use "
                          f"{arg('pp', 1)}", param="pp")
     contexts = _contexts(entry, request.contexts)
+    prompt_note = _prompt_check(roof.input_tokens, contexts)
     weights_dtype = request.budget.weights_dtype
     peaks = gpu_peaks(gpu, roof, weights_dtype=weights_dtype or arch.weights_dtype)
     if roof.input_tokens is not None and peaks is not None and peaks.flops_per_s is None:
@@ -153,6 +158,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                                 tp=dep.layout.tp)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
     notes += engine.idle_notes(dep)
+    notes += [prompt_note] if prompt_note is not None and roofline is not None else []
     tier = None
     if request.offload.cpu_offload is not None:
         tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend,
@@ -172,11 +178,12 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
         model=entry.id, kv_dtype=dep.layout.dtype.name, block_size=plan.block_size,
         tp=dep.layout.tp, pp=dep.pp, batch=request.batch, dcp=dep.dcp,
         dp=request.parallel.dp, layout=dep.layout,
-        rows=_rows(entry, request, dep.layout, plan, roofline, contexts),
+        rows=_rows(entry, request, dep, plan, roofline, contexts), stage=dep.stage_layout,
         context_window=entry.context_window, engine=report,
         gpu=gpu.name if gpu else ("custom" if dep.memory_bytes is not None else None), fit=fit,
         largest_context=plan.largest_context(request.batch, entry.context_window or _SEARCH_LIMIT),
-        notes=(*notes, *engine.pool_notes(report, max(contexts))),
+        notes=(*notes, *engine.pool_notes(report, max(contexts)),
+               *plan.batch_notes(request.batch, contexts)),
         cache_policy=plan.to_dict() if isinstance(plan, PolicyPlan) else None,
         budget_line=None if fit is None else engine.budget_line(fit, dep), plan=plan,
         offload=tier)
@@ -193,6 +200,21 @@ def _contexts(entry: ModelEntry, given: tuple[int, ...]) -> tuple[int, ...]:
                 f"model's context window ({entry.id}: {window}); check the number and its "
                 "suffix", param="contexts")
     return contexts
+
+
+def _prompt_check(prompt: int | None, contexts: tuple[int, ...]) -> Note | None:
+    """A prompt longer than every context is a mistake; one longer than some, a note."""
+    if prompt is None or prompt <= min(contexts):
+        return None
+    if prompt > max(contexts):
+        raise UsageError(
+            f"{arg('input_tokens', f'{prompt:,}')} is longer than the longest context, "
+            f"{max(contexts):,} tokens ({arg('contexts')}): a prompt must fit in the context "
+            f"it is served at; give {arg('contexts')} of at least {prompt:,} tokens or a "
+            "shorter prompt", param="input_tokens", related=("contexts",))
+    short = ", ".join(f"{c:,}" for c in contexts if c < prompt)
+    return Note(f"{arg('input_tokens', f'{prompt:,}')} is longer than the context of "
+                f"{short}: those rows' TTFT is for a prompt they cannot hold")
 
 
 def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
@@ -296,22 +318,27 @@ def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note
     return notes
 
 
-def _rows(entry: ModelEntry, request: KvRequest, layout: KvLayout, plan: Plan,
+def _rows(entry: ModelEntry, request: KvRequest, dep: Deployment, plan: Plan,
           roofline: Roofline | None, contexts: tuple[int, ...]) -> tuple[ContextRow, ...]:
     batch, block, window = request.batch, plan.block_size, entry.context_window
     prompt, policy = request.roofline.input_tokens, isinstance(plan, PolicyPlan)
     dcp = request.parallel.dcp  # a GPU holds every dcp-th token
+    # Per GPU: with --pp the stage holding the most at each context (the plan's fullest stage)
+    stages = [dep.layout.take(s) for s in pp_stages(len(dep.layout.layers), dep.pp)]
+    def fullest(tokens: int) -> KvLayout:
+        return max(stages, key=lambda lay: lay.sequence_bytes(tokens))
     return tuple(ContextRow(
-        context=ctx, sequence_bytes=paged if policy else layout.sequence_bytes(-(-ctx // dcp)),
+        context=ctx, sequence_bytes=paged if policy else lay.sequence_bytes(-(-ctx // dcp)),
         paged_sequence_bytes=paged, batch_bytes=batch * paged,
         blocks_per_sequence=-(-ctx // (block * dcp)),
-        by_layer_kind={"full": paged} if policy else layout.by_kind(-(-ctx // dcp), block),
+        by_layer_kind={"full": paged} if policy else lay.by_kind(-(-ctx // dcp), block),
         beyond_context_window=bool(window and ctx > window),
         max_concurrency=plan.max_concurrency(ctx), fits=plan.fits(ctx, batch),
         engine_blocks_per_request=plan.engine_blocks(ctx),
         decode=roofline.decode(ctx, batch) if roofline else None,
         prefill=roofline.prefill(prompt or ctx) if roofline else None)
-        for ctx in contexts for paged in [plan.request_bytes(ctx)])
+        for ctx in contexts for paged in [plan.request_bytes(ctx)]
+        for lay in [fullest(-(-ctx // dcp))])
 
 
 # A quantized cache keeps its residual in the model's compute dtype (bf16/fp16).

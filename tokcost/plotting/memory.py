@@ -24,7 +24,8 @@ def plot_memory(result: KvResult, path: Path) -> None:
     """Plot the batch's KV bytes (paged) against context; mark the GPU budget."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
-    layout, batch, block, gib = result.layout, result.batch, result.block_size, 2**30
+    layout = result.stage or result.layout  # one GPU's: with --pp the fullest stage
+    batch, block, gib = result.batch, result.block_size, 2**30
     top = max([*(r.context for r in result.rows), result.context_window or 0, 4096])
     xs = [256 << i for i in range(max(0, (top - 1).bit_length() - 8))] + [top]  # 256, 512... top
     fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)

@@ -221,6 +221,10 @@ class Plan(ABC):
     def engine_blocks(self, context: int) -> int | None:
         return None
 
+    def batch_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:
+        """Why ``batch`` requests do not run at once where memory is not the reason."""
+        return []
+
     def largest_context(self, batch: int, limit: int) -> int | None:
         """Longest context (<= ``limit``) for which ``batch`` requests fit (None: no budget)."""
         if self.fits(1, batch) is None:

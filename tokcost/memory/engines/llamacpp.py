@@ -145,11 +145,39 @@ class LlamaCppPlan(Plan):
 
     def largest_context(self, batch: int, limit: int) -> int | None:
         """The longest requests ``batch`` slots hold at once, -c being their sum (a unified
-        cache) or the context x slots (separate streams), in the memory left."""
+        cache, a -c larger than the rows': batch_notes says so) or the context x slots
+        (separate streams), in the memory left."""
         if self.fit is None:
             return None
         per = batch if self.unified else self.slots
         return largest(lambda n: self._starts(n * per), limit) if batch <= self.slots else 0
+
+    def batch_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:
+        """Rows that fail for the slots, not the memory: too few slots, or one unified cache
+        of -c = the context cells, which holds one request of it (server.cpp's slots share it)."""
+        if self.fit is None or batch <= 1:
+            return []
+        started = [c for c in contexts if self._starts(self.minus_c(c))]
+        if batch > self.slots and started:
+            return [Note(f"{batch} requests at once need {batch} slots, llama-server has "
+                         f"{self.slots}: give {arg('parallel', batch)}")]
+        short = [c for c in started if (self.max_concurrency(c) or 0) < batch]
+        if not self.unified or not short:
+            return []
+        c = short[-1]
+        streams = replace(self, unified=False)
+        need = streams.kv_bytes(streams.minus_c(c))
+        room = "fits in" if streams._starts(streams.minus_c(c)) else "is more than"
+        held = int(self.max_concurrency(c) or 0)
+        most = self.largest_context(batch, self.model_max_len or 10**8) or 0
+        return [Note(
+            f"fits no at {', '.join(f'{n:,}' for n in short)} tokens: the {self.slots} slots "
+            f"share one unified cache of -c cells, and -c is the context ({arg('contexts')}), "
+            f"so it holds {held} request{'s' * (held != 1)} of {c:,} tokens, not {batch}; "
+            f"llama-server holds {batch} with -c {batch} x {c:,} = {batch * c:,}, or with "
+            f"{arg('kv_unified', False)}: a {c:,}-cell stream per slot ({self.slots} x {c:,} "
+            f"cells = {format_bytes(need)}, which {room} the memory left). The largest context "
+            f"for batch {batch}, {most:,} tokens, is for -c {batch} x that context")]
 
     def _line(self, cache: _Cache) -> str:
         k, v = cache.size(cache.k_bytes), cache.size(cache.v_bytes)

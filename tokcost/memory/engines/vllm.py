@@ -945,6 +945,7 @@ class VllmPlan(Plan):
         if self.available is None:
             return ()
         size, groups = self.group_size, Counter(g.spec.kind for g in self.groups)
+        slots = self.stage_group_size  # one GPU's: with --pp its stage's share of each group
         layers = {kind: sum(len(g.layers) for g in self.groups if g.spec.kind == kind)
                   for kind in groups}
         blocks = {g.spec.kind: g.spec.block_size for g in self.groups if g.spec.kind != "mamba"}
@@ -964,14 +965,18 @@ class VllmPlan(Plan):
         log = [line + (tag if line.startswith("GPU KV cache size") else "")
                for line in report.lines if not line.startswith("ValueError")]
         return (
-            f"vLLM groups: {len(self.groups)} of {size} layer slots: {', '.join(desc)}; page "
+            f"vLLM groups: {len(self.groups)} of {size} layer slots"
+            + (f" ({slots} on the fullest pipeline stage, one GPU)" if slots != size else "")
+            + f": {', '.join(desc)}; page "
             + (f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)"
                if not self.layer_pages else " + ".join(
                    f"{n} x {page:,} B" for page, n in Counter(self.layer_pages).most_common())
                + f" ({self.block_size} tokens, each layer in its own dtype: "
                "UniformTypeKVCacheSpecs)"),
-            (f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {size} layers per "
-             "group)" if not self.layer_pages else
+            # vLLM divides by the slots of the stage it runs on (the fullest sets the pool)
+            (f"blocks: floor({self.available:,} / {self.page_bytes:,} B / {slots} layers per "
+             "group" + (" on the fullest stage)" if slots != size else ")")
+             if not self.layer_pages else
              f"blocks: floor({self.available:,} / {self.block_bytes:,} B per block)")
             + ("" if not self.granule or self.available is None
                or self.available // self.block_bytes == self.num_blocks else
