@@ -103,7 +103,9 @@ def test_pipeline_stages_sum_their_own_layers() -> None:
     first = 16 * (13 * 2048 + 3 * 4096)
     assert isinstance(r.plan, VllmPlan) and r.plan.block_bytes == first
     assert r.engine.num_blocks == BUDGET // first
-    assert r.bytes_per_token == 28 * 2048 + 4 * 4096  # the whole model's layers
+    # Per GPU: the first stage's 13 fp8 + 3 bf16 layers (the whole model's would be
+    # 28 x 2,048 + 4 x 4,096 = 73,728; review finding 2)
+    assert r.bytes_per_token == 13 * 2048 + 3 * 4096 == first // 16
 
 
 def test_the_note_names_the_layers_kept_in_the_model_dtype() -> None:
