@@ -108,7 +108,10 @@ def test_llamacpp_unified_cache_too_small_for_the_batch_says_why() -> None:
     streams = estimate(*args, "--no-kv-unified")
     assert streams["contexts"][0]["fits"] is True
     assert streams["gpu"]["largest_context"] == 131_072  # the model's window
-    assert "unified cache of -c cells, and -c" not in run(*args, "--no-kv-unified")[1]
+    apart = run(*args, "--no-kv-unified")[1]
+    assert "unified cache of -c cells, and -c" not in apart
+    # the header no longer calls the auto slots unified when --no-kv-unified is given
+    assert "4 slots (-np auto: 4), a stream per slot: 32,000 cells per sequence" in apart
 
 
 def test_llamacpp_batch_past_the_slots_names_parallel() -> None:

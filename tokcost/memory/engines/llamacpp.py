@@ -316,6 +316,7 @@ class LlamaCpp(Engine):
                              f"use {arg('engine', 'vllm')} or {arg('engine', 'ideal')}",
                              param="engine")
         auto = self.parallel is None
+        unified = auto if self.kv_unified is None else self.kv_unified
         free = None if dep.memory_bytes is None else dep.memory_bytes - dep.weights - dep.reserve
         # "all": the model's n_layer (a Falcon-H1 layer is an attention and a Mamba slot), which
         # llama_memory_recurrent prints whatever its layer filter keeps: Nemotron-H's MLP/MoE
@@ -341,8 +342,9 @@ class LlamaCpp(Engine):
             else layout.state_bytes * 2, window=layout.window if iswa else None,
             engine=self,
             slots=AUTO_SLOTS if self.parallel is None else self.parallel,
-            unified=auto if self.kv_unified is None else self.kv_unified, free=free,
-            settings={"parallel_source": "-np auto: 4, unified" if auto else "-np given"},
+            unified=unified, free=free,  # -np auto's slots are unified unless -kvu is given
+            settings={"parallel_source": ("-np auto: 4" + ", unified" * (self.kv_unified is None))
+                      if auto else "-np given"},
             model_max_len=dep.model_max_len, conv_bytes=layout.conv_elements * 4)
         if free is None or dep.memory_bytes is None:
             return plan, None
