@@ -282,8 +282,8 @@ def _skipped_note(layout: KvLayout) -> Note:
 def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note]:
     notes = []
     if dep.dcp > 1:
-        notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds every "
-                          f"{dep.dcp}th token of a sequence (vLLM PR #23734), so a GPU's pool "
+        notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds one "
+                          f"token in {dep.dcp} of a sequence (vLLM PR #23734), so a GPU's pool "
                           f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's "
                           "share (the decode roofline still reads the whole sequence)"))
     if dp > 1:

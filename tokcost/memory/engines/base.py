@@ -282,8 +282,8 @@ class Engine(ABC):
                     f"{before}'s rules, the release before it); {self.code}")
         which = ("the release tokcost models" if release == newest == self.releases[0] else
                  "the newest release tokcost models" if release == newest else
-                 f"{newest}'s rules, the newest release tokcost models whole, and the later "
-                 "ones it knows" if release > newest
+                 f"sized by {newest}'s rules: it is newer than {newest}, the newest release "
+                 "tokcost models" if release > newest
                  else f"{self.name}@{str(release)[1:]}")
         return f"{self.title} {release} ({which}); {self.code}"
 

@@ -964,7 +964,8 @@ class VllmPlan(Plan):
         log = [line + (tag if line.startswith("GPU KV cache size") else "")
                for line in report.lines if not line.startswith("ValueError")]
         return (
-            f"vLLM groups: {len(self.groups)} of {size} layer slots: {', '.join(desc)}; page "
+            f"vLLM groups: {len(self.groups)}, each of {size} layer slots: {', '.join(desc)}; "
+            "page "
             + (f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)"
                if not self.layer_pages else " + ".join(
                    f"{n} x {page:,} B" for page, n in Counter(self.layer_pages).most_common())
@@ -1103,7 +1104,8 @@ class Vllm(Engine):
             raise UsageError(f"{arg('num_speculative_tokens')} on a linear hybrid is modelled for "
                              "Gated DeltaNet ones (Qwen3-Next, Qwen3.5/3.6: vLLM grows their "
                              "conv state by a row per token); this model's linear layers are "
-                             "Mamba or lightning attention, whose states tokcost does not grow",
+                             "Mamba or lightning attention, whose states tokcost does not grow; "
+                             f"leave out {arg('num_speculative_tokens')}",
                              param="num_speculative_tokens")
         draft = layout.mtp_layers if self.draft_layers is None else self.draft_layers
         if draft and not (layout.counts["full"] or layout.counts["mla"]):
@@ -1360,7 +1362,9 @@ def _skipped(items: tuple[str, ...], layout: KvLayout, release: Release) -> froz
                f"{arg('kv_dtype')} attention page (mamba_page_size_padded) and "
                "unify_kv_cache_spec_page_size cannot grow that page to the skipped layers' larger "
                "one (an AssertionError in vllm/v1/core/kv_cache_utils.py; v0.25 aligns them)")
-        raise UsageError(f"{arg(param)} on a model with linear-attention (Mamba) layers: {why}",
+        raise UsageError(f"{arg(param)} on a model with linear-attention layers (Mamba, Gated "
+                         f"DeltaNet...): {why}; leave out {arg(param)} (every layer then caches "
+                         f"in {arg('kv_dtype')})",
                          param=param, related=("kv_dtype",))
     n = len(layout.layers)
     wrong = next((int(i) for i in items if i.isdigit() and int(i) >= n), None)
@@ -1388,7 +1392,10 @@ def _check_dcp(dep: Deployment) -> None:
     if kinds["full"] and dep.kv_heads is not None and dcp > tp // dep.kv_heads:
         raise UsageError(f"vLLM refuses {arg('dcp', dcp)}: decode context parallel size must be "
                          f"at most tp // kv heads = {tp} // {dep.kv_heads} = "
-                         f"{tp // dep.kv_heads} (it splits the copies of each kv head)",
+                         f"{tp // dep.kv_heads} (it splits the copies of each kv head); give "
+                         f"{arg('tp', dcp * dep.kv_heads)} or more, or "
+                         + (f"leave out {arg('dcp')}" if tp // dep.kv_heads < 2 else
+                            f"{arg('dcp', tp // dep.kv_heads)} or less"),
                          param="dcp", related=("tp",))
 
 
