@@ -137,7 +137,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
             f"a time to first token needs the GPU's peak FLOP/s, and "
             f"{gpu.name if gpu else 'a custom GPU'} states none: give {arg('flops', 'FLOP/s')}",
             param="flops")
-    dep = _deployment(entry, arch, request, gpu)
+    dep = engine.settle(_deployment(entry, arch, request, gpu))
     plan, fit = engine.plan(dep)
     notes: list[Note] = []
     if cache.evict is not None or cache.residual is not None:

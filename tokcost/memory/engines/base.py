@@ -73,6 +73,9 @@ class Deployment:
     model: str = "?"  # the model's id, for messages
     model_max_len: int | None = None  # the model's context window
     family: str | None = None
+    # The KV dtype given, where the engine caches another (vLLM: DeepSeek-V3.2's fp8 as
+    # fp8_ds_mla, Engine.settle); None: the layout's is the one given.
+    kv_dtype_given: str | None = None
 
     @property
     def stage_layout(self) -> KvLayout:
@@ -290,6 +293,10 @@ class Engine(ABC):
     @abstractmethod
     def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
         """The plan for ``dep`` and the GPU fit it implies (None without a budget)."""
+
+    def settle(self, dep: Deployment) -> Deployment:
+        """``dep`` as the engine runs it: vLLM caches DeepSeek-V3.2's fp8 as fp8_ds_mla."""
+        return dep
 
     def check(self, request: KvRequest) -> None:
         """Refuse what ``request`` gives that this engine does not read."""

@@ -23,7 +23,7 @@ from tokcost.memory.engines.base import (
     largest,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
-from tokcost.memory.kv import KvLayout, kv_dtype, pp_stages
+from tokcost.memory.kv import FP8_DS_MLA_BYTES, KV_DTYPES, KvLayout, kv_dtype, pp_stages
 from tokcost.units import format_bytes, parse_count
 
 if TYPE_CHECKING:
@@ -387,8 +387,8 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     """DeepSeek-V3.2's block from the sparse MLA backend vLLM ``release`` selects."""
     name = layout.dtype.name
     flashmla = (64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src})"
-                + ("; vLLM stores an fp8 cache there as fp8_ds_mla: give "
-                   f"{arg('kv_dtype', 'fp8_ds_mla')}" if name in ("fp8", "fp8_e4m3") else ""))
+                + ("; vLLM stores an fp8 cache there as fp8_ds_mla" if name in ("fp8", "fp8_e4m3")
+                   else ""))
     if where != "blackwell":
         return flashmla
     heads = dep.heads_per_gpu
@@ -414,22 +414,32 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     return flashmla
 
 
-def _check_ds_mla(layout: KvLayout, dep: Deployment, release: Release) -> None:
+def _ds_mla(dep: Deployment, release: Release) -> Deployment:
     """DeepSeek-V3.2's fp8 cache is fp8_ds_mla where vLLM makes it so: v0.11 to v0.17
     (DeepseekV32ForCausalLM.verify_and_update_config, vllm/model_executor/models/config.py,
-    turns any fp8 cache dtype into it) and, from v0.18, wherever FlashMLASparse is the backend
-    (MLAAttention.__init__, mla_attention.py); FlashInfer MLA sparse keeps a plain fp8 cache."""
+    PR #25896, turns any fp8* cache dtype into it, and v0.11 "auto" too) and, from v0.18,
+    wherever FlashMLASparse is the backend (MLAAttention.__init__ in
+    vllm/model_executor/layers/attention/mla_attention.py converts an fp8* dtype after selecting
+    it); FlashInfer MLA sparse keeps a plain fp8 cache. ``dep`` with its MLA layers laid out so
+    (656 B a token a layer, plus the indexer's own bytes) and the dtype given kept."""
+    layout = dep.layout
     name = layout.dtype.name
     if not layout.indexer_bytes or not name.startswith("fp8") or name == "fp8_ds_mla":
-        return
+        return dep
     where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
     if release >= V0_18 and where == "blackwell" and name in SPARSE_FI_DTYPES:
         heads = dep.heads_per_gpu
         if release >= V0_19 or (heads is not None and heads <= 16):
-            return
-    raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla (656 B a "
-                     "token a layer: DeepSeek's own fp8 layout); give "
-                     f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype", related=("engine",))
+            return dep
+    latent = layout.token_bytes["mla"] - layout.indexer_bytes
+    if latent != layout.dtype.vector_bytes(512 + 64):
+        raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla, whose "
+                         "656-byte layout is for a 512 + 64 latent, and this model's is not; "
+                         f"give {arg('kv_dtype', 'bf16')}", param="kv_dtype")
+    mla = replace(layout, dtype=KV_DTYPES["fp8_ds_mla"],
+                  token_bytes={**layout.token_bytes, "mla": FP8_DS_MLA_BYTES
+                               + layout.indexer_bytes})
+    return replace(dep, layout=mla, kv_dtype_given=dep.kv_dtype_given or name)
 
 
 def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_21, *,
@@ -1160,8 +1170,11 @@ class Vllm(Engine):
                                                             - itemsize)
         return replace(dep, layout=replace(layout, state_bytes=state))
 
+    def settle(self, dep: Deployment) -> Deployment:
+        return _ds_mla(dep, self.release)
+
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
-        dep = self._nemotron_ssm(dep)
+        dep = self._nemotron_ssm(self.settle(dep))
         layout = dep.layout
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
@@ -1172,7 +1185,6 @@ class Vllm(Engine):
                              f"{arg('draft_layers', 0)} or {arg('pp', 1)}", param="pp",
                              related=("draft_layers",))
         check_dtype(layout.dtype.name, self.release)
-        _check_ds_mla(layout, dep, self.release)
         mode = self._mamba_mode(dep)
         checkpoint = self._gdn_checkpoint(dep, mode)
         block, reason = resolve_block_size(layout, dep, self.release, mamba_mode=mode,
@@ -1281,7 +1293,17 @@ class Vllm(Engine):
                        "128 zero-padded to 192, mimo_v2_flash.py); from v0.20 (PR #40045) V is "
                        f"cached at its own size: {arg('engine', 'vllm@0.20')}")
                   ] if dep.layout.v_padded else []
-        return padded + self._budget_notes(dep)
+        given = dep.kv_dtype_given
+        ds_mla = [Note(
+            f"{arg('kv_dtype', given)}: vLLM {self.release} caches {dep.model}'s MLA layers as "
+            f"fp8_ds_mla (656 B a token a layer, DeepSeek's fp8 layout, beside the indexer's "
+            f"{dep.layout.indexer_bytes} B): "
+            + ("'Using custom fp8 kv-cache format for DeepSeekV3.2' (DeepseekV32ForCausalLM"
+               ".verify_and_update_config, PR #25896)" if self.release < V0_18 else
+               "'Using DeepSeek's fp8_ds_mla KV cache format', FlashMLASparse's (mla_attention.py);"
+               " FlashInfer MLA sparse, on Blackwell, keeps plain fp8"))
+        ] if given is not None and dep.layout.dtype.name == "fp8_ds_mla" else []
+        return padded + ds_mla + self._budget_notes(dep)
 
     def _budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
