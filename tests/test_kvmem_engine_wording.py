@@ -112,6 +112,19 @@ def test_deepseek_v32_fp8_is_sized_as_fp8_ds_mla(engine: str) -> None:
     assert any(note.startswith("kv_dtype=fp8: vLLM") and "fp8_ds_mla" in note for note in doc["notes"])
 
 
+def test_deepseek_v32_auto_is_fp8_ds_mla_in_v0_11_only() -> None:
+    """v0.11's verify_and_update_config turns "auto" into fp8_ds_mla too (48,068 B a token);
+    v0.12's only fp8*: "auto" stays the model's bf16, 61 x (1,152 + 132) = 78,324 B."""
+    old = _json("--config", V32, "--engine", "vllm@0.11", "--kv-dtype", "auto",
+                "--kv-memory", "40GiB", "--context", "8k")
+    assert old["kv_dtype"] == "fp8_ds_mla" and old["bytes_per_token"] == 48_068
+    assert any(note.startswith("kv_dtype=auto: vLLM v0.11") for note in old["notes"])
+    new = _json("--config", V32, "--engine", "vllm@0.12", "--kv-dtype", "auto",
+                "--kv-memory", "40GiB", "--context", "8k")
+    assert new["kv_dtype"] == "bf16" and new["bytes_per_token"] == 61 * 1284 == 78_324
+    assert not any("fp8_ds_mla" in note for note in new["notes"])
+
+
 def test_deepseek_v32_fp8_stays_fp8_where_flashinfer_sparse_runs() -> None:
     """v0.21 on Blackwell at 128 // 8 = 16 heads per GPU: FlashInfer MLA sparse keeps plain fp8,
     61 x (576 + 132) = 43,188 B a token; at v0.18 with 128 // 4 = 32 heads FlashMLASparse

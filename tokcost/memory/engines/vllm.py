@@ -424,7 +424,8 @@ def _ds_mla(dep: Deployment, release: Release) -> Deployment:
     (656 B a token a layer, plus the indexer's own bytes) and the dtype given kept."""
     layout = dep.layout
     name = layout.dtype.name
-    if not layout.indexer_bytes or not name.startswith("fp8") or name == "fp8_ds_mla":
+    auto = dep.kv_dtype_given == "auto" and release < V0_12  # v0.11 turns "auto" too
+    if not layout.indexer_bytes or name == "fp8_ds_mla" or not (name.startswith("fp8") or auto):
         return dep
     where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
     if release >= V0_18 and where == "blackwell" and name in SPARSE_FI_DTYPES:
