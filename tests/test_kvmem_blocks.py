@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from tokcost.catalog.hf_config import architecture_from_config
 from tokcost.cli.app import app
-from tokcost.errors import UsageError
 from tokcost.memory.engines.base import Deployment
 from tokcost.memory.engines.vllm import Vllm, resolve_block_size
 from tokcost.memory.kv import kv_layout
@@ -183,13 +182,13 @@ def test_without_skip_layers_v0_25_changes_nothing() -> None:
 @pytest.mark.parametrize("engine", ["vllm@0.11", "vllm@0.17", "vllm@0.18", "vllm"])
 def test_deepseek_v32_fp8_is_fp8_ds_mla_where_vllm_makes_it_so(engine: str) -> None:
     """v0.11 to v0.17 DeepseekV32ForCausalLM turns any fp8 cache into fp8_ds_mla; from v0.18
-    FlashMLASparse does (mla_attention.py), the backend on Hopper (assumed without --gpu)."""
+    FlashMLASparse does (mla_attention.py), the backend on Hopper (assumed without --gpu): sized
+    so, 61 x (656 + 132) = 48,068 B a token, 20 GiB // (64 x 48,068) = 6,980 blocks, and said."""
     result = CliRunner().invoke(app, ["kvmem", "estimate", "--config", str(V32), "--kv-dtype",
                                       "fp8", "--engine", engine, "--kv-memory", "20GiB"])
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "cache as fp8_ds_mla" in lines[0], result.output
-    assert "--kv-dtype fp8_ds_mla" in lines[0]
+    assert result.exit_code == 0, result.output
+    assert "KV fp8_ds_mla" in result.output and "= 6,980 blocks" in result.output
+    assert "note: --kv-dtype fp8: vLLM" in result.output
 
 
 @pytest.mark.parametrize(("release", "tp", "starts"), [
@@ -197,14 +196,14 @@ def test_deepseek_v32_fp8_is_fp8_ds_mla_where_vllm_makes_it_so(engine: str) -> N
 def test_flashinfer_mla_sparse_keeps_a_plain_fp8_cache(release: str, tp: int,
                                                        starts: bool) -> None:
     """On Blackwell FlashInfer MLA sparse takes fp8 as it is (61 x (576 + 132) B a token): at
-    16 heads per GPU or fewer in v0.18, at any heads from v0.19 (PR #37252)."""
+    16 heads per GPU or fewer in v0.18, at any heads from v0.19 (PR #37252); elsewhere vLLM
+    caches it as fp8_ds_mla (656 + 132 B a token a layer) in FlashMLASparse's 64-token blocks."""
     dep = _deployment("fp8", tp)
-    engine = Vllm(release=Vllm.release_of(release))
+    plan = Vllm(release=Vllm.release_of(release)).pool(dep, 20 * GiB)
     if starts:
-        assert engine.pool(dep, 20 * GiB).block_size == 32
+        assert (plan.block_size, plan.page_bytes) == (32, 32 * (576 + 132))
     else:
-        with pytest.raises(UsageError, match="as fp8_ds_mla"):
-            engine.pool(dep, 20 * GiB)
+        assert (plan.block_size, plan.page_bytes) == (64, 64 * (656 + 132))
 
 
 @pytest.mark.parametrize(("engine", "args", "refused"), [

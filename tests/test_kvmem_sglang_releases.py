@@ -65,7 +65,7 @@ def test_vllm_keeps_minor_releases() -> None:
     ("sglang", "SGLang v0.5.23 (the newest release tokcost models)"),
     ("sglang@0.5", "SGLang v0.5.23 (the newest release tokcost models)"),
     ("sglang@0.4", "SGLang v0.4.10 (sglang@0.4.10)"),
-    ("sglang@0.6", "SGLang v0.6.0 (v0.5.23's rules, the newest release tokcost models whole")])
+    ("sglang@0.6", "SGLang v0.6.0 (sized by v0.5.23's rules: it is newer than v0.5.23")])
 def test_the_estimate_says_which_release(engine: str, words: str) -> None:
     assert estimate("-m", "llama-3.1-8b", "--engine", engine)["engine"]["version"].startswith(
         words)

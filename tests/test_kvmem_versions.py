@@ -113,7 +113,8 @@ def test_logged_tokens_follow_the_release() -> None:
 
 def test_later_release_follows_the_newest_rules_and_says_so() -> None:
     r = estimate(model="llama-3.1-8b", gpu="H100", engine="vllm@0.37")
-    assert r.engine.version.startswith("vLLM v0.37 (v0.34's rules, the newest release tokcost")
+    assert r.engine.version.startswith("vLLM v0.37 (sized by v0.34's rules: it is newer than "
+                                       "v0.34, the newest release tokcost models)")
     assert r.fit is not None and r.fit.util == 1.0
 
 

@@ -142,7 +142,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
             f"a time to first token needs the GPU's peak FLOP/s, and "
             f"{gpu.name if gpu else 'a custom GPU'} states none: give {arg('flops', 'FLOP/s')}",
             param="flops")
-    dep = _deployment(entry, arch, request, gpu)
+    dep = engine.settle(_deployment(entry, arch, request, gpu))
     plan, fit = engine.plan(dep)
     notes: list[Note] = []
     if cache.evict is not None or cache.residual is not None:
@@ -243,7 +243,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
         block_size=cache.block_size, head_dim=head_dim, pp=par.pp, dcp=par.dcp,
         kv_heads=None if head_dim is None else attention_shape(arch, entry.id)[0], model=entry.id,
         model_max_len=entry.context_window, family=entry.family,
-        attention_heads=arch.attention_heads)
+        attention_heads=arch.attention_heads, kv_dtype_given="auto" if auto else None)
 
 
 def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int,
@@ -304,8 +304,8 @@ def _skipped_note(layout: KvLayout) -> Note:
 def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note]:
     notes = []
     if dep.dcp > 1:
-        notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds every "
-                          f"{dep.dcp}th token of a sequence (vLLM PR #23734), so a GPU's pool "
+        notes.append(Note(f"decode context parallel {dep.dcp}: each GPU of a DCP group holds one "
+                          f"token in {dep.dcp} of a sequence (vLLM PR #23734), so a GPU's pool "
                           f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's "
                           "share (the decode roofline still reads the whole sequence)"))
     if dp > 1:

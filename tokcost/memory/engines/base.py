@@ -73,6 +73,10 @@ class Deployment:
     model: str = "?"  # the model's id, for messages
     model_max_len: int | None = None  # the model's context window
     family: str | None = None
+    # The KV dtype given where the layout's is another: "auto" (the model's), or one the engine
+    # caches in another layout (vLLM: DeepSeek-V3.2's fp8 as fp8_ds_mla, Engine.settle); None:
+    # the layout's is the one given.
+    kv_dtype_given: str | None = None
 
     @property
     def stage_layout(self) -> KvLayout:
@@ -286,14 +290,18 @@ class Engine(ABC):
                     f"{before}'s rules, the release before it); {self.code}")
         which = ("the release tokcost models" if release == newest == self.releases[0] else
                  "the newest release tokcost models" if release == newest else
-                 f"{newest}'s rules, the newest release tokcost models whole, and the later "
-                 "ones it knows" if release > newest
+                 f"sized by {newest}'s rules: it is newer than {newest}, the newest release "
+                 "tokcost models" if release > newest
                  else f"{self.name}@{str(release)[1:]}")
         return f"{self.title} {release} ({which}); {self.code}"
 
     @abstractmethod
     def plan(self, dep: Deployment) -> tuple[Plan, GpuFit | None]:
         """The plan for ``dep`` and the GPU fit it implies (None without a budget)."""
+
+    def settle(self, dep: Deployment) -> Deployment:
+        """``dep`` as the engine runs it: vLLM caches DeepSeek-V3.2's fp8 as fp8_ds_mla."""
+        return dep
 
     def check(self, request: KvRequest) -> None:
         """Refuse what ``request`` gives that this engine does not read."""

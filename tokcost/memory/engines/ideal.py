@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tokcost.errors import Note
+from tokcost.errors import Note, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan
 from tokcost.memory.fit import DEFAULT_BLOCK, GpuFit
 from tokcost.memory.kv import KvDtype, KvLayout
@@ -20,6 +20,7 @@ class IdealPlan(Plan):
     layout: KvLayout
     block_size: int
     fit: GpuFit | None
+    given: bool = True  # the block came from --block-size (else tokcost's default)
 
     def request_bytes(self, context: int) -> int:
         return self.layout.sequence_bytes(context, self.block_size)
@@ -41,13 +42,15 @@ class IdealPlan(Plan):
             f"blocks: floor({fit.available_bytes:,} / {fit.page_bytes:,} B per block) = "
             f"{fit.num_blocks:,} -> {fit.cache_tokens:,} tokens"
             + ("" if lay.uniform else " at short context (windowed/linear layers cap long ones)"),)
+        why = (f"{block} (as given)" if self.given else
+               f"{block} (tokcost's default; {arg('block_size')} sets it)")
         return EngineReport(
             name=Ideal.name, version=Ideal.code, block_size=block,
-            block_size_reason=Note(f"{block} (as given)"), max_model_len=max_model_len,
+            block_size_reason=Note(why), max_model_len=max_model_len,
             groups=groups, num_blocks=None if fit is None else fit.num_blocks,
             cache_tokens=None if fit is None else fit.cache_tokens,
             max_concurrency=self.max_concurrency(max_model_len), title=Ideal.title,
-            sets_aside=False, header=Note(f"block {block} (as given)"), details=details)
+            sets_aside=False, header=Note(f"block {why}"), details=details)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +64,7 @@ class Ideal(Engine):
     def plan(self, dep: Deployment) -> tuple[IdealPlan, GpuFit | None]:
         block = DEFAULT_BLOCK if dep.block_size is None else dep.block_size
         fit = dep.fit(block)
-        return IdealPlan(dep.stage_layout, block, fit), fit
+        return IdealPlan(dep.stage_layout, block, fit, given=dep.block_size is not None), fit
 
     def layout_note(self, dtype: KvDtype) -> Note | None:
         return None  # tokcost's own layouts are the ones it holds

@@ -275,6 +275,7 @@ class LlamaCpp(Engine):
                                  param=name)
 
     def check(self, request: KvRequest) -> None:
+        super().check(request)  # --dcp is vLLM's
         budget, cache = request.budget, request.cache
         # A --kv-dtype given is refused, bf16 too: llama.cpp's cells are --cache-type-k/-v's
         # (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1).

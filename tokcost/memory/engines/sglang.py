@@ -466,9 +466,10 @@ class Sglang(Engine):
         if layout.indexer_bytes:
             if not V0_5_4 <= self.release < V0_5_23:
                 raise UsageError(
-                    f"SGLang's pool for {dep.model}'s sparse-attention indexer (NSA) is modelled "
-                    f"as v0.5.4 to v0.5.22 size it (PR #11309; v0.5.23's DSATokenToKVPool is "
-                    f"not); use {arg('engine', 'sglang@0.5.22')} or {arg('engine', 'vllm')}",
+                    f"SGLang {self.release} is not modelled for {dep.model}'s sparse-attention "
+                    "indexer (NSA): tokcost sizes its pool as v0.5.4 to v0.5.22 do (PR #11309), "
+                    "and v0.5.23's DSATokenToKVPool differs; use "
+                    f"{arg('engine', 'sglang@0.5.22')} or {arg('engine', 'vllm')}",
                     param="engine")
             page, page_note = _nsa_page(dep), ""
         self._refuse_unserved(dep)

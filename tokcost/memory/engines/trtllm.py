@@ -144,6 +144,7 @@ class TrtLlm(Engine):
         return {"free_gpu_memory_fraction": self.free_gpu_memory_fraction is not None}
 
     def check(self, request: KvRequest) -> None:
+        super().check(request)  # --dcp is vLLM's (TensorRT-LLM's helix parallelism is not modelled)
         cache = request.cache
         for param, given in (("gpu_util", request.budget.gpu_util is not None),
                              ("block_size", cache.block_size is not None),

@@ -23,7 +23,7 @@ from tokcost.memory.engines.base import (
     largest,
 )
 from tokcost.memory.fit import DEFAULT_BLOCK, GiB, GpuFit
-from tokcost.memory.kv import KvLayout, kv_dtype, pp_stages
+from tokcost.memory.kv import FP8_DS_MLA_BYTES, KV_DTYPES, KvLayout, kv_dtype, pp_stages
 from tokcost.units import format_bytes, parse_count
 
 if TYPE_CHECKING:
@@ -387,8 +387,8 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     """DeepSeek-V3.2's block from the sparse MLA backend vLLM ``release`` selects."""
     name = layout.dtype.name
     flashmla = (64, f"64: FlashMLASparse's kernel block, DeepSeek-V3.2's backend ({src})"
-                + ("; vLLM stores an fp8 cache there as fp8_ds_mla: give "
-                   f"{arg('kv_dtype', 'fp8_ds_mla')}" if name in ("fp8", "fp8_e4m3") else ""))
+                + ("; vLLM stores an fp8 cache there as fp8_ds_mla" if name in ("fp8", "fp8_e4m3")
+                   else ""))
     if where != "blackwell":
         return flashmla
     heads = dep.heads_per_gpu
@@ -414,22 +414,33 @@ def _sparse_block(layout: KvLayout, dep: Deployment, where: str, block: int, rel
     return flashmla
 
 
-def _check_ds_mla(layout: KvLayout, dep: Deployment, release: Release) -> None:
+def _ds_mla(dep: Deployment, release: Release) -> Deployment:
     """DeepSeek-V3.2's fp8 cache is fp8_ds_mla where vLLM makes it so: v0.11 to v0.17
     (DeepseekV32ForCausalLM.verify_and_update_config, vllm/model_executor/models/config.py,
-    turns any fp8 cache dtype into it) and, from v0.18, wherever FlashMLASparse is the backend
-    (MLAAttention.__init__, mla_attention.py); FlashInfer MLA sparse keeps a plain fp8 cache."""
+    PR #25896, turns any fp8* cache dtype into it, and v0.11 "auto" too) and, from v0.18,
+    wherever FlashMLASparse is the backend (MLAAttention.__init__ in
+    vllm/model_executor/layers/attention/mla_attention.py converts an fp8* dtype after selecting
+    it); FlashInfer MLA sparse keeps a plain fp8 cache. ``dep`` with its MLA layers laid out so
+    (656 B a token a layer, plus the indexer's own bytes) and the dtype given kept."""
+    layout = dep.layout
     name = layout.dtype.name
-    if not layout.indexer_bytes or not name.startswith("fp8") or name == "fp8_ds_mla":
-        return
+    auto = dep.kv_dtype_given == "auto" and release < V0_12  # v0.11 turns "auto" too
+    if not layout.indexer_bytes or name == "fp8_ds_mla" or not (name.startswith("fp8") or auto):
+        return dep
     where = (dep.gpu.architecture if dep.gpu is not None else None) or "hopper"
     if release >= V0_18 and where == "blackwell" and name in SPARSE_FI_DTYPES:
         heads = dep.heads_per_gpu
         if release >= V0_19 or (heads is not None and heads <= 16):
-            return
-    raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla (656 B a "
-                     "token a layer: DeepSeek's own fp8 layout); give "
-                     f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype", related=("engine",))
+            return dep
+    latent = layout.token_bytes["mla"] - layout.indexer_bytes
+    if latent != layout.dtype.vector_bytes(512 + 64):
+        raise UsageError(f"vLLM {release} stores {dep.model}'s {name} cache as fp8_ds_mla, whose "
+                         "656-byte layout is for a 512 + 64 latent, and this model's is not; "
+                         f"give {arg('kv_dtype', 'bf16')}", param="kv_dtype")
+    mla = replace(layout, dtype=KV_DTYPES["fp8_ds_mla"],
+                  token_bytes={**layout.token_bytes, "mla": FP8_DS_MLA_BYTES
+                               + layout.indexer_bytes})
+    return replace(dep, layout=mla, kv_dtype_given=dep.kv_dtype_given or name)
 
 
 def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_21, *,
@@ -965,7 +976,7 @@ class VllmPlan(Plan):
         log = [line + (tag if line.startswith("GPU KV cache size") else "")
                for line in report.lines if not line.startswith("ValueError")]
         return (
-            f"vLLM groups: {len(self.groups)} of {size} layer slots"
+            f"vLLM groups: {len(self.groups)}, each of {size} layer slots"
             + (f" ({slots} on the fullest pipeline stage, one GPU)" if slots != size else "")
             + f": {', '.join(desc)}; page "
             + (f"{self.page_bytes:,} B ({self.block_size} tokens x 1 layer)"
@@ -1108,7 +1119,8 @@ class Vllm(Engine):
             raise UsageError(f"{arg('num_speculative_tokens')} on a linear hybrid is modelled for "
                              "Gated DeltaNet ones (Qwen3-Next, Qwen3.5/3.6: vLLM grows their "
                              "conv state by a row per token); this model's linear layers are "
-                             "Mamba or lightning attention, whose states tokcost does not grow",
+                             "Mamba or lightning attention, whose states tokcost does not grow; "
+                             f"leave out {arg('num_speculative_tokens')}",
                              param="num_speculative_tokens")
         draft = layout.mtp_layers if self.draft_layers is None else self.draft_layers
         if draft and not (layout.counts["full"] or layout.counts["mla"]):
@@ -1163,8 +1175,11 @@ class Vllm(Engine):
                                                             - itemsize)
         return replace(dep, layout=replace(layout, state_bytes=state))
 
+    def settle(self, dep: Deployment) -> Deployment:
+        return _ds_mla(dep, self.release)
+
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:
-        dep = self._nemotron_ssm(dep)
+        dep = self._nemotron_ssm(self.settle(dep))
         layout = dep.layout
         if all(k == "linear" for k in layout.layers):
             raise UsageError("this model caches no tokens (only fixed-state layers)")
@@ -1175,7 +1190,6 @@ class Vllm(Engine):
                              f"{arg('draft_layers', 0)} or {arg('pp', 1)}", param="pp",
                              related=("draft_layers",))
         check_dtype(layout.dtype.name, self.release)
-        _check_ds_mla(layout, dep, self.release)
         mode = self._mamba_mode(dep)
         checkpoint = self._gdn_checkpoint(dep, mode)
         block, reason = resolve_block_size(layout, dep, self.release, mamba_mode=mode,
@@ -1284,7 +1298,17 @@ class Vllm(Engine):
                        "128 zero-padded to 192, mimo_v2_flash.py); from v0.20 (PR #40045) V is "
                        f"cached at its own size: {arg('engine', 'vllm@0.20')}")
                   ] if dep.layout.v_padded else []
-        return padded + self._budget_notes(dep)
+        given = dep.kv_dtype_given
+        ds_mla = [Note(
+            f"{arg('kv_dtype', given)}: vLLM {self.release} caches {dep.model}'s MLA layers as "
+            f"fp8_ds_mla (656 B a token a layer, DeepSeek's fp8 layout, beside the indexer's "
+            f"{dep.layout.indexer_bytes} B): "
+            + ("'Using custom fp8 kv-cache format for DeepSeekV3.2' (DeepseekV32ForCausalLM"
+               ".verify_and_update_config, PR #25896)" if self.release < V0_18 else
+               "'Using DeepSeek's fp8_ds_mla KV cache format', FlashMLASparse's (mla_attention.py);"
+               " FlashInfer MLA sparse, on Blackwell, keeps plain fp8"))
+        ] if given is not None and dep.layout.dtype.name == "fp8_ds_mla" else []
+        return padded + ds_mla + self._budget_notes(dep)
 
     def _budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None or dep.kv_memory is not None:
@@ -1365,7 +1389,9 @@ def _skipped(items: tuple[str, ...], layout: KvLayout, release: Release) -> froz
                f"{arg('kv_dtype')} attention page (mamba_page_size_padded) and "
                "unify_kv_cache_spec_page_size cannot grow that page to the skipped layers' larger "
                "one (an AssertionError in vllm/v1/core/kv_cache_utils.py; v0.25 aligns them)")
-        raise UsageError(f"{arg(param)} on a model with linear-attention (Mamba) layers: {why}",
+        raise UsageError(f"{arg(param)} on a model with linear-attention layers (Mamba, Gated "
+                         f"DeltaNet...): {why}; leave out {arg(param)} (every layer then caches "
+                         f"in {arg('kv_dtype')})",
                          param=param, related=("kv_dtype",))
     n = len(layout.layers)
     wrong = next((int(i) for i in items if i.isdigit() and int(i) >= n), None)
@@ -1393,7 +1419,10 @@ def _check_dcp(dep: Deployment) -> None:
     if kinds["full"] and dep.kv_heads is not None and dcp > tp // dep.kv_heads:
         raise UsageError(f"vLLM refuses {arg('dcp', dcp)}: decode context parallel size must be "
                          f"at most tp // kv heads = {tp} // {dep.kv_heads} = "
-                         f"{tp // dep.kv_heads} (it splits the copies of each kv head)",
+                         f"{tp // dep.kv_heads} (it splits the copies of each kv head); give "
+                         f"{arg('tp', dcp * dep.kv_heads)} or more, or "
+                         + (f"leave out {arg('dcp')}" if tp // dep.kv_heads < 2 else
+                            f"{arg('dcp', tp // dep.kv_heads)} or less"),
                          param="dcp", related=("tp",))
 
 
