@@ -425,3 +425,20 @@ def test_catalog_granite_4_h_small_state_as_its_config() -> None:
     assert catalog is not None and catalog.attention == from_config.attention
     plan = Sglang().pools(Deployment(layout=kv_layout(catalog)), None)
     assert plan.state_bytes == 36 * (25_344 * 2 + 1_048_576 * 4) == 152_819_712
+
+
+def test_sglang_gives_the_layers_left_over_to_the_last_stages() -> None:
+    """get_pp_indices: SGLang's (srt/distributed/utils.py) gives the remainder to the last
+    ``remainder`` stages, vLLM's (vllm/distributed/utils.py) to the stages before the last.
+    62 layers on 4 stages: 15 each and 2 left over."""
+    from tokcost.memory.kv import pp_stages
+    assert [len(s) for s in pp_stages(62, 4)] == [15, 16, 16, 15]
+    assert [len(s) for s in pp_stages(62, 4, extra_last=True)] == [15, 15, 16, 16]
+    assert pp_stages(62, 4, extra_last=True)[-1] == range(46, 62)
+    result = runner.invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--engine", "sglang",
+                                 "--pp", "4", "--kv-memory", "10GiB"])
+    assert result.exit_code == 0, result.output
+    assert "4 stages of 15, 15, 16, 16 layers (SGLang's split" in " ".join(result.output.split())
+    vllm = runner.invoke(app, ["kvmem", "estimate", "-m", "gemma-3-27b", "--pp", "4",
+                               "--kv-memory", "10GiB"])
+    assert "4 stages of 15, 16, 16, 15 layers (vLLM's split" in " ".join(vllm.output.split())

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from tokcost.catalog.schema import Architecture, Gpu, ModelEntry
@@ -142,7 +142,8 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
             f"a time to first token needs the GPU's peak FLOP/s, and "
             f"{gpu.name if gpu else 'a custom GPU'} states none: give {arg('flops', 'FLOP/s')}",
             param="flops")
-    dep = engine.settle(_deployment(entry, arch, request, gpu))
+    dep = engine.settle(replace(_deployment(entry, arch, request, gpu),
+                                pp_extra_last=engine.pp_extra_last))
     plan, fit = engine.plan(dep)
     notes: list[Note] = []
     if cache.evict is not None or cache.residual is not None:
@@ -166,7 +167,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
                             block=plan.block_size, model=entry.id,
                             release=getattr(engine, "release", None),
                             hybrid_manager=getattr(engine, "hybrid_manager", True),
-                            first=dep.layout.take(pp_stages(len(dep.layout.layers), dep.pp)[0]),
+                            first=dep.layout.take(dep.stages[0]),
                             rocm=dep.gpu is not None
                             and (dep.gpu.architecture or "").startswith("cdna"))
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
@@ -256,9 +257,13 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
         if "mla" in counts:
             notes.append(Note("MLA's latent cache is replicated on every tensor-parallel GPU"))
     if dep.pp > 1:
-        sizes = ", ".join(str(len(s)) for s in pp_stages(len(layout.layers), dep.pp))
-        notes.append(Note(f"pipeline parallelism: {dep.pp} stages of {sizes} layers (vLLM's "
-                          "split); the fullest stage sets every stage's pool"))
+        sizes = ", ".join(str(len(s)) for s in dep.stages)
+        split = "SGLang's split" if dep.pp_extra_last else "vLLM's split"
+        if len(layout.layers) % dep.pp:
+            split += (": the last stages take the layers left over" if dep.pp_extra_last else
+                      ": the stages before the last take the layers left over")
+        notes.append(Note(f"pipeline parallelism: {dep.pp} stages of {sizes} layers ({split}); "
+                          "the fullest stage sets every stage's pool"))
     if "linear" in counts:
         arch = entry.architecture
         att = arch.attention if arch is not None else None
@@ -324,7 +329,7 @@ def _rows(entry: ModelEntry, request: KvRequest, dep: Deployment, plan: Plan,
     prompt, policy = request.roofline.input_tokens, isinstance(plan, PolicyPlan)
     dcp = request.parallel.dcp  # a GPU holds every dcp-th token
     # Per GPU: with --pp the stage holding the most at each context (the plan's fullest stage)
-    stages = [dep.layout.take(s) for s in pp_stages(len(dep.layout.layers), dep.pp)]
+    stages = [dep.layout.take(s) for s in dep.stages]
     def fullest(tokens: int) -> KvLayout:
         return max(stages, key=lambda lay: lay.sequence_bytes(tokens))
     return tuple(ContextRow(

@@ -259,15 +259,16 @@ def attention_shape(arch: Architecture, model: str = "?") -> tuple[int, int]:
     return kv_heads, head_dim
 
 
-def pp_stages(layers: int, pp: int) -> tuple[range, ...]:
+def pp_stages(layers: int, pp: int, *, extra_last: bool = False) -> tuple[range, ...]:
     """The layers of each of ``pp`` stages: ``layers // pp``, the rest one by one backwards
-    over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices)."""
+    over the stages before the last (``vllm/distributed/utils.py`` get_pp_indices), or with
+    ``extra_last`` to the last stages (SGLang's get_pp_indices, srt/distributed/utils.py)."""
     _positive(pp, "pp")
     if pp > layers:
         raise UsageError(f"{arg('pp', pp)} pipeline stages exceed the model's {layers} layers; "
                          f"use at most {layers}", param="pp")
     sizes = [layers // pp] * pp
-    for i in range(2, layers % pp + 2):
+    for i in range(1, layers % pp + 1) if extra_last else range(2, layers % pp + 2):
         sizes[-i] += 1
     ends = list(accumulate(sizes))
     return tuple(range(end - size, end) for size, end in zip(sizes, ends, strict=True))

@@ -77,13 +77,17 @@ class Deployment:
     # caches in another layout (vLLM: DeepSeek-V3.2's fp8 as fp8_ds_mla, Engine.settle); None:
     # the layout's is the one given.
     kv_dtype_given: str | None = None
+    pp_extra_last: bool = False  # the engine gives a split's extra layers to the last stages
+
+    @property
+    def stages(self) -> tuple[range, ...]:
+        """Each pipeline stage's layers, split as the engine splits them."""
+        return pp_stages(len(self.layout.layers), self.pp, extra_last=self.pp_extra_last)
 
     @property
     def stage_layout(self) -> KvLayout:
         """The pipeline stage that caches the most per token (it sets every stage's pool)."""
-        lay = self.layout
-        return max((lay.take(s) for s in pp_stages(len(lay.layers), self.pp)),
-                   key=lambda x: x.bytes_per_token)
+        return max((self.layout.take(s) for s in self.stages), key=lambda x: x.bytes_per_token)
 
     @property
     def heads_per_gpu(self) -> int | None:
@@ -246,6 +250,7 @@ class Engine(ABC):
     # a profile with releases has a ``release`` field, the newest by default.
     releases: ClassVar[tuple[Release, Release] | None] = None
     kv_offload: ClassVar[bool] = False  # serves a host-memory KV tier (--cpu-offload)
+    pp_extra_last: ClassVar[bool] = False  # a pipeline split's extra layers go to the last stages
     # Engines whose rules change within a minor: the newest patch modelled of each minor,
     # which ``NAME@MAJOR.MINOR`` stands for (``sglang@0.4`` = v0.4.10); empty: minors only.
     patches: ClassVar[tuple[Release, ...]] = ()

@@ -14,7 +14,7 @@ from tokcost.catalog.schema import LayerKind
 from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, Release
 from tokcost.memory.fit import DoesNotFit, GiB, GpuFit
-from tokcost.memory.kv import KvLayout, pp_stages
+from tokcost.memory.kv import KvLayout
 from tokcost.units import format_bytes
 
 if TYPE_CHECKING:
@@ -390,6 +390,9 @@ class Sglang(Engine):
     name: ClassVar[str] = "sglang"
     title: ClassVar[str] = "SGLang"
     code: ClassVar[str] = "token pools (model_runner_kv_cache_mixin.py)"
+    # get_pp_indices (srt/distributed/utils.py): the layers left over go to the last stages
+    # (vLLM's go to the stages before the last)
+    pp_extra_last: ClassVar[bool] = True
     # v0.4.6 to v0.5.23 (the newest on PyPI), by patch: sglang@0.4 is v0.4.10, sglang@0.5
     # v0.5.23; what changed between them: the V0_x_y rules above (docs/kvmem-engines.md).
     releases: ClassVar[tuple[Release, Release] | None] = (V0_4_6, V0_5_23)
@@ -478,7 +481,7 @@ class Sglang(Engine):
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
         stages = []
-        for stage in pp_stages(len(layout.layers), dep.pp):
+        for stage in dep.stages:
             kinds = [layout.layers[i] for i in stage]
             swa = kinds.count("sliding") if hybrid_swa else 0
             full = sum(1 for k in kinds if k in ("full", "mla", "sliding")) - swa
