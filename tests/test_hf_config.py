@@ -196,6 +196,11 @@ def test_nemotron_h_pattern_keeps_cache_layers() -> None:
       "hidden_size": 4096}, "num_hidden_layers is '32'; expected the number of layers"),
     ({"model_type": "llama", "num_hidden_layers": 10**9, "num_attention_heads": 32,
       "hidden_size": 4096}, "a whole number from 1 to 10,000"),
+    # a hostile value is described, not echoed: 301 digits would flood the one line
+    ({"model_type": "llama", "num_hidden_layers": 10**300, "num_attention_heads": 32,
+      "hidden_size": 4096}, "num_hidden_layers is a 301-digit number; expected"),
+    ({"model_type": "llama", "num_hidden_layers": "x" * 10**6, "num_attention_heads": 32,
+      "hidden_size": 4096}, "num_hidden_layers is 'xxxxxxxx"),
     ({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32,
       "num_key_value_heads": 5, "hidden_size": 4096}, "not a multiple of num_key_value_heads 5"),
     ({"model_type": "x", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
@@ -215,7 +220,7 @@ def test_a_missing_or_bad_field_is_named_in_one_line(config: dict[str, Any], fra
         architecture_from_config(config, where="x/config.json")
     message = str(info.value)
     assert fragment in message, message
-    assert message.startswith("x/config.json") and "\n" not in message
+    assert message.startswith("x/config.json") and "\n" not in message and len(message) < 300
 
 
 @pytest.mark.parametrize(("dtype", "quant", "expected"), [

@@ -36,6 +36,15 @@ _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "bf
            "float": "bf16", "float8_e4m3fn": "fp8"}
 
 
+
+def _shown(value: Any) -> str:
+    """A config value as an error quotes it: a hostile one (a 300-digit number, a megabyte of
+    text) is described, not echoed."""
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"a {len(text.lstrip('-'))}-digit number"
+    return text if len(text) <= 60 else text[:57] + "..."
+
 class ConfigFields:
     """Typed reads from one (text) config, every error naming the field and the file."""
 
@@ -63,7 +72,7 @@ class ConfigFields:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= cap:
-            raise InputError(f"{self.where}: {key} is {value!r}; expected {what}, a whole "
+            raise InputError(f"{self.where}: {key} is {_shown(value)}; expected {what}, a whole "
                              f"number from {minimum} to {cap:,}")
         return value
 
