@@ -548,3 +548,48 @@ def test_catalog_entries_hold_what_config_json_gives(model: str, family: str) ->
     assert arch is not None
     assert (arch.params_total, arch.params_active, arch.expert_weights_bytes) == (
         derived.params_total, derived.params_active, derived.expert_weights_bytes)
+
+
+# The catalog entries of issue 28's remaining families: each written from its fixture
+# config.json (`tokcost models import`), and GPUs it fits on (DeepSeek-V3.2's 627.74 GiB of
+# weights and MiniMax-Text-01's 849.53 GiB are over 8 x 80 GiB; Falcon-H1's 12 heads take no
+# --tp 8).
+NEW_ENTRIES = [
+    ("deepseek-v3.2-exp", ["--gpu", "H200", "--tp", "8"]),
+    ("qwen3.6-35b-a3b", ["--gpu", "H100", "--tp", "8"]),
+    ("gemma-3n-e4b", ["--gpu", "H100", "--tp", "8"]),
+    ("falcon-h1-7b", ["--gpu", "H100", "--tp", "4"]),
+    ("minimax-text-01", ["--gpu", "H200", "--tp", "8"]),
+]
+
+
+@pytest.mark.parametrize("model", [m for m, _ in NEW_ENTRIES])
+def test_new_catalog_entries_are_their_config_json(model: str) -> None:
+    import dataclasses
+
+    from tokcost.catalog import load_catalog
+
+    entry = load_catalog().resolve(model)
+    arch = entry.architecture
+    config = _family(model)
+    derived = architecture_from_config(config, where="config.json", weights=_weights(config))
+    assert arch is not None and arch.source is not None
+    assert arch.source.startswith("https://huggingface.co/") and arch.source.endswith(
+        "/config.json")
+    # Every field, the attention's included (layer pattern, states, windows, shared KV).
+    assert dataclasses.replace(arch, source=None) == derived
+    assert entry.tokenizer_spec == f"hf:{entry.aliases[0]}"
+
+
+@pytest.mark.parametrize(("model", "flags"), NEW_ENTRIES)
+def test_kvmem_estimate_runs_on_the_new_entries(model: str, flags: list[str]) -> None:
+    # -m MODEL sizes the same weights as --config config.json (the fixture), per GPU.
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", model, *flags])
+    assert result.exit_code == 0, result.output
+    tp = int(flags[flags.index("--tp") + 1])
+    gib = _weights(_family(model)).bytes / tp / 2**30
+    assert f"- weights {gib:.2f} GiB" in result.output
