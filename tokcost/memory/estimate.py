@@ -162,14 +162,9 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     notes += [prompt_note] if prompt_note is not None and roofline is not None else []
     tier = None
     if request.offload.cpu_offload is not None:
-        tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend,
-                            stage=dep.stage_layout, tp=dep.layout.tp, pp=dep.pp, dcp=dep.dcp,
-                            block=plan.block_size, model=entry.id,
-                            release=getattr(engine, "release", None),
-                            hybrid_manager=getattr(engine, "hybrid_manager", True),
-                            first=dep.layout.take(dep.stages[0]),
-                            rocm=dep.gpu is not None
-                            and (dep.gpu.architecture or "").startswith("cdna"))
+        tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend, dep,
+                            block=plan.block_size, release=getattr(engine, "release", None),
+                            hybrid_manager=getattr(engine, "hybrid_manager", True))
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import Release
-from tokcost.memory.kv import KvLayout
+from tokcost.memory.engines.base import Deployment, Release
 
 __all__ = ["BACKENDS", "OffloadTier", "check_offload", "offload_tier"]
 
@@ -131,15 +130,14 @@ class OffloadTier:
                 "sequences": {str(c): self.sequences(c) for c in contexts}}
 
 
-def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, block: int,
-                 model: str, release: Release | None = None, dcp: int = 1,
-                 hybrid_manager: bool = True, first: KvLayout | None = None,
-                 rocm: bool = False) -> OffloadTier:
-    """The host tier of ``size`` bytes for a cache whose fullest pipeline stage is ``stage``
-    (per GPU; ``first``: the first stage, if another), over tp x pp GPUs, with GPU blocks of
-    ``block`` tokens, on a ROCm GPU or not, as vLLM ``release`` (None: the newest modelled)
-    sizes it (``KvRequest`` has refused what ``check_offload`` refuses)."""
-    if dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
+def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
+                 release: Release | None = None, hybrid_manager: bool = True) -> OffloadTier:
+    """The host tier of ``size`` bytes for ``dep``'s cache (its fullest pipeline stage per GPU,
+    over tp x pp GPUs) in GPU blocks of ``block`` tokens, as vLLM ``release`` (None: the newest
+    modelled) sizes it (``KvRequest`` has refused what ``check_offload`` refuses)."""
+    stage, tp, pp, model = dep.stage_layout, dep.layout.tp, dep.pp, dep.model
+    rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
+    if dep.dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
         raise UsageError(f"{arg('cpu_offload')} is modelled without decode context parallel; "
                          f"drop {arg('dcp')}", param="cpu_offload", related=("dcp",))
     kinds_here = set(stage.layers)
@@ -163,7 +161,7 @@ def offload_tier(size: int, backend: str, *, stage: KvLayout, tp: int, pp: int, 
         # The scheduler's KVCacheConfig is the first worker's (kv_cache_utils.py
         # generate_scheduler_kv_cache_config: kv_cache_configs[0]), whose tensors are the first
         # pipeline stage's layers: its bytes per token set the row for every stage.
-        per_token = (first or stage).bytes_per_token
+        per_token = dep.layout.take(dep.stages[0]).bytes_per_token
         # CPUOffloadingSpec (vllm/v1/kv_offload/cpu.py, cpu/spec.py from v0.19): num_blocks =
         # cpu_bytes_to_use // (page_size_bytes x len(kv_cache_tensors) x world_size x
         # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
