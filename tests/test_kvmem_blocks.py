@@ -1,6 +1,6 @@
 """vLLM block sizes by release that hang on the backend vLLM selects (issue 28): DeepSeek-V3.2's
 sparse MLA backends on Blackwell. Each expected block is worked from the release's source,
-cited in tokcost/memory/engines/vllm.py (_sparse_block): _get_backend_priorities in
+cited in tokcost/memory/engines/vllm/blocks.py (_sparse_block): _get_backend_priorities in
 vllm/platforms/cuda.py orders the sparse backends by the MLA layer's heads (the model's 128 query
 heads // tp) and the cache dtype; the block is vLLM's default 16 if the backend's kernels take it,
 else their smallest (get_preferred_block_size, vllm/v1/attention/backend.py).

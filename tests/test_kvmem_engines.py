@@ -1,7 +1,7 @@
 """Engine profiles (issue 12, item 1): vLLM's KV cache manager, SGLang's pools, ideal bytes.
 
 Every expected number below is worked out by hand in the test's docstring from the engine's
-own formulas (tokcost/memory/engines/vllm.py and sglang.py cite the source files), or copied
+own formulas (tokcost/memory/engines/vllm/ and sglang.py cite the source files), or copied
 from vLLM's own unit tests (tests/v1/core/test_kv_cache_utils.py).
 """
 

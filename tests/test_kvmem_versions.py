@@ -2,7 +2,7 @@
 
 ``--engine vllm`` follows the newest release tokcost models (v0.21); ``vllm@0.20`` the rules
 before it. Expected figures are worked from the rules' sources, cited in
-tokcost/memory/engines/vllm.py: gpu_memory_utilization 0.9 -> 0.92 (PR #38284), "GPU KV cache
+tokcost/memory/engines/vllm/releases.py: gpu_memory_utilization 0.9 -> 0.92 (PR #38284), "GPU KV cache
 size" as num_blocks // groups x block (v0.20) or int(concurrency x max_model_len) (v0.21), and
 each GPU of a DCP group holding every dcp-th token (PR #23734).
 """
