@@ -95,10 +95,15 @@ def test_the_table_states_the_tiers_apart() -> None:
 
 
 @pytest.mark.parametrize(("options", "param", "fragment"), [
-    ({"model": "gemma-3-27b", "cpu_offload": "10GiB"}, "cpu_offload",
-     "gemma-3-27b has sliding layers"),
-    ({"model": "gemma-3-27b", "cpu_offload": "10GiB"}, "cpu_offload",
+    # LMCacheConnectorV1 takes one group (native offload takes hybrids from v0.21)
+    ({"model": "gemma-3-27b", "cpu_offload": "10GiB", "engine": "vllm@0.24",
+      "offload_backend": "lmcache"}, "cpu_offload", "gemma-3-27b has sliding layers"),
+    ({"model": "gemma-3-27b", "cpu_offload": "10GiB", "engine": "vllm@0.24",
+      "offload_backend": "lmcache"}, "cpu_offload",
      "with hybrid_manager=False its sliding layers are full ones"),
+    # v0.21 to v0.27 assert on a chunked-local group (get_sliding_window_size_in_blocks)
+    ({"model": "llama-4-scout", "tp": 8, "cpu_offload": "10GiB", "engine": "vllm@0.27"},
+     "cpu_offload", "the chunk is read from v0.28"),
     ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "engine": "sglang"}, "cpu_offload",
      "vLLM's host tier (its native offloading or LMCache)"),
     ({"model": "llama-3.1-8b", "offload_backend": "lmcache"}, "offload_backend",
@@ -263,3 +268,65 @@ def test_rocm_keeps_a_copy_per_rank() -> None:
     cuda, rocm = (_estimate(gpu=g, **kw).offload for g in ("H200", "MI300X"))
     assert (cuda.copies, rocm.copies) == (1, 8)
     assert rocm.row_bytes == -(-rocm.block_bytes * 8 // 4096) * 4096
+
+
+# --- hybrid caches, native offload from v0.21: a host block is one GPU block id of every layer
+# slot (CPUOffloadingSpec: the GPU tensors' total // num_blocks), and a request keeps each
+# group's blocks as get_sliding_window_size_in_chunks bounds them
+# (kv_connector/v1/offloading/scheduler.py; config.py and cpu/common.py from v0.33) -----------
+
+def test_hybrid_sliding_groups_keep_their_window() -> None:
+    # gpt-oss-120b at TP 2: 8 kv heads / 2 x 64 x 2 (K, V) x 2 B = 1,024 B a token and layer;
+    # v0.34's 64-token page = 65,536 B; 18 sliding + 18 full layers: 2 groups of 18 slots, so a
+    # block id holds 18 x 65,536 = 1,179,648 B per GPU, 2,359,296 B for both (a multiple of
+    # 4 KiB). 100 GiB // 2,359,296 = 45,511 blocks. A 128,000-token request keeps
+    # cdiv(128,000, 64) = 2,000 full blocks + cdiv(128, 64) = 2 of the 128-token window:
+    # 2,002; vLLM's cpu_kv_cache_size_tokens = 45,511 x 128,000 // 2,002 = 2,909,794.
+    r = _estimate(model="gpt-oss-120b", tp=2, gpu="H100", contexts=[32000, 128000],
+                  cpu_offload="100GiB", engine="vllm")
+    t = r.offload
+    assert (t.block_bytes, t.row_bytes, t.blocks) == (1_179_648, 2_359_296, 45_511)
+    assert [(g.block_size, g.kept) for g in t.groups] == [(64, 2), (64, None)]
+    assert (t.request_blocks(128_000), t.tokens_at(128_000)) == (2_002, 2_909_794)
+    # cdiv(32,000, 64) + 2 = 502 blocks a request: 45,511 // 502 = 90; 45,511 // 2,002 = 22
+    assert (t.sequences(32_000), t.sequences(128_000)) == (90, 22)
+    data = r.to_dict()["cpu_offload"]
+    assert data["tokens"] == 2_909_794 and data["blocks_per_request"]["128000"] == 2_002
+    assert data["groups"] == [{"block_tokens": 64, "blocks_kept": 2},
+                              {"block_tokens": 64, "blocks_kept": None}]
+
+
+def test_hybrid_mamba_groups_keep_one_state() -> None:
+    # Qwen3-Next at TP 2 on v0.34: one full and three Gated DeltaNet groups of 12 slots, block
+    # 576 (the page raised to cover the state); a request keeps cdiv(ctx, 576) full blocks
+    # and one state block in each linear group.
+    r = _estimate(model="qwen3-next-80b-a3b", tp=2, gpu="H100", contexts=[128000],
+                  cpu_offload="100GiB", engine="vllm")
+    t, plan = r.offload, r.plan
+    assert plan.block_size == 576 and len(plan.groups) == 4
+    assert t.block_bytes == plan.page_bytes * 12 and t.row_bytes == 2 * t.block_bytes
+    assert t.blocks == 100 * GiB // t.row_bytes
+    assert t.request_blocks(128_000) == -(-128_000 // 576) + 3
+    assert t.sequences(128_000) == t.blocks // (223 + 3)
+
+
+def test_hybrid_chunked_groups_keep_a_chunk_from_v0_28() -> None:
+    # Llama-4-Scout: chunked layers keep cdiv(8,192, block) blocks from v0.28.
+    r = _estimate(model="llama-4-scout", tp=8, gpu="H100", contexts=[65536],
+                  cpu_offload="100GiB", engine="vllm@0.28")
+    t = r.offload
+    block = r.plan.block_size
+    kept = sorted((g.kept for g in t.groups), key=lambda k: -1 if k is None else k)
+    assert kept[0] is None and set(kept[1:]) == {-(-8192 // block)}
+    assert t.request_blocks(65_536) == (-(-65_536 // block) * kept.count(None)
+                                        + -(-8192 // block) * (len(kept) - kept.count(None)))
+
+
+def test_hybrid_host_line() -> None:
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "gpt-oss-120b", "--gpu", "H100",
+                                      "--tp", "2", "--context", "128000",
+                                      "--cpu-offload", "100GiB"])
+    assert result.exit_code == 0, result.output
+    assert ("= 45,511 blocks; a request of 128,000 tokens keeps 2,002 of them over 2 groups"
+            in result.stdout)
+    assert "2,909,794 tokens" in result.stdout

@@ -254,9 +254,13 @@ def _render(r: Any, ctx: typer.Context) -> None:
         if t.copies == 1 and t.ranks > 1:
             gpus = f", one copy for {t.ranks} GPUs (MLA's latent is the same on each)"
         gpu = f" (GPU pool: {r.fit.cache_tokens:,})" if r.fit is not None else ""
+        longest = max(row.context for row in r.rows)
+        kept = (f"; a request of {longest:,} tokens keeps {t.request_blocks(longest):,} of them "
+                f"over {len(t.groups)} groups (full: every block; sliding, chunked, Mamba: their "
+                f"window, chunk or state)" if t.hybrid else "")
         out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
-                  f"blocks of {t.row_bytes:,} B{gpus} = {t.blocks:,} blocks, "
-                  f"{t.tokens:,} tokens{gpu}", markup=False)
+                  f"blocks of {t.row_bytes:,} B{gpus} = {t.blocks:,} blocks{kept}, "
+                  f"{t.tokens_at(longest):,} tokens{gpu}", markup=False)
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
         err.print(f"note: {note.render(words)}", style="dim", markup=False)

@@ -164,7 +164,8 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     if request.offload.cpu_offload is not None:
         tier = offload_tier(request.offload.cpu_offload, request.offload.offload_backend, dep,
                             block=plan.block_size, release=getattr(engine, "release", None),
-                            hybrid_manager=getattr(engine, "hybrid_manager", True))
+                            hybrid_manager=getattr(engine, "hybrid_manager", True),
+                            host=plan.host_layout())
         notes.append(Note("the host tier keeps blocks the GPU let go (prefix caching) and loads "
                           "them back instead of recomputing them; running sequences stay in the "
                           "GPU's pool, which it leaves as it is"))

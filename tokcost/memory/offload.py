@@ -17,6 +17,11 @@ vLLM's ``--kv-offloading-size`` (GiB, CacheConfig) and ``--kv-offloading-backend
 - v0.27 (PRs #50094, #50301): the native tier lives in one shared mmap region, each block's row
   rounded up to ``mmap.PAGESIZE`` (4 KiB); a pure-MLA cache on TP > 1 (PP, DCP 1) keeps one copy
   of the latent instead of one per rank.
+
+Hybrid caches (sliding, chunked-local and Mamba groups beside full ones), native from v0.21: a
+host block is one GPU block id, every layer slot (the GPU tensors' total // num_blocks, so one
+block of whichever group holds it), and a request keeps each group's blocks there as the
+group's OffloadingGroupConfig bounds them (``HostLayout``; chunked-local groups from v0.28).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokcost.errors import UsageError, arg
-from tokcost.memory.engines.base import Deployment, Release
+from tokcost.memory.engines.base import Deployment, HostGroup, HostLayout, Release
 
 __all__ = ["BACKENDS", "OffloadTier", "check_offload", "offload_tier"]
 
@@ -47,6 +52,10 @@ HYBRID = Release(0, 21)
 CONFIG_FIRST = Release(0, 22)
 SHARED_REGION = Release(0, 27)  # mmap rows aligned (PR #50094), one MLA copy (PR #50301)
 TP_REPLICAS = Release(0, 31)  # one copy decided by kv_tp_replicas: DeepSeek-V3.2's indexer too
+# get_sliding_window_size_in_chunks (kv_connector/v1/offloading/scheduler.py) bounds a
+# ChunkedLocalAttentionSpec group by its chunk from v0.28; v0.21 to v0.27 assert that every
+# group is sliding, Mamba or a FullAttentionSpec, which ChunkedLocalAttentionSpec is not.
+CHUNKED = Release(0, 28)
 
 
 def check_offload(backend: str, release: Release | None, *, hybrid_manager: bool = True) -> None:
@@ -107,6 +116,7 @@ class OffloadTier:
     blocks: int
     copies: int = 0  # the shares a host block stores: ranks, or 1 (replicated MLA); 0: ranks
     row_bytes: int = 0  # host bytes per block, every share and padding; 0: block x copies
+    groups: tuple[HostGroup, ...] = ()  # a hybrid cache's groups (empty: one full group)
 
     def __post_init__(self) -> None:
         if not self.copies:
@@ -115,26 +125,52 @@ class OffloadTier:
             object.__setattr__(self, "row_bytes", self.block_bytes * self.copies)
 
     @property
+    def hybrid(self) -> bool:
+        return len(self.groups) > 1
+
+    def request_blocks(self, context: int) -> int:
+        """Host blocks one ``context``-token request keeps, all groups together."""
+        if not self.hybrid:
+            return -(-context // self.block_tokens)
+        return HostLayout(self.block_bytes, self.groups).blocks(context)
+
+    @property
     def tokens(self) -> int:
+        """The tokens its blocks hold (a hybrid's blocks are shared by its groups: tokens_at)."""
         return self.blocks * self.block_tokens
+
+    def tokens_at(self, max_model_len: int) -> int:
+        """Tokens the tier holds: its blocks' tokens; a hybrid's as vLLM counts them for
+        requests of ``max_model_len`` (v0.33's cpu_kv_cache_size_tokens,
+        vllm/v1/kv_offload/cpu/common.py: chunks x max_model_len // chunks per request)."""
+        if not self.hybrid:
+            return self.tokens
+        return self.blocks * max_model_len // self.request_blocks(max_model_len)
 
     def sequences(self, context: int) -> int:
         """Whole ``context``-token sequences the tier holds."""
-        return self.blocks // -(-context // self.block_tokens)
+        return self.blocks // self.request_blocks(context)
 
     def to_dict(self, contexts: tuple[int, ...]) -> dict[str, Any]:
-        return {"backend": self.backend, "size_bytes": self.size_bytes, "ranks": self.ranks,
+        data = {"backend": self.backend, "size_bytes": self.size_bytes, "ranks": self.ranks,
                 "block_tokens": self.block_tokens, "block_bytes_per_gpu": self.block_bytes,
                 "copies": self.copies, "block_bytes_host": self.row_bytes,
-                "blocks": self.blocks, "tokens": self.tokens,
+                "blocks": self.blocks, "tokens": self.tokens_at(max(contexts)),
                 "sequences": {str(c): self.sequences(c) for c in contexts}}
+        if self.hybrid:
+            data["groups"] = [{"block_tokens": g.block_size, "blocks_kept": g.kept}
+                              for g in self.groups]
+            data["blocks_per_request"] = {str(c): self.request_blocks(c) for c in contexts}
+        return data
 
 
 def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
-                 release: Release | None = None, hybrid_manager: bool = True) -> OffloadTier:
+                 release: Release | None = None, hybrid_manager: bool = True,
+                 host: HostLayout | None = None) -> OffloadTier:
     """The host tier of ``size`` bytes for ``dep``'s cache (its fullest pipeline stage per GPU,
     over tp x pp GPUs) in GPU blocks of ``block`` tokens, as vLLM ``release`` (None: the newest
-    modelled) sizes it (``KvRequest`` has refused what ``check_offload`` refuses)."""
+    modelled) sizes it (``KvRequest`` has refused what ``check_offload`` refuses); ``host``:
+    the engine's block ids and groups (vLLM's plan), which a hybrid cache needs."""
     stage, tp, pp, model = dep.stage_layout, dep.layout.tp, dep.pp, dep.model
     rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
     if dep.dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
@@ -145,16 +181,27 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
     # (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs): one group, every token.
     unified = (not hybrid_manager and not stage.chunked and "sliding" in kinds_here
                and kinds_here <= {"full", "sliding", "mla"} and len(kinds_here) > 1)
-    if not stage.uniform and not unified:
+    hybrid = not stage.uniform and not unified
+    if hybrid and (backend != "native" or host is None
+                   or (release is not None and release < HYBRID)):
         kinds = sorted({k for k in stage.layers if k not in ("full", "mla")})
         why = ("vLLM's CPU offload takes one KV cache group" if release is not None
-               and release < HYBRID else "vLLM offloads hybrid caches group by group from "
-               "v0.21, which tokcost does not size")
+               and release < HYBRID else "LMCache's connector takes one KV cache group"
+               if backend != "native" else "this engine's groups are not known")
         if "sliding" in kinds_here and not stage.chunked:
             why += f"; with {arg('hybrid_manager', False)} its sliding layers are full ones"
         raise UsageError(f"{arg('cpu_offload')} sizes the host tier of full-attention and MLA "
-                         f"caches ({why}); {model} has {', '.join(kinds)} layers",
+                         f"caches here ({why}); {model} has {', '.join(kinds)} layers"
+                         + (f" (vLLM's native offload takes them from v0.21: "
+                            f"{arg('engine', 'vllm@0.21')} or newer)" if backend == "native"
+                            else ""),
                          param="cpu_offload", related=("hybrid_manager",))
+    if hybrid and stage.chunked and release is not None and release < CHUNKED:
+        raise UsageError(f"vLLM {release}'s native offload stops at start-up on {model}'s "
+                         "chunked local attention (get_sliding_window_size_in_blocks asserts a "
+                         "FullAttentionSpec; the chunk is read from v0.28, kv_connector/v1/"
+                         f"offloading/scheduler.py): use {arg('engine', 'vllm@0.28')} or newer",
+                         param="cpu_offload", related=("engine",))
     ranks = tp * pp
     per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
     if backend == "native":
@@ -167,7 +214,7 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
         # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
         # // num_blocks. One tensor per layer; the offloaded block is the GPU block (factor 1:
         # kv_connector_extra_config "block_size" unset).
-        page = block * per_token
+        page = block * per_token if host is None else host.block_bytes
         copies, align = ranks, 1
         if release is None or release >= SHARED_REGION:
             align = PAGE_ALIGN  # round_up(kv_bytes_per_chunk, BLOCK_SIZE_ALIGNMENT)
@@ -183,7 +230,8 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
             if mla and tp > 1 and pp == 1 and not rocm:
                 copies = 1
         row = -(-page * copies // align) * align
-        return OffloadTier(backend, size, ranks, block, page, size // row, copies, row)
+        return OffloadTier(backend, size, ranks, block, page, size // row, copies, row,
+                           host.groups if hybrid and host is not None else ())
     # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per
     # rank, chunks of kv_size (1 for MLA, else 2) x layers x chunk_size x heads x head_size x
     # the cache dtype's itemsize, each aligned to 4 KiB (local_cpu_backend.py

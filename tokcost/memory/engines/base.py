@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from tokcost.catalog.schema import Gpu
     from tokcost.memory.request import KvRequest
 
-__all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "Plan", "Release"]
+__all__ = ["Deployment", "Engine", "EngineGroup", "EngineReport", "HostGroup", "HostLayout", "Plan",
+           "Release"]
 
 RefusalCause = Literal["model_len", "memory"]
 
@@ -190,6 +191,33 @@ class EngineReport:
                 *(f"  {line}" for line in lines)) if lines else ()
 
 
+@dataclass(frozen=True)
+class HostGroup:
+    """One KV cache group as a host tier stores it: its tokens per block and the blocks of a
+    request it keeps (None: every block, a full-attention group; else a window's, a chunk's,
+    or one Mamba state)."""
+
+    block_size: int
+    kept: int | None
+
+    def blocks(self, context: int) -> int:
+        whole = -(-context // self.block_size)
+        return whole if self.kept is None else min(whole, self.kept)
+
+
+@dataclass(frozen=True)
+class HostLayout:
+    """What one block id holds on the first pipeline stage's GPU, every layer slot (bytes), and
+    the groups that share the block ids: what an engine's host tier copies per block."""
+
+    block_bytes: int
+    groups: tuple[HostGroup, ...]
+
+    def blocks(self, context: int) -> int:
+        """Blocks one request of ``context`` tokens keeps in the tier, all groups together."""
+        return sum(g.blocks(context) for g in self.groups)
+
+
 class Plan(ABC):
     """An engine's accounting for one deployment (numbers per GPU)."""
 
@@ -227,6 +255,10 @@ class Plan(ABC):
         return Note(f"lower {knobs}")
 
     def engine_blocks(self, context: int) -> int | None:
+        return None
+
+    def host_layout(self) -> HostLayout | None:
+        """The block ids a host tier copies (vLLM's CPU offload); None: not grouped so."""
         return None
 
     def batch_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:

@@ -12,6 +12,8 @@ from tokcost.errors import Note, arg
 from tokcost.memory.engines.base import (
     EngineGroup,
     EngineReport,
+    HostGroup,
+    HostLayout,
     Plan,
     Release,
     largest,
@@ -142,6 +144,20 @@ class VllmPlan(Plan):
                         g.spec.page_bytes) for g in self.groups)
 
     engine_blocks = blocks_per_request
+
+    def host_layout(self) -> HostLayout:
+        """What vLLM's native CPU offload copies per block id (v0.21 on: every group; each
+        OffloadingGroupConfig keeps get_sliding_window_size_in_chunks of a request:
+        kv_connector/v1/offloading/scheduler.py, config.py from v0.33): a full or MLA group
+        every block, a sliding one cdiv(window, block), a chunked-local one cdiv(chunk, block)
+        (from v0.28; before, the FullAttentionSpec assert), a Mamba group one state. The bytes
+        are the GPU tensors' total // num_blocks (CPUOffloadingSpec; the scheduler's config is
+        the first worker's), every layer slot of the first stage."""
+        groups = tuple(HostGroup(g.spec.block_size, None if g.spec.kind in ("full", "mla")
+                                 else 1 if g.spec.kind == "mamba"
+                                 else cdiv(g.spec.window or 1, g.spec.block_size))
+                       for g in self.groups)
+        return HostLayout(self._stage_block_bytes(self.stages[0]), groups)
 
     def request_bytes(self, context: int) -> int:
         return self.blocks_per_request(context) * self.block_bytes
