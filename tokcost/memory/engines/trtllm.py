@@ -41,7 +41,11 @@ LOG = "[TensorRT-LLM][INFO] "
 class TrtLlmPlan(Plan):
     """One pool of blocks, each ``tokens_per_block`` tokens of every layer of the stage."""
 
-    token_bytes: int  # per GPU: 2 (K, V; 1 for MLA) x kv heads x head_dim x layers x dtype
+    # Per GPU: 2 (K, V) x ceil(kv heads / tp) x head_dim x layers x dtype bytes; MLA caches its
+    # latent once, kv_lora_rank + qk_rope_head_dim values, kv factor 1, not split by TP; fp8 is
+    # 1 byte (KVCacheManager.get_cache_size_per_token, resource_manager.py, main at 001541ba;
+    # a 1.3.0rc7 Kimi-K2.5 log, 61 x 576 x 1 B, in tests/fixtures/engine_logs.yaml).
+    token_bytes: int
     block_size: int
     available: int | None
     fit: GpuFit | None
