@@ -215,6 +215,14 @@ class TrtLlm(Engine):
         if dep.layout.counts["sliding"]:
             notes.append(Note("TensorRT-LLM's sliding-window layers are counted as full ones (no "
                               "max_attention_window given)"))
+        if dep.layout.indexer_bytes:
+            # DSACacheManager.get_cache_bytes_per_token (_torch/attention_backend/sparse/dsa.py,
+            # main): (index_head_dim + index_head_dim / 128 x 4) x 64 / tokens_per_block values
+            # a layer at the cache dtype; no published log, its first release not identified.
+            notes.append(Note(f"DeepSeek-V3.2's indexer keys are counted as vLLM keeps them "
+                              f"({dep.layout.indexer_bytes} B a layer and token); TensorRT-LLM's "
+                              "DSA cache manager sizes them by tokens_per_block and the cache dtype"
+                              " (not modelled)"))
         return notes
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
