@@ -614,6 +614,39 @@ def trtllm_suite_mismatch(e: dict[str, Any]) -> None:
                  dtype="fp8")
 
 
+
+def trtllm_kimi_k25(e: dict[str, Any]) -> None:
+    """1.3.0rc7, TP 8, fp8 KV: MLA's 576 latent values once per token and layer (kv factor 1,
+    not split by TP), 61 x 576 x 1 B = 35,136 B/token; 158,543 blocks x 32 = 5,073,376 tokens =
+    166.02 GiB; 262,144 / 32 = 8,192 blocks per sequence."""
+    lo = trtllm_plans(e, KIMI_K2, dtype="fp8")[0]
+    assert lo.token_bytes == 61 * (512 + 64) * 1 == 35_136
+    check_trtllm(e, KIMI_K2, dtype="fp8")
+    bf16 = trtllm_plans(e, KIMI_K2)[1]  # a bf16 cache (70,272 B) would hold half the blocks
+    assert bf16.token_bytes == 70_272 and bf16.num_blocks is not None
+    assert bf16.num_blocks < e["logged_blocks"] // 2 + 16
+    plan = TrtLlmPlan(token_bytes=lo.token_bytes, block_size=e["tokens_per_block"],
+                      available=e["logged_tokens"] * lo.token_bytes, fit=None, layers={})
+    assert plan.num_blocks == e["logged_blocks"]
+    lines = plan.lines(e["max_seq_len"])  # the window fits the pool: no cut, three lines
+    assert len(lines) == 3 and lines[1:] == e["logged_lines"][1:]
+    # the logged blocks line adds ", max sequence length=262144" to tokcost's (1.1) wording
+    assert e["logged_lines"][0] == f"{lines[0]}, max sequence length={e['max_seq_len']}"
+
+
+def trtllm_nemotron_autodeploy(e: dict[str, Any]) -> None:
+    """Known mismatch: AutoDeploy's own cache behind a head_dim-0 placeholder manager ('0.00
+    GiB'); tokcost's trtllm engine (PyTorch backend) refuses Mamba hybrids. The lines' arithmetic
+    is checked: 61,848 x 64 = 3,958,272 tokens, 16,384 / 64 = 256 pages per sequence."""
+    assert e["known_mismatch"]
+    tpb = e["tokens_per_block"]
+    assert e["logged_blocks"] * tpb == e["logged_tokens"]
+    assert -(-e["max_seq_len"] // tpb) == e["logged_pages_per_sequence"]
+    layout = kv_layout(layout_arch(NEMOTRON_3_NANO))
+    with pytest.raises(UsageError, match="Mamba cache manager is not modelled"):
+        TrtLlm(tokens_per_block=tpb).plan(Deployment(layout=layout, kv_memory=GiB))
+
+
 GLM45 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "glm-4.5"
 
 
@@ -802,6 +835,9 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/NVIDIA/TensorRT-LLM/issues/2268", None, "trtllm"): trtllm_qwen15,
     ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/benchmarks/Suite.md", None, "trtllm"):
         trtllm_suite_mismatch,
+    ("TensorRT-LLM Auto Test Report: kimi_k25, generated 2026-03-20T07:10:00Z (branch "
+     "feat/scaffolding-tracer-k25)", 166.02, "trtllm"): trtllm_kimi_k25,
+    ("https://github.com/jeansblog/Nemotron3nano", None, "trtllm"): trtllm_nemotron_autodeploy,
     ("https://github.com/ikawrakow/ik_llama.cpp/pull/689", None, "llama.cpp"): llama_cpp_glm45_air,
     ("https://github.com/ggml-org/llama.cpp/issues/21730", None, "llama.cpp"): llama_cpp_gemma4_e4b,
     ("https://github.com/ggml-org/llama.cpp/issues/21394", None, "llama.cpp"): llama_cpp_gemma4_31b,

@@ -197,6 +197,17 @@ def test_trtllm_options_and_mla() -> None:
     assert e["contexts"][0]["engine_blocks_per_request"] == 500
 
 
+
+def test_trtllm_says_it_does_not_model_the_dsa_indexer() -> None:
+    """DeepSeek-V3.2 on --engine trtllm: the indexer keys are vLLM's 132 B a layer (128 fp8 +
+    a float32 scale), 61 x (1,152 + 132) = 78,324 B; TensorRT-LLM's DSA manager sizes them by
+    tokens_per_block and the cache dtype, which tokcost says and does not model. V3 has none."""
+    args = ["--kv-memory", "10GiB", "--tp", "8", "--engine", "trtllm", "--context", "8k"]
+    e = estimate("-m", "deepseek-v3.2-exp", *args)
+    assert e["engine"]["kv_bytes_per_token"] == 61 * (576 * 2 + 132) == 78_324
+    assert any("DSA cache manager" in n for n in e["notes"])
+    assert not any("DSA cache manager" in n for n in estimate("-m", "deepseek-v3", *args)["notes"])
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--gpu", "H100", "--gpu-util", "0.8"], "--gpu-util is not TensorRT-LLM's"),
     (["--gpu", "H100", "--block-size", "64"], "--block-size is not TensorRT-LLM's"),

@@ -41,7 +41,11 @@ LOG = "[TensorRT-LLM][INFO] "
 class TrtLlmPlan(Plan):
     """One pool of blocks, each ``tokens_per_block`` tokens of every layer of the stage."""
 
-    token_bytes: int  # per GPU: 2 (K, V; 1 for MLA) x kv heads x head_dim x layers x dtype
+    # Per GPU: 2 (K, V) x ceil(kv heads / tp) x head_dim x layers x dtype bytes; MLA caches its
+    # latent once, kv_lora_rank + qk_rope_head_dim values, kv factor 1, not split by TP; fp8 is
+    # 1 byte (KVCacheManager.get_cache_size_per_token, resource_manager.py, main at 001541ba;
+    # a 1.3.0rc7 Kimi-K2.5 log, 61 x 576 x 1 B, in tests/fixtures/engine_logs.yaml).
+    token_bytes: int
     block_size: int
     available: int | None
     fit: GpuFit | None
@@ -211,6 +215,14 @@ class TrtLlm(Engine):
         if dep.layout.counts["sliding"]:
             notes.append(Note("TensorRT-LLM's sliding-window layers are counted as full ones (no "
                               "max_attention_window given)"))
+        if dep.layout.indexer_bytes:
+            # DSACacheManager.get_cache_bytes_per_token (_torch/attention_backend/sparse/dsa.py,
+            # main): (index_head_dim + index_head_dim / 128 x 4) x 64 / tokens_per_block values
+            # a layer at the cache dtype; no published log, its first release not identified.
+            notes.append(Note(f"DeepSeek-V3.2's indexer keys are counted as vLLM keeps them "
+                              f"({dep.layout.indexer_bytes} B a layer and token); TensorRT-LLM's "
+                              "DSA cache manager sizes them by tokens_per_block and the cache dtype"
+                              " (not modelled)"))
         return notes
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
