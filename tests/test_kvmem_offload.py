@@ -113,8 +113,8 @@ def test_the_table_states_the_tiers_apart() -> None:
     ({"model": "llama-3.1-8b", "cpu_offload": "10GiB", "evict": "window:100"}, "cpu_offload",
      "without a cache policy"),
     ({"model": "llama-3.1-8b", "cpu_offload": "0"}, "cpu_offload", ""),
-    ({"model": "deepseek-v3", "tp": 8, "dcp": 2, "cpu_offload": "10GiB"}, "cpu_offload",
-     "without decode context parallel"),
+    ({"model": "deepseek-v3", "tp": 8, "dcp": 2, "cpu_offload": "10GiB", "engine": "vllm@0.20",
+      "hybrid_manager": False}, "cpu_offload", "native offload from v0.21"),
 ])
 def test_refusals_name_the_flag(options: dict[str, Any], param: str, fragment: str) -> None:
     with pytest.raises(UsageError) as info:
@@ -330,3 +330,17 @@ def test_hybrid_host_line() -> None:
     assert ("= 45,511 blocks; a request of 128,000 tokens keeps 2,002 of them over 2 groups"
             in result.stdout)
     assert "2,909,794 tokens" in result.stdout
+
+
+def test_dcp_host_blocks_span_block_x_dcp_tokens() -> None:
+    # DeepSeek-V3 at TP 8, DCP 8 (v0.34, H200): each GPU holds every 8th token of a 64-token
+    # block, so a host block spans 64 x 8 = 512 tokens (OffloadingSpec's block_size x
+    # decode_context_parallel_size, v0.21 on). The latent is not one copy under DCP (the
+    # replicated layout asks DCP 1): 8 x 61 layers x 64 x 576 x 2 B = 35,979,264 B a row;
+    # 500 GiB // 35,979,264 = 14,921 blocks = 7,639,552 tokens; a 32,000-token request keeps
+    # cdiv(32,000, 512) = 63 of them: 236 sequences.
+    r = _estimate(model="deepseek-v3", tp=8, dcp=8, gpu="H200", contexts=[32000],
+                  cpu_offload="500GiB", engine="vllm")
+    t = r.offload
+    assert (t.block_tokens, t.copies, t.row_bytes) == (512, 8, 35_979_264)
+    assert (t.blocks, t.tokens, t.sequences(32_000)) == (14_921, 7_639_552, 14_921 // 63)

@@ -56,6 +56,11 @@ TP_REPLICAS = Release(0, 31)  # one copy decided by kv_tp_replicas: DeepSeek-V3.
 # ChunkedLocalAttentionSpec group by its chunk from v0.28; v0.21 to v0.27 assert that every
 # group is sliding, Mamba or a FullAttentionSpec, which ChunkedLocalAttentionSpec is not.
 CHUNKED = Release(0, 28)
+# OffloadingSpec (vllm/v1/kv_offload/base.py; kv_connector/v1/offloading/config.py from v0.26,
+# resolve_dcp_kv_block_size from v0.33) takes a group's block as block_size x dcp tokens from
+# v0.21: each GPU of the DCP group holds every dcp-th token of it. v0.14 to v0.20 hash and
+# offload the cache's own block_size (vllm/v1/kv_offload/spec.py) under DCP: not modelled.
+DCP = Release(0, 21)
 
 
 def check_offload(backend: str, release: Release | None, *, hybrid_manager: bool = True) -> None:
@@ -173,9 +178,14 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
     the engine's block ids and groups (vLLM's plan), which a hybrid cache needs."""
     stage, tp, pp, model = dep.stage_layout, dep.layout.tp, dep.pp, dep.model
     rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
-    if dep.dcp > 1:  # a block then spans block x dcp tokens over the DCP group: not read here
-        raise UsageError(f"{arg('cpu_offload')} is modelled without decode context parallel; "
-                         f"drop {arg('dcp')}", param="cpu_offload", related=("dcp",))
+    if dep.dcp > 1 and (backend != "native" or host is None
+                        or (release is not None and release < DCP)):
+        raise UsageError(f"{arg('cpu_offload')} with decode context parallel is modelled for "
+                         f"vLLM's native offload from v0.21 (a host block spans block x dcp "
+                         f"tokens there); drop {arg('dcp')}" + (
+                             f" or use {arg('engine', 'vllm@0.21')} or newer"
+                             if backend == "native" else ""),
+                         param="cpu_offload", related=("dcp", "engine"))
     kinds_here = set(stage.layers)
     # --disable-hybrid-kv-cache-manager caches a sliding layer beside full ones as a full one
     # (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs): one group, every token.
@@ -227,9 +237,10 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
             indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
             mla = set(stage.layers) == {"mla"} and indexer_ok
             # _uses_shared_region: CUDA (not ROCm) or XPU; ROCm keeps a private tensor per rank.
-            if mla and tp > 1 and pp == 1 and not rocm:
+            if mla and tp > 1 and pp == 1 and dep.dcp == 1 and not rocm:
                 copies = 1
         row = -(-page * copies // align) * align
+        block = block * dep.dcp  # the tokens a host block spans (DCP above)
         return OffloadTier(backend, size, ranks, block, page, size // row, copies, row,
                            host.groups if hybrid and host is not None else ())
     # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per

@@ -153,7 +153,9 @@ class VllmPlan(Plan):
         (from v0.28; before, the FullAttentionSpec assert), a Mamba group one state. The bytes
         are the GPU tensors' total // num_blocks (CPUOffloadingSpec; the scheduler's config is
         the first worker's), every layer slot of the first stage."""
-        groups = tuple(HostGroup(g.spec.block_size, None if g.spec.kind in ("full", "mla")
+        # under decode context parallel a block spans block x dcp tokens (see offload.DCP)
+        groups = tuple(HostGroup(g.spec.block_size * self.dcp,
+                                 None if g.spec.kind in ("full", "mla")
                                  else 1 if g.spec.kind == "mamba"
                                  else cdiv(g.spec.window or 1, g.spec.block_size))
                        for g in self.groups)
