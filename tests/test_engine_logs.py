@@ -790,6 +790,33 @@ def granite_4_h_1b_vllm(e: dict[str, Any]) -> None:
         f"Maximum concurrency for {length:,} tokens per request: {e['logged_concurrency']:.2f}x")
 
 
+# Granite-4.0-H-350M: 32 layers, attention at 10/13/17/27, 12 query / 4 kv heads of 64 (hidden 768);
+# Mamba2 48 heads of 32, state 128, 1 group, conv 4 (its config.json, as public copies quote it).
+GRANITE_4_H_350M = {
+    "model_type": "granitemoehybrid", "hidden_size": 768, "num_hidden_layers": 32,
+    "num_attention_heads": 12, "num_key_value_heads": 4, "mamba_n_heads": 48, "mamba_d_head": 32,
+    "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+    "num_local_experts": 0,
+    "layer_types": (["mamba"] * 10 + ["attention"] + ["mamba"] * 2 + ["attention"] + ["mamba"] * 3
+                    + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4)}
+
+
+def granite_block_lines(e: dict[str, Any]) -> None:
+    """The two hybrid lines vLLM logs before the cache is sized (the GPU failed after them): the
+    attention block 16 x cdiv(state, 16 x page per token) and the Mamba page's padding to it."""
+    if e["model"].endswith("h-small"):
+        config = json.loads((GRANITE_4_H_SMALL / "config.json").read_text())
+    else:
+        config = GRANITE_4_H_350M
+    layout = kv_layout(layout_arch(config), "bf16", tp=e["tp"])
+    plan = plan_vllm(layout, available=None, release=Vllm.release_of(e["release"]),
+                     max_num_batched_tokens=8192)
+    assert plan.block_size == e["logged_block_size"]
+    page, state = plan.block_size * layout.token_bytes["full"], layout.state_bytes
+    assert page >= state > page - 16 * layout.token_bytes["full"]  # the smallest 16-step block
+    assert f"{100 * (page - state) / state:.2f}" == f"{e['logged_padding_pct']:.2f}"
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -853,6 +880,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
         qwen3_coder_next_sglang,
     ("https://github.com/am-dev-75/retriva-docs/blob/bc36c14a6423b4906849776f7cd7ef34adcc07f3/"
      "implementations/1/README.md", 4.09, "vllm"): granite_4_h_1b_vllm,
+    ("https://github.com/ROCm/ROCm/issues/5590", None, "vllm"): granite_block_lines,
+    ("https://github.com/ROCm/ROCm/issues/5724", None, "vllm"): granite_block_lines,
 }
 
 
