@@ -786,6 +786,70 @@ def qwen3_coder_next_sglang(e: dict[str, Any]) -> None:
     _sglang_pool_reproduces(e, kv_layout(arch("qwen3-next-80b-a3b")))
 
 
+# Granite-4.0-H-1B, the family's dense member: 40 layers, attention at 5/15/25/35, 12 query / 4 kv
+# heads of 128; Mamba2 48 heads of 64, state 128, 1 group, conv 4, hidden 1,536
+# (huggingface.co/ibm-granite/granite-4.0-h-1b config.json, as public copies of it quote it).
+GRANITE_4_H_1B = {
+    "model_type": "granitemoehybrid", "hidden_size": 1536, "num_hidden_layers": 40,
+    "num_attention_heads": 12, "num_key_value_heads": 4, "mamba_n_heads": 48, "mamba_d_head": 64,
+    "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+    "mamba_chunk_size": 256, "num_local_experts": 0,
+    "layer_types": (["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9
+                    + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4)}
+
+
+def granite_4_h_1b_vllm(e: dict[str, Any]) -> None:
+    """vLLM v0.19, bf16 state: 806,400 B a Mamba2 state sets the 400-token block (padding 1.59%);
+    10 groups of 4 layers, 3,276,800 B a block. 1,339 blocks give all three lines: 4.09 GiB,
+    1,339 // 10 x 400 = 53,200 tokens, 1,339 / (11 + 9) = 66.95x."""
+    layout = kv_layout(layout_arch(GRANITE_4_H_1B), "bf16", tp=e["tp"])
+    assert (layout.token_bytes["full"], layout.state_bytes) == (2_048, 806_400)
+    release, length = Vllm.release_of(e["release"]), e["max_model_len"]
+    mnbt = e["max_num_batched_tokens"]
+    lo, hi = plans(layout_arch(GRANITE_4_H_1B), e["kv_memory_gib"], release=e["release"], mnbt=mnbt)
+    assert lo.block_size == hi.block_size == e["logged_block_size"]
+    padding = 100 * (e["logged_block_size"] * 2_048 - 806_400) / 806_400
+    assert f"{padding:.2f}" == f"{e['logged_padding_pct']:.2f}"
+    assert (len(lo.groups), lo.blocks_per_request(length)) == (10, 20)
+    assert lo.cache_tokens(length) <= e["logged_tokens"] <= hi.cache_tokens(length)  # type: ignore[operator]
+    conc = [p.max_concurrency(length) for p in (lo, hi)]
+    assert conc[0] - 0.005 <= e["logged_concurrency"] <= conc[1] + 0.005  # type: ignore[operator]
+    exact = plan_vllm(layout, available=1_339 * lo.block_bytes, release=release,
+                      max_num_batched_tokens=mnbt)
+    assert exact.num_blocks == 1_339 and lo.block_bytes == 3_276_800
+    assert exact.report(length).lines[:3] == (
+        f"Available KV cache memory: {e['kv_memory_gib']} GiB",
+        f"GPU KV cache size: {e['logged_tokens']:,} tokens",
+        f"Maximum concurrency for {length:,} tokens per request: {e['logged_concurrency']:.2f}x")
+
+
+# Granite-4.0-H-350M: 32 layers, attention at 10/13/17/27, 12 query / 4 kv heads of 64 (hidden 768);
+# Mamba2 48 heads of 32, state 128, 1 group, conv 4 (its config.json, as public copies quote it).
+GRANITE_4_H_350M = {
+    "model_type": "granitemoehybrid", "hidden_size": 768, "num_hidden_layers": 32,
+    "num_attention_heads": 12, "num_key_value_heads": 4, "mamba_n_heads": 48, "mamba_d_head": 32,
+    "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+    "num_local_experts": 0,
+    "layer_types": (["mamba"] * 10 + ["attention"] + ["mamba"] * 2 + ["attention"] + ["mamba"] * 3
+                    + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4)}
+
+
+def granite_block_lines(e: dict[str, Any]) -> None:
+    """The two hybrid lines vLLM logs before the cache is sized (the GPU failed after them): the
+    attention block 16 x cdiv(state, 16 x page per token) and the Mamba page's padding to it."""
+    if e["model"].endswith("h-small"):
+        config = json.loads((GRANITE_4_H_SMALL / "config.json").read_text())
+    else:
+        config = GRANITE_4_H_350M
+    layout = kv_layout(layout_arch(config), "bf16", tp=e["tp"])
+    plan = plan_vllm(layout, available=None, release=Vllm.release_of(e["release"]),
+                     max_num_batched_tokens=8192)
+    assert plan.block_size == e["logged_block_size"]
+    page, state = plan.block_size * layout.token_bytes["full"], layout.state_bytes
+    assert page >= state > page - 16 * layout.token_bytes["full"]  # the smallest 16-step block
+    assert f"{100 * (page - state) / state:.2f}" == f"{e['logged_padding_pct']:.2f}"
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -850,6 +914,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/KHAEntertainment/sglang-mamba/blob/35e289416e836107fb857688cc7fbf8e6b0fb630/"
      "test/phases/results/compat-qwen3-coder-next-fp8-2026-04-01.md", None, "sglang"):
         qwen3_coder_next_sglang,
+    ("https://github.com/am-dev-75/retriva-docs/blob/bc36c14a6423b4906849776f7cd7ef34adcc07f3/"
+     "implementations/1/README.md", 4.09, "vllm"): granite_4_h_1b_vllm,
+    ("https://github.com/ROCm/ROCm/issues/5590", None, "vllm"): granite_block_lines,
+    ("https://github.com/ROCm/ROCm/issues/5724", None, "vllm"): granite_block_lines,
 }
 
 
