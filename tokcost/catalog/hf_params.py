@@ -40,10 +40,11 @@ _NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "
 # router, its bias and the head, which the rules here hold in 16 bits (or float32) anyway.
 _FP8_SKIPPABLE = frozenset({"gate", "e_score_correction_bias", "lm_head"})
 # Kimi-K2-Thinking's quantization_config ignore list (compressed-tensors): every Linear but the
-# routed experts' stays bf16. Its names are DeepseekV3's modules, so only that layout reads it.
+# routed experts' stays bf16. Its names are Kimi-K2's (DeepseekV3) modules: kimi_k2 alone reads it
+# (Kimi-K2.5's text_config is kimi_k2 too).
 _KIMI_INT4_IGNORE = frozenset({"lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
                                r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"})
-_KIMI_INT4_TYPES = frozenset({"kimi_k2", "deepseek_v3"})
+_KIMI_INT4_TYPES = frozenset({"kimi_k2"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
 # Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
