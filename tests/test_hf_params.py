@@ -593,3 +593,138 @@ def test_kvmem_estimate_runs_on_the_new_entries(model: str, flags: list[str]) ->
     tp = int(flags[flags.index("--tp") + 1])
     gib = _weights(_family(model)).bytes / tp / 2**30
     assert f"- weights {gib:.2f} GiB" in result.output
+
+
+# Issue 28 part 2's last three architectures, each written from its config.json: Jamba
+# (tests/fixtures/hf_configs), Kimi-K2 in both released checkpoints (block fp8 Instruct, int4
+# Thinking) and Nemotron-H (tests/fixtures/hf_configs_families; SOURCES.md names each copy).
+PART2 = {"jamba-1.5-mini": FIXTURES / "hf_configs" / "jamba-1.5-mini",
+         "kimi-k2": FIXTURES / "hf_configs_families" / "kimi-k2",
+         "kimi-k2-thinking": FIXTURES / "hf_configs_families" / "kimi-k2-thinking",
+         "nemotron-h-56b": FIXTURES / "hf_configs_families" / "nemotron-h-56b"}
+
+
+def _part2(model: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((PART2[model] / "config.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize("model", sorted(PART2))
+def test_part2_catalog_entries_are_their_config_json(model: str) -> None:
+    import dataclasses
+
+    from tokcost.catalog import load_catalog
+    from tokcost.catalog.hf_config import context_window
+
+    entry = load_catalog().resolve(model)
+    arch = entry.architecture
+    config = _part2(model)
+    derived = architecture_from_config(config, where="config.json", weights=_weights(config))
+    assert arch is not None
+    assert arch.source == f"https://huggingface.co/{entry.aliases[0]}/blob/main/config.json"
+    # Every field: shape, parameters, weight bytes and dtype, experts, the attention's layout.
+    assert dataclasses.replace(arch, source=None) == derived
+    assert entry.context_window == context_window(config, where="config.json")
+    # Kimi-K2's tokenizer is tiktoken.model with remote code (no tokenizer.json): a proxy, as
+    # genai-prices's rows for kimi-k2 have it.
+    kimi = model.startswith("kimi-k2")
+    assert entry.tokenizer_exact is not kimi
+    assert entry.tokenizer_spec == ("tiktoken:o200k_base" if kimi else f"hf:{entry.aliases[0]}")
+
+
+def test_kimi_k2_instruct_block_fp8_bytes() -> None:
+    # quantization_config: e4m3, 128 x 128 blocks, as DeepSeek-V3. A routed expert: 3 x (2,048 x
+    # 7,168 B + 16 x 56 float32 scales) = 3 x 14,683,648 = 44,050,944 B; 60 MoE layers x 384.
+    w = _weights(_part2("kimi-k2"))
+    assert w.expert_bytes == 60 * 384 * 44_050_944 == 1_014_933_749_760
+    assert w.bytes == 1_029_173_249_888  # 958.49 GiB: over 8 x H100, inside 8 x H200
+
+
+def test_kimi_k2_thinking_int4_bytes() -> None:
+    # compressed-tensors pack-quantized, int4 symmetric in groups of 32 (its quantization_config);
+    # the ignore list (attention, shared experts, the dense MLP, lm_head) leaves the routed
+    # experts alone packed. Each of their 60 x 384 x 3 = 69,120 weights (2,048 x 7,168):
+    # weight_packed 14,680,064 / 2 = 7,340,032 B, weight_scale 14,680,064 / 32 bf16 = 917,504 B,
+    # weight_shape two int32 = 8 B: 8,257,544 B. Everything else as in bf16: the 16-bit figure
+    # less its experts, 2,052,816,510,976 - 2,029,372,047,360 = 23,444,463,616 B.
+    config = _part2("kimi-k2-thinking")
+    w = _weights(config)
+    bf16 = _weights({k: v for k, v in config.items() if k != "quantization_config"})
+    assert w.params == bf16.params == 1_026_408_232_448
+    assert w.expert_bytes == 69_120 * 8_257_544 == 570_761_441_280
+    assert w.bytes - w.expert_bytes == bf16.bytes - bf16.expert_bytes == 23_444_463_616
+    assert w.bytes == 594_205_904_896  # 553.40 GiB, 69.17 GiB a GPU at TP8
+
+
+@pytest.mark.parametrize("change", [
+    {"format": "int-quantized"},
+    {"ignore": ["lm_head"]},  # attention and shared experts would be int4 too: not this rule
+    {"config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 4, "type": "int", "symmetric": False, "strategy": "group",
+        "group_size": 32}}}},  # zero points
+    {"config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+        "num_bits": 8, "type": "int", "symmetric": True, "strategy": "group",
+        "group_size": 32}}}},
+])
+def test_other_compressed_tensors_layouts_are_said(change: dict[str, Any]) -> None:
+    config = _part2("kimi-k2-thinking")
+    q = {**config["quantization_config"], **change}
+    found = config_weights({**config, "quantization_config": q}, "config.json")
+    assert isinstance(found, str) and "its quantization (compressed-tensors)" in found
+    # The same block on another family's module names is not read either.
+    llama = {**_fixture("llama-3.1-8b"), "quantization_config": config["quantization_config"]}
+    assert isinstance(config_weights(llama, "config.json"), str)
+
+
+def test_nemotron_h_56b() -> None:
+    # hybrid_override_pattern of 118 blocks: 54 Mamba-2 (M), 10 attention (*), 54 MLP (-).
+    # Mamba-2 (256 heads x 64 = 16,384, 8 groups of state 256): in_proj 8,192 x (16,384 +
+    # 20,480 + 256) = 304,087,040, conv1d 20,480 x 4 and bias, dt_bias, A_log, D 3 x 256, gated
+    # norm 16,384, out_proj 8,192 x 16,384 = 438,424,320; attention: q, o 2 x 8,192 x 8,192,
+    # k, v 2 x 1,024 x 8,192 = 150,994,944; MLP: up and down 2 x 32,768 x 8,192 =
+    # 536,870,912. Embed and head 2 x 131,072 x 8,192, 119 norms of 8,192:
+    # 2,148,458,496 + 54 x 438,424,320 + 10 x 150,994,944 + 54 x 536,870,912 = 56,324,350,464,
+    # NVIDIA's "56B".
+    config = _part2("nemotron-h-56b")
+    assert _params(config) == (56_324_350_464, 56_324_350_464)
+    a = architecture_from_config(config, where="config.json")
+    # KV: 10 layers x 2 x 8 x 128 x 2 B = 40,960 B a token; a Mamba layer's state (4 - 1) x
+    # 20,480 conv + 256 x 64 x 256 SSM = 4,255,744 elements.
+    from tokcost.memory.kv import kv_layout
+    assert kv_layout(a).bytes_per_token == 40_960
+    assert (a.layers, a.attention.cacheless_layers) == (64, 54)
+    assert a.attention.linear_state_elements == 4_255_744
+
+
+@pytest.mark.parametrize(("model", "gpu", "tp", "engine"), [
+    (m, gpu, tp, e) for m, gpu, tp in (("jamba-1.5-mini", "H100", 8), ("nemotron-h-56b", "H100", 8),
+                                       ("kimi-k2", "H200", 8), ("kimi-k2-thinking", "H200", 8))
+    for e in ("vllm", "sglang")] + [
+    ("jamba-1.5-mini", "H200", 1, "llama.cpp"), ("nemotron-h-56b", "H200", 1, "llama.cpp")])
+def test_kvmem_estimate_runs_on_the_part2_entries(model: str, gpu: str, tp: int,
+                                                   engine: str) -> None:
+    # -m MODEL sizes the weights config.json gives, per GPU. Kimi-K2's 958.49 GiB of fp8 leave
+    # nothing for KV on 8 x H100 (119.81 GiB a GPU); vLLM's recipe runs Kimi-K2-Thinking on
+    # 8 x H200 (recipes/models/moonshotai/Kimi-K2-Thinking.yaml), where SGLang fits it too.
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    flags = ["--gpu", gpu, "--engine", engine] + (["--tp", str(tp)] if tp > 1 else [])
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", model, *flags])
+    assert result.exit_code == 0, result.output
+    gib = _weights(_part2(model)).bytes / tp / 2**30
+    assert f"weights {gib:.2f} GiB" in result.output
+
+
+def test_llamacpp_refuses_kimi_k2_in_one_line() -> None:
+    # llama.cpp's MLA cache has no rule in tokcost: said, not guessed.
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "kimi-k2-thinking", "--gpu",
+                                      "H200", "--engine", "llama.cpp"])
+    assert result.exit_code != 0
+    assert "llama.cpp's MLA cache is not modelled by tokcost (kimi-k2-thinking)" in result.output
+    assert "Traceback" not in result.output

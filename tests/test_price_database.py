@@ -346,3 +346,14 @@ def test_check_prices_a_model_only_the_database_knows(tmp_path: Path,
                                                 output_tokens=1000))
     assert isinstance(priced, PriceResult)
     assert Decimal(report["failures"][0]["actual"]) == priced.breakdown.total > 0
+
+
+def test_models_list_all_prices_a_catalog_entry_without_prices_as_price_does() -> None:
+    # kimi-k2 is a catalog entry (its architecture) with no pricing section: `price -m` takes
+    # genai-prices's, and `models list --all` says so rather than leaving the column blank.
+    listed = tokcost.list_models(provider="moonshotai", everything=True).to_dict()["models"]
+    kimi = next(m for m in listed if m["id"] == "kimi-k2")
+    result = tokcost.price(tokcost.PriceRequest(model="kimi-k2", input_tokens=1000))
+    assert result.database is not None and result.database.id == "kimi-k2"
+    assert kimi["prices_from"].startswith(f"genai-prices {result.database.version}: input $")
+    assert kimi["architecture"] is not None  # the catalog's entry, not the database's

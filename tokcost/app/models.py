@@ -16,6 +16,7 @@ from tokcost.errors import CatalogError, MissingDependency, UsageError, arg, ins
 from tokcost.tokenizers import open_catalog
 
 if TYPE_CHECKING:
+    from tokcost.catalog.pricedb import DbModel, PriceDb
     from tokcost.catalog.sync import PriceDiff
 
 __all__ = ["ImportModelRequest", "SyncPricesRequest", "import_model", "list_gpus", "list_models",
@@ -86,9 +87,12 @@ def list_models(*, provider: str | None = None, catalog: CatalogSource = None,
     wanted = provider.strip().lower() if provider is not None else None
     entries = [m for m in cat.models
                if wanted is None or (m.provider or "").strip().lower() == wanted]
-    sources = ["catalog" if m.pricing else "" for m in entries] if everything else []
     db = pricedb.load() if everything else None
     now = _dt.datetime.now(_dt.timezone.utc)
+    # An entry without prices of its own is priced as `price` prices it: by genai-prices.
+    sources = ["catalog" if m.pricing else "" if (f := _database_model(db, m)) is None else
+               f"genai-prices {f.version}: {pricedb.summary(f, now)}"
+               for m in entries] if everything else []
     for model in db.models() if db is not None else ():
         if (wanted is None or model.provider == wanted) and not cat.find(model.id,
                                                                          database=False):
@@ -111,15 +115,23 @@ def show_model(model: str, *, catalog: CatalogSource = None) -> ModelDetails:
     entry = open_catalog(catalog).resolve(model)
     weights = _expanded(entry.weights_spec, entry.id) if entry.weights_spec else None
     db = pricedb.load()
-    provider = entry.provider if entry.provider and db and db.provider(entry.provider) else None
-    found = next((f for ref in (model, entry.id, *entry.aliases)
-                  if db and (f := db.find(ref, provider))), None)
+    found = _database_model(db, entry, model)
     database = {
         "version": found.version, "provider": found.provider, "model": found.id,
         "prices": pricedb.summary(found, _dt.datetime.now(_dt.timezone.utc)),
         "providers": db.serving(found.id) if db else [], "source": found.pricing_url,
         } if found else None
     return ModelDetails(entry, _tokenizer_label(entry), weights, database)
+
+
+def _database_model(db: PriceDb | None, entry: ModelEntry, *refs: str) -> DbModel | None:
+    """genai-prices's model for a catalog entry (the reference asked, its id, its aliases),
+    under the entry's provider where the database has it, as `price` looks it up."""
+    if db is None:
+        return None
+    provider = entry.provider if entry.provider and db.provider(entry.provider) else None
+    return next((f for ref in (*refs, entry.id, *entry.aliases)
+                 if (f := db.find(ref, provider))), None)
 
 
 def _tokenizer_label(entry: ModelEntry, *, short: bool = False) -> str:

@@ -39,6 +39,12 @@ _NOAUX_BIAS = frozenset({"deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe", "
 # What block-fp8 checkpoints may leave unquantized (MiniMax-M2's modules_to_not_convert): the
 # router, its bias and the head, which the rules here hold in 16 bits (or float32) anyway.
 _FP8_SKIPPABLE = frozenset({"gate", "e_score_correction_bias", "lm_head"})
+# Kimi-K2-Thinking's quantization_config ignore list (compressed-tensors): every Linear but the
+# routed experts' stays bf16. Its names are Kimi-K2's (DeepseekV3) modules: kimi_k2 alone reads it
+# (Kimi-K2.5's text_config is kimi_k2 too).
+_KIMI_INT4_IGNORE = frozenset({"lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+                               r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"})
+_KIMI_INT4_TYPES = frozenset({"kimi_k2"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
 # Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
@@ -84,9 +90,9 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     try:
         parts = [*_parts(f), *(_siglip(vision, f, where)
                                if isinstance(vision, Mapping) and not unsized else ())]
+        total = sum(bytes_of(p) for p in parts)
     except (_Unsupported, InputError) as exc:  # KV sizes need none of these fields
         return str(exc)
-    total = sum(bytes_of(p) for p in parts)
     routed = [p for p in parts if p.expert]
     return WeightsSummary(total, sum(p.elements for p in parts), sum(map(bytes_of, routed)),
                           sum(p.elements for p in routed), tensors=0, unsized=unsized)
@@ -116,8 +122,43 @@ def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
                 return p.elements * (4 if p.fp32 else 2)
             return p.count * (p.rows * p.cols + 4 * -(-p.rows // rows) * -(-p.cols // cols))
         return fp8
+    if method == "compressed-tensors":
+        return _int4_experts(f, q or {})
     return (f"its quantization ({method}) is not sized from config.json (tokcost derives "
-            "16-bit, block fp8 and mxfp4 weights)")
+            "16-bit, block fp8, mxfp4 and Kimi-K2's int4 weights)")
+
+
+def _int4_experts(f: ConfigFields, q: Mapping[str, Any]) -> Callable[[Part], int] | str:
+    """Kimi-K2-Thinking's compressed-tensors ``pack-quantized`` int4 (its quantization_config):
+    one group of symmetric 4-bit integers in groups of ``group_size`` along each Linear's input,
+    and an ignore list that leaves attention, the shared experts, the dense MLP and the head in
+    bf16, so the routed experts alone are packed. compressed-tensors 0.12's PackedQuantization
+    Compressor stores each as ``weight_packed`` (eight values an int32: 1/2 B a value),
+    ``weight_scale`` (one bf16 a group) and ``weight_shape`` (two int32s). Any other layout (other
+    bits, asymmetric zero points, activations, another ignore list) is said, not guessed."""
+    groups = q.get("config_groups")
+    group = next(iter(groups.values()), None) if isinstance(groups, Mapping) else None
+    w = group.get("weights") if isinstance(group, Mapping) else None
+    size = w.get("group_size") if isinstance(w, Mapping) else None
+    if not (f.model_type in _KIMI_INT4_TYPES and q.get("format") == "pack-quantized"
+            and isinstance(groups, Mapping) and len(groups) == 1 and isinstance(group, Mapping)
+            and group.get("targets") == ["Linear"] and not group.get("input_activations")
+            and isinstance(w, Mapping) and w.get("num_bits") == 4 and w.get("type") == "int"
+            and w.get("symmetric") is True and w.get("strategy") == "group"
+            and isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 1024
+            and isinstance(q.get("ignore"), list) and set(q["ignore"]) == _KIMI_INT4_IGNORE):
+        return ("its quantization (compressed-tensors) is not sized from config.json (tokcost "
+                "derives Kimi-K2-Thinking's int4 layout: routed experts in 4-bit groups, the "
+                "rest bf16)")
+
+    def int4(p: Part) -> int:
+        if not (p.linear and p.expert):
+            return p.elements * (4 if p.fp32 else 2)
+        if p.rows % size or p.cols % size:  # a ragged last group: which side is the input?
+            raise _Unsupported(f"tokcost has no rule for int4 groups of {size} over a "
+                               f"{p.rows} x {p.cols} expert weight ({f.model_type})")
+        return p.count * (p.rows * p.cols // 2 + 2 * (p.rows * p.cols // size) + 8)
+    return int4
 
 
 def _parts(f: ConfigFields) -> Iterator[Part]:
