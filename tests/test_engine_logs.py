@@ -848,6 +848,31 @@ def granite_block_lines(e: dict[str, Any]) -> None:
     page, state = plan.block_size * layout.token_bytes["full"], layout.state_bytes
     assert page >= state > page - 16 * layout.token_bytes["full"]  # the smallest 16-step block
     assert f"{100 * (page - state) / state:.2f}" == f"{e['logged_padding_pct']:.2f}"
+# Qwen3.8-27B (Qwen3.5-27B's shape) with the conv / SSM split SGLang keeps apart: conv
+# 3 x (2 x 16 x 128 + 48 x 128) values in bf16, SSM 48 x 128 x 128 in float32 (mamba_ssm_dtype).
+QWEN38_27B = dataclasses.replace(QWEN35_27B, attention=dataclasses.replace(
+    QWEN35_27B.attention, linear_conv_channels=2 * 16 * 128 + 48 * 128,
+    linear_ssm_elements=48 * 128 * 128, linear_ssm_dtype="fp32"))
+
+
+def qwen38_27b_sglang(e: dict[str, Any]) -> None:
+    """48 x (61,440 + 3,145,728) B a request, 16,384 B a token in fp8: 361 slots -> 0.99 / 50.77
+    GB, K = 228,521 x 16,384 B = 3.49 GB; the notebook's other start-ups' states likewise. The
+    quoted KV line drops the "dtype:" field v0.5.13 added: compared without it."""
+    layout = kv_layout(QWEN38_27B, e["kv_cache_dtype"], tp=e["tp"])
+    plan = Sglang(release=e["release"]).pools(Deployment(layout=layout, family="qwen3_5_text"), None)
+    assert (plan.state_bytes, plan.conv_bytes, plan.cell_size) == (48 * 3_207_168, 48 * 61_440, 16 * 2048)
+    assert plan.mamba_line(e["logged_mamba_cache_size"]) == _mamba_line(e)
+    kv_only = dataclasses.replace(plan, stage=dataclasses.replace(plan.stage, linear=0),
+                                  available=e["logged_tokens"] * plan.cell_size)
+    kv_line, total = kv_only.report(32_768).lines
+    assert kv_line.replace(" dtype: torch.float8_e4m3fn,", "") == _kv_line(e)
+    assert total == f"max_total_num_tokens={e['logged_tokens']}"
+    for run in e["other_runs"]:
+        states = run.get("states", 167)  # RUN-0001 quotes only the sizes: 168 slots give both
+        line = plan.mamba_line(states)
+        assert line.endswith(f"conv_state size: {run['conv_gb']:.2f}GB, "
+                             f"ssm_state size: {run['ssm_gb']:.2f}GB"), run["run"]
 
 
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
@@ -918,6 +943,9 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
      "implementations/1/README.md", 4.09, "vllm"): granite_4_h_1b_vllm,
     ("https://github.com/ROCm/ROCm/issues/5590", None, "vllm"): granite_block_lines,
     ("https://github.com/ROCm/ROCm/issues/5724", None, "vllm"): granite_block_lines,
+    ("https://github.com/CoralLeiCN/DGXSpark-Small-LLMs/blob/6a4319f328e47ff7dec93aa9318c9f1bde9431b2/"
+     "docs/experiments/qwen3.8-27b-nvfp4/sglang/dgx-spark/2026-09-20T12-25-45Z-mamba-cache-c72-startup.md",
+     None, "sglang"): qwen38_27b_sglang,
 }
 
 
