@@ -722,6 +722,7 @@ def llama_cpp_gemma3n(e: dict[str, Any]) -> None:
     assert line.replace(".", ",", 1).startswith(e["logged_lines"][0])
 
 
+CASCADE = "https://github.com/99sono/DockerBuildFiles/blob"
 NEMOTRON_3_NANO = {  # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, config.json
     "model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 52,
     "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
@@ -875,6 +876,32 @@ def qwen38_27b_sglang(e: dict[str, Any]) -> None:
                              f"ssm_state size: {run['ssm_gb']:.2f}GB"), run["run"]
 
 
+def nemotron_cascade_vllm(e: dict[str, Any]) -> None:
+    """Nemotron-3-Nano's shape (Cascade-2 is post-trained from it), fp8 KV, float32 SSM state
+    (--mamba-ssm-cache-dtype, the config's field here): block 16 x cdiv(2,134,016, 16 x 512) =
+    4,176; 5 groups of 6 layers, 12,828,672 B a block. Some block count in the 2-decimal range
+    gives both logged figures: num_blocks // 5 x 4,176 to v0.20, int(concurrency x L) from
+    v0.21; a request needs cdiv(L, 4,176) attention blocks + 4 Mamba blocks."""
+    config = dict(NEMOTRON_3_NANO, mamba_ssm_cache_dtype=e["mamba_ssm_cache_dtype"])
+    layout = kv_layout(layout_arch(config), e["kv_cache_dtype"], tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]),
+                  max_num_batched_tokens=e["max_num_batched_tokens"])
+    dep = Deployment(layout=layout, family="nemotron_h")
+    lo, hi = (engine.pool(dep, math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005))
+    assert (lo.block_size, len(lo.groups), lo.group_size) == (e["logged_block_size"], 5, 6)
+    assert lo.block_bytes == 6 * 4176 * 512 and lo.num_blocks is not None and hi.num_blocks is not None
+    length = e["max_model_len"]
+    matches = []
+    for n in range(lo.num_blocks, hi.num_blocks + 1):
+        plan = engine.pool(dep, n * lo.block_bytes)
+        lines = plan.report(length).lines
+        if (f"GPU KV cache size: {e['logged_tokens']:,} tokens" in lines and
+                f"Maximum concurrency for {length:,} tokens per request: "
+                f"{e['logged_concurrency']:.2f}x" in lines):
+            matches.append(n)
+    assert matches, "no block count in the logged memory's range gives the logged lines"
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -946,6 +973,18 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
     ("https://github.com/CoralLeiCN/DGXSpark-Small-LLMs/blob/6a4319f328e47ff7dec93aa9318c9f1bde9431b2/"
      "docs/experiments/qwen3.8-27b-nvfp4/sglang/dgx-spark/2026-09-20T12-25-45Z-mamba-cache-c72-startup.md",
      None, "sglang"): qwen38_27b_sglang,
+    (f"{CASCADE}/35fbb4ed79ce6670fd21d8c3d98db11ba2e8b3ca/vllm/nemotron-cascade-2/metadata/metadata_02/01_vllm_log_2026_04_23.md", 1.5, "vllm"):
+        nemotron_cascade_vllm,
+    (f"{CASCADE}/35fbb4ed79ce6670fd21d8c3d98db11ba2e8b3ca/vllm/nemotron-cascade-2/metadata/metadata_02/01_vllm_log_2026_04_23.md", 1.61, "vllm"):
+        nemotron_cascade_vllm,
+    (f"{CASCADE}/35fbb4ed79ce6670fd21d8c3d98db11ba2e8b3ca/vllm/nemotron-cascade-2/metadata/metadata_02/03_vllm_log.md", 3.6, "vllm"):
+        nemotron_cascade_vllm,
+    (f"{CASCADE}/35fbb4ed79ce6670fd21d8c3d98db11ba2e8b3ca/vllm/nemotron-cascade-2/metadata/metadata_02/07_vllm_log.md", 4.21, "vllm"):
+        nemotron_cascade_vllm,
+    (f"{CASCADE}/35fbb4ed79ce6670fd21d8c3d98db11ba2e8b3ca/vllm/nemotron-cascade-2/metadata/metadata_02/12_vllm_log.md", 4.21, "vllm"):
+        nemotron_cascade_vllm,
+    (f"{CASCADE}/a27933ff2605b89c46ef1779d276aeb0b39be4d6/vllm/nemotron-cascade-2/metadata/metadata_03_2026_05_01/01_vllm_log.md", 3.72, "vllm"):
+        nemotron_cascade_vllm,
 }
 
 
