@@ -902,6 +902,24 @@ def nemotron_cascade_vllm(e: dict[str, Any]) -> None:
     assert matches, "no block count in the logged memory's range gives the logged lines"
 
 
+def llama_cpp_nemotron_lightning(e: dict[str, Any]) -> None:
+    """Nemotron-3-Nano's shape on llama.cpp: KV on the 6 attention layers only (16,384 x 6 x
+    1,024 B = 96 MiB, shared by -np auto's 4 slots), the recurrent state over 23 Mamba2 layers
+    per slot (1.62 MiB R + 46.00 MiB S); the quoted totals add up with the compute buffers."""
+    a = layout_arch(NEMOTRON_3_NANO)
+    for case in e["cases"]:
+        # one slot: -np 1; four: llama-server's -np auto (4 slots sharing one unified cache)
+        plan = llama_cpp(a, parallel=1) if case["n_seq_max"] == 1 else llama_cpp(a)
+        assert plan.slots == case["n_seq_max"]
+        kv, recurrent = plan.lines(e["n_ctx"])
+        assert kv.startswith(f"llama_kv_cache: size = {case['kv_mib']:7.2f} MiB ({e['n_ctx']:6d} "
+                             "cells,   6 layers,")
+        assert recurrent.startswith(f"llama_memory_recurrent: size = {case['recurrent_mib']:7.2f} "
+                                    f"MiB ({case['n_seq_max']:6d} cells,  52 layers,")
+        parts = [case["kv_mib"], case["recurrent_mib"], case["compute_mib"], case.get("weights_mib", 0)]
+        assert f"{sum(parts):.2f}" == f"{case['total_mib']:.2f}"
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -985,6 +1003,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
         nemotron_cascade_vllm,
     (f"{CASCADE}/a27933ff2605b89c46ef1779d276aeb0b39be4d6/vllm/nemotron-cascade-2/metadata/metadata_03_2026_05_01/01_vllm_log.md", 3.72, "vllm"):
         nemotron_cascade_vllm,
+    ("https://github.com/Alberto-Codes/vramfit/blob/a7c5531173e672f9cb7df31f6166f71bf6250685/docs/"
+     "explanation/evaluating-packed-models.md", None, "llama.cpp"): llama_cpp_nemotron_lightning,
 }
 
 
