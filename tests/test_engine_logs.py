@@ -920,6 +920,40 @@ def llama_cpp_nemotron_lightning(e: dict[str, Any]) -> None:
         assert f"{sum(parts):.2f}" == f"{case['total_mib']:.2f}"
 
 
+# NVIDIA-Nemotron-3-Nano-4B: the official GGUF's nemotron_h header (block_count 42; kv heads 8 at
+# layers 12, 17, 24, 32; Mamba2 where neither kv heads nor FFN: 21 layers; inner 7,680 = 96 x 80,
+# state 128, 8 groups, conv 4; 17 MLP-only layers).
+_NANO_4B_ATTENTION, _NANO_4B_MAMBA = {12, 17, 24, 32}, {0, 2, 4, 6, 7, 9, 11, 14, 16, 19, 21, 23, 26,
+                                                        28, 30, 31, 34, 35, 36, 38, 40}
+NEMOTRON_3_NANO_4B = {
+    "model_type": "nemotron_h", "hidden_size": 3136, "num_hidden_layers": 42,
+    "hybrid_override_pattern": "".join("*" if i in _NANO_4B_ATTENTION else "M" if i in _NANO_4B_MAMBA
+                                       else "-" for i in range(42)),
+    "mamba_num_heads": 96, "mamba_head_dim": 80, "ssm_state_size": 128, "n_groups": 8,
+    "conv_kernel": 4, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128}
+
+
+def nemotron_nano_4b_vllm(e: dict[str, Any]) -> None:
+    """v0.13 keeps NemotronH's SSM state in float16 (the log's "Updating mamba_ssm_cache_dtype to
+    'float16'"): a 2,024,448 B Mamba page, block 992; 4 + 21 (+3) layers in 7 groups of 4; 1,473
+    blocks give 208,320 tokens and 98.20x. A negative budget is refused before any block."""
+    layout = kv_layout(layout_arch(NEMOTRON_3_NANO_4B), e["kv_cache_dtype"], tp=e["tp"])
+    engine = Vllm(release=Vllm.release_of(e["release"]),
+                  max_num_batched_tokens=e.get("max_num_batched_tokens"))
+    dep = Deployment(layout=layout, family="nemotron_h")
+    if e.get("refuses_to_start"):
+        refusal = engine.pool(dep, int(e["kv_memory_gib"] * GiB)).report(e["max_model_len"]).refusal
+        assert refusal is not None and refusal.startswith("No available memory for the cache blocks")
+        return
+    lo, hi = (engine.pool(dep, math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005))
+    assert (lo.block_size, len(lo.groups), lo.group_size) == (e["logged_block_size"], 7, 4)
+    assert lo.block_bytes == 4 * 992 * 2048 and (lo.num_blocks, hi.num_blocks) == (1472, 1473)
+    length = e["max_model_len"]
+    assert hi.report(length).lines[1:] == (
+        f"GPU KV cache size: {e['logged_tokens']:,} tokens",
+        f"Maximum concurrency for {length:,} tokens per request: {e['logged_concurrency']:.2f}x")
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -1005,6 +1039,10 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
         nemotron_cascade_vllm,
     ("https://github.com/Alberto-Codes/vramfit/blob/a7c5531173e672f9cb7df31f6166f71bf6250685/docs/"
      "explanation/evaluating-packed-models.md", None, "llama.cpp"): llama_cpp_nemotron_lightning,
+    ("https://github.com/guardkit/guardkit/blob/f1dc06687e11ec5197dc3c7dc7ff9446efdc4983/docs/reviews/"
+     "graphiti-nemotron/run_2.md", 11.15, "vllm"): nemotron_nano_4b_vllm,
+    ("https://github.com/guardkit/guardkit/blob/f1dc06687e11ec5197dc3c7dc7ff9446efdc4983/docs/reviews/"
+     "graphiti-nemotron/run_1.md", -2.51, "vllm"): nemotron_nano_4b_vllm,
 }
 
 
