@@ -954,6 +954,21 @@ def nemotron_nano_4b_vllm(e: dict[str, Any]) -> None:
         f"Maximum concurrency for {length:,} tokens per request: {e['logged_concurrency']:.2f}x")
 
 
+def kimi_k25_sglang(e: dict[str, Any]) -> None:
+    """MLA on SGLang: the 576-value latent on every rank, 61 x 1,152 B = 70,272 B a token, pages
+    of 1; the line from each start-up's token count: (N + 1) x 70,272 B = 160.63 GiB."""
+    layout = kv_layout(KIMI_K2, "bf16", tp=e["tp"])
+    engine = Sglang(release=e["release"])
+    for case in e["cases"]:
+        n = case["logged_tokens"]
+        plan = engine.pools(Deployment(layout=layout), n * 61 * 1152)
+        assert (plan.block_size, plan.cell_size) == (e["page_size"], 70_272)
+        report = plan.report(262_144)
+        assert report.cache_tokens == n
+        assert report.lines[0] == (f"KV Cache is allocated. #tokens: {n}, "
+                                   f"KV size: {case['logged_kv_size_gb']:.2f} GB")
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -1043,6 +1058,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
      "graphiti-nemotron/run_2.md", 11.15, "vllm"): nemotron_nano_4b_vllm,
     ("https://github.com/guardkit/guardkit/blob/f1dc06687e11ec5197dc3c7dc7ff9446efdc4983/docs/reviews/"
      "graphiti-nemotron/run_1.md", -2.51, "vllm"): nemotron_nano_4b_vllm,
+    ("https://github.com/ajith-sirra-amd/Issues/blob/561754cab2bd405e3ff06b8cf7f4f7d500c9b316/"
+     "Kimi-K2.5-MI355X-SGLANG-ERROR.md", None, "sglang"): kimi_k25_sglang,
 }
 
 
