@@ -890,6 +890,8 @@ def nemotron_cascade_vllm(e: dict[str, Any]) -> None:
     lo, hi = (engine.pool(dep, math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005))
     assert (lo.block_size, len(lo.groups), lo.group_size) == (e["logged_block_size"], 5, 6)
     assert lo.block_bytes == 6 * 4176 * 512 and lo.num_blocks is not None and hi.num_blocks is not None
+    state = 18_432 * 2 + 524_288 * 4  # conv bf16 + SSM float32: 2,134,016 B
+    assert f"{100 * (4176 * 512 - state) / state:.2f}" == f"{e['logged_padding_pct']:.2f}"
     length = e["max_model_len"]
     matches = []
     for n in range(lo.num_blocks, hi.num_blocks + 1):
@@ -948,6 +950,8 @@ def nemotron_nano_4b_vllm(e: dict[str, Any]) -> None:
     lo, hi = (engine.pool(dep, math.floor((e["kv_memory_gib"] + d) * GiB)) for d in (-0.005, 0.005))
     assert (lo.block_size, len(lo.groups), lo.group_size) == (e["logged_block_size"], 7, 4)
     assert lo.block_bytes == 4 * 992 * 2048 and (lo.num_blocks, hi.num_blocks) == (1472, 1473)
+    state = (29_184 + 983_040) * 2  # conv and SSM both 2 B: 2,024,448 B
+    assert f"{100 * (992 * 2048 - state) / state:.2f}" == f"{e['logged_padding_pct']:.2f}"
     length = e["max_model_len"]
     assert hi.report(length).lines[1:] == (
         f"GPU KV cache size: {e['logged_tokens']:,} tokens",
