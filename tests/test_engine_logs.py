@@ -973,6 +973,32 @@ def kimi_k25_sglang(e: dict[str, Any]) -> None:
                                    f"KV size: {case['logged_kv_size_gb']:.2f} GB")
 
 
+GLM5 = Path(__file__).parent / "fixtures" / "hf_configs_families" / "glm-5"
+
+
+def glm5_sglang(e: dict[str, Any]) -> None:
+    """GLM-5's DSA pool on an AMD GPU: pages of 1 from v0.5.8 to v0.5.11 (CUDA: 64); 78 layers x
+    (656 + 132) B a token; each start-up's line from its token count."""
+    config = json.loads((GLM5 / "config.json").read_text())
+    layout = kv_layout(layout_arch(config), e["kv_cache_dtype"], tp=e["tp"])
+    assert layout.token_bytes == {"mla": 656 + 132}
+    # any AMD GPU (SGLang's is_hip()); the MI355X is not in the catalog: the MI325X as it, renamed
+    amd = dataclasses.replace(CATALOG.resolve_gpu("MI325X"), name="MI355X")
+    engine = Sglang(release=e["release"])
+    for case in e["cases"]:
+        n = case["logged_tokens"]
+        plan = engine.pools(Deployment(layout=layout, gpu=amd), n * 78 * 788)
+        assert plan.block_size == e["page_size"]
+        report = plan.report(202_752)
+        assert report.cache_tokens == n
+        assert report.lines[0] == (f"KV Cache is allocated. #tokens: {n}, "
+                                   f"KV size: {case['logged_kv_size_gb']:.2f} GB")
+    cuda = engine.pools(Deployment(layout=layout), 3_199_575 * 78 * 788).report(202_752)
+    assert cuda.lines[0] == "KV Cache is allocated. #tokens: 3199552, KV size: 183.16 GB"
+    later = Sglang(release="0.5.12").pools(Deployment(layout=layout, gpu=amd), None)
+    assert later.block_size == 64  # v0.5.12: pages of 1 only without aiter's preshuffle kernel
+
+
 CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = {
     ("https://github.com/LMCache/LMCache/issues/1739", 6.51, "vllm"): qwen3_14b,
     ("https://github.com/vllm-project/vllm/issues/21348", 8.11, "vllm"): qwen3_235b_vllm,
@@ -1064,6 +1090,8 @@ CHECKS: dict[tuple[str, float | None, str], Callable[[dict[str, Any]], None]] = 
      "graphiti-nemotron/run_1.md", -2.51, "vllm"): nemotron_nano_4b_vllm,
     ("https://github.com/ajith-sirra-amd/Issues/blob/561754cab2bd405e3ff06b8cf7f4f7d500c9b316/"
      "Kimi-K2.5-MI355X-SGLANG-ERROR.md", None, "sglang"): kimi_k25_sglang,
+    ("https://github.com/ajith-sirra-amd/Issues/blob/c40b7809310e983ab0a61212662945d58f7eb5f3/"
+     "GLM-5-FP8-MI355X-SGLANG-ERROR.md", None, "sglang"): glm5_sglang,
 }
 
 

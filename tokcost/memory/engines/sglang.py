@@ -29,7 +29,7 @@ MiB = 2**20
 # release that changed a rule below (PRs named where found; else the file and the release).
 V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
 V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
-V0_5_9, V0_5_10, V0_5_11 = (Release(0, 5, p) for p in (9, 10, 11))
+V0_5_9, V0_5_10, V0_5_11, V0_5_12 = (Release(0, 5, p) for p in (9, 10, 11, 12))
 V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
@@ -474,7 +474,7 @@ class Sglang(Engine):
                     "and v0.5.23's DSATokenToKVPool differs; use "
                     f"{arg('engine', 'sglang@0.5.22')} or {arg('engine', 'vllm')}",
                     param="engine")
-            page, page_note = _nsa_page(dep), ""
+            page, page_note = _nsa_page(dep, self.release), ""
         self._refuse_unserved(dep)
         hybrid_swa = bool(counts["sliding"]) and self._swa_pool(dep)
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
@@ -600,22 +600,26 @@ def mamba_state_bytes(layout: KvLayout, release: Release = V0_5_23) -> int:
     return layout.conv_elements * 2 + layout.ssm_elements * ssm
 
 
-def _nsa_page(dep: Deployment) -> int:
+def _nsa_page(dep: Deployment, release: Release) -> int:
     """DeepSeek-V3.2's NSA pool (NSATokenToKVPool, mem_cache/memory_pool.py, as in v0.5.4 and
     v0.5.6; the indexer counted in profile_max_num_token and in the log from PR #11309, v0.5.4):
     pages of 64 tokens (asserted there); per token and layer the MLA latent, stored fp8 as 512 B +
     4 scales x 4 B + the rope part in bf16 (656 B, tokcost's fp8_ds_mla), and the indexer's fp8
-    key with its float32 scale (128 + 4 B). Later releases (v0.5.23's DSATokenToKVPool) take
-    other page sizes: not modelled."""
+    key with its float32 scale (128 + 4 B). On an AMD GPU v0.5.8 to v0.5.11 take pages of 1
+    (server_args.py: "Setting page size to 1 for DeepSeek DSA on ROCm"); from v0.5.12 only where
+    aiter's preshuffle paged-MQA kernel is missing (Triton < 3.5:
+    aiter_can_use_preshuffle_paged_mqa), so 64 there. Later releases (v0.5.23's
+    DSATokenToKVPool) take other page sizes: not modelled."""
     dtype = dep.layout.dtype
     if dtype.bits == 8 and dtype.name != "fp8_ds_mla":
         raise UsageError(f"SGLang stores {dep.model}'s fp8 latent with its scales and a bf16 rope "
                          f"part, 656 B per token and layer (NSATokenToKVPool): give "
                          f"{arg('kv_dtype', 'fp8_ds_mla')}", param="kv_dtype")
-    if dep.block_size not in (None, 64):
-        raise UsageError(f"SGLang's NSA pool takes 64-token pages only; drop {arg('block_size')}",
-                         param="block_size")
-    return 64
+    page = 1 if _rocm(dep) and V0_5_8 <= release < V0_5_12 else 64
+    if dep.block_size not in (None, page):
+        raise UsageError(f"SGLang's NSA pool takes {page}-token pages only here; drop "
+                         f"{arg('block_size')}", param="block_size")
+    return page
 
 
 def plan_sglang(layout: KvLayout, *, available: int | None, family: str | None = None,
