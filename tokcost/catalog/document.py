@@ -223,6 +223,9 @@ class Architecture(Built):
         None, description="bytes of all routed experts' weights (mxfp4 beside bf16...)")
     attention: Attention | None = None
     source: Text | None = Field(None, description="the config.json the numbers come from")
+    model_class: Text | None = Field(
+        None, description="the model class config.json's architectures names (engines' model "
+        "registries key on it), e.g. LlamaForCausalLM")
 
     def values(self) -> dict[str, Any]:
         found = super().values()

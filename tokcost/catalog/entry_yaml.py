@@ -72,7 +72,7 @@ def _architecture(arch: Architecture, pad: str, weights_from: str) -> list[str]:
                            "mamba_chunk_size", "mtp_layers", "linear_ssm_elements",
                            "linear_ssm_dtype", "linear_ssm_cache_dtype", "cacheless_layers"),
                      pad + "  ")
-    return out + _keys(arch, ("source",), pad, _str)
+    return out + _keys(arch, ("source",), pad, _str) + _keys(arch, ("model_class",), pad)
 
 
 def _str(text: str) -> str:

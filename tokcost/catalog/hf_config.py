@@ -128,7 +128,20 @@ def architecture_from_config(config: Mapping[str, Any], *, where: str,
         weights_bytes=(w.bytes or None) if w else None, experts=experts,
         experts_per_token=per_token,
         expert_weights_bytes=w.expert_bytes if w and experts and w.expert_bytes else None,
-        attention=attention, source=source)
+        attention=attention, source=source, model_class=model_class(config, where))
+
+
+def model_class(config: Mapping[str, Any], where: str) -> str | None:
+    """The model class a config's ``architectures`` names first (transformers writes the list;
+    vLLM's registry tries its names in order), None where the config gives none."""
+    names = config.get("architectures")
+    if names is None or names == []:
+        return None
+    if not isinstance(names, list) or not all(
+            isinstance(n, str) and n.strip() and len(n) <= 200 for n in names):
+        raise InputError(f"{where}: architectures is {_shown(names)}; expected a list of model "
+                         "class names such as [\"LlamaForCausalLM\"]")
+    return str(names[0]).strip()
 
 
 def context_window(config: Mapping[str, Any], *, where: str) -> int | None:

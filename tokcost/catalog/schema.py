@@ -143,7 +143,8 @@ class Architecture(Record):
     """Shape numbers from the model's own config.json (head_dim as stated there)."""
 
     shown: ClassVar[Mapping[str, str | None]] = {"weights_bytes": None,
-                                                 "expert_weights_bytes": None}
+                                                 "expert_weights_bytes": None,
+                                                 "model_class": None}
 
     layers: int
     hidden_size: int | None = None
@@ -160,6 +161,9 @@ class Architecture(Record):
     expert_weights_bytes: int | None = None
     attention: Attention = field(default_factory=Attention)
     source: str | None = None
+    # config.json's architectures[0], the class serving engines look up in their model
+    # registries (vLLM's registry.py); None: not known (no refusal by release then)
+    model_class: str | None = None
 
     @property
     def is_moe(self) -> bool:
