@@ -456,8 +456,9 @@ def test_qwen36_prefix_caching_reproduces_club_3090_612() -> None:
 
 def test_prefix_caching_refusals_name_the_reason() -> None:
     """Prefix caching on a linear hybrid is modelled from v0.15 (PR #30877, in the v0.15.0
-    wheel; v0.14.0 has no mamba_cache_mode); it is vLLM's own setting only."""
-    r = _estimate("--config", str(FIXTURES / "qwen3.6-35b-a3b"), "--kv-memory", "4GiB",
+    wheel; v0.14.0 has no mamba_cache_mode); it is vLLM's own setting only. (Qwen3-Next: v0.14
+    serves Qwen3NextForCausalLM; Qwen3.6's class came in v0.17, so v0.14 refuses it first.)"""
+    r = _estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "4GiB",
                   "--engine", "vllm@0.14", "--enable-prefix-caching")
     assert r.exit_code == 2 and "vllm@0.15" in r.output
     r = _estimate("-m", "qwen3-next-80b-a3b", "--kv-memory", "4GiB", "--engine", "sglang",

@@ -518,7 +518,7 @@ def test_minimax_text_01() -> None:
     ("qwen3.6-35b-a3b", ["--gpu", "H100"]),
     ("granite-4.0-h-small", ["--gpu", "H100"]),
     ("falcon-h1-7b", ["--gpu", "H100"]),
-    ("minimax-text-01", ["--gpu", "H200", "--tp", "8"]),
+    ("minimax-text-01", ["--gpu", "H200", "--tp", "8", "--engine", "vllm@0.23"]),
     ("gemma-3n-e4b", ["--gpu", "H100"]),
 ])
 def test_kvmem_estimate_sizes_the_weights_from_config_json(family: str,
@@ -553,13 +553,14 @@ def test_catalog_entries_hold_what_config_json_gives(model: str, family: str) ->
 # The catalog entries of issue 28's remaining families: each written from its fixture
 # config.json (`tokcost models import`), and GPUs it fits on (DeepSeek-V3.2's 627.74 GiB of
 # weights and MiniMax-Text-01's 849.53 GiB are over 8 x 80 GiB; Falcon-H1's 12 heads take no
-# --tp 8).
+# --tp 8). MiniMax-Text-01 runs under vLLM v0.23, the last release whose registry lists
+# MiniMaxText01ForCausalLM (v0.24 dropped it, PR #45993).
 NEW_ENTRIES = [
     ("deepseek-v3.2-exp", ["--gpu", "H200", "--tp", "8"]),
     ("qwen3.6-35b-a3b", ["--gpu", "H100", "--tp", "8"]),
     ("gemma-3n-e4b", ["--gpu", "H100", "--tp", "8"]),
     ("falcon-h1-7b", ["--gpu", "H100", "--tp", "4"]),
-    ("minimax-text-01", ["--gpu", "H200", "--tp", "8"]),
+    ("minimax-text-01", ["--gpu", "H200", "--tp", "8", "--engine", "vllm@0.23"]),
 ]
 
 

@@ -239,7 +239,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
         util=budget.gpu_util, reserve=DEFAULT_RESERVE if budget.reserve is None else budget.reserve,
         block_size=cache.block_size, head_dim=head_dim, pp=par.pp, dcp=par.dcp,
         kv_heads=None if head_dim is None else attention_shape(arch, entry.id)[0], model=entry.id,
-        model_max_len=entry.context_window, family=entry.family,
+        model_max_len=entry.context_window, family=entry.family, model_class=arch.model_class,
         attention_heads=arch.attention_heads, kv_dtype_given="auto" if auto else None)
 
 

@@ -74,6 +74,9 @@ class Deployment:
     model: str = "?"  # the model's id, for messages
     model_max_len: int | None = None  # the model's context window
     family: str | None = None
+    # The model class config.json's architectures names (catalog architecture.model_class),
+    # which engines' model registries look up; None: not known
+    model_class: str | None = None
     # The KV dtype given where the layout's is another: "auto" (the model's), or one the engine
     # caches in another layout (vLLM: DeepSeek-V3.2's fp8 as fp8_ds_mla, Engine.settle); None:
     # the layout's is the one given.

@@ -43,6 +43,7 @@ from tokcost.memory.engines.vllm.releases import (
     V_OWN_SIZE_FROM,
     MambaMode,
     check_dtype,
+    check_served,
     default_max_num_batched_tokens,
 )
 from tokcost.memory.engines.vllm.specs import (
@@ -184,6 +185,8 @@ class Vllm(Engine):
         return replace(dep, layout=replace(layout, state_bytes=state))
 
     def settle(self, dep: Deployment) -> Deployment:
+        # a model class the release's registry does not list is refused before anything else
+        check_served(dep.model, dep.model_class, self.release)
         return ds_mla(dep, self.release)
 
     def pool(self, dep: Deployment, available: int | None) -> VllmPlan:

@@ -84,6 +84,7 @@ V0_18, V0_20 = Release(0, 18), Release(0, 20)
 V0_19 = Release(0, 19)
 V0_32 = Release(0, 32)
 V0_24, V0_25, V0_30 = Release(0, 24), Release(0, 25), Release(0, 30)
+V0_17, V0_23 = Release(0, 17), Release(0, 23)
 
 # Chunked local attention (Llama-4) and the hybrid KV cache manager, by release:
 # - v0.11 to v0.13 turn the hybrid manager off for a model with attention_chunk_size unless
@@ -207,3 +208,50 @@ def check_dtype(name: str, release: Release) -> None:
     raise UsageError(f"vLLM {release} has no {name} KV cache: it is a vLLM cache dtype from "
                      f"{first} ({pr}); use {arg('engine', f'vllm@{first.major}.{first.minor}')} "
                      "or later", param="kv_dtype", related=("engine",))
+
+
+# The model classes (config.json's architectures, catalog architecture.model_class) a release's
+# model registry lists, where that is not every modelled release: read from
+# vllm/model_executor/models/registry.py (_TEXT_GENERATION_MODELS, _MULTIMODAL_MODELS) in each
+# sdist, v0.11.0 to v0.34.0 (the v0.15.0 wheel). vLLM refuses any other class at start-up
+# (ModelRegistry._raise_for_unsupported: "Model architectures [...] are not supported for
+# now"; for a dropped one, _PREVIOUSLY_SUPPORTED_MODELS: "was supported in vLLM until
+# v0.23.0"). The classes of the catalog, the config fixtures and the published logs; every other
+# class tokcost reads (Llama, Qwen2/3, Qwen3-Next, DeepSeek-V3/V3.2, GLM-4.5, Gemma-2/3/3n,
+# gpt-oss, Mistral, Mixtral, Phi-3, GraniteMoeHybrid, FalconH1, Jamba, NemotronH, OPT, Llama-4)
+# is listed by all of v0.11 to v0.34. vLLM's Transformers-backend fallback for a class it does
+# not list is not modelled.
+SERVED_FROM: dict[str, tuple[Release, str]] = {
+    "MiniMaxM2ForCausalLM": (V0_12, "minimax_m2.py"),  # MiniMax-M2/M2.5/M2.7
+    "MiMoV2FlashForCausalLM": (V0_14, "PR #30836"),
+    "Qwen3_5ForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 dense
+    "Qwen3_5MoeForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 MoE
+    "Gemma4ForCausalLM": (V0_19, "PR #38826"),
+    "Gemma4ForConditionalGeneration": (V0_19, "PR #38826"),
+}
+# Dropped from the registry: the last release that lists the class (v0.24 on put it in
+# _PREVIOUSLY_SUPPORTED_MODELS, "0.23.0"; PR #45993 removed minimax_text_01.py).
+SERVED_UNTIL: dict[str, tuple[Release, str]] = {
+    "MiniMaxText01ForCausalLM": (V0_23, "PR #45993"),  # MiniMax-Text-01 (and M1)
+}
+
+
+def check_served(model: str, model_class: str | None, release: Release) -> None:
+    """Refuse a model whose class ``release``'s model registry does not list (None: a class
+    not known, served)."""
+    if model_class is None:
+        return
+    first, last = SERVED_FROM.get(model_class), SERVED_UNTIL.get(model_class)
+    if first is not None and release < first[0]:
+        since = first[0]
+        raise UsageError(
+            f"vLLM {release} cannot serve {model}: its model registry has no {model_class}, "
+            f"which came in {since} ({first[1]}); use "
+            f"{arg('engine', f'vllm@{since.major}.{since.minor}')} or later",
+            param="engine")
+    if last is not None and release > last[0]:
+        until = last[0]
+        raise UsageError(
+            f"vLLM {release} cannot serve {model}: {model_class} was dropped after {until} "
+            f"({last[1]}); use {arg('engine', f'vllm@{until.major}.{until.minor}')} or earlier",
+            param="engine")
