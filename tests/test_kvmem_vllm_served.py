@@ -179,6 +179,9 @@ LOG_CLASSES = {
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "Llama4ForConditionalGeneration",
     "MiniMaxAI/MiniMax-M2.7 (AWQ)": "MiniMaxM2ForCausalLM",
     "google/gemma-4-31B-it": "Gemma4ForConditionalGeneration",
+    # Granite-4.0-H: model_type granitemoehybrid, the catalog's granite-4.0-h-small class
+    "ibm-granite/granite-4.0-h-1b": "GraniteMoeHybridForCausalLM",
+    "ibm-granite/granite-4.0-h-350m": "GraniteMoeHybridForCausalLM",
 }
 LOGS = [e for e in yaml.safe_load((FIXTURES / "engine_logs.yaml").read_text(encoding="utf-8"))
         if e["engine"] == "vllm" and e.get("model") and e["model"] != "Qwen3.8-27B-FP8"]
