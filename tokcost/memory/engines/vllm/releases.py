@@ -216,7 +216,9 @@ def check_dtype(name: str, release: Release) -> None:
 # sdist, v0.11.0 to v0.34.0 (the v0.15.0 wheel). vLLM refuses any other class at start-up
 # (ModelRegistry._raise_for_unsupported: "Model architectures [...] are not supported for
 # now"; for a dropped one, _PREVIOUSLY_SUPPORTED_MODELS: "was supported in vLLM until
-# v0.23.0"). The classes of the catalog, the config fixtures and the published logs; every other
+# v0.23.0"). The classes of the catalog, the config fixtures and the published logs, and the
+# other classes of those families whose configs tokcost reads (Gemma-4 and Qwen3.5 text-only,
+# Kimi-K2.5, Step-3.5, MiniMax-M1); every other
 # class tokcost reads (Llama, Qwen2/3, Qwen3-Next, DeepSeek-V3/V3.2, GLM-4.5, Gemma-2/3/3n,
 # gpt-oss, Mistral, Mixtral, Phi-3, GraniteMoeHybrid, FalconH1, Jamba, NemotronH, OPT, Llama-4)
 # is listed by all of v0.11 to v0.34. vLLM's Transformers-backend fallback for a class it does
@@ -224,15 +226,22 @@ def check_dtype(name: str, release: Release) -> None:
 SERVED_FROM: dict[str, tuple[Release, str]] = {
     "MiniMaxM2ForCausalLM": (V0_12, "minimax_m2.py"),  # MiniMax-M2/M2.5/M2.7
     "MiMoV2FlashForCausalLM": (V0_14, "PR #30836"),
+    "KimiK25ForConditionalGeneration": (V0_15, "PR #33131"),  # Kimi-K2.5 (text: kimi_k2)
+    "Step3p5ForCausalLM": (Release(0, 16), "step3p5.py"),
     "Qwen3_5ForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 dense
     "Qwen3_5MoeForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 MoE
     "Gemma4ForCausalLM": (V0_19, "PR #38826"),
     "Gemma4ForConditionalGeneration": (V0_19, "PR #38826"),
+    # text-only Qwen3.5 checkpoints (model_type qwen3_5_text, qwen3_5_moe_text)
+    "Qwen3_5ForCausalLM": (V0_27, "PR #50210"),
+    "Qwen3_5MoeForCausalLM": (V0_27, "PR #50210"),
 }
-# Dropped from the registry: the last release that lists the class (v0.24 on put it in
+# Dropped from the registry: the last release that lists the class (v0.24 on put them in
 # _PREVIOUSLY_SUPPORTED_MODELS, "0.23.0"; PR #45993 removed minimax_text_01.py).
 SERVED_UNTIL: dict[str, tuple[Release, str]] = {
-    "MiniMaxText01ForCausalLM": (V0_23, "PR #45993"),  # MiniMax-Text-01 (and M1)
+    "MiniMaxText01ForCausalLM": (V0_23, "PR #45993"),  # MiniMax-Text-01
+    "MiniMaxM1ForCausalLM": (V0_23, "PR #45993"),
+    "MiniMaxForCausalLM": (V0_23, "PR #45993"),
 }
 
 
