@@ -182,6 +182,9 @@ LOG_CLASSES = {
     # Granite-4.0-H: model_type granitemoehybrid, the catalog's granite-4.0-h-small class
     "ibm-granite/granite-4.0-h-1b": "GraniteMoeHybridForCausalLM",
     "ibm-granite/granite-4.0-h-350m": "GraniteMoeHybridForCausalLM",
+    # Nemotron-3-Nano and its post-trained Cascade-2: model_type nemotron_h
+    "chankhavu/Nemotron-Cascade-2-30B-A3B-NVFP4": "NemotronHForCausalLM",
+    "nvidia/NVIDIA-Nemotron-3-Nano-4B-FP8": "NemotronHForCausalLM",
 }
 LOGS = [e for e in yaml.safe_load((FIXTURES / "engine_logs.yaml").read_text(encoding="utf-8"))
         if e["engine"] == "vllm" and e.get("model") and e["model"] != "Qwen3.8-27B-FP8"]

@@ -228,6 +228,7 @@ SERVED_FROM: dict[str, tuple[Release, str]] = {
     "MiMoV2FlashForCausalLM": (V0_14, "PR #30836"),
     "KimiK25ForConditionalGeneration": (V0_15, "PR #33131"),  # Kimi-K2.5 (text: kimi_k2)
     "Step3p5ForCausalLM": (Release(0, 16), "step3p5.py"),
+    "GlmMoeDsaForCausalLM": (Release(0, 16), "deepseek_v2.py"),  # GLM-5 (model_type glm_moe_dsa)
     "Qwen3_5ForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 dense
     "Qwen3_5MoeForConditionalGeneration": (V0_17, "PR #34110"),  # Qwen3.5/3.6 MoE
     "Gemma4ForCausalLM": (V0_19, "PR #38826"),
