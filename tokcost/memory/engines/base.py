@@ -82,6 +82,7 @@ class Deployment:
     # the layout's is the one given.
     kv_dtype_given: str | None = None
     pp_extra_last: bool = False  # the engine gives a split's extra layers to the last stages
+    moe: bool = False  # routed experts (vLLM's ModelConfig.is_moe: num_experts > 0)
 
     @property
     def stages(self) -> tuple[range, ...]:

@@ -17,6 +17,7 @@ from tokcost.memory.engines.vllm.releases import (
     BLOCK_V0_34,
     MAMBA1_CHUNK,
     V0_12,
+    V0_14,
     V0_15,
     V0_18,
     V0_19,
@@ -109,6 +110,12 @@ def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
     """The block vLLM v0.18 on takes from the backend it selects (no --block-size given)."""
     src = "vllm/platforms/interface.py update_block_size_for_backend, PR #35122"
     if not layout.counts["mla"]:
+        if block < MM_PREFIX_BLOCK and mm_prefix_composite(layout, dep, release):
+            return MM_PREFIX_BLOCK, (
+                f"{MM_PREFIX_BLOCK}: vLLM's TRITON_FLASHINFER backend, first on Blackwell "
+                f"(SM 10.x) from v0.30 for a model with bidirectional image attention and "
+                f"head_dim {dep.head_dim}, has {MM_PREFIX_BLOCK}-token kernel blocks only "
+                "(v1/attention/backends/triton_flashinfer.py, PR #56305)")
         return block, f"{block} (vLLM's default)"  # FlashAttention and FlashInfer take 16
     if layout.indexer_bytes > 0:
         return _sparse_block(layout, dep, where, block, release, src)
@@ -124,6 +131,53 @@ def _backend_block(layout: KvLayout, dep: Deployment, where: str, block: int,
                        f"for a 16-bit cache, takes it ({src})")
     return 64, (f"64: FlashMLA's kernel block; FlashAttention MLA, Hopper's first MLA backend, "
                 f"takes no {layout.dtype.name} cache ({src})")
+
+
+# Models with bidirectional attention over image tokens (ModelConfig.is_mm_prefix_lm: model_type
+# gemma3, the multimodal Gemma-3, in MM_PREFIX_LM_MODELS; Gemma-4, whose text_config says
+# use_bidirectional_attention "vision", Gemma4ModelArchConfigConvertor) pass use_mm_prefix to the
+# backend selector, and a backend without supports_mm_prefix is passed over:
+# - v0.14 to v0.24: only TRITON_ATTN and FLEX_ATTENTION take it (v1/attention/backend.py
+#   validate_configuration), so such a model runs on Triton on every NVIDIA GPU: MultipleOf(16),
+#   and FlashInfer's head_dim-256 assert (v0.12 to v0.17, below) never runs for it.
+# - v0.25: FLASH_ATTN takes it where FA4 is built (PR #42175); still multiples of 16 (its FA4
+#   head_dim-256 kernel's 128-token pages, fa_utils.py FA4_HD256_PAGE_SIZE, v0.29 on, fall back
+#   to FA2 for an mm-prefix model, _fa4_hd256_fallback_reason, and FlashInfer, which Blackwell
+#   puts first, is valid for a text model: so no release picks them by default).
+# - v0.30 (PR #56305): on SM 10.x TRITON_FLASHINFER (Triton for image spans, FlashInfer
+#   causal) comes first (vllm/platforms/cuda.py _get_backend_priorities): head sizes 256 and 512
+#   only, kernel_block_sizes (64,), caches both backends take (16-bit and fp8, not nvfp4 or the
+#   per-token-head layouts), no DCP. The first attention layer's backend sets the block
+#   (Platform._find_non_ssm_backend): 64, 16 not being a multiple of it; v0.34's default is 64
+#   anyway. On Hopper its TRITON_FLASH_ATTN twin needs FA4, which FA3 hands head_dim 256 to only
+#   above 256, so FLASH_ATTN (16) stays.
+# tokcost knows the model by its catalog family (the catalog's Gemma-3 and Gemma-4 are the
+# multimodal -it checkpoints) or a config's text model_type: gemma4_text is read as multimodal
+# (every published Gemma-4 text_config says "vision"), gemma3_text as text-only (the Gemma-3 1B's
+# own model_type; a multimodal Gemma-3 config is best named by its catalog entry).
+MM_PREFIX_FAMILIES = ("gemma-3", "gemma3", "gemma-4", "gemma4", "gemma4_text")
+MM_PREFIX_BLOCK = 64
+MM_PREFIX_DTYPES = ("bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+def mm_prefix(dep: Deployment) -> bool:
+    """Whether vLLM reads the model as is_mm_prefix_lm (see above)."""
+    return (dep.family or "").lower() in MM_PREFIX_FAMILIES
+
+
+def sm100(dep: Deployment) -> bool:
+    """A data-centre Blackwell (compute capability 10.x: B200, GB200, B300), not the SM 12.x
+    GeForce/RTX PRO cards or the GB10, which vLLM gives the Hopper-side backend order."""
+    gpu = dep.gpu
+    name = gpu.name.lower() if gpu is not None else ""
+    return gpu is not None and gpu.architecture == "blackwell" and not any(
+        k in name for k in ("rtx", "gb10", "spark", "5090", "5080"))
+
+
+def mm_prefix_composite(layout: KvLayout, dep: Deployment, release: Release) -> bool:
+    """Whether vLLM ``release`` puts the first attention layer on TRITON_FLASHINFER."""
+    return (release >= V0_30 and sm100(dep) and mm_prefix(dep) and dep.head_dim in (256, 512)
+            and layout.dtype.name in MM_PREFIX_DTYPES and dep.dcp == 1)
 
 
 # DeepSeek-V3.2 on Blackwell (SM 10.x), _get_backend_priorities in vllm/platforms/cuda.py; num_heads
@@ -241,7 +295,8 @@ def resolve_block_size(layout: KvLayout, dep: Deployment, release: Release = V0_
             reason += assumed
     attn = next((layout.token_bytes[k] for k in ("mla", "full", "sliding") if kinds[k]), 0)
     if (block == 16 and where == "blackwell" and dep.head_dim == 256 and not kinds["mla"]
-            and not kinds["linear"] and V0_12 <= release < V0_18):
+            and not kinds["linear"] and V0_12 <= release < V0_18
+            and not (mm_prefix(dep) and release >= V0_14)):  # Triton from v0.14 (see above)
         # FlashInferMetadataBuilder.__init__ (vllm/v1/attention/backends/flashinfer.py) asserts
         # block_size != 16 for head size 256 on SM 10.x, PR #27994; FlashInfer is Blackwell's first
         # backend (vllm/platforms/cuda.py); v0.18's flashinfer.py has no such assert.

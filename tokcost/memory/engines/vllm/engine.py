@@ -15,7 +15,7 @@ from tokcost.memory.engines.base import (
     Release,
 )
 from tokcost.memory.engines.vllm.blocks import align_skipped, ds_mla, resolve_block_size
-from tokcost.memory.engines.vllm.plan import VllmPlan
+from tokcost.memory.engines.vllm.plan import VllmPlan, v1_model_runner
 from tokcost.memory.engines.vllm.releases import (
     ALIGN_FAMILIES,
     GDN_CHECKPOINT_ALIGNMENT,
@@ -234,6 +234,7 @@ class Vllm(Engine):
                         checkpoint_blocks=int(mode == "align" and self.release >= V0_32 and (
                             layout.mamba2 or checkpoint > 1)),
                         hybrid_off_reason=off_reason,
+                        v1_runner=v1_model_runner(self.release, dep.moe, linear),
                         check_specs=() if self.release >= V0_14 else tuple(
                             own_specs(layout, block)))
 

@@ -38,6 +38,30 @@ if TYPE_CHECKING:
     pass
 
 
+# The model runner vLLM picks (VllmConfig.use_v2_model_runner, vllm/config/vllm.py), by release.
+# It sets max_concurrent_batches, the batches a sliding or chunked group reserves for from v0.26
+# (see V0_26): with async scheduling, on by default, the V2 runner keeps pp + 1, the V1 runner 2 on
+# one stage and pp on more ("V1 Model Runner does not fully support async scheduling with PP"),
+# so the runner changes the reserve only with --pp:
+# - v0.26 to v0.28, as v0.25 chose (PR #44443, "Enable by default for all dense models"):
+#   _is_default_v2_model_runner_model is False for a MoE model (ModelConfig.is_moe: num_experts
+#   > 0) and a Mamba hybrid (is_hybrid), which keep V1, unless the architecture is in
+#   DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (DeepseekV2, Qwen2Moe, GraniteMoe; v0.26 adds Inkling
+#   and LongcatFlashNgram, v0.27 KimiK3 and lets a listed hybrid have V2, v0.28 DeepseekV4). None
+#   of those has sliding or chunked layers, so tokcost reads "MoE or linear hybrid" as V1.
+# - v0.29 (PR #53183, which closed #46646 "Enable by default for all non-pooling models"): V2 for
+#   every model; V1 only where V2 lacks a feature (_get_v2_model_runner_unsupported_features:
+#   mamba_cache_mode "all" in v0.30 and v0.31, which tokcost never picks from v0.28; n-gram,
+#   suffix or Medusa drafting, which it does not model), or on ROCm for DeepSeek-V3.2/V4 and
+#   GLM-5 (ROCM_DEFAULT_MRV1_ARCHITECTURES: MLA only, no local groups).
+# - v0.34: no V1 runner; max_concurrent_batches is pp + 1 with async scheduling.
+# Async scheduling is off by default only for pooling models, drafters other than EAGLE/MTP/
+# GPU n-gram/DSpark, and executors without it (Ray): none modelled.
+def v1_model_runner(release: Release, moe: bool, hybrid: bool) -> bool:
+    """Whether vLLM ``release`` runs the model on the V1 model runner (see above)."""
+    return V0_26 <= release < V0_29 and (moe or hybrid)
+
+
 @dataclass(frozen=True)
 class VllmPlan(Plan):
     """vLLM's KV cache config for one model (worked example: docs/kvmem.md)."""
@@ -60,6 +84,7 @@ class VllmPlan(Plan):
     spec_blocks: int = 0  # num_speculative_blocks, where the release counts them
     checkpoint_blocks: int = 0  # num_prefill_checkpoint_blocks ("align", v0.32 on)
     draft_layers: int = 0  # a speculative drafter's attention layers in the groups
+    v1_runner: bool = False  # vLLM's V1 model runner (v0.26 to v0.28: MoE, Mamba hybrids)
 
     # v0.34's extensible KV cache: the profiling estimate it logs and first checks (the blocks
     # come from ``available``, measured after warmup), the budget requested, and its granule
@@ -133,8 +158,12 @@ class VllmPlan(Plan):
     @property
     def in_flight_batches(self) -> int:
         """Batches a local group reserves for: one to v0.25; from v0.26 max_concurrent_batches
-        with async scheduling and the V2 model runner, pp + 1 (vllm/config/vllm.py)."""
-        return 1 if self.release < V0_26 else len(self.stages) + 1
+        with async scheduling (vllm/config/vllm.py): pp + 1 on the V2 model runner; the V1
+        runner keeps 2 on one stage and pp on more (see ``v1_model_runner``)."""
+        if self.release < V0_26:
+            return 1
+        pp = len(self.stages)
+        return (2 if pp == 1 else pp) if self.v1_runner else pp + 1
 
     def blocks_per_request(self, context: int) -> int:
         """Blocks one request of ``context`` tokens may hold, summed over the groups."""
@@ -356,7 +385,11 @@ class VllmPlan(Plan):
                f" = {self.request_bytes(report.max_model_len) / GiB:.2f} GiB per sequence, "
                f"vLLM's reserve: {local} + "
                + (f"{self.in_flight_batches} x " if self.in_flight_batches > 1 else "")
-               + "max_num_batched_tokens, padding slots too; decode "
+               + "max_num_batched_tokens"
+               + (" (batches in flight: pp on the V1 model runner, vLLM's choice for MoE and "
+                  "Mamba hybrids in v0.26 to v0.28)" if self.v1_runner and len(self.stages) > 1
+                  else "")
+               + ", padding slots too; decode "
                f"reads only the {read}"),
             *report.logs(log))
 

@@ -39,9 +39,9 @@ UTIL_BEFORE_V0_21, UTIL_FROM_V0_21 = 0.9, 0.92
 #   max_concurrent_batches x max_num_batched_tokens (vllm/config/vllm.py; kv_cache_interface.py
 #   SlidingWindowSpec/ChunkedLocalAttentionSpec.max_admission_blocks_per_request); with async
 #   scheduling (on by default) the V2 model runner keeps pp + 1 batches in flight, 2 on one
-#   stage (max_concurrent_batches). The V1 runner keeps pp on more stages; v0.26 picks it for
-#   MoE and Mamba-hybrid models (config/vllm.py _is_default_v2_model_runner_model), later
-#   releases only where V2 lacks a feature, v0.34 has none: tokcost takes the V2 runner's.
+#   stage (max_concurrent_batches). The V1 runner keeps pp on more stages; v0.26 to v0.28 pick
+#   it for MoE and Mamba-hybrid models (config/vllm.py _is_default_v2_model_runner_model), later
+#   releases only where V2 lacks a feature, v0.34 has none (plan.py v1_model_runner).
 #   v0.25 reserved one max_num_batched_tokens.
 # - v0.28: GPUs of 160 GiB or more get max_num_batched_tokens 16,384 for vllm serve too
 #   (engine/arg_utils.py get_batch_defaults), and the capacity is logged on one line
