@@ -223,3 +223,19 @@ def test_flashinfer_refuses_16_token_blocks_for_head_dim_256_on_blackwell(
         assert "give --block-size 32 or 64" in lines[0]
     else:
         assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("gpu", "block", "why"), [
+    # v0.18 on SM 10.x: FlashInfer MLA first, kernel blocks [32, 64] -> 32
+    ("B200", 32, "FlashInfer MLA"),
+    # SM 12.x (vllm/platforms/cuda.py _get_backend_priorities: device_capability.major == 12 puts
+    # TRITON_MLA first for dense MLA): no kernel limit, vLLM's default 16 kept
+    ("RTX-5090", 16, "Triton MLA"),
+])
+def test_geforce_blackwell_takes_the_sm12_order(gpu: str, block: int, why: str) -> None:
+    result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "deepseek-v3", "--gpu", gpu,
+                                      "--kv-memory", "4GiB", "--context", "4096",
+                                      "--kv-dtype", "bf16", "--engine", "vllm@0.18"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith(f"block {block}"))
+    assert why in line

@@ -36,9 +36,12 @@ MAX_BYTES = 2**50  # 1 PiB: a GPU's memory, a checkpoint
 MAX_BANDWIDTH = 10**15  # 1 PB/s
 MAX_FLOPS = 1e18
 
-# NVIDIA (Volta..Blackwell) and AMD Instinct (CDNA) generations, oldest first.
-GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3",
-                     "cdna4")
+# NVIDIA (Volta..Blackwell) and AMD Instinct (CDNA) generations, oldest first. Blackwell is two:
+# "blackwell", compute capability 10.x (B200, GB200, B300), and "blackwell-geforce", 12.x
+# (GeForce RTX 50xx, RTX PRO, the GB10), whose kernels differ: vLLM and SGLang give 12.x the
+# Hopper-side backend order (vllm/platforms/cuda.py _get_backend_priorities keys on major 10).
+GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                     "blackwell-geforce", "cdna2", "cdna3", "cdna4")
 
 
 class Record:

@@ -82,7 +82,7 @@ def _rocm(dep: Deployment) -> bool:
 def _sm100(dep: Deployment) -> bool:
     """A data-center Blackwell GPU (SM 10.x: B200, B300, GB200), not an RTX 50xx (SM 12.0)."""
     gpu = dep.gpu
-    return gpu is not None and gpu.architecture == "blackwell" and not gpu.name.startswith("RTX")
+    return gpu is not None and gpu.architecture == "blackwell"  # 10.x, not blackwell-geforce
 
 
 def _tp_table(parallel: int) -> float:

@@ -168,10 +168,7 @@ def mm_prefix(dep: Deployment) -> bool:
 def sm100(dep: Deployment) -> bool:
     """A data-centre Blackwell (compute capability 10.x: B200, GB200, B300), not the SM 12.x
     GeForce/RTX PRO cards or the GB10, which vLLM gives the Hopper-side backend order."""
-    gpu = dep.gpu
-    name = gpu.name.lower() if gpu is not None else ""
-    return gpu is not None and gpu.architecture == "blackwell" and not any(
-        k in name for k in ("rtx", "gb10", "spark", "5090", "5080"))
+    return dep.gpu is not None and dep.gpu.architecture == "blackwell"
 
 
 def mm_prefix_composite(layout: KvLayout, dep: Deployment, release: Release) -> bool:
