@@ -33,12 +33,16 @@ class WeightsSummary:
     skipped_bytes: int = 0
     cast_float32: bool = False  # float32 tensors counted at 2 bytes (vLLM's auto dtype)
     unsized: tuple[str, ...] = ()  # parts config.json does not size, left out (encoders)
+    encoder_params: int = 0  # vision / audio encoders and their projectors (config.json only)
 
     def active_params(self, experts: int | None, per_token: int | None) -> int:
-        """Parameters one token uses: all but the routed experts, and ``per_token`` of them."""
+        """Parameters one token uses: all but the routed experts, and ``per_token`` of them. A
+        MoE model's encoders run per image, not per token: left out, as the vendors' "active"
+        counts leave them (Llama-4-Scout's "17B active", Gemma-4-26B-A4B's "3.8B")."""
         if not experts or not per_token or not self.expert_params:
             return self.params
-        return self.params - self.expert_params + self.expert_params * per_token // experts
+        return (self.params - self.encoder_params - self.expert_params
+                + self.expert_params * per_token // experts)
 
 
 def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str | None,
