@@ -12,6 +12,11 @@ from tokcost.catalog.safetensors_meta import TensorMeta
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _EXPERT = re.compile(r"(?:^|\.)experts(?:\.|$)")  # not shared_expert(s): those run every token
+# Vision and audio encoders and their projectors, as transformers names them (Llama-4's
+# vision_model and multi_modal_projector, Gemma-3/3n/4's vision_tower, audio_tower, embed_vision,
+# embed_audio, Qwen-VL's visual): they run per image or clip, not per token.
+_ENCODER = re.compile(r"^(?:model\.)?(?:vision_model|vision_tower|visual|multi_modal_projector|"
+                      r"embed_vision|audio_tower|embed_audio)\.")
 # Quantization side tensors (the last part of their name): memory, not model parameters.
 _NOT_WEIGHTS = frozenset({
     "scales", "qzeros", "g_idx", "weight_scale", "weight_scale_inv", "weight_scale_2", "k_scale",
@@ -54,6 +59,7 @@ def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str |
                    and quantization.get("load_in_4bit"))
     cast = config_dtype is None or config_dtype.lower() in ("float32", "float", "fp32")
     total = params = expert_bytes = expert_params = count = skipped = skipped_bytes = 0
+    encoder = 0
     cast_any = False
     for t in tensors:
         if _speculative(t.name, layers):
@@ -67,11 +73,13 @@ def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str |
         count += 1
         total += nbytes
         params += n
-        if _EXPERT.search(t.name):
+        if _ENCODER.match(t.name):
+            encoder += n
+        elif _EXPERT.search(t.name):
             expert_bytes += nbytes
             expert_params += n
     return WeightsSummary(total, params, expert_bytes, expert_params, count, skipped,
-                          skipped_bytes, cast_any)
+                          skipped_bytes, cast_any, encoder_params=encoder)
 
 
 def _speculative(name: str, layers: int) -> bool:
