@@ -185,6 +185,19 @@ def test_gemma4_26b_a4b_moe_beside_a_dense_mlp() -> None:
     assert w.unsized == ()
 
 
+def test_gemma4_31b_shares_the_26b_vision_tower() -> None:
+    # "The 31B and 26B-A4B checkpoints carry a vision tower but no audio tower" and "share one
+    # NaViT tower" (public Gemma-4 ports state it, e.g. with GEMMA4_VISION_CONFIG: 1,152 wide,
+    # 27 layers, 16 heads of 72, 4,304, patch 16, 10,240 positions, standardize): the 26B-A4B's
+    # vision_config on the 31B's text model. The same tower, 569,550,384, and embed_vision
+    # 1,152 x 5,376 = 6,193,152: 30,697,345,340 + 575,743,536 = 31,273,088,876, the safetensors
+    # total of google/gemma-4-31B-it (Hugging Face API).
+    config = {**_family("gemma-4-31b"), "vision_config": _family("gemma-4-26b-a4b")["vision_config"]}
+    w = _weights(config)
+    assert w.encoder_params == 572_794_416 - 1152 * 2816 + 1152 * 5376 == 575_743_536
+    assert w.params == 31_273_088_876
+
+
 def test_gemma4_26b_a4b_catalog_entry_is_its_config() -> None:
     """The shipped gemma-4-26b-a4b is its config.json's text model: the figures above, experts
     30 x 128 x 3 x 704 x 2,816 x 2 B = 45,675,970,560 B, and its KV layout (sliding 8 heads x 2
