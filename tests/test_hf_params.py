@@ -198,6 +198,62 @@ def test_gemma4_31b_shares_the_26b_vision_tower() -> None:
     assert w.params == 31_273_088_876
 
 
+# The E2B/E4B towers: vision_config as public Gemma-4 ports quote it (768 wide, 16 layers,
+# 12 heads of 64, 3,072, patch 16, 10,240 positions, use_clipped_linears, no standardize), the
+# released audio_config key for key as ollama's x/models/gemma4 tests hold it
+# (releasedGemma4AudioConfig).
+GEMMA4_SMALL_VISION = {"model_type": "gemma4_vision", "hidden_size": 768,
+                       "intermediate_size": 3072, "num_hidden_layers": 16,
+                       "num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 64,
+                       "patch_size": 16, "pooling_kernel_size": 3,
+                       "position_embedding_size": 10240, "use_clipped_linears": True,
+                       "standardize": False}
+GEMMA4_AUDIO = {"model_type": "gemma4_audio", "attention_chunk_size": 12,
+                "attention_context_left": 13, "attention_context_right": 0,
+                "attention_invalid_logits_value": -1e9, "attention_logit_cap": 50.0,
+                "conv_kernel_size": 5, "gradient_clipping": 1e10, "hidden_size": 1024,
+                "num_attention_heads": 8, "num_hidden_layers": 12, "output_proj_dims": 1536,
+                "residual_weight": 0.5, "rms_norm_eps": 1e-6,
+                "subsampling_conv_channels": [128, 32], "use_clipped_linears": True}
+
+
+@pytest.mark.parametrize(("family", "text_hidden", "shared_kv", "published"), [
+    # E2B: 20 KV-shared layers (16 sliding of 1 x 256, 4 global of 1 x 512) over 1,536.
+    ("gemma-4-e2b", 1536, 16 * (2 * 256 * 1536 + 256) + 4 * (2 * 512 * 1536 + 512),
+     5_123_178_051),
+    # E4B: the 18 of test_gemma4_per_layer_embeddings_and_shared_kv, 55,055,616.
+    ("gemma-4-e4b", 2560, 55_055_616, 7_996_156_490)])
+def test_gemma4_small_vision_and_audio_towers(family: str, text_hidden: int, shared_kv: int,
+                                             published: int) -> None:
+    # Vision (Gemma4VisionModel): input_proj 768 x 768 = 589,824, position table 2 x 10,240 x
+    # 768 = 15,728,640; 16 layers of q, k, v, o 4 x 768 x 768, q/k norms 2 x 64, four norms
+    # 4 x 768, a gated MLP 3 x 3,072 x 768 and 7 x 4 clamp scalars: 9,440,412 each; embed_vision
+    # 768 x hidden. Audio (Gemma4AudioModel): subsampling convs 128 x 9 + 128 + 32 x 128 x 9 +
+    # 32, input_proj 1,024 x 1,024; 12 layers of two FFs 2 x (2 x 4,096 x 1,024 + 2,048), q, k,
+    # v, post, relative_k 5 x 1,024^2, per_dim_scale 128, light conv 3 x 1,024^2 + 1,024 x 5 +
+    # 2,048, three norms 3,072 and 40 clamp scalars: 25,180,328 each; output_proj 1,024 x 1,536 +
+    # 1,536; embed_audio 1,536 x hidden. Audio 304,825,088 + 1,536 x hidden: the Gemma 4
+    # report's "305M" audio encoder.
+    config = {**_family(family), "vision_config": GEMMA4_SMALL_VISION,
+              "audio_config": GEMMA4_AUDIO}
+    text = _weights(_family(family))
+    w = _weights(config)
+    vision = 589_824 + 15_728_640 + 16 * 9_440_412 + 768 * text_hidden
+    audio = (128 * 9 + 128 + 32 * 128 * 9 + 32 + 1024 * 1024 + 12 * 25_180_328 + 1024 * 1536
+             + 1536)
+    assert audio == 304_825_088
+    assert w.encoder_params == vision + audio + 1536 * text_hidden
+    assert w.params == text.params + w.encoder_params and w.unsized == ()
+    # The Hugging Face API's safetensors total holds, beside these, the k/v weights of the
+    # KV-shared layers the checkpoint still ships (vLLM and transformers drop them), and 928
+    # fewer: exactly the 4 x (7 x 16 + 10 x 12) scalar clamp bounds, shape () tensors, which
+    # the Hub's count leaves out (the same 928 in both models).
+    assert w.params + shared_kv - 4 * (7 * 16 + 10 * 12) == published
+    # The encoders run per input, not per token: the dense model's active count is its total.
+    assert architecture_from_config(config, where="config.json", weights=w).params_active in (
+        None, w.params)
+
+
 def test_gemma4_26b_a4b_catalog_entry_is_its_config() -> None:
     """The shipped gemma-4-26b-a4b is its config.json's text model: the figures above, experts
     30 x 128 x 3 x 704 x 2,816 x 2 B = 45,675,970,560 B, and its KV layout (sliding 8 heads x 2
@@ -276,8 +332,9 @@ def test_mimo_v2_flash_weights() -> None:
 def test_a_vision_tower_without_a_rule_is_said_in_the_notes(tmp_path: Path) -> None:
     import tokcost
 
-    # Gemma-4's audio tower (E2B, E4B) has no rule: left out and said; the vision tower is in.
-    config = {**_family("gemma-4-26b-a4b"), "audio_config": {"hidden_size": 1024}}
+    # An audio_config its rule cannot read (one subsampling channel count): left out and said;
+    # the vision tower is in.
+    config = {**_family("gemma-4-26b-a4b"), "audio_config": {"subsampling_conv_channels": [128]}}
     (tmp_path / "config.json").write_text(json.dumps(config))
     text = tokcost.import_model(tokcost.ImportModelRequest(source=str(tmp_path))).yaml
     assert "params: {total: 25805936206, active: 3822530590}" in text

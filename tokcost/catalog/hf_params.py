@@ -48,10 +48,9 @@ _KIMI_INT4_TYPES = frozenset({"kimi_k2"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
 # Encoders no rule here sizes: left out and said, never guessed. Gemma-3n's vision tower is
-# timm's MobileNetV5 (vision_config names the timm architecture, not its shapes); the Gemma-3n
-# and Gemma-4 audio towers have no rule yet.
-_UNSIZED_ENCODERS = {"gemma4_text": ("audio_config",),
-                     "gemma3n_text": ("vision_config", "audio_config")}
+# timm's MobileNetV5 (vision_config names the timm architecture, not its shapes); its audio
+# tower has no rule yet.
+_UNSIZED_ENCODERS = {"gemma3n_text": ("vision_config", "audio_config")}
 _ENCODER_NAMES = {"vision_config": "vision", "audio_config": "audio"}
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text",
                       "gemma3_text"})  # q_norm, k_norm
@@ -89,15 +88,16 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     # size not guessed; so is a vision tower whose vision_config lacks a field its rule needs.
     unsized = [key for key in _UNSIZED_ENCODERS.get(f.model_type, ())
                if isinstance(config.get(key), Mapping)]
-    vision = config.get("vision_config")
     encoder: list[Part] = []
     try:
         parts = list(_parts(f))
-        if isinstance(vision, Mapping) and "vision_config" not in unsized:
-            try:
-                encoder = [replace(p, encoder=True) for p in _vision(vision, f, where)]
-            except _Unsized:
-                unsized.insert(0, "vision_config")
+        for key in _ENCODER_NAMES:
+            tower = config.get(key)
+            if isinstance(tower, Mapping) and key not in unsized:
+                try:
+                    encoder += [replace(p, encoder=True) for p in _encoder(key, tower, f, where)]
+                except _Unsized:
+                    unsized.insert(0 if key == "vision_config" else len(unsized), key)
         parts += encoder
         total = sum(bytes_of(p) for p in parts)
     except (_Unsupported, InputError) as exc:  # KV sizes need none of these fields
@@ -642,17 +642,28 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
-def _vision(vision: Mapping[str, Any], text: ConfigFields, where: str) -> Iterator[Part]:
-    """The vision tower and its projector into the text model, as vLLM loads them with the text
-    model (mllama4.py, gemma3_mm.py, gemma4_mm.py, qwen3_5.py); a family with no rule here is
-    refused, a vision_config without a field its rule needs is left out and said."""
-    v = ConfigFields(vision, f"{where} vision_config")
-    rule = {"gemma3_text": _siglip, "llama4_text": _llama4_vision,
-            "gemma4_text": _gemma4_vision, "qwen3_5_moe_text": _qwen35_vision}.get(text.model_type)
+_VISION_RULES = {"gemma3_text": "siglip", "llama4_text": "llama4", "gemma4_text": "gemma4",
+                 "qwen3_5_moe_text": "qwen35"}
+
+
+def _encoder(key: str, tower: Mapping[str, Any], text: ConfigFields,
+             where: str) -> Iterator[Part]:
+    """A vision (audio) tower and its projector into the text model, as vLLM loads them with
+    the text model (mllama4.py, gemma3_mm.py, gemma4_mm.py, qwen3_5.py); a family with no rule
+    here is refused, a config without a field its rule needs is left out and said."""
+    v = ConfigFields(tower, f"{where} {key}")
+    hidden = _need(text, "hidden_size", "the hidden size")
+    if key == "audio_config":
+        if text.model_type != "gemma4_text":
+            raise _Unsupported(f"tokcost has no parameter rules for an audio tower "
+                               f"({text.model_type})")
+        return _gemma4_audio(v, hidden)
+    rule = _VISION_RULES.get(text.model_type or "")
     if rule is None:
         raise _Unsupported(f"tokcost has no parameter rules for a vision tower "
                            f"({text.model_type})")
-    return rule(v, _need(text, "hidden_size", "the hidden size"))
+    return {"siglip": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
+            "qwen35": _qwen35_vision}[rule](v, hidden)
 
 
 def _siglip(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
@@ -724,6 +735,41 @@ def _gemma4_vision(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
     if v.raw("standardize") is True:
         yield Part(width, count=2)
     yield Part(text_hidden, width)
+
+
+def _gemma4_audio(a: ConfigFields, text_hidden: int) -> Iterator[Part]:
+    """Gemma4AudioModel (transformers models/gemma4/modeling_gemma4.py; vLLM's gemma4_mm.py
+    builds it with AutoModel): the subsampling projection (two 3 x 3 convolutions without bias,
+    1 -> c0 -> c1 channels, each with a LayerNorm of weight only, then input_proj_linear from
+    c0 / 4 x c1); per layer two feed-forward blocks (hidden -> 4 x hidden -> hidden, two
+    RMSNorms), attention (q, k, v, post, relative_k_proj, per_dim_scale over the head), a light
+    conv (linear_start to 2 x hidden, a depthwise conv1d of conv_kernel_size without bias,
+    linear_end, two RMSNorms) and three RMSNorms, every Gemma4ClippableLinear with four scalar
+    clamp bounds under use_clipped_linears (the default); output_proj (bias) to
+    output_proj_dims; embed_audio's projection to the text hidden size. Gemma4AudioConfig's
+    defaults where the file is silent."""
+    hidden = a.count("hidden_size", "the audio width") or 1024
+    layers = a.count("num_hidden_layers", "the audio layers", cap=s.MAX_LAYERS) or 12
+    heads = a.count("num_attention_heads", "the audio heads") or 8
+    kernel = a.count("conv_kernel_size", "the audio convolution width") or 5
+    out = a.count("output_proj_dims", "the audio output width") or 1536
+    channels = a.raw("subsampling_conv_channels")
+    channels = [128, 32] if channels is None else channels
+    if not (isinstance(channels, list) and len(channels) == 2 and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 < c <= s.MAX_WIDTH
+            for c in channels)) or hidden % heads:
+        raise _Unsized(f"{a.where} has subsampling_conv_channels or heads no rule here reads")
+    c0, c1 = channels
+    clip = 4 if a.raw("use_clipped_linears") is not False else 0
+    yield from (Part(c0, 9), Part(c0), Part(c1, 9 * c0), Part(c1),  # subsampling convs
+                Part(hidden, c0 // 4 * c1))  # input_proj_linear
+    yield from (Part(4 * hidden, hidden, 4 * layers), Part(hidden, count=4 * layers),  # two FFs
+                Part(hidden, hidden, 5 * layers), Part(hidden // heads, count=layers),  # attn
+                Part(3 * hidden, hidden, layers), Part(hidden, kernel, layers),  # light conv
+                Part(hidden, count=5 * layers))  # its two norms, the layer's three
+    if clip:
+        yield Part(clip * 10 * layers)  # 4 FF, 4 attention, 2 light-conv linears a layer
+    yield from (Part(out, hidden + 1), Part(text_hidden, out))  # output_proj; embed_audio
 
 
 def _qwen35_vision(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
