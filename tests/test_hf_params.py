@@ -443,6 +443,11 @@ def test_llama4_scout_and_maverick() -> None:
     maverick = {**text_only, "text_config": {**config["text_config"], "num_local_experts": 128,
                                              "interleave_moe_layer_step": 2}}
     assert _params(maverick) == (400_711_848_960, 17_184_691_200)  # "17B active"
+    # Maverick's vision_config is Scout's (aiconfigurator's copies of both config.json files at
+    # 64c5ddb6): 401,583,781,376, the count Fireworks lists for llama4-maverick-instruct-basic.
+    with_vision = {**maverick, "vision_config": config["vision_config"]}
+    assert _params(with_vision) == (400_711_848_960 + 871_932_416, 17_184_691_200)
+    assert _weights(with_vision).params == 401_583_781_376
 
 
 def test_qwen36_35b_a3b_text_model() -> None:
