@@ -84,8 +84,8 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     bytes_of = _byte_rule(f)
     if isinstance(bytes_of, str):
         return bytes_of
-    # Encoders with no rule here (Gemma-3n's, Gemma-4's audio tower): left out and said, their
-    # size not guessed; so is a vision tower whose vision_config lacks a field its rule needs.
+    # Encoders with no rule here (Gemma-3n's): left out and said, their size not guessed; so is
+    # a tower whose config lacks a field its rule needs. Other families' towers are refused.
     unsized = [key for key in _UNSIZED_ENCODERS.get(f.model_type, ())
                if isinstance(config.get(key), Mapping)]
     encoder: list[Part] = []
@@ -503,8 +503,9 @@ def _nemotron_moe(f: ConfigFields, hidden: int) -> Iterator[Part]:
     width = _need(f, "moe_intermediate_size", "the expert width")
     latent = f.count("moe_latent_size", "the latent MoE width")
     shared = f.count("n_shared_experts", "the shared experts", minimum=0)
-    shared_width = (1 if shared is None else shared) and _need(
-        f, "moe_shared_expert_intermediate_size", "the shared expert width") * (shared or 1)
+    shared = 1 if shared is None else shared  # NemotronHConfig's default
+    shared_width = shared * _need(f, "moe_shared_expert_intermediate_size",
+                                  "the shared expert width") if shared else 0
     yield from (Part(experts, hidden), Part(experts, fp32=True),  # gate, its bias
                 Part(width, latent or hidden, 2 * experts, linear=True, expert=True))
     if shared_width:
@@ -642,10 +643,6 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
-_VISION_RULES = {"gemma3_text": "siglip", "llama4_text": "llama4", "gemma4_text": "gemma4",
-                 "qwen3_5_moe_text": "qwen35"}
-
-
 def _encoder(key: str, tower: Mapping[str, Any], text: ConfigFields,
              where: str) -> Iterator[Part]:
     """A vision (audio) tower and its projector into the text model, as vLLM loads them with
@@ -658,12 +655,13 @@ def _encoder(key: str, tower: Mapping[str, Any], text: ConfigFields,
             raise _Unsupported(f"tokcost has no parameter rules for an audio tower "
                                f"({text.model_type})")
         return _gemma4_audio(v, hidden)
-    rule = _VISION_RULES.get(text.model_type or "")
+    rule = {"gemma3_text": _siglip, "llama4_text": _llama4_vision,
+            "gemma4_text": _gemma4_vision,
+            "qwen3_5_moe_text": _qwen35_vision}.get(text.model_type or "")
     if rule is None:
         raise _Unsupported(f"tokcost has no parameter rules for a vision tower "
                            f"({text.model_type})")
-    return {"siglip": _siglip, "llama4": _llama4_vision, "gemma4": _gemma4_vision,
-            "qwen35": _qwen35_vision}[rule](v, hidden)
+    return rule(v, hidden)
 
 
 def _siglip(v: ConfigFields, text_hidden: int) -> Iterator[Part]:

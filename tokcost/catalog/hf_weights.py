@@ -38,7 +38,7 @@ class WeightsSummary:
     skipped_bytes: int = 0
     cast_float32: bool = False  # float32 tensors counted at 2 bytes (vLLM's auto dtype)
     unsized: tuple[str, ...] = ()  # parts config.json does not size, left out (encoders)
-    encoder_params: int = 0  # vision / audio encoders and their projectors (config.json only)
+    encoder_params: int = 0  # vision / audio encoders and their projectors
 
     def active_params(self, experts: int | None, per_token: int | None) -> int:
         """Parameters one token uses: all but the routed experts, and ``per_token`` of them. A
