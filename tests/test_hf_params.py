@@ -164,16 +164,94 @@ def test_gemma4_26b_a4b_moe_beside_a_dense_mlp() -> None:
     # 738,197,504 + 2,816 + 30 x 779,491,457 + 25 x 34,603,520 + 5 x 49,021,952 = 25,233,141,790:
     # Google's "25.2B total, 3.8B active" (model card); active: all but the experts, and 8/128.
     config = _family("gemma-4-26b-a4b")
+    text = _weights({k: v for k, v in config.items() if k != "vision_config"})
+    assert text.params == 25_233_141_790
     w = _weights(config)
-    assert w.params == 25_233_141_790
     assert w.expert_params == 30 * 128 * 3 * 704 * 2816 == 22_837_985_280
     assert w.bytes == 2 * w.params
     arch = architecture_from_config(config, where="config.json", weights=w)
     assert (arch.experts, arch.experts_per_token) == (128, 8)  # top_k_experts
     assert arch.params_active == 25_233_141_790 - 22_837_985_280 * 120 // 128 == 3_822_530_590
-    # Its vision tower (vision_config) has no rule here: the figure is the text model's, and
-    # says so; it is not guessed.
-    assert w.unsized == ("the vision encoder (vision_config)",)
+    # With its vision tower (Gemma4VisionModel, transformers 5.25 modeling_gemma4.py) and the
+    # embed_vision projector, as vLLM's gemma4_mm.py loads them: input_proj 3 x 16 x 16 x
+    # 1,152 = 884,736; position_embedding_table 2 x 10,240 x 1,152 = 23,592,960; 27 layers of
+    # q, k, v, o 4 x 1,152 x 1,152 (16 heads of 72), q_norm and k_norm 2 x 72, four norms
+    # 4 x 1,152 and a gated MLP 3 x 4,304 x 1,152: 20,187,792 each, 545,070,384; std_bias and
+    # std_scale (standardize) 2 x 1,152; embedding_projection 1,152 x 2,816 = 3,244,032.
+    # 572,794,416 more: 25,805,936,206, the safetensors total the Hugging Face API gives for
+    # google/gemma-4-26B-A4B(-it). The encoder runs per image: not in the active count.
+    assert w.encoder_params == 884_736 + 23_592_960 + 27 * 20_187_792 + 2_304 + 3_244_032
+    assert w.params == 25_233_141_790 + 572_794_416 == 25_805_936_206
+    assert w.unsized == ()
+
+
+def test_gemma4_31b_shares_the_26b_vision_tower() -> None:
+    # "The 31B and 26B-A4B checkpoints carry a vision tower but no audio tower" and "share one
+    # NaViT tower" (public Gemma-4 ports state it, e.g. with GEMMA4_VISION_CONFIG: 1,152 wide,
+    # 27 layers, 16 heads of 72, 4,304, patch 16, 10,240 positions, standardize): the 26B-A4B's
+    # vision_config on the 31B's text model. The same tower, 569,550,384, and embed_vision
+    # 1,152 x 5,376 = 6,193,152: 30,697,345,340 + 575,743,536 = 31,273,088,876, the safetensors
+    # total of google/gemma-4-31B-it (Hugging Face API).
+    config = {**_family("gemma-4-31b"), "vision_config": _family("gemma-4-26b-a4b")["vision_config"]}
+    w = _weights(config)
+    assert w.encoder_params == 572_794_416 - 1152 * 2816 + 1152 * 5376 == 575_743_536
+    assert w.params == 31_273_088_876
+
+
+# The E2B/E4B towers: vision_config as public Gemma-4 ports quote it (768 wide, 16 layers,
+# 12 heads of 64, 3,072, patch 16, 10,240 positions, use_clipped_linears, no standardize), the
+# released audio_config key for key as ollama's x/models/gemma4 tests hold it
+# (releasedGemma4AudioConfig).
+GEMMA4_SMALL_VISION = {"model_type": "gemma4_vision", "hidden_size": 768,
+                       "intermediate_size": 3072, "num_hidden_layers": 16,
+                       "num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 64,
+                       "patch_size": 16, "pooling_kernel_size": 3,
+                       "position_embedding_size": 10240, "use_clipped_linears": True,
+                       "standardize": False}
+GEMMA4_AUDIO = {"model_type": "gemma4_audio", "attention_chunk_size": 12,
+                "attention_context_left": 13, "attention_context_right": 0,
+                "attention_invalid_logits_value": -1e9, "attention_logit_cap": 50.0,
+                "conv_kernel_size": 5, "gradient_clipping": 1e10, "hidden_size": 1024,
+                "num_attention_heads": 8, "num_hidden_layers": 12, "output_proj_dims": 1536,
+                "residual_weight": 0.5, "rms_norm_eps": 1e-6,
+                "subsampling_conv_channels": [128, 32], "use_clipped_linears": True}
+
+
+@pytest.mark.parametrize(("family", "text_hidden", "shared_kv", "published"), [
+    # E2B: 20 KV-shared layers (16 sliding of 1 x 256, 4 global of 1 x 512) over 1,536.
+    ("gemma-4-e2b", 1536, 16 * (2 * 256 * 1536 + 256) + 4 * (2 * 512 * 1536 + 512),
+     5_123_178_051),
+    # E4B: the 18 of test_gemma4_per_layer_embeddings_and_shared_kv, 55,055,616.
+    ("gemma-4-e4b", 2560, 55_055_616, 7_996_156_490)])
+def test_gemma4_small_vision_and_audio_towers(family: str, text_hidden: int, shared_kv: int,
+                                             published: int) -> None:
+    # Vision (Gemma4VisionModel): input_proj 768 x 768 = 589,824, position table 2 x 10,240 x
+    # 768 = 15,728,640; 16 layers of q, k, v, o 4 x 768 x 768, q/k norms 2 x 64, four norms
+    # 4 x 768, a gated MLP 3 x 3,072 x 768 and 7 x 4 clamp scalars: 9,440,412 each; embed_vision
+    # 768 x hidden. Audio (Gemma4AudioModel): subsampling convs 128 x 9 + 128 + 32 x 128 x 9 +
+    # 32, input_proj 1,024 x 1,024; 12 layers of two FFs 2 x (2 x 4,096 x 1,024 + 2,048), q, k,
+    # v, post, relative_k 5 x 1,024^2, per_dim_scale 128, light conv 3 x 1,024^2 + 1,024 x 5 +
+    # 2,048, three norms 3,072 and 40 clamp scalars: 25,180,328 each; output_proj 1,024 x 1,536 +
+    # 1,536; embed_audio 1,536 x hidden. Audio 304,825,088 + 1,536 x hidden: the Gemma 4
+    # report's "305M" audio encoder.
+    config = {**_family(family), "vision_config": GEMMA4_SMALL_VISION,
+              "audio_config": GEMMA4_AUDIO}
+    text = _weights(_family(family))
+    w = _weights(config)
+    vision = 589_824 + 15_728_640 + 16 * 9_440_412 + 768 * text_hidden
+    audio = (128 * 9 + 128 + 32 * 128 * 9 + 32 + 1024 * 1024 + 12 * 25_180_328 + 1024 * 1536
+             + 1536)
+    assert audio == 304_825_088
+    assert w.encoder_params == vision + audio + 1536 * text_hidden
+    assert w.params == text.params + w.encoder_params and w.unsized == ()
+    # The Hugging Face API's safetensors total holds, beside these, the k/v weights of the
+    # KV-shared layers the checkpoint still ships (vLLM and transformers drop them), and 928
+    # fewer: exactly the 4 x (7 x 16 + 10 x 12) scalar clamp bounds, shape () tensors, which
+    # the Hub's count leaves out (the same 928 in both models).
+    assert w.params + shared_kv - 4 * (7 * 16 + 10 * 12) == published
+    # The encoders run per input, not per token: the dense model's active count is its total.
+    assert architecture_from_config(config, where="config.json", weights=w).params_active in (
+        None, w.params)
 
 
 def test_gemma4_26b_a4b_catalog_entry_is_its_config() -> None:
@@ -254,7 +332,19 @@ def test_mimo_v2_flash_weights() -> None:
 def test_a_vision_tower_without_a_rule_is_said_in_the_notes(tmp_path: Path) -> None:
     import tokcost
 
-    (tmp_path / "config.json").write_text(json.dumps(_family("gemma-4-26b-a4b")))
+    # An audio_config its rule cannot read (one subsampling channel count): left out and said;
+    # the vision tower is in.
+    config = {**_family("gemma-4-26b-a4b"), "audio_config": {"subsampling_conv_channels": [128]}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    text = tokcost.import_model(tokcost.ImportModelRequest(source=str(tmp_path))).yaml
+    assert "params: {total: 25805936206, active: 3822530590}" in text
+    assert ("the audio encoder (audio_config) is not sized from config.json: left out of "
+            "the weights (unknown)") in text
+    assert "which count the text model only" not in text
+    # A vision_config without a field its rule needs: the text model alone, and said.
+    vision = {k: v for k, v in config["vision_config"].items() if k != "position_embedding_size"}
+    (tmp_path / "config.json").write_text(json.dumps({**config, "audio_config": None,
+                                                      "vision_config": vision}))
     text = tokcost.import_model(tokcost.ImportModelRequest(source=str(tmp_path))).yaml
     assert "params: {total: 25233141790, active: 3822530590}" in text
     assert ("the vision encoder (vision_config) is not sized from config.json: left out of "
@@ -332,15 +422,32 @@ def test_llama4_scout_and_maverick() -> None:
     # has no weight) = 62,914,560; every layer MoE (interleave_moe_layer_step 1): router
     # 16 x 5,120, experts 16 x 3 x 8,192 x 5,120, shared expert 3 x 8,192 x 5,120 =
     # 2,139,176,960; two norms. Embed and head 2 x 202,048 x 5,120 = 2,068,971,520.
-    # 2,068,976,640 + 48 x 2,202,101,760 = 107,769,861,120: Meta's "109B" holds the vision
-    # encoder too, which this text_config-only fixture leaves out.
+    # 2,068,976,640 + 48 x 2,202,101,760 = 107,769,861,120 for the text model.
     config = _family("llama-4-scout")
-    assert _params(config) == (107_769_861_120, 17_172_894_720)  # "17B active"
+    text_only = {k: v for k, v in config.items() if k != "vision_config"}
+    assert _params(text_only) == (107_769_861_120, 17_172_894_720)  # "17B active"
+    # Llama4VisionModel and Llama4MultiModalProjector (transformers 5.25 modeling_llama4.py):
+    # patch linear 3 x 14 x 14 x 1,408 = 827,904; class_embedding 1,408; positions (24^2 + 1)
+    # x 1,408 = 812,416; layernorm_pre and _post 4 x 1,408; 34 layers of q, k, v, o with bias
+    # 4 x (1,408^2 + 1,408), fc1 and fc2 with bias 2 x 1,408 x 5,632 + 5,632 + 1,408, two
+    # LayerNorms 4 x 1,408: 23,807,872 each; vision_adapter fc1 5,632 x 4,096 and fc2 4,096^2;
+    # the projector 4,096 x 5,120. 871,932,416 in all: 108,641,793,536, the safetensors total
+    # of meta-llama/Llama-4-Scout-17B-16E-Instruct (Hugging Face API), Meta's "109B". The
+    # encoder runs per image, not per token: still "17B active".
+    w = _weights(config)
+    assert w.encoder_params == (827_904 + 1_408 + 812_416 + 5_632 + 34 * 23_807_872
+                                + 5_632 * 4_096 + 4_096 * 4_096 + 4_096 * 5_120) == 871_932_416
+    assert _params(config) == (108_641_793_536, 17_172_894_720)
     # Maverick: 128 experts, MoE every second layer (interleave_moe_layer_step 2), the others
     # a dense MLP 3 x 16,384 x 5,120 (intermediate_size_mlp): 400,711,848,960 ("400B").
-    maverick = {**config, "text_config": {**config["text_config"], "num_local_experts": 128,
-                                          "interleave_moe_layer_step": 2}}
+    maverick = {**text_only, "text_config": {**config["text_config"], "num_local_experts": 128,
+                                             "interleave_moe_layer_step": 2}}
     assert _params(maverick) == (400_711_848_960, 17_184_691_200)  # "17B active"
+    # Maverick's vision_config is Scout's (aiconfigurator's copies of both config.json files at
+    # 64c5ddb6): 401,583,781,376, the count Fireworks lists for llama4-maverick-instruct-basic.
+    with_vision = {**maverick, "vision_config": config["vision_config"]}
+    assert _params(with_vision) == (400_711_848_960 + 871_932_416, 17_184_691_200)
+    assert _weights(with_vision).params == 401_583_781_376
 
 
 def test_qwen36_35b_a3b_text_model() -> None:
@@ -350,11 +457,25 @@ def test_qwen36_35b_a3b_text_model() -> None:
     # layers (q 2 x 16 x 256, k, v 2 x 2 x 256, o, q/k norms: 27,263,488); every layer MoE:
     # router 256 x 2,048, experts 256 x 3 x 512 x 2,048, shared 3 x 512 x 2,048 and its gate
     # 2,048 = 808,978,432; embed and head 2 x 248,320 x 2,048 = 1,017,118,720.
-    # 34,660,610,688 in all ("35B"; its vision encoder, not sized here, and the MTP layer
-    # come on top); active 3,454,988,928 ("A3B").
-    w = _weights(_family("qwen3.6-35b-a3b"))
-    assert _params(_family("qwen3.6-35b-a3b")) == (34_660_610_688, 3_454_988_928)
-    assert w.unsized == ("the vision encoder (vision_config)",)
+    # 34,660,610,688 for the text model ("35B"); active 3,454,988,928 ("A3B").
+    config = _family("qwen3.6-35b-a3b")
+    text_only = {k: v for k, v in config.items() if k != "vision_config"}
+    assert _params(text_only) == (34_660_610_688, 3_454_988_928)
+    # Qwen3_5MoeVisionModel (transformers 5.25 modeling_qwen3_5_moe.py): Conv3d patch_embed
+    # 3 x 2 x 16 x 16 x 1,152 and bias = 1,770,624; pos_embed 2,304 x 1,152 = 2,654,208; 27
+    # blocks of two LayerNorms 4 x 1,152, qkv 3 x 1,152 x 1,153, proj 1,152 x 1,153, fc1 and
+    # fc2 2 x 4,304 x 1,152 + 4,304 + 1,152: 15,239,504 each; the merger: LayerNorm 2 x 1,152,
+    # fc1 4,608 x 4,609, fc2 2,048 x 4,609 = 30,679,808. 446,571,248 in all: 35,107,181,936,
+    # KerasHub's qwen3_5_moe_35b_a3b preset "params" (Qwen3.5-35B-A3B, the same shapes); the
+    # Hugging Face API's total for Qwen/Qwen3.6-35B-A3B, 35,951,822,704, adds the MTP layer
+    # (fc 4,096 x 2,048, two norms 2 x 2,048, one full-attention MoE layer 27,263,488 +
+    # 808,978,432 + 2 x 2,048, its norm 2,048: 844,640,768), which vLLM skips.
+    w = _weights(config)
+    assert w.encoder_params == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 30_679_808
+    assert _params(config) == (35_107_181_936, 3_454_988_928)
+    assert w.params + 8_388_608 + 4_096 + 27_263_488 + 808_978_432 + 4_096 + 2_048 == (
+        35_951_822_704)
+    assert w.unsized == ()
 
 
 def test_granite_4_h_small() -> None:
@@ -485,10 +606,72 @@ def test_nemotron_h() -> None:
     # 1,174,405,120 + 57 x 4,480 + 27 x 147,446,144 + 4 x 55,050,240 + 25 x 140,492,800 =
     # 8,888,227,328: NVIDIA's "9B" (8.89B).
     assert _params(NEMOTRON_NANO_9B) == (8_888_227_328, 8_888_227_328)
-    # A MoE layer (E, Nemotron 3) has no rule: said, not guessed.
-    moe = {**NEMOTRON_NANO_9B, "hybrid_override_pattern": "E" * 56}
-    found = config_weights(moe, "config.json")
-    assert isinstance(found, str) and "hybrid_override_pattern layers 'E'" in found
+    # A layer letter with no rule: said, not guessed.
+    other = {**NEMOTRON_NANO_9B, "hybrid_override_pattern": "X" * 56}
+    found = config_weights(other, "config.json")
+    assert isinstance(found, str) and "hybrid_override_pattern layers 'X'" in found
+
+
+# NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's config.json (tests/fixtures/hf_configs_families/
+# nemotron-3-nano-30b-a3b; SOURCES.md names the public copy).
+NEMOTRON_3_NANO: dict[str, Any] = json.loads(
+    (FIXTURES / "hf_configs_families" / "nemotron-3-nano-30b-a3b" / "config.json").read_text())
+
+
+def test_nemotron_3_nano_moe_layers() -> None:
+    # NemotronHMoE (transformers 5.25 modeling_nemotron_h.py; vLLM 0.34 nemotron_h.py): router
+    # 128 x 2,688 = 344,064 and its bias 128; 128 experts of up and down 2 x 1,856 x 2,688 =
+    # 9,977,856 (1,277,165,568); the shared expert 2 x 3,712 x 2,688 = 19,955,712:
+    # 1,297,465,472 a MoE layer (23). Mamba-2 (23): in_proj (4,096 + 6,144 + 64) x 2,688, conv1d
+    # 6,144 x 4 and bias, 3 x 64, norm 4,096, out_proj 2,688 x 4,096 = 38,742,208; attention
+    # (6): 2 x 4,096 x 2,688 + 2 x 256 x 2,688 = 23,396,352. Embed and head 2 x 131,072 x 2,688
+    # = 704,643,072; 53 norms of 2,688.
+    # 704,643,072 + 142,464 + 23 x 38,742,208 + 6 x 23,396,352 + 23 x 1,297,465,472 =
+    # 31,577,940,288: llama.cpp's n_params for its GGUF (llama-bench "model_n_params:
+    # 31577940288"), NVIDIA's "31.6B total". Active, 6 of 128 experts: 3,580,076,352,
+    # NVIDIA's "3.6B including embeddings"; less the input embedding 352,321,536:
+    # 3,227,754,816, its "3.2B active" (model card).
+    total, active = _params(NEMOTRON_3_NANO)
+    assert total == 31_577_940_288
+    assert active == 31_577_940_288 - 23 * 1_277_165_568 * 122 // 128 == 3_580_076_352
+    assert active - 131_072 * 2688 == 3_227_754_816
+    # Bytes (bf16): the router as vLLM's GateLinear holds it on Hopper and Blackwell (bf16),
+    # its e_score_correction_bias in float32: 2 x params + 23 x 128 x 2.
+    w = _weights(NEMOTRON_3_NANO)
+    assert w.bytes == 2 * total + 23 * 128 * 2 == 63_155_886_464
+    assert w.expert_bytes == 23 * 1_277_165_568 * 2
+    # No shared expert (n_shared_experts 0, vLLM's NemotronHMoE): 23 x 19,955,712 fewer.
+    assert total - _weights({**NEMOTRON_3_NANO, "n_shared_experts": 0}).params == (
+        23 * 19_955_712)
+    # mlp_bias: transformers' shared expert has biases, vLLM's none: said, not guessed.
+    found = config_weights({**NEMOTRON_3_NANO, "mlp_bias": True}, "config.json")
+    assert isinstance(found, str) and "MoE layers with mlp_bias" in found
+
+
+def test_nemotron_3_super_latent_moe() -> None:
+    # Nemotron-3-Super-120B-A12B: 88 layers, 40 Mamba-2, 40 latent-MoE, 8 attention (the counts
+    # a public artifact check asserts of its hybrid_override_pattern; the order does not change
+    # the parameters). Hidden 4,096; Mamba 128 heads x 64, 8 groups of 128 state; attention 32
+    # heads, 2 kv, 128 wide; 512 experts of 2,688 over moe_latent_size 1,024, 22 a token,
+    # fc1_latent_proj and fc2_latent_proj 2 x 1,024 x 4,096, a shared expert of 5,376.
+    # MoE layer: router 512 x 4,096 + 512, experts 512 x 2 x 2,688 x 1,024 = 2,818,572,288,
+    # shared 2 x 5,376 x 4,096, latent projections 8,388,608: 2,873,098,752. Mamba-2: in_proj
+    # (8,192 + 10,240 + 128) x 4,096, conv1d 10,240 x 4 and bias, 3 x 128, norm 8,192, out_proj
+    # 4,096 x 8,192 = 109,635,968. Attention: 2 x 4,096^2 + 2 x 256 x 4,096 = 35,651,584. Embed
+    # and head 2 x 131,072 x 4,096, 89 norms of 4,096: 1,074,106,368 + 40 x 109,635,968 + 8 x
+    # 35,651,584 + 40 x 2,873,098,752 = 120,668,707,840: llama.cpp's n_params for its GGUF
+    # (which leaves the MTP layers out, as tokcost does), NVIDIA's "120.6B total / 12.7B
+    # active" (NVIDIA-NeMo Nemotron README); active 12,770,237,440.
+    config = {"model_type": "nemotron_h", "hidden_size": 4096, "num_hidden_layers": 88,
+              "hybrid_override_pattern": "ME" * 40 + "*" * 8, "num_attention_heads": 32,
+              "num_key_value_heads": 2, "head_dim": 128, "mamba_num_heads": 128,
+              "mamba_head_dim": 64, "ssm_state_size": 128, "conv_kernel": 4, "n_groups": 8,
+              "n_routed_experts": 512, "num_experts_per_tok": 22, "moe_latent_size": 1024,
+              "moe_intermediate_size": 2688, "moe_shared_expert_intermediate_size": 5376,
+              "n_shared_experts": 1, "vocab_size": 131072, "tie_word_embeddings": False}
+    w = _weights(config)
+    assert w.expert_params == 40 * 2_818_572_288
+    assert _params(config) == (120_668_707_840, 12_770_237_440)
 
 
 def test_minimax_shared_expert_is_said_not_guessed() -> None:
@@ -520,6 +703,7 @@ def test_minimax_text_01() -> None:
     ("falcon-h1-7b", ["--gpu", "H100"]),
     ("minimax-text-01", ["--gpu", "H200", "--tp", "8", "--engine", "vllm@0.23"]),
     ("gemma-3n-e4b", ["--gpu", "H100"]),
+    ("nemotron-3-nano-30b-a3b", ["--gpu", "H100"]),  # its MoE layers were refused
 ])
 def test_kvmem_estimate_sizes_the_weights_from_config_json(family: str,
                                                            flags: list[str]) -> None:

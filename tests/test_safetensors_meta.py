@@ -150,6 +150,22 @@ def test_shared_experts_are_not_routed() -> None:
     assert (s.expert_bytes, s.expert_params, s.bytes) == (128, 64, 384)
 
 
+def test_encoders_are_not_active_in_a_moe_model() -> None:
+    """Llama-4's and Gemma-4's encoder tensors (as their checkpoints name them) run per image:
+    a MoE model's active count leaves them out, as config.json's rule does."""
+    t = [TensorMeta("vision_model.model.layers.0.mlp.fc1.weight", "BF16", (8, 8), 128),
+         TensorMeta("multi_modal_projector.linear_1.weight", "BF16", (4, 8), 64),
+         TensorMeta("model.embed_vision.embedding_projection.weight", "BF16", (2, 8), 32),
+         TensorMeta("language_model.model.layers.0.feed_forward.experts.gate_up_proj", "BF16",
+                    (4, 8, 8), 512),
+         TensorMeta("language_model.model.layers.0.self_attn.q_proj.weight", "BF16", (8, 8), 128)]
+    s = summarize(t, layers=1, config_dtype="bfloat16")
+    assert (s.params, s.encoder_params, s.expert_params) == (64 + 32 + 16 + 256 + 64, 112, 256)
+    # 4 experts, 1 a token: 432 - 112 encoder - 256 experts + 64 = 128 (the attention and one).
+    assert s.active_params(4, 1) == 128
+    assert s.active_params(None, None) == s.params  # dense: every parameter
+
+
 def test_gptq_packed_weights_count_their_values() -> None:
     """A 4-bit GPTQ qweight packs 8 values per int32; scales and zeros are not weights."""
     t = [TensorMeta("model.layers.0.mlp.up_proj.qweight", "I32", (512, 4096), 8 * 2**20),

@@ -108,8 +108,9 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
                  "shards' headers, when given, are exact"]
         if derived.unsized:
             verb = "is" if len(derived.unsized) == 1 else "are"
+            only = "" if derived.encoder_params else ", which count the text model only"
             notes.append(f"{' and '.join(derived.unsized)} {verb} not sized from config.json: "
-                         "left out of the weights (unknown), which count the text model only")
+                         f"left out of the weights (unknown){only}")
         return derived, tuple(notes)
     summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
                         layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))

@@ -5,7 +5,7 @@ stay authoritative. Like them, it leaves out speculative-decoding (MTP) layers."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tokcost.catalog import schema as s
@@ -47,9 +47,11 @@ _KIMI_INT4_IGNORE = frozenset({"lm_head", "re:.*self_attn.*", "re:.*shared_exper
 _KIMI_INT4_TYPES = frozenset({"kimi_k2"})
 # Gated DeltaNet + gated attention + MoE with a gated shared expert (Qwen3-Next, Qwen3.5)
 _QWEN_NEXT = frozenset({"qwen3_next", "qwen3_5_moe_text"})
-# Vision (and audio) encoders no rule here sizes: left out and said, never guessed.
-_UNSIZED_ENCODERS = frozenset({"gemma4_text", "llama4_text", "qwen3_5_moe_text",
-                               "gemma3n_text"})
+# Encoders no rule here sizes: left out and said, never guessed. Gemma-3n's vision tower is
+# timm's MobileNetV5 (vision_config names the timm architecture, not its shapes); its audio
+# tower has no rule yet.
+_UNSIZED_ENCODERS = {"gemma3n_text": ("vision_config", "audio_config")}
+_ENCODER_NAMES = {"vision_config": "vision", "audio_config": "audio"}
 _QK_NORM = frozenset({"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text",
                       "gemma3_text"})  # q_norm, k_norm
 # pre/post attention and feed-forward norms
@@ -67,6 +69,7 @@ class Part:
     linear: bool = False  # a projection matrix: what fp8 / mxfp4 checkpoints quantize
     expert: bool = False  # a routed expert's
     fp32: bool = False  # stored in float32 whatever the dtype (DeepSeek-V3's router bias)
+    encoder: bool = False  # a vision (audio) encoder's or its projector's
 
     @property
     def elements(self) -> int:
@@ -81,21 +84,30 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
     bytes_of = _byte_rule(f)
     if isinstance(bytes_of, str):
         return bytes_of
-    vision = config.get("vision_config")
-    # Gemma-4's vision and audio encoders: counted by no rule here, so left out and said
-    # (their size is not guessed); the text model's weights stand on their own.
-    unsized = tuple(f"the {what} encoder ({key})" for key, what in (
-        ("vision_config", "vision"), ("audio_config", "audio"))
-        if f.model_type in _UNSIZED_ENCODERS and isinstance(config.get(key), Mapping))
+    # Encoders with no rule here (Gemma-3n's): left out and said, their size not guessed; so is
+    # a tower whose config lacks a field its rule needs. Other families' towers are refused.
+    unsized = [key for key in _UNSIZED_ENCODERS.get(f.model_type, ())
+               if isinstance(config.get(key), Mapping)]
+    encoder: list[Part] = []
     try:
-        parts = [*_parts(f), *(_siglip(vision, f, where)
-                               if isinstance(vision, Mapping) and not unsized else ())]
+        parts = list(_parts(f))
+        for key in _ENCODER_NAMES:
+            tower = config.get(key)
+            if isinstance(tower, Mapping) and key not in unsized:
+                try:
+                    encoder += [replace(p, encoder=True) for p in _encoder(key, tower, f, where)]
+                except _Unsized:
+                    unsized.insert(0 if key == "vision_config" else len(unsized), key)
+        parts += encoder
         total = sum(bytes_of(p) for p in parts)
     except (_Unsupported, InputError) as exc:  # KV sizes need none of these fields
         return str(exc)
     routed = [p for p in parts if p.expert]
     return WeightsSummary(total, sum(p.elements for p in parts), sum(map(bytes_of, routed)),
-                          sum(p.elements for p in routed), tensors=0, unsized=unsized)
+                          sum(p.elements for p in routed), tensors=0,
+                          unsized=tuple(f"the {_ENCODER_NAMES[key]} encoder ({key})"
+                                        for key in unsized),
+                          encoder_params=sum(p.elements for p in encoder))
 
 
 def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
@@ -449,11 +461,13 @@ def _mamba2(f: ConfigFields, hidden: int) -> Iterator[Part]:
 def _nemotron_h(f: ConfigFields, layers: int, hidden: int) -> Iterator[Part]:
     """NemotronHBlock (transformers modeling_nemotron_h.py): one norm and one mixer a layer,
     as hybrid_override_pattern names them: M a Mamba-2 mixer, * attention (q/k/v/o, no bias),
-    - an MLP of up_proj and down_proj (relu squared, no gate; their bias: mlp_bias). MoE
-    layers (E) have no rule here."""
+    - an MLP of up_proj and down_proj (relu squared, no gate; their bias: mlp_bias), E a MoE
+    layer (Nemotron 3: _nemotron_moe)."""
     pattern = f.raw("hybrid_override_pattern")
     if not isinstance(pattern, str) or len(pattern) != layers:
         _unsupported(f, "layers without a hybrid_override_pattern of one letter each")
+    if "E" in str(pattern) and f.raw("mlp_bias") is True:  # vLLM's shared expert has none,
+        _unsupported(f, "MoE layers with mlp_bias")  # transformers' has: no one figure
     width = 0
     for kind in str(pattern):
         yield Part(hidden)  # the block's norm
@@ -470,8 +484,34 @@ def _nemotron_h(f: ConfigFields, layers: int, hidden: int) -> Iterator[Part]:
             yield Part(width, hidden, 2, linear=True)
             if f.raw("mlp_bias") is True:
                 yield Part(width + hidden)
+        elif kind == "E":
+            yield from _nemotron_moe(f, hidden)
         else:
             _unsupported(f, f"hybrid_override_pattern layers {kind!r}")
+
+
+def _nemotron_moe(f: ConfigFields, hidden: int) -> Iterator[Part]:
+    """A Nemotron 3 MoE layer (transformers NemotronHMoE; vLLM 0.34 nemotron_h.py NemotronHMoE
+    loads the same tensors): the router (gate.weight, n_routed_experts x hidden; vLLM's
+    GateLinear holds it in bf16 on Hopper and Blackwell, in float32 elsewhere: the former here)
+    and its e_score_correction_bias in float32; n_routed_experts experts of up_proj and
+    down_proj (relu squared, no gate, no bias), moe_intermediate_size wide over the hidden size
+    or, under moe_latent_size (latent MoE, Nemotron 3 Super), over the latent width with
+    fc1_latent_proj and fc2_latent_proj between; the shared expert, an MLP of
+    moe_shared_expert_intermediate_size x n_shared_experts (vLLM's width; 0 experts: none)."""
+    experts = _need(f, "n_routed_experts", "the routed experts", cap=s.MAX_EXPERTS)
+    width = _need(f, "moe_intermediate_size", "the expert width")
+    latent = f.count("moe_latent_size", "the latent MoE width")
+    shared = f.count("n_shared_experts", "the shared experts", minimum=0)
+    shared = 1 if shared is None else shared  # NemotronHConfig's default
+    shared_width = shared * _need(f, "moe_shared_expert_intermediate_size",
+                                  "the shared expert width") if shared else 0
+    yield from (Part(experts, hidden), Part(experts, fp32=True),  # gate, its bias
+                Part(width, latent or hidden, 2 * experts, linear=True, expert=True))
+    if shared_width:
+        yield Part(shared_width, hidden, 2, linear=True)
+    if latent:
+        yield Part(latent, hidden, 2, linear=True)
 
 
 def _mamba1(f: ConfigFields, hidden: int) -> Iterator[Part]:
@@ -603,29 +643,171 @@ def _moe(f: ConfigFields, i: int) -> tuple[int, int, int]:
     return 0, 0, 0
 
 
-def _siglip(vision: Mapping[str, Any], text: ConfigFields, where: str) -> Iterator[Part]:
+def _encoder(key: str, tower: Mapping[str, Any], text: ConfigFields,
+             where: str) -> Iterator[Part]:
+    """A vision (audio) tower and its projector into the text model, as vLLM loads them with
+    the text model (mllama4.py, gemma3_mm.py, gemma4_mm.py, qwen3_5.py); a family with no rule
+    here is refused, a config without a field its rule needs is left out and said."""
+    v = ConfigFields(tower, f"{where} {key}")
+    hidden = _need(text, "hidden_size", "the hidden size")
+    if key == "audio_config":
+        if text.model_type != "gemma4_text":
+            raise _Unsupported(f"tokcost has no parameter rules for an audio tower "
+                               f"({text.model_type})")
+        return _gemma4_audio(v, hidden)
+    rule = {"gemma3_text": _siglip, "llama4_text": _llama4_vision,
+            "gemma4_text": _gemma4_vision,
+            "qwen3_5_moe_text": _qwen35_vision}.get(text.model_type or "")
+    if rule is None:
+        raise _Unsupported(f"tokcost has no parameter rules for a vision tower "
+                           f"({text.model_type})")
+    return rule(v, hidden)
+
+
+def _siglip(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
     """Gemma 3's SigLIP vision tower (SiglipVisionEmbeddings: patch conv with bias, positions;
     SiglipEncoderLayer; post_layernorm) and Gemma3MultiModalProjector (mm_input_projection_weight,
     mm_soft_emb_norm): vLLM loads both."""
-    if text.model_type != "gemma3_text":
-        _unsupported(text, "a vision tower")
-    v = ConfigFields(vision, f"{where} vision_config")
-    width = _need(v, "hidden_size", "the vision width")
-    mlp = _need(v, "intermediate_size", "the vision MLP width")
-    patch = _need(v, "patch_size", "the patch size")
+    width = _vneed(v, "hidden_size", "the vision width")
+    mlp = _vneed(v, "intermediate_size", "the vision MLP width")
+    patch = _vneed(v, "patch_size", "the patch size")
     channels = v.count("num_channels", "the image channels") or 3
-    patches = (_need(v, "image_size", "the image size") // patch) ** 2
+    patches = (_vneed(v, "image_size", "the image size") // patch) ** 2
+    layers = _vneed(v, "num_hidden_layers", "the vision layers", cap=s.MAX_LAYERS)
     yield from (Part(width, channels * patch * patch), Part(width),  # patch embedding
                 Part(patches, width), Part(width, count=2))  # positions; post_layernorm
-    layers = _need(v, "num_hidden_layers", "the vision layers", cap=s.MAX_LAYERS)
     yield from (Part(width, width, 4 * layers), Part(width, count=4 * layers),  # q k v o
                 Part(width, count=4 * layers),  # two layer norms, weight and bias
                 Part(mlp, width, 2 * layers), Part(mlp + width, count=layers))  # fc1, fc2
-    yield from (Part(width, _need(text, "hidden_size", "the hidden size")), Part(width))
+    yield from (Part(width, text_hidden), Part(width))
+
+
+def _llama4_vision(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
+    """Llama4VisionModel (transformers models/llama4/modeling_llama4.py): an unfold patch
+    embedding (a Linear over channels x patch x patch, no bias), class_embedding,
+    positional_embedding_vlm over (image_size / patch)^2 + 1 positions, layernorm_pre and
+    layernorm_post; per layer q/k/v/o with bias, fc1/fc2 with bias and two LayerNorms; the
+    vision_adapter (pixel shuffle, then fc1 intermediate_size -> projector_input_dim and fc2
+    projector_output_dim squared, no bias); Llama4MultiModalProjector (vision_output_dim ->
+    the text hidden size, no bias)."""
+    width = _vneed(v, "hidden_size", "the vision width")
+    mlp = _vneed(v, "intermediate_size", "the vision MLP width")
+    patch = _vneed(v, "patch_size", "the patch size")
+    channels = v.count("num_channels", "the image channels") or 3
+    positions = (_vneed(v, "image_size", "the image size") // patch) ** 2 + 1
+    layers = _vneed(v, "num_hidden_layers", "the vision layers", cap=s.MAX_LAYERS)
+    adapter_in = _vneed(v, "projector_input_dim", "the vision adapter's input width")
+    adapter_out = _vneed(v, "projector_output_dim", "the vision adapter's output width")
+    yield from (Part(width, channels * patch * patch), Part(width),  # patch linear; class
+                Part(positions, width), Part(width, count=4))  # positions; pre and post norms
+    yield from (Part(width, width, 4 * layers), Part(width, count=4 * layers),  # q k v o
+                Part(mlp, width, 2 * layers), Part(mlp + width, count=layers),  # fc1, fc2
+                Part(width, count=4 * layers))  # two LayerNorms, weight and bias
+    yield from (Part(adapter_in, mlp), Part(adapter_out, adapter_out),  # vision_adapter
+                Part(text_hidden, _vneed(v, "vision_output_dim", "the vision output width")))
+
+
+def _gemma4_vision(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
+    """Gemma4VisionModel (transformers models/gemma4/modeling_gemma4.py): patch_embedder
+    (input_proj 3 x patch^2 -> width, no bias; position_embedding_table 2 x
+    position_embedding_size x width); per layer q/k/v/o (Gemma4ClippableLinear: no bias, and
+    under use_clipped_linears four scalar clamp bounds each), q_norm and k_norm over head_dim
+    (v_norm has no weight), four RMSNorms and a gated MLP; std_bias and std_scale under
+    standardize; then Gemma4MultimodalEmbedder (embedding_projection width -> text hidden; its
+    norm has no weight)."""
+    width = _vneed(v, "hidden_size", "the vision width")
+    mlp = _vneed(v, "intermediate_size", "the vision MLP width")
+    patch = _vneed(v, "patch_size", "the patch size")
+    table = _vneed(v, "position_embedding_size", "the position table size")
+    layers = _vneed(v, "num_hidden_layers", "the vision layers", cap=s.MAX_LAYERS)
+    heads = _vneed(v, "num_attention_heads", "the vision heads")
+    kv = v.count("num_key_value_heads", "the vision kv heads") or heads
+    dim = _vneed(v, "head_dim", "the vision head size")
+    clipped = 4 * 7 * layers if v.raw("use_clipped_linears") is True else 0
+    yield from (Part(width, 3 * patch * patch), Part(2 * table, width))
+    yield from (Part(heads * dim, width, 2 * layers), Part(kv * dim, width, 2 * layers),
+                Part(dim, count=2 * layers), Part(width, count=4 * layers),
+                Part(mlp, width, 3 * layers))
+    if clipped:
+        yield Part(clipped)
+    if v.raw("standardize") is True:
+        yield Part(width, count=2)
+    yield Part(text_hidden, width)
+
+
+def _gemma4_audio(a: ConfigFields, text_hidden: int) -> Iterator[Part]:
+    """Gemma4AudioModel (transformers models/gemma4/modeling_gemma4.py; vLLM's gemma4_mm.py
+    builds it with AutoModel): the subsampling projection (two 3 x 3 convolutions without bias,
+    1 -> c0 -> c1 channels, each with a LayerNorm of weight only, then input_proj_linear from
+    c0 / 4 x c1); per layer two feed-forward blocks (hidden -> 4 x hidden -> hidden, two
+    RMSNorms), attention (q, k, v, post, relative_k_proj, per_dim_scale over the head), a light
+    conv (linear_start to 2 x hidden, a depthwise conv1d of conv_kernel_size without bias,
+    linear_end, two RMSNorms) and three RMSNorms, every Gemma4ClippableLinear with four scalar
+    clamp bounds under use_clipped_linears (the default); output_proj (bias) to
+    output_proj_dims; embed_audio's projection to the text hidden size. Gemma4AudioConfig's
+    defaults where the file is silent."""
+    hidden = a.count("hidden_size", "the audio width") or 1024
+    layers = a.count("num_hidden_layers", "the audio layers", cap=s.MAX_LAYERS) or 12
+    heads = a.count("num_attention_heads", "the audio heads") or 8
+    kernel = a.count("conv_kernel_size", "the audio convolution width") or 5
+    out = a.count("output_proj_dims", "the audio output width") or 1536
+    channels = a.raw("subsampling_conv_channels")
+    channels = [128, 32] if channels is None else channels
+    if not (isinstance(channels, list) and len(channels) == 2 and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 < c <= s.MAX_WIDTH
+            for c in channels)) or hidden % heads:
+        raise _Unsized(f"{a.where} has subsampling_conv_channels or heads no rule here reads")
+    c0, c1 = channels
+    clip = 4 if a.raw("use_clipped_linears") is not False else 0
+    yield from (Part(c0, 9), Part(c0), Part(c1, 9 * c0), Part(c1),  # subsampling convs
+                Part(hidden, c0 // 4 * c1))  # input_proj_linear
+    yield from (Part(4 * hidden, hidden, 4 * layers), Part(hidden, count=4 * layers),  # two FFs
+                Part(hidden, hidden, 5 * layers), Part(hidden // heads, count=layers),  # attn
+                Part(3 * hidden, hidden, layers), Part(hidden, kernel, layers),  # light conv
+                Part(hidden, count=5 * layers))  # its two norms, the layer's three
+    if clip:
+        yield Part(clip * 10 * layers)  # 4 FF, 4 attention, 2 light-conv linears a layer
+    yield from (Part(out, hidden + 1), Part(text_hidden, out))  # output_proj; embed_audio
+
+
+def _qwen35_vision(v: ConfigFields, text_hidden: int) -> Iterator[Part]:
+    """Qwen3_5MoeVisionModel (transformers models/qwen3_5_moe/modeling_qwen3_5_moe.py): a Conv3d
+    patch embedding (in_channels x temporal_patch_size x patch^2 -> width, with bias), pos_embed
+    (num_position_embeddings x width); per block two LayerNorms, qkv and proj with bias, and
+    linear_fc1/linear_fc2 with bias; the merger (LayerNorm over width, then fc1 and fc2 over
+    width x spatial_merge_size^2 -> out_hidden_size, with bias). It builds no deepstack
+    mergers: a non-empty deepstack_visual_indexes (Qwen3-VL's) is left out and said."""
+    if v.raw("deepstack_visual_indexes") not in (None, []):
+        raise _Unsized(f"{v.where} has deepstack_visual_indexes, which no rule here sizes")
+    width = _vneed(v, "hidden_size", "the vision width")
+    mlp = _vneed(v, "intermediate_size", "the vision MLP width")
+    patch = _vneed(v, "patch_size", "the patch size")
+    frames = _vneed(v, "temporal_patch_size", "the temporal patch size")
+    channels = v.count("in_channels", "the image channels") or 3
+    layers = _vneed(v, "depth", "the vision layers", cap=s.MAX_LAYERS)
+    merged = width * _vneed(v, "spatial_merge_size", "the spatial merge size") ** 2
+    out = _vneed(v, "out_hidden_size", "the vision output width")  # the text hidden size
+    yield from (Part(width, channels * frames * patch * patch), Part(width),  # patch_embed
+                Part(_vneed(v, "num_position_embeddings", "the vision positions"), width))
+    yield from (Part(width, count=4 * layers),  # norm1, norm2: weight and bias
+                Part(3 * width, width + 1, layers), Part(width, width + 1, layers),  # qkv, proj
+                Part(mlp, width, 2 * layers), Part(mlp + width, count=layers))  # fc1, fc2
+    yield from (Part(width, count=2), Part(merged, merged + 1), Part(out, merged + 1))
 
 
 class _Unsupported(Exception):
     """What ``config_weights`` cannot size, in words."""
+
+
+class _Unsized(_Unsupported):
+    """An encoder whose config lacks what its rule needs: left out of the weights and said."""
+
+
+def _vneed(v: ConfigFields, key: str, what: str, *, cap: int = s.MAX_WIDTH) -> int:
+    value = v.count(key, what, cap=cap)
+    if value is None:
+        raise _Unsized(f"{v.where} has no {key} ({what})")
+    return value
 
 
 def _unsupported(f: ConfigFields, what: str) -> None:

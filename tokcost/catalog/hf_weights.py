@@ -12,6 +12,11 @@ from tokcost.catalog.safetensors_meta import TensorMeta
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _EXPERT = re.compile(r"(?:^|\.)experts(?:\.|$)")  # not shared_expert(s): those run every token
+# Vision and audio encoders and their projectors, as transformers names them (Llama-4's
+# vision_model and multi_modal_projector, Gemma-3/3n/4's vision_tower, audio_tower, embed_vision,
+# embed_audio, Qwen-VL's visual): they run per image or clip, not per token.
+_ENCODER = re.compile(r"^(?:model\.)?(?:vision_model|vision_tower|visual|multi_modal_projector|"
+                      r"embed_vision|audio_tower|embed_audio)\.")
 # Quantization side tensors (the last part of their name): memory, not model parameters.
 _NOT_WEIGHTS = frozenset({
     "scales", "qzeros", "g_idx", "weight_scale", "weight_scale_inv", "weight_scale_2", "k_scale",
@@ -33,12 +38,16 @@ class WeightsSummary:
     skipped_bytes: int = 0
     cast_float32: bool = False  # float32 tensors counted at 2 bytes (vLLM's auto dtype)
     unsized: tuple[str, ...] = ()  # parts config.json does not size, left out (encoders)
+    encoder_params: int = 0  # vision / audio encoders and their projectors
 
     def active_params(self, experts: int | None, per_token: int | None) -> int:
-        """Parameters one token uses: all but the routed experts, and ``per_token`` of them."""
+        """Parameters one token uses: all but the routed experts, and ``per_token`` of them. A
+        MoE model's encoders run per image, not per token: left out, as the vendors' "active"
+        counts leave them (Llama-4-Scout's "17B active", Gemma-4-26B-A4B's "3.8B")."""
         if not experts or not per_token or not self.expert_params:
             return self.params
-        return self.params - self.expert_params + self.expert_params * per_token // experts
+        return (self.params - self.encoder_params - self.expert_params
+                + self.expert_params * per_token // experts)
 
 
 def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str | None,
@@ -50,6 +59,7 @@ def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str |
                    and quantization.get("load_in_4bit"))
     cast = config_dtype is None or config_dtype.lower() in ("float32", "float", "fp32")
     total = params = expert_bytes = expert_params = count = skipped = skipped_bytes = 0
+    encoder = 0
     cast_any = False
     for t in tensors:
         if _speculative(t.name, layers):
@@ -63,11 +73,13 @@ def summarize(tensors: Iterable[TensorMeta], *, layers: int, config_dtype: str |
         count += 1
         total += nbytes
         params += n
-        if _EXPERT.search(t.name):
+        if _ENCODER.match(t.name):
+            encoder += n
+        elif _EXPERT.search(t.name):
             expert_bytes += nbytes
             expert_params += n
     return WeightsSummary(total, params, expert_bytes, expert_params, count, skipped,
-                          skipped_bytes, cast_any)
+                          skipped_bytes, cast_any, encoder_params=encoder)
 
 
 def _speculative(name: str, layers: int) -> bool:
