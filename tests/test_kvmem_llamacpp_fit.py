@@ -119,7 +119,8 @@ def test_a_given_c_is_kept_and_layers_move_below_the_margin(context: int,
                                                             offloads: bool) -> None:
     """-c 30,000 pads to 30,208 cells: 3,959,422,976 B <= 4,871,674,112, no change. -c 40,000:
     40,192 cells = 5,268,045,824 B fit in L4_FREE (-fit off starts, 677,370,112 B = 645.99 MiB
-    left) but not with 1 GiB free: -fit on keeps -c (PR #18070) and moves layers."""
+    left) but not with 1 GiB free: -fit on keeps -c ("context size set by user
+    -> no change") and moves layers."""
     e = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
                  str(context))
     assert e["engine"]["fit_offloads"] is offloads

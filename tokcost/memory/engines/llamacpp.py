@@ -184,8 +184,9 @@ class LlamaCppPlan(Plan):
         return max(n_ctx - n_ctx % align, n_min), "reduced"
 
     def offloads(self, context: int) -> bool:
-        """-fit on with -c given (PR #18070 keeps it): weights + cache + reserve leave less
-        than --fit-target, so llama.cpp moves layers to host memory (step 3 of fit.cpp)."""
+        """-fit on with -c given (step 2 lowers only an unset -c: "context size set by user
+        -> no change"): weights + cache + reserve leave less than --fit-target, so llama.cpp
+        moves layers to host memory (step 3 of fit.cpp)."""
         return (self.free is not None and self.engine.fit and self.kv_bytes(
             self.minus_c(context)) > self.free - self.engine.fit_target * MiB)
 
@@ -210,9 +211,10 @@ class LlamaCppPlan(Plan):
             notes.append(Note(
                 f"-fit on (llama-server's default, PR #16653, b7407) at -c {self.minus_c(c):,}"
                 f"{' and the longer rows' * (len(moved) > 1)}: the weights, the cache and the "
-                f"reserve {room}, under {target} free, so llama.cpp keeps -c (PR #18070) and "
-                "moves layers to host memory; how many stay on the GPU is not modelled "
-                "(fit.cpp measures each layer's tensors). The fits column is -fit off's"
+                f"reserve {room}, under {target} free, so llama.cpp keeps -c (fit.cpp lowers "
+                "only an unset one) and moves layers to host memory; how many stay on the GPU "
+                "is not modelled (fit.cpp measures each layer's tensors). The fits column is "
+                "-fit off's"
                 + (" (the cache fits beside all the weights)" if not fails else "")))
         n_ctx, step = chosen
         streams = 1 if self.unified else self.slots
@@ -478,7 +480,7 @@ class LlamaCpp(Engine):
         if dep.memory_bytes is None:
             return []
         # common/arg.cpp -fit (PR #16653, b7407, on by default): with -c given the context is
-        # kept (PR #18070) and layers move to host memory where less than --fit-target stays
+        # kept and layers move to host memory where less than --fit-target stays
         # free (the plan's fit_notes); -fit off is what "failed to allocate" below is.
         return [Note(f"llama.cpp allocates its cache for -c at start-up; the reserve "
                      f"({arg('reserve', 'SIZE')}) stands for its compute buffers and the GPU's "
