@@ -129,12 +129,14 @@ def test_a_given_c_is_kept_and_layers_move_below_the_margin(context: int,
     assert ("reserve leave 645.99 MiB, under --fit-target 1,024 MiB free" in out) is offloads
 
 
-def test_no_fit_takes_n_ctx_train() -> None:
-    """-fit off: llama_context takes n_ctx_train for -c 0, whatever the memory."""
+@pytest.mark.parametrize("slots", [(), ("-np", "4", "--no-kv-unified")])
+def test_no_fit_takes_n_ctx_train(slots: tuple[str, ...]) -> None:
+    """-fit off: llama_context takes n_ctx_train for -c 0, whatever the memory, for all the
+    streams together (fit.cpp's per-stream n_ctx_max is -fit on's)."""
     e = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
-                 "40000", "--no-fit")["engine"]
+                 "40000", "--no-fit", *slots)["engine"]
     assert (e["fit"], e["fit_n_ctx"], e["fit_step"], e["fit_offloads"]) == (False, 131_072,
-                                                                           None, False)
+                                                                           "off", False)
     assert "--no-fit (-fit off): without -c llama-server takes the model's n_ctx_train" in " ".join(
         text("-m", "llama-3.1-8b", "--gpu", "L4", "--no-fit").split())
 

@@ -167,11 +167,13 @@ class LlamaCppPlan(Plan):
         if self.free is None or self.model_max_len is None:
             return None
         t = self.engine
+        if not t.fit:  # -c 0 without fit: llama_context takes n_ctx_train for all the streams
+            return self.model_max_len, "off"
         streams = 1 if self.unified or not per_stream else self.slots
         n_max = min(self.model_max_len * streams, UINT32_MAX)  # n_ctx_train, per stream
         n_min = min(t.fit_ctx * streams, UINT32_MAX)
         room = self.free - t.fit_target * MiB  # target - weights - compute, in used memory
-        if not t.fit or self.kv_bytes(n_max) <= room:
+        if self.kv_bytes(n_max) <= room:
             return n_max, "kept"
         if n_max <= n_min:  # "default model context size is <= the min. context size"
             return n_max, "offload"
@@ -305,12 +307,12 @@ class LlamaCppPlan(Plan):
 
     def _fit_settings(self, max_model_len: int) -> dict[str, Any]:
         """-fit's knobs, and with a GPU what it does: ``fit_n_ctx`` (the n_ctx it picks without
-        -c), ``fit_step`` (kept, reduced, offload) and ``fit_offloads`` (at this -c)."""
+        -c), ``fit_step`` (kept, reduced, offload; off) and ``fit_offloads`` (at this -c)."""
         t = self.engine
         chosen = self.fit_context() if self.fit is not None else None
         return {"fit": t.fit, "fit_target_mib": t.fit_target, "fit_ctx": t.fit_ctx,
                 "fit_n_ctx": chosen[0] if chosen else None,
-                "fit_step": chosen[1] if chosen and t.fit else None,
+                "fit_step": chosen[1] if chosen else None,
                 "fit_offloads": self.offloads(max_model_len) if chosen else None}
 
     def report(self, max_model_len: int) -> EngineReport:
