@@ -141,6 +141,12 @@ def test_no_fit_takes_n_ctx_train(slots: tuple[str, ...]) -> None:
         text("-m", "llama-3.1-8b", "--gpu", "L4", "--no-fit").split())
 
 
+def test_no_margin() -> None:
+    """--fit-target 0: room = L4_FREE, n = 4,096 + (5,945,415,936 - 536,870,912) // 131,072 =
+    45,359 -> 45,312 (the cells tokcost's own budget holds, 45,359)."""
+    assert fit_of("-m", "llama-3.1-8b", "--gpu", "L4", "--fit-target", "0")["fit_n_ctx"] == 45_312
+
+
 def test_fit_needs_a_gpu() -> None:
     e = estimate("-m", "llama-3.1-8b", "--engine", "llama.cpp", "--context", "8k")["engine"]
     assert (e["fit"], e["fit_target_mib"], e["fit_ctx"], e["fit_n_ctx"]) == (True, 1024, 4096,
@@ -148,8 +154,8 @@ def test_fit_needs_a_gpu() -> None:
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (("--fit-target", "-1"), "--fit-target must be an integer"),
-    (("--fit-ctx", "0"), "--fit-ctx must be an integer"),
+    (("--fit-target", "-1"), "--fit-target must be an integer from 0"),
+    (("--fit-ctx", "0"), "--fit-ctx must be an integer from 1"),  # n_ctx 0 is n_ctx_train
 ])
 def test_bad_fit_values_are_one_line(args: tuple[str, ...], words: str) -> None:
     result = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--engine",

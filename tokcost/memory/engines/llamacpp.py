@@ -384,12 +384,15 @@ class LlamaCpp(Engine):
                                  f"{suggest(value, GGML_TYPES)}; llama.cpp takes "
                                  f"{', '.join(GGML_TYPES)}", param=name)
             object.__setattr__(self, name, value)
-        for name, most in (("parallel", MAX_SEQ), ("ubatch_size", 1 << 20),
-                           ("fit_target", 1 << 30), ("fit_ctx", UINT32_MAX)):
+        # --fit-target 0 leaves no margin; --fit-ctx 0 is refused: fit.cpp would measure at
+        # n_ctx 0, which llama_context reads as n_ctx_train
+        for name, least, most in (("parallel", 1, MAX_SEQ), ("ubatch_size", 1, 1 << 20),
+                                  ("fit_target", 0, 1 << 30), ("fit_ctx", 1, UINT32_MAX)):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or not 0 < value <= most):
-                raise UsageError(f"{arg(name)} must be an integer from 1 to {most}, got {value}",
-                                 param=name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not least <= value <= most):
+                raise UsageError(f"{arg(name)} must be an integer from {least} to {most}, got "
+                                 f"{value}", param=name)
 
     def check(self, request: KvRequest) -> None:
         super().check(request)  # --dcp is vLLM's
