@@ -148,6 +148,13 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         ] = None,
     swa_full: Annotated[bool, typer.Option("--swa-full",
         help="llama.cpp: sliding-window layers cache the whole context.")] = False,
+    fit: Annotated[bool, typer.Option("--fit/--no-fit", help="llama.cpp's -fit on|off: "
+        "without -c it lowers the context to fit the GPU, with -c it moves layers to host "
+        "memory (tokcost says which, not how many layers).")] = True,
+    fit_target: Annotated[int, typer.Option("--fit-target", "-fitt", metavar="MiB",
+        help="llama.cpp: memory -fit leaves free on the GPU, in MiB.")] = 1024,
+    fit_ctx: Annotated[int, typer.Option("--fit-ctx", "-fitc", metavar="N",
+        help="llama.cpp: the smallest context -fit sets.")] = 4096,
     free_gpu_memory_fraction: Annotated[float | None, typer.Option(
         "--free-gpu-memory-fraction", metavar="SHARE", help="TensorRT-LLM's share of the "
         "memory left after weights and activations (0.9).")] = None,

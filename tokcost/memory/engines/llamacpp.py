@@ -23,6 +23,7 @@ __all__ = ["GGML_TYPES", "LlamaCpp", "LlamaCppPlan"]
 MiB = 2**20
 N_CTX_PAD = 256  # llama-context.cpp: n_ctx and n_ctx_seq padded to 256 (PR #17046)
 SWA_PAD = 256  # llama-kv-cache-iswa.cpp: the SWA cache too (issue #17037)
+UINT32_MAX = 2**32 - 1  # fit.cpp saturates n_ctx_train and --fit-ctx x streams at it
 MAX_SEQ = 256  # llama-cparams.h LLAMA_MAX_SEQ: llama_context refuses more sequences
 AUTO_SLOTS = 4  # server.cpp: -np auto (the default) is 4 slots with a unified cache (PR #16736)
 # ggml's type traits (ggml/src/ggml.c, blocks in ggml-common.h): values per block, bytes per
@@ -152,7 +153,105 @@ class LlamaCppPlan(Plan):
         per = batch if self.unified else self.slots
         return largest(lambda n: self._starts(n * per), limit) if batch <= self.slots else 0
 
+    def fit_context(self, *, per_stream: bool = True) -> tuple[int, str] | None:
+        """The n_ctx ``-fit on`` sets when -c is not given, and its step: ``kept`` (the model's
+        n_ctx_train leaves the margin free), ``reduced`` or ``offload`` (the smallest context
+        still leaves less: layers move to host memory, how many not modelled). None without a
+        GPU or a model context. common/fit.cpp ``common_params_fit_impl`` (PR #16653, b7407),
+        for one device: used = weights + cache + compute (here the reserve), against the free
+        memory (here the GPU's) less ``--fit-target``. Step 1 keeps n_ctx_train where it leaves
+        the margin; step 2 (PR #18372, b7550: a second measurement at ``--fit-ctx`` and a linear
+        interpolation; PR #18101, b7441: down to a multiple of 256) lowers it. From b10584 (PR
+        #27496) separate streams count: n_ctx_train and --fit-ctx per stream, the step 256 x
+        streams; ``per_stream=False`` is the rule before (the totals, 256)."""
+        if self.free is None or self.model_max_len is None:
+            return None
+        t = self.engine
+        if not t.fit:  # -c 0 without fit: llama_context takes n_ctx_train for all the streams
+            return self.model_max_len, "off"
+        streams = 1 if self.unified or not per_stream else self.slots
+        n_max = min(self.model_max_len * streams, UINT32_MAX)  # n_ctx_train, per stream
+        n_min = min(t.fit_ctx * streams, UINT32_MAX)
+        room = self.free - t.fit_target * MiB  # target - weights - compute, in used memory
+        if self.kv_bytes(n_max) <= room:
+            return n_max, "kept"
+        if n_max <= n_min:  # "default model context size is <= the min. context size"
+            return n_max, "offload"
+        over_min = room - self.kv_bytes(n_min)  # sum_used_target - sum_projected_used_min_ctx
+        span = self.kv_bytes(n_max) - self.kv_bytes(n_min)
+        if over_min <= 0 or span <= 0:  # even --fit-ctx leaves less: n_ctx stays at it
+            return n_min, "offload"
+        n_ctx = n_min + (n_max - n_min) * over_min // span  # C++ int64 division, both > 0
+        align = N_CTX_PAD * streams  # "round down context for CUDA backend"
+        return max(n_ctx - n_ctx % align, n_min), "reduced"
+
+    def offloads(self, context: int) -> bool:
+        """-fit on with -c given (step 2 lowers only an unset -c: "context size set by user
+        -> no change"): weights + cache + reserve leave less than --fit-target, so llama.cpp
+        moves layers to host memory (step 3 of fit.cpp)."""
+        return (self.free is not None and self.engine.fit and self.kv_bytes(
+            self.minus_c(context)) > self.free - self.engine.fit_target * MiB)
+
+    def fit_notes(self, contexts: tuple[int, ...]) -> list[Note]:
+        """What -fit on does with the rows' -c, and without -c (the context it would pick)."""
+        chosen = self.fit_context()
+        if chosen is None or self.fit is None:
+            return []
+        t, free, notes = self.engine, max(self.free or 0, 0), []
+        target = f"{arg('fit_target')} {t.fit_target:,} MiB"
+        if not t.fit:
+            return [Note(f"{arg('fit', False)} (-fit off): without -c llama-server takes the "
+                         f"model's n_ctx_train, {self.model_max_len:,} tokens, whatever the "
+                         "memory; a cache past the memory fails to allocate")]
+        moved = [c for c in contexts if self.offloads(c)]
+        if moved:
+            c = min(moved)
+            left = free - self.kv_bytes(self.minus_c(c))
+            room = (f"leave {format_bytes(left)}" if left >= 0 else
+                    f"need {format_bytes(-left)} more than the memory")
+            fails = sum(not self._starts(self.minus_c(n)) for n in moved)
+            notes.append(Note(
+                f"-fit on (llama-server's default, PR #16653, b7407) at -c {self.minus_c(c):,}"
+                f"{' and the longer rows' * (len(moved) > 1)}: the weights, the cache and the "
+                f"reserve {room}, under {target} free, so llama.cpp keeps -c (fit.cpp lowers "
+                "only an unset one) and moves layers to host memory; how many stay on the GPU "
+                "is not modelled (fit.cpp measures each layer's tensors). The fits column is "
+                "-fit off's"
+                + (" (the cache fits beside all the weights)" if not fails else "")))
+        n_ctx, step = chosen
+        streams = 1 if self.unified else self.slots
+
+        def cells(n: int) -> str:  # n_ctx, and what each stream gets of it
+            _, seq, _ = self.layout(n)
+            return f"n_ctx {n:,}" + (f" ({seq:,} cells per slot)" if streams > 1 else "")
+
+        train = f"the model's {self.model_max_len:,} tokens (n_ctx_train)"
+        per = "" if streams == 1 else f" per stream x {self.slots} slots"
+        if step == "kept":
+            what = f"{train}{per} leave at least {target} free: {cells(n_ctx)}"
+        elif step == "reduced":
+            what = (f"{train}{per} leave less than {target}, so llama.cpp lowers it to "
+                    f"{cells(n_ctx)}: between {arg('fit_ctx')} {t.fit_ctx:,}{per} and "
+                    "n_ctx_train by the memory each takes, down to a multiple of "
+                    f"{N_CTX_PAD * streams:,} (PR #18372, b7550)")
+        elif step == "offload" and n_ctx != min(t.fit_ctx * streams, UINT32_MAX):
+            what = (f"{train} leave less than {target} and are not above {arg('fit_ctx')} "
+                    f"{t.fit_ctx:,}: {cells(n_ctx)} kept, and layers move to host memory "
+                    "(how many is not modelled)")
+        else:
+            what = (f"even {arg('fit_ctx')} {t.fit_ctx:,}{per} leaves less than {target}: "
+                    f"{cells(n_ctx)}, and layers move to host memory (how many is not "
+                    "modelled)")
+        old = None if streams == 1 else self.fit_context(per_stream=False)
+        before = (f"; builds before b10584 (PR #27496) took n_ctx_train for all {self.slots} "
+                  f"streams together: {cells(old[0])}" if old else "")
+        notes.append(Note(f"-fit on without -c: {what}{before}"))
+        return notes
+
     def batch_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:
+        return self._slot_notes(batch, contexts) + self.fit_notes(contexts)
+
+    def _slot_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:
         """Rows that fail for the slots, not the memory: too few slots, or one unified cache
         of -c = the context cells, which holds one request of it (server.cpp's slots share it)."""
         if self.fit is None or batch <= 1:
@@ -206,6 +305,16 @@ class LlamaCppPlan(Plan):
             out.append(line)
         return out
 
+    def _fit_settings(self, max_model_len: int) -> dict[str, Any]:
+        """-fit's knobs, and with a GPU what it does: ``fit_n_ctx`` (the n_ctx it picks without
+        -c), ``fit_step`` (kept, reduced, offload; off) and ``fit_offloads`` (at this -c)."""
+        t = self.engine
+        chosen = self.fit_context() if self.fit is not None else None
+        return {"fit": t.fit, "fit_target_mib": t.fit_target, "fit_ctx": t.fit_ctx,
+                "fit_n_ctx": chosen[0] if chosen else None,
+                "fit_step": chosen[1] if chosen else None,
+                "fit_offloads": self.offloads(max_model_len) if chosen else None}
+
     def report(self, max_model_len: int) -> EngineReport:
         minus_c = self.minus_c(max_model_len)
         n_ctx, n_ctx_seq, caches = self.layout(minus_c)
@@ -229,7 +338,8 @@ class LlamaCppPlan(Plan):
                          for c in caches),
             num_blocks=cells, cache_tokens=cells,
             max_concurrency=self.max_concurrency(max_model_len), lines=tuple(lines),
-            refusal=refusal, settings={**self.settings, "n_ctx": n_ctx, "n_ctx_seq": n_ctx_seq,
+            refusal=refusal, settings={**self.settings, **self._fit_settings(max_model_len),
+                                       "n_ctx": n_ctx, "n_ctx_seq": n_ctx_seq,
                                        "n_seq_max": self.slots, "kv_unified": self.unified,
                                        "kv_bytes": kv, "cache_type_k": t.cache_type_k,
                                        "cache_type_v": t.cache_type_v},
@@ -259,6 +369,12 @@ class LlamaCpp(Engine):
     kv_unified: bool | None = None  # -kvu; None: on for the auto slots, off for a given -np
     swa_full: bool = False  # --swa-full: the SWA layers cache the whole context
     ubatch_size: int = 512  # -ub: the SWA cache keeps one ubatch beyond the windows
+    # -fit on|off, --fit-target MiB, --fit-ctx N: common/common.h fit_params (true),
+    # fit_params_target (1024 MiB a device), fit_params_min_ctx (4096), PR #16653 (b7407), the
+    # same defaults in b10587's common.h and arg.cpp.
+    fit: bool = True
+    fit_target: int = 1024
+    fit_ctx: int = 4096
 
     def __post_init__(self) -> None:
         for name in ("cache_type_k", "cache_type_v"):
@@ -268,11 +384,15 @@ class LlamaCpp(Engine):
                                  f"{suggest(value, GGML_TYPES)}; llama.cpp takes "
                                  f"{', '.join(GGML_TYPES)}", param=name)
             object.__setattr__(self, name, value)
-        for name, most in (("parallel", MAX_SEQ), ("ubatch_size", 1 << 20)):
+        # --fit-target 0 leaves no margin; --fit-ctx 0 is refused: fit.cpp would measure at
+        # n_ctx 0, which llama_context reads as n_ctx_train
+        for name, least, most in (("parallel", 1, MAX_SEQ), ("ubatch_size", 1, 1 << 20),
+                                  ("fit_target", 0, 1 << 30), ("fit_ctx", 1, UINT32_MAX)):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or not 0 < value <= most):
-                raise UsageError(f"{arg(name)} must be an integer from 1 to {most}, got {value}",
-                                 param=name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not least <= value <= most):
+                raise UsageError(f"{arg(name)} must be an integer from {least} to {most}, got "
+                                 f"{value}", param=name)
 
     def check(self, request: KvRequest) -> None:
         super().check(request)  # --dcp is vLLM's
@@ -364,13 +484,14 @@ class LlamaCpp(Engine):
     def budget_notes(self, dep: Deployment) -> list[Note]:
         if dep.memory_bytes is None:
             return []
-        # common/arg.cpp -fit (PR #16653, on by default since Dec 2025): with -c given the context
-        # is kept (PR #18070) and layers not pinned by -ngl move to host memory, 1 GiB kept free
-        # per device; -fit off is what "failed to allocate" below is.
+        # common/arg.cpp -fit (PR #16653, b7407, on by default): with -c given the context is
+        # kept and layers move to host memory where less than --fit-target stays
+        # free (the plan's fit_notes); -fit off is what "failed to allocate" below is.
         return [Note(f"llama.cpp allocates its cache for -c at start-up; the reserve "
-                     f"({arg('reserve', 'SIZE')}) stands for its compute buffers. A cache past "
-                     "the memory is refused as with -fit off: llama-server's default -fit on "
-                     "moves layers to host memory instead (PR #16653)")]
+                     f"({arg('reserve', 'SIZE')}) stands for its compute buffers and the GPU's "
+                     "memory for the free memory llama.cpp reads. A cache past the memory is "
+                     "refused as with -fit off: llama-server's default -fit on moves layers to "
+                     "host memory instead (PR #16653)")]
 
     def idle_notes(self, dep: Deployment) -> list[Note]:
         counts = dep.layout.counts
