@@ -121,7 +121,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "rows in a Gated DeltaNet state; the drafter's layers join the pool.")] = None,
     draft_layers: Annotated[str | None, typer.Option("--draft-layers", metavar="N",
         help="The drafter's attention layers, shaped as the model's (default: the model's MTP "
-        "layers, e.g. DeepSeek-V3's num_nextn_predict_layers 1; 0 for n-gram).")] = None,
+        "layers, e.g. DeepSeek-V3's num_nextn_predict_layers 1; 0 for n-gram; SGLang's EAGLE "
+        "heads 1).")] = None,
     chunked_hybrid: Annotated[bool | None, typer.Option(
         "--chunked-hybrid/--no-chunked-hybrid", help="vLLM: keep the hybrid KV cache manager on "
         "for Llama-4's chunked local attention, as vLLM's environment switch for it does "
@@ -136,6 +137,13 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         "SGLang's, from the GPU's memory).")] = None,
     swa_full_tokens_ratio: Annotated[float | None, typer.Option("--swa-full-tokens-ratio",
         help="SGLang: sliding-window pool tokens per full-pool token (0.8).")] = None,
+    enable_dp_attention: Annotated[bool, typer.Option("--enable-dp-attention",
+        help="SGLang's DP attention: --dp N attention ranks inside the TP group, kv heads "
+        "split over --tp / N GPUs, a pool per rank.")] = False,
+    speculative_algorithm: Annotated[str | None, typer.Option("--speculative-algorithm",
+        metavar="NAME", help="SGLang's speculative decoding (v0.5.7 on): EAGLE, EAGLE3, NEXTN, "
+        "STANDALONE or NGRAM; the draft's layers (--draft-layers) get a pool of their own.")
+        ] = None,
     cache_type_k: Annotated[str, typer.Option("--cache-type-k", "-ctk", help="llama.cpp's K "
         "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",
     cache_type_v: Annotated[str, typer.Option("--cache-type-v", "-ctv",

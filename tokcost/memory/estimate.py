@@ -153,10 +153,12 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     # A decode step passes every pipeline stage: one tp group reads all layers' weights.
     roofline = None
     if peaks is not None:
-        roofline = Roofline(arch, dep.layout, peaks, weights_dtype=weights_dtype, model=entry.id)
+        # (with DP attention the whole TP group still splits the weights and all-reduces)
+        roofline = Roofline(arch, replace(dep.layout, tp=request.parallel.tp), peaks,
+                            weights_dtype=weights_dtype, model=entry.id)
         notes += roofline_notes(arch, peaks, batch=request.batch, gpu=gpu.name if gpu else None,
                                 weights_dtype=weights_dtype, model=entry.id,
-                                tp=dep.layout.tp)
+                                tp=request.parallel.tp)
     notes += _layout_notes(entry, dep, engine, plan.block_size, contexts)
     notes += engine.idle_notes(dep)
     notes += [prompt_note] if prompt_note is not None and roofline is not None else []
@@ -173,7 +175,7 @@ def estimate_kv(entry: ModelEntry, request: KvRequest, gpu: Gpu | None = None) -
     notes += _parallel_notes(dep, request.parallel.dp, report)
     return KvResult(
         model=entry.id, kv_dtype=dep.layout.dtype.name, block_size=plan.block_size,
-        tp=dep.layout.tp, pp=dep.pp, batch=request.batch, dcp=dep.dcp,
+        tp=request.parallel.tp, pp=dep.pp, batch=request.batch, dcp=dep.dcp,
         dp=request.parallel.dp, layout=dep.layout,
         rows=_rows(entry, request, dep, plan, roofline, contexts), stage=dep.stage_layout,
         context_window=entry.context_window, engine=report,
@@ -219,9 +221,11 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     cache, par, budget = request.cache, request.parallel, request.budget
     auto = str(cache.kv_dtype).lower() == "auto"
     dtype = AUTO_KV.get(arch.weights_dtype, "bf16") if auto else cache.kv_dtype
+    attn_dp = request.engine_spec.profile.attention_dp(par.dp)
+    attn_tp = par.tp // attn_dp  # kv heads split over the attention TP group
     layout = request.engine_spec.profile.cache_layout(
-        kv_layout(arch, dtype, tp=par.tp, group=cache.kv_group_size, model=entry.id),
-        lambda: kv_layout(arch, AUTO_KV.get(arch.weights_dtype, "bf16"), tp=par.tp,
+        kv_layout(arch, dtype, tp=attn_tp, group=cache.kv_group_size, model=entry.id),
+        lambda: kv_layout(arch, AUTO_KV.get(arch.weights_dtype, "bf16"), tp=attn_tp,
                           model=entry.id))
     head_dim = attention_shape(arch, entry.id)[1] if layout.token_bytes.keys() - {"mla"} else None
     group = cache.kv_group_size
@@ -237,7 +241,7 @@ def _deployment(entry: ModelEntry, arch: Architecture, request: KvRequest,
     return Deployment(
         layout=layout, gpu=gpu, memory_bytes=memory, kv_memory=budget.kv_memory, weights=weights,
         util=budget.gpu_util, reserve=DEFAULT_RESERVE if budget.reserve is None else budget.reserve,
-        block_size=cache.block_size, head_dim=head_dim, pp=par.pp, dcp=par.dcp,
+        block_size=cache.block_size, head_dim=head_dim, pp=par.pp, dcp=par.dcp, attn_dp=attn_dp,
         kv_heads=None if head_dim is None else attention_shape(arch, entry.id)[0], model=entry.id,
         model_max_len=entry.context_window, family=entry.family, model_class=arch.model_class,
         attention_heads=arch.attention_heads, kv_dtype_given="auto" if auto else None,
@@ -248,11 +252,17 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
                   contexts: tuple[int, ...]) -> list[Note]:
     layout, counts = dep.layout, dep.layout.counts
     notes = []
-    if layout.tp > 1:
+    if dep.attn_dp > 1:
+        notes.append(Note(f"numbers are per GPU: DP attention runs {dep.attn_dp} attention ranks "
+                          f"of {layout.tp} GPU{'s' * (layout.tp > 1)} in the "
+                          f"{layout.tp * dep.attn_dp}-way tensor-parallel group, so kv heads "
+                          f"split {layout.tp} way{'s' * (layout.tp > 1)}, not "
+                          f"{layout.tp * dep.attn_dp}"))
+    elif layout.tp > 1:
         notes.append(Note(f"numbers are per GPU: {layout.tp}-way tensor parallelism splits kv "
                           "heads"))
-        if "mla" in counts:
-            notes.append(Note("MLA's latent cache is replicated on every tensor-parallel GPU"))
+    if "mla" in counts and layout.tp * dep.attn_dp > 1:
+        notes.append(Note("MLA's latent cache is replicated on every tensor-parallel GPU"))
     if dep.pp > 1:
         sizes = ", ".join(str(len(s)) for s in dep.stages)
         split = "SGLang's split" if dep.pp_extra_last else "vLLM's split"
@@ -310,7 +320,16 @@ def _parallel_notes(dep: Deployment, dp: int, report: EngineReport) -> list[Note
                           f"token in {dep.dcp} of a sequence (vLLM PR #23734), so a GPU's pool "
                           f"serves {dep.dcp} x the tokens; sizes per sequence are one GPU's "
                           "share (the decode roofline still reads the whole sequence)"))
-    if dp > 1:
+    if dep.attn_dp > 1:
+        # SGLang: a scheduler per attention DP rank, each with its own pool of
+        # max_total_num_tokens (its GPUs' share), over the same TP group's GPUs.
+        conc = report.max_concurrency
+        total = (f": {dp * conc:,.2f}x requests of {report.max_model_len:,} tokens in all"
+                 if conc is not None and not report.refuses_to_start else "")
+        notes.append(Note(f"DP attention {dp}: each of the {dp} attention ranks holds its own "
+                          "pool on its GPUs of the tensor-parallel group (no more GPUs), the "
+                          f"numbers above are one rank's{total}"))
+    elif dp > 1:
         # vllm/config/cache.py: kv_cache_size_tokens is "per-DP-engine"; SGLang's DP likewise.
         conc = report.max_concurrency
         total = (f": {dp * conc:,.2f}x requests of {report.max_model_len:,} tokens in all"

@@ -68,6 +68,9 @@ class Deployment:
     head_dim: int | None = None
     pp: int = 1
     dcp: int = 1  # decode context parallel: GPUs of a TP group that split a sequence's tokens
+    # Attention data-parallel ranks inside the TP group (SGLang's DP attention): the layout's
+    # tp is then the attention TP, the TP group's size / attn_dp; 1: none.
+    attn_dp: int = 1
     kv_heads: int | None = None  # the model's (for vLLM's DCP checks); None: MLA only
     attention_heads: int | None = None  # the model's query heads (vLLM picks some backends by
     # the heads per GPU, attention_heads // tp); None: not known
@@ -370,6 +373,12 @@ class Engine(ABC):
         """``layout`` as this engine caches it; ``model_dtype()`` lays the model out in its own
         dtype (vLLM keeps the layers of --kv-cache-dtype-skip-layers in it)."""
         return layout
+
+    def attention_dp(self, dp: int) -> int:
+        """The attention data-parallel ranks ``dp`` makes inside the TP group (SGLang's DP
+        attention), splitting kv heads over the TP group's size / that many GPUs; 1: none
+        (``dp`` counts engines, each with its own cache)."""
+        return 1
 
     def gpu_knobs(self) -> dict[str, bool]:
         """Whether each option that sizes the pool from a GPU's memory is given."""

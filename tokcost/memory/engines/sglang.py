@@ -15,7 +15,7 @@ from tokcost.errors import Note, UsageError, arg
 from tokcost.memory.engines.base import Deployment, Engine, EngineGroup, EngineReport, Plan, Release
 from tokcost.memory.fit import DoesNotFit, GiB, GpuFit
 from tokcost.memory.kv import KvLayout
-from tokcost.units import format_bytes
+from tokcost.units import format_bytes, parse_count
 
 if TYPE_CHECKING:
     from tokcost.memory.request import KvRequest
@@ -31,6 +31,7 @@ V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
 V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
 V0_5_9, V0_5_10, V0_5_11, V0_5_12 = (Release(0, 5, p) for p in (9, 10, 11, 12))
 V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
+V0_5_14, V0_5_19, V0_5_22 = (Release(0, 5, p) for p in (14, 19, 22))
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
@@ -54,6 +55,15 @@ NO_PREFILL_GRAPH_FAMILIES = frozenset({"qwen3-next"})
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32",
                 "fp8": "torch.float8_e4m3fn", "fp8_e4m3": "torch.float8_e4m3fn",
                 "fp8_e5m2": "torch.float8_e5m2"}
+
+
+# --speculative-algorithm's choices (server_args.py; NEXTN runs as EAGLE, NGRAM from v0.5.3).
+SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+# Speculative decoding's memory is modelled from v0.5.7: before it (v0.4.6 to v0.5.6,
+# model_runner.py init_memory_pool) the target grew its pool by max_running_requests x
+# (num_steps x eagle_topk + num_draft_tokens) + 100 tokens with auto-chosen parameters.
+SPECULATIVE_FROM = V0_5_7
+MAX_DRAFT_LAYERS = 256  # past this a draft is no draft
 
 
 # A config.json's model_type as the catalog's family, for the rules above (--config models).
@@ -91,8 +101,10 @@ def _tp_table(parallel: int) -> float:
                 if parallel >= at_least or at_least == 1)
 
 
-def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release) -> tuple[float, str]:
-    """v0.4.6's and v0.4.7's tables, v0.4.8's tiered reserve (server_args.py __post_init__)."""
+def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release,
+                   attn_dp: int = 1) -> tuple[float, str]:
+    """v0.4.6's and v0.4.7's tables, v0.4.8's tiered reserve (server_args.py __post_init__);
+    v0.4.8 to v0.5.2 keep 4 GiB more back with DP attention (``attn_dp`` ranks)."""
     if release < V0_4_7:  # tp only; above 80 GiB 13 GiB kept back, unrounded
         if mib <= 81920:
             return _tp_table(tp), f"SGLang v0.4.6's default for GPUs up to 80 GiB at TP {tp}"
@@ -108,9 +120,13 @@ def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release) -> tuple[floa
     parallel = tp * pp  # v0.4.8 to v0.5.2: GiB kept for activations and CUDA graphs, by tier
     reserved = 1024 * ((2.8 + parallel / 10) if mib < 35 * 1024 else (9.5 + parallel / 2)
                        if mib < 90 * 1024 else (12 + parallel / 2) if mib < 160 * 1024 else 32)
+    dp_part = ""
+    if attn_dp > 1:  # server_args.py: "if self.enable_dp_attention: reserved_mem += 4 * 1024"
+        reserved += 4 * 1024
+        dp_part = ", 4,096 of them for DP attention"
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
-        f"and CUDA graphs) / {mib:,.0f} MiB")
+        f"and CUDA graphs{dp_part}) / {mib:,.0f} MiB")
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
@@ -121,16 +137,39 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
     return [s for s in sizes if s <= max_tokens]
 
 
+def speculative_reserve(algorithm: str | None, release: Release) -> int:
+    """MiB SGLang's default fraction keeps back for a draft model and its CUDA graphs, after
+    the 10 GiB floor (server_args.py _handle_gpu_memory_settings): STANDALONE 6 GiB, NGRAM
+    none, EAGLE/EAGLE3/NEXTN 2 GiB from v0.5.3 and 4 GiB from v0.5.10; none from v0.5.14
+    (arg_groups/memory_hook.py keeps no draft reserve: the draft's KV joins the pool's cell)."""
+    if algorithm is None or algorithm == "NGRAM" or release >= V0_5_14:
+        return 0
+    if algorithm == "STANDALONE":
+        return 6 * 1024
+    return 4 * 1024 if release >= V0_5_10 else 2 * 1024
+
+
+def dp_attention_reserve(graph_bs: int, attn_dp: int) -> float:
+    """MiB kept back for DP attention's padding from v0.5.3 (server_args.py; v0.5.19 on
+    arg_groups/memory_hook.py reserve_for_graph_mb): cuda_graph_max_bs x dp x 3, and x 1.5
+    more past a max_bs of 300, before the 10 GiB floor."""
+    if attn_dp < 2:
+        return 0
+    return graph_bs * attn_dp * 3 + (graph_bs * attn_dp * 1.5 if graph_bs > 300 else 0)
+
+
 def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
                                 release: Release = V0_5_23, *, mla: bool = False,
-                                prefill_graph: bool = True) -> tuple[float, str]:
+                                prefill_graph: bool = True, attn_dp: int = 1,
+                                speculative: str | None = None) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU in ``release``, and how it was
-    reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on)."""
+    reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on;
+    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm, v0.5.7 on)."""
     if memory_bytes is None:  # 0.95 from v0.5.20 (arg_groups/memory_hook.py)
         return 0.95 if release >= V0_5_20 else 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
     if release < V0_5_3:
-        return _fraction_v0_4(mib, tp, pp, release)
+        return _fraction_v0_4(mib, tp, pp, release, attn_dp if release >= V0_4_8 else 1)
     # PR #10975 (v0.5.3): chunked_prefill_size and cuda_graph_max_bs by the GPU's memory, then
     # reserved = 512 + 1.5 x chunk + 2 x graph bs + tp x pp / 8 GiB (MiB), at least 10 GiB above
     # 60 GiB. GPUs of 20 to 35 GiB: bs 16 (tp < 4) to v0.5.4, 24 from v0.5.5, and from v0.5.20
@@ -143,16 +182,21 @@ def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
         if mib < below * 1024:
             chunk, graph_bs = size, low if tp < 4 else high
             break
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
-    graphs = ""
+    dp_part = dp_attention_reserve(graph_bs, attn_dp)
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024 + dp_part
+    graphs = f", {dp_part:,.0f} of them for DP attention" if dp_part else ""
     if release >= V0_5_10 and prefill_graph and pp == 1:
         # Prefill CUDA graphs on by default from v0.5.10 (disable_piecewise_cuda_graph, off
         # with pipeline parallelism): 8 MiB per captured size, 1.5 GiB with an MLA backend.
         extra = 1.5 * 1024 if mla else len(prefill_graph_sizes(chunk)) * 8
         reserved += extra
-        graphs = f", {extra:,.0f} of them for prefill CUDA graphs"
+        graphs += f", {extra:,.0f} of them for prefill CUDA graphs"
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    draft = speculative_reserve(speculative, release)
+    if draft:
+        reserved += draft
+        graphs += f", {draft:,} of them for the draft model"
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
         f"and CUDA graphs{graphs}) / {mib:,.0f} MiB")
@@ -190,10 +234,32 @@ class SglangPlan(Plan):
     # MHATokenToKVPool keeps v_buffer at v_head_dim, memory_pool.py); 0: half of them
     k_bytes: tuple[int, int] = (0, 0)
     conv_bytes: int = 0  # of state_bytes, the conv states' (0: the split is not known)
+    # A speculative draft's attention layers (EAGLE/NEXTN/STANDALONE), each full_bytes per
+    # token: its own pool of max_total_num_tokens (eagle_worker.py shares the target's token
+    # indices), in the cell from v0.5.14 (draft_cell_size).
+    draft_layers: int = 0
+
+    @property
+    def target_cell(self) -> int:
+        return self.full_bytes * self.stage.full + self.swa_bytes * self.stage.swa
 
     @property
     def cell_size(self) -> int:
-        return self.full_bytes * self.stage.full + self.swa_bytes * self.stage.swa
+        """Bytes per token the pool is sized by: the target's, and the draft's from v0.5.14."""
+        return self.target_cell + self.draft_cell_size
+
+    @property
+    def draft_cell_size(self) -> int:
+        """What the draft adds to the cell (model_executor/pool_configurator.py
+        DefaultPoolConfigurator, v0.5.14: int(cell x (1 + draft layers / layers)); v0.5.22 adds
+        int(cell x draft layers / layers), rounded so); 0 before v0.5.14, where the draft's
+        pool lies outside mem_fraction_static's budget (model_runner.py)."""
+        cell, layers, draft = self.target_cell, self.stage.full, self.draft_layers
+        if not draft or self.release < V0_5_14 or not layers:
+            return 0
+        if self.release >= V0_5_22:
+            return int(cell * draft / layers)
+        return int(cell * (1 + draft / layers)) - cell
 
     def _align(self, n: int) -> int:
         return n // self.block_size * self.block_size
@@ -241,7 +307,8 @@ class SglangPlan(Plan):
         return min(context, self.window) if self.window else context
 
     def request_bytes(self, context: int) -> int:
-        return (context * self.full_bytes * self.stage.full + self.state_bytes
+        return (context * self.full_bytes * (self.stage.full + self.draft_layers)
+                + self.state_bytes
                 + self._swa_tokens(context) * self.swa_bytes * self.stage.swa)
 
     def max_concurrency(self, context: int) -> float | None:
@@ -308,6 +375,9 @@ class SglangPlan(Plan):
         else:
             lines.append(self._kv_line(total, self.stage.full, self.full_bytes,
                                        k_bytes=self.k_bytes[0]))
+        if self.draft_layers:  # the draft worker's pool, as many tokens, its own layers
+            lines.append(self._kv_line(total, self.draft_layers, self.full_bytes,
+                                       k_bytes=self.k_bytes[0]))
         return [*lines, f"max_total_num_tokens={total}"]
 
     def _no_memory(self) -> str:
@@ -330,7 +400,8 @@ class SglangPlan(Plan):
                           f"(ratio {s['swa_full_tokens_ratio']:g})")
         if s["max_mamba_cache_size"] is not None:
             tokens.append(f"{s['max_mamba_cache_size']:,} mamba states")
-        pools = ", ".join(f"{g.kind} pool: {g.layers} layers" for g in report.groups)
+        pools = ", ".join(f"{g.kind} pool: {g.layers} layer{'s' * (g.layers > 1)}"
+                          for g in report.groups)
         kept = [f"SGLang {self.release} keeps this model's sliding-window layers in the full "
                 "pool (from v0.5.8 only Llama-4, gpt-oss, MiMo-V2, Step-3.5 and Gemma-4 get a "
                 "sliding-window pool; before, Gemma-2/3 in v0.4.10: docs/kvmem-engines.md)"]
@@ -341,7 +412,8 @@ class SglangPlan(Plan):
     def report(self, max_model_len: int) -> EngineReport:
         pools = self._pools()
         kinds = (("mla" if self.mla else "full", self.stage.full, self.full_bytes, None),
-                 ("swa", self.stage.swa, self.swa_bytes, self.window))
+                 ("swa", self.stage.swa, self.swa_bytes, self.window),
+                 ("draft", self.draft_layers, self.full_bytes, None))
         groups = [EngineGroup(kind, n, n, self.block_size, self.block_size * per_token, window)
                   for kind, n, per_token, window in kinds if n]
         refusal = None
@@ -405,9 +477,15 @@ class Sglang(Engine):
     mem_fraction_static: float | None = None  # None: SGLang's default for the GPU
     swa_full_tokens_ratio: float | None = None  # None: 0.8
     release: Release = V0_5_23
+    # --enable-dp-attention: --dp N attention ranks inside the TP group (v0.5.22 on also
+    # spelled --attn-dp-size N, arg_groups/parallel_hook.py)
+    enable_dp_attention: bool = False
+    speculative_algorithm: str | None = None  # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM
+    draft_layers: int | None = None  # the draft's attention layers; None: the model's MTP
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "release", self.release_of(self.release))
+        self._check_speculative()
         mfs, ratio = self.mem_fraction_static, self.swa_full_tokens_ratio
         if mfs is not None and not 0 < mfs < 1:
             raise UsageError(f"{arg('mem_fraction_static')} must be in (0, 1), got {mfs:g}",
@@ -416,11 +494,50 @@ class Sglang(Engine):
             raise UsageError(f"{arg('swa_full_tokens_ratio')} must be in (0, 1], got {ratio:g}",
                              param="swa_full_tokens_ratio")
 
+    def _check_speculative(self) -> None:
+        algo, draft = self.speculative_algorithm, self.draft_layers
+        if algo is not None:
+            algo = str(algo).strip().upper()
+            if algo not in SPECULATIVE_ALGORITHMS:
+                raise UsageError(f"{arg('speculative_algorithm', repr(self.speculative_algorithm))}"
+                                 f" is not one of SGLang's: {', '.join(SPECULATIVE_ALGORITHMS)}",
+                                 param="speculative_algorithm")
+            object.__setattr__(self, "speculative_algorithm", algo)
+            if self.release < SPECULATIVE_FROM:
+                raise UsageError(
+                    f"{arg('speculative_algorithm')} is modelled from SGLang {SPECULATIVE_FROM}: "
+                    f"{self.release} grew the target's pool by max_running_requests x "
+                    "(num_steps x eagle_topk + num_draft_tokens) + 100 tokens with parameters "
+                    "it chose per model, which tokcost does not model; use "
+                    f"{arg('engine', 'sglang@0.5.7')} or later", param="speculative_algorithm",
+                    related=("engine",))
+        if draft is not None:
+            draft = parse_count(draft, param="draft_layers")
+            if draft < 0 or draft > MAX_DRAFT_LAYERS:
+                raise UsageError(f"{arg('draft_layers')} must be 0 to {MAX_DRAFT_LAYERS}, got "
+                                 f"{draft}", param="draft_layers")
+            object.__setattr__(self, "draft_layers", draft)
+            if algo is None or algo == "NGRAM":
+                raise UsageError(f"{arg('draft_layers')} are a draft model's layers; give "
+                                 f"{arg('speculative_algorithm', 'EAGLE')} (or NEXTN, EAGLE3, "
+                                 "STANDALONE) with them", param="draft_layers",
+                                 related=("speculative_algorithm",))
+
+    def attention_dp(self, dp: int) -> int:
+        return dp if self.enable_dp_attention else 1
+
     def gpu_knobs(self) -> dict[str, bool]:
         return {"mem_fraction_static": self.mem_fraction_static is not None}
 
     def check(self, request: KvRequest) -> None:
         super().check(request)
+        tp, dp = request.parallel.tp, request.parallel.dp
+        if self.enable_dp_attention and tp % dp:
+            # server_args.py: assert self.tp_size % self.dp_size == 0 (v0.4.6 on)
+            raise UsageError(f"{arg('dp', dp)} must divide {arg('tp', tp)} with "
+                             f"{arg('enable_dp_attention')}: SGLang's attention ranks split the "
+                             "tensor-parallel group", param="dp",
+                             related=("tp", "enable_dp_attention"))
         # SGLang's mem_fraction_static already leaves room for activations and CUDA graphs.
         budget = request.budget
         for param, given in (("gpu_util", budget.gpu_util is not None),
@@ -440,10 +557,9 @@ class Sglang(Engine):
                 mfs, source = self.mem_fraction_static, f"{arg('mem_fraction_static')} given"
             else:
                 mfs, source = default_mem_fraction_static(
-                    dep.memory_bytes, dep.layout.tp, dep.pp, self.release,
-                    mla=bool(dep.layout.counts["mla"]),
-                    prefill_graph=_family(dep) not in NO_PREFILL_GRAPH_FAMILIES
-                    and not _rocm(dep))
+                    dep.memory_bytes, dep.layout.tp * dep.attn_dp, dep.pp, self.release,
+                    mla=bool(dep.layout.counts["mla"]), prefill_graph=self._prefill_graph(dep),
+                    attn_dp=dep.attn_dp, speculative=self.speculative_algorithm)
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -477,6 +593,7 @@ class Sglang(Engine):
             page, page_note = _nsa_page(dep, self.release), ""
         self._refuse_unserved(dep)
         hybrid_swa = bool(counts["sliding"]) and self._swa_pool(dep)
+        draft = self._draft(dep, hybrid_swa)
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
@@ -497,13 +614,62 @@ class Sglang(Engine):
             page_note=page_note, conv_bytes=best.linear * layout.conv_elements * 2,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
-            settings={**(settings or {}),
-                      "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa},
+            draft_layers=draft, settings={
+                **(settings or {}),
+                "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa,
+                **({"speculative_algorithm": self.speculative_algorithm, "draft_layers": draft}
+                   if self.speculative_algorithm else {}),
+                **({"attention_dp": dep.attn_dp} if dep.attn_dp > 1 else {})},
             model_max_len=dep.model_max_len, version=self.version, release=self.release,
             dtype=layout.dtype.name, mem_fraction_static=mfs if isinstance(mfs, float) else None,
             # K is half of a V-padded token (kv.py v_padded_bytes: 2 x K's head size)
             k_bytes=(layout.v_padded_bytes.get(full_kind, 0) // 2,
                      layout.v_padded_bytes.get("sliding", 0) // 2))
+
+    def _draft(self, dep: Deployment, hybrid_swa: bool) -> int:
+        """The draft's attention layers in the pool: --draft-layers, else the draft config's
+        num_nextn_predict_layers (NEXTN, and EAGLE on a model with MTP layers: SGLang loads the
+        target's path as the draft, arg_groups/speculative_hook.py), else one layer, an EAGLE
+        head's num_hidden_layers (model_runner_components/spec_aux_hidden_state.py). NGRAM
+        keeps no draft pool."""
+        algo, layout = self.speculative_algorithm, dep.layout
+        if algo is None or algo == "NGRAM":
+            return 0
+        what = ("a sliding-window pool" if hybrid_swa else "Mamba or linear-attention states"
+                if layout.counts["linear"] else "a sparse-attention indexer (NSA)"
+                if layout.indexer_bytes else None)
+        if what is not None:
+            raise UsageError(f"{arg('speculative_algorithm')} is modelled for models SGLang keeps "
+                             f"in one full or MLA pool; {dep.model} has {what}, whose draft "
+                             "pools SGLang sizes by other rules (HybridSWA/Mamba/DSA "
+                             "configurators); leave it out", param="speculative_algorithm")
+        if dep.pp > 1:
+            raise UsageError(f"{arg('pp')} with {arg('speculative_algorithm')} is not modelled "
+                             "(tokcost does not place the draft on a pipeline stage); give "
+                             f"{arg('pp', 1)}", param="pp", related=("speculative_algorithm",))
+        if self.draft_layers is not None:
+            return self.draft_layers
+        if algo in ("NEXTN", "EAGLE") and layout.mtp_layers:
+            return layout.mtp_layers
+        if algo in ("NEXTN", "STANDALONE"):
+            whose = ("has no MTP layers (num_nextn_predict_layers)" if algo == "NEXTN" else
+                     "is drafted by a separate model")
+            raise UsageError(f"{arg('speculative_algorithm', algo)}: {dep.model} {whose}; give "
+                             f"the draft's attention layers as {arg('draft_layers', 'N')}",
+                             param="draft_layers", related=("speculative_algorithm",))
+        return 1
+
+    def _prefill_graph(self, dep: Deployment) -> bool:
+        """Whether SGLang captures prefill CUDA graphs for ``dep`` (v0.5.10 on, reserved for in
+        the default fraction): not for NO_PREFILL_GRAPH_FAMILIES nor on ROCm; not with DP
+        attention from v0.5.10 to v0.5.18 (server_args.py _handle_piecewise_cuda_graph, then
+        the piecewise and breakable backends' "DP attention" rule, gone from v0.5.19's
+        arg_groups/cuda_graph_hook.py); not with speculative decoding in v0.5.10 (its rule 2,
+        dropped in v0.5.11)."""
+        release = self.release
+        return not (_family(dep) in NO_PREFILL_GRAPH_FAMILIES or _rocm(dep)
+                    or (dep.attn_dp > 1 and V0_5_10 <= release < V0_5_19)
+                    or (self.speculative_algorithm is not None and release == V0_5_10))
 
     def _refuse_unserved(self, dep: Deployment) -> None:
         """A family the release has no model file for, or Mamba layers before v0.5.4's pool."""
@@ -552,12 +718,19 @@ class Sglang(Engine):
             family == "gpt-oss" and _sm100(dep) and release < V0_5_10)
 
     def idle_notes(self, dep: Deployment) -> list[Note]:
+        notes = []
+        if self.enable_dp_attention and dep.attn_dp == 1:
+            # server_args.py (_handle_data_parallelism): "if self.dp_size == 1:
+            # self.enable_dp_attention = False"
+            notes.append(Note(f"{arg('enable_dp_attention')} has no effect with {arg('dp', 1)}: "
+                              f"SGLang turns DP attention off; give {arg('dp', 'N')} attention "
+                              "ranks (N dividing --tp)"))
         if self.swa_full_tokens_ratio is None or self._swa_pool(dep):
-            return []
+            return notes
         why = ("has no sliding-window layers" if not dep.layout.counts["sliding"] else
                f"keeps its sliding-window layers in the full pool under SGLang {self.release}")
-        return [Note(f"{arg('swa_full_tokens_ratio')} has no effect: {dep.model} {why}, and the "
-                     "ratio sizes only the sliding-window pool")]
+        return [*notes, Note(f"{arg('swa_full_tokens_ratio')} has no effect: {dep.model} {why}, "
+                             "and the ratio sizes only the sliding-window pool")]
 
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
@@ -567,10 +740,37 @@ class Sglang(Engine):
                 f"{format_bytes(fit.available_bytes)} for the KV pool")
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
-        return dep.driver_note("comes out of the headroom SGLang keeps outside "
-                               f"{arg('mem_fraction_static')} (activations, CUDA graphs)")
+        notes = dep.driver_note("comes out of the headroom SGLang keeps outside "
+                                f"{arg('mem_fraction_static')} (activations, CUDA graphs)")
+        if dep.attn_dp > 1 and dep.memory_bytes is not None and dep.kv_memory is None:
+            tp = dep.layout.tp * dep.attn_dp
+            notes.append(Note(f"the weights are the model's / {tp * dep.pp} GPUs; with DP "
+                              f"attention SGLang splits the attention weights over "
+                              f"{dep.layout.tp} GPU{'s' * (dep.layout.tp > 1)} only (each rank "
+                              "holds its own), which tokcost does not add: the pool is that "
+                              "much smaller (pass SGLang's logged figures to check)"))
+        return notes
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
+        return [*self._draft_notes(report), *self._pool_notes(report, context)]
+
+    def _draft_notes(self, report: EngineReport) -> list[Note]:
+        algo, draft = self.speculative_algorithm, report.settings.get("draft_layers")
+        if algo is None or not isinstance(draft, int) or not draft:
+            return []
+        notes = []
+        if self.draft_layers is None and algo in ("EAGLE", "EAGLE3") and draft == 1:
+            notes.append(Note(f"{algo}'s draft is taken as one attention layer shaped as the "
+                              "model's (an EAGLE head's num_hidden_layers); give "
+                              f"{arg('draft_layers', 'N')} for another draft"))
+        if self.release < V0_5_14:
+            notes.append(Note(f"SGLang {self.release} sizes the pool without the draft: the "
+                              f"draft's pool ({draft} layer{'s' * (draft > 1)}, as many tokens) "
+                              f"comes out of the memory outside {arg('mem_fraction_static')} "
+                              "(from v0.5.14 its layers join the cell)"))
+        return notes
+
+    def _pool_notes(self, report: EngineReport, context: int) -> list[Note]:
         # SGLang starts; its scheduler aborts prompts past max_req_input_len
         if (self.release < V0_5_1 and report.model_max_len is not None
                 and context > report.model_max_len):
