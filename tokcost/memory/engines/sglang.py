@@ -141,7 +141,7 @@ def speculative_reserve(algorithm: str | None, release: Release) -> int:
     """MiB SGLang's default fraction keeps back for a draft model and its CUDA graphs, after
     the 10 GiB floor (server_args.py _handle_gpu_memory_settings): STANDALONE 6 GiB, NGRAM
     none, EAGLE/EAGLE3/NEXTN 2 GiB from v0.5.3 and 4 GiB from v0.5.10; none from v0.5.14
-    (arg_groups/memory_hook.py keeps no draft reserve: the draft's KV joins the pool's cell)."""
+    (PR #23862 dropped it: the draft's KV joins the pool's cell, its weights load first)."""
     if algorithm is None or algorithm == "NGRAM" or release >= V0_5_14:
         return 0
     if algorithm == "STANDALONE":
@@ -251,7 +251,8 @@ class SglangPlan(Plan):
     @property
     def draft_cell_size(self) -> int:
         """What the draft adds to the cell (model_executor/pool_configurator.py
-        DefaultPoolConfigurator, v0.5.14: int(cell x (1 + draft layers / layers)); v0.5.22 adds
+        DefaultPoolConfigurator, PR #23862 in v0.5.14: int(cell x (1 + draft layers / layers));
+        v0.5.22 adds
         int(cell x draft layers / layers), rounded so); 0 before v0.5.14, where the draft's
         pool lies outside mem_fraction_static's budget (model_runner.py)."""
         cell, layers, draft = self.target_cell, self.stage.full, self.draft_layers
@@ -724,7 +725,7 @@ class Sglang(Engine):
             # self.enable_dp_attention = False"
             notes.append(Note(f"{arg('enable_dp_attention')} has no effect with {arg('dp', 1)}: "
                               f"SGLang turns DP attention off; give {arg('dp', 'N')} attention "
-                              "ranks (N dividing --tp)"))
+                              f"ranks (N dividing {arg('tp')})"))
         if self.swa_full_tokens_ratio is None or self._swa_pool(dep):
             return notes
         why = ("has no sliding-window layers" if not dep.layout.counts["sliding"] else
@@ -768,6 +769,13 @@ class Sglang(Engine):
                               f"draft's pool ({draft} layer{'s' * (draft > 1)}, as many tokens) "
                               f"comes out of the memory outside {arg('mem_fraction_static')} "
                               "(from v0.5.14 its layers join the cell)"))
+        elif report.settings.get("mem_fraction_static") is not None:
+            # scheduler.py init_model_worker (PR #23862): the draft worker loads its weights
+            # before init_memory_pools profiles what is left
+            notes.append(Note(f"SGLang {self.release} loads the draft's weights before it sizes "
+                              "the pool, so they come out of it too; tokcost's weights are the "
+                              "target model's only: SGLang's pool is smaller by the draft's "
+                              "weights per GPU"))
         return notes
 
     def _pool_notes(self, report: EngineReport, context: int) -> list[Note]:

@@ -1,0 +1,258 @@
+"""SGLang's DP attention and speculative decoding (issue 28). Each expected figure is worked in
+its test from the arithmetic of the release's own source (python/sglang/srt/ of the PyPI
+release: server_args.py, arg_groups/memory_hook.py, model_executor/pool_configurator.py; cited in
+tokcost/memory/engines/sglang.py). GPUs as the catalog has them: H100 81,559 MiB, H200 143,771
+MiB. DeepSeek-V3 on TP 8 in bf16: 61 MLA layers x (512 + 64) x 2 B = 70,272 B per token.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tokcost.catalog.schema import Architecture
+from tokcost.cli.app import app
+from tokcost.errors import UsageError
+from tokcost.memory.engines.base import Deployment
+from tokcost.memory.engines.sglang import (
+    Sglang,
+    default_mem_fraction_static,
+    dp_attention_reserve,
+    speculative_reserve,
+)
+from tokcost.memory.kv import kv_layout
+
+MiB, GiB = 2**20, 2**30
+H100, H200 = 81_559 * MiB, 143_771 * MiB
+runner = CliRunner()
+
+
+def estimate(*args: str) -> dict:
+    result = runner.invoke(app, ["kvmem", "estimate", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def refused(*args: str) -> str:
+    result = runner.invoke(app, ["kvmem", "estimate", *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def fraction(memory: int, release: str, tp: int = 8, **kw: object) -> float:
+    return default_mem_fraction_static(memory, tp, 1, Sglang.release_of(release),
+                                       **kw)[0]  # type: ignore[arg-type]
+
+
+DSV3 = ("-m", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--context", "32k")
+
+
+# --- DP attention: kv heads -----------------------------------------------------------------
+
+def test_dp_attention_splits_kv_heads_over_the_attention_tp() -> None:
+    """Llama-3.1-70B, 8 kv heads of 128, 80 layers, --tp 8 --dp 4: get_num_kv_heads(
+    attn_tp_size 8 / 4 = 2) = 4 heads per GPU, 80 x 4 x 128 x 2 x 2 B = 163,840 B per token;
+    without DP attention TP 8 leaves one head, 40,960 B."""
+    base = ("-m", "llama-3.1-70b", "--tp", "8", "--dp", "4", "--engine", "sglang")
+    assert estimate(*base)["bytes_per_token"] == 40_960
+    dp = estimate(*base, "--enable-dp-attention")
+    assert dp["bytes_per_token"] == 163_840 and dp["kv_heads_per_gpu"] == 4
+    assert dp["tp"] == 8 and dp["dp"] == 4
+    assert any("DP attention runs 4 attention ranks of 2 GPUs" in n for n in dp["notes"])
+
+
+def test_dp_attention_leaves_the_mla_latent_alone() -> None:
+    """MLA's latent is per GPU whatever the split: 70,272 B per token with or without."""
+    out = estimate(*DSV3, "--engine", "sglang", "--dp", "8", "--enable-dp-attention")
+    assert out["bytes_per_token"] == 70_272
+    assert out["engine"]["attention_dp"] == 8
+
+
+# --- DP attention: the default fraction -------------------------------------------------------
+
+def test_dp_reserve_v0_5_23() -> None:
+    """memory_hook.py reserve_for_graph_mb: max_bs 512 (H200, tp >= 4) x dp 8 x 3 = 12,288 and,
+    max_bs past 300, x 1.5 more = 6,144: 18,432 MiB. reserved = 512 + 8,192 x 1.5 + 512 x 2 +
+    8 / 8 x 1,024 + 18,432 + 1,536 (MLA prefill graphs, kept with DP attention from v0.5.19) =
+    34,816 MiB; (143,771 - 34,816) / 143,771 = 0.75784 -> 0.758."""
+    assert dp_attention_reserve(512, 8) == 18_432
+    assert dp_attention_reserve(256, 4) == 3_072  # 256 x 4 x 3, no more at 300 or below
+    assert dp_attention_reserve(512, 1) == 0
+    assert fraction(H200, "0.5.23", mla=True, attn_dp=8) == 0.758
+    out = estimate(*DSV3, "--engine", "sglang", "--dp", "8", "--enable-dp-attention")
+    assert out["engine"]["mem_fraction_static"] == 0.758
+    assert "18,432 of them for DP attention" in out["engine"]["mem_fraction_static_source"]
+
+
+def test_dp_attention_turns_prefill_graphs_off_v0_5_10_to_v0_5_18() -> None:
+    """v0.5.10 server_args.py _handle_piecewise_cuda_graph ("3. DP attention"), to v0.5.18's
+    breakable backend rule: no 1,536 MiB for MLA prefill graphs. reserved = 512 + 12,288 +
+    1,024 + 1,024 + 18,432 = 33,280 MiB; 110,491 / 143,771 = 0.76852 -> 0.769. v0.5.19 keeps
+    them: 34,816 MiB, 0.758."""
+    dp = ("--dp", "8", "--enable-dp-attention")
+    for release, expected in (("0.5.10", 0.769), ("0.5.18", 0.769), ("0.5.19", 0.758)):
+        out = estimate(*DSV3, "--engine", f"sglang@{release}", *dp)
+        assert out["engine"]["mem_fraction_static"] == expected, release
+
+
+def test_dp_reserve_v0_5_3_before_the_floor() -> None:
+    """v0.5.3 _handle_gpu_memory_settings on an H100 at TP 8: chunk 8,192, max_bs 512;
+    512 + 12,288 + 1,024 + 1,024 + 12,288 + 6,144 = 33,280 MiB (past the 10 GiB floor);
+    (81,559 - 33,280) / 81,559 = 0.59195 -> 0.592. Without: 14,848 MiB, 0.818."""
+    assert fraction(H100, "0.5.3", attn_dp=8) == 0.592
+    assert fraction(H100, "0.5.3") == 0.818
+
+
+def test_dp_reserve_v0_4_8_to_v0_5_2_is_4_gib() -> None:
+    """v0.4.8 to v0.5.2 server_args.py: reserved_mem += 4 * 1024 with DP attention. H200 at TP 8
+    (below 160 GiB): (12 + 8 / 2) GiB = 16,384 MiB + 4,096 = 20,480; 123,291 / 143,771 =
+    0.85755 -> 0.858. v0.4.7 has no such rule: 0.871796 either way."""
+    assert fraction(H200, "0.4.10", attn_dp=8) == 0.858
+    assert fraction(H200, "0.5.2", attn_dp=8) == 0.858
+    assert fraction(H200, "0.4.10") == round((143_771 - 16_384) / 143_771, 3)
+    assert fraction(H200, "0.4.7", attn_dp=8) == fraction(H200, "0.4.7")
+
+
+def test_dp_attention_pool_per_rank_and_the_total() -> None:
+    """Each attention rank keeps its own pool: v0.5.23 H200 at 0.758 less 78.11 GiB of weights
+    leaves 28.31 GiB per GPU, 432,564 tokens of 70,272 B; 8 ranks x 432,564 / 32,000 =
+    108.14 requests of 32,000 tokens in all."""
+    out = estimate(*DSV3, "--engine", "sglang", "--dp", "8", "--enable-dp-attention")
+    assert out["engine"]["cache_tokens"] == 432_564
+    assert any("each of the 8 attention ranks" in n and "108.14x" in n for n in out["notes"])
+    assert any("attention weights over 1 GPU only" in n for n in out["notes"])
+
+
+def test_dp_attention_without_dp_changes_nothing() -> None:
+    """server_args.py: dp_size 1 turns enable_dp_attention off; tokcost says so."""
+    plain = estimate(*DSV3, "--engine", "sglang")
+    given = estimate(*DSV3, "--engine", "sglang", "--enable-dp-attention")
+    assert given["engine"]["cache_tokens"] == plain["engine"]["cache_tokens"] == 707_163
+    assert any("enable_dp_attention has no effect with dp=1" in n for n in given["notes"])
+
+
+def test_dp_must_divide_tp() -> None:
+    line = refused(*DSV3, "--engine", "sglang", "--dp", "3", "--enable-dp-attention")
+    assert "--dp 3 must divide --tp 8 with --enable-dp-attention" in line
+
+
+# --- speculative decoding: the fraction -------------------------------------------------------
+
+@pytest.mark.parametrize(("algorithm", "release", "mib"), [
+    ("EAGLE", "0.5.7", 2048), ("NEXTN", "0.5.9", 2048), ("STANDALONE", "0.5.9", 6144),
+    ("NGRAM", "0.5.9", 0), ("EAGLE3", "0.5.10", 4096), ("STANDALONE", "0.5.13", 6144),
+    ("EAGLE", "0.5.14", 0), ("STANDALONE", "0.5.23", 0), (None, "0.5.9", 0)])
+def test_speculative_reserve(algorithm: str | None, release: str, mib: int) -> None:
+    """server_args.py after the 10 GiB floor: "eagle draft models and cuda graphs" 2 GiB (v0.5.3)
+    then 4 GiB (v0.5.10), STANDALONE 6 GiB, NGRAM none; gone in v0.5.14 (PR #23862)."""
+    assert speculative_reserve(algorithm, Sglang.release_of(release)) == mib
+
+
+def test_speculative_fraction_v0_5_7() -> None:
+    """H200, TP 8, MLA: 512 + 12,288 + 1,024 + 1,024 = 14,848 MiB (past the floor) + 2,048 =
+    16,896; 126,875 / 143,771 = 0.88248 -> 0.882."""
+    out = estimate(*DSV3, "--engine", "sglang@0.5.7", "--speculative-algorithm", "EAGLE")
+    assert out["engine"]["mem_fraction_static"] == 0.882
+
+
+def test_speculative_turns_prefill_graphs_off_in_v0_5_10_only() -> None:
+    """v0.5.10's rule 2 ("Speculative decoding"): 14,848 + 4,096 = 18,944 MiB, no 1,536 for
+    MLA prefill graphs; 124,827 / 143,771 = 0.86823 -> 0.868. v0.5.11 captures them again:
+    14,848 + 1,536 + 4,096 = 20,480 MiB, 0.858."""
+    spec = ("--speculative-algorithm", "NEXTN")
+    assert estimate(*DSV3, "--engine", "sglang@0.5.10", *spec)["engine"][
+        "mem_fraction_static"] == 0.868
+    assert estimate(*DSV3, "--engine", "sglang@0.5.11", *spec)["engine"][
+        "mem_fraction_static"] == 0.858
+
+
+# --- speculative decoding: the pools ----------------------------------------------------------
+
+def test_draft_layer_joins_the_cell_v0_5_23() -> None:
+    """pool_configurator.py (v0.5.22 on): cell + int(cell x 1 / 61) = 70,272 + 1,152 = 71,424 B;
+    46.28 GiB at 0.886 // 71,424 = 695,757 tokens; the draft worker's pool, as many tokens of
+    its one layer: (695,757 + 1) x 1,152 B = 0.75 GB."""
+    out = estimate(*DSV3, "--engine", "sglang", "--speculative-algorithm", "NEXTN")
+    engine = out["engine"]
+    assert engine["cell_size_bytes"] == 71_424 and engine["cache_tokens"] == 695_757
+    assert engine["draft_layers"] == 1 and engine["speculative_algorithm"] == "NEXTN"
+    assert engine["logged_lines"][1] == ("KV Cache is allocated. dtype: torch.bfloat16, "
+                                         "#tokens: 695757, KV size: 0.75 GB")
+    assert [g["kind"] for g in engine["groups"]] == ["mla", "draft"]
+    # per sequence: 32,000 x 62 layers x 1,152 B
+    assert out["contexts"][0]["paged_sequence_bytes"] == 32_000 * 62 * 1_152
+
+
+def test_draft_outside_the_budget_v0_5_7_to_v0_5_13() -> None:
+    """Before v0.5.14 the target's pool is sized without the draft (the draft worker profiles
+    after it, model_runner_kv_cache_mixin.py): 45.72 GiB // 70,272 = 698,581 tokens, and the
+    draft's 0.75 GB pool on top."""
+    out = estimate(*DSV3, "--engine", "sglang@0.5.7", "--speculative-algorithm", "EAGLE")
+    engine = out["engine"]
+    assert engine["cell_size_bytes"] == 70_272 and engine["cache_tokens"] == 698_581
+    assert engine["logged_lines"][1] == "KV Cache is allocated. #tokens: 698581, KV size: 0.75 GB"
+    assert any("sizes the pool without the draft" in n for n in out["notes"])
+
+
+def _pool_cell(release: str, layers: int, draft: int) -> int:
+    # 8 kv heads of 128 in bf16: 4,096 B per layer and token
+    arch = Architecture(layers=layers, attention_heads=32, kv_heads=8, head_dim=128)
+    engine = Sglang(release=Sglang.release_of(release), speculative_algorithm="EAGLE",
+                    draft_layers=draft)
+    plan = engine.pools(Deployment(layout=kv_layout(arch, "bf16")), 10 * GiB)
+    return plan.cell_size
+
+
+def test_draft_cell_rounding_v0_5_14_and_v0_5_22() -> None:
+    """22 layers of 4,096 B = 90,112 B and a 3-layer draft: v0.5.14 to v0.5.21 take
+    int(90,112 x (1 + 3 / 22)) = int(102,399.99...) = 102,399 (floats); v0.5.22
+    90,112 + int(90,112 x 3 / 22) = 90,112 + 12,288 = 102,400. v0.5.13: the target's 90,112."""
+    assert _pool_cell("0.5.14", 22, 3) == 102_399
+    assert _pool_cell("0.5.21", 22, 3) == 102_399
+    assert _pool_cell("0.5.22", 22, 3) == 102_400
+    assert _pool_cell("0.5.13", 22, 3) == 90_112
+
+
+def test_eagle_head_taken_as_one_layer_and_ngram_keeps_none() -> None:
+    """An EAGLE head on a model without MTP layers: one layer (its num_hidden_layers), said;
+    NGRAM drafts from the prompt, no pool: Llama-3.1-8B's 32 x 4,096 B = 131,072 B cell."""
+    base = ("-m", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang", "--context", "8k")
+    eagle = estimate(*base, "--speculative-algorithm", "EAGLE3")
+    assert eagle["engine"]["cell_size_bytes"] == 131_072 + 4_096
+    assert any("EAGLE3's draft is taken as one attention layer" in n for n in eagle["notes"])
+    two = estimate(*base, "--speculative-algorithm", "EAGLE", "--draft-layers", "2")
+    assert two["engine"]["cell_size_bytes"] == 131_072 + 2 * 4_096
+    ngram = estimate(*base, "--speculative-algorithm", "ngram")
+    assert ngram["engine"]["cell_size_bytes"] == 131_072 and ngram["engine"]["draft_layers"] == 0
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("-m", "deepseek-v3", "--engine", "sglang@0.5.6", "--speculative-algorithm", "EAGLE"),
+     "is modelled from SGLang v0.5.7"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "NEXTN"),
+     "has no MTP layers"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "STANDALONE"),
+     "is drafted by a separate model"),
+    (("-m", "gpt-oss-120b", "--engine", "sglang", "--speculative-algorithm", "EAGLE"),
+     "a sliding-window pool"),
+    (("-m", "deepseek-v3", "--engine", "sglang", "--pp", "2", "--speculative-algorithm",
+      "NEXTN"), "--pp with --speculative-algorithm"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang", "--draft-layers", "1"),
+     "give --speculative-algorithm EAGLE"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "medusa"),
+     "is not one of SGLang's"),
+    (("-m", "llama-3.1-8b", "--speculative-algorithm", "EAGLE"),
+     "--speculative-algorithm is SGLang's setting"),
+    (("-m", "llama-3.1-8b", "--enable-dp-attention"), "--enable-dp-attention is SGLang's")])
+def test_refusals_are_one_line(args: tuple[str, ...], words: str) -> None:
+    assert words in refused(*args)
+
+
+def test_library_takes_the_algorithm_in_any_case() -> None:
+    assert Sglang(speculative_algorithm="nextn").speculative_algorithm == "NEXTN"
+    with pytest.raises(UsageError, match="0 to 256"):
+        Sglang(speculative_algorithm="EAGLE", draft_layers=1000)
