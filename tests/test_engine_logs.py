@@ -158,6 +158,11 @@ def dsv32_sglang(e: dict[str, Any]) -> None:
     assert plan.block_size == e["page_size"]
     report = plan.report(163_840)
     assert report.cache_tokens == e["logged_tokens"]
+    # as launched, --dp 8 --enable-dp-attention: 8 attention ranks of one GPU each; MLA's
+    # latent is every GPU's whole, so each rank's pool is the same 975,424 tokens
+    ranks = Sglang(release=e["release"], enable_dp_attention=True).pools(
+        Deployment(layout=layout, attn_dp=e["dp"]), e["logged_tokens"] * 61 * 788 + 63 * 61 * 788)
+    assert ranks.report(163_840).cache_tokens == e["logged_tokens"]
     assert report.lines[0] == (f"KV Cache is allocated. #tokens: {e['logged_tokens']}, "
                                f"KV size: {e['logged_kv_size_gb']:.2f} GB")
     # before the PR: the line left the indexer out (656 B), though the pool held it (788 B)

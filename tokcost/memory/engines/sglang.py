@@ -121,7 +121,7 @@ def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release,
     reserved = 1024 * ((2.8 + parallel / 10) if mib < 35 * 1024 else (9.5 + parallel / 2)
                        if mib < 90 * 1024 else (12 + parallel / 2) if mib < 160 * 1024 else 32)
     dp_part = ""
-    if attn_dp > 1:  # server_args.py: "if self.enable_dp_attention: reserved_mem += 4 * 1024"
+    if attn_dp > 1:  # PR #7054 (v0.4.8): "if self.enable_dp_attention: reserved_mem += 4 * 1024"
         reserved += 4 * 1024
         dp_part = ", 4,096 of them for DP attention"
     return round((mib - reserved) / mib, 3), (
@@ -150,9 +150,9 @@ def speculative_reserve(algorithm: str | None, release: Release) -> int:
 
 
 def dp_attention_reserve(graph_bs: int, attn_dp: int) -> float:
-    """MiB kept back for DP attention's padding from v0.5.3 (server_args.py; v0.5.19 on
-    arg_groups/memory_hook.py reserve_for_graph_mb): cuda_graph_max_bs x dp x 3, and x 1.5
-    more past a max_bs of 300, before the 10 GiB floor."""
+    """MiB kept back for DP attention's padding from v0.5.3 (PR #10975's heuristics,
+    server_args.py; v0.5.19 on arg_groups/memory_hook.py reserve_for_graph_mb): cuda graph
+    max_bs x dp x 3, and x 1.5 more past a max_bs of 300, before the 10 GiB floor."""
     if attn_dp < 2:
         return 0
     return graph_bs * attn_dp * 3 + (graph_bs * attn_dp * 1.5 if graph_bs > 300 else 0)
@@ -664,9 +664,9 @@ class Sglang(Engine):
         """Whether SGLang captures prefill CUDA graphs for ``dep`` (v0.5.10 on, reserved for in
         the default fraction): not for NO_PREFILL_GRAPH_FAMILIES nor on ROCm; not with DP
         attention from v0.5.10 to v0.5.18 (server_args.py _handle_piecewise_cuda_graph, then
-        the piecewise and breakable backends' "DP attention" rule, gone from v0.5.19's
-        arg_groups/cuda_graph_hook.py); not with speculative decoding in v0.5.10 (its rule 2,
-        dropped in v0.5.11)."""
+        the piecewise and breakable backends' "DP attention" rule, which PR #31682 took out for
+        v0.5.19, arg_groups/cuda_graph_hook.py); not with speculative decoding in v0.5.10 (its
+        rule 2, dropped in v0.5.11)."""
         release = self.release
         return not (_family(dep) in NO_PREFILL_GRAPH_FAMILIES or _rocm(dep)
                     or (dep.attn_dp > 1 and V0_5_10 <= release < V0_5_19)
