@@ -135,6 +135,14 @@ def test_dp_attention_without_dp_changes_nothing() -> None:
     assert any("enable_dp_attention has no effect with dp=1" in n for n in given["notes"])
 
 
+def test_dp_attention_without_dp_refused_before_v0_5_2() -> None:
+    """v0.4.6 to v0.5.1 server_args.py: assert self.dp_size > 1, "Please set a dp-size > 1"."""
+    line = refused(*DSV3, "--engine", "sglang@0.5.1", "--enable-dp-attention")
+    assert "SGLang v0.5.1 refuses --enable-dp-attention with --dp 1" in line
+    assert estimate(*DSV3, "--engine", "sglang@0.5.2", "--enable-dp-attention")["engine"][
+        "cache_tokens"] == estimate(*DSV3, "--engine", "sglang@0.5.2")["engine"]["cache_tokens"]
+
+
 def test_dp_must_divide_tp() -> None:
     line = refused(*DSV3, "--engine", "sglang", "--dp", "3", "--enable-dp-attention")
     assert "--dp 3 must divide --tp 8 with --enable-dp-attention" in line

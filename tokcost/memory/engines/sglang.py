@@ -533,6 +533,12 @@ class Sglang(Engine):
     def check(self, request: KvRequest) -> None:
         super().check(request)
         tp, dp = request.parallel.tp, request.parallel.dp
+        if self.enable_dp_attention and dp == 1 and self.release < Release(0, 5, 2):
+            # server_args.py to v0.5.1: assert self.dp_size > 1 (v0.5.2 turns the flag off)
+            raise UsageError(f"SGLang {self.release} refuses {arg('enable_dp_attention')} with "
+                             f"{arg('dp', 1)} (\"Please set a dp-size > 1\"); give "
+                             f"{arg('dp', 'N')} attention ranks, N dividing {arg('tp')}",
+                             param="dp", related=("enable_dp_attention", "tp"))
         if self.enable_dp_attention and tp % dp:
             # server_args.py: assert self.tp_size % self.dp_size == 0 (v0.4.6 on)
             raise UsageError(f"{arg('dp', dp)} must divide {arg('tp', tp)} with "
@@ -721,8 +727,8 @@ class Sglang(Engine):
     def idle_notes(self, dep: Deployment) -> list[Note]:
         notes = []
         if self.enable_dp_attention and dep.attn_dp == 1:
-            # server_args.py (_handle_data_parallelism): "if self.dp_size == 1:
-            # self.enable_dp_attention = False"
+            # server_args.py (_handle_data_parallelism, v0.5.2 on): "if self.dp_size == 1:
+            # self.enable_dp_attention = False"; v0.4.x and v0.5.1 refuse it (check)
             notes.append(Note(f"{arg('enable_dp_attention')} has no effect with {arg('dp', 1)}: "
                               f"SGLang turns DP attention off; give {arg('dp', 'N')} attention "
                               f"ranks (N dividing {arg('tp')})"))
