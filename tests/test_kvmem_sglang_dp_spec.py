@@ -245,8 +245,8 @@ def test_eagle_head_taken_as_one_layer_and_ngram_keeps_none() -> None:
      "has no MTP layers"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "STANDALONE"),
      "is drafted by a separate model"),
-    (("-m", "gpt-oss-120b", "--engine", "sglang", "--speculative-algorithm", "EAGLE"),
-     "a sliding-window pool"),
+    (("-m", "qwen3-next-80b-a3b", "--engine", "sglang", "--speculative-algorithm", "EAGLE3"),
+     "Mamba or linear-attention states"),
     (("-m", "deepseek-v3", "--engine", "sglang", "--pp", "2", "--speculative-algorithm",
       "NEXTN"), "--pp with --speculative-algorithm"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--draft-layers", "1"),
@@ -264,3 +264,43 @@ def test_library_takes_the_algorithm_in_any_case() -> None:
     assert Sglang(speculative_algorithm="nextn").speculative_algorithm == "NEXTN"
     with pytest.raises(UsageError, match="0 to 256"):
         Sglang(speculative_algorithm="EAGLE", draft_layers=1000)
+
+
+# --- speculative decoding on a sliding-window model -------------------------------------------
+
+def _gpt_oss(release: str, available: int = 10 * GiB) -> list[str]:
+    from tokcost.catalog import load_catalog
+    a = load_catalog().resolve("gpt-oss-120b").architecture
+    assert a is not None
+    engine = Sglang(release=Sglang.release_of(release), speculative_algorithm="EAGLE3")
+    plan = engine.pools(Deployment(layout=kv_layout(a, "bf16"), family="gpt-oss"), available)
+    return list(plan.report(32_768).lines)
+
+
+def test_eagle3_on_gpt_oss_joins_the_full_side_from_v0_5_15() -> None:
+    """gpt-oss-120b: 18 full and 18 sliding layers of 2,048 B, an EAGLE3 head of one full
+    layer. v0.5.15 HybridSWAPoolConfigurator: full = 10 GiB // (18 x 2,048 + 2,048 + 0.8 x 18 x
+    2,048 = 68,403.2) = 156,972, swa = int(0.8 x 156,972) = 125,577; the draft's pool holds
+    the full side's 156,972 tokens. v0.5.14 left the draft out of that cell: 10 GiB //
+    66,355.2 = 161,817."""
+    lines = _gpt_oss("0.5.15")
+    assert lines[0] == "Use sliding window memory pool. full_layer_tokens=156972, swa_layer_tokens=125577"
+    assert lines[3].startswith("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 156972,")
+    assert _gpt_oss("0.5.14")[0].endswith("full_layer_tokens=161817, swa_layer_tokens=129453")
+
+
+def test_draft_pool_before_the_split_in_v0_5_8() -> None:
+    """v0.5.8 init_memory_pool set draft_runner_cache_size before set_num_tokens_hybrid_swa: the
+    draft got 10 GiB // 73,728 = 145,635 tokens (the pool over every layer), not the full
+    side's; v0.5.9 hands it the full side's."""
+    v058 = _gpt_oss("0.5.8")
+    assert v058[3] == "KV Cache is allocated. #tokens: 145635, K size: 0.14 GB, V size: 0.14 GB"
+    full = _gpt_oss("0.5.9")[0].split("full_layer_tokens=")[1].split(",")[0]
+    assert f"#tokens: {full}," in _gpt_oss("0.5.9")[3]
+
+
+def test_mtp_draft_on_a_sliding_window_model_is_refused() -> None:
+    """MiMo-V2-Flash's MTP layers may sit in the SWA pool (mtp_local_layer_ids): not modelled."""
+    line = refused("-m", "mimo-v2-flash", "--engine", "sglang", "--speculative-algorithm",
+                   "NEXTN")
+    assert "own MTP layers" in line

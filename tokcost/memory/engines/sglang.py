@@ -31,7 +31,7 @@ V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
 V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
 V0_5_9, V0_5_10, V0_5_11, V0_5_12 = (Release(0, 5, p) for p in (9, 10, 11, 12))
 V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
-V0_5_14, V0_5_19, V0_5_22 = (Release(0, 5, p) for p in (14, 19, 22))
+V0_5_14, V0_5_15, V0_5_19, V0_5_22 = (Release(0, 5, p) for p in (14, 15, 19, 22))
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
@@ -258,6 +258,11 @@ class SglangPlan(Plan):
         cell, layers, draft = self.target_cell, self.stage.full, self.draft_layers
         if not draft or self.release < V0_5_14 or not layers:
             return 0
+        if self.hybrid_swa:
+            # HybridSWAPoolConfigurator from v0.5.15 (PR #29622): F x (full layers + draft
+            # layers) + ratio x S x SWA layers, the draft's layers full ones; v0.5.14 scaled
+            # only the default configurator's cell
+            return self.full_bytes * draft if self.release >= V0_5_15 else 0
         if self.release >= V0_5_22:
             return int(cell * draft / layers)
         return int(cell * (1 + draft / layers)) - cell
@@ -301,8 +306,17 @@ class SglangPlan(Plan):
         if release < V0_5_11:  # by bytes (model_runner_kv_cache_mixin.py, v0.5.9 and v0.5.10)
             full = self._align(int(tokens * (f_all + s_all) / (f_all + ratio * s_all)))
         else:  # pool_configurator.py (v0.5.11 on): the cell counts the SWA pool at the ratio
-            full = self._align(int(rest // (f_all + ratio * s_all)))
+            full = self._align(int(rest // (f_all + self.draft_cell_size + ratio * s_all)))
         return full, full, self._align(int(full * ratio))
+
+    def _draft_tokens(self, total: int) -> int:
+        """The draft pool's tokens: the target's max_total_num_tokens, but in v0.5.7 and v0.5.8
+        a hybrid SWA target handed its draft the tokens before the full/SWA split
+        (model_runner_kv_cache_mixin.py init_memory_pool set draft_runner_cache_size before
+        set_num_tokens_hybrid_swa; v0.5.9 moved it after)."""
+        if self.hybrid_swa and V0_5_7 <= self.release < V0_5_9 and self.available is not None:
+            return self._align(self.available // self.cell_size)
+        return total
 
     def _swa_tokens(self, context: int) -> int:
         return min(context, self.window) if self.window else context
@@ -377,8 +391,8 @@ class SglangPlan(Plan):
             lines.append(self._kv_line(total, self.stage.full, self.full_bytes,
                                        k_bytes=self.k_bytes[0]))
         if self.draft_layers:  # the draft worker's pool, as many tokens, its own layers
-            lines.append(self._kv_line(total, self.draft_layers, self.full_bytes,
-                                       k_bytes=self.k_bytes[0]))
+            lines.append(self._kv_line(self._draft_tokens(total), self.draft_layers,
+                                       self.full_bytes, k_bytes=self.k_bytes[0]))
         return [*lines, f"max_total_num_tokens={total}"]
 
     def _no_memory(self) -> str:
@@ -642,14 +656,26 @@ class Sglang(Engine):
         algo, layout = self.speculative_algorithm, dep.layout
         if algo is None or algo == "NGRAM":
             return 0
-        what = ("a sliding-window pool" if hybrid_swa else "Mamba or linear-attention states"
-                if layout.counts["linear"] else "a sparse-attention indexer (NSA)"
-                if layout.indexer_bytes else None)
+        what = ("Mamba or linear-attention states" if layout.counts["linear"] else
+                "a sparse-attention indexer (NSA)" if layout.indexer_bytes else
+                "only sliding-window layers" if hybrid_swa and not layout.counts["full"]
+                else None)
         if what is not None:
             raise UsageError(f"{arg('speculative_algorithm')} is modelled for models SGLang keeps "
-                             f"in one full or MLA pool; {dep.model} has {what}, whose draft "
-                             "pools SGLang sizes by other rules (HybridSWA/Mamba/DSA "
-                             "configurators); leave it out", param="speculative_algorithm")
+                             f"in full or MLA pools (and a sliding-window one beside); "
+                             f"{dep.model} has {what}, whose draft pools SGLang sizes by other "
+                             "rules (Mamba/DSA configurators); leave it out",
+                             param="speculative_algorithm")
+        own_mtp = algo == "NEXTN" or (algo == "EAGLE" and layout.mtp_layers > 0)
+        if hybrid_swa and own_mtp and self.draft_layers is None:
+            # HybridSWAPoolConfigurator: an MTP draft's layers may be sliding ones
+            # (mtp_local_layer_ids, eagle_draft_swa_num_layers), which tokcost does not place
+            raise UsageError(f"{arg('speculative_algorithm', algo)} drafts with {dep.model}'s own "
+                             "MTP layers, which SGLang may keep in its sliding-window pool: not "
+                             "modelled; an external EAGLE head's full-attention layers are "
+                             f"({arg('speculative_algorithm', 'EAGLE3')}, "
+                             f"{arg('draft_layers', 'N')})", param="speculative_algorithm",
+                             related=("draft_layers",))
         if dep.pp > 1:
             raise UsageError(f"{arg('pp')} with {arg('speculative_algorithm')} is not modelled "
                              "(tokcost does not place the draft on a pipeline stage); give "
