@@ -239,8 +239,12 @@ def test_eagle_head_taken_as_one_layer_and_ngram_keeps_none() -> None:
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (("-m", "deepseek-v3", "--engine", "sglang@0.5.6", "--speculative-algorithm", "EAGLE"),
-     "is modelled from SGLang v0.5.7"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang@0.5.1", "--speculative-algorithm",
+      "STANDALONE", "--draft-layers", "16"), "has no --speculative-algorithm STANDALONE"),
+    (("-m", "llama-3.1-8b", "--engine", "sglang@0.5.2", "--speculative-algorithm", "NGRAM"),
+     "it came in v0.5.3"),
+    (("-m", "gemma-3-27b", "--engine", "sglang@0.4.10", "--speculative-algorithm", "EAGLE3"),
+     "on a sliding-window pool is modelled from SGLang v0.5.7"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "NEXTN"),
      "has no MTP layers"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "STANDALONE"),
@@ -304,3 +308,53 @@ def test_mtp_draft_on_a_sliding_window_model_is_refused() -> None:
     line = refused("-m", "mimo-v2-flash", "--engine", "sglang", "--speculative-algorithm",
                    "NEXTN")
     assert "own MTP layers" in line
+
+
+# --- speculative decoding before v0.5.7: the pool grown for the draft and verify steps -------
+
+def test_headroom_v0_4_10_deepseek() -> None:
+    """v0.4.10 server_args.py: (12 + 8 / 2) GiB + 2 GiB for the draft = 18,432 MiB; 125,339 /
+    143,771 = 0.87180 -> 0.872. model_runner.py init_memory_pool: the profiled tokens +
+    max_running_requests 48 x (num_steps 3 x eagle_topk 1 + num_draft_tokens 4, auto-chosen for
+    DeepseekV3ForCausalLM) + 100 = + 436 tokens; the draft's pool as many."""
+    spec = estimate(*DSV3, "--engine", "sglang@0.4.10", "--speculative-algorithm", "NEXTN")
+    plain = estimate(*DSV3, "--engine", "sglang@0.4.10")
+    engine = spec["engine"]
+    assert engine["mem_fraction_static"] == 0.872
+    available = spec["gpu"]["available_kv_bytes"]
+    assert engine["cache_tokens"] == available // 70_272 + 436
+    assert engine["speculative_parameters"] == [3, 1, 4]
+    assert engine["logged_lines"][1].startswith(f"KV Cache is allocated. #tokens: "
+                                                f"{engine['cache_tokens']}, KV size:")
+    assert plain["engine"]["mem_fraction_static"] == round((143_771 - 16_384) / 143_771, 3)
+
+
+def test_headroom_params_by_release() -> None:
+    """auto_choose_speculative_params: DeepSeek took (5, 4, 8) in v0.4.6, 48 x 28 + 100 = 1,444
+    tokens; Llama (5, 4, 8) everywhere, but v0.4.6 to v0.4.8 cut eagle_topk to 1 on pages over a
+    token, num_draft_tokens then num_steps + 1: (5, 1, 6), 48 x 11 + 100 = 628."""
+    v046 = estimate(*DSV3, "--engine", "sglang@0.4.6", "--speculative-algorithm", "NEXTN")
+    assert v046["engine"]["speculative_parameters"] == [5, 4, 8]
+    assert any("= 1,444 tokens" in n for n in v046["notes"])
+    llama = ("-m", "llama-3.1-8b", "--gpu", "H100", "--context", "32k",
+             "--speculative-algorithm", "EAGLE")
+    paged = estimate(*llama, "--engine", "sglang@0.4.8", "--block-size", "16")
+    assert paged["engine"]["speculative_parameters"] == [5, 1, 6]
+    assert estimate(*llama, "--engine", "sglang@0.4.9", "--block-size", "16")["engine"][
+        "speculative_parameters"] == [5, 4, 8]
+
+
+def test_v0_4_7_speculative_fraction() -> None:
+    """v0.4.7 server_args.py: above 96 GiB 20 GiB kept back with speculative decoding (18
+    without): min(0.88 + 48 x 1,024 x 0.12 / 143,771, 123,291 / 143,771) = 0.857551; up to 80
+    GiB the table's fraction x 0.95 (H100, TP 1: 0.88 x 0.95 = 0.836)."""
+    assert abs(fraction(H200, "0.4.7", speculative="EAGLE") - 123_291 / 143_771) < 1e-12
+    assert abs(fraction(H100, "0.4.7", tp=1, speculative="EAGLE") - 0.88 * 0.95) < 1e-12
+    assert fraction(H100, "0.4.6", tp=1, speculative="EAGLE") == 0.88  # no rule in v0.4.6
+
+
+def test_standalone_reserve_v0_5_2() -> None:
+    """v0.5.2 server_args.py: STANDALONE 6 GiB, other drafts 2 GiB, on the tier's reserve: H200
+    at TP 8, (16,384 + 6,144) = 22,528 MiB; 121,243 / 143,771 = 0.84331 -> 0.843."""
+    assert fraction(H200, "0.5.2", speculative="STANDALONE") == 0.843
+    assert fraction(H200, "0.5.2", speculative="EAGLE") == 0.872

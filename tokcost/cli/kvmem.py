@@ -141,8 +141,8 @@ def estimate(  # each parameter is the field of tokcost.KvRequest of its name
         help="SGLang's DP attention: --dp N attention ranks inside the TP group, kv heads "
         "split over --tp / N GPUs, a pool per rank.")] = False,
     speculative_algorithm: Annotated[str | None, typer.Option("--speculative-algorithm",
-        metavar="NAME", help="SGLang's speculative decoding (v0.5.7 on): EAGLE, EAGLE3, NEXTN, "
-        "STANDALONE or NGRAM; the draft's layers (--draft-layers) get a pool of their own.")
+        metavar="NAME", help="SGLang's speculative decoding: EAGLE, EAGLE3, NEXTN, STANDALONE or "
+        "NGRAM; the draft's layers (--draft-layers) get a pool of their own.")
         ] = None,
     cache_type_k: Annotated[str, typer.Option("--cache-type-k", "-ctk", help="llama.cpp's K "
         "cache type: f16, bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.")] = "f16",

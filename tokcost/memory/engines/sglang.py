@@ -57,12 +57,15 @@ TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torc
                 "fp8_e5m2": "torch.float8_e5m2"}
 
 
-# --speculative-algorithm's choices (server_args.py; NEXTN runs as EAGLE, NGRAM from v0.5.3).
+# --speculative-algorithm's choices (server_args.py; NEXTN runs as EAGLE): EAGLE, EAGLE3 and
+# NEXTN from v0.4.6, STANDALONE from v0.5.2, NGRAM from v0.5.3.
 SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
-# Speculative decoding's memory is modelled from v0.5.7: before it (v0.4.6 to v0.5.6,
-# model_runner.py init_memory_pool) the target grew its pool by max_running_requests x
-# (num_steps x eagle_topk + num_draft_tokens) + 100 tokens with auto-chosen parameters.
-SPECULATIVE_FROM = V0_5_7
+SPECULATIVE_SINCE = {"STANDALONE": Release(0, 5, 2), "NGRAM": V0_5_3}
+# v0.4.6 to v0.5.6 (model_runner.py init_memory_pool) grew the target's pool by
+# max_running_requests x (num_steps x eagle_topk + num_draft_tokens) + 100 tokens for the
+# draft and verify steps, max_running_requests 48 by default (server_args.py).
+SPEC_HEADROOM_UNTIL = V0_5_7
+SPEC_MAX_RUNNING_REQUESTS = 48
 MAX_DRAFT_LAYERS = 256  # past this a draft is no draft
 
 
@@ -101,10 +104,12 @@ def _tp_table(parallel: int) -> float:
                 if parallel >= at_least or at_least == 1)
 
 
-def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release,
-                   attn_dp: int = 1) -> tuple[float, str]:
+def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release, attn_dp: int = 1,
+                   speculative: str | None = None) -> tuple[float, str]:
     """v0.4.6's and v0.4.7's tables, v0.4.8's tiered reserve (server_args.py __post_init__);
-    v0.4.8 to v0.5.2 keep 4 GiB more back with DP attention (``attn_dp`` ranks)."""
+    v0.4.8 to v0.5.2 keep 4 GiB more back with DP attention (``attn_dp`` ranks) and 2 GiB
+    with speculative decoding (STANDALONE 6 GiB, v0.5.2); v0.4.7 keeps 20 GiB, not 18, above
+    96 GiB and takes 0.95 of the table's fraction below with speculative decoding."""
     if release < V0_4_7:  # tp only; above 80 GiB 13 GiB kept back, unrounded
         if mib <= 81920:
             return _tp_table(tp), f"SGLang v0.4.6's default for GPUs up to 80 GiB at TP {tp}"
@@ -112,21 +117,29 @@ def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release,
                                          f"MiB) / {mib:,.0f} MiB")
     if release < V0_4_8:  # tp x pp; larger GPUs from 0.88 (v0.4.7 server_args.py)
         fraction = _tp_table(tp * pp) if mib <= 81920 else 0.88
+        spec = ", speculative decoding" if speculative else ""
         if mib > 180_000:
             return 0.79, "SGLang v0.4.7's default for GPUs over 180,000 MiB"
-        if mib > 96 * 1024:
-            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 18 * 1024) / mib)
-        return fraction, f"SGLang v0.4.7's default for {mib:,.0f} MiB at TP x PP {tp * pp}"
+        if mib > 96 * 1024:  # "need reserve more memory for spec cuda graph": 20 GiB
+            keep = (20 if speculative else 18) * 1024
+            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - keep) / mib)
+        elif speculative:
+            fraction *= 0.95
+        return fraction, f"SGLang v0.4.7's default for {mib:,.0f} MiB at TP x PP {tp * pp}{spec}"
     parallel = tp * pp  # v0.4.8 to v0.5.2: GiB kept for activations and CUDA graphs, by tier
     reserved = 1024 * ((2.8 + parallel / 10) if mib < 35 * 1024 else (9.5 + parallel / 2)
                        if mib < 90 * 1024 else (12 + parallel / 2) if mib < 160 * 1024 else 32)
-    dp_part = ""
+    parts = ""
+    if speculative:  # "draft model and larger cuda graph buffers"
+        draft = 6 * 1024 if speculative == "STANDALONE" else 2 * 1024
+        reserved += draft
+        parts += f", {draft:,} of them for the draft model"
     if attn_dp > 1:  # PR #7054 (v0.4.8): "if self.enable_dp_attention: reserved_mem += 4 * 1024"
         reserved += 4 * 1024
-        dp_part = ", 4,096 of them for DP attention"
+        parts += ", 4,096 of them for DP attention"
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
-        f"and CUDA graphs{dp_part}) / {mib:,.0f} MiB")
+        f"and CUDA graphs{parts}) / {mib:,.0f} MiB")
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
@@ -164,12 +177,13 @@ def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
                                 speculative: str | None = None) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU in ``release``, and how it was
     reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on;
-    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm, v0.5.7 on)."""
+    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm)."""
     if memory_bytes is None:  # 0.95 from v0.5.20 (arg_groups/memory_hook.py)
         return 0.95 if release >= V0_5_20 else 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
     if release < V0_5_3:
-        return _fraction_v0_4(mib, tp, pp, release, attn_dp if release >= V0_4_8 else 1)
+        return _fraction_v0_4(mib, tp, pp, release, attn_dp if release >= V0_4_8 else 1,
+                              speculative if release >= V0_4_7 else None)
     # PR #10975 (v0.5.3): chunked_prefill_size and cuda_graph_max_bs by the GPU's memory, then
     # reserved = 512 + 1.5 x chunk + 2 x graph bs + tp x pp / 8 GiB (MiB), at least 10 GiB above
     # 60 GiB. GPUs of 20 to 35 GiB: bs 16 (tp < 4) to v0.5.4, 24 from v0.5.5, and from v0.5.20
@@ -238,6 +252,10 @@ class SglangPlan(Plan):
     # token: its own pool of max_total_num_tokens (eagle_worker.py shares the target's token
     # indices), in the cell from v0.5.14 (draft_cell_size).
     draft_layers: int = 0
+    # v0.4.6 to v0.5.6: tokens the target adds to its pool for the draft and verify steps
+    # (max_running_requests x (steps x topk + draft tokens) + 100), and those parameters
+    spec_headroom: int = 0
+    spec_params: tuple[int, int, int] | None = None
 
     @property
     def target_cell(self) -> int:
@@ -282,7 +300,7 @@ class SglangPlan(Plan):
             # From v0.5.17 one of the slots is the pool's padding slot, not a request's
             # (mem_cache/kv_cache_configurator.py: (budget - per_slot) // per_slot states).
             mamba = slots - 1 if self.release >= V0_5_17 else slots
-        tokens = self._align(max(rest, 0) // self.cell_size)
+        tokens = self._align(max(rest, 0) // self.cell_size + self.spec_headroom)
         if not self.hybrid_swa:
             return tokens, tokens, 0, mamba
         if self.stage.full == 0:
@@ -518,14 +536,12 @@ class Sglang(Engine):
                                  f" is not one of SGLang's: {', '.join(SPECULATIVE_ALGORITHMS)}",
                                  param="speculative_algorithm")
             object.__setattr__(self, "speculative_algorithm", algo)
-            if self.release < SPECULATIVE_FROM:
+            since = SPECULATIVE_SINCE.get(algo)
+            if since is not None and self.release < since:
                 raise UsageError(
-                    f"{arg('speculative_algorithm')} is modelled from SGLang {SPECULATIVE_FROM}: "
-                    f"{self.release} grew the target's pool by max_running_requests x "
-                    "(num_steps x eagle_topk + num_draft_tokens) + 100 tokens with parameters "
-                    "it chose per model, which tokcost does not model; use "
-                    f"{arg('engine', 'sglang@0.5.7')} or later", param="speculative_algorithm",
-                    related=("engine",))
+                    f"SGLang {self.release} has no {arg('speculative_algorithm', algo)} (it came "
+                    f"in {since}); use {arg('engine', f'sglang@{str(since)[1:]}')} or later",
+                    param="speculative_algorithm", related=("engine",))
         if draft is not None:
             draft = parse_count(draft, param="draft_layers")
             if draft < 0 or draft > MAX_DRAFT_LAYERS:
@@ -615,6 +631,7 @@ class Sglang(Engine):
         self._refuse_unserved(dep)
         hybrid_swa = bool(counts["sliding"]) and self._swa_pool(dep)
         draft = self._draft(dep, hybrid_swa)
+        params = self._spec_params(dep, page) if draft else None
         full_kind: LayerKind = "mla" if counts["mla"] else "full" if counts["full"] else "sliding"
         full_bytes = layout.token_bytes.get(full_kind, 0)
         swa_bytes = layout.token_bytes.get("sliding", 0)
@@ -635,11 +652,15 @@ class Sglang(Engine):
             page_note=page_note, conv_bytes=best.linear * layout.conv_elements * 2,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
-            draft_layers=draft, settings={
+            draft_layers=draft, spec_params=params,
+            spec_headroom=0 if params is None else SPEC_MAX_RUNNING_REQUESTS * (
+                params[0] * params[1] + params[2]) + 100,
+            settings={
                 **(settings or {}),
                 "sliding_layers_in_full_pool": bool(counts["sliding"]) and not hybrid_swa,
                 **({"speculative_algorithm": self.speculative_algorithm, "draft_layers": draft}
                    if self.speculative_algorithm else {}),
+                **({"speculative_parameters": params} if params else {}),
                 **({"attention_dp": dep.attn_dp} if dep.attn_dp > 1 else {})},
             model_max_len=dep.model_max_len, version=self.version, release=self.release,
             dtype=layout.dtype.name, mem_fraction_static=mfs if isinstance(mfs, float) else None,
@@ -676,6 +697,12 @@ class Sglang(Engine):
                              f"({arg('speculative_algorithm', 'EAGLE3')}, "
                              f"{arg('draft_layers', 'N')})", param="speculative_algorithm",
                              related=("draft_layers",))
+        if hybrid_swa and self.release < SPEC_HEADROOM_UNTIL:
+            raise UsageError(f"{arg('speculative_algorithm')} on a sliding-window pool is "
+                             f"modelled from SGLang v0.5.7 ({self.release} grew the pool for the "
+                             "draft before the full/SWA split); use "
+                             f"{arg('engine', 'sglang@0.5.7')} or later",
+                             param="speculative_algorithm", related=("engine",))
         if dep.pp > 1:
             raise UsageError(f"{arg('pp')} with {arg('speculative_algorithm')} is not modelled "
                              "(tokcost does not place the draft on a pipeline stage); give "
@@ -691,6 +718,24 @@ class Sglang(Engine):
                              f"the draft's attention layers as {arg('draft_layers', 'N')}",
                              param="draft_layers", related=("speculative_algorithm",))
         return 1
+
+    def _spec_params(self, dep: Deployment, page: int) -> tuple[int, int, int] | None:
+        """(num_steps, eagle_topk, num_draft_tokens) where the release grows the pool by them
+        (v0.4.6 to v0.5.6), else None: server_args.py auto_choose_speculative_params for the
+        target's architecture, (3, 1, 4) for STANDALONE (v0.5.2 on), DeepSeek-V2/V3 (v0.4.7 on)
+        and gpt-oss (v0.5.1 on), else (5, 4, 8); v0.4.6 to v0.4.8 cut eagle_topk to 1 on pages
+        over one token, and eagle_topk 1 takes num_steps + 1 draft tokens."""
+        release = self.release
+        if release >= SPEC_HEADROOM_UNTIL:
+            return None
+        family = _family(dep)
+        short = (self.speculative_algorithm == "STANDALONE"
+                 or (family in ("deepseek-v2", "deepseek-v3", "kimi-k2") and release >= V0_4_7)
+                 or (family == "gpt-oss" and release >= V0_5_1))
+        steps, topk, draft = (3, 1, 4) if short else (5, 4, 8)
+        if page > 1 and topk > 1 and release < Release(0, 4, 9):
+            topk, draft = 1, steps + 1
+        return steps, topk, draft
 
     def _prefill_graph(self, dep: Deployment) -> bool:
         """Whether SGLang captures prefill CUDA graphs for ``dep`` (v0.5.10 on, reserved for in
@@ -796,6 +841,16 @@ class Sglang(Engine):
             notes.append(Note(f"{algo}'s draft is taken as one attention layer shaped as the "
                               "model's (an EAGLE head's num_hidden_layers); give "
                               f"{arg('draft_layers', 'N')} for another draft"))
+        params = report.settings.get("speculative_parameters")
+        if isinstance(params, tuple):
+            steps, topk, tokens = params
+            grown = SPEC_MAX_RUNNING_REQUESTS * (steps * topk + tokens) + 100
+            notes.append(Note(
+                f"SGLang {self.release} grows the pool past its budget by max_running_requests "
+                f"{SPEC_MAX_RUNNING_REQUESTS} x (num_steps {steps} x eagle_topk {topk} + "
+                f"num_draft_tokens {tokens}) + 100 = {grown:,} tokens (model_runner.py "
+                "init_memory_pool), with the parameters it chooses for this model "
+                "(auto_choose_speculative_params); others given to SGLang change that"))
         if self.release < V0_5_14:
             notes.append(Note(f"SGLang {self.release} sizes the pool without the draft: the "
                               f"draft's pool ({draft} layer{'s' * (draft > 1)}, as many tokens) "
