@@ -259,7 +259,10 @@ def test_eagle_head_taken_as_one_layer_and_ngram_keeps_none() -> None:
      "is not one of SGLang's"),
     (("-m", "llama-3.1-8b", "--speculative-algorithm", "EAGLE"),
      "--speculative-algorithm is SGLang's setting"),
-    (("-m", "llama-3.1-8b", "--enable-dp-attention"), "--enable-dp-attention is SGLang's")])
+    (("-m", "llama-3.1-8b", "--enable-dp-attention"), "--enable-dp-attention is SGLang's"),
+    (("-m", "llama-3.1-70b", "--engine", "sglang", "--tp", "8", "--dp", "2",
+      "--enable-dp-attention", "--speculative-algorithm", "STANDALONE", "--draft-layers", "16"),
+     "does not support dp attention")])
 def test_refusals_are_one_line(args: tuple[str, ...], words: str) -> None:
     assert words in refused(*args)
 

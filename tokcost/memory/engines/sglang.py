@@ -569,6 +569,13 @@ class Sglang(Engine):
                              f"{arg('dp', 1)} (\"Please set a dp-size > 1\"); give "
                              f"{arg('dp', 'N')} attention ranks, N dividing {arg('tp')}",
                              param="dp", related=("enable_dp_attention", "tp"))
+        if self.enable_dp_attention and dp > 1 and self.speculative_algorithm == "STANDALONE":
+            # server_args.py (v0.5.2 on; arg_groups/speculative_hook.py by v0.5.13): "Currently
+            # standalone speculative decoding does not support dp attention."
+            raise UsageError(f"SGLang refuses {arg('speculative_algorithm', 'STANDALONE')} with "
+                             f"{arg('enable_dp_attention')} (\"standalone speculative decoding "
+                             "does not support dp attention\"); drop one",
+                             param="speculative_algorithm", related=("enable_dp_attention",))
         if self.enable_dp_attention and tp % dp:
             # server_args.py: assert self.tp_size % self.dp_size == 0 (v0.4.6 on)
             raise UsageError(f"{arg('dp', dp)} must divide {arg('tp', tp)} with "
