@@ -253,9 +253,8 @@ class SglangPlan(Plan):
     # indices), in the cell from v0.5.14 (draft_cell_size).
     draft_layers: int = 0
     # v0.4.6 to v0.5.6: tokens the target adds to its pool for the draft and verify steps
-    # (max_running_requests x (steps x topk + draft tokens) + 100), and those parameters
+    # (max_running_requests x (steps x topk + draft tokens) + 100)
     spec_headroom: int = 0
-    spec_params: tuple[int, int, int] | None = None
 
     @property
     def target_cell(self) -> int:
@@ -269,10 +268,9 @@ class SglangPlan(Plan):
     @property
     def draft_cell_size(self) -> int:
         """What the draft adds to the cell (model_executor/pool_configurator.py
-        DefaultPoolConfigurator, PR #23862 in v0.5.14: int(cell x (1 + draft layers / layers));
-        v0.5.22 adds
-        int(cell x draft layers / layers), rounded so); 0 before v0.5.14, where the draft's
-        pool lies outside mem_fraction_static's budget (model_runner.py)."""
+        DefaultPoolConfigurator, PR #23862 in v0.5.14: int(cell x (1 + draft layers / layers)),
+        in floats; v0.5.22 adds int(cell x draft layers / layers)); 0 before v0.5.14, where the
+        draft's pool lies outside mem_fraction_static's budget (model_runner.py)."""
         cell, layers, draft = self.target_cell, self.stage.full, self.draft_layers
         if not draft or self.release < V0_5_14 or not layers:
             return 0
@@ -659,8 +657,7 @@ class Sglang(Engine):
             page_note=page_note, conv_bytes=best.linear * layout.conv_elements * 2,
             swa_ratio=DEFAULT_SWA_FULL_TOKENS_RATIO if ratio is None else ratio,
             hybrid_swa=hybrid_swa, mla=bool(counts["mla"]), available=available,
-            draft_layers=draft, spec_params=params,
-            spec_headroom=0 if params is None else SPEC_MAX_RUNNING_REQUESTS * (
+            draft_layers=draft, spec_headroom=0 if params is None else SPEC_MAX_RUNNING_REQUESTS * (
                 params[0] * params[1] + params[2]) + 100,
             settings={
                 **(settings or {}),
