@@ -200,12 +200,19 @@ def test_trtllm_options_and_mla() -> None:
 
 def test_trtllm_says_it_does_not_model_the_dsa_indexer() -> None:
     """DeepSeek-V3.2 on --engine trtllm: the indexer keys are vLLM's 132 B a layer (128 fp8 +
-    a float32 scale), 61 x (1,152 + 132) = 78,324 B; TensorRT-LLM's DSA manager sizes them by
-    tokens_per_block and the cache dtype, which tokcost says and does not model. V3 has none."""
+    a float32 scale), 61 x (1,152 + 132) = 78,324 B. TensorRT-LLM's DSACacheManager (main,
+    get_cache_size_per_token) keeps index_head_dim + index_head_dim // 128 x 4 = 128 + 4 = 132
+    values at the cache dtype: 264 B in bf16, 132 B in fp8; tokcost says so (and that the model
+    came after 1.1, PR #8405) without modelling it. V3 has no indexer and no note."""
     args = ["--kv-memory", "10GiB", "--tp", "8", "--engine", "trtllm", "--context", "8k"]
     e = estimate("-m", "deepseek-v3.2-exp", *args)
     assert e["engine"]["kv_bytes_per_token"] == 61 * (576 * 2 + 132) == 78_324
-    assert any("DSA cache manager" in n for n in e["notes"])
+    dsa = [n for n in e["notes"] if "DSA cache manager" in n]
+    assert len(dsa) == 1 and "(132 B a layer" in dsa[0] and "(264 B here" in dsa[0]
+    assert "PR #8405" in dsa[0]
+    fp8 = estimate("-m", "deepseek-v3.2-exp", *args, "--kv-dtype", "fp8")
+    assert fp8["engine"]["kv_bytes_per_token"] == 61 * (576 + 132) == 43_188
+    assert any("(132 B here" in n for n in fp8["notes"] if "DSA cache manager" in n)
     assert not any("DSA cache manager" in n for n in estimate("-m", "deepseek-v3", *args)["notes"])
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -214,6 +221,7 @@ def test_trtllm_says_it_does_not_model_the_dsa_indexer() -> None:
     (["--free-gpu-memory-fraction", "1.5", "--gpu", "H100"],
      "--free-gpu-memory-fraction must be in (0, 1]"),
     (["-m", "qwen3-next-80b-a3b"], "TensorRT-LLM's Mamba cache manager is not modelled"),
+    (["-m", "nemotron-h-56b"], "could not be read at a release"),
 ])
 def test_trtllm_refuses_what_it_does_not_read(args: list[str], message: str) -> None:
     model = [] if "-m" in args else ["-m", "llama-3.1-8b"]

@@ -165,10 +165,15 @@ class TrtLlm(Engine):
         layout = dep.stage_layout
         counts = layout.counts
         if counts["linear"]:
+            # MambaHybridCacheManager keeps a conv and an SSM state per Mamba layer for each of
+            # max_batch_size slots (main's _torch/pyexecutor/mamba_cache_manager.py, PR #6796
+            # moved it out of resource_manager.py); no release's copy of it, nor of how
+            # KvCacheCreator leaves room for it, could be read, so it is not modelled. Qwen3-Next
+            # (PR #7892) came to main after 1.2.0rc0 was cut, so the 1.1 line has no GDN state.
             raise UsageError(f"{dep.model} has linear-attention layers: TensorRT-LLM's Mamba "
-                             "cache manager is not modelled by tokcost; use "
-                             f"{arg('engine', 'vllm')} or {arg('engine', 'sglang')}",
-                             param="engine")
+                             "cache manager is not modelled by tokcost (its source could not be "
+                             f"read at a release); use {arg('engine', 'vllm')} or "
+                             f"{arg('engine', 'sglang')}", param="engine")
         tpb = self.tokens_per_block or DEFAULT_TOKENS_PER_BLOCK
         fraction = self.free_gpu_memory_fraction or DEFAULT_FRACTION
         available: int | None = dep.kv_memory  # the logged "available KV cache memory"
@@ -216,13 +221,19 @@ class TrtLlm(Engine):
             notes.append(Note("TensorRT-LLM's sliding-window layers are counted as full ones (no "
                               "max_attention_window given)"))
         if dep.layout.indexer_bytes:
-            # DSACacheManager.get_cache_bytes_per_token (_torch/attention_backend/sparse/dsa.py,
-            # main): (index_head_dim + index_head_dim / 128 x 4) x 64 / tokens_per_block values
-            # a layer at the cache dtype; no published log, its first release not identified.
+            # TensorRT-LLM runs DeepSeek-V3.2 from PR #8405 (merged to main in Oct 2025, after
+            # 1.2.0rc0: not in the 1.1 line these rules follow). Its DSACacheManager
+            # (_torch/attention_backend/sparse/dsa.py, main) sizes the indexer keys as
+            # index_head_dim + index_head_dim // 128 x 4 values a layer at the cache dtype
+            # (get_cache_size_per_token: 2 B each in bf16, 1 in fp8); some main revisions scale
+            # that by indexer_k_cache_tokens_per_block / tokens_per_block, a newer one does not.
+            # No release's copy could be read and no log was found: not modelled, only said.
+            indexer = dep.layout.indexer_bytes
             notes.append(Note(f"DeepSeek-V3.2's indexer keys are counted as vLLM keeps them "
-                              f"({dep.layout.indexer_bytes} B a layer and token); TensorRT-LLM's "
-                              "DSA cache manager sizes them by tokens_per_block and the cache dtype"
-                              " (not modelled)"))
+                              f"({indexer} B a layer and token); TensorRT-LLM runs the model only "
+                              f"after 1.1 (PR #8405), and its DSA cache manager keeps them at the "
+                              f"cache dtype ({dep.layout.dtype.vector_bytes(indexer)} B here; "
+                              "not modelled)"))
         return notes
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
