@@ -203,7 +203,7 @@ def test_trtllm_says_it_does_not_model_the_dsa_indexer() -> None:
     a float32 scale), 61 x (1,152 + 132) = 78,324 B. TensorRT-LLM's DSACacheManager (main,
     get_cache_size_per_token) keeps index_head_dim + index_head_dim // 128 x 4 = 128 + 4 = 132
     values at the cache dtype: 264 B in bf16, 132 B in fp8; tokcost says so (and that the model
-    came after 1.1, PR #8405) without modelling it. V3 has no indexer and no note."""
+    came to main after 1.2.0rc0, PR #8405) without modelling it. V3 has no indexer and no note."""
     args = ["--kv-memory", "10GiB", "--tp", "8", "--engine", "trtllm", "--context", "8k"]
     e = estimate("-m", "deepseek-v3.2-exp", *args)
     assert e["engine"]["kv_bytes_per_token"] == 61 * (576 * 2 + 132) == 78_324

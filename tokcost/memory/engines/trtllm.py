@@ -169,7 +169,7 @@ class TrtLlm(Engine):
             # max_batch_size slots (main's _torch/pyexecutor/mamba_cache_manager.py, PR #6796
             # moved it out of resource_manager.py); no release's copy of it, nor of how
             # KvCacheCreator leaves room for it, could be read, so it is not modelled. Qwen3-Next
-            # (PR #7892) came to main after 1.2.0rc0 was cut, so the 1.1 line has no GDN state.
+            # (PR #7892) came to main after 1.2.0rc0 was cut.
             raise UsageError(f"{dep.model} has linear-attention layers: TensorRT-LLM's Mamba "
                              "cache manager is not modelled by tokcost (its source could not be "
                              f"read at a release); use {arg('engine', 'vllm')} or "
@@ -222,18 +222,18 @@ class TrtLlm(Engine):
                               "max_attention_window given)"))
         if dep.layout.indexer_bytes:
             # TensorRT-LLM runs DeepSeek-V3.2 from PR #8405 (merged to main in Oct 2025, after
-            # 1.2.0rc0: not in the 1.1 line these rules follow). Its DSACacheManager
+            # 1.2.0rc0 was cut; a cherry-pick into 1.1 not checked). Its DSACacheManager
             # (_torch/attention_backend/sparse/dsa.py, main) sizes the indexer keys as
             # index_head_dim + index_head_dim // 128 x 4 values a layer at the cache dtype
             # (get_cache_size_per_token: 2 B each in bf16, 1 in fp8); some main revisions scale
             # that by indexer_k_cache_tokens_per_block / tokens_per_block, a newer one does not.
             # No release's copy could be read and no log was found: not modelled, only said.
             indexer = dep.layout.indexer_bytes
+            trt = dep.layout.dtype.vector_bytes(indexer)
             notes.append(Note(f"DeepSeek-V3.2's indexer keys are counted as vLLM keeps them "
-                              f"({indexer} B a layer and token); TensorRT-LLM runs the model only "
-                              f"after 1.1 (PR #8405), and its DSA cache manager keeps them at the "
-                              f"cache dtype ({dep.layout.dtype.vector_bytes(indexer)} B here; "
-                              "not modelled)"))
+                              f"({indexer} B a layer and token); TensorRT-LLM added the model on "
+                              f"main after 1.2.0rc0 (PR #8405), and its DSA cache manager keeps "
+                              f"them at the cache dtype ({trt} B here; not modelled)"))
         return notes
 
     def pool_notes(self, report: EngineReport, context: int) -> list[Note]:
