@@ -330,6 +330,11 @@ def test_hybrid_host_line() -> None:
     assert ("= 45,511 blocks; a request of 128,000 tokens keeps 2,002 of them over 2 groups"
             in result.stdout)
     assert "2,909,794 tokens" in result.stdout
+    # Beside the host tier's cpu_kv_cache_size_tokens (concurrency x context) stands the GPU
+    # pool vLLM v0.34 logs the same way ("GPU KV cache size", v0.21 on), not num_blocks //
+    # groups x block (v0.20's 1,332,224): one figure for the GPU in the whole output.
+    assert "GPU KV cache size: 2,358,962 tokens" in result.stdout
+    assert "2,909,794 tokens (GPU pool: 2,358,962)" in result.stdout
 
 
 def test_dcp_host_blocks_span_block_x_dcp_tokens() -> None:

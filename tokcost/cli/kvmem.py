@@ -268,7 +268,11 @@ def _render(r: Any, ctx: typer.Context) -> None:
         gpus = f" over {t.ranks} GPUs, {t.block_bytes:,} B each" if t.copies > 1 else ""
         if t.copies == 1 and t.ranks > 1:
             gpus = f", one copy for {t.ranks} GPUs (MLA's latent is the same on each)"
-        gpu = f" (GPU pool: {r.fit.cache_tokens:,})" if r.fit is not None else ""
+        # A hybrid tier's tokens are vLLM's cpu_kv_cache_size_tokens (concurrency x context):
+        # beside them the GPU pool as the release logs it, not num_blocks x block.
+        pool = e.cache_tokens if t.hybrid and e.cache_tokens is not None else (
+            r.fit.cache_tokens if r.fit is not None else None)
+        gpu = f" (GPU pool: {pool:,})" if pool is not None else ""
         longest = max(row.context for row in r.rows)
         kept = (f"; a request of {longest:,} tokens keeps {t.request_blocks(longest):,} of them "
                 f"over {len(t.groups)} groups (full: every block; sliding, chunked, Mamba: their "
