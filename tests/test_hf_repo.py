@@ -194,7 +194,7 @@ def test_cached_config_offline_sizes_the_cache_without_weights(hub_cache: Path,
     shutil.copy(FIXTURES / "opt-13b" / "config.json", opt)
     cache_repo(hub_cache, "facebook/opt-13b", opt)
     with pytest.raises(UsageError, match="no safetensors headers beside it, and tokcost has no "
-                       "rule for the parameters of its model_type"):
+                       "parameter rules for model_type opt"):
         tokcost.estimate_memory(tokcost.KvRequest.of(model="hf:facebook/opt-13b",
                                                      contexts=[4096], gpu="H100"))
 

@@ -21,6 +21,7 @@ from tokcost.catalog.hf_model import load_config
 from tokcost.cli.app import app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
+FAMILY_CONFIGS = Path(__file__).parent / "fixtures" / "hf_configs_families"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 runner = CliRunner()
 
@@ -161,9 +162,9 @@ def test_an_id_that_is_a_shipped_alias_stands_alone(tmp_path: Path) -> None:
      "give --model ID or --config PATH, not both"),
     (["kvmem", "estimate", "--config", "{tmp}/missing"], 2, "does not exist; give a config.json"),
     (["kvmem", "estimate", "--config", "{fixtures}/opt-13b", "--gpu", "H100"], 2,
-     "no safetensors headers beside it, and tokcost has no rule for the parameters of its "
-     "model_type (opt) or quantization, so the weights' size is unknown; give the model "
-     "folder with its shards, or --kv-memory SIZE without --gpu and --bandwidth"),
+     "no safetensors headers beside it, and tokcost has no parameter rules for model_type "
+     "opt, so the weights' size is unknown; give the model folder with its shards, or "
+     "--kv-memory SIZE without --gpu and --bandwidth"),
     (["kvmem", "estimate", "--config", "{bad}"], 1, "num_hidden_layers is 'x'; expected the "
      "number of layers"),
 ])
@@ -175,6 +176,31 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], code: int, fra
     result = runner.invoke(app, args)
     assert result.exit_code == code, result.output
     assert fragment in result.output, result.output
+    one_line_error(result.output)
+
+
+@pytest.mark.parametrize(("family", "path", "value", "fragment"), [
+    # A value out of range in a family that has parameter rules is named with its field, not
+    # reported as a family without rules (the error dropped config_weights' reason).
+    ("kimi-k2", ("n_shared_experts",), 10**12, "and n_shared_experts is 1000000000000; "
+     "expected the shared experts"),
+    ("nemotron-3-nano-30b-a3b", ("moe_latent_size",), 10**15, "and moe_latent_size is "
+     "1000000000000000; expected the latent MoE width"),
+    ("llama-4-scout", ("vision_config", "hidden_size"), 10**12, "and vision_config: "
+     "hidden_size is 1000000000000; expected the vision width"),
+])
+def test_weights_errors_name_the_config_field(tmp_path: Path, family: str, path: tuple[str, ...],
+                                              value: int, fragment: str) -> None:
+    config = json.loads((FAMILY_CONFIGS / family / "config.json").read_text())
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = runner.invoke(app, ["kvmem", "estimate", "--config", str(tmp_path), "--gpu", "H200"])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output, result.output
+    assert "no rule" not in result.output and "model_type" not in result.output
     one_line_error(result.output)
 
 

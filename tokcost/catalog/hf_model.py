@@ -30,6 +30,7 @@ class HfModel:
     shards: int  # safetensors files whose headers were read (0: none found)
     header_bytes: int | None  # bytes read for them (None: read over HTTP)
     notes: tuple[str, ...] = ()
+    unsized: str | None = None  # why config.json alone does not size the weights (no shards)
 
 
 def is_hf_spec(model: str) -> bool:
@@ -62,14 +63,14 @@ def load_config(path: str | Path, *, model_id: str | None = None) -> HfModel:
     config = read_config_json(config_file, str(config_file))
     names = shard_names(folder)
     checkpoint = read_checkpoint(folder, names) if names else None
-    weights, notes = read_weights(config, checkpoint, str(config_file))
+    weights, notes, unsized = read_weights(config, checkpoint, str(config_file))
     tokenizer = folder / "tokenizer.json"
     model_id = model_id or (folder.resolve().name or "model").lower()
     entry = make_entry(config, str(config_file), model_id, weights, str(config_file.resolve()),
                        f"hf:{tokenizer.resolve()}" if tokenizer.is_file() else None)
     return HfModel(entry, str(config_file), str(folder), weights,
                    len(checkpoint.files) if checkpoint else 0,
-                   checkpoint.bytes_read if checkpoint else None, notes)
+                   checkpoint.bytes_read if checkpoint else None, notes, unsized)
 
 
 def read_config_json(path: Path, where: str) -> dict[str, Any]:
@@ -92,14 +93,16 @@ def read_config_json(path: Path, where: str) -> dict[str, Any]:
 
 
 def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: str
-             ) -> tuple[WeightsSummary | None, tuple[str, ...]]:
+             ) -> tuple[WeightsSummary | None, tuple[str, ...], str | None]:
+    """The weights (None: unknown), the notes that say where they came from, and why
+    config.json alone did not size them (None: it did, or the shards' headers were read)."""
     f = hf_config.ConfigFields(config, where)
     if checkpoint is None:
         derived = config_weights(config, where)
         if isinstance(derived, str):
             return None, (f"no safetensors headers beside the config, and {derived}: the "
                           "weights' size and parameters are unknown (give the folder with its "
-                          "shards)",)
+                          "shards)",), derived
         cast = " (float32 served in bfloat16)" if (f.dtype or "").lower() in ("float32",
                                                                             "float") else ""
         notes = [f"weights from config.json (no safetensors headers beside it): "
@@ -111,7 +114,7 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
             only = "" if derived.encoder_params else ", which count the text model only"
             notes.append(f"{' and '.join(derived.unsized)} {verb} not sized from config.json: "
                          f"left out of the weights (unknown){only}")
-        return derived, tuple(notes)
+        return derived, tuple(notes), None
     summary = summarize(checkpoint.tensors, config_dtype=f.dtype, quantization=f.quantization,
                         layers=f.need("num_hidden_layers", "the number of layers", cap=MAX_LAYERS))
     experts = (f" ({format_bytes(summary.expert_bytes)} of them routed experts)"
@@ -125,7 +128,7 @@ def read_weights(config: dict[str, Any], checkpoint: Checkpoint | None, where: s
     if summary.cast_float32:
         notes.append("float32 tensors counted at 16 bits: vLLM serves float32 checkpoints "
                      "in bfloat16 (its dtype auto)")
-    return summary, tuple(notes)
+    return summary, tuple(notes), None
 
 
 def make_entry(config: dict[str, Any], where: str, model_id: str, weights: WeightsSummary | None,

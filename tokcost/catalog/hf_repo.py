@@ -52,14 +52,15 @@ def fetch_repo(repo: str, *, model_id: str | None = None) -> HfModel:
         tokenizer = hub_has_file(repo, "tokenizer.json")
     where = f"hf:{repo} config.json"
     config = read_config_json(config_file, where)
-    weights, more = read_weights(config, checkpoint, where)
+    weights, more, unsized = read_weights(config, checkpoint, where)
     model_id = model_id or repo.rsplit("/", 1)[1].lower()
     url = f"https://huggingface.co/{repo}"
     entry = make_entry(config, where, model_id, weights, f"{url}/blob/main/config.json",
                        f"hf:{repo}" if tokenizer else None, (repo,), url)
     return HfModel(entry, str(config_file), origin, weights,
                    len(checkpoint.files) if checkpoint else 0,
-                   (checkpoint.bytes_read or None) if checkpoint else None, (*notes, *more))
+                   (checkpoint.bytes_read or None) if checkpoint else None, (*notes, *more),
+                   unsized)
 
 
 def _hub_answers() -> str | None:

@@ -210,9 +210,13 @@ def resolve_model(model: str | ModelEntry | None, *, config: str | Path | None =
     loaded = load_model_source(config if config is not None else str(model))
     arch = loaded.entry.architecture
     if needs_weights and arch is not None and arch.params_total is None:
+        # config_weights' reason: a family or quantization without a rule, or a config value
+        # out of range (said with its field, not as a missing rule)
+        why = (loaded.unsized or f"tokcost has no rule for the parameters of its model_type "
+               f"({loaded.entry.family}) or quantization").removeprefix(loaded.config_file)
+        why = why.lstrip(": ")  # the file is named once, first
         raise UsageError(
-            f"{loaded.config_file}: no safetensors headers beside it, and tokcost has no rule "
-            f"for the parameters of its model_type ({loaded.entry.family}) or quantization, so "
+            f"{loaded.config_file}: no safetensors headers beside it, and {why}, so "
             f"the weights' size is unknown; give the model folder with its shards, or "
             f"{arg('kv_memory', 'SIZE')} without {arg('gpu')} and {arg('bandwidth')}",
             param="kv_memory", related=("gpu", "bandwidth"))
