@@ -153,6 +153,17 @@ def _family(name: str) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.parametrize("tower", ["x", ["vision"], 7])
+def test_a_tower_that_is_not_an_object_is_said_not_dropped(tower: object) -> None:
+    # Gemma-4-E4B with its audio tower and a vision_config that is no JSON object: the text
+    # model and the audio tower are sized as without it, and the vision tower is named as
+    # left out (it was skipped without a word).
+    sized = _weights({**_family("gemma-4-e4b"), "audio_config": GEMMA4_AUDIO})
+    w = _weights({**_family("gemma-4-e4b"), "audio_config": GEMMA4_AUDIO, "vision_config": tower})
+    assert (w.params, w.encoder_params) == (sized.params, sized.encoder_params)
+    assert w.unsized == ("the vision encoder (vision_config)",)
+
+
 def test_gemma4_26b_a4b_moe_beside_a_dense_mlp() -> None:
     # Gemma4TextDecoderLayer with enable_moe_block (transformers modeling_gemma4.py; vLLM
     # gemma4.py): a dense MLP and, beside it, a router and 128 experts.

@@ -93,7 +93,9 @@ def config_weights(config: Mapping[str, Any], where: str) -> WeightsSummary | st
         parts = list(_parts(f))
         for key in _ENCODER_NAMES:
             tower = config.get(key)
-            if isinstance(tower, Mapping) and key not in unsized:
+            if tower not in (None, {}) and not isinstance(tower, Mapping):
+                unsized.append(key)  # a tower given as a string or list: said, not dropped
+            elif isinstance(tower, Mapping) and key not in unsized:
                 try:
                     encoder += [replace(p, encoder=True) for p in _encoder(key, tower, f, where)]
                 except _Unsized:
