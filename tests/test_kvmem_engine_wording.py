@@ -136,3 +136,13 @@ def test_deepseek_v32_fp8_stays_fp8_where_flashinfer_sparse_runs() -> None:
     converted = _json("--config", V32, "--engine", "vllm@0.18", "--kv-dtype", "fp8", "--gpu",
                       "B200", "--tp", "4", "--context", "8k")
     assert converted["kv_dtype"] == "fp8_ds_mla" and converted["bytes_per_token"] == 48_068
+
+
+def test_a_kv_shared_refusal_names_gemma_4_too() -> None:
+    # Gemma-4-E4B's last 18 layers reuse earlier layers' KV (num_kv_shared_layers), as
+    # Gemma-3n's do: SGLang's refusal named Gemma-3n alone for a Gemma-4 config.
+    e4b = str(Path(V32).parent / "gemma-4-e4b")
+    code, output = _run("--config", e4b, "--engine", "sglang", "--kv-memory", "20GiB")
+    assert code == 2, output
+    assert "share another layer's KV (Gemma-3n, Gemma-4 E2B/E4B)" in output, output
+    assert len([line for line in output.splitlines() if line.strip()]) == 1, output

@@ -360,7 +360,7 @@ class Engine(ABC):
         caches only vLLM and the ideal cache are modelled for (SGLang: chunked too; llama.cpp:
         Falcon-H1 and shared KV too)."""
         what = ("chunked local attention (Llama-4)" if dep.layout.chunked and not chunked else
-                "layers that share another layer's KV (Gemma-3n)"
+                "layers that share another layer's KV (Gemma-3n, Gemma-4 E2B/E4B)"
                 if dep.layout.kv_shared and not shared else
                 "attention and Mamba side by side in each layer (Falcon-H1)"
                 if dep.layout.parallel and not parallel else None)
