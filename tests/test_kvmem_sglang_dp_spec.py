@@ -255,6 +255,9 @@ def test_eagle_head_taken_as_one_layer_and_ngram_keeps_none() -> None:
       "NEXTN"), "--pp with --speculative-algorithm"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--draft-layers", "1"),
      "give --speculative-algorithm EAGLE"),
+    # an EAGLE draft of 0 layers was sized as no draft at all, without a word
+    (("-m", "deepseek-v3", "--engine", "sglang", "--speculative-algorithm", "EAGLE",
+      "--draft-layers", "0"), "--draft-layers 0 leaves EAGLE's draft model without layers"),
     (("-m", "llama-3.1-8b", "--engine", "sglang", "--speculative-algorithm", "medusa"),
      "is not one of SGLang's"),
     (("-m", "llama-3.1-8b", "--speculative-algorithm", "EAGLE"),

@@ -551,6 +551,11 @@ class Sglang(Engine):
                                  f"{arg('speculative_algorithm', 'EAGLE')} (or NEXTN, EAGLE3, "
                                  "STANDALONE) with them", param="draft_layers",
                                  related=("speculative_algorithm",))
+            if draft == 0:  # every draft model SGLang loads has attention layers
+                raise UsageError(f"{arg('draft_layers', 0)} leaves {algo}'s draft model without "
+                                 "layers; give its attention layers, or "
+                                 f"{arg('speculative_algorithm', 'NGRAM')} (no draft model)",
+                                 param="draft_layers", related=("speculative_algorithm",))
 
     def attention_dp(self, dp: int) -> int:
         return dp if self.enable_dp_attention else 1
