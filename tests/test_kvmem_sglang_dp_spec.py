@@ -132,15 +132,44 @@ def test_dp_attention_without_dp_changes_nothing() -> None:
     plain = estimate(*DSV3, "--engine", "sglang")
     given = estimate(*DSV3, "--engine", "sglang", "--enable-dp-attention")
     assert given["engine"]["cache_tokens"] == plain["engine"]["cache_tokens"] == 707_163
-    assert any("enable_dp_attention has no effect with dp=1" in n for n in given["notes"])
+    assert any("enable_dp_attention with dp=1: SGLang turns DP attention off; give" in n
+               for n in given["notes"])
 
 
 def test_dp_attention_without_dp_refused_before_v0_5_2() -> None:
     """v0.4.6 to v0.5.1 server_args.py: assert self.dp_size > 1, "Please set a dp-size > 1"."""
     line = refused(*DSV3, "--engine", "sglang@0.5.1", "--enable-dp-attention")
     assert "SGLang v0.5.1 refuses --enable-dp-attention with --dp 1" in line
-    assert estimate(*DSV3, "--engine", "sglang@0.5.2", "--enable-dp-attention")["engine"][
-        "cache_tokens"] == estimate(*DSV3, "--engine", "sglang@0.5.2")["engine"]["cache_tokens"]
+
+
+@pytest.mark.parametrize(("release", "without", "given"), [
+    # Llama-3.1-70B on an H200 (143,771 MiB) at TP 8. v0.5.2: (12 + 8 / 2) GiB = 16,384 MiB,
+    # and + 4,096 with DP attention: round((143,771 - 20,480) / 143,771, 3) = 0.858.
+    ("0.5.2", 0.886, 0.858),
+    # v0.5.3 on: 512 + 8,192 x 1.5 + 512 x 2 + 8 / 8 x 1,024 = 14,848 MiB; DP attention adds
+    # max_bs 512 x dp_size 1 x 3 + 512 x 1 x 1.5 (max_bs > 300) = 2,304: 17,152 -> 0.881.
+    ("0.5.9", 0.897, 0.881),
+    # v0.5.10 to v0.5.18: + 58 prefill graph sizes x 8 = 464 MiB without the flag (0.893); with
+    # it _handle_piecewise_cuda_graph (v0.5.10), then the piecewise rule "DP attention" (to
+    # v0.5.18), turns prefill graphs off first: 17,152 again.
+    ("0.5.12", 0.893, 0.881),
+    # v0.5.19 to v0.5.21 (memory_hook.py reads enable_dp_attention before the dp_size-1 pass):
+    # 14,848 + 2,304 + 464 = 17,616 -> 0.877.
+    ("0.5.21", 0.893, 0.877),
+    # v0.5.22 asks attn_dp_size > 1 (attn_dp_enabled_of): nothing more.
+    ("0.5.22", 0.893, 0.893)])
+def test_dp_attention_with_dp_1_sizes_the_fraction_before_sglang_turns_it_off(
+        release: str, without: float, given: float) -> None:
+    """v0.5.2 to v0.5.21 reset enable_dp_attention for dp_size 1 (_handle_data_parallelism)
+    only after _handle_gpu_memory_settings has reserved for it."""
+    base = ("-m", "llama-3.1-70b", "--gpu", "H200", "--tp", "8", "--context", "8k",
+            "--engine", f"sglang@{release}")
+    assert estimate(*base)["engine"]["mem_fraction_static"] == without
+    flagged = estimate(*base, "--enable-dp-attention")
+    assert flagged["engine"]["mem_fraction_static"] == given
+    late = any("turns DP attention off only after it has sized its default" in n
+               for n in flagged["notes"])
+    assert late == (given != without)
 
 
 def test_dp_must_divide_tp() -> None:

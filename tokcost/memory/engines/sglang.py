@@ -32,6 +32,14 @@ V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 
 V0_5_9, V0_5_10, V0_5_11, V0_5_12 = (Release(0, 5, p) for p in (9, 10, 11, 12))
 V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
 V0_5_14, V0_5_15, V0_5_19, V0_5_22 = (Release(0, 5, p) for p in (14, 15, 19, 22))
+# --enable-dp-attention with --dp 1: v0.4.8 to v0.5.1 assert dp_size > 1; v0.5.2 on reset it
+# ("if self.dp_size == 1: self.enable_dp_attention = False", _handle_data_parallelism; a
+# post-process pass from v0.5.15) only after __post_init__ has sized the default
+# mem_fraction_static (v0.5.2: + 4 GiB; v0.5.3 to v0.5.18 server_args.py, v0.5.19 to v0.5.21
+# arg_groups/memory_hook.py: + cuda graph max_bs x 1 x 3 ...) and, v0.5.10 to v0.5.18, the prefill
+# CUDA graphs (_handle_piecewise_cuda_graph, then _disable_tc_piecewise_cudagraph_if_incompatible)
+# with DP attention on. v0.5.22's reserve asks attn_dp_size > 1 (attn_dp_enabled_of).
+SGLANG_DP1_ATTENTION = (Release(0, 5, 2), V0_5_22)
 DEFAULT_SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio, from v0.5.4
 MAMBA_CACHE_PER_RUNNING_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
@@ -104,10 +112,10 @@ def _tp_table(parallel: int) -> float:
                 if parallel >= at_least or at_least == 1)
 
 
-def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release, attn_dp: int = 1,
+def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release, dp_attention: bool = False,
                    speculative: str | None = None) -> tuple[float, str]:
     """v0.4.6's and v0.4.7's tables, v0.4.8's tiered reserve (server_args.py __post_init__);
-    v0.4.8 to v0.5.2 keep 4 GiB more back with DP attention (``attn_dp`` ranks) and 2 GiB
+    v0.4.8 to v0.5.2 keep 4 GiB more back with DP attention (``dp_attention``) and 2 GiB
     with speculative decoding (STANDALONE 6 GiB, v0.5.2); v0.4.7 keeps 20 GiB, not 18, above
     96 GiB and takes 0.95 of the table's fraction below with speculative decoding."""
     if release < V0_4_7:  # tp only; above 80 GiB 13 GiB kept back, unrounded
@@ -134,7 +142,7 @@ def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release, attn_dp: int 
         draft = 6 * 1024 if speculative == "STANDALONE" else 2 * 1024
         reserved += draft
         parts += f", {draft:,} of them for the draft model"
-    if attn_dp > 1:  # PR #7054 (v0.4.8): "if self.enable_dp_attention: reserved_mem += 4 * 1024"
+    if dp_attention:  # PR #7054 (v0.4.8): "if self.enable_dp_attention: reserved_mem += 4 * 1024"
         reserved += 4 * 1024
         parts += ", 4,096 of them for DP attention"
     return round((mib - reserved) / mib, 3), (
@@ -162,11 +170,12 @@ def speculative_reserve(algorithm: str | None, release: Release) -> int:
     return 4 * 1024 if release >= V0_5_10 else 2 * 1024
 
 
-def dp_attention_reserve(graph_bs: int, attn_dp: int) -> float:
+def dp_attention_reserve(graph_bs: int, attn_dp: int, *, on: bool | None = None) -> float:
     """MiB kept back for DP attention's padding from v0.5.3 (PR #10975's heuristics,
     server_args.py; v0.5.19 on arg_groups/memory_hook.py reserve_for_graph_mb): cuda graph
-    max_bs x dp x 3, and x 1.5 more past a max_bs of 300, before the 10 GiB floor."""
-    if attn_dp < 2:
+    max_bs x dp x 3, and x 1.5 more past a max_bs of 300, before the 10 GiB floor; ``on``:
+    DP attention is on when it is reckoned (default: ``attn_dp`` > 1)."""
+    if not (attn_dp > 1 if on is None else on):
         return 0
     return graph_bs * attn_dp * 3 + (graph_bs * attn_dp * 1.5 if graph_bs > 300 else 0)
 
@@ -174,15 +183,20 @@ def dp_attention_reserve(graph_bs: int, attn_dp: int) -> float:
 def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
                                 release: Release = V0_5_23, *, mla: bool = False,
                                 prefill_graph: bool = True, attn_dp: int = 1,
-                                speculative: str | None = None) -> tuple[float, str]:
+                                speculative: str | None = None,
+                                dp1_attention: bool = False) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU in ``release``, and how it was
     reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on;
-    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm)."""
+    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm;
+    ``dp1_attention``: --enable-dp-attention with --dp 1, still on when the fraction is
+    reckoned, ``SGLANG_DP1_ATTENTION``)."""
+    dp_on = attn_dp > 1 or (dp1_attention and SGLANG_DP1_ATTENTION[0] <= release
+                            < SGLANG_DP1_ATTENTION[1])
     if memory_bytes is None:  # 0.95 from v0.5.20 (arg_groups/memory_hook.py)
         return 0.95 if release >= V0_5_20 else 0.88, "SGLang's default without a known GPU"
     mib = memory_bytes / MiB
     if release < V0_5_3:
-        return _fraction_v0_4(mib, tp, pp, release, attn_dp if release >= V0_4_8 else 1,
+        return _fraction_v0_4(mib, tp, pp, release, dp_on and release >= V0_4_8,
                               speculative if release >= V0_4_7 else None)
     # PR #10975 (v0.5.3): chunked_prefill_size and cuda_graph_max_bs by the GPU's memory, then
     # reserved = 512 + 1.5 x chunk + 2 x graph bs + tp x pp / 8 GiB (MiB), at least 10 GiB above
@@ -196,7 +210,7 @@ def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
         if mib < below * 1024:
             chunk, graph_bs = size, low if tp < 4 else high
             break
-    dp_part = dp_attention_reserve(graph_bs, attn_dp)
+    dp_part = dp_attention_reserve(graph_bs, attn_dp, on=dp_on)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024 + dp_part
     graphs = f", {dp_part:,.0f} of them for DP attention" if dp_part else ""
     if release >= V0_5_10 and prefill_graph and pp == 1:
@@ -606,7 +620,8 @@ class Sglang(Engine):
                 mfs, source = default_mem_fraction_static(
                     dep.memory_bytes, dep.layout.tp * dep.attn_dp, dep.pp, self.release,
                     mla=bool(dep.layout.counts["mla"]), prefill_graph=self._prefill_graph(dep),
-                    attn_dp=dep.attn_dp, speculative=self.speculative_algorithm)
+                    attn_dp=dep.attn_dp, speculative=self.speculative_algorithm,
+                    dp1_attention=self.enable_dp_attention)
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
             available = int(dep.memory_bytes * mfs) - dep.weights
             if available <= 0:
@@ -755,7 +770,8 @@ class Sglang(Engine):
         rule 2, dropped in v0.5.11)."""
         release = self.release
         return not (_family(dep) in NO_PREFILL_GRAPH_FAMILIES or _rocm(dep)
-                    or (dep.attn_dp > 1 and V0_5_10 <= release < V0_5_19)
+                    or ((dep.attn_dp > 1 or self.enable_dp_attention) and V0_5_10 <= release
+                        < V0_5_19)  # --dp 1 too: SGLANG_DP1_ATTENTION
                     or (self.speculative_algorithm is not None and release == V0_5_10))
 
     def _refuse_unserved(self, dep: Deployment) -> None:
@@ -808,10 +824,16 @@ class Sglang(Engine):
         notes = []
         if self.enable_dp_attention and dep.attn_dp == 1:
             # server_args.py (_handle_data_parallelism, v0.5.2 on): "if self.dp_size == 1:
-            # self.enable_dp_attention = False"; v0.4.x and v0.5.1 refuse it (check)
-            notes.append(Note(f"{arg('enable_dp_attention')} has no effect with {arg('dp', 1)}: "
-                              f"SGLang turns DP attention off; give {arg('dp', 'N')} attention "
-                              f"ranks (N dividing {arg('tp')})"))
+            # self.enable_dp_attention = False"; v0.4.x and v0.5.1 refuse it (check); before
+            # v0.5.22 only after the default fraction (SGLANG_DP1_ATTENTION)
+            first, last = SGLANG_DP1_ATTENTION
+            late = (f" only after it has sized its default {arg('mem_fraction_static')} with "
+                    "it on (its DP attention reserve above)" if first <= self.release < last
+                    and self.mem_fraction_static is None and dep.kv_memory is None
+                    and dep.memory_bytes is not None else "")
+            notes.append(Note(f"{arg('enable_dp_attention')} with {arg('dp', 1)}: SGLang turns "
+                              f"DP attention off{late}; give {arg('dp', 'N')} attention ranks "
+                              f"(N dividing {arg('tp')})"))
         if self.swa_full_tokens_ratio is None or self._swa_pool(dep):
             return notes
         why = ("has no sliding-window layers" if not dep.layout.counts["sliding"] else
