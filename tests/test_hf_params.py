@@ -153,6 +153,17 @@ def _family(name: str) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.parametrize("block", [[True, True], [10**20, 10**20], [128, 0]])
+def test_fp8_blocks_out_of_range_are_said_not_sized(block: list[object]) -> None:
+    # weight_block_size [true, true] read as 1 x 1 blocks (a float32 scale per weight), and
+    # 10**20 as one scale per tensor: a config no checkpoint has is said, not sized.
+    config = _family("kimi-k2")
+    config = {**config, "quantization_config": {**config["quantization_config"],
+                                                "weight_block_size": block}}
+    found = config_weights(config, "config.json")
+    assert isinstance(found, str) and "its quantization (fp8) is not sized" in found
+
+
 @pytest.mark.parametrize("tower", ["x", ["vision"], 7])
 def test_a_tower_that_is_not_an_object_is_said_not_dropped(tower: object) -> None:
     # Gemma-4-E4B with its audio tower and a vision_config that is no JSON object: the text

@@ -126,7 +126,8 @@ def _byte_rule(f: ConfigFields) -> Callable[[Part], int] | str:
     block = q.get("weight_block_size") if q else None
     skipped = q.get("modules_to_not_convert") if q else None
     if (method == "fp8" and isinstance(block, list) and len(block) == 2
-            and all(isinstance(b, int) and b > 0 for b in block)
+            and all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= s.MAX_WIDTH
+                    for b in block)
             and (not skipped or (isinstance(skipped, list) and set(skipped) <= _FP8_SKIPPABLE))):
         # DeepSeek-V3: e4m3 weights, a float32 scale (weight_scale_inv) per 128 x 128 block.
         rows, cols = int(block[0]), int(block[1])
