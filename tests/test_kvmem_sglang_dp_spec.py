@@ -70,6 +70,9 @@ def test_dp_attention_leaves_the_mla_latent_alone() -> None:
     out = estimate(*DSV3, "--engine", "sglang", "--dp", "8", "--enable-dp-attention")
     assert out["bytes_per_token"] == 70_272
     assert out["engine"]["attention_dp"] == 8
+    # the note says how the ranks sit, not that a latent with no kv heads splits "1 way, not 8"
+    ranks = [n for n in out["notes"] if "DP attention runs 8 attention ranks of 1 GPU" in n]
+    assert len(ranks) == 1 and "kv heads" not in ranks[0]
 
 
 # --- DP attention: the default fraction -------------------------------------------------------

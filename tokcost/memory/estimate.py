@@ -253,11 +253,12 @@ def _layout_notes(entry: ModelEntry, dep: Deployment, engine: Engine, block: int
     layout, counts = dep.layout, dep.layout.counts
     notes = []
     if dep.attn_dp > 1:
+        # an MLA latent has no kv heads to split (the note below says it is whole on each GPU)
+        heads = (f", so kv heads split {layout.tp} way{'s' * (layout.tp > 1)}, not "
+                 f"{layout.tp * dep.attn_dp}" if counts["full"] or counts["sliding"] else "")
         notes.append(Note(f"numbers are per GPU: DP attention runs {dep.attn_dp} attention ranks "
                           f"of {layout.tp} GPU{'s' * (layout.tp > 1)} in the "
-                          f"{layout.tp * dep.attn_dp}-way tensor-parallel group, so kv heads "
-                          f"split {layout.tp} way{'s' * (layout.tp > 1)}, not "
-                          f"{layout.tp * dep.attn_dp}"))
+                          f"{layout.tp * dep.attn_dp}-way tensor-parallel group{heads}"))
     elif layout.tp > 1:
         notes.append(Note(f"numbers are per GPU: {layout.tp}-way tensor parallelism splits kv "
                           "heads"))
