@@ -283,3 +283,14 @@ def test_folder_name_is_the_id(tmp_path: Path) -> None:
     assert loaded.weights is not None and loaded.shards == 0
     assert loaded.weights.params == 8_190_735_360
     assert loaded.notes[0].startswith("weights from config.json (no safetensors headers")
+
+
+def test_unknown_hybrid_override_letters_are_refused() -> None:
+    """Nemotron-H's hybrid_override_pattern knows M, *, - and E (NemotronHConfig); another letter
+    is a block tokcost cannot size, said in one line (it was read as a cache-free layer)."""
+    config = {"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 1024,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+              "hybrid_override_pattern": "M*Q-", "mamba_num_heads": 16, "mamba_head_dim": 64,
+              "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4}
+    with pytest.raises(InputError, match="hybrid_override_pattern holds 'Q'"):
+        arch(config)

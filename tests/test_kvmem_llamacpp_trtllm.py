@@ -112,7 +112,14 @@ def test_llama_cpp_on_a_gpu_refuses_a_cache_past_its_memory() -> None:
     assert ok["contexts"][0]["fits"] is True and ok["contexts"][0]["max_concurrency"] == 1.0
     big = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
                    "65536")
-    assert big["engine"]["refusal"].startswith("failed to allocate buffer for kv cache: 8 GiB")
+    # -fit on (the default) starts with layers on the host instead: the refusal is -fit off's
+    assert big["engine"]["refusal"].startswith(
+        "with -fit off, failed to allocate buffer for kv cache: 8 GiB")
+    assert big["engine"]["refusal"].endswith("moved to host memory instead (see the -fit note)")
+    off = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
+                   "65536", "--no-fit")
+    assert off["engine"]["refusal"] == ("failed to allocate buffer for kv cache: 8 GiB of cells, "
+                                        "5.54 GiB left after the weights and the reserve")
     assert big["contexts"][0]["fits"] is False
 
 
@@ -280,7 +287,7 @@ def test_llama_cpp_names_its_builds_and_the_fit_it_does_not_model() -> None:
     layers to host memory instead)."""
     e = estimate("-m", "llama-3.1-8b", "--gpu", "L4", "--engine", "llama.cpp", "--context",
                  "65536")
-    assert e["engine"]["version"].startswith("llama.cpp b8643 to b10107: ")
+    assert e["engine"]["version"].startswith("llama.cpp b8643 to b10481: ")
     assert e["engine"]["refuses_to_start"] is True
     text = runner.invoke(app, ["kvmem", "estimate", "-m", "llama-3.1-8b", "--gpu", "L4",
                                "--engine", "llama.cpp", "--context", "65536"]).output

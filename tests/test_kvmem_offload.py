@@ -308,6 +308,7 @@ def test_hybrid_mamba_groups_keep_one_state() -> None:
     assert t.blocks == 100 * GiB // t.row_bytes
     assert t.request_blocks(128_000) == -(-128_000 // 576) + 3
     assert t.sequences(128_000) == t.blocks // (223 + 3)
+    assert sorted(g.kind for g in t.groups) == ["full", "mamba", "mamba", "mamba"]
 
 
 def test_hybrid_chunked_groups_keep_a_chunk_from_v0_28() -> None:
@@ -327,8 +328,8 @@ def test_hybrid_host_line() -> None:
                                       "--tp", "2", "--context", "128000",
                                       "--cpu-offload", "100GiB"])
     assert result.exit_code == 0, result.output
-    assert ("= 45,511 blocks; a request of 128,000 tokens keeps 2,002 of them over 2 groups"
-            in result.stdout)
+    assert ("= 45,511 blocks; a request of 128,000 tokens keeps 2,002 of them over 2 groups "
+            "(full: every block; sliding: its window)") in result.stdout
     assert "2,909,794 tokens" in result.stdout
     # Beside the host tier's cpu_kv_cache_size_tokens (concurrency x context) stands the GPU
     # pool vLLM v0.34 logs the same way ("GPU KV cache size", v0.21 on), not num_blocks //

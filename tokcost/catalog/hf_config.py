@@ -183,6 +183,13 @@ def layer_kinds(f: ConfigFields, layers: int) -> tuple[LayerKind, ...]:
         if len(pattern) != layers:
             raise InputError(f"{f.where}: hybrid_override_pattern has {len(pattern)} "
                              f"characters for {layers} layers; check the config")
+        # Nemotron-H's letters (NemotronHConfig, transformers; vLLM nemotron_h.py): M Mamba2,
+        # * attention, - MLP, E MoE; any other letter is a block tokcost cannot size.
+        bad = next((c for c in pattern if c not in "M*-E"), None)
+        if bad is not None:
+            raise InputError(f"{f.where}: hybrid_override_pattern holds {bad!r}, a block "
+                             "tokcost does not model (it knows M Mamba, * attention, - MLP, "
+                             "E MoE); check the config")
         return tuple("linear" if c == "M" else "full" for c in pattern if c in "M*")
     period = f.count("attn_layer_period", "the attention layer period", cap=s.MAX_LAYERS)
     if period is not None:

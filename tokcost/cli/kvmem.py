@@ -274,15 +274,24 @@ def _render(r: Any, ctx: typer.Context) -> None:
             r.fit.cache_tokens if r.fit is not None else None)
         gpu = f" (GPU pool: {pool:,})" if pool is not None else ""
         longest = max(row.context for row in r.rows)
-        kept = (f"; a request of {longest:,} tokens keeps {t.request_blocks(longest):,} of them "
-                f"over {len(t.groups)} groups (full: every block; sliding, chunked, Mamba: their "
-                f"window, chunk or state)" if t.hybrid else "")
+        kept = ""
+        if t.hybrid:
+            held = {g.kind for g in t.groups}
+            what = [words for kind, words in _HOST_KEEPS if kind in held]
+            kept = (f"; a request of {longest:,} tokens keeps {t.request_blocks(longest):,} of "
+                    f"them over {len(t.groups)} groups ({'; '.join(what)})")
         out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
                   f"blocks of {t.row_bytes:,} B{gpus} = {t.blocks:,} blocks{kept}, "
                   f"{t.tokens_at(longest):,} tokens{gpu}", markup=False)
     _render_roofline(r)
     for note in r.notes:  # the notes name parameters: here, as the flags
         err.print(f"note: {note.render(words)}", style="dim", markup=False)
+
+
+# What a hybrid cache's group keeps in vLLM's host tier, by kind (tokcost.memory.offload).
+_HOST_KEEPS = (("full", "full: every block"), ("mla", "MLA: every block"),
+               ("sliding", "sliding: its window"), ("chunked", "chunked: its chunk"),
+               ("mamba", "Mamba: one state"))
 
 
 def _table(r: Any) -> Any:

@@ -206,6 +206,7 @@ class HostGroup:
 
     block_size: int
     kept: int | None
+    kind: str = "full"  # full, mla, sliding, chunked or mamba: what bounds ``kept``
 
     def blocks(self, context: int) -> int:
         whole = -(-context // self.block_size)

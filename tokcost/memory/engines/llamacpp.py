@@ -207,13 +207,14 @@ class LlamaCppPlan(Plan):
         if moved:
             c = min(moved)
             left = free - self.kv_bytes(self.minus_c(c))
-            room = (f"leave {format_bytes(left)}" if left >= 0 else
-                    f"need {format_bytes(-left)} more than the memory")
+            room = (f"leave {format_bytes(left)}, less than the {target} it keeps free"
+                    if left >= 0 else f"need {format_bytes(-left)} more than the memory, "
+                    f"before the {target} it keeps free")
             fails = sum(not self._starts(self.minus_c(n)) for n in moved)
             notes.append(Note(
                 f"-fit on (llama-server's default, PR #16653, b7407) at -c {self.minus_c(c):,}"
                 f"{' and the longer rows' * (len(moved) > 1)}: the weights, the cache and the "
-                f"reserve {room}, under {target} free, so llama.cpp keeps -c (fit.cpp lowers "
+                f"reserve {room}, so llama.cpp keeps -c (fit.cpp lowers "
                 "only an unset one) and moves layers to host memory; how many stay on the GPU "
                 "is not modelled (fit.cpp measures each layer's tensors). The fits column is "
                 "-fit off's"
@@ -320,8 +321,11 @@ class LlamaCppPlan(Plan):
         n_ctx, n_ctx_seq, caches = self.layout(minus_c)
         kv = self.kv_bytes(minus_c)
         refusal = None if self._starts(minus_c) else (
-            f"failed to allocate buffer for kv cache: {format_bytes(kv)} of cells, "
-            f"{format_bytes(max(self.free or 0, 0))} left after the weights and the reserve")
+            ("with -fit off, " if self.engine.fit else "")
+            + f"failed to allocate buffer for kv cache: {format_bytes(kv)} of cells, "
+            f"{format_bytes(max(self.free or 0, 0))} left after the weights and the reserve"
+            + ("; -fit on, the default, starts with layers moved to host memory instead (see "
+               "the -fit note)" if self.engine.fit else ""))
         t = self.engine
         mode = "unified" if self.unified else "a stream per slot"
         header = (f"cells (block 1); -c {minus_c:,}: n_ctx {n_ctx:,}, {self.slots} slots "
@@ -360,8 +364,10 @@ class LlamaCpp(Engine):
     # (gemma-3-270m's slots, unslothai/unsloth PR 7530); the rules are PR #17046's padding (Nov
     # 2025) and PR #16736's -np auto, both still in llama-context.cpp / server.cpp of b10481.
     # b6168's log (GLM-4.5-Air) predates both and reproduces only with -np 1 given (its default).
-    code: ClassVar[str] = ("llama.cpp b8643 to b10107: llama_kv_cache / llama_kv_cache_iswa "
-                           "(n_ctx padded to 256, SWA cache n_swa x seqs + ubatch)")
+    # -fit's rules (common/fit.cpp) were read up to b10587, each tied to its build in fit_notes.
+    code: ClassVar[str] = ("llama.cpp b8643 to b10481: llama_kv_cache / llama_kv_cache_iswa "
+                           "(n_ctx padded to 256, SWA cache n_swa x seqs + ubatch); -fit as "
+                           "common/fit.cpp has it to b10587")
 
     cache_type_k: str = "f16"  # --cache-type-k
     cache_type_v: str = "f16"  # --cache-type-v

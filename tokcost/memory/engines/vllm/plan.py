@@ -186,7 +186,8 @@ class VllmPlan(Plan):
         groups = tuple(HostGroup(g.spec.block_size * self.dcp,
                                  None if g.spec.kind in ("full", "mla")
                                  else 1 if g.spec.kind == "mamba"
-                                 else cdiv(g.spec.window or 1, g.spec.block_size))
+                                 else cdiv(g.spec.window or 1, g.spec.block_size),
+                                 g.spec.kind)
                        for g in self.groups)
         return HostLayout(self._stage_block_bytes(self.stages[0]), groups)
 
