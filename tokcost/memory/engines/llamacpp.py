@@ -246,7 +246,8 @@ class LlamaCppPlan(Plan):
         old = None if streams == 1 else self.fit_context(per_stream=False)
         before = (f"; builds before b10584 (PR #27496) took n_ctx_train for all {self.slots} "
                   f"streams together: {cells(old[0])}" if old else "")
-        notes.append(Note(f"-fit on without -c: {what}{before}"))
+        notes.append(Note(f"-fit on without -c (the rows above give -c = their context): "
+                          f"{what}{before}"))
         return notes
 
     def batch_notes(self, batch: int, contexts: tuple[int, ...]) -> list[Note]:
