@@ -631,7 +631,7 @@ def test_nemotron_h() -> None:
     # A layer letter with no rule: said, not guessed.
     other = {**NEMOTRON_NANO_9B, "hybrid_override_pattern": "X" * 56}
     found = config_weights(other, "config.json")
-    assert isinstance(found, str) and "hybrid_override_pattern layers 'X'" in found
+    assert isinstance(found, str) and "hybrid_override_pattern holds 'X'" in found
 
 
 # NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's config.json (tests/fixtures/hf_configs_families/
