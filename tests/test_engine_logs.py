@@ -751,8 +751,10 @@ def nemotron_3_nano_sglang(e: dict[str, Any]) -> None:
     """Conv bf16, SSM float32 (a bf16 SSM would print 0.05 GB): 9 slots x 23 layers x (9,216 +
     524,288) B at TP 4; K = (1,557,504 + 64) x 6 x 1 x 128 x 2 B = 2.23 GiB (pages of 64).
     max_mamba_cache_size = --max-running-requests (the radix cache off) is not modelled: the
-    Mamba line is rebuilt for the logged 8 states, the KV line for the logged tokens."""
-    layout = kv_layout(layout_arch(NEMOTRON_3_NANO), tp=e["tp"])
+    Mamba line is rebuilt for the logged 8 states, the KV line for the logged tokens. The shape is
+    the catalog's nemotron-3-nano-30b-a3b, the checkpoint the log ran."""
+    assert CATALOG.resolve(e["model"]).id == "nemotron-3-nano-30b-a3b"
+    layout = kv_layout(arch("nemotron-3-nano-30b-a3b"), tp=e["tp"])
     engine = Sglang(release=e["release"])
     plan = engine.pools(Deployment(layout=layout, block_size=e["page_size"]), None)
     assert (plan.state_bytes, plan.conv_bytes) == (23 * (9_216 + 524_288), 23 * 9_216)
@@ -1128,3 +1130,59 @@ def test_gemma3_says_why_per_sequence_exceeds_what_decode_reads() -> None:
     assert f"{reserved / 2**30:.2f} GiB per sequence, vLLM's reserve" in out
     assert f"{read / 2**30:.2f} GiB KV)" in out
     assert "decode reads only the window" in out
+
+
+NANO_CASCADE = [e for e in ENTRIES if CHECKS.get(_key(e)) is nemotron_cascade_vllm]
+
+
+@pytest.mark.parametrize("entry", NANO_CASCADE,
+                         ids=lambda e: f"{e['source'].rsplit('/', 1)[-1]}-{e['kv_memory_gib']}")
+def test_nemotron_3_nano_entry_gives_the_cascade_logs(entry: dict[str, Any]) -> None:
+    """`kvmem estimate -m nemotron-3-nano-30b-a3b` with each start-up's flags prints the logged
+    lines (Cascade-2 keeps the Nano's shape; --kv-memory leaves its NVFP4 weights out). The SSM
+    state is float32 only through the entry's mamba_ssm_cache_dtype: v0.19 would otherwise keep
+    it in float16 (a 1,085,440 B page, block 2,128). At the logged GiB itself: floor(G x 2^30 /
+    12,828,672 B) = 125, 134, 301, 352, 352 and 311 blocks, the counts the checks above find."""
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    nano = arch("nemotron-3-nano-30b-a3b")
+    assert nano.attention.linear_ssm_cache_dtype == "fp32"
+    assert entry["mamba_ssm_cache_dtype"] == "float32"
+    length = entry["max_model_len"]
+    result = CliRunner().invoke(app, [
+        "kvmem", "estimate", "-m", "nemotron-3-nano-30b-a3b", "--engine",
+        f"vllm@{entry['release']}", "--kv-dtype", entry["kv_cache_dtype"], "--kv-memory",
+        f"{entry['kv_memory_gib']}GiB", "--context", str(length), "--max-num-batched-tokens",
+        str(entry["max_num_batched_tokens"]), "--no-enable-prefix-caching"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert f"block {entry['logged_block_size']}: " in out
+    assert "vLLM groups: 5, each of 6 layer slots: 4 mamba (23 layers + 1 padding)" in out
+    assert f"  GPU KV cache size: {entry['logged_tokens']:,} tokens" in out
+    assert (f"  Maximum concurrency for {length:,} tokens per request: "
+            f"{entry['logged_concurrency']:.2f}x") in out
+
+
+def test_nemotron_3_nano_entry_gives_the_llama_cpp_lines() -> None:
+    """The Lightning log's figures (Nemotron-3-Nano's shape) from `-m nemotron-3-nano-30b-a3b`:
+    -np 1 and llama-server's -np auto (4 slots) at -c 16384, KV 96.00 MiB on 6 layers, the
+    recurrent state 47.62 / 190.47 MiB over n_layer 52 (the 23 MoE blocks counted). The lines
+    need a GPU to print; they do not depend on which (the one-slot run was on an H100)."""
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    (entry,) = [e for e in ENTRIES if CHECKS.get(_key(e)) is llama_cpp_nemotron_lightning]
+    for case in entry["cases"]:
+        slots = case["n_seq_max"]
+        flags = ["-np", "1"] if slots == 1 else []  # four: the default -np auto
+        result = CliRunner().invoke(app, [
+            "kvmem", "estimate", "-m", "nemotron-3-nano-30b-a3b", "--engine", "llama.cpp",
+            "--context", str(entry["n_ctx"]), "--gpu", "H100", *flags])
+        assert result.exit_code == 0, result.output
+        assert (f"  llama_kv_cache: size = {case['kv_mib']:7.2f} MiB ({entry['n_ctx']:6d} cells,"
+                "   6 layers,") in result.output
+        assert (f"  llama_memory_recurrent: size = {case['recurrent_mib']:7.2f} MiB ({slots:6d} "
+                "cells,  52 layers,") in result.output

@@ -804,11 +804,13 @@ def test_kvmem_estimate_runs_on_the_new_entries(model: str, flags: list[str]) ->
 
 # Issue 28 part 2's last three architectures, each written from its config.json: Jamba
 # (tests/fixtures/hf_configs), Kimi-K2 in both released checkpoints (block fp8 Instruct, int4
-# Thinking) and Nemotron-H (tests/fixtures/hf_configs_families; SOURCES.md names each copy).
+# Thinking) and Nemotron-H (tests/fixtures/hf_configs_families; SOURCES.md names each copy);
+# and Nemotron 3's MoE hybrid, Nemotron-3-Nano-30B-A3B (the BF16 checkpoint's config.json).
 PART2 = {"jamba-1.5-mini": FIXTURES / "hf_configs" / "jamba-1.5-mini",
          "kimi-k2": FIXTURES / "hf_configs_families" / "kimi-k2",
          "kimi-k2-thinking": FIXTURES / "hf_configs_families" / "kimi-k2-thinking",
-         "nemotron-h-56b": FIXTURES / "hf_configs_families" / "nemotron-h-56b"}
+         "nemotron-h-56b": FIXTURES / "hf_configs_families" / "nemotron-h-56b",
+         "nemotron-3-nano-30b-a3b": FIXTURES / "hf_configs_families" / "nemotron-3-nano-30b-a3b"}
 
 
 def _part2(model: str) -> dict[str, Any]:
@@ -837,6 +839,53 @@ def test_part2_catalog_entries_are_their_config_json(model: str) -> None:
     kimi = model.startswith("kimi-k2")
     assert entry.tokenizer_exact is not kimi
     assert entry.tokenizer_spec == ("tiktoken:o200k_base" if kimi else f"hf:{entry.aliases[0]}")
+
+
+def test_nemotron_3_nano_entry_on_three_engines() -> None:
+    """`kvmem estimate -m nemotron-3-nano-30b-a3b --gpu H100` on vLLM, SGLang and llama.cpp. A
+    Mamba-2 layer: conv 3 x (4,096 + 2 x 8 x 128) = 18,432 values, SSM 64 x 64 x 128 = 524,288
+    (float32 in each engine here); an attention layer 2 kv heads x 128 x 2 (K, V) x 2 B = 1,024
+    B a token, 6,144 B over the six."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from tokcost.cli.app import app
+
+    def run(engine: str) -> str:
+        result = CliRunner().invoke(app, ["kvmem", "estimate", "-m", "nemotron-3-nano-30b-a3b",
+                                          "--gpu", "H100", "--engine", engine])
+        assert result.exit_code == 0, result.output
+        out: str = result.output
+        assert "6 full, 23 linear" in out and "bytes per token: 6,144 B" in out
+        # 63,155,886,464 B of bf16 weights = 58.82 GiB
+        assert "weights 58.82 GiB" in out
+        return out
+
+    # vLLM v0.34: state 18,432 x 2 + 524,288 x 4 = 2,134,016 B (mamba_ssm_cache_dtype float32);
+    # the block 64 x cdiv(2,134,016, 64 x 1,024) = 2,112 tokens, a page of 2,162,688 B; 23
+    # Mamba layers (+1 padding) and 6 attention layers in 5 groups of 6 slots.
+    out = run("vllm")
+    assert "block 2112: " in out
+    assert ("vLLM groups: 5, each of 6 layer slots: 4 mamba (23 layers + 1 padding), 1 full "
+            "(6 layers); page 2,162,688 B") in out
+    # SGLang v0.5.23: cells of 6,144 B; each state slot 23 x 18,432 x 2 B conv (bf16) and
+    # 23 x 524,288 x 4 B SSM, states + 1 slots.
+    out = run("sglang")
+    assert "cell 6,144 B per token" in out
+    found = re.search(r"max_mamba_cache_size: (\d+), conv_state size: ([\d.]+)GB, "
+                      r"ssm_state size: ([\d.]+)GB", out)
+    assert found is not None
+    slots = int(found[1]) + 1
+    assert found[2] == f"{slots * 23 * 18_432 * 2 / 2**30:.2f}"
+    assert found[3] == f"{slots * 23 * 524_288 * 4 / 2**30:.2f}"
+    # llama.cpp, -c 262,144 and -np auto's 4 slots on one cache: KV 262,144 x 6 x 1,024 B =
+    # 1,536 MiB; R 4 x 23 x 18,432 x 4 B = 6.47 MiB, S 4 x 23 x 524,288 x 4 B = 184.00 MiB.
+    out = run("llama.cpp")
+    assert ("llama_kv_cache: size = 1536.00 MiB (262144 cells,   6 layers,  4/1 seqs), "
+            "K (f16):  768.00 MiB, V (f16):  768.00 MiB") in out
+    assert ("llama_memory_recurrent: size =  190.47 MiB (     4 cells,  52 layers,  4 seqs), "
+            "R (f32):    6.47 MiB, S (f32):  184.00 MiB") in out
 
 
 def test_kimi_k2_instruct_block_fp8_bytes() -> None:
