@@ -610,3 +610,12 @@ def test_cli_names_the_flag_of_a_refused_count() -> None:
     result = price("-m", "gpt-4o", "-i", "5", "--requests", "0")
     assert result.exit_code == 2
     assert result.stderr.strip() == "error: --requests must be a positive integer, got 0"
+
+
+def test_other_providers_note_names_the_flag() -> None:
+    """gpt-oss-120b is priced for several providers in genai-prices: the note names --provider,
+    not the library's placeholder."""
+    result = runner.invoke(app, ["price", "-m", "gpt-oss-120b", "--input-tokens", "1000"])
+    assert result.exit_code == 0, result.output
+    note = next(line for line in result.output.splitlines() if "also priced for" in line)
+    assert note.endswith("choose with --provider") and "{" not in note

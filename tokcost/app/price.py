@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from tokcost.app import names
 from tokcost.catalog import Catalog, CatalogSource, ModelEntry
 from tokcost.catalog.pricedb import DbModel, PriceDb
-from tokcost.errors import InputError, ModelNotFound, UsageError, arg, suggest
+from tokcost.errors import InputError, ModelNotFound, Note, UsageError, arg, suggest
 from tokcost.pricing import (
     CostBreakdown,
     NoPrice,
@@ -286,7 +286,7 @@ def _price_one(catalog: Catalog, ref: str | DbModel, r: PriceRequest, stdin: Bin
         others = [p for p in db.serving(ref) if p != db_model.provider
                   ] if isinstance(ref, str) and not (r.provider or r.several) else []
         if others:
-            breakdown = replace(breakdown, notes=(*breakdown.notes, (
+            breakdown = replace(breakdown, notes=(*breakdown.notes, Note(
                 f"also priced for {', '.join(others[:5])}{' ...' if len(others) > 5 else ''}: "
                 f"choose with {arg('provider')}")))
     else:  # the catalog's own price (_source sends --at, --usage, --cache-ttl to the database)

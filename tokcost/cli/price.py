@@ -8,9 +8,10 @@ from typing import Annotated, Any
 import typer
 
 import tokcost
+from tokcost.cli.base import current_words
 from tokcost.cli.console import err, out, print_json, table, warn
 from tokcost.cli.options import CatalogOpt, JsonOpt
-from tokcost.errors import UsageError
+from tokcost.errors import Note, UsageError
 from tokcost.units import format_usd
 
 EPILOG = """
@@ -126,8 +127,9 @@ def _breakdown(result: Any) -> None:
     if b.requests > 1:
         out.print(f"per request: {approx}{format_usd(b.per_request)}")
     out.print(f"[bold]total: {approx}{format_usd(b.total)}[/bold]", markup=True)
-    for note in b.notes:
-        err.print(f"note: {note}", markup=False)
+    for note in b.notes:  # a Note's placeholders name parameters: here, as the flags
+        text = note.render(current_words()) if isinstance(note, Note) else note
+        err.print(f"note: {text}", markup=False)
     if approx:
         err.print("note: ≈ prompt counted with a proxy tokenizer (approximate)")
     if b.as_of or b.source:
