@@ -240,8 +240,11 @@ def _render(r: Any, ctx: typer.Context) -> None:
     if lay.kv_shared:
         kinds.append(f"{lay.kv_shared} KV-shared")
     if counts["linear"]:
+        # state_bytes is the model dtype's; an engine that keeps the SSM part in float32
+        # (vLLM's mamba_ssm_cache_dtype, SGLang, llama.cpp's S) says so in its own lines
+        fp32 = " in the model dtype" if lay.ssm_elements else ""
         kinds.append(f"{counts['linear']} linear ({format_bytes(lay.state_bytes)} state each"
-                     + (", one beside each attention layer)" if lay.parallel else ")"))
+                     f"{fp32}" + (", one beside each attention layer)" if lay.parallel else ")"))
     out.print(f"[bold]{r.model}[/bold]: {', '.join(kinds)} layers; KV {r.kv_dtype}", markup=True)
     out.print(
         f"bytes per token{' per GPU' if r.tp > 1 or r.pp > 1 else ''}: {r.bytes_per_token:,} B"
