@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from tokcost.memory.request import KvRequest
 
 __all__ = ["Sglang", "SglangPlan", "default_mem_fraction_static", "mamba_state_bytes",
-           "plan_sglang"]
+           "plan_sglang", "vlm_fraction"]
 
 MiB = 2**20
 # The releases whose rules tokcost has read (python/sglang/srt/ of each PyPI release): the
 # oldest, the newest patch of each minor (what sglang@0.4 and sglang@0.5 stand for), and each
 # release that changed a rule below (PRs named where found; else the file and the release).
-V0_4_6, V0_4_7, V0_4_8, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 10))
+V0_4_6, V0_4_7, V0_4_8, V0_4_9, V0_4_10 = (Release(0, 4, p) for p in (6, 7, 8, 9, 10))
 V0_5_1, V0_5_3, V0_5_4, V0_5_5, V0_5_7, V0_5_8 = (Release(0, 5, p) for p in (1, 3, 4, 5, 7, 8))
 V0_5_9, V0_5_10, V0_5_11, V0_5_12 = (Release(0, 5, p) for p in (9, 10, 11, 12))
 V0_5_13, V0_5_17, V0_5_20, V0_5_23 = (Release(0, 5, p) for p in (13, 17, 20, 23))
@@ -59,6 +59,24 @@ SERVED_FROM = {"gpt-oss": V0_5_1, "qwen3-next": Release(0, 5, 2), "mimo-v2": V0_
 # Model classes without prefill (piecewise) CUDA graphs (model_config.py
 # piecewise_cuda_graph_disabled_model_archs, v0.5.10 and v0.5.23), by catalog family.
 NO_PREFILL_GRAPH_FAMILIES = frozenset({"qwen3-next"})
+# Multimodal models (configs/model_config.py: is_multimodal = enable_multimodal and the class
+# in multimodal_model_archs), by the release that lists the catalog's classes: Gemma-3n from
+# v0.4.9, Qwen3.5/3.6-MoE from v0.5.9, Gemma-4 from v0.5.11. Gemma-3 and Llama-4 are listed
+# but in mm_disabled_models (v0.4.6 to v0.5.23): multimodal off unless --enable-multimodal.
+MULTIMODAL_FROM = {"Gemma3nForConditionalGeneration": V0_4_9,
+                   "Qwen3_5MoeForConditionalGeneration": V0_5_9,
+                   "Gemma4ForConditionalGeneration": V0_5_11}
+# The vision tower as adjust_mem_fraction_for_vlm reads it (v0.4.10 on): vision_config's
+# num_hidden_layers (24 when absent) and hidden_size (1024), for the catalog models whose
+# config.json tokcost has (tests/fixtures/hf_configs_families): Gemma-4-26B-A4B 27 x 1152;
+# Qwen3.6-35B-A3B names its layers "depth" (27), which SGLang's Qwen3_5MoeVisionConfig
+# (configs/qwen3_5.py) keeps as depth, so num_hidden_layers falls back to 24.
+VISION_TOWERS = {"gemma-4-26b-a4b": (27, 1152), "qwen3.6-35b-a3b": (24, 1152)}
+# v0.5.18 on (PR #34141, mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb): a multimodal
+# model's KV budget loses SGLANG_VLM_CACHE_SIZE_MB (100) for the embedding cache, allocated
+# after the pool is sized (more with --mm-feature-transport cuda_ipc/cuda_vmm, not modelled).
+MM_RESERVE_FROM = Release(0, 5, 18)
+MM_EMBEDDING_CACHE_MIB = 100
 # The pool's dtype as memory_pool.py prints it from v0.5.13 (torch's names).
 TORCH_DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32",
                 "fp8": "torch.float8_e4m3fn", "fp8_e4m3": "torch.float8_e4m3fn",
@@ -148,6 +166,26 @@ def _fraction_v0_4(mib: float, tp: int, pp: int, release: Release, dp_attention:
     return round((mib - reserved) / mib, 3), (
         f"SGLang's default: ({mib:,.0f} MiB - {reserved:,.0f} MiB reserved for activations "
         f"and CUDA graphs{parts}) / {mib:,.0f} MiB")
+
+
+def vlm_fraction(fraction: float, release: Release,
+                 vision: tuple[int, int] | None) -> tuple[float, str]:
+    """SGLang's fraction for a multimodal model (``vision``: its tower's layers and hidden
+    size, None: no vision_config): v0.4.6 to v0.4.8 take 0.90 of any fraction, a given one too
+    (model_executor/model_runner.py), v0.4.9 of the default only (server_args.py
+    __post_init__); from v0.4.10 the default only, adjust_mem_fraction_for_vlm (PR #6881;
+    server_args.py, v0.5.19 on arg_groups/memory_hook.py): 0.95 x (1 - 0.1 x (layers x
+    hidden^2 / (24 x 1024^2) - 1)), that factor kept in [0.8, 1.05], unrounded; nothing
+    without a vision_config."""
+    if release < V0_4_10:
+        return fraction * 0.90, f"{fraction:g} x 0.90 for a multimodal model"
+    if vision is None:
+        return fraction, ""
+    layers, hidden = vision
+    ratio = layers * hidden**2 / (24 * 1024**2)  # the tower against ViT-L/14's
+    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return fraction * factor, (f"{fraction:g} x {factor:g} for its vision tower of {layers} "
+                               f"layers of {hidden}")
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
@@ -616,14 +654,24 @@ class Sglang(Engine):
         if available is None and dep.memory_bytes is not None:
             if self.mem_fraction_static is not None:
                 mfs, source = self.mem_fraction_static, f"{arg('mem_fraction_static')} given"
+                if self._multimodal(dep) and self.release < V0_4_9:
+                    # v0.4.6 to v0.4.8 cut any fraction, a given one too (model_runner.py)
+                    mfs, why = vlm_fraction(mfs, self.release, None)
+                    source += f", then {why}"
             else:
                 mfs, source = default_mem_fraction_static(
                     dep.memory_bytes, dep.layout.tp * dep.attn_dp, dep.pp, self.release,
                     mla=bool(dep.layout.counts["mla"]), prefill_graph=self._prefill_graph(dep),
                     attn_dp=dep.attn_dp, speculative=self.speculative_algorithm,
                     dp1_attention=self.enable_dp_attention)
+                if self._multimodal(dep):
+                    mfs, why = vlm_fraction(mfs, self.release, self._vision(dep))
+                    source += f", then {why}" if why else ""
             settings.update(mem_fraction_static=mfs, mem_fraction_static_source=Note(source))
-            available = int(dep.memory_bytes * mfs) - dep.weights
+            mm = self._mm_reserve(dep)
+            if mm:
+                settings["multimodal_reserve_bytes"] = mm
+            available = int(dep.memory_bytes * mfs) - dep.weights - mm
             if available <= 0:
                 raise DoesNotFit(
                     f"nothing is left for SGLang's KV pool: {dep.memory_bytes * mfs / GiB:.1f} "
@@ -635,9 +683,34 @@ class Sglang(Engine):
             return plan, None
         tokens = plan.report(dep.model_max_len or 1).cache_tokens or 0
         given = dep.kv_memory is not None
+        mm = 0 if given else self._mm_reserve(dep)
         return plan, GpuFit(None if given else dep.memory_bytes, mfs, 0 if given else dep.weights,
-                            0, available, plan.block_size, plan.cell_size * plan.block_size,
+                            mm, available, plan.block_size, plan.cell_size * plan.block_size,
                             tokens // plan.block_size, tokens)
+
+    def _multimodal(self, dep: Deployment) -> bool:
+        """SGLang serves the model as multimodal (MULTIMODAL_FROM)."""
+        since = MULTIMODAL_FROM.get(dep.model_class or "")
+        return since is not None and self.release >= since
+
+    def _mm_reserve(self, dep: Deployment) -> int:
+        """Bytes the multimodal embedding cache takes from the KV budget (MM_RESERVE_FROM)."""
+        if not self._multimodal(dep) or self.release < MM_RESERVE_FROM:
+            return 0
+        return MM_EMBEDDING_CACHE_MIB * MiB
+
+    def _vision(self, dep: Deployment) -> tuple[int, int] | None:
+        """The vision tower SGLang sizes its default fraction by (VISION_TOWERS); refused where
+        the release reads one that tokcost does not have."""
+        tower = VISION_TOWERS.get(dep.model)
+        if tower is None and self.release >= V0_4_10:
+            raise UsageError(
+                f"SGLang {self.release} lowers its default {arg('mem_fraction_static')} for "
+                f"multimodal {dep.model} by its vision tower's size (vision_config), which "
+                f"tokcost does not have; give {arg('mem_fraction_static')} (SGLang logs "
+                "\"Multimodal model: Dynamically adjusted --mem-fraction-static\")",
+                param="mem_fraction_static", related=("engine",))
+        return tower
 
     def pools(self, dep: Deployment, available: int | None,
               settings: dict[str, object] | None = None) -> SglangPlan:
@@ -844,9 +917,11 @@ class Sglang(Engine):
     def budget_line(self, fit: GpuFit, dep: Deployment) -> str:
         if fit.memory_bytes is None or fit.util is None:
             return super().budget_line(fit, dep)
+        mm = (f" - multimodal embedding cache {format_bytes(fit.reserve_bytes)}"
+              if fit.reserve_bytes else "")
         return (f"GPU {dep.gpu.name if dep.gpu else 'custom'}: {format_bytes(fit.memory_bytes)} x "
-                f"{fit.util:g} (mem_fraction_static) - weights {format_bytes(fit.weights_bytes)} = "
-                f"{format_bytes(fit.available_bytes)} for the KV pool")
+                f"{fit.util:g} (mem_fraction_static) - weights {format_bytes(fit.weights_bytes)}"
+                f"{mm} = {format_bytes(fit.available_bytes)} for the KV pool")
 
     def budget_notes(self, dep: Deployment) -> list[Note]:
         notes = dep.driver_note("comes out of the headroom SGLang keeps outside "

@@ -1,0 +1,93 @@
+"""SGLang's rules for multimodal models (docs/kvmem-engines.md): the default mem_fraction_static
+cut for the vision tower (v0.4.9 x 0.90; v0.4.10 on adjust_mem_fraction_for_vlm) and, from
+v0.5.18, 100 MiB of the KV budget for the multimodal embedding cache (kv_cache_configurator.py
+mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB). Figures worked from the source arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from tokcost.cli.app import app
+from tokcost.memory.engines.base import Release
+from tokcost.memory.engines.sglang import vlm_fraction
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["kvmem", "estimate", *args, "--json"])
+    return result.exit_code, result.output
+
+
+def estimate(*args: str) -> dict:
+    code, out = run(*args)
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_vision_tower_factor_reproduces_kimi_k25_logged_fraction() -> None:
+    """Kimi-K2.5 on 8x MI355X, SGLang v0.5.8 (tests/fixtures/engine_logs.yaml) logged
+    mem_fraction_static 0.8260405859375: the default 0.908, then its MoonViT tower of 27 layers
+    of 1152: ratio 27 x 1152^2 / (24 x 1024^2) = 1.423828125, factor 1 - 0.1 x 0.423828125 =
+    0.9576171875, x 0.95 = 0.909736328125; 0.908 x 0.909736328125 = 0.8260405859375."""
+    assert vlm_fraction(0.908, Release(0, 5, 8), (27, 1152))[0] == 0.8260405859375
+
+
+def test_factor_bounds_and_the_older_rules() -> None:
+    """The factor stays in [0.8, 1.05] x 0.95: a 48 x 2048 tower (ratio 8) gets 0.76, a 6 x 512
+    one (ratio 1/16) 0.9975; v0.4.9 takes a flat 0.90 (tower or none); v0.4.10 on leaves a model
+    without vision_config as it is."""
+    assert vlm_fraction(1.0, Release(0, 5, 23), (48, 2048))[0] == 0.95 * 0.8
+    assert vlm_fraction(1.0, Release(0, 5, 23), (6, 512))[0] == 0.95 * 1.05
+    assert vlm_fraction(0.874, Release(0, 4, 9), None)[0] == 0.874 * 0.90
+    assert vlm_fraction(0.874, Release(0, 4, 10), None)[0] == 0.874
+
+
+def test_catalog_vlm_default_fraction_and_embedding_cache() -> None:
+    """Gemma-4-26B-A4B (vision 27 x 1152) on an H100 (81,559 MiB), v0.5.23: default 0.83, then
+    x 0.909736328125 = 0.75508115234375. With --mem-fraction-static 0.8 (no cut): budget
+    int(85,520,809,984 x 0.8) - 51,611,872,412 weights = 16,804,775,575 B in v0.5.17, 100 MiB
+    (104,857,600 B) less from v0.5.18: 16,699,917,975 B."""
+    e = estimate("-m", "gemma-4-26b-a4b", "--gpu", "H100", "--engine", "sglang")["engine"]
+    assert e["mem_fraction_static"] == 0.83 * 0.909736328125
+    assert "vision tower of 27 layers of 1152" in e["mem_fraction_static_source"]
+    budgets = {}
+    for engine in ("sglang@0.5.17", "sglang@0.5.18", "sglang"):
+        d = estimate("-m", "gemma-4-26b-a4b", "--gpu", "H100", "--engine", engine,
+                     "--mem-fraction-static", "0.8")
+        assert d["engine"]["mem_fraction_static"] == 0.8
+        budgets[engine] = (d["gpu"]["available_kv_bytes"], d["gpu"]["reserve_bytes"])
+    assert budgets["sglang@0.5.17"] == (16_804_775_575, 0)
+    assert budgets["sglang@0.5.18"] == budgets["sglang"] == (16_699_917_975, 104_857_600)
+
+
+def test_qwen36_is_multimodal_from_v0_5_9() -> None:
+    """Qwen3.6-35B-A3B (Qwen3_5MoeForConditionalGeneration, in multimodal_model_archs from
+    v0.5.9) names its vision layers depth, so SGLang reads 24 x 1152: factor 0.95 x (1 - 0.1 x
+    0.265625) = 0.924765625 from v0.5.9; v0.5.8 leaves its default alone. 2x H200 (143,771 MiB),
+    TP 2: reserved max(512 + 8,192 x 1.5 + 256 (graph bs, tp < 4) x 2 + 2 / 8 x 1,024, 10,240) =
+    13,568 MiB (no prefill graphs before v0.5.10), (143,771 - 13,568) / 143,771 = 0.906."""
+    old = estimate("-m", "qwen3.6-35b-a3b", "--gpu", "H200", "--tp", "2",
+                   "--engine", "sglang@0.5.8")["engine"]["mem_fraction_static"]
+    new = estimate("-m", "qwen3.6-35b-a3b", "--gpu", "H200", "--tp", "2",
+                   "--engine", "sglang@0.5.9")["engine"]["mem_fraction_static"]
+    assert old == 0.906
+    assert new == 0.906 * (0.95 * 0.9734375)  # SGLang's order of the products
+
+
+def test_mm_disabled_models_and_unknown_towers() -> None:
+    """Gemma-3 and Llama-4 are in mm_disabled_models (multimodal off by default): no cut, no
+    reserve. Gemma-4-31B's vision_config is not in tokcost: the default is refused, a given
+    fraction is used (with the 100 MiB reserve)."""
+    for model in ("gemma-3-27b", "llama-4-scout"):
+        d = estimate("-m", model, "--gpu", "H200", "--tp", "4", "--engine", "sglang")
+        assert "vision" not in d["engine"]["mem_fraction_static_source"]
+        assert d["gpu"]["reserve_bytes"] == 0
+    code, out = run("-m", "gemma-4-31b", "--gpu", "H100", "--engine", "sglang")
+    assert code != 0 and "vision tower" in out and "Traceback" not in out
+    d = estimate("-m", "gemma-4-31b", "--gpu", "H100", "--engine", "sglang",
+                 "--mem-fraction-static", "0.85")
+    assert d["gpu"]["reserve_bytes"] == 104_857_600
