@@ -30,7 +30,8 @@ def estimate(*args: str) -> dict:
 
 def test_vision_tower_factor_reproduces_kimi_k25_logged_fraction() -> None:
     """Kimi-K2.5 on 8x MI355X, SGLang v0.5.8 (tests/fixtures/engine_logs.yaml) logged
-    mem_fraction_static 0.8260405859375: the default 0.908, then its MoonViT tower of 27 layers
+    mem_fraction_static 0.8260405859375: the default 0.908 (GLM-5-FP8's logged default on the
+    same 8x MI355X, a text-only model), then its MoonViT tower of 27 layers
     of 1152: ratio 27 x 1152^2 / (24 x 1024^2) = 1.423828125, factor 1 - 0.1 x 0.423828125 =
     0.9576171875, x 0.95 = 0.909736328125; 0.908 x 0.909736328125 = 0.8260405859375."""
     assert vlm_fraction(0.908, Release(0, 5, 8), (27, 1152))[0] == 0.8260405859375
