@@ -48,12 +48,14 @@ def test_factor_bounds_and_the_older_rules() -> None:
 
 
 def test_catalog_vlm_default_fraction_and_embedding_cache() -> None:
-    """Gemma-4-26B-A4B (vision 27 x 1152) on an H100 (81,559 MiB), v0.5.23: default 0.83, then
-    x 0.909736328125 = 0.75508115234375. With --mem-fraction-static 0.8 (no cut): budget
+    """Gemma-4-26B-A4B (vision 27 x 1152) on an H100 (81,559 MiB), v0.5.23: no prefill CUDA
+    graphs for it (multimodal, not on the breakable allowlist), reserved 512 + 8,192 x 1.5 + 256
+    x 2 + 128 = 13,440 MiB, default round((81,559 - 13,440) / 81,559, 3) = 0.835, then
+    x 0.909736328125. With --mem-fraction-static 0.8 (no cut): budget
     int(85,520,809,984 x 0.8) - 51,611,872,412 weights = 16,804,775,575 B in v0.5.17, 100 MiB
     (104,857,600 B) less from v0.5.18: 16,699,917,975 B."""
     e = estimate("-m", "gemma-4-26b-a4b", "--gpu", "H100", "--engine", "sglang")["engine"]
-    assert e["mem_fraction_static"] == 0.83 * 0.909736328125
+    assert e["mem_fraction_static"] == 0.835 * (0.95 * 0.9576171875)  # SGLang's order
     assert "vision tower of 27 layers of 1152" in e["mem_fraction_static_source"]
     budgets = {}
     for engine in ("sglang@0.5.17", "sglang@0.5.18", "sglang"):
@@ -92,3 +94,20 @@ def test_mm_disabled_models_and_unknown_towers() -> None:
     d = estimate("-m", "gemma-4-31b", "--gpu", "H100", "--engine", "sglang",
                  "--mem-fraction-static", "0.85")
     assert d["gpu"]["reserve_bytes"] == 104_857_600
+
+
+def test_multimodal_models_lose_the_prefill_graph_reserve() -> None:
+    """The prefill CUDA graphs (8 MiB per size, 58 sizes up to 8,192 tokens: 464 MiB in the
+    default's reserve) are off for multimodal models from v0.5.10 and, from v0.5.16, back on
+    for Qwen3.5/3.6-MoE (breakable allowlist). H200 (143,771 MiB), TP 1: 13,440 MiB reserved
+    without them -> 0.907, 13,904 with -> 0.903; Qwen3.6 then x 0.95 x 0.9734375, Gemma-4
+    x 0.95 x 0.9576171875."""
+    def mfs(model: str, engine: str) -> float:
+        return float(estimate("-m", model, "--gpu", "H200", "--engine", engine)["engine"][
+            "mem_fraction_static"])
+    qwen, gemma = 0.95 * 0.9734375, 0.95 * 0.9576171875
+    assert mfs("qwen3.6-35b-a3b", "sglang@0.5.10") == 0.907 * qwen
+    assert mfs("qwen3.6-35b-a3b", "sglang@0.5.15") == 0.907 * qwen
+    assert mfs("qwen3.6-35b-a3b", "sglang@0.5.16") == 0.903 * qwen
+    assert mfs("qwen3.6-35b-a3b", "sglang") == 0.903 * qwen
+    assert mfs("gemma-4-26b-a4b", "sglang") == 0.907 * gemma

@@ -66,6 +66,13 @@ NO_PREFILL_GRAPH_FAMILIES = frozenset({"qwen3-next"})
 MULTIMODAL_FROM = {"Gemma3nForConditionalGeneration": V0_4_9,
                    "Qwen3_5MoeForConditionalGeneration": V0_5_9,
                    "Gemma4ForConditionalGeneration": V0_5_11}
+# Multimodal models lose the prefill CUDA graphs, and with them the default fraction's reserve
+# for them (the graph config is resolved before the fraction): v0.5.10 to v0.5.13 every one
+# (server_args.py _handle_piecewise_cuda_graph, "Multimodal / VLM models"); v0.5.14's
+# tc_piecewise and v0.5.15's breakable default backends' "multimodal model" rules, from v0.5.16
+# (arg_groups/cuda_graph_hook.py by v0.5.19) but for the classes in configs/model_config.py
+# multimodal_breakable_cuda_graph_supported_model_archs, Qwen3.5/3.6-MoE's among them.
+MULTIMODAL_PREFILL_GRAPH_FROM = {"Qwen3_5MoeForConditionalGeneration": Release(0, 5, 16)}
 # The vision tower as adjust_mem_fraction_for_vlm reads it (v0.4.10 on): vision_config's
 # num_hidden_layers (24 when absent) and hidden_size (1024), for the catalog models whose
 # config.json tokcost has (tests/fixtures/hf_configs_families): Gemma-4-26B-A4B 27 x 1152;
@@ -840,8 +847,11 @@ class Sglang(Engine):
         attention from v0.5.10 to v0.5.18 (server_args.py _handle_piecewise_cuda_graph, then
         the piecewise and breakable backends' "DP attention" rule, which PR #31682 took out for
         v0.5.19, arg_groups/cuda_graph_hook.py); not with speculative decoding in v0.5.10 (its
-        rule 2, dropped in v0.5.11)."""
+        rule 2, dropped in v0.5.11); multimodal models as MULTIMODAL_PREFILL_GRAPH_FROM says."""
         release = self.release
+        since = MULTIMODAL_PREFILL_GRAPH_FROM.get(dep.model_class or "")
+        if self._multimodal(dep) and (since is None or release < since):
+            return False  # MULTIMODAL_PREFILL_GRAPH_FROM
         return not (_family(dep) in NO_PREFILL_GRAPH_FAMILIES or _rocm(dep)
                     or ((dep.attn_dp > 1 or self.enable_dp_attention) and V0_5_10 <= release
                         < V0_5_19)  # --dp 1 too: SGLANG_DP1_ATTENTION
