@@ -7,6 +7,7 @@ mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB). Figures worked from the so
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -15,6 +16,7 @@ from tokcost.memory.engines.base import Release
 from tokcost.memory.engines.sglang import vlm_fraction
 
 runner = CliRunner()
+FAMILIES = Path(__file__).parent / "fixtures" / "hf_configs_families"
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -81,17 +83,23 @@ def test_qwen36_is_multimodal_from_v0_5_9() -> None:
     assert new == 0.906 * (0.95 * 0.9734375)  # SGLang's order of the products
 
 
-def test_mm_disabled_models_and_unknown_towers() -> None:
+def test_mm_disabled_models_and_unknown_towers(tmp_path: Path) -> None:
     """Gemma-3 and Llama-4 are in mm_disabled_models (multimodal off by default): no cut, no
-    reserve. Gemma-4-31B's vision_config is not in tokcost: the default is refused, a given
-    fraction is used (with the 100 MiB reserve)."""
+    reserve. Gemma-4-31B carries the 26B-A4B's 27 x 1152 tower (its safetensors total says so,
+    tests/test_hf_params.py). A multimodal config tokcost has no tower for: the default is
+    refused, a given fraction is used (with the 100 MiB reserve)."""
     for model in ("gemma-3-27b", "llama-4-scout"):
         d = estimate("-m", model, "--gpu", "H200", "--tp", "4", "--engine", "sglang")
         assert "vision" not in d["engine"]["mem_fraction_static_source"]
         assert d["gpu"]["reserve_bytes"] == 0
-    code, out = run("-m", "gemma-4-31b", "--gpu", "H100", "--engine", "sglang")
+    e = estimate("-m", "gemma-4-31b", "--gpu", "H200", "--engine", "sglang")["engine"]
+    assert "vision tower of 27 layers of 1152" in e["mem_fraction_static_source"]
+    mine = tmp_path / "my-gemma"
+    mine.mkdir()
+    (mine / "config.json").write_text((FAMILIES / "gemma-4-31b" / "config.json").read_text())
+    code, out = run("--config", str(mine), "--gpu", "H200", "--engine", "sglang")
     assert code != 0 and "vision tower" in out and "Traceback" not in out
-    d = estimate("-m", "gemma-4-31b", "--gpu", "H100", "--engine", "sglang",
+    d = estimate("--config", str(mine), "--gpu", "H200", "--engine", "sglang",
                  "--mem-fraction-static", "0.85")
     assert d["gpu"]["reserve_bytes"] == 104_857_600
 

@@ -77,8 +77,11 @@ MULTIMODAL_PREFILL_GRAPH_FROM = {"Qwen3_5MoeForConditionalGeneration": Release(0
 # num_hidden_layers (24 when absent) and hidden_size (1024), for the catalog models whose
 # config.json tokcost has (tests/fixtures/hf_configs_families): Gemma-4-26B-A4B 27 x 1152;
 # Qwen3.6-35B-A3B names its layers "depth" (27), which SGLang's Qwen3_5MoeVisionConfig
-# (configs/qwen3_5.py) keeps as depth, so num_hidden_layers falls back to 24.
-VISION_TOWERS = {"gemma-4-26b-a4b": (27, 1152), "qwen3.6-35b-a3b": (24, 1152)}
+# (configs/qwen3_5.py) keeps as depth, so num_hidden_layers falls back to 24. Gemma-4-31B
+# carries the 26B-A4B's tower (27 x 1152): with it the 31B's parameters meet google/gemma-4-31B-it's
+# safetensors total to the parameter (tests/test_hf_params.py test_gemma4_31b_shares_the_26b_...).
+VISION_TOWERS = {"gemma-4-26b-a4b": (27, 1152), "gemma-4-31b": (27, 1152),
+                 "qwen3.6-35b-a3b": (24, 1152)}
 # v0.5.18 on (PR #34141, mem_cache/kv_cache_configurator.py mm_runtime_reservation_gb): a multimodal
 # model's KV budget loses SGLANG_VLM_CACHE_SIZE_MB (100) for the embedding cache, allocated
 # after the pool is sized (more with --mm-feature-transport cuda_ipc/cuda_vmm, not modelled).
