@@ -717,8 +717,8 @@ class Sglang(Engine):
             raise UsageError(
                 f"SGLang {self.release} lowers its default {arg('mem_fraction_static')} for "
                 f"multimodal {dep.model} by its vision tower's size (vision_config), which "
-                f"tokcost does not have; give {arg('mem_fraction_static')} (SGLang logs "
-                "\"Multimodal model: Dynamically adjusted --mem-fraction-static\")",
+                f"tokcost does not have (adjust_mem_fraction_for_vlm); give "
+                f"{arg('mem_fraction_static')}",
                 param="mem_fraction_static", related=("engine",))
         return tower
 
