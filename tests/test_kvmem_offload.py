@@ -350,3 +350,23 @@ def test_dcp_host_blocks_span_block_x_dcp_tokens() -> None:
     t = r.offload
     assert (t.block_tokens, t.copies, t.row_bytes) == (512, 8, 35_979_264)
     assert (t.blocks, t.tokens, t.sequences(32_000)) == (14_921, 7_639_552, 14_921 // 63)
+
+
+def test_sliding_only_cache_keeps_its_window() -> None:
+    # Phi-3-mini caches every layer with a 2,047-token window (one sliding group). From v0.21 the
+    # offload scheduler bounds a sliding group by cdiv(window, block) blocks a request
+    # (get_sliding_window_size_in_blocks): cdiv(2,047, 64) = 32 at v0.34, not cdiv(4,096, 64) =
+    # 64. 32 layers x 2 x 32 heads x 96 x 2 B = 393,216 B a token; a 64-token block 25,165,824
+    # B; 10 GiB // 25,165,824 = 426 blocks; 426 // 32 = 13 sequences of 4,096 tokens,
+    # 426 x 4,096 // 32 = 54,528 tokens.
+    r = _estimate(model="phi-3-mini", gpu="H100", contexts=[4096], cpu_offload="10GiB",
+                  engine="vllm")
+    t = r.offload
+    assert (t.row_bytes, t.blocks) == (25_165_824, 426)
+    assert [(g.kind, g.kept) for g in t.groups] == [("sliding", 32)]
+    assert (t.request_blocks(4096), t.sequences(4096), t.tokens_at(4096)) == (32, 13, 54_528)
+    # before v0.21 one group of every block; the hybrid manager off does not make it full
+    with pytest.raises(UsageError) as info:
+        _estimate(model="phi-3-mini", contexts=[4096], cpu_offload="10GiB",
+                  engine="vllm@0.20", hybrid_manager=False)
+    assert "full ones" not in str(info.value) and "vllm@0.21" in str(info.value)

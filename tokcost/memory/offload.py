@@ -131,7 +131,9 @@ class OffloadTier:
 
     @property
     def hybrid(self) -> bool:
-        return len(self.groups) > 1
+        """Groups that keep different blocks of a request (a hybrid cache, or sliding layers
+        only, which keep their window): blocks and tokens are then counted per request."""
+        return bool(self.groups)
 
     def request_blocks(self, context: int) -> int:
         """Host blocks one ``context``-token request keeps, all groups together."""
@@ -198,14 +200,14 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
         why = ("vLLM's CPU offload takes one KV cache group" if release is not None
                and release < HYBRID else "LMCache's connector takes one KV cache group"
                if backend != "native" else "this engine's groups are not known")
-        if "sliding" in kinds_here and not stage.chunked:
+        if "sliding" in kinds_here and not stage.chunked and len(kinds_here) > 1:
             why += f"; with {arg('hybrid_manager', False)} its sliding layers are full ones"
         raise UsageError(f"{arg('cpu_offload')} sizes the host tier of full-attention and MLA "
                          f"caches here ({why}); {model} has {', '.join(kinds)} layers"
                          + (f" (vLLM's native offload takes them from v0.21: "
                             f"{arg('engine', 'vllm@0.21')} or newer)" if backend == "native"
                             else ""),
-                         param="cpu_offload", related=("hybrid_manager",))
+                         param="cpu_offload", related=("hybrid_manager", "engine"))
     if hybrid and stage.chunked and release is not None and release < CHUNKED:
         raise UsageError(f"vLLM {release}'s native offload stops at start-up on {model}'s "
                          "chunked local attention (get_sliding_window_size_in_blocks asserts a "
@@ -241,8 +243,12 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
                 copies = 1
         row = -(-page * copies // align) * align
         block = block * dep.dcp  # the tokens a host block spans (DCP above)
+        # From v0.21 each group keeps what get_sliding_window_size_in_blocks bounds: a
+        # sliding-only cache (one group) its window too; before, every block (one group)
+        bounded = host is not None and (release is None or release >= HYBRID) and (
+            hybrid or any(g.kept is not None for g in host.groups))
         return OffloadTier(backend, size, ranks, block, page, size // row, copies, row,
-                           host.groups if hybrid and host is not None else ())
+                           host.groups if bounded and host is not None else ())
     # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per
     # rank, chunks of kv_size (1 for MLA, else 2) x layers x chunk_size x heads x head_size x
     # the cache dtype's itemsize, each aligned to 4 KiB (local_cpu_backend.py
