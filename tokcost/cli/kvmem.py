@@ -281,8 +281,9 @@ def _render(r: Any, ctx: typer.Context) -> None:
         if t.hybrid:
             held = {g.kind for g in t.groups}
             what = [words for kind, words in _HOST_KEEPS if kind in held]
+            groups = f"{len(t.groups)} group{'s' * (len(t.groups) > 1)}"
             kept = (f"; a request of {longest:,} tokens keeps {t.request_blocks(longest):,} of "
-                    f"them over {len(t.groups)} group{'s' * (len(t.groups) > 1)} ({'; '.join(what)})")
+                    f"them over {groups} ({'; '.join(what)})")
         out.print(f"host tier ({who}): {format_bytes(t.size_bytes)} in {t.block_tokens}-token "
                   f"blocks of {t.row_bytes:,} B{gpus} = {t.blocks:,} blocks{kept}, "
                   f"{t.tokens_at(longest):,} tokens{gpu}", markup=False)
