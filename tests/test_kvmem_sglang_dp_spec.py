@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from kvmem_cli import refused
 from typer.testing import CliRunner
 
 from tokcost.catalog.schema import Architecture
@@ -33,14 +34,6 @@ def estimate(*args: str) -> dict:
     result = runner.invoke(app, ["kvmem", "estimate", *args, "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def refused(*args: str) -> str:
-    result = runner.invoke(app, ["kvmem", "estimate", *args])
-    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def fraction(memory: int, release: str, tp: int = 8, **kw: object) -> float:

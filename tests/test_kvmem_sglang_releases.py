@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kvmem_cli import refused
 from typer.testing import CliRunner
 
 from tokcost.catalog import load_catalog
@@ -35,14 +36,6 @@ def estimate(*args: str) -> dict:
 
 def fraction(memory: int, release: str, tp: int = 1, pp: int = 1, **kw: bool) -> float:
     return default_mem_fraction_static(memory, tp, pp, Sglang.release_of(release), **kw)[0]
-
-
-def refused(*args: str) -> str:
-    result = runner.invoke(app, ["kvmem", "estimate", *args])
-    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 # --- releases ------------------------------------------------------------------------------
