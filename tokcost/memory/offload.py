@@ -178,8 +178,27 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
     over tp x pp GPUs) in GPU blocks of ``block`` tokens, as vLLM ``release`` (None: the newest
     modelled) sizes it (``KvRequest`` has refused what ``check_offload`` refuses); ``host``:
     the engine's block ids and groups (vLLM's plan), which a hybrid cache needs."""
-    stage, tp, pp, model = dep.stage_layout, dep.layout.tp, dep.pp, dep.model
-    rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
+    hybrid = _check_layout(backend, dep, release, hybrid_manager, host)
+    if backend == "native":
+        return _native(size, dep, block, release, host, hybrid)
+    # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per
+    # rank, chunks of kv_size (1 for MLA, else 2) x layers x chunk_size x heads x head_size x
+    # the cache dtype's itemsize, each aligned to 4 KiB (local_cpu_backend.py
+    # get_full_chunk_size, calculate_chunk_budget). kv_shape is the rank's: its stage's
+    # layers, its TP share of the KV heads (integration/vllm/utils.py). It has no room for
+    # DeepSeek-V3.2's indexer keys, which vLLM keeps beside the latent.
+    stage, ranks = dep.stage_layout, dep.layout.tp * dep.pp
+    mla_layers = sum(1 for kind in stage.layers if kind == "mla")
+    per_token = stage.bytes_per_token - stage.indexer_bytes * mla_layers
+    chunk = -(-LMCACHE_CHUNK * per_token // LMCACHE_ALIGN) * LMCACHE_ALIGN
+    return OffloadTier(backend, size, ranks, LMCACHE_CHUNK, chunk, size // ranks // chunk)
+
+
+def _check_layout(backend: str, dep: Deployment, release: Release | None,
+                  hybrid_manager: bool, host: HostLayout | None) -> bool:
+    """Refuse a layout the backend of ``release`` does not offload; whether it is hybrid
+    (groups that keep different blocks of a request)."""
+    stage, model = dep.stage_layout, dep.model
     if dep.dcp > 1 and (backend != "native" or host is None
                         or (release is not None and release < DCP)):
         raise UsageError(f"{arg('cpu_offload')} with decode context parallel is modelled for "
@@ -214,48 +233,45 @@ def offload_tier(size: int, backend: str, dep: Deployment, *, block: int,
                          "FullAttentionSpec; the chunk is read from v0.28, kv_connector/v1/"
                          f"offloading/scheduler.py): use {arg('engine', 'vllm@0.28')} or newer",
                          param="cpu_offload", related=("engine",))
+    return hybrid
+
+
+def _native(size: int, dep: Deployment, block: int, release: Release | None,
+            host: HostLayout | None, hybrid: bool) -> OffloadTier:
+    """vLLM's native tier: one GPU block id's bytes per host block, a copy per rank."""
+    stage, tp, pp = dep.stage_layout, dep.layout.tp, dep.pp
+    rocm = dep.gpu is not None and (dep.gpu.architecture or "").startswith("cdna")
     ranks = tp * pp
-    per_token = stage.bytes_per_token  # one rank's bytes per token, its layers
-    if backend == "native":
-        # The scheduler's KVCacheConfig is the first worker's (kv_cache_utils.py
-        # generate_scheduler_kv_cache_config: kv_cache_configs[0]), whose tensors are the first
-        # pipeline stage's layers: its bytes per token set the row for every stage.
-        per_token = dep.layout.take(dep.stages[0]).bytes_per_token
-        # CPUOffloadingSpec (vllm/v1/kv_offload/cpu.py, cpu/spec.py from v0.19): num_blocks =
-        # cpu_bytes_to_use // (page_size_bytes x len(kv_cache_tensors) x world_size x
-        # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
-        # // num_blocks. One tensor per layer; the offloaded block is the GPU block (factor 1:
-        # kv_connector_extra_config "block_size" unset).
-        page = block * per_token if host is None else host.block_bytes
-        copies, align = ranks, 1
-        if release is None or release >= SHARED_REGION:
-            align = PAGE_ALIGN  # round_up(kv_bytes_per_chunk, BLOCK_SIZE_ALIGNMENT)
-            # kv_connector/v1/offloading/config.py replicated_layout: use_mla, TP > 1, PP = PCP
-            # = DCP = 1, world_size = tp, one node (mp executor); then num_copies = 1 on CUDA's
-            # shared region. v0.27-v0.30 also ask for one bare MLAAttentionSpec group, which
-            # DeepSeek-V3.2's indexer cache breaks; from v0.31 it is kv_tp_replicas == tp
-            # (kv_cache_utils.py kv_cache_groups_tp_replicas), and the indexer's spec has
-            # max_tp_shards=1 like MLA's (models/deepseek_v2.py), so it counts as replicated.
-            indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
-            mla = set(stage.layers) == {"mla"} and indexer_ok
-            # _uses_shared_region: CUDA (not ROCm) or XPU; ROCm keeps a private tensor per rank.
-            if mla and tp > 1 and pp == 1 and dep.dcp == 1 and not rocm:
-                copies = 1
-        row = -(-page * copies // align) * align
-        block = block * dep.dcp  # the tokens a host block spans (DCP above)
-        # From v0.21 each group keeps what get_sliding_window_size_in_blocks bounds: a
-        # sliding-only cache (one group) its window too; before, every block (one group)
-        bounded = host is not None and (release is None or release >= HYBRID) and (
-            hybrid or any(g.kept is not None for g in host.groups))
-        return OffloadTier(backend, size, ranks, block, page, size // row, copies, row,
-                           host.groups if bounded and host is not None else ())
-    # LMCache's LocalCPUBackend (read in lmcache 0.3.13): max_local_cpu_size x 2**30 bytes per
-    # rank, chunks of kv_size (1 for MLA, else 2) x layers x chunk_size x heads x head_size x
-    # the cache dtype's itemsize, each aligned to 4 KiB (local_cpu_backend.py
-    # get_full_chunk_size, calculate_chunk_budget). kv_shape is the rank's: its stage's
-    # layers, its TP share of the KV heads (integration/vllm/utils.py). It has no room for
-    # DeepSeek-V3.2's indexer keys, which vLLM keeps beside the latent.
-    mla_layers = sum(1 for kind in stage.layers if kind == "mla")
-    per_token -= stage.indexer_bytes * mla_layers
-    chunk = -(-LMCACHE_CHUNK * per_token // LMCACHE_ALIGN) * LMCACHE_ALIGN
-    return OffloadTier(backend, size, ranks, LMCACHE_CHUNK, chunk, size // ranks // chunk)
+    # CPUOffloadingSpec (vllm/v1/kv_offload/cpu.py, cpu/spec.py from v0.19): num_blocks =
+    # cpu_bytes_to_use // (page_size_bytes x len(kv_cache_tensors) x world_size x
+    # block_size_factor); v0.20 (PR #39617) reads the same bytes as the GPU tensors' size
+    # // num_blocks. One tensor per layer; the offloaded block is the GPU block (factor 1:
+    # kv_connector_extra_config "block_size" unset). The scheduler's KVCacheConfig is the first
+    # worker's (kv_cache_utils.py generate_scheduler_kv_cache_config: kv_cache_configs[0]),
+    # whose tensors are the first pipeline stage's layers: they set the row for every stage.
+    page = (block * dep.layout.take(dep.stages[0]).bytes_per_token if host is None
+            else host.block_bytes)
+    copies, align = ranks, 1
+    if release is None or release >= SHARED_REGION:
+        align = PAGE_ALIGN  # round_up(kv_bytes_per_chunk, BLOCK_SIZE_ALIGNMENT)
+        # kv_connector/v1/offloading/config.py replicated_layout: use_mla, TP > 1, PP = PCP
+        # = DCP = 1, world_size = tp, one node (mp executor); then num_copies = 1 on CUDA's
+        # shared region. v0.27-v0.30 also ask for one bare MLAAttentionSpec group, which
+        # DeepSeek-V3.2's indexer cache breaks; from v0.31 it is kv_tp_replicas == tp
+        # (kv_cache_utils.py kv_cache_groups_tp_replicas), and the indexer's spec has
+        # max_tp_shards=1 like MLA's (models/deepseek_v2.py), so it counts as replicated.
+        indexer_ok = not stage.indexer_bytes or release is None or release >= TP_REPLICAS
+        mla = set(stage.layers) == {"mla"} and indexer_ok
+        # _uses_shared_region: CUDA (not ROCm) or XPU; ROCm keeps a private tensor per rank.
+        if mla and tp > 1 and pp == 1 and dep.dcp == 1 and not rocm:
+            copies = 1
+    row = -(-page * copies // align) * align
+    # From v0.21 each group keeps what get_sliding_window_size_in_blocks bounds: a
+    # sliding-only cache (one group) its window too; before, every block (one group)
+    groups: tuple[HostGroup, ...] = ()
+    if host is not None and (release is None or release >= HYBRID) and (
+            hybrid or any(g.kept is not None for g in host.groups)):
+        groups = host.groups
+    # a host block spans block x dcp tokens (DCP above)
+    return OffloadTier("native", size, ranks, block * dep.dcp, page, size // row, copies, row,
+                       groups)
