@@ -230,15 +230,14 @@ def dp_attention_reserve(graph_bs: int, attn_dp: int, *, on: bool | None = None)
 
 def default_mem_fraction_static(memory_bytes: int | None, tp: int, pp: int,
                                 release: Release = V0_5_23, *, mla: bool = False,
-                                prefill_graph: bool = True, attn_dp: int = 1,
-                                speculative: str | None = None,
-                                dp1_attention: bool = False) -> tuple[float, str]:
+                                prefill_graph: bool = True, attn_dp: int = 0,
+                                speculative: str | None = None) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` for this GPU in ``release``, and how it was
     reached (``prefill_graph``: the model may capture prefill CUDA graphs, v0.5.10 on;
-    ``attn_dp``: DP attention's ranks, 1 without; ``speculative``: the algorithm;
-    ``dp1_attention``: --enable-dp-attention with --dp 1, still on when the fraction is
-    reckoned, ``SGLANG_DP1_ATTENTION``)."""
-    dp_on = attn_dp > 1 or (dp1_attention and SGLANG_DP1_ATTENTION[0] <= release
+    ``attn_dp``: DP attention's ranks where it is asked for, 0 where not; 1, DP attention with
+    one rank, is still on when the fraction is reckoned in SGLANG_DP1_ATTENTION's releases;
+    ``speculative``: the algorithm)."""
+    dp_on = attn_dp > 1 or (attn_dp == 1 and SGLANG_DP1_ATTENTION[0] <= release
                             < SGLANG_DP1_ATTENTION[1])
     if memory_bytes is None:  # 0.95 from v0.5.20 (arg_groups/memory_hook.py)
         return 0.95 if release >= V0_5_20 else 0.88, "SGLang's default without a known GPU"
@@ -672,8 +671,8 @@ class Sglang(Engine):
                 mfs, source = default_mem_fraction_static(
                     dep.memory_bytes, dep.layout.tp * dep.attn_dp, dep.pp, self.release,
                     mla=bool(dep.layout.counts["mla"]), prefill_graph=self._prefill_graph(dep),
-                    attn_dp=dep.attn_dp, speculative=self.speculative_algorithm,
-                    dp1_attention=self.enable_dp_attention)
+                    attn_dp=dep.attn_dp if self.enable_dp_attention or dep.attn_dp > 1 else 0,
+                    speculative=self.speculative_algorithm)
                 if self._multimodal(dep):
                     mfs, why = vlm_fraction(mfs, self.release, self._vision(dep))
                     source += f", then {why}" if why else ""
